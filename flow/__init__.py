@@ -1,0 +1,1 @@
+"""The flow engine: FlowFiles, queues, sessions, processors and engines."""

@@ -1,0 +1,28 @@
+"""The storage protocol that every repository writes through, and its local backend."""
+
+from .errors import (
+    LeaseLost,
+    StorageError,
+    StorageFileExists,
+    StorageFileNotFound,
+    StorageFull,
+    StorageUnavailable,
+)
+from .local import LocalStorage, LocalWritableFile
+from .protocol import FileStatus, Storage, WritableFile, join, parent
+
+__all__ = [
+    "FileStatus",
+    "LeaseLost",
+    "LocalStorage",
+    "LocalWritableFile",
+    "Storage",
+    "StorageError",
+    "StorageFileExists",
+    "StorageFileNotFound",
+    "StorageFull",
+    "StorageUnavailable",
+    "WritableFile",
+    "join",
+    "parent",
+]

@@ -1,0 +1,111 @@
+"""The storage protocol every durable store writes through.
+
+Two backends implement it: `repositories.storage.LocalStorage` (plain files, fsync
+of files and directories) and `replication.hdfs_storage.HdfsStorage` (hdfs-native,
+hsync and lease recovery). Both pass the contract suite in
+`tests/integration/test_storage_contract.py`.
+
+The contract:
+
+* Paths are absolute, '/'-separated strings inside the backend's namespace.
+* `create` and `mkdir` never create missing parent directories: a fenced or
+  deleted directory must stay gone, whatever a late writer does.
+* `WritableFile.sync()` returns only when every byte written so far is durable
+  (fdatasync on disk, hsync on HDFS) and readable by another client. On local disk
+  the first sync after `create` also makes the new directory entry durable.
+* `rename` is atomic, and durable when it returns. With `overwrite=False` it
+  fails with `StorageFileExists` instead of replacing the target.
+* `delete` is durable when it returns and reports whether anything was deleted.
+* `read(path, offset, length)` returns at most `length` bytes; fewer at end of file.
+* `recover_lease(path)` asks the backend to close a file someone else may still be
+  writing. It returns True once the file is closed; the caller polls with backoff.
+  Afterwards a write + sync by the previous writer fails with `LeaseLost`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow.fs
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    path: str
+    length: int
+    is_dir: bool
+    modified: float  # seconds since the epoch
+
+    @property
+    def name(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+@runtime_checkable
+class WritableFile(Protocol):
+    """A file open for appending. Not safe for concurrent use: callers serialise writes."""
+
+    path: str
+
+    def write(self, data: bytes | bytearray | memoryview) -> int: ...
+
+    def sync(self) -> None: ...
+
+    def tell(self) -> int: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> "WritableFile": ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class Storage(Protocol):
+    scheme: str  # "file" or "hdfs"
+
+    def create(self, path: str, *, overwrite: bool = False) -> WritableFile: ...
+
+    def append(self, path: str) -> WritableFile: ...
+
+    def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes: ...
+
+    def open_read(self, path: str) -> BinaryIO: ...
+
+    def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None: ...
+
+    def delete(self, path: str, *, recursive: bool = False) -> bool: ...
+
+    def list(self, path: str) -> list[FileStatus]: ...
+
+    def status(self, path: str) -> FileStatus: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def mkdir(self, path: str, *, parents: bool = False, exist_ok: bool = False) -> None: ...
+
+    def sync_directory(self, path: str) -> None: ...
+
+    def recover_lease(self, path: str) -> bool: ...
+
+    def arrow_filesystem(self) -> "pyarrow.fs.FileSystem": ...
+
+    def close(self) -> None: ...
+
+
+def join(*parts: str) -> str:
+    """Join storage path parts with '/', whatever the host OS."""
+    head, *rest = parts
+    out = head.rstrip("/") or "/"
+    for part in rest:
+        part = part.strip("/")
+        if part:
+            out = f"{out}/{part}" if out != "/" else f"/{part}"
+    return out
+
+
+def parent(path: str) -> str:
+    head = path.rstrip("/").rsplit("/", 1)[0]
+    return head or "/"
