@@ -1,0 +1,67 @@
+"""Resource claims and content claims: where a FlowFile's bytes live (seed 001).
+
+A `ResourceClaim` names one file in the content repository that holds the content of
+many FlowFiles, appended one after another. A `ContentClaim` is a slice of it. Both
+are immutable values; the FlowFile WAL, swap files and the content repository share
+them, so this module sits at the root of `repositories` and imports nothing.
+
+Ids are validated at construction: a claim read from a FlowFile record, a swap file or
+the API can never name a path outside its container.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SECTIONS_PER_CONTAINER = 1024
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+class InvalidClaimError(ValueError):
+    """A claim field would escape its container or is otherwise malformed."""
+
+
+def _check_name(kind: str, value: str) -> None:
+    if not isinstance(value, str) or not _SAFE_NAME.match(value) or ".." in value:
+        raise InvalidClaimError(
+            f"invalid {kind} {value!r} in a content claim: only letters, digits, '_', '-' "
+            "and '.' are allowed (no '/', no '..', no absolute path); the record that "
+            "carries it is corrupt or was forged"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    container: str
+    section: int
+    id: str
+
+    def __post_init__(self) -> None:
+        _check_name("container", self.container)
+        _check_name("resource id", self.id)
+        if not isinstance(self.section, int) or not 0 <= self.section < SECTIONS_PER_CONTAINER:
+            raise InvalidClaimError(
+                f"invalid section {self.section!r} in a content claim: must be 0.."
+                f"{SECTIONS_PER_CONTAINER - 1}"
+            )
+
+    @property
+    def relative_path(self) -> str:
+        """Path of the resource file under the repository root: container/section/id."""
+        return f"{self.container}/{self.section}/{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ContentClaim:
+    resource: ResourceClaim
+    offset: int
+    length: int
+
+    def __post_init__(self) -> None:
+        if self.offset < 0 or self.length < 0:
+            raise InvalidClaimError(
+                f"invalid content claim {self.resource.relative_path}@{self.offset}+{self.length}: "
+                "offset and length must not be negative"
+            )
