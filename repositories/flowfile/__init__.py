@@ -1,0 +1,82 @@
+"""The FlowFile repository's write-ahead log (seed 000), on the storage protocol.
+
+The same code runs on local disk (`repositories.storage.LocalStorage`) and on HDFS
+(`replication.hdfs_storage.HdfsStorage`). It is used like NiFi's standalone
+`nifi-write-ahead-log` library:
+
+    from repositories.flowfile import WriteAheadLog, FlowFileRecord, Put, Delete
+
+    wal = WriteAheadLog(storage, "/data/flowfile-repo", partitions=4, epoch=7)
+    records = wal.recover()          # {record id: FlowFileRecord}; must come first
+    txid = wal.update([Put(record), Delete("old-id")])   # durable when it returns
+    wal.update(updates, sync=False)  # reaches storage at the next sync or checkpoint
+    wal.checkpoint()                 # snapshot + reset journals (also every
+                                     # `checkpoint_interval` seconds, default 120)
+    wal.close()
+
+Updates: `Put(record)` creates or replaces a record, `Delete(id)` removes it,
+`SwapOut(SwapFile(location, queue, count, size), record_ids)` moves FlowFiles to a swap
+file (one record per swap file), `SwapIn(location)` forgets the swap file (put the
+FlowFiles back with `Put` in the same transaction). `wal.swap_files` lists the swap
+files after recovery. `wal.last_recovery` is a `RecoveryReport`: the crash case seen,
+the max transaction id, and every range cut from a journal, with why.
+
+Constructor: `WriteAheadLog(storage, directory, *, partitions=4, serde=FlowFileSerDe(),
+epoch=0, checkpoint_interval=120.0, clock=time.monotonic, wall_clock=time.time,
+hooks=None)`. `epoch` is the shard epoch written into every journal header and every
+transaction; a WAL touched by a newer epoch raises `StaleEpochError`, and an older one
+is re-stamped by a checkpoint on adoption. `hooks` are the named fault seams of
+`hooks.WalHooks`. The SerDe is pluggable: see `serde.SerDe`.
+
+Guarantees beyond NiFi's: a CRC on every transaction and snapshot record; group
+commit (every sync=True update is fsync'd/hsync'd on return, concurrent committers
+share one sync); renames through the storage layer, which syncs directories; a journal
+whose write failed refuses writes until a checkpoint; cut bytes kept in `cut/`.
+
+Errors all derive from `WriteAheadLogError` (see `errors`). Byte layouts: `format`.
+"""
+
+from .errors import (
+    CheckpointError,
+    CorruptJournalError,
+    CorruptSnapshotError,
+    JournalPoisonedError,
+    NotAWriteAheadLogError,
+    NotRecoveredError,
+    StaleEpochError,
+    UnknownSerDeError,
+    WriteAheadLogClosedError,
+    WriteAheadLogError,
+)
+from .hooks import WalHooks
+from .record import Delete, FlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update
+from .recovery import RecoveryReport, list_wal_files, read_state
+from .serde import FlowFileSerDe, SerDe
+from .wal import WriteAheadLog
+
+__all__ = [
+    "CheckpointError",
+    "CorruptJournalError",
+    "CorruptSnapshotError",
+    "Delete",
+    "FlowFileRecord",
+    "FlowFileSerDe",
+    "JournalPoisonedError",
+    "NotAWriteAheadLogError",
+    "NotRecoveredError",
+    "Put",
+    "RecoveryReport",
+    "SerDe",
+    "StaleEpochError",
+    "SwapFile",
+    "SwapIn",
+    "SwapOut",
+    "UnknownSerDeError",
+    "Update",
+    "WalHooks",
+    "WriteAheadLog",
+    "WriteAheadLogClosedError",
+    "WriteAheadLogError",
+    "list_wal_files",
+    "read_state",
+]

@@ -1,0 +1,257 @@
+"""Byte layouts of the FlowFile WAL: journal files and the snapshot.
+
+All integers are little-endian. CRCs are zlib.crc32. Readers and writers build and
+parse bytes only through this module.
+
+Journal (one per partition, `journal-<partition>`):
+
+    header, at the head of every journal (seed 000 write step 4)
+      0   8   magic  b"CUSTWALJ"
+      8   2   journal format version (1)
+     10   8   shard epoch of the owner that created the journal
+     18   2   n = length of the SerDe name
+     20   n   SerDe name, UTF-8
+    20+n  4   SerDe version the journal's updates are written with
+    24+n  4   crc32 of bytes 0 .. 24+n
+
+    transaction frame, repeated
+      0   1   marker 0xA5 (a 0x00 here is a NUL tail: preallocated or zeroed by a crash)
+      1   8   transaction id
+      9   8   shard epoch of the writer
+     17   4   number of updates
+     21   4   payload length p
+     25   4   crc32 of the payload
+     29   4   crc32 of bytes 0 .. 29 (so a damaged length is never trusted)
+     33   p   payload: for each update, u32 length, the SerDe's bytes, then one marker
+              byte: TRANSACTION_CONTINUE (0xC0) if more updates follow, else
+              TRANSACTION_COMMIT (0xCC) (seed 000 write step 6)
+
+Snapshot (`snapshot`, written as `snapshot.partial` first):
+
+    header
+      0   8   magic  b"CUSTSNAP"
+      8   2   snapshot format version (1)
+     10   8   shard epoch of the owner that wrote it
+     18   2   n, then n bytes of SerDe name, then u32 SerDe version (as in a journal)
+    24+n  8   max transaction id covered by the snapshot
+    32+n  8   number of records
+    40+n  4   number of swap files
+    44+n  4   crc32 of bytes 0 .. 44+n
+    records, then swap files, each framed as
+              u32 length, u32 crc32 of the bytes, the bytes
+              (records are SerDe bytes; swap files use SWAP_FILE below)
+    trailer
+      0   8   magic  b"CUSTSEND"
+      8   8   number of records again
+     16   4   number of swap files again
+     20   4   crc32 of bytes 0 .. 20 of the trailer
+
+Swap file entry (snapshot, and inside the SerDe's SwapOut update):
+      u64 count, u64 size, u16 location length, u16 queue length, location, queue
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import NamedTuple
+
+from .record import SwapFile
+
+crc32 = zlib.crc32
+
+JOURNAL_MAGIC = b"CUSTWALJ"
+SNAPSHOT_MAGIC = b"CUSTSNAP"
+SNAPSHOT_TRAILER_MAGIC = b"CUSTSEND"
+JOURNAL_FORMAT_VERSION = 1
+SNAPSHOT_FORMAT_VERSION = 1
+
+TRANSACTION_MARKER = 0xA5
+TRANSACTION_CONTINUE = 0xC0
+TRANSACTION_COMMIT = 0xCC
+
+# magic, format version, epoch, serde name length
+HEADER_START = struct.Struct("<8sHQH")
+U32 = struct.Struct("<I")
+SERDE_VERSION = U32
+SNAPSHOT_COUNTS = struct.Struct("<QQI")  # max txid, record count, swap-file count
+FRAME_HEADER = struct.Struct("<BQQIII")  # marker, txid, epoch, count, payload length, payload crc
+FRAME_HEADER_CRC = U32
+FRAME_HEADER_SIZE = FRAME_HEADER.size + FRAME_HEADER_CRC.size
+UPDATE_LENGTH = U32
+SNAPSHOT_ENTRY = struct.Struct("<II")  # length, crc
+SNAPSHOT_TRAILER = struct.Struct("<8sQII")
+SWAP_FILE = struct.Struct("<QQHH")
+
+# Checked at import: a silent change of any of these would make old files unreadable.
+assert HEADER_START.size == 20, HEADER_START.size
+assert FRAME_HEADER.size == 29 and FRAME_HEADER_SIZE == 33, FRAME_HEADER.size
+assert SNAPSHOT_COUNTS.size == 20, SNAPSHOT_COUNTS.size
+assert SNAPSHOT_ENTRY.size == 8 and SNAPSHOT_TRAILER.size == 24 and SWAP_FILE.size == 20
+
+MAX_PAYLOAD = (1 << 32) - 1
+
+
+class FileHeader(NamedTuple):
+    magic: bytes
+    format_version: int
+    epoch: int
+    serde_name: str
+    serde_version: int
+    length: int  # bytes the header occupies, CRC included
+
+
+class HeaderError(Exception):
+    """Raised by the parsers; the journal/snapshot readers turn it into a WAL error with the path."""
+
+    def __init__(self, offset: int, reason: str, torn: bool = False):
+        super().__init__(reason)
+        self.offset, self.reason, self.torn = offset, reason, torn
+
+
+def _pack_header_body(magic: bytes, version: int, epoch: int, serde_name: str, serde_version: int) -> bytes:
+    name = serde_name.encode("utf-8")
+    return HEADER_START.pack(magic, version, epoch, len(name)) + name + SERDE_VERSION.pack(serde_version)
+
+
+def pack_journal_header(epoch: int, serde_name: str, serde_version: int) -> bytes:
+    body = _pack_header_body(JOURNAL_MAGIC, JOURNAL_FORMAT_VERSION, epoch, serde_name, serde_version)
+    return body + U32.pack(crc32(body))
+
+
+def unpack_file_header(data, magic: bytes, extra: int = 0) -> tuple[FileHeader, bytes]:
+    """Parse a journal or snapshot header. `extra` bytes of fields follow the SerDe
+    version before the CRC (the snapshot's counts); they are returned raw."""
+    if len(data) < HEADER_START.size:
+        if bytes(data[: len(magic)]) != magic[: len(data)]:
+            raise HeaderError(0, f"starts with {bytes(data[:8])!r}, not the magic {magic!r}")
+        raise HeaderError(len(data), f"file ends inside its header ({len(data)} bytes)", torn=True)
+    found_magic, version, epoch, name_length = HEADER_START.unpack_from(data, 0)
+    if found_magic != magic:
+        raise HeaderError(0, f"starts with {found_magic!r}, not the magic {magic!r}")
+    end = HEADER_START.size + name_length + SERDE_VERSION.size + extra
+    if len(data) < end + U32.size:
+        raise HeaderError(len(data), f"file ends inside its header ({len(data)} bytes)", torn=True)
+    (stored_crc,) = U32.unpack_from(data, end)
+    if crc32(data[:end]) != stored_crc:
+        raise HeaderError(0, "header CRC mismatch")
+    try:
+        serde_name = bytes(data[HEADER_START.size : HEADER_START.size + name_length]).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise HeaderError(HEADER_START.size, f"SerDe name is not UTF-8: {error}") from None
+    (serde_version,) = SERDE_VERSION.unpack_from(data, HEADER_START.size + name_length)
+    header = FileHeader(found_magic, version, epoch, serde_name, serde_version, end + U32.size)
+    return header, bytes(data[end - extra : end])
+
+
+def pack_frame(txid: int, epoch: int, count: int, payload, payload_crc: int) -> bytes:
+    head = FRAME_HEADER.pack(TRANSACTION_MARKER, txid, epoch, count, len(payload), payload_crc)
+    return head + FRAME_HEADER_CRC.pack(crc32(head)) + payload
+
+
+class Frame(NamedTuple):
+    offset: int
+    txid: int
+    epoch: int
+    count: int
+    payload: memoryview
+
+
+def parse_frame_header(data, offset: int):
+    """Return (txid, epoch, count, payload_length, payload_crc) or None if the header
+    at `offset` is not intact. The caller checks there are FRAME_HEADER_SIZE bytes."""
+    marker, txid, epoch, count, length, payload_crc = FRAME_HEADER.unpack_from(data, offset)
+    if marker != TRANSACTION_MARKER:
+        return None
+    (stored,) = FRAME_HEADER_CRC.unpack_from(data, offset + FRAME_HEADER.size)
+    if crc32(data[offset : offset + FRAME_HEADER.size]) != stored:
+        return None
+    return txid, epoch, count, length, payload_crc
+
+
+def pack_payload(encoded_updates: list) -> bytes:
+    """Frame each SerDe-encoded update with its length and a Continue/Commit marker."""
+    out = bytearray()
+    last = len(encoded_updates) - 1
+    pack_length = UPDATE_LENGTH.pack
+    for index, encoded in enumerate(encoded_updates):
+        out += pack_length(len(encoded))
+        out += encoded
+        out.append(TRANSACTION_COMMIT if index == last else TRANSACTION_CONTINUE)
+    if len(out) > MAX_PAYLOAD:
+        raise ValueError(f"a transaction of {len(out)} bytes exceeds the 4 GiB frame limit")
+    return bytes(out)
+
+
+def split_payload(payload: memoryview, count: int) -> list[memoryview]:
+    """Inverse of pack_payload. Raises ValueError if markers or lengths disagree."""
+    pieces = []
+    offset = 0
+    end = len(payload)
+    unpack_length = UPDATE_LENGTH.unpack_from
+    for index in range(count):
+        if offset + 4 > end:
+            raise ValueError(f"update {index} of {count} runs past the payload")
+        (length,) = unpack_length(payload, offset)
+        offset += 4
+        stop = offset + length
+        if stop + 1 > end:
+            raise ValueError(f"update {index} of {count} runs past the payload")
+        pieces.append(payload[offset:stop])
+        marker = payload[stop]
+        expected = TRANSACTION_COMMIT if index == count - 1 else TRANSACTION_CONTINUE
+        if marker != expected:
+            raise ValueError(f"update {index} of {count} ends with marker {marker:#x}, expected {expected:#x}")
+        offset = stop + 1
+    if offset != end:
+        raise ValueError(f"{end - offset} bytes follow the Commit marker")
+    return pieces
+
+
+def pack_snapshot_header(epoch: int, serde_name: str, serde_version: int, max_txid: int, record_count: int, swap_count: int) -> bytes:
+    body = _pack_header_body(SNAPSHOT_MAGIC, SNAPSHOT_FORMAT_VERSION, epoch, serde_name, serde_version)
+    body += SNAPSHOT_COUNTS.pack(max_txid, record_count, swap_count)
+    return body + U32.pack(crc32(body))
+
+
+def unpack_snapshot_header(data) -> tuple[FileHeader, int, int, int]:
+    header, extra = unpack_file_header(data, SNAPSHOT_MAGIC, SNAPSHOT_COUNTS.size)
+    max_txid, record_count, swap_count = SNAPSHOT_COUNTS.unpack(extra)
+    return header, max_txid, record_count, swap_count
+
+
+def pack_snapshot_entry(encoded: bytes) -> bytes:
+    return SNAPSHOT_ENTRY.pack(len(encoded), crc32(encoded)) + encoded
+
+
+def pack_snapshot_trailer(record_count: int, swap_count: int) -> bytes:
+    body = SNAPSHOT_TRAILER.pack(SNAPSHOT_TRAILER_MAGIC, record_count, swap_count, 0)[:-4]
+    return body + U32.pack(crc32(body))
+
+
+def unpack_snapshot_trailer(data, offset: int) -> tuple[int, int]:
+    magic, record_count, swap_count, stored = SNAPSHOT_TRAILER.unpack_from(data, offset)
+    if magic != SNAPSHOT_TRAILER_MAGIC:
+        raise HeaderError(offset, f"trailer magic is {magic!r}, not {SNAPSHOT_TRAILER_MAGIC!r}")
+    if crc32(data[offset : offset + SNAPSHOT_TRAILER.size - 4]) != stored:
+        raise HeaderError(offset, "trailer CRC mismatch")
+    return record_count, swap_count
+
+
+def pack_swap_file(swap_file: SwapFile) -> bytes:
+    location = swap_file.location.encode("utf-8")
+    queue = swap_file.queue.encode("utf-8")
+    return SWAP_FILE.pack(swap_file.count, swap_file.size, len(location), len(queue)) + location + queue
+
+
+def unpack_swap_file(data, offset: int = 0) -> tuple[SwapFile, int]:
+    """Return the swap file and the offset just past it."""
+    count, size, location_length, queue_length = SWAP_FILE.unpack_from(data, offset)
+    start = offset + SWAP_FILE.size
+    middle = start + location_length
+    end = middle + queue_length
+    if end > len(data):
+        raise ValueError("swap-file entry runs past its bytes")
+    location = bytes(data[start:middle]).decode("utf-8")
+    queue = bytes(data[middle:end]).decode("utf-8")
+    return SwapFile(location, queue, count, size), end

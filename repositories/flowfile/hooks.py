@@ -1,0 +1,41 @@
+"""Named fault seams of the WAL.
+
+Tests (and failover drills) stop or break the log at exact crash points by passing a
+`WalHooks` subclass, or any object with some of these methods, as `hooks=`. Each seam
+is called with the path concerned; raising from it fails the operation at that point,
+and a test can block in it to freeze a writer there before a SIGKILL.
+"""
+
+from __future__ import annotations
+
+
+class WalHooks:
+    def before_journal_write(self, path: str) -> None:
+        """Group commit is about to hand the pending transactions to the file."""
+
+    def before_sync(self, path: str) -> None:
+        """The transactions were handed to the file, and are not yet durable."""
+
+    def after_sync(self, path: str) -> None:
+        """The transactions are durable; their callers have not returned yet."""
+
+    def checkpoint_started(self, path: str) -> None:
+        """`path` is the `.partial` snapshot about to be created."""
+
+    def checkpoint_partial_written(self, path: str) -> None:
+        """The `.partial` snapshot is complete and synced; `snapshot` is still the old one."""
+
+    def checkpoint_snapshot_deleted(self, path: str) -> None:
+        """The old `snapshot` is gone and `.partial` is not renamed yet (restore case 4)."""
+
+    def checkpoint_renamed(self, path: str) -> None:
+        """The new `snapshot` is in place; the journals still hold the old transactions."""
+
+    def checkpoint_journal_reset(self, path: str) -> None:
+        """One journal was recreated empty (header only)."""
+
+
+def call_hook(hooks, name: str, path: str) -> None:
+    method = getattr(hooks, name, None)
+    if method is not None:
+        method(path)

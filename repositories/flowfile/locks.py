@@ -1,0 +1,49 @@
+"""A shared/exclusive lock: updates share it, checkpoint and recovery take it alone.
+
+Writer preference: once `exclusive()` waits, new `shared()` callers wait too, so a
+steady stream of updates cannot starve the periodic checkpoint.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+
+class SharedExclusiveLock:
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._sharers = 0
+        self._exclusive = False
+        self._exclusive_waiting = 0
+
+    @contextmanager
+    def shared(self):
+        with self._condition:
+            while self._exclusive or self._exclusive_waiting:
+                self._condition.wait()
+            self._sharers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._sharers -= 1
+                if not self._sharers:
+                    self._condition.notify_all()
+
+    @contextmanager
+    def exclusive(self):
+        with self._condition:
+            self._exclusive_waiting += 1
+            try:
+                while self._exclusive or self._sharers:
+                    self._condition.wait()
+            finally:
+                self._exclusive_waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._exclusive = False
+                self._condition.notify_all()

@@ -1,0 +1,192 @@
+"""Reading a WAL directory back into a record map, without changing anything.
+
+`read_state` does seed 000's restore steps 2-7 as pure reads: pick the snapshot the
+crash case calls for, decode it, then replay every partition's transactions in
+transaction-id order, skipping those the snapshot already holds. What it had to cut is
+in the returned report. The side effects (deleting or renaming `.partial`, saving cut
+bytes, the forced checkpoint) are `WriteAheadLog.recover`'s, so that `custody wal
+inspect` and `fsck` can run this on a live or damaged directory safely.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from . import format as fmt
+from .errors import NotAWriteAheadLogError, StaleEpochError, UnknownSerDeError
+from .journal import Cut, JournalScan, scan_journal
+from .record import apply_update
+from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, SnapshotContents, read_snapshot
+
+JOURNAL_PATTERN = re.compile(r"^journal-(\d+)$")
+CUT_DIRECTORY = "cut"
+
+
+def journal_name(partition: int) -> str:
+    return f"journal-{partition}"
+
+
+@dataclass
+class RecoveryReport:
+    directory: str
+    case: SnapshotCase = SnapshotCase.NEITHER
+    snapshot_max_txid: int = 0
+    snapshot_records: int = 0
+    snapshot_epoch: int | None = None
+    journals: list = field(default_factory=list)
+    transactions_replayed: int = 0
+    transactions_in_snapshot: int = 0
+    max_txid: int = 0
+    record_count: int = 0
+    swap_files: list = field(default_factory=list)
+    cuts: list = field(default_factory=list)  # [Cut]
+    saved_cuts: list = field(default_factory=list)  # side files the cut bytes went to
+    checkpoint_reasons: list = field(default_factory=list)
+
+    @property
+    def unexplained(self) -> list:
+        """Damage no crash explains: what `custody wal fsck` fails on."""
+        return [cut for cut in self.cuts if not cut.explained]
+
+    def to_dict(self) -> dict:
+        return {
+            "directory": self.directory,
+            "case": self.case.name,
+            "case_meaning": self.case.value,
+            "snapshot": {"max_txid": self.snapshot_max_txid, "records": self.snapshot_records, "epoch": self.snapshot_epoch},
+            "journals": self.journals,
+            "transactions_replayed": self.transactions_replayed,
+            "transactions_already_in_snapshot": self.transactions_in_snapshot,
+            "max_txid": self.max_txid,
+            "record_count": self.record_count,
+            "swap_files": [sf._asdict() for sf in self.swap_files],
+            "cuts": [cut._asdict() for cut in self.cuts],
+            "saved_cuts": self.saved_cuts,
+            "checkpoint_needed_because": self.checkpoint_reasons,
+            "unexplained_damage": len(self.unexplained),
+        }
+
+
+class WalFiles(NamedTuple):
+    journals: dict  # partition -> path
+    snapshot: str | None
+    partial: str | None
+
+
+class RecoveredState(NamedTuple):
+    records: dict
+    swap_files: dict
+    next_txid: int
+    report: RecoveryReport
+    scans: list  # [JournalScan], for the cut bytes
+
+
+def list_wal_files(storage, directory: str) -> WalFiles:
+    """Classify the directory's entries; anything a WAL does not write is refused."""
+    journals: dict = {}
+    snapshot = partial = None
+    for status in storage.list(directory):
+        name = status.name
+        match = JOURNAL_PATTERN.match(name)
+        if match and not status.is_dir:
+            journals[int(match.group(1))] = status.path
+        elif name == SNAPSHOT_NAME and not status.is_dir:
+            snapshot = status.path
+        elif name == PARTIAL_NAME and not status.is_dir:
+            partial = status.path
+        elif name == CUT_DIRECTORY and status.is_dir:
+            continue
+        else:
+            raise NotAWriteAheadLogError(status.path, 0, "a FlowFile WAL directory holds only journal-N, snapshot, snapshot.partial and cut/")
+    return WalFiles(journals, snapshot, partial)
+
+
+def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | None) -> RecoveredState:
+    report = RecoveryReport(directory)
+    report.case = SnapshotCase.of(files.snapshot is not None, files.partial is not None)
+    # Which file holds the state: for BOTH the .partial may be incomplete and the
+    # journals were not yet truncated, so the old snapshot is the truth.
+    source = {
+        SnapshotCase.NEITHER: None,
+        SnapshotCase.SNAPSHOT_ONLY: files.snapshot,
+        SnapshotCase.BOTH: files.snapshot,
+        SnapshotCase.PARTIAL_ONLY: files.partial,
+    }[report.case]
+    records: dict = {}
+    swap_files: dict = {}
+    next_txid = 1
+    snapshot_epoch = None
+    if source is not None:
+        contents: SnapshotContents = read_snapshot(source, storage.read(source), serde)
+        if epoch is not None and contents.epoch > epoch:
+            raise StaleEpochError(source, contents.epoch, epoch)
+        records, swap_files = contents.records, contents.swap_files
+        next_txid = contents.max_txid + 1
+        snapshot_epoch = report.snapshot_epoch = contents.epoch
+        report.snapshot_max_txid = contents.max_txid
+        report.snapshot_records = len(records)
+        if epoch is not None and contents.epoch < epoch:
+            report.checkpoint_reasons.append(f"adopting: snapshot epoch {contents.epoch} < own epoch {epoch}")
+
+    scans: list[JournalScan] = []
+    for partition, path in sorted(files.journals.items()):
+        scan = scan_journal(path, storage.read(path))
+        scans.append(scan)
+        report.journals.append(path)
+        report.cuts.extend(scan.cuts)
+        header = scan.header
+        if header is None:
+            report.checkpoint_reasons.append(f"{path} has no intact header")
+            continue
+        if header.serde_name != serde.name or not serde.can_read(header.serde_version):
+            known = f"SerDe {serde.name!r} versions {getattr(serde, 'OLDEST_VERSION', serde.version)}..{serde.version}"
+            raise UnknownSerDeError(path, fmt.HEADER_START.size, header.serde_name, header.serde_version, known)
+        if epoch is not None and header.epoch > epoch:
+            raise StaleEpochError(path, header.epoch, epoch)
+        if epoch is not None and header.epoch < epoch:
+            report.checkpoint_reasons.append(f"adopting: {path} epoch {header.epoch} < own epoch {epoch}")
+        if header.serde_version != serde.version:
+            report.checkpoint_reasons.append(f"{path} written by SerDe version {header.serde_version}, this one writes {serde.version}")
+        if scan.cuts:
+            report.checkpoint_reasons.append(f"{path}: {len(scan.cuts)} damaged range(s) cut")
+
+    # Seed 000 restore steps 3-7: always apply the smallest transaction id any
+    # partition offers next; ids below the generator are already in the snapshot.
+    def tagged(scan):
+        version = scan.header.serde_version
+        for frame in scan.frames:
+            yield frame.txid, frame.offset, frame, scan.path, version
+
+    merged = heapq.merge(*(tagged(scan) for scan in scans if scan.header is not None))
+    split_payload = fmt.split_payload
+    decode = serde.decode_update
+    for txid, _, frame, path, version in merged:
+        if txid < next_txid:
+            report.transactions_in_snapshot += 1
+            continue
+        if epoch is not None and frame.epoch > epoch:
+            raise StaleEpochError(path, frame.epoch, epoch)
+        frame_end = frame.offset + fmt.FRAME_HEADER_SIZE + len(frame.payload)
+        if snapshot_epoch is not None and frame.epoch < snapshot_epoch:
+            # Written by an owner older than the one that checkpointed: a zombie's write
+            # after fencing. Never applied.
+            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} has epoch {frame.epoch}, older than the snapshot's {snapshot_epoch}", False, txid))
+            report.checkpoint_reasons.append(f"{path}: stale-epoch transaction {txid}")
+            continue
+        try:
+            updates = [decode(piece, version) for piece in split_payload(frame.payload, frame.count)]
+        except Exception as error:  # CRC matched but the content is not what the SerDe wrote
+            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} cannot be decoded: {error}", False, txid))
+            report.checkpoint_reasons.append(f"{path}: undecodable transaction {txid}")
+            continue
+        for update in updates:
+            apply_update(records, swap_files, update)
+        next_txid = txid + 1
+        report.transactions_replayed += 1
+    report.max_txid = next_txid - 1
+    report.record_count = len(records)
+    report.swap_files = list(swap_files.values())
+    return RecoveredState(records, swap_files, next_txid, report, scans)

@@ -1,0 +1,380 @@
+"""`WriteAheadLog`: seed 000's write-ahead log on the storage protocol, with group commit."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+
+from ..storage import StorageFileExists, join
+from . import format as fmt
+from .errors import (
+    CheckpointError,
+    JournalPoisonedError,
+    NotRecoveredError,
+    WriteAheadLogClosedError,
+)
+from .hooks import WalHooks, call_hook
+from .journal import Journal
+from .locks import SharedExclusiveLock
+from .recovery import CUT_DIRECTORY, RecoveryReport, journal_name, list_wal_files, read_state
+from .record import apply_update
+from .serde import FlowFileSerDe
+from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, write_snapshot
+
+log = logging.getLogger(__name__)
+
+# sync=False updates are handed to the file once this many bytes are pending.
+FLUSH_THRESHOLD = 1 << 20
+
+
+class WriteAheadLog:
+    """A FlowFile write-ahead log in one directory of a `Storage`.
+
+    Lock plan:
+      * `_repository_lock` (shared/exclusive): `update` holds it shared for its whole
+        course; `recover`, `checkpoint` and `close` hold it exclusively, so no
+        partition is written while the snapshot is taken or journals are reset
+        (seed 000: write step 2, checkpoint step 1, restore step 1).
+      * each `Journal` has its own `append_lock` (claimed round-robin without blocking
+        to own the partition while a frame is appended, seed 000 write step 3) and
+        `io_lock` (group commit: see `journal.Journal`).
+      * `_records` and `_swap_files` are changed only by `update` (under the shared
+        lock, one dict operation at a time) and by recovery/checkpoint (exclusive).
+        Like NiFi's sessions, a caller owns the records it updates: two threads must
+        not update the same record id concurrently, or the map's final version of it
+        is whichever applied last rather than the higher transaction id.
+    """
+
+    def __init__(
+        self,
+        storage,
+        directory: str,
+        *,
+        partitions: int = 4,
+        serde=None,
+        epoch: int = 0,
+        checkpoint_interval: float | None = 120.0,
+        clock=time.monotonic,
+        wall_clock=time.time,
+        hooks: WalHooks | None = None,
+    ):
+        if partitions < 1:
+            raise ValueError("partitions must be at least 1")
+        self.storage = storage
+        self.directory = directory.rstrip("/") or "/"
+        self.partitions = partitions
+        self.serde = serde if serde is not None else FlowFileSerDe()
+        self.epoch = epoch
+        self.checkpoint_interval = checkpoint_interval
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._hooks = hooks
+        self._repository_lock = SharedExclusiveLock()
+        self._journals: list[Journal] = []
+        self._partition_counter = itertools.count()
+        self._txids = itertools.count(1)
+        self._records: dict = {}
+        self._swap_files: dict = {}
+        self._restored = False
+        self._closed = False
+        self._needs_checkpoint: str | None = None
+        self._last_checkpoint = clock()
+        self._checkpoint_thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.last_recovery: RecoveryReport | None = None
+
+    # -- public API ---------------------------------------------------------------
+
+    @property
+    def records(self) -> dict:
+        """The live record map (read-only by contract)."""
+        return self._records
+
+    @property
+    def swap_files(self) -> dict:
+        """Swap files the WAL knows of, by location."""
+        return self._swap_files
+
+    def recover(self) -> dict:
+        """Restore the record map from the directory (seed 000, "Restoring") and make
+        the log writable. Returns a new dict {record id: FlowFileRecord}."""
+        with self._repository_lock.exclusive():
+            self._check_open()
+            if self._restored:
+                raise RuntimeError("recover() was already called on this WriteAheadLog")
+            self._recover_locked()
+            self._restored = True
+            self._last_checkpoint = self._clock()
+        if self.checkpoint_interval is not None:
+            self._start_checkpoint_thread()
+        return dict(self._records)
+
+    def update(self, updates, sync: bool = True) -> int:
+        """Write one transaction of `Put`/`Delete`/`SwapOut`/`SwapIn` updates and
+        return its transaction id. With sync=True it is durable (fsync/hsync) when
+        this returns; concurrent callers share syncs. With sync=False it reaches the
+        storage at the next sync of its partition, checkpoint or close."""
+        if not self._restored:
+            raise NotRecoveredError("call recover() before update() (seed 000, write step 1)")
+        updates = list(updates)
+        if not updates:
+            raise ValueError("a transaction needs at least one update")
+        encode = self.serde.encode_update
+        payload = fmt.pack_payload([encode(update) for update in updates])
+        payload_crc = fmt.crc32(payload)
+        with self._repository_lock.shared():
+            self._check_open()
+            if self._needs_checkpoint is not None:
+                raise JournalPoisonedError(self.directory, RuntimeError(self._needs_checkpoint))
+            journal = self._claim_partition()
+            try:
+                txid = next(self._txids)
+                sequence = journal.append(fmt.pack_frame(txid, self.epoch, len(updates), payload, payload_crc))
+            finally:
+                journal.append_lock.release()
+            if sync:
+                journal.wait_durable(sequence)
+            elif journal.pending_bytes >= FLUSH_THRESHOLD:
+                journal.flush()
+            # Only now does memory change: a failed write raised above and left the
+            # map as it was (ZODB's order: write, sync, then update the index).
+            records, swap_files = self._records, self._swap_files
+            for update in updates:
+                apply_update(records, swap_files, update)
+        return txid
+
+    def checkpoint(self) -> int:
+        """Write a snapshot of the record map and reset every journal (seed 000,
+        "Checkpointing"). Returns the number of records written. Clears poisoned journals."""
+        if not self._restored:
+            raise NotRecoveredError("call recover() before checkpoint()")
+        with self._repository_lock.exclusive():
+            self._check_open()
+            self._checkpoint_locked()
+            return len(self._records)
+
+    def maybe_checkpoint(self) -> bool:
+        """Checkpoint if `checkpoint_interval` has passed on the injected clock."""
+        if self.checkpoint_interval is None or not self._restored or self._closed:
+            return False
+        if self._clock() - self._last_checkpoint < self.checkpoint_interval:
+            return False
+        self.checkpoint()
+        return True
+
+    def close(self) -> None:
+        """Sync what is pending and close the journals. Does not checkpoint."""
+        self._stop.set()
+        thread = self._checkpoint_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        with self._repository_lock.exclusive():
+            if self._closed:
+                return
+            self._closed = True
+            errors = []
+            for journal in self._journals:
+                try:
+                    journal.close()
+                except Exception as error:  # keep closing the others
+                    errors.append(error)
+            self._journals = []
+            if errors:
+                raise errors[0]
+
+    def __enter__(self) -> "WriteAheadLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def max_transaction_id(self) -> int:
+        """The last transaction id handed out (or recovered)."""
+        with self._repository_lock.exclusive():
+            value = next(self._txids)
+            self._txids = itertools.count(value)
+            return value - 1
+
+    def sync_count(self) -> int:
+        """Syncs done by the journals since they were last reset (for benchmarks)."""
+        return sum(journal.syncs for journal in self._journals)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise WriteAheadLogClosedError(f"WriteAheadLog {self.directory} is closed")
+
+    def _claim_partition(self) -> Journal:
+        # A poisoned journal is skipped while a healthy one remains; when all are
+        # poisoned, the append raises JournalPoisonedError, which says what to do.
+        journals = [journal for journal in self._journals if not journal.poisoned] or self._journals
+        count = len(journals)
+        for _ in range(2 * count):
+            journal = journals[next(self._partition_counter) % count]
+            if journal.append_lock.acquire(blocking=False):
+                return journal
+        journal = journals[next(self._partition_counter) % count]
+        journal.append_lock.acquire()
+        return journal
+
+    def _path(self, name: str) -> str:
+        return join(self.directory, name)
+
+    def _recover_locked(self) -> None:
+        storage = self.storage
+        if not storage.exists(self.directory):
+            storage.mkdir(self.directory)
+        files = list_wal_files(storage, self.directory)
+        state = read_state(storage, self.directory, files, self.serde, self.epoch)
+        report = state.report
+        # Seed 000, restore step 2.1: one named branch per crash case. Each runs only
+        # after the snapshot it relies on was read completely, so a corrupt file
+        # raised above with nothing deleted or renamed.
+        case = report.case
+        if case is SnapshotCase.NEITHER:
+            self._restore_case_neither(report)
+        elif case is SnapshotCase.SNAPSHOT_ONLY:
+            self._restore_case_snapshot_only(report)
+        elif case is SnapshotCase.BOTH:
+            self._restore_case_both(files.partial)
+        elif case is SnapshotCase.PARTIAL_ONLY:
+            self._restore_case_partial_only(files.partial, report)
+        self._records, self._swap_files = state.records, state.swap_files
+        self._txids = itertools.count(state.next_txid)
+        if report.cuts:
+            self._save_cuts(state)
+        existing = set(files.journals)
+        if existing != set(range(self.partitions)):
+            report.checkpoint_reasons.append(f"journals {sorted(existing)} differ from partitions 0..{self.partitions - 1}")
+        self.last_recovery = report
+        if report.checkpoint_reasons:
+            # Seed 000 restore step 8: a journal with a cut tail cannot be appended to.
+            log.info("WAL %s: checkpoint before new writes: %s", self.directory, "; ".join(report.checkpoint_reasons))
+            try:
+                self._checkpoint_locked(stale_journals=files.journals)
+            except Exception as error:
+                raise CheckpointError(f"restoration of {self.directory} failed: the forced checkpoint failed: {error}") from error
+        else:
+            self._journals = [
+                Journal(path, self.storage.append(path), self._hooks) for _, path in sorted(files.journals.items())
+            ]
+        log.info(
+            "WAL %s recovered: %d records, %d swap files, max transaction id %d (%s)",
+            self.directory, report.record_count, len(report.swap_files), report.max_txid, case.name,
+        )
+
+    def _restore_case_neither(self, report: RecoveryReport) -> None:
+        # Nothing to restore from: a new WAL, or one that never checkpointed. The
+        # journals, if any, hold everything.
+        pass
+
+    def _restore_case_snapshot_only(self, report: RecoveryReport) -> None:
+        # No checkpoint was running at the crash: snapshot plus journals is the state.
+        pass
+
+    def _restore_case_both(self, partial: str) -> None:
+        # The crash hit while .partial was written; the old snapshot and the journals
+        # (not yet reset) are the state, so the .partial is redundant.
+        self.storage.delete(partial)
+
+    def _restore_case_partial_only(self, partial: str, report: RecoveryReport) -> None:
+        # The crash hit after the old snapshot was deleted, before the rename. The
+        # .partial was synced before that delete and was just read in full.
+        self.storage.rename(partial, self._path(SNAPSHOT_NAME))
+
+    def _save_cuts(self, state) -> None:
+        """Keep every byte recovery will not apply, before a checkpoint resets the journals."""
+        directory = self._path(CUT_DIRECTORY)
+        if not self.storage.exists(directory):
+            self.storage.mkdir(directory)
+        data_of = {scan.path: scan.data for scan in state.scans}
+        stamp = int(self._wall_clock() * 1000)
+        for cut in state.report.cuts:
+            data = data_of.get(cut.path)
+            if data is None:
+                continue
+            name = cut.path.rsplit("/", 1)[-1]
+            target = join(directory, f"{name}.{cut.offset}-{cut.end}.{stamp}.cut")
+            for attempt in itertools.count(1):
+                try:
+                    file = self.storage.create(target)
+                    break
+                except StorageFileExists:
+                    target = join(directory, f"{name}.{cut.offset}-{cut.end}.{stamp}.{attempt}.cut")
+            with file:
+                file.write(data[cut.offset : cut.end])
+                file.sync()
+            state.report.saved_cuts.append(target)
+            log.warning(
+                "WAL %s: cut bytes %d..%d of %s (%s, %s); saved them to %s",
+                self.directory, cut.offset, cut.end, cut.path, cut.reason,
+                "explained by a crash" if cut.explained else "NOT explained by a crash", target,
+            )
+
+    def _checkpoint_locked(self, stale_journals: dict | None = None) -> None:
+        """Seed 000 checkpoint steps 2-10. The caller holds the exclusive lock."""
+        storage = self.storage
+        partial = self._path(PARTIAL_NAME)
+        snapshot = self._path(SNAPSHOT_NAME)
+        # Every transaction handed out so far is either in the map or failed: the
+        # snapshot covers them all, so replay skips any bytes they left behind.
+        max_txid = next(self._txids) - 1
+        self._txids = itertools.count(max_txid + 1)
+        self._needs_checkpoint = "the last checkpoint failed; call checkpoint() again once storage works"
+        try:
+            call_hook(self._hooks, "checkpoint_started", partial)
+            with storage.create(partial, overwrite=True) as file:
+                write_snapshot(
+                    file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
+                    records=self._records, swap_files=self._swap_files,
+                )
+            call_hook(self._hooks, "checkpoint_partial_written", partial)
+            if storage.exists(snapshot):
+                storage.delete(snapshot)
+            call_hook(self._hooks, "checkpoint_snapshot_deleted", snapshot)
+            storage.rename(partial, snapshot)  # the storage layer syncs the directory
+            call_hook(self._hooks, "checkpoint_renamed", snapshot)
+            for journal in self._journals:
+                try:
+                    journal.close(sync=False)
+                except Exception:  # a poisoned journal's file may refuse; it is replaced below
+                    log.debug("closing %s before reset failed", journal.path, exc_info=True)
+            self._journals = []
+            header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version)
+            journals = []
+            for partition in range(self.partitions):
+                path = self._path(journal_name(partition))
+                file = storage.create(path, overwrite=True)
+                file.write(header)
+                file.sync()
+                journals.append(Journal(path, file, self._hooks))
+                call_hook(self._hooks, "checkpoint_journal_reset", path)
+            self._journals = journals
+            for partition, path in (stale_journals or {}).items():
+                if partition >= self.partitions:
+                    storage.delete(path)  # its transactions are all in the new snapshot
+        except Exception as error:
+            raise CheckpointError(
+                f"checkpoint of {self.directory} failed ({error}); updates are refused until a "
+                "checkpoint succeeds. The previous snapshot and journals were kept."
+            ) from error
+        self._needs_checkpoint = None
+        self._last_checkpoint = self._clock()
+        log.debug("WAL %s checkpointed %d records at transaction %d", self.directory, len(self._records), max_txid)
+
+    def _start_checkpoint_thread(self) -> None:
+        poll = min(self.checkpoint_interval, 5.0)
+
+        def run() -> None:
+            while not self._stop.wait(poll):
+                try:
+                    self.maybe_checkpoint()
+                except Exception:
+                    log.exception("periodic checkpoint of %s failed", self.directory)
+
+        self._checkpoint_thread = threading.Thread(target=run, name=f"wal-checkpoint {self.directory}", daemon=True)
+        self._checkpoint_thread.start()
