@@ -1,0 +1,70 @@
+"""The HDFS content repository: the same `ContentRepository`, with resource files on HDFS.
+
+Layout: `<base>/content/<node>/<container>/<section>/<resource-id>` (see
+`repositories.content.format`), so any node can read any node's claims, e.g. after
+a takeover, with `open_hdfs_content_reader`.
+
+Writes go through the `Storage` (hdfs-native; `sync()` is hsync); reads go through the
+storage's pyarrow filesystem (hdfs-native's fsspec under `pyarrow.fs.PyFileSystem`).
+
+Why a sync also closes resources: hdfs-native cannot read the unfinished last block of
+a file that is still open for writing. So here a claim is complete when its bytes are
+hsync'd *and* its resource file is closed: `close_resources_on_sync` is forced on, and
+with the default `sync_on_close` every claim is hsync'd and its file closed when the
+writer closes. Callers that want several small claims per HDFS file write them with
+`sync_on_close=False` and call `sync()` once per session commit (group commit).
+Sections are created on first use, not 1024 at start-up (each mkdir is a NameNode
+round trip).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable
+
+from repositories.claims import ResourceClaim
+from repositories.content.archive import ArchivePolicy
+from repositories.content.repository import ContentRepository, ContentRepositoryConfig
+from repositories.content.resource_io import StorageResourceIO
+from repositories.storage.protocol import Storage, join
+
+DEFAULT_HDFS_CONFIG = ContentRepositoryConfig(
+    close_resources_on_sync=True,
+    # The HDFS cluster's capacity is not this node's to police: age off by time only.
+    archive=ArchivePolicy(max_usage=None),
+    write_buffer_size=1 << 20,
+)
+
+
+def hdfs_content_root(base: str, node: str) -> str:
+    ResourceClaim(node, 0, "probe")  # a node id is a path component: same rules as a container
+    return join(base, "content", node)
+
+
+def open_hdfs_content_repository(
+    storage: Storage,
+    base: str,
+    node: str,
+    containers: Iterable[str] = ("default",),
+    config: ContentRepositoryConfig | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    name: str | None = None,
+    prepare: bool = True,
+) -> ContentRepository:
+    config = dataclasses.replace(config or DEFAULT_HDFS_CONFIG, close_resources_on_sync=True)
+    root = hdfs_content_root(base, node)
+    roots = {container: join(root, container) for container in containers}
+    return ContentRepository(
+        roots, StorageResourceIO(storage), config, clock=clock, name=name or f"hdfs:{node}", prepare=prepare
+    )
+
+
+def open_hdfs_content_reader(
+    storage: Storage, base: str, node: str, containers: Iterable[str] = ("default",)
+) -> ContentRepository:
+    """Another node's claims on HDFS, for reading (after a takeover). Creates nothing."""
+    return open_hdfs_content_repository(
+        storage, base, node, containers, name=f"hdfs:{node}(adopted)", prepare=False
+    )

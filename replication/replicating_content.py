@@ -1,0 +1,327 @@
+"""ReplicatingContentRepository: N content repositories kept identical (seed 003).
+
+It wraps repositories, local first; it is not one. Every write, claimant change,
+sync and archive step goes to all of them:
+
+* A write is led by replica 0 (the local repository), which picks the resource and
+  offset; every other replica writes the same bytes at the same resource and offset
+  (`write_at`), so a claim means the same bytes everywhere and a survivor can read it
+  from HDFS by the very (resource, offset, length) the FlowFile record holds.
+* A claim is complete when every *required* replica has it durably (fdatasync
+  locally, hsync on HDFS). By default all replicas are required. An optional replica
+  that fails is marked degraded and skipped; `fsck` repairs it later.
+* If a required replica fails (HDFS unavailable, a DataNode pipeline lost), the whole
+  write fails cleanly: every replica's copy is abandoned (never referenced, its
+  resource retired) and the caller's session rolls back. The next write starts fresh
+  resources everywhere, so it succeeds as soon as the replica is back.
+* Reads prefer replica 0 and fall back in order, then to adopted nodes' repositories
+  (`adopt`), for claims written by a node that died.
+
+Lock plan: the wrapper keeps no shared mutable state but `_degraded` (guarded by
+`_lock`); each replica has its own locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+
+from repositories.claims import ContentClaim, ResourceClaim
+from repositories.content.errors import (
+    ContentNotFound,
+    ContentRepositoryError,
+    ContentTruncated,
+    ContentUnavailable,
+)
+from repositories.content.repository import (
+    READ_CHUNK,
+    ClaimReader,
+    CollectReport,
+    ContentRepository,
+    ContentWriter,
+    RecoveryReport,
+)
+
+log = logging.getLogger(__name__)
+
+
+class ReplicatedWriter:
+    """Writes one claim to every replica. Context manager; an exception aborts all."""
+
+    def __init__(self, owner: "ReplicatingContentRepository", writers: list[ContentWriter | None]):
+        self._owner = owner
+        self._writers = writers
+        self.claim: ContentClaim | None = None
+        self._open = True
+
+    @property
+    def resource(self) -> ResourceClaim:
+        return self._writers[0].resource
+
+    @property
+    def offset(self) -> int:
+        return self._writers[0].offset
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if not self._open:
+            raise ContentRepositoryError("write to a closed replicated writer")
+        for index, writer in enumerate(self._writers):
+            if writer is None:
+                continue
+            try:
+                writer.write(data)
+            except ContentRepositoryError as error:
+                self._replica_failed(index, error)
+        return len(data)
+
+    def write_from(self, stream, chunk_size: int = READ_CHUNK) -> int:
+        total = 0
+        while chunk := stream.read(chunk_size):
+            total += self.write(chunk)
+        return total
+
+    def _replica_failed(self, index: int, error: ContentRepositoryError) -> None:
+        self._writers[index] = None
+        if index in self._owner.required:
+            self.abort()
+            raise error
+        self._owner._degrade(index, self.resource, error)
+
+    def close(self) -> ContentClaim:
+        if self.claim is not None:
+            return self.claim
+        if not self._open:
+            raise ContentRepositoryError("close of an aborted replicated writer")
+        sync = self._owner.sync_on_close
+        retire = self._owner.retire_on_sync and sync
+        done: list[tuple[int, ContentClaim]] = []
+        for index, writer in enumerate(self._writers):
+            if writer is None:
+                continue
+            try:
+                done.append((index, writer.close(sync=sync, retire=retire)))
+            except ContentRepositoryError as error:
+                self._writers[index] = None
+                if index in self._owner.required:
+                    self._open = False
+                    self._undo(done)
+                    for other in self._writers[index + 1:]:
+                        if other is not None:
+                            other.abort()
+                    raise
+                self._owner._degrade(index, self.resource, error)
+        self._open = False
+        claims = {claim for _index, claim in done}
+        if len(claims) != 1:
+            self._undo(done)
+            raise ContentRepositoryError(f"replicas disagree on the claim just written: {claims}")
+        self.claim = done[0][1]
+        return self.claim
+
+    def _undo(self, done: list[tuple[int, ContentClaim]]) -> None:
+        # The claim is not complete: drop the replicas' first-claimant count and stop
+        # appending to the resource everywhere, so replicas stay in lockstep.
+        for index, claim in done:
+            replica = self._owner.replicas[index]
+            replica.decrement(claim)
+            replica.retire(claim.resource)
+
+    def abort(self) -> None:
+        if self._open:
+            self._open = False
+            for writer in self._writers:
+                if writer is not None:
+                    writer.abort()
+
+    def __enter__(self) -> "ReplicatedWriter":
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class ReplicatingContentRepository:
+    def __init__(
+        self,
+        replicas: Sequence[ContentRepository],
+        *,
+        required: Iterable[int] | None = None,
+        sync_on_close: bool | None = None,
+        fallbacks: Iterable[ContentRepository] = (),
+        name: str = "replicated",
+    ):
+        if not replicas:
+            raise ContentRepositoryError("a replicating repository needs at least one replica")
+        self.replicas = list(replicas)
+        self.required = set(range(len(self.replicas)) if required is None else required)
+        if 0 not in self.required:
+            raise ContentRepositoryError("replica 0 leads every write and must be required")
+        self.sync_on_close = self.replicas[0].config.sync_on_close if sync_on_close is None else sync_on_close
+        # If any replica must close files to make them readable (HDFS), all retire
+        # resources together, or the leader would append where a follower cannot.
+        self.retire_on_sync = any(r.config.close_resources_on_sync for r in self.replicas)
+        self.name = name
+        self._fallbacks = list(fallbacks)
+        self._lock = threading.Lock()
+        self._degraded: dict[int, list[str]] = {}
+
+    @property
+    def leader(self) -> ContentRepository:
+        return self.replicas[0]
+
+    # ---------------------------------------------------------------- writing
+
+    def write(self) -> ReplicatedWriter:
+        leader = self.leader.write()
+        writers: list[ContentWriter | None] = [leader]
+        for index, replica in enumerate(self.replicas[1:], start=1):
+            try:
+                writers.append(replica.write_at(leader.resource, leader.offset))
+            except ContentRepositoryError as error:
+                if index in self.required:
+                    for writer in writers:
+                        if writer is not None:
+                            writer.abort()
+                    raise
+                self._degrade(index, leader.resource, error)
+                writers.append(None)
+        return ReplicatedWriter(self, writers)
+
+    def write_bytes(self, data: bytes) -> ContentClaim:
+        writer = self.write()
+        try:
+            writer.write(data)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.close()
+
+    def copy(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ContentClaim:
+        with self.open_read(claim, offset, length) as source, self.write() as writer:
+            writer.write_from(source)
+        return writer.claim
+
+    def sync(self) -> None:
+        first: ContentRepositoryError | None = None
+        for index, replica in enumerate(self.replicas):
+            try:
+                replica.sync(retire=self.retire_on_sync)
+            except ContentRepositoryError as error:
+                if index in self.required:
+                    first = first or error
+                else:
+                    self._degrade(index, None, error)
+        if first is not None:
+            raise first
+
+    def _degrade(self, index: int, resource: ResourceClaim | None, error: Exception) -> None:
+        where = resource.relative_path if resource else "sync"
+        log.warning("%s: optional replica %s missed %s: %s (run `custody content fsck`)",
+                    self.name, self.replicas[index].name, where, error)
+        with self._lock:
+            self._degraded.setdefault(index, []).append(f"{where}: {error}")
+        if resource is not None:
+            self.replicas[index].retire(resource)
+
+    def degraded(self) -> dict[str, list[str]]:
+        with self._lock:
+            return {self.replicas[i].name: list(v) for i, v in self._degraded.items()}
+
+    # ---------------------------------------------------------------- reading
+
+    def adopt(self, repository: ContentRepository) -> None:
+        """Read claims of a dead node through `repository` (its HDFS content)."""
+        self._fallbacks.append(repository)
+
+    def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ClaimReader:
+        errors: list[str] = []
+        for repository in [*self.replicas, *self._fallbacks]:
+            try:
+                return repository.open_read(claim, offset, length)
+            except (ContentNotFound, ContentTruncated, ContentUnavailable) as error:
+                errors.append(f"{repository.name}: {error}")
+        raise ContentNotFound(
+            f"no replica holds {claim.resource.relative_path}@{claim.offset}+{claim.length}: "
+            + "; ".join(errors), claim=claim)
+
+    def read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> bytes:
+        with self.open_read(claim, offset, length) as reader:
+            return reader.read()
+
+    def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
+        return any(repository.exists(claim) for repository in [*self.replicas, *self._fallbacks])
+
+    # ---------------------------------------------------------------- claimants
+
+    def increment(self, claim: ContentClaim | ResourceClaim) -> int:
+        counts = [replica.increment(claim) for replica in self.replicas]
+        return counts[0]
+
+    def decrement(self, claim: ContentClaim | ResourceClaim) -> int:
+        counts = [replica.decrement(claim) for replica in self.replicas]
+        return counts[0]
+
+    def claimant_count(self, claim: ContentClaim | ResourceClaim) -> int:
+        return self.leader.claimant_count(claim)
+
+    def set_claimant_counts(self, counts: Mapping[ResourceClaim, int]) -> None:
+        for replica in self.replicas:
+            replica.set_claimant_counts(counts)
+
+    def recover(self, live_claims: Iterable[ContentClaim]) -> RecoveryReport:
+        live = list(live_claims)
+        reports = [replica.recover(live) for replica in self.replicas]
+        leader = reports[0]
+        # A claim is only missing if no replica has it.
+        have = set()
+        for replica, report in zip(self.replicas, reports):
+            have |= {r for r in {c.resource for c in live} if r not in report.missing}
+        leader.missing = sorted({c.resource for c in live} - have, key=lambda r: r.relative_path)
+        for report in reports[1:]:
+            leader.destroyed.extend(r for r in report.destroyed if r not in leader.destroyed)
+            leader.truncated_bytes += report.truncated_bytes
+            leader.unsafe.extend(report.unsafe)
+        return leader
+
+    # ---------------------------------------------------------------- archive
+
+    def collect(self) -> CollectReport:
+        reports = [replica.collect() for replica in self.replicas]
+        return reports[0]
+
+    def age_off(self) -> list[ResourceClaim]:
+        deleted = [replica.age_off() for replica in self.replicas]
+        return deleted[0]
+
+    def archived(self) -> dict[ResourceClaim, float]:
+        return self.leader.archived()
+
+    # ---------------------------------------------------------------- fsck
+
+    def fsck(self, *, repair: bool = False):
+        from .content_fsck import fsck_replicas
+
+        skip = set()
+        for replica in self.replicas:
+            skip |= replica.open_resources()
+        return fsck_replicas(self.replicas, repair=repair, skip=skip)
+
+    def close(self) -> None:
+        errors = []
+        for replica in self.replicas:
+            try:
+                replica.close()
+            except ContentRepositoryError as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> "ReplicatingContentRepository":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,73 @@
+"""On-storage layout of the content repository (the same on local disk and on HDFS).
+
+    <container-root>/                  one per configured directory (a disk), or on HDFS
+                                       .../content/<node>/<container>/
+        <section>/                     0 .. 1023, decimal; a resource goes to
+                                       section = (its sequence number) mod 1024
+            <resource-id>              a resource claim: raw bytes of many FlowFiles,
+                                       appended one after another, no framing
+            archive/<resource-id>      a resource nobody references any more, kept
+                                       for replay until it is aged off
+
+A content claim is (resource claim, offset, length): the bytes [offset, offset+length)
+of one resource file. The file carries no header and no framing, on purpose: Spark
+and any other reader can read a claim straight from (path, offset, length), and the
+bytes on local disk and on HDFS are identical, so replicas compare byte for byte.
+
+What makes a claim "whole" is not in the file: a claim exists only once its writer
+closed it and it was synced, and only the FlowFile repository that recorded it
+refers to it. Bytes past the end of every referenced claim are the remains of a
+writer that died; recovery truncates them (local disk) or leaves them unreferenced
+until the resource is destroyed (HDFS, which cannot truncate an open file).
+
+Resource ids are `<start-millis>-<random>-<sequence>`: unique across the cluster, so
+an adopter can read a dead node's claims from HDFS without any renaming.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from repositories.claims import SECTIONS_PER_CONTAINER, ResourceClaim
+from repositories.storage.protocol import join
+
+ARCHIVE_DIRECTORY = "archive"
+DEFAULT_MAX_APPENDABLE_CLAIM_SIZE = 50 * 1024  # NiFi 2's nifi.content.claim.max.appendable.size
+DEFAULT_ARCHIVE_RETENTION_SECONDS = 3 * 3600.0  # nifi.content.repository.archive.max.retention.period
+DEFAULT_ARCHIVE_MAX_USAGE = 0.90  # nifi.content.repository.archive.max.usage.percentage
+
+
+def section_of(sequence: int) -> int:
+    return sequence % SECTIONS_PER_CONTAINER
+
+
+def section_directory(container_root: str, section: int) -> str:
+    return join(container_root, str(section))
+
+
+def resource_path(container_root: str, resource: ResourceClaim) -> str:
+    return join(container_root, str(resource.section), resource.id)
+
+
+def archive_directory(container_root: str, section: int) -> str:
+    return join(container_root, str(section), ARCHIVE_DIRECTORY)
+
+
+def archive_path(container_root: str, resource: ResourceClaim) -> str:
+    return join(container_root, str(resource.section), ARCHIVE_DIRECTORY, resource.id)
+
+
+class ResourceIdGenerator:
+    """Hands out resource ids, unique across nodes and restarts (see the module doc)."""
+
+    def __init__(self, start_millis: int | None = None):
+        millis = int(time.time() * 1000) if start_millis is None else start_millis
+        self._prefix = f"{millis}-{secrets.token_hex(3)}-"
+        self._next = 0
+
+    def next(self) -> tuple[int, str]:
+        # Called under the repository lock: a plain counter is enough.
+        sequence = self._next
+        self._next += 1
+        return sequence, f"{self._prefix}{sequence}"

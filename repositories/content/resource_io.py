@@ -1,0 +1,370 @@
+"""How the repository touches resource files: one small interface, two implementations.
+
+`LocalResourceIO` works on local directories with raw `os` calls. It writes claims
+straight through to the kernel (no user-space buffer shared between claims, so a
+failed write of one claim can never take an earlier claim's bytes with it) and opens
+every path component below the container with O_NOFOLLOW, so a symlink planted in a
+section cannot lead a read or a write outside the container.
+
+`StorageResourceIO` works through any `Storage` (HDFS): writes through the storage's
+WritableFile (`sync()` is hsync), reads through the storage's pyarrow filesystem.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat as stat_module
+from dataclasses import dataclass
+from typing import BinaryIO, Protocol
+
+from repositories.claims import SECTIONS_PER_CONTAINER, ResourceClaim
+from repositories.storage import StorageError, StorageFileNotFound, WritableFile
+from repositories.storage.local import fsync_directory, translate_os_error
+from repositories.storage.protocol import Storage, join
+
+from .archive import Usage
+from .errors import UnsafeContentPath
+from .format import ARCHIVE_DIRECTORY, archive_path, resource_path, section_directory
+
+
+@dataclass(frozen=True, slots=True)
+class FoundResource:
+    """One file met while scanning a container."""
+
+    section: int
+    name: str
+    size: int
+    modified: float
+    archived: bool
+    unsafe: bool  # a symlink or something else that is not a plain file
+
+
+class ResourceIO(Protocol):
+    storage: Storage
+    can_truncate: bool
+
+    def prepare_container(self, root: str) -> None: ...
+
+    def ensure_section(self, root: str, section: int) -> None: ...
+
+    def create(self, root: str, resource: ResourceClaim) -> WritableFile: ...
+
+    def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]: ...
+
+    def archive(self, root: str, resource: ResourceClaim) -> None: ...
+
+    def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool: ...
+
+    def truncate(self, root: str, resource: ResourceClaim, length: int) -> None: ...
+
+    def scan(self, root: str) -> list[FoundResource]: ...
+
+    def usage(self, root: str) -> Usage | None: ...
+
+
+def _numeric_sections(names) -> list[int]:
+    return sorted(int(name) for name in names if name.isdigit() and int(name) < SECTIONS_PER_CONTAINER)
+
+
+# --------------------------------------------------------------------------- local
+
+
+class LocalResourceFile:
+    """An append-only resource file: every write goes to the kernel at once."""
+
+    def __init__(self, path: str, fd: int, directory: str):
+        self.path = path
+        self._fd = fd
+        self._directory = directory
+        self._position = 0
+        self._directory_unsynced = True
+        self._closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                self._position += written
+                view = view[written:]
+        except OSError as error:
+            raise translate_os_error(error, self.path, "write") from error
+        return len(data)
+
+    def sync(self) -> None:
+        try:
+            os.fdatasync(self._fd)
+            if self._directory_unsynced:
+                # The first sync also makes the new name durable: a claim whose bytes
+                # survive a power cut in a file nobody can find would be no claim at all.
+                fsync_directory(self._directory)
+                self._directory_unsynced = False
+        except OSError as error:
+            raise translate_os_error(error, self.path, "sync") from error
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
+
+    def __enter__(self) -> "LocalResourceFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LocalResourceIO:
+    can_truncate = True
+
+    def __init__(self) -> None:
+        from repositories.storage import LocalStorage
+
+        self.storage = LocalStorage()
+        self._root_fds: dict[str, int] = {}
+
+    def prepare_container(self, root: str) -> None:
+        # 1024 mkdirs with one directory fsync at the end, not one per mkdir.
+        try:
+            os.makedirs(root, exist_ok=True)
+            for section in range(SECTIONS_PER_CONTAINER):
+                try:
+                    os.mkdir(section_directory(root, section))
+                except FileExistsError:
+                    pass
+            fsync_directory(root)
+        except OSError as error:
+            raise translate_os_error(error, root, "prepare content container") from error
+
+    def ensure_section(self, root: str, section: int) -> None:
+        pass  # all sections exist since prepare_container
+
+    def _open_directory(self, root: str, section: int, archived: bool) -> int:
+        """An fd of the section (or its archive) directory, refusing symlinks on the way."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(str(section), flags, dir_fd=self._root_fd(root))
+        if archived:
+            try:
+                inner = os.open(ARCHIVE_DIRECTORY, flags, dir_fd=fd)
+            finally:
+                os.close(fd)
+            return inner
+        return fd
+
+    def _root_fd(self, root: str) -> int:
+        # The container root is configured by the operator and may itself be a symlink.
+        fd = self._root_fds.get(root)
+        if fd is None:
+            fd = self._root_fds.setdefault(root, os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        return fd
+
+    def _unsafe(self, error: OSError, path: str) -> Exception:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            return UnsafeContentPath(
+                f"refusing {path}: a path component is a symlink or not a directory; "
+                "a claim may never resolve outside its container", path=path
+            )
+        return translate_os_error(error, path, "open")
+
+    def create(self, root: str, resource: ResourceClaim) -> LocalResourceFile:
+        path = resource_path(root, resource)
+        try:
+            directory = self._open_directory(root, resource.section, False)
+        except OSError as error:
+            raise self._unsafe(error, path) from error
+        try:
+            fd = os.open(
+                resource.id,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC,
+                0o644,
+                dir_fd=directory,
+            )
+        except OSError as error:
+            raise translate_os_error(error, path, "create") from error
+        finally:
+            os.close(directory)
+        return LocalResourceFile(path, fd, section_directory(root, resource.section))
+
+    def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
+        path = archive_path(root, resource) if archived else resource_path(root, resource)
+        try:
+            directory = self._open_directory(root, resource.section, archived)
+            try:
+                fd = os.open(resource.id, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+            finally:
+                os.close(directory)
+        except FileNotFoundError as error:
+            raise StorageFileNotFound(f"{path} does not exist", path) from error
+        except OSError as error:
+            raise self._unsafe(error, path) from error
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise UnsafeContentPath(f"refusing {path}: not a regular file", path=path)
+        return os.fdopen(fd, "rb", buffering=0), info.st_size
+
+    def archive(self, root: str, resource: ResourceClaim) -> None:
+        directory = join(root, str(resource.section), ARCHIVE_DIRECTORY)
+        try:
+            try:
+                os.mkdir(directory)
+            except FileExistsError:
+                pass
+            section = self._open_directory(root, resource.section, False)
+            try:
+                os.rename(resource.id, os.path.join(ARCHIVE_DIRECTORY, resource.id), src_dir_fd=section, dst_dir_fd=section)
+            finally:
+                os.close(section)
+            fsync_directory(directory)
+            fsync_directory(section_directory(root, resource.section))
+        except OSError as error:
+            raise translate_os_error(error, resource_path(root, resource), "archive") from error
+
+    def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool:
+        try:
+            directory = self._open_directory(root, resource.section, archived)
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            raise self._unsafe(error, resource_path(root, resource)) from error
+        try:
+            os.unlink(resource.id, dir_fd=directory)
+            os.fsync(directory)
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            raise translate_os_error(error, resource_path(root, resource), "delete") from error
+        finally:
+            os.close(directory)
+
+    def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
+        path = resource_path(root, resource)
+        try:
+            directory = self._open_directory(root, resource.section, False)
+            try:
+                fd = os.open(resource.id, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+            finally:
+                os.close(directory)
+            try:
+                os.ftruncate(fd, length)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            raise translate_os_error(error, path, "truncate") from error
+
+    def scan(self, root: str) -> list[FoundResource]:
+        found: list[FoundResource] = []
+        try:
+            sections = _numeric_sections(os.listdir(root))
+        except FileNotFoundError:
+            return found
+        for section in sections:
+            directory = section_directory(root, section)
+            for archived, path in ((False, directory), (True, join(directory, ARCHIVE_DIRECTORY))):
+                try:
+                    entries = list(os.scandir(path))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                for entry in entries:
+                    if entry.name == ARCHIVE_DIRECTORY and not archived and entry.is_dir(follow_symlinks=False):
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                    found.append(FoundResource(
+                        section, entry.name, info.st_size, info.st_mtime, archived,
+                        unsafe=not stat_module.S_ISREG(info.st_mode),
+                    ))
+        return found
+
+    def usage(self, root: str) -> Usage:
+        total, used, _free = shutil.disk_usage(root)
+        return Usage(used=used, total=total)
+
+    def close(self) -> None:
+        for fd in self._root_fds.values():
+            os.close(fd)
+        self._root_fds = {}
+
+
+# --------------------------------------------------------------------------- storage
+
+
+class StorageResourceIO:
+    """Resource files through a `Storage` (HDFS). Sections are created on first use."""
+
+    can_truncate = False
+
+    def __init__(self, storage: Storage, *, read_through_arrow: bool = True):
+        self.storage = storage
+        self._read_through_arrow = read_through_arrow
+        self._sections: set[tuple[str, int]] = set()
+
+    def prepare_container(self, root: str) -> None:
+        self.storage.mkdir(root, parents=True, exist_ok=True)
+
+    def ensure_section(self, root: str, section: int) -> None:
+        if (root, section) not in self._sections:
+            self.storage.mkdir(section_directory(root, section), exist_ok=True)
+            self._sections.add((root, section))
+
+    def create(self, root: str, resource: ResourceClaim) -> WritableFile:
+        return self.storage.create(resource_path(root, resource))
+
+    def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
+        path = archive_path(root, resource) if archived else resource_path(root, resource)
+        if self._read_through_arrow:
+            import pyarrow.fs
+
+            filesystem = self.storage.arrow_filesystem()
+            info = filesystem.get_file_info(path)
+            if info.type == pyarrow.fs.FileType.NotFound:
+                raise StorageFileNotFound(f"hdfs:{path} does not exist", path)
+            if info.type != pyarrow.fs.FileType.File:
+                raise UnsafeContentPath(f"refusing hdfs:{path}: not a regular file", path=path)
+            return filesystem.open_input_file(path), info.size
+        size = self.storage.status(path).length
+        return self.storage.open_read(path), size
+
+    def archive(self, root: str, resource: ResourceClaim) -> None:
+        directory = join(root, str(resource.section), ARCHIVE_DIRECTORY)
+        self.storage.mkdir(directory, exist_ok=True)
+        self.storage.rename(resource_path(root, resource), archive_path(root, resource))
+
+    def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool:
+        path = archive_path(root, resource) if archived else resource_path(root, resource)
+        return self.storage.delete(path)
+
+    def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
+        raise StorageError("this storage cannot truncate resource files", resource_path(root, resource))
+
+    def scan(self, root: str) -> list[FoundResource]:
+        found: list[FoundResource] = []
+        try:
+            top = self.storage.list(root)
+        except StorageFileNotFound:
+            return found
+        sections = _numeric_sections(status.name for status in top if status.is_dir)
+        for section in sections:
+            self._sections.add((root, section))
+            directory = section_directory(root, section)
+            for status in self.storage.list(directory):
+                if status.is_dir:
+                    if status.name == ARCHIVE_DIRECTORY:
+                        for archived in self.storage.list(status.path):
+                            found.append(FoundResource(section, archived.name, archived.length,
+                                                       archived.modified, True, archived.is_dir))
+                    continue
+                found.append(FoundResource(section, status.name, status.length, status.modified, False, False))
+        return found
+
+    def usage(self, root: str) -> Usage | None:
+        return None  # HDFS capacity is the cluster's, not this repository's to police
+
+    def close(self) -> None:
+        pass
