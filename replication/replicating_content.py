@@ -52,16 +52,17 @@ class ReplicatedWriter:
     def __init__(self, owner: "ReplicatingContentRepository", writers: list[ContentWriter | None]):
         self._owner = owner
         self._writers = writers
+        self._leader = writers[0]
         self.claim: ContentClaim | None = None
         self._open = True
 
     @property
     def resource(self) -> ResourceClaim:
-        return self._writers[0].resource
+        return self._leader.resource
 
     @property
     def offset(self) -> int:
-        return self._writers[0].offset
+        return self._leader.offset
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if not self._open:
@@ -96,7 +97,13 @@ class ReplicatedWriter:
         sync = self._owner.sync_on_close
         retire = self._owner.retire_on_sync and sync
         done: list[tuple[int, ContentClaim]] = []
-        for index, writer in enumerate(self._writers):
+        # Followers first, the leader last: the leader hands the resource to the next
+        # writer when it releases it, and by then every follower must have released
+        # it too, or the next write_at would find the follower still busy.
+        order = [*range(1, len(self._writers)), 0]
+        resource = self.resource
+        for position, index in enumerate(order):
+            writer = self._writers[index]
             if writer is None:
                 continue
             try:
@@ -106,17 +113,17 @@ class ReplicatedWriter:
                 if index in self._owner.required:
                     self._open = False
                     self._undo(done)
-                    for other in self._writers[index + 1:]:
-                        if other is not None:
-                            other.abort()
+                    for other in order[position + 1:]:
+                        if self._writers[other] is not None:
+                            self._writers[other].abort()
                     raise
-                self._owner._degrade(index, self.resource, error)
+                self._owner._degrade(index, resource, error)
         self._open = False
         claims = {claim for _index, claim in done}
         if len(claims) != 1:
             self._undo(done)
             raise ContentRepositoryError(f"replicas disagree on the claim just written: {claims}")
-        self.claim = done[0][1]
+        self.claim = done[-1][1]
         return self.claim
 
     def _undo(self, done: list[tuple[int, ContentClaim]]) -> None:
@@ -239,12 +246,17 @@ class ReplicatingContentRepository:
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ClaimReader:
         errors: list[str] = []
+        kinds: set[type] = set()
         for repository in [*self.replicas, *self._fallbacks]:
             try:
                 return repository.open_read(claim, offset, length)
             except (ContentNotFound, ContentTruncated, ContentUnavailable) as error:
                 errors.append(f"{repository.name}: {error}")
-        raise ContentNotFound(
+                kinds.add(type(error))
+        # Say the most telling thing: a torn claim beats an unreachable replica,
+        # which beats plain absence.
+        kind = next((k for k in (ContentTruncated, ContentUnavailable) if k in kinds), ContentNotFound)
+        raise kind(
             f"no replica holds {claim.resource.relative_path}@{claim.offset}+{claim.length}: "
             + "; ".join(errors), claim=claim)
 
