@@ -1,0 +1,42 @@
+"""Configuration of a provenance repository."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .index import DEFAULT_SHARD_BYTES
+from .policies import RolloverPolicy
+
+
+@dataclass(frozen=True)
+class ProvenanceConfig:
+    # One directory per disk partition; journals and event files are spread over all
+    # of them, the index lives in the first.
+    containers: tuple[str, ...]
+    journals_per_container: int = 4
+    rollover: RolloverPolicy = field(default_factory=RolloverPolicy)
+    block_bytes: int = 1 << 20  # uncompressed bytes per compressed block
+    compression_level: int = 3
+    compression_threads: int = 2
+    shard_bytes: int = DEFAULT_SHARD_BYTES
+    index_heap_bytes: int = 128_000_000
+    index_threads: int = 2
+    max_age_s: float | None = 24 * 3600.0
+    max_bytes: int | None = 10 * 1024 ** 3  # event files and their TOCs
+    # fdatasync each journal frame. Off by default as in NiFi: a process crash loses
+    # nothing (the bytes are in the OS), a power cut may lose the last seconds.
+    sync_journals: bool = False
+    # Background timers (real time). None: no timer; the caller drives
+    # `maybe_rollover()` and `age_off()` (tests, with an injected clock).
+    rollover_check_interval_s: float | None = 1.0
+    age_off_interval_s: float | None = 60.0
+    # Writers wait while this many rolled-over generations are not merged and
+    # indexed yet, so that merging and indexing keep up with ingest.
+    max_pending_rollovers: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.containers:
+            raise ValueError("a provenance repository needs at least one container directory")
+        if self.journals_per_container < 1:
+            raise ValueError("journals_per_container must be at least 1")
+        object.__setattr__(self, "containers", tuple(self.containers))

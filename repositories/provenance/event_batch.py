@@ -1,0 +1,214 @@
+"""Columnar batches of events: the unit the journals, event files and index handle.
+
+Events travel as Arrow record batches so that encoding, merging (concatenate and sort
+by id), compression and index-document building run in Arrow's C++ kernels instead of
+a Python loop per event. `EventBatch` holds the columns of `BODY_SCHEMA` (everything
+but the id); the repository prepends the ids it assigns, giving `SCHEMA`, which is what
+the journals and event files store.
+
+`SCHEMA` is part of the on-disk format: journal frames and event-file blocks hold Arrow
+IPC record-batch messages of exactly this schema, read back with it. Changing it means
+a new format version in `journal_format` and `event_file_format`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..claims import ContentClaim, ResourceClaim
+from .errors import InvalidEventError
+from .event import EventType, ProvenanceEvent
+
+CLAIM_TYPE = pa.struct([
+    ("container", pa.string()),
+    ("section", pa.int32()),
+    ("id", pa.string()),
+    ("offset", pa.int64()),
+    ("length", pa.int64()),
+])
+ATTRIBUTES_TYPE = pa.map_(pa.string(), pa.string())
+UUIDS_TYPE = pa.list_(pa.string())
+
+BODY_SCHEMA = pa.schema([
+    pa.field("time_ms", pa.int64(), nullable=False),
+    pa.field("event_type", pa.string(), nullable=False),
+    pa.field("flowfile_uuid", pa.string(), nullable=False),
+    pa.field("parent_uuids", UUIDS_TYPE),
+    pa.field("child_uuids", UUIDS_TYPE),
+    pa.field("component_id", pa.string(), nullable=False),
+    pa.field("component_type", pa.string()),
+    pa.field("attributes_before", ATTRIBUTES_TYPE),
+    pa.field("attributes_after", ATTRIBUTES_TYPE),
+    pa.field("content_before", CLAIM_TYPE),
+    pa.field("content_after", CLAIM_TYPE),
+    pa.field("transit_uri", pa.string()),
+    pa.field("details", pa.string()),
+    pa.field("relationship", pa.string()),
+    pa.field("size", pa.int64()),
+])
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)] + list(BODY_SCHEMA))
+
+_REQUIRED = ("time_ms", "event_type", "flowfile_uuid", "component_id")
+_TYPE_NAMES = pa.array([t.value for t in EventType])
+
+
+def _claims_array(claims: Sequence[ContentClaim | None]) -> pa.Array:
+    present = [c is not None for c in claims]
+    if not any(present):
+        return pa.nulls(len(claims), CLAIM_TYPE)
+    fill = [c if c is not None else _NO_CLAIM for c in claims]
+    return pa.StructArray.from_arrays(
+        [
+            pa.array([c.resource.container for c in fill], pa.string()),
+            pa.array([c.resource.section for c in fill], pa.int32()),
+            pa.array([c.resource.id for c in fill], pa.string()),
+            pa.array([c.offset for c in fill], pa.int64()),
+            pa.array([c.length for c in fill], pa.int64()),
+        ],
+        fields=list(CLAIM_TYPE),
+        mask=pa.array([not p for p in present], pa.bool_()),
+    )
+
+
+def _plain(attributes) -> dict:
+    # Arrow converts only real dicts to a map column.
+    return attributes if type(attributes) is dict else dict(attributes)
+
+
+_NO_CLAIM = ContentClaim(ResourceClaim("none", 0, "none"), 0, 0)
+
+
+class EventBatch:
+    """Events without ids, as Arrow columns of `BODY_SCHEMA`."""
+
+    __slots__ = ("record_batch",)
+
+    def __init__(self, record_batch: pa.RecordBatch):
+        self.record_batch = record_batch
+
+    def __len__(self) -> int:
+        return self.record_batch.num_rows
+
+    @classmethod
+    def from_events(cls, events: Sequence[ProvenanceEvent], now_ms: int) -> "EventBatch":
+        """Columns of `events`; events without a time are stamped with `now_ms`."""
+        e = events
+        columns = [
+            pa.array([x.event_time_ms if x.event_time_ms is not None else now_ms for x in e], pa.int64()),
+            pa.array([x.event_type.value for x in e], pa.string()),
+            pa.array([x.flowfile_uuid for x in e], pa.string()),
+            pa.array([x.parent_uuids for x in e], UUIDS_TYPE),
+            pa.array([x.child_uuids for x in e], UUIDS_TYPE),
+            pa.array([x.component_id for x in e], pa.string()),
+            pa.array([x.component_type for x in e], pa.string()),
+            pa.array([_plain(x.attributes_before) for x in e], ATTRIBUTES_TYPE),
+            pa.array([_plain(x.attributes_after) for x in e], ATTRIBUTES_TYPE),
+            _claims_array([x.content_before for x in e]),
+            _claims_array([x.content_after for x in e]),
+            pa.array([x.transit_uri for x in e], pa.string()),
+            pa.array([x.details for x in e], pa.string()),
+            pa.array([x.relationship for x in e], pa.string()),
+            pa.array([x.size for x in e], pa.int64()),
+        ]
+        return cls(pa.RecordBatch.from_arrays(columns, schema=BODY_SCHEMA))
+
+    @classmethod
+    def from_arrow(cls, data: pa.RecordBatch | pa.Table) -> "EventBatch":
+        """Adopt columns built by a bulk producer, after checking schema and required fields.
+
+        This is the fast path: it skips the per-event rules of `ProvenanceEvent`, and
+        checks only what the repository itself relies on.
+        """
+        if isinstance(data, pa.Table):
+            data = data.combine_chunks().to_batches()[0] if data.num_rows else pa.RecordBatch.from_pylist([], schema=BODY_SCHEMA)
+        if not data.schema.equals(BODY_SCHEMA):
+            try:
+                data = data.select(BODY_SCHEMA.names).cast(BODY_SCHEMA)
+            except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as error:
+                raise InvalidEventError(f"event columns do not match the provenance schema: {error}") from None
+        for name in _REQUIRED:
+            if data.column(name).null_count:
+                raise InvalidEventError(f"event columns: {name} is null in {data.column(name).null_count} rows")
+        if len(data):
+            _check_rules(data)
+        return cls(data)
+
+    def with_ids(self, first_id: int) -> pa.RecordBatch:
+        """The stored form: ids `first_id, first_id+1, ...` prepended."""
+        n = self.record_batch.num_rows
+        ids = pa.array(range(first_id, first_id + n), pa.int64())
+        return pa.RecordBatch.from_arrays([ids, *self.record_batch.columns], schema=SCHEMA)
+
+
+def _any(mask: pa.Array) -> bool:
+    return bool(pc.any(mask).as_py())
+
+
+def _check_rules(data: pa.RecordBatch) -> None:
+    """The rules of `ProvenanceEvent.__post_init__`, column-wise, so stored rows always load."""
+    kind = data.column("event_type")
+    if not pc.all(pc.is_in(kind, value_set=_TYPE_NAMES)).as_py():
+        raise InvalidEventError("event columns: unknown event type")
+
+    def of(*types: str) -> pa.Array:
+        return pc.is_in(kind, value_set=pa.array(types))
+
+    def empty_list(name: str) -> pa.Array:
+        return pc.fill_null(pc.equal(pc.list_value_length(data.column(name)), 0), True)
+
+    def empty_text(name: str) -> pa.Array:
+        return pc.fill_null(pc.equal(pc.utf8_length(data.column(name)), 0), True)
+
+    for types, bad, rule in (
+        (("FORK", "CLONE"), empty_list("child_uuids"), "FORK and CLONE events need child uuids"),
+        (("JOIN",), empty_list("parent_uuids"), "JOIN events need parent uuids"),
+        (("SEND", "RECEIVE"), empty_text("transit_uri"), "SEND and RECEIVE events need a transit URI"),
+        (("ROUTE",), empty_text("relationship"), "ROUTE events need a relationship"),
+    ):
+        if _any(pc.and_(of(*types), bad)):
+            raise InvalidEventError(f"event columns: {rule}")
+    if _any(empty_text("flowfile_uuid")) or _any(empty_text("component_id")):
+        raise InvalidEventError("event columns: every event needs a FlowFile uuid and a component id")
+
+
+def _claim(value: dict | None) -> ContentClaim | None:
+    if value is None:
+        return None
+    return ContentClaim(ResourceClaim(value["container"], value["section"], value["id"]),
+                        value["offset"], value["length"])
+
+
+def to_events(data: pa.RecordBatch | pa.Table) -> list[ProvenanceEvent]:
+    """Rows of the stored schema back to event objects (read path only)."""
+    out = []
+    for row in data.to_pylist():
+        out.append(ProvenanceEvent(
+            event_type=EventType(row["event_type"]),
+            flowfile_uuid=row["flowfile_uuid"],
+            component_id=row["component_id"],
+            component_type=row["component_type"] or "",
+            event_time_ms=row["time_ms"],
+            parent_uuids=tuple(row["parent_uuids"] or ()),
+            child_uuids=tuple(row["child_uuids"] or ()),
+            attributes_before=dict(row["attributes_before"] or ()),
+            attributes_after=dict(row["attributes_after"] or ()),
+            content_before=_claim(row["content_before"]),
+            content_after=_claim(row["content_after"]),
+            transit_uri=row["transit_uri"],
+            details=row["details"],
+            relationship=row["relationship"],
+            size=row["size"] or 0,
+            event_id=row["id"],
+        ))
+    return out
+
+
+def concat_sorted(batches: Iterable[pa.RecordBatch]) -> pa.Table:
+    """All batches as one table in event-id order (the merge step of a rollover)."""
+    table = pa.Table.from_batches(list(batches), schema=SCHEMA)
+    if table.num_rows == 0:
+        return table
+    return table.take(pc.sort_indices(table.column("id"))).combine_chunks()

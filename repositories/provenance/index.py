@@ -1,0 +1,252 @@
+"""The sharded tantivy index of provenance events (seed 002).
+
+Each shard is one tantivy index in ``index/shard-<created-ms:015d>`` (named by its
+creation time) with a manifest, ``shard.json``, listing the event files it indexed and
+the time range they cover. A shard takes new files until it reaches `shard_bytes`
+(500 MB by default), then it is closed and a new one starts. Queries skip shards
+whose time range cannot match. Nothing is ever deleted from a shard: a shard is
+deleted whole once every event file it indexed is gone (age-off), and hits in files
+that are gone are skipped at query time.
+
+Documents carry only the indexed fields and the event id (a fast field); the event
+itself is read from its event file through the TOC.
+
+Lock plan: `_lock` guards the shard list and the manifests; the active shard's writer
+is used only by the indexing thread (`index_table`, `forget_from`), under `_lock` for
+the manifest update. Searches take `_lock` only to snapshot the shard list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import tantivy
+
+from . import files
+from .index_documents import json_documents
+from .query import ProvenanceQuery
+
+SHARD_PREFIX = "shard-"
+MANIFEST = "shard.json"
+DEFAULT_SHARD_BYTES = 500 * 1024 * 1024
+
+
+def build_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field("id", indexed=True, fast=True)
+    builder.add_integer_field("time", indexed=True, fast=True)
+    for name in ("type", "uuid", "filename", "component", "relationship"):
+        # Exact-match fields: the raw tokenizer keeps a uuid or a filename whole.
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    return builder.build()
+
+
+SCHEMA = build_schema()
+
+
+@dataclass
+class ShardManifest:
+    created_ms: int
+    closed: bool = False
+    # event file first id -> (last id, min time, max time)
+    files: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+
+    @property
+    def min_time_ms(self) -> int | None:
+        return min((v[1] for v in self.files.values()), default=None)
+
+    @property
+    def max_time_ms(self) -> int | None:
+        return max((v[2] for v in self.files.values()), default=None)
+
+    def to_json(self) -> bytes:
+        return json.dumps({"created_ms": self.created_ms, "closed": self.closed,
+                           "files": {str(k): list(v) for k, v in self.files.items()}}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "ShardManifest":
+        raw = json.loads(data)
+        return cls(raw["created_ms"], raw["closed"],
+                   {int(k): tuple(v) for k, v in raw["files"].items()})
+
+
+class IndexShard:
+    def __init__(self, path: str, manifest: ShardManifest):
+        self.path = path
+        self.name = os.path.basename(path)
+        self.manifest = manifest
+        self.index = tantivy.Index(SCHEMA, path=path, reuse=True)
+        self.writer: tantivy.IndexWriter | None = None
+
+    def save_manifest(self) -> None:
+        # Written after the tantivy commit it describes: a crash in between leaves
+        # documents the manifest does not claim, which recovery deletes and redoes.
+        target = os.path.join(self.path, MANIFEST)
+        files.delete(target + ".partial")
+        files.write_new(target + ".partial", [self.manifest.to_json()])
+        files.rename(target + ".partial", target)
+        files.fsync_directory(self.path)
+
+    def open_writer(self, heap_bytes: int, threads: int) -> tantivy.IndexWriter:
+        if self.writer is None:
+            self.writer = self.index.writer(heap_size=heap_bytes, num_threads=threads)
+        return self.writer
+
+    def close_writer(self) -> None:
+        if self.writer is not None:
+            self.writer.wait_merging_threads()
+            self.writer = None
+
+    def size(self) -> int:
+        return files.tree_size(self.path)
+
+
+def _load_manifest(path: str) -> ShardManifest | None:
+    try:
+        return ShardManifest.from_json(files.read_all(os.path.join(path, MANIFEST)))
+    except FileNotFoundError:
+        return None
+
+
+class ShardedIndex:
+    def __init__(self, directory: str, *, clock_ms: Callable[[], int], shard_bytes: int = DEFAULT_SHARD_BYTES,
+                 writer_heap_bytes: int = 128_000_000, writer_threads: int = 2, read_only: bool = False):
+        self.directory = directory
+        self._clock_ms = clock_ms
+        self.shard_bytes = shard_bytes
+        self._heap = writer_heap_bytes
+        self._threads = writer_threads
+        self._read_only = read_only
+        self._lock = threading.Lock()
+        self.shards: list[IndexShard] = []
+        if not read_only:
+            files.ensure_directory(directory)
+        for name in files.list_names(directory):
+            if not name.startswith(SHARD_PREFIX):
+                continue
+            path = os.path.join(directory, name)
+            manifest = _load_manifest(path)
+            if manifest is None:
+                if read_only:
+                    continue
+                # Created, but no file ever committed to it: start it afresh.
+                files.delete_tree(path)
+                continue
+            self.shards.append(IndexShard(path, manifest))
+
+    # -- writing (indexing thread only) ---------------------------------------------
+
+    def _active(self) -> IndexShard:
+        if self.shards and not self.shards[-1].manifest.closed:
+            return self.shards[-1]
+        created = self._clock_ms()
+        if self.shards:
+            created = max(created, self.shards[-1].manifest.created_ms + 1)
+        path = os.path.join(self.directory, f"{SHARD_PREFIX}{created:015d}")
+        files.ensure_directory(path)
+        shard = IndexShard(path, ShardManifest(created))
+        with self._lock:
+            self.shards.append(shard)
+        return shard
+
+    def index_table(self, first_id: int, last_id: int, min_time_ms: int, max_time_ms: int, table,
+                    before_manifest: Callable[[], None] | None = None) -> None:
+        """Index the events of one event file and commit; searchable when this returns."""
+        shard = self._active()
+        writer = shard.open_writer(self._heap, self._threads)
+        for doc in json_documents(table):
+            writer.add_json(doc)
+        writer.commit()
+        shard.index.reload()
+        if before_manifest is not None:
+            before_manifest()
+        with self._lock:
+            shard.manifest.files[first_id] = (last_id, min_time_ms, max_time_ms)
+            shard.save_manifest()
+            if shard.size() >= self.shard_bytes:
+                shard.manifest.closed = True
+                shard.save_manifest()
+                shard.close_writer()
+
+    def forget_from(self, first_id: int) -> None:
+        """Delete documents with id >= first_id from the active shard (recovery only).
+
+        Used for an event file whose indexing was interrupted: its documents may be
+        committed without the manifest saying so.
+        """
+        if not self.shards or self.shards[-1].manifest.closed:
+            return
+        shard = self.shards[-1]
+        writer = shard.open_writer(self._heap, self._threads)
+        query = tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, first_id, None)
+        writer.delete_documents_by_query(query)
+        writer.commit()
+        shard.index.reload()
+
+    def indexed_files(self) -> set[int]:
+        with self._lock:
+            return {fid for s in self.shards for fid in s.manifest.files}
+
+    def drop_shards_without_files(self, existing: set[int]) -> list[str]:
+        """Delete every closed shard none of whose event files exist any more."""
+        dropped = []
+        with self._lock:
+            keep = []
+            for shard in self.shards:
+                gone = shard.manifest.files and not (set(shard.manifest.files) & existing)
+                if gone and shard.manifest.closed:
+                    shard.close_writer()
+                    files.delete_tree(shard.path)
+                    dropped.append(shard.name)
+                else:
+                    keep.append(shard)
+            self.shards = keep
+        return dropped
+
+    def close(self) -> None:
+        with self._lock:
+            for shard in self.shards:
+                shard.close_writer()
+
+    # -- searching ------------------------------------------------------------------
+
+    def search(self, query: ProvenanceQuery) -> tuple[list[int], int, int]:
+        """(matching event ids newest first, at most `limit`; shards searched; shards skipped)."""
+        with self._lock:
+            shards = list(self.shards)
+        clauses = [(tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, name, value, index_option="basic"))
+                   for name, value in query.terms().items()]
+        if query.start_ms is not None or query.end_ms is not None:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.range_query(
+                SCHEMA, "time", tantivy.FieldType.Integer, query.start_ms, query.end_ms)))
+        if not clauses:
+            tq = tantivy.Query.all_query()
+        elif len(clauses) == 1:
+            tq = clauses[0][1]
+        else:
+            tq = tantivy.Query.boolean_query(clauses)
+        ids: list[int] = []
+        searched = skipped = 0
+        for shard in reversed(shards):
+            low, high = shard.manifest.min_time_ms, shard.manifest.max_time_ms
+            if low is None or not query.overlaps(low, high):
+                skipped += 1
+                continue
+            searched += 1
+            searcher = shard.index.searcher()
+            result = searcher.search(tq, query.limit, count=False, order_by_field="id", order=tantivy.Order.Desc)
+            addresses = [address for _, address in result.hits]
+            if addresses:
+                ids.extend(searcher.fast_field_values("id", addresses))
+        ids.sort(reverse=True)
+        return ids[: query.limit], searched, skipped
+
+    def refresh(self) -> None:
+        """Pick up shards and commits made by another process (read-only users)."""
+        fresh = ShardedIndex(self.directory, clock_ms=self._clock_ms, shard_bytes=self.shard_bytes, read_only=True)
+        with self._lock:
+            self.shards = fresh.shards
