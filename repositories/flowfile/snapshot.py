@@ -84,7 +84,11 @@ def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
     entry_size = fmt.SNAPSHOT_ENTRY.size
     unpack_entry = fmt.SNAPSHOT_ENTRY.unpack_from
     crc32 = fmt.crc32
-    decode = serde.decode_record
+    record_decoder = getattr(serde, "record_decoder", None)
+    if record_decoder is not None:
+        decode = record_decoder(header.serde_version)
+    else:
+        decode = lambda data, start, stop: serde.decode_record(view[start:stop], version)  # noqa: E731
     records: dict = {}
     index = 0
     try:
@@ -92,12 +96,11 @@ def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
             length, crc = unpack_entry(data, offset)
             start = offset + entry_size
             stop = start + length
-            body = view[start:stop]
             if stop > end:
                 raise CorruptSnapshotError(path, offset, f"record {index} of {record_count} runs past the end of the file")
-            if crc32(body) != crc:
+            if crc32(view[start:stop]) != crc:
                 raise CorruptSnapshotError(path, offset, f"record {index} of {record_count}: CRC mismatch")
-            record = decode(body, version)
+            record = decode(data, start, stop)
             records[record.id] = record
             offset = stop
         swap_files: dict = {}
