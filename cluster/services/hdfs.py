@@ -1,0 +1,261 @@
+"""A real HDFS on loopback: one NameNode and 1 to 3 DataNodes, from Apache Hadoop's jars.
+
+Each daemon is a JVM started from the jars that `install.hadoop_jars()` fetched, with a
+conf directory of its own (core-site.xml, hdfs-site.xml, log4j.properties) under the
+work directory. The jars on Maven Central do not carry the web applications of a
+Hadoop distribution, so each conf directory also holds empty `webapps/` folders: the
+HTTP servers (and their /jmx servlet, which the health check reads) start without them.
+
+Settings chosen for tests and drills:
+* every address is 127.0.0.1 on a port the harness picked;
+* heartbeats every second, so a killed DataNode is noticed within seconds;
+* permissions off and safe mode left at once, as in a single-user test cluster;
+* `dfs.replication` equals the number of DataNodes.
+
+Faults: `kill_datanode`, `restart_datanode`, `pause_datanode`, `restart_namenode`.
+`java_client(...)` runs Hadoop's own FsShell, a second client independent of hdfs-native.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.request
+from pathlib import Path
+
+from .install import hadoop_jars, java_binary
+from .network import HOST, free_ports, port_open
+from .process import ManagedProcess, ServiceError, wait_until
+
+_LOG4J = """log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+"""
+
+
+def _site(properties: dict[str, object]) -> str:
+    body = "".join(
+        f"  <property><name>{name}</name><value>{value}</value></property>\n"
+        for name, value in properties.items()
+    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
+
+
+class HdfsCluster:
+    name = "hdfs"
+
+    def __init__(self, workdir: Path, datanodes: int = 2, heap: str = "256m"):
+        if not 1 <= datanodes <= 3:
+            raise ValueError("the harness runs 1 to 3 DataNodes")
+        self.workdir = Path(workdir) / "hdfs"
+        self.datanode_count = datanodes
+        self.heap = heap
+        self.ports: dict[str, int] = {}
+        self.namenode: ManagedProcess | None = None
+        self.datanodes: list[ManagedProcess] = []
+        state = self._load_state()
+        if state:
+            self.ports = state["ports"]
+            self.datanode_count = state["datanodes"]
+            self._build_processes(state["pids"])
+
+    # -- addresses ---------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"hdfs://{HOST}:{self.ports['namenode_rpc']}"
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """Settings for hdfs-native clients of this cluster."""
+        return {"dfs.replication": str(self.datanode_count)}
+
+    # -- lifecycle ---------------------------------------------------------------
+    def start(self, timeout: float = 120.0) -> None:
+        jars = hadoop_jars()
+        if not self.ports:
+            self._configure()
+            self._build_processes({})
+        self._jars = jars
+        name_dir = self.workdir / "namenode" / "name"
+        if not (name_dir / "current" / "VERSION").exists():
+            self._format()
+        self.namenode.start()
+        for datanode in self.datanodes:
+            datanode.start()
+        self._save_state()
+        self.wait_healthy(timeout)
+
+    def wait_healthy(self, timeout: float = 120.0, live_datanodes: int | None = None) -> None:
+        expected = self.datanode_count if live_datanodes is None else live_datanodes
+        try:
+            wait_until(lambda: self._live_datanodes() == expected and not self._in_safe_mode(), timeout,
+                       f"the NameNode to leave safe mode with {expected} live DataNode(s)", interval=0.25)
+        except ServiceError as error:
+            tail = self.namenode.log_tail(15) if self.namenode else ""
+            raise ServiceError(f"HDFS did not become healthy: {error}. NameNode log ({self.namenode.log_path}):\n{tail}") from None
+
+    def healthy(self) -> bool:
+        try:
+            return self._live_datanodes() == self.datanode_count and not self._in_safe_mode()
+        except Exception:  # noqa: BLE001
+            return False
+
+    def stop(self) -> None:
+        for datanode in self.datanodes:
+            datanode.stop()
+        if self.namenode:
+            self.namenode.stop()
+
+    def status(self) -> dict:
+        return {
+            "url": self.url,
+            "namenode_pid": self.namenode.pid if self.namenode else None,
+            "datanode_pids": [d.pid for d in self.datanodes],
+            "live_datanodes": self._safe(self._live_datanodes),
+            "healthy": self.healthy(),
+        }
+
+    # -- faults ------------------------------------------------------------------
+    def kill_datanode(self, index: int) -> None:
+        self.datanodes[index].kill()
+
+    def pause_datanode(self, index: int) -> None:
+        self.datanodes[index].pause()
+
+    def resume_datanode(self, index: int) -> None:
+        self.datanodes[index].resume()
+
+    def restart_datanode(self, index: int, timeout: float = 60.0) -> None:
+        datanode = self.datanodes[index]
+        datanode.stop()
+        datanode.start()
+        self._save_state()
+        # The NameNode may still count the old incarnation as live, so also wait for
+        # the new process to serve its own IPC port.
+        wait_until(lambda: port_open(self.ports[f"dn{index}_ipc"]), timeout, f"DataNode {index} to serve again")
+        self.wait_healthy(timeout)
+
+    def restart_namenode(self, timeout: float = 120.0) -> None:
+        self.namenode.stop()
+        self.namenode.start()
+        self._save_state()
+        self.wait_healthy(timeout)
+
+    def java_client(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+        """Run Hadoop's FsShell (`hdfs dfs ...`): the reference Java client, for checks."""
+        conf = self.workdir / "client-conf"
+        argv = [java_binary(), "-Xmx256m", "-cp", f"{conf}:{hadoop_jars()}/*", "org.apache.hadoop.fs.FsShell",
+                "-fs", self.url, *args]
+        return subprocess.run(argv, capture_output=True, timeout=timeout)
+
+    # -- internals -----------------------------------------------------------------
+    def _jmx(self, query: str) -> dict:
+        url = f"http://{HOST}:{self.ports['namenode_http']}/jmx?qry={query}"
+        with urllib.request.urlopen(url, timeout=2) as response:
+            beans = json.load(response)["beans"]
+        return beans[0] if beans else {}
+
+    def _live_datanodes(self) -> int:
+        if not port_open(self.ports["namenode_rpc"]):
+            return -1
+        return int(self._jmx("Hadoop:service=NameNode,name=FSNamesystemState").get("NumLiveDataNodes", -1))
+
+    def _in_safe_mode(self) -> bool:
+        return bool(self._jmx("Hadoop:service=NameNode,name=NameNodeInfo").get("Safemode"))
+
+    @staticmethod
+    def _safe(probe):
+        try:
+            return probe()
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _configure(self) -> None:
+        names = ["namenode_rpc", "namenode_http"]
+        for index in range(self.datanode_count):
+            names += [f"dn{index}_data", f"dn{index}_http", f"dn{index}_ipc"]
+        self.ports = dict(zip(names, free_ports(len(names))))
+        core = {"fs.defaultFS": self.url, "hadoop.tmp.dir": self.workdir / "tmp"}
+        common = {
+            "dfs.replication": self.datanode_count,
+            "dfs.permissions.enabled": "false",
+            "dfs.namenode.safemode.threshold-pct": "0",
+            "dfs.namenode.safemode.extension": "0",
+            "dfs.heartbeat.interval": "1",
+            "dfs.namenode.heartbeat.recheck-interval": "3000",
+            "dfs.namenode.stale.datanode.interval": "3000",
+            "dfs.namenode.rpc-address": f"{HOST}:{self.ports['namenode_rpc']}",
+            "dfs.namenode.http-address": f"{HOST}:{self.ports['namenode_http']}",
+            "dfs.namenode.name.dir": self.workdir / "namenode" / "name",
+            "dfs.namenode.fs-limits.min-block-size": "1024",
+            "dfs.datanode.hostname": HOST,
+            "dfs.client.use.datanode.hostname": "false",
+            "dfs.datanode.du.reserved": "0",
+            "dfs.client.block.write.replace-datanode-on-failure.enable": "false",
+            "dfs.namenode.redundancy.interval.seconds": "1",
+            "dfs.blockreport.intervalMsec": "10000",
+        }
+        self._write_conf("namenode", core, common)
+        self._write_conf("client-conf", core, common)
+        for index in range(self.datanode_count):
+            datanode = dict(common)
+            datanode.update({
+                "dfs.datanode.data.dir": self.workdir / f"datanode-{index}" / "data",
+                "dfs.datanode.address": f"{HOST}:{self.ports[f'dn{index}_data']}",
+                "dfs.datanode.http.address": f"{HOST}:{self.ports[f'dn{index}_http']}",
+                "dfs.datanode.ipc.address": f"{HOST}:{self.ports[f'dn{index}_ipc']}",
+            })
+            self._write_conf(f"datanode-{index}", core, datanode)
+
+    def _write_conf(self, daemon: str, core: dict, hdfs: dict) -> None:
+        conf = self._conf_dir(daemon)
+        for webapp in ("hdfs", "datanode", "static", "secondary", "journal"):
+            (conf / "webapps" / webapp).mkdir(parents=True, exist_ok=True)
+        (conf / "core-site.xml").write_text(_site(core))
+        (conf / "hdfs-site.xml").write_text(_site(hdfs))
+        (conf / "log4j.properties").write_text(_LOG4J)
+
+    def _conf_dir(self, daemon: str) -> Path:
+        return self.workdir / daemon if daemon == "client-conf" else self.workdir / daemon / "conf"
+
+    def _daemon(self, daemon: str, main_class: str, pid: int | None) -> ManagedProcess:
+        conf = self._conf_dir(daemon)
+        argv = [
+            java_binary(), f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-Djava.net.preferIPv4Stack=true",
+            "-cp", f"{conf}:{hadoop_jars()}/*", main_class,
+        ]
+        return ManagedProcess.attach(daemon, argv, str(self.workdir / daemon / "daemon.log"), pid,
+                                     env={"HADOOP_CONF_DIR": str(conf)})
+
+    def _build_processes(self, pids: dict) -> None:
+        self.namenode = self._daemon("namenode", "org.apache.hadoop.hdfs.server.namenode.NameNode", pids.get("namenode"))
+        self.datanodes = [
+            self._daemon(f"datanode-{index}", "org.apache.hadoop.hdfs.server.datanode.DataNode", pids.get(f"datanode-{index}"))
+            for index in range(self.datanode_count)
+        ]
+
+    def _format(self) -> None:
+        conf = self._conf_dir("namenode")
+        argv = [java_binary(), f"-Xmx{self.heap}", "-cp", f"{conf}:{hadoop_jars()}/*",
+                "org.apache.hadoop.hdfs.server.namenode.NameNode", "-format", "-force", "-nonInteractive"]
+        result = subprocess.run(argv, capture_output=True, timeout=180)
+        if result.returncode != 0:
+            tail = "\n".join(result.stderr.decode(errors="replace").splitlines()[-15:])
+            raise ServiceError(f"formatting the NameNode failed (exit {result.returncode}):\n{tail}")
+
+    def _state_path(self) -> Path:
+        return self.workdir / "state.json"
+
+    def _save_state(self) -> None:
+        pids = {"namenode": self.namenode.pid}
+        pids.update({f"datanode-{i}": d.pid for i, d in enumerate(self.datanodes)})
+        self._state_path().write_text(json.dumps({"ports": self.ports, "datanodes": self.datanode_count, "pids": pids}))
+
+    def _load_state(self) -> dict | None:
+        try:
+            return json.loads(self._state_path().read_text())
+        except (OSError, ValueError):
+            return None

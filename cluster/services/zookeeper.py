@@ -1,0 +1,216 @@
+"""A ZooKeeper ensemble on loopback, from Debian's `zookeeper` package.
+
+Each member is one JVM (`QuorumPeerMain`) with its own data directory, `myid` and
+`zoo.cfg` under the work directory, on ports the harness picked. tickTime is 500 ms,
+so the server accepts session timeouts from 1 s to 10 s.
+
+Faults for the drills: `kill_member`, `pause_member` and `restart_member` act on one
+JVM; `expire_session` expires a kazoo client's session the way ZooKeeper itself
+would, by attaching a second connection to the same session and closing it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .install import java_binary
+from .network import HOST, four_letter_word, free_ports
+from .process import ManagedProcess, ServiceError, wait_until
+
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+TICK_MS = 500
+
+
+@dataclass
+class ZooKeeperMember:
+    index: int  # 1-based, the member's myid
+    client_port: int
+    peer_port: int
+    election_port: int
+    process: ManagedProcess
+
+    def mode(self) -> str | None:
+        """'leader', 'follower' or 'standalone' when the member serves; None otherwise."""
+        try:
+            reply = four_letter_word(self.client_port, "srvr", timeout=1.0)
+        except OSError:
+            return None
+        for line in reply.splitlines():
+            if line.startswith("Mode:"):
+                return line.split(":", 1)[1].strip()
+        return None
+
+
+class ZooKeeperEnsemble:
+    name = "zookeeper"
+
+    def __init__(self, workdir: Path, size: int = 3, heap: str = "128m"):
+        self.workdir = Path(workdir) / "zookeeper"
+        self.size = size
+        self.heap = heap
+        self.members: list[ZooKeeperMember] = []
+        state = self._load_state()
+        if state:
+            self._adopt(state)
+
+    # -- lifecycle -----------------------------------------------------------
+    def start(self, timeout: float = 60.0) -> None:
+        if not Path(ZOOKEEPER_JAR).exists():
+            raise ServiceError(f"ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing); run: custody services install")
+        if not self.members:
+            self._configure()
+        for member in self.members:
+            member.process.start()
+        self._save_state()
+        self.wait_healthy(timeout)
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        try:
+            wait_until(self.healthy, timeout, "a ZooKeeper quorum with one leader")
+        except ServiceError as error:
+            raise ServiceError(f"{error}; member logs are under {self.workdir}") from None
+
+    def healthy(self) -> bool:
+        modes = [member.mode() for member in self.members]
+        return modes.count("leader") == 1 and modes.count("follower") == self.size - 1
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.process.stop()
+
+    @property
+    def hosts(self) -> str:
+        """The kazoo connection string, without chroot."""
+        return ",".join(f"{HOST}:{member.client_port}" for member in self.members)
+
+    def connection_string(self, chroot: str = "") -> str:
+        return self.hosts + chroot
+
+    def status(self) -> dict:
+        return {
+            "hosts": self.hosts,
+            "members": [
+                {"myid": member.index, "port": member.client_port, "pid": member.process.pid, "mode": member.mode()}
+                for member in self.members
+            ],
+            "healthy": self.healthy(),
+        }
+
+    # -- faults --------------------------------------------------------------
+    def member(self, index: int) -> ZooKeeperMember:
+        return self.members[index - 1]
+
+    def leader(self) -> ZooKeeperMember:
+        for member in self.members:
+            if member.mode() == "leader":
+                return member
+        raise ServiceError("the ZooKeeper ensemble has no leader right now")
+
+    def followers(self) -> list[ZooKeeperMember]:
+        return [member for member in self.members if member.mode() == "follower"]
+
+    def kill_member(self, index: int) -> None:
+        self.member(index).process.kill()
+
+    def pause_member(self, index: int) -> None:
+        self.member(index).process.pause()
+
+    def resume_member(self, index: int) -> None:
+        self.member(index).process.resume()
+
+    def restart_member(self, index: int, timeout: float = 60.0) -> None:
+        member = self.member(index)
+        member.process.stop()
+        member.process.start()
+        self._save_state()
+        wait_until(lambda: member.mode() in ("leader", "follower"), timeout, f"ZooKeeper member {index} to rejoin")
+
+    @staticmethod
+    def expire_session(client, timeout: float = 30.0) -> None:
+        """Expire `client`'s session on the server, as a real expiry would.
+
+        A second client attaches to the same session id and password, then closes it;
+        closing a session ends it for every connection, so the first client is told its
+        session expired when it next talks to the server. Waits until it has noticed.
+        """
+        from kazoo.client import KazooClient
+        from kazoo.protocol.states import KazooState
+
+        lost = threading.Event()
+
+        def watch(state):
+            if state == KazooState.LOST:
+                lost.set()
+                return True
+            return False
+
+        client.add_listener(watch)
+        hosts = ",".join(f"{host}:{port}" for host, port in client.hosts)
+        intruder = KazooClient(hosts=hosts, client_id=client.client_id, timeout=timeout)
+        intruder.start(timeout=timeout)
+        intruder.stop()
+        intruder.close()
+        if not lost.wait(timeout):
+            raise ServiceError(f"client with session 0x{client.client_id[0]:x} did not see its session expire within {timeout:.0f}s")
+
+    # -- internals -------------------------------------------------------------
+    def _configure(self) -> None:
+        ports = free_ports(3 * self.size)
+        self.members = []
+        for index in range(1, self.size + 1):
+            client_port, peer_port, election_port = ports[3 * (index - 1): 3 * index]
+            self.members.append(ZooKeeperMember(index, client_port, peer_port, election_port, None))  # type: ignore[arg-type]
+        servers = "\n".join(
+            f"server.{m.index}={HOST}:{m.peer_port}:{m.election_port}" for m in self.members
+        )
+        for member in self.members:
+            home = self.workdir / f"member-{member.index}"
+            data = home / "data"
+            data.mkdir(parents=True, exist_ok=True)
+            (data / "myid").write_text(f"{member.index}\n")
+            config = home / "zoo.cfg"
+            config.write_text(
+                f"tickTime={TICK_MS}\ninitLimit=20\nsyncLimit=10\n"
+                f"dataDir={data}\nclientPort={member.client_port}\nclientPortAddress={HOST}\n"
+                "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=200\n"
+                "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"
+                f"{servers}\n"
+            )
+            member.process = self._process(member.index, home, config, pid=None)
+
+    def _process(self, index: int, home: Path, config: Path, pid: int | None) -> ManagedProcess:
+        argv = [
+            java_binary(), f"-Xmx{self.heap}", "-XX:+UseSerialGC",
+            f"-Dzookeeper.log.dir={home}", "-Dzookeeper.root.logger=INFO,CONSOLE",
+            "-cp", f"{home}:{ZOOKEEPER_JAR}",
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config),
+        ]
+        return ManagedProcess.attach(f"zookeeper-{index}", argv, str(home / "server.log"), pid)
+
+    def _state_path(self) -> Path:
+        return self.workdir / "state.json"
+
+    def _save_state(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        state = [
+            {"index": m.index, "client_port": m.client_port, "peer_port": m.peer_port,
+             "election_port": m.election_port, "pid": m.process.pid}
+            for m in self.members
+        ]
+        self._state_path().write_text(json.dumps(state))
+
+    def _load_state(self) -> list[dict] | None:
+        try:
+            return json.loads(self._state_path().read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _adopt(self, state: list[dict]) -> None:
+        self.members = []
+        for entry in state:
+            home = self.workdir / f"member-{entry['index']}"
+            process = self._process(entry["index"], home, home / "zoo.cfg", entry["pid"])
+            self.members.append(ZooKeeperMember(entry["index"], entry["client_port"], entry["peer_port"], entry["election_port"], process))

@@ -1,0 +1,278 @@
+"""HDFS backend of the storage protocol, through the hdfs-native client (no JVM).
+
+Durability: `sync()` is `hsync`, which makes the DataNodes persist the bytes and
+updates the file's visible length at the NameNode. Files are always created with
+`create_parent=False`, so a writer that was fenced by renaming its directory away
+cannot bring the directory back by writing into it.
+
+Lease recovery: `recover_lease(path)` closes a file another client may still be
+writing; after it, that client's next write + hsync fails and surfaces here as
+`LeaseLost`.
+
+Reading an open file: hdfs-native 0.14.7 reads only the completed blocks of a file
+that is still open for writing (it refuses to read the last, unfinished block, even
+after hsync). Custody never needs to: an adopter recovers the lease, which closes the
+file, before it reads. Code that must read a file another writer still holds should
+recover its lease first.
+
+Errors from hdfs-native arrive as built-in exceptions (FileNotFoundError,
+FileExistsError, OSError for refused connections) or as RuntimeError with the Rust
+error's name in the text; `_translate` turns them into the storage errors.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import urllib.parse
+from typing import BinaryIO
+
+import hdfs_native
+
+from repositories.storage import (
+    FileStatus,
+    LeaseLost,
+    StorageError,
+    StorageFileExists,
+    StorageFileNotFound,
+    StorageFull,
+    StorageUnavailable,
+)
+from repositories.storage.protocol import parent
+
+log = logging.getLogger(__name__)
+
+# Texts of hdfs-native errors that mean "this writer no longer owns the file".
+_LEASE_SIGNS = (
+    "LeaseExpiredException",
+    "lease",
+    "All nodes failed for write",
+    "No lease on",
+    "does not have any open files",
+    "FileNotFoundException",
+)
+_UNAVAILABLE_SIGNS = ("Connection refused", "connection refused", "ConnectionRefused", "timed out", "broken pipe", "Broken pipe", "NoDataNodes", "could only be written to 0")
+_FULL_SIGNS = ("DSQuotaExceededException", "NSQuotaExceededException", "No space left", "DiskOutOfSpace")
+
+
+def _translate(error: BaseException, path: str, action: str, *, writing: bool = False) -> StorageError:
+    if isinstance(error, StorageError):
+        return error
+    text = str(error)
+    if isinstance(error, FileNotFoundError) or ("FileNotFoundException" in text and not writing):
+        return StorageFileNotFound(
+            f"cannot {action} hdfs:{path}: it or its parent directory does not exist "
+            "(parents are never created implicitly)",
+            path,
+        )
+    if isinstance(error, FileExistsError) or "FileAlreadyExistsException" in text:
+        return StorageFileExists(f"cannot {action} hdfs:{path}: it already exists", path)
+    if any(sign in text for sign in _FULL_SIGNS):
+        return StorageFull(
+            f"cannot {action} hdfs:{path}: HDFS has no space or quota left ({text}); "
+            "free space or raise the quota, then retry",
+            path,
+        )
+    if writing and any(sign in text for sign in _LEASE_SIGNS):
+        return LeaseLost(
+            f"cannot {action} hdfs:{path}: this writer lost the file ({text}); another "
+            "node recovered its lease or the directory was fenced. Stop writing: the "
+            "unsynced bytes were not persisted",
+            path,
+        )
+    if isinstance(error, (ConnectionError, TimeoutError)) or any(sign in text for sign in _UNAVAILABLE_SIGNS) or (
+        isinstance(error, OSError) and error.errno is not None
+    ):
+        return StorageUnavailable(
+            f"cannot {action} hdfs:{path}: HDFS is unavailable ({text}); check the "
+            "NameNode and DataNodes, the operation can be retried when they are back",
+            path,
+        )
+    return StorageError(f"cannot {action} hdfs:{path}: {type(error).__name__}: {text}", path)
+
+
+class HdfsWritableFile:
+    """A file open for appending on HDFS. hsync on `sync()`; not for concurrent use."""
+
+    def __init__(self, path: str, writer: hdfs_native.FileWriter, position: int):
+        self.path = path
+        self._writer = writer
+        self._position = position
+        self._closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._closed:
+            raise StorageError(f"write to closed file hdfs:{self.path}", self.path)
+        try:
+            self._writer.write(bytes(data) if not isinstance(data, bytes) else data)
+        except BaseException as error:  # noqa: BLE001 - Rust panics arrive as BaseException
+            raise _translate(error, self.path, "write", writing=True) from error
+        self._position += len(data)
+        return len(data)
+
+    def sync(self) -> None:
+        try:
+            self._writer.hsync()
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, self.path, "hsync", writing=True) from error
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._writer.close()
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, self.path, "close", writing=True) from error
+
+    def __enter__(self) -> "HdfsWritableFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class HdfsStorage:
+    """The storage protocol on HDFS. `url` is `hdfs://host:port`; `config` holds extra
+    client settings (dfs.* keys), passed to hdfs-native unchanged."""
+
+    scheme = "hdfs"
+
+    def __init__(self, url: str, config: dict[str, str] | None = None):
+        self.url = url.rstrip("/")
+        self._config = dict(config or {})
+        self._client = hdfs_native.Client(self.url, self._config)
+        self._arrow = None
+        self._arrow_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"HdfsStorage({self.url!r})"
+
+    def uri(self, path: str) -> str:
+        """The full `hdfs://` URI of a path, for Spark and other clients."""
+        return f"{self.url}{path}"
+
+    def create(self, path: str, *, overwrite: bool = False) -> HdfsWritableFile:
+        options = hdfs_native.WriteOptions(overwrite=overwrite, create_parent=False)
+        try:
+            writer = self._client.create(path, options)
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "create") from error
+        return HdfsWritableFile(path, writer, 0)
+
+    def append(self, path: str) -> HdfsWritableFile:
+        try:
+            length = self._client.get_file_info(path).length
+            writer = self._client.append(path)
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "append to") from error
+        return HdfsWritableFile(path, writer, length)
+
+    def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        try:
+            reader = self._client.read(path)
+            size = len(reader)
+            if offset >= size:
+                return b""
+            end = size if length is None else min(size, offset + length)
+            return reader.read_range(offset, end - offset)
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "read") from error
+
+    def open_read(self, path: str) -> BinaryIO:
+        try:
+            reader = self._client.read(path)
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "open") from error
+        return io.BufferedReader(reader, buffer_size=1 << 20)
+
+    def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
+        try:
+            self._client.rename(src, dst, overwrite)
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, f"{src} -> {dst}", "rename") from error
+
+    def delete(self, path: str, *, recursive: bool = False) -> bool:
+        try:
+            return bool(self._client.delete(path, recursive))
+        except BaseException as error:  # noqa: BLE001
+            translated = _translate(error, path, "delete")
+            if isinstance(translated, StorageFileNotFound):
+                return False
+            raise translated from error
+
+    def list(self, path: str) -> list[FileStatus]:
+        try:
+            found = [_status_of(status, path) for status in self._client.list_status(path, False)]
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "list") from error
+        return sorted(found, key=lambda status: status.path)
+
+    def status(self, path: str) -> FileStatus:
+        try:
+            return _status_of(self._client.get_file_info(path), parent(path), full_path=path)
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "stat") from error
+
+    def exists(self, path: str) -> bool:
+        try:
+            self._client.get_file_info(path)
+            return True
+        except FileNotFoundError:
+            return False
+        except BaseException as error:  # noqa: BLE001
+            translated = _translate(error, path, "stat")
+            if isinstance(translated, StorageFileNotFound):
+                return False
+            raise translated from error
+
+    def mkdir(self, path: str, *, parents: bool = False, exist_ok: bool = False) -> None:
+        if self.exists(path):
+            if exist_ok and self.status(path).is_dir:
+                return
+            raise StorageFileExists(f"cannot make directory hdfs:{path}: it already exists", path)
+        try:
+            self._client.mkdirs(path, 0o755, parents)
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "make directory") from error
+
+    def sync_directory(self, path: str) -> None:
+        # The NameNode logs every namespace change durably before it answers.
+        pass
+
+    def recover_lease(self, path: str) -> bool:
+        try:
+            return bool(self._client.recover_lease(path))
+        except BaseException as error:  # noqa: BLE001
+            raise _translate(error, path, "recover the lease of") from error
+
+    def arrow_filesystem(self):
+        """A pyarrow view for bulk reads and listing (not for durable writes: it cannot hsync)."""
+        with self._arrow_lock:
+            if self._arrow is None:
+                import pyarrow.fs
+                from hdfs_native.fsspec import HdfsFileSystem
+
+                parsed = urllib.parse.urlparse(self.url)
+                fsspec_fs = HdfsFileSystem(host=parsed.hostname, port=parsed.port, **self._config)
+                self._arrow = pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fsspec_fs))
+            return self._arrow
+
+    def close(self) -> None:
+        pass
+
+
+def _status_of(status, directory: str, full_path: str | None = None) -> FileStatus:
+    if full_path is None:
+        name = status.path.rstrip("/").rsplit("/", 1)[-1]
+        full_path = f"{directory.rstrip('/')}/{name}"
+    return FileStatus(
+        path=full_path,
+        length=status.length,
+        is_dir=status.isdir,
+        modified=status.modification_time / 1000.0,
+    )
