@@ -54,10 +54,11 @@ def read_report(path: str):
 
 def run_inspect(args) -> int:
     from repositories.flowfile import WriteAheadLogError
+    from repositories.storage import StorageError
 
     try:
         report = read_report(args.path)
-    except WriteAheadLogError as error:
+    except (WriteAheadLogError, StorageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     data = report.to_dict()
@@ -82,10 +83,11 @@ def run_inspect(args) -> int:
 
 def run_fsck(args) -> int:
     from repositories.flowfile import WriteAheadLogError
+    from repositories.storage import StorageError
 
     try:
         report = read_report(args.path)
-    except WriteAheadLogError as error:
+    except (WriteAheadLogError, StorageError) as error:
         print(f"FAIL: {error}", file=sys.stderr)
         return 2
     unexplained = report.unexplained

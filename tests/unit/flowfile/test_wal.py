@@ -1,0 +1,296 @@
+"""WriteAheadLog behaviour on local disk: restore cases, poison, bad input, epochs."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from repositories.flowfile import (
+    CheckpointError,
+    CorruptSnapshotError,
+    Delete,
+    FlowFileSerDe,
+    JournalPoisonedError,
+    NotAWriteAheadLogError,
+    NotRecoveredError,
+    Put,
+    StaleEpochError,
+    SwapFile,
+    SwapIn,
+    SwapOut,
+    UnknownSerDeError,
+    WalHooks,
+)
+from repositories.flowfile.snapshot import SnapshotCase
+from repositories.storage import LocalStorage, StorageError
+
+from .helpers import make_record, open_wal
+
+
+@pytest.fixture
+def storage():
+    return LocalStorage()
+
+
+@pytest.fixture
+def directory(tmp_path):
+    return str(tmp_path / "wal")
+
+
+class Crash(Exception):
+    """Raised from a fault seam to stop the process at that point (the WAL is then
+    abandoned without close, as a SIGKILL would leave it)."""
+
+
+class CrashAt(WalHooks):
+    def __init__(self, seam: str):
+        self.seam = seam
+
+    def __getattribute__(self, name):
+        if name != "seam" and name == object.__getattribute__(self, "seam"):
+            def crash(path):
+                raise Crash(f"{name} {path}")
+            return crash
+        return object.__getattribute__(self, name)
+
+
+def fill(wal, numbers, version=0):
+    return wal.update([Put(make_record(n, version)) for n in numbers])
+
+
+def test_update_before_recover_is_refused(storage, directory):
+    with pytest.raises(NotRecoveredError):
+        open_wal(storage, directory).update([Put(make_record(1))])
+
+
+def test_round_trip_with_deletes_and_swaps(storage, directory):
+    wal = open_wal(storage, directory)
+    assert wal.recover() == {}
+    fill(wal, range(10))
+    wal.update([Delete("ff-3"), SwapOut(SwapFile("swap/1", "q1", 2, 20), ("ff-4", "ff-5"))])
+    wal.update([SwapOut(SwapFile("swap/2", "q1", 1, 10), ("ff-6",))])
+    wal.update([SwapIn("swap/2"), Put(make_record(6))])
+    expected = dict(wal.records)
+    wal.close()
+    again = open_wal(storage, directory)
+    assert again.recover() == expected
+    assert set(again.swap_files) == {"swap/1"}
+    assert again.last_recovery.max_txid == 4
+
+
+def test_case_neither_file(storage, directory):
+    wal = open_wal(storage, directory)
+    wal.recover()
+    fill(wal, range(3))
+    wal.close()
+    os.unlink(os.path.join(directory, "snapshot"))
+    again = open_wal(storage, directory)
+    assert set(again.recover()) == {"ff-0", "ff-1", "ff-2"}
+    assert again.last_recovery.case is SnapshotCase.NEITHER
+
+
+@pytest.mark.parametrize(
+    "seam, case",
+    [
+        ("checkpoint_started", SnapshotCase.SNAPSHOT_ONLY),
+        ("checkpoint_partial_written", SnapshotCase.BOTH),
+        ("checkpoint_snapshot_deleted", SnapshotCase.PARTIAL_ONLY),
+        ("checkpoint_renamed", SnapshotCase.SNAPSHOT_ONLY),
+        ("checkpoint_journal_reset", SnapshotCase.SNAPSHOT_ONLY),
+    ],
+)
+def test_crash_inside_checkpoint_restores_everything(storage, directory, seam, case):
+    wal = open_wal(storage, directory)
+    wal.recover()
+    fill(wal, range(5))
+    wal.update([Delete("ff-1")])
+    expected = dict(wal.records)
+    wal._hooks = CrashAt(seam)
+    with pytest.raises(CheckpointError):
+        wal.checkpoint()
+    with pytest.raises(JournalPoisonedError):  # refused until a checkpoint succeeds
+        fill(wal, [99])
+    again = open_wal(storage, directory)
+    assert again.recover() == expected
+    assert again.last_recovery.case is case
+    names = set(os.listdir(directory))
+    assert "snapshot" in names and "snapshot.partial" not in names
+    fill(again, [7])
+    again.close()
+    third = open_wal(storage, directory)
+    assert set(third.recover()) == set(expected) | {"ff-7"}
+
+
+def test_failed_sync_poisons_until_checkpoint(storage, directory):
+    class FailSync(WalHooks):
+        fail = True
+
+        def before_sync(self, path):
+            if self.fail:
+                raise OSError("disk went away")
+
+    hooks = FailSync()
+    wal = open_wal(storage, directory, partitions=1, hooks=hooks)
+    wal.recover()
+    hooks.fail = False
+    fill(wal, [1])
+    hooks.fail = True
+    with pytest.raises(JournalPoisonedError, match="call checkpoint"):
+        fill(wal, [2])
+    hooks.fail = False
+    with pytest.raises(JournalPoisonedError, match="refuses writes"):
+        fill(wal, [3])
+    assert set(wal.records) == {"ff-1"}  # the failed transaction never reached memory
+    wal.checkpoint()
+    fill(wal, [4])
+    wal.close()
+    assert set(open_wal(storage, directory).recover()) == {"ff-1", "ff-4"}
+
+
+def test_group_commit_shares_syncs(storage, directory):
+    # Hold the first sync until the other writers have queued their frames, then
+    # check one sync covered them all. Waits on conditions with deadlines, not sleeps.
+    writers = 4
+    queued = threading.Barrier(writers + 1, timeout=10)
+    release = threading.Event()
+
+    class HoldFirstSync(WalHooks):
+        held = False
+
+        def before_sync(self, path):
+            if not self.held:
+                self.held = True
+                assert release.wait(10)
+
+    wal = open_wal(storage, directory, partitions=1, hooks=HoldFirstSync())
+    wal.recover()
+    syncs_before = wal.sync_count()
+    results = []
+
+    def writer(n):
+        queued.wait()
+        results.append(fill(wal, [n]))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    queued.wait()
+    journal = wal._journals[0]
+    deadline = threading.Event()
+    for _ in range(1000):  # until every writer appended its frame (bounded)
+        if journal._appended >= writers or deadline.wait(0.01):
+            break
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(results) == [1, 2, 3, 4]
+    assert wal.sync_count() - syncs_before <= 2  # the held sync, plus at most one for stragglers
+    wal.close()
+
+
+def test_periodic_checkpoint_uses_the_injected_clock(storage, directory):
+    now = [0.0]
+    wal = open_wal(storage, directory, checkpoint_interval=60.0, clock=lambda: now[0])
+    wal._start_checkpoint_thread = lambda: None  # the test drives maybe_checkpoint itself
+    wal.recover()
+    fill(wal, [1])
+    now[0] = 59.0
+    assert not wal.maybe_checkpoint()
+    now[0] = 61.0
+    assert wal.maybe_checkpoint()
+    assert open(os.path.join(directory, "journal-0"), "rb").read()[-4:] != b""  # header only
+    wal.close()
+
+
+def test_non_wal_directory_is_refused_and_untouched(storage, tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(NotAWriteAheadLogError, match="notes.txt"):
+        open_wal(storage, str(tmp_path)).recover()
+    (tmp_path / "notes.txt").unlink()
+    (tmp_path / "journal-0").write_bytes(b"PK\x03\x04 a zip file, not a journal")
+    with pytest.raises(NotAWriteAheadLogError, match="journal-0 at offset 0"):
+        open_wal(storage, str(tmp_path)).recover()
+    assert (tmp_path / "journal-0").read_bytes().startswith(b"PK")
+
+
+def test_unknown_serde_is_refused(storage, directory):
+    class OtherSerDe(FlowFileSerDe):
+        name = "someone.else"
+
+    wal = open_wal(storage, directory, serde=OtherSerDe())
+    wal.recover()
+    fill(wal, [1])
+    wal.close()
+    with pytest.raises(UnknownSerDeError, match="someone.else"):
+        open_wal(storage, directory).recover()
+
+
+def test_journal_of_an_older_serde_version_restores(storage, directory):
+    wal = open_wal(storage, directory, serde=FlowFileSerDe(version=1))
+    wal.recover()
+    fill(wal, range(4))
+    wal.close()
+    again = open_wal(storage, directory)
+    records = again.recover()
+    assert set(records) == {f"ff-{n}" for n in range(4)}
+    assert any("SerDe version 1" in reason for reason in again.last_recovery.checkpoint_reasons)
+    again.close()
+
+
+def test_corrupt_snapshot_names_file_and_offset_and_deletes_nothing(storage, directory):
+    wal = open_wal(storage, directory)
+    wal.recover()
+    fill(wal, range(5))
+    wal.checkpoint()
+    wal.close()
+    path = os.path.join(directory, "snapshot")
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0x10
+    open(path, "wb").write(data)
+    before = sorted(os.listdir(directory))
+    with pytest.raises(CorruptSnapshotError, match=r"snapshot .* at offset \d+"):
+        open_wal(storage, directory).recover()
+    assert sorted(os.listdir(directory)) == before
+
+
+def test_newer_epoch_fences_an_older_owner(storage, directory):
+    wal = open_wal(storage, directory, epoch=5)
+    wal.recover()
+    fill(wal, [1])
+    wal.close()
+    with pytest.raises(StaleEpochError, match="epoch 5"):
+        open_wal(storage, directory, epoch=4).recover()
+    adopter = open_wal(storage, directory, epoch=6)
+    assert set(adopter.recover()) == {"ff-1"}
+    assert any("adopting" in reason for reason in adopter.last_recovery.checkpoint_reasons)
+    adopter.close()
+    with open(os.path.join(directory, "journal-0"), "rb") as handle:
+        assert b"CUSTWALJ" in handle.read(8)
+
+
+def test_torn_tail_is_cut_saved_and_checkpointed(storage, directory):
+    wal = open_wal(storage, directory, partitions=1)
+    wal.recover()
+    fill(wal, [1])
+    fill(wal, [2])
+    wal.close()
+    path = os.path.join(directory, "journal-0")
+    size = os.path.getsize(path)
+    os.truncate(path, size - 3)
+    tail = open(path, "rb").read()
+    again = open_wal(storage, directory, partitions=1)
+    assert set(again.recover()) == {"ff-1"}
+    report = again.last_recovery
+    assert len(report.cuts) == 1 and report.cuts[0].explained and report.cuts[0].txid == 2
+    saved = open(report.saved_cuts[0], "rb").read()
+    assert saved == tail[report.cuts[0].offset :]
+    fill(again, [3])
+    again.close()
+    assert set(open_wal(storage, directory, partitions=1).recover()) == {"ff-1", "ff-3"}
+
+
+def test_storage_errors_pass_through_as_storage_errors(storage, tmp_path):
+    with pytest.raises(StorageError):
+        open_wal(storage, str(tmp_path / "missing" / "wal")).recover()
