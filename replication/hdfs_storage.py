@@ -92,6 +92,39 @@ def _translate(error: BaseException, path: str, action: str, *, writing: bool = 
     return StorageError(f"cannot {action} hdfs:{path}: {type(error).__name__}: {text}", path)
 
 
+class _SeekableReader(io.RawIOBase):
+    """hdfs-native's reader as a proper raw stream: its `seek` returns None, which
+    `io.BufferedReader` cannot use, so position is kept here and reads are ranged."""
+
+    def __init__(self, reader: hdfs_native.FileReader):
+        self._reader = reader
+        self._size = len(reader)
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer) -> int:
+        count = min(len(buffer), self._size - self._position)
+        if count <= 0:
+            return 0
+        data = self._reader.read_range(self._position, count)
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+
 class HdfsWritableFile:
     """A file open for appending on HDFS. hsync on `sync()`; not for concurrent use."""
 
@@ -188,7 +221,7 @@ class HdfsStorage:
             reader = self._client.read(path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "open") from error
-        return io.BufferedReader(reader, buffer_size=1 << 20)
+        return io.BufferedReader(_SeekableReader(reader), buffer_size=1 << 20)
 
     def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
         try:

@@ -1,0 +1,162 @@
+"""Shared fixtures: the real services, started once per test session.
+
+* `zookeeper_ensemble`, `hdfs_cluster`, `spark_standalone`, `docker_engine`: session
+  scoped, from `cluster.services`, in one work directory for the whole run.
+* `zk_hosts` and `zk_client`: a fresh ZooKeeper chroot for each test.
+* `local_store` and `hdfs_store`: a fresh, empty directory for each test, with the
+  storage that holds it (`.storage`, `.root`).
+* `spark_local`: one embedded `local[*]` SparkSession for the run.
+
+A service that cannot start skips the tests that need it on a developer's machine,
+and fails them when CI=true: in CI every service is installed, so a skip would hide
+a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from repositories.storage import LocalStorage, Storage
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
+
+
+def service_unavailable(name: str, error: BaseException):
+    message = f"{name} could not be started: {error}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: a missing service is a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+@dataclass(frozen=True)
+class StoreRoot:
+    storage: Storage
+    root: str
+
+
+@pytest.fixture(scope="session")
+def services_workdir():
+    path = Path(tempfile.mkdtemp(prefix="custody-services-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _started(request, workdir, factory, name):
+    service = factory(workdir)
+    try:
+        service.start()
+    except Exception as error:  # noqa: BLE001
+        service.stop()
+        service_unavailable(name, error)
+    request.addfinalizer(service.stop)
+    return service
+
+
+@pytest.fixture(scope="session")
+def zookeeper_ensemble(request, services_workdir):
+    from cluster.services.zookeeper import ZooKeeperEnsemble
+
+    return _started(request, services_workdir, ZooKeeperEnsemble, "ZooKeeper")
+
+
+@pytest.fixture(scope="session")
+def hdfs_cluster(request, services_workdir):
+    from cluster.services.hdfs import HdfsCluster
+
+    return _started(request, services_workdir, lambda w: HdfsCluster(w, datanodes=2), "HDFS")
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(request, services_workdir):
+    from cluster.services.spark import SparkStandalone
+
+    return _started(request, services_workdir, SparkStandalone, "Spark standalone")
+
+
+@pytest.fixture(scope="session")
+def docker_engine(request, services_workdir):
+    from cluster.services.docker_engine import DockerEngine
+
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # ryuk's image cannot be pulled here
+    return _started(request, services_workdir, DockerEngine, "Docker")
+
+
+@pytest.fixture(scope="session")
+def spark_local():
+    from cluster.services.spark import local_session
+
+    try:
+        spark = local_session("custody-tests")
+    except Exception as error:  # noqa: BLE001
+        service_unavailable("Spark local[*]", error)
+    yield spark
+    spark.stop()
+
+
+def _unique(request) -> str:
+    return f"{request.node.name[:40].replace('[', '-').replace(']', '')}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def zk_hosts(request, zookeeper_ensemble):
+    """A connection string with a fresh chroot of this test's own."""
+    from kazoo.client import KazooClient
+
+    chroot = f"/tests/{_unique(request)}"
+    admin = KazooClient(hosts=zookeeper_ensemble.hosts, timeout=10)
+    admin.start(timeout=30)
+    admin.ensure_path(chroot)
+    yield zookeeper_ensemble.connection_string(chroot)
+    admin.delete(chroot, recursive=True)
+    admin.stop()
+    admin.close()
+
+
+@pytest.fixture
+def zk_client(zk_hosts):
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zk_hosts, timeout=4)
+    client.start(timeout=30)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def local_store(tmp_path) -> StoreRoot:
+    root = tmp_path / "store"
+    root.mkdir()
+    return StoreRoot(LocalStorage(), str(root))
+
+
+@pytest.fixture
+def hdfs_store(request, hdfs_cluster) -> StoreRoot:
+    from replication.hdfs_storage import HdfsStorage
+
+    storage = HdfsStorage(hdfs_cluster.url)
+    root = f"/tests/{_unique(request)}"
+    storage.mkdir(root, parents=True)
+    yield StoreRoot(storage, root)
+    try:
+        storage.delete(root, recursive=True)
+    except Exception:  # noqa: BLE001 - a test may have stopped HDFS on purpose
+        pass
+
+
+@pytest.fixture(params=["local", "hdfs"])
+def any_store(request) -> StoreRoot:
+    """The same test on both backends."""
+    return request.getfixturevalue(f"{request.param}_store")
