@@ -1,0 +1,256 @@
+"""Provenance repository: sustained ingest with indexing, searchable lag, query latency, compression.
+
+Ingest: producer threads register columnar batches of a realistic event mix (RECEIVE,
+attribute and content changes, ROUTE, FORK with children, SEND, DROP; a unique uuid
+and filename per FlowFile, four attributes, content claims) through the repository's
+bulk path `register_batch`, with size-based rollover, merging, compression and
+indexing all running. The rate counts the time until every event is searchable.
+The anchor is the cost of producing the batches alone, measured in the same run.
+
+Lag: for each rolled file, the time from the registration of its events to the index
+commit that made them searchable (p50/p99, weighted by events).
+
+Queries: by uuid (random known uuids, plus the event fetch from its block) and by time
+range (limit 100), over `--events` events (10 million in a full run; --quick uses
+500,000 and says so).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+
+QUICK_EVENTS = 500_000
+FULL_EVENTS = 10_000_000
+
+# One cycle of 20 events: the mix of a typical flow.
+_MIX = (["RECEIVE"] * 2 + ["ATTRIBUTES_MODIFIED"] * 4 + ["CONTENT_MODIFIED"] * 3 + ["ROUTE"] * 5
+        + ["FORK"] + ["SEND"] * 2 + ["DROP"] * 3)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--events", type=int, default=None, help="events to ingest (default 10M, --quick 500k)")
+    parser.add_argument("--batch", type=int, default=20_000, help="events per register_batch call")
+    parser.add_argument("--producers", type=int, default=2, help="producer threads")
+    parser.add_argument("--dir", default=None, help="where to put the repository (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the repository directory")
+    parser.add_argument("--queries", type=int, default=200, help="queries of each kind")
+
+
+class _BatchFactory:
+    """Builds columnar batches with fresh uuids, filenames, ids and times in Arrow kernels."""
+
+    def __init__(self, size: int):
+        import pyarrow as pa
+
+        from repositories.provenance.event_batch import BODY_SCHEMA, CLAIM_TYPE
+
+        self.pa = pa
+        self.size = size
+        self.schema = BODY_SCHEMA
+        kinds = (_MIX * (size // len(_MIX) + 1))[:size]
+        self.kinds = pa.array(kinds, pa.string())
+        self.components = pa.array([f"processor-{i % len(_MIX):02d}-0c7d2a4e" for i in range(size)], pa.string())
+        self.component_types = pa.array([f"Type{i % len(_MIX)}" for i in range(size)], pa.string())
+        self.relationships = pa.array(["success" if k == "ROUTE" else None for k in kinds], pa.string())
+        self.transit = pa.array([f"https://partner.example/ingest/{i % 7}" if k in ("SEND", "RECEIVE") else None
+                                 for i, k in enumerate(kinds)], pa.string())
+        self.details = pa.array(["routed by attribute" if k == "ROUTE" else None for k in kinds], pa.string())
+        forks = [k == "FORK" for k in kinds]
+        self.fork_count = sum(forks)
+        child_offsets = [0]
+        for f in forks:
+            child_offsets.append(child_offsets[-1] + (2 if f else 0))
+        self.child_offsets = pa.array(child_offsets, pa.int32())
+        self.no_lists = pa.array([[] for _ in range(size)], pa.list_(pa.string()))
+        self.map_offsets = pa.array(range(0, 4 * size + 1, 4), pa.int32())
+        self.keys = pa.array(["filename", "path", "mime.type", "custody.node"] * size, pa.string())
+        self.interleave = pa.array([j * size + i for i in range(size) for j in range(4)], pa.int64())
+        self.paths = pa.array(["/data/in/partner-7/"] * size, pa.string())
+        self.mimes = pa.array(["application/json"] * size, pa.string())
+        self.nodes = pa.array(["custody-node-1"] * size, pa.string())
+        self.claim_type = CLAIM_TYPE
+        self.sections = pa.array([i % 1024 for i in range(size)], pa.int32())
+        self.sizes = pa.array([1000 + (i * 37) % 50_000 for i in range(size)], pa.int64())
+        self.containers = pa.array(["default"] * size, pa.string())
+        self.resources = pa.array([f"{1700000000000 + i // 100}-{i % 100}" for i in range(size)], pa.string())
+        self._offset = 0
+
+    def uuids(self, n: int):
+        import pyarrow.compute as pc
+
+        pa = self.pa
+        hexed = os.urandom(16 * n).hex().encode()
+        offsets = pa.array(range(0, 32 * n + 1, 32), pa.int32())
+        raw = pa.StringArray.from_buffers(n, offsets.buffers()[1], pa.py_buffer(hexed))
+        parts = [pc.utf8_slice_codeunits(raw, a, b) for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))]
+        return pc.binary_join_element_wise(*parts, "-")
+
+    def batch(self, now_ms: int):
+        import pyarrow.compute as pc
+
+        pa = self.pa
+        n = self.size
+        uuids = self.uuids(n)
+        children = pa.ListArray.from_arrays(self.child_offsets, self.uuids(2 * self.fork_count))
+        filenames = pc.binary_join_element_wise(pc.utf8_slice_codeunits(uuids, 0, 13), ".json", "")
+        items = pa.concat_arrays([filenames, self.paths, self.mimes, self.nodes]).take(self.interleave)
+        attributes = pa.MapArray.from_arrays(self.map_offsets, self.keys, items)
+        offsets = pa.array(range(self._offset, self._offset + n), pa.int64())
+        self._offset += n
+        claim = pa.StructArray.from_arrays([self.containers, self.sections, self.resources, offsets, self.sizes],
+                                           fields=list(self.claim_type))
+        times = pa.repeat(pa.scalar(now_ms, pa.int64()), n)
+        columns = [times, self.kinds, uuids, self.no_lists, children, self.components, self.component_types,
+                   attributes, attributes, claim, claim, self.transit, self.details, self.relationships, self.sizes]
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema), uuids
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def _weighted_percentile(pairs: list[tuple[float, int]], q: float) -> float:
+    if not pairs:
+        return float("nan")
+    ordered = sorted(pairs)
+    total = sum(w for _, w in ordered)
+    seen = 0
+    for value, weight in ordered:
+        seen += weight
+        if seen >= q * total:
+            return value
+    return ordered[-1][0]
+
+
+def run(args) -> dict:
+    from repositories.provenance import EventBatch, ProvenanceConfig, ProvenanceQuery, ProvenanceRepository
+    from repositories.provenance.policies import RolloverPolicy
+
+    total = args.events or (QUICK_EVENTS if args.quick else FULL_EVENTS)
+    batch_size = min(args.batch, total)
+    root = args.dir or tempfile.mkdtemp(prefix="custody-bench-provenance-")
+    os.makedirs(root, exist_ok=True)
+    containers = (os.path.join(root, "c0"), os.path.join(root, "c1"))
+
+    # Anchor: producing the batches alone.
+    factory = _BatchFactory(batch_size)
+    start = time.perf_counter()
+    for _ in range(5):
+        factory.batch(int(time.time() * 1000))
+    produce_per_event_s = (time.perf_counter() - start) / (5 * batch_size)
+
+    registered_at: dict[int, float] = {}  # first id of a batch -> registration time
+    lags: list[tuple[float, int]] = []
+    lock = threading.Lock()
+
+    def on_indexed(info, _when) -> None:
+        now = time.perf_counter()
+        with lock:
+            for first, at in list(registered_at.items()):
+                if info.first_id <= first <= info.last_id:
+                    lags.append((now - at, batch_size))
+                    del registered_at[first]
+
+    config = ProvenanceConfig(
+        containers=containers, journals_per_container=2,
+        rollover=RolloverPolicy(max_age_s=5.0, max_bytes=64 * 1024 * 1024),
+        rollover_check_interval_s=0.5, age_off_interval_s=None, max_age_s=None, max_bytes=None,
+        compression_level=1, max_pending_rollovers=2)
+    repository = ProvenanceRepository(config, on_indexed=on_indexed)
+    sample_uuids: list[str] = []
+    per_producer = total // batch_size // args.producers
+    produced = 0
+
+    def produce(seed: int) -> None:
+        nonlocal produced
+        local = _BatchFactory(batch_size) if seed else factory
+        rng = random.Random(seed)
+        for _ in range(per_producer):
+            record_batch, uuids = local.batch(int(time.time() * 1000))
+            ids = repository.register_batch(EventBatch(record_batch))
+            with lock:
+                registered_at[ids.start] = time.perf_counter()
+                produced += len(ids)
+                if rng.random() < 0.2:
+                    sample_uuids.append(uuids[rng.randrange(len(uuids))].as_py())
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=produce, args=(i,)) for i in range(args.producers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    registered_s = time.perf_counter() - start
+    repository.sync(timeout=3600)
+    ingest_s = time.perf_counter() - start
+
+    files = repository.event_files()
+    compressed = sum(f.size for f in files)
+    # Ratio on a sample of files: uncompressed Arrow IPC bytes of their blocks over the
+    # bytes of the event files and TOCs on disk.
+    sample = files[:: max(1, len(files) // 5)]
+    raw_bytes = sum(f.reader.read_block(i).nbytes for f in sample for i in range(len(f.reader.blocks)))
+    ratio = raw_bytes / max(1, sum(f.size for f in sample))
+    index_bytes = sum(shard.size() for shard in repository.index.shards)
+
+    rng = random.Random(7)
+    uuid_ms, time_ms = [], []
+    found = 0
+    for _ in range(args.queries):
+        uuid = rng.choice(sample_uuids)
+        t0 = time.perf_counter()
+        result = repository.query(ProvenanceQuery(flowfile_uuid=uuid, limit=100))
+        uuid_ms.append((time.perf_counter() - t0) * 1000)
+        found += bool(result.events)
+    lo = min(f.min_time_ms for f in files)
+    hi = max(f.max_time_ms for f in files)
+    for _ in range(args.queries):
+        a = rng.randint(lo, hi)
+        t0 = time.perf_counter()
+        repository.query(ProvenanceQuery(start_ms=a, end_ms=a + 1000, limit=100))
+        time_ms.append((time.perf_counter() - t0) * 1000)
+    get_ms = []
+    for _ in range(args.queries):
+        event_id = rng.randint(1, repository.next_event_id - 1)
+        t0 = time.perf_counter()
+        repository.get(event_id)
+        get_ms.append((time.perf_counter() - t0) * 1000)
+    shards = len(repository.index.shards)
+    repository.close()
+    if not args.keep and not args.dir:
+        shutil.rmtree(root, ignore_errors=True)
+
+    return {
+        "events": produced,
+        "quick": bool(args.quick),
+        "note": ("quick run: %d events, not 10 million" % produced) if produced < FULL_EVENTS else "10M-event run",
+        "ingest_events_per_sec": produced / ingest_s,
+        "register_events_per_sec": produced / registered_s,
+        "ingest_seconds": ingest_s,
+        "batch_production_events_per_sec_anchor": 1 / produce_per_event_s,
+        "searchable_lag_seconds_p50": _weighted_percentile(lags, 0.50),
+        "searchable_lag_seconds_p99": _weighted_percentile(lags, 0.99),
+        "uuid_query_ms_p50": statistics.median(uuid_ms),
+        "uuid_query_ms_p99": _percentile(uuid_ms, 0.99),
+        "uuid_query_hit_rate": found / max(1, len(uuid_ms)),
+        "time_range_query_ms_p50": statistics.median(time_ms),
+        "time_range_query_ms_p99": _percentile(time_ms, 0.99),
+        "get_by_id_ms_p50": statistics.median(get_ms),
+        "compression_ratio": ratio,
+        "event_file_bytes": compressed,
+        "event_file_bytes_per_event": compressed / max(1, produced),
+        "index_bytes": index_bytes,
+        "index_shards": shards,
+        "event_files": len(files),
+        "goal_ingest_events_per_sec": 250_000,
+        "goal_uuid_query_ms_p50": 20,
+    }

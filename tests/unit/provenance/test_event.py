@@ -1,0 +1,59 @@
+import pyarrow as pa
+import pytest
+
+from repositories.provenance import EventBatch, EventType, InvalidEventError, ProvenanceEvent
+from repositories.provenance.event_batch import BODY_SCHEMA, to_events
+
+from .conftest import claim, event
+
+
+@pytest.mark.parametrize("kind", list(EventType))
+def test_every_event_type_round_trips_through_the_stored_columns(kind):
+    original = event(kind, parent_uuids=("p1", "p2") if kind is EventType.JOIN else (),
+                     attributes_before={"filename": "old", "k": "v"}, content_before=claim(1),
+                     content_after=claim(2), details="why", size=42, event_time_ms=5)
+    batch = EventBatch.from_events([original], now_ms=999).with_ids(77)
+    (back,) = to_events(batch)
+    assert back.event_id == 77
+    assert back == original.with_id(77, 5)
+
+
+def test_events_without_time_are_stamped_and_mixed_claims_survive():
+    events = [event(content_after=claim(3)), event(content_after=None)]
+    rows = to_events(EventBatch.from_events(events, now_ms=1234).with_ids(1))
+    assert [r.event_time_ms for r in rows] == [1234, 1234]
+    assert rows[0].content_after == claim(3) and rows[1].content_after is None
+    assert [r.event_id for r in rows] == [1, 2]
+
+
+@pytest.mark.parametrize("kind, fields", [
+    ("FORK", {"child_uuids": ()}), ("CLONE", {"child_uuids": ()}), ("JOIN", {"parent_uuids": ()}),
+    ("SEND", {"transit_uri": None}), ("RECEIVE", {"transit_uri": ""}), ("ROUTE", {"relationship": None}),
+    ("CREATE", {"component_id": ""}), ("BOGUS", {}),
+])
+def test_event_rules_are_enforced(kind, fields):
+    with pytest.raises(InvalidEventError):
+        ProvenanceEvent(kind, "u1", "c1", **fields) if kind == "BOGUS" else event(kind, **fields)
+
+
+def test_filename_comes_from_attributes_after_then_before():
+    assert event(attributes_before={"filename": "a"}, attributes_after={"filename": "b"}).filename == "b"
+    assert event(attributes_before={"filename": "a"}, attributes_after={}).filename == "a"
+
+
+def test_bulk_columns_are_checked_like_events():
+    good = EventBatch.from_events([event("ROUTE")], now_ms=1).record_batch
+    EventBatch.from_arrow(good)
+    bad = good.set_column(BODY_SCHEMA.get_field_index("relationship"), "relationship",
+                          pa.array([None], pa.string()))
+    with pytest.raises(InvalidEventError, match="relationship"):
+        EventBatch.from_arrow(bad)
+    with pytest.raises(InvalidEventError, match="schema"):
+        EventBatch.from_arrow(pa.record_batch({"x": [1]}))
+
+
+def test_to_dict_is_json_ready():
+    import json
+
+    d = event("SEND", content_after=claim(4)).to_dict()
+    assert json.loads(json.dumps(d))["content_after"]["offset"] == 40
