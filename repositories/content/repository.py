@@ -403,6 +403,8 @@ class ContentRepository:
 
     def _complete(self, resource: _Resource, claim: ContentClaim, sync: bool | None, retire: bool) -> None:
         if self.config.sync_on_close if sync is None else sync:
+            # A synced claim must be readable: where that needs a closed file, close it.
+            retire = retire or self.config.close_resources_on_sync
             with resource.io_lock:
                 try:
                     resource.file.sync()
