@@ -40,7 +40,7 @@ class EventFileInfo:
 def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_bytes: int = 1 << 20,
                      level: int = 3, threads: int = 2,
                      before_commit: Callable[[str], None] | None = None) -> EventFileInfo:
-    """Write `table` (SCHEMA, sorted by id) as the event file named `first_id`.
+    """Write `table` (SCHEMA, sorted by id, any chunking) as the event file named `first_id`.
 
     `first_id` is the generation's first id, which the journals are named after too;
     it is at most the first id in `table` (a torn first frame can make them differ).
