@@ -51,6 +51,8 @@ _LEASE_SIGNS = (
     "No lease on",
     "does not have any open files",
     "FileNotFoundException",
+    "BlockUCState",
+    "not UNDER_CONSTRUCTION",
 )
 _UNAVAILABLE_SIGNS = ("Connection refused", "connection refused", "ConnectionRefused", "timed out", "broken pipe", "Broken pipe", "NoDataNodes", "could only be written to 0")
 _FULL_SIGNS = ("DSQuotaExceededException", "NSQuotaExceededException", "No space left", "DiskOutOfSpace")
@@ -59,7 +61,9 @@ _FULL_SIGNS = ("DSQuotaExceededException", "NSQuotaExceededException", "No space
 def _translate(error: BaseException, path: str, action: str, *, writing: bool = False) -> StorageError:
     if isinstance(error, StorageError):
         return error
-    text = str(error)
+    full_text = str(error)
+    # Keep the first line: NameNode errors carry the whole Java stack trace.
+    text = full_text.replace("\\n", "\n").splitlines()[0][:400] if full_text else type(error).__name__
     if isinstance(error, FileNotFoundError) or ("FileNotFoundException" in text and not writing):
         return StorageFileNotFound(
             f"cannot {action} hdfs:{path}: it or its parent directory does not exist "
@@ -76,9 +80,9 @@ def _translate(error: BaseException, path: str, action: str, *, writing: bool = 
         )
     if writing and any(sign in text for sign in _LEASE_SIGNS):
         return LeaseLost(
-            f"cannot {action} hdfs:{path}: this writer lost the file ({text}); another "
-            "node recovered its lease or the directory was fenced. Stop writing: the "
-            "unsynced bytes were not persisted",
+            f"cannot {action} hdfs:{path}: this writer can no longer write the file ({text}); "
+            "another node recovered its lease, its directory was fenced, or every DataNode "
+            "of its pipeline failed. Stop writing: the unsynced bytes were not persisted",
             path,
         )
     if isinstance(error, (ConnectionError, TimeoutError)) or any(sign in text for sign in _UNAVAILABLE_SIGNS) or (

@@ -1,0 +1,80 @@
+"""HDFS durability and fencing behaviour that custody's protocol relies on."""
+
+import time
+
+import pytest
+
+from repositories.storage import LeaseLost, StorageError, join
+from replication.hdfs_storage import HdfsStorage
+
+
+def test_hsynced_bytes_are_readable_in_full_by_a_second_client_before_close(hdfs_cluster, hdfs_store):
+    path = join(hdfs_store.root, "journal")
+    writer = hdfs_store.storage.create(path)
+    body = b"".join(f"record-{i:06d}\n".encode() for i in range(20000))
+    try:
+        writer.write(body)
+        writer.sync()
+        # The second client is Hadoop's own Java client, in another process.
+        result = hdfs_cluster.java_client("-cat", path)
+        assert result.returncode == 0, result.stderr.decode(errors="replace")[-500:]
+        assert result.stdout == body
+        # A second hdfs-native client sees the hsynced length at the NameNode.
+        assert HdfsStorage(hdfs_cluster.url).status(path).length == len(body)
+    finally:
+        writer.close()
+
+
+def recover_until_closed(storage, path, timeout=60.0):
+    """Poll recover_lease with backoff, as the fencing protocol does."""
+    deadline = time.monotonic() + timeout
+    delay = 0.25
+    while not storage.recover_lease(path):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"lease of {path} was not recovered within {timeout}s")
+        time.sleep(delay)  # backoff between NameNode calls, not a synchronisation stand-in
+        delay = min(delay * 2, 4.0)
+
+
+def test_recover_lease_fences_the_old_writer(hdfs_cluster, hdfs_store):
+    path = join(hdfs_store.root, "wal-partition-0")
+    writer_a = hdfs_store.storage.create(path)
+    writer_a.write(b"committed-by-a;")
+    writer_a.sync()
+
+    client_b = HdfsStorage(hdfs_cluster.url)
+    recover_until_closed(client_b, path)
+
+    with pytest.raises(LeaseLost) as caught:
+        writer_a.write(b"zombie-write;")
+        writer_a.sync()
+    assert path in str(caught.value)
+    assert "Stop writing" in str(caught.value)
+    # Everything A synced before it was fenced survives; nothing after it does.
+    assert client_b.read(path) == b"committed-by-a;"
+    with pytest.raises(StorageError):
+        writer_a.close()
+
+
+def test_fenced_directory_cannot_be_recreated_by_the_old_writer(hdfs_store):
+    storage = hdfs_store.storage
+    shard = join(hdfs_store.root, "shard-7")
+    storage.mkdir(shard)
+    storage.rename(shard, shard + "-fenced-2")
+    with pytest.raises(StorageError):
+        storage.create(join(shard, "partition-0"))
+    assert not storage.exists(shard)
+
+
+def test_killed_datanode_is_detected_and_writes_continue_after_restart(hdfs_cluster, hdfs_store):
+    storage = hdfs_store.storage
+    hdfs_cluster.kill_datanode(1)
+    try:
+        hdfs_cluster.wait_healthy(timeout=60, live_datanodes=1)
+    finally:
+        hdfs_cluster.restart_datanode(1)
+    path = join(hdfs_store.root, "after-restart")
+    with storage.create(path) as handle:
+        handle.write(b"ok")
+        handle.sync()
+    assert storage.read(path) == b"ok"

@@ -1,0 +1,70 @@
+"""The ZooKeeper ensemble and the faults the drills need, against the real servers."""
+
+import threading
+
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
+from kazoo.recipe.election import Election
+
+from cluster.services.process import wait_until
+from cluster.services.zookeeper import ZooKeeperEnsemble
+
+
+def _client(hosts):
+    client = KazooClient(hosts=hosts, timeout=4)
+    client.start(timeout=30)
+    return client
+
+
+def test_election_changes_leader_when_the_leaders_session_expires(zk_hosts):
+    leaders = []
+    won = {name: threading.Event() for name in ("a", "b")}
+    clients = {name: _client(zk_hosts) for name in ("a", "b")}
+
+    def campaign(name):
+        def lead():
+            leaders.append(name)
+            won[name].set()
+            # Hold leadership until this client's session is gone.
+            threading.Event().wait()
+
+        Election(clients[name], "/leader", identifier=name).run(lead)
+
+    threads = []
+    try:
+        threads.append(threading.Thread(target=campaign, args=("a",), daemon=True))
+        threads[-1].start()
+        assert won["a"].wait(30), "client a never became leader"
+        threads.append(threading.Thread(target=campaign, args=("b",), daemon=True))
+        threads[-1].start()
+        contenders = Election(clients["b"], "/leader").contenders
+        wait_until(lambda: contenders() == ["a", "b"], 30, "both clients to contend")
+        assert not won["b"].is_set()
+
+        ZooKeeperEnsemble.expire_session(clients["a"])
+        assert clients["a"].state == KazooState.LOST
+        assert won["b"].wait(30), "leadership did not move to b after a's session expired"
+        assert leaders == ["a", "b"]
+    finally:
+        for client in clients.values():
+            client.stop()
+            client.close()
+
+
+def test_ephemeral_node_survives_loss_of_one_follower(zookeeper_ensemble, zk_hosts):
+    client = _client(zk_hosts)
+    try:
+        client.create("/nodes/n1", b"{}", ephemeral=True, makepath=True)
+        follower = zookeeper_ensemble.followers()[0]
+        follower.process.kill()
+        try:
+            # A quorum of 2 of 3 remains: writes still succeed.
+            client.set("/nodes/n1", b'{"beat": 1}')
+            assert client.get("/nodes/n1")[0] == b'{"beat": 1}'
+        finally:
+            zookeeper_ensemble.restart_member(follower.index)
+        assert zookeeper_ensemble.healthy()
+        assert client.exists("/nodes/n1") is not None
+    finally:
+        client.stop()
+        client.close()
