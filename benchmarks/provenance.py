@@ -183,6 +183,7 @@ def run(args) -> dict:
                 if rng.random() < 0.2:
                     sample_uuids.append(uuids[rng.randrange(len(uuids))].as_py())
 
+    cpu_start = time.process_time()
     start = time.perf_counter()
     threads = [threading.Thread(target=produce, args=(i,)) for i in range(args.producers)]
     for t in threads:
@@ -192,6 +193,8 @@ def run(args) -> dict:
     registered_s = time.perf_counter() - start
     repository.sync(timeout=3600)
     ingest_s = time.perf_counter() - start
+    ingest_cpu_s = time.process_time() - cpu_start
+    stages = dict(repository.stage_seconds)
 
     files = repository.event_files()
     compressed = sum(f.size for f in files)
@@ -251,6 +254,10 @@ def run(args) -> dict:
         "index_bytes": index_bytes,
         "index_shards": shards,
         "event_files": len(files),
+        "ingest_cpu_microseconds_per_event": ingest_cpu_s / max(1, produced) * 1e6,
+        "ingest_cpu_cores_used": ingest_cpu_s / ingest_s,
+        "profile_seconds": stages,
+        "profile_microseconds_per_event": {k: v / max(1, produced) * 1e6 for k, v in stages.items()},
         "goal_ingest_events_per_sec": 250_000,
         "goal_uuid_query_ms_p50": 20,
     }

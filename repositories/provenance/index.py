@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -156,14 +157,19 @@ class ShardedIndex:
         return shard
 
     def index_table(self, first_id: int, last_id: int, min_time_ms: int, max_time_ms: int, table,
-                    before_manifest: Callable[[], None] | None = None) -> None:
+                    before_manifest: Callable[[], None] | None = None, timings: dict | None = None) -> None:
         """Index the events of one event file and commit; searchable when this returns."""
         shard = self._active()
         writer = shard.open_writer(self._heap, self._threads)
+        started = time.perf_counter()
         for doc in json_documents(table):
             writer.add_json(doc)
+        added = time.perf_counter()
         writer.commit()
         shard.index.reload()
+        if timings is not None:
+            timings["index_documents"] = timings.get("index_documents", 0.0) + added - started
+            timings["index_commit"] = timings.get("index_commit", 0.0) + time.perf_counter() - added
         if before_manifest is not None:
             before_manifest()
         with self._lock:
