@@ -60,6 +60,8 @@ def test_rollover_by_size_from_the_writer(open_repo):
     for previous, current in zip(files, files[1:]):
         assert previous.last_id < current.first_id
     assert [e.event_id for e in repo.events(1, 500)] == list(range(1, 201))
+    # Event files are spread over the containers, like the journals.
+    assert {os.path.dirname(os.path.dirname(f.path)) for f in files} == set(repo.containers)
 
 
 def test_event_file_blocks_and_get_reads_one_block(open_repo, monkeypatch):
