@@ -1,0 +1,8 @@
+# One ZooKeeper member. ZOO_MY_ID and ZOO_SERVERS (space-separated "id=host") come
+# from docker-compose.yml; the entrypoint writes myid and zoo.cfg from them.
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless zookeeper \
+ && rm -rf /var/lib/apt/lists/*
+COPY cluster/docker/zookeeper-entrypoint.sh /usr/local/bin/zookeeper-entrypoint
+ENTRYPOINT ["sh", "/usr/local/bin/zookeeper-entrypoint"]
