@@ -1,0 +1,289 @@
+"""Replicated content against a real 2-DataNode HDFS: takeover, DataNode loss, outage."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from replication.hdfs_content import open_hdfs_content_reader, open_hdfs_content_repository
+from replication.hdfs_storage import HdfsStorage
+from replication.replicating_content import ReplicatingContentRepository
+from repositories.content import (
+    ArchivePolicy,
+    ContentRepositoryConfig,
+    ContentRepositoryError,
+    open_filesystem_content_repository,
+)
+
+from .test_content_crash import ROOT, payload, read_ledger, run_writer_until_mid_claim
+
+pytestmark = [pytest.mark.hdfs]
+
+ADOPTER_SCRIPT = r"""
+import hashlib, json, sys
+from replication.hdfs_content import open_hdfs_content_reader
+from replication.hdfs_storage import HdfsStorage
+from repositories.claims import ContentClaim, ResourceClaim
+
+url, base, node, ledger = sys.argv[1:5]
+repository = open_hdfs_content_reader(HdfsStorage(url), base, node, ["c"])
+out = {}
+for line in open(ledger):
+    try:
+        container, section, resource_id, offset, length, seed, size = json.loads(line)
+    except ValueError:
+        continue
+    claim = ContentClaim(ResourceClaim(container, section, resource_id), offset, length)
+    digest = hashlib.sha256()
+    with repository.open_read(claim) as reader:
+        while chunk := reader.read(1 << 16):
+            digest.update(chunk)
+    out[str(seed)] = digest.hexdigest()
+print(json.dumps(out))
+"""
+
+
+def replicated(tmp_path, store, node="node-1", **hdfs_options):
+    config = ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None))
+    local = open_filesystem_content_repository({"c": str(tmp_path / f"local-{node}")}, config)
+    hdfs = open_hdfs_content_repository(store.storage, store.root, node, ["c"], **hdfs_options)
+    return ReplicatingContentRepository([local, hdfs]), local, hdfs
+
+
+@pytest.mark.slow
+def test_takeover_process_reads_every_claim_of_a_killed_node_through_hdfs_alone(tmp_path, hdfs_cluster, hdfs_store):
+    local_directory = tmp_path / "node-a-local"
+    ledger = tmp_path / "ledger"
+    torn_path, torn_offset = run_writer_until_mid_claim(
+        ["replicating", str(ledger), "9", str(local_directory), hdfs_cluster.url, hdfs_store.root, "node-a"],
+        ledger)
+    entries = read_ledger(ledger)
+    assert len(entries) == 9
+    # The adopter is another process that knows nothing of node-a's disk.
+    adopter = subprocess.run(
+        [sys.executable, "-c", ADOPTER_SCRIPT, hdfs_cluster.url, hdfs_store.root, "node-a", str(ledger)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert adopter.returncode == 0, adopter.stderr
+    digests = json.loads(adopter.stdout)
+    assert digests == {str(seed): hashlib.sha256(payload(seed, size)).hexdigest() for _c, seed, size in entries}
+
+    # Cleaning up the dead node's HDFS content: the torn claim's file (still under the
+    # dead writer's lease) goes, the recorded claims stay whole.
+    dead = open_hdfs_content_repository(hdfs_store.storage, hdfs_store.root, "node-a", ["c"], prepare=False)
+    report = dead.recover([claim for claim, _seed, _size in entries])
+    assert report.missing == []
+    if torn_offset == 0:
+        container, section, resource_id = torn_path.split("/")
+        assert [r.id for r in report.destroyed] == [resource_id]
+    for claim, seed, size in entries:
+        assert dead.read(claim) == payload(seed, size)
+    dead.close()
+
+
+@pytest.mark.slow
+def test_datanode_loss_while_writing_completes_or_fails_cleanly(tmp_path, hdfs_cluster, hdfs_store):
+    repository, local, hdfs = replicated(tmp_path, hdfs_store)
+    outcomes: list[tuple[int, object]] = []
+    stop = threading.Event()
+    chunk = 256 * 1024
+
+    def writer():
+        index = 0
+        while not stop.is_set():
+            data = payload(index, 4 * chunk)
+            try:
+                with repository.write() as claim_writer:
+                    for start in range(0, len(data), chunk):
+                        claim_writer.write(data[start:start + chunk])
+                outcomes.append((index, claim_writer.claim))
+            except ContentRepositoryError as error:
+                outcomes.append((index, error))
+            except Exception as error:  # noqa: BLE001 - recorded: the test fails on it below
+                outcomes.append((index, error))
+            index += 1
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(outcomes) < 3 and time.monotonic() < deadline:
+            thread.join(0.05)
+        assert len(outcomes) >= 3, "no write completed before the fault"
+        at_fault = len(outcomes)
+        hdfs_cluster.kill_datanode(1)
+        deadline = time.monotonic() + 90
+        while len(outcomes) < at_fault + 5 and time.monotonic() < deadline:
+            thread.join(0.05)
+        stop.set()
+        thread.join(120)
+        assert not thread.is_alive()
+    finally:
+        stop.set()
+        hdfs_cluster.restart_datanode(1)
+        hdfs_cluster.wait_healthy()
+    after_fault = outcomes[at_fault:]
+    assert after_fault, "the writer made no attempt after the DataNode was killed"
+    for index, outcome in outcomes:
+        if isinstance(outcome, Exception):
+            assert isinstance(outcome, ContentRepositoryError), repr(outcome)
+            continue
+        # Completed: both replicas hold it whole, HDFS alone included.
+        assert hdfs.read(outcome) == payload(index, 4 * chunk)
+        assert local.read(outcome) == payload(index, 4 * chunk)
+    # Nothing half-committed: only completed claims are counted anywhere.
+    completed = [outcome for _index, outcome in outcomes if not isinstance(outcome, Exception)]
+    for replica in (local, hdfs):
+        counted = sum(replica.claimant_count(claim) for claim in {c.resource for c in completed})
+        assert counted == len(completed)
+    # With the DataNode back, writing works (again).
+    claim = _write_with_deadline(repository, b"after the fault", 60)
+    assert hdfs.read(claim) == b"after the fault"
+    repository.close()
+
+
+def _write_with_deadline(repository, data: bytes, seconds: float):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return repository.write_bytes(data)
+        except ContentRepositoryError:
+            if time.monotonic() > deadline:
+                raise
+
+
+FAIL_FAST = {
+    "dfs.client.failover.max.attempts": "1",
+    "dfs.client.failover.sleep.base.millis": "100",
+    "dfs.client.failover.sleep.max.millis": "200",
+}
+
+
+class NameNodeProxy:
+    """A TCP forwarder in front of the NameNode that the test can cut and restore:
+    a real network outage between this node and HDFS, without harming the cluster."""
+
+    def __init__(self, upstream_port: int):
+        self.upstream_port = upstream_port
+        self.port = None
+        self._listener = None
+        self._connections: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port or 0))
+        listener.listen(16)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._connections += [client, upstream]
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, target) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        # shutdown() first: a bare close() would not wake the thread blocked in
+        # accept(), and the kernel would keep accepting on the listening socket.
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            connection.close()
+
+
+@pytest.mark.slow
+def test_hdfs_unreachable_fails_cleanly_then_succeeds_when_it_returns(tmp_path, hdfs_cluster, hdfs_store):
+    upstream = urllib.parse.urlparse(hdfs_cluster.url).port
+    proxy = NameNodeProxy(upstream)
+    proxy.start()
+    try:
+        # hdfs-native retries an unreachable NameNode for ~3 minutes by default; a
+        # node that must roll back sessions promptly bounds that.
+        storage = HdfsStorage(f"hdfs://127.0.0.1:{proxy.port}", FAIL_FAST)
+        config = ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None))
+        local = open_filesystem_content_repository({"c": str(tmp_path / "local")}, config)
+        hdfs = open_hdfs_content_repository(storage, hdfs_store.root, "node-1", ["c"])
+        repository = ReplicatingContentRepository([local, hdfs])
+        first = repository.write_bytes(b"before")
+        proxy.stop()
+        started = time.monotonic()
+        writer = None
+        with pytest.raises(ContentRepositoryError) as failure:
+            writer = repository.write()
+            with writer:
+                writer.write(b"during the outage" * 1000)
+        failed_after = time.monotonic() - started
+        # The session rolls back: nothing of the failed claim is referenced anywhere.
+        assert local.claimant_count(first) == 1
+        if writer is not None:
+            assert local.claimant_count(writer.resource) == (1 if writer.resource == first.resource else 0)
+        assert sum(local.claimant_count(r) for r in local.list_resources()) == 1
+        assert repository.read(first) == b"before"  # reads go local: unaffected
+        proxy.start()
+        claim = _write_with_deadline(repository, b"after", 60)
+        assert hdfs.read(claim) == b"after"
+        assert open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"]).read(claim) == b"after"
+        assert failed_after < 30, f"the outage took {failed_after:.0f}s to surface: {failure.value}"
+        repository.close()
+    finally:
+        proxy.stop()
+
+
+def test_fsck_finds_and_repairs_a_claim_missing_on_hdfs(tmp_path, hdfs_store):
+    repository, local, hdfs = replicated(tmp_path, hdfs_store)
+    claims = [repository.write_bytes(payload(index, 2000)) for index in range(3)]
+    victim = claims[1].resource
+    hdfs_store.storage.delete(
+        f"{hdfs_store.root}/content/node-1/c/{victim.section}/{victim.id}")
+    report = repository.fsck()
+    assert [(p.resource, p.kind) for p in report.problems] == [(victim.relative_path, "missing")]
+    assert not report.ok
+    repaired = repository.fsck(repair=True)
+    assert repaired.ok
+    assert repository.fsck().problems == []
+    reader = open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"])
+    assert reader.read(claims[1]) == payload(1, 2000)
+    repository.close()
