@@ -1,0 +1,188 @@
+"""Content repository: write/read MB/s and claims/s against raw sequential writes.
+
+For each content size (1 KB, 64 KB, 1 MB, 100 MB) the repository writes N claims and
+reads them back; the anchor writes the very same bytes sequentially into one plain
+file with the same fsync policy (`--fsync batch`: one fdatasync at the end of the run,
+as a session commit does; `--fsync claim`: one per claim). `ratio_local_<size>` is
+repository MB/s over raw MB/s. With `--hdfs URL`, the replicating repository (local +
+HDFS, hsync) is compared with raw hdfs-native writes of the same bytes (one file,
+hsync at the end, or per claim): `ratio_replicated_<size>`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+
+SIZES = {"1kb": 1024, "64kb": 64 * 1024, "1mb": 1 << 20, "100mb": 100 << 20}
+COUNTS = {"1kb": 200_000, "64kb": 4000, "1mb": 300, "100mb": 3}
+QUICK_COUNTS = {"1kb": 30_000, "64kb": 500, "1mb": 50, "100mb": 1}
+HDFS_COUNTS = {"1kb": 20_000, "64kb": 500, "1mb": 100, "100mb": 2}
+HDFS_QUICK_COUNTS = {"1kb": 2000, "64kb": 100, "1mb": 20, "100mb": 1}
+CHUNK = 1 << 20
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--dir", help="directory to write in (default: a fresh temporary directory)")
+    parser.add_argument("--fsync", choices=["batch", "claim"], default="batch",
+                        help="fsync once per run (group commit) or once per claim")
+    parser.add_argument("--hdfs", metavar="URL", help="also benchmark replication to this HDFS")
+    parser.add_argument("--hdfs-base", default="/custody-bench", help="HDFS directory to use (deleted after)")
+    parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated subset of " + ",".join(SIZES))
+
+
+def _pieces(size: int, buffer: memoryview):
+    """The bytes of one claim as chunks of at most 1 MB (a 100 MB claim is streamed)."""
+    left = size
+    while left > 0:
+        step = min(left, CHUNK)
+        yield buffer[:step]
+        left -= step
+
+
+def _write_claims(repository, size: int, count: int, buffer: memoryview, per_claim_sync: bool):
+    claims = []
+    start = time.perf_counter()
+    if size <= CHUNK:
+        data = bytes(buffer[:size])
+        for _ in range(count):
+            writer = repository.write()
+            writer.write(data)
+            claims.append(writer.close(sync=per_claim_sync) if hasattr(writer, "_buffer_size") else writer.close())
+    else:
+        for _ in range(count):
+            with repository.write() as writer:
+                for piece in _pieces(size, buffer):
+                    writer.write(piece)
+            claims.append(writer.claim)
+    if not per_claim_sync:
+        repository.sync()
+    return claims, time.perf_counter() - start
+
+
+def _read_claims(repository, claims) -> float:
+    start = time.perf_counter()
+    for claim in claims:
+        with repository.open_read(claim) as reader:
+            while reader.read(CHUNK):
+                pass
+    return time.perf_counter() - start
+
+
+def _raw_local(directory: str, size: int, count: int, buffer: memoryview, per_claim_sync: bool) -> float:
+    path = os.path.join(directory, f"raw-{size}")
+    start = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    try:
+        for _ in range(count):
+            for piece in _pieces(size, buffer):
+                os.write(fd, piece)
+            if per_claim_sync:
+                os.fdatasync(fd)
+        if not per_claim_sync:
+            os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    elapsed = time.perf_counter() - start
+    os.unlink(path)
+    return elapsed
+
+
+def _raw_hdfs(client, path: str, size: int, count: int, buffer: memoryview, per_claim_sync: bool) -> float:
+    import hdfs_native
+
+    start = time.perf_counter()
+    writer = client.create(path, hdfs_native.WriteOptions(overwrite=True))
+    for _ in range(count):
+        for piece in _pieces(size, buffer):
+            writer.write(bytes(piece))
+        if per_claim_sync:
+            writer.hsync()
+    writer.hsync()
+    writer.close()
+    elapsed = time.perf_counter() - start
+    client.delete(path, False)
+    return elapsed
+
+
+def run(args) -> dict:
+    from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
+
+    per_claim_sync = args.fsync == "claim"
+    sizes = [name.strip() for name in args.sizes.split(",") if name.strip()]
+    counts = QUICK_COUNTS if args.quick else COUNTS
+    buffer = memoryview(os.urandom(CHUNK))
+    workdir = tempfile.mkdtemp(prefix="custody-bench-content-", dir=args.dir)
+    config = ContentRepositoryConfig(sync_on_close=per_claim_sync, archive=ArchivePolicy(max_usage=None))
+    result: dict = {"fsync": args.fsync, "quick": bool(args.quick), "directory": workdir}
+    try:
+        for name in sizes:
+            size, count = SIZES[name], counts[name]
+            if per_claim_sync and name == "1kb":
+                count = min(count, 2000)
+            total_mb = size * count / 1e6
+            repository = open_filesystem_content_repository(
+                {"bench": os.path.join(workdir, f"content-{name}")}, config)
+            claims, write_seconds = _write_claims(repository, size, count, buffer, per_claim_sync)
+            read_seconds = _read_claims(repository, claims)
+            repository.close()
+            shutil.rmtree(os.path.join(workdir, f"content-{name}"))
+            raw_seconds = _raw_local(workdir, size, count, buffer, per_claim_sync)
+            result[f"claims_{name}"] = count
+            result[f"write_mb_per_sec_{name}"] = total_mb / write_seconds
+            result[f"read_mb_per_sec_{name}"] = total_mb / read_seconds
+            result[f"claims_per_sec_{name}"] = count / write_seconds
+            result[f"read_claims_per_sec_{name}"] = count / read_seconds
+            result[f"raw_write_mb_per_sec_{name}"] = total_mb / raw_seconds
+            result[f"ratio_local_{name}"] = raw_seconds / write_seconds
+        if args.hdfs:
+            result.update(_run_hdfs(args, sizes, buffer, workdir, per_claim_sync))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return result
+
+
+def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
+    import hdfs_native
+
+    from replication.hdfs_content import DEFAULT_HDFS_CONFIG, open_hdfs_content_repository
+    from replication.hdfs_storage import HdfsStorage
+    from replication.replicating_content import ReplicatingContentRepository
+    from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
+
+    out: dict = {}
+    counts = HDFS_QUICK_COUNTS if args.quick else HDFS_COUNTS
+    storage = HdfsStorage(args.hdfs)
+    client = hdfs_native.Client(args.hdfs)
+    base = args.hdfs_base.rstrip("/")
+    storage.mkdir(base, parents=True, exist_ok=True)
+    local_config = ContentRepositoryConfig(sync_on_close=per_claim_sync, archive=ArchivePolicy(max_usage=None))
+    try:
+        for name in sizes:
+            size, count = SIZES[name], counts[name]
+            total_mb = size * count / 1e6
+            local = open_filesystem_content_repository({"bench": os.path.join(workdir, f"replicated-{name}")},
+                                                       local_config)
+            hdfs = open_hdfs_content_repository(storage, f"{base}/{name}", "bench-node", ["bench"],
+                                                DEFAULT_HDFS_CONFIG)
+            repository = ReplicatingContentRepository([local, hdfs], sync_on_close=per_claim_sync)
+            claims, write_seconds = _write_claims(repository, size, count, buffer, per_claim_sync)
+            read_seconds = _read_claims(hdfs, claims[: max(1, min(len(claims), 200))])
+            read_mb = size * min(len(claims), max(1, min(len(claims), 200))) / 1e6
+            repository.close()
+            shutil.rmtree(os.path.join(workdir, f"replicated-{name}"))
+            raw_seconds = _raw_hdfs(client, f"{base}/raw-{name}", size, count, buffer, per_claim_sync)
+            out[f"replicated_claims_{name}"] = count
+            out[f"replicated_write_mb_per_sec_{name}"] = total_mb / write_seconds
+            out[f"replicated_claims_per_sec_{name}"] = count / write_seconds
+            out[f"hdfs_read_mb_per_sec_{name}"] = read_mb / read_seconds
+            out[f"raw_hdfs_write_mb_per_sec_{name}"] = total_mb / raw_seconds
+            out[f"ratio_replicated_{name}"] = raw_seconds / write_seconds
+    finally:
+        try:
+            storage.delete(base, recursive=True)
+        except Exception:  # noqa: BLE001 - best-effort cleanup of the benchmark's directory
+            pass
+    return out
