@@ -3,7 +3,7 @@
     <container-root>/                  one per configured directory (a disk), or on HDFS
                                        .../content/<node>/<container>/
         <section>/                     0 .. 1023, decimal; a resource goes to
-                                       section = (its sequence number) mod 1024
+                                       section = (sequence // 16) mod 1024
             <resource-id>              a resource claim: raw bytes of many FlowFiles,
                                        appended one after another, no framing
             archive/<resource-id>      a resource nobody references any more, kept
@@ -38,8 +38,14 @@ DEFAULT_ARCHIVE_RETENTION_SECONDS = 3 * 3600.0  # nifi.content.repository.archiv
 DEFAULT_ARCHIVE_MAX_USAGE = 0.90  # nifi.content.repository.archive.max.usage.percentage
 
 
+# Sixteen consecutive resources share a section before the next one is used: the
+# sections still spread files (no directory grows past a few thousand entries), and a
+# group commit of many new resource files fsyncs 1/16 as many directories.
+RESOURCES_PER_SECTION_RUN = 16
+
+
 def section_of(sequence: int) -> int:
-    return sequence % SECTIONS_PER_CONTAINER
+    return (sequence // RESOURCES_PER_SECTION_RUN) % SECTIONS_PER_CONTAINER
 
 
 def section_directory(container_root: str, section: int) -> str:

@@ -110,7 +110,7 @@ class CollectReport:
 
 class _Resource:
     __slots__ = ("claim", "root", "file", "length", "completed", "synced", "writing",
-                 "retired", "failed", "io_lock")
+                 "retired", "failed", "io_lock", "pending")
 
     def __init__(self, claim: ResourceClaim, root: str, file: WritableFile):
         self.claim = claim
@@ -123,6 +123,16 @@ class _Resource:
         self.retired = False
         self.failed = False
         self.io_lock = threading.Lock()
+        # Bytes of completed, unsynced small claims not yet handed to the file: with
+        # group commit, fifty 1 KB claims cost one write() instead of fifty. Flushed
+        # before anything else touches the file (append, sync, read, close).
+        self.pending = bytearray()
+
+    def flush_pending(self) -> None:
+        """Hand pending bytes to the file. Caller holds `io_lock`."""
+        if self.pending:
+            data, self.pending = self.pending, bytearray()
+            self.file.write(data)
 
 
 def translate_storage_error(error: StorageError, *, claim=None, path=None) -> ContentRepositoryError:
@@ -188,6 +198,7 @@ class ContentWriter:
         resource = self._resource
         with resource.io_lock:
             try:
+                resource.flush_pending()
                 resource.file.write(data)
             except StorageError as error:
                 self._open = False
@@ -200,8 +211,14 @@ class ContentWriter:
             return self.claim
         if not self._open:
             raise ContentRepositoryError("close of an aborted content writer", claim=self._resource.claim)
+        repository = self._repository
         if self._buffer:
-            self._append(self._buffer)
+            if (sync is False or (sync is None and not repository.config.sync_on_close)) and \
+                    len(self._buffer) + len(self._resource.pending) < self._buffer_size:
+                self._resource.pending += self._buffer
+                self._resource.length += len(self._buffer)
+            else:
+                self._append(self._buffer)
             self._buffer = bytearray()
         self._open = False
         claim = ContentClaim(self._resource.claim, self.offset, self._written)
@@ -312,6 +329,7 @@ class ContentRepository:
         self._archived: dict[ResourceClaim, tuple[float, int]] = {}
         self._failures: list[tuple[ResourceClaim, int, int, str]] = []
         self._round_robin = 0
+        self._sync_pool = None
         self._closed = False
         if prepare:
             for root in self._roots.values():
@@ -407,6 +425,7 @@ class ContentRepository:
             retire = retire or self.config.close_resources_on_sync
             with resource.io_lock:
                 try:
+                    resource.flush_pending()
                     resource.file.sync()
                 except StorageError as error:
                     self._fail(resource, error)
@@ -444,6 +463,7 @@ class ContentRepository:
     def _close_file(self, resource: _Resource) -> None:
         with resource.io_lock:
             try:
+                resource.flush_pending()
                 resource.file.close()
             except StorageError as error:
                 if not resource.failed and resource.synced < resource.completed:
@@ -483,20 +503,10 @@ class ContentRepository:
             targets = [r for r in self._open.values()
                        if r.length > r.synced or r.retired or (retire and not r.writing)]
         first_error: StorageError | None = None
-        for resource in targets:
-            failure: StorageError | None = None
-            with resource.io_lock:
-                if resource.failed:
-                    continue
-                end = resource.length
-                if end > resource.synced:
-                    try:
-                        resource.file.sync()
-                        resource.synced = end
-                    except StorageError as error:
-                        failure = error
-                        first_error = first_error or error
+        outcomes = self._sync_all(targets)
+        for resource, failure in zip(targets, outcomes):
             if failure is not None:
+                first_error = first_error or failure
                 self._fail(resource, failure)
                 continue
             to_close = None
@@ -519,6 +529,53 @@ class ContentRepository:
             if first_error is not None:
                 raise translate_storage_error(first_error) from error
             raise error
+
+    def _sync_all(self, targets: list[_Resource]) -> list[StorageError | None]:
+        """fdatasync/hsync every target, in parallel (the journal of a local file
+        system commits concurrent fsyncs together; HDFS pipelines run side by side),
+        then fsync each new file's directory once, not once per file."""
+        if len(targets) > 1:
+            if self._sync_pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._sync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{self.name}-sync")
+            results = list(self._sync_pool.map(self._sync_data, targets))
+        else:
+            results = [self._sync_data(resource) for resource in targets]
+        outcomes: list[StorageError | None] = []
+        directories: dict[str, StorageError | None] = {}
+        for resource, (end, error) in zip(targets, results):
+            if error is None and end is not None:
+                directory = getattr(resource.file, "unsynced_directory", None)
+                if directory is not None:
+                    if directory not in directories:
+                        try:
+                            self.io.storage.sync_directory(directory)
+                            directories[directory] = None
+                        except StorageError as failure:
+                            directories[directory] = failure
+                    error = directories[directory]
+                    if error is None:
+                        resource.file.unsynced_directory = None
+                if error is None:
+                    with resource.io_lock:
+                        resource.synced = max(resource.synced, end)
+            outcomes.append(error)
+        return outcomes
+
+    @staticmethod
+    def _sync_data(resource: _Resource) -> tuple[int | None, StorageError | None]:
+        with resource.io_lock:
+            if resource.failed or resource.length <= resource.synced:
+                return None, None
+            end = resource.length
+            try:
+                resource.flush_pending()
+                data_only = getattr(resource.file, "sync_data", None)
+                (data_only or resource.file.sync)()
+            except StorageError as error:
+                return None, error
+            return end, None
 
     def retire(self, resource_claim: ResourceClaim) -> None:
         """Stop appending to a resource (a replica peer failed on it): keeps replicas
@@ -552,6 +609,15 @@ class ContentRepository:
                 f"offset {offset} outside claim {claim.resource.relative_path}@{claim.offset}+{claim.length}",
                 claim=claim)
         wanted = claim.length - offset if length is None else min(length, claim.length - offset)
+        open_resource = self._open.get(claim.resource)
+        if open_resource is not None and open_resource.pending:
+            # Read your writes: the claim's bytes may still wait in the resource's buffer.
+            with open_resource.io_lock:
+                try:
+                    open_resource.flush_pending()
+                except StorageError as error:
+                    self._fail(open_resource, error)
+                    raise translate_storage_error(error, claim=claim) from error
         handle, size = self._open_resource(claim.resource, claim)
         if size < claim.offset + claim.length:
             handle.close()
@@ -824,6 +890,8 @@ class ContentRepository:
             closer = getattr(self.io, "close", None)
             if closer:
                 closer()
+            if self._sync_pool is not None:
+                self._sync_pool.shutdown(wait=True)
 
     def __enter__(self) -> "ContentRepository":
         return self

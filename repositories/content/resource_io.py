@@ -77,9 +77,10 @@ class LocalResourceFile:
     def __init__(self, path: str, fd: int, directory: str):
         self.path = path
         self._fd = fd
-        self._directory = directory
         self._position = 0
-        self._directory_unsynced = True
+        # The directory whose fsync makes this file's name durable; None once done.
+        # A batch sync (the repository's group commit) fsyncs each directory once.
+        self.unsynced_directory: str | None = directory
         self._closed = False
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
@@ -94,13 +95,19 @@ class LocalResourceFile:
         return len(data)
 
     def sync(self) -> None:
+        self.sync_data()
+        if self.unsynced_directory is not None:
+            # The first sync also makes the new name durable: a claim whose bytes
+            # survive a power cut in a file nobody can find would be no claim at all.
+            try:
+                fsync_directory(self.unsynced_directory)
+            except OSError as error:
+                raise translate_os_error(error, self.path, "sync") from error
+            self.unsynced_directory = None
+
+    def sync_data(self) -> None:
         try:
             os.fdatasync(self._fd)
-            if self._directory_unsynced:
-                # The first sync also makes the new name durable: a claim whose bytes
-                # survive a power cut in a file nobody can find would be no claim at all.
-                fsync_directory(self._directory)
-                self._directory_unsynced = False
         except OSError as error:
             raise translate_os_error(error, self.path, "sync") from error
 

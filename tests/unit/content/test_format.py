@@ -13,11 +13,12 @@ def test_layout_paths():
     assert archive_path("/data/c1", resource) == "/data/c1/17/archive/123-abc-9"
 
 
-def test_sections_wrap_at_1024():
+def test_sections_rotate_in_runs_and_wrap_at_1024():
     assert SECTIONS_PER_CONTAINER == 1024
-    assert section_of(0) == 0
-    assert section_of(1023) == 1023
-    assert section_of(1024) == 0
+    assert section_of(0) == section_of(15) == 0
+    assert section_of(16) == 1
+    assert section_of(1023 * 16) == 1023
+    assert section_of(1024 * 16) == 0
 
 
 def test_ids_are_unique_across_generators_and_valid_claim_ids():
