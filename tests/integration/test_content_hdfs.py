@@ -90,7 +90,12 @@ def test_takeover_process_reads_every_claim_of_a_killed_node_through_hdfs_alone(
 
 @pytest.mark.slow
 def test_datanode_loss_while_writing_completes_or_fails_cleanly(tmp_path, hdfs_cluster, hdfs_store):
-    repository, local, hdfs = replicated(tmp_path, hdfs_store)
+    # Bounded retries and socket timeouts, as a node must configure them: otherwise an
+    # hsync to a dead DataNode may wait minutes before it fails.
+    storage = HdfsStorage(hdfs_cluster.url, {**hdfs_cluster.client_config, **FAIL_FAST,
+                                             "dfs.client.socket-timeout": "5000"})
+    store = type(hdfs_store)(storage, hdfs_store.root)
+    repository, local, hdfs = replicated(tmp_path, store)
     outcomes: list[tuple[int, object]] = []
     stop = threading.Event()
     chunk = 256 * 1024
