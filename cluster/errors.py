@@ -1,0 +1,83 @@
+"""Exceptions of the cluster core: one root, each carrying the context an operator
+needs (which shard, which epoch, which owner) and what to do about it."""
+
+from __future__ import annotations
+
+
+class ClusterError(Exception):
+    """Root of every failure of the cluster core (`cluster.*` outside `services`)."""
+
+
+class FencedError(ClusterError):
+    """This process may no longer write `shard`: it was moved to `by_owner` at `epoch`.
+
+    Raised to a node whose incarnation was declared dead ("you are dead", HBase's
+    YouAreDeadException). The process must stop working on the shard at once; it
+    never writes to it again. A node that wants to work again rejoins as a new
+    incarnation with a new shard.
+    """
+
+    def __init__(self, shard: str, epoch: int, by_owner: str | None, *, incarnation: str | None = None, reason: str = ""):
+        self.shard, self.epoch, self.by_owner, self.incarnation, self.reason = shard, epoch, by_owner, incarnation, reason
+        who = f"incarnation {incarnation}" if incarnation else "this process"
+        owner = f"{by_owner}" if by_owner else "nobody (retired)"
+        extra = f" ({reason})" if reason else ""
+        super().__init__(
+            f"you are dead: {who} no longer owns shard {shard}; it belongs to {owner} at epoch {epoch}{extra}. "
+            "Stop processing it; rejoin only as a new incarnation with a new shard."
+        )
+
+
+class OwnershipConflict(ClusterError):
+    """A compare-and-set on a shard znode lost a race (its version or epoch changed).
+
+    Nothing was written. Re-read the shard and decide again: the plan or the claim
+    that expected the old version may already be done, or overtaken."""
+
+    def __init__(self, shard: str, expected: str, found: str):
+        self.shard, self.expected, self.found = shard, expected, found
+        super().__init__(f"shard {shard} changed under us: expected {expected}, found {found}; re-read it and decide again")
+
+
+class TransitionRefused(ClusterError):
+    """The ownership state machine refused a transition (see `ownership.Refusal`)."""
+
+    def __init__(self, refusal):
+        self.refusal = refusal
+        super().__init__(str(refusal))
+
+
+class SessionExpiredError(ClusterError):
+    """This node's ZooKeeper session is gone, or may be: by ZooKeeper's word (LOST) or
+    by the node's own expiry timer. Everything it held is being aborted; it may only
+    rejoin as a new incarnation."""
+
+    def __init__(self, incarnation: str | None, reason: str):
+        self.incarnation, self.reason = incarnation, reason
+        super().__init__(f"ZooKeeper session of incarnation {incarnation} is over ({reason}); work aborted, rejoin as a new incarnation")
+
+
+class WorkGateClosed(ClusterError):
+    """Work was refused because the ZooKeeper session is not confirmed alive right now
+    (SUSPENDED, unconfirmed for too long, or expired). Retry once it is CONNECTED again."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"work refused: {reason}; the node resumes once its ZooKeeper session is confirmed again")
+
+
+class FenceTimeout(ClusterError):
+    """`recover_lease` did not close a file of a fenced shard within the deadline."""
+
+    def __init__(self, shard: str, path: str, waited: float):
+        self.shard, self.path, self.waited = shard, path, waited
+        super().__init__(
+            f"fencing shard {shard}: the lease on {path} was not recovered after {waited:.1f}s; "
+            "the NameNode may be in safe mode or a DataNode of the last block is down. The "
+            "shard stays 'adopting'; adoption retries it (fencing is idempotent)."
+        )
+
+
+class PlanError(ClusterError):
+    """A reassignment plan cannot be carried out as written (it names an unknown
+    shard, or its znode is damaged). The plan is kept for an operator to inspect."""

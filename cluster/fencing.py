@@ -1,0 +1,134 @@
+"""Fence a shard before reading it (design step 4), HBase's way.
+
+1. Rename the shard's current HDFS directory to `<shard>-fenced-<epoch>`. The old
+   owner's files keep their inode but lose their path, and since every file is
+   created with `create_parent=False`, the old owner cannot bring the directory back
+   by creating a new file in it.
+2. `recover_lease` every file under the fenced directory (WAL journals, snapshot,
+   swap files), polling with backoff until each is closed. The first wait is
+   `first_wait`, then it doubles up to `max_wait`: a tight loop of recoverLease
+   calls livelocks the NameNode. HBase waits 4 s before its second call because
+   block recovery rides on DataNode heartbeats (3 s by default); custody's HDFS
+   runs 1 s heartbeats, so the default first wait is 0.5 s (configurable).
+
+After that the old owner's next hsync fails with `LeaseLost`, and the adopter reads
+a directory nobody else can write.
+
+Idempotent: the "current" directory of a shard is the fenced one with the highest
+epoch, or the original when none exists. Re-running at the same epoch (an adopter
+that crashed mid-fence, or a second divvy child) finds `-fenced-<epoch>` already in
+place and only recovers leases. A fenced directory with a *higher* epoch means a
+newer owner fenced it: this adopter is stale and gets `FencedError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from repositories.storage import StorageFileNotFound, join
+
+from .errors import FenceTimeout, FencedError
+from .layout import FENCED_MARK
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FenceHooks:
+    """Named fault seams: a test stops or breaks the adopter at these points."""
+
+    after_rename: Callable[[str], None] = lambda fenced: None
+    before_recover: Callable[[str], None] = lambda path: None
+
+
+@dataclass
+class FenceReport:
+    directory: str          # the fenced directory, now the shard's only copy
+    renamed_from: str | None
+    files: list[str] = field(default_factory=list)
+    recover_calls: int = 0
+    waited: float = 0.0
+
+
+def current_directory(storage, layout, shard: str) -> tuple[str | None, int | None]:
+    """(path, fenced epoch or None) of the shard's data as it is now, or (None, None)."""
+    parent_dir = layout.hdfs_shards
+    original = layout.shard_directory(shard)
+    prefix = f"{shard}{FENCED_MARK}"
+    best: tuple[str | None, int | None] = (None, None)
+    try:
+        entries = storage.list(parent_dir)
+    except StorageFileNotFound:
+        return best
+    for entry in entries:
+        if entry.name.startswith(prefix) and entry.name[len(prefix):].isdigit():
+            epoch = int(entry.name[len(prefix):])
+            if best[1] is None or epoch > best[1]:
+                best = (entry.path, epoch)
+    if best[0] is None and storage.exists(original):
+        return original, None
+    return best
+
+
+def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=time.monotonic,
+          first_wait: float = 0.5, max_wait: float = 8.0,
+          timeout: float = 120.0, hooks: FenceHooks | None = None) -> FenceReport:
+    """Fence `shard` for its new owner at `epoch` and return where its data now is.
+
+    `sleep` and `clock` are injected so tests drive the backoff without waiting."""
+    hooks = hooks or FenceHooks()
+    target = layout.fenced_directory(shard, epoch)
+    found, found_epoch = current_directory(storage, layout, shard)
+    renamed_from = None
+    if found_epoch is not None and found_epoch > epoch:
+        raise FencedError(shard, found_epoch, None, reason=f"it was fenced at epoch {found_epoch} by a newer owner; this adopter at epoch {epoch} is stale")
+    if found is None:
+        # The owner died before it wrote anything: nothing to recover. The empty fenced
+        # directory still marks the epoch, so a late old owner cannot create the original.
+        storage.mkdir(target)
+    elif found != target:
+        storage.rename(found, target)
+        renamed_from = found
+        log.info("fenced shard %s: renamed %s to %s", shard, found, target)
+    hooks.after_rename(target)
+    report = FenceReport(target, renamed_from)
+    for path in _files_under(storage, target):
+        hooks.before_recover(path)
+        calls, waited = _recover(storage, shard, path, sleep=sleep, clock=clock,
+                                 first_wait=first_wait, max_wait=max_wait, timeout=timeout)
+        report.files.append(path)
+        report.recover_calls += calls
+        report.waited += waited
+    return report
+
+
+def _files_under(storage, directory: str) -> list[str]:
+    files = []
+    for entry in storage.list(directory):
+        if entry.is_dir:
+            files.extend(_files_under(storage, entry.path))
+        else:
+            files.append(entry.path)
+    return files
+
+
+def _recover(storage, shard, path, *, sleep, clock, first_wait, max_wait, timeout) -> tuple[int, float]:
+    start = clock()
+    calls = 0
+    delay = first_wait
+    while True:
+        calls += 1
+        if storage.recover_lease(path):
+            return calls, clock() - start
+        waited = clock() - start
+        if waited >= timeout:
+            raise FenceTimeout(shard, path, waited)
+        sleep(delay)  # backoff between NameNode calls (HBase: 4 s, then longer)
+        delay = min(delay * 2, max_wait)
+
+
+def fenced_path(directory: str, *parts: str) -> str:
+    return join(directory, *parts)

@@ -1,0 +1,90 @@
+"""Where the cluster keeps things: ZooKeeper paths and HDFS directories.
+
+ZooKeeper, under `/custody/<cluster>/` (design "Cluster, failover and fencing"):
+
+    nodes/<incarnation>        ephemeral, JSON heartbeat (`heartbeat.Heartbeat`)
+    leader/                    kazoo `Election`
+    shards/<shard-id>          persistent, JSON `ownership.ShardOwnership`, CAS only
+    plans/plan-<seq>           persistent, JSON `plans.FailoverPlan`, written before acted on
+    counters/incarnation       kazoo `Counter`: the start epoch of every incarnation
+
+HDFS, under the configured root:
+
+    <root>/<cluster>/shards/<shard-id>/wal/          the shard's FlowFile WAL
+    <root>/<cluster>/shards/<shard-id>/swap/         the shard's swap files
+    <root>/<cluster>/shards/<shard-id>-fenced-<e>/   the same, after fencing at epoch e
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ROOT = "/custody"
+FENCED_MARK = "-fenced-"
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    cluster: str
+    hdfs_root: str = "/custody"
+
+    def __post_init__(self) -> None:
+        if not self.cluster or "/" in self.cluster:
+            raise ValueError(f"a cluster name is one non-empty path segment, not {self.cluster!r}")
+
+    # -- ZooKeeper ----------------------------------------------------------------
+    @property
+    def root(self) -> str:
+        return f"{ROOT}/{self.cluster}"
+
+    @property
+    def nodes(self) -> str:
+        return f"{self.root}/nodes"
+
+    def node(self, incarnation: str) -> str:
+        return f"{self.nodes}/{incarnation}"
+
+    @property
+    def leader(self) -> str:
+        return f"{self.root}/leader"
+
+    @property
+    def shards(self) -> str:
+        return f"{self.root}/shards"
+
+    def shard(self, shard_id: str) -> str:
+        return f"{self.shards}/{shard_id}"
+
+    @property
+    def plans(self) -> str:
+        return f"{self.root}/plans"
+
+    def plan(self, plan_id: str) -> str:
+        return f"{self.plans}/{plan_id}"
+
+    @property
+    def incarnation_counter(self) -> str:
+        return f"{self.root}/counters/incarnation"
+
+    def zookeeper_paths(self) -> list[str]:
+        """The persistent parents every member ensures at start."""
+        return [self.nodes, self.leader, self.shards, self.plans]
+
+    # -- HDFS -----------------------------------------------------------------------
+    @property
+    def hdfs_shards(self) -> str:
+        return f"{self.hdfs_root.rstrip('/')}/{self.cluster}/shards"
+
+    def shard_directory(self, shard_id: str) -> str:
+        return f"{self.hdfs_shards}/{shard_id}"
+
+    def fenced_directory(self, shard_id: str, epoch: int) -> str:
+        return f"{self.shard_directory(shard_id)}{FENCED_MARK}{epoch}"
+
+    @staticmethod
+    def wal_directory(shard_directory: str) -> str:
+        return f"{shard_directory}/wal"
+
+    @staticmethod
+    def swap_directory(shard_directory: str) -> str:
+        return f"{shard_directory}/swap"

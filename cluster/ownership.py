@@ -1,0 +1,222 @@
+"""The ownership of one shard, as a pure state machine (no ZooKeeper, no clock).
+
+A shard is one node's slice of the cluster's data: its FlowFile WAL and swap files
+on HDFS. Its znode `shards/<shard-id>` holds a `ShardOwnership`; the registry
+(`shard_registry`) changes it only by compare-and-set, and only to a value one of
+the functions below returned. Each function takes the current value and returns the
+next one, or a `Refusal` that says why not. Nothing here raises for a refused
+transition: refusing is an ordinary outcome the caller logs and acts on.
+
+States and transitions::
+
+    new_shard ──► ACTIVE ──reassign──► ADOPTING ──adopted──► DRAINING ──retire──► RETIRED
+                    ▲                   │  ▲                  │
+                    │                   └──┘ reassign         └──reassign──► ADOPTING
+                 (a node's home shard;     (the adopter died   (the adopter died
+                  it takes new input)       while fencing)      while draining)
+
+    split (policy divvy): the parent goes to SPLIT (epoch + 1, no owner) and
+    children are born ADOPTING, each with a hash range of the parent's FlowFiles;
+    the parent is retired once every child is seeded.
+
+Epochs (Kafka's leader epoch): every reassignment adds one. A claim is valid only
+from the owner at the current epoch; anything else is a dead incarnation and is
+told "you are dead" (HBase's YouAreDeadException).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field, replace
+
+HISTORY_LIMIT = 32
+HASH_SPACE = 1 << 32  # divvy slices are ranges of crc32(FlowFile id or swap location)
+
+
+class ShardState(str, enum.Enum):
+    ACTIVE = "active"      # a live node's home shard, taking new input
+    ADOPTING = "adopting"  # moved to a new owner that has not finished fencing + recovery
+    DRAINING = "draining"  # adopted: its queues run at the new epoch, no new input
+    SPLIT = "split"        # divvied: its FlowFiles are being copied into child shards
+    RETIRED = "retired"    # empty; its files may be collected. Final.
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    epoch: int
+    owner: str | None
+    state: ShardState
+    at: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SliceSource:
+    """Where a divvy child's FlowFiles come from: the parent shard's data fenced at
+    `parent_epoch`, the FlowFiles whose hash falls in [low, high)."""
+
+    parent: str
+    parent_epoch: int
+    low: int
+    high: int
+
+    def contains(self, hash_value: int) -> bool:
+        return self.low <= hash_value < self.high
+
+
+@dataclass(frozen=True)
+class ShardOwnership:
+    shard: str
+    owner: str | None
+    epoch: int
+    state: ShardState
+    history: tuple[HistoryEntry, ...] = ()
+    source: SliceSource | None = None      # divvy children only
+    seeded: bool = False                   # divvy child: its copy from the parent is durable
+    children: tuple[str, ...] = ()         # divvy parent only
+
+    # -- JSON (the znode's bytes) ----------------------------------------------------
+    def to_json(self) -> bytes:
+        body = {
+            "shard": self.shard, "owner": self.owner, "epoch": self.epoch, "state": self.state.value,
+            "history": [
+                {"epoch": h.epoch, "owner": h.owner, "state": h.state.value, "at": h.at, "reason": h.reason}
+                for h in self.history
+            ],
+        }
+        if self.source is not None:
+            body["source"] = vars(self.source).copy()
+        if self.seeded:
+            body["seeded"] = True
+        if self.children:
+            body["children"] = list(self.children)
+        return json.dumps(body, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "ShardOwnership":
+        body = json.loads(data.decode())
+        return cls(
+            shard=body["shard"], owner=body.get("owner"), epoch=int(body["epoch"]), state=ShardState(body["state"]),
+            history=tuple(
+                HistoryEntry(h["epoch"], h.get("owner"), ShardState(h["state"]), h.get("at", 0.0), h.get("reason", ""))
+                for h in body.get("history", ())
+            ),
+            source=SliceSource(**body["source"]) if body.get("source") else None,
+            seeded=bool(body.get("seeded", False)),
+            children=tuple(body.get("children", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A transition that must not happen. `stale` is True when the caller is a dead
+    incarnation (or acts on an old epoch): it must stop touching the shard."""
+
+    shard: str
+    reason: str
+    owner: str | None
+    epoch: int
+    stale: bool = field(default=False)
+
+    def __str__(self) -> str:
+        return f"shard {self.shard} (owner {self.owner}, epoch {self.epoch}): {self.reason}"
+
+
+Outcome = "ShardOwnership | Refusal"
+
+
+def _advance(current: ShardOwnership, *, at: float, reason: str, **changes) -> ShardOwnership:
+    moved = replace(current, **changes)
+    entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, reason)
+    return replace(moved, history=(current.history + (entry,))[-HISTORY_LIMIT:])
+
+
+def new_shard(shard: str, owner: str, epoch: int, *, at: float) -> ShardOwnership:
+    """A node's home shard, created by the node itself at start with its incarnation epoch."""
+    base = ShardOwnership(shard, owner, epoch, ShardState.ACTIVE)
+    return _advance(base, at=at, reason="created by its node at start")
+
+
+def check_claim(current: ShardOwnership, incarnation: str, epoch: int) -> Refusal | None:
+    """None when `incarnation` at `epoch` is the shard's owner now; otherwise the
+    "you are dead" refusal the claimant must stop on."""
+    if current.owner == incarnation and current.epoch == epoch and current.state is not ShardState.RETIRED:
+        return None
+    if current.state is ShardState.RETIRED:
+        reason = "the shard is retired"
+    elif current.owner != incarnation:
+        reason = f"{incarnation} is not the owner (you are dead)"
+    else:
+        reason = f"epoch {epoch} is stale (you are dead)"
+    return Refusal(current.shard, reason, current.owner, current.epoch, stale=True)
+
+
+def reassign(current: ShardOwnership, to_owner: str, *, expected_epoch: int, at: float, reason: str = "") -> ShardOwnership | Refusal:
+    """Move the shard to `to_owner` at epoch + 1, state ADOPTING (design step 3).
+    `expected_epoch` is the epoch the plan saw: a move planned on an older view is refused."""
+    if current.state in (ShardState.RETIRED, ShardState.SPLIT):
+        return Refusal(current.shard, f"cannot reassign a {current.state.value} shard", current.owner, current.epoch)
+    if current.epoch != expected_epoch:
+        return Refusal(current.shard, f"planned at epoch {expected_epoch}, now at {current.epoch}", current.owner, current.epoch, stale=True)
+    if current.owner == to_owner:
+        return Refusal(current.shard, f"{to_owner} already owns it", current.owner, current.epoch)
+    return _advance(current, at=at, reason=reason or f"reassigned from {current.owner}",
+                    owner=to_owner, epoch=current.epoch + 1, state=ShardState.ADOPTING)
+
+
+def adopted(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardOwnership | Refusal:
+    """The adopter fenced the shard and recovered its WAL: its queues now drain (no new
+    input goes to an adopted shard). For a divvy child this also marks it seeded."""
+    refusal = check_claim(current, by, epoch)
+    if refusal is not None:
+        return refusal
+    if current.state is not ShardState.ADOPTING:
+        return Refusal(current.shard, f"adopted() needs state adopting, not {current.state.value}", current.owner, current.epoch)
+    return _advance(current, at=at, reason=f"adopted by {by}", state=ShardState.DRAINING,
+                    seeded=current.seeded or current.source is not None)
+
+
+def retire(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardOwnership | Refusal:
+    """The owner drained the shard: nothing of it is left to process."""
+    refusal = check_claim(current, by, epoch)
+    if refusal is not None:
+        return refusal
+    if current.state not in (ShardState.DRAINING, ShardState.ACTIVE):
+        return Refusal(current.shard, f"retire() needs state draining or active, not {current.state.value}", current.owner, current.epoch)
+    return _advance(current, at=at, reason=f"drained by {by}", state=ShardState.RETIRED)
+
+
+def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, expected_epoch: int, at: float) -> tuple[ShardOwnership, list[ShardOwnership]] | Refusal:
+    """Divvy: `slices` are (child shard id, owner, low, high) covering [0, HASH_SPACE)
+    exactly, without overlap. Returns the parent at epoch + 1 in state SPLIT and the
+    children, each ADOPTING at the parent's new epoch. One ZooKeeper transaction
+    must write all of them, or none."""
+    if current.state in (ShardState.RETIRED, ShardState.SPLIT):
+        return Refusal(current.shard, f"cannot split a {current.state.value} shard", current.owner, current.epoch)
+    if current.epoch != expected_epoch:
+        return Refusal(current.shard, f"planned at epoch {expected_epoch}, now at {current.epoch}", current.owner, current.epoch, stale=True)
+    ordered = sorted(slices, key=lambda s: s[2])
+    edges = [0] + [edge for s in ordered for edge in (s[2], s[3])] + [HASH_SPACE]
+    if not ordered or any(edges[i] != edges[i + 1] for i in range(0, len(edges), 2)) or any(s[2] >= s[3] for s in ordered):
+        return Refusal(current.shard, f"slices {[(s[2], s[3]) for s in ordered]} do not cover the hash space exactly once", current.owner, current.epoch)
+    epoch = current.epoch + 1
+    parent = _advance(current, at=at, reason=f"split into {len(ordered)} slices", owner=None, epoch=epoch,
+                      state=ShardState.SPLIT, children=tuple(s[0] for s in ordered))
+    children = [
+        _advance(ShardOwnership(child, owner, epoch, ShardState.ADOPTING, source=SliceSource(current.shard, epoch, low, high)),
+                 at=at, reason=f"slice [{low}, {high}) of {current.shard}")
+        for child, owner, low, high in ordered
+    ]
+    return parent, children
+
+
+def retire_split_parent(parent: ShardOwnership, children: dict[str, ShardOwnership], *, at: float) -> ShardOwnership | Refusal:
+    """A SPLIT parent retires once every child is seeded (its copy is durable in the
+    child's own WAL); until then a crashed child adopter re-copies from the parent."""
+    if parent.state is not ShardState.SPLIT:
+        return Refusal(parent.shard, f"not a split shard ({parent.state.value})", parent.owner, parent.epoch)
+    missing = [child for child in parent.children if child not in children or not children[child].seeded]
+    if missing:
+        return Refusal(parent.shard, f"children not seeded yet: {missing}", parent.owner, parent.epoch)
+    return _advance(parent, at=at, reason="every slice seeded", state=ShardState.RETIRED)

@@ -1,0 +1,140 @@
+"""Failover plans: the model, its JSON, and the znodes under `plans/`.
+
+A plan is written to ZooKeeper before any of its moves is made, so that a leader
+that dies half-way leaves the rest of the plan for the next one (HBase's
+ServerCrashProcedure keeps its steps in a procedure store for the same reason).
+
+One plan per dead incarnation: its znode is `plans/<dead incarnation>`. Whether a
+move is done is read from the shard itself, never stored in the plan: a move of
+shard S planned at epoch e is done once S's epoch is past e (whoever moved it), and
+pending while S is still owned by the dead incarnation at epoch e. So a new leader
+replays a plan without moving anything twice: the compare-and-set on e refuses it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from .errors import OwnershipConflict
+from .ownership import ShardOwnership, ShardState
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Divvy: child shard `child`, owned by `owner`, takes hashes in [low, high)."""
+
+    child: str
+    owner: str
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class Move:
+    """Move `shard` away from `from_owner` at `from_epoch`: whole to `to`, or split
+    into `slices` (policy divvy; then `to` is None)."""
+
+    shard: str
+    from_owner: str
+    from_epoch: int
+    to: str | None
+    slices: tuple[Slice, ...] = ()
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(s.owner for s in self.slices) if self.slices else (self.to,)
+
+
+@dataclass(frozen=True)
+class FailoverPlan:
+    plan_id: str
+    dead: str
+    leader: str
+    created_at: float
+    policy: str
+    moves: tuple[Move, ...]
+    status: str = "open"  # open | done
+    revision: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> bytes:
+        return json.dumps({
+            "plan_id": self.plan_id, "dead": self.dead, "leader": self.leader, "created_at": self.created_at,
+            "policy": self.policy, "status": self.status, "revision": self.revision, "notes": list(self.notes),
+            "moves": [
+                {"shard": m.shard, "from_owner": m.from_owner, "from_epoch": m.from_epoch, "to": m.to,
+                 "slices": [vars(s).copy() for s in m.slices]}
+                for m in self.moves
+            ],
+        }, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "FailoverPlan":
+        body = json.loads(data.decode())
+        moves = tuple(
+            Move(m["shard"], m["from_owner"], int(m["from_epoch"]), m.get("to"), tuple(Slice(**s) for s in m.get("slices", ())))
+            for m in body["moves"]
+        )
+        return cls(body["plan_id"], body["dead"], body["leader"], body["created_at"], body["policy"], moves,
+                   body.get("status", "open"), body.get("revision", 0), tuple(body.get("notes", ())))
+
+
+def move_is_done(move: Move, current: ShardOwnership | None) -> bool:
+    """Done when the shard moved past the planned epoch, was retired, or is gone."""
+    if current is None:
+        return True
+    if current.state in (ShardState.RETIRED, ShardState.SPLIT):
+        return True
+    return current.epoch > move.from_epoch or current.owner != move.from_owner
+
+
+def pending_moves(plan: FailoverPlan, shards: dict[str, ShardOwnership]) -> list[Move]:
+    """The moves of `plan` still to make, judged from the shards as they are now."""
+    return [move for move in plan.moves if not move_is_done(move, shards.get(move.shard))]
+
+
+class PlanStore:
+    """The `plans/` znodes. Thin I/O: every decision about a plan is elsewhere."""
+
+    def __init__(self, client, layout):
+        self.client, self.layout = client, layout
+
+    def create(self, plan: FailoverPlan) -> bool:
+        """Write a new plan; False if one for that dead incarnation exists already."""
+        try:
+            self.client.create(self.layout.plan(plan.plan_id), plan.to_json(), makepath=True)
+            return True
+        except NodeExistsError:
+            return False
+
+    def read(self, plan_id: str) -> tuple[FailoverPlan, int] | None:
+        try:
+            data, stat = self.client.get(self.layout.plan(plan_id))
+        except NoNodeError:
+            return None
+        return FailoverPlan.from_json(data), stat.version
+
+    def replace(self, plan: FailoverPlan, version: int) -> None:
+        """Versioned rewrite (a revised target, or status done)."""
+        try:
+            self.client.set(self.layout.plan(plan.plan_id), replace(plan, revision=plan.revision + 1).to_json(), version=version)
+        except BadVersionError:
+            raise OwnershipConflict(f"plan {plan.plan_id}", f"version {version}", "a newer version") from None
+
+    def all(self) -> dict[str, tuple[FailoverPlan, int]]:
+        found = {}
+        try:
+            names = self.client.get_children(self.layout.plans)
+        except NoNodeError:
+            return found
+        for name in sorted(names):
+            entry = self.read(name)
+            if entry is not None:
+                found[name] = entry
+        return found
+
+    def open_plans(self) -> dict[str, tuple[FailoverPlan, int]]:
+        return {name: entry for name, entry in self.all().items() if entry[0].status == "open"}

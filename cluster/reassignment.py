@@ -1,0 +1,112 @@
+"""What the leader does next: a pure function from what it sees to instructions.
+
+The leader (`leader.Leader`) reads the cluster into a `LeaderView`, calls `decide`,
+and carries out the instructions in order, through ZooKeeper. Because the decision
+is a function of ZooKeeper's contents alone, a new leader reading the same state
+decides the same thing: that is how it finishes a plan its predecessor started.
+
+Level-triggered, not edge-triggered: a shard is orphaned when its owner has no
+znode under `nodes/` (a dead incarnation never comes back: a returning process is a
+new incarnation). So a death the old leader never saw is still found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .heartbeat import Heartbeat
+from .ownership import ShardOwnership, ShardState
+from .planner import plan_failover
+from .plans import FailoverPlan, Move, pending_moves
+
+
+@dataclass(frozen=True)
+class LeaderView:
+    leader: str
+    at: float
+    live: dict[str, Heartbeat]             # incarnation -> its current heartbeat
+    shards: dict[str, ShardOwnership]
+    plans: dict[str, FailoverPlan]          # open plans, by plan id (= dead incarnation)
+    last_beats: dict[str, Heartbeat]        # last heartbeat the leader saw of each incarnation
+    policy: str = "whole"
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    plan: FailoverPlan
+
+
+@dataclass(frozen=True)
+class RevisePlan:
+    plan: FailoverPlan
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExecuteMove:
+    plan_id: str
+    move: Move
+
+
+@dataclass(frozen=True)
+class FinishPlan:
+    plan_id: str
+
+
+@dataclass(frozen=True)
+class RetireSplitParent:
+    shard: str
+
+
+Instruction = WritePlan | RevisePlan | ExecuteMove | FinishPlan | RetireSplitParent
+
+
+def orphans(view: LeaderView) -> dict[str, list[ShardOwnership]]:
+    """Shards whose owner is not alive, by dead owner."""
+    found: dict[str, list[ShardOwnership]] = {}
+    for shard in view.shards.values():
+        if shard.state in (ShardState.RETIRED, ShardState.SPLIT) or shard.owner is None:
+            continue
+        if shard.owner not in view.live:
+            found.setdefault(shard.owner, []).append(shard)
+    return found
+
+
+def decide(view: LeaderView) -> list[Instruction]:
+    out: list[Instruction] = []
+    survivors = sorted(view.live.values(), key=lambda beat: beat.incarnation)
+    orphaned = orphans(view)
+    for dead in sorted(orphaned):
+        shards = orphaned[dead]
+        plan = view.plans.get(dead)
+        fresh = plan_failover(
+            dead, shards, survivors, plan_id=dead, leader=view.leader, at=view.at,
+            policy=view.policy, last_beat=view.last_beats.get(dead),
+        )
+        if plan is None:
+            if not fresh.moves:
+                continue  # nobody eligible yet; decided again on the next change
+            out.append(WritePlan(fresh))
+            plan = fresh
+        else:
+            pending = pending_moves(plan, view.shards)
+            planned = {move.shard for move in pending}
+            dead_targets = [m for m in pending if any(t not in view.live for t in m.targets)]
+            uncovered = [s.shard for s in shards if s.shard not in planned]
+            if dead_targets or uncovered:
+                reason = (f"targets gone: {sorted({t for m in dead_targets for t in m.targets if t not in view.live})}; "
+                          f"shards not planned: {sorted(uncovered)}")
+                plan = replace(fresh, created_at=plan.created_at, revision=plan.revision, notes=plan.notes + (reason,))
+                out.append(RevisePlan(plan, reason))
+        for move in pending_moves(plan, view.shards):
+            if all(target in view.live for target in move.targets):
+                out.append(ExecuteMove(plan.plan_id, move))
+    for plan_id, plan in sorted(view.plans.items()):
+        if plan_id not in orphaned and not pending_moves(plan, view.shards):
+            out.append(FinishPlan(plan_id))
+    for shard in sorted(view.shards.values(), key=lambda s: s.shard):
+        if shard.state is ShardState.SPLIT:
+            children = [view.shards.get(child) for child in shard.children]
+            if all(child is not None and child.seeded for child in children):
+                out.append(RetireSplitParent(shard.shard))
+    return out

@@ -1,0 +1,118 @@
+"""The scoring function and the failover planner, without ZooKeeper."""
+
+import zlib
+
+import pytest
+
+from cluster import ownership as own
+from cluster.heartbeat import Heartbeat, QueueLoad
+from cluster.ownership import HASH_SPACE
+from cluster.planner import DISK_UNIT, MIN_FREE_DISK, QUEUE_UNIT, plan_failover, rank, score
+
+GIB = 1 << 30
+
+
+def beat(name, *, weight=1.0, cpu=0.0, threads=0, max_threads=4, queued=0, queued_bytes=0, disk=100 * GIB, shards=()):
+    return Heartbeat(name.split("-")[0], name, int(name.split("-")[1]), queues={"q": QueueLoad(queued, queued_bytes)},
+                     active_threads=threads, max_threads=max_threads, cpu=cpu, free_disk=disk,
+                     capacity_weight=weight, owned_shards=tuple(shards))
+
+
+def test_score_matches_its_documented_formula():
+    b = beat("a-1", weight=2.0, cpu=0.5, threads=1, max_threads=4, queued=QUEUE_UNIT, queued_bytes=0, disk=DISK_UNIT)
+    headroom = ((1 - 1 / 4) + (1 - 0.5)) / 2
+    assert score(b) == pytest.approx(2.0 * headroom * (1 / 2) * (1 / 2))
+
+
+@pytest.mark.parametrize("better, worse", [
+    (dict(weight=2.0), dict(weight=1.0)),
+    (dict(cpu=0.1), dict(cpu=0.9)),
+    (dict(threads=0), dict(threads=4)),
+    (dict(queued=10), dict(queued=50_000)),
+    (dict(queued_bytes=0), dict(queued_bytes=5 * GIB)),
+    (dict(disk=500 * GIB), dict(disk=2 * GIB)),
+])
+def test_each_factor_moves_the_score_the_documented_way(better, worse):
+    assert score(beat("a-1", **better)) > score(beat("a-1", **worse))
+
+
+def test_a_saturated_node_stays_eligible_but_a_full_disk_does_not():
+    assert score(beat("a-1", cpu=1.0, threads=4)) > 0
+    assert score(beat("a-1", disk=MIN_FREE_DISK - 1)) == 0.0
+    assert score(beat("a-1", weight=0)) == 0.0
+
+
+def test_ties_are_broken_by_queue_depth_then_incarnation_id():
+    same = [beat("c-3"), beat("a-1"), beat("b-2")]
+    assert [c.incarnation for c in rank(same)] == ["a-1", "b-2", "c-3"]
+    assert [c.incarnation for c in rank(list(reversed(same)))] == ["a-1", "b-2", "c-3"]
+
+
+def test_rank_is_independent_of_input_order_and_excludes():
+    beats = [beat("a-1", weight=1), beat("b-2", weight=3), beat("c-3", weight=2)]
+    assert [c.incarnation for c in rank(beats)] == ["b-2", "c-3", "a-1"]
+    assert [c.incarnation for c in rank(beats, exclude={"b-2"})] == ["c-3", "a-1"]
+
+
+def dead_shards(dead="d-9", count=1):
+    shards = [own.new_shard(dead, dead, 9, at=0.0)]
+    for index in range(1, count):
+        adopted = own.adopted(own.reassign(own.new_shard(f"x-{index}", f"x-{index}", index, at=0), dead, expected_epoch=index, at=1), dead, index + 1, at=2)
+        shards.append(adopted)
+    return shards
+
+
+def test_whole_gives_the_dead_nodes_shard_to_the_best_survivor():
+    plan = plan_failover("d-9", dead_shards(), [beat("a-1", weight=1), beat("b-2", weight=3)], plan_id="d-9", leader="a-1", at=5.0)
+    assert [(m.shard, m.from_owner, m.from_epoch, m.to) for m in plan.moves] == [("d-9", "d-9", 9, "b-2")]
+
+
+def test_whole_spreads_several_shards_over_equal_survivors():
+    plan = plan_failover("d-9", dead_shards(count=2), [beat("a-1"), beat("b-2")], plan_id="d-9", leader="a-1", at=5.0,
+                         last_beat=beat("d-9", queued=5000, shards=("d-9", "x-1")))
+    assert sorted(m.to for m in plan.moves) == ["a-1", "b-2"]
+
+
+def test_plan_skips_shards_of_others_retired_ones_and_the_dead_itself():
+    retired = own.retire(own.new_shard("d-9", "d-9", 9, at=0), "d-9", 9, at=1)
+    other = own.new_shard("a-1", "a-1", 1, at=0)
+    plan = plan_failover("d-9", [retired, other], [beat("a-1"), beat("d-9")], plan_id="p", leader="a-1", at=1.0)
+    assert plan.moves == ()
+
+
+def test_no_eligible_survivor_means_no_move():
+    plan = plan_failover("d-9", dead_shards(), [beat("a-1", disk=0)], plan_id="p", leader="a-1", at=1.0)
+    assert plan.moves == ()
+
+
+def test_unknown_policy_is_an_error():
+    with pytest.raises(ValueError, match="unknown failover policy"):
+        plan_failover("d-9", dead_shards(), [beat("a-1")], plan_id="p", leader="a-1", at=1.0, policy="spread")
+
+
+def test_divvy_splits_in_proportion_to_score_and_covers_the_hash_space():
+    survivors = [beat("a-1", weight=1), beat("b-2", weight=3), beat("c-3", weight=0, disk=0)]
+    plan = plan_failover("d-9", dead_shards(), survivors, plan_id="d-9", leader="a-1", at=5.0, policy="divvy")
+    (move,) = plan.moves
+    assert move.to is None and [s.owner for s in move.slices] == ["b-2", "a-1"]
+    assert move.slices[0].low == 0 and move.slices[-1].high == HASH_SPACE
+    assert all(a.high == b.low for a, b in zip(move.slices, move.slices[1:]))
+    widths = [s.high - s.low for s in move.slices]
+    assert widths[0] / HASH_SPACE == pytest.approx(0.75, abs=1e-6)
+    assert len({s.child for s in move.slices}) == 2 and all(s.child.startswith("d-9.e10s") for s in move.slices)
+
+
+def test_divvy_assigns_every_flowfile_id_to_exactly_one_slice():
+    survivors = [beat(f"n{i}-{i}", weight=w) for i, w in enumerate([1, 2, 3, 5], start=1)]
+    (move,) = plan_failover("d-9", dead_shards(), survivors, plan_id="p", leader="n1-1", at=1.0, policy="divvy", max_slices=4).moves
+    for index in range(2000):
+        h = zlib.crc32(f"flowfile-{index}".encode())
+        assert sum(1 for s in move.slices if s.low <= h < s.high) == 1
+
+
+def test_divvy_with_one_survivor_or_of_a_child_moves_whole():
+    plan = plan_failover("d-9", dead_shards(), [beat("a-1")], plan_id="p", leader="a-1", at=1.0, policy="divvy")
+    assert plan.moves[0].to == "a-1" and plan.moves[0].slices == ()
+    _, (child, _) = own.split(own.new_shard("x-1", "x-1", 1, at=0), [("x-1.e2s0", "d-9", 0, 5), ("x-1.e2s1", "b-2", 5, HASH_SPACE)], expected_epoch=1, at=1)
+    plan = plan_failover("d-9", [child], [beat("a-1"), beat("b-2")], plan_id="p", leader="a-1", at=1.0, policy="divvy")
+    assert plan.moves[0].to is not None and plan.moves[0].slices == ()
