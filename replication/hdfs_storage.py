@@ -173,15 +173,26 @@ class HdfsWritableFile:
         self.close()
 
 
+# hdfs-native's own defaults keep retrying an unreachable NameNode or DataNode for
+# minutes, holding a commit (and a session) that long. A node would rather fail fast,
+# roll the session back and retry the whole commit: these bound one attempt to seconds.
+FAIL_FAST_CONFIG = {
+    "dfs.client.failover.max.attempts": "1",
+    "dfs.client.failover.sleep.base.millis": "100",
+    "dfs.client.failover.sleep.max.millis": "200",
+    "dfs.client.socket-timeout": "10000",
+}
+
+
 class HdfsStorage:
-    """The storage protocol on HDFS. `url` is `hdfs://host:port`; `config` holds extra
-    client settings (dfs.* keys), passed to hdfs-native unchanged."""
+    """The storage protocol on HDFS. `url` is `hdfs://host:port`; `config` holds client
+    settings (dfs.* keys) passed to hdfs-native, over the defaults of FAIL_FAST_CONFIG."""
 
     scheme = "hdfs"
 
     def __init__(self, url: str, config: dict[str, str] | None = None):
         self.url = url.rstrip("/")
-        self._config = dict(config or {})
+        self._config = {**FAIL_FAST_CONFIG, **(config or {})}
         self._client = hdfs_native.Client(self.url, self._config)
         self._arrow = None
         self._arrow_lock = threading.Lock()

@@ -97,6 +97,10 @@ class HdfsCluster:
             tail = self.namenode.log_tail(15) if self.namenode else ""
             raise ServiceError(f"HDFS did not become healthy: {error}. NameNode log ({self.namenode.log_path}):\n{tail}") from None
 
+    def running_datanodes(self) -> int:
+        """DataNodes whose process runs (a killed one stays down until restarted)."""
+        return sum(1 for datanode in self.datanodes if datanode.alive())
+
     def healthy(self) -> bool:
         try:
             return self._live_datanodes() == self.datanode_count and not self._in_safe_mode()
@@ -136,7 +140,8 @@ class HdfsCluster:
         # The NameNode may still count the old incarnation as live, so also wait for
         # the new process to serve its own IPC port.
         wait_until(lambda: port_open(self.ports[f"dn{index}_ipc"]), timeout, f"DataNode {index} to serve again")
-        self.wait_healthy(timeout)
+        # Other DataNodes may still be down on purpose: wait for the ones that run.
+        self.wait_healthy(timeout, live_datanodes=self.running_datanodes())
 
     def restart_namenode(self, timeout: float = 120.0) -> None:
         self.namenode.stop()
