@@ -4,14 +4,16 @@ FROM debian:bookworm-slim AS jars
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven ca-certificates \
  && rm -rf /var/lib/apt/lists/*
-# Behind a TLS-intercepting proxy, put its CA bundle in the build context and pass
-# --build-arg EXTRA_CA_BUNDLE=path/in/context; it is added to Java's trust store.
-ARG EXTRA_CA_BUNDLE=""
 COPY cluster/services/hadoop/pom.xml /build/pom.xml
-COPY ${EXTRA_CA_BUNDLE:-cluster/services/hadoop/pom.xml} /build/extra-ca
-RUN if [ -n "$EXTRA_CA_BUNDLE" ]; then \
-      csplit -s -z -f /build/ca- /build/extra-ca '/-----BEGIN CERTIFICATE-----/' '{*}' ; \
-      for cert in /build/ca-*; do keytool -importcert -noprompt -cacerts -storepass changeit -alias "$(basename $cert)" -file "$cert" >/dev/null 2>&1 || true; done ; \
+# Behind a TLS-intercepting proxy, Maven needs the proxy's CA. docker-compose.yml passes
+# the file named by $CUSTODY_CA_BUNDLE (default: none) as the build secret `ca_bundle`;
+# its certificates are added to Java's trust store for this build stage only.
+RUN --mount=type=secret,id=ca_bundle \
+    if [ -s /run/secrets/ca_bundle ]; then \
+      cd /tmp && csplit -s -z -f extra-ca- /run/secrets/ca_bundle '/-----BEGIN CERTIFICATE-----/' '{*}' \
+      && for cert in extra-ca-*; do \
+           keytool -importcert -noprompt -cacerts -storepass changeit -alias "custody-$cert" -file "$cert" >/dev/null; \
+         done; \
     fi \
  && mvn -q -B -f /build/pom.xml dependency:copy-dependencies -DoutputDirectory=/opt/hadoop/jars -DincludeScope=runtime
 
