@@ -1,0 +1,157 @@
+"""Open a shard for its owner: a node's own new shard, or one it adopts (design step 5).
+
+Adopting a whole shard: fence it (`fencing.fence`); the handle then opens its WAL
+from the fenced directory at the new epoch, and the runtime recovers it. Recovery
+sees journals of an older epoch and checkpoints at once, which re-stamps the WAL
+with the new epoch: from then on a stale writer's frames would be refused
+(`StaleEpochError`) as well as fenced.
+
+Adopting a divvy slice (a child shard with a `source`): fence the *parent* at the
+parent's new epoch (idempotent: every child does it, the first one renames), read
+the parent's fenced WAL read-only (it is never opened for writing, so it stays
+exactly as the dead owner left it), and copy into the child's own WAL the FlowFiles
+whose crc32(id) is in the child's range, and the swap files whose crc32 of their
+location relative to the shard directory is, byte for byte, without loading them. The child is "seeded" by the
+compare-and-set that marks it adopted; until then nothing of it is processed, and a
+new adopter of an unseeded child throws the partial copy away and copies again. A
+seeded child is adopted like any whole shard, from its own WAL. Every FlowFile is in
+exactly one range, so exactly one child ever processes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from dataclasses import dataclass
+
+from repositories.flowfile import FlowFileSerDe, Put, SwapOut, WriteAheadLog, list_wal_files, read_state
+
+from .fencing import FenceHooks, fence
+from .layout import FENCED_MARK, ClusterLayout
+from .ownership import ShardOwnership
+from .runtime import ShardHandle
+
+log = logging.getLogger(__name__)
+COPY_BATCH = 1000
+
+
+@dataclass
+class WalOptions:
+    partitions: int = 2
+    checkpoint_interval: float | None = 120.0
+    hooks: object = None
+
+
+def slice_hash(key: str) -> int:
+    return zlib.crc32(key.encode())
+
+
+def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions) -> ShardHandle:
+    """A node's new shard at its incarnation epoch: an empty directory it creates."""
+    directory = layout.shard_directory(ownership.shard)
+    storage.mkdir(directory)
+    storage.mkdir(layout.swap_directory(directory))
+    return _handle(storage, layout, ownership, directory, options, home=True)
+
+
+def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions, *,
+                sleep=time.sleep, fence_hooks: FenceHooks | None = None, fence_first_wait: float = 0.5) -> ShardHandle:
+    """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`) and
+    return its handle. For an unseeded divvy slice, also seed its WAL."""
+    started = time.monotonic()
+    if ownership.source is not None and not ownership.seeded:
+        return _adopt_slice(storage, layout, ownership, options, sleep=sleep, fence_hooks=fence_hooks, fence_first_wait=fence_first_wait)
+    report = fence(storage, layout, ownership.shard, ownership.epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
+    directory = report.directory
+    swap = layout.swap_directory(directory)
+    if not storage.exists(swap):
+        storage.mkdir(swap)
+    log.info("fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
+             ownership.shard, ownership.epoch, directory, len(report.files), report.recover_calls, report.waited,
+             time.monotonic() - started)
+    return _handle(storage, layout, ownership, directory, options, home=False,
+                   notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s"])
+
+
+def _handle(storage, layout, ownership, directory, options, *, home, notes=()) -> ShardHandle:
+    wal_directory = layout.wal_directory(directory)
+    return ShardHandle(ownership, directory, layout.shard_directory(ownership.shard),
+                       lambda: _open_wal(storage, wal_directory, ownership.epoch, options), storage, home,
+                       notes=list(notes))
+
+
+def _adopt_slice(storage, layout, ownership, options, *, sleep, fence_hooks, fence_first_wait) -> ShardHandle:
+    source = ownership.source
+    parent = fence(storage, layout, source.parent, source.parent_epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
+    own = fence(storage, layout, ownership.shard, ownership.epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
+    directory = own.directory
+    # Not seeded: whatever a crashed earlier adopter copied here is discarded.
+    for entry in storage.list(directory):
+        storage.delete(entry.path, recursive=True)
+    swap = layout.swap_directory(directory)
+    storage.mkdir(swap)
+    parent_wal = layout.wal_directory(parent.directory)
+    records: dict = {}
+    swap_files: dict = {}
+    if storage.exists(parent_wal):
+        # Read-only: the parent's WAL is never opened for writing, so it stays exactly
+        # as its dead owner left it, for every sibling slice and every retry.
+        state = read_state(storage, parent_wal, list_wal_files(storage, parent_wal), FlowFileSerDe(), None)
+        records, swap_files = state.records, state.swap_files
+    parent_original = layout.shard_directory(source.parent)
+    mine = [record for record_id, record in sorted(records.items()) if source.contains(slice_hash(record_id))]
+    my_swaps = []
+    for location, swap_file in sorted(swap_files.items()):
+        if not source.contains(slice_hash(_relative(location, parent_original))):
+            continue
+        relative = _relative(location, parent_original)
+        target = f"{directory}/{relative}"
+        _copy_file(storage, f"{parent.directory}/{relative}", target)
+        my_swaps.append(swap_file._replace(location=target))
+    wal = _open_wal(storage, layout.wal_directory(directory), ownership.epoch, options)
+    try:
+        wal.recover()
+        updates = [Put(record) for record in mine] + [SwapOut(swap_file, ()) for swap_file in my_swaps]
+        for start in range(0, len(updates), COPY_BATCH):
+            wal.update(updates[start:start + COPY_BATCH])
+        wal.checkpoint()
+    finally:
+        wal.close()
+    log.info("seeded slice %s [%d, %d) of %s: %d of %d FlowFiles, %d of %d swap files",
+             ownership.shard, source.low, source.high, source.parent, len(mine), len(records), len(my_swaps), len(swap_files))
+    return _handle(storage, layout, ownership, directory, options, home=False, notes=[f"slice of {source.parent}"])
+
+
+def _relative(location: str, original: str) -> str:
+    """`swap/x` for a location under the shard's original or any fenced directory.
+    Hashing the relative name keeps a swap file in the same slice whatever the
+    directory was called when it was written."""
+    if location.startswith(original + "/"):
+        return location[len(original) + 1:]
+    if location.startswith(original + FENCED_MARK):
+        _, slash, tail = location[len(original) + len(FENCED_MARK):].partition("/")
+        if slash:
+            return tail
+    return location.lstrip("/")
+
+
+def _copy_file(storage, source: str, target: str, chunk: int = 8 << 20) -> None:
+    parent_dir = target.rsplit("/", 1)[0]
+    if not storage.exists(parent_dir):
+        storage.mkdir(parent_dir, parents=True)
+    size = storage.status(source).length
+    with storage.create(target, overwrite=True) as out:
+        offset = 0
+        while offset < size:
+            data = storage.read(source, offset, chunk)
+            if not data:
+                break
+            out.write(data)
+            offset += len(data)
+        out.sync()
+
+
+def _open_wal(storage, directory: str, epoch: int, options: WalOptions) -> WriteAheadLog:
+    return WriteAheadLog(storage, directory, partitions=options.partitions, epoch=epoch,
+                         checkpoint_interval=options.checkpoint_interval, hooks=options.hooks)

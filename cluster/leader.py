@@ -1,0 +1,206 @@
+"""The leader: kazoo's `Election` on `leader/`, and a thin runner around
+`reassignment.decide`.
+
+While it leads, it watches `nodes/` and `shards/` (kazoo ChildrenWatch) and, on any
+change or every `period` seconds, reads the cluster, decides, and carries out the
+instructions in order: write the plan first, then the moves (each a
+compare-and-set), then mark the plan done. A leader that dies between any two of
+these leaves ZooKeeper in a state from which the next leader's `decide` continues.
+
+Named fault seams (`LeaderHooks`) let a test stop the leader right after a plan
+was written or between two moves, and kill it there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from .errors import ClusterError, OwnershipConflict
+from .membership import read_members
+from .plans import PlanStore
+from .reassignment import (
+    ExecuteMove,
+    FinishPlan,
+    LeaderView,
+    RetireSplitParent,
+    RevisePlan,
+    WritePlan,
+    decide,
+)
+from .shard_registry import ShardRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LeaderHooks:
+    plan_written: Callable[[str], None] = lambda plan_id: None
+    before_move: Callable[[str, str], None] = lambda plan_id, shard: None
+    after_move: Callable[[str, str], None] = lambda plan_id, shard: None
+
+
+@dataclass
+class LeaderEvent:
+    """One entry of the leader's bounded story: what it saw and did, and when."""
+
+    at: float
+    kind: str
+    detail: str
+
+
+class Leader:
+    """Lock plan: `_changed` (an Event) is the only state shared with kazoo's watch
+    threads; everything else is touched by the election thread alone."""
+
+    def __init__(self, client, layout, incarnation: str, *, policy: str = "whole", period: float = 1.0,
+                 may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
+                 wall_clock=time.time, story_limit: int = 200):
+        self.client, self.layout, self.incarnation = client, layout, incarnation
+        self.policy, self.period = policy, period
+        self._may_act = may_act
+        self.hooks = hooks or LeaderHooks()
+        self._wall_clock = wall_clock
+        self.registry = ShardRegistry(client, layout, wall_clock=wall_clock)
+        self.plans = PlanStore(client, layout)
+        self.election = client.Election(layout.leader, identifier=incarnation)
+        self.leading = threading.Event()
+        self._stopped = threading.Event()
+        self._changed = threading.Event()
+        self._deposed = threading.Event()
+        self._last_beats: dict = {}
+        self.story: list[LeaderEvent] = []
+        self._story_limit = story_limit
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._campaign, name=f"leader {self.incarnation}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._changed.set()
+        try:
+            self.election.cancel()
+        except Exception:  # noqa: BLE001 - the session may be gone already
+            pass
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    # -- the election --------------------------------------------------------------------
+    def _campaign(self) -> None:
+        try:
+            self.election.run(self._lead)
+        except Exception as error:  # noqa: BLE001 - session lost while contending
+            if not self._stopped.is_set():
+                log.warning("leader election of %s ended: %s", self.incarnation, error)
+
+    def _lead(self) -> None:
+        from kazoo.protocol.states import KazooState
+
+        def on_state(state):
+            # The election's lock node died with the session: so did this leadership.
+            if state == KazooState.LOST:
+                self._deposed.set()
+                self._changed.set()
+                return True
+            return False
+
+        self.client.add_listener(on_state)
+        self.leading.set()
+        self._record("elected", self.incarnation)
+        log.info("%s is the leader", self.incarnation)
+        for path in self.layout.zookeeper_paths():
+            self.client.ensure_path(path)
+        self.client.ChildrenWatch(self.layout.nodes, self._on_change)
+        self.client.ChildrenWatch(self.layout.shards, self._on_change)
+        try:
+            while not self._stopped.is_set() and not self._deposed.is_set():
+                self._changed.wait(self.period)
+                self._changed.clear()
+                if self._stopped.is_set() or self._deposed.is_set():
+                    break
+                if not self._may_act():
+                    continue
+                try:
+                    self.step()
+                except (ClusterError, Exception) as error:  # noqa: BLE001 - decide again on the next change
+                    log.warning("leader step failed, deciding again: %s", error)
+                    self._record("step-failed", str(error))
+        finally:
+            self.leading.clear()
+            self.client.remove_listener(on_state)
+            if self._deposed.is_set():
+                log.warning("%s lost its session: it is no longer the leader", self.incarnation)
+                self._record("deposed", "session lost")
+
+    def _on_change(self, children) -> bool | None:
+        self._changed.set()
+        return False if self._stopped.is_set() else None
+
+    # -- one decision ------------------------------------------------------------------------
+    def read_view(self) -> LeaderView:
+        # Shards first, members second: a shard created after the shard listing is not
+        # seen, and a shard that was seen has an owner that joined before it, which the
+        # later member listing therefore includes. A live owner is never taken for dead.
+        shards = {name: entry[0] for name, entry in self.registry.all().items()}
+        live = read_members(self.client, self.layout)
+        self._last_beats.update(live)
+        plans = {name: entry[0] for name, entry in self.plans.open_plans().items()}
+        return LeaderView(self.incarnation, self._wall_clock(), live, shards, plans, dict(self._last_beats), self.policy)
+
+    def step(self) -> list:
+        view = self.read_view()
+        instructions = decide(view)
+        for instruction in instructions:
+            if self._stopped.is_set() or self._deposed.is_set() or not self._may_act():
+                break
+            if not self._carry_out(instruction):
+                break  # the world changed under us: read it again
+        return instructions
+
+    def _carry_out(self, instruction) -> bool:
+        if isinstance(instruction, WritePlan):
+            plan = instruction.plan
+            if not self.plans.create(plan):
+                return False
+            self._record("plan", f"{plan.plan_id}: {[(m.shard, m.targets) for m in plan.moves]}")
+            log.info("plan %s written: %s", plan.plan_id, [(m.shard, m.targets) for m in plan.moves])
+            self.hooks.plan_written(plan.plan_id)
+        elif isinstance(instruction, RevisePlan):
+            entry = self.plans.read(instruction.plan.plan_id)
+            if entry is None:
+                return False
+            self.plans.replace(replace(instruction.plan, leader=self.incarnation), entry[1])
+            self._record("revise", f"{instruction.plan.plan_id}: {instruction.reason}")
+        elif isinstance(instruction, ExecuteMove):
+            move = instruction.move
+            # Belt and braces: the owner's znode must really be gone right now.
+            if self.client.exists(self.layout.node(move.from_owner)) is not None:
+                log.warning("not moving %s: its owner %s is alive again", move.shard, move.from_owner)
+                return False
+            self.hooks.before_move(instruction.plan_id, move.shard)
+            try:
+                self.registry.move(move)
+            except OwnershipConflict as error:
+                log.info("move of %s lost a race: %s", move.shard, error)
+                return False
+            self._record("move", f"{move.shard} epoch {move.from_epoch}->{move.from_epoch + 1} to {move.targets}")
+            log.info("moved shard %s from %s to %s at epoch %d", move.shard, move.from_owner, move.targets, move.from_epoch + 1)
+            self.hooks.after_move(instruction.plan_id, move.shard)
+        elif isinstance(instruction, FinishPlan):
+            entry = self.plans.read(instruction.plan_id)
+            if entry is not None and entry[0].status == "open":
+                self.plans.replace(replace(entry[0], status="done"), entry[1])
+                self._record("done", instruction.plan_id)
+        elif isinstance(instruction, RetireSplitParent):
+            self.registry.retire_split_parent(instruction.shard)
+            self._record("retire-split", instruction.shard)
+        return True
+
+    def _record(self, kind: str, detail: str) -> None:
+        self.story.append(LeaderEvent(self._wall_clock(), kind, detail))
+        del self.story[: -self._story_limit]

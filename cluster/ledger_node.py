@@ -1,0 +1,132 @@
+"""A clustered node running the ledger workload (`ledger_runtime`), one incarnation
+after another: the process the cluster tests and drills start, kill, freeze and
+thaw. Until the flow engine is wired into clustered nodes, it is also the way to
+see the cluster core work end to end:
+
+    python -m cluster.ledger_node --zk HOSTS/chroot --cluster c1 --node n1 \\
+        --hdfs hdfs://127.0.0.1:8020 --hdfs-root /custody --sink /tmp/sink
+
+It prints one JSON object per line on stdout for each event (joined, adopted,
+rejected write, dead, ...), so a test can wait on conditions instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+from .adoption import WalOptions
+from .ledger_runtime import LedgerRuntime
+from .member import ClusterMember, MemberConfig
+
+_print_lock = threading.Lock()
+
+
+def emit(kind: str, **fields) -> None:
+    with _print_lock:
+        sys.stdout.write(json.dumps({"event": kind, "at": time.time(), "pid": os.getpid(), **fields}) + "\n")
+        sys.stdout.flush()
+
+
+class FreezeBeforeSync:
+    """WAL fault seam: SIGSTOP this very process inside the `after`-th sync, after
+    the bytes were handed to HDFS and before hsync, so it thaws as a zombie whose
+    next hsync must be rejected."""
+
+    def __init__(self, after: int):
+        self.after, self.count = after, 0
+
+    def before_sync(self, path: str) -> None:
+        self.count += 1
+        if self.count == self.after:
+            emit("freezing", path=path)
+            os.kill(os.getpid(), signal.SIGSTOP)
+            emit("thawed", path=path)
+
+
+def parse(argv=None):
+    parser = argparse.ArgumentParser(prog="cluster.ledger_node")
+    parser.add_argument("--zk", required=True)
+    parser.add_argument("--cluster", required=True)
+    parser.add_argument("--node", required=True)
+    parser.add_argument("--hdfs", required=True, help="hdfs://host:port")
+    parser.add_argument("--hdfs-root", default="/custody")
+    parser.add_argument("--sink", required=True)
+    parser.add_argument("--session-timeout", type=float, default=4.0)
+    parser.add_argument("--weight", type=float, default=1.0)
+    parser.add_argument("--policy", default="whole")
+    parser.add_argument("--admit-limit", type=int, default=200, help="records each incarnation admits (0: none, -1: no limit)")
+    parser.add_argument("--no-lead", action="store_true", help="never campaign for leadership")
+    parser.add_argument("--once", action="store_true", help="exit when the incarnation dies instead of rejoining")
+    parser.add_argument("--freeze-in-sync", type=int, default=0, help="SIGSTOP self inside the Nth WAL sync")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format=f"%(asctime)s %(levelname)s [{args.node}] %(name)s: %(message)s")
+    from replication.hdfs_storage import HdfsStorage
+
+    storage = HdfsStorage(args.hdfs)
+    hooks = FreezeBeforeSync(args.freeze_in_sync) if args.freeze_in_sync else None
+    while True:
+        config = MemberConfig(zk_hosts=args.zk, cluster=args.cluster, node=args.node,
+                              session_timeout=args.session_timeout, hdfs_root=args.hdfs_root,
+                              capacity_weight=args.weight, policy=args.policy, lead=not args.no_lead,
+                              heartbeat_interval=args.session_timeout / 4,
+                              wal=WalOptions(partitions=1, checkpoint_interval=None, hooks=hooks))
+        holder: dict = {}
+
+        def factory(handle):
+            return LedgerRuntime(handle, args.sink, incarnation=holder["member"].incarnation.id,
+                                 admit_limit=args.admit_limit, events=emit)
+
+        member = ClusterMember(config, storage, factory)
+        holder["member"] = member
+        try:
+            incarnation = member.start()
+        except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum: try again
+            emit("start-failed", error=str(error)[:300])
+            member.stop(leave=False)
+            time.sleep(1.0)  # retry pacing while ZooKeeper has no quorum
+            continue
+        emit("joined", incarnation=incarnation.id, epoch=incarnation.epoch)
+        _report(member)
+        member.wait_dead()
+        emit("dead", incarnation=incarnation.id, reason=member.death_reason[:300])
+        if args.once:
+            return 0
+
+
+def _report(member: ClusterMember) -> None:
+    """Emit adoption and leadership events as they happen (for the tests' timings)."""
+    def watch():
+        seen_adopted, seen_retired, leading = set(), set(), False
+        while not member.dead.is_set():
+            for key, at in list(member.timeline.adopted.items()):
+                if key not in seen_adopted:
+                    seen_adopted.add(key)
+                    emit("adopted", incarnation=member.incarnation.id, shard=key, adopted_at=at,
+                         seen_at=member.timeline.adopting_seen.get(key))
+            for key, at in list(member.timeline.retired.items()):
+                if key not in seen_retired:
+                    seen_retired.add(key)
+                    emit("retired", incarnation=member.incarnation.id, shard=key, retired_at=at)
+            now_leading = member.leader is not None and member.leader.leading.is_set()
+            if now_leading != leading:
+                leading = now_leading
+                emit("leader" if leading else "not-leader", incarnation=member.incarnation.id)
+            member.dead.wait(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

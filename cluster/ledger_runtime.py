@@ -1,0 +1,225 @@
+"""`LedgerRuntime`: a flow-less `ShardRuntime` for drills and the cluster's own tests.
+
+Until the flow engine is wired into clustered nodes, this is the workload that runs
+on a shard: a home shard admits uniquely-numbered FlowFile records (a durable WAL
+`Put` each), and every shard delivers its records to an idempotent sink (a file
+named by the record id, written under a temporary name and renamed) and then
+finishes them (a durable WAL `Delete`). Three append-only logs in the sink
+directory let a checker count lost, duplicated and unexpected ids:
+
+    admitting.log   id before its Put is committed
+    admitted.log    id after its Put returned (durable)
+    finished.log    "id shard epoch incarnation" after its Delete returned
+
+Exactly once means: every admitted id is finished exactly once; nothing is finished
+that was never admitting; every finished id has its sink file.
+
+Every WAL write first asks the node's session guard (`handle.gate.check()`); a write
+HDFS rejects (a fenced zombie's `LeaseLost`) or the WAL refuses (`StaleEpochError`,
+a poisoned journal) stops the runtime and is logged as one line: "rejected write".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections import OrderedDict
+
+from repositories.flowfile import Delete, FlowFileRecord, Put
+
+from .errors import ClusterError, SessionExpiredError
+from .heartbeat import QueueLoad
+
+log = logging.getLogger(__name__)
+QUEUE = "ledger"
+
+
+def append_line(path: str, line: str) -> None:
+    # One write() of a short line with O_APPEND: lines of concurrent writers never interleave.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+class LedgerRuntime:
+    """Lock plan: `_lock` guards `_pending` and the flags; WAL and sink I/O run outside it,
+    on the runtime's own threads (one admitting, one delivering)."""
+
+    def __init__(self, handle, sink: str, *, incarnation: str, admit_limit: int = 0, admit_batch: int = 5,
+                 admit_interval: float = 0.05, deliver_interval: float = 0.01, events=None):
+        self.handle, self.sink, self.incarnation = handle, sink, incarnation
+        self.admit_limit, self.admit_batch = admit_limit, admit_batch
+        self.admit_interval, self.deliver_interval = admit_interval, deliver_interval
+        self.events = events or (lambda kind, **fields: None)
+        self.wal = None
+        self._pending: OrderedDict[str, FlowFileRecord] = OrderedDict()
+        self._lock = threading.Lock()
+        self._paused = threading.Event()
+        self._stopped = threading.Event()
+        self._abort = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._admitted = 0
+        self.delivered = 0
+        self.rejected: str | None = None
+
+    # -- ShardRuntime -----------------------------------------------------------------
+    def recover(self) -> None:
+        self.wal = self.handle.open_wal()
+        records = self.wal.recover()
+        with self._lock:
+            for record_id, record in sorted(records.items(), key=lambda item: item[1].entry_date):
+                if record.queue == QUEUE:
+                    self._pending[record_id] = record
+        self.events("recovered", shard=self.handle.shard, epoch=self.handle.epoch, records=len(self._pending))
+
+    def start(self) -> None:
+        os.makedirs(self.sink, exist_ok=True)
+        if self.handle.home and self.admit_limit != 0:
+            self._spawn(self._admit_loop, "admit")
+        self._spawn(self._deliver_loop, "deliver")
+
+    def pause(self) -> None:
+        self._paused.set()
+
+    def resume(self) -> None:
+        self._abort.clear()
+        self._paused.clear()
+
+    def abort_open_sessions(self) -> None:
+        self._abort.set()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=10)
+        wal, self.wal = self.wal, None
+        if wal is not None:
+            try:
+                wal.close()
+            except Exception as error:  # noqa: BLE001 - a fenced WAL refuses its last sync
+                log.info("closing the WAL of %s: %s", self.handle.shard, error)
+
+    def drained(self) -> bool:
+        with self._lock:
+            return not self._pending and not self.handle.home
+
+    def load(self) -> dict:
+        with self._lock:
+            return {QUEUE: QueueLoad(len(self._pending), 0)}
+
+    def active_threads(self) -> int:
+        return sum(1 for thread in self._threads if thread.is_alive())
+
+    # -- work ------------------------------------------------------------------------
+    def _may_work(self) -> bool:
+        return not self._paused.is_set() and not self._stopped.is_set()
+
+    def _admit_loop(self) -> None:
+        sequence = 0
+        while not self._stopped.wait(self.admit_interval):
+            if self.admit_limit > 0 and self._admitted >= self.admit_limit:
+                return
+            if not self._may_work():
+                continue
+            batch = []
+            for _ in range(self.admit_batch):
+                sequence += 1
+                record_id = f"{self.incarnation}.{sequence}"
+                batch.append(FlowFileRecord(record_id, {"source": self.incarnation}, None, QUEUE, 0, sequence, sequence))
+            for record in batch:
+                append_line(os.path.join(self.sink, "admitting.log"), record.id)
+            if not self._commit([Put(record) for record in batch], "admit"):
+                return
+            with self._lock:
+                for record in batch:
+                    self._pending[record.id] = record
+            for record in batch:
+                append_line(os.path.join(self.sink, "admitted.log"), record.id)
+            self._admitted += len(batch)
+
+    def _deliver_loop(self) -> None:
+        while not self._stopped.is_set():
+            with self._lock:
+                record = next(iter(self._pending.values()), None)
+            if record is None or not self._may_work():
+                self._stopped.wait(self.deliver_interval * 5)
+                continue
+            self._abort.clear()
+            # Idempotent sink: temporary name, then rename to the id's own name, so a
+            # zombie's half-finished delivery and the adopter's retry collapse into one.
+            temporary = os.path.join(self.sink, f".tmp-{uuid.uuid4().hex}")
+            with open(temporary, "w") as out:
+                out.write(record.id)
+            os.replace(temporary, os.path.join(self.sink, f"out-{record.id}"))
+            if self._abort.is_set():
+                continue  # the session was aborted: roll back (the record stays queued)
+            if not self._commit([Delete(record.id)], "finish"):
+                return
+            with self._lock:
+                self._pending.pop(record.id, None)
+            append_line(os.path.join(self.sink, "finished.log"),
+                        f"{record.id} {self.handle.shard} {self.handle.epoch} {self.incarnation}")
+            self.delivered += 1
+            if self.deliver_interval:
+                self._stopped.wait(self.deliver_interval)
+
+    def _commit(self, updates, what: str) -> bool:
+        """One durable WAL transaction; False when this runtime must stop."""
+        while not self._stopped.is_set():
+            try:
+                self.handle.gate.check()
+            except SessionExpiredError as error:
+                self.events("refused", shard=self.handle.shard, epoch=self.handle.epoch, what=what, error=str(error))
+                return False
+            except ClusterError:
+                self._stopped.wait(0.05)  # the gate is closed: wait for it to open
+                continue
+            wal = self.wal
+            if wal is None:
+                return False
+            try:
+                wal.update(updates)
+                return True
+            except Exception as error:  # noqa: BLE001 - fenced (LeaseLost), stale epoch, or storage down
+                self.rejected = f"{type(error).__name__}: {error}"
+                log.error("rejected write to shard %s at epoch %d by %s (%s): %s",
+                          self.handle.shard, self.handle.epoch, self.incarnation, what, self.rejected.splitlines()[0])
+                self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=what,
+                            error=self.rejected.splitlines()[0][:300])
+                self._stopped.set()
+                return False
+        return False
+
+    def _spawn(self, target, name: str) -> None:
+        thread = threading.Thread(target=target, name=f"ledger {name} {self.handle.shard}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+
+def check_ledger(sink: str) -> dict:
+    """Count lost, duplicated and unexpected ids in a ledger sink directory."""
+    def lines(name):
+        try:
+            with open(os.path.join(sink, name)) as file:
+                return [line.split()[0] for line in file if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    admitting, admitted, finished = set(lines("admitting.log")), set(lines("admitted.log")), lines("finished.log")
+    counts: dict[str, int] = {}
+    for record_id in finished:
+        counts[record_id] = counts.get(record_id, 0) + 1
+    delivered = {name[4:] for name in os.listdir(sink) if name.startswith("out-")} if os.path.isdir(sink) else set()
+    return {
+        "admitted": len(admitted),
+        "finished": len(counts),
+        "lost": sorted(admitted - set(counts)),
+        "duplicated": sorted(record_id for record_id, count in counts.items() if count > 1),
+        "unexpected": sorted(set(counts) - admitting),
+        "missing_output": sorted(set(counts) - delivered),
+    }

@@ -1,0 +1,340 @@
+"""A cluster member: one incarnation of one node, from join to death.
+
+    member = ClusterMember(MemberConfig(zk_hosts=..., cluster="c1", node="n1"), storage, runtime_factory)
+    member.start()      # new incarnation, membership, home shard, leader campaign
+    member.dead.wait()  # set when the incarnation ends (LOST, own expiry, "you are dead")
+    member.stop()       # leave on purpose (the znode goes, the shards are taken over)
+
+Order at start (it matters for the leader, see `reassignment`): new incarnation
+from the ZooKeeper counter; the ephemeral membership znode; only then the home
+shard znode; then the HDFS directory and its WAL. A member adopts a shard when the
+shard's znode names it owner in state ADOPTING (it watches `shards/`).
+
+A member never survives its session. When the session guard says the session is
+over, or a heartbeat or claim is answered "you are dead", it stops every runtime
+(which never write again), and `dead` is set. A process that wants to go on makes
+a new `ClusterMember`: a new incarnation with a new shard (design step 6).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kazoo.client import KazooClient
+
+from .adoption import WalOptions, adopt_shard, open_home_shard
+from .errors import ClusterError, FencedError
+from .heartbeat import Heartbeat, QueueLoad
+from .incarnation import Incarnation, new_incarnation
+from .layout import ClusterLayout
+from .leader import Leader, LeaderHooks
+from .membership import Membership
+from .ownership import ShardOwnership, ShardState
+from .runtime import RuntimeFactory, ShardHandle
+from .session_guard import GuardCallbacks, SessionGuard
+from .shard_registry import ShardRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemberConfig:
+    zk_hosts: str
+    cluster: str
+    node: str
+    session_timeout: float = 4.0
+    heartbeat_interval: float = 1.0
+    hdfs_root: str = "/custody"
+    admin: str = ""
+    capacity_weight: float = 1.0
+    max_threads: int = 4
+    local_directory: str = "/tmp"
+    policy: str = "whole"
+    lead: bool = True
+    wal: WalOptions = field(default_factory=WalOptions)
+    fence_first_wait: float = 0.5
+
+
+@dataclass
+class MemberTimeline:
+    """Wall-clock moments a drill reports (detection, takeover, resume)."""
+
+    adopting_seen: dict[str, float] = field(default_factory=dict)
+    adopted: dict[str, float] = field(default_factory=dict)
+    retired: dict[str, float] = field(default_factory=dict)
+
+
+class ClusterMember:
+    """Lock plan: `_lock` guards `runtimes` and `handles` (adoption thread, guard
+    callbacks, stop). Runtimes' own methods are called outside it."""
+
+    def __init__(self, config: MemberConfig, storage, runtime_factory: RuntimeFactory, *,
+                 leader_hooks: LeaderHooks | None = None, clock=time.monotonic, wall_clock=time.time):
+        self.config, self.storage, self.runtime_factory = config, storage, runtime_factory
+        self.layout = ClusterLayout(config.cluster, config.hdfs_root)
+        self._leader_hooks = leader_hooks
+        self._clock, self._wall_clock = clock, wall_clock
+        self.client: KazooClient | None = None
+        self.incarnation: Incarnation | None = None
+        self.registry: ShardRegistry | None = None
+        self.membership: Membership | None = None
+        self.guard: SessionGuard | None = None
+        self.leader: Leader | None = None
+        self.runtimes: dict[str, object] = {}
+        self.handles: dict[str, ShardHandle] = {}
+        self.timeline = MemberTimeline()
+        self.dead = threading.Event()
+        self.death_reason = ""
+        self._lock = threading.Lock()
+        self._adoptions: queue.Queue = queue.Queue()
+        self._queued: set[str] = set()
+        self._stopped = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> Incarnation:
+        config = self.config
+        self.client = KazooClient(hosts=config.zk_hosts, timeout=config.session_timeout)
+        self.client.start(timeout=max(30.0, config.session_timeout))
+        for path in self.layout.zookeeper_paths():
+            self.client.ensure_path(path)
+        self.incarnation = new_incarnation(self.client, self.layout, config.node)
+        me = self.incarnation.id
+        self.registry = ShardRegistry(self.client, self.layout, wall_clock=self._wall_clock)
+        self.guard = SessionGuard(self.client, self.layout.node(me), config.session_timeout, GuardCallbacks(
+            close_gate=lambda: self._each_runtime("pause"),
+            open_gate=lambda: self._each_runtime("resume"),
+            abort_open_sessions=lambda: self._each_runtime("abort_open_sessions"),
+            abort_all=self._die,
+        ), clock=self._clock, name=f"session-guard {me}")
+        first = Heartbeat(config.node, me, self.incarnation.epoch, admin=config.admin,
+                          capacity_weight=config.capacity_weight, max_threads=config.max_threads)
+        self.membership = Membership(self.client, self.layout, first, interval=config.heartbeat_interval,
+                                     figures=self._figures, on_dead=lambda error: self._die(str(error)),
+                                     on_confirmed=self.guard.confirmed, clock=self._clock, wall_clock=self._wall_clock)
+        self.membership.join()
+        self.guard.start()
+        # The home shard: id = incarnation id, epoch = incarnation epoch.
+        home = self.registry.create_home_shard(me, me, self.incarnation.epoch)
+        self.storage.mkdir(self.layout.hdfs_shards, parents=True, exist_ok=True)
+        handle = open_home_shard(self.storage, self.layout, home, config.wal)
+        self._run_shard(handle, self._prepare(handle))
+        self.membership.start()
+        self._spawn(self._adoption_loop, f"adoption {me}")
+        self.client.ChildrenWatch(self.layout.shards, self._on_shards)
+        if config.lead:
+            self.leader = Leader(self.client, self.layout, me, policy=config.policy, may_act=self.guard.may_work,
+                                 hooks=self._leader_hooks, wall_clock=self._wall_clock)
+            self.leader.start()
+        log.info("member %s joined cluster %s", me, config.cluster)
+        return self.incarnation
+
+    def stop(self, *, leave: bool = True) -> None:
+        """Stop on purpose. With `leave`, the membership znode is deleted so the
+        leader hands this member's shards to the others at once."""
+        self._shutdown("stopped by request", leave=leave)
+
+    def wait_dead(self, timeout: float | None = None) -> bool:
+        return self.dead.wait(timeout)
+
+    # -- death ---------------------------------------------------------------------------------
+    def _die(self, reason: str) -> None:
+        if self.dead.is_set():
+            return
+        log.error("incarnation %s is dead: %s; every shard runtime is stopped and never writes again",
+                  self.incarnation, reason)
+        threading.Thread(target=self._shutdown, args=(reason,), kwargs={"leave": False}, daemon=True).start()
+
+    def _shutdown(self, reason: str, *, leave: bool) -> None:
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+            runtimes = list(self.runtimes.items())
+        # Stop processing first: nothing may be written after the session is over.
+        for shard, runtime in runtimes:
+            try:
+                runtime.stop()
+            except Exception as error:  # noqa: BLE001 - a fenced WAL may refuse its close
+                log.info("runtime of shard %s stopped with: %s", shard, error)
+        if self.leader is not None:
+            self.leader.stop()
+        if self.membership is not None:
+            self.membership.stop(leave=leave)
+        if self.guard is not None:
+            self.guard.stop()
+        self._adoptions.put(None)
+        self.death_reason = reason
+        self.dead.set()
+        if self.client is not None:
+            try:
+                self.client.stop()
+                self.client.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- shards -----------------------------------------------------------------------------------
+    def owned_shards(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(sorted(self.runtimes))
+
+    def _prepare(self, handle: ShardHandle):
+        """Make the runtime and let it recover the shard's WAL; nothing runs yet."""
+        handle.gate = self.guard
+        runtime = self.runtime_factory(handle)
+        try:
+            runtime.recover()
+        except BaseException:
+            runtime.stop()
+            raise
+        return runtime
+
+    def _run_shard(self, handle: ShardHandle, runtime) -> None:
+        with self._lock:
+            if self._stopped.is_set():
+                runtime.stop()
+                return
+            self.runtimes[handle.shard] = runtime
+            self.handles[handle.shard] = handle
+        runtime.start()
+
+    def _on_shards(self, children) -> bool | None:
+        if self._stopped.is_set():
+            return False
+        for child in children:
+            if child not in self._queued:
+                self.client.DataWatch(self.layout.shard(child), self._watch_shard(child))
+                self._queued.add(child)
+        return None
+
+    def _watch_shard(self, shard: str):
+        def watch(data, stat, event=None):
+            if self._stopped.is_set() or data is None:
+                return False
+            try:
+                current = ShardOwnership.from_json(data)
+            except (ValueError, KeyError):
+                return None
+            if current.owner == self.incarnation.id and current.state is ShardState.ADOPTING:
+                self.timeline.adopting_seen.setdefault(f"{shard}@{current.epoch}", self._wall_clock())
+                self._adoptions.put(current)
+            return None
+        return watch
+
+    def _adoption_loop(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                item = self._adoptions.get(timeout=0.2)
+            except queue.Empty:
+                self._retire_drained()
+                continue
+            if item is None:
+                return
+            self._adopt(item)
+
+    def _adopt(self, seen: ShardOwnership) -> None:
+        me = self.incarnation.id
+        with self._lock:
+            if seen.shard in self.runtimes:
+                return
+        try:
+            current = self.registry.claim(seen.shard, me, seen.epoch)  # still ours at that epoch?
+            if current.state is not ShardState.ADOPTING:
+                return
+            self.guard.check()
+            handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
+                                 fence_first_wait=self.config.fence_first_wait)
+            runtime = self._prepare(handle)
+            try:
+                self.guard.check()
+                # The compare-and-set is the commit point: until it, nothing of the shard ran.
+                handle.ownership = self.registry.mark_adopted(current.shard, me, current.epoch)
+            except BaseException:
+                runtime.stop()
+                raise
+            self.timeline.adopted[f"{current.shard}@{current.epoch}"] = self._wall_clock()
+            self._run_shard(handle, runtime)
+            log.info("shard %s adopted by %s at epoch %d", current.shard, me, current.epoch)
+        except FencedError as error:
+            log.warning("not adopting %s: %s", seen.shard, error)
+        except ClusterError as error:
+            log.warning("adoption of %s postponed: %s", seen.shard, error)
+            self._retry_later(seen)
+        except Exception as error:  # noqa: BLE001 - HDFS trouble: adoption retries, fencing is idempotent
+            log.warning("adoption of %s failed, will retry: %s", seen.shard, error)
+            self._retry_later(seen)
+
+    def _retry_later(self, seen: ShardOwnership) -> None:
+        def again():
+            if not self._stopped.wait(1.0):
+                self._adoptions.put(seen)
+        threading.Thread(target=again, daemon=True).start()
+
+    def _retire_drained(self) -> None:
+        me = self.incarnation.id
+        with self._lock:
+            candidates = [(shard, runtime, self.handles[shard]) for shard, runtime in self.runtimes.items()
+                          if not self.handles[shard].home]
+        for shard, runtime, handle in candidates:
+            try:
+                if not runtime.drained() or not self.guard.may_work():
+                    continue
+                self.registry.retire(shard, me, handle.epoch)
+            except FencedError as error:
+                log.warning("%s", error)
+            except Exception as error:  # noqa: BLE001
+                log.info("retiring %s postponed: %s", shard, error)
+                continue
+            with self._lock:
+                self.runtimes.pop(shard, None)
+                self.handles.pop(shard, None)
+            runtime.stop()
+            self.timeline.retired[shard] = self._wall_clock()
+            log.info("shard %s drained and retired by %s; collecting %s", shard, me, handle.directory)
+            try:
+                self.storage.delete(handle.directory, recursive=True)
+            except Exception as error:  # noqa: BLE001 - garbage, collected later
+                log.info("collecting %s failed: %s", handle.directory, error)
+
+    # -- heartbeat figures ---------------------------------------------------------------------------
+    def _figures(self) -> dict:
+        queues: dict[str, QueueLoad] = {}
+        threads = 0
+        with self._lock:
+            runtimes = list(self.runtimes.items())
+        for shard, runtime in runtimes:
+            try:
+                for name, load in runtime.load().items():
+                    previous = queues.get(name, QueueLoad())
+                    queues[name] = QueueLoad(previous.count + load.count, previous.bytes + load.bytes)
+                threads += runtime.active_threads()
+            except Exception:  # noqa: BLE001 - figures are advisory
+                pass
+        try:
+            cpu = min(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        except OSError:
+            cpu = 0.0
+        try:
+            free = shutil.disk_usage(self.config.local_directory).free
+        except OSError:
+            free = 0
+        return {"queues": queues, "active_threads": threads, "cpu": cpu, "free_disk": free,
+                "owned_shards": tuple(sorted(shard for shard, _ in runtimes))}
+
+    def _each_runtime(self, method: str) -> None:
+        with self._lock:
+            runtimes = list(self.runtimes.values())
+        for runtime in runtimes:
+            getattr(runtime, method)()
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)

@@ -1,0 +1,117 @@
+"""Membership: a member's ephemeral znode `nodes/<incarnation>` and its heartbeat.
+
+The znode is created once, when the incarnation joins, and only ever *set* after
+that. If it is gone when a heartbeat is due, the session that owned it expired: the
+incarnation is dead (kazoo would have opened a new session under us), and the beat
+is refused with "you are dead" rather than re-creating the znode. A dead
+incarnation never comes back under `nodes/`: that is what lets the leader treat
+"no znode" as "dead" (see `reassignment`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+from kazoo.exceptions import NoNodeError
+
+from .errors import FencedError
+from .heartbeat import Heartbeat
+
+log = logging.getLogger(__name__)
+
+
+class Membership:
+    """Lock plan: `_lock` guards `_beat` and `_session_id` (the join and each refresh)."""
+
+    def __init__(self, client, layout, first: Heartbeat, *, interval: float = 1.0,
+                 figures: Callable[[], dict] = dict, on_dead: Callable[[FencedError], None] = lambda error: None,
+                 on_confirmed: Callable[[float], None] = lambda sent_at: None,
+                 clock=time.monotonic, wall_clock=time.time):
+        self.client, self.layout = client, layout
+        self.interval = interval
+        self._figures, self._on_dead, self._on_confirmed = figures, on_dead, on_confirmed
+        self._clock, self._wall_clock = clock, wall_clock
+        self._beat = first
+        self._session_id = None
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def path(self) -> str:
+        return self.layout.node(self._beat.incarnation)
+
+    @property
+    def heartbeat(self) -> Heartbeat:
+        return self._beat
+
+    def join(self) -> None:
+        with self._lock:
+            self._beat = self._beat.next(sent_at=self._wall_clock(), **self._figures())
+            self.client.create(self.path, self._beat.to_json(), ephemeral=True, makepath=True)
+            self._session_id = self.client.client_id[0]
+
+    def beat(self) -> Heartbeat:
+        """Refresh the heartbeat once. Raises `FencedError` if this incarnation is dead."""
+        with self._lock:
+            beat = self._beat.next(sent_at=self._wall_clock(), **self._figures())
+            sent = self._clock()
+            if self.client.client_id is None or self.client.client_id[0] != self._session_id:
+                raise FencedError(beat.incarnation, beat.epoch, None, incarnation=beat.incarnation,
+                                  reason="its ZooKeeper session ended; its heartbeat is refused")
+            try:
+                self.client.set(self.path, beat.to_json())
+            except NoNodeError:
+                raise FencedError(beat.incarnation, beat.epoch, None, incarnation=beat.incarnation,
+                                  reason="its membership znode is gone; its heartbeat is refused") from None
+            self._beat = beat
+        self._on_confirmed(sent)
+        return beat
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat {self._beat.incarnation}", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, leave: bool = False) -> None:
+        self._stopped.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        if leave:
+            try:
+                if self.client.client_id and self.client.client_id[0] == self._session_id:
+                    self.client.delete(self.path)
+            except Exception:  # noqa: BLE001 - leaving is best effort; expiry removes it anyway
+                pass
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.interval):
+            try:
+                self.beat()
+            except FencedError as error:
+                log.error("%s", error)
+                self._on_dead(error)
+                return
+            except Exception as error:  # noqa: BLE001 - connection trouble: the session guard decides
+                log.debug("heartbeat of %s not sent: %s", self._beat.incarnation, error)
+
+
+def read_members(client, layout) -> dict[str, Heartbeat]:
+    """The live incarnations and their current heartbeats."""
+    members = {}
+    try:
+        names = client.get_children(layout.nodes)
+    except NoNodeError:
+        return members
+    for name in names:
+        try:
+            data, _ = client.get(layout.node(name))
+        except NoNodeError:
+            continue  # died between the listing and the read
+        try:
+            members[name] = Heartbeat.from_json(data)
+        except (ValueError, KeyError, TypeError) as error:
+            log.warning("member %s has an unreadable heartbeat (%s); treating it as alive with no figures", name, error)
+    return members

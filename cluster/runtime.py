@@ -1,0 +1,100 @@
+"""What the cluster core needs from the flow engine, for each shard a node runs.
+
+The cluster core decides *which* shards a node runs and *when* it must stop; the
+flow engine (issue 6) runs them. The wiring of a clustered node passes a
+`RuntimeFactory`; the core calls it with a `ShardHandle` once the shard's WAL is
+fenced (if adopted) and recovered, and drives the `ShardRuntime` it returns.
+
+Contract of a `ShardRuntime` (the flow side's `flow.shard.QueueShard` plus the
+processors that run its queues):
+
+* `recover()`: open `handle.open_wal()` (a new, not yet recovered WriteAheadLog on
+  the shard's HDFS directory, at the shard's epoch) and rebuild the queues from it,
+  registering swap files from their summaries without loading them. Swap locations
+  in the WAL are full paths that may name an older directory of the shard (before
+  fencing renamed it): resolve each through `handle.relocate(location)`. Raising
+  here aborts this adoption; the core stops the runtime and retries later (fencing
+  is idempotent). Nothing may be processed yet.
+* `start()`: run the queues with the node's flow, committing every session to that
+  WAL and reading content from HDFS. Before each commit, call
+  `handle.gate.check()`: it raises `WorkGateClosed` or `SessionExpiredError`, and
+  the session must then roll back. A home shard (`handle.home`) takes new input; an
+  adopted shard only drains. The core calls `start()` only after the ownership
+  compare-and-set that marks the shard adopted succeeded.
+* `pause()` / `resume()`: the work gate closed (start no new session) / opened.
+* `abort_open_sessions()`: roll back every session in flight, now.
+* `stop()`: abort everything and close the WAL; idempotent; after it the runtime
+  never writes again. Called on LOST, on "you are dead", and after retirement.
+* `drained()`: True when an adopted shard holds no FlowFile (queues and swap).
+* `load()` -> `{queue: QueueLoad}` and `active_threads()`, for the heartbeat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from .heartbeat import QueueLoad
+from .layout import FENCED_MARK
+from .ownership import ShardOwnership
+
+
+@dataclass
+class ShardHandle:
+    ownership: ShardOwnership
+    directory: str          # the shard's HDFS directory now (fenced, when adopted)
+    original_directory: str  # where its first owner created it
+    open_wal: Callable[[], object]  # -> a new, unrecovered WriteAheadLog at `epoch`
+    storage: object
+    home: bool
+    gate: object = None     # the node's SessionGuard: `check()` before every commit
+    notes: list[str] = field(default_factory=list)
+
+    def relocate(self, location: str) -> str:
+        """A path recorded under any earlier name of the shard's directory (the
+        original, or an older `-fenced-<e>`), as it is now under `directory`."""
+        for prefix in (self.original_directory + "/",):
+            if location.startswith(prefix):
+                return f"{self.directory}/{location[len(prefix):]}"
+        marker = self.original_directory + FENCED_MARK
+        if location.startswith(marker):
+            rest = location[len(marker):]
+            epoch, slash, tail = rest.partition("/")
+            if epoch.isdigit() and slash:
+                return f"{self.directory}/{tail}"
+        return location
+
+    @property
+    def shard(self) -> str:
+        return self.ownership.shard
+
+    @property
+    def epoch(self) -> int:
+        return self.ownership.epoch
+
+    @property
+    def swap_directory(self) -> str:
+        return f"{self.directory}/swap"
+
+
+class ShardRuntime(Protocol):
+    def recover(self) -> None: ...
+
+    def start(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def abort_open_sessions(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def drained(self) -> bool: ...
+
+    def load(self) -> dict[str, QueueLoad]: ...
+
+    def active_threads(self) -> int: ...
+
+
+RuntimeFactory = Callable[[ShardHandle], ShardRuntime]
