@@ -1,0 +1,73 @@
+"""The harness's process handling, on real child processes (no services needed)."""
+
+import os
+import signal
+import sys
+
+import pytest
+
+from cluster.services.network import free_ports, port_open
+from cluster.services.process import ManagedProcess, ServiceError, wait_until
+
+SLEEPER = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, lambda *a: exit(0)); print('up', flush=True); time.sleep(600)"]
+
+
+def test_start_logs_and_stop_with_sigterm(tmp_path):
+    process = ManagedProcess("sleeper", SLEEPER, str(tmp_path / "log" / "sleeper.log"))
+    process.start()
+    try:
+        assert process.alive()
+        wait_until(lambda: "up" in process.log_tail(), 10, "the sleeper to log")
+        assert os.getpgid(process.pid) != os.getpgid(0), "a daemon must not share the runner's process group"
+    finally:
+        process.stop(timeout=10)
+    assert not process.alive()
+
+
+def test_kill_pause_resume_and_attach_by_pid(tmp_path):
+    process = ManagedProcess("sleeper", SLEEPER, str(tmp_path / "s.log"))
+    process.start()
+    attached = ManagedProcess.attach("sleeper", SLEEPER, str(tmp_path / "s.log"), process.pid)
+    try:
+        process.pause()
+        wait_until(lambda: _state(process.pid) == "T", 10, "the process to stop")
+        process.resume()
+        wait_until(lambda: _state(process.pid) in ("S", "R"), 10, "the process to continue")
+        assert attached.alive()
+    finally:
+        process.kill()
+    assert not process.alive()
+    assert not attached.alive()
+
+
+def test_stop_of_a_paused_process_still_ends_it(tmp_path):
+    process = ManagedProcess("sleeper", SLEEPER, str(tmp_path / "s.log"))
+    process.start()
+    process.pause()
+    process.stop(timeout=10)
+    assert not process.alive()
+
+
+def test_wait_until_names_what_it_waited_for():
+    with pytest.raises(ServiceError) as caught:
+        wait_until(lambda: False, 0.2, "the moon to rise", interval=0.05)
+    assert "the moon to rise" in str(caught.value)
+
+
+def test_free_ports_are_distinct_and_closed():
+    ports = free_ports(20)
+    assert len(set(ports)) == 20
+    assert not any(port_open(port) for port in ports[:3])
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().split(") ", 1)[1][0]
+
+
+def test_signal_to_dead_process_is_harmless(tmp_path):
+    process = ManagedProcess("short", [sys.executable, "-c", "pass"], str(tmp_path / "x.log"))
+    process.start()
+    wait_until(lambda: not process.alive(), 10, "the short process to exit")
+    process.signal(signal.SIGKILL)
+    process.stop()
