@@ -1,0 +1,203 @@
+"""The standalone node: one flow, one shard, local repositories; no ZooKeeper, no HDFS.
+
+    node = StandaloneNode(load_flow("flow.yaml", {"data_dir": d}), d)
+    node.start()          # recovers everything the last run left (even after kill -9)
+    ...
+    node.stop()           # clean: tasks finish their sessions, WAL checkpoint, close
+
+Layout of the data directory:
+
+    node.lock                 one node per data directory (flock)
+    shards/local/wal/         the shard's FlowFile write-ahead log
+    shards/local/swap/        its swap files
+    content/                  the content repository (container "local")
+    provenance/               the provenance repository
+
+Start order (recovery): shard (WAL, then swapped queues registered from swap-file
+summaries) -> content (claimant counts from every live and swapped claim; orphaned
+content destroyed) -> provenance (interrupted merges finished) -> provenance outbox
+reconciled -> engine. The clustered node of issue 7 reuses the same pieces
+(`flow.shard.open_shard`, `flow.engine.TraditionalEngine`) over shards on HDFS.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from flow.definition import FlowDefinition, load_flow
+from flow.engine import TraditionalEngine
+from flow.graph import FlowGraph
+from flow.provenance_outbox import reconcile
+from flow.shard import open_shard
+from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
+from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
+from repositories.storage import LocalStorage
+
+log = logging.getLogger(__name__)
+
+
+class NodeError(Exception):
+    """The node could not start or stop cleanly; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    threads: int = 4
+    wal_partitions: int = 4
+    checkpoint_interval_s: float = 60.0
+    collect_interval_s: float = 1.0
+    provenance_rollover_s: float = 30.0
+    provenance_outbox: bool = True
+
+
+class StandaloneNode:
+    """Lock plan: `_lifecycle` serialises start and stop; everything else belongs to
+    the engine, the shard and the repositories."""
+
+    def __init__(self, definition: FlowDefinition, data_dir: str, settings: NodeSettings | None = None):
+        self.definition = definition
+        self.data_dir = os.path.abspath(data_dir)
+        self.settings = settings or NodeSettings()
+        self._lifecycle = threading.Lock()
+        self._lock_file = None
+        self._stop_maintenance = threading.Event()
+        self._maintenance: threading.Thread | None = None
+        self.shard = self.content = self.provenance = self.engine = self.graph = None
+        self.recovery: dict = {}
+        self.started = False
+
+    @classmethod
+    def from_file(cls, flow_path: str, data_dir: str, settings: NodeSettings | None = None) -> "StandaloneNode":
+        data_dir = os.path.abspath(data_dir)
+        return cls(load_flow(flow_path, {"data_dir": data_dir}), data_dir, settings)
+
+    def start(self) -> None:
+        with self._lifecycle:
+            if self.started:
+                return
+            os.makedirs(self.data_dir, exist_ok=True)
+            self._take_directory_lock()
+            try:
+                self._open_and_recover()
+            except BaseException:
+                self._close_quietly()
+                self._release_directory_lock()
+                raise
+            self.engine.start()
+            self._maintenance = threading.Thread(target=self._maintain, name="node-maintenance", daemon=True)
+            self._maintenance.start()
+            self.started = True
+            log.info("node started on %s with flow %r: %s", self.data_dir, self.definition.name, self.recovery)
+
+    def _take_directory_lock(self) -> None:
+        path = os.path.join(self.data_dir, "node.lock")
+        handle = open(path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise NodeError(f"another custody node is running on {self.data_dir} (it holds {path}); stop it "
+                            "first or use another --data-dir") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock_file = handle
+
+    def _release_directory_lock(self) -> None:
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+            self._lock_file.close()
+            self._lock_file = None
+
+    def _open_and_recover(self) -> None:
+        storage = LocalStorage()
+        settings = self.settings
+        self.graph = FlowGraph(self.definition)
+        shard_directory = os.path.join(self.data_dir, "shards", "local")
+        os.makedirs(os.path.dirname(shard_directory), exist_ok=True)
+        started = time.monotonic()
+        self.shard = open_shard(storage, shard_directory, "local", self.graph.queues.values(),
+                                partitions=settings.wal_partitions,
+                                checkpoint_interval=settings.checkpoint_interval_s)
+        shard_report = self.shard.recover()
+        # Content syncs once per session commit (group commit), not once per claim.
+        self.content = open_filesystem_content_repository(
+            {"local": os.path.join(self.data_dir, "content")}, ContentRepositoryConfig(sync_on_close=False))
+        content_report = self.content.recover(shard_report.live_claims)
+        shard_report.live_claims = []
+        self.provenance = ProvenanceRepository(ProvenanceConfig(
+            containers=(os.path.join(self.data_dir, "provenance"),),
+            rollover=RolloverPolicy(
+                max_age_s=settings.provenance_rollover_s)))
+        replayed = reconcile(shard_report.outbox, self.provenance)
+        self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance,
+                                        threads=settings.threads, outbox=settings.provenance_outbox)
+        self.recovery = {
+            "flowfiles": shard_report.flowfiles, "swap_files": shard_report.swap_files,
+            "swapped_flowfiles": shard_report.swapped_flowfiles,
+            "orphaned_swap_files": len(shard_report.orphaned_swap_files),
+            "orphaned_content_resources": len(content_report.destroyed),
+            "orphaned_content_bytes_cut": content_report.truncated_bytes,
+            "missing_content_resources": len(content_report.missing),
+            "provenance_events_replayed": replayed,
+            "seconds": round(time.monotonic() - started, 3),
+        }
+        if content_report.missing:
+            log.error("content resources referenced by FlowFiles are missing: %s",
+                      [r.relative_path for r in content_report.missing[:10]])
+
+    def _maintain(self) -> None:
+        last_age_off = time.monotonic()
+        while not self._stop_maintenance.wait(self.settings.collect_interval_s):
+            try:
+                self.content.collect()
+                if time.monotonic() - last_age_off > 60:
+                    last_age_off = time.monotonic()
+                    self.content.age_off()
+            except Exception:  # noqa: BLE001 - the next round retries
+                log.exception("content maintenance failed")
+
+    def stop(self, timeout: float = 60.0) -> None:
+        with self._lifecycle:
+            if not self.started:
+                return
+            self.started = False
+            self._stop_maintenance.set()
+            self.engine.stop(timeout)
+            if self._maintenance is not None:
+                self._maintenance.join(timeout)
+            try:
+                self.shard.wal.checkpoint()
+            except Exception:  # noqa: BLE001 - the journals still hold everything
+                log.exception("final WAL checkpoint failed; the next start replays the journals")
+            self._close_quietly()
+            self._release_directory_lock()
+            log.info("node stopped cleanly")
+
+    def _close_quietly(self) -> None:
+        for name, close in (("WAL", lambda: self.shard.wal.close()), ("provenance", lambda: self.provenance.close()),
+                            ("content", lambda: (self.content.collect(), self.content.close()))):
+            try:
+                close()
+            except AttributeError:
+                pass  # never opened
+            except Exception:  # noqa: BLE001
+                log.exception("closing the %s repository failed", name)
+
+    def status(self) -> dict:
+        return {"data_dir": self.data_dir, "flow": self.definition.name, "recovery": self.recovery,
+                **(self.engine.status() if self.engine else {})}
+
+    def wait_until(self, predicate, timeout: float, poll: float = 0.05) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(poll)
+        return predicate()

@@ -1,0 +1,157 @@
+"""Committers: how a session's `Transaction` becomes durable, or is held (seed 004).
+
+`DurableCommitter` (traditional engine) follows the commit order of `session`: content
+sync, one WAL transaction, queues, claimant counts, provenance, then `on_success`.
+`HeldCommitter` (stateless engine) applies the transaction to in-memory queues only
+and holds `on_success` and the provenance events until the whole flow succeeds.
+
+Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots;
+everything else is the WAL's, the queues' and the repositories' own locking.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from repositories.flowfile import Delete, Put
+
+from . import provenance_outbox
+from .errors import CommitError
+from .session import Transaction
+
+log = logging.getLogger(__name__)
+
+
+class CommitHooks:
+    """Named fault seams of a durable commit (raise to fail it there)."""
+
+    def before_content_sync(self, component_id: str) -> None: ...
+
+    def before_wal(self, component_id: str) -> None: ...
+
+    def after_wal(self, component_id: str) -> None: ...
+
+    def before_provenance(self, component_id: str) -> None: ...
+
+
+def _hook(hooks, name: str, component_id: str) -> None:
+    method = getattr(hooks, name, None) if hooks is not None else None
+    if method is not None:
+        method(component_id)
+
+
+def _apply_to_queues(shard, tx: Transaction) -> None:
+    for queue, flowfiles in tx.acknowledged.items():
+        queue.acknowledge(flowfiles)
+    for queue, flowfiles in tx.transfers.items():
+        queue.put_all(flowfiles)
+    for queue in tx.transfers:
+        shard.maintain(queue)
+
+
+def _apply_claims(content, tx: Transaction) -> None:
+    deltas = tx.claim_deltas
+    for resource, delta in deltas.items():  # increments first: a shared claim never touches 0
+        for _ in range(delta):
+            content.increment(resource)
+    for resource, delta in deltas.items():
+        for _ in range(-delta):
+            content.decrement(resource)
+
+
+class DurableCommitter:
+    def __init__(self, shard, content, provenance, *, clock_ms: Callable[[], int] | None = None,
+                 hooks: CommitHooks | None = None, outbox: bool = True):
+        self.shard = shard
+        self.content = content
+        self.provenance = provenance
+        self.hooks = hooks
+        self.outbox = outbox and provenance is not None
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._slots_lock = threading.Lock()
+        self._free_slots: list[int] = []
+        self._slot_count = 0
+
+    def _take_slot(self) -> int:
+        with self._slots_lock:
+            if self._free_slots:
+                return self._free_slots.pop()
+            self._slot_count += 1
+            return self._slot_count - 1
+
+    def _return_slot(self, slot: int) -> None:
+        with self._slots_lock:
+            self._free_slots.append(slot)
+
+    def commit(self, tx: Transaction) -> None:
+        component = tx.component_id
+        updates = [Put(flowfile.to_record()) for flowfile in tx.puts]
+        updates += [Delete(flowfile_id) for flowfile_id in tx.deletes]
+        now = self._clock_ms()
+        if tx.state is not None:
+            updates.append(Put(self.shard.state_record(component, tx.state, now).to_record()))
+        slot = None
+        if self.outbox and tx.events:
+            slot = self._take_slot()
+            updates.append(Put(provenance_outbox.outbox_record(
+                slot, self.provenance.next_event_id, tx.events, now).to_record()))
+        try:
+            # 1. Content durable before any record points at it.
+            if tx.wrote_content:
+                _hook(self.hooks, "before_content_sync", component)
+                self.content.sync()
+            # 2. One WAL transaction: the commit point.
+            if updates:
+                _hook(self.hooks, "before_wal", component)
+                self.shard.wal.update(updates)
+                _hook(self.hooks, "after_wal", component)
+        except BaseException as error:
+            if slot is not None:
+                self._return_slot(slot)
+            raise CommitError(f"{component}: commit failed before the WAL recorded it, nothing changed: "
+                              f"{error}") from error
+        try:
+            # 3. Memory follows the WAL.
+            if tx.state is not None:
+                self.shard.set_state_committed(component, tx.state)
+            _apply_to_queues(self.shard, tx)
+            # 4. Claimant counts.
+            _apply_claims(self.content, tx)
+            # 5. Provenance (the outbox record covers a crash before this returns).
+            if tx.events and self.provenance is not None:
+                _hook(self.hooks, "before_provenance", component)
+                try:
+                    self.provenance.register_events(tx.events)
+                except Exception:  # noqa: BLE001 - the commit stands; the outbox has them
+                    log.exception("%s: provenance events not registered (kept in the WAL outbox)", component)
+        finally:
+            if slot is not None:
+                self._return_slot(slot)
+        # 6. The source may acknowledge now (seed 004: at-least-once).
+        if tx.on_success is not None:
+            tx.on_success()
+
+
+class HeldCommitter:
+    """Stateless: memory only; callbacks and provenance wait for the whole flow."""
+
+    def __init__(self, shard, content):
+        self.shard = shard
+        self.content = content
+        self.held_callbacks: list[Callable[[], None]] = []
+        self.held_failure_callbacks: list[Callable[[BaseException], None]] = []
+        self.events: list = []
+
+    def commit(self, tx: Transaction) -> None:
+        if tx.state is not None:
+            self.shard.set_state_committed(tx.component_id, tx.state)
+        _apply_to_queues(self.shard, tx)
+        _apply_claims(self.content, tx)
+        self.events += tx.events
+        if tx.on_success is not None:
+            self.held_callbacks.append(tx.on_success)
+        if tx.on_failure is not None:
+            self.held_failure_callbacks.append(tx.on_failure)

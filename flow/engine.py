@@ -1,0 +1,234 @@
+"""The traditional engine: processors scheduled on a thread pool (seed 001, seed 004).
+
+Each processor runs when `scheduling.decide` says so: it has input (or is a source),
+its run schedule and yield have passed, fewer than `concurrent_tasks` of its tasks are
+running, and no outgoing connection is under back-pressure. A task runs `on_trigger`
+with a fresh `ProcessSession` over a `DurableCommitter`; a session the processor did
+not commit is committed for it, and a task that raised is rolled back and the
+processor yields (administrative yield). A task that did nothing backs off for the
+bored-yield time (10 ms, as NiFi's default), so idle sources do not spin.
+
+Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`,
+`not_before`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+
+from .commit import DurableCommitter
+from .errors import CommitError
+from .graph import FlowGraph, wall_clock_ms
+from .processor import ProcessContext
+from .scheduling import ScheduleState, decide
+from .session import ProcessSession
+
+log = logging.getLogger(__name__)
+
+BORED_YIELD_S = 0.010
+MAX_WAIT_S = 0.05
+
+
+class _Node:
+    def __init__(self, processor_id, processor, definition, incoming, outgoing, context):
+        self.id = processor_id
+        self.processor = processor
+        self.definition = definition
+        self.incoming = incoming
+        self.outgoing = outgoing
+        self.all_outgoing = [q for queues in outgoing.values() for q in queues]
+        self.context = context
+        self.running = 0
+        self.not_before = 0.0
+        self.tasks = 0
+        self.failures = 0
+        self.last_error: str | None = None
+
+
+class TraditionalEngine:
+    def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = 4,
+                 executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
+                 clock_ms: Callable[[], int] = wall_clock_ms, commit_hooks=None, outbox: bool = True):
+        self.graph = graph
+        self.shard = shard
+        self.content = content
+        self.provenance = provenance
+        self.committer = DurableCommitter(shard, content, provenance, clock_ms=clock_ms, hooks=commit_hooks,
+                                          outbox=outbox)
+        self._clock = clock
+        self._clock_ms = clock_ms
+        self._own_executor = executor is None
+        self._executor = executor or ThreadPoolExecutor(max_workers=threads, thread_name_prefix="flow-task")
+        self._condition = threading.Condition()
+        self._dirty = False
+        self._running = False
+        self._dispatcher: threading.Thread | None = None
+        self.nodes: dict[str, _Node] = {}
+        for pid, processor in graph.processors.items():
+            definition = graph.definition.processors[pid]
+            node = _Node(pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None)
+            node.context = ProcessContext(pid, definition.properties, definition.dynamic,
+                                          yield_callback=self._yielder(node), has_incoming=bool(graph.incoming[pid]),
+                                          clock_ms=clock_ms)
+            self.nodes[pid] = node
+        for queue in graph.queues.values():
+            queue.add_listener(self._on_queue_change)
+
+    def _yielder(self, node: _Node):
+        def yield_() -> None:
+            with self._condition:
+                node.not_before = max(node.not_before, self._clock() + node.definition.scheduling.yield_s)
+        return yield_
+
+    def _on_queue_change(self, queue) -> None:
+        with self._condition:
+            self._dirty = True
+            self._condition.notify()
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self) -> None:
+        for node in self.nodes.values():
+            node.processor.on_scheduled(node.context)
+        self._running = True
+        self._dispatcher = threading.Thread(target=self._dispatch_loop, name="flow-dispatcher", daemon=True)
+        self._dispatcher.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop scheduling, wait for running tasks to finish their sessions, stop processors."""
+        with self._condition:
+            self._running = False
+            self._condition.notify_all()
+        if self._dispatcher is not None:
+            self._dispatcher.join(timeout)
+        deadline = self._clock() + timeout
+        with self._condition:
+            while any(node.running for node in self.nodes.values()):
+                left = deadline - self._clock()
+                if left <= 0:
+                    log.warning("tasks still running after %.0f s: %s", timeout,
+                                [n.id for n in self.nodes.values() if n.running])
+                    break
+                self._condition.wait(min(left, 0.1))
+        for node in self.nodes.values():
+            try:
+                node.processor.on_stopped(node.context)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: on_stopped failed", node.id)
+        if self._own_executor:
+            self._executor.shutdown(wait=True)
+
+    # -- dispatching --------------------------------------------------------------
+
+    def _state_of(self, node: _Node, now_ms: int) -> ScheduleState:
+        has_input = False
+        next_penalty = None
+        for queue in node.incoming:
+            if queue.has_available(now_ms):
+                has_input = True
+                break
+            expiry = queue.next_penalty_expiration() if queue._penalized else None
+            if expiry is not None:
+                at = self._clock() + max(0, expiry - now_ms) / 1000
+                next_penalty = at if next_penalty is None else min(next_penalty, at)
+            if queue.has_swapped():
+                # Only swapped (or staging) FlowFiles left: polling swaps them in.
+                has_input = True
+                break
+        outputs_full = any(queue.is_full() for queue in node.all_outgoing)
+        return ScheduleState(node.running, node.definition.scheduling.concurrent_tasks, node.not_before,
+                             node.processor.is_source and not node.incoming, has_input, next_penalty, outputs_full)
+
+    def _dispatch_loop(self) -> None:
+        condition = self._condition
+        while True:
+            with condition:
+                if not self._running:
+                    return
+                self._dirty = False
+                now = self._clock()
+                now_ms = self._clock_ms()
+                wake = now + MAX_WAIT_S
+                to_run = []
+                for node in self.nodes.values():
+                    decision = decide(self._state_of(node, now_ms), now)
+                    if decision.run:
+                        node.running += 1
+                        node.tasks += 1
+                        schedule = node.definition.scheduling.run_schedule_s
+                        if schedule:
+                            node.not_before = now + schedule
+                        to_run.append(node)
+                    elif decision.wake_at is not None:
+                        wake = min(wake, decision.wake_at)
+            for node in to_run:
+                try:
+                    self._executor.submit(self._run_task, node)
+                except RuntimeError:  # executor shut down
+                    with condition:
+                        node.running -= 1
+                    return
+            with condition:
+                if not self._dirty and self._running and not to_run:
+                    condition.wait(max(0.0, wake - self._clock()))
+
+    def _new_session(self, node: _Node) -> ProcessSession:
+        definition = node.definition
+        return ProcessSession(
+            component_id=node.id, component_type=definition.type, committer=self.committer, content=self.content,
+            shard=self.shard, incoming=node.incoming, outgoing=node.outgoing,
+            auto_terminated=definition.auto_terminate, clock_ms=self._clock_ms,
+            penalty_ms=int(definition.scheduling.penalty_s * 1000))
+
+    def _run_task(self, node: _Node) -> None:
+        session = self._new_session(node)
+        bored = False
+        try:
+            node.processor.on_trigger(node.context, session)
+            if not session.is_closed:
+                if session.touched:
+                    session.commit()
+                else:
+                    session.rollback()
+                    bored = True
+        except Exception as error:  # noqa: BLE001 - any processor failure rolls back
+            session.rollback()
+            node.failures += 1
+            message = f"{type(error).__name__}: {error}"
+            if message != node.last_error:
+                if isinstance(error, CommitError):
+                    log.error("%s: %s; the session was rolled back, nothing is lost", node.id, error)
+                else:
+                    log.exception("%s failed; the session was rolled back and the processor yields", node.id)
+            node.last_error = message
+            with self._condition:
+                node.not_before = max(node.not_before, self._clock() + node.definition.scheduling.yield_s)
+        else:
+            node.last_error = None
+        finally:
+            with self._condition:
+                node.running -= 1
+                if bored:
+                    node.not_before = max(node.not_before, self._clock() + BORED_YIELD_S)
+                self._dirty = True
+                self._condition.notify()
+
+    # -- status -------------------------------------------------------------------
+
+    def status(self) -> dict:
+        return {
+            "processors": {n.id: {"type": n.definition.type, "tasks": n.tasks, "failures": n.failures,
+                                  "running": n.running, "last_error": n.last_error} for n in self.nodes.values()},
+            "queues": {q.id: q.summary().to_dict() for q in self.graph.queues.values()},
+        }
+
+    def is_idle(self) -> bool:
+        """No task running and no FlowFile queued anywhere."""
+        with self._condition:
+            if any(node.running for node in self.nodes.values()):
+                return False
+        return all(queue.is_empty() for queue in self.graph.queues.values())

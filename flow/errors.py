@@ -1,0 +1,58 @@
+"""Exceptions of the flow engine: one root, each naming the component concerned."""
+
+from __future__ import annotations
+
+
+class FlowError(Exception):
+    """Root of every failure of `flow`."""
+
+
+class FlowDefinitionError(FlowError):
+    """A flow definition is malformed or invalid. Names the file, processor and property."""
+
+    def __init__(self, message: str, *, source: str | None = None, processor: str | None = None,
+                 property: str | None = None):
+        self.source, self.processor, self.property = source, processor, property
+        where = []
+        if source:
+            where.append(source)
+        if processor:
+            where.append(f"processor {processor!r}")
+        if property:
+            where.append(f"property {property!r}")
+        prefix = ": ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class ExpressionError(FlowError):
+    """An attribute expression could not be parsed or evaluated."""
+
+
+class SessionError(FlowError):
+    """A process session was used wrongly (unknown FlowFile, not transferred, ...)."""
+
+
+class FlowFileNotTransferred(SessionError):
+    def __init__(self, component: str, uuids):
+        uuids = list(uuids)
+        self.uuids = uuids
+        super().__init__(
+            f"{component}: {len(uuids)} FlowFile(s) were neither transferred nor removed before "
+            f"commit (e.g. {uuids[0]}); the session was rolled back")
+
+
+class UnknownRelationship(SessionError):
+    def __init__(self, component: str, relationship: str, known):
+        super().__init__(f"{component}: no relationship {relationship!r} (it has {sorted(known)})")
+
+
+class CommitError(FlowError):
+    """A session could not be committed; it was rolled back and nothing changed."""
+
+
+class ProcessorError(FlowError):
+    """A processor failed while triggered; its session was rolled back."""
+
+
+class QueueRecoveryError(FlowError):
+    """The WAL holds FlowFiles for a queue the flow does not define."""

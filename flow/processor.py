@@ -1,0 +1,148 @@
+"""The processor API: property descriptors, the context a processor runs with, the base class.
+
+A processor declares its properties (`PropertyDescriptor`: name, kind, default,
+required) and relationships; the flow definition validates configured values against
+them before anything runs, so a wrong type is reported with the processor and the
+property named. `on_trigger(context, session)` does one unit of work; if it returns
+without committing, the engine commits the session for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .expression import Expression, compile_expression
+from .units import parse_duration, parse_size
+
+KINDS = ("string", "integer", "float", "boolean", "duration", "size", "choice", "expression", "regex")
+
+
+@dataclass(frozen=True)
+class PropertyDescriptor:
+    name: str
+    kind: str = "string"
+    required: bool = False
+    default: object = None
+    choices: tuple = ()
+    description: str = ""
+
+    def convert(self, value):
+        """The configured value as the processor uses it; ValueError says what is wrong."""
+        kind = self.kind
+        if kind == "string":
+            if isinstance(value, (dict, list)):
+                raise ValueError(f"expected text, got {type(value).__name__}")
+            return str(value)
+        if kind == "integer":
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                raise ValueError(f"expected an integer, got {value!r}")
+            try:
+                return int(value)
+            except ValueError:
+                raise ValueError(f"expected an integer, got {value!r}") from None
+        if kind == "float":
+            if isinstance(value, bool):
+                raise ValueError(f"expected a number, got {value!r}")
+            try:
+                return float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"expected a number, got {value!r}") from None
+        if kind == "boolean":
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("true", "yes", "1"):
+                return True
+            if str(value).lower() in ("false", "no", "0"):
+                return False
+            raise ValueError(f"expected true or false, got {value!r}")
+        if kind == "duration":
+            return parse_duration(value)
+        if kind == "size":
+            return parse_size(value)
+        if kind == "choice":
+            if str(value) not in self.choices:
+                raise ValueError(f"expected one of {', '.join(self.choices)}, got {value!r}")
+            return str(value)
+        if kind == "expression":
+            if isinstance(value, (dict, list)):
+                raise ValueError(f"expected an expression, got {type(value).__name__}")
+            return compile_expression(str(value))
+        if kind == "regex":
+            try:
+                return re.compile(str(value))
+            except re.error as error:
+                raise ValueError(f"invalid regular expression {value!r}: {error}") from None
+        raise ValueError(f"unknown property kind {kind!r}")
+
+
+class ProcessContext:
+    """What a processor sees of its configuration and of the engine."""
+
+    def __init__(self, processor_id: str, properties: Mapping, dynamic: Mapping[str, Expression], *,
+                 yield_callback: Callable[[], None] = lambda: None, stateless: bool = False,
+                 has_incoming: bool = False, logger: logging.Logger | None = None,
+                 clock_ms: Callable[[], int] | None = None):
+        self.processor_id = processor_id
+        self.properties = properties
+        self.dynamic = dynamic
+        self.stateless = stateless
+        self.has_incoming = has_incoming
+        self.logger = logger or logging.getLogger(f"flow.processor.{processor_id}")
+        self._yield = yield_callback
+        self.clock_ms = clock_ms
+        self.yielded = False
+
+    def __getitem__(self, name: str):
+        return self.properties[name]
+
+    def get(self, name: str, default=None):
+        value = self.properties.get(name)
+        return default if value is None else value
+
+    def yield_(self) -> None:
+        """Nothing to do now: do not schedule this processor again for its yield duration."""
+        self.yielded = True
+        self._yield()
+
+
+class Processor:
+    type_name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    properties: ClassVar[tuple[PropertyDescriptor, ...]] = ()
+    relationships: ClassVar[tuple[str, ...]] = ("success",)
+    dynamic_properties: ClassVar[bool] = False
+    # Sources run on their schedule without input; others only when input waits.
+    is_source: ClassVar[bool] = False
+
+    def __init__(self, processor_id: str):
+        self.id = processor_id
+
+    @classmethod
+    def descriptor(cls, name: str) -> PropertyDescriptor | None:
+        for descriptor in cls.properties:
+            if descriptor.name == name:
+                return descriptor
+        return None
+
+    @classmethod
+    def relationships_for(cls, properties: Mapping, dynamic: Mapping[str, Expression]) -> tuple[str, ...]:
+        """The relationships of a configured processor (dynamic ones included)."""
+        return cls.relationships
+
+    @classmethod
+    def validate(cls, properties: Mapping, dynamic: Mapping[str, Expression]) -> list[tuple[str, str]]:
+        """Cross-property problems as (property, message); empty when valid."""
+        return []
+
+    def on_scheduled(self, context: ProcessContext) -> None:
+        pass
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        raise NotImplementedError
+
+    def on_stopped(self, context: ProcessContext) -> None:
+        pass

@@ -1,0 +1,259 @@
+"""GetFile, ListFile + FetchFile, and PutFile: files on local disk.
+
+PutFile is idempotent by FlowFile identity (design: "Idempotent sinks"): it writes to
+a temporary name, syncs, then renames to a name derived from the FlowFile's uuid. A
+retry after a crash - the WAL never recorded the first attempt - renames the same
+bytes onto the same name, so the directory never holds a FlowFile twice.
+
+Sources delete or move their input files only in `on_success`, after the session that
+holds the data is durable (seed 004: at-least-once, never at-most-once).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import threading
+import time
+import uuid as _uuid
+
+from ..processor import ProcessContext, Processor, PropertyDescriptor
+
+
+def _fsync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _scan(directory: str, pattern, recurse: bool, minimum_age_s: float):
+    now = time.time()
+    for root, dirs, names in os.walk(directory):
+        if not recurse:
+            dirs[:] = []
+        for name in names:
+            if not pattern.fullmatch(name):
+                continue
+            path = os.path.join(root, name)
+            try:
+                status = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if now - status.st_mtime < minimum_age_s:
+                continue
+            yield path, name, status
+
+
+def _file_attributes(directory: str, path: str, name: str, status) -> dict:
+    folder = os.path.dirname(path)
+    relative = os.path.relpath(folder, directory)
+    return {"filename": name, "path": "./" if relative == "." else relative + "/", "absolute.path": folder + "/",
+            "file.size": str(status.st_size), "file.lastModifiedTime": str(int(status.st_mtime * 1000))}
+
+
+_FILE_PROPERTIES = (
+    PropertyDescriptor("input_directory", "string", required=True),
+    PropertyDescriptor("file_filter", "regex", default=r"[^\.].*"),
+    PropertyDescriptor("recurse", "boolean", default=False),
+    PropertyDescriptor("minimum_file_age", "duration", default=0),
+    PropertyDescriptor("batch_size", "integer", default=10),
+)
+
+
+class GetFile(Processor):
+    type_name = "GetFile"
+    description = "Picks up files from a directory; deletes them once the session is durable."
+    is_source = True
+    properties = _FILE_PROPERTIES + (PropertyDescriptor("keep_source_file", "boolean", default=False),)
+
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._lock = threading.Lock()
+        self._in_flight: set[str] = set()
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        directory = context["input_directory"]
+        if not os.path.isdir(directory):
+            context.logger.warning("%s: input directory %s does not exist", self.id, directory)
+            context.yield_()
+            return
+        picked = []
+        with self._lock:
+            for path, name, status in _scan(directory, context["file_filter"], context["recurse"],
+                                            context["minimum_file_age"]):
+                if path in self._in_flight:
+                    continue
+                picked.append((path, name, status))
+                self._in_flight.add(path)
+                if len(picked) >= context["batch_size"]:
+                    break
+        if not picked:
+            context.yield_()
+            return
+        try:
+            for path, name, status in picked:
+                flowfile = session.create(attributes=_file_attributes(directory, path, name, status))
+                with open(path, "rb") as source:
+                    flowfile = session.import_from(flowfile, source)
+                session.receive(flowfile, f"file://{path}")
+                session.transfer(flowfile, "success")
+        except BaseException:
+            self._release([p for p, _, _ in picked])
+            raise
+        paths = [p for p, _, _ in picked]
+        keep = context["keep_source_file"]
+
+        def delete_sources() -> None:
+            if not keep:
+                for path in paths:
+                    try:
+                        os.remove(path)
+                    except FileNotFoundError:
+                        pass
+            self._release(paths)
+
+        session.commit_async(delete_sources, lambda error: self._release(paths))
+
+    def _release(self, paths) -> None:
+        with self._lock:
+            self._in_flight.difference_update(paths)
+
+
+class ListFile(Processor):
+    type_name = "ListFile"
+    description = "Lists files (no content); remembers what it listed in state, committed with the listing."
+    is_source = True
+    properties = _FILE_PROPERTIES[:4]
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        directory = context["input_directory"]
+        if not os.path.isdir(directory):
+            context.yield_()
+            return
+        state = session.get_state()
+        last = int(state.get("timestamp", "-1"))
+        seen_at_last = set(filter(None, state.get("names", "").split("\0")))
+        found = [(path, name, status) for path, name, status in
+                 _scan(directory, context["file_filter"], context["recurse"], context["minimum_file_age"])
+                 if int(status.st_mtime * 1000) > last
+                 or (int(status.st_mtime * 1000) == last and path not in seen_at_last)]
+        if not found:
+            context.yield_()
+            return
+        newest = max(int(status.st_mtime * 1000) for _, _, status in found)
+        names = {path for path, _, status in found if int(status.st_mtime * 1000) == newest}
+        if newest == last:
+            names |= seen_at_last
+        for path, name, status in found:
+            flowfile = session.create(attributes=_file_attributes(directory, path, name, status))
+            session.transfer(flowfile, "success")
+        session.set_state({"timestamp": str(newest), "names": "\0".join(sorted(names))})
+
+
+class FetchFile(Processor):
+    type_name = "FetchFile"
+    description = "Reads the file a FlowFile names into its content; completes (delete/move) after commit."
+    properties = (
+        PropertyDescriptor("file", "expression", default="${absolute.path}${filename}"),
+        PropertyDescriptor("completion_strategy", "choice", default="none", choices=("none", "delete", "move")),
+        PropertyDescriptor("move_destination_directory", "string"),
+    )
+    relationships = ("success", "not.found", "permission.denied", "failure")
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        if properties["completion_strategy"] == "move" and not properties.get("move_destination_directory"):
+            return [("move_destination_directory", "required when completion_strategy is move")]
+        return []
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        completed = []
+        for flowfile in session.get_batch(10):
+            path = context["file"].evaluate(flowfile)
+            try:
+                with open(path, "rb") as source:
+                    flowfile = session.import_from(flowfile, source)
+            except FileNotFoundError:
+                session.transfer(session.penalize(flowfile), "not.found")
+                continue
+            except PermissionError:
+                session.transfer(session.penalize(flowfile), "permission.denied")
+                continue
+            session.transfer(flowfile, "success")
+            completed.append(path)
+        strategy = context["completion_strategy"]
+        target = context.get("move_destination_directory")
+
+        def complete() -> None:
+            for path in completed:
+                try:
+                    if strategy == "delete":
+                        os.remove(path)
+                    elif strategy == "move":
+                        os.makedirs(target, exist_ok=True)
+                        shutil.move(path, os.path.join(target, os.path.basename(path)))
+                except OSError as error:
+                    context.logger.warning("%s: could not complete %s: %s", self.id, path, error)
+
+        session.commit_async(complete if strategy != "none" else None)
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+class PutFile(Processor):
+    type_name = "PutFile"
+    description = "Writes each FlowFile to a file named after its uuid (idempotent: temp name, then rename)."
+    properties = (
+        PropertyDescriptor("directory", "expression", required=True),
+        PropertyDescriptor("create_missing_directories", "boolean", default=True),
+        PropertyDescriptor("name_suffix", "string", default="", description="appended to the uuid-derived name"),
+        PropertyDescriptor("sync", "boolean", default=True, description="fsync files and the directory"),
+        PropertyDescriptor("batch_size", "integer", default=100),
+    )
+    relationships = ("success", "failure")
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        sync = context["sync"]
+        suffix = _SAFE.sub("_", context["name_suffix"])
+        directories = set()
+        written = []
+        for flowfile in session.get_batch(context["batch_size"]):
+            directory = context["directory"].evaluate(flowfile)
+            target = os.path.join(directory, flowfile.id + suffix)
+            try:
+                if context["create_missing_directories"] and directory not in directories:
+                    os.makedirs(directory, exist_ok=True)
+                temporary = os.path.join(directory, f".{flowfile.id}.{_uuid.uuid4().hex[:8]}.partial")
+                with open(temporary, "wb") as out, session.read(flowfile) as source:
+                    while chunk := source.read(1 << 20):
+                        out.write(chunk)
+                    if sync:
+                        out.flush()
+                        os.fsync(out.fileno())
+                # The name depends only on the FlowFile's identity: a retry lands on it again.
+                os.replace(temporary, target)
+            except OSError as error:
+                try:
+                    os.remove(temporary)
+                except (OSError, UnboundLocalError):
+                    pass
+                if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                    context.logger.error("%s: %s is full (%s); FlowFile %s is penalized and kept", self.id,
+                                         directory, error.strerror, flowfile.id)
+                else:
+                    context.logger.error("%s: cannot write %s: %s", self.id, target, error)
+                session.transfer(session.penalize(flowfile), "failure")
+                continue
+            directories.add(directory)
+            written.append((flowfile, target))
+        if sync:
+            for directory in directories:
+                _fsync_directory(directory)
+        for flowfile, target in written:
+            session.send(flowfile, f"file://{target}")
+            session.transfer(flowfile, "success")

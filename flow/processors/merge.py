@@ -1,0 +1,84 @@
+"""MergeContent: joins FlowFiles into one (JOIN), by count, by bin age, by correlation attribute."""
+
+from __future__ import annotations
+
+import time
+
+from ..processor import ProcessContext, Processor, PropertyDescriptor
+
+
+class MergeContent(Processor):
+    type_name = "MergeContent"
+    description = "Concatenates FlowFiles (with header, delimiter and footer) into one."
+    properties = (
+        PropertyDescriptor("min_entries", "integer", default=1),
+        PropertyDescriptor("max_entries", "integer", default=1000),
+        PropertyDescriptor("max_bin_age", "duration", description="merge what waits once this old"),
+        PropertyDescriptor("header", "string", default=""),
+        PropertyDescriptor("delimiter", "string", default=""),
+        PropertyDescriptor("footer", "string", default=""),
+        PropertyDescriptor("correlation_attribute", "string"),
+    )
+    relationships = ("merged", "original", "failure")
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        if properties["min_entries"] < 1 or properties["max_entries"] < properties["min_entries"]:
+            return [("max_entries", "need 1 <= min_entries <= max_entries")]
+        return []
+
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._waiting_since: float | None = None
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        minimum, maximum = context["min_entries"], context["max_entries"]
+        age = context.get("max_bin_age")
+        now = time.monotonic()
+        old_enough = False
+        if session.queued() < minimum:
+            if self._waiting_since is None:
+                self._waiting_since = now
+            old_enough = age is not None and now - self._waiting_since >= age
+            if not old_enough:
+                context.yield_()
+                return
+        batch = session.get_batch(maximum)
+        if not batch:
+            return
+        correlation = context.get("correlation_attribute")
+        bins: dict[str, list] = {}
+        for flowfile in batch:
+            key = flowfile.attributes.get(correlation, "") if correlation else ""
+            bins.setdefault(key, []).append(flowfile)
+        merged_any = False
+        for key, members in bins.items():
+            if len(members) < minimum and not old_enough:
+                for flowfile in members:
+                    session.transfer(flowfile)  # back to the queue: the bin is not full
+                continue
+            merged_any = True
+            self._merge(context, session, members, key if correlation else None)
+        if merged_any:
+            self._waiting_since = None
+
+    def _merge(self, context, session, members, key) -> None:
+        merged = session.create(members)
+        delimiter = context["delimiter"].encode("utf-8")
+        with session.write(merged) as out:
+            out.write(context["header"].encode("utf-8"))
+            for index, flowfile in enumerate(members):
+                if index and delimiter:
+                    out.write(delimiter)
+                with session.read(flowfile) as source:
+                    while chunk := source.read(1 << 20):
+                        out.write(chunk)
+            out.write(context["footer"].encode("utf-8"))
+        merged = out.flowfile
+        attributes = {"merge.count": str(len(members))}
+        if key is not None:
+            attributes[context["correlation_attribute"]] = key
+        merged = session.put_all_attributes(merged, attributes)
+        session.transfer(merged, "merged")
+        for flowfile in members:
+            session.transfer(flowfile, "original")

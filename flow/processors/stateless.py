@@ -1,0 +1,69 @@
+"""ExecuteStateless: runs a stateless sub-flow inside a traditional flow (seed 004).
+
+For each incoming FlowFile (or once per run when it has no input) the sub-flow is
+triggered as one transaction. Its outputs become FlowFiles on `output`; the input goes
+to `original`. The sub-flow's held `on_success` callbacks run only after this
+processor's own session is durable; on failure the input goes to `failure`
+(penalized) and no callback runs.
+"""
+
+from __future__ import annotations
+
+from ..processor import ProcessContext, Processor, PropertyDescriptor
+
+
+class ExecuteStateless(Processor):
+    type_name = "ExecuteStateless"
+    description = "Runs a flow definition with the stateless engine, as one transaction per trigger."
+    is_source = True  # it may also run without input (its sub-flow has sources)
+    properties = (
+        PropertyDescriptor("flow", "string", required=True, description="path of the sub-flow definition"),
+        PropertyDescriptor("input_port", "string"),
+    )
+    relationships = ("output", "original", "failure")
+
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._flow = None
+
+    def on_scheduled(self, context: ProcessContext) -> None:
+        from ..definition import load_flow
+        from ..stateless import StatelessFlow
+
+        self._flow = StatelessFlow(load_flow(context["flow"]))
+
+    def on_stopped(self, context: ProcessContext) -> None:
+        if self._flow is not None:
+            self._flow.close()
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        original = session.get() if context.has_incoming else None
+        if context.has_incoming and original is None:
+            return
+        inputs = []
+        if original is not None:
+            inputs = [(dict(original.attributes), session.read_bytes(original))]
+        result = self._flow.trigger(inputs, input_port=context.get("input_port"))
+        if not result.success:
+            context.logger.warning("%s: stateless flow failed: %s", self.id, result.failure)
+            if original is None:
+                context.yield_()
+                session.rollback()
+                return
+            failed = session.put_attribute(original, "stateless.failure", result.failure or "")
+            session.transfer(session.penalize(failed), "failure")
+            session.commit()
+            return
+        for port, attributes, data in result.outputs:
+            child = session.create(original, attributes) if original is not None else session.create(attributes=attributes)
+            child = session.put_attribute(child, "stateless.output.port", port)
+            if data:
+                child = session.write_bytes(child, data)
+            session.transfer(child, "output")
+        if original is not None:
+            session.transfer(original, "original")
+        if not session.touched:
+            result.acknowledge()
+            session.rollback()
+            return
+        session.commit_async(result.acknowledge)

@@ -1,0 +1,91 @@
+"""The provenance outbox: provenance that survives a crash between the WAL and provenance.
+
+NiFi writes provenance after the FlowFile repository; a crash in between loses the
+events of a committed session. Custody closes that window: each commit also puts, in
+its own WAL transaction, one record per commit slot (a slot is held by one committing
+thread at a time) carrying that commit's events and the provenance repository's next
+event id at the time. Only the last commit of a slot can be missing from provenance
+(a slot registers its events before its next commit), so at recovery `reconcile`
+looks for each slot's events from that id on and registers those that are missing.
+
+Record: id `__provenance_outbox__/<slot>`, queue `__provenance_outbox__`, attributes
+`{"next": <event id>, "events": <JSON list of ProvenanceEvent.to_dict()>}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from repositories.claims import ContentClaim, ResourceClaim
+from repositories.provenance import ProvenanceEvent
+
+from .flowfile import FlowFile
+from .shard import OUTBOX_QUEUE
+
+log = logging.getLogger(__name__)
+
+
+def _claim(value):
+    if value is None:
+        return None
+    return [value.resource.container, value.resource.section, value.resource.id, value.offset, value.length]
+
+
+def _unclaim(value):
+    if value is None:
+        return None
+    container, section, resource, offset, length = value
+    return ContentClaim(ResourceClaim(container, section, resource), offset, length)
+
+
+def encode_events(events) -> str:
+    rows = []
+    for e in events:
+        rows.append([e.event_type.value, e.flowfile_uuid, e.component_id, e.component_type, e.event_time_ms,
+                     list(e.parent_uuids), list(e.child_uuids), dict(e.attributes_before),
+                     dict(e.attributes_after), _claim(e.content_before), _claim(e.content_after),
+                     e.transit_uri, e.details, e.relationship, e.size])
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def decode_events(text: str) -> list[ProvenanceEvent]:
+    events = []
+    for (kind, uuid, component, component_type, time_ms, parents, children, before, after, content_before,
+         content_after, transit, details, relationship, size) in json.loads(text):
+        events.append(ProvenanceEvent(kind, uuid, component, component_type, time_ms, tuple(parents),
+                                      tuple(children), before, after, _unclaim(content_before),
+                                      _unclaim(content_after), transit, details, relationship, size))
+    return events
+
+
+def outbox_record(slot: int, next_event_id: int, events, now_ms: int) -> FlowFile:
+    attributes = {"next": str(next_event_id), "events": encode_events(events)}
+    return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
+
+
+def _key(event: ProvenanceEvent) -> tuple:
+    return (event.event_type.value, event.flowfile_uuid, event.component_id, event.relationship,
+            event.transit_uri)
+
+
+def reconcile(records, provenance) -> int:
+    """Register the outbox events provenance does not have. Returns how many."""
+    registered = 0
+    for record in records:
+        events = decode_events(record.attributes.get("events", "[]"))
+        if not events:
+            continue
+        start = int(record.attributes.get("next", "0"))
+        end = provenance.next_event_id
+        present = set()
+        if end > start:
+            for found in provenance.events(start, end - start, skip_damaged=True):
+                present.add(_key(found))
+        missing = [e for e in events if _key(e) not in present]
+        if missing:
+            provenance.register_events(missing)
+            registered += len(missing)
+            log.info("provenance outbox %s: registered %d events a crash had kept from provenance",
+                     record.id, len(missing))
+    return registered

@@ -1,0 +1,357 @@
+"""`FlowFileQueue`: a connection between two components (seed 001).
+
+What it does: prioritized polling (FIFO by default), back-pressure by object count and
+data size, penalization (a penalized FlowFile is skipped until its penalty expires),
+expiration (FlowFiles older than the connection's expiration are handed back as
+expired instead of polled), and the in-memory half of swapping: it keeps a summary of
+every swapped batch (count, size, oldest and newest entry) and hands batches out and
+in. The I/O of swapping is done by `QueueShard`, which owns the WAL and swap store.
+
+Counting: `count`/`size` cover everything the queue is responsible for - active,
+penalized, staging, swapped, batches being swapped, and FlowFiles polled by a session
+that has not committed yet (unacknowledged) - as in NiFi, so back-pressure sees them.
+
+Lock plan: `_lock` guards every field below it in `__init__`. It is never held
+across I/O: a swap-out batch is taken out under the lock (counted as in flight),
+written without it, and completed under it again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from repositories.swap import SwapSummary
+
+from .flowfile import FlowFile
+from .prioritizers import key_function
+from .swap_policy import (
+    DEFAULT_SWAP_BATCH,
+    DEFAULT_SWAP_THRESHOLD,
+    NOTHING,
+    Demote,
+    Promote,
+    SwapAction,
+    SwapState,
+    in_swap_mode,
+    plan_swap,
+)
+
+DEFAULT_BACK_PRESSURE_COUNT = 10_000
+DEFAULT_BACK_PRESSURE_SIZE = 1024 ** 3
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSummary:
+    queue: str
+    count: int
+    size: int
+    oldest_entry: int | None
+    newest_entry: int | None
+    active: int
+    staging: int
+    penalized: int
+    unacknowledged: int
+    swapped_count: int
+    swapped_size: int
+    swap_files: int
+
+    def to_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class FlowFileQueue:
+    def __init__(
+        self,
+        queue_id: str,
+        *,
+        prioritizers: Iterable[str] = (),
+        back_pressure_count: int = DEFAULT_BACK_PRESSURE_COUNT,
+        back_pressure_size: int = DEFAULT_BACK_PRESSURE_SIZE,
+        swap_threshold: int = DEFAULT_SWAP_THRESHOLD,
+        swap_batch: int = DEFAULT_SWAP_BATCH,
+        expiration_ms: int = 0,
+        clock_ms: Callable[[], int] = _now_ms,
+        source: str | None = None,
+        destination: str | None = None,
+    ):
+        if swap_batch < 1 or swap_threshold < swap_batch:
+            raise ValueError(f"queue {queue_id}: swap threshold ({swap_threshold}) must be at least the "
+                             f"swap batch ({swap_batch}), which must be positive")
+        self.id = queue_id
+        self.source, self.destination = source, destination
+        self.prioritizers = tuple(prioritizers)
+        self._key = key_function(self.prioritizers)
+        self.back_pressure_count = back_pressure_count
+        self.back_pressure_size = back_pressure_size
+        self.swap_threshold = swap_threshold
+        self.swap_batch = swap_batch
+        self.expiration_ms = expiration_ms
+        self._clock_ms = clock_ms
+        self._listeners: list[Callable[["FlowFileQueue"], None]] = []
+        self._lock = threading.Lock()
+        self._sequence = itertools.count()
+        self._active: list[tuple] = []  # heap of (key, sequence, flowfile)
+        self._penalized: list[tuple] = []  # heap of (penalty expiration, sequence, entry)
+        self._staging: deque[tuple] = deque()  # (key, sequence, flowfile), arrival order
+        self._swapped: deque[SwapSummary] = deque()
+        self._in_flight_count = 0  # in a batch being written to or read from a swap file
+        self._in_flight_size = 0
+        self._in_flight_summaries: list[SwapSummary] = []
+        self._swapping = False
+        self._unacknowledged_count = 0
+        self._unacknowledged_size = 0
+        self._count = 0
+        self._size = 0
+
+    # -- entries ------------------------------------------------------------------
+
+    def _entry(self, flowfile: FlowFile) -> tuple:
+        sequence = next(self._sequence)
+        key = sequence if self._key is None else (self._key(flowfile), sequence)
+        return (key, sequence, flowfile)
+
+    def add_listener(self, listener: Callable[["FlowFileQueue"], None]) -> None:
+        """Called (outside the lock) whenever FlowFiles arrive: the engine's wake-up."""
+        self._listeners.append(listener)
+
+    def _notify(self) -> None:
+        for listener in self._listeners:
+            listener(self)
+
+    def _swap_state_locked(self) -> SwapState:
+        return SwapState(len(self._active), len(self._staging), len(self._swapped), self._swapping,
+                         self.swap_threshold, self.swap_batch)
+
+    # -- producers ----------------------------------------------------------------
+
+    def put(self, flowfile: FlowFile) -> None:
+        self.put_all((flowfile,))
+
+    def put_all(self, flowfiles: Iterable[FlowFile]) -> None:
+        with self._lock:
+            staging = in_swap_mode(self._swap_state_locked())
+            active, push = self._active, heapq.heappush
+            for flowfile in flowfiles:
+                entry = self._entry(flowfile)
+                self._count += 1
+                self._size += flowfile.size
+                if staging:
+                    self._staging.append(entry)
+                elif flowfile.penalty_expiration > 0:
+                    push(self._penalized, (flowfile.penalty_expiration, entry[1], entry))
+                else:
+                    push(active, entry)
+        self._notify()
+
+    # -- consumers ----------------------------------------------------------------
+
+    def poll(self, max_count: int = 1, now_ms: int | None = None) -> tuple[list[FlowFile], list[FlowFile]]:
+        """Up to `max_count` FlowFiles in priority order, and those found expired.
+
+        Both are unacknowledged until the session calls `acknowledge` (commit) or
+        `requeue` (rollback)."""
+        now = self._clock_ms() if now_ms is None else now_ms
+        polled: list[FlowFile] = []
+        expired: list[FlowFile] = []
+        with self._lock:
+            self._release_penalties_locked(now)
+            active, pop = self._active, heapq.heappop
+            limit = self.expiration_ms
+            while active and len(polled) < max_count:
+                flowfile = pop(active)[2]
+                if limit and now - flowfile.entry_date > limit:
+                    expired.append(flowfile)
+                    continue
+                polled.append(flowfile)
+            for flowfile in itertools.chain(polled, expired):
+                self._unacknowledged_count += 1
+                self._unacknowledged_size += flowfile.size
+        return polled, expired
+
+    def _release_penalties_locked(self, now: int) -> None:
+        penalized = self._penalized
+        while penalized and penalized[0][0] <= now:
+            heapq.heappush(self._active, heapq.heappop(penalized)[2])
+
+    def acknowledge(self, flowfiles: Iterable[FlowFile]) -> None:
+        """The session that polled these committed: they left the queue."""
+        with self._lock:
+            for flowfile in flowfiles:
+                self._unacknowledged_count -= 1
+                self._unacknowledged_size -= flowfile.size
+                self._count -= 1
+                self._size -= flowfile.size
+
+    def requeue(self, flowfiles: Iterable[FlowFile]) -> None:
+        """The session that polled these rolled back: they are queued again (penalty kept)."""
+        with self._lock:
+            for flowfile in flowfiles:
+                self._unacknowledged_count -= 1
+                self._unacknowledged_size -= flowfile.size
+                entry = self._entry(flowfile)
+                if flowfile.penalty_expiration > 0:
+                    heapq.heappush(self._penalized, (flowfile.penalty_expiration, entry[1], entry))
+                else:
+                    heapq.heappush(self._active, entry)
+        self._notify()
+
+    # -- state --------------------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def is_full(self) -> bool:
+        """Back-pressure: the source of this connection must not be scheduled."""
+        return (self.back_pressure_count > 0 and self._count >= self.back_pressure_count) or (
+            self.back_pressure_size > 0 and self._size >= self.back_pressure_size)
+
+    def has_available(self, now_ms: int | None = None) -> bool:
+        """Whether a poll now could return something (active, or a penalty that expired)."""
+        if self._active:
+            return True
+        penalized = self._penalized
+        if penalized:
+            now = self._clock_ms() if now_ms is None else now_ms
+            return penalized[0][0] <= now
+        return False
+
+    def has_swapped(self) -> bool:
+        """FlowFiles wait in staging or in swap files (not being swapped right now)."""
+        return bool(self._swapped or self._staging) and not self._swapping
+
+    def next_penalty_expiration(self) -> int | None:
+        with self._lock:
+            return self._penalized[0][0] if self._penalized else None
+
+    def is_empty(self) -> bool:
+        return self._count == 0
+
+    def summary(self) -> QueueSummary:
+        with self._lock:
+            dates = [entry[2].entry_date for entry in itertools.chain(self._active, self._staging)]
+            dates += [entry[2][2].entry_date for entry in self._penalized]
+            for summary in itertools.chain(self._swapped, self._in_flight_summaries):
+                if summary.count:
+                    dates += (summary.oldest_entry, summary.newest_entry)
+            swapped = list(self._swapped)
+            return QueueSummary(
+                self.id, self._count, self._size, min(dates) if dates else None, max(dates) if dates else None,
+                len(self._active), len(self._staging), len(self._penalized), self._unacknowledged_count,
+                sum(s.count for s in swapped), sum(s.size for s in swapped), len(swapped))
+
+    def swap_summaries(self) -> list[SwapSummary]:
+        with self._lock:
+            return list(self._swapped)
+
+    def in_memory(self) -> int:
+        """FlowFiles this queue holds in memory (active, penalized, staging)."""
+        return len(self._active) + len(self._penalized) + len(self._staging)
+
+    # -- swapping (driven by QueueShard) -----------------------------------------
+
+    def plan_swap(self) -> SwapAction:
+        with self._lock:
+            action = plan_swap(self._swap_state_locked())
+            # Pure moves between active and staging are done here at once; only the
+            # actions that need I/O go back to the shard.
+            while isinstance(action, (Demote, Promote)):
+                if isinstance(action, Demote):
+                    self._demote_locked(action.count)
+                else:
+                    self._promote_locked(action.count)
+                action = plan_swap(self._swap_state_locked())
+            if action is not NOTHING:
+                self._swapping = True
+            return action
+
+    def _demote_locked(self, count: int) -> None:
+        ordered = sorted(self._active)
+        keep, demoted = ordered[:len(ordered) - count], ordered[len(ordered) - count:]
+        self._active = keep  # a sorted list is a heap
+        # Demoted FlowFiles are newer (lower priority) than the active ones but older
+        # than anything in staging only for FIFO; staging is re-sorted when written.
+        self._staging.extendleft(reversed(demoted))
+
+    def _promote_locked(self, count: int) -> None:
+        for _ in range(count):
+            entry = self._staging.popleft()
+            heapq.heappush(self._active, entry)
+
+    def take_swap_out_batch(self, count: int) -> list[FlowFile]:
+        """The `count` highest-priority FlowFiles of staging, now in flight."""
+        with self._lock:
+            entries = sorted(self._staging)
+            batch, rest = entries[:count], entries[count:]
+            self._staging = deque(rest)
+            flowfiles = [entry[2] for entry in batch]
+            self._in_flight_count += len(flowfiles)
+            self._in_flight_size += sum(f.size for f in flowfiles)
+            return flowfiles
+
+    def complete_swap_out(self, flowfiles: list[FlowFile], summary: SwapSummary) -> None:
+        with self._lock:
+            self._in_flight_count -= len(flowfiles)
+            self._in_flight_size -= sum(f.size for f in flowfiles)
+            self._swapped.append(summary)
+            self._swapping = False
+
+    def abort_swap_out(self, flowfiles: list[FlowFile]) -> None:
+        with self._lock:
+            self._in_flight_count -= len(flowfiles)
+            self._in_flight_size -= sum(f.size for f in flowfiles)
+            self._staging.extendleft(reversed([self._entry(f) for f in flowfiles]))
+            self._swapping = False
+
+    def take_swap_in(self) -> SwapSummary | None:
+        with self._lock:
+            if not self._swapped:
+                self._swapping = False
+                return None
+            summary = self._swapped.popleft()
+            self._in_flight_summaries.append(summary)
+            return summary
+
+    def complete_swap_in(self, summary: SwapSummary, flowfiles: list[FlowFile]) -> None:
+        with self._lock:
+            self._in_flight_summaries.remove(summary)
+            for flowfile in flowfiles:
+                entry = self._entry(flowfile)
+                if flowfile.penalty_expiration > 0:
+                    heapq.heappush(self._penalized, (flowfile.penalty_expiration, entry[1], entry))
+                else:
+                    heapq.heappush(self._active, entry)
+            self._swapping = False
+        self._notify()
+
+    def abort_swap_in(self, summary: SwapSummary) -> None:
+        with self._lock:
+            self._in_flight_summaries.remove(summary)
+            self._swapped.appendleft(summary)
+            self._swapping = False
+
+    def register_swapped(self, summary: SwapSummary) -> None:
+        """Recovery: a swap file the WAL lists, registered without loading it."""
+        with self._lock:
+            self._swapped.append(summary)
+            self._count += summary.count
+            self._size += summary.size
+
+    def drain_in_memory(self) -> list[FlowFile]:
+        """Every in-memory FlowFile (for shutdown checks and tests)."""
+        with self._lock:
+            return [e[2] for e in self._active] + [e[2][2] for e in self._penalized] + [e[2] for e in self._staging]

@@ -1,0 +1,174 @@
+"""The stateless engine (seed 004): a whole flow as one transaction, in memory.
+
+    flow = StatelessFlow(load_flow("sub.yaml"))
+    result = flow.trigger([({"filename": "a"}, b"data")])   # into the input port(s)
+    if result.success:
+        result.outputs                  # [(port, attributes, content bytes)]
+        result.acknowledge()            # runs every held on_success, once
+    else:
+        result.failure                  # which processor or failure port, and why
+
+Each trigger gets fresh in-memory repositories (queues, content, provenance). Source
+processors run once; then every processor with input runs until nothing is queued.
+Every `commit_async` callback is held. If a processor raises or a FlowFile reaches a
+failure port, the trigger fails: everything is dropped and no callback ever runs, so
+an acknowledging source is not acknowledged and its data will be offered again.
+When it succeeds, the held callbacks run on `acknowledge()` - at once by default, or
+after the caller's own commit (ExecuteStateless passes them to its session).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .commit import HeldCommitter
+from .definition import FlowDefinition
+from .graph import FlowGraph, wall_clock_ms
+from .memory_content import InMemoryContentRepository
+from .processor import ProcessContext
+from .session import ProcessSession
+from .shard import QueueShard
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 100_000
+
+
+@dataclass
+class StatelessResult:
+    success: bool
+    outputs: list = field(default_factory=list)  # (port, attributes, content)
+    failure: str | None = None
+    provenance_events: list = field(default_factory=list)
+    _callbacks: list = field(default_factory=list, repr=False)
+    _acknowledged: bool = False
+
+    def acknowledge(self) -> None:
+        """Run the held on_success callbacks (once). Only a successful result has any."""
+        if self._acknowledged:
+            return
+        self._acknowledged = True
+        for callback in self._callbacks:
+            callback()
+
+
+class StatelessFlow:
+    def __init__(self, definition: FlowDefinition, *, clock_ms: Callable[[], int] = wall_clock_ms):
+        self.definition = definition
+        self._clock_ms = clock_ms
+        self.graph = FlowGraph(definition, clock_ms=clock_ms, in_memory=True)
+        self._order = self.graph.upstream_order()
+        self._contexts = {}
+        for pid in self._order:
+            processor_definition = definition.processors[pid]
+            self._contexts[pid] = ProcessContext(pid, processor_definition.properties, processor_definition.dynamic,
+                                                 stateless=True, has_incoming=bool(self.graph.incoming[pid]),
+                                                 clock_ms=clock_ms)
+        self._scheduled = False
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            for pid in self._order:
+                self.graph.processors[pid].on_scheduled(self._contexts[pid])
+            self._scheduled = True
+
+    def close(self) -> None:
+        if self._scheduled:
+            for pid in self._order:
+                try:
+                    self.graph.processors[pid].on_stopped(self._contexts[pid])
+                except Exception:  # noqa: BLE001
+                    log.exception("%s: on_stopped failed", pid)
+            self._scheduled = False
+
+    def trigger(self, inputs: Iterable[tuple[dict, bytes]] = (), *, input_port: str | None = None) -> StatelessResult:
+        self._schedule()
+        # Fresh queues for every trigger: a failed trigger leaves nothing behind.
+        graph = self.graph = FlowGraph(self.definition, clock_ms=self._clock_ms, in_memory=True,
+                                       processors=self.graph.processors)
+        content = InMemoryContentRepository()
+        shard = QueueShard("stateless", graph.queues.values())
+        committer = HeldCommitter(shard, content)
+        try:
+            self._feed(inputs, input_port, shard, committer, content)
+            self._run(shard, committer, content)
+        except Exception as error:  # noqa: BLE001 - any failure fails the whole transaction
+            return StatelessResult(False, failure=str(error))
+        for port in self.definition.ports_of("failure"):
+            reached = sum(queue.count for queue in graph.into_port[port])
+            if reached:
+                return StatelessResult(False, failure=f"{reached} FlowFile(s) reached failure port {port!r}")
+        outputs = []
+        for port in self.definition.ports_of("output"):
+            for queue in graph.into_port[port]:
+                flowfiles, _ = queue.poll(1 << 62)
+                for flowfile in flowfiles:
+                    data = content.read(flowfile.content_claim) if flowfile.content_claim is not None else b""
+                    outputs.append((port, dict(flowfile.attributes), data))
+        return StatelessResult(True, outputs, provenance_events=committer.events,
+                               _callbacks=list(committer.held_callbacks))
+
+    def _session(self, pid: str, shard, committer, content) -> ProcessSession:
+        definition = self.definition.processors[pid]
+        return ProcessSession(component_id=pid, component_type=definition.type, committer=committer,
+                              content=content, shard=shard, incoming=self.graph.incoming[pid],
+                              outgoing=self.graph.outgoing[pid], auto_terminated=definition.auto_terminate,
+                              clock_ms=self._clock_ms, penalty_ms=0)
+
+    def _feed(self, inputs, input_port, shard, committer, content) -> None:
+        inputs = list(inputs)
+        if not inputs:
+            return
+        ports = [input_port] if input_port else self.definition.ports_of("input")
+        if not ports:
+            raise ValueError(f"flow {self.definition.name!r} has no input port to feed")
+        queues = [q for port in ports for q in self.graph.out_of_port[port]]
+        now = self._clock_ms()
+        from .flowfile import FlowFile
+
+        arrivals = []
+        for attributes, data in inputs:
+            flowfile = FlowFile.new(now, attributes)
+            if data:
+                claim = content.write_bytes(data)
+                flowfile = flowfile.with_content(claim, len(data))
+            for index, queue in enumerate(queues):
+                if index and flowfile.content_claim is not None:
+                    content.increment(flowfile.content_claim)
+                arrivals.append((queue, flowfile.in_queue(queue.id)))
+        for queue, flowfile in arrivals:
+            queue.put(flowfile)
+
+    def _run(self, shard, committer, content) -> None:
+        graph = self.graph
+        sources = [pid for pid in self._order if graph.processors[pid].is_source and not graph.incoming[pid]]
+        for pid in sources:
+            self._trigger_once(pid, shard, committer, content)
+        for _ in range(MAX_ROUNDS):
+            progressed = False
+            for pid in self._order:
+                if any(queue.has_available() for queue in graph.incoming[pid]):
+                    before = sum(queue.count for queue in graph.incoming[pid])
+                    self._trigger_once(pid, shard, committer, content)
+                    after = sum(queue.count for queue in graph.incoming[pid])
+                    progressed = progressed or after != before
+            if not progressed:
+                stuck = [pid for pid in self._order if any(q.count for q in graph.incoming[pid])]
+                if stuck:
+                    raise RuntimeError(f"processors {stuck} did not consume their input (penalized or "
+                                       "refused); the stateless transaction cannot finish")
+                return
+        raise RuntimeError(f"the flow did not settle after {MAX_ROUNDS} rounds (a loop?)")
+
+    def _trigger_once(self, pid: str, shard, committer, content) -> None:
+        session = self._session(pid, shard, committer, content)
+        try:
+            self.graph.processors[pid].on_trigger(self._contexts[pid], session)
+            if not session.is_closed:
+                session.commit()
+        except Exception as error:
+            session.rollback()
+            raise RuntimeError(f"processor {pid!r} failed: {error}") from error

@@ -1,0 +1,28 @@
+"""Swap files (seed 001): batches of FlowFiles a queue moved out of memory.
+
+    store = SwapStore(storage, "/data/swap")   # any `repositories.storage` backend
+    store.prepare()
+    summary = store.write("queue-id", records) # synced before it returns
+    wal.update([SwapOut(SwapFile(summary.location, "queue-id", summary.count,
+                                 summary.size), ids)])   # only then
+    store.read_summary(location)               # count, size, oldest, newest, claims
+    summary, records = store.read(location)    # swap-in
+    store.delete(location)
+
+Byte layout: `format`. Errors derive from `SwapError`. Fault seams: `hooks.SwapHooks`.
+"""
+
+from .errors import CorruptSwapFileError, SwapError, SwapFileMissingError, SwapWriteError
+from .format import SwapSummary
+from .hooks import SwapHooks
+from .store import SwapStore
+
+__all__ = [
+    "CorruptSwapFileError",
+    "SwapError",
+    "SwapFileMissingError",
+    "SwapHooks",
+    "SwapStore",
+    "SwapSummary",
+    "SwapWriteError",
+]
