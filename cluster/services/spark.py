@@ -8,9 +8,12 @@ worker uses the interpreter of the process that submits it (PYSPARK_PYTHON).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -45,6 +48,30 @@ def local_session(app_name: str = "custody", extra: dict[str, str] | None = None
     return session("local[*]", app_name, extra)
 
 
+_gateway_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _fork_safe_gateway_launch():
+    """pyspark starts its JVM with a Python `preexec_fn` (to ignore SIGINT). Python code
+    run between fork and exec can deadlock when other threads held a lock at fork time,
+    and a node always has some (hdfs-native's runtime, kazoo, the engine's pool): this
+    hung a test session for ten minutes. A new session gives the JVM the same shelter
+    from the terminal's Ctrl-C without running Python code in the child."""
+    import pyspark.java_gateway as java_gateway
+
+    def popen(*args, preexec_fn=None, **kwargs):
+        kwargs["start_new_session"] = True
+        return subprocess.Popen(*args, **kwargs)
+
+    with _gateway_lock:
+        java_gateway.Popen = popen
+        try:
+            yield
+        finally:
+            java_gateway.Popen = subprocess.Popen
+
+
 def session(master: str, app_name: str = "custody", extra: dict[str, str] | None = None):
     for key, value in spark_environment().items():
         os.environ.setdefault(key, value)
@@ -63,7 +90,8 @@ def session(master: str, app_name: str = "custody", extra: dict[str, str] | None
     )
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with _fork_safe_gateway_launch():
+        return builder.getOrCreate()
 
 
 class SparkStandalone:

@@ -45,7 +45,9 @@ def test_standalone_cluster_reads_a_file_from_hdfs(spark_standalone, hdfs_cluste
     assert spark_standalone.healthy()
 
 
-def test_local_session_runs_sql(spark_local):
+def test_local_session_runs_sql(hdfs_store, spark_local):
+    # hdfs_store first: the session must start in a process whose HDFS client threads
+    # already run (pyspark's own JVM launch could deadlock there; see services.spark).
     frame = spark_local.createDataFrame([(i, i % 3) for i in range(100)], ["n", "bucket"])
     counts = {row["bucket"]: row["count"] for row in frame.groupBy("bucket").count().collect()}
     assert counts == {0: 34, 1: 33, 2: 33}
