@@ -5,7 +5,9 @@ inspect reports what recovery would restore: the crash case, record count, max
 transaction id, swap files, and every range recovery would cut, with why.
 fsck exits 0 when the WAL restores and all damage is explained by a crash (a torn
 or NUL tail), 1 when it finds damage no crash explains (a damaged transaction with
-intact ones after it, a stale-epoch write, an undecodable transaction), and 2 when
+intact ones after it, a stale-epoch write, an undecodable transaction, or a record
+whose bytes match their CRC but cannot be decoded: fsck decodes every record in full,
+where recovery decodes lazily), and 2 when
 the WAL cannot be restored at all (corrupt snapshot, unknown SerDe, not a WAL).
 """
 
@@ -44,12 +46,31 @@ def open_storage(path: str):
     return LocalStorage(), os.path.abspath(path)
 
 
-def read_report(path: str):
+def read_recovered_state(path: str):
     from repositories.flowfile import FlowFileSerDe, list_wal_files, read_state
 
     storage, directory = open_storage(path)
     files = list_wal_files(storage, directory)
-    return read_state(storage, directory, files, FlowFileSerDe(), epoch=None).report
+    return read_state(storage, directory, files, FlowFileSerDe(), epoch=None)
+
+
+def read_report(path: str):
+    return read_recovered_state(path).report
+
+
+def undecodable_records(records: dict) -> list:
+    """Decode every record in full. Recovery checks CRCs but decodes restored records
+    lazily, so a record whose bytes matched their CRC yet cannot be decoded (a SerDe
+    bug or a forged file) would otherwise surface only when the flow engine reads it."""
+    from repositories.flowfile import CorruptRecordError
+
+    failures = []
+    for record in records.values():
+        try:
+            record.decode()
+        except CorruptRecordError as error:
+            failures.append(error)
+    return failures
 
 
 def run_inspect(args) -> int:
@@ -86,16 +107,22 @@ def run_fsck(args) -> int:
     from repositories.storage import StorageError
 
     try:
-        report = read_report(args.path)
+        state = read_recovered_state(args.path)
     except (WriteAheadLogError, StorageError) as error:
         print(f"FAIL: {error}", file=sys.stderr)
         return 2
+    report = state.report
     unexplained = report.unexplained
+    undecodable = undecodable_records(state.records)
+    for error in undecodable:
+        print(f"UNDECODABLE: {error}")
     for cut in report.cuts:
         kind = "explained by a crash" if cut.explained else "UNEXPLAINED"
         print(f"{kind}: {cut.path} bytes {cut.offset}..{cut.end}: {cut.reason}")
-    if unexplained:
-        print(f"FAIL: {len(unexplained)} damaged range(s) no crash explains; {report.record_count} records recoverable", file=sys.stderr)
+    if unexplained or undecodable:
+        print(
+            f"FAIL: {len(unexplained)} damaged range(s) no crash explains, {len(undecodable)} record(s) that "
+            f"cannot be decoded; {report.record_count} records recoverable", file=sys.stderr)
         return 1
     print(f"OK: {report.record_count} records, max transaction id {report.max_txid}")
     return 0

@@ -21,6 +21,15 @@ FlowFiles back with `Put` in the same transaction). `wal.swap_files` lists the s
 files after recovery. `wal.last_recovery` is a `RecoveryReport`: the crash case seen,
 the max transaction id, and every range cut from a journal, with why.
 
+Records: `FlowFileRecord(id, attributes, content_claim, queue, size, entry_date,
+lineage_start_date, penalty_expiration=0)`, read field by field (it also unpacks,
+compares and `replace`s like a NamedTuple). The records `recover()` returns are lazy
+(`LazyFlowFileRecord`): every CRC was checked, but only the id was decoded; the
+head (claim, queue, size, dates) and the attributes decode on first access. A record
+whose bytes matched their CRC yet cannot be decoded raises `CorruptRecordError` then
+(`custody wal fsck` finds such records beforehand). Untouched restored records are
+written back to the next snapshot without re-encoding.
+
 Constructor: `WriteAheadLog(storage, directory, *, partitions=4, serde=FlowFileSerDe(),
 epoch=0, checkpoint_interval=120.0, clock=time.monotonic, wall_clock=time.time,
 hooks=None)`. `epoch` is the shard epoch written into every journal header and every
@@ -39,6 +48,7 @@ Errors all derive from `WriteAheadLogError` (see `errors`). Byte layouts: `forma
 from .errors import (
     CheckpointError,
     CorruptJournalError,
+    CorruptRecordError,
     CorruptSnapshotError,
     JournalPoisonedError,
     NotAWriteAheadLogError,
@@ -49,7 +59,7 @@ from .errors import (
     WriteAheadLogError,
 )
 from .hooks import WalHooks
-from .record import Delete, FlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update
+from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update
 from .recovery import RecoveryReport, list_wal_files, read_state
 from .serde import FlowFileSerDe, SerDe
 from .wal import WriteAheadLog
@@ -57,11 +67,13 @@ from .wal import WriteAheadLog
 __all__ = [
     "CheckpointError",
     "CorruptJournalError",
+    "CorruptRecordError",
     "CorruptSnapshotError",
     "Delete",
     "FlowFileRecord",
     "FlowFileSerDe",
     "JournalPoisonedError",
+    "LazyFlowFileRecord",
     "NotAWriteAheadLogError",
     "NotRecoveredError",
     "Put",

@@ -85,3 +85,16 @@ class JournalPoisonedError(WriteAheadLogError):
 
 class CheckpointError(WriteAheadLogError):
     """A checkpoint failed; updates are refused until one succeeds. Nothing recoverable was deleted."""
+
+
+class CorruptRecordError(WriteAheadLogError, ValueError):
+    """A restored record's bytes matched their CRC but cannot be decoded (a SerDe bug or
+    a forged file): raised on first access of the field, naming the record."""
+
+    def __init__(self, record_id: str, reason: str):
+        self.record_id, self.reason = record_id, reason
+        super().__init__(
+            f"FlowFile record {record_id!r} cannot be decoded: {reason}. Its bytes matched their "
+            "CRC, so they are what was written: this is a SerDe bug or a forged file. Run "
+            "`custody wal fsck` on the WAL directory to list every such record."
+        )

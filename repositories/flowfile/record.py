@@ -1,8 +1,22 @@
 """The FlowFile record and the updates a transaction carries.
 
-`FlowFileRecord` is a NamedTuple rather than a dataclass: recovery builds a million of
-them, and a tuple is built in a fraction of the time (see benchmarks/wal.py). Treat it,
-including its `attributes` dict, as immutable; `replace(...)` makes a new version.
+`FlowFileRecord` is a small slots class whose fields read like a NamedTuple's (it
+also unpacks, compares and `replace`s like one). Treat it, including its `attributes`
+dict, as immutable; `replace(...)` makes a new version.
+
+A record restored from a snapshot or journal is *lazy*: recovery decodes only its id
+and keeps the rest as the SerDe's bytes, already checked by the CRC of the block or
+transaction they came in (recovery never accepts bytes whose CRC does not match).
+The rest is decoded on first access, in two tiers, so that what a restore touches for
+every FlowFile stays cheap:
+  * the head: content claim, queue, size and dates (what the flow engine needs to put
+    a FlowFile back in its queue and count claimants);
+  * the attributes, often never needed for a FlowFile that sits queued or swapped.
+A record a caller builds is decoded from the start. Decoding is idempotent, so two
+threads racing on the first access both get the same values. If bytes that matched
+their CRC still cannot be decoded (only a SerDe bug or a forged file does that), the
+access raises `CorruptRecordError` naming the record; `custody wal fsck` decodes every
+record in full to find such records before anyone reads them.
 
 Swapping is recorded in bulk, one record per swap file (not one per FlowFile as NiFi
 does): `SwapOut` removes the swapped FlowFiles from the live map and registers the
@@ -16,19 +30,153 @@ from typing import NamedTuple, Union
 
 from ..claims import ContentClaim
 
+FIELDS = ("id", "attributes", "content_claim", "queue", "size", "entry_date", "lineage_start_date", "penalty_expiration")
 
-class FlowFileRecord(NamedTuple):
-    id: str
-    attributes: dict[str, str]
-    content_claim: ContentClaim | None
-    queue: str
-    size: int
-    entry_date: int  # milliseconds since the epoch
-    lineage_start_date: int  # milliseconds since the epoch
-    penalty_expiration: int = 0  # milliseconds since the epoch; 0 when not penalized
+
+class FlowFileRecord:
+    """id, attributes, content claim (or None), queue, size, entry date, lineage start
+    date and penalty expiration (dates in milliseconds since the epoch; 0 when not
+    penalized).
+
+    Slots: `id`; `_head` = (content_claim, queue, size, entry_date, lineage_start_date,
+    penalty_expiration) or None while undecoded; `_attributes` (None while undecoded);
+    `_encoded`, the SerDe bytes while some tier is undecoded (also what a checkpoint
+    writes back unchanged); `_decoder`, what decodes them (see `serde.LazyDecoder`).
+    """
+
+    __slots__ = ("id", "_head", "_attributes", "_encoded", "_decoder")
+    _fields = FIELDS
+
+    def __init__(
+        self,
+        id: str,
+        attributes: dict[str, str],
+        content_claim: ContentClaim | None,
+        queue: str,
+        size: int,
+        entry_date: int,
+        lineage_start_date: int,
+        penalty_expiration: int = 0,
+    ):
+        self.id = id
+        self._attributes = attributes
+        self._head = (content_claim, queue, size, entry_date, lineage_start_date, penalty_expiration)
+        self._encoded = None
+        self._decoder = None
+
+    # -- lazily decoded fields ----------------------------------------------------
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        attributes = self._attributes
+        if attributes is None:
+            attributes = self._decode_attributes()
+        return attributes
+
+    def _decode_head(self) -> tuple:
+        encoded = self._encoded
+        if encoded is None:  # another thread finished decoding meanwhile
+            return self._head
+        head = self._decoder.decode_head(encoded, self.id)
+        self._head = head
+        if self._attributes is not None:
+            self._encoded = None
+        return head
+
+    def _decode_attributes(self) -> dict:
+        encoded = self._encoded
+        if encoded is None:
+            return self._attributes
+        attributes = self._decoder.decode_attributes(encoded, self.id)
+        self._attributes = attributes
+        if self._head is not None:
+            self._encoded = None
+        return attributes
+
+    def decode(self) -> "FlowFileRecord":
+        """Decode every field now (raises CorruptRecordError); returns self."""
+        if self._head is None:
+            self._decode_head()
+        if self._attributes is None:
+            self._decode_attributes()
+        return self
+
+    @property
+    def is_decoded(self) -> bool:
+        return self._head is not None and self._attributes is not None
+
+    # -- tuple-like behaviour, as when this was a NamedTuple -------------------------
+
+    def __iter__(self):
+        return iter((self.id, self.attributes, *self.head))
+
+    def __len__(self) -> int:
+        return len(FIELDS)
+
+    def __getitem__(self, index):
+        return tuple(self)[index]
+
+    @property
+    def head(self) -> tuple:
+        head = self._head
+        if head is None:
+            head = self._decode_head()
+        return head
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, FlowFileRecord):
+            return NotImplemented
+        return self.id == other.id and self.head == other.head and self.attributes == other.attributes
+
+    __hash__ = None  # like the NamedTuple it replaces: it holds a dict
+
+    def __repr__(self) -> str:
+        return "FlowFileRecord(" + ", ".join(f"{name}={value!r}" for name, value in zip(FIELDS, self)) + ")"
+
+    def __reduce__(self):
+        return (FlowFileRecord, tuple(self))
+
+    def _asdict(self) -> dict:
+        return dict(zip(FIELDS, self))
 
     def replace(self, **changes) -> "FlowFileRecord":
-        return self._replace(**changes)
+        fields = self._asdict()
+        unknown = set(changes) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"FlowFileRecord has no field(s) {sorted(unknown)}")
+        fields.update(changes)
+        return FlowFileRecord(**fields)
+
+    _replace = replace
+
+
+def _head_field(index: int, name: str) -> property:
+    def get(self):
+        head = self._head
+        if head is None:
+            head = self._decode_head()
+        return head[index]
+
+    get.__name__ = name
+    return property(get, doc=f"{name} (decoded on first access for a restored record)")
+
+
+for _index, _name in enumerate(FIELDS[2:]):
+    setattr(FlowFileRecord, _name, _head_field(_index, _name))
+del _index, _name
+
+
+class LazyFlowFileRecord(FlowFileRecord):
+    """A restored record: only the id is decoded; see the module docstring."""
+
+    __slots__ = ()
+
+    def __init__(self, id: str, encoded: bytes, decoder):
+        self.id = id
+        self._head = None
+        self._attributes = None
+        self._encoded = encoded
+        self._decoder = decoder
 
 
 class SwapFile(NamedTuple):

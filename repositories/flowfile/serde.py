@@ -6,16 +6,32 @@ was written with, so a file written by an older version still restores (seed 000
 restore step 5). `FlowFileSerDe` is the default; another SerDe only has to provide
 the same five members (see `SerDe`).
 
-`FlowFileSerDe` record layout, version 2 (current):
+`FlowFileSerDe` record layout, version 3 (current):
+
+    struct RECORD_V3: u32 id length, u32 queue length, u64 size, i64 entry date,
+        i64 lineage start date, i64 penalty expiration, u8 flags, u16 claim section,
+        u64 claim offset, u64 claim length, u16 claim text length, u32 attributes
+        length; then the id, the queue (UTF-8), the claim text (container NUL resource
+        id, UTF-8; empty without a claim), then the attributes.
+    flags bit 0: the record has a content claim; bit 1: the attributes are
+    length-prefixed.
+    The attributes are key, value, key, value... joined with NUL characters when no
+    key or value contains one (one split() decodes them), and otherwise written as
+    u32 count then u32 length + bytes per string. No attributes: zero bytes.
+    Every string sits at an offset the fixed struct gives, so a restored record is
+    decoded lazily (see `record`): recovery reads only the id; the head (claim,
+    queue, size, dates) and the attributes are decoded on first access, each alone.
+
+Version 2 (kept readable; `FlowFileSerDe(version=2)` still writes it):
 
     struct RECORD_V2: u64 size, i64 entry date, i64 lineage start date,
         i64 penalty expiration, u8 flags, u16 claim section, u64 claim offset,
         u64 claim length, u32 text length; then the text (UTF-8).
     flags bit 0: the record has a content claim; bit 1: the text is length-prefixed.
     The text holds id, queue, [claim container, claim resource id], then key, value
-    for each attribute. It is joined with NUL characters when no string contains one
-    (one split() decodes it: this is what makes recovery of 1M records fast), and
-    otherwise written as u32 count then u32 length + bytes per string.
+    for each attribute, joined with NUL characters when no string contains one, and
+    otherwise written as u32 count then u32 length + bytes per string. Decoded
+    eagerly: the id sits inside the text, so nothing is saved by deferring the rest.
 
 Version 1 (kept readable; `FlowFileSerDe(version=1)` still writes it):
 
@@ -33,24 +49,27 @@ Update layout: one type byte (PUT 1, DELETE 2, SWAP_OUT 3, SWAP_IN 4) then:
 from __future__ import annotations
 
 import struct
+import sys
+from itertools import chain, repeat
 from typing import Protocol
 
 from ..claims import ContentClaim, ResourceClaim
 from . import format as fmt
-from .record import Delete, FlowFileRecord, Put, SwapIn, SwapOut, Update
+from .errors import CorruptRecordError
+from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapIn, SwapOut, Update
 
+RECORD_V3 = struct.Struct("<IIQqqqBHQQHI")
 RECORD_V2 = struct.Struct("<QqqqBHQQI")
 RECORD_V1 = struct.Struct("<QqBHQQH")
 U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
-assert RECORD_V2.size == 55 and RECORD_V1.size == 37, (RECORD_V2.size, RECORD_V1.size)
+assert RECORD_V3.size == 65 and RECORD_V2.size == 55 and RECORD_V1.size == 37, (RECORD_V3.size, RECORD_V2.size, RECORD_V1.size)
 
 PUT, DELETE, SWAP_OUT, SWAP_IN = 1, 2, 3, 4
 HAS_CLAIM = 0x01
 LENGTH_PREFIXED = 0x02
 NUL = "\0"
-
-_new_record = tuple.__new__
+_intern = sys.intern
 
 
 class SerDe(Protocol):
@@ -70,10 +89,11 @@ class SerDe(Protocol):
 
 class FlowFileSerDe:
     """The default SerDe of custody's FlowFile records. Thread-safe: its only state is
-    a cache of ResourceClaims (many FlowFiles share one), which makes decoding cheap."""
+    caches of ResourceClaims and queue names (many FlowFiles share one), which make
+    decoding cheap; a race on them only builds an equal value twice."""
 
     name = "custody.flowfile"
-    CURRENT_VERSION = 2
+    CURRENT_VERSION = 3
     OLDEST_VERSION = 1
 
     def __init__(self, version: int = CURRENT_VERSION):
@@ -81,6 +101,7 @@ class FlowFileSerDe:
             raise ValueError(f"FlowFileSerDe writes versions {self.OLDEST_VERSION}..{self.CURRENT_VERSION}, not {version}")
         self.version = version
         self._resources: dict[tuple, ResourceClaim] = {}
+        self.lazy_decoder = LazyDecoder(self)
 
     def __repr__(self) -> str:
         return f"FlowFileSerDe(version={self.version})"
@@ -91,39 +112,77 @@ class FlowFileSerDe:
     # -- records ------------------------------------------------------------------
 
     def encode_record(self, record: FlowFileRecord) -> bytes:
+        if self.version == 3:
+            return self._encode_v3(record)
         if self.version == 1:
             return _encode_record_v1(record)
-        claim = record.content_claim
-        strings = [record.id, record.queue]
+        return _encode_record_v2(record)
+
+    def _encode_v3(self, record: FlowFileRecord) -> bytes:
+        encoded = record._encoded
+        if encoded is not None and record._decoder is self.lazy_decoder:
+            # Restored by this SerDe and never changed (records are immutable): its
+            # bytes are what encoding would produce. This is what makes a checkpoint
+            # after recovery cheap.
+            return encoded
+        head = record._head
+        if head is None:
+            head = record._decode_head()
+        attributes = record._attributes
+        if attributes is None:
+            attributes = record._decode_attributes()
+        claim, queue, size, entry, lineage, penalty = head
+        record_id = record.id.encode("utf-8")
+        queue_bytes = queue.encode("utf-8")
         if claim is not None:
             resource = claim.resource
-            strings += (resource.container, resource.id)
-            head = (HAS_CLAIM, resource.section, claim.offset, claim.length)
+            claim_text = (resource.container + NUL + resource.id).encode("utf-8")
+            flags, section, offset, length = HAS_CLAIM, resource.section, claim.offset, claim.length
         else:
-            head = (0, 0, 0, 0)
-        for key, value in record.attributes.items():
-            strings += (key, value)
-        text = NUL.join(strings)
-        flags = head[0]
-        if text.count(NUL) != len(strings) - 1:
-            flags |= LENGTH_PREFIXED
-            encoded = [s.encode("utf-8") for s in strings]
-            blob = U32.pack(len(encoded)) + b"".join(U32.pack(len(e)) + e for e in encoded)
+            claim_text = b""
+            flags = section = offset = length = 0
+        if attributes:
+            text = NUL.join(chain.from_iterable(attributes.items()))
+            if text.count(NUL) == 2 * len(attributes) - 1:
+                blob = text.encode("utf-8")
+            else:
+                flags |= LENGTH_PREFIXED
+                blob = _join_length_prefixed(chain.from_iterable(attributes.items()))
         else:
-            blob = text.encode("utf-8")
-        return RECORD_V2.pack(
-            record.size, record.entry_date, record.lineage_start_date, record.penalty_expiration,
-            flags, head[1], head[2], head[3], len(blob),
-        ) + blob
+            blob = b""
+        return b"".join((
+            RECORD_V3.pack(len(record_id), len(queue_bytes), size, entry, lineage, penalty, flags, section,
+                           offset, length, len(claim_text), len(blob)),
+            record_id, queue_bytes, claim_text, blob,
+        ))
 
     def decode_record(self, data, version: int) -> FlowFileRecord:
+        """Decode completely (every field checked now): for callers outside recovery."""
+        if version == 3:
+            data = bytes(data)
+            return self.record_decoder(3)(data, 0, len(data)).decode()
         return self.record_decoder(version)(data, 0, len(data))
 
     def record_decoder(self, version: int):
-        """A function (data, start, stop) -> FlowFileRecord decoding data[start:stop].
+        """A function (data, start, stop) -> FlowFileRecord decoding data[start:stop],
+        where data is bytes. Recovery calls it a million times.
 
-        Recovery calls it a million times, so it binds everything it uses to locals
-        and has a straight path for the common record (a claim, NUL-joined text)."""
+        Version 3 returns a lazy record: it decodes the id and keeps a copy of the
+        bytes (not a view, so the file's buffer is not pinned by the records)."""
+        if version == 3:
+            unpack_id_length = U32.unpack_from
+            id_offset = RECORD_V3.size
+            Lazy, lazy_decoder = LazyFlowFileRecord, self.lazy_decoder
+
+            def decode_v3(data, start: int, stop: int) -> FlowFileRecord:
+                (id_length,) = unpack_id_length(data, start)
+                id_start = start + id_offset
+                id_stop = id_start + id_length
+                if id_stop > stop:
+                    raise ValueError(f"record id of {id_length} bytes runs past the record")
+                return Lazy(str(data[id_start:id_stop], "utf-8"), data[start:stop], lazy_decoder)
+
+            return decode_v3
         if version == 1:
             return self._decode_v1
         if version != 2:
@@ -132,7 +191,7 @@ class FlowFileSerDe:
         head_size = RECORD_V2.size
         resources = self._resources
         resource_of = self._resource
-        new, Record, Claim = _new_record, FlowFileRecord, ContentClaim
+        Record, Claim = FlowFileRecord, ContentClaim
 
         def decode_v2(data, start: int, stop: int) -> FlowFileRecord:
             size, entry, lineage, penalty, flags, section, offset, length, text_length = unpack(data, start)
@@ -153,9 +212,34 @@ class FlowFileSerDe:
                 if len(strings) & 1:
                     raise ValueError("record has an attribute key without a value")
                 attributes = dict(zip(strings[2::2], strings[3::2]))
-            return new(Record, (strings[0], attributes, claim, strings[1], size, entry, lineage, penalty))
+            return Record(strings[0], attributes, claim, strings[1], size, entry, lineage, penalty)
 
         return decode_v2
+
+    def record_batch_decoder(self, version: int):
+        """A function (ids, pieces) -> [FlowFileRecord] for a snapshot block: the ids
+        were read from the block's id column, each piece is one record's bytes.
+
+        Version 3 builds lazy records in one C-level map (the embedded id is checked
+        against the column's when the head is decoded); older versions decode each
+        record and check its id."""
+        if version == 3:
+            Lazy, lazy_decoder = LazyFlowFileRecord, self.lazy_decoder
+
+            def decode_batch_v3(ids: list, pieces: list) -> list:
+                return list(map(Lazy, ids, pieces, repeat(lazy_decoder, len(ids))))
+
+            return decode_batch_v3
+        decode = self.record_decoder(version)
+
+        def decode_batch(ids: list, pieces: list) -> list:
+            decoded = [decode(piece, 0, len(piece)) for piece in pieces]
+            for record_id, record in zip(ids, decoded):
+                if record.id != record_id:
+                    raise ValueError(f"record {record.id!r} is listed as {record_id!r} in its block")
+            return decoded
+
+        return decode_batch
 
     def _resource(self, container: str, section: int, resource_id: str) -> ResourceClaim:
         if len(self._resources) > 100_000:
@@ -175,7 +259,7 @@ class FlowFileSerDe:
         if (len(strings) - first) % 2:
             raise ValueError("record has an attribute key without a value")
         attributes = dict(zip(strings[first::2], strings[first + 1 :: 2]))
-        return _new_record(FlowFileRecord, (strings[0], attributes, claim, strings[1], size, entry, entry, 0))
+        return FlowFileRecord(strings[0], attributes, claim, strings[1], size, entry, entry, 0)
 
     # -- updates ------------------------------------------------------------------
 
@@ -201,6 +285,9 @@ class FlowFileSerDe:
     def decode_update(self, data, version: int) -> Update:
         kind = data[0]
         if kind == PUT:
+            if version == 3:  # lazy, like a snapshot record: the frame CRC covered these bytes
+                record = bytes(data[1:])
+                return Put(self.record_decoder(3)(record, 0, len(record)))
             return Put(self.decode_record(data[1:], version))
         if kind == DELETE:
             return Delete(str(data[1:], "utf-8"))
@@ -212,6 +299,96 @@ class FlowFileSerDe:
         if kind == SWAP_IN:
             return SwapIn(str(data[1:], "utf-8"))
         raise ValueError(f"unknown update type {kind}")
+
+
+class LazyDecoder:
+    """Decodes the two lazy tiers of a version-3 record (see `record`). One per SerDe
+    instance; a restored record points to it, which also tells `encode_record` that
+    the record's bytes are already in this SerDe's current encoding."""
+
+    version = 3
+
+    def __init__(self, serde: FlowFileSerDe):
+        self.name = serde.name
+        self._serde = serde
+        self._queues: dict[bytes, str] = {}
+
+    def decode_head(self, encoded: bytes, record_id: str) -> tuple:
+        try:
+            (id_length, queue_length, size, entry, lineage, penalty, flags, section, offset, length,
+             claim_length, attributes_length) = RECORD_V3.unpack_from(encoded, 0)
+            start = RECORD_V3.size + id_length
+            if encoded[RECORD_V3.size : start] != record_id.encode("utf-8"):
+                raise ValueError(f"the record's bytes carry the id {bytes(encoded[RECORD_V3.size:start])!r}")
+            if start + queue_length + claim_length + attributes_length != len(encoded):
+                raise ValueError(f"field lengths add up to {start + queue_length + claim_length + attributes_length} bytes, the record has {len(encoded)}")
+            queue_bytes = encoded[start : start + queue_length]
+            queue = self._queues.get(queue_bytes)
+            if queue is None:
+                if len(self._queues) > 10_000:
+                    self._queues.clear()
+                queue = self._queues[queue_bytes] = _intern(str(queue_bytes, "utf-8"))
+            if flags & HAS_CLAIM:
+                start += queue_length
+                container, separator, resource_id = str(encoded[start : start + claim_length], "utf-8").partition(NUL)
+                if not separator:
+                    raise ValueError("claim text has no NUL between container and resource id")
+                serde = self._serde
+                resource = serde._resources.get((container, section, resource_id)) or serde._resource(container, section, resource_id)
+                claim = ContentClaim(resource, offset, length)
+            else:
+                claim = None
+        except Exception as error:  # struct.error, ValueError, UnicodeDecodeError, InvalidClaimError
+            raise CorruptRecordError(record_id, f"head: {error}") from None
+        return (claim, queue, size, entry, lineage, penalty)
+
+    def decode_attributes(self, encoded: bytes, record_id: str) -> dict:
+        try:
+            (_, _, _, _, _, _, flags, _, _, _, _, attributes_length) = RECORD_V3.unpack_from(encoded, 0)
+            if not attributes_length:
+                return {}
+            start = len(encoded) - attributes_length
+            if start < RECORD_V3.size:
+                raise ValueError(f"attributes of {attributes_length} bytes overlap the record's head")
+            if flags & LENGTH_PREFIXED:
+                strings = _split_length_prefixed(encoded[start:], 0)
+            else:
+                strings = str(encoded[start:], "utf-8").split(NUL)
+            if len(strings) & 1:
+                raise ValueError("an attribute key has no value")
+        except Exception as error:
+            raise CorruptRecordError(record_id, f"attributes: {error}") from None
+        # Keys repeat across millions of FlowFiles: one interned copy of each.
+        return dict(zip(map(_intern, strings[0::2]), strings[1::2]))
+
+
+def _join_length_prefixed(strings) -> bytes:
+    encoded = [s.encode("utf-8") for s in strings]
+    return U32.pack(len(encoded)) + b"".join(U32.pack(len(e)) + e for e in encoded)
+
+
+def _encode_record_v2(record: FlowFileRecord) -> bytes:
+    claim = record.content_claim
+    strings = [record.id, record.queue]
+    if claim is not None:
+        resource = claim.resource
+        strings += (resource.container, resource.id)
+        head = (HAS_CLAIM, resource.section, claim.offset, claim.length)
+    else:
+        head = (0, 0, 0, 0)
+    for key, value in record.attributes.items():
+        strings += (key, value)
+    text = NUL.join(strings)
+    flags = head[0]
+    if text.count(NUL) != len(strings) - 1:
+        flags |= LENGTH_PREFIXED
+        blob = _join_length_prefixed(strings)
+    else:
+        blob = text.encode("utf-8")
+    return RECORD_V2.pack(
+        record.size, record.entry_date, record.lineage_start_date, record.penalty_expiration,
+        flags, head[1], head[2], head[3], len(blob),
+    ) + blob
 
 
 def _encode_record_v1(record: FlowFileRecord) -> bytes:

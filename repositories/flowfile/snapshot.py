@@ -42,54 +42,155 @@ class SnapshotContents(NamedTuple):
 
 
 def write_snapshot(file, *, epoch: int, serde, max_txid: int, records, swap_files) -> None:
-    """Write a complete snapshot to an open WritableFile and sync it. `records` is
-    the record map (read under the exclusive lock, so it does not change meanwhile)."""
+    """Write a complete snapshot (format 2: records in CRC'd blocks) to an open
+    WritableFile and sync it. `records` is the record map (read under the exclusive
+    lock, so it does not change meanwhile)."""
     file.write(fmt.pack_snapshot_header(epoch, serde.name, serde.version, max_txid, len(records), len(swap_files)))
     encode = serde.encode_record
-    pack_entry = fmt.SNAPSHOT_ENTRY.pack
-    crc32 = fmt.crc32
-    chunk = bytearray()
+    pack_body, pack_block = fmt.pack_snapshot_block_body, fmt.pack_snapshot_block
+    block_records, block_bytes = fmt.SNAPSHOT_BLOCK_RECORDS, fmt.SNAPSHOT_BLOCK_BYTES
+    ids: list = []
+    encoded: list = []
+    size = 0
     for record in records.values():
-        encoded = encode(record)
-        chunk += pack_entry(len(encoded), crc32(encoded))
-        chunk += encoded
-        if len(chunk) >= _CHUNK:
-            file.write(chunk)
-            chunk = bytearray()
+        piece = encode(record)
+        ids.append(record.id)
+        encoded.append(piece)
+        size += len(piece)
+        if len(ids) == block_records or size >= block_bytes:
+            body = pack_body(ids, encoded)
+            file.write(pack_block(len(ids), body) + body)
+            ids, encoded, size = [], [], 0
+    tail = bytearray()
+    if ids:
+        body = pack_body(ids, encoded)
+        tail += pack_block(len(ids), body)
+        tail += body
     for swap_file in swap_files.values():
-        chunk += fmt.pack_snapshot_entry(fmt.pack_swap_file(swap_file))
-    chunk += fmt.pack_snapshot_trailer(len(records), len(swap_files))
-    file.write(chunk)
+        tail += fmt.pack_snapshot_entry(fmt.pack_swap_file(swap_file))
+    tail += fmt.pack_snapshot_trailer(len(records), len(swap_files))
+    file.write(tail)
     file.sync()
 
 
 def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
     """Decode a snapshot completely, or raise CorruptSnapshotError naming the offset.
     A snapshot is all or nothing: it was synced before it was renamed into place, so
-    any damage is damage (there is no torn tail to forgive)."""
+    any damage is damage (there is no torn tail to forgive). Records of SerDe version
+    3 come back lazy (see `record`), after the CRC of their block matched."""
     try:
         header, max_txid, record_count, swap_count = fmt.unpack_snapshot_header(data)
     except fmt.HeaderError as error:
         if error.reason.startswith("starts with"):
             raise NotAWriteAheadLogError(path, error.offset, f"snapshot {error.reason}") from None
         raise CorruptSnapshotError(path, error.offset, f"header: {error.reason}") from None
-    if header.format_version != fmt.SNAPSHOT_FORMAT_VERSION:
+    if header.format_version not in fmt.SNAPSHOT_FORMAT_VERSIONS:
         raise NotAWriteAheadLogError(path, 8, f"snapshot format version {header.format_version} is unknown")
     if header.serde_name != serde.name or not serde.can_read(header.serde_version):
         raise UnknownSerDeError(path, fmt.HEADER_START.size, header.serde_name, header.serde_version, _known(serde))
     version = header.serde_version
     view = memoryview(data)
-    end = len(data)
-    offset = header.length
-    entry_size = fmt.SNAPSHOT_ENTRY.size
-    unpack_entry = fmt.SNAPSHOT_ENTRY.unpack_from
-    crc32 = fmt.crc32
     record_decoder = getattr(serde, "record_decoder", None)
     if record_decoder is not None:
         decode = record_decoder(header.serde_version)
     else:
         decode = lambda data, start, stop: serde.decode_record(view[start:stop], version)  # noqa: E731
     records: dict = {}
+    offset = header.length
+    try:
+        if header.format_version >= 2:
+            offset = _read_blocks(path, data, view, offset, record_count, _batch_decoder(serde, version, view), records)
+        else:
+            offset = _read_entries(path, data, view, offset, record_count, decode, records)
+        swap_files: dict = {}
+        entry_size = fmt.SNAPSHOT_ENTRY.size
+        for index in range(swap_count):
+            length, crc = fmt.SNAPSHOT_ENTRY.unpack_from(data, offset)
+            start = offset + entry_size
+            body = view[start : start + length]
+            if start + length > len(data) or fmt.crc32(body) != crc:
+                raise CorruptSnapshotError(path, offset, f"swap-file entry {index} of {swap_count}: CRC mismatch or truncated")
+            swap_file, _ = fmt.unpack_swap_file(body)
+            swap_files[swap_file.location] = swap_file
+            offset = start + length
+        trailer_counts = fmt.unpack_snapshot_trailer(data, offset)
+    except CorruptSnapshotError:
+        raise
+    except fmt.HeaderError as error:
+        raise CorruptSnapshotError(path, error.offset, error.reason) from None
+    except Exception as error:  # struct.error, ValueError, UnicodeDecodeError, InvalidClaimError
+        raise CorruptSnapshotError(path, offset, f"an entry cannot be decoded: {error}") from None
+    if trailer_counts != (record_count, swap_count):
+        raise CorruptSnapshotError(path, offset, f"trailer counts {trailer_counts} disagree with the header ({record_count}, {swap_count})")
+    if offset + fmt.SNAPSHOT_TRAILER.size != len(data):
+        raise CorruptSnapshotError(path, offset + fmt.SNAPSHOT_TRAILER.size, "bytes follow the trailer")
+    if len(records) != record_count:
+        raise CorruptSnapshotError(path, header.length, f"{record_count} records announced, {len(records)} distinct ids read")
+    return SnapshotContents(path, header.epoch, header.serde_name, version, max_txid, records, swap_files)
+
+
+def _read_blocks(path: str, data: bytes, view, offset: int, record_count: int, decode_batch, records: dict) -> int:
+    """Format 2: check each block's CRC, then split it and decode its records in bulk.
+    Returns the offset after the last block."""
+    end = len(data)
+    unpack_block, unpack_body = fmt.unpack_snapshot_block, fmt.unpack_snapshot_block_body
+    crc32 = fmt.crc32
+    block_header_size = fmt.SNAPSHOT_BLOCK_HEADER_SIZE
+    done = 0
+    while done < record_count:
+        count, length, body_crc = unpack_block(data, offset)
+        if not 0 < count <= record_count - done:
+            raise CorruptSnapshotError(path, offset, f"record block of {count} records, {record_count - done} of {record_count} left to read")
+        start = offset + block_header_size
+        stop = start + length
+        if stop > end:
+            raise CorruptSnapshotError(path, offset, f"record block (records {done}..{done + count - 1}) runs past the end of the file")
+        if crc32(view[start:stop]) != body_crc:
+            raise _locate_damage(path, data, view, offset, start, stop, count, done, record_count)
+        try:
+            ids, pieces = unpack_body(data, start, stop, count)
+            records.update(zip(ids, decode_batch(ids, pieces)))
+        except Exception as error:  # the CRC matched: the writer wrote bytes its SerDe cannot read
+            raise CorruptSnapshotError(path, offset, f"record block (records {done}..{done + count - 1}) cannot be decoded: {error}") from None
+        done += count
+        offset = stop
+    return offset
+
+
+def _locate_damage(path, data, view, block_offset, start, stop, count, done, record_count) -> CorruptSnapshotError:
+    """The block CRC failed: name the first record whose own CRC fails, if any."""
+    for index, position, length, crc in fmt.snapshot_block_entries(data, start, stop, count):
+        if fmt.crc32(view[position : position + length]) != crc:
+            return CorruptSnapshotError(
+                path, position, f"record {done + index} of {record_count}: CRC mismatch (its block at offset {block_offset} fails its CRC too)")
+    return CorruptSnapshotError(
+        path, block_offset, f"record block (records {done}..{done + count - 1}): CRC mismatch outside the records' bytes (entry table or id column)")
+
+
+def _batch_decoder(serde, version: int, view):
+    """fn(ids, pieces) -> records, for format 2 blocks."""
+    batch = getattr(serde, "record_batch_decoder", None)
+    if batch is not None:
+        return batch(version)
+
+    def decode_each(ids, pieces):
+        decoded = []
+        for record_id, piece in zip(ids, pieces):
+            record = serde.decode_record(piece, version)
+            if record.id != record_id:
+                raise ValueError(f"record {record.id!r} is listed as {record_id!r} in its block")
+            decoded.append(record)
+        return decoded
+
+    return decode_each
+
+
+def _read_entries(path: str, data: bytes, view, offset: int, record_count: int, decode, records: dict) -> int:
+    """Format 1: one CRC per record entry, no blocks. Returns the offset after the last record."""
+    end = len(data)
+    entry_size = fmt.SNAPSHOT_ENTRY.size
+    unpack_entry = fmt.SNAPSHOT_ENTRY.unpack_from
+    crc32 = fmt.crc32
     index = 0
     try:
         for index in range(record_count):
@@ -103,30 +204,11 @@ def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
             record = decode(data, start, stop)
             records[record.id] = record
             offset = stop
-        swap_files: dict = {}
-        for index in range(swap_count):
-            length, crc = unpack_entry(data, offset)
-            start = offset + entry_size
-            body = view[start : start + length]
-            if start + length > end or crc32(body) != crc:
-                raise CorruptSnapshotError(path, offset, f"swap-file entry {index} of {swap_count}: CRC mismatch or truncated")
-            swap_file, _ = fmt.unpack_swap_file(body)
-            swap_files[swap_file.location] = swap_file
-            offset = start + length
-        trailer_counts = fmt.unpack_snapshot_trailer(data, offset)
     except CorruptSnapshotError:
         raise
-    except fmt.HeaderError as error:
-        raise CorruptSnapshotError(path, error.offset, error.reason) from None
-    except Exception as error:  # struct.error, ValueError, UnicodeDecodeError, InvalidClaimError
+    except Exception as error:
         raise CorruptSnapshotError(path, offset, f"entry {index} cannot be decoded: {error}") from None
-    if trailer_counts != (record_count, swap_count):
-        raise CorruptSnapshotError(path, offset, f"trailer counts {trailer_counts} disagree with the header ({record_count}, {swap_count})")
-    if offset + fmt.SNAPSHOT_TRAILER.size != end:
-        raise CorruptSnapshotError(path, offset + fmt.SNAPSHOT_TRAILER.size, "bytes follow the trailer")
-    if len(records) != record_count:
-        raise CorruptSnapshotError(path, header.length, f"{record_count} records announced, {len(records)} distinct ids read")
-    return SnapshotContents(path, header.epoch, header.serde_name, version, max_txid, records, swap_files)
+    return offset
 
 
 def _known(serde) -> str:

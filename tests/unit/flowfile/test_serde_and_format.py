@@ -12,13 +12,13 @@ from .helpers import make_record
 def test_record_round_trip_current_version():
     serde = FlowFileSerDe()
     record = make_record(3)
-    assert serde.decode_record(serde.encode_record(record), 2) == record
+    assert serde.decode_record(serde.encode_record(record), serde.version) == record
 
 
 def test_record_without_claim_and_with_nul_characters_round_trips():
     serde = FlowFileSerDe()
     record = FlowFileRecord("id\0x", {"k\0": "v\0v", "": ""}, None, "q", 0, 1, 2, 3)
-    assert serde.decode_record(serde.encode_record(record), 2) == record
+    assert serde.decode_record(serde.encode_record(record), serde.version) == record
 
 
 def test_version_1_bytes_still_decode():
@@ -40,7 +40,7 @@ def test_version_1_bytes_still_decode():
 )
 def test_update_round_trip(update):
     serde = FlowFileSerDe()
-    assert serde.decode_update(serde.encode_update(update), 2) == update
+    assert serde.decode_update(serde.encode_update(update), serde.version) == update
 
 
 def test_payload_markers_are_checked():
@@ -65,4 +65,4 @@ def test_invalid_claim_in_bytes_is_refused():
     good = serde.encode_record(FlowFileRecord("a", {}, ContentClaim(ResourceClaim("c", 1, "r"), 0, 1), "q", 1, 1, 1))
     forged = good.replace(b"c\0r", b"c\0/")
     with pytest.raises(ValueError):
-        serde.decode_record(forged, 2)
+        serde.decode_record(forged, serde.version)
