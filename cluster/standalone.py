@@ -76,7 +76,8 @@ class StandaloneNode:
         data_dir = os.path.abspath(data_dir)
         return cls(load_flow(flow_path, {"data_dir": data_dir}), data_dir, settings)
 
-    def start(self) -> None:
+    def start(self, *, paused: bool = False) -> None:
+        """Recover and run. With `paused`, recover only; `resume()` starts the engine."""
         with self._lifecycle:
             if self.started:
                 return
@@ -88,11 +89,18 @@ class StandaloneNode:
                 self._close_quietly()
                 self._release_directory_lock()
                 raise
+            self.started = True
+            log.info("node recovered %s with flow %r: %s", self.data_dir, self.definition.name, self.recovery)
+        if not paused:
+            self.resume()
+
+    def resume(self) -> None:
+        with self._lifecycle:
+            if not self.started or self._maintenance is not None:
+                return
             self.engine.start()
             self._maintenance = threading.Thread(target=self._maintain, name="node-maintenance", daemon=True)
             self._maintenance.start()
-            self.started = True
-            log.info("node started on %s with flow %r: %s", self.data_dir, self.definition.name, self.recovery)
 
     def _take_directory_lock(self) -> None:
         path = os.path.join(self.data_dir, "node.lock")
@@ -169,7 +177,8 @@ class StandaloneNode:
                 return
             self.started = False
             self._stop_maintenance.set()
-            self.engine.stop(timeout)
+            if self._maintenance is not None:
+                self.engine.stop(timeout)
             if self._maintenance is not None:
                 self._maintenance.join(timeout)
             try:
@@ -182,13 +191,20 @@ class StandaloneNode:
 
     def _close_quietly(self) -> None:
         for name, close in (("WAL", lambda: self.shard.wal.close()), ("provenance", lambda: self.provenance.close()),
-                            ("content", lambda: (self.content.collect(), self.content.close()))):
+                            ("content", self._close_content)):
             try:
                 close()
             except AttributeError:
                 pass  # never opened
             except Exception:  # noqa: BLE001
                 log.exception("closing the %s repository failed", name)
+
+    def _close_content(self) -> None:
+        # Retire every resource first (nothing writes any more), so that the collect
+        # reclaims the unreferenced ones now rather than at the next start.
+        self.content.sync(retire=True)
+        self.content.collect()
+        self.content.close()
 
     def status(self) -> dict:
         return {"data_dir": self.data_dir, "flow": self.definition.name, "recovery": self.recovery,

@@ -217,6 +217,20 @@ class PutFile(Processor):
     )
     relationships = ("success", "failure")
 
+    _PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.[0-9a-f]{8}\.partial$")
+
+    def on_scheduled(self, context: ProcessContext) -> None:
+        # A crash mid-write leaves a temporary file; the retry writes a new one. Remove
+        # the leftovers of earlier runs (only where the directory does not vary).
+        directory = context["directory"]
+        if directory.is_literal and os.path.isdir(directory.evaluate()):
+            for name in os.listdir(directory.evaluate()):
+                if self._PARTIAL.match(name):
+                    try:
+                        os.remove(os.path.join(directory.evaluate(), name))
+                    except FileNotFoundError:
+                        pass
+
     def on_trigger(self, context: ProcessContext, session) -> None:
         sync = context["sync"]
         suffix = _SAFE.sub("_", context["name_suffix"])

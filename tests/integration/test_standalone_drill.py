@@ -1,0 +1,119 @@
+"""Restart drill: a standalone node killed with SIGKILL at random moments, 50 times.
+
+GenerateFlowFile makes 40,000 FlowFiles with unique ids (examples/drill.yaml), through
+UpdateAttribute, ReplaceText and RouteOnAttribute to PutFile; the queue in front of
+PutFile swaps past 2,000 FlowFiles. Every run of `custody run` is killed -9 at a random
+moment (one in eight while it is still starting up and recovering). A last run drains
+the flow. Then every id must be in the PutFile directory exactly once, and the WAL,
+the content repository and provenance must agree (see `cluster.checker`).
+
+Kills: CUSTODY_DRILL_KILLS (default 50). Seed: CUSTODY_DRILL_SEED (default random,
+printed on failure).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cluster.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
+from cluster.standalone import StandaloneNode
+from flow.definition import load_flow
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOW = ROOT / "examples" / "drill.yaml"
+COUNT = 40_000
+
+
+def _start(data_dir: Path, log_path: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir),
+         "--param", f"count={COUNT}", "--status-interval", "0", "--threads", "4"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=open(log_path, "ab"), text=True)
+
+
+def _wait_running(process: subprocess.Popen, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = process.stdout.readline()
+        if not line:
+            return False  # exited
+        if "node running" in line:
+            return True
+    return False
+
+
+def _swap_files(data_dir: Path) -> int:
+    directory = data_dir / "shards" / "local" / "swap"
+    return len(list(directory.glob("*.swap"))) if directory.is_dir() else 0
+
+
+@pytest.mark.slow
+def test_sigkill_restart_drill(tmp_path):
+    kills = int(os.environ.get("CUSTODY_DRILL_KILLS", "50"))
+    seed = int(os.environ.get("CUSTODY_DRILL_SEED", str(random.randrange(1 << 30))))
+    rng = random.Random(seed)
+    data_dir = tmp_path / "node"
+    log_path = tmp_path / "node.log"
+    most_swap_files = 0
+    killed_while_starting = 0
+    started = time.monotonic()
+    for attempt in range(kills):
+        process = _start(data_dir, log_path)
+        try:
+            if rng.random() < 0.125:
+                # Kill during start-up: recovery, the forced checkpoint, orphan cleanup.
+                time.sleep(rng.uniform(0.0, 0.8))
+                killed_while_starting += 1
+            else:
+                assert _wait_running(process, time.monotonic() + 60), (
+                    f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}")
+                time.sleep(rng.uniform(0.0, 1.5))  # the random moment of the kill
+            most_swap_files = max(most_swap_files, _swap_files(data_dir))
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait(30)
+            process.stdout.close()
+    drill_seconds = time.monotonic() - started
+
+    # The last run, in-process: recover, check claimant counts, drain, stop cleanly.
+    node = StandaloneNode(load_flow(str(FLOW), {"data_dir": str(data_dir), "count": str(COUNT)}), str(data_dir))
+    node.start(paused=True)
+    try:
+        claims = [r.content_claim for r in node.shard.wal.records.values() if not r.queue.startswith("__")]
+        for queue in node.shard.queues.values():
+            for summary in queue.swap_summaries():
+                for resource, (count, end) in summary.resources.items():
+                    claims += [type(claims[0])(resource, 0, end)] * count if claims else []
+        assert claimant_mismatches(node.content, [c for c in claims if c is not None]) == {}
+        node.resume()
+        out = data_dir / "out"
+        drain_started = time.monotonic()
+        drained = node.wait_until(
+            lambda: len(ids_in_directory(str(out))) >= COUNT and node.engine.is_idle(), timeout=240)
+        assert drained, f"seed {seed}: not drained: {node.status()}"
+        drain_seconds = time.monotonic() - drain_started
+    finally:
+        node.stop()
+
+    delivery = check_delivery([str(i) for i in range(COUNT)], ids_in_directory(str(data_dir / "out")))
+    assert delivery.ok, f"seed {seed}: {delivery.summary()}"
+    report = check_node_repositories(str(data_dir), delivered_uuids=[n for n in os.listdir(data_dir / "out") if not n.startswith(".")],
+                                     id_attribute="drill.id")
+    assert report.ok, f"seed {seed}: {report.summary()}"
+    assert report.live_flowfiles == 0 and report.swapped_flowfiles == 0
+    assert set(report.provenance_sent) == {str(i) for i in range(COUNT)}
+    # The queue in front of PutFile was well past its threshold of 2,000 at some kill.
+    assert most_swap_files >= 3, f"seed {seed}: at most {most_swap_files} swap files seen"
+    print(f"drill: {kills} kills ({killed_while_starting} during start-up) in {drill_seconds:.0f} s, "
+          f"at most {most_swap_files} swap files, drained in {drain_seconds:.0f} s; {delivery.summary()}; {report.summary()}")
