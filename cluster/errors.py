@@ -20,10 +20,10 @@ class FencedError(ClusterError):
     def __init__(self, shard: str, epoch: int, by_owner: str | None, *, incarnation: str | None = None, reason: str = ""):
         self.shard, self.epoch, self.by_owner, self.incarnation, self.reason = shard, epoch, by_owner, incarnation, reason
         who = f"incarnation {incarnation}" if incarnation else "this process"
-        owner = f"{by_owner}" if by_owner else "nobody (retired)"
+        owner = f"it belongs to {by_owner} at epoch {epoch}" if by_owner else f"its epoch is {epoch}"
         extra = f" ({reason})" if reason else ""
         super().__init__(
-            f"you are dead: {who} no longer owns shard {shard}; it belongs to {owner} at epoch {epoch}{extra}. "
+            f"you are dead: {who} may no longer act for {shard}; {owner}{extra}. "
             "Stop processing it; rejoin only as a new incarnation with a new shard."
         )
 

@@ -128,7 +128,7 @@ class Leader:
                 try:
                     self.step()
                 except (ClusterError, Exception) as error:  # noqa: BLE001 - decide again on the next change
-                    log.warning("leader step failed, deciding again: %s", error)
+                    log.warning("leader step failed, deciding again: %s: %s", type(error).__name__, error)
                     self._record("step-failed", str(error))
         finally:
             self.leading.clear()

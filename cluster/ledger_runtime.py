@@ -9,7 +9,7 @@ directory let a checker count lost, duplicated and unexpected ids:
 
     admitting.log   id before its Put is committed
     admitted.log    id after its Put returned (durable)
-    finished.log    "id shard epoch incarnation" after its Delete returned
+    finished.log    "id shard epoch incarnation unix-time" after its Delete returned
 
 Exactly once means: every admitted id is finished exactly once; nothing is finished
 that was never admitting; every finished id has its sink file.
@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections import OrderedDict
 
@@ -84,10 +85,12 @@ class LedgerRuntime:
 
     def pause(self) -> None:
         self._paused.set()
+        self.events("paused", shard=self.handle.shard, incarnation=self.incarnation)
 
     def resume(self) -> None:
         self._abort.clear()
         self._paused.clear()
+        self.events("resumed", shard=self.handle.shard, incarnation=self.incarnation)
 
     def abort_open_sessions(self) -> None:
         self._abort.set()
@@ -133,8 +136,11 @@ class LedgerRuntime:
                 batch.append(FlowFileRecord(record_id, {"source": self.incarnation}, None, QUEUE, 0, sequence, sequence))
             for record in batch:
                 append_line(os.path.join(self.sink, "admitting.log"), record.id)
-            if not self._commit([Put(record) for record in batch], "admit"):
+            outcome = self._commit([Put(record) for record in batch], "admit")
+            if outcome == "stop":
                 return
+            if outcome == "abort":
+                continue  # rolled back: these ids stay "admitting" only, never queued
             with self._lock:
                 for record in batch:
                     self._pending[record.id] = record
@@ -158,33 +164,39 @@ class LedgerRuntime:
             os.replace(temporary, os.path.join(self.sink, f"out-{record.id}"))
             if self._abort.is_set():
                 continue  # the session was aborted: roll back (the record stays queued)
-            if not self._commit([Delete(record.id)], "finish"):
+            outcome = self._commit([Delete(record.id)], "finish")
+            if outcome == "stop":
                 return
+            if outcome == "abort":
+                continue  # rolled back: the record stays queued and is delivered again
             with self._lock:
                 self._pending.pop(record.id, None)
             append_line(os.path.join(self.sink, "finished.log"),
-                        f"{record.id} {self.handle.shard} {self.handle.epoch} {self.incarnation}")
+                        f"{record.id} {self.handle.shard} {self.handle.epoch} {self.incarnation} {time.time():.3f}")
             self.delivered += 1
             if self.deliver_interval:
                 self._stopped.wait(self.deliver_interval)
 
-    def _commit(self, updates, what: str) -> bool:
-        """One durable WAL transaction; False when this runtime must stop."""
+    def _commit(self, updates, what: str) -> str:
+        """One durable WAL transaction: "ok", "abort" (the session was rolled back by
+        the session guard) or "stop" (this runtime must never write again)."""
         while not self._stopped.is_set():
+            if self._abort.is_set():
+                return "abort"
             try:
                 self.handle.gate.check()
             except SessionExpiredError as error:
                 self.events("refused", shard=self.handle.shard, epoch=self.handle.epoch, what=what, error=str(error))
-                return False
+                return "stop"
             except ClusterError:
                 self._stopped.wait(0.05)  # the gate is closed: wait for it to open
                 continue
             wal = self.wal
             if wal is None:
-                return False
+                return "stop"
             try:
                 wal.update(updates)
-                return True
+                return "ok"
             except Exception as error:  # noqa: BLE001 - fenced (LeaseLost), stale epoch, or storage down
                 self.rejected = f"{type(error).__name__}: {error}"
                 log.error("rejected write to shard %s at epoch %d by %s (%s): %s",
@@ -192,13 +204,23 @@ class LedgerRuntime:
                 self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=what,
                             error=self.rejected.splitlines()[0][:300])
                 self._stopped.set()
-                return False
-        return False
+                return "stop"
+        return "stop"
 
     def _spawn(self, target, name: str) -> None:
         thread = threading.Thread(target=target, name=f"ledger {name} {self.handle.shard}", daemon=True)
         thread.start()
         self._threads.append(thread)
+
+
+def read_finished(sink: str) -> list[tuple[str, str, int, str, float]]:
+    """(id, shard, epoch, incarnation, time) of every finish, in log order."""
+    try:
+        with open(os.path.join(sink, "finished.log")) as file:
+            rows = [line.split() for line in file if line.strip()]
+    except FileNotFoundError:
+        return []
+    return [(r[0], r[1], int(r[2]), r[3], float(r[4])) for r in rows]
 
 
 def check_ledger(sink: str) -> dict:

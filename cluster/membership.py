@@ -59,7 +59,10 @@ class Membership:
         with self._lock:
             beat = self._beat.next(sent_at=self._wall_clock(), **self._figures())
             sent = self._clock()
-            if self.client.client_id is None or self.client.client_id[0] != self._session_id:
+            session = self.client.client_id  # None while disconnected: not a death, just no beat
+            if session is None:
+                raise ConnectionError("not connected to ZooKeeper; the session guard decides what that means")
+            if session[0] != self._session_id:
                 raise FencedError(beat.incarnation, beat.epoch, None, incarnation=beat.incarnation,
                                   reason="its ZooKeeper session ended; its heartbeat is refused")
             try:

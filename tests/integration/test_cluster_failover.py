@@ -1,0 +1,251 @@
+"""Failover of real node processes (`cluster.ledger_node`) against the real
+3-member ZooKeeper ensemble and HDFS: SIGKILL, a SIGSTOP zombie, quorum loss.
+
+Each node runs the ledger workload (`cluster.ledger_runtime`): uniquely numbered
+records admitted to its home shard's WAL on HDFS, delivered to an idempotent sink,
+finished by a WAL delete. After each fault the ledger must show zero lost, zero
+duplicated, zero unexpected ids. Every wait is on an observed condition (node
+events on stdout, znodes, ledger files) with a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from cluster.layout import ClusterLayout
+from cluster.ledger_runtime import check_ledger, read_finished
+from cluster.ownership import ShardOwnership, ShardState
+from cluster.plans import FailoverPlan
+from cluster.services.process import wait_until
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SESSION_TIMEOUT = 4.0
+
+
+class NodeProcess:
+    def __init__(self, name: str, argv: list[str], log_path: str):
+        self.name = name
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self.log = open(log_path, "w")
+        self.process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                self.events.append(event)
+
+    def find(self, kind: str, **fields) -> list[dict]:
+        with self._lock:
+            return [e for e in self.events if e["event"] == kind and all(e.get(k) == v for k, v in fields.items())]
+
+    def wait(self, kind: str, timeout: float = 60.0, **fields) -> dict:
+        return wait_until(lambda: (self.find(kind, **fields) or [None])[-1], timeout, f"{self.name}: event {kind} {fields}")
+
+    @property
+    def incarnation(self) -> str:
+        return self.find("joined")[-1]["incarnation"]
+
+    def signal(self, signum: int) -> None:
+        os.kill(self.process.pid, signum)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.kill()
+        self.process.wait()
+        self.process.stdout.close()
+        self.log.close()
+
+
+class Cluster:
+    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir):
+        self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
+        self.sink = str(workdir / "sink")
+        self.workdir = workdir
+        self.layout = ClusterLayout("c1", hdfs_root)
+        self.nodes: dict[str, NodeProcess] = {}
+        self.client = KazooClient(hosts=zk_hosts, timeout=10)
+        self.client.start(timeout=30)
+
+    def start(self, name: str, *extra: str) -> NodeProcess:
+        argv = [sys.executable, "-m", "cluster.ledger_node", "--zk", self.zk_hosts, "--cluster", "c1", "--node", name,
+                "--hdfs", self.hdfs_url, "--hdfs-root", self.hdfs_root, "--sink", self.sink,
+                "--session-timeout", str(SESSION_TIMEOUT), *extra]
+        node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
+        self.nodes[name] = node
+        return node
+
+    def shard(self, shard_id: str) -> ShardOwnership | None:
+        try:
+            return ShardOwnership.from_json(self.client.get(self.layout.shard(shard_id))[0])
+        except Exception:  # noqa: BLE001 - not there (yet)
+            return None
+
+    def plan(self, plan_id: str) -> FailoverPlan | None:
+        try:
+            return FailoverPlan.from_json(self.client.get(self.layout.plan(plan_id))[0])
+        except Exception:  # noqa: BLE001
+            return None
+
+    def admitted_by(self, incarnation: str) -> int:
+        try:
+            with open(os.path.join(self.sink, "admitted.log")) as file:
+                return sum(1 for line in file if line.startswith(incarnation + "."))
+        except FileNotFoundError:
+            return 0
+
+    def wait_all_finished(self, timeout: float = 90.0) -> dict:
+        def settled():
+            report = check_ledger(self.sink)
+            return report if report["admitted"] and not report["lost"] else None
+        return wait_until(settled, timeout, "every admitted record to be finished")
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            node.close()
+        self.client.stop()
+        self.client.close()
+
+
+@pytest.fixture
+def cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    made = Cluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path)
+    yield made
+    made.close()
+    for node in made.nodes.values():
+        with open(node.log.name) as log:
+            tail = log.read()[-3000:]
+        print(f"---- {node.name} stderr tail ----\n{tail}")
+
+
+def assert_exactly_once(report: dict) -> None:
+    assert report["lost"] == [] and report["duplicated"] == [] and report["unexpected"] == [], {
+        key: value[:10] if isinstance(value, list) else value for key, value in report.items()}
+    assert report["missing_output"] == []
+
+
+def test_sigkill_moves_the_dead_nodes_shard_to_the_best_survivor_exactly_once(cluster):
+    # n2 is three times the size of the others: it is the best survivor.
+    n1 = cluster.start("n1", "--admit-limit", "150")
+    n1.wait("joined")
+    n2 = cluster.start("n2", "--admit-limit", "60", "--weight", "3")
+    n3 = cluster.start("n3", "--admit-limit", "60")
+    for node in (n2, n3):
+        node.wait("joined")
+    victim = n1.incarnation
+    wait_until(lambda: cluster.admitted_by(victim) >= 100, 60, "n1 to admit 100 records")
+    n1.signal(signal.SIGKILL)
+    killed_at = time.time()
+
+    adopted = n2.wait("adopted", timeout=60)
+    assert adopted["shard"].startswith(victim + "@")
+    shard = cluster.shard(victim)
+    assert shard.owner == n2.incarnation and shard.epoch == int(victim.rsplit("-", 1)[1]) + 1
+    plan = cluster.plan(victim)
+    assert plan is not None and [m.to for m in plan.moves] == [n2.incarnation]
+
+    report = cluster.wait_all_finished()
+    assert_exactly_once(report)
+    wait_until(lambda: cluster.shard(victim).state is ShardState.RETIRED, 60, "the adopted shard to retire once drained")
+    finished = [row for row in read_finished(cluster.sink) if row[1] == victim]
+    resumed_at = min(row[4] for row in finished if row[2] == shard.epoch)
+    timings = {"detection": plan.created_at - killed_at, "takeover": adopted["adopted_at"] - plan.created_at,
+               "resume": resumed_at - adopted["adopted_at"], "total": resumed_at - killed_at}
+    print("failover timings (s):", {k: round(v, 2) for k, v in timings.items()})
+    assert timings["total"] < 30
+
+
+def test_a_sigstopped_node_wakes_deposed_its_write_rejected_and_rejoins_as_a_new_incarnation(cluster):
+    # n1 freezes itself inside its 40th WAL sync: after its session guard let the
+    # commit in, before hsync. It wakes as a zombie whose write must be rejected.
+    n1 = cluster.start("n1", "--admit-limit", "100", "--freeze-in-sync", "40")
+    n1.wait("joined")
+    n2 = cluster.start("n2", "--admit-limit", "30")
+    n2.wait("joined")
+    zombie = n1.incarnation
+    n1.wait("freezing", timeout=60)
+    frozen_epoch = int(zombie.rsplit("-", 1)[1])
+    # Longer than the session timeout: the cluster declares it dead and n2 adopts.
+    wait_until(lambda: (s := cluster.shard(zombie)) is not None and s.owner == n2.incarnation
+               and s.state is not ShardState.ADOPTING, 60, "n2 to adopt the frozen node's shard")
+    assert cluster.shard(zombie).epoch == frozen_epoch + 1
+    n1.signal(signal.SIGCONT)
+    rejected = n1.wait("rejected write", timeout=60, incarnation=None) if False else n1.wait("rejected write", timeout=60)
+    assert rejected["shard"] == zombie and rejected["epoch"] == frozen_epoch
+    assert any(sign in rejected["error"] for sign in ("LeaseLost", "StorageError", "JournalPoisoned", "StorageFileNotFound")), rejected
+    n1.wait("dead", timeout=30, incarnation=zombie)
+    # It comes back only as a new incarnation, with a new shard at a newer epoch.
+    wait_until(lambda: n1.incarnation != zombie, 60, "n1 to rejoin as a new incarnation")
+    assert int(n1.incarnation.rsplit("-", 1)[1]) > frozen_epoch
+    assert cluster.shard(n1.incarnation).owner == n1.incarnation
+    with open(n1.log.name) as log:
+        assert "rejected write to shard " + zombie in log.read()
+    assert_exactly_once(cluster.wait_all_finished())
+    # The zombie's old shard was never written by it after the adoption.
+    zombie_finishes = [row for row in read_finished(cluster.sink) if row[1] == zombie and row[3] == zombie]
+    adopted_at = min(h.at for h in cluster.shard(zombie).history if h.epoch == frozen_epoch + 1)
+    assert all(row[4] < adopted_at for row in zombie_finishes)
+
+
+def test_quorum_loss_stops_processing_and_it_resumes_when_quorum_returns(cluster, zookeeper_ensemble):
+    n1 = cluster.start("n1", "--admit-limit", "400")
+    n2 = cluster.start("n2", "--admit-limit", "400")
+    for node in (n1, n2):
+        node.wait("joined")
+    wait_until(lambda: len(read_finished(cluster.sink)) >= 30, 60, "some records to be finished")
+    victims = [member.index for member in zookeeper_ensemble.members][:2]
+    try:
+        for index in victims:
+            zookeeper_ensemble.kill_member(index)
+        lost_at = time.time()
+        # Every node stops processing: its gate closes (or its session is declared over).
+        for node in (n1, n2):
+            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
+                       30, f"{node.name} to stop processing")
+        for index in victims:
+            zookeeper_ensemble.restart_member(index)
+        zookeeper_ensemble.wait_healthy(60)
+        restored_at = time.time()
+    finally:
+        for index in victims:
+            if zookeeper_ensemble.member(index).mode() is None:
+                zookeeper_ensemble.restart_member(index)
+    # Processing resumes: new finishes after quorum returned, and the ledger settles exactly once.
+    wait_until(lambda: any(row[4] > restored_at for row in read_finished(cluster.sink)), 60, "processing to resume")
+    assert_exactly_once(cluster.wait_all_finished(timeout=120))
+    # While a node's gate was closed it finished nothing, beyond a commit already past
+    # the gate when it closed (open sessions are aborted at 1/4 of the session timeout).
+    finished = read_finished(cluster.sink)
+    grace = SESSION_TIMEOUT * 0.25 + 0.5
+    for node in (n1, n2):
+        with node._lock:
+            timeline = sorted(node.events, key=lambda e: e["at"])
+        closed_since, incarnation = None, None
+        for event in timeline:
+            if event["event"] == "joined":
+                incarnation = event["incarnation"]
+            elif event["event"] == "paused":
+                closed_since = event["at"]
+            elif event["event"] in ("resumed", "dead") and closed_since is not None:
+                during = [row for row in finished
+                          if row[3] == incarnation and closed_since + grace < row[4] < event["at"]]
+                assert during == [], (node.name, closed_since, event)
+                closed_since = None
+        assert any(e["event"] == "paused" and e["at"] >= lost_at for e in timeline)
