@@ -108,13 +108,14 @@ class DurableCommitter:
                 _hook(self.hooks, "before_wal", component)
                 self.shard.wal.update(updates)
                 _hook(self.hooks, "after_wal", component)
-        except BaseException as error:
+        except Exception as error:
             if slot is not None:
                 self._return_slot(slot)
             raise CommitError(f"{component}: commit failed before the WAL recorded it, nothing changed: "
                               f"{error}") from error
         try:
-            # 3. Memory follows the WAL.
+            # 3. Memory follows the WAL. From here on the commit stands: a failure is
+            # logged, never turned into a rollback (the WAL already holds the truth).
             if tx.state is not None:
                 self.shard.set_state_committed(component, tx.state)
             _apply_to_queues(self.shard, tx)
@@ -123,10 +124,10 @@ class DurableCommitter:
             # 5. Provenance (the outbox record covers a crash before this returns).
             if tx.events and self.provenance is not None:
                 _hook(self.hooks, "before_provenance", component)
-                try:
-                    self.provenance.register_events(tx.events)
-                except Exception:  # noqa: BLE001 - the commit stands; the outbox has them
-                    log.exception("%s: provenance events not registered (kept in the WAL outbox)", component)
+                self.provenance.register_events(tx.events)
+        except Exception:  # noqa: BLE001
+            log.exception("%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
+                          "from the WAL and provenance from the outbox", component)
         finally:
             if slot is not None:
                 self._return_slot(slot)

@@ -108,6 +108,7 @@ class FlowFileQueue:
         self._in_flight_size = 0
         self._in_flight_summaries: list[SwapSummary] = []
         self._swapping = False
+        self._polled: dict[str, tuple] = {}  # id -> (key, sequence) of unacknowledged FlowFiles
         self._unacknowledged_count = 0
         self._unacknowledged_size = 0
         self._count = 0
@@ -167,8 +168,10 @@ class FlowFileQueue:
             self._release_penalties_locked(now)
             active, pop = self._active, heapq.heappop
             limit = self.expiration_ms
+            remembered = self._polled
             while active and len(polled) < max_count:
-                flowfile = pop(active)[2]
+                key, sequence, flowfile = pop(active)
+                remembered[flowfile.id] = (key, sequence)
                 if limit and now - flowfile.entry_date > limit:
                     expired.append(flowfile)
                     continue
@@ -186,19 +189,23 @@ class FlowFileQueue:
     def acknowledge(self, flowfiles: Iterable[FlowFile]) -> None:
         """The session that polled these committed: they left the queue."""
         with self._lock:
+            remembered = self._polled
             for flowfile in flowfiles:
+                remembered.pop(flowfile.id, None)
                 self._unacknowledged_count -= 1
                 self._unacknowledged_size -= flowfile.size
                 self._count -= 1
                 self._size -= flowfile.size
 
     def requeue(self, flowfiles: Iterable[FlowFile]) -> None:
-        """The session that polled these rolled back: they are queued again (penalty kept)."""
+        """The session that polled these rolled back: they are queued again, in their old
+        place (a penalty, if the rollback set one, is kept)."""
         with self._lock:
             for flowfile in flowfiles:
                 self._unacknowledged_count -= 1
                 self._unacknowledged_size -= flowfile.size
-                entry = self._entry(flowfile)
+                old = self._polled.pop(flowfile.id, None)
+                entry = (old[0], old[1], flowfile) if old is not None else self._entry(flowfile)
                 if flowfile.penalty_expiration > 0:
                     heapq.heappush(self._penalized, (flowfile.penalty_expiration, entry[1], entry))
                 else:
@@ -298,6 +305,7 @@ class FlowFileQueue:
             entries = sorted(self._staging)
             batch, rest = entries[:count], entries[count:]
             self._staging = deque(rest)
+            self._out_entries = batch  # one swap at a time: an abort puts these back as they were
             flowfiles = [entry[2] for entry in batch]
             self._in_flight_count += len(flowfiles)
             self._in_flight_size += sum(f.size for f in flowfiles)
@@ -314,7 +322,9 @@ class FlowFileQueue:
         with self._lock:
             self._in_flight_count -= len(flowfiles)
             self._in_flight_size -= sum(f.size for f in flowfiles)
-            self._staging.extendleft(reversed([self._entry(f) for f in flowfiles]))
+            entries = getattr(self, "_out_entries", None) or [self._entry(f) for f in flowfiles]
+            self._out_entries = None
+            self._staging = deque(sorted(list(self._staging) + list(entries)))
             self._swapping = False
 
     def take_swap_in(self) -> SwapSummary | None:

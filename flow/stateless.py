@@ -68,6 +68,8 @@ class StatelessFlow:
                                                  stateless=True, has_incoming=bool(self.graph.incoming[pid]),
                                                  clock_ms=clock_ms)
         self._scheduled = False
+        # Processor state lives across triggers and changes only when a trigger succeeds.
+        self._states: dict[str, dict[str, str]] = {}
 
     def _schedule(self) -> None:
         if not self._scheduled:
@@ -91,6 +93,8 @@ class StatelessFlow:
                                        processors=self.graph.processors)
         content = InMemoryContentRepository()
         shard = QueueShard("stateless", graph.queues.values())
+        for component, state in self._states.items():
+            shard.set_state_committed(component, state)
         committer = HeldCommitter(shard, content)
         try:
             self._feed(inputs, input_port, shard, committer, content)
@@ -108,6 +112,7 @@ class StatelessFlow:
                 for flowfile in flowfiles:
                     data = content.read(flowfile.content_claim) if flowfile.content_claim is not None else b""
                     outputs.append((port, dict(flowfile.attributes), data))
+        self._states = {pid: shard.get_state(pid) for pid in self._order}
         return StatelessResult(True, outputs, provenance_events=committer.events,
                                _callbacks=list(committer.held_callbacks))
 

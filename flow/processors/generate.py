@@ -54,11 +54,11 @@ class GenerateFlowFile(Processor):
         size = context["file_size"]
         for index in range(batch):
             flowfile = session.create()
-            extra = {name: expression.evaluate(flowfile) for name, expression in context.dynamic.items()}
             if sequence_attribute:
-                extra[sequence_attribute] = str(start + index)
-            if extra:
-                flowfile = session.put_all_attributes(flowfile, extra)
+                flowfile = session.put_attribute(flowfile, sequence_attribute, str(start + index))
+            if context.dynamic:
+                flowfile = session.put_all_attributes(
+                    flowfile, {name: expression.evaluate(flowfile) for name, expression in context.dynamic.items()})
             if text is not None:
                 data = text.evaluate(flowfile).encode("utf-8")
             else:

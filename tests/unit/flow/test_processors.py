@@ -1,0 +1,203 @@
+"""The standard processors, each run inside a one-processor stateless flow."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import pytest
+
+from flow.definition import parse_flow
+from flow.stateless import StatelessFlow
+
+
+def run(processor_type, properties, inputs=(), relationships=None, *, source=False, auto=()):
+    """Feed `inputs` [(attributes, bytes)] through one processor; returns {relationship:
+    [(attributes, bytes)]}."""
+    from flow.processors import PROCESSOR_TYPES
+
+    cls = PROCESSOR_TYPES[processor_type]
+    definition = {"processors": [{"id": "p", "type": processor_type, "properties": properties,
+                                  "auto_terminate": list(auto)}],
+                  "ports": [{"id": "in", "type": "input"}], "connections": []}
+    if not source:
+        definition["connections"].append({"source": "in", "destination": "p"})
+    for name in relationships or cls.relationships:
+        if name in auto:
+            continue
+        port = f"out-{name}"
+        definition["ports"].append({"id": port, "type": "output"})
+        definition["connections"].append({"source": "p", "relationships": [name], "destination": port})
+    flow = StatelessFlow(parse_flow(definition))
+    try:
+        result = flow.trigger(inputs) if inputs else flow.trigger()
+    finally:
+        flow.close()
+    assert result.success, result.failure
+    result.acknowledge()
+    out: dict[str, list] = {}
+    for port, attributes, data in result.outputs:
+        out.setdefault(port[len("out-"):], []).append((attributes, data))
+    return out
+
+
+def test_generate_flowfile_sequence_and_custom_text():
+    out = run("GenerateFlowFile", {"batch_size": 3, "sequence_attribute": "seq", "custom_text": "n=${seq}",
+                                   "extra": "${seq:plus(10)}"}, source=True)
+    assert [(a["seq"], a["extra"], d) for a, d in out["success"]] == [
+        ("0", "10", b"n=0"), ("1", "11", b"n=1"), ("2", "12", b"n=2")]
+
+
+def test_generate_flowfile_sizes():
+    out = run("GenerateFlowFile", {"batch_size": 2, "file_size": "1 KB", "unique_flowfiles": True}, source=True)
+    (a, first), (_, second) = out["success"]
+    assert len(first) == len(second) == 1024 and first != second
+
+
+def test_update_attribute_sets_and_deletes():
+    out = run("UpdateAttribute", {"greeting": "hi ${name}", "delete_attributes": "tmp\\..*"},
+              [({"name": "ann", "tmp.a": "1", "keep": "k"}, b"x")])
+    ((attributes, data),) = out["success"]
+    assert attributes["greeting"] == "hi ann" and "tmp.a" not in attributes and attributes["keep"] == "k"
+
+
+def test_route_on_attribute_by_property_name_and_matched():
+    inputs = [({"size": str(n)}, b"") for n in (1, 50, 500)]
+    out = run("RouteOnAttribute", {"small": "${size:lt(10)}", "big": "${size:gt(100)}"}, inputs,
+              ["small", "big", "unmatched"])
+    assert [a["size"] for a, _ in out["small"]] == ["1"]
+    assert [a["size"] for a, _ in out["big"]] == ["500"]
+    assert [a["size"] for a, _ in out["unmatched"]] == ["50"]
+    out = run("RouteOnAttribute", {"routing_strategy": "route_to_matched_if_any_matches",
+                                   "small": "${size:lt(10)}", "big": "${size:gt(100)}"}, inputs,
+              ["matched", "unmatched"])
+    assert sorted(a["size"] for a, _ in out["matched"]) == ["1", "500"]
+
+
+def test_split_text_with_header():
+    text = b"h1\na\nb\nc\nd\ne\n"
+    out = run("SplitText", {"line_split_count": 2, "header_line_count": 1}, [({"filename": "f"}, text)])
+    assert [d for _, d in out["splits"]] == [b"h1\na\nb", b"h1\nc\nd", b"h1\ne"]
+    assert [a["fragment.index"] for a, _ in out["splits"]] == ["1", "2", "3"]
+    assert {a["fragment.count"] for a, _ in out["splits"]} == {"3"}
+    assert [d for _, d in out["original"]] == [text]
+
+
+def test_merge_content_with_header_delimiter_footer():
+    inputs = [({"k": "same", "i": str(i)}, f"part{i}".encode()) for i in range(3)]
+    out = run("MergeContent", {"min_entries": 3, "header": "[", "delimiter": ",", "footer": "]"}, inputs)
+    ((attributes, data),) = out["merged"]
+    assert data == b"[part0,part1,part2]" and attributes["merge.count"] == "3" and attributes["k"] == "same"
+    assert "i" not in attributes and len(out["original"]) == 3
+
+
+def test_merge_content_by_correlation_attribute():
+    inputs = [({"g": g}, g.encode()) for g in "abab"]
+    out = run("MergeContent", {"min_entries": 2, "correlation_attribute": "g"}, inputs)
+    assert sorted(d for _, d in out["merged"]) == [b"aa", b"bb"]
+
+
+@pytest.mark.parametrize("properties, expected", [
+    ({"search_value": "(\\w+)@(\\w+)", "replacement_value": "$2 at $1"}, b"x example at user y"),
+    ({"replacement_strategy": "prepend", "replacement_value": ">${tag}"}, b">Tx user@example y"),
+    ({"replacement_strategy": "append", "replacement_value": "<"}, b"x user@example y<"),
+    ({"replacement_strategy": "literal_replace", "search_value": "user", "replacement_value": "USER"},
+     b"x USER@example y"),
+    ({"replacement_strategy": "always_replace", "replacement_value": "gone"}, b"gone"),
+])
+def test_replace_text(properties, expected):
+    out = run("ReplaceText", properties, [({"tag": "T"}, b"x user@example y")])
+    assert out["success"][0][1] == expected
+
+
+def test_replace_text_line_by_line():
+    out = run("ReplaceText", {"evaluation_mode": "line_by_line", "replacement_strategy": "prepend",
+                              "replacement_value": "- "}, [({}, b"a\nb\r\nc")])
+    assert out["success"][0][1] == b"- a\n- b\r\n- c"
+
+
+def test_log_attribute_logs_and_passes_through(caplog):
+    with caplog.at_level(logging.INFO):
+        out = run("LogAttribute", {"log_payload": True, "attributes_to_log": "keep"},
+                  [({"keep": "me", "hide": "x"}, b"body")])
+    assert out["success"][0][1] == b"body"
+    assert "keep" in caplog.text and "hide" not in caplog.text and "body" in caplog.text
+
+
+def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
+    from flow.commit import HeldCommitter
+    from flow.memory_content import InMemoryContentRepository
+    from flow.processor import ProcessContext
+    from flow.processors.files import PutFile
+    from flow.queue import FlowFileQueue
+    from flow.session import ProcessSession
+    from flow.shard import QueueShard
+
+    directory = tmp_path / "out"
+    properties = parse_flow({"processors": [{"id": "put", "type": "PutFile",
+                                             "properties": {"directory": str(directory)},
+                                             "auto_terminate": ["success", "failure"]}]}).processors["put"].properties
+    incoming = FlowFileQueue("in")
+    shard = QueueShard("s", [incoming])
+    content = InMemoryContentRepository()
+    committer = HeldCommitter(shard, content)
+    seed = ProcessSession(component_id="seed", component_type="x", committer=committer, content=content,
+                          shard=shard, outgoing={"s": [incoming]}, clock_ms=lambda: 0)
+    flowfile = seed.write_bytes(seed.create(), b"payload")
+    seed.transfer(flowfile, "s")
+    seed.commit()
+    processor = PutFile("put")
+    context = ProcessContext("put", properties, {})
+    (directory).mkdir()
+    (directory / f".{flowfile.id}.0badf00d.partial").write_bytes(b"left by a crash")
+    processor.on_scheduled(context)
+    assert os.listdir(directory) == []
+    for attempt in range(2):  # a retry after a crash that lost the first commit
+        session = ProcessSession(component_id="put", component_type="PutFile", committer=committer,
+                                 content=content, shard=shard, incoming=[incoming],
+                                 auto_terminated=("success", "failure"), clock_ms=lambda: 0)
+        processor.on_trigger(context, session)
+        if attempt == 0:
+            session.rollback()
+        else:
+            session.commit()
+    assert os.listdir(directory) == [flowfile.id]
+    assert (directory / flowfile.id).read_bytes() == b"payload"
+    sends = [e for e in committer.events if e.event_type.value == "SEND"]
+    assert len(sends) == 1 and sends[0].transit_uri == f"file://{directory / flowfile.id}"
+
+
+def test_get_file_deletes_sources_only_after_success(tmp_path):
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("a.txt", "b.txt", ".hidden"):
+        (source / name).write_bytes(name.encode())
+    out = run("GetFile", {"input_directory": str(source)}, source=True)
+    assert sorted(d for _, d in out["success"]) == [b"a.txt", b"b.txt"]
+    assert sorted(os.listdir(source)) == [".hidden"]
+
+
+def test_list_file_then_fetch_file_lists_each_file_once(tmp_path):
+    from flow.stateless import StatelessFlow
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "one").write_bytes(b"1")
+    old = time.time() - 10
+    os.utime(source / "one", (old, old))
+    flow = StatelessFlow(parse_flow({
+        "processors": [
+            {"id": "list", "type": "ListFile", "properties": {"input_directory": str(source)}},
+            {"id": "fetch", "type": "FetchFile", "properties": {"completion_strategy": "none"},
+             "auto_terminate": ["not.found", "permission.denied", "failure"]}],
+        "ports": [{"id": "out", "type": "output"}],
+        "connections": [{"source": "list", "destination": "fetch"},
+                        {"source": "fetch", "relationships": ["success"], "destination": "out"}]}))
+    first = flow.trigger()
+    assert [(a["filename"], d) for _, a, d in first.outputs] == [("one", b"1")]
+    first.acknowledge()
+    (source / "two").write_bytes(b"2")
+    second = flow.trigger()
+    assert [(a["filename"], d) for _, a, d in second.outputs] == [("two", b"2")]
+    flow.close()

@@ -1,0 +1,310 @@
+"""ProcessSession: every operation, rollback, provenance, and the commit order."""
+
+from __future__ import annotations
+
+import pytest
+
+from flow.commit import DurableCommitter, HeldCommitter
+from flow.errors import CommitError, FlowFileNotTransferred, SessionError, UnknownRelationship
+from flow.flowfile import FlowFile
+from flow.memory_content import InMemoryContentRepository
+from flow.queue import FlowFileQueue
+from flow.session import ProcessSession
+from flow.shard import QueueShard
+from repositories.provenance import EventType
+
+
+class Clock:
+    now = 1_000_000
+
+    def __call__(self):
+        return self.now
+
+
+class Env:
+    def __init__(self, committer_factory=None, auto_terminated=()):
+        self.clock = Clock()
+        self.incoming = FlowFileQueue("in", clock_ms=self.clock)
+        self.success = FlowFileQueue("ok", clock_ms=self.clock)
+        self.other = FlowFileQueue("other", clock_ms=self.clock)
+        self.shard = QueueShard("s", [self.incoming, self.success, self.other])
+        self.content = InMemoryContentRepository()
+        self.committer = (committer_factory or (lambda shard, content: HeldCommitter(shard, content)))(
+            self.shard, self.content)
+        self.auto_terminated = auto_terminated
+
+    def session(self, outgoing=None):
+        return ProcessSession(component_id="p", component_type="Test", committer=self.committer,
+                              content=self.content, shard=self.shard, incoming=[self.incoming],
+                              outgoing=outgoing or {"success": [self.success], "other": [self.other]},
+                              auto_terminated=self.auto_terminated, clock_ms=self.clock, penalty_ms=5_000)
+
+    def seed(self, *payloads):
+        """Commit FlowFiles with content into the incoming queue."""
+        session = ProcessSession(component_id="seed", component_type="Seed", committer=self.committer,
+                                 content=self.content, shard=self.shard, outgoing={"success": [self.incoming]},
+                                 clock_ms=self.clock)
+        for payload in payloads:
+            flowfile = session.create(attributes={"n": payload.decode()})
+            flowfile = session.write_bytes(flowfile, payload)
+            session.transfer(flowfile, "success")
+        session.commit()
+        self.committer.events.clear()
+
+
+def test_create_write_read_and_attributes_are_copy_on_write():
+    env = Env()
+    session = env.session()
+    first = session.create(attributes={"a": "1"})
+    second = session.put_attribute(first, "b", "2")
+    assert first.attributes == {"filename": first.id, "path": "./", "a": "1"}
+    assert second.attributes["b"] == "2" and second.id == first.id
+    third = session.write_bytes(second, b"hello")
+    assert session.read_bytes(third) == b"hello" and third.size == 5 and second.content_claim is None
+    with session.write(third) as out:
+        out.write(b"he")
+        out.write(b"llo!")
+    fourth = out.flowfile
+    assert session.read_bytes(fourth) == b"hello!"
+    fifth = session.remove_attribute(fourth, "a")
+    assert "a" not in fifth.attributes and "a" in fourth.attributes
+    session.transfer(fifth, "success")
+    session.commit()
+    (queued,) = env.success.poll(5)[0]
+    assert queued.queue == "ok" and env.content.read(queued.content_claim) == b"hello!"
+    # Superseded content of the same session was released; the survivor holds one claim.
+    assert env.content.claimant_count(queued.content_claim) == 1
+    assert env.content.resident_bytes() == len(b"hello!")
+
+
+def test_stale_versions_and_foreign_flowfiles_are_refused():
+    env = Env()
+    session = env.session()
+    first = session.create()
+    session.put_attribute(first, "a", "1")
+    with pytest.raises(SessionError, match="not its latest version"):
+        session.transfer(first, "success")
+    with pytest.raises(SessionError, match="does not belong"):
+        session.transfer(FlowFile.new(0), "success")
+    with pytest.raises(UnknownRelationship, match="nowhere"):
+        session.transfer(session.create(), "nowhere")
+
+
+def test_everything_must_be_transferred_or_removed():
+    env = Env()
+    env.seed(b"x")
+    session = env.session()
+    session.get()
+    with pytest.raises(FlowFileNotTransferred):
+        session.commit()
+    assert env.incoming.count == 1 and env.incoming.has_available(), "rolled back into its queue"
+
+
+def test_get_batch_clone_remove_and_claimant_counts():
+    env = Env()
+    env.seed(b"a", b"b", b"c")
+    session = env.session()
+    batch = session.get_batch(10)
+    assert [f.attributes["n"] for f in batch] == ["a", "b", "c"]
+    copy = session.clone(batch[0])
+    session.transfer(batch[0], "success")
+    session.transfer(copy, "other")
+    session.remove(batch[1])
+    session.transfer(batch[2], "success")
+    session.commit()
+    assert env.incoming.count == 0 and env.success.count == 2 and env.other.count == 1
+    assert env.content.claimant_count(batch[0].content_claim) == 2  # original and clone
+    assert env.content.claimant_count(batch[1].content_claim) == 0  # dropped: reclaimed
+    kinds = sorted(e.event_type.value for e in env.committer.events)
+    assert kinds == ["CLONE", "DROP"]
+
+
+def test_rollback_requeues_in_place_releases_new_content_and_can_penalize():
+    env = Env()
+    env.seed(b"a", b"b")
+    session = env.session()
+    taken = session.get_batch(2)
+    changed = session.write_bytes(taken[0], b"new content")
+    session.transfer(changed, "success")
+    session.rollback()
+    assert env.content.resident_bytes() == 2, "the new claim was released"
+    assert [f.attributes["n"] for f in env.incoming.poll(5)[0]] == ["a", "b"]
+    env.incoming.requeue(taken)
+    session = env.session()
+    session.get_batch(2)
+    session.rollback(penalize=True)
+    assert not env.incoming.has_available()
+    env.clock.now += 5_000
+    assert env.incoming.has_available()
+
+
+def test_penalize_transfer_back_to_the_source():
+    env = Env()
+    env.seed(b"a")
+    session = env.session()
+    flowfile = session.penalize(session.get())
+    session.transfer(flowfile)
+    session.commit()
+    assert env.incoming.count == 1 and not env.incoming.has_available()
+
+
+def test_provenance_attributes_are_those_at_commit_except_send():
+    env = Env(auto_terminated=("done",))
+    env.seed(b"a")
+    session = env.session(outgoing={"success": [env.success]})
+    flowfile = session.get()
+    flowfile = session.put_attribute(flowfile, "stage", "sending")
+    session.send(flowfile, "file:///x")
+    flowfile = session.put_attribute(flowfile, "stage", "sent")
+    session.route(flowfile, "success")
+    session.transfer(flowfile, "success")
+    session.commit()
+    events = {e.event_type: e for e in env.committer.events}
+    assert events[EventType.SEND].attributes_after["stage"] == "sending"
+    assert events[EventType.ROUTE].attributes_after["stage"] == "sent"
+    assert events[EventType.ATTRIBUTES_MODIFIED].attributes_after["stage"] == "sent"
+    assert events[EventType.ATTRIBUTES_MODIFIED].attributes_before == {"filename": flowfile.id, "path": "./",
+                                                                       "n": "a"}
+
+
+def test_fork_and_join_events():
+    env = Env()
+    env.seed(b"a", b"b")
+    session = env.session()
+    a, b = session.get_batch(2)
+    children = [session.create(a) for _ in range(2)]
+    joined = session.create([a, b])
+    for flowfile in children + [joined, a, b]:
+        session.transfer(flowfile, "success")
+    session.commit()
+    fork = [e for e in env.committer.events if e.event_type is EventType.FORK]
+    join = [e for e in env.committer.events if e.event_type is EventType.JOIN]
+    assert fork[0].flowfile_uuid == a.id and set(fork[0].child_uuids) == {c.id for c in children}
+    assert join[0].flowfile_uuid == joined.id and join[0].parent_uuids == (a.id, b.id)
+
+
+def test_fan_out_to_two_connections_clones():
+    env = Env()
+    session = env.session(outgoing={"success": [env.success, env.other]})
+    flowfile = session.write_bytes(session.create(), b"x")
+    session.transfer(flowfile, "success")
+    session.commit()
+    (one,), (two,) = env.success.poll(5)[0], env.other.poll(5)[0]
+    assert one.id != two.id and one.content_claim == two.content_claim
+    assert env.content.claimant_count(one.content_claim) == 2
+
+
+def test_auto_terminated_relationship_drops():
+    env = Env(auto_terminated=("success",))
+    env.seed(b"a")
+    session = env.session(outgoing={"other": [env.other]})
+    session.transfer(session.get(), "success")
+    session.commit()
+    assert env.incoming.count == 0
+    (drop,) = env.committer.events
+    assert drop.event_type is EventType.DROP and "Auto-Terminated" in drop.details
+
+
+def test_processor_state_is_committed_with_the_session():
+    env = Env()
+    session = env.session()
+    session.set_state({"next": 5})
+    assert session.get_state() == {"next": "5"}
+    assert env.shard.get_state("p") == {}
+    session.commit()
+    assert env.shard.get_state("p") == {"next": "5"}
+
+
+class Recorder:
+    """Fakes of the content repository, WAL, provenance: record the commit order."""
+
+    def __init__(self, fail_wal=False):
+        self.calls = []
+        self.fail_wal = fail_wal
+        self.next_event_id = 0
+        self.inner = InMemoryContentRepository()
+
+    def write(self):
+        return self.inner.write()
+
+    def open_read(self, claim, *a):
+        return self.inner.open_read(claim, *a)
+
+    def sync(self):
+        self.calls.append("content.sync")
+
+    def update(self, updates, sync=True):
+        if self.fail_wal:
+            raise OSError("disk full")
+        self.calls.append(f"wal.update({len(updates)})")
+
+    def increment(self, claim):
+        self.calls.append("claim+")
+        return self.inner.increment(claim)
+
+    def decrement(self, claim):
+        self.calls.append("claim-")
+        return self.inner.decrement(claim)
+
+    def register_events(self, events):
+        self.calls.append(f"provenance({len(events)})")
+
+
+def durable_env(recorder):
+    env = Env(lambda shard, content: DurableCommitter(shard, recorder, recorder, outbox=True))
+    env.content = recorder
+    env.shard.wal = recorder
+    original_put = env.success.put_all
+
+    def put_all(flowfiles):
+        recorder.calls.append("queue.put")
+        original_put(flowfiles)
+
+    env.success.put_all = put_all
+    return env
+
+
+def test_commit_order_content_wal_queues_claims_provenance_callback():
+    recorder = Recorder()
+    env = durable_env(recorder)
+    session = env.session()
+    flowfile = session.write_bytes(session.create(), b"x")
+    copy = session.clone(flowfile)
+    session.transfer(flowfile, "success")
+    session.transfer(copy, "success")
+    session.commit_async(lambda: recorder.calls.append("on_success"))
+    # 2 FlowFiles + the provenance outbox record in ONE WAL transaction.
+    assert recorder.calls == ["content.sync", "wal.update(3)", "queue.put", "claim+", "provenance(2)",
+                              "on_success"]
+
+
+def test_a_failed_wal_write_rolls_back_and_calls_on_failure_not_on_success():
+    recorder = Recorder(fail_wal=True)
+    env = durable_env(recorder)
+    session = env.session()
+    session.transfer(session.write_bytes(session.create(), b"x"), "success")
+    failures = []
+    session.commit_async(lambda: recorder.calls.append("on_success"), failures.append)
+    assert recorder.calls == ["content.sync", "claim-"]
+    assert isinstance(failures[0], CommitError) and "disk full" in str(failures[0])
+    assert env.success.count == 0
+    with pytest.raises(SessionError):
+        session.create()
+
+
+def test_commit_without_on_failure_raises():
+    recorder = Recorder(fail_wal=True)
+    env = durable_env(recorder)
+    session = env.session()
+    session.transfer(session.create(), "success")
+    with pytest.raises(CommitError, match="nothing changed"):
+        session.commit()
+
+
+def test_held_committer_holds_callbacks():
+    env = Env()
+    session = env.session()
+    session.transfer(session.create(), "success")
+    ran = []
+    session.commit_async(lambda: ran.append(1))
+    assert ran == [] and len(env.committer.held_callbacks) == 1
