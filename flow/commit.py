@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from repositories.flowfile import Delete, Put
+from repositories.flowfile import Delete, Put, WriteAheadLogError
 
 from . import provenance_outbox
 from .errors import CommitError
@@ -74,6 +74,7 @@ class DurableCommitter:
         self._slots_lock = threading.Lock()
         self._free_slots: list[int] = []
         self._slot_count = 0
+        self._last_heal = 0.0
 
     def _take_slot(self) -> int:
         with self._slots_lock:
@@ -85,6 +86,21 @@ class DurableCommitter:
     def _return_slot(self, slot: int) -> None:
         with self._slots_lock:
             self._free_slots.append(slot)
+
+    def _heal_wal(self, error: Exception) -> None:
+        """A failed WAL write poisons its journal until a checkpoint (which rewrites
+        the state from memory, so the failed transaction, on disk or not, is gone).
+        Try one at most once a second, so the flow resumes as soon as storage works."""
+        now = time.monotonic()
+        if now - self._last_heal < 1.0:
+            return
+        self._last_heal = now
+        try:
+            self.shard.wal.checkpoint()
+            log.warning("WAL write failed (%s); a checkpoint succeeded and writes resume", error)
+        except Exception as failure:  # noqa: BLE001 - storage still broken: the next failure retries
+            log.error("WAL write failed (%s) and the healing checkpoint failed too (%s); commits are refused "
+                      "until storage works again, nothing committed is lost", error, failure)
 
     def commit(self, tx: Transaction) -> None:
         component = tx.component_id
@@ -111,6 +127,8 @@ class DurableCommitter:
         except Exception as error:
             if slot is not None:
                 self._return_slot(slot)
+            if isinstance(error, WriteAheadLogError):
+                self._heal_wal(error)
             raise CommitError(f"{component}: commit failed before the WAL recorded it, nothing changed: "
                               f"{error}") from error
         try:
