@@ -78,3 +78,20 @@ def test_killed_datanode_is_detected_and_writes_continue_after_restart(hdfs_clus
         handle.write(b"ok")
         handle.sync()
     assert storage.read(path) == b"ok"
+
+
+def test_namenode_restart_keeps_synced_data_and_serves_new_writes(hdfs_cluster, hdfs_store):
+    storage = hdfs_store.storage
+    before = join(hdfs_store.root, "before-restart")
+    with storage.create(before) as handle:
+        handle.write(b"durable across a NameNode restart")
+        handle.sync()
+    hdfs_cluster.restart_namenode()
+    # A fresh client: the old one's connection died with the NameNode.
+    client = HdfsStorage(hdfs_cluster.url)
+    assert client.read(before) == b"durable across a NameNode restart"
+    after = join(hdfs_store.root, "after-restart")
+    with client.create(after) as handle:
+        handle.write(b"new")
+        handle.sync()
+    assert client.read(after) == b"new"
