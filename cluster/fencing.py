@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from repositories.storage import StorageFileNotFound, join
+from repositories.storage import StorageError, StorageFileNotFound, join
 
 from .errors import FenceTimeout, FencedError
 from .layout import FENCED_MARK
@@ -88,11 +88,20 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
     if found is None:
         # The owner died before it wrote anything: nothing to recover. The empty fenced
         # directory still marks the epoch, so a late old owner cannot create the original.
-        storage.mkdir(target)
+        try:
+            storage.mkdir(target)
+        except StorageError:
+            if current_directory(storage, layout, shard) != (target, epoch):
+                raise
     elif found != target:
-        storage.rename(found, target)
-        renamed_from = found
-        log.info("fenced shard %s: renamed %s to %s", shard, found, target)
+        try:
+            storage.rename(found, target)
+            renamed_from = found
+            log.info("fenced shard %s: renamed %s to %s", shard, found, target)
+        except StorageError:
+            # Another adopter at the same epoch (a sibling divvy slice) renamed it first.
+            if current_directory(storage, layout, shard) != (target, epoch):
+                raise
     hooks.after_rename(target)
     report = FenceReport(target, renamed_from)
     files = _files_under(storage, target)

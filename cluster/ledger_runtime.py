@@ -9,10 +9,15 @@ directory let a checker count lost, duplicated and unexpected ids:
 
     admitting.log   id before its Put is committed
     admitted.log    id after its Put returned (durable)
+    finishing.log   id after its sink file is in place, before its Delete is committed
     finished.log    "id shard epoch incarnation unix-time" after its Delete returned
 
 Exactly once means: every admitted id is finished exactly once; nothing is finished
-that was never admitting; every finished id has its sink file.
+that was never admitting; every finished id has its sink file. A process killed
+between a committed Delete and its finished.log line leaves an id that is
+"finishing" with its sink file and never finished by anyone after: had the Delete
+not committed, the record would still be in the shard's WAL and its adopter would
+have finished it. The checker counts such ids as finished at the crash.
 
 Every WAL write first asks the node's session guard (`handle.gate.check()`); a write
 HDFS rejects (a fenced zombie's `LeaseLost`) or the WAL refuses (`StaleEpochError`,
@@ -164,6 +169,7 @@ class LedgerRuntime:
             os.replace(temporary, os.path.join(self.sink, f"out-{record.id}"))
             if self._abort.is_set():
                 continue  # the session was aborted: roll back (the record stays queued)
+            append_line(os.path.join(self.sink, "finishing.log"), record.id)
             outcome = self._commit([Delete(record.id)], "finish")
             if outcome == "stop":
                 return
@@ -233,14 +239,17 @@ def check_ledger(sink: str) -> dict:
             return []
 
     admitting, admitted, finished = set(lines("admitting.log")), set(lines("admitted.log")), lines("finished.log")
+    finishing = set(lines("finishing.log"))
     counts: dict[str, int] = {}
     for record_id in finished:
         counts[record_id] = counts.get(record_id, 0) + 1
     delivered = {name[4:] for name in os.listdir(sink) if name.startswith("out-")} if os.path.isdir(sink) else set()
+    finished_at_crash = (admitted - set(counts)) & finishing & delivered
     return {
         "admitted": len(admitted),
-        "finished": len(counts),
-        "lost": sorted(admitted - set(counts)),
+        "finished": len(counts) + len(finished_at_crash),
+        "finished_at_crash": sorted(finished_at_crash),
+        "lost": sorted(admitted - set(counts) - finished_at_crash),
         "duplicated": sorted(record_id for record_id, count in counts.items() if count > 1),
         "unexpected": sorted(set(counts) - admitting),
         "missing_output": sorted(set(counts) - delivered),

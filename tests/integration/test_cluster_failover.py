@@ -249,3 +249,30 @@ def test_quorum_loss_stops_processing_and_it_resumes_when_quorum_returns(cluster
                 assert during == [], (node.name, closed_since, event)
                 closed_since = None
         assert any(e["event"] == "paused" and e["at"] >= lost_at for e in timeline)
+
+
+def test_divvy_splits_a_dead_nodes_shard_over_the_survivors_exactly_once(cluster):
+    n1 = cluster.start("n1", "--admit-limit", "150", "--policy", "divvy")
+    n1.wait("joined")
+    n2 = cluster.start("n2", "--admit-limit", "20", "--policy", "divvy")
+    n3 = cluster.start("n3", "--admit-limit", "20", "--policy", "divvy", "--weight", "2")
+    for node in (n2, n3):
+        node.wait("joined")
+    victim = n1.incarnation
+    wait_until(lambda: cluster.admitted_by(victim) >= 120, 60, "n1 to admit 120 records")
+    n1.signal(signal.SIGKILL)
+    wait_until(lambda: (s := cluster.shard(victim)) is not None and s.state in (ShardState.SPLIT, ShardState.RETIRED),
+               60, "the dead node's shard to be split")
+    parent = cluster.shard(victim)
+    children = {child: cluster.shard(child) for child in parent.children}
+    assert {c.owner for c in children.values()} == {n2.incarnation, n3.incarnation}
+    report = cluster.wait_all_finished()
+    assert_exactly_once(report)
+    wait_until(lambda: cluster.shard(victim).state is ShardState.RETIRED, 60, "the split parent to retire")
+    # Each slice finished its own part: both survivors took some of the dead node's records.
+    by_child = {}
+    for row in read_finished(cluster.sink):
+        if row[0].startswith(victim + ".") and row[1] in children:
+            by_child[row[1]] = by_child.get(row[1], 0) + 1
+    assert set(by_child) == set(children), by_child
+    print("divvy slices:", {c: (children[c].owner, by_child[c]) for c in children})

@@ -166,3 +166,39 @@ def test_leadership_moves_on_session_expiry_and_the_new_leader_finishes_a_half_d
         release.set()
         first.stop()
         second.stop()
+
+
+def test_cluster_status_command_prints_members_leader_shards_and_plans(clients, zk_hosts, capsys):
+    import json as json_module
+
+    from cluster.cli import main
+
+    layout = ClusterLayout("c1")
+    client = clients()
+    incarnation, _ = join(client, layout, "n1", weight=2.0)
+    for path in layout.zookeeper_paths():
+        client.ensure_path(path)
+    ShardRegistry(client, layout).create_home_shard(incarnation.id, incarnation.id, incarnation.epoch)
+    election = client.Election(layout.leader, identifier=incarnation.id)
+    elected, release = threading.Event(), threading.Event()
+
+    def lead():
+        elected.set()
+        release.wait(30)  # hold leadership while the command looks
+
+    thread = threading.Thread(target=election.run, args=(lead,), daemon=True)
+    thread.start()
+    assert elected.wait(30)
+    try:
+        assert main(["cluster", "status", "--zk", zk_hosts, "--cluster", "c1", "--json"]) == 0
+        body = json_module.loads(capsys.readouterr().out)
+        assert body["leader"] == incarnation.id
+        assert body["members"][incarnation.id]["capacity_weight"] == 2.0
+        assert body["shards"][incarnation.id]["owner"] == incarnation.id
+        assert body["shards"][incarnation.id]["state"] == "active"
+        assert main(["cluster", "status", "--zk", zk_hosts, "--cluster", "c1"]) == 0
+        text = capsys.readouterr().out
+        assert f"leader {incarnation.id}" in text and "plans:" in text
+    finally:
+        release.set()
+        thread.join(10)

@@ -1,0 +1,66 @@
+"""A read-only snapshot of a cluster as ZooKeeper holds it: members, leader, shards,
+plans. Used by `custody cluster status` (and, later, the admin API)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kazoo.exceptions import NoNodeError
+
+from .heartbeat import Heartbeat
+from .layout import ClusterLayout
+from .membership import read_members
+from .ownership import ShardOwnership
+from .plans import FailoverPlan, PlanStore, pending_moves
+from .shard_registry import ShardRegistry
+
+
+@dataclass
+class ClusterStatus:
+    cluster: str
+    members: dict[str, Heartbeat]
+    leader: str | None
+    contenders: list[str]
+    shards: dict[str, ShardOwnership]
+    plans: dict[str, FailoverPlan]
+
+    def to_dict(self) -> dict:
+        return {
+            "cluster": self.cluster,
+            "leader": self.leader,
+            "contenders": self.contenders,
+            "members": {
+                name: {"node": b.node, "epoch": b.epoch, "admin": b.admin, "sequence": b.sequence,
+                       "queued": b.queued_count, "queued_bytes": b.queued_bytes, "active_threads": b.active_threads,
+                       "cpu": round(b.cpu, 3), "free_disk": b.free_disk, "capacity_weight": b.capacity_weight,
+                       "owned_shards": list(b.owned_shards)}
+                for name, b in sorted(self.members.items())
+            },
+            "shards": {
+                name: {"owner": s.owner, "epoch": s.epoch, "state": s.state.value, "children": list(s.children),
+                       "source": vars(s.source).copy() if s.source else None, "seeded": s.seeded,
+                       "history": [{"epoch": h.epoch, "owner": h.owner, "state": h.state.value, "at": h.at, "reason": h.reason}
+                                   for h in s.history]}
+                for name, s in sorted(self.shards.items())
+            },
+            "plans": {
+                name: {"dead": p.dead, "status": p.status, "policy": p.policy, "leader": p.leader,
+                       "created_at": p.created_at, "revision": p.revision,
+                       "moves": [{"shard": m.shard, "from_epoch": m.from_epoch, "targets": list(m.targets)} for m in p.moves],
+                       "pending": [m.shard for m in pending_moves(p, self.shards)]}
+                for name, p in sorted(self.plans.items())
+            },
+        }
+
+
+def read_status(client, cluster: str) -> ClusterStatus:
+    layout = ClusterLayout(cluster)
+    contenders: list[str] = []
+    try:
+        contenders = client.Election(layout.leader).contenders()
+    except NoNodeError:
+        pass
+    shards = {name: entry[0] for name, entry in ShardRegistry(client, layout).all().items()}
+    plans = {name: entry[0] for name, entry in PlanStore(client, layout).all().items()}
+    return ClusterStatus(cluster, read_members(client, layout), contenders[0] if contenders else None,
+                         contenders, shards, plans)
