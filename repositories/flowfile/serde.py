@@ -63,7 +63,8 @@ RECORD_V2 = struct.Struct("<QqqqBHQQI")
 RECORD_V1 = struct.Struct("<QqBHQQH")
 U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
-assert RECORD_V3.size == 65 and RECORD_V2.size == 55 and RECORD_V1.size == 37, (RECORD_V3.size, RECORD_V2.size, RECORD_V1.size)
+_V3_FLAGS_AND_ATTRIBUTES = struct.Struct("<40xB20xI")  # the two fields of RECORD_V3 the attributes need
+assert _V3_FLAGS_AND_ATTRIBUTES.size == RECORD_V3.size and RECORD_V3.size == 65 and RECORD_V2.size == 55 and RECORD_V1.size == 37, (RECORD_V3.size, RECORD_V2.size, RECORD_V1.size)
 
 PUT, DELETE, SWAP_OUT, SWAP_IN = 1, 2, 3, 4
 HAS_CLAIM = 0x01
@@ -312,6 +313,7 @@ class LazyDecoder:
         self.name = serde.name
         self._serde = serde
         self._queues: dict[bytes, str] = {}
+        self._resources: dict[tuple, ResourceClaim] = {}  # (section, claim text bytes) -> claim
 
     def decode_head(self, encoded: bytes, record_id: str) -> tuple:
         try:
@@ -330,11 +332,10 @@ class LazyDecoder:
                 queue = self._queues[queue_bytes] = _intern(str(queue_bytes, "utf-8"))
             if flags & HAS_CLAIM:
                 start += queue_length
-                container, separator, resource_id = str(encoded[start : start + claim_length], "utf-8").partition(NUL)
-                if not separator:
-                    raise ValueError("claim text has no NUL between container and resource id")
-                serde = self._serde
-                resource = serde._resources.get((container, section, resource_id)) or serde._resource(container, section, resource_id)
+                claim_text = encoded[start : start + claim_length]
+                resource = self._resources.get((section, claim_text))
+                if resource is None:
+                    resource = self._resource(section, claim_text)
                 claim = ContentClaim(resource, offset, length)
             else:
                 claim = None
@@ -342,9 +343,20 @@ class LazyDecoder:
             raise CorruptRecordError(record_id, f"head: {error}") from None
         return (claim, queue, size, entry, lineage, penalty)
 
+    def _resource(self, section: int, claim_text: bytes) -> ResourceClaim:
+        container, separator, resource_id = str(claim_text, "utf-8").partition(NUL)
+        if not separator:
+            raise ValueError("claim text has no NUL between container and resource id")
+        serde = self._serde
+        resource = serde._resources.get((container, section, resource_id)) or serde._resource(container, section, resource_id)
+        if len(self._resources) > 100_000:
+            self._resources.clear()
+        self._resources[(section, claim_text)] = resource
+        return resource
+
     def decode_attributes(self, encoded: bytes, record_id: str) -> dict:
         try:
-            (_, _, _, _, _, _, flags, _, _, _, _, attributes_length) = RECORD_V3.unpack_from(encoded, 0)
+            flags, attributes_length = _V3_FLAGS_AND_ATTRIBUTES.unpack_from(encoded, 0)
             if not attributes_length:
                 return {}
             start = len(encoded) - attributes_length
