@@ -13,11 +13,12 @@ keeps it; a clone or a child gets a new one.
 
 from __future__ import annotations
 
-import uuid as _uuid
 from typing import NamedTuple
 
 from repositories.claims import ContentClaim
 from repositories.flowfile.record import FlowFileRecord
+
+from .identifiers import new_uuid
 
 CORE_ATTRIBUTES = ("filename", "path", "uuid")
 
@@ -68,7 +69,7 @@ class FlowFile(NamedTuple):
     @classmethod
     def new(cls, now_ms: int, attributes: dict[str, str] | None = None, *, lineage_start: int | None = None,
             identity: str | None = None) -> "FlowFile":
-        flowfile_id = identity or str(_uuid.uuid4())
+        flowfile_id = identity or new_uuid()
         merged = {"filename": flowfile_id, "path": "./"}
         if attributes:
             merged.update(attributes)

@@ -9,13 +9,19 @@ event id at the time. Only the last commit of a slot can be missing from provena
 looks for each slot's events from that id on and registers those that are missing.
 
 Record: id `__provenance_outbox__/<slot>`, queue `__provenance_outbox__`, attributes
-`{"next": <event id>, "events": <JSON list of ProvenanceEvent.to_dict()>}`.
+`{"next": <event id>, "format": "marshal-4", "events": <the events>}`. The events are a
+list of plain tuples (see `encode_events`) serialized with `marshal` (version 4) and
+carried as a latin-1 string: it is C-fast, shares the attribute maps events have in
+common, and was a third of the cost of JSON in the flow benchmark. marshal is tied to
+the Python version, which is acceptable for what only a restart of the same node
+reads; a record that cannot be decoded is logged and skipped (it can only be the last
+commit of its slot).
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import marshal
 
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.provenance import ProvenanceEvent
@@ -26,10 +32,7 @@ from .shard import OUTBOX_QUEUE
 log = logging.getLogger(__name__)
 
 
-def _claim(value):
-    if value is None:
-        return None
-    return [value.resource.container, value.resource.section, value.resource.id, value.offset, value.length]
+FORMAT = "marshal-4"
 
 
 def _unclaim(value):
@@ -41,18 +44,31 @@ def _unclaim(value):
 
 def encode_events(events) -> str:
     rows = []
+    claims: dict = {}
+
+    def claim(value):
+        if value is None:
+            return None
+        row = claims.get(value)
+        if row is None:
+            resource = value.resource
+            row = claims[value] = (resource.container, resource.section, resource.id, value.offset, value.length)
+        return row
+
     for e in events:
-        rows.append([e.event_type.value, e.flowfile_uuid, e.component_id, e.component_type, e.event_time_ms,
-                     list(e.parent_uuids), list(e.child_uuids), dict(e.attributes_before),
-                     dict(e.attributes_after), _claim(e.content_before), _claim(e.content_after),
-                     e.transit_uri, e.details, e.relationship, e.size])
-    return json.dumps(rows, separators=(",", ":"))
+        before, after = e.attributes_before, e.attributes_after
+        rows.append((e.event_type.value, e.flowfile_uuid, e.component_id, e.component_type, e.event_time_ms,
+                     tuple(e.parent_uuids), tuple(e.child_uuids),
+                     before if type(before) is dict else dict(before), after if type(after) is dict else dict(after),
+                     claim(e.content_before), claim(e.content_after), e.transit_uri, e.details, e.relationship,
+                     e.size))
+    return marshal.dumps(rows, 4).decode("latin-1")
 
 
 def decode_events(text: str) -> list[ProvenanceEvent]:
     events = []
     for (kind, uuid, component, component_type, time_ms, parents, children, before, after, content_before,
-         content_after, transit, details, relationship, size) in json.loads(text):
+         content_after, transit, details, relationship, size) in marshal.loads(text.encode("latin-1")):
         events.append(ProvenanceEvent(kind, uuid, component, component_type, time_ms, tuple(parents),
                                       tuple(children), before, after, _unclaim(content_before),
                                       _unclaim(content_after), transit, details, relationship, size))
@@ -60,7 +76,7 @@ def decode_events(text: str) -> list[ProvenanceEvent]:
 
 
 def outbox_record(slot: int, next_event_id: int, events, now_ms: int) -> FlowFile:
-    attributes = {"next": str(next_event_id), "events": encode_events(events)}
+    attributes = {"next": str(next_event_id), "format": FORMAT, "events": encode_events(events)}
     return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
 
 
@@ -73,7 +89,14 @@ def reconcile(records, provenance) -> int:
     """Register the outbox events provenance does not have. Returns how many."""
     registered = 0
     for record in records:
-        events = decode_events(record.attributes.get("events", "[]"))
+        if record.attributes.get("format") != FORMAT:
+            log.warning("provenance outbox %s: unknown format %r, skipped", record.id, record.attributes.get("format"))
+            continue
+        try:
+            events = decode_events(record.attributes["events"])
+        except (ValueError, EOFError, TypeError, KeyError) as error:
+            log.warning("provenance outbox %s cannot be decoded (%s); its events are skipped", record.id, error)
+            continue
         if not events:
             continue
         start = int(record.attributes.get("next", "0"))

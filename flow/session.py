@@ -25,7 +25,6 @@ Not thread-safe: a session belongs to one task.
 from __future__ import annotations
 
 import io
-import uuid as _uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from repositories.provenance import EventType, ProvenanceEvent
 
 from .errors import CommitError, FlowFileNotTransferred, SessionError, UnknownRelationship
 from .flowfile import FlowFile
+from .identifiers import new_uuid
 
 SUCCESS = "success"
 _SOURCE = object()  # transfer back to the queue it came from
@@ -198,7 +198,7 @@ class ProcessSession:
         if claim is not None and (offset or (size is not None and size != claim.length)):
             length = claim.length - offset if size is None else size
             claim = type(claim)(claim.resource, claim.offset + offset, length)
-        copy = FlowFile(str(_uuid.uuid4()), flowfile.attributes, claim, "",
+        copy = FlowFile(new_uuid(), flowfile.attributes, claim, "",
                         claim.length if claim is not None else 0, self._clock_ms(),
                         flowfile.lineage_start_date, 0)
         entry = self._entries[copy.id] = _Entry(None, copy, None)
@@ -472,7 +472,7 @@ class ProcessSession:
                     first = False
                 else:
                     # One relationship, several connections: each gets its own FlowFile.
-                    version = FlowFile(str(_uuid.uuid4()), current.attributes, current.content_claim, queue.id,
+                    version = FlowFile(new_uuid(), current.attributes, current.content_claim, queue.id,
                                        current.size, now, current.lineage_start_date, current.penalty_expiration)
                     extra_entries.append(version)
                     events.append(ProvenanceEvent(EventType.CLONE, current.id, self.component_id,

@@ -17,7 +17,7 @@ import re
 import shutil
 import threading
 import time
-import uuid as _uuid
+import itertools
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 
@@ -203,6 +203,7 @@ class FetchFile(Processor):
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+_TEMPORARY = itertools.count(int.from_bytes(os.urandom(4), "big"))
 
 
 class PutFile(Processor):
@@ -242,13 +243,18 @@ class PutFile(Processor):
             try:
                 if context["create_missing_directories"] and directory not in directories:
                     os.makedirs(directory, exist_ok=True)
-                temporary = os.path.join(directory, f".{flowfile.id}.{_uuid.uuid4().hex[:8]}.partial")
-                with open(temporary, "wb") as out, session.read(flowfile) as source:
-                    while chunk := source.read(1 << 20):
-                        out.write(chunk)
+                temporary = os.path.join(directory, f".{flowfile.id}.{next(_TEMPORARY) & 0xFFFFFFFF:08x}.partial")
+                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    with session.read(flowfile) as source:
+                        while chunk := source.read(1 << 20):
+                            view = memoryview(chunk)
+                            while view:
+                                view = view[os.write(fd, view):]
                     if sync:
-                        out.flush()
-                        os.fsync(out.fileno())
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
                 # The name depends only on the FlowFile's identity: a retry lands on it again.
                 os.replace(temporary, target)
             except OSError as error:
