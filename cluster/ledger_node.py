@@ -61,7 +61,9 @@ def parse(argv=None):
     parser.add_argument("--session-timeout", type=float, default=4.0)
     parser.add_argument("--weight", type=float, default=1.0)
     parser.add_argument("--policy", default="whole")
-    parser.add_argument("--admit-limit", type=int, default=200, help="records each incarnation admits (0: none, -1: no limit)")
+    parser.add_argument("--admit-limit", type=int, default=200,
+                        help="records each incarnation admits (-1: no limit); stdin 'admit N' allows N more")
+    parser.add_argument("--deliver-interval", type=float, default=0.01, help="pause after each delivered record (s)")
     parser.add_argument("--no-lead", action="store_true", help="never campaign for leadership")
     parser.add_argument("--once", action="store_true", help="exit when the incarnation dies instead of rejoining")
     parser.add_argument("--freeze-in-sync", type=int, default=0, help="SIGSTOP self inside the Nth WAL sync")
@@ -76,6 +78,8 @@ def main(argv=None) -> int:
 
     storage = HdfsStorage(args.hdfs)
     hooks = FreezeBeforeSync(args.freeze_in_sync) if args.freeze_in_sync else None
+    current: dict = {}
+    threading.Thread(target=_commands, args=(current,), daemon=True).start()
     while True:
         config = MemberConfig(zk_hosts=args.zk, cluster=args.cluster, node=args.node,
                               session_timeout=args.session_timeout, hdfs_root=args.hdfs_root,
@@ -86,10 +90,11 @@ def main(argv=None) -> int:
 
         def factory(handle):
             return LedgerRuntime(handle, args.sink, incarnation=holder["member"].incarnation.id,
-                                 admit_limit=args.admit_limit, events=emit)
+                                 admit_limit=args.admit_limit, deliver_interval=args.deliver_interval, events=emit)
 
         member = ClusterMember(config, storage, factory)
         holder["member"] = member
+        current["member"] = member
         try:
             incarnation = member.start()
         except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum: try again
@@ -97,12 +102,28 @@ def main(argv=None) -> int:
             member.stop(leave=False)
             time.sleep(1.0)  # retry pacing while ZooKeeper has no quorum
             continue
-        emit("joined", incarnation=incarnation.id, epoch=incarnation.epoch)
+        session_id, password = member.client.client_id
+        # The session's id and password let a drill expire the session from outside,
+        # the way ZooKeeper itself would (see ZooKeeperEnsemble.expire_session).
+        emit("joined", incarnation=incarnation.id, epoch=incarnation.epoch,
+             session_id=session_id, session_password=password.hex())
         _report(member)
         member.wait_dead()
         emit("dead", incarnation=incarnation.id, reason=member.death_reason[:300])
         if args.once:
             return 0
+
+
+def _commands(current: dict) -> None:
+    """stdin commands: "admit N" lets the current incarnation's home shard admit N more."""
+    for line in sys.stdin:
+        words = line.split()
+        member = current.get("member")
+        if len(words) == 2 and words[0] == "admit" and member is not None and member.incarnation is not None:
+            runtime = member.runtimes.get(member.incarnation.id)
+            if runtime is not None:
+                runtime.allow(int(words[1]))
+                emit("allowed", incarnation=member.incarnation.id, count=int(words[1]))
 
 
 def _report(member: ClusterMember) -> None:

@@ -84,7 +84,7 @@ class LedgerRuntime:
 
     def start(self) -> None:
         os.makedirs(self.sink, exist_ok=True)
-        if self.handle.home and self.admit_limit != 0:
+        if self.handle.home:
             self._spawn(self._admit_loop, "admit")
         self._spawn(self._deliver_loop, "deliver")
 
@@ -112,6 +112,12 @@ class LedgerRuntime:
             except Exception as error:  # noqa: BLE001 - a fenced WAL refuses its last sync
                 log.info("closing the WAL of %s: %s", self.handle.shard, error)
 
+    def allow(self, count: int) -> None:
+        """Admit `count` more records (a drill tops a node up before a fault)."""
+        with self._lock:
+            if self.admit_limit >= 0:
+                self.admit_limit += count
+
     def drained(self) -> bool:
         with self._lock:
             return not self._pending and not self.handle.home
@@ -130,8 +136,10 @@ class LedgerRuntime:
     def _admit_loop(self) -> None:
         sequence = 0
         while not self._stopped.wait(self.admit_interval):
-            if self.admit_limit > 0 and self._admitted >= self.admit_limit:
-                return
+            with self._lock:
+                limit = self.admit_limit
+            if limit >= 0 and self._admitted >= limit:
+                continue  # wait for `allow` to raise the limit
             if not self._may_work():
                 continue
             batch = []

@@ -38,7 +38,7 @@ class NodeProcess:
         self.events: list[dict] = []
         self._lock = threading.Lock()
         self.log = open(log_path, "w")
-        self.process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.process = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -62,6 +62,10 @@ class NodeProcess:
     def incarnation(self) -> str:
         return self.find("joined")[-1]["incarnation"]
 
+    def send(self, line: str) -> None:
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
     def signal(self, signum: int) -> None:
         os.kill(self.process.pid, signum)
 
@@ -71,6 +75,10 @@ class NodeProcess:
             self.process.kill()
         self.process.wait()
         self.process.stdout.close()
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
         self.log.close()
 
 
