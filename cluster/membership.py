@@ -116,5 +116,7 @@ def read_members(client, layout) -> dict[str, Heartbeat]:
         try:
             members[name] = Heartbeat.from_json(data)
         except (ValueError, KeyError, TypeError) as error:
+            # Alive (its znode is there), but never chosen to adopt: no free disk known.
             log.warning("member %s has an unreadable heartbeat (%s); treating it as alive with no figures", name, error)
+            members[name] = Heartbeat(name.rpartition("-")[0] or name, name, 0, free_disk=0)
     return members
