@@ -25,9 +25,10 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from repositories.flowfile import FlowFileSerDe, Put, SwapOut, WriteAheadLog, list_wal_files, read_state
+from repositories.flowfile import FlowFileSerDe, Put, SwapIn, SwapOut, WriteAheadLog, list_wal_files, read_state
 
-from .fencing import FenceHooks, fence
+from .errors import FencedError
+from .fencing import FenceHooks, current_directory, fence
 from .layout import FENCED_MARK, ClusterLayout
 from .ownership import ShardOwnership
 from .runtime import ShardHandle
@@ -51,6 +52,13 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
     """A node's new shard at its incarnation epoch: an empty directory it creates."""
     directory = layout.shard_directory(ownership.shard)
     storage.mkdir(directory)
+    # If this incarnation was declared dead before it got here, an adopter may have
+    # fenced the shard already (an empty `-fenced-<e>`): then this directory is one
+    # nobody will ever read, and the node must not write to it.
+    _, fenced_epoch = current_directory(storage, layout, ownership.shard)
+    if fenced_epoch is not None:
+        raise FencedError(ownership.shard, fenced_epoch, None, incarnation=ownership.owner,
+                          reason="its shard was fenced before the node could open it")
     storage.mkdir(layout.swap_directory(directory))
     return _handle(storage, layout, ownership, directory, options, home=True)
 
@@ -67,11 +75,41 @@ def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, optio
     swap = layout.swap_directory(directory)
     if not storage.exists(swap):
         storage.mkdir(swap)
+    relocated = _relocate_swap_files(storage, layout, ownership, directory, options)
     log.info("fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
              ownership.shard, ownership.epoch, directory, len(report.files), report.recover_calls, report.waited,
              time.monotonic() - started)
     return _handle(storage, layout, ownership, directory, options, home=False,
-                   notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s"])
+                   notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s",
+                          f"relocated {relocated} swap file registrations"])
+
+
+def _relocate_swap_files(storage, layout, ownership, directory: str, options: WalOptions) -> int:
+    """Point the WAL's swap-file registrations at the fenced directory.
+
+    Swap locations are recorded as full paths, and fencing renamed the directory they
+    name. Left alone, the adopter would not find them, and worse, would take every
+    swap file under the new name for an orphan and delete it. So, before the runtime
+    opens the WAL, each registration is moved in one transaction per WAL (SwapIn of the
+    old location + SwapOut of the new one, no FlowFile changes), at the new epoch.
+    Skipped when the shard's swap directory is empty (the usual case), so the WAL is
+    recovered twice only when the shard had swapped."""
+    if not storage.list(layout.swap_directory(directory)):
+        return 0
+    handle = _handle(storage, layout, ownership, directory, options, home=False)
+    wal = handle.open_wal()
+    try:
+        wal.recover()
+        updates = []
+        for location, swap_file in sorted(wal.swap_files.items()):
+            moved = handle.relocate(location)
+            if moved != location:
+                updates += [SwapIn(location), SwapOut(swap_file._replace(location=moved), ())]
+        if updates:
+            wal.update(updates)
+        return len(updates) // 2
+    finally:
+        wal.close()
 
 
 def _handle(storage, layout, ownership, directory, options, *, home, notes=()) -> ShardHandle:
