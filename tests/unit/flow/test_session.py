@@ -308,3 +308,17 @@ def test_held_committer_holds_callbacks():
     ran = []
     session.commit_async(lambda: ran.append(1))
     assert ran == [] and len(env.committer.held_callbacks) == 1
+
+
+def test_expired_flowfiles_are_removed_with_an_expire_event():
+    env = Env()
+    env.incoming.expiration_ms = 1_000
+    env.seed(b"old")
+    env.clock.now += 5_000
+    session = env.session()
+    assert session.get_batch(5) == []
+    session.commit()
+    assert env.incoming.count == 0
+    (event,) = env.committer.events
+    assert event.event_type is EventType.EXPIRE
+    assert env.content.resident_bytes() == 0

@@ -1,0 +1,117 @@
+"""QueueShard on local storage: swap order against the WAL, orphans, recovery, state."""
+
+from __future__ import annotations
+
+import pytest
+
+from flow.flowfile import FlowFile
+from flow.queue import FlowFileQueue
+from flow.shard import QueueShard, open_shard
+from repositories.flowfile import Delete, Put, WalHooks
+from repositories.storage import LocalStorage
+from repositories.swap import SwapHooks
+
+
+class Log(WalHooks, SwapHooks):
+    def __init__(self):
+        self.calls = []
+
+    def before_journal_write(self, path):
+        self.calls.append("wal write")
+
+    def after_sync(self, path):
+        self.calls.append("wal synced")
+
+    def after_swap_sync(self, path):
+        self.calls.append("swap file synced")
+
+
+def flowfiles(n, queue="q", start=0):
+    return [FlowFile(f"id-{i}", {"i": str(i)}, None, queue, 1, 1_000 + i, 1_000, 0) for i in range(start, start + n)]
+
+
+def open_(root, hooks=None, threshold=4, batch=2):
+    queue = FlowFileQueue("q", swap_threshold=threshold, swap_batch=batch)
+    shard = open_shard(LocalStorage(), root, "s", [queue], checkpoint_interval=None, wal_hooks=hooks,
+                       swap_hooks=hooks)
+    return queue, shard
+
+
+def commit(shard, queue, items):
+    shard.wal.update([Put(f.to_record()) for f in items])
+    queue.put_all(items)
+    shard.maintain(queue)
+
+
+def test_the_swap_file_is_synced_before_the_wal_records_it(tmp_path):
+    log = Log()
+    queue, shard = open_(str(tmp_path), log)
+    shard.recover()
+    commit(shard, queue, flowfiles(4))
+    log.calls.clear()
+    commit(shard, queue, flowfiles(2, start=4))
+    assert log.calls[0:2] == ["wal write", "wal synced"]  # the Puts
+    assert log.calls[2:] == ["swap file synced", "wal write", "wal synced"]  # then the SwapOut
+    assert queue.summary().swap_files == 1 and set(shard.wal.swap_files) == {shard.swap_store.locations()[0]}
+
+
+def test_restart_registers_swapped_flowfiles_and_deletes_orphaned_swap_files(tmp_path):
+    queue, shard = open_(str(tmp_path))
+    shard.recover()
+    commit(shard, queue, flowfiles(10))
+    assert queue.summary().swap_files == 3 and queue.in_memory() == 4
+    orphan = shard.swap_store.write("q", [f.to_record() for f in flowfiles(2, start=100)])  # never in the WAL
+    shard.wal.close()
+
+    queue, shard = open_(str(tmp_path))
+    report = shard.recover()
+    assert report.orphaned_swap_files == [orphan.location]
+    assert (report.flowfiles, report.swapped_flowfiles, report.swap_files) == (4, 6, 3)
+    assert queue.count == 10 and queue.in_memory() == 4
+    seen = []
+    while queue.count:
+        polled, _ = shard.poll(queue, 3)
+        queue.acknowledge(polled)
+        shard.wal.update([Delete(f.id) for f in polled])
+        seen += [int(f.attributes["i"]) for f in polled]
+    assert seen == list(range(10)), "FIFO across swap-out, restart and swap-in"
+    assert shard.swap_store.locations() == [] and shard.wal.swap_files == {}
+    shard.wal.close()
+
+
+def test_a_crash_after_swap_in_before_the_file_is_deleted_loads_nothing_twice(tmp_path):
+    queue, shard = open_(str(tmp_path))
+    shard.recover()
+    commit(shard, queue, flowfiles(8))
+    (location, *_) = shard.swap_store.locations()
+    data = LocalStorage().read(location)
+    polled, _ = shard.poll(queue, 4)  # drains memory: swaps one file back in, deletes it
+    queue.requeue(polled)
+    assert location not in shard.swap_store.locations()
+    with open(location, "wb") as handle:  # as if the delete never happened
+        handle.write(data)
+    shard.wal.close()
+    queue, shard = open_(str(tmp_path))
+    report = shard.recover()
+    assert location in report.orphaned_swap_files
+    assert queue.count == 8
+
+
+def test_unknown_queue_in_the_wal_is_refused_with_nothing_dropped(tmp_path):
+    queue, shard = open_(str(tmp_path))
+    shard.recover()
+    commit(shard, queue, flowfiles(1))
+    shard.wal.close()
+    other = FlowFileQueue("renamed")
+    shard = open_shard(LocalStorage(), str(tmp_path), "s", [other], checkpoint_interval=None)
+    with pytest.raises(Exception, match="connections the flow does not define: 'q' \\(1 FlowFiles\\)"):
+        shard.recover()
+
+
+def test_processor_state_and_in_memory_shard():
+    shard = QueueShard("mem", [FlowFileQueue("q")])
+    assert not shard.durable and shard.recover().flowfiles == 0
+    shard.set_state_committed("p", {"a": "1"})
+    assert shard.get_state("p") == {"a": "1"}
+    record = QueueShard.state_record("p", {"a": "1"}, 5)
+    assert record.queue == "__state__" and record.id == "__state__/p"
