@@ -241,3 +241,60 @@ def test_execute_stateless_inside_a_traditional_flow(tmp_path):
         node.stop()
     assert sorted(ids_in_directory(str(out))) == ["sub:0", "sub:1", "sub:2", "sub:4"]
     assert ids_in_directory(str(failed)) == ["3"]
+
+
+class Tracked:
+    """How many tasks of the test processor run at once."""
+
+    active = 0
+    most = 0
+    done = 0
+
+
+def test_back_pressure_and_concurrent_tasks(tmp_path):
+    import threading
+    import time
+
+    from flow.processor import Processor
+    from flow.processors import PROCESSOR_TYPES
+
+    lock = threading.Lock()
+
+    class Concurrent(Processor):
+        type_name = "TestConcurrent"
+
+        def on_trigger(self, context, session):
+            flowfile = session.get()
+            if flowfile is None:
+                return
+            with lock:
+                Tracked.active += 1
+                Tracked.most = max(Tracked.most, Tracked.active)
+            time.sleep(0.02)  # the work itself: long enough for tasks to overlap
+            with lock:
+                Tracked.active -= 1
+                Tracked.done += 1
+            session.transfer(flowfile, "success")
+
+    registry = {**PROCESSOR_TYPES, "TestConcurrent": Concurrent}
+    definition = parse_flow({
+        "processors": [
+            {"id": "gen", "type": "GenerateFlowFile", "properties": {"batch_size": 50}},
+            {"id": "work", "type": "TestConcurrent", "scheduling": {"concurrent_tasks": 2},
+             "auto_terminate": ["success"]}],
+        "connections": [{"id": "full", "source": "gen", "destination": "work",
+                         "back_pressure": {"object_count": 200}}]}, registry=registry)
+    Tracked.active = Tracked.most = Tracked.done = 0
+    node = StandaloneNode(definition, str(tmp_path / "node"))
+    node.start()
+    try:
+        queue = node.graph.queues["full"]
+        assert node.wait_until(lambda: Tracked.done >= 40, 60)
+        counts = []
+        for _ in range(20):  # sample the queue's size over 0.4 s of running
+            counts.append(queue.count)
+            time.sleep(0.02)
+        assert max(counts) <= 200 + 50, "back-pressure: at most one batch past the threshold"
+        assert Tracked.most == 2, "concurrent_tasks: 2 - no more, and they did overlap"
+    finally:
+        node.stop()
