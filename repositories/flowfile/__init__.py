@@ -28,7 +28,8 @@ compares and `replace`s like a NamedTuple). The records `recover()` returns are 
 head (claim, queue, size, dates) and the attributes decode on first access. A record
 whose bytes matched their CRC yet cannot be decoded raises `CorruptRecordError` then
 (`custody wal fsck` finds such records beforehand). Untouched restored records are
-written back to the next snapshot without re-encoding.
+written back to the next snapshot without re-encoding. A caller that will read every
+record anyway decodes them in one pass with `decode_records(records.values())`.
 
 Constructor: `WriteAheadLog(storage, directory, *, partitions=4, serde=FlowFileSerDe(),
 epoch=0, checkpoint_interval=120.0, clock=time.monotonic, wall_clock=time.time,
@@ -59,7 +60,7 @@ from .errors import (
     WriteAheadLogError,
 )
 from .hooks import WalHooks
-from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update
+from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, decode_records, SwapFile, SwapIn, SwapOut, Update
 from .recovery import RecoveryReport, list_wal_files, read_state
 from .serde import FlowFileSerDe, SerDe
 from .wal import WriteAheadLog
@@ -89,6 +90,7 @@ __all__ = [
     "WriteAheadLog",
     "WriteAheadLogClosedError",
     "WriteAheadLogError",
+    "decode_records",
     "list_wal_files",
     "read_state",
 ]

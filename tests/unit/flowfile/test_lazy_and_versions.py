@@ -30,6 +30,7 @@ from repositories.flowfile import (
     SwapFile,
     SwapIn,
     SwapOut,
+    decode_records,
 )
 from repositories.flowfile import format as fmt
 from repositories.flowfile.record import apply_update
@@ -158,6 +159,17 @@ def test_restored_records_are_lazy_and_equal_to_what_was_written(storage, direct
     assert record.attributes == expected["ff-7"].attributes
     assert record.is_decoded and record._encoded is None  # bytes released once both tiers are decoded
     assert records == expected
+
+
+def test_decode_records_decodes_every_tier_or_only_heads():
+    serde = FlowFileSerDe()
+    originals = [make_record(n) for n in range(20)]
+    records = read_snapshot("snapshot", snapshot_bytes(originals), serde).records
+    decode_records(list(records.values())[:10], attributes=False)
+    assert [r._head is not None and r._attributes is None for r in records.values()] == [True] * 10 + [False] * 10
+    decode_records(records.values())
+    assert all(r.is_decoded for r in records.values())
+    assert records == {r.id: r for r in originals}
 
 
 def test_lazy_record_fields_read_like_the_namedtuple_they_replace():
