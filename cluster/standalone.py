@@ -134,6 +134,9 @@ class StandaloneNode:
                                 partitions=settings.wal_partitions,
                                 checkpoint_interval=settings.checkpoint_interval_s)
         shard_report = self.shard.recover()
+        # Start from a fresh snapshot: the journals the last run left (up to a whole
+        # checkpoint interval of them) are not replayed again after the next crash.
+        self.shard.wal.checkpoint()
         # Content syncs once per session commit (group commit), not once per claim.
         self.content = open_filesystem_content_repository(
             {"local": os.path.join(self.data_dir, "content")}, ContentRepositoryConfig(sync_on_close=False))

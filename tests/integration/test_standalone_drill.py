@@ -1,6 +1,6 @@
 """Restart drill: a standalone node killed with SIGKILL at random moments, 50 times.
 
-GenerateFlowFile makes 25,000 FlowFiles with unique ids (examples/drill.yaml), through
+GenerateFlowFile makes 40,000 FlowFiles with unique ids (examples/drill.yaml), through
 UpdateAttribute, ReplaceText and RouteOnAttribute to PutFile; the queue in front of
 PutFile swaps past 2,000 FlowFiles. Every run of `custody run` is killed -9 at a random
 moment (one in eight while it is still starting up and recovering). A last run drains
@@ -30,7 +30,7 @@ from flow.definition import load_flow
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "examples" / "drill.yaml"
-COUNT = 25_000
+COUNT = 40_000
 
 
 def _start(data_dir: Path, log_path: Path) -> subprocess.Popen:
@@ -67,6 +67,7 @@ def test_sigkill_restart_drill(tmp_path):
     log_path = tmp_path / "node.log"
     most_swap_files = 0
     killed_while_starting = 0
+    killed_while_busy = 0  # kills that hit a node with FlowFiles still in flight
     started = time.monotonic()
     for attempt in range(kills):
         process = _start(data_dir, log_path)
@@ -80,6 +81,9 @@ def test_sigkill_restart_drill(tmp_path):
                     f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}")
                 time.sleep(rng.uniform(0.0, 1.2))  # the random moment of the kill
             most_swap_files = max(most_swap_files, _swap_files(data_dir))
+            if len([n for n in os.listdir(data_dir / "out") if not n.startswith(".")]
+                   if (data_dir / "out").is_dir() else []) < COUNT:
+                killed_while_busy += 1
         finally:
             process.send_signal(signal.SIGKILL)
             process.wait(30)
@@ -115,5 +119,7 @@ def test_sigkill_restart_drill(tmp_path):
     assert set(report.provenance_sent) == {str(i) for i in range(COUNT)}
     # The queue in front of PutFile was well past its threshold of 2,000 at some kill.
     assert most_swap_files >= 3, f"seed {seed}: at most {most_swap_files} swap files seen"
-    print(f"drill: {kills} kills ({killed_while_starting} during start-up) in {drill_seconds:.0f} s, "
+    assert killed_while_busy >= kills // 2, f"seed {seed}: only {killed_while_busy} kills hit a busy node"
+    print(f"drill: {kills} kills ({killed_while_starting} during start-up, {killed_while_busy} with FlowFiles in "
+          f"flight) in {drill_seconds:.0f} s, "
           f"at most {most_swap_files} swap files, drained in {drain_seconds:.0f} s; {delivery.summary()}; {report.summary()}")
