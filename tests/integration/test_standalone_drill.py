@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import repeat
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ import pytest
 from cluster.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
 from cluster.standalone import StandaloneNode
 from flow.definition import load_flow
+from repositories.claims import ContentClaim
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "examples" / "drill.yaml"
@@ -94,12 +96,13 @@ def test_sigkill_restart_drill(tmp_path):
     node = StandaloneNode(load_flow(str(FLOW), {"data_dir": str(data_dir), "count": str(COUNT)}), str(data_dir))
     node.start(paused=True)
     try:
-        claims = [r.content_claim for r in node.shard.wal.records.values() if not r.queue.startswith("__")]
+        claims = [r.content_claim for r in node.shard.wal.records.values()
+                  if not r.queue.startswith("__") and r.content_claim is not None]
         for queue in node.shard.queues.values():
             for summary in queue.swap_summaries():
                 for resource, (count, end) in summary.resources.items():
-                    claims += [type(claims[0])(resource, 0, end)] * count if claims else []
-        assert claimant_mismatches(node.content, [c for c in claims if c is not None]) == {}
+                    claims.extend(repeat(ContentClaim(resource, 0, end), count))
+        assert claimant_mismatches(node.content, claims) == {}
         node.resume()
         out = data_dir / "out"
         drain_started = time.monotonic()
