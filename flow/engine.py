@@ -131,7 +131,7 @@ class TraditionalEngine:
             if queue.has_available(now_ms):
                 has_input = True
                 break
-            expiry = queue.next_penalty_expiration() if queue._penalized else None
+            expiry = queue.next_penalty_expiration()
             if expiry is not None:
                 at = self._clock() + max(0, expiry - now_ms) / 1000
                 next_penalty = at if next_penalty is None else min(next_penalty, at)

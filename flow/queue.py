@@ -107,6 +107,7 @@ class FlowFileQueue:
         self._in_flight_count = 0  # in a batch being written to or read from a swap file
         self._in_flight_size = 0
         self._in_flight_summaries: list[SwapSummary] = []
+        self._out_entries: list | None = None  # the batch being written to a swap file
         self._swapping = False
         self._polled: dict[str, tuple] = {}  # id -> (key, sequence) of unacknowledged FlowFiles
         self._unacknowledged_count = 0
@@ -322,7 +323,7 @@ class FlowFileQueue:
         with self._lock:
             self._in_flight_count -= len(flowfiles)
             self._in_flight_size -= sum(f.size for f in flowfiles)
-            entries = getattr(self, "_out_entries", None) or [self._entry(f) for f in flowfiles]
+            entries = self._out_entries or [self._entry(f) for f in flowfiles]
             self._out_entries = None
             self._staging = deque(sorted(list(self._staging) + list(entries)))
             self._swapping = False
