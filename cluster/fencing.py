@@ -6,7 +6,7 @@
    by creating a new file in it.
 2. `recover_lease` every file under the fenced directory (WAL journals, snapshot,
    swap files), polling with backoff until each is closed. The first wait is
-   `first_wait`, then it doubles up to `max_wait`: a tight loop of recoverLease
+   `first_wait` twice, then doubling up to `max_wait`: a tight loop of recoverLease
    calls livelocks the NameNode. HBase waits 4 s before its second call because
    block recovery rides on DataNode heartbeats (3 s by default); custody's HDFS
    runs 1 s heartbeats, so the default first wait is 0.5 s (configurable).
@@ -128,7 +128,7 @@ def _recover_all(storage, shard, files, *, sleep, clock, first_wait, max_wait, t
     with one shared backoff: recoveries run in parallel on the DataNodes, so the
     fence takes as long as the slowest file, not the sum of them."""
     start = clock()
-    calls = 0
+    calls = rounds = 0
     delay = first_wait
     pending = list(files)
     while pending:
@@ -144,7 +144,10 @@ def _recover_all(storage, shard, files, *, sleep, clock, first_wait, max_wait, t
         if waited >= timeout:
             raise FenceTimeout(shard, pending[0], waited)
         sleep(delay)  # backoff between NameNode calls, never a tight loop
-        delay = min(delay * 2, max_wait)
+        rounds += 1
+        # A second short wait first: block recovery usually finishes within one
+        # DataNode heartbeat after the first call; then back off exponentially.
+        delay = delay if rounds < 2 else min(delay * 2, max_wait)
     return calls, clock() - start
 
 

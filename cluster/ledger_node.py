@@ -57,6 +57,8 @@ def parse(argv=None):
     parser.add_argument("--node", required=True)
     parser.add_argument("--hdfs", required=True, help="hdfs://host:port")
     parser.add_argument("--hdfs-root", default="/custody")
+    parser.add_argument("--hdfs-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="hdfs-native client setting (repeatable), e.g. dfs.client.socket-timeout=5000")
     parser.add_argument("--sink", required=True)
     parser.add_argument("--session-timeout", type=float, default=4.0)
     parser.add_argument("--weight", type=float, default=1.0)
@@ -76,7 +78,7 @@ def main(argv=None) -> int:
                         format=f"%(asctime)s %(levelname)s [{args.node}] %(name)s: %(message)s")
     from replication.hdfs_storage import HdfsStorage
 
-    storage = HdfsStorage(args.hdfs)
+    storage = HdfsStorage(args.hdfs, dict(item.split("=", 1) for item in args.hdfs_config))
     hooks = FreezeBeforeSync(args.freeze_in_sync) if args.freeze_in_sync else None
     current: dict = {}
     threading.Thread(target=_commands, args=(current,), daemon=True).start()

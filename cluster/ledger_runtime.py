@@ -19,9 +19,12 @@ between a committed Delete and its finished.log line leaves an id that is
 not committed, the record would still be in the shard's WAL and its adopter would
 have finished it. The checker counts such ids as finished at the crash.
 
-Every WAL write first asks the node's session guard (`handle.gate.check()`); a write
-HDFS rejects (a fenced zombie's `LeaseLost`) or the WAL refuses (`StaleEpochError`,
-a poisoned journal) stops the runtime and is logged as one line: "rejected write".
+Every WAL write first asks the node's session guard (`handle.gate.check()`). A write
+HDFS rejects or the WAL refuses is logged as one line, "rejected write", and then
+ZooKeeper decides what it was (`handle.verify_ownership()`): fenced (a zombie's
+`LeaseLost`), and the runtime stops for good; or a storage outage, and commits roll
+back and are retried after a checkpoint succeeds, with one line when it starts and
+one when it ends.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from collections import OrderedDict
 
 from repositories.flowfile import Delete, FlowFileRecord, Put
 
-from .errors import ClusterError, SessionExpiredError
+from .errors import ClusterError, FencedError, SessionExpiredError
 from .heartbeat import QueueLoad
 
 log = logging.getLogger(__name__)
@@ -212,14 +215,43 @@ class LedgerRuntime:
                 wal.update(updates)
                 return "ok"
             except Exception as error:  # noqa: BLE001 - fenced (LeaseLost), stale epoch, or storage down
-                self.rejected = f"{type(error).__name__}: {error}"
+                self.rejected = f"{type(error).__name__}: {error}".splitlines()[0][:300]
                 log.error("rejected write to shard %s at epoch %d by %s (%s): %s",
-                          self.handle.shard, self.handle.epoch, self.incarnation, what, self.rejected.splitlines()[0])
-                self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=what,
-                            error=self.rejected.splitlines()[0][:300])
-                self._stopped.set()
-                return "stop"
+                          self.handle.shard, self.handle.epoch, self.incarnation, what, self.rejected)
+                self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=what, error=self.rejected)
+                # The error alone cannot tell a fence from an outage (a pipeline with no
+                # DataNode left also reads as a lost lease): ZooKeeper's ownership decides.
+                try:
+                    self.handle.verify_ownership()
+                except FencedError as fenced:
+                    log.error("%s", fenced)
+                    self.events("fenced", shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
+                    self._stopped.set()
+                    return "stop"
+                except Exception:  # noqa: BLE001 - ZooKeeper unreachable: the session guard decides
+                    pass
+                if not self._wait_for_storage(wal):
+                    return "stop"
+                # The failed transaction may or may not have reached the disk; Put and
+                # Delete are idempotent by id, so it is simply written again.
         return "stop"
+
+    def _wait_for_storage(self, wal) -> bool:
+        """Storage outage: every commit fails and rolls back; one line when it starts,
+        one when it ends. A checkpoint rewrites the state from memory and clears the
+        poisoned journals; it succeeds once HDFS is back."""
+        self.events("storage-down", shard=self.handle.shard, epoch=self.handle.epoch)
+        log.error("shard %s: storage unavailable; commits roll back and are retried until it returns", self.handle.shard)
+        started = time.monotonic()
+        while not self._stopped.wait(1.0):
+            try:
+                wal.checkpoint()
+            except Exception:  # noqa: BLE001 - still down: no stack trace per attempt
+                continue
+            log.warning("shard %s: storage is back after %.1fs; resuming", self.handle.shard, time.monotonic() - started)
+            self.events("storage-up", shard=self.handle.shard, epoch=self.handle.epoch)
+            return True
+        return False
 
     def _spawn(self, target, name: str) -> None:
         thread = threading.Thread(target=target, name=f"ledger {name} {self.handle.shard}", daemon=True)

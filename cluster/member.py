@@ -188,6 +188,8 @@ class ClusterMember:
     def _prepare(self, handle: ShardHandle):
         """Make the runtime and let it recover the shard's WAL; nothing runs yet."""
         handle.gate = self.guard
+        me = self.incarnation.id
+        handle.verify_ownership = lambda: self.registry.claim(handle.shard, me, handle.epoch)
         runtime = self.runtime_factory(handle)
         try:
             runtime.recover()

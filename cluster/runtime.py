@@ -21,6 +21,10 @@ processors that run its queues):
   the session must then roll back. A home shard (`handle.home`) takes new input; an
   adopted shard only drains. The core calls `start()` only after the ownership
   compare-and-set that marks the shard adopted succeeded.
+* after a commit fails: call `handle.verify_ownership()`. `FencedError` means this
+  node lost the shard (a fenced zombie): stop and never write again. Otherwise it is
+  a storage outage: roll the session back, and retry once `wal.checkpoint()`
+  succeeds again (it clears the journals a failed write poisoned).
 * `pause()` / `resume()`: the work gate closed (start no new session) / opened.
 * `abort_open_sessions()`: roll back every session in flight, now.
 * `stop()`: abort everything and close the WAL; idempotent; after it the runtime
@@ -48,6 +52,9 @@ class ShardHandle:
     storage: object
     home: bool
     gate: object = None     # the node's SessionGuard: `check()` before every commit
+    # After a failed commit: raises FencedError if this node no longer owns the shard
+    # (stop for good); returns if it does (a storage outage: roll back, retry later).
+    verify_ownership: Callable[[], None] = lambda: None
     notes: list[str] = field(default_factory=list)
 
     def relocate(self, location: str) -> str:

@@ -30,6 +30,10 @@ from cluster.services.process import wait_until
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_TIMEOUT = 4.0
+# Bounded client retries and socket timeouts, as a node must configure them: otherwise
+# an hsync to a dead DataNode may wait minutes before it fails.
+HDFS_CLIENT = {"dfs.client.socket-timeout": "5000", "dfs.client.failover.max.attempts": "1",
+               "dfs.client.failover.sleep.base.millis": "100", "dfs.client.failover.sleep.max.millis": "200"}
 
 
 class NodeProcess:
@@ -83,8 +87,9 @@ class NodeProcess:
 
 
 class Cluster:
-    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir):
+    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None):
         self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
+        self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
         self.sink = str(workdir / "sink")
         self.workdir = workdir
         self.layout = ClusterLayout("c1", hdfs_root)
@@ -96,6 +101,8 @@ class Cluster:
         argv = [sys.executable, "-m", "cluster.ledger_node", "--zk", self.zk_hosts, "--cluster", "c1", "--node", name,
                 "--hdfs", self.hdfs_url, "--hdfs-root", self.hdfs_root, "--sink", self.sink,
                 "--session-timeout", str(SESSION_TIMEOUT), *extra]
+        for key, value in sorted(self.hdfs_config.items()):
+            argv += ["--hdfs-config", f"{key}={value}"]
         node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
         self.nodes[name] = node
         return node
@@ -134,7 +141,7 @@ class Cluster:
 
 @pytest.fixture
 def cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
-    made = Cluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path)
+    made = Cluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
     yield made
     made.close()
     for node in made.nodes.values():
@@ -284,3 +291,4 @@ def test_divvy_splits_a_dead_nodes_shard_over_the_survivors_exactly_once(cluster
             by_child[row[1]] = by_child.get(row[1], 0) + 1
     assert set(by_child) == set(children), by_child
     print("divvy slices:", {c: (children[c].owner, by_child[c]) for c in children})
+

@@ -43,7 +43,7 @@ def make_shard(layout, shard):
 
 def test_fence_renames_then_recovers_every_file_with_backoff(layout):
     original = make_shard(layout, "n1-3")
-    storage, sleeps, now = SlowLeases(pending=3), [], [0.0]
+    storage, sleeps, now = SlowLeases(pending=5), [], [0.0]
 
     def sleep(seconds):
         sleeps.append(seconds)
@@ -53,8 +53,8 @@ def test_fence_renames_then_recovers_every_file_with_backoff(layout):
     assert report.directory == original + "-fenced-4" and report.renamed_from == original
     assert not storage.exists(original)
     assert sorted(p.rsplit("/", 1)[-1] for p in report.files) == ["partition-0", "snapshot", "swap-1"]
-    assert report.recover_calls == 3 * 4
-    assert sleeps == [0.5, 1.0, 1.5]  # one shared backoff for all files: doubling, capped
+    assert report.recover_calls == 3 * 6
+    assert sleeps == [0.5, 0.5, 1.0, 1.5, 1.5]  # one shared backoff for all files: doubling, capped
 
 
 def test_fence_is_idempotent_at_the_same_epoch_and_moves_on_at_a_newer_one(layout):
