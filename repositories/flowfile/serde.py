@@ -121,11 +121,14 @@ class FlowFileSerDe:
 
     def _encode_v3(self, record: FlowFileRecord) -> bytes:
         encoded = record._encoded
-        if encoded is not None and record._decoder is self.lazy_decoder:
-            # Restored by this SerDe and never changed (records are immutable): its
-            # bytes are what encoding would produce. This is what makes a checkpoint
-            # after recovery cheap.
-            return encoded
+        if encoded is not None:
+            decoder = record._decoder
+            if decoder.version == 3 and decoder.name == self.name:
+                # Restored from this SerDe's name and version, and never changed
+                # (records are immutable): its bytes are what encoding would produce,
+                # as the name and version in a file header promise. This is what makes
+                # a checkpoint after recovery, or an adopter's copy, cheap.
+                return encoded
         head = record._head
         if head is None:
             head = record._decode_head()

@@ -230,6 +230,15 @@ def test_checkpoint_writes_untouched_lazy_records_back_unchanged(storage, direct
     assert not any(r.is_decoded for r in records.values())  # reused, not decoded and re-encoded
 
 
+def test_any_serde_of_the_same_name_and_version_reuses_the_bytes_of_an_undecoded_record():
+    encoded = FlowFileSerDe().encode_record(make_record(2))
+    lazy = FlowFileSerDe().record_decoder(3)(encoded, 0, len(encoded))
+    assert FlowFileSerDe().encode_record(lazy) is lazy._encoded  # an adopter's SerDe, say
+    assert not lazy.is_decoded
+    older = FlowFileSerDe(version=2)
+    assert older.decode_record(older.encode_record(lazy), 2) == make_record(2)  # re-encoded
+
+
 def test_blocks_split_by_count(monkeypatch):
     monkeypatch.setattr(fmt, "SNAPSHOT_BLOCK_RECORDS", 7)
     originals = [make_record(n) for n in range(50)]
