@@ -6,9 +6,10 @@ first record finished from the adopted shard).
 Faults, in rotation: SIGKILL a node; SIGSTOP it past the session timeout, then
 SIGCONT (a zombie); expire its ZooKeeper session from outside; SIGKILL a node and,
 as soon as the leader has written the plan, SIGKILL the leader too (which is also
-often the survivor chosen to adopt: a kill during adoption).
+often the survivor chosen to adopt: a kill during adoption); kill a ZooKeeper
+follower (nothing may fail over: the quorum stands, every node keeps working).
 
-CUSTODY_CLUSTER_DRILL_ROUNDS sets the number of rounds (default 12, 3 of each
+CUSTODY_CLUSTER_DRILL_ROUNDS sets the number of rounds (default 15, 3 of each
 fault); CUSTODY_CLUSTER_DRILL_REPORT names a JSON file for the figures.
 """
 
@@ -30,8 +31,8 @@ from cluster.services.process import wait_until
 from .test_cluster_failover import SESSION_TIMEOUT, Cluster, assert_exactly_once
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
-ROUNDS = int(os.environ.get("CUSTODY_CLUSTER_DRILL_ROUNDS", "12"))
-FAULTS = ("sigkill", "sigstop", "expire", "kill-leader-after-plan")
+ROUNDS = int(os.environ.get("CUSTODY_CLUSTER_DRILL_ROUNDS", "15"))
+FAULTS = ("sigkill", "sigstop", "expire", "kill-leader-after-plan", "zookeeper-follower")
 ADMIT = 30
 
 
@@ -100,7 +101,22 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def test_failover_drill(cluster, tmp_path):
+def follower_round(cluster, zookeeper_ensemble, victim, incarnation) -> dict:
+    follower = zookeeper_ensemble.followers()[0]
+    killed_at = time.time()
+    zookeeper_ensemble.kill_member(follower.index)
+    try:
+        wait_until(lambda: any(row[4] > killed_at + 0.5 for row in read_finished(cluster.sink)), 60,
+                   "records to keep being finished without the follower")
+    finally:
+        zookeeper_ensemble.restart_member(follower.index)
+    deaths = [e for node in cluster.nodes.values() for e in node.find("dead") if e["at"] > killed_at]
+    assert deaths == [], deaths
+    assert cluster.shard(incarnation).owner == incarnation
+    return {"follower": follower.index, "pending_at_death": 0}
+
+
+def test_failover_drill(cluster, zookeeper_ensemble, tmp_path):
     names = ["n1", "n2", "n3"]
     for name in names:
         start(cluster, name)
@@ -119,6 +135,11 @@ def test_failover_drill(cluster, tmp_path):
         wait_until(lambda: cluster.admitted_by(incarnation) >= before + ADMIT, 60, f"{incarnation} to admit {ADMIT} more")
         died_at = time.time()
         entry = {"round": index, "fault": fault, "victim": incarnation}
+        if fault == "zookeeper-follower":
+            entry.update(follower_round(cluster, zookeeper_ensemble, victim, incarnation))
+            rounds.append(entry)
+            print(json.dumps(entry))
+            continue
         if fault == "sigkill":
             victim.signal(signal.SIGKILL)
             wait_moved(cluster, incarnation)
