@@ -96,7 +96,9 @@ class ShardRegistry:
         current = entry[0] if entry else None
         if current is None:
             raise FencedError(shard, -1, None, incarnation=incarnation, reason="the shard znode does not exist")
-        self._raise_refusal(ownership.check_claim(current, incarnation, epoch) or current, incarnation)
+        refusal = ownership.check_claim(current, incarnation, epoch)
+        if refusal is not None:
+            self._raise_refusal(refusal, incarnation)
         return current
 
     def mark_adopted(self, shard: str, by: str, epoch: int) -> ShardOwnership:
