@@ -6,13 +6,15 @@ and each checkpoint it starts ("K i"). The test kills it with SIGKILL at a rando
 moment, restores, and checks that the recovered map is exactly the model after
 either every acknowledged transaction, or those plus the one in flight.
 
-Local disk: the writer is forked (cheap, so CI runs 200+ trials). HDFS: the writer is
-a separate interpreter (the HDFS client cannot be forked); after the kill a second
-client recovers the leases, then restores.
+Local disk: the writer is forked from a fork server (cheap, so CI runs 200+ trials,
+and safe whatever threads the test process runs). HDFS: the writer is a separate
+interpreter (the HDFS client cannot be forked); after the kill a second client
+recovers the leases, then restores.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import select
@@ -101,6 +103,17 @@ def writer_main() -> None:
     run_writer(HdfsStorage(url), directory, seed, partitions, sys.stdout.buffer)
 
 
+FORK_SERVER = multiprocessing.get_context("forkserver")
+# Imported once in the fork server, so each writer starts without importing anything.
+FORK_SERVER.set_forkserver_preload([__name__, "repositories.storage", "repositories.flowfile"])
+
+
+def forked_writer(directory: str, seed: int, partitions: int, sender) -> None:
+    from repositories.storage import LocalStorage
+
+    run_writer(LocalStorage(), directory, seed, partitions, os.fdopen(sender.fileno(), "wb", buffering=0))
+
+
 class AckReader:
     def __init__(self, fd: int):
         self.fd, self.buffer, self.acked, self.checkpoints, self.done = fd, b"", 0, 0, False
@@ -168,24 +181,19 @@ def test_sigkill_torture_local(tmp_path):
         seed = rng.randrange(1 << 30)
         partitions = rng.randint(1, 3)
         directory = str(tmp_path / f"trial-{trial}")
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the writer
-            os.close(read_fd)
-            code = 0
-            try:
-                run_writer(storage, directory, seed, partitions, os.fdopen(write_fd, "wb", buffering=0))
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(write_fd)
-        reader = AckReader(read_fd)
+        # The writer comes from a fork server: a clean, single-threaded process. Forking
+        # pytest itself deadlocked the child whenever another test had left threads
+        # running (an HDFS client's runtime, Spark's gateway) holding a lock at fork time.
+        receiver, sender = FORK_SERVER.Pipe(duplex=False)
+        writer = FORK_SERVER.Process(target=forked_writer, args=(directory, seed, partitions, sender))
+        writer.start()
+        sender.close()
+        reader = AckReader(receiver.fileno())
         try:
-            kill_at_random_moment(reader, pid, rng)
+            kill_at_random_moment(reader, writer.pid, rng)
         finally:
-            os.close(read_fd)
-            os.waitpid(pid, 0)
+            receiver.close()
+            writer.join()
         cases.add(check_recovery(storage, directory, seed, reader.acked, partitions))
         acknowledged.append(reader.acked)
     # The kills must have landed all over the run, not only before the first update.
