@@ -9,7 +9,9 @@ deleted whole once every event file it indexed is gone (age-off), and hits in fi
 that are gone are skipped at query time.
 
 Documents carry only the indexed fields and the event id (a fast field); the event
-itself is read from its event file through the TOC.
+itself is read from its event file through the TOC. A uuid is indexed by its key
+(`index_documents.uuid_key`); the manifest says so (`uuid_terms`: "key"), and a shard
+from before keys (no `uuid_terms`) is searched by the whole uuid.
 
 Lock plan: `_lock` guards the shard list and the manifests; the active shard's writer
 is used only by the indexing thread (`index_table`, `forget_from`), under `_lock` for
@@ -28,12 +30,14 @@ from typing import Callable
 import tantivy
 
 from . import files
-from .index_documents import json_documents
+from .index_documents import json_documents, uuid_key
 from .query import ProvenanceQuery
 
 SHARD_PREFIX = "shard-"
 MANIFEST = "shard.json"
 DEFAULT_SHARD_BYTES = 500 * 1024 * 1024
+UUID_TERMS_KEY = "key"  # uuids indexed by uuid_key
+UUID_TERMS_WHOLE = "whole"  # shards written before keys
 
 
 def build_schema() -> tantivy.Schema:
@@ -57,6 +61,7 @@ class ShardManifest:
     closed: bool = False
     # event file first id -> (last id, min time, max time)
     files: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    uuid_terms: str = UUID_TERMS_KEY
 
     @property
     def min_time_ms(self) -> int | None:
@@ -68,13 +73,15 @@ class ShardManifest:
 
     def to_json(self) -> bytes:
         return json.dumps({"created_ms": self.created_ms, "closed": self.closed,
-                           "files": {str(k): list(v) for k, v in self.files.items()}}).encode()
+                           "files": {str(k): list(v) for k, v in self.files.items()},
+                           "uuid_terms": self.uuid_terms}).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> "ShardManifest":
         raw = json.loads(data)
         return cls(raw["created_ms"], raw["closed"],
-                   {int(k): tuple(v) for k, v in raw["files"].items()})
+                   {int(k): tuple(v) for k, v in raw["files"].items()},
+                   raw.get("uuid_terms", UUID_TERMS_WHOLE))
 
 
 class IndexShard:
@@ -106,6 +113,22 @@ class IndexShard:
 
     def size(self) -> int:
         return files.tree_size(self.path)
+
+
+def _tantivy_query(query: ProvenanceQuery, uuid_terms: str) -> tantivy.Query:
+    terms = query.terms()
+    if "uuid" in terms and uuid_terms == UUID_TERMS_KEY:
+        terms["uuid"] = uuid_key(terms["uuid"])
+    clauses = [(tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, name, value, index_option="basic"))
+               for name, value in terms.items()]
+    if query.start_ms is not None or query.end_ms is not None:
+        clauses.append((tantivy.Occur.Must, tantivy.Query.range_query(
+            SCHEMA, "time", tantivy.FieldType.Integer, query.start_ms, query.end_ms)))
+    if not clauses:
+        return tantivy.Query.all_query()
+    if len(clauses) == 1:
+        return clauses[0][1]
+    return tantivy.Query.boolean_query(clauses)
 
 
 def _load_manifest(path: str) -> ShardManifest | None:
@@ -145,7 +168,14 @@ class ShardedIndex:
 
     def _active(self) -> IndexShard:
         if self.shards and not self.shards[-1].manifest.closed:
-            return self.shards[-1]
+            if self.shards[-1].manifest.uuid_terms == UUID_TERMS_KEY:
+                return self.shards[-1]
+            # Written before uuid keys: a shard holds one kind of uuid term only.
+            last = self.shards[-1]
+            with self._lock:
+                last.manifest.closed = True
+                last.save_manifest()
+                last.close_writer()
         created = self._clock_ms()
         if self.shards:
             created = max(created, self.shards[-1].manifest.created_ms + 1)
@@ -226,17 +256,6 @@ class ShardedIndex:
         """(matching event ids newest first, at most `limit`; shards searched; shards skipped)."""
         with self._lock:
             shards = list(self.shards)
-        clauses = [(tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, name, value, index_option="basic"))
-                   for name, value in query.terms().items()]
-        if query.start_ms is not None or query.end_ms is not None:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.range_query(
-                SCHEMA, "time", tantivy.FieldType.Integer, query.start_ms, query.end_ms)))
-        if not clauses:
-            tq = tantivy.Query.all_query()
-        elif len(clauses) == 1:
-            tq = clauses[0][1]
-        else:
-            tq = tantivy.Query.boolean_query(clauses)
         ids: list[int] = []
         searched = skipped = 0
         for shard in reversed(shards):
@@ -245,6 +264,7 @@ class ShardedIndex:
                 skipped += 1
                 continue
             searched += 1
+            tq = _tantivy_query(query, shard.manifest.uuid_terms)
             searcher = shard.index.searcher()
             result = searcher.search(tq, query.limit, count=False, order_by_field="id", order=tantivy.Order.Desc)
             addresses = [address for _, address in result.hits]

@@ -29,6 +29,7 @@ Lock plan:
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import logging
 import os
@@ -634,6 +635,22 @@ class ProvenanceRepository:
 
     def query(self, query: ProvenanceQuery) -> QueryResult:
         """Events matching every given field and the time range, newest first."""
+        if query.flowfile_uuid is None:
+            return self._query_once(query)
+        # The index finds uuids by key, which two uuids may share: drop the events that
+        # do not name the uuid, and ask again for more when that left the limit unfilled.
+        wanted = query.flowfile_uuid
+        asked = query
+        while True:
+            result = self._query_once(asked)
+            found = len(result.events) + result.skipped_missing + len(result.errors)
+            result.events = [e for e in result.events if _names_uuid(e, wanted)]
+            if found < asked.limit or len(result.events) >= query.limit:
+                result.events = result.events[: query.limit]
+                return result
+            asked = dataclasses.replace(asked, limit=asked.limit * 2)
+
+    def _query_once(self, query: ProvenanceQuery) -> QueryResult:
         ids, searched, skipped = self.index.search(query)
         result = QueryResult(shards_searched=searched, shards_skipped=skipped)
         groups: dict[tuple[int, int], list[int]] = {}
@@ -709,3 +726,7 @@ class ProvenanceRepository:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _names_uuid(event: ProvenanceEvent, uuid: str) -> bool:
+    return event.flowfile_uuid == uuid or uuid in event.parent_uuids or uuid in event.child_uuids

@@ -18,3 +18,16 @@ def test_documents_are_valid_json_even_with_awkward_values():
                        "filename": "new\nline\t\x01", "relationship": "a\\b"}
     assert docs[1]["uuid"] == ["u2", "k1", "k2"] and docs[1]["filename"] == "old"
     assert "filename" not in docs[2] and "relationship" not in docs[2]
+
+
+def test_uuid_keys_in_arrow_match_the_python_key():
+    import pyarrow as pa
+
+    from repositories.provenance.index_documents import uuid_key, uuid_keys
+
+    values = ["0f8fad5b-d9cb-469f-a165-70867728950e", "0F8FAD5B-D9CB-469F-A165-70867728950E", "uuid-a", "",
+              "0f8fad5b-d9cb-469f-a165-70867728950e\n", "0f8fad5b-d9cb-469f-a165-70867728950", "x" * 36,
+              "0f8fad5bxd9cb-469f-a165-70867728950e", "\u00e9" * 36]
+    assert uuid_keys(pa.array(values, pa.string())).to_pylist() == [uuid_key(v) for v in values]
+    assert uuid_key(values[0]) == "0f8fad5b70867728950e"
+    assert uuid_key("uuid-a") == "uuid-a"

@@ -164,3 +164,27 @@ def test_age_off_by_size_to_ninety_percent_and_skips_hits_in_gone_files(open_rep
     result = repo.query(ProvenanceQuery(flowfile_uuid="shared", limit=1000))
     assert result.skipped_missing == 20 * len(doomed)
     assert len(result.events) == 200 - 20 * len(doomed) and not result.errors
+
+
+def test_uuids_sharing_an_index_key_are_told_apart(open_repo, clock):
+    # Keys keep the first 8 and last 12 hex digits: these two uuids share one.
+    a = "0f8fad5b-0000-4000-8000-70867728950e"
+    b = "0f8fad5b-1111-4111-9111-70867728950e"
+    repo = open_repo()
+    t0 = int(clock() * 1000)
+    repo.register_events([event("CREATE", a, event_time_ms=t0)]
+                         + [event("CREATE", b, event_time_ms=t0) for _ in range(5)]
+                         + [event("FORK", b, child_uuids=(a,), event_time_ms=t0)])
+    repo.sync()
+
+    def ids(**q):
+        return [e.event_id for e in repo.query(ProvenanceQuery(**q)).events]
+
+    assert ids(flowfile_uuid=a) == [7, 1]
+    assert ids(flowfile_uuid=a, limit=1) == [7]
+    # Only false candidates in the first answer: the query asks again until it finds one.
+    repo.register_events([event("CREATE", b, event_time_ms=t0) for _ in range(3)])
+    repo.sync()
+    assert ids(flowfile_uuid=a, limit=2) == [7, 1]
+    assert ids(flowfile_uuid=b, limit=3) == [10, 9, 8]
+    assert ids(flowfile_uuid="0f8fad5b-2222-4222-a222-70867728950e") == []
