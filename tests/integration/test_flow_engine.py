@@ -221,7 +221,7 @@ def test_execute_stateless_inside_a_traditional_flow(tmp_path):
             {"id": "gen", "type": "GenerateFlowFile",
              "properties": {"batch_size": 5, "max_count": 5, "sequence_attribute": "seq", "custom_text": "${seq}"}},
             {"id": "stateless", "type": "ExecuteStateless", "properties": {"flow": str(sub)},
-             "auto_terminate": ["original"]},
+             "scheduling": {"penalty_duration": "100 ms"}, "auto_terminate": ["original"]},
             {"id": "put", "type": "PutFile", "properties": {"directory": str(out)}, "auto_terminate": ["success"]},
             {"id": "put_failed", "type": "PutFile", "properties": {"directory": str(failed)},
              "auto_terminate": ["success", "failure"]},
