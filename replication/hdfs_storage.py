@@ -41,6 +41,8 @@ from repositories.storage import (
 )
 from repositories.storage.protocol import parent
 
+from .deadline import DeadlineExceeded, DeadlineRunner
+
 log = logging.getLogger(__name__)
 
 # Texts of hdfs-native errors that mean "this writer no longer owns the file".
@@ -130,29 +132,49 @@ class _SeekableReader(io.RawIOBase):
 
 
 class HdfsWritableFile:
-    """A file open for appending on HDFS. hsync on `sync()`; not for concurrent use."""
+    """A file open for appending on HDFS. hsync on `sync()`; not for concurrent use.
 
-    def __init__(self, path: str, writer: hdfs_native.FileWriter, position: int):
+    Every call into the writer has a deadline (see `replication.deadline`). Once one
+    has timed out the writer is abandoned: later calls fail at once with the same
+    `StorageUnavailable`, and `close` does not touch it."""
+
+    def __init__(self, path: str, writer: hdfs_native.FileWriter, position: int,
+                 runner: DeadlineRunner, timeout: float | None):
         self.path = path
         self._writer = writer
         self._position = position
         self._closed = False
+        self._runner = runner
+        self._timeout = timeout
+        self._abandoned: StorageUnavailable | None = None
+
+    def _call(self, action: str, function) -> None:
+        if self._abandoned is not None:
+            raise self._abandoned
+        try:
+            self._runner.run(function, self._timeout)
+        except DeadlineExceeded:
+            self._abandoned = StorageUnavailable(
+                f"cannot {action} hdfs:{self.path}: HDFS did not answer within {self._timeout:g} s "
+                "(the DataNodes of the write pipeline are down or frozen); this file's writer is "
+                "abandoned and its unsynced bytes were not persisted. Roll back and retry when "
+                "HDFS is healthy",
+                self.path,
+            )
+            raise self._abandoned from None
+        except BaseException as error:  # noqa: BLE001 - Rust panics arrive as BaseException
+            raise _translate(error, self.path, action, writing=True) from error
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._closed:
             raise StorageError(f"write to closed file hdfs:{self.path}", self.path)
-        try:
-            self._writer.write(bytes(data) if not isinstance(data, bytes) else data)
-        except BaseException as error:  # noqa: BLE001 - Rust panics arrive as BaseException
-            raise _translate(error, self.path, "write", writing=True) from error
+        chunk = bytes(data) if not isinstance(data, bytes) else data
+        self._call("write", lambda: self._writer.write(chunk))
         self._position += len(data)
         return len(data)
 
     def sync(self) -> None:
-        try:
-            self._writer.hsync()
-        except BaseException as error:  # noqa: BLE001
-            raise _translate(error, self.path, "hsync", writing=True) from error
+        self._call("hsync", self._writer.hsync)
 
     def tell(self) -> int:
         return self._position
@@ -161,10 +183,7 @@ class HdfsWritableFile:
         if self._closed:
             return
         self._closed = True
-        try:
-            self._writer.close()
-        except BaseException as error:  # noqa: BLE001
-            raise _translate(error, self.path, "close", writing=True) from error
+        self._call("close", self._writer.close)
 
     def __enter__(self) -> "HdfsWritableFile":
         return self
@@ -190,9 +209,12 @@ class HdfsStorage:
 
     scheme = "hdfs"
 
-    def __init__(self, url: str, config: dict[str, str] | None = None):
+    def __init__(self, url: str, config: dict[str, str] | None = None, *, io_timeout: float | None = 20.0):
         self.url = url.rstrip("/")
         self._config = {**FAIL_FAST_CONFIG, **(config or {})}
+        # The longest a write, hsync or close may block before the writer is abandoned.
+        self.io_timeout = io_timeout
+        self._runner = DeadlineRunner(f"hdfs-io-{urllib.parse.urlparse(self.url).port}")
         self._client = hdfs_native.Client(self.url, self._config)
         self._arrow = None
         self._arrow_lock = threading.Lock()
@@ -210,7 +232,7 @@ class HdfsStorage:
             writer = self._client.create(path, options)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "create") from error
-        return HdfsWritableFile(path, writer, 0)
+        return HdfsWritableFile(path, writer, 0, self._runner, self.io_timeout)
 
     def append(self, path: str) -> HdfsWritableFile:
         try:
@@ -218,7 +240,7 @@ class HdfsStorage:
             writer = self._client.append(path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "append to") from error
-        return HdfsWritableFile(path, writer, length)
+        return HdfsWritableFile(path, writer, length, self._runner, self.io_timeout)
 
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         try:

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from repositories.storage import LeaseLost, StorageError, join
+from repositories.storage import LeaseLost, StorageError, StorageUnavailable, join
 from replication.hdfs_storage import HdfsStorage
 
 
@@ -95,3 +95,36 @@ def test_namenode_restart_keeps_synced_data_and_serves_new_writes(hdfs_cluster, 
         handle.write(b"new")
         handle.sync()
     assert client.read(after) == b"new"
+
+
+def test_a_write_pipeline_that_stops_answering_fails_within_the_deadline(hdfs_cluster, hdfs_store):
+    """hdfs-native blocks forever on an in-flight write whose DataNodes freeze; custody's
+    storage gives up after io_timeout, so a node's session can roll back."""
+    storage = HdfsStorage(hdfs_cluster.url, io_timeout=3.0)
+    path = join(hdfs_store.root, "frozen-pipeline")
+    writer = storage.create(path)
+    writer.write(b"a" * 10000)
+    writer.sync()
+    for index in range(hdfs_cluster.datanode_count):
+        hdfs_cluster.pause_datanode(index)
+    began = time.monotonic()
+    try:
+        with pytest.raises(StorageUnavailable) as caught:
+            for _ in range(1000):  # the first calls may still land in socket buffers
+                writer.write(b"b" * 10000)
+                writer.sync()
+        assert time.monotonic() - began < 30
+        assert "did not answer within 3 s" in str(caught.value)
+        with pytest.raises(StorageUnavailable):  # abandoned: fails at once from now on
+            writer.sync()
+    finally:
+        for index in range(hdfs_cluster.datanode_count):
+            hdfs_cluster.resume_datanode(index)
+    fresh = join(hdfs_store.root, "after-thaw")
+    with storage.create(fresh) as handle:
+        handle.write(b"ok")
+        handle.sync()
+    assert storage.read(fresh) == b"ok"
+    # What was hsynced before the freeze survives, once the lease is recovered.
+    recover_until_closed(storage, path)
+    assert storage.read(path, 0, 10000) == b"a" * 10000
