@@ -69,11 +69,13 @@ def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_by
     for index, (batch, payload, plain) in enumerate(zip(batches, compressed, raw)):
         times = pc.min_max(batch.column("time_ms")).as_py()
         block_first = batch.column("id")[0].as_py()
+        # Ids handed out to batches a crash kept from the journals leave gaps.
+        skipped = batch.column("id")[batch.num_rows - 1].as_py() - block_first - (batch.num_rows - 1)
         header = fmt.pack_block_header(index, block_first, batch.num_rows, plain.size, payload,
-                                       times["min"], times["max"])
+                                       times["min"], times["max"], skipped)
         chunks += [header, payload]
         blocks.append(fmt.BlockInfo(offset, block_first, batch.num_rows, len(payload),
-                                    times["min"], times["max"]))
+                                    times["min"], times["max"], skipped))
         offset += len(header) + len(payload)
 
     prov = os.path.join(directory, fmt.event_file_name(first_id))
@@ -134,7 +136,7 @@ def scan_blocks(path: str) -> ScanResult:
             offset = following
             continue
         blocks.append(fmt.BlockInfo(offset, h.first_id, h.count, h.compressed_length,
-                                    h.min_time_ms, h.max_time_ms))
+                                    h.min_time_ms, h.max_time_ms, h.skipped_ids))
         offset = end
     return ScanResult(blocks, damaged, len(data))
 
@@ -205,7 +207,8 @@ class EventFile:
             header = fmt.unpack_block_header(data)
         except ValueError as error:
             raise damaged(str(error)) from None
-        if (header.first_id, header.count, header.compressed_length) != (info.first_id, info.count, info.compressed_length):
+        if ((header.first_id, header.count, header.compressed_length, header.skipped_ids)
+                != (info.first_id, info.count, info.compressed_length, info.skipped_ids)):
             raise damaged("block header disagrees with the table of contents")
         payload = memoryview(data)[fmt.BLOCK_HEADER.size:]
         if zlib.crc32(payload) != header.payload_crc:

@@ -39,3 +39,17 @@ def test_toc_round_trip_and_checksum():
         eff.unpack_toc(bytes(flipped))
     with pytest.raises(ValueError):
         eff.unpack_toc(data[:-3])
+
+
+def test_skipped_ids_round_trip_and_version_1_tocs_still_read():
+    block = eff.pack_block_header(0, 100, 5, 999, b"abc", 0, 1, skipped_ids=7)
+    assert eff.unpack_block_header(block).skipped_ids == 7
+    blocks = [eff.BlockInfo(32, 1, 10, 500, 0, 9, skipped_ids=3), eff.BlockInfo(588, 14, 5, 100, 10, 20)]
+    assert eff.unpack_toc(eff.pack_toc(1, 744, blocks))[2] == blocks
+    assert blocks[0].last_id == 13
+    # A version 1 TOC: 40-byte entries, ids contiguous.
+    import struct
+    import zlib
+    body = eff.TOC_HEADER.pack(eff.TOC_MAGIC, 1, 0, 1, 1, 744) + eff.TOC_ENTRY_V1.pack(32, 1, 10, 500, 0, 9)
+    old = body + struct.pack("<I", zlib.crc32(body))
+    assert eff.unpack_toc(old) == (1, 744, [eff.BlockInfo(32, 1, 10, 500, 0, 9)])

@@ -99,3 +99,33 @@ def test_id_generator_resumes_above_event_files(tmp_path, clock):
         assert repo.register_events([event()]) == range(13, 14)
     finally:
         repo.close()
+
+
+def test_ids_a_crash_skipped_leave_later_events_reachable_and_ids_unique(tmp_path, clock):
+    # Ids 45..47 went to a batch the crash kept from its journal: 48..50 were
+    # acknowledged and must still be found, and new ids must start above them.
+    config = make_config(tmp_path)
+    for c in config.containers:
+        os.makedirs(os.path.join(c, "journals"))
+    batch = EventBatch.from_events([event() for _ in range(5)], now_ms=1)
+    late = EventBatch.from_events([event() for _ in range(3)], now_ms=1)
+    w0 = JournalWriter(os.path.join(config.containers[0], "journals", journal_name(40, 0)), 40, 0)
+    w0.append(batch.with_ids(40))
+    w0.append(late.with_ids(48))
+    w0.close()
+    repo = ProvenanceRepository(config, clock=clock)
+    try:
+        repo.wait_idle(30)
+        assert all_ids(repo) == [40, 41, 42, 43, 44, 48, 49, 50]
+        assert repo.get(50).event_id == 50
+        assert repo.next_event_id == 51
+    finally:
+        repo.close()
+    repo = reopen(tmp_path, clock)
+    try:
+        assert repo.get(49).event_id == 49
+        assert repo.register_events([event()]) == range(51, 52)
+        with pytest.raises(Exception):
+            repo.get(46)
+    finally:
+        repo.close()
