@@ -240,6 +240,7 @@ class PutFile(Processor):
         for flowfile in session.get_batch(context["batch_size"]):
             directory = context["directory"].evaluate(flowfile)
             target = os.path.join(directory, flowfile.id + suffix)
+            temporary = None
             try:
                 if context["create_missing_directories"] and directory not in directories:
                     os.makedirs(directory, exist_ok=True)
@@ -258,10 +259,11 @@ class PutFile(Processor):
                 # The name depends only on the FlowFile's identity: a retry lands on it again.
                 os.replace(temporary, target)
             except OSError as error:
-                try:
-                    os.remove(temporary)
-                except (OSError, UnboundLocalError):
-                    pass
+                if temporary is not None:
+                    try:
+                        os.remove(temporary)
+                    except OSError:
+                        pass
                 if error.errno in (errno.ENOSPC, errno.EDQUOT):
                     context.logger.error("%s: %s is full (%s); FlowFile %s is penalized and kept", self.id,
                                          directory, error.strerror, flowfile.id)
