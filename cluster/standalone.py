@@ -29,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from cluster.errors import ClusterError
 from flow.definition import FlowDefinition, load_flow
 from flow.engine import TraditionalEngine
 from flow.graph import FlowGraph
@@ -41,7 +42,7 @@ from repositories.storage import LocalStorage
 log = logging.getLogger(__name__)
 
 
-class NodeError(Exception):
+class NodeError(ClusterError):
     """The node could not start or stop cleanly; the message says why and what to do."""
 
 
