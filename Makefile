@@ -1,16 +1,20 @@
 # Custody's two commands. On a fresh machine, as root:
-#   make run    set everything up, start the real services, print the status of each
-#   make test   set everything up, run the whole test suite against the real services
+#   make run    set up, then run a standalone custody node on the sample flow
+#               (embedded default: local repositories, no ZooKeeper or HDFS needed)
+#   make test   set up, then run the whole test suite against real ZooKeeper, HDFS,
+#               Spark and Docker, which it installs and starts itself
 # Both are idempotent: downloads are cached (~/.cache/custody, ~/.m2, pip's cache).
+# Also: make services (start the real services and print their status), make down.
 
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.custody-installed
+DATA_DIR ?= .work/hello
+FLOW ?= examples/hello.yaml
 
-.PHONY: run test setup down
+.PHONY: run test setup services down
 
 setup: $(STAMP)
-	$(VENV)/bin/custody services install
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +22,16 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 run: setup
-	$(VENV)/bin/custody services up
+	@echo "custody: running $(FLOW); output files appear in $(DATA_DIR)/out. Ctrl-C stops; a rerun resumes."
+	$(VENV)/bin/custody run --flow $(FLOW) --data-dir $(DATA_DIR)
 
 test: setup
+	$(VENV)/bin/custody services install
 	$(VENV)/bin/python -m pytest
+
+services: setup
+	$(VENV)/bin/custody services install
+	$(VENV)/bin/custody services up
 
 down:
 	$(VENV)/bin/custody services down
