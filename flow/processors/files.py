@@ -19,15 +19,9 @@ import threading
 import time
 import itertools
 
+from repositories.storage.local import fsync_directory
+
 from ..processor import ProcessContext, Processor, PropertyDescriptor
-
-
-def _fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _scan(directory: str, pattern, recurse: bool, minimum_age_s: float):
@@ -275,7 +269,7 @@ class PutFile(Processor):
             written.append((flowfile, target))
         if sync:
             for directory in directories:
-                _fsync_directory(directory)
+                fsync_directory(directory)
         for flowfile, target in written:
             session.send(flowfile, f"file://{target}")
             session.transfer(flowfile, "success")
