@@ -188,3 +188,38 @@ def test_uuids_sharing_an_index_key_are_told_apart(open_repo, clock):
     assert ids(flowfile_uuid=a, limit=2) == [7, 1]
     assert ids(flowfile_uuid=b, limit=3) == [10, 9, 8]
     assert ids(flowfile_uuid="0f8fad5b-2222-4222-a222-70867728950e") == []
+
+
+def test_a_shard_from_before_uuid_keys_is_searched_by_whole_uuid_and_closed(tmp_path, clock, monkeypatch):
+    import json
+
+    from repositories.provenance import ProvenanceRepository
+    from repositories.provenance import index_documents
+
+    from .conftest import make_config
+
+    old = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    new = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+    # Index as before keys: whole uuids, and a manifest without `uuid_terms`.
+    monkeypatch.setattr(index_documents, "uuid_keys", lambda column: column)
+    repo = ProvenanceRepository(make_config(tmp_path), clock=clock)
+    repo.register_events([event("CREATE", old, event_time_ms=int(clock() * 1000))])
+    repo.close()
+    monkeypatch.undo()
+    [shard] = [p for p in (tmp_path / "c0" / "index").iterdir()]
+    manifest = json.loads((shard / "shard.json").read_text())
+    del manifest["uuid_terms"]
+    (shard / "shard.json").write_text(json.dumps(manifest))
+
+    repo = ProvenanceRepository(make_config(tmp_path), clock=clock)
+    try:
+        assert [e.event_id for e in repo.query(ProvenanceQuery(flowfile_uuid=old)).events] == [1]
+        clock.advance(1)
+        repo.register_events([event("CREATE", new, event_time_ms=int(clock() * 1000)),
+                              event("FORK", new, child_uuids=(old,), event_time_ms=int(clock() * 1000))])
+        repo.sync()
+        assert len(repo.index.shards) == 2 and repo.index.shards[0].manifest.closed
+        assert [e.event_id for e in repo.query(ProvenanceQuery(flowfile_uuid=old)).events] == [3, 1]
+        assert [e.event_id for e in repo.query(ProvenanceQuery(flowfile_uuid=new)).events] == [3, 2]
+    finally:
+        repo.close()
