@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -160,3 +161,25 @@ def hdfs_store(request, hdfs_cluster) -> StoreRoot:
 def any_store(request) -> StoreRoot:
     """The same test on both backends."""
     return request.getfixturevalue(f"{request.param}_store")
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """`small_tmpfs(size)` mounts a real tmpfs of that size (e.g. "2m") for a full-disk
+    test and unmounts it afterwards. Needs root, which CI has: there, failing to mount
+    is a failure."""
+    mounted_points = []
+
+    def mount(size: str) -> Path:
+        mount_point = tmp_path / f"tmpfs-{len(mounted_points)}"
+        mount_point.mkdir()
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            service_unavailable(f"a {size} tmpfs", RuntimeError(result.stderr.strip() or "mount failed (needs root)"))
+        mounted_points.append(mount_point)
+        return mount_point
+
+    yield mount
+    for mount_point in mounted_points:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)

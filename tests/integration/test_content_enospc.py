@@ -16,17 +16,8 @@ from repositories.content import (
 
 
 @pytest.fixture
-def small_filesystem(tmp_path):
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+def small_filesystem(small_tmpfs):
+    return small_tmpfs("2m")
 
 
 def pattern(index: int, size: int) -> bytes:
