@@ -9,13 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from repositories.storage.local import fsync_directory
 
-def fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_new(path: str, chunks, *, sync: bool = True) -> int:
