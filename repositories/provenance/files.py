@@ -12,7 +12,6 @@ import shutil
 from repositories.storage.local import fsync_directory
 
 
-
 def write_new(path: str, chunks, *, sync: bool = True) -> int:
     """Create `path` (which must not exist), write the chunks, fsync; returns the length."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
