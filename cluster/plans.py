@@ -20,6 +20,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from .errors import OwnershipConflict
 from .ownership import ShardOwnership, ShardState
+from .znodes import read_children
 
 
 @dataclass(frozen=True)
@@ -125,16 +126,7 @@ class PlanStore:
             raise OwnershipConflict(f"plan {plan.plan_id}", f"version {version}", "a newer version") from None
 
     def all(self) -> dict[str, tuple[FailoverPlan, int]]:
-        found = {}
-        try:
-            names = self.client.get_children(self.layout.plans)
-        except NoNodeError:
-            return found
-        for name in sorted(names):
-            entry = self.read(name)
-            if entry is not None:
-                found[name] = entry
-        return found
+        return read_children(self.client, self.layout.plans, self.read)
 
     def open_plans(self) -> dict[str, tuple[FailoverPlan, int]]:
         return {name: entry for name, entry in self.all().items() if entry[0].status == "open"}

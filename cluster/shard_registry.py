@@ -19,6 +19,7 @@ from . import ownership
 from .errors import FencedError, OwnershipConflict, TransitionRefused
 from .ownership import Refusal, ShardOwnership
 from .plans import Move
+from .znodes import read_children
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +37,7 @@ class ShardRegistry:
         return ShardOwnership.from_json(data), stat.version
 
     def all(self) -> dict[str, tuple[ShardOwnership, int]]:
-        found = {}
-        try:
-            names = self.client.get_children(self.layout.shards)
-        except NoNodeError:
-            return found
-        for name in sorted(names):
-            entry = self.read(name)
-            if entry is not None:
-                found[name] = entry
-        return found
+        return read_children(self.client, self.layout.shards, self.read)
 
     # -- writing -------------------------------------------------------------------------
     def create(self, shard: ShardOwnership) -> None:

@@ -424,11 +424,13 @@ def _encode_record_v1(record: FlowFileRecord) -> bytes:
     return bytes(out)
 
 
-def _split_u16_strings(data, offset: int, count: int) -> list[str]:
+def _split_strings(data, offset: int, count: int, prefix: struct.Struct) -> list[str]:
+    """`count` UTF-8 strings, each behind a length of `prefix`, filling `data` to its end."""
     strings = []
+    width = prefix.size
     for _ in range(count):
-        (length,) = U16.unpack_from(data, offset)
-        offset += 2
+        (length,) = prefix.unpack_from(data, offset)
+        offset += width
         if offset + length > len(data):
             raise ValueError("string runs past the record")
         strings.append(str(data[offset : offset + length], "utf-8"))
@@ -436,19 +438,12 @@ def _split_u16_strings(data, offset: int, count: int) -> list[str]:
     if offset != len(data):
         raise ValueError(f"{len(data) - offset} stray bytes after the last string")
     return strings
+
+
+def _split_u16_strings(data, offset: int, count: int) -> list[str]:
+    return _split_strings(data, offset, count, U16)
 
 
 def _split_length_prefixed(data, offset: int) -> list[str]:
     (count,) = U32.unpack_from(data, offset)
-    offset += 4
-    strings = []
-    for _ in range(count):
-        (length,) = U32.unpack_from(data, offset)
-        offset += 4
-        if offset + length > len(data):
-            raise ValueError("string runs past the record")
-        strings.append(str(data[offset : offset + length], "utf-8"))
-        offset += length
-    if offset != len(data):
-        raise ValueError(f"{len(data) - offset} stray bytes after the last string")
-    return strings
+    return _split_strings(data, offset + 4, count, U32)
