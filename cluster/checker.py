@@ -185,3 +185,89 @@ def check_node_repositories(data_dir: str, *, delivered_uuids: Iterable[str] = (
         report.provenance_unexpected = sorted(set(by_uuid) - delivered) if delivered else []
         report.provenance_created_twice = sorted(u for u, n in creates.items() if n > 1)
     return report
+
+
+def event_identity(event) -> tuple:
+    """What makes two stored provenance events the same event: an adopter re-registers
+    the outbox events of a dead owner (which may have stored them already) with the
+    same time, type, FlowFile, component and details; a second delivery has its own time."""
+    return (event.event_type.value, event.flowfile_uuid, event.component_id, event.relationship,
+            event.transit_uri, event.event_time_ms)
+
+
+def cluster_provenance(directories: Iterable[str]) -> list:
+    """Every provenance event of a cluster's stopped nodes (their local repositories,
+    recovered first: a killed node's last journals are merged), with the copies of
+    one event collapsed by `event_identity`."""
+    from repositories.provenance import ProvenanceRepository
+
+    seen: dict[tuple, object] = {}
+    for directory in directories:
+        if not os.path.isdir(directory):
+            continue
+        repository = ProvenanceRepository.open(directory, read_only=False)
+        try:
+            start = 0
+            while batch := repository.events(start, 50_000, skip_damaged=True):
+                for event in batch:
+                    seen.setdefault(event_identity(event), event)
+                start = batch[-1].event_id + 1
+        finally:
+            repository.close()
+    return list(seen.values())
+
+
+@dataclass
+class ClusterReport:
+    """Exactly once across a cluster: sinks, provenance and the shards' WALs."""
+
+    delivery: DeliveryReport
+    created: int = 0
+    created_twice: list = field(default_factory=list)
+    sends_missing: list = field(default_factory=list)     # delivered, no SEND anywhere
+    sends_duplicated: dict = field(default_factory=dict)  # uuid -> SEND events (> 1)
+    wrong_content: list = field(default_factory=list)     # sink file whose content names another id
+    live_flowfiles: dict = field(default_factory=dict)    # shard -> FlowFiles its WAL still holds
+
+    @property
+    def ok(self) -> bool:
+        return self.delivery.ok and not (self.created_twice or self.sends_missing or self.sends_duplicated
+                                         or self.wrong_content or any(self.live_flowfiles.values()))
+
+    def summary(self) -> str:
+        return (f"{self.delivery.summary()}; provenance: {self.created} created "
+                f"({len(self.created_twice)} twice), {len(self.sends_missing)} sends missing, "
+                f"{len(self.sends_duplicated)} duplicated; {len(self.wrong_content)} files with the wrong content; "
+                f"FlowFiles left in WALs: {sum(self.live_flowfiles.values())}")
+
+
+def check_cluster(out_directories: Iterable[str], provenance_directories: Iterable[str], *,
+                  source_component: str, wal_counts: dict | None = None) -> ClusterReport:
+    """Every FlowFile `source_component` created (CREATE events, cluster-wide) is in
+    exactly one sink directory file named by its uuid, whose content starts with that
+    uuid; it was sent exactly once (SEND events); and no shard's WAL still holds a
+    FlowFile (`wal_counts`: shard -> live FlowFiles, measured by the caller)."""
+    from repositories.provenance import EventType
+
+    events = cluster_provenance(provenance_directories)
+    creates = Counter(e.flowfile_uuid for e in events
+                      if e.event_type is EventType.CREATE and e.component_id == source_component)
+    sends = Counter(e.flowfile_uuid for e in events if e.event_type is EventType.SEND)
+    delivered, wrong = [], []
+    for directory in out_directories:
+        if not os.path.isdir(directory):
+            continue
+        for name in sorted(os.listdir(directory)):
+            if name.startswith("."):
+                continue
+            delivered.append(name)
+            with open(os.path.join(directory, name), "rb") as handle:
+                first = handle.read(64).split(None, 1)
+            if not first or first[0].decode(errors="replace") != name:
+                wrong.append(name)
+    return ClusterReport(
+        delivery=check_delivery(creates, delivered), created=len(creates),
+        created_twice=sorted(u for u, n in creates.items() if n > 1),
+        sends_missing=sorted(set(delivered) - set(sends)),
+        sends_duplicated={u: n for u, n in sorted(sends.items()) if n > 1},
+        wrong_content=wrong, live_flowfiles=dict(wal_counts or {}))

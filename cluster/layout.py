@@ -13,6 +13,8 @@ HDFS, under the configured root:
     <root>/<cluster>/shards/<shard-id>/wal/          the shard's FlowFile WAL
     <root>/<cluster>/shards/<shard-id>/swap/         the shard's swap files
     <root>/<cluster>/shards/<shard-id>-fenced-<e>/   the same, after fencing at epoch e
+    <root>/<cluster>/content/<incarnation>/          the content an incarnation wrote
+                                                     (`cluster.node_content`)
 """
 
 from __future__ import annotations
@@ -74,6 +76,14 @@ class ClusterLayout:
     @property
     def hdfs_shards(self) -> str:
         return f"{self.hdfs_root.rstrip('/')}/{self.cluster}/shards"
+
+    @property
+    def hdfs_cluster(self) -> str:
+        return f"{self.hdfs_root.rstrip('/')}/{self.cluster}"
+
+    @property
+    def hdfs_content(self) -> str:
+        return f"{self.hdfs_cluster}/content"
 
     def shard_directory(self, shard_id: str) -> str:
         return f"{self.hdfs_shards}/{shard_id}"

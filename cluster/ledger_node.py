@@ -13,25 +13,18 @@ rejected write, dead, ...), so a test can wait on conditions instead of sleeping
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
 import sys
 import threading
-import time
 
 from .adoption import WalOptions
 from .ledger_runtime import LedgerRuntime
 from .member import ClusterMember, MemberConfig
+from .node_loop import JsonEvents, run_incarnations
 
-_print_lock = threading.Lock()
-
-
-def emit(kind: str, **fields) -> None:
-    with _print_lock:
-        sys.stdout.write(json.dumps({"event": kind, "at": time.time(), "pid": os.getpid(), **fields}) + "\n")
-        sys.stdout.flush()
+emit = JsonEvents()
 
 
 class FreezeBeforeSync:
@@ -82,7 +75,8 @@ def main(argv=None) -> int:
     hooks = FreezeBeforeSync(args.freeze_in_sync) if args.freeze_in_sync else None
     current: dict = {}
     threading.Thread(target=_commands, args=(current,), daemon=True).start()
-    while True:
+
+    def make_member():
         config = MemberConfig(zk_hosts=args.zk, cluster=args.cluster, node=args.node,
                               session_timeout=args.session_timeout, hdfs_root=args.hdfs_root,
                               capacity_weight=args.weight, policy=args.policy, lead=not args.no_lead,
@@ -94,26 +88,10 @@ def main(argv=None) -> int:
             return LedgerRuntime(handle, args.sink, incarnation=holder["member"].incarnation.id,
                                  admit_limit=args.admit_limit, deliver_interval=args.deliver_interval, events=emit)
 
-        member = ClusterMember(config, storage, factory)
-        holder["member"] = member
-        current["member"] = member
-        try:
-            incarnation = member.start()
-        except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum: try again
-            emit("start-failed", error=str(error)[:300])
-            member.stop(leave=False)
-            time.sleep(1.0)  # retry pacing while ZooKeeper has no quorum
-            continue
-        session_id, password = member.client.client_id
-        # The session's id and password let a drill expire the session from outside,
-        # the way ZooKeeper itself would (see ZooKeeperEnsemble.expire_session).
-        emit("joined", incarnation=incarnation.id, epoch=incarnation.epoch,
-             session_id=session_id, session_password=password.hex())
-        _report(member)
-        member.wait_dead()
-        emit("dead", incarnation=incarnation.id, reason=member.death_reason[:300])
-        if args.once:
-            return 0
+        member = holder["member"] = current["member"] = ClusterMember(config, storage, factory)
+        return member
+
+    return run_incarnations(make_member, emit, once=args.once)
 
 
 def _commands(current: dict) -> None:
@@ -126,29 +104,6 @@ def _commands(current: dict) -> None:
             if runtime is not None:
                 runtime.allow(int(words[1]))
                 emit("allowed", incarnation=member.incarnation.id, count=int(words[1]))
-
-
-def _report(member: ClusterMember) -> None:
-    """Emit adoption and leadership events as they happen (for the tests' timings)."""
-    def watch():
-        seen_adopted, seen_retired, leading = set(), set(), False
-        while not member.dead.is_set():
-            for key, at in list(member.timeline.adopted.items()):
-                if key not in seen_adopted:
-                    seen_adopted.add(key)
-                    emit("adopted", incarnation=member.incarnation.id, shard=key, adopted_at=at,
-                         seen_at=member.timeline.adopting_seen.get(key))
-            for key, at in list(member.timeline.retired.items()):
-                if key not in seen_retired:
-                    seen_retired.add(key)
-                    emit("retired", incarnation=member.incarnation.id, shard=key, retired_at=at)
-            now_leading = member.leader is not None and member.leader.leading.is_set()
-            if now_leading != leading:
-                leading = now_leading
-                emit("leader" if leading else "not-leader", incarnation=member.incarnation.id)
-            member.dead.wait(0.05)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 if __name__ == "__main__":

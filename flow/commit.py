@@ -36,11 +36,27 @@ class CommitHooks:
 
     def before_provenance(self, component_id: str) -> None: ...
 
+    def commit_failed(self, component_id: str, error: BaseException) -> None:
+        """Called (never to raise) after a commit failed before the WAL recorded it."""
+
 
 def _hook(hooks, name: str, component_id: str) -> None:
     method = getattr(hooks, name, None) if hooks is not None else None
     if method is not None:
         method(component_id)
+
+
+def _failed(hooks, component_id: str, error: BaseException) -> None:
+    method = getattr(hooks, "commit_failed", None) if hooks is not None else None
+    if method is not None:
+        try:
+            method(component_id, error)
+        except Exception:  # noqa: BLE001 - the commit has failed already; say so, not this
+            log.exception("%s: the commit_failed hook raised", component_id)
+
+
+def _first_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}".splitlines()[0][:300]
 
 
 def _apply_to_queues(shard, tx: Transaction) -> None:
@@ -75,6 +91,7 @@ class DurableCommitter:
         self._free_slots: list[int] = []
         self._slot_count = 0
         self._last_heal = 0.0
+        self._wal_broken = False
 
     def _take_slot(self) -> int:
         with self._slots_lock:
@@ -90,17 +107,24 @@ class DurableCommitter:
     def _heal_wal(self, error: Exception) -> None:
         """A failed WAL write poisons its journal until a checkpoint (which rewrites
         the state from memory, so the failed transaction, on disk or not, is gone).
-        Try one at most once a second, so the flow resumes as soon as storage works."""
+        Try one at most once a second, so the flow resumes as soon as storage works.
+        One line when storage breaks and one when it works again, not one per attempt."""
         now = time.monotonic()
         if now - self._last_heal < 1.0:
             return
         self._last_heal = now
         try:
             self.shard.wal.checkpoint()
-            log.warning("WAL write failed (%s); a checkpoint succeeded and writes resume", error)
         except Exception as failure:  # noqa: BLE001 - storage still broken: the next failure retries
-            log.error("WAL write failed (%s) and the healing checkpoint failed too (%s); commits are refused "
-                      "until storage works again, nothing committed is lost", error, failure)
+            if not self._wal_broken:
+                self._wal_broken = True
+                log.error("shard %s: WAL write failed (%s) and the healing checkpoint failed too (%s); commits "
+                          "roll back until storage works again, nothing committed is lost",
+                          self.shard.id, _first_line(error), _first_line(failure))
+            return
+        log.warning("shard %s: WAL write failed (%s); a checkpoint succeeded and writes resume",
+                    self.shard.id, _first_line(error))
+        self._wal_broken = False
 
     def commit(self, tx: Transaction) -> None:
         component = tx.component_id
@@ -129,6 +153,7 @@ class DurableCommitter:
                 self._return_slot(slot)
             if isinstance(error, WriteAheadLogError):
                 self._heal_wal(error)
+            _failed(self.hooks, component, error)
             raise CommitError(f"{component}: commit failed before the WAL recorded it, nothing changed: "
                               f"{error}") from error
         try:
@@ -142,7 +167,7 @@ class DurableCommitter:
             # 5. Provenance (the outbox record covers a crash before this returns).
             if tx.events and self.provenance is not None:
                 _hook(self.hooks, "before_provenance", component)
-                self.provenance.register_events(tx.events)
+                self.provenance.register_events(tx.events, now)
         except Exception:  # noqa: BLE001
             log.exception("%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
                           "from the WAL and provenance from the outbox", component)

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
+from repositories.content.errors import ContentUnavailable
+
 from .commit import DurableCommitter
 from .errors import CommitError
 from .graph import FlowGraph, wall_clock_ms
@@ -28,6 +30,8 @@ from .scheduling import ScheduleState, decide
 from .session import ProcessSession
 
 log = logging.getLogger(__name__)
+_OUTAGES = (CommitError, ContentUnavailable)
+_OUTAGE_NAMES = tuple(kind.__name__ + ":" for kind in _OUTAGES)
 
 BORED_YIELD_S = 0.010
 MAX_WAIT_S = 0.05
@@ -52,7 +56,8 @@ class _Node:
 class TraditionalEngine:
     def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = 4,
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
-                 clock_ms: Callable[[], int] = wall_clock_ms, commit_hooks=None, outbox: bool = True):
+                 clock_ms: Callable[[], int] = wall_clock_ms, commit_hooks=None, outbox: bool = True,
+                 run_sources: bool = True):
         self.graph = graph
         self.shard = shard
         self.content = content
@@ -66,6 +71,9 @@ class TraditionalEngine:
         self._condition = threading.Condition()
         self._dirty = False
         self._running = False
+        self._paused = False
+        # False for a shard a clustered node adopted: it drains, it takes no new input.
+        self.run_sources = run_sources
         self._dispatcher: threading.Thread | None = None
         self.nodes: dict[str, _Node] = {}
         for pid, processor in graph.processors.items():
@@ -97,6 +105,17 @@ class TraditionalEngine:
         self._running = True
         self._dispatcher = threading.Thread(target=self._dispatch_loop, name="flow-dispatcher", daemon=True)
         self._dispatcher.start()
+
+    def pause(self) -> None:
+        """Start no new task (running ones finish or fail their commits)."""
+        with self._condition:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._condition:
+            self._paused = False
+            self._dirty = True
+            self._condition.notify()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop scheduling, wait for running tasks to finish their sessions, stop processors."""
@@ -154,7 +173,9 @@ class TraditionalEngine:
                 now_ms = self._clock_ms()
                 wake = now + MAX_WAIT_S
                 to_run = []
-                for node in self.nodes.values():
+                for node in self.nodes.values() if not self._paused else ():
+                    if not self.run_sources and node.processor.is_source and not node.incoming:
+                        continue
                     decision = decide(self._state_of(node, now_ms), now)
                     if decision.run:
                         node.running += 1
@@ -199,11 +220,14 @@ class TraditionalEngine:
             session.rollback()
             node.failures += 1
             message = f"{type(error).__name__}: {error}"
-            if message != node.last_error:
-                if isinstance(error, CommitError):
-                    log.error("%s: %s; the session was rolled back, nothing is lost", node.id, error)
-                else:
-                    log.exception("%s failed; the session was rolled back and the processor yields", node.id)
+            if isinstance(error, _OUTAGES):
+                # One line when commits or content start failing (storage down, a fenced
+                # shard), not one per attempt: the next different failure logs again.
+                if not (node.last_error or "").startswith(_OUTAGE_NAMES):
+                    log.error("%s: %s; the session was rolled back, nothing is lost", node.id,
+                              str(error).splitlines()[0][:400])
+            elif message != node.last_error:
+                log.exception("%s failed; the session was rolled back and the processor yields", node.id)
             node.last_error = message
             with self._condition:
                 node.not_before = max(node.not_before, self._clock() + node.definition.scheduling.yield_s)

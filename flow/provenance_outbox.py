@@ -42,7 +42,9 @@ def _unclaim(value):
     return ContentClaim(ResourceClaim(container, section, resource), offset, length)
 
 
-def encode_events(events) -> str:
+def encode_events(events, now_ms: int | None = None) -> str:
+    """Events without a time are stamped `now_ms`: the commit registers them with the
+    same time, so a replayed copy is recognisably the same event."""
     rows = []
     claims: dict = {}
 
@@ -57,7 +59,8 @@ def encode_events(events) -> str:
 
     for e in events:
         before, after = e.attributes_before, e.attributes_after
-        rows.append((e.event_type.value, e.flowfile_uuid, e.component_id, e.component_type, e.event_time_ms,
+        rows.append((e.event_type.value, e.flowfile_uuid, e.component_id, e.component_type,
+                     e.event_time_ms if e.event_time_ms is not None else now_ms,
                      tuple(e.parent_uuids), tuple(e.child_uuids),
                      before if type(before) is dict else dict(before), after if type(after) is dict else dict(after),
                      claim(e.content_before), claim(e.content_after), e.transit_uri, e.details, e.relationship,
@@ -76,7 +79,7 @@ def decode_events(text: str) -> list[ProvenanceEvent]:
 
 
 def outbox_record(slot: int, next_event_id: int, events, now_ms: int) -> FlowFile:
-    attributes = {"next": str(next_event_id), "format": FORMAT, "events": encode_events(events)}
+    attributes = {"next": str(next_event_id), "format": FORMAT, "events": encode_events(events, now_ms)}
     return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
 
 
@@ -85,8 +88,12 @@ def _key(event: ProvenanceEvent) -> tuple:
             event.transit_uri)
 
 
-def reconcile(records, provenance) -> int:
-    """Register the outbox events provenance does not have. Returns how many."""
+def reconcile(records, provenance, *, foreign: bool = False) -> int:
+    """Register the outbox events provenance does not have. Returns how many.
+
+    `foreign`: the records come from another node's shard (a clustered node adopted
+    it), whose events were registered, if at all, in that node's provenance: register
+    every one here (a cluster-wide view collapses copies by event identity)."""
     registered = 0
     for record in records:
         if record.attributes.get("format") != FORMAT:
@@ -102,7 +109,7 @@ def reconcile(records, provenance) -> int:
         start = int(record.attributes.get("next", "0"))
         end = provenance.next_event_id
         present = set()
-        if end > start:
+        if end > start and not foreign:
             for found in provenance.events(start, end - start, skip_damaged=True):
                 present.add(_key(found))
         missing = [e for e in events if _key(e) not in present]

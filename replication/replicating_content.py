@@ -89,12 +89,14 @@ class ReplicatedWriter:
             raise error
         self._owner._degrade(index, self.resource, error)
 
-    def close(self) -> ContentClaim:
+    def close(self, *, sync: bool | None = None) -> ContentClaim:
+        """`sync`: as `ContentWriter.close`; None means the repository's `sync_on_close`.
+        Without a sync the claim is durable at the next `sync()` (a session commit)."""
         if self.claim is not None:
             return self.claim
         if not self._open:
             raise ContentRepositoryError("close of an aborted replicated writer")
-        sync = self._owner.sync_on_close
+        sync = self._owner.sync_on_close if sync is None else sync
         retire = self._owner.retire_on_sync and sync
         done: list[tuple[int, ContentClaim]] = []
         # Followers first, the leader last: the leader hands the resource to the next

@@ -322,11 +322,12 @@ class ProvenanceRepository:
                 slot += 1
         return _Generation(self._next_id, paths, self._clock(), self.config.sync_journals)
 
-    def register_events(self, events: Sequence[ProvenanceEvent]) -> range:
-        """Store events; returns their ids. Thread-safe; the events are in the OS on return."""
+    def register_events(self, events: Sequence[ProvenanceEvent], now_ms: int | None = None) -> range:
+        """Store events; returns their ids. Thread-safe; the events are in the OS on return.
+        Events without a time get `now_ms` (by default, the repository's clock now)."""
         if not events:
             return range(0)
-        return self.register_batch(EventBatch.from_events(events, self._now_ms()))
+        return self.register_batch(EventBatch.from_events(events, self._now_ms() if now_ms is None else now_ms))
 
     def register_batch(self, batch: EventBatch) -> range:
         """Store a columnar batch (the bulk path); returns the ids it got."""

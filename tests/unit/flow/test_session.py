@@ -246,7 +246,7 @@ class Recorder:
         self.calls.append("claim-")
         return self.inner.decrement(claim)
 
-    def register_events(self, events):
+    def register_events(self, events, now_ms=None):
         self.calls.append(f"provenance({len(events)})")
 
 

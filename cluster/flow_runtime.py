@@ -1,0 +1,184 @@
+"""`FlowRuntime`: the `ShardRuntime` of a clustered node, one flow engine per shard.
+
+Each shard the node runs (its home shard, and every shard it adopted) gets its own
+`FlowGraph` (queues and processor instances), its own `QueueShard` over the shard's
+WAL and swap directory on HDFS, and its own `TraditionalEngine`. The node's content
+repository (`node_content`) and provenance repository are shared by all of them.
+
+* A home shard runs the whole flow. An adopted shard runs it without its sources
+  (processors with no incoming connection): it drains what its dead owner left,
+  takes no new input, and is retired when empty.
+* Every commit asks the node's session guard first (`handle.gate.check()`, from the
+  committer's `before_wal` seam): with the session SUSPENDED, expired, or the
+  runtime aborted or stopped, the commit fails and its session rolls back.
+* A commit that failed in the WAL is a "rejected write", logged as one line (the
+  first of a run of failures). ZooKeeper then says what it was
+  (`handle.verify_ownership()`): this node lost the shard (a fenced zombie), and the
+  runtime stops for good; or storage is down, and commits go on failing and rolling
+  back until a healing checkpoint succeeds (`DurableCommitter`).
+* An adopted shard's provenance outbox (the last events of each commit slot of the
+  dead owner) is registered in this node's provenance: the owner's local provenance
+  may be gone with its disk. A cluster-wide view of provenance collapses the copies
+  by event identity (`cluster.checker.cluster_provenance`).
+
+Lock plan: `_lock` guards `_stopping` and `_rejecting`; the engine, shard and
+repositories lock for themselves. `stop()` may be called from any thread but a
+flow task's (a fence found in a commit stops the runtime from a thread of its own).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from flow.engine import TraditionalEngine
+from flow.graph import FlowGraph
+from flow.provenance_outbox import reconcile
+from flow.shard import QueueShard
+from repositories.swap import SwapStore
+
+from .errors import ClusterError, FencedError, WorkGateClosed
+from .heartbeat import QueueLoad
+
+log = logging.getLogger(__name__)
+
+
+class FlowRuntime:
+    def __init__(self, handle, definition, content, provenance, *, threads: int = 4, incarnation: str = "",
+                 events=None):
+        self.handle, self.definition = handle, definition
+        self.content, self.provenance = content, provenance
+        self.threads, self.incarnation = threads, incarnation
+        self.events = events or (lambda kind, **fields: None)
+        self.graph = self.shard = self.engine = None
+        self.recovery: dict = {}
+        self._lock = threading.Lock()
+        self._aborting = threading.Event()
+        self._stopped = threading.Event()
+        self._rejecting = False
+        self._first_output = False
+        self._sinks: set[str] = set()
+        self.rejected: str | None = None
+
+    # -- ShardRuntime ------------------------------------------------------------------
+    def recover(self) -> None:
+        handle = self.handle
+        self.graph = FlowGraph(self.definition)
+        self._sinks = _terminal_processors(self.graph)
+        wal = handle.open_wal()
+        self.shard = QueueShard(handle.shard, self.graph.queues.values(), wal=wal,
+                                swap_store=SwapStore(handle.storage, handle.swap_directory))
+        report = self.shard.recover()
+        replayed = reconcile(report.outbox, self.provenance, foreign=not handle.home) if report.outbox else 0
+        self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance, threads=self.threads,
+                                        commit_hooks=self, run_sources=handle.home)
+        self.recovery = {"flowfiles": report.flowfiles, "swap_files": report.swap_files,
+                         "swapped_flowfiles": report.swapped_flowfiles, "provenance_replayed": replayed,
+                         "orphaned_swap_files": len(report.orphaned_swap_files)}
+        self.events("recovered", shard=handle.shard, epoch=handle.epoch, home=handle.home, **self.recovery)
+
+    def start(self) -> None:
+        if not self._stopped.is_set():
+            self.engine.start()
+
+    def pause(self) -> None:
+        if self.engine is not None:
+            self.engine.pause()
+
+    def resume(self) -> None:
+        self._aborting.clear()
+        if self.engine is not None and not self._stopped.is_set():
+            self.engine.resume()
+
+    def abort_open_sessions(self) -> None:
+        self._aborting.set()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        engine, shard = self.engine, self.shard
+        if engine is not None:
+            engine.pause()
+            engine.stop(timeout=10.0)
+        if shard is not None and shard.wal is not None:
+            try:
+                shard.wal.close()
+            except Exception as error:  # noqa: BLE001 - a fenced WAL refuses its last sync
+                log.info("closing the WAL of %s: %s", self.handle.shard, str(error).splitlines()[0][:200])
+
+    def drained(self) -> bool:
+        return (not self.handle.home and self.engine is not None and not self._stopped.is_set()
+                and self.engine.is_idle())
+
+    def load(self) -> dict[str, QueueLoad]:
+        if self.graph is None:
+            return {}
+        return {queue_id: QueueLoad(queue.count, queue.size) for queue_id, queue in self.graph.queues.items()}
+
+    def active_threads(self) -> int:
+        return sum(node.running for node in self.engine.nodes.values()) if self.engine is not None else 0
+
+    def status(self) -> dict:
+        return {"shard": self.handle.shard, "epoch": self.handle.epoch, "home": self.handle.home,
+                "recovery": self.recovery, **(self.engine.status() if self.engine is not None else {})}
+
+    # -- commit seams (flow.commit.CommitHooks) ----------------------------------------
+    def before_content_sync(self, component_id: str) -> None:
+        self._check_gate()
+
+    def before_wal(self, component_id: str) -> None:
+        self._check_gate()
+
+    def after_wal(self, component_id: str) -> None:
+        with self._lock:
+            recovering, self._rejecting = self._rejecting, False
+        if recovering:
+            log.warning("shard %s: commits succeed again", self.handle.shard)
+            self.events("storage-up", shard=self.handle.shard, epoch=self.handle.epoch)
+        if not self._first_output and component_id in self._sinks:
+            self._first_output = True
+            self.events("first-output", shard=self.handle.shard, epoch=self.handle.epoch, home=self.handle.home,
+                        component=component_id)
+
+    def before_provenance(self, component_id: str) -> None: ...
+
+    def commit_failed(self, component_id: str, error: BaseException) -> None:
+        if isinstance(error, ClusterError) or self._stopped.is_set():
+            return  # the gate refused it: nothing reached the WAL
+        message = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        with self._lock:
+            first, self._rejecting = not self._rejecting, True
+        if first:
+            self.rejected = message
+            log.error("rejected write to shard %s at epoch %d by %s (%s): %s", self.handle.shard,
+                      self.handle.epoch, self.incarnation, component_id, message)
+            self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=component_id,
+                        error=message)
+        # The error alone cannot tell a fence from an outage (a pipeline with no
+        # DataNode left also reads as a lost lease): ZooKeeper's ownership decides.
+        try:
+            self.handle.verify_ownership()
+        except FencedError as fenced:
+            log.error("%s", fenced)
+            self.events("fenced", shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
+            self.engine.pause()
+            threading.Thread(target=self.stop, name=f"stop {self.handle.shard}", daemon=True).start()
+        except Exception:  # noqa: BLE001 - ZooKeeper unreachable: the session guard decides
+            pass
+
+    def _check_gate(self) -> None:
+        if self._stopped.is_set():
+            raise WorkGateClosed(f"the runtime of shard {self.handle.shard} is stopped; it never writes again")
+        if self._aborting.is_set():
+            raise WorkGateClosed(f"sessions of shard {self.handle.shard} were aborted (ZooKeeper session suspended)")
+        gate = self.handle.gate
+        if gate is not None:
+            gate.check()
+
+
+def _terminal_processors(graph: FlowGraph) -> set[str]:
+    """Processors whose output goes nowhere but back to themselves: the flow's sinks."""
+    return {pid for pid, outgoing in graph.outgoing.items()
+            if graph.incoming[pid] and all(queue.destination == pid for queues in outgoing.values() for queue in queues)}

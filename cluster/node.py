@@ -1,0 +1,109 @@
+"""A clustered node: the flow, run on every shard the node owns, one incarnation after another.
+
+    node = ClusteredNode(load_node_config("n1.toml"))
+    node.run(stop_event)        # until stop_event is set; SIGTERM sets it in `custody node`
+
+Per incarnation (see `member.ClusterMember` for the order of joining):
+
+* content: a fresh container named after the incarnation, on local disk and HDFS
+  (`node_content`); claims of adopted shards are read from HDFS;
+* provenance: the node's local repository (kept across incarnations);
+* one `FlowRuntime` per shard: the home shard runs the whole flow, adopted shards
+  drain without sources, each with its WAL and swap files on HDFS at its epoch.
+
+Between incarnations everything of the old one is stopped and closed; the local
+content of an earlier incarnation is deleted by the next (its claims are on HDFS).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from flow.definition import load_flow
+from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
+
+from .adoption import WalOptions
+from .flow_runtime import FlowRuntime
+from .layout import ClusterLayout
+from .member import ClusterMember, MemberConfig
+from .node_config import NodeConfig
+from .node_content import open_node_content
+from .node_loop import log_events, run_incarnations
+
+log = logging.getLogger(__name__)
+
+
+class ClusteredNode:
+    """Lock plan: `_lock` guards `content` (made by the first runtime of an
+    incarnation, closed when it ends) and `member`."""
+
+    def __init__(self, config: NodeConfig, *, events=log_events, storage=None, wal_hooks=None):
+        self.config = config
+        self.events = events
+        self.definition = load_flow(config.flow, config.parameters)
+        if storage is None:
+            from replication.hdfs_storage import HdfsStorage
+
+            storage = HdfsStorage(config.hdfs_url, dict(config.hdfs_config))
+        self.storage = storage
+        self.layout = ClusterLayout(config.cluster, config.hdfs_root)
+        self.wal_hooks = wal_hooks
+        self.provenance = None
+        self.content = None
+        self.member: ClusterMember | None = None
+        self._lock = threading.Lock()
+
+    def run(self, stop: threading.Event | None = None, *, once: bool = False) -> int:
+        os.makedirs(self.config.directory, exist_ok=True)
+        self.provenance = ProvenanceRepository(ProvenanceConfig(
+            containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0)))
+        try:
+            return run_incarnations(self._make_member, self.events, once=once, stop=stop,
+                                    on_end=self._incarnation_ended)
+        finally:
+            self.provenance.close()
+
+    def _make_member(self) -> ClusterMember:
+        config = self.config
+        member_config = MemberConfig(
+            zk_hosts=config.zk_hosts, cluster=config.cluster, node=config.name,
+            session_timeout=config.session_timeout, heartbeat_interval=config.session_timeout / 4,
+            hdfs_root=config.hdfs_root, admin=config.admin, capacity_weight=config.capacity_weight,
+            max_threads=config.threads, local_directory=config.directory, policy=config.policy, lead=config.lead,
+            wal=WalOptions(partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval,
+                           hooks=self.wal_hooks))
+        member = ClusterMember(member_config, self.storage, self._runtime)
+        with self._lock:
+            self.member = member
+        return member
+
+    def _runtime(self, handle) -> FlowRuntime:
+        with self._lock:
+            member = self.member
+            if self.content is None:
+                self.content = open_node_content(self.storage, self.layout, member.incarnation,
+                                                 self.config.content_directory)
+            content = self.content
+        return FlowRuntime(handle, self.definition, content, self.provenance, threads=self.config.threads,
+                           incarnation=member.incarnation.id, events=self.events)
+
+    def _incarnation_ended(self, member) -> None:
+        with self._lock:
+            content, self.content = self.content, None
+        if content is not None:
+            try:
+                content.close()
+            except Exception as error:  # noqa: BLE001 - HDFS down or fenced: the claims are durable already
+                log.info("closing the content of %s: %s", member.incarnation, str(error).splitlines()[0][:200])
+
+    def status(self) -> dict:
+        with self._lock:
+            member = self.member
+        if member is None or member.incarnation is None:
+            return {"node": self.config.name, "incarnation": None}
+        with member._lock:
+            runtimes = dict(member.runtimes)
+        return {"node": self.config.name, "incarnation": member.incarnation.id,
+                "shards": {shard: runtime.status() for shard, runtime in runtimes.items()}}

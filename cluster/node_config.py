@@ -1,0 +1,167 @@
+"""NODE.toml: the configuration of a clustered node (`custody node --config NODE.toml`).
+
+    name = "n1"                      # node name; each run is a new incarnation <name>-<epoch>
+    flow = "flow.yaml"               # the flow, relative to this file
+    directory = "/var/lib/custody"   # local data: content/, provenance/ (default: beside this file)
+
+    [flow_parameters]                # #{name} in the flow; `node` and `data_dir` are given
+    out = "/data/out"
+
+    [zookeeper]
+    hosts = "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183"
+    chroot = "/prod"                 # optional
+    cluster = "main"                 # one ZooKeeper and HDFS root can hold several clusters
+    session_timeout = 4.0            # seconds; a dead node is taken over after about this
+
+    [hdfs]
+    url = "hdfs://127.0.0.1:8020"
+    root = "/custody"
+    [hdfs.config]                    # hdfs-native client settings, as strings
+    "dfs.client.socket-timeout" = "5000"
+
+    [node]
+    threads = 4                      # flow task threads per shard
+    capacity_weight = 1.0            # relative size, for the leader's choice of survivor
+    policy = "whole"                 # "whole" or "divvy": how a dead node's shards move
+    lead = true                      # campaign for leadership
+    admin = ""                       # address shown in the heartbeat
+    wal_partitions = 2
+    checkpoint_interval = 60.0
+
+Unknown keys are refused by name: a misspelt setting must not be silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+from .errors import ClusterError
+from .planner import POLICIES
+
+
+class NodeConfigError(ClusterError):
+    """NODE.toml is missing, unreadable or wrong; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    name: str
+    flow: str
+    directory: str
+    zk_hosts: str
+    cluster: str
+    hdfs_url: str
+    session_timeout: float = 4.0
+    hdfs_root: str = "/custody"
+    hdfs_config: dict = field(default_factory=dict)
+    flow_parameters: dict = field(default_factory=dict)
+    threads: int = 4
+    capacity_weight: float = 1.0
+    policy: str = "whole"
+    lead: bool = True
+    admin: str = ""
+    wal_partitions: int = 2
+    checkpoint_interval: float = 60.0
+    path: str = ""
+
+    @property
+    def content_directory(self) -> str:
+        return os.path.join(self.directory, "content")
+
+    @property
+    def provenance_directory(self) -> str:
+        return os.path.join(self.directory, "provenance")
+
+    @property
+    def parameters(self) -> dict[str, str]:
+        return {"node": self.name, "data_dir": self.directory, **self.flow_parameters}
+
+
+_SECTIONS = {
+    "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node"},
+    "zookeeper": {"hosts", "chroot", "cluster", "session_timeout"},
+    "hdfs": {"url", "root", "config"},
+    "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval"},
+}
+
+
+def load_node_config(path: str) -> NodeConfig:
+    try:
+        with open(path, "rb") as file:
+            body = tomllib.load(file)
+    except FileNotFoundError:
+        raise NodeConfigError(f"{path}: no such node configuration file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise NodeConfigError(f"{path}: not valid TOML: {error}") from None
+    return parse_node_config(body, path)
+
+
+def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
+    def fail(message: str):
+        raise NodeConfigError(f"{path}: {message}")
+
+    for section, known in _SECTIONS.items():
+        table = body if not section else body.get(section, {})
+        if not isinstance(table, dict):
+            fail(f"[{section}] must be a table")
+        unknown = sorted(set(table) - known)
+        if unknown:
+            where = f"[{section}]" if section else "the top level"
+            fail(f"unknown setting(s) {unknown} in {where}; known: {sorted(known)}")
+    zookeeper, hdfs, node = body.get("zookeeper", {}), body.get("hdfs", {}), body.get("node", {})
+
+    def required(table: dict, key: str, section: str) -> str:
+        value = table.get(key)
+        if not isinstance(value, str) or not value.strip():
+            fail(f"{section + ' ' if section else ''}{key} is required (a non-empty string)")
+        return value.strip()
+
+    def number(table: dict, key: str, default, kind, section: str, minimum=None):
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+            fail(f"[{section}] {key} must be {'an integer' if kind is int else 'a number'}, not {value!r}")
+        if minimum is not None and value < minimum:
+            fail(f"[{section}] {key} must be at least {minimum}, not {value!r}")
+        return kind(value)
+
+    base = os.path.dirname(os.path.abspath(path))
+    name = required(body, "name", "")
+    if "/" in name or name.rpartition("-")[2].isdigit():
+        fail(f"name {name!r} must be one path segment that does not end in -<digits> (incarnations add that)")
+    flow = os.path.join(base, required(body, "flow", ""))
+    directory = os.path.join(base, body.get("directory", f"{name}-data"))
+    hosts = required(zookeeper, "hosts", "[zookeeper]")
+    chroot = zookeeper.get("chroot", "")
+    if chroot:
+        if not isinstance(chroot, str) or not chroot.startswith("/"):
+            fail(f"[zookeeper] chroot must start with '/', not {chroot!r}")
+        hosts = hosts + chroot.rstrip("/")
+    url = required(hdfs, "url", "[hdfs]")
+    if not url.startswith("hdfs://"):
+        fail(f"[hdfs] url must be hdfs://host:port, not {url!r}")
+    policy = node.get("policy", "whole")
+    if policy not in POLICIES:
+        fail(f"[node] policy must be one of {list(POLICIES)}, not {policy!r}")
+    parameters = body.get("flow_parameters", {})
+    if not isinstance(parameters, dict):
+        fail("[flow_parameters] must be a table of strings")
+    hdfs_config = hdfs.get("config", {})
+    if not isinstance(hdfs_config, dict):
+        fail("[hdfs.config] must be a table of strings")
+    lead = node.get("lead", True)
+    if not isinstance(lead, bool):
+        fail(f"[node] lead must be true or false, not {lead!r}")
+    return NodeConfig(
+        name=name, flow=flow, directory=directory, zk_hosts=hosts,
+        cluster=required(zookeeper, "cluster", "[zookeeper]"), hdfs_url=url,
+        session_timeout=number(zookeeper, "session_timeout", 4.0, float, "zookeeper", 1.0),
+        hdfs_root=hdfs.get("root", "/custody"), hdfs_config={str(k): str(v) for k, v in hdfs_config.items()},
+        flow_parameters={str(k): str(v) for k, v in parameters.items()},
+        threads=number(node, "threads", 4, int, "node", 1),
+        capacity_weight=number(node, "capacity_weight", 1.0, float, "node", 0.0),
+        policy=policy, lead=lead, admin=str(node.get("admin", "")),
+        wal_partitions=number(node, "wal_partitions", 2, int, "node", 1),
+        checkpoint_interval=number(node, "checkpoint_interval", 60.0, float, "node", 1.0),
+        path=os.path.abspath(path))

@@ -1,0 +1,164 @@
+"""The content repository of a clustered node: every claim on local disk and on HDFS.
+
+Each incarnation writes its own container, named after the incarnation id, in two
+replicas that `ReplicatingContentRepository` keeps identical: local disk (led, and
+read first) and HDFS under `<root>/<cluster>/content/<incarnation>/<incarnation>/`.
+A claim is durable when both hold it (fdatasync and hsync), so any survivor can read
+it by the (container, section, resource, offset, length) its FlowFile record holds.
+
+Claims of other incarnations (FlowFiles of an adopted shard) are read from HDFS,
+through a reader opened on demand per container. Their claimant counts are not this
+node's to keep: the container of a dead incarnation is collected whole when no shard
+that could still reference it is left (`garbage_containers`, run by the leader).
+A new incarnation deletes the local replicas of this node's earlier incarnations:
+their claims are on HDFS, which is where an adopter reads them.
+
+Lock plan: `_lock` guards `_readers`; the repositories have their own locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterable
+
+from replication.hdfs_content import open_hdfs_content_reader, open_hdfs_content_repository
+from replication.replicating_content import ReplicatingContentRepository
+from repositories.claims import ContentClaim, ResourceClaim
+from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
+from repositories.content.errors import ContentNotFound
+
+from .incarnation import Incarnation
+from .ownership import ShardOwnership, ShardState
+
+log = logging.getLogger(__name__)
+
+
+class ForeignContainers:
+    """Reads claims of any container on HDFS (other incarnations' content)."""
+
+    name = "hdfs(other incarnations)"
+
+    def __init__(self, storage, base: str, own: str):
+        self.storage, self.base, self.own = storage, base, own
+        self._lock = threading.Lock()
+        self._readers: dict[str, object] = {}
+
+    def _reader(self, container: str):
+        if container == self.own:
+            raise ContentNotFound(f"{container} is this node's own container", claim=None)
+        with self._lock:
+            reader = self._readers.get(container)
+            if reader is None:
+                reader = self._readers[container] = open_hdfs_content_reader(
+                    self.storage, self.base, container, (container,))
+            return reader
+
+    def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None):
+        return self._reader(claim.resource.container).open_read(claim, offset, length)
+
+    def exists(self, claim) -> bool:
+        resource = claim.resource if isinstance(claim, ContentClaim) else claim
+        try:
+            return self._reader(resource.container).exists(claim)
+        except ContentNotFound:
+            return False
+
+    def close(self) -> None:
+        with self._lock:
+            readers, self._readers = list(self._readers.values()), {}
+        for reader in readers:
+            try:
+                reader.close()
+            except Exception:  # noqa: BLE001 - read-only: nothing to lose
+                pass
+
+
+class NodeContent(ReplicatingContentRepository):
+    """Local + HDFS replicas of this incarnation's container; foreign claims read from HDFS."""
+
+    def __init__(self, local, hdfs, foreign: ForeignContainers, container: str):
+        super().__init__([local, hdfs], fallbacks=[foreign], name=f"content {container}")
+        self.container = container
+        self.foreign = foreign
+
+    def _own(self, claim) -> bool:
+        resource = claim.resource if isinstance(claim, ContentClaim) else claim
+        return resource.container == self.container
+
+    def increment(self, claim: ContentClaim | ResourceClaim) -> int:
+        return super().increment(claim) if self._own(claim) else 1
+
+    def decrement(self, claim: ContentClaim | ResourceClaim) -> int:
+        return super().decrement(claim) if self._own(claim) else 1
+
+    def claimant_count(self, claim: ContentClaim | ResourceClaim) -> int:
+        return super().claimant_count(claim) if self._own(claim) else 0
+
+    def recover(self, live_claims: Iterable[ContentClaim]):
+        return super().recover([claim for claim in live_claims if self._own(claim)])
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.foreign.close()
+
+
+def open_node_content(storage, layout, incarnation: Incarnation, local_directory: str) -> NodeContent:
+    """This incarnation's content: a fresh container, local and on HDFS."""
+    container = incarnation.id
+    _forget_earlier_incarnations(local_directory, incarnation)
+    # One sync per session commit (group commit), not one per claim.
+    local = open_filesystem_content_repository(
+        {container: os.path.join(local_directory, container)}, ContentRepositoryConfig(sync_on_close=False),
+        name=f"local:{container}")
+    storage.mkdir(layout.hdfs_content, parents=True, exist_ok=True)
+    hdfs = open_hdfs_content_repository(storage, layout.hdfs_content, container, (container,))
+    content = NodeContent(local, hdfs, ForeignContainers(storage, layout.hdfs_content, container), container)
+    content.recover([])
+    return content
+
+
+def _forget_earlier_incarnations(local_directory: str, incarnation: Incarnation) -> None:
+    if not os.path.isdir(local_directory):
+        os.makedirs(local_directory, exist_ok=True)
+        return
+    for name in os.listdir(local_directory):
+        try:
+            earlier = Incarnation.parse(name)
+        except ValueError:
+            continue
+        if earlier.node == incarnation.node and earlier.epoch < incarnation.epoch:
+            shutil.rmtree(os.path.join(local_directory, name), ignore_errors=True)
+            log.info("removed the local content of earlier incarnation %s (its claims are on HDFS)", name)
+
+
+def garbage_containers(containers: Iterable[str], shards: Iterable[ShardOwnership],
+                       live: Iterable[str]) -> list[str]:
+    """Content containers (incarnation ids) nothing can reference any more.
+
+    A FlowFile only ever lives in a shard, and its content was written by an
+    incarnation that ran that shard, or (a divvy slice) its parent. So container X can
+    be referenced by a shard whose owners included X, and by the slices of such a
+    shard. X is garbage when X is not a live member and every such shard still known
+    is RETIRED (a shard whose znode is gone was retired and collected)."""
+    shards = list(shards)
+    by_id = {shard.shard: shard for shard in shards}
+    live = set(live)
+
+    def owners(shard: ShardOwnership, seen: frozenset = frozenset()) -> set[str]:
+        found = {entry.owner for entry in shard.history if entry.owner} | ({shard.owner} if shard.owner else set())
+        found.add(shard.shard)  # a home shard's id is its first owner's incarnation
+        parent = by_id.get(shard.source.parent) if shard.source is not None else None
+        if parent is not None and parent.shard not in seen:
+            found |= owners(parent, seen | {shard.shard})
+        return found
+
+    pinned: set[str] = set()
+    for shard in shards:
+        if shard.state is not ShardState.RETIRED:
+            pinned |= owners(shard)
+    return sorted(c for c in set(containers) if c not in live and c not in pinned)

@@ -1,0 +1,102 @@
+"""One incarnation after another: the life of a clustered node's process.
+
+A `ClusterMember` lives as long as its ZooKeeper session. When it dies (session
+lost, its own expiry timer, "you are dead"), the process joins again as a new
+incarnation with a new home shard, unless told to stop. Both the flow node
+(`cluster.node`) and the ledger node of the drills run this loop.
+
+With `JsonEvents`, every step is one JSON object per line on stdout (joined,
+adopted, retired, leader, rejected write, dead, ...), so that a test waits on
+conditions instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class JsonEvents:
+    """Events as JSON lines on a stream (stdout by default)."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdout
+        self._lock = threading.Lock()
+
+    def __call__(self, kind: str, **fields) -> None:
+        line = json.dumps({"event": kind, "at": time.time(), "pid": os.getpid(), **fields})
+        with self._lock:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+
+def log_events(kind: str, **fields) -> None:
+    """Events as log lines (the default for an operator's node)."""
+    log.info("%s %s", kind, " ".join(f"{key}={value}" for key, value in fields.items()))
+
+
+def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
+                     stop: threading.Event | None = None, on_start: Callable[[object], None] | None = None,
+                     on_end: Callable[[object], None] | None = None, retry_pause: float = 1.0) -> int:
+    """Run members one after another until `stop` is set (or after one, with `once`)."""
+    stop = stop or threading.Event()
+    while not stop.is_set():
+        member = make_member()
+        try:
+            incarnation = member.start()
+        except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum, HDFS down: try again
+            events("start-failed", error=str(error).splitlines()[0][:300] if str(error) else type(error).__name__)
+            log.warning("could not join the cluster (%s); retrying", str(error).splitlines()[0][:300] if str(error) else type(error).__name__)
+            member.stop(leave=False)
+            if on_end is not None:
+                on_end(member)
+            stop.wait(retry_pause)  # pacing while ZooKeeper has no quorum
+            continue
+        session_id, password = member.client.client_id
+        # The session's id and password let a drill expire the session from outside,
+        # the way ZooKeeper itself would (see ZooKeeperEnsemble.expire_session).
+        events("joined", incarnation=incarnation.id, epoch=incarnation.epoch,
+               session_id=session_id, session_password=password.hex())
+        report_timeline(member, events)
+        if on_start is not None:
+            on_start(member)
+        while not member.wait_dead(0.2):
+            if stop.is_set():
+                member.stop(leave=True)
+        events("dead", incarnation=incarnation.id, reason=member.death_reason[:300])
+        if on_end is not None:
+            on_end(member)
+        if once:
+            break
+    return 0
+
+
+def report_timeline(member, events) -> None:
+    """Emit adoption, retirement and leadership events as they happen (the drills'
+    timings come from them)."""
+    def watch():
+        seen_adopted, seen_retired, leading = set(), set(), False
+        while not member.dead.is_set():
+            for key, at in list(member.timeline.adopted.items()):
+                if key not in seen_adopted:
+                    seen_adopted.add(key)
+                    events("adopted", incarnation=member.incarnation.id, shard=key, adopted_at=at,
+                           seen_at=member.timeline.adopting_seen.get(key))
+            for key, at in list(member.timeline.retired.items()):
+                if key not in seen_retired:
+                    seen_retired.add(key)
+                    events("retired", incarnation=member.incarnation.id, shard=key, retired_at=at)
+            now_leading = member.leader is not None and member.leader.leading.is_set()
+            if now_leading != leading:
+                leading = now_leading
+                events("leader" if leading else "not-leader", incarnation=member.incarnation.id)
+            member.dead.wait(0.05)
+
+    threading.Thread(target=watch, name="timeline-report", daemon=True).start()

@@ -1,0 +1,168 @@
+"""A cluster of real `custody node` processes running the sample flow
+(examples/cluster.yaml), for the failover tests and drills of the flow workload.
+
+Each node gets a NODE.toml, a data directory and a PutFile directory of its own, so
+a FlowFile delivered by two nodes shows up twice. Events come from `--events`
+(JSON lines on stdout); ownership, plans and heartbeats are read from ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+from kazoo.client import KazooClient
+
+from cluster.checker import ClusterReport, check_cluster
+from cluster.heartbeat import Heartbeat
+from cluster.layout import ClusterLayout
+from cluster.ownership import ShardOwnership, ShardState
+from cluster.plans import FailoverPlan
+from cluster.services.process import wait_until
+
+from .test_cluster_failover import HDFS_CLIENT, NodeProcess, SESSION_TIMEOUT
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FLOW = os.path.join(REPO, "examples", "cluster.yaml")
+SWAPPED_QUEUE = "rewrite/success/put"
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+class FlowCluster:
+    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None, *, cluster="c1"):
+        self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
+        self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
+        self.workdir = workdir
+        self.layout = ClusterLayout(cluster, hdfs_root)
+        self.cluster = cluster
+        self.nodes: dict[str, NodeProcess] = {}
+        self.directories: dict[str, str] = {}
+        self.client = KazooClient(hosts=zk_hosts, timeout=10)
+        self.client.start(timeout=30)
+
+    def write_config(self, name: str, *, count: int = 300, weight: float = 1.0, policy: str = "whole",
+                     threads: int = 2) -> str:
+        directory = str(self.workdir / name)
+        self.directories[name] = directory
+        lines = [f"name = {_toml_value(name)}", f"flow = {_toml_value(FLOW)}", f"directory = {_toml_value(directory)}",
+                 "", "[flow_parameters]", f"count = {_toml_value(str(count))}",
+                 "", "[zookeeper]", f"hosts = {_toml_value(self.zk_hosts)}", f"cluster = {_toml_value(self.cluster)}",
+                 f"session_timeout = {SESSION_TIMEOUT}",
+                 "", "[hdfs]", f"url = {_toml_value(self.hdfs_url)}", f"root = {_toml_value(self.hdfs_root)}",
+                 "", "[hdfs.config]", *(f"{_toml_value(k)} = {_toml_value(v)}" for k, v in sorted(self.hdfs_config.items())),
+                 "", "[node]", f"threads = {threads}", f"capacity_weight = {weight}", f"policy = {_toml_value(policy)}",
+                 "wal_partitions = 1", "checkpoint_interval = 30.0", ""]
+        path = str(self.workdir / f"{name}.toml")
+        with open(path, "w") as out:
+            out.write("\n".join(lines))
+        return path
+
+    def start(self, name: str, **config) -> NodeProcess:
+        path = self.write_config(name, **config) if config or name not in self.directories else str(self.workdir / f"{name}.toml")
+        argv = [sys.executable, "-m", "cluster.cli", "node", "--config", path, "--events"]
+        node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
+        self.nodes[name] = node
+        return node
+
+    # -- ZooKeeper views ----------------------------------------------------------------
+    def shard(self, shard_id: str) -> ShardOwnership | None:
+        try:
+            return ShardOwnership.from_json(self.client.get(self.layout.shard(shard_id))[0])
+        except Exception:  # noqa: BLE001 - not there (yet)
+            return None
+
+    def shards(self) -> list[ShardOwnership]:
+        found = []
+        for child in self.client.get_children(self.layout.shards):
+            shard = self.shard(child)
+            if shard is not None:
+                found.append(shard)
+        return found
+
+    def plan(self, plan_id: str) -> FailoverPlan | None:
+        try:
+            return FailoverPlan.from_json(self.client.get(self.layout.plan(plan_id))[0])
+        except Exception:  # noqa: BLE001
+            return None
+
+    def heartbeats(self) -> dict[str, Heartbeat]:
+        beats = {}
+        for child in self.client.get_children(self.layout.nodes):
+            try:
+                beats[child] = Heartbeat.from_json(self.client.get(self.layout.node(child))[0])
+            except Exception:  # noqa: BLE001 - gone meanwhile
+                continue
+        return beats
+
+    def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE) -> int:
+        beat = self.heartbeats().get(incarnation)
+        return beat.queues.get(queue).count if beat is not None and queue in beat.queues else 0
+
+    def swap_files(self, shard_id: str) -> list[str]:
+        from replication.hdfs_storage import HdfsStorage
+
+        storage = HdfsStorage(self.hdfs_url)
+        directory = self.layout.swap_directory(self.layout.shard_directory(shard_id))
+        try:
+            return [entry for entry in storage.list(directory)]
+        except Exception:  # noqa: BLE001 - fenced or collected meanwhile
+            return []
+
+    def settled(self) -> bool:
+        """Every node's home shard made all its FlowFiles and every queue is empty; every
+        shard of a dead incarnation is retired."""
+        beats = self.heartbeats()
+        if not beats or any(beat.queued_count for beat in beats.values()):
+            return False
+        live = set(beats)
+        return all(s.state is ShardState.RETIRED or (s.owner in live and s.shard == s.owner) for s in self.shards()
+                   if s.state is not ShardState.SPLIT or s.children)
+
+    def first_outputs(self, shard: str) -> list[float]:
+        return [e["at"] for node in self.nodes.values() for e in node.find("first-output", shard=shard)
+                if not e.get("home")]
+
+    # -- checking ------------------------------------------------------------------------
+    def stop_all(self, timeout: float = 60.0) -> None:
+        """Stop every node on purpose (SIGTERM: leave the cluster, close the repositories)."""
+        for node in self.nodes.values():
+            if node.process.poll() is None:
+                node.process.send_signal(signal.SIGCONT)
+                node.process.terminate()
+        for node in self.nodes.values():
+            node.process.wait(timeout)
+
+    def check(self) -> ClusterReport:
+        """Once settled: the queues as the heartbeats say, then every node stopped and
+        its sink and provenance read."""
+        beats = self.heartbeats()
+        self.stop_all()
+        return check_cluster([os.path.join(d, "out") for d in self.directories.values()],
+                             [os.path.join(d, "provenance") for d in self.directories.values()],
+                             source_component="generate",
+                             wal_counts={name: beat.queued_count for name, beat in beats.items()})
+
+    def wait_settled(self, timeout: float = 120.0) -> None:
+        wait_until(self.settled, timeout, "every FlowFile to be delivered and every dead shard retired")
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            node.close()
+        self.client.stop()
+        self.client.close()
+
+    def tails(self) -> str:
+        out = []
+        for node in self.nodes.values():
+            with open(node.log.name) as log:
+                out.append(f"---- {node.name} stderr tail ----\n{log.read()[-3000:]}")
+        return "\n".join(out)
