@@ -9,6 +9,11 @@ these leaves ZooKeeper in a state from which the next leader's `decide` continue
 
 Named fault seams (`LeaderHooks`) let a test stop the leader right after a plan
 was written or between two moves, and kill it there.
+
+With a `storage`, the leader also collects garbage (`content_collector`): every
+`collect_interval` seconds while it leads and may act, on a thread of its own (HDFS
+may be slow; failover decisions must not wait for it). The thread ends with the
+leadership; a round in progress stops before its next deletion.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from .content_collector import DEFAULT_INTERVAL, DEFAULT_RETENTION, ContentCollector
 from .errors import ClusterError, OwnershipConflict
 from .membership import read_members
 from .plans import PlanStore
@@ -54,11 +60,14 @@ class LeaderEvent:
 
 class Leader:
     """Lock plan: `_changed` (an Event) is the only state shared with kazoo's watch
-    threads; everything else is touched by the election thread alone."""
+    threads; `_story_lock` guards `story` (the election and collector threads both
+    record). Everything else is touched by the election thread alone; the collector
+    thread uses only `collector` and its own leadership Event."""
 
     def __init__(self, client, layout, incarnation: str, *, policy: str = "whole", period: float = 1.0,
                  may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
-                 wall_clock=time.time, story_limit: int = 200):
+                 wall_clock=time.time, story_limit: int = 200, storage=None,
+                 collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION):
         self.client, self.layout, self.incarnation = client, layout, incarnation
         self.policy, self.period = policy, period
         self._may_act = may_act
@@ -74,6 +83,10 @@ class Leader:
         self._last_beats: dict = {}
         self.story: list[LeaderEvent] = []
         self._story_limit = story_limit
+        self._story_lock = threading.Lock()
+        self.collect_interval = collect_interval
+        self.collector = (ContentCollector(client, layout, storage, retention=retention, wall_clock=wall_clock)
+                          if storage is not None and collect_interval > 0 else None)
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -117,6 +130,10 @@ class Leader:
             self.client.ensure_path(path)
         self.client.ChildrenWatch(self.layout.nodes, self._on_change)
         self.client.ChildrenWatch(self.layout.shards, self._on_change)
+        leadership_over = threading.Event()
+        if self.collector is not None:
+            threading.Thread(target=self._collect_while_leading, args=(leadership_over,),
+                             name=f"collector {self.incarnation}", daemon=True).start()
         try:
             while not self._stopped.is_set() and not self._deposed.is_set():
                 self._changed.wait(self.period)
@@ -131,11 +148,23 @@ class Leader:
                     log.warning("leader step failed, deciding again: %s: %s", type(error).__name__, error)
                     self._record("step-failed", str(error))
         finally:
+            leadership_over.set()
             self.leading.clear()
             self.client.remove_listener(on_state)
             if self._deposed.is_set():
                 log.warning("%s lost its session: it is no longer the leader", self.incarnation)
                 self._record("deposed", "session lost")
+
+    def _collect_while_leading(self, leadership_over: threading.Event) -> None:
+        def keep_going() -> bool:
+            return not leadership_over.is_set() and self._may_act()
+
+        while not leadership_over.wait(self.collect_interval):
+            if keep_going():
+                plan = self.collector.collect(keep_going)
+                if plan.containers or plan.shards:
+                    self._record("collect", f"containers {list(plan.containers)}, "
+                                            f"shards {[shard for shard, _ in plan.shards]}")
 
     def _on_change(self, children) -> bool | None:
         self._changed.set()
@@ -202,5 +231,6 @@ class Leader:
         return True
 
     def _record(self, kind: str, detail: str) -> None:
-        self.story.append(LeaderEvent(self._wall_clock(), kind, detail))
-        del self.story[: -self._story_limit]
+        with self._story_lock:
+            self.story.append(LeaderEvent(self._wall_clock(), kind, detail))
+            del self.story[: -self._story_limit]

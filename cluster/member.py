@@ -131,7 +131,7 @@ class ClusterMember:
         self.client.ChildrenWatch(self.layout.shards, self._on_shards)
         if config.lead:
             self.leader = Leader(self.client, self.layout, me, policy=config.policy, may_act=self.guard.may_work,
-                                 hooks=self._leader_hooks, wall_clock=self._wall_clock)
+                                 hooks=self._leader_hooks, wall_clock=self._wall_clock, storage=self.storage)
             self.leader.start()
         log.info("member %s joined cluster %s", me, config.cluster)
         return self.incarnation

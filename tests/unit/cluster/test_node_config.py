@@ -1,0 +1,198 @@
+"""NODE.toml: what a valid file gives, and that every mistake is refused by name."""
+
+import copy
+import os
+import textwrap
+
+import pytest
+
+from cluster.node_config import NodeConfig, NodeConfigError, load_node_config, parse_node_config
+
+MINIMAL = {
+    "name": "n1",
+    "flow": "flow.yaml",
+    "zookeeper": {"hosts": "127.0.0.1:2181", "cluster": "main"},
+    "hdfs": {"url": "hdfs://127.0.0.1:8020"},
+}
+
+FULL_TOML = """
+    name = "n1"
+    flow = "flows/flow.yaml"
+    directory = "/var/lib/custody"
+
+    [flow_parameters]
+    out = "/data/out"
+    count = 5
+
+    [zookeeper]
+    hosts = "127.0.0.1:2181,127.0.0.1:2182"
+    chroot = "/prod/"
+    cluster = "main"
+    session_timeout = 6
+
+    [hdfs]
+    url = "hdfs://namenode:8020"
+    root = "/data/custody"
+    [hdfs.config]
+    "dfs.client.socket-timeout" = 5000
+
+    [node]
+    threads = 8
+    capacity_weight = 2.5
+    policy = "divvy"
+    lead = false
+    admin = "10.0.0.1:8080"
+    wal_partitions = 4
+    checkpoint_interval = 30.0
+"""
+
+
+def body(**changes):
+    """MINIMAL with changes; a key "section.key" changes inside a section, None deletes."""
+    out = copy.deepcopy(MINIMAL)
+    for key, value in changes.items():
+        section, _, name = key.rpartition(".")
+        table = out.setdefault(section, {}) if section else out
+        if value is None:
+            table.pop(name, None)
+        else:
+            table[name] = value
+    return out
+
+
+def refused(config, *words, path="/etc/custody/n1.toml"):
+    with pytest.raises(NodeConfigError) as raised:
+        parse_node_config(config, path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: "), message
+    for word in words:
+        assert word in message, message
+    return message
+
+
+def write(tmp_path, text, name="n1.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+# -- valid files ------------------------------------------------------------------------------
+def test_a_full_file_sets_every_setting(tmp_path):
+    path = write(tmp_path, FULL_TOML)
+    config = load_node_config(path)
+    assert config == NodeConfig(
+        name="n1", flow=str(tmp_path / "flows" / "flow.yaml"), directory="/var/lib/custody",
+        zk_hosts="127.0.0.1:2181,127.0.0.1:2182/prod", cluster="main", hdfs_url="hdfs://namenode:8020",
+        session_timeout=6.0, hdfs_root="/data/custody", hdfs_config={"dfs.client.socket-timeout": "5000"},
+        flow_parameters={"out": "/data/out", "count": "5"}, threads=8, capacity_weight=2.5, policy="divvy",
+        lead=False, admin="10.0.0.1:8080", wal_partitions=4, checkpoint_interval=30.0, path=path)
+    assert isinstance(config.session_timeout, float)
+    assert config.content_directory == "/var/lib/custody/content"
+    assert config.provenance_directory == "/var/lib/custody/provenance"
+    assert config.parameters == {"node": "n1", "data_dir": "/var/lib/custody", "out": "/data/out", "count": "5"}
+
+
+def test_defaults_fill_in_everything_optional():
+    config = parse_node_config(body(), "/etc/custody/n1.toml")
+    assert (config.flow, config.directory) == ("/etc/custody/flow.yaml", "/etc/custody/n1-data")
+    assert (config.zk_hosts, config.cluster, config.hdfs_url) == ("127.0.0.1:2181", "main", "hdfs://127.0.0.1:8020")
+    assert (config.session_timeout, config.hdfs_root, config.hdfs_config, config.flow_parameters) == (4.0, "/custody", {}, {})
+    assert (config.threads, config.capacity_weight, config.policy, config.lead) == (4, 1.0, "whole", True)
+    assert (config.admin, config.wal_partitions, config.checkpoint_interval) == ("", 2, 60.0)
+    assert config.path == "/etc/custody/n1.toml"
+
+
+def test_a_relative_directory_is_beside_the_file():
+    assert parse_node_config(body(directory="data"), "/etc/custody/n1.toml").directory == "/etc/custody/data"
+
+
+def test_the_chroot_is_appended_to_the_hosts():
+    config = parse_node_config(body(**{"zookeeper.hosts": "a:2181,b:2181", "zookeeper.chroot": "/prod/"}))
+    assert config.zk_hosts == "a:2181,b:2181/prod"
+
+
+def test_a_chroot_must_be_absolute():
+    refused(body(**{"zookeeper.chroot": "prod"}), "[zookeeper] chroot", "'prod'")
+
+
+# -- refused: unknown, missing, wrong ------------------------------------------------------------
+def test_unknown_top_level_keys_are_refused_by_name():
+    refused(body(nmae="n1"), "unknown setting(s) ['nmae']", "the top level")
+
+
+@pytest.mark.parametrize("section", ["zookeeper", "hdfs", "node"])
+def test_unknown_keys_in_a_section_are_refused_by_name(section):
+    refused(body(**{f"{section}.treads": 4}), "['treads']", f"[{section}]")
+
+
+@pytest.mark.parametrize("key, words", [
+    ("name", ["name is required"]),
+    ("flow", ["flow is required"]),
+    ("zookeeper.hosts", ["[zookeeper] hosts is required"]),
+    ("zookeeper.cluster", ["[zookeeper] cluster is required"]),
+    ("hdfs.url", ["[hdfs] url is required"]),
+])
+def test_missing_required_keys_are_named(key, words):
+    refused(body(**{key: None}), *words)
+
+
+def test_a_blank_required_string_counts_as_missing():
+    refused(body(name="  "), "name is required")
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("node.threads", "4", ["[node] threads must be an integer", "'4'"]),
+    ("node.threads", 1.5, ["[node] threads must be an integer"]),
+    ("node.threads", 0, ["[node] threads must be at least 1"]),
+    ("node.wal_partitions", True, ["[node] wal_partitions must be an integer"]),
+    ("node.capacity_weight", "big", ["[node] capacity_weight must be a number"]),
+    ("node.checkpoint_interval", 0.5, ["[node] checkpoint_interval must be at least 1.0"]),
+    ("zookeeper.session_timeout", True, ["[zookeeper] session_timeout must be a number"]),
+    ("zookeeper.session_timeout", 0.5, ["[zookeeper] session_timeout must be at least 1.0"]),
+    ("node.lead", "yes", ["[node] lead must be true or false"]),
+    ("name", 7, ["name is required (a non-empty string)"]),
+    ("zookeeper", "127.0.0.1:2181", ["[zookeeper] must be a table"]),
+    ("flow_parameters", ["a"], ["[flow_parameters] must be a table"]),
+    ("hdfs.config", "x", ["[hdfs.config] must be a table"]),
+])
+def test_wrong_types_are_refused_by_name(key, value, words):
+    refused(body(**{key: value}), *words)
+
+
+def test_an_unknown_policy_is_refused_with_the_choices():
+    refused(body(**{"node.policy": "half"}), "[node] policy", "'half'", "whole", "divvy")
+
+
+@pytest.mark.parametrize("url", ["http://namenode:8020", "namenode:8020", "file:///tmp"])
+def test_an_hdfs_url_must_be_hdfs(url):
+    refused(body(**{"hdfs.url": url}), "[hdfs] url must be hdfs://", repr(url))
+
+
+@pytest.mark.parametrize("name", ["n-1", "node-07", "a/b"])
+def test_a_node_name_that_looks_like_an_incarnation_is_refused(name):
+    refused(body(name=name), f"name {name!r}", "-<digits>")
+
+
+def test_a_name_with_a_dash_but_no_trailing_digits_is_fine():
+    assert parse_node_config(body(name="edge-n1")).name == "edge-n1"
+
+
+# -- the file --------------------------------------------------------------------------------------
+def test_invalid_toml_names_the_file(tmp_path):
+    path = write(tmp_path, 'name = "n1\nflow = ')
+    with pytest.raises(NodeConfigError) as raised:
+        load_node_config(path)
+    assert str(raised.value).startswith(f"{path}: not valid TOML")
+
+
+def test_a_missing_file_names_the_file(tmp_path):
+    path = os.path.join(str(tmp_path), "absent.toml")
+    with pytest.raises(NodeConfigError, match="absent.toml: no such node configuration file"):
+        load_node_config(path)
+
+
+def test_errors_from_a_file_name_the_file(tmp_path):
+    path = write(tmp_path, FULL_TOML.replace('policy = "divvy"', 'policy = "half"'))
+    with pytest.raises(NodeConfigError) as raised:
+        load_node_config(path)
+    assert str(raised.value).startswith(f"{path}: [node] policy")
