@@ -243,10 +243,14 @@ class ClusterReport:
 
 def check_cluster(out_directories: Iterable[str], provenance_directories: Iterable[str], *,
                   source_component: str, wal_counts: dict | None = None) -> ClusterReport:
-    """Every FlowFile `source_component` created (CREATE events, cluster-wide) is in
-    exactly one sink directory file named by its uuid, whose content starts with that
-    uuid; it was sent exactly once (SEND events); and no shard's WAL still holds a
-    FlowFile (`wal_counts`: shard -> live FlowFiles, measured by the caller)."""
+    """Every FlowFile `source_component` created (CREATE events, cluster-wide) reached
+    the sinks exactly once: exactly one sink file's content starts with its uuid (the
+    source wrote it there), and that file is named by the same uuid (PutFile names
+    files by FlowFile identity, so a retry lands on the same file and a FlowFile that
+    got a second identity shows up twice); it was sent exactly once (SEND events); and
+    no shard's WAL still holds a FlowFile (`wal_counts`: shard -> live FlowFiles,
+    measured by the caller). Nodes may share one sink directory, as they would share
+    a real destination, or have one each."""
     from repositories.provenance import EventType
 
     events = cluster_provenance(provenance_directories)
@@ -260,14 +264,15 @@ def check_cluster(out_directories: Iterable[str], provenance_directories: Iterab
         for name in sorted(os.listdir(directory)):
             if name.startswith("."):
                 continue
-            delivered.append(name)
             with open(os.path.join(directory, name), "rb") as handle:
                 first = handle.read(64).split(None, 1)
-            if not first or first[0].decode(errors="replace") != name:
+            carried = first[0].decode(errors="replace") if first else ""
+            delivered.append(carried)
+            if carried != name:
                 wrong.append(name)
     return ClusterReport(
         delivery=check_delivery(creates, delivered), created=len(creates),
         created_twice=sorted(u for u, n in creates.items() if n > 1),
-        sends_missing=sorted(set(delivered) - set(sends)),
+        sends_missing=sorted(set(delivered) - set(sends) - set(wrong)),
         sends_duplicated={u: n for u, n in sorted(sends.items()) if n > 1},
         wrong_content=wrong, live_flowfiles=dict(wal_counts or {}))

@@ -4,8 +4,8 @@
     flow = "flow.yaml"               # the flow, relative to this file
     directory = "/var/lib/custody"   # local data: content/, provenance/ (default: beside this file)
 
-    [flow_parameters]                # #{name} in the flow; `node` and `data_dir` are given
-    out = "/data/out"
+    [flow_parameters]                # #{name} in the flow; given: `node`, `data_dir`, and
+    out = "/data/out"                # `out` (default <directory>/out)
 
     [zookeeper]
     hosts = "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183"
@@ -76,7 +76,8 @@ class NodeConfig:
 
     @property
     def parameters(self) -> dict[str, str]:
-        return {"node": self.name, "data_dir": self.directory, **self.flow_parameters}
+        return {"node": self.name, "data_dir": self.directory, "out": os.path.join(self.directory, "out"),
+                **self.flow_parameters}
 
 
 _SECTIONS = {

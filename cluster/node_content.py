@@ -115,9 +115,10 @@ def open_node_content(storage, layout, incarnation: Incarnation, local_directory
     local = open_filesystem_content_repository(
         {container: os.path.join(local_directory, container)}, ContentRepositoryConfig(sync_on_close=False),
         name=f"local:{container}")
+    # `hdfs_content_root(base, node)` is base/content/<node>: the base is the cluster's directory.
     storage.mkdir(layout.hdfs_content, parents=True, exist_ok=True)
-    hdfs = open_hdfs_content_repository(storage, layout.hdfs_content, container, (container,))
-    content = NodeContent(local, hdfs, ForeignContainers(storage, layout.hdfs_content, container), container)
+    hdfs = open_hdfs_content_repository(storage, layout.hdfs_cluster, container, (container,))
+    content = NodeContent(local, hdfs, ForeignContainers(storage, layout.hdfs_cluster, container), container)
     content.recover([])
     return content
 

@@ -197,6 +197,7 @@ class FetchFile(Processor):
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+PARTIAL_MAX_AGE_S = 600.0  # a temporary file older than this is a crashed write's leftover
 _TEMPORARY = itertools.count(int.from_bytes(os.urandom(4), "big"))
 
 
@@ -216,13 +217,18 @@ class PutFile(Processor):
 
     def on_scheduled(self, context: ProcessContext) -> None:
         # A crash mid-write leaves a temporary file; the retry writes a new one. Remove
-        # the leftovers of earlier runs (only where the directory does not vary).
+        # the leftovers of earlier runs (only where the directory does not vary), once
+        # they are old enough not to be another node's write in progress: nodes of a
+        # cluster deliver to one destination.
         directory = context["directory"]
         if directory.is_literal and os.path.isdir(directory.evaluate()):
+            now = time.time()
             for name in os.listdir(directory.evaluate()):
                 if self._PARTIAL.match(name):
+                    path = os.path.join(directory.evaluate(), name)
                     try:
-                        os.remove(os.path.join(directory.evaluate(), name))
+                        if now - os.stat(path).st_mtime >= PARTIAL_MAX_AGE_S:
+                            os.remove(path)
                     except FileNotFoundError:
                         pass
 

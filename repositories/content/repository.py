@@ -323,6 +323,7 @@ class ContentRepository:
         self._ids = ResourceIdGenerator()
         self._claimants = ClaimantCounts()
         self._lock = threading.Lock()
+        self._failure_logged = float("-inf")
         self._open: dict[ResourceClaim, _Resource] = {}
         self._appendable: deque[_Resource] = deque()
         self._zero: set[ResourceClaim] = set()
@@ -492,7 +493,12 @@ class ContentRepository:
             resource.file.close()
         except (StorageError, OSError):
             pass  # the file already failed; its unsynced bytes are gone either way
-        log.warning("content resource %s failed and was retired: %s", resource.claim.relative_path, error)
+        # An outage fails every resource in turn: one warning a minute, the rest at debug.
+        now = time.monotonic()
+        level = logging.WARNING if now - self._failure_logged >= 60.0 else logging.DEBUG
+        if level == logging.WARNING:
+            self._failure_logged = now
+        log.log(level, "content resource %s failed and was retired: %s", resource.claim.relative_path, error)
 
     def sync(self, *, retire: bool | None = None) -> None:
         """Make every claim closed so far durable (and, with `retire`, close every

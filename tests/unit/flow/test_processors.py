@@ -129,7 +129,7 @@ def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
     from flow.commit import HeldCommitter
     from flow.memory_content import InMemoryContentRepository
     from flow.processor import ProcessContext
-    from flow.processors.files import PutFile
+    from flow.processors.files import PARTIAL_MAX_AGE_S, PutFile
     from flow.queue import FlowFileQueue
     from flow.session import ProcessSession
     from flow.shard import QueueShard
@@ -150,9 +150,15 @@ def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
     processor = PutFile("put")
     context = ProcessContext("put", properties, {})
     (directory).mkdir()
-    (directory / f".{flowfile.id}.0badf00d.partial").write_bytes(b"left by a crash")
+    leftover = directory / f".{flowfile.id}.0badf00d.partial"
+    leftover.write_bytes(b"left by a crash")
+    in_progress = directory / f".{flowfile.id}.0c0ffee0.partial"
+    in_progress.write_bytes(b"another node writing now")
+    old = time.time() - PARTIAL_MAX_AGE_S - 1
+    os.utime(leftover, (old, old))
     processor.on_scheduled(context)
-    assert os.listdir(directory) == []
+    assert os.listdir(directory) == [in_progress.name]  # a young one may be another node's write
+    in_progress.unlink()
     for attempt in range(2):  # a retry after a crash that lost the first commit
         session = ProcessSession(component_id="put", component_type="PutFile", committer=committer,
                                  content=content, shard=shard, incoming=[incoming],
