@@ -1,8 +1,10 @@
 """A cluster of real `custody node` processes running the sample flow
 (examples/cluster.yaml), for the failover tests and drills of the flow workload.
 
-Each node gets a NODE.toml, a data directory and a PutFile directory of its own, so
-a FlowFile delivered by two nodes shows up twice. Events come from `--events`
+Each node gets a NODE.toml and a data directory of its own; all of them deliver to
+one sink directory, as nodes deliver to one real destination, where PutFile's
+naming by FlowFile identity makes a zombie's half-done delivery and the adopter's
+retry one file (`cluster.checker.check_cluster` says what counts). Events come from `--events`
 (JSON lines on stdout); ownership, plans and heartbeats are read from ZooKeeper.
 """
 
@@ -46,6 +48,7 @@ class FlowCluster:
         self.cluster = cluster
         self.nodes: dict[str, NodeProcess] = {}
         self.directories: dict[str, str] = {}
+        self.sink = str(workdir / "sink")
         self.client = KazooClient(hosts=zk_hosts, timeout=10)
         self.client.start(timeout=30)
 
@@ -54,7 +57,7 @@ class FlowCluster:
         directory = str(self.workdir / name)
         self.directories[name] = directory
         lines = [f"name = {_toml_value(name)}", f"flow = {_toml_value(FLOW)}", f"directory = {_toml_value(directory)}",
-                 "", "[flow_parameters]", f"count = {_toml_value(str(count))}",
+                 "", "[flow_parameters]", f"count = {_toml_value(str(count))}", f"out = {_toml_value(self.sink)}",
                  "", "[zookeeper]", f"hosts = {_toml_value(self.zk_hosts)}", f"cluster = {_toml_value(self.cluster)}",
                  f"session_timeout = {SESSION_TIMEOUT}",
                  "", "[hdfs]", f"url = {_toml_value(self.hdfs_url)}", f"root = {_toml_value(self.hdfs_root)}",
@@ -131,6 +134,12 @@ class FlowCluster:
         return [e["at"] for node in self.nodes.values() for e in node.find("first-output", shard=shard)
                 if not e.get("home")]
 
+    def delivered(self) -> int:
+        try:
+            return sum(1 for name in os.listdir(self.sink) if not name.startswith("."))
+        except FileNotFoundError:
+            return 0
+
     # -- checking ------------------------------------------------------------------------
     def stop_all(self, timeout: float = 60.0) -> None:
         """Stop every node on purpose (SIGTERM: leave the cluster, close the repositories)."""
@@ -146,7 +155,7 @@ class FlowCluster:
         its sink and provenance read."""
         beats = self.heartbeats()
         self.stop_all()
-        return check_cluster([os.path.join(d, "out") for d in self.directories.values()],
+        return check_cluster([self.sink],
                              [os.path.join(d, "provenance") for d in self.directories.values()],
                              source_component="generate",
                              wal_counts={name: beat.queued_count for name, beat in beats.items()})

@@ -1,0 +1,262 @@
+"""The failover drill: a 3-node cluster of real `custody node` processes running the
+flow workload (examples/cluster.yaml: GenerateFlowFile with unique ids, two
+transforms, an idempotent PutFile behind a queue that swaps to HDFS), against the
+real 3-member ZooKeeper ensemble and real HDFS, with faults injected one after
+another. At the end every FlowFile created anywhere must be in exactly one sink
+file, sent exactly once (provenance, cluster-wide), and no WAL may hold one.
+
+Faults, in rotation (CUSTODY_CLUSTER_DRILL_ROUNDS rounds, default 70: 10 of each):
+
+1. sigkill          SIGKILL a node;
+2. sigstop          SIGSTOP it past the session timeout, then SIGCONT (a zombie);
+3. expire           expire its ZooKeeper session from outside;
+4. kill-leader      SIGKILL a node, and the leader as soon as it has written the plan
+                    (mid-reassignment; the new leader finishes the plan);
+5. zk-follower      kill a ZooKeeper follower (nothing may fail over; work goes on);
+6. datanode         kill a DataNode (commits on its pipeline fail and roll back;
+                    nothing may fail over; work goes on), then restart it;
+7. kill-adopter     SIGKILL a node, and SIGKILL the survivor chosen to adopt its
+                    shard while it adopts (the shard moves again, at a higher epoch).
+
+Each failover round records detection (death to plan), takeover (plan to adopted)
+and resume (adopted to the first FlowFile delivered from the adopted shard).
+CUSTODY_CLUSTER_DRILL_REPORT names a JSON file for the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from cluster.ownership import ShardState
+from cluster.services.process import wait_until
+
+from .flow_cluster import FlowCluster
+from .test_cluster_failover import SESSION_TIMEOUT
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
+FAULTS = ("sigkill", "sigstop", "expire", "kill-leader", "zk-follower", "datanode", "kill-adopter")
+ROUNDS = int(os.environ.get("CUSTODY_CLUSTER_DRILL_ROUNDS", str(10 * len(FAULTS))))
+COUNT = 300  # FlowFiles each incarnation makes
+NAMES = ("n1", "n2", "n3")
+
+
+@pytest.fixture
+def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
+    yield made
+    made.close()
+    print(made.tails())
+
+
+def start(cluster: FlowCluster, name: str):
+    node = cluster.start(name, count=COUNT)
+    node.wait("joined", timeout=90)
+    return node
+
+
+def restart(cluster: FlowCluster, name: str):
+    cluster.nodes[name].close()
+    return start(cluster, name)
+
+
+def expire(cluster: FlowCluster, node) -> None:
+    joined = node.find("joined")[-1]
+    intruder = KazooClient(hosts=cluster.zk_hosts, timeout=SESSION_TIMEOUT,
+                           client_id=(joined["session_id"], bytes.fromhex(joined["session_password"])))
+    intruder.start(timeout=30)
+    intruder.stop()  # closing the session ends it for the node's own connection too
+    intruder.close()
+
+
+def leader_name(cluster: FlowCluster) -> str | None:
+    contenders = cluster.client.retry(cluster.client.Election(cluster.layout.leader).contenders)
+    for name, node in cluster.nodes.items():
+        if contenders and node.find("joined") and node.incarnation == contenders[0]:
+            return name
+    return None
+
+
+def name_of(cluster: FlowCluster, incarnation: str) -> str:
+    return next(name for name, node in cluster.nodes.items() if node.find("joined", incarnation=incarnation))
+
+
+def wait_moved(cluster: FlowCluster, incarnation: str, timeout: float = 90.0):
+    return wait_until(lambda: (s := cluster.shard(incarnation)) is not None and s.owner not in (None, incarnation)
+                      and s.state in (ShardState.DRAINING, ShardState.RETIRED), timeout,
+                      f"shard {incarnation} to be adopted")
+
+
+BACKLOG = 100  # FlowFiles queued at the victim's death (the swap threshold)
+
+
+def pick_victim(cluster: FlowCluster, leader: str | None) -> tuple[str, bool]:
+    """The non-leader with the largest backlog. If none has one (its incarnation made
+    all its FlowFiles and delivered them), it is restarted on purpose first (SIGTERM:
+    it leaves, its shard is handed over, it joins as a new incarnation that makes
+    more), so that every failover round measures the resume of a real backlog."""
+    candidates = [name for name in NAMES if name != leader] or list(NAMES)
+    queued = {name: cluster.queued(cluster.nodes[name].incarnation) for name in candidates}
+    best = max(candidates, key=lambda name: (queued[name], name))
+    if queued[best] > BACKLOG:
+        return best, False
+    node = cluster.nodes[best]
+    node.process.terminate()
+    node.process.wait(60)
+    start(cluster, best)
+    return best, True
+
+
+def wait_backlog(cluster: FlowCluster, incarnation: str) -> int:
+    """The victim must die with FlowFiles queued (and swapped): resume is measured."""
+    return wait_until(lambda: (n := cluster.queued(incarnation)) > BACKLOG and n, 60,
+                      f"{incarnation} to queue more than {BACKLOG} FlowFiles")
+
+
+def timings(cluster: FlowCluster, incarnation: str, died_at: float) -> dict:
+    plan = cluster.plan(incarnation)
+    shard = cluster.shard(incarnation)
+    figures = {}
+    if plan is not None:
+        figures["detection"] = plan.created_at - died_at
+    adopted = [h.at for h in shard.history if h.state is ShardState.DRAINING] if shard else []
+    if plan is not None and adopted:
+        figures["takeover"] = min(adopted) - plan.created_at
+        outputs = [at for at in cluster.first_outputs(incarnation) if at >= min(adopted) - 1.0]
+        if outputs:
+            figures["resume"] = min(outputs) - min(adopted)
+            figures["death_to_resume"] = min(outputs) - died_at
+    return figures
+
+
+def no_failover_round(cluster, inject, heal, what: str) -> dict:
+    """A fault the cluster must ride out: no incarnation dies, delivery goes on."""
+    members = {name: node.incarnation for name, node in cluster.nodes.items()}
+    delivered_before = cluster.delivered()
+    started = time.time()
+    inject()
+    try:
+        wait_until(lambda: cluster.delivered() > delivered_before + 20, 90, f"delivery to go on with {what}")
+    finally:
+        heal()
+    deaths = [e for node in cluster.nodes.values() for e in node.find("dead") if e["at"] > started]
+    assert deaths == [], deaths
+    assert {name: node.incarnation for name, node in cluster.nodes.items()} == members
+    return {"delivered_meanwhile": cluster.delivered() - delivered_before}
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path):
+    cluster = flow_cluster
+    for name in NAMES:
+        start(cluster, name)
+    rounds = []
+    for index in range(ROUNDS):
+        fault = FAULTS[index % len(FAULTS)]
+        leader = leader_name(cluster)
+        entry = {"round": index, "fault": fault}
+        if fault in ("zk-follower", "datanode"):
+            victim_name, entry["left_on_purpose"] = leader or NAMES[0], False
+        else:
+            victim_name, entry["left_on_purpose"] = pick_victim(cluster, leader)
+        victim = cluster.nodes[victim_name]
+        incarnation = entry["victim"] = victim.incarnation
+        if fault == "zk-follower":
+            follower = zookeeper_ensemble.followers()[0]
+            entry.update(no_failover_round(cluster, lambda: zookeeper_ensemble.kill_member(follower.index),
+                                           lambda: zookeeper_ensemble.restart_member(follower.index), "a follower down"))
+            rounds.append(entry)
+            print(json.dumps(entry), flush=True)
+            continue
+        if fault == "datanode":
+            entry.update(no_failover_round(cluster, lambda: hdfs_cluster.kill_datanode(1),
+                                           lambda: hdfs_cluster.restart_datanode(1), "a DataNode down"))
+            rounds.append(entry)
+            print(json.dumps(entry), flush=True)
+            continue
+        entry["queued_at_death"] = wait_backlog(cluster, incarnation)
+        died_at = time.time()
+        restarted = [victim_name]
+        if fault == "sigkill":
+            victim.signal(signal.SIGKILL)
+            wait_moved(cluster, incarnation)
+            restart(cluster, victim_name)
+        elif fault == "sigstop":
+            victim.signal(signal.SIGSTOP)
+            wait_moved(cluster, incarnation)
+            victim.signal(signal.SIGCONT)
+            victim.wait("dead", timeout=60, incarnation=incarnation)
+            wait_until(lambda: victim.find("joined") and victim.incarnation != incarnation, 90,
+                       f"{victim_name} to rejoin as a new incarnation")
+            entry["zombie"] = [e["event"] for e in victim.find("rejected write", shard=incarnation)
+                               + victim.find("fenced", shard=incarnation)] or "stopped before writing"
+        elif fault == "expire":
+            expire(cluster, victim)
+            victim.wait("dead", timeout=60, incarnation=incarnation)
+            wait_moved(cluster, incarnation)
+            wait_until(lambda: victim.incarnation != incarnation, 90, f"{victim_name} to rejoin")
+        elif fault == "kill-leader":
+            victim.signal(signal.SIGKILL)
+            wait_until(lambda: cluster.plan(incarnation) is not None, 60, f"a plan for {incarnation}")
+            if leader is not None and leader != victim_name:
+                second = cluster.nodes[leader].incarnation
+                cluster.nodes[leader].signal(signal.SIGKILL)
+                entry["leader_killed"] = second
+                restarted.append(leader)
+            wait_moved(cluster, incarnation)
+            for name in restarted:
+                restart(cluster, name)
+        else:  # kill-adopter
+            victim.signal(signal.SIGKILL)
+            chosen = wait_until(lambda: (s := cluster.shard(incarnation)) is not None and s.owner != incarnation
+                                and s.state is ShardState.ADOPTING and s.owner, 60, f"{incarnation} to be given out")
+            adopter_name = name_of(cluster, chosen)
+            cluster.nodes[adopter_name].signal(signal.SIGKILL)
+            entry["adopter_killed"] = chosen
+            restarted.append(adopter_name)
+            wait_moved(cluster, incarnation)
+            wait_moved(cluster, chosen)
+            for name in restarted:
+                restart(cluster, name)
+        wait_until(lambda: cluster.first_outputs(incarnation), 90, f"delivery from the adopted shard {incarnation}")
+        entry.update(timings(cluster, incarnation, died_at))
+        rounds.append(entry)
+        print(json.dumps(entry), flush=True)
+    cluster.wait_settled(timeout=240)
+    report = cluster.check()
+    print(report.summary())
+    assert report.ok, report.summary()
+
+    def figures(selected):
+        out = {}
+        for key in ("detection", "takeover", "resume", "death_to_resume"):
+            values = [r[key] for r in selected if key in r]
+            if values:
+                out[key] = {"p50": round(statistics.median(values), 3), "p99": round(percentile(values, 0.99), 3),
+                            "max": round(max(values), 3), "n": len(values)}
+        return out
+
+    summary = {"all": figures(rounds), **{fault: figures([r for r in rounds if r["fault"] == fault]) for fault in FAULTS}}
+    result = {"rounds": rounds, "summary": summary, "check": report.summary(), "created": report.created,
+              "faults": {fault: sum(1 for r in rounds if r["fault"] == fault) for fault in FAULTS}}
+    path = os.environ.get("CUSTODY_CLUSTER_DRILL_REPORT") or str(tmp_path / "drill.json")
+    with open(path, "w") as out:
+        json.dump(result, out, indent=2)
+    print("drill summary:", json.dumps(summary), "faults:", result["faults"])
+    assert result["faults"] == {fault: ROUNDS // len(FAULTS) + (i < ROUNDS % len(FAULTS))
+                                for i, fault in enumerate(FAULTS)}
+    # Every failover round measured its resume: the victim died with FlowFiles queued.
+    failovers = [r for r in rounds if r["fault"] not in ("zk-follower", "datanode")]
+    assert all("resume" in r for r in failovers), [r for r in failovers if "resume" not in r]
+    # Generous bound for a shared 2-core CI machine; the figures above are the measurement.
+    assert summary["all"]["detection"]["max"] < SESSION_TIMEOUT + 10
