@@ -5,34 +5,67 @@ swap files on HDFS, content on local disk and HDFS) and takes over the shards of
 nodes that die. Each run is a new incarnation. SIGTERM or SIGINT leaves the cluster
 on purpose: its shards are handed to the others at once. `--events` prints one JSON
 object per line for each step (joined, adopted, first-output, dead, ...).
+
+`--name NAME` and `--directory DIR` override `name` and `directory` from NODE.toml, so
+one file serves several nodes (docker-compose.yml's custody1..3 share one). DIR is
+relative to the working directory. Without `--directory`, a file that sets no
+`directory` gets the default for the new name: `<NAME>-data` beside the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import signal
 import sys
 import threading
+import tomllib
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("node", help="run a clustered node (ZooKeeper + HDFS) until stopped")
     parser.add_argument("--config", required=True, help="the node's NODE.toml (see cluster.node_config)")
+    parser.add_argument("--name", help="node name, instead of the file's `name`")
+    parser.add_argument("--directory", help="local data directory, instead of the file's `directory`")
     parser.add_argument("--events", action="store_true", help="print each step as a JSON line on stdout")
     parser.add_argument("--once", action="store_true", help="exit when the incarnation ends instead of rejoining")
     parser.set_defaults(func=run)
+
+
+def load_config(args):
+    """NODE.toml from `args.config`, with `--name` and `--directory` applied."""
+    from ..node_config import NodeConfigError, load_node_config
+
+    config = load_node_config(args.config)
+    changes = {}
+    if args.name is not None:
+        name = args.name.strip()
+        if not name or "/" in name or name.rpartition("-")[2].isdigit():
+            raise NodeConfigError(f"--name {args.name!r} must be one non-empty path segment that does not end "
+                                  "in -<digits> (incarnations add that)")
+        changes["name"] = name
+        if args.directory is None:
+            with open(config.path, "rb") as file:
+                if "directory" not in tomllib.load(file):
+                    changes["directory"] = os.path.join(os.path.dirname(config.path), f"{name}-data")
+    if args.directory is not None:
+        if not args.directory.strip():
+            raise NodeConfigError("--directory must not be empty")
+        changes["directory"] = os.path.abspath(args.directory)
+    return dataclasses.replace(config, **changes) if changes else config
 
 
 def run(args) -> int:
     from flow.errors import FlowError
 
     from ..node import ClusteredNode
-    from ..node_config import NodeConfigError, load_node_config
+    from ..node_config import NodeConfigError
     from ..node_loop import JsonEvents, log_events
 
     log = logging.getLogger("custody.node")
     try:
-        config = load_node_config(args.config)
+        config = load_config(args)
         node = ClusteredNode(config, events=JsonEvents() if args.events else log_events)
     except (NodeConfigError, FlowError) as error:
         print(f"custody node: {error}", file=sys.stderr)

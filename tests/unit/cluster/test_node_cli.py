@@ -1,0 +1,66 @@
+"""`custody node --name/--directory`: one NODE.toml for several nodes (no services)."""
+
+import os
+import textwrap
+
+import pytest
+
+from cluster.cli import build_parser
+from cluster.commands.node import load_config
+from cluster.node_config import NodeConfigError
+
+BODY = """
+    name = "n1"
+    flow = "flow.yaml"
+    {directory}
+    [zookeeper]
+    hosts = "zk1:2181"
+    cluster = "main"
+    [hdfs]
+    url = "hdfs://namenode:8020"
+"""
+
+
+def node_toml(tmp_path, directory_line: str = "") -> str:
+    path = tmp_path / "node.toml"
+    path.write_text(textwrap.dedent(BODY.format(directory=directory_line)))
+    return str(path)
+
+
+def parse(*argv: str):
+    args = build_parser().parse_args(["node", *argv])
+    assert args.command == "node"
+    return args
+
+
+def test_without_flags_the_file_decides(tmp_path):
+    config = load_config(parse("--config", node_toml(tmp_path)))
+    assert config.name == "n1"
+    assert config.directory == str(tmp_path / "n1-data")
+
+
+def test_name_overrides_and_the_default_directory_follows_it(tmp_path):
+    config = load_config(parse("--config", node_toml(tmp_path), "--name", "n2"))
+    assert config.name == "n2"
+    assert config.directory == str(tmp_path / "n2-data")
+    assert config.parameters["node"] == "n2"
+    assert config.parameters["out"] == str(tmp_path / "n2-data" / "out")
+
+
+def test_name_override_keeps_a_directory_the_file_sets(tmp_path):
+    config = load_config(parse("--config", node_toml(tmp_path, 'directory = "/var/lib/custody"'), "--name", "n3"))
+    assert (config.name, config.directory) == ("n3", "/var/lib/custody")
+
+
+def test_directory_overrides_relative_to_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config(parse("--config", node_toml(tmp_path, 'directory = "/var/lib/custody"'),
+                               "--name", "n2", "--directory", "data/n2"))
+    assert (config.name, config.directory) == ("n2", os.path.join(str(tmp_path), "data", "n2"))
+    assert config.content_directory == os.path.join(str(tmp_path), "data", "n2", "content")
+
+
+@pytest.mark.parametrize("name", ["", "a/b", "n-1"])
+def test_a_bad_name_is_refused(tmp_path, name):
+    with pytest.raises(NodeConfigError, match="--name"):
+        load_config(parse("--config", node_toml(tmp_path), "--name", name))
