@@ -11,11 +11,12 @@ repository (`node_content`) and provenance repository are shared by all of them.
 * Every commit asks the node's session guard first (`handle.gate.check()`, from the
   committer's `before_wal` seam): with the session SUSPENDED, expired, or the
   runtime aborted or stopped, the commit fails and its session rolls back.
-* A commit that failed in the WAL is a "rejected write", logged as one line (the
-  first of a run of failures). ZooKeeper then says what it was
+* A commit that failed in the WAL is a "rejected write" (an event, for the first of
+  a run of failures). ZooKeeper then says what it was
   (`handle.verify_ownership()`): this node lost the shard (a fenced zombie), and the
-  runtime stops for good; or storage is down, and commits go on failing and rolling
-  back until a healing checkpoint succeeds (`DurableCommitter`).
+  runtime stops for good, with one log line; or storage is down, and commits go on
+  failing and rolling back until a healing checkpoint succeeds (`DurableCommitter`
+  logs one line when they start failing and one when they succeed again).
 * An adopted shard's provenance outbox (the last events of each commit slot of the
   dead owner) is registered in this node's provenance: the owner's local provenance
   may be gone with its disk. A cluster-wide view of provenance collapses the copies
@@ -84,11 +85,13 @@ class FlowRuntime:
     def pause(self) -> None:
         if self.engine is not None:
             self.engine.pause()
+        self.events("paused", shard=self.handle.shard, incarnation=self.incarnation)
 
     def resume(self) -> None:
         self._aborting.clear()
         if self.engine is not None and not self._stopped.is_set():
             self.engine.resume()
+            self.events("resumed", shard=self.handle.shard, incarnation=self.incarnation)
 
     def abort_open_sessions(self) -> None:
         self._aborting.set()
@@ -134,8 +137,7 @@ class FlowRuntime:
     def after_wal(self, component_id: str) -> None:
         with self._lock:
             recovering, self._rejecting = self._rejecting, False
-        if recovering:
-            log.warning("shard %s: commits succeed again", self.handle.shard)
+        if recovering:  # the committer logs it
             self.events("storage-up", shard=self.handle.shard, epoch=self.handle.epoch)
         if not self._first_output and component_id in self._sinks:
             self._first_output = True
@@ -152,16 +154,16 @@ class FlowRuntime:
             first, self._rejecting = not self._rejecting, True
         if first:
             self.rejected = message
-            log.error("rejected write to shard %s at epoch %d by %s (%s): %s", self.handle.shard,
-                      self.handle.epoch, self.incarnation, component_id, message)
             self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=component_id,
                         error=message)
         # The error alone cannot tell a fence from an outage (a pipeline with no
         # DataNode left also reads as a lost lease): ZooKeeper's ownership decides.
+        # An outage is logged by the committer, once; a fence here, once.
         try:
             self.handle.verify_ownership()
         except FencedError as fenced:
-            log.error("%s", fenced)
+            log.error("rejected write to shard %s at epoch %d by %s (%s): %s; %s", self.handle.shard,
+                      self.handle.epoch, self.incarnation, component_id, message, fenced)
             self.events("fenced", shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
             self.engine.pause()
             threading.Thread(target=self.stop, name=f"stop {self.handle.shard}", daemon=True).start()

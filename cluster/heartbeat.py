@@ -5,10 +5,11 @@ most capable survivor (`planner.score`). JSON, one object:
 
     {"version": 1, "node": "n1", "incarnation": "n1-17", "epoch": 17, "sequence": 42,
      "sent_at": 1700000000.5, "admin": "127.0.0.1:8081",
-     "queues": {"q1": {"count": 10, "bytes": 2048}}, "active_threads": 3,
+     "queues": {"n1-17/q1": {"count": 10, "bytes": 2048}}, "active_threads": 3,
      "max_threads": 8, "cpu": 0.35, "free_disk": 123456789, "capacity_weight": 1.0,
      "owned_shards": ["n1-17"]}
 
+`queues` is keyed `<shard>/<queue>`, one entry per queue of every shard the node runs.
 `cpu` is the busy fraction of the machine, 0..1. `capacity_weight` is the operator's
 relative size of the node (a node twice as big says 2.0).
 """

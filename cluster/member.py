@@ -313,9 +313,9 @@ class ClusterMember:
             runtimes = list(self.runtimes.items())
         for shard, runtime in runtimes:
             try:
+                # Keyed "<shard>/<queue>": an operator (and a drill) sees which shard holds what.
                 for name, load in runtime.load().items():
-                    previous = queues.get(name, QueueLoad())
-                    queues[name] = QueueLoad(previous.count + load.count, previous.bytes + load.bytes)
+                    queues[f"{shard}/{name}"] = load
                 threads += runtime.active_threads()
             except Exception:  # noqa: BLE001 - figures are advisory
                 pass

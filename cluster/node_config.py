@@ -131,8 +131,8 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
     name = required(body, "name", "")
     if "/" in name or name.rpartition("-")[2].isdigit():
         fail(f"name {name!r} must be one path segment that does not end in -<digits> (incarnations add that)")
-    flow = os.path.join(base, required(body, "flow", ""))
-    directory = os.path.join(base, body.get("directory", f"{name}-data"))
+    flow = os.path.normpath(os.path.join(base, required(body, "flow", "")))
+    directory = os.path.normpath(os.path.join(base, body.get("directory", f"{name}-data")))
     hosts = required(zookeeper, "hosts", "[zookeeper]")
     chroot = zookeeper.get("chroot", "")
     if chroot:

@@ -91,7 +91,8 @@ class DurableCommitter:
         self._free_slots: list[int] = []
         self._slot_count = 0
         self._last_heal = 0.0
-        self._wal_broken = False
+        self._failing_since: float | None = None  # guarded by _slots_lock
+        self._failures = 0
 
     def _take_slot(self) -> int:
         with self._slots_lock:
@@ -107,8 +108,7 @@ class DurableCommitter:
     def _heal_wal(self, error: Exception) -> None:
         """A failed WAL write poisons its journal until a checkpoint (which rewrites
         the state from memory, so the failed transaction, on disk or not, is gone).
-        Try one at most once a second, so the flow resumes as soon as storage works.
-        One line when storage breaks and one when it works again, not one per attempt."""
+        Try one at most once a second, so the flow resumes as soon as storage works."""
         now = time.monotonic()
         if now - self._last_heal < 1.0:
             return
@@ -116,15 +116,30 @@ class DurableCommitter:
         try:
             self.shard.wal.checkpoint()
         except Exception as failure:  # noqa: BLE001 - storage still broken: the next failure retries
-            if not self._wal_broken:
-                self._wal_broken = True
-                log.error("shard %s: WAL write failed (%s) and the healing checkpoint failed too (%s); commits "
-                          "roll back until storage works again, nothing committed is lost",
-                          self.shard.id, _first_line(error), _first_line(failure))
+            log.debug("shard %s: the healing checkpoint failed: %s", self.shard.id, _first_line(failure))
             return
-        log.warning("shard %s: WAL write failed (%s); a checkpoint succeeded and writes resume",
-                    self.shard.id, _first_line(error))
-        self._wal_broken = False
+        log.debug("shard %s: a healing checkpoint succeeded after %s", self.shard.id, _first_line(error))
+
+    def _failed(self, component: str, error: BaseException) -> None:
+        """One line when this shard's commits start failing (storage down, a fenced
+        shard), one when they succeed again; not one per attempt."""
+        with self._slots_lock:
+            first = self._failing_since is None
+            if first:
+                self._failing_since, self._failures = time.monotonic(), 0
+            self._failures += 1
+        if first:
+            log.error("shard %s: commits fail (%s: %s); every session rolls back and is retried, nothing "
+                      "committed is lost", self.shard.id, component, _first_line(error))
+
+    def _succeeded(self) -> None:
+        if self._failing_since is None:
+            return
+        with self._slots_lock:
+            since, failures, self._failing_since = self._failing_since, self._failures, None
+        if since is not None:
+            log.warning("shard %s: commits succeed again after %d failed over %.1fs", self.shard.id, failures,
+                        time.monotonic() - since)
 
     def commit(self, tx: Transaction) -> None:
         component = tx.component_id
@@ -148,11 +163,13 @@ class DurableCommitter:
                 _hook(self.hooks, "before_wal", component)
                 self.shard.wal.update(updates)
                 _hook(self.hooks, "after_wal", component)
+            self._succeeded()
         except Exception as error:
             if slot is not None:
                 self._return_slot(slot)
             if isinstance(error, WriteAheadLogError):
                 self._heal_wal(error)
+            self._failed(component, error)
             _failed(self.hooks, component, error)
             raise CommitError(f"{component}: commit failed before the WAL recorded it, nothing changed: "
                               f"{error}") from error

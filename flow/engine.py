@@ -30,8 +30,6 @@ from .scheduling import ScheduleState, decide
 from .session import ProcessSession
 
 log = logging.getLogger(__name__)
-_OUTAGES = (CommitError, ContentUnavailable)
-_OUTAGE_NAMES = tuple(kind.__name__ + ":" for kind in _OUTAGES)
 
 BORED_YIELD_S = 0.010
 MAX_WAIT_S = 0.05
@@ -72,6 +70,7 @@ class TraditionalEngine:
         self._dirty = False
         self._running = False
         self._paused = False
+        self._outage_logged = False
         # False for a shard a clustered node adopted: it drains, it takes no new input.
         self.run_sources = run_sources
         self._dispatcher: threading.Thread | None = None
@@ -220,12 +219,15 @@ class TraditionalEngine:
             session.rollback()
             node.failures += 1
             message = f"{type(error).__name__}: {error}"
-            if isinstance(error, _OUTAGES):
-                # One line when commits or content start failing (storage down, a fenced
-                # shard), not one per attempt: the next different failure logs again.
-                if not (node.last_error or "").startswith(_OUTAGE_NAMES):
-                    log.error("%s: %s; the session was rolled back, nothing is lost", node.id,
-                              str(error).splitlines()[0][:400])
+            if isinstance(error, CommitError):
+                # The committer said it, once per run of failures (storage down, a fenced shard).
+                log.debug("%s: %s; the session was rolled back", node.id, error)
+            elif isinstance(error, ContentUnavailable):
+                # One line per outage for the whole flow, not one per processor and attempt.
+                if not self._outage_logged:
+                    self._outage_logged = True
+                    log.error("%s: %s; the session was rolled back, nothing is lost, and it is retried",
+                              node.id, str(error).splitlines()[0][:400])
             elif message != node.last_error:
                 log.exception("%s failed; the session was rolled back and the processor yields", node.id)
             node.last_error = message
@@ -233,6 +235,9 @@ class TraditionalEngine:
                 node.not_before = max(node.not_before, self._clock() + node.definition.scheduling.yield_s)
         else:
             node.last_error = None
+            if self._outage_logged and not bored:
+                self._outage_logged = False
+                log.warning("%s: content storage works again", node.id)
         finally:
             with self._condition:
                 node.running -= 1

@@ -56,7 +56,11 @@ _LEASE_SIGNS = (
     "BlockUCState",
     "not UNDER_CONSTRUCTION",
 )
-_UNAVAILABLE_SIGNS = ("Connection refused", "connection refused", "ConnectionRefused", "timed out", "broken pipe", "Broken pipe", "NoDataNodes", "could only be written to 0")
+# A NameNode in safe mode (after a restart, until its DataNodes report) refuses every
+# change for a while: unavailable, retry later; not an error of the caller's.
+_UNAVAILABLE_SIGNS = ("Connection refused", "connection refused", "ConnectionRefused", "timed out", "broken pipe",
+                      "Broken pipe", "NoDataNodes", "could only be written to 0", "SafeModeException",
+                      "RPC listener disconnected")
 _FULL_SIGNS = ("DSQuotaExceededException", "NSQuotaExceededException", "No space left", "DiskOutOfSpace")
 
 

@@ -143,8 +143,11 @@ class HdfsCluster:
         # Other DataNodes may still be down on purpose: wait for the ones that run.
         self.wait_healthy(timeout, live_datanodes=self.running_datanodes())
 
-    def restart_namenode(self, timeout: float = 120.0) -> None:
+    def stop_namenode(self) -> None:
+        """HDFS down: every client call fails until `start_namenode`."""
         self.namenode.stop()
+
+    def start_namenode(self, timeout: float = 120.0) -> None:
         self.namenode.start()
         self._save_state()
         self.wait_healthy(timeout)
@@ -154,6 +157,10 @@ class HdfsCluster:
         wait_until(lambda: self._namesystem().get("LowRedundancyBlocks", 1) == 0 and
                    self._namesystem().get("MissingBlocks", 1) == 0,
                    timeout, "every block to be reported by its DataNodes after the NameNode restart")
+
+    def restart_namenode(self, timeout: float = 120.0) -> None:
+        self.stop_namenode()
+        self.start_namenode(timeout)
 
     def _namesystem(self) -> dict:
         return self._jmx("Hadoop:service=NameNode,name=FSNamesystem")

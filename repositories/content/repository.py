@@ -470,8 +470,8 @@ class ContentRepository:
                 if not resource.failed and resource.synced < resource.completed:
                     self._fail(resource, error)
                 else:
-                    log.warning("closing %s failed after its claims were synced: %s",
-                                resource.claim.relative_path, error)
+                    self._log_failure("closing %s failed after its claims were synced: %s",
+                                      resource.claim.relative_path, error)
 
     def _fail(self, resource: _Resource, error: StorageError) -> None:
         """A write or sync of this resource failed: retire it, remember lost claims."""
@@ -493,12 +493,15 @@ class ContentRepository:
             resource.file.close()
         except (StorageError, OSError):
             pass  # the file already failed; its unsynced bytes are gone either way
+        self._log_failure("content resource %s failed and was retired: %s", resource.claim.relative_path, error)
+
+    def _log_failure(self, message: str, *args) -> None:
         # An outage fails every resource in turn: one warning a minute, the rest at debug.
         now = time.monotonic()
         level = logging.WARNING if now - self._failure_logged >= 60.0 else logging.DEBUG
         if level == logging.WARNING:
             self._failure_logged = now
-        log.log(level, "content resource %s failed and was retired: %s", resource.claim.relative_path, error)
+        log.log(level, message, *args)
 
     def sync(self, *, retire: bool | None = None) -> None:
         """Make every claim closed so far durable (and, with `retire`, close every

@@ -106,9 +106,11 @@ class FlowCluster:
                 continue
         return beats
 
-    def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE) -> int:
+    def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE, *, shard: str | None = None) -> int:
+        """What `incarnation` has queued in `queue` of `shard` (by default its home shard)."""
         beat = self.heartbeats().get(incarnation)
-        return beat.queues.get(queue).count if beat is not None and queue in beat.queues else 0
+        key = f"{shard or incarnation}/{queue}"
+        return beat.queues[key].count if beat is not None and key in beat.queues else 0
 
     def swap_files(self, shard_id: str) -> list[str]:
         from replication.hdfs_storage import HdfsStorage

@@ -41,7 +41,7 @@ class NodeProcess:
         self.name = name
         self.events: list[dict] = []
         self._lock = threading.Lock()
-        self.log = open(log_path, "w")
+        self.log = open(log_path, "a")
         self.process = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

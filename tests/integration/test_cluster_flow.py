@@ -6,6 +6,7 @@ queued and swapped FlowFiles are taken over by a survivor and delivered exactly 
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from cluster.ownership import ShardState
 from cluster.services.process import wait_until
 
 from .flow_cluster import SWAPPED_QUEUE, FlowCluster
+from .test_cluster_failover import SESSION_TIMEOUT
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
@@ -51,3 +53,99 @@ def test_a_killed_nodes_queued_and_swapped_flowfiles_are_delivered_once_by_the_b
     recovered = [e for e in n2.find("recovered", shard=victim)]
     assert recovered and recovered[-1]["swapped_flowfiles"] > 0, recovered
     print(report.summary())
+
+
+def test_hdfs_down_commits_roll_back_with_one_line_and_the_nodes_resume_when_it_returns(flow_cluster, hdfs_cluster):
+    cluster = flow_cluster
+    nodes = [cluster.start(name, count=400) for name in ("n1", "n2")]
+    for node in nodes:
+        node.wait("joined", timeout=60)
+    wait_until(lambda: cluster.delivered() > 50, 60, "delivery to start")
+    members = {node.name: node.incarnation for node in nodes}
+    hdfs_cluster.stop_namenode()
+    try:
+        # Commits fail and roll back on both nodes.
+        wait_until(lambda: all(node.find("rejected write") for node in nodes), 60,
+                   "both nodes to see their commits rejected")
+        # The outage lasts a while (its length is the fault, not a wait for anything):
+        # many retries, and nobody dies or fails over meanwhile.
+        outage_ends = time.monotonic() + 8.0
+        while time.monotonic() < outage_ends:
+            assert not any(node.find("dead") for node in nodes)
+            assert all(node.process.poll() is None for node in nodes)
+            time.sleep(0.2)
+    finally:
+        hdfs_cluster.start_namenode()
+    for node in nodes:
+        node.wait("storage-up", timeout=90)
+    cluster.wait_settled(timeout=180)
+    assert {node.name: node.incarnation for node in nodes} == members  # nobody died or failed over
+    assert all(not node.find("dead") for node in nodes)
+    for node in nodes:
+        text = _log(node)
+        shard = members[node.name]
+        # One line when the shard's commits start failing and one when they succeed
+        # again, not one per attempt; no stack traces.
+        assert text.count(f"shard {shard}: commits fail") == 1, text[-4000:]
+        assert text.count(f"shard {shard}: commits succeed again") == 1, text[-4000:]
+        assert "Traceback" not in text, text[-5000:]
+    report = cluster.check()
+    assert report.ok, report.summary()
+    assert report.created == 800
+
+
+def _log(node) -> str:
+    node.log.flush()
+    with open(node.log.name) as log:
+        return log.read()
+
+
+def test_quorum_loss_stops_every_node_and_processing_resumes_when_quorum_returns(flow_cluster, zookeeper_ensemble):
+    from cluster.checker import cluster_provenance
+    from repositories.provenance import EventType
+
+    cluster = flow_cluster
+    nodes = [cluster.start(name, count=600) for name in ("n1", "n2")]
+    for node in nodes:
+        node.wait("joined", timeout=60)
+    wait_until(lambda: cluster.delivered() > 50, 60, "delivery to start")
+    victims = [member.index for member in zookeeper_ensemble.members][:2]
+    try:
+        for index in victims:
+            zookeeper_ensemble.kill_member(index)
+        lost_at = time.time()
+        # Every node stops processing: its gate closes (or its session is declared over).
+        for node in nodes:
+            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
+                       30, f"{node.name} to stop processing")
+        for index in victims:
+            zookeeper_ensemble.restart_member(index)
+        zookeeper_ensemble.wait_healthy(60)
+        restored_at = time.time()
+    finally:
+        for index in victims:
+            if zookeeper_ensemble.member(index).mode() is None:
+                zookeeper_ensemble.restart_member(index)
+    before = cluster.delivered()
+    wait_until(lambda: cluster.delivered() > before, 90, "delivery to resume after quorum returned")
+    cluster.wait_settled(timeout=180)
+    timelines = {node.name: sorted(node.events, key=lambda e: e["at"]) for node in nodes}
+    report = cluster.check()
+    assert report.ok, report.summary()
+    # While a node's gate was closed, none of its shards committed a delivery, beyond a
+    # commit already past the gate when it closed (sessions are aborted at 1/4 of the
+    # session timeout).
+    grace = SESSION_TIMEOUT * 0.25 + 0.5
+    for name, timeline in timelines.items():
+        closed_since = None
+        by_node = [e.event_time_ms / 1000 for e in cluster_provenance([f"{cluster.directories[name]}/provenance"])
+                   if e.event_type is EventType.SEND]
+        for event in timeline:
+            if event["event"] == "paused" and closed_since is None:
+                closed_since = event["at"]
+            elif event["event"] in ("resumed", "dead") and closed_since is not None:
+                during = [at for at in by_node if closed_since + grace < at < event["at"]]
+                assert during == [], (name, closed_since, event, during[:5])
+                closed_since = None
+        assert any(e["event"] == "paused" and e["at"] >= lost_at for e in timeline), name
+    assert restored_at > lost_at
