@@ -88,7 +88,9 @@ _SECTIONS = {
 }
 
 
-def load_node_config(path: str) -> NodeConfig:
+def load_node_config(path: str, *, name: str | None = None, directory: str | None = None) -> NodeConfig:
+    """NODE.toml at `path`; `name` and `directory` (absolute, or relative to the file)
+    replace the file's own, so that one file can serve several nodes."""
     try:
         with open(path, "rb") as file:
             body = tomllib.load(file)
@@ -96,6 +98,10 @@ def load_node_config(path: str) -> NodeConfig:
         raise NodeConfigError(f"{path}: no such node configuration file") from None
     except tomllib.TOMLDecodeError as error:
         raise NodeConfigError(f"{path}: not valid TOML: {error}") from None
+    if name is not None:
+        body["name"] = name
+    if directory is not None:
+        body["directory"] = directory
     return parse_node_config(body, path)
 
 

@@ -14,13 +14,11 @@ relative to the working directory. Without `--directory`, a file that sets no
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import signal
 import sys
 import threading
-import tomllib
 
 
 def register(subparsers) -> None:
@@ -34,26 +32,14 @@ def register(subparsers) -> None:
 
 
 def load_config(args):
-    """NODE.toml from `args.config`, with `--name` and `--directory` applied."""
+    """NODE.toml from `args.config`, with `--name` and `--directory` (relative to the
+    working directory) applied; the checks are the file's own."""
     from ..node_config import NodeConfigError, load_node_config
 
-    config = load_node_config(args.config)
-    changes = {}
-    if args.name is not None:
-        name = args.name.strip()
-        if not name or "/" in name or name.rpartition("-")[2].isdigit():
-            raise NodeConfigError(f"--name {args.name!r} must be one non-empty path segment that does not end "
-                                  "in -<digits> (incarnations add that)")
-        changes["name"] = name
-        if args.directory is None:
-            with open(config.path, "rb") as file:
-                if "directory" not in tomllib.load(file):
-                    changes["directory"] = os.path.join(os.path.dirname(config.path), f"{name}-data")
-    if args.directory is not None:
-        if not args.directory.strip():
-            raise NodeConfigError("--directory must not be empty")
-        changes["directory"] = os.path.abspath(args.directory)
-    return dataclasses.replace(config, **changes) if changes else config
+    if args.directory is not None and not args.directory.strip():
+        raise NodeConfigError("--directory must not be empty")
+    directory = os.path.abspath(args.directory) if args.directory is not None else None
+    return load_node_config(args.config, name=args.name, directory=directory)
 
 
 def run(args) -> int:

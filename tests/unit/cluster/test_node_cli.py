@@ -62,5 +62,5 @@ def test_directory_overrides_relative_to_the_working_directory(tmp_path, monkeyp
 
 @pytest.mark.parametrize("name", ["", "a/b", "n-1"])
 def test_a_bad_name_is_refused(tmp_path, name):
-    with pytest.raises(NodeConfigError, match="--name"):
+    with pytest.raises(NodeConfigError, match="name"):
         load_config(parse("--config", node_toml(tmp_path), "--name", name))
