@@ -47,13 +47,17 @@ class NodeProcess:
         self._reader.start()
 
     def _read(self) -> None:
-        for line in self.process.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            with self._lock:
-                self.events.append(event)
+        # Every event also goes to <log>.events, for the post-mortem of a failed run.
+        with open(self.log.name + ".events", "a") as keep:
+            for line in self.process.stdout:
+                keep.write(line)
+                keep.flush()
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                with self._lock:
+                    self.events.append(event)
 
     def find(self, kind: str, **fields) -> list[dict]:
         with self._lock:

@@ -149,3 +149,33 @@ def test_quorum_loss_stops_every_node_and_processing_resumes_when_quorum_returns
                 closed_since = None
         assert any(e["event"] == "paused" and e["at"] >= lost_at for e in timeline), name
     assert restored_at > lost_at
+
+
+def test_divvy_splits_a_dead_nodes_queues_over_the_survivors_by_capacity_exactly_once(flow_cluster):
+    cluster = flow_cluster
+    n1 = cluster.start("n1", count=1000, policy="divvy")
+    n1.wait("joined", timeout=60)
+    n2 = cluster.start("n2", count=50, policy="divvy")
+    n3 = cluster.start("n3", count=50, policy="divvy", weight=2.0)
+    for node in (n2, n3):
+        node.wait("joined", timeout=60)
+    victim = n1.incarnation
+    wait_until(lambda: cluster.queued(victim) > 300 and cluster.swap_files(victim), 60,
+               f"{victim} to queue past the swap threshold and swap to HDFS")
+    n1.signal(signal.SIGKILL)
+    wait_until(lambda: (s := cluster.shard(victim)) is not None and s.state in (ShardState.SPLIT, ShardState.RETIRED),
+               60, "the dead node's shard to be split")
+    parent = cluster.shard(victim)
+    children = {child: cluster.shard(child) for child in parent.children}
+    assert {c.owner for c in children.values()} == {n2.incarnation, n3.incarnation}, children
+    wait_until(lambda: all(cluster.first_outputs(child) for child in children), 60, "every slice to deliver")
+    cluster.wait_settled(timeout=180)
+    # Each survivor took a part of the dead node's FlowFiles. (Slices are hash ranges
+    # sized by score; a swap file moves whole, so the counts follow the sizes only roughly.)
+    recovered = {child: next(e for node in (n2, n3) for e in node.find("recovered", shard=child))
+                 for child in children}
+    taken = {children[c].owner: r["flowfiles"] + r["swapped_flowfiles"] for c, r in recovered.items()}
+    assert all(count > 0 for count in taken.values()), taken
+    report = cluster.check()
+    assert report.ok, report.summary()
+    print("divvy:", taken, report.summary())

@@ -33,9 +33,10 @@ import time
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from cluster.ownership import ShardState
-from cluster.services.process import wait_until
+from cluster.services.process import ServiceError, wait_until
 
 from .flow_cluster import FlowCluster
 from .test_cluster_failover import SESSION_TIMEOUT
@@ -67,12 +68,26 @@ def restart(cluster: FlowCluster, name: str):
 
 
 def expire(cluster: FlowCluster, node) -> None:
+    """Expire the node's session from outside: attach to it and close it, as ZooKeeper
+    itself would end it. Attaching can lose its connection (the server may move the
+    session back to the node's own connection first): then it is tried again."""
     joined = node.find("joined")[-1]
-    intruder = KazooClient(hosts=cluster.zk_hosts, timeout=SESSION_TIMEOUT,
-                           client_id=(joined["session_id"], bytes.fromhex(joined["session_password"])))
-    intruder.start(timeout=30)
-    intruder.stop()  # closing the session ends it for the node's own connection too
-    intruder.close()
+    for attempt in range(3):
+        intruder = KazooClient(hosts=cluster.zk_hosts, timeout=SESSION_TIMEOUT,
+                               client_id=(joined["session_id"], bytes.fromhex(joined["session_password"])))
+        try:
+            intruder.start(timeout=30)
+            intruder.stop()  # closing the session ends it for the node's own connection too
+        except KazooException as error:
+            print(f"expiring {joined['incarnation']}: attempt {attempt + 1} failed: {error!r}", flush=True)
+        finally:
+            intruder.close()
+        try:
+            node.wait("dead", timeout=SESSION_TIMEOUT + 5, incarnation=joined["incarnation"])
+            return
+        except ServiceError:
+            continue
+    raise AssertionError(f"could not expire the session of {joined['incarnation']}")
 
 
 def leader_name(cluster: FlowCluster) -> str | None:
@@ -102,10 +117,17 @@ def pick_victim(cluster: FlowCluster, leader: str | None) -> tuple[str, bool]:
     it leaves, its shard is handed over, it joins as a new incarnation that makes
     more), so that every failover round measures the resume of a real backlog."""
     candidates = [name for name in NAMES if name != leader] or list(NAMES)
-    queued = {name: cluster.queued(cluster.nodes[name].incarnation) for name in candidates}
-    best = max(candidates, key=lambda name: (queued[name], name))
-    if queued[best] > BACKLOG:
-        return best, False
+
+    def best_with_backlog():
+        queued = {name: cluster.queued(cluster.nodes[name].incarnation) for name in candidates}
+        best = max(candidates, key=lambda name: (queued[name], name))
+        return best if queued[best] > BACKLOG else None
+
+    try:  # a node that has just joined is still making its FlowFiles
+        return wait_until(best_with_backlog, 3.0, "a node with a backlog"), False
+    except ServiceError:
+        pass
+    best = min(candidates, key=lambda name: cluster.nodes[name].find("joined")[-1]["at"])  # made all its FlowFiles
     node = cluster.nodes[best]
     node.process.terminate()
     node.process.wait(60)
