@@ -41,9 +41,10 @@ from cluster.services.process import ServiceError, wait_until
 from .flow_cluster import FlowCluster
 from .test_cluster_failover import SESSION_TIMEOUT
 
-pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 FAULTS = ("sigkill", "sigstop", "expire", "kill-leader", "zk-follower", "datanode", "kill-adopter")
 ROUNDS = int(os.environ.get("CUSTODY_CLUSTER_DRILL_ROUNDS", str(10 * len(FAULTS))))
+# A round takes about 10 s on the 2-core machine; the limit leaves three times that.
+pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 30 * ROUNDS)]
 COUNT = 300  # FlowFiles each incarnation makes
 NAMES = ("n1", "n2", "n3")
 
