@@ -73,7 +73,8 @@ class ClusteredNode:
             hdfs_root=config.hdfs_root, admin=config.admin, capacity_weight=config.capacity_weight,
             max_threads=config.threads, local_directory=config.directory, policy=config.policy, lead=config.lead,
             wal=WalOptions(partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval,
-                           hooks=self.wal_hooks))
+                           hooks=self.wal_hooks),
+            fence_first_wait=config.fence_first_wait)
         member = ClusterMember(member_config, self.storage, self._runtime)
         with self._lock:
             self.member = member

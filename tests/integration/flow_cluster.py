@@ -49,6 +49,7 @@ class FlowCluster:
         self.nodes: dict[str, NodeProcess] = {}
         self.directories: dict[str, str] = {}
         self.sink = str(workdir / "sink")
+        self._sink_ids: dict[str, str] = {}  # sink file -> the id its content carries
         self.client = KazooClient(hosts=zk_hosts, timeout=10)
         self.client.start(timeout=30)
 
@@ -135,6 +136,24 @@ class FlowCluster:
     def first_outputs(self, shard: str) -> list[float]:
         return [e["at"] for node in self.nodes.values() for e in node.find("first-output", shard=shard)
                 if not e.get("home")]
+
+    def sink_duplicates(self) -> dict[str, list[str]]:
+        """Ids (the uuid a file's content starts with) that more than one sink file
+        carries, read incrementally: new files only. Checked after every fault; lost
+        ids can only be counted once everything has settled (`check`)."""
+        seen = self._sink_ids
+        try:
+            names = [name for name in os.listdir(self.sink) if not name.startswith(".") and name not in seen]
+        except FileNotFoundError:
+            return {}
+        for name in names:
+            with open(os.path.join(self.sink, name), "rb") as handle:
+                first = handle.read(64).split(None, 1)
+            seen[name] = first[0].decode(errors="replace") if first else ""
+        carriers: dict[str, list[str]] = {}
+        for name, carried in seen.items():
+            carriers.setdefault(carried, []).append(name)
+        return {carried: files for carried, files in carriers.items() if len(files) > 1 or files != [carried]}
 
     def delivered(self) -> int:
         try:

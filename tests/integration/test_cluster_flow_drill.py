@@ -198,12 +198,14 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
             follower = zookeeper_ensemble.followers()[0]
             entry.update(no_failover_round(cluster, lambda: zookeeper_ensemble.kill_member(follower.index),
                                            lambda: zookeeper_ensemble.restart_member(follower.index), "a follower down"))
+            assert cluster.sink_duplicates() == {}, entry
             rounds.append(entry)
             print(json.dumps(entry), flush=True)
             continue
         if fault == "datanode":
             entry.update(no_failover_round(cluster, lambda: hdfs_cluster.kill_datanode(1),
                                            lambda: hdfs_cluster.restart_datanode(1), "a DataNode down"))
+            assert cluster.sink_duplicates() == {}, entry
             rounds.append(entry)
             print(json.dumps(entry), flush=True)
             continue
@@ -255,6 +257,8 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
         entry.update(timings(cluster, incarnation, died_at))
         rounds.append(entry)
         print(json.dumps(entry), flush=True)
+        # After each fault: no id delivered twice, no file carrying another's id.
+        assert cluster.sink_duplicates() == {}, (entry, list(cluster.sink_duplicates().items())[:5])
     cluster.wait_settled(timeout=240)
     report = cluster.check()
     print(report.summary())
