@@ -270,7 +270,7 @@ class ClusterMember:
             log.warning("adoption of %s postponed: %s", seen.shard, error)
             self._retry_later(seen)
         except Exception as error:  # noqa: BLE001 - HDFS trouble: adoption retries, fencing is idempotent
-            log.warning("adoption of %s failed, will retry: %s", seen.shard, error)
+            log.warning("adoption of %s failed, will retry: %s: %s", seen.shard, type(error).__name__, error)
             self._retry_later(seen)
 
     def _retry_later(self, seen: ShardOwnership) -> None:
