@@ -183,3 +183,12 @@ def small_tmpfs(tmp_path):
     yield mount
     for mount_point in mounted_points:
         subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """`item.rep_setup` / `rep_call` / `rep_teardown`: a fixture's teardown can tell
+    whether its test failed (the cluster drills then collect the nodes' stacks)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)

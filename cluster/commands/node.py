@@ -3,7 +3,8 @@
 The node joins the cluster through ZooKeeper, runs the flow on its own shard (WAL and
 swap files on HDFS, content on local disk and HDFS) and takes over the shards of
 nodes that die. Each run is a new incarnation. SIGTERM or SIGINT leaves the cluster
-on purpose: its shards are handed to the others at once. `--events` prints one JSON
+on purpose: its shards are handed to the others at once. SIGUSR1 prints every
+thread's stack to stderr. `--events` prints one JSON
 object per line for each step (joined, adopted, first-output, dead, ...).
 
 `--name NAME` and `--directory DIR` override `name` and `directory` from NODE.toml, so
@@ -14,6 +15,7 @@ relative to the working directory. Without `--directory`, a file that sets no
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -64,6 +66,8 @@ def run(args) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # `kill -USR1 <pid>` prints every thread's stack to stderr (a stuck node's jstack).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,
              config.hdfs_url, config.hdfs_root)
     return node.run(stop, once=args.once)

@@ -162,6 +162,21 @@ class FlowCluster:
             return 0
 
     # -- checking ------------------------------------------------------------------------
+    def dump_stacks(self) -> None:
+        """Every running node prints its threads' stacks to its log (SIGUSR1), for the
+        post-mortem of a failed round."""
+        sizes = {}
+        for node in self.nodes.values():
+            if node.process.poll() is None:
+                sizes[node.name] = os.path.getsize(node.log.name)
+                node.process.send_signal(signal.SIGCONT)
+                node.process.send_signal(signal.SIGUSR1)
+        try:
+            wait_until(lambda: all(os.path.getsize(self.nodes[name].log.name) > size for name, size in sizes.items()),
+                       10, "the nodes to print their stacks")
+        except Exception:  # noqa: BLE001 - a post-mortem aid only
+            pass
+
     def stop_all(self, timeout: float = 60.0) -> None:
         """Stop every node on purpose (SIGTERM: leave the cluster, close the repositories)."""
         for node in self.nodes.values():

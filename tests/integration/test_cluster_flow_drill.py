@@ -50,9 +50,11 @@ NAMES = ("n1", "n2", "n3")
 
 
 @pytest.fixture
-def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+def flow_cluster(request, zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
     made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
     yield made
+    if getattr(request.node, "rep_call", None) is None or request.node.rep_call.failed:
+        made.dump_stacks()  # where each node was stuck, in its log
     made.close()
     print(made.tails())
 
