@@ -46,7 +46,7 @@ class ClusteredNode:
         if storage is None:
             from replication.hdfs_storage import HdfsStorage
 
-            storage = HdfsStorage(config.hdfs_url, dict(config.hdfs_config))
+            storage = HdfsStorage(config.hdfs_url, dict(config.hdfs_config), io_timeout=config.hdfs_io_timeout)
         self.storage = storage
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self.wal_hooks = wal_hooks

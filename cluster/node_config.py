@@ -16,6 +16,9 @@
     [hdfs]
     url = "hdfs://127.0.0.1:8020"
     root = "/custody"
+    io_timeout = 20.0                # seconds a write or hsync may take before the file is
+                                     # given up (hdfs-native can block forever on a pipeline
+                                     # whose DataNode died); the commit then rolls back
     [hdfs.config]                    # hdfs-native client settings, as strings
     "dfs.client.socket-timeout" = "5000"
 
@@ -59,6 +62,7 @@ class NodeConfig:
     session_timeout: float = 4.0
     hdfs_root: str = "/custody"
     hdfs_config: dict = field(default_factory=dict)
+    hdfs_io_timeout: float = 20.0
     flow_parameters: dict = field(default_factory=dict)
     threads: int = 4
     capacity_weight: float = 1.0
@@ -87,7 +91,7 @@ class NodeConfig:
 _SECTIONS = {
     "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node"},
     "zookeeper": {"hosts", "chroot", "cluster", "session_timeout"},
-    "hdfs": {"url", "root", "config"},
+    "hdfs": {"url", "root", "config", "io_timeout"},
     "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval",
              "fence_first_wait"},
 }
@@ -170,6 +174,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         cluster=required(zookeeper, "cluster", "[zookeeper]"), hdfs_url=url,
         session_timeout=number(zookeeper, "session_timeout", 4.0, float, "zookeeper", 1.0),
         hdfs_root=hdfs.get("root", "/custody"), hdfs_config={str(k): str(v) for k, v in hdfs_config.items()},
+        hdfs_io_timeout=number(hdfs, "io_timeout", 20.0, float, "hdfs", 1.0),
         flow_parameters={str(k): str(v) for k, v in parameters.items()},
         threads=number(node, "threads", 4, int, "node", 1),
         capacity_weight=number(node, "capacity_weight", 1.0, float, "node", 0.0),

@@ -29,6 +29,11 @@ from .test_cluster_failover import HDFS_CLIENT, NodeProcess, SESSION_TIMEOUT
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLOW = os.path.join(REPO, "examples", "cluster.yaml")
 SWAPPED_QUEUE = "rewrite/success/put"
+# A write stuck on a pipeline whose DataNode died is given up after this (NODE.toml
+# [hdfs] io_timeout, 20 s by default): with 2 DataNodes every pipeline has the dead
+# one, and a commit makes several such calls in a row, so 20 s each stalled a whole
+# cluster past the drill's 90 s deadline once in 38 DataNode rounds.
+IO_TIMEOUT = 6.0
 
 
 def _toml_value(value) -> str:
@@ -62,6 +67,7 @@ class FlowCluster:
                  "", "[zookeeper]", f"hosts = {_toml_value(self.zk_hosts)}", f"cluster = {_toml_value(self.cluster)}",
                  f"session_timeout = {SESSION_TIMEOUT}",
                  "", "[hdfs]", f"url = {_toml_value(self.hdfs_url)}", f"root = {_toml_value(self.hdfs_root)}",
+                 f"io_timeout = {IO_TIMEOUT}",
                  "", "[hdfs.config]", *(f"{_toml_value(k)} = {_toml_value(v)}" for k, v in sorted(self.hdfs_config.items())),
                  "", "[node]", f"threads = {threads}", f"capacity_weight = {weight}", f"policy = {_toml_value(policy)}",
                  "wal_partitions = 1", "checkpoint_interval = 30.0", ""]

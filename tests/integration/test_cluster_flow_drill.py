@@ -5,7 +5,8 @@ real 3-member ZooKeeper ensemble and real HDFS, with faults injected one after
 another. At the end every FlowFile created anywhere must be in exactly one sink
 file, sent exactly once (provenance, cluster-wide), and no WAL may hold one.
 
-Faults, in rotation (CUSTODY_CLUSTER_DRILL_ROUNDS rounds, default 70: 10 of each):
+Faults, in rotation (CUSTODY_CLUSTER_DRILL_ROUNDS rounds, default 70: 10 of each;
+CUSTODY_CLUSTER_DRILL_FAULTS picks some):
 
 1. sigkill          SIGKILL a node;
 2. sigstop          SIGSTOP it past the session timeout, then SIGCONT (a zombie);
@@ -41,7 +42,10 @@ from cluster.services.process import ServiceError, wait_until
 from .flow_cluster import FlowCluster
 from .test_cluster_failover import SESSION_TIMEOUT
 
-FAULTS = ("sigkill", "sigstop", "expire", "kill-leader", "zk-follower", "datanode", "kill-adopter")
+ALL_FAULTS = ("sigkill", "sigstop", "expire", "kill-leader", "zk-follower", "datanode", "kill-adopter")
+# CUSTODY_CLUSTER_DRILL_FAULTS=datanode,sigkill runs only those (to chase one fault).
+FAULTS = tuple(f for f in os.environ.get("CUSTODY_CLUSTER_DRILL_FAULTS", ",".join(ALL_FAULTS)).split(",") if f)
+assert set(FAULTS) <= set(ALL_FAULTS), f"unknown faults: {set(FAULTS) - set(ALL_FAULTS)}"
 ROUNDS = int(os.environ.get("CUSTODY_CLUSTER_DRILL_ROUNDS", str(10 * len(FAULTS))))
 # A round takes about 10 s on the 2-core machine; the limit leaves three times that.
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 30 * ROUNDS)]
@@ -288,4 +292,5 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
     failovers = [r for r in rounds if r["fault"] not in ("zk-follower", "datanode")]
     assert all("resume" in r for r in failovers), [r for r in failovers if "resume" not in r]
     # Generous bound for a shared 2-core CI machine; the figures above are the measurement.
-    assert summary["all"]["detection"]["max"] < SESSION_TIMEOUT + 10
+    if failovers:
+        assert summary["all"]["detection"]["max"] < SESSION_TIMEOUT + 10
