@@ -88,6 +88,10 @@ def expire(cluster: FlowCluster, node) -> None:
         except KazooException as error:
             print(f"expiring {joined['incarnation']}: attempt {attempt + 1} failed: {error!r}", flush=True)
         finally:
+            try:
+                intruder.stop()  # a start that failed leaves the client running; close needs it stopped
+            except KazooException:
+                pass
             intruder.close()
         try:
             node.wait("dead", timeout=SESSION_TIMEOUT + 5, incarnation=joined["incarnation"])
