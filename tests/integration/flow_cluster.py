@@ -21,10 +21,9 @@ from cluster.checker import ClusterReport, check_cluster
 from cluster.heartbeat import Heartbeat
 from cluster.layout import ClusterLayout
 from cluster.ownership import ShardOwnership, ShardState
-from cluster.plans import FailoverPlan
 from cluster.services.process import wait_until
 
-from .test_cluster_failover import HDFS_CLIENT, NodeProcess, SESSION_TIMEOUT
+from .test_cluster_failover import HDFS_CLIENT, SESSION_TIMEOUT, NodeProcess, ZooKeeperViews
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLOW = os.path.join(REPO, "examples", "cluster.yaml")
@@ -44,7 +43,7 @@ def _toml_value(value) -> str:
     return json.dumps(str(value))
 
 
-class FlowCluster:
+class FlowCluster(ZooKeeperViews):
     def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None, *, cluster="c1"):
         self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
         self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
@@ -83,13 +82,7 @@ class FlowCluster:
         self.nodes[name] = node
         return node
 
-    # -- ZooKeeper views ----------------------------------------------------------------
-    def shard(self, shard_id: str) -> ShardOwnership | None:
-        try:
-            return ShardOwnership.from_json(self.client.get(self.layout.shard(shard_id))[0])
-        except Exception:  # noqa: BLE001 - not there (yet)
-            return None
-
+    # -- ZooKeeper views (shard and plan: ZooKeeperViews) -----------------------------------
     def shards(self) -> list[ShardOwnership]:
         found = []
         for child in self.client.get_children(self.layout.shards):
@@ -97,12 +90,6 @@ class FlowCluster:
             if shard is not None:
                 found.append(shard)
         return found
-
-    def plan(self, plan_id: str) -> FailoverPlan | None:
-        try:
-            return FailoverPlan.from_json(self.client.get(self.layout.plan(plan_id))[0])
-        except Exception:  # noqa: BLE001
-            return None
 
     def heartbeats(self) -> dict[str, Heartbeat]:
         beats = {}

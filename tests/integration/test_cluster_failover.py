@@ -36,6 +36,22 @@ HDFS_CLIENT = {"dfs.client.socket-timeout": "5000", "dfs.client.failover.max.att
                "dfs.client.failover.sleep.base.millis": "100", "dfs.client.failover.sleep.max.millis": "200"}
 
 
+class ZooKeeperViews:
+    """Shards and plans as ZooKeeper holds them now (None when not there yet)."""
+
+    def shard(self, shard_id: str) -> ShardOwnership | None:
+        try:
+            return ShardOwnership.from_json(self.client.get(self.layout.shard(shard_id))[0])
+        except Exception:  # noqa: BLE001 - not there (yet)
+            return None
+
+    def plan(self, plan_id: str) -> FailoverPlan | None:
+        try:
+            return FailoverPlan.from_json(self.client.get(self.layout.plan(plan_id))[0])
+        except Exception:  # noqa: BLE001
+            return None
+
+
 class NodeProcess:
     def __init__(self, name: str, argv: list[str], log_path: str):
         self.name = name
@@ -90,7 +106,7 @@ class NodeProcess:
         self.log.close()
 
 
-class Cluster:
+class Cluster(ZooKeeperViews):
     def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None):
         self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
         self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
@@ -110,18 +126,6 @@ class Cluster:
         node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
         self.nodes[name] = node
         return node
-
-    def shard(self, shard_id: str) -> ShardOwnership | None:
-        try:
-            return ShardOwnership.from_json(self.client.get(self.layout.shard(shard_id))[0])
-        except Exception:  # noqa: BLE001 - not there (yet)
-            return None
-
-    def plan(self, plan_id: str) -> FailoverPlan | None:
-        try:
-            return FailoverPlan.from_json(self.client.get(self.layout.plan(plan_id))[0])
-        except Exception:  # noqa: BLE001
-            return None
 
     def admitted_by(self, incarnation: str) -> int:
         try:
@@ -152,6 +156,28 @@ def cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
         with open(node.log.name) as log:
             tail = log.read()[-3000:]
         print(f"---- {node.name} stderr tail ----\n{tail}")
+
+
+def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:
+    """Kill two of the three ZooKeeper members, wait until every node has stopped
+    processing (its gate closed, or its session declared over), then bring quorum
+    back. Returns (lost at, restored at), wall clock."""
+    victims = [member.index for member in zookeeper_ensemble.members][:2]
+    try:
+        for index in victims:
+            zookeeper_ensemble.kill_member(index)
+        lost_at = time.time()
+        for node in nodes:
+            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
+                       30, f"{node.name} to stop processing")
+        for index in victims:
+            zookeeper_ensemble.restart_member(index)
+        zookeeper_ensemble.wait_healthy(60)
+        return lost_at, time.time()
+    finally:
+        for index in victims:
+            if zookeeper_ensemble.member(index).mode() is None:
+                zookeeper_ensemble.restart_member(index)
 
 
 def assert_exactly_once(report: dict) -> None:
@@ -229,23 +255,7 @@ def test_quorum_loss_stops_processing_and_it_resumes_when_quorum_returns(cluster
     for node in (n1, n2):
         node.wait("joined")
     wait_until(lambda: len(read_finished(cluster.sink)) >= 30, 60, "some records to be finished")
-    victims = [member.index for member in zookeeper_ensemble.members][:2]
-    try:
-        for index in victims:
-            zookeeper_ensemble.kill_member(index)
-        lost_at = time.time()
-        # Every node stops processing: its gate closes (or its session is declared over).
-        for node in (n1, n2):
-            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
-                       30, f"{node.name} to stop processing")
-        for index in victims:
-            zookeeper_ensemble.restart_member(index)
-        zookeeper_ensemble.wait_healthy(60)
-        restored_at = time.time()
-    finally:
-        for index in victims:
-            if zookeeper_ensemble.member(index).mode() is None:
-                zookeeper_ensemble.restart_member(index)
+    lost_at, restored_at = lose_quorum(zookeeper_ensemble, (n1, n2))
     # Processing resumes: new finishes after quorum returned, and the ledger settles exactly once.
     wait_until(lambda: any(row[4] > restored_at for row in read_finished(cluster.sink)), 60, "processing to resume")
     assert_exactly_once(cluster.wait_all_finished(timeout=120))

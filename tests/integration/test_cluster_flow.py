@@ -14,7 +14,7 @@ from cluster.ownership import ShardState
 from cluster.services.process import wait_until
 
 from .flow_cluster import SWAPPED_QUEUE, FlowCluster
-from .test_cluster_failover import SESSION_TIMEOUT
+from .test_cluster_failover import SESSION_TIMEOUT, lose_quorum
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
@@ -109,23 +109,7 @@ def test_quorum_loss_stops_every_node_and_processing_resumes_when_quorum_returns
     for node in nodes:
         node.wait("joined", timeout=60)
     wait_until(lambda: cluster.delivered() > 50, 60, "delivery to start")
-    victims = [member.index for member in zookeeper_ensemble.members][:2]
-    try:
-        for index in victims:
-            zookeeper_ensemble.kill_member(index)
-        lost_at = time.time()
-        # Every node stops processing: its gate closes (or its session is declared over).
-        for node in nodes:
-            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
-                       30, f"{node.name} to stop processing")
-        for index in victims:
-            zookeeper_ensemble.restart_member(index)
-        zookeeper_ensemble.wait_healthy(60)
-        restored_at = time.time()
-    finally:
-        for index in victims:
-            if zookeeper_ensemble.member(index).mode() is None:
-                zookeeper_ensemble.restart_member(index)
+    lost_at, restored_at = lose_quorum(zookeeper_ensemble, nodes)
     before = cluster.delivered()
     wait_until(lambda: cluster.delivered() > before, 90, "delivery to resume after quorum returned")
     cluster.wait_settled(timeout=180)
