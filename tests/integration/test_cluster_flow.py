@@ -5,6 +5,7 @@ queued and swapped FlowFiles are taken over by a survivor and delivered exactly 
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -85,9 +86,13 @@ def test_hdfs_down_commits_roll_back_with_one_line_and_the_nodes_resume_when_it_
         text = _log(node)
         shard = members[node.name]
         # One line when the shard's commits start failing and one when they succeed
-        # again, not one per attempt; no stack traces.
-        assert text.count(f"shard {shard}: commits fail") == 1, text[-4000:]
-        assert text.count(f"shard {shard}: commits succeed again") == 1, text[-4000:]
+        # again, not one per attempt; no stack traces. (A NameNode that has just left
+        # safe mode may fail a write or two again: that is a second, short outage with
+        # its own pair of lines.)
+        failing = text.count(f"shard {shard}: commits fail")
+        recovered = re.findall(rf"shard {re.escape(shard)}: commits succeed again after (\d+) failed", text)
+        assert failing >= 1 and failing == len(recovered), text[-4000:]
+        assert sum(int(n) for n in recovered) >= 3 * failing, (recovered, text[-4000:])
         assert "Traceback" not in text, text[-5000:]
     report = cluster.check()
     assert report.ok, report.summary()
