@@ -65,7 +65,11 @@ def _apply_to_queues(shard, tx: Transaction) -> None:
     for queue, flowfiles in tx.transfers.items():
         queue.put_all(flowfiles)
     for queue in tx.transfers:
-        shard.maintain(queue)
+        try:
+            shard.maintain(queue)
+        except Exception as error:  # noqa: BLE001 - swapping is not part of the commit; the next one retries it
+            log.warning("queue %s: swapping after a commit failed (%s); it is tried again after the next one",
+                        queue.id, str(error).splitlines()[0][:300])
 
 
 def _apply_claims(content, tx: Transaction) -> None:

@@ -183,9 +183,14 @@ class QueueShard:
                                      tuple(f.id for f in batch))])
         except Exception as error:
             queue.abort_swap_out(batch)
-            self.swap_store.delete(summary.location)
             self.swap_failures += 1
-            log.warning("queue %s: the WAL refused a swap-out, the batch stays in memory: %s", queue.id, error)
+            log.warning("queue %s: the WAL refused a swap-out, the batch stays in memory: %s", queue.id,
+                        str(error).splitlines()[0][:300])
+            try:
+                self.swap_store.delete(summary.location)
+            except Exception as cleanup:  # noqa: BLE001 - storage down: the next recovery removes the orphan
+                log.warning("queue %s: could not delete the unrecorded swap file %s (%s); the next recovery "
+                            "removes it", queue.id, summary.location, str(cleanup).splitlines()[0][:200])
             return False
         queue.complete_swap_out(batch, summary)
         return True

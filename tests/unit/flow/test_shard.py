@@ -115,3 +115,21 @@ def test_processor_state_and_in_memory_shard():
     assert shard.get_state("p") == {"a": "1"}
     record = QueueShard.state_record("p", {"a": "1"}, 5)
     assert record.queue == "__state__" and record.id == "__state__/p"
+
+
+def test_a_refused_swap_out_keeps_the_batch_in_memory_even_when_its_file_cannot_be_deleted(tmp_path):
+    queue, shard = open_(str(tmp_path))
+    shard.recover()
+    commit(shard, queue, flowfiles(4))
+
+    def refuse(updates):
+        raise OSError("storage down")
+
+    def cannot_delete(location):
+        raise OSError("storage down")
+
+    shard.wal.update, shard.swap_store.delete = refuse, cannot_delete
+    queue.put_all(flowfiles(2, start=4))
+    shard.maintain(queue)  # must not raise: swapping is not part of any commit
+    assert queue.count == 6 and queue.in_memory() == 6 and queue.summary().swap_files == 0
+    assert shard.swap_failures == 1
