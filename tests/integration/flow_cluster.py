@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 from kazoo.client import KazooClient
 
@@ -189,8 +190,21 @@ class FlowCluster(ZooKeeperViews):
                              source_component="generate",
                              wal_counts={name: beat.queued_count for name, beat in beats.items()})
 
-    def wait_settled(self, timeout: float = 120.0) -> None:
-        wait_until(self.settled, timeout, "every FlowFile to be delivered and every dead shard retired")
+    def wait_settled(self, timeout: float = 120.0, quiet: float = 3.0) -> None:
+        """Settled, and still settled with nothing new delivered `quiet` seconds later: a
+        source that yielded after a failure may not have made all its FlowFiles yet."""
+        seen: dict = {}
+
+        def quiescent():
+            if not self.settled():
+                seen.clear()
+                return False
+            delivered, now = self.delivered(), time.monotonic()
+            if seen.get("delivered") != delivered:
+                seen.update(delivered=delivered, since=now)
+            return now - seen["since"] >= quiet
+
+        wait_until(quiescent, timeout, "every FlowFile to be delivered and every dead shard retired")
 
     def close(self) -> None:
         for node in self.nodes.values():

@@ -79,6 +79,9 @@ def test_hdfs_down_commits_roll_back_with_one_line_and_the_nodes_resume_when_it_
         hdfs_cluster.start_namenode()
     for node in nodes:
         node.wait("storage-up", timeout=90)
+    # Every FlowFile made and delivered (a generator that failed during the outage
+    # yields for a while, and queues can be empty before it has made all of them).
+    wait_until(lambda: cluster.delivered() >= 800, 180, "all 800 FlowFiles to be delivered")
     cluster.wait_settled(timeout=180)
     assert {node.name: node.incarnation for node in nodes} == members  # nobody died or failed over
     assert all(not node.find("dead") for node in nodes)
