@@ -1,6 +1,6 @@
 """A clustered node running the ledger workload (`ledger_runtime`), one incarnation
-after another: the process the cluster tests and drills start, kill, freeze and
-thaw. Until the flow engine is wired into clustered nodes, it is also the way to
+after another: the process the cluster's protocol tests start, kill, freeze and
+thaw (`custody node` runs the flow, and the drills use it). It is also a quick way to
 see the cluster core work end to end:
 
     python -m cluster.ledger_node --zk HOSTS/chroot --cluster c1 --node n1 \\

@@ -1,7 +1,7 @@
-"""`LedgerRuntime`: a flow-less `ShardRuntime` for drills and the cluster's own tests.
+"""`LedgerRuntime`: a flow-less `ShardRuntime` for the cluster's protocol tests.
 
-Until the flow engine is wired into clustered nodes, this is the workload that runs
-on a shard: a home shard admits uniquely-numbered FlowFile records (a durable WAL
+The workload of the cluster's protocol tests (the flow itself runs in `custody node`,
+see `flow_runtime`): a home shard admits uniquely-numbered FlowFile records (a durable WAL
 `Put` each), and every shard delivers its records to an idempotent sink (a file
 named by the record id, written under a temporary name and renamed) and then
 finishes them (a durable WAL `Delete`). Three append-only logs in the sink

@@ -20,7 +20,8 @@ import logging
 import os
 import signal
 import sys
-import threading
+
+from . import stop_on_signals
 
 
 def register(subparsers) -> None:
@@ -58,14 +59,7 @@ def run(args) -> int:
     except (NodeConfigError, FlowError) as error:
         print(f"custody node: {error}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-
-    def on_signal(number, _frame) -> None:
-        log.info("received %s: leaving the cluster", signal.Signals(number).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals(log, "leaving the cluster")
     # `kill -USR1 <pid>` prints every thread's stack to stderr (a stuck node's jstack).
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
-import threading
+
+from . import stop_on_signals
 
 
 def register(subparsers) -> None:
@@ -48,14 +48,7 @@ def run(args) -> int:
         print(f"custody run: invalid flow: {error}", file=sys.stderr)
         return 2
     node = StandaloneNode(definition, data_dir, NodeSettings(threads=args.threads))
-    stop = threading.Event()
-
-    def on_signal(number, _frame) -> None:
-        log.info("received %s: stopping", signal.Signals(number).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals(log, "stopping")
     try:
         node.start()
     except (NodeError, FlowError) as error:
