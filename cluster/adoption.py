@@ -25,7 +25,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from repositories.flowfile import FlowFileSerDe, Put, SwapIn, SwapOut, WriteAheadLog, list_wal_files, read_state
+from repositories.flowfile import FlowFileSerDe, Put, SwapOut, WriteAheadLog, list_wal_files, read_state
 
 from .errors import FencedError
 from .fencing import FenceHooks, current_directory, fence
@@ -64,7 +64,7 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
 
 
 def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions, *,
-                sleep=time.sleep, fence_hooks: FenceHooks | None = None, fence_first_wait: float = 0.5) -> ShardHandle:
+                sleep=time.sleep, fence_hooks: FenceHooks | None = None, fence_first_wait: float = 0.1) -> ShardHandle:
     """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`) and
     return its handle. For an unseeded divvy slice, also seed its WAL."""
     started = time.monotonic()
@@ -75,48 +75,24 @@ def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, optio
     swap = layout.swap_directory(directory)
     if not storage.exists(swap):
         storage.mkdir(swap)
-    relocated = _relocate_swap_files(storage, layout, ownership, directory, options)
     log.info("fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
              ownership.shard, ownership.epoch, directory, len(report.files), report.recover_calls, report.waited,
              time.monotonic() - started)
     return _handle(storage, layout, ownership, directory, options, home=False,
-                   notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s",
-                          f"relocated {relocated} swap file registrations"])
-
-
-def _relocate_swap_files(storage, layout, ownership, directory: str, options: WalOptions) -> int:
-    """Point the WAL's swap-file registrations at the fenced directory.
-
-    Swap locations are recorded as full paths, and fencing renamed the directory they
-    name. Left alone, the adopter would not find them, and worse, would take every
-    swap file under the new name for an orphan and delete it. So, before the runtime
-    opens the WAL, each registration is moved in one transaction per WAL (SwapIn of the
-    old location + SwapOut of the new one, no FlowFile changes), at the new epoch.
-    Skipped when the shard's swap directory is empty (the usual case), so the WAL is
-    recovered twice only when the shard had swapped."""
-    if not storage.list(layout.swap_directory(directory)):
-        return 0
-    handle = _handle(storage, layout, ownership, directory, options, home=False)
-    wal = handle.open_wal()
-    try:
-        wal.recover()
-        updates = []
-        for location, swap_file in sorted(wal.swap_files.items()):
-            moved = handle.relocate(location)
-            if moved != location:
-                updates += [SwapIn(location), SwapOut(swap_file._replace(location=moved), ())]
-        if updates:
-            wal.update(updates)
-        return len(updates) // 2
-    finally:
-        wal.close()
+                   notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s"])
 
 
 def _handle(storage, layout, ownership, directory, options, *, home, notes=()) -> ShardHandle:
+    """Swap locations are recorded as full paths, and fencing renamed the directory
+    they name. Left alone, the adopter would not find them, and worse, would take
+    every swap file under the new name for an orphan and delete it. So the WAL's
+    recovery moves each registration through `handle.relocate` and checkpoints the
+    new locations at the new epoch before anything runs."""
     wal_directory = layout.wal_directory(directory)
-    return ShardHandle(ownership, directory, layout.shard_directory(ownership.shard),
-                       lambda: _open_wal(storage, wal_directory, ownership.epoch, options), storage, home,
-                       notes=list(notes))
+    handle = ShardHandle(ownership, directory, layout.shard_directory(ownership.shard), None, storage, home,
+                         notes=list(notes))
+    handle.open_wal = lambda: _open_wal(storage, wal_directory, ownership.epoch, options, relocate=handle.relocate)
+    return handle
 
 
 def _adopt_slice(storage, layout, ownership, options, *, sleep, fence_hooks, fence_first_wait) -> ShardHandle:
@@ -190,6 +166,6 @@ def _copy_file(storage, source: str, target: str, chunk: int = 8 << 20) -> None:
         out.sync()
 
 
-def _open_wal(storage, directory: str, epoch: int, options: WalOptions) -> WriteAheadLog:
+def _open_wal(storage, directory: str, epoch: int, options: WalOptions, relocate=None) -> WriteAheadLog:
     return WriteAheadLog(storage, directory, partitions=options.partitions, epoch=epoch,
-                         checkpoint_interval=options.checkpoint_interval, hooks=options.hooks)
+                         checkpoint_interval=options.checkpoint_interval, hooks=options.hooks, relocate_swap=relocate)

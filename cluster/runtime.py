@@ -12,7 +12,8 @@ processors that run its queues):
   the shard's HDFS directory, at the shard's epoch) and rebuild the queues from it,
   registering swap files from their summaries without loading them. Swap locations
   in the WAL are full paths that may name an older directory of the shard (before
-  fencing renamed it): resolve each through `handle.relocate(location)`. Raising
+  fencing renamed it): the WAL `open_wal` returns moves each through
+  `handle.relocate(location)` as it recovers. Raising
   here aborts this adoption; the core stops the runtime and retries later (fencing
   is idempotent). Nothing may be processed yet.
 * `start()`: run the queues with the node's flow, committing every session to that

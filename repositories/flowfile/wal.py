@@ -7,6 +7,7 @@ import itertools
 import logging
 import threading
 import time
+from typing import Callable
 
 from ..storage import StorageFileExists, join
 from . import format as fmt
@@ -60,7 +61,11 @@ class WriteAheadLog:
         clock=time.monotonic,
         wall_clock=time.time,
         hooks: WalHooks | None = None,
+        relocate_swap: Callable[[str], str] | None = None,
     ):
+        """`relocate_swap`, if given, maps each swap location recovery finds to where
+        the file is now (a fenced shard's directory was renamed); when it moves any,
+        recovery checkpoints at once, so the snapshot records the new locations."""
         if partitions < 1:
             raise ValueError("partitions must be at least 1")
         self.storage = storage
@@ -72,6 +77,7 @@ class WriteAheadLog:
         self._clock = clock
         self._wall_clock = wall_clock
         self._hooks = hooks
+        self._relocate_swap = relocate_swap
         self._repository_lock = SharedExclusiveLock()
         self._journals: list[Journal] = []
         self._partition_counter = itertools.count()
@@ -252,7 +258,7 @@ class WriteAheadLog:
             self._restore_case_both(files.partial)
         elif case is SnapshotCase.PARTIAL_ONLY:
             self._restore_case_partial_only(files.partial, report)
-        self._records, self._swap_files = state.records, state.swap_files
+        self._records, self._swap_files = state.records, self._relocated(state.swap_files, report)
         self._txids = itertools.count(state.next_txid)
         if report.cuts:
             self._save_cuts(state)
@@ -275,6 +281,19 @@ class WriteAheadLog:
             "WAL %s recovered: %d records, %d swap files, max transaction id %d (%s)",
             self.directory, report.record_count, len(report.swap_files), report.max_txid, case.name,
         )
+
+    def _relocated(self, swap_files: dict, report: RecoveryReport) -> dict:
+        if self._relocate_swap is None:
+            return swap_files
+        moved, count = {}, 0
+        for location, swap_file in swap_files.items():
+            target = self._relocate_swap(location)
+            if target != location:
+                swap_file, count = swap_file._replace(location=target), count + 1
+            moved[target] = swap_file
+        if count:
+            report.checkpoint_reasons.append(f"{count} swap file registrations relocated")
+        return moved
 
     def _restore_case_neither(self, report: RecoveryReport) -> None:
         # Nothing to restore from: a new WAL, or one that never checkpointed. The

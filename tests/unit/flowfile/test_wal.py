@@ -80,6 +80,24 @@ def test_round_trip_with_deletes_and_swaps(storage, directory):
     assert again.last_recovery.max_txid == 4
 
 
+def test_relocated_swap_registrations_are_checkpointed_at_their_new_place(storage, directory):
+    wal = open_wal(storage, directory)
+    wal.recover()
+    wal.update([SwapOut(SwapFile("/old/swap/1", "q1", 2, 20), ("ff-1", "ff-2")),
+                SwapOut(SwapFile("/elsewhere/swap/2", "q1", 1, 10), ("ff-3",))])
+    wal.close()
+    moved = open_wal(storage, directory, relocate_swap=lambda location: location.replace("/old/", "/new/"))
+    moved.recover()
+    assert set(moved.swap_files) == {"/new/swap/1", "/elsewhere/swap/2"}
+    assert moved.swap_files["/new/swap/1"] == SwapFile("/new/swap/1", "q1", 2, 20)
+    assert "1 swap file registrations relocated" in moved.last_recovery.checkpoint_reasons
+    moved.close()
+    again = open_wal(storage, directory)  # no relocation: the snapshot already has them
+    again.recover()
+    assert set(again.swap_files) == {"/new/swap/1", "/elsewhere/swap/2"}
+    assert not again.last_recovery.checkpoint_reasons
+
+
 def test_case_neither_file(storage, directory):
     wal = open_wal(storage, directory)
     wal.recover()
