@@ -5,11 +5,16 @@
    created with `create_parent=False`, the old owner cannot bring the directory back
    by creating a new file in it.
 2. `recover_lease` every file under the fenced directory (WAL journals, snapshot,
-   swap files), polling with backoff until each is closed. The first wait is
-   `first_wait` twice, then doubling up to `max_wait`: a tight loop of recoverLease
-   calls livelocks the NameNode. HBase waits 4 s before its second call because
-   block recovery rides on DataNode heartbeats (3 s by default); custody's HDFS
-   runs 1 s heartbeats, so the default first wait is 0.5 s (configurable).
+   swap files), polling until each is closed: every `first_wait` (0.1 s) for the
+   first `fast_window` (2 s), then doubling up to `max_wait`. Block recovery rides
+   on DataNode heartbeats (custody's HDFS runs them every second): the NameNode hands
+   the recovery to a DataNode in its next heartbeat's reply, so the file closes
+   somewhere within the first second or two, and a short poll sees it close without
+   waiting out a long backoff step. Asking again while a recovery runs does not
+   restart it (since HDFS-11576, Hadoop 3.1, the NameNode starts a new recovery only
+   when the previous one timed out), so the short poll costs one cheap NameNode call
+   per open file; after the window the backoff keeps a stuck recovery from becoming
+   a tight loop. (HBase waits 4 s before its second call, for older HDFS.)
 
 After that the old owner's next hsync fails with `LeaseLost`, and the adopter reads
 a directory nobody else can write.
@@ -74,7 +79,7 @@ def current_directory(storage, layout, shard: str) -> tuple[str | None, int | No
 
 
 def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=time.monotonic,
-          first_wait: float = 0.5, max_wait: float = 8.0,
+          first_wait: float = 0.1, fast_window: float = 2.0, max_wait: float = 8.0,
           timeout: float = 120.0, hooks: FenceHooks | None = None) -> FenceReport:
     """Fence `shard` for its new owner at `epoch` and return where its data now is.
 
@@ -108,7 +113,7 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
     for path in files:
         hooks.before_recover(path)
     calls, waited = _recover_all(storage, shard, files, sleep=sleep, clock=clock, first_wait=first_wait,
-                                 max_wait=max_wait, timeout=timeout)
+                                 fast_window=fast_window, max_wait=max_wait, timeout=timeout)
     report.files, report.recover_calls, report.waited = files, calls, waited
     return report
 
@@ -123,12 +128,13 @@ def _files_under(storage, directory: str) -> list[str]:
     return files
 
 
-def _recover_all(storage, shard, files, *, sleep, clock, first_wait, max_wait, timeout) -> tuple[int, float]:
+def _recover_all(storage, shard, files, *, sleep, clock, first_wait, fast_window, max_wait,
+                 timeout) -> tuple[int, float]:
     """Ask for every file's lease in one round, then poll only the files still open,
     with one shared backoff: recoveries run in parallel on the DataNodes, so the
     fence takes as long as the slowest file, not the sum of them."""
     start = clock()
-    calls = rounds = 0
+    calls = 0
     delay = first_wait
     pending = list(files)
     while pending:
@@ -143,11 +149,9 @@ def _recover_all(storage, shard, files, *, sleep, clock, first_wait, max_wait, t
         waited = clock() - start
         if waited >= timeout:
             raise FenceTimeout(shard, pending[0], waited)
-        sleep(delay)  # backoff between NameNode calls, never a tight loop
-        rounds += 1
-        # A second short wait first: block recovery usually finishes within one
-        # DataNode heartbeat after the first call; then back off exponentially.
-        delay = delay if rounds < 2 else min(delay * 2, max_wait)
+        sleep(delay)  # a pause between NameNode calls, never a tight loop
+        if clock() - start >= fast_window:
+            delay = min(delay * 2, max_wait)
     return calls, clock() - start
 
 

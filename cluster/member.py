@@ -59,7 +59,7 @@ class MemberConfig:
     policy: str = "whole"
     lead: bool = True
     wal: WalOptions = field(default_factory=WalOptions)
-    fence_first_wait: float = 0.5
+    fence_first_wait: float = 0.1
 
 
 @dataclass

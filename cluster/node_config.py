@@ -30,9 +30,9 @@
     admin = ""                       # address shown in the heartbeat
     wal_partitions = 2
     checkpoint_interval = 60.0
-    fence_first_wait = 0.25          # seconds between the first lease-recovery polls when
-                                     # adopting (then doubling); block recovery rides on
-                                     # DataNode heartbeats, so match their interval
+    fence_first_wait = 0.1           # seconds between lease-recovery polls when adopting,
+                                     # for the first 2 s (then doubling): block recovery
+                                     # finishes on a DataNode heartbeat, seen this soon
 
 Unknown keys are refused by name: a misspelt setting must not be silently ignored.
 """
@@ -71,7 +71,7 @@ class NodeConfig:
     admin: str = ""
     wal_partitions: int = 2
     checkpoint_interval: float = 60.0
-    fence_first_wait: float = 0.25
+    fence_first_wait: float = 0.1
     path: str = ""
 
     @property
@@ -181,5 +181,5 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         policy=policy, lead=lead, admin=str(node.get("admin", "")),
         wal_partitions=number(node, "wal_partitions", 2, int, "node", 1),
         checkpoint_interval=number(node, "checkpoint_interval", 60.0, float, "node", 1.0),
-        fence_first_wait=number(node, "fence_first_wait", 0.25, float, "node", 0.05),
+        fence_first_wait=number(node, "fence_first_wait", 0.1, float, "node", 0.05),
         path=os.path.abspath(path))

@@ -8,7 +8,13 @@ HTTP servers (and their /jmx servlet, which the health check reads) start withou
 
 Settings chosen for tests and drills:
 * every address is 127.0.0.1 on a port the harness picked;
-* heartbeats every second, so a killed DataNode is noticed within seconds;
+* heartbeats every second as the NameNode counts them, so a killed DataNode is
+  noticed within seconds; the DataNodes themselves beat every 300 ms, because the
+  NameNode hands out block recovery (lease recovery of a dead writer's file, the
+  wait in every takeover) only in a heartbeat's reply. The NameNode keeps whole
+  seconds: it reads the interval in seconds, and a sub-second value there would
+  zero its block-recovery timeout (30 heartbeats), restarting recovery on every
+  recoverLease call;
 * permissions off; safe mode ends as soon as the DataNodes have reported their blocks;
 * `dfs.replication` equals the number of DataNodes.
 
@@ -231,6 +237,7 @@ class HdfsCluster:
                 "dfs.datanode.address": f"{HOST}:{self.ports[f'dn{index}_data']}",
                 "dfs.datanode.http.address": f"{HOST}:{self.ports[f'dn{index}_http']}",
                 "dfs.datanode.ipc.address": f"{HOST}:{self.ports[f'dn{index}_ipc']}",
+                "dfs.heartbeat.interval": "300ms",
             })
             self._write_conf(f"datanode-{index}", core, datanode)
 

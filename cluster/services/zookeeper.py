@@ -1,8 +1,11 @@
 """A ZooKeeper ensemble on loopback, from Debian's `zookeeper` package.
 
 Each member is one JVM (`QuorumPeerMain`) with its own data directory, `myid` and
-`zoo.cfg` under the work directory, on ports the harness picked. tickTime is 500 ms,
-so the server accepts session timeouts from 1 s to 10 s.
+`zoo.cfg` under the work directory, on ports the harness picked. tickTime is 200 ms:
+ZooKeeper checks for expired sessions once a tick, so a dead client's session ends
+at most a tick after its timeout (a dead node is detected that much sooner than
+with the usual 2 s tick). Session timeouts from 1 s to 20 s are accepted, and
+followers get 10 s to join and 5 s to stay in sync, whatever the tick.
 
 Faults for the drills: `kill_member`, `pause_member` and `restart_member` act on one
 JVM; `expire_session` expires a kazoo client's session the way ZooKeeper itself
@@ -21,7 +24,7 @@ from .network import HOST, four_letter_word, free_ports
 from .process import ManagedProcess, ServiceError, wait_until
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
-TICK_MS = 500
+TICK_MS = 200
 
 
 @dataclass
@@ -173,7 +176,7 @@ class ZooKeeperEnsemble:
             (data / "myid").write_text(f"{member.index}\n")
             config = home / "zoo.cfg"
             config.write_text(
-                f"tickTime={TICK_MS}\ninitLimit=20\nsyncLimit=10\n"
+                f"tickTime={TICK_MS}\ninitLimit={10_000 // TICK_MS}\nsyncLimit={5_000 // TICK_MS}\n"
                 f"dataDir={data}\nclientPort={member.client_port}\nclientPortAddress={HOST}\n"
                 "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=200\n"
                 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"

@@ -49,12 +49,27 @@ def test_fence_renames_then_recovers_every_file_with_backoff(layout):
         sleeps.append(seconds)
         now[0] += seconds
 
-    report = fence(storage, layout, "n1-3", 4, sleep=sleep, clock=lambda: now[0], first_wait=0.5, max_wait=1.5)
+    report = fence(storage, layout, "n1-3", 4, sleep=sleep, clock=lambda: now[0], first_wait=0.5, fast_window=1.0,
+                   max_wait=1.5)
     assert report.directory == original + "-fenced-4" and report.renamed_from == original
     assert not storage.exists(original)
     assert sorted(p.rsplit("/", 1)[-1] for p in report.files) == ["partition-0", "snapshot", "swap-1"]
     assert report.recover_calls == 3 * 6
-    assert sleeps == [0.5, 0.5, 1.0, 1.5, 1.5]  # one shared backoff for all files: doubling, capped
+    # One shared schedule for all files: short polls for the first second, then doubling, capped.
+    assert sleeps == [0.5, 0.5, 1.0, 1.5, 1.5]
+
+
+def test_fence_polls_every_tenth_of_a_second_at_first(layout):
+    make_shard(layout, "n1-3")
+    storage, sleeps, now = SlowLeases(pending=25), [], [0.0]
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    fence(storage, layout, "n1-3", 4, sleep=sleep, clock=lambda: now[0])
+    assert sleeps[:20] == [0.1] * 20  # 2 s of short polls
+    assert sleeps[20:24] == [0.2, 0.4, 0.8, 1.6]  # then the backoff
 
 
 def test_fence_is_idempotent_at_the_same_epoch_and_moves_on_at_a_newer_one(layout):
