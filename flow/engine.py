@@ -124,12 +124,14 @@ class TraditionalEngine:
         if self._dispatcher is not None:
             self._dispatcher.join(timeout)
         deadline = self._clock() + timeout
+        stuck = False
         with self._condition:
             while any(node.running for node in self.nodes.values()):
                 left = deadline - self._clock()
                 if left <= 0:
-                    log.warning("tasks still running after %.0f s: %s", timeout,
+                    log.warning("tasks still running after %.0f s, left behind: %s", timeout,
                                 [n.id for n in self.nodes.values() if n.running])
+                    stuck = True
                     break
                 self._condition.wait(min(left, 0.1))
         for node in self.nodes.values():
@@ -138,7 +140,10 @@ class TraditionalEngine:
             except Exception:  # noqa: BLE001
                 log.exception("%s: on_stopped failed", node.id)
         if self._own_executor:
-            self._executor.shutdown(wait=True)
+            # A task stuck in storage (a commit waiting on a dead DataNode) must not
+            # hold the stop up for ever: its session can no longer commit once the
+            # caller closes the WAL. (`custody node` exits without such threads.)
+            self._executor.shutdown(wait=not stuck, cancel_futures=stuck)
 
     # -- dispatching --------------------------------------------------------------
 

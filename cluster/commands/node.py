@@ -64,4 +64,21 @@ def run(args) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,
              config.hdfs_url, config.hdfs_root)
-    return node.run(stop, once=args.once)
+    code = node.run(stop, once=args.once)
+    exit_past_stuck_threads(log, code)
+    return code
+
+
+def exit_past_stuck_threads(log, code: int) -> None:
+    """Every runtime is stopped and every WAL closed; a flow task still blocked in a
+    storage call (a write to a DataNode that died) can commit nothing any more, but
+    as a pool thread it would hold the interpreter's exit until the call times out.
+    Exit without it, saying so."""
+    import threading
+
+    stuck = [t.name for t in threading.enumerate()
+             if t is not threading.current_thread() and t.is_alive() and not t.daemon]
+    if stuck:
+        log.warning("exiting with %d threads still blocked: %s", len(stuck), ", ".join(sorted(stuck))[:300])
+        logging.shutdown()
+        os._exit(code)

@@ -85,6 +85,7 @@ def test_hdfs_down_commits_roll_back_with_one_line_and_the_nodes_resume_when_it_
     cluster.wait_settled(timeout=180)
     assert {node.name: node.incarnation for node in nodes} == members  # nobody died or failed over
     assert all(not node.find("dead") for node in nodes)
+    attempts = lines = 0
     for node in nodes:
         text = _log(node)
         shard = members[node.name]
@@ -95,8 +96,12 @@ def test_hdfs_down_commits_roll_back_with_one_line_and_the_nodes_resume_when_it_
         failing = text.count(f"shard {shard}: commits fail")
         recovered = re.findall(rf"shard {re.escape(shard)}: commits succeed again after (\d+) failed", text)
         assert failing >= 1 and failing == len(recovered), text[-4000:]
-        assert sum(int(n) for n in recovered) >= 3 * failing, (recovered, text[-4000:])
         assert "Traceback" not in text, text[-5000:]
+        attempts, lines = attempts + sum(int(n) for n in recovered), lines + failing
+    # Each line stood for several failed attempts. (Counted over the cluster: a node
+    # whose queues were empty retries only its generator, which yields after each
+    # failure, so it may fail just twice in the outage.)
+    assert attempts >= 3 * lines, (attempts, lines)
     report = cluster.check()
     assert report.ok, report.summary()
     assert report.created == 800
