@@ -13,6 +13,7 @@ from ..storage import StorageFileExists, join
 from . import format as fmt
 from .errors import (
     CheckpointError,
+    CorruptSnapshotError,
     JournalPoisonedError,
     NotRecoveredError,
     WriteAheadLogClosedError,
@@ -23,7 +24,7 @@ from .locks import SharedExclusiveLock
 from .recovery import CUT_DIRECTORY, RecoveryReport, journal_name, list_wal_files, read_state
 from .record import apply_update
 from .serde import FlowFileSerDe
-from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, write_snapshot
+from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, read_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +236,7 @@ class WriteAheadLog:
         storage = self.storage
         if not storage.exists(self.directory):
             storage.mkdir(self.directory)
-        files = list_wal_files(storage, self.directory)
+        files = self._without_unfinished_first_checkpoint(list_wal_files(storage, self.directory))
         # Recovery builds millions of dicts and tuples and no cycles: the cyclic
         # collector would only rescan them again and again (it doubled the time).
         collecting = gc.isenabled()
@@ -281,6 +282,24 @@ class WriteAheadLog:
             "WAL %s recovered: %d records, %d swap files, max transaction id %d (%s)",
             self.directory, report.record_count, len(report.swap_files), report.max_txid, case.name,
         )
+
+    def _without_unfinished_first_checkpoint(self, files):
+        """A `.partial` with neither a snapshot nor a journal beside it that cannot be
+        read is the first checkpoint of a new WAL, cut short: journals are created
+        only after a checkpoint's rename, so no transaction was ever acknowledged and
+        the WAL is empty. The `.partial` is deleted and the WAL starts new. (A
+        readable `.partial` is used as it is; with journals beside it, a damaged one
+        is corruption, and recovery stops.)"""
+        if files.snapshot is not None or files.partial is None or files.journals:
+            return files
+        try:
+            read_snapshot(files.partial, self.storage.read(files.partial), self.serde)
+        except CorruptSnapshotError as error:
+            log.warning("WAL %s: deleting %s, an unfinished first checkpoint (%s); the WAL was empty",
+                        self.directory, files.partial, str(error).split(". ")[0])
+            self.storage.delete(files.partial)
+            return files._replace(partial=None)
+        return files
 
     def _relocated(self, swap_files: dict, report: RecoveryReport) -> dict:
         if self._relocate_swap is None:

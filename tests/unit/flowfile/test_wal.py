@@ -98,6 +98,29 @@ def test_relocated_swap_registrations_are_checkpointed_at_their_new_place(storag
     assert not again.last_recovery.checkpoint_reasons
 
 
+def test_an_unfinished_first_checkpoint_is_an_empty_wal(storage, directory):
+    os.makedirs(directory)
+    with open(os.path.join(directory, "snapshot.partial"), "wb"):
+        pass  # killed as the first checkpoint began: no snapshot, no journal
+    wal = open_wal(storage, directory)
+    assert wal.recover() == {}
+    fill(wal, [1])
+    assert sorted(os.listdir(directory)) == ["journal-0", "journal-1", "snapshot"]
+
+
+def test_a_damaged_partial_beside_journals_is_still_refused(storage, directory):
+    wal = open_wal(storage, directory)
+    wal.recover()
+    fill(wal, [1, 2])
+    wal.close()
+    os.rename(os.path.join(directory, "snapshot"), os.path.join(directory, "snapshot.partial"))
+    with open(os.path.join(directory, "snapshot.partial"), "r+b") as partial:
+        partial.truncate(10)
+    with pytest.raises(CorruptSnapshotError):
+        open_wal(storage, directory).recover()
+    assert os.path.exists(os.path.join(directory, "snapshot.partial"))
+
+
 def test_case_neither_file(storage, directory):
     wal = open_wal(storage, directory)
     wal.recover()
