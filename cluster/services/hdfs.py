@@ -15,6 +15,7 @@ Settings chosen for tests and drills:
   seconds: it reads the interval in seconds, and a sub-second value there would
   zero its block-recovery timeout (30 heartbeats), restarting recovery on every
   recoverLease call;
+* a DataNode silent for 3 s is stale: new blocks and reads avoid it;
 * permissions off; safe mode ends as soon as the DataNodes have reported their blocks;
 * `dfs.replication` equals the number of DataNodes.
 
@@ -217,6 +218,12 @@ class HdfsCluster:
             "dfs.heartbeat.interval": "1",
             "dfs.namenode.heartbeat.recheck-interval": "3000",
             "dfs.namenode.stale.datanode.interval": "3000",
+            # A DataNode silent for 3 s gets no new blocks (nor reads, when another
+            # replica has them), as HBase's guide advises: with 2 DataNodes and
+            # replication 2, every new pipeline would otherwise include a killed one
+            # until it is declared dead (16 s), and every commit would fail till then.
+            "dfs.namenode.avoid.write.stale.datanode": "true",
+            "dfs.namenode.avoid.read.stale.datanode": "true",
             "dfs.namenode.rpc-address": f"{HOST}:{self.ports['namenode_rpc']}",
             "dfs.namenode.http-address": f"{HOST}:{self.ports['namenode_http']}",
             "dfs.namenode.name.dir": self.workdir / "namenode" / "name",
