@@ -69,7 +69,12 @@ def run(args) -> int:
     return code
 
 
-def exit_past_stuck_threads(log, code: int) -> None:
+def _exit_now(code: int) -> None:
+    logging.shutdown()
+    os._exit(code)
+
+
+def exit_past_stuck_threads(log, code: int, exit=_exit_now) -> None:
     """Every runtime is stopped and every WAL closed; a flow task still blocked in a
     storage call (a write to a DataNode that died) can commit nothing any more, but
     as a pool thread it would hold the interpreter's exit until the call times out.
@@ -80,5 +85,4 @@ def exit_past_stuck_threads(log, code: int) -> None:
              if t is not threading.current_thread() and t.is_alive() and not t.daemon]
     if stuck:
         log.warning("exiting with %d threads still blocked: %s", len(stuck), ", ".join(sorted(stuck))[:300])
-        logging.shutdown()
-        os._exit(code)
+        exit(code)

@@ -64,3 +64,23 @@ def test_directory_overrides_relative_to_the_working_directory(tmp_path, monkeyp
 def test_a_bad_name_is_refused(tmp_path, name):
     with pytest.raises(NodeConfigError, match="name"):
         load_config(parse("--config", node_toml(tmp_path), "--name", name))
+
+
+def test_a_thread_stuck_in_storage_does_not_hold_the_exit(caplog):
+    import logging
+    import threading
+
+    from cluster.commands.node import exit_past_stuck_threads
+
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, name="flow-task_0", daemon=False)
+    stuck.start()
+    exits = []
+    try:
+        with caplog.at_level(logging.WARNING):
+            exit_past_stuck_threads(logging.getLogger("custody.node"), 0, exit=exits.append)
+    finally:
+        release.set()
+        stuck.join()
+    assert exits == [0]
+    assert "flow-task_0" in caplog.text
