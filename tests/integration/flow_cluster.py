@@ -59,11 +59,12 @@ class FlowCluster(ZooKeeperViews):
         self.client.start(timeout=30)
 
     def write_config(self, name: str, *, count: int = 300, weight: float = 1.0, policy: str = "whole",
-                     threads: int = 2) -> str:
+                     threads: int = 2, put_batch: int = 10) -> str:
         directory = str(self.workdir / name)
         self.directories[name] = directory
         lines = [f"name = {_toml_value(name)}", f"flow = {_toml_value(FLOW)}", f"directory = {_toml_value(directory)}",
                  "", "[flow_parameters]", f"count = {_toml_value(str(count))}", f"out = {_toml_value(self.sink)}",
+                 f"put_batch = {_toml_value(str(put_batch))}",
                  "", "[zookeeper]", f"hosts = {_toml_value(self.zk_hosts)}", f"cluster = {_toml_value(self.cluster)}",
                  f"session_timeout = {SESSION_TIMEOUT}",
                  "", "[hdfs]", f"url = {_toml_value(self.hdfs_url)}", f"root = {_toml_value(self.hdfs_root)}",

@@ -50,7 +50,11 @@ assert set(FAULTS) <= set(ALL_FAULTS), f"unknown faults: {set(FAULTS) - set(ALL_
 ROUNDS = int(os.environ.get("CUSTODY_CLUSTER_DRILL_ROUNDS", str(10 * len(FAULTS))))
 # A round takes about 10 s on the 2-core machine; the limit leaves three times that.
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 30 * ROUNDS)]
-COUNT = 300  # FlowFiles each incarnation makes
+# Each incarnation makes 600 FlowFiles and delivers 50 a second: its backlog lasts
+# about 12 s, so a round's fault meets FlowFiles in flight even on a loaded machine
+# (where the transforms before PutFile slow down too).
+COUNT = 600
+PUT_BATCH = 5
 NAMES = ("n1", "n2", "n3")
 
 
@@ -65,7 +69,7 @@ def flow_cluster(request, zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
 
 
 def start(cluster: FlowCluster, name: str):
-    node = cluster.start(name, count=COUNT)
+    node = cluster.start(name, count=COUNT, put_batch=PUT_BATCH)
     node.wait("joined", timeout=90)
     return node
 
