@@ -162,6 +162,9 @@ class DurableCommitter:
             if tx.wrote_content:
                 _hook(self.hooks, "before_content_sync", component)
                 self.content.sync()
+                # Another session's sync may have been the one told that bytes of
+                # this session's claims were lost: ask about our own claims too.
+                self.content.check_durable(f.content_claim for f in tx.puts if f.content_claim is not None)
             # 2. One WAL transaction: the commit point.
             if updates:
                 _hook(self.hooks, "before_wal", component)

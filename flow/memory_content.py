@@ -100,6 +100,9 @@ class InMemoryContentRepository:
     def claimant_count(self, claim) -> int:
         return self._counts.get(self._resource(claim), 0)
 
+    def check_durable(self, claims) -> None:
+        """Nothing is ever lost in memory (nor durable)."""
+
     def sync(self, **_ignored) -> None:
         pass
 

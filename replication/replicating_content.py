@@ -227,6 +227,14 @@ class ReplicatingContentRepository:
         if first is not None:
             raise first
 
+    def check_durable(self, claims) -> None:
+        """Raise if any required replica lost bytes of `claims` (see
+        `ContentRepository.check_durable`): a claim is complete only when every
+        required replica holds it."""
+        claims = list(claims)
+        for index in sorted(self.required):
+            self.replicas[index].check_durable(claims)
+
     def _degrade(self, index: int, resource: ResourceClaim | None, error: Exception) -> None:
         where = resource.relative_path if resource else "sync"
         log.warning("%s: optional replica %s missed %s: %s (run `custody content fsck`)",

@@ -21,8 +21,11 @@ Failure rules:
   * A failed write or sync retires its resource: it is closed and never appended to
     again, so bytes a failed writer left behind are never inside a later claim.
   * Completed claims whose bytes were not yet synced when their resource failed are
-    reported by the next `sync()` as `ContentWriteFailed.lost`: the sessions that
-    hold them must roll back.
+    reported by the next `sync()` as `ContentWriteFailed.lost`, and remembered: that
+    `sync()` may be another session's (a sync covers every open resource), so before
+    it commits, each session asks `check_durable(its claims)`, which raises
+    `ContentWriteFailed` for a claim in a lost range. The sessions holding such
+    claims roll back; no record ever points at bytes only one replica kept.
   * A write is refused up front (`ContentRepositoryFull`) while a container's usage
     is above the archive policy's maximum, after trying to age off the archive.
 
@@ -329,6 +332,9 @@ class ContentRepository:
         self._zero: set[ResourceClaim] = set()
         self._archived: dict[ResourceClaim, tuple[float, int]] = {}
         self._failures: list[tuple[ResourceClaim, int, int, str]] = []
+        # Lost byte ranges of failed resources, kept for the repository's life (a few
+        # entries per outage): a claim in one must never be committed.
+        self._lost: dict[ResourceClaim, list[tuple[int, int, str]]] = {}
         self._round_robin = 0
         self._sync_pool = None
         self._closed = False
@@ -487,6 +493,7 @@ class ContentRepository:
                 pass
             if resource.completed > resource.synced:
                 self._failures.append((resource.claim, resource.synced, resource.completed, str(error)))
+                self._lost.setdefault(resource.claim, []).append((resource.synced, resource.completed, str(error)))
             if self._claimants.get(resource.claim) == 0:
                 self._zero.add(resource.claim)
         try:
@@ -538,6 +545,23 @@ class ContentRepository:
             if first_error is not None:
                 raise translate_storage_error(first_error) from error
             raise error
+
+    def check_durable(self, claims: Iterable[ContentClaim]) -> None:
+        """Raise `ContentWriteFailed` if any of `claims` has bytes in a range a failed
+        write or sync lost (see "Failure rules"). Call it after `sync()`, before the
+        commit point, with the claims the commit's records point at."""
+        with self._lock:
+            if not self._lost:
+                return
+            hits = [(claim, start, end, why) for claim in claims
+                    for start, end, why in self._lost.get(claim.resource, ())
+                    if claim.offset < end and claim.offset + claim.length > start]
+        if hits:
+            detail = "; ".join(f"{claim.resource.relative_path}@{claim.offset}+{claim.length} in lost bytes "
+                               f"{start}..{end} ({why})" for claim, start, end, why in hits[:3])
+            raise ContentWriteFailed(
+                f"{len(hits)} claims of this session point at content a failed write lost: {detail}; "
+                "the session must roll back", lost=tuple((claim.resource, start, end) for claim, start, end, _ in hits))
 
     def _sync_all(self, targets: list[_Resource]) -> list[StorageError | None]:
         """fdatasync/hsync every target, in parallel (the journal of a local file

@@ -52,6 +52,9 @@ class NoContent:
     def sync(self):
         pass
 
+    def check_durable(self, claims):
+        pass
+
 
 @pytest.mark.slow
 def test_a_million_flowfiles_stay_under_the_memory_bound(tmp_path):

@@ -233,6 +233,9 @@ class Recorder:
     def sync(self):
         self.calls.append("content.sync")
 
+    def check_durable(self, claims):
+        self.calls.append(f"content.check_durable({len(list(claims))})")
+
     def update(self, updates, sync=True):
         if self.fail_wal:
             raise OSError("disk full")
@@ -274,7 +277,7 @@ def test_commit_order_content_wal_queues_claims_provenance_callback():
     session.transfer(copy, "success")
     session.commit_async(lambda: recorder.calls.append("on_success"))
     # 2 FlowFiles + the provenance outbox record in ONE WAL transaction.
-    assert recorder.calls == ["content.sync", "wal.update(3)", "queue.put", "claim+", "provenance(2)",
+    assert recorder.calls == ["content.sync", "content.check_durable(2)", "wal.update(3)", "queue.put", "claim+", "provenance(2)",
                               "on_success"]
 
 
@@ -285,7 +288,7 @@ def test_a_failed_wal_write_rolls_back_and_calls_on_failure_not_on_success():
     session.transfer(session.write_bytes(session.create(), b"x"), "success")
     failures = []
     session.commit_async(lambda: recorder.calls.append("on_success"), failures.append)
-    assert recorder.calls == ["content.sync", "claim-"]
+    assert recorder.calls == ["content.sync", "content.check_durable(1)", "claim-"]
     assert isinstance(failures[0], CommitError) and "disk full" in str(failures[0])
     assert env.success.count == 0
     with pytest.raises(SessionError):
