@@ -115,7 +115,11 @@ def leader_name(cluster: FlowCluster) -> str | None:
 
 
 def name_of(cluster: FlowCluster, incarnation: str) -> str:
-    return next(name for name, node in cluster.nodes.items() if node.find("joined", incarnation=incarnation))
+    """The node an incarnation `<name>-<epoch>` runs on. (Not from its "joined"
+    event: the leader may hand it a shard before the node has written that event.)"""
+    name = incarnation.rsplit("-", 1)[0]
+    assert name in cluster.nodes, (incarnation, sorted(cluster.nodes))
+    return name
 
 
 def wait_moved(cluster: FlowCluster, incarnation: str, timeout: float = 90.0):
