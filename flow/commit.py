@@ -93,6 +93,11 @@ class DurableCommitter:
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._slots_lock = threading.Lock()
         self._free_slots: list[int] = []
+        # Slots of commits whose WAL write failed, with the WAL's checkpoint count then:
+        # the failed write may still be on disk and replayed by the next recovery,
+        # outbox record included, until a checkpoint supersedes it. Reusing the slot
+        # before that would overwrite the events of FlowFiles that replay brings back.
+        self._quarantined: list[tuple[int, int]] = []
         self._slot_count = 0
         self._last_heal = 0.0
         self._failing_since: float | None = None  # guarded by _slots_lock
@@ -100,6 +105,10 @@ class DurableCommitter:
 
     def _take_slot(self) -> int:
         with self._slots_lock:
+            if self._quarantined:
+                done = getattr(self.shard.wal, "checkpoints", 0)
+                self._free_slots += [slot for slot, seen in self._quarantined if seen < done]
+                self._quarantined = [(slot, seen) for slot, seen in self._quarantined if seen >= done]
             if self._free_slots:
                 return self._free_slots.pop()
             self._slot_count += 1
@@ -108,6 +117,10 @@ class DurableCommitter:
     def _return_slot(self, slot: int) -> None:
         with self._slots_lock:
             self._free_slots.append(slot)
+
+    def _quarantine_slot(self, slot: int) -> None:
+        with self._slots_lock:
+            self._quarantined.append((slot, getattr(self.shard.wal, "checkpoints", 0)))
 
     def _heal_wal(self, error: Exception) -> None:
         """A failed WAL write poisons its journal until a checkpoint (which rewrites
@@ -157,6 +170,7 @@ class DurableCommitter:
             slot = self._take_slot()
             updates.append(Put(provenance_outbox.outbox_record(
                 slot, self.provenance.next_event_id, tx.events, now).to_record()))
+        wal_written = False
         try:
             # 1. Content durable before any record points at it.
             if tx.wrote_content:
@@ -168,17 +182,19 @@ class DurableCommitter:
             # 2. One WAL transaction: the commit point.
             if updates:
                 _hook(self.hooks, "before_wal", component)
+                wal_written = True
                 self.shard.wal.update(updates)
                 _hook(self.hooks, "after_wal", component)
             self._succeeded()
         except Exception as error:
             if slot is not None:
-                self._return_slot(slot)
+                (self._quarantine_slot if wal_written else self._return_slot)(slot)
             if isinstance(error, WriteAheadLogError):
                 self._heal_wal(error)
             self._failed(component, error)
             _failed(self.hooks, component, error)
-            raise CommitError(f"{component}: commit failed before the WAL recorded it, nothing changed: "
+            raise CommitError(f"{component}: commit failed, the WAL did not confirm it, the session rolls back "
+                              f"(a write that reached the disk anyway is superseded by the next checkpoint): "
                               f"{error}") from error
         try:
             # 3. Memory follows the WAL. From here on the commit stands: a failure is

@@ -186,11 +186,10 @@ class QueueShard:
             self.swap_failures += 1
             log.warning("queue %s: the WAL refused a swap-out, the batch stays in memory: %s", queue.id,
                         str(error).splitlines()[0][:300])
-            try:
-                self.swap_store.delete(summary.location)
-            except Exception as cleanup:  # noqa: BLE001 - storage down: the next recovery removes the orphan
-                log.warning("queue %s: could not delete the unrecorded swap file %s (%s); the next recovery "
-                            "removes it", queue.id, summary.location, str(cleanup).splitlines()[0][:200])
+            # The file stays: a write whose sync failed may still have reached the
+            # disks, and if this process dies before a checkpoint supersedes it, the
+            # next recovery replays that SwapOut and needs the file. If the WAL never
+            # recorded it, that recovery removes it as an orphan.
             return False
         queue.complete_swap_out(batch, summary)
         return True

@@ -92,6 +92,9 @@ class WriteAheadLog:
         self._checkpoint_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.last_recovery: RecoveryReport | None = None
+        # Checkpoints completed by this instance: a transaction whose write failed is
+        # superseded (never replayed) once a later checkpoint has succeeded.
+        self.checkpoints = 0
 
     # -- public API ---------------------------------------------------------------
 
@@ -411,6 +414,7 @@ class WriteAheadLog:
             ) from error
         self._needs_checkpoint = None
         self._last_checkpoint = self._clock()
+        self.checkpoints += 1
         log.debug("WAL %s checkpointed %d records at transaction %d", self.directory, len(self._records), max_txid)
 
     def _start_checkpoint_thread(self) -> None:

@@ -117,7 +117,7 @@ def test_processor_state_and_in_memory_shard():
     assert record.queue == "__state__" and record.id == "__state__/p"
 
 
-def test_a_refused_swap_out_keeps_the_batch_in_memory_even_when_its_file_cannot_be_deleted(tmp_path):
+def test_a_refused_swap_out_keeps_the_batch_in_memory_and_its_file_for_recovery_to_judge(tmp_path):
     queue, shard = open_(str(tmp_path))
     shard.recover()
     commit(shard, queue, flowfiles(4))
@@ -125,11 +125,18 @@ def test_a_refused_swap_out_keeps_the_batch_in_memory_even_when_its_file_cannot_
     def refuse(updates):
         raise OSError("storage down")
 
-    def cannot_delete(location):
-        raise OSError("storage down")
-
-    shard.wal.update, shard.swap_store.delete = refuse, cannot_delete
+    real_update = shard.wal.update
+    shard.wal.update = refuse
     queue.put_all(flowfiles(2, start=4))
     shard.maintain(queue)  # must not raise: swapping is not part of any commit
     assert queue.count == 6 and queue.in_memory() == 6 and queue.summary().swap_files == 0
     assert shard.swap_failures == 1
+    # The failed write might still be on disk (a sync that failed after the bytes left):
+    # the file stays for a recovery that replays it.
+    (written,) = shard.swap_store.locations()
+    shard.wal.update = real_update
+    shard.wal.close()
+    queue, again = open_(str(tmp_path))
+    report = again.recover()  # this WAL never recorded it: an orphan, removed
+    assert report.orphaned_swap_files == [written] and again.swap_store.locations() == []
+    assert queue.count == 4
