@@ -106,7 +106,7 @@ class DurableCommitter:
     def _take_slot(self) -> int:
         with self._slots_lock:
             if self._quarantined:
-                done = getattr(self.shard.wal, "checkpoints", 0)
+                done = self.shard.wal.checkpoints
                 self._free_slots += [slot for slot, seen in self._quarantined if seen < done]
                 self._quarantined = [(slot, seen) for slot, seen in self._quarantined if seen >= done]
             if self._free_slots:
@@ -120,7 +120,7 @@ class DurableCommitter:
 
     def _quarantine_slot(self, slot: int) -> None:
         with self._slots_lock:
-            self._quarantined.append((slot, getattr(self.shard.wal, "checkpoints", 0)))
+            self._quarantined.append((slot, self.shard.wal.checkpoints))
 
     def _heal_wal(self, error: Exception) -> None:
         """A failed WAL write poisons its journal until a checkpoint (which rewrites
@@ -193,9 +193,9 @@ class DurableCommitter:
                 self._heal_wal(error)
             self._failed(component, error)
             _failed(self.hooks, component, error)
-            raise CommitError(f"{component}: commit failed, the WAL did not confirm it, the session rolls back "
-                              f"(a write that reached the disk anyway is superseded by the next checkpoint): "
-                              f"{error}") from error
+            where = ("the WAL did not confirm it (a write that reached the disk anyway is superseded by the "
+                     "next checkpoint)") if wal_written else "nothing was written to the WAL"
+            raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}") from error
         try:
             # 3. Memory follows the WAL. From here on the commit stands: a failure is
             # logged, never turned into a rollback (the WAL already holds the truth).

@@ -47,7 +47,7 @@ class UnknownRelationship(SessionError):
 
 
 class CommitError(FlowError):
-    """A session could not be committed; it was rolled back and nothing changed."""
+    """A session could not be committed; it was rolled back in memory (a WAL write it began is superseded by the next checkpoint)."""
 
 
 class ProcessorError(FlowError):

@@ -222,6 +222,7 @@ class Recorder:
         self.calls = []
         self.fail_wal = fail_wal
         self.next_event_id = 0
+        self.checkpoints = 0  # as the WAL counts them
         self.inner = InMemoryContentRepository()
 
     def write(self):
