@@ -53,6 +53,9 @@ def run(args) -> int:
     from ..node_loop import JsonEvents, log_events
 
     log = logging.getLogger("custody.node")
+    # hdfs-native's own warnings (a DataNode it could not reach, a read it retried on
+    # another replica) go to stderr beside the node's log; RUST_LOG overrides.
+    os.environ.setdefault("RUST_LOG", "hdfs_native=warn")
     try:
         config = load_config(args)
         node = ClusteredNode(config, events=JsonEvents() if args.events else log_events)
