@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,15 +38,6 @@ from .queue import FlowFileQueue
 from .swap_policy import NOTHING, ReadSwapFile, WriteSwapFile
 
 log = logging.getLogger(__name__)
-
-# A storage call at recovery slower than this is logged: an adoption waits on it.
-SLOW_RECOVERY_CALL = 1.0
-
-
-def _note_slow(started: float, what: str, where: str) -> None:
-    elapsed = time.monotonic() - started
-    if elapsed >= SLOW_RECOVERY_CALL:
-        log.warning("recovery: %s %s took %.1fs", what, where, elapsed)
 
 STATE_QUEUE = "__state__"
 OUTBOX_QUEUE = "__provenance_outbox__"
@@ -136,9 +126,7 @@ class QueueShard:
             self.queues[queue_id].put_all(flowfiles)
             report.flowfiles += len(flowfiles)
         for location, swap_file in sorted(swap_files.items()):
-            started = time.monotonic()
             summary = self.swap_store.read_summary(location)
-            _note_slow(started, "reading the summary of swap file", location)
             self.queues[swap_file.queue].register_swapped(summary)
             report.swap_files += 1
             report.swapped_flowfiles += summary.count
@@ -147,10 +135,7 @@ class QueueShard:
                 # per FlowFile, reaching as far as the furthest of them.
                 live_claims.extend(repeat(ContentClaim(resource, 0, end), count))
         if self.swap_store is not None:
-            started = time.monotonic()
-            locations = self.swap_store.locations()
-            _note_slow(started, "listing swap files in", self.swap_store.directory)
-            for location in locations:
+            for location in self.swap_store.locations():
                 if location not in swap_files:
                     # Written (and maybe synced) but the WAL never recorded it, or
                     # recorded its swap-in: its FlowFiles live elsewhere.

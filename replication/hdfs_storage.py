@@ -22,9 +22,11 @@ error's name in the text; `_translate` turns them into the storage errors.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import threading
+import time
 import urllib.parse
 from typing import BinaryIO
 
@@ -44,6 +46,30 @@ from repositories.storage.protocol import parent
 from .deadline import DeadlineExceeded, DeadlineRunner
 
 log = logging.getLogger(__name__)
+
+# A call that takes longer than this is logged with its path: a commit or an adoption
+# waited on it, and the line says on what.
+SLOW_CALL_S = 2.0
+
+
+def _note_if_slow(action: str, path: str, started: float) -> None:
+    elapsed = time.monotonic() - started
+    if elapsed >= SLOW_CALL_S:
+        log.warning("hdfs: %s %s took %.1fs", action, path, elapsed)
+
+
+def _timed(action: str):
+    """Log a call of the decorated `HdfsStorage` method (first argument: the path) that is slow."""
+    def decorate(method):
+        @functools.wraps(method)
+        def timed(self, path, *args, **kwargs):
+            started = time.monotonic()
+            try:
+                return method(self, path, *args, **kwargs)
+            finally:
+                _note_if_slow(action, path, started)
+        return timed
+    return decorate
 
 # Texts of hdfs-native errors that mean "this writer no longer owns the file".
 _LEASE_SIGNS = (
@@ -106,8 +132,9 @@ class _SeekableReader(io.RawIOBase):
     """hdfs-native's reader as a proper raw stream: its `seek` returns None, which
     `io.BufferedReader` cannot use, so position is kept here and reads are ranged."""
 
-    def __init__(self, reader: hdfs_native.FileReader):
+    def __init__(self, reader: hdfs_native.FileReader, path: str):
         self._reader = reader
+        self._path = path
         self._size = len(reader)
         self._position = 0
 
@@ -129,7 +156,9 @@ class _SeekableReader(io.RawIOBase):
         count = min(len(buffer), self._size - self._position)
         if count <= 0:
             return 0
+        started = time.monotonic()
         data = self._reader.read_range(self._position, count)
+        _note_if_slow(f"read {count} bytes at {self._position} of", self._path, started)
         buffer[: len(data)] = data
         self._position += len(data)
         return len(data)
@@ -155,6 +184,7 @@ class HdfsWritableFile:
     def _call(self, action: str, function) -> None:
         if self._abandoned is not None:
             raise self._abandoned
+        started = time.monotonic()
         try:
             self._runner.run(function, self._timeout)
         except DeadlineExceeded:
@@ -168,6 +198,8 @@ class HdfsWritableFile:
             raise self._abandoned from None
         except BaseException as error:  # noqa: BLE001 - Rust panics arrive as BaseException
             raise _translate(error, self.path, action, writing=True) from error
+        finally:
+            _note_if_slow(action, self.path, started)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._closed:
@@ -230,6 +262,7 @@ class HdfsStorage:
         """The full `hdfs://` URI of a path, for Spark and other clients."""
         return f"{self.url}{path}"
 
+    @_timed("create")
     def create(self, path: str, *, overwrite: bool = False) -> HdfsWritableFile:
         options = hdfs_native.WriteOptions(overwrite=overwrite, create_parent=False)
         try:
@@ -238,6 +271,7 @@ class HdfsStorage:
             raise _translate(error, path, "create") from error
         return HdfsWritableFile(path, writer, 0, self._runner, self.io_timeout)
 
+    @_timed("append to")
     def append(self, path: str) -> HdfsWritableFile:
         try:
             length = self._client.get_file_info(path).length
@@ -246,6 +280,7 @@ class HdfsStorage:
             raise _translate(error, path, "append to") from error
         return HdfsWritableFile(path, writer, length, self._runner, self.io_timeout)
 
+    @_timed("read")
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         try:
             reader = self._client.read(path)
@@ -257,19 +292,22 @@ class HdfsStorage:
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "read") from error
 
+    @_timed("open")
     def open_read(self, path: str) -> BinaryIO:
         try:
             reader = self._client.read(path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "open") from error
-        return io.BufferedReader(_SeekableReader(reader), buffer_size=1 << 20)
+        return io.BufferedReader(_SeekableReader(reader, path), buffer_size=1 << 20)
 
+    @_timed("rename")
     def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
         try:
             self._client.rename(src, dst, overwrite)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, f"{src} -> {dst}", "rename") from error
 
+    @_timed("delete")
     def delete(self, path: str, *, recursive: bool = False) -> bool:
         try:
             return bool(self._client.delete(path, recursive))
@@ -279,6 +317,7 @@ class HdfsStorage:
                 return False
             raise translated from error
 
+    @_timed("list")
     def list(self, path: str) -> list[FileStatus]:
         try:
             found = [_status_of(status, path) for status in self._client.list_status(path, False)]
@@ -286,12 +325,14 @@ class HdfsStorage:
             raise _translate(error, path, "list") from error
         return sorted(found, key=lambda status: status.path)
 
+    @_timed("stat")
     def status(self, path: str) -> FileStatus:
         try:
             return _status_of(self._client.get_file_info(path), parent(path), full_path=path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "stat") from error
 
+    @_timed("stat")
     def exists(self, path: str) -> bool:
         try:
             self._client.get_file_info(path)
@@ -318,6 +359,7 @@ class HdfsStorage:
         # The NameNode logs every namespace change durably before it answers.
         pass
 
+    @_timed("recover the lease of")
     def recover_lease(self, path: str) -> bool:
         try:
             return bool(self._client.recover_lease(path))

@@ -1,4 +1,4 @@
-"""How hdfs-native's errors become the storage protocol's: pure, no HDFS."""
+"""How hdfs-native's errors become the storage protocol's, and how a slow call is reported: pure, no HDFS."""
 
 import pytest
 
@@ -25,3 +25,32 @@ def test_a_lost_lease_is_only_a_writers_error():
     error = RuntimeError('RPCError("org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException", "no lease")')
     assert isinstance(_translate(error, "/x", "hsync", writing=True), LeaseLost)
     assert not isinstance(_translate(error, "/x", "read"), LeaseLost)
+
+
+class _Clock:
+    """`time.monotonic` for the module under test: each call moves on `step` seconds."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def monotonic(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+class _Client:
+    def get_file_info(self, path):
+        return object()
+
+
+@pytest.mark.parametrize("step, logged", [(3.0, True), (0.5, False)])
+def test_a_slow_call_is_logged_once_with_its_path(monkeypatch, caplog, step, logged):
+    from replication import hdfs_storage
+
+    storage = hdfs_storage.HdfsStorage("hdfs://127.0.0.1:9")  # no connection is made
+    storage._client = _Client()
+    monkeypatch.setattr(hdfs_storage, "time", _Clock(step))
+    with caplog.at_level("WARNING", logger="replication.hdfs_storage"):
+        assert storage.exists("/shards/n1-7/wal/journal-0")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ([f"hdfs: stat /shards/n1-7/wal/journal-0 took {step:.1f}s"] if logged else [])
