@@ -5,12 +5,13 @@ sync, one WAL transaction, queues, claimant counts, provenance, then `on_success
 `HeldCommitter` (stateless engine) applies the transaction to in-memory queues only
 and holds `on_success` and the provenance events until the whole flow succeeds.
 
-Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots;
-everything else is the WAL's, the queues' and the repositories' own locking.
+Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots, what
+failed commits hold until the next checkpoint, and the failure counters; everything else is the WAL's, the queues' and the repositories' own locking.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -93,11 +94,13 @@ class DurableCommitter:
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._slots_lock = threading.Lock()
         self._free_slots: list[int] = []
-        # Slots of commits whose WAL write failed, with the WAL's checkpoint count then:
-        # the failed write may still be on disk and replayed by the next recovery,
-        # outbox record included, until a checkpoint supersedes it. Reusing the slot
-        # before that would overwrite the events of FlowFiles that replay brings back.
-        self._quarantined: list[tuple[int, int]] = []
+        # What a commit whose WAL write failed leaves behind, with the WAL's checkpoint
+        # count then: the write may still be on disk and replayed by the next recovery
+        # until a checkpoint supersedes it. Until then its outbox slot is not reused
+        # (replay would bring back FlowFiles whose events another commit overwrote) and
+        # the content its session wrote is not released (replay would bring back
+        # FlowFiles whose content was collected). Released by the first commit after.
+        self._held: list[tuple[int, Callable[[], None]]] = []
         self._slot_count = 0
         self._last_heal = 0.0
         self._failing_since: float | None = None  # guarded by _slots_lock
@@ -105,10 +108,6 @@ class DurableCommitter:
 
     def _take_slot(self) -> int:
         with self._slots_lock:
-            if self._quarantined:
-                done = self.shard.wal.checkpoints
-                self._free_slots += [slot for slot, seen in self._quarantined if seen < done]
-                self._quarantined = [(slot, seen) for slot, seen in self._quarantined if seen >= done]
             if self._free_slots:
                 return self._free_slots.pop()
             self._slot_count += 1
@@ -118,9 +117,29 @@ class DurableCommitter:
         with self._slots_lock:
             self._free_slots.append(slot)
 
-    def _quarantine_slot(self, slot: int) -> None:
+    def _hold_until_checkpoint(self, release: Callable[[], None]) -> None:
         with self._slots_lock:
-            self._quarantined.append((slot, self.shard.wal.checkpoints))
+            self._held.append((self.shard.wal.checkpoints, release))
+
+    def _release_superseded(self) -> None:
+        with self._slots_lock:
+            if not self._held:
+                return
+            done = self.shard.wal.checkpoints
+            due = [release for seen, release in self._held if seen < done]
+            self._held = [(seen, release) for seen, release in self._held if seen >= done]
+        for release in due:
+            release()
+
+    def hold_claims(self, claims) -> None:
+        """The content claims a session wrote before its commit failed with
+        `CommitError.wal_written`: released after the WAL's next checkpoint, not now."""
+        claims, content = list(claims), self.content
+
+        def release() -> None:
+            for claim in claims:
+                content.decrement(claim)
+        self._hold_until_checkpoint(release)
 
     def _heal_wal(self, error: Exception) -> None:
         """A failed WAL write poisons its journal until a checkpoint (which rewrites
@@ -159,6 +178,7 @@ class DurableCommitter:
                         time.monotonic() - since)
 
     def commit(self, tx: Transaction) -> None:
+        self._release_superseded()
         component = tx.component_id
         updates = [Put(flowfile.to_record()) for flowfile in tx.puts]
         updates += [Delete(flowfile_id) for flowfile_id in tx.deletes]
@@ -188,14 +208,18 @@ class DurableCommitter:
             self._succeeded()
         except Exception as error:
             if slot is not None:
-                (self._quarantine_slot if wal_written else self._return_slot)(slot)
+                if wal_written:
+                    self._hold_until_checkpoint(functools.partial(self._return_slot, slot))
+                else:
+                    self._return_slot(slot)
             if isinstance(error, WriteAheadLogError):
                 self._heal_wal(error)
             self._failed(component, error)
             _failed(self.hooks, component, error)
             where = ("the WAL did not confirm it (a write that reached the disk anyway is superseded by the "
                      "next checkpoint)") if wal_written else "nothing was written to the WAL"
-            raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}") from error
+            raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}",
+                              wal_written=wal_written) from error
         try:
             # 3. Memory follows the WAL. From here on the commit stands: a failure is
             # logged, never turned into a rollback (the WAL already holds the truth).

@@ -47,7 +47,14 @@ class UnknownRelationship(SessionError):
 
 
 class CommitError(FlowError):
-    """A session could not be committed; it was rolled back in memory (a WAL write it began is superseded by the next checkpoint)."""
+    """A session could not be committed; it was rolled back in memory (a WAL write it began is superseded by the next checkpoint).
+
+    `wal_written`: the WAL write was begun, so it may be on disk and replayed by a
+    recovery until that checkpoint; what it points at must stay until then."""
+
+    def __init__(self, message: str, *, wal_written: bool = False):
+        super().__init__(message)
+        self.wal_written = wal_written
 
 
 class ProcessorError(FlowError):

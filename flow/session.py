@@ -347,7 +347,7 @@ class ProcessSession:
         try:
             self._committer.commit(transaction)
         except CommitError as error:  # nothing was committed
-            self._rollback_after_failed_commit()
+            self._rollback_after_failed_commit(error)
             if on_failure is not None:
                 on_failure(error)
                 return
@@ -364,8 +364,13 @@ class ProcessSession:
         self._done = True
         self._release_unused(penalize)
 
-    def _rollback_after_failed_commit(self) -> None:
+    def _rollback_after_failed_commit(self, error: CommitError) -> None:
         self._done = True
+        if error.wal_written and self._written:
+            # The failed write may be replayed (see CommitError): its content stays
+            # until the WAL's next checkpoint, and the committer releases it then.
+            self._committer.hold_claims(self._written)
+            self._written = []
         self._release_unused(False)
 
     def _release_unused(self, penalize: bool) -> None:

@@ -289,11 +289,37 @@ def test_a_failed_wal_write_rolls_back_and_calls_on_failure_not_on_success():
     session.transfer(session.write_bytes(session.create(), b"x"), "success")
     failures = []
     session.commit_async(lambda: recorder.calls.append("on_success"), failures.append)
-    assert recorder.calls == ["content.sync", "content.check_durable(1)", "claim-"]
-    assert isinstance(failures[0], CommitError) and "disk full" in str(failures[0])
+    # The write may still be on disk and replayed: the content stays (no claim-) until
+    # a checkpoint supersedes it.
+    assert recorder.calls == ["content.sync", "content.check_durable(1)"]
+    assert isinstance(failures[0], CommitError) and "disk full" in str(failures[0]) and failures[0].wal_written
     assert env.success.count == 0
     with pytest.raises(SessionError):
         session.create()
+
+
+def test_content_of_an_unconfirmed_wal_write_is_released_after_the_next_checkpoint():
+    recorder = Recorder(fail_wal=True)
+    env = durable_env(recorder)
+
+    def commit_one():
+        session = env.session()
+        session.transfer(session.create(), "success")
+        session.commit()
+
+    failed = env.session()
+    flowfile = failed.write_bytes(failed.create(), b"kept until a checkpoint")
+    claim = flowfile.content_claim
+    failed.transfer(flowfile, "success")
+    with pytest.raises(CommitError):
+        failed.commit()
+    assert recorder.inner.claimant_count(claim) == 1  # a replay of the failed write would need it
+    recorder.fail_wal = False
+    commit_one()
+    assert recorder.inner.claimant_count(claim) == 1  # no checkpoint yet: still held
+    recorder.checkpoints += 1  # a checkpoint superseded the failed write
+    commit_one()
+    assert recorder.inner.claimant_count(claim) == 0
 
 
 def test_commit_without_on_failure_raises():
@@ -336,10 +362,11 @@ def test_the_outbox_slot_of_an_unconfirmed_wal_write_waits_for_a_checkpoint():
     wal = SimpleNamespace(checkpoints=0)
     committer = DurableCommitter(SimpleNamespace(id="s", wal=wal), None, provenance=object())
     failed = committer._take_slot()
-    committer._quarantine_slot(failed)  # its record may still be replayed: not reused yet
+    committer._hold_until_checkpoint(lambda: committer._return_slot(failed))  # its record may still be replayed
     other = committer._take_slot()
     assert other != failed
     committer._return_slot(other)
     assert committer._take_slot() == other
     wal.checkpoints = 1  # a checkpoint superseded the failed write
+    committer._release_superseded()  # as the next commit does first
     assert committer._take_slot() == failed
