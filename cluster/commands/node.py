@@ -4,7 +4,8 @@ The node joins the cluster through ZooKeeper, runs the flow on its own shard (WA
 swap files on HDFS, content on local disk and HDFS) and takes over the shards of
 nodes that die. Each run is a new incarnation. SIGTERM or SIGINT leaves the cluster
 on purpose: its shards are handed to the others at once. SIGUSR1 prints every
-thread's stack to stderr. `--events` prints one JSON
+thread's stack to stderr, and a pause of the whole process (see
+cluster.pause_monitor) is logged. `--events` prints one JSON
 object per line for each step (joined, adopted, first-output, dead, ...).
 
 `--name NAME` and `--directory DIR` override `name` and `directory` from NODE.toml, so
@@ -65,6 +66,9 @@ def run(args) -> int:
     stop = stop_on_signals(log, "leaving the cluster")
     # `kill -USR1 <pid>` prints every thread's stack to stderr (a stuck node's jstack).
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    from ..pause_monitor import PauseMonitor
+
+    PauseMonitor(dump_after=3.0).start()  # a line, and the stacks, when the whole process stood still
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,
              config.hdfs_url, config.hdfs_root)
     code = node.run(stop, once=args.once)
