@@ -6,16 +6,15 @@ starved the process of CPU, a native call held the interpreter lock, or the proc
 was stopped (SIGSTOP). Such a pause explains a node that lost its ZooKeeper session,
 or an adoption that took long, so it is logged as one line with its length.
 
-With `dump_after`, a watchdog of faulthandler's (a C thread, which needs no
-interpreter lock) prints every thread's stack to stderr once the process has stood
-still that long: the stack that holds the lock inside a native call names the culprit.
+It prints no stacks by itself: faulthandler's watchdog (`dump_traceback_later`)
+reads other threads' frames without the interpreter lock, and once it hung a node
+mid-dump as the process woke from SIGSTOP. `kill -USR1` prints them safely.
 
 `overrun` is the pure part; `PauseMonitor` is the thread. Time is injected.
 """
 
 from __future__ import annotations
 
-import faulthandler
 import logging
 import threading
 import time
@@ -34,9 +33,8 @@ def overrun(interval: float, started: float, ended: float) -> float:
 
 class PauseMonitor:
     def __init__(self, *, interval: float = INTERVAL_S, threshold: float = THRESHOLD_S,
-                 dump_after: float | None = None, clock: Callable[[], float] = time.monotonic,
-                 name: str = "pause-monitor"):
-        self.interval, self.threshold, self.dump_after, self._clock = interval, threshold, dump_after, clock
+                 clock: Callable[[], float] = time.monotonic, name: str = "pause-monitor"):
+        self.interval, self.threshold, self._clock = interval, threshold, clock
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.pauses: list[float] = []
@@ -60,12 +58,7 @@ class PauseMonitor:
 
     def _run(self) -> None:
         while True:
-            if self.dump_after is not None:
-                faulthandler.dump_traceback_later(self.dump_after + self.interval, exit=False)
             started = self._clock()
-            stopped = self._stopped.wait(self.interval)
-            if self.dump_after is not None:
-                faulthandler.cancel_dump_traceback_later()
-            if stopped:
+            if self._stopped.wait(self.interval):
                 return
             self.observe(started, self._clock())

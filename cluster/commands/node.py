@@ -68,7 +68,7 @@ def run(args) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     from ..pause_monitor import PauseMonitor
 
-    PauseMonitor(dump_after=3.0).start()  # a line, and the stacks, when the whole process stood still
+    PauseMonitor().start()  # a line when the whole process stood still
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,
              config.hdfs_url, config.hdfs_root)
     code = node.run(stop, once=args.once)

@@ -20,6 +20,7 @@ from repositories.content import (
     ArchivePolicy,
     ContentRepositoryConfig,
     ContentRepositoryError,
+    ContentWriteFailed,
     open_filesystem_content_repository,
 )
 
@@ -275,6 +276,48 @@ def test_hdfs_unreachable_fails_cleanly_then_succeeds_when_it_returns(tmp_path, 
         repository.close()
     finally:
         proxy.stop()
+
+
+def test_a_claim_whose_hdfs_bytes_another_commits_sync_lost_is_refused_to_its_own(tmp_path, hdfs_cluster, hdfs_store):
+    """A node's commits share one content repository. Commit A's claim is written but
+    not yet synced when the DataNodes freeze; commit B syncs first, fails, and is told.
+    When HDFS is back, A's own sync finds nothing left to do, so only `check_durable`
+    stands between A and committing a claim whose HDFS bytes were never written."""
+    storage = HdfsStorage(hdfs_cluster.url, {**hdfs_cluster.client_config, **FAIL_FAST}, io_timeout=3)
+    local = open_filesystem_content_repository({"c": str(tmp_path / "local")}, ContentRepositoryConfig(sync_on_close=False))
+    hdfs = open_hdfs_content_repository(storage, hdfs_store.root, "node-1", ["c"])
+    repository = ReplicatingContentRepository([local, hdfs])
+    before = repository.write_bytes(b"before" * 100)
+    repository.sync()
+    repository.check_durable([before])
+    mine = repository.write_bytes(b"mine" * 2000)  # commit A: written, not synced
+    frozen = [index for index, datanode in enumerate(hdfs_cluster.datanodes) if datanode.alive()]
+    for index in frozen:
+        hdfs_cluster.pause_datanode(index)
+    try:
+        with pytest.raises(ContentRepositoryError):  # commit B's sync: the hsync times out
+            repository.sync()
+    finally:
+        for index in frozen:
+            hdfs_cluster.resume_datanode(index)
+    repository.sync()  # commit A's own sync: the loss was reported to B already
+    with pytest.raises(ContentWriteFailed, match="lost"):
+        repository.check_durable([mine])
+    repository.check_durable([before])  # synced before the fault: still durable
+    deadline = time.monotonic() + 60
+    while True:  # a commit after the DataNodes are back: its claim is durable
+        try:
+            after = repository.write_bytes(b"after")
+            repository.sync()
+            repository.check_durable([after])
+            break
+        except ContentRepositoryError:
+            if time.monotonic() > deadline:
+                raise
+    reader = open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"])
+    assert reader.read(before) == b"before" * 100
+    assert reader.read(after) == b"after"
+    repository.close()
 
 
 def test_fsck_finds_and_repairs_a_claim_missing_on_hdfs(tmp_path, hdfs_store):
