@@ -6,7 +6,8 @@ sync, one WAL transaction, queues, claimant counts, provenance, then `on_success
 and holds `on_success` and the provenance events until the whole flow succeeds.
 
 Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots, what
-failed commits hold until the next checkpoint, and the failure counters; everything else is the WAL's, the queues' and the repositories' own locking.
+failed commits hold until the next checkpoint, and the failure counters; everything
+else is the WAL's, the queues' and the repositories' own locking.
 """
 
 from __future__ import annotations
