@@ -304,8 +304,17 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
             wait_moved(cluster, chosen)
             for name in restarted:
                 restart(cluster, name)
-        wait_until(lambda: cluster.first_outputs(incarnation) or adopted_empty(cluster, incarnation), 90,
-                   f"delivery from the adopted shard {incarnation}")
+        def resumed(incarnation=incarnation):
+            return cluster.first_outputs(incarnation) or adopted_empty(cluster, incarnation)
+
+        try:
+            wait_until(resumed, 10, f"delivery from the adopted shard {incarnation}")
+        except ServiceError:
+            # Slow to resume: every node prints its stacks now, while it waits, so that
+            # the round's log shows on what (then the usual deadline applies).
+            cluster.dump_stacks()
+            entry["stacks_dumped_at"] = round(time.time() - died_at, 1)
+            wait_until(resumed, 80, f"delivery from the adopted shard {incarnation}")
         if not cluster.first_outputs(incarnation):
             # The victim drained its backlog before it died (an expiry whose first
             # attach failed took seconds): nothing to resume, no resume time.
