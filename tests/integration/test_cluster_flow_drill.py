@@ -197,8 +197,8 @@ def no_failover_round(cluster, inject, heal, what: str) -> dict:
     """A fault the cluster must ride out: no incarnation crashes, delivery goes on.
 
     A node may still lose its ZooKeeper session meanwhile, on a loaded machine (two
-    cores, a restarting JVM): it heard nothing for a whole session timeout and stopped
-    itself, as it must. That is a failover of its own: it is recorded, waited through
+    cores, two drills, a DataNode restarting): ZooKeeper left it without an answer for
+    a whole session timeout and it stopped itself, as it must. That is a failover of its own: it is recorded, waited through
     (its shard adopted, the node back as a new incarnation) and covered by the
     exactly-once checks, but any other death fails the round."""
     members = {name: node.incarnation for name, node in cluster.nodes.items()}
