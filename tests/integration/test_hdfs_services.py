@@ -1,5 +1,6 @@
 """HDFS durability and fencing behaviour that custody's protocol relies on."""
 
+import threading
 import time
 
 import pytest
@@ -99,25 +100,43 @@ def test_namenode_restart_keeps_synced_data_and_serves_new_writes(hdfs_cluster, 
 
 def test_a_write_pipeline_that_stops_answering_fails_within_the_deadline(hdfs_cluster, hdfs_store):
     """hdfs-native blocks forever on an in-flight write whose DataNodes freeze; custody's
-    storage gives up after io_timeout, so a node's session can roll back."""
+    storage gives up after io_timeout, so a node's session can roll back. Meanwhile the
+    blocked call holds no interpreter lock: the node's other threads go on."""
     storage = HdfsStorage(hdfs_cluster.url, io_timeout=3.0)
     path = join(hdfs_store.root, "frozen-pipeline")
     writer = storage.create(path)
     writer.write(b"a" * 10000)
     writer.sync()
+    # While hdfs-native blocks, the rest of the process must run (ZooKeeper pings, the
+    # session guard): a ticker thread measures the longest gap between its wake-ups.
+    gaps, done = [], threading.Event()
+
+    def tick():
+        last = time.monotonic()
+        while not done.wait(0.02):
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticker = threading.Thread(target=tick, daemon=True)
     for index in range(hdfs_cluster.datanode_count):
         hdfs_cluster.pause_datanode(index)
     began = time.monotonic()
+    ticker.start()
     try:
         with pytest.raises(StorageUnavailable) as caught:
             for _ in range(1000):  # the first calls may still land in socket buffers
                 writer.write(b"b" * 10000)
                 writer.sync()
         assert time.monotonic() - began < 30
+        done.set()
+        ticker.join(5)
+        assert gaps and max(gaps) < 1.0, f"the process stood still {max(gaps):.1f}s while hdfs-native blocked"
         assert "did not answer within 3 s" in str(caught.value)
         with pytest.raises(StorageUnavailable):  # abandoned: fails at once from now on
             writer.sync()
     finally:
+        done.set()
         for index in range(hdfs_cluster.datanode_count):
             hdfs_cluster.resume_datanode(index)
     fresh = join(hdfs_store.root, "after-thaw")
