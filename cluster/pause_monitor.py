@@ -53,7 +53,8 @@ class PauseMonitor:
             return None
         self.pauses.append(pause)
         log.warning("this process stood still for about %.1fs (host CPU starvation, a native call holding the "
-                    "interpreter lock, or SIGSTOP); ZooKeeper and HDFS waits in that time were not theirs", pause)
+                    "interpreter lock, or SIGSTOP); a ZooKeeper or HDFS wait that overlaps it was this pause, "
+                    "not the service", pause)
         return pause
 
     def _run(self) -> None:

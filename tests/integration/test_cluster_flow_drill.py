@@ -122,6 +122,12 @@ def name_of(cluster: FlowCluster, incarnation: str) -> str:
     return name
 
 
+def pauses_logged(node) -> int:
+    """Lines of the node's log where its pause monitor says the process stood still."""
+    with open(node.log.name, errors="replace") as log:
+        return sum(1 for line in log if "this process stood still" in line)
+
+
 def wait_moved(cluster: FlowCluster, incarnation: str, timeout: float = 90.0):
     return wait_until(lambda: (s := cluster.shard(incarnation)) is not None and s.owner not in (None, incarnation)
                       and s.state in (ShardState.DRAINING, ShardState.RETIRED), timeout,
@@ -268,10 +274,13 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
             wait_moved(cluster, incarnation)
             restart(cluster, victim_name)
         elif fault == "sigstop":
+            pauses_before = pauses_logged(victim)
             victim.signal(signal.SIGSTOP)
             wait_moved(cluster, incarnation)
             victim.signal(signal.SIGCONT)
             victim.wait("dead", timeout=60, incarnation=incarnation)
+            # The node's pause monitor says it stood still (cluster.pause_monitor).
+            wait_until(lambda: pauses_logged(victim) > pauses_before, 30, f"{victim_name} to log its pause")
             wait_until(lambda: victim.find("joined") and victim.incarnation != incarnation, 90,
                        f"{victim_name} to rejoin as a new incarnation")
             entry["zombie"] = [e["event"] for e in victim.find("rejected write", shard=incarnation)
