@@ -24,6 +24,16 @@ from .network import HOST, four_letter_word, free_ports
 from .process import ManagedProcess, ServiceError, wait_until
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+# ZooKeeper logs through SLF4J, whose Debian jars (a dependency of the zookeeper package)
+# include the simple binding: without a binding every line, fsync warnings among them, is
+# dropped. It writes to stderr, which the member's server.log captures.
+SLF4J_BINDING = "/usr/share/java/slf4j-simple.jar"
+_SLF4J_SETTINGS = (
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss,SSS",
+    "-Dorg.slf4j.simpleLogger.showShortLogName=true",
+)
 TICK_MS = 200
 
 
@@ -187,8 +197,8 @@ class ZooKeeperEnsemble:
     def _process(self, index: int, home: Path, config: Path, pid: int | None) -> ManagedProcess:
         argv = [
             java_binary(), f"-Xmx{self.heap}", "-XX:+UseSerialGC",
-            f"-Dzookeeper.log.dir={home}", "-Dzookeeper.root.logger=INFO,CONSOLE",
-            "-cp", f"{home}:{ZOOKEEPER_JAR}",
+            f"-Dzookeeper.log.dir={home}", *_SLF4J_SETTINGS,
+            "-cp", f"{home}:{ZOOKEEPER_JAR}:{SLF4J_BINDING}",
             "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config),
         ]
         return ManagedProcess.attach(f"zookeeper-{index}", argv, str(home / "server.log"), pid)

@@ -68,3 +68,24 @@ def test_ephemeral_node_survives_loss_of_one_follower(zookeeper_ensemble, zk_hos
     finally:
         client.stop()
         client.close()
+
+
+def test_members_log_their_role_and_the_sessions_they_establish(zookeeper_ensemble, zk_hosts):
+    """Without an SLF4J binding ZooKeeper drops every line; an operator reading a member's
+    server.log after a drill must find its role and the sessions it served."""
+    client = _client(zk_hosts)
+    try:
+        session = f"0x{client.client_id[0]:x}"
+        logs = [member.process.log_path for member in zookeeper_ensemble.members]
+
+        def text(path):
+            with open(path, errors="replace") as handle:
+                return handle.read()
+
+        wait_until(lambda: any(f"Committing global session {session}" in text(path) for path in logs), 10,
+                   f"a member to log that it committed session {session}")
+        for path in logs:
+            assert " - LEADING" in text(path) or " - FOLLOWING" in text(path), f"{path} names no role"
+    finally:
+        client.stop()
+        client.close()
