@@ -76,7 +76,7 @@ def zookeeper_ensemble(request, services_workdir):
 def hdfs_cluster(request, services_workdir):
     from cluster.services.hdfs import HdfsCluster
 
-    return _started(request, services_workdir, lambda w: HdfsCluster(w, datanodes=2), "HDFS")
+    return _started(request, services_workdir, HdfsCluster, "HDFS")
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,11 @@ Settings chosen for tests and drills:
   recoverLease call;
 * a DataNode silent for 3 s is stale: new blocks and reads avoid it;
 * permissions off; safe mode ends as soon as the DataNodes have reported their blocks;
-* `dfs.replication` equals the number of DataNodes.
+* `dfs.replication` is 2 (1 with a single DataNode). With 3 DataNodes, as the tests and
+  the service stack run, one DataNode can die and every new block still finds two live,
+  non-stale DataNodes 3 s later; with replication equal to the DataNode count, every
+  new pipeline would include the dead one until the NameNode declares it dead (16 s)
+  and every commit would fail until then.
 
 Faults: `kill_datanode`, `restart_datanode`, `pause_datanode`, `restart_namenode`.
 `java_client(...)` runs Hadoop's own FsShell, a second client independent of hdfs-native.
@@ -54,11 +58,12 @@ def _site(properties: dict[str, object]) -> str:
 class HdfsCluster:
     name = "hdfs"
 
-    def __init__(self, workdir: Path, datanodes: int = 2, heap: str = "256m"):
+    def __init__(self, workdir: Path, datanodes: int = 3, heap: str = "256m"):
         if not 1 <= datanodes <= 3:
             raise ValueError("the harness runs 1 to 3 DataNodes")
         self.workdir = Path(workdir) / "hdfs"
         self.datanode_count = datanodes
+        self.replication = min(datanodes, 2)
         self.heap = heap
         self.ports: dict[str, int] = {}
         self.namenode: ManagedProcess | None = None
@@ -67,6 +72,7 @@ class HdfsCluster:
         if state:
             self.ports = state["ports"]
             self.datanode_count = state["datanodes"]
+            self.replication = state.get("replication", min(self.datanode_count, 2))
             self._build_processes(state["pids"])
 
     # -- addresses ---------------------------------------------------------------
@@ -77,7 +83,7 @@ class HdfsCluster:
     @property
     def client_config(self) -> dict[str, str]:
         """Settings for hdfs-native clients of this cluster."""
-        return {"dfs.replication": str(self.datanode_count)}
+        return {"dfs.replication": str(self.replication)}
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> None:
@@ -208,7 +214,7 @@ class HdfsCluster:
         self.ports = dict(zip(names, free_ports(len(names))))
         core = {"fs.defaultFS": self.url, "hadoop.tmp.dir": self.workdir / "tmp"}
         common = {
-            "dfs.replication": self.datanode_count,
+            "dfs.replication": self.replication,
             "dfs.permissions.enabled": "false",
             # Safe mode lasts until the DataNodes have reported (nearly) every block, as in
             # production, so "healthy" after a NameNode restart means blocks can be read;
@@ -219,9 +225,9 @@ class HdfsCluster:
             "dfs.namenode.heartbeat.recheck-interval": "3000",
             "dfs.namenode.stale.datanode.interval": "3000",
             # A DataNode silent for 3 s gets no new blocks (nor reads, when another
-            # replica has them), as HBase's guide advises: with 2 DataNodes and
-            # replication 2, every new pipeline would otherwise include a killed one
-            # until it is declared dead (16 s), and every commit would fail till then.
+            # replica has them), as HBase's guide advises: with a DataNode more than the
+            # replication, new pipelines leave a killed one out after 3 s instead of
+            # including it until it is declared dead (16 s).
             "dfs.namenode.avoid.write.stale.datanode": "true",
             "dfs.namenode.avoid.read.stale.datanode": "true",
             "dfs.namenode.rpc-address": f"{HOST}:{self.ports['namenode_rpc']}",
@@ -290,7 +296,8 @@ class HdfsCluster:
     def _save_state(self) -> None:
         pids = {"namenode": self.namenode.pid}
         pids.update({f"datanode-{i}": d.pid for i, d in enumerate(self.datanodes)})
-        self._state_path().write_text(json.dumps({"ports": self.ports, "datanodes": self.datanode_count, "pids": pids}))
+        self._state_path().write_text(json.dumps({"ports": self.ports, "datanodes": self.datanode_count,
+                                                  "replication": self.replication, "pids": pids}))
 
     def _load_state(self) -> dict | None:
         try:

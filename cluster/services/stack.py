@@ -42,7 +42,7 @@ def install_all() -> None:
 @dataclass
 class ServiceStack:
     workdir: Path = field(default_factory=default_workdir)
-    datanodes: int = 2
+    datanodes: int = 3
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)

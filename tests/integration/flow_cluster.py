@@ -30,9 +30,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FLOW = os.path.join(REPO, "examples", "cluster.yaml")
 SWAPPED_QUEUE = "rewrite/success/put"
 # A write stuck on a pipeline whose DataNode died is given up after this (NODE.toml
-# [hdfs] io_timeout, 20 s by default): with 2 DataNodes every pipeline has the dead
-# one, and a commit makes several such calls in a row, so 20 s each stalled a whole
-# cluster past the drill's 90 s deadline once in 38 DataNode rounds.
+# [hdfs] io_timeout, 20 s by default): a commit makes several such calls in a row, so
+# 20 s each stalled a whole cluster past the drill's 90 s deadline once in 38 DataNode
+# rounds (then with 2 DataNodes and replication 2, so every pipeline had the dead one).
 IO_TIMEOUT = 6.0
 
 
