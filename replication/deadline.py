@@ -79,5 +79,8 @@ class DeadlineRunner:
             except BaseException as error:  # noqa: BLE001 - handed to the caller
                 call.error = error
             call.done.set()
+            # An idle worker must not keep the last call (and the writer its function
+            # holds) alive: whoever drops a writer last should be its owner, not us.
+            del call
             with self._lock:
                 self._idle += 1

@@ -169,12 +169,22 @@ class HdfsWritableFile:
 
     Every call into the writer has a deadline (see `replication.deadline`). Once one
     has timed out the writer is abandoned: later calls fail at once with the same
-    `StorageUnavailable`, and `close` does not touch it."""
+    `StorageUnavailable`, and `close` does not touch it.
+
+    A writer dropped without `close` (abandoned, or left by a failed commit) costs the
+    dropping thread nothing: the file stays open until the NameNode's lease recovery
+    (an adopter's, or the lease's expiry) finishes it at its last hsynced length.
+    hdfs-native's `FileWriter` is an `io.RawIOBase`, whose finalizer calls `close()`;
+    on a pipeline whose DataNodes died or froze that blocks for up to a minute, on
+    whatever thread drops the last reference or runs the garbage collector. So only
+    its Rust writer (`inner`) is kept, and the Python wrapper is marked closed at
+    once, which disarms its finalizer."""
 
     def __init__(self, path: str, writer: hdfs_native.FileWriter, position: int,
                  runner: DeadlineRunner, timeout: float | None):
         self.path = path
-        self._writer = writer
+        self._writer = writer.inner
+        io.RawIOBase.close(writer)  # marks the wrapper closed without calling its close()
         self._position = position
         self._closed = False
         self._runner = runner

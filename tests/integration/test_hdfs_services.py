@@ -1,5 +1,6 @@
 """HDFS durability and fencing behaviour that custody's protocol relies on."""
 
+import gc
 import threading
 import time
 
@@ -71,7 +72,7 @@ def test_killed_datanode_is_detected_and_writes_continue_after_restart(hdfs_clus
     storage = hdfs_store.storage
     hdfs_cluster.kill_datanode(1)
     try:
-        hdfs_cluster.wait_healthy(timeout=60, live_datanodes=1)
+        hdfs_cluster.wait_healthy(timeout=60, live_datanodes=hdfs_cluster.datanode_count - 1)
     finally:
         hdfs_cluster.restart_datanode(1)
     path = join(hdfs_store.root, "after-restart")
@@ -147,3 +148,34 @@ def test_a_write_pipeline_that_stops_answering_fails_within_the_deadline(hdfs_cl
     # What was hsynced before the freeze survives, once the lease is recovered.
     recover_until_closed(storage, path)
     assert storage.read(path, 0, 10000) == b"a" * 10000
+
+
+def test_dropping_a_writer_whose_pipeline_froze_does_not_block_the_thread_that_drops_it(hdfs_cluster, hdfs_store):
+    """hdfs-native's FileWriter is an io.RawIOBase, whose finalizer calls close(): on a
+    frozen pipeline that blocked for a minute whichever thread happened to drop the last
+    reference, or to run the garbage collector (once, a flow thread in the middle of an
+    import, holding the import lock for every other thread). Dropping an abandoned or
+    unclosed writer must cost nothing; the NameNode's lease recovery finishes the file."""
+    storage = HdfsStorage(hdfs_cluster.url, io_timeout=3.0)
+    path = join(hdfs_store.root, "dropped-while-frozen")
+    writer, unclosed = storage.create(path), storage.create(join(hdfs_store.root, "never-closed"))
+    for handle in (writer, unclosed):
+        handle.write(b"c" * 10000)
+        handle.sync()
+    for index in range(hdfs_cluster.datanode_count):
+        hdfs_cluster.pause_datanode(index)
+    try:
+        with pytest.raises(StorageUnavailable):
+            for _ in range(1000):  # the first calls may still land in socket buffers
+                writer.write(b"d" * 10000)
+                writer.sync()
+        began = time.monotonic()
+        del writer, unclosed, handle
+        gc.collect()
+        dropped_in = time.monotonic() - began
+    finally:
+        for index in range(hdfs_cluster.datanode_count):
+            hdfs_cluster.resume_datanode(index)
+    assert dropped_in < 1.0, f"dropping two writers blocked the dropping thread {dropped_in:.1f}s"
+    recover_until_closed(storage, path)
+    assert storage.read(path, 0, 10000) == b"c" * 10000
