@@ -20,6 +20,12 @@ property() { echo "  <property><name>$1</name><value>$2</value></property>"; }
   property dfs.namenode.safemode.threshold-pct 0
   property dfs.heartbeat.interval 1
   property dfs.namenode.heartbeat.recheck-interval 3000
+  # A DataNode silent for 3 s gets no new blocks: with one DataNode more than the
+  # replication, writes go on around a dead one instead of failing until it is
+  # declared dead.
+  property dfs.namenode.stale.datanode.interval 3000
+  property dfs.namenode.avoid.write.stale.datanode true
+  property dfs.namenode.avoid.read.stale.datanode true
   property dfs.client.block.write.replace-datanode-on-failure.enable false
   echo "</configuration>"
 } > "$conf/hdfs-site.xml"

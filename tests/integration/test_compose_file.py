@@ -12,7 +12,7 @@ def test_compose_file_is_valid_and_binds_loopback_only(docker_engine):
     result = docker("compose", "-f", str(ROOT / "docker-compose.yml"), "config", "--format", "json")
     config = json.loads(result.stdout)
     services = config["services"]
-    assert {"zk1", "zk2", "zk3", "namenode", "datanode1", "datanode2"} <= set(services)
+    assert {"zk1", "zk2", "zk3", "namenode", "datanode1", "datanode2", "datanode3"} <= set(services)
     for name, service in services.items():
         for port in service.get("ports", []):
             assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond loopback"
