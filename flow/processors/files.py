@@ -199,6 +199,8 @@ class FetchFile(Processor):
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 PARTIAL_MAX_AGE_S = 600.0  # a temporary file older than this is a crashed write's leftover
 _TEMPORARY = itertools.count(int.from_bytes(os.urandom(4), "big"))
+_SWEPT: set[str] = set()  # directories whose crashed temporaries this process has swept
+_SWEPT_LOCK = threading.Lock()
 
 
 class PutFile(Processor):
@@ -219,18 +221,43 @@ class PutFile(Processor):
         # A crash mid-write leaves a temporary file; the retry writes a new one. Remove
         # the leftovers of earlier runs (only where the directory does not vary), once
         # they are old enough not to be another node's write in progress: nodes of a
-        # cluster deliver to one destination.
+        # cluster deliver to one destination. The sweep reads the whole directory, which
+        # may hold millions of delivered files, so it runs once per directory per process
+        # (not again for every shard a node adopts) and off the caller's thread: an
+        # engine starts, and an adopted shard resumes, without waiting on it.
         directory = context["directory"]
-        if directory.is_literal and os.path.isdir(directory.evaluate()):
-            now = time.time()
-            for name in os.listdir(directory.evaluate()):
-                if self._PARTIAL.match(name):
-                    path = os.path.join(directory.evaluate(), name)
-                    try:
-                        if now - os.stat(path).st_mtime >= PARTIAL_MAX_AGE_S:
-                            os.remove(path)
-                    except FileNotFoundError:
-                        pass
+        self.sweeper = None
+        if not directory.is_literal:
+            return
+        path = directory.evaluate()
+        with _SWEPT_LOCK:
+            if path in _SWEPT:
+                return
+            _SWEPT.add(path)
+        self.sweeper = threading.Thread(target=self._sweep, args=(path, context.logger), name="put-file-sweep",
+                                        daemon=True)
+        self.sweeper.start()
+
+    @classmethod
+    def _sweep(cls, directory: str, logger) -> None:
+        now = time.time()
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            logger.warning("PutFile: cannot list %s to remove crashed writes' temporaries: %s", directory, error)
+            return
+        for name in names:
+            if name.startswith(".") and cls._PARTIAL.match(name):
+                path = os.path.join(directory, name)
+                try:
+                    if now - os.stat(path).st_mtime >= PARTIAL_MAX_AGE_S:
+                        os.remove(path)
+                except FileNotFoundError:
+                    pass
+                except OSError as error:
+                    logger.warning("PutFile: cannot remove a crashed write's temporary %s: %s", path, error)
 
     def on_trigger(self, context: ProcessContext, session) -> None:
         sync = context["sync"]

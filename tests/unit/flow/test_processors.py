@@ -157,7 +157,14 @@ def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
     old = time.time() - PARTIAL_MAX_AGE_S - 1
     os.utime(leftover, (old, old))
     processor.on_scheduled(context)
+    processor.sweeper.join(10)
     assert os.listdir(directory) == [in_progress.name]  # a young one may be another node's write
+    os.utime(in_progress, (old, old))
+    again = PutFile("put-of-an-adopted-shard")
+    again.on_scheduled(context)
+    # The directory was swept once in this process: an adopted shard's engine does not
+    # read it again (it may hold millions of delivered files).
+    assert again.sweeper is None and in_progress.exists()
     in_progress.unlink()
     for attempt in range(2):  # a retry after a crash that lost the first commit
         session = ProcessSession(component_id="put", component_type="PutFile", committer=committer,
