@@ -63,7 +63,6 @@ class HdfsCluster:
             raise ValueError("the harness runs 1 to 3 DataNodes")
         self.workdir = Path(workdir) / "hdfs"
         self.datanode_count = datanodes
-        self.replication = min(datanodes, 2)
         self.heap = heap
         self.ports: dict[str, int] = {}
         self.namenode: ManagedProcess | None = None
@@ -72,13 +71,16 @@ class HdfsCluster:
         if state:
             self.ports = state["ports"]
             self.datanode_count = state["datanodes"]
-            self.replication = state.get("replication", min(self.datanode_count, 2))
             self._build_processes(state["pids"])
 
     # -- addresses ---------------------------------------------------------------
     @property
     def url(self) -> str:
         return f"hdfs://{HOST}:{self.ports['namenode_rpc']}"
+
+    @property
+    def replication(self) -> int:
+        return min(self.datanode_count, 2)
 
     @property
     def client_config(self) -> dict[str, str]:
@@ -296,8 +298,7 @@ class HdfsCluster:
     def _save_state(self) -> None:
         pids = {"namenode": self.namenode.pid}
         pids.update({f"datanode-{i}": d.pid for i, d in enumerate(self.datanodes)})
-        self._state_path().write_text(json.dumps({"ports": self.ports, "datanodes": self.datanode_count,
-                                                  "replication": self.replication, "pids": pids}))
+        self._state_path().write_text(json.dumps({"ports": self.ports, "datanodes": self.datanode_count, "pids": pids}))
 
     def _load_state(self) -> dict | None:
         try:
