@@ -1,5 +1,5 @@
 """Collecting what nothing can reference any more: dead incarnations' content
-containers on HDFS, and shard znodes retired long ago. The leader runs it
+containers on HDFS, and shard and plan znodes finished long ago. The leader runs it
 (`leader.Leader`, every `collect_interval` seconds while it leads and may act).
 
 One round (`ContentCollector.collect`) reads a `CollectionView`, decides with the
@@ -58,6 +58,15 @@ parent's owners, transitively) and not as a child of a SPLIT parent that still
 waits for every child to be seeded (`reassignment.RetireSplitParent`). The delete
 is versioned, so a znode that changed since it was read is left alone.
 
+Done plan znodes. Plan P's znode is deleted when P is done and was marked done
+(`finished_at`, wall clock at the leader) at least `retention` ago. A done plan is
+never read again by a decision (`reassignment.decide` sees open plans only), and
+its dead incarnation never owns a shard again, so no leader needs it; the
+retention is for operators (`custody status`). Without this every plan ever
+written stays under `plans/`, and the leader, which reads them all before each
+decision, grew slower with every failover: 0.5 s at 800 plans. The delete is
+versioned.
+
 Lock plan: none; one round runs at a time, on the leader's collector thread.
 """
 
@@ -66,7 +75,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
@@ -75,11 +84,12 @@ from replication.hdfs_content import hdfs_content_root
 from .incarnation import Incarnation
 from .node_content import garbage_containers
 from .ownership import HISTORY_LIMIT, ShardOwnership, ShardState
+from .plans import FailoverPlan, PlanStore
 from .shard_registry import ShardRegistry
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RETENTION = 600.0  # seconds a RETIRED shard znode is kept
+DEFAULT_RETENTION = 600.0  # seconds a RETIRED shard znode, or a done plan znode, is kept
 DEFAULT_INTERVAL = 30.0    # seconds between two rounds on the leader
 
 
@@ -102,12 +112,14 @@ class CollectionView:
     shards: dict[str, tuple[ShardOwnership, int]]  # shard id -> (value, znode version)
     live: frozenset[str]                         # children of `nodes/`
     now: float                                   # wall clock
+    plans: dict[str, tuple[FailoverPlan, int]] = field(default_factory=dict)  # plan id -> (value, version)
 
 
 @dataclass(frozen=True)
 class CollectionPlan:
     containers: tuple[str, ...]           # incarnation ids whose content directory goes
     shards: tuple[tuple[str, int], ...]   # (shard id, version) of retired znodes that go
+    plans: tuple[tuple[str, int], ...] = ()  # (plan id, version) of done plan znodes that go
 
 
 # -- the decisions (pure) ------------------------------------------------------------------
@@ -185,11 +197,24 @@ def collectable_shards(shards: dict[str, ShardOwnership], now: float, retention:
     return found
 
 
+def collectable_plans(plans: dict[str, FailoverPlan], now: float, retention: float) -> list[str]:
+    """Done plans marked done at least `retention` seconds before `now` (a done plan
+    written before plans kept `finished_at` counts from its creation)."""
+    found = []
+    for name, plan in sorted(plans.items()):
+        finished = plan.finished_at if plan.finished_at is not None else plan.created_at
+        if plan.status == "done" and now - finished >= retention:
+            found.append(name)
+    return found
+
+
 def plan_collection(view: CollectionView, retention: float = DEFAULT_RETENTION) -> CollectionPlan:
     shards = {name: entry[0] for name, entry in view.shards.items()}
     containers = collectable_containers(view.containers, shards.values(), view.live, view.counter)
     znodes = collectable_shards(shards, view.now, retention)
-    return CollectionPlan(tuple(containers), tuple((name, view.shards[name][1]) for name in znodes))
+    plans = collectable_plans({name: entry[0] for name, entry in view.plans.items()}, view.now, retention)
+    return CollectionPlan(tuple(containers), tuple((name, view.shards[name][1]) for name in znodes),
+                          tuple((name, view.plans[name][1]) for name in plans))
 
 
 # -- the I/O (thin) --------------------------------------------------------------------------
@@ -200,6 +225,7 @@ class ContentCollector:
         self.retention = retention
         self._wall_clock = wall_clock
         self.registry = ShardRegistry(client, layout, wall_clock=wall_clock)
+        self.plan_store = PlanStore(client, layout)
 
     def read_view(self) -> CollectionView:
         # The order is the safety argument of the module docstring: HDFS first, then
@@ -208,8 +234,9 @@ class ContentCollector:
         self.client.sync(self.layout.root)
         counter = self._read_counter()
         shards = self.registry.all()
+        plans = self.plan_store.all()
         live = frozenset(self.client.get_children(self.layout.nodes))
-        return CollectionView(containers, counter, shards, live, self._wall_clock())
+        return CollectionView(containers, counter, shards, live, self._wall_clock(), plans)
 
     def collect(self, keep_going: Callable[[], bool] = lambda: True) -> CollectionPlan:
         """One round. Returns what it decided (whether or not each deletion worked).
@@ -218,7 +245,7 @@ class ContentCollector:
             plan = plan_collection(self.read_view(), self.retention)
         except Exception as error:  # noqa: BLE001 - decide nothing on a view we could not read
             log.warning("content collection skipped this round: %s: %s", type(error).__name__, _line(error))
-            return CollectionPlan((), ())
+            return CollectionPlan((), (), ())
         for container in plan.containers:
             if not keep_going():
                 return plan
@@ -226,7 +253,11 @@ class ContentCollector:
         for shard, version in plan.shards:
             if not keep_going():
                 return plan
-            self._delete_shard(shard, version)
+            self._delete_znode(self.layout.shard(shard), version, f"the znode of shard {shard}, retired")
+        for plan_id, version in plan.plans:
+            if not keep_going():
+                return plan
+            self._delete_znode(self.layout.plan(plan_id), version, f"the znode of plan {plan_id}, done")
         return plan
 
     def _list_containers(self) -> tuple[str, ...]:
@@ -253,15 +284,15 @@ class ContentCollector:
             return
         log.info("deleted the content of dead incarnation %s (%s): no shard can reference it", container, path)
 
-    def _delete_shard(self, shard: str, version: int) -> None:
+    def _delete_znode(self, path: str, version: int, what: str) -> None:
         try:
-            self.client.delete(self.layout.shard(shard), version=version)
+            self.client.delete(path, version=version)
         except (NoNodeError, BadVersionError):
             return  # gone already, or changed since read: decided again next round
         except Exception as error:  # noqa: BLE001 - collected on a later round
-            log.warning("deleting retired shard znode %s failed, retried next round: %s", shard, _line(error))
+            log.warning("deleting %s (%s) failed, retried next round: %s", what, path, _line(error))
             return
-        log.info("deleted the znode of shard %s, retired more than %.0f s ago", shard, self.retention)
+        log.info("deleted %s more than %.0f s ago", what, self.retention)
 
 
 def _line(error: BaseException) -> str:

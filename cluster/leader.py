@@ -162,9 +162,10 @@ class Leader:
         while not leadership_over.wait(self.collect_interval):
             if keep_going():
                 plan = self.collector.collect(keep_going)
-                if plan.containers or plan.shards:
+                if plan.containers or plan.shards or plan.plans:
                     self._record("collect", f"containers {list(plan.containers)}, "
-                                            f"shards {[shard for shard, _ in plan.shards]}")
+                                            f"shards {[shard for shard, _ in plan.shards]}, "
+                                            f"plans {[plan_id for plan_id, _ in plan.plans]}")
 
     def _on_change(self, children) -> bool | None:
         self._changed.set()
@@ -177,7 +178,11 @@ class Leader:
         # later member listing therefore includes. A live owner is never taken for dead.
         shards = {name: entry[0] for name, entry in self.registry.all().items()}
         live = read_members(self.client, self.layout)
-        self._last_beats.update(live)
+        # A dead incarnation's last beat matters while it still owns a shard (its plan
+        # weighs what it had queued); forgotten after that, or the map grows for ever.
+        owners = {shard.owner for shard in shards.values()}
+        self._last_beats = {name: beat for name, beat in {**self._last_beats, **live}.items()
+                            if name in live or name in owners}
         plans = {name: entry[0] for name, entry in self.plans.open_plans().items()}
         return LeaderView(self.incarnation, self._wall_clock(), live, shards, plans, dict(self._last_beats), self.policy)
 
@@ -223,7 +228,7 @@ class Leader:
         elif isinstance(instruction, FinishPlan):
             entry = self.plans.read(instruction.plan_id)
             if entry is not None and entry[0].status == "open":
-                self.plans.replace(replace(entry[0], status="done"), entry[1])
+                self.plans.replace(replace(entry[0], status="done", finished_at=self._wall_clock()), entry[1])
                 self._record("done", instruction.plan_id)
         elif isinstance(instruction, RetireSplitParent):
             self.registry.retire_split_parent(instruction.shard)

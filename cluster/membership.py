@@ -19,6 +19,7 @@ from kazoo.exceptions import NoNodeError
 
 from .errors import FencedError
 from .heartbeat import Heartbeat
+from .znodes import read_children
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +104,16 @@ class Membership:
 
 def read_members(client, layout) -> dict[str, Heartbeat]:
     """The live incarnations and their current heartbeats."""
-    members = {}
+    return read_children(client, layout.nodes, layout.node, _parse_beat)
+
+
+def _parse_beat(name: str, data: bytes, stat) -> Heartbeat:
     try:
-        names = client.get_children(layout.nodes)
-    except NoNodeError:
-        return members
+        return Heartbeat.from_json(data)
+    except (ValueError, KeyError, TypeError) as error:
+        # Alive (its znode is there), but never chosen to adopt: no free disk known.
+        log.warning("member %s has an unreadable heartbeat (%s); treating it as alive with no figures", name, error)
+        return Heartbeat(name.rpartition("-")[0] or name, name, 0, free_disk=0)
     for name in names:
         try:
             data, _ = client.get(layout.node(name))

@@ -60,11 +60,13 @@ class FailoverPlan:
     status: str = "open"  # open | done
     revision: int = 0
     notes: tuple[str, ...] = field(default=())
+    finished_at: float | None = None  # wall clock at the leader that marked it done
 
     def to_json(self) -> bytes:
         return json.dumps({
             "plan_id": self.plan_id, "dead": self.dead, "leader": self.leader, "created_at": self.created_at,
             "policy": self.policy, "status": self.status, "revision": self.revision, "notes": list(self.notes),
+            "finished_at": self.finished_at,
             "moves": [
                 {"shard": m.shard, "from_owner": m.from_owner, "from_epoch": m.from_epoch, "to": m.to,
                  "slices": [vars(s).copy() for s in m.slices]}
@@ -80,7 +82,8 @@ class FailoverPlan:
             for m in body["moves"]
         )
         return cls(body["plan_id"], body["dead"], body["leader"], body["created_at"], body["policy"], moves,
-                   body.get("status", "open"), body.get("revision", 0), tuple(body.get("notes", ())))
+                   body.get("status", "open"), body.get("revision", 0), tuple(body.get("notes", ())),
+                   body.get("finished_at"))
 
 
 def move_is_done(move: Move, current: ShardOwnership | None) -> bool:
@@ -126,7 +129,8 @@ class PlanStore:
             raise OwnershipConflict(f"plan {plan.plan_id}", f"version {version}", "a newer version") from None
 
     def all(self) -> dict[str, tuple[FailoverPlan, int]]:
-        return read_children(self.client, self.layout.plans, self.read)
+        return read_children(self.client, self.layout.plans, self.layout.plan,
+                             lambda name, data, stat: (FailoverPlan.from_json(data), stat.version))
 
     def open_plans(self) -> dict[str, tuple[FailoverPlan, int]]:
         return {name: entry for name, entry in self.all().items() if entry[0].status == "open"}

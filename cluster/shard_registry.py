@@ -37,7 +37,8 @@ class ShardRegistry:
         return ShardOwnership.from_json(data), stat.version
 
     def all(self) -> dict[str, tuple[ShardOwnership, int]]:
-        return read_children(self.client, self.layout.shards, self.read)
+        return read_children(self.client, self.layout.shards, self.layout.shard,
+                             lambda name, data, stat: (ShardOwnership.from_json(data), stat.version))
 
     # -- writing -------------------------------------------------------------------------
     def create(self, shard: ShardOwnership) -> None:

@@ -19,6 +19,7 @@ from cluster.plans import PlanStore
 from cluster.services.process import wait_until
 from cluster.services.zookeeper import ZooKeeperEnsemble
 from cluster.shard_registry import ShardRegistry
+from repositories.storage import LocalStorage
 
 pytestmark = [pytest.mark.zookeeper]
 TIMEOUT = 4.0
@@ -202,3 +203,32 @@ def test_cluster_status_command_prints_members_leader_shards_and_plans(clients, 
     finally:
         release.set()
         thread.join(10)
+
+
+def test_the_leader_deletes_a_done_plan_once_the_retention_has_passed(clients, tmp_path):
+    """Plans would otherwise pile up under plans/ for ever, and the leader reads them
+    all before each decision."""
+    layout = ClusterLayout("c1", str(tmp_path / "hdfs"))
+    admin = clients()
+    for path in layout.zookeeper_paths():
+        admin.ensure_path(path)
+    registry = ShardRegistry(admin, layout)
+    registry.create_home_shard("d-1", "d-1", 1)  # left by a dead node
+    client = clients()
+    incarnation, _ = join(client, layout, "a")
+    retention = 2.0
+    leader = Leader(client, layout, incarnation.id, period=0.2, storage=LocalStorage(), collect_interval=0.2,
+                    retention=retention)
+    leader.start()
+    try:
+        wait_until(lambda: any(event.kind == "done" for event in leader.story), 30, "the plan to be done")
+        plan, _ = PlanStore(admin, layout).read("d-1")
+        assert plan.status == "done" and plan.finished_at is not None
+        wait_until(lambda: PlanStore(admin, layout).read("d-1") is None, 30, "the done plan to be collected")
+        collected = next(event for event in leader.story if event.kind == "collect" and "d-1" in event.detail)
+        assert collected.at - plan.finished_at >= retention
+        # The shard it moved is the adopter's business: untouched.
+        shard, _ = registry.read("d-1")
+        assert shard.owner == incarnation.id and shard.epoch == 2
+    finally:
+        leader.stop()

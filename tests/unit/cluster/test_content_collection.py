@@ -1,5 +1,5 @@
 """What the leader may collect: dead incarnations' content, long-retired shard
-znodes. The decisions without ZooKeeper or HDFS, then the thin runner against a
+znodes, long-done plan znodes. The decisions without ZooKeeper or HDFS, then the thin runner against a
 fake client and a local directory (the order it reads in is the safety argument)."""
 
 import logging
@@ -11,6 +11,7 @@ from cluster.content_collector import (
     CollectionView,
     ContentCollector,
     collectable_containers,
+    collectable_plans,
     collectable_shards,
     container_directory,
     containers_directory,
@@ -22,6 +23,7 @@ from cluster.incarnation import Incarnation
 from cluster.layout import ClusterLayout
 from cluster.node_content import garbage_containers, open_node_content
 from cluster.ownership import HASH_SPACE, HISTORY_LIMIT, ShardState
+from cluster.plans import FailoverPlan
 from repositories.storage import LocalStorage
 from repositories.storage.protocol import join, parent
 
@@ -180,13 +182,42 @@ def test_the_children_of_a_split_parent_are_kept_until_it_retires():
     assert collectable_shards(shards, now=10_000.0, retention=600) == []
 
 
-def test_a_plan_names_containers_and_versioned_znodes():
+# -- done plans -----------------------------------------------------------------------------------
+def failover_plan(dead, status="open", created_at=0.0, finished_at=None):
+    return FailoverPlan(dead, dead, "n9-9", created_at, "whole", (), status, finished_at=finished_at)
+
+
+def test_a_done_plan_is_kept_for_the_retention_from_when_it_was_done():
+    plans = {"n1-1": failover_plan("n1-1", "done", created_at=0.0, finished_at=1000.0)}
+    assert collectable_plans(plans, now=1000.0 + 599, retention=600) == []
+    assert collectable_plans(plans, now=1000.0 + 600, retention=600) == ["n1-1"]
+
+
+def test_an_open_plan_is_never_collected_however_old():
+    assert collectable_plans({"n1-1": failover_plan("n1-1", "open")}, now=1e9, retention=600) == []
+
+
+def test_a_done_plan_without_a_finishing_time_counts_from_its_creation():
+    plans = {"n1-1": failover_plan("n1-1", "done", created_at=50.0)}
+    assert collectable_plans(plans, now=649.0, retention=600) == []
+    assert collectable_plans(plans, now=650.0, retention=600) == ["n1-1"]
+
+
+def test_the_finishing_time_survives_json():
+    plan = failover_plan("n1-1", "done", finished_at=12.5)
+    assert FailoverPlan.from_json(plan.to_json()) == plan
+
+
+def test_a_collection_plan_names_containers_and_versioned_znodes():
     old = retired(moved(home("n1-1"), "n2-2"), at=0.0)
     view = CollectionView(("n1-1", "n2-2", "n3-3"), 3, {"n1-1": (old, 7), "n3-3": (home("n3-3"), 0)},
-                          frozenset({"n3-3"}), now=601.0)
+                          frozenset({"n3-3"}), now=601.0,
+                          plans={"n1-1": (failover_plan("n1-1", "done", finished_at=1.0), 4),
+                                 "n2-2": (failover_plan("n2-2", "open"), 0)})
     plan = plan_collection(view, retention=600)
     assert plan.containers == ("n1-1", "n2-2")
     assert plan.shards == (("n1-1", 7),)
+    assert plan.plans == (("n1-1", 4),)
 
 
 def test_the_collector_looks_where_node_content_writes(tmp_path):
@@ -202,9 +233,10 @@ def test_the_collector_looks_where_node_content_writes(tmp_path):
 class FakeClient:
     """Just the calls the collector makes, each logged."""
 
-    def __init__(self, layout, shards, live, counter, calls):
+    def __init__(self, layout, shards, live, counter, calls, plans=()):
         self.layout, self.calls = layout, calls
         self.data = {layout.shard(s.shard): [s.to_json(), 0] for s in shards}
+        self.data.update({layout.plan(p.plan_id): [p.to_json(), 1] for p in plans})
         self.data[layout.incarnation_counter] = [repr(counter).encode(), 0]
         self.live = list(live)
         self.refuse_deletes = False
@@ -220,6 +252,14 @@ class FakeClient:
         class Stat:
             version = self.data[path][1]
         return self.data[path][0], Stat()
+
+    def get_async(self, path):
+        get = self.get
+
+        class Answer:
+            def get(self):
+                return get(path)
+        return Answer()
 
     def get_children(self, path):
         self.calls.append(f"children {path.rsplit('/', 1)[-1]}")
@@ -249,12 +289,12 @@ class RecordingStorage(LocalStorage):
         return super().delete(path, recursive=recursive)
 
 
-def make(tmp_path, shards, live, counter, containers):
+def make(tmp_path, shards, live, counter, containers, plans=()):
     layout = ClusterLayout("c1", str(tmp_path / "hdfs"))
     for name in containers:
         (tmp_path / "hdfs" / "c1" / "content" / name / name / "0").mkdir(parents=True)
     calls = []
-    client = FakeClient(layout, shards, live, counter, calls)
+    client = FakeClient(layout, shards, live, counter, calls, plans)
     collector = ContentCollector(client, layout, RecordingStorage(calls), wall_clock=lambda: 10_000.0)
     return collector, client, calls, tmp_path / "hdfs" / "c1" / "content"
 
@@ -277,6 +317,18 @@ def test_a_round_deletes_garbage_containers_and_old_retired_znodes(tmp_path, cap
     assert client.layout.shard("n1-1") not in client.data and client.layout.shard("n3-3") in client.data
     deleted = [r.getMessage() for r in caplog.records if r.getMessage().startswith("deleted the content")]
     assert len(deleted) == 2
+
+
+def test_a_round_deletes_long_done_plan_znodes_only(tmp_path, caplog):
+    plans = [failover_plan("n1-1", "done", finished_at=1000.0), failover_plan("n2-2", "done", finished_at=9500.0),
+             failover_plan("n3-3", "open")]
+    collector, client, calls, _ = make(tmp_path, [], [], 4, [], plans)
+    with caplog.at_level(logging.INFO, logger="cluster.content_collector"):
+        plan = collector.collect()
+    assert plan.plans == (("n1-1", 1),)
+    assert sorted(p for p in client.data if p.startswith(client.layout.plans + "/")) == [
+        client.layout.plan("n2-2"), client.layout.plan("n3-3")]
+    assert [r.getMessage() for r in caplog.records] == ["deleted the znode of plan n1-1, done more than 600 s ago"]
 
 
 def test_a_failed_deletion_is_one_log_line_and_retried_next_round(tmp_path, caplog):
