@@ -55,6 +55,9 @@ class FlowCluster(ZooKeeperViews):
         self.directories: dict[str, str] = {}
         self.sink = str(workdir / "sink")
         self._sink_ids: dict[str, str] = {}  # sink file -> the id its content carries
+        self._carriers: dict[str, list[str]] = {}  # carried id -> the sink files that carry it
+        self._suspects: set[str] = set()  # carried ids whose files are not exactly [that id]
+        self._listing: tuple[int, list[str]] = (-1, [])  # the sink's mtime (ns) when listed, its names
         self.client = KazooClient(hosts=zk_hosts, timeout=10)
         self.client.start(timeout=30)
 
@@ -137,24 +140,36 @@ class FlowCluster(ZooKeeperViews):
         carries, read incrementally: new files only. Checked after every fault; lost
         ids can only be counted once everything has settled (`check`)."""
         seen = self._sink_ids
-        try:
-            names = [name for name in os.listdir(self.sink) if not name.startswith(".") and name not in seen]
-        except FileNotFoundError:
-            return {}
-        for name in names:
+        for name in self._sink_names():
+            if name in seen:
+                continue
             with open(os.path.join(self.sink, name), "rb") as handle:
                 first = handle.read(64).split(None, 1)
-            seen[name] = first[0].decode(errors="replace") if first else ""
-        carriers: dict[str, list[str]] = {}
-        for name, carried in seen.items():
-            carriers.setdefault(carried, []).append(name)
-        return {carried: files for carried, files in carriers.items() if len(files) > 1 or files != [carried]}
+            carried = seen[name] = first[0].decode(errors="replace") if first else ""
+            files = self._carriers.setdefault(carried, [])
+            files.append(name)
+            if files != [carried]:
+                self._suspects.add(carried)
+        return {carried: list(self._carriers[carried]) for carried in self._suspects}
 
     def delivered(self) -> int:
+        return len(self._sink_names())
+
+    def _sink_names(self) -> list[str]:
+        """The sink's delivered files (not PutFile's dot-temporaries). Listing 400,000
+        names takes about a second, and the drill polls this: the last listing is
+        reused while the directory's mtime is unchanged and more than a second old
+        (a file created in the same clock tick as the listing may not move the mtime)."""
         try:
-            return sum(1 for name in os.listdir(self.sink) if not name.startswith("."))
+            mtime = os.stat(self.sink).st_mtime_ns
         except FileNotFoundError:
-            return 0
+            return []
+        listed_at, names = self._listing
+        if mtime == listed_at and time.time_ns() - mtime > 1_000_000_000:
+            return names
+        names = [name for name in os.listdir(self.sink) if not name.startswith(".")]
+        self._listing = (mtime, names)
+        return names
 
     # -- checking ------------------------------------------------------------------------
     def dump_stacks(self) -> None:
