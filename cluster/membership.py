@@ -114,15 +114,3 @@ def _parse_beat(name: str, data: bytes, stat) -> Heartbeat:
         # Alive (its znode is there), but never chosen to adopt: no free disk known.
         log.warning("member %s has an unreadable heartbeat (%s); treating it as alive with no figures", name, error)
         return Heartbeat(name.rpartition("-")[0] or name, name, 0, free_disk=0)
-    for name in names:
-        try:
-            data, _ = client.get(layout.node(name))
-        except NoNodeError:
-            continue  # died between the listing and the read
-        try:
-            members[name] = Heartbeat.from_json(data)
-        except (ValueError, KeyError, TypeError) as error:
-            # Alive (its znode is there), but never chosen to adopt: no free disk known.
-            log.warning("member %s has an unreadable heartbeat (%s); treating it as alive with no figures", name, error)
-            members[name] = Heartbeat(name.rpartition("-")[0] or name, name, 0, free_disk=0)
-    return members
