@@ -20,7 +20,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from .errors import OwnershipConflict
 from .ownership import ShardOwnership, ShardState
-from .znodes import read_children
+from .znodes import FinalChildren
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,10 @@ class PlanStore:
 
     def __init__(self, client, layout):
         self.client, self.layout = client, layout
+        # A done plan never changes again: `all` reads it once.
+        self._children = FinalChildren(client, layout.plans, layout.plan,
+                                       lambda name, data, stat: (FailoverPlan.from_json(data), stat.version),
+                                       lambda entry: entry[0].status == "done")
 
     def create(self, plan: FailoverPlan) -> bool:
         """Write a new plan; False if one for that dead incarnation exists already."""
@@ -129,8 +133,7 @@ class PlanStore:
             raise OwnershipConflict(f"plan {plan.plan_id}", f"version {version}", "a newer version") from None
 
     def all(self) -> dict[str, tuple[FailoverPlan, int]]:
-        return read_children(self.client, self.layout.plans, self.layout.plan,
-                             lambda name, data, stat: (FailoverPlan.from_json(data), stat.version))
+        return self._children.read()
 
     def open_plans(self) -> dict[str, tuple[FailoverPlan, int]]:
         return {name: entry for name, entry in self.all().items() if entry[0].status == "open"}

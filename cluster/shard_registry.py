@@ -17,9 +17,9 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, Roll
 
 from . import ownership
 from .errors import FencedError, OwnershipConflict, TransitionRefused
-from .ownership import Refusal, ShardOwnership
+from .ownership import Refusal, ShardOwnership, ShardState
 from .plans import Move
-from .znodes import read_children
+from .znodes import FinalChildren
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 class ShardRegistry:
     def __init__(self, client, layout, *, wall_clock=time.time):
         self.client, self.layout, self._wall_clock = client, layout, wall_clock
+        # A RETIRED shard never changes again: `all` reads it once.
+        self._children = FinalChildren(client, layout.shards, layout.shard,
+                                       lambda name, data, stat: (ShardOwnership.from_json(data), stat.version),
+                                       lambda entry: entry[0].state is ShardState.RETIRED)
 
     # -- reading ----------------------------------------------------------------------
     def read(self, shard: str) -> tuple[ShardOwnership, int] | None:
@@ -37,8 +41,7 @@ class ShardRegistry:
         return ShardOwnership.from_json(data), stat.version
 
     def all(self) -> dict[str, tuple[ShardOwnership, int]]:
-        return read_children(self.client, self.layout.shards, self.layout.shard,
-                             lambda name, data, stat: (ShardOwnership.from_json(data), stat.version))
+        return self._children.read()
 
     # -- writing -------------------------------------------------------------------------
     def create(self, shard: ShardOwnership) -> None:

@@ -70,6 +70,21 @@ def test_incarnations_get_increasing_epochs_and_heartbeats_refresh(clients):
         member_a.stop()
 
 
+def test_a_member_with_an_unreadable_heartbeat_reads_as_alive_with_no_figures(clients, caplog):
+    layout = ClusterLayout("c1")
+    a, b = clients(), clients()
+    inc_a, _ = join(a, layout, "n1")
+    inc_b, _ = join(b, layout, "n2")
+    b.set(layout.node(inc_b.id), b"{not json")
+    with caplog.at_level("WARNING", logger="cluster.membership"):
+        members = read_members(clients(), layout)
+    assert sorted(members) == sorted([inc_a.id, inc_b.id])
+    assert members[inc_a.id].free_disk == 100 << 30
+    # Alive, so never taken for dead; no free disk, so never chosen to adopt.
+    assert members[inc_b.id].node == "n2" and members[inc_b.id].free_disk == 0
+    assert [r.getMessage() for r in caplog.records if inc_b.id in r.getMessage()]
+
+
 def test_heartbeat_of_an_expired_incarnation_is_refused_you_are_dead(clients):
     layout = ClusterLayout("c1")
     client = clients()
