@@ -15,8 +15,8 @@ seconds after it is elected (`FIRST_COLLECTION`, so that a failover that elected
 is decided first), then every `collect_interval` seconds while it leads and may
 act, on a thread of its own (HDFS may be slow; failover decisions must not wait for
 it). The first round is early because leaders can be short-lived: in the drills a
-leader lived 20 s on average, never long enough to reach a 30 s interval, and
-nothing was ever collected. The thread ends with the leadership; a round in
+leader lived 21 s on average, rarely long enough to reach a 30 s interval, and done
+plans and retired shards piled up. The thread ends with the leadership; a round in
 progress stops before its next deletion.
 """
 
