@@ -247,3 +247,25 @@ def test_the_leader_deletes_a_done_plan_once_the_retention_has_passed(clients, t
         assert shard.owner == incarnation.id and shard.epoch == 2
     finally:
         leader.stop()
+
+
+def test_the_registry_listing_follows_shards_into_retirement_and_deletion(clients):
+    """`all()` reads a RETIRED shard once and keeps it; the listing must still follow
+    every change before retirement, and forget a shard whose znode was deleted."""
+    layout = ClusterLayout("c1")
+    admin = clients()
+    for path in layout.zookeeper_paths():
+        admin.ensure_path(path)
+    registry = ShardRegistry(admin, layout)
+    registry.create_home_shard("n1-3", "n1-3", 3)
+    registry.create_home_shard("n2-4", "n2-4", 4)
+    assert registry.all()["n1-3"][0].state is own.ShardState.ACTIVE
+    registry.transition("n1-3", lambda c: own.reassign(c, "n2-4", expected_epoch=3, at=1.0))
+    assert registry.all()["n1-3"][0].state is own.ShardState.ADOPTING
+    registry.mark_adopted("n1-3", "n2-4", 4)
+    registry.retire("n1-3", "n2-4", 4)
+    retired, version = registry.all()["n1-3"]
+    assert retired.state is own.ShardState.RETIRED and (retired, version) == registry.read("n1-3")
+    assert registry.all()["n1-3"] == (retired, version)
+    admin.delete(layout.shard("n1-3"), version=version)
+    assert sorted(registry.all()) == ["n2-4"]
