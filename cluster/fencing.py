@@ -5,16 +5,8 @@
    created with `create_parent=False`, the old owner cannot bring the directory back
    by creating a new file in it.
 2. `recover_lease` every file under the fenced directory (WAL journals, snapshot,
-   swap files), polling until each is closed: every `first_wait` (0.1 s) for the
-   first `fast_window` (2 s), then doubling up to `max_wait`. Block recovery rides
-   on DataNode heartbeats (custody's HDFS runs them every second): the NameNode hands
-   the recovery to a DataNode in its next heartbeat's reply, so the file closes
-   somewhere within the first second or two, and a short poll sees it close without
-   waiting out a long backoff step. Asking again while a recovery runs does not
-   restart it (since HDFS-11576, Hadoop 3.1, the NameNode starts a new recovery only
-   when the previous one timed out), so the short poll costs one cheap NameNode call
-   per open file; after the window the backoff keeps a stuck recovery from becoming
-   a tight loop. (HBase waits 4 s before its second call, for older HDFS.)
+   swap files), polling until each is closed (`repositories.storage.leases`: short
+   polls for the first 2 s, then a doubling backoff).
 
 After that the old owner's next hsync fails with `LeaseLost`, and the adopter reads
 a directory nobody else can write.
@@ -34,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from repositories.storage import StorageError, StorageFileNotFound, join
+from repositories.storage.leases import LeaseRecoveryTimeout, recover_leases
 
 from .errors import FenceTimeout, FencedError
 from .layout import FENCED_MARK
@@ -112,8 +105,11 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
     files = _files_under(storage, target)
     for path in files:
         hooks.before_recover(path)
-    calls, waited = _recover_all(storage, shard, files, sleep=sleep, clock=clock, first_wait=first_wait,
-                                 fast_window=fast_window, max_wait=max_wait, timeout=timeout)
+    try:
+        calls, waited = recover_leases(storage, files, sleep=sleep, clock=clock, first_wait=first_wait,
+                                       fast_window=fast_window, max_wait=max_wait, timeout=timeout)
+    except LeaseRecoveryTimeout as error:
+        raise FenceTimeout(shard, error.path, error.waited) from None
     report.files, report.recover_calls, report.waited = files, calls, waited
     return report
 
@@ -126,33 +122,6 @@ def _files_under(storage, directory: str) -> list[str]:
         else:
             files.append(entry.path)
     return files
-
-
-def _recover_all(storage, shard, files, *, sleep, clock, first_wait, fast_window, max_wait,
-                 timeout) -> tuple[int, float]:
-    """Ask for every file's lease in one round, then poll only the files still open,
-    with one shared backoff: recoveries run in parallel on the DataNodes, so the
-    fence takes as long as the slowest file, not the sum of them."""
-    start = clock()
-    calls = 0
-    delay = first_wait
-    pending = list(files)
-    while pending:
-        still_open = []
-        for path in pending:
-            calls += 1
-            if not storage.recover_lease(path):
-                still_open.append(path)
-        pending = still_open
-        if not pending:
-            break
-        waited = clock() - start
-        if waited >= timeout:
-            raise FenceTimeout(shard, pending[0], waited)
-        sleep(delay)  # a pause between NameNode calls, never a tight loop
-        if clock() - start >= fast_window:
-            delay = min(delay * 2, max_wait)
-    return calls, clock() - start
 
 
 def fenced_path(directory: str, *parts: str) -> str:

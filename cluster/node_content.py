@@ -52,8 +52,10 @@ class ForeignContainers:
         with self._lock:
             reader = self._readers.get(container)
             if reader is None:
+                # Another incarnation's claims reach this node only with a shard it
+                # took over, so that incarnation is dead: its open files may be closed.
                 reader = self._readers[container] = open_hdfs_content_reader(
-                    self.storage, self.base, container, (container,))
+                    self.storage, self.base, container, (container,), recover_open_files=True)
             return reader
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None):

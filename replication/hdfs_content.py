@@ -13,6 +13,10 @@ hsync'd *and* its resource file is closed: `close_resources_on_sync` is forced o
 with the default `sync_on_close` every claim is hsync'd and its file closed when the
 writer closes. Callers that want several small claims per HDFS file write them with
 `sync_on_close=False` and call `sync()` once per session commit (group commit).
+If that close fails after the hsync (a DataNode of the pipeline died), the claims
+are durable but the file stays open, unreadable past its last finished block, until
+its lease is recovered: a reader of a dead node's content does that
+(`open_hdfs_content_reader(..., recover_open_files=True)`).
 Sections are created on first use, not 1024 at start-up (each mkdir is a NameNode
 round trip).
 """
@@ -62,9 +66,16 @@ def open_hdfs_content_repository(
 
 
 def open_hdfs_content_reader(
-    storage: Storage, base: str, node: str, containers: Iterable[str] = ("default",)
+    storage: Storage, base: str, node: str, containers: Iterable[str] = ("default",), *,
+    recover_open_files: bool = False,
 ) -> ContentRepository:
-    """Another node's claims on HDFS, for reading (after a takeover). Creates nothing."""
-    return open_hdfs_content_repository(
-        storage, base, node, containers, name=f"hdfs:{node}(adopted)", prepare=False
-    )
+    """Another node's claims on HDFS, for reading (after a takeover). Creates nothing.
+
+    `recover_open_files`: only when that node is dead (its incarnation was taken over).
+    A claim in a file the node left open (its close failed after the claim was hsynced)
+    is unreadable to hdfs-native until the file's lease is recovered; the reader then
+    recovers it, which would also fence a writer that is still alive."""
+    root = hdfs_content_root(base, node)
+    roots = {container: join(root, container) for container in containers}
+    resource_io = StorageResourceIO(storage, recover_open_files=recover_open_files)
+    return ContentRepository(roots, resource_io, DEFAULT_HDFS_CONFIG, name=f"hdfs:{node}(adopted)", prepare=False)

@@ -651,13 +651,19 @@ class ContentRepository:
                 except StorageError as error:
                     self._fail(open_resource, error)
                     raise translate_storage_error(error, claim=claim) from error
+        end = claim.offset + claim.length
         handle, size = self._open_resource(claim.resource, claim)
-        if size < claim.offset + claim.length:
+        if size < end:
             handle.close()
-            raise ContentTruncated(
-                f"{self.name}: {claim.resource.relative_path} holds {size} bytes but the claim "
-                f"ends at {claim.offset + claim.length}: it was never completed or was damaged",
-                claim=claim)
+            # A dead writer may have left the file open, its last block unfinished and
+            # unreadable: an IO that may recover its lease does, and the file is read again.
+            if self._finish_abandoned(claim.resource, claim):
+                handle, size = self._open_resource(claim.resource, claim)
+            if size < end:
+                handle.close()
+                raise ContentTruncated(
+                    f"{self.name}: {claim.resource.relative_path} holds {size} readable bytes but the "
+                    f"claim ends at {end}: it was never completed or was damaged", claim=claim)
         return ClaimReader(handle, claim.offset + offset, wanted, claim)
 
     def read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> bytes:
@@ -681,6 +687,13 @@ class ContentRepository:
         raise ContentNotFound(
             f"{self.name}: no resource file for {resource.relative_path} (destroyed, aged off "
             "or never written)", claim=claim)
+
+    def _finish_abandoned(self, resource: ResourceClaim, claim: ContentClaim) -> bool:
+        root = self._roots.get(resource.container)
+        try:
+            return root is not None and self.io.finish_abandoned(root, resource)
+        except StorageError as error:
+            raise translate_storage_error(error, claim=claim) from error
 
     def open_resource(self, resource: ResourceClaim):
         """(binary handle, size) of a whole resource file, live or archived: for fsck."""

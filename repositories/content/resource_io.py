@@ -8,11 +8,19 @@ section cannot lead a read or a write outside the container.
 
 `StorageResourceIO` works through any `Storage` (HDFS): writes through the storage's
 WritableFile (`sync()` is hsync), reads through the storage's pyarrow filesystem.
+
+A read reports the bytes the handle can actually deliver, which on HDFS is less than
+the NameNode's length for a file still open for writing: hdfs-native reads only up
+to the last finished block. A node whose close failed after its claims were hsynced
+leaves such a file behind. `finish_abandoned` closes it for a reader that may do so
+(one reading a dead incarnation's content, `recover_open_files=True`) by recovering
+its lease: the NameNode finishes the last block at the length its live replicas hold.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import shutil
 import stat as stat_module
@@ -21,12 +29,15 @@ from typing import BinaryIO, Protocol
 
 from repositories.claims import SECTIONS_PER_CONTAINER, ResourceClaim
 from repositories.storage import StorageError, StorageFileNotFound, WritableFile
+from repositories.storage.leases import recover_leases
 from repositories.storage.local import fsync_directory, translate_os_error
 from repositories.storage.protocol import Storage, join
 
 from .archive import Usage
 from .errors import UnsafeContentPath
 from .format import ARCHIVE_DIRECTORY, archive_path, resource_path, section_directory
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +69,11 @@ class ResourceIO(Protocol):
     def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool: ...
 
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None: ...
+
+    def finish_abandoned(self, root: str, resource: ResourceClaim) -> bool:
+        """Close the resource file if its dead writer left it open; True if the file's
+        readable length may have changed, so it is worth opening again."""
+        ...
 
     def scan(self, root: str) -> list[FoundResource]: ...
 
@@ -250,6 +266,9 @@ class LocalResourceIO:
         finally:
             os.close(directory)
 
+    def finish_abandoned(self, root: str, resource: ResourceClaim) -> bool:
+        return False  # a local file has no writer's lease: what is there is all there is
+
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
         path = resource_path(root, resource)
         try:
@@ -307,9 +326,14 @@ class StorageResourceIO:
 
     can_truncate = False
 
-    def __init__(self, storage: Storage, *, read_through_arrow: bool = True):
+    def __init__(self, storage: Storage, *, read_through_arrow: bool = True, recover_open_files: bool = False,
+                 lease_timeout: float = 60.0):
         self.storage = storage
         self._read_through_arrow = read_through_arrow
+        # Only for readers of a dead writer's files: recovering a live writer's lease
+        # fences it (its next write fails with LeaseLost).
+        self.recover_open_files = recover_open_files
+        self.lease_timeout = lease_timeout
         self._sections: set[tuple[str, int]] = set()
 
     def prepare_container(self, root: str) -> None:
@@ -334,9 +358,25 @@ class StorageResourceIO:
                 raise StorageFileNotFound(f"hdfs:{path} does not exist", path)
             if info.type != pyarrow.fs.FileType.File:
                 raise UnsafeContentPath(f"refusing hdfs:{path}: not a regular file", path=path)
-            return filesystem.open_input_file(path), info.size
-        size = self.storage.status(path).length
-        return self.storage.open_read(path), size
+            handle = filesystem.open_input_file(path)
+            return handle, handle.size()
+        handle = self.storage.open_read(path)
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(0)
+        return handle, size
+
+    def finish_abandoned(self, root: str, resource: ResourceClaim) -> bool:
+        if not self.recover_open_files:
+            return False
+        for path in (resource_path(root, resource), archive_path(root, resource)):
+            try:
+                calls, waited = recover_leases(self.storage, [path], timeout=self.lease_timeout)
+            except StorageFileNotFound:
+                continue
+            if calls > 1:
+                log.info("recovered the lease on hdfs:%s, which its dead writer left open, in %.2fs", path, waited)
+            return True
+        return False
 
     def archive(self, root: str, resource: ResourceClaim) -> None:
         directory = join(root, str(resource.section), ARCHIVE_DIRECTORY)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -335,3 +336,64 @@ def test_fsck_finds_and_repairs_a_claim_missing_on_hdfs(tmp_path, hdfs_store):
     reader = open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"])
     assert reader.read(claims[1]) == payload(1, 2000)
     repository.close()
+
+
+# A node whose content file fails to close after its claims were hsynced (CI saw a
+# DataNode kill do this: "Datanode connection closed while waiting for ack"), then
+# dies. The close failure is injected into the real HDFS writer; everything else,
+# the hsync, the lease and the reads, is real HDFS.
+CLOSE_FAILS_SCRIPT = r"""
+import json, sys
+from replication.hdfs_content import open_hdfs_content_repository
+from replication.hdfs_storage import HdfsStorage, HdfsWritableFile
+from repositories.storage import StorageError
+
+def close_fails(self):
+    raise StorageError(f"cannot close hdfs:{self.path}: injected: Datanode connection closed while waiting for ack")
+
+HdfsWritableFile.close = close_fails
+url, base, node, body = sys.argv[1:5]
+repository = open_hdfs_content_repository(HdfsStorage(url), base, node, [node])
+claims = [repository.write_bytes(f"{body}-{index}".encode()) for index in range(3)]
+print(json.dumps([[c.resource.section, c.resource.id, c.offset, c.length] for c in claims]), flush=True)
+sys.stdin.read()  # holds the files open until it is killed
+"""
+
+
+def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recovered(hdfs_cluster, hdfs_store):
+    from cluster.node_content import ForeignContainers
+    from repositories.claims import ContentClaim, ResourceClaim
+    from repositories.content import ContentTruncated
+
+    node = "n9-4"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", CLOSE_FAILS_SCRIPT, hdfs_cluster.url, hdfs_store.root, node, "payload"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = writer.stdout.readline()  # blocks until the claims are synced, or the writer died
+        assert line, f"the writer died: {writer.stderr.read()}"
+        writer.kill()
+        assert writer.wait(timeout=30) == -signal.SIGKILL
+        assert "failed after its claims were synced" in writer.stderr.read()
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    claims = [ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
+              for section, resource_id, offset, length in json.loads(line)]
+    storage = hdfs_store.storage
+    path = f"{hdfs_store.root}/content/{node}/{node}/{claims[0].resource.section}/{claims[0].resource.id}"
+    assert storage.status(path).length > 0  # the NameNode counts the hsynced bytes...
+
+    # ...but hdfs-native reads an open file only to its last finished block: nothing here.
+    plain = open_hdfs_content_reader(storage, hdfs_store.root, node, [node])
+    with pytest.raises(ContentTruncated, match="holds 0 readable bytes"):
+        plain.read(claims[0])
+
+    # An adopter's reader of the dead incarnation recovers the lease, then reads it all.
+    foreign = ForeignContainers(storage, hdfs_store.root, own="n1-5")
+    for index, claim in enumerate(claims):
+        with foreign.open_read(claim) as reader:
+            assert reader.read() == f"payload-{index}".encode()
+    assert plain.read(claims[0]) == b"payload-0"  # the file is closed for every reader now
+    foreign.close()

@@ -1,0 +1,69 @@
+"""Wait until files another writer left open are closed by the backend (HDFS lease recovery).
+
+`recover_leases` asks `Storage.recover_lease` for every file in one round, then polls
+only the files still open, with one shared backoff: every `first_wait` (0.1 s) for
+the first `fast_window` (2 s), then doubling up to `max_wait`. The recoveries run in
+parallel on the DataNodes, so the wait is as long as the slowest file, not the sum.
+
+Why this schedule: block recovery rides on DataNode heartbeats. The NameNode hands it
+to a DataNode in the reply to its next heartbeat, so a file closes within a second or
+two, and a short poll sees that without sitting out a long backoff step. Asking again
+while a recovery runs does not restart it (since HDFS-11576, Hadoop 3.1, a new
+recovery starts only when the previous one timed out), so each poll costs one cheap
+NameNode call per open file. After the window, the backoff keeps a stuck recovery
+from turning into a tight loop. (HBase waits 4 s before its second call, for older
+HDFS.)
+
+Who uses it: fencing a dead owner's shard (its WAL and swap files), and reading a
+dead incarnation's content file that it left open (its close failed after its claims
+were hsynced): hdfs-native reads a file only up to its last finished block, so such
+a file reads short until its lease is recovered.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from .errors import StorageUnavailable
+
+
+class LeaseRecoveryTimeout(StorageUnavailable):
+    """A file was still open for writing when the deadline of `recover_leases` passed:
+    HDFS cannot finish it now (safe mode, DataNodes of its last block down)."""
+
+    def __init__(self, path: str, waited: float, still_open: int):
+        self.waited, self.still_open = waited, still_open
+        super().__init__(
+            f"the lease on {path} was not recovered after {waited:.1f}s ({still_open} file(s) still "
+            "open); the NameNode may be in safe mode or a DataNode holding the last block is down. "
+            "Retry once HDFS is healthy", path)
+
+
+def recover_leases(storage, paths: Iterable[str], *, sleep: Callable[[float], None] = time.sleep,
+                   clock: Callable[[], float] = time.monotonic, first_wait: float = 0.1,
+                   fast_window: float = 2.0, max_wait: float = 8.0,
+                   timeout: float = 120.0) -> tuple[int, float]:
+    """Return (recover_lease calls, seconds waited) once every path is closed.
+
+    `sleep` and `clock` are injected so tests drive the backoff without waiting."""
+    start = clock()
+    calls = 0
+    delay = first_wait
+    pending = list(paths)
+    while pending:
+        still_open = []
+        for path in pending:
+            calls += 1
+            if not storage.recover_lease(path):
+                still_open.append(path)
+        pending = still_open
+        if not pending:
+            break
+        waited = clock() - start
+        if waited >= timeout:
+            raise LeaseRecoveryTimeout(pending[0], waited, len(pending))
+        sleep(delay)  # a pause between NameNode calls, never a tight loop
+        if clock() - start >= fast_window:
+            delay = min(delay * 2, max_wait)
+    return calls, clock() - start
