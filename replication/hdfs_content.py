@@ -56,12 +56,14 @@ def open_hdfs_content_repository(
     clock: Callable[[], float] = time.time,
     name: str | None = None,
     prepare: bool = True,
+    recover_open_files: bool = False,
 ) -> ContentRepository:
     config = dataclasses.replace(config or DEFAULT_HDFS_CONFIG, close_resources_on_sync=True)
     root = hdfs_content_root(base, node)
     roots = {container: join(root, container) for container in containers}
     return ContentRepository(
-        roots, StorageResourceIO(storage), config, clock=clock, name=name or f"hdfs:{node}", prepare=prepare
+        roots, StorageResourceIO(storage, recover_open_files=recover_open_files), config, clock=clock,
+        name=name or f"hdfs:{node}", prepare=prepare
     )
 
 
@@ -75,7 +77,5 @@ def open_hdfs_content_reader(
     A claim in a file the node left open (its close failed after the claim was hsynced)
     is unreadable to hdfs-native until the file's lease is recovered; the reader then
     recovers it, which would also fence a writer that is still alive."""
-    root = hdfs_content_root(base, node)
-    roots = {container: join(root, container) for container in containers}
-    resource_io = StorageResourceIO(storage, recover_open_files=recover_open_files)
-    return ContentRepository(roots, resource_io, DEFAULT_HDFS_CONFIG, name=f"hdfs:{node}(adopted)", prepare=False)
+    return open_hdfs_content_repository(storage, base, node, containers, name=f"hdfs:{node}(adopted)", prepare=False,
+                                        recover_open_files=recover_open_files)

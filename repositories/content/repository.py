@@ -657,14 +657,18 @@ class ContentRepository:
             handle.close()
             # A dead writer may have left the file open, its last block unfinished and
             # unreadable: an IO that may recover its lease does, and the file is read again.
-            if self._finish_abandoned(claim.resource, claim):
-                handle, size = self._open_resource(claim.resource, claim)
+            if not self._finish_abandoned(claim.resource, claim):
+                raise self._truncated(claim, size)
+            handle, size = self._open_resource(claim.resource, claim)
             if size < end:
                 handle.close()
-                raise ContentTruncated(
-                    f"{self.name}: {claim.resource.relative_path} holds {size} readable bytes but the "
-                    f"claim ends at {end}: it was never completed or was damaged", claim=claim)
+                raise self._truncated(claim, size)
         return ClaimReader(handle, claim.offset + offset, wanted, claim)
+
+    def _truncated(self, claim: ContentClaim, size: int) -> ContentTruncated:
+        return ContentTruncated(
+            f"{self.name}: {claim.resource.relative_path} holds {size} readable bytes but the claim "
+            f"ends at {claim.offset + claim.length}: it was never completed or was damaged", claim=claim)
 
     def read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> bytes:
         with self.open_read(claim, offset, length) as reader:

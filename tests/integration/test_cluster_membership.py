@@ -44,6 +44,13 @@ def clients(zk_hosts):
             pass
 
 
+def prepared_registry(client, layout) -> ShardRegistry:
+    """Create the cluster's znode folders, as a member or leader does, and return its registry."""
+    for path in layout.zookeeper_paths():
+        client.ensure_path(path)
+    return ShardRegistry(client, layout)
+
+
 def join(client, layout, node, weight=1.0):
     incarnation = new_incarnation(client, layout, node)
     beat = Heartbeat(node, incarnation.id, incarnation.epoch, capacity_weight=weight, free_disk=100 << 30, max_threads=4)
@@ -100,9 +107,7 @@ def test_heartbeat_of_an_expired_incarnation_is_refused_you_are_dead(clients):
 def test_shard_compare_and_set_refuses_stale_versions_epochs_and_incarnations(clients):
     layout = ClusterLayout("c1")
     client = clients()
-    for path in layout.zookeeper_paths():
-        client.ensure_path(path)
-    registry = ShardRegistry(client, layout)
+    registry = prepared_registry(client, layout)
     registry.create_home_shard("n1-3", "n1-3", 3)
     with pytest.raises(OwnershipConflict):
         registry.create_home_shard("n1-3", "n1-3", 3)
@@ -134,9 +139,7 @@ def test_shard_compare_and_set_refuses_stale_versions_epochs_and_incarnations(cl
 def test_leadership_moves_on_session_expiry_and_the_new_leader_finishes_a_half_done_plan(clients):
     layout = ClusterLayout("c1")
     admin = clients()
-    for path in layout.zookeeper_paths():
-        admin.ensure_path(path)
-    registry = ShardRegistry(admin, layout)
+    registry = prepared_registry(admin, layout)
     # A dead node d-1 left two shards: its home shard and one it had adopted.
     registry.create_home_shard("d-1", "d-1", 1)
     registry.create_home_shard("x-0", "d-1", 1)
@@ -192,9 +195,7 @@ def test_cluster_status_command_prints_members_leader_shards_and_plans(clients, 
     layout = ClusterLayout("c1")
     client = clients()
     incarnation, _ = join(client, layout, "n1", weight=2.0)
-    for path in layout.zookeeper_paths():
-        client.ensure_path(path)
-    ShardRegistry(client, layout).create_home_shard(incarnation.id, incarnation.id, incarnation.epoch)
+    prepared_registry(client, layout).create_home_shard(incarnation.id, incarnation.id, incarnation.epoch)
     election = client.Election(layout.leader, identifier=incarnation.id)
     elected, release = threading.Event(), threading.Event()
 
@@ -225,9 +226,7 @@ def test_the_leader_deletes_a_done_plan_once_the_retention_has_passed(clients, t
     all before each decision."""
     layout = ClusterLayout("c1", str(tmp_path / "hdfs"))
     admin = clients()
-    for path in layout.zookeeper_paths():
-        admin.ensure_path(path)
-    registry = ShardRegistry(admin, layout)
+    registry = prepared_registry(admin, layout)
     registry.create_home_shard("d-1", "d-1", 1)  # left by a dead node
     client = clients()
     incarnation, _ = join(client, layout, "a")
@@ -254,9 +253,7 @@ def test_the_registry_listing_follows_shards_into_retirement_and_deletion(client
     every change before retirement, and forget a shard whose znode was deleted."""
     layout = ClusterLayout("c1")
     admin = clients()
-    for path in layout.zookeeper_paths():
-        admin.ensure_path(path)
-    registry = ShardRegistry(admin, layout)
+    registry = prepared_registry(admin, layout)
     registry.create_home_shard("n1-3", "n1-3", 3)
     registry.create_home_shard("n2-4", "n2-4", 4)
     assert registry.all()["n1-3"][0].state is own.ShardState.ACTIVE
