@@ -1,0 +1,207 @@
+"""The layout's rules, checked on the source: no import cycle among our modules
+(imports made inside functions count), dependencies that point one way
+(`cluster -> flow -> replication -> repositories`), and a pure `cluster.core`."""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGES = ("repositories", "replication", "flow", "cluster", "benchmarks")
+# Each package, with the packages of ours it may import (itself aside).
+ALLOWED = {
+    "repositories": set(),
+    "replication": {"repositories"},
+    "flow": {"repositories", "replication"},
+    "cluster": {"repositories", "replication", "flow", "benchmarks"},
+    "benchmarks": {"repositories", "replication", "flow", "cluster"},
+}
+# What `cluster.core` (the pure decisions) must never import: clients, threads,
+# clocks, sockets, and every module of ours that does I/O.
+CORE_FORBIDDEN_EXTERNAL = ("kazoo", "threading", "time", "socket", "hdfs_native", "pyarrow", "subprocess",
+                           "asyncio", "concurrent", "os", "shutil")
+CORE_ALLOWED_INTERNAL = ("cluster.core", "cluster.errors")
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str      # the importing module
+    target: str      # the imported module (ours: resolved to a module that exists)
+    line: int
+    nested: bool     # made inside a function or method
+
+
+def our_modules(root: str = REPO) -> dict[str, str]:
+    found = {}
+    for package in PACKAGES:
+        for directory, _, files in os.walk(os.path.join(root, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(directory, name)
+                    module = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                    found[module.removesuffix(".__init__")] = path
+    return found
+
+
+def imports_of(module: str, path: str, modules: dict[str, str]) -> list[Import]:
+    """Every import statement in the file, at any depth, as the modules it loads.
+    `from package import name` loads `package.name` when that is a module of ours."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    is_package = path.endswith("__init__.py")
+    out: list[Import] = []
+
+    def visit(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    out.append(Import(module, alias.name, child.lineno, nested))
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = module if is_package else module.rpartition(".")[0]
+                    for _ in range(child.level - 1):
+                        base = base.rpartition(".")[0]
+                    prefix = f"{base}.{child.module}" if child.module else base
+                else:
+                    prefix = child.module or ""
+                for alias in child.names:
+                    candidate = f"{prefix}.{alias.name}"
+                    out.append(Import(module, candidate if candidate in modules else prefix, child.lineno, nested))
+            visit(child, inner)
+
+    visit(tree, False)
+    return out
+
+
+def resolve(name: str, modules: dict[str, str]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph(root: str = REPO) -> tuple[dict[str, set[str]], list[Import]]:
+    modules = our_modules(root)
+    graph: dict[str, set[str]] = defaultdict(set)
+    every: list[Import] = []
+    for module, path in modules.items():
+        for found in imports_of(module, path, modules):
+            every.append(found)
+            target = resolve(found.target, modules) if found.target.split(".")[0] in PACKAGES else None
+            if target is not None and target != module:
+                graph[module].add(target)
+    return graph, every
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    nodes = sorted(set(graph) | {t for targets in graph.values() for t in targets})
+    for start in nodes:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_counts_imports_made_inside_functions(tmp_path):
+    package = tmp_path / "flow"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from . import a\n    return a\n")
+    graph, every = import_graph(str(tmp_path))
+    assert cycles(graph) == [["flow.a", "flow.b"]]
+    assert any(found.nested and found.target == "flow.a" for found in every)
+
+
+def test_no_import_cycle_among_our_modules():
+    graph, _ = import_graph()
+    found = cycles(graph)
+    assert not found, "import cycles (each a set of modules that import each other, directly or not): " + \
+        "; ".join(" <-> ".join(cycle) for cycle in found)
+
+
+def test_dependencies_point_one_way():
+    graph, _ = import_graph()
+    wrong = sorted(
+        f"{source} imports {target}"
+        for source, targets in graph.items() for target in targets
+        if target.split(".")[0] != source.split(".")[0]
+        and target.split(".")[0] not in ALLOWED[source.split(".")[0]]
+    )
+    assert not wrong, "dependencies must point cluster -> flow -> replication -> repositories: " + "; ".join(wrong)
+
+
+def core_violations(every: list[Import]) -> list[str]:
+    wrong = []
+    for found in every:
+        if not (found.source == "cluster.core" or found.source.startswith("cluster.core.")):
+            continue
+        top = found.target.split(".")[0]
+        if top in CORE_FORBIDDEN_EXTERNAL:
+            wrong.append(f"{found.source}:{found.line} imports {found.target}")
+        elif top in PACKAGES and not found.target.startswith(CORE_ALLOWED_INTERNAL):
+            wrong.append(f"{found.source}:{found.line} imports {found.target} (I/O lives outside cluster.core)")
+    return wrong
+
+
+def test_cluster_core_is_pure():
+    _, every = import_graph()
+    assert any(found.source.startswith("cluster.core.") for found in every), "cluster.core has no modules"
+    wrong = core_violations(every)
+    assert not wrong, "cluster.core holds pure decisions only: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("forbidden", ["kazoo.client", "threading", "time", "socket", "replication.hdfs_storage",
+                                       "cluster.zk.store"])
+def test_the_purity_check_catches_a_forbidden_import_even_inside_a_function(tmp_path, forbidden):
+    core = tmp_path / "cluster" / "core"
+    core.mkdir(parents=True)
+    (tmp_path / "cluster" / "__init__.py").write_text("")
+    (core / "__init__.py").write_text("from . import decide\n")
+    (core / "decide.py").write_text(f"def decide():\n    import {forbidden}\n    return 1\n")
+    _, every = import_graph(str(tmp_path))
+    assert len(core_violations(every)) == 1 and forbidden in core_violations(every)[0]
