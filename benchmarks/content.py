@@ -147,15 +147,15 @@ def run(args) -> dict:
 def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     import hdfs_native
 
+    from cluster.clients import ClientFactory, HdfsSettings
     from replication.hdfs_content import DEFAULT_HDFS_CONFIG, open_hdfs_content_repository
-    from replication.hdfs_storage import HdfsStorage
     from replication.replicating_content import ReplicatingContentRepository
     from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 
     out: dict = {}
     counts = HDFS_QUICK_COUNTS if args.quick else HDFS_COUNTS
-    storage = HdfsStorage(args.hdfs)
-    client = hdfs_native.Client(args.hdfs)
+    storage = ClientFactory(hdfs=HdfsSettings(args.hdfs)).hdfs_storage()
+    client = hdfs_native.Client(args.hdfs)  # the anchor: hdfs-native alone
     base = args.hdfs_base.rstrip("/")
     storage.mkdir(base, parents=True, exist_ok=True)
     local_config = ContentRepositoryConfig(sync_on_close=per_claim_sync, archive=ArchivePolicy(max_usage=None))

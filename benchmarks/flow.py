@@ -65,7 +65,7 @@ def _flow(out: str, count: int, size: int, batch: int):
 
 
 def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox: bool, profile: bool):
-    from cluster.standalone import NodeSettings, StandaloneNode
+    from cluster.node.standalone import NodeSettings, StandaloneNode
 
     out = os.path.join(root, "out")
     node = StandaloneNode(_flow(out, count, size, batch), os.path.join(root, "node"),

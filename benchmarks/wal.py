@@ -185,10 +185,10 @@ def hdfs_latency(url: str, seconds: float) -> dict:
     """Commit latency of custody (batch 10, 1 and 4 threads) against raw hsync latency."""
     from urllib.parse import urlparse
 
-    from replication.hdfs_storage import HdfsStorage  # the lead's HDFS backend
+    from cluster.clients import ClientFactory, HdfsSettings
 
     parsed = urlparse(url)
-    storage = HdfsStorage(f"{parsed.scheme}://{parsed.netloc}")
+    storage = ClientFactory(hdfs=HdfsSettings(f"{parsed.scheme}://{parsed.netloc}")).hdfs_storage()
     base = f"{parsed.path.rstrip('/') or ''}/custody-bench-wal-{os.getpid()}-{int(time.time())}"
     storage.mkdir(base, parents=True, exist_ok=True)
     try:

@@ -1,3 +1,30 @@
-"""The cluster layer: ZooKeeper membership, leadership, failover and fencing, the node
-process, the admin API, the CLI and the service harness. It may import every other
-custody package; nothing imports it."""
+"""The cluster layer: what makes single flow nodes one highly available cluster, and
+what wires a process together. It may import every other custody package; nothing
+imports it. Its subpackages, in the order they may import each other (a subpackage
+imports only those above it, `cluster.errors` and `cluster.clients`):
+
+  core/      the pure decisions and the values they decide on: shard ownership (a
+             state machine), failover plans, the survivor-scoring planner, the
+             leader's next step, the session guard's state, what garbage to
+             collect, heartbeats, incarnations, the ZooKeeper and HDFS layout.
+             No I/O, no threads, no clock: time is an argument.
+  zk/        everything that reads or writes ZooKeeper, behind one facade,
+             `zk.store.ClusterStore(client, layout)`: membership, the shard
+             registry and plan store (compare-and-set only), the session guard's
+             runner, the read-only status.
+  failover/  the protocol carried out: the leader, fencing, adoption, the content
+             collector, and `ClusterMember`, one incarnation from join to death.
+  node/      processes: the clustered node (`custody node`), the standalone node
+             (`custody run`), NODE.toml, the node's content, the flow runtime of a
+             shard, the incarnation loop, and `NodeControl`, the narrow facade the
+             CLI (and the admin API) call.
+  drills/    proof that nothing is lost or duplicated: the exactly-once checkers,
+             the ledger workload, real-process cluster harnesses, fault injectors.
+
+Beside them: `errors` (the exception root, `ClusterError`), `clients` (the one
+factory of every ZooKeeper and HDFS client), `cli` and `commands/` (the `custody`
+command, one module per subcommand), `services/` (the harness that installs and
+runs real ZooKeeper, HDFS, Spark and Docker for tests and `custody services`; it
+imports nothing of ours) and `docker/` (the images of the compose cluster).
+The REST admin API will live in `admin/`, calling `node.control.NodeControl`.
+"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 class ClusterError(Exception):
-    """Root of every failure of the cluster core (`cluster.*` outside `services`)."""
+    """Root of every failure of the cluster layer (`cluster.*` outside `services`)."""
 
 
 class FencedError(ClusterError):
@@ -29,18 +29,19 @@ class FencedError(ClusterError):
 
 
 class OwnershipConflict(ClusterError):
-    """A compare-and-set on a shard znode lost a race (its version or epoch changed).
+    """A compare-and-set on a shard or plan znode lost a race (its version or epoch
+    changed). `znode` names it: "shard n1-3", "plan n1-3".
 
-    Nothing was written. Re-read the shard and decide again: the plan or the claim
-    that expected the old version may already be done, or overtaken."""
+    Nothing was written. Re-read it and decide again: the plan or the claim that
+    expected the old version may already be done, or overtaken."""
 
-    def __init__(self, shard: str, expected: str, found: str):
-        self.shard, self.expected, self.found = shard, expected, found
-        super().__init__(f"shard {shard} changed under us: expected {expected}, found {found}; re-read it and decide again")
+    def __init__(self, znode: str, expected: str, found: str):
+        self.znode, self.expected, self.found = znode, expected, found
+        super().__init__(f"{znode} changed under us: expected {expected}, found {found}; re-read it and decide again")
 
 
 class TransitionRefused(ClusterError):
-    """The ownership state machine refused a transition (see `ownership.Refusal`)."""
+    """The ownership state machine refused a transition (see `cluster.core.ownership.Refusal`)."""
 
     def __init__(self, refusal):
         self.refusal = refusal
@@ -76,8 +77,3 @@ class FenceTimeout(ClusterError):
             "the NameNode may be in safe mode or a DataNode of the last block is down. The "
             "shard stays 'adopting'; adoption retries it (fencing is idempotent)."
         )
-
-
-class PlanError(ClusterError):
-    """A reassignment plan cannot be carried out as written (it names an unknown
-    shard, or its znode is damaged). The plan is kept for an operator to inspect."""

@@ -21,22 +21,20 @@ def register(subparsers) -> None:
 
 
 def run_status(args) -> int:
-    from kazoo.client import KazooClient
-    from kazoo.handlers.threading import KazooTimeoutError
+    from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, stop_quietly
+    from ..core.layout import ClusterLayout
+    from ..zk.store import ClusterStore
 
-    from cluster.status import read_status
-
-    client = KazooClient(hosts=args.zk, timeout=args.timeout, read_only=True)
+    clients = ClientFactory(ZooKeeperSettings(args.zk, session_timeout=args.timeout, connect_timeout=args.timeout))
     try:
-        client.start(timeout=args.timeout)
-    except KazooTimeoutError:
-        print(f"custody cluster status: cannot reach ZooKeeper at {args.zk} within {args.timeout:.0f}s", file=sys.stderr)
+        client = clients.start_zookeeper(read_only=True)
+    except ServiceUnreachable as error:
+        print(f"custody cluster status: {error}", file=sys.stderr)
         return 2
     try:
-        status = read_status(client, args.cluster)
+        status = ClusterStore(client, ClusterLayout(args.cluster)).status()
     finally:
-        client.stop()
-        client.close()
+        stop_quietly(client)
     body = status.to_dict()
     if args.json:
         print(json.dumps(body, indent=2, sort_keys=True))

@@ -60,10 +60,12 @@ def _replicas(args):
         if not args.node:
             raise SystemExit("--hdfs needs --node")
         from replication.hdfs_content import open_hdfs_content_reader
-        from replication.hdfs_storage import HdfsStorage
+
+        from ..clients import ClientFactory, HdfsSettings
 
         names = list(local or mirror or {"default": ""})
-        replicas.append(open_hdfs_content_reader(HdfsStorage(args.hdfs), args.hdfs_base, args.node, names))
+        storage = ClientFactory(hdfs=HdfsSettings(args.hdfs)).hdfs_storage()
+        replicas.append(open_hdfs_content_reader(storage, args.hdfs_base, args.node, names))
     if not replicas:
         raise SystemExit("name at least one replica (--local, --mirror, --hdfs)")
     return replicas

@@ -5,7 +5,7 @@ swap files on HDFS, content on local disk and HDFS) and takes over the shards of
 nodes that die. Each run is a new incarnation. SIGTERM or SIGINT leaves the cluster
 on purpose: its shards are handed to the others at once. SIGUSR1 prints every
 thread's stack to stderr, and a pause of the whole process (see
-cluster.pause_monitor) is logged. `--events` prints one JSON
+cluster.node.pause_monitor) is logged. `--events` prints one JSON
 object per line for each step (joined, adopted, first-output, dead, ...).
 
 `--name NAME` and `--directory DIR` override `name` and `directory` from NODE.toml, so
@@ -27,7 +27,7 @@ from . import stop_on_signals
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("node", help="run a clustered node (ZooKeeper + HDFS) until stopped")
-    parser.add_argument("--config", required=True, help="the node's NODE.toml (see cluster.node_config)")
+    parser.add_argument("--config", required=True, help="the node's NODE.toml (see cluster.node.config)")
     parser.add_argument("--name", help="node name, instead of the file's `name`")
     parser.add_argument("--directory", help="local data directory, instead of the file's `directory`")
     parser.add_argument("--events", action="store_true", help="print each step as a JSON line on stdout")
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
 def load_config(args):
     """NODE.toml from `args.config`, with `--name` and `--directory` (relative to the
     working directory) applied; the checks are the file's own."""
-    from ..node_config import NodeConfigError, load_node_config
+    from ..node.config import NodeConfigError, load_node_config
 
     if args.directory is not None and not args.directory.strip():
         raise NodeConfigError("--directory must not be empty")
@@ -49,9 +49,9 @@ def load_config(args):
 def run(args) -> int:
     from flow.errors import FlowError
 
-    from ..node import ClusteredNode
-    from ..node_config import NodeConfigError
-    from ..node_loop import JsonEvents, log_events
+    from ..node.clustered import ClusteredNode
+    from ..node.config import NodeConfigError
+    from ..node.lifecycle import JsonEvents, log_events
 
     log = logging.getLogger("custody.node")
     # hdfs-native's own warnings (a DataNode it could not reach, a read it retried on
@@ -66,7 +66,7 @@ def run(args) -> int:
     stop = stop_on_signals(log, "leaving the cluster")
     # `kill -USR1 <pid>` prints every thread's stack to stderr (a stuck node's jstack).
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    from ..pause_monitor import PauseMonitor
+    from ..node.pause_monitor import PauseMonitor
 
     PauseMonitor().start()  # a line when the whole process stood still
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,

@@ -29,7 +29,7 @@ def run(args) -> int:
     from flow.definition import load_flow
     from flow.errors import FlowError
 
-    from ..standalone import NodeError, NodeSettings, StandaloneNode
+    from ..node.standalone import NodeError, NodeSettings, StandaloneNode
 
     log = logging.getLogger("custody.run")
     import os

@@ -35,10 +35,10 @@ def open_storage(path: str):
     if path.startswith("hdfs://"):
         from urllib.parse import urlparse
 
-        from replication.hdfs_storage import HdfsStorage
+        from ..clients import ClientFactory, HdfsSettings
 
         parsed = urlparse(path)
-        return HdfsStorage(f"{parsed.scheme}://{parsed.netloc}"), parsed.path or "/"
+        return ClientFactory(hdfs=HdfsSettings(f"{parsed.scheme}://{parsed.netloc}")).hdfs_storage(), parsed.path or "/"
     import os
 
     from repositories.storage import LocalStorage

@@ -1,15 +1,16 @@
-"""Collecting what nothing can reference any more: dead incarnations' content
-containers on HDFS, and shard and plan znodes finished long ago. The leader runs it
-(`leader.Leader`, every `collect_interval` seconds while it leads and may act).
+"""What nothing can reference any more, decided purely: dead incarnations' content
+containers on HDFS, and shard and plan znodes finished long ago.
 
-One round (`ContentCollector.collect`) reads a `CollectionView`, decides with the
-pure `plan_collection`, then deletes. Nothing here raises: a round that cannot read
-its view deletes nothing, a deletion that fails is logged as one line, and the next
-round decides again from scratch.
+`plan_collection(view)` decides; `cluster.failover.collector.ContentCollector` reads
+the `CollectionView` (in the order the race below needs), carries the plan out,
+and runs on the leader (`cluster.failover.leader.Leader`, every `collect_interval`
+seconds while it leads and may act). A round that cannot read its view deletes
+nothing, a deletion that fails is logged as one line, and the next round decides
+again from scratch.
 
 Containers. Incarnation X's content is the directory `<root>/<cluster>/content/X/`
-(`hdfs_content_root(layout.hdfs_cluster, X)`, as `node_content.open_node_content`
-writes it; it holds the container `X/<section>/...`). It is deleted when all of
+(as `cluster.node.content.open_node_content` writes it; it holds the container
+`X/<section>/...`). It is deleted when all of
 these hold:
 
 * its name is an incarnation id (`<node>-<epoch>`): a name we cannot place is
@@ -26,8 +27,8 @@ these hold:
 
 The race this prevents. An incarnation (1) draws its epoch from the counter,
 (2) creates its membership znode `nodes/X`, (3) creates its home shard znode
-`shards/X`, (4) creates its content container on HDFS (`node.ClusteredNode`, from
-the first runtime, after `ClusterMember.start` has done 1-3). A collector that
+`shards/X`, (4) creates its content container on HDFS (`cluster.node.clustered.ClusteredNode`,
+from the first runtime, after `ClusterMember.start` has done 1-3). A collector that
 read the members first and listed HDFS afterwards could see the container of an
 X that joined in between, find X neither live nor pinned, and delete the content
 of a live node. So a round reads in the opposite order:
@@ -39,7 +40,7 @@ done before it too. `client.sync` makes the ZooKeeper server this client reads
 from catch up with the quorum, so the reads after it see steps 1-3 (ZooKeeper
 reads are otherwise only sequentially consistent and may lag real time). Then X is
 either in the member listing (live: kept) or dead, and a dead incarnation never
-comes back (`membership`); its home shard, seen in the shard listing, pins X until
+comes back (`cluster.zk.membership`); its home shard, seen in the shard listing, pins X until
 an adopter drained and retired it. The counter rule is belt and braces for a view
 that still lags: the incarnation that drew the newest epoch may not have its
 membership znode in a lagging view, so it is kept whatever else the view says.
@@ -72,42 +73,22 @@ Lock plan: none; one round runs at a time, on the leader's collector thread.
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kazoo.exceptions import BadVersionError, NoNodeError
-
-from replication.hdfs_content import hdfs_content_root
-
 from .incarnation import Incarnation
-from .node_content import garbage_containers
 from .ownership import HISTORY_LIMIT, ShardOwnership, ShardState
-from .plans import FailoverPlan, PlanStore
-from .shard_registry import ShardRegistry
-
-log = logging.getLogger(__name__)
+from .plans import FailoverPlan
 
 DEFAULT_RETENTION = 600.0  # seconds a RETIRED shard znode, or a done plan znode, is kept
 DEFAULT_INTERVAL = 30.0    # seconds between two rounds on the leader
-
-
-def container_directory(layout, incarnation: str) -> str:
-    """Everything incarnation `incarnation` wrote to HDFS content (`node_content`)."""
-    return hdfs_content_root(layout.hdfs_cluster, incarnation)
-
-
-def containers_directory(layout) -> str:
-    """Where the incarnations' content directories are (`<root>/<cluster>/content`)."""
-    return layout.hdfs_content
 
 
 @dataclass(frozen=True)
 class CollectionView:
     """What one round read, in the order it read it."""
 
-    containers: tuple[str, ...]                  # directory names under `containers_directory`
+    containers: tuple[str, ...]                  # directory names under `<root>/<cluster>/content`
     counter: int                                 # the incarnation counter (newest epoch drawn)
     shards: dict[str, tuple[ShardOwnership, int]]  # shard id -> (value, znode version)
     live: frozenset[str]                         # children of `nodes/`
@@ -122,7 +103,35 @@ class CollectionPlan:
     plans: tuple[tuple[str, int], ...] = ()  # (plan id, version) of done plan znodes that go
 
 
-# -- the decisions (pure) ------------------------------------------------------------------
+# -- the decisions --------------------------------------------------------------------------
+def garbage_containers(containers: Iterable[str], shards: Iterable[ShardOwnership],
+                       live: Iterable[str]) -> list[str]:
+    """Content containers (incarnation ids) nothing can reference any more.
+
+    A FlowFile only ever lives in a shard, and its content was written by an
+    incarnation that ran that shard, or (a divvy slice) its parent. So container X can
+    be referenced by a shard whose owners included X, and by the slices of such a
+    shard. X is garbage when X is not a live member and every such shard still known
+    is RETIRED (a shard whose znode is gone was retired and collected)."""
+    shards = list(shards)
+    by_id = {shard.shard: shard for shard in shards}
+    live = set(live)
+
+    def owners(shard: ShardOwnership, seen: frozenset = frozenset()) -> set[str]:
+        found = {entry.owner for entry in shard.history if entry.owner} | ({shard.owner} if shard.owner else set())
+        found.add(shard.shard)  # a home shard's id is its first owner's incarnation
+        parent = by_id.get(shard.source.parent) if shard.source is not None else None
+        if parent is not None and parent.shard not in seen:
+            found |= owners(parent, seen | {shard.shard})
+        return found
+
+    pinned: set[str] = set()
+    for shard in shards:
+        if shard.state is not ShardState.RETIRED:
+            pinned |= owners(shard)
+    return sorted(c for c in set(containers) if c not in live and c not in pinned)
+
+
 def collectable_containers(containers: Iterable[str], shards: Iterable[ShardOwnership],
                            live: Iterable[str], counter: int) -> list[str]:
     """The containers to delete: incarnation ids below the counter that
@@ -215,86 +224,3 @@ def plan_collection(view: CollectionView, retention: float = DEFAULT_RETENTION) 
     plans = collectable_plans({name: entry[0] for name, entry in view.plans.items()}, view.now, retention)
     return CollectionPlan(tuple(containers), tuple((name, view.shards[name][1]) for name in znodes),
                           tuple((name, view.plans[name][1]) for name in plans))
-
-
-# -- the I/O (thin) --------------------------------------------------------------------------
-class ContentCollector:
-    def __init__(self, client, layout, storage, *, retention: float = DEFAULT_RETENTION,
-                 wall_clock: Callable[[], float] = time.time):
-        self.client, self.layout, self.storage = client, layout, storage
-        self.retention = retention
-        self._wall_clock = wall_clock
-        self.registry = ShardRegistry(client, layout, wall_clock=wall_clock)
-        self.plan_store = PlanStore(client, layout)
-
-    def read_view(self) -> CollectionView:
-        # The order is the safety argument of the module docstring: HDFS first, then
-        # sync, then ZooKeeper, members last.
-        containers = self._list_containers()
-        self.client.sync(self.layout.root)
-        counter = self._read_counter()
-        shards = self.registry.all()
-        plans = self.plan_store.all()
-        live = frozenset(self.client.get_children(self.layout.nodes))
-        return CollectionView(containers, counter, shards, live, self._wall_clock(), plans)
-
-    def collect(self, keep_going: Callable[[], bool] = lambda: True) -> CollectionPlan:
-        """One round. Returns what it decided (whether or not each deletion worked).
-        `keep_going()` is asked before every deletion: False ends the round."""
-        try:
-            plan = plan_collection(self.read_view(), self.retention)
-        except Exception as error:  # noqa: BLE001 - decide nothing on a view we could not read
-            log.warning("content collection skipped this round: %s: %s", type(error).__name__, _line(error))
-            return CollectionPlan((), (), ())
-        for container in plan.containers:
-            if not keep_going():
-                return plan
-            self._delete_container(container)
-        for shard, version in plan.shards:
-            if not keep_going():
-                return plan
-            self._delete_znode(self.layout.shard(shard), version, f"the znode of shard {shard}, retired")
-        for plan_id, version in plan.plans:
-            if not keep_going():
-                return plan
-            self._delete_znode(self.layout.plan(plan_id), version, f"the znode of plan {plan_id}, done")
-        return plan
-
-    def _list_containers(self) -> tuple[str, ...]:
-        directory = containers_directory(self.layout)
-        try:
-            return tuple(sorted(status.name for status in self.storage.list(directory) if status.is_dir))
-        except FileNotFoundError:
-            return ()  # no incarnation wrote content yet
-
-    def _read_counter(self) -> int:
-        try:
-            data, _ = self.client.get(self.layout.incarnation_counter)
-        except NoNodeError:
-            return 0
-        return int(data.decode("ascii") or 0)  # kazoo's Counter: repr(int)
-
-    def _delete_container(self, container: str) -> None:
-        path = container_directory(self.layout, container)
-        try:
-            self.storage.delete(path, recursive=True)
-        except Exception as error:  # noqa: BLE001 - collected on a later round
-            log.warning("deleting the content of dead incarnation %s (%s) failed, retried next round: %s",
-                        container, path, _line(error))
-            return
-        log.info("deleted the content of dead incarnation %s (%s): no shard can reference it", container, path)
-
-    def _delete_znode(self, path: str, version: int, what: str) -> None:
-        try:
-            self.client.delete(path, version=version)
-        except (NoNodeError, BadVersionError):
-            return  # gone already, or changed since read: decided again next round
-        except Exception as error:  # noqa: BLE001 - collected on a later round
-            log.warning("deleting %s (%s) failed, retried next round: %s", what, path, _line(error))
-            return
-        log.info("deleted %s more than %.0f s ago", what, self.retention)
-
-
-def _line(error: BaseException) -> str:
-    text = str(error).splitlines()
-    return text[0][:200] if text else type(error).__name__

@@ -21,21 +21,15 @@ timer, the way Chubby's client keeps a lease:
 last tick, so a process that wakes from SIGSTOP refuses its very next commit even
 before any tick has run.
 
-The decisions are pure (`GuardState.on_*` return the new state and instructions);
-`SessionGuard` is the runner that feeds kazoo's events and a ticker in, and calls
-the node's callbacks. Time is injected.
+The decisions here are pure (`GuardState.on_*` return the new state and
+instructions); `cluster.zk.session.SessionGuard` is the runner that feeds kazoo's
+events and a ticker in, and calls the node's callbacks. Time is an argument.
 """
 
 from __future__ import annotations
 
 import enum
-import logging
-import threading
-import time
 from dataclasses import dataclass, replace
-from typing import Callable
-
-log = logging.getLogger(__name__)
 
 GATE_FRACTION = 0.25      # close the gate and abort open sessions at 1/4 of the timeout
 PROBE_FRACTION = 0.1      # probe the session every 1/10 of the timeout
@@ -136,156 +130,3 @@ class GuardState:
             state = replace(state, gate_open=True, aborted_open=False, reason="")
             out = out + [Instruction.OPEN_GATE]
         return state, out
-
-
-@dataclass
-class GuardCallbacks:
-    """What the node does on each instruction. Called on the guard's own thread,
-    never on kazoo's event thread, and never concurrently."""
-
-    close_gate: Callable[[], None] = lambda: None
-    open_gate: Callable[[], None] = lambda: None
-    abort_open_sessions: Callable[[], None] = lambda: None
-    abort_all: Callable[[str], None] = lambda reason: None
-
-
-class SessionGuard:
-    """The runner. Lock plan: `_lock` guards `_state` (short critical sections only);
-    callbacks run on the guard thread outside the lock, in the order decided."""
-
-    def __init__(self, client, probe_path: str, timeout: float, callbacks: GuardCallbacks, *,
-                 clock=time.monotonic, gate_fraction: float = GATE_FRACTION, name: str = "session-guard"):
-        self.client, self.probe_path, self.timeout, self.callbacks = client, probe_path, timeout, callbacks
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._state = GuardState.connected(timeout, clock(), gate_fraction)
-        self._pending: list[tuple[Instruction, str]] = []
-        self._wake = threading.Event()
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._last_probe = 0.0
-
-    # -- public ---------------------------------------------------------------------
-    def start(self) -> None:
-        from kazoo.protocol.states import KazooState
-
-        def listener(state):
-            now = self._clock()
-            if state == KazooState.SUSPENDED:
-                self._feed(lambda s: s.on_suspended(now))
-            elif state == KazooState.LOST:
-                self._feed(lambda s: s.on_lost(now))
-            elif state == KazooState.CONNECTED:
-                self._feed(lambda s: s.on_connected(now))
-
-        self._listener = listener
-        self.client.add_listener(listener)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._wake.set()
-        try:
-            self.client.remove_listener(self._listener)
-        except Exception:  # noqa: BLE001 - already removed or never added
-            pass
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-
-    @property
-    def state(self) -> GuardState:
-        with self._lock:
-            return self._state
-
-    def may_work(self) -> bool:
-        with self._lock:
-            return self._state.may_work(self._clock())
-
-    def check(self) -> None:
-        """Raise `WorkGateClosed` (or `SessionExpiredError` when over) unless work may go on."""
-        from .errors import SessionExpiredError, WorkGateClosed
-
-        with self._lock:
-            now = self._clock()
-            if self._state.may_work(now):
-                return
-            if self._state.phase is Phase.EXPIRED or self._state.proof_age(now) >= self.timeout:
-                raise SessionExpiredError(None, self._state.refusal(now))
-            raise WorkGateClosed(self._state.refusal(now))
-
-    def confirmed(self, sent_at: float) -> None:
-        """Another round trip (a heartbeat) that succeeded, sent at `sent_at` (guard clock)."""
-        self._feed(lambda s: s.on_confirmed(sent_at, self._clock()))
-
-    @property
-    def expired(self) -> bool:
-        return self.state.phase is Phase.EXPIRED
-
-    def wait_expired(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else self._clock() + timeout
-        while not self.expired:
-            remaining = None if deadline is None else deadline - self._clock()
-            if remaining is not None and remaining <= 0:
-                return False
-            self._stopped.wait(min(0.05, remaining) if remaining is not None else 0.05)
-        return True
-
-    # -- internals ---------------------------------------------------------------------
-    def _feed(self, event) -> None:
-        with self._lock:
-            before = self._state
-            self._state, instructions = event(self._state)
-            reason = self._state.reason
-            self._pending.extend((instruction, reason) for instruction in instructions)
-        if before.phase != self._state.phase:
-            log.info("session guard: %s -> %s%s", before.phase.value, self._state.phase.value,
-                     f" ({self._state.reason})" if self._state.reason else "")
-        if instructions:
-            self._wake.set()
-
-    def _run(self) -> None:
-        tick = self.timeout * TICK_FRACTION
-        while not self._stopped.is_set():
-            self._wake.wait(tick)
-            self._wake.clear()
-            now = self._clock()
-            self._feed(lambda s: s.on_tick(now))
-            if now - self._last_probe >= self.timeout * PROBE_FRACTION and self.state.phase is not Phase.EXPIRED:
-                self._last_probe = now
-                self._probe(now)
-            with self._lock:
-                pending, self._pending = self._pending, []
-            for instruction, reason in pending:
-                self._carry_out(instruction, reason)
-
-    def _probe(self, sent_at: float) -> None:
-        try:
-            result = self.client.exists_async(self.probe_path)
-        except Exception:  # noqa: BLE001 - not connected: the deadlines decide
-            return
-
-        def done(async_result):
-            try:
-                async_result.get(block=False)
-            except Exception:  # noqa: BLE001 - a failed probe proves nothing
-                return
-            self.confirmed(sent_at)
-
-        result.rawlink(done)
-
-    def _carry_out(self, instruction: Instruction, reason: str) -> None:
-        try:
-            if instruction is Instruction.CLOSE_GATE:
-                log.warning("work gate closed: %s", reason or "session not confirmed")
-                self.callbacks.close_gate()
-            elif instruction is Instruction.OPEN_GATE:
-                log.info("work gate open again: session confirmed")
-                self.callbacks.open_gate()
-            elif instruction is Instruction.ABORT_OPEN_SESSIONS:
-                log.warning("aborting open sessions: %s", reason)
-                self.callbacks.abort_open_sessions()
-            elif instruction is Instruction.ABORT_ALL:
-                log.error("session over, aborting everything: %s", reason)
-                self.callbacks.abort_all(reason)
-        except Exception:  # noqa: BLE001 - one failing callback must not stop the guard
-            log.exception("session guard callback %s failed", instruction.value)

@@ -1,9 +1,9 @@
 """An incarnation: one run of one node, named `<node>-<epoch>`.
 
-The epoch comes from a ZooKeeper counter (kazoo's `Counter`, a versioned
-read-modify-write), so every start of every node gets a number no earlier start
-had. A process that lost its session never becomes that incarnation again: it
-starts a new one, with a new home shard (design step 1 and step 6).
+The epoch comes from a ZooKeeper counter (`cluster.zk.membership.new_incarnation`),
+so every start of every node gets a number no earlier start had. A process that
+lost its session never becomes that incarnation again: it starts a new one, with a
+new home shard (the failover protocol's first and last steps: start, and return).
 """
 
 from __future__ import annotations
@@ -29,12 +29,3 @@ class Incarnation:
         if not node or not epoch.isdigit():
             raise ValueError(f"not an incarnation id: {incarnation_id!r} (expected <node>-<epoch>)")
         return Incarnation(node, int(epoch))
-
-
-def new_incarnation(client, layout, node: str) -> Incarnation:
-    """Draw the next start epoch from `counters/incarnation` for `node`."""
-    if not node or "/" in node:
-        raise ValueError(f"a node name is one non-empty path segment, not {node!r}")
-    counter = client.Counter(layout.incarnation_counter)
-    counter += 1
-    return Incarnation(node, int(counter.post_value))

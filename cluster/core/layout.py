@@ -14,7 +14,7 @@ HDFS, under the configured root:
     <root>/<cluster>/shards/<shard-id>/swap/         the shard's swap files
     <root>/<cluster>/shards/<shard-id>-fenced-<e>/   the same, after fencing at epoch e
     <root>/<cluster>/content/<incarnation>/          the content an incarnation wrote
-                                                     (`cluster.node_content`)
+                                                     (`cluster.node.content`)
 """
 
 from __future__ import annotations

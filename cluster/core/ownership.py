@@ -2,7 +2,7 @@
 
 A shard is one node's slice of the cluster's data: its FlowFile WAL and swap files
 on HDFS. Its znode `shards/<shard-id>` holds a `ShardOwnership`; the registry
-(`shard_registry`) changes it only by compare-and-set, and only to a value one of
+(`cluster.zk.shards`) changes it only by compare-and-set, and only to a value one of
 the functions below returned. Each function takes the current value and returns the
 next one, or a `Refusal` that says why not. Nothing here raises for a refused
 transition: refusing is an ordinary outcome the caller logs and acts on.

@@ -1,4 +1,5 @@
-"""Failover plans: the model, its JSON, and the znodes under `plans/`.
+"""Failover plans: the model and its JSON (the znodes under `plans/` are
+`cluster.zk.plans.PlanStore`).
 
 A plan is written to ZooKeeper before any of its moves is made, so that a leader
 that dies half-way leaves the rest of the plan for the next one (HBase's
@@ -14,13 +15,9 @@ replays a plan without moving anything twice: the compare-and-set on e refuses i
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
-from .errors import OwnershipConflict
 from .ownership import ShardOwnership, ShardState
-from .znodes import FinalChildren
 
 
 @dataclass(frozen=True)
@@ -98,42 +95,3 @@ def move_is_done(move: Move, current: ShardOwnership | None) -> bool:
 def pending_moves(plan: FailoverPlan, shards: dict[str, ShardOwnership]) -> list[Move]:
     """The moves of `plan` still to make, judged from the shards as they are now."""
     return [move for move in plan.moves if not move_is_done(move, shards.get(move.shard))]
-
-
-class PlanStore:
-    """The `plans/` znodes. Thin I/O: every decision about a plan is elsewhere."""
-
-    def __init__(self, client, layout):
-        self.client, self.layout = client, layout
-        # A done plan never changes again: `all` reads it once.
-        self._children = FinalChildren(client, layout.plans, layout.plan,
-                                       lambda name, data, stat: (FailoverPlan.from_json(data), stat.version),
-                                       lambda entry: entry[0].status == "done")
-
-    def create(self, plan: FailoverPlan) -> bool:
-        """Write a new plan; False if one for that dead incarnation exists already."""
-        try:
-            self.client.create(self.layout.plan(plan.plan_id), plan.to_json(), makepath=True)
-            return True
-        except NodeExistsError:
-            return False
-
-    def read(self, plan_id: str) -> tuple[FailoverPlan, int] | None:
-        try:
-            data, stat = self.client.get(self.layout.plan(plan_id))
-        except NoNodeError:
-            return None
-        return FailoverPlan.from_json(data), stat.version
-
-    def replace(self, plan: FailoverPlan, version: int) -> None:
-        """Versioned rewrite (a revised target, or status done)."""
-        try:
-            self.client.set(self.layout.plan(plan.plan_id), replace(plan, revision=plan.revision + 1).to_json(), version=version)
-        except BadVersionError:
-            raise OwnershipConflict(f"plan {plan.plan_id}", f"version {version}", "a newer version") from None
-
-    def all(self) -> dict[str, tuple[FailoverPlan, int]]:
-        return self._children.read()
-
-    def open_plans(self) -> dict[str, tuple[FailoverPlan, int]]:
-        return {name: entry for name, entry in self.all().items() if entry[0].status == "open"}

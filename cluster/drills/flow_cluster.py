@@ -4,7 +4,7 @@
 Each node gets a NODE.toml and a data directory of its own; all of them deliver to
 one sink directory, as nodes deliver to one real destination, where PutFile's
 naming by FlowFile identity makes a zombie's half-done delivery and the adopter's
-retry one file (`cluster.checker.check_cluster` says what counts). Events come from `--events`
+retry one file (`checker.check_cluster` says what counts). Events come from `--events`
 (JSON lines on stdout); ownership, plans and heartbeats are read from ZooKeeper.
 """
 
@@ -16,18 +16,13 @@ import signal
 import sys
 import time
 
-from kazoo.client import KazooClient
-
-from cluster.checker import ClusterReport, check_cluster
-from cluster.heartbeat import Heartbeat
-from cluster.layout import ClusterLayout
-from cluster.ownership import ShardOwnership, ShardState
 from cluster.services.process import wait_until
 
-from .test_cluster_failover import HDFS_CLIENT, SESSION_TIMEOUT, NodeProcess, ZooKeeperViews
+from ..core.ownership import ShardState
+from .checker import ClusterReport, check_cluster
+from .harness import PROJECT_ROOT, SESSION_TIMEOUT, NodeProcess, ProcessCluster
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FLOW = os.path.join(REPO, "examples", "cluster.yaml")
+FLOW = os.path.join(PROJECT_ROOT, "examples", "cluster.yaml")
 SWAPPED_QUEUE = "rewrite/success/put"
 # A write stuck on a pipeline whose DataNode died is given up after this (NODE.toml
 # [hdfs] io_timeout, 20 s by default): a commit makes several such calls in a row, so
@@ -44,22 +39,16 @@ def _toml_value(value) -> str:
     return json.dumps(str(value))
 
 
-class FlowCluster(ZooKeeperViews):
+class FlowCluster(ProcessCluster):
     def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None, *, cluster="c1"):
-        self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
-        self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
-        self.workdir = workdir
-        self.layout = ClusterLayout(cluster, hdfs_root)
-        self.cluster = cluster
-        self.nodes: dict[str, NodeProcess] = {}
+        super().__init__(zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config, cluster=cluster)
         self.directories: dict[str, str] = {}
         self.sink = str(workdir / "sink")
         self._sink_ids: dict[str, str] = {}  # sink file -> the id its content carries
         self._carriers: dict[str, list[str]] = {}  # carried id -> the sink files that carry it
         self._suspects: set[str] = set()  # carried ids whose files are not exactly [that id]
         self._listing: tuple[int, list[str]] = (-1, [])  # the sink's mtime (ns) when listed, its names
-        self.client = KazooClient(hosts=zk_hosts, timeout=10)
-        self.client.start(timeout=30)
+        self._storage = None
 
     def write_config(self, name: str, *, count: int = 300, weight: float = 1.0, policy: str = "whole",
                      threads: int = 2, put_batch: int = 10) -> str:
@@ -87,24 +76,7 @@ class FlowCluster(ZooKeeperViews):
         self.nodes[name] = node
         return node
 
-    # -- ZooKeeper views (shard and plan: ZooKeeperViews) -----------------------------------
-    def shards(self) -> list[ShardOwnership]:
-        found = []
-        for child in self.client.get_children(self.layout.shards):
-            shard = self.shard(child)
-            if shard is not None:
-                found.append(shard)
-        return found
-
-    def heartbeats(self) -> dict[str, Heartbeat]:
-        beats = {}
-        for child in self.client.get_children(self.layout.nodes):
-            try:
-                beats[child] = Heartbeat.from_json(self.client.get(self.layout.node(child))[0])
-            except Exception:  # noqa: BLE001 - gone meanwhile
-                continue
-        return beats
-
+    # -- ZooKeeper views (shards, plans, heartbeats: ZooKeeperViews) --------------------------
     def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE, *, shard: str | None = None) -> int:
         """What `incarnation` has queued in `queue` of `shard` (by default its home shard)."""
         beat = self.heartbeats().get(incarnation)
@@ -112,12 +84,11 @@ class FlowCluster(ZooKeeperViews):
         return beat.queues[key].count if beat is not None and key in beat.queues else 0
 
     def swap_files(self, shard_id: str) -> list[str]:
-        from replication.hdfs_storage import HdfsStorage
-
-        storage = HdfsStorage(self.hdfs_url)
+        if self._storage is None:
+            self._storage = self.clients.hdfs_storage()
         directory = self.layout.swap_directory(self.layout.shard_directory(shard_id))
         try:
-            return [entry for entry in storage.list(directory)]
+            return [entry for entry in self._storage.list(directory)]
         except Exception:  # noqa: BLE001 - fenced or collected meanwhile
             return []
 
@@ -223,14 +194,6 @@ class FlowCluster(ZooKeeperViews):
         wait_until(quiescent, timeout, "every FlowFile to be delivered and every dead shard retired")
 
     def close(self) -> None:
-        for node in self.nodes.values():
-            node.close()
-        self.client.stop()
-        self.client.close()
-
-    def tails(self) -> str:
-        out = []
-        for node in self.nodes.values():
-            with open(node.log.name) as log:
-                out.append(f"---- {node.name} stderr tail ----\n{log.read()[-3000:]}")
-        return "\n".join(out)
+        super().close()
+        if self._storage is not None:
+            self._storage.close()

@@ -3,7 +3,7 @@ after another: the process the cluster's protocol tests start, kill, freeze and
 thaw (`custody node` runs the flow, and the drills use it). It is also a quick way to
 see the cluster core work end to end:
 
-    python -m cluster.ledger_node --zk HOSTS/chroot --cluster c1 --node n1 \\
+    python -m cluster.drills.ledger_node --zk HOSTS/chroot --cluster c1 --node n1 \\
         --hdfs hdfs://127.0.0.1:8020 --hdfs-root /custody --sink /tmp/sink
 
 It prints one JSON object per line on stdout for each event (joined, adopted,
@@ -19,20 +19,24 @@ import signal
 import sys
 import threading
 
-from .adoption import WalOptions
+from repositories.flowfile import WalHooks
+
+from ..clients import ClientFactory, HdfsSettings, ZooKeeperSettings
+from ..failover.adoption import WalOptions
+from ..failover.member import ClusterMember, MemberConfig
+from ..node.lifecycle import JsonEvents, run_incarnations
 from .ledger_runtime import LedgerRuntime
-from .member import ClusterMember, MemberConfig
-from .node_loop import JsonEvents, run_incarnations
 
 emit = JsonEvents()
 
 
-class FreezeBeforeSync:
+class FreezeBeforeSync(WalHooks):
     """WAL fault seam: SIGSTOP this very process inside the `after`-th sync, after
     the bytes were handed to HDFS and before hsync, so it thaws as a zombie whose
     next hsync must be rejected."""
 
     def __init__(self, after: int):
+        super().__init__()
         self.after, self.count = after, 0
 
     def before_sync(self, path: str) -> None:
@@ -44,7 +48,7 @@ class FreezeBeforeSync:
 
 
 def parse(argv=None):
-    parser = argparse.ArgumentParser(prog="cluster.ledger_node")
+    parser = argparse.ArgumentParser(prog="cluster.drills.ledger_node")
     parser.add_argument("--zk", required=True)
     parser.add_argument("--cluster", required=True)
     parser.add_argument("--node", required=True)
@@ -69,9 +73,9 @@ def main(argv=None) -> int:
     args = parse(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s %(levelname)s [{args.node}] %(name)s: %(message)s")
-    from replication.hdfs_storage import HdfsStorage
-
-    storage = HdfsStorage(args.hdfs, dict(item.split("=", 1) for item in args.hdfs_config))
+    clients = ClientFactory(ZooKeeperSettings(args.zk, args.session_timeout),
+                            HdfsSettings(args.hdfs, dict(item.split("=", 1) for item in args.hdfs_config)))
+    storage = clients.hdfs_storage()
     hooks = FreezeBeforeSync(args.freeze_in_sync) if args.freeze_in_sync else None
     current: dict = {}
     threading.Thread(target=_commands, args=(current,), daemon=True).start()
@@ -88,7 +92,7 @@ def main(argv=None) -> int:
             return LedgerRuntime(handle, args.sink, incarnation=holder["member"].incarnation.id,
                                  admit_limit=args.admit_limit, deliver_interval=args.deliver_interval, events=emit)
 
-        member = holder["member"] = current["member"] = ClusterMember(config, storage, factory)
+        member = holder["member"] = current["member"] = ClusterMember(config, storage, factory, clients=clients)
         return member
 
     return run_incarnations(make_member, emit, once=args.once)

@@ -1,7 +1,7 @@
 """`LedgerRuntime`: a flow-less `ShardRuntime` for the cluster's protocol tests.
 
 The workload of the cluster's protocol tests (the flow itself runs in `custody node`,
-see `flow_runtime`): a home shard admits uniquely-numbered FlowFile records (a durable WAL
+see `cluster.node.flow_runtime`): a home shard admits uniquely-numbered FlowFile records (a durable WAL
 `Put` each), and every shard delivers its records to an idempotent sink (a file
 named by the record id, written under a temporary name and renamed) and then
 finishes them (a durable WAL `Delete`). Three append-only logs in the sink
@@ -38,8 +38,8 @@ from collections import OrderedDict
 
 from repositories.flowfile import Delete, FlowFileRecord, Put
 
-from .errors import ClusterError, FencedError, SessionExpiredError
-from .heartbeat import QueueLoad
+from ..core.heartbeat import QueueLoad
+from ..errors import ClusterError, FencedError, SessionExpiredError
 
 log = logging.getLogger(__name__)
 QUEUE = "ledger"

@@ -1,4 +1,4 @@
-"""Open a shard for its owner: a node's own new shard, or one it adopts (design step 5).
+"""Open a shard for its owner: a node's own new shard, or one it adopts.
 
 Adopting a whole shard: fence it (`fencing.fence`); the handle then opens its WAL
 from the fenced directory at the new epoch, and the runtime recovers it. Recovery
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 from repositories.flowfile import FlowFileSerDe, Put, SwapOut, WriteAheadLog, list_wal_files, read_state
 
-from .errors import FencedError
+from ..core.layout import FENCED_MARK, ClusterLayout
+from ..core.ownership import ShardOwnership
+from ..errors import FencedError
 from .fencing import FenceHooks, current_directory, fence
-from .layout import FENCED_MARK, ClusterLayout
-from .ownership import ShardOwnership
 from .runtime import ShardHandle
 
 log = logging.getLogger(__name__)

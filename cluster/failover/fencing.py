@@ -1,4 +1,5 @@
-"""Fence a shard before reading it (design step 4), HBase's way.
+"""Fence a shard before reading it, HBase's way (its handling of a crashed
+RegionServer: rename the WAL directory, then recover the lease of every file).
 
 1. Rename the shard's current HDFS directory to `<shard>-fenced-<epoch>`. The old
    owner's files keep their inode but lose their path, and since every file is
@@ -23,23 +24,25 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
-from repositories.storage import StorageError, StorageFileNotFound, join
+from repositories.seams import FaultSeams
+from repositories.storage import StorageError, StorageFileNotFound
 from repositories.storage.leases import LeaseRecoveryTimeout, recover_leases
 
-from .errors import FenceTimeout, FencedError
-from .layout import FENCED_MARK
+from ..core.layout import FENCED_MARK
+from ..errors import FenceTimeout, FencedError
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class FenceHooks:
-    """Named fault seams: a test stops or breaks the adopter at these points."""
+class FenceHooks(FaultSeams):
+    """Named fault seams of fencing: a test stops or breaks the adopter at these points."""
 
-    after_rename: Callable[[str], None] = lambda fenced: None
-    before_recover: Callable[[str], None] = lambda path: None
+    def after_rename(self, fenced: str) -> None:
+        """The shard's directory is renamed to `fenced`; no lease is recovered yet."""
+
+    def before_recover(self, path: str) -> None:
+        """The lease of `path` (a file under the fenced directory) is about to be recovered."""
 
 
 @dataclass
@@ -77,7 +80,7 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
     """Fence `shard` for its new owner at `epoch` and return where its data now is.
 
     `sleep` and `clock` are injected so tests drive the backoff without waiting."""
-    hooks = hooks or FenceHooks()
+    hooks = FenceHooks.coerce(hooks)
     target = layout.fenced_directory(shard, epoch)
     found, found_epoch = current_directory(storage, layout, shard)
     renamed_from = None
@@ -122,7 +125,3 @@ def _files_under(storage, directory: str) -> list[str]:
         else:
             files.append(entry.path)
     return files
-
-
-def fenced_path(directory: str, *parts: str) -> str:
-    return join(directory, *parts)

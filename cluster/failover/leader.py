@@ -1,5 +1,5 @@
 """The leader: kazoo's `Election` on `leader/`, and a thin runner around
-`reassignment.decide`.
+`cluster.core.reassignment.decide`.
 
 While it leads, it watches `nodes/` and `shards/` (kazoo ChildrenWatch) and, on any
 change or every `period` seconds, reads the cluster, decides, and carries out the
@@ -10,7 +10,7 @@ these leaves ZooKeeper in a state from which the next leader's `decide` continue
 Named fault seams (`LeaderHooks`) let a test stop the leader right after a plan
 was written or between two moves, and kill it there.
 
-With a `storage`, the leader also collects garbage (`content_collector`): a few
+With a `storage`, the leader also collects garbage (`collector`): a few
 seconds after it is elected (`FIRST_COLLECTION`, so that a failover that elected it
 is decided first), then every `collect_interval` seconds while it leads and may
 act, on a thread of its own (HDFS may be slow; failover decisions must not wait for
@@ -28,11 +28,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .content_collector import DEFAULT_INTERVAL, DEFAULT_RETENTION, ContentCollector
-from .errors import ClusterError, OwnershipConflict
-from .membership import read_members
-from .plans import PlanStore
-from .reassignment import (
+from repositories.seams import FaultSeams
+
+from ..core.collection import DEFAULT_INTERVAL, DEFAULT_RETENTION
+from ..core.reassignment import (
     ExecuteMove,
     FinishPlan,
     LeaderView,
@@ -41,18 +40,25 @@ from .reassignment import (
     WritePlan,
     decide,
 )
-from .shard_registry import ShardRegistry
+from ..errors import ClusterError, OwnershipConflict
+from .collector import ContentCollector
 
 log = logging.getLogger(__name__)
 
 FIRST_COLLECTION = 5.0  # seconds from election to the first collection round
 
 
-@dataclass
-class LeaderHooks:
-    plan_written: Callable[[str], None] = lambda plan_id: None
-    before_move: Callable[[str, str], None] = lambda plan_id, shard: None
-    after_move: Callable[[str, str], None] = lambda plan_id, shard: None
+class LeaderHooks(FaultSeams):
+    """Named fault seams of the leader: a test stops or kills it at these points."""
+
+    def plan_written(self, plan_id: str) -> None:
+        """The plan's znode is written; none of its moves is made yet."""
+
+    def before_move(self, plan_id: str, shard: str) -> None:
+        """The next move's compare-and-set is about to be sent."""
+
+    def after_move(self, plan_id: str, shard: str) -> None:
+        """The move is made; the plan is not marked done yet."""
 
 
 @dataclass
@@ -70,18 +76,18 @@ class Leader:
     record). Everything else is touched by the election thread alone; the collector
     thread uses only `collector` and its own leadership Event."""
 
-    def __init__(self, client, layout, incarnation: str, *, policy: str = "whole", period: float = 1.0,
+    def __init__(self, store, incarnation: str, *, policy: str = "whole", period: float = 1.0,
                  may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
                  wall_clock=time.time, story_limit: int = 200, storage=None,
                  collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION):
-        self.client, self.layout, self.incarnation = client, layout, incarnation
+        self.store, self.layout, self.incarnation = store, store.layout, incarnation
         self.policy, self.period = policy, period
         self._may_act = may_act
-        self.hooks = hooks or LeaderHooks()
+        self.hooks = LeaderHooks.coerce(hooks)
         self._wall_clock = wall_clock
-        self.registry = ShardRegistry(client, layout, wall_clock=wall_clock)
-        self.plans = PlanStore(client, layout)
-        self.election = client.Election(layout.leader, identifier=incarnation)
+        self.registry = store.shards
+        self.plans = store.plans
+        self.election = store.election(incarnation)
         self.leading = threading.Event()
         self._stopped = threading.Event()
         self._changed = threading.Event()
@@ -91,7 +97,7 @@ class Leader:
         self._story_limit = story_limit
         self._story_lock = threading.Lock()
         self.collect_interval = collect_interval
-        self.collector = (ContentCollector(client, layout, storage, retention=retention, wall_clock=wall_clock)
+        self.collector = (ContentCollector(store, storage, retention=retention, wall_clock=wall_clock)
                           if storage is not None and collect_interval > 0 else None)
         self._thread: threading.Thread | None = None
 
@@ -118,24 +124,18 @@ class Leader:
                 log.warning("leader election of %s ended: %s", self.incarnation, error)
 
     def _lead(self) -> None:
-        from kazoo.protocol.states import KazooState
-
-        def on_state(state):
+        def on_lost() -> None:
             # The election's lock node died with the session: so did this leadership.
-            if state == KazooState.LOST:
-                self._deposed.set()
-                self._changed.set()
-                return True
-            return False
+            self._deposed.set()
+            self._changed.set()
 
-        self.client.add_listener(on_state)
+        stop_listening = self.store.on_session_lost(on_lost)
         self.leading.set()
         self._record("elected", self.incarnation)
         log.info("%s is the leader", self.incarnation)
-        for path in self.layout.zookeeper_paths():
-            self.client.ensure_path(path)
-        self.client.ChildrenWatch(self.layout.nodes, self._on_change)
-        self.client.ChildrenWatch(self.layout.shards, self._on_change)
+        self.store.ensure_paths()
+        self.store.watch_members(self._on_change)
+        self.store.watch_shards(self._on_change)
         leadership_over = threading.Event()
         if self.collector is not None:
             threading.Thread(target=self._collect_while_leading, args=(leadership_over,),
@@ -156,7 +156,7 @@ class Leader:
         finally:
             leadership_over.set()
             self.leading.clear()
-            self.client.remove_listener(on_state)
+            stop_listening()
             if self._deposed.is_set():
                 log.warning("%s lost its session: it is no longer the leader", self.incarnation)
                 self._record("deposed", "session lost")
@@ -185,7 +185,7 @@ class Leader:
         # seen, and a shard that was seen has an owner that joined before it, which the
         # later member listing therefore includes. A live owner is never taken for dead.
         shards = {name: entry[0] for name, entry in self.registry.all().items()}
-        live = read_members(self.client, self.layout)
+        live = self.store.members()
         # A dead incarnation's last beat matters while it still owns a shard (its plan
         # weighs what it had queued); forgotten after that, or the map grows for ever.
         owners = {shard.owner for shard in shards.values()}
@@ -213,15 +213,14 @@ class Leader:
             log.info("plan %s written: %s", plan.plan_id, [(m.shard, m.targets) for m in plan.moves])
             self.hooks.plan_written(plan.plan_id)
         elif isinstance(instruction, RevisePlan):
-            entry = self.plans.read(instruction.plan.plan_id)
-            if entry is None:
+            revised = replace(instruction.plan, leader=self.incarnation)
+            if self.plans.update(revised.plan_id, lambda current: revised) is None:
                 return False
-            self.plans.replace(replace(instruction.plan, leader=self.incarnation), entry[1])
             self._record("revise", f"{instruction.plan.plan_id}: {instruction.reason}")
         elif isinstance(instruction, ExecuteMove):
             move = instruction.move
             # Belt and braces: the owner's znode must really be gone right now.
-            if self.client.exists(self.layout.node(move.from_owner)) is not None:
+            if self.store.is_member(move.from_owner):
                 log.warning("not moving %s: its owner %s is alive again", move.shard, move.from_owner)
                 return False
             self.hooks.before_move(instruction.plan_id, move.shard)
@@ -234,9 +233,11 @@ class Leader:
             log.info("moved shard %s from %s to %s at epoch %d", move.shard, move.from_owner, move.targets, move.from_epoch + 1)
             self.hooks.after_move(instruction.plan_id, move.shard)
         elif isinstance(instruction, FinishPlan):
-            entry = self.plans.read(instruction.plan_id)
-            if entry is not None and entry[0].status == "open":
-                self.plans.replace(replace(entry[0], status="done", finished_at=self._wall_clock()), entry[1])
+            def finish(plan):
+                return replace(plan, status="done", finished_at=self._wall_clock()) if plan.status == "open" else plan
+
+            finished = self.plans.update(instruction.plan_id, finish)
+            if finished is not None and finished.status == "done":
                 self._record("done", instruction.plan_id)
         elif isinstance(instruction, RetireSplitParent):
             self.registry.retire_split_parent(instruction.shard)

@@ -1,11 +1,12 @@
 """A cluster member: one incarnation of one node, from join to death.
 
     member = ClusterMember(MemberConfig(zk_hosts=..., cluster="c1", node="n1"), storage, runtime_factory)
+    # (`clients=`: the node's `cluster.clients.ClientFactory`; by default one from the config)
     member.start()      # new incarnation, membership, home shard, leader campaign
     member.dead.wait()  # set when the incarnation ends (LOST, own expiry, "you are dead")
     member.stop()       # leave on purpose (the znode goes, the shards are taken over)
 
-Order at start (it matters for the leader, see `reassignment`): new incarnation
+Order at start (it matters for the leader, see `cluster.core.reassignment`): new incarnation
 from the ZooKeeper counter; the ephemeral membership znode; only then the home
 shard znode; then the HDFS directory and its WAL. A member adopts a shard when the
 shard's znode names it owner in state ADOPTING (it watches `shards/`).
@@ -13,7 +14,8 @@ shard's znode names it owner in state ADOPTING (it watches `shards/`).
 A member never survives its session. When the session guard says the session is
 over, or a heartbeat or claim is answered "you are dead", it stops every runtime
 (which never write again), and `dead` is set. A process that wants to go on makes
-a new `ClusterMember`: a new incarnation with a new shard (design step 6).
+a new `ClusterMember`: a new incarnation with a new shard (the failover protocol's
+"return": the old incarnation never processes its old data again).
 """
 
 from __future__ import annotations
@@ -27,19 +29,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kazoo.client import KazooClient
-
+from ..clients import ClientFactory, ZooKeeperSettings, stop_quietly
+from ..core.heartbeat import Heartbeat, QueueLoad
+from ..core.incarnation import Incarnation
+from ..core.layout import ClusterLayout
+from ..core.ownership import ShardOwnership, ShardState
+from ..errors import ClusterError, FencedError
+from ..zk.membership import Membership
+from ..zk.session import GuardCallbacks, SessionGuard
+from ..zk.shards import ShardRegistry
+from ..zk.store import ClusterStore
 from .adoption import WalOptions, adopt_shard, open_home_shard
-from .errors import ClusterError, FencedError
-from .heartbeat import Heartbeat, QueueLoad
-from .incarnation import Incarnation, new_incarnation
-from .layout import ClusterLayout
 from .leader import Leader, LeaderHooks
-from .membership import Membership
-from .ownership import ShardOwnership, ShardState
 from .runtime import RuntimeFactory, ShardHandle
-from .session_guard import GuardCallbacks, SessionGuard
-from .shard_registry import ShardRegistry
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +78,15 @@ class ClusterMember:
     callbacks, stop). Runtimes' own methods are called outside it."""
 
     def __init__(self, config: MemberConfig, storage, runtime_factory: RuntimeFactory, *,
-                 leader_hooks: LeaderHooks | None = None, clock=time.monotonic, wall_clock=time.time):
+                 clients: ClientFactory | None = None, leader_hooks: LeaderHooks | None = None,
+                 clock=time.monotonic, wall_clock=time.time):
         self.config, self.storage, self.runtime_factory = config, storage, runtime_factory
+        self.clients = clients or ClientFactory(ZooKeeperSettings(config.zk_hosts, config.session_timeout))
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self._leader_hooks = leader_hooks
         self._clock, self._wall_clock = clock, wall_clock
-        self.client: KazooClient | None = None
+        self.client = None
+        self.store: ClusterStore | None = None
         self.incarnation: Incarnation | None = None
         self.registry: ShardRegistry | None = None
         self.membership: Membership | None = None
@@ -101,14 +106,13 @@ class ClusterMember:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> Incarnation:
         config = self.config
-        self.client = KazooClient(hosts=config.zk_hosts, timeout=config.session_timeout)
-        self.client.start(timeout=max(30.0, config.session_timeout))
-        for path in self.layout.zookeeper_paths():
-            self.client.ensure_path(path)
-        self.incarnation = new_incarnation(self.client, self.layout, config.node)
+        self.client = self.clients.start_zookeeper(timeout=max(30.0, config.session_timeout))
+        self.store = ClusterStore(self.client, self.layout, wall_clock=self._wall_clock)
+        self.store.ensure_paths()
+        self.incarnation = self.store.new_incarnation(config.node)
         me = self.incarnation.id
-        self.registry = ShardRegistry(self.client, self.layout, wall_clock=self._wall_clock)
-        self.guard = SessionGuard(self.client, self.layout.node(me), config.session_timeout, GuardCallbacks(
+        self.registry = self.store.shards
+        self.guard = self.store.session_guard(me, config.session_timeout, GuardCallbacks(
             close_gate=lambda: self._each_runtime("pause"),
             open_gate=lambda: self._each_runtime("resume"),
             abort_open_sessions=lambda: self._each_runtime("abort_open_sessions"),
@@ -116,9 +120,10 @@ class ClusterMember:
         ), clock=self._clock, name=f"session-guard {me}")
         first = Heartbeat(config.node, me, self.incarnation.epoch, admin=config.admin,
                           capacity_weight=config.capacity_weight, max_threads=config.max_threads)
-        self.membership = Membership(self.client, self.layout, first, interval=config.heartbeat_interval,
-                                     figures=self._figures, on_dead=lambda error: self._die(str(error)),
-                                     on_confirmed=self.guard.confirmed, clock=self._clock, wall_clock=self._wall_clock)
+        self.membership = self.store.membership(first, interval=config.heartbeat_interval,
+                                                figures=self._figures, on_dead=lambda error: self._die(str(error)),
+                                                on_confirmed=self.guard.confirmed, clock=self._clock,
+                                                wall_clock=self._wall_clock)
         self.membership.join()
         self.guard.start()
         # The home shard: id = incarnation id, epoch = incarnation epoch.
@@ -128,9 +133,9 @@ class ClusterMember:
         self._run_shard(handle, self._prepare(handle))
         self.membership.start()
         self._spawn(self._adoption_loop, f"adoption {me}")
-        self.client.ChildrenWatch(self.layout.shards, self._on_shards)
+        self.store.watch_shards(self._on_shards)
         if config.lead:
-            self.leader = Leader(self.client, self.layout, me, policy=config.policy, may_act=self.guard.may_work,
+            self.leader = Leader(self.store, me, policy=config.policy, may_act=self.guard.may_work,
                                  hooks=self._leader_hooks, wall_clock=self._wall_clock, storage=self.storage)
             self.leader.start()
         log.info("member %s joined cluster %s", me, config.cluster)
@@ -174,11 +179,7 @@ class ClusterMember:
         self.death_reason = reason
         self.dead.set()
         if self.client is not None:
-            try:
-                self.client.stop()
-                self.client.close()
-            except Exception:  # noqa: BLE001
-                pass
+            stop_quietly(self.client)
 
     # -- shards -----------------------------------------------------------------------------------
     def owned_shards(self) -> tuple[str, ...]:
@@ -212,18 +213,14 @@ class ClusterMember:
             return False
         for child in children:
             if child not in self._queued:
-                self.client.DataWatch(self.layout.shard(child), self._watch_shard(child))
+                self.store.watch_shard(child, self._watch_shard(child))
                 self._queued.add(child)
         return None
 
     def _watch_shard(self, shard: str):
-        def watch(data, stat, event=None):
-            if self._stopped.is_set() or data is None:
+        def watch(current: ShardOwnership | None):
+            if self._stopped.is_set() or current is None:
                 return False
-            try:
-                current = ShardOwnership.from_json(data)
-            except (ValueError, KeyError):
-                return None
             if current.owner == self.incarnation.id and current.state is ShardState.ADOPTING:
                 self.timeline.adopting_seen.setdefault(f"{shard}@{current.epoch}", self._wall_clock())
                 self._adoptions.put(current)

@@ -1,8 +1,7 @@
 """What the cluster core needs from the flow engine, for each shard a node runs.
 
 The cluster core decides *which* shards a node runs and *when* it must stop; the
-flow engine (issue 6) runs them. The wiring of a clustered node passes a
-`RuntimeFactory`; the core calls it with a `ShardHandle` once the shard's WAL is
+flow engine runs them. The wiring of a clustered node passes a `RuntimeFactory`; the core calls it with a `ShardHandle` once the shard's WAL is
 fenced (if adopted) and recovered, and drives the `ShardRuntime` it returns.
 
 Contract of a `ShardRuntime` (the flow side's `flow.shard.QueueShard` plus the
@@ -39,9 +38,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from .heartbeat import QueueLoad
-from .layout import FENCED_MARK
-from .ownership import ShardOwnership
+from ..core.heartbeat import QueueLoad
+from ..core.layout import FENCED_MARK
+from ..core.ownership import ShardOwnership
 
 
 @dataclass

@@ -3,10 +3,10 @@
     node = ClusteredNode(load_node_config("n1.toml"))
     node.run(stop_event)        # until stop_event is set; SIGTERM sets it in `custody node`
 
-Per incarnation (see `member.ClusterMember` for the order of joining):
+Per incarnation (see `cluster.failover.member.ClusterMember` for the order of joining):
 
 * content: a fresh container named after the incarnation, on local disk and HDFS
-  (`node_content`); claims of adopted shards are read from HDFS;
+  (`content`); claims of adopted shards are read from HDFS;
 * provenance: the node's local repository (kept across incarnations);
 * one `FlowRuntime` per shard: the home shard runs the whole flow, adopted shards
   drain without sources, each with its WAL and swap files on HDFS at its epoch.
@@ -24,13 +24,14 @@ import threading
 from flow.definition import load_flow
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 
-from .adoption import WalOptions
+from ..clients import ClientFactory
+from ..core.layout import ClusterLayout
+from ..failover.adoption import WalOptions
+from ..failover.member import ClusterMember, MemberConfig
+from .config import NodeConfig
+from .content import open_node_content
 from .flow_runtime import FlowRuntime
-from .layout import ClusterLayout
-from .member import ClusterMember, MemberConfig
-from .node_config import NodeConfig
-from .node_content import open_node_content
-from .node_loop import log_events, run_incarnations
+from .lifecycle import log_events, run_incarnations
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,8 @@ class ClusteredNode:
         self.config = config
         self.events = events
         self.definition = load_flow(config.flow, config.parameters)
-        if storage is None:
-            from replication.hdfs_storage import HdfsStorage
-
-            storage = HdfsStorage(config.hdfs_url, dict(config.hdfs_config), io_timeout=config.hdfs_io_timeout)
-        self.storage = storage
+        self.clients = ClientFactory.from_node_config(config)
+        self.storage = storage if storage is not None else self.clients.hdfs_storage()
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self.wal_hooks = wal_hooks
         self.provenance = None
@@ -75,7 +73,7 @@ class ClusteredNode:
             wal=WalOptions(partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval,
                            hooks=self.wal_hooks),
             fence_first_wait=config.fence_first_wait)
-        member = ClusterMember(member_config, self.storage, self._runtime)
+        member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients)
         with self._lock:
             self.member = member
         return member

@@ -43,8 +43,8 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-from .errors import ClusterError
-from .planner import POLICIES
+from ..core.planner import POLICIES
+from ..errors import ClusterError
 
 
 class NodeConfigError(ClusterError):

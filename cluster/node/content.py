@@ -9,7 +9,8 @@ it by the (container, section, resource, offset, length) its FlowFile record hol
 Claims of other incarnations (FlowFiles of an adopted shard) are read from HDFS,
 through a reader opened on demand per container. Their claimant counts are not this
 node's to keep: the container of a dead incarnation is collected whole when no shard
-that could still reference it is left (`garbage_containers`, run by the leader).
+that could still reference it is left (`cluster.core.collection.garbage_containers`,
+run by the leader).
 A new incarnation deletes the local replicas of this node's earlier incarnations:
 their claims are on HDFS, which is where an adopter reads them.
 
@@ -30,8 +31,7 @@ from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.content.errors import ContentNotFound
 
-from .incarnation import Incarnation
-from .ownership import ShardOwnership, ShardState
+from ..core.incarnation import Incarnation
 
 log = logging.getLogger(__name__)
 
@@ -137,31 +137,3 @@ def _forget_earlier_incarnations(local_directory: str, incarnation: Incarnation)
         if earlier.node == incarnation.node and earlier.epoch < incarnation.epoch:
             shutil.rmtree(os.path.join(local_directory, name), ignore_errors=True)
             log.info("removed the local content of earlier incarnation %s (its claims are on HDFS)", name)
-
-
-def garbage_containers(containers: Iterable[str], shards: Iterable[ShardOwnership],
-                       live: Iterable[str]) -> list[str]:
-    """Content containers (incarnation ids) nothing can reference any more.
-
-    A FlowFile only ever lives in a shard, and its content was written by an
-    incarnation that ran that shard, or (a divvy slice) its parent. So container X can
-    be referenced by a shard whose owners included X, and by the slices of such a
-    shard. X is garbage when X is not a live member and every such shard still known
-    is RETIRED (a shard whose znode is gone was retired and collected)."""
-    shards = list(shards)
-    by_id = {shard.shard: shard for shard in shards}
-    live = set(live)
-
-    def owners(shard: ShardOwnership, seen: frozenset = frozenset()) -> set[str]:
-        found = {entry.owner for entry in shard.history if entry.owner} | ({shard.owner} if shard.owner else set())
-        found.add(shard.shard)  # a home shard's id is its first owner's incarnation
-        parent = by_id.get(shard.source.parent) if shard.source is not None else None
-        if parent is not None and parent.shard not in seen:
-            found |= owners(parent, seen | {shard.shard})
-        return found
-
-    pinned: set[str] = set()
-    for shard in shards:
-        if shard.state is not ShardState.RETIRED:
-            pinned |= owners(shard)
-    return sorted(c for c in set(containers) if c not in live and c not in pinned)

@@ -3,7 +3,7 @@
 Each shard the node runs (its home shard, and every shard it adopted) gets its own
 `FlowGraph` (queues and processor instances), its own `QueueShard` over the shard's
 WAL and swap directory on HDFS, and its own `TraditionalEngine`. The node's content
-repository (`node_content`) and provenance repository are shared by all of them.
+repository (`content`) and provenance repository are shared by all of them.
 
 * A home shard runs the whole flow. An adopted shard runs it without its sources
   (processors with no incoming connection): it drains what its dead owner left,
@@ -20,7 +20,7 @@ repository (`node_content`) and provenance repository are shared by all of them.
 * An adopted shard's provenance outbox (the last events of each commit slot of the
   dead owner) is registered in this node's provenance: the owner's local provenance
   may be gone with its disk. A cluster-wide view of provenance collapses the copies
-  by event identity (`cluster.checker.cluster_provenance`).
+  by event identity (`cluster.drills.checker.cluster_provenance`).
 
 Lock plan: `_lock` guards `_stopping` and `_rejecting`; the engine, shard and
 repositories lock for themselves. `stop()` may be called from any thread but a
@@ -38,8 +38,8 @@ from flow.provenance_outbox import reconcile
 from flow.shard import QueueShard
 from repositories.swap import SwapStore
 
-from .errors import ClusterError, FencedError, WorkGateClosed
-from .heartbeat import QueueLoad
+from ..core.heartbeat import QueueLoad
+from ..errors import ClusterError, FencedError, WorkGateClosed
 
 log = logging.getLogger(__name__)
 

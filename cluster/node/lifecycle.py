@@ -3,7 +3,7 @@
 A `ClusterMember` lives as long as its ZooKeeper session. When it dies (session
 lost, its own expiry timer, "you are dead"), the process joins again as a new
 incarnation with a new home shard, unless told to stop. Both the flow node
-(`cluster.node`) and the ledger node of the drills run this loop.
+(`cluster.node.clustered`) and the ledger node of the drills run this loop.
 
 With `JsonEvents`, every step is one JSON object per line on stdout (joined,
 adopted, retired, leader, rejected write, dead, ...), so that a test waits on

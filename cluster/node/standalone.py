@@ -16,8 +16,8 @@ Layout of the data directory:
 Start order (recovery): shard (WAL, then swapped queues registered from swap-file
 summaries) -> content (claimant counts from every live and swapped claim; orphaned
 content destroyed) -> provenance (interrupted merges finished) -> provenance outbox
-reconciled -> engine. The clustered node of issue 7 reuses the same pieces
-(`flow.shard.open_shard`, `flow.engine.TraditionalEngine`) over shards on HDFS.
+reconciled -> engine. The clustered node (`cluster.node.clustered`) reuses the same
+pieces (`flow.shard.QueueShard`, `flow.engine.TraditionalEngine`) over shards on HDFS.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-from cluster.errors import ClusterError
 from flow.definition import FlowDefinition, load_flow
 from flow.engine import TraditionalEngine
 from flow.graph import FlowGraph
@@ -38,6 +37,8 @@ from flow.shard import open_shard
 from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 from repositories.storage import LocalStorage
+
+from ..errors import ClusterError
 
 log = logging.getLogger(__name__)
 

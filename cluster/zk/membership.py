@@ -1,11 +1,12 @@
-"""Membership: a member's ephemeral znode `nodes/<incarnation>` and its heartbeat.
+"""Membership: a member's ephemeral znode `nodes/<incarnation>` and its heartbeat,
+and the incarnation counter every start draws its epoch from.
 
 The znode is created once, when the incarnation joins, and only ever *set* after
 that. If it is gone when a heartbeat is due, the session that owned it expired: the
 incarnation is dead (kazoo would have opened a new session under us), and the beat
 is refused with "you are dead" rather than re-creating the znode. A dead
 incarnation never comes back under `nodes/`: that is what lets the leader treat
-"no znode" as "dead" (see `reassignment`).
+"no znode" as "dead" (see `cluster.core.reassignment`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Callable
 
 from kazoo.exceptions import NoNodeError
 
-from .errors import FencedError
-from .heartbeat import Heartbeat
+from ..core.heartbeat import Heartbeat
+from ..core.incarnation import Incarnation
+from ..errors import FencedError
 from .znodes import read_children
 
 log = logging.getLogger(__name__)
@@ -114,3 +116,23 @@ def _parse_beat(name: str, data: bytes, stat) -> Heartbeat:
         # Alive (its znode is there), but never chosen to adopt: no free disk known.
         log.warning("member %s has an unreadable heartbeat (%s); treating it as alive with no figures", name, error)
         return Heartbeat(name.rpartition("-")[0] or name, name, 0, free_disk=0)
+
+
+def new_incarnation(client, layout, node: str) -> Incarnation:
+    """Draw the next start epoch from `counters/incarnation` (kazoo's `Counter`, a
+    versioned read-modify-write) for `node`: every start of every node gets a number
+    no earlier start had."""
+    if not node or "/" in node:
+        raise ValueError(f"a node name is one non-empty path segment, not {node!r}")
+    counter = client.Counter(layout.incarnation_counter)
+    counter += 1
+    return Incarnation(node, int(counter.post_value))
+
+
+def read_incarnation_counter(client, layout) -> int:
+    """The newest epoch drawn so far (0 before the first)."""
+    try:
+        data, _ = client.get(layout.incarnation_counter)
+    except NoNodeError:
+        return 0
+    return int(data.decode("ascii") or 0)  # kazoo's Counter: repr(int)

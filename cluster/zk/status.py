@@ -1,18 +1,13 @@
 """A read-only snapshot of a cluster as ZooKeeper holds it: members, leader, shards,
-plans. Used by `custody cluster status` (and, later, the admin API)."""
+plans. Used by `custody cluster status`, and meant for the admin API."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kazoo.exceptions import NoNodeError
-
-from .heartbeat import Heartbeat
-from .layout import ClusterLayout
-from .membership import read_members
-from .ownership import ShardOwnership
-from .plans import FailoverPlan, PlanStore, pending_moves
-from .shard_registry import ShardRegistry
+from ..core.heartbeat import Heartbeat
+from ..core.ownership import ShardOwnership
+from ..core.plans import FailoverPlan, pending_moves
 
 
 @dataclass
@@ -53,14 +48,10 @@ class ClusterStatus:
         }
 
 
-def read_status(client, cluster: str) -> ClusterStatus:
-    layout = ClusterLayout(cluster)
-    contenders: list[str] = []
-    try:
-        contenders = client.Election(layout.leader).contenders()
-    except NoNodeError:
-        pass
-    shards = {name: entry[0] for name, entry in ShardRegistry(client, layout).all().items()}
-    plans = {name: entry[0] for name, entry in PlanStore(client, layout).all().items()}
-    return ClusterStatus(cluster, read_members(client, layout), contenders[0] if contenders else None,
+def read_status(store) -> ClusterStatus:
+    """A `ClusterStatus` read through a `ClusterStore`, changing nothing."""
+    contenders = store.contenders()
+    shards = {name: entry[0] for name, entry in store.shards.all().items()}
+    plans = {name: entry[0] for name, entry in store.plans.all().items()}
+    return ClusterStatus(store.layout.cluster, store.members(), contenders[0] if contenders else None,
                          contenders, shards, plans)

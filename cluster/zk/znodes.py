@@ -1,4 +1,6 @@
-"""Small ZooKeeper reads shared by the registries (shards, plans, members)."""
+"""ZooKeeper reads and compare-and-set writes shared by the registries (shards,
+plans, members): every znode of ours whose value changes is changed here, by a
+read, a decision, and a write conditional on the version that was read."""
 
 from __future__ import annotations
 
@@ -6,7 +8,9 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from ..errors import OwnershipConflict
 
 T = TypeVar("T")
 
@@ -65,3 +69,65 @@ class FinalChildren(Generic[T]):
         with self._lock:
             self._final = {name: entry for name, entry in found.items() if name in final or self.is_final(entry)}
         return found
+
+
+class VersionedZnodes(Generic[T]):
+    """The children of one znode, each holding a value of type T, written only by
+    compare-and-set: the read-modify-write of the shard registry and the plan store.
+
+    `kind` names the children in errors ("shard", "plan"). A lost race raises
+    `OwnershipConflict`: nothing was written, and the caller re-reads and decides
+    again. Values for which `is_final` holds never change again and are read once
+    (`FinalChildren`)."""
+
+    def __init__(self, client, kind: str, parent: str, path: Callable[[str], str],
+                 parse: Callable[[bytes], T], dump: Callable[[T], bytes], is_final: Callable[[T], bool]):
+        self.client, self.kind, self.parent, self.path = client, kind, parent, path
+        self.parse, self.dump = parse, dump
+        self._children: FinalChildren[tuple[T, int]] = FinalChildren(
+            client, parent, path, lambda name, data, stat: (parse(data), stat.version),
+            lambda entry: is_final(entry[0]))
+
+    def read(self, name: str) -> tuple[T, int] | None:
+        """The value and its znode version, or None when there is no such child."""
+        try:
+            data, stat = self.client.get(self.path(name))
+        except NoNodeError:
+            return None
+        return self.parse(data), stat.version
+
+    def all(self) -> dict[str, tuple[T, int]]:
+        return self._children.read()
+
+    def create(self, name: str, value: T) -> bool:
+        """Write a new child; False if it exists already."""
+        try:
+            self.client.create(self.path(name), self.dump(value), makepath=True)
+            return True
+        except NodeExistsError:
+            return False
+
+    def compare_and_set(self, name: str, version: int, value: T) -> int:
+        """Write `value` if the child is still at `version`; returns the new version."""
+        try:
+            return self.client.set(self.path(name), self.dump(value), version=version).version
+        except (BadVersionError, NoNodeError):
+            raise OwnershipConflict(f"{self.kind} {name}", f"version {version}", "a newer version or none") from None
+
+    def update(self, name: str, change: Callable[[T], T], *,
+               expected_version: int | None = None) -> tuple[T, int] | None:
+        """Read the child, `change(current)` it, and compare-and-set the result.
+        None when there is no such child; `OwnershipConflict` when it is no longer
+        at `expected_version` (if given) or changed between the read and the write.
+        `change` may raise to refuse, or return `current` itself to leave the child
+        as it is: nothing is written then."""
+        entry = self.read(name)
+        if entry is None:
+            return None
+        current, version = entry
+        if expected_version is not None and version != expected_version:
+            raise OwnershipConflict(f"{self.kind} {name}", f"version {expected_version}", f"version {version}")
+        new = change(current)
+        if new is current:
+            return entry
+        return new, self.compare_and_set(name, version, new)

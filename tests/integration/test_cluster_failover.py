@@ -1,7 +1,7 @@
-"""Failover of real node processes (`cluster.ledger_node`) against the real
+"""Failover of real node processes (`cluster.drills.ledger_node`) against the real
 3-member ZooKeeper ensemble and HDFS: SIGKILL, a SIGSTOP zombie, quorum loss.
 
-Each node runs the ledger workload (`cluster.ledger_runtime`): uniquely numbered
+Each node runs the ledger workload (`cluster.drills.ledger_runtime`): uniquely numbered
 records admitted to its home shard's WAL on HDFS, delivered to an idempotent sink,
 finished by a WAL delete. After each fault the ledger must show zero lost, zero
 duplicated, zero unexpected ids. Every wait is on an observed condition (node
@@ -10,174 +10,29 @@ events on stdout, znodes, ledger files) with a deadline.
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
-import threading
 import time
 
 import pytest
-from kazoo.client import KazooClient
 
-from cluster.layout import ClusterLayout
-from cluster.ledger_runtime import check_ledger, read_finished
-from cluster.ownership import ShardOwnership, ShardState
-from cluster.plans import FailoverPlan
+from cluster.core.ownership import ShardState
+from cluster.drills.faults import lose_quorum
+from cluster.drills.harness import SESSION_TIMEOUT, LedgerCluster
+from cluster.drills.ledger_runtime import check_ledger, read_finished
 from cluster.services.process import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SESSION_TIMEOUT = 4.0
-# Bounded client retries and socket timeouts, as a node must configure them: otherwise
-# an hsync to a dead DataNode may wait minutes before it fails.
-HDFS_CLIENT = {"dfs.client.socket-timeout": "5000", "dfs.client.failover.max.attempts": "1",
-               "dfs.client.failover.sleep.base.millis": "100", "dfs.client.failover.sleep.max.millis": "200"}
-
-
-class ZooKeeperViews:
-    """Shards and plans as ZooKeeper holds them now (None when not there yet)."""
-
-    def shard(self, shard_id: str) -> ShardOwnership | None:
-        try:
-            return ShardOwnership.from_json(self.client.get(self.layout.shard(shard_id))[0])
-        except Exception:  # noqa: BLE001 - not there (yet)
-            return None
-
-    def plan(self, plan_id: str) -> FailoverPlan | None:
-        try:
-            return FailoverPlan.from_json(self.client.get(self.layout.plan(plan_id))[0])
-        except Exception:  # noqa: BLE001
-            return None
-
-
-class NodeProcess:
-    def __init__(self, name: str, argv: list[str], log_path: str):
-        self.name = name
-        self.events: list[dict] = []
-        self._lock = threading.Lock()
-        self.log = open(log_path, "a")
-        self.process = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        # Every event also goes to <log>.events, for the post-mortem of a failed run.
-        with open(self.log.name + ".events", "a") as keep:
-            for line in self.process.stdout:
-                keep.write(line)
-                keep.flush()
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                with self._lock:
-                    self.events.append(event)
-
-    def find(self, kind: str, **fields) -> list[dict]:
-        with self._lock:
-            return [e for e in self.events if e["event"] == kind and all(e.get(k) == v for k, v in fields.items())]
-
-    def wait(self, kind: str, timeout: float = 60.0, **fields) -> dict:
-        return wait_until(lambda: (self.find(kind, **fields) or [None])[-1], timeout, f"{self.name}: event {kind} {fields}")
-
-    @property
-    def incarnation(self) -> str:
-        return self.find("joined")[-1]["incarnation"]
-
-    def send(self, line: str) -> None:
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-
-    def signal(self, signum: int) -> None:
-        os.kill(self.process.pid, signum)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.kill()
-        self.process.wait()
-        self.process.stdout.close()
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        self.log.close()
-
-
-class Cluster(ZooKeeperViews):
-    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None):
-        self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
-        self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
-        self.sink = str(workdir / "sink")
-        self.workdir = workdir
-        self.layout = ClusterLayout("c1", hdfs_root)
-        self.nodes: dict[str, NodeProcess] = {}
-        self.client = KazooClient(hosts=zk_hosts, timeout=10)
-        self.client.start(timeout=30)
-
-    def start(self, name: str, *extra: str) -> NodeProcess:
-        argv = [sys.executable, "-m", "cluster.ledger_node", "--zk", self.zk_hosts, "--cluster", "c1", "--node", name,
-                "--hdfs", self.hdfs_url, "--hdfs-root", self.hdfs_root, "--sink", self.sink,
-                "--session-timeout", str(SESSION_TIMEOUT), *extra]
-        for key, value in sorted(self.hdfs_config.items()):
-            argv += ["--hdfs-config", f"{key}={value}"]
-        node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
-        self.nodes[name] = node
-        return node
-
-    def admitted_by(self, incarnation: str) -> int:
-        try:
-            with open(os.path.join(self.sink, "admitted.log")) as file:
-                return sum(1 for line in file if line.startswith(incarnation + "."))
-        except FileNotFoundError:
-            return 0
-
-    def wait_all_finished(self, timeout: float = 90.0) -> dict:
-        def settled():
-            report = check_ledger(self.sink)
-            return report if report["admitted"] and not report["lost"] else None
-        return wait_until(settled, timeout, "every admitted record to be finished")
-
-    def close(self) -> None:
-        for node in self.nodes.values():
-            node.close()
-        self.client.stop()
-        self.client.close()
 
 
 @pytest.fixture
 def cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
-    made = Cluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
+    made = LedgerCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
     yield made
     made.close()
     for node in made.nodes.values():
         with open(node.log.name) as log:
             tail = log.read()[-3000:]
         print(f"---- {node.name} stderr tail ----\n{tail}")
-
-
-def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:
-    """Kill two of the three ZooKeeper members, wait until every node has stopped
-    processing (its gate closed, or its session declared over), then bring quorum
-    back. Returns (lost at, restored at), wall clock."""
-    victims = [member.index for member in zookeeper_ensemble.members][:2]
-    try:
-        for index in victims:
-            zookeeper_ensemble.kill_member(index)
-        lost_at = time.time()
-        for node in nodes:
-            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
-                       30, f"{node.name} to stop processing")
-        for index in victims:
-            zookeeper_ensemble.restart_member(index)
-        zookeeper_ensemble.wait_healthy(60)
-        return lost_at, time.time()
-    finally:
-        for index in victims:
-            if zookeeper_ensemble.member(index).mode() is None:
-                zookeeper_ensemble.restart_member(index)
 
 
 def assert_exactly_once(report: dict) -> None:

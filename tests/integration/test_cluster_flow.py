@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from cluster.ownership import ShardState
+from cluster.core.ownership import ShardState
+from cluster.drills.faults import lose_quorum
+from cluster.drills.flow_cluster import SWAPPED_QUEUE, FlowCluster
+from cluster.drills.harness import SESSION_TIMEOUT
 from cluster.services.process import wait_until
-
-from .flow_cluster import SWAPPED_QUEUE, FlowCluster
-from .test_cluster_failover import SESSION_TIMEOUT, lose_quorum
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
@@ -114,7 +114,7 @@ def _log(node) -> str:
 
 
 def test_quorum_loss_stops_every_node_and_processing_resumes_when_quorum_returns(flow_cluster, zookeeper_ensemble):
-    from cluster.checker import cluster_provenance
+    from cluster.drills.checker import cluster_provenance
     from repositories.provenance import EventType
 
     cluster = flow_cluster

@@ -34,14 +34,12 @@ import subprocess
 import time
 
 import pytest
-from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
 
-from cluster.ownership import ShardState
+from cluster.core.ownership import ShardState
+from cluster.drills.faults import expire_session
+from cluster.drills.flow_cluster import FlowCluster
+from cluster.drills.harness import SESSION_TIMEOUT
 from cluster.services.process import ServiceError, wait_until
-
-from .flow_cluster import FlowCluster
-from .test_cluster_failover import SESSION_TIMEOUT
 
 ALL_FAULTS = ("sigkill", "sigstop", "expire", "kill-leader", "zk-follower", "datanode", "kill-adopter")
 # CUSTODY_CLUSTER_DRILL_FAULTS=datanode,sigkill runs only those (to chase one fault).
@@ -80,30 +78,7 @@ def restart(cluster: FlowCluster, name: str):
 
 
 def expire(cluster: FlowCluster, node) -> None:
-    """Expire the node's session from outside: attach to it and close it, as ZooKeeper
-    itself would end it. Attaching can lose its connection (the server may move the
-    session back to the node's own connection first): then it is tried again."""
-    joined = node.find("joined")[-1]
-    for attempt in range(3):
-        intruder = KazooClient(hosts=cluster.zk_hosts, timeout=SESSION_TIMEOUT,
-                               client_id=(joined["session_id"], bytes.fromhex(joined["session_password"])))
-        try:
-            intruder.start(timeout=30)
-            intruder.stop()  # closing the session ends it for the node's own connection too
-        except KazooException as error:
-            print(f"expiring {joined['incarnation']}: attempt {attempt + 1} failed: {error!r}", flush=True)
-        finally:
-            try:
-                intruder.stop()  # a start that failed leaves the client running; close needs it stopped
-            except KazooException:
-                pass
-            intruder.close()
-        try:
-            node.wait("dead", timeout=SESSION_TIMEOUT + 5, incarnation=joined["incarnation"])
-            return
-        except ServiceError:
-            continue
-    raise AssertionError(f"could not expire the session of {joined['incarnation']}")
+    expire_session(cluster.zk_hosts, node, session_timeout=SESSION_TIMEOUT)
 
 
 def leader_name(cluster: FlowCluster) -> str | None:

@@ -8,17 +8,18 @@ import threading
 import pytest
 from kazoo.client import KazooClient
 
-from cluster import ownership as own
+from cluster.core import ownership as own
 from cluster.errors import FencedError, OwnershipConflict
-from cluster.heartbeat import Heartbeat
-from cluster.incarnation import new_incarnation
-from cluster.layout import ClusterLayout
-from cluster.leader import Leader, LeaderHooks
-from cluster.membership import Membership, read_members
-from cluster.plans import PlanStore
+from cluster.core.heartbeat import Heartbeat
+from cluster.zk.membership import new_incarnation
+from cluster.core.layout import ClusterLayout
+from cluster.failover.leader import Leader, LeaderHooks
+from cluster.zk.membership import Membership, read_members
+from cluster.zk.plans import PlanStore
 from cluster.services.process import wait_until
 from cluster.services.zookeeper import ZooKeeperEnsemble
-from cluster.shard_registry import ShardRegistry
+from cluster.zk.shards import ShardRegistry
+from cluster.zk.store import ClusterStore
 from repositories.storage import LocalStorage
 
 pytestmark = [pytest.mark.zookeeper]
@@ -83,7 +84,7 @@ def test_a_member_with_an_unreadable_heartbeat_reads_as_alive_with_no_figures(cl
     inc_a, _ = join(a, layout, "n1")
     inc_b, _ = join(b, layout, "n2")
     b.set(layout.node(inc_b.id), b"{not json")
-    with caplog.at_level("WARNING", logger="cluster.membership"):
+    with caplog.at_level("WARNING", logger="cluster.zk.membership"):
         members = read_members(clients(), layout)
     assert sorted(members) == sorted([inc_a.id, inc_b.id])
     assert members[inc_a.id].free_disk == 100 << 30
@@ -132,7 +133,7 @@ def test_shard_compare_and_set_refuses_stale_versions_epochs_and_incarnations(cl
     current, version = registry.read("n1-3")
     client.set(layout.shard("n1-3"), current.to_json())
     with pytest.raises(OwnershipConflict):
-        registry._compare_and_set("n1-3", version, own.retire(current, "n2-4", 4, at=2.0))
+        registry.compare_and_set("n1-3", version, own.retire(current, "n2-4", 4, at=2.0))
     assert registry.read("n1-3")[0].state is own.ShardState.DRAINING
 
 
@@ -157,7 +158,7 @@ def test_leadership_moves_on_session_expiry_and_the_new_leader_finishes_a_half_d
         release.wait(30)
         raise RuntimeError("stalled leader woke after losing its session")
 
-    first = Leader(a_client, layout, inc_a.id, period=0.2, hooks=LeaderHooks(after_move=stall))
+    first = Leader(ClusterStore(a_client, layout), inc_a.id, period=0.2, hooks=LeaderHooks(after_move=stall))
     first.start()
     assert first.leading.wait(30)
     assert after_first_move.wait(30), "the first leader never moved a shard"
@@ -166,7 +167,7 @@ def test_leadership_moves_on_session_expiry_and_the_new_leader_finishes_a_half_d
     moved = [m for m in plan.moves if registry.read(m.shard)[0].epoch == 2]
     assert len(moved) == 1
 
-    second = Leader(b_client, layout, inc_b.id, period=0.2)
+    second = Leader(ClusterStore(b_client, layout), inc_b.id, period=0.2)
     second.start()
     try:
         ZooKeeperEnsemble.expire_session(a_client)
@@ -231,7 +232,7 @@ def test_the_leader_deletes_a_done_plan_once_the_retention_has_passed(clients, t
     client = clients()
     incarnation, _ = join(client, layout, "a")
     retention = 2.0
-    leader = Leader(client, layout, incarnation.id, period=0.2, storage=LocalStorage(), collect_interval=0.2,
+    leader = Leader(ClusterStore(client, layout), incarnation.id, period=0.2, storage=LocalStorage(), collect_interval=0.2,
                     retention=retention)
     leader.start()
     try:

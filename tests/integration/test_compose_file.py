@@ -41,7 +41,7 @@ def test_custody_nodes_join_zookeeper_and_hdfs(docker_engine):
 
 
 def test_custody_node_template_is_a_valid_node_toml():
-    from cluster.node_config import load_node_config
+    from cluster.node.config import load_node_config
 
     config = load_node_config(str(ROOT / "cluster" / "docker" / "custody-node.toml"))
     assert config.zk_hosts == "zk1:2181,zk2:2181,zk3:2181"

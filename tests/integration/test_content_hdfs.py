@@ -361,7 +361,7 @@ sys.stdin.read()  # holds the files open until it is killed
 
 
 def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recovered(hdfs_cluster, hdfs_store):
-    from cluster.node_content import ForeignContainers
+    from cluster.node.content import ForeignContainers
     from repositories.claims import ContentClaim, ResourceClaim
     from repositories.content import ContentTruncated
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.checker import check_node_repositories
-from cluster.standalone import NodeError, StandaloneNode
+from cluster.drills.checker import check_node_repositories
+from cluster.node.standalone import NodeError, StandaloneNode
 from flow.definition import parse_flow
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from itertools import repeat
 
 import pytest
 
-from cluster.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
-from cluster.standalone import StandaloneNode
+from cluster.drills.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
+from cluster.node.standalone import StandaloneNode
 from flow.commit import CommitHooks, DurableCommitter
 from flow.definition import parse_flow
 from flow.provenance_outbox import reconcile

@@ -5,8 +5,8 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
-from cluster.checker import ids_in_directory
-from cluster.standalone import StandaloneNode
+from cluster.drills.checker import ids_in_directory
+from cluster.node.standalone import StandaloneNode
 from flow.definition import parse_flow
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from cluster.standalone import StandaloneNode
+from cluster.node.standalone import StandaloneNode
 from flow.definition import parse_flow
 from flow.processor import Processor, PropertyDescriptor
 from flow.processors import PROCESSOR_TYPES

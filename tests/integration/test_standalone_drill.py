@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
-from cluster.standalone import StandaloneNode
+from cluster.drills.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
+from cluster.node.standalone import StandaloneNode
 from flow.definition import load_flow
 from repositories.claims import ContentClaim
 

@@ -6,24 +6,24 @@ import logging
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from cluster import ownership as own
-from cluster.content_collector import (
+from cluster.core import ownership as own
+from cluster.core.collection import (
     CollectionView,
-    ContentCollector,
     collectable_containers,
     collectable_plans,
     collectable_shards,
-    container_directory,
-    containers_directory,
+    garbage_containers,
     needed_by_others,
     plan_collection,
     retired_at,
 )
-from cluster.incarnation import Incarnation
-from cluster.layout import ClusterLayout
-from cluster.node_content import garbage_containers, open_node_content
-from cluster.ownership import HASH_SPACE, HISTORY_LIMIT, ShardState
-from cluster.plans import FailoverPlan
+from cluster.core.incarnation import Incarnation
+from cluster.core.layout import ClusterLayout
+from cluster.core.ownership import HASH_SPACE, HISTORY_LIMIT, ShardState
+from cluster.core.plans import FailoverPlan
+from cluster.failover.collector import ContentCollector, container_directory, containers_directory
+from cluster.node.content import open_node_content
+from cluster.zk.store import ClusterStore
 from repositories.storage import LocalStorage
 from repositories.storage.protocol import join, parent
 
@@ -295,7 +295,7 @@ def make(tmp_path, shards, live, counter, containers, plans=()):
         (tmp_path / "hdfs" / "c1" / "content" / name / name / "0").mkdir(parents=True)
     calls = []
     client = FakeClient(layout, shards, live, counter, calls, plans)
-    collector = ContentCollector(client, layout, RecordingStorage(calls), wall_clock=lambda: 10_000.0)
+    collector = ContentCollector(ClusterStore(client, layout), RecordingStorage(calls), wall_clock=lambda: 10_000.0)
     return collector, client, calls, tmp_path / "hdfs" / "c1" / "content"
 
 
@@ -310,7 +310,7 @@ def test_a_round_deletes_garbage_containers_and_old_retired_znodes(tmp_path, cap
     old = retired(moved(home("n1-1"), "n2-2"), at=0.0)
     collector, client, calls, content = make(tmp_path, [old, home("n3-3")], ["n3-3"], 4,
                                              ["n1-1", "n2-2", "n3-3", "n4-4"])
-    with caplog.at_level(logging.INFO, logger="cluster.content_collector"):
+    with caplog.at_level(logging.INFO, logger="cluster.failover.collector"):
         plan = collector.collect()
     assert plan.containers == ("n1-1", "n2-2")
     assert sorted(p.name for p in content.iterdir()) == ["n3-3", "n4-4"]
@@ -323,7 +323,7 @@ def test_a_round_deletes_long_done_plan_znodes_only(tmp_path, caplog):
     plans = [failover_plan("n1-1", "done", finished_at=1000.0), failover_plan("n2-2", "done", finished_at=9500.0),
              failover_plan("n3-3", "open")]
     collector, client, calls, _ = make(tmp_path, [], [], 4, [], plans)
-    with caplog.at_level(logging.INFO, logger="cluster.content_collector"):
+    with caplog.at_level(logging.INFO, logger="cluster.failover.collector"):
         plan = collector.collect()
     assert plan.plans == (("n1-1", 1),)
     assert sorted(p for p in client.data if p.startswith(client.layout.plans + "/")) == [
@@ -334,7 +334,7 @@ def test_a_round_deletes_long_done_plan_znodes_only(tmp_path, caplog):
 def test_a_failed_deletion_is_one_log_line_and_retried_next_round(tmp_path, caplog):
     collector, client, calls, content = make(tmp_path, [], [], 5, ["n1-1"])
     collector.storage.fail_deletes = True
-    with caplog.at_level(logging.INFO, logger="cluster.content_collector"):
+    with caplog.at_level(logging.INFO, logger="cluster.failover.collector"):
         collector.collect()
     assert (content / "n1-1").is_dir()
     [line] = [r.getMessage() for r in caplog.records]

@@ -4,8 +4,8 @@ injected sleep (the real HDFS behaviour is in tests/integration/test_cluster_fen
 import pytest
 
 from cluster.errors import FenceTimeout, FencedError
-from cluster.fencing import current_directory, fence
-from cluster.layout import ClusterLayout
+from cluster.failover.fencing import current_directory, fence
+from cluster.core.layout import ClusterLayout
 from repositories.storage import LocalStorage
 
 

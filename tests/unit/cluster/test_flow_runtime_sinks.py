@@ -4,7 +4,7 @@ whose output goes nowhere but back to themselves (a failure loop) or nowhere at 
 import os
 import textwrap
 
-from cluster.flow_runtime import _terminal_processors
+from cluster.node.flow_runtime import _terminal_processors
 from flow.definition import load_flow
 from flow.graph import FlowGraph
 

@@ -7,7 +7,7 @@ import pytest
 
 from cluster.cli import build_parser
 from cluster.commands.node import load_config
-from cluster.node_config import NodeConfigError
+from cluster.node.config import NodeConfigError
 
 BODY = """
     name = "n1"

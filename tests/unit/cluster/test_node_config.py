@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from cluster.node_config import NodeConfig, NodeConfigError, load_node_config, parse_node_config
+from cluster.node.config import NodeConfig, NodeConfigError, load_node_config, parse_node_config
 
 MINIMAL = {
     "name": "n1",

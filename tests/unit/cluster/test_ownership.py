@@ -2,8 +2,8 @@
 
 import pytest
 
-from cluster import ownership as own
-from cluster.ownership import HASH_SPACE, Refusal, ShardOwnership, ShardState
+from cluster.core import ownership as own
+from cluster.core.ownership import HASH_SPACE, Refusal, ShardOwnership, ShardState
 
 
 def home(owner="n1-5", epoch=5):

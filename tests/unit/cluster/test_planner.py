@@ -4,10 +4,10 @@ import zlib
 
 import pytest
 
-from cluster import ownership as own
-from cluster.heartbeat import Heartbeat, QueueLoad
-from cluster.ownership import HASH_SPACE
-from cluster.planner import DISK_UNIT, MIN_FREE_DISK, QUEUE_UNIT, plan_failover, rank, score
+from cluster.core import ownership as own
+from cluster.core.heartbeat import Heartbeat, QueueLoad
+from cluster.core.ownership import HASH_SPACE
+from cluster.core.planner import DISK_UNIT, MIN_FREE_DISK, QUEUE_UNIT, plan_failover, rank, score
 
 GIB = 1 << 30
 

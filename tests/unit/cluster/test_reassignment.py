@@ -2,10 +2,10 @@
 
 from dataclasses import replace
 
-from cluster import ownership as own
-from cluster.heartbeat import Heartbeat
-from cluster.plans import pending_moves
-from cluster.reassignment import ExecuteMove, FinishPlan, LeaderView, RetireSplitParent, RevisePlan, WritePlan, decide
+from cluster.core import ownership as own
+from cluster.core.heartbeat import Heartbeat
+from cluster.core.plans import pending_moves
+from cluster.core.reassignment import ExecuteMove, FinishPlan, LeaderView, RetireSplitParent, RevisePlan, WritePlan, decide
 
 
 def beat(name, weight=1.0):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cluster.session_guard import GuardState, Instruction as I, Phase
+from cluster.core.guard import GuardState, Instruction as I, Phase
 
 T = 4.0
 

@@ -2,7 +2,7 @@
 
 from kazoo.exceptions import NoNodeError
 
-from cluster.znodes import FinalChildren, read_children
+from cluster.zk.znodes import FinalChildren, read_children
 
 
 class Answer:

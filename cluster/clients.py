@@ -1,0 +1,103 @@
+"""One factory for every ZooKeeper and HDFS client the product makes.
+
+The clustered node, the CLI, the leader's collector, the drills (and the admin API
+and Spark, as they come) all get their clients here, from one node's settings, so
+that whatever reaches one client reaches every client: the ensemble and chroot,
+the session timeout, the HDFS client settings and write deadline, and, as they are
+switched on, ZooKeeper credentials and ACLs and the HDFS user.
+
+    clients = ClientFactory.from_node_config(config)   # or ClientFactory(ZooKeeperSettings(...), HdfsSettings(...))
+    client = clients.start_zookeeper()                 # a started KazooClient
+    storage = clients.hdfs_storage()                    # `replication.hdfs_storage.HdfsStorage`
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import ClusterError
+
+DEFAULT_SESSION_TIMEOUT = 4.0   # seconds; a dead node is taken over after about this
+DEFAULT_HDFS_IO_TIMEOUT = 20.0  # seconds a write or hsync may block before it is given up
+
+
+class ServiceUnreachable(ClusterError):
+    """ZooKeeper (or HDFS) did not answer; the message names the address and the wait."""
+
+
+@dataclass(frozen=True)
+class ZooKeeperSettings:
+    hosts: str                                   # "h1:2181,h2:2181[/chroot]"
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT
+    connect_timeout: float = 30.0                # seconds `start_zookeeper` waits for a session
+
+
+@dataclass(frozen=True)
+class HdfsSettings:
+    url: str                                     # "hdfs://host:port"
+    config: dict[str, str] = field(default_factory=dict)  # hdfs-native client settings (dfs.* keys)
+    io_timeout: float | None = DEFAULT_HDFS_IO_TIMEOUT
+
+
+@dataclass(frozen=True)
+class ClientFactory:
+    zookeeper: ZooKeeperSettings | None = None
+    hdfs: HdfsSettings | None = None
+
+    @classmethod
+    def from_node_config(cls, config) -> "ClientFactory":
+        """From a `cluster.node.config.NodeConfig`."""
+        return cls(ZooKeeperSettings(config.zk_hosts, config.session_timeout),
+                   HdfsSettings(config.hdfs_url, dict(config.hdfs_config), config.hdfs_io_timeout))
+
+    def zookeeper_client(self, *, read_only: bool = False):
+        """A new, unstarted KazooClient with this node's settings."""
+        from kazoo.client import KazooClient
+
+        settings = self._zookeeper()
+        return KazooClient(hosts=settings.hosts, timeout=settings.session_timeout, read_only=read_only)
+
+    def start_zookeeper(self, *, read_only: bool = False, timeout: float | None = None):
+        """A started KazooClient; `ServiceUnreachable` (the client closed again) when
+        no member of the ensemble answers within `timeout` (default: the settings')."""
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        settings = self._zookeeper()
+        wait = settings.connect_timeout if timeout is None else timeout
+        client = self.zookeeper_client(read_only=read_only)
+        try:
+            client.start(timeout=wait)
+        except KazooTimeoutError:
+            stop_quietly(client)
+            raise ServiceUnreachable(f"cannot reach ZooKeeper at {settings.hosts} within {wait:.0f}s; "
+                                     "check that the ensemble is up and the address is right") from None
+        return client
+
+    def hdfs_storage(self):
+        """The storage protocol on this node's HDFS."""
+        from replication.hdfs_storage import HdfsStorage
+
+        settings = self._hdfs()
+        return HdfsStorage(settings.url, dict(settings.config), io_timeout=settings.io_timeout)
+
+    def _zookeeper(self) -> ZooKeeperSettings:
+        if self.zookeeper is None:
+            raise ClusterError("no ZooKeeper is configured for this client factory")
+        return self.zookeeper
+
+    def _hdfs(self) -> HdfsSettings:
+        if self.hdfs is None:
+            raise ClusterError("no HDFS is configured for this client factory")
+        return self.hdfs
+
+
+def stop_quietly(client) -> None:
+    """Stop and close a KazooClient, whatever state it is in."""
+    try:
+        client.stop()
+    except Exception:  # noqa: BLE001 - a client that never started
+        pass
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001
+        pass

@@ -1,0 +1,68 @@
+"""Fault injectors for drills: what the failover protocol must survive, done to real
+processes and services. SIGKILL and SIGSTOP are `NodeProcess.signal`; a DataNode or
+a ZooKeeper member is killed through the service harness (`cluster.services`).
+
+* `expire_session`: end a node's ZooKeeper session from outside, as ZooKeeper itself
+  would when it hears nothing for a whole session timeout;
+* `lose_quorum`: kill two of three ZooKeeper members until every node has stopped
+  processing, then restore them.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+
+from cluster.services.process import ServiceError, wait_until
+
+from ..clients import stop_quietly
+
+
+def expire_session(zk_hosts: str, node, *, session_timeout: float, attempts: int = 3) -> None:
+    """Expire the session of `node` (a `NodeProcess` whose last "joined" event carries
+    its session id and password): attach to the session and close it, which ends it
+    for the node's own connection too. Attaching can lose its connection (the server
+    may move the session back to the node's own connection first): then it is tried
+    again. Returns once the node reported its death."""
+    joined = node.find("joined")[-1]
+    for attempt in range(attempts):
+        # A client on somebody else's session: not one of the product's own clients.
+        intruder = KazooClient(hosts=zk_hosts, timeout=session_timeout,
+                               client_id=(joined["session_id"], bytes.fromhex(joined["session_password"])))
+        try:
+            intruder.start(timeout=30)
+            intruder.stop()
+        except KazooException as error:
+            print(f"expiring {joined['incarnation']}: attempt {attempt + 1} failed: {error!r}", flush=True)
+        finally:
+            stop_quietly(intruder)
+        try:
+            node.wait("dead", timeout=session_timeout + 5, incarnation=joined["incarnation"])
+            return
+        except ServiceError:
+            continue
+    raise AssertionError(f"could not expire the session of {joined['incarnation']}")
+
+
+def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:
+    """Kill two of the three ZooKeeper members, wait until every node has stopped
+    processing (its gate closed, or its session declared over), then bring quorum
+    back. Returns (lost at, restored at), wall clock."""
+    victims = [member.index for member in zookeeper_ensemble.members][:2]
+    try:
+        for index in victims:
+            zookeeper_ensemble.kill_member(index)
+        lost_at = time.time()
+        for node in nodes:
+            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
+                       30, f"{node.name} to stop processing")
+        for index in victims:
+            zookeeper_ensemble.restart_member(index)
+        zookeeper_ensemble.wait_healthy(60)
+        return lost_at, time.time()
+    finally:
+        for index in victims:
+            if zookeeper_ensemble.member(index).mode() is None:
+                zookeeper_ensemble.restart_member(index)

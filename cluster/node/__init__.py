@@ -1,0 +1,13 @@
+"""Processes: what wires a node together. May import `cluster.core`, `cluster.zk`,
+`cluster.failover`, `cluster.errors`, `cluster.clients` and itself.
+
+  clustered      ClusteredNode: `custody node --config NODE.toml`
+  standalone     StandaloneNode: `custody run`, local repositories only
+  config         NODE.toml: every key, documented and checked
+  content        the node's content: local disk and HDFS, foreign claims from HDFS
+  flow_runtime   FlowRuntime: one shard's flow engine, behind the commit gate
+  lifecycle      one incarnation after another; the node's JSON events
+  control        NodeControl: status, shards, queues, provenance, offload, for the
+                 CLI and the admin API, without reaching into private state
+  pause_monitor  one log line when the whole process stood still
+"""

@@ -1,0 +1,137 @@
+"""`ClusterStore`: one cluster's ZooKeeper state, behind one facade.
+
+In the spirit of kazoo's client (which binds its recipes to itself), the store binds
+the cluster's znode registries to one client and one `ClusterLayout`, so that the
+leader, a member, the collector, the CLI and the admin API take a store, not a
+client and a layout each:
+
+    store = ClusterStore(client, ClusterLayout("c1"))
+    store.shards.claim(shard, incarnation, epoch)     # `shards.ShardRegistry`
+    store.plans.open_plans()                          # `plans.PlanStore`
+    store.members()                                   # live incarnations' heartbeats
+    store.new_incarnation("n1")                       # draws the next epoch
+    store.status()                                    # read-only snapshot (`status`)
+
+Watches and session listeners go through it too, so kazoo stays inside `cluster.zk`.
+The client itself comes from `cluster.clients.ClientFactory`, which carries the
+node's ZooKeeper settings to every client the product makes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.protocol.states import KazooState
+
+from ..core.heartbeat import Heartbeat
+from ..core.incarnation import Incarnation
+from ..core.layout import ClusterLayout
+from ..core.ownership import ShardOwnership
+from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
+from .plans import PlanStore
+from .session import GuardCallbacks, SessionGuard
+from .shards import ShardRegistry
+from .status import ClusterStatus, read_status
+
+
+class ClusterStore:
+    def __init__(self, client, layout: ClusterLayout, *, wall_clock: Callable[[], float] = time.time):
+        self.client, self.layout = client, layout
+        self.shards = ShardRegistry(client, layout, wall_clock=wall_clock)
+        self.plans = PlanStore(client, layout)
+
+    # -- the cluster's folders, members and incarnations ----------------------------------
+    def ensure_paths(self) -> None:
+        """The persistent parents every member and leader creates at start."""
+        for path in self.layout.zookeeper_paths():
+            self.client.ensure_path(path)
+
+    def new_incarnation(self, node: str) -> Incarnation:
+        return new_incarnation(self.client, self.layout, node)
+
+    def incarnation_counter(self) -> int:
+        return read_incarnation_counter(self.client, self.layout)
+
+    def members(self) -> dict[str, Heartbeat]:
+        """Live incarnations and their current heartbeats."""
+        return read_members(self.client, self.layout)
+
+    def live_incarnations(self) -> frozenset[str]:
+        """Live incarnations, by name only (one round trip)."""
+        return frozenset(self.client.get_children(self.layout.nodes))
+
+    def is_member(self, incarnation: str) -> bool:
+        return self.client.exists(self.layout.node(incarnation)) is not None
+
+    def membership(self, first: Heartbeat, **options) -> Membership:
+        """This process's membership znode and heartbeat (see `Membership`)."""
+        return Membership(self.client, self.layout, first, **options)
+
+    def session_guard(self, incarnation: str, timeout: float, callbacks: GuardCallbacks, **options) -> SessionGuard:
+        """The guard of this client's session, probing the incarnation's own znode."""
+        return SessionGuard(self.client, self.layout.node(incarnation), timeout, callbacks, **options)
+
+    def sync(self) -> None:
+        """Make the server this client reads from catch up with the quorum: reads
+        after it see every write that completed before it."""
+        self.client.sync(self.layout.root)
+
+    # -- leadership -------------------------------------------------------------------------
+    def election(self, identifier: str):
+        """kazoo's `Election` on `leader/` (never an election of our own)."""
+        return self.client.Election(self.layout.leader, identifier=identifier)
+
+    def contenders(self) -> list[str]:
+        """The leader first, then the others in line; empty when nobody campaigns."""
+        try:
+            return self.client.Election(self.layout.leader).contenders()
+        except NoNodeError:
+            return []
+
+    # -- watches and the session ------------------------------------------------------------
+    def watch_members(self, on_change: Callable[[list[str]], bool | None]) -> None:
+        """kazoo ChildrenWatch on `nodes/`: `on_change(children)`; returning False ends it."""
+        self.client.ChildrenWatch(self.layout.nodes, on_change)
+
+    def watch_shards(self, on_change: Callable[[list[str]], bool | None]) -> None:
+        self.client.ChildrenWatch(self.layout.shards, on_change)
+
+    def watch_shard(self, shard: str, on_change: Callable[[ShardOwnership | None], bool | None]) -> None:
+        """kazoo DataWatch on `shards/<shard>`: `on_change(value or None when gone)`.
+        A value that cannot be parsed is skipped. Returning False ends the watch."""
+        def watch(data, stat, event=None):
+            if data is None:
+                return on_change(None)
+            try:
+                value = ShardOwnership.from_json(data)
+            except (ValueError, KeyError):
+                return None
+            return on_change(value)
+
+        self.client.DataWatch(self.layout.shard(shard), watch)
+
+    def on_session_lost(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (on kazoo's thread) when the session is LOST; returns the
+        function that removes the listener."""
+        def listener(state):
+            if state == KazooState.LOST:
+                callback()
+                return True
+            return False
+
+        self.client.add_listener(listener)
+        return lambda: self.client.remove_listener(listener)
+
+    # -- deletion and status -------------------------------------------------------------------
+    def delete_if_unchanged(self, path: str, version: int) -> bool:
+        """Delete a znode still at `version`; False when it is gone or changed since."""
+        try:
+            self.client.delete(path, version=version)
+        except (NoNodeError, BadVersionError):
+            return False
+        return True
+
+    def status(self) -> ClusterStatus:
+        return read_status(self)
