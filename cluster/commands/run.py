@@ -60,9 +60,10 @@ def run(args) -> int:
     print(f"custody: node running with flow {definition.name!r} on {data_dir} "
           f"(recovered: {json.dumps(node.recovery)}); Ctrl-C stops it", flush=True)
     try:
+        control = node.control()
         while not stop.wait(args.status_interval or None):
-            queued = {q: s["count"] for q, s in node.engine.status()["queues"].items()}
-            tasks = {p: s["tasks"] for p, s in node.engine.status()["processors"].items()}
+            queued = {q: s["count"] for shard in control.queues().values() for q, s in shard.items()}
+            tasks = {p: s["tasks"] for shard in control.processors().values() for p, s in shard.items()}
             print(f"custody: queued {queued} tasks {tasks}", flush=True)
     finally:
         node.stop()

@@ -30,6 +30,8 @@ import enum
 import json
 from dataclasses import dataclass, field, replace
 
+from .story import step_of
+
 HISTORY_LIMIT = 32
 HASH_SPACE = 1 << 32  # divvy slices are ranges of crc32(FlowFile id or swap location)
 
@@ -75,6 +77,18 @@ class ShardOwnership:
     source: SliceSource | None = None      # divvy children only
     seeded: bool = False                   # divvy child: its copy from the parent is durable
     children: tuple[str, ...] = ()         # divvy parent only
+
+    @property
+    def step(self) -> str | None:
+        """The step id (`story`) of the decision that gave the shard its current epoch,
+        as the newest history entry of this epoch that carries one tells."""
+        for entry in reversed(self.history):
+            if entry.epoch != self.epoch:
+                break
+            found = step_of(entry.reason)
+            if found:
+                return found
+        return None
 
     # -- JSON (the znode's bytes) ----------------------------------------------------
     def to_json(self) -> bytes:
@@ -123,9 +137,6 @@ class Refusal:
         return f"shard {self.shard} (owner {self.owner}, epoch {self.epoch}): {self.reason}"
 
 
-Outcome = "ShardOwnership | Refusal"
-
-
 def _advance(current: ShardOwnership, *, at: float, reason: str, **changes) -> ShardOwnership:
     moved = replace(current, **changes)
     entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, reason)
@@ -153,7 +164,7 @@ def check_claim(current: ShardOwnership, incarnation: str, epoch: int) -> Refusa
 
 
 def reassign(current: ShardOwnership, to_owner: str, *, expected_epoch: int, at: float, reason: str = "") -> ShardOwnership | Refusal:
-    """Move the shard to `to_owner` at epoch + 1, state ADOPTING (design step 3).
+    """Move the shard to `to_owner` at epoch + 1, state ADOPTING (the leader's reassignment).
     `expected_epoch` is the epoch the plan saw: a move planned on an older view is refused."""
     if current.state in (ShardState.RETIRED, ShardState.SPLIT):
         return Refusal(current.shard, f"cannot reassign a {current.state.value} shard", current.owner, current.epoch)
@@ -187,11 +198,12 @@ def retire(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardO
     return _advance(current, at=at, reason=f"drained by {by}", state=ShardState.RETIRED)
 
 
-def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, expected_epoch: int, at: float) -> tuple[ShardOwnership, list[ShardOwnership]] | Refusal:
+def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, expected_epoch: int, at: float,
+          reason: str = "") -> tuple[ShardOwnership, list[ShardOwnership]] | Refusal:
     """Divvy: `slices` are (child shard id, owner, low, high) covering [0, HASH_SPACE)
     exactly, without overlap. Returns the parent at epoch + 1 in state SPLIT and the
     children, each ADOPTING at the parent's new epoch. One ZooKeeper transaction
-    must write all of them, or none."""
+    must write all of them, or none. `reason` is added to every history entry."""
     if current.state in (ShardState.RETIRED, ShardState.SPLIT):
         return Refusal(current.shard, f"cannot split a {current.state.value} shard", current.owner, current.epoch)
     if current.epoch != expected_epoch:
@@ -201,11 +213,12 @@ def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, e
     if not ordered or any(edges[i] != edges[i + 1] for i in range(0, len(edges), 2)) or any(s[2] >= s[3] for s in ordered):
         return Refusal(current.shard, f"slices {[(s[2], s[3]) for s in ordered]} do not cover the hash space exactly once", current.owner, current.epoch)
     epoch = current.epoch + 1
-    parent = _advance(current, at=at, reason=f"split into {len(ordered)} slices", owner=None, epoch=epoch,
+    why = f" ({reason})" if reason else ""
+    parent = _advance(current, at=at, reason=f"split into {len(ordered)} slices{why}", owner=None, epoch=epoch,
                       state=ShardState.SPLIT, children=tuple(s[0] for s in ordered))
     children = [
         _advance(ShardOwnership(child, owner, epoch, ShardState.ADOPTING, source=SliceSource(current.shard, epoch, low, high)),
-                 at=at, reason=f"slice [{low}, {high}) of {current.shard}")
+                 at=at, reason=f"slice [{low}, {high}) of {current.shard}{why}")
         for child, owner, low, high in ordered
     ]
     return parent, children

@@ -8,6 +8,9 @@ decides the same thing: that is how it finishes a plan its predecessor started.
 Level-triggered, not edge-triggered: a shard is orphaned when its owner has no
 znode under `nodes/` (a dead incarnation never comes back: a returning process is a
 new incarnation). So a death the old leader never saw is still found.
+
+Every instruction has a `step` id (`story`), derived from the instruction alone: the
+leader logs it, writes it into the plan's notes and the moved shard's history.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from .heartbeat import Heartbeat
 from .ownership import ShardOwnership, ShardState
 from .planner import plan_failover
 from .plans import FailoverPlan, Move, pending_moves
+from .story import step_id, tag
 
 
 @dataclass(frozen=True)
@@ -31,9 +35,18 @@ class LeaderView:
     policy: str = "whole"
 
 
+def revise_step(dead: str, revision: int) -> str:
+    """The step that rewrites the plan for `dead` now at `revision`."""
+    return step_id(dead, f"failover/revise-{revision + 1}")
+
+
 @dataclass(frozen=True)
 class WritePlan:
     plan: FailoverPlan
+
+    @property
+    def step(self) -> str:
+        return step_id(self.plan.dead, "failover/plan")
 
 
 @dataclass(frozen=True)
@@ -41,21 +54,37 @@ class RevisePlan:
     plan: FailoverPlan
     reason: str
 
+    @property
+    def step(self) -> str:
+        return revise_step(self.plan.dead, self.plan.revision)
+
 
 @dataclass(frozen=True)
 class ExecuteMove:
     plan_id: str
     move: Move
 
+    @property
+    def step(self) -> str:
+        return step_id(self.plan_id, f"failover/move-{self.move.shard}@{self.move.from_epoch}")
+
 
 @dataclass(frozen=True)
 class FinishPlan:
     plan_id: str
 
+    @property
+    def step(self) -> str:
+        return step_id(self.plan_id, "failover/done")
+
 
 @dataclass(frozen=True)
 class RetireSplitParent:
     shard: str
+
+    @property
+    def step(self) -> str:
+        return step_id(self.shard, "split/retire")
 
 
 Instruction = WritePlan | RevisePlan | ExecuteMove | FinishPlan | RetireSplitParent
@@ -96,7 +125,8 @@ def decide(view: LeaderView) -> list[Instruction]:
             if dead_targets or uncovered:
                 reason = (f"targets gone: {sorted({t for m in dead_targets for t in m.targets if t not in view.live})}; "
                           f"shards not planned: {sorted(uncovered)}")
-                plan = replace(fresh, created_at=plan.created_at, revision=plan.revision, notes=plan.notes + (reason,))
+                note = f"{tag(revise_step(dead, plan.revision))} {reason}"
+                plan = replace(fresh, created_at=plan.created_at, revision=plan.revision, notes=plan.notes + (note,))
                 out.append(RevisePlan(plan, reason))
         for move in pending_moves(plan, view.shards):
             if all(target in view.live for target in move.targets):

@@ -29,6 +29,7 @@ from repositories.flowfile import FlowFileSerDe, Put, SwapOut, WriteAheadLog, li
 
 from ..core.layout import FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership
+from ..core.story import tag
 from ..errors import FencedError
 from .fencing import FenceHooks, current_directory, fence
 from .runtime import ShardHandle
@@ -75,9 +76,9 @@ def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, optio
     swap = layout.swap_directory(directory)
     if not storage.exists(swap):
         storage.mkdir(swap)
-    log.info("fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
-             ownership.shard, ownership.epoch, directory, len(report.files), report.recover_calls, report.waited,
-             time.monotonic() - started)
+    log.info("%s fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
+             tag(ownership.step), ownership.shard, ownership.epoch, directory, len(report.files), report.recover_calls,
+             report.waited, time.monotonic() - started)
     return _handle(storage, layout, ownership, directory, options, home=False,
                    notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s"])
 
@@ -132,8 +133,8 @@ def _adopt_slice(storage, layout, ownership, options, *, sleep, fence_hooks, fen
         wal.checkpoint()
     finally:
         wal.close()
-    log.info("seeded slice %s [%d, %d) of %s: %d of %d FlowFiles, %d of %d swap files",
-             ownership.shard, source.low, source.high, source.parent, len(mine), len(records), len(my_swaps), len(swap_files))
+    log.info("%s seeded slice %s [%d, %d) of %s: %d of %d FlowFiles, %d of %d swap files",
+             tag(ownership.step), ownership.shard, source.low, source.high, source.parent, len(mine), len(records), len(my_swaps), len(swap_files))
     return _handle(storage, layout, ownership, directory, options, home=False, notes=[f"slice of {source.parent}"])
 
 

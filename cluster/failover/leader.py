@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable
 
 from repositories.seams import FaultSeams
@@ -40,6 +40,7 @@ from ..core.reassignment import (
     WritePlan,
     decide,
 )
+from ..core.story import StoryEntry, tag
 from ..errors import ClusterError, OwnershipConflict
 from .collector import ContentCollector
 
@@ -59,15 +60,6 @@ class LeaderHooks(FaultSeams):
 
     def after_move(self, plan_id: str, shard: str) -> None:
         """The move is made; the plan is not marked done yet."""
-
-
-@dataclass
-class LeaderEvent:
-    """One entry of the leader's bounded story: what it saw and did, and when."""
-
-    at: float
-    kind: str
-    detail: str
 
 
 class Leader:
@@ -93,7 +85,7 @@ class Leader:
         self._changed = threading.Event()
         self._deposed = threading.Event()
         self._last_beats: dict = {}
-        self.story: list[LeaderEvent] = []
+        self.story: list[StoryEntry] = []
         self._story_limit = story_limit
         self._story_lock = threading.Lock()
         self.collect_interval = collect_interval
@@ -205,46 +197,57 @@ class Leader:
         return instructions
 
     def _carry_out(self, instruction) -> bool:
+        step = instruction.step
         if isinstance(instruction, WritePlan):
-            plan = instruction.plan
+            plan = replace(instruction.plan, notes=instruction.plan.notes + (f"{tag(step)} written by {self.incarnation}",))
             if not self.plans.create(plan):
                 return False
-            self._record("plan", f"{plan.plan_id}: {[(m.shard, m.targets) for m in plan.moves]}")
-            log.info("plan %s written: %s", plan.plan_id, [(m.shard, m.targets) for m in plan.moves])
+            self._record("plan", f"{plan.plan_id}: {[(m.shard, m.targets) for m in plan.moves]}", step)
+            log.info("%s plan %s written: %s", tag(step), plan.plan_id, [(m.shard, m.targets) for m in plan.moves])
             self.hooks.plan_written(plan.plan_id)
         elif isinstance(instruction, RevisePlan):
             revised = replace(instruction.plan, leader=self.incarnation)
             if self.plans.update(revised.plan_id, lambda current: revised) is None:
                 return False
-            self._record("revise", f"{instruction.plan.plan_id}: {instruction.reason}")
+            self._record("revise", f"{instruction.plan.plan_id}: {instruction.reason}", step)
+            log.info("%s plan %s revised: %s", tag(step), revised.plan_id, instruction.reason)
         elif isinstance(instruction, ExecuteMove):
             move = instruction.move
             # Belt and braces: the owner's znode must really be gone right now.
             if self.store.is_member(move.from_owner):
-                log.warning("not moving %s: its owner %s is alive again", move.shard, move.from_owner)
+                log.warning("%s not moving %s: its owner %s is alive again", tag(step), move.shard, move.from_owner)
                 return False
             self.hooks.before_move(instruction.plan_id, move.shard)
             try:
-                self.registry.move(move)
+                self.registry.move(move, reason=f"{move.from_owner} died {tag(step)}")
             except OwnershipConflict as error:
-                log.info("move of %s lost a race: %s", move.shard, error)
+                log.info("%s move of %s lost a race: %s", tag(step), move.shard, error)
                 return False
-            self._record("move", f"{move.shard} epoch {move.from_epoch}->{move.from_epoch + 1} to {move.targets}")
-            log.info("moved shard %s from %s to %s at epoch %d", move.shard, move.from_owner, move.targets, move.from_epoch + 1)
+            self._record("move", f"{move.shard} epoch {move.from_epoch}->{move.from_epoch + 1} to {move.targets}", step)
+            log.info("%s moved shard %s from %s to %s at epoch %d", tag(step), move.shard, move.from_owner,
+                     move.targets, move.from_epoch + 1)
             self.hooks.after_move(instruction.plan_id, move.shard)
         elif isinstance(instruction, FinishPlan):
+            at = self._wall_clock()
+
             def finish(plan):
-                return replace(plan, status="done", finished_at=self._wall_clock()) if plan.status == "open" else plan
+                if plan.status != "open":
+                    return plan
+                moves = " ".join(tag(ExecuteMove(plan.plan_id, move).step) for move in plan.moves)
+                note = f"{tag(step)} done by {self.incarnation} after {moves or 'no move'}"
+                return replace(plan, status="done", finished_at=at, notes=plan.notes + (note,))
 
             finished = self.plans.update(instruction.plan_id, finish)
-            if finished is not None and finished.status == "done":
-                self._record("done", instruction.plan_id)
+            if finished is not None and finished.finished_at == at:
+                self._record("done", instruction.plan_id, step)
+                log.info("%s plan %s done", tag(step), instruction.plan_id)
         elif isinstance(instruction, RetireSplitParent):
             self.registry.retire_split_parent(instruction.shard)
-            self._record("retire-split", instruction.shard)
+            self._record("retire-split", instruction.shard, step)
+            log.info("%s split parent %s retired: every slice is seeded", tag(step), instruction.shard)
         return True
 
-    def _record(self, kind: str, detail: str) -> None:
+    def _record(self, kind: str, detail: str, step: str = "") -> None:
         with self._story_lock:
-            self.story.append(LeaderEvent(self._wall_clock(), kind, detail))
+            self.story.append(StoryEntry(self._wall_clock(), kind, detail, step))
             del self.story[: -self._story_limit]

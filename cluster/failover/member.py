@@ -34,6 +34,7 @@ from ..core.heartbeat import Heartbeat, QueueLoad
 from ..core.incarnation import Incarnation
 from ..core.layout import ClusterLayout
 from ..core.ownership import ShardOwnership, ShardState
+from ..core.story import tag
 from ..errors import ClusterError, FencedError
 from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
@@ -71,6 +72,7 @@ class MemberTimeline:
     adopting_seen: dict[str, float] = field(default_factory=dict)
     adopted: dict[str, float] = field(default_factory=dict)
     retired: dict[str, float] = field(default_factory=dict)
+    steps: dict[str, str | None] = field(default_factory=dict)  # "<shard>@<epoch>" -> the move's step id
 
 
 class ClusterMember:
@@ -186,6 +188,11 @@ class ClusterMember:
         with self._lock:
             return tuple(sorted(self.runtimes))
 
+    def runtimes_now(self) -> dict[str, object]:
+        """shard -> its runtime, as a copy taken under the lock."""
+        with self._lock:
+            return dict(self.runtimes)
+
     def _prepare(self, handle: ShardHandle):
         """Make the runtime and let it recover the shard's WAL; nothing runs yet."""
         handle.gate = self.guard
@@ -248,6 +255,7 @@ class ClusterMember:
             if current.state is not ShardState.ADOPTING:
                 return
             self.guard.check()
+            log.info("%s adopting shard %s at epoch %d", tag(current.step), current.shard, current.epoch)
             handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
                                  fence_first_wait=self.config.fence_first_wait)
             runtime = self._prepare(handle)
@@ -258,16 +266,19 @@ class ClusterMember:
             except BaseException:
                 runtime.stop()
                 raise
-            self.timeline.adopted[f"{current.shard}@{current.epoch}"] = self._wall_clock()
+            key = f"{current.shard}@{current.epoch}"
+            self.timeline.steps[key] = current.step
+            self.timeline.adopted[key] = self._wall_clock()
             self._run_shard(handle, runtime)
-            log.info("shard %s adopted by %s at epoch %d", current.shard, me, current.epoch)
+            log.info("%s shard %s adopted by %s at epoch %d", tag(current.step), current.shard, me, current.epoch)
         except FencedError as error:
-            log.warning("not adopting %s: %s", seen.shard, error)
+            log.warning("%s not adopting %s: %s", tag(seen.step), seen.shard, error)
         except ClusterError as error:
-            log.warning("adoption of %s postponed: %s", seen.shard, error)
+            log.warning("%s adoption of %s postponed: %s", tag(seen.step), seen.shard, error)
             self._retry_later(seen)
         except Exception as error:  # noqa: BLE001 - HDFS trouble: adoption retries, fencing is idempotent
-            log.warning("adoption of %s failed, will retry: %s: %s", seen.shard, type(error).__name__, error)
+            log.warning("%s adoption of %s failed, will retry: %s: %s", tag(seen.step), seen.shard,
+                        type(error).__name__, error)
             self._retry_later(seen)
 
     def _retry_later(self, seen: ShardOwnership) -> None:
@@ -296,7 +307,8 @@ class ClusterMember:
                 self.handles.pop(shard, None)
             runtime.stop()
             self.timeline.retired[shard] = self._wall_clock()
-            log.info("shard %s drained and retired by %s; collecting %s", shard, me, handle.directory)
+            log.info("%s shard %s drained and retired by %s; collecting %s", tag(handle.step), shard, me,
+                     handle.directory)
             try:
                 self.storage.delete(handle.directory, recursive=True)
             except Exception as error:  # noqa: BLE001 - garbage, collected later

@@ -76,6 +76,11 @@ class ShardHandle:
         return self.ownership.shard
 
     @property
+    def step(self) -> str | None:
+        """The step id of the move that gave this node the shard (None for a home shard)."""
+        return self.ownership.step
+
+    @property
     def epoch(self) -> int:
         return self.ownership.epoch
 

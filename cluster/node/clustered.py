@@ -30,6 +30,7 @@ from ..failover.adoption import WalOptions
 from ..failover.member import ClusterMember, MemberConfig
 from .config import NodeConfig
 from .content import open_node_content
+from .control import NodeControl
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
 
@@ -51,14 +52,17 @@ class ClusteredNode:
         self.provenance = None
         self.content = None
         self.member: ClusterMember | None = None
+        self._stop = threading.Event()
         self._lock = threading.Lock()
 
     def run(self, stop: threading.Event | None = None, *, once: bool = False) -> int:
+        if stop is not None:
+            self._stop = stop
         os.makedirs(self.config.directory, exist_ok=True)
         self.provenance = ProvenanceRepository(ProvenanceConfig(
             containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0)))
         try:
-            return run_incarnations(self._make_member, self.events, once=once, stop=stop,
+            return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
                                     on_end=self._incarnation_ended)
         finally:
             self.provenance.close()
@@ -97,12 +101,32 @@ class ClusteredNode:
             except Exception as error:  # noqa: BLE001 - HDFS down or fenced: the claims are durable already
                 log.info("closing the content of %s: %s", member.incarnation, str(error).splitlines()[0][:200])
 
-    def status(self) -> dict:
+    # -- what NodeControl sees ----------------------------------------------------------------
+    def control(self) -> NodeControl:
+        return NodeControl(self)
+
+    def identity(self) -> dict:
         with self._lock:
             member = self.member
-        if member is None or member.incarnation is None:
-            return {"node": self.config.name, "incarnation": None}
-        with member._lock:
-            runtimes = dict(member.runtimes)
-        return {"node": self.config.name, "incarnation": member.incarnation.id,
-                "shards": {shard: runtime.status() for shard, runtime in runtimes.items()}}
+        incarnation = member.incarnation.id if member is not None and member.incarnation is not None else None
+        return {"node": self.config.name, "kind": "clustered", "cluster": self.config.cluster,
+                "incarnation": incarnation}
+
+    def shard_statuses(self) -> dict[str, dict]:
+        with self._lock:
+            member = self.member
+        if member is None:
+            return {}
+        return {shard: runtime.status() for shard, runtime in member.runtimes_now().items()}
+
+    def provenance_repository(self):
+        return self.provenance
+
+    def offload(self) -> None:
+        """Leave the cluster on purpose, as SIGTERM does: the membership znode goes, the
+        leader hands every shard to the others at once, and `run` returns instead of
+        rejoining."""
+        self._stop.set()
+
+    def status(self) -> dict:
+        return {**self.identity(), "shards": self.shard_statuses()}

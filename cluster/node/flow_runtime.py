@@ -142,7 +142,7 @@ class FlowRuntime:
         if not self._first_output and component_id in self._sinks:
             self._first_output = True
             self.events("first-output", shard=self.handle.shard, epoch=self.handle.epoch, home=self.handle.home,
-                        component=component_id)
+                        component=component_id, step=self.handle.step)
 
     def before_provenance(self, component_id: str) -> None: ...
 

@@ -20,6 +20,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..core.story import tag
+
 log = logging.getLogger(__name__)
 
 
@@ -38,8 +40,11 @@ class JsonEvents:
 
 
 def log_events(kind: str, **fields) -> None:
-    """Events as log lines (the default for an operator's node)."""
-    log.info("%s %s", kind, " ".join(f"{key}={value}" for key, value in fields.items()))
+    """Events as log lines (the default for an operator's node); an event that belongs
+    to a failover's story starts with its step id, `[n1-7:failover/...]`."""
+    step = fields.pop("step", None)
+    log.info("%s%s %s", f"{tag(step)} " if step else "", kind,
+             " ".join(f"{key}={value}" for key, value in fields.items()))
 
 
 def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
@@ -88,7 +93,7 @@ def report_timeline(member, events) -> None:
                 if key not in seen_adopted:
                     seen_adopted.add(key)
                     events("adopted", incarnation=member.incarnation.id, shard=key, adopted_at=at,
-                           seen_at=member.timeline.adopting_seen.get(key))
+                           seen_at=member.timeline.adopting_seen.get(key), step=member.timeline.steps.get(key))
             for key, at in list(member.timeline.retired.items()):
                 if key not in seen_retired:
                     seen_retired.add(key)

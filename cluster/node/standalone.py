@@ -39,6 +39,7 @@ from repositories.provenance import ProvenanceConfig, ProvenanceRepository, Roll
 from repositories.storage import LocalStorage
 
 from ..errors import ClusterError
+from .control import NodeControl, OffloadRefused
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,26 @@ class StandaloneNode:
     def status(self) -> dict:
         return {"data_dir": self.data_dir, "flow": self.definition.name, "recovery": self.recovery,
                 **(self.engine.status() if self.engine else {})}
+
+    # -- what NodeControl sees ----------------------------------------------------------------
+    def control(self) -> NodeControl:
+        return NodeControl(self)
+
+    def identity(self) -> dict:
+        return {"node": "standalone", "kind": "standalone", "data_dir": self.data_dir, "flow": self.definition.name}
+
+    def shard_statuses(self) -> dict[str, dict]:
+        engine = self.engine
+        if engine is None:
+            return {}
+        return {"local": {"epoch": 0, "home": True, "recovery": dict(self.recovery), **engine.status()}}
+
+    def provenance_repository(self):
+        return self.provenance
+
+    def offload(self) -> None:
+        raise OffloadRefused(f"the standalone node on {self.data_dir} has no cluster to hand its FlowFiles to; "
+                             "stop it (SIGTERM) and its next start resumes them")
 
     def wait_until(self, predicate, timeout: float, poll: float = 0.05) -> bool:
         deadline = time.monotonic() + timeout

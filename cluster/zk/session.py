@@ -4,6 +4,8 @@ It feeds kazoo's state changes (SUSPENDED, LOST, CONNECTED), a ticker, and the
 round trips that prove the session alive (its own probes, and the heartbeats
 `Membership` reports) into the pure `GuardState`, and carries out the instructions
 that come back by calling the node's `GuardCallbacks`, on a thread of its own.
+Each decision that yields instructions gets a step id, `<subject>:guard-<n>`
+(`cluster.core.story`), in its log lines and in the reason a death is given.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Callable
 from kazoo.protocol.states import KazooState
 
 from ..core.guard import GATE_FRACTION, PROBE_FRACTION, TICK_FRACTION, GuardState, Instruction, Phase
+from ..core.story import step_id, tag
 from ..errors import SessionExpiredError, WorkGateClosed
 
 log = logging.getLogger(__name__)
@@ -38,12 +41,15 @@ class SessionGuard:
     callbacks run on the guard thread outside the lock, in the order decided."""
 
     def __init__(self, client, probe_path: str, timeout: float, callbacks: GuardCallbacks, *,
-                 clock=time.monotonic, gate_fraction: float = GATE_FRACTION, name: str = "session-guard"):
+                 clock=time.monotonic, gate_fraction: float = GATE_FRACTION, name: str = "session-guard",
+                 subject: str = ""):
         self.client, self.probe_path, self.timeout, self.callbacks = client, probe_path, timeout, callbacks
+        self.subject = subject or probe_path.rsplit("/", 1)[-1]  # the incarnation, whose znode it probes
         self._clock = clock
         self._lock = threading.Lock()
         self._state = GuardState.connected(timeout, clock(), gate_fraction)
-        self._pending: list[tuple[Instruction, str]] = []
+        self._decisions = 0
+        self._pending: list[tuple[Instruction, str, str]] = []
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -116,10 +122,14 @@ class SessionGuard:
             before = self._state
             self._state, instructions = event(self._state)
             reason = self._state.reason
-            self._pending.extend((instruction, reason) for instruction in instructions)
+            step = ""
+            if instructions:
+                self._decisions += 1
+                step = step_id(self.subject, f"guard-{self._decisions}")
+            self._pending.extend((instruction, reason, step) for instruction in instructions)
         if before.phase != self._state.phase:
-            log.info("session guard: %s -> %s%s", before.phase.value, self._state.phase.value,
-                     f" ({self._state.reason})" if self._state.reason else "")
+            log.info("%ssession guard: %s -> %s%s", f"{tag(step)} " if step else "", before.phase.value,
+                     self._state.phase.value, f" ({self._state.reason})" if self._state.reason else "")
         if instructions:
             self._wake.set()
 
@@ -135,8 +145,8 @@ class SessionGuard:
                 self._probe(now)
             with self._lock:
                 pending, self._pending = self._pending, []
-            for instruction, reason in pending:
-                self._carry_out(instruction, reason)
+            for instruction, reason, step in pending:
+                self._carry_out(instruction, reason, step)
 
     def _probe(self, sent_at: float) -> None:
         try:
@@ -153,19 +163,19 @@ class SessionGuard:
 
         result.rawlink(done)
 
-    def _carry_out(self, instruction: Instruction, reason: str) -> None:
+    def _carry_out(self, instruction: Instruction, reason: str, step: str) -> None:
         try:
             if instruction is Instruction.CLOSE_GATE:
-                log.warning("work gate closed: %s", reason or "session not confirmed")
+                log.warning("%s work gate closed: %s", tag(step), reason or "session not confirmed")
                 self.callbacks.close_gate()
             elif instruction is Instruction.OPEN_GATE:
-                log.info("work gate open again: session confirmed")
+                log.info("%s work gate open again: session confirmed", tag(step))
                 self.callbacks.open_gate()
             elif instruction is Instruction.ABORT_OPEN_SESSIONS:
-                log.warning("aborting open sessions: %s", reason)
+                log.warning("%s aborting open sessions: %s", tag(step), reason)
                 self.callbacks.abort_open_sessions()
             elif instruction is Instruction.ABORT_ALL:
-                log.error("session over, aborting everything: %s", reason)
-                self.callbacks.abort_all(reason)
+                log.error("%s session over, aborting everything: %s", tag(step), reason)
+                self.callbacks.abort_all(f"{tag(step)} {reason}")
         except Exception:  # noqa: BLE001 - one failing callback must not stop the guard
             log.exception("session guard callback %s failed", instruction.value)

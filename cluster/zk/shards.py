@@ -105,7 +105,7 @@ class ShardRegistry:
             self.compare_and_set(move.shard, version, outcome)
             return [outcome]
         outcome = ownership.split(current, [(s.child, s.owner, s.low, s.high) for s in move.slices],
-                                  expected_epoch=move.from_epoch, at=at)
+                                  expected_epoch=move.from_epoch, at=at, reason=reason)
         self._refuse_move(outcome)
         parent, children = outcome
         path = self.layout.shard(move.shard)

@@ -72,6 +72,42 @@ def test_sigkill_moves_the_dead_nodes_shard_to_the_best_survivor_exactly_once(cl
     assert timings["total"] < 30
 
 
+def test_one_grep_follows_a_failover_across_every_nodes_log(cluster):
+    """The leader's and the adopter's lines about one death share its step ids
+    (`cluster.core.story`), whichever node leads: `grep -F '[n1-7:'` tells the story."""
+    n1 = cluster.start("n1", "--admit-limit", "40")
+    n1.wait("joined")
+    n2 = cluster.start("n2", "--admit-limit", "10", "--weight", "3")
+    n3 = cluster.start("n3", "--admit-limit", "10")
+    for node in (n2, n3):
+        node.wait("joined")
+    victim = n1.incarnation
+    wait_until(lambda: cluster.admitted_by(victim) >= 20, 60, "n1 to admit 20 records")
+    n1.signal(signal.SIGKILL)
+    adopted = n2.wait("adopted", timeout=60)
+    move = f"{victim}:failover/move-{victim}@{victim.rsplit('-', 1)[1]}"
+    assert adopted["step"] == move
+    wait_until(lambda: cluster.shard(victim).state is ShardState.RETIRED, 60, "the adopted shard to retire")
+    wait_until(lambda: cluster.plan(victim).status == "done", 30, "the plan to be done")
+    plan = cluster.plan(victim)
+    assert plan.notes[0].startswith(f"[{victim}:failover/plan] written by ")
+    assert plan.notes[-1].startswith(f"[{victim}:failover/done] done by ") and f"[{move}]" in plan.notes[-1]
+
+    def story() -> list[str]:
+        lines = []
+        for node in (n2, n3):
+            with open(node.log.name, errors="replace") as log:
+                lines += [line for line in log if f"[{victim}:" in line]
+        return lines
+
+    expected = [f"[{victim}:failover/plan] plan {victim} written", f"[{move}] moved shard {victim}",
+                f"[{move}] adopting shard {victim}", f"[{move}] fenced shard {victim}",
+                f"[{move}] shard {victim} adopted by {n2.incarnation}", f"[{victim}:failover/done] plan {victim} done",
+                f"[{move}] shard {victim} drained and retired by {n2.incarnation}"]
+    wait_until(lambda: all(any(text in line for line in story()) for text in expected), 30,
+               "every step of the failover in the survivors' logs")
+
+
 def test_a_sigstopped_node_wakes_deposed_its_write_rejected_and_rejoins_as_a_new_incarnation(cluster):
     # n1 freezes itself inside its 40th WAL sync: after its session guard let the
     # commit in, before hsync. It wakes as a zombie whose write must be rejected.

@@ -26,6 +26,19 @@ ALLOWED = {
 CORE_FORBIDDEN_EXTERNAL = ("kazoo", "threading", "time", "socket", "hdfs_native", "pyarrow", "subprocess",
                            "asyncio", "concurrent", "os", "shutil")
 CORE_ALLOWED_INTERNAL = ("cluster.core", "cluster.errors")
+# Inside `cluster`, what each part may import of `cluster` (besides itself): the
+# subpackages form layers, core at the bottom (see cluster/__init__.py).
+CLUSTER_LAYERS = {
+    "cluster.errors": set(),
+    "cluster.core": {"cluster.errors"},
+    "cluster.zk": {"cluster.errors", "cluster.core"},
+    "cluster.clients": {"cluster.errors"},
+    "cluster.failover": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients"},
+    "cluster.node": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.failover"},
+    "cluster.drills": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.failover",
+                       "cluster.node", "cluster.services"},
+    "cluster.services": set(),
+}
 
 
 @dataclass(frozen=True)
@@ -173,6 +186,23 @@ def test_dependencies_point_one_way():
         and target.split(".")[0] not in ALLOWED[source.split(".")[0]]
     )
     assert not wrong, "dependencies must point cluster -> flow -> replication -> repositories: " + "; ".join(wrong)
+
+
+def part_of(module: str) -> str:
+    """`cluster.zk.store` -> `cluster.zk`: the layer a module of `cluster` belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_cluster_layers_import_only_the_layers_below():
+    graph, _ = import_graph()
+    wrong = sorted(
+        f"{source} imports {target}"
+        for source, targets in graph.items() if part_of(source) in CLUSTER_LAYERS
+        for target in targets
+        if target.startswith("cluster") and part_of(target) != part_of(source)
+        and part_of(target) not in CLUSTER_LAYERS[part_of(source)]
+    )
+    assert not wrong, "cluster's layers (cluster/__init__.py): " + "; ".join(wrong)
 
 
 def core_violations(every: list[Import]) -> list[str]:
