@@ -1,11 +1,11 @@
 """Where the cluster keeps things: ZooKeeper paths and HDFS directories.
 
-ZooKeeper, under `/custody/<cluster>/` (design "Cluster, failover and fencing"):
+ZooKeeper, under `/custody/<cluster>/` (below the client's chroot, if any):
 
     nodes/<incarnation>        ephemeral, JSON heartbeat (`heartbeat.Heartbeat`)
     leader/                    kazoo `Election`
     shards/<shard-id>          persistent, JSON `ownership.ShardOwnership`, CAS only
-    plans/plan-<seq>           persistent, JSON `plans.FailoverPlan`, written before acted on
+    plans/<dead incarnation>   persistent, JSON `plans.FailoverPlan`, written before acted on
     counters/incarnation       kazoo `Counter`: the start epoch of every incarnation
 
 HDFS, under the configured root:

@@ -35,18 +35,9 @@ class LeaderView:
     policy: str = "whole"
 
 
-def revise_step(dead: str, revision: int) -> str:
-    """The step that rewrites the plan for `dead` now at `revision`."""
-    return step_id(dead, f"failover/revise-{revision + 1}")
-
-
 @dataclass(frozen=True)
 class WritePlan:
     plan: FailoverPlan
-
-    @property
-    def step(self) -> str:
-        return step_id(self.plan.dead, "failover/plan")
 
 
 @dataclass(frozen=True)
@@ -54,40 +45,46 @@ class RevisePlan:
     plan: FailoverPlan
     reason: str
 
-    @property
-    def step(self) -> str:
-        return revise_step(self.plan.dead, self.plan.revision)
-
 
 @dataclass(frozen=True)
 class ExecuteMove:
     plan_id: str
     move: Move
 
-    @property
-    def step(self) -> str:
-        return step_id(self.plan_id, f"failover/move-{self.move.shard}@{self.move.from_epoch}")
-
 
 @dataclass(frozen=True)
 class FinishPlan:
     plan_id: str
-
-    @property
-    def step(self) -> str:
-        return step_id(self.plan_id, "failover/done")
 
 
 @dataclass(frozen=True)
 class RetireSplitParent:
     shard: str
 
-    @property
-    def step(self) -> str:
-        return step_id(self.shard, "split/retire")
-
 
 Instruction = WritePlan | RevisePlan | ExecuteMove | FinishPlan | RetireSplitParent
+
+
+def step_of_instruction(instruction: Instruction) -> str:
+    """The instruction's step id (`story`): a function of the instruction alone, so
+    every leader that decides the same step names it the same."""
+    match instruction:
+        case WritePlan(plan):
+            return step_id(plan.dead, "failover/plan")
+        case RevisePlan(plan, _):
+            return revise_step(plan.dead, plan.revision)
+        case ExecuteMove(plan_id, move):
+            return step_id(plan_id, f"failover/move-{move.shard}@{move.from_epoch}")
+        case FinishPlan(plan_id):
+            return step_id(plan_id, "failover/done")
+        case RetireSplitParent(shard):
+            return step_id(shard, "split/retire")
+    raise TypeError(f"not a leader instruction: {instruction!r}")
+
+
+def revise_step(dead: str, revision: int) -> str:
+    """The step that rewrites the plan for `dead` now at `revision`."""
+    return step_id(dead, f"failover/revise-{revision + 1}")
 
 
 def orphans(view: LeaderView) -> dict[str, list[ShardOwnership]]:

@@ -39,6 +39,7 @@ from ..core.reassignment import (
     RevisePlan,
     WritePlan,
     decide,
+    step_of_instruction,
 )
 from ..core.story import StoryEntry, tag
 from ..errors import ClusterError, OwnershipConflict
@@ -197,7 +198,7 @@ class Leader:
         return instructions
 
     def _carry_out(self, instruction) -> bool:
-        step = instruction.step
+        step = step_of_instruction(instruction)
         if isinstance(instruction, WritePlan):
             plan = replace(instruction.plan, notes=instruction.plan.notes + (f"{tag(step)} written by {self.incarnation}",))
             if not self.plans.create(plan):
@@ -233,7 +234,7 @@ class Leader:
             def finish(plan):
                 if plan.status != "open":
                     return plan
-                moves = " ".join(tag(ExecuteMove(plan.plan_id, move).step) for move in plan.moves)
+                moves = " ".join(tag(step_of_instruction(ExecuteMove(plan.plan_id, move))) for move in plan.moves)
                 note = f"{tag(step)} done by {self.incarnation} after {moves or 'no move'}"
                 return replace(plan, status="done", finished_at=at, notes=plan.notes + (note,))
 

@@ -75,13 +75,11 @@ def test_sigkill_moves_the_dead_nodes_shard_to_the_best_survivor_exactly_once(cl
 def test_one_grep_follows_a_failover_across_every_nodes_log(cluster):
     """The leader's and the adopter's lines about one death share its step ids
     (`cluster.core.story`), whichever node leads: `grep -F '[n1-7:'` tells the story."""
-    n1 = cluster.start("n1", "--admit-limit", "40")
-    n1.wait("joined")
-    n2 = cluster.start("n2", "--admit-limit", "10", "--weight", "3")
-    n3 = cluster.start("n3", "--admit-limit", "10")
+    n1, n2, n3 = (cluster.start(name, *extra) for name, *extra in (
+        ("n1", "--admit-limit", "40"), ("n2", "--admit-limit", "10", "--weight", "3"), ("n3", "--admit-limit", "10")))
+    victim = n1.wait("joined")["incarnation"]
     for node in (n2, n3):
         node.wait("joined")
-    victim = n1.incarnation
     wait_until(lambda: cluster.admitted_by(victim) >= 20, 60, "n1 to admit 20 records")
     n1.signal(signal.SIGKILL)
     adopted = n2.wait("adopted", timeout=60)

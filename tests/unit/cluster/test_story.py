@@ -7,9 +7,17 @@ import threading
 from cluster.core import ownership as own
 from cluster.core.heartbeat import Heartbeat
 from cluster.core.plans import FailoverPlan, Move, Slice
-from cluster.core.reassignment import ExecuteMove, FinishPlan, LeaderView, RevisePlan, WritePlan, decide
-from cluster.core.story import step_id, step_of, tag
+from cluster.core.reassignment import (
+    ExecuteMove,
+    FinishPlan,
+    LeaderView,
+    RevisePlan,
+    WritePlan,
+    decide,
+    step_of_instruction as step,
+)
 from cluster.core.ownership import HASH_SPACE
+from cluster.core.story import step_id, step_of, tag
 from cluster.services.process import wait_until
 from cluster.zk.session import GuardCallbacks, SessionGuard
 
@@ -35,16 +43,16 @@ def test_every_leader_decision_has_a_step_id_derived_from_the_decision_alone():
     shards = [own.new_shard("a-1", "a-1", 1, at=0), own.new_shard("d-3", "d-3", 3, at=0)]
     first = decide(view([beat("a-1"), beat("b-2")], shards))
     again = decide(view([beat("a-1"), beat("b-2")], shards))
-    assert [i.step for i in first] == [i.step for i in again] == ["d-3:failover/plan", "d-3:failover/move-d-3@3"]
-    assert FinishPlan("d-3").step == "d-3:failover/done"
-    assert ExecuteMove("d-3", Move("x-2", "d-3", 5, "b-2")).step == "d-3:failover/move-x-2@5"
+    assert [step(i) for i in first] == [step(i) for i in again] == ["d-3:failover/plan", "d-3:failover/move-d-3@3"]
+    assert step(FinishPlan("d-3")) == "d-3:failover/done"
+    assert step(ExecuteMove("d-3", Move("x-2", "d-3", 5, "b-2"))) == "d-3:failover/move-x-2@5"
 
 
 def test_a_revised_plan_notes_its_step_and_reason():
     shards = [own.new_shard("d-3", "d-3", 3, at=0)]
     plan = decide(view([beat("a-1"), beat("b-2", weight=5)], shards))[0].plan
     [revise, *_] = decide(view([beat("a-1")], shards, [plan]))
-    assert isinstance(revise, RevisePlan) and revise.step == "d-3:failover/revise-1"
+    assert isinstance(revise, RevisePlan) and step(revise) == "d-3:failover/revise-1"
     assert revise.plan.notes[-1].startswith("[d-3:failover/revise-1] targets gone: ['b-2']")
 
 
@@ -71,7 +79,7 @@ def test_the_plan_round_trips_its_notes():
     plan = FailoverPlan("d-3", "d-3", "a-1", 1.0, "divvy", (Move("d-3", "d-3", 3, None, (Slice("c", "b-2", 0, 1),)),),
                         notes=("[d-3:failover/plan] written by a-1",))
     assert FailoverPlan.from_json(plan.to_json()).notes == plan.notes
-    assert WritePlan(plan).step == "d-3:failover/plan"
+    assert step(WritePlan(plan)) == "d-3:failover/plan"
 
 
 class FakeClient:
