@@ -1,4 +1,4 @@
-"""The traditional engine: processors scheduled on a thread pool (seed 001, seed 004).
+"""The traditional engine: processors scheduled on a thread pool, as NiFi schedules them.
 
 Each processor runs when `scheduling.decide` says so: it has input (or is a source),
 its run schedule and yield have passed, fewer than `concurrent_tasks` of its tasks are
@@ -28,6 +28,7 @@ from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
 from .scheduling import ScheduleState, decide
 from .session import ProcessSession
+from .stateless import StatelessFlowLoader
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,13 @@ class TraditionalEngine:
         self.run_sources = run_sources
         self._dispatcher: threading.Thread | None = None
         self.nodes: dict[str, _Node] = {}
+        flows = StatelessFlowLoader(graph.definition.registry, clock_ms=clock_ms)
         for pid, processor in graph.processors.items():
             definition = graph.definition.processors[pid]
             node = _Node(pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None)
             node.context = ProcessContext(pid, definition.properties, definition.dynamic,
                                           yield_callback=self._yielder(node), has_incoming=bool(graph.incoming[pid]),
-                                          clock_ms=clock_ms)
+                                          clock_ms=clock_ms, stateless_flows=flows)
             self.nodes[pid] = node
         for queue in graph.queues.values():
             queue.add_listener(self._on_queue_change)

@@ -63,3 +63,8 @@ class ProcessorError(FlowError):
 
 class QueueRecoveryError(FlowError):
     """The WAL holds FlowFiles for a queue the flow does not define."""
+
+
+class ProcessorRegistryError(FlowError):
+    """A processor type cannot be registered: a broken or duplicate entry point, a class
+    that is not a `Processor`, a type name taken by another class. Names every one."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from .errors import FlowError
 from .expression import Expression, compile_expression
 from .units import parse_duration, parse_size
 
@@ -80,12 +81,14 @@ class PropertyDescriptor:
 
 
 class ProcessContext:
-    """What a processor sees of its configuration and of the engine."""
+    """What a processor sees of its configuration and of the engine: its properties and
+    the loader of the stateless flows it may embed (`load_stateless_flow`). The engine
+    that runs the processor builds it."""
 
     def __init__(self, processor_id: str, properties: Mapping, dynamic: Mapping[str, Expression], *,
                  yield_callback: Callable[[], None] = lambda: None, stateless: bool = False,
                  has_incoming: bool = False, logger: logging.Logger | None = None,
-                 clock_ms: Callable[[], int] | None = None):
+                 clock_ms: Callable[[], int] | None = None, stateless_flows: Callable[[str], object] | None = None):
         self.processor_id = processor_id
         self.properties = properties
         self.dynamic = dynamic
@@ -95,6 +98,7 @@ class ProcessContext:
         self._yield = yield_callback
         self.clock_ms = clock_ms
         self.yielded = False
+        self._stateless_flows = stateless_flows
 
     def __getitem__(self, name: str):
         return self.properties[name]
@@ -107,6 +111,14 @@ class ProcessContext:
         """Nothing to do now: do not schedule this processor again for its yield duration."""
         self.yielded = True
         self._yield()
+
+    def load_stateless_flow(self, path: str):
+        """The flow definition at `path` as a stateless flow (`flow.stateless.StatelessFlow`),
+        parsed against the processor types of the flow this processor runs in. Raises `FlowDefinitionError` for an invalid definition, `FlowError`
+        when the engine running this processor cannot embed flows."""
+        if self._stateless_flows is None:
+            raise FlowError(f"{self.processor_id}: this engine gives its processors no loader of stateless flows")
+        return self._stateless_flows(path)
 
 
 class Processor:

@@ -11,7 +11,7 @@ import pytest
 from cluster.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
 from cluster.standalone import StandaloneNode
 from flow.commit import CommitHooks, DurableCommitter
-from flow.definition import parse_flow
+from flow.loading import parse_flow
 from flow.provenance_outbox import reconcile
 from flow.queue import FlowFileQueue
 from flow.session import ProcessSession
