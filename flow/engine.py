@@ -22,7 +22,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 from repositories.content.errors import ContentUnavailable
 
-from .commit import DurableCommitter
+from .commit import CommitGate, CommitHooks, DurableCommitter
 from .errors import CommitError
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
@@ -53,16 +53,21 @@ class _Node:
 
 
 class TraditionalEngine:
+    """Runs the processors of `graph` over one shard and its repositories.
+
+    `commit_gate` is the node's production gate on every commit (`flow.commit.CommitGate`),
+    `commit_hooks` the fault seams a test drives (`flow.commit.CommitHooks`)."""
+
     def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = 4,
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
-                 clock_ms: Callable[[], int] = wall_clock_ms, commit_hooks=None, outbox: bool = True,
-                 run_sources: bool = True):
+                 clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
+                 commit_hooks: CommitHooks | None = None, outbox: bool = True, run_sources: bool = True):
         self.graph = graph
         self.shard = shard
         self.content = content
         self.provenance = provenance
-        self.committer = DurableCommitter(shard, content, provenance, clock_ms=clock_ms, hooks=commit_hooks,
-                                          outbox=outbox)
+        self.committer = DurableCommitter(shard, content, provenance, clock_ms=clock_ms, gate=commit_gate,
+                                          hooks=commit_hooks, outbox=outbox)
         self._clock = clock
         self._clock_ms = clock_ms
         self._own_executor = executor is None
