@@ -27,6 +27,7 @@ from .errors import CommitError
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
 from .scheduling import ScheduleState, decide
+from .services import ServiceRegistry
 from .session import ProcessSession
 from .stateless import StatelessFlowLoader
 
@@ -56,16 +57,20 @@ class TraditionalEngine:
     """Runs the processors of `graph` over one shard and its repositories.
 
     `commit_gate` is the node's production gate on every commit (`flow.commit.CommitGate`),
-    `commit_hooks` the fault seams a test drives (`flow.commit.CommitHooks`)."""
+    `commit_hooks` the fault seams a test drives (`flow.commit.CommitHooks`), `services`
+    the node's shared services (`flow.services.ServiceRegistry`), which every processor's
+    context looks up and which the node, not the engine, closes."""
 
     def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = 4,
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
                  clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
-                 commit_hooks: CommitHooks | None = None, outbox: bool = True, run_sources: bool = True):
+                 commit_hooks: CommitHooks | None = None, services: ServiceRegistry | None = None,
+                 outbox: bool = True, run_sources: bool = True):
         self.graph = graph
         self.shard = shard
         self.content = content
         self.provenance = provenance
+        self.services = services
         self.committer = DurableCommitter(shard, content, provenance, clock_ms=clock_ms, gate=commit_gate,
                                           hooks=commit_hooks, outbox=outbox)
         self._clock = clock
@@ -81,13 +86,13 @@ class TraditionalEngine:
         self.run_sources = run_sources
         self._dispatcher: threading.Thread | None = None
         self.nodes: dict[str, _Node] = {}
-        flows = StatelessFlowLoader(graph.definition.registry, clock_ms=clock_ms)
+        flows = StatelessFlowLoader(graph.definition.registry, services=services, clock_ms=clock_ms)
         for pid, processor in graph.processors.items():
             definition = graph.definition.processors[pid]
             node = _Node(pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None)
             node.context = ProcessContext(pid, definition.properties, definition.dynamic,
                                           yield_callback=self._yielder(node), has_incoming=bool(graph.incoming[pid]),
-                                          clock_ms=clock_ms, stateless_flows=flows)
+                                          clock_ms=clock_ms, services=services, stateless_flows=flows)
             self.nodes[pid] = node
         for queue in graph.queues.values():
             queue.add_listener(self._on_queue_change)

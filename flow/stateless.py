@@ -32,6 +32,7 @@ from .flowfile import FlowFile
 from .graph import FlowGraph, wall_clock_ms
 from .memory_content import InMemoryContentRepository
 from .processor import ProcessContext
+from .services import ServiceRegistry
 from .session import ProcessSession
 from .shard import QueueShard
 
@@ -61,34 +62,38 @@ class StatelessResult:
 class StatelessFlowLoader:
     """How an engine loads the stateless flows its processors embed (`ExecuteStateless`,
     through `ProcessContext.load_stateless_flow`): parsed against the processor types of
-    the embedding flow, sharing its clock."""
+    the embedding flow, sharing its services and its clock."""
 
-    def __init__(self, registry: Mapping[str, type] | None, *, clock_ms: Callable[[], int] = wall_clock_ms):
+    def __init__(self, registry: Mapping[str, type] | None, *, services: ServiceRegistry | None = None,
+                 clock_ms: Callable[[], int] = wall_clock_ms):
         self.registry = registry
+        self.services = services
         self.clock_ms = clock_ms
 
     def __call__(self, path: str) -> StatelessFlow:
         if self.registry is None:
             raise FlowDefinitionError("cannot load an embedded flow: the embedding flow was not parsed against a "
                                       "processor registry (build it with flow.definition.parse_flow)", source=path)
-        return StatelessFlow(load_flow(path, registry=self.registry), clock_ms=self.clock_ms)
+        return StatelessFlow(load_flow(path, registry=self.registry), services=self.services, clock_ms=self.clock_ms)
 
 
 class StatelessFlow:
-    """A flow definition run by the stateless engine (see the module docstring)."""
+    """A flow definition run by the stateless engine (see the module docstring).
+    `services` are the node's shared services, given to every processor's context."""
 
-    def __init__(self, definition: FlowDefinition, *, clock_ms: Callable[[], int] = wall_clock_ms):
+    def __init__(self, definition: FlowDefinition, *, clock_ms: Callable[[], int] = wall_clock_ms,
+                 services: ServiceRegistry | None = None):
         self.definition = definition
         self._clock_ms = clock_ms
         self.graph = FlowGraph(definition, clock_ms=clock_ms, in_memory=True)
         self._order = self.graph.upstream_order()
         self._contexts = {}
-        flows = StatelessFlowLoader(definition.registry, clock_ms=clock_ms)
+        flows = StatelessFlowLoader(definition.registry, services=services, clock_ms=clock_ms)
         for pid in self._order:
             processor_definition = definition.processors[pid]
             self._contexts[pid] = ProcessContext(pid, processor_definition.properties, processor_definition.dynamic,
                                                  stateless=True, has_incoming=bool(self.graph.incoming[pid]),
-                                                 clock_ms=clock_ms, stateless_flows=flows)
+                                                 clock_ms=clock_ms, services=services, stateless_flows=flows)
         self._scheduled = False
         # Processor state lives across triggers and changes only when a trigger succeeds.
         self._states: dict[str, dict[str, str]] = {}
