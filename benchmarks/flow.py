@@ -42,7 +42,7 @@ def add_arguments(parser) -> None:
 
 
 def _flow(out: str, count: int, size: int, batch: int):
-    from flow.definition import parse_flow
+    from flow.loading import parse_flow
 
     swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": 50_000}}
     return parse_flow({

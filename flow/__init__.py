@@ -1,17 +1,25 @@
-"""The flow engine (seeds 001 and 004): FlowFiles, queues, sessions, processors, engines.
+"""The flow engine, after NiFi's: FlowFiles, queues, sessions, processors, engines.
 
-    from flow.definition import load_flow
+    from flow.loading import load_flow
     from flow.shard import open_shard
     from flow.graph import FlowGraph
     from flow.engine import TraditionalEngine
+    from flow.services import ServiceRegistry
+    from flow.spark_session import SparkSessionFactory
     from flow.stateless import StatelessFlow
 
-    definition = load_flow("flow.yaml", {"data_dir": "/data"})   # validated up front
+    definition = load_flow("flow.yaml", {"data_dir": "/data"})   # validated up front, standard processors
     graph = FlowGraph(definition)                                  # processors + one queue per connection
     shard = open_shard(storage, "/data/shards/local", "local", graph.queues.values())
     report = shard.recover()                                       # WAL + swapped queues (registered)
     content.recover(report.live_claims)                            # claimant counts, orphans destroyed
-    engine = TraditionalEngine(graph, shard, content, provenance)  # thread pool; engine.start()/stop()
+    services = ServiceRegistry()                                   # the node's shared services
+    spark = SparkSessionFactory()                                  # embedded local[*], started on first use
+    services.register("spark", spark, spark.stop)
+    engine = TraditionalEngine(graph, shard, content, provenance,  # thread pool; engine.start()/stop()
+                               commit_gate=gate, services=services)
+    ...
+    services.close()                                               # after the engines stopped
 
     StatelessFlow(definition).trigger([(attributes, data)])        # one transaction, callbacks held
 
@@ -21,12 +29,18 @@ Modules, one concept each:
   swap_policy    the pure swap decision; prioritizers: the sort keys
   shard          QueueShard: a set of queues + its WAL + its swap store (the unit a cluster moves)
   session        ProcessSession and the Transaction it commits
-  commit         DurableCommitter (traditional) and HeldCommitter (stateless): the commit order
+  commit         DurableCommitter (traditional) and HeldCommitter (stateless): the commit order;
+                 CommitGate (the node's production gate) and CommitHooks (fault seams of tests)
   provenance_outbox  provenance that survives a crash between the WAL and provenance
   engine, scheduling  the traditional engine and its pure scheduling decision
   stateless      the stateless engine; processors/stateless.py: ExecuteStateless
-  definition     YAML/JSON flow definitions and their validation; graph: the wiring
-  processor      the processor API; processors/: the standard processors
+  definition     YAML/JSON flow definitions, validated against a processor registry given to it;
+                 graph: the wiring
+  registry       ProcessorRegistry: processor types by name, and `custody.processors` entry points
+  loading        load_flow/parse_flow against standard_registry() (standard processors + entry points)
+  processor      the processor API and ProcessContext; processors/: the standard processors
+  services       ServiceRegistry: node-level shared services, started on first lookup
+  spark_session  the node's SparkSession (local[*] or a cluster) and its "spark" service factory
   expression, units  attribute expressions, durations and sizes
   memory_content the in-memory content repository of the stateless engine
 

@@ -1,9 +1,12 @@
-"""Committers: how a session's `Transaction` becomes durable, or is held (seed 004).
+"""Committers: how a session's `Transaction` becomes durable, or is held.
 
 `DurableCommitter` (traditional engine) follows the commit order of `session`: content
 sync, one WAL transaction, queues, claimant counts, provenance, then `on_success`.
 `HeldCommitter` (stateless engine) applies the transaction to in-memory queues only
 and holds `on_success` and the provenance events until the whole flow succeeds.
+
+A durable commit is consulted at fixed points: the node's `CommitGate` (production:
+may this shard still be written?) and then the `CommitHooks` fault seams (tests).
 
 Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots, what
 failed commits hold until the next checkpoint, and the failure counters; everything
@@ -17,8 +20,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from repositories.flowfile import Delete, Put, WriteAheadLogError
+from repositories.seams import FaultSeams
 
 from . import provenance_outbox
 from .errors import CommitError
@@ -27,34 +32,49 @@ from .session import Transaction
 log = logging.getLogger(__name__)
 
 
-class CommitHooks:
-    """Named fault seams of a durable commit (raise to fail it there)."""
+class CommitGate(Protocol):
+    """The node's production gate on every durable commit (a clustered node refuses
+    writes to a shard it may no longer own, and learns when a commit got through).
+    Not a fault seam: it is consulted on every commit, before the seams."""
 
-    def before_content_sync(self, component_id: str) -> None: ...
+    def admit(self, component_id: str) -> None:
+        """Raise to refuse the commit; called before the content sync and again before the WAL write."""
 
-    def before_wal(self, component_id: str) -> None: ...
+    def committed(self, component_id: str) -> None:
+        """The WAL holds the transaction (called where the `after_wal` seam is; should not
+        raise: if it does, the commit fails as an unconfirmed WAL write does)."""
 
-    def after_wal(self, component_id: str) -> None: ...
+    def failed(self, component_id: str, error: BaseException) -> None:
+        """The commit failed before the WAL recorded it (or confirmed a write it began) and the
+        session rolls back; must not raise (it is logged if it does)."""
 
-    def before_provenance(self, component_id: str) -> None: ...
+
+class CommitHooks(FaultSeams):
+    """Named fault seams of a durable commit (raise to fail it there, block to stop it
+    there). Each is called after the gate at the same point."""
+
+    def before_content_sync(self, component_id: str) -> None:
+        """The session wrote content, which is not synced yet; nothing is in the WAL."""
+
+    def before_wal(self, component_id: str) -> None:
+        """Content is durable; the WAL transaction is not written."""
+
+    def after_wal(self, component_id: str) -> None:
+        """The WAL holds the transaction; memory, claimant counts and provenance do not yet."""
+
+    def before_provenance(self, component_id: str) -> None:
+        """Queues and claimant counts follow the WAL; provenance is not registered (the outbox covers it)."""
 
     def commit_failed(self, component_id: str, error: BaseException) -> None:
-        """Called (never to raise) after a commit failed before the WAL recorded it."""
+        """Called after a commit failed before the WAL recorded it (after the gate's `failed`);
+        if it raises, that is only logged."""
 
 
-def _hook(hooks, name: str, component_id: str) -> None:
-    method = getattr(hooks, name, None) if hooks is not None else None
-    if method is not None:
-        method(component_id)
-
-
-def _failed(hooks, component_id: str, error: BaseException) -> None:
-    method = getattr(hooks, "commit_failed", None) if hooks is not None else None
-    if method is not None:
-        try:
-            method(component_id, error)
-        except Exception:  # noqa: BLE001 - the commit has failed already; say so, not this
-            log.exception("%s: the commit_failed hook raised", component_id)
+def _tell_failed(component_id: str, error: BaseException, who: str, report: Callable[[str, BaseException], None]):
+    try:
+        report(component_id, error)
+    except Exception:  # noqa: BLE001 - the commit has failed already; say so, not this
+        log.exception("%s: %s raised", component_id, who)
 
 
 def _first_line(error: BaseException) -> str:
@@ -85,12 +105,17 @@ def _apply_claims(content, tx: Transaction) -> None:
 
 
 class DurableCommitter:
+    """Makes a session's transaction durable in the commit order of `flow.session`.
+    At each point the `gate` (production) is consulted first, then the `hooks` (fault
+    seams of a test)."""
+
     def __init__(self, shard, content, provenance, *, clock_ms: Callable[[], int] | None = None,
-                 hooks: CommitHooks | None = None, outbox: bool = True):
+                 gate: CommitGate | None = None, hooks: CommitHooks | None = None, outbox: bool = True):
         self.shard = shard
         self.content = content
         self.provenance = provenance
-        self.hooks = hooks
+        self.gate = gate
+        self.hooks = CommitHooks.coerce(hooks)
         self.outbox = outbox and provenance is not None
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._slots_lock = threading.Lock()
@@ -192,20 +217,28 @@ class DurableCommitter:
             updates.append(Put(provenance_outbox.outbox_record(
                 slot, self.provenance.next_event_id, tx.events, now).to_record()))
         wal_written = False
+        gate, hooks = self.gate, self.hooks
         try:
             # 1. Content durable before any record points at it.
             if tx.wrote_content:
-                _hook(self.hooks, "before_content_sync", component)
+                if gate is not None:
+                    gate.admit(component)
+                hooks.before_content_sync(component)
                 self.content.sync()
                 # Another session's sync may have been the one told that bytes of
                 # this session's claims were lost: ask about our own claims too.
                 self.content.check_durable(f.content_claim for f in tx.puts if f.content_claim is not None)
             # 2. One WAL transaction: the commit point.
             if updates:
-                _hook(self.hooks, "before_wal", component)
+                # Asked again: the gate may have closed during the content sync.
+                if gate is not None:
+                    gate.admit(component)
+                hooks.before_wal(component)
                 wal_written = True
                 self.shard.wal.update(updates)
-                _hook(self.hooks, "after_wal", component)
+                if gate is not None:
+                    gate.committed(component)
+                hooks.after_wal(component)
             self._succeeded()
         except Exception as error:
             if slot is not None:
@@ -216,7 +249,9 @@ class DurableCommitter:
             if isinstance(error, WriteAheadLogError):
                 self._heal_wal(error)
             self._failed(component, error)
-            _failed(self.hooks, component, error)
+            if gate is not None:
+                _tell_failed(component, error, "the commit gate's failed()", gate.failed)
+            _tell_failed(component, error, "the commit_failed seam", hooks.commit_failed)
             where = ("the WAL did not confirm it (a write that reached the disk anyway is superseded by the "
                      "next checkpoint)") if wal_written else "nothing was written to the WAL"
             raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}",
@@ -231,7 +266,7 @@ class DurableCommitter:
             _apply_claims(self.content, tx)
             # 5. Provenance (the outbox record covers a crash before this returns).
             if tx.events and self.provenance is not None:
-                _hook(self.hooks, "before_provenance", component)
+                hooks.before_provenance(component)
                 self.provenance.register_events(tx.events, now)
         except Exception:  # noqa: BLE001
             log.exception("%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
@@ -239,7 +274,7 @@ class DurableCommitter:
         finally:
             if slot is not None:
                 self._return_slot(slot)
-        # 6. The source may acknowledge now (seed 004: at-least-once).
+        # 6. The source may acknowledge now, not before: delivery is at-least-once.
         if tx.on_success is not None:
             tx.on_success()
 

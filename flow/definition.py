@@ -24,6 +24,10 @@
 
 Every problem raises `FlowDefinitionError` naming the file, the processor and the
 property (or connection) concerned. Validation is complete before anything runs.
+
+A definition is parsed against the processor registry it is given (`registry`: type
+name -> `Processor` class, usually a `flow.registry.ProcessorRegistry`); this module
+never imports the processors. `flow.loading` parses against the standard registry.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import ExpressionError, FlowDefinitionError
@@ -95,6 +100,8 @@ class FlowDefinition:
     ports: dict
     parameters: dict = field(default_factory=dict)
     source: str = "<flow>"
+    # The processor types it was parsed against: the stateless flows it embeds are parsed against them too.
+    registry: Mapping[str, type] | None = field(default=None, compare=False, repr=False)
 
     def incoming(self, component_id: str) -> list[ConnectionDefinition]:
         return [c for c in self.connections if c.destination == component_id]
@@ -106,8 +113,9 @@ class FlowDefinition:
         return [p.id for p in self.ports.values() if p.kind == kind]
 
 
-def load_flow(path: str, parameters: dict | None = None, registry: dict | None = None) -> FlowDefinition:
-    """Read and validate a flow file (.yaml, .yml or .json)."""
+def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[str, type]) -> FlowDefinition:
+    """Read and validate a flow file (.yaml, .yml or .json) against the processor types of
+    `registry`; `parameters` override the file's own. Raises `FlowDefinitionError`."""
     import yaml
 
     source = str(path)
@@ -154,10 +162,10 @@ def _substitute(value, parameters: dict, source: str, **where):
     return _PARAMETER.sub(replace, value)
 
 
-def parse_flow(data, *, source: str = "<flow>", parameters: dict | None = None,
-               registry: dict | None = None) -> FlowDefinition:
-    if registry is None:
-        from .processors import PROCESSOR_TYPES as registry
+def parse_flow(data, *, registry: Mapping[str, type], source: str = "<flow>",
+               parameters: dict | None = None) -> FlowDefinition:
+    """Validate a flow given as a mapping (parsed YAML or JSON) against the processor
+    types of `registry`; `source` names it in errors. Raises `FlowDefinitionError`."""
     if not isinstance(data, dict):
         raise FlowDefinitionError("a flow must be a mapping with 'processors' and 'connections'", source=source)
     unknown = set(data) - {"name", "parameters", "processors", "connections", "ports", "description"}
@@ -201,10 +209,10 @@ def parse_flow(data, *, source: str = "<flow>", parameters: dict | None = None,
                     f"relationship {relationship!r} is neither connected nor auto-terminated "
                     f"(add a connection, or list it under auto_terminate)", source=source, processor=definition.id)
     return FlowDefinition(str(data.get("name") or os.path.basename(source)), processors, tuple(connections), ports,
-                          params, source)
+                          params, source, registry)
 
 
-def _parse_processor(raw, index: int, source: str, params: dict, registry: dict) -> ProcessorDefinition:
+def _parse_processor(raw, index: int, source: str, params: dict, registry: Mapping) -> ProcessorDefinition:
     if not isinstance(raw, dict):
         raise FlowDefinitionError(f"processor #{index + 1} must be a mapping", source=source)
     processor_id = raw.get("id")

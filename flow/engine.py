@@ -1,4 +1,4 @@
-"""The traditional engine: processors scheduled on a thread pool (seed 001, seed 004).
+"""The traditional engine: processors scheduled on a thread pool, as NiFi schedules them.
 
 Each processor runs when `scheduling.decide` says so: it has input (or is a source),
 its run schedule and yield have passed, fewer than `concurrent_tasks` of its tasks are
@@ -22,12 +22,14 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 from repositories.content.errors import ContentUnavailable
 
-from .commit import DurableCommitter
+from .commit import CommitGate, CommitHooks, DurableCommitter
 from .errors import CommitError
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
 from .scheduling import ScheduleState, decide
+from .services import ServiceRegistry
 from .session import ProcessSession
+from .stateless import StatelessFlowLoader
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +54,25 @@ class _Node:
 
 
 class TraditionalEngine:
+    """Runs the processors of `graph` over one shard and its repositories.
+
+    `commit_gate` is the node's production gate on every commit (`flow.commit.CommitGate`),
+    `commit_hooks` the fault seams a test drives (`flow.commit.CommitHooks`), `services`
+    the node's shared services (`flow.services.ServiceRegistry`), which every processor's
+    context looks up and which the node, not the engine, closes."""
+
     def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = 4,
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
-                 clock_ms: Callable[[], int] = wall_clock_ms, commit_hooks=None, outbox: bool = True,
-                 run_sources: bool = True):
+                 clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
+                 commit_hooks: CommitHooks | None = None, services: ServiceRegistry | None = None,
+                 outbox: bool = True, run_sources: bool = True):
         self.graph = graph
         self.shard = shard
         self.content = content
         self.provenance = provenance
-        self.committer = DurableCommitter(shard, content, provenance, clock_ms=clock_ms, hooks=commit_hooks,
-                                          outbox=outbox)
+        self.services = services
+        self.committer = DurableCommitter(shard, content, provenance, clock_ms=clock_ms, gate=commit_gate,
+                                          hooks=commit_hooks, outbox=outbox)
         self._clock = clock
         self._clock_ms = clock_ms
         self._own_executor = executor is None
@@ -75,12 +86,13 @@ class TraditionalEngine:
         self.run_sources = run_sources
         self._dispatcher: threading.Thread | None = None
         self.nodes: dict[str, _Node] = {}
+        flows = StatelessFlowLoader(graph.definition.registry, services=services, clock_ms=clock_ms)
         for pid, processor in graph.processors.items():
             definition = graph.definition.processors[pid]
             node = _Node(pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None)
             node.context = ProcessContext(pid, definition.properties, definition.dynamic,
                                           yield_callback=self._yielder(node), has_incoming=bool(graph.incoming[pid]),
-                                          clock_ms=clock_ms)
+                                          clock_ms=clock_ms, services=services, stateless_flows=flows)
             self.nodes[pid] = node
         for queue in graph.queues.values():
             queue.add_listener(self._on_queue_change)

@@ -63,3 +63,22 @@ class ProcessorError(FlowError):
 
 class QueueRecoveryError(FlowError):
     """The WAL holds FlowFiles for a queue the flow does not define."""
+
+
+class ProcessorRegistryError(FlowError):
+    """A processor type cannot be registered: a broken or duplicate entry point, a class
+    that is not a `Processor`, a type name taken by another class. Names every one."""
+
+
+class ServiceError(FlowError):
+    """A node-level shared service failed to start, or the registry of services is closed."""
+
+
+class UnknownService(ServiceError):
+    """A processor asked for a shared service the node does not configure."""
+
+    def __init__(self, name: str, known, processor: str | None = None):
+        self.name, self.known = name, sorted(known)
+        who = f"{processor}: " if processor else ""
+        super().__init__(f"{who}no shared service {name!r} is configured on this node "
+                         f"(configured: {', '.join(self.known) or 'none'})")

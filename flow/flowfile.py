@@ -1,4 +1,5 @@
-"""The FlowFile (seed 001): attributes plus a pointer to content, immutable.
+"""The FlowFile, after NiFi's FlowFile repository design: attributes plus a pointer to
+content, immutable.
 
 A `FlowFile` is a named tuple with the fields of the WAL's `FlowFileRecord`, in the same
 order (`to_record` / `from_record` convert; the WAL's record type is its own business,

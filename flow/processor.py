@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from .errors import FlowError, UnknownService
 from .expression import Expression, compile_expression
+from .services import ServiceRegistry
 from .units import parse_duration, parse_size
 
 KINDS = ("string", "integer", "float", "boolean", "duration", "size", "choice", "expression", "regex")
@@ -80,12 +82,15 @@ class PropertyDescriptor:
 
 
 class ProcessContext:
-    """What a processor sees of its configuration and of the engine."""
+    """What a processor sees of its configuration and of the engine: its properties,
+    the node's shared services (`service`), and the loader of the stateless flows it
+    may embed (`load_stateless_flow`). The engine that runs the processor builds it."""
 
     def __init__(self, processor_id: str, properties: Mapping, dynamic: Mapping[str, Expression], *,
                  yield_callback: Callable[[], None] = lambda: None, stateless: bool = False,
                  has_incoming: bool = False, logger: logging.Logger | None = None,
-                 clock_ms: Callable[[], int] | None = None):
+                 clock_ms: Callable[[], int] | None = None, services: ServiceRegistry | None = None,
+                 stateless_flows: Callable[[str], object] | None = None):
         self.processor_id = processor_id
         self.properties = properties
         self.dynamic = dynamic
@@ -95,6 +100,8 @@ class ProcessContext:
         self._yield = yield_callback
         self.clock_ms = clock_ms
         self.yielded = False
+        self._services = services
+        self._stateless_flows = stateless_flows
 
     def __getitem__(self, name: str):
         return self.properties[name]
@@ -107,6 +114,24 @@ class ProcessContext:
         """Nothing to do now: do not schedule this processor again for its yield duration."""
         self.yielded = True
         self._yield()
+
+    def service(self, name: str):
+        """The node's shared service `name` (a SparkSession under "spark", ...), started on
+        the first lookup anywhere on the node and shared by every processor after that.
+        Raises `UnknownService` naming the configured ones when the node has no such
+        service, `ServiceError` when it fails to start."""
+        if self._services is None:
+            raise UnknownService(name, (), self.processor_id)
+        return self._services.get(name, asked_by=self.processor_id)
+
+    def load_stateless_flow(self, path: str):
+        """The flow definition at `path` as a stateless flow (`flow.stateless.StatelessFlow`),
+        parsed against the processor types of the flow this processor runs in and sharing
+        its services. Raises `FlowDefinitionError` for an invalid definition, `FlowError`
+        when the engine running this processor cannot embed flows."""
+        if self._stateless_flows is None:
+            raise FlowError(f"{self.processor_id}: this engine gives its processors no loader of stateless flows")
+        return self._stateless_flows(path)
 
 
 class Processor:

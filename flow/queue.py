@@ -1,4 +1,4 @@
-"""`FlowFileQueue`: a connection between two components (seed 001).
+"""`FlowFileQueue`: a connection between two components, as NiFi's connection queue.
 
 What it does: prioritized polling (FIFO by default), back-pressure by object count and
 data size, penalization (a penalized FlowFile is skipped until its penalty expires),

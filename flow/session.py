@@ -1,4 +1,4 @@
-"""`ProcessSession`: the unit of work of a processor (seed 001, seed 004).
+"""`ProcessSession`: the unit of work of a processor, as in NiFi's ProcessSession.
 
 A processor gets FlowFiles from its incoming queues, creates, clones, reads, writes and
 routes them, and commits. Until the commit nothing is visible: FlowFiles polled stay
@@ -18,6 +18,12 @@ repository's recovery destroys; after 2 the WAL is the truth and memory is rebui
 
 Provenance events carry the attributes as they are at commit; SEND keeps the
 attributes as they were when sent.
+
+Copy-on-write: a FlowFile is immutable. Every call that changes one (attributes,
+content, penalty) returns its new version, and the session accepts only the latest
+version of each FlowFile it holds; content is never written in place, a write puts
+the new bytes in a new claim and the old claim keeps its bytes for whoever else
+references it.
 
 Not thread-safe: a session belongs to one task.
 """
@@ -75,7 +81,10 @@ class Transaction:
 
 
 class _ContentOutput(io.RawIOBase):
-    """The stream `session.write(flowfile)` returns; `flowfile` is the new version."""
+    """The stream `session.write(flowfile)` returns, a context manager. Leaving the
+    `with` block normally closes the new claim (not synced: the commit syncs) and sets
+    `flowfile` to the new version; leaving it with an exception aborts the claim and
+    leaves the FlowFile as it was."""
 
     def __init__(self, session: "ProcessSession", flowfile: FlowFile):
         super().__init__()
@@ -89,6 +98,7 @@ class _ContentOutput(io.RawIOBase):
         return True
 
     def write(self, data) -> int:
+        """Append `data` to the new content; returns how many bytes were taken."""
         written = self._writer.write(data)
         self._size += len(data)
         return written if written is not None else len(data)
@@ -105,6 +115,16 @@ class _ContentOutput(io.RawIOBase):
 
 
 class ProcessSession:
+    """One processor task's unit of work (see the module docstring).
+
+    The engine builds it: `committer` carries out the commit (durable or held),
+    `content` is the content repository, `shard` the queues' owner (polling, state),
+    `incoming` the queues the processor reads, `outgoing` its relationships' queues,
+    `auto_terminated` the relationships that drop what is sent to them, `penalty_ms`
+    how long `penalize` holds a FlowFile back. Every method raises `SessionError` once
+    the session is committed or rolled back, and for a FlowFile that is not the latest
+    version this session holds."""
+
     def __init__(
         self,
         *,
@@ -138,11 +158,20 @@ class ProcessSession:
     # -- getting FlowFiles --------------------------------------------------------
 
     def get(self) -> FlowFile | None:
+        """The next FlowFile of the incoming queues, or None when none is available (all
+        empty, penalized, or polled by other sessions). See `get_batch`."""
         batch = self.get_batch(1)
         return batch[0] if batch else None
 
     def get_batch(self, max_count: int) -> list[FlowFile]:
-        """Up to `max_count` FlowFiles from the incoming queues (round-robin between them)."""
+        """Up to `max_count` FlowFiles from the incoming queues, in each queue's priority
+        order, starting with the next queue at each call (round-robin between them).
+
+        What it returns belongs to this session until commit or rollback: the FlowFiles
+        stay counted in their queue (unacknowledged, so back-pressure sees them) and
+        leave it only when the commit is durable; a rollback puts them back in their
+        place. Expired FlowFiles found on the way are not returned: they are dropped
+        with an EXPIRE event at commit. May return fewer, or none."""
         self._check_open()
         result: list[FlowFile] = []
         queues = self._incoming
@@ -163,13 +192,22 @@ class ProcessSession:
         return result
 
     def queued(self) -> int:
+        """How many FlowFiles the incoming queues are responsible for: penalized, swapped
+        out and polled by uncommitted sessions (this one included) counted."""
         return sum(queue.count for queue in self._incoming)
 
     # -- creating -----------------------------------------------------------------
 
     def create(self, parents: FlowFile | Iterable[FlowFile] | None = None,
                attributes: dict[str, str] | None = None) -> FlowFile:
-        """A new FlowFile; with parents it inherits their common attributes (FORK/JOIN)."""
+        """A new FlowFile, with no content, owned by this session until it is transferred
+        or removed (a commit refuses one that is neither).
+
+        Without parents it gets `attributes` and a CREATE event at commit (none if a
+        RECEIVE is reported for it). With parents (one FlowFile or several, all held by
+        this session) it inherits the attributes they have in common but `filename`,
+        then `attributes`, and the earliest lineage start; the commit records a FORK
+        event for a single parent, a JOIN for several."""
         self._check_open()
         now = self._clock_ms()
         if parents is None:
@@ -192,7 +230,10 @@ class ProcessSession:
         return flowfile
 
     def clone(self, flowfile: FlowFile, offset: int = 0, size: int | None = None) -> FlowFile:
-        """A new FlowFile with the same attributes and (a slice of) the same content."""
+        """A new FlowFile with the same attributes and the same content claim, or the
+        slice of it from `offset`, `size` bytes long: no byte is copied, and the claim
+        gets one more claimant when the commit puts the clone in a queue. The commit
+        records a CLONE event on `flowfile`."""
         self._entry_of(flowfile)
         claim = flowfile.content_claim
         if claim is not None and (offset or (size is not None and size != claim.length)):
@@ -208,6 +249,9 @@ class ProcessSession:
     # -- attributes ---------------------------------------------------------------
 
     def put_attribute(self, flowfile: FlowFile, key: str, value: str) -> FlowFile:
+        """The new version of `flowfile` with `key` set to `str(value)` (copy-on-write:
+        `flowfile` itself is unchanged; use the returned version from now on). `uuid`
+        cannot be set: `flowfile` comes back as it is."""
         if key == "uuid":
             return flowfile
         attributes = dict(flowfile.attributes)
@@ -215,11 +259,15 @@ class ProcessSession:
         return self._replace(flowfile, flowfile._replace(attributes=attributes))
 
     def put_all_attributes(self, flowfile: FlowFile, values: dict[str, str]) -> FlowFile:
+        """The new version of `flowfile` with every one of `values` set (as text; `uuid`
+        skipped). Copy-on-write, as `put_attribute`."""
         attributes = dict(flowfile.attributes)
         attributes.update((k, str(v)) for k, v in values.items() if k != "uuid")
         return self._replace(flowfile, flowfile._replace(attributes=attributes))
 
     def remove_attribute(self, flowfile: FlowFile, key: str) -> FlowFile:
+        """The new version of `flowfile` without `key` (the same version if it has no
+        such attribute). Copy-on-write, as `put_attribute`."""
         if key not in flowfile.attributes:
             return self._replace(flowfile, flowfile)
         attributes = dict(flowfile.attributes)
@@ -229,22 +277,31 @@ class ProcessSession:
     # -- content ------------------------------------------------------------------
 
     def read(self, flowfile: FlowFile):
-        """A binary stream of the FlowFile's content (close it, or use `with`)."""
+        """A binary stream of the FlowFile's content, empty when it has none (close it, or
+        use `with`). Reading changes nothing. Raises what the content repository raises
+        when the bytes cannot be read (`ContentUnavailable`, a truncated claim)."""
         self._entry_of(flowfile)
         if flowfile.content_claim is None:
             return io.BytesIO(b"")
         return self._content.open_read(flowfile.content_claim)
 
     def read_bytes(self, flowfile: FlowFile) -> bytes:
+        """The whole content of `flowfile` in memory (see `read`)."""
         with self.read(flowfile) as stream:
             return stream.read()
 
     def write(self, flowfile: FlowFile) -> _ContentOutput:
-        """`with session.write(ff) as out: out.write(...)`, then `out.flowfile`."""
+        """A stream for new content of `flowfile`:
+        `with session.write(ff) as out: out.write(...)`, then `out.flowfile` is the new
+        version. Copy-on-write: the bytes go to a new claim; the old content is not
+        touched, and its claim loses this FlowFile as a claimant only at commit. The new
+        claim is synced by the commit (one group sync per commit, before the WAL)."""
         self._entry_of(flowfile)
         return _ContentOutput(self, flowfile)
 
     def write_bytes(self, flowfile: FlowFile, data: bytes) -> FlowFile:
+        """The new version of `flowfile` whose content is `data` (copy-on-write, as
+        `write`). If the write fails, the new claim is aborted and the error raised."""
         self._entry_of(flowfile)
         writer = self._content.write()
         try:
@@ -255,13 +312,17 @@ class ProcessSession:
         return self._replace_content(flowfile, writer.close(sync=False), len(data))
 
     def import_from(self, flowfile: FlowFile, stream, chunk_size: int = 1 << 20) -> FlowFile:
+        """The new version of `flowfile` whose content is what `stream` yields until its
+        end, copied `chunk_size` bytes at a time (copy-on-write, as `write`)."""
         with self.write(flowfile) as out:
             while chunk := stream.read(chunk_size):
                 out.write(chunk)
         return out.flowfile
 
     def transform(self, flowfile: FlowFile, function: Callable) -> FlowFile:
-        """Stream the content through `function(input, output)` into a new claim."""
+        """The new version of `flowfile` whose content is what `function(input, output)`
+        writes to `output` while reading the old content from `input`, streamed, never
+        whole in memory (copy-on-write, as `write`)."""
         with self.read(flowfile) as source, self.write(flowfile) as out:
             function(source, out)
         return out.flowfile
@@ -275,6 +336,12 @@ class ProcessSession:
     # -- routing ------------------------------------------------------------------
 
     def transfer(self, flowfile: FlowFile, relationship: str | None = None) -> None:
+        """Route `flowfile` to `relationship` at commit: into every queue connected to it
+        (each beyond the first gets a copy of its own, with a CLONE event), or dropped
+        with a DROP event when the relationship is auto-terminated. Without a
+        relationship, it goes back to the queue it was polled from. The last call for a
+        FlowFile wins. Raises `UnknownRelationship` for a relationship neither connected
+        nor auto-terminated, `SessionError` for a FlowFile created here and sent back."""
         entry = self._entry_of(flowfile)
         if relationship is None:
             if entry.source is None:
@@ -288,52 +355,74 @@ class ProcessSession:
         entry.relationship = relationship
 
     def remove(self, flowfile: FlowFile) -> None:
+        """Drop `flowfile` at commit: one polled from a queue leaves it with a DROP event,
+        its content losing a claimant. No later call may use it."""
         entry = self._entry_of(flowfile)
         entry.removed = True
         entry.relationship = None
 
     def penalize(self, flowfile: FlowFile) -> FlowFile:
+        """The new version of `flowfile`, held back for the processor's penalty duration:
+        the queue it is transferred to does not hand it out before then."""
         until = self._clock_ms() + self._penalty_ms
         return self._replace(flowfile, flowfile._replace(penalty_expiration=until))
 
     # -- provenance reporting -----------------------------------------------------
 
     def send(self, flowfile: FlowFile, transit_uri: str, details: str | None = None) -> None:
+        """Report that `flowfile` was sent to `transit_uri`: a SEND event at commit, with
+        the attributes it has now (what was sent), not those it has at commit."""
         entry = self._entry_of(flowfile)
         # SEND keeps the attributes as they were when sent: they may have been sent too.
         entry.events.append((EventType.SEND, {"transit_uri": transit_uri, "details": details},
                              dict(flowfile.attributes)))
 
     def receive(self, flowfile: FlowFile, transit_uri: str, details: str | None = None) -> None:
+        """Report that `flowfile`'s data came from `transit_uri`: a RECEIVE event at commit
+        (instead of the CREATE of a FlowFile created in this session)."""
         entry = self._entry_of(flowfile)
         entry.events.append((EventType.RECEIVE, {"transit_uri": transit_uri, "details": details}, None))
 
     def route(self, flowfile: FlowFile, relationship: str, details: str | None = None) -> None:
+        """Report a routing decision: a ROUTE event at commit naming `relationship`. It
+        does not route the FlowFile (`transfer` does)."""
         entry = self._entry_of(flowfile)
         entry.events.append((EventType.ROUTE, {"relationship": relationship, "details": details}, None))
 
     # -- processor state ----------------------------------------------------------
 
     def get_state(self) -> dict[str, str]:
+        """A copy of the processor's state as this session sees it: what `set_state` set
+        in it, or else the last committed state."""
         if self._state is not None:
             return dict(self._state)
         return self._shard.get_state(self.component_id)
 
     def set_state(self, state: dict[str, str]) -> None:
-        """Replace the processor's state; durable in the same transaction as the session."""
+        """Replace the processor's whole state (keys and values as text). It is written in
+        the session's WAL transaction, so it is durable exactly when the FlowFiles are,
+        and other sessions see it only after the commit."""
         self._state = {str(k): str(v) for k, v in state.items()}
 
     # -- commit and rollback ------------------------------------------------------
 
     def commit(self) -> None:
+        """Commit, in the order of the module docstring; the session is closed after.
+        Raises `FlowFileNotTransferred` (a FlowFile neither transferred nor removed) or
+        `CommitError` (the committer failed: storage, a refusing commit gate), with the
+        session rolled back either way."""
         self.commit_async(None)
 
     def commit_async(self, on_success: Callable[[], None] | None = None,
                      on_failure: Callable[[BaseException], None] | None = None) -> None:
         """Commit; `on_success` runs when the commit is complete - at once in the
-        traditional engine, when the whole flow succeeded in the stateless engine.
+        traditional engine, as its last step after the WAL and provenance; when the
+        whole flow succeeded in the stateless engine. An acknowledging source
+        acknowledges there, never before: delivery is at-least-once.
         On failure the session is rolled back and `on_failure(error)` is called; the
-        error is raised too when there is no `on_failure`."""
+        error is raised too when there is no `on_failure`. An exception that is not a
+        `CommitError` from the committer (a test's simulated crash past the WAL) leaves
+        the session closed without a rollback: the WAL may hold the commit."""
         self._check_open()
         try:
             transaction = self._build_transaction()
@@ -359,6 +448,9 @@ class ProcessSession:
         self._done = True
 
     def rollback(self, penalize: bool = False) -> None:
+        """Undo the session: polled FlowFiles go back to their place in their queues
+        (penalized, if asked), content written here is released, nothing reaches the
+        WAL or provenance, and no callback runs. A no-op on a closed session."""
         if self._done:
             return
         self._done = True
@@ -391,10 +483,13 @@ class ProcessSession:
 
     @property
     def is_closed(self) -> bool:
+        """Committed or rolled back: no method but `rollback` (a no-op) may be called."""
         return self._done
 
     @property
     def touched(self) -> bool:
+        """The session holds a FlowFile or a state change, so its commit would do
+        something (the engine rolls back an untouched one and backs the processor off)."""
         return bool(self._entries) or self._state is not None
 
     # -- internals ----------------------------------------------------------------

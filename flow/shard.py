@@ -1,9 +1,10 @@
 """`QueueShard`: a set of queues, the WAL that makes them durable, and their swap store.
 
-This is the unit the cluster moves between nodes (design: "Cluster, failover and
-fencing"): each shard has its own WAL and epoch, and its swap files live beside it. A
-standalone node runs one shard on local disk; a clustered node runs one shard of its
-own on HDFS and adopts the shards of dead nodes. Nothing here is global.
+This is the unit the cluster moves between nodes when one dies (a survivor fences the
+dead node and adopts its shards): each shard has its own WAL and epoch, and its swap
+files live beside it. A standalone node runs one shard on local disk; a clustered node
+runs one shard of its own on HDFS and adopts the shards of dead nodes. Nothing here is
+global.
 
 A shard with `wal=None` is in memory only (the stateless engine): no swap store, no
 durability, the same queues and sessions.
@@ -242,7 +243,7 @@ def open_shard(storage, directory: str, shard_id: str, queues: Iterable[FlowFile
     """A durable shard in `directory` of any storage backend: `wal/` and `swap/` under it.
 
     The caller calls `recover()` next. On HDFS the same layout serves a shard that a
-    survivor adopts (issue 7): a new `QueueShard` over the fenced directory, with a
+    survivor adopts after fencing the dead owner: a new `QueueShard` over the fenced directory, with a
     higher epoch."""
     from repositories.flowfile import WriteAheadLog
     from repositories.storage import join

@@ -1,6 +1,7 @@
-"""The stateless engine (seed 004): a whole flow as one transaction, in memory.
+"""The stateless engine, after NiFi's stateless execution design: a whole flow as one
+transaction, in memory.
 
-    flow = StatelessFlow(load_flow("sub.yaml"))
+    flow = StatelessFlow(load_flow("sub.yaml"))         # flow.loading.load_flow
     result = flow.trigger([({"filename": "a"}, b"data")])   # into the input port(s)
     if result.success:
         result.outputs                  # [(port, attributes, content bytes)]
@@ -21,14 +22,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .commit import HeldCommitter
-from .definition import FlowDefinition
+from .definition import FlowDefinition, load_flow
+from .errors import FlowDefinitionError
+from .flowfile import FlowFile
 from .graph import FlowGraph, wall_clock_ms
 from .memory_content import InMemoryContentRepository
 from .processor import ProcessContext
+from .services import ServiceRegistry
 from .session import ProcessSession
 from .shard import QueueShard
 
@@ -55,18 +59,41 @@ class StatelessResult:
             callback()
 
 
+class StatelessFlowLoader:
+    """How an engine loads the stateless flows its processors embed (`ExecuteStateless`,
+    through `ProcessContext.load_stateless_flow`): parsed against the processor types of
+    the embedding flow, sharing its services and its clock."""
+
+    def __init__(self, registry: Mapping[str, type] | None, *, services: ServiceRegistry | None = None,
+                 clock_ms: Callable[[], int] = wall_clock_ms):
+        self.registry = registry
+        self.services = services
+        self.clock_ms = clock_ms
+
+    def __call__(self, path: str) -> StatelessFlow:
+        if self.registry is None:
+            raise FlowDefinitionError("cannot load an embedded flow: the embedding flow was not parsed against a "
+                                      "processor registry (build it with flow.definition.parse_flow)", source=path)
+        return StatelessFlow(load_flow(path, registry=self.registry), services=self.services, clock_ms=self.clock_ms)
+
+
 class StatelessFlow:
-    def __init__(self, definition: FlowDefinition, *, clock_ms: Callable[[], int] = wall_clock_ms):
+    """A flow definition run by the stateless engine (see the module docstring).
+    `services` are the node's shared services, given to every processor's context."""
+
+    def __init__(self, definition: FlowDefinition, *, clock_ms: Callable[[], int] = wall_clock_ms,
+                 services: ServiceRegistry | None = None):
         self.definition = definition
         self._clock_ms = clock_ms
         self.graph = FlowGraph(definition, clock_ms=clock_ms, in_memory=True)
         self._order = self.graph.upstream_order()
         self._contexts = {}
+        flows = StatelessFlowLoader(definition.registry, services=services, clock_ms=clock_ms)
         for pid in self._order:
             processor_definition = definition.processors[pid]
             self._contexts[pid] = ProcessContext(pid, processor_definition.properties, processor_definition.dynamic,
                                                  stateless=True, has_incoming=bool(self.graph.incoming[pid]),
-                                                 clock_ms=clock_ms)
+                                                 clock_ms=clock_ms, services=services, stateless_flows=flows)
         self._scheduled = False
         # Processor state lives across triggers and changes only when a trigger succeeds.
         self._states: dict[str, dict[str, str]] = {}
@@ -132,8 +159,6 @@ class StatelessFlow:
             raise ValueError(f"flow {self.definition.name!r} has no input port to feed")
         queues = [q for port in ports for q in self.graph.out_of_port[port]]
         now = self._clock_ms()
-        from .flowfile import FlowFile
-
         arrivals = []
         for attributes, data in inputs:
             flowfile = FlowFile.new(now, attributes)

@@ -6,8 +6,8 @@ swapped FlowFiles are not overtaken), and swap files on storage. The shard asks
 `plan_swap` after every change and carries out the answer; I/O never happens under
 the queue's lock.
 
-Seed 001: past the threshold, the lowest-priority FlowFiles go to a swap file in
-batches of 10,000; a swap file comes back when there is room for it in memory.
+As in NiFi's FlowFile repository design: past the threshold, the lowest-priority
+FlowFiles go to a swap file in batches of 10,000; a swap file comes back when there is room for it in memory.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def docker_engine(request, services_workdir):
 
 @pytest.fixture(scope="session")
 def spark_local():
-    from cluster.services.spark import local_session
+    from flow.spark_session import local_session
 
     try:
         spark = local_session("custody-tests")

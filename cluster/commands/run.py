@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from flow.definition import load_flow
+    from flow.loading import load_flow
     from flow.errors import FlowError
 
     from ..node.standalone import NodeError, NodeSettings, StandaloneNode

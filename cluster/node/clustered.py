@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 
-from flow.definition import load_flow
+from flow.loading import load_flow
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 
 from ..clients import ClientFactory
@@ -32,6 +32,7 @@ from .config import NodeConfig
 from .content import open_node_content
 from .control import NodeControl
 from .flow_runtime import FlowRuntime
+from .shared_services import node_services
 from .lifecycle import log_events, run_incarnations
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class ClusteredNode:
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self.wal_hooks = wal_hooks
         self.provenance = None
+        self.services = None
         self.content = None
         self.member: ClusterMember | None = None
         self._stop = threading.Event()
@@ -61,10 +63,12 @@ class ClusteredNode:
         os.makedirs(self.config.directory, exist_ok=True)
         self.provenance = ProvenanceRepository(ProvenanceConfig(
             containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0)))
+        self.services = node_services(self.config.name)
         try:
             return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
                                     on_end=self._incarnation_ended)
         finally:
+            self.services.close()
             self.provenance.close()
 
     def _make_member(self) -> ClusterMember:
@@ -90,7 +94,7 @@ class ClusteredNode:
                                                  self.config.content_directory)
             content = self.content
         return FlowRuntime(handle, self.definition, content, self.provenance, threads=self.config.threads,
-                           incarnation=member.incarnation.id, events=self.events)
+                           incarnation=member.incarnation.id, events=self.events, services=self.services)
 
     def _incarnation_ended(self, member) -> None:
         with self._lock:

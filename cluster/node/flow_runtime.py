@@ -8,9 +8,10 @@ repository (`content`) and provenance repository are shared by all of them.
 * A home shard runs the whole flow. An adopted shard runs it without its sources
   (processors with no incoming connection): it drains what its dead owner left,
   takes no new input, and is retired when empty.
-* Every commit asks the node's session guard first (`handle.gate.check()`, from the
-  committer's `before_wal` seam): with the session SUSPENDED, expired, or the
-  runtime aborted or stopped, the commit fails and its session rolls back.
+* The runtime is the engine's commit gate (`flow.commit.CommitGate`): every commit
+  asks the node's session guard (`handle.gate.check()`, in `admit`, before the
+  content sync and again before the WAL write): with the session SUSPENDED, expired,
+  or the runtime aborted or stopped, the commit fails and its session rolls back.
 * A commit that failed in the WAL is a "rejected write" (an event, for the first of
   a run of failures). ZooKeeper then says what it was
   (`handle.verify_ownership()`): this node lost the shard (a fenced zombie), and the
@@ -46,10 +47,11 @@ log = logging.getLogger(__name__)
 
 class FlowRuntime:
     def __init__(self, handle, definition, content, provenance, *, threads: int = 4, incarnation: str = "",
-                 events=None):
+                 events=None, services=None):
         self.handle, self.definition = handle, definition
         self.content, self.provenance = content, provenance
         self.threads, self.incarnation = threads, incarnation
+        self.services = services
         self.events = events or (lambda kind, **fields: None)
         self.graph = self.shard = self.engine = None
         self.recovery: dict = {}
@@ -72,7 +74,8 @@ class FlowRuntime:
         report = self.shard.recover()
         replayed = reconcile(report.outbox, self.provenance, foreign=not handle.home) if report.outbox else 0
         self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance, threads=self.threads,
-                                        commit_hooks=self, run_sources=handle.home)
+                                        commit_gate=self, run_sources=handle.home,
+                                        services=self.services)
         self.recovery = {"flowfiles": report.flowfiles, "swap_files": report.swap_files,
                          "swapped_flowfiles": report.swapped_flowfiles, "provenance_replayed": replayed,
                          "orphaned_swap_files": len(report.orphaned_swap_files)}
@@ -127,14 +130,11 @@ class FlowRuntime:
         return {"shard": self.handle.shard, "epoch": self.handle.epoch, "home": self.handle.home,
                 "recovery": self.recovery, **(self.engine.status() if self.engine is not None else {})}
 
-    # -- commit seams (flow.commit.CommitHooks) ----------------------------------------
-    def before_content_sync(self, component_id: str) -> None:
+    # -- the commit gate (flow.commit.CommitGate) ---------------------------------------
+    def admit(self, component_id: str) -> None:
         self._check_gate()
 
-    def before_wal(self, component_id: str) -> None:
-        self._check_gate()
-
-    def after_wal(self, component_id: str) -> None:
+    def committed(self, component_id: str) -> None:
         with self._lock:
             recovering, self._rejecting = self._rejecting, False
         if recovering:  # the committer logs it
@@ -144,9 +144,7 @@ class FlowRuntime:
             self.events("first-output", shard=self.handle.shard, epoch=self.handle.epoch, home=self.handle.home,
                         component=component_id, step=self.handle.step)
 
-    def before_provenance(self, component_id: str) -> None: ...
-
-    def commit_failed(self, component_id: str, error: BaseException) -> None:
+    def failed(self, component_id: str, error: BaseException) -> None:
         if isinstance(error, ClusterError) or self._stopped.is_set():
             return  # the gate refused it: nothing reached the WAL
         message = f"{type(error).__name__}: {error}".splitlines()[0][:300]

@@ -29,7 +29,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from flow.definition import FlowDefinition, load_flow
+from flow.definition import FlowDefinition
+from flow.loading import load_flow
 from flow.engine import TraditionalEngine
 from flow.graph import FlowGraph
 from flow.provenance_outbox import reconcile
@@ -40,6 +41,7 @@ from repositories.storage import LocalStorage
 
 from ..errors import ClusterError
 from .control import NodeControl, OffloadRefused
+from .shared_services import node_services
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ class StandaloneNode:
         self._lock_file = None
         self._stop_maintenance = threading.Event()
         self._maintenance: threading.Thread | None = None
-        self.shard = self.content = self.provenance = self.engine = self.graph = None
+        self.shard = self.content = self.provenance = self.engine = self.graph = self.services = None
         self.recovery: dict = {}
         self.started = False
 
@@ -150,8 +152,10 @@ class StandaloneNode:
             rollover=RolloverPolicy(
                 max_age_s=settings.provenance_rollover_s)))
         replayed = reconcile(shard_report.outbox, self.provenance)
+        self.services = node_services("standalone")
         self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance,
-                                        threads=settings.threads, outbox=settings.provenance_outbox)
+                                        threads=settings.threads, outbox=settings.provenance_outbox,
+                                        services=self.services)
         self.recovery = {
             "flowfiles": shard_report.flowfiles, "swap_files": shard_report.swap_files,
             "swapped_flowfiles": shard_report.swapped_flowfiles,
@@ -196,14 +200,16 @@ class StandaloneNode:
             log.info("node stopped cleanly")
 
     def _close_quietly(self) -> None:
-        for name, close in (("WAL", lambda: self.shard.wal.close()), ("provenance", lambda: self.provenance.close()),
-                            ("content", self._close_content)):
+        for what, close in (("the WAL", lambda: self.shard.wal.close()),
+                            ("the provenance repository", lambda: self.provenance.close()),
+                            ("the content repository", self._close_content),
+                            ("the shared services", lambda: self.services.close())):
             try:
                 close()
             except AttributeError:
                 pass  # never opened
             except Exception:  # noqa: BLE001
-                log.exception("closing the %s repository failed", name)
+                log.exception("closing %s failed", what)
 
     def _close_content(self) -> None:
         # Retire every resource first (nothing writes any more), so that the collect

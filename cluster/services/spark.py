@@ -1,5 +1,6 @@
-"""Spark for tests and the node: an embedded `local[*]` session, and a standalone
-master and worker started from the pyspark wheel's own `bin/spark-class`.
+"""Spark for tests: a standalone master and worker started from the pyspark wheel's
+own `bin/spark-class`, and sessions against them. The node's own SparkSession (an
+embedded `local[*]` one by default) is built by the product, `flow.spark_session`.
 
 The standalone daemons bind to 127.0.0.1 on harness-chosen ports, keep small heaps,
 and do their scratch work under the work directory. Python code that runs on the
@@ -8,14 +9,13 @@ worker uses the interpreter of the process that submits it (PYSPARK_PYTHON).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
 import sys
-import threading
 import urllib.request
 from pathlib import Path
+
+from flow.spark_session import EMBEDDED_CONF, build_spark_session
 
 from .install import java_binary
 from .network import HOST, free_ports
@@ -43,55 +43,13 @@ def spark_environment(workdir: Path | None = None) -> dict[str, str]:
     return env
 
 
-def local_session(app_name: str = "custody", extra: dict[str, str] | None = None):
-    """An embedded `local[*]` SparkSession bound to loopback, with a small footprint."""
-    return session("local[*]", app_name, extra)
-
-
-_gateway_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _fork_safe_gateway_launch():
-    """pyspark starts its JVM with a Python `preexec_fn` (to ignore SIGINT). Python code
-    run between fork and exec can deadlock when other threads held a lock at fork time,
-    and a node always has some (hdfs-native's runtime, kazoo, the engine's pool): this
-    hung a test session for ten minutes. A new session gives the JVM the same shelter
-    from the terminal's Ctrl-C without running Python code in the child."""
-    import pyspark.java_gateway as java_gateway
-
-    def popen(*args, preexec_fn=None, **kwargs):
-        kwargs["start_new_session"] = True
-        return subprocess.Popen(*args, **kwargs)
-
-    with _gateway_lock:
-        java_gateway.Popen = popen
-        try:
-            yield
-        finally:
-            java_gateway.Popen = subprocess.Popen
-
-
 def session(master: str, app_name: str = "custody", extra: dict[str, str] | None = None):
+    """A SparkSession for `master` as the harness runs it: the product's builder
+    (`flow.spark_session`) with the environment of the harness's Spark, bound to
+    loopback with the embedded footprint whatever the master, then `extra`."""
     for key, value in spark_environment().items():
         os.environ.setdefault(key, value)
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.driver.host", HOST)
-        .config("spark.driver.bindAddress", HOST)
-        .config("spark.driver.memory", "512m")
-        .config("spark.executor.memory", "512m")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    for key, value in (extra or {}).items():
-        builder = builder.config(key, value)
-    with _fork_safe_gateway_launch():
-        return builder.getOrCreate()
+    return build_spark_session(master, {**EMBEDDED_CONF, **(extra or {})}, app_name=app_name)
 
 
 class SparkStandalone:

@@ -1,6 +1,13 @@
-"""The standard processors, by type name, and `register_processor` for others."""
+"""The standard processors: the one place they are listed.
+
+`flow.loading.standard_registry()` registers these and the processors that installed
+distributions declare as `custody.processors` entry points (see `flow.registry`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from ..processor import Processor
 from .attributes import LogAttribute, RouteOnAttribute, UpdateAttribute
@@ -11,19 +18,11 @@ from .merge import MergeContent
 from .stateless import ExecuteStateless
 from .text import ReplaceText, SplitText
 
-PROCESSOR_TYPES: dict[str, type[Processor]] = {
-    cls.type_name: cls
-    for cls in (GenerateFlowFile, ListFile, FetchFile, GetFile, ListenHTTP, UpdateAttribute, RouteOnAttribute,
-                SplitText, MergeContent, ReplaceText, LogAttribute, PutFile, ExecuteStateless)
-}
+STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
+    GenerateFlowFile, ListFile, FetchFile, GetFile, ListenHTTP, UpdateAttribute, RouteOnAttribute, SplitText,
+    MergeContent, ReplaceText, LogAttribute, PutFile, ExecuteStateless)
 
+# The standard processors by type name, read-only: a registry to extend is built, not patched.
+PROCESSOR_TYPES: Mapping[str, type[Processor]] = MappingProxyType({cls.type_name: cls for cls in STANDARD_PROCESSORS})
 
-def register_processor(cls: type[Processor]) -> type[Processor]:
-    """Make a processor type available to flow definitions (usable as a decorator)."""
-    if not cls.type_name:
-        raise ValueError(f"{cls.__name__} has no type_name")
-    PROCESSOR_TYPES[cls.type_name] = cls
-    return cls
-
-
-__all__ = ["PROCESSOR_TYPES", "register_processor"] + sorted(PROCESSOR_TYPES)
+__all__ = ["PROCESSOR_TYPES", "STANDARD_PROCESSORS"] + sorted(PROCESSOR_TYPES)

@@ -1,12 +1,14 @@
 """GetFile, ListFile + FetchFile, and PutFile: files on local disk.
 
-PutFile is idempotent by FlowFile identity (design: "Idempotent sinks"): it writes to
-a temporary name, syncs, then renames to a name derived from the FlowFile's uuid. A
-retry after a crash - the WAL never recorded the first attempt - renames the same
-bytes onto the same name, so the directory never holds a FlowFile twice.
+PutFile is idempotent by FlowFile identity, so that a sink never delivers a FlowFile
+twice when its session is retried: it writes to a temporary name, syncs, then renames
+to a name derived from the FlowFile's uuid. A retry after a crash - the WAL never
+recorded the first attempt - renames the same bytes onto the same name, so the
+directory never holds a FlowFile twice.
 
 Sources delete or move their input files only in `on_success`, after the session that
-holds the data is durable (seed 004: at-least-once, never at-most-once).
+holds the data is durable: a crash before that offers the files again, so delivery is
+at-least-once, never at-most-once.
 """
 
 from __future__ import annotations

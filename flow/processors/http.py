@@ -1,9 +1,10 @@
 """ListenHTTP: receives FlowFiles by HTTP POST, and answers only after the commit.
 
 The client gets 200 when the session that holds its data is durable (`on_success`),
-and 503 when the commit failed: the acknowledging-source pattern of seed 004, so a
-client that retries on anything but 200 gets at-least-once delivery. It binds
-127.0.0.1 unless told otherwise.
+and 503 when the commit failed: an acknowledging source, as NiFi's stateless execution
+design calls it (acknowledge only what is durable), so a client that retries on
+anything but 200 gets at-least-once delivery. It binds 127.0.0.1 unless told
+otherwise.
 """
 
 from __future__ import annotations

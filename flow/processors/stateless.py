@@ -1,10 +1,14 @@
-"""ExecuteStateless: runs a stateless sub-flow inside a traditional flow (seed 004).
+"""ExecuteStateless: runs a stateless sub-flow inside a traditional flow, as NiFi's
+stateless execution design embeds one.
 
 For each incoming FlowFile (or once per run when it has no input) the sub-flow is
 triggered as one transaction. Its outputs become FlowFiles on `output`; the input goes
 to `original`. The sub-flow's held `on_success` callbacks run only after this
 processor's own session is durable; on failure the input goes to `failure`
 (penalized) and no callback runs.
+
+The sub-flow comes from `context.load_stateless_flow`: the engine running this
+processor knows how to parse it (against the same processor types) and run it.
 """
 
 from __future__ import annotations
@@ -27,10 +31,7 @@ class ExecuteStateless(Processor):
         self._flow = None
 
     def on_scheduled(self, context: ProcessContext) -> None:
-        from ..definition import load_flow
-        from ..stateless import StatelessFlow
-
-        self._flow = StatelessFlow(load_flow(context["flow"]))
+        self._flow = context.load_stateless_flow(context["flow"])
 
     def on_stopped(self, context: ProcessContext) -> None:
         if self._flow is not None:

@@ -13,7 +13,7 @@ import pytest
 
 from cluster.drills.checker import check_node_repositories
 from cluster.node.standalone import NodeError, StandaloneNode
-from flow.definition import parse_flow
+from flow.loading import parse_flow
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 from cluster.drills.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
 from cluster.node.standalone import StandaloneNode
 from flow.commit import CommitHooks, DurableCommitter
-from flow.definition import parse_flow
+from flow.loading import parse_flow
 from flow.provenance_outbox import reconcile
 from flow.queue import FlowFileQueue
 from flow.session import ProcessSession
@@ -119,15 +119,9 @@ class SimulatedCrash(BaseException):
 
 class CrashAt(CommitHooks):
     def __init__(self, point):
-        self.point = point
-
-    def __getattribute__(self, name):
-        if name in ("before_content_sync", "before_wal", "after_wal", "before_provenance") and \
-                name == object.__getattribute__(self, "point"):
-            def crash(component_id):
-                raise SimulatedCrash(name)
-            return crash
-        return object.__getattribute__(self, name)
+        def crash(component_id):
+            raise SimulatedCrash(point)
+        super().__init__({point: crash})  # a misspelt point raises UnknownSeam
 
 
 def open_repositories(root, hooks=None):

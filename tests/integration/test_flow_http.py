@@ -7,7 +7,7 @@ import urllib.request
 
 from cluster.drills.checker import ids_in_directory
 from cluster.node.standalone import StandaloneNode
-from flow.definition import parse_flow
+from flow.loading import parse_flow
 
 
 def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):

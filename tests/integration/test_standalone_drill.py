@@ -27,7 +27,7 @@ import pytest
 
 from cluster.drills.checker import check_delivery, check_node_repositories, claimant_mismatches, ids_in_directory
 from cluster.node.standalone import StandaloneNode
-from flow.definition import load_flow
+from flow.loading import load_flow
 from repositories.claims import ContentClaim
 
 ROOT = Path(__file__).resolve().parents[2]

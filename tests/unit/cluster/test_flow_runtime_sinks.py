@@ -5,7 +5,7 @@ import os
 import textwrap
 
 from cluster.node.flow_runtime import _terminal_processors
-from flow.definition import load_flow
+from flow.loading import load_flow
 from flow.graph import FlowGraph
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")

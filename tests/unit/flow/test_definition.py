@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from flow.definition import load_flow, parse_flow
+from flow.loading import load_flow, parse_flow
 from flow.errors import FlowDefinitionError
 
 

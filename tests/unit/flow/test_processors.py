@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from flow.definition import parse_flow
+from flow.loading import parse_flow
 from flow.stateless import StatelessFlow
 
 
