@@ -1,15 +1,18 @@
-"""Named fault seams of the WAL.
+"""Named fault seams of the WAL (see `repositories.seams` for the convention).
 
-Tests (and failover drills) stop or break the log at exact crash points by passing a
-`WalHooks` subclass, or any object with some of these methods, as `hooks=`. Each seam
-is called with the path concerned; raising from it fails the operation at that point,
-and a test can block in it to freeze a writer there before a SIGKILL.
+Tests (and failover drills) stop or break the log at exact crash points by passing
+some of these seams as `hooks=`: keywords or a mapping (`WalHooks(before_sync=crash)`),
+a `WalHooks` subclass, or an object whose methods are all seams. Each seam is called
+with the path concerned; raising from it fails the operation at that point, and a
+test can block in it to freeze a writer there before a SIGKILL.
 """
 
 from __future__ import annotations
 
+from ..seams import FaultSeams
 
-class WalHooks:
+
+class WalHooks(FaultSeams):
     def before_journal_write(self, path: str) -> None:
         """Group commit is about to hand the pending transactions to the file."""
 
@@ -33,9 +36,3 @@ class WalHooks:
 
     def checkpoint_journal_reset(self, path: str) -> None:
         """One journal was recreated empty (header only)."""
-
-
-def call_hook(hooks, name: str, path: str) -> None:
-    method = getattr(hooks, name, None)
-    if method is not None:
-        method(path)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from . import format as fmt
 from .errors import CorruptJournalError, JournalPoisonedError, NotAWriteAheadLogError
-from .hooks import call_hook
+from .hooks import WalHooks
 
 
 class Cut(NamedTuple):
@@ -138,7 +138,7 @@ class Journal:
       * Order: `io_lock` before `append_lock`, never the reverse.
     """
 
-    def __init__(self, path: str, file, hooks=None):
+    def __init__(self, path: str, file, hooks: WalHooks):
         self.path = path
         self._file = file
         self._hooks = hooks
@@ -187,14 +187,14 @@ class Journal:
             data, self._pending = self._pending, bytearray()
             target = self._appended
         try:
-            call_hook(self._hooks, "before_journal_write", self.path)
+            self._hooks.before_journal_write(self.path)
             if data:
                 self._file.write(data)
             if sync:
-                call_hook(self._hooks, "before_sync", self.path)
+                self._hooks.before_sync(self.path)
                 self._file.sync()
                 self.syncs += 1
-                call_hook(self._hooks, "after_sync", self.path)
+                self._hooks.after_sync(self.path)
         except BaseException as error:
             # Part of `data` may be on disk: the file's tail is unknown, so no later
             # frame may follow it. Only a checkpoint (which rewrites the journal from

@@ -18,7 +18,7 @@ from .errors import (
     NotRecoveredError,
     WriteAheadLogClosedError,
 )
-from .hooks import WalHooks, call_hook
+from .hooks import WalHooks
 from .journal import Journal
 from .locks import SharedExclusiveLock
 from .recovery import CUT_DIRECTORY, RecoveryReport, journal_name, list_wal_files, read_state
@@ -77,7 +77,7 @@ class WriteAheadLog:
         self.checkpoint_interval = checkpoint_interval
         self._clock = clock
         self._wall_clock = wall_clock
-        self._hooks = hooks
+        self._hooks = WalHooks.coerce(hooks)
         self._relocate_swap = relocate_swap
         self._repository_lock = SharedExclusiveLock()
         self._journals: list[Journal] = []
@@ -376,18 +376,18 @@ class WriteAheadLog:
         self._txids = itertools.count(max_txid + 1)
         self._needs_checkpoint = "the last checkpoint failed; call checkpoint() again once storage works"
         try:
-            call_hook(self._hooks, "checkpoint_started", partial)
+            self._hooks.checkpoint_started(partial)
             with storage.create(partial, overwrite=True) as file:
                 write_snapshot(
                     file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
                     records=self._records, swap_files=self._swap_files,
                 )
-            call_hook(self._hooks, "checkpoint_partial_written", partial)
+            self._hooks.checkpoint_partial_written(partial)
             if storage.exists(snapshot):
                 storage.delete(snapshot)
-            call_hook(self._hooks, "checkpoint_snapshot_deleted", snapshot)
+            self._hooks.checkpoint_snapshot_deleted(snapshot)
             storage.rename(partial, snapshot)  # the storage layer syncs the directory
-            call_hook(self._hooks, "checkpoint_renamed", snapshot)
+            self._hooks.checkpoint_renamed(snapshot)
             for journal in self._journals:
                 try:
                     journal.close(sync=False)
@@ -402,7 +402,7 @@ class WriteAheadLog:
                 file.write(header)
                 file.sync()
                 journals.append(Journal(path, file, self._hooks))
-                call_hook(self._hooks, "checkpoint_journal_reset", path)
+                self._hooks.checkpoint_journal_reset(path)
             self._journals = journals
             for partition, path in (stale_journals or {}).items():
                 if partition >= self.partitions:

@@ -45,14 +45,13 @@ import pyarrow.compute as pc
 
 from . import event_file_format as eff
 from . import files
-from . import hooks as seams
 from . import journal_format as jf
 from .config import ProvenanceConfig
 from .errors import CorruptBlockError, EventNotFoundError, ProvenanceError, RepositoryClosedError
 from .event import ProvenanceEvent
 from .event_batch import SCHEMA, EventBatch, concat_sorted, to_events
 from .event_file import EventFile, EventFileInfo, write_event_file
-from .hooks import Hooks
+from .hooks import ProvenanceHooks
 from .index import ShardedIndex
 from .journal import JournalWriter, read_journal
 from .lineage import LineageGraph, compute_lineage
@@ -109,11 +108,11 @@ class _Generation:
 
 class ProvenanceRepository:
     def __init__(self, config: ProvenanceConfig, *, clock: Callable[[], float] = time.time,
-                 hooks: Hooks | None = None, read_only: bool = False,
+                 hooks: ProvenanceHooks | None = None, read_only: bool = False,
                  on_indexed: Callable[[EventFileInfo, float], None] | None = None):
         self.config = config
         self._clock = clock
-        self._hooks = hooks or Hooks()
+        self._hooks = ProvenanceHooks.coerce(hooks)
         self._read_only = read_only
         self._on_indexed = on_indexed
         self._lock = threading.Lock()
@@ -415,7 +414,7 @@ class ProvenanceRepository:
 
     def _merge(self, first_id: int, batches: list[pa.RecordBatch], journal_paths: list[str]) -> None:
         """Journals of one generation -> one event file; then delete the journals."""
-        self._hooks.fire(seams.MERGE_JOURNALS_READ, first_id=first_id)
+        self._hooks.merge_journals_read(first_id=first_id)
         started = time.perf_counter()
         table = concat_sorted(batches)
         if table.num_rows:
@@ -424,10 +423,10 @@ class ProvenanceRepository:
             info = write_event_file(
                 self._events_dir(container), first_id, table, block_bytes=self.config.block_bytes,
                 level=self.config.compression_level, threads=self.config.compression_threads,
-                before_commit=lambda path: self._hooks.fire(seams.MERGE_BEFORE_COMMIT, path=path))
+                before_commit=lambda path: self._hooks.merge_before_commit(path=path))
             self._add_entry(info.path, info)
             self.stage_seconds["merge"] += time.perf_counter() - started
-            self._hooks.fire(seams.MERGE_BEFORE_JOURNAL_DELETE, first_id=first_id)
+            self._hooks.merge_before_journal_delete(first_id=first_id)
         for path in journal_paths:
             files.delete(path)
         for directory in {os.path.dirname(p) for p in journal_paths}:
@@ -466,7 +465,7 @@ class ProvenanceRepository:
         if table.num_rows:
             self.index.index_table(
                 first_id, entry.last_id, entry.min_time_ms, entry.max_time_ms, table,
-                before_manifest=lambda: self._hooks.fire(seams.INDEX_BEFORE_MANIFEST, first_id=first_id),
+                before_manifest=lambda: self._hooks.index_before_manifest(first_id=first_id),
                 timings=self.stage_seconds)
         if self._on_indexed is not None:
             self._on_indexed(EventFileInfo(first_id, entry.last_id, table.num_rows, entry.min_time_ms,
