@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 # sync=False updates are handed to the file once this many bytes are pending.
 FLUSH_THRESHOLD = 1 << 20
+# The defaults of a `WriteAheadLog`, exported for the configurations that build one.
+DEFAULT_PARTITIONS = 4
+DEFAULT_CHECKPOINT_INTERVAL = 60.0  # seconds between automatic checkpoints
 
 
 class WriteAheadLog:
@@ -55,10 +58,10 @@ class WriteAheadLog:
         storage,
         directory: str,
         *,
-        partitions: int = 4,
+        partitions: int = DEFAULT_PARTITIONS,
         serde=None,
         epoch: int = 0,
-        checkpoint_interval: float | None = 120.0,
+        checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
         clock=time.monotonic,
         wall_clock=time.time,
         hooks: WalHooks | None = None,
