@@ -1,4 +1,5 @@
-"""ReplicatingContentRepository: N content repositories kept identical (seed 003).
+"""ReplicatingContentRepository: N content repositories kept identical (what NiFi's
+never-built proposal to replicate a node's repositories asked for).
 
 It wraps repositories, local first; it is not one. Every write, claimant change,
 sync and archive step goes to all of them:

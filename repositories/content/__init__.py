@@ -1,4 +1,4 @@
-"""The content repository (seed 001): where FlowFile content lives, as resource claims.
+"""The content repository (NiFi's design): where FlowFile content lives, as resource claims.
 
 * `format` - the on-storage layout, documented at its top.
 * `repository.ContentRepository` - claims, streaming writers and readers, claimant

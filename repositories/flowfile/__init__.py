@@ -1,4 +1,4 @@
-"""The FlowFile repository's write-ahead log (seed 000), on the storage protocol.
+"""The FlowFile repository's write-ahead log (NiFi's design), on the storage protocol.
 
 The same code runs on local disk (`repositories.storage.LocalStorage`) and on HDFS
 (`replication.hdfs_storage.HdfsStorage`). It is used like NiFi's standalone

@@ -29,7 +29,7 @@ class WalHooks(FaultSeams):
         """The `.partial` snapshot is complete and synced; `snapshot` is still the old one."""
 
     def checkpoint_snapshot_deleted(self, path: str) -> None:
-        """The old `snapshot` is gone and `.partial` is not renamed yet (restore case 4)."""
+        """The old `snapshot` is gone and `.partial` is not renamed yet (the partial-only restore case)."""
 
     def checkpoint_renamed(self, path: str) -> None:
         """The new `snapshot` is in place; the journals still hold the old transactions."""

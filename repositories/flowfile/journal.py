@@ -130,7 +130,7 @@ class Journal:
       * `append_lock` guards `_pending` (framed transactions not yet handed to the
         file) and `_appended` (how many frames were appended). It is held for the
         microseconds an append takes, and is what a writer claims, round-robin and
-        without blocking, to own the partition (seed 000, write step 3).
+        without blocking, to own the partition (as NiFi's writers claim partitions).
       * `io_lock` guards the WritableFile, `_durable` and `_poison`. The thread that
         holds it takes *every* pending frame, writes them and syncs once: that is the
         group commit. Committers queued behind it find their frame already durable

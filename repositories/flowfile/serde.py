@@ -2,8 +2,8 @@
 
 A SerDe has a `name` and the `version` it writes. Its name and version are stored at
 the head of every journal and snapshot, and every read passes the version the file
-was written with, so a file written by an older version still restores (seed 000,
-restore step 5). `FlowFileSerDe` is the default; another SerDe only has to provide
+was written with, so a file written by an older version still restores (as NiFi's
+SerDe versions do). `FlowFileSerDe` is the default; another SerDe only has to provide
 the same five members (see `SerDe`).
 
 `FlowFileSerDe` record layout, version 3 (current):

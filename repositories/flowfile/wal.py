@@ -1,4 +1,4 @@
-"""`WriteAheadLog`: seed 000's write-ahead log on the storage protocol, with group commit."""
+"""`WriteAheadLog`: NiFi's write-ahead log design on the storage protocol, with group commit."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ class WriteAheadLog:
       * `_repository_lock` (shared/exclusive): `update` holds it shared for its whole
         course; `recover`, `checkpoint` and `close` hold it exclusively, so no
         partition is written while the snapshot is taken or journals are reset
-        (seed 000: write step 2, checkpoint step 1, restore step 1).
+        (NiFi's write-ahead log holds the same lock around the same steps).
       * each `Journal` has its own `append_lock` (claimed round-robin without blocking
-        to own the partition while a frame is appended, seed 000 write step 3) and
+        to own the partition while a frame is appended, as NiFi's writers do) and
         `io_lock` (group commit: see `journal.Journal`).
       * `_records` and `_swap_files` are changed only by `update` (under the shared
         lock, one dict operation at a time) and by recovery/checkpoint (exclusive).
@@ -112,7 +112,7 @@ class WriteAheadLog:
         return self._swap_files
 
     def recover(self) -> dict:
-        """Restore the record map from the directory (seed 000, "Restoring") and make
+        """Restore the record map from the directory (NiFi's restore) and make
         the log writable. Returns a new dict {record id: FlowFileRecord}."""
         with self._repository_lock.exclusive():
             self._check_open()
@@ -131,7 +131,7 @@ class WriteAheadLog:
         this returns; concurrent callers share syncs. With sync=False it reaches the
         storage at the next sync of its partition, checkpoint or close."""
         if not self._restored:
-            raise NotRecoveredError("call recover() before update() (seed 000, write step 1)")
+            raise NotRecoveredError("call recover() before update(): the log restores before it accepts updates")
         updates = list(updates)
         if not updates:
             raise ValueError("a transaction needs at least one update")
@@ -160,8 +160,8 @@ class WriteAheadLog:
         return txid
 
     def checkpoint(self) -> int:
-        """Write a snapshot of the record map and reset every journal (seed 000,
-        "Checkpointing"). Returns the number of records written. Clears poisoned journals."""
+        """Write a snapshot of the record map and reset every journal (NiFi's
+        checkpoint). Returns the number of records written. Clears poisoned journals."""
         if not self._restored:
             raise NotRecoveredError("call recover() before checkpoint()")
         with self._repository_lock.exclusive():
@@ -253,7 +253,7 @@ class WriteAheadLog:
             if collecting:
                 gc.enable()
         report = state.report
-        # Seed 000, restore step 2.1: one named branch per crash case. Each runs only
+        # NiFi's four restore cases, one named branch each. Each runs only
         # after the snapshot it relies on was read completely, so a corrupt file
         # raised above with nothing deleted or renamed.
         case = report.case
@@ -274,7 +274,7 @@ class WriteAheadLog:
             report.checkpoint_reasons.append(f"journals {sorted(existing)} differ from partitions 0..{self.partitions - 1}")
         self.last_recovery = report
         if report.checkpoint_reasons:
-            # Seed 000 restore step 8: a journal with a cut tail cannot be appended to.
+            # A journal with a cut tail cannot be appended to: rewrite it by a checkpoint.
             log.info("WAL %s: checkpoint before new writes: %s", self.directory, "; ".join(report.checkpoint_reasons))
             try:
                 self._checkpoint_locked(stale_journals=files.journals)
@@ -369,7 +369,8 @@ class WriteAheadLog:
             )
 
     def _checkpoint_locked(self, stale_journals: dict | None = None) -> None:
-        """Seed 000 checkpoint steps 2-10. The caller holds the exclusive lock."""
+        """The checkpoint proper: partial snapshot, sync, rename, journals reset. The caller
+        holds the exclusive lock."""
         storage = self.storage
         partial = self._path(PARTIAL_NAME)
         snapshot = self._path(SNAPSHOT_NAME)

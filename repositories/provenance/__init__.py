@@ -1,4 +1,4 @@
-"""The provenance repository (seed 002): the chain of custody of every FlowFile.
+"""The provenance repository (NiFi's design): the chain of custody of every FlowFile.
 
 Events go to several journals per container, uncompressed and unindexed; a rollover
 merges them into one event file per generation, in id order, compressed in ~1 MB

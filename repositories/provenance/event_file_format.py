@@ -1,7 +1,7 @@
 """Byte layout of a provenance event file and of its table of contents.
 
 An event file holds the events of one rollover in id order, compressed in blocks of
-about 1 MB of uncompressed data (seed 002). Every block is framed and checksummed on
+about 1 MB of uncompressed data (NiFi's provenance repository design). Every block is framed and checksummed on
 its own, so reading one event decompresses at most one block, and damage to a block
 costs only that block's events.
 

@@ -1,7 +1,7 @@
 """Byte layout of a provenance journal file. Readers and writers use only this module.
 
 A journal holds events exactly as they were registered, uncompressed and unindexed
-(seed 002: no compression and no indexing on the write path). Several journals are
+(as in NiFi's provenance repository: no compression and no indexing on the write path). Several journals are
 written at once, one per (container, slot); a rollover merges all journals of one
 generation into an event file.
 

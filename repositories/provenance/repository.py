@@ -1,6 +1,6 @@
 """The provenance repository: journals, rollover, event files, index, queries, age-off.
 
-Write path (seed 002): `register_events` assigns ids, picks the next journal of the
+Write path (NiFi's provenance repository design): `register_events` assigns ids, picks the next journal of the
 current generation round-robin (containers x journals per container) and appends one
 uncompressed frame. No compression, no indexing. A rollover (by time or size, see
 `RolloverPolicy`) swaps in a new generation; the merge thread sorts the old
@@ -231,7 +231,7 @@ class ProvenanceRepository:
         with self._files_lock:
             return max((e.last_id for e in self._entries.values()), default=0)
 
-    # -- recovery (seed 002) ----------------------------------------------------------
+    # -- recovery -------------------------------------------------------------------
 
     def _journal_paths(self) -> dict[int, list[str]]:
         found: dict[int, list[str]] = {}

@@ -1,4 +1,4 @@
-"""Byte layout of a swap file: the FlowFiles a queue moved out of memory (seed 001).
+"""Byte layout of a swap file: the FlowFiles a queue moved out of memory.
 
 A swap file holds one batch (by default 10,000) of FlowFiles of one queue. It is
 written once, synced, and only then recorded in the FlowFile WAL (`SwapOut`); it is
