@@ -579,7 +579,7 @@ class ContentRepository:
         directories: dict[str, StorageError | None] = {}
         for resource, (end, error) in zip(targets, results):
             if error is None and end is not None:
-                directory = getattr(resource.file, "unsynced_directory", None)
+                directory = resource.file.unsynced_directory()
                 if directory is not None:
                     if directory not in directories:
                         try:
@@ -589,7 +589,7 @@ class ContentRepository:
                             directories[directory] = failure
                     error = directories[directory]
                     if error is None:
-                        resource.file.unsynced_directory = None
+                        resource.file.directory_synced()
                 if error is None:
                     with resource.io_lock:
                         resource.synced = max(resource.synced, end)
@@ -604,8 +604,7 @@ class ContentRepository:
             end = resource.length
             try:
                 resource.flush_pending()
-                data_only = getattr(resource.file, "sync_data", None)
-                (data_only or resource.file.sync)()
+                resource.file.sync_data()
             except StorageError as error:
                 return None, error
             return end, None
@@ -937,9 +936,7 @@ class ContentRepository:
                     resource.file.close()
                 except (StorageError, OSError):
                     pass
-            closer = getattr(self.io, "close", None)
-            if closer:
-                closer()
+            self.io.close()
             if self._sync_pool is not None:
                 self._sync_pool.shutdown(wait=True)
 
