@@ -135,31 +135,29 @@ class LocalResourceIO:
             fd = self._root_fds.setdefault(root, os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         return fd
 
-    def _unsafe(self, error: OSError, path: str) -> Exception:
+    def _open_file(self, root: str, resource: ResourceClaim, archived: bool, flags: int) -> int:
+        """An fd of the resource file, opened from its section (or archive) directory
+        with no symlink followed on the way. Raises OSError."""
+        directory = self._open_directory(root, resource.section, archived)
+        try:
+            return os.open(resource.id, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=directory)
+        finally:
+            os.close(directory)
+
+    def _unsafe(self, error: OSError, path: str, action: str = "open") -> Exception:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             return UnsafeContentPath(
                 f"refusing {path}: a path component is a symlink or not a directory; "
                 "a claim may never resolve outside its container", path=path
             )
-        return translate_os_error(error, path, "open")
+        return translate_os_error(error, path, action)
 
     def create(self, root: str, resource: ResourceClaim) -> LocalWritableFile:
         path = resource_path(root, resource)
         try:
-            directory = self._open_directory(root, resource.section, False)
+            fd = self._open_file(root, resource, False, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
         except OSError as error:
-            raise self._unsafe(error, path) from error
-        try:
-            fd = os.open(
-                resource.id,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC,
-                0o644,
-                dir_fd=directory,
-            )
-        except OSError as error:
-            raise translate_os_error(error, path, "create") from error
-        finally:
-            os.close(directory)
+            raise self._unsafe(error, path, "create") from error
         # Unbuffered: each claim's bytes go to the kernel when written (see the module
         # docstring); the repository batches small claims itself.
         return LocalWritableFile(path, fd, created=True, buffer_size=0)
@@ -167,11 +165,7 @@ class LocalResourceIO:
     def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
         path = archive_path(root, resource) if archived else resource_path(root, resource)
         try:
-            directory = self._open_directory(root, resource.section, archived)
-            try:
-                fd = os.open(resource.id, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
-            finally:
-                os.close(directory)
+            fd = self._open_file(root, resource, archived, os.O_RDONLY)
         except FileNotFoundError as error:
             raise StorageFileNotFound(f"{path} does not exist", path) from error
         except OSError as error:
@@ -223,11 +217,7 @@ class LocalResourceIO:
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
         path = resource_path(root, resource)
         try:
-            directory = self._open_directory(root, resource.section, False)
-            try:
-                fd = os.open(resource.id, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
-            finally:
-                os.close(directory)
+            fd = self._open_file(root, resource, False, os.O_WRONLY)
             try:
                 os.ftruncate(fd, length)
                 os.fsync(fd)
