@@ -17,7 +17,9 @@ Lock plan:
   * Each OpenResource's `io_lock` guards its file, `pending` and `synced`; it
     serialises a writer's appends with syncs and reads of that resource (an HDFS
     writer is not thread-safe). `length` and `completed` belong to the resource's
-    writer while `writing` is set.
+    writer while `writing` is set. Under `lock` alone, `sync` and `retire_locked`
+    read `length`, `synced` and `completed`: a stale value (they only grow) defers
+    a sync or a close to the next sync, never loses one.
   * Order: an `io_lock` before `lock`, never the reverse (a failed append retires its
     resource under `lock` while it holds `io_lock`).
   * Claimant counts (`ClaimantCounts`) and lost ranges (`syncing.LostRanges`) have
