@@ -1,9 +1,11 @@
-"""An in-memory content repository for the stateless engine (seed 004).
+"""An in-memory content repository for the stateless engine (NiFi's stateless engine keeps
+content in memory too).
 
-It offers the part of `repositories.content.ContentRepository` a session uses:
-`write()` (a writer with `write`, `close(sync=)`, `abort`), `open_read`, `read`,
-`increment`, `decrement`, `claimant_count`, `sync`. One resource per claim; a
-resource whose claimant count drops to zero is freed at once.
+It is a `repositories.content.ContentStore`: one resource per claim, and a resource
+whose claimant count drops to zero is freed at once, so `collect` and `age_off` find
+nothing to do. Nothing is durable and nothing is ever lost, so `sync` and
+`check_durable` do nothing. After a restart there is nothing to recover: `recover`
+reports every live claim as missing.
 
 Lock plan: `_lock` guards `_data` and `_counts`.
 """
@@ -13,41 +15,31 @@ from __future__ import annotations
 import io
 import itertools
 import threading
+from collections.abc import Iterable
 
 from repositories.claims import ContentClaim, ResourceClaim
+from repositories.content import ClaimWriter, CollectReport, ContentStore, RecoveryReport
 
 
-class _MemoryWriter:
+class _MemoryWriter(ClaimWriter):
     def __init__(self, repository: "InMemoryContentRepository"):
         self._repository = repository
         self._buffer = io.BytesIO()
+        self.claim: ContentClaim | None = None
 
     def write(self, data) -> int:
         return self._buffer.write(data)
 
-    def write_from(self, stream, chunk_size: int = 1 << 20) -> int:
-        total = 0
-        while chunk := stream.read(chunk_size):
-            total += self._buffer.write(chunk)
-        return total
-
     def close(self, *, sync: bool | None = None, retire: bool = False) -> ContentClaim:
-        return self._repository._store(self._buffer.getvalue())
+        if self.claim is None:
+            self.claim = self._repository._store(self._buffer.getvalue())
+        return self.claim
 
     def abort(self) -> None:
         self._buffer = io.BytesIO()
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, kind, value, traceback):
-        if kind is None:
-            self.claim = self.close()
-        else:
-            self.abort()
-
-
-class InMemoryContentRepository:
+class InMemoryContentRepository(ContentStore):
     def __init__(self, name: str = "memory"):
         self.name = name
         self._lock = threading.Lock()
@@ -74,9 +66,6 @@ class InMemoryContentRepository:
         end = claim.offset + claim.length if length is None else min(start + length, claim.offset + claim.length)
         return io.BytesIO(data[start:end])
 
-    def read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> bytes:
-        return self.open_read(claim, offset, length).read()
-
     def _resource(self, claim) -> ResourceClaim:
         return claim.resource if isinstance(claim, ContentClaim) else claim
 
@@ -100,11 +89,26 @@ class InMemoryContentRepository:
     def claimant_count(self, claim) -> int:
         return self._counts.get(self._resource(claim), 0)
 
-    def check_durable(self, claims) -> None:
+    def check_durable(self, claims: Iterable[ContentClaim]) -> None:
         """Nothing is ever lost in memory (nor durable)."""
 
-    def sync(self, **_ignored) -> None:
+    def sync(self, *, retire: bool | None = None) -> None:
         pass
+
+    def recover(self, live_claims: Iterable[ContentClaim]) -> RecoveryReport:
+        with self._lock:
+            held = set(self._data)
+        missing = {claim.resource for claim in live_claims} - held
+        return RecoveryReport(missing=sorted(missing, key=lambda resource: resource.relative_path))
+
+    def collect(self) -> CollectReport:
+        return CollectReport()  # a resource is freed when its count reaches zero
+
+    def age_off(self) -> list[ResourceClaim]:
+        return []  # nothing is archived
+
+    def close(self) -> None:
+        pass  # the bytes go with the repository
 
     def resident_bytes(self) -> int:
         with self._lock:

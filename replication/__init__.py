@@ -1,2 +1,14 @@
-"""What makes a node's stores outlive the node: HDFS storage, replicated content,
-the HDFS-backed FlowFile WAL, swap-file replication and lease-recovery fencing."""
+"""What makes a node's stores outlive the node: HDFS under the storage protocol, and
+content kept on more than one replica.
+
+* `hdfs_storage` - `HdfsStorage`, the storage protocol on HDFS through hdfs-native
+  (hsync, lease recovery, `create_parent=False`); the WAL and the swap store run on it
+  unchanged.
+* `deadline` - `DeadlineRunner`, which bounds each call into an HDFS writer, so that a
+  frozen pipeline fails a write instead of hanging it.
+* `hdfs_content` - the HDFS content repository (a `ContentRepository` over
+  `StorageResourceIO`) and a reader of another node's content.
+* `replicating_content` - `ReplicatingContentRepository`: every claim on local disk and
+  on HDFS, complete when every required replica holds it.
+* `content_fsck` - finds content replicas that disagree, and repairs them.
+"""

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from repositories.claims import ResourceClaim
-from repositories.content.repository import READ_CHUNK, ContentRepository
+from repositories.content.repository import ContentRepository
+from repositories.content.store import READ_CHUNK
 
 
 @dataclass

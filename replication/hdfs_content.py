@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterable
 
 from repositories.claims import ResourceClaim
 from repositories.content.archive import ArchivePolicy
-from repositories.content.repository import ContentRepository, ContentRepositoryConfig
+from repositories.content.config import ContentRepositoryConfig
+from repositories.content.repository import ContentRepository
 from repositories.content.resource_io import StorageResourceIO
 from repositories.storage.protocol import Storage, join
 

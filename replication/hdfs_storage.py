@@ -222,6 +222,15 @@ class HdfsWritableFile:
     def sync(self) -> None:
         self._call("hsync", self._writer.hsync)
 
+    def sync_data(self) -> None:
+        self.sync()  # hsync: HDFS has no separate sync of the data alone
+
+    def unsynced_directory(self) -> None:
+        return None  # the NameNode logged the create durably before it answered
+
+    def directory_synced(self) -> None:
+        pass
+
     def tell(self) -> int:
         return self._position
 

@@ -1,4 +1,5 @@
-"""ReplicatingContentRepository: N content repositories kept identical (seed 003).
+"""ReplicatingContentRepository: N content repositories kept identical (what NiFi's
+never-built proposal to replicate a node's repositories asked for).
 
 It wraps repositories, local first; it is not one. Every write, claimant change,
 sync and archive step goes to all of them:
@@ -34,19 +35,17 @@ from repositories.content.errors import (
     ContentTruncated,
     ContentUnavailable,
 )
-from repositories.content.repository import (
-    READ_CHUNK,
-    ClaimReader,
-    CollectReport,
-    ContentRepository,
-    ContentWriter,
-    RecoveryReport,
-)
+from repositories.content.collection import CollectReport
+from repositories.content.reading import ClaimReader
+from repositories.content.recovery import RecoveryReport
+from repositories.content.repository import ContentRepository
+from repositories.content.store import ClaimWriter, ContentStore
+from repositories.content.writing import ContentWriter
 
 log = logging.getLogger(__name__)
 
 
-class ReplicatedWriter:
+class ReplicatedWriter(ClaimWriter):
     """Writes one claim to every replica. Context manager; an exception aborts all."""
 
     def __init__(self, owner: "ReplicatingContentRepository", writers: list[ContentWriter | None]):
@@ -75,12 +74,6 @@ class ReplicatedWriter:
             except ContentRepositoryError as error:
                 self._replica_failed(index, error)
         return len(data)
-
-    def write_from(self, stream, chunk_size: int = READ_CHUNK) -> int:
-        total = 0
-        while chunk := stream.read(chunk_size):
-            total += self.write(chunk)
-        return total
 
     def _replica_failed(self, index: int, error: ContentRepositoryError) -> None:
         self._writers[index] = None
@@ -143,17 +136,10 @@ class ReplicatedWriter:
                 if writer is not None:
                     writer.abort()
 
-    def __enter__(self) -> "ReplicatedWriter":
-        return self
 
-    def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abort()
+class ReplicatingContentRepository(ContentStore):
+    """A `ContentStore` over replicas (see the module docstring)."""
 
-
-class ReplicatingContentRepository:
     def __init__(
         self,
         replicas: Sequence[ContentRepository],
@@ -199,15 +185,6 @@ class ReplicatingContentRepository:
                 self._degrade(index, leader.resource, error)
                 writers.append(None)
         return ReplicatedWriter(self, writers)
-
-    def write_bytes(self, data: bytes) -> ContentClaim:
-        writer = self.write()
-        try:
-            writer.write(data)
-        except BaseException:
-            writer.abort()
-            raise
-        return writer.close()
 
     def copy(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ContentClaim:
         with self.open_read(claim, offset, length) as source, self.write() as writer:
@@ -269,10 +246,6 @@ class ReplicatingContentRepository:
         raise kind(
             f"no replica holds {claim.resource.relative_path}@{claim.offset}+{claim.length}: "
             + "; ".join(errors), claim=claim)
-
-    def read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> bytes:
-        with self.open_read(claim, offset, length) as reader:
-            return reader.read()
 
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return any(repository.exists(claim) for repository in [*self.replicas, *self._fallbacks])

@@ -1,4 +1,4 @@
-"""Resource claims and content claims: where a FlowFile's bytes live (seed 001).
+"""Resource claims and content claims: where a FlowFile's bytes live (NiFi's content model).
 
 A `ResourceClaim` names one file in the content repository that holds the content of
 many FlowFiles, appended one after another. A `ContentClaim` is a slice of it. Both

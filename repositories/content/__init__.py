@@ -1,13 +1,19 @@
-"""The content repository (seed 001): where FlowFile content lives, as resource claims.
+"""The content repository (NiFi's design): where FlowFile content lives, as resource claims.
 
+* `store.ContentStore` - what the flow engine and the nodes ask of any content
+  repository; `store.ClaimWriter`, the writer of one claim.
 * `format` - the on-storage layout, documented at its top.
-* `repository.ContentRepository` - claims, streaming writers and readers, claimant
-  counts, archive and age-off, recovery; one class over a `ResourceIO`.
+* `repository.ContentRepository` - claims over one `ResourceIO`, composed of one object
+  per job: `writing`, `syncing`, `reading`, `recovery`, `collection`, `repair`, over
+  the shared bookkeeping of `resources` (whose docstring holds the lock plan).
+* `resource_io` - how resource files are touched: local directories, or any `Storage`.
 * `filesystem.open_filesystem_content_repository` - the local-disk repository.
 * `replication.hdfs_content` and `replication.replicating_content` build on it.
 """
 
 from .archive import ArchivePolicy, Usage
+from .collection import CollectReport
+from .config import ContentRepositoryConfig
 from .errors import (
     ContentNotFound,
     ContentRepositoryError,
@@ -21,19 +27,16 @@ from .errors import (
     UnsafeContentPath,
 )
 from .filesystem import open_filesystem_content_repository
-from .repository import (
-    ClaimReader,
-    CollectReport,
-    ContentRepository,
-    ContentRepositoryConfig,
-    ContentWriter,
-    RecoveryReport,
-    ResourceInfo,
-)
+from .reading import ClaimReader
+from .recovery import RecoveryReport, ResourceInfo
+from .repository import ContentRepository
+from .store import ClaimWriter, ContentStore
+from .writing import ContentWriter
 
 __all__ = [
     "ArchivePolicy",
     "ClaimReader",
+    "ClaimWriter",
     "CollectReport",
     "ContentNotFound",
     "ContentRepository",
@@ -41,6 +44,7 @@ __all__ = [
     "ContentRepositoryError",
     "ContentRepositoryFull",
     "ContentStorageFull",
+    "ContentStore",
     "ContentTruncated",
     "ContentUnavailable",
     "ContentWriteFailed",

@@ -7,6 +7,8 @@ written, roll back and retry later; nothing already completed was touched.
 
 from __future__ import annotations
 
+from repositories.storage import LeaseLost, StorageError, StorageFull, StorageUnavailable
+
 
 class ContentRepositoryError(Exception):
     """Root of every content repository failure. `claim` or `path` says where."""
@@ -60,3 +62,20 @@ class ReplicaDiverged(ContentRepositoryError):
 
 class RepositoryClosed(ContentRepositoryError):
     """The repository was closed; open a new one."""
+
+
+def translate_storage_error(error: StorageError, *, claim=None, path=None) -> ContentRepositoryError:
+    """The content error a session can act on, for a storage error met at `claim` or `path`."""
+    where = path or error.path
+    if isinstance(error, StorageFull):
+        return ContentStorageFull(
+            f"no space left writing content to {where}: the claim was abandoned, claims "
+            "written before it are intact; free space (or let the archive age off) and retry",
+            claim=claim, path=where)
+    if isinstance(error, StorageUnavailable):
+        return ContentUnavailable(
+            f"content storage unavailable at {where}: {error}; the claim was abandoned, "
+            "roll back and retry when it is back", claim=claim, path=where)
+    if isinstance(error, LeaseLost):
+        return ContentWriteFailed(f"lost the lease of {where}: {error}", claim=claim, path=where)
+    return ContentWriteFailed(f"content write failed at {where}: {error}", claim=claim, path=where)

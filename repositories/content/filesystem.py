@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from .archive import Usage
-from .repository import ContentRepository, ContentRepositoryConfig
+from .config import ContentRepositoryConfig
+from .repository import ContentRepository
 from .resource_io import LocalResourceIO
 
 

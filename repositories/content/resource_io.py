@@ -30,7 +30,7 @@ from typing import BinaryIO, Protocol
 from repositories.claims import SECTIONS_PER_CONTAINER, ResourceClaim
 from repositories.storage import StorageError, StorageFileNotFound, WritableFile
 from repositories.storage.leases import recover_leases
-from repositories.storage.local import fsync_directory, translate_os_error
+from repositories.storage.local import LocalWritableFile, fsync_directory, translate_os_error
 from repositories.storage.protocol import Storage, join
 
 from .archive import Usage
@@ -79,67 +79,16 @@ class ResourceIO(Protocol):
 
     def usage(self, root: str) -> Usage | None: ...
 
+    def close(self) -> None:
+        """Release what the IO holds open (directory descriptors); nothing on HDFS."""
+        ...
+
 
 def _numeric_sections(names) -> list[int]:
     return sorted(int(name) for name in names if name.isdigit() and int(name) < SECTIONS_PER_CONTAINER)
 
 
 # --------------------------------------------------------------------------- local
-
-
-class LocalResourceFile:
-    """An append-only resource file: every write goes to the kernel at once."""
-
-    def __init__(self, path: str, fd: int, directory: str):
-        self.path = path
-        self._fd = fd
-        self._position = 0
-        # The directory whose fsync makes this file's name durable; None once done.
-        # A batch sync (the repository's group commit) fsyncs each directory once.
-        self.unsynced_directory: str | None = directory
-        self._closed = False
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        view = memoryview(data)
-        try:
-            while view:
-                written = os.write(self._fd, view)
-                self._position += written
-                view = view[written:]
-        except OSError as error:
-            raise translate_os_error(error, self.path, "write") from error
-        return len(data)
-
-    def sync(self) -> None:
-        self.sync_data()
-        if self.unsynced_directory is not None:
-            # The first sync also makes the new name durable: a claim whose bytes
-            # survive a power cut in a file nobody can find would be no claim at all.
-            try:
-                fsync_directory(self.unsynced_directory)
-            except OSError as error:
-                raise translate_os_error(error, self.path, "sync") from error
-            self.unsynced_directory = None
-
-    def sync_data(self) -> None:
-        try:
-            os.fdatasync(self._fd)
-        except OSError as error:
-            raise translate_os_error(error, self.path, "sync") from error
-
-    def tell(self) -> int:
-        return self._position
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            os.close(self._fd)
-
-    def __enter__(self) -> "LocalResourceFile":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class LocalResourceIO:
@@ -186,41 +135,37 @@ class LocalResourceIO:
             fd = self._root_fds.setdefault(root, os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         return fd
 
-    def _unsafe(self, error: OSError, path: str) -> Exception:
+    def _open_file(self, root: str, resource: ResourceClaim, archived: bool, flags: int) -> int:
+        """An fd of the resource file, opened from its section (or archive) directory
+        with no symlink followed on the way. Raises OSError."""
+        directory = self._open_directory(root, resource.section, archived)
+        try:
+            return os.open(resource.id, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=directory)
+        finally:
+            os.close(directory)
+
+    def _unsafe(self, error: OSError, path: str, action: str = "open") -> Exception:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             return UnsafeContentPath(
                 f"refusing {path}: a path component is a symlink or not a directory; "
                 "a claim may never resolve outside its container", path=path
             )
-        return translate_os_error(error, path, "open")
+        return translate_os_error(error, path, action)
 
-    def create(self, root: str, resource: ResourceClaim) -> LocalResourceFile:
+    def create(self, root: str, resource: ResourceClaim) -> LocalWritableFile:
         path = resource_path(root, resource)
         try:
-            directory = self._open_directory(root, resource.section, False)
+            fd = self._open_file(root, resource, False, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
         except OSError as error:
-            raise self._unsafe(error, path) from error
-        try:
-            fd = os.open(
-                resource.id,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC,
-                0o644,
-                dir_fd=directory,
-            )
-        except OSError as error:
-            raise translate_os_error(error, path, "create") from error
-        finally:
-            os.close(directory)
-        return LocalResourceFile(path, fd, section_directory(root, resource.section))
+            raise self._unsafe(error, path, "create") from error
+        # Unbuffered: each claim's bytes go to the kernel when written (see the module
+        # docstring); the repository batches small claims itself.
+        return LocalWritableFile(path, fd, created=True, buffer_size=0)
 
     def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
         path = archive_path(root, resource) if archived else resource_path(root, resource)
         try:
-            directory = self._open_directory(root, resource.section, archived)
-            try:
-                fd = os.open(resource.id, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
-            finally:
-                os.close(directory)
+            fd = self._open_file(root, resource, archived, os.O_RDONLY)
         except FileNotFoundError as error:
             raise StorageFileNotFound(f"{path} does not exist", path) from error
         except OSError as error:
@@ -272,11 +217,7 @@ class LocalResourceIO:
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
         path = resource_path(root, resource)
         try:
-            directory = self._open_directory(root, resource.section, False)
-            try:
-                fd = os.open(resource.id, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
-            finally:
-                os.close(directory)
+            fd = self._open_file(root, resource, False, os.O_WRONLY)
             try:
                 os.ftruncate(fd, length)
                 os.fsync(fd)

@@ -1,4 +1,4 @@
-"""The FlowFile repository's write-ahead log (seed 000), on the storage protocol.
+"""The FlowFile repository's write-ahead log (NiFi's design), on the storage protocol.
 
 The same code runs on local disk (`repositories.storage.LocalStorage`) and on HDFS
 (`replication.hdfs_storage.HdfsStorage`). It is used like NiFi's standalone
@@ -11,7 +11,7 @@ The same code runs on local disk (`repositories.storage.LocalStorage`) and on HD
     txid = wal.update([Put(record), Delete("old-id")])   # durable when it returns
     wal.update(updates, sync=False)  # reaches storage at the next sync or checkpoint
     wal.checkpoint()                 # snapshot + reset journals (also every
-                                     # `checkpoint_interval` seconds, default 120)
+                                     # `checkpoint_interval` seconds, default 60)
     wal.close()
 
 Updates: `Put(record)` creates or replaces a record, `Delete(id)` removes it,
@@ -31,9 +31,10 @@ whose bytes matched their CRC yet cannot be decoded raises `CorruptRecordError` 
 written back to the next snapshot without re-encoding. A caller that will read every
 record anyway decodes them in one pass with `decode_records(records.values())`.
 
-Constructor: `WriteAheadLog(storage, directory, *, partitions=4, serde=FlowFileSerDe(),
-epoch=0, checkpoint_interval=120.0, clock=time.monotonic, wall_clock=time.time,
-hooks=None)`. `epoch` is the shard epoch written into every journal header and every
+Constructor: `WriteAheadLog(storage, directory, *, partitions=DEFAULT_PARTITIONS,
+serde=FlowFileSerDe(), epoch=0, checkpoint_interval=DEFAULT_CHECKPOINT_INTERVAL,
+clock=time.monotonic, wall_clock=time.time, hooks=None)`; the defaults are 4 partitions
+and a checkpoint every 60 seconds, exported for the configurations that build a log. `epoch` is the shard epoch written into every journal header and every
 transaction; a WAL touched by a newer epoch raises `StaleEpochError`, and an older one
 is re-stamped by a checkpoint on adoption. `hooks` are the named fault seams of
 `hooks.WalHooks`. The SerDe is pluggable: see `serde.SerDe`.
@@ -63,13 +64,15 @@ from .hooks import WalHooks
 from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, decode_records, SwapFile, SwapIn, SwapOut, Update
 from .recovery import RecoveryReport, list_wal_files, read_state
 from .serde import FlowFileSerDe, SerDe
-from .wal import WriteAheadLog
+from .wal import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS, WriteAheadLog
 
 __all__ = [
     "CheckpointError",
     "CorruptJournalError",
     "CorruptRecordError",
     "CorruptSnapshotError",
+    "DEFAULT_CHECKPOINT_INTERVAL",
+    "DEFAULT_PARTITIONS",
     "Delete",
     "FlowFileRecord",
     "FlowFileSerDe",

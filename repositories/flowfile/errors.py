@@ -9,7 +9,7 @@ class WriteAheadLogError(Exception):
 
 
 class NotRecoveredError(WriteAheadLogError):
-    """`update` or `checkpoint` was called before `recover()` (seed 000, write step 1)."""
+    """`update` or `checkpoint` was called before `recover()` (a log accepts updates only after its restore)."""
 
 
 class WriteAheadLogClosedError(WriteAheadLogError):

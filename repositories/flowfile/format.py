@@ -5,7 +5,7 @@ parse bytes only through this module.
 
 Journal (one per partition, `journal-<partition>`):
 
-    header, at the head of every journal (seed 000 write step 4)
+    header, at the head of every journal (names the SerDe its updates need)
       0   8   magic  b"CUSTWALJ"
       8   2   journal format version (1)
      10   8   shard epoch of the owner that created the journal
@@ -24,7 +24,7 @@ Journal (one per partition, `journal-<partition>`):
      29   4   crc32 of bytes 0 .. 29 (so a damaged length is never trusted)
      33   p   payload: for each update, u32 length, the SerDe's bytes, then one marker
               byte: TRANSACTION_CONTINUE (0xC0) if more updates follow, else
-              TRANSACTION_COMMIT (0xCC) (seed 000 write step 6)
+              TRANSACTION_COMMIT (0xCC), as in NiFi's journals
 
 Snapshot (`snapshot`, written as `snapshot.partial` first), format version 2:
 

@@ -1,15 +1,18 @@
-"""Named fault seams of the WAL.
+"""Named fault seams of the WAL (see `repositories.seams` for the convention).
 
-Tests (and failover drills) stop or break the log at exact crash points by passing a
-`WalHooks` subclass, or any object with some of these methods, as `hooks=`. Each seam
-is called with the path concerned; raising from it fails the operation at that point,
-and a test can block in it to freeze a writer there before a SIGKILL.
+Tests (and failover drills) stop or break the log at exact crash points by passing
+some of these seams as `hooks=`: keywords or a mapping (`WalHooks(before_sync=crash)`),
+a `WalHooks` subclass, or an object whose methods are all seams. Each seam is called
+with the path concerned; raising from it fails the operation at that point, and a
+test can block in it to freeze a writer there before a SIGKILL.
 """
 
 from __future__ import annotations
 
+from ..seams import FaultSeams
 
-class WalHooks:
+
+class WalHooks(FaultSeams):
     def before_journal_write(self, path: str) -> None:
         """Group commit is about to hand the pending transactions to the file."""
 
@@ -26,16 +29,10 @@ class WalHooks:
         """The `.partial` snapshot is complete and synced; `snapshot` is still the old one."""
 
     def checkpoint_snapshot_deleted(self, path: str) -> None:
-        """The old `snapshot` is gone and `.partial` is not renamed yet (restore case 4)."""
+        """The old `snapshot` is gone and `.partial` is not renamed yet (the partial-only restore case)."""
 
     def checkpoint_renamed(self, path: str) -> None:
         """The new `snapshot` is in place; the journals still hold the old transactions."""
 
     def checkpoint_journal_reset(self, path: str) -> None:
         """One journal was recreated empty (header only)."""
-
-
-def call_hook(hooks, name: str, path: str) -> None:
-    method = getattr(hooks, name, None)
-    if method is not None:
-        method(path)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from . import format as fmt
 from .errors import CorruptJournalError, JournalPoisonedError, NotAWriteAheadLogError
-from .hooks import call_hook
+from .hooks import WalHooks
 
 
 class Cut(NamedTuple):
@@ -130,7 +130,7 @@ class Journal:
       * `append_lock` guards `_pending` (framed transactions not yet handed to the
         file) and `_appended` (how many frames were appended). It is held for the
         microseconds an append takes, and is what a writer claims, round-robin and
-        without blocking, to own the partition (seed 000, write step 3).
+        without blocking, to own the partition (as NiFi's writers claim partitions).
       * `io_lock` guards the WritableFile, `_durable` and `_poison`. The thread that
         holds it takes *every* pending frame, writes them and syncs once: that is the
         group commit. Committers queued behind it find their frame already durable
@@ -138,7 +138,7 @@ class Journal:
       * Order: `io_lock` before `append_lock`, never the reverse.
     """
 
-    def __init__(self, path: str, file, hooks=None):
+    def __init__(self, path: str, file, hooks: WalHooks):
         self.path = path
         self._file = file
         self._hooks = hooks
@@ -187,14 +187,14 @@ class Journal:
             data, self._pending = self._pending, bytearray()
             target = self._appended
         try:
-            call_hook(self._hooks, "before_journal_write", self.path)
+            self._hooks.before_journal_write(self.path)
             if data:
                 self._file.write(data)
             if sync:
-                call_hook(self._hooks, "before_sync", self.path)
+                self._hooks.before_sync(self.path)
                 self._file.sync()
                 self.syncs += 1
-                call_hook(self._hooks, "after_sync", self.path)
+                self._hooks.after_sync(self.path)
         except BaseException as error:
             # Part of `data` may be on disk: the file's tail is unknown, so no later
             # frame may follow it. Only a checkpoint (which rewrites the journal from

@@ -1,6 +1,6 @@
 """Reading a WAL directory back into a record map, without changing anything.
 
-`read_state` does seed 000's restore steps 2-7 as pure reads: pick the snapshot the
+`read_state` does NiFi's WAL restore as pure reads: pick the snapshot the
 crash case calls for, decode it, then replay every partition's transactions in
 transaction-id order, skipping those the snapshot already holds. What it had to cut is
 in the returned report. The side effects (deleting or renaming `.partial`, saving cut
@@ -153,7 +153,7 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
         if scan.cuts:
             report.checkpoint_reasons.append(f"{path}: {len(scan.cuts)} damaged range(s) cut")
 
-    # Seed 000 restore steps 3-7: always apply the smallest transaction id any
+    # As NiFi's restore does: always apply the smallest transaction id any
     # partition offers next; ids below the generator are already in the snapshot.
     def tagged(scan):
         version = scan.header.serde_version

@@ -2,8 +2,8 @@
 
 A SerDe has a `name` and the `version` it writes. Its name and version are stored at
 the head of every journal and snapshot, and every read passes the version the file
-was written with, so a file written by an older version still restores (seed 000,
-restore step 5). `FlowFileSerDe` is the default; another SerDe only has to provide
+was written with, so a file written by an older version still restores (as NiFi's
+SerDe versions do). `FlowFileSerDe` is the default; another SerDe only has to provide
 the same five members (see `SerDe`).
 
 `FlowFileSerDe` record layout, version 3 (current):
@@ -382,9 +382,14 @@ def _join_length_prefixed(strings) -> bytes:
     return U32.pack(len(encoded)) + b"".join(U32.pack(len(e)) + e for e in encoded)
 
 
-def _encode_record_v2(record: FlowFileRecord) -> bytes:
+def head_and_strings(record: FlowFileRecord, *, queue: bool = True) -> tuple[tuple[int, int, int, int], list[str]]:
+    """A record flattened as record versions 1 and 2 store it, and as a swap file does:
+    the claim head (HAS_CLAIM, section, offset, length; zeros without a claim) and the
+    strings in stored order: id, the queue (not in a swap file, which holds one queue:
+    `queue=False`), the claim's container and resource id, then key, value for each
+    attribute. The formats differ in how they frame the strings, not in these."""
     claim = record.content_claim
-    strings = [record.id, record.queue]
+    strings = [record.id, record.queue] if queue else [record.id]
     if claim is not None:
         resource = claim.resource
         strings += (resource.container, resource.id)
@@ -393,6 +398,11 @@ def _encode_record_v2(record: FlowFileRecord) -> bytes:
         head = (0, 0, 0, 0)
     for key, value in record.attributes.items():
         strings += (key, value)
+    return head, strings
+
+
+def _encode_record_v2(record: FlowFileRecord) -> bytes:
+    head, strings = head_and_strings(record)
     text = NUL.join(strings)
     flags = head[0]
     if text.count(NUL) != len(strings) - 1:
@@ -407,15 +417,7 @@ def _encode_record_v2(record: FlowFileRecord) -> bytes:
 
 
 def _encode_record_v1(record: FlowFileRecord) -> bytes:
-    claim = record.content_claim
-    strings = [record.id, record.queue]
-    if claim is not None:
-        strings += (claim.resource.container, claim.resource.id)
-        head = (HAS_CLAIM, claim.resource.section, claim.offset, claim.length)
-    else:
-        head = (0, 0, 0, 0)
-    for key, value in record.attributes.items():
-        strings += (key, value)
+    head, strings = head_and_strings(record)
     out = bytearray(RECORD_V1.pack(record.size, record.entry_date, head[0], head[1], head[2], head[3], len(strings)))
     for string in strings:
         encoded = string.encode("utf-8")

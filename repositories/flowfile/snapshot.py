@@ -1,8 +1,9 @@
 """The snapshot: the whole record map and swap-file list as of one transaction id.
 
-Written as `snapshot.partial`, synced, then renamed to `snapshot` (seed 000,
-checkpoint steps 2-9). `SnapshotCase` names the four states a crash can leave the two
-files in (seed 000, restore step 2.1); `wal.WriteAheadLog` has one branch for each.
+Written as `snapshot.partial`, synced, then renamed to `snapshot` (NiFi's WAL
+checkpoint). `SnapshotCase` names the four states a crash can leave the two files in
+(NiFi's write-ahead log design: the four restore cases); `wal.WriteAheadLog` has one
+branch for each.
 """
 
 from __future__ import annotations

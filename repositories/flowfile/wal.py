@@ -1,4 +1,4 @@
-"""`WriteAheadLog`: seed 000's write-ahead log on the storage protocol, with group commit."""
+"""`WriteAheadLog`: NiFi's write-ahead log design on the storage protocol, with group commit."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .errors import (
     NotRecoveredError,
     WriteAheadLogClosedError,
 )
-from .hooks import WalHooks, call_hook
+from .hooks import WalHooks
 from .journal import Journal
 from .locks import SharedExclusiveLock
 from .recovery import CUT_DIRECTORY, RecoveryReport, journal_name, list_wal_files, read_state
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 # sync=False updates are handed to the file once this many bytes are pending.
 FLUSH_THRESHOLD = 1 << 20
+# The defaults of a `WriteAheadLog`, exported for the configurations that build one.
+DEFAULT_PARTITIONS = 4
+DEFAULT_CHECKPOINT_INTERVAL = 60.0  # seconds between automatic checkpoints
 
 
 class WriteAheadLog:
@@ -39,9 +42,9 @@ class WriteAheadLog:
       * `_repository_lock` (shared/exclusive): `update` holds it shared for its whole
         course; `recover`, `checkpoint` and `close` hold it exclusively, so no
         partition is written while the snapshot is taken or journals are reset
-        (seed 000: write step 2, checkpoint step 1, restore step 1).
+        (NiFi's write-ahead log holds the same lock around the same steps).
       * each `Journal` has its own `append_lock` (claimed round-robin without blocking
-        to own the partition while a frame is appended, seed 000 write step 3) and
+        to own the partition while a frame is appended, as NiFi's writers do) and
         `io_lock` (group commit: see `journal.Journal`).
       * `_records` and `_swap_files` are changed only by `update` (under the shared
         lock, one dict operation at a time) and by recovery/checkpoint (exclusive).
@@ -55,10 +58,10 @@ class WriteAheadLog:
         storage,
         directory: str,
         *,
-        partitions: int = 4,
+        partitions: int = DEFAULT_PARTITIONS,
         serde=None,
         epoch: int = 0,
-        checkpoint_interval: float | None = 120.0,
+        checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
         clock=time.monotonic,
         wall_clock=time.time,
         hooks: WalHooks | None = None,
@@ -77,7 +80,7 @@ class WriteAheadLog:
         self.checkpoint_interval = checkpoint_interval
         self._clock = clock
         self._wall_clock = wall_clock
-        self._hooks = hooks
+        self._hooks = WalHooks.coerce(hooks)
         self._relocate_swap = relocate_swap
         self._repository_lock = SharedExclusiveLock()
         self._journals: list[Journal] = []
@@ -109,7 +112,7 @@ class WriteAheadLog:
         return self._swap_files
 
     def recover(self) -> dict:
-        """Restore the record map from the directory (seed 000, "Restoring") and make
+        """Restore the record map from the directory (NiFi's restore) and make
         the log writable. Returns a new dict {record id: FlowFileRecord}."""
         with self._repository_lock.exclusive():
             self._check_open()
@@ -128,7 +131,7 @@ class WriteAheadLog:
         this returns; concurrent callers share syncs. With sync=False it reaches the
         storage at the next sync of its partition, checkpoint or close."""
         if not self._restored:
-            raise NotRecoveredError("call recover() before update() (seed 000, write step 1)")
+            raise NotRecoveredError("call recover() before update(): the log restores before it accepts updates")
         updates = list(updates)
         if not updates:
             raise ValueError("a transaction needs at least one update")
@@ -157,8 +160,8 @@ class WriteAheadLog:
         return txid
 
     def checkpoint(self) -> int:
-        """Write a snapshot of the record map and reset every journal (seed 000,
-        "Checkpointing"). Returns the number of records written. Clears poisoned journals."""
+        """Write a snapshot of the record map and reset every journal (NiFi's
+        checkpoint). Returns the number of records written. Clears poisoned journals."""
         if not self._restored:
             raise NotRecoveredError("call recover() before checkpoint()")
         with self._repository_lock.exclusive():
@@ -250,7 +253,7 @@ class WriteAheadLog:
             if collecting:
                 gc.enable()
         report = state.report
-        # Seed 000, restore step 2.1: one named branch per crash case. Each runs only
+        # NiFi's four restore cases, one named branch each. Each runs only
         # after the snapshot it relies on was read completely, so a corrupt file
         # raised above with nothing deleted or renamed.
         case = report.case
@@ -271,7 +274,7 @@ class WriteAheadLog:
             report.checkpoint_reasons.append(f"journals {sorted(existing)} differ from partitions 0..{self.partitions - 1}")
         self.last_recovery = report
         if report.checkpoint_reasons:
-            # Seed 000 restore step 8: a journal with a cut tail cannot be appended to.
+            # A journal with a cut tail cannot be appended to: rewrite it by a checkpoint.
             log.info("WAL %s: checkpoint before new writes: %s", self.directory, "; ".join(report.checkpoint_reasons))
             try:
                 self._checkpoint_locked(stale_journals=files.journals)
@@ -366,7 +369,8 @@ class WriteAheadLog:
             )
 
     def _checkpoint_locked(self, stale_journals: dict | None = None) -> None:
-        """Seed 000 checkpoint steps 2-10. The caller holds the exclusive lock."""
+        """The checkpoint proper: partial snapshot, sync, rename, journals reset. The caller
+        holds the exclusive lock."""
         storage = self.storage
         partial = self._path(PARTIAL_NAME)
         snapshot = self._path(SNAPSHOT_NAME)
@@ -376,18 +380,18 @@ class WriteAheadLog:
         self._txids = itertools.count(max_txid + 1)
         self._needs_checkpoint = "the last checkpoint failed; call checkpoint() again once storage works"
         try:
-            call_hook(self._hooks, "checkpoint_started", partial)
+            self._hooks.checkpoint_started(partial)
             with storage.create(partial, overwrite=True) as file:
                 write_snapshot(
                     file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
                     records=self._records, swap_files=self._swap_files,
                 )
-            call_hook(self._hooks, "checkpoint_partial_written", partial)
+            self._hooks.checkpoint_partial_written(partial)
             if storage.exists(snapshot):
                 storage.delete(snapshot)
-            call_hook(self._hooks, "checkpoint_snapshot_deleted", snapshot)
+            self._hooks.checkpoint_snapshot_deleted(snapshot)
             storage.rename(partial, snapshot)  # the storage layer syncs the directory
-            call_hook(self._hooks, "checkpoint_renamed", snapshot)
+            self._hooks.checkpoint_renamed(snapshot)
             for journal in self._journals:
                 try:
                     journal.close(sync=False)
@@ -402,7 +406,7 @@ class WriteAheadLog:
                 file.write(header)
                 file.sync()
                 journals.append(Journal(path, file, self._hooks))
-                call_hook(self._hooks, "checkpoint_journal_reset", path)
+                self._hooks.checkpoint_journal_reset(path)
             self._journals = journals
             for partition, path in (stale_journals or {}).items():
                 if partition >= self.partitions:

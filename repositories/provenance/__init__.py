@@ -1,4 +1,4 @@
-"""The provenance repository (seed 002): the chain of custody of every FlowFile.
+"""The provenance repository (NiFi's design): the chain of custody of every FlowFile.
 
 Events go to several journals per container, uncompressed and unindexed; a rollover
 merges them into one event file per generation, in id order, compressed in ~1 MB
@@ -32,7 +32,7 @@ from .errors import (
 )
 from .event import LINEAGE_TYPES, EventType, ProvenanceEvent
 from .event_batch import BODY_SCHEMA, SCHEMA, EventBatch
-from .hooks import Hooks
+from .hooks import ProvenanceHooks
 from .lineage import LineageEdge, LineageGraph, compute_lineage
 from .policies import RolloverPolicy
 from .query import ProvenanceQuery, QueryResult
@@ -40,7 +40,7 @@ from .repository import ProvenanceRepository
 
 __all__ = [
     "BODY_SCHEMA", "SCHEMA", "CorruptBlockError", "CorruptFileError", "EventBatch", "EventNotFoundError",
-    "EventType", "Hooks", "InvalidEventError", "LINEAGE_TYPES", "LineageEdge", "LineageGraph",
-    "ProvenanceConfig", "ProvenanceError", "ProvenanceEvent", "ProvenanceQuery", "ProvenanceRepository",
+    "EventType", "InvalidEventError", "LINEAGE_TYPES", "LineageEdge", "LineageGraph",
+    "ProvenanceConfig", "ProvenanceError", "ProvenanceEvent", "ProvenanceHooks", "ProvenanceQuery", "ProvenanceRepository",
     "QueryResult", "RepositoryClosedError", "RolloverPolicy", "compute_lineage",
 ]

@@ -11,7 +11,7 @@ class ProvenanceError(Exception):
 
 
 class InvalidEventError(ProvenanceError, ValueError):
-    """An event does not satisfy the rules of its type (seed 001)."""
+    """An event does not satisfy the rules of its type (see `event`)."""
 
 
 class CorruptBlockError(ProvenanceError):

@@ -1,4 +1,4 @@
-"""The provenance event model (seed 001): one immutable snapshot of a FlowFile at one step.
+"""The provenance event model (NiFi's): one immutable snapshot of a FlowFile at one step.
 
 An event copies the FlowFile's attributes and its content pointer at the moment the
 session committed (SEND keeps the attributes as they were when sent), together with

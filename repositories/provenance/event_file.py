@@ -144,7 +144,8 @@ def scan_blocks(path: str) -> ScanResult:
 class EventFile:
     """Read access to one event file through its table of contents.
 
-    Thread-safe: reads use `pread` on a shared descriptor.
+    Thread-safe: reads use `pread` on a shared descriptor, under `_lock`, which also
+    guards the descriptor's opening and closing.
     """
 
     def __init__(self, path: str, toc_path: str | None = None):
@@ -186,11 +187,14 @@ class EventFile:
             return None
         return i
 
-    def _descriptor(self) -> int:
+    def _read_at(self, offset: int, length: int) -> bytes:
+        # The read is made under the lock that `close` takes: a descriptor closed (and
+        # its number reused by another file) between lookup and pread would read
+        # another file's bytes. A pread is short; decompression happens outside.
         with self._lock:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_RDONLY)
-            return self._fd
+            return files.read_at(self._fd, offset, length)
 
     def read_block(self, index: int) -> pa.RecordBatch:
         """Decompress one block; raises CorruptBlockError naming only that block's events."""
@@ -200,7 +204,7 @@ class EventFile:
             return CorruptBlockError(self.path, index, info.offset, reason, info.first_id, info.count)
 
         want = fmt.BLOCK_HEADER.size + info.compressed_length
-        data = files.read_at(self._descriptor(), info.offset, want)
+        data = self._read_at(info.offset, want)
         if len(data) < want:
             raise damaged(f"truncated: {len(data)} of {want} bytes present")
         try:

@@ -1,7 +1,7 @@
 """Byte layout of a provenance event file and of its table of contents.
 
 An event file holds the events of one rollover in id order, compressed in blocks of
-about 1 MB of uncompressed data (seed 002). Every block is framed and checksummed on
+about 1 MB of uncompressed data (NiFi's provenance repository design). Every block is framed and checksummed on
 its own, so reading one event decompresses at most one block, and damage to a block
 costs only that block's events.
 
@@ -12,7 +12,7 @@ is the commit point.
 
 Event file (little-endian)::
 
-    header (32 bytes)
+    header (32 bytes, the layout of `file_header`)
       0   8s  magic            b"CPEVTF01"
       8   H   format version   1
       10  H   codec            1 = zstd
@@ -68,6 +68,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from . import file_header
+
 FILE_MAGIC = b"CPEVTF01"
 TOC_MAGIC = b"CPTOC001"
 BLOCK_MAGIC = b"BLK1"
@@ -78,7 +80,7 @@ EVENT_SUFFIX = ".prov"
 TOC_SUFFIX = ".toc"
 PARTIAL = ".partial"
 
-FILE_HEADER = struct.Struct("<8sHHIQII")
+FILE_HEADER = file_header.HEADER
 BLOCK_HEADER = struct.Struct("<4sIQIIIIqqII")
 TOC_HEADER = struct.Struct("<8sHHIQQ")
 TOC_ENTRY_V1 = struct.Struct("<QQIIqq")
@@ -133,19 +135,12 @@ def parse_name(name: str) -> tuple[int, str, bool] | None:
 
 
 def pack_file_header(first_id: int) -> bytes:
-    body = FILE_HEADER.pack(FILE_MAGIC, VERSION, CODEC_ZSTD, 0, first_id, 0, 0)[:28]
-    return body + struct.pack("<I", zlib.crc32(body))
+    return file_header.pack_header(FILE_MAGIC, VERSION, CODEC_ZSTD, first_id)
 
 
 def unpack_file_header(data: bytes) -> int:
     """The first event id; raises ValueError with the reason."""
-    if len(data) < FILE_HEADER.size:
-        raise ValueError(f"file header is {len(data)} bytes, needs {FILE_HEADER.size}")
-    magic, version, codec, _, first_id, _, crc = FILE_HEADER.unpack_from(data)
-    if magic != FILE_MAGIC:
-        raise ValueError(f"bad magic {magic!r}: not a provenance event file")
-    if zlib.crc32(data[:28]) != crc:
-        raise ValueError("file header checksum mismatch")
+    version, codec, first_id = file_header.unpack_header(data, FILE_MAGIC, "event file")
     if version != VERSION or codec != CODEC_ZSTD:
         raise ValueError(f"format version {version} codec {codec} not supported")
     return first_id

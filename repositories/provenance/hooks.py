@@ -1,35 +1,34 @@
-"""Named fault seams of the provenance repository.
+"""Named fault seams of the provenance repository (see `repositories.seams`).
 
 Tests stop or break the repository at these points (a crash test blocks in one and
-SIGKILLs the process); production passes no handlers and each seam costs one dict
-lookup per rollover, never per event.
+SIGKILLs the process). Every seam is called with keyword arguments only, once per
+rollover or indexed event file, never per event. The module constants name the seams
+for tests that choose one at run time: `ProvenanceHooks({MERGE_BEFORE_COMMIT: crash})`.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from ..seams import FaultSeams
 
-# The journals of a generation have been read; nothing of the merge is on disk yet.
-MERGE_JOURNALS_READ = "merge.journals_read"
-# `.prov.partial` and `.toc.partial` are written and fsynced; the commit rename is next.
-MERGE_BEFORE_COMMIT = "merge.before_commit"
-# The event file is committed; its journals are not deleted yet.
-MERGE_BEFORE_JOURNAL_DELETE = "merge.before_journal_delete"
-# The index commit of an event file is done; the shard manifest does not list it yet.
-INDEX_BEFORE_MANIFEST = "index.before_manifest"
+
+class ProvenanceHooks(FaultSeams):
+    def merge_journals_read(self, *, first_id: int) -> None:
+        """The journals of a generation have been read; nothing of the merge is on disk yet."""
+
+    def merge_before_commit(self, *, path: str) -> None:
+        """`.prov.partial` and `.toc.partial` are written and fsynced; the commit rename is next."""
+
+    def merge_before_journal_delete(self, *, first_id: int) -> None:
+        """The event file is committed; its journals are not deleted yet."""
+
+    def index_before_manifest(self, *, first_id: int) -> None:
+        """The index commit of an event file is done; the shard manifest does not list it yet."""
+
+
+MERGE_JOURNALS_READ = ProvenanceHooks.merge_journals_read.__name__
+MERGE_BEFORE_COMMIT = ProvenanceHooks.merge_before_commit.__name__
+MERGE_BEFORE_JOURNAL_DELETE = ProvenanceHooks.merge_before_journal_delete.__name__
+INDEX_BEFORE_MANIFEST = ProvenanceHooks.index_before_manifest.__name__
 
 SEAMS = (MERGE_JOURNALS_READ, MERGE_BEFORE_COMMIT, MERGE_BEFORE_JOURNAL_DELETE, INDEX_BEFORE_MANIFEST)
-
-
-class Hooks:
-    def __init__(self, handlers: dict[str, Callable[..., None]] | None = None):
-        handlers = dict(handlers or {})
-        unknown = set(handlers) - set(SEAMS)
-        if unknown:
-            raise ValueError(f"unknown provenance fault seams {sorted(unknown)}; known: {SEAMS}")
-        self._handlers = handlers
-
-    def fire(self, seam: str, **context) -> None:
-        handler = self._handlers.get(seam)
-        if handler is not None:
-            handler(**context)
+assert frozenset(SEAMS) == ProvenanceHooks.seam_names()

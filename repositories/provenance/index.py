@@ -1,4 +1,4 @@
-"""The sharded tantivy index of provenance events (seed 002).
+"""The sharded tantivy index of provenance events (NiFi's sharded Lucene index, on tantivy).
 
 Each shard is one tantivy index in ``index/shard-<created-ms:015d>`` (named by its
 creation time) with a manifest, ``shard.json``, listing the event files it indexed and

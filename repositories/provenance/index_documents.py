@@ -6,7 +6,7 @@ here with Arrow string kernels rather than a Python loop, so the per-event Pytho
 of indexing is a single call. Values that need JSON escaping (quotes, backslashes,
 control characters) take a slow exact path through `json.dumps`.
 
-Indexed fields (seed 002): event type, FlowFile uuid (the event's own uuid plus its
+Indexed fields (those NiFi indexes by default): event type, FlowFile uuid (the event's own uuid plus its
 parent and child uuids, so a FlowFile is found from the FORK, CLONE or JOIN events
 that name it, as NiFi does), filename, component id, relationship, and time.
 

@@ -1,7 +1,7 @@
 """Byte layout of a provenance journal file. Readers and writers use only this module.
 
 A journal holds events exactly as they were registered, uncompressed and unindexed
-(seed 002: no compression and no indexing on the write path). Several journals are
+(as in NiFi's provenance repository: no compression and no indexing on the write path). Several journals are
 written at once, one per (container, slot); a rollover merges all journals of one
 generation into an event file.
 
@@ -12,7 +12,7 @@ a (possibly partial) event file.
 
 Layout (little-endian)::
 
-    header  (32 bytes)
+    header  (32 bytes, the layout of `file_header`)
       0   8s  magic            b"CPJRNL01"
       8   H   format version   1
       10  H   slot
@@ -40,9 +40,11 @@ from __future__ import annotations
 import struct
 import zlib
 
+from . import file_header
+
 MAGIC = b"CPJRNL01"
 VERSION = 1
-HEADER = struct.Struct("<8sHHIQII")
+HEADER = file_header.HEADER
 FRAME_MAGIC = b"FRM1"
 FRAME = struct.Struct("<4sQIIII")
 SUFFIX = ".journal"
@@ -67,19 +69,12 @@ def parse_journal_name(name: str) -> tuple[int, int] | None:
 
 
 def pack_header(first_id: int, slot: int) -> bytes:
-    body = HEADER.pack(MAGIC, VERSION, slot, 0, first_id, 0, 0)[:28]
-    return body + struct.pack("<I", zlib.crc32(body))
+    return file_header.pack_header(MAGIC, VERSION, slot, first_id)
 
 
 def unpack_header(data: bytes) -> tuple[int, int]:
     """(generation first id, slot); raises ValueError with the reason."""
-    if len(data) < HEADER.size:
-        raise ValueError(f"header is {len(data)} bytes, needs {HEADER.size}")
-    magic, version, slot, _, first_id, _, crc = HEADER.unpack_from(data)
-    if magic != MAGIC:
-        raise ValueError(f"bad magic {magic!r}: not a provenance journal")
-    if zlib.crc32(data[:28]) != crc:
-        raise ValueError("header checksum mismatch")
+    version, slot, first_id = file_header.unpack_header(data, MAGIC, "journal")
     if version != VERSION:
         raise ValueError(f"journal format version {version} is not supported (this build reads {VERSION})")
     return first_id, slot

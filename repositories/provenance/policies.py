@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-USAGE_TARGET = 0.90  # seed 002: destroy oldest files until usage is down to 90 %
+USAGE_TARGET = 0.90  # as NiFi does: destroy oldest files until usage is down to 90 %
 
 
 @dataclass(frozen=True, slots=True)
 class RolloverPolicy:
     """Roll over when the current journals are `max_age_s` old or hold `max_bytes`.
 
-    Seed 002 rolls over every 30 s; NiFi 2 uses 10 minutes or 100 MB. Either limit may
-    be None. An empty generation is never rolled over.
+    NiFi's provenance repository design rolls over every 30 s; NiFi 2 uses 10 minutes
+    or 100 MB. Either limit may be None. An empty generation is never rolled over.
     """
 
     max_age_s: float | None = 30.0
@@ -65,7 +65,7 @@ def plan_age_off(files: list[EventFileSummary], *, now_ms: int, max_age_ms: int 
 
 @dataclass
 class RecoveryPlan:
-    """What a restart must do, decided from file names alone (seed 002)."""
+    """What a restart must do, decided from file names alone."""
 
     delete_partials: list[str] = field(default_factory=list)
     # Generations whose journals survived: merge them again. If their event file

@@ -2,6 +2,8 @@
 
 Durability: `sync()` is fdatasync of the file, and, the first time after the file
 was created, an fsync of its directory so that the new name survives a power cut.
+`sync_data()` is the fdatasync alone, for a caller that fsyncs each directory once
+for many new files (`unsynced_directory()`, then `directory_synced()`).
 `rename` and `delete` fsync the directories they change before returning.
 A rename that must not replace its target uses renameat2(RENAME_NOREPLACE), so
 "does not exist yet" and "now exists" are one atomic step.
@@ -60,7 +62,11 @@ def fsync_directory(path: str) -> None:
 
 
 class LocalWritableFile:
-    """An append-only file on local disk, buffered in user space until `sync`."""
+    """An append-only file on local disk.
+
+    Writes shorter than `buffer_size` wait in a user-space buffer until `sync` (or until
+    the buffer fills); longer ones, and every write when `buffer_size` is 0, go to the
+    kernel at once."""
 
     def __init__(self, path: str, fd: int, *, created: bool, buffer_size: int = 1 << 20):
         self.path = path
@@ -68,20 +74,29 @@ class LocalWritableFile:
         self._buffer = bytearray()
         self._buffer_size = buffer_size
         self._position = os.lseek(fd, 0, os.SEEK_END)
-        self._directory_unsynced = created
+        # The directory whose fsync makes a new file's name durable; None once done.
+        self._unsynced_directory: str | None = parent(path) if created else None
         self._closed = False
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._closed:
             raise StorageError(f"write to closed file {self.path}", self.path)
-        self._buffer += data
-        self._position += len(data)
-        if len(self._buffer) >= self._buffer_size:
-            self._drain()
-        return len(data)
+        size = len(data)
+        self._position += size
+        if self._buffer or size < self._buffer_size:
+            self._buffer += data
+            if len(self._buffer) >= self._buffer_size:
+                self._drain()
+        else:
+            self._write_all(data)
+        return size
 
     def _drain(self) -> None:
-        view = memoryview(self._buffer)
+        data, self._buffer = self._buffer, bytearray()
+        self._write_all(data)
+
+    def _write_all(self, data) -> None:
+        view = memoryview(data)
         try:
             while view:
                 written = os.write(self._fd, view)
@@ -90,21 +105,33 @@ class LocalWritableFile:
             # Keep what did not reach the kernel out of the file position: the caller's
             # transaction failed and must be retried in full after a checkpoint.
             self._position -= len(view)
-            del self._buffer[:]
             raise translate_os_error(error, self.path, "write") from error
         finally:
             view.release()
-        del self._buffer[:]
 
     def sync(self) -> None:
+        self.sync_data()
+        if self._unsynced_directory is not None:
+            # The first sync also makes the new name durable: bytes that survive a
+            # power cut in a file nobody can find would be no better than lost.
+            try:
+                fsync_directory(self._unsynced_directory)
+            except OSError as error:
+                raise translate_os_error(error, self.path, "sync") from error
+            self._unsynced_directory = None
+
+    def sync_data(self) -> None:
         self._drain()
         try:
             os.fdatasync(self._fd)
-            if self._directory_unsynced:
-                fsync_directory(parent(self.path))
-                self._directory_unsynced = False
         except OSError as error:
             raise translate_os_error(error, self.path, "sync") from error
+
+    def unsynced_directory(self) -> str | None:
+        return self._unsynced_directory
+
+    def directory_synced(self) -> None:
+        self._unsynced_directory = None
 
     def tell(self) -> int:
         return self._position

@@ -13,6 +13,10 @@ The contract:
 * `WritableFile.sync()` returns only when every byte written so far is durable
   (fdatasync on disk, hsync on HDFS) and readable by another client. On local disk
   the first sync after `create` also makes the new directory entry durable.
+* `WritableFile.sync_data()` makes the bytes durable but may leave a new file's name
+  to the caller, who syncs `unsynced_directory()` (once for many files) and says so
+  with `directory_synced()`. Every backend has the three methods; where a name needs
+  no sync of its own (HDFS) they are `sync`, None and nothing.
 * `rename` is atomic, and durable when it returns. With `overwrite=False` it
   fails with `StorageFileExists` instead of replacing the target.
 * `delete` is durable when it returns and reports whether anything was deleted.
@@ -52,6 +56,21 @@ class WritableFile(Protocol):
     def write(self, data: bytes | bytearray | memoryview) -> int: ...
 
     def sync(self) -> None: ...
+
+    def sync_data(self) -> None:
+        """Make the bytes written so far durable; a new file's name may not be yet (see
+        `unsynced_directory`). Backends whose names need no sync do what `sync` does."""
+        ...
+
+    def unsynced_directory(self) -> str | None:
+        """The directory whose `Storage.sync_directory` makes this newly created file's
+        name durable, until a `sync()` or `directory_synced()` did it; None when nothing
+        is left to do (always on HDFS: the NameNode logs a create before it answers)."""
+        ...
+
+    def directory_synced(self) -> None:
+        """The caller synced `unsynced_directory()`: the name is durable, `sync` skips it."""
+        ...
 
     def tell(self) -> int: ...
 

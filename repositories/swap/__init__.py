@@ -1,4 +1,4 @@
-"""Swap files (seed 001): batches of FlowFiles a queue moved out of memory.
+"""Swap files (NiFi's swapping): batches of FlowFiles a queue moved out of memory.
 
     store = SwapStore(storage, "/data/swap")   # any `repositories.storage` backend
     store.prepare()

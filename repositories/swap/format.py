@@ -1,4 +1,4 @@
-"""Byte layout of a swap file: the FlowFiles a queue moved out of memory (seed 001).
+"""Byte layout of a swap file: the FlowFiles a queue moved out of memory.
 
 A swap file holds one batch (by default 10,000) of FlowFiles of one queue. It is
 written once, synced, and only then recorded in the FlowFile WAL (`SwapOut`); it is
@@ -26,6 +26,10 @@ it holds - without reading its records.
         u32 string count; then for each string u32 length + UTF-8 bytes. The
         strings are: id, [claim container, claim resource id], then key, value for
         each attribute.
+        This is the WAL's record version 2 (`flowfile.serde`) but for two things: no
+        queue string (a file holds one queue), and every string length-prefixed
+        (version 2 joins them with NULs when it can). The head and the strings are
+        built by the same function, `serde.head_and_strings`.
 
 All integers are little-endian. A file that is short, has a bad magic, an unknown
 version or a bad CRC is corrupt: readers raise `CorruptSwapFileError` naming the
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field
 
 from ..claims import ContentClaim, ResourceClaim
 from ..flowfile.record import FlowFileRecord
+from ..flowfile.serde import HAS_CLAIM, RECORD_V2, head_and_strings
 from .errors import CorruptSwapFileError
 
 MAGIC = b"CUSTSWAP"
@@ -51,8 +56,8 @@ RECORDS_HEADER = struct.Struct("<Q")
 RECORD = struct.Struct("<QqqqBHQQI")
 U32 = struct.Struct("<I")
 assert (SUMMARY_HEADER.size, RESOURCE_ENTRY.size, RECORDS_HEADER.size, RECORD.size) == (44, 18, 8, 55)
+assert RECORD.format == RECORD_V2.format  # the WAL's version-2 head, field for field
 
-HAS_CLAIM = 0x01
 
 
 def crc32(data) -> int:
@@ -139,16 +144,7 @@ def pack_records(records) -> bytes:
     parts = []
     pack, pack_u32 = RECORD.pack, U32.pack
     for record in records:
-        claim = record.content_claim
-        strings = [record.id]
-        if claim is not None:
-            resource = claim.resource
-            strings += (resource.container, resource.id)
-            head = (HAS_CLAIM, resource.section, claim.offset, claim.length)
-        else:
-            head = (0, 0, 0, 0)
-        for key, value in record.attributes.items():
-            strings += (key, value)
+        head, strings = head_and_strings(record, queue=False)
         parts.append(pack(record.size, record.entry_date, record.lineage_start_date,
                           record.penalty_expiration, head[0], head[1], head[2], head[3], len(strings)))
         for string in strings:

@@ -1,21 +1,18 @@
-"""Named fault seams of the swap store (see `repositories.flowfile.hooks` for the idea).
+"""Named fault seams of the swap store (see `repositories.seams` for the convention).
 
-A test passes an object with some of these methods as `hooks=`; raising from one fails
-the operation there, blocking in one freezes the writer before a SIGKILL.
+A test passes some of these seams as `hooks=` (keywords, a mapping, a subclass, or an
+object whose methods are all seams); raising from one fails the operation there,
+blocking in one freezes the writer before a SIGKILL.
 """
 
 from __future__ import annotations
 
+from ..seams import FaultSeams
 
-class SwapHooks:
+
+class SwapHooks(FaultSeams):
     def before_swap_sync(self, path: str) -> None:
         """The swap file's bytes were handed to storage and are not durable yet."""
 
     def after_swap_sync(self, path: str) -> None:
         """The swap file is durable; the WAL does not know it yet."""
-
-
-def call_hook(hooks, name: str, path: str) -> None:
-    method = getattr(hooks, name, None)
-    if method is not None:
-        method(path)

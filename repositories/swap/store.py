@@ -18,7 +18,7 @@ import uuid
 from ..storage import StorageError, StorageFileNotFound, join
 from . import format as fmt
 from .errors import CorruptSwapFileError, SwapFileMissingError, SwapWriteError
-from .hooks import call_hook
+from .hooks import SwapHooks
 
 SUFFIX = ".swap"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -30,7 +30,7 @@ class SwapStore:
     def __init__(self, storage, directory: str, *, hooks=None):
         self.storage = storage
         self.directory = directory.rstrip("/") or "/"
-        self._hooks = hooks
+        self._hooks = SwapHooks.coerce(hooks)
         self._sequence = itertools.count()
         self._incarnation = uuid.uuid4().hex[:12]
 
@@ -48,11 +48,11 @@ class SwapStore:
         try:
             with self.storage.create(location) as file:
                 file.write(data)
-                call_hook(self._hooks, "before_swap_sync", location)
+                self._hooks.before_swap_sync(location)
                 # Durable before the WAL records it: a SwapOut pointing at lost bytes
                 # would lose the whole batch.
                 file.sync()
-            call_hook(self._hooks, "after_swap_sync", location)
+            self._hooks.after_swap_sync(location)
         except StorageError as error:
             self._discard(location)
             raise SwapWriteError(location, error) from error

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 CHILD = textwrap.dedent("""
     import os, sys, threading
-    from repositories.provenance import EventType, Hooks, ProvenanceConfig, ProvenanceEvent, ProvenanceRepository
+    from repositories.provenance import EventType, ProvenanceConfig, ProvenanceEvent, ProvenanceHooks, ProvenanceRepository
     from repositories.provenance.policies import RolloverPolicy
 
     root, seam, marker, acks = sys.argv[1:5]
@@ -43,7 +43,7 @@ CHILD = textwrap.dedent("""
                               rollover=RolloverPolicy(max_age_s=None, max_bytes=None),
                               rollover_check_interval_s=None, age_off_interval_s=None,
                               index_heap_bytes=15_000_000, index_threads=1, compression_threads=1)
-    repo = ProvenanceRepository(config, hooks=Hooks(handlers))
+    repo = ProvenanceRepository(config, hooks=ProvenanceHooks(handlers))
     ack = open(acks, "a", buffering=1)
     generation = 0
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from repositories.storage import StorageFileExists, StorageFileNotFound, join
+from repositories.storage import StorageFileExists, StorageFileNotFound, join, parent
 
 
 def write(store, name, body, *, overwrite=False):
@@ -146,3 +146,23 @@ def test_arrow_view_lists_and_reads(any_store):
     assert [entry.base_name for entry in listed] == ["arrow"]
     with arrow.open_input_file(path) as stream:
         assert stream.read_at(3, 2) == b"lum"
+
+
+def test_sync_data_leaves_a_new_name_to_the_caller_who_syncs_its_directory_once(any_store):
+    storage = any_store.storage
+    path = join(any_store.root, "named")
+    with storage.create(path) as handle:
+        handle.write(b"bytes")
+        handle.sync_data()
+        directory = handle.unsynced_directory()
+        assert directory in (None, parent(path))  # None where a name needs no sync (HDFS)
+        if directory is not None:
+            storage.sync_directory(directory)
+            handle.directory_synced()
+        assert handle.unsynced_directory() is None
+        handle.write(b" more")
+        handle.sync()
+        assert handle.unsynced_directory() is None
+    assert storage.read(path) == b"bytes more"
+    with storage.append(path) as handle:
+        assert handle.unsynced_directory() is None  # an existing file's name is durable already

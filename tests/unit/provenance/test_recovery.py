@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from repositories.provenance import EventBatch, Hooks, ProvenanceQuery, ProvenanceRepository
+from repositories.provenance import EventBatch, ProvenanceHooks, ProvenanceQuery, ProvenanceRepository
 from repositories.provenance import hooks as seams
 from repositories.provenance.journal import JournalWriter
 from repositories.provenance.journal_format import journal_name
@@ -18,7 +18,7 @@ def crash_at(seam):
     def handler(**_):
         raise Crash(seam)
 
-    return Hooks({seam: handler})
+    return ProvenanceHooks({seam: handler})
 
 
 def reopen(tmp_path, clock):

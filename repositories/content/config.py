@@ -1,0 +1,21 @@
+"""How a content repository behaves: `ContentRepositoryConfig`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .archive import ArchivePolicy
+from .format import DEFAULT_MAX_APPENDABLE_CLAIM_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRepositoryConfig:
+    max_appendable_claim_size: int = DEFAULT_MAX_APPENDABLE_CLAIM_SIZE
+    # True: a claim returned by close() is durable. False: durable after sync().
+    sync_on_close: bool = True
+    # HDFS cannot read the last block of a file still open for writing, so there a
+    # sync also closes every resource nobody is writing: a synced claim is readable.
+    close_resources_on_sync: bool = False
+    write_buffer_size: int = 256 * 1024
+    archive: ArchivePolicy = field(default_factory=ArchivePolicy)
+    usage_check_interval_seconds: float = 1.0

@@ -1,0 +1,100 @@
+"""Recovery after a restart, and the listing of every resource file present.
+
+The FlowFile repository knows which claims are live; the content repository does
+not. So a restart sets the claimant counts from the live claims, and whatever no live
+claim references is what the previous run left behind: a resource no claim points
+into is an orphaned write claim, destroyed (not archived: nothing ever committed it);
+bytes past the last live claim of a resource are cut off where the storage can
+truncate (local disk) and left unreferenced where it cannot (HDFS).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from repositories.claims import ContentClaim, InvalidClaimError, ResourceClaim
+
+from .claimants import counts_of
+from .resource_io import ResourceIO
+from .resources import ResourceTable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RecoveryReport:
+    destroyed: list[ResourceClaim] = field(default_factory=list)
+    truncated_bytes: int = 0
+    missing: list[ResourceClaim] = field(default_factory=list)
+    unsafe: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    resource: ResourceClaim
+    length: int
+    archived: bool
+
+
+def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
+            live_claims: Iterable[ContentClaim]) -> RecoveryReport:
+    """Set claimant counts from `live_claims`, then clean up what none references
+    (see the module docstring). Resources this repository has open are left alone."""
+    live = list(live_claims)
+    counts = counts_of(live)
+    ends: dict[ResourceClaim, int] = {}
+    for claim in live:
+        ends[claim.resource] = max(ends.get(claim.resource, 0), claim.offset + claim.length)
+    report = RecoveryReport()
+    table.claimants.set_counts(counts)
+    seen: set[ResourceClaim] = set()
+    in_use = table.open_resources()
+    for container, root, found, resource in _scan(roots, resource_io):
+        if resource is None:
+            report.unsafe.append(f"{root}/{found.section}/{found.name}")
+            continue
+        if resource in in_use:
+            continue
+        if found.archived:
+            with table.lock:
+                table.archived.setdefault(resource, (found.modified, found.size))
+            seen.add(resource)
+            continue
+        if resource not in counts:
+            resource_io.delete(root, resource, False)
+            report.destroyed.append(resource)
+            continue
+        seen.add(resource)
+        end = ends[resource]
+        if found.size > end and resource_io.can_truncate:
+            resource_io.truncate(root, resource, end)
+            report.truncated_bytes += found.size - end
+    report.missing = sorted((r for r in counts if r not in seen), key=lambda r: r.relative_path)
+    if report.destroyed or report.truncated_bytes or report.missing:
+        log.info("%s recovered: %d orphaned resources destroyed, %d orphaned bytes cut, "
+                 "%d referenced resources missing", table.name, len(report.destroyed),
+                 report.truncated_bytes, len(report.missing))
+    return report
+
+
+def list_resources(roots: Mapping[str, str], resource_io: ResourceIO) -> dict[ResourceClaim, ResourceInfo]:
+    """Every resource file present (live and archived), by scanning the containers."""
+    return {resource: ResourceInfo(resource, found.size, found.archived)
+            for _container, _root, found, resource in _scan(roots, resource_io) if resource is not None}
+
+
+def _scan(roots: Mapping[str, str], resource_io: ResourceIO):
+    """(container, root, found file, its ResourceClaim or None if the file is unsafe
+    or its name is no resource id) for every file in every container."""
+    for container, root in roots.items():
+        for found in resource_io.scan(root):
+            resource = None
+            if not found.unsafe:
+                try:
+                    resource = ResourceClaim(container, found.section, found.name)
+                except InvalidClaimError:
+                    pass
+            yield container, root, found, resource
+

@@ -1,0 +1,160 @@
+"""The resource files a content repository holds open, and the bookkeeping its jobs share.
+
+An `OpenResource` is one resource file this repository appends to: a writer owns it
+(`writing`), or it waits in `appendable` for the next writer, until it is full,
+retired or failed. A resource is *retired* when nothing may be appended to it any
+more; its file is closed as soon as every completed claim in it is synced. A resource
+is *failed* when a write, sync or close of it failed: it is retired at once, and the
+claims completed in it but not yet synced are reported as lost (`on_lost`).
+
+`ResourceTable` holds what writing, syncing, reading, recovery and collection all
+touch, with the one lock that guards it.
+
+Lock plan:
+  * `ResourceTable.lock` guards `open`, `appendable`, `zero`, `archived`, `closed`
+    and every OpenResource's `writing`, `retired` and `failed`. It is never held
+    across I/O.
+  * Each OpenResource's `io_lock` guards its file, `pending` and `synced`; it
+    serialises a writer's appends with syncs and reads of that resource (an HDFS
+    writer is not thread-safe). `length` and `completed` belong to the resource's
+    writer while `writing` is set. Under `lock` alone, `sync` and `retire_locked`
+    read `length`, `synced` and `completed`: a stale value (they only grow) defers
+    a sync or a close to the next sync, never loses one.
+  * Order: an `io_lock` before `lock`, never the reverse (a failed append retires its
+    resource under `lock` while it holds `io_lock`).
+  * Claimant counts (`ClaimantCounts`) and lost ranges (`syncing.LostRanges`) have
+    locks of their own, taken last.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from repositories.claims import ResourceClaim
+from repositories.storage import StorageError, WritableFile
+
+from .claimants import ClaimantCounts
+from .errors import RepositoryClosed
+
+log = logging.getLogger(__name__)
+
+
+class OpenResource:
+    __slots__ = ("claim", "root", "file", "length", "completed", "synced", "writing",
+                 "retired", "failed", "io_lock", "pending")
+
+    def __init__(self, claim: ResourceClaim, root: str, file: WritableFile):
+        self.claim = claim
+        self.root = root
+        self.file = file
+        self.length = 0      # bytes handed to the file
+        self.completed = 0   # end of the last closed claim
+        self.synced = 0      # bytes known durable
+        self.writing = False
+        self.retired = False
+        self.failed = False
+        self.io_lock = threading.Lock()
+        # Bytes of completed, unsynced small claims not yet handed to the file: with
+        # group commit, fifty 1 KB claims cost one write() instead of fifty. Flushed
+        # before anything else touches the file (append, sync, read, close).
+        self.pending = bytearray()
+
+    def flush_pending(self) -> None:
+        """Hand pending bytes to the file. Caller holds `io_lock`."""
+        if self.pending:
+            data, self.pending = self.pending, bytearray()
+            self.file.write(data)
+
+
+# Told (resource, first lost byte, end of the lost bytes, why) when claims completed in
+# that range of a failed resource will never be durable.
+OnLost = Callable[[ResourceClaim, int, int, str], None]
+
+
+class ResourceTable:
+    """The shared bookkeeping of one content repository (see the lock plan above)."""
+
+    def __init__(self, name: str, claimants: ClaimantCounts, on_lost: OnLost):
+        self.name = name
+        self.lock = threading.Lock()
+        self.open: dict[ResourceClaim, OpenResource] = {}
+        self.appendable: deque[OpenResource] = deque()
+        self.zero: set[ResourceClaim] = set()  # claimant count 0: candidates for collection
+        self.archived: dict[ResourceClaim, tuple[float, int]] = {}  # -> (archived at, size)
+        self.closed = False
+        self.claimants = claimants
+        self._on_lost = on_lost
+        self._failure_logged = float("-inf")
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise RepositoryClosed(f"content repository {self.name} is closed")
+
+    def open_resources(self) -> set[ResourceClaim]:
+        with self.lock:
+            return set(self.open)
+
+    def stop_appending_locked(self, resource: OpenResource) -> OpenResource | None:
+        """Take the resource out of `appendable` and retire it. Caller holds `lock`."""
+        try:
+            self.appendable.remove(resource)
+        except ValueError:
+            pass
+        return self.retire_locked(resource)
+
+    def retire_locked(self, resource: OpenResource) -> OpenResource | None:
+        """Mark retired; returns the resource if its file can be closed now (nothing
+        completed is waiting for a sync), else it stays open until a sync. Caller holds `lock`."""
+        resource.retired = True
+        if self.claimants.get(resource.claim) == 0:
+            self.zero.add(resource.claim)
+        if resource.failed or resource.synced >= resource.completed:
+            self.open.pop(resource.claim, None)
+            return resource
+        return None
+
+    def close_file(self, resource: OpenResource) -> None:
+        with resource.io_lock:
+            try:
+                resource.flush_pending()
+                resource.file.close()
+            except StorageError as error:
+                if not resource.failed and resource.synced < resource.completed:
+                    self.fail(resource, error)
+                else:
+                    self.log_failure("closing %s failed after its claims were synced: %s",
+                                     resource.claim.relative_path, error)
+
+    def fail(self, resource: OpenResource, error: StorageError) -> None:
+        """A write, sync or close of this resource failed: retire it, report lost claims."""
+        with self.lock:
+            if resource.failed:
+                return
+            resource.failed = True
+            resource.retired = True
+            self.open.pop(resource.claim, None)
+            try:
+                self.appendable.remove(resource)
+            except ValueError:
+                pass
+            if resource.completed > resource.synced:
+                self._on_lost(resource.claim, resource.synced, resource.completed, str(error))
+            if self.claimants.get(resource.claim) == 0:
+                self.zero.add(resource.claim)
+        try:
+            resource.file.close()
+        except (StorageError, OSError):
+            pass  # the file already failed; its unsynced bytes are gone either way
+        self.log_failure("content resource %s failed and was retired: %s", resource.claim.relative_path, error)
+
+    def log_failure(self, message: str, *args) -> None:
+        # An outage fails every resource in turn: one warning a minute, the rest at debug.
+        now = time.monotonic()
+        level = logging.WARNING if now - self._failure_logged >= 60.0 else logging.DEBUG
+        if level == logging.WARNING:
+            self._failure_logged = now
+        log.log(level, message, *args)

@@ -1,0 +1,224 @@
+"""Writing claims: `ContentWriter`, and the allocation of the resources writers append to.
+
+`ResourceAllocator.write()` hands a writer one resource exclusively: one nobody is
+appending to and that is under the maximum appendable size, or a new one (containers
+taken round-robin). The claim's offset is the resource's length at that moment.
+`write_at` gives a follower replica the very resource and offset its leader wrote.
+
+The writer streams bytes into the resource file (buffered per writer, never the whole
+content). `close()` completes the claim, counts the writer as its first claimant and,
+if the claim is to be synced now, syncs the resource first; then the resource goes
+back to `appendable`, or is retired when it is full. A failed append or sync retires
+its resource (`ResourceTable.fail`), so bytes a failed writer left behind are never
+inside a later claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from repositories.claims import ContentClaim, ResourceClaim
+from repositories.storage import StorageError
+
+from .config import ContentRepositoryConfig
+from .errors import ContentRepositoryError, ReplicaDiverged, translate_storage_error
+from .format import ResourceIdGenerator, section_of
+from .resource_io import ResourceIO
+from .resources import OpenResource, ResourceTable
+from .store import ClaimWriter
+
+
+class ContentWriter(ClaimWriter):
+    """Writes one content claim. Use as a context manager; an exception aborts it.
+
+    Not thread-safe: one writer, one thread. After `close()`, `claim` holds the result.
+    """
+
+    def __init__(self, allocator: "ResourceAllocator", resource: OpenResource):
+        self._allocator = allocator
+        self._resource = resource
+        self.offset = resource.length
+        self._buffer = bytearray()
+        self._buffer_size = allocator.config.write_buffer_size
+        self._written = 0
+        self._open = True
+        self.claim: ContentClaim | None = None
+
+    @property
+    def resource(self) -> ResourceClaim:
+        return self._resource.claim
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if not self._open:
+            raise ContentRepositoryError("write to a closed content writer", claim=self._resource.claim)
+        size = len(data)
+        if not self._buffer and size >= self._buffer_size:
+            self._append(data)
+        else:
+            self._buffer += data
+            if len(self._buffer) >= self._buffer_size:
+                self._append(self._buffer)
+                self._buffer = bytearray()
+        self._written += size
+        return size
+
+    def _append(self, data) -> None:
+        resource = self._resource
+        with resource.io_lock:
+            try:
+                resource.flush_pending()
+                resource.file.write(data)
+            except StorageError as error:
+                self._open = False
+                self._allocator.table.fail(resource, error)
+                raise translate_storage_error(error, claim=resource.claim) from error
+            resource.length += len(data)
+
+    def close(self, *, sync: bool | None = None, retire: bool = False) -> ContentClaim:
+        """`retire`: append nothing more to this claim's resource (replicas in lockstep)."""
+        if self.claim is not None:
+            return self.claim
+        if not self._open:
+            raise ContentRepositoryError("close of an aborted content writer", claim=self._resource.claim)
+        if self._buffer:
+            if (sync is False or (sync is None and not self._allocator.config.sync_on_close)) and \
+                    len(self._buffer) + len(self._resource.pending) < self._buffer_size:
+                self._resource.pending += self._buffer
+                self._resource.length += len(self._buffer)
+            else:
+                self._append(self._buffer)
+            self._buffer = bytearray()
+        self._open = False
+        claim = ContentClaim(self._resource.claim, self.offset, self._written)
+        self._allocator.complete(self._resource, claim, sync, retire)
+        self.claim = claim
+        return claim
+
+    def abort(self) -> None:
+        """Abandon the claim: its bytes stay unreferenced in a retired resource."""
+        if self._open:
+            self._open = False
+            self._buffer = bytearray()
+            self._allocator.release(self._resource, retire=True)
+
+
+class ResourceAllocator:
+    """Which resource each writer appends to; when a resource is full, retired or failed."""
+
+    def __init__(self, table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
+                 config: ContentRepositoryConfig, check_capacity: Callable[[str], None]):
+        self.table = table
+        self.config = config
+        self._roots = roots
+        self._names = list(roots)
+        self._io = resource_io
+        self._check_capacity = check_capacity
+        self._ids = ResourceIdGenerator()
+        self._round_robin = 0  # guarded by the table's lock, as are the ids
+
+    def write(self) -> ContentWriter:
+        table = self.table
+        table.check_open()
+        with table.lock:
+            resource = table.appendable.popleft() if table.appendable else None
+            if resource is not None:
+                resource.writing = True
+        if resource is None:
+            resource = self._new_resource(None)
+        return ContentWriter(self, resource)
+
+    def write_at(self, resource_claim: ResourceClaim, offset: int) -> ContentWriter:
+        """A writer for a given resource at a given offset: how a follower replica
+        mirrors its leader. Raises `ReplicaDiverged` if this replica is elsewhere."""
+        table = self.table
+        table.check_open()
+        with table.lock:
+            resource = table.open.get(resource_claim)
+            if resource is not None:
+                if resource.writing or resource.retired or resource.length != offset:
+                    raise ReplicaDiverged(
+                        f"replica {table.name} holds {resource_claim.relative_path} at length "
+                        f"{resource.length} (writing={resource.writing}, retired={resource.retired}), "
+                        f"leader writes at {offset}", claim=resource_claim)
+                resource.writing = True
+                try:
+                    table.appendable.remove(resource)
+                except ValueError:
+                    pass
+        if resource is None:
+            if offset != 0:
+                raise ReplicaDiverged(
+                    f"replica {table.name} has no open {resource_claim.relative_path}; leader "
+                    f"writes at offset {offset}", claim=resource_claim)
+            resource = self._new_resource(resource_claim)
+        return ContentWriter(self, resource)
+
+    def _new_resource(self, wanted: ResourceClaim | None) -> OpenResource:
+        table = self.table
+        if wanted is None:
+            with table.lock:
+                container = self._names[self._round_robin % len(self._names)]
+                self._round_robin += 1
+                sequence, resource_id = self._ids.next()
+            claim = ResourceClaim(container, section_of(sequence // len(self._names)), resource_id)
+        else:
+            if wanted.container not in self._roots:
+                raise ContentRepositoryError(
+                    f"replica {table.name} has no container {wanted.container!r}", claim=wanted)
+            claim = wanted
+        root = self._roots[claim.container]
+        self._check_capacity(claim.container)
+        try:
+            self._io.ensure_section(root, claim.section)
+            handle = self._io.create(root, claim)
+        except StorageError as error:
+            raise translate_storage_error(error, claim=claim) from error
+        resource = OpenResource(claim, root, handle)
+        resource.writing = True
+        with table.lock:
+            table.open[claim] = resource
+        return resource
+
+    def complete(self, resource: OpenResource, claim: ContentClaim, sync: bool | None, retire: bool) -> None:
+        if self.config.sync_on_close if sync is None else sync:
+            # A synced claim must be readable: where that needs a closed file, close it.
+            retire = retire or self.config.close_resources_on_sync
+            with resource.io_lock:
+                try:
+                    resource.flush_pending()
+                    resource.file.sync()
+                except StorageError as error:
+                    self.table.fail(resource, error)
+                    raise translate_storage_error(error, claim=claim) from error
+                resource.synced = resource.length
+        resource.completed = claim.offset + claim.length
+        # The writer is the first claimant; counted before release, so a full resource
+        # is never collected between its release and the caller's bookkeeping.
+        self.table.claimants.increment(claim.resource)
+        self.release(resource, retire=retire)
+
+    def release(self, resource: OpenResource, *, retire: bool) -> None:
+        """The writer is done with the resource: back to `appendable`, or retired."""
+        table = self.table
+        to_close = None
+        with table.lock:
+            resource.writing = False
+            if (retire or resource.failed or table.closed
+                    or resource.length >= self.config.max_appendable_claim_size):
+                to_close = table.retire_locked(resource)
+            else:
+                table.appendable.append(resource)
+        if to_close is not None:
+            table.close_file(to_close)
+
+    def retire(self, resource_claim: ResourceClaim) -> None:
+        """Stop appending to a resource (a replica peer failed on it): keeps replicas
+        in lockstep. A resource being written is retired when its writer finishes."""
+        table = self.table
+        with table.lock:
+            resource = table.open.get(resource_claim)
+            if resource is None or resource.writing:
+                return
+            to_close = table.stop_appending_locked(resource)
+        if to_close is not None:
+            table.close_file(to_close)

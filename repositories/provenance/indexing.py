@@ -1,0 +1,63 @@
+"""Index feeding: each committed event file's events go into the current index shard.
+
+The merge hands over the events it just wrote; a file recovery found committed but
+not indexed is read back from disk (a damaged block is left out, and logged). The
+shard's manifest lists the file only once its documents are committed, so an
+interrupted indexing is redone after a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from .errors import CorruptBlockError
+from .event_batch import SCHEMA
+from .event_file import EventFileInfo
+from .event_files import EventFileEntry, EventFileTable
+from .hooks import ProvenanceHooks
+from .index import ShardedIndex
+
+log = logging.getLogger(__name__)
+
+
+class IndexFeeder:
+    """Indexes event files; used by the index thread only."""
+
+    def __init__(self, table: EventFileTable, index: ShardedIndex, seams: Callable[[], ProvenanceHooks],
+                 stage_seconds: dict[str, float], *, clock: Callable[[], float],
+                 on_indexed: Callable[[EventFileInfo, float], None] | None):
+        self._table, self._index = table, index
+        self._seams = seams  # the repository's seams as they are now
+        self._stage_seconds = stage_seconds
+        self._clock, self._on_indexed = clock, on_indexed
+
+    def index_file(self, first_id: int, events: pa.Table | None) -> None:
+        """Index the event file starting at `first_id`; `events` are its events, or
+        None to read them from the file."""
+        entry = self._table.get(first_id)
+        if entry is None:
+            return  # aged off before it was indexed
+        if events is None:
+            events = _read_whole_file(entry)
+        if events.num_rows:
+            seams = self._seams()
+            self._index.index_table(
+                first_id, entry.last_id, entry.min_time_ms, entry.max_time_ms, events,
+                before_manifest=lambda: seams.index_before_manifest(first_id=first_id),
+                timings=self._stage_seconds)
+        if self._on_indexed is not None:
+            self._on_indexed(EventFileInfo(first_id, entry.last_id, events.num_rows, entry.min_time_ms,
+                                           entry.max_time_ms, entry.size, 0, entry.path), self._clock())
+
+
+def _read_whole_file(entry: EventFileEntry) -> pa.Table:
+    batches = []
+    for i in range(len(entry.reader.blocks)):
+        try:
+            batches.append(entry.reader.read_block(i))
+        except CorruptBlockError as error:
+            log.error("not indexing a damaged block: %s", error)
+    return pa.Table.from_batches(batches, schema=SCHEMA)

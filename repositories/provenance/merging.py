@@ -1,0 +1,59 @@
+"""The merge after a rollover: one generation's journals become one event file.
+
+The generation's events, sorted by id, are written as `<first-id>.prov.partial` and
+`.toc.partial`, compressed in blocks and fsynced; the rename of the `.prov` file is
+the commit point. Only then are the journals deleted, so a crash at any step leaves
+either the journals (the merge is done again) or the committed file.
+Event files are spread over the containers round-robin.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from . import files
+from .config import ProvenanceConfig
+from .event_batch import concat_sorted
+from .event_file import write_event_file
+from .event_files import EventFileTable
+from .hooks import ProvenanceHooks
+from .layout import ProvenanceLayout
+
+
+class Merger:
+    """Merges generations; used by the merge thread only (and by recovery before it starts)."""
+
+    def __init__(self, layout: ProvenanceLayout, table: EventFileTable, config: ProvenanceConfig,
+                 seams: Callable[[], ProvenanceHooks], stage_seconds: dict[str, float]):
+        self._layout, self._table, self._config = layout, table, config
+        self._seams = seams  # the repository's seams as they are now
+        self._stage_seconds = stage_seconds
+        self._merged = 0  # picks the container of the next event file
+
+    def merge(self, first_id: int, batches: list[pa.RecordBatch], journal_paths: list[str]) -> pa.Table:
+        """Journals of one generation -> one event file; then delete the journals.
+        Returns the merged events (empty if the generation held none)."""
+        seams = self._seams()
+        seams.merge_journals_read(first_id=first_id)
+        started = time.perf_counter()
+        table = concat_sorted(batches)
+        if table.num_rows:
+            containers = self._layout.containers
+            container = containers[self._merged % len(containers)]
+            self._merged += 1
+            info = write_event_file(
+                self._layout.events_directory(container), first_id, table, block_bytes=self._config.block_bytes,
+                level=self._config.compression_level, threads=self._config.compression_threads,
+                before_commit=lambda path: seams.merge_before_commit(path=path))
+            self._table.add(info.path)
+            self._stage_seconds["merge"] += time.perf_counter() - started
+            seams.merge_before_journal_delete(first_id=first_id)
+        for path in journal_paths:
+            files.delete(path)
+        for directory in {os.path.dirname(p) for p in journal_paths}:
+            files.fsync_directory(directory)
+        return table
