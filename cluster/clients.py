@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from replication.hdfs_storage import DEFAULT_IO_TIMEOUT, HdfsStorage
+
 from .errors import ClusterError
 
 DEFAULT_SESSION_TIMEOUT = 4.0   # seconds; a dead node is taken over after about this
-DEFAULT_HDFS_IO_TIMEOUT = 20.0  # seconds a write or hsync may block before it is given up
 
 
 class ServiceUnreachable(ClusterError):
@@ -36,7 +37,7 @@ class ZooKeeperSettings:
 class HdfsSettings:
     url: str                                     # "hdfs://host:port"
     config: dict[str, str] = field(default_factory=dict)  # hdfs-native client settings (dfs.* keys)
-    io_timeout: float | None = DEFAULT_HDFS_IO_TIMEOUT
+    io_timeout: float | None = DEFAULT_IO_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,8 @@ class ClientFactory:
                                      "check that the ensemble is up and the address is right") from None
         return client
 
-    def hdfs_storage(self):
+    def hdfs_storage(self) -> HdfsStorage:
         """The storage protocol on this node's HDFS."""
-        from replication.hdfs_storage import HdfsStorage
-
         settings = self._hdfs()
         return HdfsStorage(settings.url, dict(settings.config), io_timeout=settings.io_timeout)
 

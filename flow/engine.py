@@ -33,6 +33,8 @@ from .stateless import StatelessFlowLoader
 
 log = logging.getLogger(__name__)
 
+DEFAULT_THREADS = 4  # task threads of an engine (a node's `threads`)
+
 BORED_YIELD_S = 0.010
 MAX_WAIT_S = 0.05
 
@@ -61,7 +63,7 @@ class TraditionalEngine:
     the node's shared services (`flow.services.ServiceRegistry`), which every processor's
     context looks up and which the node, not the engine, closes."""
 
-    def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = 4,
+    def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = DEFAULT_THREADS,
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
                  clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
                  commit_hooks: CommitHooks | None = None, services: ServiceRegistry | None = None,

@@ -30,8 +30,17 @@ from dataclasses import dataclass, field
 from itertools import repeat
 
 from repositories.claims import ContentClaim
-from repositories.flowfile import Put, SwapFile, SwapIn, SwapOut
-from repositories.swap import SwapError, SwapFileMissingError
+from repositories.flowfile import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    DEFAULT_PARTITIONS,
+    Put,
+    SwapFile,
+    SwapIn,
+    SwapOut,
+    WriteAheadLog,
+)
+from repositories.storage import join
+from repositories.swap import SwapError, SwapFileMissingError, SwapStore
 
 from .errors import QueueRecoveryError
 from .flowfile import FlowFile
@@ -238,17 +247,14 @@ class QueueShard:
 
 
 def open_shard(storage, directory: str, shard_id: str, queues: Iterable[FlowFileQueue], *, epoch: int = 0,
-               partitions: int = 4, checkpoint_interval: float | None = 120.0, wal_hooks=None,
+               partitions: int = DEFAULT_PARTITIONS, checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
+               wal_hooks=None,
                swap_hooks=None) -> QueueShard:
     """A durable shard in `directory` of any storage backend: `wal/` and `swap/` under it.
 
     The caller calls `recover()` next. On HDFS the same layout serves a shard that a
     survivor adopts after fencing the dead owner: a new `QueueShard` over the fenced directory, with a
     higher epoch."""
-    from repositories.flowfile import WriteAheadLog
-    from repositories.storage import join
-    from repositories.swap import SwapStore
-
     if not storage.exists(directory):
         storage.mkdir(directory, parents=True, exist_ok=True)
     wal = WriteAheadLog(storage, join(directory, "wal"), partitions=partitions, epoch=epoch,

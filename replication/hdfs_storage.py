@@ -247,6 +247,10 @@ class HdfsWritableFile:
         self.close()
 
 
+# The longest a write, hsync or close may block before the writer is given up (seconds):
+# hdfs-native can block until then on a pipeline whose DataNode died.
+DEFAULT_IO_TIMEOUT = 20.0
+
 # hdfs-native's own defaults keep retrying an unreachable NameNode or DataNode for
 # minutes, holding a commit (and a session) that long. A node would rather fail fast,
 # roll the session back and retry the whole commit: these bound one attempt to seconds.
@@ -264,7 +268,8 @@ class HdfsStorage:
 
     scheme = "hdfs"
 
-    def __init__(self, url: str, config: dict[str, str] | None = None, *, io_timeout: float | None = 20.0):
+    def __init__(self, url: str, config: dict[str, str] | None = None, *,
+                 io_timeout: float | None = DEFAULT_IO_TIMEOUT):
         self.url = url.rstrip("/")
         self._config = {**FAIL_FAST_CONFIG, **(config or {})}
         # The longest a write, hsync or close may block before the writer is abandoned.

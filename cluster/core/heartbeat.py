@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 FORMAT_VERSION = 1
+DEFAULT_CAPACITY_WEIGHT = 1.0  # a node's relative size; twice the weight, twice the share
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Heartbeat:
     max_threads: int = 1
     cpu: float = 0.0
     free_disk: int = 0
-    capacity_weight: float = 1.0
+    capacity_weight: float = DEFAULT_CAPACITY_WEIGHT
     owned_shards: tuple[str, ...] = ()
 
     @property

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROOT = "/custody"
+ROOT = "/custody"              # every cluster's znodes are under /custody/<cluster>
+DEFAULT_HDFS_ROOT = "/custody"  # and its HDFS directories under <root>/<cluster>, by default there too
 FENCED_MARK = "-fenced-"
 
 
 @dataclass(frozen=True)
 class ClusterLayout:
     cluster: str
-    hdfs_root: str = "/custody"
+    hdfs_root: str = DEFAULT_HDFS_ROOT
 
     def __post_init__(self) -> None:
         if not self.cluster or "/" in self.cluster:

@@ -49,6 +49,7 @@ DISK_UNIT = 10 << 30
 MIN_FREE_DISK = 256 << 20
 HEADROOM_FLOOR = 0.05
 POLICIES = ("whole", "divvy")
+DEFAULT_POLICY = "whole"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ import threading
 
 from repositories.flowfile import WalHooks
 
-from ..clients import ClientFactory, HdfsSettings, ZooKeeperSettings
+from ..clients import DEFAULT_SESSION_TIMEOUT, ClientFactory, HdfsSettings, ZooKeeperSettings
+from ..core.layout import DEFAULT_HDFS_ROOT
 from ..failover.adoption import WalOptions
 from ..failover.member import ClusterMember, MemberConfig
 from ..node.lifecycle import JsonEvents, run_incarnations
@@ -53,11 +54,11 @@ def parse(argv=None):
     parser.add_argument("--cluster", required=True)
     parser.add_argument("--node", required=True)
     parser.add_argument("--hdfs", required=True, help="hdfs://host:port")
-    parser.add_argument("--hdfs-root", default="/custody")
+    parser.add_argument("--hdfs-root", default=DEFAULT_HDFS_ROOT)
     parser.add_argument("--hdfs-config", action="append", default=[], metavar="KEY=VALUE",
                         help="hdfs-native client setting (repeatable), e.g. dfs.client.socket-timeout=5000")
     parser.add_argument("--sink", required=True)
-    parser.add_argument("--session-timeout", type=float, default=4.0)
+    parser.add_argument("--session-timeout", type=float, default=DEFAULT_SESSION_TIMEOUT)
     parser.add_argument("--weight", type=float, default=1.0)
     parser.add_argument("--policy", default="whole")
     parser.add_argument("--admit-limit", type=int, default=200,

@@ -25,13 +25,22 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from repositories.flowfile import FlowFileSerDe, Put, SwapOut, WriteAheadLog, list_wal_files, read_state
+from repositories.flowfile import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    DEFAULT_PARTITIONS,
+    FlowFileSerDe,
+    Put,
+    SwapOut,
+    WriteAheadLog,
+    list_wal_files,
+    read_state,
+)
 
 from ..core.layout import FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership
 from ..core.story import tag
 from ..errors import FencedError
-from .fencing import FenceHooks, current_directory, fence
+from .fencing import DEFAULT_FIRST_WAIT, FenceHooks, current_directory, fence
 from .runtime import ShardHandle
 
 log = logging.getLogger(__name__)
@@ -40,8 +49,8 @@ COPY_BATCH = 1000
 
 @dataclass
 class WalOptions:
-    partitions: int = 2
-    checkpoint_interval: float | None = 120.0
+    partitions: int = DEFAULT_PARTITIONS
+    checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL
     hooks: object = None
 
 
@@ -65,7 +74,8 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
 
 
 def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions, *,
-                sleep=time.sleep, fence_hooks: FenceHooks | None = None, fence_first_wait: float = 0.1) -> ShardHandle:
+                sleep=time.sleep, fence_hooks: FenceHooks | None = None,
+                fence_first_wait: float = DEFAULT_FIRST_WAIT) -> ShardHandle:
     """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`) and
     return its handle. For an unseeded divvy slice, also seed its WAL."""
     started = time.monotonic()

@@ -34,6 +34,10 @@ from ..errors import FenceTimeout, FencedError
 
 log = logging.getLogger(__name__)
 
+# Seconds between lease-recovery polls for the first `fast_window` seconds: block
+# recovery finishes on a DataNode heartbeat, which may come this soon.
+DEFAULT_FIRST_WAIT = 0.1
+
 
 class FenceHooks(FaultSeams):
     """Named fault seams of fencing: a test stops or breaks the adopter at these points."""
@@ -75,7 +79,7 @@ def current_directory(storage, layout, shard: str) -> tuple[str | None, int | No
 
 
 def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=time.monotonic,
-          first_wait: float = 0.1, fast_window: float = 2.0, max_wait: float = 8.0,
+          first_wait: float = DEFAULT_FIRST_WAIT, fast_window: float = 2.0, max_wait: float = 8.0,
           timeout: float = 120.0, hooks: FenceHooks | None = None) -> FenceReport:
     """Fence `shard` for its new owner at `epoch` and return where its data now is.
 

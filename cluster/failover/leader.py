@@ -31,6 +31,7 @@ from typing import Callable
 from repositories.seams import FaultSeams
 
 from ..core.collection import DEFAULT_INTERVAL, DEFAULT_RETENTION
+from ..core.planner import DEFAULT_POLICY
 from ..core.reassignment import (
     ExecuteMove,
     FinishPlan,
@@ -69,7 +70,7 @@ class Leader:
     record). Everything else is touched by the election thread alone; the collector
     thread uses only `collector` and its own leadership Event."""
 
-    def __init__(self, store, incarnation: str, *, policy: str = "whole", period: float = 1.0,
+    def __init__(self, store, incarnation: str, *, policy: str = DEFAULT_POLICY, period: float = 1.0,
                  may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
                  wall_clock=time.time, story_limit: int = 200, storage=None,
                  collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION):

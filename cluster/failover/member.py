@@ -29,11 +29,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..clients import ClientFactory, ZooKeeperSettings, stop_quietly
-from ..core.heartbeat import Heartbeat, QueueLoad
+from flow.engine import DEFAULT_THREADS
+
+from ..clients import DEFAULT_SESSION_TIMEOUT, ClientFactory, ZooKeeperSettings, stop_quietly
+from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT, Heartbeat, QueueLoad
 from ..core.incarnation import Incarnation
-from ..core.layout import ClusterLayout
+from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership, ShardState
+from ..core.planner import DEFAULT_POLICY
 from ..core.story import tag
 from ..errors import ClusterError, FencedError
 from ..zk.membership import Membership
@@ -41,6 +44,7 @@ from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
 from ..zk.store import ClusterStore
 from .adoption import WalOptions, adopt_shard, open_home_shard
+from .fencing import DEFAULT_FIRST_WAIT
 from .leader import Leader, LeaderHooks
 from .runtime import RuntimeFactory, ShardHandle
 
@@ -52,17 +56,17 @@ class MemberConfig:
     zk_hosts: str
     cluster: str
     node: str
-    session_timeout: float = 4.0
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT
     heartbeat_interval: float = 1.0
-    hdfs_root: str = "/custody"
+    hdfs_root: str = DEFAULT_HDFS_ROOT
     admin: str = ""
-    capacity_weight: float = 1.0
-    max_threads: int = 4
+    capacity_weight: float = DEFAULT_CAPACITY_WEIGHT
+    max_threads: int = DEFAULT_THREADS
     local_directory: str = "/tmp"
-    policy: str = "whole"
+    policy: str = DEFAULT_POLICY
     lead: bool = True
     wal: WalOptions = field(default_factory=WalOptions)
-    fence_first_wait: float = 0.1
+    fence_first_wait: float = DEFAULT_FIRST_WAIT
 
 
 @dataclass

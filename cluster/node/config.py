@@ -28,13 +28,16 @@
     policy = "whole"                 # "whole" or "divvy": how a dead node's shards move
     lead = true                      # campaign for leadership
     admin = ""                       # address shown in the heartbeat
-    wal_partitions = 2
-    checkpoint_interval = 60.0
+    wal_partitions = 4               # WAL partitions of each shard (files on HDFS)
+    checkpoint_interval = 60.0       # seconds between WAL checkpoints
     fence_first_wait = 0.1           # seconds between lease-recovery polls when adopting,
                                      # for the first 2 s (then doubling): block recovery
                                      # finishes on a DataNode heartbeat, seen this soon
 
 Unknown keys are refused by name: a misspelt setting must not be silently ignored.
+The defaults shown are those of the modules that use them (`cluster.clients`,
+`repositories.flowfile`, `flow.engine`, `cluster.core`, `cluster.failover.fencing`):
+each default is set in one place.
 """
 
 from __future__ import annotations
@@ -43,8 +46,16 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-from ..core.planner import POLICIES
+from flow.engine import DEFAULT_THREADS
+from replication.hdfs_storage import DEFAULT_IO_TIMEOUT
+from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS
+
+from ..clients import DEFAULT_SESSION_TIMEOUT
+from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT
+from ..core.layout import DEFAULT_HDFS_ROOT
+from ..core.planner import DEFAULT_POLICY, POLICIES
 from ..errors import ClusterError
+from ..failover.fencing import DEFAULT_FIRST_WAIT
 
 
 class NodeConfigError(ClusterError):
@@ -59,19 +70,19 @@ class NodeConfig:
     zk_hosts: str
     cluster: str
     hdfs_url: str
-    session_timeout: float = 4.0
-    hdfs_root: str = "/custody"
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT
+    hdfs_root: str = DEFAULT_HDFS_ROOT
     hdfs_config: dict = field(default_factory=dict)
-    hdfs_io_timeout: float = 20.0
+    hdfs_io_timeout: float = DEFAULT_IO_TIMEOUT
     flow_parameters: dict = field(default_factory=dict)
-    threads: int = 4
-    capacity_weight: float = 1.0
-    policy: str = "whole"
+    threads: int = DEFAULT_THREADS
+    capacity_weight: float = DEFAULT_CAPACITY_WEIGHT
+    policy: str = DEFAULT_POLICY
     lead: bool = True
     admin: str = ""
-    wal_partitions: int = 2
-    checkpoint_interval: float = 60.0
-    fence_first_wait: float = 0.1
+    wal_partitions: int = DEFAULT_PARTITIONS
+    checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL
+    fence_first_wait: float = DEFAULT_FIRST_WAIT
     path: str = ""
 
     @property
@@ -157,7 +168,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
     url = required(hdfs, "url", "[hdfs]")
     if not url.startswith("hdfs://"):
         fail(f"[hdfs] url must be hdfs://host:port, not {url!r}")
-    policy = node.get("policy", "whole")
+    policy = node.get("policy", DEFAULT_POLICY)
     if policy not in POLICIES:
         fail(f"[node] policy must be one of {list(POLICIES)}, not {policy!r}")
     parameters = body.get("flow_parameters", {})
@@ -172,14 +183,14 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
     return NodeConfig(
         name=name, flow=flow, directory=directory, zk_hosts=hosts,
         cluster=required(zookeeper, "cluster", "[zookeeper]"), hdfs_url=url,
-        session_timeout=number(zookeeper, "session_timeout", 4.0, float, "zookeeper", 1.0),
-        hdfs_root=hdfs.get("root", "/custody"), hdfs_config={str(k): str(v) for k, v in hdfs_config.items()},
-        hdfs_io_timeout=number(hdfs, "io_timeout", 20.0, float, "hdfs", 1.0),
+        session_timeout=number(zookeeper, "session_timeout", DEFAULT_SESSION_TIMEOUT, float, "zookeeper", 1.0),
+        hdfs_root=hdfs.get("root", DEFAULT_HDFS_ROOT), hdfs_config={str(k): str(v) for k, v in hdfs_config.items()},
+        hdfs_io_timeout=number(hdfs, "io_timeout", DEFAULT_IO_TIMEOUT, float, "hdfs", 1.0),
         flow_parameters={str(k): str(v) for k, v in parameters.items()},
-        threads=number(node, "threads", 4, int, "node", 1),
-        capacity_weight=number(node, "capacity_weight", 1.0, float, "node", 0.0),
+        threads=number(node, "threads", DEFAULT_THREADS, int, "node", 1),
+        capacity_weight=number(node, "capacity_weight", DEFAULT_CAPACITY_WEIGHT, float, "node", 0.0),
         policy=policy, lead=lead, admin=str(node.get("admin", "")),
-        wal_partitions=number(node, "wal_partitions", 2, int, "node", 1),
-        checkpoint_interval=number(node, "checkpoint_interval", 60.0, float, "node", 1.0),
-        fence_first_wait=number(node, "fence_first_wait", 0.1, float, "node", 0.05),
+        wal_partitions=number(node, "wal_partitions", DEFAULT_PARTITIONS, int, "node", 1),
+        checkpoint_interval=number(node, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL, float, "node", 1.0),
+        fence_first_wait=number(node, "fence_first_wait", DEFAULT_FIRST_WAIT, float, "node", 0.05),
         path=os.path.abspath(path))

@@ -29,7 +29,10 @@ from replication.hdfs_content import open_hdfs_content_reader, open_hdfs_content
 from replication.replicating_content import ReplicatingContentRepository
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
+from repositories.content.collection import CollectReport
 from repositories.content.errors import ContentNotFound
+from repositories.content.recovery import RecoveryReport
+from repositories.content.store import ClaimWriter, ContentStore
 
 from ..core.incarnation import Incarnation
 
@@ -78,35 +81,62 @@ class ForeignContainers:
                 pass
 
 
-class NodeContent(ReplicatingContentRepository):
-    """Local + HDFS replicas of this incarnation's container; foreign claims read from HDFS."""
+class NodeContent(ContentStore):
+    """This incarnation's container on local disk and HDFS (a `ReplicatingContentRepository`
+    it holds, not one it is), and claims of other incarnations read from HDFS. Claimant
+    counts are kept for this node's own container only: another incarnation's claims
+    are never its to collect (see the module docstring)."""
 
-    def __init__(self, local, hdfs, foreign: ForeignContainers, container: str):
-        super().__init__([local, hdfs], fallbacks=[foreign], name=f"content {container}")
-        self.container = container
-        self.foreign = foreign
+    def __init__(self, replicas: ReplicatingContentRepository, foreign: ForeignContainers, container: str):
+        self.replicas, self.foreign, self.container = replicas, foreign, container
+
+    def __repr__(self) -> str:
+        return f"NodeContent({self.container})"
 
     def _own(self, claim) -> bool:
         resource = claim.resource if isinstance(claim, ContentClaim) else claim
         return resource.container == self.container
 
+    # -- ContentStore --------------------------------------------------------------------
+    def write(self) -> ClaimWriter:
+        return self.replicas.write()
+
+    def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None):
+        return self.replicas.open_read(claim, offset, length)  # foreign claims: its fallback
+
     def increment(self, claim: ContentClaim | ResourceClaim) -> int:
-        return super().increment(claim) if self._own(claim) else 1
+        return self.replicas.increment(claim) if self._own(claim) else 1
 
     def decrement(self, claim: ContentClaim | ResourceClaim) -> int:
-        return super().decrement(claim) if self._own(claim) else 1
+        return self.replicas.decrement(claim) if self._own(claim) else 1
 
     def claimant_count(self, claim: ContentClaim | ResourceClaim) -> int:
-        return super().claimant_count(claim) if self._own(claim) else 0
+        return self.replicas.claimant_count(claim) if self._own(claim) else 0
 
-    def recover(self, live_claims: Iterable[ContentClaim]):
-        return super().recover([claim for claim in live_claims if self._own(claim)])
+    def sync(self) -> None:
+        self.replicas.sync()
+
+    def check_durable(self, claims: Iterable[ContentClaim]) -> None:
+        self.replicas.check_durable(claims)
+
+    def recover(self, live_claims: Iterable[ContentClaim]) -> RecoveryReport:
+        return self.replicas.recover([claim for claim in live_claims if self._own(claim)])
+
+    def collect(self) -> CollectReport:
+        return self.replicas.collect()
+
+    def age_off(self) -> list[ResourceClaim]:
+        return self.replicas.age_off()
 
     def close(self) -> None:
         try:
-            super().close()
+            self.replicas.close()
         finally:
             self.foreign.close()
+
+    # -- beyond the protocol -----------------------------------------------------------------
+    def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
+        return self.replicas.exists(claim)
 
 
 def open_node_content(storage, layout, incarnation: Incarnation, local_directory: str) -> NodeContent:
@@ -120,7 +150,9 @@ def open_node_content(storage, layout, incarnation: Incarnation, local_directory
     # `hdfs_content_root(base, node)` is base/content/<node>: the base is the cluster's directory.
     storage.mkdir(layout.hdfs_content, parents=True, exist_ok=True)
     hdfs = open_hdfs_content_repository(storage, layout.hdfs_cluster, container, (container,))
-    content = NodeContent(local, hdfs, ForeignContainers(storage, layout.hdfs_cluster, container), container)
+    foreign = ForeignContainers(storage, layout.hdfs_cluster, container)
+    replicas = ReplicatingContentRepository([local, hdfs], fallbacks=[foreign], name=f"content {container}")
+    content = NodeContent(replicas, foreign, container)
     content.recover([])
     return content
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from flow.engine import TraditionalEngine
+from flow.engine import DEFAULT_THREADS, TraditionalEngine
 from flow.graph import FlowGraph
 from flow.provenance_outbox import reconcile
 from flow.shard import QueueShard
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 
 class FlowRuntime:
-    def __init__(self, handle, definition, content, provenance, *, threads: int = 4, incarnation: str = "",
+    def __init__(self, handle, definition, content, provenance, *, threads: int = DEFAULT_THREADS, incarnation: str = "",
                  events=None, services=None):
         self.handle, self.definition = handle, definition
         self.content, self.provenance = content, provenance

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 
 from flow.definition import FlowDefinition
 from flow.loading import load_flow
-from flow.engine import TraditionalEngine
+from flow.engine import DEFAULT_THREADS, TraditionalEngine
 from flow.graph import FlowGraph
 from flow.provenance_outbox import reconcile
 from flow.shard import open_shard
 from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
+from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 from repositories.storage import LocalStorage
 
@@ -52,9 +53,9 @@ class NodeError(ClusterError):
 
 @dataclass(frozen=True)
 class NodeSettings:
-    threads: int = 4
-    wal_partitions: int = 4
-    checkpoint_interval_s: float = 60.0
+    threads: int = DEFAULT_THREADS
+    wal_partitions: int = DEFAULT_PARTITIONS
+    checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL
     collect_interval_s: float = 1.0
     provenance_rollover_s: float = 30.0
     provenance_outbox: bool = True

@@ -98,7 +98,7 @@ def test_defaults_fill_in_everything_optional():
     assert (config.zk_hosts, config.cluster, config.hdfs_url) == ("127.0.0.1:2181", "main", "hdfs://127.0.0.1:8020")
     assert (config.session_timeout, config.hdfs_root, config.hdfs_config, config.flow_parameters) == (4.0, "/custody", {}, {})
     assert (config.threads, config.capacity_weight, config.policy, config.lead) == (4, 1.0, "whole", True)
-    assert (config.admin, config.wal_partitions, config.checkpoint_interval) == ("", 2, 60.0)
+    assert (config.admin, config.wal_partitions, config.checkpoint_interval) == ("", 4, 60.0)
     assert config.path == "/etc/custody/n1.toml"
 
 
