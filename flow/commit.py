@@ -286,7 +286,6 @@ class HeldCommitter:
         self.shard = shard
         self.content = content
         self.held_callbacks: list[Callable[[], None]] = []
-        self.held_failure_callbacks: list[Callable[[BaseException], None]] = []
         self.events: list = []
 
     def commit(self, tx: Transaction) -> None:
@@ -297,5 +296,3 @@ class HeldCommitter:
         self.events += tx.events
         if tx.on_success is not None:
             self.held_callbacks.append(tx.on_success)
-        if tx.on_failure is not None:
-            self.held_failure_callbacks.append(tx.on_failure)

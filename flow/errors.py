@@ -57,10 +57,6 @@ class CommitError(FlowError):
         self.wal_written = wal_written
 
 
-class ProcessorError(FlowError):
-    """A processor failed while triggered; its session was rolled back."""
-
-
 class QueueRecoveryError(FlowError):
     """The WAL holds FlowFiles for a queue the flow does not define."""
 

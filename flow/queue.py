@@ -104,14 +104,11 @@ class FlowFileQueue:
         self._penalized: list[tuple] = []  # heap of (penalty expiration, sequence, entry)
         self._staging: deque[tuple] = deque()  # (key, sequence, flowfile), arrival order
         self._swapped: deque[SwapSummary] = deque()
-        self._in_flight_count = 0  # in a batch being written to or read from a swap file
-        self._in_flight_size = 0
         self._in_flight_summaries: list[SwapSummary] = []
         self._out_entries: list | None = None  # the batch being written to a swap file
         self._swapping = False
         self._polled: dict[str, tuple] = {}  # id -> (key, sequence) of unacknowledged FlowFiles
         self._unacknowledged_count = 0
-        self._unacknowledged_size = 0
         self._count = 0
         self._size = 0
 
@@ -179,7 +176,6 @@ class FlowFileQueue:
                 polled.append(flowfile)
             for flowfile in itertools.chain(polled, expired):
                 self._unacknowledged_count += 1
-                self._unacknowledged_size += flowfile.size
         return polled, expired
 
     def _release_penalties_locked(self, now: int) -> None:
@@ -194,7 +190,6 @@ class FlowFileQueue:
             for flowfile in flowfiles:
                 remembered.pop(flowfile.id, None)
                 self._unacknowledged_count -= 1
-                self._unacknowledged_size -= flowfile.size
                 self._count -= 1
                 self._size -= flowfile.size
 
@@ -204,7 +199,6 @@ class FlowFileQueue:
         with self._lock:
             for flowfile in flowfiles:
                 self._unacknowledged_count -= 1
-                self._unacknowledged_size -= flowfile.size
                 old = self._polled.pop(flowfile.id, None)
                 entry = (old[0], old[1], flowfile) if old is not None else self._entry(flowfile)
                 if flowfile.penalty_expiration > 0:
@@ -307,22 +301,15 @@ class FlowFileQueue:
             batch, rest = entries[:count], entries[count:]
             self._staging = deque(rest)
             self._out_entries = batch  # one swap at a time: an abort puts these back as they were
-            flowfiles = [entry[2] for entry in batch]
-            self._in_flight_count += len(flowfiles)
-            self._in_flight_size += sum(f.size for f in flowfiles)
-            return flowfiles
+            return [entry[2] for entry in batch]
 
     def complete_swap_out(self, flowfiles: list[FlowFile], summary: SwapSummary) -> None:
         with self._lock:
-            self._in_flight_count -= len(flowfiles)
-            self._in_flight_size -= sum(f.size for f in flowfiles)
             self._swapped.append(summary)
             self._swapping = False
 
     def abort_swap_out(self, flowfiles: list[FlowFile]) -> None:
         with self._lock:
-            self._in_flight_count -= len(flowfiles)
-            self._in_flight_size -= sum(f.size for f in flowfiles)
             entries = self._out_entries or [self._entry(f) for f in flowfiles]
             self._out_entries = None
             self._staging = deque(sorted(list(self._staging) + list(entries)))
@@ -362,7 +349,3 @@ class FlowFileQueue:
             self._count += summary.count
             self._size += summary.size
 
-    def drain_in_memory(self) -> list[FlowFile]:
-        """Every in-memory FlowFile (for shutdown checks and tests)."""
-        with self._lock:
-            return [e[2] for e in self._active] + [e[2][2] for e in self._penalized] + [e[2] for e in self._staging]

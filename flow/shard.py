@@ -239,9 +239,6 @@ class QueueShard:
                 polled, expired = queue.poll(max_count, now_ms)
         return polled, expired
 
-    def total_count(self) -> int:
-        return sum(queue.count for queue in self.queues.values())
-
     def in_memory(self) -> int:
         return sum(queue.in_memory() for queue in self.queues.values())
 

@@ -15,8 +15,8 @@ sync and archive step goes to all of them:
   write fails cleanly: every replica's copy is abandoned (never referenced, its
   resource retired) and the caller's session rolls back. The next write starts fresh
   resources everywhere, so it succeeds as soon as the replica is back.
-* Reads prefer replica 0 and fall back in order, then to adopted nodes' repositories
-  (`adopt`), for claims written by a node that died.
+* Reads prefer replica 0 and fall back in order, then to the `fallbacks` (the
+  repositories of nodes that died, whose claims a survivor now reads).
 
 Lock plan: the wrapper keeps no shared mutable state but `_degraded` (guarded by
 `_lock`); each replica has its own locks.
@@ -226,10 +226,6 @@ class ReplicatingContentRepository(ContentStore):
             return {self.replicas[i].name: list(v) for i, v in self._degraded.items()}
 
     # ---------------------------------------------------------------- reading
-
-    def adopt(self, repository: ContentRepository) -> None:
-        """Read claims of a dead node through `repository` (its HDFS content)."""
-        self._fallbacks.append(repository)
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ClaimReader:
         errors: list[str] = []

@@ -107,14 +107,6 @@ class SessionGuard:
     def expired(self) -> bool:
         return self.state.phase is Phase.EXPIRED
 
-    def wait_expired(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else self._clock() + timeout
-        while not self.expired:
-            remaining = None if deadline is None else deadline - self._clock()
-            if remaining is not None and remaining <= 0:
-                return False
-            self._stopped.wait(min(0.05, remaining) if remaining is not None else 0.05)
-        return True
 
     # -- internals ---------------------------------------------------------------------
     def _feed(self, event) -> None:
