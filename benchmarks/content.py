@@ -125,18 +125,18 @@ def run(args) -> dict:
             total_mb = size * count / 1e6
             repository = open_filesystem_content_repository(
                 {"bench": os.path.join(workdir, f"content-{name}")}, config)
-            claims, write_seconds = _write_claims(repository, size, count, buffer, per_claim_sync)
-            read_seconds = _read_claims(repository, claims)
+            claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync)
+            read_s = _read_claims(repository, claims)
             repository.close()
             shutil.rmtree(os.path.join(workdir, f"content-{name}"))
-            raw_seconds = _raw_local(workdir, size, count, buffer, per_claim_sync)
+            raw_s = _raw_local(workdir, size, count, buffer, per_claim_sync)
             result[f"claims_{name}"] = count
-            result[f"write_mb_per_sec_{name}"] = total_mb / write_seconds
-            result[f"read_mb_per_sec_{name}"] = total_mb / read_seconds
-            result[f"claims_per_sec_{name}"] = count / write_seconds
-            result[f"read_claims_per_sec_{name}"] = count / read_seconds
-            result[f"raw_write_mb_per_sec_{name}"] = total_mb / raw_seconds
-            result[f"ratio_local_{name}"] = raw_seconds / write_seconds
+            result[f"write_mb_per_sec_{name}"] = total_mb / write_s
+            result[f"read_mb_per_sec_{name}"] = total_mb / read_s
+            result[f"claims_per_sec_{name}"] = count / write_s
+            result[f"read_claims_per_sec_{name}"] = count / read_s
+            result[f"raw_write_mb_per_sec_{name}"] = total_mb / raw_s
+            result[f"ratio_local_{name}"] = raw_s / write_s
         if args.hdfs:
             result.update(_run_hdfs(args, sizes, buffer, workdir, per_claim_sync))
     finally:
@@ -168,18 +168,18 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
             hdfs = open_hdfs_content_repository(storage, f"{base}/{name}", "bench-node", ["bench"],
                                                 DEFAULT_HDFS_CONFIG)
             repository = ReplicatingContentRepository([local, hdfs], sync_on_close=per_claim_sync)
-            claims, write_seconds = _write_claims(repository, size, count, buffer, per_claim_sync)
-            read_seconds = _read_claims(hdfs, claims[: max(1, min(len(claims), 200))])
+            claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync)
+            read_s = _read_claims(hdfs, claims[: max(1, min(len(claims), 200))])
             read_mb = size * min(len(claims), max(1, min(len(claims), 200))) / 1e6
             repository.close()
             shutil.rmtree(os.path.join(workdir, f"replicated-{name}"))
-            raw_seconds = _raw_hdfs(client, f"{base}/raw-{name}", size, count, buffer, per_claim_sync)
+            raw_s = _raw_hdfs(client, f"{base}/raw-{name}", size, count, buffer, per_claim_sync)
             out[f"replicated_claims_{name}"] = count
-            out[f"replicated_write_mb_per_sec_{name}"] = total_mb / write_seconds
-            out[f"replicated_claims_per_sec_{name}"] = count / write_seconds
-            out[f"hdfs_read_mb_per_sec_{name}"] = read_mb / read_seconds
-            out[f"raw_hdfs_write_mb_per_sec_{name}"] = total_mb / raw_seconds
-            out[f"ratio_replicated_{name}"] = raw_seconds / write_seconds
+            out[f"replicated_write_mb_per_sec_{name}"] = total_mb / write_s
+            out[f"replicated_claims_per_sec_{name}"] = count / write_s
+            out[f"hdfs_read_mb_per_sec_{name}"] = read_mb / read_s
+            out[f"raw_hdfs_write_mb_per_sec_{name}"] = total_mb / raw_s
+            out[f"ratio_replicated_{name}"] = raw_s / write_s
     finally:
         try:
             storage.delete(base, recursive=True)

@@ -148,7 +148,7 @@ class _ThreadProfiler:
             stats.add(profiler)
         total = sum(value[2] for value in stats.stats.values())
         rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:n]
-        return [{"function": f"{os.path.basename(key[0])}:{key[1]}:{key[2]}", "own_seconds": round(value[2], 3),
+        return [{"function": f"{os.path.basename(key[0])}:{key[1]}:{key[2]}", "own_s": round(value[2], 3),
                  "share": round(value[2] / total, 3) if total else 0.0, "calls": value[1]}
                 for key, value in rows]
 
@@ -216,9 +216,9 @@ def run(args) -> dict:
             "mb_per_sec_1mb": round(mb_per_sec, 2),
             "flowfiles_per_sec_1mb": round(large / large_run["seconds"], 2),
             "small_flowfiles": small,
-            "small_seconds": round(small_run["seconds"], 3),
+            "small_s": round(small_run["seconds"], 3),
             "large_flowfiles": large,
-            "large_seconds": round(large_run["seconds"], 3),
+            "large_s": round(large_run["seconds"], 3),
             "raw_wal_flowfiles_per_sec": round(raw_wal, 1),
             "raw_disk_mb_per_sec": round(raw_disk, 1),
             "ratio_small_to_wal": round(flowfiles_per_sec / raw_wal, 3) if raw_wal else None,

@@ -172,8 +172,8 @@ def recover_records(storage, directory: str, count: int) -> dict:
     attributes = time.perf_counter() - began
     reopened.close()
     assert len(records) == count, (len(records), count)
-    return {"records": count, "seconds": elapsed, "then_gc_seconds": gc_debt, "then_decode_heads_seconds": head,
-            "then_decode_attributes_seconds": attributes}
+    return {"records": count, "seconds": elapsed, "then_gc_s": gc_debt, "then_decode_heads_s": head,
+            "then_decode_attributes_s": attributes}
 
 
 def percentile(values: list, fraction: float) -> float:
@@ -248,17 +248,17 @@ def run(args) -> dict:
         if args.profile:
             result["profile_recover"] = profile_recover(storage, os.path.join(root, "custody-recover"))
         result["recover_records"] = record_count
-        result["recover_seconds"] = recovery["seconds"]
-        result["recover_then_gc_seconds"] = recovery["then_gc_seconds"]
-        result["recover_then_decode_heads_seconds"] = recovery["then_decode_heads_seconds"]
-        result["recover_then_decode_attributes_seconds"] = recovery["then_decode_attributes_seconds"]
+        result["recover_s"] = recovery["seconds"]
+        result["recover_then_gc_s"] = recovery["then_gc_s"]
+        result["recover_then_decode_heads_s"] = recovery["then_decode_heads_s"]
+        result["recover_then_decode_attributes_s"] = recovery["then_decode_attributes_s"]
         if record_count == 1_000_000:
             result["recover_1m_seconds"] = recovery["seconds"]
         else:  # scaled, and said so
             result["recover_1m_seconds_extrapolated"] = recovery["seconds"] * 1_000_000 / record_count
         if classpath:
             nifi_recovery = nifi_run(classpath, "recover", os.path.join(root, "nifi-recover"), str(record_count))
-            result["nifi_recover_seconds"] = nifi_recovery["recover_seconds"]
+            result["nifi_recover_s"] = nifi_recovery["recover_s"]
         if args.hdfs:
             result.update(hdfs_latency(args.hdfs, seconds))
     finally:

@@ -50,7 +50,7 @@ def _up(args) -> int:
     started = stack.start(names)
     status = stack.status(names)
     for name in names:
-        status[name]["start_seconds"] = started[name]["seconds"]
+        status[name]["start_s"] = started[name]["seconds"]
         if not started[name]["started"]:
             status[name]["error"] = started[name]["error"]
     _print(status, args.json, stack.workdir)

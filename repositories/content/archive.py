@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .format import DEFAULT_ARCHIVE_MAX_USAGE, DEFAULT_ARCHIVE_RETENTION_SECONDS
+from .format import DEFAULT_ARCHIVE_MAX_USAGE, DEFAULT_ARCHIVE_RETENTION_S
 
 
 @dataclass(frozen=True, slots=True)
 class ArchivePolicy:
     enabled: bool = True
-    max_retention_seconds: float = DEFAULT_ARCHIVE_RETENTION_SECONDS
+    max_retention_s: float = DEFAULT_ARCHIVE_RETENTION_S
     # Fraction of the container's device; None disables the usage rule (and the
     # refusal of writes above it), e.g. on HDFS where the device is not ours to watch.
     max_usage: float | None = DEFAULT_ARCHIVE_MAX_USAGE
@@ -43,7 +43,7 @@ def select_for_age_off(
     archived: list[ArchivedResource], now: float, policy: ArchivePolicy, usage: Usage | None
 ) -> list[ArchivedResource]:
     oldest_first = sorted(archived, key=lambda entry: entry.archived_at)
-    chosen = [entry for entry in oldest_first if now - entry.archived_at >= policy.max_retention_seconds]
+    chosen = [entry for entry in oldest_first if now - entry.archived_at >= policy.max_retention_s]
     if usage is None or policy.max_usage is None or not usage.total:
         return chosen
     used = usage.used - sum(entry.size for entry in chosen)

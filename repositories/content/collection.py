@@ -43,7 +43,7 @@ class ResourceCollector:
                  usage_probe: Callable[[str], Usage | None]):
         self._table, self._roots, self._io = table, roots, resource_io
         self._policy = config.archive
-        self._usage_check_interval = config.usage_check_interval_seconds
+        self._usage_check_interval = config.usage_check_interval_s
         self._clock, self._usage_probe = clock, usage_probe
         self._usage_cache: dict[str, tuple[float, Usage | None]] = {}
 

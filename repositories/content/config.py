@@ -18,4 +18,4 @@ class ContentRepositoryConfig:
     close_resources_on_sync: bool = False
     write_buffer_size: int = 256 * 1024
     archive: ArchivePolicy = field(default_factory=ArchivePolicy)
-    usage_check_interval_seconds: float = 1.0
+    usage_check_interval_s: float = 1.0

@@ -34,7 +34,7 @@ from repositories.storage.protocol import join
 
 ARCHIVE_DIRECTORY = "archive"
 DEFAULT_MAX_APPENDABLE_CLAIM_SIZE = 50 * 1024  # NiFi 2's nifi.content.claim.max.appendable.size
-DEFAULT_ARCHIVE_RETENTION_SECONDS = 3 * 3600.0  # nifi.content.repository.archive.max.retention.period
+DEFAULT_ARCHIVE_RETENTION_S = 3 * 3600.0  # nifi.content.repository.archive.max.retention.period
 DEFAULT_ARCHIVE_MAX_USAGE = 0.90  # nifi.content.repository.archive.max.usage.percentage
 
 
@@ -67,9 +67,9 @@ def archive_path(container_root: str, resource: ResourceClaim) -> str:
 class ResourceIdGenerator:
     """Hands out resource ids, unique across nodes and restarts (see the module doc)."""
 
-    def __init__(self, start_millis: int | None = None):
-        millis = int(time.time() * 1000) if start_millis is None else start_millis
-        self._prefix = f"{millis}-{secrets.token_hex(3)}-"
+    def __init__(self, start_ms: int | None = None):
+        started_ms = int(time.time() * 1000) if start_ms is None else start_ms
+        self._prefix = f"{started_ms}-{secrets.token_hex(3)}-"
         self._next = 0
 
     def next(self) -> tuple[int, str]:

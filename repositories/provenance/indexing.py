@@ -27,11 +27,11 @@ class IndexFeeder:
     """Indexes event files; used by the index thread only."""
 
     def __init__(self, table: EventFileTable, index: ShardedIndex, seams: Callable[[], ProvenanceHooks],
-                 stage_seconds: dict[str, float], *, clock: Callable[[], float],
+                 stage_s: dict[str, float], *, clock: Callable[[], float],
                  on_indexed: Callable[[EventFileInfo, float], None] | None):
         self._table, self._index = table, index
         self._seams = seams  # the repository's seams as they are now
-        self._stage_seconds = stage_seconds
+        self._stage_seconds = stage_s
         self._clock, self._on_indexed = clock, on_indexed
 
     def index_file(self, first_id: int, events: pa.Table | None) -> None:

@@ -28,10 +28,10 @@ class Merger:
     """Merges generations; used by the merge thread only (and by recovery before it starts)."""
 
     def __init__(self, layout: ProvenanceLayout, table: EventFileTable, config: ProvenanceConfig,
-                 seams: Callable[[], ProvenanceHooks], stage_seconds: dict[str, float]):
+                 seams: Callable[[], ProvenanceHooks], stage_s: dict[str, float]):
         self._layout, self._table, self._config = layout, table, config
         self._seams = seams  # the repository's seams as they are now
-        self._stage_seconds = stage_seconds
+        self._stage_seconds = stage_s
         self._merged = 0  # picks the container of the next event file
 
     def merge(self, first_id: int, batches: list[pa.RecordBatch], journal_paths: list[str]) -> pa.Table:

@@ -77,7 +77,7 @@ class ProvenanceRepository:
         `ShardedIndex._lock` the index's shards and manifests; each `EventFile`
         reader has its own lock for its descriptor.
       * Unlocked, with one writer each: the merger's container rotation (the merge
-        thread, or recovery before the threads start), and `stage_seconds`, each key
+        thread, or recovery before the threads start), and `stage_s`, each key
         written by one thread only ("journal_write" under `_lock`, "merge" by the merge
         thread, "index_*" by the index thread) and read for profiling.
       * `next_event_id` reads `_next_id` without `_lock`: a hint, at most one
@@ -98,7 +98,7 @@ class ProvenanceRepository:
         self._closed = False
         self.recovery_report: dict = {}
         # Seconds spent per stage (wall time of the thread doing it), for profiling.
-        self.stage_seconds = {"journal_write": 0.0, "merge": 0.0, "index_documents": 0.0, "index_commit": 0.0}
+        self.stage_s = {"journal_write": 0.0, "merge": 0.0, "index_documents": 0.0, "index_commit": 0.0}
         self._layout = ProvenanceLayout(config.containers)
         self.containers = self._layout.containers
         if not read_only:
@@ -110,8 +110,8 @@ class ProvenanceRepository:
         for path in self._layout.event_file_paths():
             self._files.add(path)
         self._reader = EventReader(self._files, self.index)
-        self._merger = Merger(self._layout, self._files, config, lambda: self._hooks, self.stage_seconds)
-        self._indexer = IndexFeeder(self._files, self.index, lambda: self._hooks, self.stage_seconds,
+        self._merger = Merger(self._layout, self._files, config, lambda: self._hooks, self.stage_s)
+        self._indexer = IndexFeeder(self._files, self.index, lambda: self._hooks, self.stage_s,
                                     clock=clock, on_indexed=on_indexed)
         self._work = BackgroundWork(merge=self._merge_generation, index=self._indexer.index_file,
                                     max_pending=config.max_pending_rollovers)
@@ -177,7 +177,7 @@ class ProvenanceRepository:
             written = generation.append(slot, batch.with_ids(first_id))
             with self._lock:
                 generation.bytes += written
-                self.stage_seconds["journal_write"] += time.perf_counter() - started
+                self.stage_s["journal_write"] += time.perf_counter() - started
                 full = self.config.rollover.max_bytes is not None and generation.bytes >= self.config.rollover.max_bytes
         finally:
             generation.leave()

@@ -40,7 +40,7 @@ def setup(tmp_path):
     disk = FakeDisk(tmp_path / "content", base=0, total=1_000_000)
     repository = open_filesystem_content_repository(
         {"c": str(tmp_path / "content")},
-        ContentRepositoryConfig(archive=ArchivePolicy(), usage_check_interval_seconds=60.0),
+        ContentRepositoryConfig(archive=ArchivePolicy(), usage_check_interval_s=60.0),
         clock=clock, usage_probe=disk)
     yield repository, clock, disk
     repository.close()

@@ -67,7 +67,7 @@ def test_enospc_is_a_clear_error_nothing_written_is_corrupted_and_writing_resume
 def test_writes_refused_above_max_usage_until_archive_ages_off(small_filesystem):
     repository = open_filesystem_content_repository(
         {"small": str(small_filesystem / "content")},
-        ContentRepositoryConfig(archive=ArchivePolicy(max_usage=0.5), usage_check_interval_seconds=0.0))
+        ContentRepositoryConfig(archive=ArchivePolicy(max_usage=0.5), usage_check_interval_s=0.0))
     claims = []
     with pytest.raises(ContentRepositoryFull, match="above the maximum of 50%"):
         for index in range(40):

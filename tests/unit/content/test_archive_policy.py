@@ -9,7 +9,7 @@ def entries(*ages_and_sizes, now=100 * HOUR):
 
 def test_defaults_are_nifi_2s():
     policy = ArchivePolicy()
-    assert policy.max_retention_seconds == 3 * HOUR
+    assert policy.max_retention_s == 3 * HOUR
     assert policy.max_usage == 0.90
 
 

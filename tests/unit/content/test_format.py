@@ -22,7 +22,7 @@ def test_sections_rotate_in_runs_and_wrap_at_1024():
 
 
 def test_ids_are_unique_across_generators_and_valid_claim_ids():
-    first, second = ResourceIdGenerator(start_millis=5), ResourceIdGenerator(start_millis=5)
+    first, second = ResourceIdGenerator(start_ms=5), ResourceIdGenerator(start_ms=5)
     ids = {first.next()[1] for _ in range(100)} | {second.next()[1] for _ in range(100)}
     assert len(ids) == 200
     for resource_id in ids:
