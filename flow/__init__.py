@@ -45,5 +45,5 @@ Modules, one concept each:
   memory_content the in-memory content repository of the stateless engine
 
 Errors derive from `errors.FlowError`. The standalone node that wires all this to local
-repositories is `cluster.standalone`.
+repositories is `cluster.node.standalone`.
 """

@@ -254,7 +254,7 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
             wait_moved(cluster, incarnation)
             victim.signal(signal.SIGCONT)
             victim.wait("dead", timeout=60, incarnation=incarnation)
-            # The node's pause monitor says it stood still (cluster.pause_monitor).
+            # The node's pause monitor says it stood still (cluster.node.pause_monitor).
             wait_until(lambda: pauses_logged(victim) > pauses_before, 30, f"{victim_name} to log its pause")
             wait_until(lambda: victim.find("joined") and victim.incarnation != incarnation, 90,
                        f"{victim_name} to rejoin as a new incarnation")

@@ -5,7 +5,7 @@ UpdateAttribute, ReplaceText and RouteOnAttribute to PutFile; the queue in front
 PutFile swaps past 2,000 FlowFiles. Every run of `custody run` is killed -9 at a random
 moment (one in eight while it is still starting up and recovering). A last run drains
 the flow. Then every id must be in the PutFile directory exactly once, and the WAL,
-the content repository and provenance must agree (see `cluster.checker`).
+the content repository and provenance must agree (see `cluster.drills.checker`).
 
 Kills: CUSTODY_DRILL_KILLS (default 50). Seed: CUSTODY_DRILL_SEED (default random,
 printed on failure).
