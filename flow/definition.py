@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from .errors import ExpressionError, FlowDefinitionError
 from .expression import compile_expression
 from .prioritizers import key_function
-from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
 from .queue import DEFAULT_BACK_PRESSURE_COUNT, DEFAULT_BACK_PRESSURE_SIZE
+from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
 from .units import parse_duration, parse_size
 
 _PARAMETER = re.compile(r"#\{([A-Za-z0-9_.\-]+)\}")

@@ -29,13 +29,13 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 
 from repositories.claims import ContentClaim, ResourceClaim
+from repositories.content.collection import CollectReport
 from repositories.content.errors import (
     ContentNotFound,
     ContentRepositoryError,
     ContentTruncated,
     ContentUnavailable,
 )
-from repositories.content.collection import CollectReport
 from repositories.content.reading import ClaimReader
 from repositories.content.recovery import RecoveryReport
 from repositories.content.repository import ContentRepository

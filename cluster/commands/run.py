@@ -26,8 +26,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from flow.loading import load_flow
     from flow.errors import FlowError
+    from flow.loading import load_flow
 
     from ..node.standalone import NodeError, NodeSettings, StandaloneNode
 

@@ -32,8 +32,8 @@ from .config import NodeConfig
 from .content import open_node_content
 from .control import NodeControl
 from .flow_runtime import FlowRuntime
-from .shared_services import node_services
 from .lifecycle import log_events, run_incarnations
+from .shared_services import node_services
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass
 
 from flow.definition import FlowDefinition
-from flow.loading import load_flow
 from flow.engine import DEFAULT_THREADS, TraditionalEngine
 from flow.graph import FlowGraph
+from flow.loading import load_flow
 from flow.provenance_outbox import reconcile
 from flow.shard import open_shard
 from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError
 
 from ..errors import OwnershipConflict
 

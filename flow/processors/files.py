@@ -14,12 +14,12 @@ at-least-once, never at-most-once.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import re
 import shutil
 import threading
 import time
-import itertools
 
 from repositories.storage.local import fsync_directory
 

@@ -61,7 +61,7 @@ from .errors import (
     WriteAheadLogError,
 )
 from .hooks import WalHooks
-from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, decode_records, SwapFile, SwapIn, SwapOut, Update
+from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update, decode_records
 from .recovery import RecoveryReport, list_wal_files, read_state
 from .serde import FlowFileSerDe, SerDe
 from .wal import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS, WriteAheadLog

@@ -21,8 +21,8 @@ from .errors import (
 from .hooks import WalHooks
 from .journal import Journal
 from .locks import SharedExclusiveLock
-from .recovery import CUT_DIRECTORY, RecoveryReport, journal_name, list_wal_files, read_state
 from .record import apply_update
+from .recovery import CUT_DIRECTORY, RecoveryReport, journal_name, list_wal_files, read_state
 from .serde import FlowFileSerDe
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, read_snapshot, write_snapshot
 

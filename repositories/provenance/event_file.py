@@ -19,8 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import zstandard
 
-from . import event_file_format as fmt
-from . import files
+from . import event_file_format as fmt, files
 from .errors import CorruptBlockError, CorruptFileError
 from .event_batch import SCHEMA
 

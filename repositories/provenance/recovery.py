@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from . import event_file_format as eff
-from . import files
+from . import event_file_format as eff, files
 from .event_files import EventFileTable
 from .index import ShardedIndex
 from .journal import read_journal

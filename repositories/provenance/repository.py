@@ -30,8 +30,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from . import event_file_format as eff
-from . import files
+from . import event_file_format as eff, files
 from .background import BackgroundWork
 from .config import ProvenanceConfig
 from .errors import RepositoryClosedError

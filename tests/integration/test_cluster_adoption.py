@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from cluster.core import ownership as own
-from cluster.failover.adoption import WalOptions, adopt_shard, open_home_shard, slice_hash
-from cluster.errors import FencedError
-from cluster.failover.fencing import fence
 from cluster.core.layout import ClusterLayout
 from cluster.core.ownership import HASH_SPACE
+from cluster.errors import FencedError
+from cluster.failover.adoption import WalOptions, adopt_shard, open_home_shard, slice_hash
+from cluster.failover.fencing import fence
 from repositories.flowfile import FlowFileRecord, Put, SwapFile, SwapOut
 from repositories.swap import SwapStore
 

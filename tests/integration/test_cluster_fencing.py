@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from cluster.failover.fencing import FenceHooks, current_directory, fence
 from cluster.core.layout import ClusterLayout
+from cluster.failover.fencing import FenceHooks, current_directory, fence
 from repositories.flowfile import FlowFileRecord, Put, WriteAheadLog
 from repositories.storage import LeaseLost, StorageError
 

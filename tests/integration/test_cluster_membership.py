@@ -9,15 +9,14 @@ import pytest
 from kazoo.client import KazooClient
 
 from cluster.core import ownership as own
-from cluster.errors import FencedError, OwnershipConflict
 from cluster.core.heartbeat import Heartbeat
-from cluster.zk.membership import new_incarnation
 from cluster.core.layout import ClusterLayout
+from cluster.errors import FencedError, OwnershipConflict
 from cluster.failover.leader import Leader, LeaderHooks
-from cluster.zk.membership import Membership, read_members
-from cluster.zk.plans import PlanStore
 from cluster.services.process import wait_until
 from cluster.services.zookeeper import ZooKeeperEnsemble
+from cluster.zk.membership import Membership, new_incarnation, read_members
+from cluster.zk.plans import PlanStore
 from cluster.zk.shards import ShardRegistry
 from cluster.zk.store import ClusterStore
 from repositories.storage import LocalStorage

@@ -19,8 +19,7 @@ from collections import Counter
 
 import pytest
 
-from repositories.provenance import ProvenanceConfig, ProvenanceQuery, ProvenanceRepository
-from repositories.provenance import hooks as seams
+from repositories.provenance import ProvenanceConfig, ProvenanceQuery, ProvenanceRepository, hooks as seams
 from repositories.provenance.policies import RolloverPolicy
 
 pytestmark = pytest.mark.slow

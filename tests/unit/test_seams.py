@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from repositories.flowfile import Delete, WalHooks, WriteAheadLog
-from repositories.provenance import ProvenanceHooks, ProvenanceRepository
-from repositories.provenance import hooks as provenance_seams
+from repositories.provenance import ProvenanceHooks, ProvenanceRepository, hooks as provenance_seams
 from repositories.seams import UnknownSeam
 from repositories.storage import LocalStorage
 from repositories.swap import SwapHooks, SwapStore

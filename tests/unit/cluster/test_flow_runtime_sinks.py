@@ -5,8 +5,8 @@ import os
 import textwrap
 
 from cluster.node.flow_runtime import _terminal_processors
-from flow.loading import load_flow
 from flow.graph import FlowGraph
+from flow.loading import load_flow
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
 

@@ -5,7 +5,15 @@ from dataclasses import replace
 from cluster.core import ownership as own
 from cluster.core.heartbeat import Heartbeat
 from cluster.core.plans import pending_moves
-from cluster.core.reassignment import ExecuteMove, FinishPlan, LeaderView, RetireSplitParent, RevisePlan, WritePlan, decide
+from cluster.core.reassignment import (
+    ExecuteMove,
+    FinishPlan,
+    LeaderView,
+    RetireSplitParent,
+    RevisePlan,
+    WritePlan,
+    decide,
+)
 
 
 def beat(name, weight=1.0):

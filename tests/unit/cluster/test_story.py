@@ -6,6 +6,7 @@ import threading
 
 from cluster.core import ownership as own
 from cluster.core.heartbeat import Heartbeat
+from cluster.core.ownership import HASH_SPACE
 from cluster.core.plans import FailoverPlan, Move, Slice
 from cluster.core.reassignment import (
     ExecuteMove,
@@ -16,7 +17,6 @@ from cluster.core.reassignment import (
     decide,
     step_of_instruction as step,
 )
-from cluster.core.ownership import HASH_SPACE
 from cluster.core.story import step_id, step_of, tag
 from cluster.services.process import wait_until
 from cluster.zk.session import GuardCallbacks, SessionGuard

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from flow.loading import load_flow, parse_flow
 from flow.errors import FlowDefinitionError
+from flow.loading import load_flow, parse_flow
 
 
 def write(tmp_path, text, name="flow.yaml"):

@@ -2,8 +2,7 @@ import os
 
 import pytest
 
-from repositories.provenance import EventBatch, ProvenanceHooks, ProvenanceQuery, ProvenanceRepository
-from repositories.provenance import hooks as seams
+from repositories.provenance import EventBatch, ProvenanceHooks, ProvenanceQuery, ProvenanceRepository, hooks as seams
 from repositories.provenance.journal import JournalWriter
 from repositories.provenance.journal_format import journal_name
 
