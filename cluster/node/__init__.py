@@ -9,5 +9,6 @@
   lifecycle      one incarnation after another; the node's JSON events
   control        NodeControl: status, shards, queues, provenance, offload, for the
                  CLI and the admin API, without reaching into private state
+  shared_services the services a node's processors share by name (Spark, lazily)
   pause_monitor  one log line when the whole process stood still
 """
