@@ -13,11 +13,14 @@ switched on, ZooKeeper credentials and ACLs and the HDFS user.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from replication.hdfs_storage import DEFAULT_IO_TIMEOUT, HdfsStorage
 
 from .errors import ClusterError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SESSION_TIMEOUT = 4.0   # seconds; a dead node is taken over after about this
 
@@ -52,11 +55,14 @@ class ClientFactory:
                    HdfsSettings(config.hdfs_url, dict(config.hdfs_config), config.hdfs_io_timeout))
 
     def zookeeper_client(self, *, read_only: bool = False):
-        """A new, unstarted KazooClient with this node's settings."""
+        """A new, unstarted KazooClient with this node's settings, which records the
+        session timeout the server grants (`granted_session_timeout`)."""
         from kazoo.client import KazooClient
 
         settings = self._zookeeper()
-        return KazooClient(hosts=settings.hosts, timeout=settings.session_timeout, read_only=read_only)
+        client = KazooClient(hosts=settings.hosts, timeout=settings.session_timeout, read_only=read_only)
+        _record_granted_timeout(client)
+        return client
 
     def start_zookeeper(self, *, read_only: bool = False, timeout: float | None = None):
         """A started KazooClient; `ServiceUnreachable` (the client closed again) when
@@ -88,6 +94,39 @@ class ClientFactory:
         if self.hdfs is None:
             raise ClusterError("no HDFS is configured for this client factory")
         return self.hdfs
+
+
+def granted_session_timeout(client) -> float | None:
+    """The session timeout (seconds) the ZooKeeper server granted at the last connect,
+    which it may have clamped to its [minSessionTimeout, maxSessionTimeout]; None
+    before the first connect or for a client this factory did not make."""
+    return getattr(client, _GRANTED, None)
+
+
+_GRANTED = "custody_granted_session_timeout"
+
+
+def _record_granted_timeout(client) -> None:
+    # kazoo negotiates the session timeout in its connection handler and keeps the
+    # granted value to itself (a local of `ConnectionHandler._connect`). The handler
+    # sends the Connect request through `_invoke`: wrapping it is the one place the
+    # answer passes. If a kazoo release moves it, say so once and grant nothing.
+    from kazoo.protocol.serialization import Connect
+
+    connection = getattr(client, "_connection", None)
+    invoke = getattr(connection, "_invoke", None)
+    if invoke is None:
+        log.warning("this kazoo release hides the granted session timeout; the node cannot check that "
+                    "ZooKeeper kept the one it asked for")
+        return
+
+    def invoke_recording(timeout, request, xid=None):
+        result = invoke(timeout, request, xid)
+        if isinstance(request, Connect):
+            setattr(client, _GRANTED, result[0].time_out / 1000.0)
+        return result
+
+    connection._invoke = invoke_recording
 
 
 def stop_quietly(client) -> None:

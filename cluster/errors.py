@@ -8,6 +8,13 @@ class ClusterError(Exception):
     """Root of every failure of the cluster layer (`cluster.*` outside `services`)."""
 
 
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """An error as one log line: its first line, at most `limit` characters (its type
+    when it has no message)."""
+    lines = str(error).splitlines()
+    return lines[0][:limit] if lines and lines[0] else type(error).__name__
+
+
 class FencedError(ClusterError):
     """This process may no longer write `shard`: it was moved to `by_owner` at `epoch`.
 
@@ -38,6 +45,36 @@ class OwnershipConflict(ClusterError):
     def __init__(self, znode: str, expected: str, found: str):
         self.znode, self.expected, self.found = znode, expected, found
         super().__init__(f"{znode} changed under us: expected {expected}, found {found}; re-read it and decide again")
+
+
+class ConfigurationRefused(ClusterError):
+    """The node's configuration cannot work: retrying will not help, the operator must
+    change it. A node stops on it instead of rejoining."""
+
+
+class SessionTimeoutRefused(ConfigurationRefused):
+    """ZooKeeper granted a shorter session timeout than the node asked for (the servers'
+    maxSessionTimeout). The node would time its own expiry by the longer one, and go on
+    working after the ensemble declared it dead: it refuses to start."""
+
+    def __init__(self, hosts: str, requested: float, granted: float):
+        self.hosts, self.requested, self.granted = hosts, requested, granted
+        super().__init__(
+            f"ZooKeeper at {hosts} granted a session timeout of {granted:g}s, less than the {requested:g}s "
+            f"asked for (its maxSessionTimeout, by default 20 ticks): set [zookeeper] session_timeout to at "
+            f"most {granted:g}, or raise maxSessionTimeout on every server")
+
+
+class UnreadableZnode(ClusterError):
+    """A znode of ours holds bytes that do not parse (written by a newer release, or
+    damaged). Decisions that may skip it do, with one log line; a decision that must
+    see every child (deleting what nothing references) decides nothing this round."""
+
+    def __init__(self, kind: str, names: dict[str, str]):
+        self.kind, self.names = kind, dict(names)
+        listed = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.names.items()))
+        super().__init__(f"unreadable {kind} znode(s): {listed}. Inspect them with zkCli (get), and delete or "
+                         f"rewrite a damaged one by hand once its {kind} is known to be finished")
 
 
 class TransitionRefused(ClusterError):

@@ -96,6 +96,13 @@ class TraditionalEngine:
                                           yield_callback=self._yielder(node), has_incoming=bool(graph.incoming[pid]),
                                           clock_ms=clock_ms, services=services, stateless_flows=flows)
             self.nodes[pid] = node
+        # The processors this engine runs: all of them, or, on a shard that only drains
+        # (`run_sources=False`), all but the sources with no input. A processor that never
+        # runs is never scheduled either: a ListenHTTP of an adopted shard must not bind
+        # the port its node's home shard holds.
+        self._runs = [node for node in self.nodes.values()
+                      if run_sources or not (node.processor.is_source and not node.incoming)]
+        self._started = False
         for queue in graph.queues.values():
             queue.add_listener(self._on_queue_change)
 
@@ -113,9 +120,18 @@ class TraditionalEngine:
     # -- lifecycle ----------------------------------------------------------------
 
     def start(self) -> None:
-        for node in self.nodes.values():
-            node.processor.on_scheduled(node.context)
-        self._running = True
+        """Schedule every processor this engine runs (`on_scheduled`), then dispatch.
+        If one fails to schedule, those scheduled already are stopped again and the
+        error is raised: the engine does not run half a flow."""
+        scheduled = []
+        try:
+            for node in self._runs:
+                node.processor.on_scheduled(node.context)
+                scheduled.append(node)
+        except BaseException:
+            self._stop_processors(scheduled)
+            raise
+        self._started = self._running = True
         self._dispatcher = threading.Thread(target=self._dispatch_loop, name="flow-dispatcher", daemon=True)
         self._dispatcher.start()
 
@@ -148,16 +164,21 @@ class TraditionalEngine:
                     stuck = True
                     break
                 self._condition.wait(min(left, 0.1))
-        for node in self.nodes.values():
-            try:
-                node.processor.on_stopped(node.context)
-            except Exception:  # noqa: BLE001
-                log.exception("%s: on_stopped failed", node.id)
+        if self._started:
+            self._started = False
+            self._stop_processors(self._runs)
         if self._own_executor:
             # A task stuck in storage (a commit waiting on a dead DataNode) must not
             # hold the stop up for ever: its session can no longer commit once the
             # caller closes the WAL. (`custody node` exits without such threads.)
             self._executor.shutdown(wait=not stuck, cancel_futures=stuck)
+
+    def _stop_processors(self, nodes: list[_Node]) -> None:
+        for node in nodes:
+            try:
+                node.processor.on_stopped(node.context)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: on_stopped failed", node.id)
 
     # -- dispatching --------------------------------------------------------------
 
@@ -191,9 +212,7 @@ class TraditionalEngine:
                 now_ms = self._clock_ms()
                 wake = now + MAX_WAIT_S
                 to_run = []
-                for node in self.nodes.values() if not self._paused else ():
-                    if not self.run_sources and node.processor.is_source and not node.incoming:
-                        continue
+                for node in self._runs if not self._paused else ():
                     decision = decide(self._state_of(node, now_ms), now)
                     if decision.run:
                         node.running += 1

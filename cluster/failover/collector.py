@@ -17,6 +17,7 @@ from collections.abc import Callable
 from replication.hdfs_content import hdfs_content_root
 
 from ..core.collection import DEFAULT_RETENTION, CollectionPlan, CollectionView, plan_collection
+from ..errors import first_line
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ class ContentCollector:
         containers = self._list_containers()
         self.store.sync()
         counter = self.store.incarnation_counter()
-        shards = self.store.shards.all()
-        plans = self.store.plans.all()
+        # Strict: a container is garbage only if no shard references it, and an
+        # unreadable shard might: one unreadable znode and the round deletes nothing.
+        shards = self.store.shards.all(strict=True)
+        plans = self.store.plans.all(strict=True)
         live = self.store.live_incarnations()
         return CollectionView(containers, counter, shards, live, self._wall_clock(), plans)
 
@@ -55,7 +58,7 @@ class ContentCollector:
         try:
             plan = plan_collection(self.read_view(), self.retention)
         except Exception as error:  # noqa: BLE001 - decide nothing on a view we could not read
-            log.warning("content collection skipped this round: %s: %s", type(error).__name__, _line(error))
+            log.warning("content collection skipped this round: %s: %s", type(error).__name__, first_line(error, 200))
             return CollectionPlan((), (), ())
         for container in plan.containers:
             if not keep_going():
@@ -84,7 +87,7 @@ class ContentCollector:
             self.storage.delete(path, recursive=True)
         except Exception as error:  # noqa: BLE001 - collected on a later round
             log.warning("deleting the content of dead incarnation %s (%s) failed, retried next round: %s",
-                        container, path, _line(error))
+                        container, path, first_line(error, 200))
             return
         log.info("deleted the content of dead incarnation %s (%s): no shard can reference it", container, path)
 
@@ -93,11 +96,7 @@ class ContentCollector:
             if not self.store.delete_if_unchanged(path, version):
                 return  # gone already, or changed since read: decided again next round
         except Exception as error:  # noqa: BLE001 - collected on a later round
-            log.warning("deleting %s (%s) failed, retried next round: %s", what, path, _line(error))
+            log.warning("deleting %s (%s) failed, retried next round: %s", what, path, first_line(error, 200))
             return
         log.info("deleted %s more than %.0f s ago", what, self.retention)
 
-
-def _line(error: BaseException) -> str:
-    text = str(error).splitlines()
-    return text[0][:200] if text else type(error).__name__

@@ -31,14 +31,20 @@ from typing import Callable
 
 from flow.engine import DEFAULT_THREADS
 
-from ..clients import DEFAULT_SESSION_TIMEOUT, ClientFactory, ZooKeeperSettings, stop_quietly
+from ..clients import (
+    DEFAULT_SESSION_TIMEOUT,
+    ClientFactory,
+    ZooKeeperSettings,
+    granted_session_timeout,
+    stop_quietly,
+)
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT, Heartbeat, QueueLoad
 from ..core.incarnation import Incarnation
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership, ShardState
 from ..core.planner import DEFAULT_POLICY
 from ..core.story import tag
-from ..errors import ClusterError, FencedError
+from ..errors import ClusterError, FencedError, SessionTimeoutRefused
 from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
@@ -113,6 +119,11 @@ class ClusterMember:
     def start(self) -> Incarnation:
         config = self.config
         self.client = self.clients.start_zookeeper(timeout=max(30.0, config.session_timeout))
+        granted = granted_session_timeout(self.client)
+        if granted is not None and granted < config.session_timeout:
+            # The ensemble would declare this node dead after `granted` seconds, while its
+            # session guard would let it work until `session_timeout`: never start so.
+            raise SessionTimeoutRefused(config.zk_hosts, config.session_timeout, granted)
         self.store = ClusterStore(self.client, self.layout, wall_clock=self._wall_clock)
         self.store.ensure_paths()
         self.incarnation = self.store.new_incarnation(config.node)
@@ -211,13 +222,24 @@ class ClusterMember:
         return runtime
 
     def _run_shard(self, handle: ShardHandle, runtime) -> None:
+        """Register the runtime (so that a death stops it) and start it. A runtime that
+        fails to start is stopped and unregistered again, and the error raised: the
+        shard is not left registered and idle, where a retry would take it for running."""
         with self._lock:
             if self._stopped.is_set():
                 runtime.stop()
                 return
             self.runtimes[handle.shard] = runtime
             self.handles[handle.shard] = handle
-        runtime.start()
+        try:
+            runtime.start()
+        except BaseException:
+            with self._lock:
+                if self.runtimes.get(handle.shard) is runtime:
+                    del self.runtimes[handle.shard]
+                    del self.handles[handle.shard]
+            runtime.stop()
+            raise
 
     def _on_shards(self, children) -> bool | None:
         if self._stopped.is_set():
@@ -256,7 +278,9 @@ class ClusterMember:
                 return
         try:
             current = self.registry.claim(seen.shard, me, seen.epoch)  # still ours at that epoch?
-            if current.state is not ShardState.ADOPTING:
+            # DRAINING and ours, but not running here: adopted, then its runtime failed to
+            # start (a port its flow binds was taken); it is opened again, not re-marked.
+            if current.state not in (ShardState.ADOPTING, ShardState.DRAINING):
                 return
             self.guard.check()
             log.info("%s adopting shard %s at epoch %d", tag(current.step), current.shard, current.epoch)
@@ -265,8 +289,9 @@ class ClusterMember:
             runtime = self._prepare(handle)
             try:
                 self.guard.check()
-                # The compare-and-set is the commit point: until it, nothing of the shard ran.
-                handle.ownership = self.registry.mark_adopted(current.shard, me, current.epoch)
+                if current.state is ShardState.ADOPTING:
+                    # The compare-and-set is the commit point: until it, nothing of the shard ran.
+                    handle.ownership = self.registry.mark_adopted(current.shard, me, current.epoch)
             except BaseException:
                 runtime.stop()
                 raise

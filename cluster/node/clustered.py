@@ -26,6 +26,7 @@ from repositories.provenance import ProvenanceConfig, ProvenanceRepository, Roll
 
 from ..clients import ClientFactory
 from ..core.layout import ClusterLayout
+from ..errors import first_line
 from ..failover.adoption import WalOptions
 from ..failover.member import ClusterMember, MemberConfig
 from .config import NodeConfig
@@ -103,7 +104,7 @@ class ClusteredNode:
             try:
                 content.close()
             except Exception as error:  # noqa: BLE001 - HDFS down or fenced: the claims are durable already
-                log.info("closing the content of %s: %s", member.incarnation, str(error).splitlines()[0][:200])
+                log.info("closing the content of %s: %s", member.incarnation, first_line(error, 200))
 
     # -- what NodeControl sees ----------------------------------------------------------------
     def control(self) -> NodeControl:

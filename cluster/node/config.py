@@ -54,11 +54,11 @@ from ..clients import DEFAULT_SESSION_TIMEOUT
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.planner import DEFAULT_POLICY, POLICIES
-from ..errors import ClusterError
+from ..errors import ConfigurationRefused
 from ..failover.fencing import DEFAULT_FIRST_WAIT
 
 
-class NodeConfigError(ClusterError):
+class NodeConfigError(ConfigurationRefused):
     """NODE.toml is missing, unreadable or wrong; the message names the setting."""
 
 

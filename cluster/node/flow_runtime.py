@@ -40,7 +40,7 @@ from flow.shard import QueueShard
 from repositories.swap import SwapStore
 
 from ..core.heartbeat import QueueLoad
-from ..errors import ClusterError, FencedError, WorkGateClosed
+from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class FlowRuntime:
             try:
                 shard.wal.close()
             except Exception as error:  # noqa: BLE001 - a fenced WAL refuses its last sync
-                log.info("closing the WAL of %s: %s", self.handle.shard, str(error).splitlines()[0][:200])
+                log.info("closing the WAL of %s: %s", self.handle.shard, first_line(error, 200))
 
     def drained(self) -> bool:
         return (not self.handle.home and self.engine is not None and not self._stopped.is_set()

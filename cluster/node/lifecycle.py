@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from ..core.story import tag
+from ..errors import ConfigurationRefused, first_line
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +51,25 @@ def log_events(kind: str, **fields) -> None:
 def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
                      stop: threading.Event | None = None, on_start: Callable[[object], None] | None = None,
                      on_end: Callable[[object], None] | None = None, retry_pause: float = 1.0) -> int:
-    """Run members one after another until `stop` is set (or after one, with `once`)."""
+    """Run members one after another until `stop` is set (or after one, with `once`).
+    Returns 0, or 2 when a member refused to start on its configuration (retrying
+    cannot help: the operator must change it)."""
     stop = stop or threading.Event()
     while not stop.is_set():
         member = make_member()
         try:
             incarnation = member.start()
         except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum, HDFS down: try again
-            events("start-failed", error=str(error).splitlines()[0][:300] if str(error) else type(error).__name__)
-            log.warning("could not join the cluster (%s); retrying", str(error).splitlines()[0][:300] if str(error) else type(error).__name__)
+            line = first_line(error)
+            refused = isinstance(error, ConfigurationRefused)
+            events("start-failed", error=line, fatal=refused)
             member.stop(leave=False)
             if on_end is not None:
                 on_end(member)
+            if refused:
+                log.error("could not join the cluster, and will not retry: %s", line)
+                return 2
+            log.warning("could not join the cluster (%s); retrying", line)
             stop.wait(retry_pause)  # pacing while ZooKeeper has no quorum
             continue
         session_id, password = member.client.client_id

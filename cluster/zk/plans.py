@@ -40,8 +40,9 @@ class PlanStore:
         done = self.znodes.update(plan_id, revised)
         return done[0] if done is not None else None
 
-    def all(self) -> dict[str, tuple[FailoverPlan, int]]:
-        return self.znodes.all()
+    def all(self, *, strict: bool = False) -> dict[str, tuple[FailoverPlan, int]]:
+        """Every readable plan znode; with `strict`, `UnreadableZnode` if one is not."""
+        return self.znodes.all(strict=strict)
 
     def open_plans(self) -> dict[str, tuple[FailoverPlan, int]]:
         return {name: entry for name, entry in self.all().items() if entry[0].status == "open"}

@@ -36,8 +36,9 @@ class ShardRegistry:
     def read(self, shard: str) -> tuple[ShardOwnership, int] | None:
         return self.znodes.read(shard)
 
-    def all(self) -> dict[str, tuple[ShardOwnership, int]]:
-        return self.znodes.all()
+    def all(self, *, strict: bool = False) -> dict[str, tuple[ShardOwnership, int]]:
+        """Every readable shard znode; with `strict`, `UnreadableZnode` if one is not."""
+        return self.znodes.all(strict=strict)
 
     # -- writing -------------------------------------------------------------------------
     def create(self, shard: ShardOwnership) -> None:

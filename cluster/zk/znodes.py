@@ -4,13 +4,16 @@ read, a decision, and a write conditional on the version that was read."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError
 
-from ..errors import OwnershipConflict
+from ..errors import OwnershipConflict, UnreadableZnode
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -78,15 +81,31 @@ class VersionedZnodes(Generic[T]):
     `kind` names the children in errors ("shard", "plan"). A lost race raises
     `OwnershipConflict`: nothing was written, and the caller re-reads and decides
     again. Values for which `is_final` holds never change again and are read once
-    (`FinalChildren`)."""
+    (`FinalChildren`).
+
+    A child whose bytes do not parse is left out of `all()` with one warning per
+    version of it (every leader round lists the children: one damaged znode must not
+    stop every decision), and named in `unreadable`; `all(strict=True)` raises
+    `UnreadableZnode` instead, for decisions that must see every child. Reading such a
+    child by name raises `UnreadableZnode`.
+
+    Lock plan: `_lock` guards `unreadable` and `_warned`; the reads run outside it."""
 
     def __init__(self, client, kind: str, parent: str, path: Callable[[str], str],
                  parse: Callable[[bytes], T], dump: Callable[[T], bytes], is_final: Callable[[T], bool]):
         self.client, self.kind, self.parent, self.path = client, kind, parent, path
         self.parse, self.dump = parse, dump
-        self._children: FinalChildren[tuple[T, int]] = FinalChildren(
-            client, parent, path, lambda name, data, stat: (parse(data), stat.version),
-            lambda entry: is_final(entry[0]))
+        self.unreadable: dict[str, str] = {}  # as of the last listing: name -> why
+        self._warned: set[tuple[str, int]] = set()
+        self._lock = threading.Lock()
+        self._children: FinalChildren[tuple[T, int] | _Unparsed] = FinalChildren(
+            client, parent, path, self._parse_child, lambda entry: not isinstance(entry, _Unparsed) and is_final(entry[0]))
+
+    def _parse_child(self, name: str, data: bytes, stat) -> tuple[T, int] | "_Unparsed":
+        try:
+            return self.parse(data), stat.version
+        except (ValueError, KeyError, TypeError) as error:
+            return _Unparsed(stat.version, f"{type(error).__name__}: {error}"[:200])
 
     def read(self, name: str) -> tuple[T, int] | None:
         """The value and its znode version, or None when there is no such child."""
@@ -94,10 +113,25 @@ class VersionedZnodes(Generic[T]):
             data, stat = self.client.get(self.path(name))
         except NoNodeError:
             return None
-        return self.parse(data), stat.version
+        entry = self._parse_child(name, data, stat)
+        if isinstance(entry, _Unparsed):
+            raise UnreadableZnode(self.kind, {name: entry.reason})
+        return entry
 
-    def all(self) -> dict[str, tuple[T, int]]:
-        return self._children.read()
+    def all(self, *, strict: bool = False) -> dict[str, tuple[T, int]]:
+        found = self._children.read()
+        unreadable = {name: entry for name, entry in found.items() if isinstance(entry, _Unparsed)}
+        with self._lock:
+            self.unreadable = {name: entry.reason for name, entry in unreadable.items()}
+            fresh = [(name, entry) for name, entry in unreadable.items() if (name, entry.version) not in self._warned]
+            self._warned = {key for key in self._warned if key[0] in unreadable} | {
+                (name, entry.version) for name, entry in unreadable.items()}
+        for name, entry in fresh:
+            log.warning("%s znode %s (version %d) is unreadable and left out of every decision: %s", self.kind,
+                        self.path(name), entry.version, entry.reason)
+        if strict and unreadable:
+            raise UnreadableZnode(self.kind, {name: entry.reason for name, entry in unreadable.items()})
+        return {name: entry for name, entry in found.items() if not isinstance(entry, _Unparsed)}
 
     def create(self, name: str, value: T) -> bool:
         """Write a new child; False if it exists already."""
@@ -131,3 +165,12 @@ class VersionedZnodes(Generic[T]):
         if new is current:
             return entry
         return new, self.compare_and_set(name, version, new)
+
+
+class _Unparsed:
+    """A child whose bytes did not parse, at one version."""
+
+    __slots__ = ("version", "reason")
+
+    def __init__(self, version: int, reason: str):
+        self.version, self.reason = version, reason
