@@ -6,7 +6,8 @@
 Per incarnation (see `cluster.failover.member.ClusterMember` for the order of joining):
 
 * content: a fresh container named after the incarnation, on local disk and HDFS
-  (`content`); claims of adopted shards are read from HDFS;
+  (`content`), collected and aged off as it runs (`maintenance`); claims of adopted
+  shards are read from HDFS;
 * provenance: the node's local repository (kept across incarnations);
 * one `FlowRuntime` per shard: the home shard runs the whole flow, adopted shards
   drain without sources, each with its WAL and swap files on HDFS at its epoch.
@@ -22,6 +23,7 @@ import os
 import threading
 
 from flow.loading import load_flow
+from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 
 from ..clients import ClientFactory
@@ -34,14 +36,15 @@ from .content import open_node_content
 from .control import NodeControl
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
+from .maintenance import ContentMaintenance
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
 
 
 class ClusteredNode:
-    """Lock plan: `_lock` guards `content` (made by the first runtime of an
-    incarnation, closed when it ends) and `member`."""
+    """Lock plan: `_lock` guards `content` and its `_maintenance` (made by the first
+    runtime of an incarnation, stopped and closed when it ends) and `member`."""
 
     def __init__(self, config: NodeConfig, *, events=log_events, storage=None, wal_hooks=None):
         self.config = config
@@ -54,6 +57,7 @@ class ClusteredNode:
         self.provenance = None
         self.services = None
         self.content = None
+        self._maintenance: ContentMaintenance | None = None
         self.member: ClusterMember | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -63,7 +67,8 @@ class ClusteredNode:
             self._stop = stop
         os.makedirs(self.config.directory, exist_ok=True)
         self.provenance = ProvenanceRepository(ProvenanceConfig(
-            containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0)))
+            containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0),
+            max_age_s=self.config.provenance_max_age, max_bytes=self.config.provenance_max_bytes))
         self.services = node_services(self.config.name)
         try:
             return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
@@ -91,8 +96,12 @@ class ClusteredNode:
         with self._lock:
             member = self.member
             if self.content is None:
+                archive = ArchivePolicy(max_retention_s=self.config.archive_retention,
+                                        max_usage=self.config.archive_max_usage)
                 self.content = open_node_content(self.storage, self.layout, member.incarnation,
-                                                 self.config.content_directory)
+                                                 self.config.content_directory, archive)
+                self._maintenance = ContentMaintenance(self.content, name=f"content-maintenance {member.incarnation}")
+                self._maintenance.start()
             content = self.content
         return FlowRuntime(handle, self.definition, content, self.provenance, threads=self.config.threads,
                            incarnation=member.incarnation.id, events=self.events, services=self.services)
@@ -100,6 +109,9 @@ class ClusteredNode:
     def _incarnation_ended(self, member) -> None:
         with self._lock:
             content, self.content = self.content, None
+            maintenance, self._maintenance = self._maintenance, None
+        if maintenance is not None:
+            maintenance.stop()
         if content is not None:
             try:
                 content.close()

@@ -34,6 +34,15 @@
                                      # for the first 2 s (then doubling): block recovery
                                      # finishes on a DataNode heartbeat, seen this soon
 
+    [content]                        # this node's content, local and on HDFS (NiFi's archive)
+    archive_retention = 10800.0      # seconds unreferenced content stays archived
+    archive_max_usage = 0.9          # fraction of the local disk above which the archive is
+                                     # aged off early, and new writes are refused
+
+    [provenance]
+    max_age = 86400.0                # seconds provenance events are kept
+    max_bytes = 10737418240          # bytes of event files kept
+
 Unknown keys are refused by name: a misspelt setting must not be silently ignored.
 The defaults shown are those of the modules that use them (`cluster.clients`,
 `repositories.flowfile`, `flow.engine`, `cluster.core`, `cluster.failover.fencing`):
@@ -48,7 +57,9 @@ from dataclasses import dataclass, field
 
 from flow.engine import DEFAULT_THREADS
 from replication.hdfs_storage import DEFAULT_IO_TIMEOUT
+from repositories.content.format import DEFAULT_ARCHIVE_MAX_USAGE, DEFAULT_ARCHIVE_RETENTION_S
 from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS
+from repositories.provenance.config import DEFAULT_MAX_AGE, DEFAULT_MAX_BYTES
 
 from ..clients import DEFAULT_SESSION_TIMEOUT
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT
@@ -83,6 +94,10 @@ class NodeConfig:
     wal_partitions: int = DEFAULT_PARTITIONS
     checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL
     fence_first_wait: float = DEFAULT_FIRST_WAIT
+    archive_retention: float = DEFAULT_ARCHIVE_RETENTION_S
+    archive_max_usage: float = DEFAULT_ARCHIVE_MAX_USAGE
+    provenance_max_age: float = DEFAULT_MAX_AGE
+    provenance_max_bytes: int = DEFAULT_MAX_BYTES
     path: str = ""
 
     @property
@@ -100,7 +115,9 @@ class NodeConfig:
 
 
 _SECTIONS = {
-    "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node"},
+    "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node", "content", "provenance"},
+    "content": {"archive_retention", "archive_max_usage"},
+    "provenance": {"max_age", "max_bytes"},
     "zookeeper": {"hosts", "chroot", "cluster", "session_timeout"},
     "hdfs": {"url", "root", "config", "io_timeout"},
     "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval",
@@ -138,6 +155,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
             where = f"[{section}]" if section else "the top level"
             fail(f"unknown setting(s) {unknown} in {where}; known: {sorted(known)}")
     zookeeper, hdfs, node = body.get("zookeeper", {}), body.get("hdfs", {}), body.get("node", {})
+    content, provenance = body.get("content", {}), body.get("provenance", {})
 
     def required(table: dict, key: str, section: str) -> str:
         value = table.get(key)
@@ -152,6 +170,12 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         if minimum is not None and value < minimum:
             fail(f"[{section}] {key} must be at least {minimum}, not {value!r}")
         return kind(value)
+
+    def fraction(table: dict, key: str, default: float, section: str) -> float:
+        value = number(table, key, default, float, section, 0.0)
+        if value > 1.0:
+            fail(f"[{section}] {key} must be a fraction from 0 to 1, not {value!r}")
+        return value
 
     base = os.path.dirname(os.path.abspath(path))
     name = required(body, "name", "")
@@ -193,4 +217,8 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         wal_partitions=number(node, "wal_partitions", DEFAULT_PARTITIONS, int, "node", 1),
         checkpoint_interval=number(node, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL, float, "node", 1.0),
         fence_first_wait=number(node, "fence_first_wait", DEFAULT_FIRST_WAIT, float, "node", 0.05),
+        archive_retention=number(content, "archive_retention", DEFAULT_ARCHIVE_RETENTION_S, float, "content", 0.0),
+        archive_max_usage=fraction(content, "archive_max_usage", DEFAULT_ARCHIVE_MAX_USAGE, "content"),
+        provenance_max_age=number(provenance, "max_age", DEFAULT_MAX_AGE, float, "provenance", 1.0),
+        provenance_max_bytes=number(provenance, "max_bytes", DEFAULT_MAX_BYTES, int, "provenance", 1 << 20),
         path=os.path.abspath(path))

@@ -19,16 +19,17 @@ Lock plan: `_lock` guards `_readers`; the repositories have their own locks.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
 import threading
 from collections.abc import Iterable
 
-from replication.hdfs_content import open_hdfs_content_reader, open_hdfs_content_repository
+from replication.hdfs_content import DEFAULT_HDFS_CONFIG, open_hdfs_content_reader, open_hdfs_content_repository
 from replication.replicating_content import ReplicatingContentRepository
 from repositories.claims import ContentClaim, ResourceClaim
-from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
+from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.content.collection import CollectReport
 from repositories.content.errors import ContentNotFound
 from repositories.content.recovery import RecoveryReport
@@ -139,17 +140,22 @@ class NodeContent(ContentStore):
         return self.replicas.exists(claim)
 
 
-def open_node_content(storage, layout, incarnation: Incarnation, local_directory: str) -> NodeContent:
-    """This incarnation's content: a fresh container, local and on HDFS."""
+def open_node_content(storage, layout, incarnation: Incarnation, local_directory: str,
+                      archive: ArchivePolicy | None = None) -> NodeContent:
+    """This incarnation's content: a fresh container, local and on HDFS. `archive`
+    rules both replicas' archive (on HDFS without the usage rule: that disk is not
+    this node's to watch)."""
     container = incarnation.id
+    archive = archive or ArchivePolicy()
     _forget_earlier_incarnations(local_directory, incarnation)
     # One sync per session commit (group commit), not one per claim.
     local = open_filesystem_content_repository(
-        {container: os.path.join(local_directory, container)}, ContentRepositoryConfig(sync_on_close=False),
-        name=f"local:{container}")
+        {container: os.path.join(local_directory, container)},
+        ContentRepositoryConfig(sync_on_close=False, archive=archive), name=f"local:{container}")
     # `hdfs_content_root(base, node)` is base/content/<node>: the base is the cluster's directory.
     storage.mkdir(layout.hdfs_content, parents=True, exist_ok=True)
-    hdfs = open_hdfs_content_repository(storage, layout.hdfs_cluster, container, (container,))
+    hdfs = open_hdfs_content_repository(storage, layout.hdfs_cluster, container, (container,), dataclasses.replace(
+        DEFAULT_HDFS_CONFIG, archive=dataclasses.replace(archive, max_usage=None)))
     foreign = ForeignContainers(storage, layout.hdfs_cluster, container)
     replicas = ReplicatingContentRepository([local, hdfs], fallbacks=[foreign], name=f"content {container}")
     content = NodeContent(replicas, foreign, container)

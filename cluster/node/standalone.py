@@ -42,6 +42,7 @@ from repositories.storage import LocalStorage
 
 from ..errors import ClusterError
 from .control import NodeControl, OffloadRefused
+from .maintenance import DEFAULT_AGE_OFF_INTERVAL, DEFAULT_COLLECT_INTERVAL, ContentMaintenance
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,8 @@ class NodeSettings:
     threads: int = DEFAULT_THREADS
     wal_partitions: int = DEFAULT_PARTITIONS
     checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL
-    collect_interval_s: float = 1.0
+    collect_interval_s: float = DEFAULT_COLLECT_INTERVAL
+    age_off_interval_s: float = DEFAULT_AGE_OFF_INTERVAL
     provenance_rollover_s: float = 30.0
     provenance_outbox: bool = True
 
@@ -71,8 +73,7 @@ class StandaloneNode:
         self.settings = settings or NodeSettings()
         self._lifecycle = threading.Lock()
         self._lock_file = None
-        self._stop_maintenance = threading.Event()
-        self._maintenance: threading.Thread | None = None
+        self._maintenance: ContentMaintenance | None = None
         self.shard = self.content = self.provenance = self.engine = self.graph = self.services = None
         self.recovery: dict = {}
         self.started = False
@@ -105,8 +106,9 @@ class StandaloneNode:
             if not self.started or self._maintenance is not None:
                 return
             self.engine.start()
-            self._maintenance = threading.Thread(target=self._maintain, name="node-maintenance", daemon=True)
-            self._maintenance.start()
+            self._maintenance = ContentMaintenance(self.content, collect_interval=self.settings.collect_interval_s,
+                                                   age_off_interval=self.settings.age_off_interval_s,
+                                                   name="node-maintenance").start()
 
     def _take_directory_lock(self) -> None:
         path = os.path.join(self.data_dir, "node.lock")
@@ -171,27 +173,14 @@ class StandaloneNode:
             log.error("content resources referenced by FlowFiles are missing: %s",
                       [r.relative_path for r in content_report.missing[:10]])
 
-    def _maintain(self) -> None:
-        last_age_off = time.monotonic()
-        while not self._stop_maintenance.wait(self.settings.collect_interval_s):
-            try:
-                self.content.collect()
-                if time.monotonic() - last_age_off > 60:
-                    last_age_off = time.monotonic()
-                    self.content.age_off()
-            except Exception:  # noqa: BLE001 - the next round retries
-                log.exception("content maintenance failed")
-
     def stop(self, timeout: float = 60.0) -> None:
         with self._lifecycle:
             if not self.started:
                 return
             self.started = False
-            self._stop_maintenance.set()
             if self._maintenance is not None:
                 self.engine.stop(timeout)
-            if self._maintenance is not None:
-                self._maintenance.join(timeout)
+                self._maintenance.stop(timeout)
             try:
                 self.shard.wal.checkpoint()
             except Exception:  # noqa: BLE001 - the journals still hold everything

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from .index import DEFAULT_SHARD_BYTES
 from .policies import RolloverPolicy
 
+DEFAULT_MAX_AGE = 24 * 3600.0      # seconds events are kept (age-off by age)
+DEFAULT_MAX_BYTES = 10 * 1024 ** 3  # bytes of event files and their TOCs kept (age-off by size)
+
 
 @dataclass(frozen=True)
 class ProvenanceConfig:
@@ -25,8 +28,8 @@ class ProvenanceConfig:
     # 60,000-event commits, medians of 3): each commit makes one segment per thread,
     # and the extra segments are merged again in the background.
     index_threads: int = 1
-    max_age_s: float | None = 24 * 3600.0
-    max_bytes: int | None = 10 * 1024 ** 3  # event files and their TOCs
+    max_age_s: float | None = DEFAULT_MAX_AGE
+    max_bytes: int | None = DEFAULT_MAX_BYTES  # event files and their TOCs
     # fdatasync each journal frame. Off by default as in NiFi: a process crash loses
     # nothing (the bytes are in the OS), a power cut may lose the last seconds.
     sync_journals: bool = False
