@@ -51,7 +51,8 @@ class FlowCluster(ProcessCluster):
         self._storage = None
 
     def write_config(self, name: str, *, count: int = 300, weight: float = 1.0, policy: str = "whole",
-                     threads: int = 2, put_batch: int = 10) -> str:
+                     threads: int = 2, put_batch: int = 10, sections: dict[str, dict] | None = None) -> str:
+        """NODE.toml for node `name`; `sections` adds tables (e.g. {"content": {"archive": False}})."""
         directory = str(self.workdir / name)
         self.directories[name] = directory
         lines = [f"name = {_toml_value(name)}", f"flow = {_toml_value(FLOW)}", f"directory = {_toml_value(directory)}",
@@ -64,6 +65,8 @@ class FlowCluster(ProcessCluster):
                  "", "[hdfs.config]", *(f"{_toml_value(k)} = {_toml_value(v)}" for k, v in sorted(self.hdfs_config.items())),
                  "", "[node]", f"threads = {threads}", f"capacity_weight = {weight}", f"policy = {_toml_value(policy)}",
                  "wal_partitions = 1", "checkpoint_interval = 30.0", ""]
+        for section, table in (sections or {}).items():
+            lines += [f"[{section}]", *(f"{key} = {_toml_value(value)}" for key, value in table.items()), ""]
         path = str(self.workdir / f"{name}.toml")
         with open(path, "w") as out:
             out.write("\n".join(lines))

@@ -96,7 +96,7 @@ class ClusteredNode:
         with self._lock:
             member = self.member
             if self.content is None:
-                archive = ArchivePolicy(max_retention_s=self.config.archive_retention,
+                archive = ArchivePolicy(enabled=self.config.archive, max_retention_s=self.config.archive_retention,
                                         max_usage=self.config.archive_max_usage)
                 self.content = open_node_content(self.storage, self.layout, member.incarnation,
                                                  self.config.content_directory, archive)

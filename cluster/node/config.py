@@ -35,6 +35,7 @@
                                      # finishes on a DataNode heartbeat, seen this soon
 
     [content]                        # this node's content, local and on HDFS (NiFi's archive)
+    archive = true                   # keep unreferenced content for a while; false: delete it at once
     archive_retention = 10800.0      # seconds unreferenced content stays archived
     archive_max_usage = 0.9          # fraction of the local disk above which the archive is
                                      # aged off early, and new writes are refused
@@ -94,6 +95,7 @@ class NodeConfig:
     wal_partitions: int = DEFAULT_PARTITIONS
     checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL
     fence_first_wait: float = DEFAULT_FIRST_WAIT
+    archive: bool = True
     archive_retention: float = DEFAULT_ARCHIVE_RETENTION_S
     archive_max_usage: float = DEFAULT_ARCHIVE_MAX_USAGE
     provenance_max_age: float = DEFAULT_MAX_AGE
@@ -116,7 +118,7 @@ class NodeConfig:
 
 _SECTIONS = {
     "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node", "content", "provenance"},
-    "content": {"archive_retention", "archive_max_usage"},
+    "content": {"archive", "archive_retention", "archive_max_usage"},
     "provenance": {"max_age", "max_bytes"},
     "zookeeper": {"hosts", "chroot", "cluster", "session_timeout"},
     "hdfs": {"url", "root", "config", "io_timeout"},
@@ -171,6 +173,12 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
             fail(f"[{section}] {key} must be at least {minimum}, not {value!r}")
         return kind(value)
 
+    def flag(table: dict, key: str, default: bool, section: str) -> bool:
+        value = table.get(key, default)
+        if not isinstance(value, bool):
+            fail(f"[{section}] {key} must be true or false, not {value!r}")
+        return value
+
     def fraction(table: dict, key: str, default: float, section: str) -> float:
         value = number(table, key, default, float, section, 0.0)
         if value > 1.0:
@@ -201,9 +209,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
     hdfs_config = hdfs.get("config", {})
     if not isinstance(hdfs_config, dict):
         fail("[hdfs.config] must be a table of strings")
-    lead = node.get("lead", True)
-    if not isinstance(lead, bool):
-        fail(f"[node] lead must be true or false, not {lead!r}")
+    lead = flag(node, "lead", True, "node")
     return NodeConfig(
         name=name, flow=flow, directory=directory, zk_hosts=hosts,
         cluster=required(zookeeper, "cluster", "[zookeeper]"), hdfs_url=url,
@@ -217,6 +223,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         wal_partitions=number(node, "wal_partitions", DEFAULT_PARTITIONS, int, "node", 1),
         checkpoint_interval=number(node, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL, float, "node", 1.0),
         fence_first_wait=number(node, "fence_first_wait", DEFAULT_FIRST_WAIT, float, "node", 0.05),
+        archive=flag(content, "archive", True, "content"),
         archive_retention=number(content, "archive_retention", DEFAULT_ARCHIVE_RETENTION_S, float, "content", 0.0),
         archive_max_usage=fraction(content, "archive_max_usage", DEFAULT_ARCHIVE_MAX_USAGE, "content"),
         provenance_max_age=number(provenance, "max_age", DEFAULT_MAX_AGE, float, "provenance", 1.0),

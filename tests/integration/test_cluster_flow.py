@@ -5,6 +5,7 @@ queued and swapped FlowFiles are taken over by a survivor and delivered exactly 
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
@@ -176,3 +177,37 @@ def test_divvy_splits_a_dead_nodes_queues_over_the_survivors_by_capacity_exactly
     report = cluster.check()
     assert report.ok, report.summary()
     print("divvy:", taken, report.summary())
+
+
+def resource_files(directory) -> list[str]:
+    """The content resource files under a container directory (sections of resources)."""
+    return [os.path.join(root, name) for root, _, names in os.walk(directory) for name in names]
+
+
+def test_a_clustered_node_collects_its_content_as_it_runs(flow_cluster):
+    """Content nobody references any more is deleted (no archive here), on local disk
+    and on HDFS, while the node runs: only the resources still open for appending stay."""
+    cluster = flow_cluster
+    node = cluster.start("n1", count=2000, put_batch=200, sections={"content": {"archive": False}})
+    incarnation = node.wait("joined", timeout=60)["incarnation"]
+    wait_until(lambda: cluster.delivered() >= 2000, 120, "every FlowFile to be delivered")
+    local = os.path.join(cluster.directories["n1"], "content", incarnation)
+    hdfs = cluster.clients.hdfs_storage()
+    remote = f"{cluster.layout.hdfs_content}/{incarnation}/{incarnation}"
+
+    def hdfs_resources() -> int:
+        return sum(1 for _ in hdfs_walk(hdfs, remote))
+
+    # 4,000 claims of about 100 bytes in resources of up to 50 KB: several resources
+    # were written; the open ones (one per writing thread at most) are all that stay.
+    wait_until(lambda: len(resource_files(local)) <= 2 and hdfs_resources() <= 2, 60,
+               "unreferenced content to be collected locally and on HDFS")
+    assert node.find("first-output")  # the flow ran while it collected
+
+
+def hdfs_walk(storage, directory):
+    for entry in storage.list(directory):
+        if entry.is_dir:
+            yield from hdfs_walk(storage, entry.path)
+        else:
+            yield entry.path
