@@ -116,6 +116,13 @@ class FlowDefinition:
 def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[str, type]) -> FlowDefinition:
     """Read and validate a flow file (.yaml, .yml or .json) against the processor types of
     `registry`; `parameters` override the file's own. Raises `FlowDefinitionError`."""
+    return parse_flow(read_flow_document(path), source=str(path), parameters=parameters, registry=registry)
+
+
+def read_flow_document(path: str):
+    """The flow file at `path` (.yaml, .yml or .json) as data, before any parameter is
+    substituted or anything validated. Raises `FlowDefinitionError` naming the file
+    when it cannot be read or parsed."""
     import yaml
 
     source = str(path)
@@ -137,7 +144,7 @@ def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[st
     except json.JSONDecodeError as error:
         raise FlowDefinitionError(f"malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}",
                                   source=source) from None
-    return parse_flow(data, source=source, parameters=parameters, registry=registry)
+    return data
 
 
 def _mapping(value, what: str, source: str, **where) -> dict:

@@ -50,7 +50,8 @@ def run_status(args) -> int:
     for name, s in body["shards"].items():
         extra = f"  children {','.join(s['children'])}" if s["children"] else ""
         extra += f"  slice of {s['source']['parent']}" if s["source"] else ""
-        print(f"  {name:<24} owner {s['owner'] or '-':<20} epoch {s['epoch']:>5}  {s['state']}{extra}")
+        print(f"  {name:<24} owner {s['owner'] or '-':<20} epoch {s['epoch']:>5}  {s['state']:<9} "
+              f"flow {s['flow'] or '-'}{extra}")
     print("plans:")
     for name, p in body["plans"].items():
         pending = f" pending {','.join(p['pending'])}" if p["pending"] else ""

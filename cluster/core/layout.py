@@ -12,6 +12,7 @@ HDFS, under the configured root:
 
     <root>/<cluster>/shards/<shard-id>/wal/          the shard's FlowFile WAL
     <root>/<cluster>/shards/<shard-id>/swap/         the shard's swap files
+    <root>/<cluster>/shards/<shard-id>/flow.json     the flow it was written under
     <root>/<cluster>/shards/<shard-id>-fenced-<e>/   the same, after fencing at epoch e
     <root>/<cluster>/content/<incarnation>/          the content an incarnation wrote
                                                      (`cluster.node.content`)
@@ -99,3 +100,8 @@ class ClusterLayout:
     @staticmethod
     def swap_directory(shard_directory: str) -> str:
         return f"{shard_directory}/swap"
+
+    @staticmethod
+    def flow_file(shard_directory: str) -> str:
+        """The flow the shard was written under (`flows.FlowSnapshot`, as JSON)."""
+        return f"{shard_directory}/flow.json"

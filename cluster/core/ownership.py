@@ -77,6 +77,7 @@ class ShardOwnership:
     source: SliceSource | None = None      # divvy children only
     seeded: bool = False                   # divvy child: its copy from the parent is durable
     children: tuple[str, ...] = ()         # divvy parent only
+    flow: str | None = None                # the version of the flow it was written under (`flows`)
 
     @property
     def step(self) -> str | None:
@@ -105,6 +106,8 @@ class ShardOwnership:
             body["seeded"] = True
         if self.children:
             body["children"] = list(self.children)
+        if self.flow is not None:
+            body["flow"] = self.flow
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
@@ -119,6 +122,7 @@ class ShardOwnership:
             source=SliceSource(**body["source"]) if body.get("source") else None,
             seeded=bool(body.get("seeded", False)),
             children=tuple(body.get("children", ())),
+            flow=body.get("flow"),
         )
 
 
@@ -143,9 +147,10 @@ def _advance(current: ShardOwnership, *, at: float, reason: str, **changes) -> S
     return replace(moved, history=(current.history + (entry,))[-HISTORY_LIMIT:])
 
 
-def new_shard(shard: str, owner: str, epoch: int, *, at: float) -> ShardOwnership:
-    """A node's home shard, created by the node itself at start with its incarnation epoch."""
-    base = ShardOwnership(shard, owner, epoch, ShardState.ACTIVE)
+def new_shard(shard: str, owner: str, epoch: int, *, at: float, flow: str | None = None) -> ShardOwnership:
+    """A node's home shard, created by the node itself at start with its incarnation
+    epoch, and the version of the flow it runs."""
+    base = ShardOwnership(shard, owner, epoch, ShardState.ACTIVE, flow=flow)
     return _advance(base, at=at, reason="created by its node at start")
 
 
@@ -217,7 +222,8 @@ def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, e
     parent = _advance(current, at=at, reason=f"split into {len(ordered)} slices{why}", owner=None, epoch=epoch,
                       state=ShardState.SPLIT, children=tuple(s[0] for s in ordered))
     children = [
-        _advance(ShardOwnership(child, owner, epoch, ShardState.ADOPTING, source=SliceSource(current.shard, epoch, low, high)),
+        _advance(ShardOwnership(child, owner, epoch, ShardState.ADOPTING, source=SliceSource(current.shard, epoch, low, high),
+                          flow=current.flow),
                  at=at, reason=f"slice [{low}, {high}) of {current.shard}{why}")
         for child, owner, low, high in ordered
     ]

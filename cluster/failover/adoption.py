@@ -36,6 +36,7 @@ from repositories.flowfile import (
     read_state,
 )
 
+from ..core.flows import FlowSnapshot
 from ..core.layout import FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership
 from ..core.story import tag
@@ -58,8 +59,10 @@ def slice_hash(key: str) -> int:
     return zlib.crc32(key.encode())
 
 
-def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions) -> ShardHandle:
-    """A node's new shard at its incarnation epoch: an empty directory it creates."""
+def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions,
+                    flow: FlowSnapshot | None = None) -> ShardHandle:
+    """A node's new shard at its incarnation epoch: an empty directory it creates, with
+    the flow the node runs (`flow.json`, for whoever adopts the shard)."""
     directory = layout.shard_directory(ownership.shard)
     storage.mkdir(directory)
     # If this incarnation was declared dead before it got here, an adopter may have
@@ -69,6 +72,8 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
     if fenced_epoch is not None:
         raise FencedError(ownership.shard, fenced_epoch, None, incarnation=ownership.owner,
                           reason="its shard was fenced before the node could open it")
+    if flow is not None:
+        _write_file(storage, layout.flow_file(directory), flow.encoded)
     storage.mkdir(layout.swap_directory(directory))
     return _handle(storage, layout, ownership, directory, options, home=True)
 
@@ -116,6 +121,8 @@ def _adopt_slice(storage, layout, ownership, options, *, sleep, fence_hooks, fen
         storage.delete(entry.path, recursive=True)
     swap = layout.swap_directory(directory)
     storage.mkdir(swap)
+    if storage.exists(layout.flow_file(parent.directory)):
+        _copy_file(storage, layout.flow_file(parent.directory), layout.flow_file(directory))
     parent_wal = layout.wal_directory(parent.directory)
     records: dict = {}
     swap_files: dict = {}
@@ -159,6 +166,12 @@ def _relative(location: str, original: str) -> str:
         if slash:
             return tail
     return location.lstrip("/")
+
+
+def _write_file(storage, path: str, data: bytes) -> None:
+    with storage.create(path) as out:
+        out.write(data)
+        out.sync()
 
 
 def _copy_file(storage, source: str, target: str, chunk: int = 8 << 20) -> None:

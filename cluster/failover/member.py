@@ -38,6 +38,7 @@ from ..clients import (
     granted_session_timeout,
     stop_quietly,
 )
+from ..core.flows import FlowSnapshot
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT, Heartbeat, QueueLoad
 from ..core.incarnation import Incarnation
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
@@ -72,6 +73,7 @@ class MemberConfig:
     policy: str = DEFAULT_POLICY
     lead: bool = True
     wal: WalOptions = field(default_factory=WalOptions)
+    flow: FlowSnapshot | None = None  # the flow this node runs, recorded with its home shard
     fence_first_wait: float = DEFAULT_FIRST_WAIT
 
 
@@ -144,9 +146,11 @@ class ClusterMember:
         self.membership.join()
         self.guard.start()
         # The home shard: id = incarnation id, epoch = incarnation epoch.
-        home = self.registry.create_home_shard(me, me, self.incarnation.epoch)
+        flow = config.flow
+        home = self.registry.create_home_shard(me, me, self.incarnation.epoch,
+                                               flow=flow.version if flow is not None else None)
         self.storage.mkdir(self.layout.hdfs_shards, parents=True, exist_ok=True)
-        handle = open_home_shard(self.storage, self.layout, home, config.wal)
+        handle = open_home_shard(self.storage, self.layout, home, config.wal, flow)
         self._run_shard(handle, self._prepare(handle))
         self.membership.start()
         self._spawn(self._adoption_loop, f"adoption {me}")

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from ..core.heartbeat import QueueLoad
-from ..core.layout import FENCED_MARK
+from ..core.flows import FlowSnapshot
+from ..core.layout import FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership
 
 
@@ -87,6 +88,15 @@ class ShardHandle:
     @property
     def swap_directory(self) -> str:
         return f"{self.directory}/swap"
+
+    def flow_snapshot(self) -> FlowSnapshot | None:
+        """The flow the shard was written under, as its first owner stored it; None for a
+        shard that holds none (written by a release before shards recorded their flow,
+        or whose owner died before it wrote it). `ValueError` when it is unreadable."""
+        path = ClusterLayout.flow_file(self.directory)
+        if not self.storage.exists(path):
+            return None
+        return FlowSnapshot.decode(self.storage.read(path))
 
 
 class ShardRuntime(Protocol):

@@ -22,12 +22,15 @@ import logging
 import os
 import threading
 
-from flow.loading import load_flow
+from flow.definition import read_flow_document
+from flow.loading import parse_flow
 from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 
 from ..clients import ClientFactory
+from ..core.flows import FlowSnapshot
 from ..core.layout import ClusterLayout
+from ..core.story import tag
 from ..errors import first_line
 from ..failover.adoption import WalOptions
 from ..failover.member import ClusterMember, MemberConfig
@@ -49,7 +52,9 @@ class ClusteredNode:
     def __init__(self, config: NodeConfig, *, events=log_events, storage=None, wal_hooks=None):
         self.config = config
         self.events = events
-        self.definition = load_flow(config.flow, config.parameters)
+        self.flow = FlowSnapshot(read_flow_document(config.flow))
+        self.definition = parse_flow(self.flow.document, source=config.flow, parameters=config.parameters)
+        self._adopted_flows: dict[str, object] = {}  # version -> definition, for shards written under another flow
         self.clients = ClientFactory.from_node_config(config)
         self.storage = storage if storage is not None else self.clients.hdfs_storage()
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
@@ -86,7 +91,7 @@ class ClusteredNode:
             max_threads=config.threads, local_directory=config.directory, policy=config.policy, lead=config.lead,
             wal=WalOptions(partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval,
                            hooks=self.wal_hooks),
-            fence_first_wait=config.fence_first_wait)
+            fence_first_wait=config.fence_first_wait, flow=self.flow)
         member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients)
         with self._lock:
             self.member = member
@@ -103,8 +108,30 @@ class ClusteredNode:
                 self._maintenance = ContentMaintenance(self.content, name=f"content-maintenance {member.incarnation}")
                 self._maintenance.start()
             content = self.content
-        return FlowRuntime(handle, self.definition, content, self.provenance, threads=self.config.threads,
+        return FlowRuntime(handle, self._definition_for(handle), content, self.provenance, threads=self.config.threads,
                            incarnation=member.incarnation.id, events=self.events, services=self.services)
+
+    def _definition_for(self, handle):
+        """The flow a shard runs with: the one it was written under (an adopted shard of
+        a node that ran another flow), with this node's parameters; this node's own for
+        its home shard, for a shard written under the same flow, and for a shard that
+        recorded none. A flow this node cannot parse (a processor type it lacks) fails
+        the adoption, which is retried, with the reason in the log."""
+        if handle.home:
+            return self.definition
+        snapshot = handle.flow_snapshot()
+        if snapshot is None or snapshot.version == self.flow.version:
+            return self.definition
+        with self._lock:
+            definition = self._adopted_flows.get(snapshot.version)
+        if definition is None:
+            definition = parse_flow(snapshot.document, parameters=self.config.parameters,
+                                    source=f"the flow of shard {handle.shard} (version {snapshot.version})")
+            with self._lock:
+                self._adopted_flows[snapshot.version] = definition
+        log.info("%s shard %s was written under flow version %s, not this node's %s: it runs with that flow",
+                 tag(handle.step), handle.shard, snapshot.version, self.flow.version)
+        return definition
 
     def _incarnation_ended(self, member) -> None:
         with self._lock:

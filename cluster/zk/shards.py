@@ -70,8 +70,8 @@ class ShardRegistry:
             raise TransitionRefused(outcome)
 
     # -- the protocol's transitions ---------------------------------------------------------
-    def create_home_shard(self, shard: str, owner: str, epoch: int) -> ShardOwnership:
-        created = ownership.new_shard(shard, owner, epoch, at=self._wall_clock())
+    def create_home_shard(self, shard: str, owner: str, epoch: int, *, flow: str | None = None) -> ShardOwnership:
+        created = ownership.new_shard(shard, owner, epoch, at=self._wall_clock(), flow=flow)
         self.create(created)
         return created
 

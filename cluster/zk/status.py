@@ -32,7 +32,8 @@ class ClusterStatus:
                 for name, b in sorted(self.members.items())
             },
             "shards": {
-                name: {"owner": s.owner, "epoch": s.epoch, "state": s.state.value, "children": list(s.children),
+                name: {"owner": s.owner, "epoch": s.epoch, "state": s.state.value, "flow": s.flow,
+                       "children": list(s.children),
                        "source": vars(s.source).copy() if s.source else None, "seeded": s.seeded,
                        "history": [{"epoch": h.epoch, "owner": h.owner, "state": h.state.value, "at": h.at, "reason": h.reason}
                                    for h in s.history]}

@@ -211,3 +211,36 @@ def hdfs_walk(storage, directory):
             yield from hdfs_walk(storage, entry.path)
         else:
             yield entry.path
+
+
+def test_an_adopter_runs_a_dead_nodes_shard_with_the_flow_it_was_written_under(flow_cluster, tmp_path):
+    """n1 runs a newer flow than n2 (one more processor before PutFile, so other
+    queues): n2 adopts n1's shard and drains it with n1's flow, exactly once, instead
+    of stranding FlowFiles in queues its own flow does not have."""
+    import yaml
+
+    from cluster.drills.flow_cluster import FLOW
+
+    with open(FLOW) as handle:
+        newer = yaml.safe_load(handle)
+    newer["processors"].insert(3, {"id": "tag", "type": "UpdateAttribute", "properties": {"custody.flow": "newer"}})
+    newer["connections"] = [c for c in newer["connections"] if not (c["source"] == "rewrite" and c["destination"] == "put")]
+    newer["connections"] += [{"source": "rewrite", "relationships": ["success"], "destination": "tag"},
+                             {"source": "tag", "destination": "put", "swap_threshold": 100, "swap_batch": 50}]
+    newer_path = str(tmp_path / "newer.yaml")
+    with open(newer_path, "w") as handle:
+        yaml.safe_dump(newer, handle)
+
+    cluster = flow_cluster
+    n1 = cluster.start("n1", count=600, flow=newer_path)
+    victim = n1.wait("joined", timeout=60)["incarnation"]
+    n2 = cluster.start("n2", count=100)
+    n2.wait("joined", timeout=60)
+    shards = {shard.shard: shard for shard in cluster.shards()}
+    assert shards[victim].flow != shards[n2.incarnation].flow and shards[victim].flow
+    wait_until(lambda: cluster.queued(victim, "tag/success/put") > 100, 60, "n1 to queue FlowFiles before PutFile")
+    n1.signal(signal.SIGKILL)
+    n2.wait("adopted", timeout=90, shard=f"{victim}@{int(victim.rsplit('-', 1)[1]) + 1}")
+    cluster.wait_settled(timeout=180)
+    report = cluster.check()
+    assert report.ok, report.summary()
