@@ -26,6 +26,7 @@ from flow.definition import read_flow_document
 from flow.loading import parse_flow
 from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
+from repositories.provenance.config import DEFAULT_AGE_OFF_INTERVAL as PROVENANCE_AGE_OFF_INTERVAL
 
 from ..clients import ClientFactory
 from ..core.flows import FlowSnapshot
@@ -39,7 +40,7 @@ from .content import open_node_content
 from .control import NodeControl
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
-from .maintenance import ContentMaintenance
+from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,10 @@ class ClusteredNode:
         os.makedirs(self.config.directory, exist_ok=True)
         self.provenance = ProvenanceRepository(ProvenanceConfig(
             containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0),
-            max_age_s=self.config.provenance_max_age, max_bytes=self.config.provenance_max_bytes))
+            max_age_s=self.config.provenance_max_age, max_bytes=self.config.provenance_max_bytes,
+            # Age off at least four times per retention: the events kept stay within a
+            # quarter of the retention of what it says.
+            age_off_interval_s=min(PROVENANCE_AGE_OFF_INTERVAL, self.config.provenance_max_age / 4)))
         self.services = node_services(self.config.name)
         try:
             return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
@@ -105,7 +109,10 @@ class ClusteredNode:
                                         max_usage=self.config.archive_max_usage)
                 self.content = open_node_content(self.storage, self.layout, member.incarnation,
                                                  self.config.content_directory, archive)
-                self._maintenance = ContentMaintenance(self.content, name=f"content-maintenance {member.incarnation}")
+                # Age off at least four times per retention, as provenance does.
+                self._maintenance = ContentMaintenance(
+                    self.content, age_off_interval=min(DEFAULT_AGE_OFF_INTERVAL, max(1.0, self.config.archive_retention / 4)),
+                    name=f"content-maintenance {member.incarnation}")
                 self._maintenance.start()
             content = self.content
         return FlowRuntime(handle, self._definition_for(handle), content, self.provenance, threads=self.config.threads,

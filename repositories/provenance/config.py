@@ -9,6 +9,7 @@ from .policies import RolloverPolicy
 
 DEFAULT_MAX_AGE = 24 * 3600.0      # seconds events are kept (age-off by age)
 DEFAULT_MAX_BYTES = 10 * 1024 ** 3  # bytes of event files and their TOCs kept (age-off by size)
+DEFAULT_AGE_OFF_INTERVAL = 60.0     # seconds between two age-offs
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ProvenanceConfig:
     # Background timers (real time). None: no timer; the caller drives
     # `maybe_rollover()` and `age_off()` (tests, with an injected clock).
     rollover_check_interval_s: float | None = 1.0
-    age_off_interval_s: float | None = 60.0
+    age_off_interval_s: float | None = DEFAULT_AGE_OFF_INTERVAL
     # Writers wait while this many rolled-over generations are not merged and
     # indexed yet, so that merging and indexing keep up with ingest.
     max_pending_rollovers: int = 4

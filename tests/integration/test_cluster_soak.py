@@ -1,0 +1,117 @@
+"""A clustered node can run for months: a 3-node cluster of real `custody node`
+processes on the real ZooKeeper and HDFS runs the sample flow at a steady rate, one
+node is SIGKILLed and restarted half-way, and what custody keeps on disk stays
+bounded: local content, provenance, and content and shards on HDFS. Each is a saw
+(a WAL grows until its checkpoint, an archive until its age-off), so the check
+compares peaks: the highest use in the last quarter of the run is at most 1.1 times
+the highest in the quarter that ends half-way. The dead incarnation's content is
+collected.
+
+CI runs 2 minutes (peaks of minutes 0.5-1 against 1.5-2); `CUSTODY_LONG=1` runs 20
+(minutes 5-10 against 15-20). `CUSTODY_SOAK_REPORT=path.json` writes the curve (a
+sample every 5 s)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+import yaml
+
+from cluster.drills.flow_cluster import FLOW, FlowCluster
+from cluster.services.process import wait_until
+
+LONG = os.environ.get("CUSTODY_LONG", "") == "1"
+MINUTES = 20.0 if LONG else 2.0
+SAMPLE_S = 5.0
+pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(int(MINUTES * 60) + 600)]
+# Short retention, so that a few minutes reach the steady state months would.
+SECTIONS = {"content": {"archive_retention": 10.0}, "provenance": {"max_age": 30.0}}
+
+
+def local_bytes(directory: str) -> int:
+    total = 0
+    for root, _, names in os.walk(directory):
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except FileNotFoundError:
+                continue  # collected while walking
+    return total
+
+
+def hdfs_bytes(storage, directory: str) -> int:
+    try:
+        entries = storage.list(directory)
+    except Exception:  # noqa: BLE001 - collected while walking
+        return 0
+    return sum(hdfs_bytes(storage, e.path) if e.is_dir else e.length for e in entries)
+
+
+@pytest.fixture
+def soak_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
+    yield made
+    made.close()
+    print(made.tails())
+
+
+def test_a_clustered_node_keeps_its_disk_use_bounded(soak_cluster, tmp_path):
+    cluster = soak_cluster
+    with open(FLOW) as handle:
+        steady = yaml.safe_load(handle)
+    # No end, 50 FlowFiles a second per node, and a PutFile that keeps up.
+    steady["processors"][0]["properties"]["batch_size"] = 5
+    steady_path = str(tmp_path / "steady.yaml")
+    with open(steady_path, "w") as handle:
+        yaml.safe_dump(steady, handle)
+    nodes = {name: cluster.start(name, count=0, put_batch=100, flow=steady_path, sections=SECTIONS)
+             for name in ("n1", "n2", "n3")}
+    for node in nodes.values():
+        node.wait("joined", timeout=90)
+    storage = cluster.clients.hdfs_storage()
+
+    def sample(started: float) -> dict:
+        figures = {"minute": round((time.monotonic() - started) / 60, 2), "delivered": cluster.delivered(),
+                   "hdfs_content": hdfs_bytes(storage, cluster.layout.hdfs_content),
+                   "hdfs_shards": hdfs_bytes(storage, cluster.layout.hdfs_shards)}
+        for kind in ("content", "provenance"):
+            figures[f"local_{kind}"] = sum(local_bytes(os.path.join(d, kind)) for d in cluster.directories.values())
+        return figures
+
+    started = time.monotonic()
+    curve, killed = [], None
+    while (elapsed := time.monotonic() - started) < MINUTES * 60:
+        if killed is None and elapsed >= MINUTES * 60 * 0.3:
+            killed = nodes["n2"].incarnation
+            nodes["n2"].signal(signal.SIGKILL)
+            cluster.nodes["n2"].close()
+            nodes["n2"] = cluster.start("n2")
+            nodes["n2"].wait("joined", timeout=90)
+        curve.append(sample(started))
+        print("soak:", curve[-1], flush=True)
+        wait_until(lambda: time.monotonic() - started >= len(curve) * SAMPLE_S, SAMPLE_S + 30, "the next sample")
+    curve.append(sample(started))
+    report = os.environ.get("CUSTODY_SOAK_REPORT")
+    if report:
+        with open(report, "w") as out:
+            json.dump({"minutes": MINUTES, "killed": killed, "curve": curve}, out, indent=2)
+
+    def peaks(low: float, high: float) -> dict:
+        window = [figures for figures in curve if low < figures["minute"] <= high]
+        return {key: max(figures[key] for figures in window) for key in window[0]}
+
+    half, end = peaks(MINUTES / 4, MINUTES / 2), peaks(MINUTES * 3 / 4, MINUTES)
+    print("soak peaks: half-way", half, "end", end, flush=True)
+    assert end["delivered"] > half["delivered"] > 0, (half, end)  # it kept flowing
+    # Bounded: no higher at the end than half-way (within 10 %, and within a content
+    # resource (50 KB) or a provenance block (1 MB) per node, or one WAL journal).
+    for key, slack in (("local_content", 3 * 50 * 1024), ("local_provenance", 3 << 20),
+                       ("hdfs_content", 3 * 50 * 1024), ("hdfs_shards", 1 << 20)):
+        assert end[key] <= 1.1 * half[key] + slack, (key, half, end, curve)
+    # The killed incarnation's content on HDFS is collected once its shard retired.
+    wait_until(lambda: not storage.exists(f"{cluster.layout.hdfs_content}/{killed}"), 120,
+               f"the content of dead incarnation {killed} to be collected")
