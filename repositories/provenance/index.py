@@ -187,6 +187,7 @@ class ShardedIndex:
         return shard
 
     def index_table(self, first_id: int, last_id: int, min_time_ms: int, max_time_ms: int, table,
+                    before_commit: Callable[[], None] | None = None,
                     before_manifest: Callable[[], None] | None = None, timings: dict | None = None) -> None:
         """Index the events of one event file and commit; searchable when this returns."""
         shard = self._active()
@@ -195,6 +196,8 @@ class ShardedIndex:
         for doc in json_documents(table):
             writer.add_json(doc)
         added = time.perf_counter()
+        if before_commit is not None:
+            before_commit()
         writer.commit()
         shard.index.reload()
         if timings is not None:

@@ -48,12 +48,14 @@ class Merger:
             info = write_event_file(
                 self._layout.events_directory(container), first_id, table, block_bytes=self._config.block_bytes,
                 level=self._config.compression_level, threads=self._config.compression_threads,
-                before_commit=lambda path: seams.merge_before_commit(path=path))
+                before_commit=lambda path: seams.merge_before_commit(path=path),
+                toc_committed=lambda path: seams.merge_toc_committed(path=path))
             self._table.add(info.path)
             self._stage_seconds["merge"] += time.perf_counter() - started
             seams.merge_before_journal_delete(first_id=first_id)
         for path in journal_paths:
             files.delete(path)
+            seams.merge_journal_deleted(first_id=first_id, path=path)
         for directory in {os.path.dirname(p) for p in journal_paths}:
             files.fsync_directory(directory)
         return table

@@ -206,6 +206,7 @@ class ProvenanceRepository:
                 self._generation = self._new_generation()
             old.wait_drained()
             old.close()
+            self._hooks.rollover_before_merge_queue(first_id=old.first_id)
             self._work.merge_later(old)
             return True
 
