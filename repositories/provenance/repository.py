@@ -118,8 +118,15 @@ class ProvenanceRepository:
         self._generation: JournalGeneration | None = None
         if read_only:
             return
-        self._recover()
-        self._generation = self._new_generation()
+        try:
+            self._recover()
+            self._generation = self._new_generation()
+        except BaseException:
+            # No thread runs yet; let go of the index writer and the event files, so that
+            # the repository can be opened again in this process.
+            self.index.close()
+            self._files.close()
+            raise
         self._work.start(maybe_rollover=self.maybe_rollover, rollover_check_interval=config.rollover_check_interval_s,
                          age_off=self.age_off, age_off_interval=config.age_off_interval_s)
 
@@ -195,7 +202,11 @@ class ProvenanceRepository:
         return self.rollover() if due else False
 
     def rollover(self) -> bool:
-        """Close the current journals and queue them for merge; False if they were empty."""
+        """Close the current journals and queue them for merge; False if they were empty.
+
+        A failure once the new generation is in place stops the repository, as a failed
+        merge does: the rolled-over generation would be merged by nobody until a restart.
+        """
         with self._rollover_lock:
             with self._lock:
                 old = self._generation
@@ -204,10 +215,14 @@ class ProvenanceRepository:
                         old.opened_at_s = self._clock()
                     return False
                 self._generation = self._new_generation()
-            old.wait_drained()
-            old.close()
-            self._hooks.rollover_before_merge_queue(first_id=old.first_id)
-            self._work.merge_later(old)
+            try:
+                old.wait_drained()
+                old.close()
+                self._hooks.rollover_before_merge_queue(first_id=old.first_id)
+                self._work.merge_later(old)
+            except BaseException as error:
+                self._work.fail(error)
+                raise
             return True
 
     # -- background work (the merge and index threads call these) ----------------------
