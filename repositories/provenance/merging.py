@@ -2,9 +2,11 @@
 
 The generation's events, sorted by id, are written as `<first-id>.prov.partial` and
 `.toc.partial`, compressed in blocks and fsynced; the rename of the `.prov` file is
-the commit point. Only then are the journals deleted, so a crash at any step leaves
-either the journals (the merge is done again) or the committed file.
-Event files are spread over the containers round-robin.
+the commit point. Only then are the journals deleted, one by one, so a crash at any
+step leaves either every journal and no committed file (recovery merges again), or
+the committed file, which holds every event of the journals, beside those journals
+not deleted yet (recovery deletes them). Event files are spread over the containers
+round-robin.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from .merging import Merger
 from .policies import plan_age_off
 from .query import ProvenanceQuery, QueryResult
 from .reading import EventReader
-from .recovery import recover
+from .recovery import RedoMerge, recover
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +144,14 @@ class ProvenanceRepository:
     def _recover(self) -> None:
         work = recover(self._layout, self._files, self.index)
         self._next_id = work.next_id
-        for first_id, batches, journal_paths in work.merges:
-            self._work.count()  # settled by the index thread, as after a rollover
-            self._merge(first_id, batches, journal_paths)
-        for first_id in work.reindex:
-            self._work.reindex_later(first_id)
+        # In increasing first id, merges and re-indexings interleaved: the index queue
+        # then holds them in the order the index relies on (see `recovery`).
+        for step in work.steps:
+            if isinstance(step, RedoMerge):
+                self._work.count()  # settled by the index thread, as after a rollover
+                self._merge(step.first_id, step.batches, step.journal_paths)
+            else:
+                self._work.reindex_later(step.first_id)
         self.recovery_report = work.report
 
     # -- writing --------------------------------------------------------------------
