@@ -14,18 +14,53 @@ order, nothing else stored, and found exactly once by its uuid and by its time.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
-from repositories.provenance import EventType, ProvenanceEvent, ProvenanceHooks, ProvenanceQuery
+from repositories.provenance import EventType, ProvenanceEvent, ProvenanceHooks, ProvenanceQuery, ProvenanceRepository
 from repositories.provenance import hooks as seams
 
 HELD_FOR_S = 30.0  # the longest a held seam waits for the test to let it go
+RECOVERY_S = 30.0  # the longest a recovery may take to merge and index what it found
 
 
 class Crash(Exception):
     """The simulated death of the process at a fault seam."""
+
+
+def crashed(error: BaseException) -> bool:
+    """Whether `error` is the simulated crash, as raised at a seam or as the repository
+    reports the failure of its background work."""
+    return isinstance(error, Crash) or isinstance(error.__cause__, Crash)
+
+
+@contextlib.contextmanager
+def life_of(repo, *, hold: threading.Event | None = None) -> Iterator[None]:
+    """The block runs on `repo` until it ends or the simulated crash stops it; then the
+    held seams are let go and the repository is closed (a crashed one finishes nothing)."""
+    try:
+        yield
+    except Exception as error:
+        if not crashed(error):
+            raise
+    finally:
+        if hold is not None:
+            hold.set()
+        repo.close()
+
+
+@contextlib.contextmanager
+def recovered(config, clock) -> Iterator[ProvenanceRepository]:
+    """The repository opened again with no seam, once its recovery merged and indexed
+    everything; closed after the block."""
+    repo = ProvenanceRepository(config, clock=clock)
+    try:
+        repo.wait_idle(RECOVERY_S)
+        yield repo
+    finally:
+        repo.close()
 
 
 class SimulatedCrash:

@@ -28,7 +28,7 @@ from repositories.provenance import hooks as seams
 from repositories.provenance.index import DEFAULT_SHARD_BYTES
 
 from .conftest import make_config
-from .crashes import Crash, Ledger, SimulatedCrash, check_every_event_once
+from .crashes import Crash, Ledger, SimulatedCrash, check_every_event_once, life_of, recovered
 
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 WAIT_S = 30.0
@@ -52,12 +52,6 @@ def crash_root(tmp_path):
         yield tmp_path
 
 
-def crashed(error: BaseException) -> bool:
-    """Whether `error` is the simulated crash, as raised at a seam or as the repository
-    reports the failure of its background work."""
-    return isinstance(error, Crash) or isinstance(error.__cause__, Crash)
-
-
 def config_at(root: Path, shard_bytes: int):
     # One container of two journals: a merge deletes two journals, so a crash can fall
     # between them, and the matrix stays small.
@@ -69,7 +63,7 @@ def first_life(config, clock, ledger: Ledger, crash: SimulatedCrash) -> None:
     with c in the journals (its seams held until c is registered), and c rolled over."""
     go = threading.Event()
     repo = ProvenanceRepository(config, clock=clock, hooks=crash.hooks())
-    try:
+    with life_of(repo, hold=go):
         ledger.register(repo, BATCH, "a")
         repo.sync(WAIT_S)
         crash.arm(hold=go)
@@ -80,12 +74,6 @@ def first_life(config, clock, ledger: Ledger, crash: SimulatedCrash) -> None:
         repo.wait_idle(WAIT_S)
         repo.rollover()
         repo.wait_idle(WAIT_S)
-    except Exception as error:
-        if not crashed(error):
-            raise
-    finally:
-        go.set()
-        repo.close()
 
 
 def second_life(config, clock, ledger: Ledger, crash: SimulatedCrash) -> None:
@@ -95,27 +83,19 @@ def second_life(config, clock, ledger: Ledger, crash: SimulatedCrash) -> None:
         repo = ProvenanceRepository(config, clock=clock, hooks=crash.hooks())
     except Crash:
         return
-    try:
+    with life_of(repo):
         ledger.register(repo, BATCH, "d")
         repo.wait_idle(WAIT_S)
         repo.rollover()
         repo.wait_idle(WAIT_S)
-    except Exception as error:
-        if not crashed(error):
-            raise
-    finally:
-        repo.close()
 
 
 def check_third_life(config, clock, ledger: Ledger, scenario: str) -> None:
-    repo = ProvenanceRepository(config, clock=clock)
     try:
-        repo.wait_idle(WAIT_S)
-        check_every_event_once(repo, ledger)
+        with recovered(config, clock) as repo:
+            check_every_event_once(repo, ledger)
     except AssertionError as error:
         raise AssertionError(f"{scenario}: {error}") from error
-    finally:
-        repo.close()
 
 
 def crash_again(state: tuple[Path, Ledger], root: Path, shard_bytes: int, clock, crash: SimulatedCrash,

@@ -19,29 +19,41 @@ from repositories.provenance import ProvenanceError, ProvenanceRepository
 from repositories.provenance import hooks as seams
 
 from .conftest import make_config
-from .crashes import Crash, Ledger, SimulatedCrash, check_every_event_once
+from .crashes import Crash, Ledger, SimulatedCrash, check_every_event_once, recovered
 
 WAIT_S = 30.0
+
+
+def crash_indexing_f_with_g_in_the_journals(config, clock, ledger: Ledger, *, after: int = 0) -> SimulatedCrash:
+    """Crash 1: indexing F (5 events) stops between its index commit and its manifest,
+    while G (5 events) is still in the journals; first, `after` events (E) are merged
+    and indexed cleanly."""
+    go = threading.Event()
+    crash = SimulatedCrash(seams.INDEX_BEFORE_MANIFEST, armed=False)
+    repo = ProvenanceRepository(config, clock=clock, hooks=crash.hooks())
+    try:
+        if after:
+            ledger.register(repo, after, "e")
+            repo.sync(WAIT_S)
+        crash.arm(hold=go)
+        ledger.register(repo, 5, "f")
+        repo.rollover()
+        ledger.register(repo, 5, "g")
+        go.set()
+        with pytest.raises(ProvenanceError):
+            repo.wait_idle(WAIT_S)
+    finally:
+        go.set()
+        repo.close()
+    return crash
 
 
 def test_a_crash_while_reindexing_keeps_the_documents_of_files_indexed_before_it(tmp_path, clock):
     config = make_config(tmp_path)
     ledger = Ledger(start_ms=int(clock() * 1000))
-
-    # Crash 1: indexing F stops between its index commit and its manifest, while G is
-    # still in the journals.
-    go = threading.Event()
-    first = SimulatedCrash(seams.INDEX_BEFORE_MANIFEST)
-    first.arm(hold=go)
-    repo = ProvenanceRepository(config, clock=clock, hooks=first.hooks())
-    assert ledger.register(repo, 5, "f") == range(1, 6)
-    repo.rollover()
-    assert ledger.register(repo, 5, "g") == range(6, 11)
-    go.set()
-    with pytest.raises(ProvenanceError):
-        repo.wait_idle(WAIT_S)
+    first = crash_indexing_f_with_g_in_the_journals(config, clock, ledger)
     assert first.crashed == (seams.INDEX_BEFORE_MANIFEST, {"first_id": 1})
-    repo.close()
+    assert (ledger.acknowledged["f-0"], ledger.acknowledged["g-4"]) == (1, 10)
 
     # Recovery 1 merges G and indexes F and G again; crash 2 hits while indexing F.
     second = SimulatedCrash(seams.INDEX_BEFORE_MANIFEST, where={"first_id": 1})
@@ -52,12 +64,8 @@ def test_a_crash_while_reindexing_keeps_the_documents_of_files_indexed_before_it
     repo.close()
 
     # Recovery 2: every event of F and G is found once.
-    repo = ProvenanceRepository(config, clock=clock)
-    try:
-        repo.wait_idle(WAIT_S)
+    with recovered(config, clock) as repo:
         check_every_event_once(repo, ledger)
-    finally:
-        repo.close()
 
 
 def test_a_crash_between_journal_deletes_loses_no_event(tmp_path, clock):
@@ -75,15 +83,11 @@ def test_a_crash_between_journal_deletes_loses_no_event(tmp_path, clock):
     left = [n for c in ("c0", "c1") for n in os.listdir(tmp_path / c / "journals")]
     assert len(left) == 3, left  # the event file is committed, one journal is gone
 
-    repo = ProvenanceRepository(config, clock=clock)
-    try:
-        repo.wait_idle(WAIT_S)
+    with recovered(config, clock) as repo:
         check_every_event_once(repo, ledger)
         assert repo.recovery_report["deleted_merged_journals"] == [1]
         assert repo.recovery_report["redone_merges"] == []
         assert not [n for c in ("c0", "c1") for n in os.listdir(tmp_path / c / "journals") if "00000000000000000001" in n]
-    finally:
-        repo.close()
 
 
 def test_a_failed_rollover_stops_the_repository_and_a_restart_merges_its_generation(tmp_path, clock):
@@ -99,13 +103,9 @@ def test_a_failed_rollover_stops_the_repository_and_a_restart_merges_its_generat
         ledger.register(repo, 1, "refused")
     repo.close()
 
-    repo = ProvenanceRepository(config, clock=clock)
-    try:
-        repo.wait_idle(WAIT_S)
+    with recovered(config, clock) as repo:
         assert repo.recovery_report["redone_merges"] == [1]
         check_every_event_once(repo, ledger)
-    finally:
-        repo.close()
 
 
 def test_a_crash_in_recovery_lets_the_repository_open_again_in_the_same_process(tmp_path, clock):
@@ -113,27 +113,12 @@ def test_a_crash_in_recovery_lets_the_repository_open_again_in_the_same_process(
     ledger = Ledger(start_ms=int(clock() * 1000))
     # E is indexed (its shard has a manifest); crash 1 leaves F's documents unclaimed
     # in that shard, with G in the journals.
-    go = threading.Event()
-    first = SimulatedCrash(seams.INDEX_BEFORE_MANIFEST, armed=False)
-    repo = ProvenanceRepository(config, clock=clock, hooks=first.hooks())
-    ledger.register(repo, 5, "e")
-    repo.sync(WAIT_S)
-    first.arm(hold=go)
-    ledger.register(repo, 5, "f")
-    repo.rollover()
-    ledger.register(repo, 5, "g")
-    go.set()
-    with pytest.raises(ProvenanceError):
-        repo.wait_idle(WAIT_S)
-    repo.close()
+    first = crash_indexing_f_with_g_in_the_journals(config, clock, ledger, after=5)
+    assert first.crashed == (seams.INDEX_BEFORE_MANIFEST, {"first_id": 6})
     # Crash 2 in the constructor: recovery forgot F's documents (so it opened the
     # shard's writer) and crashes merging G. The traceback keeps that repository alive.
     with pytest.raises(Crash) as crash_in_recovery:
         ProvenanceRepository(config, clock=clock, hooks=SimulatedCrash(seams.MERGE_BEFORE_COMMIT).hooks())
     assert "merge_before_commit" in str(crash_in_recovery.value)
-    repo = ProvenanceRepository(config, clock=clock)
-    try:
-        repo.wait_idle(WAIT_S)
+    with recovered(config, clock) as repo:
         check_every_event_once(repo, ledger)
-    finally:
-        repo.close()
