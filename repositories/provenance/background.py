@@ -11,8 +11,8 @@ Three threads, all daemons:
 The backlog counts the rolled-over generations (and recovered files) not yet merged
 and indexed. Writers wait while it is at the configured maximum, so that merging and
 indexing keep up with ingest; `wait_idle` waits for it to reach zero. A failure of
-any thread stops that thread and is kept: every writer and waiter then raises it,
-until the repository is opened again.
+any thread (or of a rollover, see `fail`) stops that thread and is kept: every writer
+and waiter then raises it, until the repository is opened again.
 
 Lock plan: `_backlog` (a Condition) guards `_pending`, `_failure` and `_stopping`.
 The queues are thread-safe; nothing else is shared.
@@ -143,7 +143,8 @@ class BackgroundWork:
             self._backlog.notify_all()
 
     def fail(self, error: BaseException) -> None:
-        log.exception("provenance background work failed", exc_info=error)
+        """Keep the failure of a merge, an indexing or a rollover: the repository stops."""
+        log.exception("provenance rollover, merge or indexing failed", exc_info=error)
         with self._backlog:
             self._failure = error
             self._backlog.notify_all()
@@ -174,5 +175,5 @@ class BackgroundWork:
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
-            raise ProvenanceError(f"the provenance repository stopped after a failure in the background: "
+            raise ProvenanceError(f"the provenance repository stopped after a failed rollover, merge or indexing: "
                                   f"{self._failure!r}; restart it to recover") from self._failure

@@ -38,7 +38,8 @@ class EventFileInfo:
 
 def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_bytes: int = 1 << 20,
                      level: int = 3, threads: int = 2,
-                     before_commit: Callable[[str], None] | None = None) -> EventFileInfo:
+                     before_commit: Callable[[str], None] | None = None,
+                     toc_committed: Callable[[str], None] | None = None) -> EventFileInfo:
     """Write `table` (SCHEMA, sorted by id, any chunking) as the event file named `first_id`.
 
     `first_id` is the generation's first id, which the journals are named after too;
@@ -46,7 +47,8 @@ def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_by
 
     Order matters for a crash: both files are written as `.partial` and fsynced, the
     TOC is renamed first and the event file last, so a `.prov` never exists without the
-    bytes it names; `before_commit(path)` is the fault seam just before that rename.
+    bytes it names. `before_commit(path)` and `toc_committed(path)` are the fault seams
+    before the two renames and between them.
     """
     n = table.num_rows
     if n == 0:
@@ -87,6 +89,8 @@ def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_by
     if before_commit is not None:
         before_commit(prov)
     files.rename(toc + fmt.PARTIAL, toc)
+    if toc_committed is not None:
+        toc_committed(prov)
     files.rename(prov + fmt.PARTIAL, prov)
     files.fsync_directory(directory)
     return EventFileInfo(

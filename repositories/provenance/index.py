@@ -4,18 +4,42 @@ Each shard is one tantivy index in ``index/shard-<created-ms:015d>`` (named by i
 creation time) with a manifest, ``shard.json``, listing the event files it indexed and
 the time range they cover. A shard takes new files until it reaches `shard_bytes`
 (500 MB by default), then it is closed and a new one starts. Queries skip shards
-whose time range cannot match. Nothing is ever deleted from a shard: a shard is
-deleted whole once every event file it indexed is gone (age-off), and hits in files
-that are gone are skipped at query time.
+whose time range cannot match. Age-off never deletes from a shard: a shard is
+deleted whole once every event file it indexed is gone, and hits in files that are
+gone are skipped at query time.
 
 Documents carry only the indexed fields and the event id (a fast field); the event
 itself is read from its event file through the TOC. A uuid is indexed by its key
 (`index_documents.uuid_key`); the manifest says so (`uuid_terms`: "key"), and a shard
 from before keys (no `uuid_terms`) is searched by the whole uuid.
 
+What a crash leaves, and what recovery may delete. An event file's documents are
+committed first and the manifest lists ("claims") the file after, so a crash between
+the two leaves documents that no manifest claims; the file is indexed again after the
+restart. Three rules keep that from losing or doubling a document:
+  1. Documents are added to the active shard only (the last one, while not closed),
+     and a shard is closed only when it holds no unclaimed document: by the manifest
+     save that claims its last file (a shard from before uuid keys: when the first
+     file after recovery is indexed). So unclaimed documents are in the active shard
+     alone (a new shard that no manifest was saved for is deleted whole when the
+     index is opened).
+  2. Event files are indexed in increasing order of first id: the merge and index
+     queues keep the order of the generations, whose ids only grow, and recovery
+     indexes the generations it merges again and the files it indexes again as one
+     increasing sequence (`policies.plan_recovery`). So the unclaimed documents all
+     lie above the highest id the active shard claims.
+  3. `forget_unclaimed`, run by recovery before anything is indexed again, deletes
+     the active shard's documents whose ids lie outside every range its manifest
+     claims, and nothing else. Under rule 2 that is the one range above the highest
+     claimed id, but it spares a claimed file's documents without relying on rule 2:
+     deleting "every id from the lowest file to index again" would rely on it alone,
+     and one file indexed out of order would lose its claimed documents to the next
+     recovery.
+
 Lock plan: `_lock` guards the shard list and the manifests; the active shard's writer
-is used only by the indexing thread (`index_table`, `forget_from`), under `_lock` for
-the manifest update. Searches take `_lock` only to snapshot the shard list.
+is used only by the indexing thread (`index_table`) and by recovery before that thread
+starts (`forget_unclaimed`), under `_lock` for the manifest update. Searches take
+`_lock` only to snapshot the shard list.
 """
 
 from __future__ import annotations
@@ -31,6 +55,7 @@ import tantivy
 
 from . import files
 from .index_documents import json_documents, uuid_key
+from .policies import unclaimed_id_ranges
 from .query import ProvenanceQuery
 
 SHARD_PREFIX = "shard-"
@@ -187,14 +212,18 @@ class ShardedIndex:
         return shard
 
     def index_table(self, first_id: int, last_id: int, min_time_ms: int, max_time_ms: int, table,
+                    before_commit: Callable[[], None] | None = None,
                     before_manifest: Callable[[], None] | None = None, timings: dict | None = None) -> None:
-        """Index the events of one event file and commit; searchable when this returns."""
+        """Index the events of one event file and commit; searchable when this returns.
+        Files must come in increasing order of first id (rule 2 of the module docstring)."""
         shard = self._active()
         writer = shard.open_writer(self._heap, self._threads)
         started = time.perf_counter()
         for doc in json_documents(table):
             writer.add_json(doc)
         added = time.perf_counter()
+        if before_commit is not None:
+            before_commit()
         writer.commit()
         shard.index.reload()
         if timings is not None:
@@ -210,20 +239,25 @@ class ShardedIndex:
                 shard.save_manifest()
                 shard.close_writer()
 
-    def forget_from(self, first_id: int) -> None:
-        """Delete documents with id >= first_id from the active shard (recovery only).
-
-        Used for an event file whose indexing was interrupted: its documents may be
-        committed without the manifest saying so.
-        """
+    def forget_unclaimed(self) -> int:
+        """Delete the active shard's documents that its manifest does not claim (recovery
+        only, before anything is indexed again: rule 3 of the module docstring); returns
+        how many there were. Commits only when there was one."""
         if not self.shards or self.shards[-1].manifest.closed:
-            return
+            return 0
         shard = self.shards[-1]
-        writer = shard.open_writer(self._heap, self._threads)
-        query = tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, first_id, None)
-        writer.delete_documents_by_query(query)
-        writer.commit()
-        shard.index.reload()
+        claimed = [(first, last) for first, (last, _, _) in shard.manifest.files.items()]
+        queries = [tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, low, high)
+                   for low, high in unclaimed_id_ranges(claimed)]
+        searcher = shard.index.searcher()
+        unclaimed = sum(searcher.search(query, 1, count=True).count for query in queries)
+        if unclaimed:
+            writer = shard.open_writer(self._heap, self._threads)
+            for query in queries:
+                writer.delete_documents_by_query(query)
+            writer.commit()
+            shard.index.reload()
+        return unclaimed
 
     def indexed_files(self) -> set[int]:
         with self._lock:

@@ -46,6 +46,7 @@ class IndexFeeder:
             seams = self._seams()
             self._index.index_table(
                 first_id, entry.last_id, entry.min_time_ms, entry.max_time_ms, events,
+                before_commit=lambda: seams.index_before_commit(first_id=first_id),
                 before_manifest=lambda: seams.index_before_manifest(first_id=first_id),
                 timings=self._stage_seconds)
         if self._on_indexed is not None:

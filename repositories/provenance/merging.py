@@ -2,9 +2,11 @@
 
 The generation's events, sorted by id, are written as `<first-id>.prov.partial` and
 `.toc.partial`, compressed in blocks and fsynced; the rename of the `.prov` file is
-the commit point. Only then are the journals deleted, so a crash at any step leaves
-either the journals (the merge is done again) or the committed file.
-Event files are spread over the containers round-robin.
+the commit point. Only then are the journals deleted, one by one, so a crash at any
+step leaves either every journal and no committed file (recovery merges again), or
+the committed file, which holds every event of the journals, beside those journals
+not deleted yet (recovery deletes them). Event files are spread over the containers
+round-robin.
 """
 
 from __future__ import annotations
@@ -48,12 +50,14 @@ class Merger:
             info = write_event_file(
                 self._layout.events_directory(container), first_id, table, block_bytes=self._config.block_bytes,
                 level=self._config.compression_level, threads=self._config.compression_threads,
-                before_commit=lambda path: seams.merge_before_commit(path=path))
+                before_commit=lambda path: seams.merge_before_commit(path=path),
+                toc_committed=lambda path: seams.merge_toc_committed(path=path))
             self._table.add(info.path)
             self._stage_seconds["merge"] += time.perf_counter() - started
             seams.merge_before_journal_delete(first_id=first_id)
         for path in journal_paths:
             files.delete(path)
+            seams.merge_journal_deleted(first_id=first_id, path=path)
         for directory in {os.path.dirname(p) for p in journal_paths}:
             files.fsync_directory(directory)
         return table

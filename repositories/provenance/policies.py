@@ -6,6 +6,7 @@ repository gathers the values, asks, and carries out the answer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 USAGE_TARGET = 0.90  # as NiFi does: destroy oldest files until usage is down to 90 %
@@ -65,27 +66,53 @@ def plan_age_off(files: list[EventFileSummary], *, now_ms: int, max_age_ms: int 
 
 @dataclass
 class RecoveryPlan:
-    """What a restart must do, decided from file names alone."""
+    """What a restart must do, decided from file names and the index manifests."""
 
     delete_partials: list[str] = field(default_factory=list)
-    # Generations whose journals survived: merge them again. If their event file
-    # exists it came from an interrupted merge: delete it (and its index documents)
-    # first, because where that merge stopped cannot be known.
+    # Generations whose event file is committed but some journals survived: the merge
+    # had finished (a `.prov` is renamed into place only once written and fsynced, so
+    # it holds every event of the journals) and was deleting them. They go.
+    delete_merged_journals: list[int] = field(default_factory=list)
+    # Generations whose journals survived and whose event file was never committed:
+    # merge them again.
     redo_merges: list[int] = field(default_factory=list)
-    discard_event_files: list[int] = field(default_factory=list)
-    # Event files whose TOC is missing: orphan TOCs without an event file are deleted.
+    # TOCs without their event file (a merge stopped between the two renames).
     delete_orphan_tocs: list[int] = field(default_factory=list)
+    # Everything to index, in increasing first id: the generations merged again and
+    # the committed files no manifest claims, one sequence, so that files are indexed
+    # in id order across a restart as they are while running (see `index`, rule 2).
+    index_order: list[int] = field(default_factory=list)
 
 
-def plan_recovery(*, journal_generations: set[int], event_files: set[int], tocs: set[int],
-                  partial_paths: list[str]) -> RecoveryPlan:
-    plan = RecoveryPlan(delete_partials=sorted(partial_paths))
-    plan.redo_merges = sorted(journal_generations)
-    plan.discard_event_files = sorted(journal_generations & event_files)
-    plan.delete_orphan_tocs = sorted((tocs - event_files) | (tocs & journal_generations))
-    return plan
+def plan_recovery(*, journal_generations: set[int], event_files: set[int], indexed_files: set[int],
+                  tocs: set[int], partial_paths: list[str]) -> RecoveryPlan:
+    """`journal_generations`: first ids of the generations with a journal on disk;
+    `event_files`: of the committed event files; `indexed_files`: of the files an index
+    manifest claims; `tocs`: of the committed TOCs."""
+    redo = journal_generations - event_files
+    return RecoveryPlan(
+        delete_partials=sorted(partial_paths),
+        delete_merged_journals=sorted(journal_generations & event_files),
+        redo_merges=sorted(redo),
+        delete_orphan_tocs=sorted(tocs - event_files),
+        index_order=sorted(redo.union(files_to_reindex(event_files, indexed_files))),
+    )
 
 
 def files_to_reindex(event_files: set[int], indexed: set[int]) -> list[int]:
     """Event files committed but not recorded as indexed: index them (again)."""
     return sorted(event_files - indexed)
+
+
+def unclaimed_id_ranges(claimed: Iterable[tuple[int, int]]) -> list[tuple[int, int | None]]:
+    """The event id ranges, inclusive, that lie outside every claimed (first, last) range,
+    from id 0 up; the last one has no upper end (None). Adjacent claimed ranges leave
+    no range between them."""
+    ranges: list[tuple[int, int | None]] = []
+    low = 0
+    for first, last in sorted(claimed):
+        if first > low:
+            ranges.append((low, first - 1))
+        low = max(low, last + 1)
+    ranges.append((low, None))
+    return ranges

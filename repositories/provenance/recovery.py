@@ -1,15 +1,26 @@
-"""Recovery on open: finish what a crash interrupted, decided from file names alone.
+"""Recovery on open: finish what a crash interrupted, decided from file names and the
+index manifests.
 
 `policies.plan_recovery` decides; this module carries it out on disk and reads what
 must be merged again:
   * partial event files and TOCs (a merge that had not committed) are deleted;
-  * a generation whose journals survived is merged again, after its event file, if
-    one was committed, is discarded: where its merge stopped cannot be known;
+  * the journals of a generation whose event file is committed are deleted: the merge
+    had finished, and a crash stopped it while it deleted them;
+  * a generation whose journals survived without an event file is merged again;
   * TOCs without their event file are deleted;
-  * index documents beyond the last indexed file are forgotten, and committed files
-    the index does not list are indexed again;
+  * index documents that no shard manifest claims are forgotten;
   * the id generator resumes above every id in any journal or event file.
 The repository performs the merges and queues the indexing (see `RecoveredWork`).
+
+The order the index relies on (`index`, rules 1-3): while running, event files are
+indexed in increasing first id; recovery keeps that order. It forgets the unclaimed
+documents (those of the one indexing a crash interrupted) before anything is indexed
+again, then hands over the generations to merge again and the committed files no
+manifest claims as one sequence in increasing first id, merges and re-indexings
+interleaved; the index thread indexes them in that order, and then the generations
+rolled over after the restart, whose ids are higher. So however many times a crash
+interrupts recovery's own merges and indexing, every file a manifest claims stays
+below the documents the next recovery forgets, and forgetting never touches them.
 """
 
 from __future__ import annotations
@@ -30,13 +41,27 @@ from .policies import plan_recovery
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class RedoMerge:
+    """A generation to merge again (then index): its batches and journal paths."""
+
+    first_id: int
+    batches: list[pa.RecordBatch]
+    journal_paths: list[str]
+
+
+@dataclass(frozen=True)
+class Reindex:
+    """A committed event file that no index manifest claims: index it (read from disk)."""
+
+    first_id: int
+
+
 @dataclass
 class RecoveredWork:
     next_id: int
-    # Generations to merge again, in order: (first id, their batches, journal paths).
-    merges: list[tuple[int, list[pa.RecordBatch], list[str]]] = field(default_factory=list)
-    # Committed event files to index again, after the merges.
-    reindex: list[int] = field(default_factory=list)
+    # In increasing first id, to be carried out in this order (see the module docstring).
+    steps: list[RedoMerge | Reindex] = field(default_factory=list)
     report: dict = field(default_factory=dict)
 
 
@@ -53,29 +78,28 @@ def recover(layout: ProvenanceLayout, table: EventFileTable, index: ShardedIndex
                 partials.append(os.path.join(directory, name))
             elif parsed[1] == eff.TOC_SUFFIX:
                 tocs.add(parsed[0])
-    plan = plan_recovery(journal_generations=set(journals), event_files=table.ids(), tocs=tocs,
-                         partial_paths=partials)
+    plan = plan_recovery(journal_generations=set(journals), event_files=table.ids(),
+                         indexed_files=index.indexed_files(), tocs=tocs, partial_paths=partials)
     for path in plan.delete_partials:
         files.delete(path)
-    for first_id in plan.discard_event_files:
-        entry = table.remove(first_id)
-        if entry is not None:
-            files.delete(entry.path)
     for first_id in plan.delete_orphan_tocs:
         for container in layout.containers:
             files.delete(os.path.join(layout.events_directory(container), eff.toc_name(first_id)))
     for container in layout.containers:
         files.fsync_directory(layout.events_directory(container))
-    # Index documents that no manifest claims belong to interrupted indexing or to
-    # discarded files; they are all at the end of the active shard.
-    event_ids = table.ids()
-    indexed = index.indexed_files()
-    unindexed = sorted((event_ids - indexed) | set(plan.redo_merges))
-    if unindexed:
-        index.forget_from(unindexed[0])
+    merged_journals = [path for first_id in plan.delete_merged_journals for path in journals[first_id]]
+    for path in merged_journals:
+        files.delete(path)
+    for directory in {os.path.dirname(path) for path in merged_journals}:
+        files.fsync_directory(directory)
+    forgotten = index.forget_unclaimed()
     largest = table.largest_id()
     work = RecoveredWork(next_id=0)
-    for first_id in plan.redo_merges:
+    redo = set(plan.redo_merges)
+    for first_id in plan.index_order:
+        if first_id not in redo:
+            work.steps.append(Reindex(first_id))
+            continue
         contents = [read_journal(p) for p in sorted(journals[first_id])]
         for c in contents:
             if c.cut_offset is not None:
@@ -83,17 +107,16 @@ def recover(layout: ProvenanceLayout, table: EventFileTable, index: ShardedIndex
                             "acknowledged", c.path, c.file_length - c.cut_offset, c.cut_offset, c.cut_reason)
             if c.max_id is not None:
                 largest = max(largest, c.max_id)
-        work.merges.append((first_id, [b for c in contents for b in c.batches], journals[first_id]))
+        work.steps.append(RedoMerge(first_id, [b for c in contents for b in c.batches], journals[first_id]))
     work.next_id = largest + 1
-    # Files committed but not indexed (a crash during indexing): index them again.
-    work.reindex = [first_id for first_id in sorted(event_ids - indexed) if first_id not in plan.redo_merges]
     work.report = {
         "deleted_partials": plan.delete_partials,
+        "deleted_merged_journals": plan.delete_merged_journals,
         "redone_merges": plan.redo_merges,
-        "discarded_event_files": plan.discard_event_files,
-        "reindexed_files": unindexed,
+        "reindexed_files": plan.index_order,
+        "forgotten_documents": forgotten,
         "next_id": work.next_id,
     }
-    if plan.redo_merges or plan.delete_partials:
+    if plan.redo_merges or plan.delete_partials or plan.delete_merged_journals or forgotten:
         log.info("provenance recovery: %s", work.report)
     return work

@@ -48,7 +48,7 @@ from .merging import Merger
 from .policies import plan_age_off
 from .query import ProvenanceQuery, QueryResult
 from .reading import EventReader
-from .recovery import recover
+from .recovery import RedoMerge, recover
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,15 @@ class ProvenanceRepository:
         self._generation: JournalGeneration | None = None
         if read_only:
             return
-        self._recover()
-        self._generation = self._new_generation()
+        try:
+            self._recover()
+            self._generation = self._new_generation()
+        except BaseException:
+            # No thread runs yet; let go of the index writer and the event files, so that
+            # the repository can be opened again in this process.
+            self.index.close()
+            self._files.close()
+            raise
         self._work.start(maybe_rollover=self.maybe_rollover, rollover_check_interval=config.rollover_check_interval_s,
                          age_off=self.age_off, age_off_interval=config.age_off_interval_s)
 
@@ -137,11 +144,14 @@ class ProvenanceRepository:
     def _recover(self) -> None:
         work = recover(self._layout, self._files, self.index)
         self._next_id = work.next_id
-        for first_id, batches, journal_paths in work.merges:
-            self._work.count()  # settled by the index thread, as after a rollover
-            self._merge(first_id, batches, journal_paths)
-        for first_id in work.reindex:
-            self._work.reindex_later(first_id)
+        # In increasing first id, merges and re-indexings interleaved: the index queue
+        # then holds them in the order the index relies on (see `recovery`).
+        for step in work.steps:
+            if isinstance(step, RedoMerge):
+                self._work.count()  # settled by the index thread, as after a rollover
+                self._merge(step.first_id, step.batches, step.journal_paths)
+            else:
+                self._work.reindex_later(step.first_id)
         self.recovery_report = work.report
 
     # -- writing --------------------------------------------------------------------
@@ -195,7 +205,11 @@ class ProvenanceRepository:
         return self.rollover() if due else False
 
     def rollover(self) -> bool:
-        """Close the current journals and queue them for merge; False if they were empty."""
+        """Close the current journals and queue them for merge; False if they were empty.
+
+        A failure once the new generation is in place stops the repository, as a failed
+        merge does: the rolled-over generation would be merged by nobody until a restart.
+        """
         with self._rollover_lock:
             with self._lock:
                 old = self._generation
@@ -204,9 +218,14 @@ class ProvenanceRepository:
                         old.opened_at_s = self._clock()
                     return False
                 self._generation = self._new_generation()
-            old.wait_drained()
-            old.close()
-            self._work.merge_later(old)
+            try:
+                old.wait_drained()
+                old.close()
+                self._hooks.rollover_before_merge_queue(first_id=old.first_id)
+                self._work.merge_later(old)
+            except BaseException as error:
+                self._work.fail(error)
+                raise
             return True
 
     # -- background work (the merge and index threads call these) ----------------------

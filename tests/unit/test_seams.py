@@ -76,6 +76,7 @@ def test_a_duck_whose_methods_are_seams_is_accepted_and_called(tmp_path):
 
 
 def test_the_provenance_seam_constants_are_the_method_names():
-    assert provenance_seams.SEAMS == ("merge_journals_read", "merge_before_commit",
-                                      "merge_before_journal_delete", "index_before_manifest")
+    assert provenance_seams.SEAMS == ("rollover_before_merge_queue", "merge_journals_read", "merge_before_commit",
+                                      "merge_toc_committed", "merge_before_journal_delete", "merge_journal_deleted",
+                                      "index_before_commit", "index_before_manifest")
     assert ProvenanceHooks.seam_names() == frozenset(provenance_seams.SEAMS)

@@ -4,6 +4,7 @@ from repositories.provenance.policies import (
     files_to_reindex,
     plan_age_off,
     plan_recovery,
+    unclaimed_id_ranges,
 )
 
 
@@ -33,10 +34,31 @@ def test_age_off_by_age():
 
 
 def test_recovery_plan_from_names():
-    plan = plan_recovery(journal_generations={100, 200}, event_files={1, 100}, tocs={1, 100, 50},
-                         partial_paths=["/e/200.prov.partial"])
+    plan = plan_recovery(journal_generations={100, 200}, event_files={1, 100}, indexed_files={1},
+                         tocs={1, 100, 50}, partial_paths=["/e/200.prov.partial"])
     assert plan.delete_partials == ["/e/200.prov.partial"]
-    assert plan.redo_merges == [100, 200]
-    assert plan.discard_event_files == [100]  # journals survived: that merge was interrupted
-    assert plan.delete_orphan_tocs == [50, 100]
+    assert plan.redo_merges == [200]
+    # 100's event file is committed: it holds every event of the journals left beside it.
+    assert plan.delete_merged_journals == [100]
+    assert plan.delete_orphan_tocs == [50]
+    assert plan.index_order == [100, 200]
     assert files_to_reindex({1, 100, 200}, {1}) == [100, 200]
+
+
+def test_recovery_indexes_merged_again_and_unclaimed_files_as_one_increasing_sequence():
+    # F (1) committed, its indexing interrupted; G (6) still in journals; H (11)
+    # committed and claimed; K (16) committed, journals partly deleted, not claimed.
+    plan = plan_recovery(journal_generations={6, 16}, event_files={1, 11, 16}, indexed_files={11},
+                         tocs={1, 11, 16}, partial_paths=[])
+    assert plan.redo_merges == [6]
+    assert plan.delete_merged_journals == [16]
+    assert plan.index_order == [1, 6, 16]
+    assert plan.delete_orphan_tocs == []
+
+
+def test_unclaimed_id_ranges_are_the_gaps_and_the_tail():
+    assert unclaimed_id_ranges([]) == [(0, None)]
+    assert unclaimed_id_ranges([(1, 5), (6, 10)]) == [(0, 0), (11, None)]
+    assert unclaimed_id_ranges([(6, 10), (1, 5)]) == [(0, 0), (11, None)]  # any order
+    assert unclaimed_id_ranges([(1, 5), (9, 12)]) == [(0, 0), (6, 8), (13, None)]
+    assert unclaimed_id_ranges([(0, 4)]) == [(5, None)]
