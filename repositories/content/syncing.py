@@ -1,8 +1,8 @@
 """Syncing: group commit of every open resource, and the claims a failure lost.
 
 `ResourceSyncer.sync()` makes every claim closed so far durable: one fdatasync (or
-hsync) per resource with unsynced bytes, run in parallel, then one fsync per
-directory that gained a new file; it also closes the files of retired resources once
+hsync) of each resource file with unsynced bytes and of its checksum file, resources
+in parallel, then one fsync per directory that gained new files; it also closes the files of retired resources once
 their claims are synced.
 
 Lost ranges: completed claims whose bytes were not yet synced when their resource
@@ -132,7 +132,7 @@ class ResourceSyncer:
                             directories[directory] = failure
                     error = directories[directory]
                     if error is None:
-                        resource.file.directory_synced()
+                        resource.directory_synced()
                 if error is None:
                     with resource.io_lock:
                         resource.synced = max(resource.synced, end)
@@ -151,8 +151,7 @@ def _sync_data(resource: OpenResource) -> tuple[int | None, StorageError | None]
             return None, None
         end = resource.length
         try:
-            resource.flush_pending()
-            resource.file.sync_data()
+            resource.sync_data()
         except StorageError as error:
             return None, error
         return end, None
