@@ -311,18 +311,22 @@ class LocalResourceIO:
         except FileNotFoundError:
             return found
         for section in sections:
-            directory = section_directory(root, section)
-            for archived, path in ((False, directory), (True, join(directory, ARCHIVE_DIRECTORY))):
+            directory: str | None = section_directory(root, section)
+            archived = False
+            while directory is not None:
                 try:
-                    entries = list(os.scandir(path))
+                    entries = list(os.scandir(directory))
                 except (FileNotFoundError, NotADirectoryError):
-                    continue
+                    break
+                directory = None
                 for entry in entries:
                     if entry.name == ARCHIVE_DIRECTORY and not archived and entry.is_dir(follow_symlinks=False):
+                        directory = entry.path  # scanned next: only where there is one (one listing, not two, per section)
                         continue
                     info = entry.stat(follow_symlinks=False)
                     found.append(_found(section, entry.name, info.st_size, info.st_mtime, archived,
                                         unsafe=not stat_module.S_ISREG(info.st_mode)))
+                archived = True
         return found
 
     def usage(self, root: str) -> Usage:
