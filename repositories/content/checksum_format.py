@@ -60,8 +60,7 @@ assert HEADER.size == 14 and HEADER_SIZE == 18, HEADER.size
 assert RECORD.size == 16 and RECORD_SIZE == 20, RECORD.size
 
 
-def crc32(data, value: int = 0) -> int:
-    return zlib.crc32(data, value) & 0xFFFFFFFF
+crc32 = zlib.crc32  # unsigned, 0 .. 2**32 - 1
 
 
 class Block(NamedTuple):

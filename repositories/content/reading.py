@@ -43,6 +43,9 @@ from .resource_io import ResourceIO
 from .resources import ResourceTable
 from .verification import ResourceCheck, check_resource
 
+# A reader reads (and checks) at most this much at once, however much a caller asks for.
+MAX_READ = 4 << 20
+
 
 class ClaimReader(io.RawIOBase):
     """A read-only stream over exactly one claim's bytes (from an offset).
@@ -66,6 +69,7 @@ class ClaimReader(io.RawIOBase):
         self._position = start  # resource offset of the next byte returned
         self._handle_at = start
         self._block = memoryview(b"")  # checked bytes not yet returned
+        self._failure: ContentRepositoryError | None = None  # met after good blocks: raised next
         self.verified = blocks is not None
         handle.seek(start)
 
@@ -88,7 +92,7 @@ class ClaimReader(io.RawIOBase):
         if size is None or size < 0:
             size = self._remaining
         size = min(size, self._remaining)
-        return bytes(self._next_bytes(size)) if size > 0 else b""
+        return as_bytes(self._next_bytes(size)) if size > 0 else b""
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
@@ -99,7 +103,7 @@ class ClaimReader(io.RawIOBase):
             data = self._next_bytes(size)
             chunks.append(data)
             size -= len(data)
-        return b"".join(chunks) if len(chunks) != 1 else bytes(chunks[0])
+        return b"".join(chunks) if len(chunks) != 1 else as_bytes(chunks[0])
 
     def _next_bytes(self, size: int):
         """At most `size` bytes (at least one) from the claim, checked if it has checksums."""
@@ -109,32 +113,56 @@ class ClaimReader(io.RawIOBase):
                 raise self._ended()
         else:
             if not self._block:
-                self._block = self._read_block()
+                self._block = self._read_blocks(size)
             data = self._block[:size]
             self._block = self._block[len(data):]
         self._remaining -= len(data)
         self._position += len(data)
         return data
 
-    def _read_block(self) -> memoryview:
-        try:
-            block = next(self._blocks)
-        except ChecksumFormatError as error:
-            raise self._corrupted(self._position, None, error.reason) from None
-        if self._handle_at != block.start:
-            self._handle.seek(block.start)
-        chunks, left = [], block.length
-        while left > 0:
-            chunk = self._handle.read(left)
-            if not chunk:
-                raise self._ended()
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks) if len(chunks) != 1 else chunks[0]
-        self._handle_at = block.end
-        if crc32(data) != block.crc:
-            raise self._corrupted(block.start, block.end, "the bytes do not match their checksum")
-        return memoryview(data)[self._position - block.start:]
+    def _read_blocks(self, want: int) -> memoryview:
+        """The checked bytes, from `_position` on, of as many blocks as cover `want`
+        bytes (at least one block, at most about `MAX_READ` bytes), read at once.
+
+        A failure after the first block is kept for the next call, which raises it
+        before returning anything: the bytes returned so far are all checked, and the
+        failure is met at the very byte where the bad block starts."""
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        blocks: list[Block] = []
+        covered = 0
+        while not blocks or (covered < want and covered < MAX_READ):
+            try:
+                block = next(self._blocks)
+            except ChecksumFormatError as error:
+                failure = self._corrupted(blocks[-1].end if blocks else self._position, None, error.reason)
+                if not blocks:
+                    raise failure from None
+                self._failure = failure
+                break
+            blocks.append(block)
+            covered = block.end - self._position
+        first = blocks[0].start
+        if self._handle_at != first:
+            self._handle.seek(first)
+        view = memoryview(_read_exactly(self._handle, blocks[-1].end - first))
+        got = len(view)
+        self._handle_at = first + got
+        good = first
+        for block in blocks:
+            if block.end > first + got:
+                failure = self._ended()
+            elif crc32(view[block.start - first:block.end - first]) != block.crc:
+                failure = self._corrupted(block.start, block.end, "the bytes do not match their checksum")
+            else:
+                good = block.end
+                continue
+            if good == first:
+                raise failure
+            self._failure = failure
+            break
+        return view[self._position - first:good - first]
 
     def _corrupted(self, start: int, end: int | None, why: str) -> ContentCorrupted:
         return corrupted(self._claim, self._where, self._path, start, end, why)
@@ -152,6 +180,27 @@ class ClaimReader(io.RawIOBase):
                     self._checksums.close()
             finally:
                 super().close()
+
+
+def as_bytes(data) -> bytes:
+    """`data` as bytes, without a copy when it is a view of a whole bytes object (a
+    read of whole blocks): copying a megabyte costs as much as checking its CRC."""
+    if isinstance(data, memoryview) and isinstance(data.obj, bytes) and data.nbytes == len(data.obj):
+        return data.obj
+    return bytes(data)
+
+
+def _read_exactly(handle, length: int) -> bytes:
+    """`length` bytes from `handle`, fewer only at its end."""
+    data = handle.read(length)
+    if len(data) == length or not data:
+        return data
+    chunks = [data]
+    left = length - len(data)
+    while left > 0 and (chunk := handle.read(left)):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def corrupted(claim: ContentClaim, where: str, path: str | None, start: int, end: int | None,

@@ -216,16 +216,19 @@ class LocalResourceIO:
         return self._open_read(root, resource, archived, True)
 
     def _open_read(self, root: str, resource: ResourceClaim, archived: bool, checksums: bool) -> tuple[BinaryIO, int]:
-        path = _path(root, resource, archived, checksums)
+        # The path is only for errors: a read of a small claim is a handful of syscalls,
+        # and building strings it does not need would cost as much.
         try:
             fd = self._open_file(root, resource, archived, os.O_RDONLY, checksums)
         except FileNotFoundError as error:
+            path = _path(root, resource, archived, checksums)
             raise StorageFileNotFound(f"{path} does not exist", path) from error
         except OSError as error:
-            raise self._unsafe(error, path) from error
+            raise self._unsafe(error, _path(root, resource, archived, checksums)) from error
         info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode):
             os.close(fd)
+            path = _path(root, resource, archived, checksums)
             raise UnsafeContentPath(f"refusing {path}: not a regular file", path=path)
         return os.fdopen(fd, "rb", buffering=0), info.st_size
 

@@ -115,9 +115,9 @@ class ResourceSyncer:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{self._table.name}-sync")
-            results = list(self._pool.map(_sync_data, targets))
+            results = list(self._pool.map(self._sync_data, targets))
         else:
-            results = [_sync_data(resource) for resource in targets]
+            results = [self._sync_data(resource) for resource in targets]
         outcomes: list[StorageError | None] = []
         directories: dict[str, StorageError | None] = {}
         for resource, (end, error) in zip(targets, results):
@@ -139,19 +139,19 @@ class ResourceSyncer:
             outcomes.append(error)
         return outcomes
 
+    def _sync_data(self, resource: OpenResource) -> tuple[int | None, StorageError | None]:
+        """(bytes now durable, or None if nothing was to sync; the error of a failed sync)."""
+        with resource.io_lock:
+            if resource.failed or resource.length <= resource.synced:
+                return None, None
+            end = resource.length
+            try:
+                resource.sync_data(self._table.companion_syncs)
+            except StorageError as error:
+                return None, error
+            return end, None
+
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-
-
-def _sync_data(resource: OpenResource) -> tuple[int | None, StorageError | None]:
-    """(bytes now durable, or None if nothing was to sync; the error of a failed sync)."""
-    with resource.io_lock:
-        if resource.failed or resource.length <= resource.synced:
-            return None, None
-        end = resource.length
-        try:
-            resource.sync_data()
-        except StorageError as error:
-            return None, error
-        return end, None
+        self._table.companion_syncs.shutdown()

@@ -212,7 +212,7 @@ class ResourceAllocator:
             retire = retire or self.config.close_resources_on_sync
             with resource.io_lock:
                 try:
-                    resource.sync_files()
+                    resource.sync_files(self.table.companion_syncs)
                 except StorageError as error:
                     self.table.fail(resource, error)
                     raise translate_storage_error(error, claim=claim) from error
