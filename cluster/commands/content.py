@@ -119,11 +119,13 @@ def _inspect(args) -> int:
             "bytes": sum(info.length for info in resources.values() if not info.archived),
             "archived_resources": sum(1 for info in resources.values() if info.archived),
             "archived_bytes": sum(info.length for info in resources.values() if info.archived),
+            "unchecksummed_resources": sum(1 for info in resources.values() if not info.checksummed),
         })
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         for entry in summary:
             print(f"{entry['replica']}: {entry['resources']} resources, {entry['bytes']:,} bytes; "
-                  f"archive {entry['archived_resources']} resources, {entry['archived_bytes']:,} bytes")
+                  f"archive {entry['archived_resources']} resources, {entry['archived_bytes']:,} bytes; "
+                  f"{entry['unchecksummed_resources']} without checksums (written before they existed)")
     return 0

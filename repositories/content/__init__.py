@@ -9,6 +9,7 @@
   the shared bookkeeping of `resources` (whose docstring holds the lock plan).
   `checksums` cuts and reads the CRC of every block of a claim; reads check them
   (`ContentCorrupted` when they fail), and `verification` checks a whole resource.
+* `hooks.ContentHooks` - the repository's named fault seams.
 * `resource_io` - how resource files are touched: local directories, or any `Storage`.
 * `filesystem.open_filesystem_content_repository` - the local-disk repository.
 * `replication.hdfs_content` and `replication.replicating_content` build on it.
@@ -31,6 +32,7 @@ from .errors import (
     UnsafeContentPath,
 )
 from .filesystem import open_filesystem_content_repository
+from .hooks import ContentHooks
 from .reading import ClaimReader
 from .recovery import RecoveryReport, ResourceInfo
 from .repository import ContentRepository
@@ -44,6 +46,7 @@ __all__ = [
     "ClaimWriter",
     "CollectReport",
     "ContentCorrupted",
+    "ContentHooks",
     "ContentNotFound",
     "ContentRepository",
     "ContentRepositoryConfig",

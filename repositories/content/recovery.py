@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from repositories.claims import ContentClaim, InvalidClaimError, ResourceClaim
-
 from repositories.storage import StorageError
 
 from .checksums import checksum_file_length

@@ -18,6 +18,7 @@ from repositories.storage.protocol import join
 
 from .errors import translate_storage_error
 from .format import archive_directory, archive_path, checksum_name, checksum_path, resource_path
+from .hooks import ContentHooks
 from .resource_io import ResourceIO
 from .resources import ResourceTable
 from .store import READ_CHUNK
@@ -25,7 +26,7 @@ from .store import READ_CHUNK
 
 def install_resource(table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
                      clock: Callable[[], float], resource: ResourceClaim, source, *, archived: bool = False,
-                     checksums=None) -> int:
+                     checksums=None, hooks: ContentHooks) -> int:
     """Write the resource file of `resource` from the binary stream `source`, and its
     checksum file from `checksums` (None: a resource of format 0, which has none);
     returns the resource file's length. An archived file joins the archive as of now
@@ -40,6 +41,7 @@ def install_resource(table: ResourceTable, roots: Mapping[str, str], resource_io
         if checksums is not None:
             _install(storage, checksums, join(root, f".fsck-{checksum_name(resource)}"),
                      checksum_path(root, resource, archived))
+            hooks.between_repair_renames(checksum_path(root, resource, archived), target)
         total = _install(storage, source, join(root, f".fsck-{resource.id}"), target)
     except StorageError as error:
         raise translate_storage_error(error, claim=resource, path=target) from error

@@ -49,14 +49,15 @@ from .claimants import ClaimantCounts, resource_of
 from .collection import CollectReport, ResourceCollector
 from .config import ContentRepositoryConfig
 from .errors import ContentRepositoryError
+from .hooks import ContentHooks
 from .reading import ClaimReader, ResourceReader
-from .verification import ResourceCheck
 from .recovery import RecoveryReport, ResourceInfo, list_resources, recover
 from .repair import install_resource
 from .resource_io import ResourceIO
 from .resources import ResourceTable
 from .store import ContentStore
 from .syncing import LostRanges, ResourceSyncer
+from .verification import ResourceCheck
 from .writing import ContentWriter, ResourceAllocator
 
 
@@ -73,6 +74,7 @@ class ContentRepository(ContentStore):
         usage_probe: Callable[[str], Usage | None] | None = None,
         name: str = "content",
         prepare: bool = True,
+        hooks: ContentHooks | None = None,
     ):
         if not containers:
             raise ContentRepositoryError("a content repository needs at least one container")
@@ -80,6 +82,7 @@ class ContentRepository(ContentStore):
             ResourceClaim(container, 0, "probe")  # validates the container name
         self.name = name
         self.config = config = config or ContentRepositoryConfig()
+        self._hooks = ContentHooks.coerce(hooks)
         self.io = resource_io
         self._roots = dict(containers)
         self._clock = clock
@@ -216,7 +219,7 @@ class ContentRepository(ContentStore):
         `checksums` (fsck repair): each to a temporary name in the container root,
         synced, then renamed over the target."""
         return install_resource(self._table, self._roots, self.io, self._clock, resource, source,
-                                archived=archived, checksums=checksums)
+                                archived=archived, checksums=checksums, hooks=self._hooks)
 
     # ------------------------------------------------------------------ lifecycle
 

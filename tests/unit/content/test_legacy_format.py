@@ -82,6 +82,8 @@ def test_fsck_counts_old_resources_as_unverified_which_is_no_failure(copy, capsy
 
     assert custody(["content", "fsck", "--local", f"c={copy / 'local'}", "--mirror", f"c={copy / 'mirror'}"]) == 0
     assert "checked 3 resources on local, mirror: 0 verified, 3 unverified" in capsys.readouterr().out
+    assert custody(["content", "inspect", "--local", f"c={copy / 'local'}"]) == 0
+    assert "3 without checksums" in capsys.readouterr().out
 
 
 def test_new_claims_beside_old_ones_are_checksummed_and_the_old_ones_still_read(copy):

@@ -16,15 +16,18 @@ import os
 import pytest
 
 from cluster.cli import main as custody
+from replication.content_fsck import fsck_replicas
 from replication.replicating_content import ReplicatingContentRepository
 from repositories.content import (
     ArchivePolicy,
     ContentCorrupted,
+    ContentHooks,
     ContentRepositoryConfig,
     ContentRepositoryError,
     open_filesystem_content_repository,
 )
 from repositories.content.format import CHECKSUM_SUFFIX
+from repositories.seams import UnknownSeam
 
 CONFIG = ContentRepositoryConfig(checksum_block_size=64, archive=ArchivePolicy(max_usage=None))
 
@@ -125,6 +128,41 @@ def test_fsck_repair_mends_a_bit_flipped_local_copy_from_the_intact_replica_neve
     assert open(file_of(directories["local"], victim), "rb").read() == mirror_before[file_of(directories["mirror"], victim)]
     assert repository.replicas[0].read(victim) == payload(0, 1000)
     assert repository.fsck().problems == []
+
+
+class Died(Exception):
+    pass
+
+
+def test_a_repair_that_dies_between_its_two_renames_never_serves_wrong_bytes_and_the_next_one_finishes(replicated):
+    repository, claims, directories = replicated
+    repository.close()
+    victim = claims[0]
+    flip(file_of(directories["local"], victim), victim.offset + 10)
+    seen = []
+
+    def die(checksum_path, resource_path):
+        seen.append((checksum_path, resource_path))
+        raise Died(resource_path)
+
+    with pytest.raises(UnknownSeam, match="between_repair_rename"):
+        ContentHooks(between_repair_rename=die)  # a misspelt seam is refused, never silently ignored
+    local = open_filesystem_content_repository({"c": directories["local"]}, CONFIG, name="local",
+                                               hooks=ContentHooks(between_repair_renames=die))
+    mirror = open_filesystem_content_repository({"c": directories["mirror"]}, CONFIG, name="mirror")
+    with pytest.raises(Died):
+        fsck_replicas([local, mirror], repair=True)
+    assert seen == [(file_of(directories["local"], victim, True), file_of(directories["local"], victim))]
+    # The new checksum file stands beside the old, damaged resource file.
+    with pytest.raises(ContentCorrupted, match="the bytes do not match their checksum"):
+        local.read(victim)
+    assert ReplicatingContentRepository([local, mirror]).read(victim) == payload(0, 1000)
+    healthy = open_filesystem_content_repository({"c": directories["local"]}, CONFIG, name="local")
+    assert fsck_replicas([healthy, mirror], repair=True).ok
+    assert healthy.read(victim) == payload(0, 1000)
+    assert fsck_replicas([healthy, mirror]).problems == []
+    for opened in (local, mirror, healthy):
+        opened.close()
 
 
 def test_fsck_repairs_nothing_when_no_copy_verifies(replicated):
