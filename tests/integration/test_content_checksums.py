@@ -16,6 +16,7 @@ from cluster.cli import main as custody
 from replication.hdfs_content import open_hdfs_content_reader
 from repositories.content import ContentCorrupted, open_filesystem_content_repository
 from repositories.content.format import CHECKSUM_SUFFIX
+from tests.unit.content.damage import flip_bit
 
 from .test_content_hdfs import payload, replicated
 
@@ -38,11 +39,7 @@ def hdfs_path(hdfs_store, claim) -> str:
 
 
 def flip_local(path: str, offset: int) -> None:
-    with open(path, "r+b") as handle:
-        handle.seek(offset)
-        byte = handle.read(1)[0]
-        handle.seek(offset)
-        handle.write(bytes([byte ^ 0x20]))
+    flip_bit(path, offset, 0x20)
 
 
 def flip_hdfs(storage, path: str, offset: int) -> None:

@@ -29,6 +29,8 @@ from repositories.content import (
 from repositories.content.checksum_format import HEADER_SIZE, RECORD_SIZE
 from repositories.content.format import CHECKSUM_SUFFIX
 
+from .damage import flip_bit
+
 CONFIG = ContentRepositoryConfig(sync_on_close=False, checksum_block_size=8, archive=ArchivePolicy(max_usage=None))
 CONTENTS = [b"thirteen byte", b"", b"8 bytes!", b"end"]  # 13 bytes (2 blocks), 0, 8 (1 block), 3 (1 block)
 RECORDS_OF = [(0, 1), (), (2,), (3,)]  # the checksum records of each claim
@@ -77,8 +79,7 @@ def expected_failures_of_checksum_damage(first_bad_record: int | None, only_that
 
 def check_damage(replicas, path, damage, expected_failures: set[int], *, repairable: bool = True, fsck: bool = True):
     claims, files, pristine, (local, mirror) = replicas
-    with open(path, "r+b") as handle:
-        damage(handle)
+    damage(path)
     try:
         failed = set()
         for index, claim in enumerate(claims):
@@ -109,53 +110,38 @@ def check_damage(replicas, path, damage, expected_failures: set[int], *, repaira
 
 
 def flip(offset: int):
-    def damage(handle):
-        handle.seek(offset)
-        byte = handle.read(1)[0]
-        handle.seek(offset)
-        handle.write(bytes([byte ^ (1 << offset % 8)]))
-    return damage
+    return lambda path: flip_bit(path, offset, 1 << offset % 8)
 
 
 def truncate(length: int):
-    return lambda handle: handle.truncate(length)
+    return lambda path: os.truncate(path, length)
 
 
 def append_nuls(count: int):
-    def damage(handle):
-        handle.seek(0, os.SEEK_END)
-        handle.write(b"\x00" * count)
+    def damage(path):
+        with open(path, "ab") as handle:
+            handle.write(b"\x00" * count)
     return damage
 
 
-def test_a_flipped_bit_anywhere_in_the_resource_file_fails_exactly_its_claim(replicas):
+@pytest.mark.parametrize("damage, last_bad", [(flip, lambda offset: offset), (truncate, lambda offset: None)],
+                         ids=["flipped-bit", "cut"])
+def test_damage_at_any_offset_of_the_resource_file_fails_exactly_the_claims_it_hits(replicas, damage, last_bad):
     claims, files, _pristine, _readers = replicas
     for offset in range(24):
-        check_damage(replicas, files["local"], flip(offset), expected_failures_of_data_damage(claims, offset, offset),
-                     fsck=offset % FSCK_EVERY == 0)
+        check_damage(replicas, files["local"], damage(offset),
+                     expected_failures_of_data_damage(claims, offset, last_bad(offset)), fsck=offset % FSCK_EVERY == 0)
 
 
-def test_a_flipped_bit_anywhere_in_the_checksum_file_fails_exactly_the_claims_it_vouches_for(replicas):
+@pytest.mark.parametrize("damage, only_that_record", [(flip, True), (truncate, False)], ids=["flipped-bit", "cut"])
+def test_damage_at_any_offset_of_the_checksum_file_fails_exactly_the_claims_it_vouched_for(
+        replicas, damage, only_that_record):
     _claims, files, _pristine, _readers = replicas
     for offset in range(HEADER_SIZE + 4 * RECORD_SIZE):
         record = None if offset < HEADER_SIZE else (offset - HEADER_SIZE) // RECORD_SIZE
-        check_damage(replicas, files["local"] + CHECKSUM_SUFFIX, flip(offset),
-                     expected_failures_of_checksum_damage(record, only_that_one=True), fsck=offset % FSCK_EVERY == 0)
-
-
-def test_a_resource_file_cut_at_any_length_fails_the_claims_past_the_cut(replicas):
-    claims, files, _pristine, _readers = replicas
-    for length in range(24):
-        check_damage(replicas, files["local"], truncate(length), expected_failures_of_data_damage(claims, length),
-                     fsck=length % FSCK_EVERY == 0)
-
-
-def test_a_checksum_file_cut_at_any_length_fails_the_claims_whose_records_it_lost(replicas):
-    _claims, files, _pristine, _readers = replicas
-    for length in range(HEADER_SIZE + 4 * RECORD_SIZE):
-        first_lost = None if length < HEADER_SIZE else (length - HEADER_SIZE) // RECORD_SIZE
-        check_damage(replicas, files["local"] + CHECKSUM_SUFFIX, truncate(length),
-                     expected_failures_of_checksum_damage(first_lost, only_that_one=False), fsck=length % FSCK_EVERY == 0)
+        check_damage(replicas, files["local"] + CHECKSUM_SUFFIX, damage(offset),
+                     expected_failures_of_checksum_damage(record, only_that_one=only_that_record),
+                     fsck=offset % FSCK_EVERY == 0)
 
 
 def test_nuls_appended_to_either_file_lose_nothing_and_are_no_damage(replicas):

@@ -29,6 +29,8 @@ from repositories.content import (
 from repositories.content.format import CHECKSUM_SUFFIX
 from repositories.seams import UnknownSeam
 
+from .damage import flip_bit
+
 CONFIG = ContentRepositoryConfig(checksum_block_size=64, archive=ArchivePolicy(max_usage=None))
 
 
@@ -60,11 +62,7 @@ def file_of(directory: str, claim, checksums: bool = False) -> str:
 
 
 def flip(path: str, offset: int) -> None:
-    with open(path, "r+b") as handle:
-        handle.seek(offset)
-        byte = handle.read(1)[0]
-        handle.seek(offset)
-        handle.write(bytes([byte ^ 0x04]))
+    flip_bit(path, offset, 0x04)
 
 
 def test_a_damaged_local_copy_is_read_from_the_other_replica_with_one_log_line(replicated, caplog):
