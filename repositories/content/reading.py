@@ -86,9 +86,10 @@ class ClaimReader(io.RawIOBase):
         return got
 
     def read1(self, size: int = -1) -> bytes:
-        """At most `size` bytes, from one block at most: b"" only at the end of the claim.
-        A failure raises before any byte of the failed block is consumed, so a caller
-        can go on reading the claim from another replica where this one stopped."""
+        """At most `size` bytes, from one read of the file at most: b"" only at the end
+        of the claim. A failure raises before any byte of the failed block is consumed,
+        so a caller can go on reading the claim from another replica where this one
+        stopped."""
         if size is None or size < 0:
             size = self._remaining
         size = min(size, self._remaining)
