@@ -16,7 +16,12 @@ sync and archive step goes to all of them:
   resource retired) and the caller's session rolls back. The next write starts fresh
   resources everywhere, so it succeeds as soon as the replica is back.
 * Reads prefer replica 0 and fall back in order, then to the `fallbacks` (the
-  repositories of nodes that died, whose claims a survivor now reads).
+  repositories of nodes that died, whose claims a survivor now reads). Every replica
+  checks the claim's blocks against their checksums, so a damaged copy is never read
+  as good: a read that meets a damaged block (at open or in the middle of the claim)
+  goes on from the next replica at the very byte where it stopped, and says so in one
+  log line (`FailoverClaimReader`). When every replica's copy is damaged the read
+  raises `ContentCorrupted` naming the claim and what each replica said.
 
 Lock plan: the wrapper keeps no shared mutable state but `_degraded` (guarded by
 `_lock`); each replica has its own locks.
@@ -24,6 +29,7 @@ Lock plan: the wrapper keeps no shared mutable state but `_degraded` (guarded by
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,12 +37,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content.collection import CollectReport
 from repositories.content.errors import (
+    ContentCorrupted,
     ContentNotFound,
     ContentRepositoryError,
     ContentTruncated,
     ContentUnavailable,
 )
-from repositories.content.reading import ClaimReader
 from repositories.content.recovery import RecoveryReport
 from repositories.content.repository import ContentRepository
 from repositories.content.store import ClaimWriter, ContentStore
@@ -137,6 +143,131 @@ class ReplicatedWriter(ClaimWriter):
                     writer.abort()
 
 
+def _what_is_wrong(replica, error: ContentRepositoryError) -> str:
+    name = getattr(replica, "name", str(replica))
+    if isinstance(error, ContentCorrupted) and error.ranges:
+        return name + " (" + ", ".join(
+            f"{'bytes %d..%d' % (start, end) if end is not None else 'from byte %d' % start}: {why}"
+            for _where, start, end, why in error.ranges) + ")"
+    return f"{name} ({error})"
+
+
+class FailoverClaimReader(io.RawIOBase):
+    """A stream of one claim read from the first replica that has it intact.
+
+    Each replica's reader checks every block before returning it; when one raises
+    (a damaged or torn block, at open or mid-claim), this reader goes on from the next
+    replica at the byte where it stopped, so the caller sees one unbroken stream of
+    checked bytes. A fallback after damage is logged once per read; when no replica is
+    left, the error names the claim and what every replica said."""
+
+    _FALL_BACK_ON = (ContentNotFound, ContentTruncated, ContentUnavailable, ContentCorrupted)
+
+    def __init__(self, name: str, claim: ContentClaim, offset: int, length: int | None,
+                 candidates: Sequence):
+        super().__init__()
+        self._name = name
+        self._claim = claim
+        self._offset = offset
+        self._remaining = claim.length - offset if length is None else max(0, min(length, claim.length - offset))
+        self._candidates = list(candidates)
+        self._next_candidate = 0
+        self._failures: list[tuple[object, ContentRepositoryError]] = []
+        self._reader = None
+        self._source = None
+        self._unlogged = False  # a fallback after damage, to log once the new source delivers
+        self._open_next()
+
+    @property
+    def source(self):
+        """The replica the bytes are read from now."""
+        return self._source
+
+    def _open_next(self) -> None:
+        while self._next_candidate < len(self._candidates):
+            repository = self._candidates[self._next_candidate]
+            self._next_candidate += 1
+            try:
+                self._reader = repository.open_read(self._claim, self._offset, self._remaining)
+            except self._FALL_BACK_ON as error:
+                self._failures.append((repository, error))
+                continue
+            self._source = repository
+            self._unlogged = any(isinstance(e, (ContentCorrupted, ContentTruncated)) for _r, e in self._failures)
+            return
+        raise self._exhausted()
+
+    def _describe(self) -> str:
+        claim = self._claim
+        return f"{claim.resource.relative_path}@{claim.offset}+{claim.length}"
+
+    def _log_fallback(self) -> None:
+        self._unlogged = False
+        damaged = [(r, e) for r, e in self._failures if isinstance(e, (ContentCorrupted, ContentTruncated))]
+        log.warning("%s: claim %s is damaged on %s; read it from %s instead. Mend the damaged copy with "
+                    "`custody content fsck --repair`", self._name, self._describe(),
+                    "; ".join(_what_is_wrong(r, e) for r, e in damaged), self._source.name)
+
+    def _exhausted(self) -> ContentRepositoryError:
+        kinds = {type(error) for _r, error in self._failures}
+        if ContentCorrupted in kinds:
+            return ContentCorrupted(
+                f"no replica holds an intact copy of claim {self._describe()}: "
+                + "; ".join(_what_is_wrong(r, e) for r, e in self._failures)
+                + ". Nothing unverified was returned. Restore the resource file from a backup (then run "
+                "`custody content fsck --repair`), or drop the FlowFiles that reference the claim",
+                claim=self._claim, ranges=tuple(r for _r, e in self._failures for r in getattr(e, "ranges", ())))
+        # Say the most telling thing: a torn claim beats an unreachable replica,
+        # which beats plain absence.
+        kind = next((k for k in (ContentTruncated, ContentUnavailable) if k in kinds), ContentNotFound)
+        errors = "; ".join(f"{getattr(r, 'name', r)}: {e}" for r, e in self._failures)
+        return kind(f"no replica holds {self._describe()}: {errors}", claim=self._claim)
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = self._remaining
+        size = min(size, self._remaining)
+        while size > 0:
+            try:
+                data = self._reader.read1(size)
+            except (ContentCorrupted, ContentTruncated, ContentUnavailable) as error:
+                self._failures.append((self._source, error))
+                self._reader.close()
+                self._open_next()
+                continue
+            self._offset += len(data)
+            self._remaining -= len(data)
+            if self._unlogged:
+                self._log_fallback()
+            return data
+        return b""
+
+    def readinto(self, buffer) -> int:
+        data = self.read1(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = self._remaining
+        chunks = []
+        while size > 0 and (data := self.read1(size)):
+            chunks.append(data)
+            size -= len(data)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                if self._reader is not None:
+                    self._reader.close()
+            finally:
+                super().close()
+
+
 class ReplicatingContentRepository(ContentStore):
     """A `ContentStore` over replicas (see the module docstring)."""
 
@@ -155,6 +286,12 @@ class ReplicatingContentRepository(ContentStore):
         self.required = set(range(len(self.replicas)) if required is None else required)
         if 0 not in self.required:
             raise ContentRepositoryError("replica 0 leads every write and must be required")
+        block_sizes = {replica.name: replica.config.checksum_block_size for replica in self.replicas}
+        if len(set(block_sizes.values())) > 1:
+            raise ContentRepositoryError(
+                f"replicas checksum claims in blocks of different sizes ({block_sizes}): their checksum "
+                "files would differ and fsck could not compare them; give every replica the same "
+                "checksum_block_size")
         self.sync_on_close = self.replicas[0].config.sync_on_close if sync_on_close is None else sync_on_close
         # If any replica must close files to make them readable (HDFS), all retire
         # resources together, or the leader would append where a follower cannot.
@@ -227,21 +364,8 @@ class ReplicatingContentRepository(ContentStore):
 
     # ---------------------------------------------------------------- reading
 
-    def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ClaimReader:
-        errors: list[str] = []
-        kinds: set[type] = set()
-        for repository in [*self.replicas, *self._fallbacks]:
-            try:
-                return repository.open_read(claim, offset, length)
-            except (ContentNotFound, ContentTruncated, ContentUnavailable) as error:
-                errors.append(f"{repository.name}: {error}")
-                kinds.add(type(error))
-        # Say the most telling thing: a torn claim beats an unreachable replica,
-        # which beats plain absence.
-        kind = next((k for k in (ContentTruncated, ContentUnavailable) if k in kinds), ContentNotFound)
-        raise kind(
-            f"no replica holds {claim.resource.relative_path}@{claim.offset}+{claim.length}: "
-            + "; ".join(errors), claim=claim)
+    def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> "FailoverClaimReader":
+        return FailoverClaimReader(self.name, claim, offset, length, [*self.replicas, *self._fallbacks])
 
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return any(repository.exists(claim) for repository in [*self.replicas, *self._fallbacks])

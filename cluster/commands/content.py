@@ -3,6 +3,12 @@
     custody content fsck --local disk1=/data1/content --local disk2=/data2/content \
         --hdfs hdfs://namenode:8020 --hdfs-base /custody/prod --node node-1 [--repair] [--json]
 
+fsck checks every block of every resource against its checksum on each replica named
+(one is enough to find damage; repair needs a second, verified copy) and lists each
+bad range; `--repair` rewrites a damaged, short or missing copy from a replica whose
+copy verifies, never from one that does not (`replication.content_fsck`). Resources
+written before checksums are counted as unverified, which is not a failure.
+
 Run it while the node is stopped (or on an adopted node's data): resources that a
 running repository still appends to would look short.
 """
@@ -11,12 +17,15 @@ from __future__ import annotations
 
 import json
 
+BLOCKS_SHOWN = 10
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("content", help="inspect and fsck the content repository replicas")
     commands = parser.add_subparsers(dest="content_command", metavar="ACTION")
     for name, func, help_text in (
-        ("fsck", _fsck, "find replicas that disagree (missing, short or different resources); --repair fixes them"),
+        ("fsck", _fsck, "check every block against its checksum and compare replicas; --repair mends bad "
+                        "copies from a verified one"),
         ("inspect", _inspect, "count resources and bytes in each replica"),
     ):
         sub = commands.add_parser(name, help=help_text)
@@ -29,7 +38,8 @@ def register(subparsers) -> None:
         sub.add_argument("--node", help="node id whose HDFS content to check")
         sub.add_argument("--json", action="store_true", help="print JSON")
         if name == "fsck":
-            sub.add_argument("--repair", action="store_true", help="copy the reference bytes over bad replicas")
+            sub.add_argument("--repair", action="store_true",
+                             help="rewrite damaged, short or missing copies from a replica whose copy verifies")
         sub.set_defaults(func=func)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
@@ -75,17 +85,26 @@ def _fsck(args) -> int:
     from replication.content_fsck import fsck_replicas
 
     replicas = _replicas(args)
-    if len(replicas) < 2:
-        raise SystemExit("fsck compares replicas: name at least two (--local with --mirror or --hdfs)")
     report = fsck_replicas(replicas, repair=args.repair)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(f"checked {report.checked} resources on {', '.join(report.replicas)}")
+        print(f"checked {report.checked} resources on {', '.join(report.replicas)}: {report.verified} verified, "
+              f"{len(report.unverified)} unverified (written before checksums)")
         for problem in report.problems:
             mark = "repaired" if problem.repaired else ("note" if problem.kind == "state" else "BAD")
             print(f"  [{mark}] {problem.kind:8} {problem.replica}: {problem.resource} ({problem.detail})")
-        print("OK" if report.ok else "replicas disagree: run again with --repair")
+            for block in problem.blocks[:BLOCKS_SHOWN]:
+                print(f"             {block}")
+            if len(problem.blocks) > BLOCKS_SHOWN:
+                print(f"             ... and {len(problem.blocks) - BLOCKS_SHOWN} more (--json lists them all)")
+        if report.ok:
+            print("OK")
+        elif not args.repair:
+            print("BAD: run again with --repair to rewrite the bad copies from verified ones")
+        else:
+            print("BAD: what is left has no verified copy to repair it from, or two verified copies "
+                  "disagree (see above)")
     return 0 if report.ok else 1
 
 
@@ -100,11 +119,13 @@ def _inspect(args) -> int:
             "bytes": sum(info.length for info in resources.values() if not info.archived),
             "archived_resources": sum(1 for info in resources.values() if info.archived),
             "archived_bytes": sum(info.length for info in resources.values() if info.archived),
+            "unchecksummed_resources": sum(1 for info in resources.values() if not info.checksummed),
         })
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         for entry in summary:
             print(f"{entry['replica']}: {entry['resources']} resources, {entry['bytes']:,} bytes; "
-                  f"archive {entry['archived_resources']} resources, {entry['archived_bytes']:,} bytes")
+                  f"archive {entry['archived_resources']} resources, {entry['archived_bytes']:,} bytes; "
+                  f"{entry['unchecksummed_resources']} without checksums (written before they existed)")
     return 0

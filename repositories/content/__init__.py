@@ -2,10 +2,14 @@
 
 * `store.ContentStore` - what the flow engine and the nodes ask of any content
   repository; `store.ClaimWriter`, the writer of one claim.
-* `format` - the on-storage layout, documented at its top.
+* `format` - the on-storage layout, documented at its top; `checksum_format` - the
+  byte layout of the checksum file beside every resource file.
 * `repository.ContentRepository` - claims over one `ResourceIO`, composed of one object
   per job: `writing`, `syncing`, `reading`, `recovery`, `collection`, `repair`, over
   the shared bookkeeping of `resources` (whose docstring holds the lock plan).
+  `checksums` cuts and reads the CRC of every block of a claim; reads check them
+  (`ContentCorrupted` when they fail), and `verification` checks a whole resource.
+* `hooks.ContentHooks` - the repository's named fault seams.
 * `resource_io` - how resource files are touched: local directories, or any `Storage`.
 * `filesystem.open_filesystem_content_repository` - the local-disk repository.
 * `replication.hdfs_content` and `replication.replicating_content` build on it.
@@ -15,6 +19,7 @@ from .archive import ArchivePolicy, Usage
 from .collection import CollectReport
 from .config import ContentRepositoryConfig
 from .errors import (
+    ContentCorrupted,
     ContentNotFound,
     ContentRepositoryError,
     ContentRepositoryFull,
@@ -27,10 +32,12 @@ from .errors import (
     UnsafeContentPath,
 )
 from .filesystem import open_filesystem_content_repository
+from .hooks import ContentHooks
 from .reading import ClaimReader
 from .recovery import RecoveryReport, ResourceInfo
 from .repository import ContentRepository
 from .store import ClaimWriter, ContentStore
+from .verification import ResourceCheck
 from .writing import ContentWriter
 
 __all__ = [
@@ -38,6 +45,8 @@ __all__ = [
     "ClaimReader",
     "ClaimWriter",
     "CollectReport",
+    "ContentCorrupted",
+    "ContentHooks",
     "ContentNotFound",
     "ContentRepository",
     "ContentRepositoryConfig",
@@ -52,6 +61,7 @@ __all__ = [
     "RecoveryReport",
     "ReplicaDiverged",
     "RepositoryClosed",
+    "ResourceCheck",
     "ResourceInfo",
     "UnsafeContentPath",
     "Usage",

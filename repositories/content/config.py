@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .archive import ArchivePolicy
+from .checksum_format import DEFAULT_CHECKSUM_BLOCK_SIZE, MAX_BLOCK_SIZE
+from .errors import ContentRepositoryError
 from .format import DEFAULT_MAX_APPENDABLE_CLAIM_SIZE
 
 
@@ -19,3 +21,11 @@ class ContentRepositoryConfig:
     write_buffer_size: int = 256 * 1024
     archive: ArchivePolicy = field(default_factory=ArchivePolicy)
     usage_check_interval_s: float = 1.0
+    # Claims are checksummed in blocks of this many bytes (see `checksum_format`). Every
+    # replica of a replicating repository must use the same size.
+    checksum_block_size: int = DEFAULT_CHECKSUM_BLOCK_SIZE
+
+    def __post_init__(self) -> None:
+        if not 0 < self.checksum_block_size <= MAX_BLOCK_SIZE:
+            raise ContentRepositoryError(
+                f"checksum_block_size {self.checksum_block_size} must be 1 .. {MAX_BLOCK_SIZE} bytes")

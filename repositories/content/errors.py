@@ -28,6 +28,17 @@ class ContentTruncated(ContentRepositoryError):
     (a writer died in it) or the file was damaged. It is never returned as partial data."""
 
 
+class ContentCorrupted(ContentRepositoryError):
+    """Bytes of the claim do not match their checksums, or the checksums that would
+    verify them are missing or damaged: this replica's copy is not to be trusted. No
+    byte of an unverified block is ever returned. `ranges` lists what was found bad:
+    (replica, start, end or None, why), offsets in the resource file."""
+
+    def __init__(self, message: str, *, claim: object = None, path: str | None = None, ranges: tuple = ()):
+        super().__init__(message, claim=claim, path=path)
+        self.ranges = tuple(ranges)
+
+
 class ContentRepositoryFull(ContentRepositoryError):
     """Usage of a container is above the configured maximum; new writes are refused
     until the archive is aged off or space is freed."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 
 from .archive import Usage
 from .config import ContentRepositoryConfig
+from .hooks import ContentHooks
 from .repository import ContentRepository
 from .resource_io import LocalResourceIO
 
@@ -26,11 +27,12 @@ def open_filesystem_content_repository(
     clock: Callable[[], float] = time.time,
     usage_probe: Callable[[str], Usage | None] | None = None,
     name: str = "local",
+    hooks: ContentHooks | None = None,
 ) -> ContentRepository:
     """`directories` maps container names to directories; a plain list names them
     `container-0`, `container-1`, ... in order."""
     if not isinstance(directories, Mapping):
         directories = {f"container-{index}": path for index, path in enumerate(directories)}
     return ContentRepository(
-        directories, LocalResourceIO(), config, clock=clock, usage_probe=usage_probe, name=name
+        directories, LocalResourceIO(), config, clock=clock, usage_probe=usage_probe, name=name, hooks=hooks
     )

@@ -6,6 +6,11 @@ claim references is what the previous run left behind: a resource no claim point
 into is an orphaned write claim, destroyed (not archived: nothing ever committed it);
 bytes past the last live claim of a resource are cut off where the storage can
 truncate (local disk) and left unreferenced where it cannot (HDFS).
+
+Checksum files go with their resource files: an orphan's is destroyed with it; a live
+resource's loses the records past the last live claim where the resource file is cut
+(and a torn or NUL tail, a crash's remains); a checksum file whose resource file is
+gone and which no live claim needs is destroyed.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from repositories.claims import ContentClaim, InvalidClaimError, ResourceClaim
+from repositories.storage import StorageError
 
+from .checksums import checksum_file_length
 from .claimants import counts_of
-from .resource_io import ResourceIO
+from .resource_io import FoundResource, ResourceIO
 from .resources import ResourceTable
 
 log = logging.getLogger(__name__)
@@ -36,6 +43,7 @@ class ResourceInfo:
     resource: ResourceClaim
     length: int
     archived: bool
+    checksummed: bool = False  # it has a checksum file (content format 1)
 
 
 def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
@@ -48,14 +56,24 @@ def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: Resourc
     for claim in live:
         ends[claim.resource] = max(ends.get(claim.resource, 0), claim.offset + claim.length)
     report = RecoveryReport()
+    live_checksums: list[tuple[str, ResourceClaim, int]] = []
     table.claimants.set_counts(counts)
     seen: set[ResourceClaim] = set()
     in_use = table.open_resources()
-    for container, root, found, resource in _scan(roots, resource_io):
+    scanned = list(_scan(roots, resource_io))
+    have_files = {resource for _c, _r, found, resource in scanned if resource is not None and not found.checksums}
+    checksum_files: dict[ResourceClaim, FoundResource] = {}
+    for container, root, found, resource in scanned:
         if resource is None:
             report.unsafe.append(f"{root}/{found.section}/{found.name}")
             continue
         if resource in in_use:
+            continue
+        if found.checksums:
+            if resource not in have_files and resource not in counts:
+                resource_io.delete(root, resource, found.archived)  # its resource file is gone
+            elif not found.archived:
+                checksum_files[resource] = found
             continue
         if found.archived:
             with table.lock:
@@ -71,6 +89,11 @@ def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: Resourc
         if found.size > end and resource_io.can_truncate:
             resource_io.truncate(root, resource, end)
             report.truncated_bytes += found.size - end
+        if resource_io.can_truncate:
+            live_checksums.append((root, resource, end))
+    for root, resource, end in live_checksums:
+        if resource in checksum_files:
+            _cut_checksums(resource_io, root, resource, end)
     report.missing = sorted((r for r in counts if r not in seen), key=lambda r: r.relative_path)
     if report.destroyed or report.truncated_bytes or report.missing:
         log.info("%s recovered: %d orphaned resources destroyed, %d orphaned bytes cut, "
@@ -79,10 +102,27 @@ def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: Resourc
     return report
 
 
+def _cut_checksums(resource_io: ResourceIO, root: str, resource: ResourceClaim, end: int) -> None:
+    """Cut the checksum records past `end`, where the resource file was cut (local disk)."""
+    handle, size = resource_io.open_checksums(root, resource, False)
+    try:
+        keep = checksum_file_length(handle, size, end)
+    finally:
+        handle.close()
+    if keep is not None and keep < size:
+        try:
+            resource_io.truncate_checksums(root, resource, keep)
+        except StorageError as error:
+            log.warning("could not cut the checksum file of %s to %d bytes: %s", resource.relative_path, keep, error)
+
+
 def list_resources(roots: Mapping[str, str], resource_io: ResourceIO) -> dict[ResourceClaim, ResourceInfo]:
     """Every resource file present (live and archived), by scanning the containers."""
-    return {resource: ResourceInfo(resource, found.size, found.archived)
-            for _container, _root, found, resource in _scan(roots, resource_io) if resource is not None}
+    scanned = [(found, resource) for _container, _root, found, resource in _scan(roots, resource_io)
+               if resource is not None]
+    checksummed = {resource for found, resource in scanned if found.checksums}
+    return {resource: ResourceInfo(resource, found.size, found.archived, resource in checksummed)
+            for found, resource in scanned if not found.checksums}
 
 
 def _scan(roots: Mapping[str, str], resource_io: ResourceIO):

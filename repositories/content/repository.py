@@ -6,7 +6,8 @@ One class serves local disk and HDFS; what differs is the `ResourceIO` it is giv
 Life of a claim:
   1. `write()` hands out a `ContentWriter` that owns one resource exclusively; the
      claim's offset is the resource's length at that moment (`writing`).
-  2. The writer streams bytes straight into the resource file. `close()` returns the
+  2. The writer streams bytes straight into the resource file, and a CRC per block
+     into the resource's checksum file (`checksums`). `close()` returns the
      `ContentClaim`, counts the writer as its first claimant, and - if `sync_on_close`
      - syncs the resource first, so a returned claim is durable. Otherwise `sync()`
      does it later for all claims at once: group commit, one fsync per resource per
@@ -28,7 +29,8 @@ This module composes one object per job, all over one `ResourceTable` (whose
 docstring is the lock plan):
   `writing.ResourceAllocator`   writers and the resources they append to
   `syncing.ResourceSyncer`      group commit; `syncing.LostRanges`, what failures lost
-  `reading.ResourceReader`      claims and whole resource files, a dead writer's file
+  `reading.ResourceReader`      claims (checked block by block), whole resource files,
+                                a dead writer's file; `verification`, a whole resource checked
   `recovery`                    restart: claimant counts, orphans destroyed or cut
   `collection.ResourceCollector` archive, age-off, the usage limit
   `repair`                      a replica's resource file rewritten by fsck
@@ -47,6 +49,7 @@ from .claimants import ClaimantCounts, resource_of
 from .collection import CollectReport, ResourceCollector
 from .config import ContentRepositoryConfig
 from .errors import ContentRepositoryError
+from .hooks import ContentHooks
 from .reading import ClaimReader, ResourceReader
 from .recovery import RecoveryReport, ResourceInfo, list_resources, recover
 from .repair import install_resource
@@ -54,6 +57,7 @@ from .resource_io import ResourceIO
 from .resources import ResourceTable
 from .store import ContentStore
 from .syncing import LostRanges, ResourceSyncer
+from .verification import ResourceCheck
 from .writing import ContentWriter, ResourceAllocator
 
 
@@ -70,6 +74,7 @@ class ContentRepository(ContentStore):
         usage_probe: Callable[[str], Usage | None] | None = None,
         name: str = "content",
         prepare: bool = True,
+        hooks: ContentHooks | None = None,
     ):
         if not containers:
             raise ContentRepositoryError("a content repository needs at least one container")
@@ -77,6 +82,7 @@ class ContentRepository(ContentStore):
             ResourceClaim(container, 0, "probe")  # validates the container name
         self.name = name
         self.config = config = config or ContentRepositoryConfig()
+        self._hooks = ContentHooks.coerce(hooks)
         self.io = resource_io
         self._roots = dict(containers)
         self._clock = clock
@@ -147,9 +153,15 @@ class ContentRepository(ContentStore):
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return self._reader.exists(claim)
 
-    def open_resource(self, resource: ResourceClaim):
-        """(binary handle, size) of a whole resource file, live or archived: for fsck."""
-        return self._reader.open_resource(resource)
+    def open_resource(self, resource: ResourceClaim, *, checksums: bool = False):
+        """(binary handle, size) of a whole resource file (or, with `checksums`, its
+        checksum file), live or archived: for fsck."""
+        return self._reader.open_resource(resource, checksums=checksums)
+
+    def check_resource(self, resource: ResourceClaim) -> ResourceCheck:
+        """Read the whole resource file and check every block against its checksum
+        (`verification`): for fsck."""
+        return self._reader.check_resource(resource)
 
     # ------------------------------------------------------------------ claimants
 
@@ -202,10 +214,12 @@ class ContentRepository(ContentStore):
 
     # ------------------------------------------------------------------ repair
 
-    def install_resource(self, resource: ResourceClaim, source, *, archived: bool = False) -> int:
-        """Write a whole resource file from `source` (fsck repair): to a temporary
-        name in the container root, synced, then renamed over the target."""
-        return install_resource(self._table, self._roots, self.io, self._clock, resource, source, archived=archived)
+    def install_resource(self, resource: ResourceClaim, source, *, archived: bool = False, checksums=None) -> int:
+        """Write a whole resource file from `source`, and its checksum file from
+        `checksums` (fsck repair): each to a temporary name in the container root,
+        synced, then renamed over the target."""
+        return install_resource(self._table, self._roots, self.io, self._clock, resource, source,
+                                archived=archived, checksums=checksums, hooks=self._hooks)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -224,7 +238,7 @@ class ContentRepository(ContentStore):
                 table.appendable.clear()
             for resource in leftovers:
                 try:
-                    resource.file.close()
+                    resource.close_files()
                 except (StorageError, OSError):
                     pass
             self.io.close()

@@ -9,6 +9,13 @@ section cannot lead a read or a write outside the container.
 `StorageResourceIO` works through any `Storage` (HDFS): writes through the storage's
 WritableFile (`sync()` is hsync), reads through the storage's pyarrow filesystem.
 
+A resource is two files (see `format`): the resource file and its checksum file.
+`create`, `open_read` and `truncate` touch the resource file, `create_checksums`,
+`open_checksums` and `truncate_checksums` the checksum file; `archive` and `delete`
+move or remove both, the resource file first, and `delete` looks for the checksum
+file in the other place (live or archived) when it is not beside its resource file,
+where a crash between the two steps of `archive` left it.
+
 A read reports the bytes the handle can actually deliver, which on HDFS is less than
 the NameNode's length for a file still open for writing: hdfs-native reads only up
 to the last finished block. A node whose close failed after its claims were hsynced
@@ -35,14 +42,23 @@ from repositories.storage.protocol import Storage, join
 
 from .archive import Usage
 from .errors import UnsafeContentPath
-from .format import ARCHIVE_DIRECTORY, archive_path, resource_path, section_directory
+from .format import (
+    ARCHIVE_DIRECTORY,
+    archive_path,
+    checksum_name,
+    checksum_path,
+    resource_id_of_checksum_file,
+    resource_path,
+    section_directory,
+)
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class FoundResource:
-    """One file met while scanning a container."""
+    """One file met while scanning a container: a resource file, or (`checksums`) the
+    checksum file of the resource `name`."""
 
     section: int
     name: str
@@ -50,6 +66,20 @@ class FoundResource:
     modified: float
     archived: bool
     unsafe: bool  # a symlink or something else that is not a plain file
+    checksums: bool = False
+
+
+def _found(section: int, name: str, size: int, modified: float, archived: bool, unsafe: bool) -> FoundResource:
+    resource_id = resource_id_of_checksum_file(name)
+    if resource_id is None:
+        return FoundResource(section, name, size, modified, archived, unsafe)
+    return FoundResource(section, resource_id, size, modified, archived, unsafe, checksums=True)
+
+
+def _path(root: str, resource: ResourceClaim, archived: bool, checksums: bool) -> str:
+    if checksums:
+        return checksum_path(root, resource, archived)
+    return archive_path(root, resource) if archived else resource_path(root, resource)
 
 
 class ResourceIO(Protocol):
@@ -62,17 +92,26 @@ class ResourceIO(Protocol):
 
     def create(self, root: str, resource: ResourceClaim) -> WritableFile: ...
 
+    def create_checksums(self, root: str, resource: ResourceClaim) -> WritableFile: ...
+
     def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]: ...
+
+    def open_checksums(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]: ...
 
     def archive(self, root: str, resource: ResourceClaim) -> None: ...
 
-    def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool: ...
+    def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool:
+        """Delete the resource file and its checksum file; True if the resource file was there."""
+        ...
 
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None: ...
 
+    def truncate_checksums(self, root: str, resource: ResourceClaim, length: int) -> None: ...
+
     def finish_abandoned(self, root: str, resource: ResourceClaim) -> bool:
-        """Close the resource file if its dead writer left it open; True if the file's
-        readable length may have changed, so it is worth opening again."""
+        """Close the resource file and its checksum file if their dead writer left them
+        open; True if their readable lengths may have changed, so they are worth
+        opening again."""
         ...
 
     def scan(self, root: str) -> list[FoundResource]: ...
@@ -135,12 +174,14 @@ class LocalResourceIO:
             fd = self._root_fds.setdefault(root, os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         return fd
 
-    def _open_file(self, root: str, resource: ResourceClaim, archived: bool, flags: int) -> int:
-        """An fd of the resource file, opened from its section (or archive) directory
-        with no symlink followed on the way. Raises OSError."""
+    def _open_file(self, root: str, resource: ResourceClaim, archived: bool, flags: int,
+                   checksums: bool = False) -> int:
+        """An fd of the resource file (or its checksum file), opened from its section
+        (or archive) directory with no symlink followed on the way. Raises OSError."""
+        name = checksum_name(resource) if checksums else resource.id
         directory = self._open_directory(root, resource.section, archived)
         try:
-            return os.open(resource.id, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=directory)
+            return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=directory)
         finally:
             os.close(directory)
 
@@ -153,26 +194,41 @@ class LocalResourceIO:
         return translate_os_error(error, path, action)
 
     def create(self, root: str, resource: ResourceClaim) -> LocalWritableFile:
-        path = resource_path(root, resource)
+        return self._create(root, resource, False)
+
+    def create_checksums(self, root: str, resource: ResourceClaim) -> LocalWritableFile:
+        return self._create(root, resource, True)
+
+    def _create(self, root: str, resource: ResourceClaim, checksums: bool) -> LocalWritableFile:
+        path = _path(root, resource, False, checksums)
         try:
-            fd = self._open_file(root, resource, False, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
+            fd = self._open_file(root, resource, False, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, checksums)
         except OSError as error:
             raise self._unsafe(error, path, "create") from error
         # Unbuffered: each claim's bytes go to the kernel when written (see the module
-        # docstring); the repository batches small claims itself.
+        # docstring); the repository batches small claims (and checksum records) itself.
         return LocalWritableFile(path, fd, created=True, buffer_size=0)
 
     def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
-        path = archive_path(root, resource) if archived else resource_path(root, resource)
+        return self._open_read(root, resource, archived, False)
+
+    def open_checksums(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
+        return self._open_read(root, resource, archived, True)
+
+    def _open_read(self, root: str, resource: ResourceClaim, archived: bool, checksums: bool) -> tuple[BinaryIO, int]:
+        # The path is only for errors: a read of a small claim is a handful of syscalls,
+        # and building strings it does not need would cost as much.
         try:
-            fd = self._open_file(root, resource, archived, os.O_RDONLY)
+            fd = self._open_file(root, resource, archived, os.O_RDONLY, checksums)
         except FileNotFoundError as error:
+            path = _path(root, resource, archived, checksums)
             raise StorageFileNotFound(f"{path} does not exist", path) from error
         except OSError as error:
-            raise self._unsafe(error, path) from error
+            raise self._unsafe(error, _path(root, resource, archived, checksums)) from error
         info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode):
             os.close(fd)
+            path = _path(root, resource, archived, checksums)
             raise UnsafeContentPath(f"refusing {path}: not a regular file", path=path)
         return os.fdopen(fd, "rb", buffering=0), info.st_size
 
@@ -185,7 +241,13 @@ class LocalResourceIO:
                 pass
             section = self._open_directory(root, resource.section, False)
             try:
-                os.rename(resource.id, os.path.join(ARCHIVE_DIRECTORY, resource.id), src_dir_fd=section, dst_dir_fd=section)
+                for name in (resource.id, checksum_name(resource)):
+                    try:
+                        os.rename(name, os.path.join(ARCHIVE_DIRECTORY, name), src_dir_fd=section, dst_dir_fd=section)
+                    except FileNotFoundError:
+                        if name == resource.id:
+                            raise
+                        # No checksum file: a resource of format 0.
             finally:
                 os.close(section)
             fsync_directory(directory)
@@ -194,18 +256,31 @@ class LocalResourceIO:
             raise translate_os_error(error, resource_path(root, resource), "archive") from error
 
     def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool:
+        deleted, checksums_deleted = self._unlink(root, resource, archived, (resource.id, checksum_name(resource)))
+        if not checksums_deleted:  # left in the other place by a crash, or a resource of format 0
+            self._unlink(root, resource, not archived, (checksum_name(resource),))
+        return deleted
+
+    def _unlink(self, root: str, resource: ResourceClaim, archived: bool, names: tuple[str, ...]) -> list[bool]:
+        """Unlink `names` from the section (or archive) directory, with one fsync of it;
+        for each, whether it was there."""
         try:
             directory = self._open_directory(root, resource.section, archived)
         except FileNotFoundError:
-            return False
+            return [False] * len(names)
         except OSError as error:
             raise self._unsafe(error, resource_path(root, resource)) from error
         try:
-            os.unlink(resource.id, dir_fd=directory)
-            os.fsync(directory)
-            return True
-        except FileNotFoundError:
-            return False
+            done = []
+            for name in names:
+                try:
+                    os.unlink(name, dir_fd=directory)
+                    done.append(True)
+                except FileNotFoundError:
+                    done.append(False)
+            if any(done):
+                os.fsync(directory)
+            return done
         except OSError as error:
             raise translate_os_error(error, resource_path(root, resource), "delete") from error
         finally:
@@ -215,9 +290,15 @@ class LocalResourceIO:
         return False  # a local file has no writer's lease: what is there is all there is
 
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
-        path = resource_path(root, resource)
+        self._truncate(root, resource, length, False)
+
+    def truncate_checksums(self, root: str, resource: ResourceClaim, length: int) -> None:
+        self._truncate(root, resource, length, True)
+
+    def _truncate(self, root: str, resource: ResourceClaim, length: int, checksums: bool) -> None:
+        path = _path(root, resource, False, checksums)
         try:
-            fd = self._open_file(root, resource, False, os.O_WRONLY)
+            fd = self._open_file(root, resource, False, os.O_WRONLY, checksums)
             try:
                 os.ftruncate(fd, length)
                 os.fsync(fd)
@@ -233,20 +314,22 @@ class LocalResourceIO:
         except FileNotFoundError:
             return found
         for section in sections:
-            directory = section_directory(root, section)
-            for archived, path in ((False, directory), (True, join(directory, ARCHIVE_DIRECTORY))):
+            directory: str | None = section_directory(root, section)
+            archived = False
+            while directory is not None:
                 try:
-                    entries = list(os.scandir(path))
+                    entries = list(os.scandir(directory))
                 except (FileNotFoundError, NotADirectoryError):
-                    continue
+                    break
+                directory = None
                 for entry in entries:
                     if entry.name == ARCHIVE_DIRECTORY and not archived and entry.is_dir(follow_symlinks=False):
+                        directory = entry.path  # scanned next: only where there is one (one listing, not two, per section)
                         continue
                     info = entry.stat(follow_symlinks=False)
-                    found.append(FoundResource(
-                        section, entry.name, info.st_size, info.st_mtime, archived,
-                        unsafe=not stat_module.S_ISREG(info.st_mode),
-                    ))
+                    found.append(_found(section, entry.name, info.st_size, info.st_mtime, archived,
+                                        unsafe=not stat_module.S_ISREG(info.st_mode)))
+                archived = True
         return found
 
     def usage(self, root: str) -> Usage:
@@ -288,8 +371,16 @@ class StorageResourceIO:
     def create(self, root: str, resource: ResourceClaim) -> WritableFile:
         return self.storage.create(resource_path(root, resource))
 
+    def create_checksums(self, root: str, resource: ResourceClaim) -> WritableFile:
+        return self.storage.create(checksum_path(root, resource))
+
     def open_read(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
-        path = archive_path(root, resource) if archived else resource_path(root, resource)
+        return self._open_read(_path(root, resource, archived, False))
+
+    def open_checksums(self, root: str, resource: ResourceClaim, archived: bool) -> tuple[BinaryIO, int]:
+        return self._open_read(_path(root, resource, archived, True))
+
+    def _open_read(self, path: str) -> tuple[BinaryIO, int]:
         if self._read_through_arrow:
             import pyarrow.fs
 
@@ -309,27 +400,41 @@ class StorageResourceIO:
     def finish_abandoned(self, root: str, resource: ResourceClaim) -> bool:
         if not self.recover_open_files:
             return False
-        for path in (resource_path(root, resource), archive_path(root, resource)):
-            try:
-                calls, waited = recover_leases(self.storage, [path], timeout=self.lease_timeout)
-            except StorageFileNotFound:
-                continue
-            if calls > 1:
-                log.info("recovered the lease on hdfs:%s, which its dead writer left open, in %.2fs", path, waited)
-            return True
-        return False
+        finished = False
+        for checksums in (False, True):
+            for archived in (False, True):
+                path = _path(root, resource, archived, checksums)
+                try:
+                    calls, waited = recover_leases(self.storage, [path], timeout=self.lease_timeout)
+                except StorageFileNotFound:
+                    continue
+                if calls > 1:
+                    log.info("recovered the lease on hdfs:%s, which its dead writer left open, in %.2fs",
+                             path, waited)
+                finished = True
+                break
+        return finished
 
     def archive(self, root: str, resource: ResourceClaim) -> None:
         directory = join(root, str(resource.section), ARCHIVE_DIRECTORY)
         self.storage.mkdir(directory, exist_ok=True)
         self.storage.rename(resource_path(root, resource), archive_path(root, resource))
+        try:
+            self.storage.rename(checksum_path(root, resource), checksum_path(root, resource, True))
+        except StorageFileNotFound:
+            pass  # no checksum file: a resource of format 0
 
     def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool:
-        path = archive_path(root, resource) if archived else resource_path(root, resource)
-        return self.storage.delete(path)
+        deleted = self.storage.delete(_path(root, resource, archived, False))
+        if not self.storage.delete(checksum_path(root, resource, archived)):
+            self.storage.delete(checksum_path(root, resource, not archived))
+        return deleted
 
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
         raise StorageError("this storage cannot truncate resource files", resource_path(root, resource))
+
+    def truncate_checksums(self, root: str, resource: ResourceClaim, length: int) -> None:
+        raise StorageError("this storage cannot truncate checksum files", checksum_path(root, resource))
 
     def scan(self, root: str) -> list[FoundResource]:
         found: list[FoundResource] = []
@@ -345,10 +450,10 @@ class StorageResourceIO:
                 if status.is_dir:
                     if status.name == ARCHIVE_DIRECTORY:
                         for archived in self.storage.list(status.path):
-                            found.append(FoundResource(section, archived.name, archived.length,
-                                                       archived.modified, True, archived.is_dir))
+                            found.append(_found(section, archived.name, archived.length,
+                                                archived.modified, True, archived.is_dir))
                     continue
-                found.append(FoundResource(section, status.name, status.length, status.modified, False, False))
+                found.append(_found(section, status.name, status.length, status.modified, False, False))
         return found
 
     def usage(self, root: str) -> Usage | None:

@@ -1,6 +1,8 @@
 """The resource files a content repository holds open, and the bookkeeping its jobs share.
 
-An `OpenResource` is one resource file this repository appends to: a writer owns it
+An `OpenResource` is one resource file this repository appends to, with its checksum
+file (see `format`), which takes the checksum records of each claim written to the
+resource file and is synced and closed with it: a writer owns it
 (`writing`), or it waits in `appendable` for the next writer, until it is full,
 retired or failed. A resource is *retired* when nothing may be appended to it any
 more; its file is closed as soon as every completed claim in it is synced. A resource
@@ -14,7 +16,8 @@ Lock plan:
   * `ResourceTable.lock` guards `open`, `appendable`, `zero`, `archived`, `closed`
     and every OpenResource's `writing`, `retired` and `failed`. It is never held
     across I/O.
-  * Each OpenResource's `io_lock` guards its file, `pending` and `synced`; it
+  * Each OpenResource's `io_lock` guards its files, `pending`, `checksum_pending`
+    and `synced`; it
     serialises a writer's appends with syncs and reads of that resource (an HDFS
     writer is not thread-safe). `length` and `completed` belong to the resource's
     writer while `writing` is set. Under `lock` alone, `sync` and `retire_locked`
@@ -24,6 +27,8 @@ Lock plan:
     resource under `lock` while it holds `io_lock`).
   * Claimant counts (`ClaimantCounts`) and lost ranges (`syncing.LostRanges`) have
     locks of their own, taken last.
+  * `CompanionSyncs` syncs a checksum file on a thread of its own for a caller that
+    holds the resource's `io_lock` and waits for it: the lock is never taken there.
 """
 
 from __future__ import annotations
@@ -44,13 +49,14 @@ log = logging.getLogger(__name__)
 
 
 class OpenResource:
-    __slots__ = ("claim", "root", "file", "length", "completed", "synced", "writing",
-                 "retired", "failed", "io_lock", "pending")
+    __slots__ = ("claim", "root", "file", "checksum_file", "length", "completed", "synced", "writing",
+                 "retired", "failed", "io_lock", "pending", "checksum_pending")
 
-    def __init__(self, claim: ResourceClaim, root: str, file: WritableFile):
+    def __init__(self, claim: ResourceClaim, root: str, file: WritableFile, checksum_file: WritableFile):
         self.claim = claim
         self.root = root
         self.file = file
+        self.checksum_file = checksum_file
         self.length = 0      # bytes handed to the file
         self.completed = 0   # end of the last closed claim
         self.synced = 0      # bytes known durable
@@ -62,12 +68,82 @@ class OpenResource:
         # group commit, fifty 1 KB claims cost one write() instead of fifty. Flushed
         # before anything else touches the file (append, sync, read, close).
         self.pending = bytearray()
+        # Packed checksum records of blocks whose bytes were handed to `file` or wait
+        # in `pending`: written to `checksum_file` when the pending bytes are.
+        self.checksum_pending = bytearray()
 
     def flush_pending(self) -> None:
-        """Hand pending bytes to the file. Caller holds `io_lock`."""
+        """Hand pending bytes to the resource file, then their checksum records to the
+        checksum file. Caller holds `io_lock`."""
         if self.pending:
             data, self.pending = self.pending, bytearray()
             self.file.write(data)
+        if self.checksum_pending:
+            records, self.checksum_pending = self.checksum_pending, bytearray()
+            self.checksum_file.write(records)
+
+    def sync_files(self, companion: CompanionSyncs) -> None:
+        """Flush, then make both files durable, names included. Caller holds `io_lock`."""
+        self.flush_pending()
+        companion.beside(self.checksum_file.sync_data, self.file.sync)
+        # Both files are in one directory, which the resource file's first sync fsynced.
+        self.checksum_file.directory_synced()
+
+    def sync_data(self, companion: CompanionSyncs) -> None:
+        """Flush, then make both files' bytes durable; a new file's name is the caller's
+        (`file.unsynced_directory()`, which is the checksum file's too). Caller holds `io_lock`."""
+        self.flush_pending()
+        companion.beside(self.checksum_file.sync_data, self.file.sync_data)
+
+    def directory_synced(self) -> None:
+        self.file.directory_synced()
+        self.checksum_file.directory_synced()
+
+    def close_files(self) -> None:
+        """Flush, then close both files (both are tried); raises the first failure.
+        Caller holds `io_lock`."""
+        failures = []
+        for step in (self.flush_pending, self.file.close, self.checksum_file.close):
+            try:
+                step()
+            except StorageError as error:
+                failures.append(error)
+        if failures:
+            raise failures[0]
+
+
+class CompanionSyncs:
+    """Runs a resource's checksum file sync beside its resource file sync, on a thread
+    of its own: two fdatasyncs (or hsyncs) one after the other would cost a session
+    commit two journal commits (two pipeline round trips) instead of one.
+
+    The caller holds the resource's `io_lock` throughout, so nothing else touches
+    either file meanwhile. `_lock` guards `_pool`, made on the first sync."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._lock = threading.Lock()
+        self._pool = None
+
+    def beside(self, companion: Callable[[], None], main: Callable[[], None]) -> None:
+        """Run `companion` on a pool thread while `main` runs here; raise the first failure."""
+        with self._lock:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{self._name}-checksum-sync")
+            pool = self._pool
+        future = pool.submit(companion)
+        try:
+            main()
+        finally:
+            future.result()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 # Told (resource, first lost byte, end of the lost bytes, why) when claims completed in
@@ -87,6 +163,7 @@ class ResourceTable:
         self.archived: dict[ResourceClaim, tuple[float, int]] = {}  # -> (archived at, size)
         self.closed = False
         self.claimants = claimants
+        self.companion_syncs = CompanionSyncs(name)
         self._on_lost = on_lost
         self._failure_logged = float("-inf")
 
@@ -120,8 +197,7 @@ class ResourceTable:
     def close_file(self, resource: OpenResource) -> None:
         with resource.io_lock:
             try:
-                resource.flush_pending()
-                resource.file.close()
+                resource.close_files()
             except StorageError as error:
                 if not resource.failed and resource.synced < resource.completed:
                     self.fail(resource, error)
@@ -145,10 +221,11 @@ class ResourceTable:
                 self._on_lost(resource.claim, resource.synced, resource.completed, str(error))
             if self.claimants.get(resource.claim) == 0:
                 self.zero.add(resource.claim)
-        try:
-            resource.file.close()
-        except (StorageError, OSError):
-            pass  # the file already failed; its unsynced bytes are gone either way
+        for file in (resource.file, resource.checksum_file):
+            try:
+                file.close()
+            except (StorageError, OSError):
+                pass  # the resource already failed; its unsynced bytes are gone either way
         self.log_failure("content resource %s failed and was retired: %s", resource.claim.relative_path, error)
 
     def log_failure(self, message: str, *args) -> None:

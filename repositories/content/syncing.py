@@ -1,8 +1,8 @@
 """Syncing: group commit of every open resource, and the claims a failure lost.
 
 `ResourceSyncer.sync()` makes every claim closed so far durable: one fdatasync (or
-hsync) per resource with unsynced bytes, run in parallel, then one fsync per
-directory that gained a new file; it also closes the files of retired resources once
+hsync) of each resource file with unsynced bytes and of its checksum file, resources
+in parallel, then one fsync per directory that gained new files; it also closes the files of retired resources once
 their claims are synced.
 
 Lost ranges: completed claims whose bytes were not yet synced when their resource
@@ -115,9 +115,9 @@ class ResourceSyncer:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{self._table.name}-sync")
-            results = list(self._pool.map(_sync_data, targets))
+            results = list(self._pool.map(self._sync_data, targets))
         else:
-            results = [_sync_data(resource) for resource in targets]
+            results = [self._sync_data(resource) for resource in targets]
         outcomes: list[StorageError | None] = []
         directories: dict[str, StorageError | None] = {}
         for resource, (end, error) in zip(targets, results):
@@ -132,27 +132,26 @@ class ResourceSyncer:
                             directories[directory] = failure
                     error = directories[directory]
                     if error is None:
-                        resource.file.directory_synced()
+                        resource.directory_synced()
                 if error is None:
                     with resource.io_lock:
                         resource.synced = max(resource.synced, end)
             outcomes.append(error)
         return outcomes
 
+    def _sync_data(self, resource: OpenResource) -> tuple[int | None, StorageError | None]:
+        """(bytes now durable, or None if nothing was to sync; the error of a failed sync)."""
+        with resource.io_lock:
+            if resource.failed or resource.length <= resource.synced:
+                return None, None
+            end = resource.length
+            try:
+                resource.sync_data(self._table.companion_syncs)
+            except StorageError as error:
+                return None, error
+            return end, None
+
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-
-
-def _sync_data(resource: OpenResource) -> tuple[int | None, StorageError | None]:
-    """(bytes now durable, or None if nothing was to sync; the error of a failed sync)."""
-    with resource.io_lock:
-        if resource.failed or resource.length <= resource.synced:
-            return None, None
-        end = resource.length
-        try:
-            resource.flush_pending()
-            resource.file.sync_data()
-        except StorageError as error:
-            return None, error
-        return end, None
+        self._table.companion_syncs.shutdown()

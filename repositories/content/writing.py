@@ -6,8 +6,10 @@ taken round-robin). The claim's offset is the resource's length at that moment.
 `write_at` gives a follower replica the very resource and offset its leader wrote.
 
 The writer streams bytes into the resource file (buffered per writer, never the whole
-content). `close()` completes the claim, counts the writer as its first claimant and,
-if the claim is to be synced now, syncs the resource first; then the resource goes
+content), and their checksum records, one per block as each fills up, into the
+resource's checksum file (`checksums.BlockChecksummer`). `close()` completes the
+claim, counts the writer as its first claimant and, if the claim is to be synced
+now, syncs the resource (both files) first; then the resource goes
 back to `appendable`, or is retired when it is full. A failed append or sync retires
 its resource (`ResourceTable.fail`), so bytes a failed writer left behind are never
 inside a later claim.
@@ -20,12 +22,19 @@ from collections.abc import Callable, Mapping
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.storage import StorageError
 
+from .checksum_format import pack_header
+from .checksums import BlockChecksummer
 from .config import ContentRepositoryConfig
 from .errors import ContentRepositoryError, ReplicaDiverged, translate_storage_error
 from .format import ResourceIdGenerator, section_of
 from .resource_io import ResourceIO
 from .resources import OpenResource, ResourceTable
 from .store import ClaimWriter
+
+
+# A writer hands checksum records to the checksum file once this many bytes of them
+# wait (every 13 MB of a large claim), so a 10 GB claim's records never pile up.
+CHECKSUM_RECORDS_BUFFERED = 4096
 
 
 class ContentWriter(ClaimWriter):
@@ -40,6 +49,7 @@ class ContentWriter(ClaimWriter):
         self.offset = resource.length
         self._buffer = bytearray()
         self._buffer_size = allocator.config.write_buffer_size
+        self._checksums = BlockChecksummer(self.offset, allocator.config.checksum_block_size)
         self._written = 0
         self._open = True
         self.claim: ContentClaim | None = None
@@ -52,6 +62,7 @@ class ContentWriter(ClaimWriter):
         if not self._open:
             raise ContentRepositoryError("write to a closed content writer", claim=self._resource.claim)
         size = len(data)
+        self._checksums.update(data)
         if not self._buffer and size >= self._buffer_size:
             self._append(data)
         else:
@@ -68,6 +79,9 @@ class ContentWriter(ClaimWriter):
             try:
                 resource.flush_pending()
                 resource.file.write(data)
+                resource.checksum_pending += self._checksums.take()
+                if len(resource.checksum_pending) >= CHECKSUM_RECORDS_BUFFERED:
+                    resource.flush_pending()
             except StorageError as error:
                 self._open = False
                 self._allocator.table.fail(resource, error)
@@ -80,14 +94,21 @@ class ContentWriter(ClaimWriter):
             return self.claim
         if not self._open:
             raise ContentRepositoryError("close of an aborted content writer", claim=self._resource.claim)
+        self._checksums.finish()
         if self._buffer:
             if (sync is False or (sync is None and not self._allocator.config.sync_on_close)) and \
                     len(self._buffer) + len(self._resource.pending) < self._buffer_size:
-                self._resource.pending += self._buffer
-                self._resource.length += len(self._buffer)
+                resource = self._resource
+                with resource.io_lock:  # a concurrent sync flushes both pending buffers
+                    resource.pending += self._buffer
+                    resource.checksum_pending += self._checksums.take()
+                    resource.length += len(self._buffer)
             else:
                 self._append(self._buffer)
             self._buffer = bytearray()
+        elif self._checksums.ready:
+            with self._resource.io_lock:
+                self._resource.checksum_pending += self._checksums.take()
         self._open = False
         claim = ContentClaim(self._resource.claim, self.offset, self._written)
         self._allocator.complete(self._resource, claim, sync, retire)
@@ -168,12 +189,18 @@ class ResourceAllocator:
             claim = wanted
         root = self._roots[claim.container]
         self._check_capacity(claim.container)
+        handles = []
         try:
             self._io.ensure_section(root, claim.section)
-            handle = self._io.create(root, claim)
+            handles.append(self._io.create(root, claim))
+            handles.append(self._io.create_checksums(root, claim))
         except StorageError as error:
+            for handle in handles:
+                _close_quietly(handle)
             raise translate_storage_error(error, claim=claim) from error
-        resource = OpenResource(claim, root, handle)
+        handle, checksum_handle = handles
+        resource = OpenResource(claim, root, handle, checksum_handle)
+        resource.checksum_pending += pack_header(self.config.checksum_block_size)  # written with the first records
         resource.writing = True
         with table.lock:
             table.open[claim] = resource
@@ -185,8 +212,7 @@ class ResourceAllocator:
             retire = retire or self.config.close_resources_on_sync
             with resource.io_lock:
                 try:
-                    resource.flush_pending()
-                    resource.file.sync()
+                    resource.sync_files(self.table.companion_syncs)
                 except StorageError as error:
                     self.table.fail(resource, error)
                     raise translate_storage_error(error, claim=claim) from error
@@ -222,3 +248,10 @@ class ResourceAllocator:
             to_close = table.stop_appending_locked(resource)
         if to_close is not None:
             table.close_file(to_close)
+
+
+def _close_quietly(handle) -> None:
+    try:
+        handle.close()
+    except StorageError:
+        pass  # the resource was never used: its files are orphans that recovery removes

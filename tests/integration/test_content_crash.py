@@ -22,6 +22,7 @@ import pytest
 
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
+from repositories.content.format import CHECKSUM_SUFFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,9 +127,11 @@ def read_ledger(ledger: Path) -> list[tuple[ContentClaim, int, int]]:
     return entries
 
 
-def resource_bytes(directory: Path) -> dict[str, int]:
-    return {str(path.relative_to(directory)): path.stat().st_size
-            for path in directory.rglob("*") if path.is_file()}
+def resource_bytes(directory: Path, checksums: bool = False) -> dict[str, int]:
+    """Sizes of the resource files under `directory` (or, with `checksums`, of the
+    checksum files beside them, by the name of their resource)."""
+    return {str(path.relative_to(directory)).removesuffix(CHECKSUM_SUFFIX): path.stat().st_size
+            for path in directory.rglob("*") if path.is_file() and path.name.endswith(CHECKSUM_SUFFIX) == checksums}
 
 
 @pytest.mark.slow
@@ -159,6 +162,12 @@ def test_killed_writer_leaves_claims_whole_or_gone_and_space_reclaimed(tmp_path,
         ends[key] = max(ends.get(key, 0), claim.offset + claim.length)
     assert after == ends
     assert after.get(torn_file, 0) == torn_offset
+    # ...and every checksum record too: each checksum file describes its resource file
+    # exactly up to the end of its last recorded claim, and every block verifies.
+    assert set(resource_bytes(directory, checksums=True)) == set(after)
+    for resource in {claim.resource for claim, _seed, _size in entries}:
+        check = repository.check_resource(resource)
+        assert (check.status, check.covered, check.failures) == ("verified", ends[f"{resource.section}/{resource.id}"], [])
 
     # And the repository keeps working after the crash.
     claim = repository.write_bytes(b"after the crash")
