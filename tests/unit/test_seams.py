@@ -5,15 +5,32 @@ from __future__ import annotations
 
 import pytest
 
+import importlib
+import pkgutil
+
+from cluster.failover.fencing import FenceHooks
+from cluster.failover.leader import LeaderHooks
+from flow.commit import CommitHooks
+from repositories.content import ContentHooks
 from repositories.flowfile import Delete, WalHooks, WriteAheadLog
 from repositories.provenance import ProvenanceHooks, ProvenanceRepository, hooks as provenance_seams
-from repositories.seams import UnknownSeam
+from repositories.seams import FaultSeams, UnknownSeam
 from repositories.storage import LocalStorage
 from repositories.swap import SwapHooks, SwapStore
 
 from .provenance.conftest import make_config
 
-SEAM_SETS = [WalHooks, SwapHooks, ProvenanceHooks]
+SEAM_SETS = [WalHooks, SwapHooks, ProvenanceHooks, ContentHooks, CommitHooks, FenceHooks, LeaderHooks]
+
+
+def test_every_set_of_fault_seams_of_the_product_is_checked_here():
+    for package in ("repositories", "replication", "flow", "cluster"):
+        root = importlib.import_module(package)
+        for module in pkgutil.walk_packages(root.__path__, f"{package}."):
+            if ".services" not in module.name and ".commands" not in module.name:
+                importlib.import_module(module.name)
+    declared = {cls for cls in FaultSeams.__subclasses__() if cls.__module__.split(".")[0] != "tests"}
+    assert declared == set(SEAM_SETS), "add new sets of seams to SEAM_SETS"
 
 
 def nothing(*args, **kwargs) -> None:
