@@ -10,5 +10,7 @@ content kept on more than one replica.
   `StorageResourceIO`) and a reader of another node's content.
 * `replicating_content` - `ReplicatingContentRepository`: every claim on local disk and
   on HDFS, complete when every required replica holds it.
-* `content_fsck` - finds content replicas that disagree, and repairs them.
+* `content_fsck` - checks every replica against its own checksums, and repairs the
+  missing, short or damaged ones from a replica that verifies (never from one that
+  does not; two verified replicas that disagree are reported, not repaired).
 """
