@@ -11,20 +11,22 @@ import urllib.request
 from cluster.drills.checker import ids_in_directory
 from cluster.node.standalone import StandaloneNode
 from flow.loading import parse_flow
-from flow.processor import Processor
-from flow.processors import PROCESSOR_TYPES
 from flow.stateless import StatelessFlow
 
 
-def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
-    out = tmp_path / "out"
-    definition = parse_flow({
+def listen_then_put(out):
+    """ListenHTTP on /ingest, PutFile to `out`."""
+    return parse_flow({
         "processors": [
             {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "base_path": "ingest"}},
             {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
              "auto_terminate": ["success", "failure"]}],
         "connections": [{"id": "received", "source": "listen", "destination": "put"}]})
-    node = StandaloneNode(definition, str(tmp_path / "node"))
+
+
+def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
+    out = tmp_path / "out"
+    node = StandaloneNode(listen_then_put(out), str(tmp_path / "node"))
     node.start()
     try:
         listener = node.graph.processors["listen"]
@@ -50,8 +52,8 @@ def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
     assert sorted(p.read_text() for p in out.glob("*")) == [f"record {i}" for i in range(5)]
 
 
-def post(url, body, key=None, timeout=30):
-    headers = {"Idempotency-Key": key} if key else {}
+def post(url, body, key=None, timeout=30, headers=None):
+    headers = {**(headers or {}), **({"Idempotency-Key": key} if key else {})}
     request = urllib.request.Request(url, data=body, method="POST", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -63,14 +65,8 @@ def post(url, body, key=None, timeout=30):
 def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_flowfile_also_after_a_restart(
         tmp_path):
     out = tmp_path / "out"
-    definition = parse_flow({
-        "processors": [
-            {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "base_path": "ingest"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
-             "auto_terminate": ["success", "failure"]}],
-        "connections": [{"id": "received", "source": "listen", "destination": "put"}]})
     for run in range(2):
-        node = StandaloneNode(definition, str(tmp_path / "node"))
+        node = StandaloneNode(listen_then_put(out), str(tmp_path / "node"))
         node.start()
         try:
             url = f"http://127.0.0.1:{node.graph.processors['listen'].port}/ingest"
@@ -86,27 +82,17 @@ def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_f
     assert sorted(p.read_text() for p in out.glob("*")) == ["no key 0", "no key 1", "order-1 first"]
 
 
-class FailOnce(Processor):
-    type_name = "TestFailOnce"
-    fail = True
-
-    def on_trigger(self, context, session):
-        flowfile = session.get()
-        if FailOnce.fail:
-            FailOnce.fail = False
-            raise RuntimeError("failed on purpose")
-        session.transfer(flowfile, "success")
-
-
 def test_a_client_whose_request_failed_in_a_stateless_flow_gets_503_and_its_retry_is_taken():
-    FailOnce.fail = True
+    # The first attempt carries an attribute the flow routes to its failure port.
     stateless = StatelessFlow(parse_flow({
         "processors": [
             {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "ack_timeout": "120 sec"}},
-            {"id": "check", "type": "TestFailOnce"}],
-        "ports": [{"id": "out", "type": "output"}],
-        "connections": [{"source": "listen", "destination": "check"}, {"source": "check", "destination": "out"}]},
-        registry={**PROCESSOR_TYPES, "TestFailOnce": FailOnce}))
+            {"id": "check", "type": "RouteOnAttribute", "properties": {"poisoned": "${poison:equals('yes')}"}}],
+        "ports": [{"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}],
+        "connections": [{"source": "listen", "destination": "check"},
+                        {"source": "check", "relationships": ["unmatched"], "destination": "out"},
+                        {"source": "check", "relationships": ["poisoned"], "destination": "failed"}]}))
+
     def trigger_until(reached):
         """Trigger until a result is `reached` (the request got in) or 20 s passed."""
         deadline = time.monotonic() + 20
@@ -123,7 +109,9 @@ def test_a_client_whose_request_failed_in_a_stateless_flow_gets_503_and_its_retr
         url = f"http://127.0.0.1:{stateless.graph.processors['listen'].port}/contentListener"
         for attempt, expected in enumerate((503, 200)):
             answers = []
-            client = threading.Thread(target=lambda: answers.append(post(url, b"data", key="k-1", timeout=20)))
+            headers = {"X-Attr-poison": "yes"} if attempt == 0 else {}
+            client = threading.Thread(target=lambda: answers.append(post(url, b"data", key="k-1", timeout=20,
+                                                                         headers=headers)))
             client.start()
             result = trigger_until(lambda result: not result.success or result.outputs)
             assert result.success == (attempt == 1), result.failure

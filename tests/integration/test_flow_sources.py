@@ -156,11 +156,8 @@ def test_fetch_file_finishes_a_delete_a_crash_cut_short_and_list_file_lists_once
     node.crash()
 
 
-def test_execute_stateless_commits_its_sub_flows_state_with_its_outputs(tmp_path):
-    inbox = tmp_path / "in"
-    inbox.mkdir()
-    for name in ("a", "b"):
-        write(inbox, name, name.encode())
+def get_file_sub_flow(tmp_path, inbox):
+    """A stateless sub-flow in which GetFile takes the files of `inbox` to an output port."""
     sub = tmp_path / "sub.yaml"
     sub.write_text(textwrap.dedent(f"""
         processors:
@@ -170,6 +167,15 @@ def test_execute_stateless_commits_its_sub_flows_state_with_its_outputs(tmp_path
         connections:
           - {{source: get, destination: out}}
     """))
+    return sub
+
+
+def test_execute_stateless_commits_its_sub_flows_state_with_its_outputs(tmp_path):
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    for name in ("a", "b"):
+        write(inbox, name, name.encode())
+    sub = get_file_sub_flow(tmp_path, inbox)
     loader = StatelessFlowLoader(PROCESSOR_TYPES)
 
     node = Node(tmp_path, ["out"], CrashAt("after_wal", "run"))
@@ -192,15 +198,7 @@ def test_a_failed_commit_of_execute_stateless_offers_its_sub_flows_files_again(t
     inbox = tmp_path / "in"
     inbox.mkdir()
     write(inbox, "a", b"a")
-    sub = tmp_path / "sub.yaml"
-    sub.write_text(textwrap.dedent(f"""
-        processors:
-          - {{id: get, type: GetFile, properties: {{input_directory: "{inbox}"}}}}
-        ports:
-          - {{id: out, type: output}}
-        connections:
-          - {{source: get, destination: out}}
-    """))
+    sub = get_file_sub_flow(tmp_path, inbox)
     failing = [1]
 
     def refuse_once(component_id):

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import os
 import random
-import select
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,7 +28,8 @@ from cluster.drills.checker import check_delivery, check_node_repositories, ids_
 from cluster.node.standalone import StandaloneNode
 from flow.loading import load_flow
 
-ROOT = Path(__file__).resolve().parents[2]
+from .custody_run import ROOT, kill, line_containing, start_run
+
 FLOW = ROOT / "examples" / "files-drill.yaml"
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 COUNT = 30_000 if LONG else 3_000
@@ -39,23 +37,8 @@ KILLS = 15 if LONG else 8
 
 
 def _start(data_dir: Path, inbox: Path, log_path: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir),
-         "--param", f"inbox={inbox}", "--status-interval", "0", "--threads", "4"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=open(log_path, "ab"), text=True)
-
-
-def _wait_running(process: subprocess.Popen, deadline: float) -> bool:
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        line = process.stdout.readline()
-        if not line:
-            return False  # exited
-        if "node running" in line:
-            return True
-    return False
+    return start_run(FLOW, data_dir, "--param", f"inbox={inbox}", "--status-interval", "0", "--threads", "4",
+                     stderr=open(log_path, "ab"))
 
 
 def _waiting(inbox: Path) -> int:
@@ -82,15 +65,13 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
                 time.sleep(rng.uniform(0.0, 0.8))  # the random moment of the kill
                 killed_while_starting += 1
                 continue
-            assert _wait_running(process, time.monotonic() + 60), (
+            assert line_containing(process, "node running", 60) is not None, (
                 f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}")
             time.sleep(rng.uniform(0.0, 1.0))  # the random moment of the kill
             if _waiting(inbox):
                 killed_while_taking += 1
         finally:
-            process.send_signal(signal.SIGKILL)
-            process.wait(30)
-            process.stdout.close()
+            kill(process)
     drill_s = time.monotonic() - started
 
     # The last run, in-process: drain, and wait for GetFile to drop its last records.

@@ -80,14 +80,15 @@ class FileIdentity:
     mtime_ns: int
     size: int
 
+    @property
+    def key(self) -> str:
+        """Its entry's key in the layout."""
+        return f"{TAKEN_PREFIX}{self.inode}:{self.mtime_ns}:{self.size}"
+
     @classmethod
     def of(cls, status) -> "FileIdentity":
         """The identity of an `os.stat_result`."""
         return cls(status.st_ino, status.st_mtime_ns, status.st_size)
-
-    @property
-    def key(self) -> str:
-        return f"{TAKEN_PREFIX}{self.inode}:{self.mtime_ns}:{self.size}"
 
 
 @dataclass(frozen=True, slots=True)
