@@ -31,8 +31,8 @@ from .intake.ledger import choose_files, list_new
 
 
 def _scan(directory: str, pattern, recurse: bool, minimum_age_s: float):
+    """(path, name, stat) of each file of `directory` (an absolute path) to take."""
     now = time.time()
-    directory = os.path.abspath(directory)
     for root, dirs, names in os.walk(directory):
         if not recurse:
             dirs[:] = []
@@ -51,7 +51,7 @@ def _scan(directory: str, pattern, recurse: bool, minimum_age_s: float):
 
 def _file_attributes(directory: str, path: str, name: str, status) -> dict:
     folder = os.path.dirname(path)
-    relative = os.path.relpath(folder, os.path.abspath(directory))
+    relative = os.path.relpath(folder, directory)
     return {"filename": name, "path": "./" if relative == "." else relative + "/", "absolute.path": folder + "/",
             "file.size": str(status.st_size), "file.lastModifiedTime": str(int(status.st_mtime * 1000))}
 
@@ -85,19 +85,27 @@ class GetFile(Processor):
         self._taken = TakenFiles(processor_id)
 
     def on_trigger(self, context: ProcessContext, session) -> None:
-        directory = context["input_directory"]
+        directory = os.path.abspath(context["input_directory"])
         if not os.path.isdir(directory):
             context.logger.warning("%s: input directory %s does not exist", self.id, directory)
             context.yield_()
             return
         keep = context["keep_source_file"]
+        writable: dict[str, bool] = {}
+
+        def deletable(path: str) -> bool:
+            folder = os.path.dirname(path)
+            if folder not in writable:
+                writable[folder] = os.access(folder, os.W_OK)
+            return writable[folder]
+
         taken = self._taken
         with taken.lock:
             state = taken.read(session)
             taken.finish_orphans(state)
             found = ((FileIdentity.of(status), (path, name)) for path, name, status in
                      _scan(directory, context["file_filter"], context["recurse"], context["minimum_file_age"])
-                     if keep or os.access(os.path.dirname(path), os.W_OK))
+                     if keep or deletable(path))
             picked = choose_files(found, state, taken.claimed, context["batch_size"])
             claimed = [identity for identity, _ in picked]
             taken.claim(claimed)
@@ -143,7 +151,7 @@ class ListFile(Processor):
         self._lock = threading.Lock()  # held from reading the mark to committing the next one
 
     def on_trigger(self, context: ProcessContext, session) -> None:
-        directory = context["input_directory"]
+        directory = os.path.abspath(context["input_directory"])
         if not os.path.isdir(directory):
             context.yield_()
             return

@@ -9,19 +9,22 @@ the record, finishes the step, and never takes the same input again. This module
 the only place the layout is read and written; the cluster hands a dead incarnation's
 intake states to the next incarnation with `flow.processors.intake.hand_over`.
 
-A processor state is a map of text to text (one WAL record per processor, see
-`flow.shard`). Layout version 1, one entry per line:
+A processor state is a map of text to text, stored as the attributes of one WAL record
+per processor (`flow.shard`; the bytes are the WAL's record format). Layout version 1,
+one row per entry:
 
     key                                   value
     "intake.layout"                       "1"
     "taken:<inode>:<mtime_ns>:<size>"     "delete" NUL <path>
                                           "move" NUL <path> NUL <destination directory>
     "listed.timestamp_ms"                 <ms>: the newest modification time listed
+                                          (no entry before the first listing)
     "listed:<path>"                       "" (a path listed with exactly that time)
     "key:<idempotency key>"               <ms>: when the request that carried it was committed
 
-Numbers are decimal ASCII digits, no sign, no leading zero (<ms> since the Unix epoch,
-<mtime_ns> as `os.stat` gives it). <path> is the path the source read, as text; NUL
+Numbers are decimal ASCII digits, no sign, no leading zero (<ms> since the Unix epoch;
+<mtime_ns> in nanoseconds, as `os.stat` gives it: the finest time the file system
+keeps, so that a file rewritten in place is told apart as often as it can be). <path> is the path the source read, as text; NUL
 never occurs in a path. An idempotency key is 1 to `MAX_KEY_LENGTH` characters of the
 request header, printable ASCII. "taken" entries are the files taken and not yet
 deleted or moved (GetFile, FetchFile); the "listed" entries are ListFile's mark; the

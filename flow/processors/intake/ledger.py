@@ -44,7 +44,7 @@ def orphans(state: IntakeState, claimed: Collection[FileIdentity],
     """The records no session of this process owns nor has completed: left by an earlier
     run (a crash between the commit and the delete) or by a delete that failed. They are
     finished before anything new is taken."""
-    return [record for identity, record in sorted(state.taken.items())
+    return [record for identity, record in state.taken.items()
             if identity not in claimed and identity not in completed]
 
 

@@ -35,6 +35,7 @@ class TakenFiles:
         self._claimed: Counter[FileIdentity] = Counter()  # held by a session not finished yet
         self._completed: set[FileIdentity] = set()  # finished durably; pruned from the state next commit
         self._reported: set[FileIdentity] = set()  # failed finishes already logged
+        self._read: tuple[dict, IntakeState] = ({}, IntakeState())  # the last state read, and what it holds
 
     @property
     def claimed(self) -> frozenset[FileIdentity]:
@@ -43,7 +44,14 @@ class TakenFiles:
 
     def read(self, session) -> IntakeState:
         """The processor's committed intake state (as `session` sees it)."""
-        return format.unpack(session.get_state(), self.owner)
+        raw = session.get_state()
+        with self.lock:
+            last_raw, last = self._read
+            if raw == last_raw:  # mostly: the state this processor committed last
+                return last
+            state = format.unpack(raw, self.owner)
+            self._read = (raw, state)
+            return state
 
     def finish_orphans(self, state: IntakeState) -> None:
         """Finish the deletes and moves no running session owns: an earlier run's, cut
@@ -72,7 +80,9 @@ class TakenFiles:
             committed = self.read(session)
             state, pruned = ledger.state_after_commit(committed, records, self._completed)
             if state != committed:
-                session.set_state(format.pack(state))
+                packed = format.pack(state)
+                session.set_state(packed)
+                self._read = (packed, state)  # what the next read finds once this commit is through
             if not session.touched:
                 session.rollback()
                 self.release(claimed)
