@@ -11,12 +11,13 @@ an idempotency key, exactly once. A request may carry a key in the header
 were committed are kept in the processor state, in the same WAL transaction as those
 FlowFiles (`flow.processors.intake.format`), and a retried POST with a key already
 committed is answered 200 with no second FlowFile, also after a crash that lost the
-first 200. A retry while the first is still being committed gets the first one's
-answer. Keys are kept for `idempotency_key_age` and at most `idempotency_max_keys` of
-them (the oldest go first; the whole list is written with every commit that changes
-it): a retry later than that is taken again. Only the first request's body is kept
-for a key. Without a key a retry after a lost 200 is a new request, and its data is
-delivered twice: nothing tells it apart from new data.
+first 200. A retry while the first is still being committed waits for that commit, and
+is then answered 200 without a FlowFile (or taken, if that commit failed). Keys are
+kept for `idempotency_key_age`, and at most `idempotency_max_keys` of them (the oldest
+go first; the whole list is written with every commit that changes it): a retry later
+than that is taken again. Only the first request's body is kept for a key. Without a
+key a retry after a lost 200 is a new request, and its data is delivered twice:
+nothing tells it apart from new data.
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ class _Pending:
 
 
 class ListenHTTP(Processor):
-    """See the module docstring. Lock plan: `_lock` guards `_waiting` (the requests of
-    each key whose FlowFile is being committed) and is held from reading the committed
-    keys until the commit that writes the next ones has returned (reentrant: the
-    traditional engine answers inside the commit)."""
+    """See the module docstring. Lock plan: `_lock` is held from reading the committed
+    keys until the commit that writes the next ones has returned, so a retry waits for
+    the first request's commit and then finds its key (or, the commit failed, does not).
+    The stateless engine is not triggered again before its result is settled."""
 
     type_name = "ListenHTTP"
     description = "An HTTP endpoint: each POST body becomes a FlowFile; 200 once it is durable."
@@ -76,8 +77,7 @@ class ListenHTTP(Processor):
         self._pending: queue.Queue[_Pending] = queue.Queue()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self._lock = threading.RLock()
-        self._waiting: dict[str, list[_Pending]] = {}
+        self._lock = threading.Lock()
         self.port: int | None = None
 
     def on_scheduled(self, context: ProcessContext) -> None:
@@ -148,15 +148,13 @@ class ListenHTTP(Processor):
                     groups.append([request])
                 elif request.key in committed:
                     replayed.append(request)
-                elif request.key in self._waiting:  # being committed by another session
-                    self._waiting[request.key].append(request)
-                elif request.key in keyed:
+                elif request.key in keyed:  # a retry in the same batch
                     keyed[request.key].append(request)
                 else:
                     keyed[request.key] = [request]
                     groups.append(keyed[request.key])
             self._answer(replayed, 200)
-            self._waiting.update(keyed)
+            requests = [request for group in groups for request in group]
             try:
                 for group in groups:
                     self._receive(context, session, group[0])
@@ -165,7 +163,7 @@ class ListenHTTP(Processor):
                 if keys != dict(state.keys):
                     session.set_state(intake_format.pack(state.replace(keys=keys)))
             except BaseException:
-                self._settle(groups, keyed, 500)
+                self._answer(requests, 500)
                 raise
             if not session.touched:
                 session.rollback()
@@ -173,10 +171,10 @@ class ListenHTTP(Processor):
             failures: list[BaseException] = []
 
             def failed(error: BaseException) -> None:
-                self._settle(groups, keyed, 503)
+                self._answer(requests, 503)
                 failures.append(error)
 
-            session.commit_async(lambda: self._settle(groups, keyed, 200), failed)
+            session.commit_async(lambda: self._answer(requests, 200), failed)
             if failures:
                 raise failures[0]
 
@@ -193,13 +191,6 @@ class ListenHTTP(Processor):
         flowfile = session.write_bytes(flowfile, request.body)
         session.receive(flowfile, f"http://{context['host']}:{self.port}/{context['base_path']}")
         session.transfer(flowfile, "success")
-
-    def _settle(self, groups: list[list[_Pending]], keyed: dict[str, list[_Pending]], status: int) -> None:
-        """Answer every request of `groups`, and every retry that joined one of `keyed` meanwhile."""
-        with self._lock:
-            for key in keyed:
-                self._waiting.pop(key, None)
-            self._answer([request for group in groups for request in group], status)
 
     @staticmethod
     def _answer(batch, status: int) -> None:
