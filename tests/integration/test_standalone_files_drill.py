@@ -3,14 +3,14 @@ moments, must deliver every file exactly once.
 
 A few thousand files, each holding its unique id, wait in an inbox; `custody run`
 (examples/files-drill.yaml) moves them through UpdateAttribute and ReplaceText to
-PutFile. Each run is SIGKILLed at a random moment of its first second of running (one
-run in eight while it is still starting and recovering). With NiFi's GetFile, which
-deletes a file only after its session's commit, about one kill in five lands between
-a commit and its deletes, and the next run takes those files again. A last run drains
-the inbox. Then every id must be in the PutFile
-directory exactly once (`cluster.drills.checker`: lost, duplicated and unexpected ids
-counted), the inbox empty, provenance must have sent each file once, and GetFile's
-state must hold no record (each is dropped once its delete is durable).
+PutFile. Each run is SIGKILLed at a random moment of its first second of running (of
+its first six seconds in the long run), one run in eight while it is still starting
+and recovering. With NiFi's GetFile, which deletes a file only after its session's
+commit, about one kill in five lands between a commit and its deletes, and the next
+run takes those files again. A last run drains the inbox. Then every id must be in
+the PutFile directory exactly once (`cluster.drills.checker`: lost, duplicated and
+unexpected ids counted), the inbox empty, provenance must have sent each file once,
+and GetFile's state must hold no record (each is dropped once its delete is durable).
 
 CI: 3,000 files and 8 kills. CUSTODY_LONG=1: 30,000 files and 15 kills. Seed:
 CUSTODY_DRILL_SEED (default random, printed on failure).
@@ -34,6 +34,7 @@ FLOW = ROOT / "examples" / "files-drill.yaml"
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 COUNT = 30_000 if LONG else 3_000
 KILLS = 15 if LONG else 8
+KILL_WITHIN_S = 6.0 if LONG else 1.0  # how long a run may work before its kill: the kills spread over the files
 
 
 def _start(data_dir: Path, inbox: Path, log_path: Path) -> subprocess.Popen:
@@ -67,7 +68,7 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
                 continue
             assert line_containing(process, "node running", 60) is not None, (
                 f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}")
-            time.sleep(rng.uniform(0.0, 1.0))  # the random moment of the kill
+            time.sleep(rng.uniform(0.0, KILL_WITHIN_S))  # the random moment of the kill
             if _waiting(inbox):
                 killed_while_taking += 1
         finally:
