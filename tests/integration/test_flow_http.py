@@ -3,10 +3,13 @@ takes a request with an idempotency key once, and answers 503 when its flow fail
 
 from __future__ import annotations
 
+import textwrap
 import threading
 import time
 import urllib.error
 import urllib.request
+
+import yaml
 
 from cluster.drills.checker import ids_in_directory
 from cluster.node.standalone import StandaloneNode
@@ -14,19 +17,15 @@ from flow.loading import parse_flow
 from flow.stateless import StatelessFlow
 
 
-def listen_then_put(out):
-    """ListenHTTP on /ingest, PutFile to `out`."""
-    return parse_flow({
+def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
+    out = tmp_path / "out"
+    definition = parse_flow({
         "processors": [
             {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "base_path": "ingest"}},
             {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
              "auto_terminate": ["success", "failure"]}],
         "connections": [{"id": "received", "source": "listen", "destination": "put"}]})
-
-
-def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
-    out = tmp_path / "out"
-    node = StandaloneNode(listen_then_put(out), str(tmp_path / "node"))
+    node = StandaloneNode(definition, str(tmp_path / "node"))
     node.start()
     try:
         listener = node.graph.processors["listen"]
@@ -65,8 +64,15 @@ def post(url, body, key=None, timeout=30, headers=None):
 def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_flowfile_also_after_a_restart(
         tmp_path):
     out = tmp_path / "out"
+    definition = parse_flow(yaml.safe_load(textwrap.dedent(f"""
+        processors:
+          - {{id: listen, type: ListenHTTP, properties: {{port: 0, base_path: ingest}}}}
+          - {{id: put, type: PutFile, properties: {{directory: "{out}"}}, auto_terminate: [success, failure]}}
+        connections:
+          - {{source: listen, destination: put}}
+    """)))
     for run in range(2):
-        node = StandaloneNode(listen_then_put(out), str(tmp_path / "node"))
+        node = StandaloneNode(definition, str(tmp_path / "node"))
         node.start()
         try:
             url = f"http://127.0.0.1:{node.graph.processors['listen'].port}/ingest"

@@ -5,21 +5,34 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
-from .custody_run import ROOT, line_containing, start_run
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def start(data_dir):
-    return start_run(ROOT / "examples" / "hello.yaml", data_dir, "--status-interval", "0")
+    return subprocess.Popen([sys.executable, "-m", "cluster.cli", "run", "--flow", str(ROOT / "examples" / "hello.yaml"),
+                             "--data-dir", str(data_dir), "--status-interval", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
 def read_line_containing(process, text, timeout):
-    line = line_containing(process, text, timeout)
-    if line is None:
-        raise AssertionError(f"no line with {text!r} within {timeout} s")
-    return line
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = process.stdout.readline()
+        if not line:
+            break
+        if text in line:
+            return line
+    raise AssertionError(f"no line with {text!r} within {timeout} s")
 
 
 def wait_for_files(directory, count, timeout):

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import os
 import random
+import select
+import signal
 import subprocess
+import sys
 import time
 from itertools import repeat
 from pathlib import Path
@@ -27,19 +30,29 @@ from cluster.node.standalone import StandaloneNode
 from flow.loading import load_flow
 from repositories.claims import ContentClaim
 
-from .custody_run import ROOT, kill, line_containing, start_run
-
+ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "examples" / "drill.yaml"
 COUNT = 30_000
 
 
 def _start(data_dir: Path, log_path: Path) -> subprocess.Popen:
-    return start_run(FLOW, data_dir, "--param", f"count={COUNT}", "--status-interval", "0", "--threads", "4",
-                     stderr=open(log_path, "ab"))
+    return subprocess.Popen(
+        [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir),
+         "--param", f"count={COUNT}", "--status-interval", "0", "--threads", "4"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=open(log_path, "ab"), text=True)
 
 
 def _wait_running(process: subprocess.Popen, deadline: float) -> bool:
-    return line_containing(process, "node running", deadline - time.monotonic()) is not None
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = process.stdout.readline()
+        if not line:
+            return False  # exited
+        if "node running" in line:
+            return True
+    return False
 
 
 def _swap_files(data_dir: Path) -> int:
@@ -74,7 +87,9 @@ def test_sigkill_restart_drill(tmp_path):
                    if (data_dir / "out").is_dir() else []) < COUNT:
                 killed_while_busy += 1
         finally:
-            kill(process)
+            process.send_signal(signal.SIGKILL)
+            process.wait(30)
+            process.stdout.close()
     drill_seconds = time.monotonic() - started
 
     # The last run, in-process: recover, check claimant counts, drain, stop cleanly.

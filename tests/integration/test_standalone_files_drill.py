@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from cluster.drills.checker import check_delivery, check_node_repositories, ids_
 from cluster.node.standalone import StandaloneNode
 from flow.loading import load_flow
 
-from .custody_run import ROOT, kill, line_containing, start_run
+from .test_standalone_cli import ROOT, read_line_containing
 
 FLOW = ROOT / "examples" / "files-drill.yaml"
 LONG = os.environ.get("CUSTODY_LONG") == "1"
@@ -37,9 +38,11 @@ KILLS = 15 if LONG else 8
 KILL_WITHIN_S = 6.0 if LONG else 1.0  # how long a run may work before its kill: the kills spread over the files
 
 
-def _start(data_dir: Path, inbox: Path, log_path: Path) -> subprocess.Popen:
-    return start_run(FLOW, data_dir, "--param", f"inbox={inbox}", "--status-interval", "0", "--threads", "4",
-                     stderr=open(log_path, "ab"))
+def _custody_run(data_dir: Path, inbox: Path, log) -> subprocess.Popen:
+    """`custody run` on the drill's flow, as a user types it."""
+    command = [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir),
+               "--param", f"inbox={inbox}", "--status-interval", "0", "--threads", "4"]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
 
 
 def _waiting(inbox: Path) -> int:
@@ -58,21 +61,25 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
 
     started = time.monotonic()
     killed_while_starting = killed_while_taking = 0
-    for attempt in range(KILLS):
-        process = _start(data_dir, inbox, log_path)
-        try:
-            if rng.random() < 0.125:
-                # Kill during start-up: recovery, GetFile finishing the last run's deletes.
-                time.sleep(rng.uniform(0.0, 0.8))  # the random moment of the kill
-                killed_while_starting += 1
-                continue
-            assert line_containing(process, "node running", 60) is not None, (
-                f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}")
-            time.sleep(rng.uniform(0.0, KILL_WITHIN_S))  # the random moment of the kill
-            if _waiting(inbox):
-                killed_while_taking += 1
-        finally:
-            kill(process)
+    with open(log_path, "ab") as log:
+        for attempt in range(KILLS):
+            process = _custody_run(data_dir, inbox, log)
+            try:
+                if rng.random() < 0.125:
+                    # Kill during start-up: recovery, GetFile finishing the last run's deletes.
+                    time.sleep(rng.uniform(0.0, 0.8))  # the random moment of the kill
+                    killed_while_starting += 1
+                    continue
+                try:
+                    read_line_containing(process, "node running", 60)
+                except AssertionError:
+                    raise AssertionError(f"seed {seed}, attempt {attempt}: the node did not start; log:\n"
+                                         f"{log_path.read_text()[-4000:]}") from None
+                time.sleep(rng.uniform(0.0, KILL_WITHIN_S))  # the random moment of the kill
+                killed_while_taking += bool(_waiting(inbox))
+            finally:
+                process.kill()  # SIGKILL
+                process.communicate(timeout=30)
     drill_s = time.monotonic() - started
 
     # The last run, in-process: drain, and wait for GetFile to drop its last records.
