@@ -280,12 +280,14 @@ class DurableCommitter:
 
 
 class HeldCommitter:
-    """Stateless: memory only; callbacks and provenance wait for the whole flow."""
+    """Stateless: memory only; callbacks and provenance wait for the whole flow, which
+    runs `held_callbacks` when it succeeds and `held_failure_callbacks` when it fails."""
 
     def __init__(self, shard, content):
         self.shard = shard
         self.content = content
         self.held_callbacks: list[Callable[[], None]] = []
+        self.held_failure_callbacks: list[Callable[[BaseException], None]] = []
         self.events: list = []
 
     def commit(self, tx: Transaction) -> None:
@@ -296,3 +298,5 @@ class HeldCommitter:
         self.events += tx.events
         if tx.on_success is not None:
             self.held_callbacks.append(tx.on_success)
+        if tx.on_failure is not None:
+            self.held_failure_callbacks.append(tx.on_failure)

@@ -418,11 +418,13 @@ class ProcessSession:
         """Commit; `on_success` runs when the commit is complete - at once in the
         traditional engine, as its last step after the WAL and provenance; when the
         whole flow succeeded in the stateless engine. An acknowledging source
-        acknowledges there, never before: delivery is at-least-once.
+        acknowledges there, never before (and records what it took in `set_state`,
+        so that a crash before `on_success` does not make it take the same input again).
         On failure the session is rolled back and `on_failure(error)` is called; the
-        error is raised too when there is no `on_failure`. An exception that is not a
-        `CommitError` from the committer (a test's simulated crash past the WAL) leaves
-        the session closed without a rollback: the WAL may hold the commit."""
+        error is raised too when there is no `on_failure`. In the stateless engine
+        `on_failure` is held, and called when the whole flow fails. An exception that
+        is not a `CommitError` from the committer (a test's simulated crash past the
+        WAL) leaves the session closed without a rollback: the WAL may hold the commit."""
         self._check_open()
         try:
             transaction = self._build_transaction()

@@ -5,17 +5,22 @@ transaction, in memory.
     result = flow.trigger([({"filename": "a"}, b"data")])   # into the input port(s)
     if result.success:
         result.outputs                  # [(port, attributes, content bytes)]
-        result.acknowledge()            # runs every held on_success, once
+        result.acknowledge()            # the outputs are safe: every held on_success runs, once
+        # or result.fail(error)         # they could not be kept: every held on_failure runs
     else:
         result.failure                  # which processor or failure port, and why
 
 Each trigger gets fresh in-memory repositories (queues, content, provenance). Source
 processors run once; then every processor with input runs until nothing is queued.
 Every `commit_async` callback is held. If a processor raises or a FlowFile reaches a
-failure port, the trigger fails: everything is dropped and no callback ever runs, so
-an acknowledging source is not acknowledged and its data will be offered again.
-When it succeeds, the held callbacks run on `acknowledge()` - at once by default, or
-after the caller's own commit (ExecuteStateless passes them to its session).
+failure port, the trigger fails: everything is dropped, and every held `on_failure`
+runs with the error (as NiFi's stateless execution calls commitAsync's failure
+callback), so an acknowledging source offers its data again or tells its client.
+A successful result settles once: `acknowledge()` - at once by default, or after the
+caller's own commit, as ExecuteStateless does - makes the processor states the trigger
+left the flow's, then runs the held `on_success`; `fail(error)` runs the held
+`on_failure` and keeps the states from before the trigger. The flow is not triggered
+again until the last successful result is settled.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from dataclasses import dataclass, field
 
 from .commit import HeldCommitter
 from .definition import FlowDefinition, load_flow
-from .errors import FlowDefinitionError
+from .errors import FlowDefinitionError, FlowError
 from .flowfile import FlowFile
 from .graph import FlowGraph, wall_clock_ms
 from .memory_content import InMemoryContentRepository
@@ -41,22 +46,57 @@ log = logging.getLogger(__name__)
 MAX_ROUNDS = 100_000
 
 
+class StatelessFlowFailed(FlowError):
+    """A stateless trigger failed (a processor raised, or data reached a failure port):
+    what every held `on_failure` is called with. Nothing of the trigger was kept."""
+
+
 @dataclass
 class StatelessResult:
     success: bool
     outputs: list = field(default_factory=list)  # (port, attributes, content)
     failure: str | None = None
     provenance_events: list = field(default_factory=list)
+    states: dict = field(default_factory=dict)  # processor id -> the state acknowledging commits
     _callbacks: list = field(default_factory=list, repr=False)
-    _acknowledged: bool = False
+    _failure_callbacks: list = field(default_factory=list, repr=False)
+    _settle: Callable[["StatelessResult", bool], None] | None = field(default=None, repr=False)
+    _settled: bool = False
+
+    @property
+    def settled(self) -> bool:
+        """Acknowledged or failed (a failed trigger's result is settled from the start)."""
+        return self._settled or not self.success
 
     def acknowledge(self) -> None:
-        """Run the held on_success callbacks (once). Only a successful result has any."""
-        if self._acknowledged:
+        """The caller keeps the outputs: the flow's processor states become those this
+        trigger left, then the held on_success callbacks run. Once; a no-op when settled."""
+        if self.settled:
             return
-        self._acknowledged = True
+        self._settled = True
+        if self._settle is not None:
+            self._settle(self, True)
         for callback in self._callbacks:
             callback()
+
+    def fail(self, error: BaseException) -> None:
+        """The caller could not keep the outputs (its own commit failed): the held
+        on_failure callbacks run with `error`, and the flow keeps its processor states
+        from before this trigger. Once; a no-op when settled."""
+        if self.settled:
+            return
+        self._settled = True
+        if self._settle is not None:
+            self._settle(self, False)
+        _run_failure_callbacks(self._failure_callbacks, error)
+
+
+def _run_failure_callbacks(callbacks, error: BaseException) -> None:
+    for callback in callbacks:
+        try:
+            callback(error)
+        except Exception:  # noqa: BLE001 - the others must still hear of the failure
+            log.exception("an on_failure callback raised (the failure was: %s)", error)
 
 
 class StatelessFlowLoader:
@@ -95,8 +135,9 @@ class StatelessFlow:
                                                  stateless=True, has_incoming=bool(self.graph.incoming[pid]),
                                                  clock_ms=clock_ms, services=services, stateless_flows=flows)
         self._scheduled = False
-        # Processor state lives across triggers and changes only when a trigger succeeds.
+        # Processor state lives across triggers and changes only when a result is acknowledged.
         self._states: dict[str, dict[str, str]] = {}
+        self._pending: StatelessResult | None = None
 
     def _schedule(self) -> None:
         if not self._scheduled:
@@ -113,7 +154,30 @@ class StatelessFlow:
                     log.exception("%s: on_stopped failed", pid)
             self._scheduled = False
 
+    @property
+    def states(self) -> dict[str, dict[str, str]]:
+        """The processor states as of the last acknowledged trigger (copies)."""
+        return {pid: dict(state) for pid, state in self._states.items()}
+
+    def restore_states(self, states: Mapping[str, Mapping[str, str]]) -> None:
+        """Start from `states` (what `states` gave, kept durably by the caller) instead."""
+        self._check_settled()
+        self._states = {pid: dict(state) for pid, state in states.items()}
+
+    def _check_settled(self) -> None:
+        if self._pending is not None and not self._pending.settled:
+            raise FlowError(f"stateless flow {self.definition.name!r}: the last successful trigger's result was "
+                            "neither acknowledged nor failed; call result.acknowledge() once its outputs are kept, "
+                            "or result.fail(error), before triggering again")
+
+    def _settle(self, result: StatelessResult, acknowledged: bool) -> None:
+        if acknowledged:
+            self._states = {pid: dict(state) for pid, state in result.states.items()}
+        if self._pending is result:
+            self._pending = None
+
     def trigger(self, inputs: Iterable[tuple[dict, bytes]] = (), *, input_port: str | None = None) -> StatelessResult:
+        self._check_settled()
         self._schedule()
         # Fresh queues for every trigger: a failed trigger leaves nothing behind.
         graph = self.graph = FlowGraph(self.definition, clock_ms=self._clock_ms, in_memory=True,
@@ -127,11 +191,11 @@ class StatelessFlow:
             self._feed(inputs, input_port, shard, committer, content)
             self._run(shard, committer, content)
         except Exception as error:  # noqa: BLE001 - any failure fails the whole transaction
-            return StatelessResult(False, failure=str(error))
+            return self._failed(committer, str(error), error)
         for port in self.definition.ports_of("failure"):
             reached = sum(queue.count for queue in graph.into_port[port])
             if reached:
-                return StatelessResult(False, failure=f"{reached} FlowFile(s) reached failure port {port!r}")
+                return self._failed(committer, f"{reached} FlowFile(s) reached failure port {port!r}")
         outputs = []
         for port in self.definition.ports_of("output"):
             for queue in graph.into_port[port]:
@@ -139,9 +203,19 @@ class StatelessFlow:
                 for flowfile in flowfiles:
                     data = content.read(flowfile.content_claim) if flowfile.content_claim is not None else b""
                     outputs.append((port, dict(flowfile.attributes), data))
-        self._states = {pid: shard.get_state(pid) for pid in self._order}
-        return StatelessResult(True, outputs, provenance_events=committer.events,
-                               _callbacks=list(committer.held_callbacks))
+        states = {pid: state for pid in self._order if (state := shard.get_state(pid))}
+        result = StatelessResult(True, outputs, provenance_events=committer.events, states=states,
+                                 _callbacks=list(committer.held_callbacks),
+                                 _failure_callbacks=list(committer.held_failure_callbacks), _settle=self._settle)
+        self._pending = result
+        return result
+
+    def _failed(self, committer: HeldCommitter, failure: str, cause: BaseException | None = None) -> StatelessResult:
+        error = StatelessFlowFailed(f"stateless flow {self.definition.name!r} failed, nothing of the trigger was "
+                                    f"kept: {failure}")
+        error.__cause__ = cause
+        _run_failure_callbacks(committer.held_failure_callbacks, error)
+        return StatelessResult(False, failure=failure)
 
     def _session(self, pid: str, shard, committer, content) -> ProcessSession:
         definition = self.definition.processors[pid]

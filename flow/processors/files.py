@@ -6,9 +6,11 @@ to a name derived from the FlowFile's uuid. A retry after a crash - the WAL neve
 recorded the first attempt - renames the same bytes onto the same name, so the
 directory never holds a FlowFile twice.
 
-Sources delete or move their input files only in `on_success`, after the session that
-holds the data is durable: a crash before that offers the files again, so delivery is
-at-least-once, never at-most-once.
+The sources take each file exactly once (`flow.processors.intake`): a file's record
+(inode, modification time, size, path) is committed with its FlowFile, the file is
+deleted or moved after the commit, and a crash in between leaves the record for the
+next run, which finishes the delete and never takes that file again. NiFi's GetFile
+and FetchFile offer such a file again (at-least-once).
 """
 
 from __future__ import annotations
@@ -17,16 +19,19 @@ import errno
 import itertools
 import os
 import re
-import shutil
 import threading
 import time
 
 from repositories.storage.local import fsync_directory
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+from .intake import FileIdentity, TakenFile, TakenFiles
+from .intake import format as intake_format
+from .intake.ledger import choose_files, list_new
 
 
 def _scan(directory: str, pattern, recurse: bool, minimum_age_s: float):
+    """(path, name, stat) of each file of `directory` (an absolute path) to take."""
     now = time.time()
     for root, dirs, names in os.walk(directory):
         if not recurse:
@@ -61,96 +66,119 @@ _FILE_PROPERTIES = (
 
 
 class GetFile(Processor):
+    """Takes the files of a directory, each exactly once: a file's FlowFile and the
+    record that it was taken commit in one WAL transaction, the file is deleted after,
+    and the record is dropped from the state once the delete is durable. After a crash
+    the first run finishes the recorded deletes before it takes anything new, and never
+    takes a recorded file again (by inode, modification time and size: a new file under
+    the same name is taken). With `keep_source_file` the files stay and are taken again
+    at every run, by design. A file whose directory this process cannot write is not
+    taken (it could not be deleted). Concurrent tasks commit one at a time."""
+
     type_name = "GetFile"
-    description = "Picks up files from a directory; deletes them once the session is durable."
+    description = "Picks up files from a directory, each exactly once; deletes them once the session is durable."
     is_source = True
     properties = _FILE_PROPERTIES + (PropertyDescriptor("keep_source_file", "boolean", default=False),)
 
     def __init__(self, processor_id: str):
         super().__init__(processor_id)
-        self._lock = threading.Lock()
-        self._in_flight: set[str] = set()
+        self._taken = TakenFiles(processor_id)
 
     def on_trigger(self, context: ProcessContext, session) -> None:
-        directory = context["input_directory"]
+        directory = os.path.abspath(context["input_directory"])
         if not os.path.isdir(directory):
             context.logger.warning("%s: input directory %s does not exist", self.id, directory)
             context.yield_()
             return
-        picked = []
-        with self._lock:
-            for path, name, status in _scan(directory, context["file_filter"], context["recurse"],
-                                            context["minimum_file_age"]):
-                if path in self._in_flight:
-                    continue
-                picked.append((path, name, status))
-                self._in_flight.add(path)
-                if len(picked) >= context["batch_size"]:
-                    break
-        if not picked:
-            context.yield_()
-            return
+        keep = context["keep_source_file"]
+        writable: dict[str, bool] = {}
+
+        def deletable(path: str) -> bool:
+            folder = os.path.dirname(path)
+            if folder not in writable:
+                writable[folder] = os.access(folder, os.W_OK)
+            return writable[folder]
+
+        taken = self._taken
+        with taken.lock:
+            state = taken.read(session)
+            taken.finish_orphans(state)
+            found = ((FileIdentity.of(status), (path, name)) for path, name, status in
+                     _scan(directory, context["file_filter"], context["recurse"], context["minimum_file_age"])
+                     if keep or deletable(path))
+            picked = choose_files(found, state, taken.claimed, context["batch_size"])
+            claimed = [identity for identity, _ in picked]
+            taken.claim(claimed)
+        records = []
         try:
-            for path, name, status in picked:
-                flowfile = session.create(attributes=_file_attributes(directory, path, name, status))
-                with open(path, "rb") as source:
+            for identity, (path, name) in picked:
+                try:
+                    source = open(path, "rb")
+                except FileNotFoundError:
+                    continue  # gone since the scan
+                with source:
+                    status = os.fstat(source.fileno())
+                    if FileIdentity.of(status) != identity:
+                        continue  # changed since the scan: the next scan sees it as it is now
+                    flowfile = session.create(attributes=_file_attributes(directory, path, name, status))
                     flowfile = session.import_from(flowfile, source)
                 session.receive(flowfile, f"file://{path}")
                 session.transfer(flowfile, "success")
+                if not keep:
+                    records.append(TakenFile(identity, path))
         except BaseException:
-            self._release([p for p, _, _ in picked])
+            taken.release(claimed)
             raise
-        paths = [p for p, _, _ in picked]
-        keep = context["keep_source_file"]
-
-        def delete_sources() -> None:
-            if not keep:
-                for path in paths:
-                    try:
-                        os.remove(path)
-                    except FileNotFoundError:
-                        pass
-            self._release(paths)
-
-        session.commit_async(delete_sources, lambda error: self._release(paths))
-
-    def _release(self, paths) -> None:
-        with self._lock:
-            self._in_flight.difference_update(paths)
+        if not taken.commit(session, records, claimed):
+            context.yield_()
 
 
 class ListFile(Processor):
+    """Lists files (no content), each once per modification: the listing mark (newest
+    modification time listed, and the paths listed with it) is committed in the same
+    WAL transaction as the FlowFiles it emits, so a crash lists a file neither twice nor
+    never. A file modified again is listed again; one that appears with a modification
+    time older than the mark (moved in with its time kept) is not listed. Concurrent
+    tasks list one at a time."""
+
     type_name = "ListFile"
     description = "Lists files (no content); remembers what it listed in state, committed with the listing."
     is_source = True
     properties = _FILE_PROPERTIES[:4]
 
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._lock = threading.Lock()  # held from reading the mark to committing the next one
+
     def on_trigger(self, context: ProcessContext, session) -> None:
-        directory = context["input_directory"]
+        directory = os.path.abspath(context["input_directory"])
         if not os.path.isdir(directory):
             context.yield_()
             return
-        state = session.get_state()
-        last = int(state.get("timestamp", "-1"))
-        seen_at_last = set(filter(None, state.get("names", "").split("\0")))
-        found = [(path, name, status) for path, name, status in
-                 _scan(directory, context["file_filter"], context["recurse"], context["minimum_file_age"])
-                 if int(status.st_mtime * 1000) > last
-                 or (int(status.st_mtime * 1000) == last and path not in seen_at_last)]
-        if not found:
-            context.yield_()
-            return
-        newest = max(int(status.st_mtime * 1000) for _, _, status in found)
-        names = {path for path, _, status in found if int(status.st_mtime * 1000) == newest}
-        if newest == last:
-            names |= seen_at_last
-        for path, name, status in found:
-            flowfile = session.create(attributes=_file_attributes(directory, path, name, status))
-            session.transfer(flowfile, "success")
-        session.set_state({"timestamp": str(newest), "names": "\0".join(sorted(names))})
+        with self._lock:
+            state = intake_format.unpack(session.get_state(), self.id)
+            found = {path: (name, status) for path, name, status in
+                     _scan(directory, context["file_filter"], context["recurse"], context["minimum_file_age"])}
+            listed, mark = list_new(((path, int(status.st_mtime * 1000)) for path, (_, status) in found.items()),
+                                    state.listing)
+            if not listed:
+                context.yield_()
+                return
+            for path in listed:
+                name, status = found[path]
+                session.transfer(session.create(attributes=_file_attributes(directory, path, name, status)),
+                                 "success")
+            session.set_state(intake_format.pack(state.replace(listing=mark)))
+            session.commit()
 
 
 class FetchFile(Processor):
+    """Reads the file a FlowFile names into its content. With a completion strategy
+    (delete or move) the file is finished exactly once: its record commits with the
+    FlowFile, the delete or move follows the commit, and the first run after a crash
+    finishes what is recorded (it runs when a FlowFile waits for it); a file rewritten
+    since it was read is left alone."""
+
     type_name = "FetchFile"
     description = "Reads the file a FlowFile names into its content; completes (delete/move) after commit."
     properties = (
@@ -160,6 +188,10 @@ class FetchFile(Processor):
     )
     relationships = ("success", "not.found", "permission.denied", "failure")
 
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._taken = TakenFiles(processor_id)
+
     @classmethod
     def validate(cls, properties, dynamic):
         if properties["completion_strategy"] == "move" and not properties.get("move_destination_directory"):
@@ -167,35 +199,38 @@ class FetchFile(Processor):
         return []
 
     def on_trigger(self, context: ProcessContext, session) -> None:
-        completed = []
-        for flowfile in session.get_batch(10):
-            path = context["file"].evaluate(flowfile)
-            try:
-                with open(path, "rb") as source:
-                    flowfile = session.import_from(flowfile, source)
-            except FileNotFoundError:
-                session.transfer(session.penalize(flowfile), "not.found")
-                continue
-            except PermissionError:
-                session.transfer(session.penalize(flowfile), "permission.denied")
-                continue
-            session.transfer(flowfile, "success")
-            completed.append(path)
         strategy = context["completion_strategy"]
-        target = context.get("move_destination_directory")
-
-        def complete() -> None:
-            for path in completed:
+        destination = context.get("move_destination_directory")
+        taken = self._taken
+        with taken.lock:
+            taken.finish_orphans(taken.read(session))
+        records, claimed = [], []
+        try:
+            for flowfile in session.get_batch(10):
+                path = os.path.abspath(context["file"].evaluate(flowfile))
                 try:
-                    if strategy == "delete":
-                        os.remove(path)
-                    elif strategy == "move":
-                        os.makedirs(target, exist_ok=True)
-                        shutil.move(path, os.path.join(target, os.path.basename(path)))
-                except OSError as error:
-                    context.logger.warning("%s: could not complete %s: %s", self.id, path, error)
-
-        session.commit_async(complete if strategy != "none" else None)
+                    with open(path, "rb") as source:
+                        identity = FileIdentity.of(os.fstat(source.fileno()))
+                        flowfile = session.import_from(flowfile, source)
+                except FileNotFoundError:
+                    session.transfer(session.penalize(flowfile), "not.found")
+                    continue
+                except PermissionError:
+                    session.transfer(session.penalize(flowfile), "permission.denied")
+                    continue
+                session.transfer(flowfile, "success")
+                if strategy == "delete":
+                    records.append(TakenFile(identity, path))
+                elif strategy == "move":
+                    records.append(TakenFile(identity, path, intake_format.MOVE, os.path.abspath(destination)))
+                else:
+                    continue
+                taken.claim([identity])
+                claimed.append(identity)
+        except BaseException:
+            taken.release(claimed)
+            raise
+        taken.commit(session, records, claimed)
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")

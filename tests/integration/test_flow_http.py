@@ -1,13 +1,20 @@
-"""ListenHTTP: answers 200 only once the data is durable in the node, binds 127.0.0.1."""
+"""ListenHTTP: answers 200 only once the data is durable in the node, binds 127.0.0.1,
+takes a request with an idempotency key once, and answers 503 when its flow failed."""
 
 from __future__ import annotations
 
+import textwrap
+import threading
+import time
 import urllib.error
 import urllib.request
+
+import yaml
 
 from cluster.drills.checker import ids_in_directory
 from cluster.node.standalone import StandaloneNode
 from flow.loading import parse_flow
+from flow.stateless import StatelessFlow
 
 
 def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
@@ -42,3 +49,81 @@ def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
     finally:
         node.stop()
     assert sorted(p.read_text() for p in out.glob("*")) == [f"record {i}" for i in range(5)]
+
+
+def post(url, body, key=None, timeout=30, headers=None):
+    headers = {**(headers or {}), **({"Idempotency-Key": key} if key else {})}
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_flowfile_also_after_a_restart(
+        tmp_path):
+    out = tmp_path / "out"
+    definition = parse_flow(yaml.safe_load(textwrap.dedent(f"""
+        processors:
+          - {{id: listen, type: ListenHTTP, properties: {{port: 0, base_path: ingest}}}}
+          - {{id: put, type: PutFile, properties: {{directory: "{out}"}}, auto_terminate: [success, failure]}}
+        connections:
+          - {{source: listen, destination: put}}
+    """)))
+    for run in range(2):
+        node = StandaloneNode(definition, str(tmp_path / "node"))
+        node.start()
+        try:
+            url = f"http://127.0.0.1:{node.graph.processors['listen'].port}/ingest"
+            if run == 0:
+                assert post(url, b"order-1 first", key="order-1") == 200
+            # A retry after a lost 200 (the first run: a timeout; the second: the node died).
+            assert post(url, b"order-1 retried", key="order-1") == 200
+            assert post(url, f"no key {run}".encode()) == 200
+            assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 2 + run and node.engine.is_idle(), 30)
+            assert post(url, b"x", key="k" * 201) == 400
+        finally:
+            node.stop()
+    assert sorted(p.read_text() for p in out.glob("*")) == ["no key 0", "no key 1", "order-1 first"]
+
+
+def test_a_client_whose_request_failed_in_a_stateless_flow_gets_503_and_its_retry_is_taken():
+    # The first attempt carries an attribute the flow routes to its failure port.
+    stateless = StatelessFlow(parse_flow({
+        "processors": [
+            {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "ack_timeout": "120 sec"}},
+            {"id": "check", "type": "RouteOnAttribute", "properties": {"poisoned": "${poison:equals('yes')}"}}],
+        "ports": [{"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}],
+        "connections": [{"source": "listen", "destination": "check"},
+                        {"source": "check", "relationships": ["unmatched"], "destination": "out"},
+                        {"source": "check", "relationships": ["poisoned"], "destination": "failed"}]}))
+
+    def trigger_until(reached):
+        """Trigger until a result is `reached` (the request got in) or 20 s passed."""
+        deadline = time.monotonic() + 20
+        while True:
+            result = stateless.trigger()
+            if reached(result) or time.monotonic() > deadline:
+                return result
+            result.acknowledge()
+            time.sleep(0.01)
+
+    try:
+        first = stateless.trigger()  # schedules ListenHTTP: it listens from now on
+        first.acknowledge()
+        url = f"http://127.0.0.1:{stateless.graph.processors['listen'].port}/contentListener"
+        for attempt, expected in enumerate((503, 200)):
+            answers = []
+            headers = {"X-Attr-poison": "yes"} if attempt == 0 else {}
+            client = threading.Thread(target=lambda: answers.append(post(url, b"data", key="k-1", timeout=20,
+                                                                         headers=headers)))
+            client.start()
+            result = trigger_until(lambda result: not result.success or result.outputs)
+            assert result.success == (attempt == 1), result.failure
+            result.acknowledge()
+            client.join(30)
+            assert answers == [expected], f"attempt {attempt}: answered {answers} (the ack timeout is 120 s)"
+        assert [d for _, _, d in result.outputs] == [b"data"]
+    finally:
+        stateless.close()

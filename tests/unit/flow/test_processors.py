@@ -214,3 +214,33 @@ def test_list_file_then_fetch_file_lists_each_file_once(tmp_path):
     second = flow.trigger()
     assert [(a["filename"], d) for _, a, d in second.outputs] == [("two", b"2")]
     flow.close()
+
+
+def test_concurrent_list_file_tasks_list_a_file_once(tmp_path):
+    from flow.commit import HeldCommitter
+    from flow.memory_content import InMemoryContentRepository
+    from flow.processor import ProcessContext
+    from flow.processors.files import ListFile
+    from flow.queue import FlowFileQueue
+    from flow.session import ProcessSession
+    from flow.shard import QueueShard
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "one").write_bytes(b"1")
+    properties = parse_flow({"processors": [{"id": "list", "type": "ListFile",
+                                             "properties": {"input_directory": str(source)},
+                                             "auto_terminate": ["success"]}]}).processors["list"].properties
+    out = FlowFileQueue("out")
+    shard = QueueShard("s", [out])
+    content = InMemoryContentRepository()
+    committer = HeldCommitter(shard, content)
+    processor, context = ListFile("list"), ProcessContext("list", properties, {})
+    sessions = [ProcessSession(component_id="list", component_type="ListFile", committer=committer, content=content,
+                               shard=shard, outgoing={"success": [out]}, clock_ms=lambda: 0) for _ in range(2)]
+    for session in sessions:  # two tasks (concurrent_tasks: 2) run before the engine commits either
+        processor.on_trigger(context, session)
+    for session in sessions:
+        if not session.is_closed:
+            session.commit() if session.touched else session.rollback()
+    assert out.count == 1

@@ -90,3 +90,123 @@ def test_a_failed_trigger_leaves_nothing_behind_for_the_next():
     assert not stateless.trigger([({"n": "boom"}, b"")]).success
     result = stateless.trigger([({"n": "3"}, b"x")])
     assert result.success and [a["n"] for _, a, _ in result.outputs] == ["3"]
+
+
+class Promiser(Processor):
+    """A source that makes one FlowFile per trigger and records how each commit ended."""
+
+    type_name = "TestPromiser"
+    is_source = True
+    outcomes: list = []
+
+    def on_trigger(self, context, session):
+        flowfile = session.create(attributes={"n": str(len(Promiser.outcomes))})
+        session.transfer(flowfile, "success")
+        n = flowfile.attributes["n"]
+        Promiser.outcomes.append((n, "pending"))
+        index = len(Promiser.outcomes) - 1
+
+        def succeeded():
+            Promiser.outcomes[index] = (n, "kept")
+
+        def failed(error):
+            Promiser.outcomes[index] = (n, f"failed: {type(error).__name__}: {error}")
+
+        session.commit_async(succeeded, failed)
+
+
+class FailOnce(Processor):
+    type_name = "TestFailOnce"
+    fail = True
+
+    def on_trigger(self, context, session):
+        flowfile = session.get()
+        if FailOnce.fail:
+            FailOnce.fail = False
+            raise RuntimeError("failed on purpose")
+        session.transfer(flowfile, "success")
+
+
+def promiser_flow(route_to_failure=False):
+    from flow.processors import PROCESSOR_TYPES
+
+    registry = {**PROCESSOR_TYPES, "TestPromiser": Promiser, "TestFailOnce": FailOnce}
+    return StatelessFlow(parse_flow({
+        "processors": [{"id": "promise", "type": "TestPromiser"}, {"id": "check", "type": "TestFailOnce"}],
+        "ports": [{"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}],
+        "connections": [{"source": "promise", "destination": "failed" if route_to_failure else "check"},
+                        {"source": "check", "destination": "out"}]}, registry=registry))
+
+
+def test_a_failed_trigger_runs_every_held_on_failure_with_the_error():
+    Promiser.outcomes, FailOnce.fail = [], True
+    stateless = promiser_flow()
+    result = stateless.trigger()
+    assert not result.success and "failed on purpose" in result.failure
+    (outcome,) = Promiser.outcomes
+    assert outcome[1].startswith("failed: StatelessFlowFailed:") and "failed on purpose" in outcome[1]
+    result = stateless.trigger()
+    assert result.success and Promiser.outcomes[1] == ("1", "pending")
+    result.acknowledge()
+    assert Promiser.outcomes[1] == ("1", "kept")
+
+
+def test_reaching_a_failure_port_runs_every_held_on_failure():
+    Promiser.outcomes, FailOnce.fail = [], False
+    result = promiser_flow(route_to_failure=True).trigger()
+    assert not result.success
+    assert Promiser.outcomes == [("0", "failed: StatelessFlowFailed: stateless flow '<flow>' failed, nothing of the "
+                                       "trigger was kept: 1 FlowFile(s) reached failure port 'failed'")]
+
+
+def test_a_result_its_caller_fails_runs_on_failure_and_the_flow_keeps_its_states():
+    from flow.processors import PROCESSOR_TYPES
+
+    Promiser.outcomes = []
+    registry = {**PROCESSOR_TYPES, "TestPromiser": Promiser}
+    stateless = StatelessFlow(parse_flow({
+        "processors": [{"id": "gen", "type": "GenerateFlowFile", "properties": {"sequence_attribute": "seq"}},
+                       {"id": "promise", "type": "TestPromiser"}],
+        "ports": [{"id": "out", "type": "output"}],
+        "connections": [{"source": "gen", "destination": "out"}, {"source": "promise", "destination": "out"}]},
+        registry=registry))
+    first = stateless.trigger()
+    assert sorted(a.get("seq", "-") for _, a, _ in first.outputs) == ["-", "0"]
+    try:
+        stateless.trigger()
+        raise AssertionError("triggered again before the last result was settled")
+    except Exception as error:  # noqa: BLE001
+        assert "neither acknowledged nor failed" in str(error)
+    first.fail(OSError("the caller's commit failed"))
+    first.acknowledge()  # settled already: nothing happens
+    assert Promiser.outcomes == [("0", "failed: OSError: the caller's commit failed")]
+    assert stateless.states == {}
+    second = stateless.trigger()
+    assert sorted(a.get("seq", "-") for _, a, _ in second.outputs) == ["-", "0"], "the failed trigger's state was not kept"
+    second.acknowledge()
+    assert stateless.states == {"gen": {"next": "1"}} and Promiser.outcomes[1] == ("1", "kept")
+    assert [a.get("seq") for _, a, _ in stateless.trigger().outputs if "seq" in a] == ["1"]
+
+
+def test_get_file_offers_a_file_again_after_a_failed_trigger(tmp_path):
+    from flow.processors import PROCESSOR_TYPES
+
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    (inbox / "a").write_bytes(b"data")
+    FailOnce.fail = True
+    stateless = StatelessFlow(parse_flow({
+        "processors": [{"id": "get", "type": "GetFile", "properties": {"input_directory": str(inbox)}},
+                       {"id": "check", "type": "TestFailOnce"}],
+        "ports": [{"id": "out", "type": "output"}],
+        "connections": [{"source": "get", "destination": "check"}, {"source": "check", "destination": "out"}]},
+        registry={**PROCESSOR_TYPES, "TestFailOnce": FailOnce}))
+    try:
+        assert not stateless.trigger().success
+        assert (inbox / "a").exists()
+        result = stateless.trigger()
+        assert [(a["filename"], d) for _, a, d in result.outputs] == [("a", b"data")], "offered again"
+        result.acknowledge()
+        assert not (inbox / "a").exists()
+    finally:
+        stateless.close()
