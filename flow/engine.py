@@ -67,7 +67,7 @@ class TraditionalEngine:
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
                  clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
                  commit_hooks: CommitHooks | None = None, services: ServiceRegistry | None = None,
-                 outbox: bool = True, run_sources: bool = True):
+                 outbox: bool = True, run_sources: bool = True, hold_sources: bool = False):
         self.graph = graph
         self.shard = shard
         self.content = content
@@ -99,9 +99,12 @@ class TraditionalEngine:
         # The processors this engine runs: all of them, or, on a shard that only drains
         # (`run_sources=False`), all but the sources with no input. A processor that never
         # runs is never scheduled either: a ListenHTTP of an adopted shard must not bind
-        # the port its node's home shard holds.
+        # the port its node's home shard holds. Held sources (`hold_sources`) join once
+        # `release_sources()` is called.
+        sources = [node for node in self.nodes.values() if node.processor.is_source and not node.incoming]
+        self._held = sources if run_sources and hold_sources else []
         self._runs = [node for node in self.nodes.values()
-                      if run_sources or not (node.processor.is_source and not node.incoming)]
+                      if node not in sources or (run_sources and not hold_sources)]
         self._started = False
         for queue in graph.queues.values():
             queue.add_listener(self._on_queue_change)
@@ -134,6 +137,32 @@ class TraditionalEngine:
         self._started = self._running = True
         self._dispatcher = threading.Thread(target=self._dispatch_loop, name="flow-dispatcher", daemon=True)
         self._dispatcher.start()
+
+    def release_sources(self) -> None:
+        """Schedule and run the sources held back at construction (`hold_sources`): a
+        clustered node's new home shard holds them until it has taken over what its
+        previous incarnation's sources recorded. If one fails to schedule, it stays held
+        (and those released before it run) and the error is raised."""
+        with self._condition:
+            held, self._held = self._held, []
+            started = self._started
+        for index, node in enumerate(held):
+            if started:
+                try:
+                    node.processor.on_scheduled(node.context)
+                except BaseException:
+                    with self._condition:
+                        self._held = held[index:] + self._held
+                    raise
+            with self._condition:
+                self._runs = self._runs + [node]
+                self._dirty = True
+                self._condition.notify()
+
+    @property
+    def sources_held(self) -> bool:
+        with self._condition:
+            return bool(self._held)
 
     def pause(self) -> None:
         """Start no new task (running ones finish or fail their commits)."""

@@ -171,3 +171,19 @@ class Processor:
 
     def on_stopped(self, context: ProcessContext) -> None:
         pass
+
+    @classmethod
+    def hand_over_state(cls, previous: Mapping[str, str], current: Mapping[str, str]) -> dict[str, str] | None:
+        """The state a clustered node's new incarnation gives this processor on its new
+        home shard, from the processor's state in the node's previous incarnation's
+        shard (`previous`) and in the new one (`current`, usually empty). None, the
+        default: nothing to hand over (a processor's state stays with its shard). Sources
+        that record what they took on this machine override it, so that the new
+        incarnation finishes the old one's deletes and takes none of its inputs again."""
+        return None
+
+    @classmethod
+    def holds_state_to_hand_over(cls, state: Mapping[str, str]) -> bool:
+        """True when `state` (this processor's, in a shard) holds something a node's next
+        incarnation must take over (`hand_over_state`). False by default."""
+        return False

@@ -52,14 +52,15 @@ class FlowCluster(ProcessCluster):
 
     def write_config(self, name: str, *, count: int = 300, weight: float = 1.0, policy: str = "whole",
                      threads: int = 2, put_batch: int = 10, sections: dict[str, dict] | None = None,
-                     flow: str = FLOW) -> str:
-        """NODE.toml for node `name`, running `flow` (the sample flow by default);
-        `sections` adds tables (e.g. {"content": {"archive": False}})."""
+                     flow: str = FLOW, parameters: dict[str, str] | None = None) -> str:
+        """NODE.toml for node `name`, running `flow` (the sample flow by default) with
+        more flow `parameters`; `sections` adds tables (e.g. {"content": {"archive": False}})."""
         directory = str(self.workdir / name)
         self.directories[name] = directory
         lines = [f"name = {_toml_value(name)}", f"flow = {_toml_value(flow)}", f"directory = {_toml_value(directory)}",
                  "", "[flow_parameters]", f"count = {_toml_value(str(count))}", f"out = {_toml_value(self.sink)}",
                  f"put_batch = {_toml_value(str(put_batch))}",
+                 *(f"{key} = {_toml_value(str(value))}" for key, value in (parameters or {}).items()),
                  "", "[zookeeper]", f"hosts = {_toml_value(self.zk_hosts)}", f"cluster = {_toml_value(self.cluster)}",
                  f"session_timeout = {SESSION_TIMEOUT}",
                  "", "[hdfs]", f"url = {_toml_value(self.hdfs_url)}", f"root = {_toml_value(self.hdfs_root)}",

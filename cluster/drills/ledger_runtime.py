@@ -125,6 +125,9 @@ class LedgerRuntime:
         with self._lock:
             return not self._pending and not self.handle.home
 
+    def holds_hand_over_state(self) -> bool:
+        return False  # the ledger's records live in its WAL and its sink, on no machine of their own
+
     def load(self) -> dict:
         with self._lock:
             return {QUEUE: QueueLoad(len(self._pending), 0)}

@@ -41,7 +41,7 @@ from ..clients import (
 from ..core.flows import FlowSnapshot
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT, Heartbeat, QueueLoad
 from ..core.incarnation import Incarnation
-from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
+from ..core.layout import DEFAULT_HDFS_ROOT, FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership, ShardState
 from ..core.planner import DEFAULT_POLICY
 from ..core.story import tag
@@ -51,9 +51,9 @@ from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
 from ..zk.store import ClusterStore
 from .adoption import WalOptions, adopt_shard, open_home_shard
-from .fencing import DEFAULT_FIRST_WAIT
+from .fencing import DEFAULT_FIRST_WAIT, current_directory
 from .leader import Leader, LeaderHooks
-from .runtime import RuntimeFactory, ShardHandle
+from .runtime import PreviousShard, RuntimeFactory, ShardHandle
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,7 @@ class ClusterMember:
                                                flow=flow.version if flow is not None else None)
         self.storage.mkdir(self.layout.hdfs_shards, parents=True, exist_ok=True)
         handle = open_home_shard(self.storage, self.layout, home, config.wal, flow)
+        handle.previous_shards, handle.forget_previous = self._previous_shards, self._forget_previous
         self._run_shard(handle, self._prepare(handle))
         self.membership.start()
         self._spawn(self._adoption_loop, f"adoption {me}")
@@ -245,6 +246,37 @@ class ClusterMember:
             runtime.stop()
             raise
 
+    def _previous_shards(self) -> list[PreviousShard]:
+        """This node's earlier incarnations' shards that still have a directory on HDFS."""
+        me = self.incarnation
+        names = set()
+        for entry in self.storage.list(self.layout.hdfs_shards):
+            try:
+                earlier = Incarnation.parse(entry.name.split(FENCED_MARK)[0])
+            except ValueError:
+                continue
+            if earlier.node == me.node and earlier.epoch < me.epoch:
+                names.add(earlier.id)
+        found = []
+        for shard in sorted(names):
+            directory, fenced_epoch = current_directory(self.storage, self.layout, shard)
+            entry = self.registry.read(shard)
+            retired = entry is None or entry[0].state is ShardState.RETIRED
+            # Readable once fenced (an adopter recovered every file's lease: hdfs-native
+            # reads an open file only to its last finished block) or retired.
+            found.append(PreviousShard(shard, directory, directory is not None and (retired or fenced_epoch is not None),
+                                       retired))
+        return found
+
+    def _forget_previous(self, previous: PreviousShard) -> None:
+        """Delete a retired earlier shard's directory, which its adopter kept for this
+        node's sources' hand-over (a shard still draining keeps it)."""
+        entry = self.registry.read(previous.shard)
+        if entry is not None and entry[0].state is not ShardState.RETIRED:
+            return
+        self.storage.delete(previous.directory, recursive=True)
+        log.info("deleted %s: its sources' state was handed over to %s", previous.directory, self.incarnation)
+
     def _on_shards(self, children) -> bool | None:
         if self._stopped.is_set():
             return False
@@ -329,6 +361,7 @@ class ClusterMember:
             try:
                 if not runtime.drained() or not self.guard.may_work():
                     continue
+                keep = runtime.holds_hand_over_state()
                 self.registry.retire(shard, me, handle.epoch)
             except FencedError as error:
                 log.warning("%s", error)
@@ -340,6 +373,12 @@ class ClusterMember:
                 self.handles.pop(shard, None)
             runtime.stop()
             self.timeline.retired[shard] = self._wall_clock()
+            if keep:
+                # Its sources' records of what they took on their own machine: the node's
+                # next incarnation takes them over, then deletes the directory.
+                log.info("%s shard %s drained and retired by %s; %s is kept for the hand-over of its sources' state",
+                         tag(handle.step), shard, me, handle.directory)
+                continue
             log.info("%s shard %s drained and retired by %s; collecting %s", tag(handle.step), shard, me,
                      handle.directory)
             try:

@@ -30,6 +30,9 @@ processors that run its queues):
 * `stop()`: abort everything and close the WAL; idempotent; after it the runtime
   never writes again. Called on LOST, on "you are dead", and after retirement.
 * `drained()`: True when an adopted shard holds no FlowFile (queues and swap).
+* `holds_hand_over_state()`: True when the shard holds state its first owner's node
+  takes over in its next incarnation (what its sources took on their machine): its
+  directory is then kept at retirement, for that node to read and delete.
 * `load()` -> `{queue: QueueLoad}` and `active_threads()`, for the heartbeat.
 """
 
@@ -44,6 +47,18 @@ from ..core.layout import FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership
 
 
+@dataclass(frozen=True)
+class PreviousShard:
+    """A shard of an earlier incarnation of this node (for its sources' hand-over):
+    `directory` is where its data is now, readable once `ready` (fenced, so that every
+    file is closed, or retired); `retired` once nobody runs it any more."""
+
+    shard: str
+    directory: str | None
+    ready: bool
+    retired: bool
+
+
 @dataclass
 class ShardHandle:
     ownership: ShardOwnership
@@ -56,6 +71,10 @@ class ShardHandle:
     # After a failed commit: raises FencedError if this node no longer owns the shard
     # (stop for good); returns if it does (a storage outage: roll back, retry later).
     verify_ownership: Callable[[], None] = lambda: None
+    # A home shard: the shards of this node's earlier incarnations whose sources' state
+    # it takes over (`PreviousShard`), and how to delete one's directory once it did.
+    previous_shards: Callable[[], list[PreviousShard]] | None = None
+    forget_previous: Callable[[PreviousShard], None] = lambda previous: None
     notes: list[str] = field(default_factory=list)
 
     def relocate(self, location: str) -> str:
@@ -113,6 +132,8 @@ class ShardRuntime(Protocol):
     def stop(self) -> None: ...
 
     def drained(self) -> bool: ...
+
+    def holds_hand_over_state(self) -> bool: ...
 
     def load(self) -> dict[str, QueueLoad]: ...
 

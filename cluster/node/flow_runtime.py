@@ -41,6 +41,7 @@ from repositories.swap import SwapStore
 
 from ..core.heartbeat import QueueLoad
 from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
+from .hand_over import SourceHandOver, handing_over
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,10 @@ class FlowRuntime:
                                 swap_store=SwapStore(handle.storage, handle.swap_directory))
         report = self.shard.recover()
         replayed = reconcile(report.outbox, self.provenance, foreign=not handle.home) if report.outbox else 0
+        # A home shard's sources wait for what the node's earlier incarnations took (`hand_over`).
+        self._handing_over = handing_over(self.graph) if handle.home and handle.previous_shards is not None else {}
         self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance, threads=self.threads,
-                                        commit_gate=self, run_sources=handle.home,
+                                        commit_gate=self, run_sources=handle.home, hold_sources=bool(self._handing_over),
                                         services=self.services)
         self.recovery = {"flowfiles": report.flowfiles, "swap_files": report.swap_files,
                          "swapped_flowfiles": report.swapped_flowfiles, "provenance_replayed": replayed,
@@ -84,6 +87,9 @@ class FlowRuntime:
     def start(self) -> None:
         if not self._stopped.is_set():
             self.engine.start()
+            if self.engine.sources_held:
+                SourceHandOver(self.handle, self.shard, self._handing_over, release=self.engine.release_sources,
+                               events=self.events, stopped=self._stopped).start()
 
     def pause(self) -> None:
         if self.engine is not None:
@@ -113,6 +119,12 @@ class FlowRuntime:
                 shard.wal.close()
             except Exception as error:  # noqa: BLE001 - a fenced WAL refuses its last sync
                 log.info("closing the WAL of %s: %s", self.handle.shard, first_line(error, 200))
+
+    def holds_hand_over_state(self) -> bool:
+        """Some processor of the shard holds state its first owner's node takes over."""
+        if self.graph is None:
+            return False
+        return any(cls.holds_state_to_hand_over(self.shard.get_state(pid)) for pid, cls in handing_over(self.graph).items())
 
     def drained(self) -> bool:
         return (not self.handle.home and self.engine is not None and not self._stopped.is_set()

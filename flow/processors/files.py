@@ -25,7 +25,7 @@ import time
 from repositories.storage.local import fsync_directory
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
-from .intake import FileIdentity, TakenFile, TakenFiles
+from .intake import FileIdentity, HandsOverIntake, TakenFile, TakenFiles
 from .intake import format as intake_format
 from .intake.ledger import choose_files, list_new
 
@@ -65,7 +65,7 @@ _FILE_PROPERTIES = (
 )
 
 
-class GetFile(Processor):
+class GetFile(HandsOverIntake, Processor):
     """Takes the files of a directory, each exactly once: a file's FlowFile and the
     record that it was taken commit in one WAL transaction, the file is deleted after,
     and the record is dropped from the state once the delete is durable. After a crash
@@ -133,7 +133,7 @@ class GetFile(Processor):
             context.yield_()
 
 
-class ListFile(Processor):
+class ListFile(HandsOverIntake, Processor):
     """Lists files (no content), each once per modification: the listing mark (newest
     modification time listed, and the paths listed with it) is committed in the same
     WAL transaction as the FlowFiles it emits, so a crash lists a file neither twice nor
@@ -172,7 +172,7 @@ class ListFile(Processor):
             session.commit()
 
 
-class FetchFile(Processor):
+class FetchFile(HandsOverIntake, Processor):
     """Reads the file a FlowFile names into its content. With a completion strategy
     (delete or move) the file is finished exactly once: its record commits with the
     FlowFile, the delete or move follows the commit, and the first run after a crash

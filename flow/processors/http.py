@@ -28,7 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
-from .intake import format as intake_format
+from .intake import HandsOverIntake, format as intake_format
 from .intake.ledger import recent_keys, remember_keys
 
 
@@ -41,7 +41,7 @@ class _Pending:
         self.status = 503
 
 
-class ListenHTTP(Processor):
+class ListenHTTP(HandsOverIntake, Processor):
     """See the module docstring. Lock plan: `_lock` is held from reading the committed
     keys until the commit that writes the next ones has returned, so a retry waits for
     the first request's commit and then finds its key (or, the commit failed, does not).

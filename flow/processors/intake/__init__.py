@@ -21,9 +21,30 @@ none of its files again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .format import FileIdentity, IntakeState, IntakeStateError, ListingMark, TakenFile, pack, unpack
 from .ledger import hand_over
 from .taken import TakenFiles
 
-__all__ = ["FileIdentity", "IntakeState", "IntakeStateError", "ListingMark", "TakenFile", "TakenFiles", "hand_over",
-           "pack", "unpack"]
+__all__ = ["FileIdentity", "HandsOverIntake", "IntakeState", "IntakeStateError", "ListingMark", "TakenFile",
+           "TakenFiles", "hand_over", "pack", "unpack"]
+
+
+class HandsOverIntake:
+    """Mixin of the processors whose state is an intake state: a node's new incarnation
+    takes over what the previous one took (`Processor.hand_over_state`)."""
+
+    @classmethod
+    def hand_over_state(cls, previous: Mapping[str, str], current: Mapping[str, str]) -> dict[str, str] | None:
+        if not previous:
+            return None
+        owner = cls.type_name or cls.__name__
+        return pack(hand_over(unpack(previous, owner), unpack(current, owner)))
+
+    @classmethod
+    def holds_state_to_hand_over(cls, state: Mapping[str, str]) -> bool:
+        if not state:
+            return False
+        intake = unpack(state, cls.type_name or cls.__name__)
+        return bool(intake.taken or intake.keys or intake.listing.paths or intake.listing.timestamp_ms >= 0)

@@ -1,0 +1,74 @@
+"""The file drill in a cluster: a node whose GetFile moves files from its own inbox is
+SIGKILLed at random moments and restarted, each time as a new incarnation with a new
+home shard, while the other node adopts the dead incarnation's shards (without their
+sources). Every file must still be delivered exactly once: a new incarnation takes
+over what the earlier ones' GetFile recorded (`cluster.node.hand_over`) before its
+own GetFile runs, finishes their deletes, and takes none of those files again.
+
+CI: 1,500 files and 4 kills. CUSTODY_LONG=1: 15,000 files and 10 kills."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+
+import pytest
+
+from cluster.drills.checker import check_delivery, ids_in_directory
+from cluster.drills.flow_cluster import PROJECT_ROOT, FlowCluster
+from cluster.services.process import wait_until
+
+LONG = os.environ.get("CUSTODY_LONG") == "1"
+COUNT = 15_000 if LONG else 1_500
+KILLS = 10 if LONG else 4
+FLOW = os.path.join(PROJECT_ROOT, "examples", "files-drill.yaml")
+pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 60 * KILLS)]
+
+
+@pytest.fixture
+def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
+    yield made
+    made.close()
+    print(made.tails())
+
+
+def waiting(inbox) -> int:
+    return sum(1 for name in os.listdir(inbox) if not name.startswith("."))
+
+
+def test_getfile_takes_every_file_exactly_once_across_incarnations(flow_cluster, tmp_path):
+    seed = int(os.environ.get("CUSTODY_DRILL_SEED") or random.randrange(1 << 30))
+    rng = random.Random(seed)
+    cluster = flow_cluster
+    inbox, other = tmp_path / "inbox1", tmp_path / "inbox2"
+    inbox.mkdir()
+    other.mkdir()
+    expected = [f"file-{i}" for i in range(COUNT)]
+    for i, identifier in enumerate(expected):
+        (inbox / f"{i:06d}").write_text(identifier)
+    cluster.start("n2", flow=FLOW, parameters={"inbox": str(other)}).wait("joined", timeout=90)
+    node = cluster.start("n1", flow=FLOW, parameters={"inbox": str(inbox)})
+    for kill in range(KILLS):
+        node.wait("joined", timeout=90)
+        left = waiting(inbox)
+        # Somewhere in the middle of moving a batch: a few files taken since the start.
+        wait_until(lambda: waiting(inbox) <= left - rng.randint(1, 400) or waiting(inbox) == 0, 120,
+                   f"n1 to take files (kill {kill + 1}, seed {seed})")
+        node.signal(signal.SIGKILL)
+        cluster.nodes["n1"].close()
+        node = cluster.start("n1")
+    node.wait("joined", timeout=90)
+    wait_until(lambda: waiting(inbox) == 0, 300, f"every file to be taken (seed {seed})")
+    outs = [os.path.join(directory, "out") for directory in cluster.directories.values()]
+
+    def delivered() -> list[str]:
+        return [identifier for out in outs if os.path.isdir(out) for identifier in ids_in_directory(out)]
+
+    wait_until(lambda: len(delivered()) >= COUNT, 300, f"every file to be delivered (seed {seed})")
+    cluster.wait_settled(timeout=180)
+    report = check_delivery(expected, delivered())
+    assert report.ok, f"seed {seed}: {report.summary()}"
+    handed = [e for e in node.find("sources-handed-over")]
+    assert handed and handed[-1]["earlier"], handed  # the last incarnation took an earlier one's records over
