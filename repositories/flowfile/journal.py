@@ -15,10 +15,10 @@ payload holds user data, and user data can hold a complete, CRC-valid frame.
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from . import format as fmt
-from .errors import CorruptJournalError, JournalPoisonedError, NotAWriteAheadLogError
+from .errors import CorruptJournalError, JournalWriteError, NotAWriteAheadLogError
 from .hooks import WalHooks
 
 
@@ -156,33 +156,37 @@ def _intact_frame_in(data: bytes, start: int, header_size: int) -> bool:
 class Journal:
     """One partition's open journal, written with group commit.
 
+    A write or sync that fails poisons the journal for good: part of the bytes may
+    be on storage, so the file's tail is unknown and no frame may follow it. The
+    journal raises `JournalWriteError` to every waiter of the failed group and to
+    every later append, and tells its owner (`on_failure`) at once, so that the WAL
+    acknowledges nothing more until it has rolled to new journals.
+
     Lock plan:
       * `append_lock` guards `_pending` (framed transactions not yet handed to the
         file) and `_appended` (how many frames were appended). It is held for the
         microseconds an append takes, and is what a writer claims, round-robin and
         without blocking, to own the partition (as NiFi's writers claim partitions).
-      * `io_lock` guards the WritableFile, `_durable` and `_poison`. The thread that
+      * `io_lock` guards the WritableFile, `_durable` and `_failure`. The thread that
         holds it takes *every* pending frame, writes them and syncs once: that is the
         group commit. Committers queued behind it find their frame already durable
         and return without a sync of their own.
-      * Order: `io_lock` before `append_lock`, never the reverse.
+      * Order: `io_lock` before `append_lock`, never the reverse; `on_failure` is
+        called with `io_lock` held and must not take it.
     """
 
-    def __init__(self, path: str, file, hooks: WalHooks):
+    def __init__(self, path: str, file, hooks: WalHooks, on_failure: Callable[[BaseException], None]):
         self.path = path
         self._file = file
         self._hooks = hooks
+        self._on_failure = on_failure
         self.append_lock = threading.Lock()
         self.io_lock = threading.Lock()
         self._pending = bytearray()
         self._appended = 0
         self._durable = 0
-        self._poison: BaseException | None = None
+        self._failure: BaseException | None = None
         self.syncs = 0  # how many syncs this journal did (the benchmark reports it)
-
-    @property
-    def poisoned(self) -> bool:
-        return self._poison is not None
 
     @property
     def pending_bytes(self) -> int:
@@ -190,8 +194,8 @@ class Journal:
 
     def append(self, frame: bytes) -> int:
         """Queue one framed transaction. The caller holds `append_lock`."""
-        if self._poison is not None:
-            raise JournalPoisonedError(self.path, self._poison)
+        if self._failure is not None:
+            raise JournalWriteError(self.path, self._failure)
         self._pending += frame
         self._appended += 1
         return self._appended
@@ -206,13 +210,13 @@ class Journal:
     def flush(self) -> None:
         """Hand pending frames to the file without syncing (sync=False updates)."""
         with self.io_lock:
-            if self._pending and self._poison is None:
+            if self._pending:
                 self._write_pending(sync=False)
 
     def _write_pending(self, *, sync: bool) -> None:
         # Caller holds io_lock.
-        if self._poison is not None:
-            raise JournalPoisonedError(self.path, self._poison)
+        if self._failure is not None:
+            raise JournalWriteError(self.path, self._failure)
         with self.append_lock:
             data, self._pending = self._pending, bytearray()
             target = self._appended
@@ -226,18 +230,20 @@ class Journal:
                 self.syncs += 1
                 self._hooks.after_sync(self.path)
         except BaseException as error:
-            # Part of `data` may be on disk: the file's tail is unknown, so no later
-            # frame may follow it. Only a checkpoint (which rewrites the journal from
-            # the in-memory map) makes the partition writable again.
-            self._poison = error
-            raise JournalPoisonedError(self.path, error) from error
+            self._failure = error
+            self._on_failure(error)
+            if not isinstance(error, Exception):
+                raise  # the process is going down (or a test crashes it here): nothing to roll
+            raise JournalWriteError(self.path, error) from error
         if sync:
             self._durable = target
 
     def close(self, *, sync: bool = True) -> None:
+        """Hand over (and sync) what is pending, then close the file; a journal whose
+        write failed is only closed."""
         with self.io_lock:
             try:
-                if self._poison is None:
+                if self._failure is None:
                     self._write_pending(sync=sync)
             finally:
                 self._file.close()
