@@ -58,6 +58,8 @@ class Fault:
             raise ValueError(f"no storage operation {self.operation!r} (they are {', '.join(OPERATIONS)})")
         if self.when not in ("before", "after"):
             raise ValueError(f"when={self.when!r}: a fault strikes 'before' or 'after' the real call")
+        if self.times is not None and self.times < 1:
+            raise ValueError(f"times={self.times}: a fault strikes at least once (None: until disarmed)")
 
 
 class UnbufferedLocalStorage(LocalStorage):
