@@ -118,6 +118,9 @@ class WriteAheadLog:
         self._unsettled: list[int] = []  # transaction ids a recovery may still replay
         self._settle_callbacks: list[Callable[[], None]] = []  # run once they are settled
         self._due_callbacks: list[Callable[[], None]] = []  # settled: run outside the locks
+        # True while `snapshot.partial` was written in full by a checkpoint that did not
+        # get to rename it: it may be the only copy of the state (see _checkpoint_locked).
+        self._partial_complete = False
         self._last_checkpoint = clock()
         self._checkpoint_thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -537,15 +540,23 @@ class WriteAheadLog:
                     apply_update(records, swap_files, update)
         journals: list[Journal] = []
         try:
+            if self._partial_complete and not storage.exists(snapshot):
+                # An earlier checkpoint failed after deleting the snapshot: its .partial,
+                # written in full, alone holds the state. Put it in place before a new
+                # .partial is written over it (NiFi's partial-only restore, done live).
+                storage.rename(partial, snapshot)
+            self._partial_complete = False
             self._hooks.checkpoint_started(partial)
             with storage.create(partial, overwrite=True) as file:
                 write_snapshot(file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
                                records=records, swap_files=swap_files)
+            self._partial_complete = True
             self._hooks.checkpoint_partial_written(partial)
             if storage.exists(snapshot):
                 storage.delete(snapshot)
             self._hooks.checkpoint_snapshot_deleted(snapshot)
             storage.rename(partial, snapshot)  # the storage layer syncs the directory
+            self._partial_complete = False
             self._hooks.checkpoint_renamed(snapshot)
             for journal in self._journals:
                 try:

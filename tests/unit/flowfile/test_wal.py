@@ -28,6 +28,7 @@ from repositories.flowfile import format as fmt
 from repositories.flowfile.snapshot import SnapshotCase
 from repositories.storage import LocalStorage, StorageError
 
+from tests.storage_faults import Crash as StorageCrash
 from tests.storage_faults import Fault, FaultyStorage, UnbufferedLocalStorage
 
 from .helpers import make_record, open_wal
@@ -161,6 +162,32 @@ def test_crash_inside_checkpoint_restores_everything(storage, directory, seam, c
     again.close()
     third = open_wal(storage, directory)
     assert set(third.recover()) == set(expected) | {"ff-7"}
+
+
+@pytest.mark.parametrize("where", [Fault("delete", "after", path="snapshot"), Fault("rename", "before", path="snapshot")])
+def test_a_checkpoint_after_one_that_failed_past_the_snapshot_delete_keeps_the_state(tmp_path, where):
+    """A checkpoint fails after it deleted the snapshot: its .partial alone holds the
+    state. The next checkpoint must not truncate that .partial before a snapshot is
+    back in place (a crash there used to leave no snapshot and an empty .partial)."""
+    directory = str(tmp_path / "wal")
+    storage = FaultyStorage(UnbufferedLocalStorage())
+    wal = open_wal(storage, directory)
+    wal.recover()
+    fill(wal, range(3))
+    wal.checkpoint()
+    fill(wal, [3])
+    expected = dict(wal.records)
+    storage.arm(where)
+    with pytest.raises(CheckpointError):
+        wal.checkpoint()
+    assert not os.path.exists(os.path.join(directory, "snapshot"))
+    storage.arm(Fault("create", "after", path="snapshot.partial", crash=True))
+    with pytest.raises(StorageCrash):
+        wal.checkpoint()
+    storage.restart()
+    again = open_wal(storage, directory)
+    assert again.recover() == expected
+    again.close()
 
 
 def test_a_failed_sync_rolls_the_transaction_into_a_new_snapshot(storage, directory):
