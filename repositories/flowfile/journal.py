@@ -170,7 +170,9 @@ class Journal:
       * `io_lock` guards the WritableFile, `_durable` and `_failure`. The thread that
         holds it takes *every* pending frame, writes them and syncs once: that is the
         group commit. Committers queued behind it find their frame already durable
-        and return without a sync of their own.
+        and return without a sync of their own. `append` reads `_failure` without it:
+        a frame appended as a write fails is refused, or pending when its waiter
+        finds the failure, never written after the failed bytes.
       * Order: `io_lock` before `append_lock`, never the reverse; `on_failure` is
         called with `io_lock` held and must not take it.
     """
