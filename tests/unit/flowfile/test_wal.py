@@ -294,6 +294,43 @@ def test_no_transaction_is_acknowledged_while_a_failed_one_can_still_be_replayed
     assert not {f"ff-{n}" for n in failed_before_an_acknowledged} & recovered, (answers, recovered)
 
 
+def test_concurrent_writers_through_a_failed_group_sync_and_a_failed_roll(tmp_path):
+    """Writers on every partition while a group sync fails after its bytes reached the
+    disk and the roll after it fails: each transaction is acknowledged (durable), of
+    unknown outcome, or refused with nothing written; once a later roll settled the
+    unknown ones, a crash brings back exactly the acknowledged ones."""
+    storage = FaultyStorage(UnbufferedLocalStorage())
+    directory = str(tmp_path / "wal")
+    wal = open_wal(storage, directory, partitions=2)
+    wal.recover()
+    storage.arm(Fault("sync", "after", path="journal", skip=6))
+    storage.arm(Fault("create", "before", path="snapshot.partial", times=2))
+    answers: dict = {}
+
+    def writer(first):
+        for n in range(first, first + 40, 4):
+            try:
+                fill(wal, [n])
+                answers[n] = "acknowledged"
+            except OutcomeUnknownError:
+                answers[n] = "unknown"
+            except WriteAheadLogPoisonedError:
+                answers[n] = "refused"
+
+    threads = [threading.Thread(target=writer, args=(first,)) for first in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(answers) == 40 and "unknown" in answers.values(), answers
+    fill(wal, [99])  # rolls first if it must: every unknown outcome is settled now
+    assert wal.unsettled == ()
+    acknowledged = {f"ff-{n}" for n, answer in answers.items() if answer == "acknowledged"} | {"ff-99"}
+    assert set(wal.records) == acknowledged
+    storage.restart(1.0)  # crash: every byte written stays
+    assert set(open_wal(storage, directory).recover()) == acknowledged
+
+
 def test_group_commit_shares_syncs(storage, directory):
     # Hold the first sync until the other writers have queued their frames, then
     # check one sync covered them all. Waits on conditions with deadlines, not sleeps.
