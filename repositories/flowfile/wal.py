@@ -330,7 +330,7 @@ class WriteAheadLog:
         self._run_due_callbacks()
         if waiting.durable:
             return waiting.txid
-        raise OutcomeUnknownError(self.directory, waiting.txid, waiting.cause, waiting.roll_error)
+        raise OutcomeUnknownError(self.directory, waiting.txid, waiting.cause, waiting.roll_error) from waiting.cause
 
     def _roll_before_writing(self) -> None:
         """The WAL is poisoned: roll it before this transaction writes anything; if

@@ -234,6 +234,7 @@ def test_a_failed_sync_and_a_failed_roll_leave_the_outcome_unknown_until_a_roll_
     with pytest.raises(OutcomeUnknownError, match="transaction 2 .* may still replay it") as raised:
         fill(wal, [2])
     assert raised.value.txid == 2 and wal.unsettled == (2,)
+    assert str(raised.value.__cause__.__cause__) == "disk went away"  # the journal's error, then the storage's
     assert set(wal.records) == {"ff-1"}  # never in memory
     released = []
     wal.when_settled(lambda: released.append("claims of transaction 2"))
