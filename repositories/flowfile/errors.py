@@ -8,6 +8,18 @@ class WriteAheadLogError(Exception):
     """Root of every failure of `repositories.flowfile`."""
 
 
+def underlying(error: BaseException | None) -> str:
+    """The first failure in `error`'s chain of causes that is not the WAL's own (the
+    storage's: LeaseLost, StorageFull...), as "Type: first line of its message": what
+    an operator acts on."""
+    while isinstance(error, WriteAheadLogError) and error.__cause__ is not None:
+        error = error.__cause__
+    if error is None:
+        return "no error"
+    text = str(error)
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
 class NotRecoveredError(WriteAheadLogError):
     """`update` or `checkpoint` was called before `recover()` (a log accepts updates only after its restore)."""
 
@@ -89,9 +101,9 @@ class OutcomeUnknownError(WriteAheadLogError):
     def __init__(self, directory: str, txid: int, cause: BaseException | None, roll_error: BaseException | None):
         self.directory, self.txid, self.cause, self.roll_error = directory, txid, cause, roll_error
         super().__init__(
-            f"transaction {txid} of the WAL {directory}: its write or sync failed ({cause}), and rolling the WAL "
-            f"failed too ({roll_error}). It was not applied in memory, but a recovery may still replay it until "
-            "the WAL rolls: keep everything it references (content, swap files) until "
+            f"transaction {txid} of the WAL {directory} failed ({underlying(cause)}), and so did the roll that "
+            f"would have settled it ({underlying(roll_error)}). It was not applied in memory, but a recovery may "
+            "still replay it until the WAL rolls: keep everything it references (content, swap files) until "
             "WriteAheadLog.when_settled calls back. Fix the storage; the next update or checkpoint rolls the WAL."
         )
 
@@ -103,9 +115,9 @@ class WriteAheadLogPoisonedError(WriteAheadLogError):
     def __init__(self, directory: str, cause: BaseException | None):
         self.directory, self.cause = directory, cause
         super().__init__(
-            f"the WAL {directory} refused the transaction and wrote nothing of it: an earlier write, sync or "
-            f"checkpoint failed, and rolling the WAL to new journals failed again ({cause}). Fix the storage; "
-            "every update (or checkpoint) tries the roll again."
+            f"the WAL {directory} refused the transaction and wrote nothing of it ({underlying(cause)}): an "
+            "earlier write, sync or checkpoint failed, and rolling the WAL to new journals failed again. Fix the "
+            "storage; every update (or checkpoint) tries the roll again."
         )
 
 

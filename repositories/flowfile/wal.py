@@ -18,6 +18,7 @@ from .errors import (
     OutcomeUnknownError,
     WriteAheadLogClosedError,
     WriteAheadLogPoisonedError,
+    underlying,
 )
 from .hooks import WalHooks
 from .journal import Journal
@@ -585,7 +586,7 @@ class WriteAheadLog:
             if not isinstance(error, Exception):
                 raise  # the process is going down (or a test crashes it here)
             raise CheckpointError(
-                f"checkpoint of {self.directory} failed ({error}); no transaction is acknowledged until a "
+                f"checkpoint of {self.directory} failed ({underlying(error)}); no transaction is acknowledged until a "
                 "checkpoint succeeds, and every update tries one first. Nothing recoverable was deleted: "
                 "the previous snapshot and journals hold the state until the new snapshot is in place."
             ) from error
