@@ -12,8 +12,9 @@ recovered from storage.
 The model holds the FlowFiles (id -> content) of the acknowledged commits, and the
 commits whose outcome is unknown (`CommitError.wal_written`, or a crash in flight),
 which may each be replayed, whole, until a later commit is acknowledged: the WAL may
-acknowledge nothing while one of them can still be replayed. Checked after every step:
-the shard holds exactly the model (no acknowledged FlowFile lost, no rolled-back or
+acknowledge nothing while one of them can still be replayed. A commit must be acknowledged
+whenever no fault is armed: the WAL recovers from a failure by itself, no timer
+involved. Checked after every step: the shard holds exactly the model (no acknowledged FlowFile lost, no rolled-back or
 processed one back), every FlowFile's content is readable, and no resource has fewer
 claimants than FlowFiles referencing it (exactly as many when nothing is unknown).
 After each crash: the recovered shard is the model with some of its unknown commits
@@ -98,12 +99,16 @@ class ShardMachine(RuleBasedStateMachine):
     def _commit(self, action) -> None:
         """Run a step that commits; update the model from how it ended."""
         effects: dict = {}
+        storage_works = not self.storage.faults
         try:
             action(effects)
             acknowledged = True
         except Crash:
             acknowledged = None  # in flight: applied whole or not at all
         except CommitError as error:
+            # No timer has to pass, and no checkpoint has to be asked for, after a
+            # failure: once the storage works, the next commit goes through.
+            assert not storage_works, f"the storage works, yet the commit failed: {error}"
             acknowledged = None if error.wal_written else False
         if self.storage.crashed:  # whatever the code under test made of the crash
             acknowledged = None
@@ -263,43 +268,61 @@ def test_pinned_a_failed_commit_is_not_replayed_after_a_later_one_was_acknowledg
 
 
 def test_pinned_an_unknown_outcome_settled_by_the_next_commit(local_store, tmp_path):
-    """X's sync and the roll after it fail (unknown outcome); the next commit rolls
-    first, which settles X; a crash in the middle of a later commit's sync."""
+    """X's sync and the roll after it fail (unknown outcome); the next commit, on other
+    FlowFiles, rolls first, which settles X; a crash in the middle of a later commit's
+    sync. X must never come back (before: it was replayed beside the next commit)."""
     run_pinned(local_store, tmp_path, 2, [
-        ("create", {"contents": [b"0", b"1"]}),
+        ("create", {"contents": [b"0", b"1", b"2"]}),
         ("fail", {"fault": Fault("sync", "after", path="journal")}),
         ("fail", {"fault": Fault("create", "before", path="snapshot.partial")}),
-        ("process", {"decisions": [b"X", None]}),
-        ("process", {"decisions": [None, b"Y"]}),
+        ("process", {"decisions": [b"X", None]}),  # rewrites the first, drops the second
+        ("process", {"decisions": [None]}),  # drops the first only
         ("crash_there", {"fault": Fault("sync", "before", path="journal"), "keep": 0.5}),
         ("create", {"contents": [b"Z"]}),
     ])
 
 
 def test_pinned_a_crash_while_a_commit_of_unknown_outcome_is_unsettled(local_store, tmp_path):
-    """The commit's sync and the roll fail: its outcome is unknown, so its content must
-    survive until the WAL settles it; a crash then may replay it, whole."""
-    run_pinned(local_store, tmp_path, 2, [
-        ("create", {"contents": [b"0", b"1", b"2"]}),
+    """A commit's sync and every roll fail: its outcome is unknown, so its content must
+    survive until the WAL settles it, and a crash then may replay it, whole. Then the
+    same again, but the storage is repaired and a commit on other FlowFiles goes
+    through before the crash: the first must not come back (before: it did)."""
+    unknown_commit = [
         ("fail_and_fail_the_roll", {"fault": Fault("sync", "after", path="journal"),
                                     "roll": Fault("create", "before", path="snapshot", times=None)}),
-        ("process", {"decisions": [b"rewritten", None]}),
+        ("process", {"decisions": [b"rewritten", None]}),  # rewrites the first, drops the second
         ("create", {"contents": [b"refused"]}),
+    ]
+    run_pinned(local_store, tmp_path, 2, [
+        ("create", {"contents": [b"0", b"1", b"2"]}),
+        *unknown_commit,
+        ("crash", {"keep": 1.0}),
+        *unknown_commit,
+        ("repair", {}),
+        ("process", {"decisions": [None]}),  # drops the first only
         ("crash", {"keep": 1.0}),
     ])
 
 
 def test_pinned_a_crash_while_a_swap_out_of_unknown_outcome_is_unsettled(local_store, tmp_path):
-    """The SwapOut's sync and the roll fail: a recovery may replay the SwapOut, so its
-    swap file must stay until the WAL settles it (then it goes)."""
-    run_pinned(local_store, tmp_path, 2, [
-        ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
+    """A SwapOut's sync and every roll fail: a recovery may replay the SwapOut, so its
+    swap file must stay until the WAL settles it. Then the same again, but the storage
+    is repaired and the batch is processed before the crash: it must not come back
+    (before: it did, from the swap file)."""
+    unknown_swap_out = [
         ("fail_and_fail_the_roll", {"fault": Fault("sync", "after", path="journal", skip=1),
                                     "roll": Fault("create", "before", path="snapshot", times=None)}),
         ("create", {"contents": [b"e", b"f"]}),  # the Puts, then the swap-out
+    ]
+    run_pinned(local_store, tmp_path, 2, [
+        ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
+        *unknown_swap_out,
         ("crash", {"keep": 1.0}),
-        ("drop", {"count": 6}),
-        ("drop", {"count": 6}),
+        *[("drop", {"count": 6})] * 2,
+        ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
+        *unknown_swap_out,
+        ("repair", {}),
+        *[("drop", {"count": 6})] * 3,
         ("crash", {"keep": 1.0}),
     ])
 
