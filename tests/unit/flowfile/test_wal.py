@@ -251,22 +251,6 @@ def test_a_failed_sync_and_a_failed_roll_leave_the_outcome_unknown_until_a_roll_
     assert set(open_wal(storage, directory).recover()) == {"ff-1", "ff-3"}
 
 
-def test_a_crash_before_the_settling_roll_replays_the_unknown_transaction_whole_or_not_at_all(tmp_path):
-    for keep in (0.0, 0.5, 1.0):
-        directory = str(tmp_path / f"wal-{keep}")
-        storage = FaultyStorage(UnbufferedLocalStorage())
-        wal = open_wal(storage, directory, partitions=2)
-        wal.recover()
-        fill(wal, [1])
-        storage.arm(Fault("sync", "after", path="journal"))
-        storage.arm(Fault("create", "before", path="snapshot.partial", times=None))
-        with pytest.raises(OutcomeUnknownError):
-            fill(wal, [2, 3])
-        storage.restart(keep)  # a crash
-        recovered = set(open_wal(storage, directory).recover())
-        assert recovered in ({"ff-1"}, {"ff-1", "ff-2", "ff-3"}), keep
-
-
 def test_no_transaction_is_acknowledged_while_a_failed_one_can_still_be_replayed(tmp_path):
     """A write whose sync failed after its bytes reached the storage, on one partition;
     then transactions on the others. Whatever each update() answered, a crash must
