@@ -21,7 +21,7 @@ After each crash: the recovered shard is the model with some of its unknown comm
 applied, each swap file the WAL names exists and no other is left (orphans removed),
 and no live FlowFile's content is missing.
 
-Local disk runs 300 examples (under a minute on two cores), HDFS 8; CUSTODY_LONG=1
+Local disk runs 200 examples (30 to 60 s on two shared cores), HDFS 8; CUSTODY_LONG=1
 runs 2000 and 60. A random search finds a narrow window only by chance, so the
 defects found once (by hand or by this search) are pinned below as scripted sequences.
 """
@@ -218,7 +218,7 @@ def test_shard_under_storage_faults_and_crashes_matches_the_model(request, backe
     store = request.getfixturevalue(f"{backend}_store")
     machine = type("ShardMachineOn" + backend.title(), (ShardMachine,), {"store": store, "content_root": str(tmp_path)})
     if backend == "local":
-        examples = 2000 if LONG else 300
+        examples = 2000 if LONG else 200
     else:
         examples = 60 if LONG else 8
     run_state_machine_as_test(machine, settings=settings(settings(), max_examples=examples, stateful_step_count=30))
