@@ -86,7 +86,8 @@ and queued; if its later write fails, the roll writes it from memory.
 What a crash can replay: every acknowledged transaction; each transaction still in
 flight at the crash (not yet answered), whole or not at all; each transaction that
 raised `OutcomeUnknownError` and is not yet settled, whole or not at all. Never a
-transaction that raised any other error, nor one a roll settled.
+transaction that raised any other error, nor one a roll settled. `close()` settles
+nothing: what is unsettled then is decided by the next recovery, like a crash.
 
 Errors all derive from `WriteAheadLogError` (see `errors`). Byte layouts: `format`.
 """
