@@ -8,9 +8,18 @@ and holds `on_success` and the provenance events until the whole flow succeeds.
 A durable commit is consulted at fixed points: the node's `CommitGate` (production:
 may this shard still be written?) and then the `CommitHooks` fault seams (tests).
 
-Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots, what
-failed commits hold until the next checkpoint, and the failure counters; everything
-else is the WAL's, the queues' and the repositories' own locking.
+A failed WAL write follows the WAL's rule (`repositories.flowfile`): the WAL rolls
+before it acknowledges anything else, so a commit it refused is either definitely not
+applied (the session releases everything at once) or of unknown outcome
+(`OutcomeUnknownError`: the session rolls back in memory, but what the transaction
+references - its content claims, its outbox slot - is released only when the WAL says
+no recovery can replay it any more, `WriteAheadLog.when_settled`). No other commit is
+acknowledged meanwhile, so nothing can be built on the rolled-back state that a
+replay would contradict.
+
+Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots and
+the failure counters; everything else is the WAL's, the queues' and the repositories'
+own locking.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from repositories.flowfile import Delete, Put, WriteAheadLogError
+from repositories.flowfile import Delete, OutcomeUnknownError, Put, WriteAheadLogError
 from repositories.seams import FaultSeams
 
 from . import provenance_outbox
@@ -41,12 +50,12 @@ class CommitGate(Protocol):
         """Raise to refuse the commit; called before the content sync and again before the WAL write."""
 
     def committed(self, component_id: str) -> None:
-        """The WAL holds the transaction (called where the `after_wal` seam is; should not
-        raise: if it does, the commit fails as an unconfirmed WAL write does)."""
+        """The WAL holds the transaction (called where the `after_wal` seam is); should not
+        raise: if it does, that is logged and the commit stands, as the WAL holds it."""
 
     def failed(self, component_id: str, error: BaseException) -> None:
-        """The commit failed before the WAL recorded it (or confirmed a write it began) and the
-        session rolls back; must not raise (it is logged if it does)."""
+        """The WAL did not acknowledge the commit (nothing was written, or its outcome is
+        unknown) and the session rolls back; must not raise (it is logged if it does)."""
 
 
 class CommitHooks(FaultSeams):
@@ -120,15 +129,7 @@ class DurableCommitter:
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._slots_lock = threading.Lock()
         self._free_slots: list[int] = []
-        # What a commit whose WAL write failed leaves behind, with the WAL's checkpoint
-        # count then: the write may still be on disk and replayed by the next recovery
-        # until a checkpoint supersedes it. Until then its outbox slot is not reused
-        # (replay would bring back FlowFiles whose events another commit overwrote) and
-        # the content its session wrote is not released (replay would bring back
-        # FlowFiles whose content was collected). Released by the first commit after.
-        self._held: list[tuple[int, Callable[[], None]]] = []
         self._slot_count = 0
-        self._last_heal = 0.0
         self._failing_since: float | None = None  # guarded by _slots_lock
         self._failures = 0
 
@@ -143,44 +144,16 @@ class DurableCommitter:
         with self._slots_lock:
             self._free_slots.append(slot)
 
-    def _hold_until_checkpoint(self, release: Callable[[], None]) -> None:
-        with self._slots_lock:
-            self._held.append((self.shard.wal.checkpoints, release))
-
-    def _release_superseded(self) -> None:
-        with self._slots_lock:
-            if not self._held:
-                return
-            done = self.shard.wal.checkpoints
-            due = [release for seen, release in self._held if seen < done]
-            self._held = [(seen, release) for seen, release in self._held if seen >= done]
-        for release in due:
-            release()
-
     def hold_claims(self, claims) -> None:
         """The content claims a session wrote before its commit failed with
-        `CommitError.wal_written`: released after the WAL's next checkpoint, not now."""
+        `CommitError.wal_written` (the WAL transaction's outcome is unknown): released
+        once the WAL has settled it, not now (a replay would need the content)."""
         claims, content = list(claims), self.content
 
         def release() -> None:
             for claim in claims:
                 content.decrement(claim)
-        self._hold_until_checkpoint(release)
-
-    def _heal_wal(self, error: Exception) -> None:
-        """A failed WAL write poisons its journal until a checkpoint (which rewrites
-        the state from memory, so the failed transaction, on disk or not, is gone).
-        Try one at most once a second, so the flow resumes as soon as storage works."""
-        now = time.monotonic()
-        if now - self._last_heal < 1.0:
-            return
-        self._last_heal = now
-        try:
-            self.shard.wal.checkpoint()
-        except Exception as failure:  # noqa: BLE001 - storage still broken: the next failure retries
-            log.debug("shard %s: the healing checkpoint failed: %s", self.shard.id, _first_line(failure))
-            return
-        log.debug("shard %s: a healing checkpoint succeeded after %s", self.shard.id, _first_line(error))
+        self.shard.wal.when_settled(release)
 
     def _failed(self, component: str, error: BaseException) -> None:
         """One line when this shard's commits start failing (storage down, a fenced
@@ -204,7 +177,6 @@ class DurableCommitter:
                         time.monotonic() - since)
 
     def commit(self, tx: Transaction) -> None:
-        self._release_superseded()
         component = tx.component_id
         updates = [Put(flowfile.to_record()) for flowfile in tx.puts]
         updates += [Delete(flowfile_id) for flowfile_id in tx.deletes]
@@ -216,7 +188,7 @@ class DurableCommitter:
             slot = self._take_slot()
             updates.append(Put(provenance_outbox.outbox_record(
                 slot, self.provenance.next_event_id, tx.events, now).to_record()))
-        wal_written = False
+        outcome_unknown = False
         gate, hooks = self.gate, self.hooks
         try:
             # 1. Content durable before any record points at it.
@@ -234,31 +206,42 @@ class DurableCommitter:
                 if gate is not None:
                     gate.admit(component)
                 hooks.before_wal(component)
-                wal_written = True
-                self.shard.wal.update(updates)
-                if gate is not None:
-                    gate.committed(component)
-                hooks.after_wal(component)
+                try:
+                    self.shard.wal.update(updates)
+                except Exception as error:
+                    # Any other WAL error refused the transaction with nothing applied;
+                    # an error that is not the WAL's says nothing, so it counts as unknown.
+                    outcome_unknown = isinstance(error, OutcomeUnknownError) or not isinstance(error, WriteAheadLogError)
+                    raise
             self._succeeded()
         except Exception as error:
             if slot is not None:
-                if wal_written:
-                    self._hold_until_checkpoint(functools.partial(self._return_slot, slot))
+                if outcome_unknown:
+                    # A replay of the transaction would bring back this slot's record:
+                    # another commit must not overwrite it before the WAL settles it.
+                    self.shard.wal.when_settled(functools.partial(self._return_slot, slot))
                 else:
                     self._return_slot(slot)
-            if isinstance(error, WriteAheadLogError):
-                self._heal_wal(error)
             self._failed(component, error)
             if gate is not None:
                 _tell_failed(component, error, "the commit gate's failed()", gate.failed)
             _tell_failed(component, error, "the commit_failed seam", hooks.commit_failed)
-            where = ("the WAL did not confirm it (a write that reached the disk anyway is superseded by the "
-                     "next checkpoint)") if wal_written else "nothing was written to the WAL"
+            where = ("the WAL did not confirm it (its outcome is unknown until the WAL rolls; what it references "
+                     "is held until then)") if outcome_unknown else "nothing was written to the WAL"
             raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}",
-                              wal_written=wal_written) from error
+                              wal_written=outcome_unknown) from error
+        # From here on the commit stands: the WAL holds it, durably and in its memory. A
+        # failure is logged, never turned into a rollback (a test's simulated crash,
+        # a BaseException, still propagates, and the session is then left as it is).
+        if updates:
+            if gate is not None:
+                try:
+                    gate.committed(component)
+                except Exception:  # noqa: BLE001
+                    log.exception("%s: the commit gate's committed() raised; the commit stands", component)
+            hooks.after_wal(component)
         try:
-            # 3. Memory follows the WAL. From here on the commit stands: a failure is
-            # logged, never turned into a rollback (the WAL already holds the truth).
+            # 3. Memory follows the WAL.
             if tx.state is not None:
                 self.shard.set_state_committed(component, tx.state)
             _apply_to_queues(self.shard, tx)

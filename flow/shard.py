@@ -22,6 +22,7 @@ have their own locks (see `queue.FlowFileQueue`). `_state_lock` guards `_states`
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import defaultdict
@@ -33,11 +34,13 @@ from repositories.claims import ContentClaim
 from repositories.flowfile import (
     DEFAULT_CHECKPOINT_INTERVAL,
     DEFAULT_PARTITIONS,
+    OutcomeUnknownError,
     Put,
     SwapFile,
     SwapIn,
     SwapOut,
     WriteAheadLog,
+    WriteAheadLogError,
 )
 from repositories.storage import join
 from repositories.swap import SwapError, SwapFileMissingError, SwapStore
@@ -187,22 +190,37 @@ class QueueShard:
             self.swap_failures += 1
             log.warning("queue %s: swap-out failed, the batch stays in memory: %s", queue.id, error)
             return False
+        location = summary.location
         try:
             # The swap file was synced by write(): only now may the WAL point at it.
-            self.wal.update([SwapOut(SwapFile(summary.location, queue.id, summary.count, summary.size),
+            self.wal.update([SwapOut(SwapFile(location, queue.id, summary.count, summary.size),
                                      tuple(f.id for f in batch))])
         except Exception as error:
+            # The batch goes back to memory whatever the WAL answered: until the WAL
+            # rolls, it acknowledges no transaction (none can process the batch) and
+            # the roll settles the SwapOut without it.
             queue.abort_swap_out(batch)
             self.swap_failures += 1
             log.warning("queue %s: the WAL refused a swap-out, the batch stays in memory: %s", queue.id,
                         str(error).splitlines()[0][:300])
-            # The file stays: a write whose sync failed may still have reached the
-            # disks, and if this process dies before a checkpoint supersedes it, the
-            # next recovery replays that SwapOut and needs the file. If the WAL never
-            # recorded it, that recovery removes it as an orphan.
+            if isinstance(error, OutcomeUnknownError):
+                # A recovery may still replay the SwapOut, and would need the file;
+                # once the WAL has settled it, nothing ever points at the file.
+                self.wal.when_settled(functools.partial(self._delete_orphan, location))
+            elif isinstance(error, WriteAheadLogError):
+                self._delete_orphan(location)  # refused: the WAL never points at it
+            # Anything else says nothing about the WAL: the file stays, and the next
+            # recovery removes it if the WAL never recorded it.
             return False
         queue.complete_swap_out(batch, summary)
         return True
+
+    def _delete_orphan(self, location: str) -> None:
+        try:
+            self.swap_store.delete(location)
+        except Exception as error:  # noqa: BLE001 - the next recovery removes it
+            log.warning("could not delete swap file %s, which the WAL does not record (the next recovery "
+                        "removes it): %s", location, str(error).splitlines()[0][:300])
 
     def _swap_in(self, queue: FlowFileQueue) -> bool:
         summary = queue.take_swap_in()
@@ -216,6 +234,9 @@ class QueueShard:
             queue.abort_swap_in(summary)
             raise
         except Exception as error:
+            # The file stays whatever the WAL answered: the WAL still points at it,
+            # unless a SwapIn of unknown outcome is replayed, and then the recovery
+            # removes it as an orphan.
             queue.abort_swap_in(summary)
             self.swap_failures += 1
             log.warning("queue %s: swap-in of %s failed, will retry: %s", queue.id, summary.location, error)
@@ -223,10 +244,7 @@ class QueueShard:
         queue.complete_swap_in(summary, flowfiles)
         # The WAL no longer points at the file; a crash before this delete leaves an
         # orphan that the next recovery removes.
-        try:
-            self.swap_store.delete(summary.location)
-        except Exception as error:  # noqa: BLE001
-            log.warning("could not delete swap file %s after swap-in: %s", summary.location, error)
+        self._delete_orphan(summary.location)
         return True
 
     # -- polling ----------------------------------------------------------------

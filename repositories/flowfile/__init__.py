@@ -10,8 +10,9 @@ The same code runs on local disk (`repositories.storage.LocalStorage`) and on HD
     records = wal.recover()          # {record id: FlowFileRecord}; must come first
     txid = wal.update([Put(record), Delete("old-id")])   # durable when it returns
     wal.update(updates, sync=False)  # reaches storage at the next sync or checkpoint
-    wal.checkpoint()                 # snapshot + reset journals (also every
+    wal.checkpoint()                 # a roll: snapshot + reset journals (also every
                                      # `checkpoint_interval` seconds, default 60)
+    wal.when_settled(release)        # after an OutcomeUnknownError (see below)
     wal.close()
 
 Updates: `Put(record)` creates or replaces a record, `Delete(id)` removes it,
@@ -41,8 +42,52 @@ is re-stamped by a checkpoint on adoption. `hooks` are the named fault seams of
 
 Guarantees beyond NiFi's: a CRC on every transaction and snapshot record; group
 commit (every sync=True update is fsync'd/hsync'd on return, concurrent committers
-share one sync); renames through the storage layer, which syncs directories; a journal
-whose write failed refuses writes until a checkpoint; cut bytes kept in `cut/`.
+share one sync); renames through the storage layer, which syncs directories; a failed
+write or sync rolls the WAL before anything else is acknowledged (below); journal
+frames located only through CRC-checked lengths, never by searching user data; cut
+bytes kept in `cut/`.
+
+The contract of `update()` (the rule for writes whose outcome is unknown)
+--------------------------------------------------------------------------
+As HBase does with its WAL: a transaction is acknowledged only when it is durable and
+no transaction that failed before it can still be replayed. A write or sync that
+fails poisons the whole WAL (every partition) at once, and `update()` rolls the WAL
+before it answers: a checkpoint of the in-memory state plus the transactions whose
+callers still wait for an answer (the one that failed, and any that became durable
+while the WAL was poisoned), then new, empty journals. Hence:
+
+* `update()` returns the transaction id: the transaction is durable (in a journal, or
+  in the snapshot of the roll that followed a failed write, as HBase's AsyncFSWAL
+  re-appends unacknowledged entries to its new writer) and applied in memory. Every
+  recovery replays it.
+* `OutcomeUnknownError`: the write or sync failed, and the roll failed too. The
+  transaction is not in memory and never will be, but some of its bytes may be on
+  storage, and a recovery that runs before the next successful roll may replay it
+  (whole, never in part). Keep everything it references (content claims, swap files,
+  outbox slots) until `wal.when_settled(callback)` calls back: the next successful
+  roll writes the in-memory state without it and covers its id, so that from then on
+  no recovery can replay it. Anything else (requeueing the FlowFiles it would have
+  consumed, retrying) may happen at once: nothing is acknowledged before that roll.
+* `WriteAheadLogPoisonedError`: an earlier failure poisoned the WAL and the roll
+  tried first failed again; nothing of this transaction was written. It is definitely
+  not applied and never replayable: release everything now, retry later.
+* `NotRecoveredError`, `WriteAheadLogClosedError`, `ValueError` (an empty or too
+  large transaction): refused before anything was written; definitely not applied.
+* anything else (`KeyboardInterrupt`, a test's simulated crash raised from a fault
+  seam or a storage call): the WAL is poisoned and nothing was rolled. The outcome is
+  unknown, as at a crash.
+
+The rule is WAL-wide and no timer is involved: once a write fails, no transaction on
+any partition is acknowledged until a roll has succeeded, and every `update()` and
+`checkpoint()` tries that roll first. The in-memory state never holds a transaction
+that failed. With sync=False, `update()` returns once the transaction is in memory
+and queued; if its later write fails, the roll writes it from memory.
+
+What a crash can replay: every acknowledged transaction; each transaction still in
+flight at the crash (not yet answered), whole or not at all; each transaction that
+raised `OutcomeUnknownError` and is not yet settled, whole or not at all. Never a
+transaction that raised any other error, nor one a roll settled. `close()` settles
+nothing: what is unsettled then is decided by the next recovery, like a crash.
 
 Errors all derive from `WriteAheadLogError` (see `errors`). Byte layouts: `format`.
 """
@@ -52,13 +97,15 @@ from .errors import (
     CorruptJournalError,
     CorruptRecordError,
     CorruptSnapshotError,
-    JournalPoisonedError,
+    JournalWriteError,
     NotAWriteAheadLogError,
     NotRecoveredError,
+    OutcomeUnknownError,
     StaleEpochError,
     UnknownSerDeError,
     WriteAheadLogClosedError,
     WriteAheadLogError,
+    WriteAheadLogPoisonedError,
 )
 from .hooks import WalHooks
 from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update, decode_records
@@ -76,10 +123,11 @@ __all__ = [
     "Delete",
     "FlowFileRecord",
     "FlowFileSerDe",
-    "JournalPoisonedError",
+    "JournalWriteError",
     "LazyFlowFileRecord",
     "NotAWriteAheadLogError",
     "NotRecoveredError",
+    "OutcomeUnknownError",
     "Put",
     "RecoveryReport",
     "SerDe",
@@ -93,6 +141,7 @@ __all__ = [
     "WriteAheadLog",
     "WriteAheadLogClosedError",
     "WriteAheadLogError",
+    "WriteAheadLogPoisonedError",
     "decode_records",
     "list_wal_files",
     "read_state",

@@ -8,6 +8,18 @@ class WriteAheadLogError(Exception):
     """Root of every failure of `repositories.flowfile`."""
 
 
+def underlying(error: BaseException | None) -> str:
+    """The first failure in `error`'s chain of causes that is not the WAL's own (the
+    storage's: LeaseLost, StorageFull...), as "Type: first line of its message": what
+    an operator acts on."""
+    while isinstance(error, WriteAheadLogError) and error.__cause__ is not None:
+        error = error.__cause__
+    if error is None:
+        return "no error"
+    text = str(error)
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
 class NotRecoveredError(WriteAheadLogError):
     """`update` or `checkpoint` was called before `recover()` (a log accepts updates only after its restore)."""
 
@@ -71,20 +83,47 @@ class StaleEpochError(WriteAheadLogError):
         )
 
 
-class JournalPoisonedError(WriteAheadLogError):
-    """A write or sync to a journal failed; the journal refuses writes until a checkpoint."""
+class JournalWriteError(WriteAheadLogError):
+    """A write or sync to one journal failed (`cause`); the journal takes no more frames.
+    `update()` never raises this: it rolls the WAL (see the package docstring), and the
+    error is the `cause` of an `OutcomeUnknownError` when the roll fails too."""
 
-    def __init__(self, path: str, cause: BaseException | None):
+    def __init__(self, path: str, cause: BaseException):
         self.path, self.cause = path, cause
+        super().__init__(f"a write or sync to journal {path} failed: {cause}")
+
+
+class OutcomeUnknownError(WriteAheadLogError):
+    """The write or sync of transaction `txid` failed, and the roll that would have
+    settled it failed too: the transaction is not in memory, but a recovery may still
+    replay it until the WAL rolls. Keep what it references until `when_settled` calls."""
+
+    def __init__(self, directory: str, txid: int, cause: BaseException | None, roll_error: BaseException | None):
+        self.directory, self.txid, self.cause, self.roll_error = directory, txid, cause, roll_error
         super().__init__(
-            f"journal {path} refuses writes because an earlier write or sync failed ({cause}). "
-            "Whether the failed transaction reached the disk is unknown. Fix the storage, then "
-            "call checkpoint(): it rewrites the state from memory and reopens the journals."
+            f"transaction {txid} of the WAL {directory} failed ({underlying(cause)}), and so did the roll that "
+            f"would have settled it ({underlying(roll_error)}). It was not applied in memory, but a recovery may "
+            "still replay it until the WAL rolls: keep everything it references (content, swap files) until "
+            "WriteAheadLog.when_settled calls back. Fix the storage; the next update or checkpoint rolls the WAL."
+        )
+
+
+class WriteAheadLogPoisonedError(WriteAheadLogError):
+    """Refused before anything was written: an earlier write, sync or checkpoint failed,
+    and the roll that must come before any transaction is acknowledged failed again."""
+
+    def __init__(self, directory: str, cause: BaseException | None):
+        self.directory, self.cause = directory, cause
+        super().__init__(
+            f"the WAL {directory} refused the transaction and wrote nothing of it ({underlying(cause)}): an "
+            "earlier write, sync or checkpoint failed, and rolling the WAL to new journals failed again. Fix the "
+            "storage; every update (or checkpoint) tries the roll again."
         )
 
 
 class CheckpointError(WriteAheadLogError):
-    """A checkpoint failed; updates are refused until one succeeds. Nothing recoverable was deleted."""
+    """A checkpoint (a roll) failed; no transaction is acknowledged until one succeeds,
+    which every update tries first. Nothing recoverable was deleted."""
 
 
 class CorruptRecordError(WriteAheadLogError, ValueError):

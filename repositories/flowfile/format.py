@@ -3,11 +3,11 @@
 All integers are little-endian. CRCs are zlib.crc32. Readers and writers build and
 parse bytes only through this module.
 
-Journal (one per partition, `journal-<partition>`):
+Journal (one per partition, `journal-<partition>`), format version 2:
 
     header, at the head of every journal (names the SerDe its updates need)
       0   8   magic  b"CUSTWALJ"
-      8   2   journal format version (1)
+      8   2   journal format version (2; 1 is still read)
      10   8   shard epoch of the owner that created the journal
      18   2   n = length of the SerDe name
      20   n   SerDe name, UTF-8
@@ -22,9 +22,24 @@ Journal (one per partition, `journal-<partition>`):
      21   4   payload length p
      25   4   crc32 of the payload
      29   4   crc32 of bytes 0 .. 29 (so a damaged length is never trusted)
-     33   p   payload: for each update, u32 length, the SerDe's bytes, then one marker
+     33   4   payload length p again: the length guard
+     37   4   crc32 of bytes 33 .. 37
+     41   p   payload: for each update, u32 length, the SerDe's bytes, then one marker
               byte: TRANSACTION_CONTINUE (0xC0) if more updates follow, else
               TRANSACTION_COMMIT (0xCC), as in NiFi's journals
+
+    Where the next frame starts is only ever taken from a length whose CRC matched:
+    the header's, or, when the header is damaged, the length guard's. A reader never
+    searches for a marker: a payload holds user data (attribute values are raw
+    UTF-8), which can hold a complete, CRC-valid frame. When both lengths of a frame
+    are damaged, nothing after it in that journal can be located, and it is cut.
+    A frame is accepted only with its header, its length guard and its payload intact,
+    and with a transaction id above the previous frame's of the same journal.
+
+    Format version 1 (written until the length guard came; still read) has no length
+    guard: the payload follows the header at offset 33. A damaged version 1 header
+    cuts the rest of its journal. Recovery rewrites a version 1 journal at once (its
+    forced checkpoint), so frames are only ever appended in the current format.
 
 Snapshot (`snapshot`, written as `snapshot.partial` first), format version 2:
 
@@ -88,7 +103,8 @@ crc32 = zlib.crc32
 JOURNAL_MAGIC = b"CUSTWALJ"
 SNAPSHOT_MAGIC = b"CUSTSNAP"
 SNAPSHOT_TRAILER_MAGIC = b"CUSTSEND"
-JOURNAL_FORMAT_VERSION = 1
+JOURNAL_FORMAT_VERSION = 2
+JOURNAL_FORMAT_VERSIONS = (1, 2)  # what `journal.scan_journal` reads
 SNAPSHOT_FORMAT_VERSION = 2
 SNAPSHOT_FORMAT_VERSIONS = (1, 2)  # what `snapshot.read_snapshot` reads
 SNAPSHOT_BLOCK_RECORDS = 4096
@@ -105,7 +121,9 @@ SERDE_VERSION = U32
 SNAPSHOT_COUNTS = struct.Struct("<QQI")  # max txid, record count, swap-file count
 FRAME_HEADER = struct.Struct("<BQQIII")  # marker, txid, epoch, count, payload length, payload crc
 FRAME_HEADER_CRC = U32
-FRAME_HEADER_SIZE = FRAME_HEADER.size + FRAME_HEADER_CRC.size
+LENGTH_GUARD = struct.Struct("<II")  # payload length, crc32 of its 4 bytes
+FRAME_HEADER_SIZE_V1 = FRAME_HEADER.size + FRAME_HEADER_CRC.size
+FRAME_HEADER_SIZE = FRAME_HEADER_SIZE_V1 + LENGTH_GUARD.size
 UPDATE_LENGTH = U32
 SNAPSHOT_ENTRY = struct.Struct("<II")  # length, crc
 SNAPSHOT_BLOCK = struct.Struct("<III")  # record count, body length, body crc
@@ -115,7 +133,7 @@ SWAP_FILE = struct.Struct("<QQHH")
 
 # Checked at import: a silent change of any of these would make old files unreadable.
 assert HEADER_START.size == 20, HEADER_START.size
-assert FRAME_HEADER.size == 29 and FRAME_HEADER_SIZE == 33, FRAME_HEADER.size
+assert FRAME_HEADER.size == 29 and FRAME_HEADER_SIZE_V1 == 33 and FRAME_HEADER_SIZE == 41, FRAME_HEADER.size
 assert SNAPSHOT_COUNTS.size == 20, SNAPSHOT_COUNTS.size
 assert SNAPSHOT_BLOCK.size == 12 and SNAPSHOT_BLOCK_HEADER_SIZE == 16, SNAPSHOT_BLOCK.size
 assert SNAPSHOT_ENTRY.size == 8 and SNAPSHOT_TRAILER.size == 24 and SWAP_FILE.size == 20
@@ -175,9 +193,16 @@ def unpack_file_header(data, magic: bytes, extra: int = 0) -> tuple[FileHeader, 
     return header, bytes(data[end - extra : end])
 
 
+def frame_header_size(journal_format_version: int) -> int:
+    """Bytes from a frame's marker to its payload, in a journal of that format version."""
+    return FRAME_HEADER_SIZE if journal_format_version >= 2 else FRAME_HEADER_SIZE_V1
+
+
 def pack_frame(txid: int, epoch: int, count: int, payload, payload_crc: int) -> bytes:
+    """A frame of the current journal format (version 2)."""
     head = FRAME_HEADER.pack(TRANSACTION_MARKER, txid, epoch, count, len(payload), payload_crc)
-    return head + FRAME_HEADER_CRC.pack(crc32(head)) + payload
+    length = U32.pack(len(payload))
+    return head + FRAME_HEADER_CRC.pack(crc32(head)) + length + U32.pack(crc32(length)) + payload
 
 
 class Frame(NamedTuple):
@@ -186,11 +211,12 @@ class Frame(NamedTuple):
     epoch: int
     count: int
     payload: memoryview
+    end: int  # offset just past the payload
 
 
 def parse_frame_header(data, offset: int):
     """Return (txid, epoch, count, payload_length, payload_crc) or None if the header
-    at `offset` is not intact. The caller checks there are FRAME_HEADER_SIZE bytes."""
+    at `offset` is not intact. The caller checks there are FRAME_HEADER_SIZE_V1 bytes."""
     marker, txid, epoch, count, length, payload_crc = FRAME_HEADER.unpack_from(data, offset)
     if marker != TRANSACTION_MARKER:
         return None
@@ -198,6 +224,16 @@ def parse_frame_header(data, offset: int):
     if crc32(data[offset : offset + FRAME_HEADER.size]) != stored:
         return None
     return txid, epoch, count, length, payload_crc
+
+
+def parse_length_guard(data, offset: int) -> int | None:
+    """The payload length in the length guard of the (version 2) frame at `offset`, or
+    None if the guard is damaged. The caller checks there are FRAME_HEADER_SIZE bytes."""
+    start = offset + FRAME_HEADER_SIZE_V1
+    length, stored = LENGTH_GUARD.unpack_from(data, start)
+    if crc32(data[start : start + U32.size]) != stored:
+        return None
+    return length
 
 
 def pack_payload(encoded_updates: list) -> bytes:

@@ -6,15 +6,19 @@ frames and a `Cut` for each damaged range. A torn or NUL tail is what a crash le
 (explained); a damaged frame followed by intact ones is not (unexplained: `custody wal
 fsck` fails on it), but the intact frames after it are kept all the same, so that no
 committed transaction is lost unless its own bytes were damaged.
+
+A scan moves from one frame to the next only by a length whose CRC matched (see
+`format`): it never searches for a marker in bytes it could not place, because a
+payload holds user data, and user data can hold a complete, CRC-valid frame.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from . import format as fmt
-from .errors import CorruptJournalError, JournalPoisonedError, NotAWriteAheadLogError
+from .errors import CorruptJournalError, JournalWriteError, NotAWriteAheadLogError
 from .hooks import WalHooks
 
 
@@ -32,7 +36,7 @@ class Cut(NamedTuple):
 class JournalScan(NamedTuple):
     path: str
     header: fmt.FileHeader | None  # None: empty or torn header (the crash hit creation)
-    frames: list  # [fmt.Frame], in file order (so in increasing txid order)
+    frames: list  # [fmt.Frame], in file order, with increasing transaction ids
     cuts: list  # [Cut]
     data: bytes  # the whole file, kept until cut bytes are saved
 
@@ -50,109 +54,141 @@ def scan_journal(path: str, data: bytes) -> JournalScan:
         if error.reason.startswith("starts with"):
             raise NotAWriteAheadLogError(path, error.offset, f"journal {error.reason}") from None
         raise CorruptJournalError(path, error.offset, None, f"journal header: {error.reason}") from None
-    if header.format_version != fmt.JOURNAL_FORMAT_VERSION:
+    if header.format_version not in fmt.JOURNAL_FORMAT_VERSIONS:
         raise NotAWriteAheadLogError(path, 8, f"journal format version {header.format_version} is unknown")
-    frames, cuts = _scan_frames(path, data, header.length)
+    frames, cuts = _scan_frames(path, data, header.length, header.format_version)
     return JournalScan(path, header, frames, cuts, data)
 
 
-def _scan_frames(path: str, data: bytes, offset: int) -> tuple[list, list]:
+class _Damage(NamedTuple):
+    offset: int
+    end: int
+    reason: str
+    txid: int | None
+
+
+def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[list, list]:
     frames: list = []
-    cuts: list = []
+    damage: list[_Damage] = []
+    tail: Cut | None = None  # what a crash leaves at the end: torn or NUL
     view = memoryview(data)
     end = len(data)
-    header_size = fmt.FRAME_HEADER_SIZE
+    header_size = fmt.frame_header_size(version)
+    guarded = version >= 2
     crc32 = fmt.crc32
-    parse = fmt.parse_frame_header
+    parse, parse_guard = fmt.parse_frame_header, fmt.parse_length_guard
     Frame = fmt.Frame
+    last_txid = 0
     while offset < end:
         if data[offset] == 0 and data.count(0, offset) == end - offset:
-            cuts.append(Cut(path, offset, end, "NUL bytes after the last transaction", True))
+            tail = Cut(path, offset, end, "NUL bytes after the last transaction", True)
             break
         if end - offset < header_size:
-            cuts.append(Cut(path, offset, end, "torn transaction: file ends inside its frame header", True))
+            tail = Cut(path, offset, end, "torn transaction: file ends inside its frame header", True)
             break
         parsed = parse(data, offset)
+        guard = parse_guard(data, offset) if guarded else None
         if parsed is None:
-            resume = _resynchronise(data, offset + 1)
-            _cut_damage(cuts, path, offset, resume, end, None, "transaction frame header is damaged (marker or header CRC)")
-            if resume is None:
+            if guard is None:
+                # No length left to trust: the next frame cannot be located without
+                # reading bytes that may be user data, so the rest is cut.
+                what = "transaction frame header and its length guard are damaged" if guarded else \
+                    "transaction frame header is damaged (marker or header CRC)"
+                damage.append(_Damage(offset, end, what + "; the rest of the journal cannot be located", None))
                 break
-            offset = resume
+            stop = offset + header_size + guard
+            if stop > end:
+                tail = Cut(path, offset, end, "torn transaction: damaged header, and the file ends inside its payload", True)
+                break
+            damage.append(_Damage(offset, stop, "transaction frame header is damaged (marker or header CRC); "
+                                                "skipped by its length guard", None))
+            offset = stop
             continue
         txid, epoch, count, length, payload_crc = parsed
         stop = offset + header_size + length
         if stop > end:
-            cuts.append(Cut(path, offset, end, f"torn transaction {txid}: file ends inside its payload", True, txid))
+            tail = Cut(path, offset, end, f"torn transaction {txid}: file ends inside its payload", True, txid)
             break
         payload = view[offset + header_size : stop]
-        if crc32(payload) != payload_crc:
-            resume = _resynchronise(data, stop) if stop < end else None
-            _cut_damage(cuts, path, offset, resume, end, txid, f"transaction {txid} payload CRC mismatch")
-            if resume is None:
-                break
-            offset = resume
-            continue
-        frames.append(Frame(offset, txid, epoch, count, payload))
+        if guarded and guard != length:
+            damage.append(_Damage(offset, stop, f"transaction {txid}: length guard is damaged", txid))
+        elif crc32(payload) != payload_crc:
+            damage.append(_Damage(offset, stop, f"transaction {txid} payload CRC mismatch", txid))
+        elif txid <= last_txid:
+            damage.append(_Damage(offset, stop, f"transaction {txid} follows transaction {last_txid} in the same "
+                                                "journal (ids only increase there)", txid))
+        else:
+            frames.append(Frame(offset, txid, epoch, count, payload, stop))
+            last_txid = txid
         offset = stop
+    cuts = [_judged(path, data, header_size, frames, item) for item in damage]
+    if tail is not None:
+        cuts.append(tail)
     return frames, cuts
 
 
-def _cut_damage(cuts, path, offset, resume, end, txid, reason) -> None:
-    if resume is None:
-        # Nothing intact follows: indistinguishable from a write torn by a crash.
-        cuts.append(Cut(path, offset, end, reason + " (at the tail)", True, txid))
-    else:
-        cuts.append(Cut(path, offset, resume, reason + " (intact transactions follow it)", False, txid))
+def _judged(path: str, data: bytes, header_size: int, frames: list, damage: _Damage) -> Cut:
+    """A damaged range as a Cut: explained by a crash only when nothing intact follows
+    it (then it is indistinguishable from a write the crash tore)."""
+    if any(frame.offset >= damage.end for frame in frames) or (
+            damage.end == len(data) and _intact_frame_in(data, damage.offset + 1, header_size)):
+        return Cut(path, damage.offset, damage.end, damage.reason + " (intact transactions follow it)", False, damage.txid)
+    return Cut(path, damage.offset, damage.end, damage.reason + " (at the tail)", True, damage.txid)
 
 
-def _resynchronise(data: bytes, start: int) -> int | None:
-    """Offset of the next intact frame at or after `start`, or None. A frame counts as
-    intact only if its header CRC and its payload CRC both match, so a stray 0xA5 in
-    damaged bytes cannot be mistaken for one."""
+def _intact_frame_in(data: bytes, start: int, header_size: int) -> bool:
+    """Whether an intact-looking frame starts anywhere at or after `start`. Only to tell
+    damage from a torn tail in the report: what this finds may lie inside a payload
+    (user data), so it is never applied."""
     end = len(data)
     marker = bytes([fmt.TRANSACTION_MARKER])
     position = data.find(marker, start)
-    while position != -1 and position + fmt.FRAME_HEADER_SIZE <= end:
+    while position != -1 and position + header_size <= end:
         parsed = fmt.parse_frame_header(data, position)
         if parsed is not None:
-            stop = position + fmt.FRAME_HEADER_SIZE + parsed[3]
-            if stop <= end and fmt.crc32(memoryview(data)[position + fmt.FRAME_HEADER_SIZE : stop]) == parsed[4]:
-                return position
+            stop = position + header_size + parsed[3]
+            if stop <= end and fmt.crc32(memoryview(data)[position + header_size : stop]) == parsed[4]:
+                return True
         position = data.find(marker, position + 1)
-    return None
+    return False
 
 
 class Journal:
     """One partition's open journal, written with group commit.
+
+    A write or sync that fails poisons the journal for good: part of the bytes may
+    be on storage, so the file's tail is unknown and no frame may follow it. The
+    journal raises `JournalWriteError` to every waiter of the failed group and to
+    every later append, and tells its owner (`on_failure`) at once, so that the WAL
+    acknowledges nothing more until it has rolled to new journals.
 
     Lock plan:
       * `append_lock` guards `_pending` (framed transactions not yet handed to the
         file) and `_appended` (how many frames were appended). It is held for the
         microseconds an append takes, and is what a writer claims, round-robin and
         without blocking, to own the partition (as NiFi's writers claim partitions).
-      * `io_lock` guards the WritableFile, `_durable` and `_poison`. The thread that
+      * `io_lock` guards the WritableFile, `_durable` and `_failure`. The thread that
         holds it takes *every* pending frame, writes them and syncs once: that is the
         group commit. Committers queued behind it find their frame already durable
-        and return without a sync of their own.
-      * Order: `io_lock` before `append_lock`, never the reverse.
+        and return without a sync of their own. `append` reads `_failure` without it:
+        a frame appended as a write fails is refused, or pending when its waiter
+        finds the failure, never written after the failed bytes.
+      * Order: `io_lock` before `append_lock`, never the reverse; `on_failure` is
+        called with `io_lock` held and must not take it.
     """
 
-    def __init__(self, path: str, file, hooks: WalHooks):
+    def __init__(self, path: str, file, hooks: WalHooks, on_failure: Callable[[BaseException], None]):
         self.path = path
         self._file = file
         self._hooks = hooks
+        self._on_failure = on_failure
         self.append_lock = threading.Lock()
         self.io_lock = threading.Lock()
         self._pending = bytearray()
         self._appended = 0
         self._durable = 0
-        self._poison: BaseException | None = None
+        self._failure: BaseException | None = None
         self.syncs = 0  # how many syncs this journal did (the benchmark reports it)
-
-    @property
-    def poisoned(self) -> bool:
-        return self._poison is not None
 
     @property
     def pending_bytes(self) -> int:
@@ -160,8 +196,8 @@ class Journal:
 
     def append(self, frame: bytes) -> int:
         """Queue one framed transaction. The caller holds `append_lock`."""
-        if self._poison is not None:
-            raise JournalPoisonedError(self.path, self._poison)
+        if self._failure is not None:
+            raise JournalWriteError(self.path, self._failure)
         self._pending += frame
         self._appended += 1
         return self._appended
@@ -176,13 +212,13 @@ class Journal:
     def flush(self) -> None:
         """Hand pending frames to the file without syncing (sync=False updates)."""
         with self.io_lock:
-            if self._pending and self._poison is None:
+            if self._pending:
                 self._write_pending(sync=False)
 
     def _write_pending(self, *, sync: bool) -> None:
         # Caller holds io_lock.
-        if self._poison is not None:
-            raise JournalPoisonedError(self.path, self._poison)
+        if self._failure is not None:
+            raise JournalWriteError(self.path, self._failure)
         with self.append_lock:
             data, self._pending = self._pending, bytearray()
             target = self._appended
@@ -196,18 +232,20 @@ class Journal:
                 self.syncs += 1
                 self._hooks.after_sync(self.path)
         except BaseException as error:
-            # Part of `data` may be on disk: the file's tail is unknown, so no later
-            # frame may follow it. Only a checkpoint (which rewrites the journal from
-            # the in-memory map) makes the partition writable again.
-            self._poison = error
-            raise JournalPoisonedError(self.path, error) from error
+            self._failure = error
+            self._on_failure(error)
+            if not isinstance(error, Exception):
+                raise  # the process is going down (or a test crashes it here): nothing to roll
+            raise JournalWriteError(self.path, error) from error
         if sync:
             self._durable = target
 
     def close(self, *, sync: bool = True) -> None:
+        """Hand over (and sync) what is pending, then close the file; a journal whose
+        write failed is only closed."""
         with self.io_lock:
             try:
-                if self._poison is None:
+                if self._failure is None:
                     self._write_pending(sync=sync)
             finally:
                 self._file.close()

@@ -150,6 +150,10 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
             report.checkpoint_reasons.append(f"adopting: {path} epoch {header.epoch} < own epoch {epoch}")
         if header.serde_version != serde.version:
             report.checkpoint_reasons.append(f"{path} written by SerDe version {header.serde_version}, this one writes {serde.version}")
+        if header.format_version != fmt.JOURNAL_FORMAT_VERSION:
+            # New frames are appended only in the current format: rewrite it first.
+            report.checkpoint_reasons.append(
+                f"{path} is journal format version {header.format_version}, this release writes {fmt.JOURNAL_FORMAT_VERSION}")
         if scan.cuts:
             report.checkpoint_reasons.append(f"{path}: {len(scan.cuts)} damaged range(s) cut")
 
@@ -169,7 +173,7 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
             continue
         if epoch is not None and frame.epoch > epoch:
             raise StaleEpochError(path, frame.epoch, epoch)
-        frame_end = frame.offset + fmt.FRAME_HEADER_SIZE + len(frame.payload)
+        frame_end = frame.end
         if snapshot_epoch is not None and frame.epoch < snapshot_epoch:
             # Written by an owner older than the one that checkpointed: a zombie's write
             # after fencing. Never applied.

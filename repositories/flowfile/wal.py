@@ -14,9 +14,11 @@ from . import format as fmt
 from .errors import (
     CheckpointError,
     CorruptSnapshotError,
-    JournalPoisonedError,
     NotRecoveredError,
+    OutcomeUnknownError,
     WriteAheadLogClosedError,
+    WriteAheadLogPoisonedError,
+    underlying,
 )
 from .hooks import WalHooks
 from .journal import Journal
@@ -35,13 +37,28 @@ DEFAULT_PARTITIONS = 4
 DEFAULT_CHECKPOINT_INTERVAL = 60.0  # seconds between automatic checkpoints
 
 
+class _Unacknowledged:
+    """A transaction whose write or sync failed, or that became durable after a failure
+    poisoned the WAL: its caller waits in `update` for the roll that decides it."""
+
+    __slots__ = ("txid", "updates", "cause", "durable", "roll_error")
+
+    def __init__(self, txid: int, updates: list, cause: BaseException | None):
+        self.txid, self.updates, self.cause = txid, updates, cause
+        self.durable: bool | None = None  # None until a roll (or close) decides
+        self.roll_error: BaseException | None = None
+
+
 class WriteAheadLog:
     """A FlowFile write-ahead log in one directory of a `Storage`.
 
+    The rule for a failed write or sync is the package docstring's: the WAL rolls
+    (snapshot, then new journals) before it acknowledges anything else.
+
     Lock plan:
-      * `_repository_lock` (shared/exclusive): `update` holds it shared for its whole
-        course; `recover`, `checkpoint` and `close` hold it exclusively, so no
-        partition is written while the snapshot is taken or journals are reset
+      * `_repository_lock` (shared/exclusive): `update` holds it shared while it
+        writes; `recover`, `checkpoint` (every roll) and `close` hold it exclusively,
+        so no partition is written while the snapshot is taken or journals are reset
         (NiFi's write-ahead log holds the same lock around the same steps).
       * each `Journal` has its own `append_lock` (claimed round-robin without blocking
         to own the partition while a frame is appended, as NiFi's writers do) and
@@ -51,6 +68,10 @@ class WriteAheadLog:
         Like NiFi's sessions, a caller owns the records it updates: two threads must
         not update the same record id concurrently, or the map's final version of it
         is whichever applied last rather than the higher transaction id.
+      * `_state_lock` guards `_poison`, `_unacknowledged`, `_unsettled`,
+        `_settle_callbacks` and `_due_callbacks`. It is taken last (a journal takes it
+        with its `io_lock` held, to poison the WAL) and held for a few operations.
+        `_poison` is also read without it: a reference read, rechecked where it counts.
     """
 
     def __init__(
@@ -83,6 +104,7 @@ class WriteAheadLog:
         self._hooks = WalHooks.coerce(hooks)
         self._relocate_swap = relocate_swap
         self._repository_lock = SharedExclusiveLock()
+        self._state_lock = threading.Lock()
         self._journals: list[Journal] = []
         self._partition_counter = itertools.count()
         self._txids = itertools.count(1)
@@ -90,14 +112,20 @@ class WriteAheadLog:
         self._swap_files: dict = {}
         self._restored = False
         self._closed = False
-        self._needs_checkpoint: str | None = None
+        # Why the WAL must roll before it acknowledges any transaction (a failed write,
+        # sync or checkpoint), or None.
+        self._poison: BaseException | None = None
+        self._unacknowledged: list[_Unacknowledged] = []  # decided by the next roll
+        self._unsettled: list[int] = []  # transaction ids a recovery may still replay
+        self._settle_callbacks: list[Callable[[], None]] = []  # run once they are settled
+        self._due_callbacks: list[Callable[[], None]] = []  # settled: run outside the locks
+        # True while `snapshot.partial` was written in full by a checkpoint that did not
+        # get to rename it: it may be the only copy of the state (see _checkpoint_locked).
+        self._partial_complete = False
         self._last_checkpoint = clock()
         self._checkpoint_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.last_recovery: RecoveryReport | None = None
-        # Checkpoints completed by this instance: a transaction whose write failed is
-        # superseded (never replayed) once a later checkpoint has succeeded.
-        self.checkpoints = 0
 
     # -- public API ---------------------------------------------------------------
 
@@ -110,6 +138,25 @@ class WriteAheadLog:
     def swap_files(self) -> dict:
         """Swap files the WAL knows of, by location."""
         return self._swap_files
+
+    @property
+    def unsettled(self) -> tuple[int, ...]:
+        """Ids of the transactions that raised `OutcomeUnknownError` and that a recovery
+        may still replay (until the next roll); empty when there are none."""
+        with self._state_lock:
+            return tuple(self._unsettled)
+
+    def when_settled(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once no transaction that has raised `OutcomeUnknownError` so
+        far can be replayed any more: at once if there is none, else right after the
+        roll that settles them (in the thread that rolled, outside the WAL's locks).
+        The caller of a transaction whose outcome is unknown releases what it
+        references here. An exception from `callback` is logged."""
+        with self._state_lock:
+            if self._unsettled:
+                self._settle_callbacks.append(callback)
+                return
+        self._run((callback,))
 
     def recover(self) -> dict:
         """Restore the record map from the directory (NiFi's restore) and make
@@ -129,7 +176,8 @@ class WriteAheadLog:
         """Write one transaction of `Put`/`Delete`/`SwapOut`/`SwapIn` updates and
         return its transaction id. With sync=True it is durable (fsync/hsync) when
         this returns; concurrent callers share syncs. With sync=False it reaches the
-        storage at the next sync of its partition, checkpoint or close."""
+        storage at the next sync of its partition, checkpoint or close. What each
+        outcome means is the package docstring's contract."""
         if not self._restored:
             raise NotRecoveredError("call recover() before update(): the log restores before it accepts updates")
         updates = list(updates)
@@ -138,36 +186,44 @@ class WriteAheadLog:
         encode = self.serde.encode_update
         payload = fmt.pack_payload([encode(update) for update in updates])
         payload_crc = fmt.crc32(payload)
-        with self._repository_lock.shared():
-            self._check_open()
-            if self._needs_checkpoint is not None:
-                raise JournalPoisonedError(self.directory, RuntimeError(self._needs_checkpoint))
-            journal = self._claim_partition()
-            try:
-                txid = next(self._txids)
-                sequence = journal.append(fmt.pack_frame(txid, self.epoch, len(updates), payload, payload_crc))
-            finally:
-                journal.append_lock.release()
-            if sync:
-                journal.wait_durable(sequence)
-            elif journal.pending_bytes >= FLUSH_THRESHOLD:
-                journal.flush()
-            # Only now does memory change: a failed write raised above and left the
-            # map as it was (ZODB's order: write, sync, then update the index).
-            records, swap_files = self._records, self._swap_files
-            for update in updates:
-                apply_update(records, swap_files, update)
-        return txid
+        while True:
+            if self._poison is not None:
+                self._roll_before_writing()
+            with self._repository_lock.shared():
+                self._check_open()
+                if self._poison is not None:
+                    continue  # poisoned since: roll first
+                txid, failure = self._write(updates, payload, payload_crc, sync)
+                if failure is None and self._poison is None:
+                    # Only now does memory change: a failed write left the map as it was
+                    # (ZODB's order: write, sync, then update the index).
+                    records, swap_files = self._records, self._swap_files
+                    for update in updates:
+                        apply_update(records, swap_files, update)
+                    return txid
+                # Failed, or durable while an earlier failure is unsettled: not to be
+                # acknowledged before a roll (which happens without the shared lock).
+                waiting = _Unacknowledged(txid, updates, failure or self._poison)
+                with self._state_lock:
+                    self._unacknowledged.append(waiting)
+                    if self._poison is None:
+                        self._poison = failure
+            return self._decide(waiting)
 
     def checkpoint(self) -> int:
-        """Write a snapshot of the record map and reset every journal (NiFi's
-        checkpoint). Returns the number of records written. Clears poisoned journals."""
+        """Roll the WAL: write a snapshot of the record map and reset every journal
+        (NiFi's checkpoint). Returns the number of records written. A successful
+        checkpoint settles every transaction whose outcome was unknown."""
         if not self._restored:
             raise NotRecoveredError("call recover() before checkpoint()")
         with self._repository_lock.exclusive():
             self._check_open()
-            self._checkpoint_locked()
-            return len(self._records)
+            error = self._roll_locked()
+            count = len(self._records)
+        self._run_due_callbacks()
+        if error is not None:
+            raise error
+        return count
 
     def maybe_checkpoint(self) -> bool:
         """Checkpoint if `checkpoint_interval` has passed on the injected clock."""
@@ -179,7 +235,9 @@ class WriteAheadLog:
         return True
 
     def close(self) -> None:
-        """Sync what is pending and close the journals. Does not checkpoint."""
+        """Sync what is pending and close the journals. Does not checkpoint. A
+        transaction still waiting for a roll is left unknown (it raises
+        `OutcomeUnknownError`), and nothing unsettled is settled."""
         self._stop.set()
         thread = self._checkpoint_thread
         if thread is not None and thread is not threading.current_thread():
@@ -188,6 +246,7 @@ class WriteAheadLog:
             if self._closed:
                 return
             self._closed = True
+            self._leave_unacknowledged_unknown(WriteAheadLogClosedError(f"WriteAheadLog {self.directory} was closed"))
             errors = []
             for journal in self._journals:
                 try:
@@ -223,9 +282,7 @@ class WriteAheadLog:
             raise WriteAheadLogClosedError(f"WriteAheadLog {self.directory} is closed")
 
     def _claim_partition(self) -> Journal:
-        # A poisoned journal is skipped while a healthy one remains; when all are
-        # poisoned, the append raises JournalPoisonedError, which says what to do.
-        journals = [journal for journal in self._journals if not journal.poisoned] or self._journals
+        journals = self._journals
         count = len(journals)
         for _ in range(2 * count):
             journal = journals[next(self._partition_counter) % count]
@@ -234,6 +291,100 @@ class WriteAheadLog:
         journal = journals[next(self._partition_counter) % count]
         journal.append_lock.acquire()
         return journal
+
+    def _write(self, updates: list, payload: bytes, payload_crc: int, sync: bool) -> tuple[int, Exception | None]:
+        """Append the transaction to a journal (and sync it): its id, and the failure
+        if the write or sync failed. The caller holds the shared lock."""
+        journal = self._claim_partition()
+        try:
+            txid = next(self._txids)
+            frame = fmt.pack_frame(txid, self.epoch, len(updates), payload, payload_crc)
+            try:
+                sequence = journal.append(frame)
+            except Exception as error:  # the journal failed under another writer
+                return txid, error
+        finally:
+            journal.append_lock.release()
+        try:
+            if sync:
+                journal.wait_durable(sequence)
+            elif journal.pending_bytes >= FLUSH_THRESHOLD:
+                journal.flush()
+        except Exception as error:
+            return txid, error
+        return txid, None
+
+    def _journal_failed(self, error: BaseException) -> None:
+        """A journal's write or sync failed: from now on nothing is acknowledged before a
+        roll (called by the journal, with its io_lock held)."""
+        with self._state_lock:
+            if self._poison is None:
+                self._poison = error
+
+    def _decide(self, waiting: _Unacknowledged) -> int:
+        """Roll the WAL, including every transaction that waits for it (unless another
+        waiter's roll already decided this one); return the transaction's id if the
+        roll made it durable, else raise OutcomeUnknownError."""
+        with self._repository_lock.exclusive():
+            if waiting.durable is None:
+                self._roll_locked()
+        self._run_due_callbacks()
+        if waiting.durable:
+            return waiting.txid
+        raise OutcomeUnknownError(self.directory, waiting.txid, waiting.cause, waiting.roll_error) from waiting.cause
+
+    def _roll_before_writing(self) -> None:
+        """The WAL is poisoned: roll it before this transaction writes anything; if
+        the roll fails, refuse the transaction (nothing of it was written)."""
+        with self._repository_lock.exclusive():
+            self._check_open()
+            error = self._roll_locked() if self._poison is not None else None
+        self._run_due_callbacks()
+        if error is not None:
+            raise WriteAheadLogPoisonedError(self.directory, error) from error
+
+    def _roll_locked(self) -> CheckpointError | None:
+        """A checkpoint that also writes every unacknowledged transaction into the
+        snapshot (HBase's WAL roll re-appends unacknowledged entries to the new
+        writer): on success they are durable and applied in memory; on failure each is
+        of unknown outcome (it stays out of memory, and the next successful roll, which
+        does not include it, settles it). The caller holds the exclusive lock."""
+        with self._state_lock:
+            waiting, self._unacknowledged = self._unacknowledged, []
+        waiting.sort(key=lambda transaction: transaction.txid)
+        try:
+            self._checkpoint_locked(including=waiting)
+        except CheckpointError as error:
+            with self._state_lock:
+                self._unsettled.extend(transaction.txid for transaction in waiting)
+            for transaction in waiting:
+                transaction.roll_error, transaction.durable = error, False
+            return error
+        records, swap_files = self._records, self._swap_files
+        for transaction in waiting:
+            for update in transaction.updates:
+                apply_update(records, swap_files, update)
+            transaction.durable = True
+        return None
+
+    def _leave_unacknowledged_unknown(self, why: BaseException) -> None:
+        with self._state_lock:
+            waiting, self._unacknowledged = self._unacknowledged, []
+            self._unsettled.extend(transaction.txid for transaction in waiting)
+        for transaction in waiting:
+            transaction.roll_error, transaction.durable = why, False
+
+    def _run_due_callbacks(self) -> None:
+        with self._state_lock:
+            due, self._due_callbacks = self._due_callbacks, []
+        self._run(due)
+
+    def _run(self, callbacks) -> None:
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - one caller's release must not stop the others'
+                log.exception("WAL %s: a when_settled callback failed", self.directory)
 
     def _path(self, name: str) -> str:
         return join(self.directory, name)
@@ -282,7 +433,8 @@ class WriteAheadLog:
                 raise CheckpointError(f"restoration of {self.directory} failed: the forced checkpoint failed: {error}") from error
         else:
             self._journals = [
-                Journal(path, self.storage.append(path), self._hooks) for _, path in sorted(files.journals.items())
+                Journal(path, self.storage.append(path), self._hooks, self._journal_failed)
+                for _, path in sorted(files.journals.items())
             ]
         log.info(
             "WAL %s recovered: %d records, %d swap files, max transaction id %d (%s)",
@@ -368,58 +520,83 @@ class WriteAheadLog:
                 "explained by a crash" if cut.explained else "NOT explained by a crash", target,
             )
 
-    def _checkpoint_locked(self, stale_journals: dict | None = None) -> None:
-        """The checkpoint proper: partial snapshot, sync, rename, journals reset. The caller
-        holds the exclusive lock."""
+    def _checkpoint_locked(self, stale_journals: dict | None = None, including=()) -> None:
+        """The checkpoint proper: partial snapshot, sync, rename, journals reset. The
+        snapshot also holds the updates of `including` (unacknowledged transactions, in
+        id order); memory does not, until the caller applies them. The caller holds the
+        exclusive lock. On success every unsettled transaction is settled."""
         storage = self.storage
         partial = self._path(PARTIAL_NAME)
         snapshot = self._path(SNAPSHOT_NAME)
-        # Every transaction handed out so far is either in the map or failed: the
-        # snapshot covers them all, so replay skips any bytes they left behind.
+        # Every transaction handed out so far is in the map, in `including`, or of
+        # unknown outcome: the snapshot covers them all, so replay skips any bytes
+        # they left behind - and those of unknown outcome are never replayed.
         max_txid = next(self._txids) - 1
         self._txids = itertools.count(max_txid + 1)
-        self._needs_checkpoint = "the last checkpoint failed; call checkpoint() again once storage works"
+        records, swap_files = self._records, self._swap_files
+        if including:
+            records, swap_files = dict(records), dict(swap_files)
+            for transaction in including:
+                for update in transaction.updates:
+                    apply_update(records, swap_files, update)
+        journals: list[Journal] = []
         try:
+            if self._partial_complete and not storage.exists(snapshot):
+                # An earlier checkpoint failed after deleting the snapshot: its .partial,
+                # written in full, alone holds the state. Put it in place before a new
+                # .partial is written over it (NiFi's partial-only restore, done live).
+                storage.rename(partial, snapshot)
+            self._partial_complete = False
             self._hooks.checkpoint_started(partial)
             with storage.create(partial, overwrite=True) as file:
-                write_snapshot(
-                    file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
-                    records=self._records, swap_files=self._swap_files,
-                )
+                write_snapshot(file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
+                               records=records, swap_files=swap_files)
+            self._partial_complete = True
             self._hooks.checkpoint_partial_written(partial)
             if storage.exists(snapshot):
                 storage.delete(snapshot)
             self._hooks.checkpoint_snapshot_deleted(snapshot)
             storage.rename(partial, snapshot)  # the storage layer syncs the directory
+            self._partial_complete = False
             self._hooks.checkpoint_renamed(snapshot)
             for journal in self._journals:
                 try:
                     journal.close(sync=False)
-                except Exception:  # a poisoned journal's file may refuse; it is replaced below
+                except Exception:  # a failed journal's file may refuse; it is replaced below
                     log.debug("closing %s before reset failed", journal.path, exc_info=True)
             self._journals = []
             header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version)
-            journals = []
             for partition in range(self.partitions):
                 path = self._path(journal_name(partition))
                 file = storage.create(path, overwrite=True)
+                journals.append(Journal(path, file, self._hooks, self._journal_failed))
                 file.write(header)
                 file.sync()
-                journals.append(Journal(path, file, self._hooks))
                 self._hooks.checkpoint_journal_reset(path)
             self._journals = journals
             for partition, path in (stale_journals or {}).items():
                 if partition >= self.partitions:
                     storage.delete(path)  # its transactions are all in the new snapshot
-        except Exception as error:
+        except BaseException as error:
+            if not self._journals:
+                for journal in journals:
+                    _close_quietly(journal)
+            with self._state_lock:
+                self._poison = error
+            if not isinstance(error, Exception):
+                raise  # the process is going down (or a test crashes it here)
             raise CheckpointError(
-                f"checkpoint of {self.directory} failed ({error}); updates are refused until a "
-                "checkpoint succeeds. The previous snapshot and journals were kept."
+                f"checkpoint of {self.directory} failed ({underlying(error)}); no transaction is acknowledged until a "
+                "checkpoint succeeds, and every update tries one first. Nothing recoverable was deleted: "
+                "the previous snapshot and journals hold the state until the new snapshot is in place."
             ) from error
-        self._needs_checkpoint = None
+        with self._state_lock:
+            self._poison = None
+            self._unsettled = []
+            self._due_callbacks += self._settle_callbacks
+            self._settle_callbacks = []
         self._last_checkpoint = self._clock()
-        self.checkpoints += 1
-        log.debug("WAL %s checkpointed %d records at transaction %d", self.directory, len(self._records), max_txid)
+        log.debug("WAL %s checkpointed %d records at transaction %d", self.directory, len(records), max_txid)
 
     def _start_checkpoint_thread(self) -> None:
         poll = min(self.checkpoint_interval, 5.0)
@@ -433,3 +610,10 @@ class WriteAheadLog:
 
         self._checkpoint_thread = threading.Thread(target=run, name=f"wal-checkpoint {self.directory}", daemon=True)
         self._checkpoint_thread.start()
+
+
+def _close_quietly(journal: Journal) -> None:
+    try:
+        journal.close(sync=False)
+    except Exception:  # noqa: BLE001 - a journal a failed checkpoint created: replaced by the next one
+        log.debug("closing %s after a failed checkpoint failed", journal.path, exc_info=True)

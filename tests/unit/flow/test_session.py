@@ -222,8 +222,17 @@ class Recorder:
         self.calls = []
         self.fail_wal = fail_wal
         self.next_event_id = 0
-        self.checkpoints = 0  # as the WAL counts them
+        self.unsettled = []  # callbacks of WriteAheadLog.when_settled, until settle()
         self.inner = InMemoryContentRepository()
+
+    def when_settled(self, callback):
+        self.unsettled.append(callback)
+
+    def settle(self):
+        """A roll of the WAL settled every transaction of unknown outcome."""
+        callbacks, self.unsettled = self.unsettled, []
+        for callback in callbacks:
+            callback()
 
     def write(self):
         return self.inner.write()
@@ -316,8 +325,8 @@ def test_content_of_an_unconfirmed_wal_write_is_released_after_the_next_checkpoi
     assert recorder.inner.claimant_count(claim) == 1  # a replay of the failed write would need it
     recorder.fail_wal = False
     commit_one()
-    assert recorder.inner.claimant_count(claim) == 1  # no checkpoint yet: still held
-    recorder.checkpoints += 1  # a checkpoint superseded the failed write
+    assert recorder.inner.claimant_count(claim) == 1  # not settled yet: still held
+    recorder.settle()  # a roll of the WAL settled the failed write
     commit_one()
     assert recorder.inner.claimant_count(claim) == 0
 
@@ -354,19 +363,18 @@ def test_expired_flowfiles_are_removed_with_an_expire_event():
     assert env.content.resident_bytes() == 0
 
 
-def test_the_outbox_slot_of_an_unconfirmed_wal_write_waits_for_a_checkpoint():
-    from types import SimpleNamespace
-
-    from flow.commit import DurableCommitter
-
-    wal = SimpleNamespace(checkpoints=0)
-    committer = DurableCommitter(SimpleNamespace(id="s", wal=wal), None, provenance=object())
-    failed = committer._take_slot()
-    committer._hold_until_checkpoint(lambda: committer._return_slot(failed))  # its record may still be replayed
+def test_the_outbox_slot_of_an_unconfirmed_wal_write_waits_until_the_wal_settles_it():
+    recorder = Recorder(fail_wal=True)
+    env = durable_env(recorder)
+    committer = env.committer
+    session = env.session()
+    session.transfer(session.create(), "success")  # a CREATE event: the commit takes outbox slot 0
+    with pytest.raises(CommitError):
+        session.commit()
     other = committer._take_slot()
-    assert other != failed
+    assert other != 0  # its record may still be replayed
     committer._return_slot(other)
     assert committer._take_slot() == other
-    wal.checkpoints = 1  # a checkpoint superseded the failed write
-    committer._release_superseded()  # as the next commit does first
-    assert committer._take_slot() == failed
+    committer._return_slot(other)
+    recorder.settle()  # a roll of the WAL settled the failed write
+    assert sorted([committer._take_slot(), committer._take_slot()]) == [0, other]

@@ -7,11 +7,13 @@ transaction whose bytes are intact, and nothing of a damaged one.
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
-from repositories.flowfile import FlowFileSerDe, Put, list_wal_files, read_state
+from repositories.flowfile import FlowFileRecord, FlowFileSerDe, Put, list_wal_files, read_state
 from repositories.flowfile import format as fmt
+from repositories.flowfile.record import apply_update
 from repositories.storage import LocalStorage
 
 from .helpers import make_record, open_wal
@@ -104,3 +106,117 @@ def test_fsck_reports_unexplained_damage(journal, capsys):
     assert main(["wal", "inspect", directory, "--json"]) == 0
     assert '"unexplained_damage": 1' in capsys.readouterr().out
     recovered(directory, data)  # leave the module fixture intact
+
+
+# -- a frame carried inside a payload -------------------------------------------------
+
+FORGED_TXID = 10**6
+
+
+def forged_frame_text(serde) -> tuple[str, str]:
+    """An attribute value whose UTF-8 bytes hold a complete, CRC-valid frame of the
+    format this release writes (a Put of a record named "forged", with a transaction id
+    far above any real one), and that record's id. Attribute values are user data:
+    a flow can receive this text from anywhere."""
+    for attempt in range(1 << 20):
+        record = FlowFileRecord("forged", {"n": "x" * (attempt % 61) + str(attempt)}, None, "q1", 0, 0, 0, 0)
+        payload = fmt.pack_payload([serde.encode_update(Put(record))])
+        frame = fmt.pack_frame(FORGED_TXID, 0, 1, payload, fmt.crc32(payload))
+        try:
+            # The frame's marker byte 0xA5 follows a 0xC2 (together: U+00A5), and its
+            # last byte, the Commit marker 0xCC, is followed by a 0x80 (U+0300).
+            return "user data " + (b"\xc2" + frame + b"\x80").decode("utf-8") + " more user data", record.id
+        except UnicodeDecodeError:
+            continue
+    raise AssertionError("no attempt gave a frame that is valid UTF-8")
+
+
+def test_a_frame_inside_a_payload_is_never_replayed_after_a_damaged_header(tmp_path):
+    """One bit flipped in the header of a transaction whose attribute value carries a
+    complete, CRC-valid frame: recovery must not look for frames inside that payload.
+    It loses only the damaged transaction, replays nothing of the forged one, and keeps
+    every later intact transaction (a forged high transaction id must not make them
+    look "already in the snapshot")."""
+    directory = str(tmp_path / "wal")
+    storage = LocalStorage()
+    wal = open_wal(storage, directory, partitions=1)
+    wal.recover()
+    path = os.path.join(directory, "journal-0")
+    text, forged_id = forged_frame_text(FlowFileSerDe())
+    carrier = make_record(2).replace(attributes={"filename": "carrier", "payload": text})
+    ranges = []
+    for updates in ([Put(make_record(0)), Put(make_record(1))], [Put(carrier)],
+                    [Put(make_record(4)), Put(make_record(5))], [Put(make_record(6))]):
+        start = os.path.getsize(path)
+        wal.update(updates)
+        ranges.append((start, os.path.getsize(path)))
+    wal.close()
+    data = open(path, "rb").read()
+    carrier_start, carrier_end = ranges[1]
+    assert data.find(b"\xa5", carrier_start + 1, carrier_end) != -1  # the forged frame is in there
+    for bit in range(8):
+        for position in (carrier_start, carrier_start + 3):  # the marker, then a txid byte
+            damaged = bytearray(data)
+            damaged[position] ^= 1 << bit
+            records, report = recovered(directory, bytes(damaged))
+            assert forged_id not in records, (position, bit)
+            assert records == {"ff-0", "ff-1", "ff-4", "ff-5", "ff-6"}, (position, bit)
+            assert report.max_txid == 4, (position, bit)
+            assert [(cut.offset, cut.end, cut.explained) for cut in report.cuts] == \
+                [(carrier_start, carrier_end, False)], (position, bit)
+
+
+def test_a_frame_whose_header_and_length_guard_are_both_damaged_cuts_the_rest_of_its_journal(journal):
+    """Nothing trusted says where the next frame starts: the rest is cut (and kept in
+    cut/), not searched for something that looks like a frame."""
+    directory, data, ranges = journal
+    start, _ = ranges[2]
+    damaged = bytearray(data)
+    damaged[start + 1] ^= 0x01  # the transaction id
+    damaged[start + fmt.FRAME_HEADER_SIZE - 1] ^= 0x01  # the length guard's CRC
+    records, report = recovered(directory, bytes(damaged))
+    assert records == ids_of(range(2))
+    assert [(cut.offset, cut.end, cut.explained) for cut in report.cuts] == [(start, len(data), False)]
+    assert "length guard" in report.cuts[0].reason
+
+
+def test_a_frame_whose_transaction_id_does_not_increase_is_cut(tmp_path):
+    directory = str(tmp_path / "wal")
+    storage = LocalStorage()
+    open_wal(storage, directory, partitions=1).recover()
+    serde = FlowFileSerDe()
+    frames = []
+    for txid in (1, 3, 2, 4):
+        payload = fmt.pack_payload([serde.encode_update(Put(make_record(txid)))])
+        frames.append(fmt.pack_frame(txid, 0, 1, payload, fmt.crc32(payload)))
+    header = fmt.pack_journal_header(0, serde.name, serde.version)
+    records, report = recovered(directory, header + b"".join(frames))
+    assert records == {"ff-1", "ff-3", "ff-4"}
+    (cut,) = report.cuts
+    assert (cut.txid, cut.explained) == (2, False) and "follows transaction 3" in cut.reason
+
+
+def test_a_damaged_header_in_a_journal_of_format_1_cuts_the_rest_of_that_journal_only(tmp_path):
+    """Format 1 frames have no length guard: past a damaged header nothing can be
+    located without searching user data, so the rest of that journal is cut."""
+    from .test_lazy_and_versions import DATA, journal_format_1_transactions
+
+    directory = str(tmp_path / "wal")
+    shutil.copytree(os.path.join(DATA, "wal-journal1-snapshot2-serde3"), directory)
+    path = os.path.join(directory, "journal-0")
+    data = open(path, "rb").read()
+    header_length = fmt.unpack_file_header(data, fmt.JOURNAL_MAGIC)[0].length
+    damaged = bytearray(data)
+    damaged[header_length + 1] ^= 0x01  # the first frame's transaction id
+    storage = LocalStorage()
+    with open(path, "wb") as handle:
+        handle.write(bytes(damaged))
+    state = read_state(storage, directory, list_wal_files(storage, directory), FlowFileSerDe(), epoch=5)
+    before, after = journal_format_1_transactions()
+    expected, swaps = {}, {}
+    for transaction in before + [after[1], after[3]]:  # journal-1 holds transactions 4 and 6
+        for update in transaction:
+            apply_update(expected, swaps, update)
+    assert state.records == expected and state.swap_files == swaps
+    (cut,) = state.report.cuts
+    assert (cut.path, cut.offset, cut.end, cut.explained) == (path, header_length, len(data), False)

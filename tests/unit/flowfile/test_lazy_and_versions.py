@@ -115,6 +115,55 @@ def test_a_wal_written_by_the_previous_release_restores(storage, tmp_path):
     again.close()
 
 
+def journal_format_1_transactions():
+    """What tests/unit/flowfile/data/wal-journal1-snapshot2-serde3 holds: written by
+    commit 92d5b5c (journal format 1, snapshot format 2, SerDe version 3), epoch 5, two
+    partitions: the first list before a checkpoint, the second in the journals."""
+    unicode = FlowFileRecord("ünï-id", {"ключ": "значение ¥ \u00a5", "nul\0k": "v\0"}, None, "q2", 3, 4, 5, 6)
+    before = [
+        [Put(make_record(n)) for n in range(4)],
+        [SwapOut(SwapFile("swap/a", "q1", 2, 20), ("ff-2", "ff-3"))],
+    ]
+    after = [
+        [Put(unicode), Put(make_record(4))],
+        [Delete("ff-0")],
+        [SwapIn("swap/a"), Put(make_record(2, 1)), Put(make_record(3, 1))],
+        [SwapOut(SwapFile("swap/b", "q1", 1, 10), ("ff-1",))],
+        [Put(make_record(5, 2))],
+    ]
+    return before, after
+
+
+def test_journals_of_format_1_restore_and_are_rewritten_in_the_current_format(storage, tmp_path):
+    directory = str(tmp_path / "journal1")
+    shutil.copytree(os.path.join(DATA, "wal-journal1-snapshot2-serde3"), directory)
+    for name in ("journal-0", "journal-1"):
+        with open(os.path.join(directory, name), "rb") as handle:
+            assert fmt.unpack_file_header(handle.read(), fmt.JOURNAL_MAGIC)[0].format_version == 1
+    before, after = journal_format_1_transactions()
+    expected, swaps = {}, {}
+    for transaction in before + after:
+        for update in transaction:
+            apply_update(expected, swaps, update)
+    wal = open_wal(storage, directory, epoch=5)
+    assert wal.recover() == expected
+    assert wal.swap_files == swaps
+    report = wal.last_recovery
+    assert (report.max_txid, report.transactions_replayed, report.cuts) == (7, len(after), [])
+    # Frames are appended only in the current format: the journals were rewritten first.
+    assert any("journal format version 1" in reason for reason in report.checkpoint_reasons)
+    wal.update([Put(make_record(6))])
+    expected["ff-6"] = make_record(6)
+    wal.close()
+    for name in ("journal-0", "journal-1"):
+        with open(os.path.join(directory, name), "rb") as handle:
+            assert fmt.unpack_file_header(handle.read(), fmt.JOURNAL_MAGIC)[0].format_version == fmt.JOURNAL_FORMAT_VERSION
+    again = open_wal(storage, directory, epoch=5)
+    assert again.recover() == expected
+    assert again.swap_files == swaps and not again.last_recovery.checkpoint_reasons
+    again.close()
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_snapshot_and_journal_of_an_older_serde_version_restore(storage, directory, version):
     old = open_wal(storage, directory, serde=FlowFileSerDe(version=version))

@@ -12,9 +12,9 @@ from repositories.flowfile import (
     CorruptSnapshotError,
     Delete,
     FlowFileSerDe,
-    JournalPoisonedError,
     NotAWriteAheadLogError,
     NotRecoveredError,
+    OutcomeUnknownError,
     Put,
     StaleEpochError,
     SwapFile,
@@ -22,9 +22,14 @@ from repositories.flowfile import (
     SwapOut,
     UnknownSerDeError,
     WalHooks,
+    WriteAheadLogPoisonedError,
 )
+from repositories.flowfile import format as fmt
 from repositories.flowfile.snapshot import SnapshotCase
 from repositories.storage import LocalStorage, StorageError
+
+from tests.storage_faults import Crash as StorageCrash
+from tests.storage_faults import Fault, FaultyStorage, UnbufferedLocalStorage
 
 from .helpers import make_record, open_wal
 
@@ -146,7 +151,7 @@ def test_crash_inside_checkpoint_restores_everything(storage, directory, seam, c
     wal._hooks = CrashAt(seam)
     with pytest.raises(CheckpointError):
         wal.checkpoint()
-    with pytest.raises(JournalPoisonedError):  # refused until a checkpoint succeeds
+    with pytest.raises(WriteAheadLogPoisonedError):  # refused until a checkpoint succeeds
         fill(wal, [99])
     again = open_wal(storage, directory)
     assert again.recover() == expected
@@ -159,30 +164,156 @@ def test_crash_inside_checkpoint_restores_everything(storage, directory, seam, c
     assert set(third.recover()) == set(expected) | {"ff-7"}
 
 
-def test_failed_sync_poisons_until_checkpoint(storage, directory):
+@pytest.mark.parametrize("where", [Fault("delete", "after", path="snapshot"), Fault("rename", "before", path="snapshot")])
+def test_a_checkpoint_after_one_that_failed_past_the_snapshot_delete_keeps_the_state(tmp_path, where):
+    """A checkpoint fails after it deleted the snapshot: its .partial alone holds the
+    state. The next checkpoint must not truncate that .partial before a snapshot is
+    back in place (a crash there used to leave no snapshot and an empty .partial)."""
+    directory = str(tmp_path / "wal")
+    storage = FaultyStorage(UnbufferedLocalStorage())
+    wal = open_wal(storage, directory)
+    wal.recover()
+    fill(wal, range(3))
+    wal.checkpoint()
+    fill(wal, [3])
+    expected = dict(wal.records)
+    storage.arm(where)
+    with pytest.raises(CheckpointError):
+        wal.checkpoint()
+    assert not os.path.exists(os.path.join(directory, "snapshot"))
+    storage.arm(Fault("create", "after", path="snapshot.partial", crash=True))
+    with pytest.raises(StorageCrash):
+        wal.checkpoint()
+    storage.restart()
+    again = open_wal(storage, directory)
+    assert again.recover() == expected
+    again.close()
+
+
+def test_a_failed_sync_rolls_the_transaction_into_a_new_snapshot(storage, directory):
     class FailSync(WalHooks):
-        fail = True
+        fail = False
 
         def before_sync(self, path):
             if self.fail:
+                self.fail = False
                 raise OSError("disk went away")
 
     hooks = FailSync()
     wal = open_wal(storage, directory, partitions=1, hooks=hooks)
     wal.recover()
-    hooks.fail = False
     fill(wal, [1])
     hooks.fail = True
-    with pytest.raises(JournalPoisonedError, match="call checkpoint"):
-        fill(wal, [2])
-    hooks.fail = False
-    with pytest.raises(JournalPoisonedError, match="refuses writes"):
-        fill(wal, [3])
-    assert set(wal.records) == {"ff-1"}  # the failed transaction never reached memory
-    wal.checkpoint()
-    fill(wal, [4])
+    fill(wal, [2])  # the roll made it durable: acknowledged
+    assert set(wal.records) == {"ff-1", "ff-2"} and wal.unsettled == ()
+    header_only = fmt.pack_journal_header(0, FlowFileSerDe().name, FlowFileSerDe().version)
+    assert open(os.path.join(directory, "journal-0"), "rb").read() == header_only  # a fresh journal
+    fill(wal, [3])
     wal.close()
-    assert set(open_wal(storage, directory).recover()) == {"ff-1", "ff-4"}
+    assert set(open_wal(storage, directory).recover()) == {"ff-1", "ff-2", "ff-3"}
+
+
+def test_a_failed_sync_and_a_failed_roll_leave_the_outcome_unknown_until_a_roll_succeeds(storage, directory):
+    class Failing(WalHooks):
+        sync = roll = False
+
+        def before_sync(self, path):
+            if self.sync:
+                self.sync = False
+                raise OSError("disk went away")
+
+        def checkpoint_started(self, path):
+            if self.roll:
+                raise OSError("still away")
+
+    hooks = Failing()
+    wal = open_wal(storage, directory, partitions=2, hooks=hooks)
+    wal.recover()
+    fill(wal, [1])
+    hooks.sync = hooks.roll = True
+    with pytest.raises(OutcomeUnknownError, match="transaction 2 .* may still replay it") as raised:
+        fill(wal, [2])
+    assert raised.value.txid == 2 and wal.unsettled == (2,)
+    assert str(raised.value.__cause__.__cause__) == "disk went away"  # the journal's error, then the storage's
+    assert set(wal.records) == {"ff-1"}  # never in memory
+    released = []
+    wal.when_settled(lambda: released.append("claims of transaction 2"))
+    for attempt in range(3):  # every partition refuses, and writes nothing
+        with pytest.raises(WriteAheadLogPoisonedError, match="wrote nothing of it"):
+            fill(wal, [10 + attempt])
+    assert released == [] and set(wal.records) == {"ff-1"}
+    hooks.roll = False
+    fill(wal, [3])  # rolls first (without transaction 2), then writes
+    assert released == ["claims of transaction 2"] and wal.unsettled == ()
+    wal.when_settled(lambda: released.append("at once"))
+    assert released[-1] == "at once"
+    wal.close()
+    assert set(open_wal(storage, directory).recover()) == {"ff-1", "ff-3"}
+
+
+def test_no_transaction_is_acknowledged_while_a_failed_one_can_still_be_replayed(tmp_path):
+    """A write whose sync failed after its bytes reached the storage, on one partition;
+    then transactions on the others. Whatever each update() answered, a crash must
+    never bring back a transaction that raised once a later one was acknowledged (the
+    caller of the failed one has rolled it back and moved on)."""
+    storage = FaultyStorage(UnbufferedLocalStorage())
+    directory = str(tmp_path / "wal")
+    wal = open_wal(storage, directory, partitions=3)
+    wal.recover()
+    fill(wal, [0])
+    storage.arm(Fault("sync", "after", path="journal"))  # the next one: its bytes are on disk
+    storage.arm(Fault("create", "before", path="snapshot.partial", times=2))  # and two checkpoints fail
+    answers = {}
+    for n in (1, 2, 3, 4):  # round-robin: they land on every partition
+        try:
+            fill(wal, [n])
+            answers[n] = "acknowledged"
+        except Exception as error:  # noqa: BLE001 - any failure, whatever its class
+            answers[n] = type(error).__name__
+    assert "acknowledged" in answers.values()
+    storage.restart(1.0)  # crash: every byte written stays
+    recovered = set(open_wal(storage, directory).recover())
+    acknowledged = [n for n, answer in answers.items() if answer == "acknowledged"]
+    assert {f"ff-{n}" for n in acknowledged} <= recovered, answers
+    failed_before_an_acknowledged = [n for n, answer in answers.items() if answer != "acknowledged" and n < max(acknowledged)]
+    assert not {f"ff-{n}" for n in failed_before_an_acknowledged} & recovered, (answers, recovered)
+
+
+def test_concurrent_writers_through_a_failed_group_sync_and_a_failed_roll(tmp_path):
+    """Writers on every partition while a group sync fails after its bytes reached the
+    disk and the roll after it fails: each transaction is acknowledged (durable), of
+    unknown outcome, or refused with nothing written; once a later roll settled the
+    unknown ones, a crash brings back exactly the acknowledged ones."""
+    storage = FaultyStorage(UnbufferedLocalStorage())
+    directory = str(tmp_path / "wal")
+    wal = open_wal(storage, directory, partitions=2)
+    wal.recover()
+    storage.arm(Fault("sync", "after", path="journal", skip=6))
+    storage.arm(Fault("create", "before", path="snapshot.partial", times=2))
+    answers: dict = {}
+
+    def writer(first):
+        for n in range(first, first + 40, 4):
+            try:
+                fill(wal, [n])
+                answers[n] = "acknowledged"
+            except OutcomeUnknownError:
+                answers[n] = "unknown"
+            except WriteAheadLogPoisonedError:
+                answers[n] = "refused"
+
+    threads = [threading.Thread(target=writer, args=(first,)) for first in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(answers) == 40 and "unknown" in answers.values(), answers
+    fill(wal, [99])  # rolls first if it must: every unknown outcome is settled now
+    assert wal.unsettled == ()
+    acknowledged = {f"ff-{n}" for n, answer in answers.items() if answer == "acknowledged"} | {"ff-99"}
+    assert set(wal.records) == acknowledged
+    storage.restart(1.0)  # crash: every byte written stays
+    assert set(open_wal(storage, directory).recover()) == acknowledged
 
 
 def test_group_commit_shares_syncs(storage, directory):
