@@ -39,6 +39,7 @@ Modules, one concept each:
   registry       ProcessorRegistry: processor types by name, and `custody.processors` entry points
   loading        load_flow/parse_flow against standard_registry() (standard processors + entry points)
   processor      the processor API and ProcessContext; processors/: the standard processors
+                 (processors/intake: what a source took, kept in its state, taken once)
   services       ServiceRegistry: node-level shared services, started on first lookup
   spark_session  the node's SparkSession (local[*] or a cluster) and its "spark" service factory
   expression, units  attribute expressions, durations and sizes

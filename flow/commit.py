@@ -257,7 +257,8 @@ class DurableCommitter:
         finally:
             if slot is not None:
                 self._return_slot(slot)
-        # 6. The source may acknowledge now, not before: delivery is at-least-once.
+        # 6. The source may acknowledge now, not before: a source that records what it
+        # took in this transaction (`flow.processors.intake`) takes it exactly once.
         if tx.on_success is not None:
             tx.on_success()
 

@@ -47,10 +47,12 @@ class UnknownRelationship(SessionError):
 
 
 class CommitError(FlowError):
-    """A session could not be committed; it was rolled back in memory (a WAL write it began is superseded by the next checkpoint).
+    """A session could not be committed; it was rolled back in memory.
 
-    `wal_written`: the WAL write was begun, so it may be on disk and replayed by a
-    recovery until that checkpoint; what it points at must stay until then."""
+    `wal_written`: the WAL transaction's outcome is unknown (`OutcomeUnknownError`: its
+    write failed and so did the roll after it), so a recovery may replay it until the
+    WAL settles it; what it points at (content, swap files, an outbox slot) must stay
+    until `wal.when_settled` calls back (`repositories.flowfile` states the rule)."""
 
     def __init__(self, message: str, *, wal_written: bool = False):
         super().__init__(message)

@@ -462,7 +462,7 @@ class ProcessSession:
         self._done = True
         if error.wal_written and self._written:
             # The failed write may be replayed (see CommitError): its content stays
-            # until the WAL's next checkpoint, and the committer releases it then.
+            # until the WAL settles it, and the committer releases it then.
             self._committer.hold_claims(self._written)
             self._written = []
         self._release_unused(False)

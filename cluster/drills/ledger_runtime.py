@@ -23,8 +23,9 @@ Every WAL write first asks the node's session guard (`handle.gate.check()`). A w
 HDFS rejects or the WAL refuses is logged as one line, "rejected write", and then
 ZooKeeper decides what it was (`handle.verify_ownership()`): fenced (a zombie's
 `LeaseLost`), and the runtime stops for good; or a storage outage, and commits roll
-back and are retried after a checkpoint succeeds, with one line when it starts and
-one when it ends.
+back and are retried once the WAL can roll again (the rule of `repositories.flowfile`:
+nothing is acknowledged after a failed write until a roll succeeds), with one line
+when it starts and one when it ends.
 """
 
 from __future__ import annotations
@@ -241,8 +242,8 @@ class LedgerRuntime:
 
     def _wait_for_storage(self, wal) -> bool:
         """Storage outage: every commit fails and rolls back; one line when it starts,
-        one when it ends. A checkpoint rewrites the state from memory and clears the
-        poisoned journals; it succeeds once HDFS is back."""
+        one when it ends. A checkpoint is a roll of the WAL (which every update after a
+        failed write tries first anyway); it succeeds once HDFS is back."""
         self.events("storage-down", shard=self.handle.shard, epoch=self.handle.epoch)
         log.error("shard %s: storage unavailable; commits roll back and are retried until it returns", self.handle.shard)
         started = time.monotonic()

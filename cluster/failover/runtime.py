@@ -23,8 +23,9 @@ processors that run its queues):
   compare-and-set that marks the shard adopted succeeded.
 * after a commit fails: call `handle.verify_ownership()`. `FencedError` means this
   node lost the shard (a fenced zombie): stop and never write again. Otherwise it is
-  a storage outage: roll the session back, and retry once `wal.checkpoint()`
-  succeeds again (it clears the journals a failed write poisoned).
+  a storage outage: roll the session back and retry; the WAL refuses every update
+  until it has rolled after the failed write (`repositories.flowfile`), which it
+  tries at each update, so the retries go through once storage is back.
 * `pause()` / `resume()`: the work gate closed (start no new session) / opened.
 * `abort_open_sessions()`: roll back every session in flight, now.
 * `stop()`: abort everything and close the WAL; idempotent; after it the runtime

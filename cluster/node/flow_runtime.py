@@ -16,8 +16,9 @@ repository (`content`) and provenance repository are shared by all of them.
   a run of failures). ZooKeeper then says what it was
   (`handle.verify_ownership()`): this node lost the shard (a fenced zombie), and the
   runtime stops for good, with one log line; or storage is down, and commits go on
-  failing and rolling back until a healing checkpoint succeeds (`DurableCommitter`
-  logs one line when they start failing and one when they succeed again).
+  failing and rolling back until the WAL can roll again (`repositories.flowfile`'s
+  rule; `DurableCommitter` logs one line when they start failing and one when they
+  succeed again).
 * An adopted shard's provenance outbox (the last events of each commit slot of the
   dead owner) is registered in this node's provenance: the owner's local provenance
   may be gone with its disk. A cluster-wide view of provenance collapses the copies
