@@ -18,6 +18,9 @@ imports only those above it, `cluster.errors` and `cluster.clients`):
              (`custody run`), NODE.toml, the node's content, the flow runtime of a
              shard, the incarnation loop, and `NodeControl`, the narrow facade the
              CLI (and the admin API) call.
+  admin/     the REST admin API (FastAPI on uvicorn, in the node's process): the
+             cluster from ZooKeeper, the node through `NodeControl`, metrics,
+             the status page, offload. `custody node` and `custody run` start it.
   drills/    proof that nothing is lost or duplicated: the exactly-once checkers,
              the ledger workload, real-process cluster harnesses, fault injectors.
 
@@ -26,5 +29,4 @@ factory of every ZooKeeper and HDFS client), `cli` and `commands/` (the `custody
 command, one module per subcommand), `services/` (the harness that installs and
 runs real ZooKeeper, HDFS, Spark and Docker for tests and `custody services`; it
 imports nothing of ours) and `docker/` (the images of the compose cluster).
-The REST admin API will live in `admin/`, calling `node.control.NodeControl`.
 """

@@ -319,7 +319,7 @@ class TraditionalEngine:
         return {
             "processors": {n.id: {"type": n.definition.type, "tasks": n.tasks, "failures": n.failures,
                                   "running": n.running, "last_error": n.last_error} for n in self.nodes.values()},
-            "queues": {q.id: q.summary().to_dict() for q in self.graph.queues.values()},
+            "queues": {q.id: {**q.summary().to_dict(), "back_pressure": q.is_full()} for q in self.graph.queues.values()},
         }
 
     def is_idle(self) -> bool:

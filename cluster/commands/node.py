@@ -26,8 +26,16 @@ from . import stop_on_signals
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("node", help="run a clustered node (ZooKeeper + HDFS) until stopped")
-    parser.add_argument("--config", required=True, help="the node's NODE.toml (see cluster.node.config)")
+    parser = subparsers.add_parser("node", help="run a clustered node (ZooKeeper + HDFS) until stopped; "
+                                                "offload or connect a running one")
+    parser.add_argument("action", nargs="?", choices=("run", "offload", "connect"), default="run",
+                        help="run (the default): run the node; offload: ask the running node to hand every shard "
+                             "to the others and own nothing; connect: ask an offloaded node to join again")
+    parser.add_argument("--config", help="the node's NODE.toml (see cluster.node.config); for offload and connect, "
+                                         "where its admin API listens")
+    parser.add_argument("--url", help="offload/connect: the node's admin API, instead of --config's [admin]")
+    parser.add_argument("--wait", type=float, default=120.0,
+                        help="offload: seconds to wait until the node owns nothing (default 120)")
     parser.add_argument("--name", help="node name, instead of the file's `name`")
     parser.add_argument("--directory", help="local data directory, instead of the file's `directory`")
     parser.add_argument("--events", action="store_true", help="print each step as a JSON line on stdout")
@@ -47,10 +55,16 @@ def load_config(args):
 
 
 def run(args) -> int:
+    if args.action != "run":
+        return call_running_node(args)
+    if not args.config:
+        print("custody node: --config NODE.toml is required", file=sys.stderr)
+        return 2
     from flow.errors import FlowError
 
     from ..node.clustered import ClusteredNode
     from ..node.config import NodeConfigError
+    from ..errors import ClusterError
     from ..node.lifecycle import JsonEvents, log_events
 
     log = logging.getLogger("custody.node")
@@ -60,7 +74,8 @@ def run(args) -> int:
     try:
         config = load_config(args)
         node = ClusteredNode(config, events=JsonEvents() if args.events else log_events)
-    except (NodeConfigError, FlowError) as error:
+        admin = start_admin(node)
+    except (NodeConfigError, FlowError, ClusterError) as error:
         print(f"custody node: {error}", file=sys.stderr)
         return 2
     stop = stop_on_signals(log, "leaving the cluster")
@@ -71,9 +86,48 @@ def run(args) -> int:
     PauseMonitor().start()  # a line when the whole process stood still
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,
              config.hdfs_url, config.hdfs_root)
-    code = node.run(stop, once=args.once)
+    try:
+        code = node.run(stop, once=args.once)
+    finally:
+        if admin is not None:
+            admin.stop()
     exit_past_stuck_threads(log, code)
     return code
+
+
+def call_running_node(args) -> int:
+    """`custody node offload|connect`: the running node's admin API does it."""
+    from ..admin.client import admin_url, node_action
+    from ..errors import ClusterError
+
+    try:
+        if args.url:
+            base = args.url.rstrip("/")
+        elif args.config:
+            base = admin_url(load_config(args))
+        else:
+            raise ValueError("give --url http://HOST:PORT of the node's admin API, or --config NODE.toml")
+    except (ValueError, ClusterError) as error:
+        print(f"custody node {args.action}: {error}", file=sys.stderr)
+        return 2
+    return node_action(base, args.action, wait_s=args.wait, command="custody node")
+
+
+def start_admin(node):
+    """The node's admin API (`[admin]` of NODE.toml), listening before the node joins,
+    so that its heartbeat carries the real address. None when `[admin] enabled = false`."""
+    import dataclasses
+
+    config = node.config
+    if not config.admin_enabled:
+        return None
+    from ..admin.serve import serve
+    from ..admin.settings import from_node_config
+
+    server = serve(from_node_config(config), node.control())
+    if not config.admin:
+        node.config = dataclasses.replace(config, admin=server.url)
+    return server
 
 
 def _exit_now(code: int) -> None:

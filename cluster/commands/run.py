@@ -22,6 +22,11 @@ def register(subparsers) -> None:
                         help="seconds between status lines (0: none)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="flow parameter (#{NAME} in the flow); repeatable")
+    parser.add_argument("--name", default="standalone", help="the node's name in its admin API and logs")
+    parser.add_argument("--admin", metavar="HOST:PORT",
+                        help="serve the admin API there (e.g. 127.0.0.1:8080; a non-loopback HOST needs --admin-tokens)")
+    parser.add_argument("--admin-tokens", metavar="FILE", default="",
+                        help="the admin API's token file (custody admin token --file FILE ...)")
     parser.set_defaults(func=run)
 
 
@@ -29,6 +34,7 @@ def run(args) -> int:
     from flow.errors import FlowError
     from flow.loading import load_flow
 
+    from ..errors import ClusterError
     from ..node.standalone import NodeError, NodeSettings, StandaloneNode
 
     log = logging.getLogger("custody.run")
@@ -47,11 +53,20 @@ def run(args) -> int:
     except FlowError as error:
         print(f"custody run: invalid flow: {error}", file=sys.stderr)
         return 2
-    node = StandaloneNode(definition, data_dir, NodeSettings(threads=args.threads))
+    node = StandaloneNode(definition, data_dir, NodeSettings(name=args.name, threads=args.threads))
     stop = stop_on_signals(log, "stopping")
+    admin = None
     try:
         node.start()
-    except (NodeError, FlowError) as error:
+        if args.admin:
+            from ..admin.serve import serve
+            from ..admin.settings import parse_address
+
+            admin = serve(parse_address(args.admin, token_file=args.admin_tokens), node.control())
+            node.admin_url = admin.url
+            print(f"custody: admin API on {admin.url}", flush=True)
+    except (NodeError, FlowError, ClusterError) as error:
+        node.stop()
         print(f"custody run: {error}", file=sys.stderr)
         return 1
     except OSError as error:
@@ -66,6 +81,8 @@ def run(args) -> int:
             tasks = {p: s["tasks"] for shard in control.processors().values() for p, s in shard.items()}
             print(f"custody: queued {queued} tasks {tasks}", flush=True)
     finally:
+        if admin is not None:
+            admin.stop()
         node.stop()
     print("custody: node stopped cleanly", flush=True)
     return 0

@@ -68,7 +68,11 @@ class FlowCluster(ProcessCluster):
                  "", "[hdfs.config]", *(f"{_toml_value(k)} = {_toml_value(v)}" for k, v in sorted(self.hdfs_config.items())),
                  "", "[node]", f"threads = {threads}", f"capacity_weight = {weight}", f"policy = {_toml_value(policy)}",
                  "wal_partitions = 1", "checkpoint_interval = 30.0", ""]
+        # Every node's admin API on a free port of its own (their heartbeats show which).
+        tables = {"admin": {"port": 0}}
         for section, table in (sections or {}).items():
+            tables[section] = {**tables.get(section, {}), **table}
+        for section, table in tables.items():
             lines += [f"[{section}]", *(f"{key} = {_toml_value(value)}" for key, value in table.items()), ""]
         path = str(self.workdir / f"{name}.toml")
         with open(path, "w") as out:

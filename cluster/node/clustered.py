@@ -28,16 +28,18 @@ from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 from repositories.provenance.config import DEFAULT_AGE_OFF_INTERVAL as PROVENANCE_AGE_OFF_INTERVAL
 
-from ..clients import ClientFactory
+from ..clients import ClientFactory, stop_quietly
 from ..core.flows import FlowSnapshot
 from ..core.layout import ClusterLayout
+from ..core.ownership import ShardState
 from ..core.story import tag
-from ..errors import first_line
+from ..errors import ClusterError, first_line
 from ..failover.adoption import WalOptions
 from ..failover.member import ClusterMember, MemberConfig
+from ..zk.store import ClusterStore
 from .config import NodeConfig
 from .content import open_node_content
-from .control import NodeControl
+from .control import Conflict, NodeControl, NodeState, OffloadRefused, Unavailable
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
@@ -66,6 +68,9 @@ class ClusteredNode:
         self._maintenance: ContentMaintenance | None = None
         self.member: ClusterMember | None = None
         self._stop = threading.Event()
+        self._offload = threading.Event()   # set: leave the cluster and stay out until `connect`
+        self._offloaded_incarnation: str | None = None
+        self._observer = None               # a ZooKeeper client for the admin API's reads
         self._lock = threading.Lock()
 
     def run(self, stop: threading.Event | None = None, *, once: bool = False) -> int:
@@ -81,8 +86,12 @@ class ClusteredNode:
         self.services = node_services(self.config.name)
         try:
             return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
-                                    on_end=self._incarnation_ended)
+                                    on_end=self._incarnation_ended, hold=self._offload)
         finally:
+            with self._lock:
+                observer, self._observer = self._observer, None
+            if observer is not None:
+                stop_quietly(observer)
             self.services.close()
             self.provenance.close()
 
@@ -157,15 +166,42 @@ class ClusteredNode:
         return NodeControl(self)
 
     def identity(self) -> dict:
-        with self._lock:
-            member = self.member
+        member = self._member()
         incarnation = member.incarnation.id if member is not None and member.incarnation is not None else None
         return {"node": self.config.name, "kind": "clustered", "cluster": self.config.cluster,
-                "incarnation": incarnation}
+                "incarnation": incarnation, "flow_version": self.flow.version, "admin": self.config.admin or None}
+
+    def _member(self):
+        with self._lock:
+            return self.member
+
+    def node_state(self) -> str:
+        if self._stop.is_set():
+            return NodeState.STOPPING
+        member = self._member()
+        if self._offload.is_set():
+            alive = member is not None and not member.dead.is_set()
+            return NodeState.OFFLOADING if alive or not self.owns_nothing() else NodeState.OFFLOADED
+        if member is None or member.incarnation is None or member.dead.is_set():
+            return NodeState.STARTING
+        return NodeState.RUNNING
+
+    def readiness(self) -> list[str]:
+        state = self.node_state()
+        if state != NodeState.RUNNING:
+            return [f"the node is {state}"]
+        member = self._member()
+        reasons = []
+        if member.client is None or not member.client.connected:
+            reasons.append("ZooKeeper is not connected")
+        home = member.incarnation.id
+        runtime = member.runtimes_now().get(home)
+        if runtime is None or getattr(runtime, "engine", None) is None:
+            reasons.append(f"its home shard {home} is not recovered and running yet")
+        return reasons
 
     def shard_statuses(self) -> dict[str, dict]:
-        with self._lock:
-            member = self.member
+        member = self._member()
         if member is None:
             return {}
         return {shard: runtime.status() for shard, runtime in member.runtimes_now().items()}
@@ -173,11 +209,87 @@ class ClusteredNode:
     def provenance_repository(self):
         return self.provenance
 
+    def repository_directories(self) -> dict[str, str]:
+        return {"content": self.config.content_directory, "provenance": self.config.provenance_directory}
+
+    def _store(self) -> ClusterStore:
+        """A store over the node's own read client, apart from the member's session: it
+        answers while the node is offloaded or between incarnations."""
+        from kazoo.exceptions import KazooException
+
+        with self._lock:
+            client = self._observer
+        if client is None:
+            try:
+                client = self.clients.start_zookeeper(timeout=5.0)
+            except ClusterError as error:
+                raise Unavailable(str(error)) from None
+            except KazooException as error:
+                raise Unavailable(f"ZooKeeper at {self.config.zk_hosts}: {first_line(error, 200)}") from None
+            with self._lock:
+                if self._observer is None and not self._stop.is_set():
+                    self._observer, client = client, None
+                kept = self._observer
+            if client is not None:
+                stop_quietly(client)
+            client = kept
+            if client is None:
+                raise Unavailable("the node is stopping")
+        return ClusterStore(client, self.layout)
+
+    def cluster_status(self):
+        from kazoo.exceptions import KazooException
+
+        store = self._store()
+        if not store.client.connected:
+            raise Unavailable(f"ZooKeeper at {self.config.zk_hosts} is not connected; the node keeps trying")
+        try:
+            return store.status()
+        except KazooException as error:
+            raise Unavailable(f"reading the cluster from ZooKeeper at {self.config.zk_hosts}: "
+                              f"{type(error).__name__} {first_line(error, 200)}") from None
+
     def offload(self) -> None:
-        """Leave the cluster on purpose, as SIGTERM does: the membership znode goes, the
-        leader hands every shard to the others at once, and `run` returns instead of
-        rejoining."""
-        self._stop.set()
+        """Leave the cluster on purpose and stay out: the running incarnation stops
+        its shards and deletes its membership znode, so the leader hands every shard to
+        the others at once (fenced, at a new epoch), with no session timeout to wait
+        for. The process stays up (its admin API answers) until `connect`."""
+        if self._offload.is_set():
+            return
+        member = self._member()
+        if member is None or member.incarnation is None or member.dead.is_set():
+            raise OffloadRefused(f"node {self.config.name} is {self.node_state()}: it owns no shard to hand over")
+        me = member.incarnation.id
+        others = [name for name in self.cluster_status().members if name != me]
+        if not others:
+            raise OffloadRefused(f"node {self.config.name} ({me}) is the only member of cluster {self.config.cluster}: "
+                                 "nobody could take its shards over; start another node first")
+        self._offloaded_incarnation = me
+        log.info("offloading %s: its shards go to %s", me, ", ".join(sorted(others)))
+        self._offload.set()
+
+    def owns_nothing(self) -> bool:
+        """No shard names the offloaded incarnation as its owner, and none it owned is
+        still being adopted (fenced and recovered by its new owner)."""
+        me = self._offloaded_incarnation
+        if me is None:
+            return False
+        for shard in self.cluster_status().shards.values():
+            if shard.state == ShardState.RETIRED:
+                continue
+            if shard.owner == me:
+                return False
+            if shard.state == ShardState.ADOPTING and any(entry.owner == me for entry in shard.history):
+                return False
+        return True
+
+    def connect(self) -> None:
+        """Join again after an offload: a new incarnation, with a new home shard."""
+        if not self._offload.is_set():
+            raise Conflict(f"node {self.config.name} is {self.node_state()}, not offloaded: nothing to connect")
+        log.info("connecting %s again: a new incarnation joins", self.config.name)
+        self._offloaded_incarnation = None
+        self._offload.clear()
 
     def status(self) -> dict:
         return {**self.identity(), "shards": self.shard_statuses()}

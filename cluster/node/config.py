@@ -27,7 +27,8 @@
     capacity_weight = 1.0            # relative size, for the leader's choice of survivor
     policy = "whole"                 # "whole" or "divvy": how a dead node's shards move
     lead = true                      # campaign for leadership
-    admin = ""                       # address shown in the heartbeat
+    admin = ""                       # the admin API's address others use (heartbeat, links);
+                                     # default: the URL it listens on
     wal_partitions = 4               # WAL partitions of each shard (files on HDFS)
     checkpoint_interval = 60.0       # seconds between WAL checkpoints
     fence_first_wait = 0.1           # seconds between lease-recovery polls when adopting,
@@ -43,6 +44,14 @@
     [provenance]
     max_age = 86400.0                # seconds provenance events are kept
     max_bytes = 10737418240          # bytes of event files kept
+
+    [admin]                          # the REST admin API (cluster.admin), in the node's process
+    enabled = true
+    bind = "127.0.0.1"               # another address needs `tokens`
+    port = 8080                      # 0: any free port
+    tokens = ""                      # token file, relative to this file (custody admin token)
+    tls_cert = ""                    # PEM certificate and key: HTTPS (both or neither)
+    tls_key = ""
 
 Unknown keys are refused by name: a misspelt setting must not be silently ignored.
 The defaults shown are those of the modules that use them (`cluster.clients`,
@@ -64,6 +73,9 @@ from repositories.provenance.config import DEFAULT_MAX_AGE, DEFAULT_MAX_BYTES
 
 from ..clients import DEFAULT_SESSION_TIMEOUT
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT
+
+DEFAULT_ADMIN_BIND = "127.0.0.1"
+DEFAULT_ADMIN_PORT = 8080
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.planner import DEFAULT_POLICY, POLICIES
 from ..errors import ConfigurationRefused
@@ -100,6 +112,12 @@ class NodeConfig:
     archive_max_usage: float = DEFAULT_ARCHIVE_MAX_USAGE
     provenance_max_age: float = DEFAULT_MAX_AGE
     provenance_max_bytes: int = DEFAULT_MAX_BYTES
+    admin_enabled: bool = True
+    admin_bind: str = DEFAULT_ADMIN_BIND
+    admin_port: int = DEFAULT_ADMIN_PORT
+    admin_tokens: str = ""
+    admin_tls_cert: str = ""
+    admin_tls_key: str = ""
     path: str = ""
 
     @property
@@ -117,7 +135,9 @@ class NodeConfig:
 
 
 _SECTIONS = {
-    "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node", "content", "provenance"},
+    "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node", "content", "provenance",
+         "admin"},
+    "admin": {"enabled", "bind", "port", "tokens", "tls_cert", "tls_key"},
     "content": {"archive", "archive_retention", "archive_max_usage"},
     "provenance": {"max_age", "max_bytes"},
     "zookeeper": {"hosts", "chroot", "cluster", "session_timeout"},
@@ -157,7 +177,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
             where = f"[{section}]" if section else "the top level"
             fail(f"unknown setting(s) {unknown} in {where}; known: {sorted(known)}")
     zookeeper, hdfs, node = body.get("zookeeper", {}), body.get("hdfs", {}), body.get("node", {})
-    content, provenance = body.get("content", {}), body.get("provenance", {})
+    content, provenance, admin = body.get("content", {}), body.get("provenance", {}), body.get("admin", {})
 
     def required(table: dict, key: str, section: str) -> str:
         value = table.get(key)
@@ -210,6 +230,19 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
     if not isinstance(hdfs_config, dict):
         fail("[hdfs.config] must be a table of strings")
     lead = flag(node, "lead", True, "node")
+
+    def path_setting(table: dict, key: str, section: str) -> str:
+        value = table.get(key, "")
+        if not isinstance(value, str):
+            fail(f"[{section}] {key} must be a file name (a string), not {value!r}")
+        return os.path.normpath(os.path.join(base, value)) if value.strip() else ""
+
+    admin_bind = admin.get("bind", DEFAULT_ADMIN_BIND)
+    if not isinstance(admin_bind, str) or not admin_bind.strip():
+        fail(f"[admin] bind must be an address (a non-empty string), not {admin_bind!r}")
+    admin_port = number(admin, "port", DEFAULT_ADMIN_PORT, int, "admin", 0)
+    if admin_port > 65535:
+        fail(f"[admin] port must be a TCP port (0 to 65535), not {admin_port!r}")
     return NodeConfig(
         name=name, flow=flow, directory=directory, zk_hosts=hosts,
         cluster=required(zookeeper, "cluster", "[zookeeper]"), hdfs_url=url,
@@ -228,4 +261,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         archive_max_usage=fraction(content, "archive_max_usage", DEFAULT_ARCHIVE_MAX_USAGE, "content"),
         provenance_max_age=number(provenance, "max_age", DEFAULT_MAX_AGE, float, "provenance", 1.0),
         provenance_max_bytes=number(provenance, "max_bytes", DEFAULT_MAX_BYTES, int, "provenance", 1 << 20),
+        admin_enabled=flag(admin, "enabled", True, "admin"), admin_bind=admin_bind.strip(), admin_port=admin_port,
+        admin_tokens=path_setting(admin, "tokens", "admin"), admin_tls_cert=path_setting(admin, "tls_cert", "admin"),
+        admin_tls_key=path_setting(admin, "tls_key", "admin"),
         path=os.path.abspath(path))

@@ -4,26 +4,56 @@ Callers see what a node runs and may ask it to hand its work over, without reach
 into its members, runtimes or locks:
 
     control = node.control()               # StandaloneNode or ClusteredNode
+    control.name, control.state()           # "n1", "RUNNING" (see NodeState)
+    control.readiness()                     # [] when ready, else the reasons
     control.status()                        # who it is, and a line per shard
     control.shards()                        # shard -> epoch, home, recovery figures
     control.queues()                        # shard -> queue -> count, bytes, swapped, back-pressure
     control.processors()                    # shard -> processor -> state, tasks, last error
+    control.repository_sizes()              # bytes of content and provenance on local disk
+    control.cluster_status()                # the cluster as ZooKeeper holds it (clustered only)
     control.provenance                      # the node's ProvenanceRepository (query, lineage, get)
-    control.offload()                       # hand every shard to the other nodes, and stop
+    control.offload(wait_s=60)              # hand every shard to the other nodes; stay up, owning nothing
+    control.connect()                       # join again as a new incarnation
 
 Every figure is a copy taken when asked (plain dicts of numbers and strings): holding
-one blocks nothing in the node.
+one blocks nothing in the node. Errors say what the caller did wrong (`NotFound`,
+`Conflict`) or what did not answer (`Unavailable`); the admin API maps them to 404,
+409 and 503.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from typing import Protocol
 
 from ..errors import ClusterError
 
 
-class OffloadRefused(ClusterError):
+class NotFound(ClusterError):
+    """An id the node does not know (shard, queue, processor, FlowFile, event)."""
+
+
+class Conflict(ClusterError):
+    """The node's state refuses the call (offload a standalone node, connect a running one)."""
+
+
+class Unavailable(ClusterError):
+    """ZooKeeper or storage did not answer; the message says which and how long it waited."""
+
+
+class OffloadRefused(Conflict):
     """The node cannot hand its work over (a standalone node has nobody to give it to)."""
+
+
+class NodeState:
+    STARTING = "STARTING"        # recovering, or joining the cluster
+    RUNNING = "RUNNING"
+    OFFLOADING = "OFFLOADING"    # left the cluster; its shards are being adopted by others
+    OFFLOADED = "OFFLOADED"      # owns nothing; `connect` joins again
+    STOPPING = "STOPPING"
 
 
 class ControlledNode(Protocol):
@@ -31,24 +61,57 @@ class ControlledNode(Protocol):
 
     def identity(self) -> dict: ...                        # node, kind, incarnation, ...
 
+    def node_state(self) -> str: ...                       # a NodeState
+
+    def readiness(self) -> list[str]: ...                  # why it is not ready; [] when ready
+
     def shard_statuses(self) -> dict[str, dict]: ...       # shard -> FlowRuntime/engine status
 
     def provenance_repository(self): ...
 
+    def repository_directories(self) -> dict[str, str]: ...  # "content"/"provenance" -> local directory
+
+    def cluster_status(self): ...                          # a cluster.zk.status.ClusterStatus
+
     def offload(self) -> None: ...
+
+    def owns_nothing(self) -> bool: ...                    # after `offload`: ZooKeeper shows no shard of it
+
+    def connect(self) -> None: ...
+
+
+SIZES_TTL_S = 5.0  # directory sizes are walked at most this often
 
 
 class NodeControl:
-    def __init__(self, node: ControlledNode):
+    def __init__(self, node: ControlledNode, *, clock=time.monotonic):
         self._node = node
+        self._clock = clock
+        self._sizes: tuple[float, dict[str, int]] | None = None
+        self._sizes_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._node.identity()["node"]
+
+    def identity(self) -> dict:
+        return dict(self._node.identity())
+
+    def state(self) -> str:
+        return self._node.node_state()
+
+    def readiness(self) -> list[str]:
+        return list(self._node.readiness())
 
     def status(self) -> dict:
         shards = self._node.shard_statuses()
-        return {**self._node.identity(), "shards": {
+        return {**self._node.identity(), "state": self.state(), "shards": {
             shard: {"epoch": status.get("epoch"), "home": status.get("home", True),
+                    "flow_version": status.get("flow_version"),
                     "queued": sum(q.get("count", 0) for q in status.get("queues", {}).values()),
                     "queued_bytes": sum(q.get("size", 0) for q in status.get("queues", {}).values()),
-                    "running_tasks": sum(p.get("running", 0) for p in status.get("processors", {}).values())}
+                    "running_tasks": sum(p.get("running", 0) for p in status.get("processors", {}).values()),
+                    "recovery": dict(status.get("recovery", {}))}
             for shard, status in shards.items()}}
 
     def shards(self) -> dict[str, dict]:
@@ -64,11 +127,48 @@ class NodeControl:
         return {shard: {processor: dict(figures) for processor, figures in status.get("processors", {}).items()}
                 for shard, status in self._node.shard_statuses().items()}
 
+    def repository_sizes(self) -> dict[str, int]:
+        """Bytes under the node's local content and provenance directories, walked at
+        most every `SIZES_TTL_S` (a scrape must not walk a large tree each time)."""
+        with self._sizes_lock:
+            now = self._clock()
+            if self._sizes is not None and now - self._sizes[0] < SIZES_TTL_S:
+                return dict(self._sizes[1])
+            sizes = {name: _tree_size(path) for name, path in self._node.repository_directories().items()}
+            self._sizes = (now, sizes)
+            return dict(sizes)
+
+    def cluster_status(self):
+        return self._node.cluster_status()
+
     @property
     def provenance(self):
         return self._node.provenance_repository()
 
-    def offload(self) -> None:
-        """Hand every shard to the other nodes (they adopt them as after a death, but
-        at once), then stop. `OffloadRefused` when the node has nobody to give them to."""
+    def offload(self, wait_s: float = 0.0) -> str:
+        """Hand every shard to the other nodes through the failover protocol (fenced,
+        at a new epoch, exactly once), without waiting for a session timeout; the node
+        stays up, owning nothing, until `connect`. With `wait_s`, wait that long for
+        ZooKeeper to show no shard owned by it. Returns the state then.
+        `OffloadRefused` when the node has nobody to give them to."""
         self._node.offload()
+        deadline = self._clock() + wait_s
+        while wait_s > 0 and not self._node.owns_nothing() and self._clock() < deadline:
+            time.sleep(0.1)  # polling ZooKeeper, bounded by the caller's deadline
+        return self.state()
+
+    def connect(self) -> str:
+        """Join the cluster again after an offload: a new incarnation with a new shard."""
+        self._node.connect()
+        return self.state()
+
+
+def _tree_size(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass  # collected while walking
+    return total

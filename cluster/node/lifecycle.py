@@ -50,12 +50,19 @@ def log_events(kind: str, **fields) -> None:
 
 def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
                      stop: threading.Event | None = None, on_start: Callable[[object], None] | None = None,
-                     on_end: Callable[[object], None] | None = None, retry_pause: float = 1.0) -> int:
+                     on_end: Callable[[object], None] | None = None, retry_pause: float = 1.0,
+                     hold: threading.Event | None = None) -> int:
     """Run members one after another until `stop` is set (or after one, with `once`).
-    Returns 0, or 2 when a member refused to start on its configuration (retrying
-    cannot help: the operator must change it)."""
+    While `hold` is set (an offload), the running member leaves the cluster and no new
+    one starts; clearing it starts a new incarnation. Returns 0, or 2 when a member
+    refused to start on its configuration (retrying cannot help: the operator must
+    change it)."""
     stop = stop or threading.Event()
+    hold = hold or threading.Event()
     while not stop.is_set():
+        if hold.is_set():
+            stop.wait(0.2)  # offloaded: owning nothing until connected again or stopped
+            continue
         member = make_member()
         try:
             incarnation = member.start()
@@ -81,9 +88,11 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
         if on_start is not None:
             on_start(member)
         while not member.wait_dead(0.2):
-            if stop.is_set():
+            if stop.is_set() or hold.is_set():
                 member.stop(leave=True)
         events("dead", incarnation=incarnation.id, reason=member.death_reason[:300])
+        if hold.is_set() and not stop.is_set():
+            events("offloaded", incarnation=incarnation.id)
         if on_end is not None:
             on_end(member)
         if once:

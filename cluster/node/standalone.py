@@ -41,7 +41,7 @@ from repositories.provenance import ProvenanceConfig, ProvenanceRepository, Roll
 from repositories.storage import LocalStorage
 
 from ..errors import ClusterError
-from .control import NodeControl, OffloadRefused
+from .control import Conflict, NodeControl, NodeState, NotFound, OffloadRefused
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, DEFAULT_COLLECT_INTERVAL, ContentMaintenance
 from .shared_services import node_services
 
@@ -54,6 +54,7 @@ class NodeError(ClusterError):
 
 @dataclass(frozen=True)
 class NodeSettings:
+    name: str = "standalone"            # what the admin API and the logs call it
     threads: int = DEFAULT_THREADS
     wal_partitions: int = DEFAULT_PARTITIONS
     checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL
@@ -77,6 +78,7 @@ class StandaloneNode:
         self.shard = self.content = self.provenance = self.engine = self.graph = self.services = None
         self.recovery: dict = {}
         self.started = False
+        self.admin_url: str | None = None  # set by whoever serves its admin API
 
     @classmethod
     def from_file(cls, flow_path: str, data_dir: str, settings: NodeSettings | None = None) -> "StandaloneNode":
@@ -217,7 +219,17 @@ class StandaloneNode:
         return NodeControl(self)
 
     def identity(self) -> dict:
-        return {"node": "standalone", "kind": "standalone", "data_dir": self.data_dir, "flow": self.definition.name}
+        return {"node": self.settings.name, "kind": "standalone", "data_dir": self.data_dir,
+                "flow": self.definition.name, "admin": self.admin_url}
+
+    def node_state(self) -> str:
+        if not self.started:
+            return NodeState.STARTING if self.engine is None else NodeState.STOPPING
+        return NodeState.RUNNING if self._maintenance is not None else NodeState.STARTING
+
+    def readiness(self) -> list[str]:
+        state = self.node_state()
+        return [] if state == NodeState.RUNNING else [f"the node is {state}"]
 
     def shard_statuses(self) -> dict[str, dict]:
         engine = self.engine
@@ -228,9 +240,23 @@ class StandaloneNode:
     def provenance_repository(self):
         return self.provenance
 
+    def repository_directories(self) -> dict[str, str]:
+        return {"content": os.path.join(self.data_dir, "content"),
+                "provenance": os.path.join(self.data_dir, "provenance"),
+                "wal": os.path.join(self.data_dir, "shards")}
+
+    def cluster_status(self):
+        raise NotFound(f"the standalone node on {self.data_dir} is in no cluster; `custody node` runs a clustered one")
+
     def offload(self) -> None:
         raise OffloadRefused(f"the standalone node on {self.data_dir} has no cluster to hand its FlowFiles to; "
                              "stop it (SIGTERM) and its next start resumes them")
+
+    def owns_nothing(self) -> bool:
+        return False
+
+    def connect(self) -> None:
+        raise Conflict(f"the standalone node on {self.data_dir} is in no cluster to connect to")
 
     def wait_until(self, predicate, timeout: float, poll: float = 0.05) -> bool:
         deadline = time.monotonic() + timeout

@@ -35,6 +35,7 @@ CLUSTER_LAYERS = {
     "cluster.clients": {"cluster.errors"},
     "cluster.failover": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients"},
     "cluster.node": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.failover"},
+    "cluster.admin": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.node"},
     "cluster.drills": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.failover",
                        "cluster.node", "cluster.services"},
     "cluster.services": set(),

@@ -1,0 +1,23 @@
+"""The REST admin API of a node: FastAPI on uvicorn, in the node's own process.
+
+    server = AdminServer(AdminSettings(bind="127.0.0.1", port=8080, token_file="tokens"))
+    server.start(node.control())     # its own thread and event loop; `server.url`
+    server.stop()
+
+What it holds:
+
+  settings.py   `[admin]` of NODE.toml and `--admin HOST:PORT`; the refusal to bind a
+                non-loopback address without tokens
+  tokens.py     the token file (hashes only) and bearer-token checks, roles read/admin
+  server.py     uvicorn on a thread of its own
+  app.py        the FastAPI application: routes under /api/v1, /health, /ready,
+                /metrics, the status page at /
+  models.py     the pydantic models of every answer, so /openapi.json is exact
+  routes_*.py   one module per area of the API
+  metrics.py    the Prometheus registry of a node
+  page.py       the status page (server-rendered HTML and a small script)
+
+It may import `cluster.node` (it calls `NodeControl`, never a node's internals),
+`cluster.zk`, `cluster.core`, `cluster.clients` and `cluster.errors`. The nodes do not
+import it: `custody node` and `custody run` start it beside the node.
+"""

@@ -1,0 +1,94 @@
+"""The FastAPI application of a node's admin API.
+
+    app = create_app(control, tokens)      # control: cluster.node.control.NodeControl
+
+Routes: `/health` and `/ready` (open, see below), `/metrics` (Prometheus text, role
+read), `/` (the status page, open; its data comes from the API with the reader's
+token), and everything else under `/api/v1` (role read for GET, admin for control).
+
+`/health` and `/ready` need no token: load balancers, compose healthchecks and
+Kubernetes probes call them without credentials, and they say nothing but whether the
+process answers and why it is not ready yet.
+
+Errors are JSON `{"error": ..., "status": ...}`: 401 without a valid token, 403 for
+a token whose role is not enough, 404 for an unknown id (naming it), 409 for a call
+the node's state refuses, 422 for a bad parameter (naming it), 503 when ZooKeeper or
+storage does not answer (with the reason). Never a stack trace: an unexpected error
+is logged with its trace and answered 500 with one line.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import ClusterError, first_line
+from ..node.control import Conflict, NotFound, Unavailable
+from . import routes_cluster, routes_control, routes_node, routes_ops
+from .auth import AuthProblem
+from .metrics import NodeMetrics
+from .tokens import Tokens
+
+log = logging.getLogger(__name__)
+
+def problem(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
+
+
+def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAPI:
+    app = FastAPI(title=f"custody admin API ({control.name})", version="1",
+                  description="The admin API of one custody node: the cluster as ZooKeeper holds it, this node's "
+                              "shards, queues and provenance, and control.")
+    app.state.control = control
+    app.state.tokens = tokens or Tokens.disabled()
+    app.state.metrics = metrics or NodeMetrics(control)
+
+    @app.exception_handler(AuthProblem)
+    async def auth_problem(_request, error: AuthProblem):
+        headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+        return problem(error.status, str(error), headers)
+
+    @app.exception_handler(NotFound)
+    async def not_found(_request, error: NotFound):
+        return problem(404, str(error))
+
+    @app.exception_handler(Conflict)
+    async def conflict(_request, error: Conflict):
+        return problem(409, str(error))
+
+    @app.exception_handler(Unavailable)
+    async def unavailable(_request, error: Unavailable):
+        return problem(503, str(error))
+
+    @app.exception_handler(ClusterError)
+    async def cluster_error(_request, error: ClusterError):
+        return problem(503, first_line(error, 300))
+
+    @app.exception_handler(OSError)
+    async def storage_error(_request, error: OSError):
+        return problem(503, f"storage did not answer: {first_line(error, 300)}")
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request, error: RequestValidationError):
+        details = [f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg', 'invalid')}"
+                   for item in error.errors()]
+        return problem(422, "; ".join(details) or "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request, error: StarletteHTTPException):
+        return problem(error.status_code, str(error.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception):
+        log.exception("admin API: %s %s failed", request.method, request.url.path)
+        return problem(500, f"internal error ({type(error).__name__}); the node's log has the details")
+
+    routes_ops.register(app)
+    routes_node.register(app)
+    routes_cluster.register(app)
+    routes_control.register(app)
+    return app

@@ -1,0 +1,74 @@
+"""The CLI's side of the admin API: `custody node offload|connect` call the same
+endpoints an operator's curl does.
+
+The token comes from $CUSTODY_ADMIN_TOKEN or the file named by
+$CUSTODY_ADMIN_TOKEN_FILE (the token itself, as `custody admin token` printed it;
+not the node's file of hashes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+
+def admin_token() -> str | None:
+    token = os.environ.get("CUSTODY_ADMIN_TOKEN")
+    if token:
+        return token.strip()
+    path = os.environ.get("CUSTODY_ADMIN_TOKEN_FILE")
+    if path:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
+    return None
+
+
+def admin_url(config) -> str:
+    """Where the node of a `NodeConfig` serves its admin API: its advertised address
+    (`[node] admin`), else its bind address and port."""
+    if config.admin:
+        return config.admin.rstrip("/")
+    scheme = "https" if config.admin_tls_cert else "http"
+    host = "127.0.0.1" if config.admin_bind in ("0.0.0.0", "::") else config.admin_bind
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}:{config.admin_port}"
+
+
+def call(url: str, method: str = "GET", *, timeout: float = 30.0) -> tuple[int, dict]:
+    request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+    token = admin_token()
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        try:
+            body = json.loads(error.read() or b"{}")
+        except ValueError:
+            body = {"error": error.reason}
+        return error.code, body
+
+
+def node_action(base: str, action: str, *, wait_s: float, command: str) -> int:
+    """POST offload or connect to the node at `base`; print its answer. Exit status 0,
+    1 when refused or unreachable, 3 when an offload has not finished within `wait_s`."""
+    if action == "offload":
+        url, timeout = f"{base}/api/v1/node/offload?wait_s={wait_s:g}", wait_s + 30
+    else:
+        url, timeout = f"{base}/api/v1/node/connect", 30.0
+    try:
+        status, body = call(url, "POST", timeout=timeout)
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        print(f"{command} {action}: the admin API at {base} did not answer ({reason}); "
+              "is the node running, and is this its address?", file=sys.stderr)
+        return 1
+    if status != 200:
+        print(f"{command} {action}: {status} {body.get('error', body)}", file=sys.stderr)
+        return 1
+    print(f"{body['node']}: {body['state']} ({body.get('detail', '')})")
+    return 0 if action != "offload" or body["state"] == "OFFLOADED" else 3

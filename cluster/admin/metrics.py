@@ -1,0 +1,62 @@
+"""The Prometheus metrics of a node, in a registry of its own (several nodes may
+share a process in tests).
+
+Gauges are read from `NodeControl` when scraped (a scrape copies figures the node
+keeps anyway; nothing is counted twice). Names follow Prometheus' conventions:
+`custody_` prefix, base units (`_bytes`, `_seconds`), counters end in `_total`.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from .views import processor_figures, queue_figures
+
+
+class NodeCollector:
+    def __init__(self, control):
+        self.control = control
+
+    def collect(self):
+        control = self.control
+        queued = GaugeMetricFamily("custody_queue_flowfiles", "FlowFiles queued", labels=["shard", "queue"])
+        queued_bytes = GaugeMetricFamily("custody_queue_bytes", "bytes of content queued", labels=["shard", "queue"])
+        swapped = GaugeMetricFamily("custody_queue_swapped_flowfiles", "FlowFiles swapped out to swap files",
+                                    labels=["shard", "queue"])
+        pressure = GaugeMetricFamily("custody_queue_back_pressure", "1 when the queue applies back-pressure",
+                                     labels=["shard", "queue"])
+        for shard, queues in control.queues().items():
+            for name, figures in queues.items():
+                q = queue_figures(name, figures)
+                queued.add_metric([shard, name], q.count)
+                queued_bytes.add_metric([shard, name], q.bytes)
+                swapped.add_metric([shard, name], q.swapped_count)
+                pressure.add_metric([shard, name], 1 if q.back_pressure else 0)
+        tasks = CounterMetricFamily("custody_processor_tasks", "tasks a processor ran", labels=["shard", "processor"])
+        failures = CounterMetricFamily("custody_processor_failures", "tasks that raised and were rolled back",
+                                       labels=["shard", "processor"])
+        running = GaugeMetricFamily("custody_processor_running_tasks", "tasks running now",
+                                    labels=["shard", "processor"])
+        for shard, processors in control.processors().items():
+            for name, figures in processors.items():
+                p = processor_figures(name, figures)
+                tasks.add_metric([shard, name], p.tasks)
+                failures.add_metric([shard, name], p.failures)
+                running.add_metric([shard, name], p.running)
+        state = GaugeMetricFamily("custody_node_state", "1 for the node's current state", labels=["state"])
+        state.add_metric([control.state()], 1)
+        sizes = GaugeMetricFamily("custody_repository_bytes", "bytes of a repository on local disk",
+                                  labels=["repository"])
+        for name, size in control.repository_sizes().items():
+            sizes.add_metric([name], size)
+        yield from (queued, queued_bytes, swapped, pressure, tasks, failures, running, state, sizes)
+
+
+class NodeMetrics:
+    def __init__(self, control, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        self.registry.register(NodeCollector(control))
+
+    def render(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

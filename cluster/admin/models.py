@@ -1,0 +1,165 @@
+"""The answers of the admin API, as pydantic models: /openapi.json is built from them,
+so the spec says exactly what each endpoint returns (and the fuzzing test holds every
+answer to it). Times are UNIX seconds (float); sizes are bytes."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Problem(BaseModel):
+    """Every error: what went wrong, and what to do."""
+
+    error: str = Field(description="one line: what was not found, refused or unavailable")
+    status: int
+
+
+class Health(BaseModel):
+    status: str = Field(description="'ok': the process answers")
+    node: str
+
+
+class Readiness(BaseModel):
+    ready: bool
+    node: str
+    reasons: list[str] = Field(description="why it is not ready (empty when ready)")
+
+
+# -- node ------------------------------------------------------------------------------
+class QueueFigures(BaseModel):
+    queue: str
+    count: int
+    bytes: int
+    swapped_count: int
+    swapped_bytes: int
+    swap_files: int
+    in_flight: int = Field(description="FlowFiles taken by a task, not yet committed")
+    back_pressure: bool = Field(description="at or over the queue's object or size threshold")
+    oldest_entry_ms: int | None = None
+
+
+class ProcessorFigures(BaseModel):
+    processor: str
+    type: str
+    state: str = Field(description="RUNNING or STOPPED")
+    tasks: int
+    failures: int
+    running: int = Field(description="tasks running now")
+    last_error: str | None = None
+
+
+class ShardFigures(BaseModel):
+    shard: str
+    epoch: int | None
+    home: bool
+    flow_version: str | None = None
+    queued: int
+    queued_bytes: int
+    running_tasks: int
+    recovery: dict[str, float] = Field(default_factory=dict, description="what its recovery found, and its seconds")
+
+
+class RepositorySizes(BaseModel):
+    content_bytes: int | None = None
+    provenance_bytes: int | None = None
+    wal_bytes: int | None = None
+
+
+class NodeStatus(BaseModel):
+    node: str
+    kind: str = Field(description="'clustered' or 'standalone'")
+    cluster: str | None = None
+    incarnation: str | None = None
+    state: str = Field(description="STARTING, RUNNING, OFFLOADING, OFFLOADED or STOPPING")
+    flow_version: str | None = None
+    admin: str | None = None
+    shards: list[ShardFigures]
+    repositories: RepositorySizes
+
+
+# -- cluster ---------------------------------------------------------------------------
+class Member(BaseModel):
+    incarnation: str
+    node: str
+    epoch: int
+    admin: str
+    last_heartbeat: float = Field(description="when the member sent its last heartbeat")
+    heartbeat_sequence: int
+    queued: int
+    queued_bytes: int
+    active_threads: int
+    max_threads: int
+    cpu: float = Field(description="load: the share of a core the node used")
+    free_disk: int
+    capacity_weight: float
+    owned_shards: list[str]
+
+
+class ShardHistoryEntry(BaseModel):
+    epoch: int
+    owner: str | None
+    state: str
+    at: float
+    reason: str
+
+
+class Shard(BaseModel):
+    shard: str
+    owner: str | None
+    epoch: int
+    state: str
+    flow_version: str | None = None
+    backlog: int | None = Field(None, description="FlowFiles queued, from the owner's heartbeat")
+    swapped: int | None = Field(None, description="FlowFiles swapped out, when the owner is this node")
+    history: list[ShardHistoryEntry]
+
+
+class PlanMove(BaseModel):
+    shard: str
+    from_epoch: int
+    targets: list[str]
+    done: bool
+
+
+class Plan(BaseModel):
+    plan: str
+    dead: str
+    status: str
+    policy: str
+    leader: str
+    created_at: float
+    revision: int
+    moves: list[PlanMove]
+
+
+class Failover(BaseModel):
+    """One dead incarnation's shards moved: when the leader planned the move, when the
+    last shard ran at its new owner (fenced and recovered), when the plan was done.
+    A drill's finer phases (first output at the new owner) are in the node's events."""
+
+    plan: str
+    dead: str
+    detected_at: float = Field(description="the leader wrote the plan")
+    taken_over_at: float | None = Field(None, description="the last moved shard runs at its new owner")
+    finished_at: float | None = Field(None, description="the leader marked the plan done")
+    takeover_s: float | None = None
+    finish_s: float | None = None
+    shards: list[str]
+
+
+class ClusterView(BaseModel):
+    cluster: str
+    leader: str | None
+    contenders: list[str]
+    members: list[Member]
+    shards: list[Shard]
+    plans: list[Plan]
+    failovers: list[Failover]
+
+
+# -- control ---------------------------------------------------------------------------
+class ControlResult(BaseModel):
+    node: str
+    action: str
+    state: str = Field(description="the node's state after the call")
+    detail: str = ""

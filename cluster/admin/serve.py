@@ -1,0 +1,19 @@
+"""Start a node's admin API beside it: what `custody node` and `custody run` call.
+
+    server = serve(settings, node.control())    # listening; server.url
+"""
+
+from __future__ import annotations
+
+from .app import create_app
+from .server import AdminServer
+from .settings import AdminSettings
+from .tokens import Tokens
+
+
+def serve(settings: AdminSettings, control) -> AdminServer:
+    """Check the settings (no non-loopback bind without tokens), load the tokens and
+    listen. Raises `AdminSettingsRefused`, `TokenFileError` or `AdminServerError`."""
+    settings.check()
+    tokens = Tokens.load(settings.token_file) if settings.token_file else Tokens.disabled()
+    return AdminServer(settings, create_app(control, tokens)).start()

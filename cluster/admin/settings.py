@@ -1,0 +1,86 @@
+"""Where a node's admin API listens, and who may call it.
+
+NODE.toml:
+
+    [admin]
+    bind = "127.0.0.1"        # the default; another address needs `tokens`
+    port = 8080               # 0: any free port (the heartbeat shows the real one)
+    tokens = "tokens"         # token file (see cluster.admin.tokens), relative to NODE.toml
+    tls_cert = "node.pem"     # optional, both or neither
+    tls_key = "node.key"
+
+`custody run ... --admin HOST:PORT [--admin-tokens FILE]` for a standalone node.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+
+from ..errors import ConfigurationRefused
+from ..node.config import DEFAULT_ADMIN_BIND as DEFAULT_BIND
+from ..node.config import DEFAULT_ADMIN_PORT as DEFAULT_PORT
+
+
+class AdminSettingsRefused(ConfigurationRefused):
+    """The admin settings are unsafe or incomplete; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class AdminSettings:
+    bind: str = DEFAULT_BIND
+    port: int = DEFAULT_PORT
+    token_file: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert)
+
+    def check(self) -> None:
+        """Refuse what must never start: a non-loopback bind without tokens (anyone on
+        the network could offload the node or read its data), or half a TLS pair."""
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise AdminSettingsRefused("[admin] tls_cert and tls_key go together: set both, or neither")
+        if not 0 <= self.port <= 65535:
+            raise AdminSettingsRefused(f"[admin] port {self.port} is not a TCP port (0 to 65535)")
+        if not self.token_file and not is_loopback(self.bind):
+            raise AdminSettingsRefused(
+                f"the admin API refuses to listen on {self.bind} without tokens: anyone who reaches it could "
+                f"read the node's data and offload it. Create a token file (custody admin token --file FILE "
+                f"--role admin --name NAME) and set [admin] tokens, or bind 127.0.0.1")
+
+
+def is_loopback(host: str) -> bool:
+    """True for loopback addresses and names that resolve only to loopback."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    if host in ("", "0.0.0.0", "::"):
+        return False
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
+
+
+def parse_address(text: str, *, token_file: str = "") -> AdminSettings:
+    """`HOST:PORT` (`--admin`) as settings; `[::1]:8080` for IPv6."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise AdminSettingsRefused(f"--admin needs HOST:PORT (e.g. 127.0.0.1:8080), got {text!r}")
+    try:
+        number = int(port)
+    except ValueError:
+        raise AdminSettingsRefused(f"--admin {text!r}: the port {port!r} is not a number") from None
+    return AdminSettings(bind=host.strip("[]"), port=number, token_file=token_file)
+
+
+def from_node_config(config) -> AdminSettings:
+    """The `[admin]` table of a `cluster.node.config.NodeConfig`."""
+    return AdminSettings(bind=config.admin_bind, port=config.admin_port, token_file=config.admin_tokens,
+                         tls_cert=config.admin_tls_cert, tls_key=config.admin_tls_key)

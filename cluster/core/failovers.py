@@ -1,0 +1,54 @@
+"""The timeline of recent failovers, read from what ZooKeeper keeps: each plan (when
+the leader wrote it, when it marked it done) and each moved shard's history (when
+its new owner took it over: the entry that leaves ADOPTING at a later epoch).
+
+    timelines = failover_timelines(plans, shards, limit=20)   # newest first
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ownership import ShardOwnership, ShardState
+from .plans import FailoverPlan
+
+
+@dataclass(frozen=True)
+class FailoverTimeline:
+    plan: str
+    dead: str
+    detected_at: float                 # the leader wrote the plan
+    taken_over_at: float | None        # the last moved shard left ADOPTING at its new owner
+    finished_at: float | None          # the leader marked the plan done
+    shards: tuple[str, ...]
+
+    @property
+    def takeover_s(self) -> float | None:
+        return None if self.taken_over_at is None else max(0.0, self.taken_over_at - self.detected_at)
+
+    @property
+    def finish_s(self) -> float | None:
+        return None if self.finished_at is None else max(0.0, self.finished_at - self.detected_at)
+
+
+def taken_over_at(shard: ShardOwnership | None, from_epoch: int) -> float | None:
+    """When the shard first ran at a new owner after `from_epoch`: the first history
+    entry at a later epoch in a state past ADOPTING."""
+    if shard is None:
+        return None
+    for entry in shard.history:
+        if entry.epoch > from_epoch and entry.state not in (ShardState.ADOPTING,):
+            return entry.at
+    return None
+
+
+def failover_timelines(plans: dict[str, FailoverPlan], shards: dict[str, ShardOwnership], *,
+                       limit: int = 20) -> list[FailoverTimeline]:
+    timelines = []
+    for plan in plans.values():
+        moments = [taken_over_at(shards.get(move.shard), move.from_epoch) for move in plan.moves]
+        taken = max(moments) if moments and all(m is not None for m in moments) else None
+        timelines.append(FailoverTimeline(plan.plan_id, plan.dead, plan.created_at, taken, plan.finished_at,
+                                          tuple(move.shard for move in plan.moves)))
+    timelines.sort(key=lambda t: t.detected_at, reverse=True)
+    return timelines[:limit]
