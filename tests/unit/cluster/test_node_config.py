@@ -102,6 +102,30 @@ def test_defaults_fill_in_everything_optional():
     assert config.path == "/etc/custody/n1.toml"
 
 
+def test_the_admin_table_defaults_to_loopback_8080_without_tokens():
+    config = parse_node_config(body(), "/etc/custody/n1.toml")
+    assert (config.admin_enabled, config.admin_bind, config.admin_port, config.admin_tokens) == (True, "127.0.0.1", 8080, "")
+
+
+def test_admin_files_are_relative_to_the_node_file():
+    config = parse_node_config(body(admin={"bind": "0.0.0.0", "port": 0, "tokens": "tokens", "tls_cert": "/pki/n1.pem",
+                                           "tls_key": "n1.key", "enabled": False}), "/etc/custody/n1.toml")
+    assert (config.admin_bind, config.admin_port, config.admin_enabled) == ("0.0.0.0", 0, False)
+    assert (config.admin_tokens, config.admin_tls_cert, config.admin_tls_key) == (
+        "/etc/custody/tokens", "/pki/n1.pem", "/etc/custody/n1.key")
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"admin.port": 70000}, ["[admin] port", "70000"]),
+    ({"admin.port": -1}, ["[admin] port", "at least 0"]),
+    ({"admin.bind": ""}, ["[admin] bind"]),
+    ({"admin.tokens": 5}, ["[admin] tokens", "file name"]),
+    ({"admin.enabeld": True}, ["['enabeld']", "[admin]"]),
+])
+def test_bad_admin_settings_are_refused_by_name(changes, words):
+    refused(body(**changes), *words)
+
+
 def test_a_relative_directory_is_beside_the_file():
     assert parse_node_config(body(directory="data"), "/etc/custody/n1.toml").directory == "/etc/custody/data"
 

@@ -22,8 +22,27 @@ class FakeNode:
                      "processors": {"gen": {"running": 0, "tasks": 0}}},
         }
 
+        self.owned = True
+        self.sizes_walked = 0
+
     def identity(self):
         return {"node": "n1", "kind": "clustered", "incarnation": "n1-3"}
+
+    def node_state(self):
+        return "OFFLOADING" if self.offloaded and self.owned else ("OFFLOADED" if self.offloaded else "RUNNING")
+
+    def readiness(self):
+        return []
+
+    def repository_directories(self):
+        self.sizes_walked += 1
+        return {"content": self.directory}
+
+    def owns_nothing(self):
+        return not self.owned
+
+    def connect(self):
+        self.offloaded = 0
 
     def shard_statuses(self):
         return self.statuses
@@ -38,7 +57,9 @@ class FakeNode:
 def test_status_sums_each_shards_queues_and_running_tasks():
     status = NodeControl(FakeNode()).status()
     assert status["incarnation"] == "n1-3"
-    assert status["shards"]["n1-3"] == {"epoch": 3, "home": True, "queued": 7, "queued_bytes": 27, "running_tasks": 1}
+    assert status["state"] == "RUNNING"
+    assert status["shards"]["n1-3"] == {"epoch": 3, "home": True, "flow_version": None, "queued": 7,
+                                        "queued_bytes": 27, "running_tasks": 1, "recovery": {"flowfiles": 2}}
     assert status["shards"]["n2-1"]["home"] is False and status["shards"]["n2-1"]["queued"] == 1
 
 
@@ -57,6 +78,31 @@ def test_offload_and_provenance_go_to_the_node():
     control = NodeControl(node)
     control.offload()
     assert node.offloaded == 1 and control.provenance == "the repository"
+
+
+def test_offload_waits_until_the_node_owns_nothing_within_the_deadline():
+    node = FakeNode()
+    ticks = iter(range(0, 10_000))  # each look at the clock is a second later
+    control = NodeControl(node, clock=lambda: float(next(ticks)))
+    assert control.offload() == "OFFLOADING"  # no wait: answers at once
+    assert control.offload(wait_s=3.0) == "OFFLOADING"  # the deadline passes; the shards never moved
+    node.owned = False
+    assert control.offload(wait_s=5.0) == "OFFLOADED"
+    assert control.connect() == "RUNNING"
+
+
+def test_repository_sizes_are_walked_at_most_once_per_ttl(tmp_path):
+    node = FakeNode()
+    node.directory = str(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "claim").write_bytes(b"x" * 1000)
+    now = [0.0]
+    control = NodeControl(node, clock=lambda: now[0])
+    assert control.repository_sizes() == {"content": 1000}
+    (tmp_path / "b").write_bytes(b"y" * 24)
+    assert control.repository_sizes() == {"content": 1000} and node.sizes_walked == 1
+    now[0] = 10.0
+    assert control.repository_sizes() == {"content": 1024} and node.sizes_walked == 2
 
 
 def test_a_standalone_node_refuses_to_offload_and_says_why(tmp_path):
