@@ -27,8 +27,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
-from ..node.control import Conflict, NotFound, Unavailable
-from . import routes_cluster, routes_control, routes_node, routes_ops
+from ..node.control import Conflict, Invalid, NotFound, Unavailable
+from . import routes_cluster, routes_control, routes_flow, routes_node, routes_ops
 from .auth import AuthProblem
 from .metrics import NodeMetrics
 from .tokens import Tokens
@@ -59,6 +59,10 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     @app.exception_handler(Conflict)
     async def conflict(_request, error: Conflict):
         return problem(409, str(error))
+
+    @app.exception_handler(Invalid)
+    async def invalid(_request, error: Invalid):
+        return problem(422, str(error))
 
     @app.exception_handler(Unavailable)
     async def unavailable(_request, error: Unavailable):
@@ -91,4 +95,5 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_node.register(app)
     routes_cluster.register(app)
     routes_control.register(app)
+    routes_flow.register(app)
     return app

@@ -37,9 +37,14 @@ def admin_url(config) -> str:
     return f"{scheme}://{host}:{config.admin_port}"
 
 
-def call(url: str, method: str = "GET", *, timeout: float = 30.0) -> tuple[int, dict]:
-    request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
-    token = admin_token()
+def call(url: str, method: str = "GET", *, timeout: float = 30.0, token: str | None = None,
+         body: dict | None = None) -> tuple[int, dict]:
+    """(status, JSON answer) of one call; `token` defaults to the environment's."""
+    data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
+    request = urllib.request.Request(url, method=method, data=data)
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    token = token or admin_token()
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:

@@ -163,3 +163,31 @@ class ControlResult(BaseModel):
     action: str
     state: str = Field(description="the node's state after the call")
     detail: str = ""
+
+
+# -- flow deploys ----------------------------------------------------------------------
+class DeployRequest(BaseModel):
+    flow: dict = Field(description="the flow document (what the YAML or JSON flow file holds), before parameters")
+
+
+class DeployNode(BaseModel):
+    incarnation: str
+    admin: str
+    state: str = Field(description="waiting, skipped, offloading, connecting, done or failed")
+    detail: str
+    new_incarnation: str | None
+
+
+class Deploy(BaseModel):
+    version: str = Field(description="the flow version being deployed")
+    state: str = Field(description="running, done or failed")
+    started_at: float
+    finished_at: float | None
+    error: str | None
+    nodes: list[DeployNode]
+
+
+class FlowVersions(BaseModel):
+    cluster_version: str | None = Field(description="the flow deployed to the cluster (None: never deployed)")
+    node_version: str | None = Field(description="the flow this node runs")
+    shards: dict[str, str | None] = Field(description="shard -> the flow version it was written under")

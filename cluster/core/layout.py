@@ -7,6 +7,9 @@ ZooKeeper, under `/custody/<cluster>/` (below the client's chroot, if any):
     shards/<shard-id>          persistent, JSON `ownership.ShardOwnership`, CAS only
     plans/<dead incarnation>   persistent, JSON `plans.FailoverPlan`, written before acted on
     counters/incarnation       kazoo `Counter`: the start epoch of every incarnation
+    flow                       persistent, the cluster's flow (`flows.FlowSnapshot` JSON),
+                               written by a rolling deploy; a node starting an
+                               incarnation runs it
 
 HDFS, under the configured root:
 
@@ -65,6 +68,10 @@ class ClusterLayout:
 
     def plan(self, plan_id: str) -> str:
         return f"{self.plans}/{plan_id}"
+
+    @property
+    def flow(self) -> str:
+        return f"{self.root}/flow"
 
     @property
     def incarnation_counter(self) -> str:

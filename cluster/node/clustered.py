@@ -23,6 +23,7 @@ import os
 import threading
 
 from flow.definition import read_flow_document
+from flow.errors import FlowError
 from flow.loading import parse_flow
 from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
@@ -39,7 +40,7 @@ from ..failover.member import ClusterMember, MemberConfig
 from ..zk.store import ClusterStore
 from .config import NodeConfig
 from .content import open_node_content
-from .control import Conflict, NodeControl, NodeState, OffloadRefused, Unavailable
+from .control import Conflict, Invalid, NodeControl, NodeState, OffloadRefused, Unavailable
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
@@ -96,6 +97,7 @@ class ClusteredNode:
             self.provenance.close()
 
     def _make_member(self) -> ClusterMember:
+        self._run_cluster_flow()
         config = self.config
         member_config = MemberConfig(
             zk_hosts=config.zk_hosts, cluster=config.cluster, node=config.name,
@@ -109,6 +111,33 @@ class ClusteredNode:
         with self._lock:
             self.member = member
         return member
+
+    def _run_cluster_flow(self) -> None:
+        """Before an incarnation starts: run the flow deployed to the cluster, if one was
+        and it differs from this node's. A shard written under the old flow keeps it
+        (its adopters run it with that flow), so no queue that holds FlowFiles is lost.
+        A deployed flow this node cannot run (a processor type it lacks) is logged,
+        and the node keeps its own."""
+        from kazoo.exceptions import KazooException
+
+        try:
+            deployed = self._store().cluster_flow()
+        except (ClusterError, KazooException, ValueError) as error:
+            log.warning("could not read the cluster's flow (%s); running flow version %s", first_line(error, 200),
+                        self.flow.version)
+            return
+        if deployed is None or deployed.version == self.flow.version:
+            return
+        try:
+            definition = parse_flow(deployed.document, parameters=self.config.parameters,
+                                    source=f"the cluster's flow (version {deployed.version})")
+        except FlowError as error:
+            log.error("cannot run the cluster's flow version %s: %s; this node keeps version %s",
+                      deployed.version, first_line(error, 300), self.flow.version)
+            return
+        log.info("running the cluster's flow version %s (was %s)", deployed.version, self.flow.version)
+        with self._lock:
+            self.flow, self.definition = deployed, definition
 
     def _runtime(self, handle) -> FlowRuntime:
         with self._lock:
@@ -124,8 +153,10 @@ class ClusteredNode:
                     name=f"content-maintenance {member.incarnation}")
                 self._maintenance.start()
             content = self.content
-        return FlowRuntime(handle, self._definition_for(handle), content, self.provenance, threads=self.config.threads,
-                           incarnation=member.incarnation.id, events=self.events, services=self.services)
+        definition, version = self._definition_for(handle)
+        return FlowRuntime(handle, definition, content, self.provenance, threads=self.config.threads,
+                           incarnation=member.incarnation.id, events=self.events, services=self.services,
+                           flow_version=version)
 
     def _definition_for(self, handle):
         """The flow a shard runs with: the one it was written under (an adopted shard of
@@ -133,11 +164,13 @@ class ClusteredNode:
         its home shard, for a shard written under the same flow, and for a shard that
         recorded none. A flow this node cannot parse (a processor type it lacks) fails
         the adoption, which is retried, with the reason in the log."""
+        with self._lock:
+            own = (self.definition, self.flow.version)
         if handle.home:
-            return self.definition
+            return own
         snapshot = handle.flow_snapshot()
-        if snapshot is None or snapshot.version == self.flow.version:
-            return self.definition
+        if snapshot is None or snapshot.version == own[1]:
+            return own
         with self._lock:
             definition = self._adopted_flows.get(snapshot.version)
         if definition is None:
@@ -146,8 +179,8 @@ class ClusteredNode:
             with self._lock:
                 self._adopted_flows[snapshot.version] = definition
         log.info("%s shard %s was written under flow version %s, not this node's %s: it runs with that flow",
-                 tag(handle.step), handle.shard, snapshot.version, self.flow.version)
-        return definition
+                 tag(handle.step), handle.shard, snapshot.version, own[1])
+        return definition, snapshot.version
 
     def _incarnation_ended(self, member) -> None:
         with self._lock:
@@ -247,6 +280,35 @@ class ClusteredNode:
             return store.status()
         except KazooException as error:
             raise Unavailable(f"reading the cluster from ZooKeeper at {self.config.zk_hosts}: "
+                              f"{type(error).__name__} {first_line(error, 200)}") from None
+
+    def check_flow(self, document: dict):
+        """The snapshot of `document` if this node can run it (parsed with its own
+        parameters); `Invalid` naming the mistake otherwise."""
+        snapshot = FlowSnapshot(document)
+        try:
+            parse_flow(document, parameters=self.config.parameters, source=f"the flow to deploy ({snapshot.version})")
+        except FlowError as error:
+            raise Invalid(str(error)) from None
+        return snapshot
+
+    def cluster_flow_version(self) -> str | None:
+        from kazoo.exceptions import KazooException
+
+        try:
+            deployed = self._store().cluster_flow()
+        except KazooException as error:
+            raise Unavailable(f"reading the cluster's flow from ZooKeeper at {self.config.zk_hosts}: "
+                              f"{type(error).__name__} {first_line(error, 200)}") from None
+        return deployed.version if deployed is not None else None
+
+    def publish_flow(self, snapshot) -> None:
+        from kazoo.exceptions import KazooException
+
+        try:
+            self._store().set_cluster_flow(snapshot)
+        except KazooException as error:
+            raise Unavailable(f"writing the cluster's flow to ZooKeeper at {self.config.zk_hosts}: "
                               f"{type(error).__name__} {first_line(error, 200)}") from None
 
     def offload(self) -> None:

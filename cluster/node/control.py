@@ -15,6 +15,8 @@ into its members, runtimes or locks:
     control.provenance                      # the node's ProvenanceRepository (query, lineage, get)
     control.offload(wait_s=60)              # hand every shard to the other nodes; stay up, owning nothing
     control.connect()                       # join again as a new incarnation
+    control.check_flow(document)            # a flow to deploy, parsed here (Invalid if not)
+    control.publish_flow(snapshot)          # the cluster's flow from every next incarnation on
 
 Every figure is a copy taken when asked (plain dicts of numbers and strings): holding
 one blocks nothing in the node. Errors say what the caller did wrong (`NotFound`,
@@ -34,6 +36,10 @@ from ..errors import ClusterError
 
 class NotFound(ClusterError):
     """An id the node does not know (shard, queue, processor, FlowFile, event)."""
+
+
+class Invalid(ClusterError):
+    """What the caller sent cannot be used (a flow that does not parse); the message says why."""
 
 
 class Conflict(ClusterError):
@@ -78,6 +84,12 @@ class ControlledNode(Protocol):
     def owns_nothing(self) -> bool: ...                    # after `offload`: ZooKeeper shows no shard of it
 
     def connect(self) -> None: ...
+
+    def check_flow(self, document: dict): ...              # a FlowSnapshot this node can run, or Invalid
+
+    def publish_flow(self, snapshot) -> None: ...          # the cluster's flow, for every next incarnation
+
+    def cluster_flow_version(self) -> str | None: ...
 
 
 SIZES_TTL_S = 5.0  # directory sizes are walked at most this often
@@ -161,6 +173,18 @@ class NodeControl:
         """Join the cluster again after an offload: a new incarnation with a new shard."""
         self._node.connect()
         return self.state()
+
+    def check_flow(self, document: dict):
+        """The `FlowSnapshot` of `document`, once this node parsed it; `Invalid` if not."""
+        return self._node.check_flow(document)
+
+    def cluster_flow_version(self) -> str | None:
+        """The version of the flow deployed to the cluster (None: never deployed)."""
+        return self._node.cluster_flow_version()
+
+    def publish_flow(self, snapshot) -> None:
+        """Make `snapshot` the cluster's flow: every node runs it from its next incarnation."""
+        self._node.publish_flow(snapshot)
 
 
 def _tree_size(path: str) -> int:

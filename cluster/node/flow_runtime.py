@@ -49,8 +49,9 @@ log = logging.getLogger(__name__)
 
 class FlowRuntime:
     def __init__(self, handle, definition, content, provenance, *, threads: int = DEFAULT_THREADS, incarnation: str = "",
-                 events=None, services=None):
+                 events=None, services=None, flow_version: str | None = None):
         self.handle, self.definition = handle, definition
+        self.flow_version = flow_version
         self.content, self.provenance = content, provenance
         self.threads, self.incarnation = threads, incarnation
         self.services = services
@@ -141,7 +142,7 @@ class FlowRuntime:
 
     def status(self) -> dict:
         return {"shard": self.handle.shard, "epoch": self.handle.epoch, "home": self.handle.home,
-                "recovery": self.recovery, **(self.engine.status() if self.engine is not None else {})}
+                "flow_version": self.flow_version, "recovery": self.recovery, **(self.engine.status() if self.engine is not None else {})}
 
     # -- the commit gate (flow.commit.CommitGate) ---------------------------------------
     def admit(self, component_id: str) -> None:

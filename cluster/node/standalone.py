@@ -258,6 +258,15 @@ class StandaloneNode:
     def connect(self) -> None:
         raise Conflict(f"the standalone node on {self.data_dir} is in no cluster to connect to")
 
+    def check_flow(self, document: dict):
+        raise Conflict(f"the standalone node on {self.data_dir} takes no deploy: restart it with the new flow file "
+                       "(custody run --flow)")
+
+    publish_flow = check_flow
+
+    def cluster_flow_version(self) -> str | None:
+        return self.cluster_status()
+
     def wait_until(self, predicate, timeout: float, poll: float = 0.05) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -11,6 +11,7 @@ client and a layout each:
     store.members()                                   # live incarnations' heartbeats
     store.new_incarnation("n1")                       # draws the next epoch
     store.status()                                    # read-only snapshot (`status`)
+    store.cluster_flow()                              # the deployed flow (`flows`)
 
 Watches and session listeners go through it too, so kazoo stays inside `cluster.zk`.
 The client itself comes from `cluster.clients.ClientFactory`, which carries the
@@ -25,10 +26,12 @@ from typing import Callable
 from kazoo.exceptions import BadVersionError, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from ..core.flows import FlowSnapshot
 from ..core.heartbeat import Heartbeat
 from ..core.incarnation import Incarnation
 from ..core.layout import ClusterLayout
 from ..core.ownership import ShardOwnership
+from .flows import read_cluster_flow, write_cluster_flow
 from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
 from .plans import PlanStore
 from .session import GuardCallbacks, SessionGuard
@@ -53,6 +56,13 @@ class ClusterStore:
 
     def incarnation_counter(self) -> int:
         return read_incarnation_counter(self.client, self.layout)
+
+    def cluster_flow(self) -> FlowSnapshot | None:
+        """The flow deployed to the cluster (None: each node runs its own file)."""
+        return read_cluster_flow(self.client, self.layout)
+
+    def set_cluster_flow(self, snapshot: FlowSnapshot) -> None:
+        write_cluster_flow(self.client, self.layout, snapshot)
 
     def members(self) -> dict[str, Heartbeat]:
         """Live incarnations and their current heartbeats."""

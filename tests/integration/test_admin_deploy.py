@@ -1,0 +1,86 @@
+"""A rolling flow deploy, as an operator types it (`custody flow deploy`): each node
+in turn is offloaded (its shards adopted under the flow they were written under) and
+connected again on the new flow. Every node ends on the new version, the old shards
+drain and retire, and nothing is lost or duplicated."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+import yaml
+
+from cluster.admin.tokens import add_token
+from cluster.core.flows import FlowSnapshot
+from cluster.core.ownership import ShardState
+from cluster.drills.flow_cluster import FLOW, FlowCluster
+from cluster.services.process import wait_until
+from flow.definition import read_flow_document
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
+
+
+@pytest.fixture
+def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
+    yield made
+    made.close()
+    print(made.tails())
+
+
+def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flow_cluster, tmp_path):
+    cluster = flow_cluster
+    tokens = str(tmp_path / "tokens")
+    operator = add_token(tokens, "admin", "ops")
+    nodes = [cluster.start(name, count=300, sections={"admin": {"tokens": tokens}}) for name in ("n1", "n2", "n3")]
+    for node in nodes:
+        node.wait("joined", timeout=60)
+    old = FlowSnapshot(read_flow_document(FLOW)).version
+    assert all(cluster.shard(node.incarnation).flow == old for node in nodes)
+    first = {node.name: node.incarnation for node in nodes}
+    wait_until(lambda: cluster.delivered() > 100, 60, "delivery to start")
+
+    document = read_flow_document(FLOW)
+    next(p for p in document["processors"] if p["id"] == "stamp")["properties"]["custody.stage"] = "stamped-v2"
+    new_flow = tmp_path / "cluster-v2.yaml"
+    new_flow.write_text(yaml.safe_dump(document))
+    new = FlowSnapshot(read_flow_document(str(new_flow))).version
+    url = cluster.heartbeats()[first["n2"]].admin
+
+    # A flow the nodes cannot run is refused before anything moves.
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump({**document, "processors": [{"id": "x", "type": "NoSuchProcessor"}],
+                                      "connections": []}))
+    env = {**os.environ, "CUSTODY_ADMIN_TOKEN": operator}
+    refused = subprocess.run([sys.executable, "-m", "cluster.cli", "flow", "deploy", str(broken), "--url", url],
+                             capture_output=True, text=True, env=env, timeout=60)
+    assert refused.returncode == 2 and "NoSuchProcessor" in refused.stderr, refused.stderr
+    assert {node.name: node.incarnation for node in nodes} == first
+
+    deployed = subprocess.run([sys.executable, "-m", "cluster.cli", "flow", "deploy", str(new_flow), "--url", url],
+                              capture_output=True, text=True, env=env, timeout=600)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    assert f"every node runs flow version {new}" in deployed.stdout, deployed.stdout
+
+    for node in nodes:
+        assert node.incarnation != first[node.name], node.name  # each joined again
+        assert cluster.shard(node.incarnation).flow == new
+        assert node.process.poll() is None
+    with httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {operator}"}) as client:
+        versions = client.get("/api/v1/flow").json()
+        assert versions["cluster_version"] == new
+        for incarnation in first.values():
+            assert versions["shards"][incarnation] == old  # the old shards keep the flow they were written under
+    for incarnation in first.values():
+        wait_until(lambda: cluster.shard(incarnation).state is ShardState.RETIRED, 120, f"{incarnation} to retire")
+    cluster.wait_settled()
+    sink = cluster.sink
+    stages = {open(os.path.join(sink, name)).read().rsplit("stage=", 1)[-1].strip() for name in os.listdir(sink)
+              if not name.startswith(".")}
+    assert stages == {"stamped", "stamped-v2"}, stages
+    report = cluster.check()
+    assert report.ok, report.summary()
+    print(report.summary())
