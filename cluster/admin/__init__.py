@@ -13,6 +13,7 @@ What it holds:
   app.py        the FastAPI application: routes under /api/v1, /health, /ready,
                 /metrics, the status page at /
   models.py     the pydantic models of every answer, so /openapi.json is exact
+                (models_provenance.py: those of provenance)
   routes_*.py   one module per area of the API
   metrics.py    the Prometheus registry of a node
   page.py       the status page (server-rendered HTML and a small script)

@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
 from ..node.control import Conflict, Invalid, NotFound, Unavailable
-from . import routes_cluster, routes_control, routes_flow, routes_node, routes_ops
+from . import routes_cluster, routes_control, routes_flow, routes_node, routes_ops, routes_provenance
 from .auth import AuthProblem
 from .metrics import NodeMetrics
 from .tokens import Tokens
@@ -96,4 +96,5 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_cluster.register(app)
     routes_control.register(app)
     routes_flow.register(app)
+    routes_provenance.register(app)
     return app

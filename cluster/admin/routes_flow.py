@@ -34,8 +34,7 @@ def register(app: FastAPI) -> None:
                             shards={name: shard.flow for name, shard in sorted(status.shards.items())})
 
     @app.post(f"{API}/flow/deploy", response_model=Deploy, status_code=202, tags=["flow"], dependencies=admin,
-              responses={**CONTROL_ERRORS, 422: {"model": CONTROL_ERRORS[409]["model"],
-                                                 "description": "the flow does not parse on this node; why"}},
+              responses=CONTROL_ERRORS,
               summary="roll a new flow version across the cluster, node by node (offload, connect)")
     def deploy(request: Request, body: DeployRequest) -> Deploy:
         current = request.app.state.deploy

@@ -9,28 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
-import time
-
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_time(text: str, *, now: float | None = None) -> int:
-    """Milliseconds since the epoch from '15m' / '2h' (ago), an ISO 8601 time, or epoch ms."""
-    now = time.time() if now is None else now
-    match = _RELATIVE.match(text.strip())
-    if match:
-        return int((now - float(match.group(1)) * _UNITS[match.group(2)]) * 1000)
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"cannot read time {text!r}: use 15m, 2h, 3d, an ISO time or epoch ms") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int(moment.timestamp() * 1000)
 
 
 def register(subparsers) -> None:
@@ -77,11 +55,12 @@ def _iso(ms: int | None) -> str:
 
 def _query(args) -> int:
     from repositories.provenance import ProvenanceError, ProvenanceQuery
+    from repositories.provenance.query import parse_event_type, parse_time
 
     try:
         query = ProvenanceQuery(
-            event_type=args.type.upper() if args.type else None, flowfile_uuid=args.uuid, filename=args.filename,
-            component_id=args.component, relationship=args.relationship,
+            event_type=parse_event_type(args.type) if args.type else None, flowfile_uuid=args.uuid,
+            filename=args.filename, component_id=args.component, relationship=args.relationship,
             start_ms=parse_time(args.since) if args.since else None,
             end_ms=parse_time(args.until) if args.until else None, limit=args.limit)
         repo = _open(args.path)

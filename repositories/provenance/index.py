@@ -49,7 +49,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import tantivy
 
@@ -149,11 +149,31 @@ def _tantivy_query(query: ProvenanceQuery, uuid_terms: str) -> tantivy.Query:
     if query.start_ms is not None or query.end_ms is not None:
         clauses.append((tantivy.Occur.Must, tantivy.Query.range_query(
             SCHEMA, "time", tantivy.FieldType.Integer, query.start_ms, query.end_ms)))
+    if query.max_event_id is not None:
+        clauses.append((tantivy.Occur.Must, tantivy.Query.range_query(
+            SCHEMA, "id", tantivy.FieldType.Unsigned, 0, query.max_event_id)))
     if not clauses:
         return tantivy.Query.all_query()
     if len(clauses) == 1:
         return clauses[0][1]
     return tantivy.Query.boolean_query(clauses)
+
+
+def _may_match(manifest: ShardManifest, query: ProvenanceQuery) -> bool:
+    """Whether the shard can hold a hit: by its time range, and by its lowest id
+    (unclaimed documents lie above every claimed id: rule 2)."""
+    low, high = manifest.min_time_ms, manifest.max_time_ms
+    if low is None or not query.overlaps(low, high):
+        return False
+    return query.max_event_id is None or min(manifest.files) <= query.max_event_id
+
+
+class IndexHits(NamedTuple):
+    ids: list[int]  # the page: newest first, `offset` hits on, at most `limit`
+    newest_id: int | None  # the newest hit of the listing (offset aside)
+    total: int  # hits of the listing
+    shards_searched: int
+    shards_skipped: int
 
 
 def _load_manifest(path: str) -> ShardManifest | None:
@@ -286,26 +306,28 @@ class ShardedIndex:
 
     # -- searching ------------------------------------------------------------------
 
-    def search(self, query: ProvenanceQuery) -> tuple[list[int], int, int]:
-        """(matching event ids newest first, at most `limit`; shards searched; shards skipped)."""
+    def search(self, query: ProvenanceQuery) -> IndexHits:
+        """The ids of `query`'s page, newest first, and how many hits the listing has."""
         with self._lock:
             shards = list(self.shards)
         ids: list[int] = []
-        searched = skipped = 0
+        searched = skipped = total = 0
+        wanted = query.offset + query.limit
         for shard in reversed(shards):
-            low, high = shard.manifest.min_time_ms, shard.manifest.max_time_ms
-            if low is None or not query.overlaps(low, high):
+            if not _may_match(shard.manifest, query):
                 skipped += 1
                 continue
             searched += 1
             tq = _tantivy_query(query, shard.manifest.uuid_terms)
             searcher = shard.index.searcher()
-            result = searcher.search(tq, query.limit, count=False, order_by_field="id", order=tantivy.Order.Desc)
+            # Counting rides along the ordered collection, which visits every match anyway.
+            result = searcher.search(tq, wanted, count=True, order_by_field="id", order=tantivy.Order.Desc)
+            total += result.count
             addresses = [address for _, address in result.hits]
             if addresses:
                 ids.extend(searcher.fast_field_values("id", addresses))
         ids.sort(reverse=True)
-        return ids[: query.limit], searched, skipped
+        return IndexHits(ids[query.offset: wanted], ids[0] if ids else None, total, searched, skipped)
 
     def refresh(self) -> None:
         """Pick up shards and commits made by another process (read-only users)."""

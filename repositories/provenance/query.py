@@ -1,10 +1,60 @@
-"""A provenance query: indexed fields, a time range and a limit, ANDed together."""
+"""A provenance query: indexed fields, a time range and a page, ANDed together.
+
+Answers come newest first (by event id). A page is `offset` index hits on, at most
+`limit` events; `max_event_id` pins the pages of one listing to the events indexed
+when it began. Event files are indexed in increasing id order, so every event
+indexed later has a larger id than every event indexed before: pinned to the newest
+hit of the first page, later pages neither shift when new events arrive nor, since
+age-off removes the oldest events, when old ones go.
+
+The time bounds callers may write (`parse_time`) and the event type names they may
+ask for (`parse_event_type`) are read here, so that the CLI and the admin API read
+them alike.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+import time
 from dataclasses import dataclass, field
 
 from .event import EventType, ProvenanceEvent
+
+# Every name of NiFi's ProvenanceEventType. This repository records the members of
+# `EventType`; a query for another (FETCH, ADDINFO) is valid and matches nothing.
+NIFI_EVENT_TYPES = ("CREATE", "RECEIVE", "FETCH", "SEND", "DROP", "EXPIRE", "FORK", "JOIN", "CLONE",
+                    "CONTENT_MODIFIED", "ATTRIBUTES_MODIFIED", "ROUTE", "ADDINFO", "REPLAY")
+assert {kind.value for kind in EventType} <= set(NIFI_EVENT_TYPES)
+
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_time(text: str, *, now: float | None = None) -> int:
+    """Milliseconds since the epoch from '15m' / '2h' (ago, from `now` in seconds), an
+    ISO 8601 time (UTC when it names no zone), or epoch milliseconds."""
+    now = time.time() if now is None else now
+    match = _RELATIVE.match(text.strip())
+    if match:
+        return int((now - float(match.group(1)) * _UNITS[match.group(2)]) * 1000)
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"cannot read time {text!r}: use 15m, 2h, 3d, an ISO time or epoch ms") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_event_type(text: str) -> str:
+    """One of `NIFI_EVENT_TYPES`, in any case; ValueError naming the known ones."""
+    name = text.strip().upper()
+    if name not in NIFI_EVENT_TYPES:
+        raise ValueError(f"{text!r} is not a provenance event type; NiFi's are {', '.join(NIFI_EVENT_TYPES)}")
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +67,8 @@ class ProvenanceQuery:
     start_ms: int | None = None  # inclusive
     end_ms: int | None = None  # inclusive
     limit: int = 1000
+    offset: int = 0  # index hits to pass over, newest first
+    max_event_id: int | None = None  # inclusive: pins a listing (see the module docstring)
 
     def terms(self) -> dict[str, str]:
         """Index field name -> exact value, for every field the query constrains."""
@@ -36,7 +88,15 @@ class ProvenanceQuery:
 
 @dataclass
 class QueryResult:
-    """Matching events, newest first, plus what could not be returned and why."""
+    """Matching events, newest first, plus what could not be returned and why.
+
+    Hits are what the index found. Some hits are not returned: their event file was
+    aged off since (`skipped_missing`), their block is damaged (`errors`), or, for a
+    uuid, they name another uuid with the same index key. So a page may hold fewer
+    events than its limit while more follow: the next page starts at `offset + hits`
+    (or, as a cursor, at `max_event_id = last_hit_id - 1`), and the listing is done
+    when a page covers fewer hits than its limit.
+    """
 
     events: list[ProvenanceEvent] = field(default_factory=list)
     # Hits whose event file has been aged off since they were indexed (skipped).
@@ -45,3 +105,7 @@ class QueryResult:
     errors: list[tuple[int, str]] = field(default_factory=list)
     shards_searched: int = 0
     shards_skipped: int = 0
+    total: int = 0  # hits of the whole listing: offset and limit aside
+    hits: int = 0  # hits this answer covered, from `offset` on
+    newest_hit_id: int | None = None  # of the whole listing: pins its later pages
+    last_hit_id: int | None = None  # the oldest hit this answer covered

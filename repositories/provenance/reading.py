@@ -87,23 +87,26 @@ class EventReader:
     def query(self, query: ProvenanceQuery) -> QueryResult:
         """Events matching every given field and the time range, newest first."""
         if query.flowfile_uuid is None:
-            return self._query_once(query)
+            return self._query_once(query)[0]
         # The index finds uuids by key, which two uuids may share: drop the events that
         # do not name the uuid, and ask again for more when that left the limit unfilled.
         wanted = query.flowfile_uuid
         asked = query
         while True:
-            result = self._query_once(asked)
-            found = len(result.events) + result.skipped_missing + len(result.errors)
+            result, ids = self._query_once(asked)
             result.events = [e for e in result.events if _names_uuid(e, wanted)]
-            if found < asked.limit or len(result.events) >= query.limit:
-                result.events = result.events[: query.limit]
+            if result.hits < asked.limit or len(result.events) >= query.limit:
+                if len(result.events) > query.limit:
+                    _keep_newest(result, ids, query.limit)
                 return result
             asked = dataclasses.replace(asked, limit=asked.limit * 2)
 
-    def _query_once(self, query: ProvenanceQuery) -> QueryResult:
-        ids, searched, skipped = self._index.search(query)
-        result = QueryResult(shards_searched=searched, shards_skipped=skipped)
+    def _query_once(self, query: ProvenanceQuery) -> tuple[QueryResult, list[int]]:
+        hits = self._index.search(query)
+        ids = hits.ids
+        result = QueryResult(shards_searched=hits.shards_searched, shards_skipped=hits.shards_skipped,
+                             total=hits.total, hits=len(ids), newest_hit_id=hits.newest_id,
+                             last_hit_id=ids[-1] if ids else None)
         groups: dict[tuple[int, int], list[int]] = {}
         entries: dict[int, EventFileEntry] = {}
         for event_id in ids:
@@ -120,7 +123,7 @@ class EventReader:
             except CorruptBlockError as error:
                 result.errors += [(event_id, str(error)) for event_id in group]
         result.events.sort(key=lambda e: e.event_id, reverse=True)
-        return result
+        return result, ids
 
     def lineage(self, flowfile_uuid: str, *, max_flowfiles: int = 10_000) -> LineageGraph:
         """Ancestors and descendants of a FlowFile across FORK, CLONE, JOIN and REPLAY."""
@@ -129,6 +132,16 @@ class EventReader:
             return self.query(ProvenanceQuery(flowfile_uuid=uuid, limit=100_000)).events
 
         return compute_lineage(flowfile_uuid, naming, max_flowfiles=max_flowfiles)
+
+
+def _keep_newest(result: QueryResult, ids: list[int], limit: int) -> None:
+    """Cut `result` to its newest `limit` events, and its hits to those down to the
+    last event kept: the next page starts right after it."""
+    result.events = result.events[:limit]
+    last = result.events[-1].event_id
+    result.hits = sum(1 for event_id in ids if event_id >= last)
+    result.last_hit_id = last
+    result.errors = [(event_id, message) for event_id, message in result.errors if event_id >= last]
 
 
 def _names_uuid(event: ProvenanceEvent, uuid: str) -> bool:

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from cluster.cli import main
-from cluster.commands.provenance import parse_time
 from repositories.provenance import ProvenanceRepository, event_file_format as eff
+from repositories.provenance.query import parse_time
 
 from .conftest import event, make_config
 

@@ -35,8 +35,7 @@ def crash():
 
 
 def found_ids(index: ShardedIndex) -> list[int]:
-    ids, _, _ = index.search(ProvenanceQuery(component_id="indexed", limit=1000))
-    return sorted(ids)
+    return sorted(index.search(ProvenanceQuery(component_id="indexed", limit=1000)).ids)
 
 
 def test_forgetting_spares_the_claimed_documents_of_files_indexed_out_of_order(tmp_path):

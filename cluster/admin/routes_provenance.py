@@ -1,0 +1,210 @@
+"""`/api/v1/provenance/...`: the chain of custody of FlowFiles, from this node's
+provenance repository.
+
+A node answers from its own local repository: the events of the shards it ran, its
+home shard and the ones it adopted (an adopted shard's reconciled outbox events are
+registered here when it recovers). Another node's events are on that node. An event
+is found once its journal has rolled over and its event file is indexed (seconds:
+the rollover policy of the node).
+
+Listings are newest first, by event id. A page is `offset` events on, `limit` at
+most; its answer names `as_of`, the newest event id of the listing, and a client
+that passes `as_of` back gets pages that neither shift when new events arrive nor
+when old ones age off (see `repositories.provenance.query`). The NDJSON variant
+streams the whole listing, a batch of `STREAM_BATCH` events at a time, each batch a
+query of its own below the last one: memory is a batch, whatever the listing's size,
+and no lock of the repository is held while a batch goes to the client.
+
+Work per request is small: the routes are sync, so they run in the server's thread
+pool, not in its event loop, and each query reads at most one page or batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import StreamingResponse
+
+from repositories.provenance import EventNotFoundError, ProvenanceError, ProvenanceQuery, QueryResult
+from repositories.provenance.query import NIFI_EVENT_TYPES, parse_event_type, parse_time
+
+from ..errors import first_line
+from ..node.control import NotFound, Unavailable
+from .auth import API, requires
+from .models_provenance import (
+    Lineage,
+    ProvenanceEventView,
+    ProvenancePage,
+    ProvenanceProblem,
+    event_view,
+    lineage_view,
+)
+from .responses import QUERY_ERRORS, QUERY_LOOKUP_ERRORS, as_json
+
+log = logging.getLogger(__name__)
+
+MAX_PAGE = 1000
+MAX_OFFSET = 100_000  # deeper: pass as_of = the last event id seen - 1, and offset 0
+STREAM_BATCH = 500
+MAX_LINEAGE_FLOWFILES = 10_000
+
+_TIME_FORMS = "ISO 8601 (UTC when it names no zone, e.g. 2024-05-01T12:00:00Z), epoch milliseconds, or 15m/2h/3d ago"
+
+
+class NDJSONResponse(StreamingResponse):
+    media_type = "application/x-ndjson"
+
+
+def _invalid(parameter: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("query", parameter), "msg": message, "type": "value_error"}])
+
+
+def event_query(
+        uuid: str | None = Query(None, description="FlowFile uuid: its own events, and the FORK, CLONE or JOIN "
+                                                   "events that name it as a parent or child"),
+        filename: str | None = Query(None, description="the FlowFile's filename attribute"),
+        component: str | None = Query(None, description="processor id"),
+        relationship: str | None = Query(None, description="where a ROUTE event sent the FlowFile"),
+        type: str | None = Query(None, description="event type, any case: " + ", ".join(NIFI_EVENT_TYPES)
+                                 + " (FETCH and ADDINFO are never recorded here and match nothing)"),
+        start: str | None = Query(None, description=f"events at or after: {_TIME_FORMS}"),
+        end: str | None = Query(None, description=f"events at or before: {_TIME_FORMS}"),
+) -> ProvenanceQuery:
+    """The filters both listings share, read into a query (422 naming a bad one)."""
+    bounds: dict[str, int | None] = {"start": None, "end": None}
+    for name, text in (("start", start), ("end", end)):
+        if text is not None:
+            try:
+                bounds[name] = parse_time(text)
+            except ValueError as error:
+                raise _invalid(name, str(error)) from None
+    if bounds["start"] is not None and bounds["end"] is not None and bounds["start"] > bounds["end"]:
+        raise _invalid("end", f"{end!r} is before start {start!r}")
+    try:
+        kind = parse_event_type(type) if type is not None else None
+    except ValueError as error:
+        raise _invalid("type", str(error)) from None
+    return ProvenanceQuery(event_type=kind, flowfile_uuid=uuid, filename=filename, component_id=component,
+                           relationship=relationship, start_ms=bounds["start"], end_ms=bounds["end"])
+
+
+@contextmanager
+def _repository(control):
+    """The node's provenance repository, with its errors as the API's: an unknown id
+    is NotFound (404), a closed repository or a damaged file Unavailable (503)."""
+    repository = control.provenance
+    if repository is None:
+        raise Unavailable(f"the provenance repository of node {control.name} is not open "
+                          f"(the node is {control.state()})")
+    try:
+        yield repository
+    except EventNotFoundError as error:
+        raise NotFound(f"{error} (on node {control.name})") from None
+    except ProvenanceError as error:
+        raise Unavailable(f"the provenance repository of node {control.name}: {first_line(error, 300)}") from None
+
+
+def listing_batches(repository, query: ProvenanceQuery, limit: int | None) -> Iterator[QueryResult]:
+    """The listing of `query` (pinned by its `max_event_id`, if any), newest first, in
+    queries of at most STREAM_BATCH events: each asks below the last hit of the one
+    before, so no batch depends on the client's pace and none is kept."""
+    sent = 0
+    while limit is None or sent < limit:
+        asked = STREAM_BATCH if limit is None else min(STREAM_BATCH, limit - sent)
+        result = repository.query(dataclasses.replace(query, limit=asked, offset=0))
+        yield result
+        sent += len(result.events)
+        if result.hits < asked:
+            return
+        query = dataclasses.replace(query, max_event_id=result.last_hit_id - 1)
+
+
+def _ndjson(result: QueryResult) -> bytes:
+    lines = [event_view(event).model_dump_json() for event in result.events]
+    lines += [ProvenanceProblem(error=message, event_id=event_id).model_dump_json()
+              for event_id, message in result.errors]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _streamed(first: QueryResult, rest: Iterator[QueryResult], node: str) -> Iterator[bytes]:
+    yield _ndjson(first)
+    try:
+        for result in rest:
+            yield _ndjson(result)
+    except Exception as error:  # noqa: BLE001 - the status line is sent: say so in the stream
+        log.exception("provenance stream of node %s stopped", node)
+        stopped = ProvenanceProblem(error=f"the stream stopped: {first_line(error, 300)}")
+        yield (stopped.model_dump_json() + "\n").encode()
+
+
+def register(app: FastAPI) -> None:
+    read = [Depends(requires("read"))]
+
+    @app.get(f"{API}/provenance/events", response_model=ProvenancePage, tags=["provenance"], dependencies=read,
+             responses=QUERY_ERRORS, summary="events by FlowFile, filename, component, type and time; newest first")
+    def list_events(request: Request, query: ProvenanceQuery = Depends(event_query),
+                    offset: int = Query(0, ge=0, le=MAX_OFFSET,
+                                        description="events of the listing to pass over; deeper than "
+                                                    f"{MAX_OFFSET}: as_of = the last event id seen - 1"),
+                    limit: int = Query(100, ge=1, le=MAX_PAGE, description="events at most"),
+                    as_of: int | None = Query(None, ge=0, description="the as_of of the listing's first page: "
+                                                                      "the newest event id the pages show")):
+        """A page of the listing, newest first (see `ProvenancePage`). This node's own
+        events only: its shards, adopted ones included; others are on their nodes."""
+        control = request.app.state.control
+        with _repository(control) as repository:
+            result = repository.query(dataclasses.replace(query, offset=offset, limit=limit, max_event_id=as_of))
+        covered = offset + result.hits
+        return ProvenancePage(
+            events=[event_view(event) for event in result.events], offset=offset, limit=limit,
+            as_of=as_of if as_of is not None else result.newest_hit_id, total=result.total,
+            next_offset=covered if result.hits and covered < result.total else None,
+            aged_off=result.skipped_missing,
+            damaged=[ProvenanceProblem(error=message, event_id=event_id) for event_id, message in result.errors])
+
+    @app.get(f"{API}/provenance/events.ndjson", response_class=NDJSONResponse, tags=["provenance"],
+             dependencies=read,
+             responses={200: {"description": "one JSON object a line, newest first: an event, or a line with "
+                                             "`error`: a damaged event's, or why the stream stopped",
+                              "content": {NDJSONResponse.media_type: {"itemSchema": {"anyOf": [
+                                  {"$ref": "#/components/schemas/ProvenanceEventView"},
+                                  {"$ref": "#/components/schemas/ProvenanceProblem"}]}}}},
+                        **as_json(QUERY_ERRORS)},
+             summary="every event of the listing, streamed as newline-delimited JSON")
+    def stream_events(request: Request, query: ProvenanceQuery = Depends(event_query),
+                      limit: int | None = Query(None, ge=1, description="events at most (no bound when absent)"),
+                      as_of: int | None = Query(None, ge=0, description="events up to this id")):
+        """The whole listing of the same filters, newest first, read a batch at a
+        time as the client takes it. This node's own events only (see /events)."""
+        control = request.app.state.control
+        with _repository(control) as repository:
+            batches = listing_batches(repository, dataclasses.replace(query, max_event_id=as_of), limit)
+            first = next(batches)  # before the status line: an error here is still answered with its status
+        return NDJSONResponse(_streamed(first, batches, control.name))
+
+    @app.get(f"{API}/provenance/events/{{event_id}}", response_model=ProvenanceEventView, tags=["provenance"],
+             dependencies=read, responses=QUERY_LOOKUP_ERRORS, summary="one event, every field")
+    def get_event(request: Request, event_id: int) -> ProvenanceEventView:
+        """An event of this node's repository by id (ids are the node's own)."""
+        with _repository(request.app.state.control) as repository:
+            return event_view(repository.get(event_id))
+
+    @app.get(f"{API}/provenance/lineage/{{uuid}}", response_model=Lineage, tags=["provenance"], dependencies=read,
+             responses=QUERY_LOOKUP_ERRORS, summary="a FlowFile's ancestors, descendants and their events")
+    def get_lineage(request: Request, uuid: str,
+                    max_flowfiles: int = Query(1000, ge=1, le=MAX_LINEAGE_FLOWFILES,
+                                               description="related FlowFiles at most; `truncated` says when "
+                                                           "there are more")) -> Lineage:
+        """The lineage as this node's repository knows it: a FlowFile whose parents or
+        children were on another node's shards shows only the part that ran here."""
+        control = request.app.state.control
+        with _repository(control) as repository:
+            graph = repository.lineage(uuid, max_flowfiles=max_flowfiles)
+        if not graph.events:
+            raise NotFound(f"no provenance event names FlowFile {uuid} on node {control.name}")
+        return lineage_view(graph, max_flowfiles)
