@@ -6,6 +6,8 @@ expiration (FlowFiles older than the connection's expiration are handed back as
 expired instead of polled), and the in-memory half of swapping: it keeps a summary of
 every swapped batch (count, size, oldest and newest entry) and hands batches out and
 in. The I/O of swapping is done by `QueueShard`, which owns the WAL and swap store.
+An operator's view (`snapshot`, `find`: see `queue_inspection`) and the in-memory
+half of a drop (`take_for_drop`, `take_swapped_for_drop`: see `queue_drop`) are here too.
 
 Counting: `count`/`size` cover everything the queue is responsible for - active,
 penalized, staging, swapped, batches being swapped, and FlowFiles polled by a session
@@ -30,6 +32,7 @@ from repositories.swap import SwapSummary
 
 from .flowfile import FlowFile
 from .prioritizers import key_function
+from .queue_inspection import QueueSnapshot
 from .swap_policy import (
     DEFAULT_SWAP_BATCH,
     DEFAULT_SWAP_THRESHOLD,
@@ -256,6 +259,27 @@ class FlowFileQueue:
                 len(self._active), len(self._staging), len(self._penalized), self._unacknowledged_count,
                 sum(s.count for s in swapped), sum(s.size for s in swapped), len(swapped))
 
+    def snapshot(self) -> QueueSnapshot:
+        """A copy of the in-memory entries and the queue's numbers (`queue_inspection`)."""
+        with self._lock:
+            entries = list(self._active)
+            entries += [entry for _, _, entry in self._penalized]
+            entries += self._staging
+            # A batch being written to a swap file, and one being read back, count as swapped.
+            going = self._out_entries or []
+            swapped = list(itertools.chain(self._swapped, self._in_flight_summaries))
+            return QueueSnapshot(self.id, entries, sum(s.count for s in swapped) + len(going),
+                                 sum(s.size for s in swapped) + sum(entry[2].size for entry in going),
+                                 self._unacknowledged_count, self._count, self._size)
+
+    def find(self, flowfile_id: str) -> FlowFile | None:
+        """The FlowFile `flowfile_id` if this queue holds it in memory (not swapped, not polled)."""
+        with self._lock:
+            for entry in itertools.chain(self._active, (e for _, _, e in self._penalized), self._staging):
+                if entry[2].id == flowfile_id:
+                    return entry[2]
+        return None
+
     def swap_summaries(self) -> list[SwapSummary]:
         with self._lock:
             return list(self._swapped)
@@ -305,6 +329,7 @@ class FlowFileQueue:
 
     def complete_swap_out(self, flowfiles: list[FlowFile], summary: SwapSummary) -> None:
         with self._lock:
+            self._out_entries = None  # in the swap file now (a listing counts it once)
             self._swapped.append(summary)
             self._swapping = False
 
