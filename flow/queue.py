@@ -363,9 +363,56 @@ class FlowFileQueue:
 
     def abort_swap_in(self, summary: SwapSummary) -> None:
         with self._lock:
-            self._in_flight_summaries.remove(summary)
-            self._swapped.appendleft(summary)
+            self._return_swapped_locked(summary)
             self._swapping = False
+
+    # -- dropping (driven by flow.queue_drop, under the shard's swap lock) --------
+
+    def take_for_drop(self, max_count: int) -> list[FlowFile]:
+        """Up to `max_count` FlowFiles held in memory, penalized and staging ones too,
+        now unacknowledged as if polled: the drop's commit acknowledges them, a failed
+        one `requeue`s them (into active, even those taken from staging)."""
+        taken: list[FlowFile] = []
+        with self._lock:
+            remembered = self._polled
+            while len(taken) < max_count:
+                if self._active:
+                    entry = heapq.heappop(self._active)
+                elif self._penalized:
+                    entry = heapq.heappop(self._penalized)[2]
+                elif self._staging:
+                    entry = self._staging.popleft()
+                else:
+                    break
+                remembered[entry[2].id] = (entry[0], entry[1])
+                taken.append(entry[2])
+            self._unacknowledged_count += len(taken)
+        return taken
+
+    def take_swapped_for_drop(self) -> SwapSummary | None:
+        """The next swap file to drop whole, now in flight (no swap-in takes it)."""
+        with self._lock:
+            if not self._swapped:
+                return None
+            summary = self._swapped.popleft()
+            self._in_flight_summaries.append(summary)
+            return summary
+
+    def complete_swap_drop(self, summary: SwapSummary) -> None:
+        """The WAL forgot the swap file: its FlowFiles left the queue."""
+        with self._lock:
+            self._in_flight_summaries.remove(summary)
+            self._count -= summary.count
+            self._size -= summary.size
+
+    def return_swapped(self, summary: SwapSummary) -> None:
+        """A swap file taken out (to drop or to swap in) stays swapped, first in line."""
+        with self._lock:
+            self._return_swapped_locked(summary)
+
+    def _return_swapped_locked(self, summary: SwapSummary) -> None:
+        self._in_flight_summaries.remove(summary)
+        self._swapped.appendleft(summary)
 
     def register_swapped(self, summary: SwapSummary) -> None:
         """Recovery: a swap file the WAL lists, registered without loading it."""

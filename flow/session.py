@@ -72,6 +72,8 @@ class Transaction:
     transfers: dict = field(default_factory=dict)  # queue -> [FlowFile] entering it
     puts: list = field(default_factory=list)  # FlowFile versions for the WAL
     deletes: list = field(default_factory=list)  # FlowFile ids gone from the WAL
+    # (queue, SwapSummary): whole swap files whose FlowFiles leave their queue (a drop)
+    swap_drops: list = field(default_factory=list)
     claim_deltas: dict = field(default_factory=dict)  # ResourceClaim -> +n / -n
     wrote_content: bool = False
     events: list = field(default_factory=list)
