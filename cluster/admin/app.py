@@ -23,20 +23,17 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
 from ..node.control import Conflict, NotFound, Unavailable
-from . import routes_cluster, routes_control, routes_node, routes_ops
+from . import routes_cluster, routes_control, routes_node, routes_ops, routes_queues
 from .auth import AuthProblem
 from .metrics import NodeMetrics
+from .responses import problem
 from .tokens import Tokens
 
 log = logging.getLogger(__name__)
-
-def problem(status: int, message: str, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
 
 
 def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAPI:
@@ -91,4 +88,5 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_node.register(app)
     routes_cluster.register(app)
     routes_control.register(app)
+    routes_queues.register(app)
     return app
