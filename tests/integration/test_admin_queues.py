@@ -202,3 +202,43 @@ def test_the_openapi_spec_declares_each_endpoint_and_its_errors(standalone):
         (operation,) = paths[path].values()
         assert {"401", "403", "404", "422", "503"} <= set(operation["responses"]), path
         assert operation["responses"]["404"]["content"]["application/json"]["schema"]["$ref"].endswith("/Problem")
+
+
+@pytest.mark.zookeeper
+@pytest.mark.hdfs
+def test_a_clustered_node_answers_for_its_home_shard_queue_and_content(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    """A `custody node` process on the real ZooKeeper and HDFS: its admin URL is in its
+    heartbeat; it lists its home shard's queue (swapped to HDFS), finds a FlowFile and
+    streams its content, whose first 36 bytes are the FlowFile's own uuid (the sample
+    flow writes it there)."""
+    from cluster.drills.flow_cluster import SWAPPED_QUEUE, FlowCluster
+
+    cluster = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
+    try:
+        node = cluster.start("n1", count=300)
+        node.wait("joined", timeout=60)
+        shard = node.incarnation
+        beat = wait_until(lambda: cluster.heartbeats().get(shard), 30, f"a heartbeat of {shard}")
+        api = Api(beat.admin, None)  # loopback, no token file: every caller is an admin
+        assert api.json("POST", f"/api/v1/processors/{shard}/put/stop")["state"] == "STOPPED"
+
+        def swapped_listing():
+            listing = api.json("GET", f"/api/v1/queues/{shard}/{SWAPPED_QUEUE}/flowfiles?limit=5")
+            return listing if listing["swapped_count"] and listing["flowfiles"] else None
+
+        listing = wait_until(swapped_listing, 60, f"{SWAPPED_QUEUE} to swap to HDFS")
+        assert listing["listable"] + listing["swapped_count"] + listing["in_flight"] == listing["count"]
+        uuid = listing["flowfiles"][0]["uuid"]
+        details = api.json("GET", f"/api/v1/flowfiles/{uuid}")
+        assert (details["shard"], details["queue"]) == (shard, SWAPPED_QUEUE)
+        assert details["attributes"]["custody.stage"] == "stamped"
+        status, headers, body = api.call("GET", f"/api/v1/flowfiles/{uuid}/content")
+        assert status == 200 and len(body) == details["size"] == int(headers["Content-Length"])
+        assert body.startswith(uuid.encode()) and body.endswith(b" stage=stamped\n")
+        status, headers, body = api.call("GET", f"/api/v1/flowfiles/{uuid}/content", headers={"Range": "bytes=0-35"})
+        assert (status, body, headers["Content-Range"]) == (206, uuid.encode(), f"bytes 0-35/{details['size']}")
+        assert "does not run on this node" in api.json("GET", f"/api/v1/queues/n9-1/{SWAPPED_QUEUE}/flowfiles",
+                                                       expect=404)["error"]
+        assert api.json("POST", f"/api/v1/processors/{shard}/put/start")["state"] == "RUNNING"
+    finally:
+        cluster.close()
