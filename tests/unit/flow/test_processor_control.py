@@ -9,13 +9,9 @@ import threading
 import pytest
 
 from cluster.services.process import wait_until
-from flow.engine import ProcessorStateError, TraditionalEngine
-from flow.graph import FlowGraph
-from flow.loading import parse_flow, standard_registry
-from flow.memory_content import InMemoryContentRepository
+from flow.engine import ProcessorStateError
 from flow.processor import Processor
-from flow.shard import open_shard
-from repositories.storage import LocalStorage
+from tests.flow_engines import source_to_sink
 
 CALLS: list[str] = []
 GATE = threading.Event()  # the sink's tasks wait on it while `Sink.block` is set
@@ -58,16 +54,7 @@ def engine(tmp_path):
     CALLS.clear()
     GATE.clear()
     Sink.block = False
-    registry = standard_registry()
-    registry.register(Source)
-    registry.register(Sink)
-    definition = parse_flow({
-        "processors": [{"id": "source", "type": "TestSource"}, {"id": "sink", "type": "TestBlockingSink"}],
-        "connections": [{"id": "in", "source": "source", "destination": "sink"}]}, registry=registry)
-    graph = FlowGraph(definition)
-    shard = open_shard(LocalStorage(), str(tmp_path / "shard"), "s", graph.queues.values(), checkpoint_interval=None)
-    shard.recover()
-    made = TraditionalEngine(graph, shard, InMemoryContentRepository(), None, threads=2)
+    made, shard = source_to_sink(tmp_path, Source, Sink, threads=2)
     made.start()
     yield made
     GATE.set()
@@ -109,16 +96,7 @@ def test_a_stop_waits_for_running_tasks_and_the_last_one_to_end_calls_on_stopped
 
 
 def test_a_source_of_a_draining_shard_cannot_be_started(tmp_path):
-    registry = standard_registry()
-    registry.register(Source)
-    registry.register(Sink)
-    definition = parse_flow({
-        "processors": [{"id": "source", "type": "TestSource"}, {"id": "sink", "type": "TestBlockingSink"}],
-        "connections": [{"id": "in", "source": "source", "destination": "sink"}]}, registry=registry)
-    graph = FlowGraph(definition)
-    shard = open_shard(LocalStorage(), str(tmp_path / "shard"), "s", graph.queues.values(), checkpoint_interval=None)
-    shard.recover()
-    drains = TraditionalEngine(graph, shard, InMemoryContentRepository(), None, threads=1, run_sources=False)
+    drains, shard = source_to_sink(tmp_path, Source, Sink, threads=1, run_sources=False)
     assert drains.status()["processors"]["source"]["state"] == "STOPPED"
     with pytest.raises(ProcessorStateError, match="source does not run on shard s"):
         drains.start_processor("source")
