@@ -181,18 +181,18 @@ class NodeControl:
         """The content of the FlowFile `uuid`, to stream; nothing is read yet."""
         return flow_access.open_content(self._node.engines(), uuid, shard)
 
-    def drop_queue(self, shard: str, queue: str, *, details: str = "FlowFile Queue emptied through the admin API") -> dict:
+    def drop_queue(self, shard: str, queue: str, *,
+                   details: str = "FlowFile Queue emptied through the admin API") -> dict:
         """Empty `queue`, swapped FlowFiles included, through the shard's committer (a
         DROP event each; `flow.queue_drop`). FlowFiles held by running tasks stay."""
         return flow_access.drop(self._node.engines(), shard, queue, details)
 
-    def replay(self, event_id: int, queue: str | None = None, *,
-               details: str | None = None) -> dict:
+    def replay(self, event_id: int, queue: str | None = None, *, details: str | None = None) -> dict:
         """A new FlowFile from provenance event `event_id` into the queue its component
         reads (`queue` chooses among several), on the node's home shard (`flow.replay`)."""
+        details = details or f"Replay of provenance event {event_id} requested through the admin API"
         return flow_access.replay(self._node.engines(), self._node.provenance_repository(), event_id,
-                                  self._node.replay_shard(), queue, details or f"Replay of provenance event {event_id} "
-                                  "requested through the admin API")
+                                  self._node.replay_shard(), queue, details)
 
     def stop_processor(self, shard: str, processor: str, wait_s: float = 30.0) -> dict:
         """No new task for `processor`; its running tasks finish, then its on_stopped.
