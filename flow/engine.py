@@ -32,7 +32,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from repositories.content.errors import ContentUnavailable
 
 from .commit import CommitGate, CommitHooks, DurableCommitter
-from .errors import CommitError, FlowError
+from .errors import CommitError, ProcessorStateError
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
 from .scheduling import ScheduleState, decide
@@ -48,10 +48,6 @@ BORED_YIELD_S = 0.010
 MAX_WAIT_S = 0.05
 
 RUNNING, STOPPING, STOPPED = "RUNNING", "STOPPING", "STOPPED"
-
-
-class ProcessorStateError(FlowError):
-    """A processor cannot be stopped or started now; the message says why."""
 
 
 class _Node:

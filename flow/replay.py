@@ -27,15 +27,11 @@ from collections.abc import Callable
 
 from repositories.content.errors import ContentRepositoryError, ContentUnavailable
 
-from .errors import FlowError
+from .errors import ReplayRefused
 from .flowfile import FlowFile
 from .session import ProcessSession
 
 RELATIONSHIP = "replay"  # the session's one relationship: into the chosen queue
-
-
-class ReplayRefused(FlowError):
-    """The event cannot be replayed; the message says why and what could be done."""
 
 
 def replay_queue(graph, event, queue_id: str | None = None):

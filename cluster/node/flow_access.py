@@ -17,11 +17,10 @@ import contextlib
 import io
 from dataclasses import dataclass
 
-from flow.engine import ProcessorStateError
-from flow.errors import CommitError
+from flow.errors import CommitError, ProcessorStateError, ReplayRefused
 from flow.queue_drop import drop_queue
 from flow.queue_inspection import find_flowfile
-from flow.replay import ReplayRefused, replay_flowfile, replay_queue
+from flow.replay import replay_flowfile, replay_queue
 from repositories.content.errors import ContentRepositoryError
 from repositories.provenance.errors import EventNotFoundError, ProvenanceError
 from repositories.storage import StorageError

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from cluster.services.process import wait_until
-from flow.engine import ProcessorStateError
+from flow.errors import ProcessorStateError
 from flow.processor import Processor
 from tests.flow_engines import source_to_sink
 
