@@ -28,6 +28,8 @@ Modules, one concept each:
   queue          FlowFileQueue: prioritizers, back-pressure, penalties, expiration, swap bookkeeping
   swap_policy    the pure swap decision; prioritizers: the sort keys
   shard          QueueShard: a set of queues + its WAL + its swap store (the unit a cluster moves)
+  queue_inspection, queue_drop, replay  an operator's list queue and lookup, drop FlowFiles,
+                 and replay from provenance (what the admin API offers)
   session        ProcessSession and the Transaction it commits
   commit         DurableCommitter (traditional) and HeldCommitter (stateless): the commit order;
                  CommitGate (the node's production gate) and CommitHooks (fault seams of tests)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from repositories.flowfile import Delete, OutcomeUnknownError, Put, WriteAheadLogError
+from repositories.flowfile import Delete, OutcomeUnknownError, Put, SwapIn, WriteAheadLogError
 from repositories.seams import FaultSeams
 
 from . import provenance_outbox
@@ -93,6 +93,11 @@ def _first_line(error: BaseException) -> str:
 def _apply_to_queues(shard, tx: Transaction) -> None:
     for queue, flowfiles in tx.acknowledged.items():
         queue.acknowledge(flowfiles)
+    for queue, summary in tx.swap_drops:
+        queue.complete_swap_drop(summary)
+        # The WAL no longer points at the file; a crash before this delete leaves an
+        # orphan that the next recovery removes.
+        shard.forget_swap_file(summary.location)
     for queue, flowfiles in tx.transfers.items():
         queue.put_all(flowfiles)
     for queue in tx.transfers:
@@ -180,6 +185,8 @@ class DurableCommitter:
         component = tx.component_id
         updates = [Put(flowfile.to_record()) for flowfile in tx.puts]
         updates += [Delete(flowfile_id) for flowfile_id in tx.deletes]
+        # A SwapIn with no Put for its FlowFiles: the WAL forgets them with the file.
+        updates += [SwapIn(summary.location) for _, summary in tx.swap_drops]
         now = self._clock_ms()
         if tx.state is not None:
             updates.append(Put(self.shard.state_record(component, tx.state, now).to_record()))

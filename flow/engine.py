@@ -8,8 +8,17 @@ not commit is committed for it, and a task that raised is rolled back and the
 processor yields (administrative yield). A task that did nothing backs off for the
 bored-yield time (10 ms, as NiFi's default), so idle sources do not spin.
 
-Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`,
+A processor can be stopped and started again while the engine runs, as NiFi's are
+(`stop_processor`, `start_processor`): a stopped one gets no new task, its running
+tasks finish their sessions, and its `on_stopped` is called once the last one has
+ended; its state (`status()`) goes RUNNING -> STOPPING -> STOPPED. This is kept in
+memory only: NiFi records it in its flow.xml, but here a restart (or an adopter of the
+shard) starts every processor of the flow.
+
+Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`, `state`,
 `not_before`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
+`_control` serialises `start`, `stop_processor` and `start_processor`, so that
+`on_scheduled` and `on_stopped` never run twice for one start or stop.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from repositories.content.errors import ContentUnavailable
 
 from .commit import CommitGate, CommitHooks, DurableCommitter
-from .errors import CommitError
+from .errors import CommitError, ProcessorStateError
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
 from .scheduling import ScheduleState, decide
@@ -37,6 +46,8 @@ DEFAULT_THREADS = 4  # task threads of an engine (a node's `threads`)
 
 BORED_YIELD_S = 0.010
 MAX_WAIT_S = 0.05
+
+RUNNING, STOPPING, STOPPED = "RUNNING", "STOPPING", "STOPPED"
 
 
 class _Node:
@@ -53,6 +64,7 @@ class _Node:
         self.tasks = 0
         self.failures = 0
         self.last_error: str | None = None
+        self.state = RUNNING  # RUNNING, STOPPING (tasks still running) or STOPPED
 
 
 class TraditionalEngine:
@@ -105,9 +117,18 @@ class TraditionalEngine:
         self._held = sources if run_sources and hold_sources else []
         self._runs = [node for node in self.nodes.values()
                       if node not in sources or (run_sources and not hold_sources)]
+        for node in self.nodes.values():
+            if node not in self._runs and node not in self._held:
+                node.state = STOPPED  # never runs on this shard
         self._started = False
+        self._control = threading.Lock()
         for queue in graph.queues.values():
             queue.add_listener(self._on_queue_change)
+
+    @property
+    def clock_ms(self) -> Callable[[], int]:
+        """The engine's wall clock (ms), which its sessions stamp FlowFiles with."""
+        return self._clock_ms
 
     def _yielder(self, node: _Node):
         def yield_() -> None:
@@ -127,14 +148,16 @@ class TraditionalEngine:
         If one fails to schedule, those scheduled already are stopped again and the
         error is raised: the engine does not run half a flow."""
         scheduled = []
-        try:
-            for node in self._runs:
-                node.processor.on_scheduled(node.context)
-                scheduled.append(node)
-        except BaseException:
-            self._stop_processors(scheduled)
-            raise
-        self._started = self._running = True
+        with self._control:
+            try:
+                for node in self._runs:
+                    if node.state == RUNNING:
+                        node.processor.on_scheduled(node.context)
+                        scheduled.append(node)
+            except BaseException:
+                self._stop_processors(scheduled)
+                raise
+            self._started = self._running = True
         self._dispatcher = threading.Thread(target=self._dispatch_loop, name="flow-dispatcher", daemon=True)
         self._dispatcher.start()
 
@@ -143,21 +166,22 @@ class TraditionalEngine:
         clustered node's new home shard holds them until it has taken over what its
         previous incarnation's sources recorded. If one fails to schedule, it stays held
         (and those released before it run) and the error is raised."""
-        with self._condition:
-            held, self._held = self._held, []
-            started = self._started
-        for index, node in enumerate(held):
-            if started:
-                try:
-                    node.processor.on_scheduled(node.context)
-                except BaseException:
-                    with self._condition:
-                        self._held = held[index:] + self._held
-                    raise
+        with self._control:
             with self._condition:
-                self._runs = self._runs + [node]
-                self._dirty = True
-                self._condition.notify()
+                held, self._held = self._held, []
+                started = self._started
+            for index, node in enumerate(held):
+                if started and node.state == RUNNING:
+                    try:
+                        node.processor.on_scheduled(node.context)
+                    except BaseException:
+                        with self._condition:
+                            self._held = held[index:] + self._held
+                        raise
+                with self._condition:
+                    self._runs = self._runs + [node]
+                    self._dirty = True
+                    self._condition.notify()
 
     @property
     def sources_held(self) -> bool:
@@ -193,9 +217,14 @@ class TraditionalEngine:
                     stuck = True
                     break
                 self._condition.wait(min(left, 0.1))
-        if self._started:
-            self._started = False
-            self._stop_processors(self._runs)
+        with self._control:
+            with self._condition:
+                started, self._started = self._started, False
+                # A processor stopped through `stop_processor` had its on_stopped already.
+                stopping = [node for node in self._runs if node.state != STOPPED] if started else []
+                for node in stopping:
+                    node.state = STOPPED
+            self._stop_processors(stopping)
         if self._own_executor:
             # A task stuck in storage (a commit waiting on a dead DataNode) must not
             # hold the stop up for ever: its session can no longer commit once the
@@ -208,6 +237,72 @@ class TraditionalEngine:
                 node.processor.on_stopped(node.context)
             except Exception:  # noqa: BLE001
                 log.exception("%s: on_stopped failed", node.id)
+
+    # -- one processor ------------------------------------------------------------
+
+    def stop_processor(self, processor_id: str, timeout: float = 30.0) -> str:
+        """Stop scheduling `processor_id`; wait up to `timeout` for its running tasks to
+        end, then call its `on_stopped`. Returns its state: STOPPED, or STOPPING when
+        tasks still run (the last one to end calls `on_stopped`). Stopping a stopped
+        processor changes nothing."""
+        node = self._node(processor_id)
+        with self._condition:
+            if node.state == RUNNING:
+                node.state = STOPPING
+            deadline = self._clock() + timeout
+            while node.running and (left := deadline - self._clock()) > 0:
+                self._condition.wait(min(left, 0.1))
+        with self._control:
+            with self._condition:
+                finished = self._finish_stop_locked(node)
+            if finished:
+                self._stop_processors([node])
+            return node.state
+
+    def start_processor(self, processor_id: str) -> str:
+        """Schedule `processor_id` again (`on_scheduled`, then tasks as usual). Starting
+        a running processor changes nothing; `ProcessorStateError` while it is still
+        stopping, when it never runs on this shard, or when `on_scheduled` raised (it
+        stays STOPPED)."""
+        node = self._node(processor_id)
+        with self._control:
+            with self._condition:
+                state, running = node.state, node.running
+                runs = node in self._runs or node in self._held
+                scheduled_now = self._started and node in self._runs
+            if state == RUNNING:
+                return RUNNING
+            if not runs:
+                raise ProcessorStateError(f"{processor_id} does not run on shard {self.shard.id}: an adopted "
+                                          "shard drains its queues without its sources")
+            if state == STOPPING:
+                raise ProcessorStateError(f"{processor_id} is still stopping: {running} of its tasks are running; "
+                                          "start it once they have ended")
+            if scheduled_now:
+                try:
+                    node.processor.on_scheduled(node.context)
+                except Exception as error:
+                    raise ProcessorStateError(f"{processor_id} could not be scheduled, it stays STOPPED: "
+                                              f"{type(error).__name__}: {error}") from error
+            with self._condition:
+                node.state = RUNNING
+                self._dirty = True
+                self._condition.notify()
+            return RUNNING
+
+    def _node(self, processor_id: str) -> _Node:
+        node = self.nodes.get(processor_id)
+        if node is None:
+            raise KeyError(processor_id)
+        return node
+
+    def _finish_stop_locked(self, node: _Node) -> bool:
+        """STOPPING with no task left becomes STOPPED; True when `on_stopped` is due
+        (it is not for a processor that was never scheduled)."""
+        if node.state != STOPPING or node.running:
+            return False
+        node.state = STOPPED
+        return self._started and node in self._runs
 
     # -- dispatching --------------------------------------------------------------
 
@@ -242,6 +337,8 @@ class TraditionalEngine:
                 wake = now + MAX_WAIT_S
                 to_run = []
                 for node in self._runs if not self._paused else ():
+                    if node.state != RUNNING:
+                        continue
                     decision = decide(self._state_of(node, now_ms), now)
                     if decision.run:
                         node.running += 1
@@ -310,15 +407,19 @@ class TraditionalEngine:
                 node.running -= 1
                 if bored:
                     node.not_before = max(node.not_before, self._clock() + BORED_YIELD_S)
+                stopped = self._finish_stop_locked(node)
                 self._dirty = True
-                self._condition.notify()
+                self._condition.notify_all()  # the dispatcher, and a stop_processor waiting
+            if stopped:  # the last task of a processor whose stop gave up waiting for it
+                self._stop_processors([node])
 
     # -- status -------------------------------------------------------------------
 
     def status(self) -> dict:
         return {
-            "processors": {n.id: {"type": n.definition.type, "tasks": n.tasks, "failures": n.failures,
-                                  "running": n.running, "last_error": n.last_error} for n in self.nodes.values()},
+            "processors": {n.id: {"type": n.definition.type, "state": n.state, "tasks": n.tasks,
+                                  "failures": n.failures, "running": n.running, "last_error": n.last_error}
+                           for n in self.nodes.values()},
             "queues": {q.id: {**q.summary().to_dict(), "back_pressure": q.is_full()} for q in self.graph.queues.values()},
         }
 

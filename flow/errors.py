@@ -59,6 +59,16 @@ class CommitError(FlowError):
         self.wal_written = wal_written
 
 
+class ProcessorStateError(FlowError):
+    """A processor cannot be stopped or started now (still stopping, never runs on this
+    shard, `on_scheduled` raised); the message says why."""
+
+
+class ReplayRefused(FlowError):
+    """A provenance event cannot be replayed (its content is gone, its component has no
+    incoming queue or several); the message says why and what could be done."""
+
+
 class QueueRecoveryError(FlowError):
     """The WAL holds FlowFiles for a queue the flow does not define."""
 

@@ -6,6 +6,8 @@ expiration (FlowFiles older than the connection's expiration are handed back as
 expired instead of polled), and the in-memory half of swapping: it keeps a summary of
 every swapped batch (count, size, oldest and newest entry) and hands batches out and
 in. The I/O of swapping is done by `QueueShard`, which owns the WAL and swap store.
+An operator's view (`snapshot`, `find`: see `queue_inspection`) and the in-memory
+half of a drop (`take_for_drop`, `take_swapped_for_drop`: see `queue_drop`) are here too.
 
 Counting: `count`/`size` cover everything the queue is responsible for - active,
 penalized, staging, swapped, batches being swapped, and FlowFiles polled by a session
@@ -30,6 +32,7 @@ from repositories.swap import SwapSummary
 
 from .flowfile import FlowFile
 from .prioritizers import key_function
+from .queue_inspection import QueueSnapshot
 from .swap_policy import (
     DEFAULT_SWAP_BATCH,
     DEFAULT_SWAP_THRESHOLD,
@@ -256,6 +259,27 @@ class FlowFileQueue:
                 len(self._active), len(self._staging), len(self._penalized), self._unacknowledged_count,
                 sum(s.count for s in swapped), sum(s.size for s in swapped), len(swapped))
 
+    def snapshot(self) -> QueueSnapshot:
+        """A copy of the in-memory entries and the queue's numbers (`queue_inspection`)."""
+        with self._lock:
+            entries = list(self._active)
+            entries += [entry for _, _, entry in self._penalized]
+            entries += self._staging
+            # A batch being written to a swap file, and one being read back, count as swapped.
+            going = self._out_entries or []
+            swapped = list(itertools.chain(self._swapped, self._in_flight_summaries))
+            return QueueSnapshot(self.id, entries, sum(s.count for s in swapped) + len(going),
+                                 sum(s.size for s in swapped) + sum(entry[2].size for entry in going),
+                                 self._unacknowledged_count, self._count, self._size)
+
+    def find(self, flowfile_id: str) -> FlowFile | None:
+        """The FlowFile `flowfile_id` if this queue holds it in memory (not swapped, not polled)."""
+        with self._lock:
+            for entry in itertools.chain(self._active, (e for _, _, e in self._penalized), self._staging):
+                if entry[2].id == flowfile_id:
+                    return entry[2]
+        return None
+
     def swap_summaries(self) -> list[SwapSummary]:
         with self._lock:
             return list(self._swapped)
@@ -305,6 +329,7 @@ class FlowFileQueue:
 
     def complete_swap_out(self, flowfiles: list[FlowFile], summary: SwapSummary) -> None:
         with self._lock:
+            self._out_entries = None  # in the swap file now (a listing counts it once)
             self._swapped.append(summary)
             self._swapping = False
 
@@ -338,9 +363,56 @@ class FlowFileQueue:
 
     def abort_swap_in(self, summary: SwapSummary) -> None:
         with self._lock:
-            self._in_flight_summaries.remove(summary)
-            self._swapped.appendleft(summary)
+            self._return_swapped_locked(summary)
             self._swapping = False
+
+    # -- dropping (driven by flow.queue_drop, under the shard's swap lock) --------
+
+    def take_for_drop(self, max_count: int) -> list[FlowFile]:
+        """Up to `max_count` FlowFiles held in memory, penalized and staging ones too,
+        now unacknowledged as if polled: the drop's commit acknowledges them, a failed
+        one `requeue`s them (into active, even those taken from staging)."""
+        taken: list[FlowFile] = []
+        with self._lock:
+            remembered = self._polled
+            while len(taken) < max_count:
+                if self._active:
+                    entry = heapq.heappop(self._active)
+                elif self._penalized:
+                    entry = heapq.heappop(self._penalized)[2]
+                elif self._staging:
+                    entry = self._staging.popleft()
+                else:
+                    break
+                remembered[entry[2].id] = (entry[0], entry[1])
+                taken.append(entry[2])
+            self._unacknowledged_count += len(taken)
+        return taken
+
+    def take_swapped_for_drop(self) -> SwapSummary | None:
+        """The next swap file to drop whole, now in flight (no swap-in takes it)."""
+        with self._lock:
+            if not self._swapped:
+                return None
+            summary = self._swapped.popleft()
+            self._in_flight_summaries.append(summary)
+            return summary
+
+    def complete_swap_drop(self, summary: SwapSummary) -> None:
+        """The WAL forgot the swap file: its FlowFiles left the queue."""
+        with self._lock:
+            self._in_flight_summaries.remove(summary)
+            self._count -= summary.count
+            self._size -= summary.size
+
+    def return_swapped(self, summary: SwapSummary) -> None:
+        """A swap file taken out (to drop or to swap in) stays swapped, first in line."""
+        with self._lock:
+            self._return_swapped_locked(summary)
+
+    def _return_swapped_locked(self, summary: SwapSummary) -> None:
+        self._in_flight_summaries.remove(summary)
+        self._swapped.appendleft(summary)
 
     def register_swapped(self, summary: SwapSummary) -> None:
         """Recovery: a swap file the WAL lists, registered without loading it."""

@@ -72,6 +72,8 @@ class Transaction:
     transfers: dict = field(default_factory=dict)  # queue -> [FlowFile] entering it
     puts: list = field(default_factory=list)  # FlowFile versions for the WAL
     deletes: list = field(default_factory=list)  # FlowFile ids gone from the WAL
+    # (queue, SwapSummary): whole swap files whose FlowFiles leave their queue (a drop)
+    swap_drops: list = field(default_factory=list)
     claim_deltas: dict = field(default_factory=dict)  # ResourceClaim -> +n / -n
     wrote_content: bool = False
     events: list = field(default_factory=list)
@@ -204,7 +206,7 @@ class ProcessSession:
         or removed (a commit refuses one that is neither).
 
         Without parents it gets `attributes` and a CREATE event at commit (none if a
-        RECEIVE is reported for it). With parents (one FlowFile or several, all held by
+        RECEIVE or a REPLAY is reported for it). With parents (one FlowFile or several, all held by
         this session) it inherits the attributes they have in common but `filename`,
         then `attributes`, and the earliest lineage start; the commit records a FORK
         event for a single parent, a JOIN for several."""
@@ -382,6 +384,14 @@ class ProcessSession:
         (instead of the CREATE of a FlowFile created in this session)."""
         entry = self._entry_of(flowfile)
         entry.events.append((EventType.RECEIVE, {"transit_uri": transit_uri, "details": details}, None))
+
+    def replay(self, flowfile: FlowFile, parent_uuid: str, details: str | None = None) -> None:
+        """Report that `flowfile`, created in this session, replays the FlowFile
+        `parent_uuid` of a provenance event: a REPLAY event at commit (instead of
+        CREATE), with that FlowFile as its parent and `flowfile` as its child."""
+        entry = self._entry_of(flowfile)
+        entry.events.append((EventType.REPLAY, {"parent_uuids": (parent_uuid,), "child_uuids": (flowfile.id,),
+                                                "details": details}, None))
 
     def route(self, flowfile: FlowFile, relationship: str, details: str | None = None) -> None:
         """Report a routing decision: a ROUTE event at commit naming `relationship`. It
@@ -598,7 +608,8 @@ class ProcessSession:
         original = entry.original
         attributes = current.attributes
         explicit = {kind for kind, _, _ in entry.events}
-        if original is None and entry.clone_of is None and not entry.parents and EventType.RECEIVE not in explicit:
+        if (original is None and entry.clone_of is None and not entry.parents
+                and EventType.RECEIVE not in explicit and EventType.REPLAY not in explicit):
             events.append(ProvenanceEvent(EventType.CREATE, current.id, component, kind_name,
                                           attributes_after=attributes, content_after=current.content_claim,
                                           size=current.size))

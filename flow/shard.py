@@ -16,12 +16,14 @@ Reserved WAL record namespaces (queue ids starting with "__"):
     (`provenance_outbox`), so a crash between the WAL and provenance loses nothing.
 
 Lock plan: `_swap_locks` (one per queue) serialise the swap I/O of a queue; a thread
-that finds the lock taken skips (the holder re-plans after its action). The queues
+that finds the lock taken skips (the holder re-plans after its action). A drop
+(`flow.queue_drop`) waits for the lock and holds it throughout (`swap_lock`). The queues
 have their own locks (see `queue.FlowFileQueue`). `_state_lock` guards `_states`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -214,6 +216,17 @@ class QueueShard:
             return False
         queue.complete_swap_out(batch, summary)
         return True
+
+    @contextlib.contextmanager
+    def swap_lock(self, queue: FlowFileQueue):
+        """Hold off every swap of `queue` (a drop takes its swap files and staging itself);
+        `maintain` skips the queue meanwhile."""
+        with self._swap_locks[queue.id]:
+            yield
+
+    def forget_swap_file(self, location: str) -> None:
+        """Delete a swap file the WAL no longer points at (a committed drop)."""
+        self._delete_orphan(location)
 
     def _delete_orphan(self, location: str) -> None:
         try:

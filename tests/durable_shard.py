@@ -139,3 +139,15 @@ class DurableShard:
                 pass
         self.storage.restart(1.0)
         self.content.close()
+
+
+class RecordedProvenance:
+    """A provenance repository that keeps the events it is given (a committer's `provenance`)."""
+
+    def __init__(self):
+        self.events = []
+        self.next_event_id = 0
+
+    def register_events(self, events, now_ms=None):
+        self.events += events
+        self.next_event_id += len(events)

@@ -14,7 +14,11 @@ What it holds:
                 /metrics, the status page at /
   models.py     the pydantic models of every answer, so /openapi.json is exact
                 (models_provenance.py: those of provenance)
-  routes_*.py   one module per area of the API
+                (models_queues.py: those of routes_queues.py)
+  responses.py  the errors each kind of route declares, and the shape of every error
+  routes_*.py   one module per area of the API (routes_queues.py: queues, FlowFiles
+                and their content, drop, replay, processor stop and start)
+  ranges.py     HTTP Range requests of the content endpoint
   metrics.py    the Prometheus registry of a node
   page.py       the status page (server-rendered HTML and a small script)
 

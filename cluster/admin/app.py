@@ -23,20 +23,17 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
 from ..node.control import Conflict, Invalid, NotFound, Unavailable
-from . import routes_cluster, routes_control, routes_flow, routes_node, routes_ops, routes_provenance
+from . import routes_cluster, routes_control, routes_flow, routes_node, routes_ops, routes_provenance, routes_queues
 from .auth import AuthProblem
 from .metrics import NodeMetrics
+from .responses import problem
 from .tokens import Tokens
 
 log = logging.getLogger(__name__)
-
-def problem(status: int, message: str, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
 
 
 def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAPI:
@@ -97,4 +94,5 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_control.register(app)
     routes_flow.register(app)
     routes_provenance.register(app)
+    routes_queues.register(app)
     return app

@@ -1,20 +1,33 @@
-"""The error answers each kind of route declares in /openapi.json."""
+"""The error answers each kind of route declares in /openapi.json, and the one shape
+every error has (`problem`)."""
 
 from __future__ import annotations
+
+from fastapi.responses import JSONResponse
 
 from .models import Problem
 
 _AUTH = {401: {"model": Problem, "description": "no token, or an unknown one"},
          403: {"model": Problem, "description": "the token's role is not enough"}}
 _OUTAGE = {503: {"model": Problem, "description": "ZooKeeper or storage does not answer; the reason"}}
-# Declared, it replaces FastAPI's own 422 schema, which is not what the app answers.
-_INVALID = {422: {"model": Problem, "description": "a parameter is malformed or out of range; which one, and why"}}
+_NOT_FOUND = {404: {"model": Problem, "description": "the id is unknown; which one"}}
+_REFUSED = {409: {"model": Problem, "description": "the node's state refuses the call"}}
+_INVALID = {422: {"model": Problem, "description": "a parameter is invalid; which one"}}
 
 READ_ERRORS = {**_AUTH, **_OUTAGE}
-LOOKUP_ERRORS = {**READ_ERRORS, 404: {"model": Problem, "description": "the id is unknown; which one"}}
+LOOKUP_ERRORS = {**READ_ERRORS, **_NOT_FOUND}
+CONTROL_ERRORS = {**LOOKUP_ERRORS, **_REFUSED}
+# Routes with parameters declare the 422 FastAPI would otherwise describe with its own model.
+PARAMETER_LOOKUP_ERRORS = {**LOOKUP_ERRORS, **_INVALID}
+PARAMETER_CONTROL_ERRORS = {**CONTROL_ERRORS, **_INVALID}
 QUERY_ERRORS = {**READ_ERRORS, **_INVALID}
-QUERY_LOOKUP_ERRORS = {**LOOKUP_ERRORS, **_INVALID}
-CONTROL_ERRORS = {**QUERY_LOOKUP_ERRORS, 409: {"model": Problem, "description": "the node's state refuses the call"}}
+CONTENT_ERRORS = {**PARAMETER_LOOKUP_ERRORS,
+                  416: {"model": Problem, "description": "the Range asked for starts past the content's end "
+                                                         "(Content-Range: bytes */size)"}}
+
+
+def problem(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
 
 
 def as_json(errors: dict) -> dict:

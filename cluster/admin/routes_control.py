@@ -8,7 +8,7 @@ from fastapi import Depends, FastAPI, Query, Request
 
 from .auth import API, requires
 from .models import ControlResult
-from .responses import CONTROL_ERRORS
+from .responses import CONTROL_ERRORS, PARAMETER_CONTROL_ERRORS
 
 MAX_WAIT_S = 300.0
 
@@ -17,7 +17,7 @@ def register(app: FastAPI) -> None:
     admin = [Depends(requires("admin"))]
 
     @app.post(f"{API}/node/offload", response_model=ControlResult, tags=["control"], dependencies=admin,
-              responses=CONTROL_ERRORS,
+              responses=PARAMETER_CONTROL_ERRORS,
               summary="hand every shard of this node to the others, and stay up owning nothing")
     def offload(request: Request, wait_s: float = Query(0.0, ge=0.0, le=MAX_WAIT_S,
                                                         description="wait this long for the node to own nothing")):

@@ -11,7 +11,7 @@ from ..node.control import Conflict, NotFound
 from .auth import API, requires
 from .deploy import RollingDeploy
 from .models import Deploy, DeployRequest, FlowVersions
-from .responses import CONTROL_ERRORS, LOOKUP_ERRORS
+from .responses import LOOKUP_ERRORS, PARAMETER_CONTROL_ERRORS
 
 
 def bearer_token(request: Request) -> str | None:
@@ -34,7 +34,7 @@ def register(app: FastAPI) -> None:
                             shards={name: shard.flow for name, shard in sorted(status.shards.items())})
 
     @app.post(f"{API}/flow/deploy", response_model=Deploy, status_code=202, tags=["flow"], dependencies=admin,
-              responses=CONTROL_ERRORS,
+              responses=PARAMETER_CONTROL_ERRORS,
               summary="roll a new flow version across the cluster, node by node (offload, connect)")
     def deploy(request: Request, body: DeployRequest) -> Deploy:
         current = request.app.state.deploy

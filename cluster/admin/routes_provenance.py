@@ -44,7 +44,7 @@ from .models_provenance import (
     event_view,
     lineage_view,
 )
-from .responses import QUERY_ERRORS, QUERY_LOOKUP_ERRORS, as_json
+from .responses import QUERY_ERRORS, PARAMETER_LOOKUP_ERRORS, as_json
 
 log = logging.getLogger(__name__)
 
@@ -188,14 +188,14 @@ def register(app: FastAPI) -> None:
         return NDJSONResponse(_streamed(first, batches, control.name))
 
     @app.get(f"{API}/provenance/events/{{event_id}}", response_model=ProvenanceEventView, tags=["provenance"],
-             dependencies=read, responses=QUERY_LOOKUP_ERRORS, summary="one event, every field")
+             dependencies=read, responses=PARAMETER_LOOKUP_ERRORS, summary="one event, every field")
     def get_event(request: Request, event_id: int) -> ProvenanceEventView:
         """An event of this node's repository by id (ids are the node's own)."""
         with _repository(request.app.state.control) as repository:
             return event_view(repository.get(event_id))
 
     @app.get(f"{API}/provenance/lineage/{{uuid}}", response_model=Lineage, tags=["provenance"], dependencies=read,
-             responses=QUERY_LOOKUP_ERRORS, summary="a FlowFile's ancestors, descendants and their events")
+             responses=PARAMETER_LOOKUP_ERRORS, summary="a FlowFile's ancestors, descendants and their events")
     def get_lineage(request: Request, uuid: str,
                     max_flowfiles: int = Query(1000, ge=1, le=MAX_LINEAGE_FLOWFILES,
                                                description="related FlowFiles at most; `truncated` says when "

@@ -239,6 +239,20 @@ class ClusteredNode:
             return {}
         return {shard: runtime.status() for shard, runtime in member.runtimes_now().items()}
 
+    def engines(self) -> dict[str, object]:
+        member = self._member()
+        if member is None:
+            return {}
+        engines = {shard: runtime.running_engine() for shard, runtime in member.runtimes_now().items()}
+        return {shard: engine for shard, engine in engines.items() if engine is not None}
+
+    def replay_shard(self) -> str | None:
+        """The home shard: adopted shards only drain, and retire when empty."""
+        member = self._member()
+        if member is None or member.incarnation is None or member.dead.is_set():
+            return None
+        return member.incarnation.id
+
     def provenance_repository(self):
         return self.provenance
 

@@ -18,6 +18,15 @@ into its members, runtimes or locks:
     control.check_flow(document)            # a flow to deploy, parsed here (Invalid if not)
     control.publish_flow(snapshot)          # the cluster's flow from every next incarnation on
 
+Queues, FlowFiles and processors of the shards the node runs (`flow_access`):
+
+    control.list_queue(shard, queue, offset=0, limit=100)  # NiFi's list queue: a page, in poll order
+    control.flowfile(uuid, shard=None)      # its attributes, queue, shard, content claim
+    control.open_content(uuid, shard=None)  # FlowFileContent: size, mime type, open(offset, length)
+    control.drop_queue(shard, queue)        # NiFi's drop FlowFiles: DROP events, durable
+    control.replay(event_id, queue=None)    # NiFi's replay: a new FlowFile, a REPLAY event
+    control.stop_processor(shard, processor, wait_s=30); control.start_processor(shard, processor)
+
 Every figure is a copy taken when asked (plain dicts of numbers and strings): holding
 one blocks nothing in the node. Errors say what the caller did wrong (`NotFound`,
 `Conflict`) or what did not answer (`Unavailable`); the admin API maps them to 404,
@@ -31,27 +40,11 @@ import threading
 import time
 from typing import Protocol
 
-from ..errors import ClusterError
+from . import flow_access
+from .control_errors import Conflict, Invalid, NotFound, OffloadRefused, Unavailable
 
-
-class NotFound(ClusterError):
-    """An id the node does not know (shard, queue, processor, FlowFile, event)."""
-
-
-class Invalid(ClusterError):
-    """What the caller sent cannot be used (a flow that does not parse); the message says why."""
-
-
-class Conflict(ClusterError):
-    """The node's state refuses the call (offload a standalone node, connect a running one)."""
-
-
-class Unavailable(ClusterError):
-    """ZooKeeper or storage did not answer; the message says which and how long it waited."""
-
-
-class OffloadRefused(Conflict):
-    """The node cannot hand its work over (a standalone node has nobody to give it to)."""
+__all__ = ["Conflict", "ControlledNode", "Invalid", "NodeControl", "NodeState", "NotFound", "OffloadRefused",
+           "Unavailable"]
 
 
 class NodeState:
@@ -91,14 +84,19 @@ class ControlledNode(Protocol):
 
     def cluster_flow_version(self) -> str | None: ...
 
+    def engines(self) -> dict[str, object]: ...            # shard -> its running flow.engine.TraditionalEngine
+
+    def replay_shard(self) -> str | None: ...              # the shard replayed FlowFiles join (the home shard)
+
 
 SIZES_TTL_S = 5.0  # directory sizes are walked at most this often
 
 
 class NodeControl:
-    def __init__(self, node: ControlledNode, *, clock=time.monotonic):
+    def __init__(self, node: ControlledNode, *, clock=time.monotonic, wall_clock=time.time):
         self._node = node
         self._clock = clock
+        self._wall_clock = wall_clock
         self._sizes: tuple[float, dict[str, int]] | None = None
         self._sizes_lock = threading.Lock()
 
@@ -185,6 +183,46 @@ class NodeControl:
     def publish_flow(self, snapshot) -> None:
         """Make `snapshot` the cluster's flow: every node runs it from its next incarnation."""
         self._node.publish_flow(snapshot)
+
+    # -- queues, FlowFiles and processors ----------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self._wall_clock() * 1000)
+
+    def list_queue(self, shard: str, queue: str, offset: int = 0, limit: int = 100) -> dict:
+        """A page of the FlowFiles `queue` holds in memory, in the order it hands them
+        out (position 1 first), with how many are swapped out or held by running tasks
+        and so not listed (`flow.queue_inspection`)."""
+        return flow_access.list_queue(self._node.engines(), shard, queue, offset, limit, self._now_ms())
+
+    def flowfile(self, uuid: str, shard: str | None = None) -> dict:
+        """The FlowFile `uuid` as queued in `shard` (or any shard of the node), swapped or not."""
+        return flow_access.flowfile_details(self._node.engines(), uuid, shard, self._now_ms())
+
+    def open_content(self, uuid: str, shard: str | None = None) -> flow_access.FlowFileContent:
+        """The content of the FlowFile `uuid`, to stream; nothing is read yet."""
+        return flow_access.open_content(self._node.engines(), uuid, shard)
+
+    def drop_queue(self, shard: str, queue: str, *,
+                   details: str = "FlowFile Queue emptied through the admin API") -> dict:
+        """Empty `queue`, swapped FlowFiles included, through the shard's committer (a
+        DROP event each; `flow.queue_drop`). FlowFiles held by running tasks stay."""
+        return flow_access.drop(self._node.engines(), shard, queue, details)
+
+    def replay(self, event_id: int, queue: str | None = None, *, details: str | None = None) -> dict:
+        """A new FlowFile from provenance event `event_id` into the queue its component
+        reads (`queue` chooses among several), on the node's home shard (`flow.replay`)."""
+        details = details or f"Replay of provenance event {event_id} requested through the admin API"
+        return flow_access.replay(self._node.engines(), self._node.provenance_repository(), event_id,
+                                  self._node.replay_shard(), queue, details)
+
+    def stop_processor(self, shard: str, processor: str, wait_s: float = 30.0) -> dict:
+        """No new task for `processor`; its running tasks finish, then its on_stopped.
+        The state is `STOPPED`, or `STOPPING` while tasks still run after `wait_s`.
+        In memory only: a restart, or a node adopting the shard, starts it again."""
+        return flow_access.set_processor_state(self._node.engines(), shard, processor, False, wait_s)
+
+    def start_processor(self, shard: str, processor: str) -> dict:
+        return flow_access.set_processor_state(self._node.engines(), shard, processor, True, 0.0)
 
 
 def _tree_size(path: str) -> int:

@@ -122,6 +122,10 @@ class FlowRuntime:
             except Exception as error:  # noqa: BLE001 - a fenced WAL refuses its last sync
                 log.info("closing the WAL of %s: %s", self.handle.shard, first_line(error, 200))
 
+    def running_engine(self):
+        """The shard's engine while the runtime is recovered and not stopped, else None."""
+        return None if self._stopped.is_set() else self.engine
+
     def holds_hand_over_state(self) -> bool:
         """Some processor of the shard holds state its first owner's node takes over."""
         if self.graph is None:

@@ -237,6 +237,13 @@ class StandaloneNode:
             return {}
         return {"local": {"epoch": 0, "home": True, "recovery": dict(self.recovery), **engine.status()}}
 
+    def engines(self) -> dict[str, object]:
+        engine = self.engine
+        return {"local": engine} if engine is not None and self.started else {}
+
+    def replay_shard(self) -> str | None:
+        return "local"
+
     def provenance_repository(self):
         return self.provenance
 

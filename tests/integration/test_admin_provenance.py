@@ -264,7 +264,8 @@ def test_a_read_token_is_enough_and_no_token_is_refused(node, tmp_path):
 
 def test_openapi_declares_the_errors_the_app_answers(client):
     paths = client.get("/openapi.json").json()["paths"]
-    provenance = {path: ops["get"] for path, ops in paths.items() if path.startswith("/api/v1/provenance")}
+    provenance = {path: ops["get"] for path, ops in paths.items()
+                  if path.startswith("/api/v1/provenance") and "get" in ops}  # replay is a POST of the queues' routes
     assert len(provenance) == 4
     for path, operation in provenance.items():
         expected = {"200", "401", "403", "422", "503"} | ({"404"} if "{" in path else set())

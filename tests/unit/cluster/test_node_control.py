@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from cluster.node.control import NodeControl, OffloadRefused
+from cluster.node.control import NodeControl, NotFound, OffloadRefused
 from cluster.node.standalone import StandaloneNode
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -111,3 +111,25 @@ def test_a_standalone_node_refuses_to_offload_and_says_why(tmp_path):
     assert control.shards() == {}  # not started: nothing runs
     with pytest.raises(OffloadRefused, match="no cluster to hand its FlowFiles to"):
         control.offload()
+
+
+def test_queue_flowfile_event_and_processor_ids_the_node_does_not_know_are_named(tmp_path):
+    node = StandaloneNode.from_file(os.path.join(REPO, "examples", "hello.yaml"), str(tmp_path))
+    control = node.control()
+    with pytest.raises(NotFound, match=r"shard 'local' does not run on this node \(it runs: none\)"):
+        control.list_queue("local", "generate/success/tag")
+    node.start(paused=True)
+    try:
+        with pytest.raises(NotFound, match=r"shard 'n1-3' does not run on this node \(it runs: local\)"):
+            control.drop_queue("n1-3", "generate/success/tag")
+        with pytest.raises(NotFound, match=r"shard 'local' has no queue 'generate/tag' \(its queues: .*success/tag"):
+            control.list_queue("local", "generate/tag")
+        with pytest.raises(NotFound, match="FlowFile 0000-x is in no queue of the shards of this node"):
+            control.flowfile("0000-x")
+        with pytest.raises(NotFound, match="shard 'local' has no processor 'nope'"):
+            control.stop_processor("local", "nope")
+        with pytest.raises(NotFound, match="event 7"):
+            control.replay(7)
+        assert control.list_queue("local", "generate/success/tag")["count"] == 0
+    finally:
+        node.stop()

@@ -5,13 +5,8 @@ engine that cannot schedule a processor stops those it scheduled and raises."""
 
 import pytest
 
-from flow.engine import TraditionalEngine
-from flow.graph import FlowGraph
-from flow.loading import parse_flow, standard_registry
-from flow.memory_content import InMemoryContentRepository
 from flow.processor import Processor
-from flow.shard import open_shard
-from repositories.storage import LocalStorage
+from tests.flow_engines import source_to_sink
 
 CALLS: list[str] = []
 
@@ -52,16 +47,7 @@ class Sink(Processor):
 
 
 def engine(tmp_path, *, run_sources):
-    registry = standard_registry()
-    registry.register(Bind)
-    registry.register(Sink)
-    definition = parse_flow({
-        "processors": [{"id": "listen", "type": "TestBind"}, {"id": "sink", "type": "TestSink"}],
-        "connections": [{"id": "in", "source": "listen", "destination": "sink"}]}, registry=registry)
-    graph = FlowGraph(definition)
-    shard = open_shard(LocalStorage(), str(tmp_path / "shard"), "s", graph.queues.values(), checkpoint_interval=None)
-    shard.recover()
-    return TraditionalEngine(graph, shard, InMemoryContentRepository(), None, threads=1, run_sources=run_sources), shard
+    return source_to_sink(tmp_path, Bind, Sink, source="listen", threads=1, run_sources=run_sources)
 
 
 @pytest.fixture(autouse=True)

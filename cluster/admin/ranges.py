@@ -1,0 +1,61 @@
+"""HTTP range requests (RFC 9110, section 14) over content of a known size, pure.
+
+    byte_range = parse_range(request.headers.get("range"), size)
+    None                      -> 200, the whole content
+    ByteRange(start, end)     -> 206, Content-Range: bytes start-end/size
+    raises RangeNotSatisfiable -> 416, Content-Range: bytes */size
+
+One range is served. As RFC 9110 allows, a header the server does not act on is
+ignored (the whole content is sent): another unit than bytes, a malformed or
+inverted range, and a request for several ranges (multipart/byteranges is not
+offered).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_RANGE = re.compile(r"^\s*(\d*)\s*-\s*(\d*)\s*$")
+
+
+class RangeNotSatisfiable(Exception):
+    def __init__(self, header: str, size: int):
+        super().__init__(f"range {header!r} is not satisfiable: the content is {size} bytes")
+        self.size = size
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    start: int
+    end: int  # inclusive, as in Content-Range
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start + 1
+
+    def content_range(self, size: int) -> str:
+        return f"bytes {self.start}-{self.end}/{size}"
+
+
+def parse_range(header: str | None, size: int) -> ByteRange | None:
+    if not header:
+        return None
+    unit, _, ranges = header.partition("=")
+    if unit.strip().lower() != "bytes" or "," in ranges:
+        return None
+    match = _RANGE.match(ranges)
+    if match is None or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.groups()
+    if first == "":  # a suffix: the last `last` bytes
+        wanted = int(last)
+        if wanted == 0 or size == 0:
+            raise RangeNotSatisfiable(header, size)
+        return ByteRange(max(0, size - wanted), size - 1)
+    start = int(first)
+    if last and int(last) < start:
+        return None  # invalid: ignored
+    if start >= size:
+        raise RangeNotSatisfiable(header, size)
+    return ByteRange(start, min(int(last), size - 1) if last else size - 1)

@@ -1,0 +1,103 @@
+"""Stopping and starting one processor of a running engine, as NiFi's stop and start:
+a stopped processor gets no new task, its running tasks finish, `on_stopped` runs once
+the last one has ended (exactly once), and a start schedules it again."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from cluster.services.process import wait_until
+from flow.errors import ProcessorStateError
+from flow.processor import Processor
+from tests.flow_engines import source_to_sink
+
+CALLS: list[str] = []
+GATE = threading.Event()  # the sink's tasks wait on it while `Sink.block` is set
+
+
+class Source(Processor):
+    type_name = "TestSource"
+    is_source = True
+
+    def on_trigger(self, context, session):
+        if session.queued() < 5:
+            session.transfer(session.create(), "success")
+        else:
+            context.yield_()
+
+
+class Sink(Processor):
+    type_name = "TestBlockingSink"
+    relationships = ()
+    block = False
+
+    def on_scheduled(self, context):
+        CALLS.append("scheduled")
+
+    def on_trigger(self, context, session):
+        flowfile = session.get()
+        if flowfile is None:
+            return
+        CALLS.append("task")
+        if Sink.block:
+            assert GATE.wait(30), "the test never opened the gate"
+        session.remove(flowfile)
+
+    def on_stopped(self, context):
+        CALLS.append("stopped")
+
+
+@pytest.fixture
+def engine(tmp_path):
+    CALLS.clear()
+    GATE.clear()
+    Sink.block = False
+    made, shard = source_to_sink(tmp_path, Source, Sink, threads=2)
+    made.start()
+    yield made
+    GATE.set()
+    made.stop(timeout=10)
+    shard.wal.close()
+
+
+def state(engine, processor="sink"):
+    return engine.status()["processors"][processor]["state"]
+
+
+def test_a_stopped_processor_runs_no_task_until_started_again(engine):
+    wait_until(lambda: CALLS.count("task") >= 3, 10, "the sink to run")
+    assert engine.stop_processor("sink", timeout=10) == "STOPPED" == state(engine)
+    assert CALLS.count("stopped") == 1
+    tasks = CALLS.count("task")
+    wait_until(lambda: engine.graph.queues["in"].count >= 5, 10, "the source to fill the queue")
+    assert CALLS.count("task") == tasks and state(engine, "source") == "RUNNING"
+    assert engine.stop_processor("sink") == "STOPPED" and CALLS.count("stopped") == 1  # a second stop: nothing
+    assert engine.start_processor("sink") == "RUNNING" == state(engine)
+    assert CALLS.count("scheduled") == 2
+    wait_until(lambda: CALLS.count("task") > tasks, 10, "the sink to run again")
+    engine.stop(timeout=10)
+    assert CALLS.count("stopped") == 2, "the engine's stop calls on_stopped once more, not twice"
+
+
+def test_a_stop_waits_for_running_tasks_and_the_last_one_to_end_calls_on_stopped(engine):
+    Sink.block = True
+    wait_until(lambda: engine.status()["processors"]["sink"]["running"] == 1, 10, "a sink task to block")
+    assert engine.stop_processor("sink", timeout=0.2) == "STOPPING" == state(engine)
+    assert "stopped" not in CALLS
+    with pytest.raises(ProcessorStateError, match="still stopping: 1 of its tasks are running"):
+        engine.start_processor("sink")
+    GATE.set()
+    wait_until(lambda: state(engine) == "STOPPED", 10, "the stop to complete once the task ended")
+    assert CALLS.count("stopped") == 1 and CALLS.count("task") == 1
+    engine.stop(timeout=10)
+    assert CALLS.count("stopped") == 1
+
+
+def test_a_source_of_a_draining_shard_cannot_be_started(tmp_path):
+    drains, shard = source_to_sink(tmp_path, Source, Sink, threads=1, run_sources=False)
+    assert drains.status()["processors"]["source"]["state"] == "STOPPED"
+    with pytest.raises(ProcessorStateError, match="source does not run on shard s"):
+        drains.start_processor("source")
+    shard.wal.close()
