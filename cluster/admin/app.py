@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
 from ..node.control import Conflict, NotFound, Unavailable
-from . import routes_cluster, routes_control, routes_node, routes_ops
+from . import page, routes_cluster, routes_control, routes_node, routes_ops
 from .auth import AuthProblem
 from .metrics import NodeMetrics
 from .tokens import Tokens
@@ -91,4 +91,5 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_node.register(app)
     routes_cluster.register(app)
     routes_control.register(app)
+    page.register(app)
     return app
