@@ -31,6 +31,7 @@ from ..node.control import Conflict, NotFound, Unavailable
 from . import page, routes_cluster, routes_control, routes_node, routes_ops
 from .auth import AuthProblem
 from .metrics import NodeMetrics
+from .responses import document_validation_errors
 from .tokens import Tokens
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request, error: StarletteHTTPException):
-        return problem(error.status_code, str(error.detail))
+        # Its headers too: a 405 must say which methods the path allows (`Allow`).
+        return problem(error.status_code, str(error.detail), error.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception):
@@ -92,4 +94,5 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_cluster.register(app)
     routes_control.register(app)
     page.register(app)
+    document_validation_errors(app)
     return app
