@@ -7,8 +7,8 @@ token:
 
   GET api/v1/node          this node: state, incarnation, its shards
   GET api/v1/node/queues   the queue depths of this node
-  GET api/v1/cluster       members, leader, shards and owners, failovers (404 on a
-                           standalone node: the page then says it is in no cluster)
+  GET api/v1/cluster       members, leader, shards and owners, failovers (not asked
+                           of a standalone node: the page says it is in no cluster)
 
 So the page needs no token to load (a probe or a bookmark opens it) and reveals no
 more than `/health` does; the data needs the read role. With tokens configured the
@@ -94,10 +94,10 @@ a { color: var(--accent); text-decoration: none; }
 a:hover { text-decoration: underline; }
 .summary { display: flex; flex-wrap: wrap; gap: 4px 26px; margin-bottom: 8px; color: var(--muted); }
 .summary b { color: var(--text); font-weight: 600; }
-.bar { position: relative; width: 110px; height: 10px; background: #eceff3; border-radius: 5px; overflow: hidden; }
-.bar span { position: absolute; top: 0; bottom: 0; }
-.bar .takeover { background: #e3962c; }
-.bar .finish { background: #3aa45c; }
+.bar { position: relative; width: 110px; height: 13px; background: #eceff3; border-radius: 3px; }
+.bar span { position: absolute; left: 0; height: 5px; border-radius: 3px; }
+.bar .takeover { top: 1px; background: #e3962c; }
+.bar .finish { top: 7px; background: #3aa45c; }
 #login { grid-column: 1 / -1; max-width: 560px; }
 #login form { display: flex; gap: 10px; margin-top: 8px; }
 #login input { flex: 1; font: inherit; padding: 6px 10px; border: 1px solid #b9c1cd; border-radius: 4px; }
@@ -120,7 +120,7 @@ const RETIRED_SHOWN = 8;
 const $ = (id) => document.getElementById(id);
 const sources = {node: {ok: 0, error: null}, cluster: {ok: 0, error: null}};
 let clockSkewMs = 0;           // the node's clock minus ours, when they differ by > 2 s
-let standalone = false;
+let standalone = null;         // not known before the node's first answer
 let thisIncarnation = null;    // this node's incarnation
 let timer = null;
 
@@ -230,7 +230,9 @@ function renderNode(node, queues) {
   $("node-name").textContent = node.node;
   $("node-state").replaceChildren(stateBadge(node.state));
   $("node-incarnation").textContent = node.incarnation || "–";
+  $("node-incarnation-fact").hidden = !node.incarnation;
   $("node-flow").textContent = node.flow_version || "–";
+  $("node-flow-fact").hidden = !node.flow_version;
   const repositories = node.repositories || {};
   $("node-repositories").textContent = ["content", "provenance", "wal"]
     .filter((name) => repositories[name + "_bytes"] !== null && repositories[name + "_bytes"] !== undefined)
@@ -303,13 +305,13 @@ function renderCluster(view) {
 
   const longest = Math.max(1, ...view.failovers.map((f) => f.finish_s || f.takeover_s || 0));
   const plans = new Map(view.plans.map((p) => [p.plan, p]));
-  fill($("failovers-body"), view.failovers.map((f) => ({item: f, attrs: {"data-dead": f.dead,
-                                                                         "data-finished": f.finished_at !== null}})), [
+  fill($("failovers-body"), view.failovers.map((f) => ({item: f, attrs: {
+    "data-dead": f.dead, "data-taken-over": f.taken_over_at !== null, "data-finished": f.finished_at !== null}})), [
     {cell: (f) => el("b", {}, f.dead)},
     {cell: (f) => [el("span", {title: new Date(f.detected_at * 1000).toISOString()}, clock(f.detected_at)),
                    el("small", {class: "muted"}, `${age(nowS() - f.detected_at)} ago`)]},
     {num: true, cell: (f) => seconds(f.takeover_s) || badge("adopting", "warn")},
-    {num: true, cell: (f) => seconds(f.finish_s) || badge("running", "warn")},
+    {num: true, cell: (f) => seconds(f.finish_s) || badge("in progress", "warn")},
     {cell: (f) => timelineBar(f, longest)},
     {cell: (f) => moved(f, plans.get(f.plan))},
   ], "no failover yet");
@@ -329,16 +331,14 @@ function lastChange(shard) {
 }
 
 function timelineBar(failover, longest) {
-  const track = el("div", {class: "bar", title: "detected → taken over (amber) → finished (green)"});
-  const taken = failover.takeover_s;
-  const finished = failover.finish_s;
-  if (taken !== null && taken !== undefined) {
-    track.append(el("span", {class: "takeover", style: {left: "0", width: (100 * taken / longest) + "%"}}));
-  }
-  if (finished !== null && finished !== undefined) {
-    const from = taken || 0;
-    track.append(el("span", {class: "finish", style: {left: (100 * from / longest) + "%",
-                                                     width: (100 * Math.max(0, finished - from) / longest) + "%"}}));
+  // Two lanes from the detection on: until the last shard ran at its new owner (amber),
+  // and until the leader marked the plan done (green). The plan is done once every
+  // shard has a new owner, which can be before that owner has recovered it.
+  const track = el("div", {class: "bar", title: "from detection: taken over (amber), plan done (green)"});
+  for (const [lane, span] of [["takeover", failover.takeover_s], ["finish", failover.finish_s]]) {
+    if (span !== null && span !== undefined) {
+      track.append(el("span", {class: lane, style: {width: Math.max(2, 100 * span / longest) + "%"}}));
+    }
   }
   return track;
 }
@@ -389,7 +389,7 @@ function freshness() {
     banner.textContent = "This node is standalone: it is in no cluster. It shows its own status only.";
   }
   banner.hidden = !problems.size && !standalone;
-  for (const id of ["members", "shards", "failovers"]) $(id).hidden = standalone;
+  for (const id of ["members", "shards", "failovers", "leader-fact"]) $(id).hidden = standalone;
 }
 
 // -- tokens ----------------------------------------------------------------------------
@@ -439,27 +439,31 @@ function refused(error) {
 }
 
 // -- the loop --------------------------------------------------------------------------
+const settled = (promise) => promise.then((value) => ({value}), (error) => ({error}));
+
 async function poll() {
   clearTimeout(timer);
-  const node = Promise.all([api("api/v1/node"), api("api/v1/node/queues")]);
-  const cluster = standalone ? null : api("api/v1/cluster");
+  const node = settled(Promise.all([api("api/v1/node"), api("api/v1/node/queues")]));
+  // Until the first answer says what kind of node this is, the cluster waits for it.
+  let cluster = standalone === false ? settled(api("api/v1/cluster")) : null;
   let stop = false;
-  try {
-    const [status, queues] = await node;
-    renderNode(status, queues);
+  const answer = await node;
+  if (answer.error) {
+    stop = refused(answer.error);
+    sources.node.error = answer.error;
+  } else {
+    renderNode(...answer.value);
     sources.node = {ok: Date.now(), error: null};
-  } catch (error) {
-    stop = refused(error);
-    sources.node.error = error;
+    if (cluster === null && !standalone) cluster = settled(api("api/v1/cluster"));
   }
-  if (cluster) {
-    try {
-      const view = await cluster;
-      renderCluster(view);
+  if (cluster !== null) {
+    const view = await cluster;
+    if (view.error) {
+      stop = stop || refused(view.error);
+      sources.cluster.error = view.error;
+    } else {
+      renderCluster(view.value);
       sources.cluster = {ok: Date.now(), error: null};
-    } catch (error) {
-      if (error.status === 404 && standalone) sources.cluster = {ok: 0, error: null};
-      else { stop = stop || refused(error); sources.cluster.error = error; }
     }
   }
   if (stop) return;
@@ -493,7 +497,7 @@ DOCUMENT = """<!doctype html>
   <div class="facts">
     <span>state <b id="node-state">–</b></span>
     <span>cluster <b id="cluster-name">–</b></span>
-    <span>leader <b id="leader" data-leader="">–</b></span>
+    <span id="leader-fact">leader <b id="leader" data-leader="">–</b></span>
   </div>
   <div class="right">
     <span id="freshness">loading…</span>
@@ -515,8 +519,8 @@ DOCUMENT = """<!doctype html>
   <section id="members" class="wide" data-source="cluster">
     <h2>Members <span class="note" id="members-note"></span></h2>
     <div class="table-wrap"><table>
-      <thead><tr><th>node</th><th>incarnation</th><th>admin</th><th class="num">load</th>
-        <th class="num">threads</th><th class="num">free disk</th><th class="num">queued</th>
+      <thead><tr><th>node</th><th>incarnation</th><th>admin</th><th class="num" title="the machine's load average per core (100 %: every core busy)">load</th>
+        <th class="num" title="tasks running / the node's flow threads">threads</th><th class="num">free disk</th><th class="num">queued</th>
         <th class="num">shards</th><th class="num">last heartbeat</th></tr></thead>
       <tbody id="members-body"></tbody>
     </table></div>
@@ -532,7 +536,8 @@ DOCUMENT = """<!doctype html>
   <section id="failovers" data-source="cluster">
     <h2>Failovers <span class="note">newest first: detected, taken over, finished</span></h2>
     <div class="table-wrap"><table>
-      <thead><tr><th>dead</th><th>detected</th><th class="num">taken over</th><th class="num">finished</th>
+      <thead><tr><th>dead</th><th>detected</th><th class="num" title="the last moved shard runs at its new owner">taken over</th>
+        <th class="num" title="the leader marked the plan done: every shard has its new owner">finished</th>
         <th>timeline</th><th>moved</th></tr></thead>
       <tbody id="failovers-body"></tbody>
     </table></div>
@@ -540,8 +545,8 @@ DOCUMENT = """<!doctype html>
   <section id="this-node" class="wide" data-source="node">
     <h2>Queues of this node</h2>
     <div class="summary">
-      <span>incarnation <b id="node-incarnation">–</b></span>
-      <span>flow version <b id="node-flow">–</b></span>
+      <span id="node-incarnation-fact">incarnation <b id="node-incarnation">–</b></span>
+      <span id="node-flow-fact">flow version <b id="node-flow">–</b></span>
       <span>local repositories <b id="node-repositories">–</b></span>
     </div>
     <div class="table-wrap"><table>
