@@ -94,7 +94,7 @@ a { color: var(--accent); text-decoration: none; }
 a:hover { text-decoration: underline; }
 .summary { display: flex; flex-wrap: wrap; gap: 4px 26px; margin-bottom: 8px; color: var(--muted); }
 .summary b { color: var(--text); font-weight: 600; }
-.bar { position: relative; width: 110px; height: 13px; background: #eceff3; border-radius: 3px; }
+.bar { position: relative; width: 110px; height: 13px; background: #eceff3; border-radius: 3px; overflow: hidden; }
 .bar span { position: absolute; left: 0; height: 5px; border-radius: 3px; }
 .bar .takeover { top: 1px; background: #e3962c; }
 .bar .finish { top: 7px; background: #3aa45c; }
@@ -245,7 +245,11 @@ function renderNode(node, queues) {
   for (const [shard, list] of Object.entries(queues)) {
     for (const q of list) rows.push({item: {shard, ...q}, attrs: {"data-shard": shard, "data-queue": q.queue}});
   }
-  rows.sort((a, b) => (b.item.count - a.item.count) || a.item.queue.localeCompare(b.item.queue));
+  // Its home shard first, then adopted ones; the fullest queues first within each.
+  const homes = new Set(node.shards.filter((s) => s.home).map((s) => s.shard));
+  const home = (shard) => homes.has(shard) ? 0 : 1;
+  rows.sort((a, b) => (home(a.item.shard) - home(b.item.shard)) || a.item.shard.localeCompare(b.item.shard) ||
+                      (b.item.count - a.item.count) || a.item.queue.localeCompare(b.item.queue));
   fill($("queues-body"), rows, [
     {cell: (q) => q.shard},
     {cell: (q) => [q.queue, q.back_pressure ? badge("back-pressure", "bad") : null]},
@@ -303,7 +307,7 @@ function renderCluster(view) {
                      age(nowS() - lastChange(s)) + " ago" : "–")},
   ], "no shard");
 
-  const longest = Math.max(1, ...view.failovers.map((f) => f.finish_s || f.takeover_s || 0));
+  const longest = Math.max(1, ...view.failovers.flatMap((f) => [f.finish_s || 0, f.takeover_s || 0]));
   const plans = new Map(view.plans.map((p) => [p.plan, p]));
   fill($("failovers-body"), view.failovers.map((f) => ({item: f, attrs: {
     "data-dead": f.dead, "data-taken-over": f.taken_over_at !== null, "data-finished": f.finished_at !== null}})), [

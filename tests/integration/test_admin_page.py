@@ -106,6 +106,7 @@ def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_clu
     page.click("#login button[type=submit]")
     page.locator("#refusal").wait_for(state="visible", timeout=SEEN_WITHIN_MS)
     assert "refused the token" in reader.text("#refusal")
+    reader.screenshots("token-refused")
     page.fill("#token", read_token)
     page.click("#login button[type=submit]")
 
