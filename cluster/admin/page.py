@@ -152,7 +152,7 @@ function link(address, text) {
   try { url = new URL(address); } catch (_) { return el("span", {class: "muted"}, text); }
   if (url.protocol !== "http:" && url.protocol !== "https:") return el("span", {class: "muted"}, text);
   const a = el("a", {title: "this node's own status page"}, text);
-  a.href = new URL("/", url).href;
+  a.href = url.href.endsWith("/") ? url.href : url.href + "/";  // its page, under any prefix it has
   return a;
 }
 

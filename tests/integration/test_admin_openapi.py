@@ -18,8 +18,8 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
+import httpx
 import pytest
-import requests
 import schemathesis
 from hypothesis import HealthCheck, settings
 
@@ -93,11 +93,11 @@ def test_every_read_answers_as_the_spec_says(case):
 
 
 def test_every_control_call_refuses_a_read_token(live_node):
-    spec = requests.get(f"{live_node.url}/openapi.json", timeout=10).json()
+    spec = httpx.get(f"{live_node.url}/openapi.json", timeout=10).json()
     controls = [path for path, operations in spec["paths"].items() if "post" in operations]
     assert controls, "the spec lists no control operation"
     for path in controls:
         assert "403" in spec["paths"][path]["post"]["responses"], f"POST {path} does not document 403"
-        response = requests.post(f"{live_node.url}{path}", headers=live_node.reader, timeout=10)
+        response = httpx.post(f"{live_node.url}{path}", headers=live_node.reader, timeout=10)
         assert response.status_code == 403, (path, response.status_code, response.text)
         assert response.json()["status"] == 403 and "admin role" in response.json()["error"], response.text
