@@ -6,6 +6,10 @@
 * `local_store` and `hdfs_store`: a fresh, empty directory for each test, with the
   storage that holds it (`.storage`, `.root`).
 * `spark_local`: one embedded `local[*]` SparkSession for the run.
+* `flow_cluster`: a `FlowCluster` (real `custody node` processes) on this test's
+  chroot and HDFS directory, stopped afterwards with the nodes' log tails printed.
+* `chromium`: Debian's headless Chromium (`/usr/bin/chromium`, which
+  `custody services install` installs) driven by Playwright, once per module.
 
 A service that cannot start skips the tests that need it on a developer's machine,
 and fails them when CI=true: in CI every service is installed, so a skip would hide
@@ -104,6 +108,39 @@ def spark_local():
         service_unavailable("Spark local[*]", error)
     yield spark
     spark.stop()
+
+
+@pytest.fixture
+def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    from cluster.drills.flow_cluster import FlowCluster
+
+    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
+    yield made
+    made.close()
+    print(made.tails())
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A Playwright `Browser`: Debian's Chromium, headless. Playwright's own browser
+    builds are never downloaded (this machine reaches no host that serves them).
+    Module scope: Playwright's sync API keeps an event loop of its own on the main
+    thread while it runs, which no test outside the module should meet."""
+    if not os.path.exists(CHROMIUM):
+        service_unavailable("Chromium", FileNotFoundError(f"{CHROMIUM} is missing; `custody services install` "
+                                                          "installs Debian's chromium"))
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        except Exception as error:  # noqa: BLE001
+            service_unavailable("Chromium", error)
+        yield browser
+        browser.close()
 
 
 def _unique(request) -> str:

@@ -27,10 +27,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
 from ..node.control import Conflict, Invalid, NotFound, Unavailable
-from . import routes_cluster, routes_control, routes_flow, routes_node, routes_ops, routes_provenance, routes_queues
+from . import (page, routes_cluster, routes_control, routes_flow, routes_node, routes_ops, routes_provenance,
+               routes_queues)
 from .auth import AuthProblem
 from .metrics import NodeMetrics
-from .responses import problem
+from .responses import document_validation_errors, problem
 from .tokens import Tokens
 
 log = logging.getLogger(__name__)
@@ -75,13 +76,27 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request, error: RequestValidationError):
-        details = [f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg', 'invalid')}"
-                   for item in error.errors()]
+        # One line per parameter (`query.start`), whatever its type: a parameter that may
+        # be one of several forms fails each, and says so once, "or" between them.
+        reasons: dict[str, list[str]] = {}
+        for item in error.errors():
+            where = ".".join(str(part) for part in item.get("loc", ())[:2])
+            reasons.setdefault(where, []).append(item.get("msg", "invalid"))
+        details = [f"{where}: {', or '.join(messages)}" for where, messages in reasons.items()]
         return problem(422, "; ".join(details) or "invalid request")
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request, error: StarletteHTTPException):
-        return problem(error.status_code, str(error.detail))
+    async def http_error(request: Request, error: StarletteHTTPException):
+        # Its headers too: a 405 must say which methods the path allows (`Allow`), and
+        # Starlette names those of the first route of the path only.
+        headers = error.headers
+        if error.status_code == 405:
+            allowed = sorted({method for route in request.app.routes
+                              if getattr(route, "path_regex", None) is not None
+                              and route.path_regex.match(request.url.path)
+                              for method in (getattr(route, "methods", None) or ())})
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
+        return problem(error.status_code, str(error.detail), headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception):
@@ -95,4 +110,6 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_flow.register(app)
     routes_provenance.register(app)
     routes_queues.register(app)
+    page.register(app)
+    document_validation_errors(app)
     return app

@@ -1,5 +1,6 @@
-"""The error answers each kind of route declares in /openapi.json, and the one shape
-every error has (`problem`)."""
+"""The error answers each kind of route declares in /openapi.json, the one shape every
+error has (`problem`), and the 422 FastAPI declares by itself (for a route with
+parameters) made to say what the app sends."""
 
 from __future__ import annotations
 
@@ -36,3 +37,28 @@ def as_json(errors: dict) -> dict:
                      "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/"
                                                                          f"{answer['model'].__name__}"}}}}
             for status, answer in errors.items()}
+
+
+def document_validation_errors(app) -> None:
+    """FastAPI documents a 422 of its own shape (`HTTPValidationError`) on every route
+    with parameters; the app answers a bad parameter with a `Problem` (see app.py).
+    Make the spec say so, on the routes FastAPI chose, so the spec matches the wire."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            spec = build()
+            for operations in spec.get("paths", {}).values():
+                for operation in operations.values():
+                    invalid = operation.get("responses", {}).get("422")
+                    if invalid is not None:
+                        invalid.update(description="a parameter is invalid: which one, and why", content={
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}})
+            schemas = spec.get("components", {}).get("schemas", {})
+            if "Problem" not in schemas:  # only FastAPI's 422s referred to an error shape
+                schemas["Problem"] = Problem.model_json_schema()
+            for unused in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(unused, None)
+        return app.openapi_schema
+
+    app.openapi = openapi

@@ -22,6 +22,7 @@ pool, not in its event loop, and each query reads at most one page or batch.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 
 from repositories.provenance import EventNotFoundError, ProvenanceError, ProvenanceQuery, QueryResult
-from repositories.provenance.query import NIFI_EVENT_TYPES, parse_event_type, parse_time
+from repositories.provenance.query import NIFI_EVENT_TYPES, parse_time
 
 from ..errors import first_line
 from ..node.control import NotFound, Unavailable
@@ -53,7 +54,12 @@ MAX_OFFSET = 100_000  # deeper: pass as_of = the last event id seen - 1, and off
 STREAM_BATCH = 500
 MAX_LINEAGE_FLOWFILES = 10_000
 
-_TIME_FORMS = "ISO 8601 (UTC when it names no zone, e.g. 2024-05-01T12:00:00Z), epoch milliseconds, or 15m/2h/3d ago"
+_TIME_FORMS = "an RFC 3339 date-time (e.g. 2024-05-01T12:00:00Z), epoch milliseconds, or 15m/2h/3d ago"
+# The spec says exactly what a time bound may be, and `parse_time` reads exactly that.
+_TIME_SCHEMA = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": r"^[0-9]+$"},
+                          {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?[smhd]$"}]}
+EventTypeName = enum.Enum("EventTypeName", {name: name for name in NIFI_EVENT_TYPES}, type=str)
+
 
 
 class NDJSONResponse(StreamingResponse):
@@ -70,25 +76,26 @@ def event_query(
         filename: str | None = Query(None, description="the FlowFile's filename attribute"),
         component: str | None = Query(None, description="processor id"),
         relationship: str | None = Query(None, description="where a ROUTE event sent the FlowFile"),
-        type: str | None = Query(None, description="event type, any case: " + ", ".join(NIFI_EVENT_TYPES)
-                                 + " (FETCH and ADDINFO are never recorded here and match nothing)"),
-        start: str | None = Query(None, description=f"events at or after: {_TIME_FORMS}"),
-        end: str | None = Query(None, description=f"events at or before: {_TIME_FORMS}"),
+        type: EventTypeName | None = Query(None, description="event type, one of NiFi's (FETCH and ADDINFO are "
+                                                             "never recorded here and match nothing)"),
+        start: str | None = Query(None, description=f"events at or after: {_TIME_FORMS}",
+                                  json_schema_extra=_TIME_SCHEMA),
+        end: str | None = Query(None, description=f"events at or before: {_TIME_FORMS}",
+                                json_schema_extra=_TIME_SCHEMA),
 ) -> ProvenanceQuery:
     """The filters both listings share, read into a query (422 naming a bad one)."""
+    # An empty filter is an absent one (as a form sends it, and a client its null); an
+    # empty time bound is no time (422).
+    uuid, filename, component, relationship = (value or None for value in (uuid, filename, component, relationship))
     bounds: dict[str, int | None] = {"start": None, "end": None}
     for name, text in (("start", start), ("end", end)):
         if text is not None:
             try:
-                bounds[name] = parse_time(text)
+                bounds[name] = parse_time(text, strict=True)
             except ValueError as error:
                 raise _invalid(name, str(error)) from None
-    if bounds["start"] is not None and bounds["end"] is not None and bounds["start"] > bounds["end"]:
-        raise _invalid("end", f"{end!r} is before start {start!r}")
-    try:
-        kind = parse_event_type(type) if type is not None else None
-    except ValueError as error:
-        raise _invalid("type", str(error)) from None
+    # An end before the start is an empty range: it matches nothing (no error: the spec cannot say it).
+    kind = type.value if type is not None else None
     return ProvenanceQuery(event_type=kind, flowfile_uuid=uuid, filename=filename, component_id=component,
                            relationship=relationship, start_ms=bounds["start"], end_ms=bounds["end"])
 

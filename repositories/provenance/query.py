@@ -27,23 +27,32 @@ NIFI_EVENT_TYPES = ("CREATE", "RECEIVE", "FETCH", "SEND", "DROP", "EXPIRE", "FOR
                     "CONTENT_MODIFIED", "ATTRIBUTES_MODIFIED", "ROUTE", "ADDINFO", "REPLAY")
 assert {kind.value for kind in EventType} <= set(NIFI_EVENT_TYPES)
 
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_RELATIVE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_time(text: str, *, now: float | None = None) -> int:
+_DIGITS = re.compile(r"^[0-9]+$")
+# RFC 3339's date-time: what an API's spec can promise ("format: date-time"), with its zone.
+_RFC3339 = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+
+
+def parse_time(text: str, *, now: float | None = None, strict: bool = False) -> int:
     """Milliseconds since the epoch from '15m' / '2h' (ago, from `now` in seconds), an
-    ISO 8601 time (UTC when it names no zone), or epoch milliseconds."""
+    ISO 8601 time (UTC when it names no zone), or epoch milliseconds. `strict`: the
+    time must be an RFC 3339 date-time, with its zone, and nothing may surround a form."""
     now = time.time() if now is None else now
-    match = _RELATIVE.match(text.strip())
+    match = _RELATIVE.match(text if strict else text.strip())
     if match:
         return int((now - float(match.group(1)) * _UNITS[match.group(2)]) * 1000)
-    if text.isdigit():
+    if _DIGITS.match(text):
         return int(text)
     try:
-        moment = dt.datetime.fromisoformat(text)
+        if strict and not _RFC3339.match(text):
+            raise ValueError(text)
+        moment = dt.datetime.fromisoformat(text.upper() if strict else text)
     except ValueError:
-        raise ValueError(f"cannot read time {text!r}: use 15m, 2h, 3d, an ISO time or epoch ms") from None
+        form = "an RFC 3339 time with its zone" if strict else "an ISO time"
+        raise ValueError(f"cannot read time {text!r}: use 15m, 2h, 3d, {form} or epoch ms") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
     return int(moment.timestamp() * 1000)

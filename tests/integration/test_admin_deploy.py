@@ -16,19 +16,12 @@ import yaml
 from cluster.admin.tokens import add_token
 from cluster.core.flows import FlowSnapshot
 from cluster.core.ownership import ShardState
-from cluster.drills.flow_cluster import FLOW, FlowCluster
+from cluster.drills.flow_cluster import FLOW
 from cluster.services.process import wait_until
 from flow.definition import read_flow_document
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
-
-@pytest.fixture
-def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
-    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
-    yield made
-    made.close()
-    print(made.tails())
 
 
 def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flow_cluster, tmp_path):

@@ -11,18 +11,11 @@ import pytest
 
 from cluster.admin.tokens import add_token
 from cluster.core.ownership import ShardState
-from cluster.drills.flow_cluster import SWAPPED_QUEUE, FlowCluster
+from cluster.drills.flow_cluster import SWAPPED_QUEUE
 from cluster.services.process import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
-
-@pytest.fixture
-def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
-    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
-    yield made
-    made.close()
-    print(made.tails())
 
 
 def test_offloading_the_leader_under_load_moves_every_shard_once_and_connect_joins_again(flow_cluster, tmp_path):

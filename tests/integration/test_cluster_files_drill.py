@@ -16,7 +16,7 @@ import signal
 import pytest
 
 from cluster.drills.checker import check_delivery, ids_in_directory
-from cluster.drills.flow_cluster import PROJECT_ROOT, FlowCluster
+from cluster.drills.flow_cluster import PROJECT_ROOT
 from cluster.services.process import wait_until
 
 LONG = os.environ.get("CUSTODY_LONG") == "1"
@@ -24,14 +24,6 @@ COUNT = 15_000 if LONG else 1_500
 KILLS = 10 if LONG else 4
 FLOW = os.path.join(PROJECT_ROOT, "examples", "files-drill.yaml")
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 60 * KILLS)]
-
-
-@pytest.fixture
-def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
-    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
-    yield made
-    made.close()
-    print(made.tails())
 
 
 def waiting(inbox) -> int:

@@ -14,19 +14,11 @@ import pytest
 
 from cluster.core.ownership import ShardState
 from cluster.drills.faults import lose_quorum
-from cluster.drills.flow_cluster import SWAPPED_QUEUE, FlowCluster
+from cluster.drills.flow_cluster import SWAPPED_QUEUE
 from cluster.drills.harness import SESSION_TIMEOUT
 from cluster.services.process import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
-
-
-@pytest.fixture
-def flow_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
-    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
-    yield made
-    made.close()
-    print(made.tails())
 
 
 def test_a_killed_nodes_queued_and_swapped_flowfiles_are_delivered_once_by_the_best_survivor(flow_cluster):

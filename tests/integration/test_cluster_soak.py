@@ -21,7 +21,7 @@ import time
 import pytest
 import yaml
 
-from cluster.drills.flow_cluster import FLOW, FlowCluster
+from cluster.drills.flow_cluster import FLOW
 from cluster.services.process import wait_until
 
 LONG = os.environ.get("CUSTODY_LONG", "") == "1"
@@ -51,16 +51,8 @@ def hdfs_bytes(storage, directory: str) -> int:
     return sum(hdfs_bytes(storage, e.path) if e.is_dir else e.length for e in entries)
 
 
-@pytest.fixture
-def soak_cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
-    made = FlowCluster(zk_hosts, hdfs_cluster.url, hdfs_store.root, tmp_path, hdfs_cluster.client_config)
-    yield made
-    made.close()
-    print(made.tails())
-
-
-def test_a_clustered_node_keeps_its_disk_use_bounded(soak_cluster, tmp_path):
-    cluster = soak_cluster
+def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
+    cluster = flow_cluster
     with open(FLOW) as handle:
         steady = yaml.safe_load(handle)
     # No end, 50 FlowFiles a second per node, and a PutFile that keeps up.

@@ -1,0 +1,163 @@
+"""The status page at `/`, read as a person reads it: Debian's headless Chromium
+(Playwright) opens one node's page while real `custody node` processes run on the
+real ZooKeeper ensemble and HDFS, and every check waits on the page's DOM, with a
+deadline, for what a reader would wait to see.
+
+Screenshots (1366x768 and 1920x1080) go to $CUSTODY_ARTIFACTS, by default
+.work/artifacts/, under admin-page/.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cluster.admin.tokens import add_token
+from cluster.drills.harness import PROJECT_ROOT
+from cluster.services.process import wait_until
+from tests.integration.test_standalone_cli import read_line_containing
+
+ARTIFACTS = Path(os.environ.get("CUSTODY_ARTIFACTS") or os.path.join(PROJECT_ROOT, ".work", "artifacts")) / "admin-page"
+SCREENS = ((1366, 768), (1920, 1080))
+SEEN_WITHIN_MS = 30_000   # the page polls every 2 s: what the API has, it shows soon after
+FAILOVER_WITHIN_MS = 90_000
+
+MEMBERS = "[...document.querySelectorAll('#members-body tr[data-incarnation]')].map((tr) => tr.dataset.incarnation)"
+SHOWS_MEMBERS = f"(wanted) => {{ const shown = {MEMBERS}; " \
+                "return shown.length === wanted.length && wanted.every((i) => shown.includes(i)); }"
+SHOWS_LEADER = "(leader) => document.getElementById('leader').dataset.leader === leader"
+# The dead incarnation is no member any more, each of its shards has another owner,
+# and the failover timeline has its row, taken over and finished.
+SHOWS_FAILOVER = f"""({{victim, shards}}) => {{
+  if ({MEMBERS}.includes(victim)) return false;
+  const owners = new Map([...document.querySelectorAll('#shards-body tr[data-shard]')]
+                         .map((tr) => [tr.dataset.shard, tr.dataset.owner]));
+  if (!shards.every((shard) => owners.has(shard) && owners.get(shard) && owners.get(shard) !== victim)) return false;
+  const row = [...document.querySelectorAll('#failovers-body tr[data-dead]')].find((tr) => tr.dataset.dead === victim);
+  return row !== undefined && row.dataset.takenOver === 'true' && row.dataset.finished === 'true';
+}}"""
+
+
+class PageReader:
+    """One browser tab on a node's page, collecting the script's errors."""
+
+    def __init__(self, browser, name: str):
+        self.name = name
+        self.context = browser.new_context(viewport={"width": SCREENS[0][0], "height": SCREENS[0][1]})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+        self.page.on("console", self._console)
+
+    def _console(self, message) -> None:
+        # Chromium logs every answer >= 400 to the console; the page shows those itself.
+        if message.type == "error" and not message.text.startswith("Failed to load resource: the server responded"):
+            self.errors.append(message.text)
+
+    def screenshots(self, moment: str) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        for width, height in SCREENS:
+            self.page.set_viewport_size({"width": width, "height": height})
+            self.page.screenshot(path=str(ARTIFACTS / f"{self.name}-{moment}-{width}x{height}.png"))
+        self.page.set_viewport_size({"width": SCREENS[0][0], "height": SCREENS[0][1]})
+
+    def text(self, selector: str) -> str:
+        return self.page.locator(selector).inner_text()
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def reader(request, chromium):
+    made = PageReader(chromium, request.node.name.removeprefix("test_")[:40])
+    yield made
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        made.screenshots("at-failure")
+    made.close()
+
+
+@pytest.mark.zookeeper
+@pytest.mark.hdfs
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_cluster, reader, tmp_path):
+    cluster = flow_cluster
+    tokens = str(tmp_path / "tokens")
+    read_token = add_token(tokens, "read", "page-reader")
+    nodes = [cluster.start(name, count=2000, sections={"admin": {"tokens": tokens}}) for name in ("n1", "n2", "n3")]
+    for node in nodes:
+        node.wait("joined", timeout=90)
+    viewed = nodes[0]
+    incarnations = [node.incarnation for node in nodes]
+    url = wait_until(lambda: cluster.heartbeats()[viewed.incarnation].admin, 30, "n1's admin address in its heartbeat")
+
+    page = reader.page
+    page.goto(url + "/")
+    # The node takes tokens: the page asks for one, and says so when it is refused.
+    page.locator("#login").wait_for(state="visible", timeout=SEEN_WITHIN_MS)
+    page.fill("#token", "cst_not-a-token-of-this-node")
+    page.click("#login button[type=submit]")
+    page.locator("#refusal").wait_for(state="visible", timeout=SEEN_WITHIN_MS)
+    assert "refused the token" in reader.text("#refusal")
+    reader.screenshots("token-refused")
+    page.fill("#token", read_token)
+    page.click("#login button[type=submit]")
+
+    page.wait_for_function(SHOWS_MEMBERS, arg=incarnations, timeout=SEEN_WITHIN_MS)
+    leader = wait_until(lambda: cluster.store.status().leader, 30, "a leader")
+    page.wait_for_function(SHOWS_LEADER, arg=leader, timeout=SEEN_WITHIN_MS)
+    assert reader.text("#node-name") == "n1" and "RUNNING" in reader.text("#node-state")
+    assert page.locator(f"#members-body tr[data-incarnation='{viewed.incarnation}'] .badge.self").count() == 1
+    assert page.locator("#queues-body tr[data-queue]").count() > 0
+    assert "live" in reader.text("#freshness")
+    reader.screenshots("three-nodes")
+
+    # Kill another node, the leader when it is not the viewed one (the page then has
+    # a new leader to show, too).
+    victim_node = next((n for n in nodes if n.incarnation == leader and n is not viewed), nodes[1])
+    victim = victim_node.incarnation
+    moved = [shard.shard for shard in cluster.shards() if shard.owner == victim]
+    assert moved, "the victim owns its home shard"
+    victim_node.signal(signal.SIGKILL)
+    page.wait_for_function(SHOWS_FAILOVER, arg={"victim": victim, "shards": moved}, timeout=FAILOVER_WITHIN_MS)
+    survivors = [i for i in incarnations if i != victim]
+    page.wait_for_function(SHOWS_MEMBERS, arg=survivors, timeout=SEEN_WITHIN_MS)
+    new_leader = wait_until(lambda: cluster.store.status().leader, 30, "a leader after the failover")
+    page.wait_for_function(SHOWS_LEADER, arg=new_leader, timeout=SEEN_WITHIN_MS)
+    for shard in moved:
+        assert page.locator(f"#shards-body tr[data-shard='{shard}']").get_attribute("data-owner") in survivors
+    assert "live" in reader.text("#freshness")
+    reader.screenshots("after-failover")
+    assert not reader.errors, reader.errors
+
+
+@pytest.mark.timeout(120)
+def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(reader, tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "cluster.cli", "run", "--flow",
+                                os.path.join(PROJECT_ROOT, "examples", "hello.yaml"), "--data-dir", str(tmp_path / "data"),
+                                "--status-interval", "0", "--name", "solo", "--admin", "127.0.0.1:0"],
+                               cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = read_line_containing(process, "admin API on", 60).split()[-1]
+        page = reader.page
+        page.goto(url + "/")
+        page.wait_for_function("() => document.getElementById('problem').textContent.includes('in no cluster')",
+                               timeout=SEEN_WITHIN_MS)
+        page.wait_for_function("() => document.querySelectorAll('#queues-body tr[data-queue]').length > 0",
+                               timeout=SEEN_WITHIN_MS)
+        assert reader.text("#node-name") == "solo" and "RUNNING" in reader.text("#node-state")
+        assert "standalone" in reader.text("#cluster-name")
+        for section in ("#members", "#shards", "#failovers"):
+            assert page.locator(section).is_hidden()
+        reader.screenshots("standalone")
+        assert not reader.errors, reader.errors
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
