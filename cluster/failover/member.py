@@ -262,11 +262,21 @@ class ClusterMember:
             directory, fenced_epoch = current_directory(self.storage, self.layout, shard)
             entry = self.registry.read(shard)
             retired = entry is None or entry[0].state is ShardState.RETIRED
-            # Readable once fenced (an adopter recovered every file's lease: hdfs-native
-            # reads an open file only to its last finished block) or retired.
-            found.append(PreviousShard(shard, directory, directory is not None and (retired or fenced_epoch is not None),
-                                       retired))
+            ready = directory is not None and (retired or (fenced_epoch is not None and self._taken_over(entry[0])))
+            found.append(PreviousShard(shard, directory, ready, retired))
         return found
+
+    def _taken_over(self, ownership: ShardOwnership) -> bool:
+        """Its adopter finished fencing and recovering it: every file's lease recovered
+        (hdfs-native reads a file still open only to its last finished block, so a
+        directory merely renamed may show a journal short of its last records) and its
+        adoption checkpoint written. A divvied shard: once every slice is seeded."""
+        if ownership.state is ShardState.DRAINING:
+            return True
+        if ownership.state is ShardState.SPLIT and ownership.children:
+            children = [self.registry.read(child) for child in ownership.children]
+            return all(child is not None and child[0].seeded for child in children)
+        return False
 
     def _forget_previous(self, previous: PreviousShard) -> None:
         """Delete a retired earlier shard's directory, which its adopter kept for this

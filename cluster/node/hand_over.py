@@ -54,12 +54,28 @@ def handing_over(graph) -> dict[str, type[Processor]]:
             if type(processor).hand_over_state.__func__ is not Processor.hand_over_state.__func__}
 
 
+class WalChanged(Exception):
+    """The earlier shard's WAL was checkpointed while it was read: read it again."""
+
+
+def _checkpoint_marks(storage, wal: str) -> tuple:
+    """What a checkpoint changes (the snapshot, a partial one, the journals' names)
+    and what appends do not: a read between two equal marks saw one consistent WAL."""
+    return tuple(sorted((status.name, status.length, status.modified) if not status.name.startswith("journal")
+                        else (status.name,) for status in storage.list(wal)))
+
+
 def earlier_states(storage, directory: str) -> dict[str, dict[str, str]]:
-    """Every processor state in the WAL of the shard at `directory`, by processor id."""
+    """Every processor state in the WAL of the shard at `directory`, by processor id.
+    Its adopter may checkpoint that WAL meanwhile (a new snapshot, journals of the same
+    names begun again): `WalChanged` then, and the caller reads again."""
     wal = ClusterLayout.wal_directory(directory)
     if not storage.exists(wal):
         return {}
+    before = _checkpoint_marks(storage, wal)
     state = read_state(storage, wal, list_wal_files(storage, wal), FlowFileSerDe(), None)
+    if _checkpoint_marks(storage, wal) != before:
+        raise WalChanged(f"the WAL of {directory} was checkpointed while it was read")
     prefix = f"{STATE_QUEUE}/"
     return {record.id[len(prefix):]: dict(record.attributes) for record in state.records.values()
             if record.queue == STATE_QUEUE}

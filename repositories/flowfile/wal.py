@@ -602,11 +602,25 @@ class WriteAheadLog:
         poll = min(self.checkpoint_interval, 5.0)
 
         def run() -> None:
+            failing = False
             while not self._stop.wait(poll):
                 try:
                     self.maybe_checkpoint()
+                except CheckpointError as error:
+                    # Storage down: one line when it starts failing (the cause's first line),
+                    # one when it works again; the commits' own lines say the rest.
+                    if not failing:
+                        cause = error.__cause__ or error
+                        log.warning("periodic checkpoint of %s failed (%s: %s); retried every %.0f s",
+                                    self.directory, type(cause).__name__, str(cause).splitlines()[0][:300], poll)
+                    failing = True
+                    continue
                 except Exception:
                     log.exception("periodic checkpoint of %s failed", self.directory)
+                    continue
+                if failing:
+                    log.warning("periodic checkpoint of %s works again", self.directory)
+                    failing = False
 
         self._checkpoint_thread = threading.Thread(target=run, name=f"wal-checkpoint {self.directory}", daemon=True)
         self._checkpoint_thread.start()
