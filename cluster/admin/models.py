@@ -89,7 +89,7 @@ class Member(BaseModel):
     queued_bytes: int
     active_threads: int
     max_threads: int
-    cpu: float = Field(description="load: the share of a core the node used")
+    cpu: float = Field(description="load: the machine's 1-minute load average per core, capped at 1")
     free_disk: int
     capacity_weight: float
     owned_shards: list[str]
@@ -134,14 +134,16 @@ class Plan(BaseModel):
 
 class Failover(BaseModel):
     """One dead incarnation's shards moved: when the leader planned the move, when the
-    last shard ran at its new owner (fenced and recovered), when the plan was done.
+    last shard ran at its new owner (fenced and recovered), when the leader marked the
+    plan done (each shard assigned: this may come before the takeover ends).
     A drill's finer phases (first output at the new owner) are in the node's events."""
 
     plan: str
     dead: str
     detected_at: float = Field(description="the leader wrote the plan")
     taken_over_at: float | None = Field(None, description="the last moved shard runs at its new owner")
-    finished_at: float | None = Field(None, description="the leader marked the plan done")
+    finished_at: float | None = Field(None, description="the leader marked the plan done: every shard has its "
+                                                        "new owner (which may still be recovering it)")
     takeover_s: float | None = None
     finish_s: float | None = None
     shards: list[str]
