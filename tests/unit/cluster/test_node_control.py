@@ -25,6 +25,12 @@ class FakeNode:
     def identity(self):
         return {"node": "n1", "kind": "clustered", "incarnation": "n1-3"}
 
+    def node_state(self):
+        return "RUNNING"
+
+    def owns_nothing(self):
+        return self.offloaded > 0
+
     def shard_statuses(self):
         return self.statuses
 
@@ -38,7 +44,9 @@ class FakeNode:
 def test_status_sums_each_shards_queues_and_running_tasks():
     status = NodeControl(FakeNode()).status()
     assert status["incarnation"] == "n1-3"
-    assert status["shards"]["n1-3"] == {"epoch": 3, "home": True, "queued": 7, "queued_bytes": 27, "running_tasks": 1}
+    assert status["state"] == "RUNNING"
+    assert status["shards"]["n1-3"] == {"epoch": 3, "home": True, "flow_version": None, "queued": 7,
+                                        "queued_bytes": 27, "running_tasks": 1, "recovery": {"flowfiles": 2}}
     assert status["shards"]["n2-1"]["home"] is False and status["shards"]["n2-1"]["queued"] == 1
 
 
