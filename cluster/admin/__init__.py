@@ -14,7 +14,9 @@ What it holds:
                 /metrics, the status page at /
   models.py     the pydantic models of every answer, so /openapi.json is exact
   routes_*.py   one module per area of the API
-  metrics.py    the Prometheus registry of a node
+  metrics.py    the Prometheus registry of a node, and its gauges of queues and processors
+  measures.py   its counters and latency histograms (commits, WAL syncs, swaps, HDFS
+                calls, failovers) and its ZooKeeper session state, as families
   page.py       the status page (server-rendered HTML and a small script)
 
 It may import `cluster.node` (it calls `NodeControl`, never a node's internals),

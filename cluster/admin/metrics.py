@@ -2,8 +2,10 @@
 share a process in tests).
 
 Gauges are read from `NodeControl` when scraped (a scrape copies figures the node
-keeps anyway; nothing is counted twice). Names follow Prometheus' conventions:
-`custody_` prefix, base units (`_bytes`, `_seconds`), counters end in `_total`.
+keeps anyway; nothing is counted twice); so are the counters and latency histograms
+of its commits, WAL, swapping, HDFS calls and failovers (`measures`). Names follow
+Prometheus' conventions: `custody_` prefix, base units (`_bytes`, `_seconds`),
+counters end in `_total`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from .measures import MeasuresCollector
 from .views import processor_figures, queue_figures
 
 
@@ -57,6 +60,7 @@ class NodeMetrics:
     def __init__(self, control, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry()
         self.registry.register(NodeCollector(control))
+        self.registry.register(MeasuresCollector(control))
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
