@@ -95,3 +95,17 @@ def test_the_naming_check_catches_what_it_is_for():
             "custody_wait_ms_bucket{le=\"+Inf\"} 1\n# TYPE requests counter\nrequests_total 1\n")
     problems = naming_problems(families(text))
     assert any("base unit" in p for p in problems) and any("requests: not a custody_" in p for p in problems)
+
+
+def test_scrapes_within_max_age_get_the_same_text_and_the_next_one_renders_anew():
+    now = [100.0]
+    control = FakeControl(NodeMeasures(shards={"local": shard(1)}))
+    metrics = NodeMetrics(control, max_age_s=1.0, clock=lambda: now[0])
+    assert metrics.fresh() is None  # nothing rendered yet
+    first, _ = metrics.render()
+    control._measures = NodeMeasures(shards={"local": shard(2)})
+    now[0] += 0.9
+    assert metrics.fresh() == first and metrics.render()[0] == first
+    now[0] += 0.1
+    assert metrics.fresh() is None
+    assert value(families(metrics.render()[0].decode()), "custody_commits", "_total", outcome="committed") == 2
