@@ -44,7 +44,7 @@ from .control import Conflict, NodeControl, NodeState, OffloadRefused, Unavailab
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
-from .measures import SESSION_STATES, NodeMeasures
+from .measures import NodeMeasures, session_state
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
@@ -217,11 +217,9 @@ class ClusteredNode:
         member = self._member()
         runtimes = member.runtimes_now() if member is not None else {}
         shards = {shard: measures for shard, runtime in runtimes.items() if (measures := runtime.measures()) is not None}
-        guard = member.guard if member is not None else None
         calls = getattr(self.storage, "call_durations", None)  # HdfsStorage's; a test's storage may have none
         return NodeMeasures(shards=shards, storage_calls=calls.snapshot() if calls is not None else {},
-                            failover=self.failover_instruments.snapshot(),
-                            session_state=SESSION_STATES[guard.state.phase] if guard is not None else None)
+                            failover=self.failover_instruments.snapshot(), session_state=session_state(member))
 
     def repository_directories(self) -> dict[str, str]:
         return {"content": self.config.content_directory, "provenance": self.config.provenance_directory}

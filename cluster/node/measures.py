@@ -38,6 +38,20 @@ class NodeMeasures:
     session_state: str | None = None          # a clustered node's: CONNECTED, SUSPENDED or LOST
 
 
+def session_state(member) -> str | None:
+    """The state of a `ClusterMember`'s ZooKeeper session, as its guard sees it; None
+    when there is no session: no member yet, or one that ended without losing its
+    session (it left on purpose, an offload, or was told it was dead). A member whose
+    session was lost stays LOST until the next incarnation replaces it."""
+    guard = member.guard if member is not None else None
+    if guard is None:
+        return None
+    phase = guard.state.phase
+    if member.dead.is_set() and phase is not Phase.EXPIRED:
+        return None
+    return SESSION_STATES[phase]
+
+
 def shard_measures(engine) -> ShardMeasures:
     """The measures of the shard a `flow.engine.TraditionalEngine` runs."""
     committer, shard = engine.committer, engine.shard

@@ -89,36 +89,60 @@ def test_the_commit_counter_and_histogram_match_the_wal_transactions_the_node_ma
     assert "custody_hdfs_call_duration_seconds" not in found  # a standalone node has no HDFS
 
 
+class RunningNode:
+    """A clustered node in this process, on its own thread, with its admin API."""
+
+    def __init__(self, name: str, zk_hosts: str, hdfs_cluster, root: str, directory):
+        from cluster.node.clustered import ClusteredNode
+        from cluster.node.config import NodeConfig
+
+        self.config = NodeConfig(name=name, flow=os.path.join(REPO, "examples", "cluster.yaml"),
+                                 directory=str(directory / name), zk_hosts=zk_hosts, cluster="metrics",
+                                 hdfs_url=hdfs_cluster.url, hdfs_root=root, hdfs_config=hdfs_cluster.client_config,
+                                 session_timeout=4.0, threads=2, flow_parameters={"count": "300"}, admin_port=0)
+        self.node = ClusteredNode(self.config)
+        self.control = self.node.control()
+        self.server = serve(LOOPBACK, self.control)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.node.run, args=(self._stop,), name=f"node {name}", daemon=True)
+        self._thread.start()
+
+    def committed(self) -> float:
+        return sum(m.commits["committed"] for m in self.control.measures().shards.values())
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.server.stop()
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout:g} s for {what}"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def clustered(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
+    started = []
+
+    def start(name: str) -> RunningNode:
+        started.append(RunningNode(name, zk_hosts, hdfs_cluster, hdfs_store.root, tmp_path))
+        return started[-1]
+
+    yield start
+    for running in reversed(started):
+        running.close()
+
+
 @pytest.mark.zookeeper
 @pytest.mark.hdfs
-def test_a_clustered_node_publishes_its_hdfs_call_latencies_and_session_state(zk_hosts, hdfs_cluster, hdfs_store,
-                                                                               tmp_path):
-    from cluster.node.clustered import ClusteredNode
-    from cluster.node.config import NodeConfig
-
-    config = NodeConfig(name="n1", flow=os.path.join(REPO, "examples", "cluster.yaml"), directory=str(tmp_path / "n1"),
-                        zk_hosts=zk_hosts, cluster="metrics", hdfs_url=hdfs_cluster.url, hdfs_root=hdfs_store.root,
-                        hdfs_config=hdfs_cluster.client_config, session_timeout=4.0, threads=2,
-                        flow_parameters={"count": "300"}, admin_port=0)
-    node = ClusteredNode(config)
-    server = serve(LOOPBACK, node.control())
-    stop = threading.Event()
-    runner = threading.Thread(target=node.run, args=(stop,), name="clustered node", daemon=True)
-    runner.start()
-    try:
-        def home_commits() -> float:
-            shards = node.control().measures().shards
-            return sum(m.commits["committed"] for m in shards.values())
-
-        deadline = time.monotonic() + 40
-        while (node.control().readiness() or home_commits() < 20) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not node.control().readiness() and home_commits() >= 20
-        found = scrape(server.url)
-    finally:
-        stop.set()
-        runner.join(30)
-        server.stop()
+def test_a_clustered_node_publishes_its_hdfs_call_latencies_and_session_state(clustered):
+    n1 = clustered("n1")
+    wait_for(lambda: not n1.control.readiness() and n1.committed() >= 20, 40, "n1 to run and commit")
+    found = scrape(n1.server.url)
+    config = n1.config
     assert not naming_problems(found), naming_problems(found)
     states = {sample.labels["state"]: sample.value for sample in found["custody_zookeeper_session_state"].samples}
     assert states == {"CONNECTED": 1, "SUSPENDED": 0, "LOST": 0}
@@ -135,3 +159,29 @@ def test_a_clustered_node_publishes_its_hdfs_call_latencies_and_session_state(zk
     assert value(found, "custody_wal_sync_duration_seconds", "_count", shard=home[0]) > 0
     assert value(found, "custody_failover_plans", "_total") == 0  # nobody died
     assert value(found, "custody_adoptions", "_total", outcome="adopted") == 0
+
+
+@pytest.mark.zookeeper
+@pytest.mark.hdfs
+def test_an_offload_shows_in_plans_adoptions_fencing_and_the_offloaded_nodes_session(clustered):
+    n1, n2 = clustered("n1"), clustered("n2")
+    wait_for(lambda: not n1.control.readiness() and not n2.control.readiness(), 40, "both nodes to run")
+    assert n1.control.offload(wait_s=40) == "OFFLOADED"
+    wait_for(lambda: n2.control.measures().failover.adoptions["adopted"] >= 1, 20, "n2 to run n1's shard")
+    found = scrape(n2.server.url)
+    assert not naming_problems(found), naming_problems(found)
+    assert value(found, "custody_adoptions", "_total", outcome="adopted") == 1
+    assert value(found, "custody_fencing_duration_seconds", "_count") == 1
+    fenced = value(found, "custody_fencing_duration_seconds", "_sum")
+    adopted = value(found, "custody_adoption_duration_seconds", "_sum")
+    assert value(found, "custody_adoption_duration_seconds", "_count") == 1
+    assert 0 < fenced <= adopted < 40  # the fence is part of the adoption
+    # Every plan in ZooKeeper was written by one of the two, as its leader.
+    plans = len(n2.control.cluster_status().plans)
+    led = [running.control.measures().failover.plans_led for running in (n1, n2)]
+    assert plans >= 1 and sum(led) == plans, (plans, led)
+    # The offloaded node left its session on purpose: no state is 1.
+    assert n1.control.measures().session_state is None
+    offloaded = scrape(n1.server.url)
+    assert {value(offloaded, "custody_zookeeper_session_state", state=s) for s in ("CONNECTED", "SUSPENDED", "LOST")} \
+        == {0}

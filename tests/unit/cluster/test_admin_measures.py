@@ -3,11 +3,15 @@ measures as `NodeControl.measures()` hands them over (no node, no server)."""
 
 from __future__ import annotations
 
+import threading
+from types import SimpleNamespace
+
 import pytest
 
 from cluster.admin.metrics import NodeMetrics
 from cluster.failover.instruments import FailoverInstruments
-from cluster.node.measures import NodeMeasures, ShardMeasures
+from cluster.core.guard import Phase
+from cluster.node.measures import NodeMeasures, ShardMeasures, session_state
 from repositories.instruments import ByLabel, LatencyHistogram
 from tests.prometheus_text import families, naming_problems, value
 
@@ -109,3 +113,23 @@ def test_scrapes_within_max_age_get_the_same_text_and_the_next_one_renders_anew(
     now[0] += 0.1
     assert metrics.fresh() is None
     assert value(families(metrics.render()[0].decode()), "custody_commits", "_total", outcome="committed") == 2
+
+
+class FakeMember:
+    def __init__(self, phase, dead=False):
+        self.guard = SimpleNamespace(state=SimpleNamespace(phase=phase))
+        self.dead = threading.Event()
+        if dead:
+            self.dead.set()
+
+
+@pytest.mark.parametrize("member, state", [
+    (None, None),                                       # between incarnations, before the first
+    (FakeMember(Phase.CONNECTED), "CONNECTED"),
+    (FakeMember(Phase.SUSPENDED), "SUSPENDED"),
+    (FakeMember(Phase.EXPIRED), "LOST"),                # the guard's own timer ran out; dying
+    (FakeMember(Phase.EXPIRED, dead=True), "LOST"),     # stays LOST until the next incarnation
+    (FakeMember(Phase.CONNECTED, dead=True), None),     # left on purpose (offload): no session
+])
+def test_the_session_state_a_clustered_node_publishes(member, state):
+    assert session_state(member) == state
