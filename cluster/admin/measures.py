@@ -16,7 +16,8 @@ series carry its `shard` label; a standalone node's one shard is `local`.
     custody_fencing_duration_seconds                  histogram  each fence: rename, then lease recovery
     custody_adoption_duration_seconds                 histogram  each adoption, claim to running runtime
     custody_zookeeper_session_state{state}            gauge      1 for the session's state, CONNECTED /
-                                                                 SUSPENDED / LOST (the session guard's)
+                                                                 SUSPENDED / LOST (the session guard's);
+                                                                 all 0 with no session
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class MeasuresCollector:
         add_histogram(adopting, [], failover.adoption_seconds)
         session = GaugeMetricFamily("custody_zookeeper_session_state",
                                     "1 for the state of the node's ZooKeeper session, as its session guard "
-                                    "sees it (LOST: over, by ZooKeeper or the guard's own timer)", labels=["state"])
+                                    "sees it (LOST: over, by ZooKeeper or the guard's own timer); all 0 with "
+                                    "no session (before it joins, after an offload)", labels=["state"])
         for state in SESSION_STATES.values():
             session.add_metric([state], 1 if measures.session_state == state else 0)
         return calls, plans, adoptions, fencing, adopting, session
