@@ -41,7 +41,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-outbox", action="store_true", help="without the provenance outbox")
 
 
-def _flow(out: str, count: int, size: int, batch: int):
+def flow_definition(out: str, count: int, size: int, batch: int):
+    """GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute -> PutFile into `out`."""
     from flow.loading import parse_flow
 
     swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": 50_000}}
@@ -68,7 +69,7 @@ def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox
     from cluster.node.standalone import NodeSettings, StandaloneNode
 
     out = os.path.join(root, "out")
-    node = StandaloneNode(_flow(out, count, size, batch), os.path.join(root, "node"),
+    node = StandaloneNode(flow_definition(out, count, size, batch), os.path.join(root, "node"),
                           NodeSettings(threads=threads, provenance_outbox=outbox))
     profiler = None
     if profile:
@@ -82,13 +83,13 @@ def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox
         put = node.engine.nodes["put"]
         deadline = time.monotonic() + 3600
         while time.monotonic() < deadline:
-            if node.engine.is_idle() and _count(out) >= count:
+            if node.engine.is_idle() and files_in(out) >= count:
                 break
             time.sleep(0.02)
         elapsed = time.perf_counter() - started
     finally:
         node.stop()
-    delivered = _count(out)
+    delivered = files_in(out)
     if delivered != count:
         raise RuntimeError(f"benchmark flow delivered {delivered} of {count} FlowFiles")
     result = {"seconds": elapsed, "flowfiles": count, "put_tasks": put.tasks if put else 0}
@@ -97,7 +98,8 @@ def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox
     return result
 
 
-def _count(directory: str) -> int:
+def files_in(directory: str) -> int:
+    """Files PutFile wrote to `directory`."""
     try:
         return sum(1 for name in os.listdir(directory) if not name.startswith("."))
     except FileNotFoundError:

@@ -17,9 +17,14 @@ no recovery can replay it any more, `WriteAheadLog.when_settled`). No other comm
 acknowledged meanwhile, so nothing can be built on the rolled-back state that a
 replay would contradict.
 
+Each durable commit is counted by outcome in `DurableCommitter.outcomes` (`COMMITTED`;
+`REFUSED` by the gate or a seam; `FAILED` in storage, with nothing in the WAL;
+`UNKNOWN`), and the duration of each one that stood in `durations`
+(`repositories.instruments`; the admin API publishes both per shard).
+
 Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots and
 the failure counters; everything else is the WAL's, the queues' and the repositories'
-own locking.
+own locking (and the instruments' own locks).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from repositories.flowfile import Delete, OutcomeUnknownError, Put, SwapIn, WriteAheadLogError
+from repositories.instruments import ByLabel, Counter, LatencyHistogram
 from repositories.seams import FaultSeams
 
 from . import provenance_outbox
@@ -39,6 +45,13 @@ from .errors import CommitError
 from .session import Transaction
 
 log = logging.getLogger(__name__)
+
+# Outcomes of a durable commit, as `DurableCommitter.outcomes` counts them.
+COMMITTED = "committed"  # the WAL holds it (or it had nothing to write)
+REFUSED = "refused"      # the gate (or a seam) refused it; no storage call failed
+FAILED = "failed"        # the content sync or the WAL write failed; the WAL holds nothing of it
+UNKNOWN = "unknown"      # the WAL did not confirm it; the next roll decides
+OUTCOMES = (COMMITTED, REFUSED, FAILED, UNKNOWN)
 
 
 class CommitGate(Protocol):
@@ -137,6 +150,8 @@ class DurableCommitter:
         self._slot_count = 0
         self._failing_since: float | None = None  # guarded by _slots_lock
         self._failures = 0
+        self.outcomes: ByLabel[Counter] = ByLabel(Counter, OUTCOMES)
+        self.durations = LatencyHistogram()  # seconds of each commit that stood, to provenance
 
     def _take_slot(self) -> int:
         with self._slots_lock:
@@ -182,6 +197,7 @@ class DurableCommitter:
                         time.monotonic() - since)
 
     def commit(self, tx: Transaction) -> None:
+        started = time.perf_counter()
         component = tx.component_id
         updates = [Put(flowfile.to_record()) for flowfile in tx.puts]
         updates += [Delete(flowfile_id) for flowfile_id in tx.deletes]
@@ -195,7 +211,8 @@ class DurableCommitter:
             slot = self._take_slot()
             updates.append(Put(provenance_outbox.outbox_record(
                 slot, self.provenance.next_event_id, tx.events, now).to_record()))
-        outcome_unknown = False
+        # in_storage: a failure now is the storage's (FAILED), not a refusal (REFUSED).
+        outcome_unknown = in_storage = False
         gate, hooks = self.gate, self.hooks
         try:
             # 1. Content durable before any record points at it.
@@ -203,16 +220,19 @@ class DurableCommitter:
                 if gate is not None:
                     gate.admit(component)
                 hooks.before_content_sync(component)
+                in_storage = True
                 self.content.sync()
                 # Another session's sync may have been the one told that bytes of
                 # this session's claims were lost: ask about our own claims too.
                 self.content.check_durable(f.content_claim for f in tx.puts if f.content_claim is not None)
+                in_storage = False
             # 2. One WAL transaction: the commit point.
             if updates:
                 # Asked again: the gate may have closed during the content sync.
                 if gate is not None:
                     gate.admit(component)
                 hooks.before_wal(component)
+                in_storage = True
                 try:
                     self.shard.wal.update(updates)
                 except Exception as error:
@@ -229,6 +249,7 @@ class DurableCommitter:
                     self.shard.wal.when_settled(functools.partial(self._return_slot, slot))
                 else:
                     self._return_slot(slot)
+            self.outcomes.of(UNKNOWN if outcome_unknown else FAILED if in_storage else REFUSED).add()
             self._failed(component, error)
             if gate is not None:
                 _tell_failed(component, error, "the commit gate's failed()", gate.failed)
@@ -264,6 +285,8 @@ class DurableCommitter:
         finally:
             if slot is not None:
                 self._return_slot(slot)
+        self.outcomes.of(COMMITTED).add()
+        self.durations.observe(time.perf_counter() - started)
         # 6. The source may acknowledge now, not before: a source that records what it
         # took in this transaction (`flow.processors.intake`) takes it exactly once.
         if tx.on_success is not None:

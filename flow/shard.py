@@ -15,6 +15,9 @@ Reserved WAL record namespaces (queue ids starting with "__"):
   * `__provenance_outbox__` - the last provenance events of each commit slot
     (`provenance_outbox`), so a crash between the WAL and provenance loses nothing.
 
+`swap_outs` and `swap_ins` count the swap files written and read back (for the
+metrics); `swap_failures` the attempts that failed.
+
 Lock plan: `_swap_locks` (one per queue) serialise the swap I/O of a queue; a thread
 that finds the lock taken skips (the holder re-plans after its action). A drop
 (`flow.queue_drop`) waits for the lock and holds it throughout (`swap_lock`). The queues
@@ -44,6 +47,7 @@ from repositories.flowfile import (
     WriteAheadLog,
     WriteAheadLogError,
 )
+from repositories.instruments import Counter
 from repositories.storage import join
 from repositories.swap import SwapError, SwapFileMissingError, SwapStore
 
@@ -81,6 +85,8 @@ class QueueShard:
         self._state_lock = threading.Lock()
         self._states: dict[str, dict[str, str]] = {}
         self.swap_failures = 0
+        self.swap_outs = Counter()
+        self.swap_ins = Counter()
 
     @property
     def durable(self) -> bool:
@@ -215,6 +221,7 @@ class QueueShard:
             # recovery removes it if the WAL never recorded it.
             return False
         queue.complete_swap_out(batch, summary)
+        self.swap_outs.add()
         return True
 
     @contextlib.contextmanager
@@ -255,6 +262,7 @@ class QueueShard:
             log.warning("queue %s: swap-in of %s failed, will retry: %s", queue.id, summary.location, error)
             return False
         queue.complete_swap_in(summary, flowfiles)
+        self.swap_ins.add()
         # The WAL no longer points at the file; a crash before this delete leaves an
         # orphan that the next recovery removes.
         self._delete_orphan(summary.location)

@@ -15,6 +15,11 @@ after hsync). Custody never needs to: an adopter recovers the lease, which close
 file, before it reads. Code that must read a file another writer still holds should
 recover its lease first.
 
+Every call is timed, failed ones too, into `HdfsStorage.call_durations` by operation
+(create, append, write, hsync, close, read, open, rename, delete, list, stat, mkdir,
+recover_lease; the admin API publishes them), and logged with its path when it takes
+`SLOW_CALL_S` or longer.
+
 Errors from hdfs-native arrive as built-in exceptions (FileNotFoundError,
 FileExistsError, OSError for refused connections) or as RuntimeError with the Rust
 error's name in the text; `_translate` turns them into the storage errors.
@@ -32,6 +37,7 @@ from typing import BinaryIO
 
 import hdfs_native
 
+from repositories.instruments import ByLabel, LatencyHistogram
 from repositories.storage import (
     FileStatus,
     LeaseLost,
@@ -51,15 +57,20 @@ log = logging.getLogger(__name__)
 # waited on it, and the line says on what.
 SLOW_CALL_S = 2.0
 
+CallDurations = ByLabel[LatencyHistogram]  # operation ("write", "hsync", "rename", ...) -> seconds
 
-def _note_if_slow(action: str, path: str, started: float) -> None:
+
+def _timed_call(durations: CallDurations, operation: str, action: str, path: str, started: float) -> None:
+    """Time a call (failed ones too) under `operation`, and log it with its path if slow."""
     elapsed = time.monotonic() - started
+    durations.of(operation).observe(elapsed)
     if elapsed >= SLOW_CALL_S:
         log.warning("hdfs: %s %s took %.1fs", action, path, elapsed)
 
 
-def _timed(action: str):
-    """Log a call of the decorated `HdfsStorage` method (first argument: the path) that is slow."""
+def _timed(operation: str, action: str = ""):
+    """Time a call of the decorated `HdfsStorage` method (first argument: the path);
+    `action` is how a log line says it (the operation's name by default)."""
     def decorate(method):
         @functools.wraps(method)
         def timed(self, path, *args, **kwargs):
@@ -67,7 +78,7 @@ def _timed(action: str):
             try:
                 return method(self, path, *args, **kwargs)
             finally:
-                _note_if_slow(action, path, started)
+                _timed_call(self.call_durations, operation, action or operation, path, started)
         return timed
     return decorate
 
@@ -132,9 +143,10 @@ class _SeekableReader(io.RawIOBase):
     """hdfs-native's reader as a proper raw stream: its `seek` returns None, which
     `io.BufferedReader` cannot use, so position is kept here and reads are ranged."""
 
-    def __init__(self, reader: hdfs_native.FileReader, path: str):
+    def __init__(self, reader: hdfs_native.FileReader, path: str, durations: CallDurations):
         self._reader = reader
         self._path = path
+        self._durations = durations
         self._size = len(reader)
         self._position = 0
 
@@ -158,7 +170,7 @@ class _SeekableReader(io.RawIOBase):
             return 0
         started = time.monotonic()
         data = self._reader.read_range(self._position, count)
-        _note_if_slow(f"read {count} bytes at {self._position} of", self._path, started)
+        _timed_call(self._durations, "read", f"read {count} bytes at {self._position} of", self._path, started)
         buffer[: len(data)] = data
         self._position += len(data)
         return len(data)
@@ -181,7 +193,7 @@ class HdfsWritableFile:
     once, which disarms its finalizer."""
 
     def __init__(self, path: str, writer: hdfs_native.FileWriter, position: int,
-                 runner: DeadlineRunner, timeout: float | None):
+                 runner: DeadlineRunner, timeout: float | None, durations: CallDurations):
         self.path = path
         self._writer = writer.inner
         io.RawIOBase.close(writer)  # marks the wrapper closed without calling its close()
@@ -190,6 +202,7 @@ class HdfsWritableFile:
         self._runner = runner
         self._timeout = timeout
         self._abandoned: StorageUnavailable | None = None
+        self._durations = durations
 
     def _call(self, action: str, function) -> None:
         if self._abandoned is not None:
@@ -209,7 +222,7 @@ class HdfsWritableFile:
         except BaseException as error:  # noqa: BLE001 - Rust panics arrive as BaseException
             raise _translate(error, self.path, action, writing=True) from error
         finally:
-            _note_if_slow(action, self.path, started)
+            _timed_call(self._durations, action, action, self.path, started)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._closed:
@@ -278,6 +291,8 @@ class HdfsStorage:
         self._client = hdfs_native.Client(self.url, self._config)
         self._arrow = None
         self._arrow_lock = threading.Lock()
+        # Every call's duration, failed ones too (the admin API publishes them).
+        self.call_durations: CallDurations = ByLabel(LatencyHistogram)
 
     def __repr__(self) -> str:
         return f"HdfsStorage({self.url!r})"
@@ -293,16 +308,16 @@ class HdfsStorage:
             writer = self._client.create(path, options)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "create") from error
-        return HdfsWritableFile(path, writer, 0, self._runner, self.io_timeout)
+        return HdfsWritableFile(path, writer, 0, self._runner, self.io_timeout, self.call_durations)
 
-    @_timed("append to")
+    @_timed("append", "append to")
     def append(self, path: str) -> HdfsWritableFile:
         try:
             length = self._client.get_file_info(path).length
             writer = self._client.append(path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "append to") from error
-        return HdfsWritableFile(path, writer, length, self._runner, self.io_timeout)
+        return HdfsWritableFile(path, writer, length, self._runner, self.io_timeout, self.call_durations)
 
     @_timed("read")
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
@@ -322,7 +337,7 @@ class HdfsStorage:
             reader = self._client.read(path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "open") from error
-        return io.BufferedReader(_SeekableReader(reader, path), buffer_size=1 << 20)
+        return io.BufferedReader(_SeekableReader(reader, path, self.call_durations), buffer_size=1 << 20)
 
     @_timed("rename")
     def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
@@ -369,6 +384,7 @@ class HdfsStorage:
                 return False
             raise translated from error
 
+    @_timed("mkdir", "make directory")
     def mkdir(self, path: str, *, parents: bool = False, exist_ok: bool = False) -> None:
         if self.exists(path):
             if exist_ok and self.status(path).is_dir:
@@ -383,7 +399,7 @@ class HdfsStorage:
         # The NameNode logs every namespace change durably before it answers.
         pass
 
-    @_timed("recover the lease of")
+    @_timed("recover_lease", "recover the lease of")
     def recover_lease(self, path: str) -> bool:
         try:
             return bool(self._client.recover_lease(path))

@@ -19,7 +19,9 @@ What it holds:
   routes_*.py   one module per area of the API (routes_queues.py: queues, FlowFiles
                 and their content, drop, replay, processor stop and start)
   ranges.py     HTTP Range requests of the content endpoint
-  metrics.py    the Prometheus registry of a node
+  metrics.py    the Prometheus registry of a node, and its gauges of queues and processors
+  measures.py   its counters and latency histograms (commits, WAL syncs, swaps, HDFS
+                calls, failovers) and its ZooKeeper session state, as families
   page.py       the status page (server-rendered HTML and a small script)
 
 It may import `cluster.node` (it calls `NodeControl`, never a node's internals),

@@ -2,15 +2,21 @@
 share a process in tests).
 
 Gauges are read from `NodeControl` when scraped (a scrape copies figures the node
-keeps anyway; nothing is counted twice). Names follow Prometheus' conventions:
-`custody_` prefix, base units (`_bytes`, `_seconds`), counters end in `_total`.
+keeps anyway; nothing is counted twice); so are the counters and latency histograms
+of its commits, WAL, swapping, HDFS calls and failovers (`measures`). Names follow
+Prometheus' conventions: `custody_` prefix, base units (`_bytes`, `_seconds`),
+counters end in `_total`.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from .measures import MeasuresCollector
 from .views import processor_figures, queue_figures
 
 
@@ -53,10 +59,38 @@ class NodeCollector:
         yield from (queued, queued_bytes, swapped, pressure, tasks, failures, running, state, sizes)
 
 
+# A scrape renders at most this often; scrapes in between get the same text. Prometheus
+# scrapes every 15 s or more, so this never delays its figures; it bounds what a flood
+# of scrapes costs the flow, which shares the interpreter (a render takes a millisecond
+# or more of CPU, most of it prometheus_client formatting each sample).
+MAX_AGE_S = 1.0
+
+
 class NodeMetrics:
-    def __init__(self, control, registry: CollectorRegistry | None = None):
+    """Lock plan: `_lock` serialises renders (concurrent scrapes of a stale text wait
+    for one render rather than each doing its own) and guards `_rendered`."""
+
+    def __init__(self, control, registry: CollectorRegistry | None = None, *, max_age_s: float = MAX_AGE_S,
+                 clock=time.monotonic):
         self.registry = registry or CollectorRegistry()
         self.registry.register(NodeCollector(control))
+        self.registry.register(MeasuresCollector(control))
+        self.max_age_s = max_age_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._rendered: tuple[float, bytes] | None = None
+
+    def fresh(self) -> bytes | None:
+        """The last text, if it is younger than `max_age_s`; None when a render is due."""
+        rendered = self._rendered
+        if rendered is not None and self._clock() - rendered[0] < self.max_age_s:
+            return rendered[1]
+        return None
 
     def render(self) -> tuple[bytes, str]:
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        with self._lock:
+            body = self.fresh()
+            if body is None:
+                body = generate_latest(self.registry)
+                self._rendered = (self._clock(), body)
+        return body, CONTENT_TYPE_LATEST

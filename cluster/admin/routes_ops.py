@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.concurrency import run_in_threadpool
 
 from .auth import requires
 from .models import Health, Readiness
@@ -29,8 +31,12 @@ def register(app: FastAPI) -> None:
              responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
                         **READ_ERRORS},
              summary="Prometheus metrics of this node", response_class=Response)
-    def metrics(request: Request) -> Response:
-        body, content_type = request.app.state.metrics.render()
-        return Response(body, media_type=content_type)
+    async def metrics(request: Request) -> Response:
+        node_metrics = request.app.state.metrics
+        body = node_metrics.fresh()
+        if body is None:
+            # Rendered on a worker thread: it may walk the repositories' directories.
+            body, _ = await run_in_threadpool(node_metrics.render)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 

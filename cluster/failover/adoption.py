@@ -35,6 +35,7 @@ from repositories.flowfile import (
     list_wal_files,
     read_state,
 )
+from repositories.instruments import LatencyHistogram
 
 from ..core.flows import FlowSnapshot
 from ..core.layout import FENCED_MARK, ClusterLayout
@@ -80,13 +81,22 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
 
 def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions, *,
                 sleep=time.sleep, fence_hooks: FenceHooks | None = None,
-                fence_first_wait: float = DEFAULT_FIRST_WAIT) -> ShardHandle:
+                fence_first_wait: float = DEFAULT_FIRST_WAIT,
+                fence_durations: LatencyHistogram | None = None) -> ShardHandle:
     """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`) and
-    return its handle. For an unseeded divvy slice, also seed its WAL."""
+    return its handle. For an unseeded divvy slice, also seed its WAL. Each fence
+    that succeeds is timed into `fence_durations`."""
     started = time.monotonic()
+
+    def fenced(shard: str, epoch: int):
+        report = fence(storage, layout, shard, epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
+        if fence_durations is not None:
+            fence_durations.observe(report.seconds)
+        return report
+
     if ownership.source is not None and not ownership.seeded:
-        return _adopt_slice(storage, layout, ownership, options, sleep=sleep, fence_hooks=fence_hooks, fence_first_wait=fence_first_wait)
-    report = fence(storage, layout, ownership.shard, ownership.epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
+        return _adopt_slice(storage, layout, ownership, options, fenced)
+    report = fenced(ownership.shard, ownership.epoch)
     directory = report.directory
     swap = layout.swap_directory(directory)
     if not storage.exists(swap):
@@ -111,10 +121,10 @@ def _handle(storage, layout, ownership, directory, options, *, home, notes=()) -
     return handle
 
 
-def _adopt_slice(storage, layout, ownership, options, *, sleep, fence_hooks, fence_first_wait) -> ShardHandle:
+def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
     source = ownership.source
-    parent = fence(storage, layout, source.parent, source.parent_epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
-    own = fence(storage, layout, ownership.shard, ownership.epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
+    parent = fenced(source.parent, source.parent_epoch)
+    own = fenced(ownership.shard, ownership.epoch)
     directory = own.directory
     # Not seeded: whatever a crashed earlier adopter copied here is discarded.
     for entry in storage.list(directory):

@@ -56,6 +56,7 @@ class FenceReport:
     files: list[str] = field(default_factory=list)
     recover_calls: int = 0
     waited: float = 0.0
+    seconds: float = 0.0    # the whole fence, rename to the last lease recovered
 
 
 def current_directory(storage, layout, shard: str) -> tuple[str | None, int | None]:
@@ -85,6 +86,7 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
 
     `sleep` and `clock` are injected so tests drive the backoff without waiting."""
     hooks = FenceHooks.coerce(hooks)
+    started = clock()
     target = layout.fenced_directory(shard, epoch)
     found, found_epoch = current_directory(storage, layout, shard)
     renamed_from = None
@@ -118,6 +120,7 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
     except LeaseRecoveryTimeout as error:
         raise FenceTimeout(shard, error.path, error.waited) from None
     report.files, report.recover_calls, report.waited = files, calls, waited
+    report.seconds = clock() - started
     return report
 
 

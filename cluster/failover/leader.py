@@ -28,6 +28,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
+from repositories.instruments import Counter
 from repositories.seams import FaultSeams
 
 from ..core.collection import DEFAULT_INTERVAL, DEFAULT_RETENTION
@@ -73,8 +74,10 @@ class Leader:
     def __init__(self, store, incarnation: str, *, policy: str = DEFAULT_POLICY, period: float = 1.0,
                  may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
                  wall_clock=time.time, story_limit: int = 200, storage=None,
-                 collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION):
+                 collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION,
+                 plans_led: Counter | None = None):
         self.store, self.layout, self.incarnation = store, store.layout, incarnation
+        self.plans_led = plans_led if plans_led is not None else Counter()  # plans this leader wrote
         self.policy, self.period = policy, period
         self._may_act = may_act
         self.hooks = LeaderHooks.coerce(hooks)
@@ -204,6 +207,7 @@ class Leader:
             plan = replace(instruction.plan, notes=instruction.plan.notes + (f"{tag(step)} written by {self.incarnation}",))
             if not self.plans.create(plan):
                 return False
+            self.plans_led.add()
             self._record("plan", f"{plan.plan_id}: {[(m.shard, m.targets) for m in plan.moves]}", step)
             log.info("%s plan %s written: %s", tag(step), plan.plan_id, [(m.shard, m.targets) for m in plan.moves])
             self.hooks.plan_written(plan.plan_id)

@@ -52,6 +52,7 @@ from ..zk.shards import ShardRegistry
 from ..zk.store import ClusterStore
 from .adoption import WalOptions, adopt_shard, open_home_shard
 from .fencing import DEFAULT_FIRST_WAIT, current_directory
+from .instruments import ADOPTED, FENCED, RETRIED, FailoverInstruments
 from .leader import Leader, LeaderHooks
 from .runtime import PreviousShard, RuntimeFactory, ShardHandle
 
@@ -93,8 +94,10 @@ class ClusterMember:
 
     def __init__(self, config: MemberConfig, storage, runtime_factory: RuntimeFactory, *,
                  clients: ClientFactory | None = None, leader_hooks: LeaderHooks | None = None,
-                 clock=time.monotonic, wall_clock=time.time):
+                 clock=time.monotonic, wall_clock=time.time, instruments: FailoverInstruments | None = None):
         self.config, self.storage, self.runtime_factory = config, storage, runtime_factory
+        # The node's: they count across its incarnations.
+        self.instruments = instruments if instruments is not None else FailoverInstruments()
         self.clients = clients or ClientFactory(ZooKeeperSettings(config.zk_hosts, config.session_timeout))
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self._leader_hooks = leader_hooks
@@ -158,7 +161,8 @@ class ClusterMember:
         self.store.watch_shards(self._on_shards)
         if config.lead:
             self.leader = Leader(self.store, me, policy=config.policy, may_act=self.guard.may_work,
-                                 hooks=self._leader_hooks, wall_clock=self._wall_clock, storage=self.storage)
+                                 hooks=self._leader_hooks, wall_clock=self._wall_clock, storage=self.storage,
+                                 plans_led=self.instruments.plans_led)
             self.leader.start()
         log.info("member %s joined cluster %s", me, config.cluster)
         return self.incarnation
@@ -322,6 +326,8 @@ class ClusterMember:
         with self._lock:
             if seen.shard in self.runtimes:
                 return
+        started = self._clock()
+        adoptions = self.instruments.adoptions
         try:
             current = self.registry.claim(seen.shard, me, seen.epoch)  # still ours at that epoch?
             # DRAINING and ours, but not running here: adopted, then its runtime failed to
@@ -331,7 +337,8 @@ class ClusterMember:
             self.guard.check()
             log.info("%s adopting shard %s at epoch %d", tag(current.step), current.shard, current.epoch)
             handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
-                                 fence_first_wait=self.config.fence_first_wait)
+                                 fence_first_wait=self.config.fence_first_wait,
+                                 fence_durations=self.instruments.fencing_durations)
             runtime = self._prepare(handle)
             try:
                 self.guard.check()
@@ -345,13 +352,18 @@ class ClusterMember:
             self.timeline.steps[key] = current.step
             self.timeline.adopted[key] = self._wall_clock()
             self._run_shard(handle, runtime)
+            adoptions.of(ADOPTED).add()
+            self.instruments.adoption_durations.observe(self._clock() - started)
             log.info("%s shard %s adopted by %s at epoch %d", tag(current.step), current.shard, me, current.epoch)
         except FencedError as error:
+            adoptions.of(FENCED).add()
             log.warning("%s not adopting %s: %s", tag(seen.step), seen.shard, error)
         except ClusterError as error:
+            adoptions.of(RETRIED).add()
             log.warning("%s adoption of %s postponed: %s", tag(seen.step), seen.shard, error)
             self._retry_later(seen)
         except Exception as error:  # noqa: BLE001 - HDFS trouble: adoption retries, fencing is idempotent
+            adoptions.of(RETRIED).add()
             log.warning("%s adoption of %s failed, will retry: %s: %s", tag(seen.step), seen.shard,
                         type(error).__name__, error)
             self._retry_later(seen)

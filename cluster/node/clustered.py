@@ -36,6 +36,7 @@ from ..core.ownership import ShardState
 from ..core.story import tag
 from ..errors import ClusterError, first_line
 from ..failover.adoption import WalOptions
+from ..failover.instruments import FailoverInstruments
 from ..failover.member import ClusterMember, MemberConfig
 from ..zk.store import ClusterStore
 from .config import NodeConfig
@@ -44,6 +45,7 @@ from .control import Conflict, Invalid, NodeControl, NodeState, OffloadRefused, 
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
+from .measures import NodeMeasures, session_state
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,7 @@ class ClusteredNode:
         self._offload = threading.Event()   # set: leave the cluster and stay out until `connect`
         self._offloaded_incarnation: str | None = None
         self._observer = None               # a ZooKeeper client for the admin API's reads
+        self.failover_instruments = FailoverInstruments()  # counted across incarnations
         self._lock = threading.Lock()
 
     def run(self, stop: threading.Event | None = None, *, once: bool = False) -> int:
@@ -107,7 +110,8 @@ class ClusteredNode:
             wal=WalOptions(partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval,
                            hooks=self.wal_hooks),
             fence_first_wait=config.fence_first_wait, flow=self.flow)
-        member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients)
+        member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients,
+                               instruments=self.failover_instruments)
         with self._lock:
             self.member = member
         return member
@@ -255,6 +259,14 @@ class ClusteredNode:
 
     def provenance_repository(self):
         return self.provenance
+
+    def measures(self) -> NodeMeasures:
+        member = self._member()
+        runtimes = member.runtimes_now() if member is not None else {}
+        shards = {shard: measures for shard, runtime in runtimes.items() if (measures := runtime.measures()) is not None}
+        calls = getattr(self.storage, "call_durations", None)  # HdfsStorage's; a test's storage may have none
+        return NodeMeasures(shards=shards, storage_calls=calls.snapshot() if calls is not None else {},
+                            failover=self.failover_instruments.snapshot(), session_state=session_state(member))
 
     def repository_directories(self) -> dict[str, str]:
         return {"content": self.config.content_directory, "provenance": self.config.provenance_directory}

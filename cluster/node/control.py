@@ -11,6 +11,7 @@ into its members, runtimes or locks:
     control.queues()                        # shard -> queue -> count, bytes, swapped, back-pressure
     control.processors()                    # shard -> processor -> state, tasks, last error
     control.repository_sizes()              # bytes of content and provenance on local disk
+    control.measures()                      # commits, WAL syncs, swaps, HDFS calls, failovers, session
     control.cluster_status()                # the cluster as ZooKeeper holds it (clustered only)
     control.provenance                      # the node's ProvenanceRepository (query, lineage, get)
     control.offload(wait_s=60)              # hand every shard to the other nodes; stay up, owning nothing
@@ -42,6 +43,7 @@ from typing import Protocol
 
 from . import flow_access
 from .control_errors import Conflict, Invalid, NotFound, OffloadRefused, Unavailable
+from .measures import NodeMeasures
 
 __all__ = ["Conflict", "ControlledNode", "Invalid", "NodeControl", "NodeState", "NotFound", "OffloadRefused",
            "Unavailable"]
@@ -69,6 +71,8 @@ class ControlledNode(Protocol):
     def provenance_repository(self): ...
 
     def repository_directories(self) -> dict[str, str]: ...  # "content"/"provenance" -> local directory
+
+    def measures(self) -> NodeMeasures: ...                # snapshots of what its instruments counted
 
     def cluster_status(self): ...                          # a cluster.zk.status.ClusterStatus
 
@@ -147,6 +151,10 @@ class NodeControl:
             sizes = {name: _tree_size(path) for name, path in self._node.repository_directories().items()}
             self._sizes = (now, sizes)
             return dict(sizes)
+
+    def measures(self) -> NodeMeasures:
+        """What the node counted and timed (see `cluster.node.measures`), as copies."""
+        return self._node.measures()
 
     def cluster_status(self):
         return self._node.cluster_status()

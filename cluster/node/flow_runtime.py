@@ -43,6 +43,7 @@ from repositories.swap import SwapStore
 from ..core.heartbeat import QueueLoad
 from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
 from .hand_over import SourceHandOver, handing_over
+from .measures import ShardMeasures, shard_measures
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,9 @@ class FlowRuntime:
 
     def active_threads(self) -> int:
         return sum(node.running for node in self.engine.nodes.values()) if self.engine is not None else 0
+
+    def measures(self) -> ShardMeasures | None:
+        return shard_measures(self.engine) if self.engine is not None else None
 
     def status(self) -> dict:
         return {"shard": self.handle.shard, "epoch": self.handle.epoch, "home": self.handle.home,

@@ -43,6 +43,7 @@ from repositories.storage import LocalStorage
 from ..errors import ClusterError
 from .control import Conflict, NodeControl, NodeState, NotFound, OffloadRefused
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, DEFAULT_COLLECT_INTERVAL, ContentMaintenance
+from .measures import NodeMeasures, shard_measures
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
@@ -246,6 +247,10 @@ class StandaloneNode:
 
     def provenance_repository(self):
         return self.provenance
+
+    def measures(self) -> NodeMeasures:
+        engine = self.engine
+        return NodeMeasures(shards={"local": shard_measures(engine)} if engine is not None else {})
 
     def repository_directories(self) -> dict[str, str]:
         return {"content": os.path.join(self.data_dir, "content"),

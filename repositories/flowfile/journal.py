@@ -15,8 +15,10 @@ payload holds user data, and user data can hold a complete, CRC-valid frame.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, NamedTuple
 
+from ..instruments import LatencyHistogram
 from . import format as fmt
 from .errors import CorruptJournalError, JournalWriteError, NotAWriteAheadLogError
 from .hooks import WalHooks
@@ -175,13 +177,17 @@ class Journal:
         finds the failure, never written after the failed bytes.
       * Order: `io_lock` before `append_lock`, never the reverse; `on_failure` is
         called with `io_lock` held and must not take it.
+
+    Every sync, failed ones included, is timed into `sync_durations` (the WAL's).
     """
 
-    def __init__(self, path: str, file, hooks: WalHooks, on_failure: Callable[[BaseException], None]):
+    def __init__(self, path: str, file, hooks: WalHooks, on_failure: Callable[[BaseException], None],
+                 sync_durations: LatencyHistogram):
         self.path = path
         self._file = file
         self._hooks = hooks
         self._on_failure = on_failure
+        self._sync_durations = sync_durations
         self.append_lock = threading.Lock()
         self.io_lock = threading.Lock()
         self._pending = bytearray()
@@ -228,7 +234,11 @@ class Journal:
                 self._file.write(data)
             if sync:
                 self._hooks.before_sync(self.path)
-                self._file.sync()
+                started = time.perf_counter()
+                try:
+                    self._file.sync()
+                finally:
+                    self._sync_durations.observe(time.perf_counter() - started)
                 self.syncs += 1
                 self._hooks.after_sync(self.path)
         except BaseException as error:
