@@ -49,6 +49,10 @@ DEFAULT_BACK_PRESSURE_COUNT = 10_000
 DEFAULT_BACK_PRESSURE_SIZE = 1024 ** 3
 
 
+DATES_EXACT_BELOW = 1000  # FlowFiles in memory below which a summary's entry dates are always exact
+DATES_TTL_S = 1.0         # else they are walked at most this often
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -114,6 +118,7 @@ class FlowFileQueue:
         self._unacknowledged_count = 0
         self._count = 0
         self._size = 0
+        self._dates: tuple[float, int | None, int | None] | None = None  # (walked at, oldest, newest)
 
     # -- entries ------------------------------------------------------------------
 
@@ -248,16 +253,30 @@ class FlowFileQueue:
 
     def summary(self) -> QueueSummary:
         with self._lock:
-            dates = [entry[2].entry_date for entry in itertools.chain(self._active, self._staging)]
-            dates += [entry[2][2].entry_date for entry in self._penalized]
-            for summary in itertools.chain(self._swapped, self._in_flight_summaries):
-                if summary.count:
-                    dates += (summary.oldest_entry, summary.newest_entry)
+            oldest, newest = self._entry_dates_locked()
             swapped = list(self._swapped)
             return QueueSummary(
-                self.id, self._count, self._size, min(dates) if dates else None, max(dates) if dates else None,
+                self.id, self._count, self._size, oldest, newest,
                 len(self._active), len(self._staging), len(self._penalized), self._unacknowledged_count,
                 sum(s.count for s in swapped), sum(s.size for s in swapped), len(swapped))
+
+    def _entry_dates_locked(self) -> tuple[int | None, int | None]:
+        """The oldest and newest entry dates of what the queue holds. Finding them walks
+        every FlowFile in memory (milliseconds for tens of thousands, under the lock the
+        flow's tasks need), so above `DATES_EXACT_BELOW` in memory they are walked at most
+        every `DATES_TTL_S` and may be that old; the counts are always exact."""
+        in_memory = len(self._active) + len(self._staging) + len(self._penalized)
+        now = time.monotonic()
+        if in_memory >= DATES_EXACT_BELOW and self._dates is not None and now - self._dates[0] < DATES_TTL_S:
+            return self._dates[1], self._dates[2]
+        dates = [entry[2].entry_date for entry in itertools.chain(self._active, self._staging)]
+        dates += [entry[2][2].entry_date for entry in self._penalized]
+        for summary in itertools.chain(self._swapped, self._in_flight_summaries):
+            if summary.count:
+                dates += (summary.oldest_entry, summary.newest_entry)
+        oldest, newest = (min(dates), max(dates)) if dates else (None, None)
+        self._dates = (now, oldest, newest)
+        return oldest, newest
 
     def snapshot(self) -> QueueSnapshot:
         """A copy of the in-memory entries and the queue's numbers (`queue_inspection`)."""
