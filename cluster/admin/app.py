@@ -50,21 +50,13 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
         headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
         return problem(error.status, str(error), headers)
 
-    @app.exception_handler(NotFound)
-    async def not_found(_request, error: NotFound):
-        return problem(404, str(error))
+    def answer_with(status: int):
+        async def handler(_request, error: Exception):
+            return problem(status, str(error))
+        return handler
 
-    @app.exception_handler(Conflict)
-    async def conflict(_request, error: Conflict):
-        return problem(409, str(error))
-
-    @app.exception_handler(Invalid)
-    async def invalid(_request, error: Invalid):
-        return problem(422, str(error))
-
-    @app.exception_handler(Unavailable)
-    async def unavailable(_request, error: Unavailable):
-        return problem(503, str(error))
+    for error_class, status in ((NotFound, 404), (Conflict, 409), (Invalid, 422), (Unavailable, 503)):
+        app.add_exception_handler(error_class, answer_with(status))
 
     @app.exception_handler(ClusterError)
     async def cluster_error(_request, error: ClusterError):

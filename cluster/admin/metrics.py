@@ -20,43 +20,48 @@ from .measures import MeasuresCollector
 from .views import processor_figures, queue_figures
 
 
+# (family, name, help, the figure) for each queue and each processor, by shard.
+QUEUE_SERIES = (
+    (GaugeMetricFamily, "custody_queue_flowfiles", "FlowFiles queued", lambda q: q.count),
+    (GaugeMetricFamily, "custody_queue_bytes", "bytes of content queued", lambda q: q.bytes),
+    (GaugeMetricFamily, "custody_queue_swapped_flowfiles", "FlowFiles swapped out to swap files",
+     lambda q: q.swapped_count),
+    (GaugeMetricFamily, "custody_queue_back_pressure", "1 when the queue applies back-pressure",
+     lambda q: 1 if q.back_pressure else 0),
+)
+PROCESSOR_SERIES = (
+    (CounterMetricFamily, "custody_processor_tasks", "tasks a processor ran", lambda p: p.tasks),
+    (CounterMetricFamily, "custody_processor_failures", "tasks that raised and were rolled back", lambda p: p.failures),
+    (GaugeMetricFamily, "custody_processor_running_tasks", "tasks running now", lambda p: p.running),
+)
+
+
+def _families(by_shard: dict[str, dict[str, dict]], view, label: str, series) -> list:
+    """One family per series, one sample per shard and `label` (queue or processor)."""
+    families = [(family(name, text, labels=["shard", label]), figure) for family, name, text, figure in series]
+    for shard, items in by_shard.items():
+        for item, figures in items.items():
+            viewed = view(item, figures)
+            for family, figure in families:
+                family.add_metric([shard, item], figure(viewed))
+    return [family for family, _ in families]
+
+
 class NodeCollector:
     def __init__(self, control):
         self.control = control
 
     def collect(self):
         control = self.control
-        queued = GaugeMetricFamily("custody_queue_flowfiles", "FlowFiles queued", labels=["shard", "queue"])
-        queued_bytes = GaugeMetricFamily("custody_queue_bytes", "bytes of content queued", labels=["shard", "queue"])
-        swapped = GaugeMetricFamily("custody_queue_swapped_flowfiles", "FlowFiles swapped out to swap files",
-                                    labels=["shard", "queue"])
-        pressure = GaugeMetricFamily("custody_queue_back_pressure", "1 when the queue applies back-pressure",
-                                     labels=["shard", "queue"])
-        for shard, queues in control.queues().items():
-            for name, figures in queues.items():
-                q = queue_figures(name, figures)
-                queued.add_metric([shard, name], q.count)
-                queued_bytes.add_metric([shard, name], q.bytes)
-                swapped.add_metric([shard, name], q.swapped_count)
-                pressure.add_metric([shard, name], 1 if q.back_pressure else 0)
-        tasks = CounterMetricFamily("custody_processor_tasks", "tasks a processor ran", labels=["shard", "processor"])
-        failures = CounterMetricFamily("custody_processor_failures", "tasks that raised and were rolled back",
-                                       labels=["shard", "processor"])
-        running = GaugeMetricFamily("custody_processor_running_tasks", "tasks running now",
-                                    labels=["shard", "processor"])
-        for shard, processors in control.processors().items():
-            for name, figures in processors.items():
-                p = processor_figures(name, figures)
-                tasks.add_metric([shard, name], p.tasks)
-                failures.add_metric([shard, name], p.failures)
-                running.add_metric([shard, name], p.running)
+        yield from _families(control.queues(), queue_figures, "queue", QUEUE_SERIES)
+        yield from _families(control.processors(), processor_figures, "processor", PROCESSOR_SERIES)
         state = GaugeMetricFamily("custody_node_state", "1 for the node's current state", labels=["state"])
         state.add_metric([control.state()], 1)
         sizes = GaugeMetricFamily("custody_repository_bytes", "bytes of a repository on local disk",
                                   labels=["repository"])
         for name, size in control.repository_sizes().items():
             sizes.add_metric([name], size)
-        yield from (queued, queued_bytes, swapped, pressure, tasks, failures, running, state, sizes)
+        yield from (state, sizes)
 
 
 # A scrape renders at most this often; scrapes in between get the same text. Prometheus

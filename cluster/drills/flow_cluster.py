@@ -86,6 +86,13 @@ class FlowCluster(ProcessCluster):
         self.nodes[name] = node
         return node
 
+    def start_joined(self, names, *, timeout: float = 90.0, **config) -> list[NodeProcess]:
+        """Start a node for each name with the same `config`; return once each joined."""
+        nodes = [self.start(name, **config) for name in names]
+        for node in nodes:
+            node.wait("joined", timeout=timeout)
+        return nodes
+
     # -- ZooKeeper views (shards, plans, heartbeats: ZooKeeperViews) --------------------------
     def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE, *, shard: str | None = None) -> int:
         """What `incarnation` has queued in `queue` of `shard` (by default its home shard)."""

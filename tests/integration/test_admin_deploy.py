@@ -28,9 +28,7 @@ def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flo
     cluster = flow_cluster
     tokens = str(tmp_path / "tokens")
     operator = add_token(tokens, "admin", "ops")
-    nodes = [cluster.start(name, count=300, sections={"admin": {"tokens": tokens}}) for name in ("n1", "n2", "n3")]
-    for node in nodes:
-        node.wait("joined", timeout=60)
+    nodes = cluster.start_joined(("n1", "n2", "n3"), timeout=60, count=300, sections={"admin": {"tokens": tokens}})
     old = FlowSnapshot(read_flow_document(FLOW)).version
     assert all(cluster.shard(node.incarnation).flow == old for node in nodes)
     first = {node.name: node.incarnation for node in nodes}

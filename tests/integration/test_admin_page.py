@@ -91,9 +91,7 @@ def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_clu
     cluster = flow_cluster
     tokens = str(tmp_path / "tokens")
     read_token = add_token(tokens, "read", "page-reader")
-    nodes = [cluster.start(name, count=2000, sections={"admin": {"tokens": tokens}}) for name in ("n1", "n2", "n3")]
-    for node in nodes:
-        node.wait("joined", timeout=90)
+    nodes = cluster.start_joined(("n1", "n2", "n3"), timeout=90, count=2000, sections={"admin": {"tokens": tokens}})
     viewed = nodes[0]
     incarnations = [node.incarnation for node in nodes]
     url = wait_until(lambda: cluster.heartbeats()[viewed.incarnation].admin, 30, "n1's admin address in its heartbeat")
