@@ -42,6 +42,7 @@ from repositories.content.errors import (
     ContentRepositoryError,
     ContentTruncated,
     ContentUnavailable,
+    ReplicaDiverged,
 )
 from repositories.content.recovery import RecoveryReport
 from repositories.content.repository import ContentRepository
@@ -308,6 +309,16 @@ class ReplicatingContentRepository(ContentStore):
     # ---------------------------------------------------------------- writing
 
     def write(self) -> ReplicatedWriter:
+        try:
+            return self._write()
+        except ReplicaDiverged as error:
+            # A follower holds the leader's next resource retired or elsewhere (the two
+            # retired it at different moments). Nothing was written yet: the aborted
+            # leader writer retired that resource, so a second try starts a new one.
+            log.info("%s: %s; writing to another resource", self.name, error)
+            return self._write()
+
+    def _write(self) -> ReplicatedWriter:
         leader = self.leader.write()
         writers: list[ContentWriter | None] = [leader]
         for index, replica in enumerate(self.replicas[1:], start=1):

@@ -1,0 +1,27 @@
+"""A follower that retired the leader's next resource (the two retired it at different
+moments) does not fail the write: the leader's resource is retired too, and the
+write goes to a new resource on both. Found in the cluster's file drill, where each
+such write failed its session with a stack trace."""
+
+from __future__ import annotations
+
+from replication.replicating_content import ReplicatingContentRepository
+from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
+
+CONFIG = ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None))
+
+
+def test_a_write_after_a_follower_retired_the_resource_goes_to_a_new_one(tmp_path):
+    replicas = [open_filesystem_content_repository({"c": str(tmp_path / name)}, CONFIG, name=name)
+                for name in ("local", "mirror")]
+    repository = ReplicatingContentRepository(replicas)
+    first = repository.write_bytes(b"first claim")
+    replicas[1].retire(first.resource)  # only the follower: the leader would append to it next
+    second = repository.write_bytes(b"second claim")
+    assert second.resource != first.resource
+    for replica in replicas:
+        with replica.open_read(second) as stream:
+            assert stream.read() == b"second claim"
+        with replica.open_read(first) as stream:
+            assert stream.read() == b"first claim"
+    repository.close()
