@@ -75,3 +75,19 @@ def test_no_token_appears_in_the_log_whatever_is_sent(node, tmp_path, caplog):
     assert "dashboard" in caplog.text  # the refusal names the token by its name...
     for secret in (reader, operator, wrong):
         assert secret not in text  # ...never by itself
+
+
+def test_custody_node_offload_says_what_the_node_answered(node, tmp_path):
+    server = serve(AdminSettings(port=0), node.control())
+    try:
+        def offload(url: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "cluster.cli", "node", "offload", "--url", url, "--wait", "1"],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+        refused = offload(server.url)  # a standalone node has nobody to hand its FlowFiles to
+        assert refused.returncode == 1 and "409" in refused.stderr and "no cluster" in refused.stderr, refused.stderr
+        server.stop()
+        gone = offload(server.url)
+        assert gone.returncode == 1 and "did not answer" in gone.stderr and "Traceback" not in gone.stderr, gone.stderr
+    finally:
+        server.stop()
