@@ -133,10 +133,10 @@ class Plan(BaseModel):
 
 
 class Failover(BaseModel):
-    """One dead incarnation's shards moved: when the leader planned the move, when the
-    last shard ran at its new owner (fenced and recovered), when the leader marked the
-    plan done (each shard assigned: this may come before the takeover ends).
-    A drill's finer phases (first output at the new owner) are in the node's events."""
+    """One dead incarnation's shards moved: when the leader planned the move (detection),
+    when the last shard ran at its new owner (fenced and recovered: takeover), when the
+    last shard first delivered there (resume), and when the leader marked the plan done
+    (each shard assigned: this may come before the takeover ends)."""
 
     plan: str
     dead: str
@@ -144,7 +144,9 @@ class Failover(BaseModel):
     taken_over_at: float | None = Field(None, description="the last moved shard runs at its new owner")
     finished_at: float | None = Field(None, description="the leader marked the plan done: every shard has its "
                                                         "new owner (which may still be recovering it)")
+    resumed_at: float | None = Field(None, description="the last moved shard first delivered at its new owner")
     takeover_s: float | None = None
+    resume_s: float | None = Field(None, description="from detection to the last shard's first delivery")
     finish_s: float | None = None
     shards: list[str]
 

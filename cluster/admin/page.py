@@ -94,10 +94,11 @@ a { color: var(--accent); text-decoration: none; }
 a:hover { text-decoration: underline; }
 .summary { display: flex; flex-wrap: wrap; gap: 4px 26px; margin-bottom: 8px; color: var(--muted); }
 .summary b { color: var(--text); font-weight: 600; }
-.bar { position: relative; width: 110px; height: 13px; background: #eceff3; border-radius: 3px; overflow: hidden; }
+.bar { position: relative; width: 64px; height: 19px; background: #eceff3; border-radius: 3px; overflow: hidden; }
 .bar span { position: absolute; left: 0; height: 5px; border-radius: 3px; }
 .bar .takeover { top: 1px; background: #e3962c; }
-.bar .finish { top: 7px; background: #3aa45c; }
+.bar .resume { top: 7px; background: #3b7dd8; }
+.bar .finish { top: 13px; background: #3aa45c; }
 #login { grid-column: 1 / -1; max-width: 560px; }
 #login form { display: flex; gap: 10px; margin-top: 8px; }
 #login input { flex: 1; font: inherit; padding: 6px 10px; border: 1px solid #b9c1cd; border-radius: 4px; }
@@ -307,7 +308,8 @@ function renderCluster(view) {
                      age(nowS() - lastChange(s)) + " ago" : "–")},
   ], "no shard");
 
-  const longest = Math.max(1, ...view.failovers.flatMap((f) => [f.finish_s || 0, f.takeover_s || 0]));
+  const longest = Math.max(1, ...view.failovers.flatMap((f) => [f.finish_s || 0, f.takeover_s || 0,
+                                                                 f.resume_s || 0]));
   const plans = new Map(view.plans.map((p) => [p.plan, p]));
   fill($("failovers-body"), view.failovers.map((f) => ({item: f, attrs: {
     "data-dead": f.dead, "data-taken-over": f.taken_over_at !== null, "data-finished": f.finished_at !== null}})), [
@@ -315,6 +317,7 @@ function renderCluster(view) {
     {cell: (f) => [el("span", {title: new Date(f.detected_at * 1000).toISOString()}, clock(f.detected_at)),
                    el("small", {class: "muted"}, `${age(nowS() - f.detected_at)} ago`)]},
     {num: true, cell: (f) => seconds(f.takeover_s) || badge("adopting", "warn")},
+    {num: true, cell: (f) => seconds(f.resume_s) || badge("waiting", "warn")},
     {num: true, cell: (f) => seconds(f.finish_s) || badge("in progress", "warn")},
     {cell: (f) => timelineBar(f, longest)},
     {cell: (f) => moved(f, plans.get(f.plan))},
@@ -335,11 +338,13 @@ function lastChange(shard) {
 }
 
 function timelineBar(failover, longest) {
-  // Two lanes from the detection on: until the last shard ran at its new owner (amber),
-  // and until the leader marked the plan done (green). The plan is done once every
-  // shard has a new owner, which can be before that owner has recovered it.
-  const track = el("div", {class: "bar", title: "from detection: taken over (amber), plan done (green)"});
-  for (const [lane, span] of [["takeover", failover.takeover_s], ["finish", failover.finish_s]]) {
+  // Three lanes from the detection on: until the last shard ran at its new owner (amber),
+  // until it first delivered there (blue), and until the leader marked the plan done
+  // (green). The plan is done once every shard has a new owner, which can be before
+  // that owner has recovered it.
+  const track = el("div", {class: "bar", title: "from detection: taken over (amber), resumed (blue), plan done (green)"});
+  for (const [lane, span] of [["takeover", failover.takeover_s], ["resume", failover.resume_s],
+                              ["finish", failover.finish_s]]) {
     if (span !== null && span !== undefined) {
       track.append(el("span", {class: lane, style: {width: Math.max(2, 100 * span / longest) + "%"}}));
     }
@@ -538,9 +543,10 @@ DOCUMENT = """<!doctype html>
     </table></div>
   </section>
   <section id="failovers" data-source="cluster">
-    <h2>Failovers <span class="note">newest first: detected, taken over, finished</span></h2>
+    <h2>Failovers <span class="note">newest first: detected, taken over, resumed, finished</span></h2>
     <div class="table-wrap"><table>
       <thead><tr><th>dead</th><th>detected</th><th class="num" title="the last moved shard runs at its new owner">taken over</th>
+        <th class="num" title="the last moved shard first delivered at its new owner">resumed</th>
         <th class="num" title="the leader marked the plan done: every shard has its new owner">finished</th>
         <th>timeline</th><th>moved</th></tr></thead>
       <tbody id="failovers-body"></tbody>

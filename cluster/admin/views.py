@@ -74,7 +74,8 @@ def cluster_view(status) -> ClusterView:
                                   done=move_is_done(m, status.shards.get(m.shard))) for m in p.moves])
              for name, p in sorted(status.plans.items())]
     failovers = [Failover(plan=t.plan, dead=t.dead, detected_at=t.detected_at, taken_over_at=t.taken_over_at,
-                          finished_at=t.finished_at, takeover_s=t.takeover_s, finish_s=t.finish_s,
+                          finished_at=t.finished_at, resumed_at=t.resumed_at, takeover_s=t.takeover_s,
+                          resume_s=t.resume_s, finish_s=t.finish_s,
                           shards=list(t.shards))
                  for t in failover_timelines(status.plans, status.shards)]
     return ClusterView(cluster=status.cluster, leader=status.leader, contenders=list(status.contenders),

@@ -1,6 +1,7 @@
 """The timeline of recent failovers, read from what ZooKeeper keeps: each plan (when
-the leader wrote it, when it marked it done) and each moved shard's history (when
-its new owner took it over: the entry that leaves ADOPTING at a later epoch).
+the leader wrote it, when it marked it done, when each moved shard first delivered
+at its new owner) and each moved shard's history (when its new owner took it over:
+the entry that leaves ADOPTING at a later epoch).
 
     timelines = failover_timelines(plans, shards, limit=20)   # newest first
 """
@@ -21,10 +22,15 @@ class FailoverTimeline:
     taken_over_at: float | None        # the last moved shard left ADOPTING at its new owner
     finished_at: float | None          # the leader marked the plan done
     shards: tuple[str, ...]
+    resumed_at: float | None = None    # the last moved shard first delivered at its new owner
 
     @property
     def takeover_s(self) -> float | None:
         return None if self.taken_over_at is None else max(0.0, self.taken_over_at - self.detected_at)
+
+    @property
+    def resume_s(self) -> float | None:
+        return None if self.resumed_at is None else max(0.0, self.resumed_at - self.detected_at)
 
     @property
     def finish_s(self) -> float | None:
@@ -42,13 +48,22 @@ def taken_over_at(shard: ShardOwnership | None, from_epoch: int) -> float | None
     return None
 
 
+def resumed_at(plan: FailoverPlan, shard: str, from_epoch: int) -> float | None:
+    """When `shard` first delivered at an owner after `from_epoch` (the plan's record)."""
+    found = [at for key, at in plan.resumed.items()
+             if key.rpartition("@")[0] == shard and int(key.rpartition("@")[2]) > from_epoch]
+    return min(found) if found else None
+
+
 def failover_timelines(plans: dict[str, FailoverPlan], shards: dict[str, ShardOwnership], *,
                        limit: int = 20) -> list[FailoverTimeline]:
     timelines = []
     for plan in plans.values():
         moments = [taken_over_at(shards.get(move.shard), move.from_epoch) for move in plan.moves]
         taken = max(moments) if moments and all(m is not None for m in moments) else None
+        firsts = [resumed_at(plan, move.shard, move.from_epoch) for move in plan.moves]
+        resumed = max(firsts) if firsts and all(f is not None for f in firsts) else None
         timelines.append(FailoverTimeline(plan.plan_id, plan.dead, plan.created_at, taken, plan.finished_at,
-                                          tuple(move.shard for move in plan.moves)))
+                                          tuple(move.shard for move in plan.moves), resumed))
     timelines.sort(key=lambda t: t.detected_at, reverse=True)
     return timelines[:limit]

@@ -15,7 +15,7 @@ replays a plan without moving anything twice: the compare-and-set on e refuses i
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .ownership import ShardOwnership, ShardState
 
@@ -58,12 +58,15 @@ class FailoverPlan:
     revision: int = 0
     notes: tuple[str, ...] = field(default=())
     finished_at: float | None = None  # wall clock at the leader that marked it done
+    # "<shard>@<epoch>" -> wall clock at the adopter when the shard first delivered
+    # there (its first output): when the failover's data flowed again.
+    resumed: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         return json.dumps({
             "plan_id": self.plan_id, "dead": self.dead, "leader": self.leader, "created_at": self.created_at,
             "policy": self.policy, "status": self.status, "revision": self.revision, "notes": list(self.notes),
-            "finished_at": self.finished_at,
+            "finished_at": self.finished_at, "resumed": dict(self.resumed),
             "moves": [
                 {"shard": m.shard, "from_owner": m.from_owner, "from_epoch": m.from_epoch, "to": m.to,
                  "slices": [vars(s).copy() for s in m.slices]}
@@ -80,7 +83,15 @@ class FailoverPlan:
         )
         return cls(body["plan_id"], body["dead"], body["leader"], body["created_at"], body["policy"], moves,
                    body.get("status", "open"), body.get("revision", 0), tuple(body.get("notes", ())),
-                   body.get("finished_at"))
+                   body.get("finished_at"), {str(k): float(v) for k, v in body.get("resumed", {}).items()})
+
+
+def with_resumed(plan: FailoverPlan, shard: str, epoch: int, at: float) -> FailoverPlan:
+    """`plan` with the first output of `shard` at `epoch` recorded (the first one stands)."""
+    key = f"{shard}@{epoch}"
+    if key in plan.resumed:
+        return plan
+    return replace(plan, resumed={**plan.resumed, key: at})
 
 
 def move_is_done(move: Move, current: ShardOwnership | None) -> bool:

@@ -213,7 +213,9 @@ class Leader:
             self.hooks.plan_written(plan.plan_id)
         elif isinstance(instruction, RevisePlan):
             revised = replace(instruction.plan, leader=self.incarnation)
-            if self.plans.update(revised.plan_id, lambda current: revised) is None:
+            # Keep what adopters recorded since the plan was read (their first outputs).
+            merged = lambda current: replace(revised, resumed={**revised.resumed, **current.resumed})  # noqa: E731
+            if self.plans.update(revised.plan_id, merged) is None:
                 return False
             self._record("revise", f"{instruction.plan.plan_id}: {instruction.reason}", step)
             log.info("%s plan %s revised: %s", tag(step), revised.plan_id, instruction.reason)

@@ -44,8 +44,9 @@ from ..core.incarnation import Incarnation
 from ..core.layout import DEFAULT_HDFS_ROOT, FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership, ShardState
 from ..core.planner import DEFAULT_POLICY
+from ..core.plans import with_resumed
 from ..core.story import tag
-from ..errors import ClusterError, FencedError, SessionTimeoutRefused
+from ..errors import ClusterError, FencedError, OwnershipConflict, SessionTimeoutRefused, first_line
 from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
@@ -339,6 +340,7 @@ class ClusterMember:
             handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
                                  fence_first_wait=self.config.fence_first_wait,
                                  fence_durations=self.instruments.fencing_durations)
+            handle.record_resumed = lambda: self._spawn(lambda: self._record_resumed(current), "record-resumed")
             runtime = self._prepare(handle)
             try:
                 self.guard.check()
@@ -367,6 +369,24 @@ class ClusterMember:
             log.warning("%s adoption of %s failed, will retry: %s: %s", tag(seen.step), seen.shard,
                         type(error).__name__, error)
             self._retry_later(seen)
+
+    def _record_resumed(self, ownership: ShardOwnership, attempts: int = 5) -> None:
+        """Write into the failover's plan when the adopted shard first delivered here
+        (the admin API's resume time). Advisory: a plan already gone, or ZooKeeper
+        trouble, costs the figure, nothing else."""
+        step = ownership.step
+        if not step:
+            return
+        plan_id, at = step.split(":", 1)[0], self._wall_clock()
+        for _ in range(attempts):
+            try:
+                self.store.plans.update(plan_id, lambda plan: with_resumed(plan, ownership.shard, ownership.epoch, at))
+                return
+            except OwnershipConflict:
+                continue  # the leader revised the plan meanwhile: read it again
+            except Exception as error:  # noqa: BLE001 - advisory, see above
+                log.info("%s could not record the resume of %s: %s", tag(step), ownership.shard, first_line(error))
+                return
 
     def _retry_later(self, seen: ShardOwnership) -> None:
         def again():

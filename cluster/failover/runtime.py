@@ -76,6 +76,8 @@ class ShardHandle:
     # it takes over (`PreviousShard`), and how to delete one's directory once it did.
     previous_shards: Callable[[], list[PreviousShard]] | None = None
     forget_previous: Callable[[PreviousShard], None] = lambda previous: None
+    # An adopted shard: say that it first delivered here (its failover's resume time).
+    record_resumed: Callable[[], None] = lambda: None
     notes: list[str] = field(default_factory=list)
 
     def relocate(self, location: str) -> str:

@@ -165,6 +165,8 @@ class FlowRuntime:
             self._first_output = True
             self.events("first-output", shard=self.handle.shard, epoch=self.handle.epoch, home=self.handle.home,
                         component=component_id, step=self.handle.step)
+            if not self.handle.home:
+                self.handle.record_resumed()
 
     def failed(self, component_id: str, error: BaseException) -> None:
         if isinstance(error, ClusterError) or self._stopped.is_set():

@@ -57,6 +57,14 @@ def test_offloading_the_leader_under_load_moves_every_shard_once_and_connect_joi
         assert {m["incarnation"] for m in view["members"]} == {n2.incarnation, n3.incarnation}
         assert any(f["dead"] == first for f in view["failovers"]), view["failovers"]
 
+        # Its adopter records when the shard first delivered there: the failover's resume.
+        def failover():
+            view = client.get("/api/v1/cluster", headers={"Authorization": f"Bearer {reader}"}).json()
+            return next(f for f in view["failovers"] if f["dead"] == first)
+
+        wait_until(lambda: failover()["resumed_at"] is not None, 60, "the failover's resume time")
+        moved = failover()
+        assert moved["detected_at"] <= moved["resumed_at"] and moved["resume_s"] >= 0, moved
         connected = client.post("/api/v1/node/connect", headers={"Authorization": f"Bearer {operator}"})
         assert connected.status_code == 200, connected.text
     wait_until(lambda: len(n1.find("joined")) == 2, 60, "n1 to join again")

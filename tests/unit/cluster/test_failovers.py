@@ -1,8 +1,10 @@
 """The failover timeline the admin API shows, read from plans and shard histories."""
 
+import json
+
 from cluster.core.failovers import failover_timelines
 from cluster.core.ownership import HistoryEntry, ShardOwnership, ShardState
-from cluster.core.plans import FailoverPlan, Move
+from cluster.core.plans import FailoverPlan, Move, with_resumed
 
 
 def shard(name, owner, epoch, state, *history):
@@ -40,3 +42,23 @@ def test_the_newest_failovers_come_first_and_the_list_is_bounded():
     timelines = failover_timelines(plans, {}, limit=5)
     assert [t.plan for t in timelines] == ["p29", "p28", "p27", "p26", "p25"]
     assert all(t.taken_over_at is None for t in timelines)  # no moves: nothing was taken over
+
+
+def test_a_failover_resumes_when_its_last_shard_first_delivered_at_its_new_owner():
+    base = plan("p1", "n1-1", 100.0, ("n1-1", 1, "n2-1"), ("n1-1b", 1, "n3-1"))
+    shards = {name: shard(name, owner, 2, ShardState.DRAINING, (2, owner, ShardState.DRAINING, 103.0))
+              for name, owner in (("n1-1", "n2-1"), ("n1-1b", "n3-1"))}
+    half = with_resumed(base, "n1-1", 2, 104.0)
+    assert failover_timelines({"p1": half}, shards)[0].resumed_at is None  # one shard still silent
+    both = with_resumed(with_resumed(half, "n1-1b", 2, 106.5), "n1-1", 2, 999.0)  # the first record stands
+    [timeline] = failover_timelines({"p1": both}, shards)
+    assert (timeline.resumed_at, timeline.resume_s) == (106.5, 6.5)
+    assert FailoverPlan.from_json(both.to_json()).resumed == {"n1-1@2": 104.0, "n1-1b@2": 106.5}
+    stale = with_resumed(base, "n1-1", 1, 50.0)  # a record of the epoch the move left is not its resume
+    assert failover_timelines({"p1": stale}, shards)[0].resumed_at is None
+
+
+def test_a_plan_written_before_resume_times_were_recorded_reads_with_none():
+    body = json.loads(plan("p1", "n1-1", 100.0, ("n1-1", 1, "n2-1")).to_json())
+    del body["resumed"]  # as the release before resume times wrote it
+    assert FailoverPlan.from_json(json.dumps(body).encode()).resumed == {}
