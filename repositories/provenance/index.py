@@ -3,7 +3,9 @@
 Each shard is one tantivy index in ``index/shard-<created-ms:015d>`` (named by its
 creation time) with a manifest, ``shard.json``, listing the event files it indexed and
 the time range they cover. A shard takes new files until it reaches `shard_bytes`
-(500 MB by default), then it is closed and a new one starts. Queries skip shards
+(500 MB by default) or, when events are kept for a time, `shard_max_age_ms` (a
+quarter of that time: a shard is then dropped within 1.25 times the retention,
+however few events it holds), then it is closed and a new one starts. Queries skip shards
 whose time range cannot match. Age-off never deletes from a shard: a shard is
 deleted whole once every event file it indexed is gone, and hits in files that are
 gone are skipped at query time.
@@ -185,10 +187,12 @@ def _load_manifest(path: str) -> ShardManifest | None:
 
 class ShardedIndex:
     def __init__(self, directory: str, *, clock_ms: Callable[[], int], shard_bytes: int = DEFAULT_SHARD_BYTES,
-                 writer_heap_bytes: int = 128_000_000, writer_threads: int = 2, read_only: bool = False):
+                 shard_max_age_ms: int | None = None, writer_heap_bytes: int = 128_000_000, writer_threads: int = 2,
+                 read_only: bool = False):
         self.directory = directory
         self._clock_ms = clock_ms
         self.shard_bytes = shard_bytes
+        self.shard_max_age_ms = shard_max_age_ms
         self._heap = writer_heap_bytes
         self._threads = writer_threads
         self._read_only = read_only
@@ -254,7 +258,9 @@ class ShardedIndex:
         with self._lock:
             shard.manifest.files[first_id] = (last_id, min_time_ms, max_time_ms)
             shard.save_manifest()
-            if shard.size() >= self.shard_bytes:
+            aged = (self.shard_max_age_ms is not None
+                    and self._clock_ms() - shard.manifest.created_ms >= self.shard_max_age_ms)
+            if aged or shard.size() >= self.shard_bytes:
                 shard.manifest.closed = True
                 shard.save_manifest()
                 shard.close_writer()

@@ -104,6 +104,7 @@ class ProvenanceRepository:
             self._layout.prepare()
         self.index = ShardedIndex(
             self._layout.index_directory, clock_ms=self._now_ms, shard_bytes=config.shard_bytes,
+            shard_max_age_ms=int(config.max_age_s * 1000 / 4) if config.max_age_s else None,
             writer_heap_bytes=config.index_heap_bytes, writer_threads=config.index_threads, read_only=read_only)
         self._files = EventFileTable()
         for path in self._layout.event_file_paths():

@@ -147,6 +147,24 @@ def test_age_off_by_age_drops_files_then_whole_shards(open_repo, clock, tmp_path
         repo.get(1)
 
 
+def test_index_shards_close_after_a_quarter_of_the_retention_so_age_off_drops_them(open_repo, clock, tmp_path):
+    # Far below the shard size: only time closes the shards, or age-off could never
+    # drop one and the index would grow for as long as the node runs.
+    repo = open_repo(max_age_s=400)
+    for _ in range(6):
+        repo.register_events([event("CREATE", "u", event_time_ms=int(clock() * 1000))])
+        repo.sync()
+        clock.advance(60)
+    # A shard closes once it is 100 s old (a quarter of 400): events at 0, 60, 120 s, then 180, 240, 300 s.
+    assert len(os.listdir(tmp_path / "c0" / "index")) == 2
+    clock.advance(600)
+    repo.register_events([event("CREATE", "u", event_time_ms=int(clock() * 1000))])
+    repo.sync()
+    assert repo.age_off() == [1, 2, 3, 4, 5, 6]
+    assert len(os.listdir(tmp_path / "c0" / "index")) == 1  # only the shard of the newest event is left
+    assert [e.event_id for e in repo.query(ProvenanceQuery(flowfile_uuid="u")).events] == [7]
+
+
 def test_age_off_by_size_to_ninety_percent_and_skips_hits_in_gone_files(open_repo):
     repo = open_repo()
     for _ in range(10):
