@@ -32,6 +32,9 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 _DIGITS = re.compile(r"^[0-9]+$")
+# The index keeps times as signed 64-bit milliseconds: a bound beyond them is no bound.
+_LATEST_MS = (1 << 63) - 1
+_EARLIEST_MS = -(1 << 63)
 # RFC 3339's date-time: what an API's spec can promise ("format: date-time"), with its zone.
 _RFC3339 = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
 
@@ -45,7 +48,7 @@ def parse_time(text: str, *, now: float | None = None, strict: bool = False) -> 
     if match:
         return int((now - float(match.group(1)) * _UNITS[match.group(2)]) * 1000)
     if _DIGITS.match(text):
-        return int(text)
+        return min(int(text), _LATEST_MS)  # beyond any index's range: no bound
     try:
         if strict and not _RFC3339.match(text):
             raise ValueError(text)
@@ -55,7 +58,10 @@ def parse_time(text: str, *, now: float | None = None, strict: bool = False) -> 
         raise ValueError(f"cannot read time {text!r}: use 15m, 2h, 3d, {form} or epoch ms") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int(moment.timestamp() * 1000)
+    try:
+        return max(_EARLIEST_MS, min(_LATEST_MS, int(moment.timestamp() * 1000)))
+    except (OverflowError, ValueError):  # a zone that moves it past year 1 or 9999
+        return _EARLIEST_MS if moment.year < 5000 else _LATEST_MS
 
 
 def parse_event_type(text: str) -> str:

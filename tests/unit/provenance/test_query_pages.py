@@ -107,3 +107,11 @@ def test_time_forms(text, expected):
 def test_times_that_are_refused(text):
     with pytest.raises(ValueError, match="cannot read time"):
         parse_time(text, now=0.0)
+
+
+def test_time_bounds_beyond_the_index_range_are_no_bounds_not_errors():
+    from repositories.provenance.query import parse_time
+
+    assert parse_time("9169374356767302843484", strict=True) == (1 << 63) - 1
+    assert parse_time("0191-01-29T11:54:11.094238Z", strict=True) < 0
+    assert parse_time("0001-01-01T00:00:00+01:00", strict=True) < parse_time("0191-01-29T11:54:11Z", strict=True)
