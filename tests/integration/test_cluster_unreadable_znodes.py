@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-from kazoo.client import KazooClient
 
 from cluster.core.heartbeat import Heartbeat
 from cluster.core.layout import ClusterLayout
@@ -23,16 +22,9 @@ from repositories.storage import LocalStorage
 pytestmark = [pytest.mark.zookeeper]
 
 
-@pytest.fixture
-def client(zk_hosts):
-    made = KazooClient(hosts=zk_hosts, timeout=4.0)
-    made.start(timeout=30)
-    yield made
-    made.stop()
-    made.close()
 
-
-def test_an_unreadable_shard_znode_is_skipped_by_the_leader_and_stops_only_the_collector(client, tmp_path, caplog):
+def test_an_unreadable_shard_znode_is_skipped_by_the_leader_and_stops_only_the_collector(zk_client, tmp_path, caplog):
+    client = zk_client
     layout = ClusterLayout("c1", str(tmp_path / "hdfs"))
     store = ClusterStore(client, layout)
     store.ensure_paths()
