@@ -5,7 +5,7 @@
     from flow.graph import FlowGraph
     from flow.engine import TraditionalEngine
     from flow.services import ServiceRegistry
-    from flow.spark_session import SparkSessionFactory
+    from flow.spark.session import SparkSessionFactory
     from flow.stateless import StatelessFlow
 
     definition = load_flow("flow.yaml", {"data_dir": "/data"})   # validated up front, standard processors
@@ -43,7 +43,8 @@ Modules, one concept each:
   processor      the processor API and ProcessContext; processors/: the standard processors
                  (processors/intake: what a source took, kept in its state, taken once)
   services       ServiceRegistry: node-level shared services, started on first lookup
-  spark_session  the node's SparkSession (local[*] or a cluster) and its "spark" service factory
+  spark          Spark in a flow: the node's SparkSession ("spark"), the staging of batches
+                 ("spark.staging"), the batch runner of the Spark processors
   expression, units  attribute expressions, durations and sizes
   memory_content the in-memory content repository of the stateless engine
 

@@ -201,7 +201,7 @@ class ProcessSession:
     # -- creating -----------------------------------------------------------------
 
     def create(self, parents: FlowFile | Iterable[FlowFile] | None = None,
-               attributes: dict[str, str] | None = None) -> FlowFile:
+               attributes: dict[str, str] | None = None, *, identity: str | None = None) -> FlowFile:
         """A new FlowFile, with no content, owned by this session until it is transferred
         or removed (a commit refuses one that is neither).
 
@@ -209,11 +209,17 @@ class ProcessSession:
         RECEIVE or a REPLAY is reported for it). With parents (one FlowFile or several, all held by
         this session) it inherits the attributes they have in common but `filename`,
         then `attributes`, and the earliest lineage start; the commit records a FORK
-        event for a single parent, a JOIN for several."""
+        event for a single parent, a JOIN for several.
+
+        `identity` is the new FlowFile's id when the processor derives it (a step that
+        gives the same output id when it reruns the same input); a random one otherwise.
+        A FlowFile this session holds already under that id is refused (`SessionError`)."""
         self._check_open()
         now = self._clock_ms()
+        if identity is not None and identity in self._entries:
+            raise SessionError(f"{self.component_id}: this session holds a FlowFile with the id {identity} already")
         if parents is None:
-            flowfile = FlowFile.new(now, attributes)
+            flowfile = FlowFile.new(now, attributes, identity=identity)
             self._entries[flowfile.id] = _Entry(None, flowfile, None)
             return flowfile
         parents = [parents] if isinstance(parents, FlowFile) else list(parents)
@@ -226,7 +232,7 @@ class ProcessSession:
         if attributes:
             inherited.update(attributes)
         lineage = min(p.lineage_start_date for p in parents)
-        flowfile = FlowFile.new(now, inherited, lineage_start=lineage)
+        flowfile = FlowFile.new(now, inherited, lineage_start=lineage, identity=identity)
         entry = self._entries[flowfile.id] = _Entry(None, flowfile, None)
         entry.parents = tuple(p.id for p in parents)
         return flowfile
@@ -413,6 +419,29 @@ class ProcessSession:
         the session's WAL transaction, so it is durable exactly when the FlowFiles are,
         and other sessions see it only after the commit."""
         self._state = {str(k): str(v) for k, v in state.items()}
+
+    # -- the shard and its owner --------------------------------------------------
+
+    @property
+    def shard_id(self) -> str:
+        """The id of the shard whose queues this session works on ("local" on a standalone node)."""
+        return self._shard.id
+
+    @property
+    def epoch(self) -> int:
+        """The shard's epoch: it grows each time the shard gets a new owner (0 in memory)."""
+        wal = self._shard.wal
+        return wal.epoch if wal is not None else 0
+
+    def check_admitted(self) -> None:
+        """Raise what the commit would raise if this node may no longer commit for the
+        shard (a clustered node that lost its ZooKeeper session, or a fenced shard).
+        For a processor with a side effect outside the repositories (a rename into a
+        dataset), asked just before it: a paused node whose shard was taken over must
+        not make the effect after a takeover."""
+        gate = getattr(self._committer, "gate", None)
+        if gate is not None:
+            gate.admit(self.component_id)
 
     # -- commit and rollback ------------------------------------------------------
 

@@ -100,7 +100,7 @@ def docker_engine(request, services_workdir):
 
 @pytest.fixture(scope="session")
 def spark_local():
-    from flow.spark_session import local_session
+    from flow.spark.session import local_session
 
     try:
         spark = local_session("custody-tests")

@@ -27,6 +27,11 @@ def register(subparsers) -> None:
                         help="serve the admin API there (e.g. 127.0.0.1:8080; a non-loopback HOST needs --admin-tokens)")
     parser.add_argument("--admin-tokens", metavar="FILE", default="",
                         help="the admin API's token file (custody admin token --file FILE ...)")
+    parser.add_argument("--spark-master", default="local[*]",
+                        help="the Spark master of the flow's Spark processors (default: embedded local[*]; "
+                             "spark://HOST:7077 for a standalone cluster)")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the node's Spark session; repeatable")
     parser.set_defaults(func=run)
 
 
@@ -48,12 +53,20 @@ def run(args) -> int:
             print(f"custody run: --param needs NAME=VALUE, got {item!r}", file=sys.stderr)
             return 2
         parameters[name] = value
+    spark_conf = {}
+    for item in args.spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            print(f"custody run: --spark-conf needs KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        spark_conf[key.strip()] = value
     try:
         definition = load_flow(args.flow, parameters)
     except FlowError as error:
         print(f"custody run: invalid flow: {error}", file=sys.stderr)
         return 2
-    node = StandaloneNode(definition, data_dir, NodeSettings(name=args.name, threads=args.threads))
+    node = StandaloneNode(definition, data_dir, NodeSettings(name=args.name, threads=args.threads,
+                                                             spark_master=args.spark_master, spark_conf=spark_conf))
     stop = stop_on_signals(log, "stopping")
     admin = None
     try:

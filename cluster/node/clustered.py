@@ -25,6 +25,7 @@ import threading
 from flow.definition import read_flow_document
 from flow.errors import FlowError
 from flow.loading import parse_flow
+from flow.spark.staging import SparkStaging
 from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 from repositories.provenance.config import DEFAULT_AGE_OFF_INTERVAL as PROVENANCE_AGE_OFF_INTERVAL
@@ -46,7 +47,7 @@ from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, session_state
-from .shared_services import node_services
+from .shared_services import hdfs_spark_conf, node_services
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,10 @@ class ClusteredNode:
             # Age off at least four times per retention: the events kept stay within a
             # quarter of the retention of what it says.
             age_off_interval_s=min(PROVENANCE_AGE_OFF_INTERVAL, self.config.provenance_max_age / 4)))
-        self.services = node_services(self.config.name)
+        self.services = node_services(
+            self.config.name, SparkStaging(self.storage, f"{self.layout.hdfs_cluster}/spark", self.config.hdfs_url),
+            spark_master=self.config.spark_master,
+            spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf))
         try:
             return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
                                     on_end=self._incarnation_ended, hold=self._offload)

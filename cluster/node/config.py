@@ -45,6 +45,11 @@
     max_age = 86400.0                # seconds provenance events are kept
     max_bytes = 10737418240          # bytes of event files kept
 
+    [spark]                          # the node's Spark session, started by the first Spark processor
+    master = "local[*]"              # embedded; or spark://host:7077 for a standalone cluster
+    [spark.conf]                     # any Spark setting, as strings (the node passes its
+    "spark.executor.memory" = "1g"   # [hdfs.config] on as spark.hadoop.<key> under these)
+
     [admin]                          # the REST admin API (cluster.admin), in the node's process
     enabled = true
     bind = "127.0.0.1"               # another address needs `tokens`
@@ -66,6 +71,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from flow.engine import DEFAULT_THREADS
+from flow.spark.session import LOCAL_MASTER
 from replication.hdfs_storage import DEFAULT_IO_TIMEOUT
 from repositories.content.format import DEFAULT_ARCHIVE_MAX_USAGE, DEFAULT_ARCHIVE_RETENTION_S
 from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS
@@ -118,6 +124,8 @@ class NodeConfig:
     admin_tokens: str = ""
     admin_tls_cert: str = ""
     admin_tls_key: str = ""
+    spark_master: str = LOCAL_MASTER
+    spark_conf: dict = field(default_factory=dict)
     path: str = ""
 
     @property
@@ -136,7 +144,8 @@ class NodeConfig:
 
 _SECTIONS = {
     "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node", "content", "provenance",
-         "admin"},
+         "admin", "spark"},
+    "spark": {"master", "conf"},
     "admin": {"enabled", "bind", "port", "tokens", "tls_cert", "tls_key"},
     "content": {"archive", "archive_retention", "archive_max_usage"},
     "provenance": {"max_age", "max_bytes"},
@@ -178,6 +187,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
             fail(f"unknown setting(s) {unknown} in {where}; known: {sorted(known)}")
     zookeeper, hdfs, node = body.get("zookeeper", {}), body.get("hdfs", {}), body.get("node", {})
     content, provenance, admin = body.get("content", {}), body.get("provenance", {}), body.get("admin", {})
+    spark = body.get("spark", {})
 
     def required(table: dict, key: str, section: str) -> str:
         value = table.get(key)
@@ -241,6 +251,12 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
     if not isinstance(admin_bind, str) or not admin_bind.strip():
         fail(f"[admin] bind must be an address (a non-empty string), not {admin_bind!r}")
     admin_port = number(admin, "port", DEFAULT_ADMIN_PORT, int, "admin", 0)
+    spark_master = spark.get("master", LOCAL_MASTER)
+    if not isinstance(spark_master, str) or not spark_master.strip():
+        fail(f"[spark] master must be local[*], local[N] or spark://host:port, not {spark_master!r}")
+    spark_conf = spark.get("conf", {})
+    if not isinstance(spark_conf, dict):
+        fail("[spark.conf] must be a table of strings")
     if admin_port > 65535:
         fail(f"[admin] port must be a TCP port (0 to 65535), not {admin_port!r}")
     return NodeConfig(
@@ -264,4 +280,5 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         admin_enabled=flag(admin, "enabled", True, "admin"), admin_bind=admin_bind.strip(), admin_port=admin_port,
         admin_tokens=path_setting(admin, "tokens", "admin"), admin_tls_cert=path_setting(admin, "tls_cert", "admin"),
         admin_tls_key=path_setting(admin, "tls_key", "admin"),
+        spark_master=spark_master.strip(), spark_conf={str(k): str(v) for k, v in spark_conf.items()},
         path=os.path.abspath(path))

@@ -27,7 +27,8 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from flow.definition import FlowDefinition
 from flow.engine import DEFAULT_THREADS, TraditionalEngine
@@ -35,6 +36,8 @@ from flow.graph import FlowGraph
 from flow.loading import load_flow
 from flow.provenance_outbox import reconcile
 from flow.shard import open_shard
+from flow.spark.session import LOCAL_MASTER
+from flow.spark.staging import SparkStaging
 from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
@@ -63,14 +66,21 @@ class NodeSettings:
     age_off_interval_s: float = DEFAULT_AGE_OFF_INTERVAL
     provenance_rollover_s: float = 30.0
     provenance_outbox: bool = True
+    spark_master: str = LOCAL_MASTER
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
 
 
 class StandaloneNode:
     """Lock plan: `_lifecycle` serialises start and stop; everything else belongs to
     the engine, the shard and the repositories."""
 
-    def __init__(self, definition: FlowDefinition, data_dir: str, settings: NodeSettings | None = None):
+    def __init__(self, definition: FlowDefinition, data_dir: str, settings: NodeSettings | None = None, *,
+                 spark_session=None):
+        """`spark_session`: a SparkSession the caller owns, for the flow's Spark processors
+        (the node leaves it running); by default the node starts its own from `settings`
+        when a processor first asks for it, and stops it with the node."""
         self.definition = definition
+        self._spark_session = spark_session
         self.data_dir = os.path.abspath(data_dir)
         self.settings = settings or NodeSettings()
         self._lifecycle = threading.Lock()
@@ -158,7 +168,9 @@ class StandaloneNode:
             rollover=RolloverPolicy(
                 max_age_s=settings.provenance_rollover_s)))
         replayed = reconcile(shard_report.outbox, self.provenance)
-        self.services = node_services("standalone")
+        self.services = node_services(
+            settings.name, SparkStaging(storage, os.path.join(self.data_dir, "spark"), "file://"),
+            spark_master=settings.spark_master, spark_conf=settings.spark_conf, spark_session=self._spark_session)
         self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance,
                                         threads=settings.threads, outbox=settings.provenance_outbox,
                                         services=self.services)

@@ -1,6 +1,6 @@
 """Spark for tests: a standalone master and worker started from the pyspark wheel's
 own `bin/spark-class`, and sessions against them. The node's own SparkSession (an
-embedded `local[*]` one by default) is built by the product, `flow.spark_session`.
+embedded `local[*]` one by default) is built by the product, `flow.spark.session`.
 
 The standalone daemons bind to 127.0.0.1 on harness-chosen ports, keep small heaps,
 and do their scratch work under the work directory. Python code that runs on the
@@ -15,7 +15,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from flow.spark_session import EMBEDDED_CONF, build_spark_session
+from flow.spark.session import EMBEDDED_CONF, build_spark_session
 
 from .install import java_binary
 from .network import HOST, free_ports
@@ -45,7 +45,7 @@ def spark_environment(workdir: Path | None = None) -> dict[str, str]:
 
 def session(master: str, app_name: str = "custody", extra: dict[str, str] | None = None):
     """A SparkSession for `master` as the harness runs it: the product's builder
-    (`flow.spark_session`) with the environment of the harness's Spark, bound to
+    (`flow.spark.session`) with the environment of the harness's Spark, bound to
     loopback with the embedded footprint whatever the master, then `extra`."""
     for key, value in spark_environment().items():
         os.environ.setdefault(key, value)

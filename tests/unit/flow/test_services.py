@@ -178,6 +178,6 @@ def test_processors_of_a_stateless_flow_and_of_the_flows_it_embeds_share_the_nod
 
 
 def test_importing_the_flow_engine_does_not_import_pyspark():
-    code = ("import sys, flow, flow.engine, flow.loading, flow.stateless, flow.services, flow.spark_session; "
+    code = ("import sys, flow, flow.engine, flow.loading, flow.stateless, flow.services, flow.spark.session; "
             "assert 'pyspark' not in sys.modules, sorted(m for m in sys.modules if 'spark' in m)")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,289 @@
+"""Spark in a flow: ExecuteSparkSQL and SparkTransform, over batches of record FlowFiles.
+
+Each trigger takes up to `batch_size` FlowFiles whose content is records (JSON lines,
+CSV with a header, Parquet: `flow.spark.records`), gives them to the node's Spark
+session as one DataFrame (the view `flowfiles` for SQL), and turns the result into
+new FlowFiles: one for the batch (`output_partitions` = 1) or one per non-empty
+partition.
+
+Exactly once: the inputs leave their queue in the same session commit that creates
+the outputs, so a node that dies mid-job leaves the inputs queued and whoever runs the
+shard next (the node after a restart, or the adopter) runs them again; nothing of the
+first attempt was ever a FlowFile. The batch's identity, staging directory and output
+ids derive from the input ids (`flow.spark.batches`), so a rerun of the same FlowFiles
+gives the same output ids; the outputs are the same records only when
+`deterministic` (sorted partitions of a fixed count), otherwise output ids are random.
+
+Data path: the node writes each input's content into the batch's staging directory
+(`flow.spark.staging`: local disk on a standalone node, HDFS on a clustered one),
+Spark reads it there and writes its result there, and the node copies the result
+into its content repository. Content is streamed in chunks; no whole batch is held in
+the node's memory. The staging directory is deleted after the batch and, for anything
+a crash left, when the processor first runs on the shard.
+
+Lineage: every output's parents are the batch's inputs (a JOIN event; a FORK for a
+batch of one), and the inputs go to `original`.
+
+Failures (`flow.spark.failures`): a batch the input breaks goes to `failure` whole,
+each FlowFile with the reason in `spark.error`; when Spark itself fails (its master is
+down) the session rolls back and the processor waits `retry_backoff`, doubling up to
+`MAX_BACKOFF_S`, and says why in the log. A FlowFile whose record format cannot be
+told goes to `failure` alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+
+from ..errors import ServiceError
+from ..processor import ProcessContext, Processor, PropertyDescriptor
+from ..spark.batches import batch_id, output_id, part_index
+from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error
+from ..spark.records import (
+    FORMATS,
+    OUTPUT_MIME,
+    RecordFormatError,
+    StagedInput,
+    arrange,
+    attribute_columns,
+    format_of,
+    read_batch,
+    staged_name,
+    write_records,
+)
+from ..spark.session import SPARK_SERVICE
+from ..spark.staging import STAGING_SERVICE
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 60.0
+VIEW = "flowfiles"
+STAGE_CHUNK = 1 << 20
+
+
+class SparkBatchProcessor(Processor):
+    """What ExecuteSparkSQL and SparkTransform share; `transform(context, spark, frame)`
+    is theirs."""
+
+    properties = (
+        PropertyDescriptor("batch_size", "integer", default=100, description="FlowFiles per Spark job"),
+        PropertyDescriptor("record_format", "choice", default="auto", choices=("auto",) + FORMATS,
+                           description="auto: from mime.type, else the filename's extension"),
+        PropertyDescriptor("infer_csv_schema", "boolean", default=True,
+                           description="CSV columns typed from their values (false: all strings)"),
+        PropertyDescriptor("attribute_columns", "string", default="",
+                           description="attributes given as _attr_<name> columns: a comma-separated list, or *"),
+        PropertyDescriptor("output_format", "choice", default="json", choices=FORMATS),
+        PropertyDescriptor("output_partitions", "integer", default=1,
+                           description="1: one output FlowFile per batch; N: one per non-empty partition"),
+        PropertyDescriptor("deterministic", "boolean", default=True,
+                           description="sort every output partition by all columns, so that a rerun "
+                                       "writes the same outputs under the same ids"),
+        PropertyDescriptor("retry_backoff", "duration", default="1 sec",
+                           description="first wait after Spark itself failed (it doubles, up to a minute)"),
+        PropertyDescriptor("max_attempts", "integer", default=5,
+                           description="Spark failures of one batch before it goes to failure"),
+    )
+    relationships = ("success", "original", "failure")
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        problems = []
+        if properties["batch_size"] < 1:
+            problems.append(("batch_size", "must be at least 1"))
+        if properties["output_partitions"] < 1:
+            problems.append(("output_partitions", "must be at least 1"))
+        if properties["max_attempts"] < 1:
+            problems.append(("max_attempts", "must be at least 1"))
+        return problems
+
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._lock = threading.Lock()
+        self._collected: set[str] = set()   # shards whose abandoned staging is gone
+        self._retry_at = 0.0
+        self._backoff = 0.0
+        self._attempts: dict[str, int] = {}  # batch -> Spark failures so far
+
+    def transform(self, context: ProcessContext, spark, frame):
+        raise NotImplementedError
+
+    def on_trigger(self, context: ProcessContext, session) -> None:
+        if time.monotonic() < self._retry_at:
+            context.yield_()
+            return
+        batch = session.get_batch(context["batch_size"])
+        if not batch:
+            context.yield_()
+            return
+        inputs = []
+        for flowfile in batch:
+            try:
+                inputs.append((flowfile, format_of(flowfile.attributes, context["record_format"])))
+            except RecordFormatError as error:
+                self._fail(session, [flowfile], str(error))
+        if not inputs:
+            return
+        try:
+            spark = context.service(SPARK_SERVICE)
+            staging = context.service(STAGING_SERVICE)
+        except ServiceError as error:
+            self._back_off(context, session, f"the node's Spark session is not available: {error}")
+            return
+        self._collect_abandoned(staging, session)
+        batch_ids = [flowfile.id for flowfile, _ in inputs]
+        batch_key = batch_id(batch_ids)
+        directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
+        try:
+            staged = self._stage(session, staging, directory, inputs)
+            outputs = self._run(context, spark, staging, directory, inputs, staged)
+        except Exception as error:  # noqa: BLE001 - sorted below: the batch's fault or Spark's
+            staging.delete(directory)
+            self._after_failure(context, session, batch_key, [flowfile for flowfile, _ in inputs], error)
+            return
+        try:
+            self._emit(context, session, staging, directory, batch_key, [flowfile for flowfile, _ in inputs], outputs)
+        finally:
+            staging.delete(directory)
+        self._attempts.pop(batch_key, None)
+        self._backoff = 0.0
+
+    # -- the steps of a batch --------------------------------------------------------
+
+    def _collect_abandoned(self, staging, session) -> None:
+        with self._lock:
+            if session.shard_id in self._collected:
+                return
+            self._collected.add(session.shard_id)
+        staging.collect(session.shard_id, self.id)
+
+    def _stage(self, session, staging, directory: str, inputs) -> list[StagedInput]:
+        """Each input's content as its own file in the staging directory (none for empty
+        content: it holds no records)."""
+        storage = staging.storage
+        storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
+        staged = []
+        for index, (flowfile, record_format) in enumerate(inputs):
+            if not flowfile.size:
+                continue
+            path = f"{directory}/in/{staged_name(index, record_format)}"
+            with storage.create(path, overwrite=True) as out, session.read(flowfile) as source:
+                while chunk := source.read(STAGE_CHUNK):
+                    out.write(chunk)
+            staged.append(StagedInput(index, record_format, staging.uri(path)))
+        return staged
+
+    def _run(self, context, spark, staging, directory: str, inputs, staged) -> str | None:
+        """Run the batch on Spark; the storage path of its output directory (None when no
+        input holds a record)."""
+        if not staged:
+            return None
+        columns = attribute_columns(context["attribute_columns"], [flowfile.attributes for flowfile, _ in inputs])
+        # A session of its own per batch: its temporary view `flowfiles` is seen by no
+        # other batch (the SparkContext, and so the executors, are shared).
+        spark = spark.newSession()
+        frame = read_batch(spark, staged, infer_csv_schema=context["infer_csv_schema"],
+                           attributes={index: {**flowfile.attributes, "uuid": flowfile.id}
+                                       for index, (flowfile, _) in enumerate(inputs)},
+                           columns=columns)
+        try:
+            result = self.transform(context, spark, frame)
+        except Exception as error:  # noqa: BLE001 - SQL that does not compile, a function that raises
+            if is_input_error(error):
+                raise
+            raise BatchInputError(f"{type(error).__name__}: {error}") from error
+        if result is None or not hasattr(result, "write"):
+            raise BatchInputError(f"the transform returned {type(result).__name__}, not a DataFrame")
+        output = f"{directory}/out"
+        write_records(arrange(result, context["output_partitions"], context["deterministic"]),
+                      staging.uri(output), context["output_format"])
+        return output
+
+    def _emit(self, context, session, staging, directory, batch_key, parents, output: str | None) -> None:
+        record_format = context["output_format"]
+        parts = []
+        if output is not None:
+            for entry in staging.storage.list(output):
+                index = part_index(entry.name)
+                if index is not None and entry.length:
+                    parts.append((index, entry.path))
+        for index, path in sorted(parts):
+            identity = output_id(batch_key, index) if context["deterministic"] else None
+            flowfile = session.create(parents, {
+                "mime.type": OUTPUT_MIME[record_format], "filename": f"{batch_key}-{index}.{record_format}",
+                "spark.batch.id": batch_key, "spark.partition": str(index)}, identity=identity)
+            with staging.storage.open_read(path) as stream:
+                flowfile = session.import_from(flowfile, stream)
+            session.transfer(flowfile, "success")
+        for flowfile in parents:
+            session.transfer(flowfile, "original")
+
+    # -- failures --------------------------------------------------------------------
+
+    def _after_failure(self, context, session, batch_key: str, batch, error: BaseException) -> None:
+        message = describe(error)
+        if is_input_error(error):
+            log.warning("%s: batch %s of %d FlowFile(s) goes to failure: %s", self.id, batch_key, len(batch), message)
+            self._fail(session, batch, message)
+            return
+        attempts = self._attempts[batch_key] = self._attempts.get(batch_key, 0) + 1
+        if attempts >= context["max_attempts"]:
+            log.error("%s: batch %s failed on Spark %d times; it goes to failure: %s", self.id, batch_key,
+                      attempts, message)
+            self._attempts.pop(batch_key, None)
+            self._fail(session, batch, f"failed on Spark {attempts} times: {message}")
+            return
+        self._back_off(context, session, f"Spark failed running batch {batch_key} (attempt {attempts} of "
+                                         f"{context['max_attempts']}): {message}")
+
+    def _back_off(self, context, session, reason: str) -> None:
+        session.rollback()
+        self._backoff = min(MAX_BACKOFF_S, max(context["retry_backoff"], self._backoff * 2))
+        self._retry_at = time.monotonic() + self._backoff
+        log.warning("%s: %s; the session rolled back, retrying in %.1f s", self.id, reason, self._backoff)
+        context.yield_()
+
+    @staticmethod
+    def _fail(session, batch, message: str) -> None:
+        for flowfile in batch:
+            session.transfer(session.put_attribute(flowfile, ERROR_ATTRIBUTE, message), "failure")
+
+
+class ExecuteSparkSQL(SparkBatchProcessor):
+    type_name = "ExecuteSparkSQL"
+    description = "Runs SQL over a batch of record FlowFiles (the view `flowfiles`) on the node's Spark session."
+    properties = SparkBatchProcessor.properties + (
+        PropertyDescriptor("sql", "string", required=True, description="a query over the view `flowfiles`"),)
+
+    def transform(self, context, spark, frame):
+        frame.createOrReplaceTempView(VIEW)
+        return spark.sql(context["sql"])
+
+
+class SparkTransform(SparkBatchProcessor):
+    type_name = "SparkTransform"
+    description = ("Runs a Python function `module:function(df, params) -> DataFrame` over a batch of record "
+                   "FlowFiles on the node's Spark session; dynamic properties are its params.")
+    properties = SparkBatchProcessor.properties + (
+        PropertyDescriptor("function", "string", required=True, description="module:function"),)
+    dynamic_properties = True
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        problems = super().validate(properties, dynamic)
+        module, colon, name = properties["function"].partition(":")
+        if not colon or not module.strip() or not name.strip():
+            problems.append(("function", f"expected module:function, got {properties['function']!r}"))
+        return problems
+
+    def transform(self, context, spark, frame):
+        module_name, _, name = context["function"].partition(":")
+        try:
+            function = getattr(importlib.import_module(module_name.strip()), name.strip())
+        except (ImportError, AttributeError) as error:
+            raise BatchInputError(f"cannot load the function {context['function']}: {error}") from None
+        params = {key: expression.evaluate() for key, expression in context.dynamic.items()}
+        return function(frame, params)

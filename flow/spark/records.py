@@ -1,0 +1,136 @@
+"""Records in and out of Spark: which reader a FlowFile's content needs, how a staged
+batch becomes one DataFrame, and how a result is written so that a rerun writes the
+same files.
+
+Formats: JSON lines ("json"), CSV with a header line ("csv"), Parquet ("parquet").
+A FlowFile's format is the processor's `record_format`, or with "auto" its `mime.type`
+(`MIME_FORMATS`), else its filename's extension.
+
+A staged input is one file per FlowFile, `in-<index>.<format>`: the index (the
+FlowFile's place in the batch) is read back from each record's file name, so the
+FlowFiles' attributes can be joined to their records as `_attr_<name>` columns.
+Readers run in FAILFAST mode: a record that does not parse fails the batch (it goes
+to `failure`), it is never dropped or read as nulls.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+FORMATS = ("json", "csv", "parquet")
+MIME_FORMATS: Mapping[str, str] = {
+    "application/json": "json", "application/x-ndjson": "json", "application/jsonl": "json",
+    "application/x-jsonlines": "json", "application/json-lines": "json",
+    "text/csv": "csv", "application/csv": "csv",
+    "application/vnd.apache.parquet": "parquet", "application/parquet": "parquet",
+    "application/x-parquet": "parquet",
+}
+EXTENSION_FORMATS: Mapping[str, str] = {
+    ".json": "json", ".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet",
+}
+OUTPUT_MIME: Mapping[str, str] = {"json": "application/x-ndjson", "csv": "text/csv",
+                                  "parquet": "application/vnd.apache.parquet"}
+ATTRIBUTE_PREFIX = "_attr_"
+INDEX_COLUMN = "_custody_index"
+_INDEX_PATTERN = r"in-(\d+)\.[a-z]+$"
+
+
+class RecordFormatError(ValueError):
+    """A FlowFile whose record format cannot be told; the message says how to tell it."""
+
+
+def format_of(attributes: Mapping[str, str], configured: str = "auto") -> str:
+    if configured != "auto":
+        return configured
+    mime = attributes.get("mime.type", "").split(";", 1)[0].strip().lower()
+    if mime in MIME_FORMATS:
+        return MIME_FORMATS[mime]
+    extension = posixpath.splitext(attributes.get("filename", ""))[1].lower()
+    if extension in EXTENSION_FORMATS:
+        return EXTENSION_FORMATS[extension]
+    raise RecordFormatError(
+        f"cannot tell the record format of FlowFile {attributes.get('uuid') or attributes.get('filename')}: "
+        f"mime.type {mime or '(none)'!s} and filename {attributes.get('filename', '')!r} name none of "
+        f"{', '.join(FORMATS)}; set mime.type, or the processor's record_format")
+
+
+def staged_name(index: int, record_format: str) -> str:
+    return f"in-{index:06d}.{record_format}"
+
+
+def attribute_columns(spec: str, attributes: Sequence[Mapping[str, str]]) -> list[str]:
+    """The attribute names `spec` asks for ("" none, "*" every one the batch has, else
+    a comma-separated list), in a stable order."""
+    spec = spec.strip()
+    if not spec:
+        return []
+    if spec == "*":
+        return sorted({name for each in attributes for name in each})
+    return [name.strip() for name in spec.split(",") if name.strip()]
+
+
+@dataclass(frozen=True)
+class StagedInput:
+    index: int
+    record_format: str
+    uri: str
+
+
+def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool = True,
+               attributes: Mapping[int, Mapping[str, str]] | None = None, columns: Sequence[str] = ()):
+    """One DataFrame of every staged input's records (columns of different inputs are
+    matched by name, a column one input lacks is null there), with the attribute
+    `columns` of each record's FlowFile joined as `_attr_<name>`."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    frames = []
+    for record_format in FORMATS:
+        uris = [each.uri for each in inputs if each.record_format == record_format]
+        if not uris:
+            continue
+        reader = spark.read
+        if record_format == "json":
+            frame = reader.option("mode", "FAILFAST").json(uris)
+        elif record_format == "csv":
+            frame = (reader.option("mode", "FAILFAST").option("header", True)
+                     .option("inferSchema", infer_csv_schema).csv(uris))
+        else:
+            frame = reader.parquet(*uris)
+        if columns:
+            frame = frame.withColumn(INDEX_COLUMN, F.regexp_extract(F.col("_metadata.file_name"), _INDEX_PATTERN, 1)
+                                     .cast(IntegerType()))
+        frames.append(frame)
+    combined = frames[0]
+    for frame in frames[1:]:
+        combined = combined.unionByName(frame, allowMissingColumns=True)
+    if not columns:
+        return combined
+    schema = StructType([StructField(INDEX_COLUMN, IntegerType(), False)]
+                        + [StructField(ATTRIBUTE_PREFIX + name, StringType(), True) for name in columns])
+    rows = [(index, *(values.get(name) for name in columns)) for index, values in (attributes or {}).items()]
+    table = spark.createDataFrame(rows, schema)
+    return combined.join(F.broadcast(table), INDEX_COLUMN, "left").drop(INDEX_COLUMN)
+
+
+def arrange(frame, partitions: int, deterministic: bool):
+    """`frame` in `partitions` partitions. Deterministic: hash-partitioned and sorted by
+    every column, so the same records always land in the same partition in the same
+    order, whatever order Spark read them in (an AnalysisException when a column cannot
+    be hashed or sorted, a map for instance)."""
+    columns = frame.columns
+    if not deterministic or not columns:
+        return frame.coalesce(1) if partitions == 1 else frame.repartition(partitions)
+    if partitions == 1:
+        return frame.coalesce(1).sortWithinPartitions(*columns)
+    return frame.repartition(partitions, *columns).sortWithinPartitions(*columns)
+
+
+def write_records(frame, uri: str, record_format: str) -> None:
+    """Write `frame` under `uri` (replacing what an earlier attempt left there)."""
+    writer = frame.write.mode("overwrite").format(record_format)
+    if record_format == "csv":
+        writer = writer.option("header", True)
+    writer.save(uri)

@@ -1,0 +1,84 @@
+"""Where a Spark batch's files live while Spark works on them: the "spark.staging" service.
+
+    staging = SparkStaging(storage, "/data/spark", "file://")          # a standalone node
+    staging = SparkStaging(hdfs, "/custody/main/spark", "hdfs://nn:8020")  # a clustered node
+    services.register(STAGING_SERVICE, lambda: staging)
+    directory = staging.batch_directory("n1-4", "sql", batch, epoch)    # .../n1-4/sql/<batch>-e<epoch>
+    spark.read.json(staging.uri(f"{directory}/in"))
+
+The node gives its processors the filesystem Spark shares with it: the local disk of
+a standalone node (Spark runs beside it), the cluster's HDFS for a clustered node (so
+that executors on other machines read and write it too). `storage` is the node's
+`repositories.storage` view of it, `uri` what Spark calls the same path.
+
+Layout: `<root>/<shard>/<processor>/<batch>-e<epoch>/` (`flow.spark.batches`). A
+processor on a shard is the only writer of its directory, so when it is scheduled
+everything left there is abandoned (by a crash, or by the shard's previous owner) and
+`collect` deletes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from repositories.storage import StorageError, StorageFileNotFound, join
+
+from .batches import parse_staging_name, staging_name
+
+log = logging.getLogger(__name__)
+
+STAGING_SERVICE = "spark.staging"
+
+
+@dataclass(frozen=True)
+class SparkStaging:
+    storage: object    # repositories.storage.Storage
+    root: str          # an absolute path in `storage`
+    uri_prefix: str    # "file://" or "hdfs://host:port": prefix + path = what Spark reads
+
+    def uri(self, path: str) -> str:
+        return f"{self.uri_prefix}{path}"
+
+    def resolve(self, location: str) -> str:
+        """The path in `storage` of `location`, given as a path on the node's Spark
+        filesystem or as a URI of it; ValueError for a URI of another filesystem."""
+        if location.startswith(self.uri_prefix + "/"):
+            location = location[len(self.uri_prefix):]
+        elif "://" in location:
+            raise ValueError(f"{location} is not on this node's Spark filesystem ({self.uri_prefix}/...): "
+                             "give a path on it")
+        if not location.startswith("/"):
+            raise ValueError(f"{location} is not an absolute path")
+        return location.rstrip("/") or "/"
+
+    def processor_directory(self, shard: str, processor: str) -> str:
+        return join(self.root, shard, processor)
+
+    def batch_directory(self, shard: str, processor: str, batch: str, epoch: int) -> str:
+        return join(self.processor_directory(shard, processor), staging_name(batch, epoch))
+
+    def delete(self, directory: str) -> None:
+        """Delete a batch's directory; a failure is logged (`collect` gets it later)."""
+        try:
+            self.storage.delete(directory, recursive=True)
+        except StorageError as error:
+            log.warning("could not delete the Spark staging directory %s (collected later): %s", directory, error)
+
+    def collect(self, shard: str, processor: str) -> int:
+        """Delete every batch directory of `processor` on `shard` (call it when nothing of
+        the processor runs there: they are all abandoned). Returns how many went."""
+        directory = self.processor_directory(shard, processor)
+        try:
+            entries = self.storage.list(directory)
+        except StorageFileNotFound:
+            return 0
+        collected = 0
+        for entry in entries:
+            if entry.is_dir and parse_staging_name(entry.name) is not None:
+                self.delete(entry.path)
+                collected += 1
+        if collected:
+            log.info("collected %d abandoned Spark staging director%s of %s on shard %s", collected,
+                     "y" if collected == 1 else "ies", processor, shard)
+        return collected
