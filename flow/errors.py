@@ -46,6 +46,11 @@ class UnknownRelationship(SessionError):
         super().__init__(f"{component}: no relationship {relationship!r} (it has {sorted(known)})")
 
 
+class NotAdmitted(SessionError):
+    """The node may no longer commit for the session's shard (`ProcessSession.check_admitted`):
+    its commit gate refused. The session must roll back; the cause is chained."""
+
+
 class CommitError(FlowError):
     """A session could not be committed; it was rolled back in memory.
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from repositories.provenance import EventType, ProvenanceEvent
 
-from .errors import CommitError, FlowFileNotTransferred, SessionError, UnknownRelationship
+from .errors import CommitError, FlowFileNotTransferred, NotAdmitted, SessionError, UnknownRelationship
 from .flowfile import FlowFile
 from .identifiers import new_uuid
 
@@ -434,14 +434,17 @@ class ProcessSession:
         return wal.epoch if wal is not None else 0
 
     def check_admitted(self) -> None:
-        """Raise what the commit would raise if this node may no longer commit for the
-        shard (a clustered node that lost its ZooKeeper session, or a fenced shard).
+        """Raise `NotAdmitted` if this node may no longer commit for the shard (a clustered node that lost its ZooKeeper session, or a fenced shard).
         For a processor with a side effect outside the repositories (a rename into a
         dataset), asked just before it: a paused node whose shard was taken over must
         not make the effect after a takeover."""
         gate = getattr(self._committer, "gate", None)
         if gate is not None:
-            gate.admit(self.component_id)
+            try:
+                gate.admit(self.component_id)
+            except Exception as error:  # noqa: BLE001 - whatever the gate raises, it refused
+                raise NotAdmitted(f"{self.component_id}: this node may not commit for shard {self.shard_id} "
+                                  f"now: {error}") from error
 
     # -- commit and rollback ------------------------------------------------------
 

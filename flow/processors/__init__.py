@@ -15,13 +15,15 @@ from .files import FetchFile, GetFile, ListFile, PutFile
 from .generate import GenerateFlowFile
 from .http import ListenHTTP
 from .merge import MergeContent
+from .parquet import PutParquet
 from .spark import ExecuteSparkSQL, SparkTransform
 from .stateless import ExecuteStateless
 from .text import ReplaceText, SplitText
 
 STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     GenerateFlowFile, ListFile, FetchFile, GetFile, ListenHTTP, UpdateAttribute, RouteOnAttribute, SplitText,
-    MergeContent, ReplaceText, LogAttribute, PutFile, ExecuteStateless, ExecuteSparkSQL, SparkTransform)
+    MergeContent, ReplaceText, LogAttribute, PutFile, ExecuteStateless, ExecuteSparkSQL, SparkTransform,
+    PutParquet)
 
 # The standard processors by type name, read-only: a registry to extend is built, not patched.
 PROCESSOR_TYPES: Mapping[str, type[Processor]] = MappingProxyType({cls.type_name: cls for cls in STANDARD_PROCESSORS})

@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 
-from ..errors import ServiceError
+from ..errors import NotAdmitted, ServiceError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..spark.batches import batch_id, output_id, part_index
 from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error
@@ -46,47 +46,51 @@ from ..spark.records import (
     FORMATS,
     OUTPUT_MIME,
     RecordFormatError,
-    StagedInput,
     arrange,
     attribute_columns,
     format_of,
     read_batch,
-    staged_name,
     write_records,
 )
 from ..spark.session import SPARK_SERVICE
-from ..spark.staging import STAGING_SERVICE
+from ..spark.staging import STAGING_SERVICE, stage_inputs
 
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 60.0
 VIEW = "flowfiles"
-STAGE_CHUNK = 1 << 20
+
+
+INPUT_PROPERTIES = (
+    PropertyDescriptor("batch_size", "integer", default=100, description="FlowFiles per Spark job"),
+    PropertyDescriptor("record_format", "choice", default="auto", choices=("auto",) + FORMATS,
+                       description="auto: from mime.type, else the filename's extension"),
+    PropertyDescriptor("infer_csv_schema", "boolean", default=True,
+                       description="CSV columns typed from their values (false: all strings)"),
+    PropertyDescriptor("attribute_columns", "string", default="",
+                       description="attributes given as _attr_<name> columns: a comma-separated list, or *"),
+)
+OUTPUT_PROPERTIES = (
+    PropertyDescriptor("output_format", "choice", default="json", choices=FORMATS),
+    PropertyDescriptor("output_partitions", "integer", default=1,
+                       description="1: one output FlowFile per batch; N: one per non-empty partition"),
+    PropertyDescriptor("deterministic", "boolean", default=True,
+                       description="sort every output partition by all columns, so that a rerun "
+                                   "writes the same outputs under the same ids"),
+)
+RETRY_PROPERTIES = (
+    PropertyDescriptor("retry_backoff", "duration", default="1 sec",
+                       description="first wait after Spark itself failed (it doubles, up to a minute)"),
+    PropertyDescriptor("max_attempts", "integer", default=5,
+                       description="Spark failures of one batch before it goes to failure"),
+)
 
 
 class SparkBatchProcessor(Processor):
     """What ExecuteSparkSQL and SparkTransform share; `transform(context, spark, frame)`
     is theirs."""
 
-    properties = (
-        PropertyDescriptor("batch_size", "integer", default=100, description="FlowFiles per Spark job"),
-        PropertyDescriptor("record_format", "choice", default="auto", choices=("auto",) + FORMATS,
-                           description="auto: from mime.type, else the filename's extension"),
-        PropertyDescriptor("infer_csv_schema", "boolean", default=True,
-                           description="CSV columns typed from their values (false: all strings)"),
-        PropertyDescriptor("attribute_columns", "string", default="",
-                           description="attributes given as _attr_<name> columns: a comma-separated list, or *"),
-        PropertyDescriptor("output_format", "choice", default="json", choices=FORMATS),
-        PropertyDescriptor("output_partitions", "integer", default=1,
-                           description="1: one output FlowFile per batch; N: one per non-empty partition"),
-        PropertyDescriptor("deterministic", "boolean", default=True,
-                           description="sort every output partition by all columns, so that a rerun "
-                                       "writes the same outputs under the same ids"),
-        PropertyDescriptor("retry_backoff", "duration", default="1 sec",
-                           description="first wait after Spark itself failed (it doubles, up to a minute)"),
-        PropertyDescriptor("max_attempts", "integer", default=5,
-                           description="Spark failures of one batch before it goes to failure"),
-    )
+    properties = INPUT_PROPERTIES + OUTPUT_PROPERTIES + RETRY_PROPERTIES
     relationships = ("success", "original", "failure")
 
     @classmethod
@@ -94,7 +98,7 @@ class SparkBatchProcessor(Processor):
         problems = []
         if properties["batch_size"] < 1:
             problems.append(("batch_size", "must be at least 1"))
-        if properties["output_partitions"] < 1:
+        if properties.get("output_partitions", 1) < 1:
             problems.append(("output_partitions", "must be at least 1"))
         if properties["max_attempts"] < 1:
             problems.append(("max_attempts", "must be at least 1"))
@@ -134,22 +138,25 @@ class SparkBatchProcessor(Processor):
             self._back_off(context, session, f"the node's Spark session is not available: {error}")
             return
         self._collect_abandoned(staging, session)
-        batch_ids = [flowfile.id for flowfile, _ in inputs]
-        batch_key = batch_id(batch_ids)
+        self.process_batch(context, session, spark, staging, inputs)
+
+    def process_batch(self, context, session, spark, staging, inputs) -> None:
+        """Run `inputs` ((FlowFile, record format) pairs) on Spark and route them."""
+        batch_key = batch_id(flowfile.id for flowfile, _ in inputs)
+        parents = [flowfile for flowfile, _ in inputs]
         directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
         try:
-            staged = self._stage(session, staging, directory, inputs)
+            staged = stage_inputs(session, staging, directory, inputs)
             outputs = self._run(context, spark, staging, directory, inputs, staged)
         except Exception as error:  # noqa: BLE001 - sorted below: the batch's fault or Spark's
             staging.delete(directory)
-            self._after_failure(context, session, batch_key, [flowfile for flowfile, _ in inputs], error)
+            self._after_failure(context, session, batch_key, parents, error)
             return
         try:
-            self._emit(context, session, staging, directory, batch_key, [flowfile for flowfile, _ in inputs], outputs)
+            self._emit(context, session, staging, batch_key, parents, outputs)
         finally:
             staging.delete(directory)
-        self._attempts.pop(batch_key, None)
-        self._backoff = 0.0
+        self._succeeded(batch_key)
 
     # -- the steps of a batch --------------------------------------------------------
 
@@ -160,35 +167,29 @@ class SparkBatchProcessor(Processor):
             self._collected.add(session.shard_id)
         staging.collect(session.shard_id, self.id)
 
-    def _stage(self, session, staging, directory: str, inputs) -> list[StagedInput]:
-        """Each input's content as its own file in the staging directory (none for empty
-        content: it holds no records)."""
-        storage = staging.storage
-        storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
-        staged = []
-        for index, (flowfile, record_format) in enumerate(inputs):
-            if not flowfile.size:
-                continue
-            path = f"{directory}/in/{staged_name(index, record_format)}"
-            with storage.create(path, overwrite=True) as out, session.read(flowfile) as source:
-                while chunk := source.read(STAGE_CHUNK):
-                    out.write(chunk)
-            staged.append(StagedInput(index, record_format, staging.uri(path)))
-        return staged
+    def _succeeded(self, batch_key: str) -> None:
+        self._attempts.pop(batch_key, None)
+        self._backoff = 0.0
+
+    @staticmethod
+    def read_frame(context, spark, inputs, staged):
+        """(a Spark session of the batch's own, the batch's records as one DataFrame).
+        Its own session: its temporary view `flowfiles` is seen by no other batch (the
+        SparkContext, and so the executors, are shared)."""
+        spark = spark.newSession()
+        columns = attribute_columns(context["attribute_columns"], [flowfile.attributes for flowfile, _ in inputs])
+        frame = read_batch(spark, staged, infer_csv_schema=context["infer_csv_schema"],
+                           attributes={index: {**flowfile.attributes, "uuid": flowfile.id}
+                                       for index, (flowfile, _) in enumerate(inputs)},
+                           columns=columns)
+        return spark, frame
 
     def _run(self, context, spark, staging, directory: str, inputs, staged) -> str | None:
         """Run the batch on Spark; the storage path of its output directory (None when no
         input holds a record)."""
         if not staged:
             return None
-        columns = attribute_columns(context["attribute_columns"], [flowfile.attributes for flowfile, _ in inputs])
-        # A session of its own per batch: its temporary view `flowfiles` is seen by no
-        # other batch (the SparkContext, and so the executors, are shared).
-        spark = spark.newSession()
-        frame = read_batch(spark, staged, infer_csv_schema=context["infer_csv_schema"],
-                           attributes={index: {**flowfile.attributes, "uuid": flowfile.id}
-                                       for index, (flowfile, _) in enumerate(inputs)},
-                           columns=columns)
+        spark, frame = self.read_frame(context, spark, inputs, staged)
         try:
             result = self.transform(context, spark, frame)
         except Exception as error:  # noqa: BLE001 - SQL that does not compile, a function that raises
@@ -202,7 +203,7 @@ class SparkBatchProcessor(Processor):
                       staging.uri(output), context["output_format"])
         return output
 
-    def _emit(self, context, session, staging, directory, batch_key, parents, output: str | None) -> None:
+    def _emit(self, context, session, staging, batch_key, parents, output: str | None) -> None:
         record_format = context["output_format"]
         parts = []
         if output is not None:
@@ -225,6 +226,11 @@ class SparkBatchProcessor(Processor):
 
     def _after_failure(self, context, session, batch_key: str, batch, error: BaseException) -> None:
         message = describe(error)
+        if isinstance(error, NotAdmitted):
+            log.warning("%s: %s; batch %s rolls back", self.id, error, batch_key)
+            session.rollback()
+            context.yield_()
+            return
         if is_input_error(error):
             log.warning("%s: batch %s of %d FlowFile(s) goes to failure: %s", self.id, batch_key, len(batch), message)
             self._fail(session, batch, message)

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from repositories.storage import StorageError, StorageFileNotFound, join
 
 from .batches import parse_staging_name, staging_name
+from .records import StagedInput, staged_name
 
 log = logging.getLogger(__name__)
 
 STAGING_SERVICE = "spark.staging"
+STAGE_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -82,3 +84,21 @@ class SparkStaging:
             log.info("collected %d abandoned Spark staging director%s of %s on shard %s", collected,
                      "y" if collected == 1 else "ies", processor, shard)
         return collected
+
+
+def stage_inputs(session, staging: SparkStaging, directory: str, inputs) -> list[StagedInput]:
+    """Each input FlowFile's content as its own file under `directory`/in, streamed in
+    chunks; `inputs` are (FlowFile, record format) in batch order. Empty content holds
+    no records and gets no file."""
+    storage = staging.storage
+    storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
+    staged = []
+    for index, (flowfile, record_format) in enumerate(inputs):
+        if not flowfile.size:
+            continue
+        path = f"{directory}/in/{staged_name(index, record_format)}"
+        with storage.create(path, overwrite=True) as out, session.read(flowfile) as source:
+            while chunk := source.read(STAGE_CHUNK):
+                out.write(chunk)
+        staged.append(StagedInput(index, record_format, staging.uri(path)))
+    return staged
