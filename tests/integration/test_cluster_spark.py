@@ -1,0 +1,106 @@
+"""A Spark step in a cluster of real `custody node` processes (real ZooKeeper, real
+HDFS, each node's embedded Spark): a node SIGKILLed while its Spark job runs leaves
+the batch queued, the adopter runs it again, and every generated record reaches the
+sink exactly once, in outputs each created once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+
+import pytest
+
+from cluster.core.ownership import ShardState
+from cluster.drills.checker import check_delivery, cluster_provenance
+from cluster.services.process import wait_until
+from repositories.provenance import EventType
+from repositories.storage import StorageFileNotFound
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.spark, pytest.mark.slow]
+
+FLOW = """\
+name: spark-cluster
+parameters:
+  count: 300
+  put_batch: 10
+processors:
+  - id: generate
+    type: GenerateFlowFile
+    properties:
+      batch_size: 50
+      max_count: "#{count}"
+      custom_text: '{"id": "${uuid}", "node": "#{node}"}'
+    scheduling: {run_schedule: 100 ms}
+  - id: sql
+    type: ExecuteSparkSQL
+    properties:
+      sql: "SELECT id, upper(node) AS node FROM flowfiles"
+      record_format: json
+      batch_size: 200
+    auto_terminate: [original, failure]
+  - id: put
+    type: PutFile
+    properties:
+      directory: "#{out}"
+      sync: false
+    auto_terminate: [success]
+connections:
+  - {source: generate, destination: sql}
+  - {source: sql, relationships: [success], destination: put}
+  - {source: put, relationships: [failure], destination: put}
+"""
+
+
+def staging_batches(storage, directory: str) -> list[str]:
+    try:
+        return [entry.name for entry in storage.list(directory)]
+    except StorageFileNotFound:
+        return []
+
+
+def test_a_node_killed_while_its_spark_job_runs_is_rerun_by_the_adopter_exactly_once(
+        flow_cluster, hdfs_store, tmp_path):
+    cluster = flow_cluster
+    flow = tmp_path / "spark.yaml"
+    flow.write_text(FLOW)
+    n1 = cluster.start("n1", flow=str(flow), count=1500)
+    n1.wait("joined", timeout=60)
+    n2 = cluster.start("n2", flow=str(flow), count=100)
+    n2.wait("joined", timeout=60)
+    victim = n1.incarnation
+    # A batch of the victim's shard is staged on HDFS while its job runs (its
+    # directory goes when the batch is done): kill the node then.
+    staging = f"{hdfs_store.root}/{cluster.cluster}/spark/{victim}/sql"
+    wait_until(lambda: staging_batches(hdfs_store.storage, staging), 240,
+               f"a Spark batch of {victim} to be staged in {staging}")
+    n1.signal(signal.SIGKILL)
+    wait_until(lambda: (s := cluster.shard(victim)) is not None and s.owner == n2.incarnation
+               and s.state in (ShardState.DRAINING, ShardState.RETIRED), 60, f"{victim}'s shard to be adopted")
+    wait_until(lambda: cluster.shard(victim).state is ShardState.RETIRED, 240, f"{victim}'s shard to retire")
+    cluster.wait_settled(timeout=240)
+    cluster.stop_all()
+
+    events = cluster_provenance([os.path.join(d, "provenance") for d in cluster.directories.values()])
+    created = [e.flowfile_uuid for e in events if e.event_type is EventType.CREATE and e.component_id == "generate"]
+    delivered, sink_files = [], sorted(name for name in os.listdir(cluster.sink) if not name.startswith("."))
+    for name in sink_files:
+        with open(os.path.join(cluster.sink, name)) as file:
+            delivered += [json.loads(line)["id"] for line in file if line.strip()]
+    report = check_delivery(created, delivered)
+    assert report.ok, report.summary()
+    assert len(created) > 100, report.summary()  # the victim made some before it died
+    # Each output of the Spark step was created once (one JOIN or FORK naming it), and
+    # that output is the one sink file of that name.
+    made = Counter()
+    for event in events:
+        if event.component_id == "sql" and event.event_type is EventType.JOIN:
+            made[event.flowfile_uuid] += 1
+        elif event.component_id == "sql" and event.event_type is EventType.FORK:
+            made.update(event.child_uuids)
+    assert set(made) == set(sink_files) and set(made.values()) == {1}, (len(made), len(sink_files))
+    # The victim's batch was run again on the adopter: its shard's outputs were made there.
+    adopted = [e for e in n2.find("first-output", shard=victim)]
+    assert adopted, "the adopter never delivered from the victim's shard"
+    assert not staging_batches(hdfs_store.storage, staging), "the abandoned staging was not collected"
