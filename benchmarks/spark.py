@@ -1,0 +1,197 @@
+"""Spark step: records/s of one SQL transform over JSON lines through ExecuteSparkSQL, beside plain PySpark.
+
+The same records are written twice: as FlowFiles queued in a durable shard (local
+WAL and content, as a node holds them), and as plain files for the anchor. Then, in
+one process, on one SparkSession (`--spark-master`, embedded `local[*]` by default),
+runs alternate:
+
+  * `custody`: ExecuteSparkSQL takes every queued FlowFile as one batch, as in a
+    node: the node stages the content (local disk, or HDFS with `--hdfs`), Spark
+    runs the query and writes its result, the node imports the result as new
+    FlowFiles, and the session commits. `deterministic` as configured
+    (`--deterministic`, default true: the result hash-partitioned and sorted by
+    every column, what makes a rerun's output ids the same).
+  * `pyspark`: the same query in plain PySpark, reading the plain files from the
+    same filesystem and writing its result back there.
+
+`ratio_vs_pyspark` = median custody records/s over median pyspark records/s (the goal
+is at least 0.8). Also: the session's start time, and the peak RSS growth of this
+Python process (the node's) over the custody runs (`node_peak_rss_growth_mb`).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+
+QUERY = "SELECT id, upper(name) AS name, amount * 2 AS doubled FROM flowfiles"
+RECORD = '{{"id": {n}, "name": "record-{n:09d}", "amount": {amount}, "note": "{note}"}}\n'
+NOTE = "x" * 40
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--total-mb", type=int, help="MB of JSON lines per run (default 1024; --quick 64)")
+    parser.add_argument("--flowfile-mb", type=float, default=8.0, help="MB of records per FlowFile")
+    parser.add_argument("--rounds", type=int, help="runs of each side (default 1; --quick 2)")
+    parser.add_argument("--output-partitions", type=int, default=4, help="ExecuteSparkSQL output_partitions")
+    parser.add_argument("--deterministic", choices=("true", "false"), default="true",
+                        help="ExecuteSparkSQL deterministic (default true)")
+    parser.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--driver-memory", default="512m", help="spark.driver.memory")
+    parser.add_argument("--hdfs", metavar="URL", help="stage and read on this HDFS (as a clustered node does)")
+    parser.add_argument("--hdfs-base", default="/custody-bench-spark", help="HDFS directory to use (deleted after)")
+    parser.add_argument("--dir", help="directory to run in (default: a fresh temporary directory)")
+
+
+def _records(first: int, size: int) -> bytes:
+    lines, total, n = [], 0, first
+    while total < size:
+        line = RECORD.format(n=n, amount=n % 1000, note=NOTE)
+        lines.append(line)
+        total += len(line)
+        n += 1
+    return "".join(lines).encode()
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class _Node:
+    """A durable shard on local disk with its content, as a node holds its queue."""
+
+    def __init__(self, root: str):
+        from flow.commit import DurableCommitter
+        from flow.queue import FlowFileQueue
+        from flow.shard import open_shard
+        from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
+        from repositories.storage import LocalStorage
+
+        self.queue = FlowFileQueue("in", swap_threshold=1 << 30)
+        self.shard = open_shard(LocalStorage(), os.path.join(root, "shard"), "bench", [self.queue],
+                                checkpoint_interval=None)
+        self.shard.recover()
+        self.content = open_filesystem_content_repository({"c": os.path.join(root, "content")},
+                                                          ContentRepositoryConfig(sync_on_close=False))
+        self.content.recover([])
+        self.committer = DurableCommitter(self.shard, self.content, None, outbox=False)
+
+    def session(self, relationships=()):
+        from flow.session import ProcessSession
+
+        return ProcessSession(component_id="sql", component_type="ExecuteSparkSQL", committer=self.committer,
+                              content=self.content, shard=self.shard, incoming=[self.queue],
+                              outgoing={"in": [self.queue]}, auto_terminated=relationships,
+                              clock_ms=lambda: int(time.time() * 1000))
+
+    def load(self, payloads) -> int:
+        session = self.session()
+        for payload in payloads:
+            flowfile = session.write_bytes(session.create(attributes={"mime.type": "application/x-ndjson"}), payload)
+            session.transfer(flowfile, "in")
+        session.commit()
+        return self.queue.count
+
+    def close(self) -> None:
+        self.shard.wal.close()
+        self.content.close()
+
+
+def run(args) -> dict:
+    from flow.loading import parse_flow
+    from flow.processor import ProcessContext
+    from flow.processors.spark import ExecuteSparkSQL
+    from flow.services import ServiceRegistry
+    from flow.spark.session import build_spark_session
+    from flow.spark.staging import SparkStaging
+    from repositories.storage import LocalStorage
+
+    total = (args.total_mb or (64 if args.quick else 1024)) << 20
+    rounds = args.rounds or (2 if args.quick else 1)
+    per_flowfile = int(args.flowfile_mb * (1 << 20))
+    workdir = args.dir or tempfile.mkdtemp(prefix="custody-bench-spark-")
+    os.makedirs(workdir, exist_ok=True)
+    if args.hdfs:
+        from cluster.clients import ClientFactory, HdfsSettings
+
+        storage = ClientFactory(hdfs=HdfsSettings(args.hdfs)).hdfs_storage()
+        base, prefix = args.hdfs_base.rstrip("/"), args.hdfs.rstrip("/")
+        storage.mkdir(base, parents=True, exist_ok=True)
+    else:
+        storage, base, prefix = LocalStorage(), os.path.join(workdir, "fs"), "file://"
+        os.makedirs(base, exist_ok=True)
+
+    started = time.monotonic()
+    spark = build_spark_session(args.spark_master, {"spark.driver.memory": args.driver_memory},
+                                app_name="custody-bench-spark")
+    session_start_s = time.monotonic() - started
+    services = ServiceRegistry()
+    services.register("spark", lambda: spark)
+    services.register("spark.staging", lambda: SparkStaging(storage, f"{base}/staging", prefix))
+    definition = parse_flow({"processors": [{"id": "sql", "type": "ExecuteSparkSQL", "properties": {
+        "sql": QUERY, "record_format": "json", "batch_size": 1 << 20,
+        "output_partitions": args.output_partitions, "deterministic": args.deterministic == "true"},
+        "auto_terminate": ["success", "original", "failure"]}]})
+    context = ProcessContext("sql", definition.processors["sql"].properties, {}, services=services, has_incoming=True)
+
+    payloads, first = [], 0
+    while sum(len(p) for p in payloads) < total:
+        payload = _records(first, min(per_flowfile, total - sum(len(p) for p in payloads)))
+        first += payload.count(b"\n")
+        payloads.append(payload)
+    records, size_mb = first, sum(len(p) for p in payloads) / (1 << 20)
+    plain = f"{base}/plain"
+    storage.mkdir(plain, parents=True, exist_ok=True)
+    for index, payload in enumerate(payloads):
+        with storage.create(f"{plain}/part-{index:05d}.json", overwrite=True) as out:
+            out.write(payload)
+
+    custody, anchor, rss_growth = [], [], 0.0
+    try:
+        for round_number in range(rounds):
+            for side in (("custody", "pyspark") if round_number % 2 == 0 else ("pyspark", "custody")):
+                if side == "pyspark":
+                    began = time.monotonic()
+                    frame = spark.read.json(f"{prefix}{plain}")
+                    frame.createOrReplaceTempView("flowfiles")
+                    spark.sql(QUERY).write.mode("overwrite").json(f"{prefix}{base}/anchor-out")
+                    anchor.append(records / (time.monotonic() - began))
+                    continue
+                node = _Node(os.path.join(workdir, f"node-{round_number}"))
+                try:
+                    node.load(payloads)
+                    before = _rss_mb()
+                    processor = ExecuteSparkSQL("sql")
+                    session = node.session(("success", "original", "failure"))
+                    began = time.monotonic()
+                    processor.on_trigger(context, session)
+                    if not session.is_closed:
+                        session.commit()
+                    custody.append(records / (time.monotonic() - began))
+                    rss_growth = max(rss_growth, _rss_mb() - before)
+                    if node.queue.count:
+                        raise RuntimeError(f"ExecuteSparkSQL left {node.queue.count} FlowFiles queued")
+                finally:
+                    node.close()
+                    shutil.rmtree(os.path.join(workdir, f"node-{round_number}"), ignore_errors=True)
+    finally:
+        spark.stop()
+        storage.delete(base, recursive=True)
+        if not args.dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    custody_median, anchor_median = statistics.median(custody), statistics.median(anchor)
+    return {
+        "benchmark": "spark", "query": QUERY, "filesystem": "hdfs" if args.hdfs else "local",
+        "spark_master": args.spark_master, "records": records, "megabytes": round(size_mb, 1),
+        "flowfiles": len(payloads), "rounds": rounds, "deterministic": args.deterministic == "true",
+        "output_partitions": args.output_partitions,
+        "spark_session_start_s": session_start_s,
+        "custody_records_per_sec": custody_median, "pyspark_records_per_sec": anchor_median,
+        "custody_runs": custody, "pyspark_runs": anchor,
+        "ratio_vs_pyspark": custody_median / anchor_median,
+        "node_peak_rss_growth_mb": rss_growth,
+    }
