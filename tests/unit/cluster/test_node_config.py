@@ -220,3 +220,20 @@ def test_errors_from_a_file_name_the_file(tmp_path):
     with pytest.raises(NodeConfigError) as raised:
         load_node_config(path)
     assert str(raised.value).startswith(f"{path}: [node] policy")
+
+
+def test_the_spark_table_names_the_master_and_passes_its_conf_as_strings():
+    assert parse_node_config(body()).spark_master == "local[*]"
+    config = parse_node_config(body(spark={"master": "spark://10.0.0.5:7077",
+                                           "conf": {"spark.executor.memory": "1g", "spark.cores.max": 2}}))
+    assert config.spark_master == "spark://10.0.0.5:7077"
+    assert config.spark_conf == {"spark.executor.memory": "1g", "spark.cores.max": "2"}
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"spark.master": ""}, ["[spark] master"]),
+    ({"spark.conf": "spark.x=1"}, ["[spark.conf]", "table"]),
+    ({"spark.mastr": "local[2]"}, ["['mastr']", "[spark]"]),
+])
+def test_bad_spark_settings_are_refused_by_name(changes, words):
+    refused(body(**changes), *words)
