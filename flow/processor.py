@@ -124,6 +124,12 @@ class ProcessContext:
             raise UnknownService(name, (), self.processor_id)
         return self._services.get(name, asked_by=self.processor_id)
 
+    def discard_service(self, name: str, reason: str) -> None:
+        """Stop the node's shared service `name` (one found broken: a SparkSession whose
+        cluster lost every executor), so that the next `service(name)` starts a new one."""
+        if self._services is not None:
+            self._services.discard(name, f"{reason}; by {self.processor_id}")
+
     def load_stateless_flow(self, path: str):
         """The flow definition at `path` as a stateless flow (`flow.stateless.StatelessFlow`),
         parsed against the processor types of the flow this processor runs in and sharing

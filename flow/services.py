@@ -45,12 +45,14 @@ def close_service(service: Any) -> None:
 
 
 class _Registration:
-    __slots__ = ("name", "start", "stop", "starting", "service", "started")
+    __slots__ = ("name", "start", "stop", "alive", "starting", "service", "started")
 
-    def __init__(self, name: str, start: Callable[[], Any], stop: Callable[[Any], None]):
+    def __init__(self, name: str, start: Callable[[], Any], stop: Callable[[Any], None],
+                 alive: Callable[[Any], bool] | None):
         self.name = name
         self.start = start
         self.stop = stop
+        self.alive = alive
         self.starting = threading.Lock()
         self.service: Any = None
         self.started = False  # guarded by the registry's _lock
@@ -66,16 +68,19 @@ class ServiceRegistry:
         self._started: list[_Registration] = []
         self._closed = False
 
-    def register(self, name: str, start: Callable[[], Any], stop: Callable[[Any], None] | None = None) -> None:
+    def register(self, name: str, start: Callable[[], Any], stop: Callable[[Any], None] | None = None, *,
+                 alive: Callable[[Any], bool] | None = None) -> None:
         """Make `name` available: `start()` builds the service on its first lookup, and
-        `stop(service)` ends it at `close` (by default the service's `close()`).
+        `stop(service)` ends it at `close` (by default the service's `close()`). With
+        `alive`, a lookup that finds `alive(service)` false (a SparkSession whose context
+        stopped when its master went away) stops what is left of it and starts a new one.
         Raises `ServiceError` for a name already registered or a closed registry."""
         with self._lock:
             if self._closed:
                 raise ServiceError(f"cannot register service {name!r}: the registry of services is closed")
             if name in self._registrations:
                 raise ServiceError(f"service {name!r} is already registered")
-            self._registrations[name] = _Registration(name, start, stop or close_service)
+            self._registrations[name] = _Registration(name, start, stop or close_service, alive)
 
     def names(self) -> list[str]:
         """The registered names, started or not, sorted."""
@@ -101,13 +106,24 @@ class ServiceRegistry:
             if registration is None:
                 raise UnknownService(name, self._registrations, asked_by)
             self._check_open(name)
-            if registration.started:
+            if registration.started and self._alive(registration):
                 return registration.service
         with registration.starting:
             with self._lock:
                 self._check_open(name)
-                if registration.started:  # another thread started it while this one waited
+                if registration.started and self._alive(registration):  # another thread started it meanwhile
                     return registration.service
+                dead = registration.service if registration.started else None
+                if registration.started:
+                    registration.service, registration.started = None, False
+                    self._started.remove(registration)
+            if dead is not None:
+                log.warning("service %r: it is no longer alive; stopping what is left of it and starting it again",
+                            name)
+                try:
+                    registration.stop(dead)
+                except Exception:  # noqa: BLE001 - it is dead already; the new one matters
+                    log.exception("service %r: stopping the dead one failed", name)
             began = self._clock()
             log.info("service %r: starting%s", name, f" (first asked for by {asked_by})" if asked_by else "")
             try:
@@ -122,6 +138,35 @@ class ServiceRegistry:
                 self._started.append(registration)
             log.info("service %r: started in %.2f s", name, self._clock() - began)
             return service
+
+    def discard(self, name: str, reason: str) -> None:
+        """Stop the running service `name` now (`reason` goes into the log); the next
+        lookup starts a new one. Nothing happens when it is not running."""
+        with self._lock:
+            registration = self._registrations.get(name)
+        if registration is None:
+            return
+        with registration.starting:
+            with self._lock:
+                if not registration.started:
+                    return
+                service = registration.service
+                registration.service, registration.started = None, False
+                self._started.remove(registration)
+            log.warning("service %r: discarded (%s); the next lookup starts a new one", name, reason)
+            try:
+                registration.stop(service)
+            except Exception:  # noqa: BLE001 - it is being replaced; the new one matters
+                log.exception("service %r: stopping the discarded one failed", name)
+
+    @staticmethod
+    def _alive(registration: _Registration) -> bool:
+        if registration.alive is None:
+            return True
+        try:
+            return bool(registration.alive(registration.service))
+        except Exception:  # noqa: BLE001 - a liveness check that fails says "not alive"
+            return False
 
     def _check_open(self, name: str) -> None:
         if self._closed:

@@ -33,7 +33,7 @@ def node_services(name: str, staging: SparkStaging, *, spark_master: str = LOCAL
         services.register(SPARK_SERVICE, lambda: spark_session)
     else:
         spark = SparkSessionFactory(spark_master, dict(spark_conf or {}), app_name=f"custody-{name}")
-        services.register(SPARK_SERVICE, spark, spark.stop)
+        services.register(SPARK_SERVICE, spark, spark.stop, alive=spark.alive)
     services.register(STAGING_SERVICE, lambda: staging)
     return services
 

@@ -24,7 +24,7 @@ from ..spark.batches import batch_id
 from ..spark.datasets import DEFAULT_RETENTION_S, ParquetDataset
 from ..spark.manifest_format import BatchManifest
 from ..spark.staging import stage_inputs
-from .spark import INPUT_PROPERTIES, RETRY_PROPERTIES, SparkBatchProcessor
+from .spark import INPUT_PROPERTIES, RETRY_PROPERTIES, SparkBatchProcessor, time_limit
 
 BATCH_ATTRIBUTE = "parquet.batch.id"
 
@@ -72,10 +72,11 @@ class PutParquet(SparkBatchProcessor):
             batch_key = batch_id(flowfile.id for flowfile, _ in fresh)
             directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
             try:
-                manifest = self._write(context, session, spark, staging, dataset, directory, batch_key, fresh)
+                with time_limit(spark, directory, context["job_timeout"]):
+                    manifest = self._write(context, session, spark, staging, dataset, directory, batch_key, fresh)
             except Exception as error:  # noqa: BLE001 - the batch's fault or Spark's, sorted there
                 staging.delete(directory)
-                self._after_failure(context, session, batch_key, [flowfile for flowfile, _ in fresh], error)
+                self._after_failure(context, session, batch_key, [flowfile for flowfile, _ in fresh], error, spark)
                 return
             members[manifest.batch] = (manifest, {flowfile.id for flowfile, _ in fresh})
             for flowfile, _ in fresh:

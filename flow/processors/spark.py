@@ -33,6 +33,7 @@ told goes to `failure` alone.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import threading
@@ -41,7 +42,7 @@ import time
 from ..errors import NotAdmitted, ServiceError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..spark.batches import batch_id, output_id, part_index
-from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error
+from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error, is_spark_unavailable
 from ..spark.records import (
     FORMATS,
     OUTPUT_MIME,
@@ -79,11 +80,42 @@ OUTPUT_PROPERTIES = (
                                    "writes the same outputs under the same ids"),
 )
 RETRY_PROPERTIES = (
+    PropertyDescriptor("job_timeout", "duration", default="10 min",
+                       description="a batch's Spark jobs are cancelled after this (a cluster with no "
+                                   "executors would otherwise hold the batch forever); it is retried"),
     PropertyDescriptor("retry_backoff", "duration", default="1 sec",
                        description="first wait after Spark itself failed (it doubles, up to a minute)"),
     PropertyDescriptor("max_attempts", "integer", default=5,
                        description="Spark failures of one batch before it goes to failure"),
 )
+
+
+@contextlib.contextmanager
+def time_limit(spark, group: str, seconds: float):
+    """The Spark jobs this thread starts inside are cancelled after `seconds` (their
+    group is `group`); the job then fails with Spark's "cancelled" error."""
+    context = spark.sparkContext
+    context.setJobGroup(group, f"custody batch {group}", interruptOnCancel=True)
+    timer = threading.Timer(seconds, context.cancelJobGroup, (group,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        context.setLocalProperty("spark.jobGroup.id", None)
+
+
+def has_executors(spark) -> bool:
+    """True when the session has somewhere to run tasks: always for a local master,
+    else at least one executor besides the driver."""
+    try:
+        context = spark.sparkContext
+        if context.master.startswith("local"):
+            return True
+        return len(context._jsc.sc().statusTracker().getExecutorInfos()) > 1
+    except Exception:  # noqa: BLE001 - a session that cannot answer has none
+        return False
 
 
 class SparkBatchProcessor(Processor):
@@ -147,10 +179,11 @@ class SparkBatchProcessor(Processor):
         directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
         try:
             staged = stage_inputs(session, staging, directory, inputs)
-            outputs = self._run(context, spark, staging, directory, inputs, staged)
+            with time_limit(spark, directory, context["job_timeout"]):
+                outputs = self._run(context, spark, staging, directory, inputs, staged)
         except Exception as error:  # noqa: BLE001 - sorted below: the batch's fault or Spark's
             staging.delete(directory)
-            self._after_failure(context, session, batch_key, parents, error)
+            self._after_failure(context, session, batch_key, parents, error, spark)
             return
         try:
             self._emit(context, session, staging, batch_key, parents, outputs)
@@ -224,7 +257,7 @@ class SparkBatchProcessor(Processor):
 
     # -- failures --------------------------------------------------------------------
 
-    def _after_failure(self, context, session, batch_key: str, batch, error: BaseException) -> None:
+    def _after_failure(self, context, session, batch_key: str, batch, error: BaseException, spark=None) -> None:
         message = describe(error)
         if isinstance(error, NotAdmitted):
             log.warning("%s: %s; batch %s rolls back", self.id, error, batch_key)
@@ -234,6 +267,13 @@ class SparkBatchProcessor(Processor):
         if is_input_error(error):
             log.warning("%s: batch %s of %d FlowFile(s) goes to failure: %s", self.id, batch_key, len(batch), message)
             self._fail(session, batch, message)
+            return
+        if is_spark_unavailable(error):
+            if spark is not None and not has_executors(spark):
+                # A standalone master that went away and came back does not know this
+                # application any more, and Spark waits for it forever: start anew.
+                context.discard_service(SPARK_SERVICE, "its cluster gave it no executors")
+            self._back_off(context, session, f"Spark is not available for batch {batch_key}: {message}")
             return
         attempts = self._attempts[batch_key] = self._attempts.get(batch_key, 0) + 1
         if attempts >= context["max_attempts"]:

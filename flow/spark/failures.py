@@ -3,10 +3,14 @@
 
 The batch's fault, the same on every rerun: a record that does not parse, SQL that
 does not compile or names an unknown column, a Python function that raises, content
-that is not the format it claims. Anything else (the master is down, an executor was
-lost, the node's Spark session stopped) may pass: the processor backs off and retries,
-and after `max_attempts` of them for one batch it sends the batch to `failure` too,
-so that a batch that always fails in a way not listed here cannot stall the queue.
+that is not the format it claims.
+
+Spark's fault: its master is down, its context stopped, a job ran past its time limit
+and was cancelled (`is_spark_unavailable`): the processor backs off and retries for as
+long as it takes, and the batch stays queued. Anything else (an executor lost, a job
+aborted for a reason not listed) may pass too, but only `max_attempts` times for one
+batch: then the batch goes to `failure`, so that a batch that always fails in a way
+not listed here cannot stall the queue.
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ _INPUT_MARKERS = (
     "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "INCOMPATIBLE_COLUMN_TYPE",
 )
 _JAVA_CLASS = re.compile(r"^(?:[a-z][\w$]*\.)+[\w$]*(?:Exception|Error): ")
+# Spark itself is not there (its master is down, its context stopped, a job was
+# cancelled at its time limit): never the batch's fault, never counted against it.
+_UNAVAILABLE_MARKERS = (
+    "stopped SparkContext", "SparkContext was shut down", "SparkContext has been shutdown", "cancelled",
+    "Connection refused", "All masters are unresponsive", "Master removed our application",
+    "Py4JNetworkError", "Answer from Java side is empty", "Error while sending or receiving",
+)
 ERROR_ATTRIBUTE = "spark.error"
 MAX_MESSAGE = 1000
 
@@ -41,6 +52,13 @@ def is_input_error(error: BaseException) -> bool:
         return True
     text = str(error)
     return any(marker in text for marker in _INPUT_MARKERS)
+
+
+def is_spark_unavailable(error: BaseException) -> bool:
+    if isinstance(error, ConnectionError):
+        return True
+    text = f"{type(error).__name__}: {error}"
+    return any(marker in text for marker in _UNAVAILABLE_MARKERS)
 
 
 def describe(error: BaseException) -> str:

@@ -109,3 +109,10 @@ class SparkSessionFactory:
     @staticmethod
     def stop(session) -> None:
         session.stop()
+
+    @staticmethod
+    def alive(session) -> bool:
+        """False once the session's SparkContext stopped (its cluster manager gave up on
+        it, or it was stopped): the registry then starts a new session."""
+        context = session.sparkContext._jsc
+        return context is not None and not context.sc().isStopped()

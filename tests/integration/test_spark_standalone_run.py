@@ -31,6 +31,7 @@ processors:
     properties:
       sql: "SELECT city, count(*) AS people, sum(age) AS years FROM flowfiles GROUP BY city"
       batch_size: 10
+      {extra}
     auto_terminate: [original, failure]
   - id: put
     type: PutFile
@@ -40,6 +41,39 @@ connections:
   - {{source: get, destination: sql}}
   - {{source: sql, relationships: [success], destination: put}}
 """
+
+
+def start_node(spark_standalone, tmp_path, flow_text: str):
+    """`custody run` on the standalone master, as a user types it; (process, log path)."""
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(flow_text)
+    log_path = tmp_path / "node.log"
+    env = {**os.environ, **spark_environment()}
+    with open(log_path, "w") as log:
+        node = subprocess.Popen(
+            [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(tmp_path / "node"),
+             "--name", "spark-solo", "--spark-master", spark_standalone.master_url,
+             "--spark-conf", "spark.cores.max=1", "--spark-conf", "spark.executor.memory=512m",
+             "--spark-conf", "spark.driver.host=127.0.0.1", "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+    return node, log_path
+
+
+def delivered(outbox) -> list:
+    return sorted(path for path in outbox.iterdir() if not path.name.startswith(".")) if outbox.is_dir() else []
+
+
+def drop(inbox, name: str, text: str) -> None:
+    (inbox / f".{name}").write_text(text)
+    os.rename(inbox / f".{name}", inbox / name)
+
+
+def waited(what: str, condition, timeout: float, log_path) -> None:
+    try:
+        wait_until(condition, timeout, what)
+    except Exception:
+        print(log_path.read_text()[-6000:])
+        raise
 
 
 def applications(spark_standalone) -> list[str]:
@@ -52,33 +86,42 @@ def applications(spark_standalone) -> list[str]:
 def test_custody_run_runs_its_spark_processors_on_a_standalone_master(spark_standalone, tmp_path):
     inbox, outbox = tmp_path / "in", tmp_path / "out"
     inbox.mkdir()
-    flow = tmp_path / "flow.yaml"
-    flow.write_text(FLOW.format(inbox=inbox, outbox=outbox))
-    (inbox / ".people.csv").write_text("name,city,age\nana,lisbon,30\nbo,oslo,41\ncy,lisbon,22\n")
-    os.rename(inbox / ".people.csv", inbox / "people.csv")
-    log_path = tmp_path / "node.log"
-    env = {**os.environ, **spark_environment()}
-    with open(log_path, "w") as log:
-        node = subprocess.Popen(
-            [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(tmp_path / "node"),
-             "--name", "spark-solo", "--spark-master", spark_standalone.master_url,
-             "--spark-conf", "spark.cores.max=1", "--spark-conf", "spark.executor.memory=512m",
-             "--spark-conf", "spark.driver.host=127.0.0.1", "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env)
+    drop(inbox, "people.csv", "name,city,age\nana,lisbon,30\nbo,oslo,41\ncy,lisbon,22\n")
+    node, log_path = start_node(spark_standalone, tmp_path, FLOW.format(inbox=inbox, outbox=outbox, extra=""))
     try:
-        try:
-            wait_until(lambda: outbox.is_dir() and any(not p.name.startswith(".") for p in outbox.iterdir()), 240,
-                       "the Spark step's output")
-        except Exception:
-            print(log_path.read_text()[-5000:])
-            raise
+        waited("the Spark step's output", lambda: delivered(outbox), 240, log_path)
         assert "custody-spark-solo" in applications(spark_standalone)
     finally:
         node.send_signal(signal.SIGTERM)
         code = node.wait(120)
     text = log_path.read_text()
     assert code == 0, text[-3000:]
-    [output] = [path for path in outbox.iterdir() if not path.name.startswith(".")]
+    [output] = delivered(outbox)
     rows = sorted((json.loads(line) for line in output.read_text().splitlines()), key=lambda row: row["city"])
     assert rows == [{"city": "lisbon", "people": 2, "years": 52}, {"city": "oslo", "people": 1, "years": 41}]
     assert "service 'spark': started in" in text and "service 'spark': stopped in" in text, text[-3000:]
+
+
+def test_a_spark_cluster_that_goes_away_holds_the_batch_until_it_is_back(spark_standalone, tmp_path):
+    inbox, outbox = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    node, log_path = start_node(spark_standalone, tmp_path, FLOW.format(
+        inbox=inbox, outbox=outbox, extra="job_timeout: 15 sec\n      retry_backoff: 1 sec"))
+    try:
+        drop(inbox, "first.csv", "name,city,age\nana,lisbon,30\n")
+        waited("the first batch's output", lambda: delivered(outbox), 240, log_path)
+        spark_standalone.stop()  # the master and the worker (and its executor) go away
+        try:
+            drop(inbox, "second.csv", "name,city,age\nbo,oslo,41\n")
+            waited("the node to say why it waits", lambda: "retrying in" in log_path.read_text(), 120, log_path)
+            assert len(delivered(outbox)) == 1 and not node.poll()
+        finally:
+            spark_standalone.start()
+        waited("the held batch's output once Spark is back", lambda: len(delivered(outbox)) == 2, 300, log_path)
+    finally:
+        node.send_signal(signal.SIGTERM)
+        code = node.wait(120)
+    assert code == 0, log_path.read_text()[-3000:]
+    rows = [json.loads(line) for path in delivered(outbox) for line in path.read_text().splitlines()]
+    assert sorted(row["city"] for row in rows) == ["lisbon", "oslo"]
+    assert "goes to failure" not in log_path.read_text()

@@ -181,3 +181,36 @@ def test_importing_the_flow_engine_does_not_import_pyspark():
     code = ("import sys, flow, flow.engine, flow.loading, flow.stateless, flow.services, flow.spark.session; "
             "assert 'pyspark' not in sys.modules, sorted(m for m in sys.modules if 'spark' in m)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_service_found_dead_is_stopped_and_started_again():
+    log, dead = [], set()
+    services = ServiceRegistry()
+    services.register("spark", lambda: Fake(f"spark{len(log)}", log), alive=lambda fake: fake.name not in dead)
+    first = services.get("spark")
+    assert services.get("spark") is first
+    dead.add(first.name)  # its cluster manager gave up on it
+    second = services.get("spark")
+    assert second is not first and log == ["start spark0", "close spark0", "start spark2"]
+    assert services.started() == ["spark"]
+    services.close()
+    assert log[-1] == "close spark2"
+
+
+def test_a_liveness_check_that_raises_counts_as_dead():
+    log = []
+    services = ServiceRegistry()
+    services.register("spark", lambda: Fake("spark", log), alive=lambda fake: 1 / 0)
+    services.get("spark")
+    services.get("spark")
+    assert log == ["start spark", "close spark", "start spark"]
+
+
+def test_a_discarded_service_is_stopped_and_the_next_lookup_starts_a_new_one():
+    log = []
+    services = registry_of("spark", log=log)
+    services.discard("spark", "not started: nothing happens")
+    first = services.get("spark")
+    services.discard("spark", "its cluster gave it no executors")
+    assert log == ["start spark", "close spark"] and services.started() == []
+    assert services.get("spark") is not first
