@@ -3,16 +3,21 @@
 # The package and its dependencies live in a venv at /opt/custody, the example flows
 # in /usr/share/custody/examples; the node's data directory is /var/lib/custody and
 # the flow's output (the `out` parameter) /data/out, both volumes in docker-compose.yml.
-# Spark's JVM is not installed: the node's flows do not need it.
+# A JRE is installed for Spark: a node's Spark processors start their driver JVM from
+# pyspark, and the same image runs the compose file's Spark master and worker
+# (SPARK_HOME is pyspark's own directory, which carries Spark's scripts and jars).
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \
+      openjdk-17-jre-headless procps \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/custody \
  && useradd --system --home-dir /var/lib/custody --shell /usr/sbin/nologin custody \
  && mkdir -p /var/lib/custody /data/out /etc/custody \
  && chown custody:custody /var/lib/custody /data/out
 ENV PATH=/opt/custody/bin:$PATH \
+    SPARK_HOME=/opt/custody/lib/python3.11/site-packages/pyspark \
+    PYSPARK_PYTHON=/opt/custody/bin/python \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1

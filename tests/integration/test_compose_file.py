@@ -12,7 +12,8 @@ def test_compose_file_is_valid_and_binds_loopback_only(docker_engine):
     result = docker("compose", "-f", str(ROOT / "docker-compose.yml"), "config", "--format", "json")
     config = json.loads(result.stdout)
     services = config["services"]
-    assert {"zk1", "zk2", "zk3", "namenode", "datanode1", "datanode2", "datanode3"} <= set(services)
+    assert {"zk1", "zk2", "zk3", "namenode", "datanode1", "datanode2", "datanode3", "spark-master",
+            "spark-worker"} <= set(services)
     for name, service in services.items():
         for port in service.get("ports", []):
             assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond loopback"
@@ -48,6 +49,7 @@ def test_custody_node_template_is_a_valid_node_toml():
     assert config.hdfs_url == "hdfs://namenode:8020"
     assert (config.directory, config.parameters["out"]) == ("/var/lib/custody", "/data/out")
     assert config.flow == "/usr/share/custody/examples/cluster.yaml"
+    assert config.spark_master == "spark://spark-master:7077"
     assert (ROOT / "examples" / "cluster.yaml").exists()
 
 
