@@ -1,7 +1,10 @@
-"""`custody provenance ...`: query, lineage and inspection of a provenance repository.
+"""`custody provenance ...`: query, lineage and inspection of a provenance repository,
+and `analyze`, the cluster-wide analysis on Spark of the events every node exported.
 
 PATH is the repository's first container (where layout.json lives). The repository is
-opened read-only, so these commands are safe to run beside a live node.
+opened read-only, so these commands are safe to run beside a live node. `analyze`
+reads the Parquet export (`hdfs://host:port<hdfs root>/<cluster>/provenance`) with
+`flow.spark.provenance_analysis`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,16 @@ def register(subparsers) -> None:
     inspect.add_argument("path", metavar="PATH", help="repository directory or one .prov file")
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.set_defaults(func=_inspect)
+    analyze = sub.add_parser("analyze", help="cluster-wide lineage and per-minute statistics on Spark, "
+                                              "over the events every node exported as Parquet")
+    analyze.add_argument("--spark-master", required=True, metavar="MASTER", help="local[*] or spark://host:7077")
+    analyze.add_argument("--source", required=True, metavar="URI",
+                         help="the export's root, e.g. hdfs://namenode:8020/custody/<cluster>/provenance")
+    analyze.add_argument("--uuid", help="print the cluster-wide lineage of this FlowFile as JSON")
+    analyze.add_argument("--per-minute", action="store_true",
+                         help="per component and minute: event counts by type and latency (table, then JSON)")
+    analyze.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf, repeatable")
+    analyze.set_defaults(func=_analyze)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
 
@@ -187,3 +200,39 @@ def _inspect(args) -> int:
             print(f"shard {s['name']}: {'closed' if s['closed'] else 'active'} files {len(s['files'])} "
                   f"{s['min_time']}..{s['max_time']} bytes {s['bytes']}")
     return 1 if damaged else 0
+
+
+def _analyze(args) -> int:
+    if not args.uuid and not args.per_minute:
+        print("error: say what to analyze: --uuid UUID, --per-minute, or both")
+        return 2
+    conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
+    if len(conf) != len(args.conf):
+        print(f"error: --conf takes KEY=VALUE, not {next(i for i in args.conf if '=' not in i)!r}")
+        return 2
+    from flow.spark import provenance_analysis as analysis
+    from flow.spark.session import build_spark_session
+
+    try:
+        spark = build_spark_session(args.spark_master, conf, app_name="custody-provenance-analyze")
+    except Exception as error:  # noqa: BLE001 - a JVM that does not start, a master that does not answer
+        print(f"error: cannot start a Spark session on {args.spark_master}: {analysis.first_line(error)}")
+        return 1
+    try:
+        events = analysis.load_events(spark, args.source)
+        if args.uuid:
+            print(json.dumps(analysis.lineage(events, args.uuid, source=args.source), indent=2))
+        if args.per_minute:
+            rows = analysis.per_minute(events)
+            print(analysis.format_per_minute(rows))
+            print(json.dumps(rows, indent=2))
+    except analysis.UnknownFlowFile as error:
+        print(f"error: {error}")
+        return 1
+    except analysis.ProvenanceAnalysisError as error:
+        print(f"error: {error}")
+        return 2
+    except Exception as error:  # noqa: BLE001 - Spark failed reading the source
+        print(f"error: {analysis.SourceUnreadable(args.source, analysis.first_line(error))}")
+        return 2
+    return 0

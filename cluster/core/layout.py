@@ -19,6 +19,9 @@ HDFS, under the configured root:
     <root>/<cluster>/shards/<shard-id>-fenced-<e>/   the same, after fencing at epoch e
     <root>/<cluster>/content/<incarnation>/          the content an incarnation wrote
                                                      (`cluster.node.content`)
+    <root>/<cluster>/provenance/node=<node>/hour=<h>/  every node's provenance events as
+                                                     Parquet, for Spark
+                                                     (`repositories.provenance.parquet_export`)
 """
 
 from __future__ import annotations
@@ -93,6 +96,10 @@ class ClusterLayout:
     @property
     def hdfs_content(self) -> str:
         return f"{self.hdfs_cluster}/content"
+
+    @property
+    def hdfs_provenance(self) -> str:
+        return f"{self.hdfs_cluster}/provenance"
 
     def shard_directory(self, shard_id: str) -> str:
         return f"{self.hdfs_shards}/{shard_id}"

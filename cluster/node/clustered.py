@@ -8,7 +8,9 @@ Per incarnation (see `cluster.failover.member.ClusterMember` for the order of jo
 * content: a fresh container named after the incarnation, on local disk and HDFS
   (`content`), collected and aged off as it runs (`maintenance`); claims of adopted
   shards are read from HDFS;
-* provenance: the node's local repository (kept across incarnations);
+* provenance: the node's local repository (kept across incarnations); each event
+  file it rolls over is exported to HDFS as Parquet for Spark
+  (`replication.provenance_export`, under `ClusterLayout.hdfs_provenance`);
 * one `FlowRuntime` per shard: the home shard runs the whole flow, adopted shards
   drain without sources, each with its WAL and swap files on HDFS at its epoch.
 
@@ -26,6 +28,7 @@ from flow.definition import read_flow_document
 from flow.errors import FlowError
 from flow.loading import parse_flow
 from flow.spark.staging import SparkStaging
+from replication.provenance_export import ProvenanceExporter, ProvenanceExportThread
 from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 from repositories.provenance.config import DEFAULT_AGE_OFF_INTERVAL as PROVENANCE_AGE_OFF_INTERVAL
@@ -67,6 +70,7 @@ class ClusteredNode:
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self.wal_hooks = wal_hooks
         self.provenance = None
+        self.provenance_export: ProvenanceExportThread | None = None
         self.services = None
         self.content = None
         self._maintenance: ContentMaintenance | None = None
@@ -82,12 +86,17 @@ class ClusteredNode:
         if stop is not None:
             self._stop = stop
         os.makedirs(self.config.directory, exist_ok=True)
+        export = ProvenanceExportThread(ProvenanceExporter(
+            self.storage, self.layout.hdfs_provenance, self.config.name, self.config.provenance_export_directory))
         self.provenance = ProvenanceRepository(ProvenanceConfig(
             containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0),
             max_age_s=self.config.provenance_max_age, max_bytes=self.config.provenance_max_bytes,
             # Age off at least four times per retention: the events kept stay within a
             # quarter of the retention of what it says.
-            age_off_interval_s=min(PROVENANCE_AGE_OFF_INTERVAL, self.config.provenance_max_age / 4)))
+            age_off_interval_s=min(PROVENANCE_AGE_OFF_INTERVAL, self.config.provenance_max_age / 4)),
+            on_event_file=export.wake)
+        export.start(self.provenance)
+        self.provenance_export = export
         self.services = node_services(
             self.config.name, SparkStaging(self.storage, f"{self.layout.hdfs_cluster}/spark", self.config.hdfs_url),
             spark_master=self.config.spark_master,
@@ -101,6 +110,9 @@ class ClusteredNode:
             if observer is not None:
                 stop_quietly(observer)
             self.services.close()
+            # The export reads event files: stop it before they close. What the last
+            # rollover makes is not marked, so the next start exports it.
+            export.stop()
             self.provenance.close()
 
     def _make_member(self) -> ClusterMember:

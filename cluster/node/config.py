@@ -137,6 +137,11 @@ class NodeConfig:
         return os.path.join(self.directory, "provenance")
 
     @property
+    def provenance_export_directory(self) -> str:
+        """Markers of the provenance event files exported to HDFS as Parquet."""
+        return os.path.join(self.directory, "provenance-export")
+
+    @property
     def parameters(self) -> dict[str, str]:
         return {"node": self.name, "data_dir": self.directory, "out": os.path.join(self.directory, "out"),
                 **self.flow_parameters}

@@ -8,19 +8,14 @@ interrupted indexing is redone after a restart.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 import pyarrow as pa
 
-from .errors import CorruptBlockError
-from .event_batch import SCHEMA
 from .event_file import EventFileInfo
-from .event_files import EventFileEntry, EventFileTable
+from .event_files import EventFileTable, read_rows
 from .hooks import ProvenanceHooks
 from .index import ShardedIndex
-
-log = logging.getLogger(__name__)
 
 
 class IndexFeeder:
@@ -41,7 +36,7 @@ class IndexFeeder:
         if entry is None:
             return  # aged off before it was indexed
         if events is None:
-            events = _read_whole_file(entry)
+            events = read_rows(entry)
         if events.num_rows:
             seams = self._seams()
             self._index.index_table(
@@ -52,13 +47,3 @@ class IndexFeeder:
         if self._on_indexed is not None:
             self._on_indexed(EventFileInfo(first_id, entry.last_id, events.num_rows, entry.min_time_ms,
                                            entry.max_time_ms, entry.size, 0, entry.path), self._clock())
-
-
-def _read_whole_file(entry: EventFileEntry) -> pa.Table:
-    batches = []
-    for i in range(len(entry.reader.blocks)):
-        try:
-            batches.append(entry.reader.read_block(i))
-        except CorruptBlockError as error:
-            log.error("not indexing a damaged block: %s", error)
-    return pa.Table.from_batches(batches, schema=SCHEMA)

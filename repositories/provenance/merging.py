@@ -7,10 +7,16 @@ step leaves either every journal and no committed file (recovery merges again), 
 the committed file, which holds every event of the journals, beside those journals
 not deleted yet (recovery deletes them). Event files are spread over the containers
 round-robin.
+
+Once a file is committed and its journals are gone, the merger tells the listener
+given as `on_event_file` (the Parquet export wakes on it). The listener runs on the
+merge thread, so it must only take note and return; if it raises, the failure is
+logged and the merge goes on: a listener never breaks the repository.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -21,17 +27,23 @@ from . import files
 from .config import ProvenanceConfig
 from .event_batch import concat_sorted
 from .event_file import write_event_file
-from .event_files import EventFileTable
+from .event_files import EventFileEntry, EventFileTable
 from .hooks import ProvenanceHooks
 from .layout import ProvenanceLayout
+
+log = logging.getLogger(__name__)
+
+EventFileListener = Callable[[EventFileEntry], None]
 
 
 class Merger:
     """Merges generations; used by the merge thread only (and by recovery before it starts)."""
 
     def __init__(self, layout: ProvenanceLayout, table: EventFileTable, config: ProvenanceConfig,
-                 seams: Callable[[], ProvenanceHooks], stage_s: dict[str, float]):
+                 seams: Callable[[], ProvenanceHooks], stage_s: dict[str, float],
+                 on_event_file: EventFileListener | None = None):
         self._layout, self._table, self._config = layout, table, config
+        self._on_event_file = on_event_file
         self._seams = seams  # the repository's seams as they are now
         self._stage_seconds = stage_s
         self._merged = 0  # picks the container of the next event file
@@ -43,6 +55,7 @@ class Merger:
         seams.merge_journals_read(first_id=first_id)
         started = time.perf_counter()
         table = concat_sorted(batches)
+        entry = None
         if table.num_rows:
             containers = self._layout.containers
             container = containers[self._merged % len(containers)]
@@ -52,7 +65,7 @@ class Merger:
                 level=self._config.compression_level, threads=self._config.compression_threads,
                 before_commit=lambda path: seams.merge_before_commit(path=path),
                 toc_committed=lambda path: seams.merge_toc_committed(path=path))
-            self._table.add(info.path)
+            entry = self._table.add(info.path)
             self._stage_seconds["merge"] += time.perf_counter() - started
             seams.merge_before_journal_delete(first_id=first_id)
         for path in journal_paths:
@@ -60,4 +73,14 @@ class Merger:
             seams.merge_journal_deleted(first_id=first_id, path=path)
         for directory in {os.path.dirname(p) for p in journal_paths}:
             files.fsync_directory(directory)
+        if entry is not None:
+            self._tell(entry)
         return table
+
+    def _tell(self, entry: EventFileEntry) -> None:
+        if self._on_event_file is None:
+            return
+        try:
+            self._on_event_file(entry)
+        except Exception as error:  # noqa: BLE001 - a listener never breaks the repository
+            log.error("provenance: the listener of event file %s failed: %s", entry.path, error)

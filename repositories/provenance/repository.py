@@ -37,14 +37,14 @@ from .errors import RepositoryClosedError
 from .event import ProvenanceEvent
 from .event_batch import EventBatch
 from .event_file import EventFileInfo
-from .event_files import EventFileEntry, EventFileTable
+from .event_files import EventFileEntry, EventFileTable, read_rows
 from .generation import JournalGeneration
 from .hooks import ProvenanceHooks
 from .index import ShardedIndex
 from .indexing import IndexFeeder
 from .layout import ProvenanceLayout
 from .lineage import LineageGraph
-from .merging import Merger
+from .merging import EventFileListener, Merger
 from .policies import plan_age_off
 from .query import ProvenanceQuery, QueryResult
 from .reading import EventReader
@@ -87,7 +87,11 @@ class ProvenanceRepository:
 
     def __init__(self, config: ProvenanceConfig, *, clock: Callable[[], float] = time.time,
                  hooks: ProvenanceHooks | None = None, read_only: bool = False,
-                 on_indexed: Callable[[EventFileInfo, float], None] | None = None):
+                 on_indexed: Callable[[EventFileInfo, float], None] | None = None,
+                 on_event_file: EventFileListener | None = None):
+        """`on_indexed` is called by the index thread after each event file is indexed;
+        `on_event_file` by the merge thread after each event file is committed (see
+        `merging`): both must return quickly and leave I/O to threads of their own."""
         self.config = config
         self._clock = clock
         self._hooks = ProvenanceHooks.coerce(hooks)  # read at each seam: a test may swap them
@@ -110,7 +114,8 @@ class ProvenanceRepository:
         for path in self._layout.event_file_paths():
             self._files.add(path)
         self._reader = EventReader(self._files, self.index)
-        self._merger = Merger(self._layout, self._files, config, lambda: self._hooks, self.stage_s)
+        self._merger = Merger(self._layout, self._files, config, lambda: self._hooks, self.stage_s,
+                              on_event_file=on_event_file)
         self._indexer = IndexFeeder(self._files, self.index, lambda: self._hooks, self.stage_s,
                                     clock=clock, on_indexed=on_indexed)
         self._work = BackgroundWork(merge=self._merge_generation, index=self._indexer.index_file,
@@ -300,6 +305,12 @@ class ProvenanceRepository:
 
     def event_files(self) -> list[EventFileEntry]:
         return self._files.entries()
+
+    def event_file_rows(self, first_id: int) -> pa.Table | None:
+        """Every event of the event file starting at `first_id`, in the stored schema
+        (`event_batch.SCHEMA`), damaged blocks left out; None if it was aged off."""
+        entry = self._files.get(first_id)
+        return None if entry is None else read_rows(entry)
 
     def storage_bytes(self) -> int:
         return self._files.total_bytes()
