@@ -194,11 +194,12 @@ class SparkBatchProcessor(Processor):
     # -- the steps of a batch --------------------------------------------------------
 
     def _collect_abandoned(self, staging, session) -> None:
+        """Before the first batch of this processor on the shard: whatever is staged is
+        abandoned. Under the lock, so that no other task stages a batch meanwhile."""
         with self._lock:
-            if session.shard_id in self._collected:
-                return
-            self._collected.add(session.shard_id)
-        staging.collect(session.shard_id, self.id)
+            if session.shard_id not in self._collected:
+                staging.collect(session.shard_id, self.id)
+                self._collected.add(session.shard_id)
 
     def _succeeded(self, batch_key: str) -> None:
         self._attempts.pop(batch_key, None)

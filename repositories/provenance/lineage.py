@@ -10,7 +10,9 @@ naming a uuid (the index's uuid field holds own, parent and child uuids).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -118,3 +120,30 @@ def compute_lineage(root_uuid: str, events_naming: Callable[[str], Iterable[Prov
     for uuid in graph.flowfiles:
         naming(uuid)
     return graph
+
+
+# Event ids are unique within one repository only: across several, each one's ids
+# are moved into a range of their own while the lineage is walked.
+_ID_RANGE = 1 << 48
+
+
+def lineage_across(repositories: Mapping[str, object], root_uuid: str, *,
+                   max_flowfiles: int = 10_000) -> tuple[LineageGraph, set[tuple[str, int]]]:
+    """The lineage of `root_uuid` over several nodes' repositories at once (name ->
+    repository), as one repository would find it if it held every node's events: a
+    FlowFile created on one node and finished on another after a failover is one
+    lineage. Returns the graph (its event ids moved into a range per repository) and
+    the (repository name, event id) of each of its events."""
+    from .query import ProvenanceQuery
+
+    names = sorted(repositories)
+
+    def naming(uuid: str) -> list[ProvenanceEvent]:
+        found = []
+        for index, name in enumerate(names):
+            result = repositories[name].query(ProvenanceQuery(flowfile_uuid=uuid, limit=max_flowfiles))
+            found += [dataclasses.replace(e, event_id=e.event_id + index * _ID_RANGE) for e in result.events]
+        return found
+
+    graph = compute_lineage(root_uuid, naming, max_flowfiles=max_flowfiles)
+    return graph, {(names[i // _ID_RANGE], i % _ID_RANGE) for i in graph.events}

@@ -17,7 +17,9 @@ import pytest
 from cluster.core.ownership import ShardState
 from cluster.drills.checker import check_delivery, cluster_provenance
 from cluster.services.process import wait_until
-from repositories.provenance import EventType
+from flow.spark import provenance_analysis as analysis
+from repositories.provenance import EventType, ProvenanceRepository
+from repositories.provenance.lineage import lineage_across
 from repositories.storage import StorageFileNotFound
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.spark, pytest.mark.slow]
@@ -82,7 +84,7 @@ def dataset_ids(storage, directory: str) -> Counter:
     "kill", pytest.param("stop", marks=pytest.mark.skipif(
         not os.environ.get("CUSTODY_LONG"), reason="a long run: CUSTODY_LONG=1"))])
 def test_a_node_whose_spark_job_is_cut_short_by_a_takeover_is_rerun_by_the_adopter_exactly_once(
-        flow_cluster, hdfs_store, tmp_path, fault):
+        flow_cluster, hdfs_store, spark_local, tmp_path, fault):
     cluster = flow_cluster
     flow = tmp_path / "spark.yaml"
     flow.write_text(FLOW)
@@ -103,6 +105,9 @@ def test_a_node_whose_spark_job_is_cut_short_by_a_takeover_is_rerun_by_the_adopt
     if fault == "stop":
         n1.signal(signal.SIGCONT)  # its job finishes now; it must commit nothing
     wait_until(lambda: cluster.shard(victim).state is ShardState.RETIRED, 240, f"{victim}'s shard to retire")
+    if fault == "kill":
+        # The node comes back (and exports the provenance it had not exported yet).
+        cluster.start("n1", flow=str(flow), count=1, parameters={"dataset": dataset}).wait("joined", timeout=60)
     cluster.wait_settled(timeout=240)
     cluster.stop_all()
 
@@ -128,3 +133,30 @@ def test_a_node_whose_spark_job_is_cut_short_by_a_takeover_is_rerun_by_the_adopt
     assert set(made) == set(sink_files) and set(made.values()) == {1}, (len(made), len(sink_files))
     assert n2.find("first-output", shard=victim), "the adopter never delivered from the victim's shard"
     assert not staging_batches(hdfs_store.storage, staging), "the abandoned staging was not collected"
+    check_lineage_across_the_failover(cluster, hdfs_store, spark_local, victim)
+
+
+def check_lineage_across_the_failover(cluster, hdfs_store, spark, victim: str) -> None:
+    """A FlowFile the victim made and the adopter turned into an output: its lineage,
+    as Spark finds it in the whole cluster's exported provenance, is what the nodes'
+    own repositories find together."""
+    repositories = {name: ProvenanceRepository.open(os.path.join(directory, "provenance"))
+                    for name, directory in cluster.directories.items()}
+    try:
+        made_by_victim = {e.flowfile_uuid for e in repositories["n1"].events(0, repositories["n1"].next_event_id)
+                          if e.event_type is EventType.CREATE and e.component_id == "generate"}
+        joined_on_adopter = [e for e in repositories["n2"].events(0, repositories["n2"].next_event_id)
+                             if e.component_id == "sql" and e.event_type is EventType.JOIN
+                             and made_by_victim & set(e.parent_uuids)]
+        assert joined_on_adopter, f"no output of the adopter has a parent {victim} made"
+        crossed = sorted(made_by_victim & set(joined_on_adopter[0].parent_uuids))[0]
+        expected, expected_events = lineage_across(repositories, crossed)
+    finally:
+        for repository in repositories.values():
+            repository.close()
+    source = f"{cluster.hdfs_url}{cluster.layout.hdfs_provenance}"
+    found = analysis.lineage(analysis.load_events(spark, source), crossed, source=source)
+    assert set(found["descendants"]) == expected.descendants and expected.descendants
+    assert set(found["ancestors"]) == expected.ancestors
+    assert {(e["node"], e["event_id"]) for e in found["events"]} == expected_events
+    assert found["nodes"] == ["n1", "n2"]

@@ -4,7 +4,6 @@ lineage that crosses both nodes, as the repositories' own lineage, combined, doe
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -12,13 +11,12 @@ import pytest
 from cluster.cli import main
 from flow.spark import provenance_analysis as analysis
 from replication.provenance_export import ProvenanceExporter
-from repositories.provenance import ProvenanceConfig, ProvenanceEvent, ProvenanceRepository, compute_lineage
-from repositories.provenance.query import ProvenanceQuery
+from repositories.provenance import ProvenanceConfig, ProvenanceEvent, ProvenanceRepository
+from repositories.provenance.lineage import lineage_across
 
 pytestmark = [pytest.mark.hdfs, pytest.mark.spark]
 
 T0 = 1_700_000_000_000
-NODE_B_IDS = 1_000_000  # B's ids moved up while combining, so (node, id) survive one dict
 
 
 def ev(kind, uuid, at_s, component="c", **fields) -> ProvenanceEvent:
@@ -61,27 +59,12 @@ def export(nodes, hdfs_store, tmp_path) -> str:
     return hdfs_store.storage.uri(root)
 
 
-def combined_lineage(nodes, uuid):
-    """`compute_lineage` over both repositories at once (the per-node query, joined)."""
-
-    def naming(flowfile):
-        found = []
-        for name, repository in nodes.items():
-            for e in repository.query(ProvenanceQuery(flowfile_uuid=flowfile, limit=10_000)).events:
-                found.append(dataclasses.replace(e, event_id=e.event_id + (NODE_B_IDS if name == "b" else 0)))
-        return found
-
-    graph = compute_lineage(uuid, naming)
-    events = {("b", i - NODE_B_IDS) if i >= NODE_B_IDS else ("a", i) for i in graph.events}
-    return graph, events
-
-
 @pytest.mark.parametrize("uuid", ["x", "j", "w", "u"])
 def test_spark_lineage_across_two_nodes_equals_the_repositories_lineage_combined(
         nodes, hdfs_store, spark_local, tmp_path, uuid):
     source = export(nodes, hdfs_store, tmp_path)
     found = analysis.lineage(analysis.load_events(spark_local, source), uuid, source=source)
-    expected, expected_events = combined_lineage(nodes, uuid)
+    expected, expected_events = lineage_across(nodes, uuid)
     assert set(found["ancestors"]) == expected.ancestors
     assert set(found["descendants"]) == expected.descendants
     assert {(e["node"], e["event_id"]) for e in found["events"]} == expected_events
