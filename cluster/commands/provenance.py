@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 
 
 def register(subparsers) -> None:
@@ -204,11 +205,12 @@ def _inspect(args) -> int:
 
 def _analyze(args) -> int:
     if not args.uuid and not args.per_minute:
-        print("error: say what to analyze: --uuid UUID, --per-minute, or both")
+        print("custody provenance analyze: say what to analyze: --uuid UUID, --per-minute, or both", file=sys.stderr)
         return 2
     conf = dict(item.split("=", 1) for item in args.conf if "=" in item)
     if len(conf) != len(args.conf):
-        print(f"error: --conf takes KEY=VALUE, not {next(i for i in args.conf if '=' not in i)!r}")
+        bad = next(item for item in args.conf if "=" not in item)
+        print(f"custody provenance analyze: --conf takes KEY=VALUE, not {bad!r}", file=sys.stderr)
         return 2
     from flow.spark import provenance_analysis as analysis
     from flow.spark.session import build_spark_session
@@ -216,7 +218,8 @@ def _analyze(args) -> int:
     try:
         spark = build_spark_session(args.spark_master, conf, app_name="custody-provenance-analyze")
     except Exception as error:  # noqa: BLE001 - a JVM that does not start, a master that does not answer
-        print(f"error: cannot start a Spark session on {args.spark_master}: {analysis.first_line(error)}")
+        print(f"custody provenance analyze: cannot start a Spark session on {args.spark_master}: "
+              f"{analysis.first_line(error)}", file=sys.stderr)
         return 1
     try:
         events = analysis.load_events(spark, args.source)
@@ -227,12 +230,13 @@ def _analyze(args) -> int:
             print(analysis.format_per_minute(rows))
             print(json.dumps(rows, indent=2))
     except analysis.UnknownFlowFile as error:
-        print(f"error: {error}")
+        print(f"custody provenance analyze: {error}", file=sys.stderr)
         return 1
     except analysis.ProvenanceAnalysisError as error:
-        print(f"error: {error}")
+        print(f"custody provenance analyze: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - Spark failed reading the source
-        print(f"error: {analysis.SourceUnreadable(args.source, analysis.first_line(error))}")
+        unreadable = analysis.SourceUnreadable(args.source, analysis.first_line(error))
+        print(f"custody provenance analyze: {unreadable}", file=sys.stderr)
         return 2
     return 0

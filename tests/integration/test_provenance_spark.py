@@ -108,9 +108,11 @@ def test_the_command_prints_lineage_json_and_names_bad_input(nodes, hdfs_store, 
 
     assert main(["provenance", "analyze", "--spark-master", "local[*]", "--source", source,
                  "--uuid", "no-such-flowfile"]) == 1
-    assert capsys.readouterr().out.strip() == f"error: no provenance event names FlowFile no-such-flowfile in {source}"
+    assert capsys.readouterr().err.strip() == (
+        f"custody provenance analyze: no provenance event names FlowFile no-such-flowfile in {source}")
 
     missing = f"{source}-missing"
     assert main(["provenance", "analyze", "--spark-master", "local[*]", "--source", missing, "--per-minute"]) == 2
-    out = capsys.readouterr().out.strip()
-    assert out.startswith(f"error: cannot read provenance events from {missing}: ") and "\n" not in out
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"custody provenance analyze: cannot read provenance events from {missing}: ")
+    assert "\n" not in err
