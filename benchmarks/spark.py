@@ -180,7 +180,7 @@ def run(args) -> dict:
         with storage.create(f"{plain}/part-{index:05d}.json", overwrite=True) as out:
             out.write(payload)
 
-    custody, anchor, rss_growth = [], [], 0.0
+    custody, anchor, rss_growth, phases = [], [], 0.0, []
     try:
         for round_number in range(rounds):
             for side in (("custody", "pyspark") if round_number % 2 == 0 else ("pyspark", "custody")):
@@ -203,6 +203,7 @@ def run(args) -> dict:
                             session.commit()
                         custody.append(records / (time.monotonic() - began))
                     rss_growth = max(rss_growth, rss.growth_mb)
+                    phases.append(processor.last_batch_seconds)
                     if node.queue.count:
                         raise RuntimeError(f"ExecuteSparkSQL left {node.queue.count} FlowFiles queued")
                 finally:
@@ -224,4 +225,8 @@ def run(args) -> dict:
         "custody_runs": custody, "pyspark_runs": anchor,
         "ratio_vs_pyspark": custody_median / anchor_median,
         "node_peak_rss_growth_mb": rss_growth,
+        # Where a custody run's time went (medians): the node staging the content,
+        # Spark (read, query, write), the node importing the result.
+        **{f"custody_{phase}_s": statistics.median(run[phase] for run in phases)
+           for phase in ("stage", "spark", "import")},
     }

@@ -143,6 +143,9 @@ class SparkBatchProcessor(Processor):
         self._retry_at = 0.0
         self._backoff = 0.0
         self._attempts: dict[str, int] = {}  # batch -> Spark failures so far
+        # Where the last batch's time went: the node staging it, Spark, the node
+        # importing the result (seconds; for benchmarks and profiles).
+        self.last_batch_seconds: dict[str, float] = {}
 
     def transform(self, context: ProcessContext, spark, frame):
         raise NotImplementedError
@@ -177,18 +180,23 @@ class SparkBatchProcessor(Processor):
         batch_key = batch_id(flowfile.id for flowfile, _ in inputs)
         parents = [flowfile for flowfile, _ in inputs]
         directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
+        began = time.perf_counter()
         try:
             staged = stage_inputs(session, staging, directory, inputs)
+            staged_at = time.perf_counter()
             with time_limit(spark, directory, context["job_timeout"]):
                 outputs = self._run(context, spark, staging, directory, inputs, staged)
         except Exception as error:  # noqa: BLE001 - sorted below: the batch's fault or Spark's
             staging.delete(directory)
             self._after_failure(context, session, batch_key, parents, error, spark)
             return
+        ran_at = time.perf_counter()
         try:
             self._emit(context, session, staging, batch_key, parents, outputs)
         finally:
             staging.delete(directory)
+        self.last_batch_seconds = {"stage": staged_at - began, "spark": ran_at - staged_at,
+                                   "import": time.perf_counter() - ran_at}
         self._succeeded(batch_key)
 
     # -- the steps of a batch --------------------------------------------------------
