@@ -5,7 +5,7 @@
 * `zk_hosts` and `zk_client`: a fresh ZooKeeper chroot for each test.
 * `local_store` and `hdfs_store`: a fresh, empty directory for each test, with the
   storage that holds it (`.storage`, `.root`).
-* `spark_local`: one embedded `local[*]` SparkSession for the run.
+* `spark_local`: the run's embedded `local[*]` SparkSession (started again if a test stopped it).
 * `flow_cluster`: a `FlowCluster` (real `custody node` processes) on this test's
   chroot and HDFS directory, stopped afterwards with the nodes' log tails printed.
 * `chromium`: Debian's headless Chromium (`/usr/bin/chromium`, which
@@ -99,15 +99,26 @@ def docker_engine(request, services_workdir):
 
 
 @pytest.fixture(scope="session")
-def spark_local():
+def _spark_local_sessions():
+    made = []
+    yield made
+    if made:
+        made[-1].stop()
+
+
+@pytest.fixture
+def spark_local(_spark_local_sessions):
+    """The run's embedded SparkSession. A JVM holds one SparkContext, which a node under
+    test may stop with itself (its session is the same one): so each test asks again,
+    and gets the running session, or a new one if an earlier test stopped it."""
     from flow.spark.session import local_session
 
     try:
         spark = local_session("custody-tests")
     except Exception as error:  # noqa: BLE001
         service_unavailable("Spark local[*]", error)
-    yield spark
-    spark.stop()
+    _spark_local_sessions.append(spark)
+    return spark
 
 
 @pytest.fixture
