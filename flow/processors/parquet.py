@@ -82,7 +82,11 @@ class PutParquet(SparkBatchProcessor):
             for flowfile, _ in fresh:
                 session.transfer(session.put_attribute(flowfile, BATCH_ATTRIBUTE, manifest.batch), "success")
             self._succeeded(batch_key)
-        session.commit()
+        try:
+            session.commit()
+        finally:
+            if directory is not None:  # its files are in the dataset now, or never will be
+                staging.delete(directory)
         # These FlowFiles left their queue for good: a manifest all of whose FlowFiles
         # did is not needed to recognise a retry any more.
         for batch, (manifest, here) in members.items():
@@ -91,8 +95,6 @@ class PutParquet(SparkBatchProcessor):
             if seen >= set(manifest.flowfiles):
                 del self._seen[batch]
                 dataset.forget(manifest)
-        if directory is not None:
-            staging.delete(directory)
 
     def _dataset(self, staging, context) -> ParquetDataset:
         root = staging.resolve(context["directory"])
