@@ -85,7 +85,7 @@ class PutParquet(SparkBatchProcessor):
         try:
             session.commit()
         finally:
-            if directory is not None:  # its files are in the dataset now, or never will be
+            if directory is not None:  # the batch's files were moved into the dataset already
                 staging.delete(directory)
         # These FlowFiles left their queue for good: a manifest all of whose FlowFiles
         # did is not needed to recognise a retry any more.
