@@ -59,6 +59,7 @@ from ..spark.staging import STAGING_SERVICE, stage_inputs
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 60.0
+MAX_REMEMBERED_BATCHES = 1000  # batches whose Spark failures are counted
 VIEW = "flowfiles"
 
 
@@ -284,7 +285,9 @@ class SparkBatchProcessor(Processor):
                 context.discard_service(SPARK_SERVICE, "its cluster gave it no executors")
             self._back_off(context, session, f"Spark is not available for batch {batch_key}: {message}")
             return
-        attempts = self._attempts[batch_key] = self._attempts.get(batch_key, 0) + 1
+        attempts = self._attempts[batch_key] = self._attempts.pop(batch_key, 0) + 1
+        while len(self._attempts) > MAX_REMEMBERED_BATCHES:  # the least recently failed go first
+            del self._attempts[next(iter(self._attempts))]
         if attempts >= context["max_attempts"]:
             log.error("%s: batch %s failed on Spark %d times; it goes to failure: %s", self.id, batch_key,
                       attempts, message)
