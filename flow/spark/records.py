@@ -116,13 +116,13 @@ def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool =
 
 
 def arrange(frame, partitions: int, deterministic: bool):
-    """`frame` in `partitions` partitions. Deterministic: hash-partitioned and sorted by
+    """`frame` in (at most) `partitions` partitions. Deterministic: hash-partitioned and sorted by
     every column, so the same records always land in the same partition in the same
     order, whatever order Spark read them in (an AnalysisException when a column cannot
     be hashed or sorted, a map for instance)."""
     columns = frame.columns
     if not deterministic or not columns:
-        return frame.coalesce(1) if partitions == 1 else frame.repartition(partitions)
+        return frame.coalesce(partitions)  # no shuffle: at most `partitions`, as Spark read them
     if partitions == 1:
         return frame.coalesce(1).sortWithinPartitions(*columns)
     return frame.repartition(partitions, *columns).sortWithinPartitions(*columns)
