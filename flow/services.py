@@ -113,17 +113,7 @@ class ServiceRegistry:
                 self._check_open(name)
                 if registration.started and self._alive(registration):  # another thread started it meanwhile
                     return registration.service
-                dead = registration.service if registration.started else None
-                if registration.started:
-                    registration.service, registration.started = None, False
-                    self._started.remove(registration)
-            if dead is not None:
-                log.warning("service %r: it is no longer alive; stopping what is left of it and starting it again",
-                            name)
-                try:
-                    registration.stop(dead)
-                except Exception:  # noqa: BLE001 - it is dead already; the new one matters
-                    log.exception("service %r: stopping the dead one failed", name)
+            self._retire(registration, "it is no longer alive; stopping what is left of it and starting it again")
             began = self._clock()
             log.info("service %r: starting%s", name, f" (first asked for by {asked_by})" if asked_by else "")
             try:
@@ -147,17 +137,22 @@ class ServiceRegistry:
         if registration is None:
             return
         with registration.starting:
-            with self._lock:
-                if not registration.started:
-                    return
-                service = registration.service
-                registration.service, registration.started = None, False
-                self._started.remove(registration)
-            log.warning("service %r: discarded (%s); the next lookup starts a new one", name, reason)
-            try:
-                registration.stop(service)
-            except Exception:  # noqa: BLE001 - it is being replaced; the new one matters
-                log.exception("service %r: stopping the discarded one failed", name)
+            self._retire(registration, f"discarded ({reason}); the next lookup starts a new one")
+
+    def _retire(self, registration: _Registration, why: str) -> None:
+        """Take a running service out of use and stop it (the caller holds its `starting`
+        lock, so no lookup starts another meanwhile); nothing when it is not running."""
+        with self._lock:
+            if not registration.started:
+                return
+            service = registration.service
+            registration.service, registration.started = None, False
+            self._started.remove(registration)
+        log.warning("service %r: %s", registration.name, why)
+        try:
+            registration.stop(service)
+        except Exception:  # noqa: BLE001 - it is being replaced; the new one matters
+            log.exception("service %r: stopping the one taken out of use failed", registration.name)
 
     @staticmethod
     def _alive(registration: _Registration) -> bool:

@@ -213,13 +213,14 @@ def _analyze(args) -> int:
         print(f"custody provenance analyze: --conf takes KEY=VALUE, not {bad!r}", file=sys.stderr)
         return 2
     from flow.spark import provenance_analysis as analysis
+    from flow.spark.failures import describe
     from flow.spark.session import build_spark_session
 
     try:
         spark = build_spark_session(args.spark_master, conf, app_name="custody-provenance-analyze")
     except Exception as error:  # noqa: BLE001 - a JVM that does not start, a master that does not answer
         print(f"custody provenance analyze: cannot start a Spark session on {args.spark_master}: "
-              f"{analysis.first_line(error)}", file=sys.stderr)
+              f"{describe(error)}", file=sys.stderr)
         return 1
     try:
         events = analysis.load_events(spark, args.source)
@@ -236,7 +237,7 @@ def _analyze(args) -> int:
         print(f"custody provenance analyze: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - Spark failed reading the source
-        unreadable = analysis.SourceUnreadable(args.source, analysis.first_line(error))
+        unreadable = analysis.SourceUnreadable(args.source, describe(error))
         print(f"custody provenance analyze: {unreadable}", file=sys.stderr)
         return 2
     return 0

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from repositories.seams import FaultSeams
-from repositories.storage import StorageError, StorageFileNotFound
+from repositories.storage import StorageError, StorageFileNotFound, files_under
 from repositories.storage.leases import LeaseRecoveryTimeout, recover_leases
 
 from ..core.layout import FENCED_MARK
@@ -111,7 +111,7 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
                 raise
     hooks.after_rename(target)
     report = FenceReport(target, renamed_from)
-    files = _files_under(storage, target)
+    files = files_under(storage, target)
     for path in files:
         hooks.before_recover(path)
     try:
@@ -122,13 +122,3 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
     report.files, report.recover_calls, report.waited = files, calls, waited
     report.seconds = clock() - started
     return report
-
-
-def _files_under(storage, directory: str) -> list[str]:
-    files = []
-    for entry in storage.list(directory):
-        if entry.is_dir:
-            files.extend(_files_under(storage, entry.path))
-        else:
-            files.append(entry.path)
-    return files

@@ -17,7 +17,7 @@ now: they go to `success` without being written again. The FlowFiles that reach
 
 from __future__ import annotations
 
-from repositories.storage import join
+from repositories.storage import files_under, join
 
 from ..processor import PropertyDescriptor
 from ..spark.batches import batch_id
@@ -115,7 +115,8 @@ class PutParquet(SparkBatchProcessor):
             if column:
                 writer = writer.partitionBy(column)
             writer.parquet(staging.uri(output))
-            data = sorted(path for path in _files_under(staging.storage, output) if path.endswith(".parquet"))
+            data = sorted(path for path in files_under(staging.storage, output)
+                          if path.endswith(".parquet") and not path.rsplit("/", 1)[-1].startswith((".", "_")))
             for number, path in enumerate(data):
                 relative = path[len(output) + 1:]
                 folder = relative.rpartition("/")[0]
@@ -132,13 +133,3 @@ class PutParquet(SparkBatchProcessor):
         manifest = dataset.commit(manifest, staged_manifest)
         dataset.roll_forward(manifest)
         return manifest
-
-
-def _files_under(storage, directory: str) -> list[str]:
-    found = []
-    for entry in storage.list(directory):
-        if entry.is_dir:
-            found += _files_under(storage, entry.path)
-        elif not entry.name.startswith((".", "_")):
-            found.append(entry.path)
-    return found

@@ -33,6 +33,7 @@ import datetime as dt
 from repositories.provenance.event import LINEAGE_TYPES
 
 from ..errors import FlowError
+from .failures import describe
 
 MINUTE_MS = 60_000
 LINEAGE_TYPE_NAMES = sorted(t.value for t in LINEAGE_TYPES)
@@ -63,15 +64,10 @@ def load_events(spark, source: str):
         events = (spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", "*.parquet")
                   .parquet(source))
     except Exception as error:  # noqa: BLE001 - Spark's and py4j's errors share no root
-        raise SourceUnreadable(source, first_line(error)) from None
+        raise SourceUnreadable(source, describe(error)) from None
     if "event_id" not in events.columns:
         raise SourceUnreadable(source, "it holds no exported provenance events (no event_id column)")
     return events
-
-
-def first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return (text.splitlines() or [type(error).__name__])[0][:300]
 
 
 def lineage_edges(events):

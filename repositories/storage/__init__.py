@@ -9,7 +9,7 @@ from .errors import (
     StorageUnavailable,
 )
 from .local import LocalStorage, LocalWritableFile
-from .protocol import FileStatus, Storage, WritableFile, join, parent
+from .protocol import FileStatus, Storage, WritableFile, files_under, join, parent
 
 __all__ = [
     "FileStatus",
@@ -24,5 +24,6 @@ __all__ = [
     "StorageUnavailable",
     "WritableFile",
     "join",
+    "files_under",
     "parent",
 ]

@@ -128,3 +128,14 @@ def join(*parts: str) -> str:
 def parent(path: str) -> str:
     head = path.rstrip("/").rsplit("/", 1)[0]
     return head or "/"
+
+
+def files_under(storage: Storage, directory: str) -> list[str]:
+    """Every file below `directory`, at any depth (paths, in listing order)."""
+    files = []
+    for entry in storage.list(directory):
+        if entry.is_dir:
+            files.extend(files_under(storage, entry.path))
+        else:
+            files.append(entry.path)
+    return files

@@ -80,9 +80,7 @@ def dataset_ids(storage, directory: str) -> Counter:
     return Counter(table.column("id").to_pylist())
 
 
-@pytest.mark.parametrize("fault", [
-    "kill", pytest.param("stop", marks=pytest.mark.skipif(
-        not os.environ.get("CUSTODY_LONG"), reason="a long run: CUSTODY_LONG=1"))])
+@pytest.mark.parametrize("fault", ["kill", "stop"])
 def test_a_node_whose_spark_job_is_cut_short_by_a_takeover_is_rerun_by_the_adopter_exactly_once(
         flow_cluster, hdfs_store, spark_local, tmp_path, fault):
     cluster = flow_cluster

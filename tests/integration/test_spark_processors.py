@@ -5,13 +5,13 @@ bad input routed to `failure` with nothing lost while the flow keeps running."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from cluster.node.standalone import NodeSettings, StandaloneNode
 from flow.loading import parse_flow
 from flow.spark.batches import batch_id, output_id
+from tests.inbox import drop_all
 
 pytestmark = [pytest.mark.spark]
 
@@ -44,14 +44,6 @@ def spark_flow(tmp_path, spark_processor: dict) -> tuple[dict, dict]:
             {"id": "inputs", "source": "spark", "relationships": ["original"], "destination": "originals"},
         ]}
     return flow, directories
-
-
-def write_inputs(directory, files: dict[str, str]) -> None:
-    # Written whole under a hidden name, then renamed: GetFile never sees half a file.
-    for name, text in files.items():
-        (directory / f".{name}").write_text(text)
-    for name in files:
-        os.rename(directory / f".{name}", directory / name)
 
 
 def files_in(directory) -> list:
@@ -104,7 +96,7 @@ def test_sql_joins_json_and_csv_records_with_their_attributes(tmp_path, run_node
         "type": "ExecuteSparkSQL",
         "properties": {"sql": "SELECT id, amount * 2 AS doubled, _attr_filename AS source FROM flowfiles",
                        "attribute_columns": "filename", "batch_size": 10}})
-    write_inputs(dirs["in"], {
+    drop_all(dirs["in"], {
         "a.json": '{"id": 1, "amount": 10}\n{"id": 2, "amount": 20}\n',
         "b.csv": "id,amount\n3,30\n4,40\n",
     })
@@ -140,7 +132,7 @@ def test_a_python_transform_gets_its_params_and_a_raising_one_fails_the_batch(tm
     transform_module(tmp_path, monkeypatch)
     flow, dirs = spark_flow(tmp_path, {
         "type": "SparkTransform", "properties": {"function": "custody_test_transforms:scale", "factor": "3"}})
-    write_inputs(dirs["in"], {"a.json": '{"id": 1, "amount": 5}\n{"id": 2, "amount": 7}\n'})
+    drop_all(dirs["in"], {"a.json": '{"id": 1, "amount": 5}\n{"id": 2, "amount": 7}\n'})
     node = run_node(flow)
     assert node.wait_until(lambda: len(files_in(dirs["originals"])) == 1, TIMEOUT), node.status()
     assert sorted(records_in(dirs["out"]), key=lambda r: r["id"]) == [{"id": 1, "scaled": 15}, {"id": 2, "scaled": 21}]
@@ -148,7 +140,7 @@ def test_a_python_transform_gets_its_params_and_a_raising_one_fails_the_batch(tm
 
     flow, dirs = spark_flow(tmp_path / "again", {
         "type": "SparkTransform", "properties": {"function": "custody_test_transforms:explode"}})
-    write_inputs(dirs["in"], {"a.json": '{"id": 1}\n'})
+    drop_all(dirs["in"], {"a.json": '{"id": 1}\n'})
     node = run_node(flow)
     assert node.wait_until(lambda: len(files_in(dirs["failed"])) == 1, TIMEOUT), node.status()
     assert files_in(dirs["out"]) == []
@@ -167,7 +159,7 @@ def test_a_python_transform_gets_its_params_and_a_raising_one_fails_the_batch(tm
 def test_bad_input_goes_to_failure_with_the_reason_and_the_flow_keeps_running(
         tmp_path, run_node, case, properties, files, reason):
     flow, dirs = spark_flow(tmp_path, {"type": "ExecuteSparkSQL", "properties": properties})
-    write_inputs(dirs["in"], files)
+    drop_all(dirs["in"], files)
     node = run_node(flow)
     assert node.wait_until(lambda: len(files_in(dirs["failed"])) == len(files), TIMEOUT), (case, node.status())
     [failed] = files_in(dirs["failed"])
@@ -178,6 +170,6 @@ def test_bad_input_goes_to_failure_with_the_reason_and_the_flow_keeps_running(
     assert files_in(dirs["out"]) == [] and files_in(dirs["originals"]) == []
     # The flow keeps running: a good batch after the bad one goes through.
     if "sql" in properties and "nope" not in properties["sql"] and "SELEC " not in properties["sql"]:
-        write_inputs(dirs["in"], {"later.json": '{"id": 9}\n'})
+        drop_all(dirs["in"], {"later.json": '{"id": 9}\n'})
         assert node.wait_until(lambda: len(files_in(dirs["out"])) == 1, TIMEOUT), node.status()
         assert records_in(dirs["out"]) == [{"id": 9}]

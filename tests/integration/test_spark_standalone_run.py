@@ -16,6 +16,7 @@ import pytest
 
 from cluster.services.process import wait_until
 from cluster.services.spark import spark_environment
+from tests.inbox import drop
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -61,11 +62,6 @@ def start_node(spark_standalone, tmp_path, flow_text: str):
 
 def delivered(outbox) -> list:
     return sorted(path for path in outbox.iterdir() if not path.name.startswith(".")) if outbox.is_dir() else []
-
-
-def drop(inbox, name: str, text: str) -> None:
-    (inbox / f".{name}").write_text(text)
-    os.rename(inbox / f".{name}", inbox / name)
 
 
 def waited(what: str, condition, timeout: float, log_path) -> None:
