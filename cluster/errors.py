@@ -65,6 +65,28 @@ class SessionTimeoutRefused(ConfigurationRefused):
             f"most {granted:g}, or raise maxSessionTimeout on every server")
 
 
+class IncarnationEnded(ClusterError):
+    """The incarnation was declared dead (its session lost, its expiry timer run out)
+    while it was still starting. It goes no further: nothing of it runs or writes, and
+    the node starts a new incarnation instead."""
+
+    def __init__(self, incarnation: str, step: str, reason: str):
+        self.incarnation, self.step, self.reason = incarnation, step, reason
+        super().__init__(f"incarnation {incarnation} died while starting ({step}): {reason}; "
+                         "it stops there, and the node joins again as a new incarnation")
+
+
+class StorageUnavailable(ClusterError):
+    """The cluster's HDFS cannot take a write yet (the NameNode down or in safe mode, no
+    DataNode registered). Found before the node takes an incarnation: it waits and
+    tries again, and leaves nothing behind in ZooKeeper meanwhile."""
+
+    def __init__(self, where: str, cause: BaseException):
+        self.where = where
+        super().__init__(f"HDFS cannot take a write at {where} yet: {first_line(cause, 200)}; "
+                         "the node waits and tries again (check the NameNode and the DataNodes)")
+
+
 class UnreadableZnode(ClusterError):
     """A znode of ours holds bytes that do not parse (written by a newer release, or
     damaged). Decisions that may skip it do, with one log line; a decision that must

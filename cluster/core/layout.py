@@ -19,6 +19,8 @@ HDFS, under the configured root:
     <root>/<cluster>/shards/<shard-id>-fenced-<e>/   the same, after fencing at epoch e
     <root>/<cluster>/content/<incarnation>/          the content an incarnation wrote
                                                      (`cluster.node.content`)
+    <root>/<cluster>/probes/<node>                   a node's write probe before it joins
+                                                     (`cluster.failover.preflight`)
     <root>/<cluster>/provenance/node=<node>/hour=<h>/  every node's provenance events as
                                                      Parquet, for Spark
                                                      (`repositories.provenance.parquet_export`)
@@ -100,6 +102,9 @@ class ClusterLayout:
     @property
     def hdfs_provenance(self) -> str:
         return f"{self.hdfs_cluster}/provenance"
+
+    def probe_file(self, node: str) -> str:
+        return f"{self.hdfs_cluster}/probes/{node}"
 
     def shard_directory(self, shard_id: str) -> str:
         return f"{self.hdfs_shards}/{shard_id}"

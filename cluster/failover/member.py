@@ -6,12 +6,14 @@
     member.dead.wait()  # set when the incarnation ends (LOST, own expiry, "you are dead")
     member.stop()       # leave on purpose (the znode goes, the shards are taken over)
 
-Order at start (it matters for the leader, see `cluster.core.reassignment`): new incarnation
-from the ZooKeeper counter; the ephemeral membership znode; only then the home
+Order at start (it matters for the leader, see `cluster.core.reassignment`): a write
+probe to HDFS (`preflight`: no incarnation is taken while HDFS cannot take a write);
+new incarnation from the ZooKeeper counter; the ephemeral membership znode; only then the home
 shard znode; then the HDFS directory and its WAL. A member adopts a shard when the
 shard's znode names it owner in state ADOPTING (it watches `shards/`).
 
-A member never survives its session. When the session guard says the session is
+A member never survives its session, not even while it is starting: a death during
+`start` stops it at the next step (`IncarnationEnded`), with nothing of it running. When the session guard says the session is
 over, or a heartbeat or claim is answered "you are dead", it stops every runtime
 (which never write again), and `dead` is set. A process that wants to go on makes
 a new `ClusterMember`: a new incarnation with a new shard (the failover protocol's
@@ -46,7 +48,8 @@ from ..core.ownership import ShardOwnership, ShardState
 from ..core.planner import DEFAULT_POLICY
 from ..core.plans import with_resumed
 from ..core.story import tag
-from ..errors import ClusterError, FencedError, OwnershipConflict, SessionTimeoutRefused, first_line
+from ..errors import (ClusterError, FencedError, IncarnationEnded, OwnershipConflict, SessionTimeoutRefused,
+                      first_line)
 from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
@@ -55,6 +58,7 @@ from .adoption import WalOptions, adopt_shard, open_home_shard
 from .fencing import DEFAULT_FIRST_WAIT, current_directory
 from .instruments import ADOPTED, FENCED, RETRIED, FailoverInstruments
 from .leader import Leader, LeaderHooks
+from .preflight import probe_storage
 from .runtime import PreviousShard, RuntimeFactory, ShardHandle
 
 log = logging.getLogger(__name__)
@@ -115,6 +119,7 @@ class ClusterMember:
         self.timeline = MemberTimeline()
         self.dead = threading.Event()
         self.death_reason = ""
+        self._dying = ""  # the first reason given to `_die`, before the shutdown has finished
         self._lock = threading.Lock()
         self._adoptions: queue.Queue = queue.Queue()
         self._queued: set[str] = set()
@@ -132,6 +137,7 @@ class ClusterMember:
             raise SessionTimeoutRefused(config.zk_hosts, config.session_timeout, granted)
         self.store = ClusterStore(self.client, self.layout, wall_clock=self._wall_clock)
         self.store.ensure_paths()
+        probe_storage(self.storage, self.layout, config.node)  # before an incarnation is taken
         self.incarnation = self.store.new_incarnation(config.node)
         me = self.incarnation.id
         self.registry = self.store.shards
@@ -153,10 +159,14 @@ class ClusterMember:
         flow = config.flow
         home = self.registry.create_home_shard(me, me, self.incarnation.epoch,
                                                flow=flow.version if flow is not None else None)
-        self.storage.mkdir(self.layout.hdfs_shards, parents=True, exist_ok=True)
+        self._check_alive("creating its home shard")
         handle = open_home_shard(self.storage, self.layout, home, config.wal, flow)
         handle.previous_shards, handle.forget_previous = self._previous_shards, self._forget_previous
-        self._run_shard(handle, self._prepare(handle))
+        self._check_alive("opening its home shard")
+        runtime = self._prepare(handle)
+        self._check_alive("recovering its home shard", runtime)
+        self._run_shard(handle, runtime)
+        self._check_alive("starting its home shard")
         self.membership.start()
         self._spawn(self._adoption_loop, f"adoption {me}")
         self.store.watch_shards(self._on_shards)
@@ -165,8 +175,22 @@ class ClusterMember:
                                  hooks=self._leader_hooks, wall_clock=self._wall_clock, storage=self.storage,
                                  plans_led=self.instruments.plans_led)
             self.leader.start()
+        self._check_alive("joining")
         log.info("member %s joined cluster %s", me, config.cluster)
         return self.incarnation
+
+    def _check_alive(self, step: str, runtime=None) -> None:
+        """Raise `IncarnationEnded` if the incarnation died while `start` was at `step`
+        (its session guard or membership declared it dead on another thread): a dead
+        incarnation goes no further. `runtime`, made but not yet registered (so the
+        death could not stop it), is stopped here."""
+        if not self._stopped.is_set():
+            return
+        if runtime is not None:
+            runtime.stop()
+        if self.leader is not None:  # started after the shutdown looked for it
+            self.leader.stop()
+        raise IncarnationEnded(self.incarnation.id, step, self.death_reason or self._dying or "stopped")
 
     def stop(self, *, leave: bool = True) -> None:
         """Stop on purpose. With `leave`, the membership znode is deleted so the
@@ -180,6 +204,7 @@ class ClusterMember:
     def _die(self, reason: str) -> None:
         if self.dead.is_set():
             return
+        self._dying = self._dying or reason
         log.error("incarnation %s is dead: %s; every shard runtime is stopped and never writes again",
                   self.incarnation, reason)
         threading.Thread(target=self._shutdown, args=(reason,), kwargs={"leave": False}, daemon=True).start()

@@ -51,19 +51,22 @@ def log_events(kind: str, **fields) -> None:
 def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
                      stop: threading.Event | None = None, on_start: Callable[[object], None] | None = None,
                      on_end: Callable[[object], None] | None = None, retry_pause: float = 1.0,
-                     hold: threading.Event | None = None) -> int:
+                     retry_max: float = 15.0, hold: threading.Event | None = None) -> int:
     """Run members one after another until `stop` is set (or after one, with `once`).
     While `hold` is set (an offload), the running member leaves the cluster and no new
-    one starts; clearing it starts a new incarnation. Returns 0, or 2 when a member
-    refused to start on its configuration (retrying cannot help: the operator must
-    change it)."""
+    one starts; clearing it starts a new incarnation. A member that cannot start (a
+    service down or still starting) is tried again after `retry_delay`. Returns 0, or 2
+    when a member refused to start on its configuration (retrying cannot help: the
+    operator must change it)."""
     stop = stop or threading.Event()
     hold = hold or threading.Event()
+    failures = 0  # start attempts failed in a row
     while not stop.is_set():
         if hold.is_set():
             stop.wait(0.2)  # offloaded: owning nothing until connected again or stopped
             continue
         member = make_member()
+        events("starting", attempt=failures + 1)  # a drill's partition "while joining" aims here
         try:
             incarnation = member.start()
         except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum, HDFS down: try again
@@ -76,10 +79,14 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
             if refused:
                 log.error("could not join the cluster, and will not retry: %s", line)
                 return 2
-            log.warning("could not join the cluster (%s); retrying", line)
-            stop.wait(retry_pause)  # pacing while ZooKeeper has no quorum
+            failures += 1
+            delay = retry_delay(failures, retry_pause, retry_max)
+            log.warning("could not join the cluster (%s); trying again in %.1f s", line, delay)
+            stop.wait(delay)
             continue
-        session_id, password = member.client.client_id
+        failures = 0
+        # None if the member died the moment it joined (its client is closed then).
+        session_id, password = (member.client.client_id if member.client is not None else None) or (None, b"")
         # The session's id and password let a drill expire the session from outside,
         # the way ZooKeeper itself would (see ZooKeeperEnsemble.expire_session).
         events("joined", incarnation=incarnation.id, epoch=incarnation.epoch,
@@ -98,6 +105,12 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
         if once:
             break
     return 0
+
+
+def retry_delay(failures: int, first: float, cap: float) -> float:
+    """The wait after `failures` failed starts in a row: `first`, doubling, at most
+    `cap` (services that take a minute to start are not asked a hundred times)."""
+    return min(cap, first * 2 ** max(0, failures - 1))
 
 
 def report_timeline(member, events) -> None:

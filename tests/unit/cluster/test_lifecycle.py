@@ -5,7 +5,7 @@ down is retried."""
 import threading
 
 from cluster.errors import SessionTimeoutRefused
-from cluster.node.lifecycle import run_incarnations
+from cluster.node.lifecycle import retry_delay, run_incarnations
 
 
 class Member:
@@ -28,7 +28,8 @@ def test_a_configuration_the_cluster_refuses_stops_the_node_instead_of_rejoining
 
     code = run_incarnations(make, lambda kind, **fields: events.append((kind, fields)), retry_pause=0.01)
     assert code == 2 and len(made) == 1 and made[0].stopped == 1
-    [(kind, fields)] = events
+    starting, (kind, fields) = events
+    assert starting == ("starting", {"attempt": 1})
     assert kind == "start-failed" and fields["fatal"] is True and "at most 20" in fields["error"]
 
 
@@ -43,4 +44,65 @@ def test_a_service_that_is_down_is_retried():
 
     events = []
     assert run_incarnations(make, lambda kind, **fields: events.append(fields), stop=stop, retry_pause=0.01) == 0
-    assert len(made) == 3 and all(not fields["fatal"] for fields in events)
+    assert len(made) == 3 and [fields.get("attempt") for fields in events if "attempt" in fields] == [1, 2, 3]
+    assert all(not fields["fatal"] for fields in events if "fatal" in fields)
+
+
+class RecordingStop(threading.Event):
+    """A stop event that records how long each pause between attempts was."""
+
+    def __init__(self, attempts):
+        super().__init__()
+        self.waits, self.attempts = [], attempts
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        if len(self.waits) >= self.attempts:
+            self.set()
+        return self.is_set()
+
+
+def test_failed_starts_back_off_doubling_up_to_the_cap():
+    stop = RecordingStop(attempts=6)
+    assert run_incarnations(lambda: Member(ConnectionError("HDFS in safe mode")), lambda kind, **fields: None,
+                            stop=stop, retry_pause=1.0, retry_max=10.0) == 0
+    assert stop.waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+def test_retry_delay():
+    assert [retry_delay(n, 0.5, 3.0) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+
+
+class DiesAsItJoins:
+    """A member whose session ended the moment `start` returned: its client is closed."""
+
+    def __init__(self, epoch):
+        self.incarnation = type("Incarnation", (), {"id": f"n1-{epoch}", "epoch": epoch})()
+        self.client, self.death_reason, self.leader = None, "session expired", None
+        self.dead = threading.Event()
+        self.dead.set()
+        self.timeline = type("Timeline", (), {"adopted": {}, "retired": {}})()
+
+    def start(self):
+        return self.incarnation
+
+    def wait_dead(self, timeout):
+        return True
+
+    def stop(self, *, leave):
+        pass
+
+
+def test_a_member_dead_as_it_joins_is_followed_by_a_new_incarnation():
+    stop, made, events = threading.Event(), [], []
+
+    def make():
+        made.append(DiesAsItJoins(len(made) + 1))
+        if len(made) == 2:
+            stop.set()
+        return made[-1]
+
+    assert run_incarnations(make, lambda kind, **fields: events.append((kind, fields)), stop=stop) == 0
+    kinds = [(kind, fields.get("incarnation")) for kind, fields in events if kind != "starting"]
+    assert kinds == [("joined", "n1-1"), ("dead", "n1-1"), ("joined", "n1-2"), ("dead", "n1-2")]
+    assert events[1] == ("joined", {**events[1][1], "session_id": None})
