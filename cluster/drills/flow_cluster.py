@@ -20,7 +20,8 @@ from cluster.services.process import wait_until
 
 from ..core.ownership import ShardState
 from .checker import ClusterReport, check_cluster
-from .harness import PROJECT_ROOT, SESSION_TIMEOUT, NodeProcess, ProcessCluster
+from .harness import PROJECT_ROOT, SESSION_TIMEOUT, NodeProcess, ProcessCluster, ZooKeeperViews
+from .sink import SinkDirectory
 
 FLOW = os.path.join(PROJECT_ROOT, "examples", "cluster.yaml")
 SWAPPED_QUEUE = "rewrite/success/put"
@@ -39,15 +40,50 @@ def _toml_value(value) -> str:
     return json.dumps(str(value))
 
 
-class FlowCluster(ProcessCluster):
+class FlowWorkloadViews(ZooKeeperViews):
+    """The sample flow's workload as a drill sees it, wherever the nodes run: queues
+    from the heartbeats, shards from ZooKeeper, deliveries from `delivered()` (the
+    class that mixes this in gives it)."""
+
+    def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE, *, shard: str | None = None) -> int:
+        """What `incarnation` has queued in `queue` of `shard` (by default its home shard)."""
+        beat = self.heartbeats().get(incarnation)
+        key = f"{shard or incarnation}/{queue}"
+        return beat.queues[key].count if beat is not None and key in beat.queues else 0
+
+    def settled(self) -> bool:
+        """Every node's home shard made all its FlowFiles and every queue is empty; every
+        shard of a dead incarnation is retired."""
+        beats = self.heartbeats()
+        if not beats or any(beat.queued_count for beat in beats.values()):
+            return False
+        live = set(beats)
+        return all(s.state is ShardState.RETIRED or (s.owner in live and s.shard == s.owner) for s in self.shards()
+                   if s.state is not ShardState.SPLIT or s.children)
+
+    def wait_settled(self, timeout: float = 120.0, quiet: float = 3.0) -> None:
+        """Settled, and still settled with nothing new delivered `quiet` seconds later: a
+        source that yielded after a failure may not have made all its FlowFiles yet."""
+        seen: dict = {}
+
+        def quiescent():
+            if not self.settled():
+                seen.clear()
+                return False
+            delivered, now = self.delivered(), time.monotonic()
+            if seen.get("delivered") != delivered:
+                seen.update(delivered=delivered, since=now)
+            return now - seen["since"] >= quiet
+
+        wait_until(quiescent, timeout, "every FlowFile to be delivered and every dead shard retired")
+
+
+class FlowCluster(ProcessCluster, FlowWorkloadViews):
     def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None, *, cluster="c1"):
         super().__init__(zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config, cluster=cluster)
         self.directories: dict[str, str] = {}
         self.sink = str(workdir / "sink")
-        self._sink_ids: dict[str, str] = {}  # sink file -> the id its content carries
-        self._carriers: dict[str, list[str]] = {}  # carried id -> the sink files that carry it
-        self._suspects: set[str] = set()  # carried ids whose files are not exactly [that id]
-        self._listing: tuple[int, list[str]] = (-1, [])  # the sink's mtime (ns) when listed, its names
+        self.sink_view = SinkDirectory(self.sink)
         self._storage = None
 
     def write_config(self, name: str, *, count: int = 300, weight: float = 1.0, policy: str = "whole",
@@ -94,12 +130,6 @@ class FlowCluster(ProcessCluster):
         return nodes
 
     # -- ZooKeeper views (shards, plans, heartbeats: ZooKeeperViews) --------------------------
-    def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE, *, shard: str | None = None) -> int:
-        """What `incarnation` has queued in `queue` of `shard` (by default its home shard)."""
-        beat = self.heartbeats().get(incarnation)
-        key = f"{shard or incarnation}/{queue}"
-        return beat.queues[key].count if beat is not None and key in beat.queues else 0
-
     def swap_files(self, shard_id: str) -> list[str]:
         if self._storage is None:
             self._storage = self.clients.hdfs_storage()
@@ -109,55 +139,16 @@ class FlowCluster(ProcessCluster):
         except Exception:  # noqa: BLE001 - fenced or collected meanwhile
             return []
 
-    def settled(self) -> bool:
-        """Every node's home shard made all its FlowFiles and every queue is empty; every
-        shard of a dead incarnation is retired."""
-        beats = self.heartbeats()
-        if not beats or any(beat.queued_count for beat in beats.values()):
-            return False
-        live = set(beats)
-        return all(s.state is ShardState.RETIRED or (s.owner in live and s.shard == s.owner) for s in self.shards()
-                   if s.state is not ShardState.SPLIT or s.children)
-
     def first_outputs(self, shard: str) -> list[float]:
         return [e["at"] for node in self.nodes.values() for e in node.find("first-output", shard=shard)
                 if not e.get("home")]
 
     def sink_duplicates(self) -> dict[str, list[str]]:
-        """Ids (the uuid a file's content starts with) that more than one sink file
-        carries, read incrementally: new files only. Checked after every fault; lost
-        ids can only be counted once everything has settled (`check`)."""
-        seen = self._sink_ids
-        for name in self._sink_names():
-            if name in seen:
-                continue
-            with open(os.path.join(self.sink, name), "rb") as handle:
-                first = handle.read(64).split(None, 1)
-            carried = seen[name] = first[0].decode(errors="replace") if first else ""
-            files = self._carriers.setdefault(carried, [])
-            files.append(name)
-            if files != [carried]:
-                self._suspects.add(carried)
-        return {carried: list(self._carriers[carried]) for carried in self._suspects}
+        """Checked after every fault (`SinkDirectory.duplicates`)."""
+        return self.sink_view.duplicates()
 
     def delivered(self) -> int:
-        return len(self._sink_names())
-
-    def _sink_names(self) -> list[str]:
-        """The sink's delivered files (not PutFile's dot-temporaries). Listing 400,000
-        names takes about a second, and the drill polls this: the last listing is
-        reused while the directory's mtime is unchanged and more than a second old
-        (a file created in the same clock tick as the listing may not move the mtime)."""
-        try:
-            mtime = os.stat(self.sink).st_mtime_ns
-        except FileNotFoundError:
-            return []
-        listed_at, names = self._listing
-        if mtime == listed_at and time.time_ns() - mtime > 1_000_000_000:
-            return names
-        names = [name for name in os.listdir(self.sink) if not name.startswith(".")]
-        self._listing = (mtime, names)
-        return names
+        return self.sink_view.delivered()
 
     # -- checking ------------------------------------------------------------------------
     def dump_stacks(self) -> None:
@@ -193,22 +184,6 @@ class FlowCluster(ProcessCluster):
                              [os.path.join(d, "provenance") for d in self.directories.values()],
                              source_component="generate",
                              wal_counts={name: beat.queued_count for name, beat in beats.items()})
-
-    def wait_settled(self, timeout: float = 120.0, quiet: float = 3.0) -> None:
-        """Settled, and still settled with nothing new delivered `quiet` seconds later: a
-        source that yielded after a failure may not have made all its FlowFiles yet."""
-        seen: dict = {}
-
-        def quiescent():
-            if not self.settled():
-                seen.clear()
-                return False
-            delivered, now = self.delivered(), time.monotonic()
-            if seen.get("delivered") != delivered:
-                seen.update(delivered=delivered, since=now)
-            return now - seen["since"] >= quiet
-
-        wait_until(quiescent, timeout, "every FlowFile to be delivered and every dead shard retired")
 
     def close(self) -> None:
         super().close()
