@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import bisect
 
+SECONDS_PER_INCH = 6.0  # up to a width of 40 inches
+LABEL_INCHES = 0.16  # the width of a fault's rotated label
 PHASES = (  # (from, to, label, colour)
     ("fault_at", "plan_at", "detection (death to plan)", "#d62728"),
     ("plan_at", "adopted_at", "takeover (plan to adopted)", "#ff7f0e"),
@@ -63,7 +65,7 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
     times, values = rates(samples)
     duration = max([times[-1] + 1.0 if times else 1.0]
                    + [at - origin for entry in report["rounds"] for at in entry.get("phases", {}).values()])
-    width = min(40.0, max(12.0, duration / 12.0))
+    width = min(40.0, max(12.0, duration / SECONDS_PER_INCH))
     figure, axes = pyplot.subplots(figsize=(width, 5.5), dpi=100)
     try:
         axes.step(times, values, where="post", color="#1f77b4", linewidth=1.2, label="delivered FlowFiles per second")
@@ -71,6 +73,9 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
         axes.set_ylim(0, top)
         axes.set_xlim(0, duration)
         shown = set()
+        # A label that would overlap the one before it (faults seconds apart) goes lower.
+        gap = LABEL_INCHES * duration / width
+        last_label_at, level = None, 0
         for entry in report["rounds"]:
             phases = entry.get("phases", {})
             for start, end, label, colour in PHASES:
@@ -80,8 +85,11 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
             if "fault_at" in phases:
                 at = phases["fault_at"] - origin
                 axes.axvline(at, color="black", linewidth=0.9, linestyle="--")
-                axes.text(at, top * 0.98, f" {entry['round'] + 1}: {entry['fault']}", rotation=90, va="top",
-                          ha="right", fontsize=8)
+                level = level + 1 if last_label_at is not None and at - last_label_at < gap else 0
+                last_label_at = at
+                axes.text(at, top * (0.98 - 0.25 * (level % 3)), f" {entry['round'] + 1}: {entry['fault']}",
+                          rotation=90, va="top", ha="right", fontsize=8,
+                          bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0, "pad": 0.5})
         handles = [axes.get_lines()[0]] if axes.get_lines() else []
         handles += [Patch(color=colour, alpha=0.35, label=label) for _, _, label, colour in PHASES if label in shown]
         handles.append(pyplot.Line2D([], [], color="black", linestyle="--", linewidth=0.9, label="fault injected"))

@@ -101,7 +101,7 @@ def table(report: dict) -> str:
     """The summary as a table a person reads, then the whole run's check and verdict."""
     header = (f"{'fault':<12} {'rounds':>6} {'dups seen':>9}   "
               + "  ".join(f"{label:<17}" for label in ("detection s", "takeover s", "resume s", "death->resume s")))
-    lines = [header, f"{'':<12} {'':>6} {'':>9}   " + "  ".join(f"{'p50/p99/max':<17}" for _ in TIMINGS)]
+    lines = [header.rstrip(), (f"{'':<12} {'':>6} {'':>9}   " + "  ".join(f"{'p50/p99/max':<17}" for _ in TIMINGS)).rstrip()]
     for fault, figures in report["summary"].items():
         if fault == "all":
             continue
@@ -131,7 +131,7 @@ def table(report: dict) -> str:
 
 def round_line(entry: dict, total: int) -> str:
     """One progress line for a finished (or failed) round."""
-    head = f"round {entry['round'] + 1}/{total}  {entry['fault']:<11}"
+    head = f"round {entry['round'] + 1:>{len(str(total))}}/{total}  {entry['fault']:<12}"
     if "down" in entry or "delivered_meanwhile" in entry:
         body = f"{entry.get('down', 'a service')} down: delivery went on"
         if "twenty_delivered_after" in entry:
