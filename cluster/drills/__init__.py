@@ -9,4 +9,10 @@ operators. May import every other part of `cluster`.
   harness        real node processes, their events, ZooKeeper views of a cluster
   flow_cluster   a cluster of `custody node` processes on the sample flow
   faults         fault injectors: session expiry, quorum loss
+  fault_kinds    the faults `custody drill` injects: names, what each does, parsing
+  targets        the DrillTarget protocol: what the round loop needs from a cluster
+  local          LocalTarget: node processes and embedded services on this machine
+  runner         the round loop: victims, faults, failover timings, the final check
+  report         figures per fault kind, the table, progress lines, the JSON report
+  plot           the timeline PNG: deliveries per second, faults, failover phases
 """

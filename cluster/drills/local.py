@@ -1,0 +1,239 @@
+"""The local drill target: `custody node` processes on this machine (a `FlowCluster`
+running examples/cluster.yaml), against a 3-member ZooKeeper ensemble and an HDFS
+with 3 DataNodes.
+
+The services are either given (the test fixtures: `LocalTarget.on_services`) or
+started by the target itself in a work directory (`custody drill --target local`:
+`LocalTarget.from_arguments`), through the service harness `cluster.services`, and
+stopped by `close`. Node faults are signals to the node processes; service faults
+go through the harness (`ZooKeeperEnsemble.kill_member`, `HdfsCluster.kill_datanode`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from ..services.process import ServiceError
+from .fault_kinds import FAULT_KINDS
+from .faults import expire_session
+from .flow_cluster import FlowCluster
+from .harness import SESSION_TIMEOUT, ZooKeeperViews
+
+NAMES = ("n1", "n2", "n3")
+# Each incarnation makes 600 FlowFiles and delivers 50 a second: its backlog lasts
+# about 12 s, so a round's fault meets FlowFiles in flight even on a loaded machine
+# (where the transforms before PutFile slow down too).
+COUNT = 600
+PUT_BATCH = 5
+DATANODE = 1  # the DataNode the datanode fault kills (of 0..2; replication is 2)
+PAUSE_LINE = "this process stood still"  # cluster.node.pause_monitor's words
+
+
+class LocalServices:
+    """ZooKeeper and HDFS of a `ServiceStack` in `workdir`, started for one drill and
+    stopped after it (Spark and Docker are not started: the drill does not use them)."""
+
+    NAMES = ("zookeeper", "hdfs")
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.stack = self.zookeeper = self.hdfs = None
+
+    def start(self) -> None:
+        from ..services.stack import ServiceStack
+
+        self.stack = ServiceStack(workdir=self.workdir)  # makes the directory
+        self.zookeeper, self.hdfs = self.stack.services["zookeeper"], self.stack.services["hdfs"]
+        results = self.stack.start(self.NAMES)
+        failed = [f"{name}: {result['error']}" for name, result in results.items() if not result["started"]]
+        if failed:
+            raise ServiceError(f"could not start the drill's services ({'; '.join(failed)}); "
+                               f"logs are under {self.stack.workdir}; `custody services install` installs them")
+
+    def stop(self) -> None:
+        if self.stack is not None:
+            self.stack.stop(self.NAMES)
+
+
+class LocalTarget(ZooKeeperViews):
+    """A `DrillTarget` (see `targets`) of local node processes. Not thread-safe but for
+    `delivered`, which the drill's sampler calls from its own thread."""
+
+    kind = "local"
+    supported_faults = frozenset(kind.name for kind in FAULT_KINDS if kind.name != "partition")
+
+    def __init__(self, names=NAMES, *, workdir: Path, zookeeper=None, hdfs=None, cluster: FlowCluster | None = None,
+                 services: LocalServices | None = None, count: int = COUNT, put_batch: int = PUT_BATCH):
+        self.names = tuple(names)
+        self.workdir = Path(workdir)
+        self.zookeeper, self.hdfs, self.cluster = zookeeper, hdfs, cluster
+        self._services = services  # started and stopped by this target
+        self._owns_cluster = cluster is None
+        self.count, self.put_batch = count, put_batch
+        self._follower: int | None = None
+        self.log_location = (f"{self.workdir} (nodes: nodes/<name>.log and .log.events; services: services/)"
+                             if services else f"{self.workdir} (nodes: <name>.log and <name>.log.events)")
+
+    @classmethod
+    def on_services(cls, zookeeper, hdfs, cluster: FlowCluster, names=NAMES, **workload) -> "LocalTarget":
+        """On services someone else runs (the test fixtures), with their `FlowCluster`."""
+        return cls(names, workdir=cluster.workdir, zookeeper=zookeeper, hdfs=hdfs, cluster=cluster, **workload)
+
+    @classmethod
+    def from_arguments(cls, arguments) -> "LocalTarget":
+        """`custody drill --target local [--workdir DIR] [--nodes N]`: services of its
+        own in DIR (a new temporary directory by default), started by `start_all`."""
+        # Named now, made by start_all: a drill refused for its arguments leaves nothing.
+        workdir = Path(arguments.workdir or os.path.join(tempfile.gettempdir(),
+                                                         time.strftime(f"custody-drill-%Y%m%d-%H%M%S-{os.getpid()}")))
+        names = tuple(f"n{index}" for index in range(1, (arguments.nodes or len(NAMES)) + 1))
+        return cls(names, workdir=workdir, services=LocalServices(workdir / "services"))
+
+    @property
+    def store(self):
+        return self.cluster.store
+
+    # -- life ---------------------------------------------------------------------
+    def start_all(self, timeout: float = 90.0) -> None:
+        if self._services is not None:
+            self._services.start()
+            self.zookeeper, self.hdfs = self._services.zookeeper, self._services.hdfs
+        if self.cluster is None:
+            self.cluster = self._new_cluster()
+        for name in self.names:
+            self._start(name)
+        for name in self.names:
+            self.cluster.nodes[name].wait("joined", timeout=timeout)
+
+    def _new_cluster(self) -> FlowCluster:
+        from replication.hdfs_storage import HdfsStorage
+
+        # A name of its own in ZooKeeper and HDFS, so that a work directory used again
+        # never shows a drill the shards of the one before.
+        run = time.strftime("drill-%Y%m%d-%H%M%S")
+        root = f"/custody-drills/{run}"
+        storage = HdfsStorage(self.hdfs.url, self.hdfs.client_config)
+        try:
+            storage.mkdir(root, parents=True, exist_ok=True)
+        finally:
+            storage.close()
+        nodes = self.workdir / "nodes"
+        nodes.mkdir(parents=True, exist_ok=True)
+        return FlowCluster(self.zookeeper.hosts, self.hdfs.url, root, nodes, self.hdfs.client_config, cluster=run)
+
+    def _start(self, name: str):
+        return self.cluster.start(name, count=self.count, put_batch=self.put_batch)
+
+    def close(self) -> None:
+        if self.cluster is not None and self._owns_cluster:
+            self.cluster.close()
+            self.cluster = None
+        if self._services is not None:
+            self._services.stop()
+
+    # -- nodes --------------------------------------------------------------------
+    def incarnation(self, name: str) -> str | None:
+        joined = self.cluster.nodes[name].find("joined")
+        return joined[-1]["incarnation"] if joined else None
+
+    def leader(self) -> str | None:
+        contenders = self.cluster.client.retry(self.cluster.client.Election(self.cluster.layout.leader).contenders)
+        for name in self.names:
+            if contenders and self.incarnation(name) == contenders[0]:
+                return name
+        return None
+
+    def events(self, name: str, kind: str, **fields) -> list[dict]:
+        return self.cluster.nodes[name].find(kind, **fields)
+
+    def stood_still(self, name: str) -> int:
+        with open(self.cluster.nodes[name].log.name, errors="replace") as log:
+            return sum(1 for line in log if PAUSE_LINE in line)
+
+    def dump_stacks(self) -> None:
+        self.cluster.dump_stacks()
+
+    def tails(self) -> str:
+        return self.cluster.tails() if self.cluster is not None else ""
+
+    # -- the workload ---------------------------------------------------------------
+    def queued(self, incarnation: str) -> int:
+        return self.cluster.queued(incarnation)
+
+    def delivered(self) -> int:
+        return self.cluster.delivered()
+
+    def sink_duplicates(self) -> dict[str, list[str]]:
+        return self.cluster.sink_duplicates()
+
+    # -- faults to a node -------------------------------------------------------------
+    def kill(self, name: str) -> None:
+        self.cluster.nodes[name].signal(signal.SIGKILL)
+
+    def pause(self, name: str) -> None:
+        self.cluster.nodes[name].signal(signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self.cluster.nodes[name].signal(signal.SIGCONT)
+
+    def restart(self, name: str, timeout: float = 90.0) -> None:
+        self.cluster.nodes[name].close()
+        self._start(name).wait("joined", timeout=timeout)
+
+    def graceful_restart(self, name: str, timeout: float = 60.0) -> bool:
+        process = self.cluster.nodes[name].process
+        process.terminate()
+        try:
+            process.wait(timeout)
+            left = True
+        except subprocess.TimeoutExpired:
+            # A graceful stop that hangs is a defect of its own (the round reports it,
+            # with the node's stacks in its log); the drill goes on with a kill.
+            self.cluster.dump_stacks()
+            process.kill()
+            process.wait(30)
+            left = False
+        self.restart(name)
+        return left
+
+    def expire_session(self, name: str) -> None:
+        expire_session(self.cluster.zk_hosts, self.cluster.nodes[name], session_timeout=SESSION_TIMEOUT)
+
+    # -- faults to the services -----------------------------------------------------------
+    def kill_zookeeper_follower(self) -> str:
+        followers = self.zookeeper.followers()
+        if not followers:
+            raise ServiceError("the ZooKeeper ensemble has no follower to kill (no quorum?)")
+        self._follower = followers[0].index
+        self.zookeeper.kill_member(self._follower)
+        return f"ZooKeeper member {self._follower}"
+
+    def restore_zookeeper_follower(self) -> None:
+        if self._follower is not None:
+            self.zookeeper.restart_member(self._follower)
+            self._follower = None
+
+    def kill_datanode(self) -> str:
+        self.hdfs.kill_datanode(DATANODE)
+        return f"DataNode {DATANODE}"
+
+    def restore_datanode(self) -> None:
+        self.hdfs.restart_datanode(DATANODE)
+
+    def partition(self, name: str) -> None:
+        raise ServiceError("the local target cannot partition a node (no network of its own): use --target compose")
+
+    def heal(self) -> None:
+        raise ServiceError("the local target cannot partition a node, nor heal one: use --target compose")
+
+    # -- the end ----------------------------------------------------------------------
+    def wait_settled(self, timeout: float = 240.0) -> None:
+        self.cluster.wait_settled(timeout=timeout)
+
+    def check(self):
+        return self.cluster.check()

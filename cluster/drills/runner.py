@@ -1,0 +1,350 @@
+"""The failover drill's round loop: one fault a round, each against a cluster with
+work in flight, each failover timed, then one exactly-once check of the whole run.
+
+It talks to the cluster through a `DrillTarget` only (see `targets`), so that the
+same loop drills local processes and containers. A round:
+
+1. picks a victim: the non-leader with the largest backlog (`pick_victim`), so that a
+   failover has queued and swapped FlowFiles to resume;
+2. injects its fault (`fault_kinds`), and for a failover waits until the victim's
+   shard is adopted and the victim is back as a new incarnation; for a fault that
+   must not fail anything over, waits until delivery goes on (`no_failover_round`);
+3. waits for the first delivery from the adopted shard, and records detection
+   (death to plan), takeover (plan to adopted), resume (adopted to first output) and
+   death to resume, with the moments themselves (`phases`) for the timeline plot;
+4. counts the duplicate deliveries the sink shows by then.
+
+Every wait is on an observed condition with a deadline (`wait_until`); a deadline
+passed raises `ServiceError`, and the round in progress is kept in `rounds` with its
+`error`. `DeliverySampler` counts deliveries every half second meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ..core.ownership import ShardState
+from ..services.process import ServiceError, wait_until
+from .checker import ClusterReport
+from .fault_kinds import BY_NAME
+from .targets import DrillTarget
+
+BACKLOG = 100  # FlowFiles queued at the victim's death (the swap threshold)
+RESUME_PATIENCE = 10.0  # seconds to wait for a resume before the nodes print their stacks
+RESUME_DEADLINE = 80.0  # seconds more after that
+MOVE_DEADLINE = 90.0
+SETTLE_DEADLINE = 240.0
+
+
+class DeliverySampler:
+    """(wall-clock time, delivered) every `interval` seconds, from a thread of its own,
+    until stopped: the timeline of the run. A sample that fails (a node directory
+    being read while it changes) is skipped."""
+
+    def __init__(self, delivered: Callable[[], int], interval: float = 0.5):
+        self.delivered, self.interval = delivered, interval
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drill-sampler", daemon=True)
+
+    def start(self) -> "DeliverySampler":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append((round(time.time(), 3), self.delivered()))
+            except Exception:  # noqa: BLE001 - one missed sample in a timeline
+                pass
+            self._stop.wait(self.interval)  # the sampling period, not a synchronisation
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+
+class DrillRunner:
+    """Runs `schedule` (a fault name a round) on `target`, which `start_all` has
+    started. `on_round(entry)` is called after each round (a progress line, a test's
+    assertion). After `run`: `rounds` (one dict a round), `samples` (the timeline),
+    `report` (the final check; None if the run stopped before it), `error`."""
+
+    def __init__(self, target: DrillTarget, schedule, *, on_round: Callable[[dict], None] = lambda entry: None):
+        unsupported = sorted(set(schedule) - set(target.supported_faults))
+        if unsupported:
+            raise ValueError(f"target {target.kind} cannot inject {unsupported}")
+        self.target, self.schedule, self.on_round = target, list(schedule), on_round
+        self.rounds: list[dict] = []
+        self.samples: list[tuple[float, int]] = []
+        self.report: ClusterReport | None = None
+        self.error: str | None = None
+        self.started_at: float | None = None
+        self._duplicates_seen: set[str] = set()
+
+    def run(self) -> ClusterReport:
+        """Every round, then settle and check. Raises what stopped it (after recording
+        it in `error`), with the rounds so far kept."""
+        sampler = DeliverySampler(self.target.delivered).start()
+        self.started_at = time.time()
+        try:
+            for index, fault in enumerate(self.schedule):
+                entry = {"round": index, "fault": fault}
+                self.rounds.append(entry)
+                try:
+                    self._round(entry)
+                except Exception as error:
+                    entry["error"] = str(error)
+                    raise
+                self.on_round(entry)
+            self.target.wait_settled(timeout=SETTLE_DEADLINE)
+        except Exception as error:
+            self.error = f"{type(error).__name__}: {error}"
+            raise
+        finally:
+            sampler.stop()
+            self.samples = sampler.samples
+        self.report = self.target.check()
+        return self.report
+
+    # -- one round ----------------------------------------------------------------------
+    def _round(self, entry: dict) -> None:
+        target, fault = self.target, entry["fault"]
+        leader = target.leader()
+        # Every round starts with work queued somewhere: a failover has a backlog to
+        # resume, and "delivery goes on" through a fault that fails nothing over means
+        # something (a drained cluster delivers nothing, fault or not).
+        victim, entry["left_on_purpose"] = pick_victim(target, leader)
+        incarnation = entry["victim"] = target.incarnation(victim)
+        if not BY_NAME[fault].fails_over:
+            kill, restore, what = {
+                "zk-follower": (target.kill_zookeeper_follower, target.restore_zookeeper_follower, "a follower down"),
+                "datanode": (target.kill_datanode, target.restore_datanode, "a DataNode down"),
+            }[fault]
+            entry.update(no_failover_round(target, kill, restore, what))
+        else:
+            entry["queued_at_death"] = wait_backlog(target, incarnation)
+            died_at = time.time()
+            entry["phases"] = {"fault_at": round(died_at, 3)}  # timings() adds the rest
+            FAILOVERS[fault](target, entry, victim, incarnation, leader)
+            self._wait_resumed(entry, incarnation, died_at)
+            entry.update(timings(target, incarnation, died_at))
+        entry["sink_duplicates"] = self._new_duplicates()
+
+    def _wait_resumed(self, entry: dict, incarnation: str, died_at: float) -> None:
+        target = self.target
+
+        def resumed():
+            return first_outputs(target, incarnation) or adopted_empty(target, incarnation)
+
+        try:
+            wait_until(resumed, RESUME_PATIENCE, f"delivery from the adopted shard {incarnation}")
+        except ServiceError:
+            # Slow to resume: every node prints its stacks now, while it waits, so that
+            # the round's log shows on what (then the usual deadline applies).
+            target.dump_stacks()
+            entry["stacks_dumped_at"] = round(time.time() - died_at, 1)
+            wait_until(resumed, RESUME_DEADLINE, f"delivery from the adopted shard {incarnation}")
+        if not first_outputs(target, incarnation):
+            # The victim drained its backlog before it died (an expiry whose first
+            # attach failed took seconds): nothing to resume, no resume time.
+            entry["nothing_to_resume"] = True
+
+    def _new_duplicates(self) -> int:
+        """Ids the sink shows delivered twice that no earlier round had seen."""
+        now = set(self.target.sink_duplicates())
+        new = now - self._duplicates_seen
+        self._duplicates_seen |= now
+        return len(new)
+
+
+# -- the failovers: inject, then wait until the victim's shard moved and it rejoined ---
+def _kill(target, entry, victim, incarnation, leader) -> None:
+    target.kill(victim)
+    wait_moved(target, incarnation)
+    target.restart(victim)
+
+
+def _stop(target, entry, victim, incarnation, leader) -> None:
+    pauses_before = target.stood_still(victim)
+    target.pause(victim)
+    wait_moved(target, incarnation)
+    target.resume(victim)
+    wait_until(lambda: target.events(victim, "dead", incarnation=incarnation), 60, f"{incarnation} to report its death")
+    # The node's pause monitor says it stood still (cluster.node.pause_monitor).
+    wait_until(lambda: target.stood_still(victim) > pauses_before, 30, f"{victim} to log its pause")
+    wait_rejoined(target, victim, incarnation)
+    entry["zombie"] = [e["event"] for e in target.events(victim, "rejected write", shard=incarnation)
+                       + target.events(victim, "fenced", shard=incarnation)] or "stopped before writing"
+
+
+def _expire(target, entry, victim, incarnation, leader) -> None:
+    target.expire_session(victim)
+    wait_moved(target, incarnation)
+    wait_rejoined(target, victim, incarnation)
+
+
+def _leader(target, entry, victim, incarnation, leader) -> None:
+    target.kill(victim)
+    wait_until(lambda: target.plan(incarnation) is not None, 60, f"a plan for {incarnation}")
+    restarted = [victim]
+    if leader is not None and leader != victim:
+        entry["leader_killed"] = target.incarnation(leader)
+        target.kill(leader)
+        restarted.append(leader)
+    wait_moved(target, incarnation)
+    for name in restarted:
+        target.restart(name)
+
+
+def _adopter(target, entry, victim, incarnation, leader) -> None:
+    target.kill(victim)
+    chosen = wait_until(lambda: (s := target.shard(incarnation)) is not None and s.owner != incarnation
+                        and s.state is ShardState.ADOPTING and s.owner, 60, f"{incarnation} to be given out")
+    adopter = name_of(target, chosen)
+    target.kill(adopter)
+    entry["adopter_killed"] = chosen
+    wait_moved(target, incarnation)
+    wait_moved(target, chosen)
+    for name in (victim, adopter):
+        target.restart(name)
+
+
+def _partition(target, entry, victim, incarnation, leader) -> None:
+    target.partition(victim)
+    try:
+        wait_until(lambda: target.events(victim, "dead", incarnation=incarnation), 60,
+                   f"{incarnation} to stop itself, cut off")
+        wait_moved(target, incarnation)
+    finally:
+        target.heal()
+    wait_rejoined(target, victim, incarnation)
+
+
+FAILOVERS = {"kill": _kill, "stop": _stop, "expire": _expire, "leader": _leader, "adopter": _adopter,
+             "partition": _partition}
+
+
+# -- what a round waits on and measures ------------------------------------------------
+def pick_victim(target: DrillTarget, leader: str | None) -> tuple[str, bool | str]:
+    """The non-leader with the largest backlog, and whether it was restarted on purpose
+    first (True; "stop hung" when its graceful stop hung and it was killed). If no node
+    has a backlog (its incarnation made all its FlowFiles and delivered them), the one
+    that joined first is restarted (it leaves, its shard is handed over, it joins as a
+    new incarnation that makes more), so that every failover round measures the
+    resume of a real backlog."""
+    candidates = [name for name in target.names if name != leader] or list(target.names)
+
+    def best_with_backlog():
+        queued = {name: target.queued(target.incarnation(name)) for name in candidates}
+        best = max(candidates, key=lambda name: (queued[name], name))
+        return best if queued[best] > BACKLOG else None
+
+    try:  # a node that has just joined is still making its FlowFiles
+        return wait_until(best_with_backlog, 3.0, "a node with a backlog"), False
+    except ServiceError:
+        pass
+    best = min(candidates, key=lambda name: target.events(name, "joined")[-1]["at"])  # made all its FlowFiles
+    return best, True if target.graceful_restart(best) else "stop hung"
+
+
+def wait_backlog(target: DrillTarget, incarnation: str) -> int:
+    """The victim must die with FlowFiles queued (and swapped): resume is measured."""
+    return wait_until(lambda: (n := target.queued(incarnation)) > BACKLOG and n, 60,
+                      f"{incarnation} to queue more than {BACKLOG} FlowFiles")
+
+
+def wait_moved(target: DrillTarget, incarnation: str):
+    return wait_until(lambda: (s := target.shard(incarnation)) is not None and s.owner not in (None, incarnation)
+                      and s.state in (ShardState.DRAINING, ShardState.RETIRED), MOVE_DEADLINE,
+                      f"shard {incarnation} to be adopted")
+
+
+def wait_rejoined(target: DrillTarget, name: str, incarnation: str, timeout: float = 90.0) -> None:
+    wait_until(lambda: target.incarnation(name) not in (None, incarnation), timeout,
+               f"{name} to rejoin as a new incarnation after {incarnation}")
+
+
+def name_of(target: DrillTarget, incarnation: str) -> str:
+    """The node an incarnation `<name>-<epoch>` runs on. (Not from its "joined" event:
+    the leader may hand it a shard before the node has written that event.)"""
+    name = incarnation.rsplit("-", 1)[0]
+    if name not in target.names:
+        raise ServiceError(f"incarnation {incarnation} runs on no node of the drill ({', '.join(target.names)})")
+    return name
+
+
+def first_outputs(target: DrillTarget, shard: str) -> list[float]:
+    """When each node first delivered from `shard` as its adopter."""
+    return [e["at"] for name in target.names for e in target.events(name, "first-output", shard=shard)
+            if not e.get("home")]
+
+
+def adopted_empty(target: DrillTarget, shard: str) -> bool:
+    """The shard was recovered by an adopter and held no FlowFile (its WAL may still
+    hold processor state or provenance not yet registered)."""
+    recovered = [e for name in target.names for e in target.events(name, "recovered", shard=shard)
+                 if not e.get("home")]
+    return bool(recovered) and all(e["flowfiles"] + e["swapped_flowfiles"] == 0 for e in recovered)
+
+
+def timings(target: DrillTarget, incarnation: str, died_at: float) -> dict:
+    """detection, takeover, resume, death_to_resume (seconds) as far as they happened,
+    and `phases`: the moments themselves (wall clock)."""
+    plan = target.plan(incarnation)
+    shard = target.shard(incarnation)
+    figures: dict = {"phases": {"fault_at": round(died_at, 3)}}
+    if plan is not None:
+        figures["detection"] = plan.created_at - died_at
+        figures["phases"]["plan_at"] = round(plan.created_at, 3)
+    adopted = [h.at for h in shard.history if h.state is ShardState.DRAINING] if shard else []
+    if plan is not None and adopted:
+        figures["takeover"] = min(adopted) - plan.created_at
+        figures["phases"]["adopted_at"] = round(min(adopted), 3)
+        outputs = [at for at in first_outputs(target, incarnation) if at >= min(adopted) - 1.0]
+        if outputs:
+            figures["resume"] = min(outputs) - min(adopted)
+            figures["death_to_resume"] = min(outputs) - died_at
+            figures["phases"]["resumed_at"] = round(min(outputs), 3)
+    return figures
+
+
+def no_failover_round(target: DrillTarget, inject, heal, what: str) -> dict:
+    """A fault the cluster must ride out: no incarnation crashes, delivery goes on.
+
+    A node may still lose its ZooKeeper session meanwhile, on a loaded machine (two
+    cores, two drills, a DataNode restarting): ZooKeeper left it without an answer for
+    a whole session timeout and it stopped itself, as it must. That is a failover of
+    its own: it is recorded, waited through (its shard adopted, the node back as a new
+    incarnation) and covered by the exactly-once checks, but any other death fails
+    the round (ServiceError)."""
+    members = {name: target.incarnation(name) for name in target.names}
+    delivered_before = target.delivered()
+    started = time.time()
+    out: dict = {"phases": {"fault_at": round(started, 3)}}
+    out["down"] = inject()
+    try:
+        wait_until(lambda: target.delivered() > delivered_before + 20, 90, f"delivery to go on with {what}")
+        went_on = time.time() - started
+    finally:
+        heal()
+        out["phases"]["healed_at"] = round(time.time(), 3)
+    deaths = [e for name in target.names for e in target.events(name, "dead") if e["at"] > started]
+    others = [death for death in deaths if "expir" not in death["reason"]]
+    if others:
+        raise ServiceError(f"nodes died with {what}, where nothing may fail over: {others}")
+    out.update(delivered_meanwhile=target.delivered() - delivered_before, twenty_delivered_after=round(went_on, 2))
+    for death in deaths:
+        gone = death["incarnation"]
+        name = next(name for name, incarnation in members.items() if incarnation == gone)
+        wait_moved(target, gone)
+        wait_rejoined(target, name, gone)
+        out.setdefault("sessions_lost", []).append({"incarnation": gone, "reason": death["reason"]})
+    lost = {death["incarnation"] for death in deaths}
+    now = {name: target.incarnation(name) for name in target.names if members[name] not in lost}
+    if now != {name: incarnation for name, incarnation in members.items() if incarnation not in lost}:
+        raise ServiceError(f"an incarnation changed with {what}, where nothing may fail over: {members} -> {now}")
+    return out

@@ -1,0 +1,36 @@
+"""`custody drill` refuses what it cannot do before it starts anything: exit 2, one
+line on stderr that names the problem, within seconds, and no work directory made."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+@pytest.mark.parametrize("arguments, says", [
+    (["--faults", "kill,sigterm"], "unknown fault 'sigterm'; valid faults: kill, stop, expire, leader, adopter, "
+                                   "zk-follower, datanode, partition"),
+    (["--faults", "kill,partition"], "fault 'partition' cannot be injected on the local target"),
+    (["--rounds", "0"], "--rounds must be at least 1"),
+    (["--nodes", "1"], "a drill needs at least 2 nodes"),
+    (["--nodes", "2", "--faults", "adopter"], "need at least 3 nodes"),
+    (["--target", "kubernetes"], "unknown target 'kubernetes'; targets: local, compose"),
+    # Until cluster/drills/compose.py exists; then this case becomes "the project is not running".
+    (["--target", "compose", "--compose-file", "docker-compose.yml"],
+     "--target compose needs the module cluster/drills/compose.py (class ComposeTarget)"),
+])
+def test_bad_input_is_refused_before_anything_starts(tmp_path, arguments, says):
+    workdir = tmp_path / "work"
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cluster.cli", "drill", "--target", "local", "--workdir", str(workdir),
+                           "--report", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png"), *arguments],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert done.stderr.splitlines() == [done.stderr.strip()] and says in done.stderr, done.stderr
+    assert done.stdout == ""
+    assert time.monotonic() - began < 20
+    assert not workdir.exists() and not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()

@@ -1,0 +1,34 @@
+"""The drill's fault names: parsing an operator's list, former names, rotation."""
+
+import pytest
+
+from cluster.drills.fault_kinds import FAULT_KINDS, DrillUsageError, parse_faults, rotation
+
+LOCAL = {kind.name for kind in FAULT_KINDS} - {"partition"}
+
+
+def test_no_list_means_every_supported_fault_in_catalogue_order():
+    assert parse_faults(None, LOCAL) == ("kill", "stop", "expire", "leader", "adopter", "zk-follower", "datanode")
+    assert parse_faults(" , ", {"datanode", "kill"}) == ("kill", "datanode")
+
+
+def test_names_keep_the_order_given_and_former_names_map_to_the_new_ones():
+    assert parse_faults("datanode,sigkill,kill-leader,kill", LOCAL) == ("datanode", "kill", "leader")
+    assert parse_faults("sigstop , kill-adopter", LOCAL) == ("stop", "adopter")
+
+
+def test_an_unknown_fault_is_named_with_the_valid_ones():
+    with pytest.raises(DrillUsageError) as raised:
+        parse_faults("kill,sigterm", LOCAL)
+    message = str(raised.value)
+    assert "'sigterm'" in message and "kill, stop, expire, leader, adopter, zk-follower, datanode, partition" in message
+
+
+def test_a_fault_the_target_cannot_inject_is_refused_with_what_it_can():
+    with pytest.raises(DrillUsageError, match=r"'partition' cannot be injected on the local target .*--target compose"):
+        parse_faults("kill,partition", LOCAL, "local")
+
+
+def test_rotation_takes_the_faults_in_turn():
+    assert rotation(("kill", "stop", "expire"), 7) == ["kill", "stop", "expire", "kill", "stop", "expire", "kill"]
+    assert rotation(("kill",), 0) == []

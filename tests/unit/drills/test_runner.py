@@ -1,0 +1,232 @@
+"""The drill's round loop against a scripted target (no process, no service): every
+fault kind runs its round through the `DrillTarget` protocol only, records its
+timings and phases, and the run ends with the target's check."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from cluster.core.ownership import ShardState
+from cluster.drills.checker import ClusterReport, DeliveryReport
+from cluster.drills.fault_kinds import FAULT_KINDS
+from cluster.drills.report import drill_report
+from cluster.drills.runner import DrillRunner
+
+
+class ScriptedTarget:
+    """Three nodes whose cluster reacts at once: a node that dies has its shard planned,
+    adopted (by the next node alive) and resumed within milliseconds."""
+
+    kind = "scripted"
+    supported_faults = frozenset(kind.name for kind in FAULT_KINDS)
+    names = ("n1", "n2", "n3")
+    log_location = "nowhere"
+
+    def __init__(self, fault=""):
+        self.fault = fault
+        self.epoch = 0
+        self.log: list[tuple] = []
+        self._events = {name: [] for name in self.names}
+        self._shards, self._plans = {}, {}
+        self._delivered = 0
+        self._pauses = {name: 0 for name in self.names}
+        self.checked = False
+        for name in self.names:
+            self._join(name)
+
+    # -- the script --------------------------------------------------------------------
+    def _emit(self, name, kind, **fields):
+        self._events[name].append({"event": kind, "at": time.time(), **fields})
+
+    def _join(self, name, *, new_process=True):
+        self.epoch += 1
+        if new_process:  # events are those of the current process
+            self._events[name] = []
+        self._emit(name, "joined", incarnation=f"{name}-{self.epoch}")
+
+    def _die(self, name, *, adopted=True):
+        incarnation = self.incarnation(name)
+        self._emit(name, "dead", incarnation=incarnation, reason="session expired")
+        self._plans[incarnation] = SimpleNamespace(created_at=time.time() + 0.01)
+        self._adopt(incarnation, adopted=adopted)
+
+    def _adopt(self, shard_id, *, adopted=True):
+        """The last node alive takes the shard over: at once, or (adopted=False) it
+        stays adopting until that node dies too."""
+        survivor = next(name for name in reversed(self.names) if not self._dead(name))
+        owner, now = self.incarnation(survivor), time.time()
+        if not adopted:
+            self._shards[shard_id] = SimpleNamespace(owner=owner, state=ShardState.ADOPTING, history=[])
+            return
+        self._shards[shard_id] = SimpleNamespace(owner=owner, state=ShardState.DRAINING,
+                                                 history=[SimpleNamespace(state=ShardState.DRAINING, at=now + 0.02)])
+        self._events[survivor].append({"event": "first-output", "at": now + 0.03, "shard": shard_id, "home": False})
+
+    def _dead(self, name):
+        return any(e["incarnation"] == self.incarnation(name) for e in self._events[name] if e["event"] == "dead")
+
+    # -- the protocol ------------------------------------------------------------------
+    def incarnation(self, name):
+        joined = [e for e in self._events[name] if e["event"] == "joined"]
+        return joined[-1]["incarnation"] if joined else None
+
+    def leader(self):
+        return "n1"
+
+    def events(self, name, kind, **fields):
+        return [e for e in self._events[name] if e["event"] == kind and all(e.get(k) == v for k, v in fields.items())]
+
+    def stood_still(self, name):
+        return self._pauses[name]
+
+    def dump_stacks(self):
+        self.log.append(("stacks",))
+
+    def queued(self, incarnation):
+        return 150
+
+    def delivered(self):
+        self._delivered += 7
+        return self._delivered
+
+    def sink_duplicates(self):
+        return {}
+
+    def shard(self, shard_id):
+        return self._shards.get(shard_id)
+
+    def plan(self, plan_id):
+        return self._plans.get(plan_id)
+
+    def kill(self, name):
+        self.log.append(("kill", name))
+        held = [shard_id for shard_id, shard in self._shards.items()
+                if shard.state is ShardState.ADOPTING and shard.owner == self.incarnation(name)]
+        self._die(name, adopted=bool(held) or self.fault != "adopter")
+        for shard_id in held:  # the adopter died while adopting: the shard moves on
+            self._adopt(shard_id)
+
+    def pause(self, name):
+        self.log.append(("pause", name))
+        self._die(name)
+
+    def resume(self, name):
+        self._pauses[name] += 1
+        self._emit(name, "rejected write", shard=self.incarnation(name))
+        self._join(name, new_process=False)
+
+    def restart(self, name, timeout=90.0):
+        self.log.append(("restart", name))
+        self._join(name)
+
+    def graceful_restart(self, name, timeout=60.0):
+        self._join(name)
+        return True
+
+    def expire_session(self, name):
+        self.log.append(("expire", name))
+        self._die(name)
+        self._join(name, new_process=False)
+
+    def kill_zookeeper_follower(self):
+        self.log.append(("zk down",))
+        return "ZooKeeper member 2"
+
+    def restore_zookeeper_follower(self):
+        self.log.append(("zk up",))
+
+    def kill_datanode(self):
+        self.log.append(("dn down",))
+        return "DataNode 1"
+
+    def restore_datanode(self):
+        self.log.append(("dn up",))
+
+    def partition(self, name):
+        self.log.append(("partition", name))
+        self._die(name)
+
+    def heal(self):
+        self.log.append(("heal",))
+        self._join(next(name for name in self.names if self._dead(name)), new_process=False)
+
+    def wait_settled(self, timeout=240.0):
+        self.log.append(("settled",))
+
+    def check(self):
+        self.checked = True
+        return ClusterReport(delivery=DeliveryReport(expected=10, delivered=10), created=10)
+
+
+@pytest.mark.parametrize("fault", ["kill", "stop", "expire", "leader", "adopter", "partition"])
+def test_a_failover_round_is_timed_and_its_phases_recorded(fault):
+    target = ScriptedTarget(fault)
+    seen = []
+    check = DrillRunner(target, [fault], on_round=seen.append).run()
+    entry = seen[0]
+    assert check.ok and target.checked and target.log[-1] == ("settled",)
+    assert entry["victim"] == "n3-3" and entry["queued_at_death"] == 150  # the busiest non-leader, by name
+    assert {"detection", "takeover", "resume", "death_to_resume"} <= set(entry)
+    assert list(entry["phases"]) == ["fault_at", "plan_at", "adopted_at", "resumed_at"]
+    assert entry["sink_duplicates"] == 0 and "error" not in entry
+    if fault == "leader":
+        assert entry["leader_killed"] == "n1-1" and ("kill", "n1") in target.log
+    if fault == "adopter":
+        assert entry["adopter_killed"] == "n2-2" and ("kill", "n2") in target.log
+    if fault == "stop":
+        assert entry["zombie"] == ["rejected write"]
+
+
+def test_the_rounds_rotate_and_services_come_back_after_a_fault_that_fails_nothing_over():
+    target = ScriptedTarget()
+    runner = DrillRunner(target, ["zk-follower", "datanode", "kill"])
+    runner.run()
+    assert [("zk down",), ("zk up",)] == [e for e in target.log if e[0].startswith("zk")]
+    assert [("dn down",), ("dn up",)] == [e for e in target.log if e[0].startswith("dn")]
+    follower = runner.rounds[0]
+    assert follower["down"] == "ZooKeeper member 2" and follower["delivered_meanwhile"] > 20
+    assert set(follower["phases"]) == {"fault_at", "healed_at"}
+    report = drill_report(runner.rounds, ("zk-follower", "datanode", "kill"), runner.report, runner.samples,
+                          target=target.kind, started_at=runner.started_at)
+    assert report["ok"] and report["faults"] == {"zk-follower": 1, "datanode": 1, "kill": 1}
+
+
+def test_a_round_that_times_out_is_kept_with_its_error_and_nothing_is_checked(monkeypatch):
+    import cluster.drills.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "MOVE_DEADLINE", 0.5)
+    target = ScriptedTarget()
+    target.kill = lambda name: target.log.append(("kill", name))  # the cluster never reacts
+    runner = DrillRunner(target, ["kill"])
+    with pytest.raises(Exception, match="shard n3-3 to be adopted"):
+        runner.run()
+    assert "to be adopted" in runner.rounds[0]["error"] and runner.error.startswith("ServiceError")
+    assert not target.checked and runner.report is None
+
+
+def test_a_fault_the_target_cannot_inject_is_refused_before_any_round():
+    target = ScriptedTarget()
+    target.supported_faults = frozenset({"kill"})
+    with pytest.raises(ValueError, match="cannot inject"):
+        DrillRunner(target, ["kill", "partition"])
+
+
+def test_a_cluster_without_a_backlog_gets_one_by_restarting_the_oldest_non_leader_first():
+    target = ScriptedTarget("kill")
+    restarted = []
+
+    def graceful_restart(name, timeout=60.0):
+        restarted.append(name)
+        target._join(name)
+        return False  # its stop hung: it was killed instead
+
+    target.graceful_restart = graceful_restart
+    target.queued = lambda incarnation: 150 if restarted and incarnation == target.incarnation(restarted[0]) else 0
+    runner = DrillRunner(target, ["kill"])
+    runner.run()
+    assert restarted == ["n2"]  # joined before n3; n1 leads
+    entry = runner.rounds[0]
+    assert entry["left_on_purpose"] == "stop hung" and entry["victim"] == "n2-4" and "resume" in entry
