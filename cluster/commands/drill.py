@@ -33,7 +33,10 @@ def register(subparsers) -> None:
     parser.add_argument("--target", default="local", metavar="|".join(TARGET_KINDS),
                         help="local: node processes and embedded ZooKeeper and HDFS on this machine; "
                              "compose: the containers of a running docker compose project (default: local)")
-    parser.add_argument("--compose-file", help="the compose project's file (--target compose)")
+    parser.add_argument("--compose-file", help="the compose project's file (--target compose; default "
+                                               "docker-compose.yml): the project is the one it names")
+    parser.add_argument("--project", help="--target compose: the compose project's name, instead of the one the "
+                                          "compose file (or COMPOSE_PROJECT_NAME) names")
     parser.add_argument("--faults", help="comma-separated fault names (default: every fault the target supports)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per fault (default: 2)")
     parser.add_argument("--report", help="write the JSON report here")
@@ -63,8 +66,8 @@ def run(args) -> int:
     for option, path in (("--report", args.report), ("--plot", args.plot)):
         if not _writable(path):
             return _refuse(f"{option} {path}: its directory does not exist")
-    if args.compose_file and args.target != "compose":
-        return _refuse("--compose-file goes with --target compose")
+    if (args.compose_file or args.project) and args.target != "compose":
+        return _refuse("--compose-file and --project go with --target compose")
     try:
         factory = target_class(args.target)
         faults = parse_faults(args.faults, factory.supported_faults, args.target)
@@ -85,6 +88,10 @@ def run(args) -> int:
 
 
 def _drill(target, faults, schedule, args) -> int:
+    import logging
+
+    # The drill's own ZooKeeper client connecting and closing is not progress.
+    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
     from ..drills.plot import plot_timeline
     from ..drills.report import drill_report, round_line, table
     from ..drills.runner import DrillRunner

@@ -42,8 +42,17 @@ def _toml_value(value) -> str:
 
 class FlowWorkloadViews(ZooKeeperViews):
     """The sample flow's workload as a drill sees it, wherever the nodes run: queues
-    from the heartbeats, shards from ZooKeeper, deliveries from `delivered()` (the
-    class that mixes this in gives it)."""
+    from the heartbeats, shards from ZooKeeper, deliveries from the sink (the
+    class that mixes this in gives `store` and `sink_view`, a `SinkDirectory`)."""
+
+    sink_view: SinkDirectory
+
+    def sink_duplicates(self) -> dict[str, list[str]]:
+        """Checked after every fault (`SinkDirectory.duplicates`)."""
+        return self.sink_view.duplicates()
+
+    def delivered(self) -> int:
+        return self.sink_view.delivered()
 
     def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE, *, shard: str | None = None) -> int:
         """What `incarnation` has queued in `queue` of `shard` (by default its home shard)."""
@@ -142,13 +151,6 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
     def first_outputs(self, shard: str) -> list[float]:
         return [e["at"] for node in self.nodes.values() for e in node.find("first-output", shard=shard)
                 if not e.get("home")]
-
-    def sink_duplicates(self) -> dict[str, list[str]]:
-        """Checked after every fault (`SinkDirectory.duplicates`)."""
-        return self.sink_view.duplicates()
-
-    def delivered(self) -> int:
-        return self.sink_view.delivered()
 
     # -- checking ------------------------------------------------------------------------
     def dump_stacks(self) -> None:

@@ -182,8 +182,12 @@ class LocalTarget(ZooKeeperViews):
         self.cluster.nodes[name].signal(signal.SIGCONT)
 
     def restart(self, name: str, timeout: float = 90.0) -> None:
+        self.launch(name)
+        self.cluster.nodes[name].wait("joined", timeout=timeout)
+
+    def launch(self, name: str) -> None:
         self.cluster.nodes[name].close()
-        self._start(name).wait("joined", timeout=timeout)
+        self._start(name)
 
     def graceful_restart(self, name: str, timeout: float = 60.0) -> bool:
         process = self.cluster.nodes[name].process

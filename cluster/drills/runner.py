@@ -36,6 +36,8 @@ RESUME_PATIENCE = 10.0  # seconds to wait for a resume before the nodes print th
 RESUME_DEADLINE = 80.0  # seconds more after that
 MOVE_DEADLINE = 90.0
 SETTLE_DEADLINE = 240.0
+# Where a partition round cuts its node off, in turn (see `_partition`).
+PARTITION_PHASES = ("running", "leader", "adopting", "joining")
 
 
 class DeliverySampler:
@@ -126,7 +128,14 @@ class DrillRunner:
             }[fault]
             entry.update(no_failover_round(target, kill, restore, what))
         else:
-            entry["queued_at_death"] = wait_backlog(target, incarnation)
+            if fault == "partition":
+                done = sum(1 for r in self.rounds[:-1] if r["fault"] == "partition")
+                phase = entry["phase"] = PARTITION_PHASES[done % len(PARTITION_PHASES)]
+                if phase == "leader" and leader is not None:  # the leader is cut off, backlog or not
+                    victim, incarnation = leader, target.incarnation(leader)
+                    entry["victim"] = incarnation
+            if entry.get("phase") != "leader":
+                entry["queued_at_death"] = wait_backlog(target, incarnation)
             died_at = time.time()
             entry["phases"] = {"fault_at": round(died_at, 3)}  # timings() adds the rest
             FAILOVERS[fault](target, entry, victim, incarnation, leader)
@@ -202,8 +211,7 @@ def _leader(target, entry, victim, incarnation, leader) -> None:
 
 def _adopter(target, entry, victim, incarnation, leader) -> None:
     target.kill(victim)
-    chosen = wait_until(lambda: (s := target.shard(incarnation)) is not None and s.owner != incarnation
-                        and s.state is ShardState.ADOPTING and s.owner, 60, f"{incarnation} to be given out")
+    chosen = wait_given_out(target, incarnation)
     adopter = name_of(target, chosen)
     target.kill(adopter)
     entry["adopter_killed"] = chosen
@@ -214,14 +222,56 @@ def _adopter(target, entry, victim, incarnation, leader) -> None:
 
 
 def _partition(target, entry, victim, incarnation, leader) -> None:
-    target.partition(victim)
+    """A network partition, in the phase the round names (`PARTITION_PHASES`):
+    running: the victim, working, is cut off; leader: the leader is; adopting: the
+    victim is killed and the survivor chosen to adopt its shard is cut off while it
+    adopts; joining: the victim is killed and, started again, cut off as it joins.
+    A node cut off must stop itself (its "dead" event, or a start that fails) and,
+    once healed, join again as a new incarnation with nothing of the old one running."""
+    phase = entry.get("phase", "running")
+    if phase == "adopting":
+        target.kill(victim)
+        chosen = wait_given_out(target, incarnation)
+        entry["adopter_cut"] = chosen
+        _cut_until_deposed(target, entry, name_of(target, chosen), chosen)
+        wait_moved(target, incarnation)
+        target.restart(victim)
+    elif phase == "joining":
+        target.kill(victim)
+        wait_moved(target, incarnation)
+        launched = time.time()
+        target.launch(victim)
+        wait_until(lambda: _since(target.events(victim, "starting"), launched), 60, f"{victim} to start joining")
+        target.partition(victim)
+        try:
+            gave_up = wait_until(lambda: _since(target.events(victim, "start-failed") + target.events(victim, "dead"),
+                                                launched), 90, f"{victim}, cut off while joining, to give up")
+            entry["deposed"] = f"{gave_up[0]['event']}: {gave_up[0].get('error') or gave_up[0].get('reason', '')}"[:200]
+        finally:
+            target.heal()
+        wait_rejoined(target, victim, incarnation)
+    else:
+        _cut_until_deposed(target, entry, victim, incarnation)
+
+
+def _cut_until_deposed(target, entry, name: str, incarnation: str) -> None:
+    """Cut `name` off until its incarnation stopped itself and its shard moved, heal,
+    then wait until it joined again; the round records how it was deposed."""
+    target.partition(name)
     try:
-        wait_until(lambda: target.events(victim, "dead", incarnation=incarnation), 60,
-                   f"{incarnation} to stop itself, cut off")
+        death = wait_until(lambda: target.events(name, "dead", incarnation=incarnation), 60,
+                           f"{incarnation} to stop itself, cut off")
         wait_moved(target, incarnation)
     finally:
         target.heal()
-    wait_rejoined(target, victim, incarnation)
+    entry["deposed"] = death[-1].get("reason", "")[:200]
+    wait_rejoined(target, name, incarnation)
+    entry["zombie"] = [e["event"] for e in target.events(name, "rejected write", shard=incarnation)
+                       + target.events(name, "fenced", shard=incarnation)] or "stopped before writing"
+
+
+def _since(events: list[dict], moment: float) -> list[dict]:
+    return [e for e in events if e["at"] >= moment]
 
 
 FAILOVERS = {"kill": _kill, "stop": _stop, "expire": _expire, "leader": _leader, "adopter": _adopter,
@@ -255,6 +305,12 @@ def wait_backlog(target: DrillTarget, incarnation: str) -> int:
     """The victim must die with FlowFiles queued (and swapped): resume is measured."""
     return wait_until(lambda: (n := target.queued(incarnation)) > BACKLOG and n, 60,
                       f"{incarnation} to queue more than {BACKLOG} FlowFiles")
+
+
+def wait_given_out(target: DrillTarget, incarnation: str) -> str:
+    """The survivor the leader chose to adopt the dead incarnation's shard (ADOPTING)."""
+    return wait_until(lambda: (s := target.shard(incarnation)) is not None and s.owner != incarnation
+                      and s.state is ShardState.ADOPTING and s.owner, 60, f"{incarnation} to be given out")
 
 
 def wait_moved(target: DrillTarget, incarnation: str):

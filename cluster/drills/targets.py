@@ -25,7 +25,9 @@ Conventions every implementation keeps:
     first-output  shard, home: the first FlowFile this process delivered from `shard`
                   (home is true for its own home shard, false for an adopted one);
     recovered     shard, home, flowfiles, swapped_flowfiles: a shard's WAL restored;
-    rejected write, fenced   shard: a zombie's write refused, its shard fenced.
+    rejected write, fenced   shard: a zombie's write refused, its shard fenced;
+    starting      attempt: the process is about to join (a new incarnation);
+    start-failed  error, fatal: joining failed, and is tried again unless fatal.
   A local target reads them from the node's stdout; a compose target from `docker
   logs` of node containers started with `--events`.
 * Faults return once they are done (the process killed, the member down), not once
@@ -132,6 +134,10 @@ class DrillTarget(Protocol):
     def restart(self, name: str, timeout: float = 90.0) -> None:
         """Kill what is left of the node, start it again, and return once it joined as
         a new incarnation."""
+
+    def launch(self, name: str) -> None:
+        """Start a node that `kill` left down, and return at once: a partition round
+        cuts it off while it joins (after its "starting" event)."""
 
     def graceful_restart(self, name: str, timeout: float = 60.0) -> bool:
         """Stop the node on purpose (SIGTERM: it leaves, its shard is handed over),

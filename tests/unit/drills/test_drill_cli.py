@@ -19,9 +19,10 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(o
     (["--nodes", "1"], "a drill needs at least 2 nodes"),
     (["--nodes", "2", "--faults", "adopter"], "need at least 3 nodes"),
     (["--target", "kubernetes"], "unknown target 'kubernetes'; targets: local, compose"),
-    # Until cluster/drills/compose.py exists; then this case becomes "the project is not running".
-    (["--target", "compose", "--compose-file", "docker-compose.yml"],
-     "--target compose needs the module cluster/drills/compose.py (class ComposeTarget)"),
+    # Either way refused: whether this machine's Docker engine runs is not this test's business.
+    (["--target", "compose", "--project", "custody-no-such-project"],
+     ("compose project 'custody-no-such-project' has no running container: start it with",
+      "cannot reach the Docker engine")),
 ])
 def test_bad_input_is_refused_before_anything_starts(tmp_path, arguments, says):
     workdir = tmp_path / "work"
@@ -30,7 +31,9 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path, arguments, says):
                            "--report", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png"), *arguments],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done
-    assert done.stderr.splitlines() == [done.stderr.strip()] and says in done.stderr, done.stderr
+    alternatives = says if isinstance(says, tuple) else (says,)
+    assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
+    assert any(said in done.stderr for said in alternatives), done.stderr
     assert done.stdout == ""
     assert time.monotonic() - began < 20
     assert not workdir.exists() and not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()

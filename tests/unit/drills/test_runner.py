@@ -105,7 +105,12 @@ class ScriptedTarget:
         self.log.append(("kill", name))
         held = [shard_id for shard_id, shard in self._shards.items()
                 if shard.state is ShardState.ADOPTING and shard.owner == self.incarnation(name)]
-        self._die(name, adopted=bool(held) or self.fault != "adopter")
+        # "adopter": every kill leaves the shard adopting until its adopter dies too;
+        # "partition-adopting": the first kill does (the adopter is then cut off).
+        hold = self.fault == "adopter" or (self.fault == "partition-adopting" and not self.log.count(("held",)))
+        if hold and self.fault == "partition-adopting":
+            self.log.append(("held",))
+        self._die(name, adopted=bool(held) or not hold)
         for shard_id in held:  # the adopter died while adopting: the shard moves on
             self._adopt(shard_id)
 
@@ -145,13 +150,26 @@ class ScriptedTarget:
     def restore_datanode(self):
         self.log.append(("dn up",))
 
+    def launch(self, name):
+        self.log.append(("launch", name))
+        self._events[name] = []  # a new process
+        self._emit(name, "starting", attempt=1)
+
     def partition(self, name):
         self.log.append(("partition", name))
+        self.cut = name
+        if self.incarnation(name) is None:  # cut off while joining
+            self._emit(name, "start-failed", error="cannot reach ZooKeeper", fatal=False)
+            return
+        held = [shard_id for shard_id, shard in self._shards.items()
+                if shard.state is ShardState.ADOPTING and shard.owner == self.incarnation(name)]
         self._die(name)
+        for shard_id in held:  # the adopter was cut off while adopting: the shard moves on
+            self._adopt(shard_id)
 
     def heal(self):
         self.log.append(("heal",))
-        self._join(next(name for name in self.names if self._dead(name)), new_process=False)
+        self._join(self.cut, new_process=False)
 
     def wait_settled(self, timeout=240.0):
         self.log.append(("settled",))
@@ -230,3 +248,20 @@ def test_a_cluster_without_a_backlog_gets_one_by_restarting_the_oldest_non_leade
     assert restarted == ["n2"]  # joined before n3; n1 leads
     entry = runner.rounds[0]
     assert entry["left_on_purpose"] == "stop hung" and entry["victim"] == "n2-4" and "resume" in entry
+
+
+def test_partition_rounds_cut_a_node_off_while_running_leading_adopting_and_joining():
+    target = ScriptedTarget("partition-adopting")
+    runner = DrillRunner(target, ["partition"] * 4)
+    assert runner.run().ok
+    phases = [entry["phase"] for entry in runner.rounds]
+    assert phases == ["running", "leader", "adopting", "joining"]
+    running, leading, adopting, joining = runner.rounds
+    assert all("error" not in entry for entry in runner.rounds)
+    assert running["deposed"] == "session expired" and running["zombie"] == "stopped before writing"
+    assert leading["victim"] == target.incarnation("n1") or leading["victim"].startswith("n1-")
+    assert "queued_at_death" not in leading  # the leader is cut off whatever it holds
+    assert adopting["adopter_cut"].startswith("n2-") and ("kill", "n3") in target.log
+    assert joining["deposed"].startswith("start-failed") and ("launch", "n3") in target.log
+    cut = [entry[1] for entry in target.log if entry[0] == "partition"]
+    assert cut == ["n3", "n1", "n2", "n3"] and len([e for e in target.log if e == ("heal",)]) == 4

@@ -1,0 +1,309 @@
+"""The compose drill target: the containers of a running docker compose project of
+Custody's cluster (docker-compose.yml), drilled through the Docker API.
+
+    custody drill --target compose [--compose-file docker-compose.yml] [--project custody]
+
+* Node faults: `docker kill` (SIGKILL), `docker pause` (the cgroup freezer: a SIGSTOP
+  of every process), `docker stop` (SIGTERM, then SIGKILL), and a **network
+  partition**: the node's container is disconnected from the project's network, so
+  that it loses ZooKeeper, HDFS and the other nodes while its process runs on, then
+  connected again under its service name.
+* Service faults: `docker kill` of a ZooKeeper follower (found with `srvr` inside each
+  member's container) or of a DataNode, then `docker start`, waiting for its
+  healthcheck.
+* What the nodes did: their `--events` lines from `docker logs`; ZooKeeper through the
+  port the project publishes on 127.0.0.1; the sink and the nodes' provenance where
+  the engine keeps the project's volumes (`custody-out`, and `<service>` for each
+  node's data directory), which needs the engine's user (root).
+
+The cluster's name, HDFS root and session timeout come from the NODE.toml inside a
+node's container, so the drill watches what the nodes run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import tomllib
+from datetime import datetime
+
+from ..clients import ClientFactory, ZooKeeperSettings, stop_quietly
+from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
+from ..services.process import ServiceError, wait_until
+from ..zk.store import ClusterStore
+from .checker import check_cluster
+from .compose_project import ComposeNotRunning, ComposeProject
+from .fault_kinds import FAULT_KINDS
+from .faults import expire_session
+from .flow_cluster import FlowWorkloadViews
+from .sink import SinkDirectory
+from .targets import TargetUnavailable
+
+NODE_CONFIG = "/etc/custody/node.toml"
+NODE_DATA = "/var/lib/custody"  # a node's directory, the volume named after its service
+SINK_VOLUME = "custody-out"
+PAUSE_LINE = "this process stood still"  # cluster.node.pause_monitor's words
+HEALTH_DEADLINE = 180.0
+
+
+class ComposeTarget(FlowWorkloadViews):
+    """A `DrillTarget` (see `targets`) of a compose project's containers."""
+
+    kind = "compose"
+    supported_faults = frozenset(kind.name for kind in FAULT_KINDS)
+
+    def __init__(self, project: ComposeProject):
+        self.project = project
+        self.nodes = project.nodes  # node name -> service
+        self.names = tuple(self.nodes)
+        if not self.names:
+            raise TargetUnavailable(f"compose project {project.name!r} runs no custody node "
+                                    "(no service whose command has --name)")
+        config = self._node_config(next(iter(self.nodes.values())))
+        zookeeper, hdfs = config.get("zookeeper", {}), config.get("hdfs", {})
+        self.session_timeout = float(zookeeper.get("session_timeout", 10.0))
+        self.layout = ClusterLayout(zookeeper.get("cluster", "main"), hdfs.get("root", DEFAULT_HDFS_ROOT))
+        services = project.services()
+        self.zookeeper_members = [s for s in services if self._env(s).get("ZOO_MY_ID")]
+        self.datanodes = [s for s in services if (project.container(s).attrs["Args"] or [])[-1:] == ["datanode"]]
+        published = [s for s in self.zookeeper_members if self._published(s, 2181)]
+        if not published:
+            raise TargetUnavailable(f"compose project {project.name!r} publishes no ZooKeeper port on the host")
+        self.zk_hosts = f"127.0.0.1:{self._published(published[0], 2181)}"
+        self.sink_view = SinkDirectory(project.volume_directory(SINK_VOLUME))
+        self.log_location = f"docker compose -p {project.name} logs <service> (nodes: {', '.join(self.nodes.values())})"
+        self.client = self.store = None
+        self._started_at: dict[str, tuple[float, float]] = {}  # service -> (checked at, process started at)
+        self._down: dict[str, str] = {}  # what a service fault took down: kind -> service
+        self._cut: tuple[str, list[str]] | None = None  # the partitioned service, its networks
+
+    @classmethod
+    def from_arguments(cls, arguments) -> "ComposeTarget":
+        name = getattr(arguments, "project", None) or os.environ.get("COMPOSE_PROJECT_NAME") \
+            or _project_name(arguments.compose_file or "docker-compose.yml")
+        try:
+            return cls(ComposeProject.attach(name))
+        except ComposeNotRunning as error:
+            raise TargetUnavailable(str(error)) from None
+
+    # -- life ---------------------------------------------------------------------
+    def start_all(self, timeout: float = 90.0) -> None:
+        self.client = ClientFactory(ZooKeeperSettings(self.zk_hosts, session_timeout=10.0)).start_zookeeper()
+        self.store = ClusterStore(self.client, self.layout)
+        for name, service in self.nodes.items():
+            if self.project.status(service) == "paused":
+                self.project.unpause(service)
+            elif self.project.status(service) != "running":
+                self.project.start(service)
+        for name in self.names:
+            wait_until(lambda name=name: self.incarnation(name) in self.heartbeats(), timeout,
+                       f"{name} to be a live member of cluster {self.layout.cluster}")
+
+    def close(self) -> None:
+        """Heal what a stopped drill left broken (a partition, a paused node, a service
+        down): the project runs on after the drill, as it was found."""
+        if self._cut is not None:
+            self.heal()
+        for kind, service in list(self._down.items()):
+            if self.project.status(service) != "running":
+                self.project.start(service)
+            self._down.pop(kind, None)
+        for service in self.nodes.values():
+            if self.project.status(service) == "paused":
+                self.project.unpause(service)
+        if self.client is not None:
+            stop_quietly(self.client)
+            self.client = None
+
+    # -- nodes --------------------------------------------------------------------
+    def incarnation(self, name: str) -> str | None:
+        joined = self.events(name, "joined")
+        return joined[-1]["incarnation"] if joined else None
+
+    def leader(self) -> str | None:
+        contenders = self.client.retry(self.store.contenders)
+        for name in self.names:
+            if contenders and self.incarnation(name) == contenders[0]:
+                return name
+        return None
+
+    def events(self, name: str, kind: str, **fields) -> list[dict]:
+        since = self._process_started(self.nodes[name]) - 1.0
+        return [e for e in self.project.events(self.nodes[name], kind, **fields) if e["at"] >= since]
+
+    def stood_still(self, name: str) -> int:
+        service = self.nodes[name]
+        log = self.project.container(service).logs(stdout=False, stderr=True,
+                                                   since=int(self._process_started(service)))
+        return log.decode(errors="replace").count(PAUSE_LINE)
+
+    def dump_stacks(self) -> None:
+        for service in self.nodes.values():
+            status = self.project.status(service)
+            if status == "paused":
+                self.project.unpause(service)
+            if status in ("running", "paused"):
+                self.project.container(service).kill(signal="SIGUSR1")
+
+    # -- faults to a node -------------------------------------------------------------
+    def kill(self, name: str) -> None:
+        service = self.nodes[name]
+        if self.project.status(service) == "paused":
+            self.project.unpause(service)
+        self.project.kill(service)
+
+    def pause(self, name: str) -> None:
+        self.project.pause(self.nodes[name])
+
+    def resume(self, name: str) -> None:
+        self.project.unpause(self.nodes[name])
+
+    def restart(self, name: str, timeout: float = 90.0) -> None:
+        service, before = self.nodes[name], self.incarnation(name)
+        if self.project.status(service) in ("running", "paused"):
+            self.kill(name)
+            wait_until(lambda: self.project.status(service) == "exited", 30, f"{service} to exit")
+        self._start(name, before, timeout)
+
+    def graceful_restart(self, name: str, timeout: float = 60.0) -> bool:
+        service, before = self.nodes[name], self.incarnation(name)
+        self.project.stop(service, timeout=timeout)
+        container = self.project.container(service)
+        container.reload()
+        left = container.attrs["State"]["ExitCode"] == 0  # 137: SIGKILLed after the grace period
+        self._start(name, before, 90.0)
+        return left
+
+    def launch(self, name: str) -> None:
+        self.project.start(self.nodes[name])
+        self._started_at.pop(self.nodes[name], None)
+
+    def _start(self, name: str, before: str | None, timeout: float) -> None:
+        self.launch(name)
+        wait_until(lambda: self.incarnation(name) not in (None, before), timeout, f"{name} to join again after {before}")
+
+    def expire_session(self, name: str) -> None:
+        expire_session(self.zk_hosts, _NodeEvents(self, name), session_timeout=self.session_timeout)
+
+    def partition(self, name: str) -> None:
+        service = self.nodes[name]
+        self._cut = (service, self.project.disconnect(service))
+
+    def heal(self) -> None:
+        if self._cut is not None:
+            service, networks = self._cut
+            self.project.reconnect(service, networks)
+            self._cut = None
+
+    # -- faults to the services -----------------------------------------------------------
+    def kill_zookeeper_follower(self) -> str:
+        followers = [s for s in self.zookeeper_members if self.project.status(s) == "running"
+                     and self.project.container(s).exec_run(["custody-probe", "2181", "srvr", "Mode: follower"]).exit_code == 0]
+        if not followers:
+            raise ServiceError("the ZooKeeper ensemble has no follower to kill (no quorum?)")
+        self.project.kill(followers[0])
+        self._down["zookeeper"] = followers[0]
+        return followers[0]
+
+    def restore_zookeeper_follower(self) -> None:
+        self._restore("zookeeper")
+
+    def kill_datanode(self) -> str:
+        victim = self.datanodes[0]
+        self.project.kill(victim)
+        self._down["datanode"] = victim
+        return victim
+
+    def restore_datanode(self) -> None:
+        self._restore("datanode")
+
+    def _restore(self, kind: str) -> None:
+        service = self._down.pop(kind, None)
+        if service is None:
+            return
+        self.project.start(service)
+        wait_until(lambda: self._health(service) == "healthy", HEALTH_DEADLINE, f"{service} to be healthy again")
+
+    # -- the end ----------------------------------------------------------------------
+    def check(self):
+        """Stop every node (SIGTERM: each closes its repositories), read the sink and
+        every node's provenance from the volumes, then start the nodes again: the
+        project runs on after the drill."""
+        beats = self.heartbeats()
+        for service in self.nodes.values():
+            self.project.stop(service, timeout=60)
+        try:
+            provenance = [os.path.join(self.project.volume_directory(service), "provenance")
+                          for service in self.nodes.values()]
+            return check_cluster([self.sink_view.path], provenance, source_component="generate",
+                                 wal_counts={name: beat.queued_count for name, beat in beats.items()})
+        finally:
+            for service in self.nodes.values():
+                self.project.start(service)
+                self._started_at.pop(service, None)
+
+    # -- internals ----------------------------------------------------------------------
+    def _process_started(self, service: str) -> float:
+        """When the service's container last started (its process's events and log lines
+        are those after it); looked up at most once a second."""
+        checked, started = self._started_at.get(service, (0.0, 0.0))
+        if time.monotonic() - checked > 1.0:
+            container = self.project.container(service)
+            container.reload()
+            started = _timestamp(container.attrs["State"]["StartedAt"])
+            self._started_at[service] = (time.monotonic(), started)
+        return started
+
+    def _node_config(self, service: str) -> dict:
+        result = self.project.container(service).exec_run(["cat", NODE_CONFIG])
+        if result.exit_code != 0:
+            raise TargetUnavailable(f"cannot read {NODE_CONFIG} in {service}: {result.output.decode(errors='replace')[:200]}")
+        return tomllib.loads(result.output.decode())
+
+    def _env(self, service: str) -> dict:
+        pairs = self.project.container(service).attrs["Config"].get("Env") or []
+        return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+
+    def _published(self, service: str, port: int) -> int | None:
+        try:
+            return self.project.published_port(service, port)
+        except ComposeNotRunning:
+            return None
+
+    def _health(self, service: str) -> str:
+        container = self.project.container(service)
+        container.reload()
+        return (container.attrs["State"].get("Health") or {}).get("Status", container.status)
+
+
+class _NodeEvents:
+    """A node's events as `faults.expire_session` reads them (`find`, `wait`)."""
+
+    def __init__(self, target: ComposeTarget, name: str):
+        self.target, self.name = target, name
+
+    def find(self, kind: str, **fields) -> list[dict]:
+        return self.target.events(self.name, kind, **fields)
+
+    def wait(self, kind: str, timeout: float = 60.0, **fields) -> dict:
+        return wait_until(lambda: (found := self.find(kind, **fields)) and found[-1], timeout,
+                          f"{self.name} to report {kind} {fields or ''}")
+
+
+def _project_name(compose_file: str) -> str:
+    """The project a compose file names (its top-level `name`), else its directory's
+    name, as Compose itself decides."""
+    import yaml
+
+    try:
+        with open(compose_file) as handle:
+            name = (yaml.safe_load(handle) or {}).get("name")
+    except OSError as error:
+        raise TargetUnavailable(f"cannot read the compose file {compose_file}: {error.strerror}") from None
+    return name or os.path.basename(os.path.dirname(os.path.abspath(compose_file)))
+
+
+def _timestamp(text: str) -> float:
+    """Docker's RFC 3339 time with nanoseconds ("2026-11-24T10:01:02.123456789Z")."""
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    return datetime.fromisoformat(whole + "+00:00").timestamp() + float(f"0.{fraction or 0}")
