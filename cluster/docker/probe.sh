@@ -16,4 +16,5 @@ esac
 exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1
 [ -n "$request" ] || exit 0
 printf '%b' "$request" >&3
-grep -Eq -- "$pattern" <&3
+# Any failure is 1, "unhealthy" (Docker reserves exit status 2).
+grep -Eq -- "$pattern" <&3 || exit 1
