@@ -4,7 +4,8 @@
 #   make test   set up, then run the whole test suite against real ZooKeeper, HDFS,
 #               Spark and Docker, which it installs and starts itself
 # Both are idempotent: downloads are cached (~/.cache/custody, ~/.m2, pip's cache).
-# Also: make services (start the real services and print their status), make down.
+# Also: make services (start the real services and print their status), make down,
+# make compose (the whole cluster in containers: docker-compose.yml; see the README).
 
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.custody-installed
 DATA_DIR ?= .work/hello
 FLOW ?= examples/hello.yaml
 
-.PHONY: run test setup services down
+.PHONY: run test setup services down compose
 
 setup: $(STAMP)
 
@@ -35,3 +36,9 @@ services: setup
 
 down:
 	$(VENV)/bin/custody services down
+
+# Set-up fetches Hadoop's jars (the HDFS image copies them from the cache) and starts
+# the Docker engine with the base image and Compose v2; then the cluster comes up.
+compose: setup
+	$(VENV)/bin/custody services up --only docker
+	docker compose up --detach --build --wait

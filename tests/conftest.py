@@ -10,6 +10,11 @@
   chroot and HDFS directory, stopped afterwards with the nodes' log tails printed.
 * `chromium`: Debian's headless Chromium (`/usr/bin/chromium`, which
   `custody services install` installs) driven by Playwright, once per module.
+* `harness_services_stopped`: for a test that needs the machine to itself (the
+  compose cluster: a dozen JVMs on 2 cores). It stops the ZooKeeper, HDFS, Spark
+  standalone and embedded Spark that earlier tests started. Such tests are marked
+  `whole_machine` and run after every other test (`pytest_collection_modifyitems`),
+  so no later test finds its services stopped.
 
 A service that cannot start skips the tests that need it on a developer's machine,
 and fails them when CI=true: in CI every service is installed, so a skip would hide
@@ -58,6 +63,9 @@ def services_workdir():
     shutil.rmtree(path, ignore_errors=True)
 
 
+_SESSION_SERVICES: list = []  # the harness services this session started, in order
+
+
 def _started(request, workdir, factory, name):
     service = factory(workdir)
     try:
@@ -66,6 +74,7 @@ def _started(request, workdir, factory, name):
         service.stop()
         service_unavailable(name, error)
     request.addfinalizer(service.stop)
+    _SESSION_SERVICES.append(service)
     return service
 
 
@@ -119,6 +128,25 @@ def spark_local(_spark_local_sessions):
         service_unavailable("Spark local[*]", error)
     _spark_local_sessions.append(spark)
     return spark
+
+
+@pytest.fixture
+def harness_services_stopped(request, _spark_local_sessions):
+    """Stop the session's ZooKeeper, HDFS and Spark (the Docker engine stays). Only for
+    tests marked `whole_machine`, which run last: the session fixtures stay cached,
+    stopped, and their finalizers stop them again harmlessly."""
+    if request.node.get_closest_marker("whole_machine") is None:
+        pytest.fail("harness_services_stopped is for tests marked whole_machine (they run last)", pytrace=False)
+    for service in _SESSION_SERVICES:
+        if service.name != "docker":
+            service.stop()
+    for spark in _spark_local_sessions:
+        spark.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `whole_machine` run after all the others (in their own order)."""
+    items.sort(key=lambda item: item.get_closest_marker("whole_machine") is not None)
 
 
 @pytest.fixture

@@ -12,10 +12,14 @@ object per line for each step (joined, adopted, first-output, dead, ...).
 one file serves several nodes (docker-compose.yml's custody1..3 share one). DIR is
 relative to the working directory. Without `--directory`, a file that sets no
 `directory` gets the default for the new name: `<NAME>-data` beside the file.
+`--admin-url URL` overrides `[node] admin`, the address of its admin API that the node
+announces: a node listening on 0.0.0.0 inside a container is reached by its host name,
+and a rolling flow deploy calls every node at the address it announced.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import logging
 import os
@@ -38,6 +42,8 @@ def register(subparsers) -> None:
                         help="offload: seconds to wait until the node owns nothing (default 120)")
     parser.add_argument("--name", help="node name, instead of the file's `name`")
     parser.add_argument("--directory", help="local data directory, instead of the file's `directory`")
+    parser.add_argument("--admin-url", help="the URL other nodes and links use for this node's admin API, instead "
+                                            "of the file's [node] admin (default: the address it listens on)")
     parser.add_argument("--events", action="store_true", help="print each step as a JSON line on stdout")
     parser.add_argument("--once", action="store_true", help="exit when the incarnation ends instead of rejoining")
     parser.set_defaults(func=run)
@@ -51,7 +57,10 @@ def load_config(args):
     if args.directory is not None and not args.directory.strip():
         raise NodeConfigError("--directory must not be empty")
     directory = os.path.abspath(args.directory) if args.directory is not None else None
-    return load_node_config(args.config, name=args.name, directory=directory)
+    config = load_node_config(args.config, name=args.name, directory=directory)
+    if getattr(args, "admin_url", None):
+        config = dataclasses.replace(config, admin=args.admin_url.rstrip("/"))
+    return config
 
 
 def run(args) -> int:
@@ -116,8 +125,6 @@ def call_running_node(args) -> int:
 def start_admin(node):
     """The node's admin API (`[admin]` of NODE.toml), listening before the node joins,
     so that its heartbeat carries the real address. None when `[admin] enabled = false`."""
-    import dataclasses
-
     config = node.config
     if not config.admin_enabled:
         return None

@@ -3,18 +3,26 @@
 # The package and its dependencies live in a venv at /opt/custody, the example flows
 # in /usr/share/custody/examples; the node's data directory is /var/lib/custody and
 # the flow's output (the `out` parameter) /data/out, both volumes in docker-compose.yml.
+# The admin API's token file is /etc/custody/admin/tokens (the volume admin-tokens,
+# written by `custody-admin-token`, cluster/docker/admin-token.sh); the directories that
+# volumes are mounted on belong to the user custody, so new volumes do too.
 # A JRE is installed for Spark: a node's Spark processors start their driver JVM from
 # pyspark, and the same image runs the compose file's Spark master and worker
 # (SPARK_HOME is pyspark's own directory, which carries Spark's scripts and jars).
 FROM debian:bookworm-slim
+# The JRE first, in the same step in every image of docker-compose.yml: a build makes
+# that layer once and the other images reuse it.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+ && rm -rf /var/lib/apt/lists/*
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \
-      openjdk-17-jre-headless procps \
+      procps \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/custody \
  && useradd --system --home-dir /var/lib/custody --shell /usr/sbin/nologin custody \
- && mkdir -p /var/lib/custody /data/out /etc/custody \
- && chown custody:custody /var/lib/custody /data/out
+ && mkdir -p /var/lib/custody /data/out /etc/custody/admin /var/lib/custody-admin \
+ && chown custody:custody /var/lib/custody /data/out /etc/custody/admin /var/lib/custody-admin
 ENV PATH=/opt/custody/bin:$PATH \
     SPARK_HOME=/opt/custody/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/opt/custody/bin/python \
@@ -53,6 +61,8 @@ RUN --mount=type=secret,id=ca_bundle \
  && cd / && rm -rf /build
 COPY examples /usr/share/custody/examples
 COPY cluster/docker/custody-node.toml /etc/custody/node.toml
+COPY cluster/docker/probe.sh /usr/local/bin/custody-probe
+COPY cluster/docker/admin-token.sh /usr/local/bin/custody-admin-token
 USER custody
 WORKDIR /var/lib/custody
 ENTRYPOINT ["custody", "node", "--config", "/etc/custody/node.toml"]

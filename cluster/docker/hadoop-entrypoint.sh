@@ -1,11 +1,29 @@
 #!/bin/sh
 # Runs one HDFS daemon: "namenode" (formats its directory on first start) or "datanode".
 # NAMENODE_HOST names the NameNode's service; REPLICATION sets dfs.replication.
+# Hadoop's jars are mounted at /opt/hadoop/jars (see hadoop.Dockerfile).
 set -eu
 role="${1:?namenode or datanode}"
+# The harness stamps a complete fetch with the pom it fetched for (`.complete`).
+if ! cmp -s /opt/hadoop/pom.xml /opt/hadoop/jars/.complete; then
+  echo "Hadoop's jars at /opt/hadoop/jars (mounted from \${CUSTODY_CACHE:-~/.cache/custody}/hadoop-jars) are" \
+       "missing, incomplete, or were fetched for another cluster/services/hadoop/pom.xml;" \
+       "fetch them on the host with: custody services install" >&2
+  exit 1
+fi
 conf=/opt/hadoop/conf
 mkdir -p "$conf/webapps/hdfs" "$conf/webapps/datanode" "$conf/webapps/static" /data
 property() { echo "  <property><name>$1</name><value>$2</value></property>"; }
+# Hadoop's jars carry no log4j configuration: without one the daemon logs nothing and
+# `docker logs` is empty.
+{
+  echo "log4j.rootLogger=INFO,console"
+  echo "log4j.appender.console=org.apache.log4j.ConsoleAppender"
+  echo "log4j.appender.console.target=System.err"
+  echo "log4j.appender.console.layout=org.apache.log4j.PatternLayout"
+  echo "log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n"
+  echo "log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR"
+} > "$conf/log4j.properties"
 {
   echo "<configuration>"; property fs.defaultFS "hdfs://${NAMENODE_HOST:-namenode}:8020"; echo "</configuration>"
 } > "$conf/core-site.xml"

@@ -12,8 +12,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from .install import cache_dir, ensure_compose_plugin
@@ -22,8 +24,12 @@ from .process import ManagedProcess, ServiceError, wait_until
 BASE_IMAGE = "debian:bookworm-slim"
 
 
-def docker(*args: str, timeout: float = 600.0, input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(["docker", *args], capture_output=True, timeout=timeout, input=input)
+def docker(*args: str, timeout: float = 600.0, input: bytes | None = None, check: bool = True,
+           env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`docker ARGS...`; `env` adds to this process's environment (Compose reads its
+    variables from there)."""
+    environment = {**os.environ, **env} if env else None
+    result = subprocess.run(["docker", *args], capture_output=True, timeout=timeout, input=input, env=environment)
     if check and result.returncode != 0:
         raise ServiceError(
             f"docker {' '.join(args[:3])} failed (exit {result.returncode}): "

@@ -1,4 +1,4 @@
-"""`custody node --name/--directory`: one NODE.toml for several nodes (no services)."""
+"""`custody node --name/--directory/--admin-url`: one NODE.toml for several nodes (no services)."""
 
 import os
 import textwrap
@@ -58,6 +58,12 @@ def test_directory_overrides_relative_to_the_working_directory(tmp_path, monkeyp
                                "--name", "n2", "--directory", "data/n2"))
     assert (config.name, config.directory) == ("n2", os.path.join(str(tmp_path), "data", "n2"))
     assert config.content_directory == os.path.join(str(tmp_path), "data", "n2", "content")
+
+
+def test_admin_url_overrides_the_address_the_node_announces(tmp_path):
+    config = load_config(parse("--config", node_toml(tmp_path), "--name", "n2", "--admin-url", "http://custody2:8080/"))
+    assert config.admin == "http://custody2:8080"
+    assert load_config(parse("--config", node_toml(tmp_path))).admin == ""
 
 
 @pytest.mark.parametrize("name", ["", "a/b", "n-1"])

@@ -1,0 +1,16 @@
+#!/bin/sh
+# The compose cluster's admin token: docker-compose.yml's one-shot service admin-token.
+# Its first run creates a token with the role admin; the nodes' token file
+# (/etc/custody/admin/tokens, the volume admin-tokens, mounted read-only into every
+# node) gets its hash only, and the token itself stays in a volume that no node mounts.
+# Every run prints it:
+#   docker compose run --rm --no-deps -T admin-token
+set -eu
+tokens=/etc/custody/admin/tokens
+saved=/var/lib/custody-admin/token
+umask 077
+if [ ! -s "$saved" ] || [ ! -s "$tokens" ]; then
+  custody admin token --file "$tokens" --role admin --name compose > "$saved.new"
+  mv "$saved.new" "$saved"
+fi
+cat "$saved"

@@ -1,0 +1,165 @@
+"""docker-compose.yml end to end: on the local engine, `docker compose up -d --build --wait`
+builds every image from this tree and brings the whole cluster up healthy; the three
+custody nodes form one cluster (read through ZooKeeper on the published port, and
+through the admin API with the compose cluster's token), and their FlowFiles reach
+the shared output volume.
+
+The cluster is a dozen JVMs and three Python nodes on 2 cores, so the harness's own
+ZooKeeper, HDFS and Spark are stopped first and this test runs after every other one
+(`whole_machine`, see tests/conftest.py). It drives the Compose CLI, with the commands
+the README gives, rather than testcontainers' `DockerCompose`, which runs the same CLI
+and would only stand between the test and the commands' output. The project name,
+the image tag and every published port are this run's own, so a compose cluster that
+a developer runs (project `custody`, tag `dev`, the default ports) is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cluster.services.docker_engine import docker
+from cluster.services.install import cache_dir, hadoop_jars
+from cluster.services.network import HOST, free_ports
+from cluster.services.process import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+NODES = {"custody1": "n1", "custody2": "n2", "custody3": "n3"}
+FLOWFILES_PER_INCARNATION = 300  # examples/cluster.yaml's `count`, which custody-node.toml keeps
+PORT_VARIABLES = ("CUSTODY_ZK_PORT", "CUSTODY_NAMENODE_PORT", "CUSTODY_NAMENODE_HTTP_PORT", "CUSTODY_SPARK_UI_PORT",
+                  "CUSTODY_ADMIN_PORT_1", "CUSTODY_ADMIN_PORT_2", "CUSTODY_ADMIN_PORT_3")
+BUILD_AND_UP_TIMEOUT_S = 1500.0  # a cold build downloads a JRE three times and pyspark once
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.whole_machine,
+              pytest.mark.timeout(int(BUILD_AND_UP_TIMEOUT_S) + 600)]
+
+# Run inside a node: the files in the shared output volume, counted by the node that
+# made each FlowFile (its content starts "<uuid> made by <node> as number <n>").
+COUNT_OUTPUT_BY_NODE = """
+import collections, json, os, re
+counts = collections.Counter()
+for name in os.listdir("/data/out"):
+    if not name.startswith("."):
+        with open(os.path.join("/data/out", name), "rb") as file:
+            made_by = re.search(rb" made by (\\S+) as number ", file.read(200))
+        counts[made_by.group(1).decode() if made_by else "?"] += 1
+print(json.dumps(counts))
+"""
+
+
+class ComposeProject:
+    """`docker compose -f docker-compose.yml -p NAME ...` with this run's variables."""
+
+    def __init__(self, name: str, env: dict[str, str]):
+        self.name = name
+        self.env = env
+
+    def __call__(self, *args: str, timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess:
+        return docker("compose", "-f", str(ROOT / "docker-compose.yml"), "-p", self.name, *args,
+                      timeout=timeout, check=check, env=self.env)
+
+    def output(self, *args: str, **options) -> str:
+        return self(*args, **options).stdout.decode(errors="replace")
+
+    def events(self, service: str) -> list[dict]:
+        """The node's `--events` lines from its container log."""
+        lines = self.output("logs", "--no-log-prefix", "--no-color", service, check=False).splitlines()
+        return [event for line in lines if line.startswith('{"event"') and (event := _json(line)) is not None]
+
+    def diagnosis(self) -> str:
+        state = self.output("ps", "-a", check=False)
+        logs = self.output("logs", "--no-color", "--tail", "30", check=False)
+        return f"docker compose ps -a:\n{state}\nlast log lines of each service:\n{logs}"
+
+
+def _json(line: str) -> dict | None:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+@pytest.fixture
+def compose_project(docker_engine, harness_services_stopped):
+    hadoop_jars()  # the HDFS image copies them from the cache; fetched here if a fresh machine lacks them
+    name = f"custody-test-{uuid.uuid4().hex[:8]}"
+    env = {"CUSTODY_CACHE": str(cache_dir()), "CUSTODY_IMAGE_TAG": name,
+           **{variable: str(port) for variable, port in zip(PORT_VARIABLES, free_ports(len(PORT_VARIABLES)))}}
+    project = ComposeProject(name, env)
+    yield project
+    result = project("down", "--volumes", "--rmi", "all", "--timeout", "30", timeout=300, check=False)
+    assert result.returncode == 0, f"docker compose down failed: {result.stderr.decode(errors='replace')[-800:]}"
+
+
+def test_compose_cluster_builds_comes_up_healthy_and_moves_flowfiles(compose_project):
+    project = compose_project
+    began = time.monotonic()
+    up = project("up", "--detach", "--build", "--wait", "--wait-timeout", "600",
+                 timeout=BUILD_AND_UP_TIMEOUT_S, check=False)
+    up_s = time.monotonic() - began
+    assert up.returncode == 0, (f"docker compose up failed after {up_s:.0f}s: "
+                                f"{up.stderr.decode(errors='replace')[-1500:]}\n{project.diagnosis()}")
+
+    token = project.output("run", "--rm", "--no-deps", "-T", "admin-token").strip().splitlines()[-1]
+    assert token.startswith("cst_"), f"admin-token printed no token: {token!r}"
+
+    def output_counts() -> dict[str, int]:
+        return json.loads(project.output("exec", "-T", "custody1", "python3", "-c", COUNT_OUTPUT_BY_NODE))
+
+    try:
+        wait_until(lambda: all(output_counts().get(node, 0) >= FLOWFILES_PER_INCARNATION for node in NODES.values()),
+                   180, "every node's FlowFiles in the shared output volume", interval=1.0)
+    except Exception as error:  # noqa: BLE001 - the counts and the cluster's state say why
+        pytest.fail(f"{error}; counts {output_counts()}\n{project.diagnosis()}", pytrace=False)
+    flowing_s = time.monotonic() - began - up_s
+    assert output_counts() == {node: FLOWFILES_PER_INCARNATION for node in NODES.values()}
+
+    status = cluster_status(project.env["CUSTODY_ZK_PORT"])
+    members = status["members"]
+    assert sorted(member["node"] for member in members.values()) == sorted(NODES.values()), members
+    assert {member["admin"] for member in members.values()} == {f"http://{service}:8080" for service in NODES}
+    assert status["leader"] in members
+    # One incarnation per node and its home shard: no shard left by an attempt that died.
+    owned = {shard for member in members.values() for shard in member["owned_shards"]}
+    assert set(status["shards"]) == owned and len(owned) == len(NODES), status["shards"]
+
+    admin = f"http://{HOST}:{project.env['CUSTODY_ADMIN_PORT_1']}"
+    assert http_status(f"{admin}/api/v1/cluster") == 401
+    view = http_json(f"{admin}/api/v1/cluster", token)
+    assert sorted(member["incarnation"] for member in view["members"]) == sorted(members)
+
+    events = {service: project.events(service) for service in NODES}
+    summary = {service: [event["event"] for event in lines if event["event"] in ("start-failed", "joined", "dead")]
+               for service, lines in events.items()}
+    print(f"\ncompose cluster: up --build --wait {up_s:.0f}s, every FlowFile out {flowing_s:.0f}s later; "
+          f"join events {summary}")
+    assert all(steps == ["joined"] for steps in summary.values()), summary
+
+
+def cluster_status(zk_port: str) -> dict:
+    """`custody cluster status --json` from the host, through the published ZooKeeper."""
+    result = subprocess.run([sys.executable, "-m", "cluster.cli", "cluster", "status", "--zk", f"{HOST}:{zk_port}",
+                             "--cluster", "main", "--json"], capture_output=True, timeout=60, check=True)
+    return json.loads(result.stdout)
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def http_json(url: str, token: str) -> dict:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
