@@ -15,6 +15,7 @@ drills of the cluster later):
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -241,8 +242,27 @@ class ClusterReport:
                 f"FlowFiles left in WALs: {sum(self.live_flowfiles.values())}")
 
 
+@dataclass(frozen=True)
+class StoredEvent:
+    """A provenance event as `provenance_dump` prints it: `event_identity`'s fields."""
+
+    event_type: object  # repositories.provenance.EventType
+    flowfile_uuid: str
+    component_id: str
+    relationship: str | None
+    transit_uri: str | None
+    event_time_ms: int
+
+    @classmethod
+    def parse(cls, line: str) -> "StoredEvent":
+        from repositories.provenance import EventType
+
+        kind, *rest = json.loads(line)
+        return cls(EventType(kind), *rest)
+
+
 def check_cluster(out_directories: Iterable[str], provenance_directories: Iterable[str], *,
-                  source_component: str, wal_counts: dict | None = None) -> ClusterReport:
+                  source_component: str, wal_counts: dict | None = None, events: list | None = None) -> ClusterReport:
     """Every FlowFile `source_component` created (CREATE events, cluster-wide) reached
     the sinks exactly once: exactly one sink file's content starts with its uuid (the
     source wrote it there), and that file is named by the same uuid (PutFile names
@@ -250,10 +270,13 @@ def check_cluster(out_directories: Iterable[str], provenance_directories: Iterab
     got a second identity shows up twice); it was sent exactly once (SEND events); and
     no shard's WAL still holds a FlowFile (`wal_counts`: shard -> live FlowFiles,
     measured by the caller). Nodes may share one sink directory, as they would share
-    a real destination, or have one each."""
+    a real destination, or have one each. `events`, if given, are the cluster's events
+    read elsewhere (`StoredEvent`s, copies of one event collapsed), instead of those
+    in `provenance_directories`."""
     from repositories.provenance import EventType
 
-    events = cluster_provenance(provenance_directories)
+    if events is None:
+        events = cluster_provenance(provenance_directories)
     creates = Counter(e.flowfile_uuid for e in events
                       if e.event_type is EventType.CREATE and e.component_id == source_component)
     sends = Counter(e.flowfile_uuid for e in events if e.event_type is EventType.SEND)

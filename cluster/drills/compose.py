@@ -12,9 +12,10 @@ Custody's cluster (docker-compose.yml), drilled through the Docker API.
   member's container) or of a DataNode, then `docker start`, waiting for its
   healthcheck.
 * What the nodes did: their `--events` lines from `docker logs`; ZooKeeper through the
-  port the project publishes on 127.0.0.1; the sink and the nodes' provenance where
-  the engine keeps the project's volumes (`custody-out`, and `<service>` for each
-  node's data directory), which needs the engine's user (root).
+  port the project publishes on 127.0.0.1; the sink where the engine keeps the
+  project's volume `custody-out` (which needs the engine's user, root); each node's
+  provenance read by `provenance_dump` in a one-off container of the node's image,
+  with the node's volume mounted where the node has it.
 
 The cluster's name, HDFS root and session timeout come from the NODE.toml inside a
 node's container, so the drill watches what the nodes run.
@@ -31,7 +32,7 @@ from ..clients import ClientFactory, ZooKeeperSettings, stop_quietly
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..services.process import ServiceError, wait_until
 from ..zk.store import ClusterStore
-from .checker import check_cluster
+from .checker import StoredEvent, check_cluster, event_identity
 from .compose_project import ComposeNotRunning, ComposeProject
 from .fault_kinds import FAULT_KINDS
 from .faults import expire_session
@@ -233,14 +234,25 @@ class ComposeTarget(FlowWorkloadViews):
         for service in self.nodes.values():
             self.project.stop(service, timeout=60)
         try:
-            provenance = [os.path.join(self.project.volume_directory(service), "provenance")
-                          for service in self.nodes.values()]
-            return check_cluster([self.sink_view.path], provenance, source_component="generate",
+            return check_cluster([self.sink_view.path], [], source_component="generate", events=self._provenance(),
                                  wal_counts={name: beat.queued_count for name, beat in beats.items()})
         finally:
             for service in self.nodes.values():
                 self.project.start(service)
                 self._started_at.pop(service, None)
+
+    def _provenance(self) -> list[StoredEvent]:
+        """Every node's provenance events, copies of one event collapsed. A node's
+        repository names its directories by absolute path, so each is read in a
+        container of the node's image with the node's volume where the node has it."""
+        seen: dict[tuple, StoredEvent] = {}
+        for service in self.nodes.values():
+            printed = self.project.run_beside(service, NODE_DATA, ["python3", "-m", "cluster.drills.provenance_dump",
+                                                                   f"{NODE_DATA}/provenance"])
+            for line in printed.splitlines():
+                event = StoredEvent.parse(line)
+                seen.setdefault(event_identity(event), event)
+        return list(seen.values())
 
     # -- internals ----------------------------------------------------------------------
     def _process_started(self, service: str) -> float:

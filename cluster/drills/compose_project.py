@@ -9,6 +9,7 @@ nodes did.
     project.disconnect("custody3"); project.reconnect("custody3")   # a network partition
     project.events("custody1", "joined")           # the node's --events lines, parsed
     project.volume_directory("custody-out")        # where the engine keeps a volume
+    project.run_beside("custody1", "/var/lib/custody", ["python3", "-m", "..."])  # a one-off container
 
 Services are found by the labels Compose puts on containers
 (`com.docker.compose.project`, `com.docker.compose.service`); a custody node is a
@@ -160,6 +161,25 @@ class ComposeProject:
             raise ComposeNotRunning(f"cannot read volume {volume!r} at {mountpoint}: the drill reads the nodes' "
                                     "output and provenance where the engine keeps them; run it as root")
         return mountpoint
+
+    def run_beside(self, service: str, path: str, command: list[str]) -> str:
+        """Run `command` in a new container of the service's image, with the volume the
+        service has at `path` mounted there, and no network; return what it printed on
+        stdout (`ComposeNotRunning` with its output if it failed)."""
+        from docker.errors import ContainerError
+
+        container = self.container(service)
+        mounts = [m for m in container.attrs["Mounts"] if m.get("Destination") == path and m.get("Name")]
+        if not mounts:
+            raise ComposeNotRunning(f"service {service!r} has no volume at {path}")
+        try:
+            output = self.client.containers.run(container.attrs["Config"]["Image"], command, entrypoint=[],
+                                                volumes={mounts[0]["Name"]: {"bind": path, "mode": "rw"}},
+                                                network_mode="none", remove=True, stdout=True, stderr=False)
+        except ContainerError as error:
+            raise ComposeNotRunning(f"{' '.join(command)} beside {service} failed: "
+                                    f"{(error.stderr or b'').decode(errors='replace')[-500:]}") from error
+        return output.decode(errors="replace")
 
     def published_port(self, service: str, port: int) -> int:
         container = self.container(service)

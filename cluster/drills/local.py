@@ -66,6 +66,7 @@ class LocalTarget(ZooKeeperViews):
 
     kind = "local"
     supported_faults = frozenset(kind.name for kind in FAULT_KINDS if kind.name != "partition")
+    session_timeout = SESSION_TIMEOUT
 
     def __init__(self, names=NAMES, *, workdir: Path, zookeeper=None, hdfs=None, cluster: FlowCluster | None = None,
                  services: LocalServices | None = None, count: int = COUNT, put_batch: int = PUT_BATCH):

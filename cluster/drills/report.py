@@ -155,11 +155,16 @@ def round_line(entry: dict, total: int) -> str:
         notes.append("restarted first to build a backlog")
     elif entry.get("left_on_purpose") == "stop hung":
         notes.append("its graceful stop hung; killed")
-    for key, label in (("leader_killed", "leader killed"), ("adopter_killed", "adopter killed")):
+    if "phase" in entry:
+        notes.append(f"cut off while {'leading' if entry['phase'] == 'leader' else entry['phase']}")
+    for key, label in (("leader_killed", "leader killed"), ("adopter_killed", "adopter killed"),
+                       ("adopter_cut", "adopter cut off")):
         if key in entry:
             notes.append(f"{label}: {entry[key]}")
     if isinstance(entry.get("zombie"), list):
         notes.append(f"zombie: {', '.join(entry['zombie'])}")
+    if entry.get("deposed"):
+        notes.append(f"deposed: {entry['deposed'][:120]}")
     if entry.get("sink_duplicates"):
         notes.append(f"DUPLICATES at the sink: {entry['sink_duplicates']}")
     if entry.get("error"):

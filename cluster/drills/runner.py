@@ -241,29 +241,40 @@ def _partition(target, entry, victim, incarnation, leader) -> None:
         wait_moved(target, incarnation)
         launched = time.time()
         target.launch(victim)
-        wait_until(lambda: _since(target.events(victim, "starting"), launched), 60, f"{victim} to start joining")
+        # Cut off the moment its new attempt reached ZooKeeper: before it could take an
+        # incarnation, or while it opens it.
+        wait_until(lambda: _since(target.events(victim, "connected"), launched), 60, f"{victim} to reach ZooKeeper")
         target.partition(victim)
         try:
-            gave_up = wait_until(lambda: _since(target.events(victim, "start-failed") + target.events(victim, "dead"),
-                                                launched), 90, f"{victim}, cut off while joining, to give up")
-            entry["deposed"] = f"{gave_up[0]['event']}: {gave_up[0].get('error') or gave_up[0].get('reason', '')}"[:200]
+            # Cut off for at least two session timeouts, and until no incarnation of the
+            # node is a member: one it took before the cut has expired on the servers.
+            hold_until = time.time() + 2 * target.session_timeout
+            wait_until(lambda: time.time() >= hold_until and not any(
+                beat.node == victim for beat in target.heartbeats().values()), 90,
+                f"{victim}, cut off while joining, to be no member of the cluster")
         finally:
             target.heal()
         wait_rejoined(target, victim, incarnation)
+        gave_up = _since(target.events(victim, "start-failed") + target.events(victim, "dead"), launched)
+        entry["deposed"] = "; ".join(f"{e['event']}: {e.get('error') or e.get('reason', '')}"[:160] for e in gave_up) \
+            or "joined after the partition healed"
     else:
         _cut_until_deposed(target, entry, victim, incarnation)
 
 
 def _cut_until_deposed(target, entry, name: str, incarnation: str) -> None:
-    """Cut `name` off until its incarnation stopped itself and its shard moved, heal,
-    then wait until it joined again; the round records how it was deposed."""
+    """Cut `name` off until its shard moved to a survivor, heal, then wait until it
+    found itself deposed (its "dead" event: its session guard's stop, or "you are
+    dead" once it reached ZooKeeper again) and joined again as a new incarnation.
+    (While cut off, the node has stopped working, but its shutdown may wait on HDFS
+    calls that time out; the death is reported when that is over.)"""
     target.partition(name)
     try:
-        death = wait_until(lambda: target.events(name, "dead", incarnation=incarnation), 60,
-                           f"{incarnation} to stop itself, cut off")
         wait_moved(target, incarnation)
     finally:
         target.heal()
+    death = wait_until(lambda: target.events(name, "dead", incarnation=incarnation), 90,
+                       f"{incarnation}, cut off and healed, to find itself deposed")
     entry["deposed"] = death[-1].get("reason", "")[:200]
     wait_rejoined(target, name, incarnation)
     entry["zombie"] = [e["event"] for e in target.events(name, "rejected write", shard=incarnation)

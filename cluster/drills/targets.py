@@ -27,6 +27,7 @@ Conventions every implementation keeps:
     recovered     shard, home, flowfiles, swapped_flowfiles: a shard's WAL restored;
     rejected write, fenced   shard: a zombie's write refused, its shard fenced;
     starting      attempt: the process is about to join (a new incarnation);
+    connected     node: that attempt reached ZooKeeper (it takes an incarnation next);
     start-failed  error, fatal: joining failed, and is tried again unless fatal.
   A local target reads them from the node's stdout; a compose target from `docker
   logs` of node containers started with `--events`.
@@ -66,6 +67,7 @@ class DrillTarget(Protocol):
     supported_faults: frozenset    # fault names (fault_kinds) it can inject (class attribute)
     names: tuple[str, ...]         # its node names, known before start_all
     log_location: str              # where a person finds the nodes' and services' logs
+    session_timeout: float         # the nodes' ZooKeeper session timeout, seconds
 
     # -- life ---------------------------------------------------------------------
     @classmethod
@@ -137,7 +139,7 @@ class DrillTarget(Protocol):
 
     def launch(self, name: str) -> None:
         """Start a node that `kill` left down, and return at once: a partition round
-        cuts it off while it joins (after its "starting" event)."""
+        cuts it off while it joins (after its "connected" event)."""
 
     def graceful_restart(self, name: str, timeout: float = 60.0) -> bool:
         """Stop the node on purpose (SIGTERM: it leaves, its shard is handed over),

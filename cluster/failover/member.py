@@ -99,13 +99,15 @@ class ClusterMember:
 
     def __init__(self, config: MemberConfig, storage, runtime_factory: RuntimeFactory, *,
                  clients: ClientFactory | None = None, leader_hooks: LeaderHooks | None = None,
-                 clock=time.monotonic, wall_clock=time.time, instruments: FailoverInstruments | None = None):
+                 clock=time.monotonic, wall_clock=time.time, instruments: FailoverInstruments | None = None,
+                 on_connected: Callable[[], None] | None = None):
         self.config, self.storage, self.runtime_factory = config, storage, runtime_factory
         # The node's: they count across its incarnations.
         self.instruments = instruments if instruments is not None else FailoverInstruments()
         self.clients = clients or ClientFactory(ZooKeeperSettings(config.zk_hosts, config.session_timeout))
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self._leader_hooks = leader_hooks
+        self._on_connected = on_connected  # told once ZooKeeper answered, before anything is taken
         self._clock, self._wall_clock = clock, wall_clock
         self.client = None
         self.store: ClusterStore | None = None
@@ -130,6 +132,8 @@ class ClusterMember:
     def start(self) -> Incarnation:
         config = self.config
         self.client = self.clients.start_zookeeper(timeout=max(30.0, config.session_timeout))
+        if self._on_connected is not None:
+            self._on_connected()
         granted = granted_session_timeout(self.client)
         if granted is not None and granted < config.session_timeout:
             # The ensemble would declare this node dead after `granted` seconds, while its

@@ -133,7 +133,8 @@ class ClusteredNode:
                            hooks=self.wal_hooks),
             fence_first_wait=config.fence_first_wait, flow=self.flow)
         member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients,
-                               instruments=self.failover_instruments)
+                               instruments=self.failover_instruments,
+                               on_connected=lambda: self.events("connected", node=config.name))
         with self._lock:
             self.member = member
         return member

@@ -24,6 +24,7 @@ class ScriptedTarget:
     supported_faults = frozenset(kind.name for kind in FAULT_KINDS)
     names = ("n1", "n2", "n3")
     log_location = "nowhere"
+    session_timeout = 0.01
 
     def __init__(self, fault=""):
         self.fault = fault
@@ -95,6 +96,9 @@ class ScriptedTarget:
     def sink_duplicates(self):
         return {}
 
+    def heartbeats(self):
+        return {}
+
     def shard(self, shard_id):
         return self._shards.get(shard_id)
 
@@ -154,6 +158,7 @@ class ScriptedTarget:
         self.log.append(("launch", name))
         self._events[name] = []  # a new process
         self._emit(name, "starting", attempt=1)
+        self._emit(name, "connected", node=name)
 
     def partition(self, name):
         self.log.append(("partition", name))
@@ -262,6 +267,6 @@ def test_partition_rounds_cut_a_node_off_while_running_leading_adopting_and_join
     assert leading["victim"] == target.incarnation("n1") or leading["victim"].startswith("n1-")
     assert "queued_at_death" not in leading  # the leader is cut off whatever it holds
     assert adopting["adopter_cut"].startswith("n2-") and ("kill", "n3") in target.log
-    assert joining["deposed"].startswith("start-failed") and ("launch", "n3") in target.log
+    assert joining["deposed"].startswith("start-failed: cannot reach ZooKeeper") and ("launch", "n3") in target.log
     cut = [entry[1] for entry in target.log if entry[0] == "partition"]
     assert cut == ["n3", "n1", "n2", "n3"] and len([e for e in target.log if e == ("heal",)]) == 4
