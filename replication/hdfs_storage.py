@@ -275,6 +275,32 @@ FAIL_FAST_CONFIG = {
 }
 
 
+class _NameNodeClient:
+    """hdfs-native's `Client` with a deadline on every call (each is a NameNode RPC,
+    or opens a reader or writer through one). A NameNode connection that a network
+    partition cut is not noticed by hdfs-native: its next call waits forever for an
+    answer (seen on a node whose container was disconnected and connected again). So a
+    call that misses its deadline fails (a "timed out" error, which reads as HDFS
+    unavailable: retry later), and the connection is replaced by a new client for the
+    calls after it; the stuck call is left behind on its worker thread."""
+
+    def __init__(self, make, runner: DeadlineRunner, timeout: float | None):
+        self._make, self._runner, self._timeout = make, runner, timeout
+        self._client = make()
+
+    def __getattr__(self, name: str):
+        def call(*args, **kwargs):
+            client = self._client
+            try:
+                return self._runner.run(lambda: getattr(client, name)(*args, **kwargs), self._timeout)
+            except DeadlineExceeded:
+                if self._client is client:
+                    self._client = self._make()
+                raise TimeoutError(f"the NameNode timed out: no answer to {name} within {self._timeout:g} s; "
+                                   "the client connects again for the next call") from None
+        return call
+
+
 class HdfsStorage:
     """The storage protocol on HDFS. `url` is `hdfs://host:port`; `config` holds client
     settings (dfs.* keys) passed to hdfs-native, over the defaults of FAIL_FAST_CONFIG."""
@@ -288,7 +314,7 @@ class HdfsStorage:
         # The longest a write, hsync or close may block before the writer is abandoned.
         self.io_timeout = io_timeout
         self._runner = DeadlineRunner(f"hdfs-io-{urllib.parse.urlparse(self.url).port}")
-        self._client = hdfs_native.Client(self.url, self._config)
+        self._client = _NameNodeClient(lambda: hdfs_native.Client(self.url, self._config), self._runner, io_timeout)
         self._arrow = None
         self._arrow_lock = threading.Lock()
         # Every call's duration, failed ones too (the admin API publishes them).

@@ -38,7 +38,8 @@ def register(subparsers) -> None:
     parser.add_argument("--project", help="--target compose: the compose project's name, instead of the one the "
                                           "compose file (or COMPOSE_PROJECT_NAME) names")
     parser.add_argument("--faults", help="comma-separated fault names (default: every fault the target supports)")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds per fault (default: 2)")
+    parser.add_argument("--rounds", type=int, help="rounds in all, the faults taken in turn "
+                                                   "(default: two of each fault)")
     parser.add_argument("--report", help="write the JSON report here")
     parser.add_argument("--plot", help="write the timeline plot (PNG) here")
     parser.add_argument("--workdir", help="--target local: where services, nodes and logs live "
@@ -61,8 +62,8 @@ def run(args) -> int:
     from ..drills.targets import TargetUnavailable, target_class
 
     # -- validate everything before anything starts --------------------------------------
-    if args.rounds < 1:
-        return _refuse(f"--rounds must be at least 1 (rounds per fault), not {args.rounds}")
+    if args.rounds is not None and args.rounds < 1:
+        return _refuse(f"--rounds must be at least 1, not {args.rounds}")
     for option, path in (("--report", args.report), ("--plot", args.plot)):
         if not _writable(path):
             return _refuse(f"{option} {path}: its directory does not exist")
@@ -83,7 +84,7 @@ def run(args) -> int:
     if double and len(target.names) < 3:
         return _refuse(f"fault(s) {', '.join(double)} kill two nodes in one round and need at least 3 nodes; "
                        f"the target has {len(target.names)}")
-    schedule = rotation(faults, args.rounds * len(faults))
+    schedule = rotation(faults, args.rounds if args.rounds is not None else 2 * len(faults))
     return _drill(target, faults, schedule, args)
 
 

@@ -150,7 +150,7 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
 
 # A partition round cuts its node off while it runs, leads, adopts and joins, in turn:
 # four rounds see each phase once.
-DRILL = ["--faults", "kill,stop,partition", "--rounds", "4"]
+DRILL = ["--faults", "kill,stop,partition", "--rounds", "12"]
 
 
 def drill_failovers(project, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def test_custody_drill_on_the_local_target(zookeeper_ensemble, hdfs_cluster, tmp
     # ZooKeeper or HDFS skip this test (fail it, in CI) the way every other test does.
     report, plot = tmp_path / "drill.json", tmp_path / "drill.png"
     command = [sys.executable, "-m", "cluster.cli", "drill", "--target", "local", "--faults", "kill,stop",
-               "--rounds", "2", "--report", str(report), "--plot", str(plot)]
+               "--rounds", "4", "--report", str(report), "--plot", str(plot)]
     # Its default work directory is a new one under TMPDIR: here, under this test's.
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=840,
                           env={**os.environ, "TMPDIR": str(tmp_path)})
