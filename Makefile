@@ -37,7 +37,7 @@ services: setup
 down:
 	$(VENV)/bin/custody services down
 
-# Set-up fetches Hadoop's jars (the HDFS image copies them from the cache) and starts
+# Set-up fetches Hadoop's jars (the HDFS services mount them from the cache) and starts
 # the Docker engine with the base image and Compose v2; then the cluster comes up.
 compose: setup
 	$(VENV)/bin/custody services up --only docker

@@ -91,7 +91,7 @@ def _json(line: str) -> dict | None:
 
 @pytest.fixture
 def compose_project(docker_engine, harness_services_stopped):
-    hadoop_jars()  # the HDFS image copies them from the cache; fetched here if a fresh machine lacks them
+    hadoop_jars()  # the HDFS services mount them from the cache; fetched here if a fresh machine lacks them
     name = f"custody-test-{uuid.uuid4().hex[:8]}"
     env = {"CUSTODY_CACHE": str(cache_dir()), "CUSTODY_IMAGE_TAG": name,
            **{variable: str(port) for variable, port in zip(PORT_VARIABLES, free_ports(len(PORT_VARIABLES)))}}
