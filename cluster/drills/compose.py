@@ -70,6 +70,7 @@ class ComposeTarget(FlowWorkloadViews):
         published = [s for s in self.zookeeper_members if self._published(s, 2181)]
         if not published:
             raise TargetUnavailable(f"compose project {project.name!r} publishes no ZooKeeper port on the host")
+        self._zookeeper_service = published[0]
         self.zk_hosts = f"127.0.0.1:{self._published(published[0], 2181)}"
         self.sink_view = SinkDirectory(project.volume_directory(SINK_VOLUME))
         self.log_location = f"docker compose -p {project.name} logs <service> (nodes: {', '.join(self.nodes.values())})"
@@ -202,6 +203,8 @@ class ComposeTarget(FlowWorkloadViews):
                      and self.project.container(s).exec_run(["custody-probe", "2181", "srvr", "Mode: follower"]).exit_code == 0]
         if not followers:
             raise ServiceError("the ZooKeeper ensemble has no follower to kill (no quorum?)")
+        # The member whose port the drill reads ZooKeeper through goes last.
+        followers.sort(key=lambda service: service == self._zookeeper_service)
         self.project.kill(followers[0])
         self._down["zookeeper"] = followers[0]
         return followers[0]
