@@ -30,6 +30,7 @@ from datetime import datetime
 
 from ..clients import ClientFactory, ZooKeeperSettings, stop_quietly
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
+from ..node.pause_monitor import STOOD_STILL
 from ..services.process import ServiceError, wait_until
 from ..zk.store import ClusterStore
 from .checker import StoredEvent, check_cluster, event_identity
@@ -43,7 +44,6 @@ from .targets import TargetUnavailable
 NODE_CONFIG = "/etc/custody/node.toml"
 NODE_DATA = "/var/lib/custody"  # a node's directory, the volume named after its service
 SINK_VOLUME = "custody-out"
-PAUSE_LINE = "this process stood still"  # cluster.node.pause_monitor's words
 HEALTH_DEADLINE = 180.0
 
 
@@ -137,7 +137,7 @@ class ComposeTarget(FlowWorkloadViews):
         service = self.nodes[name]
         log = self.project.container(service).logs(stdout=False, stderr=True,
                                                    since=int(self._process_started(service)))
-        return log.decode(errors="replace").count(PAUSE_LINE)
+        return log.decode(errors="replace").count(STOOD_STILL)
 
     def dump_stacks(self) -> None:
         for service in self.nodes.values():

@@ -138,8 +138,7 @@ class ComposeProject:
         with self._lock:
             read_at, parsed = self._events.get(service, (0.0, []))
             if time.monotonic() - read_at > EVENTS_REFRESH:
-                raw = self.container(service).logs(stdout=True, stderr=False)
-                parsed = [event for event in map(_event, raw.decode(errors="replace").splitlines()) if event]
+                parsed = parse_events(self.container(service).logs(stdout=True, stderr=False).decode(errors="replace"))
                 self._events[service] = (time.monotonic(), parsed)
         return [e for e in parsed if (kind is None or e["event"] == kind)
                 and all(e.get(key) == value for key, value in fields.items())]
@@ -193,11 +192,14 @@ class ComposeProject:
         self.client.close()
 
 
-def _event(line: str) -> dict | None:
-    """One parsed event line, or None for anything else the node printed."""
-    if not line.startswith('{"event"'):
-        return None
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
+def parse_events(text: str) -> list[dict]:
+    """The events (`--events` JSON lines) in what a node printed, oldest first; every
+    other line is skipped."""
+    events = []
+    for line in text.splitlines():
+        if line.startswith('{"event"'):
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+    return events

@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..node.pause_monitor import STOOD_STILL
 from ..services.process import ServiceError
 from .fault_kinds import FAULT_KINDS
 from .faults import expire_session
@@ -31,7 +32,6 @@ NAMES = ("n1", "n2", "n3")
 COUNT = 600
 PUT_BATCH = 5
 DATANODE = 1  # the DataNode the datanode fault kills (of 0..2; replication is 2)
-PAUSE_LINE = "this process stood still"  # cluster.node.pause_monitor's words
 
 
 class LocalServices:
@@ -154,7 +154,7 @@ class LocalTarget(ZooKeeperViews):
 
     def stood_still(self, name: str) -> int:
         with open(self.cluster.nodes[name].log.name, errors="replace") as log:
-            return sum(1 for line in log if PAUSE_LINE in line)
+            return sum(1 for line in log if STOOD_STILL in line)
 
     def dump_stacks(self) -> None:
         self.cluster.dump_stacks()

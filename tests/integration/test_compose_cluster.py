@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster.drills.compose_project import parse_events
 from cluster.services.docker_engine import docker
 from cluster.services.install import cache_dir, hadoop_jars
 from cluster.services.network import HOST, free_ports
@@ -73,20 +74,12 @@ class ComposeProject:
 
     def events(self, service: str) -> list[dict]:
         """The node's `--events` lines from its container log."""
-        lines = self.output("logs", "--no-log-prefix", "--no-color", service, check=False).splitlines()
-        return [event for line in lines if line.startswith('{"event"') and (event := _json(line)) is not None]
+        return parse_events(self.output("logs", "--no-log-prefix", "--no-color", service, check=False))
 
     def diagnosis(self) -> str:
         state = self.output("ps", "-a", check=False)
         logs = self.output("logs", "--no-color", "--tail", "30", check=False)
         return f"docker compose ps -a:\n{state}\nlast log lines of each service:\n{logs}"
-
-
-def _json(line: str) -> dict | None:
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
 
 
 @pytest.fixture

@@ -32,3 +32,10 @@ def test_a_fault_the_target_cannot_inject_is_refused_with_what_it_can():
 def test_rotation_takes_the_faults_in_turn():
     assert rotation(("kill", "stop", "expire"), 7) == ["kill", "stop", "expire", "kill", "stop", "expire", "kill"]
     assert rotation(("kill",), 0) == []
+
+
+def test_node_events_are_read_out_of_everything_else_a_node_printed():
+    from cluster.drills.compose_project import parse_events
+
+    printed = '2026-11-24 INFO joined\n{"event": "joined", "at": 1.0, "incarnation": "n1-1"}\n{"event": "dead", trunc\n'
+    assert parse_events(printed) == [{"event": "joined", "at": 1.0, "incarnation": "n1-1"}]
