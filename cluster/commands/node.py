@@ -91,8 +91,10 @@ def run(args) -> int:
     # `kill -USR1 <pid>` prints every thread's stack to stderr (a stuck node's jstack).
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     from ..node.pause_monitor import PauseMonitor
+    from ..node.shutdown_deadline import watch_shutdown
 
     PauseMonitor().start()  # a line when the whole process stood still
+    closed, _ = watch_shutdown(stop, config.shutdown_timeout, log)
     log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,
              config.hdfs_url, config.hdfs_root)
     try:
@@ -100,6 +102,7 @@ def run(args) -> int:
     finally:
         if admin is not None:
             admin.stop()
+    closed.set()
     exit_past_stuck_threads(log, code)
     return code
 
@@ -137,20 +140,17 @@ def start_admin(node):
     return server
 
 
-def _exit_now(code: int) -> None:
-    logging.shutdown()
-    os._exit(code)
-
-
-def exit_past_stuck_threads(log, code: int, exit=_exit_now) -> None:
+def exit_past_stuck_threads(log, code: int, exit=None) -> None:
     """Every runtime is stopped and every WAL closed; a flow task still blocked in a
     storage call (a write to a DataNode that died) can commit nothing any more, but
     as a pool thread it would hold the interpreter's exit until the call times out.
     Exit without it, saying so."""
     import threading
 
+    from ..node.shutdown_deadline import exit_now
+
     stuck = [t.name for t in threading.enumerate()
              if t is not threading.current_thread() and t.is_alive() and not t.daemon]
     if stuck:
         log.warning("exiting with %d threads still blocked: %s", len(stuck), ", ".join(sorted(stuck))[:300])
-        exit(code)
+        (exit or exit_now)(code)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
-from cluster.services.process import wait_until
+from cluster.services.process import ServiceError, wait_until
 
 from ..core.ownership import ShardState
 from .checker import ClusterReport, check_cluster
@@ -38,6 +39,13 @@ def _toml_value(value) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     return json.dumps(str(value))
+
+
+def _shards_in_flight(shards, live: set[str]) -> list:
+    """The shards a settled cluster has none of: neither retired nor a live member's
+    own home shard (a split shard counts once it has children)."""
+    return [s for s in shards if s.state is not ShardState.RETIRED and not (s.owner in live and s.shard == s.owner)
+            and (s.state is not ShardState.SPLIT or s.children)]
 
 
 class FlowWorkloadViews(ZooKeeperViews):
@@ -66,9 +74,7 @@ class FlowWorkloadViews(ZooKeeperViews):
         beats = self.heartbeats()
         if not beats or any(beat.queued_count for beat in beats.values()):
             return False
-        live = set(beats)
-        return all(s.state is ShardState.RETIRED or (s.owner in live and s.shard == s.owner) for s in self.shards()
-                   if s.state is not ShardState.SPLIT or s.children)
+        return not _shards_in_flight(self.shards(), set(beats))
 
     def wait_settled(self, timeout: float = 120.0, quiet: float = 3.0) -> None:
         """Settled, and still settled with nothing new delivered `quiet` seconds later: a
@@ -84,7 +90,24 @@ class FlowWorkloadViews(ZooKeeperViews):
                 seen.update(delivered=delivered, since=now)
             return now - seen["since"] >= quiet
 
-        wait_until(quiescent, timeout, "every FlowFile to be delivered and every dead shard retired")
+        try:
+            wait_until(quiescent, timeout, "every FlowFile to be delivered and every dead shard retired")
+        except ServiceError as error:
+            raise ServiceError(f"{error}; still unsettled: {self.unsettled()}") from error
+
+    def unsettled(self) -> str:
+        """What keeps `settled` false, for the message of a settle that timed out: each
+        member's queued FlowFiles and its heartbeat's age, each shard not yet retired."""
+        try:
+            beats, shards = self.heartbeats(), self.shards()
+        except Exception as error:  # noqa: BLE001 - the message must still be made
+            return f"ZooKeeper could not be read ({type(error).__name__}: {error})"
+        now = time.time()
+        members = [f"{name} {beat.queued_count} queued {sorted(k for k, q in beat.queues.items() if q.count)}, "
+                   f"heartbeat {now - beat.sent_at:.0f}s old" for name, beat in sorted(beats.items())]
+        stuck = [f"{s.shard} {s.state.name.lower()} owned by {s.owner}" + ("" if s.owner in beats else " (not a member)")
+                 for s in _shards_in_flight(shards, set(beats))]
+        return "; ".join(members or ["no member in ZooKeeper"]) + (f"; shards: {', '.join(stuck)}" if stuck else "")
 
 
 class FlowCluster(ProcessCluster, FlowWorkloadViews):
@@ -106,19 +129,20 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
                  "", "[flow_parameters]", f"count = {_toml_value(str(count))}", f"out = {_toml_value(self.sink)}",
                  f"put_batch = {_toml_value(str(put_batch))}",
                  *(f"{key} = {_toml_value(str(value))}" for key, value in (parameters or {}).items()),
-                 "", "[zookeeper]", f"hosts = {_toml_value(self.zk_hosts)}", f"cluster = {_toml_value(self.cluster)}",
-                 f"session_timeout = {SESSION_TIMEOUT}",
-                 "", "[hdfs]", f"url = {_toml_value(self.hdfs_url)}", f"root = {_toml_value(self.hdfs_root)}",
-                 f"io_timeout = {IO_TIMEOUT}",
-                 "", "[hdfs.config]", *(f"{_toml_value(k)} = {_toml_value(v)}" for k, v in sorted(self.hdfs_config.items())),
-                 "", "[node]", f"threads = {threads}", f"capacity_weight = {weight}", f"policy = {_toml_value(policy)}",
-                 "wal_partitions = 1", "checkpoint_interval = 30.0", ""]
-        # Every node's admin API on a free port of its own (their heartbeats show which).
-        tables = {"admin": {"port": 0}}
+                 ""]
+        tables = {
+            "zookeeper": {"hosts": self.zk_hosts, "cluster": self.cluster, "session_timeout": SESSION_TIMEOUT},
+            "hdfs": {"url": self.hdfs_url, "root": self.hdfs_root, "io_timeout": IO_TIMEOUT},
+            "hdfs.config": dict(sorted(self.hdfs_config.items())),
+            "node": {"threads": threads, "capacity_weight": weight, "policy": policy, "wal_partitions": 1,
+                     "checkpoint_interval": 30.0},
+            "admin": {"port": 0},  # every node's admin API on a free port of its own (heartbeats show which)
+        }
         for section, table in (sections or {}).items():
             tables[section] = {**tables.get(section, {}), **table}
         for section, table in tables.items():
-            lines += [f"[{section}]", *(f"{key} = {_toml_value(value)}" for key, value in table.items()), ""]
+            lines += [f"[{section}]", *(f"{json.dumps(str(key))} = {_toml_value(value)}" for key, value in table.items()),
+                      ""]
         path = str(self.workdir / f"{name}.toml")
         with open(path, "w") as out:
             out.write("\n".join(lines))
@@ -169,13 +193,25 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
             pass
 
     def stop_all(self, timeout: float = 60.0) -> None:
-        """Stop every node on purpose (SIGTERM: leave the cluster, close the repositories)."""
+        """Stop every node on purpose (SIGTERM: leave the cluster, close the repositories).
+        A node still running `timeout` seconds later (past its own shutdown deadline)
+        is killed, and the ServiceError raised then names it."""
         for node in self.nodes.values():
             if node.process.poll() is None:
                 node.process.send_signal(signal.SIGCONT)
                 node.process.terminate()
+        deadline = time.monotonic() + timeout
+        late = []
         for node in self.nodes.values():
-            node.process.wait(timeout)
+            try:
+                node.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                late.append(node.name)
+                node.process.kill()
+                node.process.wait()
+        if late:
+            raise ServiceError(f"nodes still running {timeout:.0f}s after SIGTERM, killed: {', '.join(late)} "
+                               "(their logs say what they waited on)")
 
     def check(self) -> ClusterReport:
         """Once settled: the queues as the heartbeats say, then every node stopped and

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 
-from cluster.services.process import wait_until
+from cluster.services.process import ServiceError, wait_until
 
 from ..clients import ClientFactory, HdfsSettings, ZooKeeperSettings, stop_quietly
 from ..core.heartbeat import Heartbeat
@@ -36,6 +36,10 @@ SESSION_TIMEOUT = 4.0
 # an hsync to a dead DataNode may wait minutes before it fails.
 HDFS_CLIENT = {"dfs.client.socket-timeout": "5000", "dfs.client.failover.max.attempts": "1",
                "dfs.client.failover.sleep.base.millis": "100", "dfs.client.failover.sleep.max.millis": "200"}
+
+
+class ExitedFirst:
+    """What `NodeProcess.wait` sees when the process exited before the event."""
 
 
 class NodeProcess:
@@ -67,7 +71,20 @@ class NodeProcess:
             return [e for e in self.events if e["event"] == kind and all(e.get(k) == v for k, v in fields.items())]
 
     def wait(self, kind: str, timeout: float = 60.0, **fields) -> dict:
-        return wait_until(lambda: (self.find(kind, **fields) or [None])[-1], timeout, f"{self.name}: event {kind} {fields}")
+        """The latest event `kind` with `fields`; a process that exited without it fails
+        the wait at once, with its log's last lines."""
+        def seen():
+            exited = self.process.poll() is not None
+            if exited:
+                self._reader.join(5)  # the events it printed before it exited
+            found = self.find(kind, **fields)
+            return found[-1] if found else ExitedFirst if exited else None
+
+        event = wait_until(seen, timeout, f"{self.name}: event {kind} {fields}")
+        if event is ExitedFirst:
+            raise ServiceError(f"{self.name} exited with {self.process.returncode} before event {kind} {fields}\n"
+                               f"{self.tail(1500)}")
+        return event
 
     @property
     def incarnation(self) -> str:

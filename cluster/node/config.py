@@ -34,6 +34,8 @@
     fence_first_wait = 0.1           # seconds between lease-recovery polls when adopting,
                                      # for the first 2 s (then doubling): block recovery
                                      # finishes on a DataNode heartbeat, seen this soon
+    shutdown_timeout = 30.0          # seconds a stopping node may take to close its files;
+                                     # past it, it exits as a crash would (recovery does the rest)
 
     [content]                        # this node's content, local and on HDFS (NiFi's archive)
     archive = true                   # keep unreferenced content for a while; false: delete it at once
@@ -86,6 +88,7 @@ from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.planner import DEFAULT_POLICY, POLICIES
 from ..errors import ConfigurationRefused
 from ..failover.fencing import DEFAULT_FIRST_WAIT
+from .shutdown_deadline import DEFAULT_SHUTDOWN_TIMEOUT
 
 
 class NodeConfigError(ConfigurationRefused):
@@ -113,6 +116,7 @@ class NodeConfig:
     wal_partitions: int = DEFAULT_PARTITIONS
     checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL
     fence_first_wait: float = DEFAULT_FIRST_WAIT
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
     archive: bool = True
     archive_retention: float = DEFAULT_ARCHIVE_RETENTION_S
     archive_max_usage: float = DEFAULT_ARCHIVE_MAX_USAGE
@@ -157,7 +161,7 @@ _SECTIONS = {
     "zookeeper": {"hosts", "chroot", "cluster", "session_timeout"},
     "hdfs": {"url", "root", "config", "io_timeout"},
     "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval",
-             "fence_first_wait"},
+             "fence_first_wait", "shutdown_timeout"},
 }
 
 
@@ -277,6 +281,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         wal_partitions=number(node, "wal_partitions", DEFAULT_PARTITIONS, int, "node", 1),
         checkpoint_interval=number(node, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL, float, "node", 1.0),
         fence_first_wait=number(node, "fence_first_wait", DEFAULT_FIRST_WAIT, float, "node", 0.05),
+        shutdown_timeout=number(node, "shutdown_timeout", DEFAULT_SHUTDOWN_TIMEOUT, float, "node", 1.0),
         archive=flag(content, "archive", True, "content"),
         archive_retention=number(content, "archive_retention", DEFAULT_ARCHIVE_RETENTION_S, float, "content", 0.0),
         archive_max_usage=fraction(content, "archive_max_usage", DEFAULT_ARCHIVE_MAX_USAGE, "content"),

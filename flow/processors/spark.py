@@ -38,6 +38,7 @@ import importlib
 import logging
 import threading
 import time
+import weakref
 
 from ..errors import NotAdmitted, ServiceError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
@@ -119,6 +120,25 @@ def has_executors(spark) -> bool:
         return False
 
 
+# A session with no executors is waiting for its cluster, or was forgotten by it: a
+# standalone master that restarted does not know the application any more, and Spark
+# waits for it forever. A session that ran a job before, or has waited this long, is
+# taken as forgotten; a new one is given the time its executors take to start (a
+# loaded machine starts an executor's JVM in more than a short job_timeout).
+ORPHAN_GRACE_S = 120.0
+_FIRST_SEEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # session -> monotonic time
+_RAN_A_JOB: weakref.WeakSet = weakref.WeakSet()
+
+
+def forgotten_by_its_cluster(spark, now: float | None = None) -> bool:
+    """True when `spark` should be replaced: no executors, and either it ran a job
+    before (its executors are gone) or it has had none for `ORPHAN_GRACE_S`."""
+    if has_executors(spark):
+        return False
+    now = time.monotonic() if now is None else now
+    return spark in _RAN_A_JOB or now - _FIRST_SEEN.get(spark, now) >= ORPHAN_GRACE_S
+
+
 class SparkBatchProcessor(Processor):
     """What ExecuteSparkSQL and SparkTransform share; `transform(context, spark, frame)`
     is theirs."""
@@ -179,6 +199,7 @@ class SparkBatchProcessor(Processor):
     def process_batch(self, context, session, spark, staging, inputs) -> None:
         """Run `inputs` ((FlowFile, record format) pairs) on Spark and route them."""
         batch_key = batch_id(flowfile.id for flowfile, _ in inputs)
+        _FIRST_SEEN.setdefault(spark, time.monotonic())
         parents = [flowfile for flowfile, _ in inputs]
         directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
         began = time.perf_counter()
@@ -192,6 +213,7 @@ class SparkBatchProcessor(Processor):
             self._after_failure(context, session, batch_key, parents, error, spark)
             return
         ran_at = time.perf_counter()
+        _RAN_A_JOB.add(spark)
         try:
             self._emit(context, session, staging, batch_key, parents, outputs)
         finally:
@@ -279,9 +301,7 @@ class SparkBatchProcessor(Processor):
             self._fail(session, batch, message)
             return
         if is_spark_unavailable(error):
-            if spark is not None and not has_executors(spark):
-                # A standalone master that went away and came back does not know this
-                # application any more, and Spark waits for it forever: start anew.
+            if spark is not None and forgotten_by_its_cluster(spark):
                 context.discard_service(SPARK_SERVICE, "its cluster gave it no executors")
             self._back_off(context, session, f"Spark is not available for batch {batch_key}: {message}")
             return

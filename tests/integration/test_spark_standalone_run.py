@@ -18,7 +18,7 @@ from cluster.services.process import wait_until
 from cluster.services.spark import spark_environment
 from tests.inbox import drop
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]  # its waits add up to 780 s
 
 FLOW = """\
 name: spark-standalone
@@ -60,16 +60,18 @@ def start_node(spark_standalone, tmp_path, flow_text: str):
     return node, log_path
 
 
+@pytest.fixture(autouse=True)
+def _log_tail_on_failure(request, tmp_path):
+    """Whatever failed (a deadline, the exit status, an assertion), the node's log says why."""
+    yield
+    report = getattr(request.node, "rep_call", None)
+    log_path = tmp_path / "node.log"
+    if (report is None or report.failed) and log_path.exists():
+        print(f"---- node.log tail ----\n{log_path.read_text()[-6000:]}")
+
+
 def delivered(outbox) -> list:
     return sorted(path for path in outbox.iterdir() if not path.name.startswith(".")) if outbox.is_dir() else []
-
-
-def waited(what: str, condition, timeout: float, log_path) -> None:
-    try:
-        wait_until(condition, timeout, what)
-    except Exception:
-        print(log_path.read_text()[-6000:])
-        raise
 
 
 def applications(spark_standalone) -> list[str]:
@@ -85,7 +87,7 @@ def test_custody_run_runs_its_spark_processors_on_a_standalone_master(spark_stan
     drop(inbox, "people.csv", "name,city,age\nana,lisbon,30\nbo,oslo,41\ncy,lisbon,22\n")
     node, log_path = start_node(spark_standalone, tmp_path, FLOW.format(inbox=inbox, outbox=outbox, extra=""))
     try:
-        waited("the Spark step's output", lambda: delivered(outbox), 240, log_path)
+        wait_until(lambda: delivered(outbox), 240, "the Spark step's output")
         assert "custody-spark-solo" in applications(spark_standalone)
     finally:
         node.send_signal(signal.SIGTERM)
@@ -105,15 +107,15 @@ def test_a_spark_cluster_that_goes_away_holds_the_batch_until_it_is_back(spark_s
         inbox=inbox, outbox=outbox, extra="job_timeout: 15 sec\n      retry_backoff: 1 sec"))
     try:
         drop(inbox, "first.csv", "name,city,age\nana,lisbon,30\n")
-        waited("the first batch's output", lambda: delivered(outbox), 240, log_path)
+        wait_until(lambda: delivered(outbox), 240, "the first batch's output")
         spark_standalone.stop()  # the master and the worker (and its executor) go away
         try:
             drop(inbox, "second.csv", "name,city,age\nbo,oslo,41\n")
-            waited("the node to say why it waits", lambda: "retrying in" in log_path.read_text(), 120, log_path)
+            wait_until(lambda: "retrying in" in log_path.read_text(), 120, "the node to say why it waits")
             assert len(delivered(outbox)) == 1 and not node.poll()
         finally:
             spark_standalone.start()
-        waited("the held batch's output once Spark is back", lambda: len(delivered(outbox)) == 2, 300, log_path)
+        wait_until(lambda: len(delivered(outbox)) == 2, 300, "the held batch's output once Spark is back")
     finally:
         node.send_signal(signal.SIGTERM)
         code = node.wait(120)
