@@ -15,6 +15,7 @@ from tests.flow_engines import source_to_sink
 
 CALLS: list[str] = []
 GATE = threading.Event()  # the sink's tasks wait on it while `Sink.block` is set
+BLOCKED = threading.Event()  # set by a sink task that holds a FlowFile at the gate
 
 
 class Source(Processor):
@@ -42,6 +43,7 @@ class Sink(Processor):
             return
         CALLS.append("task")
         if Sink.block:
+            BLOCKED.set()
             assert GATE.wait(30), "the test never opened the gate"
         session.remove(flowfile)
 
@@ -53,6 +55,7 @@ class Sink(Processor):
 def engine(tmp_path):
     CALLS.clear()
     GATE.clear()
+    BLOCKED.clear()
     Sink.block = False
     made, shard = source_to_sink(tmp_path, Source, Sink, threads=2)
     made.start()
@@ -83,14 +86,16 @@ def test_a_stopped_processor_runs_no_task_until_started_again(engine):
 
 def test_a_stop_waits_for_running_tasks_and_the_last_one_to_end_calls_on_stopped(engine):
     Sink.block = True
-    wait_until(lambda: engine.status()["processors"]["sink"]["running"] == 1, 10, "a sink task to block")
+    assert BLOCKED.wait(10), "no sink task reached the gate"
+    tasks = CALLS.count("task")
+    assert engine.status()["processors"]["sink"]["running"] == 1
     assert engine.stop_processor("sink", timeout=0.2) == "STOPPING" == state(engine)
     assert "stopped" not in CALLS
     with pytest.raises(ProcessorStateError, match="still stopping: 1 of its tasks are running"):
         engine.start_processor("sink")
     GATE.set()
     wait_until(lambda: state(engine) == "STOPPED", 10, "the stop to complete once the task ended")
-    assert CALLS.count("stopped") == 1 and CALLS.count("task") == 1
+    assert CALLS.count("stopped") == 1 and CALLS.count("task") == tasks
     engine.stop(timeout=10)
     assert CALLS.count("stopped") == 1
 
