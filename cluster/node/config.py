@@ -85,6 +85,7 @@ from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT
 DEFAULT_ADMIN_BIND = "127.0.0.1"
 DEFAULT_ADMIN_PORT = 8080
 from ..core.layout import DEFAULT_HDFS_ROOT
+from ..core.names import RULE, node_name_problem
 from ..core.planner import DEFAULT_POLICY, POLICIES
 from ..errors import ConfigurationRefused
 from ..failover.fencing import DEFAULT_FIRST_WAIT
@@ -226,8 +227,9 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
 
     base = os.path.dirname(os.path.abspath(path))
     name = required(body, "name", "")
-    if "/" in name or name.rpartition("-")[2].isdigit():
-        fail(f"name {name!r} must be one path segment that does not end in -<digits> (incarnations add that)")
+    problem = node_name_problem(name)
+    if problem is not None:
+        fail(f"name {name!r} is refused: {problem} (a node name is {RULE})")
     flow = os.path.normpath(os.path.join(base, required(body, "flow", "")))
     directory = os.path.normpath(os.path.join(base, body.get("directory", f"{name}-data")))
     hosts = required(zookeeper, "hosts", "[zookeeper]")

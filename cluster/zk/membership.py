@@ -20,6 +20,7 @@ from kazoo.exceptions import NoNodeError
 
 from ..core.heartbeat import Heartbeat
 from ..core.incarnation import Incarnation
+from ..core.names import check_node_name
 from ..errors import FencedError
 from .znodes import read_children
 
@@ -122,8 +123,7 @@ def new_incarnation(client, layout, node: str) -> Incarnation:
     """Draw the next start epoch from `counters/incarnation` (kazoo's `Counter`, a
     versioned read-modify-write) for `node`: every start of every node gets a number
     no earlier start had."""
-    if not node or "/" in node:
-        raise ValueError(f"a node name is one non-empty path segment, not {node!r}")
+    check_node_name(node)
     counter = client.Counter(layout.incarnation_counter)
     counter += 1
     return Incarnation(node, int(counter.post_value))
