@@ -31,6 +31,7 @@ from datetime import datetime
 from ..clients import ClientFactory, ZooKeeperSettings, stop_quietly
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..node.pause_monitor import STOOD_STILL
+from ..node.session_file import session_path
 from ..services.process import ServiceError, wait_until
 from ..zk.store import ClusterStore
 from .checker import StoredEvent, check_cluster, event_identity
@@ -185,7 +186,10 @@ class ComposeTarget(FlowWorkloadViews):
         wait_until(lambda: self.incarnation(name) not in (None, before), timeout, f"{name} to join again after {before}")
 
     def expire_session(self, name: str) -> None:
-        expire_session(self.zk_hosts, _NodeEvents(self, name), session_timeout=self.session_timeout)
+        service = self.nodes[name]
+        expire_session(self.zk_hosts, _NodeEvents(self, name),
+                       lambda: self.project.read_file(service, session_path(NODE_DATA)),
+                       session_timeout=self.session_timeout)
 
     def partition(self, name: str) -> None:
         service = self.nodes[name]

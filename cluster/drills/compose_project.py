@@ -161,6 +161,15 @@ class ComposeProject:
                                     "output and provenance where the engine keeps them; run it as root")
         return mountpoint
 
+    def read_file(self, service: str, path: str) -> str:
+        """The text of `path` inside the service's running container, read by the
+        container's own user (`ComposeNotRunning` when it cannot be read)."""
+        code, output = self.container(service).exec_run(["cat", path], stdout=True, stderr=True)
+        text = (output or b"").decode(errors="replace")
+        if code != 0:
+            raise ComposeNotRunning(f"cannot read {path} in {service}: {text.strip()[-300:]}")
+        return text
+
     def run_beside(self, service: str, path: str, command: list[str]) -> str:
         """Run `command` in a new container of the service's image, with the volume the
         service has at `path` mounted there, and no network; return what it printed on

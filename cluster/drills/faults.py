@@ -11,6 +11,7 @@ a ZooKeeper member is killed through the service harness (`cluster.services`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -18,32 +19,42 @@ from kazoo.exceptions import KazooException
 from cluster.services.process import ServiceError, wait_until
 
 from ..clients import stop_quietly
+from ..node.session_file import read_session_text
 
 
-def expire_session(zk_hosts: str, node, *, session_timeout: float, attempts: int = 3) -> None:
-    """Expire the session of `node` (a `NodeProcess` whose last "joined" event carries
-    its session id and password): attach to the session and close it, which ends it
-    for the node's own connection too. Attaching can lose its connection (the server
-    may move the session back to the node's own connection first): then it is tried
-    again. Returns once the node reported its death."""
+def expire_session(zk_hosts: str, node, read_session: Callable[[], str], *, session_timeout: float,
+                   attempts: int = 3) -> None:
+    """Expire the session of `node` (its events: `find`, `wait`), whose session id and
+    password `read_session()` returns: the text of its `zookeeper-session` file
+    (`cluster.node.session_file`; never a log). Attach to the session and close it,
+    which ends it for the node's own connection too. Attaching can lose its connection
+    (the server may move the session back to the node's own connection first): then
+    it is tried again. Returns once the node reported its death."""
     joined = node.find("joined")[-1]
+    incarnation = joined["incarnation"]
+
+    def current_session():
+        session = read_session_text(read_session())
+        return session if session["incarnation"] == incarnation else None
+
+    session = wait_until(current_session, 10, f"{incarnation}'s session file")
     for attempt in range(attempts):
         # A client on somebody else's session: not one of the product's own clients.
         intruder = KazooClient(hosts=zk_hosts, timeout=session_timeout,
-                               client_id=(joined["session_id"], bytes.fromhex(joined["session_password"])))
+                               client_id=(session["session_id"], session["session_password"]))
         try:
             intruder.start(timeout=30)
             intruder.stop()
         except KazooException as error:
-            print(f"expiring {joined['incarnation']}: attempt {attempt + 1} failed: {error!r}", flush=True)
+            print(f"expiring {incarnation}: attempt {attempt + 1} failed: {error!r}", flush=True)
         finally:
             stop_quietly(intruder)
         try:
-            node.wait("dead", timeout=session_timeout + 5, incarnation=joined["incarnation"])
+            node.wait("dead", timeout=session_timeout + 5, incarnation=incarnation)
             return
         except ServiceError:
             continue
-    raise AssertionError(f"could not expire the session of {joined['incarnation']}")
+    raise AssertionError(f"could not expire the session of {incarnation}")
 
 
 def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:

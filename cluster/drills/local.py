@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from ..node.pause_monitor import STOOD_STILL
+from ..node.session_file import session_path
 from ..services.process import ServiceError
 from .fault_kinds import FAULT_KINDS
 from .faults import expire_session
@@ -207,7 +208,9 @@ class LocalTarget(ZooKeeperViews):
         return left
 
     def expire_session(self, name: str) -> None:
-        expire_session(self.cluster.zk_hosts, self.cluster.nodes[name], session_timeout=SESSION_TIMEOUT)
+        path = session_path(self.cluster.directories[name])
+        expire_session(self.cluster.zk_hosts, self.cluster.nodes[name], lambda: open(path, encoding="utf-8").read(),
+                       session_timeout=SESSION_TIMEOUT)
 
     # -- faults to the services -----------------------------------------------------------
     def kill_zookeeper_follower(self) -> str:

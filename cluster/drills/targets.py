@@ -18,8 +18,9 @@ Conventions every implementation keeps:
   the drill and the nodes (the nodes' events carry it as "at").
 * Node events are what `custody node --events` prints, one JSON object a line:
   {"event": KIND, "at": ..., **fields}. The drill reads these kinds:
-    joined        incarnation, session_id, session_password (hex): a new incarnation
-                  joined the cluster;
+    joined        incarnation, session_id: a new incarnation joined the cluster (its
+                  session's password is only in the node's 0600 `zookeeper-session`
+                  file, `cluster.node.session_file`);
     dead          incarnation, reason: an incarnation ended (its session expired or was
                   lost, it was told it is dead);
     first-output  shard, home: the first FlowFile this process delivered from `shard`
@@ -149,8 +150,8 @@ class DrillTarget(Protocol):
 
     def expire_session(self, name: str) -> None:
         """End the node's ZooKeeper session from outside (attach to it with the session
-        id and password of its "joined" event, and close it); return once the node
-        reported it "dead"."""
+        id and password from its `zookeeper-session` file, and close it); return once
+        the node reported it "dead"."""
 
     # -- faults to the services ---------------------------------------------------------
     def kill_zookeeper_follower(self) -> str:

@@ -103,7 +103,8 @@ class ClusteredNode:
             spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf))
         try:
             return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
-                                    on_end=self._incarnation_ended, hold=self._offload)
+                                    on_end=self._incarnation_ended, hold=self._offload,
+                                    session_directory=self.config.directory)
         finally:
             with self._lock:
                 observer, self._observer = self._observer, None

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from ..core.story import tag
 from ..errors import ConfigurationRefused, first_line
+from .session_file import remove_session, write_session
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +52,16 @@ def log_events(kind: str, **fields) -> None:
 def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
                      stop: threading.Event | None = None, on_start: Callable[[object], None] | None = None,
                      on_end: Callable[[object], None] | None = None, retry_pause: float = 1.0,
-                     retry_max: float = 15.0, hold: threading.Event | None = None) -> int:
+                     retry_max: float = 15.0, hold: threading.Event | None = None,
+                     session_directory: str | None = None) -> int:
     """Run members one after another until `stop` is set (or after one, with `once`).
     While `hold` is set (an offload), the running member leaves the cluster and no new
     one starts; clearing it starts a new incarnation. A member that cannot start (a
     service down or still starting) is tried again after `retry_delay`. Returns 0, or 2
     when a member refused to start on its configuration (retrying cannot help: the
-    operator must change it)."""
+    operator must change it). With `session_directory`, each incarnation's ZooKeeper
+    session is recorded there (`session_file`) before its "joined" event, for a drill
+    that expires it; its password is never in an event or the log."""
     stop = stop or threading.Event()
     hold = hold or threading.Event()
     failures = 0  # start attempts failed in a row
@@ -87,10 +91,9 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
         failures = 0
         # None if the member died the moment it joined (its client is closed then).
         session_id, password = (member.client.client_id if member.client is not None else None) or (None, b"")
-        # The session's id and password let a drill expire the session from outside,
-        # the way ZooKeeper itself would (see ZooKeeperEnsemble.expire_session).
-        events("joined", incarnation=incarnation.id, epoch=incarnation.epoch,
-               session_id=session_id, session_password=password.hex())
+        if session_directory is not None and session_id is not None:
+            write_session(session_directory, incarnation.id, session_id, password)
+        events("joined", incarnation=incarnation.id, epoch=incarnation.epoch, session_id=session_id)
         report_timeline(member, events)
         if on_start is not None:
             on_start(member)
@@ -98,6 +101,8 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
             if stop.is_set() or hold.is_set():
                 member.stop(leave=True)
         events("dead", incarnation=incarnation.id, reason=member.death_reason[:300])
+        if session_directory is not None:
+            remove_session(session_directory, incarnation.id)
         if hold.is_set() and not stop.is_set():
             events("offloaded", incarnation=incarnation.id)
         if on_end is not None:

@@ -16,9 +16,9 @@ and FetchFile offer such a file again (at-least-once).
 from __future__ import annotations
 
 import errno
-import itertools
 import os
 import re
+import secrets
 import threading
 import time
 
@@ -235,7 +235,6 @@ class FetchFile(HandsOverIntake, Processor):
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 PARTIAL_MAX_AGE_S = 600.0  # a temporary file older than this is a crashed write's leftover
-_TEMPORARY = itertools.count(int.from_bytes(os.urandom(4), "big"))
 _SWEPT: set[str] = set()  # directories whose crashed temporaries this process has swept
 _SWEPT_LOCK = threading.Lock()
 
@@ -252,7 +251,8 @@ class PutFile(Processor):
     )
     relationships = ("success", "failure")
 
-    _PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.[0-9a-f]{8}\.partial$")
+    # 16 hex digits since the names became unguessable; 8 in the releases before.
+    _PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.(?:[0-9a-f]{8}|[0-9a-f]{16})\.partial$")
 
     def on_scheduled(self, context: ProcessContext) -> None:
         # A crash mid-write leaves a temporary file; the retry writes a new one. Remove
@@ -308,8 +308,10 @@ class PutFile(Processor):
             try:
                 if context["create_missing_directories"] and directory not in directories:
                     os.makedirs(directory, exist_ok=True)
-                temporary = os.path.join(directory, f".{flowfile.id}.{next(_TEMPORARY) & 0xFFFFFFFF:08x}.partial")
-                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                # A name nobody can guess, created new and never through a link: a file or
+                # link planted in the directory is refused, not written through.
+                temporary = os.path.join(directory, f".{flowfile.id}.{secrets.token_hex(8)}.partial")
+                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
                 try:
                     with session.read(flowfile) as source:
                         while chunk := source.read(1 << 20):

@@ -106,3 +106,35 @@ def test_a_member_dead_as_it_joins_is_followed_by_a_new_incarnation():
     kinds = [(kind, fields.get("incarnation")) for kind, fields in events if kind != "starting"]
     assert kinds == [("joined", "n1-1"), ("dead", "n1-1"), ("joined", "n1-2"), ("dead", "n1-2")]
     assert events[1] == ("joined", {**events[1][1], "session_id": None})
+
+
+class JoinsWithASession(DiesAsItJoins):
+    """A member that joined with a ZooKeeper session, then died."""
+
+    def __init__(self, epoch, seen_on_join: list):
+        super().__init__(epoch)
+        self.client = type("Client", (), {"client_id": (0x1234 + epoch, bytes([epoch]) * 16)})()
+        self.seen_on_join = seen_on_join
+
+
+def test_the_session_password_goes_to_a_private_file_never_to_an_event(tmp_path):
+    from cluster.node.session_file import read_session_text, session_path
+
+    stop, events, on_disk = threading.Event(), [], []
+    path = session_path(str(tmp_path))
+
+    def emit(kind, **fields):
+        events.append((kind, fields))
+        if kind == "joined":  # the file is there, with this incarnation, before the event
+            on_disk.append(read_session_text(open(path).read()))
+
+    def make():
+        stop.set()
+        return JoinsWithASession(7, [])
+
+    assert run_incarnations(make, emit, stop=stop, session_directory=str(tmp_path)) == 0
+    [(kind, joined)] = [(k, f) for k, f in events if k == "joined"]
+    assert joined == {"incarnation": "n1-7", "epoch": 7, "session_id": 0x1234 + 7}
+    assert bytes([7]).hex() * 16 not in repr(events)
+    assert on_disk == [{"incarnation": "n1-7", "session_id": 0x1234 + 7, "session_password": bytes([7]) * 16}]
+    assert not (tmp_path / "zookeeper-session").exists()  # the incarnation ended: its session with it

@@ -125,11 +125,12 @@ def test_log_attribute_logs_and_passes_through(caplog):
     assert "keep" in caplog.text and "hide" not in caplog.text and "body" in caplog.text
 
 
-def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
+def _put_file_with_one_flowfile(tmp_path):
+    """A PutFile on `tmp_path/out` (made) and a queue holding one FlowFile ("payload")."""
     from flow.commit import HeldCommitter
     from flow.memory_content import InMemoryContentRepository
     from flow.processor import ProcessContext
-    from flow.processors.files import PARTIAL_MAX_AGE_S, PutFile
+    from flow.processors.files import PutFile
     from flow.queue import FlowFileQueue
     from flow.session import ProcessSession
     from flow.shard import QueueShard
@@ -147,9 +148,19 @@ def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
     flowfile = seed.write_bytes(seed.create(), b"payload")
     seed.transfer(flowfile, "s")
     seed.commit()
-    processor = PutFile("put")
-    context = ProcessContext("put", properties, {})
-    (directory).mkdir()
+    directory.mkdir()
+
+    def session():
+        return ProcessSession(component_id="put", component_type="PutFile", committer=committer,
+                              content=content, shard=shard, incoming=[incoming],
+                              auto_terminated=("success", "failure"), clock_ms=lambda: 0)
+    return PutFile("put"), ProcessContext("put", properties, {}), session, committer, flowfile, directory
+
+
+def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
+    from flow.processors.files import PARTIAL_MAX_AGE_S, PutFile
+
+    processor, context, new_session, committer, flowfile, directory = _put_file_with_one_flowfile(tmp_path)
     leftover = directory / f".{flowfile.id}.0badf00d.partial"
     leftover.write_bytes(b"left by a crash")
     in_progress = directory / f".{flowfile.id}.0c0ffee0.partial"
@@ -167,9 +178,7 @@ def test_put_file_is_idempotent_by_flowfile_identity(tmp_path):
     assert again.sweeper is None and in_progress.exists()
     in_progress.unlink()
     for attempt in range(2):  # a retry after a crash that lost the first commit
-        session = ProcessSession(component_id="put", component_type="PutFile", committer=committer,
-                                 content=content, shard=shard, incoming=[incoming],
-                                 auto_terminated=("success", "failure"), clock_ms=lambda: 0)
+        session = new_session()
         processor.on_trigger(context, session)
         if attempt == 0:
             session.rollback()
@@ -244,3 +253,24 @@ def test_concurrent_list_file_tasks_list_a_file_once(tmp_path):
         if not session.is_closed:
             session.commit() if session.touched else session.rollback()
     assert out.count == 1
+
+
+
+def test_put_file_never_writes_through_a_link_planted_at_its_temporary_name(tmp_path, monkeypatch):
+    import secrets
+
+    from flow.processors.files import PutFile
+
+    processor, context, new_session, _, flowfile, directory = _put_file_with_one_flowfile(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"not yours")
+    # The attacker is handed the name, which is otherwise 16 random hex digits.
+    monkeypatch.setattr(secrets, "token_hex", lambda n: "ab" * n)
+    link = directory / f".{flowfile.id}.{'ab' * 8}.partial"
+    os.symlink(victim, link)
+    assert PutFile._PARTIAL.match(link.name)  # the sweep of crashed writes knows the new names
+    session = new_session()
+    processor.on_trigger(context, session)
+    session.commit()
+    assert victim.read_bytes() == b"not yours"
+    assert not (directory / flowfile.id).exists()  # refused (and penalized), not delivered
