@@ -47,6 +47,7 @@ from repositories.storage import (
     StorageFull,
     StorageUnavailable,
 )
+from repositories.storage.local import DIRECTORY_MODE, FILE_MODE
 from repositories.storage.protocol import parent
 
 from .deadline import DeadlineExceeded, DeadlineRunner
@@ -329,7 +330,7 @@ class HdfsStorage:
 
     @_timed("create")
     def create(self, path: str, *, overwrite: bool = False) -> HdfsWritableFile:
-        options = hdfs_native.WriteOptions(overwrite=overwrite, create_parent=False)
+        options = hdfs_native.WriteOptions(overwrite=overwrite, create_parent=False, permission=FILE_MODE)
         try:
             writer = self._client.create(path, options)
         except BaseException as error:  # noqa: BLE001
@@ -417,7 +418,7 @@ class HdfsStorage:
                 return
             raise StorageFileExists(f"cannot make directory hdfs:{path}: it already exists", path)
         try:
-            self._client.mkdirs(path, 0o755, parents)
+            self._client.mkdirs(path, DIRECTORY_MODE, parents)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "make directory") from error
 

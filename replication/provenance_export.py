@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from repositories.provenance.parquet_export import ExportPart, export_table, split_by_hour
 from repositories.storage import Storage, StorageFileExists
+from repositories.storage.local import make_private_directories
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class ProvenanceExporter:
     def __init__(self, storage: Storage, root: str, node: str, marker_directory: str):
         self.storage, self.root, self.node = storage, root.rstrip("/"), node
         self._markers = marker_directory
-        os.makedirs(marker_directory, exist_ok=True)
+        make_private_directories(marker_directory)
 
     def export_pending(self, repository) -> ExportPass:
         """Export every event file of `repository` not marked as exported, oldest first."""

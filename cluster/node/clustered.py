@@ -32,6 +32,7 @@ from replication.provenance_export import ProvenanceExporter, ProvenanceExportTh
 from repositories.content import ArchivePolicy
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 from repositories.provenance.config import DEFAULT_AGE_OFF_INTERVAL as PROVENANCE_AGE_OFF_INTERVAL
+from repositories.storage.local import make_private_directories
 
 from ..clients import ClientFactory, stop_quietly
 from ..core.flows import FlowSnapshot
@@ -85,7 +86,7 @@ class ClusteredNode:
     def run(self, stop: threading.Event | None = None, *, once: bool = False) -> int:
         if stop is not None:
             self._stop = stop
-        os.makedirs(self.config.directory, exist_ok=True)
+        make_private_directories(self.config.directory)
         export = ProvenanceExportThread(ProvenanceExporter(
             self.storage, self.layout.hdfs_provenance, self.config.name, self.config.provenance_export_directory))
         self.provenance = ProvenanceRepository(ProvenanceConfig(

@@ -34,6 +34,7 @@ from repositories.content.collection import CollectReport
 from repositories.content.errors import ContentNotFound
 from repositories.content.recovery import RecoveryReport
 from repositories.content.store import ClaimWriter, ContentStore
+from repositories.storage.local import make_private_directories
 
 from ..core.incarnation import Incarnation
 
@@ -165,7 +166,7 @@ def open_node_content(storage, layout, incarnation: Incarnation, local_directory
 
 def _forget_earlier_incarnations(local_directory: str, incarnation: Incarnation) -> None:
     if not os.path.isdir(local_directory):
-        os.makedirs(local_directory, exist_ok=True)
+        make_private_directories(local_directory)
         return
     for name in os.listdir(local_directory):
         try:

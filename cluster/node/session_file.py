@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 
+from repositories.storage.local import make_private_directories
+
 FILE_NAME = "zookeeper-session"
 VERSION = 1
 
@@ -36,7 +38,7 @@ def session_path(directory: str) -> str:
 
 def write_session(directory: str, incarnation: str, session_id: int, password: bytes) -> str:
     """Record `incarnation`'s session (0600, replacing the previous one); its path."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    make_private_directories(directory)
     path = session_path(directory)
     partial = path + ".partial"
     try:

@@ -42,6 +42,7 @@ from repositories.content import ContentRepositoryConfig, open_filesystem_conten
 from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS
 from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 from repositories.storage import LocalStorage
+from repositories.storage.local import FILE_MODE, make_private_directories
 
 from ..errors import ClusterError
 from .control import Conflict, NodeControl, NodeState, NotFound, OffloadRefused
@@ -101,7 +102,7 @@ class StandaloneNode:
         with self._lifecycle:
             if self.started:
                 return
-            os.makedirs(self.data_dir, exist_ok=True)
+            make_private_directories(self.data_dir)
             self._take_directory_lock()
             try:
                 self._open_and_recover()
@@ -125,7 +126,7 @@ class StandaloneNode:
 
     def _take_directory_lock(self) -> None:
         path = os.path.join(self.data_dir, "node.lock")
-        handle = open(path, "a+")
+        handle = open(path, "a+", opener=lambda name, flags: os.open(name, flags, FILE_MODE))
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -149,7 +150,7 @@ class StandaloneNode:
         settings = self.settings
         self.graph = FlowGraph(self.definition)
         shard_directory = os.path.join(self.data_dir, "shards", "local")
-        os.makedirs(os.path.dirname(shard_directory), exist_ok=True)
+        make_private_directories(os.path.dirname(shard_directory))
         started = time.monotonic()
         self.shard = open_shard(storage, shard_directory, "local", self.graph.queues.values(),
                                 partitions=settings.wal_partitions,

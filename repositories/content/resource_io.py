@@ -37,7 +37,8 @@ from typing import BinaryIO, Protocol
 from repositories.claims import SECTIONS_PER_CONTAINER, ResourceClaim
 from repositories.storage import StorageError, StorageFileNotFound, WritableFile
 from repositories.storage.leases import recover_leases
-from repositories.storage.local import LocalWritableFile, fsync_directory, translate_os_error
+from repositories.storage.local import (
+    DIRECTORY_MODE, FILE_MODE, LocalWritableFile, fsync_directory, make_private_directories, translate_os_error)
 from repositories.storage.protocol import Storage, join
 
 from .archive import Usage
@@ -142,10 +143,10 @@ class LocalResourceIO:
     def prepare_container(self, root: str) -> None:
         # 1024 mkdirs with one directory fsync at the end, not one per mkdir.
         try:
-            os.makedirs(root, exist_ok=True)
+            make_private_directories(root)
             for section in range(SECTIONS_PER_CONTAINER):
                 try:
-                    os.mkdir(section_directory(root, section))
+                    os.mkdir(section_directory(root, section), DIRECTORY_MODE)
                 except FileExistsError:
                     pass
             fsync_directory(root)
@@ -181,7 +182,7 @@ class LocalResourceIO:
         name = checksum_name(resource) if checksums else resource.id
         directory = self._open_directory(root, resource.section, archived)
         try:
-            return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=directory)
+            return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=directory)
         finally:
             os.close(directory)
 
@@ -236,7 +237,7 @@ class LocalResourceIO:
         directory = join(root, str(resource.section), ARCHIVE_DIRECTORY)
         try:
             try:
-                os.mkdir(directory)
+                os.mkdir(directory, DIRECTORY_MODE)
             except FileExistsError:
                 pass
             section = self._open_directory(root, resource.section, False)

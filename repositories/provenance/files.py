@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 
-from repositories.storage.local import fsync_directory
+from repositories.storage.local import FILE_MODE, fsync_directory, make_private_directories
 
 
 def write_new(path: str, chunks, *, sync: bool = True) -> int:
     """Create `path` (which must not exist), write the chunks, fsync; returns the length."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         total = 0
         for chunk in chunks:
@@ -79,4 +79,4 @@ def list_names(path: str) -> list[str]:
 
 
 def ensure_directory(path: str) -> None:
-    os.makedirs(path, exist_ok=True)
+    make_private_directories(path)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from . import journal_format as fmt
+from repositories.storage.local import FILE_MODE
+
 from .errors import CorruptFileError
 from .event_batch import SCHEMA
 
@@ -26,7 +28,7 @@ class JournalWriter:
         self.path = path
         self.bytes_written = 0
         self._sync = sync_each_write
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
         header = fmt.pack_header(first_id, slot)
         os.write(self._fd, header)
         self.bytes_written = len(header)

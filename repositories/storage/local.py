@@ -25,11 +25,30 @@ from .errors import (
 )
 from .protocol import FileStatus, parent
 
+# What the repositories create is the node's alone: content, WAL, swap and provenance
+# hold the flow's data. Files 0600, directories 0700 (less the process's umask).
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 _renameat2 = getattr(_libc, "renameat2", None)
+
+
+def make_private_directories(path: str) -> None:
+    """`path` and each missing parent, created DIRECTORY_MODE (os.makedirs gives its mode
+    to the last directory only); an existing directory is left as it is."""
+    if os.path.isdir(path):
+        return
+    above = os.path.dirname(os.path.normpath(path))
+    if above and above != path:
+        make_private_directories(above)
+    try:
+        os.mkdir(path, DIRECTORY_MODE)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
 
 
 def translate_os_error(error: OSError, path: str, action: str) -> StorageError:
@@ -159,7 +178,7 @@ class LocalStorage:
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
         flags |= os.O_TRUNC if overwrite else os.O_EXCL
         try:
-            fd = os.open(path, flags, 0o644)
+            fd = os.open(path, flags, FILE_MODE)
         except OSError as error:
             raise translate_os_error(error, path, "create") from error
         return LocalWritableFile(path, fd, created=True)
@@ -234,10 +253,12 @@ class LocalStorage:
     def mkdir(self, path: str, *, parents: bool = False, exist_ok: bool = False) -> None:
         try:
             if parents:
-                os.makedirs(path, exist_ok=exist_ok)
+                if not exist_ok and os.path.lexists(path):
+                    raise FileExistsError(errno.EEXIST, "File exists", path)
+                make_private_directories(path)
             else:
                 try:
-                    os.mkdir(path)
+                    os.mkdir(path, DIRECTORY_MODE)
                 except FileExistsError:
                     if not (exist_ok and os.path.isdir(path)):
                         raise
