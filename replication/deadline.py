@@ -10,6 +10,12 @@ worker takes its place), because a blocked Rust call cannot be interrupted.
 
 Workers are daemon threads of our own rather than a `ThreadPoolExecutor`, whose
 exit hook joins its threads and would hang interpreter shutdown on a stuck call.
+
+Abandoned workers are capped (`max_workers`, 64 by default): when every worker is
+busy (stuck past a deadline, or running) and the cap is reached, a new call is
+refused at once with `DeadlineExceeded`, as if it had timed out, instead of starting
+yet another thread for a storage that is not answering. A stuck call that returns
+at last frees its worker, and calls are taken again.
 """
 
 from __future__ import annotations
@@ -43,22 +49,29 @@ class DeadlineRunner:
     to start another worker); the queue has its own lock.
     """
 
-    def __init__(self, name: str = "hdfs-io"):
+    def __init__(self, name: str = "hdfs-io", max_workers: int = 64):
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self._name = name
+        self._max_workers = max_workers
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
-        self._workers = 0
+        self._workers = 0   # alive: idle, running a call, or stuck in one
+        self._started = 0   # ever, for thread names
 
     def run(self, function: Callable[[], T], timeout: float | None) -> T:
         if timeout is None:
             return function()
         call = _Call(function)
         with self._lock:
-            if self._idle == 0:
+            if self._idle > 0:
+                self._idle -= 1
+            elif self._workers < self._max_workers:
                 self._start_worker()
             else:
-                self._idle -= 1
+                raise DeadlineExceeded(f"all {self._workers} {self._name} workers are still blocked in calls past "
+                                       "their deadlines; the storage is not answering (refused without waiting)")
         self._calls.put(call)
         if not call.done.wait(timeout):
             raise DeadlineExceeded(f"the call did not return within {timeout:g} s")
@@ -68,7 +81,8 @@ class DeadlineRunner:
 
     def _start_worker(self) -> None:
         self._workers += 1
-        thread = threading.Thread(target=self._work, name=f"{self._name}-{self._workers}", daemon=True)
+        self._started += 1
+        thread = threading.Thread(target=self._work, name=f"{self._name}-{self._started}", daemon=True)
         thread.start()
 
     def _work(self) -> None:

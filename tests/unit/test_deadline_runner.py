@@ -25,3 +25,22 @@ def test_a_stuck_call_is_abandoned_and_others_still_run():
 def test_no_timeout_runs_inline():
     runner = DeadlineRunner("t")
     assert runner.run(threading.current_thread, None) is threading.current_thread()
+
+
+def test_stuck_workers_are_capped_and_calls_are_refused_at_the_cap_until_one_returns():
+    from cluster.services.process import wait_until
+
+    runner = DeadlineRunner("capped", max_workers=2)
+    release = threading.Event()
+
+    def workers():
+        return sum(1 for thread in threading.enumerate() if thread.name.startswith("capped-"))
+    for _ in range(2):
+        with pytest.raises(DeadlineExceeded, match="within"):
+            runner.run(release.wait, 0.05)
+    with pytest.raises(DeadlineExceeded, match="all 2 capped workers are still blocked"):
+        runner.run(lambda: "never run", 5)
+    assert workers() == 2  # no third thread
+    release.set()  # the storage answers again: the stuck calls return, their workers are idle
+    assert wait_until(lambda: runner.run(lambda: "taken again", 5), 10, "a worker to be free") == "taken again"
+    assert workers() == 2
