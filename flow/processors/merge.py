@@ -29,38 +29,39 @@ class MergeContent(Processor):
 
     def __init__(self, processor_id: str):
         super().__init__(processor_id)
-        self._waiting_since: float | None = None
+        # When each bin (a correlation value; "" without one) was first seen short of
+        # `min_entries`: its age, for `max_bin_age`. The FlowFiles stay in the queue.
+        self._bin_since: dict[str, float] = {}
+        self.clock = time.monotonic
 
     def on_trigger(self, context: ProcessContext, session) -> None:
         minimum, maximum = context["min_entries"], context["max_entries"]
         age = context.get("max_bin_age")
-        now = time.monotonic()
-        old_enough = False
-        if session.queued() < minimum:
-            if self._waiting_since is None:
-                self._waiting_since = now
-            old_enough = age is not None and now - self._waiting_since >= age
-            if not old_enough:
-                context.yield_()
-                return
+        correlation = context.get("correlation_attribute")
         batch = session.get_batch(maximum)
         if not batch:
             return
-        correlation = context.get("correlation_attribute")
+        now = self.clock()
         bins: dict[str, list] = {}
         for flowfile in batch:
-            key = flowfile.attributes.get(correlation, "") if correlation else ""
-            bins.setdefault(key, []).append(flowfile)
-        merged_any = False
+            bins.setdefault(flowfile.attributes.get(correlation, "") if correlation else "", []).append(flowfile)
+        ready = {key for key, members in bins.items()
+                 if len(members) >= minimum or (age is not None and now - self._bin_since.setdefault(key, now) >= age)}
+        if len(batch) < maximum:  # the whole queue was seen: a bin it no longer holds is gone
+            self._bin_since = {key: since for key, since in self._bin_since.items() if key in bins}
+        if not ready:
+            # Nothing to merge: the FlowFiles go back untouched (a rollback writes nothing),
+            # and the processor waits its yield instead of taking them again at once.
+            session.rollback()
+            context.yield_()
+            return
         for key, members in bins.items():
-            if len(members) < minimum and not old_enough:
+            if key in ready:
+                self._bin_since.pop(key, None)
+                self._merge(context, session, members, key if correlation else None)
+            else:
                 for flowfile in members:
-                    session.transfer(flowfile)  # back to the queue: the bin is not full
-                continue
-            merged_any = True
-            self._merge(context, session, members, key if correlation else None)
-        if merged_any:
-            self._waiting_since = None
+                    session.transfer(flowfile)  # back to the queue: the bin is not full yet
 
     def _merge(self, context, session, members, key) -> None:
         merged = session.create(members)

@@ -274,3 +274,60 @@ def test_put_file_never_writes_through_a_link_planted_at_its_temporary_name(tmp_
     session.commit()
     assert victim.read_bytes() == b"not yours"
     assert not (directory / flowfile.id).exists()  # refused (and penalized), not delivered
+
+
+def test_merge_content_leaves_short_correlation_bins_queued_untouched_until_they_age_out(tmp_path):
+    """Bins short of min_entries are not taken and put back on every trigger (each a
+    commit): the FlowFiles stay queued, the processor yields, and a bin older than
+    max_bin_age is merged although short."""
+    from flow.commit import HeldCommitter
+    from flow.memory_content import InMemoryContentRepository
+    from flow.processor import ProcessContext
+    from flow.processors.merge import MergeContent
+    from flow.queue import FlowFileQueue
+    from flow.session import ProcessSession
+    from flow.shard import QueueShard
+
+    properties = parse_flow({"processors": [{
+        "id": "merge", "type": "MergeContent", "auto_terminate": ["merged", "original", "failure"],
+        "properties": {"min_entries": 3, "correlation_attribute": "g", "max_bin_age": "10 sec"}}]}
+    ).processors["merge"].properties
+    incoming = FlowFileQueue("in")
+    shard = QueueShard("s", [incoming])
+    content = InMemoryContentRepository()
+    commits = []
+    committer = HeldCommitter(shard, content)
+    seed = ProcessSession(component_id="seed", component_type="x", committer=committer, content=content,
+                          shard=shard, outgoing={"s": [incoming]}, clock_ms=lambda: 0)
+    for group in "aab":
+        seed.transfer(seed.write_bytes(seed.create(attributes={"g": group}), group.encode()), "s")
+    seed.commit()
+    merge, now = MergeContent("merge"), [100.0]
+    merge.clock = lambda: now[0]
+    context = ProcessContext("merge", properties, {})
+
+    def trigger():
+        session = ProcessSession(component_id="merge", component_type="MergeContent", committer=committer,
+                                 content=content, shard=shard, incoming=[incoming],
+                                 auto_terminated=("merged", "original", "failure"), clock_ms=lambda: 0)
+        original_commit = committer.commit
+        committer.commit = lambda tx: (commits.append(tx), original_commit(tx))
+        context.yielded = False
+        try:
+            merge.on_trigger(context, session)
+            if not context.yielded:
+                session.commit()
+        finally:
+            committer.commit = original_commit
+        return context.yielded
+
+    for _ in range(5):  # idle: nothing merged, nothing written, a yield each time
+        assert trigger() is True
+        now[0] += 1.0
+    assert incoming.count == 3 and commits == []  # no commit at all while idle
+    assert not [e for e in committer.events if e.event_type.value == "JOIN"]
+    now[0] += 10.0  # both bins are older than max_bin_age now
+    assert trigger() is False
+    # Bin a merged (a JOIN of two); bin b, alone, too (one parent: a FORK).
+    merges = sorted(e.event_type.value for e in committer.events if e.event_type.value in ("JOIN", "FORK"))
+    assert merges == ["FORK", "JOIN"] and incoming.count == 0
