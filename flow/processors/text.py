@@ -1,10 +1,35 @@
-"""SplitText and ReplaceText: content transforms, streamed."""
+"""SplitText and ReplaceText: content transforms, streamed.
+
+Content comes from outside, so neither holds more than `maximum_buffer_size` of it in
+memory: a line (or a SplitText split) longer than that sends its FlowFile to
+`failure`, penalized, with `text.error` saying why, and the content is left as it was.
+"""
 
 from __future__ import annotations
 
 import re
 
+from ..errors import ExpressionError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+
+ERROR_ATTRIBUTE = "text.error"
+
+
+class TooLong(ValueError):
+    """A line or a split of the content is over `maximum_buffer_size`."""
+
+
+def read_line(stream, room: int) -> bytes:
+    """The next line of `stream` (b"" at its end), at most `room` bytes; TooLong if the
+    line goes on past that."""
+    line = stream.readline(room + 1)
+    if len(line) > room:
+        raise TooLong(f"a line is longer than maximum_buffer_size ({room} bytes left)")
+    return line
+
+
+def to_failure(session, flowfile, reason: str) -> None:
+    session.transfer(session.penalize(session.put_attribute(flowfile, ERROR_ATTRIBUTE, reason)), "failure")
 
 
 class SplitText(Processor):
@@ -14,6 +39,8 @@ class SplitText(Processor):
         PropertyDescriptor("line_split_count", "integer", required=True),
         PropertyDescriptor("header_line_count", "integer", default=0),
         PropertyDescriptor("remove_trailing_newlines", "boolean", default=True),
+        PropertyDescriptor("maximum_buffer_size", "size", default="10 MB",
+                           description="the most one split (header included) may hold"),
     )
     relationships = ("original", "splits", "failure")
 
@@ -27,31 +54,11 @@ class SplitText(Processor):
         flowfile = session.get()
         if flowfile is None:
             return
-        count = context["line_split_count"]
-        header_lines = context["header_line_count"]
-        strip = context["remove_trailing_newlines"]
-        children = []
-        with session.read(flowfile) as stream:
-            header = b"".join(stream.readline() for _ in range(header_lines))
-            lines: list[bytes] = []
-
-            def emit() -> None:
-                body = b"".join(lines)
-                if strip:
-                    body = body.rstrip(b"\r\n")
-                if not body.strip(b"\r\n") and strip:
-                    return
-                child = session.create(flowfile)
-                child = session.write_bytes(child, header + body)
-                children.append((child, len(lines)))
-
-            for line in iter(stream.readline, b""):
-                lines.append(line)
-                if len(lines) == count:
-                    emit()
-                    lines = []
-            if lines:
-                emit()
+        try:
+            children = self._split(context, session, flowfile)
+        except TooLong as error:
+            to_failure(session, flowfile, f"cannot split: {error}")
+            return
         identifier = flowfile.id
         for index, (child, line_count) in enumerate(children):
             child = session.put_all_attributes(child, {
@@ -61,6 +68,44 @@ class SplitText(Processor):
             })
             session.transfer(child, "splits")
         session.transfer(flowfile, "original")
+
+    @staticmethod
+    def _split(context, session, flowfile) -> list:
+        """The children of `flowfile`, with their line counts; TooLong (every child made
+        so far removed) when a split would hold more than maximum_buffer_size."""
+        count, limit = context["line_split_count"], context["maximum_buffer_size"]
+        header_lines, strip = context["header_line_count"], context["remove_trailing_newlines"]
+        children: list = []
+        try:
+            with session.read(flowfile) as stream:
+                header = b""
+                for _ in range(header_lines):
+                    header += read_line(stream, limit - len(header))
+                lines: list[bytes] = []
+                held = len(header)
+
+                def emit() -> None:
+                    body = b"".join(lines)
+                    if strip:
+                        body = body.rstrip(b"\r\n")
+                    if not body.strip(b"\r\n") and strip:
+                        return
+                    child = session.write_bytes(session.create(flowfile), header + body)
+                    children.append((child, len(lines)))
+
+                while line := read_line(stream, limit - held):
+                    lines.append(line)
+                    held += len(line)
+                    if len(lines) == count:
+                        emit()
+                        lines, held = [], len(header)
+                if lines:
+                    emit()
+        except TooLong:
+            for child, _ in children:
+                session.remove(child)
+            raise
+        return children
 
 
 def _python_replacement(text: str) -> str:
@@ -86,7 +131,11 @@ class ReplaceText(Processor):
         pattern = context["search_value"]
         limit = context["maximum_buffer_size"]
         for flowfile in session.get_batch(100):
-            replacement = context["replacement_value"].evaluate(flowfile)
+            try:
+                replacement = context["replacement_value"].evaluate(flowfile)
+            except ExpressionError as error:  # this FlowFile's attributes, not the batch's fault
+                to_failure(session, flowfile, f"replacement_value: {error}")
+                continue
 
             def change(text: str) -> str:
                 if strategy == "regex_replace":
@@ -101,18 +150,23 @@ class ReplaceText(Processor):
 
             if context["evaluation_mode"] == "entire_text":
                 if flowfile.size > limit:
-                    session.transfer(session.penalize(flowfile), "failure")
+                    to_failure(session, flowfile, f"the content ({flowfile.size} bytes) is over maximum_buffer_size "
+                                                  f"({limit} bytes); raise it or use evaluation_mode line_by_line")
                     continue
                 text = session.read_bytes(flowfile).decode("utf-8", errors="surrogateescape")
                 result = change(text).encode("utf-8", errors="surrogateescape")
                 flowfile = session.write_bytes(flowfile, result)
             else:
                 def by_line(source, out):
-                    for line in iter(source.readline, b""):
+                    while line := read_line(source, limit):
                         text = line.decode("utf-8", errors="surrogateescape")
                         ending = text[len(text.rstrip("\r\n")):]
                         out.write((change(text[:len(text) - len(ending)]) + ending).encode(
                             "utf-8", errors="surrogateescape"))
 
-                flowfile = session.transform(flowfile, by_line)
+                try:
+                    flowfile = session.transform(flowfile, by_line)
+                except TooLong as error:
+                    to_failure(session, flowfile, str(error))
+                    continue
             session.transfer(flowfile, "success")

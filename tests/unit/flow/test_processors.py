@@ -331,3 +331,29 @@ def test_merge_content_leaves_short_correlation_bins_queued_untouched_until_they
     # Bin a merged (a JOIN of two); bin b, alone, too (one parent: a FORK).
     merges = sorted(e.event_type.value for e in committer.events if e.event_type.value in ("JOIN", "FORK"))
     assert merges == ["FORK", "JOIN"] and incoming.count == 0
+
+
+def test_split_text_refuses_a_split_over_its_buffer_and_leaves_the_content_as_it_was():
+    text = b"short\n" + b"x" * 5000 + b"\nend\n"
+    out = run("SplitText", {"line_split_count": 1, "maximum_buffer_size": "1 KB"}, [({"filename": "f"}, text)],
+              relationships=("splits", "failure"), auto=("original",))
+    assert out.get("splits", []) == []  # the split made before the long line is undone
+    [(attributes, data)] = out["failure"]
+    assert data == text and "maximum_buffer_size" in attributes["text.error"]
+
+
+def test_replace_text_by_line_refuses_a_line_over_its_buffer():
+    text = b"a\n" + b"y" * 4000 + b"\n"
+    out = run("ReplaceText", {"evaluation_mode": "line_by_line", "maximum_buffer_size": "1 KB",
+                              "replacement_strategy": "append", "replacement_value": "!"}, [({}, text)])
+    assert out.get("success", []) == []
+    [(attributes, data)] = out["failure"]
+    assert data == text and "longer than maximum_buffer_size" in attributes["text.error"]
+
+
+def test_replace_text_sends_only_the_flowfile_whose_expression_fails_to_failure():
+    out = run("ReplaceText", {"replacement_strategy": "append", "replacement_value": "${n:plus(1)}"},
+              [({"n": "abc"}, b"bad"), ({"n": "41"}, b"good")])
+    assert [data for _, data in out["success"]] == [b"good42"]
+    [(attributes, data)] = out["failure"]
+    assert data == b"bad" and "replacement_value" in attributes["text.error"]
