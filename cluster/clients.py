@@ -3,8 +3,8 @@
 The clustered node, the CLI, the leader's collector, the drills (and the admin API
 and Spark, as they come) all get their clients here, from one node's settings, so
 that whatever reaches one client reaches every client: the ensemble and chroot,
-the session timeout, the HDFS client settings and write deadline, and, as they are
-switched on, ZooKeeper credentials and ACLs and the HDFS user.
+the session timeout, ZooKeeper credentials (digest auth, and the ACL on every znode
+created: `cluster.zk.acl`), the HDFS client settings and write deadline.
 
     clients = ClientFactory.from_node_config(config)   # or ClientFactory(ZooKeeperSettings(...), HdfsSettings(...))
     client = clients.start_zookeeper()                 # a started KazooClient
@@ -34,6 +34,7 @@ class ZooKeeperSettings:
     hosts: str                                   # "h1:2181,h2:2181[/chroot]"
     session_timeout: float = DEFAULT_SESSION_TIMEOUT
     connect_timeout: float = 30.0                # seconds `start_zookeeper` waits for a session
+    credentials: str | None = field(default=None, repr=False)  # "user:password": digest auth and ACLs
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class ClientFactory:
     @classmethod
     def from_node_config(cls, config) -> "ClientFactory":
         """From a `cluster.node.config.NodeConfig`."""
-        return cls(ZooKeeperSettings(config.zk_hosts, config.session_timeout),
+        return cls(ZooKeeperSettings(config.zk_hosts, config.session_timeout, credentials=config.zk_credentials or None),
                    HdfsSettings(config.hdfs_url, dict(config.hdfs_config), config.hdfs_io_timeout))
 
     def zookeeper_client(self, *, read_only: bool = False):
@@ -60,7 +61,14 @@ class ClientFactory:
         from kazoo.client import KazooClient
 
         settings = self._zookeeper()
-        client = KazooClient(hosts=settings.hosts, timeout=settings.session_timeout, read_only=read_only)
+        secured = {}
+        if settings.credentials:
+            from .zk.acl import identity_acl
+
+            # Every znode this client creates is the identity's alone (cluster.zk.acl).
+            secured = {"auth_data": [("digest", settings.credentials)],
+                       "default_acl": identity_acl(settings.credentials)}
+        client = KazooClient(hosts=settings.hosts, timeout=settings.session_timeout, read_only=read_only, **secured)
         _record_granted_timeout(client)
         return client
 

@@ -1,6 +1,10 @@
 """`custody cluster status --zk HOSTS[/chroot] --cluster NAME [--json]`: members and
 their load, the leader, every shard (owner, epoch, state) and the failover plans,
-read from ZooKeeper without changing anything."""
+read from ZooKeeper without changing anything.
+
+`custody cluster secure --zk HOSTS --cluster NAME --credentials-file FILE`: give the
+cluster's znodes the ACL of FILE's identity alone (`cluster.zk.acl`), once, when a
+cluster that ran without credentials gets them."""
 
 from __future__ import annotations
 
@@ -16,7 +20,16 @@ def register(subparsers) -> None:
     status.add_argument("--cluster", required=True, help="the cluster name (znodes under /custody/NAME)")
     status.add_argument("--json", action="store_true", help="print JSON")
     status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper")
+    status.add_argument("--credentials-file", help="the cluster's ZooKeeper credentials (`user:password`, mode 0600)")
     status.set_defaults(func=run_status)
+    secure = actions.add_parser("secure", help="give the cluster's root and every znode under it the ACL of the "
+                                               "credentials' identity alone (once, when credentials are introduced)")
+    secure.add_argument("--zk", required=True, help="ZooKeeper connection string, optionally with a /chroot")
+    secure.add_argument("--cluster", required=True, help="the cluster name (znodes under /custody/NAME)")
+    secure.add_argument("--credentials-file", required=True,
+                        help="the identity that will own the cluster (`user:password`, mode 0600)")
+    secure.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper")
+    secure.set_defaults(func=run_secure)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
 
@@ -25,14 +38,24 @@ def run_status(args) -> int:
     from ..core.layout import ClusterLayout
     from ..zk.store import ClusterStore
 
-    clients = ClientFactory(ZooKeeperSettings(args.zk, session_timeout=args.timeout, connect_timeout=args.timeout))
+    from kazoo.exceptions import NoAuthError
+
+    from ..zk.acl import ZooKeeperAccessRefused, read_credentials_file
+
     try:
+        credentials = read_credentials_file(args.credentials_file) if args.credentials_file else None
+        clients = ClientFactory(ZooKeeperSettings(args.zk, session_timeout=args.timeout, connect_timeout=args.timeout,
+                                                  credentials=credentials))
         client = clients.start_zookeeper(read_only=True)
-    except ServiceUnreachable as error:
+    except (ServiceUnreachable, ZooKeeperAccessRefused) as error:
         print(f"custody cluster status: {error}", file=sys.stderr)
         return 2
     try:
         status = ClusterStore(client, ClusterLayout(args.cluster)).status()
+    except NoAuthError:
+        print(f"custody cluster status: ZooKeeper refuses access to cluster {args.cluster}: it is protected by "
+              "credentials; give them with --credentials-file", file=sys.stderr)
+        return 2
     finally:
         stop_quietly(client)
     body = status.to_dict()
@@ -59,4 +82,37 @@ def run_status(args) -> int:
         print(f"  {name:<20} {p['status']:<5} {p['policy']:<6} {moves}{pending}")
     if not body["plans"]:
         print("  (none)")
+    return 0
+
+
+def run_secure(args) -> int:
+    from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, stop_quietly
+    from ..core.layout import ClusterLayout
+    from ..zk.acl import ZooKeeperAccessRefused, identity_acl, read_credentials_file, secure_tree
+
+    from kazoo.exceptions import NoAuthError, NoNodeError
+
+    layout = ClusterLayout(args.cluster)
+    try:
+        credentials = read_credentials_file(args.credentials_file)
+        client = ClientFactory(ZooKeeperSettings(args.zk, session_timeout=args.timeout, connect_timeout=args.timeout,
+                                                 credentials=credentials)).start_zookeeper()
+    except (ServiceUnreachable, ZooKeeperAccessRefused) as error:
+        print(f"custody cluster secure: {error}", file=sys.stderr)
+        return 2
+    try:
+        count = secure_tree(client, layout.root, identity_acl(credentials))
+    except NoAuthError:
+        print(f"custody cluster secure: ZooKeeper refuses to change {layout.root}: another identity owns it",
+              file=sys.stderr)
+        return 2
+    except NoNodeError:
+        count = 0
+    finally:
+        stop_quietly(client)
+    if count == 0:
+        print(f"custody cluster secure: {layout.root} does not exist; a node started with the credentials creates it "
+              "secured", file=sys.stderr)
+        return 2
+    print(f"secured {count} znodes under {layout.root}: only the credentials' identity can read or change them")
     return 0

@@ -12,6 +12,9 @@
     chroot = "/prod"                 # optional
     cluster = "main"                 # one ZooKeeper and HDFS root can hold several clusters
     session_timeout = 4.0            # seconds; a dead node is taken over after about this
+    credentials_file = "/etc/custody/zookeeper"   # optional: one line `user:password`, mode 0600;
+                                     # every client authenticates with it (digest) and every
+                                     # znode it creates is that identity's alone (cluster.zk.acl)
 
     [hdfs]
     url = "hdfs://127.0.0.1:8020"
@@ -86,6 +89,7 @@ DEFAULT_ADMIN_BIND = "127.0.0.1"
 DEFAULT_ADMIN_PORT = 8080
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.names import RULE, node_name_problem
+from ..zk.acl import ZooKeeperAccessRefused, read_credentials_file
 from ..core.planner import DEFAULT_POLICY, POLICIES
 from ..errors import ConfigurationRefused
 from ..failover.fencing import DEFAULT_FIRST_WAIT
@@ -105,6 +109,7 @@ class NodeConfig:
     cluster: str
     hdfs_url: str
     session_timeout: float = DEFAULT_SESSION_TIMEOUT
+    zk_credentials: str = field(default="", repr=False)
     hdfs_root: str = DEFAULT_HDFS_ROOT
     hdfs_config: dict = field(default_factory=dict)
     hdfs_io_timeout: float = DEFAULT_IO_TIMEOUT
@@ -159,7 +164,7 @@ _SECTIONS = {
     "admin": {"enabled", "bind", "port", "tokens", "tls_cert", "tls_key"},
     "content": {"archive", "archive_retention", "archive_max_usage"},
     "provenance": {"max_age", "max_bytes"},
-    "zookeeper": {"hosts", "chroot", "cluster", "session_timeout"},
+    "zookeeper": {"hosts", "chroot", "cluster", "session_timeout", "credentials_file"},
     "hdfs": {"url", "root", "config", "io_timeout"},
     "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval",
              "fence_first_wait", "shutdown_timeout"},
@@ -258,6 +263,14 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
             fail(f"[{section}] {key} must be a file name (a string), not {value!r}")
         return os.path.normpath(os.path.join(base, value)) if value.strip() else ""
 
+    def zookeeper_credentials(credentials_file: str) -> str:
+        if not credentials_file:
+            return ""
+        try:
+            return read_credentials_file(credentials_file)
+        except ZooKeeperAccessRefused as error:
+            fail(f"[zookeeper] credentials_file: {error}")
+
     admin_bind = admin.get("bind", DEFAULT_ADMIN_BIND)
     if not isinstance(admin_bind, str) or not admin_bind.strip():
         fail(f"[admin] bind must be an address (a non-empty string), not {admin_bind!r}")
@@ -274,6 +287,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         name=name, flow=flow, directory=directory, zk_hosts=hosts,
         cluster=required(zookeeper, "cluster", "[zookeeper]"), hdfs_url=url,
         session_timeout=number(zookeeper, "session_timeout", DEFAULT_SESSION_TIMEOUT, float, "zookeeper", 1.0),
+        zk_credentials=zookeeper_credentials(path_setting(zookeeper, "credentials_file", "zookeeper")),
         hdfs_root=hdfs.get("root", DEFAULT_HDFS_ROOT), hdfs_config={str(k): str(v) for k, v in hdfs_config.items()},
         hdfs_io_timeout=number(hdfs, "io_timeout", DEFAULT_IO_TIMEOUT, float, "hdfs", 1.0),
         flow_parameters={str(k): str(v) for k, v in parameters.items()},

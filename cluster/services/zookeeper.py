@@ -188,7 +188,7 @@ class ZooKeeperEnsemble:
             config.write_text(
                 f"tickTime={TICK_MS}\ninitLimit={10_000 // TICK_MS}\nsyncLimit={5_000 // TICK_MS}\n"
                 f"dataDir={data}\nclientPort={member.client_port}\nclientPortAddress={HOST}\n"
-                "admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=200\n"
+                "admin.enableServer=false\n4lw.commands.whitelist=srvr,mntr,ruok\nmaxClientCnxns=200\n"
                 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"
                 f"{servers}\n"
             )

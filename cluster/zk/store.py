@@ -23,14 +23,15 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from ..core.flows import FlowSnapshot
 from ..core.heartbeat import Heartbeat
 from ..core.incarnation import Incarnation
-from ..core.layout import ClusterLayout
+from ..core.layout import ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership
+from .acl import ZooKeeperAccessRefused, check_root_acl, shared_parent_acl
 from .flows import read_cluster_flow, write_cluster_flow
 from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
 from .plans import PlanStore
@@ -47,9 +48,27 @@ class ClusterStore:
 
     # -- the cluster's folders, members and incarnations ----------------------------------
     def ensure_paths(self) -> None:
-        """The persistent parents every member and leader creates at start."""
-        for path in self.layout.zookeeper_paths():
-            self.client.ensure_path(path)
+        """The persistent parents every member and leader creates at start. With
+        credentials (the client's default ACL), the shared parent is made open to
+        creating only, and the cluster's root must carry the identity's ACL alone
+        (`cluster.zk.acl`); without, a protected cluster is refused by name."""
+        identity = getattr(self.client, "default_acl", None)
+        try:
+            if identity and not self.client.exists(ROOT):
+                try:
+                    self.client.create(ROOT, b"", acl=shared_parent_acl(identity))
+                except NodeExistsError:
+                    pass
+            for path in self.layout.zookeeper_paths():
+                self.client.ensure_path(path)
+        except NoAuthError:
+            raise ZooKeeperAccessRefused(
+                f"ZooKeeper refuses access to {self.layout.root}: the cluster is protected by credentials; give "
+                "this node the cluster's [zookeeper] credentials_file") from None
+        if identity:
+            check_root_acl(self.client, self.layout.root, identity,
+                           secure_command=f"custody cluster secure --cluster {self.layout.cluster} --zk HOSTS "
+                                          "--credentials-file FILE")
 
     def new_incarnation(self, node: str) -> Incarnation:
         return new_incarnation(self.client, self.layout, node)

@@ -237,3 +237,34 @@ def test_the_spark_table_names_the_master_and_passes_its_conf_as_strings():
 ])
 def test_bad_spark_settings_are_refused_by_name(changes, words):
     refused(body(**changes), *words)
+
+
+def test_zookeeper_credentials_come_from_a_private_file_and_never_show(tmp_path):
+    secret = tmp_path / "zookeeper"
+    secret.write_text("custody:pa55word\n")
+    secret.chmod(0o600)
+    config = parse_node_config(body(zookeeper={**MINIMAL["zookeeper"], "credentials_file": "zookeeper"}),
+                               str(tmp_path / "n1.toml"))
+    assert config.zk_credentials == "custody:pa55word"
+    assert "pa55word" not in repr(config)
+    from cluster.clients import ClientFactory
+
+    assert "pa55word" not in repr(ClientFactory.from_node_config(config))
+    assert parse_node_config(body(), str(tmp_path / "n1.toml")).zk_credentials == ""
+
+
+@pytest.mark.parametrize("text, mode, says", [
+    ("custody:pw\n", 0o644, "readable by others"),
+    ("no-colon\n", 0o600, "user:password"),
+    (":pw\n", 0o600, "user:password"),
+    ("custody:\n", 0o600, "user:password"),
+    (None, None, "cannot read"),
+])
+def test_a_bad_credentials_file_is_refused_by_name(tmp_path, text, mode, says):
+    secret = tmp_path / "zookeeper"
+    if text is not None:
+        secret.write_text(text)
+        secret.chmod(mode)
+    with pytest.raises(NodeConfigError, match=f"credentials_file.*{says}"):
+        parse_node_config(body(zookeeper={**MINIMAL["zookeeper"], "credentials_file": "zookeeper"}),
+                          str(tmp_path / "n1.toml"))

@@ -1,0 +1,142 @@
+"""ZooKeeper credentials and ACLs, on the real ensemble: with `[zookeeper]
+credentials_file`, every znode a node creates under the cluster's root is the
+identity's alone, and a client without the credentials (or with others) can neither
+read nor change anything there; a cluster made before credentials is refused by name
+until `custody cluster secure` (run as a user types it) secures it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+from kazoo.security import make_digest_acl
+
+from cluster.clients import ClientFactory, ZooKeeperSettings, stop_quietly
+from cluster.core.layout import ClusterLayout
+from cluster.zk.acl import ZooKeeperAccessRefused
+from cluster.zk.store import ClusterStore
+
+pytestmark = [pytest.mark.zookeeper]
+CREDENTIALS = "custody:s3cret-for-tests"
+
+
+@pytest.fixture
+def credentials_file(tmp_path):
+    path = tmp_path / "zookeeper"
+    path.write_text(CREDENTIALS + "\n")
+    path.chmod(0o600)
+    return str(path)
+
+
+@pytest.fixture
+def owner(zk_hosts):
+    """A client with the credentials; at the end it removes what only it can remove."""
+    client = ClientFactory(ZooKeeperSettings(zk_hosts, credentials=CREDENTIALS)).start_zookeeper()
+    yield client
+    client.delete("/custody", recursive=True)
+    stop_quietly(client)
+
+
+def anonymous(zk_hosts, auth: str | None = None):
+    client = KazooClient(hosts=zk_hosts, timeout=10, auth_data=[("digest", auth)] if auth else None)
+    client.start(timeout=30)
+    return client
+
+
+def refused_everything(client, root: str) -> list[str]:
+    """Each attempt to read or change the cluster that ZooKeeper did NOT refuse."""
+    allowed = []
+    for what, attempt in [
+        ("list the root", lambda: client.get_children(root)),
+        ("read the root", lambda: client.get(root)),
+        ("list the members", lambda: client.get_children(f"{root}/nodes")),
+        ("read a shard", lambda: client.get(f"{root}/shards")),
+        ("create a member", lambda: client.create(f"{root}/nodes/intruder-1", b"{}", ephemeral=True)),
+        ("rewrite the shards", lambda: client.set(f"{root}/shards", b"x")),
+        ("delete the plans", lambda: client.delete(f"{root}/plans")),
+        ("open the root's ACL", lambda: client.set_acls(root, [make_digest_acl("x", "y", all=True)])),
+    ]:
+        try:
+            attempt()
+            allowed.append(what)
+        except NoAuthError:
+            pass
+    return allowed
+
+
+def test_a_client_without_the_credentials_can_neither_read_nor_change_the_cluster(zk_hosts, owner):
+    layout = ClusterLayout("secured")
+    store = ClusterStore(owner, layout)
+    store.ensure_paths()
+    store.new_incarnation("n1")
+    expected = [make_digest_acl(*CREDENTIALS.split(":"), all=True)]
+    for path in [layout.root, *layout.zookeeper_paths()]:
+        assert owner.get_acls(path)[0] == expected, path
+    for auth in (None, "custody:wrong-password", "someone:else"):
+        client = anonymous(zk_hosts, auth)
+        try:
+            assert refused_everything(client, layout.root) == [], auth
+            with pytest.raises(ZooKeeperAccessRefused, match="protected by credentials|another identity"):
+                ClusterStore(client, layout).ensure_paths()
+        finally:
+            stop_quietly(client)
+    # Another cluster, other credentials, beside it under the shared parent: allowed.
+    other = ClientFactory(ZooKeeperSettings(zk_hosts, credentials="other:pw")).start_zookeeper()
+    try:
+        ClusterStore(other, ClusterLayout("neighbour")).ensure_paths()
+    finally:
+        other.delete("/custody/neighbour", recursive=True)
+        stop_quietly(other)
+
+
+def test_a_cluster_made_before_credentials_is_refused_until_secured(zk_hosts, owner, credentials_file):
+    layout = ClusterLayout("older")
+    opened = anonymous(zk_hosts)
+    try:
+        ClusterStore(opened, layout).ensure_paths()  # world-open, as every release before credentials made it
+        opened.create(f"{layout.root}/shards/n1-3", b"{}")
+    finally:
+        stop_quietly(opened)
+    with pytest.raises(ZooKeeperAccessRefused, match="custody cluster secure"):
+        ClusterStore(owner, layout).ensure_paths()
+    done = subprocess.run([sys.executable, "-m", "cluster.cli", "cluster", "secure", "--zk", zk_hosts,
+                           "--cluster", "older", "--credentials-file", credentials_file],
+                          capture_output=True, text=True, timeout=60, cwd=os.getcwd())
+    assert done.returncode == 0, done.stderr
+    assert "secured 6 znodes" in done.stdout, done.stdout
+    ClusterStore(owner, layout).ensure_paths()  # now accepted
+    client = anonymous(zk_hosts)
+    try:
+        assert refused_everything(client, layout.root) == []
+        with pytest.raises(NoAuthError):
+            client.get(f"{layout.root}/shards/n1-3")
+    finally:
+        stop_quietly(client)
+
+
+@pytest.mark.hdfs
+def test_every_znode_a_running_node_creates_is_the_identitys_alone(owner, flow_cluster, credentials_file):
+    from cluster.services.process import wait_until
+
+    node = flow_cluster.start("n1", sections={"zookeeper": {"credentials_file": credentials_file}})
+    node.wait("joined", timeout=90)
+    wait_until(lambda: flow_cluster.delivered() >= 10, 90, "n1 to deliver (its shard, heartbeat, election in place)")
+    expected = [make_digest_acl(*CREDENTIALS.split(":"), all=True)]
+    root, seen, pending = ClusterLayout(flow_cluster.cluster).root, [], [ClusterLayout(flow_cluster.cluster).root]
+    while pending:
+        path = pending.pop()
+        seen.append(path)
+        assert owner.get_acls(path)[0] == expected, path
+        pending += [f"{path}/{child}" for child in owner.get_children(path)]
+    assert any("/nodes/n1-" in path for path in seen) and any("/shards/n1-" in path for path in seen), seen
+    assert any("/leader/" in path for path in seen) and any("/counters" in path for path in seen), seen
+    client = anonymous(flow_cluster.zk_hosts)
+    try:
+        assert refused_everything(client, root) == []
+    finally:
+        stop_quietly(client)
+    flow_cluster.stop_all()
