@@ -14,11 +14,13 @@ created: `cluster.zk.acl`), the HDFS client settings and write deadline.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from dataclasses import dataclass, field
 
 from replication.hdfs_storage import DEFAULT_IO_TIMEOUT, HdfsStorage
 
-from .errors import ClusterError
+from .errors import ClusterError, ZooKeeperAccessRefused
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +65,6 @@ class ClientFactory:
         settings = self._zookeeper()
         secured = {}
         if settings.credentials:
-            from .zk.acl import identity_acl
-
             # Every znode this client creates is the identity's alone (cluster.zk.acl).
             secured = {"auth_data": [("digest", settings.credentials)],
                        "default_acl": identity_acl(settings.credentials)}
@@ -102,6 +102,39 @@ class ClientFactory:
         if self.hdfs is None:
             raise ClusterError("no HDFS is configured for this client factory")
         return self.hdfs
+
+
+def parse_credentials(text: str, where: str) -> tuple[str, str]:
+    """(user, password) from `user:password` (one line; surrounding blanks ignored)."""
+    line = text.strip()
+    user, colon, password = line.partition(":")
+    if not colon or not user or not password or "\n" in line:
+        raise ZooKeeperAccessRefused(f"{where} must hold one line `user:password` (both non-empty)")
+    return user, password
+
+
+def read_credentials_file(path: str) -> str:
+    """The `user:password` line of `path`; refused when another user may read the file."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except OSError as error:
+        raise ZooKeeperAccessRefused(f"cannot read the ZooKeeper credentials file {path}: {error.strerror}") from None
+    if mode & 0o077:
+        raise ZooKeeperAccessRefused(f"the ZooKeeper credentials file {path} is readable by others (mode {mode:o}); "
+                                     f"chmod 600 {path}")
+    user, password = parse_credentials(text, f"the ZooKeeper credentials file {path}")
+    return f"{user}:{password}"
+
+
+def identity_acl(credentials: str) -> list:
+    """The ACL that gives the digest identity of `credentials` every right, and nobody
+    else anything."""
+    from kazoo.security import make_digest_acl
+
+    user, password = parse_credentials(credentials, "ZooKeeper credentials")
+    return [make_digest_acl(user, password, all=True)]
 
 
 def granted_session_timeout(client) -> float | None:

@@ -52,6 +52,11 @@ class ConfigurationRefused(ClusterError):
     change it. A node stops on it instead of rejoining."""
 
 
+class ZooKeeperAccessRefused(ConfigurationRefused):
+    """The cluster's znodes are protected against this client, or not protected as
+    configured (`cluster.zk.acl`); the message names the path and what to do."""
+
+
 class SessionTimeoutRefused(ConfigurationRefused):
     """ZooKeeper granted a shorter session timeout than the node asked for (the servers'
     maxSessionTimeout). The node would time its own expiry by the longer one, and go on

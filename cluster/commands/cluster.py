@@ -40,7 +40,8 @@ def run_status(args) -> int:
 
     from kazoo.exceptions import NoAuthError
 
-    from ..zk.acl import ZooKeeperAccessRefused, read_credentials_file
+    from ..clients import read_credentials_file
+    from ..errors import ZooKeeperAccessRefused
 
     try:
         credentials = read_credentials_file(args.credentials_file) if args.credentials_file else None
@@ -86,9 +87,11 @@ def run_status(args) -> int:
 
 
 def run_secure(args) -> int:
-    from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, stop_quietly
+    from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, identity_acl, read_credentials_file
+    from ..clients import stop_quietly
     from ..core.layout import ClusterLayout
-    from ..zk.acl import ZooKeeperAccessRefused, identity_acl, read_credentials_file, secure_tree
+    from ..errors import ZooKeeperAccessRefused
+    from ..zk.acl import secure_tree
 
     from kazoo.exceptions import NoAuthError, NoNodeError
 

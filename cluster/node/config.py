@@ -89,9 +89,9 @@ DEFAULT_ADMIN_BIND = "127.0.0.1"
 DEFAULT_ADMIN_PORT = 8080
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.names import RULE, node_name_problem
-from ..zk.acl import ZooKeeperAccessRefused, read_credentials_file
+from ..clients import read_credentials_file
 from ..core.planner import DEFAULT_POLICY, POLICIES
-from ..errors import ConfigurationRefused
+from ..errors import ConfigurationRefused, ZooKeeperAccessRefused
 from ..failover.fencing import DEFAULT_FIRST_WAIT
 from .shutdown_deadline import DEFAULT_SHUTDOWN_TIMEOUT
 

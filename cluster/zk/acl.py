@@ -1,5 +1,8 @@
 """Who may touch the cluster's znodes: ZooKeeper digest authentication and ACLs.
 
+The credentials are read and turned into an ACL by `cluster.clients`, which builds
+every client; this module keeps what is done with the ACL.
+
 Without credentials every znode is `world:anyone:cdrwa`: anyone who reaches
 ZooKeeper can delete a member, rewrite a shard's owner or stop failover. With
 `[zookeeper] credentials_file` (a file holding `user:password`), every client the
@@ -19,47 +22,10 @@ under it.
 
 from __future__ import annotations
 
-import os
-import stat
-
 from kazoo.exceptions import NoAuthError, NoNodeError
-from kazoo.security import ACL, Id, Permissions, make_digest_acl
+from kazoo.security import ACL, Id, Permissions
 
-from ..errors import ConfigurationRefused
-
-
-class ZooKeeperAccessRefused(ConfigurationRefused):
-    """The cluster's znodes are protected against this client, or not protected as
-    configured; the message names the path and what to do."""
-
-
-def parse_credentials(text: str, where: str) -> tuple[str, str]:
-    """(user, password) from `user:password` (one line; surrounding blanks ignored)."""
-    line = text.strip()
-    user, colon, password = line.partition(":")
-    if not colon or not user or not password or "\n" in line:
-        raise ZooKeeperAccessRefused(f"{where} must hold one line `user:password` (both non-empty)")
-    return user, password
-
-
-def read_credentials_file(path: str) -> str:
-    """The `user:password` line of `path`; refused when another user may read the file."""
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except OSError as error:
-        raise ZooKeeperAccessRefused(f"cannot read the ZooKeeper credentials file {path}: {error.strerror}") from None
-    if mode & 0o077:
-        raise ZooKeeperAccessRefused(f"the ZooKeeper credentials file {path} is readable by others (mode {mode:o}); "
-                                     f"chmod 600 {path}")
-    user, password = parse_credentials(text, f"the ZooKeeper credentials file {path}")
-    return f"{user}:{password}"
-
-
-def identity_acl(credentials: str) -> list[ACL]:
-    user, password = parse_credentials(credentials, "ZooKeeper credentials")
-    return [make_digest_acl(user, password, all=True)]
+from ..errors import ZooKeeperAccessRefused
 
 
 def shared_parent_acl(identity: list[ACL]) -> list[ACL]:

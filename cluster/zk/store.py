@@ -31,7 +31,8 @@ from ..core.heartbeat import Heartbeat
 from ..core.incarnation import Incarnation
 from ..core.layout import ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership
-from .acl import ZooKeeperAccessRefused, check_root_acl, shared_parent_acl
+from ..errors import ZooKeeperAccessRefused
+from .acl import check_root_acl, shared_parent_acl
 from .flows import read_cluster_flow, write_cluster_flow
 from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
 from .plans import PlanStore

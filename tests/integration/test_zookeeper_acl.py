@@ -17,7 +17,7 @@ from kazoo.security import make_digest_acl
 
 from cluster.clients import ClientFactory, ZooKeeperSettings, stop_quietly
 from cluster.core.layout import ClusterLayout
-from cluster.zk.acl import ZooKeeperAccessRefused
+from cluster.errors import ZooKeeperAccessRefused
 from cluster.zk.store import ClusterStore
 
 pytestmark = [pytest.mark.zookeeper]
