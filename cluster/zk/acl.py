@@ -12,7 +12,8 @@ change or delete anything under the cluster's root `/custody/<cluster>`.
 
 The shared parent `/custody` (several clusters may live in one ensemble) is created
 readable and creatable by anyone and changeable by nobody but its creator, so that
-another cluster can create its own root beside ours and nobody can remove ours.
+another cluster can create its own root beside ours and nobody can remove ours (an
+emptied cluster root is removed by the identity that created `/custody`).
 
 At start a member checks that the cluster's root carries exactly its identity's ACL.
 A root made before credentials were configured (world-open) is refused with what to

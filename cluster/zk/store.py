@@ -62,6 +62,8 @@ class ClusterStore:
                     pass
             for path in self.layout.zookeeper_paths():
                 self.client.ensure_path(path)
+            # `exists` needs no right at all: only a read tells whether we may use the cluster.
+            self.client.get_children(self.layout.root)
         except NoAuthError:
             raise ZooKeeperAccessRefused(
                 f"ZooKeeper refuses access to {self.layout.root}: the cluster is protected by credentials; give "

@@ -89,8 +89,17 @@ def test_a_client_without_the_credentials_can_neither_read_nor_change_the_cluste
     try:
         ClusterStore(other, ClusterLayout("neighbour")).ensure_paths()
     finally:
-        other.delete("/custody/neighbour", recursive=True)
+        # Its owner empties it; only the shared parent's creator may remove the root itself.
+        for child in other.get_children("/custody/neighbour"):
+            other.delete(f"/custody/neighbour/{child}", recursive=True)
         stop_quietly(other)
+    with pytest.raises(NoAuthError):
+        anonymous_client = anonymous(zk_hosts)
+        try:
+            anonymous_client.delete("/custody/neighbour")
+        finally:
+            stop_quietly(anonymous_client)
+    owner.delete("/custody/neighbour")
 
 
 def test_a_cluster_made_before_credentials_is_refused_until_secured(zk_hosts, owner, credentials_file):
