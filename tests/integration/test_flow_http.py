@@ -1,5 +1,6 @@
 """ListenHTTP: answers 200 only once the data is durable in the node, binds 127.0.0.1,
-takes a request with an idempotency key once, and answers 503 when its flow failed."""
+takes a request with an idempotency key once, answers 503 when its flow failed, reads a
+chunked body whole and refuses a POST without its bearer token."""
 
 from __future__ import annotations
 
@@ -127,3 +128,28 @@ def test_a_client_whose_request_failed_in_a_stateless_flow_gets_503_and_its_retr
         assert [d for _, _, d in result.outputs] == [b"data"]
     finally:
         stateless.close()
+
+
+def test_a_chunked_post_with_the_bearer_token_reaches_the_sink_whole_and_one_without_never_does(tmp_path):
+    out = tmp_path / "out"
+    definition = parse_flow({
+        "processors": [
+            {"id": "listen", "type": "ListenHTTP",
+             "properties": {"port": 0, "base_path": "ingest", "auth_token": "n0de-token"}},
+            {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
+             "auto_terminate": ["success", "failure"]}],
+        "connections": [{"source": "listen", "destination": "put"}]})
+    node = StandaloneNode(definition, str(tmp_path / "node"))
+    node.start()
+    try:
+        url = f"http://127.0.0.1:{node.graph.processors['listen'].port}/ingest"
+        pieces = [b"first piece, ", b"second piece, ", b"last piece"]
+        # An iterable body without a Content-Length: urllib sends it chunked.
+        assert post(url, iter(pieces), headers={"Authorization": "Bearer n0de-token",
+                                                "Transfer-Encoding": "chunked"}) == 200
+        assert post(url, b"no token") == 401
+        assert post(url, b"wrong token", headers={"Authorization": "Bearer other"}) == 401
+        assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 1 and node.engine.is_idle(), 30)
+    finally:
+        node.stop()
+    assert [p.read_bytes() for p in out.glob("*")] == [b"".join(pieces)]
