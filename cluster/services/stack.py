@@ -71,7 +71,16 @@ class ServiceStack:
         return results
 
     def status(self, names=SERVICE_NAMES) -> dict[str, dict]:
-        return {name: self.services[name].status() for name in names}
+        """Each named service's status; one never started in this work directory (it
+        has no ports or processes recorded yet) is reported as such, not as a crash."""
+        return {name: self._status_of(name) for name in names}
+
+    def _status_of(self, name: str) -> dict:
+        try:
+            return self.services[name].status()
+        except Exception as error:  # noqa: BLE001 - a status must always answer
+            return {"healthy": False, "error": f"not running from {self.workdir} ({type(error).__name__}: {error}); "
+                                              f"start it with `custody services up --only {name}`"}
 
     def stop(self, names=SERVICE_NAMES) -> None:
         for name in names:
