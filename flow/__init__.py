@@ -45,7 +45,8 @@ Modules, one concept each:
   services       ServiceRegistry: node-level shared services, started on first lookup
   spark          Spark in a flow: the node's SparkSession ("spark"), the staging of batches
                  ("spark.staging"), the batch runner of the Spark processors
-  expression, units  attribute expressions, durations and sizes
+  expression, units  attribute expressions, durations and sizes; bounded_regex: the worst case of
+                 an expression's pattern, known before it runs
   memory_content the in-memory content repository of the stateless engine
 
 Errors derive from `errors.FlowError`. The standalone node that wires all this to local

@@ -6,40 +6,112 @@
     "$${not an expression}"                  "$$" escapes a "$"
 
 Arguments are 'quoted' or "quoted" text, numbers, true/false, or nested `${...}`.
-`compile_expression` parses once (errors name the offending position); the result's
+`compile_expression` parses once (errors name the offending position, an unknown
+function, a wrong number of arguments, an invalid constant pattern); the result's
 `evaluate(flowfile)` returns a string (booleans as "true"/"false", missing as "").
+
+Evaluation never fails otherwise than with an `ExpressionError` naming the expression
+(`ExpressionEvaluationError`, with `expression` and `reason`), whatever the attributes
+hold; processors route the FlowFile concerned, not the batch. Limits, because attribute
+values come from outside and must not exhaust the node:
+
+- a string a function returns, and the expressions' share of a result, are at most
+  `MAX_STRING_LENGTH` characters (1 Mi); the functions whose result grows with their
+  arguments (padLeft, padRight, append, prepend, replace, replaceAll) refuse before
+  building a longer one, the others (toUpper, ...) grow a value by a few times at
+  most. One evaluation builds at most `MAX_BUILT_PER_EVALUATION` characters in all;
+- numbers are NiFi's: integers are 64-bit (an overflow is an error, not a bigger
+  number), decimals finite, and a number's text is at most 64 characters;
+- expressions nest at most `MAX_NESTING` deep;
+- patterns (matches, find, replaceAll), constant or from an attribute, are Python
+  regular expressions of at most 512 characters, run only when the worst case of
+  their backtracking on the value at hand fits the evaluation's budget of
+  `REGEX_STEPS_PER_EVALUATION` steps and holds at most `REGEX_STACK_DEPTH` entries
+  of the engine's stack (`flow.bounded_regex` explains the bounds: nested or
+  adjacent quantifiers on a long value are refused, not run for minutes).
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import math
 import re
 import socket
 import time
 import uuid as _uuid
 from collections.abc import Callable
 
+from .bounded_regex import UNBOUNDED, BoundedPattern, PatternRefused, bounded
 from .errors import ExpressionError
+
+MAX_STRING_LENGTH = 1 << 20
+MAX_BUILT_PER_EVALUATION = 32 * MAX_STRING_LENGTH
+MAX_NESTING = 32
+REGEX_STEPS_PER_EVALUATION = 5_000_000
+REGEX_STACK_DEPTH = 100_000  # entries of about 100-170 bytes on the regular expression engine's stack
+MAX_NUMBER_TEXT = 64
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+# replaceAll's Python callback per match, counted against the pattern budget: it costs
+# about as much as this many backtracking steps.
+_STEPS_PER_CALLBACK = 50
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _counter = itertools.count()
 
 
+class ExpressionEvaluationError(ExpressionError):
+    """An expression failed on a FlowFile: `expression` is its text, `reason` what went wrong."""
+
+    def __init__(self, expression: str, reason: str):
+        super().__init__(f"expression {_shorten(expression, 200)!r} failed: {reason}")
+        self.expression = expression
+        self.reason = reason
+
+    def __reduce__(self):
+        return type(self), (self.expression, self.reason)
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def _shown(value) -> str:
+    return repr(_shorten(value)) if isinstance(value, str) else repr(value)
+
+
+def _checked(number):
+    """`number` if NiFi could hold it (a 64-bit integer, a finite decimal)."""
+    if isinstance(number, int) and not _LONG_MIN <= number <= _LONG_MAX:
+        raise ExpressionError("the result does not fit in a 64-bit integer")
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ExpressionError(f"the result is not a finite number ({number})")
+    return number
+
+
 def _number(value):
     if isinstance(value, bool):
         raise ExpressionError(f"expected a number, got a boolean {value}")
     if isinstance(value, (int, float)):
-        return value
+        return _checked(value)
     if value is None or value == "":
         raise ExpressionError("expected a number, got an empty value")
+    text = str(value)
+    if len(text) > MAX_NUMBER_TEXT:
+        raise ExpressionError(f"expected a number, got {_shown(text)} (a number has at most {MAX_NUMBER_TEXT} "
+                              "characters)")
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(text)
+    except ValueError:
         try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ExpressionError(f"expected a number, got {value!r}") from None
+            number = float(text)
+        except ValueError:
+            raise ExpressionError(f"expected a number, got {_shown(text)}") from None
+    try:
+        return _checked(number)
+    except ExpressionError:
+        raise ExpressionError(f"expected a 64-bit integer or a finite decimal, got {_shown(text)}") from None
 
 
 def _text(value) -> str:
@@ -52,10 +124,148 @@ def _text(value) -> str:
     return str(value)
 
 
+def is_true(text: str) -> bool:
+    """How a boolean expression's text reads: "true", whatever the case and spaces."""
+    return text.strip().lower() == "true"
+
+
 def _truth(value) -> bool:
     if isinstance(value, bool):
         return value
-    return _text(value).strip().lower() == "true"
+    return is_true(_text(value))
+
+
+def _room(length: int) -> None:
+    """Refuse, before building it, a string longer than the limit."""
+    if length > MAX_STRING_LENGTH:
+        raise ExpressionError(f"the result would be {length:,} characters long; the limit is {MAX_STRING_LENGTH:,}")
+
+
+class _Meter:
+    """What one evaluation has spent: characters built and pattern steps."""
+
+    __slots__ = ("built", "steps")
+
+    def __init__(self):
+        self.built = 0
+        self.steps = 0
+
+    def charge_string(self, length: int) -> None:
+        _room(length)
+        self.built += length
+        if self.built > MAX_BUILT_PER_EVALUATION:
+            raise ExpressionError(f"the expression built more than {MAX_BUILT_PER_EVALUATION:,} characters in all")
+
+    def charge_steps(self, steps: int) -> None:
+        self.steps += steps
+        if self.steps > REGEX_STEPS_PER_EVALUATION:
+            raise ExpressionError(f"the expression's patterns took more than {REGEX_STEPS_PER_EVALUATION:,} steps")
+
+    def charge_pattern(self, pattern: str, subject: str, *, search: bool) -> BoundedPattern:
+        """`pattern` (`.compiled`), once its worst case on `subject` fits the budget."""
+        try:
+            guarded = bounded(pattern)
+        except PatternRefused as error:
+            raise ExpressionError(str(error)) from None
+        estimate = guarded.estimate(len(subject), search=search)
+        if estimate.depth > REGEX_STACK_DEPTH:
+            raise ExpressionError(
+                f"pattern {_shown(pattern)} could hold {estimate.depth:,} backtracking entries at once on "
+                f"{len(subject):,} characters, past the limit of {REGEX_STACK_DEPTH:,}: repeat a character class "
+                "rather than a group, avoid repeats of repeats, or match a shorter value")
+        self.steps += estimate.steps
+        if self.steps > REGEX_STEPS_PER_EVALUATION:
+            many = f"{estimate.steps:,}" if estimate.steps < UNBOUNDED else "more than 10**24"
+            raise ExpressionError(
+                f"pattern {_shown(pattern)} could backtrack for {many} steps on {len(subject):,} characters, "
+                f"past the budget of {REGEX_STEPS_PER_EVALUATION:,}: avoid nested or adjacent quantifiers "
+                "that can match the same text, or match a shorter value")
+        return guarded
+
+
+def _pad(value, width, fill, *, left: bool) -> str:
+    text = _text(value)
+    width = int(_number(width))
+    _room(width)
+    fill = _text(fill)[:1] or "_"
+    return text.rjust(width, fill) if left else text.ljust(width, fill)
+
+
+def _pad_left(v, n, c="_"):
+    return _pad(v, n, c, left=True)
+
+
+def _pad_right(v, n, c="_"):
+    return _pad(v, n, c, left=False)
+
+
+def _append(v, x):
+    head, tail = _text(v), _text(x)
+    _room(len(head) + len(tail))
+    return head + tail
+
+
+def _prepend(v, x):
+    head, tail = _text(x), _text(v)
+    _room(len(head) + len(tail))
+    return head + tail
+
+
+def _replace(v, a, b):
+    text, old, new = _text(v), _text(a), _text(b)
+    _room(len(text) + text.count(old) * (len(new) - len(old)))
+    return text.replace(old, new)
+
+
+def _matches(meter: _Meter, v, x):
+    text = _text(v)
+    return meter.charge_pattern(_text(x), text, search=False).compiled.fullmatch(text) is not None
+
+
+def _find(meter: _Meter, v, x):
+    text = _text(v)
+    return meter.charge_pattern(_text(x), text, search=True).compiled.search(text) is not None
+
+
+def _replace_all(meter: _Meter, v, a, b):
+    text, replacement = _text(v), _text(b)
+    guarded = meter.charge_pattern(_text(a), text, search=True)
+    if _replaced_length_bound(guarded, len(text), replacement) <= MAX_STRING_LENGTH:
+        return guarded.compiled.sub(replacement, text)
+    size = len(text)
+
+    def expand(match) -> str:
+        nonlocal size
+        meter.charge_steps(_STEPS_PER_CALLBACK)
+        expanded = match.expand(replacement)
+        size += len(expanded) - (match.end() - match.start())
+        _room(size)
+        return expanded
+
+    return guarded.compiled.sub(expand, text)
+
+
+def _replaced_length_bound(guarded, length: int, replacement: str) -> int:
+    """The longest text replaceAll can make of `length` characters: each of at most
+    length + 1 matches adds the replacement, whose group references (each has a
+    backslash) expand to text of the match (matches do not overlap), or to anything of
+    the subject when a lookaround captured it."""
+    references = replacement.count("\\")
+    each_reference = length if not guarded.looks_around else (length + 1) * length
+    return length + (length + 1) * len(replacement) + references * each_reference
+
+
+def _divide(v, x):
+    left, right = _number(v), _number(x)
+    if isinstance(left, int) and isinstance(right, int):
+        return _checked(left // right)
+    return _checked(left / right)
+
+
+def _arithmetic(operation: Callable) -> Callable:
+    def apply(v, x):
+        return _checked(operation(_number(v), _number(x)))
+    return apply
 
 
 FUNCTIONS: dict[str, Callable] = {
@@ -73,31 +283,36 @@ FUNCTIONS: dict[str, Callable] = {
     "contains": lambda v, x: _text(x) in _text(v),
     "startsWith": lambda v, x: _text(v).startswith(_text(x)),
     "endsWith": lambda v, x: _text(v).endswith(_text(x)),
-    "matches": lambda v, x: re.fullmatch(_text(x), _text(v)) is not None,
-    "find": lambda v, x: re.search(_text(x), _text(v)) is not None,
-    "replace": lambda v, a, b: _text(v).replace(_text(a), _text(b)),
-    "replaceAll": lambda v, a, b: re.sub(_text(a), _text(b), _text(v)),
-    "append": lambda v, x: _text(v) + _text(x),
-    "prepend": lambda v, x: _text(x) + _text(v),
+    "matches": _matches,
+    "find": _find,
+    "replace": _replace,
+    "replaceAll": _replace_all,
+    "append": _append,
+    "prepend": _prepend,
     "substring": lambda v, a, b=None: _text(v)[int(_number(a)):None if b is None else int(_number(b))],
     "substringBefore": lambda v, x: _text(v).split(_text(x), 1)[0],
     "substringAfter": lambda v, x: _text(v).split(_text(x), 1)[1] if _text(x) in _text(v) else _text(v),
-    "padLeft": lambda v, n, c="_": _text(v).rjust(int(_number(n)), _text(c)[:1] or "_"),
+    "padLeft": _pad_left,
+    "padRight": _pad_right,
     "gt": lambda v, x: _number(v) > _number(x),
     "ge": lambda v, x: _number(v) >= _number(x),
     "lt": lambda v, x: _number(v) < _number(x),
     "le": lambda v, x: _number(v) <= _number(x),
-    "plus": lambda v, x: _number(v) + _number(x),
-    "minus": lambda v, x: _number(v) - _number(x),
-    "multiply": lambda v, x: _number(v) * _number(x),
-    "divide": lambda v, x: _number(v) // _number(x) if isinstance(_number(v), int) and isinstance(_number(x), int) else _number(v) / _number(x),
-    "mod": lambda v, x: _number(v) % _number(x),
+    "plus": _arithmetic(lambda a, b: a + b),
+    "minus": _arithmetic(lambda a, b: a - b),
+    "multiply": _arithmetic(lambda a, b: a * b),
+    "divide": _divide,
+    "mod": _arithmetic(lambda a, b: a % b),
     "toNumber": lambda v: _number(v),
     "toString": lambda v: _text(v),
     "and": lambda v, x: _truth(v) and _truth(x),
     "or": lambda v, x: _truth(v) or _truth(x),
     "ifElse": lambda v, a, b: a if _truth(v) else b,
 }
+# These take the evaluation's meter first: their cost depends on the pattern.
+_METERED = frozenset({"matches", "find", "replaceAll"})
+# The argument of these that is a pattern, checked at parse time when it is constant.
+_PATTERN_ARGUMENT = {"matches": 0, "find": 0, "replaceAll": 0}
 
 SUBJECTS: dict[str, Callable] = {
     "now": lambda: int(time.time() * 1000),
@@ -108,13 +323,25 @@ SUBJECTS: dict[str, Callable] = {
 }
 
 
+def _arity(function: Callable, skip: int) -> tuple[int, int]:
+    """How many arguments `function` takes after its first `skip` parameters (min, max)."""
+    parameters = list(inspect.signature(function).parameters.values())[skip:]
+    required = sum(1 for p in parameters if p.default is inspect.Parameter.empty)
+    return required, len(parameters)
+
+
+_ARITY = {name: _arity(function, 2 if name in _METERED else 1) for name, function in FUNCTIONS.items()}
+_SUBJECT_ARITY = {name: _arity(function, 0) for name, function in SUBJECTS.items()}
+
+
 class _Parser:
     def __init__(self, text: str):
         self.text = text
         self.position = 0
+        self.depth = 0
 
     def error(self, message: str) -> ExpressionError:
-        return ExpressionError(f"{message} at position {self.position} of {self.text!r}")
+        return ExpressionError(f"{message} at position {self.position} of {_shorten(self.text, 200)!r}")
 
     def peek(self, literal: str) -> bool:
         return self.text.startswith(literal, self.position)
@@ -151,6 +378,9 @@ class _Parser:
         return parts
 
     def expression(self):
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"expressions nest at most {MAX_NESTING} deep")
         self.expect("${")
         self.skip_space()
         subject = self.subject()
@@ -163,13 +393,14 @@ class _Parser:
             if not match:
                 raise self.error("expected a function name")
             name = match.group(0)
-            self.position = match.end()
             if name not in FUNCTIONS:
                 raise self.error(f"unknown function {name!r}")
-            arguments = self.arguments()
+            self.position = match.end()
+            arguments = self.arguments(name, _ARITY[name])
             calls.append((FUNCTIONS[name], arguments, name))
             self.skip_space()
         self.expect("}")
+        self.depth -= 1
         return ("expr", subject, calls)
 
     def subject(self):
@@ -179,11 +410,12 @@ class _Parser:
         if not match:
             raise self.error("expected an attribute name or a function")
         name = match.group(0)
-        self.position = match.end()
-        if self.peek("("):
+        if self.text.startswith("(", match.end()):
             if name not in SUBJECTS:
                 raise self.error(f"unknown function {name!r}")
-            return ("call", SUBJECTS[name], self.arguments())
+            self.position = match.end()
+            return ("call", SUBJECTS[name], self.arguments(name, _SUBJECT_ARITY[name]), name)
+        self.position = match.end()
         return ("attr", name)
 
     def quoted(self) -> str:
@@ -203,7 +435,14 @@ class _Parser:
             self.position += 1
         raise self.error("unterminated quoted text")
 
-    def arguments(self) -> list:
+    def number(self, text: str):
+        try:
+            return _number(text) if "." not in text else _checked(float(text))
+        except ExpressionError as error:
+            raise self.error(str(error)) from None
+
+    def arguments(self, name: str, arity: tuple[int, int]) -> list:
+        start = self.position
         self.expect("(")
         arguments = []
         self.skip_space()
@@ -215,8 +454,7 @@ class _Parser:
             else:
                 match = _NUMBER.match(self.text, self.position)
                 if match:
-                    text = match.group(0)
-                    arguments.append(("const", float(text) if "." in text else int(text)))
+                    arguments.append(("const", self.number(match.group(0))))
                     self.position = match.end()
                 elif self.peek("true") or self.peek("false"):
                     value = self.peek("true")
@@ -231,37 +469,66 @@ class _Parser:
             elif not self.peek(")"):
                 raise self.error("expected ',' or ')'")
         self.expect(")")
+        self.check_arguments(name, arity, arguments, start)
         return arguments
 
+    def check_arguments(self, name: str, arity: tuple[int, int], arguments: list, start: int) -> None:
+        low, high = arity
+        if not low <= len(arguments) <= high:
+            wanted = f"{low}" if low == high else f"{low} to {high}"
+            self.position = start
+            raise self.error(f"{name}() takes {wanted} argument(s), got {len(arguments)}")
+        index = _PATTERN_ARGUMENT.get(name)
+        if index is not None and arguments[index][0] == "const":
+            try:
+                bounded(_text(arguments[index][1]))
+            except PatternRefused as error:
+                self.position = start
+                raise self.error(f"{name}(): {error}") from None
 
-def _evaluate(node, flowfile):
+
+def _attribute(name: str, flowfile):
+    if flowfile is None:
+        return None
+    if name == "uuid":
+        return flowfile.id
+    if name == "fileSize":
+        return flowfile.size
+    if name == "entryDate":
+        return flowfile.entry_date
+    if name == "lineageStartDate":
+        return flowfile.lineage_start_date
+    return flowfile.attributes.get(name)
+
+
+def _evaluate(node, flowfile, meter: _Meter):
     kind = node[0]
     if kind == "const":
         return node[1]
     if kind == "attr":
-        name = node[1]
-        if flowfile is None:
-            return None
-        if name == "uuid":
-            return flowfile.id
-        if name == "fileSize":
-            return flowfile.size
-        if name == "entryDate":
-            return flowfile.entry_date
-        if name == "lineageStartDate":
-            return flowfile.lineage_start_date
-        return flowfile.attributes.get(name)
+        return _attribute(node[1], flowfile)
     if kind == "call":
-        return node[1](*[_evaluate(a, flowfile) for a in node[2]])
-    value = _evaluate(node[1], flowfile)
+        _, function, arguments, name = node
+        return _apply(name, function, (), [_evaluate(a, flowfile, meter) for a in arguments], meter)
+    value = _evaluate(node[1], flowfile, meter)
     for function, arguments, name in node[2]:
-        try:
-            value = function(value, *[_evaluate(a, flowfile) for a in arguments])
-        except ExpressionError:
-            raise
-        except (TypeError, ValueError, ZeroDivisionError, re.error) as error:
-            raise ExpressionError(f"{name}() failed on {value!r}: {error}") from None
+        value = _apply(name, function, (value,), [_evaluate(a, flowfile, meter) for a in arguments], meter)
     return value
+
+
+def _apply(name: str, function: Callable, subject: tuple, arguments: list, meter: _Meter):
+    try:
+        if name in _METERED:
+            result = function(meter, *subject, *arguments)
+        else:
+            result = function(*subject, *arguments)
+        if isinstance(result, str):
+            meter.charge_string(len(result))
+        return result
+    except Exception as error:  # noqa: BLE001 - whatever a function raises, the expression failed
+        on = f" on {_shown(subject[0])}" if subject else ""
+        reason = str(error) if isinstance(error, ExpressionError) else f"{type(error).__name__}: {error}"
+        raise ExpressionError(f"{name}() failed{on}: {reason}") from None
 
 
 class Expression:
@@ -272,21 +539,42 @@ class Expression:
         self._literal = "".join(parts) if self.is_literal else None
 
     def evaluate(self, flowfile=None) -> str:
+        """The text of the expression for `flowfile`. Raises `ExpressionEvaluationError`
+        (an `ExpressionError`) naming the expression and the reason, never anything else."""
         if self._literal is not None:
             return self._literal
-        parts = self._parts
-        if len(parts) == 1:
-            return _text(_evaluate(parts[0], flowfile))
-        return "".join(p if isinstance(p, str) else _text(_evaluate(p, flowfile)) for p in parts)
+        try:
+            return self._render(flowfile, _Meter())
+        except ExpressionError as error:
+            raise ExpressionEvaluationError(self.text, str(error)) from None
+        except Exception as error:  # noqa: BLE001 - e.g. MemoryError, RecursionError: still the expression's
+            raise ExpressionEvaluationError(self.text, f"{type(error).__name__}: {error}") from None
+
+    def _render(self, flowfile, meter: _Meter) -> str:
+        pieces = []
+        evaluated = 0
+        for part in self._parts:
+            if isinstance(part, str):
+                pieces.append(part)
+                continue
+            piece = _text(_evaluate(part, flowfile, meter))
+            evaluated += len(piece)
+            _room(evaluated)
+            pieces.append(piece)
+        return "".join(pieces)
 
     def evaluate_boolean(self, flowfile=None) -> bool:
-        return self.evaluate(flowfile).strip().lower() == "true"
+        return is_true(self.evaluate(flowfile))
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
 
 
 def compile_expression(text: str) -> Expression:
+    """Parse `text` once. Raises `ExpressionError` saying what is wrong and where."""
     parser = _Parser(str(text))
-    parts = parser.template()
+    try:
+        parts = parser.template()
+    except RecursionError:
+        raise parser.error("the expression is nested too deeply") from None
     return Expression(str(text), parts)

@@ -4,28 +4,43 @@ from __future__ import annotations
 
 import logging
 
+from ..expression import is_true
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+from .expression_failures import (EXPRESSION_FAILURE, FAILURE, ROUTE_TO_FAILURE, ExpressionFailures, PropertyFailed,
+                                  evaluate_all, routes_to_failure, with_failure)
 
 BATCH = 1000
+PAYLOAD_SHOWN = 4096  # bytes of content LogAttribute logs (and reads)
 
 
 class UpdateAttribute(Processor):
     type_name = "UpdateAttribute"
     description = "Sets each dynamic property as an attribute (expressions allowed); deletes by regex."
-    properties = (PropertyDescriptor("delete_attributes", "regex", description="attributes to delete"),)
+    properties = (PropertyDescriptor("delete_attributes", "regex", description="attributes to delete"),
+                  EXPRESSION_FAILURE)
     dynamic_properties = True
+
+    @classmethod
+    def relationships_for(cls, properties, dynamic):
+        return with_failure(cls.relationships, properties)
 
     def on_trigger(self, context: ProcessContext, session) -> None:
         updates = context.dynamic
         delete = context.get("delete_attributes")
+        failures = ExpressionFailures(self.id, context, session, to_failure=routes_to_failure(context))
         for flowfile in session.get_batch(BATCH):
             if updates:
-                flowfile = session.put_all_attributes(
-                    flowfile, {name: expression.evaluate(flowfile) for name, expression in updates.items()})
+                try:
+                    values = evaluate_all(updates, flowfile)
+                except PropertyFailed as failed:
+                    failures.set_aside(flowfile, failed.prop, failed.error)
+                    continue
+                flowfile = session.put_all_attributes(flowfile, values)
             if delete is not None:
                 for key in [k for k in flowfile.attributes if delete.fullmatch(k)]:
                     flowfile = session.remove_attribute(flowfile, key)
             session.transfer(flowfile, "success")
+        failures.log()
 
 
 class RouteOnAttribute(Processor):
@@ -33,27 +48,38 @@ class RouteOnAttribute(Processor):
     description = "Routes by boolean expressions: one relationship per dynamic property, or matched/unmatched."
     properties = (PropertyDescriptor("routing_strategy", "choice", default="route_to_property_name",
                                      choices=("route_to_property_name", "route_to_matched_if_all_match",
-                                              "route_to_matched_if_any_matches")),)
+                                              "route_to_matched_if_any_matches")),
+                  EXPRESSION_FAILURE)
     dynamic_properties = True
     relationships = ("unmatched",)
 
     @classmethod
     def relationships_for(cls, properties, dynamic):
         if properties.get("routing_strategy", "route_to_property_name") == "route_to_property_name":
-            return tuple(dynamic) + ("unmatched",)
-        return ("matched", "unmatched")
+            return with_failure(tuple(dynamic) + ("unmatched",), properties)
+        return with_failure(("matched", "unmatched"), properties)
 
     @classmethod
     def validate(cls, properties, dynamic):
         if not dynamic:
             return [("routing_strategy", "RouteOnAttribute needs at least one dynamic property (a route)")]
+        if (FAILURE in dynamic and properties.get("expression_failure") == ROUTE_TO_FAILURE
+                and properties.get("routing_strategy") == "route_to_property_name"):
+            return [(FAILURE, "a route cannot be called failure when expression_failure is route_to_failure "
+                              "(rename the route)")]
         return []
 
     def on_trigger(self, context: ProcessContext, session) -> None:
         routes = context.dynamic
         strategy = context["routing_strategy"]
+        failures = ExpressionFailures(self.id, context, session, to_failure=routes_to_failure(context))
         for flowfile in session.get_batch(BATCH):
-            matched = [name for name, expression in routes.items() if expression.evaluate_boolean(flowfile)]
+            try:
+                values = evaluate_all(routes, flowfile)
+            except PropertyFailed as failed:
+                failures.set_aside(flowfile, failed.prop, failed.error)
+                continue
+            matched = [name for name, value in values.items() if is_true(value)]
             if strategy == "route_to_property_name":
                 targets = matched or ["unmatched"]
             elif strategy == "route_to_matched_if_all_match":
@@ -66,6 +92,7 @@ class RouteOnAttribute(Processor):
                 session.transfer(copy, extra)
             session.route(flowfile, targets[0])
             session.transfer(flowfile, targets[0])
+        failures.log()
 
 
 class LogAttribute(Processor):
@@ -86,6 +113,15 @@ class LogAttribute(Processor):
                 shown = {k: v for k, v in sorted(flowfile.attributes.items()) if wanted is None or wanted.fullmatch(k)}
                 message = f"FlowFile {flowfile.id} ({flowfile.size} bytes) {shown}"
                 if context["log_payload"]:
-                    message += f" payload={session.read_bytes(flowfile)[:4096]!r}"
+                    message += f" payload={_head(session, flowfile)!r}"
                 logger.log(level, message)
             session.transfer(flowfile, "success")
+
+
+def _head(session, flowfile) -> bytes:
+    """The first `PAYLOAD_SHOWN` bytes of the content, reading no further."""
+    with session.read(flowfile) as source:
+        head = b""
+        while len(head) < PAYLOAD_SHOWN and (chunk := source.read(PAYLOAD_SHOWN - len(head))):
+            head += chunk
+        return head

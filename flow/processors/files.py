@@ -24,7 +24,9 @@ import time
 
 from repositories.storage.local import fsync_directory
 
+from ..errors import ExpressionError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+from .expression_failures import ExpressionFailures
 from .intake import FileIdentity, HandsOverIntake, TakenFile, TakenFiles
 from .intake import format as intake_format
 from .intake.ledger import choose_files, list_new
@@ -54,6 +56,57 @@ def _file_attributes(directory: str, path: str, name: str, status) -> dict:
     relative = os.path.relpath(folder, directory)
     return {"filename": name, "path": "./" if relative == "." else relative + "/", "absolute.path": folder + "/",
             "file.size": str(status.st_size), "file.lastModifiedTime": str(int(status.st_mtime * 1000))}
+
+
+REFUSED_ATTRIBUTE = "path.refused"
+_ALLOWED_ROOT = PropertyDescriptor(
+    "allowed_root", "string",
+    description="a directory the paths FlowFiles lead to must stay under, symlinks resolved; the others go to "
+                "failure with the reason in path.refused (unset: any path)")
+
+
+class _Refused(Exception):
+    """A path that leaves the allowed root, or that no file can have."""
+
+
+def _allowed_root(context: ProcessContext) -> str | None:
+    root = context.get("allowed_root")
+    return os.path.realpath(root) if root else None
+
+
+def _confined(path: str, root: str | None) -> str:
+    """`path` resolved (symlinks followed) when it must stay under `root`, which it does;
+    else `path` as it is. Raises `_Refused` saying where it leads."""
+    if "\0" in path:
+        raise _Refused(f"path {path!r} holds a NUL character")
+    if root is None:
+        return path
+    resolved = os.path.realpath(path)
+    if os.path.commonpath([root, resolved]) != root:
+        where = "is" if resolved == path else f"leads to {resolved},"
+        raise _Refused(f"{path} {where} outside allowed_root {root}")
+    return resolved
+
+
+class _Refusals:
+    """The FlowFiles of one run whose path was refused or unusable: each to failure,
+    penalized, the reason in `path.refused`; one log line for the run."""
+
+    def __init__(self, processor_id: str, context: ProcessContext, session):
+        self._id, self._context, self._session = processor_id, context, session
+        self._count = 0
+        self._first: str | None = None
+
+    def refuse(self, flowfile, reason: str) -> None:
+        session = self._session
+        session.transfer(session.penalize(session.put_attribute(flowfile, REFUSED_ATTRIBUTE, reason)), "failure")
+        self._count += 1
+        self._first = self._first or f"FlowFile {flowfile.id}: {reason}"
+
+    def log(self) -> None:
+        if self._count:
+            self._context.logger.warning("%s: %d FlowFile(s) refused and routed to failure; first: %s", self._id,
+                                         self._count, self._first)
 
 
 _FILE_PROPERTIES = (
@@ -185,6 +238,7 @@ class FetchFile(HandsOverIntake, Processor):
         PropertyDescriptor("file", "expression", default="${absolute.path}${filename}"),
         PropertyDescriptor("completion_strategy", "choice", default="none", choices=("none", "delete", "move")),
         PropertyDescriptor("move_destination_directory", "string"),
+        _ALLOWED_ROOT,
     )
     relationships = ("success", "not.found", "permission.denied", "failure")
 
@@ -198,26 +252,46 @@ class FetchFile(HandsOverIntake, Processor):
             return [("move_destination_directory", "required when completion_strategy is move")]
         return []
 
+    def on_scheduled(self, context: ProcessContext) -> None:
+        if context["completion_strategy"] != "none" and not context.get("allowed_root"):
+            context.logger.warning("%s: completion_strategy %s applies to whatever file a FlowFile's attributes "
+                                   "name; set allowed_root to keep it to one directory", self.id,
+                                   context["completion_strategy"])
+
     def on_trigger(self, context: ProcessContext, session) -> None:
         strategy = context["completion_strategy"]
         destination = context.get("move_destination_directory")
+        root = _allowed_root(context)
+        failures = ExpressionFailures(self.id, context, session, to_failure=True)
+        refusals = _Refusals(self.id, context, session)
         taken = self._taken
         with taken.lock:
             taken.finish_orphans(taken.read(session))
         records, claimed = [], []
         try:
             for flowfile in session.get_batch(10):
-                path = os.path.abspath(context["file"].evaluate(flowfile))
                 try:
-                    with open(path, "rb") as source:
-                        identity = FileIdentity.of(os.fstat(source.fileno()))
-                        flowfile = session.import_from(flowfile, source)
+                    path = os.path.abspath(_confined(context["file"].evaluate(flowfile), root))
+                except ExpressionError as error:
+                    failures.set_aside(flowfile, "file", error)
+                    continue
+                except _Refused as refused:
+                    refusals.refuse(flowfile, str(refused))
+                    continue
+                try:
+                    source = open(path, "rb")
                 except FileNotFoundError:
                     session.transfer(session.penalize(flowfile), "not.found")
                     continue
                 except PermissionError:
                     session.transfer(session.penalize(flowfile), "permission.denied")
                     continue
+                except OSError as error:  # a directory, a name too long, ...
+                    refusals.refuse(flowfile, f"cannot open {path}: {error.strerror or error}")
+                    continue
+                with source:
+                    identity = FileIdentity.of(os.fstat(source.fileno()))
+                    flowfile = session.import_from(flowfile, source)
                 session.transfer(flowfile, "success")
                 if strategy == "delete":
                     records.append(TakenFile(identity, path))
@@ -230,6 +304,8 @@ class FetchFile(HandsOverIntake, Processor):
         except BaseException:
             taken.release(claimed)
             raise
+        failures.log()
+        refusals.log()
         taken.commit(session, records, claimed)
 
 
@@ -248,6 +324,7 @@ class PutFile(Processor):
         PropertyDescriptor("name_suffix", "string", default="", description="appended to the uuid-derived name"),
         PropertyDescriptor("sync", "boolean", default=True, description="fsync files and the directory"),
         PropertyDescriptor("batch_size", "integer", default=100),
+        _ALLOWED_ROOT,
     )
     relationships = ("success", "failure")
 
@@ -265,6 +342,9 @@ class PutFile(Processor):
         directory = context["directory"]
         self.sweeper = None
         if not directory.is_literal:
+            if not context.get("allowed_root"):
+                context.logger.warning("%s: the directory %r is built from attributes and may lead anywhere; set "
+                                       "allowed_root to keep it to one directory", self.id, directory.text)
             return
         path = directory.evaluate()
         with _SWEPT_LOCK:
@@ -299,10 +379,20 @@ class PutFile(Processor):
     def on_trigger(self, context: ProcessContext, session) -> None:
         sync = context["sync"]
         suffix = _SAFE.sub("_", context["name_suffix"])
+        root = _allowed_root(context)
+        failures = ExpressionFailures(self.id, context, session, to_failure=True)
+        refusals = _Refusals(self.id, context, session)
         directories = set()
         written = []
         for flowfile in session.get_batch(context["batch_size"]):
-            directory = context["directory"].evaluate(flowfile)
+            try:
+                directory = _confined(context["directory"].evaluate(flowfile), root)
+            except ExpressionError as error:
+                failures.set_aside(flowfile, "directory", error)
+                continue
+            except _Refused as refused:
+                refusals.refuse(flowfile, str(refused))
+                continue
             target = os.path.join(directory, flowfile.id + suffix)
             temporary = None
             try:
@@ -345,3 +435,5 @@ class PutFile(Processor):
         for flowfile, target in written:
             session.send(flowfile, f"file://{target}")
             session.transfer(flowfile, "success")
+        failures.log()
+        refusals.log()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+from .expression_failures import (EXPRESSION_FAILURE, ExpressionFailures, PropertyFailed, evaluate_all,
+                                  routes_to_failure, with_failure)
 
 
 class GenerateFlowFile(Processor):
@@ -21,9 +23,14 @@ class GenerateFlowFile(Processor):
                            description="stop after this many FlowFiles in total (0: never); kept in state"),
         PropertyDescriptor("sequence_attribute", "string",
                            description="attribute that gets a sequence number unique over restarts"),
+        EXPRESSION_FAILURE,
     )
     relationships = ("success",)
     dynamic_properties = True  # each dynamic property becomes an attribute
+
+    @classmethod
+    def relationships_for(cls, properties, dynamic):
+        return with_failure(cls.relationships, properties)
 
     @classmethod
     def validate(cls, properties, dynamic):
@@ -52,19 +59,32 @@ class GenerateFlowFile(Processor):
         text = context.get("custom_text")
         unique = context["unique_flowfiles"]
         size = context["file_size"]
+        # Nothing waits behind a source: unless they are routed to failure, a failed
+        # expression fails the run (rolled back, retried after the yield).
+        to_failure = routes_to_failure(context)
+        failures = ExpressionFailures(self.id, context, session, to_failure=to_failure)
         for index in range(batch):
             flowfile = session.create()
             if sequence_attribute:
                 flowfile = session.put_attribute(flowfile, sequence_attribute, str(start + index))
-            if context.dynamic:
-                flowfile = session.put_all_attributes(
-                    flowfile, {name: expression.evaluate(flowfile) for name, expression in context.dynamic.items()})
-            if text is not None:
-                data = text.evaluate(flowfile).encode("utf-8")
-            else:
-                data = os.urandom(size) if unique else self._block
+            try:
+                flowfile, data = self._fill(context, session, flowfile, text, unique, size)
+            except PropertyFailed as failed:
+                if not to_failure:
+                    raise failed.error from None
+                failures.set_aside(flowfile, failed.prop, failed.error)
+                continue
             if data:
                 flowfile = session.write_bytes(flowfile, data)
             session.transfer(flowfile, "success")
         if counted:
             session.set_state({"next": str(start + batch)})
+        failures.log()
+
+    def _fill(self, context, session, flowfile, text, unique: bool, size: int):
+        """The FlowFile with its dynamic attributes, and its content. Raises `PropertyFailed`."""
+        if context.dynamic:
+            flowfile = session.put_all_attributes(flowfile, evaluate_all(context.dynamic, flowfile))
+        if text is not None:
+            return flowfile, evaluate_all({"custom_text": text}, flowfile)["custom_text"].encode("utf-8")
+        return flowfile, os.urandom(size) if unique else self._block
