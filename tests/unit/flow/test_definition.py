@@ -343,7 +343,7 @@ def test_an_expression_nested_too_deeply_is_named():
     expression = "${a:equals(" * 2000 + "1" + ")}" * 2000
     refused(lambda: parse_flow({"processors": [{"id": "r", "type": "RouteOnAttribute", "properties": {"x": expression},
                                                 "auto_terminate": ["x", "unmatched"]}]}),
-            r"processor 'r': property 'x': the expression is nested too deeply")
+            r"processor 'r': property 'x': expressions nest at most 32 deep")
 
 
 def test_parameters_cannot_blow_a_property_up():
