@@ -29,7 +29,7 @@ def custody_run(flow_text: str, tmp_path) -> subprocess.CompletedProcess:
     ("processors:\n  - id: a\n    type: [oops\n", "malformed YAML at line "),
     ("processors:\n  - {id: gen, type: MakeFlowFiles}\n", "processor 'gen': unknown processor type 'MakeFlowFiles'"),
     ("processors:\n  - {id: gen, type: GenerateFlowFile, properties: {batch_size: many}}\n",
-     "processor 'gen': property 'batch_size': wrong value for a integer property: expected an integer, got 'many'"),
+     "processor 'gen': property 'batch_size': wrong value for an integer property: expected an integer, got 'many'"),
     ("processors:\n  - {id: gen, type: GenerateFlowFile, scheduling: {run_schedule: often}}\n",
      "processor 'gen': property 'scheduling.run_schedule'"),
 ])
