@@ -4,7 +4,8 @@ The clustered node, the CLI, the leader's collector, the drills (and the admin A
 and Spark, as they come) all get their clients here, from one node's settings, so
 that whatever reaches one client reaches every client: the ensemble and chroot,
 the session timeout, ZooKeeper credentials (digest auth, and the ACL on every znode
-created: `cluster.zk.acl`), the HDFS client settings and write deadline.
+created: `cluster.zk.acl`), the HDFS client settings, identity (`cluster.hdfs_identity`)
+and write deadline.
 
     clients = ClientFactory.from_node_config(config)   # or ClientFactory(ZooKeeperSettings(...), HdfsSettings(...))
     client = clients.start_zookeeper()                 # a started KazooClient
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from replication.hdfs_storage import DEFAULT_IO_TIMEOUT, HdfsStorage
 
 from .errors import ClusterError, ZooKeeperAccessRefused
+from .hdfs_identity import HdfsIdentity, apply_identity
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class HdfsSettings:
     url: str                                     # "hdfs://host:port"
     config: dict[str, str] = field(default_factory=dict)  # hdfs-native client settings (dfs.* keys)
     io_timeout: float | None = DEFAULT_IO_TIMEOUT
+    identity: HdfsIdentity = HdfsIdentity()      # the HDFS user or Kerberos principal (cluster.hdfs_identity)
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ class ClientFactory:
     def from_node_config(cls, config) -> "ClientFactory":
         """From a `cluster.node.config.NodeConfig`."""
         return cls(ZooKeeperSettings(config.zk_hosts, config.session_timeout, credentials=config.zk_credentials or None),
-                   HdfsSettings(config.hdfs_url, dict(config.hdfs_config), config.hdfs_io_timeout))
+                   HdfsSettings(config.hdfs_url, dict(config.hdfs_config), config.hdfs_io_timeout,
+                                config.hdfs_identity))
 
     def zookeeper_client(self, *, read_only: bool = False):
         """A new, unstarted KazooClient with this node's settings, which records the
@@ -89,8 +93,9 @@ class ClientFactory:
         return client
 
     def hdfs_storage(self) -> HdfsStorage:
-        """The storage protocol on this node's HDFS."""
+        """The storage protocol on this node's HDFS, as this node's HDFS identity."""
         settings = self._hdfs()
+        apply_identity(settings.identity)
         return HdfsStorage(settings.url, dict(settings.config), io_timeout=settings.io_timeout)
 
     def _zookeeper(self) -> ZooKeeperSettings:

@@ -21,8 +21,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/custody \
  && useradd --system --home-dir /var/lib/custody --shell /usr/sbin/nologin custody \
- && mkdir -p /var/lib/custody /data/out /etc/custody/admin /var/lib/custody-admin \
- && chown custody:custody /var/lib/custody /data/out /etc/custody/admin /var/lib/custody-admin
+ && mkdir -p /var/lib/custody /data/out /etc/custody/admin /etc/custody/zookeeper /var/lib/custody-admin \
+ && chown custody:custody /var/lib/custody /data/out /etc/custody/admin /etc/custody/zookeeper /var/lib/custody-admin \
+ && chmod 700 /etc/custody/zookeeper
 ENV PATH=/opt/custody/bin:$PATH \
     SPARK_HOME=/opt/custody/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/opt/custody/bin/python \

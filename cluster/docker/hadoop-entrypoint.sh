@@ -1,5 +1,7 @@
 #!/bin/sh
-# Runs one HDFS daemon: "namenode" (formats its directory on first start) or "datanode".
+# Runs one HDFS daemon: "namenode" (formats its directory on first start) or "datanode";
+# or "init", once the NameNode is up: the cluster's root /custody, owned by the HDFS
+# user custody, mode 0700 (run as root, the NameNode's superuser).
 # NAMENODE_HOST names the NameNode's service; REPLICATION sets dfs.replication.
 # Hadoop's jars are mounted at /opt/hadoop/jars (see hadoop.Dockerfile).
 set -eu
@@ -30,7 +32,7 @@ property() { echo "  <property><name>$1</name><value>$2</value></property>"; }
 {
   echo "<configuration>"
   property dfs.replication "${REPLICATION:-2}"
-  property dfs.permissions.enabled false
+  property dfs.permissions.enabled true
   property dfs.namenode.name.dir /data/name
   property dfs.datanode.data.dir /data/blocks
   property dfs.namenode.rpc-bind-host 0.0.0.0
@@ -56,5 +58,8 @@ case "$role" in
     exec java -Xmx256m -XX:+UseSerialGC -cp "$classpath" org.apache.hadoop.hdfs.server.namenode.NameNode ;;
   datanode)
     exec java -Xmx256m -XX:+UseSerialGC -cp "$classpath" org.apache.hadoop.hdfs.server.datanode.DataNode ;;
-  *) echo "unknown role $role: use namenode or datanode" >&2; exit 2 ;;
+  init)
+    shell() { java -Xmx128m -XX:+UseSerialGC -cp "$classpath" org.apache.hadoop.fs.FsShell "$@"; }
+    shell -mkdir -p /custody && shell -chown custody:custody /custody && shell -chmod 700 /custody ;;
+  *) echo "unknown role $role: use namenode, datanode or init" >&2; exit 2 ;;
 esac

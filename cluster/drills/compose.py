@@ -28,7 +28,7 @@ import time
 import tomllib
 from datetime import datetime
 
-from ..clients import ClientFactory, ZooKeeperSettings, stop_quietly
+from ..clients import ClientFactory, ZooKeeperSettings, parse_credentials, stop_quietly
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..node.pause_monitor import STOOD_STILL
 from ..node.session_file import session_path
@@ -65,6 +65,7 @@ class ComposeTarget(FlowWorkloadViews):
         zookeeper, hdfs = config.get("zookeeper", {}), config.get("hdfs", {})
         self.session_timeout = float(zookeeper.get("session_timeout", 10.0))
         self.layout = ClusterLayout(zookeeper.get("cluster", "main"), hdfs.get("root", DEFAULT_HDFS_ROOT))
+        self._credentials_file = zookeeper.get("credentials_file") or None
         services = project.services()
         self.zookeeper_members = [s for s in services if self._env(s).get("ZOO_MY_ID")]
         self.datanodes = [s for s in services if (project.container(s).attrs["Args"] or [])[-1:] == ["datanode"]]
@@ -91,7 +92,8 @@ class ComposeTarget(FlowWorkloadViews):
 
     # -- life ---------------------------------------------------------------------
     def start_all(self, timeout: float = 90.0) -> None:
-        self.client = ClientFactory(ZooKeeperSettings(self.zk_hosts, session_timeout=10.0)).start_zookeeper()
+        self.client = ClientFactory(ZooKeeperSettings(self.zk_hosts, session_timeout=10.0,
+                                                      credentials=self.zookeeper_credentials())).start_zookeeper()
         self.store = ClusterStore(self.client, self.layout)
         for name, service in self.nodes.items():
             if self.project.status(service) == "paused":
@@ -101,6 +103,16 @@ class ComposeTarget(FlowWorkloadViews):
         for name in self.names:
             wait_until(lambda name=name: self.incarnation(name) in self.heartbeats(), timeout,
                        f"{name} to be a live member of cluster {self.layout.cluster}")
+
+    def zookeeper_credentials(self) -> str | None:
+        """The nodes' ZooKeeper credentials (`user:password`), read in a node's
+        container, where `[zookeeper] credentials_file` names them; None without."""
+        if not self._credentials_file:
+            return None
+        service = next(iter(self.nodes.values()))
+        text = self.project.read_file(service, self._credentials_file)
+        user, password = parse_credentials(text, f"{self._credentials_file} in {service}")
+        return f"{user}:{password}"
 
     def close(self) -> None:
         """Heal what a stopped drill left broken (a partition, a paused node, a service

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -111,8 +112,16 @@ class FlowWorkloadViews(ZooKeeperViews):
 
 
 class FlowCluster(ProcessCluster, FlowWorkloadViews):
-    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None, *, cluster="c1"):
-        super().__init__(zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config, cluster=cluster)
+    """The nodes run secured, as an operator runs them: with ZooKeeper credentials of
+    their own (a new identity per cluster), so every znode under the cluster's root is
+    theirs alone; `credentials=None` runs them world-open."""
+
+    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None, *, cluster="c1",
+                 credentials: str | None = "generate"):
+        if credentials == "generate":
+            credentials = f"custody-{cluster}:{secrets.token_hex(16)}"
+        super().__init__(zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config, cluster=cluster,
+                         credentials=credentials)
         self.directories: dict[str, str] = {}
         self.sink = str(workdir / "sink")
         self.sink_view = SinkDirectory(self.sink)
@@ -131,7 +140,8 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
                  *(f"{key} = {_toml_value(str(value))}" for key, value in (parameters or {}).items()),
                  ""]
         tables = {
-            "zookeeper": {"hosts": self.zk_hosts, "cluster": self.cluster, "session_timeout": SESSION_TIMEOUT},
+            "zookeeper": {"hosts": self.zk_hosts, "cluster": self.cluster, "session_timeout": SESSION_TIMEOUT,
+                          **({"credentials_file": self.credentials_file} if self.credentials_file else {})},
             "hdfs": {"url": self.hdfs_url, "root": self.hdfs_root, "io_timeout": IO_TIMEOUT},
             "hdfs.config": dict(sorted(self.hdfs_config.items())),
             "node": {"threads": threads, "capacity_weight": weight, "policy": policy, "wal_partitions": 1,

@@ -18,11 +18,13 @@ import subprocess
 import sys
 import threading
 
+from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError
+
 from cluster.services.process import ServiceError, wait_until
 
 from ..clients import ClientFactory, HdfsSettings, ZooKeeperSettings, stop_quietly
 from ..core.heartbeat import Heartbeat
-from ..core.layout import ClusterLayout
+from ..core.layout import ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership
 from ..core.plans import FailoverPlan
 from ..zk.store import ClusterStore
@@ -141,19 +143,31 @@ class ZooKeeperViews:
         return self.store.members()
 
 
+def write_credentials_file(workdir, credentials: str) -> str:
+    """`credentials` (`user:password`) in a 0600 file in `workdir`, as an operator keeps
+    the cluster's ZooKeeper credentials (NODE.toml `[zookeeper] credentials_file`)."""
+    os.makedirs(str(workdir), exist_ok=True)
+    path = os.path.join(str(workdir), "zookeeper-credentials")
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(credentials + "\n")
+    return path
+
+
 class ProcessCluster(ZooKeeperViews):
     """What both kinds of process cluster share: the services' addresses, the nodes,
     a ZooKeeper client of its own, and the close that stops them all."""
 
     def __init__(self, zk_hosts: str, hdfs_url: str, hdfs_root: str, workdir, hdfs_config=None, *,
-                 cluster: str = "c1"):
+                 cluster: str = "c1", credentials: str | None = None):
         self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
         self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
         self.workdir = workdir
         self.cluster = cluster
         self.layout = ClusterLayout(cluster, hdfs_root)
         self.nodes: dict[str, NodeProcess] = {}
-        self.clients = ClientFactory(ZooKeeperSettings(zk_hosts, session_timeout=10.0),
+        self.credentials_file = write_credentials_file(workdir, credentials) if credentials else None
+        self.clients = ClientFactory(ZooKeeperSettings(zk_hosts, session_timeout=10.0, credentials=credentials),
                                      HdfsSettings(hdfs_url, dict(self.hdfs_config)))
         self.client = self.clients.start_zookeeper()
         self.store = ClusterStore(self.client, self.layout)
@@ -161,7 +175,21 @@ class ProcessCluster(ZooKeeperViews):
     def close(self) -> None:
         for node in self.nodes.values():
             node.close()
+        if self.credentials_file:
+            self._remove_secured_tree()
         stop_quietly(self.client)
+
+    def _remove_secured_tree(self) -> None:
+        """Only the identity that made the cluster's znodes can remove them: the
+        cluster's root, and the shared parent when it made that and it is empty."""
+        for path in (self.layout.root, ROOT):
+            try:
+                self.client.delete(path, recursive=path != ROOT)
+            except (NoNodeError, NotEmptyError, NoAuthError):
+                pass
+            except Exception as error:  # noqa: BLE001 - a lost session leaves them; say so
+                print(f"cluster {self.cluster}: could not remove {path} from ZooKeeper: {error!r}", flush=True)
+                return
 
     def tails(self) -> str:
         return "\n".join(node.tail() for node in self.nodes.values())

@@ -22,8 +22,15 @@
     io_timeout = 20.0                # seconds a write or hsync may take before the file is
                                      # given up (hdfs-native can block forever on a pipeline
                                      # whose DataNode died); the commit then rolls back
+    user = "custody"                 # optional: the HDFS user (simple authentication; default:
+                                     # the OS user) who owns the cluster's data, 0700/0600
     [hdfs.config]                    # hdfs-native client settings, as strings
     "dfs.client.socket-timeout" = "5000"
+    [hdfs.kerberos]                  # optional, a kerberised HDFS (cluster.hdfs_identity)
+    principal = "custody/host@REALM" # with keytab: the node runs kinit itself, into
+    keytab = "/etc/custody/keytab"   # <directory>/krb5cc, and again every renew_interval s
+    ticket_cache = ""                # or alone: a ticket cache kept fresh elsewhere (KRB5CCNAME)
+    renew_interval = 3600.0
 
     [node]
     threads = 4                      # flow task threads per shard
@@ -90,6 +97,7 @@ DEFAULT_ADMIN_PORT = 8080
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.names import RULE, node_name_problem
 from ..clients import read_credentials_file
+from ..hdfs_identity import DEFAULT_RENEW_INTERVAL, HdfsIdentity, HdfsIdentityError, KerberosSettings
 from ..core.planner import DEFAULT_POLICY, POLICIES
 from ..errors import ConfigurationRefused, ZooKeeperAccessRefused
 from ..failover.fencing import DEFAULT_FIRST_WAIT
@@ -113,6 +121,7 @@ class NodeConfig:
     hdfs_root: str = DEFAULT_HDFS_ROOT
     hdfs_config: dict = field(default_factory=dict)
     hdfs_io_timeout: float = DEFAULT_IO_TIMEOUT
+    hdfs_identity: HdfsIdentity = HdfsIdentity()
     flow_parameters: dict = field(default_factory=dict)
     threads: int = DEFAULT_THREADS
     capacity_weight: float = DEFAULT_CAPACITY_WEIGHT
@@ -165,7 +174,7 @@ _SECTIONS = {
     "content": {"archive", "archive_retention", "archive_max_usage"},
     "provenance": {"max_age", "max_bytes"},
     "zookeeper": {"hosts", "chroot", "cluster", "session_timeout", "credentials_file"},
-    "hdfs": {"url", "root", "config", "io_timeout"},
+    "hdfs": {"url", "root", "config", "io_timeout", "user", "kerberos"},
     "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval",
              "fence_first_wait", "shutdown_timeout"},
 }
@@ -271,6 +280,33 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         except ZooKeeperAccessRefused as error:
             fail(f"[zookeeper] credentials_file: {error}")
 
+    def hdfs_identity() -> HdfsIdentity:
+        kerberos = hdfs.get("kerberos")
+        if kerberos is not None:
+            if not isinstance(kerberos, dict):
+                fail("[hdfs.kerberos] must be a table")
+            unknown = sorted(set(kerberos) - {"principal", "keytab", "ticket_cache", "renew_interval"})
+            if unknown:
+                fail(f"unknown setting(s) {unknown} in [hdfs.kerberos]; known: "
+                     "['keytab', 'principal', 'renew_interval', 'ticket_cache']")
+            keytab = path_setting(kerberos, "keytab", "hdfs.kerberos")
+            cache = kerberos.get("ticket_cache", "")
+            if not isinstance(cache, str):
+                fail(f"[hdfs.kerberos] ticket_cache must be a string, not {cache!r}")
+            kerberos = KerberosSettings(
+                principal=str(kerberos.get("principal", "")), keytab=keytab,
+                ticket_cache=cache or (f"FILE:{os.path.join(directory, 'krb5cc')}" if keytab else ""),
+                renew_interval=number(kerberos, "renew_interval", DEFAULT_RENEW_INTERVAL, float, "hdfs.kerberos"))
+        user = hdfs.get("user", "")
+        if not isinstance(user, str):
+            fail(f"[hdfs] user must be a user name (a string), not {user!r}")
+        identity = HdfsIdentity(user=user.strip(), kerberos=kerberos)
+        try:
+            identity.check()
+        except HdfsIdentityError as error:
+            fail(str(error))
+        return identity
+
     admin_bind = admin.get("bind", DEFAULT_ADMIN_BIND)
     if not isinstance(admin_bind, str) or not admin_bind.strip():
         fail(f"[admin] bind must be an address (a non-empty string), not {admin_bind!r}")
@@ -290,6 +326,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         zk_credentials=zookeeper_credentials(path_setting(zookeeper, "credentials_file", "zookeeper")),
         hdfs_root=hdfs.get("root", DEFAULT_HDFS_ROOT), hdfs_config={str(k): str(v) for k, v in hdfs_config.items()},
         hdfs_io_timeout=number(hdfs, "io_timeout", DEFAULT_IO_TIMEOUT, float, "hdfs", 1.0),
+        hdfs_identity=hdfs_identity(),
         flow_parameters={str(k): str(v) for k, v in parameters.items()},
         threads=number(node, "threads", DEFAULT_THREADS, int, "node", 1),
         capacity_weight=number(node, "capacity_weight", DEFAULT_CAPACITY_WEIGHT, float, "node", 0.0),

@@ -16,7 +16,9 @@ Settings chosen for tests and drills:
   zero its block-recovery timeout (30 heartbeats), restarting recovery on every
   recoverLease call;
 * a DataNode silent for 3 s is stale: new blocks and reads avoid it;
-* permissions off; safe mode ends as soon as the DataNodes have reported their blocks;
+* permissions on, as in production: the harness's user, who started the NameNode, is its
+  superuser; a node with `[hdfs] user` writes as that user;
+* safe mode ends as soon as the DataNodes have reported their blocks;
 * `dfs.replication` is 2 (1 with a single DataNode). With 3 DataNodes, as the tests and
   the service stack run, one DataNode can die and every new block still finds two live,
   non-stale DataNodes 3 s later; with replication equal to the DataNode count, every
@@ -217,7 +219,7 @@ class HdfsCluster:
         core = {"fs.defaultFS": self.url, "hadoop.tmp.dir": self.workdir / "tmp"}
         common = {
             "dfs.replication": self.replication,
-            "dfs.permissions.enabled": "false",
+            "dfs.permissions.enabled": "true",
             # Safe mode lasts until the DataNodes have reported (nearly) every block, as in
             # production, so "healthy" after a NameNode restart means blocks can be read;
             # no extension on top, to keep restarts in tests short.

@@ -117,7 +117,13 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
     flowing_s = time.monotonic() - began - up_s
     assert output_counts() == {node: FLOWFILES_PER_INCARNATION for node in NODES.values()}
 
-    status = cluster_status(project.env["CUSTODY_ZK_PORT"])
+    # The cluster's znodes are its identity's alone: without the credentials, status is refused.
+    refused = cluster_status(project.env["CUSTODY_ZK_PORT"], None)
+    assert refused.returncode != 0 and "credentials" in refused.stderr, refused.stderr
+    credentials = tmp_path / "zookeeper-credentials"
+    credentials.write_text(project.output("exec", "-T", "custody1", "cat", "/etc/custody/zookeeper/credentials"))
+    credentials.chmod(0o600)
+    status = json.loads(cluster_status(project.env["CUSTODY_ZK_PORT"], str(credentials)).stdout)
     members = status["members"]
     assert sorted(member["node"] for member in members.values()) == sorted(NODES.values()), members
     assert {member["admin"] for member in members.values()} == {f"http://{service}:8080" for service in NODES}
@@ -176,11 +182,12 @@ def drill_failovers(project, tmp_path: Path) -> None:
         assert image.width > 600 and image.height > 200
 
 
-def cluster_status(zk_port: str) -> dict:
+def cluster_status(zk_port: str, credentials_file: str | None) -> subprocess.CompletedProcess:
     """`custody cluster status --json` from the host, through the published ZooKeeper."""
-    result = subprocess.run([sys.executable, "-m", "cluster.cli", "cluster", "status", "--zk", f"{HOST}:{zk_port}",
-                             "--cluster", "main", "--json"], capture_output=True, timeout=60, check=True)
-    return json.loads(result.stdout)
+    return subprocess.run([sys.executable, "-m", "cluster.cli", "cluster", "status", "--zk", f"{HOST}:{zk_port}",
+                           "--cluster", "main", "--json",
+                           *(["--credentials-file", credentials_file] if credentials_file else [])],
+                          capture_output=True, text=True, timeout=60, check=credentials_file is not None)
 
 
 def http_status(url: str) -> int:

@@ -128,24 +128,29 @@ def test_a_cluster_made_before_credentials_is_refused_until_secured(zk_hosts, ow
 
 
 @pytest.mark.hdfs
-def test_every_znode_a_running_node_creates_is_the_identitys_alone(owner, flow_cluster, credentials_file):
+def test_every_znode_a_running_node_creates_is_the_identitys_alone(flow_cluster):
+    """The flow cluster's nodes run with the credentials file it made for them."""
     from cluster.services.process import wait_until
 
-    node = flow_cluster.start("n1", sections={"zookeeper": {"credentials_file": credentials_file}})
+    assert flow_cluster.credentials_file and os.stat(flow_cluster.credentials_file).st_mode & 0o077 == 0
+    with open(flow_cluster.credentials_file) as file:
+        user, password = file.read().strip().split(":")
+    node = flow_cluster.start("n1")
     node.wait("joined", timeout=90)
     wait_until(lambda: flow_cluster.delivered() >= 10, 90, "n1 to deliver (its shard, heartbeat, election in place)")
-    expected = [make_digest_acl(*CREDENTIALS.split(":"), all=True)]
-    root, seen, pending = ClusterLayout(flow_cluster.cluster).root, [], [ClusterLayout(flow_cluster.cluster).root]
+    expected = [make_digest_acl(user, password, all=True)]
+    client = flow_cluster.client
+    root, seen, pending = flow_cluster.layout.root, [], [flow_cluster.layout.root]
     while pending:
         path = pending.pop()
         seen.append(path)
-        assert owner.get_acls(path)[0] == expected, path
-        pending += [f"{path}/{child}" for child in owner.get_children(path)]
+        assert client.get_acls(path)[0] == expected, path
+        pending += [f"{path}/{child}" for child in client.get_children(path)]
     assert any("/nodes/n1-" in path for path in seen) and any("/shards/n1-" in path for path in seen), seen
     assert any("/leader/" in path for path in seen) and any("/counters" in path for path in seen), seen
-    client = anonymous(flow_cluster.zk_hosts)
+    intruder = anonymous(flow_cluster.zk_hosts)
     try:
-        assert refused_everything(client, root) == []
+        assert refused_everything(intruder, root) == []
     finally:
-        stop_quietly(client)
+        stop_quietly(intruder)
     flow_cluster.stop_all()
