@@ -36,8 +36,9 @@ Modules, one concept each:
   provenance_outbox  provenance that survives a crash between the WAL and provenance
   engine, scheduling  the traditional engine and its pure scheduling decision
   stateless      the stateless engine; processors/stateless.py: ExecuteStateless
-  definition     YAML/JSON flow definitions, validated against a processor registry given to it;
-                 graph: the wiring
+  definition     YAML/JSON flow definitions, validated against a processor registry given to it:
+                 definition_document (with _yaml, _limits) text to checked data; definition_parser
+                 (with _places) the validation; definition_model the classes it builds; graph: the wiring
   registry       ProcessorRegistry: processor types by name, and `custody.processors` entry points
   loading        load_flow/parse_flow against standard_registry() (standard processors + entry points)
   processor      the processor API and ProcessContext; processors/: the standard processors

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flow import definition
+from flow import definition_yaml
 from flow.definition import MAX_DOCUMENT_BYTES
 from flow.errors import FlowDefinitionError
 from flow.loading import load_flow, parse_flow
@@ -379,11 +379,11 @@ def test_a_size_too_large_to_hold_is_named():
     ("description: b\x1f\n", r"malformed YAML at character 15: unacceptable character #x001f"),
 ])
 def test_the_pure_python_yaml_parser_has_the_same_limits(tmp_path, monkeypatch, text, match):
-    monkeypatch.setattr(definition, "_FlowYamlLoader", definition._PythonFlowYamlLoader)
+    monkeypatch.setattr(definition_yaml, "_FlowYamlLoader", definition_yaml._PythonFlowYamlLoader)
     refused(lambda: load_flow(write(tmp_path, text)), match)
 
 
 def test_the_pure_python_yaml_parser_loads_the_example(monkeypatch):
-    monkeypatch.setattr(definition, "_FlowYamlLoader", definition._PythonFlowYamlLoader)
+    monkeypatch.setattr(definition_yaml, "_FlowYamlLoader", definition_yaml._PythonFlowYamlLoader)
     flow = load_flow(str(EXAMPLES / "hello.yaml"), {"data_dir": "/nonexistent/custody"})
     assert set(flow.processors) == {"generate", "tag", "route", "log", "write"}

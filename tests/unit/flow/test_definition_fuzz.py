@@ -21,7 +21,7 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from flow import definition
+from flow import definition_yaml
 from flow.definition import decode_flow_document, parse_flow
 from flow.errors import FlowDefinitionError
 from flow.loading import standard_registry
@@ -208,7 +208,8 @@ YAML_PIECES = ["- ", ": ", "\n", "  ", "[", "]", "{", "}", ", ", "&a ", "&b ", "
 yamlish = st.lists(st.sampled_from(YAML_PIECES), max_size=40).map("".join)
 HELLO_TEXT = HELLO_PATH.read_text()
 YAML_LOADERS = {"libyaml": contextlib.nullcontext(),
-                "pure Python": mock.patch.object(definition, "_FlowYamlLoader", definition._PythonFlowYamlLoader)}
+                "pure Python": mock.patch.object(definition_yaml, "_FlowYamlLoader",
+                                                 definition_yaml._PythonFlowYamlLoader)}
 
 
 @st.composite
