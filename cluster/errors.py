@@ -88,6 +88,10 @@ class StorageUnavailable(ClusterError):
 
     def __init__(self, where: str, cause: BaseException):
         self.where = where
+        if isinstance(cause, PermissionError):  # an operator's to fix: say all of it
+            super().__init__(f"HDFS refuses this node's writes at {where}: {first_line(cause, 700)}; "
+                             "the node waits and tries again")
+            return
         super().__init__(f"HDFS cannot take a write at {where} yet: {first_line(cause, 200)}; "
                          "the node waits and tries again (check the NameNode and the DataNodes)")
 

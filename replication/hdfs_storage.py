@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import re
 import threading
 import time
 import urllib.parse
@@ -45,6 +46,7 @@ from repositories.storage import (
     StorageFileExists,
     StorageFileNotFound,
     StorageFull,
+    StoragePermissionDenied,
     StorageUnavailable,
 )
 from repositories.storage.local import DIRECTORY_MODE, FILE_MODE
@@ -116,6 +118,15 @@ def _translate(error: BaseException, path: str, action: str, *, writing: bool = 
         )
     if isinstance(error, FileExistsError) or "FileAlreadyExistsException" in text:
         return StorageFileExists(f"cannot {action} hdfs:{path}: it already exists", path)
+    if "AccessControlException" in text or isinstance(error, PermissionError):
+        # hdfs-native quotes the NameNode's message: `inode=\"/path\":owner:group:mode`.
+        denial = re.search(r"Permission denied: [^\n\"]*", full_text.replace('\\"', "'").replace("\\n", "\n"))
+        return StoragePermissionDenied(
+            f"cannot {action} hdfs:{path}: HDFS refuses it ({denial.group(0) if denial else text}); the cluster's "
+            "root must belong to the node's HDFS user ([hdfs] user), e.g. as the HDFS superuser: "
+            "hdfs dfs -chown USER ROOT; hdfs dfs -chmod 700 ROOT",
+            path,
+        )
     if any(sign in text for sign in _FULL_SIGNS):
         return StorageFull(
             f"cannot {action} hdfs:{path}: HDFS has no space or quota left ({text}); "

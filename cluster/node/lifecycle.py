@@ -74,7 +74,7 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
         try:
             incarnation = member.start()
         except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum, HDFS down: try again
-            line = first_line(error)
+            line = first_line(error, 800)  # the whole of what an operator must fix
             refused = isinstance(error, ConfigurationRefused)
             events("start-failed", error=line, fatal=refused)
             member.stop(leave=False)

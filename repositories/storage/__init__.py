@@ -6,6 +6,7 @@ from .errors import (
     StorageFileExists,
     StorageFileNotFound,
     StorageFull,
+    StoragePermissionDenied,
     StorageUnavailable,
 )
 from .local import LocalStorage, LocalWritableFile
@@ -21,6 +22,7 @@ __all__ = [
     "StorageFileExists",
     "StorageFileNotFound",
     "StorageFull",
+    "StoragePermissionDenied",
     "StorageUnavailable",
     "WritableFile",
     "join",

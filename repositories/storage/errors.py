@@ -31,6 +31,12 @@ class StorageFull(StorageError):
     """The device or the HDFS quota has no room left (ENOSPC/EDQUOT)."""
 
 
+class StoragePermissionDenied(StorageError, PermissionError):
+    """The backend refuses this user the operation (HDFS permissions: the user, the
+    access and the inode that refused it are in the message). Retrying does not help
+    until an operator changes an owner or a mode."""
+
+
 class StorageUnavailable(StorageError):
     """The backend cannot be reached (HDFS NameNode or DataNodes down, connection refused)."""
 

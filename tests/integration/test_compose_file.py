@@ -52,12 +52,13 @@ def test_each_image_is_built_once(docker_engine):
 
 def test_every_service_is_health_checked_and_started_after_what_it_needs(docker_engine):
     services = compose_config()["services"]
+    one_shots = {"admin-token", "hdfs-init"}  # the nodes wait until each has completed
     for name, service in services.items():
-        if name == "admin-token":  # one-shot: the nodes wait until it has completed
+        if name in one_shots:
             continue
         assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
         for needed, dependency in service.get("depends_on", {}).items():
-            wanted = "service_completed_successfully" if needed == "admin-token" else "service_healthy"
+            wanted = "service_completed_successfully" if needed in one_shots else "service_healthy"
             assert dependency["condition"] == wanted, f"{name} starts before {needed} is {wanted}"
 
 
@@ -75,10 +76,22 @@ def compose_config(env: dict[str, str] | None = None) -> dict:
     return json.loads(result.stdout)
 
 
-def test_custody_node_template_is_a_valid_node_toml():
-    from cluster.node.config import load_node_config
+def test_custody_node_template_is_a_valid_node_toml(tmp_path):
+    import tomllib
 
-    config = load_node_config(str(ROOT / "cluster" / "docker" / "custody-node.toml"))
+    from cluster.node.config import parse_node_config
+
+    template = ROOT / "cluster" / "docker" / "custody-node.toml"
+    with open(template, "rb") as file:
+        body = tomllib.load(file)
+    # The credentials file is in the container (made by admin-token); here, one like it.
+    assert body["zookeeper"]["credentials_file"] == "/etc/custody/zookeeper/credentials"
+    credentials = tmp_path / "credentials"
+    credentials.write_text("custody:0123abcd\n")
+    credentials.chmod(0o600)
+    body["zookeeper"]["credentials_file"] = str(credentials)
+    config = parse_node_config(body, str(template))
+    assert config.zk_credentials == "custody:0123abcd" and config.hdfs_identity.user == "custody"
     assert config.zk_hosts == "zk1:2181,zk2:2181,zk3:2181"
     assert config.hdfs_url == "hdfs://namenode:8020"
     assert (config.directory, config.parameters["out"]) == ("/var/lib/custody", "/data/out")

@@ -1,7 +1,9 @@
 """HDFS with permissions on (the harness runs it so): a node whose NODE.toml says
 `[hdfs] user = "custody"` owns everything it writes under the cluster's root,
 directories 0700 and files 0600, and another HDFS user can neither list nor read
-any of it. The test process itself is the NameNode's superuser (it started it)."""
+any of it; a node configured as a user who does not own the root is refused with
+the user, the inode and what to run. The test process itself is the NameNode's
+superuser (it started it)."""
 
 from __future__ import annotations
 
@@ -41,9 +43,18 @@ def test_a_node_with_an_hdfs_user_owns_its_data_and_nobody_else_reads_it(flow_cl
 
     superuser = hdfs_native.Client(hdfs_cluster.url, dict(hdfs_cluster.client_config))
     root = flow_cluster.hdfs_root
-    # What an operator does once, as the HDFS superuser: the cluster's root, the node's user's.
+    # What an operator does once, as the HDFS superuser: the cluster's root, the node's user's
+    # (and its parent, the tests' own directory, made 0700 by the superuser, traversable).
+    superuser.set_permission(os.path.dirname(root), 0o711)
     superuser.set_owner(root, "custody", "custody")
     superuser.set_permission(root, 0o700)
+
+    # A node configured as another HDFS user is refused, and says by whom and how to fix it.
+    stranger = flow_cluster.start("n0", sections={"hdfs": {"user": "stranger"}})
+    refused = stranger.wait("start-failed", timeout=90)["error"]
+    assert "HDFS refuses this node's writes" in refused and "user=stranger" in refused, refused
+    assert "hdfs dfs -chown" in refused, refused
+    flow_cluster.nodes.pop("n0").close()
 
     node = flow_cluster.start("n1", sections={"hdfs": {"user": "custody"}})
     node.wait("joined", timeout=90)

@@ -54,3 +54,16 @@ def test_a_slow_call_is_logged_once_with_its_path(monkeypatch, caplog, step, log
         assert storage.exists("/shards/n1-7/wal/journal-0")
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ([f"hdfs: stat /shards/n1-7/wal/journal-0 took {step:.1f}s"] if logged else [])
+
+
+def test_a_permission_denial_names_the_user_the_inode_and_the_fix():
+    from repositories.storage import StoragePermissionDenied
+
+    error = RuntimeError('RPCError("org.apache.hadoop.security.AccessControlException", "Permission denied: '
+                         'user=stranger, access=EXECUTE, inode=\\"/custody\\":custody:custody:drwx------\\n\\tat '
+                         'org.apache.hadoop.hdfs.server.namenode.FSPermissionChecker.check")')
+    translated = _translate(error, "/custody/main/shards", "stat")
+    assert isinstance(translated, StoragePermissionDenied) and isinstance(translated, PermissionError)
+    assert ("HDFS refuses it (Permission denied: user=stranger, access=EXECUTE, "
+            "inode='/custody':custody:custody:drwx------)") in str(translated)
+    assert "hdfs dfs -chown" in str(translated) and "FSPermissionChecker" not in str(translated)
