@@ -1,7 +1,8 @@
 """The cluster layer: what makes single flow nodes one highly available cluster, and
 what wires a process together. It may import every other custody package; nothing
 imports it. Its subpackages, in the order they may import each other (a subpackage
-imports only those above it, `cluster.errors` and `cluster.clients`):
+imports only those above it, `cluster.errors`, `cluster.clients` and
+`cluster.hdfs_identity`):
 
   core/      the pure decisions and the values they decide on: shard ownership (a
              state machine), failover plans, the survivor-scoring planner, the
@@ -25,7 +26,8 @@ imports only those above it, `cluster.errors` and `cluster.clients`):
              the ledger workload, real-process cluster harnesses, fault injectors.
 
 Beside them: `errors` (the exception root, `ClusterError`), `clients` (the one
-factory of every ZooKeeper and HDFS client), `cli` and `commands/` (the `custody`
+factory of every ZooKeeper and HDFS client), `hdfs_identity` (who those HDFS clients
+are: a user, or a Kerberos login), `cli` and `commands/` (the `custody`
 command, one module per subcommand), `services/` (the harness that installs and
 runs real ZooKeeper, HDFS, Spark and Docker for tests and `custody services`; it
 imports nothing of ours) and `docker/` (the images of the compose cluster).
