@@ -13,6 +13,9 @@ inserted, a range written twice. The offsets fall anywhere, or near the landmark
 test names (headers, length fields, the start of each frame or block: where a
 change hurts most), and near the head and the tail of the file.
 
+`scratch_directory` is where the files go: in memory (/dev/shm) where the host has
+it, so that the time bound measures the reader's work and not a busy disk's fsyncs.
+
 `within_bounds` runs one read: it returns, or raises one of the reader's documented
 errors with a message, in under SECONDS and with a peak under PEAK_BYTES (what
 Python allocates, by tracemalloc; and what the process holds, by its peak resident
@@ -22,11 +25,13 @@ CUSTODY_LONG=1 runs SCALE (20) times as many examples.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
+import tempfile
 import time
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -73,7 +78,7 @@ class Damage:
 
 @dataclass(frozen=True)
 class Damaged:
-    content: bytes
+    content: bytes = field(repr=False)  # the damages and the original tell it
     damages: tuple[Damage, ...]
     first_change: int  # the first offset where `content` differs from the original (its length if none)
 
@@ -114,6 +119,13 @@ def damaged_bytes(draw, original: bytes, landmarks=(), most: int = 3) -> Damaged
         content = change.apply(content)
         done.append(change)
     return Damaged(content, tuple(done), first_difference(original, content))
+
+
+@contextlib.contextmanager
+def scratch_directory():
+    memory = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="custody-fuzz-", dir=memory) as directory:
+        yield directory
 
 
 def _resident_peak_bytes() -> int:

@@ -36,7 +36,7 @@ from repositories.content import checksums
 from repositories.content.checksum_format import HEADER_SIZE, RECORD_SIZE
 from repositories.content.format import CHECKSUM_SUFFIX, archive_directory
 from repositories.content.verification import VERIFIED
-from tests.damaged_files import damaged_bytes, fuzz_settings, within_bounds
+from tests.damaged_files import damaged_bytes, fuzz_settings, scratch_directory, within_bounds
 
 BLOCK = 16
 CONFIG = ContentRepositoryConfig(sync_on_close=False, checksum_block_size=BLOCK, max_appendable_claim_size=1 << 20,
@@ -87,11 +87,11 @@ class Resource:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory):
-    resource = Resource(str(tmp_path_factory.mktemp("content") / "c"))
-    assert len(resource.pristine["checksums"]) == HEADER_SIZE + 34 * RECORD_SIZE  # searched, and many windows
-    yield resource
-    resource.place("live", resource.pristine)
+def written():
+    with scratch_directory() as root:
+        resource = Resource(os.path.join(root, "c"))
+        assert len(resource.pristine["checksums"]) == HEADER_SIZE + 34 * RECORD_SIZE  # searched, and many windows
+        yield resource
 
 
 def read_exactly_or_refuse(repository, claim, expected: bytes) -> bool:

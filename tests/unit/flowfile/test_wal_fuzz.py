@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 
 import pytest
@@ -42,7 +41,7 @@ from repositories.flowfile import format as fmt
 from repositories.flowfile.record import apply_update
 from repositories.flowfile.snapshot import PARTIAL_NAME, SNAPSHOT_NAME
 from repositories.storage import LocalStorage
-from tests.damaged_files import damaged_bytes, fuzz_settings, within_bounds
+from tests.damaged_files import damaged_bytes, fuzz_settings, scratch_directory, within_bounds
 
 from .helpers import make_record, open_wal
 from .test_lazy_and_versions import DATA
@@ -76,7 +75,7 @@ class Transaction:
     updates: list
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Written:
     files: dict  # name -> bytes
     transactions: list  # [Transaction], those after the checkpoint
@@ -207,7 +206,7 @@ def test_recovery_of_a_damaged_wal_keeps_what_is_intact_or_refuses(written, data
     landmarks = written.landmarks[CASES[case].get(target, target)]
     damaged = data.draw(damaged_bytes(files[target], landmarks), label="damage")
     files[target] = damaged.content
-    with tempfile.TemporaryDirectory() as root:
+    with scratch_directory() as root:
         directory = os.path.join(root, "wal")
         os.mkdir(directory)
         for name, content in files.items():
@@ -241,7 +240,7 @@ def test_recovery_of_damaged_files_of_the_previous_formats_answers_or_refuses(na
     files = read_files(source)
     target = data.draw(st.sampled_from(sorted(files)), label="damaged file")
     damaged = data.draw(damaged_bytes(files[target], (18,)), label="damage")
-    with tempfile.TemporaryDirectory() as root:
+    with scratch_directory() as root:
         directory = os.path.join(root, "wal")
         shutil.copytree(source, directory)
         with open(os.path.join(directory, target), "wb") as handle:

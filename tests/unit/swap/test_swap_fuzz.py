@@ -26,7 +26,7 @@ from repositories.storage import LocalStorage
 from repositories.swap import SwapError, SwapStore
 from repositories.swap import format as fmt
 from repositories.swap.store import SUMMARY_PROBE
-from tests.damaged_files import damaged_bytes, fuzz_settings, within_bounds
+from tests.damaged_files import damaged_bytes, fuzz_settings, scratch_directory, within_bounds
 
 from .test_swap_store import records
 
@@ -42,10 +42,11 @@ BATCHES = {"small summary": records(7), "large summary": many_resources(500)}
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    store = SwapStore(LocalStorage(), str(tmp_path_factory.mktemp("swap")))
-    store.prepare()
-    return store
+def store():
+    with scratch_directory() as directory:
+        store = SwapStore(LocalStorage(), directory)
+        store.prepare()
+        yield store
 
 
 @pytest.fixture(scope="module")
