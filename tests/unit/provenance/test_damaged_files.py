@@ -7,6 +7,8 @@ answered with something else than a `ProvenanceError`, each fixed, as plain case
   reloading itself from a tantivy thread whenever meta.json changed read it again);
 * a damaged `meta.json` or `shard.json`: ValueError, JSONDecodeError,
   UnicodeDecodeError, TypeError from a JSON parser, or a manifest of strings;
+* a damaged `layout.json`: JSONDecodeError, KeyError, UnicodeDecodeError, a
+  ValueError from the configuration, or one container per letter of a string;
 """
 
 from __future__ import annotations
@@ -71,3 +73,13 @@ def test_a_damaged_shard_manifest_is_refused(repository_files, clock, content):
     path = shard_file(repository_files, "shard.json")
     path.write_bytes(content)  # before: JSONDecodeError, UnicodeDecodeError, TypeError; or a manifest of strings
     opening_refuses(repository_files, clock, path)
+
+
+@pytest.mark.parametrize("content", [b'{"format": 1, "containers": ["/tmp/c0"', b'{"format": 1}', b'\xc3(',
+                                     b'{"format": 1, "containers": "/tmp/c0"}', b'{"format": 1, "containers": []}'])
+def test_a_damaged_layout_is_refused_by_a_read_only_opening(repository_files, content):
+    path = Path(repository_files.containers[0], "layout.json")
+    path.write_bytes(content)  # before: JSONDecodeError, KeyError, UnicodeDecodeError; one container per letter
+    with pytest.raises(CorruptFileError) as error:
+        ProvenanceRepository.open(repository_files.containers[0])
+    assert error.value.path == str(path)
