@@ -133,6 +133,7 @@ def _is_int(value) -> bool:
 # a magic number (u32). It checks neither when it opens a file.
 _FOOTER_END = struct.Struct("<II")
 _FOOTER_MAGIC = 1337
+_FOOTER_MOST = 4096  # its JSON is about a hundred bytes: a larger length is damage, not read
 _SEGMENT_FILES = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm")
 _SEGMENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _CHUNK = 1 << 20
@@ -178,7 +179,7 @@ def _check_footer(path: str) -> None:
         if size >= _FOOTER_END.size:
             handle.seek(size - _FOOTER_END.size)
             length, magic = _FOOTER_END.unpack(handle.read(_FOOTER_END.size))
-        if size < _FOOTER_END.size or magic != _FOOTER_MAGIC or length > size - _FOOTER_END.size:
+        if size < _FOOTER_END.size or magic != _FOOTER_MAGIC or length > min(_FOOTER_MOST, size - _FOOTER_END.size):
             raise _damaged(path, "its tantivy footer is missing or damaged")
         body = size - _FOOTER_END.size - length
         handle.seek(body)

@@ -36,6 +36,7 @@ from repositories.provenance import (
 from repositories.provenance import event_file_format as eff
 from repositories.provenance import journal_format as jf
 from repositories.provenance.event_batch import SCHEMA
+from repositories.provenance.index import check_segment_files
 from repositories.provenance.journal import JournalWriter
 
 from .conftest import event, make_config
@@ -187,3 +188,11 @@ def test_a_block_whose_zstd_frame_states_another_size_is_refused_before_it_is_de
         assert peak < 16 << 20
     finally:
         repository.close()
+
+
+def test_a_segment_file_whose_footer_length_is_damaged_is_refused_without_reading_that_much(repository_files, clock):
+    path = shard_file(repository_files, ".store")
+    path.write_bytes(bytes(8192) + struct.pack("<II", 6000, 1337))  # a footer of 6000 bytes (of a shard: 500 MB)
+    opening_refuses(repository_files, clock, path)
+    with pytest.raises(CorruptFileError, match="footer is missing or damaged"):
+        check_segment_files(str(path.parent))
