@@ -72,9 +72,6 @@ class Damage:
             return content[:at] + self.data + content[at:]
         return content[:end] + content[at:end] + content[end:]  # duplicate
 
-    def __str__(self) -> str:
-        return f"{self.kind} at {self.offset}" + (f" ({self.data.hex() or self.length})" if self.data or self.length else "")
-
 
 @dataclass(frozen=True)
 class Damaged:

@@ -36,7 +36,8 @@ class ProvenanceLayout:
             try:
                 containers = json.loads(files.read_all(layout))["containers"]
             except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError, UnicodeDecodeError too
-                raise CorruptFileError(layout, f"not a layout ({type(error).__name__}: {error}); {_REWRITTEN}") from None
+                reason = f"not a layout ({type(error).__name__}: {error}); {_REWRITTEN}"
+                raise CorruptFileError(layout, reason) from None
             if not (isinstance(containers, list) and containers and all(isinstance(c, str) and c for c in containers)):
                 raise CorruptFileError(layout, f"its containers are not a list of directories; {_REWRITTEN}")
             return containers

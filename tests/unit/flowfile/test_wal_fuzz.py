@@ -121,9 +121,10 @@ def written(tmp_path_factory) -> Written:
 
 def file_landmarks(name: str, data: bytes) -> tuple:
     """The SerDe name's length, the end of the header, and for a snapshot its trailer."""
-    magic = fmt.SNAPSHOT_MAGIC if name.startswith(SNAPSHOT_NAME) else fmt.JOURNAL_MAGIC
-    header_end = fmt.unpack_file_header(data, magic, fmt.SNAPSHOT_COUNTS.size if magic == fmt.SNAPSHOT_MAGIC else 0)[0].length
-    return (18, header_end) + ((len(data) - fmt.SNAPSHOT_TRAILER.size,) if magic == fmt.SNAPSHOT_MAGIC else ())
+    if name.startswith(SNAPSHOT_NAME):
+        header = fmt.unpack_file_header(data, fmt.SNAPSHOT_MAGIC, fmt.SNAPSHOT_COUNTS.size)[0]
+        return 18, header.length, len(data) - fmt.SNAPSHOT_TRAILER.size
+    return 18, fmt.unpack_file_header(data, fmt.JOURNAL_MAGIC)[0].length
 
 
 def restart(directory: str):

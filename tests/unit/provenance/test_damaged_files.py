@@ -59,9 +59,10 @@ def shard_file(config, suffix: str) -> Path:
 
 
 def opening_refuses(config, clock, path: Path) -> None:
-    for open_ in (lambda: ProvenanceRepository(config, clock=clock), lambda: ProvenanceRepository.open(config.containers[0])):
+    for opening in (lambda: ProvenanceRepository(config, clock=clock),
+                    lambda: ProvenanceRepository.open(config.containers[0])):
         with pytest.raises(CorruptFileError) as error:
-            open_()
+            opening()
         assert error.value.path == str(path) and "index is built from the event files" in str(error.value)
 
 
@@ -87,8 +88,8 @@ def test_a_damaged_meta_json_is_refused(repository_files, clock):
     opening_refuses(repository_files, clock, path)
 
 
-@pytest.mark.parametrize("content", [b'{"created_ms": 1, "closed": fa', b'{"created_ms": 1, "closed": "no", "files": {}}',
-                                     b"\xff", b"[]"])
+@pytest.mark.parametrize("content", [b'{"created_ms": 1, "closed": fa', b"\xff", b"[]",
+                                     b'{"created_ms": 1, "closed": "no", "files": {}}'])
 def test_a_damaged_shard_manifest_is_refused(repository_files, clock, content):
     path = shard_file(repository_files, "shard.json")
     path.write_bytes(content)  # before: JSONDecodeError, UnicodeDecodeError, TypeError; or a manifest of strings
