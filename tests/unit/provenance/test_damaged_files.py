@@ -69,7 +69,7 @@ def opening_refuses(config, clock, path: Path) -> None:
 # The byte before the tantivy footer of a doc store (`.store`) file, counted back from
 # the footer: the doc store's own footer sits there (its skip index offset, version, compressor).
 @pytest.mark.parametrize("back, value, before", [
-    (24, 0x7F, "the process aborted: memory allocation of 576460752303423496 bytes failed"),
+    (24, 0x7F, "the process aborted: memory allocation of 576 PB failed"),
     (16, 0xFF, "PanicException: unknown compressor id 255"),
     (28, 0xFF, "ValueError: Invalid doc store version 255"),
 ])
