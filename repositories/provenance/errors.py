@@ -41,7 +41,8 @@ class CorruptBlockError(ProvenanceError):
 
 
 class CorruptFileError(ProvenanceError):
-    """A whole provenance file (header, table of contents, journal header) is unreadable."""
+    """A whole provenance file (header, table of contents, journal header, a file of an
+    index shard, layout.json) is unreadable."""
 
     def __init__(self, path: str, reason: str):
         self.path = path

@@ -181,11 +181,32 @@ def _claim(value: dict | None) -> ContentClaim | None:
                         value["offset"], value["length"])
 
 
+def read_stored_batch(message) -> pa.RecordBatch:
+    """The record batch of `SCHEMA` in an Arrow IPC message read from disk (a journal
+    frame's payload, an event file's block), checked in full: Arrow reads a message
+    without checking that its offsets and lengths stay inside its buffers, and the rows
+    of a batch whose do not can crash the process when they are read. Raises ValueError
+    for anything that is not such a batch, or that has a null where `SCHEMA` has none."""
+    try:
+        batch = pa.ipc.read_record_batch(pa.py_buffer(message), SCHEMA)
+        batch.validate(full=True)
+    except (pa.ArrowException, OSError, EOFError, ValueError) as error:  # what the IPC reader raises
+        raise ValueError(f"not an Arrow record batch of events: {type(error).__name__}: {error}") from None
+    for field in SCHEMA:
+        if not field.nullable and batch.column(field.name).null_count:
+            raise ValueError(f"{field.name} is null in {batch.column(field.name).null_count} stored events")
+    return batch
+
+
 def to_events(data: pa.RecordBatch | pa.Table) -> list[ProvenanceEvent]:
-    """Rows of the stored schema back to event objects (read path only)."""
-    out = []
-    for row in data.to_pylist():
-        out.append(ProvenanceEvent(
+    """Rows of the stored schema back to event objects (read path only). A row no
+    writer writes (a forged file's) raises InvalidEventError."""
+    return [_event(row) for row in data.to_pylist()]
+
+
+def _event(row: dict) -> ProvenanceEvent:
+    try:
+        return ProvenanceEvent(
             event_type=EventType(row["event_type"]),
             flowfile_uuid=row["flowfile_uuid"],
             component_id=row["component_id"],
@@ -202,8 +223,11 @@ def to_events(data: pa.RecordBatch | pa.Table) -> list[ProvenanceEvent]:
             relationship=row["relationship"],
             size=row["size"] or 0,
             event_id=row["id"],
-        ))
-    return out
+        )
+    except InvalidEventError:
+        raise
+    except ValueError as error:  # an unknown event type, an invalid content claim
+        raise InvalidEventError(f"stored event {row['id']} cannot be read back: {error}") from None
 
 
 def concat_sorted(batches: Iterable[pa.RecordBatch]) -> pa.Table:

@@ -21,7 +21,7 @@ import zstandard
 
 from . import event_file_format as fmt, files
 from .errors import CorruptBlockError, CorruptFileError
-from .event_batch import SCHEMA
+from .event_batch import read_stored_batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,9 +221,14 @@ class EventFile:
         if zlib.crc32(payload) != header.payload_crc:
             raise damaged("payload checksum mismatch (bit flip or torn write)")
         try:
+            # A zstd frame that states its size is decompressed to that size, whatever
+            # max_output_size says: it must state the size the block header does.
+            size = zstandard.frame_content_size(payload)
+            if size not in (-1, header.uncompressed_length):
+                raise damaged(f"its zstd frame holds {size} bytes, its header says {header.uncompressed_length}")
             plain = zstandard.ZstdDecompressor().decompress(payload, max_output_size=header.uncompressed_length)
-            batch = pa.ipc.read_record_batch(pa.py_buffer(plain), SCHEMA)
-        except (zstandard.ZstdError, pa.ArrowException) as error:
+            batch = read_stored_batch(plain)
+        except (zstandard.ZstdError, ValueError) as error:
             raise damaged(f"cannot decode: {error}") from None
         if batch.num_rows != info.count:
             raise damaged(f"holds {batch.num_rows} events, expected {info.count}")

@@ -48,14 +48,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import struct
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 import tantivy
 
 from . import files
+from .errors import CorruptFileError
 from .index_documents import json_documents, uuid_key
 from .policies import unclaimed_id_ranges
 from .query import ProvenanceQuery
@@ -105,10 +109,91 @@ class ShardManifest:
 
     @classmethod
     def from_json(cls, data: bytes) -> "ShardManifest":
-        raw = json.loads(data)
-        return cls(raw["created_ms"], raw["closed"],
-                   {int(k): tuple(v) for k, v in raw["files"].items()},
-                   raw.get("uuid_terms", UUID_TERMS_WHOLE))
+        """The manifest `to_json` wrote; ValueError if `data` is not one."""
+        try:
+            raw = json.loads(data)
+            manifest = cls(raw["created_ms"], raw["closed"],
+                           {int(k): tuple(v) for k, v in raw["files"].items()},
+                           raw.get("uuid_terms", UUID_TERMS_WHOLE))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:  # JSONDecodeError, UnicodeDecodeError too
+            raise ValueError(f"not a shard manifest: {type(error).__name__}: {error}") from None
+        if not (_is_int(manifest.created_ms) and isinstance(manifest.closed, bool)
+                and manifest.uuid_terms in (UUID_TERMS_KEY, UUID_TERMS_WHOLE)
+                and all(len(v) == 3 and all(map(_is_int, v)) for v in manifest.files.values())):
+            raise ValueError("not a shard manifest: a field has the wrong type")
+        return manifest
+
+
+def _is_int(value) -> bool:
+    return type(value) is int
+
+
+# tantivy ends each file of a segment with a footer: the JSON of the version that wrote
+# it, with the crc32 of every byte before the footer, then the JSON's length (u32) and
+# a magic number (u32). It checks neither when it opens a file.
+_FOOTER_END = struct.Struct("<II")
+_FOOTER_MAGIC = 1337
+_FOOTER_MOST = 4096  # its JSON is about a hundred bytes: a larger length is damage, not read
+_SEGMENT_FILES = (".idx", ".pos", ".term", ".store", ".fast", ".fieldnorm")
+_SEGMENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CHUNK = 1 << 20
+
+
+def _damaged(path: str, reason: str) -> CorruptFileError:
+    return CorruptFileError(path, f"{reason}. The index is built from the event files: move the shard's directory "
+                                  "away, and the next start indexes its event files again")
+
+
+def check_segment_files(shard_path: str) -> None:
+    """Raise CorruptFileError unless `meta.json` names segments and every file of each
+    segment is whole (its footer's crc32 matches its bytes).
+
+    tantivy trusts the lengths and offsets in these files: a damaged one can make it
+    allocate what an offset says, and abort the process, which no handler survives.
+    So every file of a shard is read once, in 1 MB chunks, before tantivy opens it:
+    about a second per GB of index when a repository is opened."""
+    meta = os.path.join(shard_path, "meta.json")
+    try:
+        segments = json.loads(files.read_all(meta))["segments"]
+        names = []
+        for segment in segments:
+            if not _SEGMENT_ID.fullmatch(segment["segment_id"]):
+                raise ValueError(f"segment id {segment['segment_id']!r}")
+            stem = segment["segment_id"].replace("-", "")
+            names += [stem + suffix for suffix in _SEGMENT_FILES]
+            if segment.get("deletes") is not None:
+                names.append(f"{stem}.{int(segment['deletes']['opstamp'])}.del")
+    except FileNotFoundError:
+        raise _damaged(meta, "the tantivy index of a shard with a manifest has no meta.json") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise _damaged(meta, f"not a tantivy meta.json: {type(error).__name__}: {error}") from None
+    for name in names:
+        path = os.path.join(shard_path, name)
+        if os.path.exists(path):  # a missing one, tantivy reports (as a ValueError)
+            _check_footer(path)
+
+
+def _check_footer(path: str) -> None:
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size >= _FOOTER_END.size:
+            handle.seek(size - _FOOTER_END.size)
+            length, magic = _FOOTER_END.unpack(handle.read(_FOOTER_END.size))
+        if size < _FOOTER_END.size or magic != _FOOTER_MAGIC or length > min(_FOOTER_MOST, size - _FOOTER_END.size):
+            raise _damaged(path, "its tantivy footer is missing or damaged")
+        body = size - _FOOTER_END.size - length
+        handle.seek(body)
+        try:
+            expected = json.loads(handle.read(length))["crc"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise _damaged(path, f"its tantivy footer is damaged ({type(error).__name__}: {error})") from None
+        handle.seek(0)
+        crc, left = 0, body
+        while left:
+            chunk = handle.read(min(left, _CHUNK))
+            crc, left = zlib.crc32(chunk, crc), left - len(chunk)
+    if crc != expected:
+        raise _damaged(path, "its bytes do not match the crc32 in its tantivy footer")
 
 
 class IndexShard:
@@ -116,7 +201,15 @@ class IndexShard:
         self.path = path
         self.name = os.path.basename(path)
         self.manifest = manifest
-        self.index = tantivy.Index(SCHEMA, path=path, reuse=True)
+        try:
+            self.index = tantivy.Index(SCHEMA, path=path, reuse=True)
+        except (ValueError, OSError) as error:  # tantivy's own checks (a damaged meta.json, a missing file)
+            raise _damaged(path, f"tantivy cannot open the shard: {error}") from None
+        # The repository reloads after its own commits. A reader that reloads itself
+        # whenever meta.json changes would do it from a thread of tantivy's, on any
+        # change (a copy, a delete, another process), reading every segment file again
+        # unchecked: a file damaged since this check would kill the process from there.
+        self.index.config_reader(reload_policy="Manual")
         self.writer: tantivy.IndexWriter | None = None
 
     def save_manifest(self) -> None:
@@ -179,10 +272,13 @@ class IndexHits(NamedTuple):
 
 
 def _load_manifest(path: str) -> ShardManifest | None:
+    manifest = os.path.join(path, MANIFEST)
     try:
-        return ShardManifest.from_json(files.read_all(os.path.join(path, MANIFEST)))
+        return ShardManifest.from_json(files.read_all(manifest))
     except FileNotFoundError:
         return None
+    except ValueError as error:
+        raise _damaged(manifest, str(error)) from None
 
 
 class ShardedIndex:
@@ -211,6 +307,7 @@ class ShardedIndex:
                 # Created, but no file ever committed to it: start it afresh.
                 files.delete_tree(path)
                 continue
+            check_segment_files(path)
             self.shards.append(IndexShard(path, manifest))
 
     # -- writing (indexing thread only) ---------------------------------------------
@@ -275,8 +372,11 @@ class ShardedIndex:
         claimed = [(first, last) for first, (last, _, _) in shard.manifest.files.items()]
         queries = [tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, low, high)
                    for low, high in unclaimed_id_ranges(claimed)]
-        searcher = shard.index.searcher()
-        unclaimed = sum(searcher.search(query, 1, count=True).count for query in queries)
+        try:
+            searcher = shard.index.searcher()
+            unclaimed = sum(searcher.search(query, 1, count=True).count for query in queries)
+        except ValueError as error:
+            raise _damaged(shard.path, f"tantivy cannot search the shard: {error}") from None
         if unclaimed:
             writer = shard.open_writer(self._heap, self._threads)
             for query in queries:
@@ -325,13 +425,16 @@ class ShardedIndex:
                 continue
             searched += 1
             tq = _tantivy_query(query, shard.manifest.uuid_terms)
-            searcher = shard.index.searcher()
-            # Counting rides along the ordered collection, which visits every match anyway.
-            result = searcher.search(tq, wanted, count=True, order_by_field="id", order=tantivy.Order.Desc)
+            try:
+                searcher = shard.index.searcher()
+                # Counting rides along the ordered collection, which visits every match anyway.
+                result = searcher.search(tq, wanted, count=True, order_by_field="id", order=tantivy.Order.Desc)
+                addresses = [address for _, address in result.hits]
+                found = searcher.fast_field_values("id", addresses) if addresses else []
+            except ValueError as error:  # a file damaged since the shard was opened
+                raise _damaged(shard.path, f"tantivy cannot search the shard: {error}") from None
             total += result.count
-            addresses = [address for _, address in result.hits]
-            if addresses:
-                ids.extend(searcher.fast_field_values("id", addresses))
+            ids.extend(found)
         ids.sort(reverse=True)
         return IndexHits(ids[query.offset: wanted], ids[0] if ids else None, total, searched, skipped)
 

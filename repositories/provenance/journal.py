@@ -20,7 +20,7 @@ from . import journal_format as fmt
 from repositories.storage.local import FILE_MODE
 
 from .errors import CorruptFileError
-from .event_batch import SCHEMA
+from .event_batch import read_stored_batch
 
 
 class JournalWriter:
@@ -107,8 +107,12 @@ def read_journal(path: str) -> JournalContents:
         if zlib.crc32(payload) != crc:
             contents.cut_offset, contents.cut_reason = offset, "frame payload checksum mismatch"
             break
-        batch = pa.ipc.read_record_batch(pa.py_buffer(bytes(payload)), SCHEMA)
-        if batch.num_rows != count or batch.column(0)[0].as_py() != frame_first:
+        try:
+            batch = read_stored_batch(bytes(payload))
+        except ValueError as error:  # its checksum matched: bytes no writer writes
+            contents.cut_offset, contents.cut_reason = offset, f"frame payload cannot be decoded: {error}"
+            break
+        if not batch.num_rows or batch.num_rows != count or batch.column(0)[0].as_py() != frame_first:
             contents.cut_offset, contents.cut_reason = offset, "frame header disagrees with its payload"
             break
         contents.batches.append(batch)

@@ -15,12 +15,13 @@ import os
 from collections.abc import Sequence
 
 from . import event_file_format as eff, files, journal_format as jf
-from .errors import ProvenanceError
+from .errors import CorruptFileError, ProvenanceError
 
 LAYOUT = "layout.json"
 JOURNALS = "journals"
 EVENTS = "events"
 INDEX = "index"
+_REWRITTEN = "the node that owns the repository writes it again when it opens it"
 
 
 class ProvenanceLayout:
@@ -32,7 +33,14 @@ class ProvenanceLayout:
         """The containers of the repository whose first container is `path`."""
         layout = os.path.join(path, LAYOUT)
         if os.path.exists(layout):
-            return json.loads(files.read_all(layout))["containers"]
+            try:
+                containers = json.loads(files.read_all(layout))["containers"]
+            except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError, UnicodeDecodeError too
+                reason = f"not a layout ({type(error).__name__}: {error}); {_REWRITTEN}"
+                raise CorruptFileError(layout, reason) from None
+            if not (isinstance(containers, list) and containers and all(isinstance(c, str) and c for c in containers)):
+                raise CorruptFileError(layout, f"its containers are not a list of directories; {_REWRITTEN}")
+            return containers
         if not os.path.isdir(os.path.join(path, EVENTS)):
             raise ProvenanceError(f"{path} is not a provenance repository (no {LAYOUT}, no {EVENTS}/)")
         return (path,)
