@@ -27,6 +27,7 @@ from cluster.services.process import wait_until
 LONG = os.environ.get("CUSTODY_LONG", "") == "1"
 MINUTES = 20.0 if LONG else 2.0
 SAMPLE_S = 5.0
+REPORT = os.environ.get("CUSTODY_SOAK_REPORT")
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(int(MINUTES * 60) + 600)]
 # Short retention, so that a few minutes reach the steady state months would.
 SECTIONS = {"content": {"archive_retention": 10.0}, "provenance": {"max_age": 30.0}}
@@ -51,6 +52,28 @@ def hdfs_bytes(storage, directory: str) -> int:
     return sum(hdfs_bytes(storage, e.path) if e.is_dir else e.length for e in entries)
 
 
+def hdfs_shard_parts(storage, directory: str) -> dict[str, int]:
+    """The bytes of the shards' directory by kind of file: WAL journals, WAL snapshots
+    and the rest of the WAL, swap files, and anything else."""
+    parts = dict.fromkeys(("journals", "snapshots", "wal_other", "swap", "other"), 0)
+    pending = [directory]
+    while pending:
+        try:
+            entries = storage.list(pending.pop())
+        except Exception:  # noqa: BLE001 - collected while walking
+            continue
+        for entry in entries:
+            if entry.is_dir:
+                pending.append(entry.path)
+                continue
+            name, parent = os.path.basename(entry.path), os.path.basename(os.path.dirname(entry.path))
+            kind = ("swap" if parent == "swap" else "other" if parent != "wal" else
+                    "journals" if name.startswith("journal") else "snapshots" if name.startswith("snapshot")
+                    else "wal_other")
+            parts[kind] += entry.length
+    return {f"hdfs_shards_{kind}": size for kind, size in parts.items()}
+
+
 def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
     cluster = flow_cluster
     with open(FLOW) as handle:
@@ -69,9 +92,12 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
     def sample(started: float) -> dict:
         figures = {"minute": round((time.monotonic() - started) / 60, 2), "delivered": cluster.delivered(),
                    "hdfs_content": hdfs_bytes(storage, cluster.layout.hdfs_content),
-                   "hdfs_shards": hdfs_bytes(storage, cluster.layout.hdfs_shards)}
+                   "hdfs_shards": hdfs_bytes(storage, cluster.layout.hdfs_shards),
+                   "queued": sum(beat.queued_count for beat in cluster.heartbeats().values())}
         for kind in ("content", "provenance"):
             figures[f"local_{kind}"] = sum(local_bytes(os.path.join(d, kind)) for d in cluster.directories.values())
+        if REPORT:  # what the shards' bytes are, for the curve's reader
+            figures.update(hdfs_shard_parts(storage, cluster.layout.hdfs_shards))
         return figures
 
     started = time.monotonic()
@@ -87,9 +113,8 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
         print("soak:", curve[-1], flush=True)
         wait_until(lambda: time.monotonic() - started >= len(curve) * SAMPLE_S, SAMPLE_S + 30, "the next sample")
     curve.append(sample(started))
-    report = os.environ.get("CUSTODY_SOAK_REPORT")
-    if report:
-        with open(report, "w") as out:
+    if REPORT:
+        with open(REPORT, "w") as out:
             json.dump({"minutes": MINUTES, "killed": killed, "curve": curve}, out, indent=2)
 
     def peaks(low: float, high: float) -> dict:
