@@ -88,6 +88,19 @@ def _confined(path: str, root: str | None) -> str:
     return resolved
 
 
+def _path_of(context: ProcessContext, name: str, flowfile, root: str | None, failures, refusals) -> str | None:
+    """Property `name` evaluated for `flowfile` and kept under `root` (`_confined`); None
+    when the FlowFile was set aside (its expression failed) or refused (its path left
+    the root, or no file can have it)."""
+    try:
+        return _confined(context[name].evaluate(flowfile), root)
+    except ExpressionError as error:
+        failures.set_aside(flowfile, name, error)
+    except _Refused as refused:
+        refusals.refuse(flowfile, str(refused))
+    return None
+
+
 class _Refusals:
     """The FlowFiles of one run whose path was refused or unusable: each to failure,
     penalized, the reason in `path.refused`; one log line for the run."""
@@ -270,14 +283,10 @@ class FetchFile(HandsOverIntake, Processor):
         records, claimed = [], []
         try:
             for flowfile in session.get_batch(10):
-                try:
-                    path = os.path.abspath(_confined(context["file"].evaluate(flowfile), root))
-                except ExpressionError as error:
-                    failures.set_aside(flowfile, "file", error)
+                path = _path_of(context, "file", flowfile, root, failures, refusals)
+                if path is None:
                     continue
-                except _Refused as refused:
-                    refusals.refuse(flowfile, str(refused))
-                    continue
+                path = os.path.abspath(path)
                 try:
                     source = open(path, "rb")
                 except FileNotFoundError:
@@ -385,13 +394,8 @@ class PutFile(Processor):
         directories = set()
         written = []
         for flowfile in session.get_batch(context["batch_size"]):
-            try:
-                directory = _confined(context["directory"].evaluate(flowfile), root)
-            except ExpressionError as error:
-                failures.set_aside(flowfile, "directory", error)
-                continue
-            except _Refused as refused:
-                refusals.refuse(flowfile, str(refused))
+            directory = _path_of(context, "directory", flowfile, root, failures, refusals)
+            if directory is None:
                 continue
             target = os.path.join(directory, flowfile.id + suffix)
             temporary = None
