@@ -164,8 +164,12 @@ def test_bad_input_goes_to_failure_with_the_reason_and_the_flow_keeps_running(
     assert node.wait_until(lambda: len(files_in(dirs["failed"])) == len(files), TIMEOUT), (case, node.status())
     [failed] = files_in(dirs["failed"])
     assert failed.read_text() == next(iter(files.values())), "the failed FlowFile's content changed"
-    [error] = {event.attributes_after.get("spark.error") for event in provenance_events(node)
-               if event.component_id == "failed"}
+    # PutFile writes the file before its session commits the event: wait for the event.
+    def reasons() -> set:
+        return {event.attributes_after.get("spark.error") for event in provenance_events(node)
+                if event.component_id == "failed"}
+    assert node.wait_until(reasons, TIMEOUT, poll=0.5), node.status()
+    [error] = reasons()
     assert reason in error, error
     assert files_in(dirs["out"]) == [] and files_in(dirs["originals"]) == []
     # The flow keeps running: a good batch after the bad one goes through.
