@@ -1,12 +1,16 @@
 """End-to-end flow throughput: FlowFiles/s and MB/s against the raw repository limits.
 
-Two flows run on a standalone node's engine with real local repositories (FlowFile
-WAL with group commit, content, provenance, swapping), each GenerateFlowFile ->
-UpdateAttribute -> RouteOnAttribute -> PutFile:
+Three flows run on a standalone node's engine with real local repositories (FlowFile
+WAL with group commit, content, provenance, swapping):
 
-* small: 100-byte content, `flowfiles_per_sec` end to end (first FlowFile generated
-  to last one written by PutFile);
-* 1 MB: 1 MB content, `mb_per_sec_1mb`.
+* engine: GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute -> MergeContent
+  (1,000 per bundle) -> PutFile, 100-byte content, `engine_flowfiles_per_sec`: the
+  sink writes one file per thousand FlowFiles, so the figure measures the engine and
+  the repositories, not the file system;
+* small: GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute -> PutFile, 100-byte
+  content, `flowfiles_per_sec` end to end (first FlowFile generated to last one
+  written by PutFile): one file per FlowFile;
+* 1 MB: the same flow with 1 MB content, `mb_per_sec_1mb`.
 
 PutFile runs with `sync: false` here, as NiFi's PutFile (which never fsyncs); the
 repositories keep every commit durable (WAL group commit, content synced per commit).
@@ -15,11 +19,18 @@ The raw limits are measured in the same run, on the same disk:
 * `raw_wal_flowfiles_per_sec`: the WAL alone doing the four transactions a FlowFile
   costs in this flow (one per processor), in batches of the same size, synced;
   `ratio_small_to_wal` = flowfiles_per_sec / that.
+* `raw_wal_engine_flowfiles_per_sec`: the same for the engine flow's five processors
+  (MergeContent's bundle and PutFile's delete of it cost one update per thousand);
+  `ratio_engine_to_wal` = engine_flowfiles_per_sec / that.
+* `raw_files_per_sec`: what PutFile needs per FlowFile, create, write 100 bytes,
+  close, rename, in a plain loop on one thread in the same directory tree;
+  `ratio_putfile_to_raw_files` = flowfiles_per_sec / that.
 * `raw_disk_mb_per_sec`: one plain file written and read back sequentially in 1 MB
   writes with one fdatasync per 1 MB (the content a session commits);
   `ratio_1mb_to_disk` = mb_per_sec_1mb / that.
 Anchor: NiFi's published ~83,000 FlowFiles/s end to end on one node
-(`ratio_to_nifi_anchor`). `--profile` adds the top functions by own time.
+(`ratio_to_nifi_anchor`, `ratio_engine_to_nifi_anchor`). `--profile` adds the top
+functions by own time of the engine flow, and the microseconds per FlowFile they take.
 """
 
 from __future__ import annotations
@@ -34,42 +45,58 @@ NIFI_ANCHOR_FLOWFILES_PER_SEC = 83_000
 
 def add_arguments(parser) -> None:
     parser.add_argument("--dir", help="directory to run in (default: a fresh temporary directory)")
+    parser.add_argument("--engine", type=int, help="FlowFiles in the engine flow (MergeContent before PutFile)")
     parser.add_argument("--small", type=int, help="FlowFiles in the small-content flow")
     parser.add_argument("--large", type=int, help="FlowFiles in the 1 MB flow")
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--profile", action="store_true", help="profile the small flow (slower) and report")
+    parser.add_argument("--profile", action="store_true", help="profile the engine flow (slower) and report")
     parser.add_argument("--no-outbox", action="store_true", help="without the provenance outbox")
 
 
-def flow_definition(out: str, count: int, size: int, batch: int):
-    """GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute -> PutFile into `out`."""
+def flow_definition(out: str, count: int, size: int, batch: int, merge: int = 0):
+    """GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute [-> MergeContent of
+    `merge` per bundle] -> PutFile into `out`."""
     from flow.loading import parse_flow
 
     swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": 50_000}}
-    return parse_flow({
-        "name": f"bench-{size}",
-        "processors": [
-            {"id": "generate", "type": "GenerateFlowFile",
-             "properties": {"batch_size": batch, "file_size": size, "max_count": count}},
-            {"id": "update", "type": "UpdateAttribute", "properties": {"stage": "updated", "size.class": "small"}},
-            {"id": "route", "type": "RouteOnAttribute",
-             "properties": {"routing_strategy": "route_to_matched_if_any_matches", "ok": "${stage:equals('updated')}"}},
-            {"id": "put", "type": "PutFile",
-             "properties": {"directory": out, "sync": False, "batch_size": batch}, "auto_terminate": ["success"]},
-        ],
-        "connections": [
-            {"source": "generate", "destination": "update", **swapping},
-            {"source": "update", "destination": "route", **swapping},
-            {"source": "route", "relationships": ["matched", "unmatched"], "destination": "put", **swapping},
-            {"source": "put", "relationships": ["failure"], "destination": "put"},
-        ]})
+    processors = [
+        {"id": "generate", "type": "GenerateFlowFile",
+         "properties": {"batch_size": batch, "file_size": size, "max_count": count}},
+        {"id": "update", "type": "UpdateAttribute", "properties": {"stage": "updated", "size.class": "small"}},
+        {"id": "route", "type": "RouteOnAttribute",
+         "properties": {"routing_strategy": "route_to_matched_if_any_matches", "ok": "${stage:equals('updated')}"}},
+        {"id": "put", "type": "PutFile",
+         "properties": {"directory": out, "sync": False, "batch_size": batch}, "auto_terminate": ["success"]},
+    ]
+    into_put = "route"
+    connections = [
+        {"source": "generate", "destination": "update", **swapping},
+        {"source": "update", "destination": "route", **swapping},
+    ]
+    if merge:
+        processors.insert(3, {"id": "merge", "type": "MergeContent", "auto_terminate": ["original", "failure"],
+                              "properties": {"min_entries": merge, "max_entries": merge, "max_bin_age": "1 s"}})
+        connections.append({"source": "route", "relationships": ["matched", "unmatched"], "destination": "merge",
+                            **swapping})
+        into_put = "merge"
+    connections += [
+        {"source": into_put, "relationships": ["merged"] if merge else ["matched", "unmatched"],
+         "destination": "put", **swapping},
+        {"source": "put", "relationships": ["failure"], "destination": "put"},
+    ]
+    return parse_flow({"name": f"bench-{size}{'-merged' if merge else ''}", "processors": processors,
+                       "connections": connections})
 
 
-def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox: bool, profile: bool):
+def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox: bool, profile: bool,
+              merge: int = 0):
+    """Runs the flow until PutFile wrote every FlowFile (`count`, or `count / merge`
+    bundles) and the engine is idle."""
     from cluster.node.standalone import NodeSettings, StandaloneNode
 
     out = os.path.join(root, "out")
-    node = StandaloneNode(flow_definition(out, count, size, batch), os.path.join(root, "node"),
+    files = -(-count // merge) if merge else count
+    node = StandaloneNode(flow_definition(out, count, size, batch, merge), os.path.join(root, "node"),
                           NodeSettings(threads=threads, provenance_outbox=outbox))
     profiler = None
     if profile:
@@ -83,18 +110,18 @@ def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox
         put = node.engine.nodes["put"]
         deadline = time.monotonic() + 3600
         while time.monotonic() < deadline:
-            if node.engine.is_idle() and files_in(out) >= count:
+            if node.engine.is_idle() and files_in(out) >= files:
                 break
             time.sleep(0.02)
         elapsed = time.perf_counter() - started
     finally:
         node.stop()
     delivered = files_in(out)
-    if delivered != count:
-        raise RuntimeError(f"benchmark flow delivered {delivered} of {count} FlowFiles")
+    if delivered != files:
+        raise RuntimeError(f"benchmark flow delivered {delivered} of {files} files")
     result = {"seconds": elapsed, "flowfiles": count, "put_tasks": put.tasks if put else 0}
     if profiler is not None:
-        result["profile"] = profiler.top(25)
+        result["profile"] = profiler.top(25, count)
     return result
 
 
@@ -139,7 +166,7 @@ class _ThreadProfiler:
         engine.TraditionalEngine._run_task = run_task
         self._restore = lambda: setattr(engine.TraditionalEngine, "_run_task", original)
 
-    def top(self, n: int) -> list:
+    def top(self, n: int, flowfiles: int) -> list:
         import pstats
 
         self._restore()
@@ -151,33 +178,61 @@ class _ThreadProfiler:
         total = sum(value[2] for value in stats.stats.values())
         rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:n]
         return [{"function": f"{os.path.basename(key[0])}:{key[1]}:{key[2]}", "own_s": round(value[2], 3),
-                 "share": round(value[2] / total, 3) if total else 0.0, "calls": value[1]}
+                 "share": round(value[2] / total, 3) if total else 0.0, "calls": value[1],
+                 "us_per_flowfile": round(value[2] / flowfiles * 1e6, 2)}
                 for key, value in rows]
 
 
-def _raw_wal(root: str, flowfiles: int, batch: int) -> float:
-    """FlowFiles/s the WAL alone sustains for this flow's four transactions per FlowFile."""
+def _raw_wal(root: str, flowfiles: int, batch: int, merge: int = 0) -> float:
+    """FlowFiles/s the WAL alone sustains for the transactions of the flow's processors:
+    one per processor and batch, synced; with `merge`, MergeContent's (the bundle in,
+    the originals out) and PutFile's (the bundle out) per `merge` FlowFiles."""
     import uuid
 
     from repositories.claims import ContentClaim, ResourceClaim
     from repositories.flowfile import Delete, FlowFileRecord, Put, WriteAheadLog
     from repositories.storage import LocalStorage
 
-    wal = WriteAheadLog(LocalStorage(), os.path.join(root, "raw-wal"), checkpoint_interval=None)
+    wal = WriteAheadLog(LocalStorage(), os.path.join(root, f"raw-wal-{merge}"), checkpoint_interval=None)
     wal.recover()
     claim = ContentClaim(ResourceClaim("local", 1, "r"), 0, 100)
     ids = [str(uuid.uuid4()) for _ in range(flowfiles)]
     attributes = {"filename": "x" * 36, "path": "./"}
+    updated = {**attributes, "stage": "updated", "size.class": "small"}
     started = time.perf_counter()
     for start in range(0, flowfiles, batch):
         chunk = ids[start:start + batch]
-        for queue, extra in (("a", {}), ("b", {"stage": "updated", "size.class": "small"}),
-                             ("c", {"stage": "updated", "size.class": "small"})):
-            wal.update([Put(FlowFileRecord(i, {**attributes, **extra}, claim, queue, 100, 1, 1)) for i in chunk])
-        wal.update([Delete(i) for i in chunk])
+        for queue, values in (("a", attributes), ("b", updated), ("c", updated)):
+            wal.update([Put(FlowFileRecord(i, values, claim, queue, 100, 1, 1)) for i in chunk])
+        if merge:
+            for bundle in range(0, len(chunk), merge):
+                bundle_id = str(uuid.uuid4())
+                wal.update([Put(FlowFileRecord(bundle_id, {"merge.count": str(merge)}, claim, "d", 100 * merge, 1, 1))]
+                           + [Delete(i) for i in chunk[bundle:bundle + merge]])
+                wal.update([Delete(bundle_id)])
+        else:
+            wal.update([Delete(i) for i in chunk])
     elapsed = time.perf_counter() - started
     wal.close()
     return flowfiles / elapsed
+
+
+def _raw_files(root: str, count: int) -> float:
+    """Files/s of what PutFile does per FlowFile: create a temporary file, write 100
+    bytes, close it, rename it into place; one thread, a plain loop."""
+    directory = os.path.join(root, "raw-files")
+    os.makedirs(directory, exist_ok=True)
+    data = b"x" * 100
+    started = time.perf_counter()
+    for index in range(count):
+        temporary = os.path.join(directory, f".{index}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.rename(temporary, os.path.join(directory, f"{index}"))
+    return count / (time.perf_counter() - started)
 
 
 def _raw_disk(root: str, megabytes: int) -> float:
@@ -199,42 +254,55 @@ def _raw_disk(root: str, megabytes: int) -> float:
 
 def run(args) -> dict:
     small = args.small or (20_000 if args.quick else 200_000)
+    engine = args.engine or (50_000 if args.quick else 500_000)
     large = args.large or (50 if args.quick else 300)
-    batch = 1000
+    batch, merge = 1000, 1000
+    outbox = not args.no_outbox
     root = args.dir or tempfile.mkdtemp(prefix="custody-bench-flow-")
     os.makedirs(root, exist_ok=True)
     try:
-        os.makedirs(os.path.join(root, "raw"), exist_ok=True)
-        raw_wal = _raw_wal(os.path.join(root, "raw"), min(small, 50_000), batch)
-        raw_disk = _raw_disk(os.path.join(root, "raw"), large)
-        small_run = _run_flow(os.path.join(root, "small"), small, 100, batch, args.threads, not args.no_outbox,
-                              False)
-        large_run = _run_flow(os.path.join(root, "large"), large, 1 << 20, 1, args.threads, not args.no_outbox,
-                              False)
+        raw = os.path.join(root, "raw")
+        os.makedirs(raw, exist_ok=True)
+        raw_wal = _raw_wal(raw, min(small, 50_000), batch)
+        raw_wal_engine = _raw_wal(raw, min(engine, 50_000), batch, merge)
+        raw_files = _raw_files(raw, min(small, 20_000))
+        raw_disk = _raw_disk(raw, large)
+        engine_run = _run_flow(os.path.join(root, "engine"), engine, 100, batch, args.threads, outbox, False, merge)
+        small_run = _run_flow(os.path.join(root, "small"), small, 100, batch, args.threads, outbox, False)
+        large_run = _run_flow(os.path.join(root, "large"), large, 1 << 20, 1, args.threads, outbox, False)
+        engine_per_sec = engine / engine_run["seconds"]
         flowfiles_per_sec = small / small_run["seconds"]
         mb_per_sec = large / large_run["seconds"]
         result = {
+            "engine_flowfiles_per_sec": round(engine_per_sec, 1),
             "flowfiles_per_sec": round(flowfiles_per_sec, 1),
             "mb_per_sec_1mb": round(mb_per_sec, 2),
             "flowfiles_per_sec_1mb": round(large / large_run["seconds"], 2),
+            "engine_flowfiles": engine,
+            "engine_s": round(engine_run["seconds"], 3),
             "small_flowfiles": small,
             "small_s": round(small_run["seconds"], 3),
             "large_flowfiles": large,
             "large_s": round(large_run["seconds"], 3),
             "raw_wal_flowfiles_per_sec": round(raw_wal, 1),
+            "raw_wal_engine_flowfiles_per_sec": round(raw_wal_engine, 1),
+            "raw_files_per_sec": round(raw_files, 1),
             "raw_disk_mb_per_sec": round(raw_disk, 1),
+            "ratio_engine_to_wal": round(engine_per_sec / raw_wal_engine, 3) if raw_wal_engine else None,
             "ratio_small_to_wal": round(flowfiles_per_sec / raw_wal, 3) if raw_wal else None,
+            "ratio_putfile_to_raw_files": round(flowfiles_per_sec / raw_files, 3) if raw_files else None,
             "ratio_1mb_to_disk": round(mb_per_sec / raw_disk, 3) if raw_disk else None,
             "nifi_anchor_flowfiles_per_sec": NIFI_ANCHOR_FLOWFILES_PER_SEC,
+            "ratio_engine_to_nifi_anchor": round(engine_per_sec / NIFI_ANCHOR_FLOWFILES_PER_SEC, 4),
             "ratio_to_nifi_anchor": round(flowfiles_per_sec / NIFI_ANCHOR_FLOWFILES_PER_SEC, 4),
-            "provenance_outbox": not args.no_outbox,
+            "provenance_outbox": outbox,
             "threads": args.threads,
             "cpu_count": os.cpu_count(),
         }
         if args.profile:
-            profiled = _run_flow(os.path.join(root, "profiled"), min(small, 20_000), 100, batch, args.threads,
-                                 not args.no_outbox, True)
-            result["profile_small_flow"] = profiled["profile"]
+            profiled = _run_flow(os.path.join(root, "profiled"), min(engine, 50_000), 100, batch, args.threads,
+                                 outbox, True, merge)
+            result["profile_engine_flow"] = profiled["profile"]
         return result
     finally:
         if not args.dir:

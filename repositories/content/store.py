@@ -6,7 +6,7 @@ over another `ResourceIO`), `ReplicatingContentRepository`, and the stateless
 engine's `InMemoryContentRepository`. Anything else a caller needs (fsck, replicas,
 adoption of a dead node's content) belongs to the concrete class, not here.
 
-Repositories subclass `ContentStore` for `write_bytes` and `read`, which it builds on
+Repositories subclass `ContentStore` for `write_bytes`, `read` and `read_many`, which it builds on
 `write` and `open_read`. `ClaimWriter` is what `write()` returns; writers subclass it
 for its shared parts:
 `write_whole`, `write_from`, and the context manager that closes the claim on success
@@ -15,11 +15,12 @@ and aborts it on an exception.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import BinaryIO, Protocol
 
 from repositories.claims import ContentClaim, ResourceClaim
 
+from .batch_reads import read_many
 from .collection import CollectReport
 from .recovery import RecoveryReport
 
@@ -90,6 +91,11 @@ class ContentStore(Protocol):
     def read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> bytes:
         with self.open_read(claim, offset, length) as stream:
             return stream.read()
+
+    def read_many(self, claims: Sequence[ContentClaim]) -> list[bytes]:
+        """The bytes of each claim, in order: claims side by side in one resource file
+        are read together, with one open and one checked read (`batch_reads`)."""
+        return read_many(self.open_read, claims)
 
     def increment(self, claim: ContentClaim | ResourceClaim) -> int:
         """One more claimant of the claim's resource; returns the new count."""

@@ -101,7 +101,7 @@ def store(request, tmp_path):
 
 def test_the_protocol_declares_what_the_flow_and_the_nodes_call():
     assert set(protocol_methods(ContentStore)) == {
-        "write", "write_bytes", "open_read", "read", "increment", "decrement", "claimant_count",
+        "write", "write_bytes", "open_read", "read", "read_many", "increment", "decrement", "claimant_count",
         "sync", "check_durable", "recover", "collect", "age_off", "close"}
 
 
@@ -130,6 +130,15 @@ def test_each_store_round_trips_a_claim_through_the_protocol(store):
     assert store.claimant_count(claim) == 1
     assert store.increment(claim) == 2
     assert store.decrement(claim) == 1
+
+
+def test_each_store_reads_many_claims_in_order(store):
+    contents = [f"claim {i}".encode() * (i % 4) for i in range(30)]
+    claims = [store.write_bytes(data) for data in contents]
+    store.sync()
+    order = list(reversed(range(30))) + [3, 3]
+    assert store.read_many([claims[i] for i in order]) == [contents[i] for i in order]
+    assert store.read_many([]) == []
 
 
 def test_the_checker_catches_an_incompatible_signature():
