@@ -38,6 +38,7 @@ from typing import Protocol
 
 from repositories.flowfile import Delete, OutcomeUnknownError, Put, SwapIn, WriteAheadLogError
 from repositories.instruments import ByLabel, Counter, LatencyHistogram
+from repositories.provenance import EventBatch
 from repositories.seams import FaultSeams
 
 from . import provenance_outbox
@@ -206,11 +207,14 @@ class DurableCommitter:
         now = self._clock_ms()
         if tx.state is not None:
             updates.append(Put(self.shard.state_record(component, tx.state, now).to_record()))
-        slot = None
-        if self.outbox and tx.events:
+        slot = batch = None
+        if tx.events and self.provenance is not None:
+            # Encoded once: the outbox record carries the batch provenance registers.
+            batch = EventBatch.from_events(tx.events, now)
+        if self.outbox and batch is not None:
             slot = self._take_slot()
             updates.append(Put(provenance_outbox.outbox_record(
-                slot, self.provenance.next_event_id, tx.events, now).to_record()))
+                slot, self.provenance.next_event_id, batch, now).to_record()))
         # in_storage: a failure now is the storage's (FAILED), not a refusal (REFUSED).
         outcome_unknown = in_storage = False
         gate, hooks = self.gate, self.hooks
@@ -276,9 +280,9 @@ class DurableCommitter:
             # 4. Claimant counts.
             _apply_claims(self.content, tx)
             # 5. Provenance (the outbox record covers a crash before this returns).
-            if tx.events and self.provenance is not None:
+            if batch is not None:
                 hooks.before_provenance(component)
-                self.provenance.register_events(tx.events, now)
+                self.provenance.register_batch(batch)
         except Exception:  # noqa: BLE001
             log.exception("%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
                           "from the WAL and provenance from the outbox", component)

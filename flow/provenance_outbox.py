@@ -9,13 +9,21 @@ event id at the time. Only the last commit of a slot can be missing from provena
 looks for each slot's events from that id on and registers those that are missing.
 
 Record: id `__provenance_outbox__/<slot>`, queue `__provenance_outbox__`, attributes
-`{"next": <event id>, "format": "marshal-4", "events": <the events>}`. The events are a
-list of plain tuples (see `encode_events`) serialized with `marshal` (version 4) and
-carried as a latin-1 string: it is C-fast, shares the attribute maps events have in
-common, and was a third of the cost of JSON in the flow benchmark. marshal is tied to
-the Python version, which is acceptable for what only a restart of the same node
-reads; a record that cannot be decoded is logged and skipped (it can only be the last
-commit of its slot).
+`{"next": <event id>, "format": <format>, "events": <the events>}`, where the events
+are, by format:
+
+* `arrow-ipc-1` (written now): the commit's events as the provenance repository
+  registers them, an `EventBatch` in one Arrow IPC record-batch message
+  (`EventBatch.to_message`: the columns of `BODY_SCHEMA`, events without ids, each
+  with its time), carried as a latin-1 string (one character per byte). A commit
+  builds that batch once and both the outbox and the provenance repository use it,
+  so the events are encoded once per commit, in Arrow's C++ code. Arrow's IPC format
+  is stable across versions, so a node of another Python or pyarrow reads it.
+* `marshal-4` (written by earlier releases, still read): a list of plain tuples
+  (`decode_marshal`) serialized with `marshal` (version 4), as a latin-1 string.
+
+A record that cannot be decoded is logged and skipped (it can only be the last commit
+of its slot).
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ import logging
 import marshal
 
 from repositories.claims import ContentClaim, ResourceClaim
-from repositories.provenance import ProvenanceEvent
+from repositories.provenance import EventBatch, InvalidEventError, ProvenanceEvent
+from repositories.provenance.event_batch import to_events
 
 from .flowfile import FlowFile
 from .shard import OUTBOX_QUEUE
@@ -32,7 +41,8 @@ from .shard import OUTBOX_QUEUE
 log = logging.getLogger(__name__)
 
 
-FORMAT = "marshal-4"
+FORMAT = "arrow-ipc-1"
+MARSHAL_FORMAT = "marshal-4"
 
 
 def _unclaim(value):
@@ -42,33 +52,11 @@ def _unclaim(value):
     return ContentClaim(ResourceClaim(container, section, resource), offset, length)
 
 
-def encode_events(events, now_ms: int | None = None) -> str:
-    """Events without a time are stamped `now_ms`: the commit registers them with the
-    same time, so a replayed copy is recognisably the same event."""
-    rows = []
-    claims: dict = {}
-
-    def claim(value):
-        if value is None:
-            return None
-        row = claims.get(value)
-        if row is None:
-            resource = value.resource
-            row = claims[value] = (resource.container, resource.section, resource.id, value.offset, value.length)
-        return row
-
-    for e in events:
-        before, after = e.attributes_before, e.attributes_after
-        rows.append((e.event_type.value, e.flowfile_uuid, e.component_id, e.component_type,
-                     e.event_time_ms if e.event_time_ms is not None else now_ms,
-                     tuple(e.parent_uuids), tuple(e.child_uuids),
-                     before if type(before) is dict else dict(before), after if type(after) is dict else dict(after),
-                     claim(e.content_before), claim(e.content_after), e.transit_uri, e.details, e.relationship,
-                     e.size))
-    return marshal.dumps(rows, 4).decode("latin-1")
-
-
-def decode_events(text: str) -> list[ProvenanceEvent]:
+def decode_marshal(text: str) -> list[ProvenanceEvent]:
+    """The events of a `marshal-4` record: rows of (type, uuid, component id, component
+    type, time, parents, children, attributes before, after, content before, after as
+    (container, section, resource id, offset, length) or None, transit URI, details,
+    relationship, size)."""
     events = []
     for (kind, uuid, component, component_type, time_ms, parents, children, before, after, content_before,
          content_after, transit, details, relationship, size) in marshal.loads(text.encode("latin-1")):
@@ -78,8 +66,25 @@ def decode_events(text: str) -> list[ProvenanceEvent]:
     return events
 
 
-def outbox_record(slot: int, next_event_id: int, events, now_ms: int) -> FlowFile:
-    attributes = {"next": str(next_event_id), "format": FORMAT, "events": encode_events(events, now_ms)}
+def decode_events(attributes: dict) -> list[ProvenanceEvent]:
+    """The events of an outbox record's attributes, whichever format wrote them.
+    Raises ValueError for a record that cannot be decoded."""
+    form, text = attributes.get("format"), attributes.get("events")
+    if text is None:
+        raise ValueError("the record has no events")
+    if form == FORMAT:
+        return to_events(EventBatch.from_message(text.encode("latin-1")).record_batch)
+    if form == MARSHAL_FORMAT:
+        try:
+            return decode_marshal(text)
+        except (EOFError, TypeError) as error:
+            raise ValueError(f"{type(error).__name__}: {error}") from None
+    raise ValueError(f"unknown format {form!r}")
+
+
+def outbox_record(slot: int, next_event_id: int, batch: EventBatch, now_ms: int) -> FlowFile:
+    """The record of `slot` carrying `batch`, the commit's events stamped with their time."""
+    attributes = {"next": str(next_event_id), "format": FORMAT, "events": batch.to_message().decode("latin-1")}
     return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
 
 
@@ -96,12 +101,9 @@ def reconcile(records, provenance, *, foreign: bool = False) -> int:
     every one here (a cluster-wide view collapses copies by event identity)."""
     registered = 0
     for record in records:
-        if record.attributes.get("format") != FORMAT:
-            log.warning("provenance outbox %s: unknown format %r, skipped", record.id, record.attributes.get("format"))
-            continue
         try:
-            events = decode_events(record.attributes["events"])
-        except (ValueError, EOFError, TypeError, KeyError) as error:
+            events = decode_events(record.attributes)
+        except (ValueError, InvalidEventError) as error:
             log.warning("provenance outbox %s cannot be decoded (%s); its events are skipped", record.id, error)
             continue
         if not events:

@@ -12,7 +12,7 @@ the API can never name a path outside its container.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SECTIONS_PER_CONTAINER = 1024
 
@@ -37,6 +37,8 @@ class ResourceClaim:
     container: str
     section: int
     id: str
+    # Hashed once: every commit counts claimants by resource, many times per FlowFile.
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_name("container", self.container)
@@ -46,6 +48,10 @@ class ResourceClaim:
                 f"invalid section {self.section!r} in a content claim: must be 0.."
                 f"{SECTIONS_PER_CONTAINER - 1}"
             )
+        object.__setattr__(self, "_hash", hash((self.container, self.section, self.id)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def relative_path(self) -> str:

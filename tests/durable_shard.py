@@ -24,6 +24,7 @@ from flow.session import ProcessSession
 from flow.shard import open_shard
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.storage import join
+from repositories.provenance.event_batch import to_events
 
 QUEUE = "q"
 # One claim per resource, no archive: a resource whose last claimant goes is destroyed
@@ -151,3 +152,6 @@ class RecordedProvenance:
     def register_events(self, events, now_ms=None):
         self.events += events
         self.next_event_id += len(events)
+
+    def register_batch(self, batch):
+        self.register_events(to_events(batch.record_batch))

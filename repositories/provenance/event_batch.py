@@ -136,6 +136,23 @@ class EventBatch:
             _check_rules(data)
         return cls(data)
 
+    def to_message(self) -> bytes:
+        """The batch as one Arrow IPC record-batch message of `BODY_SCHEMA`: how the
+        flow's provenance outbox carries a commit's events in the FlowFile WAL."""
+        return self.record_batch.serialize().to_pybytes()
+
+    @classmethod
+    def from_message(cls, message) -> "EventBatch":
+        """The batch `to_message` wrote, checked in full as `read_stored_batch` checks a
+        stored one, and against the rules every event obeys. Raises ValueError."""
+        batch = _read_message(message, BODY_SCHEMA)
+        if len(batch):
+            try:
+                _check_rules(batch)
+            except InvalidEventError as error:
+                raise ValueError(str(error)) from None
+        return cls(batch)
+
     def with_ids(self, first_id: int) -> pa.RecordBatch:
         """The stored form: ids `first_id, first_id+1, ...` prepended."""
         n = self.record_batch.num_rows
@@ -187,20 +204,25 @@ def read_stored_batch(message) -> pa.RecordBatch:
     without checking that its offsets and lengths stay inside its buffers, and the rows
     of a batch whose do not can crash the process when they are read. Raises ValueError
     for anything that is not such a batch, or that has a null where `SCHEMA` has none."""
+    return _read_message(message, SCHEMA)
+
+
+def _read_message(message, schema: pa.Schema) -> pa.RecordBatch:
     try:
-        batch = pa.ipc.read_record_batch(pa.py_buffer(message), SCHEMA)
+        batch = pa.ipc.read_record_batch(pa.py_buffer(message), schema)
         batch.validate(full=True)
     except (pa.ArrowException, OSError, EOFError, ValueError) as error:  # what the IPC reader raises
         raise ValueError(f"not an Arrow record batch of events: {type(error).__name__}: {error}") from None
-    for field in SCHEMA:
+    for field in schema:
         if not field.nullable and batch.column(field.name).null_count:
             raise ValueError(f"{field.name} is null in {batch.column(field.name).null_count} stored events")
     return batch
 
 
 def to_events(data: pa.RecordBatch | pa.Table) -> list[ProvenanceEvent]:
-    """Rows of the stored schema back to event objects (read path only). A row no
-    writer writes (a forged file's) raises InvalidEventError."""
+    """Rows of the stored schema (or of `BODY_SCHEMA`: events without ids) back to
+    event objects (read path only). A row no writer writes (a forged file's) raises
+    InvalidEventError."""
     return [_event(row) for row in data.to_pylist()]
 
 
@@ -222,12 +244,12 @@ def _event(row: dict) -> ProvenanceEvent:
             details=row["details"],
             relationship=row["relationship"],
             size=row["size"] or 0,
-            event_id=row["id"],
+            event_id=row.get("id"),
         )
     except InvalidEventError:
         raise
     except ValueError as error:  # an unknown event type, an invalid content claim
-        raise InvalidEventError(f"stored event {row['id']} cannot be read back: {error}") from None
+        raise InvalidEventError(f"stored event {row.get('id')} cannot be read back: {error}") from None
 
 
 def concat_sorted(batches: Iterable[pa.RecordBatch]) -> pa.Table:

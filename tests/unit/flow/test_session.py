@@ -262,6 +262,9 @@ class Recorder:
     def register_events(self, events, now_ms=None):
         self.calls.append(f"provenance({len(events)})")
 
+    def register_batch(self, batch):
+        self.register_events(range(len(batch)))
+
 
 def durable_env(recorder):
     env = Env(lambda shard, content: DurableCommitter(shard, recorder, recorder, outbox=True))

@@ -1,0 +1,103 @@
+"""The provenance outbox's record formats: what this release writes (`arrow-ipc-1`) reads
+back as the events the commit registered, a record the release before wrote
+(`marshal-4`, checked in) still reads, and a damaged record is refused, not misread."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from flow.flowfile import FlowFile
+from flow.provenance_outbox import FORMAT, decode_events, outbox_record, reconcile
+from flow.shard import OUTBOX_QUEUE
+from repositories.claims import ContentClaim, ResourceClaim
+from repositories.provenance import EventBatch, EventType, ProvenanceEvent
+
+SAMPLE = Path(__file__).parents[2] / "data" / "outbox-marshal-4" / "record.json"
+NOW = 1_795_479_787_518
+CLAIM = ContentClaim(ResourceClaim("n1-3", 7, "1795479787518-bec886-0"), 1200, 100)
+
+
+def events() -> list[ProvenanceEvent]:
+    before = {"filename": "a.txt", "uuid": "u1"}
+    after = {**before, "stage": "updated", "note": "ünïcode ✓"}
+    return [
+        ProvenanceEvent(EventType.CREATE, "u1", "generate", "GenerateFlowFile", attributes_after=before,
+                        content_after=CLAIM, size=100),
+        ProvenanceEvent(EventType.ATTRIBUTES_MODIFIED, "u1", "update", "UpdateAttribute", attributes_before=before,
+                        attributes_after=after, content_before=CLAIM, content_after=CLAIM, size=100),
+        ProvenanceEvent(EventType.ROUTE, "u1", "route", "RouteOnAttribute", attributes_after=after,
+                        relationship="matched", details="ok", event_time_ms=NOW - 5),
+        ProvenanceEvent(EventType.JOIN, "u9", "merge", "MergeContent", parent_uuids=("u1", "u2"), size=200),
+        ProvenanceEvent(EventType.FORK, "u1", "split", "SplitText", child_uuids=("c1", "c2")),
+        ProvenanceEvent(EventType.SEND, "u1", "post", "InvokeHTTP", transit_uri="http://127.0.0.1:9/x"),
+    ]
+
+
+class RecordingProvenance:
+    """What `reconcile` asks of a provenance repository that holds none of the events."""
+
+    next_event_id = 0
+
+    def __init__(self):
+        self.registered = []
+
+    def register_events(self, found):
+        self.registered += found
+
+    def events(self, start, count, skip_damaged=False):
+        return []
+
+
+def stamped(events_, now: int) -> list[dict]:
+    return [(e if e.event_time_ms is not None else e.with_id(None, now)).to_dict() for e in events_]
+
+
+def test_a_record_of_this_release_reads_back_as_the_events_with_their_times():
+    record = outbox_record(2, 17, EventBatch.from_events(events(), NOW), NOW)
+    assert record.attributes["format"] == FORMAT and record.attributes["next"] == "17"
+    assert record.id == f"{OUTBOX_QUEUE}/2"
+    assert [e.to_dict() for e in decode_events(record.attributes)] == stamped(events(), NOW)
+
+
+def test_a_record_the_previous_release_wrote_still_reads():
+    sample = json.loads(SAMPLE.read_text())
+    assert sample["attributes"]["format"] == "marshal-4"
+    assert [e.to_dict() for e in decode_events(sample["attributes"])] == sample["events"]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: text[:len(text) // 2],
+    lambda text: text[:40] + chr(ord(text[40]) ^ 0x55) + text[41:],
+    lambda text: "",
+])
+def test_a_damaged_record_is_refused_and_reconcile_skips_it(damage, caplog):
+    record = outbox_record(0, 0, EventBatch.from_events(events(), NOW), NOW)
+    attributes = {**record.attributes, "events": damage(record.attributes["events"])}
+    try:
+        decoded = decode_events(attributes)
+    except ValueError:
+        decoded = None
+    # A flipped byte inside a string value reads as other text of the same length; it
+    # must never read as events of another shape or crash the reader.
+    assert decoded is None or len(decoded) == len(events())
+
+    broken = FlowFile(record.id, attributes, None, OUTBOX_QUEUE, 0, NOW, NOW, 0)
+    with caplog.at_level(logging.WARNING):
+        registered = reconcile([broken], RecordingProvenance())
+    assert registered == (len(decoded) if decoded is not None else 0)
+    if decoded is None:
+        assert "cannot be decoded" in caplog.text
+
+
+def test_reconcile_registers_what_provenance_lacks_of_either_format():
+    sample = json.loads(SAMPLE.read_text())
+    old = FlowFile(f"{OUTBOX_QUEUE}/0", sample["attributes"], None, OUTBOX_QUEUE, 0, NOW, NOW, 0)
+    new = outbox_record(1, 0, EventBatch.from_events(events(), NOW), NOW)
+
+    provenance = RecordingProvenance()
+    assert reconcile([old, new], provenance) == len(sample["events"]) + len(events())
+    assert [e.to_dict() for e in provenance.registered] == sample["events"] + stamped(events(), NOW)
