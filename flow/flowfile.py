@@ -22,6 +22,7 @@ from repositories.flowfile.record import FlowFileRecord
 from .identifiers import new_uuid
 
 CORE_ATTRIBUTES = ("filename", "path", "uuid")
+_new = tuple.__new__
 
 
 class FlowFile(NamedTuple):
@@ -47,14 +48,21 @@ class FlowFile(NamedTuple):
     def penalized_until(self) -> int:
         return self.penalty_expiration
 
+    # The versions below are built directly: NamedTuple's `_replace` costs several
+    # times as much, and the engine makes a few versions of every FlowFile.
     def with_attributes(self, attributes: dict[str, str]) -> "FlowFile":
-        return self._replace(attributes=attributes)
+        return _new(FlowFile, (self[0], attributes, self[2], self[3], self[4], self[5], self[6], self[7]))
 
     def with_content(self, claim: ContentClaim | None, size: int) -> "FlowFile":
-        return self._replace(content_claim=claim, size=size)
+        return _new(FlowFile, (self[0], self[1], claim, self[3], size, self[5], self[6], self[7]))
 
     def in_queue(self, queue: str) -> "FlowFile":
-        return self if self.queue == queue else self._replace(queue=queue)
+        if self[3] == queue:
+            return self
+        return _new(FlowFile, (self[0], self[1], self[2], queue, self[4], self[5], self[6], self[7]))
+
+    def penalized(self, until_ms: int) -> "FlowFile":
+        return _new(FlowFile, (self[0], self[1], self[2], self[3], self[4], self[5], self[6], until_ms))
 
     def to_record(self) -> FlowFileRecord:
         return FlowFileRecord(self.id, self.attributes, self.content_claim, self.queue, self.size,

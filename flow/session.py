@@ -31,7 +31,6 @@ Not thread-safe: a session belongs to one task.
 from __future__ import annotations
 
 import io
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -264,14 +263,14 @@ class ProcessSession:
             return flowfile
         attributes = dict(flowfile.attributes)
         attributes[key] = str(value)
-        return self._replace(flowfile, flowfile._replace(attributes=attributes))
+        return self._replace(flowfile, flowfile.with_attributes(attributes))
 
     def put_all_attributes(self, flowfile: FlowFile, values: dict[str, str]) -> FlowFile:
         """The new version of `flowfile` with every one of `values` set (as text; `uuid`
         skipped). Copy-on-write, as `put_attribute`."""
         attributes = dict(flowfile.attributes)
         attributes.update((k, str(v)) for k, v in values.items() if k != "uuid")
-        return self._replace(flowfile, flowfile._replace(attributes=attributes))
+        return self._replace(flowfile, flowfile.with_attributes(attributes))
 
     def remove_attribute(self, flowfile: FlowFile, key: str) -> FlowFile:
         """The new version of `flowfile` without `key` (the same version if it has no
@@ -280,7 +279,7 @@ class ProcessSession:
             return self._replace(flowfile, flowfile)
         attributes = dict(flowfile.attributes)
         del attributes[key]
-        return self._replace(flowfile, flowfile._replace(attributes=attributes))
+        return self._replace(flowfile, flowfile.with_attributes(attributes))
 
     # -- content ------------------------------------------------------------------
 
@@ -351,7 +350,7 @@ class ProcessSession:
         self._written.append(claim)
         entry = self._entry_of(flowfile)
         entry.wrote = True
-        return self._replace(flowfile, flowfile._replace(content_claim=claim, size=size))
+        return self._replace(flowfile, flowfile.with_content(claim, size))
 
     # -- routing ------------------------------------------------------------------
 
@@ -385,7 +384,7 @@ class ProcessSession:
         """The new version of `flowfile`, held back for the processor's penalty duration:
         the queue it is transferred to does not hand it out before then."""
         until = self._clock_ms() + self._penalty_ms
-        return self._replace(flowfile, flowfile._replace(penalty_expiration=until))
+        return self._replace(flowfile, flowfile.penalized(until))
 
     # -- provenance reporting -----------------------------------------------------
 
@@ -528,7 +527,7 @@ class ProcessSession:
             if entry.original is not None:
                 original = entry.original
                 if penalize:
-                    original = original._replace(penalty_expiration=until)
+                    original = original.penalized(until)
                 by_queue.setdefault(entry.source, []).append(original)
         for queue, flowfiles in by_queue.items():
             queue.requeue(flowfiles)
@@ -576,29 +575,34 @@ class ProcessSession:
         tx = Transaction(self.component_id, self.component_type)
         tx.wrote_content = bool(self._written)
         tx.state = self._state
-        before: Counter = Counter()
-        after: Counter = Counter()
+        # Claimants by resource, before and after the commit (resources hash once).
+        before: dict = {}
+        after: dict = {}
         for claim in self._written:
-            before[claim.resource] += 1  # the writer already counted itself
-        not_routed = [e.current.id for e in self._entries.values() if not e.removed and e.relationship is None]
-        if not_routed:
-            raise FlowFileNotTransferred(self.component_id, not_routed)
+            before[claim.resource] = before.get(claim.resource, 0) + 1  # the writer already counted itself
+        entries = self._entries.values()
+        not_routed = []
         fork_children: dict[str, list[str]] = {}
         clone_children: dict[str, list[str]] = {}
-        for entry in self._entries.values():
+        for entry in entries:
+            if entry.relationship is None and not entry.removed:
+                not_routed.append(entry.current.id)
             if entry.parents and len(entry.parents) == 1:
                 fork_children.setdefault(entry.parents[0], []).append(entry.current.id)
             if entry.clone_of is not None:
                 clone_children.setdefault(entry.clone_of, []).append(entry.current.id)
+        if not_routed:
+            raise FlowFileNotTransferred(self.component_id, not_routed)
         events = tx.events
         puts, deletes, acknowledged, transfers = tx.puts, tx.deletes, tx.acknowledged, tx.transfers
-        extra_entries = []
-        for entry in self._entries.values():
+        outgoing = self._outgoing
+        for entry in entries:
             original, current = entry.original, entry.current
             if original is not None:
                 acknowledged.setdefault(entry.source, []).append(original)
                 if original.content_claim is not None:
-                    before[original.content_claim.resource] += 1
+                    resource = original.content_claim.resource
+                    before[resource] = before.get(resource, 0) + 1
             destination_queues = ()
             dropped_by = None
             if entry.removed:
@@ -606,7 +610,7 @@ class ProcessSession:
             elif entry.relationship is _SOURCE:
                 destination_queues = (entry.source,)
             else:
-                destination_queues = self._outgoing.get(entry.relationship, ())
+                destination_queues = outgoing.get(entry.relationship, ())
                 if not destination_queues:
                     dropped_by = f"Auto-Terminated by {entry.relationship} Relationship"
             self._events_for(entry, current, clone_children, fork_children, events, now)
@@ -630,20 +634,26 @@ class ProcessSession:
                     # One relationship, several connections: each gets its own FlowFile.
                     version = FlowFile(new_uuid(), current.attributes, current.content_claim, queue.id,
                                        current.size, now, current.lineage_start_date, current.penalty_expiration)
-                    extra_entries.append(version)
                     events.append(ProvenanceEvent(EventType.CLONE, current.id, self.component_id,
                                                   self.component_type, child_uuids=(version.id,),
                                                   attributes_after=current.attributes,
                                                   content_after=current.content_claim, size=current.size))
                 puts.append(version)
-                transfers.setdefault(queue, []).append(version)
+                queued = transfers.get(queue)
+                if queued is None:
+                    queued = transfers[queue] = []
+                queued.append(version)
                 if version.content_claim is not None:
-                    after[version.content_claim.resource] += 1
+                    resource = version.content_claim.resource
+                    after[resource] = after.get(resource, 0) + 1
         deltas = {}
-        for resource in set(before) | set(after):
-            delta = after[resource] - before[resource]
+        for resource, count in after.items():
+            delta = count - before.get(resource, 0)
             if delta:
                 deltas[resource] = delta
+        for resource, count in before.items():
+            if resource not in after:
+                deltas[resource] = -count
         tx.claim_deltas = deltas
         return tx
 
@@ -651,6 +661,10 @@ class ProcessSession:
         component, kind_name = self.component_id, self.component_type
         original = entry.original
         attributes = current.attributes
+        if (original is not None and not entry.events and not entry.parents and not entry.wrote
+                and (attributes is original.attributes or entry.removed)
+                and current.id not in forks and current.id not in clones):
+            return  # passed through as it came (the common case of a routing step): no event
         explicit = {kind for kind, _, _ in entry.events}
         if (original is None and entry.clone_of is None and not entry.parents
                 and EventType.RECEIVE not in explicit and EventType.REPLAY not in explicit):
