@@ -330,6 +330,19 @@ class ProcessSession:
             raise
         return self._replace_content(flowfile, writer.close(sync=False), len(data))
 
+    def write_bytes_many(self, flowfiles: list[FlowFile], contents: list[bytes]) -> list[FlowFile]:
+        """The new version of each of `flowfiles` whose content is the matching item of
+        `contents` (copy-on-write, as `write`): for many small contents at once, which
+        the content repository writes side by side. If a write fails, no FlowFile
+        changes and the error is raised."""
+        if len(flowfiles) != len(contents):
+            raise SessionError(f"{self.component_id}: {len(flowfiles)} FlowFiles but {len(contents)} contents")
+        for flowfile in flowfiles:
+            self._entry_of(flowfile)
+        claims = self._content.write_many(contents)
+        return [self._replace_content(flowfile, claim, len(data))
+                for flowfile, claim, data in zip(flowfiles, claims, contents)]
+
     def import_from(self, flowfile: FlowFile, stream, chunk_size: int = 1 << 20) -> FlowFile:
         """The new version of `flowfile` whose content is what `stream` yields until its
         end, copied `chunk_size` bytes at a time (copy-on-write, as `write`)."""

@@ -63,6 +63,7 @@ class GenerateFlowFile(Processor):
         # expression fails the run (rolled back, retried after the yield).
         to_failure = routes_to_failure(context)
         failures = ExpressionFailures(self.id, context, session, to_failure=to_failure)
+        made, contents = [], []
         for index in range(batch):
             flowfile = session.create()
             if sequence_attribute:
@@ -75,7 +76,12 @@ class GenerateFlowFile(Processor):
                 failures.set_aside(flowfile, failed.prop, failed.error)
                 continue
             if data:
-                flowfile = session.write_bytes(flowfile, data)
+                made.append(flowfile)
+                contents.append(data)
+            else:
+                session.transfer(flowfile, "success")
+        # The contents of the batch, written side by side at once.
+        for flowfile in session.write_bytes_many(made, contents):
             session.transfer(flowfile, "success")
         if counted:
             session.set_state({"next": str(start + batch)})

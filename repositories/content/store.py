@@ -6,7 +6,7 @@ over another `ResourceIO`), `ReplicatingContentRepository`, and the stateless
 engine's `InMemoryContentRepository`. Anything else a caller needs (fsck, replicas,
 adoption of a dead node's content) belongs to the concrete class, not here.
 
-Repositories subclass `ContentStore` for `write_bytes`, `read` and `read_many`, which it builds on
+Repositories subclass `ContentStore` for `write_bytes`, `write_many`, `read` and `read_many`, which it builds on
 `write` and `open_read`. `ClaimWriter` is what `write()` returns; writers subclass it
 for its shared parts:
 `write_whole`, `write_from`, and the context manager that closes the claim on success
@@ -83,6 +83,20 @@ class ContentStore(Protocol):
     def write_bytes(self, data: bytes, *, sync: bool | None = None) -> ContentClaim:
         """One claim holding `data`; `sync` as in `ClaimWriter.close`."""
         return self.write().write_whole(data, sync=sync)
+
+    def write_many(self, contents: Sequence[bytes]) -> list[ContentClaim]:
+        """One claim for each of `contents`, in order, each closed unsynced (the commit
+        syncs). If a write fails, the claims written before it are released again and
+        the error is raised. (A repository may write them side by side at once.)"""
+        claims: list[ContentClaim] = []
+        try:
+            for data in contents:
+                claims.append(self.write().write_whole(data, sync=False))
+        except BaseException:
+            for claim in claims:
+                self.decrement(claim)
+            raise
+        return claims
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> BinaryIO:
         """A stream of the claim's bytes from `offset`, at most `length` of them; close it."""

@@ -92,6 +92,31 @@ class ContentWriter(ClaimWriter):
         """`retire`: append nothing more to this claim's resource (replicas in lockstep)."""
         if self.claim is not None:
             return self.claim
+        claim = self._complete_claim(sync)
+        self._allocator.complete(self._resource, claim, sync, retire)
+        self.claim = claim
+        return claim
+
+    def next_claim(self) -> ContentClaim:
+        """Complete the claim written so far (not synced: the commit syncs), as `close`
+        does, and keep the resource for the next claim, which starts where this one
+        ends: how `ContentRepository.write_many` writes many small claims without
+        taking and releasing a resource for each."""
+        claim = self._complete_claim(False)
+        self._allocator.complete_claim(self._resource, claim)
+        self.offset = self._resource.length
+        self._checksums = BlockChecksummer(self.offset, self._allocator.config.checksum_block_size)
+        self._written = 0
+        self._open = True
+        return claim
+
+    @property
+    def resource_full(self) -> bool:
+        """The resource holds as much as a resource should: the next claim goes elsewhere."""
+        return self._resource.length >= self._allocator.config.max_appendable_claim_size
+
+    def _complete_claim(self, sync: bool | None) -> ContentClaim:
+        """Hand the claim's last bytes and checksum records to its resource; the claim."""
         if not self._open:
             raise ContentRepositoryError("close of an aborted content writer", claim=self._resource.claim)
         self._checksums.finish()
@@ -110,10 +135,16 @@ class ContentWriter(ClaimWriter):
             with self._resource.io_lock:
                 self._resource.checksum_pending += self._checksums.take()
         self._open = False
-        claim = ContentClaim(self._resource.claim, self.offset, self._written)
-        self._allocator.complete(self._resource, claim, sync, retire)
-        self.claim = claim
-        return claim
+        return ContentClaim(self._resource.claim, self.offset, self._written)
+
+    def release(self) -> None:
+        """Give the resource back after `next_claim`, for other claims to follow."""
+        if self._open:
+            if self._written or self._buffer:
+                raise ContentRepositoryError("release of a content writer with an unfinished claim (abort it)",
+                                             claim=self._resource.claim)
+            self._open = False
+            self._allocator.release(self._resource, retire=False)
 
     def abort(self) -> None:
         """Abandon the claim: its bytes stay unreferenced in a retired resource."""
@@ -217,11 +248,14 @@ class ResourceAllocator:
                     self.table.fail(resource, error)
                     raise translate_storage_error(error, claim=claim) from error
                 resource.synced = resource.length
+        self.complete_claim(resource, claim)
+        self.release(resource, retire=retire)
+
+    def complete_claim(self, resource: OpenResource, claim: ContentClaim) -> None:
         resource.completed = claim.offset + claim.length
         # The writer is the first claimant; counted before release, so a full resource
         # is never collected between its release and the caller's bookkeeping.
         self.table.claimants.increment(claim.resource)
-        self.release(resource, retire=retire)
 
     def release(self, resource: OpenResource, *, retire: bool) -> None:
         """The writer is done with the resource: back to `appendable`, or retired."""

@@ -101,7 +101,7 @@ def store(request, tmp_path):
 
 def test_the_protocol_declares_what_the_flow_and_the_nodes_call():
     assert set(protocol_methods(ContentStore)) == {
-        "write", "write_bytes", "open_read", "read", "read_many", "increment", "decrement", "claimant_count",
+        "write", "write_bytes", "write_many", "open_read", "read", "read_many", "increment", "decrement", "claimant_count",
         "sync", "check_durable", "recover", "collect", "age_off", "close"}
 
 
@@ -132,10 +132,13 @@ def test_each_store_round_trips_a_claim_through_the_protocol(store):
     assert store.decrement(claim) == 1
 
 
-def test_each_store_reads_many_claims_in_order(store):
+def test_each_store_writes_and_reads_many_claims_in_order(store):
     contents = [f"claim {i}".encode() * (i % 4) for i in range(30)]
-    claims = [store.write_bytes(data) for data in contents]
+    claims = store.write_many(contents)
+    assert [claim.length for claim in claims] == [len(data) for data in contents]
+    assert all(store.claimant_count(claim) >= 1 for claim in claims)
     store.sync()
+    store.check_durable(claims)
     order = list(reversed(range(30))) + [3, 3]
     assert store.read_many([claims[i] for i in order]) == [contents[i] for i in order]
     assert store.read_many([]) == []
