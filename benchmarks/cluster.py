@@ -126,20 +126,11 @@ def _standalone(workdir: Path, flow: str, count: int, threads: int) -> dict:
 
 
 def _clustered(services, workdir: Path, flow: str, nodes: int, count: int, threads: int) -> dict:
-    from cluster.drills.flow_cluster import FlowCluster
-    from replication.hdfs_storage import HdfsStorage
+    from cluster.drills.local import new_flow_cluster
 
     run = time.strftime(f"bench-{nodes}-%Y%m%d-%H%M%S")
-    root = f"/custody-bench/{run}"
-    storage = HdfsStorage(services.hdfs.url, services.hdfs.client_config)
-    try:
-        storage.mkdir(root, parents=True, exist_ok=True)
-    finally:
-        storage.close()
     directory = workdir / run
-    directory.mkdir(parents=True)
-    cluster = FlowCluster(services.zookeeper.hosts, services.hdfs.url, root, directory,
-                          services.hdfs.client_config, cluster=run)
+    cluster = new_flow_cluster(services.zookeeper, services.hdfs, directory, run, "/custody-bench")
     try:
         for index in range(1, nodes + 1):
             cluster.start(f"n{index}", flow=flow, count=count, put_batch=1000, threads=threads)

@@ -35,6 +35,21 @@ PUT_BATCH = 5
 DATANODE = 1  # the DataNode the datanode fault kills (of 0..2; replication is 2)
 
 
+def new_flow_cluster(zookeeper, hdfs, nodes: Path, run: str, parent: str) -> FlowCluster:
+    """A `FlowCluster` named `run` in ZooKeeper, under `parent`/`run` in HDFS (made
+    here), its nodes' directories under `nodes`."""
+    from replication.hdfs_storage import HdfsStorage
+
+    root = f"{parent}/{run}"
+    storage = HdfsStorage(hdfs.url, hdfs.client_config)
+    try:
+        storage.mkdir(root, parents=True, exist_ok=True)
+    finally:
+        storage.close()
+    nodes.mkdir(parents=True, exist_ok=True)
+    return FlowCluster(zookeeper.hosts, hdfs.url, root, nodes, hdfs.client_config, cluster=run)
+
+
 class LocalServices:
     """ZooKeeper and HDFS of a `ServiceStack` in `workdir`, started for one drill and
     stopped after it (Spark and Docker are not started: the drill does not use them)."""
@@ -113,20 +128,10 @@ class LocalTarget(ZooKeeperViews):
             self.cluster.nodes[name].wait("joined", timeout=timeout)
 
     def _new_cluster(self) -> FlowCluster:
-        from replication.hdfs_storage import HdfsStorage
-
         # A name of its own in ZooKeeper and HDFS, so that a work directory used again
         # never shows a drill the shards of the one before.
-        run = time.strftime("drill-%Y%m%d-%H%M%S")
-        root = f"/custody-drills/{run}"
-        storage = HdfsStorage(self.hdfs.url, self.hdfs.client_config)
-        try:
-            storage.mkdir(root, parents=True, exist_ok=True)
-        finally:
-            storage.close()
-        nodes = self.workdir / "nodes"
-        nodes.mkdir(parents=True, exist_ok=True)
-        return FlowCluster(self.zookeeper.hosts, self.hdfs.url, root, nodes, self.hdfs.client_config, cluster=run)
+        return new_flow_cluster(self.zookeeper, self.hdfs, self.workdir / "nodes", time.strftime("drill-%Y%m%d-%H%M%S"),
+                                "/custody-drills")
 
     def _start(self, name: str):
         return self.cluster.start(name, count=self.count, put_batch=self.put_batch)
