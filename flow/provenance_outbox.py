@@ -12,13 +12,15 @@ Record: id `__provenance_outbox__/<slot>`, queue `__provenance_outbox__`, attrib
 `{"next": <event id>, "format": <format>, "events": <the events>}`, where the events
 are, by format:
 
-* `arrow-ipc-1` (written now): the commit's events as the provenance repository
+* `arrow-ipc-zstd-1` (written now): the commit's events as the provenance repository
   registers them, an `EventBatch` in one Arrow IPC record-batch message
   (`EventBatch.to_message`: the columns of `BODY_SCHEMA`, events without ids, each
-  with its time), carried as a latin-1 string (one character per byte). A commit
-  builds that batch once and both the outbox and the provenance repository use it,
-  so the events are encoded once per commit, in Arrow's C++ code. Arrow's IPC format
-  is stable across versions, so a node of another Python or pyarrow reads it.
+  with its time), compressed with zstd (one frame), carried as a latin-1 string (one
+  character per byte); attribute `size` is the message's length before compression.
+  A commit builds that batch once and both the outbox and the provenance repository
+  use it, so the events are encoded once per commit, in Arrow's C++ code; zstd keeps
+  the record smaller than the marshal format's. Arrow's IPC format is stable across
+  versions, so a node of another Python or pyarrow reads it.
 * `marshal-4` (written by earlier releases, still read): a list of plain tuples
   (`decode_marshal`) serialized with `marshal` (version 4), as a latin-1 string.
 
@@ -31,6 +33,8 @@ from __future__ import annotations
 import logging
 import marshal
 
+import pyarrow as pa
+
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.provenance import EventBatch, InvalidEventError, ProvenanceEvent
 from repositories.provenance.event_batch import to_events
@@ -41,8 +45,12 @@ from .shard import OUTBOX_QUEUE
 log = logging.getLogger(__name__)
 
 
-FORMAT = "arrow-ipc-1"
+FORMAT = "arrow-ipc-zstd-1"
 MARSHAL_FORMAT = "marshal-4"
+CODEC = "zstd"
+# A message this many times its compressed size is not one this module wrote
+# (zstd rarely passes 20:1 on events, whose uuids do not compress).
+MOST_EXPANSION = 1000
 
 
 def _unclaim(value):
@@ -73,7 +81,7 @@ def decode_events(attributes: dict) -> list[ProvenanceEvent]:
     if text is None:
         raise ValueError("the record has no events")
     if form == FORMAT:
-        return to_events(EventBatch.from_message(text.encode("latin-1")).record_batch)
+        return to_events(EventBatch.from_message(_decompress(text.encode("latin-1"), attributes.get("size"))).record_batch)
     if form == MARSHAL_FORMAT:
         try:
             return decode_marshal(text)
@@ -82,9 +90,27 @@ def decode_events(attributes: dict) -> list[ProvenanceEvent]:
     raise ValueError(f"unknown format {form!r}")
 
 
+def _decompress(data: bytes, size: str | None) -> bytes:
+    try:
+        expected = int(size or "")
+    except ValueError:
+        raise ValueError(f"the record's size {size!r} is not a number") from None
+    if not 0 < expected <= MOST_EXPANSION * max(len(data), 1):
+        raise ValueError(f"the record's size {expected} does not fit its {len(data)} compressed bytes")
+    try:
+        message = pa.decompress(data, decompressed_size=expected, codec=CODEC, asbytes=True)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise ValueError(f"the events do not decompress: {error}") from None
+    if len(message) != expected:
+        raise ValueError(f"the events decompress to {len(message)} bytes, not {expected}")
+    return message
+
+
 def outbox_record(slot: int, next_event_id: int, batch: EventBatch, now_ms: int) -> FlowFile:
     """The record of `slot` carrying `batch`, the commit's events stamped with their time."""
-    attributes = {"next": str(next_event_id), "format": FORMAT, "events": batch.to_message().decode("latin-1")}
+    message = batch.to_message()
+    attributes = {"next": str(next_event_id), "format": FORMAT, "size": str(len(message)),
+                  "events": pa.compress(message, codec=CODEC, asbytes=True).decode("latin-1")}
     return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
 
 

@@ -1,4 +1,4 @@
-"""The provenance outbox's record formats: what this release writes (`arrow-ipc-1`) reads
+"""The provenance outbox's record formats: what this release writes (`arrow-ipc-zstd-1`) reads
 back as the events the commit registered, a record the release before wrote
 (`marshal-4`, checked in) still reads, and a damaged record is refused, not misread."""
 
@@ -70,13 +70,18 @@ def test_a_record_the_previous_release_wrote_still_reads():
 
 
 @pytest.mark.parametrize("damage", [
-    lambda text: text[:len(text) // 2],
-    lambda text: text[:40] + chr(ord(text[40]) ^ 0x55) + text[41:],
-    lambda text: "",
-])
+    lambda a: {**a, "events": a["events"][:len(a["events"]) // 2]},
+    lambda a: {**a, "events": a["events"][:40] + chr(ord(a["events"][40]) ^ 0x55) + a["events"][41:]},
+    lambda a: {**a, "events": a["events"][:-3] + "\x00\x01\x02"},
+    lambda a: {**a, "events": ""},
+    lambda a: {**a, "size": str(int(a["size"]) - 1)},
+    lambda a: {**a, "size": str(10 ** 12)},
+    lambda a: {**a, "size": "many"},
+    lambda a: {k: v for k, v in a.items() if k != "size"},
+], ids=["cut", "flipped", "tail", "empty", "size-1", "size-huge", "size-text", "no-size"])
 def test_a_damaged_record_is_refused_and_reconcile_skips_it(damage, caplog):
     record = outbox_record(0, 0, EventBatch.from_events(events(), NOW), NOW)
-    attributes = {**record.attributes, "events": damage(record.attributes["events"])}
+    attributes = damage(record.attributes)
     try:
         decoded = decode_events(attributes)
     except ValueError:
