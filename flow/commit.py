@@ -208,17 +208,18 @@ class DurableCommitter:
         if tx.state is not None:
             updates.append(Put(self.shard.state_record(component, tx.state, now).to_record()))
         slot = batch = None
-        if tx.events and self.provenance is not None:
-            # Encoded once: the outbox record carries the batch provenance registers.
-            batch = EventBatch.from_events(tx.events, now)
-        if self.outbox and batch is not None:
-            slot = self._take_slot()
-            updates.append(Put(provenance_outbox.outbox_record(
-                slot, self.provenance.next_event_id, batch, now).to_record()))
         # in_storage: a failure now is the storage's (FAILED), not a refusal (REFUSED).
         outcome_unknown = in_storage = False
         gate, hooks = self.gate, self.hooks
         try:
+            # 0. The events, encoded once: the outbox record carries the batch that
+            # provenance registers. (Events it cannot encode fail the commit here.)
+            if tx.events and self.provenance is not None:
+                batch = EventBatch.from_events(tx.events, now)
+                if self.outbox:
+                    slot = self._take_slot()
+                    updates.append(Put(provenance_outbox.outbox_record(
+                        slot, self.provenance.next_event_id, batch, now).to_record()))
             # 1. Content durable before any record points at it.
             if tx.wrote_content:
                 if gate is not None:

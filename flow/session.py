@@ -217,6 +217,8 @@ class ProcessSession:
         now = self._clock_ms()
         if identity is not None and identity in self._entries:
             raise SessionError(f"{self.component_id}: this session holds a FlowFile with the id {identity} already")
+        if attributes and not all(type(value) is str for value in attributes.values()):
+            attributes = {key: str(value) for key, value in attributes.items()}  # as put_attribute stores them
         if parents is None:
             flowfile = FlowFile.new(now, attributes, identity=identity)
             self._entries[flowfile.id] = _Entry(None, flowfile, None)

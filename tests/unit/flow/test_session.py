@@ -381,3 +381,38 @@ def test_the_outbox_slot_of_an_unconfirmed_wal_write_waits_until_the_wal_settles
     committer._return_slot(other)
     recorder.settle()  # a roll of the WAL settled the failed write
     assert sorted([committer._take_slot(), committer._take_slot()]) == [0, other]
+
+
+def test_many_contents_are_written_side_by_side_and_read_back_at_once():
+    env = Env()
+    session = env.session()
+    made = [session.create(attributes={"n": index}) for index in range(5)]
+    assert made[3].attributes["n"] == "3"  # attributes are text, as put_attribute stores them
+    with pytest.raises(SessionError, match="5 FlowFiles but 1 contents"):
+        session.write_bytes_many(made, [b"x"])
+    written = session.write_bytes_many(made, [b"ab" * index for index in range(5)])
+    assert [flowfile.size for flowfile in written] == [0, 2, 4, 6, 8]
+    empty = session.create()
+    assert session.read_bytes_many([written[4], empty, written[1]]) == [b"ab" * 4, b"", b"ab"]
+    with pytest.raises(SessionError):
+        session.read_bytes_many([made[0]])  # not its latest version
+    for flowfile in (*written, empty):
+        session.transfer(flowfile, "success")
+    session.commit()
+    queued = sorted(env.success.poll(10)[0], key=lambda flowfile: flowfile.size)
+    assert [env.content.read(f.content_claim) if f.content_claim else b"" for f in queued] == \
+        [b"", b""] + [b"ab" * index for index in range(1, 5)]
+
+
+def test_events_that_cannot_be_encoded_fail_the_commit_and_roll_it_back():
+    recorder = Recorder()
+    env = durable_env(recorder)
+    env.incoming.put_all([FlowFile.new(env.clock()).in_queue("in")])
+    session = env.session()
+    flowfile = session.get()
+    session.send(flowfile, 12345)  # not a text URI: provenance cannot store it
+    session.transfer(flowfile, "success")
+    with pytest.raises(CommitError, match="nothing was written to the WAL"):
+        session.commit()
+    assert "wal.update(2)" not in recorder.calls and env.success.count == 0
+    assert [f.id for f in env.incoming.poll(5)[0]] == [flowfile.id]  # back in its place
