@@ -6,7 +6,10 @@ file with the same fsync policy (`--fsync batch`: one fdatasync at the end of th
 as a session commit does; `--fsync claim`: one per claim). `ratio_local_<size>` is
 repository MB/s over raw MB/s. With `--hdfs URL`, the replicating repository (local +
 HDFS, hsync) is compared with raw hdfs-native writes of the same bytes (one file,
-hsync at the end, or per claim): `ratio_replicated_<size>`.
+hsync at the end, or per claim): `ratio_replicated_<size>`. Reading up to 200 of
+those claims back from HDFS, as an adopter reads a dead node's content, is measured
+one claim at a time (`hdfs_read_claims_per_sec_<size>`) and all at once with
+`read_many` (`hdfs_read_many_claims_per_sec_<size>`).
 """
 
 from __future__ import annotations
@@ -169,8 +172,14 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
                                                 DEFAULT_HDFS_CONFIG)
             repository = ReplicatingContentRepository([local, hdfs], sync_on_close=per_claim_sync)
             claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync)
-            read_s = _read_claims(hdfs, claims[: max(1, min(len(claims), 200))])
-            read_mb = size * min(len(claims), max(1, min(len(claims), 200))) / 1e6
+            sample = claims[: max(1, min(len(claims), 200))]
+            # What an adopter does with a dead node's claims: all of them at once (first,
+            # so that it is the one that meets colder caches), then one by one.
+            many_start = time.perf_counter()
+            hdfs.read_many(sample)
+            many_s = time.perf_counter() - many_start
+            read_s = _read_claims(hdfs, sample)
+            read_mb = size * len(sample) / 1e6
             repository.close()
             shutil.rmtree(os.path.join(workdir, f"replicated-{name}"))
             raw_s = _raw_hdfs(client, f"{base}/raw-{name}", size, count, buffer, per_claim_sync)
@@ -178,6 +187,8 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
             out[f"replicated_write_mb_per_sec_{name}"] = total_mb / write_s
             out[f"replicated_claims_per_sec_{name}"] = count / write_s
             out[f"hdfs_read_mb_per_sec_{name}"] = read_mb / read_s
+            out[f"hdfs_read_claims_per_sec_{name}"] = len(sample) / read_s
+            out[f"hdfs_read_many_claims_per_sec_{name}"] = len(sample) / many_s
             out[f"raw_hdfs_write_mb_per_sec_{name}"] = total_mb / raw_s
             out[f"ratio_replicated_{name}"] = raw_s / write_s
     finally:
