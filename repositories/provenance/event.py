@@ -35,6 +35,11 @@ class EventType(str, enum.Enum):
 LINEAGE_TYPES = frozenset({EventType.FORK, EventType.CLONE, EventType.JOIN, EventType.REPLAY})
 
 
+# Types whose events need nothing beyond a uuid and a component id.
+_NO_RULES = frozenset(EventType) - {EventType.FORK, EventType.CLONE, EventType.JOIN, EventType.SEND,
+                                   EventType.RECEIVE, EventType.ROUTE}
+
+
 @dataclass(frozen=True, slots=True)
 class ProvenanceEvent:
     """One provenance event.
@@ -65,6 +70,8 @@ class ProvenanceEvent:
 
     def __post_init__(self) -> None:
         kind = self.event_type
+        if kind in _NO_RULES and self.flowfile_uuid and self.component_id and type(kind) is EventType:
+            return  # most events: only the uuid and component are required
         if not isinstance(kind, EventType):
             try:
                 kind = EventType(kind)
