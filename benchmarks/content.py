@@ -14,6 +14,7 @@ one claim at a time (`hdfs_read_claims_per_sec_<size>`) and all at once with
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -24,6 +25,7 @@ COUNTS = {"1kb": 200_000, "64kb": 4000, "1mb": 300, "100mb": 3}
 QUICK_COUNTS = {"1kb": 30_000, "64kb": 500, "1mb": 50, "100mb": 1}
 HDFS_COUNTS = {"1kb": 20_000, "64kb": 500, "1mb": 100, "100mb": 2}
 HDFS_QUICK_COUNTS = {"1kb": 2000, "64kb": 100, "1mb": 20, "100mb": 1}
+COMMIT_CLAIMS = 100
 CHUNK = 1 << 20
 
 
@@ -45,15 +47,19 @@ def _pieces(size: int, buffer: memoryview):
         left -= step
 
 
-def _write_claims(repository, size: int, count: int, buffer: memoryview, per_claim_sync: bool):
+def _write_claims(repository, size: int, count: int, buffer: memoryview, per_claim_sync: bool,
+                  commit_every: int | None = None):
+    """Write `count` claims; sync per claim, every `commit_every` claims, or once at the end."""
     claims = []
     start = time.perf_counter()
     if size <= CHUNK:
         data = bytes(buffer[:size])
-        for _ in range(count):
+        for number in range(1, count + 1):
             writer = repository.write()
             writer.write(data)
             claims.append(writer.close(sync=per_claim_sync) if hasattr(writer, "_buffer_size") else writer.close())
+            if commit_every and number % commit_every == 0:
+                repository.sync()
     else:
         for _ in range(count):
             with repository.write() as writer:
@@ -151,6 +157,7 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     import hdfs_native
 
     from cluster.clients import ClientFactory, HdfsSettings
+    from cluster.node.content import REPLICATED_RESOURCE_SIZE
     from replication.hdfs_content import DEFAULT_HDFS_CONFIG, open_hdfs_content_repository
     from replication.replicating_content import ReplicatingContentRepository
     from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
@@ -161,7 +168,11 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     client = hdfs_native.Client(args.hdfs)  # the anchor: hdfs-native alone
     base = args.hdfs_base.rstrip("/")
     storage.mkdir(base, parents=True, exist_ok=True)
-    local_config = ContentRepositoryConfig(sync_on_close=per_claim_sync, archive=ArchivePolicy(max_usage=None))
+    # As a clustered node configures its two replicas (`cluster.node.content`).
+    local_config = ContentRepositoryConfig(sync_on_close=per_claim_sync, archive=ArchivePolicy(max_usage=None),
+                                           max_appendable_claim_size=REPLICATED_RESOURCE_SIZE)
+    hdfs_config = dataclasses.replace(DEFAULT_HDFS_CONFIG, max_appendable_claim_size=REPLICATED_RESOURCE_SIZE)
+    commit_every = None if per_claim_sync else COMMIT_CLAIMS
     try:
         for name in sizes:
             size, count = SIZES[name], counts[name]
@@ -169,9 +180,12 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
             local = open_filesystem_content_repository({"bench": os.path.join(workdir, f"replicated-{name}")},
                                                        local_config)
             hdfs = open_hdfs_content_repository(storage, f"{base}/{name}", "bench-node", ["bench"],
-                                                DEFAULT_HDFS_CONFIG)
+                                                hdfs_config, keep_open=True)
             repository = ReplicatingContentRepository([local, hdfs], sync_on_close=per_claim_sync)
-            claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync)
+            calls_before = _hdfs_calls(storage)
+            claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync, commit_every)
+            calls = {op: n - calls_before[op] for op, n in _hdfs_calls(storage).items()}
+            commits = count if per_claim_sync else -(-count // COMMIT_CLAIMS)
             sample = claims[: max(1, min(len(claims), 200))]
             # What an adopter does with a dead node's claims: all of them at once (first,
             # so that it is the one that meets colder caches), then one by one.
@@ -191,9 +205,16 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
             out[f"hdfs_read_many_claims_per_sec_{name}"] = len(sample) / many_s
             out[f"raw_hdfs_write_mb_per_sec_{name}"] = total_mb / raw_s
             out[f"ratio_replicated_{name}"] = raw_s / write_s
+            for operation in ("hsync", "create", "close"):
+                out[f"hdfs_{operation}s_per_commit_{name}"] = calls[operation] / commits
     finally:
         try:
             storage.delete(base, recursive=True)
         except Exception:  # noqa: BLE001 - best-effort cleanup of the benchmark's directory
             pass
     return out
+
+
+def _hdfs_calls(storage) -> dict[str, int]:
+    """How many hsync, create and close calls the storage made so far."""
+    return {op: storage.call_durations.of(op).snapshot().count for op in ("hsync", "create", "close")}

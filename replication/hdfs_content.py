@@ -7,16 +7,29 @@ a takeover, with `open_hdfs_content_reader`.
 Writes go through the `Storage` (hdfs-native; `sync()` is hsync); reads go through the
 storage's pyarrow filesystem (hdfs-native's fsspec under `pyarrow.fs.PyFileSystem`).
 
-Why a sync also closes resources: hdfs-native cannot read the unfinished last block of
-a file that is still open for writing. So here a claim is complete when its bytes are
-hsync'd *and* its resource file is closed: `close_resources_on_sync` is forced on, and
-with the default `sync_on_close` every claim is hsync'd and its file closed when the
-writer closes. Callers that want several small claims per HDFS file write them with
-`sync_on_close=False` and call `sync()` once per session commit (group commit).
-If that close fails after the hsync (a DataNode of the pipeline died), the claims
-are durable but the file stays open, unreadable past its last finished block, until
-its lease is recovered: a reader of a dead node's content does that
-(`open_hdfs_content_reader(..., recover_open_files=True)`).
+Why a synced claim may not be readable yet: hdfs-native cannot read the unfinished
+last block of a file that is still open for writing. Two modes follow from that:
+
+* By default (`keep_open=False`) a claim is complete when its bytes are hsync'd *and*
+  its resource file is closed: `close_resources_on_sync` is on, and every sync closes
+  the resource files nobody is writing. Simple, and every synced claim is readable
+  by anyone, but each session commit then pays a create and a close per resource
+  file (the close waits for the NameNode to complete the file: tens of ms).
+* With `keep_open=True` (a clustered node) resource files stay open across commits,
+  as the WAL's do: a commit costs one hsync per open resource (and its checksum
+  file, side by side), and a resource file is closed when it is full or retired, on a
+  background thread. A claim in a resource that is still open is durable but not yet
+  readable from HDFS; whoever reads it from there must first make its resource
+  readable: its own node stops appending to it and closes it
+  (`ReplicatingContentRepository.seal`), and a reader of a dead node's content
+  recovers the file's lease (below). A node never recovers the lease on its own live
+  files: that would fence itself.
+
+A file left open by a node that died (or whose close failed after the claims were
+hsynced) reads only to its last finished block until its lease is recovered: a reader
+of a dead node's content does that (`open_hdfs_content_reader(...,
+recover_open_files=True)`), for a resource file and its checksum file together.
+
 Sections are created on first use, not 1024 at start-up (each mkdir is a NameNode
 round trip).
 """
@@ -58,8 +71,11 @@ def open_hdfs_content_repository(
     name: str | None = None,
     prepare: bool = True,
     recover_open_files: bool = False,
+    keep_open: bool = False,
 ) -> ContentRepository:
-    config = dataclasses.replace(config or DEFAULT_HDFS_CONFIG, close_resources_on_sync=True)
+    """`keep_open`: resource files stay open across syncs (see the module docstring)."""
+    config = dataclasses.replace(config or DEFAULT_HDFS_CONFIG, close_resources_on_sync=not keep_open,
+                                 close_in_background=keep_open)
     root = hdfs_content_root(base, node)
     roots = {container: join(root, container) for container in containers}
     return ContentRepository(

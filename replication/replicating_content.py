@@ -32,6 +32,7 @@ from __future__ import annotations
 import io
 import logging
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from repositories.claims import ContentClaim, ResourceClaim
@@ -50,6 +51,11 @@ from repositories.content.store import ClaimWriter, ContentStore
 from repositories.content.writing import ContentWriter
 
 log = logging.getLogger(__name__)
+
+# `seal` waits this long for a resource to become readable, waking every SEAL_POLL_S
+# to retire it again (a writer that held it in the middle of a claim has let it go).
+SEAL_TIMEOUT_S = 60.0
+SEAL_POLL_S = 0.05
 
 
 class ReplicatedWriter(ClaimWriter):
@@ -165,8 +171,9 @@ class FailoverClaimReader(io.RawIOBase):
     _FALL_BACK_ON = (ContentNotFound, ContentTruncated, ContentUnavailable, ContentCorrupted)
 
     def __init__(self, name: str, claim: ContentClaim, offset: int, length: int | None,
-                 candidates: Sequence):
+                 candidates: Sequence, before_open=None):
         super().__init__()
+        self._before_open = before_open  # (repository, claim) -> None, before a candidate is opened
         self._name = name
         self._claim = claim
         self._offset = offset
@@ -189,6 +196,8 @@ class FailoverClaimReader(io.RawIOBase):
             repository = self._candidates[self._next_candidate]
             self._next_candidate += 1
             try:
+                if self._before_open is not None:
+                    self._before_open(repository, self._claim)
                 self._reader = repository.open_read(self._claim, self._offset, self._remaining)
             except self._FALL_BACK_ON as error:
                 self._failures.append((repository, error))
@@ -299,6 +308,7 @@ class ReplicatingContentRepository(ContentStore):
         self.retire_on_sync = any(r.config.close_resources_on_sync for r in self.replicas)
         self.name = name
         self._fallbacks = list(fallbacks)
+        self._keeps_open = any(r.config.close_in_background for r in self.replicas[1:])
         self._lock = threading.Lock()
         self._degraded: dict[int, list[str]] = {}
 
@@ -376,7 +386,42 @@ class ReplicatingContentRepository(ContentStore):
     # ---------------------------------------------------------------- reading
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> "FailoverClaimReader":
-        return FailoverClaimReader(self.name, claim, offset, length, [*self.replicas, *self._fallbacks])
+        return FailoverClaimReader(self.name, claim, offset, length, [*self.replicas, *self._fallbacks],
+                                   self._before_open if self._keeps_open else None)
+
+    def _before_open(self, repository, claim: ContentClaim) -> None:
+        # A follower that keeps resource files open (HDFS) cannot serve a claim of a
+        # resource it still has open: make it readable first.
+        if repository is not self.leader and repository in self.replicas \
+                and repository.config.close_in_background and claim.resource in repository.open_resources():
+            self.seal(claim.resource)
+
+    def seal(self, resource: ResourceClaim, timeout: float = SEAL_TIMEOUT_S) -> bool:
+        """Make `resource` readable on every replica: stop appending to it everywhere
+        (the leader first, so no new writer takes it), sync, and wait for its files to
+        close. A writer in the middle of a claim in it is waited for. False if it was
+        still open somewhere after `timeout` seconds (the read that follows then fails
+        over, or says what is wrong)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            holding = [replica for replica in self.replicas if resource in replica.open_resources()]
+            if not holding:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning("%s: %s is still open on %s after %.0fs; it cannot be read from there yet",
+                            self.name, resource.relative_path, ", ".join(r.name for r in holding), timeout)
+                return False
+            for replica in self.replicas:
+                replica.retire(resource)
+            for replica in holding:
+                try:
+                    replica.sync()
+                except ContentRepositoryError as error:
+                    log.info("%s: a sync to seal %s failed: %s", self.name, resource.relative_path, error)
+            closing = [replica.wait_closed(resource, min(left, SEAL_POLL_S)) for replica in holding]
+            if all(closing) and any(resource in replica.open_resources() for replica in self.replicas):
+                time.sleep(SEAL_POLL_S)  # a writer is in the middle of a claim in it: poll
 
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return any(repository.exists(claim) for repository in [*self.replicas, *self._fallbacks])

@@ -11,6 +11,10 @@ through a reader opened on demand per container. Their claimant counts are not t
 node's to keep: the container of a dead incarnation is collected whole when no shard
 that could still reference it is left (`cluster.core.collection.garbage_containers`,
 run by the leader).
+The HDFS replica keeps resource files open across session commits (one hsync per
+commit, not a create and a close; see `replication.hdfs_content`): a claim of this
+node read back from HDFS (its local copy damaged) has its resource sealed first, and
+an adopter recovers the leases of the files a dead incarnation left open.
 A new incarnation deletes the local replicas of this node's earlier incarnations:
 their claims are on HDFS, which is where an adopter reads them.
 
@@ -39,6 +43,13 @@ from repositories.storage.local import make_private_directories
 from ..core.incarnation import Incarnation
 
 log = logging.getLogger(__name__)
+
+# Small claims share a resource file until it holds this much (NiFi 1's default for
+# nifi.content.claim.max.appendable.size; NiFi 2 uses 50 KB). Every resource is a file
+# on HDFS that costs a create and a close at the NameNode: at 50 KB, 1 KB claims
+# would need 40 of each per thousand claims, at 1 MB one. Both replicas use the same
+# size, or they would retire resources at different moments.
+REPLICATED_RESOURCE_SIZE = 1 << 20
 
 
 class ForeignContainers:
@@ -152,11 +163,15 @@ def open_node_content(storage, layout, incarnation: Incarnation, local_directory
     # One sync per session commit (group commit), not one per claim.
     local = open_filesystem_content_repository(
         {container: os.path.join(local_directory, container)},
-        ContentRepositoryConfig(sync_on_close=False, archive=archive), name=f"local:{container}")
+        ContentRepositoryConfig(sync_on_close=False, archive=archive,
+                                max_appendable_claim_size=REPLICATED_RESOURCE_SIZE), name=f"local:{container}")
     # `hdfs_content_root(base, node)` is base/content/<node>: the base is the cluster's directory.
     storage.mkdir(layout.hdfs_content, parents=True, exist_ok=True)
-    hdfs = open_hdfs_content_repository(storage, layout.hdfs_cluster, container, (container,), dataclasses.replace(
-        DEFAULT_HDFS_CONFIG, archive=dataclasses.replace(archive, max_usage=None)))
+    hdfs = open_hdfs_content_repository(
+        storage, layout.hdfs_cluster, container, (container,),
+        dataclasses.replace(DEFAULT_HDFS_CONFIG, archive=dataclasses.replace(archive, max_usage=None),
+                            max_appendable_claim_size=REPLICATED_RESOURCE_SIZE),
+        keep_open=True)
     foreign = ForeignContainers(storage, layout.hdfs_cluster, container)
     replicas = ReplicatingContentRepository([local, hdfs], fallbacks=[foreign], name=f"content {container}")
     content = NodeContent(replicas, foreign, container)

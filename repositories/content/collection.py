@@ -53,7 +53,8 @@ class ResourceCollector:
         table = self._table
         report = CollectReport()
         with table.lock:
-            ready = [r for r in table.zero if r not in table.open and table.claimants.get(r) == 0]
+            ready = [r for r in table.zero if r not in table.open and r not in table.closing
+                     and table.claimants.get(r) == 0]
             table.zero.difference_update(ready)
         for resource in ready:
             root = self._roots[resource.container]

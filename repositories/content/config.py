@@ -18,6 +18,9 @@ class ContentRepositoryConfig:
     # HDFS cannot read the last block of a file still open for writing, so there a
     # sync also closes every resource nobody is writing: a synced claim is readable.
     close_resources_on_sync: bool = False
+    # Close retired resources' files on background threads instead of in the writer's
+    # or the syncer's thread. A reader of such a resource waits for its close.
+    close_in_background: bool = False
     write_buffer_size: int = 256 * 1024
     archive: ArchivePolicy = field(default_factory=ArchivePolicy)
     usage_check_interval_s: float = 1.0

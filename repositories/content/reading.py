@@ -7,7 +7,9 @@ died in it, or the file was damaged) or in a file whose dead writer left it open
 HDFS such a file reads only to its last finished block until its lease is recovered.
 `ResourceIO.finish_abandoned` does that where the IO may (a reader of a dead node's
 content), and the file is read once more; otherwise the claim is `ContentTruncated`.
-The same goes for a checksum file that ends before the claim does.
+The same goes for a checksum file that ends before the claim does. A resource whose
+files this repository is closing in the background (`ResourceTable.close_file`) is
+read once that close is done.
 
 Verification: the claim's blocks come from the resource's checksum file (looked for
 beside the resource file, then in the other place). Each block is read whole and its
@@ -35,6 +37,7 @@ from .errors import (
     ContentNotFound,
     ContentRepositoryError,
     ContentTruncated,
+    ContentUnavailable,
     UnsafeContentPath,
     translate_storage_error,
 )
@@ -45,6 +48,9 @@ from .verification import ResourceCheck, check_resource
 
 # A reader reads (and checks) at most this much at once, however much a caller asks for.
 MAX_READ = 4 << 20
+# How long a read waits for a background close of its resource (one NameNode call,
+# retried by the storage within its own deadline) before it gives up.
+CLOSE_WAIT_S = 120.0
 
 
 class ClaimReader(io.RawIOBase):
@@ -329,6 +335,10 @@ class ResourceReader:
         root = self._roots.get(resource.container)
         if root is None:
             raise ContentNotFound(f"{self._table.name} has no container {resource.container!r}", claim=claim)
+        if self._table.closing and not self._table.wait_closed(resource, CLOSE_WAIT_S):
+            raise ContentUnavailable(
+                f"{self._table.name}: {resource.relative_path} is still being closed after {CLOSE_WAIT_S:.0f}s "
+                "(is the storage reachable?); retry the read", claim=claim)
         if archived_first is None:
             archived_first = resource in self._table.archived
         for archived in (archived_first, not archived_first):

@@ -87,7 +87,8 @@ class ContentRepository(ContentStore):
         self._roots = dict(containers)
         self._clock = clock
         self._lost = LostRanges()
-        self._table = table = ResourceTable(name, ClaimantCounts(), self._lost.record)
+        self._table = table = ResourceTable(name, ClaimantCounts(), self._lost.record,
+                                            close_in_background=config.close_in_background)
         self._open = table.open  # by resource claim; a test reaches a resource's file through it
         self._collector = ResourceCollector(table, self._roots, resource_io, config, clock=clock,
                                             usage_probe=usage_probe or resource_io.usage)
@@ -155,8 +156,13 @@ class ContentRepository(ContentStore):
         self._allocator.retire(resource_claim)
 
     def open_resources(self) -> set[ResourceClaim]:
-        """Resources this repository still holds open (being or to be appended to)."""
+        """Resources this repository still holds open (being or to be appended to, or
+        being closed)."""
         return self._table.open_resources()
+
+    def wait_closed(self, resource: ResourceClaim, timeout: float) -> bool:
+        """Wait for a background close of `resource` under way (see `close_in_background`)."""
+        return self._table.wait_closed(resource, timeout)
 
     # ------------------------------------------------------------------ syncing
 
@@ -258,6 +264,7 @@ class ContentRepository(ContentStore):
         try:
             self.sync(retire=True)
         finally:
+            table.shutdown_closer()
             with table.lock:
                 table.closed = True
                 leftovers = list(table.open.values())

@@ -401,20 +401,25 @@ class StorageResourceIO:
     def finish_abandoned(self, root: str, resource: ResourceClaim) -> bool:
         if not self.recover_open_files:
             return False
-        finished = False
+        # The resource file and its checksum file, live or archived, in one round: their
+        # block recoveries run side by side on the DataNodes.
+        paths = []
         for checksums in (False, True):
             for archived in (False, True):
                 path = _path(root, resource, archived, checksums)
-                try:
-                    calls, waited = recover_leases(self.storage, [path], timeout=self.lease_timeout)
-                except StorageFileNotFound:
-                    continue
-                if calls > 1:
-                    log.info("recovered the lease on hdfs:%s, which its dead writer left open, in %.2fs",
-                             path, waited)
-                finished = True
-                break
-        return finished
+                if self.storage.exists(path):
+                    paths.append(path)
+                    break
+        if not paths:
+            return False
+        try:
+            calls, waited = recover_leases(self.storage, paths, timeout=self.lease_timeout)
+        except StorageFileNotFound:
+            return False  # collected meanwhile: the read that follows says what is missing
+        if calls > len(paths):
+            log.info("recovered the leases on %s, which their dead writer left open, in %.2fs",
+                     ", ".join(f"hdfs:{path}" for path in paths), waited)
+        return True
 
     def archive(self, root: str, resource: ResourceClaim) -> None:
         directory = join(root, str(resource.section), ARCHIVE_DIRECTORY)

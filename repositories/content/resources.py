@@ -13,8 +13,8 @@ claims completed in it but not yet synced are reported as lost (`on_lost`).
 touch, with the one lock that guards it.
 
 Lock plan:
-  * `ResourceTable.lock` guards `open`, `appendable`, `zero`, `archived`, `closed`
-    and every OpenResource's `writing`, `retired` and `failed`. It is never held
+  * `ResourceTable.lock` guards `open`, `closing`, `appendable`, `zero`, `archived`,
+    `closed` and every OpenResource's `writing`, `retired` and `failed`. It is never held
     across I/O.
   * Each OpenResource's `io_lock` guards its files, `pending`, `checksum_pending`
     and `synced`; it
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 class OpenResource:
     __slots__ = ("claim", "root", "file", "checksum_file", "length", "completed", "synced", "writing",
-                 "retired", "failed", "io_lock", "pending", "checksum_pending")
+                 "retired", "failed", "io_lock", "pending", "checksum_pending", "closed")
 
     def __init__(self, claim: ResourceClaim, root: str, file: WritableFile, checksum_file: WritableFile):
         self.claim = claim
@@ -71,6 +71,9 @@ class OpenResource:
         # Packed checksum records of blocks whose bytes were handed to `file` or wait
         # in `pending`: written to `checksum_file` when the pending bytes are.
         self.checksum_pending = bytearray()
+        # Set once both files are closed (or the resource failed): what a reader of a
+        # resource whose close runs in the background waits for.
+        self.closed = threading.Event()
 
     def flush_pending(self) -> None:
         """Hand pending bytes to the resource file, then their checksum records to the
@@ -146,6 +149,32 @@ class CompanionSyncs:
             pool.shutdown(wait=True)
 
 
+class BackgroundCloser:
+    """Closes retired resources' files on threads of their own (see
+    `ResourceTable.close_file`). `_lock` guards `_pool`, made on the first close."""
+
+    def __init__(self, name: str, threads: int = 4):
+        self._name = name
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._pool = None
+
+    def submit(self, close: Callable[[OpenResource], None], resource: OpenResource) -> None:
+        with self._lock:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix=f"{self._name}-close")
+            pool = self._pool
+        pool.submit(close, resource)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
 # Told (resource, first lost byte, end of the lost bytes, why) when claims completed in
 # that range of a failed resource will never be durable.
 OnLost = Callable[[ResourceClaim, int, int, str], None]
@@ -154,10 +183,14 @@ OnLost = Callable[[ResourceClaim, int, int, str], None]
 class ResourceTable:
     """The shared bookkeeping of one content repository (see the lock plan above)."""
 
-    def __init__(self, name: str, claimants: ClaimantCounts, on_lost: OnLost):
+    def __init__(self, name: str, claimants: ClaimantCounts, on_lost: OnLost, *, close_in_background: bool = False):
         self.name = name
         self.lock = threading.Lock()
         self.open: dict[ResourceClaim, OpenResource] = {}
+        # Retired resources whose files are being closed: out of `open`, not yet
+        # readable where a reader needs closed files (HDFS). See `close_file`.
+        self.closing: dict[ResourceClaim, OpenResource] = {}
+        self._closer = BackgroundCloser(name) if close_in_background else None
         self.appendable: deque[OpenResource] = deque()
         self.zero: set[ResourceClaim] = set()  # claimant count 0: candidates for collection
         self.archived: dict[ResourceClaim, tuple[float, int]] = {}  # -> (archived at, size)
@@ -172,8 +205,9 @@ class ResourceTable:
             raise RepositoryClosed(f"content repository {self.name} is closed")
 
     def open_resources(self) -> set[ResourceClaim]:
+        """Resources held open: being or to be appended to, or still being closed."""
         with self.lock:
-            return set(self.open)
+            return set(self.open) | set(self.closing)
 
     def stop_appending_locked(self, resource: OpenResource) -> OpenResource | None:
         """Take the resource out of `appendable` and retire it. Caller holds `lock`."""
@@ -191,19 +225,52 @@ class ResourceTable:
             self.zero.add(resource.claim)
         if resource.failed or resource.synced >= resource.completed:
             self.open.pop(resource.claim, None)
+            if not resource.failed:
+                self.closing[resource.claim] = resource
             return resource
         return None
 
     def close_file(self, resource: OpenResource) -> None:
-        with resource.io_lock:
-            try:
-                resource.close_files()
-            except StorageError as error:
-                if not resource.failed and resource.synced < resource.completed:
-                    self.fail(resource, error)
-                else:
-                    self.log_failure("closing %s failed after its claims were synced: %s",
-                                     resource.claim.relative_path, error)
+        """Close a retired resource's files: here, or on the background closer when the
+        table has one (an HDFS close waits for the NameNode to complete the file, tens
+        of milliseconds that no commit needs to wait for: its claims are already
+        hsynced). Until then the resource stays in `closing`; see `wait_closed`."""
+        if self._closer is not None and not self.closed:
+            self._closer.submit(self._close_now, resource)
+        else:
+            self._close_now(resource)
+
+    def _close_now(self, resource: OpenResource) -> None:
+        try:
+            with resource.io_lock:
+                try:
+                    resource.close_files()
+                except StorageError as error:
+                    if not resource.failed and resource.synced < resource.completed:
+                        self.fail(resource, error)
+                    else:
+                        self.log_failure("closing %s failed after its claims were synced: %s",
+                                         resource.claim.relative_path, error)
+        finally:
+            self._closed(resource)
+
+    def _closed(self, resource: OpenResource) -> None:
+        with self.lock:
+            if self.closing.get(resource.claim) is resource:
+                del self.closing[resource.claim]
+        resource.closed.set()
+
+    def wait_closed(self, claim: ResourceClaim, timeout: float) -> bool:
+        """Wait until the files of `claim`, if a close of them is under way, are closed;
+        False if that did not happen within `timeout` seconds."""
+        with self.lock:
+            resource = self.closing.get(claim)
+        return resource is None or resource.closed.wait(timeout)
+
+    def shutdown_closer(self) -> None:
+        """Wait for the background closes under way (a repository that closes)."""
+        if self._closer is not None:
+            self._closer.shutdown()
 
     def fail(self, resource: OpenResource, error: StorageError) -> None:
         """A write, sync or close of this resource failed: retire it, report lost claims."""
@@ -226,6 +293,7 @@ class ResourceTable:
                 file.close()
             except (StorageError, OSError):
                 pass  # the resource already failed; its unsynced bytes are gone either way
+        self._closed(resource)
         self.log_failure("content resource %s failed and was retired: %s", resource.claim.relative_path, error)
 
     def log_failure(self, message: str, *args) -> None:

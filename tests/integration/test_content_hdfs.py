@@ -397,3 +397,86 @@ def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recov
             assert reader.read() == f"payload-{index}".encode()
     assert plain.read(claims[0]) == b"payload-0"  # the file is closed for every reader now
     foreign.close()
+
+
+# A clustered node keeps its HDFS resource files open across commits (one hsync per
+# commit). It is killed with them open; its claims were synced, never closed.
+KEEP_OPEN_SCRIPT = r"""
+import json, sys
+from replication.hdfs_content import open_hdfs_content_repository
+from replication.hdfs_storage import HdfsStorage
+
+url, base, node = sys.argv[1:4]
+repository = open_hdfs_content_repository(HdfsStorage(url), base, node, [node], keep_open=True)
+claims = []
+for commit in range(3):
+    claims += [repository.write_bytes(f"commit-{commit}-claim-{index}".encode(), sync=False) for index in range(50)]
+    repository.sync()
+open_now = sorted(r.id for r in repository.open_resources())
+print(json.dumps({"claims": [[c.resource.section, c.resource.id, c.offset, c.length] for c in claims],
+                  "open": open_now}), flush=True)
+sys.stdin.read()  # holds the files open until it is killed
+"""
+
+
+def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_files_open(hdfs_cluster, hdfs_store):
+    from cluster.node.content import ForeignContainers
+    from repositories.claims import ContentClaim, ResourceClaim
+
+    node = "n8-3"
+    writer = subprocess.Popen([sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
+                              cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        line = writer.stdout.readline()
+        assert line, f"the writer died: {writer.stderr.read()}"
+        writer.kill()
+        assert writer.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    written = json.loads(line)
+    claims = [ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
+              for section, resource_id, offset, length in written["claims"]]
+    assert written["open"], "the writer kept no resource file open: this test tests nothing"
+    assert {c.resource.id for c in claims} & set(written["open"])
+
+    plain = open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, node, [node])
+    foreign = ForeignContainers(hdfs_store.storage, hdfs_store.root, own="n1-5")
+    expected = [f"commit-{commit}-claim-{index}".encode() for commit in range(3) for index in range(50)]
+    got = []
+    for claim in claims:
+        with foreign.open_read(claim) as reader:
+            got.append(reader.read())
+    assert got == expected
+    assert [plain.read(claim) for claim in claims] == expected  # closed for every reader now
+    foreign.close()
+    plain.close()
+
+
+def test_a_live_node_reads_its_own_claim_from_an_open_hdfs_file_once_it_is_sealed(tmp_path, hdfs_store):
+    from repositories.content.format import resource_path
+
+    repository, local, hdfs = replicated(tmp_path, hdfs_store, keep_open=True)
+    claims = [repository.write_bytes(f"claim-{index}".encode(), sync=False) for index in range(5)]
+    repository.sync()
+    resource = claims[0].resource
+    assert resource in hdfs.open_resources()  # synced, still open on HDFS: unreadable there as it is
+
+    # The local copy is lost; the read goes to HDFS, which must first close the file.
+    local_file = resource_path(str(tmp_path / "local-node-1"), resource)
+    with open(local_file, "r+b") as damaged:
+        damaged.seek(claims[1].offset)
+        damaged.write(b"\xff" * claims[1].length)
+    assert repository.read(claims[1]) == b"claim-1"
+    assert resource not in hdfs.open_resources() and resource not in local.open_resources()
+    assert open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"]).read(claims[4]) == b"claim-4"
+
+    # Writing goes on in a new resource, in lockstep on both replicas.
+    after = repository.write_bytes(b"after", sync=False)
+    repository.sync()
+    assert after.resource != resource
+    assert repository.read(after) == b"after"
+    repository.close()
+    assert open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"]).read(after) == b"after"
