@@ -46,12 +46,18 @@ def repository(tmp_path, resource_io):
     return ContentRepository({"c": str(tmp_path / "c")}, resource_io, config)
 
 
-def test_a_read_of_a_resource_being_closed_waits_for_the_close(tmp_path):
+def written_and_closing(tmp_path, data: bytes):
+    """A repository whose one claim's resource is being closed, held there by the test."""
     resource_io = HeldCloseIO()
     content = repository(tmp_path, resource_io)
-    claim = content.write_bytes(b"payload")  # synced on close, retired, closed in the background
+    claim = content.write_bytes(data)  # synced on close, retired, closed in the background
     assert resource_io.gate.closing.wait(10)
     assert claim.resource in content.open_resources()
+    return resource_io, content, claim
+
+
+def test_a_read_of_a_resource_being_closed_waits_for_the_close(tmp_path):
+    resource_io, content, claim = written_and_closing(tmp_path, b"payload")
 
     result = {}
     reader = threading.Thread(target=lambda: result.setdefault("bytes", content.read(claim)))
@@ -66,10 +72,7 @@ def test_a_read_of_a_resource_being_closed_waits_for_the_close(tmp_path):
 
 
 def test_the_collector_leaves_a_resource_alone_until_its_close_is_done(tmp_path):
-    resource_io = HeldCloseIO()
-    content = repository(tmp_path, resource_io)
-    claim = content.write_bytes(b"gone soon")
-    assert resource_io.gate.closing.wait(10)
+    resource_io, content, claim = written_and_closing(tmp_path, b"gone soon")
     content.decrement(claim)
     assert content.collect().destroyed == []
     resource_io.gate.release.set()
@@ -79,10 +82,7 @@ def test_the_collector_leaves_a_resource_alone_until_its_close_is_done(tmp_path)
 
 
 def test_closing_the_repository_waits_for_the_closes_under_way(tmp_path):
-    resource_io = HeldCloseIO()
-    content = repository(tmp_path, resource_io)
-    claim = content.write_bytes(b"x")
-    assert resource_io.gate.closing.wait(10)
+    resource_io, content, claim = written_and_closing(tmp_path, b"x")
     closer = threading.Thread(target=content.close)
     closer.start()
     closer.join(0.3)
