@@ -14,7 +14,9 @@ run by the leader).
 The HDFS replica keeps resource files open across session commits (one hsync per
 commit, not a create and a close; see `replication.hdfs_content`): a claim of this
 node read back from HDFS (its local copy damaged) has its resource sealed first, and
-an adopter recovers the leases of the files a dead incarnation left open.
+an adopter recovers the leases of the files a dead incarnation left open: the newest
+ones of each such container as it recovers the shard (`NodeContent.prepare_adopted`),
+any other at the first read that meets it.
 A new incarnation deletes the local replicas of this node's earlier incarnations:
 their claims are on HDFS, which is where an adopter reads them.
 
@@ -28,16 +30,25 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterable
 
-from replication.hdfs_content import DEFAULT_HDFS_CONFIG, open_hdfs_content_reader, open_hdfs_content_repository
+from replication.hdfs_content import (
+    DEFAULT_HDFS_CONFIG,
+    hdfs_content_root,
+    open_hdfs_content_reader,
+    open_hdfs_content_repository,
+)
 from replication.replicating_content import ReplicatingContentRepository
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.content.collection import CollectReport
 from repositories.content.errors import ContentNotFound
+from repositories.content.format import checksum_path, resource_path
 from repositories.content.recovery import RecoveryReport
 from repositories.content.store import ClaimWriter, ContentStore
+from repositories.storage import StorageError, join
+from repositories.storage.leases import LeaseRecoveryTimeout, recover_leases
 from repositories.storage.local import make_private_directories
 
 from ..core.incarnation import Incarnation
@@ -50,6 +61,11 @@ log = logging.getLogger(__name__)
 # would need 40 of each per thousand claims, at 1 MB one. Both replicas use the same
 # size, or they would retire resources at different moments.
 REPLICATED_RESOURCE_SIZE = 1 << 20
+# An adopter recovers, ahead of the first read, the leases of this many of the newest
+# resources of each dead container its shard references: the files that incarnation
+# may have left open (one per writer thread appending, and the few still closing).
+# An older one still open is recovered when a read first meets it.
+NEWEST_RESOURCES_RECOVERED = 16
 
 
 class ForeignContainers:
@@ -76,6 +92,30 @@ class ForeignContainers:
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None):
         return self._reader(claim.resource.container).open_read(claim, offset, length)
+
+    def recover_newest(self, resources: Iterable[ResourceClaim], per_container: int = NEWEST_RESOURCES_RECOVERED,
+                       timeout: float = 60.0) -> int:
+        """Recover, in one round, the leases of the newest resource files (and their
+        checksum files) of each other container among `resources`: those its dead
+        incarnation may have left open, whose claims would otherwise each wait for a
+        lease recovery at their first read. Returns how many files it recovered."""
+        by_container: dict[str, set[ResourceClaim]] = {}
+        for resource in resources:
+            if resource.container != self.own:
+                by_container.setdefault(resource.container, set()).add(resource)
+        paths = []
+        for container, held in by_container.items():
+            root = join(hdfs_content_root(self.base, container), container)
+            for resource in sorted(held, key=_sequence, reverse=True)[:per_container]:
+                paths += [resource_path(root, resource), checksum_path(root, resource)]
+        try:
+            paths = [path for path in paths if self.storage.exists(path)]  # not yet collected or archived
+            recover_leases(self.storage, paths, timeout=timeout)
+        except (StorageError, LeaseRecoveryTimeout) as error:
+            log.info("recovering the leases of the newest content files of %s failed (%s); a read that meets "
+                     "one still open recovers it then", ", ".join(sorted(by_container)), error)
+            return 0
+        return len(paths)
 
     def exists(self, claim) -> bool:
         resource = claim.resource if isinstance(claim, ContentClaim) else claim
@@ -150,6 +190,28 @@ class NodeContent(ContentStore):
     # -- beyond the protocol -----------------------------------------------------------------
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return self.replicas.exists(claim)
+
+    def prepare_adopted(self, claims: Iterable[ContentClaim]) -> threading.Thread:
+        """In the background, make the content of an adopted shard's dead incarnations
+        readable ahead of its first reads (`ForeignContainers.recover_newest`)."""
+        def recover() -> None:
+            started = time.monotonic()
+            files = self.foreign.recover_newest({claim.resource for claim in claims})
+            if files:
+                log.info("recovered the leases of %d content files of adopted FlowFiles in %.2fs",
+                         files, time.monotonic() - started)
+
+        thread = threading.Thread(target=recover, name=f"content-leases {self.container}", daemon=True)
+        thread.start()
+        return thread
+
+
+def _sequence(resource: ResourceClaim) -> int:
+    """The resource's place in its writer's order (the id's last field), -1 if none."""
+    try:
+        return int(resource.id.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return -1
 
 
 def open_node_content(storage, layout, incarnation: Incarnation, local_directory: str,

@@ -42,6 +42,7 @@ from repositories.swap import SwapStore
 
 from ..core.heartbeat import QueueLoad
 from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
+from .content import NodeContent
 from .hand_over import SourceHandOver, handing_over
 from .measures import ShardMeasures, shard_measures
 
@@ -76,6 +77,10 @@ class FlowRuntime:
         self.shard = QueueShard(handle.shard, self.graph.queues.values(), wal=wal,
                                 swap_store=SwapStore(handle.storage, handle.swap_directory))
         report = self.shard.recover()
+        if not handle.home and isinstance(self.content, NodeContent):
+            # A dead incarnation's newest content files may still be open: recover
+            # their leases beside the first reads rather than at each of them.
+            self.content.prepare_adopted(report.live_claims)
         replayed = reconcile(report.outbox, self.provenance, foreign=not handle.home) if report.outbox else 0
         # A home shard's sources wait for what the node's earlier incarnations took (`hand_over`).
         self._handing_over = handing_over(self.graph) if handle.home and handle.previous_shards is not None else {}
