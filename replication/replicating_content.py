@@ -302,6 +302,11 @@ class ReplicatingContentRepository(ContentStore):
                 f"replicas checksum claims in blocks of different sizes ({block_sizes}): their checksum "
                 "files would differ and fsck could not compare them; give every replica the same "
                 "checksum_block_size")
+        sizes = {replica.name: replica.config.max_appendable_claim_size for replica in self.replicas}
+        if len(set(sizes.values())) > 1:
+            raise ContentRepositoryError(
+                f"replicas fill resources to different sizes ({sizes}): one would retire a resource the "
+                "leader still appends to; give every replica the same max_appendable_claim_size")
         self.sync_on_close = self.replicas[0].config.sync_on_close if sync_on_close is None else sync_on_close
         # If any replica must close files to make them readable (HDFS), all retire
         # resources together, or the leader would append where a follower cannot.

@@ -5,8 +5,15 @@ such write failed its session with a stack trace."""
 
 from __future__ import annotations
 
+import pytest
+
 from replication.replicating_content import ReplicatingContentRepository
-from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
+from repositories.content import (
+    ArchivePolicy,
+    ContentRepositoryConfig,
+    ContentRepositoryError,
+    open_filesystem_content_repository,
+)
 
 CONFIG = ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None))
 
@@ -25,3 +32,13 @@ def test_a_write_after_a_follower_retired_the_resource_goes_to_a_new_one(tmp_pat
         with replica.open_read(first) as stream:
             assert stream.read() == b"first claim"
     repository.close()
+
+
+def test_replicas_that_fill_resources_to_different_sizes_are_refused(tmp_path):
+    local = open_filesystem_content_repository({"c": str(tmp_path / "a")}, CONFIG, name="local")
+    other = open_filesystem_content_repository(
+        {"c": str(tmp_path / "b")}, ContentRepositoryConfig(max_appendable_claim_size=1 << 20), name="mirror")
+    with pytest.raises(ContentRepositoryError, match="same max_appendable_claim_size"):
+        ReplicatingContentRepository([local, other])
+    local.close()
+    other.close()
