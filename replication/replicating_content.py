@@ -103,7 +103,7 @@ class ReplicatedWriter(ClaimWriter):
         if not self._open:
             raise ContentRepositoryError("close of an aborted replicated writer")
         sync = self._owner.sync_on_close if sync is None else sync
-        retire = self._owner.retire_on_sync and sync
+        retire = (self._owner.retire_on_sync and sync) or self._owner.too_old(self._leader)
         done: list[tuple[int, ContentClaim]] = []
         # Followers first, the leader last: the leader hands the resource to the next
         # writer when it releases it, and by then every follower must have released
@@ -289,6 +289,7 @@ class ReplicatingContentRepository(ContentStore):
         sync_on_close: bool | None = None,
         fallbacks: Iterable[ContentRepository] = (),
         name: str = "replicated",
+        max_resource_age_s: float | None = None,
     ):
         if not replicas:
             raise ContentRepositoryError("a replicating repository needs at least one replica")
@@ -312,11 +313,18 @@ class ReplicatingContentRepository(ContentStore):
         # resources together, or the leader would append where a follower cannot.
         self.retire_on_sync = any(r.config.close_resources_on_sync for r in self.replicas)
         self.name = name
+        # A resource older than this takes no more claims (every replica retires it
+        # with the claim that finds it so): at a low rate a resource would otherwise
+        # stay open for minutes, uncollectable, and on HDFS unreadable until closed.
+        self.max_resource_age_s = max_resource_age_s
         self._fallbacks = list(fallbacks)
         self._keeps_open = any(r.config.close_in_background for r in self.replicas[1:])
         self._lock = threading.Lock()
         self._pool = None  # syncs the followers beside the leader; made on the first sync
         self._degraded: dict[int, list[str]] = {}
+
+    def too_old(self, leader: ContentWriter) -> bool:
+        return self.max_resource_age_s is not None and leader.resource_age >= self.max_resource_age_s
 
     @property
     def leader(self) -> ContentRepository:

@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 # would need 40 of each per thousand claims, at 1 MB one. Both replicas use the same
 # size, or they would retire resources at different moments.
 REPLICATED_RESOURCE_SIZE = 1 << 20
+# A resource takes claims for at most this long (then it is retired, closed and, once
+# its FlowFiles are gone, collected): a slow flow's content is collected, and its HDFS
+# files closed, within seconds rather than when 1 MB has trickled in.
+RESOURCE_MAX_AGE_S = 5.0
 # An adopter recovers, ahead of the first read, the leases of this many of the newest
 # resources of each dead container its shard references: the files that incarnation
 # may have left open (one per writer thread appending, and the few still closing).
@@ -235,7 +239,8 @@ def open_node_content(storage, layout, incarnation: Incarnation, local_directory
                             max_appendable_claim_size=REPLICATED_RESOURCE_SIZE),
         keep_open=True)
     foreign = ForeignContainers(storage, layout.hdfs_cluster, container)
-    replicas = ReplicatingContentRepository([local, hdfs], fallbacks=[foreign], name=f"content {container}")
+    replicas = ReplicatingContentRepository([local, hdfs], fallbacks=[foreign], name=f"content {container}",
+                                            max_resource_age_s=RESOURCE_MAX_AGE_S)
     content = NodeContent(replicas, foreign, container)
     content.recover([])
     return content

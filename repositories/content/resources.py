@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 class OpenResource:
     __slots__ = ("claim", "root", "file", "checksum_file", "length", "completed", "synced", "writing",
-                 "retired", "failed", "io_lock", "pending", "checksum_pending", "closed")
+                 "retired", "failed", "io_lock", "pending", "checksum_pending", "closed", "opened")
 
     def __init__(self, claim: ResourceClaim, root: str, file: WritableFile, checksum_file: WritableFile):
         self.claim = claim
@@ -74,6 +74,7 @@ class OpenResource:
         # Set once both files are closed (or the resource failed): what a reader of a
         # resource whose close runs in the background waits for.
         self.closed = threading.Event()
+        self.opened = time.monotonic()  # when its files were created
 
     def flush_pending(self) -> None:
         """Hand pending bytes to the resource file, then their checksum records to the

@@ -17,6 +17,7 @@ inside a later claim.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
 from repositories.claims import ContentClaim, ResourceClaim
@@ -109,6 +110,11 @@ class ContentWriter(ClaimWriter):
         self._written = 0
         self._open = True
         return claim
+
+    @property
+    def resource_age(self) -> float:
+        """Seconds since the resource's files were created."""
+        return time.monotonic() - self._resource.opened
 
     @property
     def resource_full(self) -> bool:

@@ -42,3 +42,24 @@ def test_replicas_that_fill_resources_to_different_sizes_are_refused(tmp_path):
         ReplicatingContentRepository([local, other])
     local.close()
     other.close()
+
+
+def test_a_resource_past_its_age_is_retired_on_every_replica_with_the_claim_that_finds_it_so(tmp_path):
+    def replicas(name):
+        return [open_filesystem_content_repository({"c": str(tmp_path / f"{name}-{replica}")}, CONFIG, name=replica)
+                for replica in ("local", "mirror")]
+
+    young = ReplicatingContentRepository(replicas("young"), max_resource_age_s=3600.0)
+    first, second = young.write_bytes(b"one"), young.write_bytes(b"two")
+    assert second.resource == first.resource  # small claims share a resource while it is young
+    assert all(first.resource in replica.open_resources() for replica in young.replicas)
+
+    old = ReplicatingContentRepository(replicas("old"), max_resource_age_s=0.0)
+    first, second = old.write_bytes(b"one"), old.write_bytes(b"two")
+    assert second.resource != first.resource
+    old.sync()
+    for replica in old.replicas:  # retired (and closed) on both, in lockstep
+        assert replica.open_resources() == set()
+        assert replica.read(first) == b"one" and replica.read(second) == b"two"
+    young.close()
+    old.close()
