@@ -23,8 +23,8 @@ sync and archive step goes to all of them:
   log line (`FailoverClaimReader`). When every replica's copy is damaged the read
   raises `ContentCorrupted` naming the claim and what each replica said.
 
-Lock plan: the wrapper keeps no shared mutable state but `_degraded` and `_pool`
-(guarded by `_lock`); each replica has its own locks.
+Lock plan: the wrapper keeps no shared mutable state but `_degraded` (guarded by
+`_lock`); its sync pool and each replica have their own locks.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from repositories.content.errors import (
     ContentUnavailable,
     ReplicaDiverged,
 )
+from repositories.content.pools import LazyPool
 from repositories.content.recovery import RecoveryReport
 from repositories.content.repository import ContentRepository
 from repositories.content.store import ClaimWriter, ContentStore
@@ -320,7 +321,7 @@ class ReplicatingContentRepository(ContentStore):
         self._fallbacks = list(fallbacks)
         self._keeps_open = any(r.config.close_in_background for r in self.replicas[1:])
         self._lock = threading.Lock()
-        self._pool = None  # syncs the followers beside the leader; made on the first sync
+        self._pool = LazyPool(f"{name}-sync", max(1, len(self.replicas) - 1))  # followers beside the leader
         self._degraded: dict[int, list[str]] = {}
 
     def too_old(self, leader: ContentWriter) -> bool:
@@ -366,7 +367,7 @@ class ReplicatingContentRepository(ContentStore):
     def sync(self) -> None:
         """Sync every replica, side by side: the local fdatasync runs while the HDFS
         hsync waits for its pipeline, so a commit waits for the slower, not the sum."""
-        outcomes = self._sync_pool().map(self._sync_replica, self.replicas[1:]) if len(self.replicas) > 1 else ()
+        outcomes = self._pool.executor().map(self._sync_replica, self.replicas[1:]) if len(self.replicas) > 1 else ()
         errors = [self._sync_replica(self.leader), *outcomes]
         first: ContentRepositoryError | None = None
         for index, error in enumerate(errors):
@@ -385,15 +386,6 @@ class ReplicatingContentRepository(ContentStore):
         except ContentRepositoryError as error:
             return error
         return None
-
-    def _sync_pool(self):
-        with self._lock:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(max_workers=len(self.replicas) - 1,
-                                                thread_name_prefix=f"{self.name}-sync")
-            return self._pool
 
     def check_durable(self, claims) -> None:
         """Raise if any required replica lost bytes of `claims` (see
@@ -521,10 +513,7 @@ class ReplicatingContentRepository(ContentStore):
                 replica.close()
             except ContentRepositoryError as error:
                 errors.append(error)
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self._pool.shutdown()
         if errors:
             raise errors[0]
 

@@ -48,7 +48,7 @@ from repositories.content.format import checksum_path, resource_path
 from repositories.content.recovery import RecoveryReport
 from repositories.content.store import ClaimWriter, ContentStore
 from repositories.storage import StorageError, join
-from repositories.storage.leases import LeaseRecoveryTimeout, recover_leases
+from repositories.storage.leases import recover_leases
 from repositories.storage.local import make_private_directories
 
 from ..core.incarnation import Incarnation
@@ -115,7 +115,7 @@ class ForeignContainers:
         try:
             paths = [path for path in paths if self.storage.exists(path)]  # not yet collected or archived
             recover_leases(self.storage, paths, timeout=timeout)
-        except (StorageError, LeaseRecoveryTimeout) as error:
+        except StorageError as error:  # LeaseRecoveryTimeout too
             log.info("recovering the leases of the newest content files of %s failed (%s); a read that meets "
                      "one still open recovers it then", ", ".join(sorted(by_container)), error)
             return 0

@@ -44,6 +44,7 @@ from repositories.storage import StorageError, WritableFile
 
 from .claimants import ClaimantCounts
 from .errors import RepositoryClosed
+from .pools import LazyPool
 
 log = logging.getLogger(__name__)
 
@@ -122,58 +123,21 @@ class CompanionSyncs:
     commit two journal commits (two pipeline round trips) instead of one.
 
     The caller holds the resource's `io_lock` throughout, so nothing else touches
-    either file meanwhile. `_lock` guards `_pool`, made on the first sync."""
+    either file meanwhile."""
 
     def __init__(self, name: str):
-        self._name = name
-        self._lock = threading.Lock()
-        self._pool = None
+        self._pool = LazyPool(f"{name}-checksum-sync", 8)
 
     def beside(self, companion: Callable[[], None], main: Callable[[], None]) -> None:
         """Run `companion` on a pool thread while `main` runs here; raise the first failure."""
-        with self._lock:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{self._name}-checksum-sync")
-            pool = self._pool
-        future = pool.submit(companion)
+        future = self._pool.submit(companion)
         try:
             main()
         finally:
             future.result()
 
     def shutdown(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
-
-
-class BackgroundCloser:
-    """Closes retired resources' files on threads of their own (see
-    `ResourceTable.close_file`). `_lock` guards `_pool`, made on the first close."""
-
-    def __init__(self, name: str, threads: int = 4):
-        self._name = name
-        self._threads = threads
-        self._lock = threading.Lock()
-        self._pool = None
-
-    def submit(self, close: Callable[[OpenResource], None], resource: OpenResource) -> None:
-        with self._lock:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix=f"{self._name}-close")
-            pool = self._pool
-        pool.submit(close, resource)
-
-    def shutdown(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self._pool.shutdown()
 
 
 # Told (resource, first lost byte, end of the lost bytes, why) when claims completed in
@@ -191,7 +155,7 @@ class ResourceTable:
         # Retired resources whose files are being closed: out of `open`, not yet
         # readable where a reader needs closed files (HDFS). See `close_file`.
         self.closing: dict[ResourceClaim, OpenResource] = {}
-        self._closer = BackgroundCloser(name) if close_in_background else None
+        self._closer = LazyPool(f"{name}-close", 4) if close_in_background else None
         self.appendable: deque[OpenResource] = deque()
         self.zero: set[ResourceClaim] = set()  # claimant count 0: candidates for collection
         self.archived: dict[ResourceClaim, tuple[float, int]] = {}  # -> (archived at, size)

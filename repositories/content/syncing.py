@@ -23,6 +23,7 @@ from repositories.claims import ContentClaim, ResourceClaim
 from repositories.storage import Storage, StorageError
 
 from .errors import ContentWriteFailed, translate_storage_error
+from .pools import LazyPool
 from .resources import OpenResource, ResourceTable
 
 
@@ -70,7 +71,7 @@ class ResourceSyncer:
         self._lost = lost
         self._storage = storage
         self._retire_by_default = retire_by_default
-        self._pool = None  # made on the first sync of more than one resource
+        self._pool = LazyPool(f"{table.name}-sync", 8)  # for syncs of more than one resource
 
     def sync(self, *, retire: bool | None = None) -> None:
         """Make every claim closed so far durable (and, with `retire`, close every
@@ -111,11 +112,7 @@ class ResourceSyncer:
         system commits concurrent fsyncs together; HDFS pipelines run side by side),
         then fsync each new file's directory once, not once per file."""
         if len(targets) > 1:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"{self._table.name}-sync")
-            results = list(self._pool.map(self._sync_data, targets))
+            results = list(self._pool.executor().map(self._sync_data, targets))
         else:
             results = [self._sync_data(resource) for resource in targets]
         outcomes: list[StorageError | None] = []
@@ -152,6 +149,5 @@ class ResourceSyncer:
             return end, None
 
     def shutdown(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        self._pool.shutdown()
         self._table.companion_syncs.shutdown()
