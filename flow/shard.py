@@ -272,7 +272,11 @@ class QueueShard:
 
     def poll(self, queue: FlowFileQueue, max_count: int, now_ms: int | None = None):
         polled, expired = queue.poll(max_count, now_ms)
-        if self.swap_store is not None and queue.in_memory() + queue.swap_batch <= queue.swap_threshold:
+        # Swap in when there is room; and when a poll found nothing while FlowFiles wait
+        # in memory, out of reach (staged after a swap-out failed): the policy is tried
+        # again, as nothing else may come to try it once no new FlowFiles arrive.
+        if self.swap_store is not None and (queue.in_memory() + queue.swap_batch <= queue.swap_threshold
+                                            or (not polled and not expired and queue.in_memory())):
             self.maintain(queue)
             if not polled and not expired:
                 polled, expired = queue.poll(max_count, now_ms)

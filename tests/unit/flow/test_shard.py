@@ -140,3 +140,31 @@ def test_a_refused_swap_out_keeps_the_batch_in_memory_and_its_file_for_recovery_
     report = again.recover()  # this WAL never recorded it: an orphan, removed
     assert report.orphaned_swap_files == [written] and again.swap_store.locations() == []
     assert queue.count == 4
+
+
+def test_after_a_failed_swap_out_a_poll_retries_the_swap_policy_with_no_new_flowfiles_arriving(tmp_path):
+    # Seen in a drill: a DataNode restart failed a swap-out just as the workload ended;
+    # the batch went back to staging, the consumer drained what was active, and with
+    # nothing new arriving (the only other trigger) the rest stayed queued for good.
+    queue, shard = open_(str(tmp_path))
+    shard.recover()
+    real_update = shard.wal.update
+
+    def refuse(updates):
+        if any(type(update).__name__ == "SwapOut" for update in updates):
+            raise OSError("storage down")
+        return real_update(updates)
+
+    shard.wal.update = refuse
+    commit(shard, queue, flowfiles(10))
+    assert shard.swap_failures >= 1 and queue.in_memory() == 10
+    shard.wal.update = real_update  # storage is back; nothing else arrives
+    delivered = []
+    for _ in range(20):
+        polled, expired = shard.poll(queue, 3)
+        if not polled:
+            break
+        queue.acknowledge(polled)
+        delivered += [f.id for f in polled]
+    assert sorted(delivered) == sorted(f"id-{i}" for i in range(10))
+    assert queue.count == 0
