@@ -182,7 +182,8 @@ class FlowFileQueue:
                     expired.append(flowfile)
                     continue
                 polled.append(flowfile)
-            self._unacknowledged_count += len(polled) + len(expired)
+            for flowfile in itertools.chain(polled, expired):
+                self._unacknowledged_count += 1
         return polled, expired
 
     def _release_penalties_locked(self, now: int) -> None:
@@ -193,15 +194,12 @@ class FlowFileQueue:
     def acknowledge(self, flowfiles: Iterable[FlowFile]) -> None:
         """The session that polled these committed: they left the queue."""
         with self._lock:
-            pop = self._polled.pop
-            count = size = 0
+            remembered = self._polled
             for flowfile in flowfiles:
-                pop(flowfile.id, None)
-                count += 1
-                size += flowfile.size
-            self._unacknowledged_count -= count
-            self._count -= count
-            self._size -= size
+                remembered.pop(flowfile.id, None)
+                self._unacknowledged_count -= 1
+                self._count -= 1
+                self._size -= flowfile.size
 
     def requeue(self, flowfiles: Iterable[FlowFile]) -> None:
         """The session that polled these rolled back: they are queued again, in their old
