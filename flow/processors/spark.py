@@ -92,19 +92,38 @@ RETRY_PROPERTIES = (
 )
 
 
+# Once a batch is past its time, its group is cancelled again at this interval until the
+# batch returns: Spark cancels only the jobs active at that moment, and a batch can be
+# between jobs when its time runs out (planning the next one, or waiting on the driver).
+RECANCEL_INTERVAL_S = 1.0
+
+
 @contextlib.contextmanager
 def time_limit(spark, group: str, seconds: float):
     """The Spark jobs this thread starts inside are cancelled after `seconds` (their
-    group is `group`); the job then fails with Spark's "cancelled" error."""
+    group is `group`), and so is any it starts after that; the job then fails with
+    Spark's "cancelled" error."""
     context = spark.sparkContext
     context.setJobGroup(group, f"custody batch {group}", interruptOnCancel=True)
-    timer = threading.Timer(seconds, context.cancelJobGroup, (group,))
-    timer.daemon = True
-    timer.start()
+    done = threading.Event()
+
+    def cancel_when_late() -> None:
+        if done.wait(seconds):
+            return
+        while True:
+            try:
+                context.cancelJobGroup(group)
+            except Exception as error:  # noqa: BLE001 - a stopped context has nothing left to cancel
+                log.debug("cancelling Spark job group %s: %s", group, error)
+            if done.wait(RECANCEL_INTERVAL_S):
+                return
+
+    canceller = threading.Thread(target=cancel_when_late, name=f"spark-time-limit-{group[-20:]}", daemon=True)
+    canceller.start()
     try:
         yield
     finally:
-        timer.cancel()
+        done.set()
         context.setLocalProperty("spark.jobGroup.id", None)
 
 

@@ -55,6 +55,17 @@ def _wait_running(process: subprocess.Popen, deadline: float) -> bool:
     return False
 
 
+def _delivered(data_dir: Path) -> int:
+    out = data_dir / "out"
+    return len([n for n in os.listdir(out) if not n.startswith(".")]) if out.is_dir() else 0
+
+
+def _wait_for_kill(data_dir: Path, moment: float, share: int) -> None:
+    """Return at `moment`, or sooner once `share` FlowFiles are in the PutFile directory."""
+    while time.monotonic() < moment and _delivered(data_dir) < share:
+        time.sleep(min(0.02, max(0.0, moment - time.monotonic())))
+
+
 def _swap_files(data_dir: Path) -> int:
     directory = data_dir / "shards" / "local" / "swap"
     return len(list(directory.glob("*.swap"))) if directory.is_dir() else 0
@@ -81,10 +92,13 @@ def test_sigkill_restart_drill(tmp_path):
             else:
                 assert _wait_running(process, time.monotonic() + 60), (
                     f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}")
-                time.sleep(rng.uniform(0.0, 1.0))  # the random moment of the kill
+                # The kill comes at a random moment within a second, or as soon as this
+                # life has delivered its share of the work, whichever is first: however
+                # fast the machine, the work is spread over the kills, and all but the
+                # last few hit a node with FlowFiles in flight.
+                _wait_for_kill(data_dir, time.monotonic() + rng.uniform(0.0, 1.0), COUNT * (attempt + 1) // kills)
             most_swap_files = max(most_swap_files, _swap_files(data_dir))
-            if len([n for n in os.listdir(data_dir / "out") if not n.startswith(".")]
-                   if (data_dir / "out").is_dir() else []) < COUNT:
+            if _delivered(data_dir) < COUNT:
                 killed_while_busy += 1
         finally:
             process.send_signal(signal.SIGKILL)
