@@ -393,7 +393,9 @@ class PutFile(Processor):
         refusals = _Refusals(self.id, context, session)
         directories = set()
         written = []
-        for flowfile in session.get_batch(context["batch_size"]):
+        batch = session.get_batch(context["batch_size"])
+        session.prefetch(batch)
+        for flowfile in batch:
             directory = _path_of(context, "directory", flowfile, root, failures, refusals)
             if directory is None:
                 continue

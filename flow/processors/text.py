@@ -130,7 +130,9 @@ class ReplaceText(Processor):
         strategy = context["replacement_strategy"]
         pattern = context["search_value"]
         limit = context["maximum_buffer_size"]
-        for flowfile in session.get_batch(100):
+        batch = session.get_batch(100)
+        session.prefetch(batch)
+        for flowfile in batch:
             try:
                 replacement = context["replacement_value"].evaluate(flowfile)
             except ExpressionError as error:  # this FlowFile's attributes, not the batch's fault

@@ -416,3 +416,59 @@ def test_events_that_cannot_be_encoded_fail_the_commit_and_roll_it_back():
         session.commit()
     assert "wal.update(2)" not in recorder.calls and env.success.count == 0
     assert [f.id for f in env.incoming.poll(5)[0]] == [flowfile.id]  # back in its place
+
+
+class CountingContent(InMemoryContentRepository):
+    """Counts the opens of claims; fails the batch read when asked to."""
+
+    def __init__(self):
+        super().__init__()
+        self.opened = []
+        self.fail_batch = False
+
+    def open_read(self, claim, offset=0, length=None):
+        self.opened.append(claim)
+        return super().open_read(claim, offset, length)
+
+    def read_many(self, claims):
+        if self.fail_batch:
+            from repositories.content.errors import ContentUnavailable
+            raise ContentUnavailable("the storage did not answer", claim=claims[0])
+        return super().read_many(claims)
+
+
+def test_prefetched_contents_are_read_together_once_and_served_from_memory(monkeypatch):
+    from flow import session as session_module
+
+    env = Env()
+    env.content = CountingContent()
+    env.committer = HeldCommitter(env.shard, env.content)
+    big = b"B" * 200
+    monkeypatch.setattr(session_module, "PREFETCH_MAX_CONTENT", 100)
+    env.seed(b"one", b"two", big, b"three")
+    session = env.session()
+    batch = session.get_batch(10)
+    env.content.opened.clear()
+    session.prefetch(batch)
+    spans = len(env.content.opened)
+    assert spans == 3  # the small ones (a resource each in this repository); the big one is left
+    contents = {flowfile.attributes["n"]: session.read_bytes(flowfile) for flowfile in batch}
+    assert contents == {"one": b"one", "two": b"two", big.decode(): big, "three": b"three"}
+    assert len(env.content.opened) == spans + 1  # only the big one was opened again
+    for flowfile in batch:
+        session.transfer(flowfile, "success")
+    session.commit()
+    assert session._prefetched == {}  # held no longer than the session
+
+
+def test_a_failed_prefetch_leaves_each_content_to_its_own_read():
+    env = Env()
+    env.content = CountingContent()
+    env.committer = HeldCommitter(env.shard, env.content)
+    env.seed(b"one", b"two")
+    env.content.fail_batch = True
+    session = env.session()
+    batch = session.get_batch(10)
+    session.prefetch(batch)
+    assert sorted(session.read_bytes(flowfile) for flowfile in batch) == [b"one", b"two"]
+    session.rollback()
