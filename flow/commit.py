@@ -39,6 +39,7 @@ from typing import Protocol
 from repositories.flowfile import Delete, OutcomeUnknownError, Put, SwapIn, WriteAheadLogError
 from repositories.instruments import ByLabel, Counter, LatencyHistogram
 from repositories.provenance import EventBatch
+from repositories.provenance.event_batch import event_of_row
 from repositories.seams import FaultSeams
 
 from . import provenance_outbox
@@ -215,7 +216,7 @@ class DurableCommitter:
             # 0. The events, encoded once: the outbox record carries the batch that
             # provenance registers. (Events it cannot encode fail the commit here.)
             if tx.events and self.provenance is not None:
-                batch = EventBatch.from_events(tx.events, now)
+                batch = EventBatch.from_rows(tx.events, now)
                 if self.outbox:
                     slot = self._take_slot()
                     updates.append(Put(provenance_outbox.outbox_record(
@@ -314,7 +315,7 @@ class HeldCommitter:
             self.shard.set_state_committed(tx.component_id, tx.state)
         _apply_to_queues(self.shard, tx)
         _apply_claims(self.content, tx)
-        self.events += tx.events
+        self.events += [event_of_row(row) for row in tx.events]
         if tx.on_success is not None:
             self.held_callbacks.append(tx.on_success)
         if tx.on_failure is not None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from repositories.provenance import EventType, ProvenanceEvent
+from repositories.provenance import EventType
 
 from .errors import CommitError
 from .flowfile import FlowFile
@@ -35,6 +35,7 @@ from .session import Transaction
 
 DROP_BATCH = 1000  # FlowFiles of memory per transaction; a swap file is always one
 COMPONENT_TYPE = "Connection"
+_DROP = EventType.DROP.value
 DEFAULT_DETAILS = "FlowFile Queue emptied"
 
 
@@ -94,9 +95,7 @@ def _drop_transaction(queue, flowfiles: list[FlowFile], details: str) -> Transac
         claim = flowfile.content_claim
         if claim is not None:
             released[claim.resource] += 1
-        events.append(ProvenanceEvent(EventType.DROP, flowfile.id, queue.id, COMPONENT_TYPE,
-                                      attributes_before=flowfile.attributes, attributes_after=flowfile.attributes,
-                                      content_before=claim, content_after=claim, details=details,
-                                      size=flowfile.size))
+        events.append((None, _DROP, flowfile.id, (), (), queue.id, COMPONENT_TYPE, flowfile.attributes,
+                       flowfile.attributes, claim, claim, None, details, None, flowfile.size))
     tx.claim_deltas = {resource: -count for resource, count in released.items()}
     return tx

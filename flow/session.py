@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from repositories.content.errors import ContentRepositoryError
 from repositories.provenance import EventType, ProvenanceEvent
+from repositories.provenance.event_batch import row_of
 
 from .errors import CommitError, FlowFileNotTransferred, NotAdmitted, SessionError, UnknownRelationship
 from .flowfile import FlowFile
@@ -46,6 +47,13 @@ SUCCESS = "success"
 PREFETCH_MAX_CONTENT = 64 << 10
 PREFETCH_BUDGET = 16 << 20
 _SOURCE = object()  # transfer back to the queue it came from
+# Event types as rows hold them (see `Transaction.events`).
+_CREATE, _JOIN, _FORK, _CLONE = (EventType.CREATE.value, EventType.JOIN.value, EventType.FORK.value,
+                                 EventType.CLONE.value)
+_DROP, _EXPIRE = EventType.DROP.value, EventType.EXPIRE.value
+_CONTENT_MODIFIED, _ATTRIBUTES_MODIFIED = EventType.CONTENT_MODIFIED.value, EventType.ATTRIBUTES_MODIFIED.value
+_SOURCE_EVENTS = (EventType.RECEIVE, EventType.REPLAY)  # an explicit one stands in for CREATE
+_NO_ATTRIBUTES: dict = {}
 
 
 class _Entry:
@@ -79,6 +87,8 @@ class Transaction:
     swap_drops: list = field(default_factory=list)
     claim_deltas: dict = field(default_factory=dict)  # ResourceClaim -> +n / -n
     wrote_content: bool = False
+    # Provenance events as rows (`repositories.provenance.event_batch.row_of`): tuples,
+    # far cheaper to build than events, which the committer turns into one batch.
     events: list = field(default_factory=list)
     state: dict | None = None
     on_success: Callable[[], None] | None = None
@@ -669,13 +679,10 @@ class ProcessSession:
             if not destination_queues:
                 if original is not None:
                     deletes.append(current.id)
-                    kind = EventType.EXPIRE if entry.expired else EventType.DROP
-                    events.append(ProvenanceEvent(kind, current.id, self.component_id, self.component_type,
-                                                  attributes_before=original.attributes,
-                                                  attributes_after=current.attributes,
-                                                  content_before=original.content_claim,
-                                                  content_after=current.content_claim,
-                                                  details=dropped_by, size=current.size))
+                    events.append((None, _EXPIRE if entry.expired else _DROP, current.id, (), (),
+                                   self.component_id, self.component_type, original.attributes,
+                                   current.attributes, original.content_claim, current.content_claim, None,
+                                   dropped_by, None, current.size))
                 continue
             first = True
             for queue in destination_queues:
@@ -686,10 +693,9 @@ class ProcessSession:
                     # One relationship, several connections: each gets its own FlowFile.
                     version = FlowFile(new_uuid(), current.attributes, current.content_claim, queue.id,
                                        current.size, now, current.lineage_start_date, current.penalty_expiration)
-                    events.append(ProvenanceEvent(EventType.CLONE, current.id, self.component_id,
-                                                  self.component_type, child_uuids=(version.id,),
-                                                  attributes_after=current.attributes,
-                                                  content_after=current.content_claim, size=current.size))
+                    events.append((None, _CLONE, current.id, (), (version.id,), self.component_id,
+                                   self.component_type, _NO_ATTRIBUTES, current.attributes, None,
+                                   current.content_claim, None, None, None, current.size))
                 puts.append(version)
                 queued = transfers.get(queue)
                 if queued is None:
@@ -710,47 +716,41 @@ class ProcessSession:
         return tx
 
     def _events_for(self, entry: _Entry, current: FlowFile, clones, forks, events: list, now: int) -> None:
-        component, kind_name = self.component_id, self.component_type
+        """Appends the entry's events to `events`, as rows (`event_batch.row_of`)."""
         original = entry.original
         attributes = current.attributes
+        uuid = current.id
         if (original is not None and not entry.events and not entry.parents and not entry.wrote
                 and (attributes is original.attributes or entry.removed)
-                and current.id not in forks and current.id not in clones):
+                and uuid not in forks and uuid not in clones):
             return  # passed through as it came (the common case of a routing step): no event
-        explicit = {kind for kind, _, _ in entry.events}
-        if (original is None and entry.clone_of is None and not entry.parents
-                and EventType.RECEIVE not in explicit and EventType.REPLAY not in explicit):
-            events.append(ProvenanceEvent(EventType.CREATE, current.id, component, kind_name,
-                                          attributes_after=attributes, content_after=current.content_claim,
-                                          size=current.size))
+        component, kind_name = self.component_id, self.component_type
+        claim, size = current.content_claim, current.size
+        before = original.attributes if original is not None else _NO_ATTRIBUTES
+        if original is None and entry.clone_of is None and not entry.parents and not (
+                entry.events and any(kind in _SOURCE_EVENTS for kind, _, _ in entry.events)):
+            events.append((None, _CREATE, uuid, (), (), component, kind_name, _NO_ATTRIBUTES, attributes,
+                           None, claim, None, None, None, size))
         if len(entry.parents) > 1:
-            events.append(ProvenanceEvent(EventType.JOIN, current.id, component, kind_name,
-                                          parent_uuids=entry.parents, attributes_after=attributes,
-                                          content_after=current.content_claim, size=current.size))
-        if current.id in forks:
-            events.append(ProvenanceEvent(EventType.FORK, current.id, component, kind_name,
-                                          child_uuids=tuple(forks[current.id]),
-                                          attributes_before=original.attributes if original else {},
-                                          attributes_after=attributes, content_after=current.content_claim,
-                                          size=current.size))
-        if current.id in clones:
-            events.append(ProvenanceEvent(EventType.CLONE, current.id, component, kind_name,
-                                          child_uuids=tuple(clones[current.id]), attributes_after=attributes,
-                                          content_after=current.content_claim, size=current.size))
+            events.append((None, _JOIN, uuid, entry.parents, (), component, kind_name, _NO_ATTRIBUTES,
+                           attributes, None, claim, None, None, None, size))
+        if uuid in forks:
+            events.append((None, _FORK, uuid, (), tuple(forks[uuid]), component, kind_name, before, attributes,
+                           None, claim, None, None, None, size))
+        if uuid in clones:
+            events.append((None, _CLONE, uuid, (), tuple(clones[uuid]), component, kind_name, _NO_ATTRIBUTES,
+                           attributes, None, claim, None, None, None, size))
         for kind, arguments, snapshot in entry.events:
-            events.append(ProvenanceEvent(kind, current.id, component, kind_name,
-                                          attributes_before=original.attributes if original else {},
-                                          attributes_after=snapshot if snapshot is not None else attributes,
-                                          content_before=original.content_claim if original else None,
-                                          content_after=current.content_claim, size=current.size, **arguments))
+            # Explicit events are rare: built as events, so that their own rules check them.
+            events.append(row_of(ProvenanceEvent(
+                kind, uuid, component, kind_name, attributes_before=before,
+                attributes_after=snapshot if snapshot is not None else attributes,
+                content_before=original.content_claim if original is not None else None,
+                content_after=claim, size=size, **arguments)))
         if original is not None and not entry.removed:
             if entry.wrote:
-                events.append(ProvenanceEvent(EventType.CONTENT_MODIFIED, current.id, component, kind_name,
-                                              attributes_before=original.attributes, attributes_after=attributes,
-                                              content_before=original.content_claim,
-                                              content_after=current.content_claim, size=current.size))
-            elif attributes is not original.attributes and attributes != original.attributes:
-                events.append(ProvenanceEvent(EventType.ATTRIBUTES_MODIFIED, current.id, component, kind_name,
-                                              attributes_before=original.attributes, attributes_after=attributes,
-                                              content_before=original.content_claim,
-                                              content_after=current.content_claim, size=current.size))
+                events.append((None, _CONTENT_MODIFIED, uuid, (), (), component, kind_name, before, attributes,
+                               original.content_claim, claim, None, None, None, size))
+            elif attributes is not before and attributes != before:
+                events.append((None, _ATTRIBUTES_MODIFIED, uuid, (), (), component, kind_name, before, attributes,
+                               original.content_claim, claim, None, None, None, size))
