@@ -182,8 +182,7 @@ class FlowFileQueue:
                     expired.append(flowfile)
                     continue
                 polled.append(flowfile)
-            for flowfile in itertools.chain(polled, expired):
-                self._unacknowledged_count += 1
+            self._unacknowledged_count += len(polled) + len(expired)
         return polled, expired
 
     def _release_penalties_locked(self, now: int) -> None:
@@ -194,12 +193,15 @@ class FlowFileQueue:
     def acknowledge(self, flowfiles: Iterable[FlowFile]) -> None:
         """The session that polled these committed: they left the queue."""
         with self._lock:
-            remembered = self._polled
+            pop = self._polled.pop
+            count = size = 0
             for flowfile in flowfiles:
-                remembered.pop(flowfile.id, None)
-                self._unacknowledged_count -= 1
-                self._count -= 1
-                self._size -= flowfile.size
+                pop(flowfile.id, None)
+                count += 1
+                size += flowfile.size
+            self._unacknowledged_count -= count
+            self._count -= count
+            self._size -= size
 
     def requeue(self, flowfiles: Iterable[FlowFile]) -> None:
         """The session that polled these rolled back: they are queued again, in their old

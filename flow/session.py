@@ -384,11 +384,17 @@ class ProcessSession:
         changes and the error is raised."""
         if len(flowfiles) != len(contents):
             raise SessionError(f"{self.component_id}: {len(flowfiles)} FlowFiles but {len(contents)} contents")
-        for flowfile in flowfiles:
-            self._entry_of(flowfile)
+        entries = [self._entry_of(flowfile) for flowfile in flowfiles]
+        if len({entry.current.id for entry in entries}) != len(entries):
+            raise SessionError(f"{self.component_id}: a FlowFile is named twice in one write_bytes_many")
         claims = self._content.write_many(contents)
-        return [self._replace_content(flowfile, claim, len(data))
-                for flowfile, claim, data in zip(flowfiles, claims, contents)]
+        self._written += claims
+        written = []
+        for entry, flowfile, claim, data in zip(entries, flowfiles, claims, contents):
+            entry.wrote = True
+            new = entry.current = flowfile.with_content(claim, len(data))
+            written.append(new)
+        return written
 
     def import_from(self, flowfile: FlowFile, stream, chunk_size: int = 1 << 20) -> FlowFile:
         """The new version of `flowfile` whose content is what `stream` yields until its
@@ -410,7 +416,8 @@ class ProcessSession:
         self._written.append(claim)
         entry = self._entry_of(flowfile)
         entry.wrote = True
-        return self._replace(flowfile, flowfile.with_content(claim, size))
+        new = entry.current = flowfile.with_content(claim, size)
+        return new
 
     # -- routing ------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ a new format version in `journal_format` and `event_file_format`.
 
 from __future__ import annotations
 
+from operator import is_
 from typing import Iterable, Sequence
 
 import pyarrow as pa
@@ -142,6 +143,12 @@ class EventBatch:
          content_after, transit_uris, details, relationships, sizes) = zip(*rows)
         if None in times:
             times = [now_ms if t is None else t for t in times]
+        # A DROP, or a step that changed only attributes, has the same map or claim
+        # before and after: convert it once (checked by identity, in one C loop).
+        maps_before = _maps_array(before)
+        maps_after = maps_before if all(map(is_, before, after)) else _maps_array(after)
+        claims_before = _claims_array(content_before)
+        claims_after = claims_before if all(map(is_, content_before, content_after)) else _claims_array(content_after)
         columns = [
             pa.array(times, pa.int64()),
             pa.array(kinds, pa.string()),
@@ -150,10 +157,10 @@ class EventBatch:
             pa.array(children, UUIDS_TYPE),
             pa.array(components, pa.string()),
             pa.array(component_types, pa.string()),
-            _maps_array(before),
-            _maps_array(after),
-            _claims_array(content_before),
-            _claims_array(content_after),
+            maps_before,
+            maps_after,
+            claims_before,
+            claims_after,
             pa.array(transit_uris, pa.string()),
             pa.array(details, pa.string()),
             pa.array(relationships, pa.string()),

@@ -390,6 +390,9 @@ def test_many_contents_are_written_side_by_side_and_read_back_at_once():
     assert made[3].attributes["n"] == "3"  # attributes are text, as put_attribute stores them
     with pytest.raises(SessionError, match="5 FlowFiles but 1 contents"):
         session.write_bytes_many(made, [b"x"])
+    with pytest.raises(SessionError, match="named twice"):
+        session.write_bytes_many([made[0], made[0]], [b"x", b"y"])
+    assert session.read_bytes_many(made) == [b""] * 5  # nothing changed
     written = session.write_bytes_many(made, [b"ab" * index for index in range(5)])
     assert [flowfile.size for flowfile in written] == [0, 2, 4, 6, 8]
     empty = session.create()
