@@ -99,7 +99,6 @@ _COUNTING = pa.array(range(1 << 16), pa.int64())
 # and a batch transposes its rows in one C loop); rows obey `ProvenanceEvent`'s rules
 # by construction, or come from `row_of` an event that checked them.
 ROW_TIME, ROW_TYPE, ROW_UUID, ROW_PARENTS, ROW_CHILDREN, ROW_COMPONENT = range(6)
-_EMPTY: dict = {}
 
 
 def row_of(event: ProvenanceEvent) -> tuple:
