@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -122,8 +123,13 @@ def custody_throughput(storage, directory: str, *, threads: int, batch: int, sec
 
 def nifi_build() -> str:
     jar = os.path.join(NIFI_DIR, "target", "custody-nifi-wal-bench-1.jar")
-    if not os.path.exists(jar):
-        subprocess.run(["mvn", "-q", "-B", "package"], cwd=NIFI_DIR, check=True)
+    sources = [os.path.join(root, name) for root, _dirs, names in os.walk(os.path.join(NIFI_DIR, "src"))
+               for name in names] + [os.path.join(NIFI_DIR, "pom.xml")]
+    if not os.path.exists(jar) or os.path.getmtime(jar) < max(os.path.getmtime(path) for path in sources):
+        # Built again when its source changed: a stale jar would answer in an old format.
+        # Maven's own output goes to stderr: stdout carries the benchmark's JSON only.
+        subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "package"], cwd=NIFI_DIR, check=True,
+                       stdout=sys.stderr)
     return f"{jar}:{os.path.join(NIFI_DIR, 'target', 'lib', '*')}"
 
 

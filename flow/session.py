@@ -396,6 +396,21 @@ class ProcessSession:
             written.append(new)
         return written
 
+    def attach_content(self, flowfile: FlowFile, claim) -> FlowFile:
+        """The new version of `flowfile` whose content is `claim`, a claim the content
+        store made for this session (`take_file`: a file written outside it, Spark's
+        output): like a claim this session wrote, its one claimant is this session's,
+        released if the session rolls back (copy-on-write, as `write`)."""
+        self._entry_of(flowfile)
+        return self._replace_content(flowfile, claim, claim.length)
+
+    @property
+    def content_store(self):
+        """The content store this session reads and writes: for a processor that hands
+        claims to another system by reference (the Spark processors); content itself
+        is read and written through the session."""
+        return self._content
+
     def import_from(self, flowfile: FlowFile, stream, chunk_size: int = 1 << 20) -> FlowFile:
         """The new version of `flowfile` whose content is what `stream` yields until its
         end, copied `chunk_size` bytes at a time (copy-on-write, as `write`)."""

@@ -34,6 +34,7 @@ import re
 import threading
 import time
 import urllib.parse
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import hdfs_native
@@ -313,6 +314,20 @@ class _NameNodeClient:
         return call
 
 
+@dataclass(frozen=True)
+class HdfsAddress:
+    """What another process needs to reach an HDFS as an `HdfsStorage` does (a Spark
+    executor reading claims): picklable, and `open()` gives that process its own
+    client. The HDFS identity is the process's environment (`HADOOP_USER_NAME`)."""
+
+    url: str
+    config: tuple[tuple[str, str], ...] = ()
+    io_timeout: float | None = None
+
+    def open(self) -> "HdfsStorage":
+        return HdfsStorage(self.url, dict(self.config), io_timeout=self.io_timeout)
+
+
 class HdfsStorage:
     """The storage protocol on HDFS. `url` is `hdfs://host:port`; `config` holds client
     settings (dfs.* keys) passed to hdfs-native, over the defaults of FAIL_FAST_CONFIG."""
@@ -334,6 +349,11 @@ class HdfsStorage:
 
     def __repr__(self) -> str:
         return f"HdfsStorage({self.url!r})"
+
+    @property
+    def address(self) -> HdfsAddress:
+        """How another process reaches this HDFS with these client settings."""
+        return HdfsAddress(self.url, tuple(sorted(self._config.items())), self.io_timeout)
 
     def uri(self, path: str) -> str:
         """The full `hdfs://` URI of a path, for Spark and other clients."""

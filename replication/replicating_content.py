@@ -364,6 +364,20 @@ class ReplicatingContentRepository(ContentStore):
             writer.write_from(source)
         return writer.claim
 
+    def take_file(self, path: str, checksums: str, *, replica: int) -> ContentClaim:
+        """The claim of a whole file written outside the repository (Spark's output) on
+        the storage of replica `replica`, moved into that replica as a new resource
+        (`ContentRepository.take_file`). Only that replica holds it: a read finds it
+        missing on the others and falls over to it, as a read of a claim that one
+        replica lost does, without a warning (nothing is damaged). Every other replica
+        counts its claimant too, so that claimant counts stay the same everywhere and
+        every replica's collector forgets the resource when its count reaches 0."""
+        claim = self.replicas[replica].take_file(path, checksums)
+        for index, other in enumerate(self.replicas):
+            if index != replica:
+                other.increment(claim)
+        return claim
+
     def sync(self) -> None:
         """Sync every replica, side by side: the local fdatasync runs while the HDFS
         hsync waits for its pipeline, so a commit waits for the slower, not the sum."""

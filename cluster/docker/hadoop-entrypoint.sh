@@ -33,6 +33,8 @@ property() { echo "  <property><name>$1</name><value>$2</value></property>"; }
   echo "<configuration>"
   property dfs.replication "${REPLICATION:-2}"
   property dfs.permissions.enabled true
+  # Closed blocks are synced to disk (Spark's output becomes content without an hsync).
+  property dfs.datanode.synconclose true
   property dfs.namenode.name.dir /data/name
   property dfs.datanode.data.dir /data/blocks
   property dfs.namenode.rpc-bind-host 0.0.0.0

@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Iterable
 
+from flow.spark.by_reference import ContentLocation
 from replication.hdfs_content import (
     DEFAULT_HDFS_CONFIG,
     hdfs_content_root,
@@ -43,7 +44,7 @@ from replication.replicating_content import ReplicatingContentRepository
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.content.collection import CollectReport
-from repositories.content.errors import ContentNotFound
+from repositories.content.errors import ContentNotFound, ContentUnavailable
 from repositories.content.format import checksum_path, resource_path
 from repositories.content.recovery import RecoveryReport
 from repositories.content.store import ClaimWriter, ContentStore
@@ -70,6 +71,7 @@ RESOURCE_MAX_AGE_S = 5.0
 # may have left open (one per writer thread appending, and the few still closing).
 # An older one still open is recovered when a read first meets it.
 NEWEST_RESOURCES_RECOVERED = 16
+HDFS_REPLICA = 1  # the replicas are [local, HDFS]
 
 
 class ForeignContainers:
@@ -120,6 +122,17 @@ class ForeignContainers:
                      "one still open recovers it then", ", ".join(sorted(by_container)), error)
             return 0
         return len(paths)
+
+    def make_readable(self, resources: Iterable[ResourceClaim], timeout: float = 60.0) -> None:
+        """Recover the leases of `resources`' files (and their checksum files) that
+        their dead incarnation left open, in one round: whoever reads them next, here
+        or on a Spark executor, reads them whole. Raises `StorageError` (also
+        `LeaseRecoveryTimeout`) when HDFS cannot close them now."""
+        paths = []
+        for resource in {resource for resource in resources if resource.container != self.own}:
+            root = join(hdfs_content_root(self.base, resource.container), resource.container)
+            paths += [resource_path(root, resource), checksum_path(root, resource)]
+        recover_leases(self.storage, [path for path in paths if self.storage.exists(path)], timeout=timeout)
 
     def exists(self, claim) -> bool:
         resource = claim.resource if isinstance(claim, ContentClaim) else claim
@@ -194,6 +207,35 @@ class NodeContent(ContentStore):
     # -- beyond the protocol -----------------------------------------------------------------
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return self.replicas.exists(claim)
+
+    def take_file(self, path: str, checksums: str) -> ContentClaim:
+        """A whole file on this node's HDFS (Spark's output), with its checksum file,
+        moved into this incarnation's container as a new resource: an HDFS-only claim,
+        collected as any other of this container (`ReplicatingContentRepository.take_file`)."""
+        return self.replicas.take_file(path, checksums, replica=HDFS_REPLICA)
+
+    def spark_location(self) -> ContentLocation:
+        """Where a Spark executor reads and writes this cluster's content on HDFS."""
+        hdfs = self.replicas.replicas[HDFS_REPLICA]
+        return ContentLocation(self.foreign.storage.address, self.foreign.base, hdfs.config.checksum_block_size)
+
+    def make_readable(self, claims: Iterable[ContentClaim]) -> None:
+        """Every file of `claims` closed on HDFS, so that a reader other than this node
+        (a Spark executor) reads each claim whole: this node's own resources are sealed
+        (`ReplicatingContentRepository.seal`: no more appends, synced, closed), other
+        incarnations' files have their leases recovered. Raises `ContentUnavailable`
+        when that cannot be done now."""
+        resources = {claim.resource for claim in claims}
+        hdfs = self.replicas.replicas[HDFS_REPLICA]
+        for resource in resources & hdfs.open_resources():
+            if not self.replicas.seal(resource):
+                raise ContentUnavailable(f"{resource.relative_path} is still open on HDFS; its claims cannot be "
+                                         "read from there yet", claim=resource)
+        try:
+            self.foreign.make_readable(resources)
+        except StorageError as error:
+            raise ContentUnavailable(f"the content files of other incarnations cannot be closed on HDFS now: "
+                                     f"{error}", claim=None) from error
 
     def prepare_adopted(self, claims: Iterable[ContentClaim]) -> threading.Thread:
         """In the background, make the content of an adopted shard's dead incarnations

@@ -220,6 +220,10 @@ class HdfsCluster:
         common = {
             "dfs.replication": self.replication,
             "dfs.permissions.enabled": "true",
+            # A closed block is synced to disk, as an hsynced one is: files that are
+            # closed but never hsynced (Spark's output, which becomes content) are as
+            # durable as the node's own writes.
+            "dfs.datanode.synconclose": "true",
             # Safe mode lasts until the DataNodes have reported (nearly) every block, as in
             # production, so "healthy" after a NameNode restart means blocks can be read;
             # no extension on top, to keep restarts in tests short.

@@ -43,19 +43,22 @@ import weakref
 from ..errors import NotAdmitted, ServiceError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..spark.batches import batch_id, output_id, part_index
+from ..spark.by_reference import ClaimToStage, checksum_outputs, stage_claims
 from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error, is_spark_unavailable
 from ..spark.records import (
     FORMATS,
     OUTPUT_MIME,
     RecordFormatError,
+    StagedInput,
     arrange,
     attribute_columns,
     format_of,
     read_batch,
+    staged_name,
     write_records,
 )
 from ..spark.session import SPARK_SERVICE
-from ..spark.staging import STAGING_SERVICE, stage_inputs
+from ..spark.staging import STAGING_SERVICE, by_reference, stage_inputs
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +183,7 @@ class SparkBatchProcessor(Processor):
         super().__init__(processor_id)
         self._lock = threading.Lock()
         self._collected: set[str] = set()   # shards whose abandoned staging is gone
+        self._by_reference: set[str] = set()  # shards whose batches went by reference (said once)
         self._retry_at = 0.0
         self._backoff = 0.0
         self._attempts: dict[str, int] = {}  # batch -> Spark failures so far
@@ -221,20 +225,25 @@ class SparkBatchProcessor(Processor):
         _FIRST_SEEN.setdefault(spark, time.monotonic())
         parents = [flowfile for flowfile, _ in inputs]
         directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
+        content = by_reference(session, staging)
         began = time.perf_counter()
         try:
-            staged = stage_inputs(session, staging, directory, inputs)
-            staged_at = time.perf_counter()
             with time_limit(spark, directory, context["job_timeout"]):
+                staged = self._stage(session, spark, content, staging, directory, inputs)
+                staged_at = time.perf_counter()
                 outputs = self._run(context, spark, staging, directory, inputs, staged)
+                ran_at = time.perf_counter()
+                parts = self._parts(spark, content, staging, outputs)
         except Exception as error:  # noqa: BLE001 - sorted below: the batch's fault or Spark's
             staging.delete(directory)
             self._after_failure(context, session, batch_key, parents, error, spark)
             return
-        ran_at = time.perf_counter()
         _RAN_A_JOB.add(spark)
         try:
-            self._emit(context, session, staging, batch_key, parents, outputs)
+            self._emit(context, session, staging, content, batch_key, parents, parts)
+        except NotAdmitted as error:
+            self._after_failure(context, session, batch_key, parents, error, spark)
+            return
         finally:
             staging.delete(directory)
         self.last_batch_seconds = {"stage": staged_at - began, "spark": ran_at - staged_at,
@@ -250,6 +259,49 @@ class SparkBatchProcessor(Processor):
             if session.shard_id not in self._collected:
                 staging.collect(session.shard_id, self.id)
                 self._collected.add(session.shard_id)
+
+    def _stage(self, session, spark, content, staging, directory: str, inputs) -> list[StagedInput]:
+        """Each input's content as a file of its own under `directory`/in: copied by the
+        executors from its claim on HDFS when the content is there (`by_reference`),
+        else (or where an executor could not read it) through the node."""
+        if content is None:
+            return stage_inputs(session, staging, directory, inputs)
+        if session.shard_id not in self._by_reference:
+            self._by_reference.add(session.shard_id)
+            log.info("%s: batches of shard %s go to Spark by reference: the executors read the claims and write "
+                     "the results on HDFS", self.id, session.shard_id)
+        staging.storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
+        claims = [(index, flowfile, record_format) for index, (flowfile, record_format) in enumerate(inputs)
+                  if flowfile.size]
+        content.make_readable(flowfile.content_claim for _, flowfile, _ in claims)
+        targets = {index: f"{directory}/in/{staged_name(index, record_format)}"
+                   for index, _, record_format in claims}
+        unread = set(stage_claims(spark, content.spark_location(), [
+            ClaimToStage(index, flowfile.content_claim, targets[index]) for index, flowfile, _ in claims]))
+        if unread:
+            log.warning("%s: %d of %d inputs could not be read from HDFS on the executors; the node stages "
+                        "them", self.id, len(unread), len(claims))
+        staged = stage_inputs(session, staging, directory, [inputs[index] for index in sorted(unread)],
+                              indexes=sorted(unread))
+        staged += [StagedInput(index, record_format, staging.uri(targets[index]))
+                   for index, _, record_format in claims if index not in unread]
+        return sorted(staged, key=lambda each: each.index)
+
+    @staticmethod
+    def _parts(spark, content, staging, output: str | None) -> list[tuple[int, str, str | None]]:
+        """(partition, path, checksum file or None) of each non-empty file of the result,
+        by partition; by reference, the executors have written each one's checksum file."""
+        parts = []
+        if output is not None:
+            for entry in staging.storage.list(output):
+                index = part_index(entry.name)
+                if index is not None and entry.length:
+                    parts.append((index, entry.path))
+        parts.sort()
+        if content is None:
+            return [(index, path, None) for index, path in parts]
+        taken = dict(checksum_outputs(spark, content.spark_location(), [path for _, path in parts]))
+        return [(index, path, taken[path]) for index, path in parts]
 
     def _succeeded(self, batch_key: str) -> None:
         self._attempts.pop(batch_key, None)
@@ -287,21 +339,22 @@ class SparkBatchProcessor(Processor):
                       staging.uri(output), context["output_format"])
         return output
 
-    def _emit(self, context, session, staging, batch_key, parents, output: str | None) -> None:
+    def _emit(self, context, session, staging, content, batch_key, parents, parts) -> None:
         record_format = context["output_format"]
-        parts = []
-        if output is not None:
-            for entry in staging.storage.list(output):
-                index = part_index(entry.name)
-                if index is not None and entry.length:
-                    parts.append((index, entry.path))
-        for index, path in sorted(parts):
+        if content is not None and parts:
+            # Renames into the content container are this batch's effect outside the
+            # session: a node that may no longer commit for the shard makes none.
+            session.check_admitted()
+        for index, path, checksums in parts:
             identity = output_id(batch_key, index) if context["deterministic"] else None
             flowfile = session.create(parents, {
                 "mime.type": OUTPUT_MIME[record_format], "filename": f"{batch_key}-{index}.{record_format}",
                 "spark.batch.id": batch_key, "spark.partition": str(index)}, identity=identity)
-            with staging.storage.open_read(path) as stream:
-                flowfile = session.import_from(flowfile, stream)
+            if checksums is not None:
+                flowfile = session.attach_content(flowfile, content.take_file(path, checksums))
+            else:
+                with staging.storage.open_read(path) as stream:
+                    flowfile = session.import_from(flowfile, stream)
             session.transfer(flowfile, "success")
         for flowfile in parents:
             session.transfer(flowfile, "original")

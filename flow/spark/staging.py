@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from repositories.storage import StorageError, StorageFileNotFound, join
 
 from .batches import parse_staging_name, staging_name
+from .by_reference import ContentByReference
 from .records import StagedInput, staged_name
 
 log = logging.getLogger(__name__)
@@ -86,14 +87,26 @@ class SparkStaging:
         return collected
 
 
-def stage_inputs(session, staging: SparkStaging, directory: str, inputs) -> list[StagedInput]:
+def by_reference(session, staging: SparkStaging):
+    """The session's content store when Spark's executors can read and write its claims
+    themselves (`flow.spark.by_reference`): content on the HDFS the batch is staged
+    on, as on a clustered node. None when the content must go through the node (the
+    standalone node's local content)."""
+    content = session.content_store
+    if not isinstance(content, ContentByReference):
+        return None
+    return content if content.spark_location().storage == staging.storage.address else None
+
+
+def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
+                 indexes: list[int] | None = None) -> list[StagedInput]:
     """Each input FlowFile's content as its own file under `directory`/in, streamed in
-    chunks; `inputs` are (FlowFile, record format) in batch order. Empty content holds
-    no records and gets no file."""
+    chunks through the node; `inputs` are (FlowFile, record format) in batch order,
+    or at the batch places `indexes`. Empty content holds no records and gets no file."""
     storage = staging.storage
     storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
     staged = []
-    for index, (flowfile, record_format) in enumerate(inputs):
+    for index, (flowfile, record_format) in zip(indexes or range(len(inputs)), inputs):
         if not flowfile.size:
             continue
         path = f"{directory}/in/{staged_name(index, record_format)}"

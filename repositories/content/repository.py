@@ -34,6 +34,7 @@ docstring is the lock plan):
   `recovery`                    restart: claimant counts, orphans destroyed or cut
   `collection.ResourceCollector` archive, age-off, the usage limit
   `repair`                      a replica's resource file rewritten by fsck
+  `taking`                      a file written elsewhere (Spark's output) taken in whole
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from .resource_io import ResourceIO
 from .resources import ResourceTable
 from .store import ContentStore
 from .syncing import LostRanges, ResourceSyncer
+from .taking import take_file
 from .verification import ResourceCheck
 from .writing import ContentWriter, ResourceAllocator
 
@@ -149,6 +151,12 @@ class ContentRepository(ContentStore):
         with self.open_read(claim, offset, length) as source, self.write() as writer:
             writer.write_from(source)
         return writer.claim
+
+    def take_file(self, path: str, checksums: str) -> ContentClaim:
+        """The claim of a whole file written outside the repository on its storage, with
+        its checksum file, moved in as a new resource (`taking`): one claimant, the
+        caller's, as `write()`'s claims have."""
+        return take_file(self._table, self._allocator, self._roots, self.io, path, checksums)
 
     def retire(self, resource_claim: ResourceClaim) -> None:
         """Stop appending to a resource (a replica peer failed on it): keeps replicas

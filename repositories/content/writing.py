@@ -211,14 +211,18 @@ class ResourceAllocator:
             resource = self._new_resource(resource_claim)
         return ContentWriter(self, resource)
 
+    def next_resource(self) -> ResourceClaim:
+        """The name of a new resource: a fresh id, in the next container in turn."""
+        with self.table.lock:
+            container = self._names[self._round_robin % len(self._names)]
+            self._round_robin += 1
+            sequence, resource_id = self._ids.next()
+        return ResourceClaim(container, section_of(sequence // len(self._names)), resource_id)
+
     def _new_resource(self, wanted: ResourceClaim | None) -> OpenResource:
         table = self.table
         if wanted is None:
-            with table.lock:
-                container = self._names[self._round_robin % len(self._names)]
-                self._round_robin += 1
-                sequence, resource_id = self._ids.next()
-            claim = ResourceClaim(container, section_of(sequence // len(self._names)), resource_id)
+            claim = self.next_resource()
         else:
             if wanted.container not in self._roots:
                 raise ContentRepositoryError(

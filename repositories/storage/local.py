@@ -171,8 +171,26 @@ class LocalWritableFile:
         self.close()
 
 
+class LocalAddress:
+    """What another process on this machine needs to reach local storage (see
+    `replication.hdfs_storage.HdfsAddress`): nothing; `open()` gives a `LocalStorage`."""
+
+    def open(self) -> "LocalStorage":
+        return LocalStorage()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LocalAddress)
+
+    def __hash__(self) -> int:
+        return hash(LocalAddress)
+
+
 class LocalStorage:
     scheme = "file"
+
+    @property
+    def address(self) -> LocalAddress:
+        return LocalAddress()
 
     def create(self, path: str, *, overwrite: bool = False) -> LocalWritableFile:
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC

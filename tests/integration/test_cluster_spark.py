@@ -130,6 +130,11 @@ def test_a_node_whose_spark_job_is_cut_short_by_a_takeover_is_rerun_by_the_adopt
             made.update(event.child_uuids)
     assert set(made) == set(sink_files) and set(made.values()) == {1}, (len(made), len(sink_files))
     assert n2.find("first-output", shard=victim), "the adopter never delivered from the victim's shard"
+    # The content went to Spark and came back by reference: the victim's batch, and the
+    # adopter's rerun of it.
+    for node in (n1, n2):
+        with open(node.log.name) as log_file:
+            assert f"batches of shard {victim} go to Spark by reference" in log_file.read(), node.name
     assert not staging_batches(hdfs_store.storage, staging), "the abandoned staging was not collected"
     check_lineage_across_the_failover(cluster, hdfs_store, spark_local, victim)
 

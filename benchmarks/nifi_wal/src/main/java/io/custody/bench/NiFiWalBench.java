@@ -263,6 +263,6 @@ public final class NiFiWalBench {
         int recovered = reopened.recoverRecords().size();
         double elapsed = (System.nanoTime() - begin) / 1e9;
         reopened.shutdown();
-        System.out.printf("{\"records\": %d, \"recover_seconds\": %.6f}%n", recovered, elapsed);
+        System.out.printf("{\"records\": %d, \"recover_s\": %.6f}%n", recovered, elapsed);
     }
 }

@@ -1,0 +1,68 @@
+"""What a Spark executor does with claims passed by reference, run here in-process on
+local storage laid out as a cluster's HDFS content: each claim copied whole and
+checked into its staging file, a claim it cannot read reported back (never copied
+short or unverified), and a part file's checksum file as a content writer makes it."""
+
+from __future__ import annotations
+
+import os
+
+from flow.spark.by_reference import ClaimToStage, ContentLocation, _stage_partition, _write_checksums
+from replication.hdfs_content import open_hdfs_content_repository
+from repositories.content.checksum_format import HEADER_SIZE, RECORD_SIZE, pack_header
+from repositories.content.checksums import BlockChecksummer
+from repositories.storage import LocalStorage
+
+CONTAINER = "n1-7"
+
+
+def content(base: str):
+    return open_hdfs_content_repository(LocalStorage(), base, CONTAINER, (CONTAINER,))
+
+
+def test_every_claim_is_copied_whole_into_its_staging_file(tmp_path):
+    base = str(tmp_path)
+    store = content(base)
+    payloads = [f'{{"n": {i}}}\n'.encode() * (i + 1) for i in range(20)]
+    claims = store.write_many(payloads)
+    store.sync()
+    store.close()
+    (tmp_path / "in").mkdir()
+    items = [ClaimToStage(i, claim, str(tmp_path / "in" / f"in-{i:06d}.json")) for i, claim in enumerate(claims)]
+    unread = list(_stage_partition(ContentLocation(LocalStorage().address, base, 65536), iter(items)))
+    assert unread == []
+    for item, payload in zip(items, payloads):
+        assert open(item.target, "rb").read() == payload
+
+
+def test_a_claim_damaged_on_storage_is_reported_unread_and_the_rest_are_copied(tmp_path):
+    base = str(tmp_path)
+    store = content(base)
+    claims = store.write_many([b"a" * 100, b"b" * 100, b"c" * 100])
+    store.sync()
+    store.close()
+    resource = claims[1].resource
+    path = tmp_path / "content" / CONTAINER / CONTAINER / str(resource.section) / resource.id
+    with open(path, "r+b") as handle:
+        handle.seek(claims[1].offset + 5)
+        handle.write(b"X")
+    (tmp_path / "in").mkdir()
+    items = [ClaimToStage(i, claim, str(tmp_path / "in" / f"in-{i}")) for i, claim in enumerate(claims)]
+    unread = list(_stage_partition(ContentLocation(LocalStorage().address, base, 65536), iter(items)))
+    assert [index for index, _ in unread] == [1]
+    assert "ContentCorrupted" in unread[0][1]
+    assert open(items[0].target, "rb").read() == b"a" * 100
+    assert open(items[2].target, "rb").read() == b"c" * 100
+
+
+def test_a_part_files_checksum_file_is_what_a_content_writer_makes_for_one_claim(tmp_path):
+    data = os.urandom(5 * 1000 + 17)
+    path = tmp_path / "part-00000.json"
+    path.write_bytes(data)
+    _, checksums = _write_checksums(ContentLocation(LocalStorage().address, str(tmp_path), 1000), str(path))
+    expected = BlockChecksummer(0, 1000)
+    expected.update(data)
+    expected.finish()
+    written = open(checksums, "rb").read()
+    assert written == pack_header(1000) + expected.take()
+    assert len(written) == HEADER_SIZE + 6 * RECORD_SIZE
