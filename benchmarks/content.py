@@ -193,6 +193,8 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
             # What an adopter does with a dead node's claims: all of them at once (first,
             # so that it is the one that meets colder caches), then one by one.
             many_start = time.perf_counter()
+            for resource in {claim.resource: None for claim in sample}:
+                repository.seal(resource)  # hdfs-native reads an open file only to its last finished block
             hdfs.read_many(sample)
             many_s = time.perf_counter() - many_start
             read_s = _read_claims(hdfs, sample)

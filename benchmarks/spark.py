@@ -6,9 +6,12 @@ one process, on one SparkSession (`--spark-master`, embedded `local[*]` by defau
 runs alternate:
 
   * `custody`: ExecuteSparkSQL takes every queued FlowFile as one batch, as in a
-    node: the node stages the content (local disk, or HDFS with `--hdfs`), Spark
-    runs the query and writes its result, the node imports the result as new
-    FlowFiles, and the session commits. `deterministic` as configured
+    node, and the session commits. On local disk (a standalone node) the node stages
+    the content, Spark runs the query and writes its result, and the node imports the
+    result as new FlowFiles. With `--hdfs` the content is a clustered node's (local
+    disk and HDFS, `cluster.node.content`) and goes by reference
+    (`flow.spark.by_reference`): the executors copy each claim from HDFS into staging
+    and checksum the result's files, which the node moves into its container. `deterministic` as configured
     (`--deterministic`, default true: the result hash-partitioned and sorted by
     every column, what makes a rerun's output ids the same).
   * `pyspark`: the same query in plain PySpark, reading the plain files from the
@@ -95,7 +98,7 @@ class _PeakRss:
 class _Node:
     """A durable shard on local disk with its content, as a node holds its queue."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, content=None):
         from flow.commit import DurableCommitter
         from flow.queue import FlowFileQueue
         from flow.shard import open_shard
@@ -106,9 +109,11 @@ class _Node:
         self.shard = open_shard(LocalStorage(), os.path.join(root, "shard"), "bench", [self.queue],
                                 checkpoint_interval=None)
         self.shard.recover()
-        self.content = open_filesystem_content_repository({"c": os.path.join(root, "content")},
-                                                          ContentRepositoryConfig(sync_on_close=False))
-        self.content.recover([])
+        if content is None:
+            content = open_filesystem_content_repository({"c": os.path.join(root, "content")},
+                                                         ContentRepositoryConfig(sync_on_close=False))
+            content.recover([])
+        self.content = content
         self.committer = DurableCommitter(self.shard, self.content, None, outbox=False)
 
     def session(self, relationships=()):
@@ -130,6 +135,16 @@ class _Node:
     def close(self) -> None:
         self.shard.wal.close()
         self.content.close()
+
+
+def _clustered_content(storage, base: str, round_number: int, root: str):
+    """A clustered node's content (its container on local disk and on HDFS) under `base`."""
+    from cluster.core.incarnation import Incarnation
+    from cluster.core.layout import ClusterLayout
+    from cluster.node.content import open_node_content
+
+    return open_node_content(storage, ClusterLayout("bench", base), Incarnation("bench", round_number + 1),
+                             os.path.join(root, "content"))
 
 
 def run(args) -> dict:
@@ -185,7 +200,7 @@ def run(args) -> dict:
     # for the JIT compiling Spark's code paths.
     spark.read.json(f"{prefix}{plain}/part-00000.json").createOrReplaceTempView("flowfiles")
     spark.sql(QUERY).write.mode("overwrite").json(f"{prefix}{base}/warm-up")
-    custody, anchor, rss_growth, phases = [], [], 0.0, []
+    custody, anchor, rss_growth, phases, inputs_reached = [], [], 0.0, [], {}
     try:
         for round_number in range(rounds):
             for side in (("custody", "pyspark") if round_number % 2 == 0 else ("pyspark", "custody")):
@@ -196,7 +211,8 @@ def run(args) -> dict:
                     spark.sql(QUERY).write.mode("overwrite").json(f"{prefix}{base}/anchor-out")
                     anchor.append(records / (time.monotonic() - began))
                     continue
-                node = _Node(os.path.join(workdir, f"node-{round_number}"))
+                root = os.path.join(workdir, f"node-{round_number}")
+                node = _Node(root, _clustered_content(storage, base, round_number, root) if args.hdfs else None)
                 try:
                     node.load(payloads)
                     processor = ExecuteSparkSQL("sql")
@@ -209,6 +225,7 @@ def run(args) -> dict:
                         custody.append(records / (time.monotonic() - began))
                     rss_growth = max(rss_growth, rss.growth_mb)
                     phases.append(processor.last_batch_seconds)
+                    inputs_reached = processor.last_batch_inputs
                     if node.queue.count:
                         raise RuntimeError(f"ExecuteSparkSQL left {node.queue.count} FlowFiles queued")
                 finally:
@@ -222,6 +239,7 @@ def run(args) -> dict:
     custody_median, anchor_median = statistics.median(custody), statistics.median(anchor)
     return {
         "benchmark": "spark", "query": QUERY, "filesystem": "hdfs" if args.hdfs else "local",
+        "data_path": "by reference" if args.hdfs else "through the node",
         "spark_master": args.spark_master, "records": records, "megabytes": round(size_mb, 1),
         "flowfiles": len(payloads), "rounds": rounds, "deterministic": args.deterministic == "true",
         "output_partitions": args.output_partitions,
@@ -230,6 +248,8 @@ def run(args) -> dict:
         "custody_runs": custody, "pyspark_runs": anchor,
         "ratio_vs_pyspark": custody_median / anchor_median,
         "node_peak_rss_growth_mb": rss_growth,
+        # How the last custody run's inputs reached Spark (`ExecuteSparkSQL.last_batch_inputs`).
+        **{f"inputs_{how}": count for how, count in inputs_reached.items()},
         # Where a custody run's time went (medians): the node staging the content,
         # Spark (read, query, write), the node importing the result.
         **{f"custody_{phase}_s": statistics.median(run[phase] for run in phases)

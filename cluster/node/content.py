@@ -20,6 +20,13 @@ any other at the first read that meets it.
 A new incarnation deletes the local replicas of this node's earlier incarnations:
 their claims are on HDFS, which is where an adopter reads them.
 
+A Spark batch goes by reference (`flow.spark.by_reference`): `make_readable` closes
+the HDFS files of its input claims (this node's sealed, a dead incarnation's leases
+recovered) for the executors to read, and `take_file` moves each file of Spark's
+result, with the checksum file the executors computed, into this incarnation's
+container on HDFS: an HDFS-only claim (the local replica counts its claimants but has
+no copy, and a read falls over to HDFS), collected with the container like the rest.
+
 Lock plan: `_lock` guards `_readers`; the repositories have their own locks.
 """
 

@@ -39,6 +39,7 @@ import logging
 import threading
 import time
 import weakref
+from collections import Counter
 
 from ..errors import NotAdmitted, ServiceError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
@@ -190,6 +191,9 @@ class SparkBatchProcessor(Processor):
         # Where the last batch's time went: the node staging it, Spark, the node
         # importing the result (seconds; for benchmarks and profiles).
         self.last_batch_seconds: dict[str, float] = {}
+        # How the last batch's inputs reached Spark: read in place (by reference), copied
+        # to staging by the executors (by reference) or by the node.
+        self.last_batch_inputs: dict[str, int] = {}
 
     def transform(self, context: ProcessContext, spark, frame):
         raise NotImplementedError
@@ -261,11 +265,15 @@ class SparkBatchProcessor(Processor):
                 self._collected.add(session.shard_id)
 
     def _stage(self, session, spark, content, staging, directory: str, inputs) -> list[StagedInput]:
-        """Each input's content as a file of its own under `directory`/in: copied by the
-        executors from its claim on HDFS when the content is there (`by_reference`),
-        else (or where an executor could not read it) through the node."""
+        """Where Spark reads each input's records: by reference (`flow.spark.by_reference`)
+        when the content is on HDFS, the executors check each claim and leave it in
+        place when it fills its resource file, or copy it to a file of its own under
+        `directory`/in; else (and where an executor could not read it) the node
+        copies it there."""
         if content is None:
-            return stage_inputs(session, staging, directory, inputs)
+            staged = stage_inputs(session, staging, directory, inputs)
+            self.last_batch_inputs = {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged)}
+            return staged
         if session.shard_id not in self._by_reference:
             self._by_reference.add(session.shard_id)
             log.info("%s: batches of shard %s go to Spark by reference: the executors read the claims and write "
@@ -274,17 +282,22 @@ class SparkBatchProcessor(Processor):
         claims = [(index, flowfile, record_format) for index, (flowfile, record_format) in enumerate(inputs)
                   if flowfile.size]
         content.make_readable(flowfile.content_claim for _, flowfile, _ in claims)
-        targets = {index: f"{directory}/in/{staged_name(index, record_format)}"
-                   for index, _, record_format in claims}
-        unread = set(stage_claims(spark, content.spark_location(), [
-            ClaimToStage(index, flowfile.content_claim, targets[index]) for index, flowfile, _ in claims]))
+        shared = Counter(flowfile.content_claim.resource for _, flowfile, _ in claims)
+        results = stage_claims(spark, content.spark_location(), [
+            ClaimToStage(index, flowfile.content_claim, f"{directory}/in/{staged_name(index, record_format)}",
+                         in_place=shared[flowfile.content_claim.resource] == 1)
+            for index, flowfile, record_format in claims])
+        formats = {index: record_format for index, _, record_format in claims}
+        unread = [each.index for each in results if each.path is None]
         if unread:
-            log.warning("%s: %d of %d inputs could not be read from HDFS on the executors; the node stages "
-                        "them", self.id, len(unread), len(claims))
-        staged = stage_inputs(session, staging, directory, [inputs[index] for index in sorted(unread)],
-                              indexes=sorted(unread))
-        staged += [StagedInput(index, record_format, staging.uri(targets[index]))
-                   for index, _, record_format in claims if index not in unread]
+            log.warning("%s: %d of %d inputs could not be read from HDFS on the executors (%s); the node stages "
+                        "them", self.id, len(unread), len(claims), next(e.reason for e in results if e.path is None))
+        staged = stage_inputs(session, staging, directory, [inputs[index] for index in unread], indexes=unread)
+        staged += [StagedInput(each.index, formats[each.index], staging.uri(each.path))
+                   for each in results if each.path is not None]
+        in_place = sum(1 for each in results if each.path is not None and not each.path.startswith(directory))
+        self.last_batch_inputs = {"in_place": in_place, "copied_by_executors": len(results) - len(unread) - in_place,
+                                  "copied_by_node": len(unread)}
         return sorted(staged, key=lambda each: each.index)
 
     @staticmethod

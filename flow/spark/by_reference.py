@@ -5,7 +5,7 @@ executors read and write the bytes.
     content = session.content_store                       # a clustered node's NodeContent
     if isinstance(content, ContentByReference):
         content.make_readable(claims)                     # every file closed on HDFS
-        unread = stage_claims(spark, content.spark_location(), staging, directory, items)
+        staged = stage_claims(spark, content.spark_location(), items)  # checked; copied or in place
         ...                                               # Spark runs the batch
         taken = checksum_outputs(spark, content.spark_location(), part_paths)
         session.check_admitted()                          # the guard, before the renames
@@ -14,16 +14,18 @@ executors read and write the bytes.
 Inputs. The node first makes every input claim readable on HDFS: its own resources
 are sealed (no more appends, synced, closed), files a dead incarnation left open have
 their leases recovered; hdfs-native reads an open file only to its last finished
-block. One Spark job then copies each claim, on the executors, into a file of its
-own in the batch's staging directory (`in-<index>.<format>`, as `records` names
-them). Each task opens the content on HDFS itself, with its own client, reads the
-claim with positioned reads and checks every block against the resource's checksum
-file, as a node reads a claim. Why a file of its own: Spark's file readers cannot
-start at an offset inside a file other claims share (a resource holds many FlowFiles'
-content), and Parquet keeps its footer at its file's end. A claim an executor cannot
-read (its HDFS copy damaged, say, where the node's local copy may be whole) comes back
-as unread, and the node stages that input itself, through its own reads with their
-fallbacks.
+block. One Spark job then stages every claim on the executors. Each task opens the
+content on HDFS itself, with its own client, and reads the claim with positioned reads,
+checking every block against the resource's checksum file as a node reads a claim. A
+claim that fills its resource file whole (offset 0, the file's length: a large
+FlowFile's content usually does) is left where it is, and Spark reads that file; any
+other claim is copied into a file of its own in the batch's staging directory
+(`in-<index>.<format>`, as `records` names them), because Spark's file readers cannot
+start at an offset inside a file other claims share and Parquet keeps its footer at
+its file's end. A resource two inputs share is never read in place. A claim an
+executor cannot read (its HDFS copy damaged, say, where the node's local copy may be
+whole) comes back unread, and the node stages that input itself, through its own
+reads with their fallbacks.
 
 Outputs. Spark writes the result into staging as for any batch. A second job computes,
 on the executors, the checksum file of each part file (`checksum_format`, one claim
@@ -83,46 +85,70 @@ class ContentByReference(Protocol):
 
 @dataclass(frozen=True)
 class ClaimToStage:
-    """One input: its place in the batch, its claim, and the staging file it goes to."""
+    """One input: its place in the batch, its claim, the staging file it goes to, and
+    whether Spark may read it in place when the claim fills its resource file whole."""
 
     index: int
     claim: ContentClaim
     target: str
+    in_place: bool = True
 
 
-def stage_claims(spark, location: ContentLocation, items: Sequence[ClaimToStage]) -> list[int]:
-    """Copy every claim of `items` to its target on the executors; the indexes of the
-    items an executor could not read (each to be staged by the node instead)."""
+@dataclass(frozen=True)
+class Staged:
+    """Where an input's records are for Spark (`path` on the content's storage: its
+    staging file, or its resource file read in place), or why an executor could not
+    read it (`path` None, `reason`)."""
+
+    index: int
+    path: str | None
+    reason: str = ""
+
+
+def stage_claims(spark, location: ContentLocation, items: Sequence[ClaimToStage]) -> list[Staged]:
+    """Stage every claim of `items` on the executors; one `Staged` per item, by index."""
     if not items:
         return []
     context = spark.sparkContext
     slices = max(1, min(len(items), context.defaultParallelism))
-    unread = context.parallelize(list(items), slices).mapPartitions(
+    staged = context.parallelize(list(items), slices).mapPartitions(
         functools.partial(_stage_partition, location)).collect()
-    return sorted(index for index, _reason in unread)
+    return sorted(staged, key=lambda each: each.index)
 
 
 def _stage_partition(location: ContentLocation, items):
-    """On an executor: copy each claim to its target; yield (index, reason) for those
-    that could not be read."""
-    from replication.hdfs_content import open_hdfs_content_reader
+    """On an executor: each claim checked block by block against its checksums, and
+    either left in place (it fills its resource file whole, and `in_place` allows:
+    Spark reads that file) or copied to its target."""
+    from replication.hdfs_content import hdfs_content_root, open_hdfs_content_reader
     from repositories.content.errors import ContentRepositoryError
+    from repositories.content.format import resource_path
+    from repositories.storage import StorageError, join
 
     storage = location.storage.open()
     readers = {}
     try:
         for item in items:
-            container = item.claim.resource.container
+            claim = item.claim
+            container = claim.resource.container
             try:
                 reader = readers.get(container)
                 if reader is None:
                     reader = readers[container] = open_hdfs_content_reader(storage, location.base, container,
                                                                             (container,))
-                with reader.open_read(item.claim) as source, storage.create(item.target, overwrite=True) as out:
+                path = resource_path(join(hdfs_content_root(location.base, container), container), claim.resource)
+                if item.in_place and claim.offset == 0 and storage.status(path).length == claim.length:
+                    with reader.open_read(claim) as source:
+                        while source.read(STAGE_CHUNK):
+                            pass  # checked, and read by Spark where it is
+                    yield Staged(item.index, path)
+                    continue
+                with reader.open_read(claim) as source, storage.create(item.target, overwrite=True) as out:
                     while chunk := source.read(STAGE_CHUNK):
                         out.write(chunk)
-            except ContentRepositoryError as error:
-                yield item.index, f"{type(error).__name__}: {error}"
+                yield Staged(item.index, item.target)
+            except (ContentRepositoryError, StorageError) as error:
+                yield Staged(item.index, None, f"{type(error).__name__}: {error}")
     finally:
         for reader in readers.values():
             reader.close()

@@ -6,9 +6,10 @@ Formats: JSON lines ("json"), CSV with a header line ("csv"), Parquet ("parquet"
 A FlowFile's format is the processor's `record_format`, or with "auto" its `mime.type`
 (`MIME_FORMATS`), else its filename's extension.
 
-A staged input is one file per FlowFile, `in-<index>.<format>`: the index (the
-FlowFile's place in the batch) is read back from each record's file name, so the
-FlowFiles' attributes can be joined to their records as `_attr_<name>` columns.
+A staged input is one file per FlowFile, `in-<index>.<format>` (or, passed by
+reference, the resource file its claim fills whole): each record's file name tells
+its FlowFile, so the FlowFiles' attributes can be joined to their records as
+`_attr_<name>` columns.
 Readers run in FAILFAST mode: a record that does not parse fails the batch (it goes
 to `failure`), it is never dropped or read as nulls.
 """
@@ -33,8 +34,7 @@ EXTENSION_FORMATS: Mapping[str, str] = {
 OUTPUT_MIME: Mapping[str, str] = {"json": "application/x-ndjson", "csv": "text/csv",
                                   "parquet": "application/vnd.apache.parquet"}
 ATTRIBUTE_PREFIX = "_attr_"
-INDEX_COLUMN = "_custody_index"
-_INDEX_PATTERN = r"in-(\d+)\.[a-z]+$"
+FILE_COLUMN = "_custody_file"
 
 
 class RecordFormatError(ValueError):
@@ -84,7 +84,7 @@ def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool =
     matched by name, a column one input lacks is null there), with the attribute
     `columns` of each record's FlowFile joined as `_attr_<name>`."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+    from pyspark.sql.types import StringType, StructField, StructType
 
     frames = []
     for record_format in FORMATS:
@@ -100,19 +100,23 @@ def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool =
         else:
             frame = reader.parquet(*uris)
         if columns:
-            frame = frame.withColumn(INDEX_COLUMN, F.regexp_extract(F.col("_metadata.file_name"), _INDEX_PATTERN, 1)
-                                     .cast(IntegerType()))
+            frame = frame.withColumn(FILE_COLUMN, F.col("_metadata.file_name"))
         frames.append(frame)
     combined = frames[0]
     for frame in frames[1:]:
         combined = combined.unionByName(frame, allowMissingColumns=True)
     if not columns:
         return combined
-    schema = StructType([StructField(INDEX_COLUMN, IntegerType(), False)]
+    # Each record's FlowFile is the one whose file it was read from: a file of its own
+    # in staging, or its claim's whole resource file (passed by reference), each named
+    # once in a batch.
+    schema = StructType([StructField(FILE_COLUMN, StringType(), False)]
                         + [StructField(ATTRIBUTE_PREFIX + name, StringType(), True) for name in columns])
-    rows = [(index, *(values.get(name) for name in columns)) for index, values in (attributes or {}).items()]
+    attributes = attributes or {}
+    rows = [(posixpath.basename(each.uri), *(attributes.get(each.index, {}).get(name) for name in columns))
+            for each in inputs]
     table = spark.createDataFrame(rows, schema)
-    return combined.join(F.broadcast(table), INDEX_COLUMN, "left").drop(INDEX_COLUMN)
+    return combined.join(F.broadcast(table), FILE_COLUMN, "left").drop(FILE_COLUMN)
 
 
 def arrange(frame, partitions: int, deterministic: bool):

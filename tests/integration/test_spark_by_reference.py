@@ -15,7 +15,7 @@ import pytest
 
 from cluster.core.incarnation import Incarnation
 from cluster.core.layout import ClusterLayout
-from cluster.node.content import NodeContent, open_node_content
+from cluster.node.content import REPLICATED_RESOURCE_SIZE, NodeContent, open_node_content
 from flow.commit import DurableCommitter
 from flow.loading import parse_flow
 from flow.processor import ProcessContext
@@ -96,20 +96,21 @@ class Node:
 
     def load(self, payloads) -> None:
         loading = self.session()
-        for payload in payloads:
-            flowfile = loading.create(attributes={"mime.type": "application/x-ndjson"})
+        for number, payload in enumerate(payloads):
+            flowfile = loading.create(attributes={"mime.type": "application/x-ndjson", "filename": f"f{number}"})
             loading.transfer(loading.write_bytes(flowfile, payload), "in")
         loading.commit()
 
-    def run(self, gate=None) -> list:
+    def run(self, gate=None, **properties) -> list:
         """One batch through ExecuteSparkSQL, committed; the outputs it queued."""
         definition = parse_flow({"processors": [{"id": "sql", "type": "ExecuteSparkSQL", "properties": {
-            "sql": QUERY, "record_format": "json", "batch_size": 1000, "output_partitions": 2},
+            "sql": QUERY, "record_format": "json", "batch_size": 1000, "output_partitions": 2, **properties},
             "auto_terminate": ["success", "original", "failure"]}]})
         context = ProcessContext("sql", definition.processors["sql"].properties, {}, services=self.services,
                                  has_incoming=True)
         work = self.session(gate)
-        ExecuteSparkSQL("sql").on_trigger(context, work)
+        self.processor = ExecuteSparkSQL("sql")
+        self.processor.on_trigger(context, work)
         if not work.is_closed:
             work.commit()
         return self.results.poll(self.results.count, int(time.time() * 1000))[0] if self.results.count else []
@@ -150,7 +151,19 @@ def test_claims_go_to_spark_by_reference_and_its_output_comes_back_as_hdfs_only_
         assert not local.exists(claim)
         assert node.content.claimant_count(claim) == 1
     assert node.queue.count == 0  # the inputs left with the commit that made the outputs
+    assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 6, "copied_by_node": 0}
     assert not node.storage.list(node.staging.processor_directory(INCARNATION.id, "sql")), "staging was left"
+
+
+def test_claims_that_fill_their_resource_files_are_read_where_they_are(clustered):
+    node = clustered
+    big = payloads(3, 40_000)  # each over a clustered node's 1 MB resource: a resource of its own
+    assert all(len(payload) > REPLICATED_RESOURCE_SIZE for payload in big)
+    node.load(big)
+    outputs = node.run(sql="SELECT id, _attr_filename AS source FROM flowfiles", attribute_columns="filename")
+    assert node.processor.last_batch_inputs == {"in_place": 3, "copied_by_executors": 0, "copied_by_node": 0}
+    assert node.content.reads == []
+    assert records_of(node, outputs) == [{"id": n, "source": f"f{n // 40_000}"} for n in range(120_000)]
 
 
 def test_a_node_that_may_no_longer_commit_moves_nothing_into_its_container(clustered):

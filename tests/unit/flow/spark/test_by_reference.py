@@ -29,8 +29,8 @@ def test_every_claim_is_copied_whole_into_its_staging_file(tmp_path):
     store.close()
     (tmp_path / "in").mkdir()
     items = [ClaimToStage(i, claim, str(tmp_path / "in" / f"in-{i:06d}.json")) for i, claim in enumerate(claims)]
-    unread = list(_stage_partition(ContentLocation(LocalStorage().address, base, 65536), iter(items)))
-    assert unread == []
+    staged = list(_stage_partition(ContentLocation(LocalStorage().address, base, 65536), iter(items)))
+    assert [(each.index, each.path) for each in staged] == [(item.index, item.target) for item in items]
     for item, payload in zip(items, payloads):
         assert open(item.target, "rb").read() == payload
 
@@ -48,11 +48,32 @@ def test_a_claim_damaged_on_storage_is_reported_unread_and_the_rest_are_copied(t
         handle.write(b"X")
     (tmp_path / "in").mkdir()
     items = [ClaimToStage(i, claim, str(tmp_path / "in" / f"in-{i}")) for i, claim in enumerate(claims)]
-    unread = list(_stage_partition(ContentLocation(LocalStorage().address, base, 65536), iter(items)))
-    assert [index for index, _ in unread] == [1]
-    assert "ContentCorrupted" in unread[0][1]
+    staged = list(_stage_partition(ContentLocation(LocalStorage().address, base, 65536), iter(items)))
+    assert [each.path is None for each in staged] == [False, True, False]
+    assert "ContentCorrupted" in staged[1].reason
     assert open(items[0].target, "rb").read() == b"a" * 100
     assert open(items[2].target, "rb").read() == b"c" * 100
+
+
+def test_a_claim_that_fills_its_resource_is_checked_and_read_in_place(tmp_path):
+    base = str(tmp_path)
+    store = content(base)
+    whole = store.write_bytes(b"w" * 5000)  # a resource of its own: nothing appended before it
+    store.sync()
+    store.close()
+    root = tmp_path / "content" / CONTAINER / CONTAINER / str(whole.resource.section)
+    (tmp_path / "in").mkdir()
+    location = ContentLocation(LocalStorage().address, base, 65536)
+    item = ClaimToStage(0, whole, str(tmp_path / "in" / "in-0"))
+    assert [(e.index, e.path) for e in _stage_partition(location, iter([item]))] == [(0, str(root / whole.resource.id))]
+    assert not (tmp_path / "in" / "in-0").exists()
+    # Not allowed in place (its resource is shared in the batch): copied.
+    shared = ClaimToStage(0, whole, str(tmp_path / "in" / "in-0"), in_place=False)
+    assert [e.path for e in _stage_partition(location, iter([shared]))] == [shared.target]
+    # A damaged byte: not read in place, reported.
+    with open(root / whole.resource.id, "r+b") as handle:
+        handle.write(b"X")
+    assert [e.path for e in _stage_partition(location, iter([item]))] == [None]
 
 
 def test_a_part_files_checksum_file_is_what_a_content_writer_makes_for_one_claim(tmp_path):
