@@ -39,12 +39,11 @@ import logging
 import threading
 import time
 import weakref
-from collections import Counter
 
 from ..errors import NotAdmitted, ServiceError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..spark.batches import batch_id, output_id, part_index
-from ..spark.by_reference import ClaimToStage, checksum_outputs, stage_claims
+from ..spark.by_reference import checksum_outputs
 from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error, is_spark_unavailable
 from ..spark.records import (
     FORMATS,
@@ -55,11 +54,10 @@ from ..spark.records import (
     attribute_columns,
     format_of,
     read_batch,
-    staged_name,
     write_records,
 )
 from ..spark.session import SPARK_SERVICE
-from ..spark.staging import STAGING_SERVICE, by_reference, stage_inputs
+from ..spark.staging import STAGING_SERVICE, by_reference, stage_batch
 
 log = logging.getLogger(__name__)
 
@@ -265,40 +263,13 @@ class SparkBatchProcessor(Processor):
                 self._collected.add(session.shard_id)
 
     def _stage(self, session, spark, content, staging, directory: str, inputs) -> list[StagedInput]:
-        """Where Spark reads each input's records: by reference (`flow.spark.by_reference`)
-        when the content is on HDFS, the executors check each claim and leave it in
-        place when it fills its resource file, or copy it to a file of its own under
-        `directory`/in; else (and where an executor could not read it) the node
-        copies it there."""
-        if content is None:
-            staged = stage_inputs(session, staging, directory, inputs)
-            self.last_batch_inputs = {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged)}
-            return staged
-        if session.shard_id not in self._by_reference:
+        """Where Spark reads each input's records (`flow.spark.staging.stage_batch`)."""
+        if content is not None and session.shard_id not in self._by_reference:
             self._by_reference.add(session.shard_id)
             log.info("%s: batches of shard %s go to Spark by reference: the executors read the claims and write "
                      "the results on HDFS", self.id, session.shard_id)
-        staging.storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
-        claims = [(index, flowfile, record_format) for index, (flowfile, record_format) in enumerate(inputs)
-                  if flowfile.size]
-        content.make_readable(flowfile.content_claim for _, flowfile, _ in claims)
-        shared = Counter(flowfile.content_claim.resource for _, flowfile, _ in claims)
-        results = stage_claims(spark, content.spark_location(), [
-            ClaimToStage(index, flowfile.content_claim, f"{directory}/in/{staged_name(index, record_format)}",
-                         in_place=shared[flowfile.content_claim.resource] == 1)
-            for index, flowfile, record_format in claims])
-        formats = {index: record_format for index, _, record_format in claims}
-        unread = [each.index for each in results if each.path is None]
-        if unread:
-            log.warning("%s: %d of %d inputs could not be read from HDFS on the executors (%s); the node stages "
-                        "them", self.id, len(unread), len(claims), next(e.reason for e in results if e.path is None))
-        staged = stage_inputs(session, staging, directory, [inputs[index] for index in unread], indexes=unread)
-        staged += [StagedInput(each.index, formats[each.index], staging.uri(each.path))
-                   for each in results if each.path is not None]
-        in_place = sum(1 for each in results if each.path is not None and not each.path.startswith(directory))
-        self.last_batch_inputs = {"in_place": in_place, "copied_by_executors": len(results) - len(unread) - in_place,
-                                  "copied_by_node": len(unread)}
-        return sorted(staged, key=lambda each: each.index)
+        staged, self.last_batch_inputs = stage_batch(session, spark, content, staging, directory, inputs)
+        return staged
 
     @staticmethod
     def _parts(spark, content, staging, output: str | None) -> list[tuple[int, str, str | None]]:

@@ -11,6 +11,10 @@ a standalone node (Spark runs beside it), the cluster's HDFS for a clustered nod
 that executors on other machines read and write it too). `storage` is the node's
 `repositories.storage` view of it, `uri` what Spark calls the same path.
 
+`stage_batch` puts a batch's inputs where Spark reads them: through the node
+(`stage_inputs`), or by reference when the content is on the same HDFS
+(`flow.spark.by_reference`).
+
 Layout: `<root>/<shard>/<processor>/<batch>-e<epoch>/` (`flow.spark.batches`). A
 processor on a shard is the only writer of its directory, so when it is scheduled
 everything left there is abandoned (by a crash, or by the shard's previous owner) and
@@ -20,12 +24,13 @@ everything left there is abandoned (by a crash, or by the shard's previous owner
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 
 from repositories.storage import StorageError, StorageFileNotFound, join
 
 from .batches import parse_staging_name, staging_name
-from .by_reference import ContentByReference
+from .by_reference import ClaimToStage, ContentByReference, stage_claims
 from .records import StagedInput, staged_name
 
 log = logging.getLogger(__name__)
@@ -115,3 +120,39 @@ def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
                 out.write(chunk)
         staged.append(StagedInput(index, record_format, staging.uri(path)))
     return staged
+
+
+def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
+                inputs) -> tuple[list[StagedInput], dict[str, int]]:
+    """Where Spark reads each input's records, by batch place, and how many inputs got
+    there which way (`in_place`, `copied_by_executors`, `copied_by_node`). With
+    `content` (`by_reference`), the executors check each claim on HDFS and leave it in
+    place when it fills its resource file (unless another input shares that resource),
+    or copy it to a file of its own under `directory`/in (`flow.spark.by_reference`);
+    without it, and for a claim an executor could not read, the node copies the
+    content there itself (`stage_inputs`)."""
+    if content is None:
+        staged = stage_inputs(session, staging, directory, inputs)
+        return staged, {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged)}
+    staging.storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
+    claims = [(index, flowfile.content_claim, record_format)
+              for index, (flowfile, record_format) in enumerate(inputs) if flowfile.size]
+    content.make_readable(claim for _, claim, _ in claims)
+    shared = Counter(claim.resource for _, claim, _ in claims)
+    results = stage_claims(spark, content.spark_location(), [
+        ClaimToStage(index, claim, f"{directory}/in/{staged_name(index, record_format)}",
+                     in_place=shared[claim.resource] == 1)
+        for index, claim, record_format in claims])
+    unread = [each for each in results if each.path is None]
+    if unread:
+        log.warning("%s: %d of %d inputs of a Spark batch could not be read from HDFS on the executors (%s); "
+                    "the node stages them", session.component_id, len(unread), len(claims), unread[0].reason)
+    indexes = [each.index for each in unread]
+    staged = stage_inputs(session, staging, directory, [inputs[index] for index in indexes], indexes=indexes)
+    formats = {index: record_format for index, _, record_format in claims}
+    staged += [StagedInput(each.index, formats[each.index], staging.uri(each.path))
+               for each in results if each.path is not None]
+    in_place = sum(1 for each in results if each.path is not None and not each.path.startswith(directory))
+    return (sorted(staged, key=lambda each: each.index),
+            {"in_place": in_place, "copied_by_executors": len(results) - len(unread) - in_place,
+             "copied_by_node": len(unread)})
