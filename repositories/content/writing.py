@@ -26,7 +26,7 @@ from repositories.storage import StorageError
 from .checksum_format import pack_header
 from .checksums import BlockChecksummer
 from .config import ContentRepositoryConfig
-from .errors import ContentRepositoryError, ReplicaDiverged, translate_storage_error
+from .errors import ContentRepositoryError, ContentWriteFailed, ReplicaDiverged, translate_storage_error
 from .format import ResourceIdGenerator, section_of
 from .resource_io import ResourceIO
 from .resources import OpenResource, ResourceTable
@@ -77,6 +77,7 @@ class ContentWriter(ClaimWriter):
     def _append(self, data) -> None:
         resource = self._resource
         with resource.io_lock:
+            self._refuse_failed()
             try:
                 resource.flush_pending()
                 resource.file.write(data)
@@ -131,6 +132,7 @@ class ContentWriter(ClaimWriter):
                     len(self._buffer) + len(self._resource.pending) < self._buffer_size:
                 resource = self._resource
                 with resource.io_lock:  # a concurrent sync flushes both pending buffers
+                    self._refuse_failed()
                     resource.pending += self._buffer
                     resource.checksum_pending += self._checksums.take()
                     resource.length += len(self._buffer)
@@ -139,9 +141,24 @@ class ContentWriter(ClaimWriter):
             self._buffer = bytearray()
         elif self._checksums.ready:
             with self._resource.io_lock:
+                self._refuse_failed()
                 self._resource.checksum_pending += self._checksums.take()
         self._open = False
         return ContentClaim(self._resource.claim, self.offset, self._written)
+
+    def _refuse_failed(self) -> None:
+        """Under the resource's `io_lock`: raise if the resource failed while this writer
+        was writing (a sync of it failed, perhaps while this writer waited for the lock).
+        Its file is closed and the loss was counted up to the claims completed then; a
+        claim completed now would look durable while its bytes are nowhere but in
+        memory (a replica that never holds it). Caller holds `io_lock`."""
+        resource = self._resource
+        if resource.failed:
+            self._open = False
+            raise ContentWriteFailed(
+                f"{resource.claim.relative_path} failed while this claim was written to it (an earlier write or "
+                "sync of it failed); the claim is abandoned and the session must roll back",
+                claim=resource.claim, lost=((resource.claim, self.offset, self.offset + self._written),))
 
     def release(self) -> None:
         """Give the resource back after `next_claim`, for other claims to follow."""

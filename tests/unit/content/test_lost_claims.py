@@ -45,3 +45,23 @@ def test_claims_before_the_last_good_sync_stay_durable(repository):
     synced = repository.write_bytes(b"a" * 10)
     repository.sync()
     repository.check_durable([synced])
+
+
+@pytest.mark.parametrize("size", [76, 200_000], ids=["buffered", "appended"])
+def test_a_claim_finished_after_its_resource_failed_is_refused_not_completed(repository, size):
+    """A writer that waited for the resource while a sync of it failed (and so retired
+    it, counting the loss up to the claims completed then) must not complete its claim
+    on it: the bytes would be in no file, yet no loss would ever be reported for them."""
+    earlier = repository.write_bytes(b"e" * 10)
+    writer = repository.write()
+    assert writer.resource == earlier.resource  # the same resource, appended to
+    writer.write(b"x" * size)
+    resource = repository._open[earlier.resource]
+    repository._table.fail(resource, StorageError("hsync timed out", path=resource.claim.relative_path))
+    with pytest.raises(ContentWriteFailed, match="failed while this claim was written"):
+        writer.close()
+    with pytest.raises(ContentWriteFailed, match="bytes 0..10"):
+        repository.sync()  # the loss counted at the failure: the earlier claim only
+    with pytest.raises(ContentWriteFailed):
+        repository.check_durable([earlier])
+    assert repository.claimant_count(earlier) == 1  # the refused claim counted no claimant
