@@ -2,7 +2,7 @@
 
 import pytest
 
-from cluster.drills.plot import plot_timeline, rates
+from cluster.drills.plot import label_levels, moving_average, outages, plot_timeline, rates
 
 
 def test_rates_are_deliveries_per_second_on_a_one_second_grid():
@@ -28,3 +28,23 @@ def test_the_plot_is_a_png_that_reads_back(tmp_path):
         assert image.read(8) == b"\x89PNG\r\n\x1a\n"
     with Image.open(path) as image:
         assert image.width >= 1000 and image.height >= 400
+
+
+def test_moving_average_is_the_mean_of_each_value_and_those_just_before_it():
+    assert moving_average([3.0, 6.0, 9.0, 0.0], 2) == [3.0, 4.5, 7.5, 4.5]
+    assert moving_average([], 30) == []
+
+
+def test_labels_are_staggered_where_close_and_left_out_past_the_last_height():
+    # gap 10: 0 and 4 and 8 take the three heights; 9 fits none; 15 overlaps 8 but not 4 or 0 at height 0
+    assert label_levels([0.0, 4.0, 8.0, 9.0, 15.0, 30.0], 10.0, levels=3) == [0, 1, 2, None, 0, 0]
+    assert label_levels([0.0, 20.0, 40.0], 10.0) == [0, 0, 0]
+
+
+def test_outages_give_each_round_its_stall_from_the_fault():
+    report = {"rounds": [
+        {"round": 0, "fault": "kill", "death_to_resume": 4.5, "phases": {"fault_at": 110.0, "resumed_at": 114.5}},
+        {"round": 1, "fault": "datanode", "twenty_delivered_after": 0.3, "phases": {"fault_at": 130.0, "healed_at": 140.0}},
+        {"round": 2, "fault": "expire", "phases": {"fault_at": 150.0}},  # nothing to resume: no figure
+    ]}
+    assert outages(report, 100.0) == [(10.0, 4.5, "kill"), (30.0, 0.3, "datanode")]
