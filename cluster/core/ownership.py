@@ -154,6 +154,20 @@ def new_shard(shard: str, owner: str, epoch: int, *, at: float, flow: str | None
     return _advance(base, at=at, reason="created by its node at start")
 
 
+def earlier_owners(current: ShardOwnership, limit: int = 2) -> list[str]:
+    """The incarnations that owned the shard at its latest earlier epochs, newest first,
+    at most `limit` of them (not its owner now). Each lost it through a failover plan,
+    which moves every shard of an incarnation that died or was offloaded: none of them
+    writes again, so an adopter may close the files they left open."""
+    found: list[str] = []
+    for entry in reversed(current.history):
+        if len(found) >= limit:
+            break
+        if entry.epoch < current.epoch and entry.owner not in (None, current.owner) and entry.owner not in found:
+            found.append(entry.owner)
+    return found
+
+
 def check_claim(current: ShardOwnership, incarnation: str, epoch: int) -> Refusal | None:
     """None when `incarnation` at `epoch` is the shard's owner now; otherwise the
     "you are dead" refusal the claimant must stop on."""

@@ -100,7 +100,8 @@ class ClusterMember:
     def __init__(self, config: MemberConfig, storage, runtime_factory: RuntimeFactory, *,
                  clients: ClientFactory | None = None, leader_hooks: LeaderHooks | None = None,
                  clock=time.monotonic, wall_clock=time.time, instruments: FailoverInstruments | None = None,
-                 on_connected: Callable[[], None] | None = None):
+                 on_connected: Callable[[], None] | None = None,
+                 on_fencing: Callable[[ShardOwnership], None] | None = None):
         self.config, self.storage, self.runtime_factory = config, storage, runtime_factory
         # The node's: they count across its incarnations.
         self.instruments = instruments if instruments is not None else FailoverInstruments()
@@ -108,6 +109,9 @@ class ClusterMember:
         self.layout = ClusterLayout(config.cluster, config.hdfs_root)
         self._leader_hooks = leader_hooks
         self._on_connected = on_connected  # told once ZooKeeper answered, before anything is taken
+        # Told as an adoption begins to fence a shard: work to run beside the fencing
+        # (it must return at once, and a failure in it is its own to handle).
+        self._on_fencing = on_fencing
         self._clock, self._wall_clock = clock, wall_clock
         self.client = None
         self.store: ClusterStore | None = None
@@ -366,6 +370,8 @@ class ClusterMember:
                 return
             self.guard.check()
             log.info("%s adopting shard %s at epoch %d", tag(current.step), current.shard, current.epoch)
+            if self._on_fencing is not None:
+                self._on_fencing(current)
             handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
                                  fence_first_wait=self.config.fence_first_wait,
                                  fence_durations=self.instruments.fencing_durations)

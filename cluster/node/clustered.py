@@ -37,7 +37,7 @@ from repositories.storage.local import make_private_directories
 from ..clients import ClientFactory, stop_quietly
 from ..core.flows import FlowSnapshot
 from ..core.layout import ClusterLayout
-from ..core.ownership import ShardState
+from ..core.ownership import ShardState, earlier_owners
 from ..core.story import tag
 from ..errors import ClusterError, first_line
 from ..failover.adoption import WalOptions
@@ -136,10 +136,20 @@ class ClusteredNode:
             fence_first_wait=config.fence_first_wait, flow=self.flow)
         member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients,
                                instruments=self.failover_instruments,
-                               on_connected=lambda: self.events("connected", node=config.name))
+                               on_connected=lambda: self.events("connected", node=config.name),
+                               on_fencing=self._recover_earlier_owners_content)
         with self._lock:
             self.member = member
         return member
+
+    def _recover_earlier_owners_content(self, ownership) -> None:
+        """While a shard is fenced for adoption, recover the leases of the content files
+        its earlier owners (dead) left open, so that its first reads do not wait for it."""
+        with self._lock:
+            content = self.content
+        if content is not None:
+            for owner in earlier_owners(ownership):
+                content.recover_dead_writer(owner)
 
     def _run_cluster_flow(self) -> None:
         """Before an incarnation starts: run the flow deployed to the cluster, if one was

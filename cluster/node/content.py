@@ -15,8 +15,10 @@ The HDFS replica keeps resource files open across session commits (one hsync per
 commit, not a create and a close; see `replication.hdfs_content`): a claim of this
 node read back from HDFS (its local copy damaged) has its resource sealed first, and
 an adopter recovers the leases of the files a dead incarnation left open: the newest
-ones of each such container as it recovers the shard (`NodeContent.prepare_adopted`),
-any other at the first read that meets it.
+files of the shard's earlier owners while it fences the shard (`NodeContent.recover_dead_writer`,
+found by listing their containers' newest sections, beside the WAL's lease recovery),
+the newest ones of each container the shard's claims name as it recovers the shard
+(`NodeContent.prepare_adopted`), any other at the first read that meets it.
 A new incarnation deletes the local replicas of this node's earlier incarnations:
 their claims are on HDFS, which is where an adopter reads them.
 
@@ -52,7 +54,7 @@ from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.content.collection import CollectReport
 from repositories.content.errors import ContentNotFound, ContentUnavailable
-from repositories.content.format import checksum_path, resource_path
+from repositories.content.format import CHECKSUM_SUFFIX, checksum_path, resource_id_of_checksum_file, resource_path
 from repositories.content.recovery import RecoveryReport
 from repositories.content.store import ClaimWriter, ContentStore
 from repositories.storage import StorageError, join
@@ -78,6 +80,10 @@ RESOURCE_MAX_AGE_S = 5.0
 # may have left open (one per writer thread appending, and the few still closing).
 # An older one still open is recovered when a read first meets it.
 NEWEST_RESOURCES_RECOVERED = 16
+# Listed to find those newest resources before the shard's WAL names any claim: the
+# sections whose directories changed last. A run of 16 resources shares a section,
+# and the collector's deletes touch older sections too, so a few are listed.
+NEWEST_SECTIONS_LISTED = 4
 HDFS_REPLICA = 1  # the replicas are [local, HDFS]
 
 
@@ -127,6 +133,35 @@ class ForeignContainers:
         except StorageError as error:  # LeaseRecoveryTimeout too
             log.info("recovering the leases of the newest content files of %s failed (%s); a read that meets "
                      "one still open recovers it then", ", ".join(sorted(by_container)), error)
+            return 0
+        return len(paths)
+
+    def recover_newest_written(self, container: str, per_container: int = NEWEST_RESOURCES_RECOVERED,
+                               sections: int = NEWEST_SECTIONS_LISTED, timeout: float = 60.0) -> int:
+        """Recover, in one round, the leases of the newest resource files (and their
+        checksum files) of `container`, another incarnation's and dead, found by listing
+        the sections of it that changed last: what an adopter starts while it fences a
+        shard, before the shard's WAL tells which claims it holds. Returns how many files
+        it recovered; 0 when listing or recovering fails (a read that meets a file still
+        open recovers it then)."""
+        if container == self.own:
+            return 0
+        root = join(hdfs_content_root(self.base, container), container)
+        try:
+            listed = [entry for entry in self.storage.list(root) if entry.is_dir and entry.name.isdigit()]
+            files = []
+            for section in sorted(listed, key=lambda entry: entry.modified, reverse=True)[:sections]:
+                files += [entry for entry in self.storage.list(section.path) if not entry.is_dir]
+            names = {entry.path for entry in files}
+            newest = sorted((entry for entry in files if resource_id_of_checksum_file(entry.name) is None),
+                            key=lambda entry: _sequence_of(entry.name), reverse=True)[:per_container]
+            paths = []
+            for entry in newest:
+                paths += [path for path in (entry.path, entry.path + CHECKSUM_SUFFIX) if path in names]
+            recover_leases(self.storage, paths, timeout=timeout)
+        except StorageError as error:  # not found, LeaseRecoveryTimeout too
+            log.info("recovering the leases of the newest content files of %s failed (%s); a read that meets "
+                     "one still open recovers it then", container, error)
             return 0
         return len(paths)
 
@@ -258,11 +293,34 @@ class NodeContent(ContentStore):
         thread.start()
         return thread
 
+    def recover_dead_writer(self, container: str | None) -> threading.Thread | None:
+        """In the background, recover the leases of the newest files `container` (the
+        dead last owner of a shard being fenced) left open
+        (`ForeignContainers.recover_newest_written`): beside the fencing of the shard's
+        WAL, rather than after it, at the adopted shard's first reads."""
+        if container is None or container == self.container:
+            return None
+
+        def recover() -> None:
+            started = time.monotonic()
+            files = self.foreign.recover_newest_written(container)
+            if files:
+                log.info("recovered the leases of %d newest content files of %s while fencing, in %.2fs",
+                         files, container, time.monotonic() - started)
+
+        thread = threading.Thread(target=recover, name=f"content-leases {container}", daemon=True)
+        thread.start()
+        return thread
+
 
 def _sequence(resource: ResourceClaim) -> int:
     """The resource's place in its writer's order (the id's last field), -1 if none."""
+    return _sequence_of(resource.id)
+
+
+def _sequence_of(resource_id: str) -> int:
     try:
-        return int(resource.id.rsplit("-", 1)[1])
+        return int(resource_id.rsplit("-", 1)[1])
     except (IndexError, ValueError):
         return -1
 

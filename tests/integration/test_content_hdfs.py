@@ -419,7 +419,12 @@ sys.stdin.read()  # holds the files open until it is killed
 """
 
 
-def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_files_open(hdfs_cluster, hdfs_store):
+# An adopter recovers the dead container's newest files either from the claims its
+# shard's WAL names, or, while it fences the shard (before the WAL is read), from a
+# listing of the container's newest sections.
+@pytest.mark.parametrize("found_by", ["claims", "listing"])
+def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_files_open(hdfs_cluster, hdfs_store,
+                                                                                           found_by):
     from cluster.node.content import ForeignContainers
     from repositories.claims import ContentClaim, ResourceClaim
 
@@ -448,7 +453,11 @@ def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_
     # container are recovered in one round, after which any reader reads them whole.
     foreign = ForeignContainers(hdfs_store.storage, hdfs_store.root, own="n1-5")
     resources = {claim.resource for claim in claims}
-    assert foreign.recover_newest(resources) == 2 * len(resources)
+    if found_by == "claims":
+        assert foreign.recover_newest(resources) == 2 * len(resources)
+    else:
+        assert foreign.recover_newest_written(node) == 2 * len(resources)
+        assert foreign.recover_newest_written("n1-5") == 0  # its own container: never
     assert [plain.read(claim) for claim in claims] == expected
     got = []
     for claim in claims:

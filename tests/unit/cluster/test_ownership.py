@@ -45,6 +45,21 @@ def test_adopter_that_died_while_adopting_or_draining_can_be_replaced():
     assert (third.owner, third.epoch, third.state) == ("n1-9", 8, ShardState.ADOPTING)
 
 
+def test_earlier_owners_are_the_latest_previous_epochs_owners_newest_first():
+    assert own.earlier_owners(home()) == []  # a home shard nobody else owned
+    moved = own.reassign(home(), "n2-6", expected_epoch=5, at=2.0)
+    assert own.earlier_owners(moved) == ["n1-5"]
+    # The adopter died while adopting: the shard moves again; both earlier owners are dead.
+    second = own.reassign(moved, "n3-7", expected_epoch=6, at=3.0)
+    assert own.earlier_owners(second) == ["n2-6", "n1-5"]
+    back = own.reassign(own.adopted(second, "n3-7", 7, at=4.0), "n1-9", expected_epoch=7, at=5.0)
+    assert own.earlier_owners(back) == ["n3-7", "n2-6"]
+    assert own.earlier_owners(back, limit=1) == ["n3-7"]
+    # A shard that comes back to an incarnation that owned it before lists it no more.
+    returned = own.reassign(moved, "n1-5", expected_epoch=6, at=3.0)
+    assert own.earlier_owners(returned) == ["n2-6"]
+
+
 @pytest.mark.parametrize("who, epoch, reason", [
     ("n1-5", 6, "is not the owner"),   # the dead previous owner
     ("n2-6", 5, "epoch 5 is stale"),   # right owner, old epoch
