@@ -60,14 +60,17 @@ def expire_session(zk_hosts: str, node, read_session: Callable[[], str], *, sess
 def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:
     """Kill two of the three ZooKeeper members, wait until every node has stopped
     processing (its gate closed, or its session declared over), then bring quorum
-    back. Returns (lost at, restored at), wall clock."""
+    back. Returns (lost at, restored at), wall clock; "lost at" is taken before the
+    first member is killed, since a node connected to it pauses at once, before the
+    second is down."""
     victims = [member.index for member in zookeeper_ensemble.members][:2]
+    lost_at = time.time()
     try:
         for index in victims:
             zookeeper_ensemble.kill_member(index)
-        lost_at = time.time()
         for node in nodes:
-            wait_until(lambda node=node: any(e["at"] >= lost_at for e in node.find("paused") + node.find("dead")),
+            wait_until(lambda node=node: stopped_when_quorum_went(node.find("paused") + node.find("resumed")
+                                                                  + node.find("dead"), lost_at),
                        30, f"{node.name} to stop processing")
         for index in victims:
             zookeeper_ensemble.restart_member(index)
@@ -77,3 +80,14 @@ def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:
         for index in victims:
             if zookeeper_ensemble.member(index).mode() is None:
                 zookeeper_ensemble.restart_member(index)
+
+
+def stopped_when_quorum_went(events, lost_at: float) -> bool:
+    """Whether a node's events (dicts with "event" and "at") show it stopped
+    processing when quorum went at `lost_at`: it paused or was declared dead since,
+    or an earlier ZooKeeper hiccup had paused it and it had not resumed by then."""
+    timeline = sorted(events, key=lambda e: e["at"])
+    if any(e["event"] in ("paused", "dead") and e["at"] >= lost_at for e in timeline):
+        return True
+    before = [e["event"] for e in timeline if e["at"] < lost_at and e["event"] in ("paused", "resumed")]
+    return before[-1:] == ["paused"]

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from cluster.core.ownership import ShardState
-from cluster.drills.faults import lose_quorum
+from cluster.drills.faults import lose_quorum, stopped_when_quorum_went
 from cluster.drills.harness import SESSION_TIMEOUT, LedgerCluster
 from cluster.drills.ledger_runtime import check_ledger, read_finished
 from cluster.services.process import wait_until
@@ -170,7 +170,7 @@ def test_quorum_loss_stops_processing_and_it_resumes_when_quorum_returns(cluster
                           if row[3] == incarnation and closed_since + grace < row[4] < event["at"]]
                 assert during == [], (node.name, closed_since, event)
                 closed_since = None
-        assert any(e["event"] == "paused" and e["at"] >= lost_at for e in timeline)
+        assert stopped_when_quorum_went(timeline, lost_at), (node.name, timeline)
 
 
 def test_divvy_splits_a_dead_nodes_shard_over_the_survivors_exactly_once(cluster):
