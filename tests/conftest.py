@@ -60,7 +60,8 @@ class StoreRoot:
 def services_workdir():
     path = Path(tempfile.mkdtemp(prefix="custody-services-"))
     yield path
-    shutil.rmtree(path, ignore_errors=True)
+    if not os.environ.get("CUSTODY_KEEP_SERVICES_DIR"):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 _SESSION_SERVICES: list = []  # the harness services this session started, in order

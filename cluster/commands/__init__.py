@@ -8,7 +8,9 @@ Every module here defines `register(subparsers)`, which adds its parser and sets
 
 def stop_on_signals(log, doing: str):
     """A threading.Event set by SIGTERM or SIGINT (logged as "received X: `doing`"):
-    the long-running commands stop cleanly on either."""
+    the long-running commands stop cleanly on either. `kill -USR1 <pid>` prints every
+    thread's stack to stderr (a stuck node's jstack) and the command goes on."""
+    import faulthandler
     import signal
     import threading
 
@@ -20,4 +22,5 @@ def stop_on_signals(log, doing: str):
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     return stop

@@ -20,10 +20,8 @@ and a rolling flow deploy calls every node at the address it announced.
 from __future__ import annotations
 
 import dataclasses
-import faulthandler
 import logging
 import os
-import signal
 import sys
 
 from . import stop_on_signals
@@ -88,8 +86,6 @@ def run(args) -> int:
         print(f"custody node: {error}", file=sys.stderr)
         return 2
     stop = stop_on_signals(log, "leaving the cluster")
-    # `kill -USR1 <pid>` prints every thread's stack to stderr (a stuck node's jstack).
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from ..node.pause_monitor import PauseMonitor
     from ..node.shutdown_deadline import watch_shutdown
 

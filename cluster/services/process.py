@@ -67,7 +67,7 @@ class ManagedProcess:
             return False
         except PermissionError:
             return True
-        return not _is_zombie(self.pid)
+        return not is_zombie(self.pid)
 
     def signal(self, signum: int) -> None:
         if self.pid is not None and self.alive():
@@ -124,7 +124,7 @@ class ManagedProcess:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def _is_zombie(pid: int) -> bool:
+def is_zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             return handle.read().split(b") ", 1)[1][:1] == b"Z"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import urllib.request
 from pathlib import Path
@@ -19,7 +20,7 @@ from flow.spark.session import EMBEDDED_CONF, build_spark_session
 
 from .install import java_binary
 from .network import HOST, free_ports
-from .process import ManagedProcess, ServiceError, wait_until
+from .process import ManagedProcess, ServiceError, is_zombie, wait_until
 
 
 def spark_home() -> str:
@@ -50,6 +51,24 @@ def session(master: str, app_name: str = "custody", extra: dict[str, str] | None
     for key, value in spark_environment().items():
         os.environ.setdefault(key, value)
     return build_spark_session(master, {**EMBEDDED_CONF, **(extra or {})}, app_name=app_name)
+
+
+def executor_pids(worker_port: int) -> list[int]:
+    """Executor processes launched by the worker on `worker_port` (an executor names its
+    worker's address on its command line) that are still running."""
+    marker = f"spark://Worker@{HOST}:{worker_port}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as stream:
+                argv = stream.read()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if b"CoarseGrainedExecutorBackend" in argv and marker in argv and not is_zombie(int(entry)):
+            found.append(int(entry))
+    return found
 
 
 class SparkStandalone:
@@ -92,9 +111,20 @@ class SparkStandalone:
             return False
 
     def stop(self) -> None:
-        for process in (self.worker, self.master):
+        """Stop the whole cluster, executors included. The master goes first: a worker
+        that is shutting down kills its executors, and a master still up answers each
+        such death by asking the dying worker for a new executor, which it may launch
+        before it exits, an orphan that runs an application's tasks on with no cluster."""
+        for process in (self.master, self.worker):
             if process:
                 process.stop()
+        if self.ports:
+            for pid in executor_pids(self.ports["worker"]):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            wait_until(lambda: not executor_pids(self.ports["worker"]), 15, "the worker's executors to exit")
 
     def kill_worker(self) -> None:
         self.worker.kill()
