@@ -4,7 +4,9 @@ custody nodes form one cluster (read through ZooKeeper on the published port, an
 through the admin API with the compose cluster's token), and their FlowFiles reach
 the shared output volume; then `custody drill --target compose` kills, pauses and
 partitions nodes (a partition in each phase: running, leading, adopting, joining),
-and every FlowFile is delivered exactly once.
+and every FlowFile is delivered exactly once; last, `custody flow deploy` rolls the
+Spark example flow (`examples/compose-spark.yaml`) onto the nodes, whose
+ExecuteSparkSQL runs on the compose cluster's standalone Spark master.
 
 The cluster is a dozen JVMs and three Python nodes on 2 cores, so the harness's own
 ZooKeeper, HDFS and Spark are stopped first and this test runs after every other one
@@ -18,6 +20,7 @@ a developer runs (project `custody`, tag `dev`, the default ports) is left alone
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -55,6 +58,19 @@ for name in os.listdir("/data/out"):
             made_by = re.search(rb" made by (\\S+) as number ", file.read(200))
         counts[made_by.group(1).decode() if made_by else "?"] += 1
 print(json.dumps(counts))
+"""
+
+SPARK_FLOW = ROOT / "examples" / "compose-spark.yaml"
+SPARK_RECORDS_PER_INCARNATION = 200  # its `records`
+# Run inside a node: the Spark step's output records in the shared volume, by the node
+# that made them, with the ids seen more than once and the records Spark got wrong.
+COUNT_SPARK_RECORDS = """
+import collections, glob, json
+rows = [json.loads(line) for path in glob.glob("/data/out/spark/*") for line in open(path)]
+ids = collections.Counter(row["id"] for row in rows)
+print(json.dumps({"by_node": collections.Counter(row["node"] for row in rows),
+                  "duplicated": sum(count - 1 for count in ids.values()),
+                  "wrong": sum(1 for row in rows if row["doubled"] != 2 * row["n"])}))
 """
 
 
@@ -145,6 +161,7 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
     assert all(steps == ["joined"] for steps in summary.values()), summary
 
     drill_failovers(project, tmp_path)
+    spark_step(project, token)
 
 
 # A partition round cuts its node off while it runs, leads, adopts and joins, in turn:
@@ -180,6 +197,32 @@ def drill_failovers(project, tmp_path: Path) -> None:
     with Image.open(plot) as image:
         image.load()
         assert image.width > 600 and image.height > 200
+
+
+def spark_step(project, token: str) -> None:
+    """`custody flow deploy` of the Spark example as a user runs it: each node's new
+    incarnation makes its FlowFiles of records, and ExecuteSparkSQL runs them on the
+    standalone master; every record comes out once, computed right."""
+    admin = f"http://{HOST}:{project.env['CUSTODY_ADMIN_PORT_1']}"
+    began = time.monotonic()
+    deploy = subprocess.run([sys.executable, "-m", "cluster.cli", "flow", "deploy", str(SPARK_FLOW), "--url", admin,
+                             "--timeout", "600"], cwd=ROOT, capture_output=True, text=True, timeout=700,
+                            env={**os.environ, "CUSTODY_ADMIN_TOKEN": token})
+    assert deploy.returncode == 0, (deploy.stdout[-2000:], deploy.stderr[-2000:], project.diagnosis())
+    deployed_s = time.monotonic() - began
+
+    def records() -> dict:
+        return json.loads(project.output("exec", "-T", "custody1", "python3", "-c", COUNT_SPARK_RECORDS))
+
+    try:
+        wait_until(lambda: all(records()["by_node"].get(node, 0) >= SPARK_RECORDS_PER_INCARNATION
+                               for node in NODES.values()), 600, "every node's records through Spark", interval=2.0)
+    except Exception as error:  # noqa: BLE001 - the counts and the cluster's state say why
+        pytest.fail(f"{error}; records {records()}\n{project.diagnosis()}", pytrace=False)
+    print(f"Spark flow: deployed in {deployed_s:.0f}s, every record out of Spark "
+          f"{time.monotonic() - began - deployed_s:.0f}s later")
+    assert records() == {"by_node": {node: SPARK_RECORDS_PER_INCARNATION for node in NODES.values()},
+                         "duplicated": 0, "wrong": 0}
 
 
 def cluster_status(zk_port: str, credentials_file: str | None) -> subprocess.CompletedProcess:
