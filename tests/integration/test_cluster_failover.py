@@ -106,9 +106,9 @@ def test_one_grep_follows_a_failover_across_every_nodes_log(cluster):
                "every step of the failover in the survivors' logs")
 
 
-def test_a_sigstopped_node_wakes_deposed_its_write_rejected_and_rejoins_as_a_new_incarnation(cluster):
+def test_a_sigstopped_node_wakes_deposed_writes_nothing_new_and_rejoins_as_a_new_incarnation(cluster):
     # n1 freezes itself inside its 40th WAL sync: after its session guard let the
-    # commit in, before hsync. It wakes as a zombie whose write must be rejected.
+    # commit in and its bytes went to HDFS, before hsync. It wakes as a zombie.
     n1 = cluster.start("n1", "--admit-limit", "100", "--freeze-in-sync", "40")
     n1.wait("joined")
     n2 = cluster.start("n2", "--admit-limit", "30")
@@ -121,25 +121,34 @@ def test_a_sigstopped_node_wakes_deposed_its_write_rejected_and_rejoins_as_a_new
                and s.state is not ShardState.ADOPTING, 60, "n2 to adopt the frozen node's shard")
     assert cluster.shard(zombie).epoch == frozen_epoch + 1
     n1.signal(signal.SIGCONT)
-    rejected = n1.wait("rejected write", timeout=60)
-    assert rejected["shard"] == zombie and rejected["epoch"] == frozen_epoch
-    # Storage refuses the zombie's hsync in whichever way its pipeline ended: a lease
-    # recovered by the adopter, a renamed file, or a DataNode that closed the pipeline.
-    refusals = ("LeaseLost", "StorageError", "StorageUnavailable", "StorageFileNotFound", "StaleEpochError",
-                "OutcomeUnknownError", "WriteAheadLogPoisonedError")
-    assert rejected["error"].split(":", 1)[0] in refusals, rejected["error"]
+    # Thawed, its frozen commit ends one of two ways. HDFS refuses its hsync (the
+    # adopter's lease recovery closed the pipeline first), in whichever way the pipeline
+    # ended. Or its bytes had reached every DataNode before it froze: then the
+    # adopter's recovery read them too, the commit's outcome is the adopter's view, and
+    # only that commit may complete. Either way nothing new is written.
+    wait_until(lambda: n1.find("rejected write", shard=zombie) or n1.find("dead", incarnation=zombie), 60,
+               "the zombie's frozen commit to end")
     n1.wait("dead", timeout=30, incarnation=zombie)
     # It comes back only as a new incarnation, with a new shard at a newer epoch.
     wait_until(lambda: n1.incarnation != zombie, 60, "n1 to rejoin as a new incarnation")
+    rejected = n1.find("rejected write", shard=zombie)
+    refusals = ("LeaseLost", "StorageError", "StorageUnavailable", "StorageFileNotFound", "StaleEpochError",
+                "OutcomeUnknownError", "WriteAheadLogPoisonedError")
+    for refusal in rejected:
+        assert refusal["epoch"] == frozen_epoch and refusal["error"].split(":", 1)[0] in refusals, refusal
     assert int(n1.incarnation.rsplit("-", 1)[1]) > frozen_epoch
     assert cluster.shard(n1.incarnation).owner == n1.incarnation
-    with open(n1.log.name) as log:
-        assert "rejected write to shard " + zombie in log.read()
+    if rejected:
+        with open(n1.log.name) as log:
+            assert "rejected write to shard " + zombie in log.read()
     assert_exactly_once(cluster.wait_all_finished())
-    # The zombie's old shard was never written by it after the adoption.
+    # After the adoption the zombie finished nothing, beyond the one record whose
+    # Delete was the frozen commit when HDFS held its bytes (exactly once, above, says
+    # nobody else finished it).
     zombie_finishes = [row for row in read_finished(cluster.sink) if row[1] == zombie and row[3] == zombie]
     adopted_at = min(h.at for h in cluster.shard(zombie).history if h.epoch == frozen_epoch + 1)
-    assert all(row[4] < adopted_at for row in zombie_finishes)
+    late = [row for row in zombie_finishes if row[4] >= adopted_at]
+    assert len(late) <= (0 if rejected else 1), (late, rejected)
 
 
 def test_quorum_loss_stops_processing_and_it_resumes_when_quorum_returns(cluster, zookeeper_ensemble):
