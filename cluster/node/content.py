@@ -40,7 +40,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from flow.spark.by_reference import ContentLocation
 from replication.hdfs_content import (
@@ -127,14 +127,8 @@ class ForeignContainers:
             root = join(hdfs_content_root(self.base, container), container)
             for resource in sorted(held, key=_sequence, reverse=True)[:per_container]:
                 paths += [resource_path(root, resource), checksum_path(root, resource)]
-        try:
-            paths = [path for path in paths if self.storage.exists(path)]  # not yet collected or archived
-            recover_leases(self.storage, paths, timeout=timeout)
-        except StorageError as error:  # LeaseRecoveryTimeout too
-            log.info("recovering the leases of the newest content files of %s failed (%s); a read that meets "
-                     "one still open recovers it then", ", ".join(sorted(by_container)), error)
-            return 0
-        return len(paths)
+        return self._recover(lambda: [path for path in paths if self.storage.exists(path)],  # not yet collected
+                             ", ".join(sorted(by_container)), timeout)
 
     def recover_newest_written(self, container: str, per_container: int = NEWEST_RESOURCES_RECOVERED,
                                sections: int = NEWEST_SECTIONS_LISTED, timeout: float = 60.0) -> int:
@@ -147,7 +141,8 @@ class ForeignContainers:
         if container == self.own:
             return 0
         root = join(hdfs_content_root(self.base, container), container)
-        try:
+
+        def newest_written() -> list[str]:
             listed = [entry for entry in self.storage.list(root) if entry.is_dir and entry.name.isdigit()]
             files = []
             for section in sorted(listed, key=lambda entry: entry.modified, reverse=True)[:sections]:
@@ -158,10 +153,20 @@ class ForeignContainers:
             paths = []
             for entry in newest:
                 paths += [path for path in (entry.path, entry.path + CHECKSUM_SUFFIX) if path in names]
+            return paths
+
+        return self._recover(newest_written, container, timeout)
+
+    def _recover(self, find_paths: Callable[[], list[str]], containers: str, timeout: float) -> int:
+        """Recover the leases of the files `find_paths()` names, in one round; how many.
+        0 when finding or recovering them fails: a read that meets a file still open
+        recovers it then."""
+        try:
+            paths = find_paths()
             recover_leases(self.storage, paths, timeout=timeout)
         except StorageError as error:  # not found, LeaseRecoveryTimeout too
             log.info("recovering the leases of the newest content files of %s failed (%s); a read that meets "
-                     "one still open recovers it then", container, error)
+                     "one still open recovers it then", containers, error)
             return 0
         return len(paths)
 
@@ -282,16 +287,9 @@ class NodeContent(ContentStore):
     def prepare_adopted(self, claims: Iterable[ContentClaim]) -> threading.Thread:
         """In the background, make the content of an adopted shard's dead incarnations
         readable ahead of its first reads (`ForeignContainers.recover_newest`)."""
-        def recover() -> None:
-            started = time.monotonic()
-            files = self.foreign.recover_newest({claim.resource for claim in claims})
-            if files:
-                log.info("recovered the leases of %d content files of adopted FlowFiles in %.2fs",
-                         files, time.monotonic() - started)
-
-        thread = threading.Thread(target=recover, name=f"content-leases {self.container}", daemon=True)
-        thread.start()
-        return thread
+        resources = {claim.resource for claim in claims}
+        return _in_background(f"content-leases {self.container}", lambda: self.foreign.recover_newest(resources),
+                              "content files of adopted FlowFiles")
 
     def recover_dead_writer(self, container: str | None) -> threading.Thread | None:
         """In the background, recover the leases of the newest files `container` (the
@@ -300,17 +298,22 @@ class NodeContent(ContentStore):
         WAL, rather than after it, at the adopted shard's first reads."""
         if container is None or container == self.container:
             return None
+        return _in_background(f"content-leases {container}", lambda: self.foreign.recover_newest_written(container),
+                              f"newest content files of {container} while fencing")
 
-        def recover() -> None:
-            started = time.monotonic()
-            files = self.foreign.recover_newest_written(container)
-            if files:
-                log.info("recovered the leases of %d newest content files of %s while fencing, in %.2fs",
-                         files, container, time.monotonic() - started)
 
-        thread = threading.Thread(target=recover, name=f"content-leases {container}", daemon=True)
-        thread.start()
-        return thread
+def _in_background(name: str, recover: Callable[[], int], what: str) -> threading.Thread:
+    """Run `recover` (a lease recovery that returns how many files it recovered) on a
+    thread of its own, and log what it did."""
+    def run() -> None:
+        started = time.monotonic()
+        files = recover()
+        if files:
+            log.info("recovered the leases of %d %s in %.2fs", files, what, time.monotonic() - started)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def _sequence(resource: ResourceClaim) -> int:
