@@ -11,14 +11,17 @@ the outputs, so a node that dies mid-job leaves the inputs queued and whoever ru
 shard next (the node after a restart, or the adopter) runs them again; nothing of the
 first attempt was ever a FlowFile. The batch's identity, staging directory and output
 ids derive from the input ids (`flow.spark.batches`), so a rerun of the same FlowFiles
-gives the same output ids; the outputs are the same records only when
-`deterministic` (sorted partitions of a fixed count), otherwise output ids are random.
+gives the same output ids; the outputs are the same records, file for file, only when
+`deterministic` (`flow.spark.records.arrange`: a narrow query keeps a fixed read order,
+any other is hash-partitioned and sorted), otherwise output ids are random.
 
-Data path: the node writes each input's content into the batch's staging directory
+Data path: each input's content reaches the batch's staging directory
 (`flow.spark.staging`: local disk on a standalone node, HDFS on a clustered one),
-Spark reads it there and writes its result there, and the node copies the result
-into its content repository. Content is streamed in chunks; no whole batch is held in
-the node's memory. The staging directory is deleted after the batch and, for anything
+through the node or by reference, Spark reads it there and writes its result there,
+and the result's part files are renamed into the content repository with checksum
+files of their own (`flow.spark.outputs`; copied in when staging is on another
+filesystem). Content is streamed in chunks; no whole batch is held in the node's
+memory. The staging directory is deleted after the batch and, for anything
 a crash left, when the processor first runs on the shard.
 
 Lineage: every output's parents are the batch's inputs (a JOIN event; a FORK for a
@@ -44,6 +47,7 @@ from ..errors import NotAdmitted, ServiceError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..spark.batches import batch_id, output_id, part_index
 from ..spark.by_reference import checksum_outputs
+from ..spark.outputs import checksum_local_parts, local_taker
 from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error, is_spark_unavailable
 from ..spark.records import (
     FORMATS,
@@ -53,6 +57,7 @@ from ..spark.records import (
     arrange,
     attribute_columns,
     format_of,
+    plan_batch_reads,
     read_batch,
     write_records,
 )
@@ -80,8 +85,9 @@ OUTPUT_PROPERTIES = (
     PropertyDescriptor("output_partitions", "integer", default=1,
                        description="1: one output FlowFile per batch; N: one per non-empty partition"),
     PropertyDescriptor("deterministic", "boolean", default=True,
-                       description="sort every output partition by all columns, so that a rerun "
-                                   "writes the same outputs under the same ids"),
+                       description="a rerun writes the same outputs under the same ids (a query "
+                                   "that shuffles has its output hash-partitioned and sorted by all "
+                                   "columns for it)"),
 )
 RETRY_PROPERTIES = (
     PropertyDescriptor("job_timeout", "duration", default="10 min",
@@ -223,6 +229,9 @@ class SparkBatchProcessor(Processor):
 
     def process_batch(self, context, session, spark, staging, inputs) -> None:
         """Run `inputs` ((FlowFile, record format) pairs) on Spark and route them."""
+        # In the order of their ids: a rerun stages the same files in the same order
+        # however its queue gave it the batch, so Spark reads them the same way.
+        inputs = sorted(inputs, key=lambda each: each[0].id)
         batch_key = batch_id(flowfile.id for flowfile, _ in inputs)
         _FIRST_SEEN.setdefault(spark, time.monotonic())
         parents = [flowfile for flowfile, _ in inputs]
@@ -235,14 +244,15 @@ class SparkBatchProcessor(Processor):
                 staged_at = time.perf_counter()
                 outputs = self._run(context, spark, staging, directory, inputs, staged)
                 ran_at = time.perf_counter()
-                parts = self._parts(spark, content, staging, outputs)
+                taker = content if content is not None else local_taker(session, staging, directory)
+                parts = self._parts(spark, content, taker, staging, outputs)
         except Exception as error:  # noqa: BLE001 - sorted below: the batch's fault or Spark's
             staging.delete(directory)
             self._after_failure(context, session, batch_key, parents, error, spark)
             return
         _RAN_A_JOB.add(spark)
         try:
-            self._emit(context, session, staging, content, batch_key, parents, parts)
+            self._emit(context, session, staging, taker, batch_key, parents, parts)
         except NotAdmitted as error:
             self._after_failure(context, session, batch_key, parents, error, spark)
             return
@@ -272,9 +282,11 @@ class SparkBatchProcessor(Processor):
         return staged
 
     @staticmethod
-    def _parts(spark, content, staging, output: str | None) -> list[tuple[int, str, str | None]]:
+    def _parts(spark, content, taker, staging, output: str | None) -> list[tuple[int, str, str | None]]:
         """(partition, path, checksum file or None) of each non-empty file of the result,
-        by partition; by reference, the executors have written each one's checksum file."""
+        by partition. A checksum file is there when the content store takes the part
+        files in whole (`flow.spark.outputs`): written by the executors by reference,
+        by the node on its local disk."""
         parts = []
         if output is not None:
             for entry in staging.storage.list(output):
@@ -282,9 +294,13 @@ class SparkBatchProcessor(Processor):
                 if index is not None and entry.length:
                     parts.append((index, entry.path))
         parts.sort()
-        if content is None:
+        paths = [path for _, path in parts]
+        if content is not None:
+            taken = dict(checksum_outputs(spark, content.spark_location(), paths))
+        elif taker is not None:
+            taken = dict(checksum_local_parts(taker, staging, paths))
+        else:
             return [(index, path, None) for index, path in parts]
-        taken = dict(checksum_outputs(spark, content.spark_location(), [path for _, path in parts]))
         return [(index, path, taken[path]) for index, path in parts]
 
     def _succeeded(self, batch_key: str) -> None:
@@ -297,6 +313,7 @@ class SparkBatchProcessor(Processor):
         Its own session: its temporary view `flowfiles` is seen by no other batch (the
         SparkContext, and so the executors, are shared)."""
         spark = spark.newSession()
+        plan_batch_reads(spark, context.get("output_partitions", 1))
         columns = attribute_columns(context["attribute_columns"], [flowfile.attributes for flowfile, _ in inputs])
         frame = read_batch(spark, staged, infer_csv_schema=context["infer_csv_schema"],
                            attributes={index: {**flowfile.attributes, "uuid": flowfile.id}
@@ -323,9 +340,9 @@ class SparkBatchProcessor(Processor):
                       staging.uri(output), context["output_format"])
         return output
 
-    def _emit(self, context, session, staging, content, batch_key, parents, parts) -> None:
+    def _emit(self, context, session, staging, taker, batch_key, parents, parts) -> None:
         record_format = context["output_format"]
-        if content is not None and parts:
+        if taker is not None and parts:
             # Renames into the content container are this batch's effect outside the
             # session: a node that may no longer commit for the shard makes none.
             session.check_admitted()
@@ -335,7 +352,7 @@ class SparkBatchProcessor(Processor):
                 "mime.type": OUTPUT_MIME[record_format], "filename": f"{batch_key}-{index}.{record_format}",
                 "spark.batch.id": batch_key, "spark.partition": str(index)}, identity=identity)
             if checksums is not None:
-                flowfile = session.attach_content(flowfile, content.take_file(path, checksums))
+                flowfile = session.attach_content(flowfile, taker.take_file(path, checksums))
             else:
                 with staging.storage.open_read(path) as stream:
                     flowfile = session.import_from(flowfile, stream)

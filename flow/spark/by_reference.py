@@ -57,7 +57,6 @@ from typing import Protocol, runtime_checkable
 from repositories.claims import ContentClaim
 
 STAGE_CHUNK = 1 << 20
-CHECKSUM_SUFFIX = ".crc"
 
 
 @dataclass(frozen=True)
@@ -165,19 +164,8 @@ def checksum_outputs(spark, location: ContentLocation, paths: Sequence[str]) -> 
 
 
 def _write_checksums(location: ContentLocation, path: str) -> tuple[str, str]:
-    """On an executor: the checksum file of the whole file at `path`, as a content
-    writer makes it for a claim at offset 0 (header, then a record per block)."""
-    from repositories.content.checksum_format import pack_header
-    from repositories.content.checksums import BlockChecksummer
+    """On an executor: the checksum file of the whole file at `path`
+    (`flow.spark.outputs.checksum_file`)."""
+    from .outputs import checksum_file
 
-    storage = location.storage.open()
-    target = path + CHECKSUM_SUFFIX
-    checksummer = BlockChecksummer(0, location.block_size)
-    with storage.open_read(path) as source, storage.create(target, overwrite=True) as out:
-        out.write(pack_header(location.block_size))
-        while chunk := source.read(STAGE_CHUNK):
-            checksummer.update(chunk)
-            out.write(checksummer.take())
-        checksummer.finish()
-        out.write(checksummer.take())
-    return path, target
+    return path, checksum_file(location.storage.open(), path, location.block_size)

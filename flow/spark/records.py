@@ -12,11 +12,24 @@ its FlowFile, so the FlowFiles' attributes can be joined to their records as
 `_attr_<name>` columns.
 Readers run in FAILFAST mode: a record that does not parse fails the batch (it goes
 to `failure`), it is never dropped or read as nulls.
+
+A deterministic result (`arrange`) is one a rerun of the batch writes again record
+for record, file for file, on any node and any cluster size. Two ways to it:
+
+* A query that moves no record between partitions (no shuffle: projections, filters,
+  broadcast joins; every expression deterministic) keeps the order its inputs were
+  read in. The read is planned the same way every time (`fixed_read_plan`): splits
+  sized from the batch's bytes and the partition count asked for, never from the
+  cores Spark has, and grouped by index, never by where HDFS keeps the blocks. The
+  result is then coalesced, without a shuffle, and costs nothing more than the query.
+* Any other query (aggregations, sorts, shuffled joins) is hash-partitioned by every
+  column and each partition sorted by every column: a shuffle and a sort.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -119,14 +132,73 @@ def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool =
     return combined.join(F.broadcast(table), FILE_COLUMN, "left").drop(FILE_COLUMN)
 
 
+# Split sizes Spark's defaults give, fixed here so that a cluster's own settings do
+# not change them between a batch and its rerun.
+MAX_SPLIT_BYTES = 128 << 20
+OPEN_COST_BYTES = 4 << 20
+
+
+def fixed_read_plan(partitions: int) -> dict[str, str]:
+    """Session conf under which Spark splits a batch's files the same way on every run:
+    the split size comes from the batch's bytes over `partitions` (Spark takes its
+    cores otherwise), and no block locations are listed (a coalesce would otherwise
+    group splits by the hosts holding them, which change when HDFS moves a replica)."""
+    return {
+        "spark.sql.files.maxPartitionBytes": str(MAX_SPLIT_BYTES),
+        "spark.sql.files.openCostInBytes": str(OPEN_COST_BYTES),
+        "spark.sql.files.minPartitionNum": str(partitions),
+        "spark.sql.sources.ignoreDataLocality": "true",
+    }
+
+
+# Unset on a batch's session: when set, it merges splits by a cluster's taste.
+UNSET_READ_CONF = ("spark.sql.files.maxPartitionNum",)
+
+
+def plan_batch_reads(spark, partitions: int) -> None:
+    """Apply `fixed_read_plan` to `spark`, a session of the batch's own."""
+    for key, value in fixed_read_plan(partitions).items():
+        spark.conf.set(key, value)
+    for key in UNSET_READ_CONF:
+        spark.conf.unset(key)
+
+
+# Physical plan nodes that move records between partitions, take the first few of
+# them (which depends on the order partitions finish in), or read what another
+# query left (a cache, partitioned its own way).
+SHUFFLING_NODES = frozenset({"Exchange", "ReusedExchange", "ShuffleQueryStage", "AQEShuffleRead",
+                             "CollectLimit", "GlobalLimit", "TakeOrderedAndProject", "CollectTail",
+                             "TableCacheQueryStage", "InMemoryTableScan"})
+_NODE_NAME = re.compile(r"^[\s:+\-|]*(?:\*\(\d+\)\s*)?([A-Za-z]+)")
+
+
+def keeps_read_order(plan: str) -> bool:
+    """True when the physical plan `plan` (its tree string) moves no record between
+    partitions: each output partition is its input partition's records, in order."""
+    for line in plan.splitlines():
+        match = _NODE_NAME.match(line)
+        if match and match.group(1) in SHUFFLING_NODES:
+            return False
+    return True
+
+
+def is_narrow(frame) -> bool:
+    """True when `frame` gives the same records in the same order from the same read
+    plan: no shuffle (`keeps_read_order`), and every expression deterministic."""
+    execution = frame._jdf.queryExecution()
+    return bool(execution.analyzed().deterministic()) and keeps_read_order(execution.executedPlan().toString())
+
+
 def arrange(frame, partitions: int, deterministic: bool):
-    """`frame` in (at most) `partitions` partitions. Deterministic: hash-partitioned and sorted by
-    every column, so the same records always land in the same partition in the same
-    order, whatever order Spark read them in (an AnalysisException when a column cannot
-    be hashed or sorted, a map for instance)."""
+    """`frame` in (at most) `partitions` partitions. Deterministic: the same records
+    always land in the same partition in the same order: as read, under
+    `fixed_read_plan`, when the query is narrow (`is_narrow`); else hash-partitioned
+    and sorted by every column, whatever order Spark read them in (an
+    AnalysisException when a column cannot be hashed or sorted, a map for instance)."""
     columns = frame.columns
-    if not deterministic or not columns:
-        return frame.coalesce(partitions)  # no shuffle: at most `partitions`, as Spark read them
+    coalesced = frame.coalesce(partitions)  # no shuffle: at most `partitions`, as Spark read them
+    if not deterministic or not columns or is_narrow(coalesced):
+        return coalesced
     if partitions == 1:
         return frame.coalesce(1).sortWithinPartitions(*columns)
     return frame.repartition(partitions, *columns).sortWithinPartitions(*columns)
