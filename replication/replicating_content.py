@@ -436,31 +436,45 @@ class ReplicatingContentRepository(ContentStore):
             self.seal(claim.resource)
 
     def seal(self, resource: ResourceClaim, timeout: float = SEAL_TIMEOUT_S) -> bool:
-        """Make `resource` readable on every replica: stop appending to it everywhere
-        (the leader first, so no new writer takes it), sync, and wait for its files to
-        close. A writer in the middle of a claim in it is waited for. False if it was
-        still open somewhere after `timeout` seconds (the read that follows then fails
-        over, or says what is wrong)."""
+        """Make `resource` readable on every replica (`seal_all`); False if it was still
+        open somewhere after `timeout` seconds (the read that follows then fails over,
+        or says what is wrong)."""
+        return not self.seal_all({resource}, timeout)
+
+    def seal_all(self, resources: Iterable[ResourceClaim], timeout: float = SEAL_TIMEOUT_S) -> set[ResourceClaim]:
+        """Make every one of `resources` readable on every replica: stop appending to
+        them everywhere (the leader first, so no new writer takes one), sync each
+        replica once, and wait for their files to close, side by side. A writer in the
+        middle of a claim in one is waited for. Returns those still open somewhere
+        after `timeout` seconds (none: all sealed)."""
         deadline = time.monotonic() + timeout
+        resources = set(resources)
         while True:
-            holding = [replica for replica in self.replicas if resource in replica.open_resources()]
+            holding = {replica: open_here for replica in self.replicas
+                       if (open_here := resources & replica.open_resources())}
             if not holding:
-                return True
+                return set()
+            still_open = set().union(*holding.values())
             left = deadline - time.monotonic()
             if left <= 0:
-                log.warning("%s: %s is still open on %s after %.0fs; it cannot be read from there yet",
-                            self.name, resource.relative_path, ", ".join(r.name for r in holding), timeout)
-                return False
+                named = sorted(resource.relative_path for resource in still_open)
+                log.warning("%s: %s %s still open on %s after %.0fs; %s cannot be read from there yet",
+                            self.name, ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else ""),
+                            "is" if len(named) == 1 else "are", ", ".join(r.name for r in holding), timeout,
+                            "its claims" if len(named) == 1 else "their claims")
+                return still_open
             for replica in self.replicas:
-                replica.retire(resource)
+                for resource in still_open:
+                    replica.retire(resource)
             for replica in holding:
                 try:
                     replica.sync()
                 except ContentRepositoryError as error:
-                    log.info("%s: a sync to seal %s failed: %s", self.name, resource.relative_path, error)
-            closing = [replica.wait_closed(resource, min(left, SEAL_POLL_S)) for replica in holding]
-            if all(closing) and any(resource in replica.open_resources() for replica in self.replicas):
-                time.sleep(SEAL_POLL_S)  # a writer is in the middle of a claim in it: poll
+                    log.info("%s: a sync to seal %d resource(s) failed: %s", self.name, len(still_open), error)
+            closed = [replica.wait_closed(resource, max(0.0, min(deadline - time.monotonic(), SEAL_POLL_S)))
+                      for replica, open_here in holding.items() for resource in open_here]
+            if all(closed) and any(resources & replica.open_resources() for replica in self.replicas):
+                time.sleep(SEAL_POLL_S)  # a writer is in the middle of a claim in one: poll
 
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return any(repository.exists(claim) for repository in [*self.replicas, *self._fallbacks])

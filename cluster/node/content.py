@@ -274,10 +274,11 @@ class NodeContent(ContentStore):
         when that cannot be done now."""
         resources = {claim.resource for claim in claims}
         hdfs = self.replicas.replicas[HDFS_REPLICA]
-        for resource in resources & hdfs.open_resources():
-            if not self.replicas.seal(resource):
-                raise ContentUnavailable(f"{resource.relative_path} is still open on HDFS; its claims cannot be "
-                                         "read from there yet", claim=resource)
+        still_open = self.replicas.seal_all(resources & hdfs.open_resources())
+        if still_open:
+            resource = min(still_open, key=lambda each: each.relative_path)
+            raise ContentUnavailable(f"{resource.relative_path} is still open on HDFS; its claims cannot be "
+                                     "read from there yet", claim=resource)
         try:
             self.foreign.make_readable(resources)
         except StorageError as error:
