@@ -133,6 +133,16 @@ class _Node:
         session.commit()
         return self.queue.count
 
+    def settle(self) -> None:
+        """Wait for the content files being closed in the background to close (a
+        clustered node closes a large claim's HDFS file after its commit), as the
+        anchor's input files are closed before its clock starts. A file still taking
+        appends stays open: sealing it is the processor's, and timed."""
+        replicated = getattr(self.content, "replicas", None)
+        for replica in getattr(replicated, "replicas", ()):
+            for resource in replica.open_resources():
+                replica.wait_closed(resource, 60.0)
+
     def close(self) -> None:
         self.shard.wal.close()
         self.content.close()
@@ -204,6 +214,7 @@ def run(args) -> dict:
         node = _Node(root, _clustered_content(storage, base, number, root) if args.hdfs else None)
         try:
             node.load(batch)
+            node.settle()
             processor = ExecuteSparkSQL("sql")
             session = node.session(("success", "original", "failure"))
             with _PeakRss() as rss:
