@@ -204,6 +204,15 @@ def spark_step(project, token: str) -> None:
     incarnation makes its FlowFiles of records, and ExecuteSparkSQL runs them on the
     standalone master; every record comes out once, computed right."""
     admin = f"http://{HOST}:{project.env['CUSTODY_ADMIN_PORT_1']}"
+
+    def members() -> set[str]:  # raises while custody1's node restarts: "not yet" to wait_until
+        view = http_json(f"{admin}/api/v1/cluster", token)
+        return {member["incarnation"].rsplit("-", 1)[0] for member in view["members"]}
+
+    # As an operator would: a rolling deploy wants the whole cluster, and the drill's
+    # last round may have left a node rejoining as a new incarnation.
+    wait_until(lambda: members() == set(NODES.values()), 300, "every node a member again after the drill",
+               interval=1.0)
     began = time.monotonic()
     deploy = subprocess.run([sys.executable, "-m", "cluster.cli", "flow", "deploy", str(SPARK_FLOW), "--url", admin,
                              "--timeout", "600"], cwd=ROOT, capture_output=True, text=True, timeout=700,
