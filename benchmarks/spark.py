@@ -250,6 +250,7 @@ def run(args) -> dict:
         custody_run(0, payloads[:warm])
         pyspark_run(plain_paths[:warm])
         phases.clear()
+        rss_growth = 0.0  # the timed runs' alone
         for round_number in range(1, rounds + 1):
             for side in (("custody", "pyspark") if round_number % 2 else ("pyspark", "custody")):
                 if side == "pyspark":
