@@ -41,7 +41,8 @@ KILL_WITHIN_S = 6.0 if LONG else 1.0  # how long a run may work before its kill:
 def _custody_run(data_dir: Path, inbox: Path, log) -> subprocess.Popen:
     """`custody run` on the drill's flow, as a user types it."""
     command = [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir),
-               "--param", f"inbox={inbox}", "--status-interval", "0", "--threads", "4"]
+               "--param", f"inbox={inbox}", "--param", f"out={data_dir / 'out'}", "--status-interval", "0",
+               "--threads", "4"]
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
 
 
@@ -83,7 +84,8 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
     drill_s = time.monotonic() - started
 
     # The last run, in-process: drain, and wait for GetFile to drop its last records.
-    node = StandaloneNode(load_flow(str(FLOW), {"data_dir": str(data_dir), "inbox": str(inbox)}), str(data_dir))
+    node = StandaloneNode(load_flow(str(FLOW), {"data_dir": str(data_dir), "inbox": str(inbox),
+                                                "out": str(data_dir / "out")}), str(data_dir))
     node.start()
     out = data_dir / "out"
     try:
