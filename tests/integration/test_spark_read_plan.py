@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from flow.spark import records as records_module
 from flow.spark.batches import part_index
 from flow.spark.records import StagedInput, arrange, is_narrow, plan_batch_reads, read_batch, write_records
 
@@ -87,3 +88,30 @@ def test_a_query_with_a_random_column_is_never_taken_for_narrow(spark_local, inp
     read_batch(session, inputs).createOrReplaceTempView("flowfiles")
     assert is_narrow(session.sql("SELECT id FROM flowfiles").coalesce(PARTITIONS))
     assert not is_narrow(session.sql("SELECT id, rand() AS r FROM flowfiles").coalesce(PARTITIONS))
+
+
+def test_a_narrow_batch_larger_than_the_split_cap_is_read_in_tasks_of_one_size(spark_local, tmp_path, monkeypatch):
+    """Twelve inputs of one size, four partitions, a split cap of two inputs' bytes: in
+    capped splits a coalesce groups six splits into tasks of 2, 4, 2 and 4 inputs;
+    read in one split per partition, each task takes 3."""
+    directory = tmp_path / "in"
+    directory.mkdir()
+    staged = []
+    for index in range(12):
+        lines = [json.dumps({"id": f"{index:02d}-{n:05d}", "amount": n}) for n in range(1000)]
+        path = directory / f"in-{index:06d}.json"
+        path.write_text("\n".join(lines) + "\n")
+        staged.append(StagedInput(index, "json", f"file://{path}"))
+    size = (directory / "in-000000.json").stat().st_size
+    assert {path.stat().st_size for path in directory.iterdir()} == {size}
+    monkeypatch.setattr(records_module, "OPEN_COST_BYTES", 1024)
+    monkeypatch.setattr(records_module, "MAX_SPLIT_BYTES", 2 * (size + 1024))
+    session = spark_local.newSession()
+    plan_batch_reads(session, 4)
+    read_batch(session, staged).createOrReplaceTempView("flowfiles")
+    query = session.sql("SELECT id, amount + 1 AS next FROM flowfiles")
+    assert query.rdd.getNumPartitions() == 6  # the capped splits, before `arrange`
+    out = tmp_path / "out"
+    write_records(arrange(query, 4, deterministic=True), f"file://{out}", "json")
+    counts = sorted(len(path.read_bytes().splitlines()) for path in out.iterdir() if part_index(path.name) is not None)
+    assert counts == [3000] * 4
