@@ -10,17 +10,20 @@ runs alternate:
     the content, Spark runs the query and writes its result, and the node imports the
     result as new FlowFiles. With `--hdfs` the content is a clustered node's (local
     disk and HDFS, `cluster.node.content`) and goes by reference
-    (`flow.spark.by_reference`): the executors copy each claim from HDFS into staging
-    and checksum the result's files, which the node moves into its container. `deterministic` as configured
-    (`--deterministic`, default true: the result hash-partitioned and sorted by
-    every column, what makes a rerun's output ids the same).
+    (`flow.spark.by_reference`): the executors check each claim on HDFS (and copy
+    one that shares its resource file into staging) and checksum the result's files,
+    which the node moves into its container. `deterministic` as configured
+    (`--deterministic`, default true: what makes a rerun's output ids the same; this
+    query is narrow, so its result is coalesced in the order it was read, with no
+    shuffle: `flow.spark.records.arrange`).
   * `pyspark`: the same query in plain PySpark, reading the plain files from the
     same filesystem and writing its result back there.
 
 Both sides run once, untimed, over an eighth of the records first (the JVM's JIT
 warms up on both code paths), then `--rounds` times each, alternating which goes
 first. `ratio_vs_pyspark` = median custody records/s over median pyspark records/s
-(the goal is at least 0.8). Also: the session's start time, and the peak RSS growth of this
+(the goal is at least 0.8); `round_ratios` are each round's two sides' ratio, which a
+machine whose speed drifts during the run disturbs less. Also: the session's start time, and the peak RSS growth of this
 Python process (the node's) while ExecuteSparkSQL runs, over its resident set just
 before (`node_peak_rss_growth_mb`; the driver JVM is another process, held to
 `--driver-memory`).
@@ -273,6 +276,7 @@ def run(args) -> dict:
         "custody_records_per_sec": custody_median, "pyspark_records_per_sec": anchor_median,
         "custody_runs": custody, "pyspark_runs": anchor,
         "ratio_vs_pyspark": custody_median / anchor_median,
+        "round_ratios": [mine / theirs for mine, theirs in zip(custody, anchor)],
         "node_peak_rss_growth_mb": rss_growth,
         # How the last custody run's inputs reached Spark (`ExecuteSparkSQL.last_batch_inputs`).
         **{f"inputs_{how}": count for how, count in inputs_reached.items()},
