@@ -23,10 +23,10 @@ Both sides run once, untimed, over an eighth of the records first (the JVM's JIT
 warms up on both code paths), then `--rounds` times each, alternating which goes
 first. `ratio_vs_pyspark` = median custody records/s over median pyspark records/s
 (the goal is at least 0.8); `round_ratios` are each round's two sides' ratio, which a
-machine whose speed drifts during the run disturbs less. Also: the session's start time, and the peak RSS growth of this
-Python process (the node's) while ExecuteSparkSQL runs, over its resident set just
-before (`node_peak_rss_growth_mb`; the driver JVM is another process, held to
-`--driver-memory`).
+machine whose speed drifts during the run disturbs less. Also: the session's start
+time, and the peak RSS growth of this Python process (the node's) while
+ExecuteSparkSQL runs, over its resident set just before (`node_peak_rss_growth_mb`;
+the driver JVM is another process, held to `--driver-memory`).
 """
 
 from __future__ import annotations
