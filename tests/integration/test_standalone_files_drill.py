@@ -7,10 +7,11 @@ PutFile. Each run is SIGKILLed once the inbox has fallen to a random mark (the m
 spread over the files, so every such kill finds GetFile at work whatever the machine's
 speed), one run in eight while it is still starting and recovering. With NiFi's GetFile,
 which deletes a file only after its session's commit, some kills land between a commit
-and its deletes, and the next run takes those files again. A last run drains the inbox. Then every id must be in
-the PutFile directory exactly once (`cluster.drills.checker`: lost, duplicated and
-unexpected ids counted), the inbox empty, provenance must have sent each file once,
-and GetFile's state must hold no record (each is dropped once its delete is durable).
+and its deletes, and the next run takes those files again. A last run drains the
+inbox. Then every id must be in the PutFile directory exactly once
+(`cluster.drills.checker`: lost, duplicated and unexpected ids counted), the inbox
+empty, provenance must have sent each file once, and GetFile's state must hold no
+record (each is dropped once its delete is durable).
 
 CI: 3,000 files and 8 kills. CUSTODY_LONG=1: 30,000 files and 15 kills. Seed:
 CUSTODY_DRILL_SEED (default random, printed on failure).
