@@ -19,6 +19,8 @@ import struct
 from collections.abc import Iterator
 
 from .checksum_format import (
+    BLOCK_CRCS,
+    CHECKSUM_FORMAT_VERSION,
     HEADER_SIZE,
     NUL_RECORD,
     RECORD,
@@ -27,8 +29,8 @@ from .checksum_format import (
     Block,
     ChecksumFormatError,
     crc32,
+    read_header,
     record_offset,
-    unpack_header,
     unpack_record,
     whole_records,
 )
@@ -40,10 +42,12 @@ assert _RAW_RECORD.size == RECORD_SIZE and _OFFSET_AND_LENGTH.size == 12
 WINDOW_RECORDS = 4096  # records read at a time: 80 KB
 WHOLE_FILE_BYTES = 64 * 1024
 SEARCH_FROM_RECORDS = 8  # fewer records are skipped faster one by one than searched
+_BLOCK_CRC = BLOCK_CRCS[CHECKSUM_FORMAT_VERSION]  # what a writer of this release checksums blocks with
 
 
 class BlockChecksummer:
-    """The running checksum of one claim being written from resource offset `start`.
+    """The running checksum of one claim being written from resource offset `start`,
+    in the block CRC of the checksum file format this release writes.
 
     `update` takes the claim's bytes as they come; each block that fills up adds its
     packed record to `ready`, which the writer hands on with `take`; `finish` closes
@@ -61,13 +65,13 @@ class BlockChecksummer:
     def update(self, data) -> None:
         room = self._block_size - self._filled
         if len(data) < room:  # the common case: a small write inside one block
-            self._crc = crc32(data, self._crc)
+            self._crc = _BLOCK_CRC(data, self._crc)
             self._filled += len(data)
             return
         view = memoryview(data)
         while view:
             piece = view[:room]
-            self._crc = crc32(piece, self._crc)
+            self._crc = _BLOCK_CRC(piece, self._crc)
             self._filled += len(piece)
             view = view[len(piece):]
             if self._filled == self._block_size:
@@ -96,7 +100,9 @@ class ChecksumRecords:
     it closes with `close`. A small file (most are: a resource of 50 KB of claims has a
     few dozen records) is read once, whole.
 
-    Raises `ChecksumFormatError` at construction if the header cannot be trusted."""
+    `version` and `block_crc` are the file's format version and the CRC its blocks are
+    checked with. Raises `ChecksumFormatError` at construction if the header cannot be
+    trusted."""
 
     def __init__(self, handle, size: int):
         self._handle = handle
@@ -104,7 +110,8 @@ class ChecksumRecords:
         if size <= WHOLE_FILE_BYTES:
             self._whole = memoryview(self._read(0, size))  # sliced without copies
             size = len(self._whole)
-        self.block_size = unpack_header(self._read(0, HEADER_SIZE))
+        header = read_header(self._read(0, HEADER_SIZE))
+        self.block_size, self.version, self.block_crc = header.block_size, header.version, header.block_crc
         count = whole_records(size)
         while count and self._read(record_offset(count - 1), RECORD_SIZE) == NUL_RECORD:
             count -= 1  # a crash's NUL tail: the end of the records

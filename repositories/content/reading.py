@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from repositories.claims import ContentClaim, InvalidClaimError, ResourceClaim
 from repositories.storage import StorageError, StorageFileNotFound
 
-from .checksum_format import Block, ChecksumFormatError, crc32
+from .checksum_format import Block, ChecksumFormatError
 from .checksums import ChecksumRecords
 from .claimants import resource_of
 from .errors import (
@@ -160,7 +160,7 @@ class ClaimReader(io.RawIOBase):
         for block in blocks:
             if block.end > first + got:
                 failure = self._ended()
-            elif crc32(view[block.start - first:block.end - first]) != block.crc:
+            elif self._checksums.block_crc(view[block.start - first:block.end - first]) != block.crc:
                 failure = self._corrupted(block.start, block.end, "the bytes do not match their checksum")
             else:
                 good = block.end

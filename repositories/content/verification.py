@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from repositories.claims import ResourceClaim
 
-from .checksum_format import ChecksumFormatError, crc32, pack_record
+from .checksum_format import ChecksumFormatError, pack_record
 from .checksums import ChecksumRecords
 from .format import must_have_checksums
 
@@ -108,7 +108,7 @@ def check_resource(replica: str, resource: ResourceClaim, archived: bool, handle
         position = block.start + len(data)
         if len(data) < block.length:
             check.fail(block.start + len(data), block.end, f"the resource file reads only {position} bytes")
-        elif crc32(data) != block.crc:
+        elif records.block_crc(data) != block.crc:
             check.fail(block.start, block.end, "the bytes do not match their checksum")
     if damaged_record is not None:
         check.fail(expected, None, f"checksum record {damaged_record} is damaged")

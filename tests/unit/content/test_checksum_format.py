@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import io
+import zlib
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repositories.content.checksum_format import (
+    CHECKSUM_FORMAT_VERSION,
     HEADER_SIZE,
     RECORD_SIZE,
     Block,
     ChecksumFormatError,
-    crc32,
     pack_header,
     pack_record,
+    read_header,
     unpack_header,
     unpack_record,
 )
 from repositories.content.checksums import BlockChecksummer, ChecksumRecords, checksum_file_length
+from repositories.content.crc32c_math import combine, compose, crc32c
 
 
 def test_header_and_record_sizes_are_the_documented_ones():
@@ -38,6 +41,32 @@ def test_a_header_round_trips_and_every_damaged_byte_of_it_is_refused():
     for length in range(len(header)):
         with pytest.raises(ChecksumFormatError, match="cut short"):
             unpack_header(header[:length])
+
+
+def test_this_release_writes_format_2_and_reads_1_and_2_each_with_its_own_block_crc():
+    assert CHECKSUM_FORMAT_VERSION == 2 and read_header(pack_header(4096)).version == 2
+    assert read_header(pack_header(4096, 1)) == (4096, 1)
+    assert read_header(pack_header(4096, 1)).block_crc(b"123456789") == 0xCBF43926  # CRC-32 (IEEE)
+    assert read_header(pack_header(4096, 2)).block_crc(b"123456789") == 0xE3069283  # CRC-32C
+    with pytest.raises(ValueError):
+        pack_header(4096, 3)
+    for version in (0, 3):
+        head = bytearray(pack_header(4096))
+        head[8:10] = version.to_bytes(2, "little")
+        head[14:18] = zlib.crc32(bytes(head[:14])).to_bytes(4, "little")
+        with pytest.raises(ChecksumFormatError, match=f"format {version} is not known.*reads formats 1, 2"):
+            unpack_header(bytes(head))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(0, 2000), max_size=8))
+def test_the_crc32c_of_pieces_composes_into_the_crc32c_of_the_whole(data, cuts):
+    bounds = sorted({0, len(data), *(cut for cut in cuts if cut <= len(data))})
+    pieces = [(crc32c(data[a:b]), b - a) for a, b in zip(bounds, bounds[1:])]
+    assert compose(pieces) == crc32c(data)
+    if len(bounds) > 2:
+        middle = bounds[1]
+        assert combine(crc32c(data[:middle]), crc32c(data[middle:]), len(data) - middle) == crc32c(data)
 
 
 def test_a_record_round_trips_and_every_damaged_byte_of_it_makes_it_damaged():
@@ -70,7 +99,7 @@ def blocks_of(data: bytes, start: int, block_size: int, pieces: list[int]) -> li
 def test_blocks_depend_on_the_bytes_not_on_how_the_writer_split_them(data, start, block_size, pieces):
     blocks = blocks_of(data, start, block_size, pieces)
     # Cut from the claim's first byte in blocks of block_size, the last one shorter.
-    expected = [Block(start + at, len(data[at:at + block_size]), crc32(data[at:at + block_size]))
+    expected = [Block(start + at, len(data[at:at + block_size]), crc32c(data[at:at + block_size]))
                 for at in range(0, len(data), block_size)]
     assert blocks == expected
     assert blocks_of(data, start, block_size, []) == expected

@@ -31,8 +31,8 @@ def payload(seed: int, size: int) -> bytes:
     return (block * (size // 32 + 1))[:size]
 
 
-def recorded_claims() -> list[tuple[ContentClaim, int, bool]]:
-    rows = json.loads((DATA / "claims.json").read_text())
+def recorded_claims(data: Path = DATA) -> list[tuple[ContentClaim, int, bool]]:
+    rows = json.loads((data / "claims.json").read_text())
     return [(ContentClaim(ResourceClaim(row["container"], row["section"], row["id"]), row["offset"], row["length"]),
              row["seed"], row["archived"]) for row in rows]
 
