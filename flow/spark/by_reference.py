@@ -70,6 +70,25 @@ class ContentLocation:
     base: str
     block_size: int
 
+    def resource_path(self, claim: ContentClaim) -> str:
+        """Where the resource file of `claim` lies on the HDFS (live, not archived)."""
+        from repositories.content.format import resource_path
+
+        return resource_path(self._container_root(claim), claim.resource)
+
+    def checksum_path(self, claim: ContentClaim) -> str:
+        """Where the checksum file of `claim`'s resource lies on the HDFS."""
+        from repositories.content.format import checksum_path
+
+        return checksum_path(self._container_root(claim), claim.resource)
+
+    def _container_root(self, claim: ContentClaim) -> str:
+        from replication.hdfs_content import hdfs_content_root
+        from repositories.storage import join
+
+        container = claim.resource.container
+        return join(hdfs_content_root(self.base, container), container)
+
 
 @runtime_checkable
 class ContentByReference(Protocol):
@@ -119,10 +138,9 @@ def _stage_partition(location: ContentLocation, items):
     """On an executor: each claim checked block by block against its checksums, and
     either left in place (it fills its resource file whole, and `in_place` allows:
     Spark reads that file) or copied to its target."""
-    from replication.hdfs_content import hdfs_content_root, open_hdfs_content_reader
+    from replication.hdfs_content import open_hdfs_content_reader
     from repositories.content.errors import ContentRepositoryError
-    from repositories.content.format import resource_path
-    from repositories.storage import StorageError, join
+    from repositories.storage import StorageError
 
     storage = location.storage.open()
     readers = {}
@@ -135,7 +153,7 @@ def _stage_partition(location: ContentLocation, items):
                 if reader is None:
                     reader = readers[container] = open_hdfs_content_reader(storage, location.base, container,
                                                                             (container,))
-                path = resource_path(join(hdfs_content_root(location.base, container), container), claim.resource)
+                path = location.resource_path(claim)
                 if item.in_place and claim.offset == 0 and storage.status(path).length == claim.length:
                     with reader.open_read(claim) as source:
                         while source.read(STAGE_CHUNK):

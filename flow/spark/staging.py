@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from repositories.storage import StorageError, StorageFileNotFound, join
 
 from .batches import parse_staging_name, staging_name
-from .by_reference import ClaimToStage, ContentByReference, stage_claims
+from .by_reference import ClaimToStage, ContentByReference, Staged, stage_claims
+from .file_checksums import vouched_by_hdfs
 from .records import StagedInput, staged_name
 
 log = logging.getLogger(__name__)
@@ -126,11 +127,13 @@ def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
                 inputs) -> tuple[list[StagedInput], dict[str, int]]:
     """Where Spark reads each input's records, by batch place, and how many inputs got
     there which way (`in_place`, `copied_by_executors`, `copied_by_node`). With
-    `content` (`by_reference`), the executors check each claim on HDFS and leave it in
-    place when it fills its resource file (unless another input shares that resource),
-    or copy it to a file of its own under `directory`/in (`flow.spark.by_reference`);
-    without it, and for a claim an executor could not read, the node copies the
-    content there itself (`stage_inputs`)."""
+    `content` (`by_reference`), a claim that fills its resource file (unless another
+    input shares that resource) is left in place: unread when HDFS vouches for its
+    bytes (`flow.spark.file_checksums`; counted as `vouched_by_hdfs` too), or else once
+    the executors have checked it by reading; any other claim the executors copy to a
+    file of its own under `directory`/in (`flow.spark.by_reference`). Without
+    `content`, and for a claim an executor could not read, the node copies the content
+    there itself (`stage_inputs`)."""
     if content is None:
         staged = stage_inputs(session, staging, directory, inputs)
         return staged, {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged)}
@@ -139,10 +142,16 @@ def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
               for index, (flowfile, record_format) in enumerate(inputs) if flowfile.size]
     content.make_readable(claim for _, claim, _ in claims)
     shared = Counter(claim.resource for _, claim, _ in claims)
-    results = stage_claims(spark, content.spark_location(), [
-        ClaimToStage(index, claim, f"{directory}/in/{staged_name(index, record_format)}",
-                     in_place=shared[claim.resource] == 1)
-        for index, claim, record_format in claims])
+    location = content.spark_location()
+    items = [ClaimToStage(index, claim, f"{directory}/in/{staged_name(index, record_format)}",
+                          in_place=shared[claim.resource] == 1)
+             for index, claim, record_format in claims]
+    vouched = vouched_by_hdfs(spark, staging.storage, staging.uri, [
+        (item.index, location.resource_path(item.claim), location.checksum_path(item.claim), item.claim.length)
+        for item in items if item.in_place and item.claim.offset == 0])
+    results = sorted([Staged(index, path) for index, path in vouched.items()]
+                     + stage_claims(spark, location, [item for item in items if item.index not in vouched]),
+                     key=lambda each: each.index)
     unread = [each for each in results if each.path is None]
     if unread:
         log.warning("%s: %d of %d inputs of a Spark batch could not be read from HDFS on the executors (%s); "
@@ -155,4 +164,4 @@ def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
     in_place = sum(1 for each in results if each.path is not None and not each.path.startswith(directory))
     return (sorted(staged, key=lambda each: each.index),
             {"in_place": in_place, "copied_by_executors": len(results) - len(unread) - in_place,
-             "copied_by_node": len(unread)})
+             "copied_by_node": len(unread), "vouched_by_hdfs": len(vouched)})

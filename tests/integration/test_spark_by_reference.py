@@ -151,7 +151,8 @@ def test_claims_go_to_spark_by_reference_and_its_output_comes_back_as_hdfs_only_
         assert not local.exists(claim)
         assert node.content.claimant_count(claim) == 1
     assert node.queue.count == 0  # the inputs left with the commit that made the outputs
-    assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 6, "copied_by_node": 0}
+    assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 6, "copied_by_node": 0,
+                                                "vouched_by_hdfs": 0}
     assert not node.storage.list(node.staging.processor_directory(INCARNATION.id, "sql")), "staging was left"
 
 
@@ -161,7 +162,8 @@ def test_claims_that_fill_their_resource_files_are_read_where_they_are(clustered
     assert all(len(payload) > REPLICATED_RESOURCE_SIZE for payload in big)
     node.load(big)
     outputs = node.run(sql="SELECT id, _attr_filename AS source FROM flowfiles", attribute_columns="filename")
-    assert node.processor.last_batch_inputs == {"in_place": 3, "copied_by_executors": 0, "copied_by_node": 0}
+    assert node.processor.last_batch_inputs == {"in_place": 3, "copied_by_executors": 0, "copied_by_node": 0,
+                                                "vouched_by_hdfs": 3}  # and so not read before Spark
     assert node.content.reads == []
     assert records_of(node, outputs) == [{"id": n, "source": f"f{n // 40_000}"} for n in range(120_000)]
 
@@ -193,3 +195,32 @@ def test_an_input_damaged_on_hdfs_is_staged_by_the_node_from_its_local_copy(clus
     assert [r for r in caplog.records if "could not be read from HDFS on the executors" in r.getMessage()]
     assert node.content.reads == [claim]  # the node read the damaged one itself, from its local copy
     assert [record["id"] for record in records_of(node, outputs)] == list(range(40))
+
+
+def test_an_input_rewritten_on_hdfs_is_not_vouched_for_and_is_staged_by_the_node_from_its_local_copy(clustered,
+                                                                                                     caplog):
+    """A claim that fills its resource file is read in place unread only while HDFS's
+    whole-file CRC equals the one its checksum records compose. Rewritten through the
+    HDFS API, the file's HDFS CRCs describe the new bytes: the CRCs disagree, the
+    executors read it, find the damage, and the node stages its local copy."""
+    node = clustered
+    big = payloads(3, 40_000)
+    node.load(big)
+    node.content.reads.clear()
+    claim = next(record.content_claim for record in node.shard.wal.records.values()
+                 if record.attributes.get("filename") == "f1")
+    node.content.replicas.seal(claim.resource)
+    path = resource_path(f"{node.layout.hdfs_content}/{INCARNATION.id}/{INCARNATION.id}", claim.resource)
+    assert claim.offset == 0 and node.storage.status(path).length == claim.length
+    damaged = bytearray(node.storage.read(path))
+    damaged[len(damaged) // 2] ^= 0x55
+    node.storage.delete(path)
+    with node.storage.create(path) as out:
+        out.write(bytes(damaged))
+    with caplog.at_level(logging.WARNING):
+        outputs = node.run()
+    assert node.processor.last_batch_inputs == {"in_place": 2, "copied_by_executors": 0, "copied_by_node": 1,
+                                                "vouched_by_hdfs": 2}
+    assert [r for r in caplog.records if "could not be read from HDFS on the executors" in r.getMessage()]
+    assert node.content.reads == [claim]  # the node read the damaged one itself, from its local copy
+    assert [record["id"] for record in records_of(node, outputs)] == list(range(120_000))
