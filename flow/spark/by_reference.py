@@ -5,7 +5,8 @@ executors read and write the bytes.
     content = session.content_store                       # a clustered node's NodeContent
     if isinstance(content, ContentByReference):
         content.make_readable(claims)                     # every file closed on HDFS
-        staged = stage_claims(spark, content.spark_location(), items)  # checked; copied or in place
+        vouched = vouched_by_hdfs(...)                    # in place, unread: HDFS's CRC agrees
+        staged = stage_claims(spark, content.spark_location(), rest)  # read and checked; copied or in place
         ...                                               # Spark runs the batch
         taken = checksum_outputs(spark, content.spark_location(), part_paths)
         session.check_admitted()                          # the guard, before the renames
@@ -14,11 +15,14 @@ executors read and write the bytes.
 Inputs. The node first makes every input claim readable on HDFS: its own resources
 are sealed (no more appends, synced, closed), files a dead incarnation left open have
 their leases recovered; hdfs-native reads an open file only to its last finished
-block. One Spark job then stages every claim on the executors. Each task opens the
-content on HDFS itself, with its own client, and reads the claim with positioned reads,
-checking every block against the resource's checksum file as a node reads a claim. A
-claim that fills its resource file whole (offset 0, the file's length: a large
-FlowFile's content usually does) is left where it is, and Spark reads that file; any
+block. A claim that fills its resource file whole, and whose bytes HDFS vouches for
+(`flow.spark.file_checksums`: HDFS's whole-file CRC-32C equals the one its checksum
+records compose), is read by Spark in place with no pass before. One Spark job then
+stages every other claim on the executors. Each task opens the content on HDFS
+itself, with its own client, and reads the claim with positioned reads, checking
+every block against the resource's checksum file as a node reads a claim. A claim
+that fills its resource file whole (offset 0, the file's length: a large FlowFile's
+content usually does) is left where it is, and Spark reads that file; any
 other claim is copied into a file of its own in the batch's staging directory
 (`in-<index>.<format>`, as `records` names them), because Spark's file readers cannot
 start at an offset inside a file other claims share and Parquet keeps its footer at
