@@ -235,6 +235,15 @@ def run(args) -> dict:
         finally:
             node.close()
             shutil.rmtree(root, ignore_errors=True)
+            if args.hdfs:
+                # The round's inputs and outputs, off HDFS: the harness's three DataNodes
+                # share one disk, and a run of five rounds left them too little room to
+                # take the next round's open files (each holds a whole block in reserve).
+                from cluster.core.incarnation import Incarnation
+                from cluster.core.layout import ClusterLayout
+
+                storage.delete(f"{ClusterLayout('bench', base).hdfs_content}/{Incarnation('bench', number + 1).id}",
+                               recursive=True)
 
     def pyspark_run(paths: list[str]) -> float:
         """The same query in plain PySpark over the plain files `paths`; its seconds."""
