@@ -126,7 +126,8 @@ def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
 def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
                 inputs) -> tuple[list[StagedInput], dict[str, int]]:
     """Where Spark reads each input's records, by batch place, and how many inputs got
-    there which way (`in_place`, `copied_by_executors`, `copied_by_node`). With
+    there which way (`in_place`, `copied_by_executors`, `copied_by_node`; and of those
+    in place, `vouched_by_hdfs`). With
     `content` (`by_reference`), a claim that fills its resource file (unless another
     input shares that resource) is left in place: unread when HDFS vouches for its
     bytes (`flow.spark.file_checksums`; counted as `vouched_by_hdfs` too), or else once
@@ -136,7 +137,7 @@ def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
     there itself (`stage_inputs`)."""
     if content is None:
         staged = stage_inputs(session, staging, directory, inputs)
-        return staged, {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged)}
+        return staged, {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged), "vouched_by_hdfs": 0}
     staging.storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
     claims = [(index, flowfile.content_claim, record_format)
               for index, (flowfile, record_format) in enumerate(inputs) if flowfile.size]
