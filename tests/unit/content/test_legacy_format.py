@@ -55,17 +55,25 @@ def test_the_data_is_what_the_old_release_wrote():
     assert not [path for path in DATA.rglob("*") if path.name.endswith(CHECKSUM_SUFFIX)]
 
 
-def test_every_claim_of_the_old_release_reads_back_byte_for_byte(copy):
+def read_back_every_claim(copy: Path, data: Path, verified) -> tuple:
+    """Recover both replicas of `copy` (a copy of `data`) and read every recorded claim
+    byte for byte from each and through both; `verified(claim)` is whether the local
+    reader must have checked it. Returns (local, replicated), still open."""
     local, mirror = open_replica(copy, "local"), open_replica(copy, "mirror")
     replicated = ReplicatingContentRepository([local, mirror])
-    report = replicated.recover([claim for claim, _seed, archived in recorded_claims() if not archived])
+    report = replicated.recover([claim for claim, _seed, archived in recorded_claims(data) if not archived])
     assert report.missing == [] and report.destroyed == []
-    for claim, seed, _archived in recorded_claims():
+    for claim, seed, _archived in recorded_claims(data):
         for repository in (local, mirror, replicated):
             with repository.open_read(claim) as reader:
                 assert reader.read() == payload(seed, claim.length)
         with local.open_read(claim) as reader:
-            assert reader.verified is False
+            assert reader.verified is verified(claim)
+    return local, replicated
+
+
+def test_every_claim_of_the_old_release_reads_back_byte_for_byte(copy):
+    local, replicated = read_back_every_claim(copy, DATA, lambda claim: False)
     assert local.read(recorded_claims()[3][0], 1000, 20) == payload(3, 3000)[1000:1020]
     replicated.close()
 
