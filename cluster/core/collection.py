@@ -1,5 +1,6 @@
 """What nothing can reference any more, decided purely: dead incarnations' content
-containers on HDFS, and shard and plan znodes finished long ago.
+containers on HDFS, retired shards' Spark staging, and shard and plan znodes
+finished long ago.
 
 `plan_collection(view)` decides; `cluster.failover.collector.ContentCollector` reads
 the `CollectionView` (in the order the race below needs), carries the plan out,
@@ -51,6 +52,19 @@ transaction that sets its parent SPLIT), or is the home shard of a new incarnati
 So a container found garbage stays garbage, and a round still running on a leader
 that has just been deposed deletes nothing another leader needs.
 
+Spark staging. Shard S's Spark batches are staged under `<root>/<cluster>/spark/S/`
+(`flow.spark.staging`); a processor deletes each batch's directory when the batch is
+done, and whatever it finds there when it first runs on S. That leaves what no
+processor will run on again: the staging of a retired S. Above all, a node paused
+while its batch ran and woken after the takeover goes on with that batch until its
+next check of the session guard, and may create the batch's directory again after
+the adopter collected it. So S's staging directory is deleted when S is RETIRED, or
+when S has no znode and its name is an incarnation id below the counter (a home
+shard retired and collected). It is read right after the containers, before the
+sync, for the same reason: a directory in the listing was created by a processor
+running on S, so S's znode existed before the listing. Deleting it under a deposed
+node's batch is harmless: that node can commit nothing for S.
+
 Retired shard znodes. Shard S's znode is deleted when S is RETIRED, its RETIRED
 history entry is older than `retention` (wall clock, at the leader; default 10
 minutes, so a late reader still sees "retired" rather than "gone"), and no
@@ -94,6 +108,7 @@ class CollectionView:
     live: frozenset[str]                         # children of `nodes/`
     now: float                                   # wall clock
     plans: dict[str, tuple[FailoverPlan, int]] = field(default_factory=dict)  # plan id -> (value, version)
+    staging: tuple[str, ...] = ()                # directory names under `<root>/<cluster>/spark`
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,7 @@ class CollectionPlan:
     containers: tuple[str, ...]           # incarnation ids whose content directory goes
     shards: tuple[tuple[str, int], ...]   # (shard id, version) of retired znodes that go
     plans: tuple[tuple[str, int], ...] = ()  # (plan id, version) of done plan znodes that go
+    staging: tuple[str, ...] = ()         # shard ids whose Spark staging directory goes
 
 
 # -- the decisions --------------------------------------------------------------------------
@@ -148,6 +164,26 @@ def collectable_containers(containers: Iterable[str], shards: Iterable[ShardOwne
         if epoch < counter:
             drawn.append(name)
     return garbage_containers(drawn, shards, live)
+
+
+def collectable_staging(directories: Iterable[str], shards: dict[str, ShardOwnership], counter: int) -> list[str]:
+    """The shards' Spark staging directories to delete: a RETIRED shard's, and one
+    whose shard has no znode and is named as an incarnation below `counter` (see the
+    module docstring)."""
+    found = []
+    for name in sorted(set(directories)):
+        shard = shards.get(name)
+        if shard is not None:
+            if shard.state is ShardState.RETIRED:
+                found.append(name)
+            continue
+        try:
+            epoch = Incarnation.parse(name).epoch
+        except ValueError:
+            continue
+        if epoch < counter:
+            found.append(name)
+    return found
 
 
 def owners_may_be_forgotten(shards: dict[str, ShardOwnership]) -> bool:
@@ -222,5 +258,6 @@ def plan_collection(view: CollectionView, retention: float = DEFAULT_RETENTION) 
     containers = collectable_containers(view.containers, shards.values(), view.live, view.counter)
     znodes = collectable_shards(shards, view.now, retention)
     plans = collectable_plans({name: entry[0] for name, entry in view.plans.items()}, view.now, retention)
+    staging = collectable_staging(view.staging, shards, view.counter)
     return CollectionPlan(tuple(containers), tuple((name, view.shards[name][1]) for name in znodes),
-                          tuple((name, view.plans[name][1]) for name in plans))
+                          tuple((name, view.plans[name][1]) for name in plans), tuple(staging))

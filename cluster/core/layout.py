@@ -103,6 +103,11 @@ class ClusterLayout:
     def hdfs_provenance(self) -> str:
         return f"{self.hdfs_cluster}/provenance"
 
+    @property
+    def hdfs_spark(self) -> str:
+        """Where the shards' Spark batches are staged (`flow.spark.staging`), by shard."""
+        return f"{self.hdfs_cluster}/spark"
+
     def probe_file(self, node: str) -> str:
         return f"{self.hdfs_cluster}/probes/{node}"
 

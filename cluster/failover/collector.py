@@ -1,8 +1,8 @@
 """The content collector: carries out `cluster.core.collection`'s decisions on the
 leader. One round (`ContentCollector.collect`) reads a `CollectionView` in the
 order that module's docstring argues for, decides with `plan_collection`, then
-deletes: dead incarnations' content containers on HDFS, retired shard znodes and
-done plan znodes. Nothing here raises; a failed deletion is one log line, retried
+deletes: dead incarnations' content containers on HDFS, retired shards' Spark
+staging directories, retired shard znodes and done plan znodes. Nothing here raises; a failed deletion is one log line, retried
 on a later round.
 
 Lock plan: none; one round runs at a time, on the leader's collector thread.
@@ -42,7 +42,8 @@ class ContentCollector:
     def read_view(self) -> CollectionView:
         # The order is the safety argument of `cluster.core.collection`: HDFS first,
         # then sync, then ZooKeeper, members last.
-        containers = self._list_containers()
+        containers = self._list_directories(containers_directory(self.layout))
+        staging = self._list_directories(self.layout.hdfs_spark)
         self.store.sync()
         counter = self.store.incarnation_counter()
         # Strict: a container is garbage only if no shard references it, and an
@@ -50,7 +51,7 @@ class ContentCollector:
         shards = self.store.shards.all(strict=True)
         plans = self.store.plans.all(strict=True)
         live = self.store.live_incarnations()
-        return CollectionView(containers, counter, shards, live, self._wall_clock(), plans)
+        return CollectionView(containers, counter, shards, live, self._wall_clock(), plans, staging)
 
     def collect(self, keep_going: Callable[[], bool] = lambda: True) -> CollectionPlan:
         """One round. Returns what it decided (whether or not each deletion worked).
@@ -63,7 +64,13 @@ class ContentCollector:
         for container in plan.containers:
             if not keep_going():
                 return plan
-            self._delete_container(container)
+            self._delete_directory(container_directory(self.layout, container),
+                                   f"the content of dead incarnation {container}", "no shard can reference it")
+        for shard in plan.staging:
+            if not keep_going():
+                return plan
+            self._delete_directory(f"{self.layout.hdfs_spark}/{shard}", f"the Spark staging of shard {shard}",
+                                   "the shard is retired")
         for shard, version in plan.shards:
             if not keep_going():
                 return plan
@@ -74,22 +81,19 @@ class ContentCollector:
             self._delete_znode(self.layout.plan(plan_id), version, f"the znode of plan {plan_id}, done")
         return plan
 
-    def _list_containers(self) -> tuple[str, ...]:
-        directory = containers_directory(self.layout)
+    def _list_directories(self, directory: str) -> tuple[str, ...]:
         try:
             return tuple(sorted(status.name for status in self.storage.list(directory) if status.is_dir))
         except FileNotFoundError:
-            return ()  # no incarnation wrote content yet
+            return ()  # nothing written there yet
 
-    def _delete_container(self, container: str) -> None:
-        path = container_directory(self.layout, container)
+    def _delete_directory(self, path: str, what: str, why: str) -> None:
         try:
             self.storage.delete(path, recursive=True)
         except Exception as error:  # noqa: BLE001 - collected on a later round
-            log.warning("deleting the content of dead incarnation %s (%s) failed, retried next round: %s",
-                        container, path, first_line(error, 200))
+            log.warning("deleting %s (%s) failed, retried next round: %s", what, path, first_line(error, 200))
             return
-        log.info("deleted the content of dead incarnation %s (%s): no shard can reference it", container, path)
+        log.info("deleted %s (%s): %s", what, path, why)
 
     def _delete_znode(self, path: str, version: int, what: str) -> None:
         try:

@@ -99,7 +99,7 @@ class ClusteredNode:
         export.start(self.provenance)
         self.provenance_export = export
         self.services = node_services(
-            self.config.name, SparkStaging(self.storage, f"{self.layout.hdfs_cluster}/spark", self.config.hdfs_url),
+            self.config.name, SparkStaging(self.storage, self.layout.hdfs_spark, self.config.hdfs_url),
             spark_master=self.config.spark_master,
             spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf))
         try:

@@ -240,7 +240,7 @@ class SparkBatchProcessor(Processor):
         began = time.perf_counter()
         try:
             with time_limit(spark, directory, context["job_timeout"]):
-                staged = self._stage(session, spark, content, staging, directory, inputs)
+                staged = self._stage(context, session, spark, content, staging, directory, inputs)
                 staged_at = time.perf_counter()
                 outputs = self._run(context, spark, staging, directory, inputs, staged)
                 ran_at = time.perf_counter()
@@ -260,6 +260,9 @@ class SparkBatchProcessor(Processor):
             staging.delete(directory)
         self.last_batch_seconds = {"stage": staged_at - began, "spark": ran_at - staged_at,
                                    "import": time.perf_counter() - ran_at}
+        log.debug("%s: batch %s of %d FlowFile(s) on shard %s: staged in %.2f s, Spark %.2f s, imported in %.2f s "
+                  "(inputs %s)", self.id, batch_key, len(parents), session.shard_id,
+                  *self.last_batch_seconds.values(), self.last_batch_inputs)
         self._succeeded(batch_key)
 
     # -- the steps of a batch --------------------------------------------------------
@@ -272,13 +275,15 @@ class SparkBatchProcessor(Processor):
                 staging.collect(session.shard_id, self.id)
                 self._collected.add(session.shard_id)
 
-    def _stage(self, session, spark, content, staging, directory: str, inputs) -> list[StagedInput]:
-        """Where Spark reads each input's records (`flow.spark.staging.stage_batch`)."""
+    def _stage(self, context, session, spark, content, staging, directory: str, inputs) -> list[StagedInput]:
+        """Where Spark reads each input's records (`flow.spark.staging.stage_batch`): small
+        inputs may share a staging file unless their records must tell their FlowFile."""
         if content is not None and session.shard_id not in self._by_reference:
             self._by_reference.add(session.shard_id)
             log.info("%s: batches of shard %s go to Spark by reference: the executors read the claims and write "
                      "the results on HDFS", self.id, session.shard_id)
-        staged, self.last_batch_inputs = stage_batch(session, spark, content, staging, directory, inputs)
+        staged, self.last_batch_inputs = stage_batch(session, spark, content, staging, directory, inputs,
+                                                     join=not context["attribute_columns"].strip())
         return staged
 
     @staticmethod

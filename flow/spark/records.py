@@ -9,7 +9,8 @@ A FlowFile's format is the processor's `record_format`, or with "auto" its `mime
 A staged input is one file per FlowFile, `in-<index>.<format>` (or, passed by
 reference, the resource file its claim fills whole): each record's file name tells
 its FlowFile, so the FlowFiles' attributes can be joined to their records as
-`_attr_<name>` columns.
+`_attr_<name>` columns. A batch that asks for none may have small JSON-lines inputs
+staged together in one file (`joined_name`; `flow.spark.by_reference`).
 Readers run in FAILFAST mode: a record that does not parse fails the batch (it goes
 to `failure`), it is never dropped or read as nulls.
 
@@ -73,6 +74,11 @@ def staged_name(index: int, record_format: str) -> str:
     return f"in-{index:06d}.{record_format}"
 
 
+def joined_name(first: int, last: int) -> str:
+    """The staging file of the JSON-lines inputs `first` to `last` copied together."""
+    return f"in-{first:06d}-{last:06d}.json"
+
+
 def attribute_columns(spec: str, attributes: Sequence[Mapping[str, str]]) -> list[str]:
     """The attribute names `spec` asks for ("" none, "*" every one the batch has, else
     a comma-separated list), in a stable order."""
@@ -101,7 +107,8 @@ def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool =
 
     frames = []
     for record_format in FORMATS:
-        uris = [each.uri for each in inputs if each.record_format == record_format]
+        # Inputs copied into one shared file name it each: it is read once.
+        uris = list(dict.fromkeys(each.uri for each in inputs if each.record_format == record_format))
         if not uris:
             continue
         reader = spark.read

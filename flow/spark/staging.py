@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from repositories.storage import StorageError, StorageFileNotFound, join
 
 from .batches import parse_staging_name, staging_name
-from .by_reference import ClaimToStage, ContentByReference, Staged, stage_claims
+from .by_reference import ClaimToStage, ContentByReference, Staged, join_small_claims, stage_claims
 from .file_checksums import vouched_by_hdfs
-from .records import StagedInput, staged_name
+from .records import StagedInput, joined_name, staged_name
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +105,14 @@ def by_reference(session, staging: SparkStaging):
 
 
 def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
-                 indexes: list[int] | None = None) -> list[StagedInput]:
+                 indexes: list[int] | None = None, *, make_directory: bool = True) -> list[StagedInput]:
     """Each input FlowFile's content as its own file under `directory`/in, streamed in
     chunks through the node; `inputs` are (FlowFile, record format) in batch order,
-    or at the batch places `indexes`. Empty content holds no records and gets no file."""
+    or at the batch places `indexes`. Empty content holds no records and gets no file.
+    Without `make_directory`, `directory`/in must be there already."""
     storage = staging.storage
-    storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
+    if make_directory:
+        storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
     staged = []
     for index, (flowfile, record_format) in zip(indexes or range(len(inputs)), inputs):
         if not flowfile.size:
@@ -123,21 +125,23 @@ def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
     return staged
 
 
-def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
-                inputs) -> tuple[list[StagedInput], dict[str, int]]:
+def stage_batch(session, spark, content, staging: SparkStaging, directory: str, inputs, *,
+                join: bool = True) -> tuple[list[StagedInput], dict[str, int]]:
     """Where Spark reads each input's records, by batch place, and how many inputs got
-    there which way (`in_place`, `copied_by_executors`, `copied_by_node`; and of those
-    in place, `vouched_by_hdfs`). With
-    `content` (`by_reference`), a claim that fills its resource file (unless another
-    input shares that resource) is left in place: unread when HDFS vouches for its
-    bytes (`flow.spark.file_checksums`; counted as `vouched_by_hdfs` too), or else once
-    the executors have checked it by reading; any other claim the executors copy to a
-    file of its own under `directory`/in (`flow.spark.by_reference`). Without
-    `content`, and for a claim an executor could not read, the node copies the content
-    there itself (`stage_inputs`)."""
+    there which way (`in_place`, `copied_by_executors`, `copied_by_node`; of those in
+    place, `vouched_by_hdfs`; of those copied by the executors, `joined_by_executors`).
+    With `content` (`by_reference`), a claim that fills its resource file (unless
+    another input shares that resource) is left in place: unread when HDFS vouches for
+    its bytes (`flow.spark.file_checksums`; counted as `vouched_by_hdfs` too), or else
+    once the executors have checked it by reading; any other claim the executors copy
+    under `directory`/in (`flow.spark.by_reference`): small JSON-lines claims into
+    shared files when `join` (a batch whose records need not tell their FlowFile),
+    the rest each to a file of its own. Without `content`, and for a claim an executor
+    could not read, the node copies the content there itself (`stage_inputs`)."""
     if content is None:
         staged = stage_inputs(session, staging, directory, inputs)
-        return staged, {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged), "vouched_by_hdfs": 0}
+        return staged, {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged), "vouched_by_hdfs": 0,
+                        "joined_by_executors": 0}
     staging.storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
     claims = [(index, flowfile.content_claim, record_format)
               for index, (flowfile, record_format) in enumerate(inputs) if flowfile.size]
@@ -150,19 +154,29 @@ def stage_batch(session, spark, content, staging: SparkStaging, directory: str,
     vouched = vouched_by_hdfs(spark, staging.storage, staging.uri, [
         (item.index, location.resource_path(item.claim), location.checksum_path(item.claim), item.claim.length)
         for item in items if item.in_place and item.claim.offset == 0])
+    rest = [item for item in items if item.index not in vouched]
+    formats = {index: record_format for index, _, record_format in claims}
+    joinable = [item for item in rest if join and formats[item.index] == "json"
+                and not (item.in_place and item.claim.offset == 0)]
+    alone, joined = join_small_claims(joinable, lambda first, last: f"{directory}/in/{joined_name(first, last)}")
+    alone += [item for item in rest if item not in joinable]
     results = sorted([Staged(index, path) for index, path in vouched.items()]
-                     + stage_claims(spark, location, [item for item in items if item.index not in vouched]),
-                     key=lambda each: each.index)
+                     + stage_claims(spark, location, alone + joined), key=lambda each: each.index)
     unread = [each for each in results if each.path is None]
     if unread:
+        # Not for a node deposed meanwhile (paused, say): its batch directory may have
+        # been collected by the adopter, and is never made again (no `make_directory`).
+        session.check_admitted()
         log.warning("%s: %d of %d inputs of a Spark batch could not be read from HDFS on the executors (%s); "
                     "the node stages them", session.component_id, len(unread), len(claims), unread[0].reason)
     indexes = [each.index for each in unread]
-    staged = stage_inputs(session, staging, directory, [inputs[index] for index in indexes], indexes=indexes)
-    formats = {index: record_format for index, _, record_format in claims}
+    staged = stage_inputs(session, staging, directory, [inputs[index] for index in indexes], indexes=indexes,
+                          make_directory=False)
     staged += [StagedInput(each.index, formats[each.index], staging.uri(each.path))
                for each in results if each.path is not None]
     in_place = sum(1 for each in results if each.path is not None and not each.path.startswith(directory))
+    shared = {group.target for group in joined}
     return (sorted(staged, key=lambda each: each.index),
             {"in_place": in_place, "copied_by_executors": len(results) - len(unread) - in_place,
-             "copied_by_node": len(unread), "vouched_by_hdfs": len(vouched)})
+             "copied_by_node": len(unread), "vouched_by_hdfs": len(vouched),
+             "joined_by_executors": sum(1 for each in results if each.path in shared)})

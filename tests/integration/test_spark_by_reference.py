@@ -151,8 +151,9 @@ def test_claims_go_to_spark_by_reference_and_its_output_comes_back_as_hdfs_only_
         assert not local.exists(claim)
         assert node.content.claimant_count(claim) == 1
     assert node.queue.count == 0  # the inputs left with the commit that made the outputs
+    # Small JSON-lines claims: copied by the executors into one shared staging file.
     assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 6, "copied_by_node": 0,
-                                                "vouched_by_hdfs": 0}
+                                                "vouched_by_hdfs": 0, "joined_by_executors": 6}
     assert not node.storage.list(node.staging.processor_directory(INCARNATION.id, "sql")), "staging was left"
 
 
@@ -163,7 +164,7 @@ def test_claims_that_fill_their_resource_files_are_read_where_they_are(clustered
     node.load(big)
     outputs = node.run(sql="SELECT id, _attr_filename AS source FROM flowfiles", attribute_columns="filename")
     assert node.processor.last_batch_inputs == {"in_place": 3, "copied_by_executors": 0, "copied_by_node": 0,
-                                                "vouched_by_hdfs": 3}  # and so not read before Spark
+                                                "vouched_by_hdfs": 3, "joined_by_executors": 0}  # not read before
     assert node.content.reads == []
     assert records_of(node, outputs) == [{"id": n, "source": f"f{n // 40_000}"} for n in range(120_000)]
 
@@ -194,6 +195,8 @@ def test_an_input_damaged_on_hdfs_is_staged_by_the_node_from_its_local_copy(clus
         outputs = node.run()
     assert [r for r in caplog.records if "could not be read from HDFS on the executors" in r.getMessage()]
     assert node.content.reads == [claim]  # the node read the damaged one itself, from its local copy
+    assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 3, "copied_by_node": 1,
+                                                "vouched_by_hdfs": 0, "joined_by_executors": 3}
     assert [record["id"] for record in records_of(node, outputs)] == list(range(40))
 
 
@@ -220,7 +223,7 @@ def test_an_input_rewritten_on_hdfs_is_not_vouched_for_and_is_staged_by_the_node
     with caplog.at_level(logging.WARNING):
         outputs = node.run()
     assert node.processor.last_batch_inputs == {"in_place": 2, "copied_by_executors": 0, "copied_by_node": 1,
-                                                "vouched_by_hdfs": 2}
+                                                "vouched_by_hdfs": 2, "joined_by_executors": 0}
     assert [r for r in caplog.records if "could not be read from HDFS on the executors" in r.getMessage()]
     assert node.content.reads == [claim]  # the node read the damaged one itself, from its local copy
     assert [record["id"] for record in records_of(node, outputs)] == list(range(120_000))

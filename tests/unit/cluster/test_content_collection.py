@@ -12,6 +12,7 @@ from cluster.core.collection import (
     collectable_containers,
     collectable_plans,
     collectable_shards,
+    collectable_staging,
     garbage_containers,
     needed_by_others,
     plan_collection,
@@ -302,7 +303,7 @@ def make(tmp_path, shards, live, counter, containers, plans=()):
 def test_a_round_lists_hdfs_first_then_syncs_then_reads_members_last(tmp_path):
     collector, client, calls, _ = make(tmp_path, [home("n2-2")], ["n2-2"], 2, ["n1-1", "n2-2"])
     collector.collect()
-    assert calls[:3] == ["list", "sync", "get incarnation"]
+    assert calls[:4] == ["list", "list", "sync", "get incarnation"]  # content, then Spark staging
     assert calls.index("children shards") < calls.index("children nodes") == len(calls) - 1
 
 
@@ -360,3 +361,26 @@ def test_a_round_stops_when_leadership_ends(tmp_path):
     collector, client, calls, content = make(tmp_path, [], [], 5, ["n1-1", "n1-2"])
     collector.collect(keep_going=lambda: False)
     assert sorted(p.name for p in content.iterdir()) == ["n1-1", "n1-2"]
+
+
+def test_spark_staging_goes_with_its_retired_shard_and_stays_with_a_running_one():
+    shards = {"n1-1": retired(moved(home("n1-1"), "n2-2")), "n2-2": home("n2-2"),
+              "n3-3": moved(home("n3-3"), "n2-2")}
+    # n4-4: a home shard retired and collected (no znode); n9-9: an incarnation the
+    # counter has not reached; "scratch": not a name this cluster gives.
+    found = collectable_staging(["n1-1", "n2-2", "n3-3", "n4-4", "n9-9", "scratch"], shards, counter=5)
+    assert found == ["n1-1", "n4-4"]
+
+
+def test_a_round_deletes_the_spark_staging_of_retired_shards(tmp_path, caplog):
+    old = retired(moved(home("n1-1"), "n2-2"))
+    collector, client, calls, _ = make(tmp_path, [old, home("n2-2")], ["n2-2"], 3, [])
+    spark = tmp_path / "hdfs" / "c1" / "spark"
+    for shard in ("n1-1", "n2-2"):
+        (spark / shard / "sql" / "abc-e1" / "in").mkdir(parents=True)
+    with caplog.at_level(logging.INFO, logger="cluster.failover.collector"):
+        plan = collector.collect()
+    assert plan.staging == ("n1-1",)
+    assert sorted(p.name for p in spark.iterdir()) == ["n2-2"]
+    assert [r.getMessage() for r in caplog.records if "Spark staging" in r.getMessage()] == [
+        f"deleted the Spark staging of shard n1-1 ({spark / 'n1-1'}): the shard is retired"]
