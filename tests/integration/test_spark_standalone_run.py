@@ -104,14 +104,16 @@ def test_a_spark_cluster_that_goes_away_holds_the_batch_until_it_is_back(spark_s
     inbox, outbox = tmp_path / "in", tmp_path / "out"
     inbox.mkdir()
     node, log_path = start_node(spark_standalone, tmp_path, FLOW.format(
-        inbox=inbox, outbox=outbox, extra="job_timeout: 15 sec\n      retry_backoff: 1 sec"))
+        inbox=inbox, outbox=outbox, extra="job_timeout: 8 sec\n      retry_backoff: 1 sec"))
     try:
         drop(inbox, "first.csv", "name,city,age\nana,lisbon,30\n")
         wait_until(lambda: delivered(outbox), 240, "the first batch's output")
         spark_standalone.stop()  # the master and the worker (and its executor) go away
+        stopped_at = log_path.stat().st_size  # (a first batch slower than its job_timeout was retried too)
         try:
             drop(inbox, "second.csv", "name,city,age\nbo,oslo,41\n")
-            wait_until(lambda: "retrying in" in log_path.read_text(), 120, "the node to say why it waits")
+            wait_until(lambda: b"retrying in" in log_path.read_bytes()[stopped_at:], 120,
+                       "the node to say why it waits")
             assert len(delivered(outbox)) == 1 and not node.poll()
         finally:
             spark_standalone.start()
