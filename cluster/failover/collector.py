@@ -2,8 +2,8 @@
 leader. One round (`ContentCollector.collect`) reads a `CollectionView` in the
 order that module's docstring argues for, decides with `plan_collection`, then
 deletes: dead incarnations' content containers on HDFS, retired shards' Spark
-staging directories, retired shard znodes and done plan znodes. Nothing here raises; a failed deletion is one log line, retried
-on a later round.
+staging directories, retired shard znodes and done plan znodes. Nothing here
+raises; a failed deletion is one log line, retried on a later round.
 
 Lock plan: none; one round runs at a time, on the leader's collector thread.
 """

@@ -156,10 +156,11 @@ def stage_batch(session, spark, content, staging: SparkStaging, directory: str, 
         for item in items if item.in_place and item.claim.offset == 0])
     rest = [item for item in items if item.index not in vouched]
     formats = {index: record_format for index, _, record_format in claims}
-    joinable = [item for item in rest if join and formats[item.index] == "json"
-                and not (item.in_place and item.claim.offset == 0)]
-    alone, joined = join_small_claims(joinable, lambda first, last: f"{directory}/in/{joined_name(first, last)}")
-    alone += [item for item in rest if item not in joinable]
+    joinable = {item.index for item in rest if join and formats[item.index] == "json"
+                and not (item.in_place and item.claim.offset == 0)}
+    alone, joined = join_small_claims([item for item in rest if item.index in joinable],
+                                      lambda first, last: f"{directory}/in/{joined_name(first, last)}")
+    alone += [item for item in rest if item.index not in joinable]
     results = sorted([Staged(index, path) for index, path in vouched.items()]
                      + stage_claims(spark, location, alone + joined), key=lambda each: each.index)
     unread = [each for each in results if each.path is None]
