@@ -155,35 +155,27 @@ def collectable_containers(containers: Iterable[str], shards: Iterable[ShardOwne
     shards = list(shards)
     if owners_may_be_forgotten({shard.shard: shard for shard in shards}):
         return []
-    drawn = []
-    for name in containers:
-        try:
-            epoch = Incarnation.parse(name).epoch
-        except ValueError:
-            continue
-        if epoch < counter:
-            drawn.append(name)
-    return garbage_containers(drawn, shards, live)
+    return garbage_containers([name for name in containers if drawn_before(name, counter)], shards, live)
+
+
+def drawn_before(name: str, counter: int) -> bool:
+    """True when `name` is an incarnation id whose epoch is below `counter`: drawn, and
+    not the newest drawn."""
+    try:
+        return Incarnation.parse(name).epoch < counter
+    except ValueError:
+        return False
 
 
 def collectable_staging(directories: Iterable[str], shards: dict[str, ShardOwnership], counter: int) -> list[str]:
     """The shards' Spark staging directories to delete: a RETIRED shard's, and one
     whose shard has no znode and is named as an incarnation below `counter` (see the
     module docstring)."""
-    found = []
-    for name in sorted(set(directories)):
+    def garbage(name: str) -> bool:
         shard = shards.get(name)
-        if shard is not None:
-            if shard.state is ShardState.RETIRED:
-                found.append(name)
-            continue
-        try:
-            epoch = Incarnation.parse(name).epoch
-        except ValueError:
-            continue
-        if epoch < counter:
-            found.append(name)
-    return found
+        return drawn_before(name, counter) if shard is None else shard.state is ShardState.RETIRED
+
+    return [name for name in sorted(set(directories)) if garbage(name)]
 
 
 def owners_may_be_forgotten(shards: dict[str, ShardOwnership]) -> bool:

@@ -88,11 +88,12 @@ class Node:
         self.staging, self.layout, self.storage, self.services = staging, layout, storage, services
 
     def session(self, gate=None) -> ProcessSession:
+        """`success` and `failure` both go to `results` (a test tells them by `spark.error`)."""
         committer = DurableCommitter(self.shard, self.content, None, outbox=False, gate=gate)
         return ProcessSession(component_id="sql", component_type="ExecuteSparkSQL", committer=committer,
                               content=self.content, shard=self.shard, incoming=[self.queue],
-                              outgoing={"in": [self.queue], "success": [self.results]},
-                              auto_terminated=("original", "failure"), clock_ms=lambda: int(time.time() * 1000))
+                              outgoing={"in": [self.queue], "success": [self.results], "failure": [self.results]},
+                              auto_terminated=("original",), clock_ms=lambda: int(time.time() * 1000))
 
     def load(self, payloads) -> None:
         loading = self.session()
@@ -155,6 +156,18 @@ def test_claims_go_to_spark_by_reference_and_its_output_comes_back_as_hdfs_only_
     assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 6, "copied_by_node": 0,
                                                 "vouched_by_hdfs": 0, "joined_by_executors": 6}
     assert not node.storage.list(node.staging.processor_directory(INCARNATION.id, "sql")), "staging was left"
+
+
+def test_a_record_that_does_not_parse_sends_a_joined_batch_to_failure_whole_and_intact(clustered):
+    node = clustered
+    sent = payloads(3, 10) + [b'{"id": 30, "name": "n3-0"}\n{"id": 31, "name": \n']
+    node.load(sent)
+    outputs = node.run()
+    assert node.processor.last_batch_inputs["joined_by_executors"] == 4  # one staging file for the four
+    assert len(outputs) == 4 and all("MALFORMED_RECORD" in flowfile.attributes.get("spark.error", "")
+                                     for flowfile in outputs), [f.attributes.get("spark.error") for f in outputs]
+    assert sorted(node.content.read(flowfile.content_claim) for flowfile in outputs) == sorted(sent)
+    assert node.queue.count == 0
 
 
 def test_claims_that_fill_their_resource_files_are_read_where_they_are(clustered):
