@@ -11,6 +11,12 @@ Checksum files go with their resource files: an orphan's is destroyed with it; a
 resource's loses the records past the last live claim where the resource file is cut
 (and a torn or NUL tail, a crash's remains); a checksum file whose resource file is
 gone and which no live claim needs is destroyed.
+
+After a FlowFile WAL accepted damage (`keep_orphans`), "no live claim" may mean "its
+FlowFile's record was lost", not "nothing ever committed it": then nothing is
+destroyed or cut. Orphaned resources go to the archive (with their checksum files),
+where they stay for the archive's retention, and live resources keep their bytes past
+the last live claim, so that an operator can still recover the lost FlowFiles' content.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ class RecoveryReport:
     truncated_bytes: int = 0
     missing: list[ResourceClaim] = field(default_factory=list)
     unsafe: list[str] = field(default_factory=list)
+    kept: list[ResourceClaim] = field(default_factory=list)  # orphans archived instead (keep_orphans)
+    kept_bytes: int = 0  # their bytes, and those past the last live claim left in place
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +55,10 @@ class ResourceInfo:
 
 
 def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
-            live_claims: Iterable[ContentClaim]) -> RecoveryReport:
+            live_claims: Iterable[ContentClaim], *, keep_orphans: bool = False, now: float = 0.0) -> RecoveryReport:
     """Set claimant counts from `live_claims`, then clean up what none references
-    (see the module docstring). Resources this repository has open are left alone."""
+    (see the module docstring), or with `keep_orphans` archive it (stamped `now`) and
+    cut nothing. Resources this repository has open are left alone."""
     live = list(live_claims)
     counts = counts_of(live)
     ends: dict[ResourceClaim, int] = {}
@@ -81,11 +90,21 @@ def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: Resourc
             seen.add(resource)
             continue
         if resource not in counts:
+            if keep_orphans:
+                resource_io.archive(root, resource)
+                with table.lock:
+                    table.archived[resource] = (now, found.size)
+                report.kept.append(resource)
+                report.kept_bytes += found.size
+                continue
             resource_io.delete(root, resource, False)
             report.destroyed.append(resource)
             continue
         seen.add(resource)
         end = ends[resource]
+        if keep_orphans:
+            report.kept_bytes += max(found.size - end, 0)
+            continue
         if found.size > end and resource_io.can_truncate:
             resource_io.truncate(root, resource, end)
             report.truncated_bytes += found.size - end
@@ -99,6 +118,10 @@ def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: Resourc
         log.info("%s recovered: %d orphaned resources destroyed, %d orphaned bytes cut, "
                  "%d referenced resources missing", table.name, len(report.destroyed),
                  report.truncated_bytes, len(report.missing))
+    if keep_orphans:
+        log.warning("%s recovered after WAL damage: %d orphaned resources archived and %d bytes kept that no "
+                    "FlowFile references now (the lost FlowFiles' content), for the archive's retention",
+                    table.name, len(report.kept), report.kept_bytes)
     return report
 
 

@@ -229,10 +229,11 @@ class ContentRepository(ContentStore):
 
     # ------------------------------------------------------------------ recovery
 
-    def recover(self, live_claims: Iterable[ContentClaim]) -> RecoveryReport:
+    def recover(self, live_claims: Iterable[ContentClaim], *, keep_orphans: bool = False) -> RecoveryReport:
         """Restart: set claimant counts from the FlowFile repository's live claims, then
-        clean up what no live claim references (see `recovery`)."""
-        return recover(self._table, self._roots, self.io, live_claims)
+        clean up what no live claim references, or, with `keep_orphans` (the FlowFile
+        WAL accepted damage), archive it and cut nothing (see `recovery`)."""
+        return recover(self._table, self._roots, self.io, live_claims, keep_orphans=keep_orphans, now=self._clock())
 
     def list_resources(self) -> dict[ResourceClaim, ResourceInfo]:
         """Every resource file present (live and archived), by scanning the containers."""

@@ -103,10 +103,12 @@ from .errors import (
     OutcomeUnknownError,
     StaleEpochError,
     UnknownSerDeError,
+    WalDamagedError,
     WriteAheadLogClosedError,
     WriteAheadLogError,
     WriteAheadLogPoisonedError,
 )
+from .damage import Damage
 from .hooks import WalHooks
 from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update, decode_records
 from .recovery import RecoveryReport, list_wal_files, read_state
@@ -119,6 +121,7 @@ __all__ = [
     "CorruptRecordError",
     "CorruptSnapshotError",
     "DEFAULT_CHECKPOINT_INTERVAL",
+    "Damage",
     "DEFAULT_PARTITIONS",
     "Delete",
     "FlowFileRecord",
@@ -137,6 +140,7 @@ __all__ = [
     "SwapOut",
     "UnknownSerDeError",
     "Update",
+    "WalDamagedError",
     "WalHooks",
     "WriteAheadLog",
     "WriteAheadLogClosedError",

@@ -72,6 +72,25 @@ class CorruptSnapshotError(WriteAheadLogError):
         )
 
 
+class WalDamagedError(WriteAheadLogError):
+    """The directory is damaged in a way no crash explains (`damage` lists each
+    finding): recovering would lose acknowledged FlowFiles silently, so recovery stopped
+    and changed nothing. The operator restores the damaged files, or accepts the loss."""
+
+    def __init__(self, directory: str, damage: list):
+        self.directory, self.damage = directory, list(damage)
+        shown = "; ".join(f"{found.path}: {found.what}" for found in self.damage[:3])
+        more = f" (and {len(self.damage) - 3} more findings)" if len(self.damage) > 3 else ""
+        super().__init__(
+            f"the FlowFile WAL {directory} is damaged in a way no crash explains, and starting would lose "
+            f"acknowledged FlowFiles: {shown}{more}. Nothing was changed or deleted. Restore the damaged files "
+            f"from a backup and start again, or accept the loss and start with what survives: "
+            f"`custody wal fsck --accept-damage {directory}` (or `custody run --accept-wal-damage`), which keeps the "
+            f"cut bytes and a report in {directory.rstrip('/')}/cut/ and the orphaned content in the content "
+            "archive. `custody wal inspect` lists every finding."
+        )
+
+
 class StaleEpochError(WriteAheadLogError):
     """A newer owner (higher shard epoch) has written this WAL: this process was fenced."""
 

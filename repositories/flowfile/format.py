@@ -3,16 +3,20 @@
 All integers are little-endian. CRCs are zlib.crc32. Readers and writers build and
 parse bytes only through this module.
 
-Journal (one per partition, `journal-<partition>`), format version 2:
+Journal (one per partition, `journal-<partition>`), format version 3:
 
     header, at the head of every journal (names the SerDe its updates need)
       0   8   magic  b"CUSTWALJ"
-      8   2   journal format version (2; 1 is still read)
+      8   2   journal format version (3; 1 and 2 are still read)
      10   8   shard epoch of the owner that created the journal
      18   2   n = length of the SerDe name
      20   n   SerDe name, UTF-8
     20+n  4   SerDe version the journal's updates are written with
-    24+n  4   crc32 of bytes 0 .. 24+n
+    24+n  8   generation: the max transaction id of the snapshot the journal was created
+              after (every transaction it holds has a higher id)
+    32+n  4   partitions: how many journals the set it was created in holds
+    36+n  4   crc32 of bytes 0 .. 36+n
+    (format versions 1 and 2 have neither generation nor partitions: the CRC is at 24+n)
 
     transaction frame, repeated
       0   1   marker 0xA5 (a 0x00 here is a NUL tail: preallocated or zeroed by a crash)
@@ -21,10 +25,12 @@ Journal (one per partition, `journal-<partition>`), format version 2:
      17   4   number of updates
      21   4   payload length p
      25   4   crc32 of the payload
-     29   4   crc32 of bytes 0 .. 29 (so a damaged length is never trusted)
-     33   4   payload length p again: the length guard
-     37   4   crc32 of bytes 33 .. 37
-     41   p   payload: for each update, u32 length, the SerDe's bytes, then one marker
+     29   8   durable watermark: when the frame was built, every transaction id up to
+              this one (and above the journal's generation) was durable in some journal
+     37   4   crc32 of bytes 0 .. 37 (so a damaged length is never trusted)
+     41   4   payload length p again: the length guard
+     45   4   crc32 of bytes 41 .. 45
+     49   p   payload: for each update, u32 length, the SerDe's bytes, then one marker
               byte: TRANSACTION_CONTINUE (0xC0) if more updates follow, else
               TRANSACTION_COMMIT (0xCC), as in NiFi's journals
 
@@ -36,10 +42,17 @@ Journal (one per partition, `journal-<partition>`), format version 2:
     A frame is accepted only with its header, its length guard and its payload intact,
     and with a transaction id above the previous frame's of the same journal.
 
-    Format version 1 (written until the length guard came; still read) has no length
-    guard: the payload follows the header at offset 33. A damaged version 1 header
-    cuts the rest of its journal. Recovery rewrites a version 1 journal at once (its
-    forced checkpoint), so frames are only ever appended in the current format.
+    What a crash can take is only what was not yet synced. The header's journal set
+    and the frames' watermarks let recovery tell that from damage (`damage`): a journal
+    of the set that is missing, or a transaction id at or below the highest watermark
+    read that no journal holds, was durable once and is gone.
+
+    Format version 2 (written until the journal set and the watermark came; still
+    read) has no watermark: the header CRC is at 29, the length guard at 33, the
+    payload at 41. Format version 1 has no length guard either: the payload follows the
+    header at offset 33, and a damaged version 1 header cuts the rest of its journal.
+    Recovery rewrites an older journal at once (its forced checkpoint), so frames are
+    only ever appended in the current format.
 
 Snapshot (`snapshot`, written as `snapshot.partial` first), format version 2:
 
@@ -103,8 +116,8 @@ crc32 = zlib.crc32
 JOURNAL_MAGIC = b"CUSTWALJ"
 SNAPSHOT_MAGIC = b"CUSTSNAP"
 SNAPSHOT_TRAILER_MAGIC = b"CUSTSEND"
-JOURNAL_FORMAT_VERSION = 2
-JOURNAL_FORMAT_VERSIONS = (1, 2)  # what `journal.scan_journal` reads
+JOURNAL_FORMAT_VERSION = 3
+JOURNAL_FORMAT_VERSIONS = (1, 2, 3)  # what `journal.scan_journal` reads
 SNAPSHOT_FORMAT_VERSION = 2
 SNAPSHOT_FORMAT_VERSIONS = (1, 2)  # what `snapshot.read_snapshot` reads
 SNAPSHOT_BLOCK_RECORDS = 4096
@@ -119,11 +132,14 @@ HEADER_START = struct.Struct("<8sHQH")
 U32 = struct.Struct("<I")
 SERDE_VERSION = U32
 SNAPSHOT_COUNTS = struct.Struct("<QQI")  # max txid, record count, swap-file count
-FRAME_HEADER = struct.Struct("<BQQIII")  # marker, txid, epoch, count, payload length, payload crc
+JOURNAL_SET = struct.Struct("<QI")  # generation, partitions (journal header, format 3)
+FRAME_HEADER_V2 = struct.Struct("<BQQIII")  # marker, txid, epoch, count, payload length, payload crc
+FRAME_HEADER = struct.Struct("<BQQIIIQ")  # the same, then the durable watermark (format 3)
 FRAME_HEADER_CRC = U32
 LENGTH_GUARD = struct.Struct("<II")  # payload length, crc32 of its 4 bytes
-FRAME_HEADER_SIZE_V1 = FRAME_HEADER.size + FRAME_HEADER_CRC.size
-FRAME_HEADER_SIZE = FRAME_HEADER_SIZE_V1 + LENGTH_GUARD.size
+FRAME_HEADER_SIZE_V1 = FRAME_HEADER_V2.size + FRAME_HEADER_CRC.size
+FRAME_HEADER_SIZE_V2 = FRAME_HEADER_SIZE_V1 + LENGTH_GUARD.size
+FRAME_HEADER_SIZE = FRAME_HEADER.size + FRAME_HEADER_CRC.size + LENGTH_GUARD.size
 UPDATE_LENGTH = U32
 SNAPSHOT_ENTRY = struct.Struct("<II")  # length, crc
 SNAPSHOT_BLOCK = struct.Struct("<III")  # record count, body length, body crc
@@ -133,7 +149,8 @@ SWAP_FILE = struct.Struct("<QQHH")
 
 # Checked at import: a silent change of any of these would make old files unreadable.
 assert HEADER_START.size == 20, HEADER_START.size
-assert FRAME_HEADER.size == 29 and FRAME_HEADER_SIZE_V1 == 33 and FRAME_HEADER_SIZE == 41, FRAME_HEADER.size
+assert FRAME_HEADER_V2.size == 29 and FRAME_HEADER_SIZE_V1 == 33 and FRAME_HEADER_SIZE_V2 == 41, FRAME_HEADER_V2.size
+assert FRAME_HEADER.size == 37 and FRAME_HEADER_SIZE == 49 and JOURNAL_SET.size == 12, FRAME_HEADER.size
 assert SNAPSHOT_COUNTS.size == 20, SNAPSHOT_COUNTS.size
 assert SNAPSHOT_BLOCK.size == 12 and SNAPSHOT_BLOCK_HEADER_SIZE == 16, SNAPSHOT_BLOCK.size
 assert SNAPSHOT_ENTRY.size == 8 and SNAPSHOT_TRAILER.size == 24 and SWAP_FILE.size == 20
@@ -150,6 +167,17 @@ class FileHeader(NamedTuple):
     length: int  # bytes the header occupies, CRC included
 
 
+class JournalHeader(NamedTuple):
+    magic: bytes
+    format_version: int
+    epoch: int
+    serde_name: str
+    serde_version: int
+    length: int  # bytes the header occupies, CRC included
+    generation: int | None  # None before format 3
+    partitions: int | None  # None before format 3
+
+
 class HeaderError(Exception):
     """Raised by the parsers; the journal/snapshot readers turn it into a WAL error with the path."""
 
@@ -163,9 +191,20 @@ def _pack_header_body(magic: bytes, version: int, epoch: int, serde_name: str, s
     return HEADER_START.pack(magic, version, epoch, len(name)) + name + SERDE_VERSION.pack(serde_version)
 
 
-def pack_journal_header(epoch: int, serde_name: str, serde_version: int) -> bytes:
+def pack_journal_header(epoch: int, serde_name: str, serde_version: int, generation: int, partitions: int) -> bytes:
     body = _pack_header_body(JOURNAL_MAGIC, JOURNAL_FORMAT_VERSION, epoch, serde_name, serde_version)
+    body += JOURNAL_SET.pack(generation, partitions)
     return body + U32.pack(crc32(body))
+
+
+def unpack_journal_header(data) -> JournalHeader:
+    """Parse a journal header of any format version (HeaderError as `unpack_file_header`).
+    The version decides where the CRC is; a damaged version fails the CRC check."""
+    version = HEADER_START.unpack_from(data, 0)[1] if len(data) >= HEADER_START.size else 0
+    extra = JOURNAL_SET.size if version >= 3 else 0
+    header, raw = unpack_file_header(data, JOURNAL_MAGIC, extra)
+    generation, partitions = JOURNAL_SET.unpack(raw) if extra else (None, None)
+    return JournalHeader(*header, generation, partitions)
 
 
 def unpack_file_header(data, magic: bytes, extra: int = 0) -> tuple[FileHeader, bytes]:
@@ -195,12 +234,14 @@ def unpack_file_header(data, magic: bytes, extra: int = 0) -> tuple[FileHeader, 
 
 def frame_header_size(journal_format_version: int) -> int:
     """Bytes from a frame's marker to its payload, in a journal of that format version."""
-    return FRAME_HEADER_SIZE if journal_format_version >= 2 else FRAME_HEADER_SIZE_V1
+    if journal_format_version >= 3:
+        return FRAME_HEADER_SIZE
+    return FRAME_HEADER_SIZE_V2 if journal_format_version == 2 else FRAME_HEADER_SIZE_V1
 
 
-def pack_frame(txid: int, epoch: int, count: int, payload, payload_crc: int) -> bytes:
-    """A frame of the current journal format (version 2)."""
-    head = FRAME_HEADER.pack(TRANSACTION_MARKER, txid, epoch, count, len(payload), payload_crc)
+def pack_frame(txid: int, epoch: int, count: int, payload, payload_crc: int, watermark: int) -> bytes:
+    """A frame of the current journal format (version 3)."""
+    head = FRAME_HEADER.pack(TRANSACTION_MARKER, txid, epoch, count, len(payload), payload_crc, watermark)
     length = U32.pack(len(payload))
     return head + FRAME_HEADER_CRC.pack(crc32(head)) + length + U32.pack(crc32(length)) + payload
 
@@ -212,24 +253,28 @@ class Frame(NamedTuple):
     count: int
     payload: memoryview
     end: int  # offset just past the payload
+    watermark: int = 0  # 0 before format 3
 
 
-def parse_frame_header(data, offset: int):
-    """Return (txid, epoch, count, payload_length, payload_crc) or None if the header
-    at `offset` is not intact. The caller checks there are FRAME_HEADER_SIZE_V1 bytes."""
-    marker, txid, epoch, count, length, payload_crc = FRAME_HEADER.unpack_from(data, offset)
-    if marker != TRANSACTION_MARKER:
+def parse_frame_header(data, offset: int, version: int = JOURNAL_FORMAT_VERSION):
+    """Return (txid, epoch, count, payload_length, payload_crc, watermark) or None if the
+    header at `offset` (of a journal of format `version`) is not intact. The caller
+    checks there are `frame_header_size(version)` bytes."""
+    layout = FRAME_HEADER if version >= 3 else FRAME_HEADER_V2
+    fields = layout.unpack_from(data, offset)
+    if fields[0] != TRANSACTION_MARKER:
         return None
-    (stored,) = FRAME_HEADER_CRC.unpack_from(data, offset + FRAME_HEADER.size)
-    if crc32(data[offset : offset + FRAME_HEADER.size]) != stored:
+    (stored,) = FRAME_HEADER_CRC.unpack_from(data, offset + layout.size)
+    if crc32(data[offset : offset + layout.size]) != stored:
         return None
-    return txid, epoch, count, length, payload_crc
+    return fields[1:] if version >= 3 else (*fields[1:], 0)
 
 
-def parse_length_guard(data, offset: int) -> int | None:
-    """The payload length in the length guard of the (version 2) frame at `offset`, or
-    None if the guard is damaged. The caller checks there are FRAME_HEADER_SIZE bytes."""
-    start = offset + FRAME_HEADER_SIZE_V1
+def parse_length_guard(data, offset: int, version: int = JOURNAL_FORMAT_VERSION) -> int | None:
+    """The payload length in the length guard of the (version 2 or 3) frame at
+    `offset`, or None if the guard is damaged. The caller checks there are
+    `frame_header_size(version)` bytes."""
+    start = offset + frame_header_size(version) - LENGTH_GUARD.size
     length, stored = LENGTH_GUARD.unpack_from(data, start)
     if crc32(data[start : start + U32.size]) != stored:
         return None

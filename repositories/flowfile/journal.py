@@ -14,6 +14,7 @@ payload holds user data, and user data can hold a complete, CRC-valid frame.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Callable, NamedTuple
@@ -24,6 +25,13 @@ from .errors import CorruptJournalError, JournalWriteError, NotAWriteAheadLogErr
 from .hooks import WalHooks
 
 
+JOURNAL_PATTERN = re.compile(r"journal-(\d+)")
+
+
+def journal_name(partition: int) -> str:
+    return f"journal-{partition}"
+
+
 class Cut(NamedTuple):
     """Bytes recovery did not apply: [offset, end) of `path`, and why."""
 
@@ -31,13 +39,14 @@ class Cut(NamedTuple):
     offset: int
     end: int
     reason: str
-    explained: bool  # True when a crash explains it (torn or NUL tail)
+    explained: bool  # True when a crash explains it (torn or NUL tail), or fencing does
     txid: int | None = None
+    updates: int = 0  # updates the cut transaction held, when its frame header survived
 
 
 class JournalScan(NamedTuple):
     path: str
-    header: fmt.FileHeader | None  # None: empty or torn header (the crash hit creation)
+    header: fmt.JournalHeader | None  # None: empty or torn header (the crash hit creation)
     frames: list  # [fmt.Frame], in file order, with increasing transaction ids
     cuts: list  # [Cut]
     data: bytes  # the whole file, kept until cut bytes are saved
@@ -48,7 +57,7 @@ def scan_journal(path: str, data: bytes) -> JournalScan:
     if not data:
         return JournalScan(path, None, [], [], data)
     try:
-        header, _ = fmt.unpack_file_header(data, fmt.JOURNAL_MAGIC)
+        header = fmt.unpack_journal_header(data)
     except fmt.HeaderError as error:
         if error.torn:
             cut = Cut(path, 0, len(data), f"torn journal header: {error.reason}", True)
@@ -67,6 +76,7 @@ class _Damage(NamedTuple):
     end: int
     reason: str
     txid: int | None
+    updates: int = 0
 
 
 def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[list, list]:
@@ -88,8 +98,8 @@ def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[lis
         if end - offset < header_size:
             tail = Cut(path, offset, end, "torn transaction: file ends inside its frame header", True)
             break
-        parsed = parse(data, offset)
-        guard = parse_guard(data, offset) if guarded else None
+        parsed = parse(data, offset, version)
+        guard = parse_guard(data, offset, version) if guarded else None
         if parsed is None:
             if guard is None:
                 # No length left to trust: the next frame cannot be located without
@@ -106,47 +116,49 @@ def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[lis
                                                 "skipped by its length guard", None))
             offset = stop
             continue
-        txid, epoch, count, length, payload_crc = parsed
+        txid, epoch, count, length, payload_crc, watermark = parsed
         stop = offset + header_size + length
         if stop > end:
-            tail = Cut(path, offset, end, f"torn transaction {txid}: file ends inside its payload", True, txid)
+            tail = Cut(path, offset, end, f"torn transaction {txid}: file ends inside its payload", True, txid, count)
             break
         payload = view[offset + header_size : stop]
         if guarded and guard != length:
-            damage.append(_Damage(offset, stop, f"transaction {txid}: length guard is damaged", txid))
+            damage.append(_Damage(offset, stop, f"transaction {txid}: length guard is damaged", txid, count))
         elif crc32(payload) != payload_crc:
-            damage.append(_Damage(offset, stop, f"transaction {txid} payload CRC mismatch", txid))
+            damage.append(_Damage(offset, stop, f"transaction {txid} payload CRC mismatch", txid, count))
         elif txid <= last_txid:
             damage.append(_Damage(offset, stop, f"transaction {txid} follows transaction {last_txid} in the same "
-                                                "journal (ids only increase there)", txid))
+                                                "journal (ids only increase there)", txid, count))
         else:
-            frames.append(Frame(offset, txid, epoch, count, payload, stop))
+            frames.append(Frame(offset, txid, epoch, count, payload, stop, watermark))
             last_txid = txid
         offset = stop
-    cuts = [_judged(path, data, header_size, frames, item) for item in damage]
+    cuts = [_judged(path, data, version, frames, item) for item in damage]
     if tail is not None:
         cuts.append(tail)
     return frames, cuts
 
 
-def _judged(path: str, data: bytes, header_size: int, frames: list, damage: _Damage) -> Cut:
+def _judged(path: str, data: bytes, version: int, frames: list, damage: _Damage) -> Cut:
     """A damaged range as a Cut: explained by a crash only when nothing intact follows
     it (then it is indistinguishable from a write the crash tore)."""
     if any(frame.offset >= damage.end for frame in frames) or (
-            damage.end == len(data) and _intact_frame_in(data, damage.offset + 1, header_size)):
-        return Cut(path, damage.offset, damage.end, damage.reason + " (intact transactions follow it)", False, damage.txid)
-    return Cut(path, damage.offset, damage.end, damage.reason + " (at the tail)", True, damage.txid)
+            damage.end == len(data) and _intact_frame_in(data, damage.offset + 1, version)):
+        return Cut(path, damage.offset, damage.end, damage.reason + " (intact transactions follow it)", False,
+                   damage.txid, damage.updates)
+    return Cut(path, damage.offset, damage.end, damage.reason + " (at the tail)", True, damage.txid, damage.updates)
 
 
-def _intact_frame_in(data: bytes, start: int, header_size: int) -> bool:
+def _intact_frame_in(data: bytes, start: int, version: int) -> bool:
     """Whether an intact-looking frame starts anywhere at or after `start`. Only to tell
     damage from a torn tail in the report: what this finds may lie inside a payload
     (user data), so it is never applied."""
     end = len(data)
+    header_size = fmt.frame_header_size(version)
     marker = bytes([fmt.TRANSACTION_MARKER])
     position = data.find(marker, start)
     while position != -1 and position + header_size <= end:
-        parsed = fmt.parse_frame_header(data, position)
+        parsed = fmt.parse_frame_header(data, position, version)
         if parsed is not None:
             stop = position + header_size + parsed[3]
             if stop <= end and fmt.crc32(memoryview(data)[position + header_size : stop]) == parsed[4]:

@@ -11,22 +11,20 @@ inspect` and `fsck` can run this on a live or damaged directory safely.
 from __future__ import annotations
 
 import heapq
-import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import format as fmt
+from .damage import JournalSeen, Reading, format_ranges, judge, missing_ranges
 from .errors import NotAWriteAheadLogError, StaleEpochError, UnknownSerDeError
-from .journal import Cut, JournalScan, scan_journal
+from .journal import JOURNAL_PATTERN, Cut, JournalScan, journal_name, scan_journal
 from .record import apply_update
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, SnapshotContents, read_snapshot
 
-JOURNAL_PATTERN = re.compile(r"^journal-(\d+)$")
 CUT_DIRECTORY = "cut"
 
-
-def journal_name(partition: int) -> str:
-    return f"journal-{partition}"
+__all__ = ["CUT_DIRECTORY", "RecoveredState", "RecoveryReport", "WalFiles", "journal_name", "list_wal_files",
+           "read_state"]
 
 
 @dataclass
@@ -45,11 +43,28 @@ class RecoveryReport:
     cuts: list = field(default_factory=list)  # [Cut]
     saved_cuts: list = field(default_factory=list)  # side files the cut bytes went to
     checkpoint_reasons: list = field(default_factory=list)
+    damage: list = field(default_factory=list)  # [damage.Damage]: what no crash explains
+    damage_accepted: bool = False  # recovered all the same, because the operator accepted the loss
+    in_flight: list = field(default_factory=list)  # [(first, last)] ids a crash took before they were synced
+    epoch: int = 0  # the highest shard epoch in the snapshot's and the journals' headers
+    journal_set: int | None = None  # how many journals the newest journal set holds (format 3), if known
 
     @property
     def unexplained(self) -> list:
-        """Damage no crash explains: what `custody wal fsck` fails on."""
+        """Damaged ranges no crash explains (part of `damage`)."""
         return [cut for cut in self.cuts if not cut.explained]
+
+    @property
+    def transactions_lost(self) -> int:
+        """Transactions the damage lost, where their ids are known."""
+        return sum(found.lost_transactions() for found in self.damage)
+
+    @property
+    def updates_lost(self) -> int:
+        """Updates (FlowFile records put, deleted or swapped) the damage lost, at least:
+        counted from the frame headers that survived; a journal cut or deleted whole
+        leaves none to count."""
+        return sum(found.updates for found in self.damage)
 
     def to_dict(self) -> dict:
         return {
@@ -67,6 +82,11 @@ class RecoveryReport:
             "saved_cuts": self.saved_cuts,
             "checkpoint_needed_because": self.checkpoint_reasons,
             "unexplained_damage": len(self.unexplained),
+            "damage": [found._asdict() for found in self.damage],
+            "damage_accepted": self.damage_accepted,
+            "transactions_lost": self.transactions_lost,
+            "updates_lost_at_least": self.updates_lost,
+            "in_flight_at_crash": self.in_flight,
         }
 
 
@@ -90,7 +110,7 @@ def list_wal_files(storage, directory: str) -> WalFiles:
     snapshot = partial = None
     for status in storage.list(directory):
         name = status.name
-        match = JOURNAL_PATTERN.match(name)
+        match = JOURNAL_PATTERN.fullmatch(name)
         if match and not status.is_dir:
             journals[int(match.group(1))] = status.path
         elif name == SNAPSHOT_NAME and not status.is_dir:
@@ -119,6 +139,7 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
     swap_files: dict = {}
     next_txid = 1
     snapshot_epoch = None
+    snapshot_holds_state = False
     if source is not None:
         contents: SnapshotContents = read_snapshot(source, storage.read(source), serde)
         if epoch is not None and contents.epoch > epoch:
@@ -128,19 +149,30 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
         snapshot_epoch = report.snapshot_epoch = contents.epoch
         report.snapshot_max_txid = contents.max_txid
         report.snapshot_records = len(records)
+        snapshot_holds_state = bool(records or swap_files or contents.max_txid)
         if epoch is not None and contents.epoch < epoch:
             report.checkpoint_reasons.append(f"adopting: snapshot epoch {contents.epoch} < own epoch {epoch}")
 
+    base = next_txid - 1  # the snapshot's max transaction id (0 without one)
+    report.epoch = snapshot_epoch or 0
+    newest_set = -1
     scans: list[JournalScan] = []
+    seen: list[JournalSeen] = []
     for partition, path in sorted(files.journals.items()):
         scan = scan_journal(path, storage.read(path))
         scans.append(scan)
         report.journals.append(path)
         report.cuts.extend(scan.cuts)
         header = scan.header
+        seen.append(JournalSeen(partition, path, header.generation if header else None,
+                                header.partitions if header else None, len(scan.frames),
+                                scan.frames[0].txid if scan.frames else None))
         if header is None:
             report.checkpoint_reasons.append(f"{path} has no intact header")
             continue
+        report.epoch = max(report.epoch, header.epoch)
+        if header.partitions is not None and (report.journal_set is None or header.generation >= newest_set):
+            report.journal_set, newest_set = header.partitions, header.generation
         if header.serde_name != serde.name or not serde.can_read(header.serde_version):
             known = f"SerDe {serde.name!r} versions {getattr(serde, 'OLDEST_VERSION', serde.version)}..{serde.version}"
             raise UnknownSerDeError(path, fmt.HEADER_START.size, header.serde_name, header.serde_version, known)
@@ -167,6 +199,8 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
     merged = heapq.merge(*(tagged(scan) for scan in scans if scan.header is not None))
     split_payload = fmt.split_payload
     decode = serde.decode_update
+    replayed: list[int] = []
+    watermark = 0
     for txid, _, frame, path, version in merged:
         if txid < next_txid:
             report.transactions_in_snapshot += 1
@@ -176,21 +210,36 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
         frame_end = frame.end
         if snapshot_epoch is not None and frame.epoch < snapshot_epoch:
             # Written by an owner older than the one that checkpointed: a zombie's write
-            # after fencing. Never applied.
-            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} has epoch {frame.epoch}, older than the snapshot's {snapshot_epoch}", False, txid))
+            # after fencing. Never applied, and not damage: the fencing refused it.
+            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} has epoch {frame.epoch}, older "
+                                   f"than the snapshot's {snapshot_epoch}: a fenced owner's write, refused", True, txid,
+                                   frame.count))
             report.checkpoint_reasons.append(f"{path}: stale-epoch transaction {txid}")
             continue
         try:
             updates = [decode(piece, version) for piece in split_payload(frame.payload, frame.count)]
         except Exception as error:  # CRC matched but the content is not what the SerDe wrote
-            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} cannot be decoded: {error}", False, txid))
+            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} cannot be decoded: {error}", False,
+                                   txid, frame.count))
             report.checkpoint_reasons.append(f"{path}: undecodable transaction {txid}")
             continue
         for update in updates:
             apply_update(records, swap_files, update)
         next_txid = txid + 1
+        replayed.append(txid)
+        if frame.watermark > watermark:
+            watermark = frame.watermark
         report.transactions_replayed += 1
     report.max_txid = next_txid - 1
     report.record_count = len(records)
     report.swap_files = list(swap_files.values())
+    report.damage = judge(Reading(directory, report.case, source or f"{directory.rstrip('/')}/{SNAPSHOT_NAME}",
+                                  base, snapshot_holds_state, seen, replayed, watermark, report.cuts))
+    # Ids no journal holds above every watermark: transactions a crash took before they
+    # were synced (never acknowledged). A new journal generation must start above them,
+    # or the next frames' watermarks would claim them durable.
+    report.in_flight = [gap for gap in missing_ranges(base, report.max_txid, replayed) if gap[0] > watermark]
+    if report.in_flight:
+        report.checkpoint_reasons.append(f"transactions in flight at the crash never reached a journal "
+                                         f"({format_ranges(report.in_flight)})")
     return RecoveredState(records, swap_files, next_txid, report, scans)

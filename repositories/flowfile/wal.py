@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import json
 import logging
 import threading
 import time
@@ -17,22 +18,28 @@ from .errors import (
     CorruptSnapshotError,
     NotRecoveredError,
     OutcomeUnknownError,
+    WalDamagedError,
     WriteAheadLogClosedError,
     WriteAheadLogPoisonedError,
     underlying,
 )
 from .hooks import WalHooks
-from .journal import Journal
+from .journal import Journal, journal_name
 from .locks import SharedExclusiveLock
 from .record import apply_update
-from .recovery import CUT_DIRECTORY, RecoveryReport, journal_name, list_wal_files, read_state
+from .recovery import CUT_DIRECTORY, RecoveryReport, list_wal_files, read_state
 from .serde import FlowFileSerDe
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, read_snapshot, write_snapshot
+from .watermark import TransactionIds
 
 log = logging.getLogger(__name__)
 
 # sync=False updates are handed to the file once this many bytes are pending.
 FLUSH_THRESHOLD = 1 << 20
+# Reports of accepted damage, kept in cut/ (see `WriteAheadLog.damage_reports`).
+DAMAGE_REPORT_PREFIX = "damage-"
+DAMAGE_REPORT_SUFFIX = ".json"
+DAMAGE_HANDLED_SUFFIX = ".handled.json"
 # The defaults of a `WriteAheadLog`, exported for the configurations that build one.
 DEFAULT_PARTITIONS = 4
 DEFAULT_CHECKPOINT_INTERVAL = 60.0  # seconds between automatic checkpoints
@@ -90,10 +97,16 @@ class WriteAheadLog:
         wall_clock=time.time,
         hooks: WalHooks | None = None,
         relocate_swap: Callable[[str], str] | None = None,
+        accept_damage: bool = False,
     ):
         """`relocate_swap`, if given, maps each swap location recovery finds to where
         the file is now (a fenced shard's directory was renamed); when it moves any,
-        recovery checkpoints at once, so the snapshot records the new locations."""
+        recovery checkpoints at once, so the snapshot records the new locations.
+
+        `accept_damage`: recover even when the directory is damaged in a way no crash
+        explains (see `damage`), with whatever survives; by default `recover` refuses
+        with `WalDamagedError` and changes nothing. The damage is in `last_recovery`
+        and in a report kept in `cut/` (`damage_reports`)."""
         if partitions < 1:
             raise ValueError("partitions must be at least 1")
         self.storage = storage
@@ -106,11 +119,13 @@ class WriteAheadLog:
         self._wall_clock = wall_clock
         self._hooks = WalHooks.coerce(hooks)
         self._relocate_swap = relocate_swap
+        self.accept_damage = accept_damage
         self._repository_lock = SharedExclusiveLock()
         self._state_lock = threading.Lock()
         self._journals: list[Journal] = []
         self._partition_counter = itertools.count()
-        self._txids = itertools.count(1)
+        self._txids = TransactionIds()
+        self._journal_files: set[int] = set()  # partitions whose journal file exists
         self._records: dict = {}
         self._swap_files: dict = {}
         self._restored = False
@@ -270,10 +285,22 @@ class WriteAheadLog:
     @property
     def max_transaction_id(self) -> int:
         """The last transaction id handed out (or recovered)."""
-        with self._repository_lock.exclusive():
-            value = next(self._txids)
-            self._txids = itertools.count(value)
-            return value - 1
+        return self._txids.last()
+
+    def damage_reports(self) -> list[str]:
+        """Reports of damage that a recovery accepted (JSON files in `cut/`) and that
+        nobody has marked handled yet (`damage_handled`): the node keeps orphaned
+        content while there are any, for a manual recovery of what the damage lost."""
+        directory = self._path(CUT_DIRECTORY)
+        if not self.storage.exists(directory):
+            return []
+        return sorted(status.path for status in self.storage.list(directory)
+                      if status.name.startswith(DAMAGE_REPORT_PREFIX) and status.name.endswith(DAMAGE_REPORT_SUFFIX)
+                      and not status.name.endswith(DAMAGE_HANDLED_SUFFIX))
+
+    def damage_handled(self, report: str) -> None:
+        """Mark a damage report handled (renamed, kept for the post-mortem)."""
+        self.storage.rename(report, report[: -len(DAMAGE_REPORT_SUFFIX)] + DAMAGE_HANDLED_SUFFIX)
 
     def sync_count(self) -> int:
         """Syncs done by the journals since they were last reset (for benchmarks)."""
@@ -301,8 +328,9 @@ class WriteAheadLog:
         if the write or sync failed. The caller holds the shared lock."""
         journal = self._claim_partition()
         try:
-            txid = next(self._txids)
-            frame = fmt.pack_frame(txid, self.epoch, len(updates), payload, payload_crc)
+            # Taken under the journal's append lock, so ids rise within each journal.
+            txid, watermark = self._txids.take()
+            frame = fmt.pack_frame(txid, self.epoch, len(updates), payload, payload_crc, watermark)
             try:
                 sequence = journal.append(frame)
             except Exception as error:  # the journal failed under another writer
@@ -312,10 +340,11 @@ class WriteAheadLog:
         try:
             if sync:
                 journal.wait_durable(sequence)
+                self._txids.durable(txid)
             elif journal.pending_bytes >= FLUSH_THRESHOLD:
                 journal.flush()
         except Exception as error:
-            return txid, error
+            return txid, error  # its id stays open (holds the watermark) until the roll settles it
         return txid, None
 
     def _journal_failed(self, error: BaseException) -> None:
@@ -408,6 +437,13 @@ class WriteAheadLog:
             if collecting:
                 gc.enable()
         report = state.report
+        if report.damage:
+            # NiFi's log refuses to start on corruption that is not a torn tail; so does
+            # this one, before anything is deleted, renamed or rewritten.
+            if not self.accept_damage:
+                raise WalDamagedError(self.directory, report.damage)
+            report.damage_accepted = True
+            report.checkpoint_reasons.append(f"{len(report.damage)} damage finding(s) accepted")
         # NiFi's four restore cases, one named branch each. Each runs only
         # after the snapshot it relies on was read completely, so a corrupt file
         # raised above with nothing deleted or renamed.
@@ -421,9 +457,12 @@ class WriteAheadLog:
         elif case is SnapshotCase.PARTIAL_ONLY:
             self._restore_case_partial_only(files.partial, report)
         self._records, self._swap_files = state.records, self._relocated(state.swap_files, report)
-        self._txids = itertools.count(state.next_txid)
+        self._txids = TransactionIds(state.next_txid)
+        self._journal_files = set(files.journals)
         if report.cuts:
             self._save_cuts(state)
+        if report.damage_accepted:
+            self._save_damage_report(report)
         existing = set(files.journals)
         if existing != set(range(self.partitions)):
             report.checkpoint_reasons.append(f"journals {sorted(existing)} differ from partitions 0..{self.partitions - 1}")
@@ -497,9 +536,7 @@ class WriteAheadLog:
 
     def _save_cuts(self, state) -> None:
         """Keep every byte recovery will not apply, before a checkpoint resets the journals."""
-        directory = self._path(CUT_DIRECTORY)
-        if not self.storage.exists(directory):
-            self.storage.mkdir(directory)
+        directory = self._cut_directory()
         data_of = {scan.path: scan.data for scan in state.scans}
         stamp = int(self._wall_clock() * 1000)
         for cut in state.report.cuts:
@@ -524,6 +561,40 @@ class WriteAheadLog:
                 "explained by a crash" if cut.explained else "NOT explained by a crash", target,
             )
 
+    def _cut_directory(self) -> str:
+        directory = self._path(CUT_DIRECTORY)
+        if not self.storage.exists(directory):
+            self.storage.mkdir(directory)
+        return directory
+
+    def _save_damage_report(self, report: RecoveryReport) -> None:
+        """Log what the accepted damage lost, and keep the report in `cut/`."""
+        for found in report.damage:
+            log.error("WAL %s: damage accepted, recovering without what it lost: %s: %s", self.directory,
+                      found.path, found.what)
+        log.error("WAL %s: accepted damage lost %d transaction(s) (ids known) and at least %d update(s); the cut "
+                  "bytes are in %s", self.directory, report.transactions_lost, report.updates_lost,
+                  self._path(CUT_DIRECTORY))
+        name = f"{DAMAGE_REPORT_PREFIX}{int(self._wall_clock() * 1000)}{DAMAGE_REPORT_SUFFIX}"
+        target = join(self._cut_directory(), name)
+        with self.storage.create(target, overwrite=True) as file:
+            file.write(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str).encode("utf-8"))
+            file.sync()
+
+    def _create_missing_journals(self, generation: int) -> None:
+        """Create every journal of the set that does not exist yet, before the snapshot
+        is put in place: then a snapshot in place means its whole journal set exists,
+        and recovery can tell a deleted journal from a crash (see `damage`). Only a new
+        WAL, or one given more partitions, lacks any."""
+        header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, generation, self.partitions)
+        for partition in range(self.partitions):
+            if partition in self._journal_files:
+                continue
+            with self.storage.create(self._path(journal_name(partition)), overwrite=True) as file:
+                file.write(header)
+                file.sync()
+            self._journal_files.add(partition)
+
     def _checkpoint_locked(self, stale_journals: dict | None = None, including=()) -> None:
         """The checkpoint proper: partial snapshot, sync, rename, journals reset. The
         snapshot also holds the updates of `including` (unacknowledged transactions, in
@@ -535,8 +606,7 @@ class WriteAheadLog:
         # Every transaction handed out so far is in the map, in `including`, or of
         # unknown outcome: the snapshot covers them all, so replay skips any bytes
         # they left behind - and those of unknown outcome are never replayed.
-        max_txid = next(self._txids) - 1
-        self._txids = itertools.count(max_txid + 1)
+        max_txid = self._txids.covered()
         records, swap_files = self._records, self._swap_files
         if including:
             records, swap_files = dict(records), dict(swap_files)
@@ -557,6 +627,7 @@ class WriteAheadLog:
                                records=records, swap_files=swap_files)
             self._partial_complete = True
             self._hooks.checkpoint_partial_written(partial)
+            self._create_missing_journals(max_txid)
             if storage.exists(snapshot):
                 storage.delete(snapshot)
             self._hooks.checkpoint_snapshot_deleted(snapshot)
@@ -569,7 +640,8 @@ class WriteAheadLog:
                 except Exception:  # a failed journal's file may refuse; it is replaced below
                     log.debug("closing %s before reset failed", journal.path, exc_info=True)
             self._journals = []
-            header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version)
+            header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid,
+                                             self.partitions)
             for partition in range(self.partitions):
                 path = self._path(journal_name(partition))
                 file = storage.create(path, overwrite=True)
@@ -581,6 +653,7 @@ class WriteAheadLog:
             for partition, path in (stale_journals or {}).items():
                 if partition >= self.partitions:
                     storage.delete(path)  # its transactions are all in the new snapshot
+            self._journal_files = set(range(self.partitions))
         except BaseException as error:
             if not self._journals:
                 for journal in journals:

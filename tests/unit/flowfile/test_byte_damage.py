@@ -121,7 +121,7 @@ def forged_frame_text(serde) -> tuple[str, str]:
     for attempt in range(1 << 20):
         record = FlowFileRecord("forged", {"n": "x" * (attempt % 61) + str(attempt)}, None, "q1", 0, 0, 0, 0)
         payload = fmt.pack_payload([serde.encode_update(Put(record))])
-        frame = fmt.pack_frame(FORGED_TXID, 0, 1, payload, fmt.crc32(payload))
+        frame = fmt.pack_frame(FORGED_TXID, 0, 1, payload, fmt.crc32(payload), 0)
         try:
             # The frame's marker byte 0xA5 follows a 0xC2 (together: U+00A5), and its
             # last byte, the Commit marker 0xCC, is followed by a 0x80 (U+0300).
@@ -188,8 +188,8 @@ def test_a_frame_whose_transaction_id_does_not_increase_is_cut(tmp_path):
     frames = []
     for txid in (1, 3, 2, 4):
         payload = fmt.pack_payload([serde.encode_update(Put(make_record(txid)))])
-        frames.append(fmt.pack_frame(txid, 0, 1, payload, fmt.crc32(payload)))
-    header = fmt.pack_journal_header(0, serde.name, serde.version)
+        frames.append(fmt.pack_frame(txid, 0, 1, payload, fmt.crc32(payload), 0))
+    header = fmt.pack_journal_header(0, serde.name, serde.version, 0, 1)
     records, report = recovered(directory, header + b"".join(frames))
     assert records == {"ff-1", "ff-3", "ff-4"}
     (cut,) = report.cuts

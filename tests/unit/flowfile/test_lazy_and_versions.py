@@ -27,6 +27,7 @@ from repositories.flowfile import (
     LazyFlowFileRecord,
     NotAWriteAheadLogError,
     Put,
+    WalDamagedError,
     SwapFile,
     SwapIn,
     SwapOut,
@@ -157,8 +158,58 @@ def test_journals_of_format_1_restore_and_are_rewritten_in_the_current_format(st
     wal.close()
     for name in ("journal-0", "journal-1"):
         with open(os.path.join(directory, name), "rb") as handle:
-            assert fmt.unpack_file_header(handle.read(), fmt.JOURNAL_MAGIC)[0].format_version == fmt.JOURNAL_FORMAT_VERSION
+            assert fmt.unpack_journal_header(handle.read()).format_version == fmt.JOURNAL_FORMAT_VERSION
     again = open_wal(storage, directory, epoch=5)
+    assert again.recover() == expected
+    assert again.swap_files == swaps and not again.last_recovery.checkpoint_reasons
+    again.close()
+
+
+def journal_format_2_transactions():
+    """What tests/unit/flowfile/data/wal-journal2-snapshot2-serde3 holds: written by
+    commit bbe0f1e (journal format 2, snapshot format 2, SerDe version 3), epoch 6, three
+    partitions: the first list before a checkpoint, the second in the journals. Journal
+    format 2 has neither the journal set in its header nor a durable watermark in its
+    frames."""
+    unicode = FlowFileRecord("ünï-id", {"ключ": "значение ¥", "nul\0k": "v\0"}, None, "q2", 3, 4, 5, 6)
+    claimed = FlowFileRecord("claimed", {"a": "b"}, ContentClaim(ResourceClaim("c", 5, "r"), 7, 8), "q1", 8, 10, 9, 11)
+    before = [[Put(make_record(n)) for n in range(4)], [SwapOut(SwapFile("swap/a", "q1", 2, 20), ("ff-2", "ff-3"))]]
+    after = [
+        [Put(unicode), Put(make_record(4))],
+        [Delete("ff-0")],
+        [SwapIn("swap/a"), Put(make_record(2, 1)), Put(make_record(3, 1))],
+        [SwapOut(SwapFile("swap/b", "q1", 1, 10), ("ff-1",))],
+        [Put(claimed)],
+        [Put(make_record(5, 2))],
+    ]
+    return before, after
+
+
+def test_journals_of_format_2_restore_and_are_rewritten_in_the_current_format(storage, tmp_path):
+    directory = str(tmp_path / "journal2")
+    shutil.copytree(os.path.join(DATA, "wal-journal2-snapshot2-serde3"), directory)
+    for name in ("journal-0", "journal-1", "journal-2"):
+        with open(os.path.join(directory, name), "rb") as handle:
+            assert fmt.unpack_journal_header(handle.read()).format_version == 2
+    before, after = journal_format_2_transactions()
+    expected, swaps = {}, {}
+    for transaction in before + after:
+        for update in transaction:
+            apply_update(expected, swaps, update)
+    wal = open_wal(storage, directory, epoch=6, partitions=3)
+    assert wal.recover() == expected
+    assert wal.swap_files == swaps
+    report = wal.last_recovery
+    assert (report.max_txid, report.transactions_replayed, report.cuts, report.damage) == (8, len(after), [], [])
+    assert any("journal format version 2" in reason for reason in report.checkpoint_reasons)
+    wal.update([Put(make_record(6))])
+    expected["ff-6"] = make_record(6)
+    wal.close()
+    for name in ("journal-0", "journal-1", "journal-2"):
+        with open(os.path.join(directory, name), "rb") as handle:
+            header = fmt.unpack_journal_header(handle.read())
+        assert (header.format_version, header.partitions) == (fmt.JOURNAL_FORMAT_VERSION, 3)
+    again = open_wal(storage, directory, epoch=6, partitions=3)
     assert again.recover() == expected
     assert again.swap_files == swaps and not again.last_recovery.checkpoint_reasons
     again.close()
@@ -342,10 +393,15 @@ def test_flipped_bit_in_a_journal_put_is_cut_at_recovery(storage, directory):
     data = bytearray(open(path, "rb").read())
     data[data.index(b"value-2-1-v0") + 3] ^= 0x01
     open(path, "wb").write(bytes(data))
-    again = open_wal(storage, directory, partitions=1)
+    # Damage before an intact transaction is no crash's: refused, and nothing changed.
+    with pytest.raises(WalDamagedError, match="transaction 2 payload CRC mismatch"):
+        open_wal(storage, directory, partitions=1).recover()
+    assert open(path, "rb").read() == bytes(data)
+    again = open_wal(storage, directory, partitions=1, accept_damage=True)
     records = again.recover()
     assert set(records) == {"ff-1", "ff-3"}
     assert [cut.txid for cut in again.last_recovery.cuts] == [2]
+    assert (again.last_recovery.transactions_lost, again.last_recovery.updates_lost) == (1, 1)
     again.close()
 
 

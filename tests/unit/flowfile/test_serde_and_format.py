@@ -54,7 +54,7 @@ def test_payload_markers_are_checked():
 
 
 def test_frame_header_crc_rejects_a_changed_length():
-    frame = bytearray(fmt.pack_frame(7, 1, 1, b"xyz", fmt.crc32(b"xyz")))
+    frame = bytearray(fmt.pack_frame(7, 1, 1, b"xyz", fmt.crc32(b"xyz"), 6))
     assert fmt.parse_frame_header(bytes(frame), 0)[0] == 7
     struct.pack_into("<I", frame, 21, 99)
     assert fmt.parse_frame_header(bytes(frame), 0) is None

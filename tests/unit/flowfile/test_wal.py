@@ -206,7 +206,7 @@ def test_a_failed_sync_rolls_the_transaction_into_a_new_snapshot(storage, direct
     hooks.fail = True
     fill(wal, [2])  # the roll made it durable: acknowledged
     assert set(wal.records) == {"ff-1", "ff-2"} and wal.unsettled == ()
-    header_only = fmt.pack_journal_header(0, FlowFileSerDe().name, FlowFileSerDe().version)
+    header_only = fmt.pack_journal_header(0, FlowFileSerDe().name, FlowFileSerDe().version, 2, 1)
     assert open(os.path.join(directory, "journal-0"), "rb").read() == header_only  # a fresh journal
     fill(wal, [3])
     wal.close()

@@ -7,12 +7,15 @@ The files the previous release wrote (format 1 journals and snapshots) are damag
 the same way.
 
 Each restart answers within 2 s and 256 MB with the records, or with a
-`WriteAheadLogError` that says why. What it returns was written: no id that was never
-written, every record equal to a version of it that was written, every swap file one
-that was registered. Damage in a journal costs only the transactions at and after the
-first damaged byte of that journal (the package docstring: every intact transaction
-is replayed); a damaged snapshot is refused, never read in part; and a second restart
-finds what the first one restored.
+`WriteAheadLogError` that says why. A node that starts without accepting damage starts
+only on what a crash could have left: the transactions after the checkpoint, up to
+some point (the writer syncs each before it writes the next, so a crash loses only the
+newest), and nothing else missing. Accepting the damage, what it returns was written:
+no id that was never written, every record equal to a version of it that was written,
+every swap file one that was registered. Damage in a journal costs only the
+transactions at and after the first damaged byte of that journal (the package
+docstring: every intact transaction is replayed); a damaged snapshot is refused, never
+read in part; and a second restart finds what the first one restored.
 
 About 260 examples; CUSTODY_LONG=1 runs twenty times as many.
 """
@@ -124,13 +127,13 @@ def file_landmarks(name: str, data: bytes) -> tuple:
     if name.startswith(SNAPSHOT_NAME):
         header = fmt.unpack_file_header(data, fmt.SNAPSHOT_MAGIC, fmt.SNAPSHOT_COUNTS.size)[0]
         return 18, header.length, len(data) - fmt.SNAPSHOT_TRAILER.size
-    return 18, fmt.unpack_file_header(data, fmt.JOURNAL_MAGIC)[0].length
+    return 18, fmt.unpack_journal_header(data).length
 
 
-def restart(directory: str):
+def restart(directory: str, accept_damage: bool = False):
     """What a node does at start: recover, then read every record."""
     def run():
-        wal = open_wal(LocalStorage(), directory)
+        wal = open_wal(LocalStorage(), directory, accept_damage=accept_damage)
         try:
             records = wal.recover()
             decode_records(records.values())
@@ -214,6 +217,9 @@ def test_recovery_of_a_damaged_wal_keeps_what_is_intact_or_refuses(written, data
             with open(os.path.join(directory, name), "wb") as handle:
                 handle.write(content)
         outcome, value = restart(directory)
+        if outcome == "returned":
+            assert value in CRASH_STATES, "started, without accepting damage, on what no crash leaves"
+        outcome, value = restart(directory, accept_damage=True)
         if outcome == "refused":
             return
         records, swap_files = value
@@ -230,7 +236,11 @@ def test_recovery_of_a_damaged_wal_keeps_what_is_intact_or_refuses(written, data
         assert (again, value_again) == ("returned", (records, swap_files)), "a second restart found another state"
 
 
-OLD_FORMATS = {"wal-format1-serde2": 3, "wal-journal1-snapshot2-serde3": 5}  # name -> shard epoch they were written at
+# What a crash can leave: the checkpoint's state and the first k transactions after it.
+CRASH_STATES = [state_after(BEFORE_CHECKPOINT + AFTER_CHECKPOINT[:k]) for k in range(len(AFTER_CHECKPOINT) + 1)]
+
+# name -> shard epoch they were written at
+OLD_FORMATS = {"wal-format1-serde2": 3, "wal-journal1-snapshot2-serde3": 5, "wal-journal2-snapshot2-serde3": 6}
 
 
 @pytest.mark.parametrize("name", sorted(OLD_FORMATS))
@@ -251,7 +261,7 @@ def test_recovery_of_damaged_files_of_the_previous_formats_answers_or_refuses(na
 
 def restart_at(directory: str, epoch: int) -> None:
     def run():
-        wal = open_wal(LocalStorage(), directory, epoch=epoch)
+        wal = open_wal(LocalStorage(), directory, epoch=epoch, accept_damage=True)
         try:
             decode_records(wal.recover().values())
         finally:
