@@ -10,6 +10,11 @@ What it holds:
                 non-loopback address without tokens
   tokens.py     the token file (hashes only) and bearer-token checks, roles read/admin
   server.py     uvicorn on a thread of its own
+  connections.py  each connection's cap and read deadlines, so clients never take the
+                flow's descriptors
+  admission.py  the Host and Origin rules of browsers (DNS rebinding, cross-site POSTs), pure
+  gate.py       the ASGI layers that apply them, and check the token and the body's cap
+                before any body is read
   app.py        the FastAPI application: routes under /api/v1, /health, /ready,
                 /metrics, the status page at /
   models.py     the pydantic models of every answer, so /openapi.json is exact

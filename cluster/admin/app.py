@@ -12,9 +12,12 @@ process answers and why it is not ready yet.
 
 Errors are JSON `{"error": ..., "status": ...}`: 401 without a valid token, 403 for
 a token whose role is not enough, 404 for an unknown id (naming it), 409 for a call
-the node's state refuses, 422 for a bad parameter (naming it), 503 when ZooKeeper or
-storage does not answer (with the reason). Never a stack trace: an unexpected error
-is logged with its trace and answered 500 with one line.
+the node's state refuses, 413 for a body past the route's cap, 422 for a bad
+parameter (naming it), 503 when ZooKeeper or storage does not answer (with the
+reason). Never a stack trace: an unexpected error is logged with its trace and
+answered 500 with one line. The token and the body cap are checked before any body
+is read (`cluster.admin.gate.RequestGate`); the server adds the Host and Origin
+checks of browsers (421, 403: `cluster.admin.gate.BrowserGate`).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
 from ..node.control import Conflict, Invalid, NotFound, Unavailable
-from . import (page, routes_cluster, routes_control, routes_flow, routes_node, routes_ops, routes_provenance,
-               routes_queues)
+from . import (page, routes_alarms, routes_cluster, routes_control, routes_flow, routes_node, routes_ops,
+               routes_provenance, routes_queues)
 from .auth import AuthProblem
+from .gate import RequestGate
 from .metrics import NodeMetrics
 from .responses import document_validation_errors, problem
 from .tokens import Tokens
@@ -44,6 +48,7 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     app.state.control = control
     app.state.tokens = tokens or Tokens.disabled()
     app.state.metrics = metrics or NodeMetrics(control)
+    app.add_middleware(RequestGate)
 
     @app.exception_handler(AuthProblem)
     async def auth_problem(_request, error: AuthProblem):
@@ -102,6 +107,7 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_flow.register(app)
     routes_provenance.register(app)
     routes_queues.register(app)
+    routes_alarms.register(app)
     page.register(app)
     document_validation_errors(app)
     return app

@@ -1,6 +1,12 @@
 """Who may call what: bearer tokens checked against the node's token file, and the
 role each route needs (`requires("read")`, `requires("admin")`). Every API route
-lives under `API`."""
+lives under `API`.
+
+The check runs twice, the same function (`authorize`): in `cluster.admin.gate`, before
+any of the request's body is read (FastAPI reads a route's body before it runs its
+dependencies, so a caller without a token could make the node parse a body as large
+as it liked before its 401), and as the route's dependency, which also declares the
+bearer scheme in /openapi.json. `role_needed(route)` reads the role a route declares."""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import logging
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from .tokens import Tokens, allows
 
@@ -24,24 +31,43 @@ class AuthProblem(Exception):
         self.status = status
 
 
+def authorize(tokens: Tokens, authorization: str | None, role: str, *, method: str, path: str) -> str:
+    """The caller's role, from its `Authorization` header, if it is `role` or admin;
+    raises `AuthProblem` (401 or 403) if not."""
+    if not tokens.enabled:
+        return "admin"
+    scheme, token = get_authorization_scheme_param(authorization)
+    if scheme.lower() != "bearer" or not token:
+        raise AuthProblem(401, "a bearer token is needed: Authorization: Bearer <token>")
+    entry = tokens.identify(token)
+    if entry is None:
+        raise AuthProblem(401, "the token is not known to this node")
+    if not allows(entry.role, role):
+        log.info("refused %s %s to token %r (role %s, needs %s)", method, path, entry.name, entry.role, role)
+        raise AuthProblem(403, f"this needs the {role} role; the token {entry.name!r} has {entry.role}")
+    return entry.role
+
+
 def requires(role: str):
     """A dependency that lets the request through with a token of `role` (or admin)."""
 
     # async: a few hash comparisons, done on the event loop rather than after a hop to
     # the thread pool (which costs more than the check, on every request).
-    async def check(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> str:
-        tokens: Tokens = request.app.state.tokens
-        if not tokens.enabled:
-            return "admin"
-        if credentials is None or credentials.scheme.lower() != "bearer":
-            raise AuthProblem(401, "a bearer token is needed: Authorization: Bearer <token>")
-        entry = tokens.identify(credentials.credentials)
-        if entry is None:
-            raise AuthProblem(401, "the token is not known to this node")
-        if not allows(entry.role, role):
-            log.info("refused %s %s to token %r (role %s, needs %s)", request.method, request.url.path,
-                     entry.name, entry.role, role)
-            raise AuthProblem(403, f"this needs the {role} role; the token {entry.name!r} has {entry.role}")
-        return entry.role
+    async def check(request: Request, _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> str:
+        return authorize(request.app.state.tokens, request.headers.get("authorization"), role,
+                         method=request.method, path=request.url.path)
 
+    check.role = role  # what `role_needed` finds
     return check
+
+
+def role_needed(route) -> str | None:
+    """The role a route's `requires` dependency asks for (None: an open route)."""
+    pending = list(getattr(getattr(route, "dependant", None), "dependencies", ()))
+    while pending:
+        dependency = pending.pop()
+        role = getattr(dependency.call, "role", None)
+        if role is not None:
+            return role
+        pending.extend(dependency.dependencies)
+    return None

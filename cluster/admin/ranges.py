@@ -8,7 +8,9 @@
 One range is served. As RFC 9110 allows, a header the server does not act on is
 ignored (the whole content is sent): another unit than bytes, a malformed or
 inverted range, and a request for several ranges (multipart/byteranges is not
-offered).
+offered). A position of any number of digits is read: one past 64 bits is past any
+content's end (a first byte there is 416, a last byte there is the content's end),
+never converted whole (Python refuses to convert more than 4300 digits).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_RANGE = re.compile(r"^\s*(\d*)\s*-\s*(\d*)\s*$")
+_RANGE = re.compile(r"^\s*([0-9]*)\s*-\s*([0-9]*)\s*$")
+# A position of more digits than this is past any content's size (2**63 has 19).
+_MAX_DIGITS = 19
+_PAST_ANY_SIZE = 1 << 64
 
 
 class RangeNotSatisfiable(Exception):
@@ -49,13 +54,18 @@ def parse_range(header: str | None, size: int) -> ByteRange | None:
         return None
     first, last = match.groups()
     if first == "":  # a suffix: the last `last` bytes
-        wanted = int(last)
+        wanted = _position(last)
         if wanted == 0 or size == 0:
             raise RangeNotSatisfiable(header, size)
         return ByteRange(max(0, size - wanted), size - 1)
-    start = int(first)
-    if last and int(last) < start:
+    start = _position(first)
+    if last and _position(last) < start:
         return None  # invalid: ignored
     if start >= size:
         raise RangeNotSatisfiable(header, size)
-    return ByteRange(start, min(int(last), size - 1) if last else size - 1)
+    return ByteRange(start, min(_position(last), size - 1) if last else size - 1)
+
+
+def _position(digits: str) -> int:
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _MAX_DIGITS else _PAST_ANY_SIZE

@@ -21,6 +21,8 @@ CONTROL_ERRORS = {**LOOKUP_ERRORS, **_REFUSED}
 # Routes with parameters declare the 422 FastAPI would otherwise describe with its own model.
 PARAMETER_LOOKUP_ERRORS = {**LOOKUP_ERRORS, **_INVALID}
 PARAMETER_CONTROL_ERRORS = {**CONTROL_ERRORS, **_INVALID}
+BODY_CONTROL_ERRORS = {**PARAMETER_CONTROL_ERRORS,
+                       413: {"model": Problem, "description": "the body is larger than the route takes; how large"}}
 QUERY_ERRORS = {**READ_ERRORS, **_INVALID}
 CONTENT_ERRORS = {**PARAMETER_LOOKUP_ERRORS,
                   416: {"model": Problem, "description": "the Range asked for starts past the content's end "

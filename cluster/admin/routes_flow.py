@@ -7,11 +7,18 @@ import dataclasses
 
 from fastapi import Depends, FastAPI, Request
 
+from flow.definition import MAX_DOCUMENT_BYTES
+
 from ..node.control import Conflict, NotFound
 from .auth import API, requires
 from .deploy import RollingDeploy
 from .models import Deploy, DeployRequest, FlowVersions
-from .responses import LOOKUP_ERRORS, PARAMETER_CONTROL_ERRORS
+from .responses import BODY_CONTROL_ERRORS, LOOKUP_ERRORS
+
+# A flow file is at most MAX_DOCUMENT_BYTES; as JSON, with the quotes JSON puts around
+# every key and text YAML leaves bare, and its escapes, twice that is ample, and still
+# a body the node parses in well under a second.
+DEPLOY_MAX_BODY_BYTES = 2 * MAX_DOCUMENT_BYTES
 
 
 def bearer_token(request: Request) -> str | None:
@@ -34,7 +41,7 @@ def register(app: FastAPI) -> None:
                             shards={name: shard.flow for name, shard in sorted(status.shards.items())})
 
     @app.post(f"{API}/flow/deploy", response_model=Deploy, status_code=202, tags=["flow"], dependencies=admin,
-              responses=PARAMETER_CONTROL_ERRORS,
+              responses=BODY_CONTROL_ERRORS, max_body_size=DEPLOY_MAX_BODY_BYTES,
               summary="roll a new flow version across the cluster, node by node (offload, connect)")
     def deploy(request: Request, body: DeployRequest) -> Deploy:
         current = request.app.state.deploy

@@ -24,10 +24,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 
@@ -53,11 +54,22 @@ MAX_PAGE = 1000
 MAX_OFFSET = 100_000  # deeper: pass as_of = the last event id seen - 1, and offset 0
 STREAM_BATCH = 500
 MAX_LINEAGE_FLOWFILES = 10_000
+# The index keeps event ids and times as 64-bit integers (ids unsigned, times signed
+# milliseconds), and its filters fail on a larger number: one is a 422 here. Ids count
+# events, so no real one passes 2**63 - 1, the bound every number of the API shares.
+MAX_EVENT_ID = (1 << 63) - 1
 
-_TIME_FORMS = "an RFC 3339 date-time (e.g. 2024-05-01T12:00:00Z), epoch milliseconds, or 15m/2h/3d ago"
-# The spec says exactly what a time bound may be, and `parse_time` reads exactly that.
-_TIME_SCHEMA = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": r"^[0-9]+$"},
-                          {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?[smhd]$"}]}
+_TIME_FORMS = ("an RFC 3339 date-time (e.g. 2024-05-01T12:00:00Z), epoch milliseconds (at most 18 digits), "
+               "or 15m/2h/3d ago (at most 11 digits before the unit)")
+# Numbers of these many digits stay within signed 64-bit milliseconds (10**18 ms; 10**11
+# days ago), so the index's filters take every time the patterns admit.
+_EPOCH_MS = re.compile(r"^0*[0-9]{1,18}$")
+_AGO = re.compile(r"^0*[0-9]{1,11}(\.[0-9]+)?[smhd]$")
+_DIGITS, _ANY_AGO = re.compile(r"^[0-9]+$"), re.compile(r"^[0-9]+(\.[0-9]+)?[smhd]$")
+# The spec says exactly what a time bound may be, and `time_bound` reads exactly that.
+_TIME_SCHEMA = {"anyOf": [{"type": "string", "format": "date-time"},
+                          {"type": "string", "pattern": _EPOCH_MS.pattern},
+                          {"type": "string", "pattern": _AGO.pattern}]}
 EventTypeName = enum.Enum("EventTypeName", {name: name for name in NIFI_EVENT_TYPES}, type=str)
 
 
@@ -90,14 +102,30 @@ def event_query(
     bounds: dict[str, int | None] = {"start": None, "end": None}
     for name, text in (("start", start), ("end", end)):
         if text is not None:
-            try:
-                bounds[name] = parse_time(text, strict=True)
-            except ValueError as error:
-                raise _invalid(name, str(error)) from None
+            bounds[name] = time_bound(name, text)
     # An end before the start is an empty range: it matches nothing (no error: the spec cannot say it).
     kind = type.value if type is not None else None
     return ProvenanceQuery(event_type=kind, flowfile_uuid=uuid, filename=filename, component_id=component,
                            relationship=relationship, start_ms=bounds["start"], end_ms=bounds["end"])
+
+
+def time_bound(name: str, text: str, *, now: float | None = None) -> int:
+    """Epoch milliseconds of a time bound, as `_TIME_SCHEMA` admits it; 422 naming
+    `name` for one it does not: one it cannot read, or a number of more digits than it
+    allows, past what the index's signed 64-bit milliseconds hold (where `parse_time`
+    would fail, on `99999999999999999999d` ago)."""
+    if _DIGITS.match(text):
+        if not _EPOCH_MS.match(text):
+            raise _invalid(name, f"{text[:40]!r} is past the latest time the index holds: epoch milliseconds "
+                                 f"have at most 18 digits")
+        text = text.lstrip("0") or "0"  # however many zeros lead, never more than 18 digits to convert
+    elif _ANY_AGO.match(text) and not _AGO.match(text):
+        raise _invalid(name, f"{text[:40]!r} reaches before the earliest time the index holds: at most 11 digits "
+                             f"before the unit")
+    try:
+        return parse_time(text, now=now, strict=True)
+    except ValueError as error:
+        raise _invalid(name, str(error)) from None
 
 
 @contextmanager
@@ -159,8 +187,9 @@ def register(app: FastAPI) -> None:
                                         description="events of the listing to pass over; deeper than "
                                                     f"{MAX_OFFSET}: as_of = the last event id seen - 1"),
                     limit: int = Query(100, ge=1, le=MAX_PAGE, description="events at most"),
-                    as_of: int | None = Query(None, ge=0, description="the as_of of the listing's first page: "
-                                                                      "the newest event id the pages show")):
+                    as_of: int | None = Query(None, ge=0, le=MAX_EVENT_ID,
+                                              description="the as_of of the listing's first page: the newest "
+                                                          "event id the pages show")):
         """A page of the listing, newest first (see `ProvenancePage`). This node's own
         events only: its shards, adopted ones included; others are on their nodes."""
         control = request.app.state.control
@@ -184,8 +213,9 @@ def register(app: FastAPI) -> None:
                         **as_json(QUERY_ERRORS)},
              summary="every event of the listing, streamed as newline-delimited JSON")
     def stream_events(request: Request, query: ProvenanceQuery = Depends(event_query),
-                      limit: int | None = Query(None, ge=1, description="events at most (no bound when absent)"),
-                      as_of: int | None = Query(None, ge=0, description="events up to this id")):
+                      limit: int | None = Query(None, ge=1, le=MAX_EVENT_ID,
+                                                description="events at most (no bound when absent)"),
+                      as_of: int | None = Query(None, ge=0, le=MAX_EVENT_ID, description="events up to this id")):
         """The whole listing of the same filters, newest first, read a batch at a
         time as the client takes it. This node's own events only (see /events)."""
         control = request.app.state.control
@@ -196,7 +226,7 @@ def register(app: FastAPI) -> None:
 
     @app.get(f"{API}/provenance/events/{{event_id}}", response_model=ProvenanceEventView, tags=["provenance"],
              dependencies=read, responses=PARAMETER_LOOKUP_ERRORS, summary="one event, every field")
-    def get_event(request: Request, event_id: int) -> ProvenanceEventView:
+    def get_event(request: Request, event_id: int = Path(ge=0, le=MAX_EVENT_ID)) -> ProvenanceEventView:
         """An event of this node's repository by id (ids are the node's own)."""
         with _repository(request.app.state.control) as repository:
             return event_view(repository.get(event_id))

@@ -28,6 +28,7 @@ from .ranges import RangeNotSatisfiable, parse_range
 from .responses import CONTENT_ERRORS, PARAMETER_CONTROL_ERRORS, PARAMETER_LOOKUP_ERRORS, problem
 
 MAX_LIMIT = 1000
+MAX_POSITION = (1 << 63) - 1  # every count and id the node keeps fits a signed 64-bit integer
 MAX_WAIT_S = 300.0
 CHUNK = 64 * 1024  # bytes of content per chunk streamed
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -47,7 +48,8 @@ def register(app: FastAPI) -> None:
              dependencies=read, responses=PARAMETER_LOOKUP_ERRORS,
              summary="list a queue: its FlowFiles in the order it hands them out, a page at a time")
     def list_queue(request: Request, shard: str, queue: str = _QUEUE,
-                   offset: int = Query(0, ge=0, description="skip this many (position offset + 1 comes first)"),
+                   offset: int = Query(0, ge=0, le=MAX_POSITION,
+                                       description="skip this many (position offset + 1 comes first)"),
                    limit: int = Query(100, ge=1, le=MAX_LIMIT, description="at most this many")) -> QueueListing:
         return QueueListing(**request.app.state.control.list_queue(shard, queue, offset, limit))
 
@@ -96,7 +98,7 @@ def register(app: FastAPI) -> None:
               dependencies=admin, responses=PARAMETER_CONTROL_ERRORS,
               summary="replay a provenance event: a new FlowFile with its attributes and content, into the queue "
                       "its component reads, with a REPLAY event")
-    def replay(request: Request, event_id: int = Path(ge=0),
+    def replay(request: Request, event_id: int = Path(ge=0, le=MAX_POSITION),
                queue: str | None = Query(None, description="the queue to replay into, when the event's component "
                                                            "has several incoming queues")) -> ReplayResult:
         return ReplayResult(**request.app.state.control.replay(event_id, queue))

@@ -12,8 +12,8 @@ from .tokens import Tokens
 
 
 def serve(settings: AdminSettings, control) -> AdminServer:
-    """Check the settings (no non-loopback bind without tokens), load the tokens and
-    listen. Raises `AdminSettingsRefused`, `TokenFileError` or `AdminServerError`."""
+    """Check the settings (no non-loopback bind without tokens, host names), load the
+    tokens and listen. Raises `AdminSettingsRefused`, `TokenFileError` or `AdminServerError`."""
     settings.check()
     tokens = Tokens.load(settings.token_file) if settings.token_file else Tokens.disabled()
     return AdminServer(settings, create_app(control, tokens)).start()

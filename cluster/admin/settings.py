@@ -8,8 +8,16 @@ NODE.toml:
     tokens = "tokens"         # token file (see cluster.admin.tokens), relative to NODE.toml
     tls_cert = "node.pem"     # optional, both or neither
     tls_key = "node.key"
+    allowed_hosts = ["custody1.example.org"]   # names it answers to besides its own
 
-`custody run ... --admin HOST:PORT [--admin-tokens FILE]` for a standalone node.
+`custody run ... --admin HOST:PORT [--admin-tokens FILE] [--admin-allowed-host NAME]`
+for a standalone node.
+
+The API answers only to requests whose Host is one of its names
+(`cluster.admin.admission.AllowedHosts`): the bind address (for loopback, also
+`localhost` and any loopback address; for 0.0.0.0 or ::, any address), the address
+the node announces (`[node] admin`), and `allowed_hosts` (`"*"`: any name, for a
+proxy that passes on its clients' Host).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import socket
 from dataclasses import dataclass
 
 from ..errors import ConfigurationRefused
+from .admission import AllowedHosts, HostNameRefused
 from ..node.config import DEFAULT_ADMIN_BIND as DEFAULT_BIND
 from ..node.config import DEFAULT_ADMIN_PORT as DEFAULT_PORT
 
@@ -34,10 +43,20 @@ class AdminSettings:
     token_file: str = ""
     tls_cert: str = ""
     tls_key: str = ""
+    allowed_hosts: tuple[str, ...] = ()
+    announced: str = ""  # the address the node announces to the cluster (`[node] admin`)
 
     @property
     def tls(self) -> bool:
         return bool(self.tls_cert)
+
+    def hosts(self) -> AllowedHosts:
+        """The names the API answers to; raises `AdminSettingsRefused` for a bad one."""
+        try:
+            return AllowedHosts.of(self.bind, loopback=is_loopback(self.bind), names=self.allowed_hosts,
+                                   announced=self.announced)
+        except HostNameRefused as error:
+            raise AdminSettingsRefused(f"[admin] allowed_hosts: {error}") from None
 
     def check(self) -> None:
         """Refuse what must never start: a non-loopback bind without tokens (anyone on
@@ -51,6 +70,7 @@ class AdminSettings:
                 f"the admin API refuses to listen on {self.bind} without tokens: anyone who reaches it could "
                 f"read the node's data and offload it. Create a token file (custody admin token --file FILE "
                 f"--role admin --name NAME) and set [admin] tokens, or bind 127.0.0.1")
+        self.hosts()
 
 
 def is_loopback(host: str) -> bool:
@@ -68,7 +88,7 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
 
 
-def parse_address(text: str, *, token_file: str = "") -> AdminSettings:
+def parse_address(text: str, *, token_file: str = "", allowed_hosts=()) -> AdminSettings:
     """`HOST:PORT` (`--admin`) as settings; `[::1]:8080` for IPv6."""
     host, sep, port = text.rpartition(":")
     if not sep or not host:
@@ -77,10 +97,12 @@ def parse_address(text: str, *, token_file: str = "") -> AdminSettings:
         number = int(port)
     except ValueError:
         raise AdminSettingsRefused(f"--admin {text!r}: the port {port!r} is not a number") from None
-    return AdminSettings(bind=host.strip("[]"), port=number, token_file=token_file)
+    return AdminSettings(bind=host.strip("[]"), port=number, token_file=token_file,
+                         allowed_hosts=tuple(allowed_hosts))
 
 
 def from_node_config(config) -> AdminSettings:
     """The `[admin]` table of a `cluster.node.config.NodeConfig`."""
     return AdminSettings(bind=config.admin_bind, port=config.admin_port, token_file=config.admin_tokens,
-                         tls_cert=config.admin_tls_cert, tls_key=config.admin_tls_key)
+                         tls_cert=config.admin_tls_cert, tls_key=config.admin_tls_key,
+                         allowed_hosts=config.admin_allowed_hosts, announced=config.admin)
