@@ -3,15 +3,22 @@
 What it does: prioritized polling (FIFO by default), back-pressure by object count and
 data size, penalization (a penalized FlowFile is skipped until its penalty expires),
 expiration (FlowFiles older than the connection's expiration are handed back as
-expired instead of polled), and the in-memory half of swapping: it keeps a summary of
+expired instead of polled; aged from their entry date on a clock that wall-clock
+steps do not move, see `flow.flowfile_ages`), and the in-memory half of swapping: it keeps a summary of
 every swapped batch (count, size, oldest and newest entry) and hands batches out and
 in. The I/O of swapping is done by `QueueShard`, which owns the WAL and swap store.
+A swap file that cannot be read back is set aside (`set_aside_swap_in`) with the time
+of its next attempt, out of the line of swap files, so that the others come back
+meanwhile; `release_due_set_aside` puts it back at the head of the line when that
+time comes (`flow.unreadable_swap` decides when).
 An operator's view (`snapshot`, `find`: see `queue_inspection`) and the in-memory
 half of a drop (`take_for_drop`, `take_swapped_for_drop`: see `queue_drop`) are here too.
 
 Counting: `count`/`size` cover everything the queue is responsible for - active,
 penalized, staging, swapped, batches being swapped, and FlowFiles polled by a session
 that has not committed yet (unacknowledged) - as in NiFi, so back-pressure sees them.
+The FlowFiles of swap files set aside are counted too, but apply no back-pressure:
+they cannot move until their file is repaired, and must not hold the flow upstream.
 
 Lock plan: `_lock` guards every field below it in `__init__`. It is never held
 across I/O: a swap-out batch is taken out under the lock (counted as in flight),
@@ -31,6 +38,7 @@ from dataclasses import dataclass
 from repositories.swap import SwapSummary
 
 from .flowfile import FlowFile
+from .flowfile_ages import FlowFileAges
 from .prioritizers import key_function
 from .queue_inspection import QueueSnapshot
 from .swap_policy import (
@@ -71,6 +79,8 @@ class QueueSummary:
     swapped_count: int
     swapped_size: int
     swap_files: int
+    unreadable_count: int = 0  # of swapped_count: in swap files set aside, unreadable for now
+    unreadable_files: int = 0
 
     def to_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -88,6 +98,7 @@ class FlowFileQueue:
         swap_batch: int = DEFAULT_SWAP_BATCH,
         expiration_ms: int = 0,
         clock_ms: Callable[[], int] = _now_ms,
+        ages: FlowFileAges | None = None,
         source: str | None = None,
         destination: str | None = None,
     ):
@@ -104,6 +115,9 @@ class FlowFileQueue:
         self.swap_batch = swap_batch
         self.expiration_ms = expiration_ms
         self._clock_ms = clock_ms
+        # How old each FlowFile is, for expiration, on a clock wall-clock steps do not move
+        # (`flow.flowfile_ages`): the flow's, shared by its queues, else this queue's own.
+        self._ages = ages if ages is not None or not expiration_ms else FlowFileAges(wall_ms=clock_ms)
         self._listeners: list[Callable[["FlowFileQueue"], None]] = []
         self._lock = threading.Lock()
         self._sequence = itertools.count()
@@ -112,6 +126,9 @@ class FlowFileQueue:
         self._staging: deque[tuple] = deque()  # (key, sequence, flowfile), arrival order
         self._swapped: deque[SwapSummary] = deque()
         self._in_flight_summaries: list[SwapSummary] = []
+        self._set_aside: dict[str, tuple[SwapSummary, int]] = {}  # location -> (summary, retry at ms)
+        self._next_retry_ms: int | None = None  # the earliest retry of `_set_aside`
+        self._unreadable_count = 0  # FlowFiles of `_set_aside`
         self._out_entries: list | None = None  # the batch being written to a swap file
         self._swapping = False
         self._polled: dict[str, tuple] = {}  # id -> (key, sequence) of unacknowledged FlowFiles
@@ -146,6 +163,9 @@ class FlowFileQueue:
 
     def put_all(self, flowfiles: Iterable[FlowFile]) -> None:
         with self._lock:
+            if self._ages is not None:
+                flowfiles = tuple(flowfiles)
+                self._ages.entered(flowfiles)
             staging = in_swap_mode(self._swap_state_locked())
             active, push = self._active, heapq.heappush
             for flowfile in flowfiles:
@@ -174,11 +194,15 @@ class FlowFileQueue:
             self._release_penalties_locked(now)
             active, pop = self._active, heapq.heappop
             limit = self.expiration_ms
+            if limit and self._ages is None:  # an expiration set after the queue was made
+                self._ages = FlowFileAges(wall_ms=self._clock_ms)
+            ages = self._ages
+            aged_at = ages.now() if limit else 0
             remembered = self._polled
             while active and len(polled) < max_count:
                 key, sequence, flowfile = pop(active)
                 remembered[flowfile.id] = (key, sequence)
-                if limit and now - flowfile.entry_date > limit:
+                if limit and ages.age_ms(flowfile, aged_at) > limit:
                     expired.append(flowfile)
                     continue
                 polled.append(flowfile)
@@ -193,6 +217,9 @@ class FlowFileQueue:
     def acknowledge(self, flowfiles: Iterable[FlowFile]) -> None:
         """The session that polled these committed: they left the queue."""
         with self._lock:
+            if self._ages is not None:
+                flowfiles = tuple(flowfiles)
+                self._ages.left(flowfiles)
             pop = self._polled.pop
             count = size = 0
             for flowfile in flowfiles:
@@ -219,6 +246,10 @@ class FlowFileQueue:
 
     # -- state --------------------------------------------------------------------
 
+    def now_ms(self) -> int:
+        """The queue's clock (entry dates, penalties, expiry, retries of swap files)."""
+        return self._clock_ms()
+
     @property
     def count(self) -> int:
         return self._count
@@ -229,7 +260,7 @@ class FlowFileQueue:
 
     def is_full(self) -> bool:
         """Back-pressure: the source of this connection must not be scheduled."""
-        return (self.back_pressure_count > 0 and self._count >= self.back_pressure_count) or (
+        return (self.back_pressure_count > 0 and self._count - self._unreadable_count >= self.back_pressure_count) or (
             self.back_pressure_size > 0 and self._size >= self.back_pressure_size)
 
     def has_available(self, now_ms: int | None = None) -> bool:
@@ -243,8 +274,14 @@ class FlowFileQueue:
         return False
 
     def has_swapped(self) -> bool:
-        """FlowFiles wait in staging or in swap files (not being swapped right now)."""
-        return bool(self._swapped or self._staging) and not self._swapping
+        """FlowFiles wait in staging or in swap files (not being swapped right now), or a
+        swap file set aside is due for its retry."""
+        if self._swapping:
+            return False
+        if self._swapped or self._staging:
+            return True
+        retry = self._next_retry_ms
+        return retry is not None and retry <= self._clock_ms()
 
     def next_penalty_expiration(self) -> int | None:
         with self._lock:
@@ -256,11 +293,12 @@ class FlowFileQueue:
     def summary(self) -> QueueSummary:
         with self._lock:
             oldest, newest = self._entry_dates_locked()
-            swapped = list(self._swapped)
+            swapped = list(self._swapped) + [summary for summary, _ in self._set_aside.values()]
             return QueueSummary(
                 self.id, self._count, self._size, oldest, newest,
                 len(self._active), len(self._staging), len(self._penalized), self._unacknowledged_count,
-                sum(s.count for s in swapped), sum(s.size for s in swapped), len(swapped))
+                sum(s.count for s in swapped), sum(s.size for s in swapped), len(swapped),
+                self._unreadable_count, len(self._set_aside))
 
     def _entry_dates_locked(self) -> tuple[int | None, int | None]:
         """The oldest and newest entry dates of what the queue holds. Finding them walks
@@ -273,8 +311,9 @@ class FlowFileQueue:
             return self._dates[1], self._dates[2]
         dates = [entry[2].entry_date for entry in itertools.chain(self._active, self._staging)]
         dates += [entry[2][2].entry_date for entry in self._penalized]
-        for summary in itertools.chain(self._swapped, self._in_flight_summaries):
-            if summary.count:
+        for summary in itertools.chain(self._swapped, self._in_flight_summaries,
+                                       (summary for summary, _ in self._set_aside.values())):
+            if summary.count and summary.oldest_entry:  # 0: unknown (a summary that could not be read)
                 dates += (summary.oldest_entry, summary.newest_entry)
         oldest, newest = (min(dates), max(dates)) if dates else (None, None)
         self._dates = (now, oldest, newest)
@@ -288,7 +327,8 @@ class FlowFileQueue:
             entries += self._staging
             # A batch being written to a swap file, and one being read back, count as swapped.
             going = self._out_entries or []
-            swapped = list(itertools.chain(self._swapped, self._in_flight_summaries))
+            swapped = list(itertools.chain(self._swapped, self._in_flight_summaries,
+                                           (summary for summary, _ in self._set_aside.values())))
             return QueueSnapshot(self.id, entries, sum(s.count for s in swapped) + len(going),
                                  sum(s.size for s in swapped) + sum(entry[2].size for entry in going),
                                  self._unacknowledged_count, self._count, self._size)
@@ -351,6 +391,8 @@ class FlowFileQueue:
     def complete_swap_out(self, flowfiles: list[FlowFile], summary: SwapSummary) -> None:
         with self._lock:
             self._out_entries = None  # in the swap file now (a listing counts it once)
+            if self._ages is not None:
+                self._ages.swapped_out(summary.location, flowfiles)
             self._swapped.append(summary)
             self._swapping = False
 
@@ -372,6 +414,8 @@ class FlowFileQueue:
 
     def complete_swap_in(self, summary: SwapSummary, flowfiles: list[FlowFile]) -> None:
         with self._lock:
+            if self._ages is not None:
+                self._ages.swapped_in(summary.location, flowfiles)
             self._in_flight_summaries.remove(summary)
             for flowfile in flowfiles:
                 entry = self._entry(flowfile)
@@ -386,6 +430,71 @@ class FlowFileQueue:
         with self._lock:
             self._return_swapped_locked(summary)
             self._swapping = False
+
+    # -- swap files that cannot be read (driven by QueueShard, see flow.unreadable_swap) --
+
+    def set_aside_swap_in(self, taken: SwapSummary, kept: SwapSummary, retry_at_ms: int) -> None:
+        """The swap file `taken` to swap in could not be read: out of the line until
+        `retry_at_ms`, as `kept` (its summary, at its location now)."""
+        with self._lock:
+            self._in_flight_summaries.remove(taken)
+            self._set_aside_locked(kept, retry_at_ms, taken)
+            self._swapping = False
+
+    def set_aside_swapped(self, taken: SwapSummary, kept: SwapSummary, retry_at_ms: int) -> None:
+        """A swap file taken out of the line (`take_swapped_for_drop`) could not be read."""
+        with self._lock:
+            self._in_flight_summaries.remove(taken)
+            self._set_aside_locked(kept, retry_at_ms, taken)
+
+    def register_set_aside(self, summary: SwapSummary, retry_at_ms: int) -> None:
+        """Recovery: a swap file the WAL lists, unreadable or quarantined: counted, set aside."""
+        with self._lock:
+            self._count += summary.count
+            self._size += summary.size
+            self._set_aside_locked(summary, retry_at_ms)
+
+    def _set_aside_locked(self, summary: SwapSummary, retry_at_ms: int, taken: SwapSummary | None = None) -> None:
+        if taken is not None and taken.location != summary.location and self._ages is not None:
+            self._ages.forget(taken.location)  # quarantined: read back, it is aged by its entry dates
+        previous = self._set_aside.get(summary.location)
+        if previous is not None:
+            self._unreadable_count -= previous[0].count
+        self._set_aside[summary.location] = (summary, retry_at_ms)
+        self._unreadable_count += summary.count
+        self._next_retry_ms = min(at for _, at in self._set_aside.values())
+
+    def release_due_set_aside(self, now_ms: int | None = None) -> list[SwapSummary]:
+        """The swap files set aside whose retry is due, back at the head of the line
+        (the oldest first), to be read as soon as the queue has room."""
+        if self._next_retry_ms is None:
+            return []  # the common case, after every commit: no lock taken
+        now = self._clock_ms() if now_ms is None else now_ms
+        with self._lock:
+            if self._next_retry_ms is None or self._next_retry_ms > now:
+                return []
+            due = sorted((summary for summary, at in self._set_aside.values() if at <= now),
+                         key=lambda summary: (summary.oldest_entry, summary.location))
+            for summary in reversed(due):
+                del self._set_aside[summary.location]
+                self._unreadable_count -= summary.count
+                self._swapped.appendleft(summary)
+            self._next_retry_ms = min((at for _, at in self._set_aside.values()), default=None)
+            return due
+
+    def retry_set_aside(self, location: str, at_ms: int) -> bool:
+        """Move the retry of the swap file set aside at `location` to `at_ms`."""
+        with self._lock:
+            entry = self._set_aside.get(location)
+            if entry is None:
+                return False
+            self._set_aside[location] = (entry[0], at_ms)
+            self._next_retry_ms = min(at for _, at in self._set_aside.values())
+            return True
+
+    def set_aside_summaries(self) -> list[SwapSummary]:
+        with self._lock:
+            return [summary for summary, _ in self._set_aside.values()]
 
     # -- dropping (driven by flow.queue_drop, under the shard's swap lock) --------
 
@@ -422,6 +531,8 @@ class FlowFileQueue:
     def complete_swap_drop(self, summary: SwapSummary) -> None:
         """The WAL forgot the swap file: its FlowFiles left the queue."""
         with self._lock:
+            if self._ages is not None:
+                self._ages.forget(summary.location)
             self._in_flight_summaries.remove(summary)
             self._count -= summary.count
             self._size -= summary.size
@@ -438,6 +549,8 @@ class FlowFileQueue:
     def register_swapped(self, summary: SwapSummary) -> None:
         """Recovery: a swap file the WAL lists, registered without loading it."""
         with self._lock:
+            if self._ages is not None:
+                self._ages.registered(summary.location)
             self._swapped.append(summary)
             self._count += summary.count
             self._size += summary.size

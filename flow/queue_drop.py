@@ -13,8 +13,10 @@ loaded into the queue). Hence a crash at any point leaves every batch wholly dro
 or wholly queued: a dropped FlowFile never comes back, one not yet dropped is not lost.
 
 What is not dropped: FlowFiles a running task has polled and not committed (NiFi
-leaves them too; `DropReport.in_flight` says how many), and FlowFiles that arrive
-during the drop beyond the count queued when it began.
+leaves them too; `DropReport.in_flight` says how many), FlowFiles that arrive
+during the drop beyond the count queued when it began, and those of swap files that
+cannot be read (set aside, quarantined and in alarm as when a swap-in fails: a drop
+never deletes a file it could not read, whose FlowFiles it could not record as dropped).
 
 The drop holds the shard's swap lock of the queue throughout, so no swap-in or
 swap-out races it for a swap file or a staging batch. A failed commit puts its batch
@@ -70,7 +72,12 @@ def drop_queue(shard, queue, committer, *, details: str = DEFAULT_DETAILS, batch
             dropped_bytes += sum(flowfile.size for flowfile in flowfiles)
         while (summary := queue.take_swapped_for_drop()) is not None:
             try:
-                _, records = shard.swap_store.read(summary.location)
+                records = shard.read_swap_file(summary.location)
+            except Exception as error:  # noqa: BLE001 - set aside like a failed swap-in; the drop goes on
+                shard.swap_read_failed(queue, summary, error, taken_for_drop=True)
+                continue
+            try:
+                shard.claims_loaded(summary.location, records)
                 tx = _drop_transaction(queue, [FlowFile.from_record(record) for record in records], details)
                 tx.swap_drops = [(queue, summary)]
                 committer.commit(tx)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from repositories.swap import SwapFileMissingError
+from repositories.swap import SwapError, SwapFileMissingError
 
 from .flowfile import FlowFile
 
@@ -98,6 +98,8 @@ def find_flowfile(shard, uuid: str) -> FoundFlowFile | None:
                 _, records = store.read(summary.location)
             except SwapFileMissingError:
                 continue  # swapped in meanwhile: its FlowFiles are in memory now (looked at below)
+            except SwapError:
+                continue  # unreadable: the swap-in that finds it sets it aside, in alarm
             for record in records:
                 if record.id == uuid:
                     return FoundFlowFile(queue.id, FlowFile.from_record(record), True)

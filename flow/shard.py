@@ -10,23 +10,40 @@ A shard with `wal=None` is in memory only (the stateless engine): no swap store,
 durability, the same queues and sessions.
 
 Reserved WAL record namespaces (queue ids starting with "__"):
-  * `__state__` - processor state, one record per processor (`StateRecords`), written
-    in the same WAL transaction as the session that changed it;
+  * `__state__` - processor state, one record per entry (`__state__/<processor id>`
+    NUL <key>, its one attribute the entry), written in the same WAL transaction as the
+    session that changed it: only the entries it added, changed (Put) or removed
+    (Delete), so a commit's cost is what it changed, not the whole state. A record
+    `__state__/<processor id>` without NUL is the whole state as releases before wrote
+    it: read, and replaced by entries at that processor's next state change;
   * `__provenance_outbox__` - the last provenance events of each commit slot
     (`provenance_outbox`), so a crash between the WAL and provenance loses nothing.
 
 `swap_outs` and `swap_ins` count the swap files written and read back (for the
 metrics); `swap_failures` the attempts that failed.
 
+A swap file that cannot be read back never stops its queue: it is set aside (its
+FlowFiles stay recorded in the WAL, and counted in the queue), quarantined if it is
+corrupt, retried with backoff, and shown as an alarm (`unreadable_swap_files`) until it
+is read back; `flow.unreadable_swap` decides, this module carries it out. A restart
+finds quarantined files set aside again (the WAL records them in quarantine), not in
+the queue's line. A swap file registered without its content claims (its summary
+unreadable at recovery, or the file missing) is in `ShardRecovery.swap_files_without_claims`:
+the node keeps all content until then, and `claims_found` counts its claims when the
+file is read at last.
+
 Lock plan: `_swap_locks` (one per queue) serialise the swap I/O of a queue; a thread
 that finds the lock taken skips (the holder re-plans after its action). A drop
 (`flow.queue_drop`) waits for the lock and holds it throughout (`swap_lock`). The queues
 have their own locks (see `queue.FlowFileQueue`). `_state_lock` guards `_states`.
+`_unreadable_lock` guards `_unreadable` and `_claims_unknown` (each changed under the
+swap lock of the file's queue; the lock is for readers such as the admin API).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import threading
@@ -37,6 +54,7 @@ from itertools import repeat
 
 from repositories.claims import ContentClaim
 from repositories.flowfile import (
+    Delete,
     DEFAULT_CHECKPOINT_INTERVAL,
     DEFAULT_PARTITIONS,
     OutcomeUnknownError,
@@ -48,17 +66,47 @@ from repositories.flowfile import (
     WriteAheadLogError,
 )
 from repositories.instruments import Counter
-from repositories.storage import join
-from repositories.swap import SwapError, SwapFileMissingError, SwapStore
+from repositories.storage import StorageError, join
+from repositories.swap import (
+    CorruptSwapFileError,
+    ForeignSwapFileError,
+    SwapError,
+    SwapFileMissingError,
+    SwapStore,
+    SwapSummary,
+)
 
 from .errors import QueueRecoveryError
 from .flowfile import FlowFile
 from .queue import FlowFileQueue
 from .swap_policy import NOTHING, ReadSwapFile, WriteSwapFile
+from .unreadable_swap import (
+    ReadFailure,
+    RetryBackoff,
+    UnreadableSwapFile,
+    alarm_text,
+    on_read_failed,
+    on_registered,
+    quarantined,
+    retry_now,
+)
 
 log = logging.getLogger(__name__)
 
 STATE_QUEUE = "__state__"
+STATE_ENTRY_SEPARATOR = "\0"
+
+
+def states_of(records) -> dict[str, dict[str, str]]:
+    """Every processor state among WAL `records` (entries and older whole states), by processor id."""
+    states: dict[str, dict[str, str]] = {}
+    for record in records:
+        if record.queue == STATE_QUEUE:
+            component_id, _, _ = record.id[len(STATE_QUEUE) + 1:].partition(STATE_ENTRY_SEPARATOR)
+            states.setdefault(component_id, {}).update(record.attributes)
+    return states
+
+
 OUTBOX_QUEUE = "__provenance_outbox__"
 
 
@@ -70,13 +118,21 @@ class ShardRecovery:
     swap_files: int = 0
     swapped_flowfiles: int = 0
     orphaned_swap_files: list[str] = field(default_factory=list)
+    unreadable_swap_files: list[str] = field(default_factory=list)  # set aside (quarantined, missing, ...)
+    # Registered from the WAL's record only (summary unreadable, or file missing): the
+    # content their FlowFiles hold is unknown, so none may be taken for an orphan.
+    swap_files_without_claims: list[str] = field(default_factory=list)
     states: int = 0
     outbox: list = field(default_factory=list)  # FlowFileRecords of the provenance outbox
     live_claims: list = field(default_factory=list, repr=False)
 
 
 class QueueShard:
-    def __init__(self, shard_id: str, queues: Iterable[FlowFileQueue], *, wal=None, swap_store=None):
+    def __init__(self, shard_id: str, queues: Iterable[FlowFileQueue], *, wal=None, swap_store=None,
+                 retry_backoff: RetryBackoff | None = None, claims_found=None):
+        """`retry_backoff`: how unreadable swap files are retried. `claims_found(claims)`
+        is called with the content claims of a swap file registered without them, when it
+        is read at last and before its FlowFiles move (the node counts them as claimants)."""
         self.id = shard_id
         self.queues: dict[str, FlowFileQueue] = {queue.id: queue for queue in queues}
         self.wal = wal
@@ -84,9 +140,16 @@ class QueueShard:
         self._swap_locks = {queue_id: threading.Lock() for queue_id in self.queues}
         self._state_lock = threading.Lock()
         self._states: dict[str, dict[str, str]] = {}
+        self._legacy_states: set[str] = set()  # held in a whole-state record of an older release
         self.swap_failures = 0
         self.swap_outs = Counter()
         self.swap_ins = Counter()
+        self.retry_backoff = retry_backoff or RetryBackoff()
+        self.claims_found = claims_found
+        self._unreadable_lock = threading.Lock()
+        self._unreadable: dict[str, UnreadableSwapFile] = {}  # location -> its alarm
+        self._claims_unknown: set[str] = set()  # locations registered without their claims
+        self._recovering_claims: list | None = None  # the live claims `recover` reports, while it runs
 
     @property
     def durable(self) -> bool:
@@ -101,10 +164,43 @@ class QueueShard:
     def set_state_committed(self, component_id: str, state: dict[str, str]) -> None:
         with self._state_lock:
             self._states[component_id] = dict(state)
+            self._legacy_states.discard(component_id)
 
     @staticmethod
     def state_record(component_id: str, state: dict[str, str], now_ms: int) -> FlowFile:
+        """The whole state as one record: the layout of releases before state entries."""
         return FlowFile(f"{STATE_QUEUE}/{component_id}", dict(state), None, STATE_QUEUE, 0, now_ms, now_ms, 0)
+
+    @staticmethod
+    def state_entry_id(component_id: str, key: str) -> str:
+        return f"{STATE_QUEUE}/{component_id}{STATE_ENTRY_SEPARATOR}{key}"
+
+    def state_updates(self, component_id: str, state: dict[str, str], now_ms: int, *,
+                      written: Iterable[str] = (), whole: bool = False) -> list:
+        """The WAL updates that make `component_id`'s state `state`, from its committed
+        state: a Put per entry added or changed, a Delete per entry removed (and of the
+        whole-state record of an older release, replaced by entries). `written`: record
+        ids the WAL may hold beyond the committed state (a transaction of unknown
+        outcome), deleted unless `state` has them; `whole`: every entry is written again
+        (what the WAL holds is not known to be the committed state)."""
+        with self._state_lock:
+            before = self._states.get(component_id, {})
+            legacy = component_id in self._legacy_states
+        updates = []
+        # The entry records the WAL holds now (an older release's whole state has none).
+        held = set(written) | (set() if legacy else {self.state_entry_id(component_id, key) for key in before})
+        if legacy:
+            updates.append(Delete(f"{STATE_QUEUE}/{component_id}"))
+        if legacy or whole:
+            before = {}
+        for key, value in state.items():
+            if key not in before or before[key] != value:
+                record = FlowFile(self.state_entry_id(component_id, key), {key: value}, None, STATE_QUEUE, 0,
+                                  now_ms, now_ms, 0)
+                updates.append(Put(record.to_record()))
+        wanted = {self.state_entry_id(component_id, key) for key in state}
+        updates += [Delete(record_id) for record_id in sorted(held - wanted)]
+        return updates
 
     # -- recovery ---------------------------------------------------------------
 
@@ -122,8 +218,11 @@ class QueueShard:
         for record in records.values():
             queue_id = record.queue
             if queue_id == STATE_QUEUE:
-                self._states[record.id[len(STATE_QUEUE) + 1:]] = dict(record.attributes)
-                report.states += 1
+                component_id, separator, _ = record.id[len(STATE_QUEUE) + 1:].partition(STATE_ENTRY_SEPARATOR)
+                self._states.setdefault(component_id, {}).update(record.attributes)
+                if not separator:  # a whole state, as an older release wrote it
+                    self._legacy_states.add(component_id)
+                report.states = len(self._states)
                 continue
             if queue_id == OUTBOX_QUEUE:
                 report.outbox.append(record)
@@ -147,24 +246,118 @@ class QueueShard:
             self.queues[queue_id].put_all(flowfiles)
             report.flowfiles += len(flowfiles)
         for location, swap_file in sorted(swap_files.items()):
-            summary = self.swap_store.read_summary(location)
-            self.queues[swap_file.queue].register_swapped(summary)
-            report.swap_files += 1
-            report.swapped_flowfiles += summary.count
+            self._register_swap_file(location, swap_file, report)
+        if self.swap_store is not None:
+            self._delete_orphans(report)
+        # A swap-in now reads a file whose claims were unknown into the report's claims.
+        self._recovering_claims = report.live_claims
+        try:
+            for queue in self.queues.values():
+                self.maintain(queue)
+        finally:
+            self._recovering_claims = None
+        return report
+
+    def _register_swap_file(self, location: str, swap_file, report: ShardRecovery) -> None:
+        """Register one swap file the WAL lists: in its queue's line if its summary reads,
+        else set aside with an alarm (and quarantined if corrupt); one quarantined by an
+        earlier run is set aside too, and tried at once."""
+        store, queue = self.swap_store, self.queues[swap_file.queue]
+        summary, failure, error = self._read_summary(location, swap_file)
+        if failure is ReadFailure.MISSING:
+            twin = self._twin(location)
+            if store.exists(twin):
+                # The last run moved the file (into quarantine, or back) and stopped before
+                # the WAL recorded the move: record it now, before orphans are looked for.
+                location = self._record_move(location, twin, swap_file)
+                swap_file = swap_file._replace(location=location)
+                summary, failure, error = self._read_summary(location, swap_file)
+        if failure is ReadFailure.CORRUPT and not store.is_quarantined(location):
+            moved = self._quarantine(location, None, swap_file)
+            if moved is not None:
+                location = moved
+        if summary is None:
+            # Known from the WAL's record only: count and size, not the claims.
+            summary = SwapSummary(location, swap_file.queue, swap_file.count, swap_file.size, 0, 0, {})
+            with self._unreadable_lock:
+                self._claims_unknown.add(location)
+            report.swap_files_without_claims.append(location)
+        else:
+            summary = dataclasses.replace(summary, location=location)
             for resource, (count, end) in summary.resources.items():
                 # Claimant counts of swapped FlowFiles without loading them: one claim
                 # per FlowFile, reaching as far as the furthest of them.
-                live_claims.extend(repeat(ContentClaim(resource, 0, end), count))
-        if self.swap_store is not None:
-            for location in self.swap_store.locations():
-                if location not in swap_files:
-                    # Written (and maybe synced) but the WAL never recorded it, or
-                    # recorded its swap-in: its FlowFiles live elsewhere.
-                    self.swap_store.delete(location)
-                    report.orphaned_swap_files.append(location)
-        for queue in self.queues.values():
-            self.maintain(queue)
-        return report
+                report.live_claims.extend(repeat(ContentClaim(resource, 0, end), count))
+        report.swap_files += 1
+        report.swapped_flowfiles += summary.count
+        if failure is None and not store.is_quarantined(location):
+            queue.register_swapped(summary)
+            return
+        if failure is None:
+            # Quarantined by an earlier run: maybe repaired while the node was down.
+            alarm = on_registered(location=location, queue=queue.id, flowfiles=summary.count, size=summary.size,
+                                  reason=ReadFailure.CORRUPT,
+                                  error="quarantined by an earlier run, not read since this start",
+                                  quarantined=True, now_ms=queue.now_ms())
+        else:
+            # Found unreadable now (and quarantined above if it is corrupt): its first retry
+            # after a backoff, as for a failed swap-in.
+            alarm = on_read_failed(None, location=location, queue=queue.id, flowfiles=summary.count,
+                                   size=summary.size, reason=failure, error=error,
+                                   quarantined=store.is_quarantined(location), now_ms=queue.now_ms(),
+                                   backoff=self.retry_backoff).file
+        with self._unreadable_lock:
+            self._unreadable[location] = alarm
+        queue.register_set_aside(summary, alarm.next_attempt_ms)
+        report.unreadable_swap_files.append(location)
+        log.warning("shard %s, queue %s: %s", self.id, queue.id, alarm_text(alarm, self.retry_backoff))
+
+    def _read_summary(self, location: str, swap_file) -> tuple[SwapSummary | None, ReadFailure | None, str | None]:
+        try:
+            summary = self.swap_store.read_summary(location)
+        except Exception as error:  # noqa: BLE001 - classified; an unexpected one is "unavailable"
+            return None, *_failure(error)
+        if (summary.queue, summary.count) != (swap_file.queue, swap_file.count):
+            return None, ReadFailure.CORRUPT, _not_recorded(summary.queue, summary.count, swap_file)
+        return summary, None, None
+
+    def _twin(self, location: str) -> str:
+        """The same file in the other of the swap and quarantine directories."""
+        store = self.swap_store
+        return store.swap_location(location) if store.is_quarantined(location) else store.quarantine_location(location)
+
+    def _record_move(self, location: str, target: str, swap_file) -> str:
+        # One transaction: the WAL forgets the old location and records the new one
+        # together (a SwapOut of no FlowFile, as adoption seeds a slice), so a crash
+        # leaves either, never neither.
+        self.wal.update([SwapIn(location), SwapOut(swap_file._replace(location=target), ())])
+        return target
+
+    def _delete_orphans(self, report: ShardRecovery) -> None:
+        store = self.swap_store
+        recorded = set(self.wal.swap_files)
+        for location in store.locations():
+            if location in recorded:
+                continue
+            if store.quarantine_location(location) in recorded:
+                # A copy of a quarantined file, put here rather than in quarantine: maybe
+                # the only good one. Kept; the operator moves it over the quarantined one.
+                log.warning("shard %s: swap file %s has the name of the quarantined %s, which the WAL records; "
+                            "kept. If it is a good copy, move it over the quarantined file to have it read",
+                            self.id, location, store.quarantine_location(location))
+                continue
+            # Written (and maybe synced) but the WAL never recorded it, or recorded its
+            # swap-in: its FlowFiles live elsewhere. Only ever a file of this shard's own
+            # swap directory (`locations` lists nothing else).
+            store.delete(location)
+            report.orphaned_swap_files.append(location)
+        leftovers = [location for location in store.quarantined() if location not in recorded]
+        if leftovers:
+            # Read back or dropped since they were quarantined; quarantine is never
+            # emptied automatically.
+            log.info("shard %s: %d quarantined swap files the WAL no longer records (their FlowFiles were read back "
+                     "or dropped), kept for post-mortem; they can be removed: %s", self.id, len(leftovers),
+                     ", ".join(leftovers[:5]))
 
     # -- swapping ---------------------------------------------------------------
 
@@ -176,6 +369,8 @@ class QueueShard:
         if not lock.acquire(blocking=False):
             return
         try:
+            # A swap file set aside whose retry is due goes back to the head of the line.
+            queue.release_due_set_aside()
             while True:
                 action = queue.plan_swap()
                 if action is NOTHING:
@@ -233,11 +428,14 @@ class QueueShard:
 
     def forget_swap_file(self, location: str) -> None:
         """Delete a swap file the WAL no longer points at (a committed drop)."""
+        self._readable_again(location, None)
         self._delete_orphan(location)
 
     def _delete_orphan(self, location: str) -> None:
         try:
             self.swap_store.delete(location)
+        except ForeignSwapFileError as error:
+            log.warning("%s", error)
         except Exception as error:  # noqa: BLE001 - the next recovery removes it
             log.warning("could not delete swap file %s, which the WAL does not record (the next recovery "
                         "removes it): %s", location, str(error).splitlines()[0][:300])
@@ -246,27 +444,150 @@ class QueueShard:
         summary = queue.take_swap_in()
         if summary is None:
             return False
+        location = summary.location
         try:
-            _, records = self.swap_store.read(summary.location)
-            flowfiles = [FlowFile.from_record(record) for record in records]
-            self.wal.update([SwapIn(summary.location)] + [Put(record) for record in records])
-        except SwapFileMissingError:
-            queue.abort_swap_in(summary)
-            raise
+            records = self.read_swap_file(location)
+        except Exception as error:  # noqa: BLE001 - set aside, whatever it was: the queue goes on
+            self.swap_read_failed(queue, summary, error)
+            return False
+        flowfiles = [FlowFile.from_record(record) for record in records]
+        try:
+            self.wal.update([SwapIn(location)] + [Put(record) for record in records])
         except Exception as error:
             # The file stays whatever the WAL answered: the WAL still points at it,
             # unless a SwapIn of unknown outcome is replayed, and then the recovery
             # removes it as an orphan.
             queue.abort_swap_in(summary)
             self.swap_failures += 1
-            log.warning("queue %s: swap-in of %s failed, will retry: %s", queue.id, summary.location, error)
+            log.warning("queue %s: swap-in of %s failed, will retry: %s", queue.id, location, error)
             return False
+        self.claims_loaded(location, records)
         queue.complete_swap_in(summary, flowfiles)
         self.swap_ins.add()
+        self._readable_again(location, len(records))
         # The WAL no longer points at the file; a crash before this delete leaves an
         # orphan that the next recovery removes.
-        self._delete_orphan(summary.location)
+        self._delete_orphan(location)
         return True
+
+    # -- swap files that cannot be read (see flow.unreadable_swap) -------------------
+
+    def read_swap_file(self, location: str) -> list:
+        """Every FlowFileRecord of a swap file the WAL records, checked against that record
+        (a file of another queue or count put in its place is corrupt, not read)."""
+        summary, records = self.swap_store.read(location)
+        recorded = self.wal.swap_files.get(location) if self.wal is not None else None
+        if recorded is not None and (summary.queue, len(records)) != (recorded.queue, recorded.count):
+            raise CorruptSwapFileError(location, 0, _not_recorded(summary.queue, len(records), recorded))
+        return records
+
+    def claims_loaded(self, location: str, records) -> None:
+        """The records of swap file `location` were read: if it was registered without its
+        content claims, they are counted now (`claims_found`), before anything releases them."""
+        with self._unreadable_lock:
+            if location not in self._claims_unknown:
+                return
+            self._claims_unknown.discard(location)
+        claims = [record.content_claim for record in records if record.content_claim is not None]
+        if self.claims_found is not None:
+            self.claims_found(claims)
+        elif self._recovering_claims is not None:
+            self._recovering_claims.extend(claims)
+
+    def swap_read_failed(self, queue: FlowFileQueue, summary: SwapSummary, error: BaseException, *,
+                         taken_for_drop: bool = False) -> None:
+        """A read of the swap file `summary` (taken out of the queue's line, to swap in or
+        to drop) failed: set it aside, quarantined if the policy says so, and logged if it
+        says so."""
+        location = summary.location
+        reason, text = _failure(error)
+        with self._unreadable_lock:
+            previous = self._unreadable.get(location)
+        decision = on_read_failed(previous, location=location, queue=queue.id, flowfiles=summary.count,
+                                  size=summary.size, reason=reason, error=text,
+                                  quarantined=self.swap_store.is_quarantined(location), now_ms=queue.now_ms(),
+                                  backoff=self.retry_backoff)
+        alarm, kept = decision.file, summary
+        if decision.quarantine:
+            swap_file = self.wal.swap_files.get(location)
+            moved = self._quarantine(location, summary, swap_file) if swap_file is not None else None
+            if moved is not None:
+                alarm, kept = quarantined(alarm, moved), dataclasses.replace(summary, location=moved)
+        with self._unreadable_lock:
+            self._unreadable.pop(location, None)
+            self._unreadable[alarm.location] = alarm
+            if location in self._claims_unknown and alarm.location != location:
+                self._claims_unknown.discard(location)
+                self._claims_unknown.add(alarm.location)
+        if taken_for_drop:
+            queue.set_aside_swapped(summary, kept, alarm.next_attempt_ms)
+        else:
+            queue.set_aside_swap_in(summary, kept, alarm.next_attempt_ms)
+        self.swap_failures += 1
+        if not decision.log:
+            return
+        if previous is None or previous.reason is not alarm.reason or (previous.failures == 0 and
+                                                                       previous.error != alarm.error):
+            log.warning("shard %s, queue %s: %s", self.id, queue.id, alarm_text(alarm, self.retry_backoff))
+        else:
+            log.warning("shard %s, queue %s: swap file %s is still %s (%s), failure %d; next attempt in %.0f s",
+                        self.id, queue.id, alarm.location, alarm.reason.value, alarm.error, alarm.failures,
+                        (alarm.next_attempt_ms - queue.now_ms()) / 1000)
+
+    def _quarantine(self, location: str, summary: SwapSummary | None, swap_file) -> str | None:
+        """Move the swap file into quarantine and record its new location in the WAL;
+        its location then, or None when it could not be moved (it stays where it is)."""
+        store = self.swap_store
+        with self._unreadable_lock:
+            claims_known = location not in self._claims_unknown
+        try:
+            target = store.quarantine(location, summary if claims_known else None)
+        except Exception as error:  # noqa: BLE001 - it stays set aside where it is; the next failure tries again
+            log.warning("shard %s: could not move swap file %s into quarantine (%s); it stays where it is, set aside",
+                        self.id, location, _one_line(error))
+            return None
+        try:
+            # Moved first, recorded second: a crash in between leaves the WAL naming the
+            # old place, and recovery finds the file in quarantine by its name. Recorded
+            # first, a crash would leave the WAL naming a file not there yet, and the file
+            # itself taken for an orphan.
+            return self._record_move(location, target, swap_file)
+        except Exception as error:  # noqa: BLE001
+            try:
+                store.unquarantine(target)
+            except Exception as undo:  # noqa: BLE001 - the next recovery finds it by name
+                log.warning("shard %s: swap file %s stays in quarantine (%s), while the WAL names %s: the next "
+                            "start records the move", self.id, target, _one_line(undo), location)
+            log.warning("shard %s: the WAL refused to record swap file %s in quarantine (%s); it stays where it is, "
+                        "set aside", self.id, location, _one_line(error))
+            return None
+
+    def _readable_again(self, location: str, count: int | None) -> None:
+        with self._unreadable_lock:
+            alarm = self._unreadable.pop(location, None)
+            self._claims_unknown.discard(location)
+        if alarm is not None and count is not None:
+            log.info("shard %s, queue %s: swap file %s is readable again: its %d FlowFiles are back in the queue",
+                     self.id, alarm.queue, location, count)
+
+    def unreadable_swap_files(self) -> list[UnreadableSwapFile]:
+        """The swap files set aside, as their alarms show them (oldest first)."""
+        with self._unreadable_lock:
+            return sorted(self._unreadable.values(), key=lambda alarm: (alarm.since_ms, alarm.location))
+
+    def retry_unreadable_now(self) -> int:
+        """Every swap file set aside is due now (an operator repaired them); how many."""
+        retried = 0
+        for queue in self.queues.values():
+            now = queue.now_ms()
+            for summary in queue.set_aside_summaries():
+                with self._unreadable_lock:
+                    alarm = self._unreadable.get(summary.location)
+                    if alarm is not None:
+                        self._unreadable[summary.location] = retry_now(alarm, now)
+                if queue.retry_set_aside(summary.location, now):
+                    retried += 1
+        return retried
 
     # -- polling ----------------------------------------------------------------
 
@@ -289,15 +610,42 @@ class QueueShard:
 def open_shard(storage, directory: str, shard_id: str, queues: Iterable[FlowFileQueue], *, epoch: int = 0,
                partitions: int = DEFAULT_PARTITIONS, checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
                wal_hooks=None,
-               swap_hooks=None) -> QueueShard:
+               swap_hooks=None, accept_damage: bool = False, retry_backoff: RetryBackoff | None = None) -> QueueShard:
     """A durable shard in `directory` of any storage backend: `wal/` and `swap/` under it.
 
     The caller calls `recover()` next. On HDFS the same layout serves a shard that a
     survivor adopts after fencing the dead owner: a new `QueueShard` over the fenced directory, with a
-    higher epoch."""
+    higher epoch. `accept_damage`: the WAL recovers what survives of damage no crash
+    explains, instead of refusing (`WriteAheadLog`)."""
     if not storage.exists(directory):
         storage.mkdir(directory, parents=True, exist_ok=True)
-    wal = WriteAheadLog(storage, join(directory, "wal"), partitions=partitions, epoch=epoch,
-                        checkpoint_interval=checkpoint_interval, hooks=wal_hooks)
     swap_store = SwapStore(storage, join(directory, "swap"), hooks=swap_hooks)
-    return QueueShard(shard_id, queues, wal=wal, swap_store=swap_store)
+    # The WAL records swap files by full path: a data directory moved or copied since
+    # names the old place, and `rebase` maps each to the file of that name here (the
+    # WAL checkpoints the new locations at once), as adoption relocates a fenced
+    # shard's. Without it a copy would read, and delete, the original's swap files.
+    wal = WriteAheadLog(storage, join(directory, "wal"), partitions=partitions, epoch=epoch,
+                        checkpoint_interval=checkpoint_interval, hooks=wal_hooks, accept_damage=accept_damage,
+                        relocate_swap=swap_store.rebase)
+    return QueueShard(shard_id, queues, wal=wal, swap_store=swap_store, retry_backoff=retry_backoff)
+
+
+def _failure(error: BaseException) -> tuple[ReadFailure, str]:
+    """Why a read of a swap file failed, and the error in one line."""
+    if isinstance(error, CorruptSwapFileError):
+        return ReadFailure.CORRUPT, f"at offset {error.offset}: {error.reason}"
+    if isinstance(error, SwapFileMissingError):
+        return ReadFailure.MISSING, "no such file"
+    if isinstance(error, (StorageError, OSError, SwapError)):
+        return ReadFailure.UNAVAILABLE, _one_line(error)
+    return ReadFailure.UNAVAILABLE, f"{type(error).__name__}: {_one_line(error)}"
+
+
+def _not_recorded(queue: str, count: int, recorded) -> str:
+    return (f"it holds {count} FlowFiles of queue {queue!r}, the WAL recorded {recorded.count} of "
+            f"{recorded.queue!r}: not the file written there")
+
+
+def _one_line(error: BaseException, limit: int = 300) -> str:
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:limit]

@@ -62,6 +62,26 @@ class NodeCollector:
         for name, size in control.repository_sizes().items():
             sizes.add_metric([name], size)
         yield from (state, sizes)
+        yield from _alarm_families(control.alarms())
+
+
+def _alarm_families(alarms: list[dict]) -> tuple:
+    """Swap files set aside (unreadable, quarantined if corrupt) and their FlowFiles, by
+    shard, queue and reason; absent when there is none (alert on `> 0`)."""
+    files = GaugeMetricFamily("custody_swap_files_unreadable", "swap files set aside because they cannot be read "
+                              "(quarantined when corrupt); their FlowFiles wait in the WAL for a repair",
+                              labels=["shard", "queue", "reason"])
+    flowfiles = GaugeMetricFamily("custody_swap_flowfiles_unreadable", "FlowFiles in swap files that cannot be read",
+                                  labels=["shard", "queue", "reason"])
+    totals: dict[tuple, list[int]] = {}
+    for alarm in alarms:
+        figures = totals.setdefault((alarm["shard"], alarm["queue"], alarm["reason"]), [0, 0])
+        figures[0] += 1
+        figures[1] += alarm["flowfiles"]
+    for labels, (count, held) in sorted(totals.items()):
+        files.add_metric(list(labels), count)
+        flowfiles.add_metric(list(labels), held)
+    return files, flowfiles
 
 
 # A scrape renders at most this often; scrapes in between get the same text. Prometheus

@@ -227,7 +227,23 @@ function noteClock(date) {
 }
 
 // -- rendering -------------------------------------------------------------------------
-function renderNode(node, queues) {
+function renderAlarms(alarms) {
+  // Swap files set aside (quarantined when corrupt): shown only while there are any.
+  $("alarms").hidden = !alarms.length;
+  const rows = alarms.map((a) => ({item: a, attrs: {"data-location": a.location, "data-reason": a.reason}}));
+  fill($("alarms-body"), rows, [
+    {cell: (a) => a.shard},
+    {cell: (a) => a.queue},
+    {cell: (a) => [el("code", {}, a.location), a.quarantined ? badge("quarantined", "bad") : null]},
+    {cell: (a) => badge(a.reason, "bad")},
+    {num: true, cell: (a) => count(a.flowfiles)},
+    {cell: (a) => age(nowS() - a.since_ms / 1000) + " ago"},
+    {cell: (a) => el("small", {}, a.message)},
+  ], "no alarm");
+}
+
+function renderNode(node, queues, alarms) {
+  renderAlarms(alarms || []);
   $("node-name").textContent = node.node;
   $("node-state").replaceChildren(stateBadge(node.state));
   $("node-incarnation").textContent = node.incarnation || "–";
@@ -452,7 +468,7 @@ const settled = (promise) => promise.then((value) => ({value}), (error) => ({err
 
 async function poll() {
   clearTimeout(timer);
-  const node = settled(Promise.all([api("api/v1/node"), api("api/v1/node/queues")]));
+  const node = settled(Promise.all([api("api/v1/node"), api("api/v1/node/queues"), api("api/v1/node/alarms")]));
   // Until the first answer says what kind of node this is, the cluster waits for it.
   let cluster = standalone === false ? settled(api("api/v1/cluster")) : null;
   let stop = false;
@@ -515,6 +531,15 @@ DOCUMENT = """<!doctype html>
 </header>
 <p id="problem" role="status" hidden></p>
 <main>
+  <section id="alarms" class="wide" data-source="node" hidden>
+    <h2>Alarms <span class="note">swap files that cannot be read: their FlowFiles wait in the WAL
+      for a repair</span></h2>
+    <div class="table-wrap"><table>
+      <thead><tr><th>shard</th><th>queue</th><th>swap file</th><th>reason</th><th class="num">FlowFiles</th>
+        <th>since</th><th>what to do</th></tr></thead>
+      <tbody id="alarms-body"></tbody>
+    </table></div>
+  </section>
   <section id="login" hidden>
     <h2>A token is needed</h2>
     <p>This node's admin API takes bearer tokens. Paste a token with the read role

@@ -12,6 +12,8 @@ into its members, runtimes or locks:
     control.processors()                    # shard -> processor -> state, tasks, last error
     control.repository_sizes()              # bytes of content and provenance on local disk
     control.measures()                      # commits, WAL syncs, swaps, HDFS calls, failovers, session
+    control.alarms()                        # what needs an operator: swap files that cannot be read
+    control.retry_alarms()                  # read them again now (after a repair)
     control.cluster_status()                # the cluster as ZooKeeper holds it (clustered only)
     control.provenance                      # the node's ProvenanceRepository (query, lineage, get)
     control.offload(wait_s=60)              # hand every shard to the other nodes; stay up, owning nothing
@@ -40,6 +42,8 @@ import os
 import threading
 import time
 from typing import Protocol
+
+from flow.unreadable_swap import alarm_text
 
 from . import flow_access
 from .control_errors import Conflict, Invalid, NotFound, OffloadRefused, Unavailable
@@ -191,6 +195,27 @@ class NodeControl:
     def publish_flow(self, snapshot) -> None:
         """Make `snapshot` the cluster's flow: every node runs it from its next incarnation."""
         self._node.publish_flow(snapshot)
+
+    # -- alarms ---------------------------------------------------------------------------
+    def alarms(self) -> list[dict]:
+        """What needs an operator, oldest first: each swap file set aside because it cannot
+        be read (quarantined if corrupt), with its FlowFiles, why, and what to do."""
+        found = []
+        for shard, engine in sorted(self._node.engines().items()):
+            queue_shard = engine.shard
+            for alarm in queue_shard.unreadable_swap_files():
+                found.append({
+                    "kind": "swap_file_unreadable", "shard": shard, "queue": alarm.queue,
+                    "location": alarm.location, "reason": alarm.reason.value, "quarantined": alarm.quarantined,
+                    "flowfiles": alarm.flowfiles, "bytes": alarm.size, "failures": alarm.failures,
+                    "since_ms": alarm.since_ms, "next_attempt_ms": alarm.next_attempt_ms, "error": alarm.error,
+                    "message": alarm_text(alarm, queue_shard.retry_backoff)})
+        return sorted(found, key=lambda alarm: (alarm["since_ms"], alarm["shard"], alarm["location"]))
+
+    def retry_alarms(self) -> int:
+        """Read every swap file set aside again now, rather than after its backoff (an
+        operator put good copies in place); how many were scheduled."""
+        return sum(engine.shard.retry_unreadable_now() for engine in self._node.engines().values())
 
     # -- queues, FlowFiles and processors ----------------------------------------------
     def _now_ms(self) -> int:

@@ -89,7 +89,8 @@ class FlowRuntime:
                                         services=self.services)
         self.recovery = {"flowfiles": report.flowfiles, "swap_files": report.swap_files,
                          "swapped_flowfiles": report.swapped_flowfiles, "provenance_replayed": replayed,
-                         "orphaned_swap_files": len(report.orphaned_swap_files)}
+                         "orphaned_swap_files": len(report.orphaned_swap_files),
+                         "unreadable_swap_files": len(report.unreadable_swap_files)}
         self.events("recovered", shard=handle.shard, epoch=handle.epoch, home=handle.home, **self.recovery)
 
     def start(self) -> None:

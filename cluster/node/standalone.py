@@ -10,6 +10,8 @@ Layout of the data directory:
     node.lock                 one node per data directory (flock)
     shards/local/wal/         the shard's FlowFile write-ahead log
     shards/local/swap/        its swap files
+    shards/local/swap-quarantine/  swap files that could not be read, moved aside (never
+                              deleted: replace one with a good copy to have it read)
     content/                  the content repository (container "local")
     provenance/               the provenance repository
 
@@ -32,17 +34,21 @@ from dataclasses import dataclass, field
 
 from flow.definition import FlowDefinition
 from flow.engine import DEFAULT_THREADS, TraditionalEngine
+from flow.errors import QueueRecoveryError
 from flow.graph import FlowGraph
 from flow.loading import load_flow
 from flow.provenance_outbox import reconcile
 from flow.shard import open_shard
 from flow.spark.session import LOCAL_MASTER
 from flow.spark.staging import SparkStaging
-from repositories.content import ContentRepositoryConfig, open_filesystem_content_repository
-from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS
-from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
+from flow.unreadable_swap import DEFAULT_FIRST_RETRY_MS, DEFAULT_MAX_RETRY_MS, RetryBackoff
+from repositories.claims import ContentClaim
+from repositories.content import ContentRepositoryConfig, ContentRepositoryError, open_filesystem_content_repository
+from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS, WriteAheadLogError
+from repositories.provenance import ProvenanceConfig, ProvenanceError, ProvenanceRepository, RolloverPolicy
 from repositories.storage import LocalStorage
 from repositories.storage.local import FILE_MODE, make_private_directories
+from repositories.swap import SwapError
 
 from ..errors import ClusterError
 from .control import Conflict, NodeControl, NodeState, NotFound, OffloadRefused
@@ -67,6 +73,12 @@ class NodeSettings:
     age_off_interval_s: float = DEFAULT_AGE_OFF_INTERVAL
     provenance_rollover_s: float = 30.0
     provenance_outbox: bool = True
+    # Start on a FlowFile WAL damaged in a way no crash explains, losing what the damage
+    # lost (by default the start is refused: `repositories.flowfile.damage`).
+    accept_wal_damage: bool = False
+    # A swap file that cannot be read is retried after this, doubling up to the maximum.
+    swap_retry_first_s: float = DEFAULT_FIRST_RETRY_MS / 1000
+    swap_retry_max_s: float = DEFAULT_MAX_RETRY_MS / 1000
     spark_master: str = LOCAL_MASTER
     spark_conf: Mapping[str, str] = field(default_factory=dict)
 
@@ -106,9 +118,12 @@ class StandaloneNode:
             self._take_directory_lock()
             try:
                 self._open_and_recover()
-            except BaseException:
+            except BaseException as error:
                 self._close_quietly()
                 self._release_directory_lock()
+                refused = _recovery_refused(self.data_dir, error)
+                if refused is not None:
+                    raise refused from error
                 raise
             self.started = True
             log.info("node recovered %s with flow %r: %s", self.data_dir, self.definition.name, self.recovery)
@@ -154,16 +169,36 @@ class StandaloneNode:
         started = time.monotonic()
         self.shard = open_shard(storage, shard_directory, "local", self.graph.queues.values(),
                                 partitions=settings.wal_partitions,
-                                checkpoint_interval=settings.checkpoint_interval_s)
+                                checkpoint_interval=settings.checkpoint_interval_s,
+                                accept_damage=settings.accept_wal_damage,
+                                retry_backoff=RetryBackoff(round(settings.swap_retry_first_s * 1000),
+                                                           round(settings.swap_retry_max_s * 1000)))
         shard_report = self.shard.recover()
+        wal_report = self.shard.wal.last_recovery
+        # Damage accepted now, or by `custody wal fsck --accept-damage` since the last
+        # start: the content no FlowFile references any more may be a lost FlowFile's.
+        damage_reports = self.shard.wal.damage_reports()
         # Start from a fresh snapshot: the journals the last run left (up to a whole
         # checkpoint interval of them) are not replayed again after the next crash.
         self.shard.wal.checkpoint()
         # Content syncs once per session commit (group commit), not once per claim.
         self.content = open_filesystem_content_repository(
             {"local": os.path.join(self.data_dir, "content")}, ContentRepositoryConfig(sync_on_close=False))
-        content_report = self.content.recover(shard_report.live_claims)
+        live_claims = shard_report.live_claims
+        if shard_report.swap_files_without_claims:
+            # The content some swapped FlowFiles hold is unknown until their swap file is
+            # read: every resource present is kept whole, as if claimed once more (until
+            # the next start), and the file's own claims are counted when it is read.
+            log.warning("%d swap files were registered without their content claims (%s): all content present is "
+                        "kept until the next start", len(shard_report.swap_files_without_claims),
+                        ", ".join(shard_report.swap_files_without_claims[:3]))
+            live_claims = live_claims + [ContentClaim(info.resource, 0, info.length)
+                                         for info in self.content.list_resources().values() if not info.archived]
+        content_report = self.content.recover(live_claims, keep_orphans=bool(damage_reports))
         shard_report.live_claims = []
+        self.shard.claims_found = self._count_claims
+        for report in damage_reports:
+            self.shard.wal.damage_handled(report)
         self.provenance = ProvenanceRepository(ProvenanceConfig(
             containers=(os.path.join(self.data_dir, "provenance"),),
             rollover=RolloverPolicy(
@@ -179,15 +214,28 @@ class StandaloneNode:
             "flowfiles": shard_report.flowfiles, "swap_files": shard_report.swap_files,
             "swapped_flowfiles": shard_report.swapped_flowfiles,
             "orphaned_swap_files": len(shard_report.orphaned_swap_files),
+            "unreadable_swap_files": len(shard_report.unreadable_swap_files),
+            "swap_files_without_claims": len(shard_report.swap_files_without_claims),
             "orphaned_content_resources": len(content_report.destroyed),
             "orphaned_content_bytes_cut": content_report.truncated_bytes,
             "missing_content_resources": len(content_report.missing),
+            "wal_cuts": len(wal_report.cuts),
+            "wal_damage": len(wal_report.damage),
+            "wal_transactions_lost": wal_report.transactions_lost,
+            "wal_updates_lost_at_least": wal_report.updates_lost,
+            "orphaned_content_resources_kept": len(content_report.kept),
+            "orphaned_content_bytes_kept": content_report.kept_bytes,
             "provenance_events_replayed": replayed,
             "seconds": round(time.monotonic() - started, 3),
         }
         if content_report.missing:
             log.error("content resources referenced by FlowFiles are missing: %s",
                       [r.relative_path for r in content_report.missing[:10]])
+
+    def _count_claims(self, claims) -> None:
+        """Claims of a swap file registered without them, read at last: claimants now."""
+        for claim in claims:
+            self.content.increment(claim)
 
     def stop(self, timeout: float = 60.0) -> None:
         with self._lifecycle:
@@ -299,3 +347,24 @@ class StandaloneNode:
                 return True
             time.sleep(poll)
         return predicate()
+
+
+# What a start can meet in a data directory, and what recovers it (the error says which file).
+_RECOVERY_ERRORS = (
+    (WriteAheadLogError, "the FlowFile WAL"),
+    (SwapError, "a swap file"),
+    (QueueRecoveryError, "the queues"),
+    (ContentRepositoryError, "the content repository"),
+    (ProvenanceError, "the provenance repository"),
+    (OSError, "the data directory"),
+)
+
+
+def _recovery_refused(data_dir: str, error: BaseException) -> NodeError | None:
+    """A recovery error as the one line `custody run` prints (its own message keeps what
+    happened and what to do), or None for anything else (a bug: its trace is wanted)."""
+    for kind, what in _RECOVERY_ERRORS:
+        if isinstance(error, kind):
+            text = " ".join(str(error).split()) or type(error).__name__
+            return NodeError(f"cannot recover {what} in {data_dir}: {text}")
+    return None

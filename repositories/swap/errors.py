@@ -25,8 +25,20 @@ class SwapFileMissingError(SwapError):
         self.location = location
         super().__init__(
             f"swap file {location} is recorded in the FlowFile WAL but does not exist: its "
-            "FlowFiles cannot be loaded. Restore the file (from a replica or a backup) before "
-            "starting the node, or remove the queue's swap record knowingly."
+            "FlowFiles cannot be loaded until it is back. The WAL keeps them; put the file back "
+            "at this path (from the data directory it was copied or moved from, a replica or a "
+            "backup) and the queue reads it at its next retry."
+        )
+
+
+class ForeignSwapFileError(SwapError):
+    """A location outside the store's own directories was to be deleted: refused."""
+
+    def __init__(self, location: str, directory: str):
+        self.location, self.directory = location, directory
+        super().__init__(
+            f"swap file {location} is not in this shard's swap directory {directory}: it was left "
+            "in place (a shard deletes only its own swap files)."
         )
 
 

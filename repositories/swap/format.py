@@ -34,6 +34,16 @@ it holds - without reading its records.
 All integers are little-endian. A file that is short, has a bad magic, an unknown
 version or a bad CRC is corrupt: readers raise `CorruptSwapFileError` naming the
 file and the offset, and never return part of a batch.
+
+A quarantined swap file (moved into the quarantine directory because it could not be
+read) may have a saved summary beside it, `<file name>.summary`:
+
+    saved summary := summary (exactly the bytes above: header, queue id, resource
+                     entries, u32 CRC32), and nothing after it
+
+It is the summary the node had read of the file before its damage was found, written
+and synced before the file is moved; a restart reads it when the file's own summary is
+unreadable, so that the content its FlowFiles hold is still known (and kept).
 """
 
 from __future__ import annotations
@@ -138,6 +148,21 @@ def unpack_summary(data, location: str) -> tuple[SwapSummary, int]:
         raise CorruptSwapFileError(location, offset, "summary CRC mismatch")
     summary = SwapSummary(location, queue, count, size, oldest, newest, resources)
     return summary, offset + U32.size
+
+
+def pack_saved_summary(summary: SwapSummary) -> bytes:
+    """The saved summary of a quarantined swap file (see the module docstring)."""
+    return pack_summary(summary)
+
+
+def unpack_saved_summary(data, location: str) -> SwapSummary:
+    """The saved summary of the quarantined swap file at `location` (the summary's
+    location is that file's, not the saved summary's). Raises CorruptSwapFileError."""
+    summary, end = unpack_summary(data, location + " (saved summary)")
+    if end != len(data):
+        raise CorruptSwapFileError(location + " (saved summary)", end, f"{len(data) - end} bytes after the summary")
+    return SwapSummary(location, summary.queue, summary.count, summary.size, summary.oldest_entry,
+                       summary.newest_entry, summary.resources)
 
 
 def pack_records(records) -> bytes:

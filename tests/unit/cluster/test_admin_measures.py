@@ -41,6 +41,9 @@ class FakeControl:
     def repository_sizes(self):
         return {}
 
+    def alarms(self):
+        return []
+
     def measures(self):
         return self._measures
 
