@@ -8,6 +8,15 @@ not commit is committed for it, and a task that raised is rolled back and the
 processor yields (administrative yield). A task that did nothing backs off for the
 bored-yield time (10 ms, as NiFi's default), so idle sources do not spin.
 
+A FlowFile that makes its processor fail every time is penalized as its session rolls
+back, after `max_rollbacks` rollbacks in a row (at once when the failure names it:
+content that cannot be read), so that the FlowFiles behind it go on; a failing batch
+is retried one FlowFile per session to find which one it is (`flow.rollbacks`).
+Failures that are not a FlowFile's (storage down or full, a fenced shard) are never
+counted against it. Failures that repeat with every task (a full content repository,
+unreadable content a processor does not route) are logged at most once a minute
+(`LimitedLog`).
+
 A processor can be stopped and started again while the engine runs, as NiFi's are
 (`stop_processor`, `start_processor`): a stopped one gets no new task, its running
 tasks finish their sessions, and its `on_stopped` is called once the last one has
@@ -16,7 +25,7 @@ memory only: NiFi records it in its flow.xml, but here a restart (or an adopter 
 shard) starts every processor of the flow.
 
 Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`, `state`,
-`not_before`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
+`not_before`, `rollbacks`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
 `_control` serialises `start`, `stop_processor` and `start_processor`, so that
 `on_scheduled` and `on_stopped` never run twice for one start or stop.
 """
@@ -29,12 +38,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
-from repositories.content.errors import ContentUnavailable
+from repositories.content.errors import (ContentRepositoryFull, ContentStorageFull, ContentUnavailable,
+                                         ContentWriteFailed, ReplicaDiverged, RepositoryClosed)
+from repositories.log_limits import LimitedLog
+from repositories.storage import StorageError
 
 from .commit import CommitGate, CommitHooks, DurableCommitter
-from .errors import CommitError, ProcessorStateError
+from .errors import CommitError, NotAdmitted, ProcessorStateError, ServiceError, UnreadableContent
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
+from .rollbacks import RollbackWatch, Verdict
 from .scheduling import ScheduleState, decide
 from .services import ServiceRegistry
 from .session import ProcessSession
@@ -48,6 +61,13 @@ BORED_YIELD_S = 0.010
 MAX_WAIT_S = 0.05
 
 RUNNING, STOPPING, STOPPED = "RUNNING", "STOPPING", "STOPPED"
+
+# Failures that say nothing about the FlowFiles of the session: the node's storage or
+# ownership. Never counted against them (`flow.rollbacks`): every FlowFile would be
+# penalized through an outage.
+_NOT_THE_FLOWFILES = (CommitError, NotAdmitted, ServiceError, StorageError, ContentUnavailable, ContentRepositoryFull,
+                      ContentStorageFull, ContentWriteFailed, ReplicaDiverged, RepositoryClosed)
+_FULL = (ContentRepositoryFull, ContentStorageFull)
 
 
 class _Node:
@@ -65,6 +85,7 @@ class _Node:
         self.failures = 0
         self.last_error: str | None = None
         self.state = RUNNING  # RUNNING, STOPPING (tasks still running) or STOPPED
+        self.rollbacks = RollbackWatch(definition.scheduling.max_rollbacks)
 
 
 class TraditionalEngine:
@@ -96,6 +117,7 @@ class TraditionalEngine:
         self._running = False
         self._paused = False
         self._outage_logged = False
+        self._limited_log = LimitedLog(log)
         # False for a shard a clustered node adopted: it drains, it takes no new input.
         self.run_sources = run_sources
         self._dispatcher: threading.Thread | None = None
@@ -362,11 +384,44 @@ class TraditionalEngine:
 
     def _new_session(self, node: _Node) -> ProcessSession:
         definition = node.definition
+        with self._condition:
+            max_polled = node.rollbacks.polled_limit
         return ProcessSession(
             component_id=node.id, component_type=definition.type, committer=self.committer, content=self.content,
             shard=self.shard, incoming=node.incoming, outgoing=node.outgoing,
             auto_terminated=definition.auto_terminate, clock_ms=self._clock_ms,
-            penalty_ms=int(definition.scheduling.penalty_s * 1000))
+            penalty_ms=int(definition.scheduling.penalty_s * 1000), max_polled=max_polled)
+
+    def _roll_back(self, node: _Node, session: ProcessSession, error: Exception) -> None:
+        """Roll back the session of a task that raised `error`, penalizing the FlowFiles
+        `node.rollbacks` says hold the queue up. A session already closed (its commit
+        failed and rolled it back) has nothing left to penalize."""
+        held = session.polled_ids
+        if session.is_closed or not held or isinstance(error, _NOT_THE_FLOWFILES):
+            session.rollback()
+            return
+        unreadable = _unreadable_in(error)
+        with self._condition:
+            verdict = node.rollbacks.rolled_back(held, unreadable.flowfile.id if unreadable is not None else None)
+        session.rollback(penalize=verdict.penalize)
+        self._report(node, verdict, unreadable, error)
+
+    def _report(self, node: _Node, verdict: Verdict, unreadable: UnreadableContent | None, error: Exception) -> None:
+        penalty = node.definition.scheduling.penalty_s
+        for flowfile_id in verdict.report:
+            if unreadable is not None:
+                self._limited_log.error(
+                    f"{node.id}:unreadable", "%s: the content of FlowFile %s cannot be read (%s) and %s does not "
+                    "route it to failure: it is penalized for %.0f s so that the FlowFiles behind it go on, and "
+                    "stays in its queue. Restore its content (`custody content fsck` names the damaged files) or "
+                    "drop it", node.id, flowfile_id, unreadable.reason, node.definition.type, penalty)
+            else:
+                self._limited_log.error(
+                    f"{node.id}:poison", "%s: FlowFile %s rolled back its session %d times in a row (last: %s: %s); "
+                    "it is penalized for %.0f s so that the FlowFiles behind it go on, and tried again after that. "
+                    "It stays in its queue: find it there, and fix what fails on it or drop it", node.id,
+                    flowfile_id, node.rollbacks.max_rollbacks, type(error).__name__,
+                    str(error).splitlines()[0][:400] if str(error) else "", penalty)
 
     def _run_task(self, node: _Node) -> None:
         session = self._new_session(node)
@@ -380,12 +435,18 @@ class TraditionalEngine:
                     session.rollback()
                     bored = True
         except Exception as error:  # noqa: BLE001 - any processor failure rolls back
-            session.rollback()
+            self._roll_back(node, session, error)
             node.failures += 1
             message = f"{type(error).__name__}: {error}"
             if isinstance(error, CommitError):
                 # The committer said it, once per run of failures (storage down, a fenced shard).
                 log.debug("%s: %s; the session was rolled back", node.id, error)
+            elif isinstance(error, UnreadableContent):
+                pass  # `_report` said it, once per FlowFile
+            elif isinstance(error, _FULL):
+                # Every task that writes fails the same way until space is freed: one line a minute.
+                self._limited_log.error("content-full", "%s: %s; the session was rolled back, nothing is lost, and it "
+                                        "is retried", node.id, str(error).splitlines()[0][:400])
             elif isinstance(error, ContentUnavailable):
                 # One line per outage for the whole flow, not one per processor and attempt.
                 if not self._outage_logged:
@@ -399,6 +460,13 @@ class TraditionalEngine:
                 node.not_before = max(node.not_before, self._clock() + node.definition.scheduling.yield_s)
         else:
             node.last_error = None
+            held = session.polled_ids
+            if held and node.rollbacks.active:  # read without the lock: see `RollbackWatch.active`
+                with self._condition:
+                    if session.is_committed:
+                        node.rollbacks.committed(held)
+                    else:
+                        node.rollbacks.ended_without_commit(held)
             if self._outage_logged and not bored:
                 self._outage_logged = False
                 log.warning("%s: content storage works again", node.id)
@@ -429,3 +497,13 @@ class TraditionalEngine:
             if any(node.running for node in self.nodes.values()):
                 return False
         return all(queue.is_empty() for queue in self.graph.queues.values())
+
+
+def _unreadable_in(error: BaseException | None) -> UnreadableContent | None:
+    """The `UnreadableContent` that `error` is, or was raised from (`raise ... from`: a
+    processor may wrap it), if any. Not one merely handled before `error` was raised."""
+    for _ in range(8):
+        if error is None or isinstance(error, UnreadableContent):
+            return error
+        error = error.__cause__
+    return None

@@ -51,6 +51,24 @@ class NotAdmitted(SessionError):
     its commit gate refused. The session must roll back; the cause is chained."""
 
 
+class UnreadableContent(SessionError):
+    """The content of one FlowFile cannot be read, and no retry will change that: its
+    claim's bytes are damaged, torn or gone, or its checksums are (`ProcessSession.read`
+    raises it, the content repository's error chained as `cause`). The FlowFile's fault,
+    not the batch's: a processor routes it to `failure` (`flow.processors.content_failures`)
+    and goes on with the rest. Storage that cannot be reached is not this: it raises the
+    content repository's own error (`ContentUnavailable`) and the session rolls back."""
+
+    def __init__(self, flowfile, cause: BaseException):
+        self.flowfile = flowfile
+        self.cause = cause
+        first_line = (str(cause).splitlines() or [""])[0]
+        self.reason = f"{type(cause).__name__}: {first_line}"[:1000]
+        super().__init__(f"the content of FlowFile {flowfile.id} cannot be read ({self.reason}); retrying will "
+                         "not mend it. The FlowFile keeps its claim: restore the damaged resource file or checksum "
+                         "file (`custody content fsck` names them) and route it back, or drop it")
+
+
 class CommitError(FlowError):
     """A session could not be committed; it was rolled back in memory.
 

@@ -31,14 +31,17 @@ Not thread-safe: a session belongs to one task.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from repositories.content.errors import ContentRepositoryError
+from repositories.claims import InvalidClaimError
+from repositories.content.errors import (ContentCorrupted, ContentNotFound, ContentRepositoryError, ContentTruncated,
+                                         UnsafeContentPath)
 from repositories.provenance import EventType, ProvenanceEvent
 from repositories.provenance.event_batch import row_of
 
-from .errors import CommitError, FlowFileNotTransferred, NotAdmitted, SessionError, UnknownRelationship
+from .errors import (CommitError, FlowFileNotTransferred, NotAdmitted, SessionError, UnknownRelationship,
+                     UnreadableContent)
 from .flowfile import FlowFile
 from .identifiers import new_uuid
 
@@ -54,6 +57,12 @@ _DROP, _EXPIRE = EventType.DROP.value, EventType.EXPIRE.value
 _CONTENT_MODIFIED, _ATTRIBUTES_MODIFIED = EventType.CONTENT_MODIFIED.value, EventType.ATTRIBUTES_MODIFIED.value
 _SOURCE_EVENTS = (EventType.RECEIVE, EventType.REPLAY)  # an explicit one stands in for CREATE
 _NO_ATTRIBUTES: dict = {}
+# What the content repository raises for one claim that no retry will mend: its bytes
+# fail their checksums (or the checksums are missing or damaged), end short, are gone,
+# or its claim is malformed. `read` turns them into `UnreadableContent` naming the
+# FlowFile. The rest (`ContentUnavailable`: storage down; a closed repository) say
+# nothing about the FlowFile, and pass through: the session rolls back and is retried.
+UNREADABLE_ERRORS = (ContentCorrupted, ContentTruncated, ContentNotFound, UnsafeContentPath, InvalidClaimError)
 
 
 class _Entry:
@@ -129,6 +138,51 @@ class _ContentOutput(io.RawIOBase):
         return False
 
 
+class _ContentInput(io.RawIOBase):
+    """The stream `session.read(flowfile)` returns: the content store's stream, whose
+    errors for the claim itself (`UNREADABLE_ERRORS`, met at any byte: a damaged block
+    is found when it is read) come out as `UnreadableContent` naming the FlowFile."""
+
+    def __init__(self, stream, flowfile: FlowFile):
+        super().__init__()
+        self._stream = stream
+        self._flowfile = flowfile
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._stream.read(size)
+        except UNREADABLE_ERRORS as error:
+            raise UnreadableContent(self._flowfile, error) from error
+
+    def read1(self, size: int = -1) -> bytes:
+        try:
+            return self._stream.read1(size) if hasattr(self._stream, "read1") else self._stream.read(size)
+        except UNREADABLE_ERRORS as error:
+            raise UnreadableContent(self._flowfile, error) from error
+
+    def readinto(self, buffer) -> int:
+        try:
+            return self._stream.readinto(buffer)
+        except UNREADABLE_ERRORS as error:
+            raise UnreadableContent(self._flowfile, error) from error
+
+    def readline(self, size: int | None = -1) -> bytes:
+        try:
+            return self._stream.readline(-1 if size is None else size)
+        except UNREADABLE_ERRORS as error:
+            raise UnreadableContent(self._flowfile, error) from error
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._stream.close()
+            finally:
+                super().close()
+
+
 class ProcessSession:
     """One processor task's unit of work (see the module docstring).
 
@@ -136,9 +190,11 @@ class ProcessSession:
     `content` is the content repository, `shard` the queues' owner (polling, state),
     `incoming` the queues the processor reads, `outgoing` its relationships' queues,
     `auto_terminated` the relationships that drop what is sent to them, `penalty_ms`
-    how long `penalize` holds a FlowFile back. Every method raises `SessionError` once
-    the session is committed or rolled back, and for a FlowFile that is not the latest
-    version this session holds."""
+    how long `penalize` holds a FlowFile back, `max_polled` how many FlowFiles it polls
+    at most in all (None: as many as asked; the engine retries a failing processor
+    one FlowFile at a time with 1). Every method raises `SessionError` once the session
+    is committed or rolled back, and for a FlowFile that is not the latest version this
+    session holds."""
 
     def __init__(
         self,
@@ -153,6 +209,7 @@ class ProcessSession:
         auto_terminated: Iterable[str] = (),
         clock_ms: Callable[[], int],
         penalty_ms: int = 30_000,
+        max_polled: int | None = None,
     ):
         self.component_id = component_id
         self.component_type = component_type
@@ -164,12 +221,15 @@ class ProcessSession:
         self._auto_terminated = set(auto_terminated)
         self._clock_ms = clock_ms
         self._penalty_ms = penalty_ms
+        self._max_polled = max_polled
+        self._polled: list[str] = []  # ids of the FlowFiles polled, kept after commit or rollback
         self._entries: dict[str, _Entry] = {}
         self._written: list = []  # content claims written by this session (+1 each)
         self._prefetched: dict = {}  # content claim -> its bytes (`prefetch`)
         self._state: dict | None = None
         self._next_queue = 0
         self._done = False
+        self._committed = False
 
     # -- getting FlowFiles --------------------------------------------------------
 
@@ -191,6 +251,8 @@ class ProcessSession:
         self._check_open()
         result: list[FlowFile] = []
         queues = self._incoming
+        if self._max_polled is not None:
+            max_count = min(max_count, self._max_polled - len(self._polled))
         now = self._clock_ms()
         for step in range(len(queues)):
             if len(result) >= max_count:
@@ -199,6 +261,7 @@ class ProcessSession:
             polled, expired = self._shard.poll(queue, max_count - len(result), now)
             for flowfile in polled:
                 self._entries[flowfile.id] = _Entry(flowfile, flowfile, queue)
+                self._polled.append(flowfile.id)
             for flowfile in expired:
                 entry = self._entries[flowfile.id] = _Entry(flowfile, flowfile, queue)
                 entry.removed = entry.expired = True
@@ -206,6 +269,12 @@ class ProcessSession:
         if queues:
             self._next_queue = (self._next_queue + 1) % len(queues)
         return result
+
+    @property
+    def polled_ids(self) -> tuple[str, ...]:
+        """The ids of the FlowFiles this session polled (expired ones not counted), in
+        order; still known after the commit or the rollback."""
+        return tuple(self._polled)
 
     def queued(self) -> int:
         """How many FlowFiles the incoming queues are responsible for: penalized, swapped
@@ -302,8 +371,10 @@ class ProcessSession:
 
     def read(self, flowfile: FlowFile):
         """A binary stream of the FlowFile's content, empty when it has none (close it, or
-        use `with`). Reading changes nothing. Raises what the content repository raises
-        when the bytes cannot be read (`ContentUnavailable`, a truncated claim)."""
+        use `with`). Reading changes nothing. Raises `UnreadableContent` (at open or at
+        any read) when the claim itself cannot be read: its bytes or their checksums
+        are damaged, cut short or gone, which no retry mends; and what the content
+        repository raises when it cannot be reached (`ContentUnavailable`)."""
         self._entry_of(flowfile)
         claim = flowfile.content_claim
         if claim is None:
@@ -311,7 +382,11 @@ class ProcessSession:
         data = self._prefetched.get(claim)
         if data is not None:
             return io.BytesIO(data)
-        return self._content.open_read(claim)
+        try:
+            stream = self._content.open_read(claim)
+        except UNREADABLE_ERRORS as error:
+            raise UnreadableContent(flowfile, error) from error
+        return _ContentInput(stream, flowfile)
 
     def prefetch(self, flowfiles: Iterable[FlowFile]) -> None:
         """Read the small contents of `flowfiles` now, together (`read_bytes_many`'s one
@@ -335,7 +410,7 @@ class ProcessSession:
             return  # one claim gains nothing from a batch read
         try:
             contents = self._content.read_many(claims)
-        except ContentRepositoryError:
+        except (ContentRepositoryError, InvalidClaimError):
             return
         self._prefetched.update(zip(claims, contents))
 
@@ -353,7 +428,11 @@ class ProcessSession:
         for flowfile in flowfiles:
             self._entry_of(flowfile)
         claims = [f.content_claim for f in flowfiles if f.content_claim is not None]
-        found = iter(self._content.read_many(claims) if claims else ())
+        try:
+            found = iter(self._content.read_many(claims) if claims else ())
+        except UNREADABLE_ERRORS:
+            # Which FlowFile: the first whose own read fails (clones share a claim).
+            return [self.read_bytes(flowfile) for flowfile in flowfiles]
         return [next(found) if f.content_claim is not None else b"" for f in flowfiles]
 
     def write(self, flowfile: FlowFile) -> _ContentOutput:
@@ -457,7 +536,8 @@ class ProcessSession:
 
     def remove(self, flowfile: FlowFile) -> None:
         """Drop `flowfile` at commit: one polled from a queue leaves it with a DROP event,
-        its content losing a claimant. No later call may use it."""
+        its content losing a claimant; one created in this session leaves no trace (no
+        event, and content written for it is released). No later call may use it."""
         entry = self._entry_of(flowfile)
         entry.removed = True
         entry.relationship = None
@@ -583,12 +663,13 @@ class ProcessSession:
             # Past the commit point (e.g. a simulated crash in a test): no rollback.
             self._done = True
             raise
-        self._done = True
+        self._done = self._committed = True
 
-    def rollback(self, penalize: bool = False) -> None:
+    def rollback(self, penalize: bool | Collection[str] = False) -> None:
         """Undo the session: polled FlowFiles go back to their place in their queues
-        (penalized, if asked), content written here is released, nothing reaches the
-        WAL or provenance, and no callback runs. A no-op on a closed session."""
+        (penalized, if asked: True for all of them, or the ids of those to penalize),
+        content written here is released, nothing reaches the WAL or provenance, and no
+        callback runs. A no-op on a closed session."""
         if self._done:
             return
         self._done = True
@@ -604,13 +685,13 @@ class ProcessSession:
             self._written = []
         self._release_unused(False)
 
-    def _release_unused(self, penalize: bool) -> None:
+    def _release_unused(self, penalize: bool | Collection[str]) -> None:
         by_queue: dict = {}
         until = self._clock_ms() + self._penalty_ms if penalize else 0
         for entry in self._entries.values():
             if entry.original is not None:
                 original = entry.original
-                if penalize:
+                if penalize is True or (penalize and original.id in penalize):
                     original = original.penalized(until)
                 by_queue.setdefault(entry.source, []).append(original)
         for queue, flowfiles in by_queue.items():
@@ -624,6 +705,12 @@ class ProcessSession:
     def is_closed(self) -> bool:
         """Committed or rolled back: no method but `rollback` (a no-op) may be called."""
         return self._done
+
+    @property
+    def is_committed(self) -> bool:
+        """The commit went through (what it holds is durable, or held by the stateless
+        engine's committer)."""
+        return self._committed
 
     @property
     def touched(self) -> bool:
@@ -671,6 +758,8 @@ class ProcessSession:
         for entry in entries:
             if entry.relationship is None and not entry.removed:
                 not_routed.append(entry.current.id)
+            if entry.removed and entry.original is None:
+                continue  # created and removed here: no lineage to record (see below)
             if entry.parents and len(entry.parents) == 1:
                 fork_children.setdefault(entry.parents[0], []).append(entry.current.id)
             if entry.clone_of is not None:
@@ -682,6 +771,11 @@ class ProcessSession:
         outgoing = self._outgoing
         for entry in entries:
             original, current = entry.original, entry.current
+            if entry.removed and original is None:
+                # Created and removed in this session (a merge or split given up): it
+                # leaves no event, as NiFi's session drops the events of such a FlowFile;
+                # a claim written for it loses its one claimant below (`before`).
+                continue
             if original is not None:
                 acknowledged.setdefault(entry.source, []).append(original)
                 if original.content_claim is not None:

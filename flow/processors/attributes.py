@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..errors import UnreadableContent
 from ..expression import is_true
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .expression_failures import (EXPRESSION_FAILURE, FAILURE, ROUTE_TO_FAILURE, ExpressionFailures, PropertyFailed,
@@ -96,6 +97,11 @@ class RouteOnAttribute(Processor):
 
 
 class LogAttribute(Processor):
+    """Passes every FlowFile on to `success`, unchanged. It has no `failure` (as NiFi's
+    LogAttribute has none; adding one would make every flow that uses it invalid until
+    the relationship is connected): content it cannot read is logged as such, and left
+    to whoever reads it next, which routes the FlowFile to its failure."""
+
     type_name = "LogAttribute"
     description = "Logs each FlowFile's attributes (and optionally its content)."
     properties = (
@@ -113,7 +119,10 @@ class LogAttribute(Processor):
                 shown = {k: v for k, v in sorted(flowfile.attributes.items()) if wanted is None or wanted.fullmatch(k)}
                 message = f"FlowFile {flowfile.id} ({flowfile.size} bytes) {shown}"
                 if context["log_payload"]:
-                    message += f" payload={_head(session, flowfile)!r}"
+                    try:
+                        message += f" payload={_head(session, flowfile)!r}"
+                    except UnreadableContent as error:
+                        message += f" payload unreadable ({error.reason})"
                 logger.log(level, message)
             session.transfer(flowfile, "success")
 

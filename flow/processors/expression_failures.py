@@ -16,7 +16,8 @@ processor's penalty_duration), and the rest of the batch goes on. Where it goes:
   a source (GenerateFlowFile) has no queue to keep it in, so its run fails, rolled
   back, and runs again after the processor's yield.
 
-The processor logs one line per run that set FlowFiles aside, with the first error.
+The processor logs one line per run that set FlowFiles aside, with the first error, at
+most one a minute (`ProcessContext.limited_log`).
 """
 
 from __future__ import annotations
@@ -102,5 +103,5 @@ class ExpressionFailures:
             return
         where = ("routed to failure" if self._to_failure else
                  "left in their queue, retried after the penalty (expression_failure: route_to_failure routes them)")
-        self._context.logger.warning("%s: %d FlowFile(s) whose expression failed were penalized and %s; first: %s",
-                                     self._id, self._count, where, self._first)
+        self._context.limited_log.warning(f"{self._id}:expression", "%s: %d FlowFile(s) whose expression failed "
+                                          "were penalized and %s; first: %s", self._id, self._count, where, self._first)

@@ -11,6 +11,16 @@ The sources take each file exactly once (`flow.processors.intake`): a file's rec
 deleted or moved after the commit, and a crash in between leaves the record for the
 next run, which finishes the delete and never takes that file again. NiFi's GetFile
 and FetchFile offer such a file again (at-least-once).
+
+Paths built from attributes: a FetchFile that deletes or moves the file its FlowFile
+names, and a PutFile whose directory is an expression, act on whatever path those
+attributes lead to. Such a flow is refused at load unless the processor keeps the paths
+under `allowed_root` (a path that leaves it goes to `failure`, the reason in
+`path.refused`) or says `allow_any_path: true`.
+
+A FlowFile whose content cannot be read (damaged, cut short or gone) goes to PutFile's
+`failure`, penalized, the reason in `content.error` (`content_failures`); the rest of
+the batch is written.
 """
 
 from __future__ import annotations
@@ -24,8 +34,9 @@ import time
 
 from repositories.storage.local import fsync_directory
 
-from ..errors import ExpressionError
+from ..errors import ExpressionError, UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+from .content_failures import ContentFailures
 from .expression_failures import ExpressionFailures
 from .intake import FileIdentity, HandsOverIntake, TakenFile, TakenFiles
 from .intake import format as intake_format
@@ -62,7 +73,24 @@ REFUSED_ATTRIBUTE = "path.refused"
 _ALLOWED_ROOT = PropertyDescriptor(
     "allowed_root", "string",
     description="a directory the paths FlowFiles lead to must stay under, symlinks resolved; the others go to "
-                "failure with the reason in path.refused (unset: any path)")
+                "failure with the reason in path.refused (unset: any path, which a path built from attributes "
+                "may only take with allow_any_path)")
+_ALLOW_ANY_PATH = PropertyDescriptor(
+    "allow_any_path", "boolean", default=False,
+    description="accept, without allowed_root, a path built from FlowFile attributes that may lead anywhere this "
+                "process can write (a FetchFile that deletes or moves, a PutFile whose directory is an expression)")
+
+
+def _unconfined(properties, what: str) -> list[tuple[str, str]]:
+    """The problem (for `Processor.validate`) of a processor whose attributes steer
+    `what` (a delete, a move, a write) to any path: refused at flow load unless it keeps
+    them under `allowed_root` or says `allow_any_path`. Whoever can set an attribute
+    (a client of ListenHTTP, a file name) could otherwise make it delete or overwrite
+    any file the node's user may."""
+    if properties.get("allowed_root") or properties.get("allow_any_path"):
+        return []
+    return [("allowed_root", f"{what}, so whoever sets those attributes chooses the path: set allowed_root to the "
+                             "directory the paths must stay under, or allow_any_path: true to accept any path")]
 
 
 class _Refused(Exception):
@@ -103,7 +131,8 @@ def _path_of(context: ProcessContext, name: str, flowfile, root: str | None, fai
 
 class _Refusals:
     """The FlowFiles of one run whose path was refused or unusable: each to failure,
-    penalized, the reason in `path.refused`; one log line for the run."""
+    penalized, the reason in `path.refused`; one log line for the run, at most one a
+    minute (`ProcessContext.limited_log`)."""
 
     def __init__(self, processor_id: str, context: ProcessContext, session):
         self._id, self._context, self._session = processor_id, context, session
@@ -118,8 +147,8 @@ class _Refusals:
 
     def log(self) -> None:
         if self._count:
-            self._context.logger.warning("%s: %d FlowFile(s) refused and routed to failure; first: %s", self._id,
-                                         self._count, self._first)
+            self._context.limited_log.warning(f"{self._id}:refused", "%s: %d FlowFile(s) refused and routed to "
+                                              "failure; first: %s", self._id, self._count, self._first)
 
 
 _FILE_PROPERTIES = (
@@ -252,6 +281,7 @@ class FetchFile(HandsOverIntake, Processor):
         PropertyDescriptor("completion_strategy", "choice", default="none", choices=("none", "delete", "move")),
         PropertyDescriptor("move_destination_directory", "string"),
         _ALLOWED_ROOT,
+        _ALLOW_ANY_PATH,
     )
     relationships = ("success", "not.found", "permission.denied", "failure")
 
@@ -261,15 +291,13 @@ class FetchFile(HandsOverIntake, Processor):
 
     @classmethod
     def validate(cls, properties, dynamic):
-        if properties["completion_strategy"] == "move" and not properties.get("move_destination_directory"):
+        strategy = properties["completion_strategy"]
+        if strategy == "move" and not properties.get("move_destination_directory"):
             return [("move_destination_directory", "required when completion_strategy is move")]
+        if strategy != "none" and not properties["file"].is_literal:
+            return _unconfined(properties, f"completion_strategy {strategy} {strategy}s whatever file the FlowFile's "
+                                           f"attributes name (file: {properties['file'].text[:200]})")
         return []
-
-    def on_scheduled(self, context: ProcessContext) -> None:
-        if context["completion_strategy"] != "none" and not context.get("allowed_root"):
-            context.logger.warning("%s: completion_strategy %s applies to whatever file a FlowFile's attributes "
-                                   "name; set allowed_root to keep it to one directory", self.id,
-                                   context["completion_strategy"])
 
     def on_trigger(self, context: ProcessContext, session) -> None:
         strategy = context["completion_strategy"]
@@ -334,8 +362,17 @@ class PutFile(Processor):
         PropertyDescriptor("sync", "boolean", default=True, description="fsync files and the directory"),
         PropertyDescriptor("batch_size", "integer", default=100),
         _ALLOWED_ROOT,
+        _ALLOW_ANY_PATH,
     )
     relationships = ("success", "failure")
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        directory = properties["directory"]
+        if directory.is_literal:
+            return []
+        return _unconfined(properties, f"the directory is built from the FlowFile's attributes "
+                                       f"({directory.text[:200]})")
 
     # 16 hex digits since the names became unguessable; 8 in the releases before.
     _PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.(?:[0-9a-f]{8}|[0-9a-f]{16})\.partial$")
@@ -351,9 +388,6 @@ class PutFile(Processor):
         directory = context["directory"]
         self.sweeper = None
         if not directory.is_literal:
-            if not context.get("allowed_root"):
-                context.logger.warning("%s: the directory %r is built from attributes and may lead anywhere; set "
-                                       "allowed_root to keep it to one directory", self.id, directory.text)
             return
         path = directory.evaluate()
         with _SWEPT_LOCK:
@@ -388,9 +422,11 @@ class PutFile(Processor):
     def on_trigger(self, context: ProcessContext, session) -> None:
         sync = context["sync"]
         suffix = _SAFE.sub("_", context["name_suffix"])
+        create = context["create_missing_directories"]
         root = _allowed_root(context)
         failures = ExpressionFailures(self.id, context, session, to_failure=True)
         refusals = _Refusals(self.id, context, session)
+        unreadable = ContentFailures(self.id, context, session)
         directories = set()
         written = []
         batch = session.get_batch(context["batch_size"])
@@ -400,37 +436,20 @@ class PutFile(Processor):
             if directory is None:
                 continue
             target = os.path.join(directory, flowfile.id + suffix)
-            temporary = None
             try:
-                if context["create_missing_directories"] and directory not in directories:
+                if create and directory not in directories:
                     os.makedirs(directory, exist_ok=True)
-                # A name nobody can guess, created new and never through a link: a file or
-                # link planted in the directory is refused, not written through.
-                temporary = os.path.join(directory, f".{flowfile.id}.{secrets.token_hex(8)}.partial")
-                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-                try:
-                    with session.read(flowfile) as source:
-                        while chunk := source.read(1 << 20):
-                            view = memoryview(chunk)
-                            while view:
-                                view = view[os.write(fd, view):]
-                    if sync:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
-                # The name depends only on the FlowFile's identity: a retry lands on it again.
-                os.replace(temporary, target)
+                _write_file(session, flowfile, directory, target, sync)
+            except UnreadableContent as error:
+                unreadable.set_aside(flowfile, error)
+                continue
             except OSError as error:
-                if temporary is not None:
-                    try:
-                        os.remove(temporary)
-                    except OSError:
-                        pass
                 if error.errno in (errno.ENOSPC, errno.EDQUOT):
-                    context.logger.error("%s: %s is full (%s); FlowFile %s is penalized and kept", self.id,
-                                         directory, error.strerror, flowfile.id)
+                    context.limited_log.error(f"{self.id}:full", "%s: %s is full (%s); FlowFile %s is penalized and "
+                                              "routed to failure", self.id, directory, error.strerror, flowfile.id)
                 else:
-                    context.logger.error("%s: cannot write %s: %s", self.id, target, error)
+                    context.limited_log.error(f"{self.id}:write", "%s: cannot write %s: %s; the FlowFile is "
+                                              "penalized and routed to failure", self.id, target, error)
                 session.transfer(session.penalize(flowfile), "failure")
                 continue
             directories.add(directory)
@@ -443,3 +462,34 @@ class PutFile(Processor):
             session.transfer(flowfile, "success")
         failures.log()
         refusals.log()
+        unreadable.log()
+
+
+def _write_file(session, flowfile, directory: str, target: str, sync: bool) -> None:
+    """Write the content of `flowfile` to `target` in `directory`: into a temporary file,
+    synced (if `sync`), then renamed. Whatever stops it (content that cannot be read, a
+    full disk, an error of any kind) removes the temporary file before it is raised:
+    the retry writes a new one, and nothing but a crash leaves one behind (`_sweep`)."""
+    # A name nobody can guess, created new and never through a link: a file or link
+    # planted in the directory is refused, not written through.
+    temporary = os.path.join(directory, f".{flowfile.id}.{secrets.token_hex(8)}.partial")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            with session.read(flowfile) as source:
+                while chunk := source.read(1 << 20):
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        # The name depends only on the FlowFile's identity: a retry lands on it again.
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.remove(temporary)
+        except OSError:
+            pass
+        raise

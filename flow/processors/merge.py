@@ -1,10 +1,17 @@
-"""MergeContent: joins FlowFiles into one (JOIN), by count, by bin age, by correlation attribute."""
+"""MergeContent: joins FlowFiles into one (JOIN), by count, by bin age, by correlation attribute.
+
+A member whose content cannot be read goes to `failure` (penalized, `content.error`:
+`content_failures`) and the bin is merged without it, even if it then holds fewer than
+`min_entries`: its members were ready together.
+"""
 
 from __future__ import annotations
 
 import time
 
+from ..errors import UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+from .content_failures import ContentFailures
 
 READ_TOGETHER = 16 << 20  # a bundle whose contents add up to at most this is read in one go
 
@@ -57,16 +64,44 @@ class MergeContent(Processor):
             session.rollback()
             context.yield_()
             return
+        unreadable = ContentFailures(self.id, context, session)
         for key, members in bins.items():
             if key in ready:
                 self._bin_since.pop(key, None)
-                self._merge(context, session, members, key if correlation else None)
+                self._merge(context, session, members, key if correlation else None, unreadable)
             else:
                 for flowfile in members:
                     session.transfer(flowfile)  # back to the queue: the bin is not full yet
+        unreadable.log()
 
-    def _merge(self, context, session, members, key) -> None:
-        merged = session.create(members)
+    def _merge(self, context, session, members, key, unreadable: ContentFailures) -> None:
+        while members:
+            merged = session.create(members)
+            try:
+                merged = self._write(context, session, merged, members)
+            except UnreadableContent as error:
+                # The merged FlowFile goes (no trace: its content was aborted) and is
+                # made again from the members left.
+                session.remove(merged)
+                left = [flowfile for flowfile in members if flowfile.id != error.flowfile.id]
+                if len(left) == len(members):
+                    raise  # not a member's content: nothing to set aside
+                unreadable.set_aside(error.flowfile, error)
+                members = left
+                continue
+            attributes = {"merge.count": str(len(members))}
+            if key is not None:
+                attributes[context["correlation_attribute"]] = key
+            merged = session.put_all_attributes(merged, attributes)
+            session.transfer(merged, "merged")
+            for flowfile in members:
+                session.transfer(flowfile, "original")
+            return
+
+    @staticmethod
+    def _write(context, session, merged, members):
+        """`merged` with the members' contents joined as its content; `UnreadableContent`
+        (nothing written) for the first member whose content cannot be read."""
         delimiter = context["delimiter"].encode("utf-8")
         with session.write(merged) as out:
             out.write(context["header"].encode("utf-8"))
@@ -81,11 +116,4 @@ class MergeContent(Processor):
                         while chunk := source.read(1 << 20):
                             out.write(chunk)
             out.write(context["footer"].encode("utf-8"))
-        merged = out.flowfile
-        attributes = {"merge.count": str(len(members))}
-        if key is not None:
-            attributes[context["correlation_attribute"]] = key
-        merged = session.put_all_attributes(merged, attributes)
-        session.transfer(merged, "merged")
-        for flowfile in members:
-            session.transfer(flowfile, "original")
+        return out.flowfile

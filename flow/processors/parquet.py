@@ -13,17 +13,23 @@ A retry (the session commit failed after the manifest's rename, the node died, t
 shard moved) finds its FlowFiles in a committed manifest, whatever batch they come in
 now: they go to `success` without being written again. The FlowFiles that reach
 `success` carry `parquet.batch.id`, the batch whose files hold their records.
+
+A FlowFile whose content cannot be read is set aside before its batch is committed
+(to `failure`, penalized, `content.error`: `content_failures`), and the batch is
+written without it, under the batch id of the FlowFiles left: no manifest ever names it.
 """
 
 from __future__ import annotations
 
 from repositories.storage import files_under, join
 
+from ..errors import UnreadableContent
 from ..processor import PropertyDescriptor
 from ..spark.batches import batch_id
 from ..spark.datasets import DEFAULT_RETENTION_S, ParquetDataset
 from ..spark.manifest_format import BatchManifest
 from ..spark.staging import stage_inputs
+from .content_failures import ContentFailures
 from .spark import INPUT_PROPERTIES, RETRY_PROPERTIES, SparkBatchProcessor, time_limit
 
 BATCH_ATTRIBUTE = "parquet.batch.id"
@@ -68,16 +74,30 @@ class PutParquet(SparkBatchProcessor):
         for flowfile, manifest in done:
             session.transfer(session.put_attribute(flowfile, BATCH_ATTRIBUTE, manifest.batch), "success")
         directory = None
-        if fresh:
+        unreadable = ContentFailures(self.id, context, session)
+        while fresh:
             batch_key = batch_id(flowfile.id for flowfile, _ in fresh)
             directory = staging.batch_directory(session.shard_id, self.id, batch_key, session.epoch)
             try:
                 with time_limit(spark, directory, context["job_timeout"]):
                     manifest = self._write(context, session, spark, staging, dataset, directory, batch_key, fresh)
+            except UnreadableContent as error:  # met staging, before the manifest: run the rest again
+                staging.delete(directory)
+                directory = None
+                left = [each for each in fresh if each[0].id != error.flowfile.id]
+                if len(left) == len(fresh):
+                    raise
+                unreadable.set_aside(error.flowfile, error)
+                fresh = left
+                continue
             except Exception as error:  # noqa: BLE001 - the batch's fault or Spark's, sorted there
                 staging.delete(directory)
                 self._after_failure(context, session, batch_key, [flowfile for flowfile, _ in fresh], error, spark)
+                unreadable.log()
                 return
+            break
+        unreadable.log()
+        if fresh:
             members[manifest.batch] = (manifest, {flowfile.id for flowfile, _ in fresh})
             for flowfile, _ in fresh:
                 session.transfer(session.put_attribute(flowfile, BATCH_ATTRIBUTE, manifest.batch), "success")

@@ -31,7 +31,9 @@ Failures (`flow.spark.failures`): a batch the input breaks goes to `failure` who
 each FlowFile with the reason in `spark.error`; when Spark itself fails (its master is
 down) the session rolls back and the processor waits `retry_backoff`, doubling up to
 `MAX_BACKOFF_S`, and says why in the log. A FlowFile whose record format cannot be
-told goes to `failure` alone.
+told goes to `failure` alone, and so does one whose content cannot be read (damaged or
+gone: `content.error`, `content_failures`): the batch is run again without it, under
+the batch id of the FlowFiles left.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import threading
 import time
 import weakref
 
-from ..errors import NotAdmitted, ServiceError
+from ..errors import NotAdmitted, ServiceError, UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..spark.batches import batch_id, output_id, part_index
 from ..spark.by_reference import checksum_outputs
@@ -63,6 +65,7 @@ from ..spark.records import (
 )
 from ..spark.session import SPARK_SERVICE
 from ..spark.staging import STAGING_SERVICE, by_reference, stage_batch
+from .content_failures import ContentFailures
 
 log = logging.getLogger(__name__)
 
@@ -225,10 +228,24 @@ class SparkBatchProcessor(Processor):
             self._back_off(context, session, f"the node's Spark session is not available: {error}")
             return
         self._collect_abandoned(staging, session)
-        self.process_batch(context, session, spark, staging, inputs)
+        unreadable = ContentFailures(self.id, context, session)
+        while inputs:
+            try:
+                self.process_batch(context, session, spark, staging, inputs)
+                break
+            except UnreadableContent as error:
+                # Staging met it, before Spark ran and before anything was routed.
+                left = [each for each in inputs if each[0].id != error.flowfile.id]
+                if len(left) == len(inputs):
+                    raise
+                unreadable.set_aside(error.flowfile, error)
+                inputs = left
+        unreadable.log()
 
     def process_batch(self, context, session, spark, staging, inputs) -> None:
-        """Run `inputs` ((FlowFile, record format) pairs) on Spark and route them."""
+        """Run `inputs` ((FlowFile, record format) pairs) on Spark and route them. Raises
+        `UnreadableContent`, having routed nothing, for an input whose content cannot be
+        read: the caller sets it aside and runs the others."""
         # In the order of their ids: a rerun stages the same files in the same order
         # however its queue gave it the batch, so Spark reads them the same way.
         inputs = sorted(inputs, key=lambda each: each[0].id)
@@ -246,6 +263,9 @@ class SparkBatchProcessor(Processor):
                 ran_at = time.perf_counter()
                 taker = content if content is not None else local_taker(session, staging, directory)
                 parts = self._parts(spark, content, taker, staging, outputs)
+        except UnreadableContent:
+            staging.delete(directory)
+            raise
         except Exception as error:  # noqa: BLE001 - sorted below: the batch's fault or Spark's
             staging.delete(directory)
             self._after_failure(context, session, batch_key, parents, error, spark)

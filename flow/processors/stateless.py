@@ -7,7 +7,9 @@ to `original`. The sub-flow's processor states (`stateless_format`) are committe
 this processor's session, with those FlowFiles. The sub-flow's held `on_success`
 callbacks run only after this processor's own session is durable, and its held
 `on_failure` callbacks when that commit fails (its sources then offer their data
-again). When the sub-flow itself fails, its input goes to `failure` (penalized).
+again). When the sub-flow itself fails, its input goes to `failure` (penalized), and
+so does an input whose content cannot be read, with `content.error`
+(`content_failures`), before the sub-flow is triggered.
 
 The sub-flow comes from `context.load_stateless_flow`: the engine running this
 processor knows how to parse it (against the same processor types) and run it. Its
@@ -18,8 +20,10 @@ from __future__ import annotations
 
 import threading
 
+from ..errors import UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from . import stateless_format
+from .content_failures import ContentFailures
 
 
 class ExecuteStateless(Processor):
@@ -60,7 +64,14 @@ class ExecuteStateless(Processor):
             self._restored = True
         inputs = []
         if original is not None:
-            inputs = [(dict(original.attributes), session.read_bytes(original))]
+            try:
+                inputs = [(dict(original.attributes), session.read_bytes(original))]
+            except UnreadableContent as error:
+                unreadable = ContentFailures(self.id, context, session)
+                unreadable.set_aside(original, error)
+                session.commit()
+                unreadable.log()
+                return
         result = flow.trigger(inputs, input_port=context.get("input_port"))
         if not result.success:
             context.logger.warning("%s: stateless flow failed: %s", self.id, result.failure)

@@ -3,14 +3,17 @@
 Content comes from outside, so neither holds more than `maximum_buffer_size` of it in
 memory: a line (or a SplitText split) longer than that sends its FlowFile to
 `failure`, penalized, with `text.error` saying why, and the content is left as it was.
+A FlowFile whose content cannot be read goes to `failure` too, penalized, with
+`content.error` (`content_failures`).
 """
 
 from __future__ import annotations
 
 import re
 
-from ..errors import ExpressionError
+from ..errors import ExpressionError, UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
+from .content_failures import ContentFailures
 
 ERROR_ATTRIBUTE = "text.error"
 
@@ -59,6 +62,11 @@ class SplitText(Processor):
         except TooLong as error:
             to_failure(session, flowfile, f"cannot split: {error}")
             return
+        except UnreadableContent as error:
+            unreadable = ContentFailures(self.id, context, session)
+            unreadable.set_aside(flowfile, error)
+            unreadable.log()
+            return
         identifier = flowfile.id
         for index, (child, line_count) in enumerate(children):
             child = session.put_all_attributes(child, {
@@ -71,8 +79,9 @@ class SplitText(Processor):
 
     @staticmethod
     def _split(context, session, flowfile) -> list:
-        """The children of `flowfile`, with their line counts; TooLong (every child made
-        so far removed) when a split would hold more than maximum_buffer_size."""
+        """The children of `flowfile`, with their line counts; TooLong when a split would
+        hold more than maximum_buffer_size, UnreadableContent when the content cannot be
+        read (either way every child made so far removed)."""
         count, limit = context["line_split_count"], context["maximum_buffer_size"]
         header_lines, strip = context["header_line_count"], context["remove_trailing_newlines"]
         children: list = []
@@ -101,7 +110,7 @@ class SplitText(Processor):
                         lines, held = [], len(header)
                 if lines:
                     emit()
-        except TooLong:
+        except (TooLong, UnreadableContent):
             for child, _ in children:
                 session.remove(child)
             raise
@@ -132,6 +141,7 @@ class ReplaceText(Processor):
         limit = context["maximum_buffer_size"]
         batch = session.get_batch(100)
         session.prefetch(batch)
+        unreadable = ContentFailures(self.id, context, session)
         for flowfile in batch:
             try:
                 replacement = context["replacement_value"].evaluate(flowfile)
@@ -155,7 +165,11 @@ class ReplaceText(Processor):
                     to_failure(session, flowfile, f"the content ({flowfile.size} bytes) is over maximum_buffer_size "
                                                   f"({limit} bytes); raise it or use evaluation_mode line_by_line")
                     continue
-                text = session.read_bytes(flowfile).decode("utf-8", errors="surrogateescape")
+                try:
+                    text = session.read_bytes(flowfile).decode("utf-8", errors="surrogateescape")
+                except UnreadableContent as error:
+                    unreadable.set_aside(flowfile, error)
+                    continue
                 result = change(text).encode("utf-8", errors="surrogateescape")
                 flowfile = session.write_bytes(flowfile, result)
             else:
@@ -171,4 +185,8 @@ class ReplaceText(Processor):
                 except TooLong as error:
                     to_failure(session, flowfile, str(error))
                     continue
+                except UnreadableContent as error:
+                    unreadable.set_aside(flowfile, error)
+                    continue
             session.transfer(flowfile, "success")
+        unreadable.log()

@@ -40,7 +40,8 @@ from collections import deque
 from collections.abc import Callable
 
 from repositories.claims import ResourceClaim
-from repositories.storage import StorageError, WritableFile
+from repositories.log_limits import LimitedLog
+from repositories.storage import StorageError, StorageFull, WritableFile
 
 from .claimants import ClaimantCounts
 from .errors import RepositoryClosed
@@ -163,7 +164,9 @@ class ResourceTable:
         self.claimants = claimants
         self.companion_syncs = CompanionSyncs(name)
         self._on_lost = on_lost
-        self._failure_logged = float("-inf")
+        # An outage or a full disk fails every resource in turn: one warning of each
+        # kind a minute, with a count of those held back.
+        self._failures_log = LimitedLog(log)
 
     def check_open(self) -> None:
         if self.closed:
@@ -214,7 +217,7 @@ class ResourceTable:
                     if not resource.failed and resource.synced < resource.completed:
                         self.fail(resource, error)
                     else:
-                        self.log_failure("closing %s failed after its claims were synced: %s",
+                        self.log_failure("close", "closing %s failed after its claims were synced: %s",
                                          resource.claim.relative_path, error)
         finally:
             self._closed(resource)
@@ -259,12 +262,13 @@ class ResourceTable:
             except (StorageError, OSError):
                 pass  # the resource already failed; its unsynced bytes are gone either way
         self._closed(resource)
-        self.log_failure("content resource %s failed and was retired: %s", resource.claim.relative_path, error)
+        if isinstance(error, StorageFull):
+            self.log_failure("full", "content resource %s was retired: its storage is full (%s); writes fail until "
+                             "space is freed (or the archive ages off)", resource.claim.relative_path, error)
+        else:
+            self.log_failure("failed", "content resource %s failed and was retired: %s", resource.claim.relative_path,
+                             error)
 
-    def log_failure(self, message: str, *args) -> None:
-        # An outage fails every resource in turn: one warning a minute, the rest at debug.
-        now = time.monotonic()
-        level = logging.WARNING if now - self._failure_logged >= 60.0 else logging.DEBUG
-        if level == logging.WARNING:
-            self._failure_logged = now
-        log.log(level, message, *args)
+    def log_failure(self, kind: str, message: str, *args) -> None:
+        """Log a failure of `kind` that an outage repeats for every resource (`LimitedLog`)."""
+        self._failures_log.warning(f"{self.name}:{kind}", message, *args)

@@ -32,6 +32,9 @@ def custody_run(flow_text: str, tmp_path) -> subprocess.CompletedProcess:
      "processor 'gen': property 'batch_size': wrong value for an integer property: expected an integer, got 'many'"),
     ("processors:\n  - {id: gen, type: GenerateFlowFile, scheduling: {run_schedule: often}}\n",
      "processor 'gen': property 'scheduling.run_schedule'"),
+    ("processors:\n  - {id: fetch, type: FetchFile, properties: {completion_strategy: delete}}\n",
+     "processor 'fetch': property 'allowed_root': completion_strategy delete deletes whatever file the FlowFile's "
+     "attributes name"),
 ])
 def test_custody_run_refuses_a_bad_flow_with_a_clear_error(tmp_path, text, expected):
     result = custody_run(text, tmp_path)

@@ -228,9 +228,38 @@ def test_put_file_keeps_a_directory_built_from_attributes_under_allowed_root(tmp
 
 
 def test_put_file_routes_a_failing_directory_expression_to_failure(tmp_path):
-    out = run("PutFile", {"directory": f"{tmp_path}/${{n:padLeft(${{n}})}}", "sync": False},
-              [({"n": "99999999999"}, b"x")])
+    out = run("PutFile", {"directory": f"{tmp_path}/${{n:padLeft(${{n}})}}", "allowed_root": str(tmp_path),
+                          "sync": False}, [({"n": "99999999999"}, b"x")])
     assert "the limit is" in out["failure"][0][0]["expression.error"]
+
+
+@pytest.mark.parametrize("processor_type, properties", [
+    ("FetchFile", {"completion_strategy": "delete"}),
+    ("FetchFile", {"completion_strategy": "move", "move_destination_directory": "/tmp/done"}),
+    ("PutFile", {"directory": "/data/${customer}"}),
+])
+def test_a_file_processor_that_attributes_steer_anywhere_is_refused_at_load(processor_type, properties):
+    def flow(**extra):
+        return {"processors": [{"id": "files", "type": processor_type, "properties": {**properties, **extra},
+                                "auto_terminate": ["success", "failure", "not.found", "permission.denied"]
+                                if processor_type == "FetchFile" else ["success", "failure"]}]}
+
+    with pytest.raises(FlowDefinitionError, match="processor 'files': property 'allowed_root': .* set allowed_root "
+                                                  "to the directory the paths must stay under, or allow_any_path"):
+        parse_flow(flow())
+    parse_flow(flow(allowed_root="/data"))
+    parse_flow(flow(allow_any_path=True))
+
+
+def test_file_processors_whose_paths_attributes_do_not_steer_load_without_allowed_root():
+    parse_flow({"processors": [
+        {"id": "fetch", "type": "FetchFile", "properties": {"completion_strategy": "none"},
+         "auto_terminate": ["success", "failure", "not.found", "permission.denied"]},
+        {"id": "fetch_one", "type": "FetchFile", "properties": {"file": "/data/in/today.csv",
+                                                                "completion_strategy": "delete"},
+         "auto_terminate": ["success", "failure", "not.found", "permission.denied"]},
+        {"id": "put", "type": "PutFile", "properties": {"directory": "#{out}/x"}, "auto_terminate": ["success", "failure"]},
+    ], "parameters": {"out": "/data/out"}})
 
 
 # -- LogAttribute -------------------------------------------------------------------------
