@@ -148,6 +148,8 @@ class DurableCommitter:
         self.outbox = outbox and provenance is not None
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._slots_lock = threading.Lock()
+        self._state_locks: dict[str, threading.RLock] = {}  # a component's state commits, one at a time
+        self._unsettled_state_ids: dict[str, list[str]] = {}
         self._free_slots: list[int] = []
         self._slot_count = 0
         self._failing_since: float | None = None  # guarded by _slots_lock
@@ -199,6 +201,20 @@ class DurableCommitter:
                         time.monotonic() - since)
 
     def commit(self, tx: Transaction) -> None:
+        if tx.state is None:
+            self._commit(tx)
+            return
+        # A state is written as the entries it changed from the committed state: the
+        # next state commit of the component computes its delta once this one is in
+        # memory (or known to be of unknown outcome), never against the same base.
+        with self._state_lock(tx.component_id):
+            self._commit(tx)
+
+    def _state_lock(self, component: str) -> threading.RLock:
+        with self._slots_lock:
+            return self._state_locks.setdefault(component, threading.RLock())
+
+    def _commit(self, tx: Transaction) -> None:
         started = time.perf_counter()
         component = tx.component_id
         updates = [Put(flowfile.to_record()) for flowfile in tx.puts]
@@ -207,7 +223,11 @@ class DurableCommitter:
         updates += [SwapIn(summary.location) for _, summary in tx.swap_drops]
         now = self._clock_ms()
         if tx.state is not None:
-            updates.append(Put(self.shard.state_record(component, tx.state, now).to_record()))
+            # After a state commit of unknown outcome the WAL may hold entries memory
+            # does not: the next one deletes every entry not in its state.
+            written = self._unsettled_state_ids.get(component)
+            updates += self.shard.state_updates(component, tx.state, now, written=written or (),
+                                                whole=written is not None)
         slot = batch = None
         # in_storage: a failure now is the storage's (FAILED), not a refusal (REFUSED).
         outcome_unknown = in_storage = False
@@ -246,6 +266,8 @@ class DurableCommitter:
                     # an error that is not the WAL's says nothing, so it counts as unknown.
                     outcome_unknown = isinstance(error, OutcomeUnknownError) or not isinstance(error, WriteAheadLogError)
                     raise
+                if tx.state is not None:
+                    self._unsettled_state_ids.pop(component, None)  # written whole: settled
             self._succeeded()
         except Exception as error:
             if slot is not None:
@@ -255,6 +277,12 @@ class DurableCommitter:
                     self.shard.wal.when_settled(functools.partial(self._return_slot, slot))
                 else:
                     self._return_slot(slot)
+            if outcome_unknown and tx.state is not None:
+                # A replay may bring its entries back, or not: the next state commit of
+                # the component writes its whole state and deletes those entries.
+                self._unsettled_state_ids[component] = sorted(set(self._unsettled_state_ids.get(component, ())) | {
+                    update.record.id for update in updates if isinstance(update, Put)
+                    and update.record.id.startswith(self.shard.state_entry_id(component, ""))})
             self.outcomes.of(UNKNOWN if outcome_unknown else FAILED if in_storage else REFUSED).add()
             self._failed(component, error)
             if gate is not None:

@@ -36,8 +36,8 @@ import time
 from collections.abc import Callable
 
 from flow.processor import Processor
-from flow.shard import STATE_QUEUE, QueueShard
-from repositories.flowfile import FlowFileSerDe, Put, list_wal_files, read_state
+from flow.shard import QueueShard, states_of
+from repositories.flowfile import FlowFileSerDe, list_wal_files, read_state
 
 from ..core.layout import ClusterLayout
 from ..errors import first_line
@@ -76,9 +76,7 @@ def earlier_states(storage, directory: str) -> dict[str, dict[str, str]]:
     state = read_state(storage, wal, list_wal_files(storage, wal), FlowFileSerDe(), None)
     if _checkpoint_marks(storage, wal) != before:
         raise WalChanged(f"the WAL of {directory} was checkpointed while it was read")
-    prefix = f"{STATE_QUEUE}/"
-    return {record.id[len(prefix):]: dict(record.attributes) for record in state.records.values()
-            if record.queue == STATE_QUEUE}
+    return states_of(state.records.values())
 
 
 class SourceHandOver:
@@ -126,8 +124,8 @@ class SourceHandOver:
             if self.handle.gate is not None:
                 self.handle.gate.check()
             now = self._clock_ms()
-            self.shard.wal.update([Put(QueueShard.state_record(pid, state, now).to_record())
-                                   for pid, state in sorted(merged.items())])
+            self.shard.wal.update([update for pid, state in sorted(merged.items())
+                                   for update in self.shard.state_updates(pid, state, now)])
             for pid, state in merged.items():
                 self.shard.set_state_committed(pid, state)
         shards = [previous.shard for previous in earlier]

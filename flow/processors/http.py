@@ -7,59 +7,86 @@ what is durable). It binds 127.0.0.1 unless told otherwise.
 
 A client that retries on anything but 200 gets its data delivered at least once; with
 an idempotency key, exactly once. A request may carry a key in the header
-`idempotency_key_header` (`Idempotency-Key`): the keys of the requests whose FlowFiles
-were committed are kept in the processor state, in the same WAL transaction as those
-FlowFiles (`flow.processors.intake.format`), and a retried POST with a key already
-committed is answered 200 with no second FlowFile, also after a crash that lost the
-first 200. A retry while the first is still being committed waits for that commit, and
-is then answered 200 without a FlowFile (or taken, if that commit failed). Keys are
-kept for `idempotency_key_age`, and at most `idempotency_max_keys` of them (the oldest
-go first; the whole list is written with every commit that changes it): a retry later
-than that is taken again. Only the first request's body is kept for a key. Without a
-key a retry after a lost 200 is a new request, and its data is delivered twice:
-nothing tells it apart from new data.
+`idempotency_key_header` (`Idempotency-Key`), as the IETF Idempotency-Key draft has it:
+the keys of the requests whose FlowFiles were committed are kept in the processor
+state with a fingerprint of each one's payload (its body and the attributes its headers
+gave), in the same WAL transaction as those FlowFiles (`flow.processors.intake.format`).
+A retried POST with a key already committed is answered 200 with no second FlowFile,
+also after a crash that lost the first 200; with the same key but another payload, 422
+(the key was reused: nothing is kept; new data needs a new key). While the first
+request with a key is in flight (read, and not answered yet), another with that key is
+answered 409 at once (422 if its payload differs): retry once the first is answered.
+Keys are kept for `idempotency_key_age`, and at most `idempotency_max_keys` of them (the
+oldest go first): a retry later than that is taken again. The processor state is one
+WAL record, written whole: each commit that adds a key writes every key kept (expired
+ones are dropped then, not by a commit of their own). Without a key a retry after a
+lost 200 is a new request, and its data is delivered twice: nothing tells it apart from
+new data.
 
 What each answer promises:
 
   200  the data is durable (or was already, for a committed idempotency key)
   503  the data is not and will never be delivered: the commit or the flow failed, the
        request waited `ack_timeout` without being taken, `max_pending` requests were
-       waiting already, `max_connections` connections were open already (answered at
-       once and closed; a client that had sent its request already may see the
-       connection reset instead), or the processor was stopping. With Retry-After.
+       waiting already, `max_connections` connections were open already and none could
+       be cut (answered at once and closed; a client that had sent its request already
+       may see the connection reset instead), the connection was cut to make room for
+       another (below), or the processor was stopping. With Retry-After.
   none the connection is closed without an answer when the request's commit has an
        unknown outcome: the processor stopped while it was in flight, or the WAL write
        failed in a way a recovery may still replay (retry with a key); or when the
-       client went away or stayed silent for `idle_timeout`.
-  4xx  the request was refused before it was read, or while: 400 malformed (a
-       Content-Length that is not a decimal number, both Content-Length and
-       Transfer-Encoding, a bad chunk), 401 no valid `Authorization: Bearer` token
-       (when `auth_token` is set), 404 another path, 405 not a POST, 413 a body over
-       `max_request_size` (refused as soon as the size is known: a chunked body is read
-       up to that limit, never further), 431 too many or too long headers; 501 a
-       Transfer-Encoding other than chunked, 505 an HTTP version but 1.0 and 1.1.
+       client went away, or stayed silent for `idle_timeout`, or sent its headers
+       without the blank line that ends them.
+  4xx  the request was refused before it was read, or while, and nothing of it was
+       kept: 400 malformed (a header line that is not `Name: value`, folded, or with a
+       control character; a Content-Length that is not a decimal number, both
+       Content-Length and Transfer-Encoding, a bad chunk), 401 no valid
+       `Authorization: Bearer` token (when `auth_token` is set), 404 another path, 405
+       not a POST, 408 too slow (below), 409 and 422 an idempotency key in flight or
+       reused (above), 413 a body over `max_request_size` (refused as soon as the size
+       is known: a chunked body is read up to that limit, never further), 431 too many
+       or too long headers; 501 a Transfer-Encoding other than chunked, 505 an HTTP
+       version but 1.0 and 1.1.
   500  the processor failed before committing.
 
 Limits: a request's body is read in pieces, so memory grows with the bytes received,
 never past `max_request_size`; request lines and header lines are capped by Python's
-http.server (64 KiB a line, 100 headers). Every socket operation times out after
-`idle_timeout`. After its answer a connection is half-closed and what the client still
-sends is read and dropped for up to a second (a close with unread data would reset the
-connection, and the client could lose the answer).
+http.server (64 KiB a line, 100 headers), and a header block is taken only if every
+line of it parses (`http_request.check_header_lines`: Python's email parser, under
+http.server, would otherwise hide the headers after a malformed line). Every socket
+operation times out after `idle_timeout`, and a request must arrive in time, as
+Apache's mod_reqtimeout has it (`http_deadlines`): the request line and headers within
+`header_timeout` of the connection opening (a TLS handshake included), then the body at
+`body_min_rate` bytes a second at least, after a grace of `body_timeout`; a client
+slower than that is answered 408 and closed. When all `max_connections` are taken, a
+new connection cuts the one that has waited longest for its headers (at least
+`EVICTABLE_AFTER_SECONDS`), which is answered 503: a slowloris client holding every
+slot cannot keep others out, and real clients, whose headers arrive at once, are
+served meanwhile. After its answer a connection is half-closed and what the client
+still sends is read and dropped for up to a second (a close with unread data would
+reset the connection, and the client could lose the answer).
 
 Attributes: `http.remote.host` (the client's address) and, with a key,
 `http.idempotency.key`; then the request headers whose names fully match
 `header_attributes` (case-insensitive): `X-Attr-<name>` gives the attribute <name> (in
 lower case), `Content-Type` gives `mime.type`, any other header its name in lower case.
-A header can never set an attribute in the processor's own `http.` namespace, nor `uuid`.
+A header can never set an attribute in the processor's own `http.` namespace, nor
+`uuid`; nor `filename`, `path` or `absolute.path`, which steer FetchFile and PutFile,
+unless `reserved_header_attributes` names them (a comma-separated list, empty by
+default: a flow that wants a client's file name says so). A header that would set
+one is dropped, the request taken without it.
 
 Security: off by default, on 127.0.0.1. `auth_token` makes every POST carry
 `Authorization: Bearer <token>` (compared in constant time; 401 otherwise, before the
 body is read). `tls_cert` and `tls_key` (PEM files) serve HTTPS instead of HTTP, TLS 1.2
 at least; the handshake is done in the connection's own thread, under `idle_timeout`.
 
-Here is the processor; `http_request` reads a request within its limits, `http_pending`
-holds the requests waiting for their answer, `http_server` serves the connections.
+Refusals are logged at most once a minute for each kind, with a count of the others
+(`ProcessContext.limited_log`): a hostile client cannot flood the log.
+
+Here is the processor; `http_request` reads a request within its limits,
+`http_deadlines` times it, `http_pending` holds the requests waiting for their answer,
+`http_server` serves the connections.
 """
 
 from __future__ import annotations
@@ -71,13 +98,13 @@ import time
 from ..errors import CommitError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .http_pending import _Intake, _Pending
-from .http_request import Refusal, read_body
-from .http_server import _Endpoint, _Server, _tls_context
+from .http_request import NEVER_FROM_HEADERS, RESERVED_ATTRIBUTES, Refusal, read_body
+from .http_server import EVICTABLE_AFTER_SECONDS, _Endpoint, _Server, _tls_context
 from .intake import HandsOverIntake, format as intake_format
-from .intake.ledger import recent_keys, remember_keys
+from .intake.ledger import NEW, REPLAY, key_decision, recent_keys, remember_keys
 
 # Refusal and read_body (http_request) are still imported from this module.
-__all__ = ["ListenHTTP", "Refusal", "read_body"]
+__all__ = ["EVICTABLE_AFTER_SECONDS", "ListenHTTP", "Refusal", "read_body"]
 
 MAX_PORT = 65535
 TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")  # RFC 6750's b64token
@@ -115,8 +142,19 @@ class ListenHTTP(HandsOverIntake, Processor):
                            description="connections served at once; one more is answered 503 and closed"),
         PropertyDescriptor("max_pending", "integer", default=1000,
                            description="requests waiting to be taken; one more is answered 503"),
-        PropertyDescriptor("header_attributes", "regex", default="X-Attr-.+|Content-Type|filename",
+        PropertyDescriptor("header_timeout", "duration", default="10 sec",
+                           description="the request line and headers must all arrive within this of the "
+                                       "connection opening; a slower client is answered 408"),
+        PropertyDescriptor("body_timeout", "duration", default="10 sec",
+                           description="the body's grace: it must arrive within this, plus 1 s for every "
+                                       "body_min_rate bytes received; a slower client is answered 408"),
+        PropertyDescriptor("body_min_rate", "size", default="1 KB",
+                           description="the slowest body taken after body_timeout, in bytes a second"),
+        PropertyDescriptor("header_attributes", "regex", default="X-Attr-.+|Content-Type",
                            description="request headers (full names, any case) that become attributes"),
+        PropertyDescriptor("reserved_header_attributes", "string", default="",
+                           description="of filename, path and absolute.path (which steer FetchFile and "
+                                       "PutFile), those a header may set, comma-separated (default: none)"),
         PropertyDescriptor("auth_token", "string", default="",
                            description="when set, a POST must carry Authorization: Bearer <this> (a secret)"),
         PropertyDescriptor("tls_cert", "string", default="", description="PEM certificate (chain): serve HTTPS"),
@@ -138,9 +176,19 @@ class ListenHTTP(HandsOverIntake, Processor):
         for name in ("max_batch", "max_connections", "max_pending", "idempotency_max_keys"):
             if properties[name] < 1:
                 return [(name, f"must be at least 1, got {properties[name]}")]
-        for name in ("ack_timeout", "idle_timeout"):
+        for name in ("ack_timeout", "idle_timeout", "header_timeout", "body_timeout"):
             if properties[name] <= 0:
                 return [(name, "must be more than 0 seconds")]
+        if properties["body_min_rate"] < 1:
+            return [("body_min_rate", "must be at least 1 byte (a second)")]
+        for name in _names(properties["reserved_header_attributes"]):
+            if name == NEVER_FROM_HEADERS:
+                return [("reserved_header_attributes", "uuid is a FlowFile's identity and never comes from a "
+                                                       "header")]
+            if name not in RESERVED_ATTRIBUTES:
+                return [("reserved_header_attributes", f"{name!r} is not reserved; name some of "
+                                                       f"{', '.join(RESERVED_ATTRIBUTES)} (any other attribute "
+                                                       "comes from header_attributes alone)")]
         if bool(properties["tls_cert"]) != bool(properties["tls_key"]):
             return [("tls_key" if properties["tls_cert"] else "tls_cert",
                      "tls_cert and tls_key go together: give both PEM files, or neither for plain HTTP")]
@@ -164,14 +212,16 @@ class ListenHTTP(HandsOverIntake, Processor):
         tls = _tls_context(self.id, context["tls_cert"], context["tls_key"]) if context["tls_cert"] else None
         self._intake = _Intake(context["max_pending"])
         endpoint = _Endpoint(
-            base=base, limit=context["max_request_size"], ack_timeout=context["ack_timeout"],
+            processor_id=self.id, base=base, limit=context["max_request_size"], ack_timeout=context["ack_timeout"],
             key_header=context["idempotency_key_header"].strip(),
             header_pattern=re.compile(context["header_attributes"].pattern, re.IGNORECASE),
+            reserved_allowed=frozenset(_names(context["reserved_header_attributes"])),
             token=context["auth_token"].encode() if context["auth_token"] else None,
-            intake=self._intake, logger=context.logger)
+            intake=self._intake, logger=context.logger, limited=context.limited_log)
         self._server = _Server((context["host"], context["port"]), endpoint,
                                max_connections=context["max_connections"], idle_timeout=context["idle_timeout"],
-                               tls=tls)
+                               header_timeout=context["header_timeout"], body_timeout=context["body_timeout"],
+                               body_min_rate=context["body_min_rate"], tls=tls)
         self.port = self._server.server_address[1]
         self._scheme = "https" if tls else "http"
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"ListenHTTP {self.id}", daemon=True)
@@ -195,30 +245,35 @@ class ListenHTTP(HandsOverIntake, Processor):
         with self._lock:
             state = intake_format.unpack(session.get_state(), self.id)
             committed = recent_keys(state.keys, now_ms, max_age_ms)
-            groups: list[list[_Pending]] = []  # one FlowFile each, its requests answered alike
-            keyed: dict[str, list[_Pending]] = {}
-            replayed = []
+            taken: list[_Pending] = []
+            answered: dict[int, list[_Pending]] = {}
+            new_keys: dict[str, str] = {}  # key -> fingerprint, of the requests taken
             for request in batch:
                 if request.key is None:
-                    groups.append([request])
-                elif request.key in committed:
-                    replayed.append(request)
-                elif request.key in keyed:  # a retry in the same batch
-                    keyed[request.key].append(request)
+                    taken.append(request)
+                    continue
+                if request.key in new_keys:  # a safeguard: the intake queues one request a key at a time
+                    status = 409 if new_keys[request.key] == request.fingerprint else 422
                 else:
-                    keyed[request.key] = [request]
-                    groups.append(keyed[request.key])
-            self._intake.settle(replayed, 200)
-            for group in groups:
-                self._receive(context, session, group[0])
-            keys = remember_keys(state.keys, keyed, now_ms, max_count=context["idempotency_max_keys"],
-                                 max_age_ms=max_age_ms)
-            if keys != dict(state.keys):
+                    decision = key_decision(request.key, request.fingerprint, committed)
+                    if decision == NEW:
+                        new_keys[request.key] = request.fingerprint
+                        taken.append(request)
+                        continue
+                    status = 200 if decision == REPLAY else 422
+                answered.setdefault(status, []).append(request)
+            for status, requests in answered.items():
+                self._intake.settle(requests, status)
+            for request in taken:
+                self._receive(context, session, request)
+            if new_keys:
+                keys = remember_keys(state.keys, new_keys, now_ms, max_count=context["idempotency_max_keys"],
+                                     max_age_ms=max_age_ms)
                 session.set_state(intake_format.pack(state.replace(keys=keys)))
             if not session.touched:
                 session.rollback()
                 return
-            self._commit(session, [request for group in groups for request in group])
+            self._commit(session, taken)
 
     def _commit(self, session, requests: list[_Pending]) -> None:
         failures: list[BaseException] = []
@@ -255,3 +310,8 @@ class ListenHTTP(HandsOverIntake, Processor):
             self._server.server_close()
             self._server = None
         self._intake.close()
+
+
+def _names(text: str) -> list[str]:
+    """The names of a comma-separated list, in lower case (attribute names are)."""
+    return [name.strip().lower() for name in text.split(",") if name.strip()]

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .format import FileIdentity, IntakeState, IntakeStateError, ListingMark, TakenFile, pack, unpack
+from .format import CommittedKey, FileIdentity, IntakeState, IntakeStateError, ListingMark, TakenFile, pack, unpack
 from .ledger import hand_over
 from .taken import TakenFiles
 
-__all__ = ["FileIdentity", "HandsOverIntake", "IntakeState", "IntakeStateError", "ListingMark", "TakenFile",
-           "TakenFiles", "hand_over", "pack", "unpack"]
+__all__ = ["CommittedKey", "FileIdentity", "HandsOverIntake", "IntakeState", "IntakeStateError", "ListingMark",
+           "TakenFile", "TakenFiles", "hand_over", "pack", "unpack"]
 
 
 class HandsOverIntake:

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-from .format import FileIdentity, IntakeState, ListingMark, TakenFile
+from .format import CommittedKey, FileIdentity, IntakeState, ListingMark, TakenFile
+
+# What to do with a request that carries an idempotency key (`key_decision`).
+NEW, REPLAY, REUSED = "new", "replay", "reused"
 
 
 def choose_files(found: Iterable[tuple[FileIdentity, object]], state: IntakeState,
@@ -63,28 +66,41 @@ def list_new(found: Iterable[tuple[str, int]], mark: ListingMark) -> tuple[list[
     return [path for path, _ in listed], ListingMark(newest, frozenset(paths))
 
 
-def recent_keys(keys: Mapping[str, int], now_ms: int, max_age_ms: int) -> dict[str, int]:
+def recent_keys(keys: Mapping[str, CommittedKey], now_ms: int, max_age_ms: int) -> dict[str, CommittedKey]:
     """The idempotency keys committed less than `max_age_ms` ago."""
-    return {key: at_ms for key, at_ms in keys.items() if now_ms - at_ms < max_age_ms}
+    return {key: committed for key, committed in keys.items() if now_ms - committed.committed_ms < max_age_ms}
 
 
-def remember_keys(keys: Mapping[str, int], new: Iterable[str], now_ms: int, *, max_count: int,
-                  max_age_ms: int) -> dict[str, int]:
-    """The keys to commit with `new` ones: the recent ones and the new ones, at most
-    `max_count`, the oldest dropped first (a retry of a dropped key is taken again)."""
+def key_decision(key: str, fingerprint: str, committed: Mapping[str, CommittedKey]) -> str:
+    """What a request with idempotency `key` and payload `fingerprint` gets, by the IETF
+    Idempotency-Key draft: NEW (taken: no request with the key was committed), REPLAY
+    (answered 200, not taken again: the committed request had this payload, or its
+    fingerprint is unknown, from layout version 1) or REUSED (answered 422: the key was
+    committed with another payload)."""
+    first = committed.get(key)
+    if first is None:
+        return NEW
+    return REPLAY if first.fingerprint in (None, fingerprint) else REUSED
+
+
+def remember_keys(keys: Mapping[str, CommittedKey], new: Mapping[str, str], now_ms: int, *, max_count: int,
+                  max_age_ms: int) -> dict[str, CommittedKey]:
+    """The keys to commit with the `new` ones (key -> fingerprint): the recent ones and the
+    new ones, at most `max_count`, the oldest dropped first (a retry of a dropped key is
+    taken again)."""
     kept = recent_keys(keys, now_ms, max_age_ms)
-    for key in new:
-        kept[key] = now_ms
+    for key, fingerprint in new.items():
+        kept[key] = CommittedKey(now_ms, fingerprint)
     if len(kept) > max_count:
-        kept = dict(sorted(kept.items(), key=lambda item: item[1])[len(kept) - max_count:])
+        kept = dict(sorted(kept.items(), key=lambda item: item[1].committed_ms)[len(kept) - max_count:])
     return kept
 
 
 def hand_over(previous: IntakeState, current: IntakeState) -> IntakeState:
     """One intake state from a processor's state in a previous incarnation's shard and
     its state in the new one: every record of either (the new run finishes the old run's
-    deletes, and takes none of those files), the later listing mark, every key at its
-    latest commit time."""
+    deletes, and takes none of those files), the later listing mark, every key as its
+    latest commit recorded it."""
     taken = {**previous.taken, **current.taken}
     listing = current.listing
     if previous.listing.timestamp_ms > listing.timestamp_ms:
@@ -92,6 +108,7 @@ def hand_over(previous: IntakeState, current: IntakeState) -> IntakeState:
     elif previous.listing.timestamp_ms == listing.timestamp_ms:
         listing = ListingMark(listing.timestamp_ms, listing.paths | previous.listing.paths)
     keys = dict(previous.keys)
-    for key, at_ms in current.keys.items():
-        keys[key] = max(at_ms, keys.get(key, at_ms))
+    for key, committed in current.keys.items():
+        if key not in keys or committed.committed_ms >= keys[key].committed_ms:
+            keys[key] = committed
     return IntakeState(taken, listing, keys)

@@ -6,6 +6,7 @@ client may set, port validation, a bearer token and TLS."""
 from __future__ import annotations
 
 import io
+import logging
 import os
 import shutil
 import socket
@@ -78,6 +79,45 @@ def test_a_bad_or_oversized_chunked_body_is_refused_and_nothing_delivered(framin
         assert answered(listener, b"POST /contentListener HTTP/1.1\r\n" + framing) == status
         assert answered(listener, post_bytes(b"ok")) == 200
         assert listener.bodies() == [b"ok"]
+
+
+@pytest.mark.parametrize("line", [
+    b"this line is not a header",            # no colon: the email parser's "body" starts here
+    b"X-Spaced : 1",                         # white space before the colon (RFC 9112 5.1)
+    b" folded continuation",                 # obs-fold (RFC 9112 5.2)
+    b"X-Bad Name: 1",                        # not a token
+    b": no name",
+    b"X-CR: a\rX-Hidden: b",                 # a lone CR: two header lines for the email parser
+    b"X-Nul: a\x00b",
+])
+def test_a_header_block_that_does_not_parse_whole_is_refused_400_and_nothing_is_kept(line):
+    with Listener() as listener:
+        # The malformed line hides the Content-Length after it from Python's email parser:
+        # the body was dropped, and an empty FlowFile answered 200.
+        raw = (b"POST /contentListener HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Attr-a: 1\r\n" + line
+               + b"\r\nContent-Length: 9\r\n\r\nthe body!")
+        status, _, message = parse_answer(exchange(listener.port, raw))
+        assert status == 400 and b"header line 3" in message and b"not taken" in message
+        assert answered(listener, post_bytes(b"ok")) == 200
+        assert listener.bodies() == [b"ok"]
+
+
+def test_a_header_block_cut_short_is_neither_taken_nor_answered():
+    with Listener() as listener:
+        # The client closes its side before the blank line that ends the headers.
+        assert exchange(listener.port, b"POST /contentListener HTTP/1.1\r\nContent-Length: 0\r\n") == b""
+        assert exchange(listener.port, b"POST /contentListener HTTP/1.1\r\nContent-Len") == b""
+        assert exchange(listener.port, b"POST /contentListener HTT") == b""
+        assert answered(listener, post_bytes(b"ok")) == 200
+        assert listener.bodies() == [b"ok"]
+
+
+def test_header_lines_ended_by_a_bare_lf_and_obs_text_values_are_taken():
+    with Listener() as listener:
+        raw = b"POST /contentListener HTTP/1.1\nX-Attr-Name: caf\xe9\tau lait\nContent-Length: 2\n\nok"
+        assert answered(listener, raw) == 200
+        [(attributes, body)] = listener.outputs
+        assert body == b"ok" and attributes["name"] == "caf\xe9\tau lait"
 
 
 def test_a_truncated_body_is_not_delivered_nor_answered():
@@ -288,7 +328,9 @@ def test_requests_beyond_max_pending_are_answered_503_with_retry_after():
 
 
 def test_headers_cannot_set_the_processors_attributes():
-    with Listener() as listener:
+    # `filename` is reserved: this flow lets clients set it, explicitly.
+    with Listener(header_attributes="X-Attr-.+|Content-Type|filename",
+                  reserved_header_attributes="filename") as listener:
         raw = post_bytes(b"data", {"X-Attr-http.remote.host": "10.6.6.6", "X-Attr-http.idempotency.key": "forged",
                                    "X-Attr-uuid": "forged", "X-Attr-Source": "test", "Content-Type": "text/plain",
                                    "filename": "a.txt", "X-Other": "dropped"})
@@ -299,6 +341,46 @@ def test_headers_cannot_set_the_processors_attributes():
         assert attributes["source"] == "test"
         assert (attributes["mime.type"], attributes["filename"]) == ("text/plain", "a.txt")
         assert "x-other" not in attributes and "other" not in attributes
+
+
+def test_headers_never_set_filename_path_or_absolute_path_unless_the_flow_says_so():
+    steering = {"filename": "../../etc/cron.d/x", "X-Attr-Filename": "x", "X-Attr-path": "../../",
+                "X-Attr-absolute.path": "/etc/", "X-Attr-uuid": "forged", "X-Attr-source": "test"}
+    # The default header_attributes no longer names `filename`; even one that takes every
+    # header sets none of the reserved attributes.
+    for properties in ({}, {"header_attributes": ".+"}):
+        with Listener(**properties) as listener:
+            assert answered(listener, post_bytes(b"data", steering)) == 200
+            [(attributes, _)] = listener.outputs
+            assert attributes["source"] == "test", properties
+            # A FlowFile's own defaults (its uuid for a name, "./" for a path), not the client's.
+            assert attributes["filename"] not in ("x", "../../etc/cron.d/x") and attributes["path"] == "./"
+            assert "absolute.path" not in attributes and attributes.get("uuid") != "forged"
+    # A flow that lets clients name their files says so, attribute by attribute.
+    with Listener(header_attributes="X-Attr-.+", reserved_header_attributes="filename, path") as listener:
+        assert answered(listener, post_bytes(b"data", {k: v for k, v in steering.items() if k != "filename"})) == 200
+        [(attributes, _)] = listener.outputs
+        assert (attributes["filename"], attributes["path"]) == ("x", "../../")
+        assert "absolute.path" not in attributes and attributes.get("uuid") != "forged"
+
+
+@pytest.mark.parametrize("listed, complaint", [
+    ("uuid", "uuid is a FlowFile's identity"), ("filename, mime.type", "'mime.type' is not reserved")])
+def test_reserved_header_attributes_names_only_reserved_attributes_and_never_uuid(listed, complaint):
+    with pytest.raises(FlowDefinitionError, match=f"property 'reserved_header_attributes': .*{complaint}"):
+        listen_flow(port=0, reserved_header_attributes=listed)
+
+
+def test_refusals_are_logged_at_most_once_a_minute_for_each_kind_with_a_count(caplog):
+    with Listener() as listener:
+        with caplog.at_level(logging.INFO, logger="flow.processor.listen"):
+            for _ in range(5):
+                assert answered(listener, b"POST /contentListener HTTP/1.1\r\nnot a header\r\n\r\n") == 400
+                assert answered(listener, post_bytes(b"x", path="/elsewhere")) == 404
+        lines = [record.getMessage() for record in caplog.records if "answered" in record.getMessage()]
+        assert len([line for line in lines if "answered 400" in line]) == 1, lines
+        assert len([line for line in lines if "answered 404" in line]) == 1, lines
+        assert "header line 1 has no colon" in " ".join(lines)
 
 
 def test_header_attributes_chooses_the_headers_that_become_attributes():
@@ -410,7 +492,7 @@ def test_a_failed_commit_is_answered_503_unless_a_recovery_may_still_replay_it(w
     processor = ListenHTTP("listen")
     processor._intake = _Intake(10)
     request = _Pending(b"data", {}, "127.0.0.1")
-    assert processor._intake.offer(request)
+    assert processor._intake.offer(request) is None  # queued (else: the status to answer at once)
     taken = processor._intake.take(10)
     error = CommitError("the WAL write failed", wal_written=wal_written)
     with pytest.raises(CommitError):
