@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import stat
 from dataclasses import dataclass, field
 
@@ -131,6 +132,27 @@ def read_credentials_file(path: str) -> str:
                                      f"chmod 600 {path}")
     user, password = parse_credentials(text, f"the ZooKeeper credentials file {path}")
     return f"{user}:{password}"
+
+
+def make_credentials_file(path: str, user: str = "custody") -> None:
+    """A new credentials file at `path` (`user:` and 48 random hex digits, mode 0600), for
+    `[zookeeper] credentials_file`; `ZooKeeperAccessRefused` if `path` exists (a cluster's
+    nodes share one identity: another file would lock the others out)."""
+    if not user or ":" in user or any(character.isspace() for character in user):
+        raise ZooKeeperAccessRefused(f"the user name {user!r} must be non-empty, without ':' or blanks")
+    credentials = f"{user}:{secrets.token_hex(24)}"
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise ZooKeeperAccessRefused(f"{path} exists already: keep it (every node of a cluster uses the same "
+                                     "credentials), or remove it first to make new ones") from None
+    except OSError as error:
+        raise ZooKeeperAccessRefused(f"cannot create the ZooKeeper credentials file {path}: {error.strerror}") from None
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(credentials + "\n")
+        file.flush()
+        os.fsync(file.fileno())
 
 
 def identity_acl(credentials: str) -> list:

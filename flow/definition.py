@@ -7,7 +7,8 @@
         type: GenerateFlowFile
         properties: {batch_size: 10, file_size: 1 KB}
         scheduling: {run_schedule: 1 sec, concurrent_tasks: 1,
-                     yield_duration: 1 sec, penalty_duration: 30 sec}
+                     yield_duration: 1 sec, penalty_duration: 30 sec,
+                     max_rollbacks: 5}          # then the engine penalizes the FlowFile
         auto_terminate: [failure]
     connections:
       - source: generate
@@ -25,7 +26,10 @@
 Every problem raises `FlowDefinitionError` naming the file and the place: the processor
 and its property (`processor 'generate': property 'scheduling.run_schedule'`), or the
 path from the top of the document (`connections[2].back_pressure.object_count`), and
-what is expected there. Validation is complete before anything runs.
+what is expected there. Validation is complete before anything runs. Numbers no one
+means are refused too: more than 1024 concurrent tasks, a run schedule, yield or
+penalty longer than a year, an expiration under 1 ms (0 sec is never), and a negative
+integer property (unless its descriptor allows one).
 
 Limits, so that no document, however malformed or hostile, takes long to load or refuse
 (a document at the limits takes one to three seconds on two busy cores):

@@ -10,6 +10,10 @@ from .queue import DEFAULT_BACK_PRESSURE_COUNT, DEFAULT_BACK_PRESSURE_SIZE
 from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
 
 PORT_KINDS = ("input", "output", "failure")
+# Beyond these a scheduling value is a slip (a unit left out, digits too many), not a plan:
+# the engine would queue that many tasks of one processor, or wait that long, unnoticed.
+MAX_CONCURRENT_TASKS = 1024
+MAX_SCHEDULING_S = 365 * 86400.0  # run schedule, yield and penalty durations: a year
 
 
 @dataclass(frozen=True)
@@ -18,6 +22,9 @@ class SchedulingDefinition:
     concurrent_tasks: int = 1
     yield_s: float = 1.0
     penalty_s: float = 30.0
+    # Rollbacks in a row of the sessions that held a FlowFile before the engine penalizes
+    # it, so that the FlowFiles behind it go on (`flow.rollbacks`).
+    max_rollbacks: int = 5
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 
 from .definition_limits import MAX_EXPANDED_CHARS, MAX_PROPERTY_CHARS, _MAX_INTEGER
-from .definition_model import (PORT_KINDS, ConnectionDefinition, FlowDefinition, PortDefinition,
-                               ProcessorDefinition, SchedulingDefinition)
+from .definition_model import (MAX_CONCURRENT_TASKS, MAX_SCHEDULING_S, PORT_KINDS, ConnectionDefinition,
+                               FlowDefinition, PortDefinition, ProcessorDefinition, SchedulingDefinition)
 from .definition_places import (_article, _count, _duration, _kind, _list, _listing, _mapping, _names, _Place,
                                 _refuse_unknown_keys, _short, _size, _text)
 from .errors import ExpressionError
@@ -26,7 +26,8 @@ _PROCESSOR_KEYS = ("id", "type", "name", "properties", "scheduling", "auto_termi
 _CONNECTION_KEYS = ("id", "name", "source", "destination", "relationships", "prioritizers", "back_pressure",
                     "swap_threshold", "swap_batch", "expiration")
 _SCHEDULING_KEYS = {"run_schedule": "run_schedule_s", "yield_duration": "yield_s",
-                    "penalty_duration": "penalty_s", "concurrent_tasks": "concurrent_tasks"}
+                    "penalty_duration": "penalty_s", "concurrent_tasks": "concurrent_tasks",
+                    "max_rollbacks": "max_rollbacks"}
 _BACK_PRESSURE_KEYS = ("object_count", "data_size")
 
 
@@ -93,6 +94,11 @@ class _FlowParser:
         properties, dynamic = self._properties(cls, raw.get("properties"), place)
         for name, message in cls.validate(properties, dynamic):
             raise place.at(name).error(message)
+        for descriptor in cls.properties:
+            problem = descriptor.problem(properties.get(descriptor.name))
+            if problem is not None:
+                raise place.at(descriptor.name).error(
+                    f"wrong value for {_article(descriptor.kind)} property: {problem}")
         scheduling = _scheduling(raw.get("scheduling"), place.at("scheduling"))
         relationships = tuple(cls.relationships_for(properties, dynamic))
         auto_terminate = _auto_terminate(raw.get("auto_terminate"), relationships, place)
@@ -200,7 +206,11 @@ class _FlowParser:
         values.update(self._back_pressure(raw.get("back_pressure"), place.at("back_pressure")))
         values.update(_swap(raw, place))
         if "expiration" in raw:
-            values["expiration_ms"] = int(_duration(raw["expiration"], place.at("expiration")) * 1000)
+            seconds = _duration(raw["expiration"], place.at("expiration"))
+            values["expiration_ms"] = int(seconds * 1000)
+            if seconds and not values["expiration_ms"]:
+                raise place.at("expiration").error(f"{_short(str(raw['expiration']))!r} is less than 1 ms, which "
+                                                   "would mean never: give 0 sec for never, or at least 1 ms")
         return ConnectionDefinition(connection_id or default_id, src, relationships, dst, **values)
 
     def _back_pressure(self, raw, place: _Place) -> dict:
@@ -251,10 +261,18 @@ def _scheduling(raw, place: _Place) -> SchedulingDefinition:
     for key, value in _mapping(raw, place, "a mapping of scheduling settings").items():
         if key not in _SCHEDULING_KEYS:
             raise place.at(key).error(f"unknown scheduling key (known: {', '.join(_SCHEDULING_KEYS)})")
-        if key == "concurrent_tasks":
-            values["concurrent_tasks"] = _count(value, place.at(key), 1)
+        if key in ("concurrent_tasks", "max_rollbacks"):
+            values[key] = _count(value, place.at(key), 1)
         else:
             values[_SCHEDULING_KEYS[key]] = _duration(value, place.at(key))
+    if values.get("concurrent_tasks", 1) > MAX_CONCURRENT_TASKS:
+        raise place.at("concurrent_tasks").error(
+            f"expected at most {MAX_CONCURRENT_TASKS} concurrent tasks, got {values['concurrent_tasks']} (tasks beyond "
+            "the node's threads only wait)")
+    for key, field in _SCHEDULING_KEYS.items():
+        if field.endswith("_s") and values.get(field, 0) > MAX_SCHEDULING_S:
+            raise place.at(key).error(f"the duration {_short(str(raw[key]))!r} is longer than a year, the most a "
+                                      f"{key} may be (a number without a unit is seconds)")
     return SchedulingDefinition(**values)
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from repositories.log_limits import LimitedLog
+
 from .errors import FlowError, UnknownService
 from .expression import Expression, compile_expression
 from .services import ServiceRegistry
@@ -31,6 +33,11 @@ class PropertyDescriptor:
     default: object = None
     choices: tuple = ()
     description: str = ""
+    # Bounds of an integer, float, size or duration value (None: none), refused by name
+    # when the flow is loaded. Without a `minimum`, an integer is still never negative
+    # (`problem`): no count, batch or port of a processor is.
+    minimum: float | None = None
+    maximum: float | None = None
 
     def convert(self, value):
         """The configured value as the processor uses it; ValueError says what is wrong."""
@@ -43,16 +50,18 @@ class PropertyDescriptor:
             if isinstance(value, bool) or not isinstance(value, (int, str)):
                 raise ValueError(f"expected an integer, got {value!r}")
             try:
-                return int(value)
+                number = int(value)
             except ValueError:
                 raise ValueError(f"expected an integer, got {value!r}") from None
+            return self._bounded(number, self.minimum)
         if kind == "float":
             if isinstance(value, bool):
                 raise ValueError(f"expected a number, got {value!r}")
             try:
-                return float(value)
+                number = float(value)
             except (TypeError, ValueError):
                 raise ValueError(f"expected a number, got {value!r}") from None
+            return self._bounded(number, self.minimum)
         if kind == "boolean":
             if isinstance(value, bool):
                 return value
@@ -62,9 +71,9 @@ class PropertyDescriptor:
                 return False
             raise ValueError(f"expected true or false, got {value!r}")
         if kind == "duration":
-            return parse_duration(value)
+            return self._bounded(parse_duration(value), self.minimum)
         if kind == "size":
-            return parse_size(value)
+            return self._bounded(parse_size(value), self.minimum)
         if kind == "choice":
             if str(value) not in self.choices:
                 raise ValueError(f"expected one of {', '.join(self.choices)}, got {value!r}")
@@ -79,6 +88,21 @@ class PropertyDescriptor:
             except re.error as error:
                 raise ValueError(f"invalid regular expression {value!r}: {error}") from None
         raise ValueError(f"unknown property kind {kind!r}")
+
+    def problem(self, value) -> str | None:
+        """What is wrong with a converted `value` that the bounds did not say and the
+        processor's own `validate` let through (it speaks first, in its own words): a
+        negative integer where no `minimum` allows one."""
+        if self.kind == "integer" and self.minimum is None and isinstance(value, int) and value < 0:
+            return f"cannot be negative, got {value}"
+        return None
+
+    def _bounded(self, number, minimum):
+        if minimum is not None and number < minimum:
+            raise ValueError(f"must be at least {minimum:g}, got {number:g}")
+        if self.maximum is not None and number > self.maximum:
+            raise ValueError(f"must be at most {self.maximum:g}, got {number:g}")
+        return number
 
 
 class ProcessContext:
@@ -97,11 +121,18 @@ class ProcessContext:
         self.stateless = stateless
         self.has_incoming = has_incoming
         self.logger = logger or logging.getLogger(f"flow.processor.{processor_id}")
+        self._limited_log = LimitedLog(self.logger)
         self._yield = yield_callback
         self.clock_ms = clock_ms
         self.yielded = False
         self._services = services
         self._stateless_flows = stateless_flows
+
+    @property
+    def limited_log(self) -> LimitedLog:
+        """`logger` for lines that repeat with every FlowFile or run (a damaged claim, a
+        full disk): at most one line of a kind a minute, with a count of the rest."""
+        return self._limited_log
 
     def __getitem__(self, name: str):
         return self.properties[name]

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 SECTIONS_PER_CONTAINER = 1024
 
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+# Matched whole (`fullmatch`): `$` would also match before a trailing newline, and an id
+# ending in one would name another file than the one its record was written for.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
 
 
 class InvalidClaimError(ValueError):
@@ -24,7 +26,7 @@ class InvalidClaimError(ValueError):
 
 
 def _check_name(kind: str, value: str) -> None:
-    if not isinstance(value, str) or not _SAFE_NAME.match(value) or ".." in value:
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
         raise InvalidClaimError(
             f"invalid {kind} {value!r} in a content claim: only letters, digits, '_', '-' "
             "and '.' are allowed (no '/', no '..', no absolute path); the record that "

@@ -4,7 +4,11 @@ read from ZooKeeper without changing anything.
 
 `custody cluster secure --zk HOSTS --cluster NAME --credentials-file FILE`: give the
 cluster's znodes the ACL of FILE's identity alone (`cluster.zk.acl`), once, when a
-cluster that ran without credentials gets them."""
+cluster that ran without credentials gets them.
+
+`custody cluster credentials FILE [--user NAME]`: make a new credentials file (mode
+0600) for NODE.toml's `[zookeeper] credentials_file`, which every node of a cluster
+shares."""
 
 from __future__ import annotations
 
@@ -30,12 +34,18 @@ def register(subparsers) -> None:
                         help="the identity that will own the cluster (`user:password`, mode 0600)")
     secure.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper")
     secure.set_defaults(func=run_secure)
+    credentials = actions.add_parser("credentials", help="make a new ZooKeeper credentials file (user:password, "
+                                                         "mode 0600) for [zookeeper] credentials_file")
+    credentials.add_argument("file", help="the file to create (refused if it exists)")
+    credentials.add_argument("--user", default="custody", help="the digest identity's user name (default custody)")
+    credentials.set_defaults(func=run_credentials)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
 
 def run_status(args) -> int:
     from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, stop_quietly
     from ..core.layout import ClusterLayout
+    from ..zk.acl import OPEN, OPEN_EXPLAINED
     from ..zk.store import ClusterStore
 
     from kazoo.exceptions import NoAuthError
@@ -63,7 +73,10 @@ def run_status(args) -> int:
     if args.json:
         print(json.dumps(body, indent=2, sort_keys=True))
         return 0
-    print(f"cluster {status.cluster}: {len(status.members)} members, leader {status.leader or '(none)'}")
+    print(f"cluster {status.cluster}: {len(status.members)} members, leader {status.leader or '(none)'}, "
+          f"ZooKeeper ACL {status.zookeeper_acl or '(no cluster root)'}")
+    if status.zookeeper_acl == OPEN:
+        print(f"  warning: {OPEN_EXPLAINED}")
     print("members:")
     for name, m in body["members"].items():
         flag = " *" if name == status.leader else ""
@@ -118,4 +131,18 @@ def run_secure(args) -> int:
               "secured", file=sys.stderr)
         return 2
     print(f"secured {count} znodes under {layout.root}: only the credentials' identity can read or change them")
+    return 0
+
+
+def run_credentials(args) -> int:
+    from ..clients import make_credentials_file
+    from ..errors import ZooKeeperAccessRefused
+
+    try:
+        make_credentials_file(args.file, args.user)
+    except ZooKeeperAccessRefused as error:
+        print(f"custody cluster credentials: {error}", file=sys.stderr)
+        return 2
+    print(f"made ZooKeeper credentials for user {args.user} in {args.file} (mode 0600): set [zookeeper] "
+          f"credentials_file to it on every node of the cluster")
     return 0

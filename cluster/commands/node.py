@@ -103,12 +103,17 @@ def run(args) -> int:
     return code
 
 
+MAX_WAIT_S = 86400.0  # offload --wait: a day
+
+
 def call_running_node(args) -> int:
     """`custody node offload|connect`: the running node's admin API does it."""
     from ..admin.client import admin_url, node_action
     from ..errors import ClusterError
 
     try:
+        if not 0 <= args.wait <= MAX_WAIT_S:  # NaN is neither: a socket timeout of NaN or inf raises
+            raise ValueError(f"--wait must be from 0 to {MAX_WAIT_S:g} seconds, not {args.wait:g}")
         if args.url:
             base = args.url.rstrip("/")
         elif args.config:

@@ -27,12 +27,37 @@ def register(subparsers) -> None:
                         help="serve the admin API there (e.g. 127.0.0.1:8080; a non-loopback HOST needs --admin-tokens)")
     parser.add_argument("--admin-tokens", metavar="FILE", default="",
                         help="the admin API's token file (custody admin token --file FILE ...)")
+    parser.add_argument("--admin-allowed-host", metavar="NAME", action="append", default=[],
+                        help="a name the admin API answers to besides its address (a request whose Host names "
+                             "another is refused); repeatable")
+    parser.add_argument("--accept-wal-damage", action="store_true",
+                        help="start even if the FlowFile WAL is damaged in a way no crash explains, losing the "
+                             "FlowFiles the damage lost (refused by default; `custody wal inspect` shows what)")
     parser.add_argument("--spark-master", default="local[*]",
                         help="the Spark master of the flow's Spark processors (default: embedded local[*]; "
                              "spark://HOST:7077 for a standalone cluster)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for the node's Spark session; repeatable")
     parser.set_defaults(func=run)
+
+
+MIN_STATUS_INTERVAL_S, MAX_STATUS_INTERVAL_S = 1.0, 86400.0
+
+
+def argument_problem(args) -> str | None:
+    """What is wrong with the numbers given on the command line, in one line; None when
+    nothing is. Checked before anything starts: a thread count the executor refuses,
+    or a status interval that prints in a busy loop (negative, NaN) or overflows the
+    wait (inf), must not get as far as a started node."""
+    from ..node.config import MAX_THREADS
+
+    if not 1 <= args.threads <= MAX_THREADS:
+        return f"--threads must be from 1 to {MAX_THREADS} (the node's task threads), not {args.threads}"
+    interval = args.status_interval
+    if not (interval == 0 or MIN_STATUS_INTERVAL_S <= interval <= MAX_STATUS_INTERVAL_S):  # NaN is neither
+        return (f"--status-interval must be 0 (no status lines) or from {MIN_STATUS_INTERVAL_S:g} to "
+                f"{MAX_STATUS_INTERVAL_S:g} seconds, not {interval:g}")
+    return None
 
 
 def run(args) -> int:
@@ -44,6 +69,11 @@ def run(args) -> int:
 
     log = logging.getLogger("custody.run")
     import os
+
+    problem = argument_problem(args)
+    if problem is not None:
+        print(f"custody run: {problem}", file=sys.stderr)
+        return 2
 
     data_dir = os.path.abspath(args.data_dir)
     parameters = {"data_dir": data_dir}
@@ -66,7 +96,8 @@ def run(args) -> int:
         print(f"custody run: invalid flow: {error}", file=sys.stderr)
         return 2
     node = StandaloneNode(definition, data_dir, NodeSettings(name=args.name, threads=args.threads,
-                                                             spark_master=args.spark_master, spark_conf=spark_conf))
+                                                             spark_master=args.spark_master, spark_conf=spark_conf,
+                                                             accept_wal_damage=args.accept_wal_damage))
     stop = stop_on_signals(log, "stopping")
     admin = None
     try:
@@ -75,7 +106,8 @@ def run(args) -> int:
             from ..admin.serve import serve
             from ..admin.settings import parse_address
 
-            admin = serve(parse_address(args.admin, token_file=args.admin_tokens), node.control())
+            admin = serve(parse_address(args.admin, token_file=args.admin_tokens,
+                                        allowed_hosts=args.admin_allowed_host), node.control())
             node.admin_url = admin.url
             print(f"custody: admin API on {admin.url}", flush=True)
     except (NodeError, FlowError, ClusterError) as error:

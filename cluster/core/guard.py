@@ -15,7 +15,12 @@ timer, the way Chubby's client keeps a lease:
   open sessions are aborted (rolled back) once the proof is `gate_fraction` old;
 * when the proof is a whole timeout old, or on LOST, the session is over: the guard
   aborts everything and is dead for good; the process may rejoin only as a new
-  incarnation.
+  incarnation;
+* the timer is only sound if ZooKeeper expires the session no sooner than `timeout`.
+  The servers grant a session timeout at every connect, and may grant a re-established
+  session less (an ensemble reconfigured with a lower maxSessionTimeout): a grant below
+  `timeout` ends the session for this node at once (`on_granted`), as a short grant at
+  the first connect stops the node from starting (`granted_timeout` says which grant).
 
 `may_work(now)` is computed from the clock at the moment of the call, not from the
 last tick, so a process that wakes from SIGSTOP refuses its very next commit even
@@ -58,6 +63,7 @@ class GuardState:
     aborted_open: bool = False
     reason: str = ""
     gate_fraction: float = GATE_FRACTION
+    granted_timeout: float | None = None  # the grant below `timeout` that ended the session
 
     @classmethod
     def connected(cls, timeout: float, now: float, gate_fraction: float = GATE_FRACTION) -> "GuardState":
@@ -85,10 +91,25 @@ class GuardState:
         state = replace(self, confirmed_at=max(self.confirmed_at, sent_at))
         return state._reopen_if_fresh(now)
 
-    def on_connected(self, now: float) -> tuple["GuardState", list[Instruction]]:
-        """kazoo reconnected to the same session: the server just accepted it."""
+    def on_granted(self, granted: float | None) -> tuple["GuardState", list[Instruction]]:
+        """ZooKeeper granted the session `granted` seconds at its latest connect (None: not
+        known). Less than `timeout`: the ensemble would declare the node dead before this
+        timer does, and the node would work on meanwhile; the session is over for it."""
+        if granted is None or granted >= self.timeout or self.phase is Phase.EXPIRED:
+            return self, []
+        reason = (f"ZooKeeper granted the session {granted:g}s at its last connect, less than the {self.timeout:g}s "
+                  "session timeout this node times its own expiry by")
+        return replace(self, phase=Phase.EXPIRED, gate_open=False, granted_timeout=granted,
+                       reason=reason), [Instruction.ABORT_ALL]
+
+    def on_connected(self, now: float, granted: float | None = None) -> tuple["GuardState", list[Instruction]]:
+        """kazoo reconnected to the same session: the server just accepted it, granting
+        `granted` seconds (see `on_granted`)."""
         if self.phase is Phase.EXPIRED:
             return self, []
+        refused, out = self.on_granted(granted)
+        if out:
+            return refused, out
         state = replace(self, phase=Phase.CONNECTED, confirmed_at=max(self.confirmed_at, now))
         return state._reopen_if_fresh(now)
 

@@ -141,7 +141,7 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
                  ""]
         tables = {
             "zookeeper": {"hosts": self.zk_hosts, "cluster": self.cluster, "session_timeout": SESSION_TIMEOUT,
-                          **({"credentials_file": self.credentials_file} if self.credentials_file else {})},
+                          **({"credentials_file": self.credentials_file} if self.credentials_file else {"insecure": True})},
             "hdfs": {"url": self.hdfs_url, "root": self.hdfs_root, "io_timeout": IO_TIMEOUT},
             "hdfs.config": dict(sorted(self.hdfs_config.items())),
             "node": {"threads": threads, "capacity_weight": weight, "policy": policy, "wal_partitions": 1,

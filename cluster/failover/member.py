@@ -48,8 +48,8 @@ from ..core.ownership import ShardOwnership, ShardState
 from ..core.planner import DEFAULT_POLICY
 from ..core.plans import with_resumed
 from ..core.story import tag
-from ..errors import (ClusterError, FencedError, IncarnationEnded, OwnershipConflict, SessionTimeoutRefused,
-                      first_line)
+from ..errors import (ClusterError, ConfigurationRefused, FencedError, IncarnationEnded, OwnershipConflict,
+                      SessionTimeoutRefused, first_line)
 from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
@@ -125,6 +125,9 @@ class ClusterMember:
         self.timeline = MemberTimeline()
         self.dead = threading.Event()
         self.death_reason = ""
+        # Set when the incarnation ended on the node's configuration (a session timeout the
+        # servers cut on a reconnect): rejoining cannot help, the operator must change it.
+        self.refusal: ConfigurationRefused | None = None
         self._dying = ""  # the first reason given to `_die`, before the shutdown has finished
         self._lock = threading.Lock()
         self._adoptions: queue.Queue = queue.Queue()
@@ -153,8 +156,8 @@ class ClusterMember:
             close_gate=lambda: self._each_runtime("pause"),
             open_gate=lambda: self._each_runtime("resume"),
             abort_open_sessions=lambda: self._each_runtime("abort_open_sessions"),
-            abort_all=self._die,
-        ), clock=self._clock, name=f"session-guard {me}")
+            abort_all=self._session_over,
+        ), clock=self._clock, name=f"session-guard {me}", granted_timeout=lambda: granted_session_timeout(self.client))
         first = Heartbeat(config.node, me, self.incarnation.epoch, admin=config.admin,
                           capacity_weight=config.capacity_weight, max_threads=config.max_threads)
         self.membership = self.store.membership(first, interval=config.heartbeat_interval,
@@ -209,6 +212,15 @@ class ClusterMember:
         return self.dead.wait(timeout)
 
     # -- death ---------------------------------------------------------------------------------
+    def _session_over(self, reason: str) -> None:
+        """The session guard's verdict. Over because ZooKeeper granted a reconnected session
+        less than the configured timeout: the same refusal as a short grant at the first
+        connect, and the node stops instead of rejoining."""
+        granted = self.guard.state.granted_timeout if self.guard is not None else None
+        if granted is not None:
+            self.refusal = SessionTimeoutRefused(self.config.zk_hosts, self.config.session_timeout, granted)
+        self._die(reason)
+
     def _die(self, reason: str) -> None:
         if self.dead.is_set():
             return

@@ -43,6 +43,7 @@ from ..errors import ClusterError, first_line
 from ..failover.adoption import WalOptions
 from ..failover.instruments import FailoverInstruments
 from ..failover.member import ClusterMember, MemberConfig
+from ..zk.acl import open_acl_warning
 from ..zk.store import ClusterStore
 from .config import NodeConfig
 from .content import open_node_content
@@ -86,6 +87,8 @@ class ClusteredNode:
     def run(self, stop: threading.Event | None = None, *, once: bool = False) -> int:
         if stop is not None:
             self._stop = stop
+        if not self.config.zk_credentials:  # allowed by `insecure = true` only; said once, at start
+            log.warning(open_acl_warning(self.config.cluster))
         make_private_directories(self.config.directory)
         export = ProvenanceExportThread(ProvenanceExporter(
             self.storage, self.layout.hdfs_provenance, self.config.name, self.config.provenance_export_directory))

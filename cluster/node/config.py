@@ -12,9 +12,12 @@
     chroot = "/prod"                 # optional
     cluster = "main"                 # one ZooKeeper and HDFS root can hold several clusters
     session_timeout = 4.0            # seconds; a dead node is taken over after about this
-    credentials_file = "/etc/custody/zookeeper"   # optional: one line `user:password`, mode 0600;
-                                     # every client authenticates with it (digest) and every
-                                     # znode it creates is that identity's alone (cluster.zk.acl)
+    credentials_file = "/etc/custody/zookeeper"   # one line `user:password`, mode 0600
+                                     # (`custody cluster credentials FILE` makes one); every
+                                     # client authenticates with it (digest) and every znode it
+                                     # creates is that identity's alone (cluster.zk.acl)
+    insecure = false                 # true: allow running without credentials_file, every
+                                     # znode world-writable (refused unless said; warned at start)
 
     [hdfs]
     url = "hdfs://127.0.0.1:8020"
@@ -69,6 +72,8 @@
     tokens = ""                      # token file, relative to this file (custody admin token)
     tls_cert = ""                    # PEM certificate and key: HTTPS (both or neither)
     tls_key = ""
+    allowed_hosts = []               # names it answers to besides its bind address and
+                                     # [node] admin (a Host header naming another is refused)
 
 Unknown keys are refused by name: a misspelt setting must not be silently ignored.
 The defaults shown are those of the modules that use them (`cluster.clients`,
@@ -78,6 +83,7 @@ each default is set in one place.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -94,11 +100,13 @@ from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT
 
 DEFAULT_ADMIN_BIND = "127.0.0.1"
 DEFAULT_ADMIN_PORT = 8080
+MAX_THREADS = 1024  # task threads per shard: beyond, a slip (each is an OS thread), not a plan
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.names import RULE, node_name_problem
 from ..clients import read_credentials_file
 from ..hdfs_identity import DEFAULT_RENEW_INTERVAL, HdfsIdentity, HdfsIdentityError, KerberosSettings
 from ..core.planner import DEFAULT_POLICY, POLICIES
+from ..zk.acl import credentials_required
 from ..errors import ConfigurationRefused, ZooKeeperAccessRefused
 from ..failover.fencing import DEFAULT_FIRST_WAIT
 from .shutdown_deadline import DEFAULT_SHUTDOWN_TIMEOUT
@@ -143,6 +151,7 @@ class NodeConfig:
     admin_tokens: str = ""
     admin_tls_cert: str = ""
     admin_tls_key: str = ""
+    admin_allowed_hosts: tuple[str, ...] = ()
     spark_master: str = LOCAL_MASTER
     spark_conf: dict = field(default_factory=dict)
     path: str = ""
@@ -170,10 +179,10 @@ _SECTIONS = {
     "": {"name", "flow", "directory", "flow_parameters", "zookeeper", "hdfs", "node", "content", "provenance",
          "admin", "spark"},
     "spark": {"master", "conf"},
-    "admin": {"enabled", "bind", "port", "tokens", "tls_cert", "tls_key"},
+    "admin": {"enabled", "bind", "port", "tokens", "tls_cert", "tls_key", "allowed_hosts"},
     "content": {"archive", "archive_retention", "archive_max_usage"},
     "provenance": {"max_age", "max_bytes"},
-    "zookeeper": {"hosts", "chroot", "cluster", "session_timeout", "credentials_file"},
+    "zookeeper": {"hosts", "chroot", "cluster", "session_timeout", "credentials_file", "insecure"},
     "hdfs": {"url", "root", "config", "io_timeout", "user", "kerberos"},
     "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval",
              "fence_first_wait", "shutdown_timeout"},
@@ -219,12 +228,16 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
             fail(f"{section + ' ' if section else ''}{key} is required (a non-empty string)")
         return value.strip()
 
-    def number(table: dict, key: str, default, kind, section: str, minimum=None):
+    def number(table: dict, key: str, default, kind, section: str, minimum=None, maximum=None):
         value = table.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
             fail(f"[{section}] {key} must be {'an integer' if kind is int else 'a number'}, not {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # TOML has nan and inf; no bound refuses nan
+            fail(f"[{section}] {key} must be a finite number, not {value!r}")
         if minimum is not None and value < minimum:
             fail(f"[{section}] {key} must be at least {minimum}, not {value!r}")
+        if maximum is not None and value > maximum:
+            fail(f"[{section}] {key} must be at most {maximum}, not {value!r}")
         return kind(value)
 
     def flag(table: dict, key: str, default: bool, section: str) -> bool:
@@ -273,7 +286,11 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         return os.path.normpath(os.path.join(base, value)) if value.strip() else ""
 
     def zookeeper_credentials(credentials_file: str) -> str:
+        # `insecure = true` allows running open; it changes nothing when credentials are given.
+        insecure = flag(zookeeper, "insecure", False, "zookeeper")
         if not credentials_file:
+            if not insecure:
+                fail(credentials_required())
             return ""
         try:
             return read_credentials_file(credentials_file)
@@ -319,6 +336,10 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         fail("[spark.conf] must be a table of strings")
     if admin_port > 65535:
         fail(f"[admin] port must be a TCP port (0 to 65535), not {admin_port!r}")
+    admin_allowed_hosts = admin.get("allowed_hosts", [])
+    if not isinstance(admin_allowed_hosts, list) or not all(isinstance(h, str) and h.strip()
+                                                            for h in admin_allowed_hosts):
+        fail(f"[admin] allowed_hosts must be a list of host names, not {admin_allowed_hosts!r}")
     return NodeConfig(
         name=name, flow=flow, directory=directory, zk_hosts=hosts,
         cluster=required(zookeeper, "cluster", "[zookeeper]"), hdfs_url=url,
@@ -328,7 +349,7 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         hdfs_io_timeout=number(hdfs, "io_timeout", DEFAULT_IO_TIMEOUT, float, "hdfs", 1.0),
         hdfs_identity=hdfs_identity(),
         flow_parameters={str(k): str(v) for k, v in parameters.items()},
-        threads=number(node, "threads", DEFAULT_THREADS, int, "node", 1),
+        threads=number(node, "threads", DEFAULT_THREADS, int, "node", 1, MAX_THREADS),
         capacity_weight=number(node, "capacity_weight", DEFAULT_CAPACITY_WEIGHT, float, "node", 0.0),
         policy=policy, lead=lead, admin=str(node.get("admin", "")),
         wal_partitions=number(node, "wal_partitions", DEFAULT_PARTITIONS, int, "node", 1),
@@ -343,5 +364,6 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         admin_enabled=flag(admin, "enabled", True, "admin"), admin_bind=admin_bind.strip(), admin_port=admin_port,
         admin_tokens=path_setting(admin, "tokens", "admin"), admin_tls_cert=path_setting(admin, "tls_cert", "admin"),
         admin_tls_key=path_setting(admin, "tls_key", "admin"),
+        admin_allowed_hosts=tuple(host.strip() for host in admin_allowed_hosts),
         spark_master=spark_master.strip(), spark_conf={str(k): str(v) for k, v in spark_conf.items()},
         path=os.path.abspath(path))

@@ -58,10 +58,11 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
     While `hold` is set (an offload), the running member leaves the cluster and no new
     one starts; clearing it starts a new incarnation. A member that cannot start (a
     service down or still starting) is tried again after `retry_delay`. Returns 0, or 2
-    when a member refused to start on its configuration (retrying cannot help: the
-    operator must change it). With `session_directory`, each incarnation's ZooKeeper
-    session is recorded there (`session_file`) before its "joined" event, for a drill
-    that expires it; its password is never in an event or the log."""
+    when a member refused to start on its configuration, or ended on it (`refusal`:
+    retrying cannot help, the operator must change it). With `session_directory`, each
+    incarnation's ZooKeeper session is recorded there (`session_file`) before its
+    "joined" event, for a drill that expires it; its password is never in an event or
+    the log."""
     stop = stop or threading.Event()
     hold = hold or threading.Event()
     failures = 0  # start attempts failed in a row
@@ -107,6 +108,11 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
             events("offloaded", incarnation=incarnation.id)
         if on_end is not None:
             on_end(member)
+        refusal = getattr(member, "refusal", None)
+        if refusal is not None:  # a new incarnation would be refused the same way
+            log.error("incarnation %s ended on this node's configuration, and the node will not rejoin: %s",
+                      incarnation.id, first_line(refusal, 800))
+            return 2
         if once:
             break
     return 0

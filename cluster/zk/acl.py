@@ -19,6 +19,11 @@ At start a member checks that the cluster's root carries exactly its identity's 
 A root made before credentials were configured (world-open) is refused with what to
 run: `custody cluster secure`, which sets the ACL on the root and every znode
 under it.
+
+Credentials are required: a NODE.toml without `credentials_file` is refused unless it
+says `insecure = true`, and a node running so warns once at start. `custody cluster
+credentials FILE` makes a credentials file; `custody cluster status` shows whether the
+cluster's root is open (`acl_state`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,32 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.security import ACL, Id, Permissions
 
 from ..errors import ZooKeeperAccessRefused
+
+
+CREATE_CREDENTIALS = "custody cluster credentials FILE"
+OPEN = "open"          # someone without credentials has rights on the cluster's root
+SECURED = "secured"    # only identities with credentials have
+OPEN_EXPLAINED = ("anyone who reaches ZooKeeper can remove a member, rewrite a shard's owner or stop failover "
+                  f"(no credentials); make credentials with `{CREATE_CREDENTIALS}`, set [zookeeper] "
+                  "credentials_file = FILE on every node, then run `custody cluster secure` once")
+
+
+def credentials_required() -> str:
+    """Why a node without credentials is refused, and what to do, in one line."""
+    return ("[zookeeper] credentials_file is required: without it every znode of the cluster is world-writable "
+            "(anyone who reaches ZooKeeper can remove a member, rewrite a shard's owner or stop failover). Make one "
+            f"with `{CREATE_CREDENTIALS}` and give every node of the cluster the same file (a cluster that ran "
+            "without: then run `custody cluster secure` once), or set insecure = true to run open")
+
+
+def open_acl_warning(cluster: str) -> str:
+    """The one line a node running without credentials logs at start."""
+    return f"ZooKeeper ACLs are open for cluster {cluster} ([zookeeper] insecure = true): {OPEN_EXPLAINED}"
+
+
+def acl_state(acls) -> str:
+    """`OPEN` when the ACL gives anyone at all (`world:anyone`) a right, else `SECURED`."""
+    return OPEN if any(acl.id.scheme == "world" and acl.perms for acl in acls) else SECURED
 
 
 def shared_parent_acl(identity: list[ACL]) -> list[ACL]:

@@ -42,8 +42,11 @@ class SessionGuard:
 
     def __init__(self, client, probe_path: str, timeout: float, callbacks: GuardCallbacks, *,
                  clock=time.monotonic, gate_fraction: float = GATE_FRACTION, name: str = "session-guard",
-                 subject: str = ""):
+                 subject: str = "", granted_timeout: Callable[[], float | None] | None = None):
         self.client, self.probe_path, self.timeout, self.callbacks = client, probe_path, timeout, callbacks
+        # The session timeout the server granted at the client's latest connect, read as
+        # each (re)connect is reported (`GuardState.on_granted`); None: not checked.
+        self._granted = granted_timeout or (lambda: None)
         self.subject = subject or probe_path.rsplit("/", 1)[-1]  # the incarnation, whose znode it probes
         self._clock = clock
         self._lock = threading.Lock()
@@ -64,10 +67,14 @@ class SessionGuard:
             elif state == KazooState.LOST:
                 self._feed(lambda s: s.on_lost(now))
             elif state == KazooState.CONNECTED:
-                self._feed(lambda s: s.on_connected(now))
+                granted = self._granted()
+                self._feed(lambda s: s.on_connected(now, granted))
 
         self._listener = listener
         self.client.add_listener(listener)
+        # A reconnect between the client's first connect and now was reported to nobody.
+        granted = self._granted()
+        self._feed(lambda s: s.on_granted(granted))
         self._thread.start()
 
     def stop(self) -> None:

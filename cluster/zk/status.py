@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kazoo.exceptions import NoNodeError
+
 from ..core.heartbeat import Heartbeat
 from ..core.ownership import ShardOwnership
 from ..core.plans import FailoverPlan, pending_moves
+from .acl import acl_state
 
 
 @dataclass
@@ -18,10 +21,14 @@ class ClusterStatus:
     contenders: list[str]
     shards: dict[str, ShardOwnership]
     plans: dict[str, FailoverPlan]
+    # "open" (anyone who reaches ZooKeeper may change the cluster: no credentials) or
+    # "secured", from the ACL of the cluster's root (`cluster.zk.acl`); None: no root yet.
+    zookeeper_acl: str | None = None
 
     def to_dict(self) -> dict:
         return {
             "cluster": self.cluster,
+            "zookeeper_acl": self.zookeeper_acl,
             "leader": self.leader,
             "contenders": self.contenders,
             "members": {
@@ -54,5 +61,9 @@ def read_status(store) -> ClusterStatus:
     contenders = store.contenders()
     shards = {name: entry[0] for name, entry in store.shards.all().items()}
     plans = {name: entry[0] for name, entry in store.plans.all().items()}
+    try:
+        acl = acl_state(store.client.get_acls(store.layout.root)[0])
+    except NoNodeError:
+        acl = None
     return ClusterStatus(store.layout.cluster, store.members(), contenders[0] if contenders else None,
-                         contenders, shards, plans)
+                         contenders, shards, plans, acl)

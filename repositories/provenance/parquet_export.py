@@ -77,12 +77,12 @@ EXPORT_SCHEMA = pa.schema([
 
 # Export column <- stored column (`event_batch.SCHEMA`); `node` is added.
 _FROM_STORED = {"event_id": "id", "event_time_ms": "time_ms"}
-_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # whole: `$` passes a trailing newline
 
 
 def check_node_name(node: str) -> str:
     """A node name fit for a `node=<name>` directory: no '/', '=' or leading dot."""
-    if not _NODE_NAME.match(node or ""):
+    if not _NODE_NAME.fullmatch(node or ""):
         raise ValueError(f"node name {node!r} cannot name a provenance partition: use letters, digits, '.', '_' "
                          "and '-', starting with a letter or digit")
     return node

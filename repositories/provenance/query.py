@@ -27,16 +27,17 @@ NIFI_EVENT_TYPES = ("CREATE", "RECEIVE", "FETCH", "SEND", "DROP", "EXPIRE", "FOR
                     "CONTENT_MODIFIED", "ATTRIBUTES_MODIFIED", "ROUTE", "ADDINFO", "REPLAY")
 assert {kind.value for kind in EventType} <= set(NIFI_EVENT_TYPES)
 
-_RELATIVE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([smhd])$")
+# `\Z`, not `$`: `$` also matches before a trailing newline, which `strict` must refuse.
+_RELATIVE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([smhd])\Z")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-_DIGITS = re.compile(r"^[0-9]+$")
+_DIGITS = re.compile(r"^[0-9]+\Z")
 # The index keeps times as signed 64-bit milliseconds: a bound beyond them is no bound.
 _LATEST_MS = (1 << 63) - 1
 _EARLIEST_MS = -(1 << 63)
 # RFC 3339's date-time: what an API's spec can promise ("format: date-time"), with its zone.
-_RFC3339 = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+_RFC3339 = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})\Z")
 
 
 def parse_time(text: str, *, now: float | None = None, strict: bool = False) -> int:

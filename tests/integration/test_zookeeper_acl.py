@@ -154,3 +154,66 @@ def test_every_znode_a_running_node_creates_is_the_identitys_alone(flow_cluster)
     finally:
         stop_quietly(intruder)
     flow_cluster.stop_all()
+
+
+def custody(*argv, timeout=60):
+    return subprocess.run([sys.executable, "-m", "cluster.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=os.getcwd())
+
+
+def test_cluster_status_says_whether_the_clusters_znodes_are_open(zk_hosts, owner, credentials_file):
+    import json
+
+    opened = anonymous(zk_hosts)
+    try:
+        ClusterStore(opened, ClusterLayout("older")).ensure_paths()  # as a node with insecure = true makes it
+    finally:
+        stop_quietly(opened)
+    ClusterStore(owner, ClusterLayout("secured")).ensure_paths()
+    shown = custody("cluster", "status", "--zk", zk_hosts, "--cluster", "older", "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["zookeeper_acl"] == "open", shown.stderr
+    shown = custody("cluster", "status", "--zk", zk_hosts, "--cluster", "older")
+    assert "ZooKeeper ACL open" in shown.stdout and "custody cluster credentials FILE" in shown.stdout, shown.stdout
+    shown = custody("cluster", "status", "--zk", zk_hosts, "--cluster", "secured", "--json",
+                    "--credentials-file", credentials_file)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["zookeeper_acl"] == "secured", shown.stderr
+
+
+def node_toml(tmp_path, zookeeper: str) -> str:
+    """NODE.toml of a node whose ZooKeeper and HDFS do not answer (port 9): it never joins."""
+    (tmp_path / "flow.yaml").write_text(open(os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                                                          "cluster.yaml")).read())
+    path = tmp_path / "n1.toml"
+    path.write_text(f'name = "n1"\nflow = "flow.yaml"\n[zookeeper]\nhosts = "127.0.0.1:9"\ncluster = "main"\n'
+                    f'{zookeeper}\n[hdfs]\nurl = "hdfs://127.0.0.1:9"\n[admin]\nenabled = false\n')
+    return str(path)
+
+
+def test_a_node_without_credentials_is_refused_in_one_line_unless_it_says_insecure(tmp_path):
+    refused = custody("node", "--config", node_toml(tmp_path, ""))
+    assert refused.returncode == 2, refused.stderr
+    (line,) = refused.stderr.splitlines()
+    assert "[zookeeper] credentials_file is required" in line and "insecure = true" in line, line
+
+
+def test_an_insecure_node_says_once_at_start_that_its_znodes_are_open(tmp_path):
+    import select
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "cluster.cli", "node", "--config",
+                                node_toml(tmp_path, "insecure = true")], stderr=subprocess.PIPE, text=True)
+    lines, deadline = [], time.monotonic() + 60
+    try:
+        # Past the warning, up to the second attempt to reach ZooKeeper: nothing says it again.
+        while sum("Connecting to 127.0.0.1" in line for line in lines) < 2 and time.monotonic() < deadline:
+            if select.select([process.stderr], [], [], deadline - time.monotonic())[0]:
+                line = process.stderr.readline()
+                if not line:
+                    break  # it exited
+                lines.append(line)
+    finally:
+        process.kill()  # a node still trying to reach ZooKeeper would wait out its connect timeout on SIGTERM
+        lines += process.communicate(timeout=60)[1].splitlines()
+    warnings = [line for line in lines if "ZooKeeper ACLs are open for cluster main" in line]
+    assert len(warnings) == 1, "".join(lines[-20:])
+    assert "custody cluster credentials FILE" in warnings[0] and "custody cluster secure" in warnings[0]

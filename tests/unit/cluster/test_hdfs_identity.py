@@ -28,7 +28,7 @@ def fresh_process(monkeypatch):
 
 def node_toml(tmp_path, hdfs: dict) -> dict:
     return {"name": "n1", "flow": "flow.yaml", "directory": str(tmp_path / "data"),
-            "zookeeper": {"hosts": "127.0.0.1:2181", "cluster": "c"},
+            "zookeeper": {"hosts": "127.0.0.1:2181", "cluster": "c", "insecure": True},
             "hdfs": {"url": "hdfs://127.0.0.1:8020", **hdfs}}
 
 

@@ -138,3 +138,24 @@ def test_the_session_password_goes_to_a_private_file_never_to_an_event(tmp_path)
     assert bytes([7]).hex() * 16 not in repr(events)
     assert on_disk == [{"incarnation": "n1-7", "session_id": 0x1234 + 7, "session_password": bytes([7]) * 16}]
     assert not (tmp_path / "zookeeper-session").exists()  # the incarnation ended: its session with it
+
+
+class EndsOnItsConfiguration(DiesAsItJoins):
+    """A member whose session guard ended it on a reconnect granted a shorter session timeout."""
+
+    def __init__(self, epoch):
+        super().__init__(epoch)
+        self.refusal = SessionTimeoutRefused("zk:2181", 4.0, 2.0)
+
+
+def test_an_incarnation_ended_on_its_configuration_stops_the_node_instead_of_rejoining():
+    stop, made, events = threading.Event(), [], []
+
+    def make():
+        made.append(EndsOnItsConfiguration(len(made) + 1))
+        if len(made) == 3:  # a node that rejoins would go on for ever
+            stop.set()
+        return made[-1]
+
+    assert run_incarnations(make, lambda kind, **fields: events.append((kind, fields)), stop=stop) == 2
+    assert len(made) == 1 and [kind for kind, _ in events] == ["starting", "joined", "dead"]

@@ -16,6 +16,7 @@ BODY = """
     [zookeeper]
     hosts = "zk1:2181"
     cluster = "main"
+    insecure = true
     [hdfs]
     url = "hdfs://namenode:8020"
 """

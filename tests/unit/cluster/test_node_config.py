@@ -11,7 +11,7 @@ from cluster.node.config import NodeConfig, NodeConfigError, load_node_config, p
 MINIMAL = {
     "name": "n1",
     "flow": "flow.yaml",
-    "zookeeper": {"hosts": "127.0.0.1:2181", "cluster": "main"},
+    "zookeeper": {"hosts": "127.0.0.1:2181", "cluster": "main", "insecure": True},  # open: no credentials file here
     "hdfs": {"url": "hdfs://127.0.0.1:8020"},
 }
 
@@ -29,6 +29,7 @@ FULL_TOML = """
     chroot = "/prod/"
     cluster = "main"
     session_timeout = 6
+    insecure = true
 
     [hdfs]
     url = "hdfs://namenode:8020"
@@ -268,3 +269,45 @@ def test_a_bad_credentials_file_is_refused_by_name(tmp_path, text, mode, says):
     with pytest.raises(NodeConfigError, match=f"credentials_file.*{says}"):
         parse_node_config(body(zookeeper={**MINIMAL["zookeeper"], "credentials_file": "zookeeper"}),
                           str(tmp_path / "n1.toml"))
+
+
+# -- ZooKeeper credentials are required, and numbers must be finite and sensible --------------
+def test_a_node_without_zookeeper_credentials_is_refused_unless_it_says_insecure(tmp_path):
+    open_cluster = body(zookeeper={"hosts": "127.0.0.1:2181", "cluster": "main"})
+    message = refused(open_cluster, "[zookeeper] credentials_file is required", "world-writable",
+                      "custody cluster credentials FILE", "insecure = true")
+    assert "\n" not in message
+    refused(body(**{"zookeeper.insecure": "yes"}), "[zookeeper] insecure must be true or false")
+    assert parse_node_config(body(), "/etc/custody/n1.toml").zk_credentials == ""  # insecure = true: allowed
+    secret = tmp_path / "zookeeper"
+    secret.write_text("custody:pa55word\n")
+    secret.chmod(0o600)
+    secured = body(zookeeper={"hosts": "127.0.0.1:2181", "cluster": "main", "credentials_file": "zookeeper"})
+    assert parse_node_config(secured, str(tmp_path / "n1.toml")).zk_credentials == "custody:pa55word"
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("zookeeper.session_timeout", float("nan"), ["[zookeeper] session_timeout must be a finite number, not nan"]),
+    ("node.checkpoint_interval", float("inf"), ["[node] checkpoint_interval must be a finite number, not inf"]),
+    ("node.shutdown_timeout", float("nan"), ["[node] shutdown_timeout must be a finite number"]),
+    ("content.archive_retention", float("inf"), ["[content] archive_retention must be a finite number"]),
+    ("hdfs.io_timeout", float("nan"), ["[hdfs] io_timeout must be a finite number"]),
+    ("node.threads", 100_000, ["[node] threads must be at most 1024, not 100000"]),
+])
+def test_numbers_that_cannot_be_meant_are_refused_by_name(key, value, words):
+    refused(body(**{key: value}), *words)
+
+
+def test_custody_cluster_credentials_makes_a_private_file_once(tmp_path):
+    from cluster.clients import make_credentials_file, read_credentials_file
+    from cluster.errors import ZooKeeperAccessRefused
+
+    path = str(tmp_path / "etc" / "zookeeper")
+    make_credentials_file(path, "custody-main")
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    user, _, password = read_credentials_file(path).partition(":")
+    assert user == "custody-main" and len(password) == 48
+    with pytest.raises(ZooKeeperAccessRefused, match="exists already: keep it"):
+        make_credentials_file(path)  # another identity would lock the cluster's other nodes out
+    with pytest.raises(ZooKeeperAccessRefused, match="without ':'"):
+        make_credentials_file(str(tmp_path / "other"), "a:b")

@@ -84,3 +84,24 @@ def test_a_late_confirmation_of_an_old_request_does_not_move_the_proof_back():
 def test_gate_fraction_is_configurable_and_below_a_third(fraction):
     state = GuardState.connected(T, 0.0, fraction)
     assert state.may_work(T * fraction - 0.01) and not state.may_work(T * fraction)
+
+
+def test_a_reconnect_granted_less_than_the_timeout_ends_the_session_at_once():
+    state, _ = fresh().on_suspended(0.1)
+    state, out = state.on_connected(0.5, granted=T / 2)  # an ensemble reconfigured with a lower maximum
+    assert out == [I.ABORT_ALL] and state.phase is Phase.EXPIRED and not state.may_work(0.5)
+    assert state.granted_timeout == T / 2 and "granted the session 2s" in state.reason
+    assert state.on_connected(0.6, granted=T) == (state, [])  # over for good
+
+
+def test_a_reconnect_granted_the_timeout_or_more_reopens_the_gate():
+    for granted in (T, T * 2, None):  # None: a client whose grant is not known
+        state, _ = fresh().on_suspended(0.1)
+        state, out = state.on_connected(0.5, granted=granted)
+        assert out == [I.OPEN_GATE] and state.granted_timeout is None
+
+
+def test_a_short_grant_found_when_the_guard_starts_ends_the_session():
+    state, out = fresh().on_granted(1.0)
+    assert out == [I.ABORT_ALL] and state.granted_timeout == 1.0
+    assert fresh().on_granted(T) == (fresh(), [])
