@@ -118,6 +118,7 @@ class ShardRecovery:
     swap_files: int = 0
     swapped_flowfiles: int = 0
     orphaned_swap_files: list[str] = field(default_factory=list)
+    orphaned_swap_files_kept: list[str] = field(default_factory=list)  # quarantined: the WAL had damage
     unreadable_swap_files: list[str] = field(default_factory=list)  # set aside (quarantined, missing, ...)
     # Registered from the WAL's record only (summary unreadable, or file missing): the
     # content their FlowFiles hold is unknown, so none may be taken for an orphan.
@@ -336,6 +337,8 @@ class QueueShard:
     def _delete_orphans(self, report: ShardRecovery) -> None:
         store = self.swap_store
         recorded = set(self.wal.swap_files)
+        # Damage accepted now or since the last start (`WriteAheadLog.damage_reports`).
+        damaged = bool(self.wal.damage_reports())
         for location in store.locations():
             if location in recorded:
                 continue
@@ -345,6 +348,12 @@ class QueueShard:
                 log.warning("shard %s: swap file %s has the name of the quarantined %s, which the WAL records; "
                             "kept. If it is a good copy, move it over the quarantined file to have it read",
                             self.id, location, store.quarantine_location(location))
+                continue
+            if damaged:
+                # The WAL lost transactions to damage: this file may hold FlowFiles whose
+                # records were lost with them. Kept in quarantine for a manual recovery.
+                store.quarantine(location)
+                report.orphaned_swap_files_kept.append(location)
                 continue
             # Written (and maybe synced) but the WAL never recorded it, or recorded its
             # swap-in: its FlowFiles live elsewhere. Only ever a file of this shard's own

@@ -214,6 +214,7 @@ class StandaloneNode:
             "flowfiles": shard_report.flowfiles, "swap_files": shard_report.swap_files,
             "swapped_flowfiles": shard_report.swapped_flowfiles,
             "orphaned_swap_files": len(shard_report.orphaned_swap_files),
+            "orphaned_swap_files_kept": len(shard_report.orphaned_swap_files_kept),
             "unreadable_swap_files": len(shard_report.unreadable_swap_files),
             "swap_files_without_claims": len(shard_report.swap_files_without_claims),
             "orphaned_content_resources": len(content_report.destroyed),
