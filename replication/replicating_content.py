@@ -221,6 +221,12 @@ class FailoverClaimReader(io.RawIOBase):
 
     def _exhausted(self) -> ContentRepositoryError:
         kinds = {type(error) for _r, error in self._failures}
+        errors = "; ".join(f"{getattr(r, 'name', r)}: {e}" for r, e in self._failures)
+        if ContentUnavailable in kinds:
+            # A replica that did not answer may hold an intact copy: the read is worth
+            # retrying, and the FlowFile must not be judged unreadable (failure) for it.
+            return ContentUnavailable(f"claim {self._describe()} cannot be read now, and a replica that did not answer "
+                                      f"may hold it intact: {errors}", claim=self._claim)
         if ContentCorrupted in kinds:
             return ContentCorrupted(
                 f"no replica holds an intact copy of claim {self._describe()}: "
@@ -228,10 +234,8 @@ class FailoverClaimReader(io.RawIOBase):
                 + ". Nothing unverified was returned. Restore the resource file from a backup (then run "
                 "`custody content fsck --repair`), or drop the FlowFiles that reference the claim",
                 claim=self._claim, ranges=tuple(r for _r, e in self._failures for r in getattr(e, "ranges", ())))
-        # Say the most telling thing: a torn claim beats an unreachable replica,
-        # which beats plain absence.
-        kind = next((k for k in (ContentTruncated, ContentUnavailable) if k in kinds), ContentNotFound)
-        errors = "; ".join(f"{getattr(r, 'name', r)}: {e}" for r, e in self._failures)
+        # Say the most telling thing: a torn claim beats plain absence.
+        kind = ContentTruncated if ContentTruncated in kinds else ContentNotFound
         return kind(f"no replica holds {self._describe()}: {errors}", claim=self._claim)
 
     def readable(self) -> bool:

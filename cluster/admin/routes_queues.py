@@ -82,7 +82,7 @@ def register(app: FastAPI) -> None:
             return problem(416, str(error), {"Content-Range": f"bytes */{error.size}"})
         headers = {"Accept-Ranges": "bytes",
                    "Content-Disposition": f"attachment; filename*=UTF-8''{urllib.parse.quote(content.filename)}"}
-        media_type = content.mime_type if _MEDIA_TYPE.match(content.mime_type) else "application/octet-stream"
+        media_type = content.mime_type if _MEDIA_TYPE.fullmatch(content.mime_type) else "application/octet-stream"
         if wanted is None:
             start, length, status = 0, content.size, 200
         else:

@@ -156,7 +156,7 @@ _FILE_PROPERTIES = (
     PropertyDescriptor("file_filter", "regex", default=r"[^\.].*"),
     PropertyDescriptor("recurse", "boolean", default=False),
     PropertyDescriptor("minimum_file_age", "duration", default=0),
-    PropertyDescriptor("batch_size", "integer", default=10),
+    PropertyDescriptor("batch_size", "integer", default=10, minimum=1),
 )
 
 
@@ -360,7 +360,7 @@ class PutFile(Processor):
         PropertyDescriptor("create_missing_directories", "boolean", default=True),
         PropertyDescriptor("name_suffix", "string", default="", description="appended to the uuid-derived name"),
         PropertyDescriptor("sync", "boolean", default=True, description="fsync files and the directory"),
-        PropertyDescriptor("batch_size", "integer", default=100),
+        PropertyDescriptor("batch_size", "integer", default=100, minimum=1),
         _ALLOWED_ROOT,
         _ALLOW_ANY_PATH,
     )
@@ -409,7 +409,7 @@ class PutFile(Processor):
             logger.warning("PutFile: cannot list %s to remove crashed writes' temporaries: %s", directory, error)
             return
         for name in names:
-            if name.startswith(".") and cls._PARTIAL.match(name):
+            if name.startswith(".") and cls._PARTIAL.fullmatch(name):
                 path = os.path.join(directory, name)
                 try:
                     if now - os.stat(path).st_mtime >= PARTIAL_MAX_AGE_S:

@@ -41,3 +41,10 @@ def test_a_staging_directory_name_ending_in_a_newline_is_not_a_batch():
     name = staging_name("0" * 20, 7)
     assert parse_staging_name(name) == ("0" * 20, 7)
     assert parse_staging_name(name + "\n") is None
+
+
+def test_a_name_like_putfiles_partial_but_ending_in_a_newline_is_no_partial_write():
+    from flow.processors.files import PutFile
+
+    partial = ".01234567-89ab-cdef-0123-456789abcdef.0123456789abcdef.partial"
+    assert PutFile._PARTIAL.fullmatch(partial) and not PutFile._PARTIAL.fullmatch(partial + "\n")

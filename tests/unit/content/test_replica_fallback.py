@@ -24,6 +24,7 @@ from repositories.content import (
     ContentHooks,
     ContentRepositoryConfig,
     ContentRepositoryError,
+    ContentUnavailable,
     open_filesystem_content_repository,
 )
 from repositories.content.format import CHECKSUM_SUFFIX
@@ -109,6 +110,23 @@ def test_a_claim_damaged_on_every_replica_is_refused_naming_the_claim_the_replic
     assert {where for where, *_ in refused.value.ranges} == {"local", "mirror"}
     assert not [r for r in caplog.records if "read it from" in r.getMessage()]  # no fallback was claimed
     assert repository.read(claims[0]) == payload(0, 1000)  # its neighbours are intact
+
+
+def test_a_claim_damaged_here_and_unreachable_there_is_worth_a_retry_not_a_failure(replicated):
+    """The replica that did not answer (HDFS down) may hold the claim intact: the read
+    says ContentUnavailable, which rolls the session back to retry, not ContentCorrupted,
+    which routes the FlowFile to failure as unreadable."""
+    repository, claims, directories = replicated
+    victim = claims[0]
+    flip(file_of(directories["local"], victim), victim.offset + 500)
+
+    def unreachable(*_args, **_kwargs):
+        raise ContentUnavailable("the mirror did not answer")
+
+    repository.replicas[1].open_read = unreachable
+    with pytest.raises(ContentUnavailable, match="may hold it intact") as refused:
+        repository.read(victim)
+    assert "damaged" in str(refused.value) or "checksum" in str(refused.value)
 
 
 def test_fsck_repair_mends_a_bit_flipped_local_copy_from_the_intact_replica_never_the_reverse(replicated):

@@ -59,12 +59,21 @@ def test_property_bounds():
 
 
 def test_a_negative_integer_property_is_refused_after_the_processors_own_checks():
-    refused = {"processors": [{"id": "put", "type": "PutFile", "properties": {"directory": "/out", "batch_size": -1},
-                               "auto_terminate": ["success", "failure"]}]}
-    with pytest.raises(FlowDefinitionError, match="processor 'put': property 'batch_size': wrong value for an "
-                                                  "integer property: cannot be negative, got -1"):
+    refused = {"processors": [{"id": "split", "type": "SplitText", "properties": {"line_split_count": 10, "header_line_count": -1},
+                               "auto_terminate": ["splits", "original", "failure"]}]}
+    with pytest.raises(FlowDefinitionError, match="processor 'split': property 'header_line_count': wrong value for "
+                                                  "an integer property: cannot be negative, got -1"):
         parse_flow(refused)
     own_words = {"processors": [{"id": "make", "type": "GenerateFlowFile", "properties": {"batch_size": -1},
                                  "auto_terminate": ["success"]}]}
     with pytest.raises(FlowDefinitionError, match="property 'batch_size': must be at least 1"):
         parse_flow(own_words)
+
+
+@pytest.mark.parametrize("processor", ["GetFile", "PutFile"])
+def test_a_batch_of_nothing_is_refused(processor, tmp_path):
+    properties = {"input_directory": str(tmp_path)} if processor == "GetFile" else {"directory": str(tmp_path)}
+    document = {"processors": [{"id": "p", "type": processor, "properties": {**properties, "batch_size": 0},
+                                "auto_terminate": ["success", "failure"]}], "connections": []}
+    with pytest.raises(FlowDefinitionError, match="processor 'p'.*batch_size.*at least 1"):
+        parse_flow(document)
