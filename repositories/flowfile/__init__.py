@@ -20,7 +20,10 @@ Updates: `Put(record)` creates or replaces a record, `Delete(id)` removes it,
 file (one record per swap file), `SwapIn(location)` forgets the swap file (put the
 FlowFiles back with `Put` in the same transaction). `wal.swap_files` lists the swap
 files after recovery. `wal.last_recovery` is a `RecoveryReport`: the crash case seen,
-the max transaction id, and every range cut from a journal, with why.
+the max transaction id, every range cut from a journal, with why, and every finding
+of damage no crash explains (`damage`). With such damage `recover()` raises
+`WalDamagedError` and changes nothing, unless the log was built with
+`accept_damage=True`: then it recovers what survives and keeps a report in `cut/`.
 
 Records: `FlowFileRecord(id, attributes, content_claim, queue, size, entry_date,
 lineage_start_date, penalty_expiration=0)`, read field by field (it also unpacks,
@@ -34,7 +37,8 @@ record anyway decodes them in one pass with `decode_records(records.values())`.
 
 Constructor: `WriteAheadLog(storage, directory, *, partitions=DEFAULT_PARTITIONS,
 serde=FlowFileSerDe(), epoch=0, checkpoint_interval=DEFAULT_CHECKPOINT_INTERVAL,
-clock=time.monotonic, wall_clock=time.time, hooks=None)`; the defaults are 4 partitions
+clock=time.monotonic, wall_clock=time.time, hooks=None, relocate_swap=None,
+accept_damage=False)`; the defaults are 4 partitions
 and a checkpoint every 60 seconds, exported for the configurations that build a log. `epoch` is the shard epoch written into every journal header and every
 transaction; a WAL touched by a newer epoch raises `StaleEpochError`, and an older one
 is re-stamped by a checkpoint on adoption. `hooks` are the named fault seams of
