@@ -31,6 +31,8 @@ from cluster.node.standalone import NodeSettings, StandaloneNode
 from cluster.services.process import wait_until
 from flow.loading import parse_flow
 
+from .test_admin_hostile_clients import node_state
+
 EXAMPLES = 5  # per operation: every answer is a refusal, and the run stays within seconds
 FLOWFILES = 5
 QUEUE = "generate/success/hold"
@@ -60,14 +62,6 @@ def node(tmp_path_factory):
         yield started
     finally:
         started.stop()
-
-
-def node_state(node) -> dict:
-    control = node.control()
-    return {"node": control.state(),
-            "processors": {p: f["state"] for p, f in control.processors()["local"].items()},
-            "queues": {q: f["count"] for q, f in control.queues()["local"].items()},
-            "events": node.provenance.next_event_id}
 
 
 @pytest.fixture(scope="module")
