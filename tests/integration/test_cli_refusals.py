@@ -54,8 +54,8 @@ def test_custody_run_refuses_careless_arguments(tmp_path, argument, value, says)
      "processor 'make': property 'scheduling.concurrent_tasks': expected at most 1024 concurrent tasks"),
     ("{run_schedule: 100000000}", 10, "0 sec",
      "processor 'make': property 'scheduling.run_schedule': the duration '100000000' is longer than a year"),
-    ("{}", -5, "0 sec", "processor 'put': property 'batch_size': wrong value for an integer property: cannot be "
-                        "negative, got -5"),
+    ("{}", 0, "0 sec", "processor 'put': property 'batch_size': wrong value for an integer property: must be at "
+                       "least 1, got 0"),
     ("{}", 10, "0.1 ms", "connections[0].expiration: '0.1 ms' is less than 1 ms, which would mean never"),
 ])
 def test_custody_run_refuses_a_careless_flow_naming_the_place(tmp_path, scheduling, batch, expiration, says):
