@@ -32,6 +32,7 @@ from cluster.services.process import wait_until
 from flow.loading import parse_flow
 
 from .test_admin_hostile_clients import node_state
+from .test_admin_openapi import _item_id_for_schemathesis  # noqa: F401 - an autouse fixture, used here too
 
 EXAMPLES = 5  # per operation: every answer is a refusal, and the run stays within seconds
 FLOWFILES = 5
@@ -93,14 +94,6 @@ def admin_spec(servers):
     schema = schemathesis.openapi.from_url(f"{servers[0].url}/openapi.json", timeout=10)
     schema.config.update(request_timeout=10)  # and no Authorization header
     return schema
-
-
-@pytest.fixture(autouse=True)
-def _item_id_for_schemathesis(request):
-    # schemathesis (4.32) names each operation's subtest by rewriting the item's
-    # `_nodeid`, which pytest 9.2's items no longer have: give it one to rewrite.
-    if not hasattr(request.node, "_nodeid"):
-        request.node._nodeid = request.node.nodeid
 
 
 admin_api = schemathesis.pytest.from_fixture("admin_spec")
