@@ -69,7 +69,7 @@ class LocalServices:
         failed = [f"{name}: {result['error']}" for name, result in results.items() if not result["started"]]
         if failed:
             raise ServiceError(f"could not start the drill's services ({'; '.join(failed)}); "
-                               f"logs are under {self.stack.workdir}; `custody services install` installs them")
+                               f"logs are under {self.stack.workdir}")
 
     def stop(self) -> None:
         if self.stack is not None:

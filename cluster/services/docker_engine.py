@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from .install import cache_dir, ensure_compose_plugin
+from .install import cache_dir, ensure_compose_plugin, ensure_service_prerequisites
 from .process import ManagedProcess, ServiceError, wait_until
 
 BASE_IMAGE = "debian:bookworm-slim"
@@ -51,8 +51,9 @@ class DockerEngine:
         return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
 
     def start(self, timeout: float = 120.0) -> None:
+        ensure_service_prerequisites("docker")
         if shutil.which("dockerd") is None:
-            raise ServiceError("dockerd is not installed; run: custody services install (Debian package docker.io)")
+            raise ServiceError("dockerd is still missing after installing Debian's docker.io")
         if not self.engine_up():
             self.workdir.mkdir(parents=True, exist_ok=True)
             self.daemon = ManagedProcess("dockerd", ["dockerd"], str(self.workdir / "dockerd.log"))
@@ -70,8 +71,7 @@ class DockerEngine:
         rootfs = cache_dir() / "bookworm-minbase"
         stamp = rootfs / ".custody-complete"
         if not stamp.exists():
-            if shutil.which("debootstrap") is None:
-                raise ServiceError("debootstrap is not installed; run: custody services install")
+            ensure_service_prerequisites("docker")
             if rootfs.exists():
                 shutil.rmtree(rootfs)
             result = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", str(rootfs)],

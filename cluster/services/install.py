@@ -9,7 +9,11 @@
   CLI plugin so that `docker compose` (and testcontainers) find it.
 
 Every step first checks whether its result is already there, so a warm machine
-pays nothing.
+pays nothing. Every command that starts a service installs what that service needs
+(`ensure_service_prerequisites`) the same way `custody services install` does: a user
+never meets one command that installs and another that only says how. Installing a
+Debian package needs root; without it, every command stops with the same one line
+naming the `apt-get install` to run.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from importlib import resources
 from pathlib import Path
 
 from .process import ServiceError
 
 log = logging.getLogger(__name__)
+
+# Services start in parallel threads, and two apt-get runs at once fail on dpkg's lock.
+_APT_LOCK = threading.Lock()
 
 DEBIAN_PACKAGES = {
     # package: a file that proves it is installed
@@ -33,6 +41,17 @@ DEBIAN_PACKAGES = {
     "debootstrap": "/usr/sbin/debootstrap",
     "procps": "/usr/bin/pgrep",
     "chromium": "/usr/bin/chromium",
+    "openjdk-17-jre-headless": "/usr/bin/java",
+    "maven": "/usr/bin/mvn",
+}
+
+# What each service needs from Debian before it can start (Hadoop's jars are fetched
+# by `hadoop_jars` itself, through Maven, when the HDFS daemons start).
+SERVICE_PACKAGES = {
+    "zookeeper": ("zookeeper", "openjdk-17-jre-headless"),
+    "hdfs": ("openjdk-17-jre-headless", "maven"),
+    "spark": ("openjdk-17-jre-headless",),
+    "docker": ("docker.io", "debootstrap"),
 }
 
 
@@ -46,7 +65,12 @@ def cache_dir() -> Path:
 def ensure_debian_packages(packages: dict[str, str] | None = None) -> list[str]:
     """Install the missing packages with apt-get. Returns the names installed."""
     wanted = DEBIAN_PACKAGES if packages is None else packages
-    missing = [name for name, marker in wanted.items() if not os.path.exists(marker)]
+    with _APT_LOCK:
+        return _install_missing(wanted)
+
+
+def _install_missing(wanted: dict[str, str]) -> list[str]:
+    missing = [name for name, marker in wanted.items() if not _installed(marker)]
     if not missing:
         return []
     if os.geteuid() != 0:
@@ -61,6 +85,24 @@ def ensure_debian_packages(packages: dict[str, str] | None = None) -> list[str]:
     return missing
 
 
+def _installed(marker: str, exists=os.path.exists, which=shutil.which) -> bool:
+    """A package's marker file exists; a program's (`/usr/bin/x`) also counts as there
+    when `x` is on PATH (a JDK or Maven installed another way)."""
+    return exists(marker) or (marker.startswith("/usr/bin/") and which(Path(marker).name) is not None)
+
+
+def packages_missing_for(service: str, exists=os.path.exists, which=shutil.which) -> dict[str, str]:
+    """The Debian packages `service` needs that this machine lacks: package -> marker."""
+    return {package: DEBIAN_PACKAGES[package] for package in SERVICE_PACKAGES[service]
+            if not _installed(DEBIAN_PACKAGES[package], exists, which)}
+
+
+def ensure_service_prerequisites(service: str) -> list[str]:
+    """Install what `service` needs before it starts; the names of the packages installed."""
+    missing = packages_missing_for(service)
+    return ensure_debian_packages(missing) if missing else []
+
+
 def hadoop_jars() -> Path:
     """The directory of Hadoop's jars, fetched with Maven on first use."""
     pom = resources.files("cluster.services").joinpath("hadoop/pom.xml")
@@ -70,7 +112,7 @@ def hadoop_jars() -> Path:
     if stamp.exists() and stamp.read_text() == pom_text:
         return target
     if shutil.which("mvn") is None:
-        raise ServiceError("Maven (mvn) is needed to fetch Hadoop's jars; install it: apt-get install -y maven")
+        ensure_debian_packages({"maven": DEBIAN_PACKAGES["maven"]})
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -109,7 +151,10 @@ def ensure_compose_plugin() -> Path:
 def java_binary() -> str:
     java = shutil.which("java")
     if java is None:
-        raise ServiceError("java is needed for ZooKeeper, HDFS and Spark; install OpenJDK 17: apt-get install -y openjdk-17-jre-headless")
+        ensure_debian_packages({"openjdk-17-jre-headless": DEBIAN_PACKAGES["openjdk-17-jre-headless"]})
+        java = shutil.which("java")
+        if java is None:
+            raise ServiceError("java is still missing after installing openjdk-17-jre-headless")
     return java
 
 

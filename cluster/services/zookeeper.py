@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .install import java_binary
+from .install import ensure_service_prerequisites, java_binary
 from .network import HOST, four_letter_word, free_ports
 from .process import ManagedProcess, ServiceError, wait_until
 
@@ -71,8 +71,9 @@ class ZooKeeperEnsemble:
 
     # -- lifecycle -----------------------------------------------------------
     def start(self, timeout: float = 60.0) -> None:
+        ensure_service_prerequisites("zookeeper")
         if not Path(ZOOKEEPER_JAR).exists():
-            raise ServiceError(f"ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing); run: custody services install")
+            raise ServiceError(f"ZooKeeper is still missing after installing Debian's zookeeper ({ZOOKEEPER_JAR})")
         if not self.members:
             self._configure()
         for member in self.members:

@@ -1,0 +1,51 @@
+"""Every command that starts a service installs what the service needs, the same way."""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster.services import install, zookeeper
+from cluster.services.docker_engine import DockerEngine
+from cluster.services.process import ServiceError
+
+
+def test_a_service_needs_only_its_own_packages():
+    nothing = install.packages_missing_for("zookeeper", exists=lambda path: False, which=lambda name: None)
+    assert nothing == {"zookeeper": "/usr/share/java/zookeeper.jar", "openjdk-17-jre-headless": "/usr/bin/java"}
+    assert set(install.packages_missing_for("docker", exists=lambda path: False, which=lambda name: None)) == {
+        "docker.io", "debootstrap"}
+    assert install.packages_missing_for("spark", exists=lambda path: True, which=lambda name: None) == {}
+
+
+def test_a_program_on_path_counts_as_installed():
+    # A JDK installed another way (not Debian's package) is not installed again.
+    missing = install.packages_missing_for("hdfs", exists=lambda path: False,
+                                           which=lambda name: f"/opt/{name}" if name == "java" else None)
+    assert missing == {"maven": "/usr/bin/mvn"}
+
+
+def test_without_root_every_service_says_the_same_thing(monkeypatch, tmp_path):
+    monkeypatch.setattr(install, "_installed", lambda marker, *args: False)
+    monkeypatch.setattr(install.os, "geteuid", lambda: 1000)
+    messages = []
+    for service in (zookeeper.ZooKeeperEnsemble(tmp_path / "zk"), DockerEngine(tmp_path / "docker")):
+        with pytest.raises(ServiceError) as refused:
+            service.start(timeout=1)
+        messages.append(str(refused.value))
+    assert messages[0].startswith("Debian packages zookeeper, openjdk-17-jre-headless are missing")
+    assert "run: sudo apt-get install -y zookeeper openjdk-17-jre-headless" in messages[0]
+    assert "run: sudo apt-get install -y docker.io debootstrap" in messages[1]
+    assert all("custody services install" not in message for message in messages)
+
+
+def test_a_missing_service_is_installed_when_it_starts(monkeypatch, tmp_path):
+    installed: list[list[str]] = []
+    monkeypatch.setattr(install, "_installed", lambda marker, *args: False)
+    monkeypatch.setattr(install.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(install, "_run", lambda argv, what, env=None: installed.append(argv))
+    monkeypatch.setattr(zookeeper, "ZOOKEEPER_JAR", str(tmp_path / "zookeeper.jar"))
+    # apt-get "ran", but the stand-in installed nothing: the start then stops on that.
+    with pytest.raises(ServiceError, match="still missing after installing Debian's zookeeper"):
+        zookeeper.ZooKeeperEnsemble(tmp_path / "zk").start(timeout=1)
+    assert installed[0][:2] == ["apt-get", "update"]
+    assert installed[1][-2:] == ["zookeeper", "openjdk-17-jre-headless"]
