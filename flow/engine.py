@@ -20,9 +20,10 @@ unreadable content a processor does not route) are logged at most once a minute
 A processor can be stopped and started again while the engine runs, as NiFi's are
 (`stop_processor`, `start_processor`): a stopped one gets no new task, its running
 tasks finish their sessions, and its `on_stopped` is called once the last one has
-ended; its state (`status()`) goes RUNNING -> STOPPING -> STOPPED. This is kept in
-memory only: NiFi records it in its flow.xml, but here a restart (or an adopter of the
-shard) starts every processor of the flow.
+ended; its state (`status()`) goes RUNNING -> STOPPING -> STOPPED. The engine keeps
+it in memory; whoever asks for it keeps it for the next engine, as NiFi keeps it in
+its flow.json.gz (the node: `cluster.core.run_states`), and gives the processors to
+start stopped (`stopped`): they are not scheduled until `start_processor`.
 
 Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`, `state`,
 `not_before`, `rollbacks`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
@@ -35,7 +36,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from repositories.content.errors import (ContentRepositoryFull, ContentStorageFull, ContentUnavailable,
@@ -100,7 +101,8 @@ class TraditionalEngine:
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
                  clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
                  commit_hooks: CommitHooks | None = None, services: ServiceRegistry | None = None,
-                 outbox: bool = True, run_sources: bool = True, hold_sources: bool = False):
+                 outbox: bool = True, run_sources: bool = True, hold_sources: bool = False,
+                 stopped: Iterable[str] = ()):
         self.graph = graph
         self.shard = shard
         self.content = content
@@ -142,6 +144,9 @@ class TraditionalEngine:
         for node in self.nodes.values():
             if node not in self._runs and node not in self._held:
                 node.state = STOPPED  # never runs on this shard
+        for processor_id in stopped:
+            if processor_id in self.nodes:  # one the flow no longer has is ignored
+                self.nodes[processor_id].state = STOPPED  # an operator stopped it: not scheduled at start
         self._started = False
         self._control = threading.Lock()
         for queue in graph.queues.values():
@@ -234,7 +239,7 @@ class TraditionalEngine:
             while any(node.running for node in self.nodes.values()):
                 left = deadline - self._clock()
                 if left <= 0:
-                    log.warning("tasks still running after %.0f s, left behind: %s", timeout,
+                    log.warning("tasks still running after %g s, left behind: %s", timeout,
                                 [n.id for n in self.nodes.values() if n.running])
                     stuck = True
                     break
@@ -311,6 +316,13 @@ class TraditionalEngine:
                 self._dirty = True
                 self._condition.notify()
             return RUNNING
+
+    def processor_states(self) -> tuple[dict[str, str], frozenset[str]]:
+        """Each processor's state (RUNNING, STOPPING, STOPPED), and the processors that
+        run on this shard at all (an adopted shard never runs its sources)."""
+        with self._condition:
+            return ({node.id: node.state for node in self.nodes.values()},
+                    frozenset(node.id for node in self._runs + self._held))
 
     def _node(self, processor_id: str) -> _Node:
         node = self.nodes.get(processor_id)

@@ -9,6 +9,11 @@ Lease recovery: `recover_lease(path)` closes a file another client may still be
 writing; after it, that client's next write + hsync fails and surfaces here as
 `LeaseLost`.
 
+Abandoning a file: `HdfsWritableFile.abandon()` lets hdfs-native's writer go at once,
+with no hsync and no close (an incarnation that died: `repositories.storage.abandon`);
+nothing written through the file after it reaches HDFS, and the lease recovery of
+whoever adopts the data closes the file at its last synced length.
+
 Reading an open file: hdfs-native 0.14.7 reads only the completed blocks of a file
 that is still open for writing (it refuses to read the last, unfinished block, even
 after hsync). Custody never needs to: an adopter recovers the lease, which closes the
@@ -30,6 +35,7 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import queue
 import re
 import threading
 import time
@@ -43,6 +49,7 @@ from repositories.instruments import ByLabel, LatencyHistogram
 from repositories.storage import (
     FileStatus,
     LeaseLost,
+    StorageAbandoned,
     StorageError,
     StorageFileExists,
     StorageFileNotFound,
@@ -189,12 +196,55 @@ class _SeekableReader(io.RawIOBase):
         return len(data)
 
 
+class _AbandonedWriters:
+    """Drops abandoned hdfs-native writers on a daemon thread of its own.
+
+    Dropping a writer is cheap in hdfs-native 0.14.7 (its `FileWriter`'s `Drop` logs a
+    warning and takes the file out of the client's lease renewal; the block writer's
+    tasks are detached, not awaited), with one exception: the writer holds the tokio
+    runtime of the client that opened it, and when a replaced client (see
+    `_NameNodeClient`) is gone, the last writer dropped shuts that runtime down, which
+    waits for its worker threads. So an abandoning thread never drops a writer itself:
+    it hands it here, and a thread that nothing waits for drops it. The queue holds a
+    writer only until that thread takes it (one drop each, in turn)."""
+
+    def __init__(self) -> None:
+        self._writers: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def hand_over(self, writer) -> None:
+        self._writers.put(writer)
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._drop_each, name="hdfs-abandoned-writers", daemon=True)
+                self._thread.start()
+
+    def _drop_each(self) -> None:
+        while True:
+            writer = self._writers.get()
+            del writer
+
+
+_ABANDONED_WRITERS = _AbandonedWriters()
+
+
 class HdfsWritableFile:
-    """A file open for appending on HDFS. hsync on `sync()`; not for concurrent use.
+    """A file open for appending on HDFS. hsync on `sync()`; not for concurrent use
+    (but `abandon()` may be called from any thread, at any time).
 
     Every call into the writer has a deadline (see `replication.deadline`). Once one
-    has timed out the writer is abandoned: later calls fail at once with the same
+    has timed out the writer is given up: later calls fail at once with the same
     `StorageUnavailable`, and `close` does not touch it.
+
+    `abandon()` lets the writer go at once, with no hsync and no close (the death of the
+    incarnation that writes the file: `repositories.storage.abandon`): every later
+    write, hsync or close fails with `StorageAbandoned` (close: does nothing) and never
+    reaches HDFS, and `abandon` itself makes no call into hdfs-native and never waits
+    (not even for a call in flight, which stays the storage's to finish or time out).
+    Whether a call is admitted is decided under `_lock` on the worker thread, right
+    before hdfs-native is called: a call admitted before `abandon()` took the lock
+    may still reach HDFS (it was in flight at the death), none admitted after it can.
 
     A writer dropped without `close` (abandoned, or left by a failed commit) costs the
     dropping thread nothing: the file stays open until the NameNode's lease recovery
@@ -203,7 +253,11 @@ class HdfsWritableFile:
     on a pipeline whose DataNodes died or froze that blocks for up to a minute, on
     whatever thread drops the last reference or runs the garbage collector. So only
     its Rust writer (`inner`) is kept, and the Python wrapper is marked closed at
-    once, which disarms its finalizer."""
+    once, which disarms its finalizer; an abandoned one is dropped by
+    `_AbandonedWriters`.
+
+    Lock plan: `_lock` guards `_writer`, `_refusal` and `_closed`, for a few operations;
+    it is never held across a call into hdfs-native."""
 
     def __init__(self, path: str, writer: hdfs_native.FileWriter, position: int,
                  runner: DeadlineRunner, timeout: float | None, durations: CallDurations):
@@ -214,39 +268,62 @@ class HdfsWritableFile:
         self._closed = False
         self._runner = runner
         self._timeout = timeout
-        self._abandoned: StorageUnavailable | None = None
+        # Why every call is refused from now on: a deadline passed, or `abandon()`.
+        self._refusal: StorageUnavailable | None = None
+        self._lock = threading.Lock()
         self._durations = durations
 
-    def _call(self, action: str, function) -> None:
-        if self._abandoned is not None:
-            raise self._abandoned
+    def _refused(self) -> StorageUnavailable:
+        # A fresh exception for each caller (threads must not share one traceback).
+        refusal = self._refusal
+        return type(refusal)(str(refusal), refusal.path)
+
+    def _call(self, action: str, operation) -> None:
+        """`operation(writer)` within the deadline, if the writer is still ours when a
+        worker thread starts it (see the class docstring)."""
+        with self._lock:
+            if self._refusal is not None:
+                raise self._refused()
+            writer = self._writer
+
+        def admitted():
+            with self._lock:
+                if self._refusal is not None:
+                    raise self._refused()
+            operation(writer)
+
         started = time.monotonic()
         try:
-            self._runner.run(function, self._timeout)
+            self._runner.run(admitted, self._timeout)
         except DeadlineExceeded:
-            self._abandoned = StorageUnavailable(
-                f"cannot {action} hdfs:{self.path}: HDFS did not answer within {self._timeout:g} s "
-                "(the DataNodes of the write pipeline are down or frozen); this file's writer is "
-                "abandoned and its unsynced bytes were not persisted. Roll back and retry when "
-                "HDFS is healthy",
-                self.path,
-            )
-            raise self._abandoned from None
+            with self._lock:
+                if self._refusal is None:
+                    self._refusal = StorageUnavailable(
+                        f"cannot {action} hdfs:{self.path}: HDFS did not answer within {self._timeout:g} s "
+                        "(the DataNodes of the write pipeline are down or frozen); this file's writer is "
+                        "abandoned and its unsynced bytes were not persisted. Roll back and retry when "
+                        "HDFS is healthy",
+                        self.path,
+                    )
+                refused = self._refused()
+            raise refused from None
+        except StorageError:
+            raise  # refused on the worker: abandoned meanwhile
         except BaseException as error:  # noqa: BLE001 - Rust panics arrive as BaseException
             raise _translate(error, self.path, action, writing=True) from error
         finally:
             _timed_call(self._durations, action, action, self.path, started)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
-        if self._closed:
+        if self._closed and self._refusal is None:
             raise StorageError(f"write to closed file hdfs:{self.path}", self.path)
         chunk = bytes(data) if not isinstance(data, bytes) else data
-        self._call("write", lambda: self._writer.write(chunk))
+        self._call("write", lambda writer: writer.write(chunk))
         self._position += len(data)
         return len(data)
 
     def sync(self) -> None:
-        self._call("hsync", self._writer.hsync)
+        self._call("hsync", lambda writer: writer.hsync())
 
     def sync_data(self) -> None:
         self.sync()  # hsync: HDFS has no separate sync of the data alone
@@ -261,10 +338,28 @@ class HdfsWritableFile:
         return self._position
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._call("close", self._writer.close)
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._call("close", lambda writer: writer.close())
+
+    def abandon(self, reason: str = "its writer stopped at once") -> None:
+        """Let the writer go now: no hsync, no close, no call into hdfs-native, no wait.
+        Idempotent; see the class docstring."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+            self._closed = True
+            if not isinstance(self._refusal, StorageAbandoned):
+                self._refusal = StorageAbandoned(
+                    f"cannot write hdfs:{self.path}: it was abandoned ({reason}); this writer never writes again. "
+                    "Its unsynced bytes are lost, and whoever adopts it recovers its lease", self.path)
+        if writer is not None:
+            _ABANDONED_WRITERS.hand_over(writer)
+
+    @property
+    def abandoned(self) -> bool:
+        return isinstance(self._refusal, StorageAbandoned)
 
     def __enter__(self) -> "HdfsWritableFile":
         return self

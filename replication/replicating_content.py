@@ -15,6 +15,17 @@ sync and archive step goes to all of them:
   write fails cleanly: every replica's copy is abandoned (never referenced, its
   resource retired) and the caller's session rolls back. The next write starts fresh
   resources everywhere, so it succeeds as soon as the replica is back.
+* Replicas retire a resource together (lockstep): the leader decides, and whatever
+  retires a resource on one replica retires it on every other before a writer can
+  choose it again, so the leader never hands out a resource a follower cannot append
+  to (`ReplicaDiverged`). A write, sync, close or flush that fails on one replica
+  retires the resource on every other first (`_failing`, told by the failing replica
+  before it lets go of it), under the lock the leader's choice and its followers'
+  writers are taken under (`_choosing`); a resource the leader retires while a writer
+  holds it is retired on the followers when that writer lets go of it
+  (`ReplicatedWriter.close`); a retiring sync and `seal_all` retire what the leader
+  retires. A follower writer is never taken before its leader's, and is let go
+  before it, so a resource nobody writes on the leader is written on no follower.
 * Reads prefer replica 0 and fall back in order, then to the `fallbacks` (the
   repositories of nodes that died, whose claims a survivor now reads). Every replica
   checks the claim's blocks against their checksums, so a damaged copy is never read
@@ -24,11 +35,16 @@ sync and archive step goes to all of them:
   raises `ContentCorrupted` naming the claim and what each replica said.
 
 Lock plan: the wrapper keeps no shared mutable state but `_degraded` (guarded by
-`_lock`); its sync pool and each replica have their own locks.
+`_lock`); its sync pool and each replica have their own locks. `_choosing` makes the
+choice of an open resource (the leader's) and its followers' writers of it one step
+against a failure on any replica (`_failing`); under it only the replicas' table
+locks are taken, never an `io_lock`, and no storage is touched: a failing replica
+may hold an `io_lock` when it takes `_choosing`.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import threading
@@ -45,6 +61,7 @@ from repositories.content.errors import (
     ContentUnavailable,
     ReplicaDiverged,
 )
+from repositories.content.hooks import ContentHooks
 from repositories.content.pools import LazyPool
 from repositories.content.recovery import RecoveryReport
 from repositories.content.repository import ContentRepository
@@ -113,6 +130,8 @@ class ReplicatedWriter(ClaimWriter):
         resource = self.resource
         for position, index in enumerate(order):
             writer = self._writers[index]
+            if index == 0:
+                self._owner._hooks.followers_released_resource(resource)
             if writer is None:
                 continue
             try:
@@ -132,6 +151,12 @@ class ReplicatedWriter(ClaimWriter):
         if len(claims) != 1:
             self._undo(done)
             raise ContentRepositoryError(f"replicas disagree on the claim just written: {claims}")
+        if self._leader.retired_resource:
+            # The leader retired the resource as it let go of it, perhaps for a reason
+            # the followers did not know when they let go first (it was retired while
+            # this writer held it: a seal, a failure on a replica): so do they.
+            for replica in self._owner.replicas[1:]:
+                replica.retire(resource)
         self.claim = done[-1][1]
         return self.claim
 
@@ -295,6 +320,7 @@ class ReplicatingContentRepository(ContentStore):
         fallbacks: Iterable[ContentRepository] = (),
         name: str = "replicated",
         max_resource_age_s: float | None = None,
+        hooks: ContentHooks | None = None,
     ):
         if not replicas:
             raise ContentRepositoryError("a replicating repository needs at least one replica")
@@ -325,6 +351,10 @@ class ReplicatingContentRepository(ContentStore):
         self._fallbacks = list(fallbacks)
         self._keeps_open = any(r.config.close_in_background for r in self.replicas[1:])
         self._lock = threading.Lock()
+        self._choosing = threading.Lock()
+        self._hooks = ContentHooks.coerce(hooks)
+        for index, replica in enumerate(self.replicas):
+            replica.on_resource_failing(functools.partial(self._failing, index))
         self._pool = LazyPool(f"{name}-sync", max(1, len(self.replicas) - 1))  # followers beside the leader
         self._degraded: dict[int, list[str]] = {}
 
@@ -341,27 +371,67 @@ class ReplicatingContentRepository(ContentStore):
         try:
             return self._write()
         except ReplicaDiverged as error:
-            # A follower holds the leader's next resource retired or elsewhere (the two
-            # retired it at different moments). Nothing was written yet: the aborted
-            # leader writer retired that resource, so a second try starts a new one.
-            log.info("%s: %s; writing to another resource", self.name, error)
+            # A safety net: replicas retire resources in lockstep (see the module
+            # docstring), so a follower never holds the leader's next resource retired
+            # or elsewhere. Should one, nothing was written yet: the resource was retired
+            # on every replica, so a second try starts a new one.
+            log.warning("%s: %s (the replicas retired it at different moments, which they should never do); "
+                        "writing to another resource", self.name, error)
             return self._write()
 
     def _write(self) -> ReplicatedWriter:
-        leader = self.leader.write()
+        # The leader's choice of a resource open for appending and its followers' writers
+        # of it are one step under `_choosing`, which a failure on any replica takes to
+        # retire the resource everywhere (`_failing`): no replica lets go of it in
+        # between. Neither step touches storage (the followers find it open).
+        with self._choosing:
+            leader = self.leader.write_appendable()
+            if leader is not None:
+                self._hooks.leader_chose_resource(leader.resource)
+                writers, failures = self._follow(leader)
+        if leader is None:
+            # A new resource: no other writer, sync or failure knows of it yet.
+            leader = self.leader.write_new()
+            writers, failures = self._follow(leader)
+        resource = leader.resource
+        required = [error for index, error in failures if index in self.required]
+        if required:
+            for writer in writers:
+                if writer is not None:
+                    writer.abort()
+            for replica in self.replicas[1:]:
+                replica.retire(resource)  # the leader's abort retired it: so does every follower
+            raise required[0]
+        for index, error in failures:
+            self._degrade(index, resource, error)
+        return ReplicatedWriter(self, writers)
+
+    def _follow(self, leader: ContentWriter) -> tuple[list[ContentWriter | None],
+                                                        list[tuple[int, ContentRepositoryError]]]:
+        """Each follower's writer of the leader's resource at its offset (None where it
+        failed), and the failures. Stops at the first required follower that fails."""
         writers: list[ContentWriter | None] = [leader]
+        failures: list[tuple[int, ContentRepositoryError]] = []
         for index, replica in enumerate(self.replicas[1:], start=1):
             try:
                 writers.append(replica.write_at(leader.resource, leader.offset))
             except ContentRepositoryError as error:
-                if index in self.required:
-                    for writer in writers:
-                        if writer is not None:
-                            writer.abort()
-                    raise
-                self._degrade(index, leader.resource, error)
+                failures.append((index, error))
                 writers.append(None)
-        return ReplicatedWriter(self, writers)
+                if index in self.required:
+                    break
+        return writers, failures
+
+    def _failing(self, index: int, resource: ResourceClaim) -> None:
+        """Replica `index` is about to fail `resource` (a write, sync, close or flush of
+        it failed there) and to let go of it: every other replica retires it first, the
+        leader under `_choosing`, so that no writer chooses it again and a writer that
+        holds it retires it everywhere as it lets go of it. Their files are closed by
+        their next sync: the failing replica may hold an `io_lock` here."""
+        with self._choosing:
+            for other, replica in enumerate(self.replicas):
+                if other != index:
+                    replica.retire(resource, close=False)
 
     def copy(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ContentClaim:
         with self.open_read(claim, offset, length) as source, self.write() as writer:
@@ -384,7 +454,14 @@ class ReplicatingContentRepository(ContentStore):
 
     def sync(self) -> None:
         """Sync every replica, side by side: the local fdatasync runs while the HDFS
-        hsync waits for its pipeline, so a commit waits for the slower, not the sum."""
+        hsync waits for its pipeline, so a commit waits for the slower, not the sum.
+        With `retire_on_sync`, the resources nobody writes are retired: those the
+        leader finds so, on every replica (each replica deciding for itself would
+        retire on a follower a resource a writer has just taken on the leader)."""
+        if self.retire_on_sync:
+            for resource in self.leader.retire_idle():
+                for replica in self.replicas[1:]:
+                    replica.retire(resource, close=False)  # closed by the sync below
         outcomes = self._pool.executor().map(self._sync_replica, self.replicas[1:]) if len(self.replicas) > 1 else ()
         errors = [self._sync_replica(self.leader), *outcomes]
         first: ContentRepositoryError | None = None
@@ -400,7 +477,7 @@ class ReplicatingContentRepository(ContentStore):
 
     def _sync_replica(self, replica: ContentRepository) -> ContentRepositoryError | None:
         try:
-            replica.sync(retire=self.retire_on_sync)
+            replica.sync(retire=False)  # a replica never retires on its own: see `sync`
         except ContentRepositoryError as error:
             return error
         return None
@@ -447,10 +524,12 @@ class ReplicatingContentRepository(ContentStore):
 
     def seal_all(self, resources: Iterable[ResourceClaim], timeout: float = SEAL_TIMEOUT_S) -> set[ResourceClaim]:
         """Make every one of `resources` readable on every replica: stop appending to
-        them everywhere (the leader first, so no new writer takes one), sync each
-        replica once, and wait for their files to close, side by side. A writer in the
-        middle of a claim in one is waited for. Returns those still open somewhere
-        after `timeout` seconds (none: all sealed)."""
+        them everywhere (the leader first, so no new writer takes one; the followers
+        once nobody writes it on the leader, so never one a writer took on the leader
+        and is about to take on a follower), sync each replica once, and wait for their
+        files to close, side by side. A writer in the middle of a claim in one is
+        waited for. Returns those still open somewhere after `timeout` seconds (none:
+        all sealed)."""
         deadline = time.monotonic() + timeout
         resources = set(resources)
         while True:
@@ -467,12 +546,15 @@ class ReplicatingContentRepository(ContentStore):
                             "is" if len(named) == 1 else "are", ", ".join(r.name for r in holding), timeout,
                             "its claims" if len(named) == 1 else "their claims")
                 return still_open
-            for replica in self.replicas:
-                for resource in still_open:
-                    replica.retire(resource)
+            for resource in still_open:
+                # A resource a writer holds on the leader is retired as it lets go of it,
+                # on every replica (`ReplicatedWriter.close`); until then, on none other.
+                if self.leader.retire(resource):
+                    for replica in self.replicas[1:]:
+                        replica.retire(resource)
             for replica in holding:
                 try:
-                    replica.sync()
+                    replica.sync(retire=False)  # closes what was retired; retires nothing of its own
                 except ContentRepositoryError as error:
                     log.info("%s: a sync to seal %d resource(s) failed: %s", self.name, len(still_open), error)
             closed = [replica.wait_closed(resource, max(0.0, min(deadline - time.monotonic(), SEAL_POLL_S)))
@@ -548,6 +630,16 @@ class ReplicatingContentRepository(ContentStore):
         self._pool.shutdown()
         if errors:
             raise errors[0]
+
+    def abandon(self, reason: str = "its owner stopped at once") -> None:
+        """Stop at once, whatever any replica's storage does: each replica is abandoned
+        (`ContentRepository.abandon`: nothing synced; HDFS files let go unsynced, their
+        leases recovered by whoever reads a dead incarnation's claims; local files
+        closed on a thread of their own), and no sync in flight is waited for. Every
+        later write fails; `close` does nothing. Idempotent."""
+        for replica in self.replicas:
+            replica.abandon(reason)
+        self._pool.shutdown(wait=False)
 
     def __enter__(self) -> "ReplicatingContentRepository":
         return self

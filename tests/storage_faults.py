@@ -251,8 +251,11 @@ class FaultyFile:
             self.storage._open.remove(self)
         self.storage.strike("close", "after", self.path)
 
-    def abandon(self, keep: float) -> None:
-        """The process died with this file open."""
+    def abandon(self, keep: float = 1.0) -> None:
+        """The process died with this file open (`restart`: `keep` is the part of the
+        unsynced bytes left). Called with no argument, as the storage protocol's
+        `WritableFile.abandon` (its owner let it go at once, still running): nothing is
+        cut, and it takes no more writes."""
         if self.closed:
             return
         self.closed = True

@@ -1,5 +1,5 @@
-"""The CLI's side of the admin API: `custody node offload|connect` call the same
-endpoints an operator's curl does.
+"""The CLI's side of the admin API: `custody node offload|connect` and `custody node
+decommission|connect NAME --url` call the same endpoints an operator's curl does.
 
 The token comes from $CUSTODY_ADMIN_TOKEN or the file named by
 $CUSTODY_ADMIN_TOKEN_FILE (the token itself, as `custody admin token` printed it;
@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -77,3 +78,21 @@ def node_action(base: str, action: str, *, wait_s: float, command: str) -> int:
         return 1
     print(f"{body['node']}: {body['state']} ({body.get('detail', '')})")
     return 0 if action != "offload" or body["state"] == "OFFLOADED" else 3
+
+
+def node_admission(base: str, action: str, name: str, *, command: str) -> int:
+    """POST decommission or connect of node `name` to the node at `base`; print its
+    answer. Exit status 0, or 1 when refused or unreachable."""
+    url = f"{base}/api/v1/cluster/nodes/{urllib.parse.quote(name, safe='')}/{action}"
+    try:
+        status, body = call(url, "POST", timeout=30.0)
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        print(f"{command}: the admin API at {base} did not answer ({reason}); is a node of the cluster running there?",
+              file=sys.stderr)
+        return 1
+    if status != 200:
+        print(f"{command}: {status} {body.get('error', body)}", file=sys.stderr)
+        return 1
+    print(f"{body['node']}: {body['state']} ({body.get('detail', '')})")
+    return 0

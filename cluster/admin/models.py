@@ -151,6 +151,18 @@ class Failover(BaseModel):
     shards: list[str]
 
 
+class DecommissionedNode(BaseModel):
+    """A node an operator decommissioned: it may not join until connected again."""
+
+    node: str
+    state: str = Field(description="decommissioning (its shards, or what was kept for it, are still being handled) "
+                                   "or decommissioned (nothing of it is left)")
+    requested_at: float
+    requested_by: str
+    finished_at: float | None = None
+    notes: list[str] = Field(description="what the leader handed to a survivor or dropped, newest last")
+
+
 class ClusterView(BaseModel):
     cluster: str
     leader: str | None
@@ -159,6 +171,7 @@ class ClusterView(BaseModel):
     shards: list[Shard]
     plans: list[Plan]
     failovers: list[Failover]
+    decommissioned: list[DecommissionedNode] = []
 
 
 # -- control ---------------------------------------------------------------------------
@@ -167,6 +180,21 @@ class ControlResult(BaseModel):
     action: str
     state: str = Field(description="the node's state after the call")
     detail: str = ""
+
+
+class NodeDecommission(BaseModel):
+    """A node of the cluster decommissioned, or connected again (any node answers)."""
+
+    node: str
+    action: str = Field(description="decommission or connect")
+    state: str = Field(description="decommissioning, decommissioned, or connectable (it may join again)")
+    decommissioned: bool
+    live: list[str] = Field(description="its incarnations that are members now (a decommissioned one leaves and "
+                                        "stops)")
+    requested_at: float | None = None
+    finished_at: float | None = None
+    notes: list[str] = []
+    detail: str
 
 
 # -- flow deploys ----------------------------------------------------------------------
@@ -180,6 +208,7 @@ class DeployNode(BaseModel):
     state: str = Field(description="waiting, skipped, offloading, connecting, done or failed")
     detail: str
     new_incarnation: str | None
+    node: str | None = Field(None, description="the node's name")
 
 
 class Deploy(BaseModel):
@@ -189,9 +218,18 @@ class Deploy(BaseModel):
     finished_at: float | None
     error: str | None
     nodes: list[DeployNode]
+    id: str | None = Field(None, description="the roll's id: its version and start time")
+    received_by: str | None = Field(None, description="the incarnation whose admin API took the deploy")
+    driver: str | None = Field(None, description="the leader driving the roll (the last one, once it ended)")
+    outcome: str | None = Field(None, description="who finished or aborted it, and after what: 'finished by "
+                                                  "leader n2-9 after n1-4 died', 'aborted by leader ...: why'")
+    summary: str | None = Field(None, description="the roll in one line")
+    notes: list[str] = Field(default_factory=list, description="the roll's story: who drove it, who took it over")
 
 
 class FlowVersions(BaseModel):
     cluster_version: str | None = Field(description="the flow deployed to the cluster (None: never deployed)")
     node_version: str | None = Field(description="the flow this node runs")
     shards: dict[str, str | None] = Field(description="shard -> the flow version it was written under")
+    deploy: Deploy | None = Field(None, description="the cluster's last rolling deploy, as ZooKeeper holds it "
+                                                    "(None: never one)")

@@ -1,17 +1,16 @@
 """`/api/v1/flow`: which flow version runs where, and rolling deploys
-(`cluster.admin.deploy`)."""
+(`cluster.admin.deploy`), as ZooKeeper holds them: any node answers for the
+cluster's deploy, whichever received it and whoever drives it."""
 
 from __future__ import annotations
-
-import dataclasses
 
 from fastapi import Depends, FastAPI, Request
 
 from flow.definition import MAX_DOCUMENT_BYTES
 
-from ..node.control import Conflict, NotFound
+from ..node.control import NotFound
 from .auth import API, requires
-from .deploy import RollingDeploy
+from .deploy import deploy_answer, start_deploy
 from .models import Deploy, DeployRequest, FlowVersions
 from .responses import BODY_CONTROL_ERRORS, LOOKUP_ERRORS
 
@@ -21,41 +20,34 @@ from .responses import BODY_CONTROL_ERRORS, LOOKUP_ERRORS
 DEPLOY_MAX_BODY_BYTES = 2 * MAX_DOCUMENT_BYTES
 
 
-def bearer_token(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
 def register(app: FastAPI) -> None:
     read, admin = [Depends(requires("read"))], [Depends(requires("admin"))]
-    app.state.deploy = None
 
     @app.get(f"{API}/flow", response_model=FlowVersions, tags=["flow"], dependencies=read,
-             responses=LOOKUP_ERRORS, summary="the cluster's flow version, this node's, and each shard's")
+             responses=LOOKUP_ERRORS,
+             summary="the cluster's flow version, this node's, each shard's, and the last rolling deploy")
     def get_flow(request: Request) -> FlowVersions:
         control = request.app.state.control
         status = control.cluster_status()
         flow = control.identity().get("flow_version")
         deployed = control.cluster_flow_version()
+        roll = control.current_roll()
         return FlowVersions(cluster_version=deployed, node_version=flow,
-                            shards={name: shard.flow for name, shard in sorted(status.shards.items())})
+                            shards={name: shard.flow for name, shard in sorted(status.shards.items())},
+                            deploy=Deploy(**deploy_answer(roll[0])) if roll is not None else None)
 
     @app.post(f"{API}/flow/deploy", response_model=Deploy, status_code=202, tags=["flow"], dependencies=admin,
               responses=BODY_CONTROL_ERRORS, max_body_size=DEPLOY_MAX_BODY_BYTES,
-              summary="roll a new flow version across the cluster, node by node (offload, connect)")
+              summary="roll a new flow version across the cluster, node by node (offload, connect), driven by "
+                      "the leader")
     def deploy(request: Request, body: DeployRequest) -> Deploy:
-        current = request.app.state.deploy
-        if current is not None and current.status().state == "running":
-            raise Conflict(f"a deploy of flow version {current.status().version} is running; wait for it "
-                           f"(GET {API}/flow/deploy)")
-        rolling = RollingDeploy(request.app.state.control, body.flow, token=bearer_token(request)).start()
-        request.app.state.deploy = rolling
-        return Deploy(**dataclasses.asdict(rolling.status()))
+        return Deploy(**deploy_answer(start_deploy(request.app.state.control, body.flow)))
 
     @app.get(f"{API}/flow/deploy", response_model=Deploy, tags=["flow"], dependencies=read,
-             responses=LOOKUP_ERRORS, summary="the last deploy this node ran, and how far it got")
+             responses=LOOKUP_ERRORS, summary="the cluster's last deploy, and how far it got (whichever node "
+                                              "received it)")
     def deploy_status(request: Request) -> Deploy:
-        current = request.app.state.deploy
-        if current is None:
-            raise NotFound("this node has run no deploy since it started")
-        return Deploy(**dataclasses.asdict(current.status()))
+        roll = request.app.state.control.current_roll()
+        if roll is None:
+            raise NotFound("no rolling deploy was ever started in this cluster")
+        return Deploy(**deploy_answer(roll[0]))

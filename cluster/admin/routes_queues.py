@@ -8,6 +8,11 @@
     POST /api/v1/processors/{shard}/{processor}/stop?wait_s=        stop a processor (admin)
     POST /api/v1/processors/{shard}/{processor}/start               start it again (admin)
 
+A processor's stop and start are kept (ZooKeeper on a clustered node, a file of the
+data directory on a standalone one) for every shard of the shard's node, in each of
+its incarnations and wherever the shard is adopted (`cluster.core.run_states`); the
+answer's `scope` says so.
+
 Queue ids hold '/' ("generate/success/tag"): `{queue}` takes the rest of the path up
 to the last segment, so the id may be written as it is or with each '/' sent as %2F.
 A node answers for the shards it runs; another node's shard is a 404 that says to
@@ -105,7 +110,8 @@ def register(app: FastAPI) -> None:
 
     @app.post(f"{API}/processors/{{shard}}/{{processor}}/stop", response_model=ProcessorState, tags=["control"],
               dependencies=admin, responses=PARAMETER_CONTROL_ERRORS,
-              summary="stop a processor: no new task, running ones finish, then on_stopped (until a restart)")
+              summary="stop a processor: no new task, running ones finish, then on_stopped; kept across restarts "
+                      "and adoptions (see scope)")
     def stop_processor(request: Request, shard: str, processor: str,
                        wait_s: float = Query(30.0, ge=0.0, le=MAX_WAIT_S,
                                              description="wait this long for its running tasks to end")):
@@ -113,7 +119,7 @@ def register(app: FastAPI) -> None:
 
     @app.post(f"{API}/processors/{{shard}}/{{processor}}/start", response_model=ProcessorState, tags=["control"],
               dependencies=admin, responses=PARAMETER_CONTROL_ERRORS,
-              summary="start a stopped processor again (on_scheduled, then tasks as usual)")
+              summary="start a stopped processor again (on_scheduled, then tasks as usual); kept as the stop is")
     def start_processor(request: Request, shard: str, processor: str):
         return ProcessorState(**request.app.state.control.start_processor(shard, processor))
 

@@ -7,6 +7,7 @@ from ..core.failovers import failover_timelines
 from ..core.plans import move_is_done
 from .models import (
     ClusterView,
+    DecommissionedNode,
     Failover,
     Member,
     NodeStatus,
@@ -78,5 +79,9 @@ def cluster_view(status) -> ClusterView:
                           resume_s=t.resume_s, finish_s=t.finish_s,
                           shards=list(t.shards))
                  for t in failover_timelines(status.plans, status.shards)]
+    decommissioned = [DecommissionedNode(node=name, state=d.state, requested_at=d.requested_at,
+                                         requested_by=d.requested_by, finished_at=d.finished_at, notes=list(d.notes))
+                      for name, d in sorted(status.decommissioned.items())]
     return ClusterView(cluster=status.cluster, leader=status.leader, contenders=list(status.contenders),
-                       members=members, shards=shards, plans=plans, failovers=failovers)
+                       members=members, shards=shards, plans=plans, failovers=failovers,
+                       decommissioned=decommissioned)

@@ -1,6 +1,6 @@
 """`custody cluster status --zk HOSTS[/chroot] --cluster NAME [--json]`: members and
-their load, the leader, every shard (owner, epoch, state) and the failover plans,
-read from ZooKeeper without changing anything.
+their load, the leader, every shard (owner, epoch, state), the failover plans and
+the decommissioned nodes, read from ZooKeeper without changing anything.
 
 `custody cluster secure --zk HOSTS --cluster NAME --credentials-file FILE`: give the
 cluster's znodes the ACL of FILE's identity alone (`cluster.zk.acl`), once, when a
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def register(subparsers) -> None:
@@ -89,6 +90,9 @@ def run_status(args) -> int:
         extra += f"  slice of {s['source']['parent']}" if s["source"] else ""
         print(f"  {name:<24} owner {s['owner'] or '-':<20} epoch {s['epoch']:>5}  {s['state']:<9} "
               f"flow {s['flow'] or '-'}{extra}")
+        if s["state"] == "held" and s["history"]:
+            # Why its adopter could not open it, and what the operator can do.
+            print(f"    {s['history'][-1]['reason']}")
     print("plans:")
     for name, p in body["plans"].items():
         pending = f" pending {','.join(p['pending'])}" if p["pending"] else ""
@@ -96,6 +100,14 @@ def run_status(args) -> int:
         print(f"  {name:<20} {p['status']:<5} {p['policy']:<6} {moves}{pending}")
     if not body["plans"]:
         print("  (none)")
+    if body["decommissioned"]:
+        # Nodes that may not join until `custody node connect NAME`, and what was done for them.
+        print("decommissioned:")
+        for name, d in body["decommissioned"].items():
+            asked = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d["requested_at"]))
+            print(f"  {name:<20} {d['state']:<15} since {asked}  {d['requested_by']}")
+            for note in d["notes"]:
+                print(f"    {note}")
     return 0
 
 

@@ -15,6 +15,15 @@ relative to the working directory. Without `--directory`, a file that sets no
 `--admin-url URL` overrides `[node] admin`, the address of its admin API that the node
 announces: a node listening on 0.0.0.0 inside a container is reached by its host name,
 and a rolling flow deploy calls every node at the address it announced.
+
+`custody node decommission NAME --config NODE.toml`: node NAME is gone for good (its
+machine is gone, or it is retired). NODE.toml is any node's of the cluster, read for
+its ZooKeeper and HDFS: NAME need not run, nor the node of the file. If NAME is up it
+leaves (as an offload: its shards go to the others) and stops; the leader hands what
+its sources took to a survivor or drops it with a warning, and deletes the directories
+kept for it; a start under that name is refused until `custody node connect NAME
+--config NODE.toml`. With `--url`, a running node's admin API is asked instead
+(`POST /api/v1/cluster/nodes/NAME/decommission`, token from $CUSTODY_ADMIN_TOKEN).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import socket
 import sys
 
 from . import stop_on_signals
@@ -29,13 +39,19 @@ from . import stop_on_signals
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("node", help="run a clustered node (ZooKeeper + HDFS) until stopped; "
-                                                "offload or connect a running one")
-    parser.add_argument("action", nargs="?", choices=("run", "offload", "connect"), default="run",
+                                                "offload or connect a running one; decommission one")
+    parser.add_argument("action", nargs="?", choices=("run", "offload", "connect", "decommission"), default="run",
                         help="run (the default): run the node; offload: ask the running node to hand every shard "
-                             "to the others and own nothing; connect: ask an offloaded node to join again")
+                             "to the others and own nothing; connect: ask an offloaded node to join again, or, with "
+                             "NAME, let a decommissioned node join again; decommission NAME: node NAME is gone for "
+                             "good")
+    parser.add_argument("target", nargs="?", metavar="NAME",
+                        help="decommission and connect: the node to decommission, or to let join again")
     parser.add_argument("--config", help="the node's NODE.toml (see cluster.node.config); for offload and connect, "
-                                         "where its admin API listens")
-    parser.add_argument("--url", help="offload/connect: the node's admin API, instead of --config's [admin]")
+                                         "where its admin API listens; for decommission and connect NAME, any "
+                                         "node's, for the cluster's ZooKeeper and HDFS")
+    parser.add_argument("--url", help="offload/connect: the node's admin API, instead of --config's [admin]; "
+                                      "decommission/connect NAME: any running node's admin API, instead of --config")
     parser.add_argument("--wait", type=float, default=120.0,
                         help="offload: seconds to wait until the node owns nothing (default 120)")
     parser.add_argument("--name", help="node name, instead of the file's `name`")
@@ -62,6 +78,11 @@ def load_config(args):
 
 
 def run(args) -> int:
+    if args.action == "decommission" or (args.action == "connect" and args.target is not None):
+        return decommission_or_connect(args)
+    if args.target is not None:
+        print(f"custody node {args.action}: takes no NAME (decommission and connect do)", file=sys.stderr)
+        return 2
     if args.action != "run":
         return call_running_node(args)
     if not args.config:
@@ -124,6 +145,54 @@ def call_running_node(args) -> int:
         print(f"custody node {args.action}: {error}", file=sys.stderr)
         return 2
     return node_action(base, args.action, wait_s=args.wait, command="custody node")
+
+
+def decommission_or_connect(args) -> int:
+    """`custody node decommission NAME` and `custody node connect NAME`: through the
+    cluster's ZooKeeper and HDFS (`--config`), or a running node's admin API (`--url`)."""
+    from ..admin.client import node_admission
+    from ..clients import ClientFactory, stop_quietly
+    from ..core.layout import ClusterLayout
+    from ..errors import ClusterError
+    from ..node.control_errors import Conflict, NotFound, Unavailable
+    from ..node.decommission import connect_node, decommission_node
+    from ..zk.store import ClusterStore
+
+    command = f"custody node {args.action}"
+    if args.target is None:
+        print(f"{command}: the node's NAME is required", file=sys.stderr)
+        return 2
+    if args.url:
+        return node_admission(args.url.rstrip("/"), args.action, args.target, command=command)
+    if not args.config:
+        print(f"{command}: give --config NODE.toml (any node's of the cluster) or --url http://HOST:PORT of a "
+              "running node's admin API", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args)
+        clients = ClientFactory.from_node_config(config)
+        client = clients.start_zookeeper(timeout=max(10.0, config.session_timeout))
+    except ClusterError as error:
+        print(f"{command}: {error}", file=sys.stderr)
+        return 2
+    storage = None
+    try:
+        storage = clients.hdfs_storage()
+        store = ClusterStore(client, ClusterLayout(config.cluster, config.hdfs_root))
+        if args.action == "decommission":
+            answer = decommission_node(store, storage, args.target,
+                                       requested_by=f"custody node decommission on {socket.gethostname()}")
+        else:
+            answer = connect_node(store, storage, args.target)
+    except (NotFound, Conflict, Unavailable) as error:
+        print(f"{command}: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if storage is not None:
+            storage.close()
+        stop_quietly(client)
+    print(f"{answer['node']}: {answer['state']} ({answer['detail']})")
+    return 0
 
 
 def start_admin(node):

@@ -11,6 +11,8 @@ time, socket or an I/O module. It may import `cluster.errors` and itself.
   reassignment the leader's next instructions, from what it sees
   guard        the session guard's state: when work may go on, when to abort
   collection   which dead incarnations' content and old znodes may be deleted
+  decommission a node gone for good, and what is kept for an absent node: what the
+               leader hands over and deletes, and when
   heartbeat    the heartbeat payload; incarnation: `<node>-<epoch>`
   layout       where the cluster keeps things, in ZooKeeper and on HDFS
 """

@@ -39,11 +39,11 @@ class FailoverTimeline:
 
 def taken_over_at(shard: ShardOwnership | None, from_epoch: int) -> float | None:
     """When the shard first ran at a new owner after `from_epoch`: the first history
-    entry at a later epoch in a state past ADOPTING."""
+    entry at a later epoch in a state past ADOPTING (a HELD shard has not run yet)."""
     if shard is None:
         return None
     for entry in shard.history:
-        if entry.epoch > from_epoch and entry.state not in (ShardState.ADOPTING,):
+        if entry.epoch > from_epoch and entry.state not in (ShardState.ADOPTING, ShardState.HELD):
             return entry.at
     return None
 

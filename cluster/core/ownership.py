@@ -10,10 +10,19 @@ transition: refusing is an ordinary outcome the caller logs and acts on.
 States and transitions::
 
     new_shard ──► ACTIVE ──reassign──► ADOPTING ──adopted──► DRAINING ──retire──► RETIRED
-                    ▲                   │  ▲                  │
-                    │                   └──┘ reassign         └──reassign──► ADOPTING
-                 (a node's home shard;     (the adopter died   (the adopter died
-                  it takes new input)       while fencing)      while draining)
+                    ▲                   │  ▲   │              │
+                    │                   └──┘   │hold          └──reassign──► ADOPTING
+                 (a node's home shard;  reassign▼
+                  it takes new input)  (the  HELD ──adopted──► DRAINING
+                                      adopter  └──reassign──► ADOPTING
+                                       died)   (its holder died)
+
+    HELD: its adopter fenced it (every file closed) but can never open it as it is:
+    its WAL is damaged in a way no crash explains, or this node's flow lacks a queue
+    its FlowFiles are in. Nothing of it is changed or deleted; the reason is in the
+    history entry (and the failover plan's notes). Its holder tries it again now and
+    then (an operator may have repaired it: `custody wal fsck --accept-damage`) and
+    marks it adopted once it opens; if the holder dies, it moves on like any shard.
 
     split (policy divvy): the parent goes to SPLIT (epoch + 1, no owner) and
     children are born ADOPTING, each with a hash range of the parent's FlowFiles;
@@ -41,6 +50,7 @@ class ShardState(str, enum.Enum):
     ADOPTING = "adopting"  # moved to a new owner that has not finished fencing + recovery
     DRAINING = "draining"  # adopted: its queues run at the new epoch, no new input
     SPLIT = "split"        # divvied: its FlowFiles are being copied into child shards
+    HELD = "held"          # fenced, but cannot be opened as it is: kept untouched for an operator
     RETIRED = "retired"    # empty; its files may be collected. Final.
 
 
@@ -201,10 +211,25 @@ def adopted(current: ShardOwnership, by: str, epoch: int, *, at: float) -> Shard
     refusal = check_claim(current, by, epoch)
     if refusal is not None:
         return refusal
-    if current.state is not ShardState.ADOPTING:
-        return Refusal(current.shard, f"adopted() needs state adopting, not {current.state.value}", current.owner, current.epoch)
-    return _advance(current, at=at, reason=f"adopted by {by}", state=ShardState.DRAINING,
+    if current.state not in (ShardState.ADOPTING, ShardState.HELD):
+        return Refusal(current.shard, f"adopted() needs state adopting or held, not {current.state.value}",
+                       current.owner, current.epoch)
+    reason = f"adopted by {by}" + (" once it could be opened" if current.state is ShardState.HELD else "")
+    return _advance(current, at=at, reason=reason, state=ShardState.DRAINING,
                     seeded=current.seeded or current.source is not None)
+
+
+def hold(current: ShardOwnership, by: str, epoch: int, *, at: float, reason: str) -> ShardOwnership | Refusal:
+    """The adopter fenced the shard but cannot open it as it is, and no retry would
+    change that (`reason` says why, for the operator): it stops adopting it and keeps
+    it as it is. Its epoch and owner stay; `adopted` takes it from here once it opens."""
+    refusal = check_claim(current, by, epoch)
+    if refusal is not None:
+        return refusal
+    if current.state not in (ShardState.ADOPTING, ShardState.DRAINING):
+        return Refusal(current.shard, f"hold() needs state adopting or draining, not {current.state.value}",
+                       current.owner, current.epoch)
+    return _advance(current, at=at, reason=f"held by {by}: {reason}", state=ShardState.HELD)
 
 
 def retire(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardOwnership | Refusal:

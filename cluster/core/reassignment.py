@@ -33,6 +33,10 @@ class LeaderView:
     plans: dict[str, FailoverPlan]          # open plans, by plan id (= dead incarnation)
     last_beats: dict[str, Heartbeat]        # last heartbeat the leader saw of each incarnation
     policy: str = "whole"
+    # Live incarnations of decommissioned nodes (`decommission.draining`): they are leaving,
+    # so they adopt nothing (HBase's draining RegionServers); their own shards stay theirs
+    # until they leave.
+    draining: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,8 @@ def orphans(view: LeaderView) -> dict[str, list[ShardOwnership]]:
 
 def decide(view: LeaderView) -> list[Instruction]:
     out: list[Instruction] = []
-    survivors = sorted(view.live.values(), key=lambda beat: beat.incarnation)
+    survivors = sorted((beat for name, beat in view.live.items() if name not in view.draining),
+                       key=lambda beat: beat.incarnation)
     orphaned = orphans(view)
     for dead in sorted(orphaned):
         shards = orphaned[dead]

@@ -104,6 +104,15 @@ class LedgerRuntime:
     def abort_open_sessions(self) -> None:
         self._abort.set()
 
+    def abandon(self, reason: str = "its incarnation is dead") -> None:
+        """The incarnation died: admit and finish nothing more, and abandon the WAL (no
+        sync, no close: `WriteAheadLog.abandon`); a commit in flight is never
+        acknowledged. At once, whatever the storage does; `stop()` does the rest."""
+        self._stopped.set()
+        wal = self.wal
+        if wal is not None:
+            wal.abandon(f"{reason}; shard {self.handle.shard} at epoch {self.handle.epoch}")
+
     def stop(self) -> None:
         self._stopped.set()
         for thread in self._threads:

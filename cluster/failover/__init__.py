@@ -9,4 +9,8 @@ Kafka's epochs, on ZooKeeper and HDFS. May import `cluster.core`, `cluster.zk`,
   adoption   open a home shard, or fence and open an adopted one (or seed a slice)
   runtime    ShardHandle and the ShardRuntime contract a flow runtime fulfils
   collector  ContentCollector: deletes what `core.collection` says is garbage
+  decommission  a member's side: a decommissioned node does not join, a running one leaves
+  kept       KeptDirectories: the leader finishes decommissions and collects what was
+             kept for a node away longer than the retention (`core.decommission`)
+  kept_states  a kept shard's sources' state: read it, split what a survivor can use
 """

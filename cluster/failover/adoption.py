@@ -16,6 +16,16 @@ compare-and-set that marks it adopted; until then nothing of it is processed, an
 new adopter of an unseeded child throws the partial copy away and copies again. A
 seeded child is adopted like any whole shard, from its own WAL. Every FlowFile is in
 exactly one range, so exactly one child ever processes it.
+
+Every attempt ends: it adopts the shard, or it fails, and `failure_kind` says how
+(HDFS or ZooKeeper trouble, tried again soon; damage or a flow that cannot hold the
+shard, which no retry changes), for `core.adoption_failures` to decide whether to try
+again or hold the shard for an operator.
+
+`flow.json` is written whole or not at all: under a temporary name in the shard
+directory (`flow.json.partial`), synced, then renamed into place. A writer that dies
+before the rename leaves no `flow.json`, only the temporary, which nothing reads
+(fencing closes it with the rest).
 """
 
 from __future__ import annotations
@@ -25,28 +35,90 @@ import time
 import zlib
 from dataclasses import dataclass
 
+from kazoo.exceptions import KazooException
+
+from flow.errors import FlowDefinitionError, ProcessorRegistryError, QueueRecoveryError
 from repositories.flowfile import (
     DEFAULT_CHECKPOINT_INTERVAL,
     DEFAULT_PARTITIONS,
+    CorruptJournalError,
+    CorruptRecordError,
+    CorruptSnapshotError,
     FlowFileSerDe,
+    NotAWriteAheadLogError,
     Put,
+    StaleEpochError,
     SwapOut,
+    UnknownSerDeError,
+    WalDamagedError,
     WriteAheadLog,
+    WriteAheadLogError,
     list_wal_files,
     read_state,
 )
 from repositories.instruments import LatencyHistogram
 
+from ..core.adoption_failures import FailureKind
 from ..core.flows import FlowSnapshot
 from ..core.layout import FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership
 from ..core.story import tag
-from ..errors import FencedError
-from .fencing import DEFAULT_FIRST_WAIT, FenceHooks, current_directory, fence
+from ..errors import ClusterError, FencedError, first_line
+from .fencing import DEFAULT_FENCE_TIMEOUT, DEFAULT_FIRST_WAIT, FenceHooks, current_directory, fence
 from .runtime import ShardHandle
 
 log = logging.getLogger(__name__)
 COPY_BATCH = 1000
+PARTIAL_SUFFIX = ".partial"  # flow.json is written as flow.json.partial, then renamed
+
+
+# What no new attempt at adopting a shard can change: its files say no. The WAL's
+# damage, corruption and foreign files (it refuses, so that no acknowledged FlowFile is
+# lost silently), a WAL written at a newer epoch than ZooKeeper gives this adopter, and
+# a flow that cannot hold the shard's FlowFiles or cannot be run here.
+PERMANENT_FAILURES = (WalDamagedError, CorruptSnapshotError, CorruptJournalError, NotAWriteAheadLogError,
+                      UnknownSerDeError, CorruptRecordError, StaleEpochError, QueueRecoveryError,
+                      FlowDefinitionError, ProcessorRegistryError)
+# Trouble with a service, which the same attempt gets past once it is back: HDFS (every
+# storage error is an OSError, as are timeouts), ZooKeeper, this node's session, a
+# lost compare-and-set race; and the WAL's own failures to write (its recovery's
+# checkpoint on a storage that refuses).
+TRANSIENT_FAILURES = (OSError, KazooException, ClusterError, WriteAheadLogError)
+# Neither: a file of the fenced shard that is not there (nobody writes the directory
+# any more, so it will not come back by itself, yet an outage can look like it).
+UNKNOWN_FAILURES = (FileNotFoundError,)
+
+
+def failure_kind(error: BaseException) -> FailureKind:
+    """How an attempt at adopting a shard failed (`core.adoption_failures`): by the
+    error, or else by the errors it was raised from (a wrapper of a known kind)."""
+    seen = 0
+    cause: BaseException | None = error
+    while cause is not None and seen < 8:
+        if isinstance(cause, PERMANENT_FAILURES):
+            return FailureKind.PERMANENT
+        if isinstance(cause, UNKNOWN_FAILURES):
+            return FailureKind.UNKNOWN
+        if isinstance(cause, TRANSIENT_FAILURES):
+            return FailureKind.TRANSIENT
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return FailureKind.UNKNOWN
+
+
+def describe_failure(error: BaseException, storage=None) -> str:
+    """A failed attempt, in one line for the shard's history and the plan's notes:
+    what went wrong and, for damage, what the operator does about it."""
+    if isinstance(error, WalDamagedError):
+        where = getattr(storage, "uri", None)
+        directory = where(error.directory) if where is not None else error.directory
+        first = error.damage[0] if error.damage else None
+        found = f"{first.path}: {first.what[:300]}" if first is not None else "no finding listed"
+        more = f" (and {len(error.damage) - 1} more findings)" if len(error.damage) > 1 else ""
+        return (f"WalDamagedError: the WAL {error.directory} is damaged in a way no crash explains: {found}{more}. "
+                "Recovering would lose acknowledged FlowFiles without a word, so nothing was changed. Restore the "
+                f"damaged files, or accept the loss with `custody wal fsck --accept-damage {directory}`; the shard is "
+                "tried again now and then, and runs once its WAL opens")
+    return f"{type(error).__name__}: {first_line(error, 600)}"
 
 
 @dataclass
@@ -63,7 +135,8 @@ def slice_hash(key: str) -> int:
 def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions,
                     flow: FlowSnapshot | None = None) -> ShardHandle:
     """A node's new shard at its incarnation epoch: an empty directory it creates, with
-    the flow the node runs (`flow.json`, for whoever adopts the shard)."""
+    the flow the node runs (`flow.json`, for whoever adopts the shard), written before
+    the WAL, so that a shard without it never holds a FlowFile."""
     directory = layout.shard_directory(ownership.shard)
     storage.mkdir(directory)
     # If this incarnation was declared dead before it got here, an adopter may have
@@ -74,22 +147,23 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
         raise FencedError(ownership.shard, fenced_epoch, None, incarnation=ownership.owner,
                           reason="its shard was fenced before the node could open it")
     if flow is not None:
-        _write_file(storage, layout.flow_file(directory), flow.encoded)
+        _write_whole(storage, layout.flow_file(directory), flow.encoded)
     storage.mkdir(layout.swap_directory(directory))
     return _handle(storage, layout, ownership, directory, options, home=True)
 
 
 def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions, *,
                 sleep=time.sleep, fence_hooks: FenceHooks | None = None,
-                fence_first_wait: float = DEFAULT_FIRST_WAIT,
+                fence_first_wait: float = DEFAULT_FIRST_WAIT, fence_timeout: float = DEFAULT_FENCE_TIMEOUT,
                 fence_durations: LatencyHistogram | None = None) -> ShardHandle:
-    """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`) and
-    return its handle. For an unseeded divvy slice, also seed its WAL. Each fence
-    that succeeds is timed into `fence_durations`."""
+    """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`, or HELD
+    and tried again) and return its handle. For an unseeded divvy slice, also seed its
+    WAL. Each fence that succeeds is timed into `fence_durations`."""
     started = time.monotonic()
 
     def fenced(shard: str, epoch: int):
-        report = fence(storage, layout, shard, epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait)
+        report = fence(storage, layout, shard, epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait,
+                       timeout=fence_timeout)
         if fence_durations is not None:
             fence_durations.observe(report.seconds)
         return report
@@ -132,7 +206,7 @@ def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
     swap = layout.swap_directory(directory)
     storage.mkdir(swap)
     if storage.exists(layout.flow_file(parent.directory)):
-        _copy_file(storage, layout.flow_file(parent.directory), layout.flow_file(directory))
+        _write_whole(storage, layout.flow_file(directory), storage.read(layout.flow_file(parent.directory)))
     parent_wal = layout.wal_directory(parent.directory)
     records: dict = {}
     swap_files: dict = {}
@@ -140,6 +214,11 @@ def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
         # Read-only: the parent's WAL is never opened for writing, so it stays exactly
         # as its dead owner left it, for every sibling slice and every retry.
         state = read_state(storage, parent_wal, list_wal_files(storage, parent_wal), FlowFileSerDe(), None)
+        if state.report.damage:
+            # What the WAL would refuse to recover, a slice must not copy either: the
+            # FlowFiles the damage took would be lost without a word. The parent stays
+            # as it is, for an operator (`custody wal fsck --accept-damage`).
+            raise WalDamagedError(parent_wal, state.report.damage)
         records, swap_files = state.records, state.swap_files
     parent_original = layout.shard_directory(source.parent)
     mine = [record for record_id, record in sorted(records.items()) if source.contains(slice_hash(record_id))]
@@ -149,7 +228,14 @@ def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
             continue
         relative = _relative(location, parent_original)
         target = f"{directory}/{relative}"
-        _copy_file(storage, f"{parent.directory}/{relative}", target)
+        if storage.exists(f"{parent.directory}/{relative}"):
+            _copy_file(storage, f"{parent.directory}/{relative}", target)
+        else:
+            # Registered all the same: the slice's queue sets it aside with an alarm
+            # naming it (its FlowFiles stay counted), as a whole shard's adopter does,
+            # and reads it once an operator puts a copy there.
+            log.warning("%s slice %s: swap file %s of %s is missing; registered without it", tag(ownership.step),
+                        ownership.shard, location, source.parent)
         my_swaps.append(swap_file._replace(location=target))
     wal = _open_wal(storage, layout.wal_directory(directory), ownership.epoch, options)
     try:
@@ -178,10 +264,15 @@ def _relative(location: str, original: str) -> str:
     return location.lstrip("/")
 
 
-def _write_file(storage, path: str, data: bytes) -> None:
-    with storage.create(path) as out:
+def _write_whole(storage, path: str, data: bytes) -> None:
+    """`path` holds `data` whole, or does not exist: written under a temporary name
+    beside it, synced, then renamed (atomic and durable, by the storage contract). A
+    temporary an earlier attempt left is written over."""
+    partial = f"{path}{PARTIAL_SUFFIX}"
+    with storage.create(partial, overwrite=True) as out:
         out.write(data)
         out.sync()
+    storage.rename(partial, path, overwrite=True)
 
 
 def _copy_file(storage, source: str, target: str, chunk: int = 8 << 20) -> None:

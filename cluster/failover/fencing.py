@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 # Seconds between lease-recovery polls for the first `fast_window` seconds: block
 # recovery finishes on a DataNode heartbeat, which may come this soon.
 DEFAULT_FIRST_WAIT = 0.1
+# The lease-recovery bound: how long a fence waits for every file of the shard to be
+# closed before it gives up (`FenceTimeout`, retried: HDFS cannot serve it now). An
+# adoption that fails for another reason ends within it (`core.adoption_failures`).
+DEFAULT_FENCE_TIMEOUT = 120.0
 
 
 class FenceHooks(FaultSeams):
@@ -81,7 +85,7 @@ def current_directory(storage, layout, shard: str) -> tuple[str | None, int | No
 
 def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=time.monotonic,
           first_wait: float = DEFAULT_FIRST_WAIT, fast_window: float = 2.0, max_wait: float = 8.0,
-          timeout: float = 120.0, hooks: FenceHooks | None = None) -> FenceReport:
+          timeout: float = DEFAULT_FENCE_TIMEOUT, hooks: FenceHooks | None = None) -> FenceReport:
     """Fence `shard` for its new owner at `epoch` and return where its data now is.
 
     `sleep` and `clock` are injected so tests drive the backoff without waiting."""

@@ -18,7 +18,8 @@ from repositories.instruments import ByLabel, Counter, HistogramSnapshot, Latenc
 ADOPTED = "adopted"  # fenced, recovered, marked adopted and running
 FENCED = "fenced"    # a newer owner has the shard: this node stands aside
 RETRIED = "retried"  # ZooKeeper, HDFS or the runtime failed; the adoption is tried again
-OUTCOMES = (ADOPTED, FENCED, RETRIED)
+HELD = "held"        # the shard cannot be opened as it is: held for an operator (`core.adoption_failures`)
+OUTCOMES = (ADOPTED, FENCED, RETRIED, HELD)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,12 @@ act, on a thread of its own (HDFS may be slow; failover decisions must not wait 
 it). The first round is early because leaders can be short-lived: in the drills a
 leader lived 21 s on average, rarely long enough to reach a 30 s interval, and done
 plans and retired shards piled up. The thread ends with the leadership; a round in
-progress stops before its next deletion.
+progress stops before its next deletion. On a thread of its own too, it finishes
+decommissions and collects what was kept for nodes away past the retention (`kept`),
+and gives no new shard to a decommissioned node still up (`LeaderView.draining`).
+
+The leader also drives the cluster's rolling deploy, if one is running (`rolling`),
+on a thread of its own that ends with the leadership.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from repositories.instruments import Counter
 from repositories.seams import FaultSeams
 
 from ..core.collection import DEFAULT_INTERVAL, DEFAULT_RETENTION
+from ..core.decommission import DEFAULT_ABSENT_NODE_RETENTION, draining
 from ..core.planner import DEFAULT_POLICY
 from ..core.reassignment import (
     ExecuteMove,
@@ -46,6 +52,9 @@ from ..core.reassignment import (
 from ..core.story import StoryEntry, tag
 from ..errors import ClusterError, OwnershipConflict
 from .collector import ContentCollector
+from ..zk.decommissions import DecommissionRecords
+from .kept import KeptDirectories
+from .rolling import RollDriver
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +84,8 @@ class Leader:
                  may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
                  wall_clock=time.time, story_limit: int = 200, storage=None,
                  collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION,
-                 plans_led: Counter | None = None):
+                 plans_led: Counter | None = None, absent_node_retention: float = DEFAULT_ABSENT_NODE_RETENTION,
+                 survivor: Callable[[], object | None] = lambda: None):
         self.store, self.layout, self.incarnation = store, store.layout, incarnation
         self.plans_led = plans_led if plans_led is not None else Counter()  # plans this leader wrote
         self.policy, self.period = policy, period
@@ -84,6 +94,7 @@ class Leader:
         self._wall_clock = wall_clock
         self.registry = store.shards
         self.plans = store.plans
+        self.decommissioned = DecommissionRecords(store.client, store.layout)
         self.election = store.election(incarnation)
         self.leading = threading.Event()
         self._stopped = threading.Event()
@@ -96,7 +107,14 @@ class Leader:
         self.collect_interval = collect_interval
         self.collector = (ContentCollector(store, storage, retention=retention, wall_clock=wall_clock)
                           if storage is not None and collect_interval > 0 else None)
+        # Decommissions and the retention of kept directories (`kept`); `survivor()` is this
+        # member's home shard runtime, which takes what a decommissioned node's sources took.
+        self.kept = (KeptDirectories(store, storage, retention=absent_node_retention, survivor=survivor,
+                                     wall_clock=wall_clock, record=self._record)
+                     if storage is not None and collect_interval > 0 else None)
         self._thread: threading.Thread | None = None
+        self.rolls = RollDriver(store, incarnation, wall_clock=wall_clock,
+                                record=lambda kind, detail: self._record(kind, detail))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._campaign, name=f"leader {self.incarnation}", daemon=True)
@@ -137,6 +155,13 @@ class Leader:
         if self.collector is not None:
             threading.Thread(target=self._collect_while_leading, args=(leadership_over,),
                              name=f"collector {self.incarnation}", daemon=True).start()
+        if self.kept is not None:
+            threading.Thread(target=self.kept.run, args=(leadership_over, self._may_act),
+                             kwargs={"first": min(FIRST_COLLECTION, self.collect_interval)},
+                             name=f"kept directories {self.incarnation}", daemon=True).start()
+        # The deploy duty: a rolling deploy is driven by whoever leads (`rolling`).
+        threading.Thread(target=self.rolls.drive, args=(leadership_over, self._may_act),
+                         name=f"deploy duty {self.incarnation}", daemon=True).start()
         try:
             while not self._stopped.is_set() and not self._deposed.is_set():
                 self._changed.wait(self.period)
@@ -189,7 +214,9 @@ class Leader:
         self._last_beats = {name: beat for name, beat in {**self._last_beats, **live}.items()
                             if name in live or name in owners}
         plans = {name: entry[0] for name, entry in self.plans.open_plans().items()}
-        return LeaderView(self.incarnation, self._wall_clock(), live, shards, plans, dict(self._last_beats), self.policy)
+        leaving = draining(self.decommissioned.names(), live)
+        return LeaderView(self.incarnation, self._wall_clock(), live, shards, plans, dict(self._last_beats), self.policy,
+                          leaving)
 
     def step(self) -> list:
         view = self.read_view()
@@ -213,8 +240,11 @@ class Leader:
             self.hooks.plan_written(plan.plan_id)
         elif isinstance(instruction, RevisePlan):
             revised = replace(instruction.plan, leader=self.incarnation)
-            # Keep what adopters recorded since the plan was read (their first outputs).
-            merged = lambda current: replace(revised, resumed={**revised.resumed, **current.resumed})  # noqa: E731
+            # Keep what adopters recorded since the plan was read (their first outputs, and
+            # their notes: a shard held for an operator, a flow.json they could not use).
+            merged = lambda current: replace(  # noqa: E731
+                revised, resumed={**revised.resumed, **current.resumed},
+                notes=revised.notes + tuple(note for note in current.notes if note not in revised.notes))
             if self.plans.update(revised.plan_id, merged) is None:
                 return False
             self._record("revise", f"{instruction.plan.plan_id}: {instruction.reason}", step)

@@ -10,7 +10,12 @@ Order at start (it matters for the leader, see `cluster.core.reassignment`): a w
 probe to HDFS (`preflight`: no incarnation is taken while HDFS cannot take a write);
 new incarnation from the ZooKeeper counter; the ephemeral membership znode; only then the home
 shard znode; then the HDFS directory and its WAL. A member adopts a shard when the
-shard's znode names it owner in state ADOPTING (it watches `shards/`).
+shard's znode names it owner in state ADOPTING (it watches `shards/`). Every attempt
+ends: the shard runs here, or the attempt is tried again a second later (HDFS or
+ZooKeeper trouble), or the shard is HELD for an operator with the reason, when no
+attempt can succeed (damage, a flow that cannot hold it) or it kept failing past the
+lease-recovery bound (`core.adoption_failures`); a held shard is tried again now and
+then, and runs once it opens.
 
 A member never survives its session, not even while it is starting: a death during
 `start` stops it at the next step (`IncarnationEnded`), with nothing of it running. When the session guard says the session is
@@ -18,20 +23,36 @@ over, or a heartbeat or claim is answered "you are dead", it stops every runtime
 (which never write again), and `dead` is set. A process that wants to go on makes
 a new `ClusterMember`: a new incarnation with a new shard (the failover protocol's
 "return": the old incarnation never processes its old data again).
+
+A death stops the incarnation within `DEATH_DEADLINE` of the decision, whatever HDFS
+does. At once, on the thread that decided (`_die`), everything the incarnation writes
+is abandoned rather than closed: its storage (`storage`, an
+`repositories.storage.AbandonableStorage` over the node's) refuses every change and
+lets every file it handed out go, unsynced and open (the adopter recovers their
+leases), and each runtime shuts its gate and abandons its WAL (`ShardRuntime.abandon`):
+from then on nothing is admitted, written or acknowledged. Then, on a thread of its
+own, the runtimes, the leader, the heartbeat and the guard are stopped side by side,
+and waited for until the deadline; whatever is still ending then (a task stuck in an
+hsync until the storage's deadline, a ZooKeeper call of a partitioned node) is left
+to end on its own: nothing it does can write or acknowledge. An orderly `stop()`
+closes everything instead, one part after another, as long as that takes (bounded by
+the node's shutdown deadline), unless a death overtakes it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import functools
 import queue
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from flow.engine import DEFAULT_THREADS
+from repositories.storage import AbandonableStorage
 
 from ..clients import (
     DEFAULT_SESSION_TIMEOUT,
@@ -40,6 +61,8 @@ from ..clients import (
     granted_session_timeout,
     stop_quietly,
 )
+from ..core.adoption_failures import RECHECK_FIRST, RETRY_INTERVAL, RetryLater, after_failure
+from ..core.decommission import DEFAULT_ABSENT_NODE_RETENTION
 from ..core.flows import FlowSnapshot
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT, Heartbeat, QueueLoad
 from ..core.incarnation import Incarnation
@@ -54,14 +77,19 @@ from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
 from ..zk.store import ClusterStore
-from .adoption import WalOptions, adopt_shard, open_home_shard
-from .fencing import DEFAULT_FIRST_WAIT, current_directory
-from .instruments import ADOPTED, FENCED, RETRIED, FailoverInstruments
+from .adoption import WalOptions, adopt_shard, describe_failure, failure_kind, open_home_shard
+from .decommission import NodeDecommissioned, refuse_if_decommissioned, watch_decommission
+from .fencing import DEFAULT_FENCE_TIMEOUT, DEFAULT_FIRST_WAIT, current_directory
+from .instruments import ADOPTED, FENCED, HELD, RETRIED, FailoverInstruments
 from .leader import Leader, LeaderHooks
 from .preflight import probe_storage
 from .runtime import PreviousShard, RuntimeFactory, ShardHandle
 
 log = logging.getLogger(__name__)
+
+# A death is stopped within this long of its decision (the product's bound is 2 s: the
+# rest is the margin for setting `dead` and for telling it).
+DEATH_DEADLINE = 1.5
 
 
 @dataclass
@@ -81,6 +109,23 @@ class MemberConfig:
     wal: WalOptions = field(default_factory=WalOptions)
     flow: FlowSnapshot | None = None  # the flow this node runs, recorded with its home shard
     fence_first_wait: float = DEFAULT_FIRST_WAIT
+    # The lease-recovery bound: a fence gives up after it (and is tried again), and an
+    # adoption failing in a way nobody knows is held once it has lasted this long.
+    fence_timeout: float = DEFAULT_FENCE_TIMEOUT
+    held_recheck: float = RECHECK_FIRST  # seconds from holding a shard to its first recheck (then doubling)
+    # As leader: how long a node may be away before what its adopters kept for it goes (`kept`).
+    absent_node_retention: float = DEFAULT_ABSENT_NODE_RETENTION
+
+
+@dataclass
+class _AdoptionAttempts:
+    """This member's attempts at one shard at one epoch (`shard@epoch`), until it runs
+    here or is not this member's any more."""
+
+    first: float                # when the first attempt began (the member's monotonic clock)
+    held: bool = False          # this member holds the shard (it marked it, or found it, HELD)
+    rechecks: int = 0           # attempts since the shard was held
+    recheck_due: bool = False   # the next attempt at the held shard is due
 
 
 @dataclass
@@ -102,7 +147,9 @@ class ClusterMember:
                  clock=time.monotonic, wall_clock=time.time, instruments: FailoverInstruments | None = None,
                  on_connected: Callable[[], None] | None = None,
                  on_fencing: Callable[[ShardOwnership], None] | None = None):
-        self.config, self.storage, self.runtime_factory = config, storage, runtime_factory
+        self.config, self.runtime_factory = config, runtime_factory
+        # The incarnation's own view of the node's storage: abandoned at its death.
+        self.storage = AbandonableStorage(storage, name=f"an incarnation of {config.node}")
         # The node's: they count across its incarnations.
         self.instruments = instruments if instruments is not None else FailoverInstruments()
         self.clients = clients or ClientFactory(ZooKeeperSettings(config.zk_hosts, config.session_timeout))
@@ -125,6 +172,11 @@ class ClusterMember:
         self.timeline = MemberTimeline()
         self.dead = threading.Event()
         self.death_reason = ""
+        # Wall-clock moments: when the death was decided (None for an orderly stop), and
+        # when the member was stopped (`dead` set).
+        self.death_decided_at: float | None = None
+        self.stopped_at: float | None = None
+        self._death_deadline: float | None = None  # on the member's clock
         # Set when the incarnation ended on the node's configuration (a session timeout the
         # servers cut on a reconnect): rejoining cannot help, the operator must change it.
         self.refusal: ConfigurationRefused | None = None
@@ -132,6 +184,9 @@ class ClusterMember:
         self._lock = threading.Lock()
         self._adoptions: queue.Queue = queue.Queue()
         self._queued: set[str] = set()
+        # "<shard>@<epoch>" -> _AdoptionAttempts: touched by the adoption thread, and by a
+        # retry timer only to set `recheck_due` (a flag: one assignment, no lock needed).
+        self._attempts: dict[str, _AdoptionAttempts] = {}
         self._stopped = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -148,6 +203,7 @@ class ClusterMember:
             raise SessionTimeoutRefused(config.zk_hosts, config.session_timeout, granted)
         self.store = ClusterStore(self.client, self.layout, wall_clock=self._wall_clock)
         self.store.ensure_paths()
+        refuse_if_decommissioned(self.store, config.node)  # before anything of an incarnation is taken
         probe_storage(self.storage, self.layout, config.node)  # before an incarnation is taken
         self.incarnation = self.store.new_incarnation(config.node)
         me = self.incarnation.id
@@ -165,6 +221,7 @@ class ClusterMember:
                                                 on_confirmed=self.guard.confirmed, clock=self._clock,
                                                 wall_clock=self._wall_clock)
         self.membership.join()
+        watch_decommission(self.store, config.node, self._decommissioned, self._stopped.is_set)
         self.guard.start()
         # The home shard: id = incarnation id, epoch = incarnation epoch.
         flow = config.flow
@@ -184,7 +241,9 @@ class ClusterMember:
         if config.lead:
             self.leader = Leader(self.store, me, policy=config.policy, may_act=self.guard.may_work,
                                  hooks=self._leader_hooks, wall_clock=self._wall_clock, storage=self.storage,
-                                 plans_led=self.instruments.plans_led)
+                                 plans_led=self.instruments.plans_led,
+                                 absent_node_retention=config.absent_node_retention,
+                                 survivor=lambda: self.runtimes_now().get(me))
             self.leader.start()
         self._check_alive("joining")
         log.info("member %s joined cluster %s", me, config.cluster)
@@ -195,10 +254,10 @@ class ClusterMember:
         (its session guard or membership declared it dead on another thread): a dead
         incarnation goes no further. `runtime`, made but not yet registered (so the
         death could not stop it), is stopped here."""
-        if not self._stopped.is_set():
+        if not self._stopped.is_set() and not self._dying:
             return
         if runtime is not None:
-            runtime.stop()
+            self._end_runtime(runtime)
         if self.leader is not None:  # started after the shutdown looked for it
             self.leader.stop()
         raise IncarnationEnded(self.incarnation.id, step, self.death_reason or self._dying or "stopped")
@@ -211,6 +270,12 @@ class ClusterMember:
     def wait_dead(self, timeout: float | None = None) -> bool:
         return self.dead.wait(timeout)
 
+    @property
+    def died(self) -> bool:
+        """The incarnation died (its session over, or "you are dead"), rather than
+        stopped on purpose: what it wrote is abandoned, not closed."""
+        return bool(self._dying)
+
     # -- death ---------------------------------------------------------------------------------
     def _session_over(self, reason: str) -> None:
         """The session guard's verdict. Over because ZooKeeper granted a reconnected session
@@ -221,13 +286,57 @@ class ClusterMember:
             self.refusal = SessionTimeoutRefused(self.config.zk_hosts, self.config.session_timeout, granted)
         self._die(reason)
 
-    def _die(self, reason: str) -> None:
-        if self.dead.is_set():
+    def _decommissioned(self, error: NodeDecommissioned) -> None:
+        """The node was decommissioned while this incarnation ran: it leaves as an offload
+        does (its shards are handed over at once) and the node does not rejoin (`refusal`)."""
+        if self._stopped.is_set():
             return
-        self._dying = self._dying or reason
+        self.refusal = error
+        log.warning("incarnation %s leaves the cluster: its node was decommissioned; its shards are handed over at "
+                    "once, and the node stops", self.incarnation)
+        threading.Thread(target=self._shutdown, args=(f"decommissioned: {error}",), kwargs={"leave": True},
+                         name=f"decommissioned {self.incarnation}", daemon=True).start()
+
+    def _die(self, reason: str) -> None:
+        """The incarnation is dead. Here, at once (no storage call, no wait): its storage
+        is abandoned and every runtime abandons its shard, so nothing is written or
+        acknowledged from now on; the rest of the stop runs on a thread of its own and
+        is over within `DEATH_DEADLINE` (see the module docstring)."""
+        with self._lock:
+            if self.dead.is_set() or self._dying:
+                return
+            self._dying = reason
+            self.death_decided_at = self._wall_clock()
+            self._death_deadline = self._clock() + DEATH_DEADLINE
+            runtimes = list(self.runtimes.items())
         log.error("incarnation %s is dead: %s; every shard runtime is stopped and never writes again",
                   self.incarnation, reason)
-        threading.Thread(target=self._shutdown, args=(reason,), kwargs={"leave": False}, daemon=True).start()
+        try:
+            files = self.storage.abandon(f"incarnation {self.incarnation} is dead: {first_line(reason, 200)}")
+        except Exception as error:  # noqa: BLE001 - the runtimes are abandoned all the same
+            files = 0
+            log.warning("abandoning the storage of %s failed: %s", self.incarnation, first_line(error, 200))
+        for shard, runtime in runtimes:
+            self._abandon_runtime(shard, runtime)
+        log.info("incarnation %s abandoned %d open file(s) and %d shard runtime(s), unsynced", self.incarnation,
+                 files, len(runtimes))
+        threading.Thread(target=self._shutdown, args=(reason,), kwargs={"leave": False},
+                         name=f"death {self.incarnation}", daemon=True).start()
+
+    def _abandon_runtime(self, shard: str, runtime) -> None:
+        abandon = getattr(runtime, "abandon", None)  # a runtime without it is only stopped
+        if abandon is None:
+            return
+        try:
+            abandon(f"incarnation {self.incarnation} is dead")
+        except Exception as error:  # noqa: BLE001 - its stop comes next all the same
+            log.warning("abandoning the runtime of shard %s failed: %s", shard, first_line(error, 200))
+
+    def _end_runtime(self, runtime) -> None:
+        """Stop a runtime this member will not run: abandoned first if the incarnation died."""
+        if self._dying:
+            self._abandon_runtime("(not registered)", runtime)
+        runtime.stop()
 
     def _shutdown(self, reason: str, *, leave: bool) -> None:
         with self._lock:
@@ -235,23 +344,54 @@ class ClusterMember:
                 return
             self._stopped.set()
             runtimes = list(self.runtimes.items())
-        # Stop processing first: nothing may be written after the session is over.
-        for shard, runtime in runtimes:
-            try:
-                runtime.stop()
-            except Exception as error:  # noqa: BLE001 - a fenced WAL may refuse its close
-                log.info("runtime of shard %s stopped with: %s", shard, error)
-        if self.leader is not None:
-            self.leader.stop()
-        if self.membership is not None:
-            self.membership.stop(leave=leave)
-        if self.guard is not None:
-            self.guard.stop()
+        # Stop processing first: nothing may be written after the session is over. A
+        # death stops the parts side by side (each abandoned already), until its
+        # deadline; an orderly stop, one after another.
+        side_by_side = bool(self._dying)
+        steps = [(f"the runtime of shard {shard}", runtime.stop) for shard, runtime in runtimes]
+        if side_by_side:
+            for shard, runtime in runtimes:  # registered after `_die` looked
+                self._abandon_runtime(shard, runtime)
+        others = [(name, step) for name, step in (
+            ("the leader", self.leader.stop if self.leader is not None else None),
+            ("the heartbeat", functools.partial(self.membership.stop, leave=leave) if self.membership is not None
+             else None),
+            ("the session guard", self.guard.stop if self.guard is not None else None)) if step is not None]
+        for group in ([steps, others] if side_by_side else [[step] for step in steps + others]):
+            self._await(group)
         self._adoptions.put(None)
         self.death_reason = reason
+        self.stopped_at = self._wall_clock()
         self.dead.set()
         if self.client is not None:
             stop_quietly(self.client)
+
+    def _await(self, steps: list[tuple[str, Callable[[], None]]]) -> None:
+        """Run each step on a thread of its own and wait for them all: for as long as they
+        take, or, once the incarnation is dead, until its death deadline (a step still
+        running then ends on its own; after the abandon nothing it does is written or
+        acknowledged). A step that fails is logged."""
+        def run(name: str, step: Callable[[], None]) -> None:
+            try:
+                step()
+            except Exception as error:  # noqa: BLE001 - a fenced WAL may refuse its close
+                log.info("%s stopped with: %s", name, first_line(error, 300))
+
+        threads = [(name, threading.Thread(target=run, args=(name, step), name=f"stopping {name}"[:60], daemon=True))
+                   for name, step in steps]
+        for _, thread in threads:
+            thread.start()
+        for _, thread in threads:
+            while thread.is_alive():
+                deadline = self._death_deadline
+                left = None if deadline is None else deadline - self._clock()
+                if left is not None and left <= 0:
+                    break
+                thread.join(0.05 if left is None else min(0.05, left))
+        late = [name for name, thread in threads if thread.is_alive()]
+        if late:
+            log.warning("incarnation %s is dead and stopped; still ending on their own (abandoned: nothing they do is "
+                        "written or acknowledged): %s", self.incarnation, ", ".join(late))
 
     # -- shards -----------------------------------------------------------------------------------
     def owned_shards(self) -> tuple[str, ...]:
@@ -272,7 +412,7 @@ class ClusterMember:
         try:
             runtime.recover()
         except BaseException:
-            runtime.stop()
+            self._end_runtime(runtime)
             raise
         return runtime
 
@@ -281,11 +421,13 @@ class ClusterMember:
         fails to start is stopped and unregistered again, and the error raised: the
         shard is not left registered and idle, where a retry would take it for running."""
         with self._lock:
-            if self._stopped.is_set():
-                runtime.stop()
-                return
-            self.runtimes[handle.shard] = runtime
-            self.handles[handle.shard] = handle
+            ended = self._stopped.is_set() or bool(self._dying)
+            if not ended:
+                self.runtimes[handle.shard] = runtime
+                self.handles[handle.shard] = handle
+        if ended:
+            self._end_runtime(runtime)
+            return
         try:
             runtime.start()
         except BaseException:
@@ -293,7 +435,7 @@ class ClusterMember:
                 if self.runtimes.get(handle.shard) is runtime:
                     del self.runtimes[handle.shard]
                     del self.handles[handle.shard]
-            runtime.stop()
+            self._end_runtime(runtime)
             raise
 
     def _previous_shards(self) -> list[PreviousShard]:
@@ -321,7 +463,8 @@ class ClusterMember:
         (hdfs-native reads a file still open only to its last finished block, so a
         directory merely renamed may show a journal short of its last records) and its
         adoption checkpoint written. A divvied shard: once every slice is seeded."""
-        if ownership.state is ShardState.DRAINING:
+        if ownership.state in (ShardState.DRAINING, ShardState.HELD):
+            # HELD: fenced (every file closed) and left as it is; nobody writes it.
             return True
         if ownership.state is ShardState.SPLIT and ownership.children:
             children = [self.registry.read(child) for child in ownership.children]
@@ -368,54 +511,135 @@ class ClusterMember:
             self._adopt(item)
 
     def _adopt(self, seen: ShardOwnership) -> None:
+        """One attempt at adopting a shard (`seen`: as the watch or a retry saw it).
+        Every attempt ends in one of four ways: the shard runs here; it is no longer
+        this node's (fenced); it is tried again (`_after_failure`); or it is held for an
+        operator. A HELD shard is tried again only when its recheck is due."""
         me = self.incarnation.id
         with self._lock:
             if seen.shard in self.runtimes:
                 return
+        key = f"{seen.shard}@{seen.epoch}"
+        attempts = self._attempts.setdefault(key, _AdoptionAttempts(self._clock()))
         started = self._clock()
         adoptions = self.instruments.adoptions
+        current: ShardOwnership | None = None
         try:
             current = self.registry.claim(seen.shard, me, seen.epoch)  # still ours at that epoch?
+            if current.state is ShardState.HELD:
+                attempts.held = True
+                if not attempts.recheck_due:
+                    return  # an older entry of the queue: the recheck is scheduled
+                attempts.recheck_due = False
+                attempts.rechecks += 1
             # DRAINING and ours, but not running here: adopted, then its runtime failed to
             # start (a port its flow binds was taken); it is opened again, not re-marked.
-            if current.state not in (ShardState.ADOPTING, ShardState.DRAINING):
+            elif current.state not in (ShardState.ADOPTING, ShardState.DRAINING):
+                self._attempts.pop(key, None)
                 return
             self.guard.check()
-            log.info("%s adopting shard %s at epoch %d", tag(current.step), current.shard, current.epoch)
+            log.info("%s %s shard %s at epoch %d", tag(current.step),
+                     "trying again the held" if current.state is ShardState.HELD else "adopting", current.shard,
+                     current.epoch)
             if self._on_fencing is not None:
                 self._on_fencing(current)
             handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
-                                 fence_first_wait=self.config.fence_first_wait,
+                                 fence_first_wait=self.config.fence_first_wait, fence_timeout=self.config.fence_timeout,
                                  fence_durations=self.instruments.fencing_durations)
             handle.record_resumed = lambda: self._spawn(lambda: self._record_resumed(current), "record-resumed")
             runtime = self._prepare(handle)
             try:
                 self.guard.check()
-                if current.state is ShardState.ADOPTING:
+                if current.state in (ShardState.ADOPTING, ShardState.HELD):
                     # The compare-and-set is the commit point: until it, nothing of the shard ran.
                     handle.ownership = self.registry.mark_adopted(current.shard, me, current.epoch)
             except BaseException:
-                runtime.stop()
+                self._end_runtime(runtime)
                 raise
-            key = f"{current.shard}@{current.epoch}"
             self.timeline.steps[key] = current.step
             self.timeline.adopted[key] = self._wall_clock()
             self._run_shard(handle, runtime)
+            self._attempts.pop(key, None)
             adoptions.of(ADOPTED).add()
             self.instruments.adoption_durations.observe(self._clock() - started)
             log.info("%s shard %s adopted by %s at epoch %d", tag(current.step), current.shard, me, current.epoch)
+            remarks = list(handle.plan_notes)
+            if current.state is ShardState.HELD:
+                remarks.insert(0, f"it could be opened at last, after {attempts.rechecks} recheck(s)")
+            if remarks:
+                self._note_in_plan(current, f"{me} adopted {current.shard} at epoch {current.epoch}: "
+                                            + "; ".join(remarks))
         except FencedError as error:
+            self._attempts.pop(key, None)
             adoptions.of(FENCED).add()
             log.warning("%s not adopting %s: %s", tag(seen.step), seen.shard, error)
-        except ClusterError as error:
-            adoptions.of(RETRIED).add()
-            log.warning("%s adoption of %s postponed: %s", tag(seen.step), seen.shard, error)
-            self._retry_later(seen)
-        except Exception as error:  # noqa: BLE001 - HDFS trouble: adoption retries, fencing is idempotent
-            adoptions.of(RETRIED).add()
-            log.warning("%s adoption of %s failed, will retry: %s: %s", tag(seen.step), seen.shard,
-                        type(error).__name__, error)
-            self._retry_later(seen)
+        except Exception as error:  # noqa: BLE001 - every failure is judged: tried again, or the shard is held
+            self._after_failure(seen, current, attempts, error)
+
+    def _after_failure(self, seen: ShardOwnership, current: ShardOwnership | None, attempts: "_AdoptionAttempts",
+                       error: Exception) -> None:
+        """Try again soon (HDFS or ZooKeeper trouble), or hold the shard for an operator
+        (its files say no, or it kept failing past the lease-recovery bound):
+        `core.adoption_failures` decides, by the kind of failure (`failure_kind`)."""
+        shard = current or seen
+        kind = failure_kind(error)
+        what = describe_failure(error, self.storage)
+        held = attempts.held  # a recheck that failed, maybe before it could read the shard
+        decision = after_failure(kind, what, held=held, adopting_for=self._clock() - attempts.first,
+                                 bound=self.config.fence_timeout, rechecks=attempts.rechecks,
+                                 recheck_first=self.config.held_recheck)
+        if isinstance(decision, RetryLater):
+            if held:
+                log.warning("%s shard %s is still held (%s); tried again in %.0fs", tag(shard.step), shard.shard,
+                            what, decision.after)
+            else:
+                self.instruments.adoptions.of(RETRIED).add()
+                log.warning("%s adoption of %s failed (%s), tried again in %.0fs: %s", tag(shard.step), shard.shard,
+                            kind.value, decision.after, what)
+            self._retry_later(seen, decision.after, recheck=held)
+            return
+        try:
+            held_now = self.registry.hold(shard.shard, self.incarnation.id, shard.epoch,
+                                          f"{decision.reason} {tag(shard.step)}".rstrip())
+        except FencedError as fenced:
+            self._attempts.pop(f"{seen.shard}@{seen.epoch}", None)
+            log.warning("%s not holding %s: %s", tag(seen.step), seen.shard, fenced)
+            return
+        except Exception as trouble:  # noqa: BLE001 - ZooKeeper trouble: the next attempt judges again
+            self.instruments.adoptions.of(RETRIED).add()
+            log.warning("%s could not mark %s held (%s); tried again", tag(shard.step), shard.shard,
+                        first_line(trouble))
+            self._retry_later(seen, RETRY_INTERVAL)
+            return
+        attempts.held = True
+        self.instruments.adoptions.of(HELD).add()
+        log.error("%s shard %s is held by %s at epoch %d and not adopted: %s. Nothing of it was changed or deleted; "
+                  "it is tried again in %.0fs (doubling), and at once by whoever adopts it next",
+                  tag(shard.step), shard.shard, self.incarnation.id, shard.epoch, decision.reason, decision.after)
+        self._note_in_plan(held_now, f"{self.incarnation.id} holds {shard.shard} at epoch {shard.epoch} for an "
+                                     f"operator: {decision.reason}")
+        self._retry_later(seen, decision.after, recheck=True)
+
+    def _note_in_plan(self, ownership: ShardOwnership, text: str) -> None:
+        """Add `[step] text` to the notes of the failover plan that moved the shard here
+        (on a thread of its own; advisory: the shard's history has the same reason)."""
+        step = ownership.step
+        if not step:
+            return
+        plan_id, note = step.split(":", 1)[0], f"{tag(step)} {text}"
+
+        def write(attempts: int = 5) -> None:
+            for _ in range(attempts):
+                try:
+                    self.store.plans.update(plan_id, lambda plan: replace(plan, notes=plan.notes + (note,)))
+                    return
+                except OwnershipConflict:
+                    continue  # the leader revised the plan meanwhile: read it again
+                except Exception as error:  # noqa: BLE001 - advisory, see above
+                    log.info("%s could not note in plan %s: %s", tag(step), plan_id, first_line(error))
+                    return
+
+        self._spawn(write, f"plan-note {ownership.shard}")
 
     def _record_resumed(self, ownership: ShardOwnership, attempts: int = 5) -> None:
         """Write into the failover's plan when the adopted shard first delivered here
@@ -435,11 +659,21 @@ class ClusterMember:
                 log.info("%s could not record the resume of %s: %s", tag(step), ownership.shard, first_line(error))
                 return
 
-    def _retry_later(self, seen: ShardOwnership) -> None:
+    def _retry_later(self, seen: ShardOwnership, after: float, *, recheck: bool = False) -> None:
+        """Queue `seen` again in `after` seconds; with `recheck`, as the due recheck of a
+        held shard (which `_adopt` otherwise leaves alone)."""
+        key = f"{seen.shard}@{seen.epoch}"
+
         def again():
-            if not self._stopped.wait(1.0):
-                self._adoptions.put(seen)
-        threading.Thread(target=again, daemon=True).start()
+            if self._stopped.wait(after):
+                return
+            if recheck:
+                attempts = self._attempts.get(key)
+                if attempts is None:
+                    return
+                attempts.recheck_due = True
+            self._adoptions.put(seen)
+        threading.Thread(target=again, name=f"adoption-retry {key}", daemon=True).start()
 
     def _retire_drained(self) -> None:
         me = self.incarnation.id

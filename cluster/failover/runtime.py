@@ -30,6 +30,13 @@ processors that run its queues):
 * `abort_open_sessions()`: roll back every session in flight, now.
 * `stop()`: abort everything and close the WAL; idempotent; after it the runtime
   never writes again. Called on LOST, on "you are dead", and after retirement.
+* `abandon(reason)` (optional): the incarnation died. At once, on the thread that
+  decided it, with no storage call and no wait: shut the gate (nothing is admitted or
+  acknowledged from then on) and abandon the WAL (`WriteAheadLog.abandon`: no sync,
+  no close; the adopter recovers its leases). The `stop()` that follows must then end
+  within a bounded time, whatever the storage does (it closes nothing of the WAL). A
+  runtime without it is only stopped (within the member's death deadline, or left to
+  end on its own).
 * `drained()`: True when an adopted shard holds no FlowFile (queues and swap).
 * `holds_hand_over_state()`: True when the shard holds state its first owner's node
   takes over in its next incarnation (what its sources took on their machine): its
@@ -42,8 +49,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from flow.shard import OUTBOX_QUEUE, STATE_QUEUE
+from repositories.flowfile import FlowFileSerDe, list_wal_files, read_state
+
 from ..core.heartbeat import QueueLoad
-from ..core.flows import FlowSnapshot
+from ..core.flows import FlowSnapshot, UnreadableFlow
 from ..core.layout import FENCED_MARK, ClusterLayout
 from ..core.ownership import ShardOwnership
 
@@ -79,6 +89,9 @@ class ShardHandle:
     # An adopted shard: say that it first delivered here (its failover's resume time).
     record_resumed: Callable[[], None] = lambda: None
     notes: list[str] = field(default_factory=list)
+    # What the adopter must tell the operator about this adoption (a flow.json it could
+    # not use, say): the member adds them to the failover plan's notes once adopted.
+    plan_notes: list[str] = field(default_factory=list)
 
     def relocate(self, location: str) -> str:
         """A path recorded under any earlier name of the shard's directory (the
@@ -114,11 +127,29 @@ class ShardHandle:
     def flow_snapshot(self) -> FlowSnapshot | None:
         """The flow the shard was written under, as its first owner stored it; None for a
         shard that holds none (written by a release before shards recorded their flow,
-        or whose owner died before it wrote it). `ValueError` when it is unreadable."""
+        or whose owner died before it wrote it). `UnreadableFlow` (a ValueError) when it
+        is empty, cut short or damaged: an earlier release created it in place, and its
+        owner died before the sync (this one renames it into place whole). Read only
+        after fencing recovered its lease: a file still open reads short."""
         path = ClusterLayout.flow_file(self.directory)
         if not self.storage.exists(path):
             return None
-        return FlowSnapshot.decode(self.storage.read(path))
+        try:
+            return FlowSnapshot.decode(self.storage.read(path))
+        except UnreadableFlow as error:
+            raise UnreadableFlow(f"{path}: {error}") from None
+
+    def queued_flowfiles(self) -> int:
+        """How many FlowFiles the shard's WAL holds in its queues, live and swapped,
+        read without changing anything (no rename, no checkpoint); 0 when it has no WAL
+        (its owner died before it wrote any). Records of processor state and of the
+        provenance outbox (`flow.shard`'s reserved namespaces) are not FlowFiles. What a damaged WAL still holds is counted; opening it refuses."""
+        wal = ClusterLayout.wal_directory(self.directory)
+        if not self.storage.exists(wal):
+            return 0
+        state = read_state(self.storage, wal, list_wal_files(self.storage, wal), FlowFileSerDe(), None)
+        live = sum(1 for record in state.records.values() if record.queue not in (STATE_QUEUE, OUTBOX_QUEUE))
+        return live + sum(swap_file.count for swap_file in state.swap_files.values())
 
 
 class ShardRuntime(Protocol):

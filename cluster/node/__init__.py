@@ -9,6 +9,9 @@
   lifecycle      one incarnation after another; the node's JSON events
   control        NodeControl: status, shards, queues, provenance, offload, for the
                  CLI and the admin API, without reaching into private state
+  decommission   decommissioning a node of the cluster, and connecting it again
+  hand_over      a new incarnation takes its sources' state over; a survivor a
+                 decommissioned node's
   shared_services the services a node's processors share by name (Spark, lazily)
   pause_monitor  one log line when the whole process stood still
 """

@@ -35,7 +35,7 @@ from repositories.provenance.config import DEFAULT_AGE_OFF_INTERVAL as PROVENANC
 from repositories.storage.local import make_private_directories
 
 from ..clients import ClientFactory, stop_quietly
-from ..core.flows import FlowSnapshot
+from ..core.flows import FlowSnapshot, UnreadableFlow, flow_without_its_file
 from ..core.layout import ClusterLayout
 from ..core.ownership import ShardState, earlier_owners
 from ..core.story import tag
@@ -47,11 +47,14 @@ from ..zk.acl import open_acl_warning
 from ..zk.store import ClusterStore
 from .config import NodeConfig
 from .content import open_node_content
+from .decommission import check_may_connect, connect_node, decommission_node
 from .control import Conflict, Invalid, NodeControl, NodeState, OffloadRefused, Unavailable
+from .deploy_follower import DeployFollower
 from .flow_runtime import FlowRuntime
 from .lifecycle import log_events, run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, session_state
+from .run_states import ZooKeeperRunStates
 from .shared_services import hdfs_spark_conf, node_services
 
 log = logging.getLogger(__name__)
@@ -105,11 +108,15 @@ class ClusteredNode:
             self.config.name, SparkStaging(self.storage, self.layout.hdfs_spark, self.config.hdfs_url),
             spark_master=self.config.spark_master,
             spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf))
+        # Its part in rolling deploys: offload and connect when its step says so.
+        follower = DeployFollower(self._store, self._running_incarnation, lambda: self._offloaded_incarnation,
+                                  self.offload, self.connect, name=self.config.name).start()
         try:
             return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
                                     on_end=self._incarnation_ended, hold=self._offload,
                                     session_directory=self.config.directory)
         finally:
+            follower.stop()
             with self._lock:
                 observer, self._observer = self._observer, None
             if observer is not None:
@@ -136,7 +143,8 @@ class ClusteredNode:
             max_threads=config.threads, local_directory=config.directory, policy=config.policy, lead=config.lead,
             wal=WalOptions(partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval,
                            hooks=self.wal_hooks),
-            fence_first_wait=config.fence_first_wait, flow=self.flow)
+            fence_first_wait=config.fence_first_wait, flow=self.flow,
+            absent_node_retention=config.absent_node_retention)
         member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients,
                                instruments=self.failover_instruments,
                                on_connected=lambda: self.events("connected", node=config.name),
@@ -187,7 +195,8 @@ class ClusteredNode:
             if self.content is None:
                 archive = ArchivePolicy(enabled=self.config.archive, max_retention_s=self.config.archive_retention,
                                         max_usage=self.config.archive_max_usage)
-                self.content = open_node_content(self.storage, self.layout, member.incarnation,
+                # Through the incarnation's storage: its death abandons the content's files.
+                self.content = open_node_content(member.storage, self.layout, member.incarnation,
                                                  self.config.content_directory, archive)
                 # Age off at least four times per retention, as provenance does.
                 self._maintenance = ContentMaintenance(
@@ -198,23 +207,37 @@ class ClusteredNode:
         definition, version = self._definition_for(handle)
         return FlowRuntime(handle, definition, content, self.provenance, threads=self.config.threads,
                            incarnation=member.incarnation.id, events=self.events, services=self.services,
-                           flow_version=version)
+                           flow_version=version, run_states=ZooKeeperRunStates(lambda: member.store))
 
     def _definition_for(self, handle):
         """The flow a shard runs with: the one it was written under (an adopted shard of
         a node that ran another flow), with this node's parameters; this node's own for
         its home shard, for a shard written under the same flow, and for a shard that
-        recorded none. A flow this node cannot parse (a processor type it lacks) fails
-        the adoption, which is retried, with the reason in the log."""
+        recorded none. An adopted shard whose `flow.json` is missing or unreadable (an
+        earlier release wrote it in place, and its owner died before the sync) runs as
+        `core.flows.flow_without_its_file` decides, and the plan's notes say so. A flow
+        this node cannot parse (a processor type it lacks) fails the adoption, and the
+        shard is held for an operator, with the reason (`core.adoption_failures`)."""
         with self._lock:
             own = (self.definition, self.flow.version)
+            known = dict(self._adopted_flows)
         if handle.home:
             return own
-        snapshot = handle.flow_snapshot()
-        if snapshot is None or snapshot.version == own[1]:
+        try:
+            snapshot, problem = handle.flow_snapshot(), None
+        except UnreadableFlow as error:
+            snapshot, problem = None, str(error)
+        if snapshot is None:
+            choice = flow_without_its_file(problem=problem, recorded=handle.ownership.flow, own=own[1], known=known,
+                                           queued=handle.queued_flowfiles)
+            if choice.note is not None:
+                handle.plan_notes.append(choice.note)
+                (log.warning if choice.warning else log.info)("%s shard %s: %s", tag(handle.step), handle.shard,
+                                                              choice.note)
+            return own if choice.version == own[1] else (known[choice.version], choice.version)
+        if snapshot.version == own[1]:
             return own
-        with self._lock:
-            definition = self._adopted_flows.get(snapshot.version)
+        definition = known.get(snapshot.version)
         if definition is None:
             definition = parse_flow(snapshot.document, parameters=self.config.parameters,
                                     source=f"the flow of shard {handle.shard} (version {snapshot.version})")
@@ -225,16 +248,26 @@ class ClusteredNode:
         return definition, snapshot.version
 
     def _incarnation_ended(self, member) -> None:
+        """The incarnation's content goes with it: closed after an orderly stop; after a
+        death abandoned, at once, whatever HDFS does (`NodeContent.abandon`: its files
+        are let go unsynced, and whoever adopts its FlowFiles recovers their leases),
+        and its maintenance is not waited for (a collect may wait on HDFS, and can
+        change nothing there any more: the incarnation's storage refuses it)."""
         with self._lock:
             content, self.content = self.content, None
             maintenance, self._maintenance = self._maintenance, None
+        died = getattr(member, "died", False)
         if maintenance is not None:
-            maintenance.stop()
-        if content is not None:
-            try:
+            maintenance.stop(timeout=0.0 if died else 30.0)
+        if content is None:
+            return
+        try:
+            if died:
+                content.abandon(f"incarnation {member.incarnation} is dead")
+            else:
                 content.close()
-            except Exception as error:  # noqa: BLE001 - HDFS down or fenced: the claims are durable already
-                log.info("closing the content of %s: %s", member.incarnation, first_line(error, 200))
+        except Exception as error:  # noqa: BLE001 - HDFS down or fenced: the claims are durable already
+            log.info("closing the content of %s: %s", member.incarnation, first_line(error, 200))
 
     # -- what NodeControl sees ----------------------------------------------------------------
     def control(self) -> NodeControl:
@@ -249,6 +282,22 @@ class ClusteredNode:
     def _member(self):
         with self._lock:
             return self.member
+
+    def _running_incarnation(self) -> str | None:
+        """The incarnation running now (None while starting, offloading or stopping)."""
+        if self.node_state() != NodeState.RUNNING:
+            return None
+        member = self._member()
+        return member.incarnation.id if member is not None and member.incarnation is not None else None
+
+    def run_states(self) -> ZooKeeperRunStates:
+        """Where the operators' processor run states are kept: ZooKeeper, through the
+        node's own reader (it answers between incarnations too)."""
+        return ZooKeeperRunStates(self._store)
+
+    def operator_store(self):
+        """The cluster's operator znodes (`cluster.zk.operator`): the rolling deploy."""
+        return self._store().operator
 
     def node_state(self) -> str:
         if self._stop.is_set():
@@ -413,9 +462,19 @@ class ClusteredNode:
         """Join again after an offload: a new incarnation, with a new home shard."""
         if not self._offload.is_set():
             raise Conflict(f"node {self.config.name} is {self.node_state()}, not offloaded: nothing to connect")
+        check_may_connect(self._store(), self.config.name)  # a decommissioned name is connected first
         log.info("connecting %s again: a new incarnation joins", self.config.name)
         self._offloaded_incarnation = None
         self._offload.clear()
+
+    def decommission_node(self, name: str) -> dict:
+        """Decommission node `name` of this cluster (`cluster.node.decommission`)."""
+        return decommission_node(self._store(), self.storage, name,
+                                 requested_by=f"the admin API of {self.config.name}")
+
+    def connect_node(self, name: str) -> dict:
+        """Let a decommissioned node `name` join again (`cluster.node.decommission`)."""
+        return connect_node(self._store(), self.storage, name)
 
     def status(self) -> dict:
         return {**self.identity(), "shards": self.shard_statuses()}

@@ -49,6 +49,10 @@
                                      # finishes on a DataNode heartbeat, seen this soon
     shutdown_timeout = 30.0          # seconds a stopping node may take to close its files;
                                      # past it, it exits as a crash would (recovery does the rest)
+    absent_node_retention = 604800.0 # as leader: seconds (7 days; at least 3600) a node may be
+                                     # away before the directories its adopters keep for its
+                                     # sources' hand-over are deleted, with a warning
+                                     # (cluster.core.decommission)
 
     [content]                        # this node's content, local and on HDFS (NiFi's archive)
     archive = true                   # keep unreferenced content for a while; false: delete it at once
@@ -96,11 +100,15 @@ from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITION
 from repositories.provenance.config import DEFAULT_MAX_AGE, DEFAULT_MAX_BYTES
 
 from ..clients import DEFAULT_SESSION_TIMEOUT
+from ..core.decommission import DEFAULT_ABSENT_NODE_RETENTION
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT
 
 DEFAULT_ADMIN_BIND = "127.0.0.1"
 DEFAULT_ADMIN_PORT = 8080
 MAX_THREADS = 1024  # task threads per shard: beyond, a slip (each is an OS thread), not a plan
+# A node restarting (a reboot, an upgrade) must find what was kept for it: an hour at least;
+# and past ten years is a slip, not a plan (decommission a node that is gone for good).
+MIN_ABSENT_NODE_RETENTION, MAX_ABSENT_NODE_RETENTION = 3600.0, 10 * 365 * 86400.0
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..core.names import RULE, node_name_problem
 from ..clients import read_credentials_file
@@ -140,6 +148,7 @@ class NodeConfig:
     checkpoint_interval: float = DEFAULT_CHECKPOINT_INTERVAL
     fence_first_wait: float = DEFAULT_FIRST_WAIT
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
+    absent_node_retention: float = DEFAULT_ABSENT_NODE_RETENTION
     archive: bool = True
     archive_retention: float = DEFAULT_ARCHIVE_RETENTION_S
     archive_max_usage: float = DEFAULT_ARCHIVE_MAX_USAGE
@@ -185,7 +194,7 @@ _SECTIONS = {
     "zookeeper": {"hosts", "chroot", "cluster", "session_timeout", "credentials_file", "insecure"},
     "hdfs": {"url", "root", "config", "io_timeout", "user", "kerberos"},
     "node": {"threads", "capacity_weight", "policy", "lead", "admin", "wal_partitions", "checkpoint_interval",
-             "fence_first_wait", "shutdown_timeout"},
+             "fence_first_wait", "shutdown_timeout", "absent_node_retention"},
 }
 
 
@@ -356,6 +365,8 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         checkpoint_interval=number(node, "checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL, float, "node", 1.0),
         fence_first_wait=number(node, "fence_first_wait", DEFAULT_FIRST_WAIT, float, "node", 0.05),
         shutdown_timeout=number(node, "shutdown_timeout", DEFAULT_SHUTDOWN_TIMEOUT, float, "node", 1.0),
+        absent_node_retention=number(node, "absent_node_retention", DEFAULT_ABSENT_NODE_RETENTION, float, "node",
+                                     MIN_ABSENT_NODE_RETENTION, MAX_ABSENT_NODE_RETENTION),
         archive=flag(content, "archive", True, "content"),
         archive_retention=number(content, "archive_retention", DEFAULT_ARCHIVE_RETENTION_S, float, "content", 0.0),
         archive_max_usage=fraction(content, "archive_max_usage", DEFAULT_ARCHIVE_MAX_USAGE, "content"),

@@ -251,6 +251,16 @@ class NodeContent(ContentStore):
         finally:
             self.foreign.close()
 
+    def abandon(self, reason: str = "its incarnation is dead") -> None:
+        """The incarnation died: stop at once, whatever HDFS does. This container's files
+        are let go unsynced and open on HDFS (`ReplicatingContentRepository.abandon`),
+        where whoever adopts its FlowFiles recovers their leases as it reads them
+        (`prepare_adopted`, `recover_dead_writer`); the local replica, which the next
+        incarnation deletes, is closed on a thread of its own. Never waits; every later
+        write fails."""
+        self.replicas.abandon(reason)
+        self.foreign.close()  # read-only: no file of its is open for writing
+
     # -- beyond the protocol -----------------------------------------------------------------
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return self.replicas.exists(claim)

@@ -18,6 +18,8 @@ into its members, runtimes or locks:
     control.provenance                      # the node's ProvenanceRepository (query, lineage, get)
     control.offload(wait_s=60)              # hand every shard to the other nodes; stay up, owning nothing
     control.connect()                       # join again as a new incarnation
+    control.decommission_node("n3")         # n3 is gone for good: its shards and kept state handed over
+    control.connect_node("n3")              # n3 may join the cluster again
     control.check_flow(document)            # a flow to deploy, parsed here (Invalid if not)
     control.publish_flow(snapshot)          # the cluster's flow from every next incarnation on
 
@@ -29,6 +31,12 @@ Queues, FlowFiles and processors of the shards the node runs (`flow_access`):
     control.drop_queue(shard, queue)        # NiFi's drop FlowFiles: DROP events, durable
     control.replay(event_id, queue=None)    # NiFi's replay: a new FlowFile, a REPLAY event
     control.stop_processor(shard, processor, wait_s=30); control.start_processor(shard, processor)
+                                            # kept: ZooKeeper (clustered), a file (standalone)
+
+The cluster's rolling deploy, as ZooKeeper holds it (`cluster.core.rolls`):
+
+    control.current_roll()                  # (Roll, znode version), or None
+    control.write_roll(roll, previous)      # a new roll over the one read (compare-and-set)
 
 Every figure is a copy taken when asked (plain dicts of numbers and strings): holding
 one blocks nothing in the node. Errors say what the caller did wrong (`NotFound`,
@@ -45,6 +53,8 @@ from typing import Protocol
 
 from flow.unreadable_swap import alarm_text
 
+from ..core.run_states import RUNNING, STOPPED
+from ..errors import OwnershipConflict, first_line
 from . import flow_access
 from .control_errors import Conflict, Invalid, NotFound, OffloadRefused, Unavailable
 from .measures import NodeMeasures
@@ -86,6 +96,10 @@ class ControlledNode(Protocol):
 
     def connect(self) -> None: ...
 
+    def decommission_node(self, name: str) -> dict: ...    # `cluster.node.decommission.answer`
+
+    def connect_node(self, name: str) -> dict: ...
+
     def check_flow(self, document: dict): ...              # a FlowSnapshot this node can run, or Invalid
 
     def publish_flow(self, snapshot) -> None: ...          # the cluster's flow, for every next incarnation
@@ -95,6 +109,9 @@ class ControlledNode(Protocol):
     def engines(self) -> dict[str, object]: ...            # shard -> its running flow.engine.TraditionalEngine
 
     def replay_shard(self) -> str | None: ...              # the shard replayed FlowFiles join (the home shard)
+
+    # Optional: `run_states()` (where processors' run states are kept: `run_states`; a node
+    # without keeps them in memory only) and `operator_store()` (the cluster's rolling deploy).
 
 
 SIZES_TTL_S = 5.0  # directory sizes are walked at most this often
@@ -184,6 +201,18 @@ class NodeControl:
         self._node.connect()
         return self.state()
 
+    def decommission_node(self, name: str) -> dict:
+        """Node `name` of this node's cluster is gone for good (any node may be asked, the
+        node itself too): it leaves if it is up, its shards move through the failover
+        protocol, what its sources took is handed to a survivor or dropped with a warning,
+        and it never joins again under that name until `connect_node`. `NotFound` for a
+        name the cluster does not know, `Conflict` for the only member."""
+        return self._node.decommission_node(name)
+
+    def connect_node(self, name: str) -> dict:
+        """Let decommissioned node `name` join again; `Conflict` when it is not decommissioned."""
+        return self._node.connect_node(name)
+
     def check_flow(self, document: dict):
         """The `FlowSnapshot` of `document`, once this node parsed it; `Invalid` if not."""
         return self._node.check_flow(document)
@@ -251,11 +280,66 @@ class NodeControl:
     def stop_processor(self, shard: str, processor: str, wait_s: float = 30.0) -> dict:
         """No new task for `processor`; its running tasks finish, then its on_stopped.
         The state is `STOPPED`, or `STOPPING` while tasks still run after `wait_s`.
-        In memory only: a restart, or a node adopting the shard, starts it again."""
-        return flow_access.set_processor_state(self._node.engines(), shard, processor, False, wait_s)
+        Kept before the engine is told (`cluster.core.run_states` says for which shards:
+        `scope` in the answer): a restart, or a node adopting the shard, leaves it
+        stopped. `Unavailable` when it cannot be kept; nothing is stopped then."""
+        scope = self._keep_run_state(shard, processor, STOPPED)
+        answer = flow_access.set_processor_state(self._node.engines(), shard, processor, False, wait_s)
+        return {**answer, "scope": scope}
 
     def start_processor(self, shard: str, processor: str) -> dict:
-        return flow_access.set_processor_state(self._node.engines(), shard, processor, True, 0.0)
+        """Schedule a stopped processor again, and keep that (as `stop_processor` keeps a
+        stop). A processor that cannot start yet (still stopping) stays recorded stopped."""
+        scope = self._keep_run_state(shard, processor, RUNNING)
+        try:
+            answer = flow_access.set_processor_state(self._node.engines(), shard, processor, True, 0.0)
+        except Conflict:
+            self._keep_run_state(shard, processor, STOPPED)
+            raise
+        return {**answer, "scope": scope}
+
+    def _keep_run_state(self, shard: str, processor: str, state: str) -> str | None:
+        """Record an operator's run state where the node keeps it; its scope, or None for
+        a node that keeps none."""
+        flow_access.processor_of(flow_access.engine_of(self._node.engines(), shard), shard, processor)
+        keeper_of = getattr(self._node, "run_states", None)
+        if keeper_of is None:
+            return None
+        identity = self._node.identity()
+        try:
+            keeper = keeper_of()
+            keeper.record(shard, processor, state, by=identity.get("incarnation") or identity["node"])
+            return keeper.scope(shard)
+        except (Unavailable, NotFound, Conflict):
+            raise
+        except Exception as error:  # noqa: BLE001 - ZooKeeper or the disk: said, nothing changed
+            raise Unavailable(f"the run state of processor {processor} could not be kept "
+                              f"({type(error).__name__}: {first_line(error, 200)}); nothing changed") from None
+
+    # -- the cluster's rolling deploy -------------------------------------------------------
+    def current_roll(self):
+        """The cluster's last rolling deploy and its znode version (`cluster.core.rolls.Roll`),
+        or None when none was ever started. `NotFound` on a node in no cluster."""
+        return self._operator(lambda operator: operator.roll(), "reading the cluster's deploy")
+
+    def write_roll(self, roll, previous) -> None:
+        """Write `roll` as the cluster's deploy over `previous` (as `current_roll` read it);
+        `Conflict` when another deploy was written meanwhile."""
+        try:
+            self._operator(lambda operator: operator.start_roll(roll, previous), "writing the cluster's deploy")
+        except OwnershipConflict:
+            raise Conflict("another deploy was started meanwhile: see GET /api/v1/flow/deploy") from None
+
+    def _operator(self, action, what: str):
+        operator_of = getattr(self._node, "operator_store", None)
+        if operator_of is None:
+            raise NotFound(f"node {self.name} is in no cluster: it takes no rolling deploy")
+        try:
+            return action(operator_of())
+        except (Unavailable, NotFound, Conflict, OwnershipConflict):
+            raise
+        except Exception as error:  # noqa: BLE001 - ZooKeeper did not answer
+            raise Unavailable(f"{what}: {type(error).__name__} {first_line(error, 200)}") from None
 
 
 def _tree_size(path: str) -> int:

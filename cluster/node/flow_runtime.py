@@ -8,6 +8,9 @@ repository (`content`) and provenance repository are shared by all of them.
 * A home shard runs the whole flow. An adopted shard runs it without its sources
   (processors with no incoming connection): it drains what its dead owner left,
   takes no new input, and is retired when empty.
+* Processors an operator stopped in the shard's node (`cluster.core.run_states`) are
+  not scheduled when the engine is made (home or adopted), and a change of them,
+  made through any node, is applied while it runs (`run_states.RunStateFollower`).
 * The runtime is the engine's commit gate (`flow.commit.CommitGate`): every commit
   asks the node's session guard (`handle.gate.check()`, in `admit`, before the
   content sync and again before the WAL write): with the session SUSPENDED, expired,
@@ -23,10 +26,22 @@ repository (`content`) and provenance repository are shared by all of them.
   dead owner) is registered in this node's provenance: the owner's local provenance
   may be gone with its disk. A cluster-wide view of provenance collapses the copies
   by event identity (`cluster.drills.checker.cluster_provenance`).
+* Two ways to end. `stop()` is orderly (retired, offloaded, a node stopping): the
+  engine finishes its sessions, then the WAL syncs and closes. `abandon()` is a
+  death (the incarnation's session is over, "you are dead", or the shard was fenced
+  away): it returns at once, whatever HDFS does, with the gate shut and the WAL
+  abandoned (`WriteAheadLog.abandon`: no sync, no close; the adopter recovers the
+  leases), so nothing is admitted, written or acknowledged from then on: a commit in
+  flight fails (its WAL write is `AbandonedInFlightError`, so no `on_success` runs,
+  no 200 is answered, no source deleted). The `stop()` that follows an `abandon()`
+  waits at most `ABANDONED_TASKS_WAIT` for the flow's tasks (one stuck in an hsync
+  may take the storage's whole deadline; it can commit nothing), then stops the
+  processors (a listener's port is let go) and closes nothing of the WAL.
 
 Lock plan: `_lock` guards `_stopping` and `_rejecting`; the engine, shard and
 repositories lock for themselves. `stop()` may be called from any thread but a
-flow task's (a fence found in a commit stops the runtime from a thread of its own).
+flow task's (a fence found in a commit stops the runtime from a thread of its own);
+`abandon()` from any thread, and it takes no lock.
 """
 
 from __future__ import annotations
@@ -43,25 +58,37 @@ from repositories.swap import SwapStore
 from ..core.heartbeat import QueueLoad
 from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
 from .content import NodeContent
-from .hand_over import SourceHandOver, handing_over
+from .hand_over import HandOverPostponed, SourceHandOver, handing_over, take_over_running
 from .measures import ShardMeasures, shard_measures
+from .run_states import RunStateFollower
 
 log = logging.getLogger(__name__)
+
+# After `abandon()`, how long `stop()` waits for the flow's tasks to end before it stops
+# the processors anyway: a task that is not stuck in storage ends at once (the gate
+# refuses its commit); one that is (an hsync of a frozen pipeline) would hold the
+# death for the storage's whole deadline, and can commit nothing.
+ABANDONED_TASKS_WAIT = 0.25
 
 
 class FlowRuntime:
     def __init__(self, handle, definition, content, provenance, *, threads: int = DEFAULT_THREADS, incarnation: str = "",
-                 events=None, services=None, flow_version: str | None = None):
+                 events=None, services=None, flow_version: str | None = None, run_states=None):
         self.handle, self.definition = handle, definition
+        # Where the operators' run states are kept (`run_states.ZooKeeperRunStates`):
+        # applied when the engine is made, and followed while it runs. None: none.
+        self.run_states = run_states
         self.flow_version = flow_version
         self.content, self.provenance = content, provenance
         self.threads, self.incarnation = threads, incarnation
         self.services = services
         self.events = events or (lambda kind, **fields: None)
         self.graph = self.shard = self.engine = None
+        self._recovering = None  # the WAL, from when it is opened (before `shard` holds it)
         self.recovery: dict = {}
         self._lock = threading.Lock()
         self._aborting = threading.Event()
+        self._abandoned = threading.Event()
         self._stopped = threading.Event()
         self._rejecting = False
         self._first_output = False
@@ -73,7 +100,9 @@ class FlowRuntime:
         handle = self.handle
         self.graph = FlowGraph(self.definition)
         self._sinks = _terminal_processors(self.graph)
-        wal = handle.open_wal()
+        wal = self._recovering = handle.open_wal()
+        if self._abandoned.is_set():
+            wal.abandon(f"the runtime of shard {handle.shard} was abandoned before its WAL was opened")
         self.shard = QueueShard(handle.shard, self.graph.queues.values(), wal=wal,
                                 swap_store=SwapStore(handle.storage, handle.swap_directory))
         report = self.shard.recover()
@@ -84,9 +113,15 @@ class FlowRuntime:
         replayed = reconcile(report.outbox, self.provenance, foreign=not handle.home) if report.outbox else 0
         # A home shard's sources wait for what the node's earlier incarnations took (`hand_over`).
         self._handing_over = handing_over(self.graph) if handle.home and handle.previous_shards is not None else {}
+        # Processors an operator stopped (in this shard's node, any incarnation) are never
+        # scheduled here: read before the engine exists, so that not one task runs.
+        stopped = self.run_states.stopped(handle.shard) if self.run_states is not None else frozenset()
         self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance, threads=self.threads,
                                         commit_gate=self, run_sources=handle.home, hold_sources=bool(self._handing_over),
-                                        services=self.services)
+                                        services=self.services, stopped=stopped)
+        if stopped:
+            log.info("shard %s starts with processors %s stopped, as an operator left them", handle.shard,
+                     ", ".join(sorted(stopped)))
         self.recovery = {"flowfiles": report.flowfiles, "swap_files": report.swap_files,
                          "swapped_flowfiles": report.swapped_flowfiles, "provenance_replayed": replayed,
                          "orphaned_swap_files": len(report.orphaned_swap_files),
@@ -94,8 +129,10 @@ class FlowRuntime:
         self.events("recovered", shard=handle.shard, epoch=handle.epoch, home=handle.home, **self.recovery)
 
     def start(self) -> None:
-        if not self._stopped.is_set():
+        if not self._stopped.is_set() and not self._abandoned.is_set():
             self.engine.start()
+            if self.run_states is not None:
+                RunStateFollower(self.engine, self.handle.shard, self.run_states, ended=self._stopped.is_set).start()
             if self.engine.sources_held:
                 SourceHandOver(self.handle, self.shard, self._handing_over, release=self.engine.release_sources,
                                events=self.events, stopped=self._stopped).start()
@@ -107,7 +144,7 @@ class FlowRuntime:
 
     def resume(self) -> None:
         self._aborting.clear()
-        if self.engine is not None and not self._stopped.is_set():
+        if self.engine is not None and not self._stopped.is_set() and not self._abandoned.is_set():
             self.engine.resume()
             self.events("resumed", shard=self.handle.shard, incarnation=self.incarnation)
 
@@ -115,23 +152,41 @@ class FlowRuntime:
         self._aborting.set()
 
     def stop(self) -> None:
+        """Orderly, unless `abandon()` came first (see the module docstring)."""
         with self._lock:
             if self._stopped.is_set():
                 return
             self._stopped.set()
         engine, shard = self.engine, self.shard
+        abandoned = self._abandoned.is_set()
         if engine is not None:
             engine.pause()
-            engine.stop(timeout=10.0)
+            engine.stop(timeout=ABANDONED_TASKS_WAIT if abandoned else 10.0)
+        if abandoned:
+            return  # the WAL was abandoned: nothing of it is synced or closed
         if shard is not None and shard.wal is not None:
             try:
                 shard.wal.close()
             except Exception as error:  # noqa: BLE001 - a fenced WAL refuses its last sync
                 log.info("closing the WAL of %s: %s", self.handle.shard, first_line(error, 200))
 
+    def abandon(self, reason: str = "its incarnation is dead") -> None:
+        """The shard is not this incarnation's any more, whatever HDFS does: shut the
+        gate and abandon the WAL, at once (see the module docstring). Takes no lock and
+        makes no storage call; `stop()` does the rest. Idempotent."""
+        if self._abandoned.is_set():
+            return
+        self._abandoned.set()  # the gate refuses from now on (`_check_gate`)
+        shard = self.shard
+        wal = shard.wal if shard is not None else None
+        if wal is None and self._recovering is not None:
+            wal = self._recovering  # opened, still recovering: abandoned all the same
+        if wal is not None:
+            wal.abandon(f"{reason}; shard {self.handle.shard} at epoch {self.handle.epoch}")
+
     def running_engine(self):
         """The shard's engine while the runtime is recovered and not stopped, else None."""
-        return None if self._stopped.is_set() else self.engine
+        return None if self._stopped.is_set() or self._abandoned.is_set() else self.engine
 
     def holds_hand_over_state(self) -> bool:
         """Some processor of the shard holds state its first owner's node takes over."""
@@ -139,9 +194,19 @@ class FlowRuntime:
             return False
         return any(cls.holds_state_to_hand_over(self.shard.get_state(pid)) for pid, cls in handing_over(self.graph).items())
 
+    def take_over_states(self, origin: str, states: dict) -> dict[str, tuple[bool, str]]:
+        """What a decommissioned node's sources took that any node can use, from its kept
+        shard `origin`, merged into this home shard's processors (`hand_over.take_over_running`)."""
+        if not self.handle.home or self.running_engine() is None:
+            raise HandOverPostponed(f"shard {self.handle.shard} is not a running home shard")
+        keeper, shard = self.run_states, self.handle.shard
+        return take_over_running(self.engine, self.shard, handing_over(self.graph), states, origin=origin,
+                                 gate=self.handle.gate,
+                                 operator_stopped=lambda: keeper.stopped(shard) if keeper is not None else frozenset())
+
     def drained(self) -> bool:
         return (not self.handle.home and self.engine is not None and not self._stopped.is_set()
-                and self.engine.is_idle())
+                and not self._abandoned.is_set() and self.engine.is_idle())
 
     def load(self) -> dict[str, QueueLoad]:
         if self.graph is None:
@@ -175,8 +240,8 @@ class FlowRuntime:
                 self.handle.record_resumed()
 
     def failed(self, component_id: str, error: BaseException) -> None:
-        if isinstance(error, ClusterError) or self._stopped.is_set():
-            return  # the gate refused it: nothing reached the WAL
+        if isinstance(error, ClusterError) or self._stopped.is_set() or self._abandoned.is_set():
+            return  # the gate refused it (nothing reached the WAL), or the runtime is ending
         message = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         with self._lock:
             first, self._rejecting = not self._rejecting, True
@@ -193,12 +258,16 @@ class FlowRuntime:
             log.error("rejected write to shard %s at epoch %d by %s (%s): %s; %s", self.handle.shard,
                       self.handle.epoch, self.incarnation, component_id, message, fenced)
             self.events("fenced", shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
+            # Fenced away: the shard is another node's; its WAL is not synced or closed.
+            self.abandon(f"fenced: {first_line(fenced, 200)}")
             self.engine.pause()
             threading.Thread(target=self.stop, name=f"stop {self.handle.shard}", daemon=True).start()
         except Exception:  # noqa: BLE001 - ZooKeeper unreachable: the session guard decides
             pass
 
     def _check_gate(self) -> None:
+        if self._abandoned.is_set():
+            raise WorkGateClosed(f"the runtime of shard {self.handle.shard} was abandoned; it never writes again")
         if self._stopped.is_set():
             raise WorkGateClosed(f"the runtime of shard {self.handle.shard} is stopped; it never writes again")
         if self._aborting.is_set():

@@ -24,8 +24,20 @@ Reading the same earlier shard twice (a new incarnation that died between steps 
 and 4) is harmless: a record of a file already deleted is dropped when the source
 finds the file gone.
 
+A node that never comes back is decommissioned, and what its sources took is handed
+to a survivor instead, where one can use it (`cluster.failover.kept_states`: the
+idempotency keys of a ListenHTTP): the leader's own home shard, already running, takes
+them with `take_over_running`. Its processor of the same id and type is stopped for
+the merge (NiFi's rule for changing a processor's state by hand) and started again:
+a session of it reads the state when it begins and writes it whole at its commit, so
+a merge beside a running session would be lost at that commit, or would lose what the
+session added. Its HTTP server is closed for that moment (up to half a second: it stops
+at its next poll), and a request in flight is answered 503 with Retry-After
+(`flow.processors.http`); the time is in the outcome, and so in the record's notes.
+
 Lock plan: none shared; the hand-over runs on a thread of its own and touches the
 shard only through its WAL (which locks for itself) and `set_state_committed`.
+`take_over_running` runs on the leader's thread, with the processor it changes stopped.
 """
 
 from __future__ import annotations
@@ -35,12 +47,16 @@ import threading
 import time
 from collections.abc import Callable
 
+from flow.engine import RUNNING, STOPPED, STOPPING
+from flow.errors import ProcessorStateError
 from flow.processor import Processor
-from flow.shard import QueueShard, states_of
-from repositories.flowfile import FlowFileSerDe, list_wal_files, read_state
+from flow.shard import QueueShard
 
-from ..core.layout import ClusterLayout
 from ..errors import first_line
+from ..failover.kept_states import HandOverPostponed, WalChanged, earlier_states
+
+__all__ = ["HandOverPostponed", "SourceHandOver", "WalChanged", "earlier_states", "handing_over",
+           "take_over_running"]
 
 log = logging.getLogger(__name__)
 
@@ -52,31 +68,6 @@ def handing_over(graph) -> dict[str, type[Processor]]:
     """The processors of a flow whose class hands its state over, by id."""
     return {pid: type(processor) for pid, processor in graph.processors.items()
             if type(processor).hand_over_state.__func__ is not Processor.hand_over_state.__func__}
-
-
-class WalChanged(Exception):
-    """The earlier shard's WAL was checkpointed while it was read: read it again."""
-
-
-def _checkpoint_marks(storage, wal: str) -> tuple:
-    """What a checkpoint changes (the snapshot, a partial one, the journals' names)
-    and what appends do not: a read between two equal marks saw one consistent WAL."""
-    return tuple(sorted((status.name, status.length, status.modified) if not status.name.startswith("journal")
-                        else (status.name,) for status in storage.list(wal)))
-
-
-def earlier_states(storage, directory: str) -> dict[str, dict[str, str]]:
-    """Every processor state in the WAL of the shard at `directory`, by processor id.
-    Its adopter may checkpoint that WAL meanwhile (a new snapshot, journals of the same
-    names begun again): `WalChanged` then, and the caller reads again."""
-    wal = ClusterLayout.wal_directory(directory)
-    if not storage.exists(wal):
-        return {}
-    before = _checkpoint_marks(storage, wal)
-    state = read_state(storage, wal, list_wal_files(storage, wal), FlowFileSerDe(), None)
-    if _checkpoint_marks(storage, wal) != before:
-        raise WalChanged(f"the WAL of {directory} was checkpointed while it was read")
-    return states_of(state.records.values())
 
 
 class SourceHandOver:
@@ -153,3 +144,81 @@ class SourceHandOver:
             if listed is not None:
                 waiting &= {previous.shard for previous in listed}  # gone: its adopter deleted it
             self._stopped.wait(CLEANUP_POLL_S)
+
+
+STOP_WAIT_S = 30.0  # seconds to wait for a processor's running tasks, each time, when stopping it for a merge
+STOP_TRIES = 10     # times that wait is repeated before the merge is given up (and the processor started again)
+
+
+def take_over_running(engine, shard: QueueShard, processors: dict[str, type[Processor]],
+                      states: dict[str, tuple[str, dict[str, str]]], *, origin: str, gate=None,
+                      operator_stopped: Callable[[], frozenset[str]] = frozenset,
+                      clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+                      clock: Callable[[], float] = time.monotonic,
+                      stop_wait: float = STOP_WAIT_S, stop_tries: int = STOP_TRIES) -> dict[str, tuple[bool, str]]:
+    """Merge `states` (processor id -> (type, state), what a decommissioned node's
+    sources took that any node can use, from shard `origin`) into the running `shard`,
+    each into its processor of the same id and type (`Processor.hand_over_state`), with
+    that processor stopped meanwhile (and started again after, unless an operator has
+    stopped it meanwhile: `operator_stopped()`, the run states kept for the node).
+    Returns processor id -> (taken, what became of it). `HandOverPostponed` while the
+    shard's sources are still held for its own hand-over (that one merges too, and the
+    two must not interleave), or while a processor stops."""
+    if engine is None or engine.sources_held:
+        raise HandOverPostponed(f"shard {shard.id} has not taken its own earlier incarnations' state over yet")
+    figures = engine.status()["processors"]
+    outcomes: dict[str, tuple[bool, str]] = {}
+    for processor, (kind, previous) in sorted(states.items()):
+        cls, found = processors.get(processor), figures.get(processor)
+        if cls is None or found is None or (kind and found["type"] != kind):
+            outcomes[processor] = (False, f"shard {shard.id} runs no {kind or 'processor'} {processor!r} that takes "
+                                          "state over")
+            continue
+        if found["state"] == STOPPING:
+            raise HandOverPostponed(f"{processor} of shard {shard.id} is stopping")
+        running, stopped_at = found["state"] == RUNNING, clock()
+        try:
+            if running and not _stopped(engine, processor, stop_wait, stop_tries):
+                raise HandOverPostponed(f"{processor} of shard {shard.id} still runs tasks after "
+                                        f"{stop_wait * stop_tries:.0f} s")
+            current = shard.get_state(processor)
+            merged = cls.hand_over_state(previous, current)
+            if merged is not None and merged != current:
+                if gate is not None:
+                    gate.check()
+                shard.wal.update(shard.state_updates(processor, merged, clock_ms()))
+                shard.set_state_committed(processor, merged)
+            outcomes[processor] = (True, f"merged into its state on shard {shard.id}")
+        finally:
+            if running and processor not in operator_stopped():
+                _start_again(engine, shard, processor)
+        if running:
+            outcomes[processor] = (True, f"{outcomes[processor][1]} (stopped for {(clock() - stopped_at) * 1000:.0f} ms)")
+    log.info("shard %s took over the sources' state of %s: %s", shard.id, origin,
+             {processor: detail for processor, (_, detail) in sorted(outcomes.items())})
+    return outcomes
+
+
+def _stopped(engine, processor: str, wait: float, tries: int) -> bool:
+    for _ in range(tries):
+        if engine.stop_processor(processor, timeout=wait) == STOPPED:
+            return True
+    return False
+
+
+def _start_again(engine, shard: QueueShard, processor: str) -> None:
+    """Start a processor the merge stopped; one that cannot be (it is still stopping, or
+    its `on_scheduled` failed) stays stopped, and the operator is told how to start it."""
+    for _ in range(STOP_TRIES):
+        try:
+            engine.start_processor(processor)
+            return
+        except ProcessorStateError as error:
+            if engine.status()["processors"][processor]["state"] != STOPPING:
+                log.error("%s of shard %s, stopped to take a decommissioned node's state over, could not start "
+                          "again and stays STOPPED: %s; start it with POST /api/v1/processors/%s/%s/start",
+                          processor, shard.id, first_line(error, 300), shard.id, processor)
+                return
+        engine.stop_processor(processor, timeout=STOP_WAIT_S)  # waits for its last tasks; it is STOPPED after
+    log.error("%s of shard %s still has tasks running and stays STOPPED; start it with "
+              "POST /api/v1/processors/%s/%s/start", processor, shard.id, shard.id, processor)

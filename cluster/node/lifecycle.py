@@ -101,7 +101,10 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
         while not member.wait_dead(0.2):
             if stop.is_set() or hold.is_set():
                 member.stop(leave=True)
-        events("dead", incarnation=incarnation.id, reason=member.death_reason[:300])
+        # decided_at: when its death was decided (None for a stop on purpose); stopped_at:
+        # when it had stopped (wall clock). A death is stopped within 2 s of its decision.
+        events("dead", incarnation=incarnation.id, reason=member.death_reason[:300],
+               decided_at=getattr(member, "death_decided_at", None), stopped_at=getattr(member, "stopped_at", None))
         if session_directory is not None:
             remove_session(session_directory, incarnation.id)
         if hold.is_set() and not stop.is_set():

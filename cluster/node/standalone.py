@@ -8,6 +8,8 @@
 Layout of the data directory:
 
     node.lock                 one node per data directory (flock)
+    run-states.json           the processors an operator stopped (`run_states`): they
+                              start stopped after a restart
     shards/local/wal/         the shard's FlowFile write-ahead log
     shards/local/swap/        its swap files
     shards/local/swap-quarantine/  swap files that could not be read, moved aside (never
@@ -54,6 +56,7 @@ from ..errors import ClusterError
 from .control import Conflict, NodeControl, NodeState, NotFound, OffloadRefused
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, DEFAULT_COLLECT_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, shard_measures
+from .run_states import LocalRunStates, RunStatesUnreadable
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
@@ -101,6 +104,7 @@ class StandaloneNode:
         self._maintenance: ContentMaintenance | None = None
         self.shard = self.content = self.provenance = self.engine = self.graph = self.services = None
         self.recovery: dict = {}
+        self._run_states = LocalRunStates(self.data_dir, self.settings.name)
         self.started = False
         self.admin_url: str | None = None  # set by whoever serves its admin API
 
@@ -207,9 +211,13 @@ class StandaloneNode:
         self.services = node_services(
             settings.name, SparkStaging(storage, os.path.join(self.data_dir, "spark"), "file://"),
             spark_master=settings.spark_master, spark_conf=settings.spark_conf, spark_session=self._spark_session)
+        stopped = self._run_states.stopped("local")
+        if stopped:
+            log.info("processors %s start stopped, as an operator left them (%s)", ", ".join(sorted(stopped)),
+                     self._run_states.path)
         self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance,
                                         threads=settings.threads, outbox=settings.provenance_outbox,
-                                        services=self.services)
+                                        services=self.services, stopped=stopped)
         self.recovery = {
             "flowfiles": shard_report.flowfiles, "swap_files": shard_report.swap_files,
             "swapped_flowfiles": shard_report.swapped_flowfiles,
@@ -307,6 +315,10 @@ class StandaloneNode:
     def replay_shard(self) -> str | None:
         return "local"
 
+    def run_states(self) -> LocalRunStates:
+        """Where the operators' processor run states are kept: a file of the data directory."""
+        return self._run_states
+
     def provenance_repository(self):
         return self.provenance
 
@@ -331,6 +343,12 @@ class StandaloneNode:
 
     def connect(self) -> None:
         raise Conflict(f"the standalone node on {self.data_dir} is in no cluster to connect to")
+
+    def decommission_node(self, name: str) -> dict:
+        raise NotFound(f"the standalone node on {self.data_dir} is in no cluster: it knows no node {name!r}")
+
+    def connect_node(self, name: str) -> dict:
+        raise NotFound(f"the standalone node on {self.data_dir} is in no cluster: it knows no node {name!r}")
 
     def check_flow(self, document: dict):
         raise Conflict(f"the standalone node on {self.data_dir} takes no deploy: restart it with the new flow file "
@@ -357,6 +375,7 @@ _RECOVERY_ERRORS = (
     (QueueRecoveryError, "the queues"),
     (ContentRepositoryError, "the content repository"),
     (ProvenanceError, "the provenance repository"),
+    (RunStatesUnreadable, "the processors' run states"),
     (OSError, "the data directory"),
 )
 

@@ -91,6 +91,11 @@ class ShardRegistry:
     def retire(self, shard: str, by: str, epoch: int) -> ShardOwnership:
         return self.transition(shard, lambda c: ownership.retire(c, by, epoch, at=self._wall_clock()), claimant=by)[0]
 
+    def hold(self, shard: str, by: str, epoch: int, reason: str) -> ShardOwnership:
+        """Mark the shard HELD by its adopter, with the reason (`ownership.hold`)."""
+        return self.transition(shard, lambda c: ownership.hold(c, by, epoch, at=self._wall_clock(), reason=reason),
+                               claimant=by)[0]
+
     def move(self, move: Move, *, reason: str = "") -> list[ShardOwnership]:
         """Carry out one planned move. Whole: one compare-and-set. Divvy: check the
         parent, set it SPLIT and create every child, all in one transaction."""

@@ -3,14 +3,16 @@ plans. Used by `custody cluster status`, and meant for the admin API."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kazoo.exceptions import NoNodeError
 
+from ..core.decommission import Decommission
 from ..core.heartbeat import Heartbeat
 from ..core.ownership import ShardOwnership
 from ..core.plans import FailoverPlan, pending_moves
 from .acl import acl_state
+from .decommissions import DecommissionRecords
 
 
 @dataclass
@@ -24,6 +26,8 @@ class ClusterStatus:
     # "open" (anyone who reaches ZooKeeper may change the cluster: no credentials) or
     # "secured", from the ACL of the cluster's root (`cluster.zk.acl`); None: no root yet.
     zookeeper_acl: str | None = None
+    # Nodes an operator decommissioned (`core.decommission`): they may not join until connected.
+    decommissioned: dict[str, Decommission] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -46,11 +50,16 @@ class ClusterStatus:
                                    for h in s.history]}
                 for name, s in sorted(self.shards.items())
             },
+            "decommissioned": {
+                name: {"state": d.state, "requested_at": d.requested_at, "requested_by": d.requested_by,
+                       "finished_at": d.finished_at, "notes": list(d.notes)}
+                for name, d in sorted(self.decommissioned.items())
+            },
             "plans": {
                 name: {"dead": p.dead, "status": p.status, "policy": p.policy, "leader": p.leader,
                        "created_at": p.created_at, "revision": p.revision,
                        "moves": [{"shard": m.shard, "from_epoch": m.from_epoch, "targets": list(m.targets)} for m in p.moves],
-                       "pending": [m.shard for m in pending_moves(p, self.shards)]}
+                       "pending": [m.shard for m in pending_moves(p, self.shards)], "notes": list(p.notes)}
                 for name, p in sorted(self.plans.items())
             },
         }
@@ -65,5 +74,6 @@ def read_status(store) -> ClusterStatus:
         acl = acl_state(store.client.get_acls(store.layout.root)[0])
     except NoNodeError:
         acl = None
+    decommissioned = {name: entry[0] for name, entry in DecommissionRecords(store.client, store.layout).all().items()}
     return ClusterStatus(store.layout.cluster, store.members(), contenders[0] if contenders else None,
-                         contenders, shards, plans, acl)
+                         contenders, shards, plans, acl, decommissioned)

@@ -12,6 +12,7 @@ client and a layout each:
     store.new_incarnation("n1")                       # draws the next epoch
     store.status()                                    # read-only snapshot (`status`)
     store.cluster_flow()                              # the deployed flow (`flows`)
+    store.operator.roll()                             # run states, deploy (`operator`)
 
 Watches and session listeners go through it too, so kazoo stays inside `cluster.zk`.
 The client itself comes from `cluster.clients.ClientFactory`, which carries the
@@ -35,6 +36,7 @@ from ..errors import ZooKeeperAccessRefused
 from .acl import check_root_acl, shared_parent_acl
 from .flows import read_cluster_flow, write_cluster_flow
 from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
+from .operator import OperatorStore
 from .plans import PlanStore
 from .session import GuardCallbacks, SessionGuard
 from .shards import ShardRegistry
@@ -46,6 +48,7 @@ class ClusterStore:
         self.client, self.layout = client, layout
         self.shards = ShardRegistry(client, layout, wall_clock=wall_clock)
         self.plans = PlanStore(client, layout)
+        self.operator = OperatorStore(client, layout)
 
     # -- the cluster's folders, members and incarnations ----------------------------------
     def ensure_paths(self) -> None:

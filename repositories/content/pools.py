@@ -2,8 +2,8 @@
 (checksum-file syncs beside their resource file's, parallel syncs, background closes).
 
 Most repositories never need one (one resource, local disk), so none is started until
-a job arrives. `_lock` guards `_pool`; `shutdown` waits for the jobs under way, and a
-job submitted after it starts a new pool.
+a job arrives. `_lock` guards `_pool`; `shutdown` waits for the jobs under way (unless
+told not to), and a job submitted after it starts a new pool.
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ class LazyPool:
     def submit(self, job: Callable, *args) -> Future:
         return self.executor().submit(job, *args)
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Stop taking jobs; with `wait`, wait for the jobs under way (without it, those
+        queued are dropped and those running finish on their own: an abandoned
+        repository, whose jobs may wait on a storage that does not answer)."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=wait, cancel_futures=not wait)

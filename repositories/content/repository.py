@@ -39,11 +39,12 @@ docstring is the lock plan):
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from repositories.claims import ContentClaim, ResourceClaim
-from repositories.storage import StorageError
+from repositories.storage import StorageError, abandon_file
 
 from .archive import Usage
 from .claimants import ClaimantCounts, resource_of
@@ -114,6 +115,15 @@ class ContentRepository(ContentStore):
     def write(self) -> ContentWriter:
         return self._allocator.write()
 
+    def write_appendable(self) -> ContentWriter | None:
+        """A writer of a resource already open for appending, or None if there is none;
+        touches no storage (see `ReplicatingContentRepository`, which leads with it)."""
+        return self._allocator.write_appendable()
+
+    def write_new(self) -> ContentWriter:
+        """A writer of a new resource."""
+        return self._allocator.write_new()
+
     def write_many(self, contents: Sequence[bytes]) -> list[ContentClaim]:
         """One claim for each of `contents`, in order, as if each were written by its own
         writer and closed unsynced (the commit syncs), but side by side in as few
@@ -158,15 +168,36 @@ class ContentRepository(ContentStore):
         caller's, as `write()`'s claims have."""
         return take_file(self._table, self._allocator, self._roots, self.io, path, checksums)
 
-    def retire(self, resource_claim: ResourceClaim) -> None:
-        """Stop appending to a resource (a replica peer failed on it): keeps replicas
-        in lockstep. A resource being written is retired when its writer finishes."""
-        self._allocator.retire(resource_claim)
+    def retire(self, resource_claim: ResourceClaim, *, close: bool = True) -> bool:
+        """Stop appending to a resource (a replica peer retired it): keeps replicas in
+        lockstep. A resource being written is retired when its writer lets go of it,
+        and False is returned; else True (see `ResourceAllocator.retire`, and `close`)."""
+        return self._allocator.retire(resource_claim, close=close)
+
+    def retire_idle(self) -> list[ResourceClaim]:
+        """Retire every resource nobody is writing, their files closed by the next
+        sync; returns them (a leader replica's decision, which its followers apply)."""
+        return self._allocator.retire_idle()
+
+    def on_resource_failing(self, callback: Callable[[ResourceClaim], None] | None) -> None:
+        """Have `callback(resource)` told whenever a write, sync, close or flush of one of
+        this repository's resources fails, before the resource is retired here. It may
+        run on any thread, perhaps holding that resource's `io_lock`: it must take no
+        resource's `io_lock` (see `ResourceTable.on_failing`)."""
+        self._table.on_failing = callback
 
     def open_resources(self) -> set[ResourceClaim]:
         """Resources this repository still holds open (being or to be appended to, or
         being closed)."""
         return self._table.open_resources()
+
+    def appendable_resources(self) -> dict[ResourceClaim, int]:
+        """The resources a claim may still start in (open, neither retired nor failed),
+        with their lengths: what replicas in lockstep hold alike."""
+        table = self._table
+        with table.lock:
+            return {claim: resource.length for claim, resource in table.open.items()
+                    if not resource.retired and not resource.failed}
 
     def wait_closed(self, resource: ResourceClaim, timeout: float) -> bool:
         """Wait for a background close of `resource` under way (see `close_in_background`)."""
@@ -286,6 +317,47 @@ class ContentRepository(ContentStore):
                     pass
             self.io.close()
             self._syncer.shutdown()
+
+    def abandon(self, reason: str = "its owner stopped at once") -> None:
+        """Stop at once, whatever the storage does: the owner of this repository is dead
+        (its claims are adopted elsewhere, read from this storage by whoever adopts
+        them). Nothing is synced, and no file whose storage can abandon it is closed:
+        it is let go as it is (`WritableFile.abandon`: on HDFS hdfs-native's writer is
+        dropped unsynced, and a reader of a dead incarnation's claims recovers the
+        file's lease). A file that cannot be abandoned (local disk: nothing there
+        hangs) is closed on a thread of its own, once whoever writes it lets go of its
+        `io_lock`. Never waits: not for a lock held across I/O, nor for a sync or close
+        in flight (the storage's to finish). From now on every write is refused
+        (`RepositoryClosed`; a writer in the middle of a claim fails at its next
+        append), claims completed since the last sync are lost as at a crash, and
+        `close` does nothing. Idempotent."""
+        table = self._table
+        with table.lock:
+            if table.closed:
+                return
+        resources = table.abandon(f"the repository was abandoned: {reason}")
+        local = []
+        for resource in resources:
+            abandoned = [abandon_file(file) for file in (resource.file, resource.checksum_file)]
+            if all(abandoned):
+                resource.closed.set()
+            else:
+                local.append(resource)
+        table.shutdown_closer(wait=False)
+        self._syncer.shutdown(wait=False)
+
+        def finish() -> None:
+            for resource in local:
+                try:
+                    with resource.io_lock:
+                        resource.close_files()
+                except (StorageError, OSError):
+                    pass  # abandoned: its unsynced bytes are nobody's
+                finally:
+                    resource.closed.set()
+            self.io.close()
+
+        threading.Thread(target=finish, name=f"{self.name}-abandon", daemon=True).start()
 
     def __enter__(self) -> "ContentRepository":
         return self

@@ -4,10 +4,14 @@ An `OpenResource` is one resource file this repository appends to, with its chec
 file (see `format`), which takes the checksum records of each claim written to the
 resource file and is synced and closed with it: a writer owns it
 (`writing`), or it waits in `appendable` for the next writer, until it is full,
-retired or failed. A resource is *retired* when nothing may be appended to it any
-more; its file is closed as soon as every completed claim in it is synced. A resource
-is *failed* when a write, sync or close of it failed: it is retired at once, and the
-claims completed in it but not yet synced are reported as lost (`on_lost`).
+retired or failed. A resource is *retired* when no claim may start in it any more
+(a writer in the middle of a claim in it finishes that claim, and the resource is
+retired as the writer lets go of it); its file is closed as soon as nobody writes it
+and every completed claim in it is synced. A resource is *failed* when a write, sync,
+close or flush of it failed: it is retired at once, and the claims completed in it
+but not yet synced are reported as lost (`on_lost`). Before a resource fails,
+`on_failing` is told (a replicating owner retires it on every other replica first,
+so that no replica appends where another cannot).
 
 `ResourceTable` holds what writing, syncing, reading, recovery and collection all
 touch, with the one lock that guards it.
@@ -27,6 +31,8 @@ Lock plan:
     resource under `lock` while it holds `io_lock`).
   * Claimant counts (`ClaimantCounts`) and lost ranges (`syncing.LostRanges`) have
     locks of their own, taken last.
+  * `on_failing` is called without `lock` (perhaps with the failing resource's
+    `io_lock`); what it calls takes other tables' `lock`s, never an `io_lock`.
   * `CompanionSyncs` syncs a checksum file on a thread of its own for a caller that
     holds the resource's `io_lock` and waits for it: the lock is never taken there.
 """
@@ -137,8 +143,8 @@ class CompanionSyncs:
         finally:
             future.result()
 
-    def shutdown(self) -> None:
-        self._pool.shutdown()
+    def shutdown(self, *, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait)
 
 
 # Told (resource, first lost byte, end of the lost bytes, why) when claims completed in
@@ -167,6 +173,11 @@ class ResourceTable:
         # An outage or a full disk fails every resource in turn: one warning of each
         # kind a minute, with a count of those held back.
         self._failures_log = LimitedLog(log)
+        # Told the claim of a resource about to fail here, before this table lets go
+        # of it (`fail`); it may hold that resource's `io_lock`, and must take no
+        # `io_lock` itself (`ReplicatingContentRepository` retires the resource on
+        # every other replica, without closing it there).
+        self.on_failing: Callable[[ResourceClaim], None] | None = None
 
     def check_open(self) -> None:
         if self.closed:
@@ -184,6 +195,18 @@ class ResourceTable:
         except ValueError:
             pass
         return self.retire_locked(resource)
+
+    def retire_later_locked(self, resource: OpenResource) -> None:
+        """Take the resource out of `appendable` and mark it retired, leaving its files
+        for the next sync to close (a caller that may hold another resource's `io_lock`
+        must not close one here). Caller holds `lock`."""
+        try:
+            self.appendable.remove(resource)
+        except ValueError:
+            pass
+        resource.retired = True
+        if self.claimants.get(resource.claim) == 0:
+            self.zero.add(resource.claim)
 
     def retire_locked(self, resource: OpenResource) -> OpenResource | None:
         """Mark retired; returns the resource if its file can be closed now (nothing
@@ -235,13 +258,36 @@ class ResourceTable:
             resource = self.closing.get(claim)
         return resource is None or resource.closed.wait(timeout)
 
-    def shutdown_closer(self) -> None:
-        """Wait for the background closes under way (a repository that closes)."""
+    def shutdown_closer(self, *, wait: bool = True) -> None:
+        """Wait for the background closes under way (a repository that closes); without
+        `wait`, leave them (an abandoned repository's closes are of abandoned files)."""
         if self._closer is not None:
-            self._closer.shutdown()
+            self._closer.shutdown(wait=wait)
+
+    def abandon(self, why: str) -> list[OpenResource]:
+        """The repository is abandoned (`ContentRepository.abandon`): closed at once to
+        writers, every resource it holds open (appendable, being written, or being
+        closed) failed and retired, their completed but unsynced claims reported lost
+        (a session that holds one can never commit it), without taking any resource's
+        `io_lock` (a sync or close in flight holds it until its storage answers).
+        Returns those resources, whose files the caller abandons."""
+        with self.lock:
+            self.closed = True
+            resources = [*self.open.values(), *self.closing.values()]
+            self.open.clear()
+            self.closing.clear()
+            self.appendable.clear()
+            for resource in resources:
+                if not resource.failed and resource.completed > resource.synced:
+                    self._on_lost(resource.claim, resource.synced, resource.completed, why)
+                resource.failed = resource.retired = True
+        return resources
 
     def fail(self, resource: OpenResource, error: StorageError) -> None:
-        """A write, sync or close of this resource failed: retire it, report lost claims."""
+        """A write, sync or close of this resource failed: retire it, report lost claims.
+        `on_failing` is told first, while the resource is still held here."""
+        if self.on_failing is not None and not resource.failed:
+            self.on_failing(resource.claim)
         with self.lock:
             if resource.failed:
                 return

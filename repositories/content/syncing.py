@@ -148,6 +148,6 @@ class ResourceSyncer:
                 return None, error
             return end, None
 
-    def shutdown(self) -> None:
-        self._pool.shutdown()
-        self._table.companion_syncs.shutdown()
+    def shutdown(self, *, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait)
+        self._table.companion_syncs.shutdown(wait=wait)

@@ -1,18 +1,19 @@
 """Writing claims: `ContentWriter`, and the allocation of the resources writers append to.
 
 `ResourceAllocator.write()` hands a writer one resource exclusively: one nobody is
-appending to and that is under the maximum appendable size, or a new one (containers
-taken round-robin). The claim's offset is the resource's length at that moment.
-`write_at` gives a follower replica the very resource and offset its leader wrote.
+appending to and that is under the maximum appendable size (`write_appendable`, which
+touches no storage), or a new one (`write_new`; containers taken round-robin). The
+claim's offset is the resource's length at that moment. `write_at` gives a follower
+replica the very resource and offset its leader wrote.
 
 The writer streams bytes into the resource file (buffered per writer, never the whole
 content), and their checksum records, one per block as each fills up, into the
 resource's checksum file (`checksums.BlockChecksummer`). `close()` completes the
 claim, counts the writer as its first claimant and, if the claim is to be synced
 now, syncs the resource (both files) first; then the resource goes
-back to `appendable`, or is retired when it is full. A failed append or sync retires
-its resource (`ResourceTable.fail`), so bytes a failed writer left behind are never
-inside a later claim.
+back to `appendable`, or is retired when it is full or was retired while the writer
+held it (`retire`). A failed append or sync retires its resource (`ResourceTable.fail`),
+so bytes a failed writer left behind are never inside a later claim.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class ContentWriter(ClaimWriter):
         self._written = 0
         self._open = True
         self.claim: ContentClaim | None = None
+        # Set when this writer let go of its resource: whether that retired it (full,
+        # failed, retired meanwhile or asked to), so that replicas follow their leader.
+        self.retired_resource: bool | None = None
 
     @property
     def resource(self) -> ResourceClaim:
@@ -95,7 +99,7 @@ class ContentWriter(ClaimWriter):
         if self.claim is not None:
             return self.claim
         claim = self._complete_claim(sync)
-        self._allocator.complete(self._resource, claim, sync, retire)
+        self.retired_resource = self._allocator.complete(self._resource, claim, sync, retire)
         self.claim = claim
         return claim
 
@@ -119,8 +123,9 @@ class ContentWriter(ClaimWriter):
 
     @property
     def resource_full(self) -> bool:
-        """The resource holds as much as a resource should: the next claim goes elsewhere."""
-        return self._resource.length >= self._allocator.config.max_appendable_claim_size
+        """The resource holds as much as a resource should, or was retired meanwhile:
+        the next claim goes elsewhere."""
+        return self._resource.retired or self._resource.length >= self._allocator.config.max_appendable_claim_size
 
     def _complete_claim(self, sync: bool | None) -> ContentClaim:
         """Hand the claim's last bytes and checksum records to its resource; the claim."""
@@ -167,14 +172,14 @@ class ContentWriter(ClaimWriter):
                 raise ContentRepositoryError("release of a content writer with an unfinished claim (abort it)",
                                              claim=self._resource.claim)
             self._open = False
-            self._allocator.release(self._resource, retire=False)
+            self.retired_resource = self._allocator.release(self._resource, retire=False)
 
     def abort(self) -> None:
         """Abandon the claim: its bytes stay unreferenced in a retired resource."""
         if self._open:
             self._open = False
             self._buffer = bytearray()
-            self._allocator.release(self._resource, retire=True)
+            self.retired_resource = self._allocator.release(self._resource, retire=True)
 
 
 class ResourceAllocator:
@@ -192,15 +197,24 @@ class ResourceAllocator:
         self._round_robin = 0  # guarded by the table's lock, as are the ids
 
     def write(self) -> ContentWriter:
+        return self.write_appendable() or self.write_new()
+
+    def write_appendable(self) -> ContentWriter | None:
+        """A writer of the next appendable resource, or None if there is none. Touches
+        no storage: a replicating owner chooses under a lock of its own with it."""
         table = self.table
         table.check_open()
         with table.lock:
             resource = table.appendable.popleft() if table.appendable else None
-            if resource is not None:
-                resource.writing = True
-        if resource is None:
-            resource = self._new_resource(None)
+            if resource is None:
+                return None
+            resource.writing = True
         return ContentWriter(self, resource)
+
+    def write_new(self) -> ContentWriter:
+        """A writer of a new resource (its files created now)."""
+        self.table.check_open()
+        return ContentWriter(self, self._new_resource(None))
 
     def write_at(self, resource_claim: ResourceClaim, offset: int) -> ContentWriter:
         """A writer for a given resource at a given offset: how a follower replica
@@ -264,7 +278,9 @@ class ResourceAllocator:
             table.open[claim] = resource
         return resource
 
-    def complete(self, resource: OpenResource, claim: ContentClaim, sync: bool | None, retire: bool) -> None:
+    def complete(self, resource: OpenResource, claim: ContentClaim, sync: bool | None, retire: bool) -> bool:
+        """Sync the claim if asked to, count its first claimant, and let go of the
+        resource: whether that retired it (see `release`)."""
         if self.config.sync_on_close if sync is None else sync:
             # A synced claim must be readable: where that needs a closed file, close it.
             retire = retire or self.config.close_resources_on_sync
@@ -276,7 +292,7 @@ class ResourceAllocator:
                     raise translate_storage_error(error, claim=claim) from error
                 resource.synced = resource.length
         self.complete_claim(resource, claim)
-        self.release(resource, retire=retire)
+        return self.release(resource, retire=retire)
 
     def complete_claim(self, resource: OpenResource, claim: ContentClaim) -> None:
         resource.completed = claim.offset + claim.length
@@ -284,31 +300,59 @@ class ResourceAllocator:
         # is never collected between its release and the caller's bookkeeping.
         self.table.claimants.increment(claim.resource)
 
-    def release(self, resource: OpenResource, *, retire: bool) -> None:
-        """The writer is done with the resource: back to `appendable`, or retired."""
+    def release(self, resource: OpenResource, *, retire: bool) -> bool:
+        """The writer is done with the resource: back to `appendable`, or retired (asked
+        to, failed, full, or retired while the writer held it). Returns whether it was
+        retired."""
         table = self.table
         to_close = None
         with table.lock:
             resource.writing = False
-            if (retire or resource.failed or table.closed
-                    or resource.length >= self.config.max_appendable_claim_size):
+            retired = (retire or resource.retired or resource.failed or table.closed
+                       or resource.length >= self.config.max_appendable_claim_size)
+            if retired:
                 to_close = table.retire_locked(resource)
             else:
                 table.appendable.append(resource)
         if to_close is not None:
             table.close_file(to_close)
+        return retired
 
-    def retire(self, resource_claim: ResourceClaim) -> None:
-        """Stop appending to a resource (a replica peer failed on it): keeps replicas
-        in lockstep. A resource being written is retired when its writer finishes."""
+    def retire(self, resource_claim: ResourceClaim, *, close: bool = True) -> bool:
+        """Stop appending to a resource: no claim starts in it any more. A resource
+        being written is retired when its writer lets go of it, and False is returned;
+        otherwise (retired now, or not open here) True. Its files are closed now if
+        every claim in it is synced, or by the next sync; with `close=False` always by
+        the next sync (the caller may hold another resource's `io_lock`).
+
+        How replicas stay in lockstep (`ReplicatingContentRepository`): what one retires,
+        every other retires before a writer can choose the resource again."""
         table = self.table
+        to_close = None
         with table.lock:
             resource = table.open.get(resource_claim)
-            if resource is None or resource.writing:
-                return
-            to_close = table.stop_appending_locked(resource)
+            if resource is None:
+                return True
+            if resource.writing:
+                resource.retired = True  # `release` retires it
+                return False
+            if close:
+                to_close = table.stop_appending_locked(resource)
+            else:
+                table.retire_later_locked(resource)
         if to_close is not None:
             table.close_file(to_close)
+        return True
+
+    def retire_idle(self) -> list[ResourceClaim]:
+        """Retire every resource nobody is writing (files closed by the next sync); the
+        ones retired. How a leader replica decides what a retiring sync retires."""
+        table = self.table
+        with table.lock:
+            idle = list(table.appendable)
+            for resource in idle:
+                table.retire_later_locked(resource)
+        return [resource.claim for resource in idle]
 
 
 def _close_quietly(handle) -> None:

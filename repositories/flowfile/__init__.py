@@ -93,10 +93,20 @@ raised `OutcomeUnknownError` and is not yet settled, whole or not at all. Never 
 transaction that raised any other error, nor one a roll settled. `close()` settles
 nothing: what is unsettled then is decided by the next recovery, like a crash.
 
+`abandon()` is the stop of an owner that died (a clustered node's incarnation whose
+shard is adopted elsewhere): it returns at once, whatever the storage does, with no
+sync and no close (the journals' files are let go as they are; the adopter recovers
+their leases). From then on `update()` raises `WriteAheadLogAbandonedError` (nothing
+written), and a transaction in flight raises `AbandonedInFlightError`, an
+`OutcomeUnknownError` that is never settled: no `update()` returns after `abandon()`,
+so nothing is acknowledged after the death. A recovery finds each in-flight
+transaction whole or not at all, as after a crash.
+
 Errors all derive from `WriteAheadLogError` (see `errors`). Byte layouts: `format`.
 """
 
 from .errors import (
+    AbandonedInFlightError,
     CheckpointError,
     CorruptJournalError,
     CorruptRecordError,
@@ -108,6 +118,7 @@ from .errors import (
     StaleEpochError,
     UnknownSerDeError,
     WalDamagedError,
+    WriteAheadLogAbandonedError,
     WriteAheadLogClosedError,
     WriteAheadLogError,
     WriteAheadLogPoisonedError,
@@ -120,6 +131,7 @@ from .serde import FlowFileSerDe, SerDe
 from .wal import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS, WriteAheadLog
 
 __all__ = [
+    "AbandonedInFlightError",
     "CheckpointError",
     "CorruptJournalError",
     "CorruptRecordError",
@@ -147,6 +159,7 @@ __all__ = [
     "WalDamagedError",
     "WalHooks",
     "WriteAheadLog",
+    "WriteAheadLogAbandonedError",
     "WriteAheadLogClosedError",
     "WriteAheadLogError",
     "WriteAheadLogPoisonedError",

@@ -28,6 +28,16 @@ class WriteAheadLogClosedError(WriteAheadLogError):
     """The log was closed; open a new `WriteAheadLog` and recover it."""
 
 
+class WriteAheadLogAbandonedError(WriteAheadLogClosedError):
+    """The log was abandoned (`WriteAheadLog.abandon`): its owner died, and it never
+    writes again. Refused before anything was written."""
+
+    def __init__(self, directory: str, reason: str):
+        self.directory, self.reason = directory, reason
+        super().__init__(f"the WAL {directory} was abandoned ({reason}); it never writes again, and nothing of this "
+                         "transaction was written. Whoever adopts the shard recovers the WAL")
+
+
 class NotAWriteAheadLogError(WriteAheadLogError):
     """The directory holds a file that no FlowFile WAL writes, or a file whose magic is wrong."""
 
@@ -125,6 +135,20 @@ class OutcomeUnknownError(WriteAheadLogError):
             "still replay it until the WAL rolls: keep everything it references (content, swap files) until "
             "WriteAheadLog.when_settled calls back. Fix the storage; the next update or checkpoint rolls the WAL."
         )
+
+
+class AbandonedInFlightError(OutcomeUnknownError):
+    """Transaction `txid` was in flight when the WAL was abandoned (`WriteAheadLog.abandon`):
+    its write or sync may have reached the storage or not, and it is never acknowledged
+    (its owner is dead). A recovery of the WAL (its adopter's) finds it whole or not at
+    all; `when_settled` never calls back on an abandoned WAL."""
+
+    def __init__(self, directory: str, txid: int, reason: str):
+        self.directory, self.txid, self.reason = directory, txid, reason
+        self.cause = self.roll_error = None
+        WriteAheadLogError.__init__(
+            self, f"transaction {txid} of the WAL {directory} was in flight when the WAL was abandoned ({reason}): "
+                  "it is not acknowledged, and whoever adopts the shard may or may not find it, whole")
 
 
 class WriteAheadLogPoisonedError(WriteAheadLogError):

@@ -20,6 +20,7 @@ import time
 from typing import Callable, NamedTuple
 
 from ..instruments import LatencyHistogram
+from ..storage.abandon import abandon_file
 from . import format as fmt
 from .errors import CorruptJournalError, JournalWriteError, NotAWriteAheadLogError
 from .hooks import WalHooks
@@ -271,3 +272,27 @@ class Journal:
                     self._write_pending(sync=sync)
             finally:
                 self._file.close()
+
+    def abandon(self, why: BaseException) -> None:
+        """Never write again, at once: no sync, no close, and no wait for `io_lock`,
+        which a sync in flight holds until its storage answers or its deadline passes
+        (that sync is the storage's to finish; its waiters then fail). From now on
+        every append and write is refused with `why`; pending frames are dropped. The
+        file is abandoned where its storage can (`WritableFile.abandon`: hdfs-native's
+        writer let go unsynced, its lease recovered by the adopter); a file that cannot
+        (local disk) is closed on a thread of its own once whoever writes it lets go."""
+        if self._failure is None:
+            self._failure = why
+        with self.append_lock:
+            self._pending = bytearray()
+        if abandon_file(self._file):
+            return
+
+        def close_when_free() -> None:
+            with self.io_lock:
+                try:
+                    self._file.close()
+                except Exception:  # noqa: BLE001 - abandoned: nothing is owed to this file
+                    pass
+
+        threading.Thread(target=close_when_free, name=f"abandoned {self.path}", daemon=True).start()

@@ -11,14 +11,16 @@ import time
 from typing import Callable
 
 from ..instruments import LatencyHistogram
-from ..storage import StorageFileExists, join
+from ..storage import StorageFileExists, abandon_file, join
 from . import format as fmt
 from .errors import (
+    AbandonedInFlightError,
     CheckpointError,
     CorruptSnapshotError,
     NotRecoveredError,
     OutcomeUnknownError,
     WalDamagedError,
+    WriteAheadLogAbandonedError,
     WriteAheadLogClosedError,
     WriteAheadLogPoisonedError,
     underlying,
@@ -77,9 +79,13 @@ class WriteAheadLog:
         not update the same record id concurrently, or the map's final version of it
         is whichever applied last rather than the higher transaction id.
       * `_state_lock` guards `_poison`, `_unacknowledged`, `_unsettled`,
-        `_settle_callbacks` and `_due_callbacks`. It is taken last (a journal takes it
-        with its `io_lock` held, to poison the WAL) and held for a few operations.
-        `_poison` is also read without it: a reference read, rechecked where it counts.
+        `_settle_callbacks`, `_due_callbacks` and `_abandoned`. It is taken last (a
+        journal takes it with its `io_lock` held, to poison the WAL) and held for a few
+        operations. `_poison` and `_abandoned` are also read without it: reference
+        reads, rechecked under it where it counts (a transaction is acknowledged only
+        if, under it, the WAL is not abandoned: `_acknowledged`).
+      * `abandon` takes no lock but `_state_lock` (and each journal's `append_lock`, for
+        an instant): the others may be held across a storage call that does not answer.
 
     `sync_durations` times every journal sync (one per group commit), for the metrics.
     """
@@ -130,6 +136,9 @@ class WriteAheadLog:
         self._swap_files: dict = {}
         self._restored = False
         self._closed = False
+        # Why the WAL was abandoned (`abandon`), or None: from then on it writes and
+        # acknowledges nothing.
+        self._abandoned: str | None = None
         # Why the WAL must roll before it acknowledges any transaction (a failed write,
         # sync or checkpoint), or None.
         self._poison: BaseException | None = None
@@ -206,6 +215,7 @@ class WriteAheadLog:
         payload = fmt.pack_payload([encode(update) for update in updates])
         payload_crc = fmt.crc32(payload)
         while True:
+            self._refuse_if_abandoned()  # before any lock: a roll or checkpoint may hold one for its deadline
             if self._poison is not None:
                 self._roll_before_writing()
             with self._repository_lock.shared():
@@ -219,7 +229,7 @@ class WriteAheadLog:
                     records, swap_files = self._records, self._swap_files
                     for update in updates:
                         apply_update(records, swap_files, update)
-                    return txid
+                    return self._acknowledged(txid)
                 # Failed, or durable while an earlier failure is unsettled: not to be
                 # acknowledged before a roll (which happens without the shared lock).
                 waiting = _Unacknowledged(txid, updates, failure or self._poison)
@@ -235,6 +245,7 @@ class WriteAheadLog:
         checkpoint settles every transaction whose outcome was unknown."""
         if not self._restored:
             raise NotRecoveredError("call recover() before checkpoint()")
+        self._refuse_if_abandoned()
         with self._repository_lock.exclusive():
             self._check_open()
             error = self._roll_locked()
@@ -256,7 +267,10 @@ class WriteAheadLog:
     def close(self) -> None:
         """Sync what is pending and close the journals. Does not checkpoint. A
         transaction still waiting for a roll is left unknown (it raises
-        `OutcomeUnknownError`), and nothing unsettled is settled."""
+        `OutcomeUnknownError`), and nothing unsettled is settled. After `abandon` it
+        does nothing."""
+        if self._abandoned is not None:
+            return
         self._stop.set()
         thread = self._checkpoint_thread
         if thread is not None and thread is not threading.current_thread():
@@ -275,6 +289,37 @@ class WriteAheadLog:
             self._journals = []
             if errors:
                 raise errors[0]
+
+    def abandon(self, reason: str = "its owner stopped at once") -> None:
+        """Stop at once, whatever the storage does: the owner of this WAL is dead (its
+        shard is fenced and adopted elsewhere) and must neither write nor acknowledge
+        anything more. Nothing is synced or closed: each journal is abandoned as it is
+        (`Journal.abandon`: on HDFS hdfs-native's writer is let go unsynced, and the
+        adopter recovers its lease). It never waits: not for a lock, nor for a
+        checkpoint or a commit in flight, whose storage calls are the storage's to finish
+        (fencing makes what they write harmless, and they acknowledge nothing).
+
+        From now on `update` and `checkpoint` raise `WriteAheadLogAbandonedError`
+        (nothing written), and a transaction in flight raises `AbandonedInFlightError`
+        (an `OutcomeUnknownError`) whatever its sync does: no `update` returns after
+        `abandon` has taken the state lock. Nothing unsettled is ever settled (no
+        `when_settled` callback runs), the checkpoint thread ends unjoined, and `close`
+        does nothing. Idempotent."""
+        with self._state_lock:
+            if self._abandoned is not None:
+                return
+            self._abandoned = reason
+        self._closed = True  # `_check_open` refuses from now on; its locks are not taken here
+        self._stop.set()
+        refusal = WriteAheadLogAbandonedError(self.directory, reason)
+        for journal in list(self._journals):
+            journal.abandon(refusal)
+        self._leave_unacknowledged_unknown(refusal)
+        log.info("WAL %s abandoned (%s): nothing synced or closed", self.directory, reason)
+
+    @property
+    def abandoned(self) -> bool:
+        return self._abandoned is not None
 
     def __enter__(self) -> "WriteAheadLog":
         return self
@@ -310,7 +355,26 @@ class WriteAheadLog:
 
     def _check_open(self) -> None:
         if self._closed:
+            self._refuse_if_abandoned()
             raise WriteAheadLogClosedError(f"WriteAheadLog {self.directory} is closed")
+
+    def _refuse_if_abandoned(self, file=None) -> None:
+        """Raise if the WAL was abandoned; `file`, just created (the create was in flight
+        at the abandon), is then abandoned too, unwritten."""
+        reason = self._abandoned
+        if reason is not None:
+            if file is not None:
+                abandon_file(file)
+            raise WriteAheadLogAbandonedError(self.directory, reason)
+
+    def _acknowledged(self, txid: int) -> int:
+        """`txid`, written and durable, as `update`'s answer: unless the WAL was abandoned
+        meanwhile, then it is never acknowledged (`AbandonedInFlightError`)."""
+        with self._state_lock:
+            reason = self._abandoned
+        if reason is None:
+            return txid
+        raise AbandonedInFlightError(self.directory, txid, reason)
 
     def _claim_partition(self) -> Journal:
         journals = self._journals
@@ -358,12 +422,15 @@ class WriteAheadLog:
         """Roll the WAL, including every transaction that waits for it (unless another
         waiter's roll already decided this one); return the transaction's id if the
         roll made it durable, else raise OutcomeUnknownError."""
-        with self._repository_lock.exclusive():
-            if waiting.durable is None:
-                self._roll_locked()
-        self._run_due_callbacks()
+        if self._abandoned is None:
+            with self._repository_lock.exclusive():
+                if waiting.durable is None and self._abandoned is None:
+                    self._roll_locked()
+            self._run_due_callbacks()
+        if self._abandoned is not None and not waiting.durable:
+            raise AbandonedInFlightError(self.directory, waiting.txid, self._abandoned) from waiting.cause
         if waiting.durable:
-            return waiting.txid
+            return self._acknowledged(waiting.txid)
         raise OutcomeUnknownError(self.directory, waiting.txid, waiting.cause, waiting.roll_error) from waiting.cause
 
     def _roll_before_writing(self) -> None:
@@ -374,6 +441,7 @@ class WriteAheadLog:
             error = self._roll_locked() if self._poison is not None else None
         self._run_due_callbacks()
         if error is not None:
+            self._refuse_if_abandoned()
             raise WriteAheadLogPoisonedError(self.directory, error) from error
 
     def _roll_locked(self) -> CheckpointError | None:
@@ -590,7 +658,9 @@ class WriteAheadLog:
         for partition in range(self.partitions):
             if partition in self._journal_files:
                 continue
+            self._refuse_if_abandoned()
             with self.storage.create(self._path(journal_name(partition)), overwrite=True) as file:
+                self._refuse_if_abandoned(file)
                 file.write(header)
                 file.sync()
             self._journal_files.add(partition)
@@ -622,15 +692,21 @@ class WriteAheadLog:
                 storage.rename(partial, snapshot)
             self._partial_complete = False
             self._hooks.checkpoint_started(partial)
+            # An abandoned WAL starts no storage call of a checkpoint (one in flight is
+            # the storage's to finish): checked before each step that writes.
+            self._refuse_if_abandoned()
             with storage.create(partial, overwrite=True) as file:
+                self._refuse_if_abandoned(file)
                 write_snapshot(file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
                                records=records, swap_files=swap_files)
             self._partial_complete = True
             self._hooks.checkpoint_partial_written(partial)
             self._create_missing_journals(max_txid)
+            self._refuse_if_abandoned()
             if storage.exists(snapshot):
                 storage.delete(snapshot)
             self._hooks.checkpoint_snapshot_deleted(snapshot)
+            self._refuse_if_abandoned()
             storage.rename(partial, snapshot)  # the storage layer syncs the directory
             self._partial_complete = False
             self._hooks.checkpoint_renamed(snapshot)
@@ -644,12 +720,17 @@ class WriteAheadLog:
                                              self.partitions)
             for partition in range(self.partitions):
                 path = self._path(journal_name(partition))
+                self._refuse_if_abandoned()
                 file = storage.create(path, overwrite=True)
                 journals.append(Journal(path, file, self._hooks, self._journal_failed, self.sync_durations))
+                self._refuse_if_abandoned(file)
                 file.write(header)
                 file.sync()
                 self._hooks.checkpoint_journal_reset(path)
             self._journals = journals
+            if self._abandoned is not None:  # abandoned while they were created: they never write
+                for journal in journals:
+                    journal.abandon(WriteAheadLogAbandonedError(self.directory, self._abandoned))
             for partition, path in (stale_journals or {}).items():
                 if partition >= self.partitions:
                     storage.delete(path)  # its transactions are all in the new snapshot
@@ -657,7 +738,10 @@ class WriteAheadLog:
         except BaseException as error:
             if not self._journals:
                 for journal in journals:
-                    _close_quietly(journal)
+                    if self._abandoned is not None:
+                        journal.abandon(WriteAheadLogAbandonedError(self.directory, self._abandoned))
+                    else:
+                        _close_quietly(journal)
             with self._state_lock:
                 self._poison = error
             if not isinstance(error, Exception):
@@ -683,6 +767,8 @@ class WriteAheadLog:
             while not self._stop.wait(poll):
                 try:
                     self.maybe_checkpoint()
+                except WriteAheadLogClosedError:
+                    return  # closed or abandoned as the round began
                 except CheckpointError as error:
                     # Storage down: one line when it starts failing (the cause's first line),
                     # one when it works again; the commits' own lines say the rest.

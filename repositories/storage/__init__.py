@@ -1,5 +1,6 @@
 """The storage protocol that every repository writes through, and its local backend."""
 
+from .abandon import AbandonableStorage, StorageAbandoned, abandon_file
 from .errors import (
     LeaseLost,
     StorageError,
@@ -13,11 +14,13 @@ from .local import LocalStorage, LocalWritableFile
 from .protocol import FileStatus, Storage, WritableFile, files_under, join, parent
 
 __all__ = [
+    "AbandonableStorage",
     "FileStatus",
     "LeaseLost",
     "LocalStorage",
     "LocalWritableFile",
     "Storage",
+    "StorageAbandoned",
     "StorageError",
     "StorageFileExists",
     "StorageFileNotFound",
@@ -25,6 +28,7 @@ __all__ = [
     "StoragePermissionDenied",
     "StorageUnavailable",
     "WritableFile",
+    "abandon_file",
     "join",
     "files_under",
     "parent",

@@ -24,6 +24,11 @@ The contract:
 * `recover_lease(path)` asks the backend to close a file someone else may still be
   writing. It returns True once the file is closed; the caller polls with backoff.
   Afterwards a write + sync by the previous writer fails with `LeaseLost`.
+* `WritableFile.abandon()` is optional: a backend whose sync or close can hang (HDFS)
+  lets its owner drop the file at once, unsynced and open, when that owner dies
+  (`abandon`): never blocking, and with every later write, sync or close refused
+  (`StorageAbandoned`; close does nothing). Whoever takes the data over recovers the
+  file's lease.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ drain and retire, and nothing is lost or duplicated."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -75,3 +76,53 @@ def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flo
     report = cluster.check()
     assert report.ok, report.summary()
     print(report.summary())
+
+
+def test_a_deploy_whose_receiving_leader_is_killed_mid_roll_is_finished_by_the_next_leader(flow_cluster, tmp_path):
+    """The deploy goes to the leader's admin API, and the leader is SIGKILLed while the
+    first member's step is in progress: the roll is in ZooKeeper, so the next leader
+    takes it over and finishes it, and `GET /api/v1/flow` on any node says so."""
+    cluster = flow_cluster
+    nodes = cluster.start_joined(("n1", "n2", "n3"), timeout=60, count=150)
+    by_incarnation = {node.incarnation: node for node in nodes}
+    leader = wait_until(lambda: (c := cluster.store.contenders()) and c[0], 30, "a leader")
+    document = read_flow_document(FLOW)
+    next(p for p in document["processors"] if p["id"] == "stamp")["properties"]["custody.stage"] = "stamped-v2"
+    new = FlowSnapshot(document).version
+    leader_api = httpx.Client(base_url=cluster.heartbeats()[leader].admin, timeout=60)  # loopback: no token
+    accepted = leader_api.post("/api/v1/flow/deploy", json={"flow": document})
+    assert accepted.status_code == 202, accepted.text
+    first_step = accepted.json()["nodes"][0]["incarnation"]
+    assert accepted.json()["nodes"][-1]["incarnation"] == leader  # the leader's own step comes last
+    survivor = next(node for node in nodes if node.incarnation not in (leader, first_step))
+    survivor_api = httpx.Client(base_url=cluster.heartbeats()[survivor.incarnation].admin, timeout=30)
+
+    wait_until(lambda: leader_api.get("/api/v1/flow/deploy").json()["nodes"][0]["state"]
+               in ("offloading", "connecting"), 60, "the first member's step to begin")
+    by_incarnation[leader].signal(signal.SIGKILL)
+    leader_api.close()
+
+    def ended():
+        deploy = survivor_api.get("/api/v1/flow").json().get("deploy")
+        return deploy if deploy is not None and deploy["state"] != "running" else None
+
+    try:
+        finished = wait_until(ended, 400, "a survivor to report the roll ended")
+    finally:
+        survivor_api.close()
+    assert finished["state"] == "done", finished
+    assert finished["outcome"].startswith("finished by leader ")
+    assert finished["outcome"].endswith(f"after {leader} died")
+    assert finished["received_by"] == leader
+    assert any(note.startswith("taken over by leader ") and note.endswith(f"after {leader} died")
+               for note in finished["notes"]), finished["notes"]
+    steps = {step["incarnation"]: step for step in finished["nodes"]}
+    assert steps[leader]["state"] == "skipped" and "not a member" in steps[leader]["detail"]
+    for name, step in steps.items():
+        if name != leader:
+            assert step["state"] == "done" and cluster.shard(step["new_incarnation"]).flow == new
+    for node in nodes:
+        if node.incarnation != leader:
+            with httpx.Client(base_url=cluster.heartbeats()[node.incarnation].admin, timeout=30) as client:
+                versions = client.get("/api/v1/flow").json()
+            assert versions["cluster_version"] == new and versions["deploy"] == finished

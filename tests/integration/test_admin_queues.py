@@ -188,6 +188,48 @@ def test_queues_flowfiles_content_drop_replay_and_processors_over_http(standalon
     assert states["hold"] == "STOPPED" == node.engine.status()["processors"]["hold"]["state"]
 
 
+def test_a_processor_stopped_through_the_api_stays_stopped_after_a_standalone_restart(tmp_path):
+    """The stop is kept in the data directory (as NiFi keeps it in flow.json.gz): the
+    next start schedules `hold` not at all, and the queue in front of it fills; a start
+    through the API is kept the same way."""
+    tokens = str(tmp_path / "tokens")
+    admin_token = add_token(tokens, "admin", "ops")
+    data_dir = str(tmp_path / "node")
+
+    def started():
+        node = StandaloneNode(parse_flow(FLOW), data_dir, NodeSettings(threads=2))
+        node.start(paused=True)
+        return node, serve(AdminSettings(port=0, token_file=tokens), node.control())
+
+    node, server = started()
+    try:
+        stopped = Api(server.url, admin_token).json("POST", "/api/v1/processors/local/hold/stop")
+        assert stopped["state"] == "STOPPED"
+    finally:
+        server.stop()
+        node.stop()
+
+    node, server = started()
+    try:
+        assert node.engine.status()["processors"]["hold"]["state"] == "STOPPED"
+        assert "across restarts" in stopped["scope"]
+        node.resume()
+        wait_until(lambda: node.graph.queues[QUEUE].count == 30, 30, "generate's 30 FlowFiles queued before hold")
+        assert node.engine.status()["processors"]["hold"]["tasks"] == 0  # not one task ran
+        assert Api(server.url, admin_token).json("POST", "/api/v1/processors/local/hold/start")["state"] == "RUNNING"
+        wait_until(lambda: node.graph.queues[QUEUE].count == 0, 30, "hold to take them")
+    finally:
+        server.stop()
+        node.stop()
+
+    node, server = started()
+    try:
+        assert node.engine.status()["processors"]["hold"]["state"] == "RUNNING"
+    finally:
+        server.stop()
+        node.stop()
+
+
 def test_the_openapi_spec_declares_each_endpoint_and_its_errors(standalone):
     _node, api, _reader = standalone
     spec = api.json("GET", "/openapi.json")

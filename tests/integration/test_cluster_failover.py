@@ -121,11 +121,13 @@ def test_a_sigstopped_node_wakes_deposed_writes_nothing_new_and_rejoins_as_a_new
                and s.state is not ShardState.ADOPTING, 60, "n2 to adopt the frozen node's shard")
     assert cluster.shard(zombie).epoch == frozen_epoch + 1
     n1.signal(signal.SIGCONT)
-    # Thawed, its frozen commit ends one of two ways. HDFS refuses its hsync (the
-    # adopter's lease recovery closed the pipeline first), in whichever way the pipeline
-    # ended. Or its bytes had reached every DataNode before it froze: then the
-    # adopter's recovery read them too, the commit's outcome is the adopter's view, and
-    # only that commit may complete. Either way nothing new is written.
+    # Thawed, its frozen commit ends one of three ways. Its own session guard declares
+    # it dead first (the proof of its session is far too old) and it abandons its WAL:
+    # the commit is never acknowledged (AbandonedInFlightError). HDFS refuses its
+    # hsync (the adopter's lease recovery closed the pipeline first), in whichever way
+    # the pipeline ended. Or its bytes had reached every DataNode before it froze: then
+    # the adopter's recovery read them too, the commit's outcome is the adopter's view,
+    # and only that commit may complete. Either way nothing new is written.
     wait_until(lambda: n1.find("rejected write", shard=zombie) or n1.find("dead", incarnation=zombie), 60,
                "the zombie's frozen commit to end")
     n1.wait("dead", timeout=30, incarnation=zombie)
@@ -133,7 +135,8 @@ def test_a_sigstopped_node_wakes_deposed_writes_nothing_new_and_rejoins_as_a_new
     wait_until(lambda: n1.incarnation != zombie, 60, "n1 to rejoin as a new incarnation")
     rejected = n1.find("rejected write", shard=zombie)
     refusals = ("LeaseLost", "StorageError", "StorageUnavailable", "StorageFileNotFound", "StaleEpochError",
-                "OutcomeUnknownError", "WriteAheadLogPoisonedError")
+                "OutcomeUnknownError", "WriteAheadLogPoisonedError", "AbandonedInFlightError",
+                "WriteAheadLogAbandonedError", "StorageAbandoned")
     for refusal in rejected:
         assert refusal["epoch"] == frozen_epoch and refusal["error"].split(":", 1)[0] in refusals, refusal
     assert int(n1.incarnation.rsplit("-", 1)[1]) > frozen_epoch

@@ -14,6 +14,9 @@ import urllib.parse
 
 import pytest
 
+from cluster.core.incarnation import Incarnation
+from cluster.core.layout import ClusterLayout
+from cluster.node.content import open_node_content
 from replication.hdfs_content import open_hdfs_content_reader, open_hdfs_content_repository
 from replication.hdfs_storage import HdfsStorage
 from replication.replicating_content import ReplicatingContentRepository
@@ -22,6 +25,7 @@ from repositories.content import (
     ContentRepositoryConfig,
     ContentRepositoryError,
     ContentWriteFailed,
+    ReplicaDiverged,
     open_filesystem_content_repository,
 )
 
@@ -500,3 +504,60 @@ def test_a_live_node_reads_its_own_claim_from_an_open_hdfs_file_once_it_is_seale
     assert repository.read(after) == b"after"
     repository.close()
     assert open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"]).read(after) == b"after"
+
+
+def test_a_resource_whose_hsync_failed_is_retired_on_both_replicas_before_the_next_claim(tmp_path, hdfs_cluster,
+                                                                                        hdfs_store):
+    """The long drill's `ReplicaDiverged`, on a clustered node's content (local disk led,
+    HDFS files kept open across commits): a commit's hsync fails (its DataNodes froze),
+    so the HDFS replica fails and retires the resource it synced. The local replica,
+    whose fdatasync went fine, must retire it too, or it hands that resource to the next
+    claim and HDFS has no file to append it to."""
+    storage = HdfsStorage(hdfs_cluster.url, {**hdfs_cluster.client_config, **FAIL_FAST}, io_timeout=3)
+    content = open_node_content(storage, ClusterLayout("main", hdfs_store.root), Incarnation("n1", 5),
+                                str(tmp_path / "local"))
+    local, hdfs = content.replicas.replicas
+    diverged: list[ReplicaDiverged] = []
+    write_at = hdfs.write_at
+
+    def recording(resource, offset):
+        try:
+            return write_at(resource, offset)
+        except ReplicaDiverged as error:
+            diverged.append(error)
+            raise
+
+    hdfs.write_at = recording
+    before = content.write_bytes(b"before" * 100)
+    content.sync()
+    content.check_durable([before])
+    mine = content.write_bytes(b"mine" * 2000)  # a commit's claim, in the same resource, not yet synced
+    assert mine.resource == before.resource
+    frozen = [index for index, datanode in enumerate(hdfs_cluster.datanodes) if datanode.alive()]
+    for index in frozen:
+        hdfs_cluster.pause_datanode(index)
+    try:
+        with pytest.raises(ContentRepositoryError):  # its hsync times out: the HDFS replica fails the resource
+            content.sync()
+    finally:
+        for index in frozen:
+            hdfs_cluster.resume_datanode(index)
+    deadline = time.monotonic() + 60
+    while True:  # the next commits, once the DataNodes are back
+        try:
+            after = content.write_bytes(b"after")
+            content.sync()
+            content.check_durable([after])
+            break
+        except ContentRepositoryError:
+            if time.monotonic() > deadline:
+                raise
+    assert diverged == []
+    assert after.resource != before.resource
+    assert before.resource not in local.open_resources() | hdfs.open_resources()  # retired and closed on both
+    with pytest.raises(ContentWriteFailed, match="lost"):
+        content.check_durable([mine])
+    assert content.read(before) == b"before" * 100
+    assert content.replicas.seal(after.resource)  # HDFS reads a file kept open once it is closed
+    assert hdfs.read(after) == local.read(after) == b"after"
+    content.close()

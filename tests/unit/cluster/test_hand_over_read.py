@@ -3,8 +3,8 @@ read that a checkpoint overlapped is refused (and retried), never taken for the 
 
 import pytest
 
-from cluster.node import hand_over
-from cluster.node.hand_over import WalChanged, earlier_states
+from cluster.failover import kept_states
+from cluster.failover.kept_states import WalChanged, earlier_states
 from flow.shard import QueueShard, open_shard
 from repositories.flowfile import Put
 from repositories.storage import LocalStorage
@@ -26,16 +26,16 @@ def test_the_state_of_an_earlier_shard_is_read_from_its_wal(tmp_path):
 
 def test_a_checkpoint_during_the_read_makes_the_reader_read_again(tmp_path, monkeypatch):
     storage, shard = shard_with_state(tmp_path, {"taken": "a,b"})
-    read = hand_over.read_state
+    read = kept_states.read_state
 
     def read_while_the_adopter_checkpoints(*args, **kwargs):
         state = read(*args, **kwargs)
         shard.wal.checkpoint()  # a new snapshot, and the journals begun again
         return state
 
-    monkeypatch.setattr(hand_over, "read_state", read_while_the_adopter_checkpoints)
+    monkeypatch.setattr(kept_states, "read_state", read_while_the_adopter_checkpoints)
     with pytest.raises(WalChanged, match="checkpointed while it was read"):
         earlier_states(storage, str(tmp_path / "n1-4"))
-    monkeypatch.setattr(hand_over, "read_state", read)
+    monkeypatch.setattr(kept_states, "read_state", read)
     assert earlier_states(storage, str(tmp_path / "n1-4")) == {"get": {"taken": "a,b"}}
     shard.wal.close()

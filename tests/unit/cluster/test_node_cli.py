@@ -91,3 +91,23 @@ def test_a_thread_stuck_in_storage_does_not_hold_the_exit(caplog):
         stuck.join()
     assert exits == [0]
     assert "flow-task_0" in caplog.text
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["decommission"], "the node's NAME is required"),
+    (["decommission", "n3"], "give --config NODE.toml (any node's of the cluster) or --url"),
+    (["connect", "n3"], "give --config NODE.toml (any node's of the cluster) or --url"),
+    (["offload", "n3"], "custody node offload: takes no NAME (decommission and connect do)"),
+])
+def test_decommission_and_connect_need_a_name_and_a_way_to_the_cluster(argv, says, capsys):
+    from cluster.cli import main
+
+    assert main(["node", *argv]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_decommission_through_a_node_that_does_not_answer_says_so(capsys):
+    from cluster.cli import main
+
+    assert main(["node", "decommission", "n3", "--url", "http://127.0.0.1:9"]) == 1
+    assert "the admin API at http://127.0.0.1:9 did not answer" in capsys.readouterr().err

@@ -311,3 +311,18 @@ def test_custody_cluster_credentials_makes_a_private_file_once(tmp_path):
         make_credentials_file(path)  # another identity would lock the cluster's other nodes out
     with pytest.raises(ZooKeeperAccessRefused, match="without ':'"):
         make_credentials_file(str(tmp_path / "other"), "a:b")
+
+
+def test_the_retention_of_what_is_kept_for_an_absent_node_is_a_week_unless_set():
+    assert parse_node_config(body(), "/etc/custody/n1.toml").absent_node_retention == 7 * 86400.0
+    assert parse_node_config(body(**{"node.absent_node_retention": 86400}), "/x.toml").absent_node_retention == 86400.0
+
+
+@pytest.mark.parametrize("value, words", [
+    (60, "[node] absent_node_retention must be at least 3600.0, not 60"),
+    (float("inf"), "[node] absent_node_retention must be a finite number"),
+    ("7 days", "[node] absent_node_retention must be a number"),
+    (1e12, "[node] absent_node_retention must be at most"),
+])
+def test_a_retention_that_would_collect_a_restarting_nodes_state_or_never_is_refused(value, words):
+    refused(body(**{"node.absent_node_retention": value}), words)

@@ -106,3 +106,23 @@ def test_a_source_of_a_draining_shard_cannot_be_started(tmp_path):
     with pytest.raises(ProcessorStateError, match="source does not run on shard s"):
         drains.start_processor("source")
     shard.wal.close()
+
+
+def test_a_processor_made_stopped_is_never_scheduled_until_started(tmp_path):
+    """What a restart or an adopter does with a processor an operator stopped: the
+    engine is made with it stopped (`stopped`), so not one task or `on_scheduled` runs."""
+    CALLS.clear()
+    made, shard = source_to_sink(tmp_path, Source, Sink, threads=2, stopped=("sink", "no-such-processor"))
+    try:
+        made.start()
+        assert state(made) == "STOPPED" and state(made, "source") == "RUNNING"
+        states, runs = made.processor_states()
+        assert states == {"source": "RUNNING", "sink": "STOPPED"} and runs == {"source", "sink"}
+        wait_until(lambda: made.graph.queues["in"].count >= 5, 10, "the source to fill the queue")
+        assert CALLS == []
+        assert made.start_processor("sink") == "RUNNING"
+        wait_until(lambda: made.graph.queues["in"].count == 0 or CALLS.count("task") >= 5, 10, "the sink to run")
+        assert CALLS[0] == "scheduled"
+    finally:
+        made.stop(timeout=10)
+        shard.wal.close()
