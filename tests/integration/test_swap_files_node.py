@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cluster.admin.serve import serve
 from cluster.admin.settings import AdminSettings
+from cluster.core.run_states import RUNNING
 from cluster.node.standalone import NodeSettings, StandaloneNode
 from cluster.services.process import wait_until
 from flow.loading import load_flow, parse_flow
@@ -64,6 +65,9 @@ def swapped_data_dir(data_dir) -> list[Path]:
     wait_until(lambda: (s := queue.summary()).count == TOTAL and (s.active, s.staging, s.swap_files) == (BATCH, 0, 4),
                30, "every FlowFile queued, 800 of them in four swap files")
     node.stop()
+    # The operator's stop is kept across restarts; the nodes these tests start from this
+    # directory find `deliver` running again, as `start_processor` would have recorded it.
+    node.run_states().record("local", "deliver", RUNNING, by="the operator, before the next start")
     swap = Path(data_dir) / "shards" / "local" / "swap"
     return sorted(swap.iterdir(), key=lambda path: int(path.name.split(".")[1]))
 
