@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from cluster.core.adoption_failures import RETRY_INTERVAL
 from cluster.core.ownership import ShardState
 from cluster.failover.adoption import WalOptions
 from cluster.failover.fencing import DEFAULT_FENCE_TIMEOUT
@@ -145,8 +146,9 @@ def test_a_damaged_wal_holds_the_shard_with_its_reason_until_an_operator_accepts
         wait_until(lambda: any(f"holds {victim} at epoch {epoch} for an operator: WalDamagedError" in note
                                for note in store.plans.read(victim)[0].notes), 30, "the plan to note the hold")
         assert survivor.instruments.adoptions.snapshot()["held"] == 1
-        # Held, it is tried again now and then, not every second, and stays held.
-        time.sleep(3.0)
+        # Held, it is only rechecked (every `held_recheck`, counted apart from retries), not
+        # retried every RETRY_INTERVAL: a window of three retry intervals would see three.
+        time.sleep(3 * RETRY_INTERVAL)
         assert shard().state is ShardState.HELD and survivor.instruments.adoptions.snapshot()["retried"] == 0
 
         # The operator accepts the loss, on the fenced directory the reason names.

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from cluster.services.process import wait_until
 from replication.hdfs_storage import HdfsWritableFile
 from repositories.instruments import ByLabel, LatencyHistogram
 from repositories.storage import AbandonableStorage, LocalStorage, StorageAbandoned, StorageUnavailable
@@ -194,7 +195,5 @@ def test_an_abandoned_writer_is_dropped_on_a_thread_of_its_own():
     file = writer_file(Immediate(), raw)[0]
     del raw
     file.abandon("dead")
-    deadline = time.monotonic() + 5
-    while not dropped_on and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: dropped_on, 5, "the abandoned writer to be dropped", interval=0.01)
     assert dropped_on == ["hdfs-abandoned-writers"]

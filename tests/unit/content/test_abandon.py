@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from cluster.services.process import wait_until
 from replication.replicating_content import ReplicatingContentRepository
 from repositories.content import ContentRepository, ContentRepositoryConfig
 from repositories.content.archive import ArchivePolicy
@@ -85,9 +86,8 @@ def test_local_files_are_closed_on_a_thread_of_their_own_and_writes_refused(tmp_
     content.write_bytes(b"claim")
     resources = list(content._table.open.values())
     content.abandon("dead")
-    deadline = time.monotonic() + 5
-    while not all(resource.closed.is_set() for resource in resources) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: all(resource.closed.is_set() for resource in resources), 5, "the local files to close",
+               interval=0.01)
     assert resources and all(resource.closed.is_set() and resource.file._closed for resource in resources)
     with pytest.raises(RepositoryClosed):
         content.write_bytes(b"after")

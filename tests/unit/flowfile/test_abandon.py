@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from cluster.services.process import wait_until
 from repositories.flowfile import (
     AbandonedInFlightError,
     CheckpointError,
@@ -141,9 +142,7 @@ def test_a_wal_whose_files_cannot_be_abandoned_closes_them_once_the_writer_lets_
     def all_closed():
         return all(journal._file._closed for journal in journals)
 
-    deadline = time.monotonic() + 5
-    while not all_closed() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(all_closed, 5, "every journal to close", interval=0.01)
     assert all_closed()
     assert set(WriteAheadLog(LocalStorage(), log.directory, partitions=2, checkpoint_interval=None).recover()) == {
         "ff-1"}
