@@ -69,6 +69,8 @@ RUNNING, STOPPING, STOPPED = "RUNNING", "STOPPING", "STOPPED"
 _NOT_THE_FLOWFILES = (CommitError, NotAdmitted, ServiceError, StorageError, ContentUnavailable, ContentRepositoryFull,
                       ContentStorageFull, ContentWriteFailed, ReplicaDiverged, RepositoryClosed)
 _FULL = (ContentRepositoryFull, ContentStorageFull)
+# Failures of the node's storage to write: a task that met one yields from when it began.
+_STORAGE_FAILURES = (CommitError, StorageError, ContentUnavailable, ContentWriteFailed)
 
 
 class _Node:
@@ -436,6 +438,7 @@ class TraditionalEngine:
                     str(error).splitlines()[0][:400] if str(error) else "", penalty)
 
     def _run_task(self, node: _Node) -> None:
+        began = self._clock()
         session = self._new_session(node)
         bored = False
         try:
@@ -468,8 +471,12 @@ class TraditionalEngine:
             elif message != node.last_error:
                 log.exception("%s failed; the session was rolled back and the processor yields", node.id)
             node.last_error = message
+            # A task that failed on its storage may have waited out the storage's deadline
+            # first (an hsync on a pipeline whose DataNode died): it yields until `yield_s`
+            # after it began, not after it failed, so that wait is not followed by another.
+            since = began if isinstance(error, _STORAGE_FAILURES) else self._clock()
             with self._condition:
-                node.not_before = max(node.not_before, self._clock() + node.definition.scheduling.yield_s)
+                node.not_before = max(node.not_before, since + node.definition.scheduling.yield_s)
         else:
             node.last_error = None
             held = session.polled_ids

@@ -29,28 +29,18 @@ property() { echo "  <property><name>$1</name><value>$2</value></property>"; }
 {
   echo "<configuration>"; property fs.defaultFS "hdfs://${NAMENODE_HOST:-namenode}:8020"; echo "</configuration>"
 } > "$conf/core-site.xml"
-{
-  echo "<configuration>"
-  property dfs.replication "${REPLICATION:-2}"
-  property dfs.permissions.enabled true
-  # Closed blocks are synced to disk (Spark's output becomes content without an hsync).
-  property dfs.datanode.synconclose true
-  property dfs.namenode.name.dir /data/name
-  property dfs.datanode.data.dir /data/blocks
-  property dfs.namenode.rpc-bind-host 0.0.0.0
-  property dfs.namenode.http-bind-host 0.0.0.0
-  property dfs.namenode.safemode.threshold-pct 0
-  property dfs.heartbeat.interval 1
-  property dfs.namenode.heartbeat.recheck-interval 3000
-  # A DataNode silent for 3 s gets no new blocks: with one DataNode more than the
-  # replication, writes go on around a dead one instead of failing until it is
-  # declared dead.
-  property dfs.namenode.stale.datanode.interval 3000
-  property dfs.namenode.avoid.write.stale.datanode true
-  property dfs.namenode.avoid.read.stale.datanode true
-  property dfs.client.block.write.replace-datanode-on-failure.enable false
-  echo "</configuration>"
-} > "$conf/hdfs-site.xml"
+# hdfs-site.xml: the project's HDFS settings, shared with the test harness
+# (cluster/services/hadoop/hdfs-site.properties: heartbeats, a dead DataNode stale after
+# 1 s and avoided, ...), then this cluster's own. Safe mode ends at once: the DataNodes
+# start only once the NameNode is healthy, out of safe mode, so it cannot wait for them.
+case "$role" in namenode|datanode) daemon="$role" ;; *) daemon=client ;; esac
+sh /usr/local/bin/custody-hdfs-site "$daemon" /opt/hadoop/hdfs-site.properties \
+  dfs.replication="${REPLICATION:-2}" \
+  dfs.namenode.safemode.threshold-pct=0 \
+  dfs.namenode.name.dir=/data/name \
+  dfs.datanode.data.dir=/data/blocks \
+  dfs.namenode.rpc-bind-host=0.0.0.0 \
+  dfs.namenode.http-bind-host=0.0.0.0 > "$conf/hdfs-site.xml"
 classpath="$conf:/opt/hadoop/jars/*"
 case "$role" in
   namenode)

@@ -16,4 +16,7 @@ RUN apt-get update \
 COPY cluster/services/hadoop/pom.xml /opt/hadoop/pom.xml
 COPY cluster/docker/probe.sh /usr/local/bin/custody-probe
 COPY cluster/docker/hadoop-entrypoint.sh /usr/local/bin/hadoop-entrypoint
+# The HDFS settings the test harness runs with too, and the script that writes them.
+COPY cluster/services/hadoop/hdfs-site.properties /opt/hadoop/hdfs-site.properties
+COPY cluster/docker/hdfs-site.sh /usr/local/bin/custody-hdfs-site
 ENTRYPOINT ["sh", "/usr/local/bin/hadoop-entrypoint"]

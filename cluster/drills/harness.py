@@ -35,7 +35,8 @@ from .ledger_runtime import check_ledger
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_TIMEOUT = 4.0
 # Bounded client retries and socket timeouts, as a node must configure them: otherwise
-# an hsync to a dead DataNode may wait minutes before it fails.
+# an hsync to a dead DataNode may wait minutes before it fails. The compose nodes run with
+# the same (cluster/docker/custody-node.toml; tests/unit/test_hdfs_settings.py).
 HDFS_CLIENT = {"dfs.client.socket-timeout": "5000", "dfs.client.failover.max.attempts": "1",
                "dfs.client.failover.sleep.base.millis": "100", "dfs.client.failover.sleep.max.millis": "200"}
 

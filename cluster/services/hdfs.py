@@ -6,24 +6,20 @@ work directory. The jars on Maven Central do not carry the web applications of a
 Hadoop distribution, so each conf directory also holds empty `webapps/` folders: the
 HTTP servers (and their /jmx servlet, which the health check reads) start without them.
 
-Settings chosen for tests and drills:
+Settings: those of every HDFS the project runs, which docker-compose.yml's daemons
+share, are in `SETTINGS_FILE` (cluster/services/hadoop/hdfs-site.properties, each with
+why): heartbeats (DataNodes every 300 ms, since the NameNode hands out block recovery,
+the wait in every takeover, only in a heartbeat's reply), a dead DataNode stale after
+1 s and avoided, permissions on, closed blocks synced. This harness's own:
 * every address is 127.0.0.1 on a port the harness picked;
-* heartbeats every second as the NameNode counts them, so a killed DataNode is
-  noticed within seconds; the DataNodes themselves beat every 300 ms, because the
-  NameNode hands out block recovery (lease recovery of a dead writer's file, the
-  wait in every takeover) only in a heartbeat's reply. The NameNode keeps whole
-  seconds: it reads the interval in seconds, and a sub-second value there would
-  zero its block-recovery timeout (30 heartbeats), restarting recovery on every
-  recoverLease call;
-* a DataNode silent for 3 s is stale: new blocks and reads avoid it;
-* permissions on, as in production: the harness's user, who started the NameNode, is its
-  superuser; a node with `[hdfs] user` writes as that user;
+* the harness's user, who started the NameNode, is its superuser; a node with `[hdfs]
+  user` writes as that user;
 * safe mode ends as soon as the DataNodes have reported their blocks;
 * `dfs.replication` is 2 (1 with a single DataNode). With 3 DataNodes, as the tests and
-  the service stack run, one DataNode can die and every new block still finds two live,
-  non-stale DataNodes 3 s later; with replication equal to the DataNode count, every
-  new pipeline would include the dead one until the NameNode declares it dead (16 s)
-  and every commit would fail until then.
+  the service stack run, one DataNode can die and every new block still finds two live
+  DataNodes; with replication equal to the DataNode count, every new pipeline would
+  include the dead one until the NameNode declares it dead (16 s) and every commit
+  would fail until then.
 
 Faults: `kill_datanode`, `restart_datanode`, `pause_datanode`, `restart_namenode`.
 `java_client(...)` runs Hadoop's own FsShell, a second client independent of hdfs-native.
@@ -47,6 +43,37 @@ log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 """
+
+
+# The settings of every HDFS the project runs, this harness's and docker-compose.yml's
+# (cluster/docker/hdfs-site.sh reads the same file): see its header.
+SETTINGS_FILE = Path(__file__).parent / "hadoop" / "hdfs-site.properties"
+DAEMONS = ("namenode", "datanode", "client")
+
+
+def shared_settings(daemon: str, path: Path = SETTINGS_FILE) -> dict[str, str]:
+    """The settings `path` gives `daemon` (one of DAEMONS): its `name=value` lines, and
+    its `<daemon>:name=value` lines. Strict, so that cluster/docker/hdfs-site.sh's plain
+    `sed` and `read` make the same of it: no blank inside a line, one value per name."""
+    if daemon not in DAEMONS:
+        raise ValueError(f"no HDFS daemon {daemon!r}: one of {', '.join(DAEMONS)}")
+    settings: dict[str, str] = {}
+    seen: set[str] = set()
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        line = text.split("#", 1)[0].strip()
+        if not line:
+            continue
+        qualified, equals, value = line.partition("=")
+        role, _, name = qualified.rpartition(":")
+        if (not equals or not name or not value or any(c.isspace() for c in line)
+                or role not in ("", "namenode", "datanode")):
+            raise ValueError(f"{path}:{number}: not `name=value` or `namenode:`/`datanode:name=value`: {text!r}")
+        if qualified in seen or (role and name in seen) or (not role and any(f"{r}:{name}" in seen for r in DAEMONS)):
+            raise ValueError(f"{path}:{number}: {name} is set twice")
+        seen.add(qualified)
+        if role in ("", daemon):
+            settings[name] = value
+    return settings
 
 
 def _site(properties: dict[str, object]) -> str:
@@ -217,50 +244,28 @@ class HdfsCluster:
             names += [f"dn{index}_data", f"dn{index}_http", f"dn{index}_ipc"]
         self.ports = dict(zip(names, free_ports(len(names))))
         core = {"fs.defaultFS": self.url, "hadoop.tmp.dir": self.workdir / "tmp"}
-        common = {
+        # This cluster's own: its addresses and directories, its replication, and safe mode.
+        own = {
             "dfs.replication": self.replication,
-            "dfs.permissions.enabled": "true",
-            # A closed block is synced to disk, as an hsynced one is: files that are
-            # closed but never hsynced (Spark's output, which becomes content) are as
-            # durable as the node's own writes.
-            "dfs.datanode.synconclose": "true",
             # Safe mode lasts until the DataNodes have reported (nearly) every block, as in
             # production, so "healthy" after a NameNode restart means blocks can be read;
             # no extension on top, to keep restarts in tests short.
             "dfs.namenode.safemode.threshold-pct": "0.999",
             "dfs.namenode.safemode.extension": "0",
-            "dfs.heartbeat.interval": "1",
-            "dfs.namenode.heartbeat.recheck-interval": "3000",
-            "dfs.namenode.stale.datanode.interval": "3000",
-            # A DataNode silent for 3 s gets no new blocks (nor reads, when another
-            # replica has them), as HBase's guide advises: with a DataNode more than the
-            # replication, new pipelines leave a killed one out after 3 s instead of
-            # including it until it is declared dead (16 s).
-            "dfs.namenode.avoid.write.stale.datanode": "true",
-            "dfs.namenode.avoid.read.stale.datanode": "true",
             "dfs.namenode.rpc-address": f"{HOST}:{self.ports['namenode_rpc']}",
             "dfs.namenode.http-address": f"{HOST}:{self.ports['namenode_http']}",
             "dfs.namenode.name.dir": self.workdir / "namenode" / "name",
-            "dfs.namenode.fs-limits.min-block-size": "1024",
             "dfs.datanode.hostname": HOST,
-            "dfs.client.use.datanode.hostname": "false",
-            "dfs.datanode.du.reserved": "0",
-            "dfs.client.block.write.replace-datanode-on-failure.enable": "false",
-            "dfs.namenode.redundancy.interval.seconds": "1",
-            "dfs.blockreport.intervalMsec": "10000",
         }
-        self._write_conf("namenode", core, common)
-        self._write_conf("client-conf", core, common)
+        self._write_conf("namenode", core, {**shared_settings("namenode"), **own})
+        self._write_conf("client-conf", core, {**shared_settings("client"), **own})
         for index in range(self.datanode_count):
-            datanode = dict(common)
-            datanode.update({
+            self._write_conf(f"datanode-{index}", core, {**shared_settings("datanode"), **own,
                 "dfs.datanode.data.dir": self.workdir / f"datanode-{index}" / "data",
                 "dfs.datanode.address": f"{HOST}:{self.ports[f'dn{index}_data']}",
                 "dfs.datanode.http.address": f"{HOST}:{self.ports[f'dn{index}_http']}",
                 "dfs.datanode.ipc.address": f"{HOST}:{self.ports[f'dn{index}_ipc']}",
-                "dfs.heartbeat.interval": "300ms",
             })
-            self._write_conf(f"datanode-{index}", core, datanode)
 
     def _write_conf(self, daemon: str, core: dict, hdfs: dict) -> None:
         conf = self._conf_dir(daemon)
