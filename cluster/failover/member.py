@@ -31,10 +31,13 @@ is abandoned rather than closed: its storage (`storage`, an
 lets every file it handed out go, unsynced and open (the adopter recovers their
 leases), and each runtime shuts its gate and abandons its WAL (`ShardRuntime.abandon`):
 from then on nothing is admitted, written or acknowledged. Then, on a thread of its
-own, the runtimes, the leader, the heartbeat and the guard are stopped side by side,
-and waited for until the deadline; whatever is still ending then (a task stuck in an
-hsync until the storage's deadline, a ZooKeeper call of a partitioned node) is left
-to end on its own: nothing it does can write or acknowledge. An orderly `stop()`
+own, the runtimes, the leader, the heartbeat and the guard are stopped side by side;
+the runtimes are waited for until the deadline (their processors let go of what they
+hold: a listener's port), the others a moment more (`DEATH_GRACE_OTHERS`: they write
+nothing to HDFS). Whatever is still ending then (a task stuck in an hsync until the
+storage's deadline, a ZooKeeper call of a node cut off, which fails once the client is
+closed, right after) is left to end on its own: nothing it does can write or
+acknowledge. An orderly `stop()`
 closes everything instead, one part after another, as long as that takes (bounded by
 the node's shutdown deadline), unless a death overtakes it.
 """
@@ -90,6 +93,10 @@ log = logging.getLogger(__name__)
 # A death is stopped within this long of its decision (the product's bound is 2 s: the
 # rest is the margin for setting `dead` and for telling it).
 DEATH_DEADLINE = 1.5
+# After a death's runtimes stopped, how long more it waits for its leader, heartbeat and
+# guard threads: they write nothing to HDFS, and those of a node cut off from ZooKeeper
+# wait in a call until the client is closed, which comes after `dead`.
+DEATH_GRACE_OTHERS = 0.2
 
 
 @dataclass
@@ -357,8 +364,13 @@ class ClusterMember:
             ("the heartbeat", functools.partial(self.membership.stop, leave=leave) if self.membership is not None
              else None),
             ("the session guard", self.guard.stop if self.guard is not None else None)) if step is not None]
-        for group in ([steps, others] if side_by_side else [[step] for step in steps + others]):
-            self._await(group)
+        if side_by_side:
+            started = self._start_steps(steps + others)
+            self._await(started[:len(steps)])
+            self._await(started[len(steps):], grace=DEATH_GRACE_OTHERS)
+        else:
+            for step in steps + others:
+                self._await(self._start_steps([step]))
         self._adoptions.put(None)
         self.death_reason = reason
         self.stopped_at = self._wall_clock()
@@ -366,11 +378,9 @@ class ClusterMember:
         if self.client is not None:
             stop_quietly(self.client)
 
-    def _await(self, steps: list[tuple[str, Callable[[], None]]]) -> None:
-        """Run each step on a thread of its own and wait for them all: for as long as they
-        take, or, once the incarnation is dead, until its death deadline (a step still
-        running then ends on its own; after the abandon nothing it does is written or
-        acknowledged). A step that fails is logged."""
+    @staticmethod
+    def _start_steps(steps: list[tuple[str, Callable[[], None]]]) -> list[tuple[str, threading.Thread]]:
+        """Each step on a thread of its own, started; a step that fails is logged."""
         def run(name: str, step: Callable[[], None]) -> None:
             try:
                 step()
@@ -381,9 +391,18 @@ class ClusterMember:
                    for name, step in steps]
         for _, thread in threads:
             thread.start()
+        return threads
+
+    def _await(self, threads: list[tuple[str, threading.Thread]], *, grace: float | None = None) -> None:
+        """Wait for the threads of `_start_steps`: for as long as they take, or, once the
+        incarnation is dead, until its death deadline, or `grace` from now if sooner (a
+        step still running then ends on its own; after the abandon nothing it does is
+        written or acknowledged)."""
+        until = None if grace is None else self._clock() + grace
         for _, thread in threads:
             while thread.is_alive():
-                deadline = self._death_deadline
+                deadline = min((moment for moment in (self._death_deadline, until) if moment is not None),
+                               default=None)
                 left = None if deadline is None else deadline - self._clock()
                 if left is not None and left <= 0:
                     break

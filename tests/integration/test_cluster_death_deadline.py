@@ -196,3 +196,45 @@ def test_a_member_whose_runtime_cannot_stop_is_dead_within_2_s_and_writes_nothin
     finally:
         release.set()
         member.stop(leave=False)
+
+
+class QuickRuntime(StuckRuntime):
+    """A shard runtime that stops at once."""
+
+    def stop(self):
+        self.stop_began.set()
+
+
+def test_a_member_cut_off_from_zookeeper_does_not_wait_its_deadline_for_threads_that_write_nothing(zk_hosts,
+                                                                                                   tmp_path):
+    """A node cut off from ZooKeeper has its heartbeat (and leader, guard) stuck in a
+    ZooKeeper call until the client is closed, which comes after the death: the member
+    waits for them `DEATH_GRACE_OTHERS` after its runtimes stopped, not its whole death
+    deadline (they write nothing to HDFS). Before, every partitioned death took the
+    full `DEATH_DEADLINE`."""
+    from cluster.failover.member import DEATH_DEADLINE, DEATH_GRACE_OTHERS, ClusterMember, MemberConfig
+    from cluster.services.zookeeper import ZooKeeperEnsemble
+
+    release = threading.Event()
+    member = ClusterMember(MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=4.0,
+                                        hdfs_root=str(tmp_path)), LocalStorage(),
+                           lambda handle: QuickRuntime(handle, release))
+    heartbeat_stop_began = threading.Event()
+
+    def stuck_heartbeat_stop(leave=True):
+        heartbeat_stop_began.set()
+        release.wait(120)  # as a ZooKeeper call of a node cut off waits
+
+    try:
+        member.start()
+        member.membership.stop = stuck_heartbeat_stop
+        ZooKeeperEnsemble.expire_session(member.client)
+        assert member.wait_dead(DEAD_EVENT_DEADLINE), "the member did not die"
+        took = member.stopped_at - member.death_decided_at
+        assert heartbeat_stop_began.is_set() and not release.is_set()  # still stuck, left behind
+        # The grace, and room for a loaded machine; still well short of the deadline.
+        assert took <= DEATH_GRACE_OTHERS + 0.5 < DEATH_DEADLINE, (
+            f"the death took {took:.2f}s: it waited on the stuck heartbeat")
+    finally:
+        release.set()
+        member.stop(leave=False)
