@@ -5,7 +5,8 @@
 #               Spark and Docker, which it installs and starts itself
 # Both are idempotent: downloads are cached (~/.cache/custody, ~/.m2, pip's cache).
 # Also: make services (start the real services and print their status), make down,
-# make compose (the whole cluster in containers: docker-compose.yml; see the README).
+# make compose (the whole cluster in containers: docker-compose.yml; see docs/operate/compose.md),
+# make docs (the documentation site into site/: open site/index.html as a file).
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +14,7 @@ STAMP := $(VENV)/.custody-installed
 DATA_DIR ?= .work/hello
 FLOW ?= examples/hello.yaml
 
-.PHONY: run test setup services down compose
+.PHONY: run test setup services down compose docs
 
 setup: $(STAMP)
 
@@ -42,3 +43,7 @@ down:
 compose: setup
 	$(VENV)/bin/custody services up --only docker
 	docker compose up --detach --build --wait
+
+# The documentation site (mkdocs.yml, docs/), as tests/unit/test_docs_site.py builds it.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site

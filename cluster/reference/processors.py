@@ -1,0 +1,82 @@
+"""The processors page: every processor type custody ships, read from the standard
+registry (`flow.loading.standard_registry()`, the one a node parses its flow against)
+without the plug-ins installed where the page is built, with its properties and
+relationships as the classes declare them."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+
+from . import markdown as md
+
+TITLE = "Processors"
+INTRO = ("Every processor type custody ships. A flow's `type:` can also name a processor that an installed "
+         "package declares as an entry point of the group `custody.processors` (not listed here). Properties are checked when the flow is loaded, before anything runs: an unknown "
+         "property, a value of the wrong kind or outside its bounds is refused, naming the processor and the "
+         "property. Writing one: [Writing a processor](../develop/processors.md).")
+
+
+def describe(cls) -> str:
+    """The class's `description`, else the first paragraph of its docstring."""
+    if cls.description:
+        return cls.description
+    doc = inspect.getdoc(cls) or ""
+    return doc.split("\n\n")[0]
+
+
+def default_of(descriptor) -> str:
+    if descriptor.default is None:
+        return ""
+    if isinstance(descriptor.default, bool):
+        return md.code("true" if descriptor.default else "false")
+    if descriptor.default == "":
+        return md.code('""')
+    return md.code(descriptor.default)
+
+
+def allowed_of(descriptor) -> str:
+    """Choices, or bounds, of a property's value."""
+    if descriptor.choices:
+        return ", ".join(md.code(choice) for choice in descriptor.choices)
+    bounds = []
+    if descriptor.minimum is not None:
+        bounds.append(f"at least {descriptor.minimum:g}")
+    elif descriptor.kind == "integer":
+        bounds.append("not negative")
+    if descriptor.maximum is not None:
+        bounds.append(f"at most {descriptor.maximum:g}")
+    return md.text(", ".join(bounds))
+
+
+def processor_section(type_name: str, cls, origin: str) -> list[str]:
+    facts = [f"**Relationships:** {', '.join(md.code(name) for name in cls.relationships) or 'none'}"]
+    if cls.dynamic_properties:
+        facts.append("**Dynamic properties:** yes (any other property name; its value is an expression)")
+    facts.append("**Kind:** a source (runs on its schedule, without input)" if cls.is_source
+                 else "**Kind:** runs when FlowFiles wait in its input")
+    facts.append(f"**Class:** {md.code(origin)}")
+    lines = [f"## {type_name}", "", md.text(describe(cls)), "", *(f"- {fact}" for fact in facts), ""]
+    if cls.properties:
+        rows = [(md.code(d.name), md.text(d.kind), default_of(d), "yes" if d.required else "",
+                 allowed_of(d), md.text(d.description)) for d in cls.properties]
+        lines += md.table(("property", "kind", "default", "required", "allowed", "description"), rows)
+    else:
+        lines.append("No properties.")
+    lines.append("")
+    return lines
+
+
+def processors_page(registry: Mapping[str, type] | None = None) -> str:
+    if registry is None:
+        from flow.loading import standard_registry
+
+        # The processors custody ships, not the plug-ins of whatever machine builds the
+        # page (those document themselves).
+        registry = standard_registry(entry_points=lambda **_: ())
+    names = sorted(registry)
+    body = [", ".join(f"[{name}](#{md.anchor(name)})" for name in names), ""]
+    for name in names:
+        origin = registry.origin(name) if hasattr(registry, "origin") else registry[name].__module__
+        body += processor_section(name, registry[name], origin)
+    return md.page(TITLE, INTRO, body)
