@@ -1,5 +1,5 @@
 """A DataNode's death pauses a writer that hsyncs through it for about one I/O deadline,
-not until a long timeout (README "A DataNode's death"), on the real HDFS of the harness (3 DataNodes, replication 2, the
+not until a long timeout (docs/operate/failures.md, "A DataNode's death"), on the real HDFS of the harness (3 DataNodes, replication 2, the
 settings of cluster/services/hadoop/hdfs-site.properties).
 
 The writer is a node's: a FlowFile WAL on HDFS, one transaction and hsync every 20 ms,
