@@ -31,8 +31,9 @@ Modules, one concept each:
   queue_inspection, queue_drop, replay  an operator's list queue and lookup, drop FlowFiles,
                  and replay from provenance (what the admin API offers)
   session        ProcessSession and the Transaction it commits
-  commit         DurableCommitter (traditional) and HeldCommitter (stateless): the commit order;
-                 CommitGate (the node's production gate) and CommitHooks (fault seams of tests)
+  commit         DurableCommitter (traditional) and HeldCommitter (stateless): the commit order
+                 in stages, and CommitHooks (fault seams of tests); commit_outcome: the pure table
+                 of what a failed stage comes to; commit_gate: CommitGate, the node's production gate
   provenance_outbox  provenance that survives a crash between the WAL and provenance
   engine, scheduling  the traditional engine and its pure scheduling decision
   stateless      the stateless engine; processors/stateless.py: ExecuteStateless

@@ -5,8 +5,13 @@ sync, one WAL transaction, queues, claimant counts, provenance, then `on_success
 `HeldCommitter` (stateless engine) applies the transaction to in-memory queues only
 and holds `on_success` and the provenance events until the whole flow succeeds.
 
-A durable commit is consulted at fixed points: the node's `CommitGate` (production:
-may this shard still be written?) and then the `CommitHooks` fault seams (tests).
+A durable commit runs in three stages (`flow.commit_outcome`): prepare (the WAL
+records, the provenance batch and its outbox record), make durable (content sync, the
+WAL transaction) and apply (queues, claimant counts, provenance). What follows when a
+stage fails is `commit_outcome(stage, error)`, a pure table that the committer only
+carries out. The commit is consulted at fixed points: the node's `CommitGate`
+(production: may this shard still be written?) and then the `CommitHooks` fault seams
+(tests).
 
 A failed WAL write follows the WAL's rule (`repositories.flowfile`): the WAL rolls
 before it acknowledges anything else, so a commit it refused is either definitely not
@@ -17,10 +22,10 @@ no recovery can replay it any more, `WriteAheadLog.when_settled`). No other comm
 acknowledged meanwhile, so nothing can be built on the rolled-back state that a
 replay would contradict.
 
-Each durable commit is counted by outcome in `DurableCommitter.outcomes` (`COMMITTED`;
-`REFUSED` by the gate or a seam; `FAILED` in storage, with nothing in the WAL;
-`UNKNOWN`), and the duration of each one that stood in `durations`
-(`repositories.instruments`; the admin API publishes both per shard).
+Each durable commit is counted by outcome in `DurableCommitter.outcomes` (those of
+`flow.commit_outcome`: `COMMITTED`; `REFUSED` by the gate or a seam; `FAILED` in
+storage, with nothing in the WAL; `UNKNOWN`), and the duration of each one that stood
+in `durations` (`repositories.instruments`; the admin API publishes both per shard).
 
 Lock plan (DurableCommitter): `_slots_lock` guards the free list of outbox slots and
 the failure counters; everything else is the WAL's, the queues' and the repositories'
@@ -34,43 +39,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
-from repositories.flowfile import Delete, OutcomeUnknownError, Put, SwapIn, WriteAheadLogError
+from repositories.flowfile import Delete, Put, SwapIn
 from repositories.instruments import ByLabel, Counter, LatencyHistogram
 from repositories.provenance import EventBatch
 from repositories.provenance.event_batch import event_of_row
 from repositories.seams import FaultSeams
 
 from . import provenance_outbox
+from .commit_gate import CommitGate
+from .commit_outcome import OUTCOMES, STOOD, Fate, Outcome, Slot, Stage, WalHolds, commit_outcome
 from .errors import CommitError
 from .session import Transaction
 
 log = logging.getLogger(__name__)
-
-# Outcomes of a durable commit, as `DurableCommitter.outcomes` counts them.
-COMMITTED = "committed"  # the WAL holds it (or it had nothing to write)
-REFUSED = "refused"      # the gate (or a seam) refused it; no storage call failed
-FAILED = "failed"        # the content sync or the WAL write failed; the WAL holds nothing of it
-UNKNOWN = "unknown"      # the WAL did not confirm it; the next roll decides
-OUTCOMES = (COMMITTED, REFUSED, FAILED, UNKNOWN)
-
-
-class CommitGate(Protocol):
-    """The node's production gate on every durable commit (a clustered node refuses
-    writes to a shard it may no longer own, and learns when a commit got through).
-    Not a fault seam: it is consulted on every commit, before the seams."""
-
-    def admit(self, component_id: str) -> None:
-        """Raise to refuse the commit; called before the content sync and again before the WAL write."""
-
-    def committed(self, component_id: str) -> None:
-        """The WAL holds the transaction (called where the `after_wal` seam is); should not
-        raise: if it does, that is logged and the commit stands, as the WAL holds it."""
-
-    def failed(self, component_id: str, error: BaseException) -> None:
-        """The WAL did not acknowledge the commit (nothing was written, or its outcome is
-        unknown) and the session rolls back; must not raise (it is logged if it does)."""
 
 
 class CommitHooks(FaultSeams):
@@ -123,6 +105,14 @@ def _apply_to_queues(shard, tx: Transaction) -> None:
                         queue.id, str(error).splitlines()[0][:300])
 
 
+def _apply_in_memory(shard, content, tx: Transaction) -> None:
+    """The transaction in memory: the component's state, the queues, claimant counts."""
+    if tx.state is not None:
+        shard.set_state_committed(tx.component_id, tx.state)
+    _apply_to_queues(shard, tx)
+    _apply_claims(content, tx)
+
+
 def _apply_claims(content, tx: Transaction) -> None:
     deltas = tx.claim_deltas
     for resource, delta in deltas.items():  # increments first: a shared claim never touches 0
@@ -131,6 +121,19 @@ def _apply_claims(content, tx: Transaction) -> None:
     for resource, delta in deltas.items():
         for _ in range(-delta):
             content.decrement(resource)
+
+
+class _Commit:
+    """One durable commit in progress: the stage it reached, and what its stages made."""
+
+    __slots__ = ("tx", "stage", "updates", "batch", "slot")
+
+    def __init__(self, tx: Transaction):
+        self.tx = tx
+        self.stage = Stage.RECORDS
+        self.updates: list = []  # the WAL transaction
+        self.batch: EventBatch | None = None  # the provenance events
+        self.slot: int | None = None  # the provenance outbox slot taken
 
 
 class DurableCommitter:
@@ -216,8 +219,33 @@ class DurableCommitter:
 
     def _commit(self, tx: Transaction) -> None:
         started = time.perf_counter()
-        component = tx.component_id
-        updates = [Put(flowfile.to_record()) for flowfile in tx.puts]
+        commit = _Commit(tx)
+        try:
+            self._prepare(commit)
+            self._make_durable(commit)
+            self._apply(commit)
+        except BaseException as error:
+            outcome = commit_outcome(commit.stage, error)
+            self._conclude(commit, outcome)
+            if outcome.session is Fate.ROLLED_BACK:
+                self._roll_back(commit, outcome, error)
+            if outcome.session is Fate.PROPAGATES:
+                raise
+            log.exception("%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
+                          "from the WAL and provenance from the outbox", tx.component_id)
+        else:
+            self._conclude(commit, STOOD)
+        self.durations.observe(time.perf_counter() - started)
+        # The source may acknowledge now, not before: a source that records what it
+        # took in this transaction (`flow.processors.intake`) takes it exactly once.
+        if tx.on_success is not None:
+            tx.on_success()
+
+    def _prepare(self, commit: _Commit) -> None:
+        """The transaction's WAL records, provenance batch and outbox record; nothing durable."""
+        tx = commit.tx
+        updates = commit.updates
+        updates += [Put(flowfile.to_record()) for flowfile in tx.puts]
         updates += [Delete(flowfile_id) for flowfile_id in tx.deletes]
         # A SwapIn with no Put for its FlowFiles: the WAL forgets them with the file.
         updates += [SwapIn(summary.location) for _, summary in tx.swap_drops]
@@ -225,106 +253,97 @@ class DurableCommitter:
         if tx.state is not None:
             # After a state commit of unknown outcome the WAL may hold entries memory
             # does not: the next one deletes every entry not in its state.
-            written = self._unsettled_state_ids.get(component)
-            updates += self.shard.state_updates(component, tx.state, now, written=written or (),
+            written = self._unsettled_state_ids.get(tx.component_id)
+            updates += self.shard.state_updates(tx.component_id, tx.state, now, written=written or (),
                                                 whole=written is not None)
-        slot = batch = None
-        # in_storage: a failure now is the storage's (FAILED), not a refusal (REFUSED).
-        outcome_unknown = in_storage = False
-        gate, hooks = self.gate, self.hooks
-        try:
-            # 0. The events, encoded once: the outbox record carries the batch that
-            # provenance registers. (Events it cannot encode fail the commit here.)
-            if tx.events and self.provenance is not None:
-                batch = EventBatch.from_rows(tx.events, now)
-                if self.outbox:
-                    slot = self._take_slot()
-                    updates.append(Put(provenance_outbox.outbox_record(
-                        slot, self.provenance.next_event_id, batch, now).to_record()))
-            # 1. Content durable before any record points at it.
-            if tx.wrote_content:
-                if gate is not None:
-                    gate.admit(component)
-                hooks.before_content_sync(component)
-                in_storage = True
-                self.content.sync()
-                # Another session's sync may have been the one told that bytes of
-                # this session's claims were lost: ask about our own claims too.
-                self.content.check_durable(f.content_claim for f in tx.puts if f.content_claim is not None)
-                in_storage = False
-            # 2. One WAL transaction: the commit point.
-            if updates:
-                # Asked again: the gate may have closed during the content sync.
-                if gate is not None:
-                    gate.admit(component)
-                hooks.before_wal(component)
-                in_storage = True
-                try:
-                    self.shard.wal.update(updates)
-                except Exception as error:
-                    # Any other WAL error refused the transaction with nothing applied;
-                    # an error that is not the WAL's says nothing, so it counts as unknown.
-                    outcome_unknown = isinstance(error, OutcomeUnknownError) or not isinstance(error, WriteAheadLogError)
-                    raise
-                if tx.state is not None:
-                    self._unsettled_state_ids.pop(component, None)  # written whole: settled
-            self._succeeded()
-        except Exception as error:
-            if slot is not None:
-                if outcome_unknown:
-                    # A replay of the transaction would bring back this slot's record:
-                    # another commit must not overwrite it before the WAL settles it.
-                    self.shard.wal.when_settled(functools.partial(self._return_slot, slot))
-                else:
-                    self._return_slot(slot)
-            if outcome_unknown and tx.state is not None:
-                # A replay may bring its entries back, or not: the next state commit of
-                # the component writes its whole state and deletes those entries.
-                self._unsettled_state_ids[component] = sorted(set(self._unsettled_state_ids.get(component, ())) | {
-                    update.record.id for update in updates if isinstance(update, Put)
-                    and update.record.id.startswith(self.shard.state_entry_id(component, ""))})
-            self.outcomes.of(UNKNOWN if outcome_unknown else FAILED if in_storage else REFUSED).add()
-            self._failed(component, error)
+        commit.stage = Stage.EVENTS
+        # The events, encoded once: the outbox record carries the batch that provenance
+        # registers. (Events it cannot encode fail the commit here.)
+        if tx.events and self.provenance is not None:
+            commit.batch = batch = EventBatch.from_rows(tx.events, now)
+            if self.outbox:
+                commit.slot = slot = self._take_slot()
+                updates.append(Put(provenance_outbox.outbox_record(
+                    slot, self.provenance.next_event_id, batch, now).to_record()))
+
+    def _make_durable(self, commit: _Commit) -> None:
+        """Content synced, then the one WAL transaction (the commit point)."""
+        tx, updates = commit.tx, commit.updates
+        component, gate, hooks = tx.component_id, self.gate, self.hooks
+        # Content durable before any record points at it.
+        if tx.wrote_content:
+            commit.stage = Stage.ADMIT_CONTENT
             if gate is not None:
-                _tell_failed(component, error, "the commit gate's failed()", gate.failed)
-            _tell_failed(component, error, "the commit_failed seam", hooks.commit_failed)
-            where = ("the WAL did not confirm it (its outcome is unknown until the WAL rolls; what it references "
-                     "is held until then)") if outcome_unknown else "nothing was written to the WAL"
-            raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}",
-                              wal_written=outcome_unknown) from error
-        # From here on the commit stands: the WAL holds it, durably and in its memory. A
-        # failure is logged, never turned into a rollback (a test's simulated crash,
-        # a BaseException, still propagates, and the session is then left as it is).
+                gate.admit(component)
+            hooks.before_content_sync(component)
+            commit.stage = Stage.CONTENT_SYNC
+            self.content.sync()
+            # Another session's sync may have been the one told that bytes of
+            # this session's claims were lost: ask about our own claims too.
+            self.content.check_durable(f.content_claim for f in tx.puts if f.content_claim is not None)
         if updates:
+            # Asked again: the gate may have closed during the content sync.
+            commit.stage = Stage.ADMIT_WAL
+            if gate is not None:
+                gate.admit(component)
+            hooks.before_wal(component)
+            commit.stage = Stage.WAL_WRITE
+            self.shard.wal.update(updates)
+            if tx.state is not None:
+                self._unsettled_state_ids.pop(component, None)  # written whole: settled
+        self._succeeded()
+        if updates:
+            # The commit stands from here on: the WAL holds it, durably and in its memory.
+            commit.stage = Stage.AFTER_WAL
             if gate is not None:
                 try:
                     gate.committed(component)
                 except Exception:  # noqa: BLE001
                     log.exception("%s: the commit gate's committed() raised; the commit stands", component)
             hooks.after_wal(component)
-        try:
-            # 3. Memory follows the WAL.
-            if tx.state is not None:
-                self.shard.set_state_committed(component, tx.state)
-            _apply_to_queues(self.shard, tx)
-            # 4. Claimant counts.
-            _apply_claims(self.content, tx)
-            # 5. Provenance (the outbox record covers a crash before this returns).
-            if batch is not None:
-                hooks.before_provenance(component)
-                self.provenance.register_batch(batch)
-        except Exception:  # noqa: BLE001
-            log.exception("%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
-                          "from the WAL and provenance from the outbox", component)
-        finally:
-            if slot is not None:
+
+    def _apply(self, commit: _Commit) -> None:
+        """Memory follows the WAL, then claimant counts, then provenance (the outbox
+        record covers a crash before it is registered)."""
+        commit.stage = Stage.APPLY
+        _apply_in_memory(self.shard, self.content, commit.tx)
+        if commit.batch is not None:
+            self.hooks.before_provenance(commit.tx.component_id)
+            self.provenance.register_batch(commit.batch)
+
+    def _conclude(self, commit: _Commit, outcome: Outcome) -> None:
+        """Count the commit and settle its outbox slot, as `outcome` says."""
+        slot = commit.slot
+        if slot is not None:
+            if outcome.slot is Slot.RETURN:
                 self._return_slot(slot)
-        self.outcomes.of(COMMITTED).add()
-        self.durations.observe(time.perf_counter() - started)
-        # 6. The source may acknowledge now, not before: a source that records what it
-        # took in this transaction (`flow.processors.intake`) takes it exactly once.
-        if tx.on_success is not None:
-            tx.on_success()
+            elif outcome.slot is Slot.RETURN_WHEN_SETTLED:
+                # A replay of the transaction would bring back this slot's record:
+                # another commit must not overwrite it before the WAL settles it.
+                self.shard.wal.when_settled(functools.partial(self._return_slot, slot))
+        if outcome.counted is not None:
+            self.outcomes.of(outcome.counted).add()
+
+    def _roll_back(self, commit: _Commit, outcome: Outcome, error: BaseException) -> None:
+        """Tell of the failure and raise the `CommitError` the session rolls back on."""
+        tx = commit.tx
+        component = tx.component_id
+        unknown = outcome.wal is WalHolds.UNKNOWN
+        if unknown and tx.state is not None:
+            # A replay may bring its entries back, or not: the next state commit of
+            # the component writes its whole state and deletes those entries.
+            prefix = self.shard.state_entry_id(component, "")
+            self._unsettled_state_ids[component] = sorted(set(self._unsettled_state_ids.get(component, ())) | {
+                update.record.id for update in commit.updates
+                if isinstance(update, Put) and update.record.id.startswith(prefix)})
+        self._failed(component, error)
+        if self.gate is not None:
+            _tell_failed(component, error, "the commit gate's failed()", self.gate.failed)
+        _tell_failed(component, error, "the commit_failed seam", self.hooks.commit_failed)
+        where = ("the WAL did not confirm it (its outcome is unknown until the WAL rolls; what it references "
+                 "is held until then)") if unknown else "nothing was written to the WAL"
+        raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}",
+                          wal_written=unknown) from error
 
 
 class HeldCommitter:
@@ -339,10 +358,7 @@ class HeldCommitter:
         self.events: list = []
 
     def commit(self, tx: Transaction) -> None:
-        if tx.state is not None:
-            self.shard.set_state_committed(tx.component_id, tx.state)
-        _apply_to_queues(self.shard, tx)
-        _apply_claims(self.content, tx)
+        _apply_in_memory(self.shard, self.content, tx)
         self.events += [event_of_row(row) for row in tx.events]
         if tx.on_success is not None:
             self.held_callbacks.append(tx.on_success)

@@ -44,7 +44,8 @@ from repositories.content.errors import (ContentRepositoryFull, ContentStorageFu
 from repositories.log_limits import LimitedLog
 from repositories.storage import StorageError
 
-from .commit import CommitGate, CommitHooks, DurableCommitter
+from .commit import CommitHooks, DurableCommitter
+from .commit_gate import CommitGate
 from .errors import CommitError, NotAdmitted, ProcessorStateError, ServiceError, UnreadableContent
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
@@ -94,7 +95,7 @@ class _Node:
 class TraditionalEngine:
     """Runs the processors of `graph` over one shard and its repositories.
 
-    `commit_gate` is the node's production gate on every commit (`flow.commit.CommitGate`),
+    `commit_gate` is the node's production gate on every commit (`flow.commit_gate.CommitGate`),
     `commit_hooks` the fault seams a test drives (`flow.commit.CommitHooks`), `services`
     the node's shared services (`flow.services.ServiceRegistry`), which every processor's
     context looks up and which the node, not the engine, closes."""
@@ -403,7 +404,7 @@ class TraditionalEngine:
         return ProcessSession(
             component_id=node.id, component_type=definition.type, committer=self.committer, content=self.content,
             shard=self.shard, incoming=node.incoming, outgoing=node.outgoing,
-            auto_terminated=definition.auto_terminate, clock_ms=self._clock_ms,
+            auto_terminated=definition.auto_terminate, clock_ms=self._clock_ms, gate=self.committer.gate,
             penalty_ms=int(definition.scheduling.penalty_s * 1000), max_polled=max_polled)
 
     def _roll_back(self, node: _Node, session: ProcessSession, error: Exception) -> None:

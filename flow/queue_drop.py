@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from repositories.provenance import EventType
+from repositories.provenance.event_batch import EventRow
 
 from .errors import CommitError
 from .flowfile import FlowFile
@@ -102,7 +103,10 @@ def _drop_transaction(queue, flowfiles: list[FlowFile], details: str) -> Transac
         claim = flowfile.content_claim
         if claim is not None:
             released[claim.resource] += 1
-        events.append((None, _DROP, flowfile.id, (), (), queue.id, COMPONENT_TYPE, flowfile.attributes,
-                       flowfile.attributes, claim, claim, None, details, None, flowfile.size))
+        events.append(EventRow(time_ms=None, event_type=_DROP, flowfile_uuid=flowfile.id, parent_uuids=(),
+                               child_uuids=(), component_id=queue.id, component_type=COMPONENT_TYPE,
+                               attributes_before=flowfile.attributes, attributes_after=flowfile.attributes,
+                               content_before=claim, content_after=claim, transit_uri=None, details=details,
+                               relationship=None, size=flowfile.size))
     tx.claim_deltas = {resource: -count for resource, count in released.items()}
     return tx

@@ -38,8 +38,9 @@ from repositories.claims import InvalidClaimError
 from repositories.content.errors import (ContentCorrupted, ContentNotFound, ContentRepositoryError, ContentTruncated,
                                          UnsafeContentPath)
 from repositories.provenance import EventType, ProvenanceEvent
-from repositories.provenance.event_batch import row_of
+from repositories.provenance.event_batch import EventRow, row_of
 
+from .commit_gate import CommitGate
 from .errors import (CommitError, FlowFileNotTransferred, NotAdmitted, SessionError, UnknownRelationship,
                      UnreadableContent)
 from .flowfile import FlowFile
@@ -57,6 +58,8 @@ _DROP, _EXPIRE = EventType.DROP.value, EventType.EXPIRE.value
 _CONTENT_MODIFIED, _ATTRIBUTES_MODIFIED = EventType.CONTENT_MODIFIED.value, EventType.ATTRIBUTES_MODIFIED.value
 _SOURCE_EVENTS = (EventType.RECEIVE, EventType.REPLAY)  # an explicit one stands in for CREATE
 _NO_ATTRIBUTES: dict = {}
+# The session builds its `EventRow`s positionally (in the order of the fields, which is
+# the columns'): a keyword call costs some 0.7 us more per event, several per FlowFile.
 # What the content repository raises for one claim that no retry will mend: its bytes
 # fail their checksums (or the checksums are missing or damaged), end short, are gone,
 # or its claim is malformed. `read` turns them into `UnreadableContent` naming the
@@ -96,9 +99,9 @@ class Transaction:
     swap_drops: list = field(default_factory=list)
     claim_deltas: dict = field(default_factory=dict)  # ResourceClaim -> +n / -n
     wrote_content: bool = False
-    # Provenance events as rows (`repositories.provenance.event_batch.row_of`): tuples,
-    # far cheaper to build than events, which the committer turns into one batch.
-    events: list = field(default_factory=list)
+    # Provenance events as rows (`repositories.provenance.event_batch.EventRow`), far
+    # cheaper to build than events, which the committer turns into one batch.
+    events: list[EventRow] = field(default_factory=list)
     state: dict | None = None
     on_success: Callable[[], None] | None = None
     on_failure: Callable[[BaseException], None] | None = None
@@ -189,7 +192,9 @@ class ProcessSession:
     The engine builds it: `committer` carries out the commit (durable or held),
     `content` is the content repository, `shard` the queues' owner (polling, state),
     `incoming` the queues the processor reads, `outgoing` its relationships' queues,
-    `auto_terminated` the relationships that drop what is sent to them, `penalty_ms`
+    `auto_terminated` the relationships that drop what is sent to them, `gate` the
+    node's commit gate (`flow.commit_gate.CommitGate`; None: always admitted) that
+    `check_admitted` asks, the one the committer consults at every commit, `penalty_ms`
     how long `penalize` holds a FlowFile back, `max_polled` how many FlowFiles it polls
     at most in all (None: as many as asked; the engine retries a failing processor
     one FlowFile at a time with 1). Every method raises `SessionError` once the session
@@ -208,12 +213,14 @@ class ProcessSession:
         outgoing: dict | None = None,
         auto_terminated: Iterable[str] = (),
         clock_ms: Callable[[], int],
+        gate: CommitGate | None = None,
         penalty_ms: int = 30_000,
         max_polled: int | None = None,
     ):
         self.component_id = component_id
         self.component_type = component_type
         self._committer = committer
+        self._gate = gate
         self._content = content
         self._shard = shard
         self._incoming = list(incoming)
@@ -611,7 +618,7 @@ class ProcessSession:
         For a processor with a side effect outside the repositories (a rename into a
         dataset), asked just before it: a paused node whose shard was taken over must
         not make the effect after a takeover."""
-        gate = getattr(self._committer, "gate", None)
+        gate = self._gate
         if gate is not None:
             try:
                 gate.admit(self.component_id)
@@ -795,10 +802,10 @@ class ProcessSession:
             if not destination_queues:
                 if original is not None:
                     deletes.append(current.id)
-                    events.append((None, _EXPIRE if entry.expired else _DROP, current.id, (), (),
-                                   self.component_id, self.component_type, original.attributes,
-                                   current.attributes, original.content_claim, current.content_claim, None,
-                                   dropped_by, None, current.size))
+                    events.append(EventRow(
+                        None, _EXPIRE if entry.expired else _DROP, current.id, (), (), self.component_id,
+                        self.component_type, original.attributes, current.attributes, original.content_claim,
+                        current.content_claim, None, dropped_by, None, current.size))
                 continue
             first = True
             for queue in destination_queues:
@@ -809,9 +816,10 @@ class ProcessSession:
                     # One relationship, several connections: each gets its own FlowFile.
                     version = FlowFile(new_uuid(), current.attributes, current.content_claim, queue.id,
                                        current.size, now, current.lineage_start_date, current.penalty_expiration)
-                    events.append((None, _CLONE, current.id, (), (version.id,), self.component_id,
-                                   self.component_type, _NO_ATTRIBUTES, current.attributes, None,
-                                   current.content_claim, None, None, None, current.size))
+                    events.append(EventRow(
+                        None, _CLONE, current.id, (), (version.id,), self.component_id, self.component_type,
+                        _NO_ATTRIBUTES, current.attributes, None, current.content_claim, None, None, None,
+                        current.size))
                 puts.append(version)
                 queued = transfers.get(queue)
                 if queued is None:
@@ -832,7 +840,7 @@ class ProcessSession:
         return tx
 
     def _events_for(self, entry: _Entry, current: FlowFile, clones, forks, events: list, now: int) -> None:
-        """Appends the entry's events to `events`, as rows (`event_batch.row_of`)."""
+        """Appends the entry's events to `events`, as rows (`event_batch.EventRow`)."""
         original = entry.original
         attributes = current.attributes
         uuid = current.id
@@ -845,17 +853,21 @@ class ProcessSession:
         before = original.attributes if original is not None else _NO_ATTRIBUTES
         if original is None and entry.clone_of is None and not entry.parents and not (
                 entry.events and any(kind in _SOURCE_EVENTS for kind, _, _ in entry.events)):
-            events.append((None, _CREATE, uuid, (), (), component, kind_name, _NO_ATTRIBUTES, attributes,
-                           None, claim, None, None, None, size))
+            events.append(EventRow(
+                None, _CREATE, uuid, (), (), component, kind_name, _NO_ATTRIBUTES, attributes, None, claim, None,
+                None, None, size))
         if len(entry.parents) > 1:
-            events.append((None, _JOIN, uuid, entry.parents, (), component, kind_name, _NO_ATTRIBUTES,
-                           attributes, None, claim, None, None, None, size))
+            events.append(EventRow(
+                None, _JOIN, uuid, entry.parents, (), component, kind_name, _NO_ATTRIBUTES, attributes, None,
+                claim, None, None, None, size))
         if uuid in forks:
-            events.append((None, _FORK, uuid, (), tuple(forks[uuid]), component, kind_name, before, attributes,
-                           None, claim, None, None, None, size))
+            events.append(EventRow(
+                None, _FORK, uuid, (), tuple(forks[uuid]), component, kind_name, before, attributes, None, claim,
+                None, None, None, size))
         if uuid in clones:
-            events.append((None, _CLONE, uuid, (), tuple(clones[uuid]), component, kind_name, _NO_ATTRIBUTES,
-                           attributes, None, claim, None, None, None, size))
+            events.append(EventRow(
+                None, _CLONE, uuid, (), tuple(clones[uuid]), component, kind_name, _NO_ATTRIBUTES, attributes,
+                None, claim, None, None, None, size))
         for kind, arguments, snapshot in entry.events:
             # Explicit events are rare: built as events, so that their own rules check them.
             events.append(row_of(ProvenanceEvent(
@@ -865,8 +877,11 @@ class ProcessSession:
                 content_after=claim, size=size, **arguments)))
         if original is not None and not entry.removed:
             if entry.wrote:
-                events.append((None, _CONTENT_MODIFIED, uuid, (), (), component, kind_name, before, attributes,
-                               original.content_claim, claim, None, None, None, size))
+                modified = _CONTENT_MODIFIED
             elif attributes is not before and attributes != before:
-                events.append((None, _ATTRIBUTES_MODIFIED, uuid, (), (), component, kind_name, before, attributes,
-                               original.content_claim, claim, None, None, None, size))
+                modified = _ATTRIBUTES_MODIFIED
+            else:
+                return
+            events.append(EventRow(
+                None, modified, uuid, (), (), component, kind_name, before, attributes, original.content_claim,
+                claim, None, None, None, size))

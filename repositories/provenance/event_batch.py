@@ -14,7 +14,7 @@ a new format version in `journal_format` and `event_file_format`.
 from __future__ import annotations
 
 from operator import is_
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -93,29 +93,52 @@ _NO_CLAIM = ContentClaim(ResourceClaim("none", 0, "none"), 0, 0)
 _COUNTING = pa.array(range(1 << 16), pa.int64())
 
 
-# A row: one event as a plain tuple in `BODY_SCHEMA`'s column order, with the event
-# type as its text and None for "stamp it with the commit's time". The flow's session
-# builds its events as rows (a tuple is far cheaper to make than a `ProvenanceEvent`,
-# and a batch transposes its rows in one C loop); rows obey `ProvenanceEvent`'s rules
-# by construction, or come from `row_of` an event that checked them.
-ROW_TIME, ROW_TYPE, ROW_UUID, ROW_PARENTS, ROW_CHILDREN, ROW_COMPONENT = range(6)
+class EventRow(NamedTuple):
+    """One event as the flow's session builds it: `BODY_SCHEMA`'s columns in order (a
+    tuple, far cheaper to make than a `ProvenanceEvent`, which a batch transposes in one
+    C loop), the event type as its text, and `time_ms` None for "stamp it with the
+    commit's time". Rows obey `ProvenanceEvent`'s rules by construction, or come from
+    `row_of` an event that checked them."""
+
+    time_ms: int | None
+    event_type: str
+    flowfile_uuid: str
+    parent_uuids: tuple[str, ...]
+    child_uuids: tuple[str, ...]
+    component_id: str
+    component_type: str
+    attributes_before: Mapping[str, str]
+    attributes_after: Mapping[str, str]
+    content_before: ContentClaim | None
+    content_after: ContentClaim | None
+    transit_uri: str | None
+    details: str | None
+    relationship: str | None
+    size: int
 
 
-def row_of(event: ProvenanceEvent) -> tuple:
+# `from_rows` transposes rows straight into the columns of `BODY_SCHEMA`.
+if EventRow._fields != tuple(BODY_SCHEMA.names):
+    raise ImportError(f"EventRow's fields {EventRow._fields} are not the provenance columns {BODY_SCHEMA.names}")
+
+
+def row_of(event: ProvenanceEvent) -> EventRow:
     """`event` as a row (its id, if any, is not part of it)."""
-    return (event.event_time_ms, event.event_type.value, event.flowfile_uuid, event.parent_uuids,
-            event.child_uuids, event.component_id, event.component_type, event.attributes_before,
-            event.attributes_after, event.content_before, event.content_after, event.transit_uri,
-            event.details, event.relationship, event.size)
+    return EventRow(time_ms=event.event_time_ms, event_type=event.event_type.value,
+                    flowfile_uuid=event.flowfile_uuid, parent_uuids=event.parent_uuids,
+                    child_uuids=event.child_uuids, component_id=event.component_id,
+                    component_type=event.component_type, attributes_before=event.attributes_before,
+                    attributes_after=event.attributes_after, content_before=event.content_before,
+                    content_after=event.content_after, transit_uri=event.transit_uri, details=event.details,
+                    relationship=event.relationship, size=event.size)
 
 
-def event_of_row(row: tuple) -> ProvenanceEvent:
+def event_of_row(row: EventRow) -> ProvenanceEvent:
     """The `ProvenanceEvent` a row stands for (checked by its rules)."""
-    (time_ms, kind, uuid, parents, children, component, component_type, before, after, content_before,
-     content_after, transit_uri, details, relationship, size) = row
-    return ProvenanceEvent(EventType(kind), uuid, component, component_type, time_ms, tuple(parents),
-                           tuple(children), before, after, content_before, content_after, transit_uri,
-                           details, relationship, size)
+    return ProvenanceEvent(EventType(row.event_type), row.flowfile_uuid, row.component_id, row.component_type,
+                           row.time_ms, tuple(row.parent_uuids), tuple(row.child_uuids), row.attributes_before,
+                           row.attributes_after, row.content_before, row.content_after, row.transit_uri,
+                           row.details, row.relationship, row.size)
 
 
 class EventBatch:
@@ -135,36 +158,38 @@ class EventBatch:
         return cls.from_rows([row_of(event) for event in events], now_ms)
 
     @classmethod
-    def from_rows(cls, rows: Sequence[tuple], now_ms: int) -> "EventBatch":
-        """Columns of event rows (see `row_of`); rows without a time get `now_ms`."""
+    def from_rows(cls, rows: Sequence[EventRow], now_ms: int) -> "EventBatch":
+        """Columns of event rows; rows without a time get `now_ms`."""
         if not rows:
             return cls(pa.RecordBatch.from_pylist([], schema=BODY_SCHEMA))
-        (times, kinds, uuids, parents, children, components, component_types, before, after, content_before,
-         content_after, transit_uris, details, relationships, sizes) = zip(*rows)
+        column = EventRow._make(zip(*rows))  # each field: that column's values
+        times = column.time_ms
         if None in times:
             times = [now_ms if t is None else t for t in times]
         # A DROP, or a step that changed only attributes, has the same map or claim
         # before and after: convert it once (checked by identity, in one C loop).
+        before, after = column.attributes_before, column.attributes_after
         maps_before = _maps_array(before)
         maps_after = maps_before if all(map(is_, before, after)) else _maps_array(after)
+        content_before, content_after = column.content_before, column.content_after
         claims_before = _claims_array(content_before)
         claims_after = claims_before if all(map(is_, content_before, content_after)) else _claims_array(content_after)
         columns = [
             pa.array(times, pa.int64()),
-            pa.array(kinds, pa.string()),
-            pa.array(uuids, pa.string()),
-            pa.array(parents, UUIDS_TYPE),
-            pa.array(children, UUIDS_TYPE),
-            pa.array(components, pa.string()),
-            pa.array(component_types, pa.string()),
+            pa.array(column.event_type, pa.string()),
+            pa.array(column.flowfile_uuid, pa.string()),
+            pa.array(column.parent_uuids, UUIDS_TYPE),
+            pa.array(column.child_uuids, UUIDS_TYPE),
+            pa.array(column.component_id, pa.string()),
+            pa.array(column.component_type, pa.string()),
             maps_before,
             maps_after,
             claims_before,
             claims_after,
-            pa.array(transit_uris, pa.string()),
-            pa.array(details, pa.string()),
-            pa.array(relationships, pa.string()),
-            pa.array(sizes, pa.int64()),
+            pa.array(column.transit_uri, pa.string()),
+            pa.array(column.details, pa.string()),
+            pa.array(column.relationship, pa.string()),
+            pa.array(column.size, pa.int64()),
         ]
         return cls(pa.RecordBatch.from_arrays(columns, schema=BODY_SCHEMA))
 

@@ -47,7 +47,8 @@ def records(first: int, count: int = 3) -> bytes:
 def trigger(durable, processor, context):
     session = ProcessSession(component_id="put", component_type="PutParquet", committer=durable.committer,
                              content=durable.content, shard=durable.shard, incoming=[durable.queue],
-                             auto_terminated=["success", "failure"], clock_ms=durable.clock_ms, penalty_ms=0)
+                             auto_terminated=["success", "failure"], clock_ms=durable.clock_ms,
+                             gate=durable.committer.gate, penalty_ms=0)
     processor.on_trigger(context, session)
     if not session.is_closed:
         session.commit() if session.touched else session.rollback()

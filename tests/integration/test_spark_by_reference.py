@@ -93,7 +93,7 @@ class Node:
         return ProcessSession(component_id="sql", component_type="ExecuteSparkSQL", committer=committer,
                               content=self.content, shard=self.shard, incoming=[self.queue],
                               outgoing={"in": [self.queue], "success": [self.results], "failure": [self.results]},
-                              auto_terminated=("original",), clock_ms=lambda: int(time.time() * 1000))
+                              auto_terminated=("original",), clock_ms=lambda: int(time.time() * 1000), gate=gate)
 
     def load(self, payloads) -> None:
         loading = self.session()

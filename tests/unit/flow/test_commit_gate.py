@@ -7,12 +7,16 @@ import logging
 
 import pytest
 
+from cluster.services.process import wait_until
 from flow.commit import CommitHooks
-from flow.errors import CommitError
+from flow.errors import CommitError, NotAdmitted
 from flow.flowfile import FlowFile
+from flow.processor import Processor
+from flow.session import ProcessSession
 from repositories.seams import UnknownSeam
+from tests.flow_engines import source_to_sink
 
-from .test_session import Recorder, durable_env
+from .test_session import Env, Recorder, durable_env
 
 
 class Gate:
@@ -117,3 +121,64 @@ def test_production_code_cannot_pass_as_fault_seams():
         CommitHooks.coerce(Runtime())
     with pytest.raises(UnknownSeam, match="'before_wall' is not a fault seam"):
         CommitHooks(before_wall=lambda c: None)
+
+
+class Refusing:
+    """A gate that refuses every commit (a node whose ZooKeeper session expired)."""
+
+    def admit(self, component_id):
+        raise PermissionError("this node no longer owns the shard")
+
+    def committed(self, component_id):
+        pass
+
+    def failed(self, component_id, error):
+        pass
+
+
+def test_a_session_asks_the_gate_it_was_given_before_a_side_effect():
+    env = Env()
+    env.committer.gate = Refusing()  # not asked: the session is handed its gate
+    assert ProcessSession(component_id="p", component_type="x", committer=env.committer, content=env.content,
+                          shard=env.shard, clock_ms=env.clock).check_admitted() is None
+    gated = ProcessSession(component_id="p", component_type="x", committer=env.committer, content=env.content,
+                           shard=env.shard, clock_ms=env.clock, gate=Refusing())
+    with pytest.raises(NotAdmitted, match="may not commit for shard s") as raised:
+        gated.check_admitted()
+    assert isinstance(raised.value.__cause__, PermissionError)
+
+
+class AskTheGate(Processor):
+    """A source that asks, before a side effect, whether its node may still commit."""
+
+    type_name = "TestAskTheGate"
+    is_source = True
+    answers: list = []
+
+    def on_trigger(self, context, session):
+        try:
+            session.check_admitted()
+            AskTheGate.answers.append("admitted")
+        except NotAdmitted:
+            AskTheGate.answers.append("refused")
+        context.yield_()
+
+
+class Idle(Processor):
+    type_name = "TestIdle"
+    relationships = ()
+
+    def on_trigger(self, context, session):
+        pass
+
+
+def test_the_engine_hands_its_commit_gate_to_every_session(tmp_path):
+    AskTheGate.answers = []
+    engine, shard = source_to_sink(tmp_path, AskTheGate, Idle, threads=1, commit_gate=Refusing())
+    engine.start()
+    try:
+        wait_until(lambda: AskTheGate.answers, 20, "the source to run")
+    finally:
+        engine.stop(timeout=10)
+        shard.wal.close()
+    assert set(AskTheGate.answers) == {"refused"}

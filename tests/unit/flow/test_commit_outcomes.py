@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flow.commit import COMMITTED, FAILED, REFUSED, UNKNOWN
+from flow.commit_outcome import COMMITTED, FAILED, REFUSED, UNKNOWN
 from flow.errors import CommitError
 from repositories.flowfile import WriteAheadLogPoisonedError
 

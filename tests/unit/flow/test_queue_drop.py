@@ -14,7 +14,6 @@ from flow.errors import CommitError
 from flow.queue_drop import drop_queue
 from repositories.content.errors import ContentNotFound
 from repositories.provenance import EventType
-from repositories.provenance.event_batch import ROW_UUID
 from tests.durable_shard import QUEUE, DurableShard, RecordedProvenance
 from tests.storage_faults import Crash, Fault, FaultyStorage, UnbufferedLocalStorage
 
@@ -30,7 +29,7 @@ class Recording:
         self.acknowledged: list[set[str]] = []
 
     def commit(self, tx):
-        batch = {row[ROW_UUID] for row in tx.events}
+        batch = {row.flowfile_uuid for row in tx.events}
         self.batches.append(batch)
         self.inner.commit(tx)
         self.acknowledged.append(batch)

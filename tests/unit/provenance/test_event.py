@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 
 from repositories.provenance import EventBatch, EventType, InvalidEventError, ProvenanceEvent
-from repositories.provenance.event_batch import BODY_SCHEMA, to_events
+from repositories.provenance.event_batch import BODY_SCHEMA, EventRow, event_of_row, row_of, to_events
 
 from .conftest import claim, event
 
@@ -57,3 +57,19 @@ def test_to_dict_is_json_ready():
 
     d = event("SEND", content_after=claim(4)).to_dict()
     assert json.loads(json.dumps(d))["content_after"]["offset"] == 40
+
+
+def test_an_event_row_names_the_stored_columns_and_changes_no_byte_of_a_batch():
+    content = claim(1)
+    events = [ProvenanceEvent(EventType.SEND, "u1", "p", "PutFile", transit_uri="file:/x", attributes_before={"a": "1"},
+                              attributes_after={"a": "2"}, content_before=content, content_after=content, size=20),
+              ProvenanceEvent(EventType.JOIN, "u2", "m", "MergeContent", 1234, parent_uuids=("a", "b"))]
+    rows = [row_of(event) for event in events]
+    assert EventRow._fields == tuple(BODY_SCHEMA.names)
+    assert rows[1].parent_uuids == ("a", "b") and rows[0].transit_uri == "file:/x" and rows[0].time_ms is None
+    assert [event_of_row(row) for row in rows] == events
+    # A row is the tuple of its values: the batch (the bytes the outbox and journals
+    # store) is the same as that of the plain tuples.
+    assert EventBatch.from_rows(rows, 999).to_message() == \
+        EventBatch.from_rows([tuple(row) for row in rows], 999).to_message()
+    assert EventBatch.from_rows(rows, 999).record_batch.column("time_ms").to_pylist() == [999, 1234]
