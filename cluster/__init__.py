@@ -12,7 +12,8 @@ imports only those above it, `cluster.errors`, `cluster.clients` and
   zk/        everything that reads or writes ZooKeeper, behind one facade,
              `zk.store.ClusterStore(client, layout)`: membership, the shard
              registry and plan store (compare-and-set only), the session guard's
-             runner, the read-only status.
+             runner, the read-only status. The only users of kazoo in the product:
+             its exceptions leave as `errors.ZooKeeperError`s.
   failover/  the protocol carried out: the leader, fencing, adoption, the content
              collector, and `ClusterMember`, one incarnation from join to death.
   node/      processes: the clustered node (`custody node`), the standalone node

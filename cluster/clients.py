@@ -8,13 +8,12 @@ created: `cluster.zk.acl`), the HDFS client settings, identity (`cluster.hdfs_id
 and write deadline.
 
     clients = ClientFactory.from_node_config(config)   # or ClientFactory(ZooKeeperSettings(...), HdfsSettings(...))
-    client = clients.start_zookeeper()                 # a started KazooClient
+    client = clients.start_zookeeper()                 # a started client (`cluster.zk.client`)
     storage = clients.hdfs_storage()                    # `replication.hdfs_storage.HdfsStorage`
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 import stat
@@ -22,10 +21,16 @@ from dataclasses import dataclass, field
 
 from replication.hdfs_storage import DEFAULT_IO_TIMEOUT, HdfsStorage
 
-from .errors import ClusterError, ZooKeeperAccessRefused
+from .errors import ClusterError, ZooKeeperAccessRefused, ZooKeeperUnavailable
 from .hdfs_identity import HdfsIdentity, apply_identity
+from .zk.acl import digest_acl
+from .zk.client import granted_session_timeout, new_client, start_client, stop_quietly
 
-log = logging.getLogger(__name__)
+# `granted_session_timeout` and `stop_quietly` are part of this factory's interface: a
+# client it made is checked and stopped with them.
+__all__ = ["DEFAULT_SESSION_TIMEOUT", "ClientFactory", "HdfsSettings", "ServiceUnreachable", "ZooKeeperSettings",
+           "granted_session_timeout", "identity_acl", "make_credentials_file", "parse_credentials",
+           "read_credentials_file", "stop_quietly"]
 
 DEFAULT_SESSION_TIMEOUT = 4.0   # seconds; a dead node is taken over after about this
 
@@ -63,32 +68,23 @@ class ClientFactory:
                                 config.hdfs_identity))
 
     def zookeeper_client(self, *, read_only: bool = False):
-        """A new, unstarted KazooClient with this node's settings, which records the
+        """A new, unstarted ZooKeeper client with this node's settings, which records the
         session timeout the server grants (`granted_session_timeout`)."""
-        from kazoo.client import KazooClient
-
         settings = self._zookeeper()
-        secured = {}
-        if settings.credentials:
-            # Every znode this client creates is the identity's alone (cluster.zk.acl).
-            secured = {"auth_data": [("digest", settings.credentials)],
-                       "default_acl": identity_acl(settings.credentials)}
-        client = KazooClient(hosts=settings.hosts, timeout=settings.session_timeout, read_only=read_only, **secured)
-        _record_granted_timeout(client)
-        return client
+        # Every znode this client creates is the identity's alone (cluster.zk.acl).
+        acl = identity_acl(settings.credentials) if settings.credentials else None
+        return new_client(settings.hosts, settings.session_timeout, read_only=read_only,
+                          credentials=settings.credentials, acl=acl)
 
     def start_zookeeper(self, *, read_only: bool = False, timeout: float | None = None):
-        """A started KazooClient; `ServiceUnreachable` (the client closed again) when
+        """A started ZooKeeper client; `ServiceUnreachable` (the client closed again) when
         no member of the ensemble answers within `timeout` (default: the settings')."""
-        from kazoo.handlers.threading import KazooTimeoutError
-
         settings = self._zookeeper()
         wait = settings.connect_timeout if timeout is None else timeout
         client = self.zookeeper_client(read_only=read_only)
         try:
-            client.start(timeout=wait)
-        except KazooTimeoutError:
-            stop_quietly(client)
+            start_client(client, wait)
+        except ZooKeeperUnavailable:
             raise ServiceUnreachable(f"cannot reach ZooKeeper at {settings.hosts} within {wait:.0f}s; "
                                      "check that the ensemble is up and the address is right") from None
         return client
@@ -158,52 +154,5 @@ def make_credentials_file(path: str, user: str = "custody") -> None:
 def identity_acl(credentials: str) -> list:
     """The ACL that gives the digest identity of `credentials` every right, and nobody
     else anything."""
-    from kazoo.security import make_digest_acl
-
     user, password = parse_credentials(credentials, "ZooKeeper credentials")
-    return [make_digest_acl(user, password, all=True)]
-
-
-def granted_session_timeout(client) -> float | None:
-    """The session timeout (seconds) the ZooKeeper server granted at the last connect,
-    which it may have clamped to its [minSessionTimeout, maxSessionTimeout]; None
-    before the first connect or for a client this factory did not make."""
-    return getattr(client, _GRANTED, None)
-
-
-_GRANTED = "custody_granted_session_timeout"
-
-
-def _record_granted_timeout(client) -> None:
-    # kazoo negotiates the session timeout in its connection handler and keeps the
-    # granted value to itself (a local of `ConnectionHandler._connect`). The handler
-    # sends the Connect request through `_invoke`: wrapping it is the one place the
-    # answer passes. If a kazoo release moves it, say so once and grant nothing.
-    from kazoo.protocol.serialization import Connect
-
-    connection = getattr(client, "_connection", None)
-    invoke = getattr(connection, "_invoke", None)
-    if invoke is None:
-        log.warning("this kazoo release hides the granted session timeout; the node cannot check that "
-                    "ZooKeeper kept the one it asked for")
-        return
-
-    def invoke_recording(timeout, request, xid=None):
-        result = invoke(timeout, request, xid)
-        if isinstance(request, Connect):
-            setattr(client, _GRANTED, result[0].time_out / 1000.0)
-        return result
-
-    connection._invoke = invoke_recording
-
-
-def stop_quietly(client) -> None:
-    """Stop and close a KazooClient, whatever state it is in."""
-    try:
-        client.stop()
-    except Exception:  # noqa: BLE001 - a client that never started
-        pass
-    try:
-        client.close()
-    except Exception:  # noqa: BLE001
-        pass
+    return digest_acl(user, password)

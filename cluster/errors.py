@@ -145,3 +145,50 @@ class FenceTimeout(ClusterError):
             "the NameNode may be in safe mode or a DataNode of the last block is down. The "
             "shard stays 'adopting'; adoption retries it (fencing is idempotent)."
         )
+
+
+class ZooKeeperError(ClusterError):
+    """A ZooKeeper call failed. `cluster.zk` raises this (or the subclass that says what
+    it means to the caller) for whatever kazoo raised, with kazoo's exception as its
+    cause, so that nothing outside `cluster.zk` needs to know kazoo. `path` is the
+    znode the call was about, when one was."""
+
+    def __init__(self, doing: str, cause: BaseException | None = None, path: str | None = None):
+        self.doing, self.path = doing, path
+        self.cause = type(cause).__name__ if cause is not None else None
+        where = f" ({path})" if path else ""
+        said = first_line(cause, 200) if cause is not None else ""
+        detail = f": {self.cause}" if said == self.cause else f": {self.cause}: {said}" if cause is not None else ""
+        super().__init__(f"ZooKeeper {doing}{where} failed{detail}")
+
+
+class ZooKeeperUnavailable(ZooKeeperError):
+    """No answer: the connection was lost or the client closed, or the call timed out.
+    Whether a write took effect is unknown: read again once connected."""
+
+
+class ZooKeeperSessionExpired(ZooKeeperError):
+    """The client's session is over (ZooKeeper expired it): nothing it held lives on, and
+    only a new session (a new incarnation, for a member) can act again."""
+
+
+class ZnodeMissing(ZooKeeperError):
+    """The znode does not exist (it was never made, or was deleted meanwhile)."""
+
+
+class ZnodeExists(ZooKeeperError):
+    """The znode to create exists already."""
+
+
+class ZnodeVersionChanged(ZooKeeperError):
+    """A write conditional on the znode's version lost: the znode changed since it was
+    read. Nothing was written; re-read it and decide again."""
+
+
+class ZnodeNotEmpty(ZooKeeperError):
+    """The znode to delete has children."""
+
+
+class ZnodeAccessDenied(ZooKeeperError):
+    """ZooKeeper refused this client the znode: its ACL names another identity (or the
+    client's credentials were refused)."""

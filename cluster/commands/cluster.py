@@ -44,15 +44,11 @@ def register(subparsers) -> None:
 
 
 def run_status(args) -> int:
-    from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, stop_quietly
+    from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, read_credentials_file, stop_quietly
     from ..core.layout import ClusterLayout
+    from ..errors import ZnodeAccessDenied, ZooKeeperAccessRefused
     from ..zk.acl import OPEN, OPEN_EXPLAINED
     from ..zk.store import ClusterStore
-
-    from kazoo.exceptions import NoAuthError
-
-    from ..clients import read_credentials_file
-    from ..errors import ZooKeeperAccessRefused
 
     try:
         credentials = read_credentials_file(args.credentials_file) if args.credentials_file else None
@@ -64,7 +60,7 @@ def run_status(args) -> int:
         return 2
     try:
         status = ClusterStore(client, ClusterLayout(args.cluster)).status()
-    except NoAuthError:
+    except ZnodeAccessDenied:
         print(f"custody cluster status: ZooKeeper refuses access to cluster {args.cluster}: it is protected by "
               "credentials; give them with --credentials-file", file=sys.stderr)
         return 2
@@ -112,13 +108,11 @@ def run_status(args) -> int:
 
 
 def run_secure(args) -> int:
-    from ..clients import ClientFactory, ServiceUnreachable, ZooKeeperSettings, identity_acl, read_credentials_file
-    from ..clients import stop_quietly
+    from ..clients import (ClientFactory, ServiceUnreachable, ZooKeeperSettings, identity_acl, read_credentials_file,
+                           stop_quietly)
     from ..core.layout import ClusterLayout
-    from ..errors import ZooKeeperAccessRefused
+    from ..errors import ZnodeAccessDenied, ZnodeMissing, ZooKeeperAccessRefused
     from ..zk.acl import secure_tree
-
-    from kazoo.exceptions import NoAuthError, NoNodeError
 
     layout = ClusterLayout(args.cluster)
     try:
@@ -130,11 +124,11 @@ def run_secure(args) -> int:
         return 2
     try:
         count = secure_tree(client, layout.root, identity_acl(credentials))
-    except NoAuthError:
+    except ZnodeAccessDenied:
         print(f"custody cluster secure: ZooKeeper refuses to change {layout.root}: another identity owns it",
               file=sys.stderr)
         return 2
-    except NoNodeError:
+    except ZnodeMissing:
         count = 0
     finally:
         stop_quietly(client)

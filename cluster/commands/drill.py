@@ -89,13 +89,12 @@ def run(args) -> int:
 
 
 def _drill(target, faults, schedule, args) -> int:
-    import logging
-
-    # The drill's own ZooKeeper client connecting and closing is not progress.
-    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
     from ..drills.plot import plot_timeline
     from ..drills.report import drill_report, round_line, table
     from ..drills.runner import DrillRunner
+    from ..zk.client import quiet_connection_logs
+
+    quiet_connection_logs()  # the drill's own ZooKeeper client connecting and closing is not progress
 
     def interrupted(number, _frame):
         raise KeyboardInterrupt(signal.Signals(number).name)

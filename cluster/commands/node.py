@@ -93,7 +93,7 @@ def run(args) -> int:
     from ..node.clustered import ClusteredNode
     from ..node.config import NodeConfigError
     from ..errors import ClusterError
-    from ..node.lifecycle import JsonEvents, log_events
+    from ..node.events import JsonEvents, log_events
 
     log = logging.getLogger("custody.node")
     # hdfs-native's own warnings (a DataNode it could not reach, a read it retried on

@@ -6,6 +6,8 @@ threads, no clock (time comes in as an argument), no module of ours that does I/
 time, socket or an I/O module. It may import `cluster.errors` and itself.
 
   ownership    a shard's owner, epoch and state: the transitions, or a Refusal
+  transitions  the table of every allowed ownership transition, and its epoch and owner rules
+  validation   the protocol's invariants over one snapshot of the cluster (`validate_cluster`)
   plans        failover plans and their moves (the model and its JSON)
   planner      which survivor takes a dead node's shards (the scoring function)
   reassignment the leader's next instructions, from what it sees

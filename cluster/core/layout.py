@@ -24,6 +24,8 @@ HDFS, under the configured root:
     <root>/<cluster>/provenance/node=<node>/hour=<h>/  every node's provenance events as
                                                      Parquet, for Spark
                                                      (`repositories.provenance.parquet_export`)
+    <root>/<cluster>/spark/<shard>/<processor>/<batch>-e<epoch>/  a Spark processor's batch,
+                                                     staged for its job (`flow.spark.staging`)
 """
 
 from __future__ import annotations

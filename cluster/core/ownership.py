@@ -28,6 +28,9 @@ States and transitions::
     children are born ADOPTING, each with a hash range of the parent's FlowFiles;
     the parent is retired once every child is seeded.
 
+Which state may follow which, and what each transition does to the epoch and the
+owner, is the table in `transitions`: the guards below read it.
+
 Epochs (Kafka's leader epoch): every reassignment adds one. A claim is valid only
 from the owner at the current epoch; anything else is a dead incarnation and is
 told "you are dead" (HBase's YouAreDeadException).
@@ -35,32 +38,41 @@ told "you are dead" (HBase's YouAreDeadException).
 
 from __future__ import annotations
 
-import enum
 import json
 from dataclasses import dataclass, field, replace
 
-from .story import step_of
+from .story import step_of, tag
+from .transitions import ShardState, sources
 
 HISTORY_LIMIT = 32
 HASH_SPACE = 1 << 32  # divvy slices are ranges of crc32(FlowFile id or swap location)
 
 
-class ShardState(str, enum.Enum):
-    ACTIVE = "active"      # a live node's home shard, taking new input
-    ADOPTING = "adopting"  # moved to a new owner that has not finished fencing + recovery
-    DRAINING = "draining"  # adopted: its queues run at the new epoch, no new input
-    SPLIT = "split"        # divvied: its FlowFiles are being copied into child shards
-    HELD = "held"          # fenced, but cannot be opened as it is: kept untouched for an operator
-    RETIRED = "retired"    # empty; its files may be collected. Final.
-
-
 @dataclass(frozen=True)
 class HistoryEntry:
+    """One change of a shard. `step` is the id of the decision that made it (`story`),
+    None for a change no failover step made. `reason` is for people, and ends in the
+    step's tag (`[n1-7:failover/move-n1-7@7]`) when there is one: `custody cluster
+    status` shows it, and the previous release read the step from there."""
+
     epoch: int
     owner: str | None
     state: ShardState
     at: float
     reason: str = ""
+    step: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"epoch": self.epoch, "owner": self.owner, "state": self.state.value, "at": self.at,
+                "reason": self.reason, "step": self.step}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> "HistoryEntry":
+        reason = body.get("reason", "")
+        # The previous release wrote no "step": its entries carry the step only as the
+        # tag their reason ends in. Read it from there for those, and for those alone.
+        step = body["step"] if "step" in body else step_of(reason)
+        return cls(body["epoch"], body.get("owner"), ShardState(body["state"]), body.get("at", 0.0), reason, step)
 
 
 @dataclass(frozen=True)
@@ -96,19 +108,15 @@ class ShardOwnership:
         for entry in reversed(self.history):
             if entry.epoch != self.epoch:
                 break
-            found = step_of(entry.reason)
-            if found:
-                return found
+            if entry.step:
+                return entry.step
         return None
 
     # -- JSON (the znode's bytes) ----------------------------------------------------
     def to_json(self) -> bytes:
         body = {
             "shard": self.shard, "owner": self.owner, "epoch": self.epoch, "state": self.state.value,
-            "history": [
-                {"epoch": h.epoch, "owner": h.owner, "state": h.state.value, "at": h.at, "reason": h.reason}
-                for h in self.history
-            ],
+            "history": [entry.to_dict() for entry in self.history],
         }
         if self.source is not None:
             body["source"] = vars(self.source).copy()
@@ -125,10 +133,7 @@ class ShardOwnership:
         body = json.loads(data.decode())
         return cls(
             shard=body["shard"], owner=body.get("owner"), epoch=int(body["epoch"]), state=ShardState(body["state"]),
-            history=tuple(
-                HistoryEntry(h["epoch"], h.get("owner"), ShardState(h["state"]), h.get("at", 0.0), h.get("reason", ""))
-                for h in body.get("history", ())
-            ),
+            history=tuple(HistoryEntry.from_dict(entry) for entry in body.get("history", ())),
             source=SliceSource(**body["source"]) if body.get("source") else None,
             seeded=bool(body.get("seeded", False)),
             children=tuple(body.get("children", ())),
@@ -151,9 +156,17 @@ class Refusal:
         return f"shard {self.shard} (owner {self.owner}, epoch {self.epoch}): {self.reason}"
 
 
-def _advance(current: ShardOwnership, *, at: float, reason: str, **changes) -> ShardOwnership:
+def _needs(action: str, current: ShardOwnership) -> Refusal:
+    wanted = " or ".join(state.value for state in sources(action))
+    return Refusal(current.shard, f"{action}() needs state {wanted}, not {current.state.value}", current.owner,
+                   current.epoch)
+
+
+def _advance(current: ShardOwnership, *, at: float, reason: str, step: str | None = None,
+             **changes) -> ShardOwnership:
     moved = replace(current, **changes)
-    entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, reason)
+    text = f"{reason} {tag(step)}" if step else reason
+    entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, text, step)
     return replace(moved, history=(current.history + (entry,))[-HISTORY_LIMIT:])
 
 
@@ -192,16 +205,18 @@ def check_claim(current: ShardOwnership, incarnation: str, epoch: int) -> Refusa
     return Refusal(current.shard, reason, current.owner, current.epoch, stale=True)
 
 
-def reassign(current: ShardOwnership, to_owner: str, *, expected_epoch: int, at: float, reason: str = "") -> ShardOwnership | Refusal:
-    """Move the shard to `to_owner` at epoch + 1, state ADOPTING (the leader's reassignment).
-    `expected_epoch` is the epoch the plan saw: a move planned on an older view is refused."""
-    if current.state in (ShardState.RETIRED, ShardState.SPLIT):
+def reassign(current: ShardOwnership, to_owner: str, *, expected_epoch: int, at: float, reason: str = "",
+             step: str | None = None) -> ShardOwnership | Refusal:
+    """Move the shard to `to_owner` at epoch + 1, state ADOPTING (the leader's reassignment,
+    its decision `step`). `expected_epoch` is the epoch the plan saw: a move planned on an
+    older view is refused."""
+    if current.state not in sources("reassign"):
         return Refusal(current.shard, f"cannot reassign a {current.state.value} shard", current.owner, current.epoch)
     if current.epoch != expected_epoch:
         return Refusal(current.shard, f"planned at epoch {expected_epoch}, now at {current.epoch}", current.owner, current.epoch, stale=True)
     if current.owner == to_owner:
         return Refusal(current.shard, f"{to_owner} already owns it", current.owner, current.epoch)
-    return _advance(current, at=at, reason=reason or f"reassigned from {current.owner}",
+    return _advance(current, at=at, reason=reason or f"reassigned from {current.owner}", step=step,
                     owner=to_owner, epoch=current.epoch + 1, state=ShardState.ADOPTING)
 
 
@@ -211,25 +226,25 @@ def adopted(current: ShardOwnership, by: str, epoch: int, *, at: float) -> Shard
     refusal = check_claim(current, by, epoch)
     if refusal is not None:
         return refusal
-    if current.state not in (ShardState.ADOPTING, ShardState.HELD):
-        return Refusal(current.shard, f"adopted() needs state adopting or held, not {current.state.value}",
-                       current.owner, current.epoch)
+    if current.state not in sources("adopted"):
+        return _needs("adopted", current)
     reason = f"adopted by {by}" + (" once it could be opened" if current.state is ShardState.HELD else "")
     return _advance(current, at=at, reason=reason, state=ShardState.DRAINING,
                     seeded=current.seeded or current.source is not None)
 
 
-def hold(current: ShardOwnership, by: str, epoch: int, *, at: float, reason: str) -> ShardOwnership | Refusal:
+def hold(current: ShardOwnership, by: str, epoch: int, *, at: float, reason: str,
+         step: str | None = None) -> ShardOwnership | Refusal:
     """The adopter fenced the shard but cannot open it as it is, and no retry would
     change that (`reason` says why, for the operator): it stops adopting it and keeps
-    it as it is. Its epoch and owner stay; `adopted` takes it from here once it opens."""
+    it as it is. Its epoch and owner stay; `adopted` takes it from here once it opens.
+    `step` is the decision the adopter acts on (the move that gave it the shard)."""
     refusal = check_claim(current, by, epoch)
     if refusal is not None:
         return refusal
-    if current.state not in (ShardState.ADOPTING, ShardState.DRAINING):
-        return Refusal(current.shard, f"hold() needs state adopting or draining, not {current.state.value}",
-                       current.owner, current.epoch)
-    return _advance(current, at=at, reason=f"held by {by}: {reason}", state=ShardState.HELD)
+    if current.state not in sources("hold"):
+        return _needs("hold", current)
+    return _advance(current, at=at, reason=f"held by {by}: {reason}", step=step, state=ShardState.HELD)
 
 
 def retire(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardOwnership | Refusal:
@@ -237,18 +252,18 @@ def retire(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardO
     refusal = check_claim(current, by, epoch)
     if refusal is not None:
         return refusal
-    if current.state not in (ShardState.DRAINING, ShardState.ACTIVE):
-        return Refusal(current.shard, f"retire() needs state draining or active, not {current.state.value}", current.owner, current.epoch)
+    if current.state not in sources("retire"):
+        return _needs("retire", current)
     return _advance(current, at=at, reason=f"drained by {by}", state=ShardState.RETIRED)
 
 
 def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, expected_epoch: int, at: float,
-          reason: str = "") -> tuple[ShardOwnership, list[ShardOwnership]] | Refusal:
+          reason: str = "", step: str | None = None) -> tuple[ShardOwnership, list[ShardOwnership]] | Refusal:
     """Divvy: `slices` are (child shard id, owner, low, high) covering [0, HASH_SPACE)
     exactly, without overlap. Returns the parent at epoch + 1 in state SPLIT and the
     children, each ADOPTING at the parent's new epoch. One ZooKeeper transaction
-    must write all of them, or none. `reason` is added to every history entry."""
-    if current.state in (ShardState.RETIRED, ShardState.SPLIT):
+    must write all of them, or none. `reason` and `step` go into every history entry."""
+    if current.state not in sources("split"):
         return Refusal(current.shard, f"cannot split a {current.state.value} shard", current.owner, current.epoch)
     if current.epoch != expected_epoch:
         return Refusal(current.shard, f"planned at epoch {expected_epoch}, now at {current.epoch}", current.owner, current.epoch, stale=True)
@@ -258,12 +273,12 @@ def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, e
         return Refusal(current.shard, f"slices {[(s[2], s[3]) for s in ordered]} do not cover the hash space exactly once", current.owner, current.epoch)
     epoch = current.epoch + 1
     why = f" ({reason})" if reason else ""
-    parent = _advance(current, at=at, reason=f"split into {len(ordered)} slices{why}", owner=None, epoch=epoch,
+    parent = _advance(current, at=at, reason=f"split into {len(ordered)} slices{why}", step=step, owner=None, epoch=epoch,
                       state=ShardState.SPLIT, children=tuple(s[0] for s in ordered))
     children = [
         _advance(ShardOwnership(child, owner, epoch, ShardState.ADOPTING, source=SliceSource(current.shard, epoch, low, high),
                           flow=current.flow),
-                 at=at, reason=f"slice [{low}, {high}) of {current.shard}{why}")
+                 at=at, reason=f"slice [{low}, {high}) of {current.shard}{why}", step=step)
         for child, owner, low, high in ordered
     ]
     return parent, children
@@ -272,7 +287,7 @@ def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, e
 def retire_split_parent(parent: ShardOwnership, children: dict[str, ShardOwnership], *, at: float) -> ShardOwnership | Refusal:
     """A SPLIT parent retires once every child is seeded (its copy is durable in the
     child's own WAL); until then a crashed child adopter re-copies from the parent."""
-    if parent.state is not ShardState.SPLIT:
+    if parent.state not in sources("retire_split_parent"):
         return Refusal(parent.shard, f"not a split shard ({parent.state.value})", parent.owner, parent.epoch)
     missing = [child for child in parent.children if child not in children or not children[child].seeded]
     if missing:

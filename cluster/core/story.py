@@ -14,9 +14,10 @@ is about:
 
 The leader's ids are a function of the decision alone, so a new leader that finishes
 a plan its predecessor started logs the same ids for the same steps. They are written
-into the plan znode's notes and into the shard's history (its entry's reason ends in
-`[step]`), where the adopter finds the id of the move that gave it the shard and
-logs its fencing, adoption, first output and retirement under it. So
+into the plan znode's notes and into the shard's history (its entry's `step`, and the
+tag `[step]` its reason ends in, for people), where the adopter finds the id of the
+move that gave it the shard and logs its fencing, adoption, first output and
+retirement under it. So
 
     grep -F '[n1-7:' n1.log n2.log n3.log
 
@@ -41,7 +42,8 @@ def tag(step: str | None) -> str:
 
 
 def step_of(text: str) -> str | None:
-    """The last step id tagged in `text` (a history entry's reason), or None."""
+    """The last step id tagged in `text`, or None: how a history entry written by the
+    previous release (its reason, without a `step` field) carries its step."""
     found = _TAG.findall(text or "")
     return found[-1] if found else None
 

@@ -30,6 +30,7 @@ from datetime import datetime
 
 from ..clients import ClientFactory, ZooKeeperSettings, parse_credentials, stop_quietly
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
+from ..node.events import NodeEvent
 from ..node.pause_monitor import STOOD_STILL
 from ..node.session_file import session_path
 from ..services.process import ServiceError, wait_until
@@ -132,17 +133,17 @@ class ComposeTarget(FlowWorkloadViews):
 
     # -- nodes --------------------------------------------------------------------
     def incarnation(self, name: str) -> str | None:
-        joined = self.events(name, "joined")
+        joined = self.events(name, NodeEvent.JOINED)
         return joined[-1]["incarnation"] if joined else None
 
     def leader(self) -> str | None:
-        contenders = self.client.retry(self.store.contenders)
+        contenders = self.store.contenders_retried()
         for name in self.names:
             if contenders and self.incarnation(name) == contenders[0]:
                 return name
         return None
 
-    def events(self, name: str, kind: str, **fields) -> list[dict]:
+    def events(self, name: str, kind: NodeEvent, **fields) -> list[dict]:
         since = self._process_started(self.nodes[name]) - 1.0
         return [e for e in self.project.events(self.nodes[name], kind, **fields) if e["at"] >= since]
 
@@ -313,10 +314,10 @@ class _NodeEvents:
     def __init__(self, target: ComposeTarget, name: str):
         self.target, self.name = target, name
 
-    def find(self, kind: str, **fields) -> list[dict]:
+    def find(self, kind: NodeEvent, **fields) -> list[dict]:
         return self.target.events(self.name, kind, **fields)
 
-    def wait(self, kind: str, timeout: float = 60.0, **fields) -> dict:
+    def wait(self, kind: NodeEvent, timeout: float = 60.0, **fields) -> dict:
         return wait_until(lambda: (found := self.find(kind, **fields)) and found[-1], timeout,
                           f"{self.name} to report {kind} {fields or ''}")
 

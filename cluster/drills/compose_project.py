@@ -7,7 +7,7 @@ nodes did.
     project.kill("custody1"); project.start("custody1")
     project.pause("custody2"); project.unpause("custody2")
     project.disconnect("custody3"); project.reconnect("custody3")   # a network partition
-    project.events("custody1", "joined")           # the node's --events lines, parsed
+    project.events("custody1", NodeEvent.JOINED)   # the node's --events lines, parsed
     project.volume_directory("custody-out")        # where the engine keeps a volume
     project.run_beside("custody1", "/var/lib/custody", ["python3", "-m", "..."])  # a one-off container
 
@@ -26,6 +26,8 @@ import json
 import os
 import threading
 import time
+
+from ..node.events import NodeEvent
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
@@ -132,7 +134,7 @@ class ComposeProject:
             self.client.networks.get(network).connect(container, aliases=aliases)
 
     # -- what the nodes said ---------------------------------------------------------------------
-    def events(self, service: str, kind: str | None = None, **fields) -> list[dict]:
+    def events(self, service: str, kind: NodeEvent | None = None, **fields) -> list[dict]:
         """The node's events (JSON lines on its stdout, across its restarts), oldest
         first; only those of `kind` whose fields equal `fields`, if given."""
         with self._lock:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
-
 from cluster.services.process import ServiceError, wait_until
 
-from ..clients import stop_quietly
+from ..errors import ZooKeeperError
+from ..node.events import NodeEvent
 from ..node.session_file import read_session_text
+from ..zk.client import close_session
 
 
 def expire_session(zk_hosts: str, node, read_session: Callable[[], str], *, session_timeout: float,
@@ -30,7 +29,7 @@ def expire_session(zk_hosts: str, node, read_session: Callable[[], str], *, sess
     which ends it for the node's own connection too. Attaching can lose its connection
     (the server may move the session back to the node's own connection first): then
     it is tried again. Returns once the node reported its death."""
-    joined = node.find("joined")[-1]
+    joined = node.find(NodeEvent.JOINED)[-1]
     incarnation = joined["incarnation"]
 
     def current_session():
@@ -39,18 +38,13 @@ def expire_session(zk_hosts: str, node, read_session: Callable[[], str], *, sess
 
     session = wait_until(current_session, 10, f"{incarnation}'s session file")
     for attempt in range(attempts):
-        # A client on somebody else's session: not one of the product's own clients.
-        intruder = KazooClient(hosts=zk_hosts, timeout=session_timeout,
-                               client_id=(session["session_id"], session["session_password"]))
         try:
-            intruder.start(timeout=30)
-            intruder.stop()
-        except KazooException as error:
+            close_session(zk_hosts, session["session_id"], session["session_password"],
+                          session_timeout=session_timeout, timeout=30)
+        except ZooKeeperError as error:
             print(f"expiring {incarnation}: attempt {attempt + 1} failed: {error!r}", flush=True)
-        finally:
-            stop_quietly(intruder)
         try:
-            node.wait("dead", timeout=session_timeout + 5, incarnation=incarnation)
+            node.wait(NodeEvent.DEAD, timeout=session_timeout + 5, incarnation=incarnation)
             return
         except ServiceError:
             continue
@@ -69,8 +63,8 @@ def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:
         for index in victims:
             zookeeper_ensemble.kill_member(index)
         for node in nodes:
-            wait_until(lambda node=node: stopped_when_quorum_went(node.find("paused") + node.find("resumed")
-                                                                  + node.find("dead"), lost_at),
+            wait_until(lambda node=node: stopped_when_quorum_went(
+                node.find(NodeEvent.PAUSED) + node.find(NodeEvent.RESUMED) + node.find(NodeEvent.DEAD), lost_at),
                        30, f"{node.name} to stop processing")
         for index in victims:
             zookeeper_ensemble.restart_member(index)
@@ -87,7 +81,7 @@ def stopped_when_quorum_went(events, lost_at: float) -> bool:
     processing when quorum went at `lost_at`: it paused or was declared dead since,
     or an earlier ZooKeeper hiccup had paused it and it had not resumed by then."""
     timeline = sorted(events, key=lambda e: e["at"])
-    if any(e["event"] in ("paused", "dead") and e["at"] >= lost_at for e in timeline):
+    if any(e["event"] in (NodeEvent.PAUSED, NodeEvent.DEAD) and e["at"] >= lost_at for e in timeline):
         return True
-    before = [e["event"] for e in timeline if e["at"] < lost_at and e["event"] in ("paused", "resumed")]
-    return before[-1:] == ["paused"]
+    before = [e["event"] for e in timeline if e["at"] < lost_at and e["event"] in (NodeEvent.PAUSED, NodeEvent.RESUMED)]
+    return before[-1:] == [NodeEvent.PAUSED]

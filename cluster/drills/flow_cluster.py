@@ -21,6 +21,7 @@ import time
 from cluster.services.process import ServiceError, wait_until
 
 from ..core.ownership import ShardState
+from ..node.events import NodeEvent
 from .checker import ClusterReport, check_cluster
 from .harness import PROJECT_ROOT, SESSION_TIMEOUT, NodeProcess, ProcessCluster, ZooKeeperViews
 from .sink import SinkDirectory
@@ -171,7 +172,7 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
         """Start a node for each name with the same `config`; return once each joined."""
         nodes = [self.start(name, **config) for name in names]
         for node in nodes:
-            node.wait("joined", timeout=timeout)
+            node.wait(NodeEvent.JOINED, timeout=timeout)
         return nodes
 
     # -- ZooKeeper views (shards, plans, heartbeats: ZooKeeperViews) --------------------------
@@ -185,7 +186,7 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
             return []
 
     def first_outputs(self, shard: str) -> list[float]:
-        return [e["at"] for node in self.nodes.values() for e in node.find("first-output", shard=shard)
+        return [e["at"] for node in self.nodes.values() for e in node.find(NodeEvent.FIRST_OUTPUT, shard=shard)
                 if not e.get("home")]
 
     # -- checking ------------------------------------------------------------------------

@@ -18,8 +18,6 @@ import subprocess
 import sys
 import threading
 
-from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError
-
 from cluster.services.process import ServiceError, wait_until
 
 from ..clients import ClientFactory, HdfsSettings, ZooKeeperSettings, stop_quietly
@@ -27,7 +25,11 @@ from ..core.heartbeat import Heartbeat
 from ..core.layout import ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership
 from ..core.plans import FailoverPlan
+from ..core.validation import ClusterView
+from ..errors import ZnodeAccessDenied, ZnodeMissing, ZnodeNotEmpty
+from ..node.events import NodeEvent
 from ..zk.store import ClusterStore
+from ..zk.view import read_cluster_view
 from .ledger_runtime import check_ledger
 
 # The directory the node processes run in: the project's root (the parent of the
@@ -69,11 +71,11 @@ class NodeProcess:
                 with self._lock:
                     self.events.append(event)
 
-    def find(self, kind: str, **fields) -> list[dict]:
+    def find(self, kind: NodeEvent, **fields) -> list[dict]:
         with self._lock:
             return [e for e in self.events if e["event"] == kind and all(e.get(k) == v for k, v in fields.items())]
 
-    def wait(self, kind: str, timeout: float = 60.0, **fields) -> dict:
+    def wait(self, kind: NodeEvent, timeout: float = 60.0, **fields) -> dict:
         """The latest event `kind` with `fields`; a process that exited without it fails
         the wait at once, with its log's last lines."""
         def seen():
@@ -91,7 +93,7 @@ class NodeProcess:
 
     @property
     def incarnation(self) -> str:
-        return self.find("joined")[-1]["incarnation"]
+        return self.find(NodeEvent.JOINED)[-1]["incarnation"]
 
     def send(self, line: str) -> None:
         self.process.stdin.write(line + "\n")
@@ -143,6 +145,10 @@ class ZooKeeperViews:
     def heartbeats(self) -> dict[str, Heartbeat]:
         return self.store.members()
 
+    def cluster_view(self) -> ClusterView:
+        """Every znode the protocol's invariants read, in one snapshot (`cluster.zk.view`)."""
+        return read_cluster_view(self.store)
+
 
 def write_credentials_file(workdir, credentials: str) -> str:
     """`credentials` (`user:password`) in a 0600 file in `workdir`, as an operator keeps
@@ -185,8 +191,8 @@ class ProcessCluster(ZooKeeperViews):
         cluster's root, and the shared parent when it made that and it is empty."""
         for path in (self.layout.root, ROOT):
             try:
-                self.client.delete(path, recursive=path != ROOT)
-            except (NoNodeError, NotEmptyError, NoAuthError):
+                self.store.delete(path, recursive=path != ROOT)
+            except (ZnodeMissing, ZnodeNotEmpty, ZnodeAccessDenied):
                 pass
             except Exception as error:  # noqa: BLE001 - a lost session leaves them; say so
                 print(f"cluster {self.cluster}: could not remove {path} from ZooKeeper: {error!r}", flush=True)

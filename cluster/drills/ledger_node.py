@@ -25,7 +25,8 @@ from ..clients import DEFAULT_SESSION_TIMEOUT, ClientFactory, HdfsSettings, ZooK
 from ..core.layout import DEFAULT_HDFS_ROOT
 from ..failover.adoption import WalOptions
 from ..failover.member import ClusterMember, MemberConfig
-from ..node.lifecycle import JsonEvents, run_incarnations
+from ..node.events import JsonEvents, NodeEvent
+from ..node.lifecycle import run_incarnations
 from .ledger_runtime import LedgerRuntime
 
 emit = JsonEvents()
@@ -43,9 +44,9 @@ class FreezeBeforeSync(WalHooks):
     def before_sync(self, path: str) -> None:
         self.count += 1
         if self.count == self.after:
-            emit("freezing", path=path)
+            emit(NodeEvent.FREEZING, path=path)
             os.kill(os.getpid(), signal.SIGSTOP)
-            emit("thawed", path=path)
+            emit(NodeEvent.THAWED, path=path)
 
 
 def parse(argv=None):
@@ -108,7 +109,7 @@ def _commands(current: dict) -> None:
             runtime = member.runtimes.get(member.incarnation.id)
             if runtime is not None:
                 runtime.allow(int(words[1]))
-                emit("allowed", incarnation=member.incarnation.id, count=int(words[1]))
+                emit(NodeEvent.ALLOWED, incarnation=member.incarnation.id, count=int(words[1]))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from repositories.flowfile import Delete, FlowFileRecord, Put
 
 from ..core.heartbeat import QueueLoad
 from ..errors import ClusterError, FencedError, SessionExpiredError
+from ..node.events import NodeEvent
 
 log = logging.getLogger(__name__)
 QUEUE = "ledger"
@@ -84,7 +85,7 @@ class LedgerRuntime:
             for record_id, record in sorted(records.items(), key=lambda item: item[1].entry_date):
                 if record.queue == QUEUE:
                     self._pending[record_id] = record
-        self.events("recovered", shard=self.handle.shard, epoch=self.handle.epoch, records=len(self._pending))
+        self.events(NodeEvent.RECOVERED, shard=self.handle.shard, epoch=self.handle.epoch, records=len(self._pending))
 
     def start(self) -> None:
         os.makedirs(self.sink, exist_ok=True)
@@ -94,12 +95,12 @@ class LedgerRuntime:
 
     def pause(self) -> None:
         self._paused.set()
-        self.events("paused", shard=self.handle.shard, incarnation=self.incarnation)
+        self.events(NodeEvent.PAUSED, shard=self.handle.shard, incarnation=self.incarnation)
 
     def resume(self) -> None:
         self._abort.clear()
         self._paused.clear()
-        self.events("resumed", shard=self.handle.shard, incarnation=self.incarnation)
+        self.events(NodeEvent.RESUMED, shard=self.handle.shard, incarnation=self.incarnation)
 
     def abort_open_sessions(self) -> None:
         self._abort.set()
@@ -216,7 +217,8 @@ class LedgerRuntime:
             try:
                 self.handle.gate.check()
             except SessionExpiredError as error:
-                self.events("refused", shard=self.handle.shard, epoch=self.handle.epoch, what=what, error=str(error))
+                self.events(NodeEvent.REFUSED, shard=self.handle.shard, epoch=self.handle.epoch, what=what,
+                            error=str(error))
                 return "stop"
             except ClusterError:
                 self._stopped.wait(0.05)  # the gate is closed: wait for it to open
@@ -231,14 +233,16 @@ class LedgerRuntime:
                 self.rejected = f"{type(error).__name__}: {error}".splitlines()[0][:300]
                 log.error("rejected write to shard %s at epoch %d by %s (%s): %s",
                           self.handle.shard, self.handle.epoch, self.incarnation, what, self.rejected)
-                self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=what, error=self.rejected)
+                self.events(NodeEvent.REJECTED_WRITE, shard=self.handle.shard, epoch=self.handle.epoch, what=what,
+                            error=self.rejected)
                 # The error alone cannot tell a fence from an outage (a pipeline with no
                 # DataNode left also reads as a lost lease): ZooKeeper's ownership decides.
                 try:
                     self.handle.verify_ownership()
                 except FencedError as fenced:
                     log.error("%s", fenced)
-                    self.events("fenced", shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
+                    self.events(NodeEvent.FENCED, shard=self.handle.shard, epoch=self.handle.epoch,
+                                error=str(fenced)[:300])
                     self._stopped.set()
                     return "stop"
                 except Exception:  # noqa: BLE001 - ZooKeeper unreachable: the session guard decides
@@ -253,7 +257,7 @@ class LedgerRuntime:
         """Storage outage: every commit fails and rolls back; one line when it starts,
         one when it ends. A checkpoint is a roll of the WAL (which every update after a
         failed write tries first anyway); it succeeds once HDFS is back."""
-        self.events("storage-down", shard=self.handle.shard, epoch=self.handle.epoch)
+        self.events(NodeEvent.STORAGE_DOWN, shard=self.handle.shard, epoch=self.handle.epoch)
         log.error("shard %s: storage unavailable; commits roll back and are retried until it returns", self.handle.shard)
         started = time.monotonic()
         while not self._stopped.wait(1.0):
@@ -262,7 +266,7 @@ class LedgerRuntime:
             except Exception:  # noqa: BLE001 - still down: no stack trace per attempt
                 continue
             log.warning("shard %s: storage is back after %.1fs; resuming", self.handle.shard, time.monotonic() - started)
-            self.events("storage-up", shard=self.handle.shard, epoch=self.handle.epoch)
+            self.events(NodeEvent.STORAGE_UP, shard=self.handle.shard, epoch=self.handle.epoch)
             return True
         return False
 

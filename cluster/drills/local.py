@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..node.events import NodeEvent
 from ..node.pause_monitor import STOOD_STILL
 from ..node.session_file import session_path
 from ..services.process import ServiceError
@@ -125,7 +126,7 @@ class LocalTarget(ZooKeeperViews):
         for name in self.names:
             self._start(name)
         for name in self.names:
-            self.cluster.nodes[name].wait("joined", timeout=timeout)
+            self.cluster.nodes[name].wait(NodeEvent.JOINED, timeout=timeout)
 
     def _new_cluster(self) -> FlowCluster:
         # A name of its own in ZooKeeper and HDFS, so that a work directory used again
@@ -145,11 +146,11 @@ class LocalTarget(ZooKeeperViews):
 
     # -- nodes --------------------------------------------------------------------
     def incarnation(self, name: str) -> str | None:
-        joined = self.cluster.nodes[name].find("joined")
+        joined = self.cluster.nodes[name].find(NodeEvent.JOINED)
         return joined[-1]["incarnation"] if joined else None
 
     def leader(self) -> str | None:
-        contenders = self.cluster.client.retry(self.cluster.client.Election(self.cluster.layout.leader).contenders)
+        contenders = self.cluster.store.contenders_retried()
         for name in self.names:
             if contenders and self.incarnation(name) == contenders[0]:
                 return name
@@ -190,7 +191,7 @@ class LocalTarget(ZooKeeperViews):
 
     def restart(self, name: str, timeout: float = 90.0) -> None:
         self.launch(name)
-        self.cluster.nodes[name].wait("joined", timeout=timeout)
+        self.cluster.nodes[name].wait(NodeEvent.JOINED, timeout=timeout)
 
     def launch(self, name: str) -> None:
         self.cluster.nodes[name].close()

@@ -60,6 +60,7 @@ def summarize(rounds: list[dict], faults, check: ClusterReport | None) -> dict:
                       **timing_figures(selected)}
     counts = check_counts(check) if check is not None else {}
     out["all"] = {"rounds": len(rounds), "sink_duplicates": sum(e.get("sink_duplicates", 0) for e in rounds),
+                  "violations": sum(len(e.get("violations", ())) for e in rounds),
                   "lost": counts.get("lost"), "duplicated": counts.get("duplicated"),
                   "unexpected": counts.get("unexpected"), **timing_figures(rounds)}
     return out
@@ -86,10 +87,12 @@ def drill_report(rounds: list[dict], faults, check: ClusterReport | None, sample
 
 def passed(report: dict) -> bool:
     """Exactly once held: the run finished, and its check found nothing lost,
-    duplicated or unexpected (at the sink, in provenance, in the WALs)."""
+    duplicated or unexpected (at the sink, in provenance, in the WALs); and no round
+    left the cluster breaking a rule of the protocol (`runner.protocol_check`)."""
     check = report["check"]
+    every = report["summary"]["all"]
     return (report["error"] is None and check is not None and check["ok"]
-            and not report["summary"]["all"]["sink_duplicates"])
+            and not every["sink_duplicates"] and not every["violations"])
 
 
 def _triple(figures: dict, key: str) -> str:
@@ -113,6 +116,8 @@ def table(report: dict) -> str:
     lines.append(f"{'all':<12} {every['rounds']:>6} {every['sink_duplicates']:>9}   "
                  + "  ".join(f"{_triple(every, key):<17}" for key in TIMINGS).rstrip())
     lines.append("dups seen: ids delivered twice that the sink showed right after a round of that fault.")
+    lines.append(f"protocol invariants, checked after every round: {every['violations']} violation(s)"
+                 + ("" if not every["violations"] else " (each in its round's \"violations\")"))
     check = report["check"]
     if check is None:
         lines.append("whole run: not checked (the drill stopped before its final check)")
@@ -167,6 +172,8 @@ def round_line(entry: dict, total: int) -> str:
         notes.append(f"deposed: {entry['deposed'][:120]}")
     if entry.get("sink_duplicates"):
         notes.append(f"DUPLICATES at the sink: {entry['sink_duplicates']}")
+    if entry.get("violations"):
+        notes.append(f"PROTOCOL VIOLATED: {'; '.join(entry['violations'])[:300]}")
     if entry.get("error"):
         notes.append(f"FAILED: {entry['error']}")
     return head + body + (f"  [{'; '.join(notes)}]" if notes else "")

@@ -12,7 +12,9 @@ same loop drills local processes and containers. A round:
 3. waits for the first delivery from the adopted shard, and records detection
    (death to plan), takeover (plan to adopted), resume (adopted to first output) and
    death to resume, with the moments themselves (`phases`) for the timeline plot;
-4. counts the duplicate deliveries the sink shows by then.
+4. counts the duplicate deliveries the sink shows by then;
+5. checks the protocol's invariants over one read of the cluster's znodes
+   (`protocol_check`): a violation is kept in the round and fails the drill.
 
 Every wait is on an observed condition with a deadline (`wait_until`); a deadline
 passed raises `ServiceError`, and the round in progress is kept in `rounds` with its
@@ -26,6 +28,8 @@ import time
 from collections.abc import Callable
 
 from ..core.ownership import ShardState
+from ..core.validation import validate_cluster
+from ..node.events import NodeEvent
 from ..services.process import ServiceError, wait_until
 from .checker import ClusterReport
 from .fault_kinds import BY_NAME
@@ -146,6 +150,7 @@ class DrillRunner:
             self._wait_resumed(entry, incarnation, died_at)
             entry.update(timings(target, incarnation, died_at))
         entry["sink_duplicates"] = self._new_duplicates()
+        entry.update(protocol_check(target))
 
     def _wait_resumed(self, entry: dict, incarnation: str, died_at: float) -> None:
         target = self.target
@@ -174,6 +179,16 @@ class DrillRunner:
         return len(new)
 
 
+def protocol_check(target: DrillTarget) -> dict:
+    """The protocol's invariants (`cluster.core.validation`) over one snapshot of the
+    cluster, after a round: `violations`, one line for each rule broken (any fails the
+    drill: `report.passed`), and `protocol_check_s`, what the read and the check took."""
+    started = time.monotonic()
+    found = validate_cluster(target.cluster_view())
+    return {"violations": [str(violation) for violation in found],
+            "protocol_check_s": round(time.monotonic() - started, 3)}
+
+
 # -- the failovers: inject, then wait until the victim's shard moved and it rejoined ---
 def _kill(target, entry, victim, incarnation, leader) -> None:
     target.kill(victim)
@@ -186,12 +201,13 @@ def _stop(target, entry, victim, incarnation, leader) -> None:
     target.pause(victim)
     wait_moved(target, incarnation)
     target.resume(victim)
-    wait_until(lambda: target.events(victim, "dead", incarnation=incarnation), 60, f"{incarnation} to report its death")
+    wait_until(lambda: target.events(victim, NodeEvent.DEAD, incarnation=incarnation), 60,
+               f"{incarnation} to report its death")
     # The node's pause monitor says it stood still (cluster.node.pause_monitor).
     wait_until(lambda: target.stood_still(victim) > pauses_before, 30, f"{victim} to log its pause")
     wait_rejoined(target, victim, incarnation)
-    entry["zombie"] = [e["event"] for e in target.events(victim, "rejected write", shard=incarnation)
-                       + target.events(victim, "fenced", shard=incarnation)] or "stopped before writing"
+    entry["zombie"] = [e["event"] for e in target.events(victim, NodeEvent.REJECTED_WRITE, shard=incarnation)
+                       + target.events(victim, NodeEvent.FENCED, shard=incarnation)] or "stopped before writing"
 
 
 def _expire(target, entry, victim, incarnation, leader) -> None:
@@ -247,7 +263,8 @@ def _partition(target, entry, victim, incarnation, leader) -> None:
         target.launch(victim)
         # Cut off the moment its new attempt reached ZooKeeper: before it could take an
         # incarnation, or while it opens it.
-        wait_until(lambda: _since(target.events(victim, "connected"), launched), 60, f"{victim} to reach ZooKeeper")
+        wait_until(lambda: _since(target.events(victim, NodeEvent.CONNECTED), launched), 60,
+                   f"{victim} to reach ZooKeeper")
         target.partition(victim)
         try:
             # Cut off for at least two session timeouts, and until no incarnation of the
@@ -259,7 +276,8 @@ def _partition(target, entry, victim, incarnation, leader) -> None:
         finally:
             target.heal()
         wait_rejoined(target, victim, incarnation)
-        gave_up = _since(target.events(victim, "start-failed") + target.events(victim, "dead"), launched)
+        gave_up = _since(target.events(victim, NodeEvent.START_FAILED) + target.events(victim, NodeEvent.DEAD),
+                         launched)
         entry["deposed"] = "; ".join(f"{e['event']}: {e.get('error') or e.get('reason', '')}"[:160] for e in gave_up) \
             or "joined after the partition healed"
     else:
@@ -280,13 +298,13 @@ def _cut_until_deposed(target, entry, name: str, incarnation: str) -> None:
     finally:
         target.heal()
         healed = time.time()
-    death = wait_until(lambda: target.events(name, "dead", incarnation=incarnation), DEATH_AFTER_HEAL_S,
+    death = wait_until(lambda: target.events(name, NodeEvent.DEAD, incarnation=incarnation), DEATH_AFTER_HEAL_S,
                        f"{incarnation}, cut off and healed, to report its death")
     entry["deposed"] = death[-1].get("reason", "")[:200]
     entry["death_after_heal"] = round(max(0.0, death[-1].get("at", healed) - healed), 3)
     wait_rejoined(target, name, incarnation)
-    entry["zombie"] = [e["event"] for e in target.events(name, "rejected write", shard=incarnation)
-                       + target.events(name, "fenced", shard=incarnation)] or "stopped before writing"
+    entry["zombie"] = [e["event"] for e in target.events(name, NodeEvent.REJECTED_WRITE, shard=incarnation)
+                       + target.events(name, NodeEvent.FENCED, shard=incarnation)] or "stopped before writing"
 
 
 def _since(events: list[dict], moment: float) -> list[dict]:
@@ -316,7 +334,7 @@ def pick_victim(target: DrillTarget, leader: str | None) -> tuple[str, bool | st
         return wait_until(best_with_backlog, 3.0, "a node with a backlog"), False
     except ServiceError:
         pass
-    best = min(candidates, key=lambda name: target.events(name, "joined")[-1]["at"])  # made all its FlowFiles
+    best = min(candidates, key=lambda name: target.events(name, NodeEvent.JOINED)[-1]["at"])  # made all its FlowFiles
     return best, True if target.graceful_restart(best) else "stop hung"
 
 
@@ -354,14 +372,14 @@ def name_of(target: DrillTarget, incarnation: str) -> str:
 
 def first_outputs(target: DrillTarget, shard: str) -> list[float]:
     """When each node first delivered from `shard` as its adopter."""
-    return [e["at"] for name in target.names for e in target.events(name, "first-output", shard=shard)
+    return [e["at"] for name in target.names for e in target.events(name, NodeEvent.FIRST_OUTPUT, shard=shard)
             if not e.get("home")]
 
 
 def adopted_empty(target: DrillTarget, shard: str) -> bool:
     """The shard was recovered by an adopter and held no FlowFile (its WAL may still
     hold processor state or provenance not yet registered)."""
-    recovered = [e for name in target.names for e in target.events(name, "recovered", shard=shard)
+    recovered = [e for name in target.names for e in target.events(name, NodeEvent.RECOVERED, shard=shard)
                  if not e.get("home")]
     return bool(recovered) and all(e["flowfiles"] + e["swapped_flowfiles"] == 0 for e in recovered)
 
@@ -407,7 +425,7 @@ def no_failover_round(target: DrillTarget, inject, heal, what: str) -> dict:
     finally:
         heal()
         out["phases"]["healed_at"] = round(time.time(), 3)
-    deaths = [e for name in target.names for e in target.events(name, "dead") if e["at"] > started]
+    deaths = [e for name in target.names for e in target.events(name, NodeEvent.DEAD) if e["at"] > started]
     others = [death for death in deaths if "expir" not in death["reason"]]
     if others:
         raise ServiceError(f"nodes died with {what}, where nothing may fail over: {others}")

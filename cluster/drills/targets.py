@@ -47,7 +47,9 @@ from typing import Protocol, runtime_checkable
 from ..core.heartbeat import Heartbeat
 from ..core.ownership import ShardOwnership
 from ..core.plans import FailoverPlan
+from ..core.validation import ClusterView
 from ..errors import ClusterError
+from ..node.events import NodeEvent
 from .checker import ClusterReport
 
 TARGET_KINDS = ("local", "compose")
@@ -93,7 +95,7 @@ class DrillTarget(Protocol):
     def leader(self) -> str | None:
         """The name of the node whose incarnation leads the cluster now, or None."""
 
-    def events(self, name: str, kind: str, **fields) -> list[dict]:
+    def events(self, name: str, kind: NodeEvent, **fields) -> list[dict]:
         """The node's events of `kind` whose fields equal `fields`, oldest first, since
         its current process (or container) started."""
 
@@ -118,11 +120,12 @@ class DrillTarget(Protocol):
         """Ids that more than one sink file carries -> those files: a duplicate
         delivery that can be seen before the end."""
 
-    # -- ZooKeeper views (cluster.drills.harness.ZooKeeperViews gives all four) ---------
+    # -- ZooKeeper views (cluster.drills.harness.ZooKeeperViews gives all five) ---------
     def shard(self, shard_id: str) -> ShardOwnership | None: ...
     def plan(self, plan_id: str) -> FailoverPlan | None: ...
     def shards(self) -> list[ShardOwnership]: ...
     def heartbeats(self) -> dict[str, Heartbeat]: ...
+    def cluster_view(self) -> ClusterView: ...
 
     # -- faults to a node -------------------------------------------------------------
     def kill(self, name: str) -> None:

@@ -4,7 +4,8 @@ Kafka's epochs, on ZooKeeper and HDFS. May import `cluster.core`, `cluster.zk`,
 
   member     ClusterMember: one incarnation from join to death (membership, guard,
              home shard, adoption, retirement, leader campaign)
-  leader     Leader: kazoo's Election and the runner of `core.reassignment.decide`
+  leader     Leader: the election on `leader/` (`ClusterStore.election`) and the runner
+             of `core.reassignment.decide`
   fencing    rename a shard's HDFS directory, then recover every file's lease
   adoption   open a home shard, or fence and open an adopted one (or seed a slice)
   runtime    ShardHandle and the ShardRuntime contract a flow runtime fulfils

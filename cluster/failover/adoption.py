@@ -35,8 +35,6 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from kazoo.exceptions import KazooException
-
 from flow.errors import FlowDefinitionError, ProcessorRegistryError, QueueRecoveryError
 from repositories.flowfile import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -80,10 +78,10 @@ PERMANENT_FAILURES = (WalDamagedError, CorruptSnapshotError, CorruptJournalError
                       UnknownSerDeError, CorruptRecordError, StaleEpochError, QueueRecoveryError,
                       FlowDefinitionError, ProcessorRegistryError)
 # Trouble with a service, which the same attempt gets past once it is back: HDFS (every
-# storage error is an OSError, as are timeouts), ZooKeeper, this node's session, a
-# lost compare-and-set race; and the WAL's own failures to write (its recovery's
-# checkpoint on a storage that refuses).
-TRANSIENT_FAILURES = (OSError, KazooException, ClusterError, WriteAheadLogError)
+# storage error is an OSError, as are timeouts), ZooKeeper (`ZooKeeperError`), this
+# node's session, a lost compare-and-set race (all `ClusterError`s); and the WAL's own
+# failures to write (its recovery's checkpoint on a storage that refuses).
+TRANSIENT_FAILURES = (OSError, ClusterError, WriteAheadLogError)
 # Neither: a file of the fenced shard that is not there (nobody writes the directory
 # any more, so it will not come back by itself, yet an outage can look like it).
 UNKNOWN_FAILURES = (FileNotFoundError,)

@@ -257,7 +257,7 @@ class Leader:
                 return False
             self.hooks.before_move(instruction.plan_id, move.shard)
             try:
-                self.registry.move(move, reason=f"{move.from_owner} died {tag(step)}")
+                self.registry.move(move, reason=f"{move.from_owner} died", step=step)
             except OwnershipConflict as error:
                 log.info("%s move of %s lost a race: %s", tag(step), move.shard, error)
                 return False

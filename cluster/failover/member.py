@@ -618,8 +618,8 @@ class ClusterMember:
             self._retry_later(seen, decision.after, recheck=held)
             return
         try:
-            held_now = self.registry.hold(shard.shard, self.incarnation.id, shard.epoch,
-                                          f"{decision.reason} {tag(shard.step)}".rstrip())
+            held_now = self.registry.hold(shard.shard, self.incarnation.id, shard.epoch, decision.reason,
+                                          step=shard.step)
         except FencedError as fenced:
             self._attempts.pop(f"{seen.shard}@{seen.epoch}", None)
             log.warning("%s not holding %s: %s", tag(seen.step), seen.shard, fenced)

@@ -39,11 +39,12 @@ from ..core.flows import FlowSnapshot, UnreadableFlow, flow_without_its_file
 from ..core.layout import ClusterLayout
 from ..core.ownership import ShardState, earlier_owners
 from ..core.story import tag
-from ..errors import ClusterError, first_line
+from ..errors import ClusterError, ZooKeeperError, first_line
 from ..failover.adoption import WalOptions
 from ..failover.instruments import FailoverInstruments
 from ..failover.member import ClusterMember, MemberConfig
 from ..zk.acl import open_acl_warning
+from ..zk.client import is_connected
 from ..zk.store import ClusterStore
 from .config import NodeConfig
 from .content import open_node_content
@@ -51,7 +52,8 @@ from .decommission import check_may_connect, connect_node, decommission_node
 from .control import Conflict, Invalid, NodeControl, NodeState, OffloadRefused, Unavailable
 from .deploy_follower import DeployFollower
 from .flow_runtime import FlowRuntime
-from .lifecycle import log_events, run_incarnations
+from .events import NodeEvent, log_events
+from .lifecycle import run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, session_state
 from .run_states import ZooKeeperRunStates
@@ -147,7 +149,7 @@ class ClusteredNode:
             absent_node_retention=config.absent_node_retention)
         member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients,
                                instruments=self.failover_instruments,
-                               on_connected=lambda: self.events("connected", node=config.name),
+                               on_connected=lambda: self.events(NodeEvent.CONNECTED, node=config.name),
                                on_fencing=self._recover_earlier_owners_content)
         with self._lock:
             self.member = member
@@ -168,11 +170,9 @@ class ClusteredNode:
         (its adopters run it with that flow), so no queue that holds FlowFiles is lost.
         A deployed flow this node cannot run (a processor type it lacks) is logged,
         and the node keeps its own."""
-        from kazoo.exceptions import KazooException
-
         try:
             deployed = self._store().cluster_flow()
-        except (ClusterError, KazooException, ValueError) as error:
+        except (ClusterError, ValueError) as error:
             log.warning("could not read the cluster's flow (%s); running flow version %s", first_line(error, 200),
                         self.flow.version)
             return
@@ -316,7 +316,7 @@ class ClusteredNode:
             return [f"the node is {state}"]
         member = self._member()
         reasons = []
-        if member.client is None or not member.client.connected:
+        if member.client is None or not is_connected(member.client):
             reasons.append("ZooKeeper is not connected")
         home = member.incarnation.id
         runtime = member.runtimes_now().get(home)
@@ -361,17 +361,15 @@ class ClusteredNode:
     def _store(self) -> ClusterStore:
         """A store over the node's own read client, apart from the member's session: it
         answers while the node is offloaded or between incarnations."""
-        from kazoo.exceptions import KazooException
-
         with self._lock:
             client = self._observer
         if client is None:
             try:
                 client = self.clients.start_zookeeper(timeout=5.0)
+            except ZooKeeperError as error:
+                raise Unavailable(f"ZooKeeper at {self.config.zk_hosts}: {first_line(error, 200)}") from None
             except ClusterError as error:
                 raise Unavailable(str(error)) from None
-            except KazooException as error:
-                raise Unavailable(f"ZooKeeper at {self.config.zk_hosts}: {first_line(error, 200)}") from None
             with self._lock:
                 if self._observer is None and not self._stop.is_set():
                     self._observer, client = client, None
@@ -384,14 +382,12 @@ class ClusteredNode:
         return ClusterStore(client, self.layout)
 
     def cluster_status(self):
-        from kazoo.exceptions import KazooException
-
         store = self._store()
-        if not store.client.connected:
+        if not store.connected():
             raise Unavailable(f"ZooKeeper at {self.config.zk_hosts} is not connected; the node keeps trying")
         try:
             return store.status()
-        except KazooException as error:
+        except ZooKeeperError as error:
             raise Unavailable(f"reading the cluster from ZooKeeper at {self.config.zk_hosts}: "
                               f"{type(error).__name__} {first_line(error, 200)}") from None
 
@@ -406,21 +402,17 @@ class ClusteredNode:
         return snapshot
 
     def cluster_flow_version(self) -> str | None:
-        from kazoo.exceptions import KazooException
-
         try:
             deployed = self._store().cluster_flow()
-        except KazooException as error:
+        except ZooKeeperError as error:
             raise Unavailable(f"reading the cluster's flow from ZooKeeper at {self.config.zk_hosts}: "
                               f"{type(error).__name__} {first_line(error, 200)}") from None
         return deployed.version if deployed is not None else None
 
     def publish_flow(self, snapshot) -> None:
-        from kazoo.exceptions import KazooException
-
         try:
             self._store().set_cluster_flow(snapshot)
-        except KazooException as error:
+        except ZooKeeperError as error:
             raise Unavailable(f"writing the cluster's flow to ZooKeeper at {self.config.zk_hosts}: "
                               f"{type(error).__name__} {first_line(error, 200)}") from None
 

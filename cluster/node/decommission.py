@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from ..core.decommission import Decommission, decommission_refusal, known_node, name_refusal, node_of
 from ..errors import ClusterError, first_line
-from ..zk.decommissions import ZOOKEEPER_ERRORS, DecommissionRecords
+from ..zk.decommissions import DecommissionRecords
 from .control_errors import Conflict, NotFound, Unavailable
 
 
@@ -126,7 +126,7 @@ class _answering:
     def __exit__(self, kind, error, trace) -> bool:
         if error is None or isinstance(error, (NotFound, Conflict, Unavailable)):
             return False
-        if isinstance(error, (*ZOOKEEPER_ERRORS, OSError, ClusterError)):
+        if isinstance(error, (OSError, ClusterError)):  # ZooKeeper trouble is a `ZooKeeperError`
             raise Unavailable(f"{self.doing} {self.node} in cluster {self.store.layout.cluster}: ZooKeeper or HDFS "
                               f"did not answer: {type(error).__name__}: {first_line(error, 200)}") from error
         return False

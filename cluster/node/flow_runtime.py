@@ -58,6 +58,7 @@ from repositories.swap import SwapStore
 from ..core.heartbeat import QueueLoad
 from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
 from .content import NodeContent
+from .events import NodeEvent
 from .hand_over import HandOverPostponed, SourceHandOver, handing_over, take_over_running
 from .measures import ShardMeasures, shard_measures
 from .run_states import RunStateFollower
@@ -126,7 +127,7 @@ class FlowRuntime:
                          "swapped_flowfiles": report.swapped_flowfiles, "provenance_replayed": replayed,
                          "orphaned_swap_files": len(report.orphaned_swap_files),
                          "unreadable_swap_files": len(report.unreadable_swap_files)}
-        self.events("recovered", shard=handle.shard, epoch=handle.epoch, home=handle.home, **self.recovery)
+        self.events(NodeEvent.RECOVERED, shard=handle.shard, epoch=handle.epoch, home=handle.home, **self.recovery)
 
     def start(self) -> None:
         if not self._stopped.is_set() and not self._abandoned.is_set():
@@ -140,13 +141,13 @@ class FlowRuntime:
     def pause(self) -> None:
         if self.engine is not None:
             self.engine.pause()
-        self.events("paused", shard=self.handle.shard, incarnation=self.incarnation)
+        self.events(NodeEvent.PAUSED, shard=self.handle.shard, incarnation=self.incarnation)
 
     def resume(self) -> None:
         self._aborting.clear()
         if self.engine is not None and not self._stopped.is_set() and not self._abandoned.is_set():
             self.engine.resume()
-            self.events("resumed", shard=self.handle.shard, incarnation=self.incarnation)
+            self.events(NodeEvent.RESUMED, shard=self.handle.shard, incarnation=self.incarnation)
 
     def abort_open_sessions(self) -> None:
         self._aborting.set()
@@ -231,10 +232,10 @@ class FlowRuntime:
         with self._lock:
             recovering, self._rejecting = self._rejecting, False
         if recovering:  # the committer logs it
-            self.events("storage-up", shard=self.handle.shard, epoch=self.handle.epoch)
+            self.events(NodeEvent.STORAGE_UP, shard=self.handle.shard, epoch=self.handle.epoch)
         if not self._first_output and component_id in self._sinks:
             self._first_output = True
-            self.events("first-output", shard=self.handle.shard, epoch=self.handle.epoch, home=self.handle.home,
+            self.events(NodeEvent.FIRST_OUTPUT, shard=self.handle.shard, epoch=self.handle.epoch, home=self.handle.home,
                         component=component_id, step=self.handle.step)
             if not self.handle.home:
                 self.handle.record_resumed()
@@ -247,7 +248,7 @@ class FlowRuntime:
             first, self._rejecting = not self._rejecting, True
         if first:
             self.rejected = message
-            self.events("rejected write", shard=self.handle.shard, epoch=self.handle.epoch, what=component_id,
+            self.events(NodeEvent.REJECTED_WRITE, shard=self.handle.shard, epoch=self.handle.epoch, what=component_id,
                         error=message)
         # The error alone cannot tell a fence from an outage (a pipeline with no
         # DataNode left also reads as a lost lease): ZooKeeper's ownership decides.
@@ -257,7 +258,7 @@ class FlowRuntime:
         except FencedError as fenced:
             log.error("rejected write to shard %s at epoch %d by %s (%s): %s; %s", self.handle.shard,
                       self.handle.epoch, self.incarnation, component_id, message, fenced)
-            self.events("fenced", shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
+            self.events(NodeEvent.FENCED, shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
             # Fenced away: the shard is another node's; its WAL is not synced or closed.
             self.abandon(f"fenced: {first_line(fenced, 200)}")
             self.engine.pause()

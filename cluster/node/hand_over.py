@@ -54,6 +54,7 @@ from flow.shard import QueueShard
 
 from ..errors import first_line
 from ..failover.kept_states import HandOverPostponed, WalChanged, earlier_states
+from .events import NodeEvent
 
 __all__ = ["HandOverPostponed", "SourceHandOver", "WalChanged", "earlier_states", "handing_over",
            "take_over_running"]
@@ -122,7 +123,7 @@ class SourceHandOver:
         shards = [previous.shard for previous in earlier]
         log.info("shard %s took over the sources' state of %s (%s); its sources start", self.handle.shard,
                  shards or "no earlier shard", sorted(merged) or "nothing to take over")
-        self.events("sources-handed-over", shard=self.handle.shard, earlier=shards, processors=sorted(merged))
+        self.events(NodeEvent.SOURCES_HANDED_OVER, shard=self.handle.shard, earlier=shards, processors=sorted(merged))
 
     def _clean_up(self, waiting: set[str]) -> None:
         """Delete the earlier shards' directories as they retire (a shard still

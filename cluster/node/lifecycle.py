@@ -5,48 +5,23 @@ lost, its own expiry timer, "you are dead"), the process joins again as a new
 incarnation with a new home shard, unless told to stop. Both the flow node
 (`cluster.node.clustered`) and the ledger node of the drills run this loop.
 
-With `JsonEvents`, every step is one JSON object per line on stdout (joined,
-adopted, retired, leader, rejected write, dead, ...), so that a test waits on
-conditions instead of sleeping.
+With `events.JsonEvents`, every step is one JSON object per line on stdout (a
+`NodeEvent`: joined, adopted, retired, leader, rejected write, dead, ...), so that a
+test waits on conditions instead of sleeping.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import sys
 import threading
-import time
 from collections.abc import Callable
 
-from ..core.story import tag
 from ..errors import ConfigurationRefused, first_line
+from ..zk.client import session_of
+from .events import NodeEvent
 from .session_file import remove_session, write_session
 
 log = logging.getLogger(__name__)
-
-
-class JsonEvents:
-    """Events as JSON lines on a stream (stdout by default)."""
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stdout
-        self._lock = threading.Lock()
-
-    def __call__(self, kind: str, **fields) -> None:
-        line = json.dumps({"event": kind, "at": time.time(), "pid": os.getpid(), **fields})
-        with self._lock:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-
-
-def log_events(kind: str, **fields) -> None:
-    """Events as log lines (the default for an operator's node); an event that belongs
-    to a failover's story starts with its step id, `[n1-7:failover/...]`."""
-    step = fields.pop("step", None)
-    log.info("%s%s %s", f"{tag(step)} " if step else "", kind,
-             " ".join(f"{key}={value}" for key, value in fields.items()))
 
 
 def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
@@ -71,13 +46,13 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
             stop.wait(0.2)  # offloaded: owning nothing until connected again or stopped
             continue
         member = make_member()
-        events("starting", attempt=failures + 1)  # a drill's partition "while joining" aims here
+        events(NodeEvent.STARTING, attempt=failures + 1)  # a drill's partition "while joining" aims here
         try:
             incarnation = member.start()
         except Exception as error:  # noqa: BLE001 - ZooKeeper without quorum, HDFS down: try again
             line = first_line(error, 800)  # the whole of what an operator must fix
             refused = isinstance(error, ConfigurationRefused)
-            events("start-failed", error=line, fatal=refused)
+            events(NodeEvent.START_FAILED, error=line, fatal=refused)
             member.stop(leave=False)
             if on_end is not None:
                 on_end(member)
@@ -91,10 +66,10 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
             continue
         failures = 0
         # None if the member died the moment it joined (its client is closed then).
-        session_id, password = (member.client.client_id if member.client is not None else None) or (None, b"")
+        session_id, password = (session_of(member.client) if member.client is not None else None) or (None, b"")
         if session_directory is not None and session_id is not None:
             write_session(session_directory, incarnation.id, session_id, password)
-        events("joined", incarnation=incarnation.id, epoch=incarnation.epoch, session_id=session_id)
+        events(NodeEvent.JOINED, incarnation=incarnation.id, epoch=incarnation.epoch, session_id=session_id)
         report_timeline(member, events)
         if on_start is not None:
             on_start(member)
@@ -103,12 +78,12 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
                 member.stop(leave=True)
         # decided_at: when its death was decided (None for a stop on purpose); stopped_at:
         # when it had stopped (wall clock). A death is stopped within 2 s of its decision.
-        events("dead", incarnation=incarnation.id, reason=member.death_reason[:300],
+        events(NodeEvent.DEAD, incarnation=incarnation.id, reason=member.death_reason[:300],
                decided_at=getattr(member, "death_decided_at", None), stopped_at=getattr(member, "stopped_at", None))
         if session_directory is not None:
             remove_session(session_directory, incarnation.id)
         if hold.is_set() and not stop.is_set():
-            events("offloaded", incarnation=incarnation.id)
+            events(NodeEvent.OFFLOADED, incarnation=incarnation.id)
         if on_end is not None:
             on_end(member)
         refusal = getattr(member, "refusal", None)
@@ -136,16 +111,16 @@ def report_timeline(member, events) -> None:
             for key, at in list(member.timeline.adopted.items()):
                 if key not in seen_adopted:
                     seen_adopted.add(key)
-                    events("adopted", incarnation=member.incarnation.id, shard=key, adopted_at=at,
+                    events(NodeEvent.ADOPTED, incarnation=member.incarnation.id, shard=key, adopted_at=at,
                            seen_at=member.timeline.adopting_seen.get(key), step=member.timeline.steps.get(key))
             for key, at in list(member.timeline.retired.items()):
                 if key not in seen_retired:
                     seen_retired.add(key)
-                    events("retired", incarnation=member.incarnation.id, shard=key, retired_at=at)
+                    events(NodeEvent.RETIRED, incarnation=member.incarnation.id, shard=key, retired_at=at)
             now_leading = member.leader is not None and member.leader.leading.is_set()
             if now_leading != leading:
                 leading = now_leading
-                events("leader" if leading else "not-leader", incarnation=member.incarnation.id)
+                events(NodeEvent.LEADER if leading else NodeEvent.NOT_LEADER, incarnation=member.incarnation.id)
             member.dead.wait(0.05)
 
     threading.Thread(target=watch, name="timeline-report", daemon=True).start()

@@ -1,6 +1,7 @@
 """Spark for tests: a standalone master and worker started from the pyspark wheel's
-own `bin/spark-class`, and sessions against them. The node's own SparkSession (an
-embedded `local[*]` one by default) is built by the product, `flow.spark.session`.
+own `bin/spark-class`, and the environment a driver needs to use them
+(`spark_environment`). Sessions are the product's to build (`flow.spark.session`):
+the harness imports nothing of the product.
 
 The standalone daemons bind to 127.0.0.1 on harness-chosen ports, keep small heaps,
 and do their scratch work under the work directory. Python code that runs on the
@@ -15,8 +16,6 @@ import signal
 import sys
 import urllib.request
 from pathlib import Path
-
-from flow.spark.session import EMBEDDED_CONF, build_spark_session
 
 from .install import java_binary
 from .network import HOST, free_ports
@@ -42,15 +41,6 @@ def spark_environment(workdir: Path | None = None) -> dict[str, str]:
         env["SPARK_LOG_DIR"] = str(workdir)
         env["SPARK_WORKER_DIR"] = str(workdir / "work")
     return env
-
-
-def session(master: str, app_name: str = "custody", extra: dict[str, str] | None = None):
-    """A SparkSession for `master` as the harness runs it: the product's builder
-    (`flow.spark.session`) with the environment of the harness's Spark, bound to
-    loopback with the embedded footprint whatever the master, then `extra`."""
-    for key, value in spark_environment().items():
-        os.environ.setdefault(key, value)
-    return build_spark_session(master, {**EMBEDDED_CONF, **(extra or {})}, app_name=app_name)
 
 
 def executor_pids(worker_port: int) -> list[int]:

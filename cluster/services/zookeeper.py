@@ -10,6 +10,9 @@ followers get 10 s to join and 5 s to stay in sync, whatever the tick.
 Faults for the drills: `kill_member`, `pause_member` and `restart_member` act on one
 JVM; `expire_session` expires a kazoo client's session the way ZooKeeper itself
 would, by attaching a second connection to the same session and closing it.
+
+The harness uses kazoo itself, for that: it is not the product (whose kazoo stays in
+`cluster.zk`), and like all of `cluster.services` it imports nothing of the product.
 """
 
 from __future__ import annotations

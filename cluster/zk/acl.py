@@ -1,7 +1,7 @@
 """Who may touch the cluster's znodes: ZooKeeper digest authentication and ACLs.
 
-The credentials are read and turned into an ACL by `cluster.clients`, which builds
-every client; this module keeps what is done with the ACL.
+The credentials are read by `cluster.clients`, which builds every client; this module
+turns them into an ACL (`digest_acl`) and keeps what is done with it.
 
 Without credentials every znode is `world:anyone:cdrwa`: anyone who reaches
 ZooKeeper can delete a member, rewrite a shard's owner or stop failover. With
@@ -29,9 +29,10 @@ cluster's root is open (`acl_state`).
 from __future__ import annotations
 
 from kazoo.exceptions import NoAuthError, NoNodeError
-from kazoo.security import ACL, Id, Permissions
+from kazoo.security import ACL, Id, Permissions, make_digest_acl
 
 from ..errors import ZooKeeperAccessRefused
+from .kazoo_errors import translated
 
 
 CREATE_CREDENTIALS = "custody cluster credentials FILE"
@@ -55,6 +56,12 @@ def open_acl_warning(cluster: str) -> str:
     return f"ZooKeeper ACLs are open for cluster {cluster} ([zookeeper] insecure = true): {OPEN_EXPLAINED}"
 
 
+def digest_acl(user: str, password: str) -> list[ACL]:
+    """The ACL that gives the digest identity `user:password` every right, and nobody
+    else anything."""
+    return [make_digest_acl(user, password, all=True)]
+
+
 def acl_state(acls) -> str:
     """`OPEN` when the ACL gives anyone at all (`world:anyone`) a right, else `SECURED`."""
     return OPEN if any(acl.id.scheme == "world" and acl.perms for acl in acls) else SECURED
@@ -76,6 +83,7 @@ def _letters(perms: int) -> str:
                                               ("a", Permissions.ADMIN)) if perms & bit)
 
 
+@translated
 def check_root_acl(client, root: str, expected: list[ACL], *, secure_command: str) -> None:
     """Refuse to go on unless `root` carries exactly `expected`."""
     try:
@@ -94,6 +102,7 @@ def _key(acl: ACL) -> tuple:
     return acl.perms, acl.id.scheme, acl.id.id
 
 
+@translated
 def secure_tree(client, root: str, acls: list[ACL]) -> int:
     """Set `acls` on `root` and every znode under it; how many. Idempotent: after a
     crash midway, run it again."""

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import NoNodeError
 
 from ..core.decommission import Decommission
 from ..errors import UnreadableZnode
+from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
 
 DECOMMISSIONED = "decommissioned"
-# What ZooKeeper trouble raises, for callers outside `cluster.zk` that answer it (503).
-ZOOKEEPER_ERRORS: tuple[type[Exception], ...] = (KazooException,)
 
 
 def decommissioned_path(layout) -> str:
@@ -32,6 +31,7 @@ def record_path(layout, node: str) -> str:
     return f"{decommissioned_path(layout)}/{node}"
 
 
+@translates_kazoo
 class DecommissionRecords:
     def __init__(self, client, layout):
         self.client, self.layout = client, layout

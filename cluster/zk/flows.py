@@ -12,8 +12,10 @@ from kazoo.exceptions import NoNodeError
 
 from ..core.flows import FlowSnapshot
 from ..core.layout import ClusterLayout
+from .kazoo_errors import translated
 
 
+@translated
 def read_cluster_flow(client, layout: ClusterLayout) -> FlowSnapshot | None:
     try:
         data, _stat = client.get(layout.flow)
@@ -22,6 +24,7 @@ def read_cluster_flow(client, layout: ClusterLayout) -> FlowSnapshot | None:
     return FlowSnapshot.decode(data) if data else None
 
 
+@translated
 def write_cluster_flow(client, layout: ClusterLayout, snapshot: FlowSnapshot) -> None:
     """Set the cluster's flow (last writer wins: deploys are an operator's act)."""
     data = snapshot.encoded

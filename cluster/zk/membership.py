@@ -22,11 +22,13 @@ from ..core.heartbeat import Heartbeat
 from ..core.incarnation import Incarnation
 from ..core.names import check_node_name
 from ..errors import FencedError
+from .kazoo_errors import translated, translates_kazoo
 from .znodes import read_children
 
 log = logging.getLogger(__name__)
 
 
+@translates_kazoo
 class Membership:
     """Lock plan: `_lock` guards `_beat` and `_session_id` (the join and each refresh)."""
 
@@ -105,6 +107,7 @@ class Membership:
                 log.debug("heartbeat of %s not sent: %s", self._beat.incarnation, error)
 
 
+@translated
 def read_members(client, layout) -> dict[str, Heartbeat]:
     """The live incarnations and their current heartbeats."""
     return read_children(client, layout.nodes, layout.node, _parse_beat)
@@ -119,6 +122,7 @@ def _parse_beat(name: str, data: bytes, stat) -> Heartbeat:
         return Heartbeat(name.rpartition("-")[0] or name, name, 0, free_disk=0)
 
 
+@translated
 def new_incarnation(client, layout, node: str) -> Incarnation:
     """Draw the next start epoch from `counters/incarnation` (kazoo's `Counter`, a
     versioned read-modify-write) for `node`: every start of every node gets a number
@@ -129,6 +133,7 @@ def new_incarnation(client, layout, node: str) -> Incarnation:
     return Incarnation(node, int(counter.post_value))
 
 
+@translated
 def read_incarnation_counter(client, layout) -> int:
     """The newest epoch drawn so far (0 before the first)."""
     try:

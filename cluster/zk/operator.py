@@ -23,6 +23,7 @@ from ..core.layout import ClusterLayout
 from ..core.rolls import Roll
 from ..core.run_states import NodeRunStates, ProcessorRunState
 from ..errors import OwnershipConflict
+from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ def roll_path(layout: ClusterLayout) -> str:
     return f"{operator_root(layout)}/{ROLL}"
 
 
+@translates_kazoo
 class OperatorStore:
     def __init__(self, client, layout: ClusterLayout):
         self.client, self.layout = client, layout

@@ -7,9 +7,11 @@ from dataclasses import replace
 from typing import Callable
 
 from ..core.plans import FailoverPlan
+from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
 
 
+@translates_kazoo
 class PlanStore:
     def __init__(self, client, layout):
         self.client, self.layout = client, layout

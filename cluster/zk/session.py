@@ -21,6 +21,7 @@ from kazoo.protocol.states import KazooState
 from ..core.guard import GATE_FRACTION, PROBE_FRACTION, TICK_FRACTION, GuardState, Instruction, Phase
 from ..core.story import step_id, tag
 from ..errors import SessionExpiredError, WorkGateClosed
+from .kazoo_errors import translates_kazoo
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ class GuardCallbacks:
     abort_all: Callable[[str], None] = lambda reason: None
 
 
+@translates_kazoo
 class SessionGuard:
     """The runner. Lock plan: `_lock` guards `_state` (short critical sections only);
     callbacks run on the guard thread outside the lock, in the order decided."""

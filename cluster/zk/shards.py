@@ -19,11 +19,13 @@ from ..core import ownership
 from ..core.ownership import Refusal, ShardOwnership, ShardState
 from ..core.plans import Move
 from ..errors import FencedError, OwnershipConflict, TransitionRefused
+from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
 
 log = logging.getLogger(__name__)
 
 
+@translates_kazoo
 class ShardRegistry:
     def __init__(self, client, layout, *, wall_clock=time.time):
         self.client, self.layout, self._wall_clock = client, layout, wall_clock
@@ -91,14 +93,17 @@ class ShardRegistry:
     def retire(self, shard: str, by: str, epoch: int) -> ShardOwnership:
         return self.transition(shard, lambda c: ownership.retire(c, by, epoch, at=self._wall_clock()), claimant=by)[0]
 
-    def hold(self, shard: str, by: str, epoch: int, reason: str) -> ShardOwnership:
-        """Mark the shard HELD by its adopter, with the reason (`ownership.hold`)."""
-        return self.transition(shard, lambda c: ownership.hold(c, by, epoch, at=self._wall_clock(), reason=reason),
-                               claimant=by)[0]
+    def hold(self, shard: str, by: str, epoch: int, reason: str, *, step: str | None = None) -> ShardOwnership:
+        """Mark the shard HELD by its adopter, with the reason and the step it acts on
+        (`ownership.hold`)."""
+        return self.transition(
+            shard, lambda c: ownership.hold(c, by, epoch, at=self._wall_clock(), reason=reason, step=step),
+            claimant=by)[0]
 
-    def move(self, move: Move, *, reason: str = "") -> list[ShardOwnership]:
-        """Carry out one planned move. Whole: one compare-and-set. Divvy: check the
-        parent, set it SPLIT and create every child, all in one transaction."""
+    def move(self, move: Move, *, reason: str = "", step: str | None = None) -> list[ShardOwnership]:
+        """Carry out one planned move, the leader's decision `step`. Whole: one
+        compare-and-set. Divvy: check the parent, set it SPLIT and create every child,
+        all in one transaction."""
         entry = self.read(move.shard)
         if entry is None:
             raise TransitionRefused(Refusal(move.shard, "the shard znode does not exist", None, -1))
@@ -106,12 +111,12 @@ class ShardRegistry:
         at = self._wall_clock()
         if not move.slices:
             outcome = ownership.reassign(current, move.to, expected_epoch=move.from_epoch, at=at,
-                                         reason=reason or f"{move.from_owner} died")
+                                         reason=reason or f"{move.from_owner} died", step=step)
             self._refuse_move(outcome)
             self.compare_and_set(move.shard, version, outcome)
             return [outcome]
         outcome = ownership.split(current, [(s.child, s.owner, s.low, s.high) for s in move.slices],
-                                  expected_epoch=move.from_epoch, at=at, reason=reason)
+                                  expected_epoch=move.from_epoch, at=at, reason=reason, step=step)
         self._refuse_move(outcome)
         parent, children = outcome
         path = self.layout.shard(move.shard)

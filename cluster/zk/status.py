@@ -13,6 +13,7 @@ from ..core.ownership import ShardOwnership
 from ..core.plans import FailoverPlan, pending_moves
 from .acl import acl_state
 from .decommissions import DecommissionRecords
+from .kazoo_errors import translated
 
 
 @dataclass
@@ -65,6 +66,7 @@ class ClusterStatus:
         }
 
 
+@translated
 def read_status(store) -> ClusterStatus:
     """A `ClusterStatus` read through a `ClusterStore`, changing nothing."""
     contenders = store.contenders()

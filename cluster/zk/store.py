@@ -14,9 +14,11 @@ client and a layout each:
     store.cluster_flow()                              # the deployed flow (`flows`)
     store.operator.roll()                             # run states, deploy (`operator`)
 
-Watches and session listeners go through it too, so kazoo stays inside `cluster.zk`.
-The client itself comes from `cluster.clients.ClientFactory`, which carries the
-node's ZooKeeper settings to every client the product makes.
+Watches, session listeners and the leader election go through it too, and every
+method raises kazoo's exceptions as `cluster.errors.ZooKeeperError`s
+(`kazoo_errors`), so kazoo stays inside `cluster.zk`. The client itself is made by
+`cluster.zk.client` for `cluster.clients.ClientFactory`, which carries the node's
+ZooKeeper settings to every client the product makes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..core.ownership import ShardOwnership
 from ..errors import ZooKeeperAccessRefused
 from .acl import check_root_acl, shared_parent_acl
 from .flows import read_cluster_flow, write_cluster_flow
+from .kazoo_errors import translates_kazoo
 from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
 from .operator import OperatorStore
 from .plans import PlanStore
@@ -43,6 +46,22 @@ from .shards import ShardRegistry
 from .status import ClusterStatus, read_status
 
 
+@translates_kazoo
+class LeaderElection:
+    """kazoo's `Election` on `leader/`, raising `ZooKeeperError`s: `run(func)` blocks
+    until this contender leads, then calls `func`; `cancel()` leaves the line."""
+
+    def __init__(self, client, path: str, identifier: str):
+        self._election = client.Election(path, identifier=identifier)
+
+    def run(self, func: Callable[..., object], *args, **kwargs):
+        return self._election.run(func, *args, **kwargs)
+
+    def cancel(self) -> None:
+        self._election.cancel()
+
+
+@translates_kazoo
 class ClusterStore:
     def __init__(self, client, layout: ClusterLayout, *, wall_clock: Callable[[], float] = time.time):
         self.client, self.layout = client, layout
@@ -108,18 +127,30 @@ class ClusterStore:
         """The guard of this client's session, probing the incarnation's own znode."""
         return SessionGuard(self.client, self.layout.node(incarnation), timeout, callbacks, **options)
 
+    def connected(self) -> bool:
+        """Whether the client is connected now (its session may still be lost later)."""
+        return self.client.connected
+
     def sync(self) -> None:
         """Make the server this client reads from catch up with the quorum: reads
         after it see every write that completed before it."""
         self.client.sync(self.layout.root)
 
     # -- leadership -------------------------------------------------------------------------
-    def election(self, identifier: str):
+    def election(self, identifier: str) -> LeaderElection:
         """kazoo's `Election` on `leader/` (never an election of our own)."""
-        return self.client.Election(self.layout.leader, identifier=identifier)
+        return LeaderElection(self.client, self.layout.leader, identifier)
 
     def contenders(self) -> list[str]:
         """The leader first, then the others in line; empty when nobody campaigns."""
+        return self._contenders()
+
+    def contenders_retried(self) -> list[str]:
+        """`contenders()`, asked again while the connection is lost (kazoo's retry: with
+        backoff, for as long as it takes), for a drill that watches a cluster's faults."""
+        return self.client.retry(self._contenders)
+
+    def _contenders(self) -> list[str]:
         try:
             return self.client.Election(self.layout.leader).contenders()
         except NoNodeError:
@@ -167,6 +198,11 @@ class ClusterStore:
         except (NoNodeError, BadVersionError):
             return False
         return True
+
+    def delete(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a znode (with everything under it, when `recursive`), whatever its
+        version: `ZnodeMissing`, `ZnodeNotEmpty` or `ZnodeAccessDenied` when it cannot."""
+        self.client.delete(path, recursive=recursive)
 
     def status(self) -> ClusterStatus:
         return read_status(self)

@@ -8,11 +8,17 @@ from repositories.storage import join
 
 SPARK_JOB = textwrap.dedent(
     """
+    import os
     import sys
-    from cluster.services.spark import session
+    from cluster.services.spark import spark_environment
+    from flow.spark.session import EMBEDDED_CONF, build_spark_session
 
     master, path = sys.argv[1], sys.argv[2]
-    spark = session(master, "custody-hdfs-read", {"spark.cores.max": "1"})
+    # The product's builder, with the environment of the harness's Spark, bound to
+    # loopback with the embedded footprint whatever the master.
+    for key, value in spark_environment().items():
+        os.environ.setdefault(key, value)
+    spark = build_spark_session(master, {**EMBEDDED_CONF, "spark.cores.max": "1"}, app_name="custody-hdfs-read")
     try:
         assert spark.sparkContext.master == master
         rows = spark.read.text(path)

@@ -1,6 +1,8 @@
 """The layout's rules, checked on the source: no import cycle among our modules
 (imports made inside functions count), dependencies that point one way
-(`cluster -> flow -> replication -> repositories`), and a pure `cluster.core`."""
+(`cluster -> flow -> replication -> repositories`), a pure `cluster.core`, kazoo
+inside `cluster.zk` alone, and a service harness (`cluster.services`) that imports
+nothing of the product."""
 
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ CLUSTER_LAYERS = {
     "cluster.core": {"cluster.errors"},
     "cluster.zk": {"cluster.errors", "cluster.core"},
     "cluster.hdfs_identity": {"cluster.errors"},
-    "cluster.clients": {"cluster.errors", "cluster.hdfs_identity"},
+    "cluster.clients": {"cluster.errors", "cluster.hdfs_identity", "cluster.zk"},
     "cluster.failover": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients"},
     "cluster.node": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.hdfs_identity",
                      "cluster.failover"},
@@ -42,6 +44,15 @@ CLUSTER_LAYERS = {
                        "cluster.node", "cluster.services"},
     "cluster.services": set(),
 }
+# kazoo (its client, exceptions, recipes and states) is used by `cluster.zk` alone, which
+# translates its exceptions into `cluster.errors` (kazoo's own model: one client facade).
+# The service harness may use it too: it probes a ZooKeeper it started, and expires
+# sessions as ZooKeeper would; it is not the product. Tests are not checked.
+KAZOO_USERS = ("cluster.zk", "cluster.services")
+# The harness of real services starts and stops them for tests, drills and operators; it
+# imports nothing of the product, so that it can start the services the product needs
+# whatever state the product is in (and never hides a product behaviour in a fixture).
+HARNESS = "cluster.services"
 
 
 @dataclass(frozen=True)
@@ -238,3 +249,67 @@ def test_the_purity_check_catches_a_forbidden_import_even_inside_a_function(tmp_
     (core / "decide.py").write_text(f"def decide():\n    import {forbidden}\n    return 1\n")
     _, every = import_graph(str(tmp_path))
     assert len(core_violations(every)) == 1 and forbidden in core_violations(every)[0]
+
+
+def kazoo_violations(every: list[Import]) -> list[str]:
+    return sorted({f"{found.source}:{found.line} imports {found.target}" for found in every
+            if found.target.split(".")[0] == "kazoo"
+            and not any(found.source == user or found.source.startswith(user + ".") for user in KAZOO_USERS)})
+
+
+def test_kazoo_is_used_inside_cluster_zk_only():
+    _, every = import_graph()
+    assert any(found.target.startswith("kazoo") for found in every), "nothing imports kazoo: is the check blind?"
+    wrong = kazoo_violations(every)
+    assert not wrong, ("kazoo stays inside cluster.zk (its errors become cluster.errors there; its client comes from "
+                       "cluster.zk.client): " + "; ".join(wrong))
+
+
+def harness_violations(every: list[Import]) -> list[str]:
+    return sorted({f"{found.source}:{found.line} imports {found.target}" for found in every
+            if (found.source == HARNESS or found.source.startswith(HARNESS + "."))
+            and found.target.split(".")[0] in PACKAGES
+            and not (found.target == HARNESS or found.target.startswith(HARNESS + "."))})
+
+
+def test_the_service_harness_imports_nothing_of_the_product():
+    _, every = import_graph()
+    assert any(found.source.startswith(HARNESS + ".") for found in every), "cluster.services has no modules"
+    wrong = harness_violations(every)
+    assert not wrong, "cluster.services starts services and imports nothing of the product: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("where, statement, caught", [
+    ("cluster/failover/leader.py", "from kazoo.exceptions import NoNodeError", True),
+    ("flow/engine.py", "import kazoo.client", True),
+    ("cluster/zk/store.py", "from kazoo.exceptions import NoNodeError", False),
+    ("cluster/services/zookeeper.py", "from kazoo.client import KazooClient", False),
+])
+def test_the_kazoo_check_catches_an_import_outside_cluster_zk(tmp_path, where, statement, caught):
+    path = tmp_path / where
+    for directory in [path.parent, *path.parent.parents]:
+        if directory == tmp_path:
+            break
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "__init__.py").touch()
+    path.write_text(f"def work():\n    {statement}\n")
+    _, every = import_graph(str(tmp_path))
+    assert bool(kazoo_violations(every)) is caught
+
+
+@pytest.mark.parametrize("statement, caught", [
+    ("from flow.spark.session import EMBEDDED_CONF", True),
+    ("from cluster.zk.store import ClusterStore", True),
+    ("from repositories.storage import join", True),
+    ("from .process import wait_until", False),
+])
+def test_the_harness_check_catches_an_import_of_the_product(tmp_path, statement, caught):
+    for directory in ("cluster", "cluster/services", "cluster/zk", "flow", "flow/spark", "repositories"):
+        (tmp_path / directory).mkdir(parents=True, exist_ok=True)
+        (tmp_path / directory / "__init__.py").touch()
+    for module in ("cluster/services/process.py", "cluster/zk/store.py", "flow/spark/session.py",
+                   "repositories/storage.py"):
+        (tmp_path / module).touch()
+    (tmp_path / "cluster/services/spark.py").write_text(f"{statement}\n")
+    _, every = import_graph(str(tmp_path))
+    assert bool(harness_violations(every)) is caught

@@ -5,6 +5,7 @@ down is retried."""
 import threading
 
 from cluster.errors import SessionTimeoutRefused
+from cluster.node.events import NodeEvent
 from cluster.node.lifecycle import retry_delay, run_incarnations
 
 
@@ -29,8 +30,9 @@ def test_a_configuration_the_cluster_refuses_stops_the_node_instead_of_rejoining
     code = run_incarnations(make, lambda kind, **fields: events.append((kind, fields)), retry_pause=0.01)
     assert code == 2 and len(made) == 1 and made[0].stopped == 1
     starting, (kind, fields) = events
-    assert starting == ("starting", {"attempt": 1})
-    assert kind == "start-failed" and fields["fatal"] is True and "at most 20" in fields["error"]
+    assert starting == (NodeEvent.STARTING, {"attempt": 1})
+    assert kind is NodeEvent.START_FAILED and fields["fatal"] is True and "at most 20" in fields["error"]
+    assert isinstance(starting[0], NodeEvent)  # typed in the process; its value is what goes on the wire
 
 
 def test_a_service_that_is_down_is_retried():
@@ -103,9 +105,10 @@ def test_a_member_dead_as_it_joins_is_followed_by_a_new_incarnation():
         return made[-1]
 
     assert run_incarnations(make, lambda kind, **fields: events.append((kind, fields)), stop=stop) == 0
-    kinds = [(kind, fields.get("incarnation")) for kind, fields in events if kind != "starting"]
-    assert kinds == [("joined", "n1-1"), ("dead", "n1-1"), ("joined", "n1-2"), ("dead", "n1-2")]
-    assert events[1] == ("joined", {**events[1][1], "session_id": None})
+    kinds = [(kind, fields.get("incarnation")) for kind, fields in events if kind != NodeEvent.STARTING]
+    assert kinds == [(NodeEvent.JOINED, "n1-1"), (NodeEvent.DEAD, "n1-1"),
+                     (NodeEvent.JOINED, "n1-2"), (NodeEvent.DEAD, "n1-2")]
+    assert events[1] == (NodeEvent.JOINED, {**events[1][1], "session_id": None})
 
 
 class JoinsWithASession(DiesAsItJoins):
@@ -125,7 +128,7 @@ def test_the_session_password_goes_to_a_private_file_never_to_an_event(tmp_path)
 
     def emit(kind, **fields):
         events.append((kind, fields))
-        if kind == "joined":  # the file is there, with this incarnation, before the event
+        if kind == NodeEvent.JOINED:  # the file is there, with this incarnation, before the event
             on_disk.append(read_session_text(open(path).read()))
 
     def make():
@@ -133,7 +136,7 @@ def test_the_session_password_goes_to_a_private_file_never_to_an_event(tmp_path)
         return JoinsWithASession(7, [])
 
     assert run_incarnations(make, emit, stop=stop, session_directory=str(tmp_path)) == 0
-    [(kind, joined)] = [(k, f) for k, f in events if k == "joined"]
+    [(kind, joined)] = [(k, f) for k, f in events if k == NodeEvent.JOINED]
     assert joined == {"incarnation": "n1-7", "epoch": 7, "session_id": 0x1234 + 7}
     assert bytes([7]).hex() * 16 not in repr(events)
     assert on_disk == [{"incarnation": "n1-7", "session_id": 0x1234 + 7, "session_password": bytes([7]) * 16}]
@@ -158,4 +161,4 @@ def test_an_incarnation_ended_on_its_configuration_stops_the_node_instead_of_rej
         return made[-1]
 
     assert run_incarnations(make, lambda kind, **fields: events.append((kind, fields)), stop=stop) == 2
-    assert len(made) == 1 and [kind for kind, _ in events] == ["starting", "joined", "dead"]
+    assert len(made) == 1 and [kind for kind, _ in events] == [NodeEvent.STARTING, NodeEvent.JOINED, NodeEvent.DEAD]

@@ -60,8 +60,8 @@ def test_the_adopter_finds_the_moves_step_in_the_shards_history():
     step = "n1-7:failover/move-n1-7@7"
     shard = own.new_shard("n1-7", "n1-7", 7, at=0)
     assert shard.step is None  # a home shard: no failover gave it
-    moved = own.reassign(shard, "n2-8", expected_epoch=7, at=1.0, reason=f"n1-7 died {tag(step)}")
-    assert moved.step == step
+    moved = own.reassign(shard, "n2-8", expected_epoch=7, at=1.0, reason="n1-7 died", step=step)
+    assert moved.step == step and moved.history[-1].reason == f"n1-7 died {tag(step)}"
     assert own.adopted(moved, "n2-8", 8, at=2.0).step == step  # still the move's step once adopted
     again = own.reassign(own.adopted(moved, "n2-8", 8, at=2.0), "n3-9", expected_epoch=8, at=3.0)
     assert again.step is None  # a later epoch without a tag is not the old move's
@@ -71,7 +71,7 @@ def test_divvy_children_carry_the_moves_step():
     step = "n1-7:failover/move-n1-7@7"
     parent, children = own.split(own.new_shard("n1-7", "n1-7", 7, at=0),
                                  [("c0", "n2-8", 0, HASH_SPACE // 2), ("c1", "n3-9", HASH_SPACE // 2, HASH_SPACE)],
-                                 expected_epoch=7, at=1.0, reason=f"n1-7 died {tag(step)}")
+                                 expected_epoch=7, at=1.0, reason="n1-7 died", step=step)
     assert parent.step == step and [c.step for c in children] == [step, step]
 
 

@@ -12,7 +12,8 @@ import pytest
 from cluster.core.ownership import ShardState
 from cluster.drills.checker import ClusterReport, DeliveryReport
 from cluster.drills.fault_kinds import FAULT_KINDS
-from cluster.drills.report import drill_report
+from cluster.core.validation import ClusterView
+from cluster.drills.report import drill_report, round_line
 from cluster.drills.runner import DrillRunner
 
 
@@ -35,6 +36,7 @@ class ScriptedTarget:
         self._delivered = 0
         self._pauses = {name: 0 for name in self.names}
         self.checked = False
+        self.view = ClusterView("scripted")  # what the protocol check reads after each round
         for name in self.names:
             self._join(name)
 
@@ -101,6 +103,9 @@ class ScriptedTarget:
 
     def shard(self, shard_id):
         return self._shards.get(shard_id)
+
+    def cluster_view(self):
+        return self.view
 
     def plan(self, plan_id):
         return self._plans.get(plan_id)
@@ -270,3 +275,18 @@ def test_partition_rounds_cut_a_node_off_while_running_leading_adopting_and_join
     assert joining["deposed"].startswith("start-failed: cannot reach ZooKeeper") and ("launch", "n3") in target.log
     cut = [entry[1] for entry in target.log if entry[0] == "partition"]
     assert cut == ["n3", "n1", "n2", "n3"] and len([e for e in target.log if e == ("heal",)]) == 4
+
+
+def test_a_round_that_leaves_the_protocol_broken_is_kept_with_its_violations_and_fails_the_drill():
+    from cluster.core.heartbeat import Heartbeat
+
+    target = ScriptedTarget("kill")
+    runner = DrillRunner(target, ["kill", "kill"], on_round=lambda entry: setattr(
+        target, "view", ClusterView("scripted", members={"n2-2": Heartbeat("n2", "n2-2", 2)}, contenders=("n1-1",))))
+    assert runner.run().ok  # exactly once held at the sink ...
+    first, second = runner.rounds
+    assert first["violations"] == [] and first["protocol_check_s"] >= 0
+    assert second["violations"] == ["leader: leader n1-1: leads, but is not a live member"]
+    report = drill_report(runner.rounds, ("kill",), runner.report, runner.samples, target=target.kind)
+    assert not report["ok"] and report["summary"]["all"]["violations"] == 1  # ... but the protocol did not
+    assert "PROTOCOL VIOLATED: leader: leader n1-1" in round_line(second, 2)
