@@ -23,6 +23,12 @@ from cluster.services.process import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
+# A victim's pause after each record it delivers (s): 150 records take 15 s, so that it
+# still holds most of them when it is killed, however slowly a loaded machine polls.
+# With the default (0.01 s) a victim once delivered all of its records before the test
+# saw 120 admitted, and its adopted slices were empty.
+VICTIM_DELIVER_INTERVAL = "0.1"
+
 
 @pytest.fixture
 def cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
@@ -42,13 +48,15 @@ def assert_exactly_once(report: dict) -> None:
 
 
 def test_sigkill_moves_the_dead_nodes_shard_to_the_best_survivor_exactly_once(cluster):
-    # n2 is three times the size of the others: it is the best survivor.
-    n1 = cluster.start("n1", "--admit-limit", "150")
-    n1.wait("joined")
+    # n2 is three times the size of the others: it is the best survivor. The survivors
+    # join first and the victim delivers slowly, so that it dies with a backlog however
+    # long the others take to start on a loaded machine.
     n2 = cluster.start("n2", "--admit-limit", "60", "--weight", "3")
     n3 = cluster.start("n3", "--admit-limit", "60")
     for node in (n2, n3):
         node.wait("joined")
+    n1 = cluster.start("n1", "--admit-limit", "150", "--deliver-interval", VICTIM_DELIVER_INTERVAL)
+    n1.wait("joined")
     victim = n1.incarnation
     wait_until(lambda: cluster.admitted_by(victim) >= 100, 60, "n1 to admit 100 records")
     n1.signal(signal.SIGKILL)
@@ -186,12 +194,14 @@ def test_quorum_loss_stops_processing_and_it_resumes_when_quorum_returns(cluster
 
 
 def test_divvy_splits_a_dead_nodes_shard_over_the_survivors_exactly_once(cluster):
-    n1 = cluster.start("n1", "--admit-limit", "150", "--policy", "divvy")
-    n1.wait("joined")
     n2 = cluster.start("n2", "--admit-limit", "20", "--policy", "divvy")
     n3 = cluster.start("n3", "--admit-limit", "20", "--policy", "divvy", "--weight", "2")
     for node in (n2, n3):
         node.wait("joined")
+    # The victim joins last and delivers slowly: it dies with records for both slices.
+    n1 = cluster.start("n1", "--admit-limit", "150", "--policy", "divvy", "--deliver-interval",
+                       VICTIM_DELIVER_INTERVAL)
+    n1.wait("joined")
     victim = n1.incarnation
     wait_until(lambda: cluster.admitted_by(victim) >= 120, 60, "n1 to admit 120 records")
     n1.signal(signal.SIGKILL)

@@ -23,12 +23,14 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
 def test_a_killed_nodes_queued_and_swapped_flowfiles_are_delivered_once_by_the_best_survivor(flow_cluster):
     cluster = flow_cluster
-    n1 = cluster.start("n1", count=1000)
-    n1.wait("joined", timeout=60)
+    # The survivors join first: a victim started first once delivered all its 1,000
+    # FlowFiles (10 s at PutFile's pace) while a loaded machine started the others.
     n2 = cluster.start("n2", count=100, weight=3.0)
     n3 = cluster.start("n3", count=100)
     for node in (n2, n3):
         node.wait("joined", timeout=60)
+    n1 = cluster.start("n1", count=1000)
+    n1.wait("joined", timeout=60)
     victim = n1.incarnation
     # The victim dies with a backlog past the swap threshold, some of it swapped out to HDFS.
     wait_until(lambda: cluster.queued(victim) > 150 and cluster.swap_files(victim), 60,
@@ -143,12 +145,12 @@ def test_quorum_loss_stops_every_node_and_processing_resumes_when_quorum_returns
 
 def test_divvy_splits_a_dead_nodes_queues_over_the_survivors_by_capacity_exactly_once(flow_cluster):
     cluster = flow_cluster
-    n1 = cluster.start("n1", count=1000, policy="divvy")
-    n1.wait("joined", timeout=60)
     n2 = cluster.start("n2", count=50, policy="divvy")
     n3 = cluster.start("n3", count=50, policy="divvy", weight=2.0)
     for node in (n2, n3):
         node.wait("joined", timeout=60)
+    n1 = cluster.start("n1", count=1000, policy="divvy")  # last: it dies with a backlog (see above)
+    n1.wait("joined", timeout=60)
     victim = n1.incarnation
     wait_until(lambda: cluster.queued(victim) > 300 and cluster.swap_files(victim), 60,
                f"{victim} to queue past the swap threshold and swap to HDFS")
