@@ -23,7 +23,10 @@ def test_offloading_the_leader_under_load_moves_every_shard_once_and_connect_joi
     tokens = str(tmp_path / "tokens")
     operator, reader = add_token(tokens, "admin", "ops"), add_token(tokens, "read", "dashboard")
     admin = {"admin": {"tokens": tokens}}
-    n1 = cluster.start("n1", count=1000, sections=admin)
+    # The leader starts first and must still hold a backlog once the others have joined:
+    # 2,000 FlowFiles take 20 s at PutFile's pace (with 1,000, a loaded machine can take
+    # the 10 s they last to start the other two).
+    n1 = cluster.start("n1", count=2000, sections=admin)
     n1.wait("leader", timeout=60)
     n2 = cluster.start("n2", count=100, sections=admin)
     n3 = cluster.start("n3", count=100, sections=admin)
