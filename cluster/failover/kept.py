@@ -10,8 +10,9 @@ with `plan_kept`, and carries the plan out:
   sources' state (`kept_states`), hand the idempotency keys to a survivor (this
   leader's own home shard, `survivor()`; see `cluster.node.hand_over.take_over_running`),
   log a warning naming what is dropped, note both in the node's record, and delete the
-  directory; then the node's retired shard znodes and done plan znodes (versioned
-  deletes); then mark the record finished;
+  directory; then the node's retired shard znodes, done plan znodes and the
+  processors' run states an operator set on it (versioned deletes); then mark the
+  record finished;
 * for a kept directory past the retention: a warning naming what is dropped, and the
   directory deleted.
 
@@ -63,6 +64,7 @@ from ..core.decommission import (
 )
 from ..errors import first_line
 from ..zk.decommissions import DecommissionRecords
+from ..zk.operator import OperatorStore
 from .kept_states import (
     HandOverPostponed,
     WalChanged,
@@ -86,6 +88,7 @@ class KeptDirectories:
                  record: Callable[[str, str], None] = lambda kind, detail: None):
         self.store, self.storage, self.layout = store, storage, store.layout
         self.records = DecommissionRecords(store.client, store.layout)
+        self.operator = OperatorStore(store.client, store.layout)
         self.retention = retention
         self._survivor = survivor  # -> this member's home shard runtime, None when it has none
         self._wall_clock = wall_clock
@@ -162,6 +165,8 @@ class KeptDirectories:
             if not keep_going() or not self._delete_znode(self.layout.plan(plan_id), version,
                                                            f"done plan {plan_id} of decommissioned {node}"):
                 return
+        if steps.finish and not self._forget_run_states(node, keep_going):
+            return
         if steps.finish and keep_going():
             at = self._wall_clock()
             try:
@@ -281,6 +286,20 @@ class KeptDirectories:
             return False
         log.info("deleted %s, kept for %s: %s", path, directory.node, why)
         return True
+
+    def _forget_run_states(self, node: str, keep_going: Callable[[], bool]) -> bool:
+        """Delete the processors' run states an operator set on `node`
+        (`zk.operator`): a decommissioned node leaves nothing behind, and joins again
+        after `connect` as a new one. False: not now (a later round retries)."""
+        if not keep_going():
+            return False
+        try:
+            version = self.operator.run_states_version(node)
+        except Exception as error:  # noqa: BLE001 - next round
+            log.warning("reading the run states of %s failed, retried next round: %s", node, first_line(error, 200))
+            return False
+        return version is None or self._delete_znode(self.operator.run_states_path(node), version,
+                                                     f"the processors' run states of decommissioned {node}")
 
     def _delete_znode(self, path: str, version: int, what: str) -> bool:
         try:

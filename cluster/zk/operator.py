@@ -63,6 +63,14 @@ class OperatorStore:
         entry = self._run_states.read(node)
         return entry[0] if entry is not None else NodeRunStates(node)
 
+    def run_states_version(self, node: str) -> int | None:
+        """The znode version of `node`'s record, or None when it has none."""
+        entry = self._run_states.read(node)
+        return entry[1] if entry is not None else None
+
+    def run_states_path(self, node: str) -> str:
+        return self._run_states.path(node)
+
     def set_run_state(self, node: str, processor: str, entry: ProcessorRunState) -> NodeRunStates:
         """Record `processor`'s run state in `node`'s record (compare-and-set, retried
         on a lost race: the last operator's request wins)."""

@@ -182,6 +182,14 @@ def test_a_live_node_decommissioned_through_the_admin_api_leaves_stops_and_loses
         nothing = client.post("/api/v1/cluster/nodes/n2/connect", headers=ops)
         assert nothing.status_code == 409 and "not decommissioned" in nothing.json()["error"]
 
+        # An operator stopped n2's source: kept in ZooKeeper, it would outlive n2's
+        # decommission and keep the n2 that connects again from making anything.
+        with httpx.Client(base_url=cluster.heartbeats()[first].admin, timeout=30) as on_n2:
+            stopped = on_n2.post(f"/api/v1/processors/{first}/generate/stop", params={"wait_s": 10}, headers=ops)
+            assert stopped.status_code == 200, stopped.text
+        run_states = cluster.store.operator.run_states_path("n2")
+        assert cluster.client.exists(run_states)
+
         answer = client.post("/api/v1/cluster/nodes/n2/decommission", headers=ops)
         assert answer.status_code == 200, answer.text
         body = answer.json()
@@ -203,6 +211,7 @@ def test_a_live_node_decommissioned_through_the_admin_api_leaves_stops_and_loses
 
         wait_until(decommissioned, 120, "n2's decommission to finish once its shard retired")
         assert cluster.shard(first) is None
+        assert not cluster.client.exists(run_states)  # nothing of n2 is left, its operator's stop neither
         connected = client.post("/api/v1/cluster/nodes/n2/connect", headers=ops)
         assert connected.status_code == 200 and connected.json()["state"] == "connectable", connected.text
     again = cluster.start("n2")
