@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from cluster.services.process import wait_until
 from flow.engine import TraditionalEngine
 from flow.graph import FlowGraph
 from flow.loading import parse_flow, standard_registry
@@ -18,25 +19,10 @@ from flow.shard import open_shard
 from repositories.content.errors import ContentUnavailable
 from repositories.storage import LocalStorage, StorageUnavailable
 
+from .test_rollbacks import EmitOnce
+
 WAIT = 1.0  # what the failing run waits before it fails: a storage deadline
 YIELD = 1.0
-
-
-class Emit(Processor):
-    type_name = "TestEmitTen"
-    is_source = True
-
-    def __init__(self, processor_id):
-        super().__init__(processor_id)
-        self.done = False
-
-    def on_trigger(self, context, session):
-        if self.done:
-            context.yield_()
-            return
-        for index in range(10):
-            session.transfer(session.create(attributes={"n": str(index)}), "success")
-        self.done = True
 
 
 class SlowFailure(Processor):
@@ -63,10 +49,10 @@ def retried_after(tmp_path, error) -> float:
     """Seconds from the failed run's end to the next run's start."""
     SlowFailure.runs, SlowFailure.error = [], error
     registry = standard_registry()
-    for processor in (Emit, SlowFailure):
+    for processor in (EmitOnce, SlowFailure):
         registry.register(processor)
     definition = parse_flow({
-        "processors": [{"id": "emit", "type": "TestEmitTen"},
+        "processors": [{"id": "emit", "type": "TestEmitOnce"},
                        {"id": "slow", "type": "TestSlowFailure", "scheduling": {"yield_duration": f"{YIELD} s"}}],
         "connections": [{"id": "in", "source": "emit", "destination": "slow"}]}, registry=registry)
     graph = FlowGraph(definition)
@@ -75,10 +61,7 @@ def retried_after(tmp_path, error) -> float:
     flow = TraditionalEngine(graph, shard, InMemoryContentRepository(), None, threads=2)
     flow.start()
     try:
-        deadline = time.monotonic() + 20
-        while len(SlowFailure.runs) < 2:
-            assert time.monotonic() < deadline, flow.status()
-            time.sleep(0.005)  # a poll of the runs, not a wait standing in for one
+        wait_until(lambda: len(SlowFailure.runs) >= 2, 20, "the failed task to run again", interval=0.005)
     finally:
         flow.stop(timeout=10)
         shard.wal.close()
