@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import marshal
+from collections import Counter
 
 import pyarrow as pa
 
@@ -51,6 +52,8 @@ CODEC = "zstd"
 # A message this many times its compressed size is not one this module wrote
 # (zstd rarely passes 20:1 on events, whose uuids do not compress).
 MOST_EXPANSION = 1000
+# Events read per step of the scan for a slot's events at recovery.
+SCAN_WINDOW = 4096
 
 
 def _unclaim(value):
@@ -134,16 +137,50 @@ def reconcile(records, provenance, *, foreign: bool = False) -> int:
             continue
         if not events:
             continue
-        start = int(record.attributes.get("next", "0"))
-        end = provenance.next_event_id
-        present = set()
-        if end > start and not foreign:
-            for found in provenance.events(start, end - start, skip_damaged=True):
-                present.add(_key(found))
-        missing = [e for e in events if _key(e) not in present]
+        if foreign:
+            missing = events
+        else:
+            missing = _missing(events, int(record.attributes.get("next", "0")), provenance)
         if missing:
             provenance.register_events(missing)
             registered += len(missing)
             log.info("provenance outbox %s: registered %d events a crash had kept from provenance",
                      record.id, len(missing))
     return registered
+
+
+def _missing(events: list[ProvenanceEvent], start: int, provenance) -> list[ProvenanceEvent]:
+    """The events provenance does not hold at or after id `start`.
+
+    A slot's events were registered, if at all, in one block soon after `start` (the
+    next id when the slot committed): the scan reads forward a window at a time and
+    stops once every event is found. A slot idle since early in a long history is
+    found near its `start` and costs a window, not the whole history since; events
+    that are missing mean the crash followed the commit, so the tail after `start`
+    is short. A `start` older than every event provenance keeps (recovery merged the
+    journals into event files before this runs) means the events were registered and
+    aged off since: a node that ran that long registered them."""
+    end = provenance.next_event_id
+    if end <= start:
+        return events
+    files = provenance.event_files()
+    if (files[0].first_id if files else end) > start:
+        return []
+    wanted = Counter(_key(event) for event in events)
+    position = start
+    while position < end and wanted:
+        window = provenance.events(position, min(SCAN_WINDOW, end - position), skip_damaged=True)
+        for found in window:
+            key = _key(found)
+            if wanted[key] > 0:
+                wanted[key] -= 1
+                if not wanted[key]:
+                    del wanted[key]
+        position = window[-1].event_id + 1 if window else end
+    missing = []
+    for event in reversed(events):  # the last copies of a repeated key are the ones missing
+        key = _key(event)
+        if wanted[key] > 0:
+            wanted[key] -= 1
+            missing.append(event)
+    return missing[::-1]

@@ -51,6 +51,9 @@ class RecordingProvenance:
     def events(self, start, count, skip_damaged=False):
         return []
 
+    def event_files(self):
+        return []
+
 
 def stamped(events_, now: int) -> list[dict]:
     return [(e if e.event_time_ms is not None else e.with_id(None, now)).to_dict() for e in events_]
@@ -106,3 +109,77 @@ def test_reconcile_registers_what_provenance_lacks_of_either_format():
     provenance = RecordingProvenance()
     assert reconcile([old, new], provenance) == len(sample["events"]) + len(events())
     assert [e.to_dict() for e in provenance.registered] == sample["events"] + stamped(events(), NOW)
+
+
+class CountingReads:
+    """A real provenance repository that counts the events `reconcile` reads from it."""
+
+    def __init__(self, repository):
+        self.repository = repository
+        self.read = 0
+
+    def __getattr__(self, name):
+        return getattr(self.repository, name)
+
+    def events(self, start, count, skip_damaged=False):
+        found = self.repository.events(start, count, skip_damaged=skip_damaged)
+        self.read += len(found)
+        return found
+
+
+def history(count: int) -> list[ProvenanceEvent]:
+    return [ProvenanceEvent(EventType.ROUTE, f"h{i}", "route", "RouteOnAttribute", relationship="matched")
+            for i in range(count)]
+
+
+def open_provenance(path, **limits):
+    from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
+
+    return ProvenanceRepository(ProvenanceConfig(
+        containers=(str(path / "p0"),), journals_per_container=1, rollover=RolloverPolicy(max_age_s=600.0),
+        rollover_check_interval_s=None, age_off_interval_s=None, max_age_s=None, max_bytes=limits.get("max_bytes"),
+        index_heap_bytes=15_000_000, compression_threads=1))
+
+
+@pytest.fixture
+def provenance(tmp_path):
+    repository = open_provenance(tmp_path)
+    yield repository
+    repository.close()
+
+
+def test_a_slot_idle_since_early_in_a_long_history_is_found_without_reading_the_history(provenance):
+    record = outbox_record(3, provenance.next_event_id, EventBatch.from_events(events(), NOW), NOW)
+    provenance.register_events(events(), NOW)
+    for _ in range(5):
+        provenance.register_events(history(10_000), NOW)
+        provenance.sync()
+    counting = CountingReads(provenance)
+    assert reconcile([record], counting) == 0
+    assert counting.read <= 4096, f"read {counting.read} events of a history of 50,006"
+
+
+def test_a_commit_whose_events_a_crash_kept_from_provenance_is_registered_once(provenance):
+    provenance.register_events(history(10_000), NOW)
+    provenance.sync()
+    first = events()[:3]
+    record = outbox_record(0, provenance.next_event_id, EventBatch.from_events(events(), NOW), NOW)
+    provenance.register_events(first, NOW)  # the crash came after the commit's first three events
+    provenance.register_events(history(10), NOW)  # another slot's commit, before the crash
+    provenance.sync()
+    assert reconcile([record], provenance) == len(events()) - 3
+    provenance.sync()  # as the next recovery merges the journals first
+    assert reconcile([record], provenance) == 0  # the next recovery finds them all
+
+
+def test_a_slot_older_than_every_event_kept_was_registered_and_aged_off(tmp_path):
+    provenance = open_provenance(tmp_path, max_bytes=1)  # age-off destroys every event file
+    try:
+        record = outbox_record(1, 5, EventBatch.from_events(events(), NOW), NOW)
+        for _ in range(3):
+            provenance.register_events(history(10), NOW)
+            provenance.sync()
+        assert provenance.age_off() and provenance.next_event_id > 5
+        assert reconcile([record], provenance) == 0
+    finally:
+        provenance.close()
