@@ -17,6 +17,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 from cluster.services.process import ServiceError, wait_until
 
@@ -71,6 +73,24 @@ class FlowWorkloadViews(ZooKeeperViews):
         beat = self.heartbeats().get(incarnation)
         key = f"{shard or incarnation}/{queue}"
         return beat.queues[key].count if beat is not None and key in beat.queues else 0
+
+    def swapped(self, incarnation: str, queue: str = SWAPPED_QUEUE) -> int:
+        """FlowFiles of `queue` in the swap files the WAL of `incarnation`'s home shard
+        records, as its admin API says (0 while it cannot say). A listing of the swap
+        directory is not that: a file being written is not recorded yet, and a file
+        swapped in stays listed until it is deleted."""
+        beat = self.heartbeats().get(incarnation)
+        if beat is None or not beat.admin:
+            return 0
+        try:
+            with urllib.request.urlopen(f"{beat.admin}/api/v1/node/queues", timeout=5) as answer:
+                shards = json.load(answer)
+        except urllib.error.HTTPError:
+            raise  # it answered, and not as its API says: a bug, not a node still starting
+        except OSError:
+            return 0
+        return next((figures["swapped_count"] for figures in shards.get(incarnation, [])
+                     if figures["queue"] == queue), 0)
 
     def settled(self) -> bool:
         """Every node's home shard made all its FlowFiles and every queue is empty; every
