@@ -52,7 +52,9 @@ CODEC = "zstd"
 # A message this many times its compressed size is not one this module wrote
 # (zstd rarely passes 20:1 on events, whose uuids do not compress).
 MOST_EXPANSION = 1000
-# Events read per step of the scan for a slot's events at recovery.
+# Events read per step of the scan for a slot's events at recovery: the first step,
+# then doubling up to the largest (a slot's events are most often right at its start).
+FIRST_SCAN_WINDOW = 256
 SCAN_WINDOW = 4096
 
 
@@ -167,9 +169,10 @@ def _missing(events: list[ProvenanceEvent], start: int, provenance) -> list[Prov
     if (files[0].first_id if files else end) > start:
         return []
     wanted = Counter(_key(event) for event in events)
-    position = start
+    position, size = start, FIRST_SCAN_WINDOW
     while position < end and wanted:
-        window = provenance.events(position, min(SCAN_WINDOW, end - position), skip_damaged=True)
+        window = provenance.events(position, min(size, end - position), skip_damaged=True)
+        size = min(2 * size, SCAN_WINDOW)
         for found in window:
             key = _key(found)
             if wanted[key] > 0:

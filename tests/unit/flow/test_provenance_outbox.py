@@ -156,7 +156,7 @@ def test_a_slot_idle_since_early_in_a_long_history_is_found_without_reading_the_
         provenance.sync()
     counting = CountingReads(provenance)
     assert reconcile([record], counting) == 0
-    assert counting.read <= 4096, f"read {counting.read} events of a history of 50,006"
+    assert counting.read <= 256, f"read {counting.read} events of a history of 50,006"
 
 
 def test_a_commit_whose_events_a_crash_kept_from_provenance_is_registered_once(provenance):
