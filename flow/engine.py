@@ -70,6 +70,8 @@ RUNNING, STOPPING, STOPPED = "RUNNING", "STOPPING", "STOPPED"
 _NOT_THE_FLOWFILES = (CommitError, NotAdmitted, ServiceError, StorageError, ContentUnavailable, ContentRepositoryFull,
                       ContentStorageFull, ContentWriteFailed, ReplicaDiverged, RepositoryClosed)
 _FULL = (ContentRepositoryFull, ContentStorageFull)
+# The content storage is down or fails writes (HDFS unreachable, a pipeline that broke).
+_CONTENT_OUTAGES = (ContentUnavailable, ContentWriteFailed)
 # Failures of the node's storage to write: a task that met one yields from when it began.
 _STORAGE_FAILURES = (CommitError, StorageError, ContentUnavailable, ContentWriteFailed)
 
@@ -463,8 +465,9 @@ class TraditionalEngine:
                 # Every task that writes fails the same way until space is freed: one line a minute.
                 self._limited_log.error("content-full", "%s: %s; the session was rolled back, nothing is lost, and it "
                                         "is retried", node.id, str(error).splitlines()[0][:400])
-            elif isinstance(error, ContentUnavailable):
-                # One line per outage for the whole flow, not one per processor and attempt.
+            elif isinstance(error, _CONTENT_OUTAGES):
+                # One line per outage for the whole flow, not one per processor and attempt
+                # (nor a traceback: each write names another file, so each would differ).
                 if not self._outage_logged:
                     self._outage_logged = True
                     log.error("%s: %s; the session was rolled back, nothing is lost, and it is retried",

@@ -19,7 +19,7 @@ from flow.memory_content import InMemoryContentRepository
 from flow.processor import Processor
 from flow.rollbacks import RollbackWatch
 from flow.shard import open_shard
-from repositories.content.errors import ContentCorrupted, ContentRepositoryFull, ContentUnavailable
+from repositories.content.errors import ContentCorrupted, ContentRepositoryFull, ContentUnavailable, ContentWriteFailed
 from repositories.storage import LocalStorage
 
 # -- the decisions -------------------------------------------------------------------------
@@ -200,7 +200,7 @@ class Outage(Processor):
             session.remove(flowfile)
 
 
-@pytest.mark.parametrize("error", [ContentUnavailable, ContentRepositoryFull])
+@pytest.mark.parametrize("error", [ContentUnavailable, ContentWriteFailed, ContentRepositoryFull])
 def test_an_outage_is_never_counted_against_the_flowfiles_and_is_logged_once(tmp_path, caplog, error):
     Outage.error = error
     flow, shard, queue = engine(tmp_path, max_rollbacks=2, sink="TestOutage")
