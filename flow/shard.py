@@ -48,7 +48,7 @@ import functools
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -616,27 +616,65 @@ class QueueShard:
         return sum(queue.in_memory() for queue in self.queues.values())
 
 
+@dataclass(frozen=True)
+class ShardFiles:
+    """A durable shard's files, `wal/` and `swap/` under `directory` of any storage
+    backend, and how its WAL writes them: what differs between the shards nodes open
+    (a standalone node's on local disk; a clustered node's own and adopted ones on HDFS,
+    each at its epoch, an adopted one in its fenced directory)."""
+
+    shard_id: str
+    storage: object
+    directory: str
+    epoch: int = 0
+    partitions: int = DEFAULT_PARTITIONS
+    checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL
+    wal_hooks: object = None
+    swap_hooks: object = None
+    # Recover what survives of damage no crash explains, instead of refusing (`WriteAheadLog`).
+    accept_damage: bool = False
+    # Where a swap location the WAL recorded is now. The WAL records swap files by full
+    # path, and the directory may have had another name since: a fenced shard's was
+    # renamed (its adopter maps every earlier name), a data directory moved or copied
+    # names the old place. None: by the swap directory's name (`SwapStore.rebase`).
+    # Either way the WAL checkpoints the new locations at once; without it a copy would
+    # read, and delete, the original's swap files.
+    relocate_swap: Callable[[str], str] | None = None
+    # Create a missing directory (a standalone node's). Never a clustered node's shard:
+    # a directory that fencing renamed must not come back.
+    create: bool = True
+
+    def open(self, queues: Iterable[FlowFileQueue], retry_backoff: RetryBackoff | None = None) -> QueueShard:
+        """The shard over these files, not recovered yet: the caller calls `recover()` next."""
+        if self.create and not self.storage.exists(self.directory):
+            self.storage.mkdir(self.directory, parents=True, exist_ok=True)
+        swap_store = self.swap_store()
+        return QueueShard(self.shard_id, queues, wal=self._wal(swap_store), swap_store=swap_store,
+                          retry_backoff=retry_backoff)
+
+    def open_wal(self) -> WriteAheadLog:
+        """The shard's WAL alone, new and not recovered, as `open` makes it."""
+        return self._wal(self.swap_store())
+
+    def swap_store(self) -> SwapStore:
+        return SwapStore(self.storage, join(self.directory, "swap"), hooks=self.swap_hooks)
+
+    def _wal(self, swap_store: SwapStore) -> WriteAheadLog:
+        return WriteAheadLog(self.storage, join(self.directory, "wal"), partitions=self.partitions, epoch=self.epoch,
+                             checkpoint_interval=self.checkpoint_interval, hooks=self.wal_hooks,
+                             accept_damage=self.accept_damage, relocate_swap=self.relocate_swap or swap_store.rebase)
+
+
 def open_shard(storage, directory: str, shard_id: str, queues: Iterable[FlowFileQueue], *, epoch: int = 0,
                partitions: int = DEFAULT_PARTITIONS, checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
                wal_hooks=None,
                swap_hooks=None, accept_damage: bool = False, retry_backoff: RetryBackoff | None = None) -> QueueShard:
-    """A durable shard in `directory` of any storage backend: `wal/` and `swap/` under it.
-
-    The caller calls `recover()` next. On HDFS the same layout serves a shard that a
-    survivor adopts after fencing the dead owner: a new `QueueShard` over the fenced directory, with a
-    higher epoch. `accept_damage`: the WAL recovers what survives of damage no crash
-    explains, instead of refusing (`WriteAheadLog`)."""
-    if not storage.exists(directory):
-        storage.mkdir(directory, parents=True, exist_ok=True)
-    swap_store = SwapStore(storage, join(directory, "swap"), hooks=swap_hooks)
-    # The WAL records swap files by full path: a data directory moved or copied since
-    # names the old place, and `rebase` maps each to the file of that name here (the
-    # WAL checkpoints the new locations at once), as adoption relocates a fenced
-    # shard's. Without it a copy would read, and delete, the original's swap files.
-    wal = WriteAheadLog(storage, join(directory, "wal"), partitions=partitions, epoch=epoch,
-                        checkpoint_interval=checkpoint_interval, hooks=wal_hooks, accept_damage=accept_damage,
-                        relocate_swap=swap_store.rebase)
-    return QueueShard(shard_id, queues, wal=wal, swap_store=swap_store, retry_backoff=retry_backoff)
+    """A durable shard in `directory` of any storage backend (`ShardFiles.open`): the
+    caller calls `recover()` next."""
+    files = ShardFiles(shard_id, storage, directory, epoch=epoch, partitions=partitions,
+                       checkpoint_interval=checkpoint_interval, wal_hooks=wal_hooks, swap_hooks=swap_hooks,
+                       accept_damage=accept_damage)
+    return files.open(queues, retry_backoff)
 
 
 def _failure(error: BaseException) -> tuple[ReadFailure, str]:

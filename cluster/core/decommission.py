@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from .collection import needed_by_others
 from .heartbeat import Heartbeat
 from .incarnation import Incarnation
-from .layout import FENCED_MARK
+from .layout import ClusterLayout
 from .names import node_name_problem
 from .ownership import ShardOwnership, ShardState
 from .plans import FailoverPlan
@@ -110,9 +110,11 @@ def origin_of(name: str) -> tuple[str, Incarnation] | None:
     """(shard id, the incarnation that named it) of a shard, or of a shard directory's
     name (`<shard>` or `<shard>-fenced-<epoch>`); a divvy slice `<shard>.e<e>s<i>` is its
     parent's. None for a name no incarnation gave (node names have no '.', see `names`)."""
-    shard = name.split(FENCED_MARK)[0]
+    parsed = ClusterLayout.parse_shard_directory_name(name)
+    if parsed is None:
+        return None
     try:
-        return shard, Incarnation.parse(shard.partition(".")[0])
+        return parsed.shard, Incarnation.parse(parsed.shard.partition(".")[0])
     except ValueError:
         return None
 

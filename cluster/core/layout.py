@@ -30,11 +30,22 @@ HDFS, under the configured root:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 ROOT = "/custody"              # every cluster's znodes are under /custody/<cluster>
 DEFAULT_HDFS_ROOT = "/custody"  # and its HDFS directories under <root>/<cluster>, by default there too
 FENCED_MARK = "-fenced-"
+_EPOCH = re.compile(r"0|[1-9][0-9]*")  # as `str(epoch)` writes it: ASCII digits, no leading zero
+
+
+class ShardDirectoryName(NamedTuple):
+    """What the name of a directory under `shards/` says: the shard, and the epoch it
+    was fenced at (None: the directory its first owner created)."""
+
+    shard: str
+    fenced_epoch: int | None
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,48 @@ class ClusterLayout:
         return f"{self.hdfs_shards}/{shard_id}"
 
     def fenced_directory(self, shard_id: str, epoch: int) -> str:
-        return f"{self.shard_directory(shard_id)}{FENCED_MARK}{epoch}"
+        return f"{self.hdfs_shards}/{self.shard_directory_name(shard_id, epoch)}"
+
+    @staticmethod
+    def shard_directory_name(shard_id: str, fenced_epoch: int | None = None) -> str:
+        """`<shard>`, or `<shard>-fenced-<epoch>` once fenced at `fenced_epoch`: the one
+        way these names are written, so that `parse_shard_directory_name` reads each
+        back. ValueError for a shard or epoch it could not read back (node names rule
+        such shards out: `names`)."""
+        name = shard_id if fenced_epoch is None else f"{shard_id}{FENCED_MARK}{fenced_epoch}"
+        if ClusterLayout.parse_shard_directory_name(name) != (shard_id, fenced_epoch):
+            raise ValueError(f"no shard directory is named for shard {shard_id!r} fenced at {fenced_epoch!r}")
+        return name
+
+    @staticmethod
+    def parse_shard_directory_name(name: str) -> ShardDirectoryName | None:
+        """The shard and fenced epoch a directory under `shards/` is named for, or None
+        for a name `shard_directory_name` never writes (empty, more than one path
+        segment, a fenced mark without a shard or without an epoch as `str` writes it,
+        or with a second mark). Fencing picks a shard's current directory by it, so a
+        name it takes wrongly would hand a shard another shard's data."""
+        if not name or "/" in name:
+            return None
+        shard, mark, epoch = name.rpartition(FENCED_MARK)
+        if not mark:
+            return ShardDirectoryName(name, None)
+        if not shard or FENCED_MARK in shard or not _EPOCH.fullmatch(epoch):
+            return None
+        return ShardDirectoryName(shard, int(epoch))
+
+    def path_in_shard(self, location: str, shard_id: str) -> str | None:
+        """The part of `location` below a directory of `shard_id` under any of its names
+        (the original, or fenced at any epoch): `swap/x` for `.../n1-4-fenced-6/swap/x`;
+        None for a location below no directory of the shard. A path recorded before a
+        fence renamed the directory is found under the new name by it."""
+        prefix = f"{self.hdfs_shards}/"
+        if not location.startswith(prefix):
+            return None
+        name, slash, rest = location[len(prefix):].partition("/")
+        parsed = self.parse_shard_directory_name(name)
+        if not slash or parsed is None or parsed.shard != shard_id:
+            return None
+        return rest
 
     @staticmethod
     def wal_directory(shard_directory: str) -> str:

@@ -8,7 +8,8 @@ Kafka's epochs, on ZooKeeper and HDFS. May import `cluster.core`, `cluster.zk`,
              of `core.reassignment.decide`
   fencing    rename a shard's HDFS directory, then recover every file's lease
   adoption   open a home shard, or fence and open an adopted one (or seed a slice)
-  runtime    ShardHandle and the ShardRuntime contract a flow runtime fulfils
+  runtime    ShardHandle (a shard as its runtime sees it, with the member's
+             ShardCallbacks) and the ShardRuntime contract a flow runtime fulfils
   collector  ContentCollector: deletes what `core.collection` says is garbage
   decommission  a member's side: a decommissioned node does not join, a running one leaves
   kept       KeptDirectories: the leader finishes decommissions and collects what was

@@ -33,12 +33,9 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from dataclasses import dataclass
 
 from flow.errors import FlowDefinitionError, ProcessorRegistryError, QueueRecoveryError
 from repositories.flowfile import (
-    DEFAULT_CHECKPOINT_INTERVAL,
-    DEFAULT_PARTITIONS,
     CorruptJournalError,
     CorruptRecordError,
     CorruptSnapshotError,
@@ -49,7 +46,6 @@ from repositories.flowfile import (
     SwapOut,
     UnknownSerDeError,
     WalDamagedError,
-    WriteAheadLog,
     WriteAheadLogError,
     list_wal_files,
     read_state,
@@ -58,12 +54,12 @@ from repositories.instruments import LatencyHistogram
 
 from ..core.adoption_failures import FailureKind
 from ..core.flows import FlowSnapshot
-from ..core.layout import FENCED_MARK, ClusterLayout
+from ..core.layout import ClusterLayout
 from ..core.ownership import ShardOwnership
 from ..core.story import tag
 from ..errors import ClusterError, FencedError, first_line
 from .fencing import DEFAULT_FENCE_TIMEOUT, DEFAULT_FIRST_WAIT, FenceHooks, current_directory, fence
-from .runtime import ShardHandle
+from .runtime import ShardCallbacks, ShardHandle, WalOptions
 
 log = logging.getLogger(__name__)
 COPY_BATCH = 1000
@@ -119,22 +115,16 @@ def describe_failure(error: BaseException, storage=None) -> str:
     return f"{type(error).__name__}: {first_line(error, 600)}"
 
 
-@dataclass
-class WalOptions:
-    partitions: int = DEFAULT_PARTITIONS
-    checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL
-    hooks: object = None
-
-
 def slice_hash(key: str) -> int:
     return zlib.crc32(key.encode())
 
 
 def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions,
-                    flow: FlowSnapshot | None = None) -> ShardHandle:
+                    flow: FlowSnapshot | None = None, *, callbacks: ShardCallbacks = ShardCallbacks()) -> ShardHandle:
     """A node's new shard at its incarnation epoch: an empty directory it creates, with
     the flow the node runs (`flow.json`, for whoever adopts the shard), written before
-    the WAL, so that a shard without it never holds a FlowFile."""
+    the WAL, so that a shard without it never holds a FlowFile. `callbacks`: what its
+    runtime asks the member (none, outside a member)."""
     directory = layout.shard_directory(ownership.shard)
     storage.mkdir(directory)
     # If this incarnation was declared dead before it got here, an adopter may have
@@ -147,16 +137,18 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
     if flow is not None:
         _write_whole(storage, layout.flow_file(directory), flow.encoded)
     storage.mkdir(layout.swap_directory(directory))
-    return _handle(storage, layout, ownership, directory, options, home=True)
+    return _handle(storage, layout, ownership, directory, options, callbacks, home=True)
 
 
 def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions, *,
                 sleep=time.sleep, fence_hooks: FenceHooks | None = None,
                 fence_first_wait: float = DEFAULT_FIRST_WAIT, fence_timeout: float = DEFAULT_FENCE_TIMEOUT,
-                fence_durations: LatencyHistogram | None = None) -> ShardHandle:
+                fence_durations: LatencyHistogram | None = None,
+                callbacks: ShardCallbacks = ShardCallbacks()) -> ShardHandle:
     """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`, or HELD
-    and tried again) and return its handle. For an unseeded divvy slice, also seed its
-    WAL. Each fence that succeeds is timed into `fence_durations`."""
+    and tried again) and return its handle, with `callbacks` (what its runtime asks the
+    member). For an unseeded divvy slice, also seed its WAL. Each fence that succeeds is
+    timed into `fence_durations`."""
     started = time.monotonic()
 
     def fenced(shard: str, epoch: int):
@@ -167,7 +159,7 @@ def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, optio
         return report
 
     if ownership.source is not None and not ownership.seeded:
-        return _adopt_slice(storage, layout, ownership, options, fenced)
+        return _adopt_slice(storage, layout, ownership, options, callbacks, fenced)
     report = fenced(ownership.shard, ownership.epoch)
     directory = report.directory
     swap = layout.swap_directory(directory)
@@ -176,24 +168,20 @@ def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, optio
     log.info("%s fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
              tag(ownership.step), ownership.shard, ownership.epoch, directory, len(report.files), report.recover_calls,
              report.waited, time.monotonic() - started)
-    return _handle(storage, layout, ownership, directory, options, home=False,
+    return _handle(storage, layout, ownership, directory, options, callbacks, home=False,
                    notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s"])
 
 
-def _handle(storage, layout, ownership, directory, options, *, home, notes=()) -> ShardHandle:
+def _handle(storage, layout, ownership, directory, options, callbacks, *, home, notes=()) -> ShardHandle:
     """Swap locations are recorded as full paths, and fencing renamed the directory
     they name. Left alone, the adopter would not find them, and worse, would take
     every swap file under the new name for an orphan and delete it. So the WAL's
     recovery moves each registration through `handle.relocate` and checkpoints the
     new locations at the new epoch before anything runs."""
-    wal_directory = layout.wal_directory(directory)
-    handle = ShardHandle(ownership, directory, layout.shard_directory(ownership.shard), None, storage, home,
-                         notes=list(notes))
-    handle.open_wal = lambda: _open_wal(storage, wal_directory, ownership.epoch, options, relocate=handle.relocate)
-    return handle
+    return ShardHandle(ownership, directory, layout, storage, home, options, callbacks, notes=list(notes))
 
 
-def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
+def _adopt_slice(storage, layout, ownership, options, callbacks, fenced) -> ShardHandle:
     source = ownership.source
     parent = fenced(source.parent, source.parent_epoch)
     own = fenced(ownership.shard, ownership.epoch)
@@ -218,13 +206,12 @@ def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
             # as it is, for an operator (`custody wal fsck --accept-damage`).
             raise WalDamagedError(parent_wal, state.report.damage)
         records, swap_files = state.records, state.swap_files
-    parent_original = layout.shard_directory(source.parent)
     mine = [record for record_id, record in sorted(records.items()) if source.contains(slice_hash(record_id))]
     my_swaps = []
     for location, swap_file in sorted(swap_files.items()):
-        if not source.contains(slice_hash(_relative(location, parent_original))):
+        relative = _relative(layout, location, source.parent)
+        if not source.contains(slice_hash(relative)):
             continue
-        relative = _relative(location, parent_original)
         target = f"{directory}/{relative}"
         if storage.exists(f"{parent.directory}/{relative}"):
             _copy_file(storage, f"{parent.directory}/{relative}", target)
@@ -235,7 +222,9 @@ def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
             log.warning("%s slice %s: swap file %s of %s is missing; registered without it", tag(ownership.step),
                         ownership.shard, location, source.parent)
         my_swaps.append(swap_file._replace(location=target))
-    wal = _open_wal(storage, layout.wal_directory(directory), ownership.epoch, options)
+    handle = _handle(storage, layout, ownership, directory, options, callbacks, home=False,
+                     notes=[f"slice of {source.parent}"])
+    wal = handle.open_wal()
     try:
         wal.recover()
         updates = [Put(record) for record in mine] + [SwapOut(swap_file, ()) for swap_file in my_swaps]
@@ -246,20 +235,15 @@ def _adopt_slice(storage, layout, ownership, options, fenced) -> ShardHandle:
         wal.close()
     log.info("%s seeded slice %s [%d, %d) of %s: %d of %d FlowFiles, %d of %d swap files",
              tag(ownership.step), ownership.shard, source.low, source.high, source.parent, len(mine), len(records), len(my_swaps), len(swap_files))
-    return _handle(storage, layout, ownership, directory, options, home=False, notes=[f"slice of {source.parent}"])
+    return handle
 
 
-def _relative(location: str, original: str) -> str:
+def _relative(layout: ClusterLayout, location: str, shard: str) -> str:
     """`swap/x` for a location under the shard's original or any fenced directory.
     Hashing the relative name keeps a swap file in the same slice whatever the
     directory was called when it was written."""
-    if location.startswith(original + "/"):
-        return location[len(original) + 1:]
-    if location.startswith(original + FENCED_MARK):
-        _, slash, tail = location[len(original) + len(FENCED_MARK):].partition("/")
-        if slash:
-            return tail
-    return location.lstrip("/")
+    below = layout.path_in_shard(location, shard)
+    return below if below is not None else location.lstrip("/")
 
 
 def _write_whole(storage, path: str, data: bytes) -> None:
@@ -287,8 +271,3 @@ def _copy_file(storage, source: str, target: str, chunk: int = 8 << 20) -> None:
             out.write(data)
             offset += len(data)
         out.sync()
-
-
-def _open_wal(storage, directory: str, epoch: int, options: WalOptions, relocate=None) -> WriteAheadLog:
-    return WriteAheadLog(storage, directory, partitions=options.partitions, epoch=epoch,
-                         checkpoint_interval=options.checkpoint_interval, hooks=options.hooks, relocate_swap=relocate)

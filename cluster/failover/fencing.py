@@ -29,7 +29,6 @@ from repositories.seams import FaultSeams
 from repositories.storage import StorageError, StorageFileNotFound, files_under
 from repositories.storage.leases import LeaseRecoveryTimeout, recover_leases
 
-from ..core.layout import FENCED_MARK
 from ..errors import FenceTimeout, FencedError
 
 log = logging.getLogger(__name__)
@@ -67,17 +66,16 @@ def current_directory(storage, layout, shard: str) -> tuple[str | None, int | No
     """(path, fenced epoch or None) of the shard's data as it is now, or (None, None)."""
     parent_dir = layout.hdfs_shards
     original = layout.shard_directory(shard)
-    prefix = f"{shard}{FENCED_MARK}"
     best: tuple[str | None, int | None] = (None, None)
     try:
         entries = storage.list(parent_dir)
     except StorageFileNotFound:
         return best
     for entry in entries:
-        if entry.name.startswith(prefix) and entry.name[len(prefix):].isdigit():
-            epoch = int(entry.name[len(prefix):])
-            if best[1] is None or epoch > best[1]:
-                best = (entry.path, epoch)
+        name = layout.parse_shard_directory_name(entry.name)
+        if name is not None and name.shard == shard and name.fenced_epoch is not None:
+            if best[1] is None or name.fenced_epoch > best[1]:
+                best = (entry.path, name.fenced_epoch)
     if best[0] is None and storage.exists(original):
         return original, None
     return best

@@ -69,7 +69,7 @@ from ..core.decommission import DEFAULT_ABSENT_NODE_RETENTION
 from ..core.flows import FlowSnapshot
 from ..core.heartbeat import DEFAULT_CAPACITY_WEIGHT, Heartbeat, QueueLoad
 from ..core.incarnation import Incarnation
-from ..core.layout import DEFAULT_HDFS_ROOT, FENCED_MARK, ClusterLayout
+from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership, ShardState
 from ..core.planner import DEFAULT_POLICY
 from ..core.plans import with_resumed
@@ -80,13 +80,13 @@ from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
 from ..zk.store import ClusterStore
-from .adoption import WalOptions, adopt_shard, describe_failure, failure_kind, open_home_shard
+from .adoption import adopt_shard, describe_failure, failure_kind, open_home_shard
 from .decommission import NodeDecommissioned, refuse_if_decommissioned, watch_decommission
 from .fencing import DEFAULT_FENCE_TIMEOUT, DEFAULT_FIRST_WAIT, current_directory
 from .instruments import ADOPTED, FENCED, HELD, RETRIED, FailoverInstruments
 from .leader import Leader, LeaderHooks
 from .preflight import probe_storage
-from .runtime import PreviousShard, RuntimeFactory, ShardHandle
+from .runtime import PreviousShard, RuntimeFactory, ShardCallbacks, ShardHandle, WalOptions
 
 log = logging.getLogger(__name__)
 
@@ -235,8 +235,8 @@ class ClusterMember:
         home = self.registry.create_home_shard(me, me, self.incarnation.epoch,
                                                flow=flow.version if flow is not None else None)
         self._check_alive("creating its home shard")
-        handle = open_home_shard(self.storage, self.layout, home, config.wal, flow)
-        handle.previous_shards, handle.forget_previous = self._previous_shards, self._forget_previous
+        handle = open_home_shard(self.storage, self.layout, home, config.wal, flow,
+                                 callbacks=self._callbacks(home, home=True))
         self._check_alive("opening its home shard")
         runtime = self._prepare(handle)
         self._check_alive("recovering its home shard", runtime)
@@ -422,11 +422,24 @@ class ClusterMember:
         with self._lock:
             return dict(self.runtimes)
 
+    def _callbacks(self, ownership: ShardOwnership, *, home: bool) -> ShardCallbacks:
+        """What the runtime of `ownership`'s shard asks this member: the session guard,
+        and ZooKeeper's word on whether the shard is still this incarnation's at that
+        epoch; a home shard also the earlier incarnations' shards it takes over, an
+        adopted one where to say that it resumed."""
+        me = self.incarnation.id
+
+        def verify_ownership():
+            return self.registry.claim(ownership.shard, me, ownership.epoch)
+
+        if home:
+            return ShardCallbacks(self.guard, verify_ownership, previous_shards=self._previous_shards,
+                                  forget_previous=self._forget_previous)
+        return ShardCallbacks(self.guard, verify_ownership, record_resumed=lambda: self._spawn(
+            lambda: self._record_resumed(ownership), "record-resumed"))
+
     def _prepare(self, handle: ShardHandle):
         """Make the runtime and let it recover the shard's WAL; nothing runs yet."""
-        handle.gate = self.guard
-        me = self.incarnation.id
-        handle.verify_ownership = lambda: self.registry.claim(handle.shard, me, handle.epoch)
         runtime = self.runtime_factory(handle)
         try:
             runtime.recover()
@@ -462,11 +475,8 @@ class ClusterMember:
         me = self.incarnation
         names = set()
         for entry in self.storage.list(self.layout.hdfs_shards):
-            try:
-                earlier = Incarnation.parse(entry.name.split(FENCED_MARK)[0])
-            except ValueError:
-                continue
-            if earlier.node == me.node and earlier.epoch < me.epoch:
+            earlier = _home_shard_incarnation(entry.name)
+            if earlier is not None and earlier.node == me.node and earlier.epoch < me.epoch:
                 names.add(earlier.id)
         found = []
         for shard in sorted(names):
@@ -564,14 +574,14 @@ class ClusterMember:
                 self._on_fencing(current)
             handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
                                  fence_first_wait=self.config.fence_first_wait, fence_timeout=self.config.fence_timeout,
-                                 fence_durations=self.instruments.fencing_durations)
-            handle.record_resumed = lambda: self._spawn(lambda: self._record_resumed(current), "record-resumed")
+                                 fence_durations=self.instruments.fencing_durations,
+                                 callbacks=self._callbacks(current, home=False))
             runtime = self._prepare(handle)
             try:
                 self.guard.check()
                 if current.state in (ShardState.ADOPTING, ShardState.HELD):
                     # The compare-and-set is the commit point: until it, nothing of the shard ran.
-                    handle.ownership = self.registry.mark_adopted(current.shard, me, current.epoch)
+                    handle.marked_adopted(self.registry.mark_adopted(current.shard, me, current.epoch))
             except BaseException:
                 self._end_runtime(runtime)
                 raise
@@ -763,3 +773,13 @@ class ClusterMember:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
+
+
+def _home_shard_incarnation(name: str) -> Incarnation | None:
+    """The incarnation whose home shard the directory `name` under `shards/` holds
+    (under its first name or fenced), or None (a divvy slice's, or no shard's)."""
+    parsed = ClusterLayout.parse_shard_directory_name(name)
+    try:
+        return Incarnation.parse(parsed.shard) if parsed is not None else None
+    except ValueError:
+        return None

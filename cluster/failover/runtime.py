@@ -7,12 +7,12 @@ fenced (if adopted) and recovered, and drives the `ShardRuntime` it returns.
 Contract of a `ShardRuntime` (the flow side's `flow.shard.QueueShard` plus the
 processors that run its queues):
 
-* `recover()`: open `handle.open_wal()` (a new, not yet recovered WriteAheadLog on
-  the shard's HDFS directory, at the shard's epoch) and rebuild the queues from it,
-  registering swap files from their summaries without loading them. Swap locations
-  in the WAL are full paths that may name an older directory of the shard (before
-  fencing renamed it): the WAL `open_wal` returns moves each through
-  `handle.relocate(location)` as it recovers. Raising
+* `recover()`: open the shard's files (`handle.files`: its HDFS directory, at the
+  shard's epoch; `handle.open_wal()` for its WAL alone) and rebuild the queues from
+  them, registering swap files from their summaries without loading them
+  (`cluster.node.shard_opening`). Swap locations in the WAL are full paths that may
+  name an older directory of the shard (before fencing renamed it): the WAL moves
+  each through `handle.relocate(location)` as it recovers. Raising
   here aborts this adoption; the core stops the runtime and retries later (fencing
   is idempotent). Nothing may be processed yet.
 * `start()`: run the queues with the node's flow, committing every session to that
@@ -49,12 +49,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from flow.shard import OUTBOX_QUEUE, STATE_QUEUE
-from repositories.flowfile import FlowFileSerDe, list_wal_files, read_state
+from flow.shard import OUTBOX_QUEUE, STATE_QUEUE, ShardFiles
+from repositories.flowfile import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    DEFAULT_PARTITIONS,
+    FlowFileSerDe,
+    WriteAheadLog,
+    list_wal_files,
+    read_state,
+)
 
 from ..core.heartbeat import QueueLoad
 from ..core.flows import FlowSnapshot, UnreadableFlow
-from ..core.layout import FENCED_MARK, ClusterLayout
+from ..core.layout import ClusterLayout
 from ..core.ownership import ShardOwnership
 
 
@@ -71,41 +78,100 @@ class PreviousShard:
 
 
 @dataclass
-class ShardHandle:
-    ownership: ShardOwnership
-    directory: str          # the shard's HDFS directory now (fenced, when adopted)
-    original_directory: str  # where its first owner created it
-    open_wal: Callable[[], object]  # -> a new, unrecovered WriteAheadLog at `epoch`
-    storage: object
-    home: bool
+class WalOptions:
+    """How the WAL of every shard a member runs is written (`flow.shard.ShardFiles`)."""
+
+    partitions: int = DEFAULT_PARTITIONS
+    checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL
+    hooks: object = None
+
+
+def _nothing() -> None:
+    return None
+
+
+def _forget_nothing(previous: PreviousShard) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ShardCallbacks:
+    """What a shard's runtime asks the member that runs it, given to the handle as it is
+    made. A handle made outside a member (a tool, a test) gets the defaults: no gate,
+    ownership never checked, no earlier shards."""
+
     gate: object = None     # the node's SessionGuard: `check()` before every commit
     # After a failed commit: raises FencedError if this node no longer owns the shard
     # (stop for good); returns if it does (a storage outage: roll back, retry later).
-    verify_ownership: Callable[[], None] = lambda: None
+    verify_ownership: Callable[[], object] = _nothing
     # A home shard: the shards of this node's earlier incarnations whose sources' state
     # it takes over (`PreviousShard`), and how to delete one's directory once it did.
     previous_shards: Callable[[], list[PreviousShard]] | None = None
-    forget_previous: Callable[[PreviousShard], None] = lambda previous: None
+    forget_previous: Callable[[PreviousShard], None] = _forget_nothing
     # An adopted shard: say that it first delivered here (its failover's resume time).
-    record_resumed: Callable[[], None] = lambda: None
+    record_resumed: Callable[[], None] = _nothing
+
+
+@dataclass
+class ShardHandle:
+    """One shard as its runtime sees it, with everything it asks for given when the
+    handle is made (`callbacks`). Only `ownership` changes afterwards, and only by
+    `marked_adopted`."""
+
+    ownership: ShardOwnership
+    directory: str          # the shard's HDFS directory now (fenced, when adopted)
+    layout: ClusterLayout
+    storage: object
+    home: bool
+    wal: WalOptions
+    callbacks: ShardCallbacks
     notes: list[str] = field(default_factory=list)
     # What the adopter must tell the operator about this adoption (a flow.json it could
     # not use, say): the member adds them to the failover plan's notes once adopted.
     plan_notes: list[str] = field(default_factory=list)
 
+    def marked_adopted(self, ownership: ShardOwnership) -> None:
+        """The compare-and-set that marked the shard adopted returned `ownership`."""
+        self.ownership = ownership
+
+    @property
+    def files(self) -> ShardFiles:
+        """The shard's files at its epoch, for `cluster.node.shard_opening`. The WAL moves
+        each swap location through `relocate` as it recovers; the directory is never
+        created (a zombie must not bring back one that fencing renamed)."""
+        return ShardFiles(self.shard, self.storage, self.directory, epoch=self.epoch, partitions=self.wal.partitions,
+                          checkpoint_interval=self.wal.checkpoint_interval, wal_hooks=self.wal.hooks,
+                          relocate_swap=self.relocate, create=False)
+
+    def open_wal(self) -> WriteAheadLog:
+        """A new, unrecovered WriteAheadLog of the shard, at `epoch` (`files`)."""
+        return self.files.open_wal()
+
     def relocate(self, location: str) -> str:
         """A path recorded under any earlier name of the shard's directory (the
         original, or an older `-fenced-<e>`), as it is now under `directory`."""
-        for prefix in (self.original_directory + "/",):
-            if location.startswith(prefix):
-                return f"{self.directory}/{location[len(prefix):]}"
-        marker = self.original_directory + FENCED_MARK
-        if location.startswith(marker):
-            rest = location[len(marker):]
-            epoch, slash, tail = rest.partition("/")
-            if epoch.isdigit() and slash:
-                return f"{self.directory}/{tail}"
-        return location
+        below = self.layout.path_in_shard(location, self.shard)
+        return location if below is None else f"{self.directory}/{below}"
+
+    @property
+    def gate(self):
+        return self.callbacks.gate
+
+    @property
+    def verify_ownership(self) -> Callable[[], object]:
+        return self.callbacks.verify_ownership
+
+    @property
+    def previous_shards(self) -> Callable[[], list[PreviousShard]] | None:
+        return self.callbacks.previous_shards
+
+    @property
+    def forget_previous(self) -> Callable[[PreviousShard], None]:
+        return self.callbacks.forget_previous
+
+    @property
+    def record_resumed(self) -> Callable[[], None]:
+        return self.callbacks.record_resumed
 
     @property
     def shard(self) -> str:

@@ -6,6 +6,7 @@
   config         NODE.toml: every key, documented and checked
   content        the node's content: local disk and HDFS, foreign claims from HDFS
   flow_runtime   FlowRuntime: one shard's flow engine, behind the commit gate
+  shard_opening  opening a shard (WAL, swap, content, provenance outbox), for both nodes
   lifecycle      one incarnation after another; the node's JSON events
   control        NodeControl: status, shards, queues, provenance, offload, for the
                  CLI and the admin API, without reaching into private state

@@ -51,9 +51,7 @@ import threading
 
 from flow.engine import DEFAULT_THREADS, TraditionalEngine
 from flow.graph import FlowGraph
-from flow.provenance_outbox import reconcile
 from flow.shard import QueueShard
-from repositories.swap import SwapStore
 
 from ..core.heartbeat import QueueLoad
 from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
@@ -62,6 +60,7 @@ from .events import NodeEvent
 from .hand_over import HandOverPostponed, SourceHandOver, handing_over, take_over_running
 from .measures import ShardMeasures, shard_measures
 from .run_states import RunStateFollower
+from .shard_opening import open_node_shard
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +84,6 @@ class FlowRuntime:
         self.services = services
         self.events = events or (lambda kind, **fields: None)
         self.graph = self.shard = self.engine = None
-        self._recovering = None  # the WAL, from when it is opened (before `shard` holds it)
         self.recovery: dict = {}
         self._lock = threading.Lock()
         self._aborting = threading.Event()
@@ -101,17 +99,10 @@ class FlowRuntime:
         handle = self.handle
         self.graph = FlowGraph(self.definition)
         self._sinks = _terminal_processors(self.graph)
-        wal = self._recovering = handle.open_wal()
-        if self._abandoned.is_set():
-            wal.abandon(f"the runtime of shard {handle.shard} was abandoned before its WAL was opened")
-        self.shard = QueueShard(handle.shard, self.graph.queues.values(), wal=wal,
-                                swap_store=SwapStore(handle.storage, handle.swap_directory))
-        report = self.shard.recover()
-        if not handle.home and isinstance(self.content, NodeContent):
-            # A dead incarnation's newest content files may still be open: recover
-            # their leases beside the first reads rather than at each of them.
-            self.content.prepare_adopted(report.live_claims)
-        replayed = reconcile(report.outbox, self.provenance, foreign=not handle.home) if report.outbox else 0
+        opened = open_node_shard(handle.files, self.graph.queues.values(), foreign=not handle.home,
+                                 opened=self._opened, content=self._prepare_content,
+                                 provenance=lambda: self.provenance)
+        report = opened.recovery
         # A home shard's sources wait for what the node's earlier incarnations took (`hand_over`).
         self._handing_over = handing_over(self.graph) if handle.home and handle.previous_shards is not None else {}
         # Processors an operator stopped (in this shard's node, any incarnation) are never
@@ -124,10 +115,23 @@ class FlowRuntime:
             log.info("shard %s starts with processors %s stopped, as an operator left them", handle.shard,
                      ", ".join(sorted(stopped)))
         self.recovery = {"flowfiles": report.flowfiles, "swap_files": report.swap_files,
-                         "swapped_flowfiles": report.swapped_flowfiles, "provenance_replayed": replayed,
+                         "swapped_flowfiles": report.swapped_flowfiles,
+                         "provenance_replayed": opened.provenance_replayed,
                          "orphaned_swap_files": len(report.orphaned_swap_files),
                          "unreadable_swap_files": len(report.unreadable_swap_files)}
         self.events(NodeEvent.RECOVERED, shard=handle.shard, epoch=handle.epoch, home=handle.home, **self.recovery)
+
+    def _opened(self, shard: QueueShard) -> None:
+        """The shard's WAL exists, not read yet: where a death finds it to abandon."""
+        self.shard = shard
+        if self._abandoned.is_set():
+            shard.wal.abandon(f"the runtime of shard {self.handle.shard} was abandoned before its WAL was opened")
+
+    def _prepare_content(self, shard: QueueShard, report) -> None:
+        if not self.handle.home and isinstance(self.content, NodeContent):
+            # A dead incarnation's newest content files may still be open: recover
+            # their leases beside the first reads rather than at each of them.
+            self.content.prepare_adopted(report.live_claims)
 
     def start(self) -> None:
         if not self._stopped.is_set() and not self._abandoned.is_set():
@@ -178,10 +182,8 @@ class FlowRuntime:
         if self._abandoned.is_set():
             return
         self._abandoned.set()  # the gate refuses from now on (`_check_gate`)
-        shard = self.shard
+        shard = self.shard  # held from when its WAL is opened, before it is recovered
         wal = shard.wal if shard is not None else None
-        if wal is None and self._recovering is not None:
-            wal = self._recovering  # opened, still recovering: abandoned all the same
         if wal is not None:
             wal.abandon(f"{reason}; shard {self.handle.shard} at epoch {self.handle.epoch}")
 

@@ -20,8 +20,9 @@ Layout of the data directory:
 Start order (recovery): shard (WAL, then swapped queues registered from swap-file
 summaries) -> content (claimant counts from every live and swapped claim; orphaned
 content destroyed) -> provenance (interrupted merges finished) -> provenance outbox
-reconciled -> engine. The clustered node (`cluster.node.clustered`) reuses the same
-pieces (`flow.shard.QueueShard`, `flow.engine.TraditionalEngine`) over shards on HDFS.
+reconciled -> engine. The clustered node (`cluster.node.clustered`) opens each of its
+shards on HDFS the same way (`shard_opening`), and runs the same engine
+(`flow.engine.TraditionalEngine`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ from flow.engine import DEFAULT_THREADS, TraditionalEngine
 from flow.errors import QueueRecoveryError
 from flow.graph import FlowGraph
 from flow.loading import load_flow
-from flow.provenance_outbox import reconcile
-from flow.shard import open_shard
+from flow.shard import QueueShard, ShardFiles, ShardRecovery
 from flow.spark.session import LOCAL_MASTER
 from flow.spark.staging import SparkStaging
 from flow.unreadable_swap import DEFAULT_FIRST_RETRY_MS, DEFAULT_MAX_RETRY_MS, RetryBackoff
@@ -57,6 +57,7 @@ from .control import Conflict, NodeControl, NodeState, NotFound, OffloadRefused
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, DEFAULT_COLLECT_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, shard_measures
 from .run_states import LocalRunStates, RunStatesUnreadable
+from .shard_opening import OpenedShard, open_node_shard
 from .shared_services import node_services
 
 log = logging.getLogger(__name__)
@@ -165,26 +166,44 @@ class StandaloneNode:
             self._lock_file = None
 
     def _open_and_recover(self) -> None:
-        storage = LocalStorage()
         settings = self.settings
         self.graph = FlowGraph(self.definition)
         shard_directory = os.path.join(self.data_dir, "shards", "local")
         make_private_directories(os.path.dirname(shard_directory))
         started = time.monotonic()
-        self.shard = open_shard(storage, shard_directory, "local", self.graph.queues.values(),
-                                partitions=settings.wal_partitions,
-                                checkpoint_interval=settings.checkpoint_interval_s,
-                                accept_damage=settings.accept_wal_damage,
-                                retry_backoff=RetryBackoff(round(settings.swap_retry_first_s * 1000),
-                                                           round(settings.swap_retry_max_s * 1000)))
-        shard_report = self.shard.recover()
-        wal_report = self.shard.wal.last_recovery
+        files = ShardFiles("local", LocalStorage(), shard_directory, partitions=settings.wal_partitions,
+                           checkpoint_interval=settings.checkpoint_interval_s, accept_damage=settings.accept_wal_damage)
+        opened = open_node_shard(files, self.graph.queues.values(), foreign=False, opened=self._shard_opened,
+                                 content=self._recover_content, provenance=self._open_provenance,
+                                 retry_backoff=RetryBackoff(round(settings.swap_retry_first_s * 1000),
+                                                            round(settings.swap_retry_max_s * 1000)))
+        self.services = node_services(
+            settings.name, SparkStaging(files.storage, os.path.join(self.data_dir, "spark"), "file://"),
+            spark_master=settings.spark_master, spark_conf=settings.spark_conf, spark_session=self._spark_session)
+        stopped = self._run_states.stopped("local")
+        if stopped:
+            log.info("processors %s start stopped, as an operator left them (%s)", ", ".join(sorted(stopped)),
+                     self._run_states.path)
+        self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance,
+                                        threads=settings.threads, outbox=settings.provenance_outbox,
+                                        services=self.services, stopped=stopped)
+        self.recovery = self._recovery_figures(opened, time.monotonic() - started)
+        missing = opened.content.missing
+        if missing:
+            log.error("content resources referenced by FlowFiles are missing: %s",
+                      [r.relative_path for r in missing[:10]])
+
+    def _shard_opened(self, shard: QueueShard) -> None:
+        self.shard = shard  # from now on, a failed start closes its WAL (`_close_quietly`)
+
+    def _recover_content(self, shard: QueueShard, shard_report: ShardRecovery):
+        """The content repository, recovered from the claims the recovered shard holds."""
         # Damage accepted now, or by `custody wal fsck --accept-damage` since the last
         # start: the content no FlowFile references any more may be a lost FlowFile's.
-        damage_reports = self.shard.wal.damage_reports()
+        damage_reports = shard.wal.damage_reports()
         # Start from a fresh snapshot: the journals the last run left (up to a whole
         # checkpoint interval of them) are not replayed again after the next crash.
-        self.shard.wal.checkpoint()
+        shard.wal.checkpoint()
         # Content syncs once per session commit (group commit), not once per claim.
         self.content = open_filesystem_content_repository(
             {"local": os.path.join(self.data_dir, "content")}, ContentRepositoryConfig(sync_on_close=False))
@@ -200,25 +219,24 @@ class StandaloneNode:
                                          for info in self.content.list_resources().values() if not info.archived]
         content_report = self.content.recover(live_claims, keep_orphans=bool(damage_reports))
         shard_report.live_claims = []
-        self.shard.claims_found = self._count_claims
+        shard.claims_found = self._count_claims
         for report in damage_reports:
-            self.shard.wal.damage_handled(report)
+            shard.wal.damage_handled(report)
+        return content_report
+
+    def _open_provenance(self) -> ProvenanceRepository:
         self.provenance = ProvenanceRepository(ProvenanceConfig(
             containers=(os.path.join(self.data_dir, "provenance"),),
             rollover=RolloverPolicy(
-                max_age_s=settings.provenance_rollover_s)))
-        replayed = reconcile(shard_report.outbox, self.provenance)
-        self.services = node_services(
-            settings.name, SparkStaging(storage, os.path.join(self.data_dir, "spark"), "file://"),
-            spark_master=settings.spark_master, spark_conf=settings.spark_conf, spark_session=self._spark_session)
-        stopped = self._run_states.stopped("local")
-        if stopped:
-            log.info("processors %s start stopped, as an operator left them (%s)", ", ".join(sorted(stopped)),
-                     self._run_states.path)
-        self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance,
-                                        threads=settings.threads, outbox=settings.provenance_outbox,
-                                        services=self.services, stopped=stopped)
-        self.recovery = {
+                max_age_s=self.settings.provenance_rollover_s)))
+        return self.provenance
+
+    @staticmethod
+    def _recovery_figures(opened: OpenedShard, seconds: float) -> dict:
+        """What the start recovered, for the status (`recovery`) and its log line."""
+        shard_report, content_report = opened.recovery, opened.content
+        wal_report = opened.shard.wal.last_recovery
+        return {
             "flowfiles": shard_report.flowfiles, "swap_files": shard_report.swap_files,
             "swapped_flowfiles": shard_report.swapped_flowfiles,
             "orphaned_swap_files": len(shard_report.orphaned_swap_files),
@@ -234,12 +252,9 @@ class StandaloneNode:
             "wal_updates_lost_at_least": wal_report.updates_lost,
             "orphaned_content_resources_kept": len(content_report.kept),
             "orphaned_content_bytes_kept": content_report.kept_bytes,
-            "provenance_events_replayed": replayed,
-            "seconds": round(time.monotonic() - started, 3),
+            "provenance_events_replayed": opened.provenance_replayed,
+            "seconds": round(seconds, 3),
         }
-        if content_report.missing:
-            log.error("content resources referenced by FlowFiles are missing: %s",
-                      [r.relative_path for r in content_report.missing[:10]])
 
     def _count_claims(self, claims) -> None:
         """Claims of a swap file registered without them, read at last: claimants now."""
