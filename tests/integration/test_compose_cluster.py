@@ -98,14 +98,30 @@ class ComposeProject:
         return f"docker compose ps -a:\n{state}\nlast log lines of each service:\n{logs}"
 
 
+def node_tails(logs: str, lines: int = 150) -> str:
+    """The last `lines` lines of each node's log in `docker compose logs` output (each
+    line is prefixed with its container, e.g. `custody1-1  | ...`)."""
+    tails = []
+    for service in NODES:
+        own = [line for line in logs.splitlines() if line.startswith(f"{service}-")]
+        tails.append(f"---- {service}: last {min(lines, len(own))} of {len(own)} lines ----\n" + "\n".join(own[-lines:]))
+    return "\n".join(tails)
+
+
 @pytest.fixture
-def compose_project(docker_engine, harness_services_stopped):
+def compose_project(request, docker_engine, harness_services_stopped, tmp_path):
     hadoop_jars()  # the HDFS services mount them from the cache; fetched here if a fresh machine lacks them
     name = f"custody-test-{uuid.uuid4().hex[:8]}"
     env = {"CUSTODY_CACHE": str(cache_dir()), "CUSTODY_IMAGE_TAG": name,
            **{variable: str(port) for variable, port in zip(PORT_VARIABLES, free_ports(len(PORT_VARIABLES)))}}
     project = ComposeProject(name, env)
     yield project
+    if getattr(request.node, "rep_call", None) is None or request.node.rep_call.failed:
+        # The post-mortem, before `down` removes the containers and their logs: every
+        # service's whole log in a file, the nodes' last lines in the test's output.
+        logs = project.output("logs", "--no-color", "--timestamps", check=False)
+        (tmp_path / "compose.log").write_text(logs)
+        print(f"every service's log: {tmp_path / 'compose.log'}\n{node_tails(logs)}")
     result = project("down", "--volumes", "--rmi", "all", "--timeout", "30", timeout=300, check=False)
     assert result.returncode == 0, f"docker compose down failed: {result.stderr.decode(errors='replace')[-800:]}"
 
