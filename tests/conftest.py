@@ -1,7 +1,8 @@
 """Shared fixtures: the real services, started once per test session.
 
-* `zookeeper_ensemble`, `hdfs_cluster`, `spark_standalone`, `docker_engine`: session
-  scoped, from `cluster.services`, in one work directory for the whole run.
+* `zookeeper_ensemble`, `hdfs_cluster`, `spark_standalone`, `docker_engine`,
+  `kafka_broker`: session scoped, from `cluster.services`, in one work directory for
+  the whole run.
 * `zk_hosts` and `zk_client`: a fresh ZooKeeper chroot for each test.
 * `local_store` and `hdfs_store`: a fresh, empty directory for each test, with the
   storage that holds it (`.storage`, `.root`).
@@ -12,7 +13,7 @@
   `custody services install` installs) driven by Playwright, once per module.
 * `harness_services_stopped`: for a test that needs the machine to itself (the
   compose cluster: a dozen JVMs on 2 cores). It stops the ZooKeeper, HDFS, Spark
-  standalone and embedded Spark that earlier tests started. Such tests are marked
+  standalone, Kafka and embedded Spark that earlier tests started. Such tests are marked
   `whole_machine` and run after every other test (`pytest_collection_modifyitems`),
   so no later test finds its services stopped.
 
@@ -101,6 +102,13 @@ def spark_standalone(request, services_workdir):
 
 
 @pytest.fixture(scope="session")
+def kafka_broker(request, services_workdir):
+    from cluster.services.kafka import KafkaBroker
+
+    return _started(request, services_workdir, KafkaBroker, "Kafka")
+
+
+@pytest.fixture(scope="session")
 def docker_engine(request, services_workdir):
     from cluster.services.docker_engine import DockerEngine
 
@@ -133,7 +141,7 @@ def spark_local(_spark_local_sessions):
 
 @pytest.fixture
 def harness_services_stopped(request, _spark_local_sessions):
-    """Stop the session's ZooKeeper, HDFS and Spark (the Docker engine stays). Only for
+    """Stop the session's ZooKeeper, HDFS, Spark and Kafka (the Docker engine stays). Only for
     tests marked `whole_machine`, which run last: the session fixtures stay cached,
     stopped, and their finalizers stop them again harmlessly."""
     if request.node.get_closest_marker("whole_machine") is None:

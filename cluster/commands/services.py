@@ -1,9 +1,9 @@
 """`custody services install|up|status|down`: the real services on this machine.
 
 `up` starts a 3-member ZooKeeper ensemble, HDFS (a NameNode and DataNodes), a Spark
-standalone master and worker, and checks the Docker engine, all on 127.0.0.1, with
-their files under one work directory. They keep running after the command returns;
-`down` stops them.
+standalone master and worker, a Kafka broker, and checks the Docker engine, all on
+127.0.0.1, with their files under one work directory. They keep running after the
+command returns; `down` stops them.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import sys
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("services", help="install, start, check and stop ZooKeeper, HDFS, Spark and Docker")
+    parser = subparsers.add_parser("services", help="install, start, check and stop ZooKeeper, HDFS, Spark, Docker and Kafka")
     parser.add_argument("--workdir", help="where the services keep their files (default: .work/services)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser("install", help="install what is missing (Debian packages, Hadoop jars)").set_defaults(func=_install)
+    actions.add_parser("install", help="install what is missing (Debian packages, Hadoop and Kafka jars)").set_defaults(func=_install)
     up = actions.add_parser("up", help="install what is missing, start every service and print its status")
-    up.add_argument("--only", nargs="+", choices=["zookeeper", "hdfs", "spark", "docker"], help="start only these")
+    up.add_argument("--only", nargs="+", choices=["zookeeper", "hdfs", "spark", "docker", "kafka"], help="start only these")
     up.add_argument("--json", action="store_true")
     up.set_defaults(func=_up)
     status = actions.add_parser("status", help="print the status of each service")
@@ -37,7 +37,7 @@ def _install(args) -> int:
     from cluster.services.stack import install_all
 
     install_all()
-    print("installed: Debian packages, Hadoop jars")
+    print("installed: Debian packages, Hadoop and Kafka jars")
     return 0
 
 
@@ -69,7 +69,7 @@ def _status(args) -> int:
 
 def _down(args) -> int:
     _stack(args).stop()
-    print("stopped ZooKeeper, HDFS and Spark (dockerd is left running as a system service)")
+    print("stopped ZooKeeper, HDFS, Spark and Kafka (dockerd is left running as a system service)")
     return 0
 
 

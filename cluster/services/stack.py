@@ -15,11 +15,12 @@ from pathlib import Path
 
 from .docker_engine import DockerEngine
 from .hdfs import HdfsCluster
-from .install import ensure_debian_packages, hadoop_jars
+from .install import ensure_debian_packages, hadoop_jars, kafka_jars
+from .kafka import KafkaBroker
 from .spark import SparkStandalone
 from .zookeeper import ZooKeeperEnsemble
 
-SERVICE_NAMES = ("zookeeper", "hdfs", "spark", "docker")
+SERVICE_NAMES = ("zookeeper", "hdfs", "spark", "docker", "kafka")
 
 
 def default_workdir() -> Path:
@@ -37,6 +38,7 @@ def install_all() -> None:
     """Everything the services need that is not yet on this machine."""
     ensure_debian_packages()
     hadoop_jars()
+    kafka_jars()
 
 
 @dataclass
@@ -52,6 +54,7 @@ class ServiceStack:
             "hdfs": HdfsCluster(self.workdir, datanodes=self.datanodes),
             "spark": SparkStandalone(self.workdir),
             "docker": DockerEngine(self.workdir),
+            "kafka": KafkaBroker(self.workdir),
         }
 
     def start(self, names=SERVICE_NAMES) -> dict[str, dict]:

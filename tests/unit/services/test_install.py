@@ -49,3 +49,24 @@ def test_a_missing_service_is_installed_when_it_starts(monkeypatch, tmp_path):
         zookeeper.ZooKeeperEnsemble(tmp_path / "zk").start(timeout=1)
     assert installed[0][:2] == ["apt-get", "update"]
     assert installed[1][-2:] == ["zookeeper", "openjdk-17-jre-headless"]
+
+
+def test_kafka_jars_are_fetched_once_and_again_for_another_pom(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUSTODY_CACHE", str(tmp_path))
+    monkeypatch.setattr(install.shutil, "which", lambda name: f"/usr/bin/{name}")
+    fetches: list[list[str]] = []
+
+    def maven(argv, what, env=None):
+        fetches.append(argv)
+        output = next(arg for arg in argv if arg.startswith("-DoutputDirectory="))
+        (install.Path(output.split("=", 1)[1]) / "kafka_2.13.jar").write_bytes(b"jar")
+
+    monkeypatch.setattr(install, "_run", maven)
+    jars = install.kafka_jars()
+    assert jars == tmp_path / "kafka-jars" and (jars / "kafka_2.13.jar").exists()
+    assert fetches[0][fetches[0].index("-f") + 1].endswith("kafka/pom.xml")
+    assert install.kafka_jars() == jars and len(fetches) == 1  # the stamp matches the pom: nothing to do
+    (jars / ".complete").write_text("<project>an older pom</project>")
+    (jars / "stale.jar").write_bytes(b"old")
+    install.kafka_jars()
+    assert len(fetches) == 2 and not (jars / "stale.jar").exists()

@@ -1,0 +1,203 @@
+"""A real Kafka broker on loopback: one KRaft node, broker and controller in one JVM,
+from Apache Kafka's jars.
+
+The JVM runs `kafka.Kafka` from the jars that `install.kafka_jars()` fetched, with a
+server.properties of its own under the work directory: the settings every broker of
+the project shares (`SETTINGS_FILE`, cluster/services/kafka/server-settings.properties,
+which docker-compose.yml's broker reads too), then this broker's own: a client listener
+and a controller listener on 127.0.0.1, on ports the harness picked, and its log
+directory. The first start formats that directory with Kafka's storage tool
+(`format --standalone`: a quorum of this one controller); later starts reuse it, so a
+killed broker comes back with every record it had acknowledged.
+
+Ready means what a client needs: the client port answers a metadata request, through
+confluent-kafka, that names this broker. Kafka opens its client listener only once
+the broker has caught up with the controller's metadata, so a broker that answers is
+one that serves.
+
+The harness uses confluent-kafka itself for that: it is not the product, and like all
+of `cluster.services` it imports nothing of the product.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import subprocess
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from .install import ensure_service_prerequisites, java_binary, kafka_jars
+from .network import HOST, free_ports, port_open
+from .process import ManagedProcess, ServiceError, wait_until
+
+SETTINGS_FILE = Path(__file__).parent / "kafka" / "server-settings.properties"
+LOG4J_FILE = Path(__file__).parent / "kafka" / "log4j2.properties"
+NODE_ID = 1  # SETTINGS_FILE's node.id
+SERVER_MAIN = "kafka.Kafka"
+STORAGE_TOOL = "kafka.tools.StorageTool"  # Kafka 4.x keeps its storage tool in the core jar
+
+log = logging.getLogger(__name__)
+
+
+def setting_names(text: str) -> list[str]:
+    """The names a Java properties text sets, in order (comments and blank lines skipped)."""
+    names = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("#", "!")):
+            names.append(stripped.split("=", 1)[0].strip())
+    return names
+
+
+def server_properties(own: Mapping[str, object], settings: Path = SETTINGS_FILE) -> str:
+    """A broker's server.properties: the shared settings, then `own`. Java's Properties
+    keeps the last of two lines with the same name, so a broker that set a shared name
+    again would quietly run apart from the others: that is refused."""
+    shared = settings.read_text()
+    clash = sorted(set(own) & set(setting_names(shared)))
+    if clash:
+        raise ValueError(f"{settings} already sets {', '.join(clash)}; a broker sets only its own settings")
+    lines = "".join(f"{name}={value}\n" for name, value in own.items())
+    return f"{shared.rstrip()}\n\n# This broker's own.\n{lines}"
+
+
+def java_command(java: str, jars: Path, heap: str, main: str, *args: str) -> list[str]:
+    """A Kafka JVM's command line: small heap, serial GC (one broker on 2 cores), the
+    project's Log4j 2 configuration, every fetched jar on the classpath."""
+    return [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={LOG4J_FILE}", "-cp", f"{jars}/*", main, *args]
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id as Kafka's `Uuid.randomUuid()` makes one: 16 random bytes in
+    URL-safe base64 without padding, never starting with '-' (which the storage tool's
+    command line would read as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+class KafkaBroker:
+    name = "kafka"
+
+    def __init__(self, workdir: Path, heap: str = "256m"):
+        self.workdir = Path(workdir) / "kafka"
+        self.heap = heap
+        self.ports: dict[str, int] = {}
+        self.process: ManagedProcess | None = None
+        state = self._load_state()
+        if state:
+            self.ports = state["ports"]
+            self.process = self._server(state["pid"])
+
+    # -- addresses ---------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        """confluent-kafka's `bootstrap.servers` for this broker."""
+        return f"{HOST}:{self.ports['broker']}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.workdir / "data"
+
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / "server.properties"
+
+    # -- lifecycle ---------------------------------------------------------------
+    def start(self, timeout: float = 90.0) -> None:
+        ensure_service_prerequisites("kafka")
+        kafka_jars()
+        if not self.ports:
+            self._configure()
+        if not (self.data_dir / "meta.properties").exists():
+            self._format()
+        self.process.start()
+        self._save_state()
+        self.wait_healthy(timeout)
+
+    def wait_healthy(self, timeout: float = 90.0) -> None:
+        """Until the broker serves; fails at once, with its log, if the JVM exits."""
+        try:
+            wait_until(lambda: not self.process.alive() or self.healthy(), timeout,
+                       f"the Kafka broker at {self.bootstrap_servers} to answer a metadata request", interval=0.25)
+        except ServiceError as error:
+            raise ServiceError(f"{error}. Broker log ({self.process.log_path}):\n{self.process.log_tail(15)}") from None
+        if not self.process.alive():
+            raise ServiceError(f"the Kafka broker exited while starting. Broker log ({self.process.log_path}):\n"
+                               f"{self.process.log_tail(15)}")
+
+    def healthy(self) -> bool:
+        if not self.ports or not port_open(self.ports["broker"]):
+            return False
+        from confluent_kafka.admin import AdminClient
+
+        # librdkafka's own complaints (a refused connection while the broker restarts)
+        # go to this module's logger, not to the test runner's stderr.
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": log})
+        try:
+            return NODE_ID in admin.list_topics(timeout=2).brokers
+        except Exception:  # noqa: BLE001 - no answer yet
+            return False
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
+
+    def kill(self) -> None:
+        """SIGKILL: the broker dies with whatever it had not yet written out."""
+        self.process.kill()
+
+    def restart(self, timeout: float = 90.0) -> None:
+        """Stop (a killed broker is already down) and start again on the same log directory."""
+        self.process.stop()
+        self.process.start()
+        self._save_state()
+        self.wait_healthy(timeout)
+
+    def status(self) -> dict:
+        return {"bootstrap_servers": self.bootstrap_servers, "pid": self.process.pid if self.process else None,
+                "healthy": self.healthy()}
+
+    # -- internals -----------------------------------------------------------------
+    def _configure(self) -> None:
+        self.ports = dict(zip(("broker", "controller"), free_ports(2)))
+        broker, controller = f"{HOST}:{self.ports['broker']}", f"{HOST}:{self.ports['controller']}"
+        own = {
+            "listeners": f"PLAINTEXT://{broker},CONTROLLER://{controller}",
+            "advertised.listeners": f"PLAINTEXT://{broker},CONTROLLER://{controller}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.quorum.bootstrap.servers": controller,
+            "log.dirs": self.data_dir,
+        }
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(server_properties(own))
+        self.process = self._server(None)
+
+    def _server(self, pid: int | None) -> ManagedProcess:
+        argv = java_command(java_binary(), kafka_jars(), self.heap, SERVER_MAIN, str(self.config_path))
+        return ManagedProcess.attach("kafka", argv, str(self.workdir / "server.log"), pid)
+
+    def _format(self) -> None:
+        argv = java_command(java_binary(), kafka_jars(), self.heap, STORAGE_TOOL, "format", "--standalone",
+                            "--cluster-id", new_cluster_id(), "--config", str(self.config_path))
+        result = subprocess.run(argv, capture_output=True, timeout=180)
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).decode(errors="replace").splitlines()[-15:])
+            raise ServiceError(f"formatting the Kafka broker's log directory failed (exit {result.returncode}):\n{tail}")
+
+    def _state_path(self) -> Path:
+        return self.workdir / "state.json"
+
+    def _save_state(self) -> None:
+        self._state_path().write_text(json.dumps({"ports": self.ports, "pid": self.process.pid}))
+
+    def _load_state(self) -> dict | None:
+        try:
+            return json.loads(self._state_path().read_text())
+        except (OSError, ValueError):
+            return None

@@ -1,0 +1,152 @@
+"""The Kafka broker the harness runs, against the real broker: Kafka's transactions as
+confluent-kafka drives them (what a Kafka source and sink need to be exactly once), a
+broker's death, `custody services` as a user types it, and the compose broker's probe."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cluster.services.kafka import KafkaBroker
+from cluster.services.network import HOST, free_ports, port_open
+from cluster.services.process import wait_until
+
+pytestmark = [pytest.mark.kafka]
+
+ROOT = Path(__file__).resolve().parents[2]
+CUSTODY = str(Path(sys.executable).parent / "custody")
+
+
+def new_topic(broker: KafkaBroker) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"test-{uuid.uuid4().hex[:12]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+    return topic
+
+
+def transactional_producer(broker: KafkaBroker, transactional_id: str):
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": transactional_id})
+    producer.init_transactions(60)
+    return producer
+
+
+def in_transaction(producer, topic: str, values: list[bytes], commit: bool = True) -> None:
+    producer.begin_transaction()
+    for value in values:
+        producer.produce(topic, value)
+    if commit:
+        producer.commit_transaction(30)
+    else:
+        producer.flush(30)  # the records are in the log before the abort marks them aborted
+        producer.abort_transaction(30)
+
+
+def read_all(broker: KafkaBroker, topic: str, isolation: str = "read_committed") -> list[bytes]:
+    """Every record a consumer at `isolation` sees, reading until its position reaches
+    the partition's end (transaction markers and aborted records count towards it)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"reader-{uuid.uuid4().hex}",
+                         "isolation.level": isolation, "enable.auto.commit": False})
+    try:
+        partition = TopicPartition(topic, 0, 0)
+        consumer.assign([partition])
+        _, end = consumer.get_watermark_offsets(partition, timeout=30)
+        values: list[bytes] = []
+
+        def at_end() -> bool:
+            for message in consumer.consume(num_messages=100, timeout=0.5):
+                if message.error():
+                    raise AssertionError(message.error())
+                values.append(message.value())
+            return consumer.position([TopicPartition(topic, 0)])[0].offset >= end
+
+        wait_until(at_end, 60, f"a {isolation} consumer to read {topic} to offset {end}", interval=0)
+        return values
+    finally:
+        consumer.close()
+
+
+def test_committed_transactions_are_read_and_an_aborted_ones_records_are_not(kafka_broker):
+    topic = new_topic(kafka_broker)
+    producer = transactional_producer(kafka_broker, f"tx-{topic}")
+    in_transaction(producer, topic, [b"one", b"two"])
+    in_transaction(producer, topic, [b"aborted"], commit=False)
+    in_transaction(producer, topic, [b"three"])
+    assert read_all(kafka_broker, topic) == [b"one", b"two", b"three"]
+    # The aborted record is in the log: only read_committed hides it.
+    assert read_all(kafka_broker, topic, "read_uncommitted") == [b"one", b"two", b"aborted", b"three"]
+
+
+def test_a_killed_broker_keeps_committed_records_and_its_open_transaction_is_aborted(kafka_broker):
+    topic = new_topic(kafka_broker)
+    transactional_id = f"tx-{topic}"
+    before = transactional_producer(kafka_broker, transactional_id)
+    in_transaction(before, topic, [b"committed"])
+    before.begin_transaction()
+    before.produce(topic, b"in flight")
+    before.flush(30)
+    pid = kafka_broker.process.pid
+    kafka_broker.kill()
+    try:
+        assert not port_open(kafka_broker.ports["broker"]) and not kafka_broker.healthy()
+    finally:
+        kafka_broker.restart()
+    assert kafka_broker.process.pid != pid
+    # The producer's successor, with the same transactional id, fences it: the broker
+    # aborts the transaction left open, and the successor's commits go on.
+    after = transactional_producer(kafka_broker, transactional_id)
+    in_transaction(after, topic, [b"after restart"])
+    assert read_all(kafka_broker, topic) == [b"committed", b"after restart"]
+    assert b"in flight" in read_all(kafka_broker, topic, "read_uncommitted")
+
+
+def test_the_broker_listens_on_loopback_only(kafka_broker):
+    text = kafka_broker.config_path.read_text()
+    listeners = next(line for line in text.splitlines() if line.startswith("listeners="))
+    addresses = [listener.split("://", 1)[1] for listener in listeners.split("=", 1)[1].split(",")]
+    assert addresses == [f"{HOST}:{kafka_broker.ports['broker']}", f"{HOST}:{kafka_broker.ports['controller']}"]
+
+
+def test_the_compose_healthcheck_probe_answers_only_for_a_serving_broker(kafka_broker):
+    """docker-compose.yml's probe, run as written (bash, /dev/tcp) against the harness's
+    broker: the port in its command is the container's, replaced by this broker's."""
+    test = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["kafka"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "custody-probe", "9092"]
+
+    def probe(port: int) -> int:
+        return subprocess.run(["bash", str(ROOT / "cluster" / "docker" / "probe.sh"), str(port), *test[3:]],
+                              capture_output=True, timeout=10).returncode
+
+    assert probe(kafka_broker.ports["broker"]) == 0
+    assert probe(free_ports(1)[0]) == 1
+
+
+def test_custody_services_up_only_kafka_starts_a_broker_and_down_stops_it(tmp_path):
+    workdir = tmp_path / "services"
+
+    def custody(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CUSTODY, "services", "--workdir", str(workdir), *args], capture_output=True,
+                              text=True, timeout=300, env=dict(os.environ))
+
+    try:
+        up = custody("up", "--only", "kafka")
+        assert up.returncode == 0, up.stdout + up.stderr
+        broker = KafkaBroker(workdir)
+        assert f"kafka      UP    bootstrap_servers={broker.bootstrap_servers}" in up.stdout, up.stdout
+        assert broker.healthy() and broker.process.alive()
+        down = custody("down")
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert not broker.process.alive() and not port_open(broker.ports["broker"])
+    finally:
+        KafkaBroker(workdir).stop()
