@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 USER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 DEFAULT_RENEW_INTERVAL = 3600.0   # seconds between two logins from the keytab
+MIN_RENEW_INTERVAL = 60.0        # a ticket lives hours: more often is a slip, and a load on the KDC
 
 
 class HdfsIdentityError(ClusterError):
@@ -74,8 +75,8 @@ class HdfsIdentity:
                                     "cache is then krb5cc in the node's directory)")
         if kerberos.keytab:
             private_file(kerberos.keytab, "[hdfs.kerberos] keytab")
-        if kerberos.renew_interval < 60:
-            raise HdfsIdentityError(f"[hdfs.kerberos] renew_interval must be at least 60 seconds, "
+        if kerberos.renew_interval < MIN_RENEW_INTERVAL:
+            raise HdfsIdentityError(f"[hdfs.kerberos] renew_interval must be at least {MIN_RENEW_INTERVAL:g} seconds, "
                                     f"not {kerberos.renew_interval!r}")
 
     def environment(self) -> dict[str, str]:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from ..errors import ConfigurationRefused
 from .admission import AllowedHosts, HostNameRefused
-from ..node.config import DEFAULT_ADMIN_BIND as DEFAULT_BIND
-from ..node.config import DEFAULT_ADMIN_PORT as DEFAULT_PORT
+from ..node.config_schema import DEFAULT_ADMIN_BIND as DEFAULT_BIND
+from ..node.config_schema import DEFAULT_ADMIN_PORT as DEFAULT_PORT
 
 
 class AdminSettingsRefused(ConfigurationRefused):

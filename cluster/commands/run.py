@@ -49,7 +49,7 @@ def argument_problem(args) -> str | None:
     nothing is. Checked before anything starts: a thread count the executor refuses,
     or a status interval that prints in a busy loop (negative, NaN) or overflows the
     wait (inf), must not get as far as a started node."""
-    from ..node.config import MAX_THREADS
+    from ..node.config_schema import MAX_THREADS
 
     if not 1 <= args.threads <= MAX_THREADS:
         return f"--threads must be from 1 to {MAX_THREADS} (the node's task threads), not {args.threads}"

@@ -3,7 +3,9 @@
 
   clustered      ClusteredNode: `custody node --config NODE.toml`
   standalone     StandaloneNode: `custody run`, local repositories only
-  config         NODE.toml: every key, documented and checked
+  config         NODE.toml read into NodeConfig: what one key cannot say alone
+  config_schema  NODE.toml's schema: every section and key, its type, default and meaning
+  toml_schema    the schema language (after ZConfig's): keys, datatypes, the walk over a file
   content        the node's content: local disk and HDFS, foreign claims from HDFS
   flow_runtime   FlowRuntime: one shard's flow engine, behind the commit gate
   shard_opening  opening a shard (WAL, swap, content, provenance outbox), for both nodes

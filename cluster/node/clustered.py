@@ -40,7 +40,7 @@ from ..core.layout import ClusterLayout
 from ..core.ownership import ShardState, earlier_owners
 from ..core.story import tag
 from ..errors import ClusterError, ZooKeeperError, first_line
-from ..failover.adoption import WalOptions
+from ..failover.runtime import WalOptions
 from ..failover.instruments import FailoverInstruments
 from ..failover.member import ClusterMember, MemberConfig
 from ..zk.acl import open_acl_warning
@@ -98,7 +98,9 @@ class ClusteredNode:
         export = ProvenanceExportThread(ProvenanceExporter(
             self.storage, self.layout.hdfs_provenance, self.config.name, self.config.provenance_export_directory))
         self.provenance = ProvenanceRepository(ProvenanceConfig(
-            containers=(self.config.provenance_directory,), rollover=RolloverPolicy(max_age_s=10.0),
+            containers=(self.config.provenance_directory,),
+            rollover=RolloverPolicy(max_age_s=self.config.provenance_rollover_age,
+                                    max_bytes=self.config.provenance_rollover_bytes),
             max_age_s=self.config.provenance_max_age, max_bytes=self.config.provenance_max_bytes,
             # Age off at least four times per retention: the events kept stay within a
             # quarter of the retention of what it says.

@@ -4,8 +4,9 @@ REST path and metric series has its entry there.
 
 The completeness checks list what the code has without the generator's own loops
 (the registry, argparse's tree, the OpenAPI document, the metric families named in
-the admin API's source) and look for each in the page text, so a processor, command,
-path or series added without regenerating fails here even if the generator skipped it.
+the admin API's source, NODE.toml's schema) and look for each in the page text, so a
+processor, command, path, series or key added without regenerating fails here even
+if the generator skipped it.
 """
 
 from __future__ import annotations
@@ -226,6 +227,42 @@ def test_every_metric_series_is_on_the_page():
     assert len(names) >= 20 and "custody_commits_total" in names and "custody_queue_flowfiles" in names
     listed = set(re.findall(r"^\| `(custody_\w+)` \|", checked_in("metrics.md"), re.MULTILINE))
     assert names <= listed, f"docs/reference/metrics.md lacks {sorted(names - listed)}: run `{REGENERATE}`"
+
+
+# --- NODE.toml -----------------------------------------------------------------------------------
+
+def missing_node_toml_keys(page: str, schema) -> list[str]:
+    """Each section of `schema` without its heading, each key without its row there, as
+    `[section]` or `[section] key`."""
+    found = sections(page, "##")
+    missing = []
+    for section in schema.sections:
+        heading = f"[{section.name}]" if section.name else "The top level"
+        if heading not in found:
+            missing.append(heading)
+            continue
+        missing += [f"{heading} {key.name}" for key in section.keys if f"| `{key.name}` |" not in found[heading]]
+    return missing
+
+
+def test_every_node_toml_key_is_on_the_page_with_its_default():
+    from cluster.node.config_schema import NODE_TOML
+
+    page = checked_in("node-toml.md")
+    assert len(list(NODE_TOML.keys())) >= 40
+    missing = missing_node_toml_keys(page, NODE_TOML)
+    assert not missing, f"docs/reference/node-toml.md lacks {missing}: run `{REGENERATE}`"
+    assert "| `rollover_age` | number, at least 0.1 | `10.0` | seconds |" in page
+
+
+def test_a_node_toml_key_added_without_regenerating_is_reported():
+    from cluster.node.config_schema import NODE_TOML
+    from cluster.node.toml_schema import Flag, Key, Schema, Section
+
+    node = next(section for section in NODE_TOML.sections if section.name == "node")
+    grown = Section(node.name, (*node.keys, Key("drain_first", Flag(), "drain before leaving", default=False)))
+    schema = Schema(tuple(grown if section is node else section for section in NODE_TOML.sections))
+    assert missing_node_toml_keys(checked_in("node-toml.md"), schema) == ["[node] drain_first"]
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
