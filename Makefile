@@ -1,12 +1,13 @@
 # Custody's two commands. On a fresh machine, as root:
 #   make run    set up, then run a standalone custody node on the sample flow
 #               (embedded default: local repositories, no ZooKeeper or HDFS needed)
-#   make test   set up, then run the whole test suite against real ZooKeeper, HDFS,
+#   make test   set up, lint, then run the whole test suite against real ZooKeeper, HDFS,
 #               Spark and Docker, which it installs and starts itself
 # Both are idempotent: downloads are cached (~/.cache/custody, ~/.m2, pip's cache).
 # Also: make services (start the real services and print their status), make down,
 # make compose (the whole cluster in containers: docker-compose.yml; see docs/operate/compose.md),
-# make docs (the documentation site into site/: open site/index.html as a file).
+# make docs (the documentation site into site/: open site/index.html as a file),
+# make lint (ruff and mypy, as configured in pyproject.toml; see docs/develop/lint.md).
 
 PYTHON ?= python3
 VENV := .venv
@@ -14,7 +15,7 @@ STAMP := $(VENV)/.custody-installed
 DATA_DIR ?= .work/hello
 FLOW ?= examples/hello.yaml
 
-.PHONY: run test setup services down compose docs
+.PHONY: run test lint setup services down compose docs
 
 setup: $(STAMP)
 
@@ -27,9 +28,15 @@ run: setup
 	@echo "custody: running $(FLOW); output files appear in $(DATA_DIR)/out. Ctrl-C stops; a rerun resumes."
 	$(VENV)/bin/custody run --flow $(FLOW) --data-dir $(DATA_DIR)
 
-test: setup
+test: lint
 	$(VENV)/bin/custody services install
 	$(VENV)/bin/python -m pytest
+
+# The linter, the formatter's check and the type checker, as docs/develop/lint.md says.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 services: setup
 	$(VENV)/bin/custody services install

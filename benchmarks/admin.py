@@ -150,8 +150,8 @@ def run(args) -> dict:
     loaded = statistics.median(r["flowfiles_per_sec"] for r in runs["with"])
     slowdown = 100.0 * (1.0 - loaded / without)
     loads = [r["load"] for r in runs["with"]]
-    answered = sum(len(seconds) for l in loads for seconds in l["latencies"].values())
-    load_seconds = sum(l["seconds"] for l in loads)
+    answered = sum(len(seconds) for load in loads for seconds in load["latencies"].values())
+    load_seconds = sum(load["seconds"] for load in loads)
     by_endpoint = _endpoint_figures(loads, endpoints)
     result = {
         "flowfiles_per_sec_without": round(without, 1),
@@ -164,8 +164,8 @@ def run(args) -> dict:
         "rounds": rounds,
         "rate_asked": args.rate,
         "rate_answered": round(answered / load_seconds, 1) if load_seconds else 0.0,
-        "errors": sum(l["errors"] for l in loads),
-        "late_requests": sum(l["late"] for l in loads),
+        "errors": sum(load["errors"] for load in loads),
+        "late_requests": sum(load["late"] for load in loads),
         "endpoints": by_endpoint,
         "metrics_max_age_s": max_age,
         "threads": args.threads,

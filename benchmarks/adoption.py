@@ -19,7 +19,7 @@ Figures (seconds, from the cluster's own records, as `custody drill` reads them)
 
 No anchor runs beside it: the goal is an absolute time. `--flowfiles` sets the backlog
 (default 1,000,000; `--quick` 100,000).
-"""
+"""  # noqa: E501 - the first line is the benchmark's one-line summary (`custody bench`)
 
 from __future__ import annotations
 
@@ -140,7 +140,9 @@ def run(args) -> dict:
                                            ("flowfiles", "swap_files", "swapped_flowfiles", "provenance_replayed")}
         for name in ("detection", "takeover", "resume", "death_to_resume"):
             if name in figures:
-                result[f"{name}_s" if name != "death_to_resume" else "death_to_first_output_s"] = round(figures[name], 3)
+                result[f"{name}_s" if name != "death_to_resume" else "death_to_first_output_s"] = round(
+                    figures[name], 3
+                )
         if "takeover" in figures and "resume" in figures:
             result["adoption_to_first_output_s"] = round(figures["takeover"] + figures["resume"], 3)
 

@@ -22,6 +22,12 @@ import os
 import shutil
 import tempfile
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import hdfs_native
+
+    from repositories.storage import Storage
 
 SIZES = {"1kb": 1024, "64kb": 64 * 1024, "1mb": 1 << 20, "100mb": 100 << 20}
 COUNTS = {"1kb": 200_000, "64kb": 4000, "1mb": 300, "100mb": 3}
@@ -102,7 +108,9 @@ def _raw_local(directory: str, size: int, count: int, buffer: memoryview, per_cl
     return elapsed
 
 
-def _raw_hdfs(client, path: str, size: int, count: int, buffer: memoryview, per_claim_sync: bool) -> float:
+def _raw_hdfs(
+    client: hdfs_native.Client, path: str, size: int, count: int, buffer: memoryview, per_claim_sync: bool
+) -> float:
     import hdfs_native
 
     start = time.perf_counter()
@@ -232,6 +240,6 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     return out
 
 
-def _hdfs_calls(storage) -> dict[str, int]:
+def _hdfs_calls(storage: Storage) -> dict[str, int]:
     """How many hsync, create and close calls the storage made so far."""
     return {op: storage.call_durations.of(op).snapshot().count for op in ("hsync", "create", "close")}

@@ -235,7 +235,7 @@ def run(args) -> dict:
     return {
         "events": produced,
         "quick": bool(args.quick),
-        "note": ("quick run: %d events, not 10 million" % produced) if produced < FULL_EVENTS else "10M-event run",
+        "note": f"quick run: {produced} events, not 10 million" if produced < FULL_EVENTS else "10M-event run",
         "ingest_events_per_sec": produced / ingest_s,
         "register_events_per_sec": produced / registered_s,
         "ingest_s": ingest_s,

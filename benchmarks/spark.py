@@ -38,6 +38,11 @@ import statistics
 import tempfile
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
+    from repositories.storage import Storage
 
 QUERY = "SELECT id, upper(name) AS name, amount * 2 AS doubled FROM flowfiles"
 RECORD = '{{"id": {n}, "name": "record-{n:09d}", "amount": {amount}, "note": "{note}"}}\n'
@@ -102,7 +107,7 @@ class _PeakRss:
 class _Node:
     """A durable shard on local disk with its content, as a node holds its queue."""
 
-    def __init__(self, root: str, content=None):
+    def __init__(self, root: str, content: ContentStore | None = None):
         from flow.commit import DurableCommitter
         from flow.queue import FlowFileQueue
         from flow.shard import open_shard
@@ -143,15 +148,15 @@ class _Node:
         appends stays open: sealing it is the processor's, and timed."""
         replicated = getattr(self.content, "replicas", None)
         for replica in getattr(replicated, "replicas", ()):
-            for resource in replica.open_resources():
-                replica.wait_closed(resource, 60.0)
+            for open_resource in replica.open_resources():
+                replica.wait_closed(open_resource, 60.0)
 
     def close(self) -> None:
         self.shard.wal.close()
         self.content.close()
 
 
-def _clustered_content(storage, base: str, round_number: int, root: str):
+def _clustered_content(storage: Storage, base: str, round_number: int, root: str):
     """A clustered node's content (its container on local disk and on HDFS) under `base`."""
     from cluster.core.incarnation import Incarnation
     from cluster.core.layout import ClusterLayout
@@ -285,7 +290,7 @@ def run(args) -> dict:
         "custody_records_per_sec": custody_median, "pyspark_records_per_sec": anchor_median,
         "custody_runs": custody, "pyspark_runs": anchor,
         "ratio_vs_pyspark": custody_median / anchor_median,
-        "round_ratios": [mine / theirs for mine, theirs in zip(custody, anchor)],
+        "round_ratios": [mine / theirs for mine, theirs in zip(custody, anchor, strict=False)],
         "node_peak_rss_growth_mb": rss_growth,
         # How the last custody run's inputs reached Spark (`ExecuteSparkSQL.last_batch_inputs`).
         **{f"inputs_{how}": count for how, count in inputs_reached.items()},

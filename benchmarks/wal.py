@@ -22,19 +22,29 @@ import sys
 import tempfile
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 NIFI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nifi_wal")
 CONFIGURATIONS = [(1, 1), (10, 1), (100, 1), (1, 4), (10, 4), (100, 4)]  # (batch, threads)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--seconds", type=float, default=None, help="seconds per throughput run (default 5, --quick 1.5)")
+    parser.add_argument(
+        "--seconds", type=float, default=None, help="seconds per throughput run (default 5, --quick 1.5)"
+    )
     parser.add_argument("--partitions", type=int, default=4, help="custody WAL partitions")
-    parser.add_argument("--records", type=int, default=None, help="records for the recovery run (default 1,000,000; --quick 100,000)")
+    parser.add_argument(
+        "--records", type=int, default=None, help="records for the recovery run (default 1,000,000; --quick 100,000)"
+    )
     parser.add_argument("--hdfs", default=None, metavar="URL", help="also measure commit latency on this HDFS (hdfs://host:port/dir)")
     parser.add_argument("--directory", default=None, help="where to write (default: a temporary directory under /tmp)")
     parser.add_argument("--no-nifi", action="store_true", help="skip the Java side (no Maven/Java here)")
-    parser.add_argument("--profile", action="store_true", help="profile custody's batch-10/4-thread run and include the top functions")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile custody's batch-10/4-thread run and include the top functions"
+    )
 
 
 def make_record(n: int):
@@ -54,12 +64,23 @@ def make_record(n: int):
         "schema.name": "events-v3",
     }
     # 1000 FlowFiles share one resource claim, as NiFi appends many contents to one file.
-    claim = ContentClaim(ResourceClaim("default", (n // 1000) % 1024, f"1700000000000-{n // 1000}"), (n % 1000) * 4096, 4096)
+    claim = ContentClaim(
+        ResourceClaim("default", (n // 1000) % 1024, f"1700000000000-{n // 1000}"), (n % 1000) * 4096, 4096
+    )
     return FlowFileRecord(f"ff-{n}", attributes, claim, "queue-1", 4096, 1700000000000 + n, 1700000000000, 0)
 
 
-def custody_throughput(storage, directory: str, *, threads: int, batch: int, seconds: float, partitions: int, latencies: list | None = None,
-                       profilers: list | None = None) -> dict:
+def custody_throughput(
+    storage: Storage,
+    directory: str,
+    *,
+    threads: int,
+    batch: int,
+    seconds: float,
+    partitions: int,
+    latencies: list | None = None,
+    profilers: list | None = None,
+) -> dict:
     from repositories.flowfile import Put, WriteAheadLog
 
     wal = WriteAheadLog(storage, directory, partitions=partitions, checkpoint_interval=None)
@@ -134,11 +155,13 @@ def nifi_build() -> str:
 
 
 def nifi_run(classpath: str, *args: str) -> dict:
-    out = subprocess.run(["java", "-cp", classpath, "io.custody.bench.NiFiWalBench", *args], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        ["java", "-cp", classpath, "io.custody.bench.NiFiWalBench", *args], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def recover_records(storage, directory: str, count: int) -> dict:
+def recover_records(storage: Storage, directory: str, count: int) -> dict:
     """Fill a WAL with `count` records (a snapshot plus 1% in the journals), then time recover()."""
     from repositories.flowfile import Put, WriteAheadLog
 
@@ -170,11 +193,11 @@ def recover_records(storage, directory: str, count: int) -> dict:
     # FlowFile to rebuild the queues, then the attributes of every one (the worst case).
     began = time.perf_counter()
     for record in records.values():
-        record.queue, record.content_claim
+        _ = record.queue, record.content_claim
     head = time.perf_counter() - began
     began = time.perf_counter()
     for record in records.values():
-        record.attributes
+        _ = record.attributes
     attributes = time.perf_counter() - began
     reopened.close()
     assert len(records) == count, (len(records), count)
@@ -207,10 +230,21 @@ def hdfs_latency(url: str, seconds: float) -> dict:
                 file.write(payload)
                 file.sync()
                 raw.append(time.perf_counter() - began)
-        result = {"hdfs_raw_hsync_p50_ms": percentile(raw, 0.5) * 1e3, "hdfs_raw_hsync_p99_ms": percentile(raw, 0.99) * 1e3}
+        result = {
+            "hdfs_raw_hsync_p50_ms": percentile(raw, 0.5) * 1e3,
+            "hdfs_raw_hsync_p99_ms": percentile(raw, 0.99) * 1e3,
+        }
         for threads in (1, 4):
             latencies: list = []
-            run = custody_throughput(storage, f"{base}/wal-{threads}", threads=threads, batch=10, seconds=seconds, partitions=4, latencies=latencies)
+            run = custody_throughput(
+                storage,
+                f"{base}/wal-{threads}",
+                threads=threads,
+                batch=10,
+                seconds=seconds,
+                partitions=4,
+                latencies=latencies,
+            )
             result[f"hdfs_commit_p50_ms_threads{threads}"] = percentile(latencies, 0.5) * 1e3
             result[f"hdfs_commit_p99_ms_threads{threads}"] = percentile(latencies, 0.99) * 1e3
             result[f"hdfs_custody_updates_per_sec_threads{threads}"] = run["updates_per_sec"]
@@ -232,11 +266,39 @@ def run(args) -> dict:
         classpath = None if args.no_nifi else nifi_build()
         for batch, threads in configurations:
             tag = f"b{batch}_t{threads}"
-            custody = custody_throughput(storage, os.path.join(root, f"custody-{tag}"), threads=threads, batch=batch, seconds=seconds, partitions=args.partitions)
-            row = {"batch": batch, "threads": threads, "custody_durable": custody["updates_per_sec"], "custody_transactions_per_sync": custody["transactions_per_sync"]}
+            custody = custody_throughput(
+                storage,
+                os.path.join(root, f"custody-{tag}"),
+                threads=threads,
+                batch=batch,
+                seconds=seconds,
+                partitions=args.partitions,
+            )
+            row = {
+                "batch": batch,
+                "threads": threads,
+                "custody_durable": custody["updates_per_sec"],
+                "custody_transactions_per_sync": custody["transactions_per_sync"],
+            }
             if classpath:
-                durable = nifi_run(classpath, "throughput", os.path.join(root, f"nifi-durable-{tag}"), str(threads), str(batch), str(seconds), "true")
-                default = nifi_run(classpath, "throughput", os.path.join(root, f"nifi-default-{tag}"), str(threads), str(batch), str(seconds), "false")
+                durable = nifi_run(
+                    classpath,
+                    "throughput",
+                    os.path.join(root, f"nifi-durable-{tag}"),
+                    str(threads),
+                    str(batch),
+                    str(seconds),
+                    "true",
+                )
+                default = nifi_run(
+                    classpath,
+                    "throughput",
+                    os.path.join(root, f"nifi-default-{tag}"),
+                    str(threads),
+                    str(batch),
+                    str(seconds),
+                    "false",
+                )
                 row.update(nifi_durable=durable["updates_per_sec"], nifi_default=default["updates_per_sec"],
                            custody_vs_nifi_durable=custody["updates_per_sec"] / durable["updates_per_sec"],
                            custody_vs_nifi_default=custody["updates_per_sec"] / default["updates_per_sec"])
@@ -249,7 +311,9 @@ def run(args) -> dict:
                     result["custody_vs_nifi_durable"] = row["custody_vs_nifi_durable"]
                     result["custody_vs_nifi_default"] = row["custody_vs_nifi_default"]
         if args.profile:
-            result["profile_b10_t4"] = profile_run(storage, os.path.join(root, "custody-profile"), seconds, args.partitions)
+            result["profile_b10_t4"] = profile_run(
+                storage, os.path.join(root, "custody-profile"), seconds, args.partitions
+            )
         recovery = recover_records(storage, os.path.join(root, "custody-recover"), record_count)
         if args.profile:
             result["profile_recover"] = profile_recover(storage, os.path.join(root, "custody-recover"))
@@ -272,7 +336,7 @@ def run(args) -> dict:
     return result
 
 
-def profile_recover(storage, directory: str) -> list:
+def profile_recover(storage: Storage, directory: str) -> list:
     """Profile of a second recover() of the recovery run's directory."""
     import cProfile
 
@@ -287,11 +351,13 @@ def profile_recover(storage, directory: str) -> list:
     return top_functions(profiler)
 
 
-def profile_run(storage, directory: str, seconds: float, partitions: int) -> list:
+def profile_run(storage: Storage, directory: str, seconds: float, partitions: int) -> list:
     """The writer threads' profiles, merged (time in the benchmark's own record
     building, make_record, is included: NiFi's harness builds its records too)."""
     profilers: list = []
-    custody_throughput(storage, directory, threads=4, batch=10, seconds=seconds, partitions=partitions, profilers=profilers)
+    custody_throughput(
+        storage, directory, threads=4, batch=10, seconds=seconds, partitions=partitions, profilers=profilers
+    )
     return top_functions(*profilers)
 
 
@@ -301,6 +367,13 @@ def top_functions(*profilers) -> list:
     stats = pstats.Stats(*profilers).sort_stats("tottime")
     rows = []
     for (filename, line, name), (_, calls, total, cumulative, _) in list(stats.stats.items()):
-        rows.append({"function": f"{os.path.basename(filename)}:{line}:{name}", "calls": calls, "tottime": round(total, 4), "cumtime": round(cumulative, 4)})
+        rows.append(
+            {
+                "function": f"{os.path.basename(filename)}:{line}:{name}",
+                "calls": calls,
+                "tottime": round(total, 4),
+                "cumtime": round(cumulative, 4),
+            }
+        )
     rows.sort(key=lambda row: row["tottime"], reverse=True)
     return rows[:12]

@@ -61,11 +61,12 @@ class ClientFactory:
     hdfs: HdfsSettings | None = None
 
     @classmethod
-    def from_node_config(cls, config) -> "ClientFactory":
+    def from_node_config(cls, config) -> ClientFactory:
         """From a `cluster.node.config.NodeConfig`."""
-        return cls(ZooKeeperSettings(config.zk_hosts, config.session_timeout, credentials=config.zk_credentials or None),
-                   HdfsSettings(config.hdfs_url, dict(config.hdfs_config), config.hdfs_io_timeout,
-                                config.hdfs_identity))
+        return cls(
+            ZooKeeperSettings(config.zk_hosts, config.session_timeout, credentials=config.zk_credentials or None),
+            HdfsSettings(config.hdfs_url, dict(config.hdfs_config), config.hdfs_io_timeout, config.hdfs_identity),
+        )
 
     def zookeeper_client(self, *, read_only: bool = False):
         """A new, unstarted ZooKeeper client with this node's settings, which records the

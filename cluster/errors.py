@@ -24,8 +24,16 @@ class FencedError(ClusterError):
     incarnation with a new shard.
     """
 
-    def __init__(self, shard: str, epoch: int, by_owner: str | None, *, incarnation: str | None = None, reason: str = ""):
-        self.shard, self.epoch, self.by_owner, self.incarnation, self.reason = shard, epoch, by_owner, incarnation, reason
+    def __init__(
+        self, shard: str, epoch: int, by_owner: str | None, *, incarnation: str | None = None, reason: str = ""
+    ):
+        self.shard, self.epoch, self.by_owner, self.incarnation, self.reason = (
+            shard,
+            epoch,
+            by_owner,
+            incarnation,
+            reason,
+        )
         who = f"incarnation {incarnation}" if incarnation else "this process"
         owner = f"it belongs to {by_owner} at epoch {epoch}" if by_owner else f"its epoch is {epoch}"
         extra = f" ({reason})" if reason else ""
@@ -123,7 +131,10 @@ class SessionExpiredError(ClusterError):
 
     def __init__(self, incarnation: str | None, reason: str):
         self.incarnation, self.reason = incarnation, reason
-        super().__init__(f"ZooKeeper session of incarnation {incarnation} is over ({reason}); work aborted, rejoin as a new incarnation")
+        super().__init__(
+            f"ZooKeeper session of incarnation {incarnation} is over ({reason}); "
+            "work aborted, rejoin as a new incarnation"
+        )
 
 
 class WorkGateClosed(ClusterError):

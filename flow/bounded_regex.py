@@ -76,7 +76,9 @@ class BoundedPattern:
 def bounded(pattern: str) -> BoundedPattern:
     """`pattern` compiled, with what `estimate` needs. Raises `PatternRefused`."""
     if len(pattern) > MAX_PATTERN_LENGTH:
-        raise PatternRefused(f"a pattern of {len(pattern):,} characters is too long (the limit is {MAX_PATTERN_LENGTH})")
+        raise PatternRefused(
+            f"a pattern of {len(pattern):,} characters is too long (the limit is {MAX_PATTERN_LENGTH})"
+        )
     try:
         # A pattern that a later Python may read otherwise ("possible nested set") warns;
         # for patterns from attributes the log is no place for it.

@@ -38,9 +38,10 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from repositories.flowfile import Delete, Put, SwapIn
+from repositories.flowfile import Delete, Put, SwapIn, Update
 from repositories.instruments import ByLabel, Counter, LatencyHistogram
 from repositories.provenance import EventBatch
 from repositories.provenance.event_batch import event_of_row
@@ -51,6 +52,13 @@ from .commit_gate import CommitGate
 from .commit_outcome import OUTCOMES, STOOD, Fate, Outcome, Slot, Stage, WalHolds, commit_outcome
 from .errors import CommitError
 from .session import Transaction
+
+if TYPE_CHECKING:
+    from repositories.claims import ContentClaim
+    from repositories.content import ContentStore
+    from repositories.provenance import ProvenanceEvent, ProvenanceRepository
+
+    from .shard import QueueShard
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +84,9 @@ class CommitHooks(FaultSeams):
         if it raises, that is only logged."""
 
 
-def _tell_failed(component_id: str, error: BaseException, who: str, report: Callable[[str, BaseException], None]):
+def _tell_failed(
+    component_id: str, error: BaseException, who: str, report: Callable[[str, BaseException], None]
+) -> None:
     try:
         report(component_id, error)
     except Exception:  # noqa: BLE001 - the commit has failed already; say so, not this
@@ -87,7 +97,7 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}".splitlines()[0][:300]
 
 
-def _apply_to_queues(shard, tx: Transaction) -> None:
+def _apply_to_queues(shard: QueueShard, tx: Transaction) -> None:
     for queue, flowfiles in tx.acknowledged.items():
         queue.acknowledge(flowfiles)
     for queue, summary in tx.swap_drops:
@@ -105,7 +115,7 @@ def _apply_to_queues(shard, tx: Transaction) -> None:
                         queue.id, str(error).splitlines()[0][:300])
 
 
-def _apply_in_memory(shard, content, tx: Transaction) -> None:
+def _apply_in_memory(shard: QueueShard, content: ContentStore, tx: Transaction) -> None:
     """The transaction in memory: the component's state, the queues, claimant counts."""
     if tx.state is not None:
         shard.set_state_committed(tx.component_id, tx.state)
@@ -113,7 +123,7 @@ def _apply_in_memory(shard, content, tx: Transaction) -> None:
     _apply_claims(content, tx)
 
 
-def _apply_claims(content, tx: Transaction) -> None:
+def _apply_claims(content: ContentStore, tx: Transaction) -> None:
     deltas = tx.claim_deltas
     for resource, delta in deltas.items():  # increments first: a shared claim never touches 0
         for _ in range(delta):
@@ -131,7 +141,7 @@ class _Commit:
     def __init__(self, tx: Transaction):
         self.tx = tx
         self.stage = Stage.RECORDS
-        self.updates: list = []  # the WAL transaction
+        self.updates: list[Update] = []  # the WAL transaction
         self.batch: EventBatch | None = None  # the provenance events
         self.slot: int | None = None  # the provenance outbox slot taken
 
@@ -141,8 +151,17 @@ class DurableCommitter:
     At each point the `gate` (production) is consulted first, then the `hooks` (fault
     seams of a test)."""
 
-    def __init__(self, shard, content, provenance, *, clock_ms: Callable[[], int] | None = None,
-                 gate: CommitGate | None = None, hooks: CommitHooks | None = None, outbox: bool = True):
+    def __init__(
+        self,
+        shard: QueueShard,
+        content: ContentStore,
+        provenance: ProvenanceRepository | None,
+        *,
+        clock_ms: Callable[[], int] | None = None,
+        gate: CommitGate | None = None,
+        hooks: CommitHooks | None = None,
+        outbox: bool = True,
+    ):
         self.shard = shard
         self.content = content
         self.provenance = provenance
@@ -171,7 +190,7 @@ class DurableCommitter:
         with self._slots_lock:
             self._free_slots.append(slot)
 
-    def hold_claims(self, claims) -> None:
+    def hold_claims(self, claims: Iterable[ContentClaim]) -> None:
         """The content claims a session wrote before its commit failed with
         `CommitError.wal_written` (the WAL transaction's outcome is unknown): released
         once the WAL has settled it, not now (a replay would need the content)."""
@@ -308,6 +327,7 @@ class DurableCommitter:
         commit.stage = Stage.APPLY
         _apply_in_memory(self.shard, self.content, commit.tx)
         if commit.batch is not None:
+            assert self.provenance is not None  # a batch is made only for a provenance repository
             self.hooks.before_provenance(commit.tx.component_id)
             self.provenance.register_batch(commit.batch)
 
@@ -350,12 +370,12 @@ class HeldCommitter:
     """Stateless: memory only; callbacks and provenance wait for the whole flow, which
     runs `held_callbacks` when it succeeds and `held_failure_callbacks` when it fails."""
 
-    def __init__(self, shard, content):
+    def __init__(self, shard: QueueShard, content: ContentStore):
         self.shard = shard
         self.content = content
         self.held_callbacks: list[Callable[[], None]] = []
         self.held_failure_callbacks: list[Callable[[BaseException], None]] = []
-        self.events: list = []
+        self.events: list[ProvenanceEvent] = []
 
     def commit(self, tx: Transaction) -> None:
         _apply_in_memory(self.shard, self.content, tx)

@@ -62,10 +62,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .definition_document import _check_document, decode_flow_document, read_flow_document
-from .definition_limits import (MAX_DOCUMENT_BYTES, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_PROPERTY_CHARS,
-                                MAX_VALUES)
-from .definition_model import (PORT_KINDS, ConnectionDefinition, FlowDefinition, PortDefinition,
-                               ProcessorDefinition, SchedulingDefinition)
+from .definition_limits import MAX_DOCUMENT_BYTES, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_PROPERTY_CHARS, MAX_VALUES
+from .definition_model import (
+    PORT_KINDS,
+    ConnectionDefinition,
+    FlowDefinition,
+    PortDefinition,
+    ProcessorDefinition,
+    SchedulingDefinition,
+)
 from .definition_parser import _FlowParser
 from .definition_places import _kind
 from .errors import FlowDefinitionError

@@ -9,7 +9,7 @@ import json
 import math
 import re
 
-from .definition_limits import MAX_DOCUMENT_BYTES, MAX_NESTING, _MAX_INTEGER, _beyond_limits
+from .definition_limits import _MAX_INTEGER, MAX_DOCUMENT_BYTES, MAX_NESTING, _beyond_limits
 from .definition_places import _kind, _Place, _short
 from .definition_yaml import _parse_yaml
 from .errors import FlowDefinitionError

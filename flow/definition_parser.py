@@ -10,11 +10,32 @@ import os
 import re
 from collections.abc import Mapping
 
-from .definition_limits import MAX_EXPANDED_CHARS, MAX_PROPERTY_CHARS, _MAX_INTEGER
-from .definition_model import (MAX_CONCURRENT_TASKS, MAX_SCHEDULING_S, PORT_KINDS, ConnectionDefinition,
-                               FlowDefinition, PortDefinition, ProcessorDefinition, SchedulingDefinition)
-from .definition_places import (_article, _count, _duration, _kind, _list, _listing, _mapping, _names, _Place,
-                                _refuse_unknown_keys, _short, _size, _text)
+from .definition_limits import _MAX_INTEGER, MAX_EXPANDED_CHARS, MAX_PROPERTY_CHARS
+from .definition_model import (
+    MAX_CONCURRENT_TASKS,
+    MAX_SCHEDULING_S,
+    PORT_KINDS,
+    ConnectionDefinition,
+    FlowDefinition,
+    PortDefinition,
+    ProcessorDefinition,
+    SchedulingDefinition,
+)
+from .definition_places import (
+    _article,
+    _count,
+    _duration,
+    _kind,
+    _list,
+    _listing,
+    _mapping,
+    _names,
+    _Place,
+    _refuse_unknown_keys,
+    _short,
+    _size,
+    _text,
+)
 from .errors import ExpressionError
 from .expression import compile_expression
 from .prioritizers import key_function

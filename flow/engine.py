@@ -38,9 +38,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-from repositories.content.errors import (ContentRepositoryFull, ContentStorageFull, ContentUnavailable,
-                                         ContentWriteFailed, ReplicaDiverged, RepositoryClosed)
+from repositories.content.errors import (
+    ContentRepositoryFull,
+    ContentStorageFull,
+    ContentUnavailable,
+    ContentWriteFailed,
+    ReplicaDiverged,
+    RepositoryClosed,
+)
 from repositories.log_limits import LimitedLog
 from repositories.storage import StorageError
 
@@ -54,6 +61,9 @@ from .scheduling import ScheduleState, decide
 from .services import ServiceRegistry
 from .session import ProcessSession
 from .stateless import StatelessFlowLoader
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +112,7 @@ class TraditionalEngine:
     the node's shared services (`flow.services.ServiceRegistry`), which every processor's
     context looks up and which the node, not the engine, closes."""
 
-    def __init__(self, graph: FlowGraph, shard, content, provenance, *, threads: int = DEFAULT_THREADS,
+    def __init__(self, graph: FlowGraph, shard, content: ContentStore, provenance, *, threads: int = DEFAULT_THREADS,
                  executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
                  clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
                  commit_hooks: CommitHooks | None = None, services: ServiceRegistry | None = None,
@@ -508,10 +518,20 @@ class TraditionalEngine:
 
     def status(self) -> dict:
         return {
-            "processors": {n.id: {"type": n.definition.type, "state": n.state, "tasks": n.tasks,
-                                  "failures": n.failures, "running": n.running, "last_error": n.last_error}
-                           for n in self.nodes.values()},
-            "queues": {q.id: {**q.summary().to_dict(), "back_pressure": q.is_full()} for q in self.graph.queues.values()},
+            "processors": {
+                n.id: {
+                    "type": n.definition.type,
+                    "state": n.state,
+                    "tasks": n.tasks,
+                    "failures": n.failures,
+                    "running": n.running,
+                    "last_error": n.last_error,
+                }
+                for n in self.nodes.values()
+            },
+            "queues": {
+                q.id: {**q.summary().to_dict(), "back_pressure": q.is_full()} for q in self.graph.queues.values()
+            },
         }
 
     def is_idle(self) -> bool:

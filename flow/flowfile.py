@@ -50,18 +50,18 @@ class FlowFile(NamedTuple):
 
     # The versions below are built directly: NamedTuple's `_replace` costs several
     # times as much, and the engine makes a few versions of every FlowFile.
-    def with_attributes(self, attributes: dict[str, str]) -> "FlowFile":
+    def with_attributes(self, attributes: dict[str, str]) -> FlowFile:
         return _new(FlowFile, (self[0], attributes, self[2], self[3], self[4], self[5], self[6], self[7]))
 
-    def with_content(self, claim: ContentClaim | None, size: int) -> "FlowFile":
+    def with_content(self, claim: ContentClaim | None, size: int) -> FlowFile:
         return _new(FlowFile, (self[0], self[1], claim, self[3], size, self[5], self[6], self[7]))
 
-    def in_queue(self, queue: str) -> "FlowFile":
+    def in_queue(self, queue: str) -> FlowFile:
         if self[3] == queue:
             return self
         return _new(FlowFile, (self[0], self[1], self[2], queue, self[4], self[5], self[6], self[7]))
 
-    def penalized(self, until_ms: int) -> "FlowFile":
+    def penalized(self, until_ms: int) -> FlowFile:
         return _new(FlowFile, (self[0], self[1], self[2], self[3], self[4], self[5], self[6], until_ms))
 
     def to_record(self) -> FlowFileRecord:
@@ -69,7 +69,7 @@ class FlowFile(NamedTuple):
                               self.entry_date, self.lineage_start_date, self.penalty_expiration)
 
     @classmethod
-    def from_record(cls, record) -> "FlowFile":
+    def from_record(cls, record) -> FlowFile:
         if type(record) is cls:
             return record
         return cls(record.id, record.attributes, record.content_claim, record.queue, record.size,
@@ -77,7 +77,7 @@ class FlowFile(NamedTuple):
 
     @classmethod
     def new(cls, now_ms: int, attributes: dict[str, str] | None = None, *, lineage_start: int | None = None,
-            identity: str | None = None) -> "FlowFile":
+            identity: str | None = None) -> FlowFile:
         flowfile_id = identity or new_uuid()
         merged = {"filename": flowfile_id, "path": "./"}
         if attributes:

@@ -20,7 +20,7 @@ _MASK = (1 << 62) - 1
 _VARIANT = 1 << 63  # bits 10 at the top of the low half: the RFC 4122 variant
 
 
-def _draw() -> tuple[str, "itertools.count[int]"]:
+def _draw() -> tuple[str, itertools.count[int]]:
     high = int.from_bytes(os.urandom(8), "big")
     high = (high & ~(0xF << 12)) | (4 << 12)  # version 4: bits 12-15 of the high half
     text = f"{high:016x}"

@@ -22,7 +22,7 @@ from repositories.content import ClaimWriter, CollectReport, ContentStore, Recov
 
 
 class _MemoryWriter(ClaimWriter):
-    def __init__(self, repository: "InMemoryContentRepository"):
+    def __init__(self, repository: InMemoryContentRepository):
         self._repository = repository
         self._buffer = io.BytesIO()
         self.claim: ContentClaim | None = None

@@ -54,7 +54,9 @@ def key_function(names: Sequence[str]) -> KeyFunction | None:
                    "newestflowfilefirst": "newest_first", "priorityattribute": "priority_attribute"}
         normalized = aliases.get(normalized.replace("_", ""), normalized)
         if normalized not in PRIORITIZERS:
-            raise ValueError(f"unknown prioritizer {name!r}; known: fifo, oldest_first, newest_first, priority_attribute")
+            raise ValueError(
+                f"unknown prioritizer {name!r}; known: fifo, oldest_first, newest_first, priority_attribute"
+            )
         function = PRIORITIZERS[normalized]
         if function is None:
             break  # FIFO decides everything after it: arrival order is unique

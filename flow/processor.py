@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from repositories.log_limits import LimitedLog
 
@@ -21,6 +21,9 @@ from .errors import FlowError, UnknownService
 from .expression import Expression, compile_expression
 from .services import ServiceRegistry
 from .units import parse_duration, parse_size
+
+if TYPE_CHECKING:
+    from .session import ProcessSession
 
 KINDS = ("string", "integer", "float", "boolean", "duration", "size", "choice", "expression", "regex")
 
@@ -203,7 +206,7 @@ class Processor:
     def on_scheduled(self, context: ProcessContext) -> None:
         pass
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         raise NotImplementedError
 
     def on_stopped(self, context: ProcessContext) -> None:

@@ -86,7 +86,9 @@ def decode_events(attributes: dict) -> list[ProvenanceEvent]:
     if text is None:
         raise ValueError("the record has no events")
     if form == FORMAT:
-        return to_events(EventBatch.from_message(_decompress(text.encode("latin-1"), attributes.get("size"))).record_batch)
+        return to_events(
+            EventBatch.from_message(_decompress(text.encode("latin-1"), attributes.get("size"))).record_batch
+        )
     if form == MARSHAL_FORMAT:
         try:
             return decode_marshal(text)

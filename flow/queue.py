@@ -118,7 +118,7 @@ class FlowFileQueue:
         # How old each FlowFile is, for expiration, on a clock wall-clock steps do not move
         # (`flow.flowfile_ages`): the flow's, shared by its queues, else this queue's own.
         self._ages = ages if ages is not None or not expiration_ms else FlowFileAges(wall_ms=clock_ms)
-        self._listeners: list[Callable[["FlowFileQueue"], None]] = []
+        self._listeners: list[Callable[[FlowFileQueue], None]] = []
         self._lock = threading.Lock()
         self._sequence = itertools.count()
         self._active: list[tuple] = []  # heap of (key, sequence, flowfile)
@@ -144,7 +144,7 @@ class FlowFileQueue:
         key = sequence if self._key is None else (self._key(flowfile), sequence)
         return (key, sequence, flowfile)
 
-    def add_listener(self, listener: Callable[["FlowFileQueue"], None]) -> None:
+    def add_listener(self, listener: Callable[[FlowFileQueue], None]) -> None:
         """Called (outside the lock) whenever FlowFiles arrive: the engine's wake-up."""
         self._listeners.append(listener)
 

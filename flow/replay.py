@@ -24,12 +24,16 @@ repository's `ContentUnavailable` as it is (an outage, not a refusal).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from repositories.content.errors import ContentRepositoryError, ContentUnavailable
 
 from .errors import ReplayRefused
 from .flowfile import FlowFile
 from .session import ProcessSession
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
 
 RELATIONSHIP = "replay"  # the session's one relationship: into the chosen queue
 
@@ -60,7 +64,7 @@ def replay_queue(graph, event, queue_id: str | None = None):
     return candidates[0]
 
 
-def replay_flowfile(event, queue, *, committer, content, shard, clock_ms: Callable[[], int],
+def replay_flowfile(event, queue, *, committer, content: ContentStore, shard, clock_ms: Callable[[], int],
                     details: str | None = None) -> FlowFile:
     """Commit the replay of `event` into `queue`; returns the new FlowFile as queued."""
     if event.attributes_before:

@@ -33,18 +33,33 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from repositories.claims import InvalidClaimError
-from repositories.content.errors import (ContentCorrupted, ContentNotFound, ContentRepositoryError, ContentTruncated,
-                                         UnsafeContentPath)
+from repositories.content.errors import (
+    ContentCorrupted,
+    ContentNotFound,
+    ContentRepositoryError,
+    ContentTruncated,
+    UnsafeContentPath,
+)
 from repositories.provenance import EventType, ProvenanceEvent
 from repositories.provenance.event_batch import EventRow, row_of
 
 from .commit_gate import CommitGate
-from .errors import (CommitError, FlowFileNotTransferred, NotAdmitted, SessionError, UnknownRelationship,
-                     UnreadableContent)
+from .errors import (
+    CommitError,
+    FlowFileNotTransferred,
+    NotAdmitted,
+    SessionError,
+    UnknownRelationship,
+    UnreadableContent,
+)
 from .flowfile import FlowFile
 from .identifiers import new_uuid
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
 
 SUCCESS = "success"
 # `prefetch` reads contents of at most this size, and at most this much in all.
@@ -113,7 +128,7 @@ class _ContentOutput(io.RawIOBase):
     `flowfile` to the new version; leaving it with an exception aborts the claim and
     leaves the FlowFile as it was."""
 
-    def __init__(self, session: "ProcessSession", flowfile: FlowFile):
+    def __init__(self, session: ProcessSession, flowfile: FlowFile):
         super().__init__()
         self._session = session
         self._source = flowfile
@@ -207,7 +222,7 @@ class ProcessSession:
         component_id: str,
         component_type: str,
         committer,
-        content,
+        content: ContentStore,
         shard,
         incoming: Iterable = (),
         outgoing: dict | None = None,
@@ -419,7 +434,7 @@ class ProcessSession:
             contents = self._content.read_many(claims)
         except (ContentRepositoryError, InvalidClaimError):
             return
-        self._prefetched.update(zip(claims, contents))
+        self._prefetched.update(zip(claims, contents, strict=False))
 
     def read_bytes(self, flowfile: FlowFile) -> bytes:
         """The whole content of `flowfile` in memory (see `read`)."""
@@ -476,7 +491,7 @@ class ProcessSession:
         claims = self._content.write_many(contents)
         self._written += claims
         written = []
-        for entry, flowfile, claim, data in zip(entries, flowfiles, claims, contents):
+        for entry, flowfile, claim, data in zip(entries, flowfiles, claims, contents, strict=False):
             entry.wrote = True
             new = entry.current = flowfile.with_content(claim, len(data))
             written.append(new)
@@ -614,7 +629,8 @@ class ProcessSession:
         return wal.epoch if wal is not None else 0
 
     def check_admitted(self) -> None:
-        """Raise `NotAdmitted` if this node may no longer commit for the shard (a clustered node that lost its ZooKeeper session, or a fenced shard).
+        """Raise `NotAdmitted` if this node may no longer commit for the shard (a clustered
+        node that lost its ZooKeeper session, or a fenced shard).
         For a processor with a side effect outside the repositories (a rename into a
         dataset), asked just before it: a paused node whose shard was taken over must
         not make the effect after a takeover."""

@@ -51,12 +51,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
+from typing import TYPE_CHECKING
 
 from repositories.claims import ContentClaim
 from repositories.flowfile import (
-    Delete,
     DEFAULT_CHECKPOINT_INTERVAL,
     DEFAULT_PARTITIONS,
+    Delete,
     OutcomeUnknownError,
     Put,
     SwapFile,
@@ -90,6 +91,9 @@ from .unreadable_swap import (
     quarantined,
     retry_now,
 )
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -624,7 +628,7 @@ class ShardFiles:
     each at its epoch, an adopted one in its fenced directory)."""
 
     shard_id: str
-    storage: object
+    storage: Storage
     directory: str
     epoch: int = 0
     partitions: int = DEFAULT_PARTITIONS
@@ -665,7 +669,7 @@ class ShardFiles:
                              accept_damage=self.accept_damage, relocate_swap=self.relocate_swap or swap_store.rebase)
 
 
-def open_shard(storage, directory: str, shard_id: str, queues: Iterable[FlowFileQueue], *, epoch: int = 0,
+def open_shard(storage: Storage, directory: str, shard_id: str, queues: Iterable[FlowFileQueue], *, epoch: int = 0,
                partitions: int = DEFAULT_PARTITIONS, checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
                wal_hooks=None,
                swap_hooks=None, accept_damage: bool = False, retry_backoff: RetryBackoff | None = None) -> QueueShard:

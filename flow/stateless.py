@@ -26,9 +26,9 @@ again until the last successful result is settled.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .commit import HeldCommitter
 from .definition import FlowDefinition, load_flow
@@ -40,6 +40,9 @@ from .processor import ProcessContext
 from .services import ServiceRegistry
 from .session import ProcessSession
 from .shard import QueueShard
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ class StatelessResult:
     states: dict = field(default_factory=dict)  # processor id -> the state acknowledging commits
     _callbacks: list = field(default_factory=list, repr=False)
     _failure_callbacks: list = field(default_factory=list, repr=False)
-    _settle: Callable[["StatelessResult", bool], None] | None = field(default=None, repr=False)
+    _settle: Callable[[StatelessResult, bool], None] | None = field(default=None, repr=False)
     _settled: bool = False
 
     @property
@@ -217,14 +220,14 @@ class StatelessFlow:
         _run_failure_callbacks(committer.held_failure_callbacks, error)
         return StatelessResult(False, failure=failure)
 
-    def _session(self, pid: str, shard, committer, content) -> ProcessSession:
+    def _session(self, pid: str, shard, committer, content: ContentStore) -> ProcessSession:
         definition = self.definition.processors[pid]
         return ProcessSession(component_id=pid, component_type=definition.type, committer=committer,
                               content=content, shard=shard, incoming=self.graph.incoming[pid],
                               outgoing=self.graph.outgoing[pid], auto_terminated=definition.auto_terminate,
                               clock_ms=self._clock_ms, penalty_ms=0)
 
-    def _feed(self, inputs, input_port, shard, committer, content) -> None:
+    def _feed(self, inputs, input_port, shard, committer, content: ContentStore) -> None:
         inputs = list(inputs)
         if not inputs:
             return
@@ -246,7 +249,7 @@ class StatelessFlow:
         for queue, flowfile in arrivals:
             queue.put(flowfile)
 
-    def _run(self, shard, committer, content) -> None:
+    def _run(self, shard, committer, content: ContentStore) -> None:
         graph = self.graph
         sources = [pid for pid in self._order if graph.processors[pid].is_source and not graph.incoming[pid]]
         for pid in sources:
@@ -267,7 +270,7 @@ class StatelessFlow:
                 return
         raise RuntimeError(f"the flow did not settle after {MAX_ROUNDS} rounds (a loop?)")
 
-    def _trigger_once(self, pid: str, shard, committer, content) -> None:
+    def _trigger_once(self, pid: str, shard, committer, content: ContentStore) -> None:
         session = self._session(pid, shard, committer, content)
         try:
             self.graph.processors[pid].on_trigger(self._contexts[pid], session)

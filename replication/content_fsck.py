@@ -85,8 +85,11 @@ def fsck_replicas(
             report.skipped += 1
             continue
         report.checked += 1
-        checks = {index: replica.check_resource(resource)
-                  for index, (replica, listing) in enumerate(zip(replicas, listings)) if resource in listing}
+        checks = {
+            index: replica.check_resource(resource)
+            for index, (replica, listing) in enumerate(zip(replicas, listings, strict=False))
+            if resource in listing
+        }
         verified = [index for index, check in checks.items() if check.status == VERIFIED]
         if verified:
             report.verified += 1

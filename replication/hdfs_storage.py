@@ -361,7 +361,7 @@ class HdfsWritableFile:
     def abandoned(self) -> bool:
         return isinstance(self._refusal, StorageAbandoned)
 
-    def __enter__(self) -> "HdfsWritableFile":
+    def __enter__(self) -> HdfsWritableFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -452,7 +452,7 @@ class _NewFile:
     it stops the retries and abandons the current file. Lock plan: `_lock` guards
     `_file` and `_abandoned`, for a few operations, never across a call into HDFS."""
 
-    def __init__(self, storage: "HdfsStorage", path: str, overwrite: bool, file: HdfsWritableFile):
+    def __init__(self, storage: HdfsStorage, path: str, overwrite: bool, file: HdfsWritableFile):
         self.path = path
         self._storage, self._overwrite = storage, overwrite
         self._lock = threading.Lock()
@@ -548,7 +548,7 @@ class _NewFile:
     def tell(self) -> int:
         return self._file.tell()
 
-    def __enter__(self) -> "_NewFile":
+    def __enter__(self) -> _NewFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -597,7 +597,7 @@ class HdfsAddress:
     config: tuple[tuple[str, str], ...] = ()
     io_timeout: float | None = None
 
-    def open(self) -> "HdfsStorage":
+    def open(self) -> HdfsStorage:
         return HdfsStorage(self.url, dict(self.config), io_timeout=self.io_timeout)
 
 
@@ -636,7 +636,7 @@ class HdfsStorage:
         """The full `hdfs://` URI of a path, for Spark and other clients."""
         return f"{self.url}{path}"
 
-    def create(self, path: str, *, overwrite: bool = False) -> "_NewFile":
+    def create(self, path: str, *, overwrite: bool = False) -> _NewFile:
         """A new file; one whose first pipeline fails before its first sync is made again
         on another (`_NewFile`)."""
         return _NewFile(self, path, overwrite, self._create_file(path, overwrite=overwrite))

@@ -79,7 +79,7 @@ SEAL_POLL_S = 0.05
 class ReplicatedWriter(ClaimWriter):
     """Writes one claim to every replica. Context manager; an exception aborts all."""
 
-    def __init__(self, owner: "ReplicatingContentRepository", writers: list[ContentWriter | None]):
+    def __init__(self, owner: ReplicatingContentRepository, writers: list[ContentWriter | None]):
         self._owner = owner
         self._writers = writers
         self._leader = writers[0]
@@ -180,7 +180,7 @@ def _what_is_wrong(replica, error: ContentRepositoryError) -> str:
     name = getattr(replica, "name", str(replica))
     if isinstance(error, ContentCorrupted) and error.ranges:
         return name + " (" + ", ".join(
-            f"{'bytes %d..%d' % (start, end) if end is not None else 'from byte %d' % start}: {why}"
+            f"{f'bytes {start}..{end}' if end is not None else f'from byte {start}'}: {why}"
             for _where, start, end, why in error.ranges) + ")"
     return f"{name} ({error})"
 
@@ -505,7 +505,7 @@ class ReplicatingContentRepository(ContentStore):
 
     # ---------------------------------------------------------------- reading
 
-    def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> "FailoverClaimReader":
+    def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> FailoverClaimReader:
         return FailoverClaimReader(self.name, claim, offset, length, [*self.replicas, *self._fallbacks],
                                    self._before_open if self._keeps_open else None)
 
@@ -588,7 +588,7 @@ class ReplicatingContentRepository(ContentStore):
         leader = reports[0]
         # A claim is only missing if no replica has it.
         have = set()
-        for replica, report in zip(self.replicas, reports):
+        for _replica, report in zip(self.replicas, reports, strict=False):
             have |= {r for r in {c.resource for c in live} if r not in report.missing}
         leader.missing = sorted({c.resource for c in live} - have, key=lambda r: r.relative_path)
         for report in reports[1:]:
@@ -641,7 +641,7 @@ class ReplicatingContentRepository(ContentStore):
             replica.abandon(reason)
         self._pool.shutdown(wait=False)
 
-    def __enter__(self) -> "ReplicatingContentRepository":
+    def __enter__(self) -> ReplicatingContentRepository:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -64,7 +64,7 @@ def say(line: str) -> None:
 
 
 class _StallingFile:
-    def __init__(self, storage: "StallingStorage", path: str, inner):
+    def __init__(self, storage: StallingStorage, path: str, inner):
         self.storage, self.path, self._inner = storage, path, inner
         self._doomed = False
         self._synced = 0  # bytes of the file durable when it stalls

@@ -23,8 +23,8 @@ from flow.queue import FlowFileQueue
 from flow.session import ProcessSession
 from flow.shard import open_shard
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
-from repositories.storage import join
 from repositories.provenance.event_batch import to_events
+from repositories.storage import join
 
 QUEUE = "q"
 # One claim per resource, no archive: a resource whose last claimant goes is destroyed
@@ -78,7 +78,7 @@ class DurableShard:
         {id: new content or None} before the commit starts. Returns it."""
         effects = {} if effects is None else effects
         session = self.session()
-        for flowfile, decision in zip(session.get_batch(len(decisions)), decisions):
+        for flowfile, decision in zip(session.get_batch(len(decisions)), decisions, strict=False):
             if decision is None:
                 session.remove(flowfile)
             else:

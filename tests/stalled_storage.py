@@ -129,7 +129,7 @@ class StalledFile:
         with self.storage._lock:
             self.storage.abandoned.append(self.path)
 
-    def __enter__(self) -> "StalledFile":
+    def __enter__(self) -> StalledFile:
         return self
 
     def __exit__(self, *exc) -> None:

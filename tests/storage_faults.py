@@ -269,7 +269,7 @@ class FaultyFile:
         if os.path.exists(self.path) and os.path.getsize(self.path) > length:
             os.truncate(self.path, length)
 
-    def __enter__(self) -> "FaultyFile":
+    def __enter__(self) -> FaultyFile:
         return self
 
     def __exit__(self, *exc) -> None:

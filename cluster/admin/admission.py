@@ -115,7 +115,7 @@ class AllowedHosts:
     names: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, bind: str, *, loopback: bool, names=(), announced: str = "") -> "AllowedHosts":
+    def of(cls, bind: str, *, loopback: bool, names=(), announced: str = "") -> AllowedHosts:
         """Raises `HostNameRefused` for a configured name that is not one."""
         extra = {normal_host(name) for name in names}
         announced_host = host_of_url(announced)

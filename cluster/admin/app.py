@@ -30,8 +30,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import ClusterError, first_line
 from ..node.control import Conflict, Invalid, NotFound, Unavailable
-from . import (page, routes_alarms, routes_cluster, routes_control, routes_flow, routes_node, routes_ops,
-               routes_provenance, routes_queues)
+from . import (
+    page,
+    routes_alarms,
+    routes_cluster,
+    routes_control,
+    routes_flow,
+    routes_node,
+    routes_ops,
+    routes_provenance,
+    routes_queues,
+)
 from .auth import AuthProblem
 from .gate import RequestGate
 from .metrics import NodeMetrics

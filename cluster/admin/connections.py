@@ -73,7 +73,7 @@ class ConnectionLimits:
     keep_alive_s: int = 5  # uvicorn's: an idle connection after an answer
 
     @classmethod
-    def for_descriptors(cls, descriptor_limit: int, **changes) -> "ConnectionLimits":
+    def for_descriptors(cls, descriptor_limit: int, **changes) -> ConnectionLimits:
         return cls(max_connections=connection_cap(descriptor_limit), **changes)
 
 

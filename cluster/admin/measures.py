@@ -30,7 +30,9 @@ from ..node.measures import SESSION_STATES
 
 def add_histogram(family: HistogramMetricFamily, labels: list[str], snapshot) -> None:
     """One `repositories.instruments.HistogramSnapshot` as a series of `family`."""
-    buckets = [(floatToGoString(bound), count) for bound, count in zip(snapshot.bounds, snapshot.cumulative)]
+    buckets = [
+        (floatToGoString(bound), count) for bound, count in zip(snapshot.bounds, snapshot.cumulative, strict=False)
+    ]
     family.add_metric(labels, buckets + [("+Inf", snapshot.count)], snapshot.sum)
 
 

@@ -19,7 +19,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from .measures import MeasuresCollector
 from .views import processor_figures, queue_figures
 
-
 # (family, name, help, the figure) for each queue and each processor, by shard.
 QUEUE_SERIES = (
     (GaugeMetricFamily, "custody_queue_flowfiles", "FlowFiles queued", lambda q: q.count),

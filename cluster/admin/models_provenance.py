@@ -100,7 +100,7 @@ class Lineage(BaseModel):
 
 
 def iso_time(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _claim(claim: ContentClaim | None) -> ContentClaimView | None:

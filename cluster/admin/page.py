@@ -358,7 +358,8 @@ function timelineBar(failover, longest) {
   // until it first delivered there (blue), and until the leader marked the plan done
   // (green). The plan is done once every shard has a new owner, which can be before
   // that owner has recovered it.
-  const track = el("div", {class: "bar", title: "from detection: taken over (amber), resumed (blue), plan done (green)"});
+  const track = el("div", {class: "bar",
+                           title: "from detection: taken over (amber), resumed (blue), plan done (green)"});
   for (const [lane, span] of [["takeover", failover.takeover_s], ["resume", failover.resume_s],
                               ["finish", failover.finish_s]]) {
     if (span !== null && span !== undefined) {
@@ -391,7 +392,8 @@ function freshness() {
     if (stale) {
       const reason = source.error ? source.error.message : "no fresh answer";
       const shown = source.ok ? `showing data from ${age(old / 1000)} ago` : "no data yet";
-      problems.set(reason, [...(problems.get(reason) || []), `${name === "node" ? "this node" : "the cluster"}, ${shown}`]);
+      const where = name === "node" ? "this node" : "the cluster";
+      problems.set(reason, [...(problems.get(reason) || []), `${where}, ${shown}`]);
     }
   }
   const errors = wanted.map((name) => sources[name].error).filter((error) => error);
@@ -553,8 +555,10 @@ DOCUMENT = """<!doctype html>
   <section id="members" class="wide" data-source="cluster">
     <h2>Members <span class="note" id="members-note"></span></h2>
     <div class="table-wrap"><table>
-      <thead><tr><th>node</th><th>incarnation</th><th>admin</th><th class="num" title="the machine's load average per core (100 %: every core busy)">load</th>
-        <th class="num" title="tasks running / the node's flow threads">threads</th><th class="num">free disk</th><th class="num">queued</th>
+      <thead><tr><th>node</th><th>incarnation</th><th>admin</th>
+        <th class="num" title="the machine's load average per core (100 %: every core busy)">load</th>
+        <th class="num" title="tasks running / the node's flow threads">threads</th>
+        <th class="num">free disk</th><th class="num">queued</th>
         <th class="num">shards</th><th class="num">last heartbeat</th></tr></thead>
       <tbody id="members-body"></tbody>
     </table></div>
@@ -570,7 +574,8 @@ DOCUMENT = """<!doctype html>
   <section id="failovers" data-source="cluster">
     <h2>Failovers <span class="note">newest first: detected, taken over, resumed, finished</span></h2>
     <div class="table-wrap"><table>
-      <thead><tr><th>dead</th><th>detected</th><th class="num" title="the last moved shard runs at its new owner">taken over</th>
+      <thead><tr><th>dead</th><th>detected</th>
+        <th class="num" title="the last moved shard runs at its new owner">taken over</th>
         <th class="num" title="the last moved shard first delivered at its new owner">resumed</th>
         <th class="num" title="the leader marked the plan done: every shard has its new owner">finished</th>
         <th>timeline</th><th>moved</th></tr></thead>

@@ -46,7 +46,7 @@ from .models_provenance import (
     event_view,
     lineage_view,
 )
-from .responses import QUERY_ERRORS, PARAMETER_LOOKUP_ERRORS, as_json
+from .responses import PARAMETER_LOOKUP_ERRORS, QUERY_ERRORS, as_json
 
 log = logging.getLogger(__name__)
 

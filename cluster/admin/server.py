@@ -62,7 +62,7 @@ class AdminServer:
         host = f"[{host}]" if ":" in host else host
         return f"{scheme}://{host}:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "AdminServer":
+    def start(self, timeout: float = 30.0) -> AdminServer:
         import uvicorn
 
         protocol = functools.partial(AdminConnection, limits=self.limits, refusals=self.refusals)

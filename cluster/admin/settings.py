@@ -27,9 +27,9 @@ import socket
 from dataclasses import dataclass
 
 from ..errors import ConfigurationRefused
-from .admission import AllowedHosts, HostNameRefused
 from ..node.config_schema import DEFAULT_ADMIN_BIND as DEFAULT_BIND
 from ..node.config_schema import DEFAULT_ADMIN_PORT as DEFAULT_PORT
+from .admission import AllowedHosts, HostNameRefused
 
 
 class AdminSettingsRefused(ConfigurationRefused):

@@ -73,17 +73,19 @@ class Tokens:
         self.enabled = enabled
 
     @classmethod
-    def disabled(cls) -> "Tokens":
+    def disabled(cls) -> Tokens:
         return cls([], enabled=False)
 
     @classmethod
-    def load(cls, path: str) -> "Tokens":
+    def load(cls, path: str) -> Tokens:
         try:
             with open(path, encoding="utf-8") as handle:
                 lines = handle.read().splitlines()
         except OSError as error:
-            raise TokenFileError(f"cannot read the admin token file {path}: {error.strerror or error}; "
-                                 f"create it with: custody admin token --file {path} --role admin --name NAME") from None
+            raise TokenFileError(
+                f"cannot read the admin token file {path}: {error.strerror or error}; "
+                f"create it with: custody admin token --file {path} --role admin --name NAME"
+            ) from None
         entries = [entry for number, line in enumerate(lines, 1)
                    if (entry := parse_token_line(line, where=f"{path} line {number}")) is not None]
         if not entries:

@@ -108,8 +108,14 @@ def run_status(args) -> int:
 
 
 def run_secure(args) -> int:
-    from ..clients import (ClientFactory, ServiceUnreachable, ZooKeeperSettings, identity_acl, read_credentials_file,
-                           stop_quietly)
+    from ..clients import (
+        ClientFactory,
+        ServiceUnreachable,
+        ZooKeeperSettings,
+        identity_acl,
+        read_credentials_file,
+        stop_quietly,
+    )
     from ..core.layout import ClusterLayout
     from ..errors import ZnodeAccessDenied, ZnodeMissing, ZooKeeperAccessRefused
     from ..zk.acl import secure_tree

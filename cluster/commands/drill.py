@@ -73,13 +73,17 @@ def run(args) -> int:
         factory = target_class(args.target)
         faults = parse_faults(args.faults, factory.supported_faults, args.target)
         if args.target == "local" and args.nodes < 2:
-            raise TargetUnavailable(f"a drill needs at least 2 nodes (one fails, one takes over); --nodes is {args.nodes}")
+            raise TargetUnavailable(
+                f"a drill needs at least 2 nodes (one fails, one takes over); --nodes is {args.nodes}"
+            )
         target = factory.from_arguments(args)
     except (DrillUsageError, TargetUnavailable) as error:
         return _refuse(str(error))
     if len(target.names) < 2:
-        return _refuse(f"the {args.target} target has {len(target.names)} node(s) ({', '.join(target.names) or 'none'}); "
-                       "a drill needs at least 2 (one fails, one takes over)")
+        return _refuse(
+            f"the {args.target} target has {len(target.names)} node(s) ({', '.join(target.names) or 'none'}); "
+            "a drill needs at least 2 (one fails, one takes over)"
+        )
     double = [name for name in faults if name in ("leader", "adopter")]
     if double and len(target.names) < 3:
         return _refuse(f"fault(s) {', '.join(double)} kill two nodes in one round and need at least 3 nodes; "

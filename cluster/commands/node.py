@@ -90,9 +90,9 @@ def run(args) -> int:
         return 2
     from flow.errors import FlowError
 
+    from ..errors import ClusterError
     from ..node.clustered import ClusteredNode
     from ..node.config import NodeConfigError
-    from ..errors import ClusterError
     from ..node.events import JsonEvents, log_events
 
     log = logging.getLogger("custody.node")

@@ -64,7 +64,7 @@ def _open(path: str):
 def _iso(ms: int | None) -> str:
     if ms is None:
         return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _query(args) -> int:

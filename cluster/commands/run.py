@@ -23,8 +23,11 @@ def register(subparsers) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="flow parameter (#{NAME} in the flow); repeatable")
     parser.add_argument("--name", default="standalone", help="the node's name in its admin API and logs")
-    parser.add_argument("--admin", metavar="HOST:PORT",
-                        help="serve the admin API there (e.g. 127.0.0.1:8080; a non-loopback HOST needs --admin-tokens)")
+    parser.add_argument(
+        "--admin",
+        metavar="HOST:PORT",
+        help="serve the admin API there (e.g. 127.0.0.1:8080; a non-loopback HOST needs --admin-tokens)",
+    )
     parser.add_argument("--admin-tokens", metavar="FILE", default="",
                         help="the admin API's token file (custody admin token --file FILE ...)")
     parser.add_argument("--admin-allowed-host", metavar="NAME", action="append", default=[],

@@ -81,9 +81,13 @@ def _print(status: dict, as_json: bool, workdir) -> None:
     print(f"services in {workdir}:")
     for name, entry in status.items():
         state = "UP" if entry.get("healthy") else "DOWN"
-        details = ", ".join(f"{key}={value}" for key, value in entry.items() if key not in ("healthy", "error", "members"))
+        details = ", ".join(
+            f"{key}={value}" for key, value in entry.items() if key not in ("healthy", "error", "members")
+        )
         print(f"  {name:<10} {state:<5} {details}")
         for member in entry.get("members", []):
-            print(f"  {'':<10}       member {member['myid']}: port {member['port']} pid {member['pid']} {member['mode']}")
+            print(
+                f"  {'':<10}       member {member['myid']}: port {member['port']} pid {member['pid']} {member['mode']}"
+            )
         if entry.get("error"):
             print(f"  {'':<10}       error: {entry['error']}")

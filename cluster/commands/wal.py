@@ -102,8 +102,14 @@ def run_inspect(args) -> int:
     print(f"restore case     {report.case.name} ({report.case.value})")
     print(f"records          {report.record_count}")
     print(f"max txid         {report.max_txid}")
-    print(f"snapshot         max txid {report.snapshot_max_txid}, {report.snapshot_records} records, epoch {report.snapshot_epoch}")
-    print(f"replayed         {report.transactions_replayed} transactions ({report.transactions_in_snapshot} already in the snapshot)")
+    print(
+        f"snapshot         max txid {report.snapshot_max_txid}, {report.snapshot_records} records, "
+        f"epoch {report.snapshot_epoch}"
+    )
+    print(
+        f"replayed         {report.transactions_replayed} transactions "
+        f"({report.transactions_in_snapshot} already in the snapshot)"
+    )
     print(f"swap files       {len(report.swap_files)}")
     for swap_file in report.swap_files:
         print(f"  {swap_file.location}  queue={swap_file.queue} count={swap_file.count} size={swap_file.size}")

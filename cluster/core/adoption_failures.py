@@ -58,7 +58,7 @@ class HoldShard:
 
 def recheck_delay(rechecks: int, *, first: float = RECHECK_FIRST, longest: float = RECHECK_MAX) -> float:
     """The wait before the next attempt at a HELD shard, after `rechecks` attempts since it was held."""
-    return min(longest, first * (2 ** min(rechecks, 32)))
+    return min(longest, first * float(2 ** min(rechecks, 32)))
 
 
 def after_failure(kind: FailureKind, error: str, *, held: bool, adopting_for: float, bound: float,

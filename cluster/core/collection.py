@@ -133,7 +133,7 @@ def garbage_containers(containers: Iterable[str], shards: Iterable[ShardOwnershi
     by_id = {shard.shard: shard for shard in shards}
     live = set(live)
 
-    def owners(shard: ShardOwnership, seen: frozenset = frozenset()) -> set[str]:
+    def owners(shard: ShardOwnership, seen: frozenset[str] = frozenset()) -> set[str]:
         found = {entry.owner for entry in shard.history if entry.owner} | ({shard.owner} if shard.owner else set())
         found.add(shard.shard)  # a home shard's id is its first owner's incarnation
         parent = by_id.get(shard.source.parent) if shard.source is not None else None
@@ -185,7 +185,8 @@ def owners_may_be_forgotten(shards: dict[str, ShardOwnership]) -> bool:
     for shard in shards.values():
         if shard.state is ShardState.RETIRED:
             continue
-        current, seen = shard, set()
+        current: ShardOwnership | None = shard
+        seen = set()
         while current is not None and current.shard not in seen:
             if len(current.history) >= HISTORY_LIMIT:
                 return True
@@ -210,13 +211,12 @@ def needed_by_others(shards: dict[str, ShardOwnership]) -> set[str]:
         if shard.state is ShardState.RETIRED:
             continue
         needed.update(shard.children)
-        current, seen = shard, {shard.shard}
-        while current.source is not None and current.source.parent not in seen:
+        current: ShardOwnership | None = shard
+        seen = {shard.shard}
+        while current is not None and current.source is not None and current.source.parent not in seen:
             needed.add(current.source.parent)
             seen.add(current.source.parent)
             current = shards.get(current.source.parent)
-            if current is None:
-                break
     return needed
 
 

@@ -87,7 +87,7 @@ class Decommission:
                            "finished_at": self.finished_at, "notes": list(self.notes)}, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "Decommission":
+    def from_json(cls, data: bytes) -> Decommission:
         body = json.loads(data.decode())
         finished = body.get("finished_at")
         return cls(str(body["node"]), float(body["requested_at"]), str(body.get("requested_by", "")),

@@ -55,14 +55,18 @@ def resumed_at(plan: FailoverPlan, shard: str, from_epoch: int) -> float | None:
     return min(found) if found else None
 
 
+def _latest(moments: list[float | None]) -> float | None:
+    """The last of `moments`; None when there are none or one is not known yet."""
+    known = [moment for moment in moments if moment is not None]
+    return max(known) if known and len(known) == len(moments) else None
+
+
 def failover_timelines(plans: dict[str, FailoverPlan], shards: dict[str, ShardOwnership], *,
                        limit: int = 20) -> list[FailoverTimeline]:
     timelines = []
     for plan in plans.values():
-        moments = [taken_over_at(shards.get(move.shard), move.from_epoch) for move in plan.moves]
-        taken = max(moments) if moments and all(m is not None for m in moments) else None
-        firsts = [resumed_at(plan, move.shard, move.from_epoch) for move in plan.moves]
-        resumed = max(firsts) if firsts and all(f is not None for f in firsts) else None
+        taken = _latest([taken_over_at(shards.get(move.shard), move.from_epoch) for move in plan.moves])
+        resumed = _latest([resumed_at(plan, move.shard, move.from_epoch) for move in plan.moves])
         timelines.append(FailoverTimeline(plan.plan_id, plan.dead, plan.created_at, taken, plan.finished_at,
                                           tuple(move.shard for move in plan.moves), resumed))
     timelines.sort(key=lambda t: t.detected_at, reverse=True)

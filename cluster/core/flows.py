@@ -28,11 +28,12 @@ import hashlib
 import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class FlowSnapshot:
-    document: dict
+    document: dict[str, Any]
 
     @property
     def encoded(self) -> bytes:
@@ -43,7 +44,7 @@ class FlowSnapshot:
         return hashlib.sha256(self.encoded).hexdigest()[:16]
 
     @classmethod
-    def decode(cls, data: bytes) -> "FlowSnapshot":
+    def decode(cls, data: bytes) -> FlowSnapshot:
         """From the bytes `encoded` wrote; `UnreadableFlow` (a ValueError) when they are
         not a JSON object: empty, cut short, or not what `encoded` writes."""
         if not data:

@@ -66,7 +66,7 @@ class GuardState:
     granted_timeout: float | None = None  # the grant below `timeout` that ended the session
 
     @classmethod
-    def connected(cls, timeout: float, now: float, gate_fraction: float = GATE_FRACTION) -> "GuardState":
+    def connected(cls, timeout: float, now: float, gate_fraction: float = GATE_FRACTION) -> GuardState:
         return cls(timeout, Phase.CONNECTED, now, gate_fraction=gate_fraction)
 
     # -- queries ---------------------------------------------------------------------
@@ -74,7 +74,9 @@ class GuardState:
         return now - self.confirmed_at
 
     def may_work(self, now: float) -> bool:
-        return self.phase is Phase.CONNECTED and self.gate_open and self.proof_age(now) < self.timeout * self.gate_fraction
+        return (
+            self.phase is Phase.CONNECTED and self.gate_open and self.proof_age(now) < self.timeout * self.gate_fraction
+        )
 
     def refusal(self, now: float) -> str:
         if self.phase is Phase.EXPIRED:
@@ -84,14 +86,14 @@ class GuardState:
         return f"the session was last confirmed {self.proof_age(now):.2f}s ago"
 
     # -- events ----------------------------------------------------------------------
-    def on_confirmed(self, sent_at: float, now: float) -> tuple["GuardState", list[Instruction]]:
+    def on_confirmed(self, sent_at: float, now: float) -> tuple[GuardState, list[Instruction]]:
         """A round trip sent at `sent_at` came back."""
         if self.phase is Phase.EXPIRED:
             return self, []
         state = replace(self, confirmed_at=max(self.confirmed_at, sent_at))
         return state._reopen_if_fresh(now)
 
-    def on_granted(self, granted: float | None) -> tuple["GuardState", list[Instruction]]:
+    def on_granted(self, granted: float | None) -> tuple[GuardState, list[Instruction]]:
         """ZooKeeper granted the session `granted` seconds at its latest connect (None: not
         known). Less than `timeout`: the ensemble would declare the node dead before this
         timer does, and the node would work on meanwhile; the session is over for it."""
@@ -102,7 +104,7 @@ class GuardState:
         return replace(self, phase=Phase.EXPIRED, gate_open=False, granted_timeout=granted,
                        reason=reason), [Instruction.ABORT_ALL]
 
-    def on_connected(self, now: float, granted: float | None = None) -> tuple["GuardState", list[Instruction]]:
+    def on_connected(self, now: float, granted: float | None = None) -> tuple[GuardState, list[Instruction]]:
         """kazoo reconnected to the same session: the server just accepted it, granting
         `granted` seconds (see `on_granted`)."""
         if self.phase is Phase.EXPIRED:
@@ -113,29 +115,35 @@ class GuardState:
         state = replace(self, phase=Phase.CONNECTED, confirmed_at=max(self.confirmed_at, now))
         return state._reopen_if_fresh(now)
 
-    def on_suspended(self, now: float) -> tuple["GuardState", list[Instruction]]:
+    def on_suspended(self, now: float) -> tuple[GuardState, list[Instruction]]:
         if self.phase is not Phase.CONNECTED:
             return self, []
         state = replace(self, phase=Phase.SUSPENDED, gate_open=False, reason="connection suspended")
         return state._check_deadlines(now, [Instruction.CLOSE_GATE])
 
-    def on_lost(self, now: float) -> tuple["GuardState", list[Instruction]]:
+    def on_lost(self, now: float) -> tuple[GuardState, list[Instruction]]:
         if self.phase is Phase.EXPIRED:
             return self, []
-        return replace(self, phase=Phase.EXPIRED, gate_open=False, reason="ZooKeeper says the session expired (LOST)"), [Instruction.ABORT_ALL]
+        return replace(
+            self, phase=Phase.EXPIRED, gate_open=False, reason="ZooKeeper says the session expired (LOST)"
+        ), [Instruction.ABORT_ALL]
 
-    def on_tick(self, now: float) -> tuple["GuardState", list[Instruction]]:
+    def on_tick(self, now: float) -> tuple[GuardState, list[Instruction]]:
         return self._check_deadlines(now, [])
 
     # -- internals -------------------------------------------------------------------
-    def _check_deadlines(self, now: float, out: list[Instruction]) -> tuple["GuardState", list[Instruction]]:
+    def _check_deadlines(self, now: float, out: list[Instruction]) -> tuple[GuardState, list[Instruction]]:
         if self.phase is Phase.EXPIRED:
             return self, out
         age = self.proof_age(now)
         state = self
         if age >= self.timeout:
-            return replace(state, phase=Phase.EXPIRED, gate_open=False,
-                           reason=f"no proof of life for {age:.2f}s >= session timeout {self.timeout}s (own expiry timer)"), out + [Instruction.ABORT_ALL]
+            return replace(
+                state,
+                phase=Phase.EXPIRED,
+                gate_open=False,
+                reason=f"no proof of life for {age:.2f}s >= session timeout {self.timeout}s (own expiry timer)",
+            ), out + [Instruction.ABORT_ALL]
         if age >= self.timeout * self.gate_fraction:
             if state.gate_open:
                 state = replace(state, gate_open=False, reason=f"unconfirmed for {age:.2f}s")
@@ -145,9 +153,13 @@ class GuardState:
                 out = out + [Instruction.ABORT_OPEN_SESSIONS]
         return state, out
 
-    def _reopen_if_fresh(self, now: float) -> tuple["GuardState", list[Instruction]]:
+    def _reopen_if_fresh(self, now: float) -> tuple[GuardState, list[Instruction]]:
         state, out = self._check_deadlines(now, [])
-        if state.phase is Phase.CONNECTED and not state.gate_open and state.proof_age(now) < state.timeout * state.gate_fraction:
+        if (
+            state.phase is Phase.CONNECTED
+            and not state.gate_open
+            and state.proof_age(now) < state.timeout * state.gate_fraction
+        ):
             state = replace(state, gate_open=True, aborted_open=False, reason="")
             out = out + [Instruction.OPEN_GATE]
         return state, out

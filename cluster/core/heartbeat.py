@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 FORMAT_VERSION = 1
 DEFAULT_CAPACITY_WEIGHT = 1.0  # a node's relative size; twice the weight, twice the share
@@ -60,7 +61,7 @@ class Heartbeat:
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "Heartbeat":
+    def from_json(cls, data: bytes) -> Heartbeat:
         body = json.loads(data.decode())
         version = body.pop("version", FORMAT_VERSION)
         if version > FORMAT_VERSION:
@@ -70,7 +71,7 @@ class Heartbeat:
         known = cls.__dataclass_fields__
         return cls(**{key: value for key, value in body.items() if key in known})
 
-    def next(self, *, sent_at: float, **changes) -> "Heartbeat":
+    def next(self, *, sent_at: float, **changes: Any) -> Heartbeat:
         """The following beat: same identity, sequence + 1, new figures."""
         from dataclasses import replace
 

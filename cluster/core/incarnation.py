@@ -24,7 +24,7 @@ class Incarnation:
         return self.id
 
     @staticmethod
-    def parse(incarnation_id: str) -> "Incarnation":
+    def parse(incarnation_id: str) -> Incarnation:
         node, _, epoch = incarnation_id.rpartition("-")
         if not node or not epoch.isdigit():
             raise ValueError(f"not an incarnation id: {incarnation_id!r} (expected <node>-<epoch>)")

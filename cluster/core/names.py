@@ -42,4 +42,5 @@ def check_node_name(name: object) -> str:
     problem = node_name_problem(name)
     if problem is not None:
         raise ValueError(f"node name {name!r} is refused: {problem} (a node name is {RULE})")
+    assert isinstance(name, str)  # node_name_problem refuses whatever is not a str
     return name

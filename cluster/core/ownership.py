@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .story import step_of, tag
-from .transitions import ShardState, sources
+from .transitions import ShardState as ShardState
+from .transitions import sources
 
 HISTORY_LIMIT = 32
 HASH_SPACE = 1 << 32  # divvy slices are ranges of crc32(FlowFile id or swap location)
@@ -62,12 +64,12 @@ class HistoryEntry:
     reason: str = ""
     step: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "owner": self.owner, "state": self.state.value, "at": self.at,
                 "reason": self.reason, "step": self.step}
 
     @classmethod
-    def from_dict(cls, body: dict) -> "HistoryEntry":
+    def from_dict(cls, body: dict[str, Any]) -> HistoryEntry:
         reason = body.get("reason", "")
         # The previous release wrote no "step": its entries carry the step only as the
         # tag their reason ends in. Read it from there for those, and for those alone.
@@ -114,7 +116,7 @@ class ShardOwnership:
 
     # -- JSON (the znode's bytes) ----------------------------------------------------
     def to_json(self) -> bytes:
-        body = {
+        body: dict[str, Any] = {
             "shard": self.shard, "owner": self.owner, "epoch": self.epoch, "state": self.state.value,
             "history": [entry.to_dict() for entry in self.history],
         }
@@ -129,7 +131,7 @@ class ShardOwnership:
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "ShardOwnership":
+    def from_json(cls, data: bytes) -> ShardOwnership:
         body = json.loads(data.decode())
         return cls(
             shard=body["shard"], owner=body.get("owner"), epoch=int(body["epoch"]), state=ShardState(body["state"]),
@@ -163,7 +165,7 @@ def _needs(action: str, current: ShardOwnership) -> Refusal:
 
 
 def _advance(current: ShardOwnership, *, at: float, reason: str, step: str | None = None,
-             **changes) -> ShardOwnership:
+             **changes: Any) -> ShardOwnership:
     moved = replace(current, **changes)
     text = f"{reason} {tag(step)}" if step else reason
     entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, text, step)
@@ -213,7 +215,13 @@ def reassign(current: ShardOwnership, to_owner: str, *, expected_epoch: int, at:
     if current.state not in sources("reassign"):
         return Refusal(current.shard, f"cannot reassign a {current.state.value} shard", current.owner, current.epoch)
     if current.epoch != expected_epoch:
-        return Refusal(current.shard, f"planned at epoch {expected_epoch}, now at {current.epoch}", current.owner, current.epoch, stale=True)
+        return Refusal(
+            current.shard,
+            f"planned at epoch {expected_epoch}, now at {current.epoch}",
+            current.owner,
+            current.epoch,
+            stale=True,
+        )
     if current.owner == to_owner:
         return Refusal(current.shard, f"{to_owner} already owns it", current.owner, current.epoch)
     return _advance(current, at=at, reason=reason or f"reassigned from {current.owner}", step=step,
@@ -266,25 +274,60 @@ def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, e
     if current.state not in sources("split"):
         return Refusal(current.shard, f"cannot split a {current.state.value} shard", current.owner, current.epoch)
     if current.epoch != expected_epoch:
-        return Refusal(current.shard, f"planned at epoch {expected_epoch}, now at {current.epoch}", current.owner, current.epoch, stale=True)
+        return Refusal(
+            current.shard,
+            f"planned at epoch {expected_epoch}, now at {current.epoch}",
+            current.owner,
+            current.epoch,
+            stale=True,
+        )
     ordered = sorted(slices, key=lambda s: s[2])
     edges = [0] + [edge for s in ordered for edge in (s[2], s[3])] + [HASH_SPACE]
-    if not ordered or any(edges[i] != edges[i + 1] for i in range(0, len(edges), 2)) or any(s[2] >= s[3] for s in ordered):
-        return Refusal(current.shard, f"slices {[(s[2], s[3]) for s in ordered]} do not cover the hash space exactly once", current.owner, current.epoch)
+    if (
+        not ordered
+        or any(edges[i] != edges[i + 1] for i in range(0, len(edges), 2))
+        or any(s[2] >= s[3] for s in ordered)
+    ):
+        return Refusal(
+            current.shard,
+            f"slices {[(s[2], s[3]) for s in ordered]} do not cover the hash space exactly once",
+            current.owner,
+            current.epoch,
+        )
     epoch = current.epoch + 1
     why = f" ({reason})" if reason else ""
-    parent = _advance(current, at=at, reason=f"split into {len(ordered)} slices{why}", step=step, owner=None, epoch=epoch,
-                      state=ShardState.SPLIT, children=tuple(s[0] for s in ordered))
+    parent = _advance(
+        current,
+        at=at,
+        reason=f"split into {len(ordered)} slices{why}",
+        step=step,
+        owner=None,
+        epoch=epoch,
+        state=ShardState.SPLIT,
+        children=tuple(s[0] for s in ordered),
+    )
     children = [
-        _advance(ShardOwnership(child, owner, epoch, ShardState.ADOPTING, source=SliceSource(current.shard, epoch, low, high),
-                          flow=current.flow),
-                 at=at, reason=f"slice [{low}, {high}) of {current.shard}{why}", step=step)
+        _advance(
+            ShardOwnership(
+                child,
+                owner,
+                epoch,
+                ShardState.ADOPTING,
+                source=SliceSource(current.shard, epoch, low, high),
+                flow=current.flow,
+            ),
+            at=at,
+            reason=f"slice [{low}, {high}) of {current.shard}{why}",
+            step=step,
+        )
         for child, owner, low, high in ordered
     ]
     return parent, children
 
 
-def retire_split_parent(parent: ShardOwnership, children: dict[str, ShardOwnership], *, at: float) -> ShardOwnership | Refusal:
+def retire_split_parent(
+    parent: ShardOwnership, children: dict[str, ShardOwnership], *, at: float
+) -> ShardOwnership | Refusal:
     """A SPLIT parent retires once every child is seeded (its copy is durable in the
     child's own WAL); until then a crashed child adopter re-copies from the parent."""
     if parent.state not in sources("retire_split_parent"):

@@ -37,6 +37,7 @@ Policies:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from .heartbeat import Heartbeat, QueueLoad
@@ -71,7 +72,9 @@ def score(beat: Heartbeat, *, min_free_disk: int = MIN_FREE_DISK) -> float:
     return beat.capacity_weight * headroom * backlog * disk
 
 
-def rank(beats: list[Heartbeat], *, exclude: set[str] = frozenset(), min_free_disk: int = MIN_FREE_DISK) -> list[Candidate]:
+def rank(
+    beats: list[Heartbeat], *, exclude: Collection[str] = frozenset(), min_free_disk: int = MIN_FREE_DISK
+) -> list[Candidate]:
     """Eligible survivors, best first, ties broken deterministically."""
     candidates = [
         Candidate(beat.incarnation, score(beat, min_free_disk=min_free_disk), beat.queued_count)

@@ -43,7 +43,9 @@ class Move:
 
     @property
     def targets(self) -> tuple[str, ...]:
-        return tuple(s.owner for s in self.slices) if self.slices else (self.to,)
+        if self.slices:
+            return tuple(s.owner for s in self.slices)
+        return () if self.to is None else (self.to,)
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,16 @@ class FailoverPlan:
         }, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "FailoverPlan":
+    def from_json(cls, data: bytes) -> FailoverPlan:
         body = json.loads(data.decode())
         moves = tuple(
-            Move(m["shard"], m["from_owner"], int(m["from_epoch"]), m.get("to"), tuple(Slice(**s) for s in m.get("slices", ())))
+            Move(
+                m["shard"],
+                m["from_owner"],
+                int(m["from_epoch"]),
+                m.get("to"),
+                tuple(Slice(**s) for s in m.get("slices", ())),
+            )
             for m in body["moves"]
         )
         return cls(body["plan_id"], body["dead"], body["leader"], body["created_at"], body["policy"], moves,

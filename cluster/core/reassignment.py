@@ -125,8 +125,10 @@ def decide(view: LeaderView) -> list[Instruction]:
             dead_targets = [m for m in pending if any(t not in view.live for t in m.targets)]
             uncovered = [s.shard for s in shards if s.shard not in planned]
             if dead_targets or uncovered:
-                reason = (f"targets gone: {sorted({t for m in dead_targets for t in m.targets if t not in view.live})}; "
-                          f"shards not planned: {sorted(uncovered)}")
+                reason = (
+                    f"targets gone: {sorted({t for m in dead_targets for t in m.targets if t not in view.live})}; "
+                    f"shards not planned: {sorted(uncovered)}"
+                )
                 note = f"{tag(revise_step(dead, plan.revision))} {reason}"
                 plan = replace(fresh, created_at=plan.created_at, revision=plan.revision, notes=plan.notes + (note,))
                 out.append(RevisePlan(plan, reason))

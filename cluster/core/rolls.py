@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .heartbeat import Heartbeat
 from .incarnation import Incarnation
@@ -81,7 +82,7 @@ class Roll:
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "Roll":
+    def from_json(cls, data: bytes) -> Roll:
         body = json.loads(data.decode())
         if not isinstance(body, dict):
             raise ValueError("a roll is a JSON object")
@@ -255,7 +256,7 @@ def owns_nothing(incarnation: str, shards: dict[str, ShardOwnership]) -> bool:
     return True
 
 
-def _step(roll: Roll, index: int, **changes) -> Roll:
+def _step(roll: Roll, index: int, **changes: Any) -> Roll:
     steps = list(roll.steps)
     steps[index] = replace(steps[index], **changes)
     return replace(roll, steps=tuple(steps))
@@ -265,7 +266,7 @@ def _fail(roll: Roll, index: int, view: RollView, detail: str) -> Roll:
     return _fail_step(roll, index, detail, leader=view.leader, at=view.now)
 
 
-def _fail_step(roll: Roll, index: int, detail: str, *, leader: str | None, at: float, **changes) -> Roll:
+def _fail_step(roll: Roll, index: int, detail: str, *, leader: str | None, at: float, **changes: Any) -> Roll:
     step = roll.steps[index]
     failed = _step(roll, index, state=STEP_FAILED, detail=detail, **changes)
     return _finish_at(failed, FAILED, leader=leader, at=at, error=f"{step.incarnation}: {detail}")

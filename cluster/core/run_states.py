@@ -69,7 +69,7 @@ class NodeRunStates:
     def stopped(self) -> frozenset[str]:
         return frozenset(pid for pid, entry in self.processors.items() if entry.state == STOPPED)
 
-    def with_state(self, processor: str, entry: ProcessorRunState) -> "NodeRunStates":
+    def with_state(self, processor: str, entry: ProcessorRunState) -> NodeRunStates:
         """This record with `processor` set to `entry`; the record itself when nothing
         would change but the time (so that no write is made)."""
         current = self.processors.get(processor)
@@ -85,7 +85,7 @@ class NodeRunStates:
             for pid, e in sorted(self.processors.items())}}, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "NodeRunStates":
+    def from_json(cls, data: bytes) -> NodeRunStates:
         body = json.loads(data.decode())
         if not isinstance(body, dict) or not isinstance(body.get("processors", {}), dict):
             raise ValueError("a run-state record is a JSON object with a 'processors' object")

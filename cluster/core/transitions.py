@@ -85,9 +85,14 @@ _BY_PAIR: dict[tuple[ShardState | None, ShardState], Transition] = {(t.before, t
 class OwnershipRecord(Protocol):
     """What the rules read of a record: a `ShardOwnership` or one of its history entries."""
 
-    owner: str | None
-    epoch: int
-    state: ShardState
+    @property
+    def owner(self) -> str | None: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def state(self) -> ShardState: ...
 
 
 @dataclass(frozen=True)

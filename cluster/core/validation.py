@@ -49,7 +49,7 @@ from .heartbeat import Heartbeat
 from .ownership import HISTORY_LIMIT, ShardOwnership
 from .plans import FailoverPlan, pending_moves
 from .rolls import IN_PROGRESS, RUNNING, WAITING, Roll
-from .transitions import ShardState, Violation, check_transition
+from .transitions import OwnershipRecord, ShardState, Violation, check_transition
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def _histories(view: ClusterView) -> Iterator[Violation]:
             before = after
 
 
-def _entry(entry) -> str:
+def _entry(entry: OwnershipRecord | None) -> str:
     return "nowhere (it is empty)" if entry is None else f"{entry.state.value}@{entry.epoch} ({entry.owner})"
 
 
@@ -107,7 +107,11 @@ def _split_families(view: ClusterView) -> Iterator[Violation]:
             missing = [child for child in shard.children if child not in view.shards]
             if missing:
                 yield Violation("split-family", f"shard {name}", f"split, but its slices {missing} have no znode")
-        if shard.source is not None and shard.state is not ShardState.RETIRED and shard.source.parent not in view.shards:
+        if (
+            shard.source is not None
+            and shard.state is not ShardState.RETIRED
+            and shard.source.parent not in view.shards
+        ):
             yield Violation("split-family", f"shard {name}",
                             f"a slice still {shard.state.value}, but its parent {shard.source.parent} has no znode")
 

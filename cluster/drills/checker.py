@@ -20,6 +20,10 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
 
 
 @dataclass
@@ -98,7 +102,7 @@ class RepositoryReport:
                 f"{len(self.provenance_unexpected)} unexpected, {len(self.provenance_created_twice)} created twice")
 
 
-def claimant_mismatches(content, claims: Iterable) -> dict:
+def claimant_mismatches(content: ContentStore, claims: Iterable) -> dict:
     """{resource: (expected, actual)} where the repository's claimant count differs from
     the number of `claims` (ContentClaims) in that resource."""
     expected = Counter(claim.resource for claim in claims if claim is not None)
@@ -139,7 +143,7 @@ def check_node_repositories(data_dir: str, *, delivered_uuids: Iterable[str] = (
         summary = store.read_summary(location)
         report.swap_files += 1
         report.swapped_flowfiles += summary.count
-        for resource, (count, end) in summary.resources.items():
+        for resource, (_count, end) in summary.resources.items():
             ends[resource] = max(ends.get(resource, 0), end)
     for claim in claims:
         ends[claim.resource] = max(ends.get(claim.resource, 0), claim.offset + claim.length)
@@ -254,7 +258,7 @@ class StoredEvent:
     event_time_ms: int
 
     @classmethod
-    def parse(cls, line: str) -> "StoredEvent":
+    def parse(cls, line: str) -> StoredEvent:
         from repositories.provenance import EventType
 
         kind, *rest = json.loads(line)

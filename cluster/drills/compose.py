@@ -83,7 +83,7 @@ class ComposeTarget(FlowWorkloadViews):
         self._cut: tuple[str, list[str]] | None = None  # the partitioned service, its networks
 
     @classmethod
-    def from_arguments(cls, arguments) -> "ComposeTarget":
+    def from_arguments(cls, arguments) -> ComposeTarget:
         name = getattr(arguments, "project", None) or os.environ.get("COMPOSE_PROJECT_NAME") \
             or _project_name(arguments.compose_file or "docker-compose.yml")
         try:
@@ -96,7 +96,7 @@ class ComposeTarget(FlowWorkloadViews):
         self.client = ClientFactory(ZooKeeperSettings(self.zk_hosts, session_timeout=10.0,
                                                       credentials=self.zookeeper_credentials())).start_zookeeper()
         self.store = ClusterStore(self.client, self.layout)
-        for name, service in self.nodes.items():
+        for service in self.nodes.values():
             if self.project.status(service) == "paused":
                 self.project.unpause(service)
             elif self.project.status(service) != "running":
@@ -196,7 +196,9 @@ class ComposeTarget(FlowWorkloadViews):
 
     def _start(self, name: str, before: str | None, timeout: float) -> None:
         self.launch(name)
-        wait_until(lambda: self.incarnation(name) not in (None, before), timeout, f"{name} to join again after {before}")
+        wait_until(
+            lambda: self.incarnation(name) not in (None, before), timeout, f"{name} to join again after {before}"
+        )
 
     def expire_session(self, name: str) -> None:
         service = self.nodes[name]
@@ -216,8 +218,12 @@ class ComposeTarget(FlowWorkloadViews):
 
     # -- faults to the services -----------------------------------------------------------
     def kill_zookeeper_follower(self) -> str:
-        followers = [s for s in self.zookeeper_members if self.project.status(s) == "running"
-                     and self.project.container(s).exec_run(["custody-probe", "2181", "srvr", "Mode: follower"]).exit_code == 0]
+        followers = [
+            s
+            for s in self.zookeeper_members
+            if self.project.status(s) == "running"
+            and self.project.container(s).exec_run(["custody-probe", "2181", "srvr", "Mode: follower"]).exit_code == 0
+        ]
         if not followers:
             raise ServiceError("the ZooKeeper ensemble has no follower to kill (no quorum?)")
         # The member whose port the drill reads ZooKeeper through goes last.
@@ -289,7 +295,9 @@ class ComposeTarget(FlowWorkloadViews):
     def _node_config(self, service: str) -> dict:
         result = self.project.container(service).exec_run(["cat", NODE_CONFIG])
         if result.exit_code != 0:
-            raise TargetUnavailable(f"cannot read {NODE_CONFIG} in {service}: {result.output.decode(errors='replace')[:200]}")
+            raise TargetUnavailable(
+                f"cannot read {NODE_CONFIG} in {service}: {result.output.decode(errors='replace')[:200]}"
+            )
         return tomllib.loads(result.output.decode())
 
     def _env(self, service: str) -> dict:

@@ -26,8 +26,12 @@ import json
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..node.events import NodeEvent
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
@@ -39,14 +43,14 @@ class ComposeNotRunning(Exception):
 
 
 class ComposeProject:
-    def __init__(self, name: str, client):
+    def __init__(self, name: str, client: DockerClient):
         self.name, self.client = name, client
         self._events: dict[str, tuple[float, list[dict]]] = {}
         self._lock = threading.Lock()
         self.nodes = self._node_services()
 
     @classmethod
-    def attach(cls, name: str) -> "ComposeProject":
+    def attach(cls, name: str) -> ComposeProject:
         """The running project `name`: `ComposeNotRunning` (saying what to run) if the
         engine cannot be reached or no container of the project runs."""
         import docker
@@ -56,7 +60,9 @@ class ComposeProject:
             client = docker.from_env()
             client.ping()
         except DockerException as error:
-            raise ComposeNotRunning(f"cannot reach the Docker engine ({error}); start it, or set DOCKER_HOST") from error
+            raise ComposeNotRunning(
+                f"cannot reach the Docker engine ({error}); start it, or set DOCKER_HOST"
+            ) from error
         running = client.containers.list(filters={"label": f"{PROJECT_LABEL}={name}"})
         if not running:
             raise ComposeNotRunning(f"compose project {name!r} has no running container: start it with "

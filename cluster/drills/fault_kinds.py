@@ -58,7 +58,9 @@ def parse_faults(text: str | None, supported, target: str = "this") -> tuple[str
     for word in words:
         name = word if word in BY_NAME else _FORMER.get(word)
         if name is None:
-            raise DrillUsageError(f"unknown fault {word!r}; valid faults: {', '.join(kind.name for kind in FAULT_KINDS)}")
+            raise DrillUsageError(
+                f"unknown fault {word!r}; valid faults: {', '.join(kind.name for kind in FAULT_KINDS)}"
+            )
         if name not in supported:
             hint = " (a network partition needs containers: --target compose)" if name == "partition" else ""
             raise DrillUsageError(f"fault {name!r} cannot be injected on the {target} target{hint}; "

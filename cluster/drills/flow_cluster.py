@@ -129,8 +129,10 @@ class FlowWorkloadViews(ZooKeeperViews):
         now = time.time()
         members = [f"{name} {beat.queued_count} queued {sorted(k for k, q in beat.queues.items() if q.count)}, "
                    f"heartbeat {now - beat.sent_at:.0f}s old" for name, beat in sorted(beats.items())]
-        stuck = [f"{s.shard} {s.state.name.lower()} owned by {s.owner}" + ("" if s.owner in beats else " (not a member)")
-                 for s in _shards_in_flight(shards, set(beats))]
+        stuck = [
+            f"{s.shard} {s.state.name.lower()} owned by {s.owner}" + ("" if s.owner in beats else " (not a member)")
+            for s in _shards_in_flight(shards, set(beats))
+        ]
         return "; ".join(members or ["no member in ZooKeeper"]) + (f"; shards: {', '.join(stuck)}" if stuck else "")
 
 
@@ -163,26 +165,42 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
                  *(f"{key} = {_toml_value(str(value))}" for key, value in (parameters or {}).items()),
                  ""]
         tables = {
-            "zookeeper": {"hosts": self.zk_hosts, "cluster": self.cluster, "session_timeout": SESSION_TIMEOUT,
-                          **({"credentials_file": self.credentials_file} if self.credentials_file else {"insecure": True})},
+            "zookeeper": {
+                "hosts": self.zk_hosts,
+                "cluster": self.cluster,
+                "session_timeout": SESSION_TIMEOUT,
+                **({"credentials_file": self.credentials_file} if self.credentials_file else {"insecure": True}),
+            },
             "hdfs": {"url": self.hdfs_url, "root": self.hdfs_root, "io_timeout": IO_TIMEOUT},
             "hdfs.config": dict(sorted(self.hdfs_config.items())),
-            "node": {"threads": threads, "capacity_weight": weight, "policy": policy, "wal_partitions": 1,
-                     "checkpoint_interval": 30.0},
+            "node": {
+                "threads": threads,
+                "capacity_weight": weight,
+                "policy": policy,
+                "wal_partitions": 1,
+                "checkpoint_interval": 30.0,
+            },
             "admin": {"port": 0},  # every node's admin API on a free port of its own (heartbeats show which)
         }
         for section, table in (sections or {}).items():
             tables[section] = {**tables.get(section, {}), **table}
         for section, table in tables.items():
-            lines += [f"[{section}]", *(f"{json.dumps(str(key))} = {_toml_value(value)}" for key, value in table.items()),
-                      ""]
+            lines += [
+                f"[{section}]",
+                *(f"{json.dumps(str(key))} = {_toml_value(value)}" for key, value in table.items()),
+                "",
+            ]
         path = str(self.workdir / f"{name}.toml")
         with open(path, "w") as out:
             out.write("\n".join(lines))
         return path
 
     def start(self, name: str, **config) -> NodeProcess:
-        path = self.write_config(name, **config) if config or name not in self.directories else str(self.workdir / f"{name}.toml")
+        path = (
+            self.write_config(name, **config)
+            if config or name not in self.directories
+            else str(self.workdir / f"{name}.toml")
+        )
         argv = [sys.executable, "-m", "cluster.cli", "node", "--config", path, "--events"]
         node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
         self.nodes[name] = node

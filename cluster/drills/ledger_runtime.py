@@ -163,7 +163,9 @@ class LedgerRuntime:
             for _ in range(self.admit_batch):
                 sequence += 1
                 record_id = f"{self.incarnation}.{sequence}"
-                batch.append(FlowFileRecord(record_id, {"source": self.incarnation}, None, QUEUE, 0, sequence, sequence))
+                batch.append(
+                    FlowFileRecord(record_id, {"source": self.incarnation}, None, QUEUE, 0, sequence, sequence)
+                )
             for record in batch:
                 append_line(os.path.join(self.sink, "admitting.log"), record.id)
             outcome = self._commit([Put(record) for record in batch], "admit")
@@ -258,14 +260,18 @@ class LedgerRuntime:
         one when it ends. A checkpoint is a roll of the WAL (which every update after a
         failed write tries first anyway); it succeeds once HDFS is back."""
         self.events(NodeEvent.STORAGE_DOWN, shard=self.handle.shard, epoch=self.handle.epoch)
-        log.error("shard %s: storage unavailable; commits roll back and are retried until it returns", self.handle.shard)
+        log.error(
+            "shard %s: storage unavailable; commits roll back and are retried until it returns", self.handle.shard
+        )
         started = time.monotonic()
         while not self._stopped.wait(1.0):
             try:
                 wal.checkpoint()
             except Exception:  # noqa: BLE001 - still down: no stack trace per attempt
                 continue
-            log.warning("shard %s: storage is back after %.1fs; resuming", self.handle.shard, time.monotonic() - started)
+            log.warning(
+                "shard %s: storage is back after %.1fs; resuming", self.handle.shard, time.monotonic() - started
+            )
             self.events(NodeEvent.STORAGE_UP, shard=self.handle.shard, epoch=self.handle.epoch)
             return True
         return False

@@ -98,12 +98,12 @@ class LocalTarget(ZooKeeperViews):
                              if services else f"{self.workdir} (nodes: <name>.log and <name>.log.events)")
 
     @classmethod
-    def on_services(cls, zookeeper, hdfs, cluster: FlowCluster, names=NAMES, **workload) -> "LocalTarget":
+    def on_services(cls, zookeeper, hdfs, cluster: FlowCluster, names=NAMES, **workload) -> LocalTarget:
         """On services someone else runs (the test fixtures), with their `FlowCluster`."""
         return cls(names, workdir=cluster.workdir, zookeeper=zookeeper, hdfs=hdfs, cluster=cluster, **workload)
 
     @classmethod
-    def from_arguments(cls, arguments) -> "LocalTarget":
+    def from_arguments(cls, arguments) -> LocalTarget:
         """`custody drill --target local [--workdir DIR] [--nodes N]`: services of its
         own in DIR (a new temporary directory by default), started by `start_all`."""
         # Named now, made by start_all: a drill refused for its arguments leaves nothing.

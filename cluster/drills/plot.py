@@ -126,14 +126,16 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
         axes.set_xlim(0, duration)
         shown = set()
         faulted = [entry for entry in report["rounds"] if "fault_at" in entry.get("phases", {})]
-        levels = label_levels([entry["phases"]["fault_at"] - origin for entry in faulted], LABEL_INCHES * duration / width)
+        levels = label_levels(
+            [entry["phases"]["fault_at"] - origin for entry in faulted], LABEL_INCHES * duration / width
+        )
         for entry in report["rounds"]:
             phases = entry.get("phases", {})
             for start, end, label, colour in PHASES:
                 if start in phases and end in phases and phases[end] > phases[start]:
                     axes.axvspan(phases[start] - origin, phases[end] - origin, color=colour, alpha=0.25, linewidth=0)
                     shown.add(label)
-        for entry, level in zip(faulted, levels):
+        for entry, level in zip(faulted, levels, strict=False):
             at = entry["phases"]["fault_at"] - origin
             axes.axvline(at, color="black", linewidth=0.9 if duration <= SMOOTH_AFTER_S else 0.4, linestyle="--")
             if level is not None:  # left out where it would overlap (the lower panel has every round)
@@ -148,8 +150,9 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
         axes.set_ylabel("FlowFiles delivered per second")
         verdict = "exactly once held" if report.get("ok") else "FAILED"
         note = f" ({unlabelled} fault labels left out where they would overlap)" if unlabelled else ""
-        axes.set_title((title or f"custody drill ({report.get('target', '?')}): {len(report['rounds'])} rounds, {verdict}")
-                       + note)
+        axes.set_title(
+            (title or f"custody drill ({report.get('target', '?')}): {len(report['rounds'])} rounds, {verdict}") + note
+        )
         axes.grid(axis="y", alpha=0.3)
 
         marks = outages(report, origin)

@@ -104,7 +104,10 @@ def table(report: dict) -> str:
     """The summary as a table a person reads, then the whole run's check and verdict."""
     header = (f"{'fault':<12} {'rounds':>6} {'dups seen':>9}   "
               + "  ".join(f"{label:<17}" for label in ("detection s", "takeover s", "resume s", "death->resume s")))
-    lines = [header.rstrip(), (f"{'':<12} {'':>6} {'':>9}   " + "  ".join(f"{'p50/p99/max':<17}" for _ in TIMINGS)).rstrip()]
+    lines = [
+        header.rstrip(),
+        (f"{'':<12} {'':>6} {'':>9}   " + "  ".join(f"{'p50/p99/max':<17}" for _ in TIMINGS)).rstrip(),
+    ]
     for fault, figures in report["summary"].items():
         if fault == "all":
             continue

@@ -59,7 +59,7 @@ class DeliverySampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="drill-sampler", daemon=True)
 
-    def start(self) -> "DeliverySampler":
+    def start(self) -> DeliverySampler:
         self._thread.start()
         return self
 

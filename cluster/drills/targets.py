@@ -74,7 +74,7 @@ class DrillTarget(Protocol):
 
     # -- life ---------------------------------------------------------------------
     @classmethod
-    def from_arguments(cls, arguments) -> "DrillTarget":
+    def from_arguments(cls, arguments) -> DrillTarget:
         """A target from `custody drill`'s parsed arguments (an argparse Namespace:
         workdir, nodes, compose_file, ...; each class reads those it knows). Cheap: it
         may read files and ask whether the cluster is there (a compose project not

@@ -13,11 +13,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from replication.hdfs_content import hdfs_content_root
 
 from ..core.collection import DEFAULT_RETENTION, CollectionPlan, CollectionView, plan_collection
 from ..errors import first_line
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +37,7 @@ def containers_directory(layout) -> str:
 
 
 class ContentCollector:
-    def __init__(self, store, storage, *, retention: float = DEFAULT_RETENTION,
+    def __init__(self, store, storage: Storage, *, retention: float = DEFAULT_RETENTION,
                  wall_clock: Callable[[], float] = time.time):
         self.store, self.layout, self.storage = store, store.layout, storage
         self.retention = retention

@@ -16,7 +16,7 @@ is decommissioned does not join, and a running one that is decommissioned leaves
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..core.decommission import Decommission
 from ..errors import ConfigurationRefused

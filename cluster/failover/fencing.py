@@ -24,12 +24,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from repositories.seams import FaultSeams
 from repositories.storage import StorageError, StorageFileNotFound, files_under
 from repositories.storage.leases import LeaseRecoveryTimeout, recover_leases
 
-from ..errors import FenceTimeout, FencedError
+from ..errors import FencedError, FenceTimeout
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,7 @@ class FenceReport:
     seconds: float = 0.0    # the whole fence, rename to the last lease recovered
 
 
-def current_directory(storage, layout, shard: str) -> tuple[str | None, int | None]:
+def current_directory(storage: Storage, layout, shard: str) -> tuple[str | None, int | None]:
     """(path, fenced epoch or None) of the shard's data as it is now, or (None, None)."""
     parent_dir = layout.hdfs_shards
     original = layout.shard_directory(shard)
@@ -81,7 +85,7 @@ def current_directory(storage, layout, shard: str) -> tuple[str | None, int | No
     return best
 
 
-def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=time.monotonic,
+def fence(storage: Storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=time.monotonic,
           first_wait: float = DEFAULT_FIRST_WAIT, fast_window: float = 2.0, max_wait: float = 8.0,
           timeout: float = DEFAULT_FENCE_TIMEOUT, hooks: FenceHooks | None = None) -> FenceReport:
     """Fence `shard` for its new owner at `epoch` and return where its data now is.
@@ -93,7 +97,12 @@ def fence(storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=ti
     found, found_epoch = current_directory(storage, layout, shard)
     renamed_from = None
     if found_epoch is not None and found_epoch > epoch:
-        raise FencedError(shard, found_epoch, None, reason=f"it was fenced at epoch {found_epoch} by a newer owner; this adopter at epoch {epoch} is stale")
+        raise FencedError(
+            shard,
+            found_epoch,
+            None,
+            reason=f"it was fenced at epoch {found_epoch} by a newer owner; this adopter at epoch {epoch} is stale",
+        )
     if found is None:
         # The owner died before it wrote anything: nothing to recover. The empty fenced
         # directory still marks the epoch, so a late old owner cannot create the original.

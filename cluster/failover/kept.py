@@ -38,6 +38,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from repositories.flowfile import (
     CorruptJournalError,
@@ -74,6 +75,9 @@ from .kept_states import (
     split_state,
 )
 
+if TYPE_CHECKING:
+    from repositories.storage import Storage
+
 log = logging.getLogger(__name__)
 
 BUSY_INTERVAL = 5.0  # seconds between rounds while a decommission is not finished
@@ -83,7 +87,7 @@ DAMAGED = (WalDamagedError, CorruptJournalError, CorruptSnapshotError, CorruptRe
 
 
 class KeptDirectories:
-    def __init__(self, store, storage, *, retention: float = DEFAULT_ABSENT_NODE_RETENTION,
+    def __init__(self, store, storage: Storage, *, retention: float = DEFAULT_ABSENT_NODE_RETENTION,
                  survivor: Callable[[], object | None] = lambda: None, wall_clock: Callable[[], float] = time.time,
                  record: Callable[[str, str], None] = lambda kind, detail: None):
         self.store, self.storage, self.layout = store, storage, store.layout
@@ -205,7 +209,11 @@ class KeptDirectories:
             if split.dropped:
                 dropped.append(f"{directory.name}: dropped {what}: {split.dropped}")
             if split.portable:
-                portable[processor] = (types.get(processor, ""), split.portable, f"{what} ({split.keys} idempotency key(s))")
+                portable[processor] = (
+                    types.get(processor, ""),
+                    split.portable,
+                    f"{what} ({split.keys} idempotency key(s))",
+                )
         handed = []
         if portable:
             outcomes = self._hand_to_survivor(directory, portable)

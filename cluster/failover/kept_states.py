@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from flow.processor import Processor
 from flow.processors import PROCESSOR_TYPES
@@ -30,6 +31,9 @@ from repositories.flowfile import FlowFileSerDe, list_wal_files, read_state
 from ..core.flows import FlowSnapshot
 from ..core.layout import ClusterLayout
 from ..errors import ClusterError
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 SHOWN = 5  # paths named in a warning; the rest are counted
 
@@ -43,14 +47,14 @@ class HandOverPostponed(ClusterError):
     hand-over, or a processor is stopping); asked again on a later round."""
 
 
-def _checkpoint_marks(storage, wal: str) -> tuple:
+def _checkpoint_marks(storage: Storage, wal: str) -> tuple:
     """What a checkpoint changes (the snapshot, a partial one, the journals' names)
     and what appends do not: a read between two equal marks saw one consistent WAL."""
     return tuple(sorted((status.name, status.length, status.modified) if not status.name.startswith("journal")
                         else (status.name,) for status in storage.list(wal)))
 
 
-def earlier_states(storage, directory: str) -> dict[str, dict[str, str]]:
+def earlier_states(storage: Storage, directory: str) -> dict[str, dict[str, str]]:
     """Every processor state in the WAL of the shard at `directory`, by processor id.
     Its adopter may checkpoint that WAL meanwhile (a new snapshot, journals of the same
     names begun again): `WalChanged` then, and the caller reads again."""
@@ -64,7 +68,7 @@ def earlier_states(storage, directory: str) -> dict[str, dict[str, str]]:
     return states_of(state.records.values())
 
 
-def processor_types(storage, directory: str) -> dict[str, str]:
+def processor_types(storage: Storage, directory: str) -> dict[str, str]:
     """Processor id -> type in the flow the shard at `directory` was written under
     (its `flow.json`); empty when it has none, or one that cannot be read."""
     path = ClusterLayout.flow_file(directory)
@@ -116,7 +120,7 @@ def split_state(processor: str, state: Mapping[str, str], machine: str) -> Split
         parts.append(f"{len(paths)} file(s) it took on {machine}'s machine and had not deleted or moved yet "
                      f"({', '.join(paths[:SHOWN])}{more}): if {machine} is connected again, it takes them again")
     if intake.listing.timestamp_ms >= 0:
-        at = datetime.datetime.fromtimestamp(intake.listing.timestamp_ms / 1000, datetime.timezone.utc)
+        at = datetime.datetime.fromtimestamp(intake.listing.timestamp_ms / 1000, datetime.UTC)
         parts.append(f"its listing mark on {machine}'s machine (files modified up to {at:%Y-%m-%d %H:%M:%S} UTC "
                      "listed): if it is connected again, it lists them again")
     return SplitState(portable, len(intake.keys), "; ".join(parts) or None)

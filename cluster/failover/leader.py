@@ -30,8 +30,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from repositories.instruments import Counter
 from repositories.seams import FaultSeams
@@ -51,10 +52,13 @@ from ..core.reassignment import (
 )
 from ..core.story import StoryEntry, tag
 from ..errors import ClusterError, OwnershipConflict
-from .collector import ContentCollector
 from ..zk.decommissions import DecommissionRecords
+from .collector import ContentCollector
 from .kept import KeptDirectories
 from .rolling import RollDriver
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +86,7 @@ class Leader:
 
     def __init__(self, store, incarnation: str, *, policy: str = DEFAULT_POLICY, period: float = 1.0,
                  may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
-                 wall_clock=time.time, story_limit: int = 200, storage=None,
+                 wall_clock=time.time, story_limit: int = 200, storage: Storage | None = None,
                  collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION,
                  plans_led: Counter | None = None, absent_node_retention: float = DEFAULT_ABSENT_NODE_RETENTION,
                  survivor: Callable[[], object | None] = lambda: None):
@@ -215,8 +219,9 @@ class Leader:
                             if name in live or name in owners}
         plans = {name: entry[0] for name, entry in self.plans.open_plans().items()}
         leaving = draining(self.decommissioned.names(), live)
-        return LeaderView(self.incarnation, self._wall_clock(), live, shards, plans, dict(self._last_beats), self.policy,
-                          leaving)
+        return LeaderView(
+            self.incarnation, self._wall_clock(), live, shards, plans, dict(self._last_beats), self.policy, leaving
+        )
 
     def step(self) -> list:
         view = self.read_view()
@@ -231,7 +236,9 @@ class Leader:
     def _carry_out(self, instruction) -> bool:
         step = step_of_instruction(instruction)
         if isinstance(instruction, WritePlan):
-            plan = replace(instruction.plan, notes=instruction.plan.notes + (f"{tag(step)} written by {self.incarnation}",))
+            plan = replace(
+                instruction.plan, notes=instruction.plan.notes + (f"{tag(step)} written by {self.incarnation}",)
+            )
             if not self.plans.create(plan):
                 return False
             self.plans_led.add()

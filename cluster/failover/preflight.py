@@ -13,14 +13,18 @@ backoff (`cluster.node.lifecycle`) under none.
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 
 from ..core.layout import ClusterLayout
 from ..errors import StorageUnavailable
 
+if TYPE_CHECKING:
+    from repositories.storage import Storage
+
 PROBE = b"custody write probe\n"
 
 
-def probe_storage(storage, layout: ClusterLayout, node: str) -> None:
+def probe_storage(storage: Storage, layout: ClusterLayout, node: str) -> None:
     """Write, hsync, close and delete the node's probe file; `StorageUnavailable` if any
     step fails. Also makes the cluster's shard directory, as joining needs it."""
     path = layout.probe_file(node)

@@ -68,7 +68,7 @@ class RollDriver:
             if note not in roll.notes:
                 log.info("deploy of flow version %s: %s", roll.version, note)
                 self._record("deploy", f"{roll.version}: {note}")
-        for before, after in zip(roll.steps, following.steps):
+        for before, after in zip(roll.steps, following.steps, strict=False):
             if (before.state, before.detail) != (after.state, after.detail):
                 log.info("deploy of flow version %s: %s %s %s", roll.version, after.incarnation, after.state,
                          after.detail)

@@ -21,8 +21,8 @@ content of an earlier incarnation is deleted by the next (its claims are on HDFS
 from __future__ import annotations
 
 import logging
-import os
 import threading
+from typing import TYPE_CHECKING
 
 from flow.definition import read_flow_document
 from flow.errors import FlowError
@@ -48,16 +48,19 @@ from ..zk.client import is_connected
 from ..zk.store import ClusterStore
 from .config import NodeConfig
 from .content import open_node_content
-from .decommission import check_may_connect, connect_node, decommission_node
 from .control import Conflict, Invalid, NodeControl, NodeState, OffloadRefused, Unavailable
+from .decommission import check_may_connect, connect_node, decommission_node
 from .deploy_follower import DeployFollower
-from .flow_runtime import FlowRuntime
 from .events import NodeEvent, log_events
+from .flow_runtime import FlowRuntime
 from .lifecycle import run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, session_state
 from .run_states import ZooKeeperRunStates
 from .shared_services import hdfs_spark_conf, node_services
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,7 @@ class ClusteredNode:
     """Lock plan: `_lock` guards `content` and its `_maintenance` (made by the first
     runtime of an incarnation, stopped and closed when it ends) and `member`."""
 
-    def __init__(self, config: NodeConfig, *, events=log_events, storage=None, wal_hooks=None):
+    def __init__(self, config: NodeConfig, *, events=log_events, storage: Storage | None = None, wal_hooks=None):
         self.config = config
         self.events = events
         self.flow = FlowSnapshot(read_flow_document(config.flow))
@@ -202,8 +205,10 @@ class ClusteredNode:
                                                  self.config.content_directory, archive)
                 # Age off at least four times per retention, as provenance does.
                 self._maintenance = ContentMaintenance(
-                    self.content, age_off_interval=min(DEFAULT_AGE_OFF_INTERVAL, max(1.0, self.config.archive_retention / 4)),
-                    name=f"content-maintenance {member.incarnation}")
+                    self.content,
+                    age_off_interval=min(DEFAULT_AGE_OFF_INTERVAL, max(1.0, self.config.archive_retention / 4)),
+                    name=f"content-maintenance {member.incarnation}",
+                )
                 self._maintenance.start()
             content = self.content
         definition, version = self._definition_for(handle)
@@ -352,7 +357,9 @@ class ClusteredNode:
     def measures(self) -> NodeMeasures:
         member = self._member()
         runtimes = member.runtimes_now() if member is not None else {}
-        shards = {shard: measures for shard, runtime in runtimes.items() if (measures := runtime.measures()) is not None}
+        shards = {
+            shard: measures for shard, runtime in runtimes.items() if (measures := runtime.measures()) is not None
+        }
         calls = getattr(self.storage, "call_durations", None)  # HdfsStorage's; a test's storage may have none
         return NodeMeasures(shards=shards, storage_calls=calls.snapshot() if calls is not None else {},
                             failover=self.failover_instruments.snapshot(), session_state=session_state(member))

@@ -41,6 +41,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from flow.spark.by_reference import ContentLocation
 from replication.hdfs_content import (
@@ -62,6 +63,9 @@ from repositories.storage.leases import recover_leases
 from repositories.storage.local import make_private_directories
 
 from ..core.incarnation import Incarnation
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +96,7 @@ class ForeignContainers:
 
     name = "hdfs(other incarnations)"
 
-    def __init__(self, storage, base: str, own: str):
+    def __init__(self, storage: Storage, base: str, own: str):
         self.storage, self.base, self.own = storage, base, own
         self._lock = threading.Lock()
         self._readers: dict[str, object] = {}
@@ -339,7 +343,7 @@ def _sequence_of(resource_id: str) -> int:
         return -1
 
 
-def open_node_content(storage, layout, incarnation: Incarnation, local_directory: str,
+def open_node_content(storage: Storage, layout, incarnation: Incarnation, local_directory: str,
                       archive: ArchivePolicy | None = None) -> NodeContent:
     """This incarnation's content: a fresh container, local and on HDFS. `archive`
     rules both replicas' archive (on HDFS without the usage rule: that disk is not

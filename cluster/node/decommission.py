@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..core.decommission import Decommission, decommission_refusal, known_node, name_refusal, node_of
 from ..errors import ClusterError, first_line
 from ..zk.decommissions import DecommissionRecords
 from .control_errors import Conflict, NotFound, Unavailable
 
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
-def decommission_node(store, storage, node: str, *, requested_by: str,
+
+def decommission_node(store, storage: Storage, node: str, *, requested_by: str,
                       wall_clock: Callable[[], float] = time.time) -> dict:
     """Mark `node` decommissioned; its answer (`answer`)."""
     with _answering(store, "decommissioning", node):
@@ -51,7 +55,7 @@ def decommission_node(store, storage, node: str, *, requested_by: str,
         return answer(store, node, existing, "decommission", again=True)
 
 
-def connect_node(store, storage, node: str) -> dict:
+def connect_node(store, storage: Storage, node: str) -> dict:
     """Delete `node`'s decommission record: it may join again (as a new node: what was
     kept for it may be gone). `Conflict` when it has none."""
     with _answering(store, "connecting", node):
@@ -104,7 +108,7 @@ def _check_name(node: str) -> None:
         raise NotFound(refusal)
 
 
-def _known(store, storage, node: str, live) -> bool:
+def _known(store, storage: Storage, node: str, live) -> bool:
     shards = store.shards.all()
     try:
         directories = [status.name for status in storage.list(store.layout.hdfs_shards)]

@@ -42,7 +42,7 @@ class DeployFollower:
         self._changed = threading.Event()
         self._stopped = threading.Event()
 
-    def start(self) -> "DeployFollower":
+    def start(self) -> DeployFollower:
         threading.Thread(target=self._run, name=f"deploy-follower {self.name}", daemon=True).start()
         return self
 

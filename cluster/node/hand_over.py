@@ -194,7 +194,10 @@ def take_over_running(engine, shard: QueueShard, processors: dict[str, type[Proc
             if running and processor not in operator_stopped():
                 _start_again(engine, shard, processor)
         if running:
-            outcomes[processor] = (True, f"{outcomes[processor][1]} (stopped for {(clock() - stopped_at) * 1000:.0f} ms)")
+            outcomes[processor] = (
+                True,
+                f"{outcomes[processor][1]} (stopped for {(clock() - stopped_at) * 1000:.0f} ms)",
+            )
     log.info("shard %s took over the sources' state of %s: %s", shard.id, origin,
              {processor: detail for processor, (_, detail) in sorted(outcomes.items())})
     return outcomes

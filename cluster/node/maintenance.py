@@ -16,8 +16,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import first_line
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +32,7 @@ DEFAULT_AGE_OFF_INTERVAL = 60.0  # seconds between two age-offs
 class ContentMaintenance:
     """Lock plan: none shared; `_stopped` ends the thread, which alone calls the content."""
 
-    def __init__(self, content, *, collect_interval: float = DEFAULT_COLLECT_INTERVAL,
+    def __init__(self, content: ContentStore, *, collect_interval: float = DEFAULT_COLLECT_INTERVAL,
                  age_off_interval: float = DEFAULT_AGE_OFF_INTERVAL, clock: Callable[[], float] = time.monotonic,
                  name: str = "content-maintenance"):
         self.content = content
@@ -39,7 +43,7 @@ class ContentMaintenance:
         self._failing = False
         self.rounds = 0
 
-    def start(self) -> "ContentMaintenance":
+    def start(self) -> ContentMaintenance:
         self._thread.start()
         return self
 

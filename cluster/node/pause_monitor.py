@@ -40,7 +40,7 @@ class PauseMonitor:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.pauses: list[float] = []
 
-    def start(self) -> "PauseMonitor":
+    def start(self) -> PauseMonitor:
         self._thread.start()
         return self
 

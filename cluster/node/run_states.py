@@ -14,7 +14,6 @@ fsynced, so that a crash leaves the old record or the new one.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -124,7 +123,7 @@ class RunStateFollower:
         self._lock = threading.Lock()
         self._warned: set[str] = set()
 
-    def start(self) -> "RunStateFollower":
+    def start(self) -> RunStateFollower:
         threading.Thread(target=self._run, name=f"run-states {self.shard}", daemon=True).start()
         self.keeper.watch(self.shard, self._on_change)
         return self

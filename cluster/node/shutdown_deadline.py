@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 EXIT_STOPPED_LATE = 1

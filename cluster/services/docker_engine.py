@@ -61,7 +61,9 @@ class DockerEngine:
             try:
                 wait_until(self.engine_up, timeout, "dockerd to answer `docker info`", interval=0.5)
             except ServiceError as error:
-                raise ServiceError(f"{error}. dockerd log: {self.daemon.log_path}\n{self.daemon.log_tail(10)}") from None
+                raise ServiceError(
+                    f"{error}. dockerd log: {self.daemon.log_path}\n{self.daemon.log_tail(10)}"
+                ) from None
         ensure_compose_plugin()
         self.ensure_base_image()
 
@@ -80,8 +82,12 @@ class DockerEngine:
                 tail = result.stdout.decode(errors="replace")[-800:]
                 raise ServiceError(f"debootstrap of bookworm failed (exit {result.returncode}): {tail}")
             stamp.write_text("ok\n")
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "--exclude=./.custody-complete", "-c", "."], stdout=subprocess.PIPE)
-        result = subprocess.run(["docker", "import", "-", BASE_IMAGE], stdin=tar.stdout, capture_output=True, timeout=600)
+        tar = subprocess.Popen(
+            ["tar", "-C", str(rootfs), "--exclude=./.custody-complete", "-c", "."], stdout=subprocess.PIPE
+        )
+        result = subprocess.run(
+            ["docker", "import", "-", BASE_IMAGE], stdin=tar.stdout, capture_output=True, timeout=600
+        )
         tar.wait()
         if result.returncode != 0:
             raise ServiceError(f"docker import of {BASE_IMAGE} failed: {result.stderr.decode(errors='replace')[-500:]}")
@@ -95,6 +101,17 @@ class DockerEngine:
 
     def status(self) -> dict:
         up = self.engine_up()
-        version = docker("version", "--format", "{{.Server.Version}}", check=False).stdout.decode().strip() if up else None
-        compose = subprocess.run(["docker", "compose", "version", "--short"], capture_output=True).stdout.decode().strip() if up else None
-        return {"engine": version, "base_image": up and self.healthy(), "compose": compose or None, "healthy": up and self.healthy()}
+        version = (
+            docker("version", "--format", "{{.Server.Version}}", check=False).stdout.decode().strip() if up else None
+        )
+        compose = (
+            subprocess.run(["docker", "compose", "version", "--short"], capture_output=True).stdout.decode().strip()
+            if up
+            else None
+        )
+        return {
+            "engine": version,
+            "base_image": up and self.healthy(),
+            "compose": compose or None,
+            "healthy": up and self.healthy(),
+        }

@@ -139,7 +139,9 @@ class HdfsCluster:
                        f"the NameNode to leave safe mode with {expected} live DataNode(s)", interval=0.25)
         except ServiceError as error:
             tail = self.namenode.log_tail(15) if self.namenode else ""
-            raise ServiceError(f"HDFS did not become healthy: {error}. NameNode log ({self.namenode.log_path}):\n{tail}") from None
+            raise ServiceError(
+                f"HDFS did not become healthy: {error}. NameNode log ({self.namenode.log_path}):\n{tail}"
+            ) from None
 
     def running_datanodes(self) -> int:
         """DataNodes whose process runs (a killed one stays down until restarted)."""
@@ -242,7 +244,7 @@ class HdfsCluster:
         names = ["namenode_rpc", "namenode_http"]
         for index in range(self.datanode_count):
             names += [f"dn{index}_data", f"dn{index}_http", f"dn{index}_ipc"]
-        self.ports = dict(zip(names, free_ports(len(names))))
+        self.ports = dict(zip(names, free_ports(len(names)), strict=False))
         core = {"fs.defaultFS": self.url, "hadoop.tmp.dir": self.workdir / "tmp"}
         # This cluster's own: its addresses and directories, its replication, and safe mode.
         own = {
@@ -288,9 +290,13 @@ class HdfsCluster:
                                      env={"HADOOP_CONF_DIR": str(conf)})
 
     def _build_processes(self, pids: dict) -> None:
-        self.namenode = self._daemon("namenode", "org.apache.hadoop.hdfs.server.namenode.NameNode", pids.get("namenode"))
+        self.namenode = self._daemon(
+            "namenode", "org.apache.hadoop.hdfs.server.namenode.NameNode", pids.get("namenode")
+        )
         self.datanodes = [
-            self._daemon(f"datanode-{index}", "org.apache.hadoop.hdfs.server.datanode.DataNode", pids.get(f"datanode-{index}"))
+            self._daemon(
+                f"datanode-{index}", "org.apache.hadoop.hdfs.server.datanode.DataNode", pids.get(f"datanode-{index}")
+            )
             for index in range(self.datanode_count)
         ]
 

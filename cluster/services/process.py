@@ -33,7 +33,9 @@ class ManagedProcess:
     _popen: subprocess.Popen | None = field(default=None, repr=False)
 
     @classmethod
-    def attach(cls, name: str, argv: Sequence[str], log_path: str, pid: int | None, env=None, cwd=None) -> "ManagedProcess":
+    def attach(
+        cls, name: str, argv: Sequence[str], log_path: str, pid: int | None, env=None, cwd=None
+    ) -> ManagedProcess:
         return cls(name=name, argv=list(argv), log_path=log_path, env=env, cwd=cwd, pid=pid)
 
     def start(self) -> None:

@@ -83,7 +83,7 @@ class SparkStandalone:
     def start(self, timeout: float = 120.0) -> None:
         if not self.ports:
             names = ["master", "master_ui", "worker", "worker_ui"]
-            self.ports = dict(zip(names, free_ports(len(names))))
+            self.ports = dict(zip(names, free_ports(len(names)), strict=False))
             self._build({})
         (self.workdir / "work").mkdir(parents=True, exist_ok=True)
         self.master.start()
@@ -155,7 +155,9 @@ class SparkStandalone:
         return self.workdir / "state.json"
 
     def _save_state(self) -> None:
-        self._state_path().write_text(json.dumps({"ports": self.ports, "pids": {"master": self.master.pid, "worker": self.worker.pid}}))
+        self._state_path().write_text(
+            json.dumps({"ports": self.ports, "pids": {"master": self.master.pid, "worker": self.worker.pid}})
+        )
 
     def _load_state(self) -> dict | None:
         try:

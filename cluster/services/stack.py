@@ -70,7 +70,7 @@ class ServiceStack:
             return {"started": True, "seconds": round(time.monotonic() - began, 2)}
 
         with ThreadPoolExecutor(max_workers=len(names)) as pool:
-            results = dict(zip(names, pool.map(start_one, names)))
+            results = dict(zip(names, pool.map(start_one, names), strict=False))
         return results
 
     def status(self, names=SERVICE_NAMES) -> dict[str, dict]:

@@ -21,10 +21,14 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .install import ensure_service_prerequisites, java_binary
 from .network import HOST, four_letter_word, free_ports
 from .process import ManagedProcess, ServiceError, wait_until
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 # ZooKeeper logs through SLF4J, whose Debian jars (a dependency of the zookeeper package)
@@ -146,7 +150,7 @@ class ZooKeeperEnsemble:
         wait_until(lambda: member.mode() in ("leader", "follower"), timeout, f"ZooKeeper member {index} to rejoin")
 
     @staticmethod
-    def expire_session(client, timeout: float = 30.0) -> None:
+    def expire_session(client: KazooClient, timeout: float = 30.0) -> None:
         """Expire `client`'s session on the server, as a real expiry would.
 
         A second client attaches to the same session id and password, then closes it;
@@ -171,7 +175,9 @@ class ZooKeeperEnsemble:
         intruder.stop()
         intruder.close()
         if not lost.wait(timeout):
-            raise ServiceError(f"client with session 0x{client.client_id[0]:x} did not see its session expire within {timeout:.0f}s")
+            raise ServiceError(
+                f"client with session 0x{client.client_id[0]:x} did not see its session expire within {timeout:.0f}s"
+            )
 
     # -- internals -------------------------------------------------------------
     def _configure(self) -> None:
@@ -230,4 +236,8 @@ class ZooKeeperEnsemble:
         for entry in state:
             home = self.workdir / f"member-{entry['index']}"
             process = self._process(entry["index"], home, home / "zoo.cfg", entry["pid"])
-            self.members.append(ZooKeeperMember(entry["index"], entry["client_port"], entry["peer_port"], entry["election_port"], process))
+            self.members.append(
+                ZooKeeperMember(
+                    entry["index"], entry["client_port"], entry["peer_port"], entry["election_port"], process
+                )
+            )

@@ -28,12 +28,16 @@ cluster's root is open (`acl_state`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.security import ACL, Id, Permissions, make_digest_acl
 
 from ..errors import ZooKeeperAccessRefused
 from .kazoo_errors import translated
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 CREATE_CREDENTIALS = "custody cluster credentials FILE"
 OPEN = "open"          # someone without credentials has rights on the cluster's root
@@ -84,7 +88,7 @@ def _letters(perms: int) -> str:
 
 
 @translated
-def check_root_acl(client, root: str, expected: list[ACL], *, secure_command: str) -> None:
+def check_root_acl(client: KazooClient, root: str, expected: list[ACL], *, secure_command: str) -> None:
     """Refuse to go on unless `root` carries exactly `expected`."""
     try:
         found, _ = client.get_acls(root)
@@ -103,7 +107,7 @@ def _key(acl: ACL) -> tuple:
 
 
 @translated
-def secure_tree(client, root: str, acls: list[ACL]) -> int:
+def secure_tree(client: KazooClient, root: str, acls: list[ACL]) -> int:
     """Set `acls` on `root` and every znode under it; how many. Idempotent: after a
     crash midway, run it again."""
     done, pending = 0, [root]

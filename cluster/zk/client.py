@@ -35,7 +35,7 @@ def new_client(hosts: str, session_timeout: float, *, read_only: bool = False, c
     return client
 
 
-def start_client(client, timeout: float) -> None:
+def start_client(client: KazooClient, timeout: float) -> None:
     """Start `client`; when no member of the ensemble answers within `timeout` seconds,
     `cluster.errors.ZooKeeperUnavailable`, the client closed again."""
     try:
@@ -61,7 +61,7 @@ def close_session(hosts: str, session_id: int, password: bytes, *, session_timeo
         stop_quietly(intruder)
 
 
-def session_of(client) -> tuple[int, bytes] | None:
+def session_of(client: KazooClient) -> tuple[int, bytes] | None:
     """The client's session id and password; None while it has none (not connected)."""
     return client.client_id
 
@@ -72,19 +72,19 @@ def quiet_connection_logs() -> None:
     logging.getLogger("kazoo.client").setLevel(logging.WARNING)
 
 
-def is_connected(client) -> bool:
+def is_connected(client: KazooClient) -> bool:
     """Whether the client is connected now (its session may still be lost later)."""
     return client.connected
 
 
-def granted_session_timeout(client) -> float | None:
+def granted_session_timeout(client: KazooClient) -> float | None:
     """The session timeout (seconds) the ZooKeeper server granted at the last connect,
     which it may have clamped to its [minSessionTimeout, maxSessionTimeout]; None
     before the first connect or for a client not made here."""
     return getattr(client, _GRANTED, None)
 
 
-def _record_granted_timeout(client) -> None:
+def _record_granted_timeout(client: KazooClient) -> None:
     # kazoo negotiates the session timeout in its connection handler and keeps the
     # granted value to itself (a local of `ConnectionHandler._connect`). The handler
     # sends the Connect request through `_invoke`: wrapping it is the one place the
@@ -105,7 +105,7 @@ def _record_granted_timeout(client) -> None:
     connection._invoke = invoke_recording
 
 
-def stop_quietly(client) -> None:
+def stop_quietly(client: KazooClient) -> None:
     """Stop and close a client, whatever state it is in."""
     try:
         client.stop()

@@ -11,7 +11,8 @@ the node. The parent is created by the first record.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoNodeError
 
@@ -19,6 +20,9 @@ from ..core.decommission import Decommission
 from ..errors import UnreadableZnode
 from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 DECOMMISSIONED = "decommissioned"
 
@@ -33,7 +37,7 @@ def record_path(layout, node: str) -> str:
 
 @translates_kazoo
 class DecommissionRecords:
-    def __init__(self, client, layout):
+    def __init__(self, client: KazooClient, layout):
         self.client, self.layout = client, layout
         self.parent = decommissioned_path(layout)
         self.znodes: VersionedZnodes[Decommission] = VersionedZnodes(

@@ -8,15 +8,20 @@ to has none: each node runs its own flow file.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kazoo.exceptions import NoNodeError
 
 from ..core.flows import FlowSnapshot
 from ..core.layout import ClusterLayout
 from .kazoo_errors import translated
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 @translated
-def read_cluster_flow(client, layout: ClusterLayout) -> FlowSnapshot | None:
+def read_cluster_flow(client: KazooClient, layout: ClusterLayout) -> FlowSnapshot | None:
     try:
         data, _stat = client.get(layout.flow)
     except NoNodeError:
@@ -25,7 +30,7 @@ def read_cluster_flow(client, layout: ClusterLayout) -> FlowSnapshot | None:
 
 
 @translated
-def write_cluster_flow(client, layout: ClusterLayout, snapshot: FlowSnapshot) -> None:
+def write_cluster_flow(client: KazooClient, layout: ClusterLayout, snapshot: FlowSnapshot) -> None:
     """Set the cluster's flow (last writer wins: deploys are an operator's act)."""
     data = snapshot.encoded
     try:

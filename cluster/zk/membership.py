@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoNodeError
 
@@ -25,6 +26,9 @@ from ..errors import FencedError
 from .kazoo_errors import translated, translates_kazoo
 from .znodes import read_children
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 log = logging.getLogger(__name__)
 
 
@@ -32,7 +36,7 @@ log = logging.getLogger(__name__)
 class Membership:
     """Lock plan: `_lock` guards `_beat` and `_session_id` (the join and each refresh)."""
 
-    def __init__(self, client, layout, first: Heartbeat, *, interval: float = 1.0,
+    def __init__(self, client: KazooClient, layout, first: Heartbeat, *, interval: float = 1.0,
                  figures: Callable[[], dict] = dict, on_dead: Callable[[FencedError], None] = lambda error: None,
                  on_confirmed: Callable[[float], None] = lambda sent_at: None,
                  clock=time.monotonic, wall_clock=time.time):
@@ -108,7 +112,7 @@ class Membership:
 
 
 @translated
-def read_members(client, layout) -> dict[str, Heartbeat]:
+def read_members(client: KazooClient, layout) -> dict[str, Heartbeat]:
     """The live incarnations and their current heartbeats."""
     return read_children(client, layout.nodes, layout.node, _parse_beat)
 
@@ -123,7 +127,7 @@ def _parse_beat(name: str, data: bytes, stat) -> Heartbeat:
 
 
 @translated
-def new_incarnation(client, layout, node: str) -> Incarnation:
+def new_incarnation(client: KazooClient, layout, node: str) -> Incarnation:
     """Draw the next start epoch from `counters/incarnation` (kazoo's `Counter`, a
     versioned read-modify-write) for `node`: every start of every node gets a number
     no earlier start had."""
@@ -134,7 +138,7 @@ def new_incarnation(client, layout, node: str) -> Incarnation:
 
 
 @translated
-def read_incarnation_counter(client, layout) -> int:
+def read_incarnation_counter(client: KazooClient, layout) -> int:
     """The newest epoch drawn so far (0 before the first)."""
     try:
         data, _ = client.get(layout.incarnation_counter)

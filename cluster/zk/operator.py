@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..core.layout import ClusterLayout
 from ..core.rolls import Roll
@@ -25,6 +26,9 @@ from ..core.run_states import NodeRunStates, ProcessorRunState
 from ..errors import OwnershipConflict
 from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,7 @@ def roll_path(layout: ClusterLayout) -> str:
 
 @translates_kazoo
 class OperatorStore:
-    def __init__(self, client, layout: ClusterLayout):
+    def __init__(self, client: KazooClient, layout: ClusterLayout):
         self.client, self.layout = client, layout
         parent = run_states_parent(layout)
         self._run_states: VersionedZnodes[NodeRunStates] = VersionedZnodes(

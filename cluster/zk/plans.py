@@ -3,17 +3,21 @@ decision about a plan is made in `cluster.core.reassignment`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from ..core.plans import FailoverPlan
 from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 @translates_kazoo
 class PlanStore:
-    def __init__(self, client, layout):
+    def __init__(self, client: KazooClient, layout):
         self.client, self.layout = client, layout
         # A done plan never changes again: `all` reads it once.
         self.znodes: VersionedZnodes[FailoverPlan] = VersionedZnodes(

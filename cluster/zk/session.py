@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from kazoo.protocol.states import KazooState
 
@@ -22,6 +23,9 @@ from ..core.guard import GATE_FRACTION, PROBE_FRACTION, TICK_FRACTION, GuardStat
 from ..core.story import step_id, tag
 from ..errors import SessionExpiredError, WorkGateClosed
 from .kazoo_errors import translates_kazoo
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ class SessionGuard:
     """The runner. Lock plan: `_lock` guards `_state` (short critical sections only);
     callbacks run on the guard thread outside the lock, in the order decided."""
 
-    def __init__(self, client, probe_path: str, timeout: float, callbacks: GuardCallbacks, *,
+    def __init__(self, client: KazooClient, probe_path: str, timeout: float, callbacks: GuardCallbacks, *,
                  clock=time.monotonic, gate_fraction: float = GATE_FRACTION, name: str = "session-guard",
                  subject: str = "", granted_timeout: Callable[[], float | None] | None = None):
         self.client, self.probe_path, self.timeout, self.callbacks = client, probe_path, timeout, callbacks
@@ -140,7 +144,7 @@ class SessionGuard:
             self._wake.wait(tick)
             self._wake.clear()
             now = self._clock()
-            self._feed(lambda s: s.on_tick(now))
+            self._feed(lambda s, now=now: s.on_tick(now))
             if now - self._last_probe >= self.timeout * PROBE_FRACTION and self.state.phase is not Phase.EXPIRED:
                 self._last_probe = now
                 self._probe(now)

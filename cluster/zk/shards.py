@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from ..core import ownership
 from ..core.ownership import Refusal, ShardOwnership, ShardState
@@ -22,12 +23,15 @@ from ..errors import FencedError, OwnershipConflict, TransitionRefused
 from .kazoo_errors import translates_kazoo
 from .znodes import VersionedZnodes
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 log = logging.getLogger(__name__)
 
 
 @translates_kazoo
 class ShardRegistry:
-    def __init__(self, client, layout, *, wall_clock=time.time):
+    def __init__(self, client: KazooClient, layout, *, wall_clock=time.time):
         self.client, self.layout, self._wall_clock = client, layout, wall_clock
         # A RETIRED shard never changes again: `all` reads it once.
         self.znodes: VersionedZnodes[ShardOwnership] = VersionedZnodes(
@@ -68,7 +72,9 @@ class ShardRegistry:
     def _raise_refusal(outcome, claimant: str | None) -> None:
         if isinstance(outcome, Refusal):
             if outcome.stale:
-                raise FencedError(outcome.shard, outcome.epoch, outcome.owner, incarnation=claimant, reason=outcome.reason)
+                raise FencedError(
+                    outcome.shard, outcome.epoch, outcome.owner, incarnation=claimant, reason=outcome.reason
+                )
             raise TransitionRefused(outcome)
 
     # -- the protocol's transitions ---------------------------------------------------------

@@ -37,30 +37,61 @@ class ClusterStatus:
             "leader": self.leader,
             "contenders": self.contenders,
             "members": {
-                name: {"node": b.node, "epoch": b.epoch, "admin": b.admin, "sequence": b.sequence,
-                       "queued": b.queued_count, "queued_bytes": b.queued_bytes, "active_threads": b.active_threads,
-                       "cpu": round(b.cpu, 3), "free_disk": b.free_disk, "capacity_weight": b.capacity_weight,
-                       "owned_shards": list(b.owned_shards)}
+                name: {
+                    "node": b.node,
+                    "epoch": b.epoch,
+                    "admin": b.admin,
+                    "sequence": b.sequence,
+                    "queued": b.queued_count,
+                    "queued_bytes": b.queued_bytes,
+                    "active_threads": b.active_threads,
+                    "cpu": round(b.cpu, 3),
+                    "free_disk": b.free_disk,
+                    "capacity_weight": b.capacity_weight,
+                    "owned_shards": list(b.owned_shards),
+                }
                 for name, b in sorted(self.members.items())
             },
             "shards": {
-                name: {"owner": s.owner, "epoch": s.epoch, "state": s.state.value, "flow": s.flow,
-                       "children": list(s.children),
-                       "source": vars(s.source).copy() if s.source else None, "seeded": s.seeded,
-                       "history": [{"epoch": h.epoch, "owner": h.owner, "state": h.state.value, "at": h.at, "reason": h.reason}
-                                   for h in s.history]}
+                name: {
+                    "owner": s.owner,
+                    "epoch": s.epoch,
+                    "state": s.state.value,
+                    "flow": s.flow,
+                    "children": list(s.children),
+                    "source": vars(s.source).copy() if s.source else None,
+                    "seeded": s.seeded,
+                    "history": [
+                        {"epoch": h.epoch, "owner": h.owner, "state": h.state.value, "at": h.at, "reason": h.reason}
+                        for h in s.history
+                    ],
+                }
                 for name, s in sorted(self.shards.items())
             },
             "decommissioned": {
-                name: {"state": d.state, "requested_at": d.requested_at, "requested_by": d.requested_by,
-                       "finished_at": d.finished_at, "notes": list(d.notes)}
+                name: {
+                    "state": d.state,
+                    "requested_at": d.requested_at,
+                    "requested_by": d.requested_by,
+                    "finished_at": d.finished_at,
+                    "notes": list(d.notes),
+                }
                 for name, d in sorted(self.decommissioned.items())
             },
             "plans": {
-                name: {"dead": p.dead, "status": p.status, "policy": p.policy, "leader": p.leader,
-                       "created_at": p.created_at, "revision": p.revision,
-                       "moves": [{"shard": m.shard, "from_epoch": m.from_epoch, "targets": list(m.targets)} for m in p.moves],
-                       "pending": [m.shard for m in pending_moves(p, self.shards)], "notes": list(p.notes)}
+                name: {
+                    "dead": p.dead,
+                    "status": p.status,
+                    "policy": p.policy,
+                    "leader": p.leader,
+                    "created_at": p.created_at,
+                    "revision": p.revision,
+                    "moves": [
+                        {"shard": m.shard, "from_epoch": m.from_epoch, "targets": list(m.targets)} for m in p.moves
+                    ],
+                    "pending": [m.shard for m in pending_moves(p, self.shards)],
+                    "notes": list(p.notes),
+                }
                 for name, p in sorted(self.plans.items())
             },
         }

@@ -24,7 +24,8 @@ ZooKeeper settings to every client the product makes.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
@@ -45,13 +46,16 @@ from .session import GuardCallbacks, SessionGuard
 from .shards import ShardRegistry
 from .status import ClusterStatus, read_status
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 
 @translates_kazoo
 class LeaderElection:
     """kazoo's `Election` on `leader/`, raising `ZooKeeperError`s: `run(func)` blocks
     until this contender leads, then calls `func`; `cancel()` leaves the line."""
 
-    def __init__(self, client, path: str, identifier: str):
+    def __init__(self, client: KazooClient, path: str, identifier: str):
         self._election = client.Election(path, identifier=identifier)
 
     def run(self, func: Callable[..., object], *args, **kwargs):
@@ -63,7 +67,7 @@ class LeaderElection:
 
 @translates_kazoo
 class ClusterStore:
-    def __init__(self, client, layout: ClusterLayout, *, wall_clock: Callable[[], float] = time.time):
+    def __init__(self, client: KazooClient, layout: ClusterLayout, *, wall_clock: Callable[[], float] = time.time):
         self.client, self.layout = client, layout
         self.shards = ShardRegistry(client, layout, wall_clock=wall_clock)
         self.plans = PlanStore(client, layout)

@@ -7,19 +7,27 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from ..errors import OwnershipConflict, UnreadableZnode
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
-def read_children(client, parent: str, path: Callable[[str], str], parse: Callable[[str, bytes, object], T],
-                  known: Callable[[str], T | None] = lambda name: None) -> dict[str, T]:
+def read_children(
+    client: KazooClient,
+    parent: str,
+    path: Callable[[str], str],
+    parse: Callable[[str, bytes, object], T],
+    known: Callable[[str], T | None] = lambda name: None,
+) -> dict[str, T]:
     """`parse(name, data, stat)` for every child of `parent`, in name order, leaving
     out children that vanished between the listing and the read. A missing parent
     reads as empty: nothing was ever written there. A child for which `known(name)`
@@ -59,8 +67,14 @@ class FinalChildren(Generic[T]):
 
     Lock plan: `_lock` guards `_final`; the reads themselves run outside it."""
 
-    def __init__(self, client, parent: str, path: Callable[[str], str], parse: Callable[[str, bytes, object], T],
-                 is_final: Callable[[T], bool]):
+    def __init__(
+        self,
+        client: KazooClient,
+        parent: str,
+        path: Callable[[str], str],
+        parse: Callable[[str, bytes, object], T],
+        is_final: Callable[[T], bool],
+    ):
         self.client, self.parent, self.path, self.parse, self.is_final = client, parent, path, parse, is_final
         self._final: dict[str, T] = {}
         self._lock = threading.Lock()
@@ -91,7 +105,7 @@ class VersionedZnodes(Generic[T]):
 
     Lock plan: `_lock` guards `unreadable` and `_warned`; the reads run outside it."""
 
-    def __init__(self, client, kind: str, parent: str, path: Callable[[str], str],
+    def __init__(self, client: KazooClient, kind: str, parent: str, path: Callable[[str], str],
                  parse: Callable[[bytes], T], dump: Callable[[T], bytes], is_final: Callable[[T], bool]):
         self.client, self.kind, self.parent, self.path = client, kind, parent, path
         self.parse, self.dump = parse, dump
@@ -99,9 +113,14 @@ class VersionedZnodes(Generic[T]):
         self._warned: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
         self._children: FinalChildren[tuple[T, int] | _Unparsed] = FinalChildren(
-            client, parent, path, self._parse_child, lambda entry: not isinstance(entry, _Unparsed) and is_final(entry[0]))
+            client,
+            parent,
+            path,
+            self._parse_child,
+            lambda entry: not isinstance(entry, _Unparsed) and is_final(entry[0]),
+        )
 
-    def _parse_child(self, name: str, data: bytes, stat) -> tuple[T, int] | "_Unparsed":
+    def _parse_child(self, name: str, data: bytes, stat) -> tuple[T, int] | _Unparsed:
         try:
             return self.parse(data), stat.version
         except (ValueError, KeyError, TypeError) as error:

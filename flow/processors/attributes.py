@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ..errors import UnreadableContent
 from ..expression import is_true
 from ..processor import ProcessContext, Processor, PropertyDescriptor
-from .expression_failures import (EXPRESSION_FAILURE, FAILURE, ROUTE_TO_FAILURE, ExpressionFailures, PropertyFailed,
-                                  evaluate_all, routes_to_failure, with_failure)
+from .expression_failures import (
+    EXPRESSION_FAILURE,
+    FAILURE,
+    ROUTE_TO_FAILURE,
+    ExpressionFailures,
+    PropertyFailed,
+    evaluate_all,
+    routes_to_failure,
+    with_failure,
+)
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 BATCH = 1000
 PAYLOAD_SHOWN = 4096  # bytes of content LogAttribute logs (and reads)
@@ -25,7 +37,7 @@ class UpdateAttribute(Processor):
     def relationships_for(cls, properties, dynamic):
         return with_failure(cls.relationships, properties)
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         updates = context.dynamic
         delete = context.get("delete_attributes")
         failures = ExpressionFailures(self.id, context, session, to_failure=routes_to_failure(context))
@@ -70,7 +82,7 @@ class RouteOnAttribute(Processor):
                               "(rename the route)")]
         return []
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         routes = context.dynamic
         strategy = context["routing_strategy"]
         failures = ExpressionFailures(self.id, context, session, to_failure=routes_to_failure(context))
@@ -110,7 +122,7 @@ class LogAttribute(Processor):
         PropertyDescriptor("attributes_to_log", "regex", description="only attributes whose name matches"),
     )
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         level = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}[context["log_level"]]
         wanted = context.get("attributes_to_log")
         logger = context.logger
@@ -127,7 +139,7 @@ class LogAttribute(Processor):
             session.transfer(flowfile, "success")
 
 
-def _head(session, flowfile) -> bytes:
+def _head(session: ProcessSession, flowfile) -> bytes:
     """The first `PAYLOAD_SHOWN` bytes of the content, reading no further."""
     with session.read(flowfile) as source:
         head = b""

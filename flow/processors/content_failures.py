@@ -23,8 +23,13 @@ covered by the engine, which penalizes the FlowFile it names at once
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import UnreadableContent
 from ..processor import ProcessContext
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 ERROR_ATTRIBUTE = "content.error"
 FAILURE = "failure"
@@ -35,7 +40,7 @@ class ContentFailures:
     (`set_aside`: penalized, `content.error`, to `failure`), then says so (`log`) in
     one line per run, at most one a minute for the processor (`ProcessContext.limited_log`)."""
 
-    def __init__(self, processor_id: str, context: ProcessContext, session):
+    def __init__(self, processor_id: str, context: ProcessContext, session: ProcessSession):
         self._id = processor_id
         self._context = context
         self._session = session

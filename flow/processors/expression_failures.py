@@ -23,10 +23,14 @@ most one a minute (`ProcessContext.limited_log`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ..errors import ExpressionError
 from ..expression import Expression
 from ..processor import ProcessContext, PropertyDescriptor
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 ERROR_ATTRIBUTE = "expression.error"
 FAILURE = "failure"
@@ -74,7 +78,7 @@ class ExpressionFailures:
     then says so in one log line (`log`). `to_failure`: the processor routes them to its
     failure relationship; else they go back to their queue."""
 
-    def __init__(self, processor_id: str, context: ProcessContext, session, *, to_failure: bool):
+    def __init__(self, processor_id: str, context: ProcessContext, session: ProcessSession, *, to_failure: bool):
         self._id = processor_id
         self._context = context
         self._session = session

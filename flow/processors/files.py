@@ -31,6 +31,7 @@ import re
 import secrets
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from repositories.storage.local import fsync_directory
 
@@ -41,6 +42,9 @@ from .expression_failures import ExpressionFailures
 from .intake import FileIdentity, HandsOverIntake, TakenFile, TakenFiles
 from .intake import format as intake_format
 from .intake.ledger import choose_files, list_new
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 
 def _scan(directory: str, pattern, recurse: bool, minimum_age_s: float):
@@ -134,7 +138,7 @@ class _Refusals:
     penalized, the reason in `path.refused`; one log line for the run, at most one a
     minute (`ProcessContext.limited_log`)."""
 
-    def __init__(self, processor_id: str, context: ProcessContext, session):
+    def __init__(self, processor_id: str, context: ProcessContext, session: ProcessSession):
         self._id, self._context, self._session = processor_id, context, session
         self._count = 0
         self._first: str | None = None
@@ -179,7 +183,7 @@ class GetFile(HandsOverIntake, Processor):
         super().__init__(processor_id)
         self._taken = TakenFiles(processor_id)
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         directory = os.path.abspath(context["input_directory"])
         if not os.path.isdir(directory):
             context.logger.warning("%s: input directory %s does not exist", self.id, directory)
@@ -245,7 +249,7 @@ class ListFile(HandsOverIntake, Processor):
         super().__init__(processor_id)
         self._lock = threading.Lock()  # held from reading the mark to committing the next one
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         directory = os.path.abspath(context["input_directory"])
         if not os.path.isdir(directory):
             context.yield_()
@@ -299,7 +303,7 @@ class FetchFile(HandsOverIntake, Processor):
                                            f"attributes name (file: {properties['file'].text[:200]})")
         return []
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         strategy = context["completion_strategy"]
         destination = context.get("move_destination_directory")
         root = _allowed_root(context)
@@ -419,7 +423,7 @@ class PutFile(Processor):
                 except OSError as error:
                     logger.warning("PutFile: cannot remove a crashed write's temporary %s: %s", path, error)
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         sync = context["sync"]
         suffix = _SAFE.sub("_", context["name_suffix"])
         create = context["create_missing_directories"]
@@ -465,7 +469,7 @@ class PutFile(Processor):
         unreadable.log()
 
 
-def _write_file(session, flowfile, directory: str, target: str, sync: bool) -> None:
+def _write_file(session: ProcessSession, flowfile, directory: str, target: str, sync: bool) -> None:
     """Write the content of `flowfile` to `target` in `directory`: into a temporary file,
     synced (if `sync`), then renamed. Whatever stops it (content that cannot be read, a
     full disk, an error of any kind) removes the temporary file before it is raised:

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
-from .expression_failures import (EXPRESSION_FAILURE, ExpressionFailures, PropertyFailed, evaluate_all,
-                                  routes_to_failure, with_failure)
+from .expression_failures import (
+    EXPRESSION_FAILURE,
+    ExpressionFailures,
+    PropertyFailed,
+    evaluate_all,
+    routes_to_failure,
+    with_failure,
+)
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 
 class GenerateFlowFile(Processor):
@@ -43,7 +53,7 @@ class GenerateFlowFile(Processor):
     def on_scheduled(self, context: ProcessContext) -> None:
         self._block = os.urandom(context["file_size"])
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         batch = context["batch_size"]
         max_count = context["max_count"]
         sequence_attribute = context.get("sequence_attribute")
@@ -87,7 +97,7 @@ class GenerateFlowFile(Processor):
             session.set_state({"next": str(start + batch)})
         failures.log()
 
-    def _fill(self, context, session, flowfile, text, unique: bool, size: int):
+    def _fill(self, context, session: ProcessSession, flowfile, text, unique: bool, size: int):
         """The FlowFile with its dynamic attributes, and its content. Raises `PropertyFailed`."""
         if context.dynamic:
             flowfile = session.put_all_attributes(flowfile, evaluate_all(context.dynamic, flowfile))

@@ -94,14 +94,19 @@ from __future__ import annotations
 import re
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..errors import CommitError
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .http_pending import _Intake, _Pending
 from .http_request import NEVER_FROM_HEADERS, RESERVED_ATTRIBUTES, Refusal, read_body
 from .http_server import EVICTABLE_AFTER_SECONDS, _Endpoint, _Server, _tls_context
-from .intake import HandsOverIntake, format as intake_format
+from .intake import HandsOverIntake
+from .intake import format as intake_format
 from .intake.ledger import NEW, REPLAY, key_decision, recent_keys, remember_keys
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 # Refusal and read_body (http_request) are still imported from this module.
 __all__ = ["EVICTABLE_AFTER_SECONDS", "ListenHTTP", "Refusal", "read_body"]
@@ -228,7 +233,7 @@ class ListenHTTP(HandsOverIntake, Processor):
         self._thread.start()
         context.logger.info("%s listening on %s://%s:%d%s", self.id, self._scheme, context["host"], self.port, base)
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         batch = self._intake.take(context["max_batch"])
         if not batch:
             return
@@ -239,7 +244,7 @@ class ListenHTTP(HandsOverIntake, Processor):
             self._intake.settle(batch, 500)
             raise
 
-    def _receive_all(self, context: ProcessContext, session, batch: list[_Pending]) -> None:
+    def _receive_all(self, context: ProcessContext, session: ProcessSession, batch: list[_Pending]) -> None:
         now_ms = context.clock_ms() if context.clock_ms is not None else int(time.time() * 1000)
         max_age_ms = int(context["idempotency_key_age"] * 1000)
         with self._lock:
@@ -275,7 +280,7 @@ class ListenHTTP(HandsOverIntake, Processor):
                 return
             self._commit(session, taken)
 
-    def _commit(self, session, requests: list[_Pending]) -> None:
+    def _commit(self, session: ProcessSession, requests: list[_Pending]) -> None:
         failures: list[BaseException] = []
 
         def failed(error: BaseException) -> None:
@@ -293,7 +298,7 @@ class ListenHTTP(HandsOverIntake, Processor):
         if failures:
             raise failures[0]
 
-    def _receive(self, context: ProcessContext, session, request: _Pending) -> None:
+    def _receive(self, context: ProcessContext, session: ProcessSession, request: _Pending) -> None:
         attributes = dict(request.attributes)
         attributes["http.remote.host"] = request.client
         if request.key is not None:

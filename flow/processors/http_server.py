@@ -79,7 +79,7 @@ class _Endpoint:
     logger: logging.Logger
     limited: LimitedLog
 
-    def request(self, handler: "_Handler") -> _Pending:
+    def request(self, handler: _Handler) -> _Pending:
         """The request `handler` read, checked and with its body; raises `Refusal`,
         `ClientGone`, `RequestTimeout`."""
         if handler.path.split("?")[0].rstrip("/") != self.base:
@@ -153,11 +153,11 @@ def oldest_reading_headers(connections: Iterable[_Connection], now: float, grace
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     # A request line without a version is not taken for HTTP/0.9 (see send_response_only).
     default_request_version = "HTTP/1.0"
 
-    def __init__(self, request, client_address, server: "_Server", tracked: _Connection):
+    def __init__(self, request, client_address, server: _Server, tracked: _Connection):
         self.tracked = tracked
         self.answered = False  # a final answer was sent (or begun)
         super().__init__(request, client_address, server)

@@ -8,10 +8,14 @@ A member whose content cannot be read goes to `failure` (penalized, `content.err
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ..errors import UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .content_failures import ContentFailures
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 READ_TOGETHER = 16 << 20  # a bundle whose contents add up to at most this is read in one go
 
@@ -43,7 +47,7 @@ class MergeContent(Processor):
         self._bin_since: dict[str, float] = {}
         self.clock = time.monotonic
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         minimum, maximum = context["min_entries"], context["max_entries"]
         age = context.get("max_bin_age")
         correlation = context.get("correlation_attribute")
@@ -74,7 +78,7 @@ class MergeContent(Processor):
                     session.transfer(flowfile)  # back to the queue: the bin is not full yet
         unreadable.log()
 
-    def _merge(self, context, session, members, key, unreadable: ContentFailures) -> None:
+    def _merge(self, context, session: ProcessSession, members, key, unreadable: ContentFailures) -> None:
         while members:
             merged = session.create(members)
             try:
@@ -99,7 +103,7 @@ class MergeContent(Processor):
             return
 
     @staticmethod
-    def _write(context, session, merged, members):
+    def _write(context, session: ProcessSession, merged, members):
         """`merged` with the members' contents joined as its content; `UnreadableContent`
         (nothing written) for the first member whose content cannot be read."""
         delimiter = context["delimiter"].encode("utf-8")

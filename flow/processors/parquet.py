@@ -21,6 +21,8 @@ written without it, under the batch id of the FlowFiles left: no manifest ever n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from repositories.storage import files_under, join
 
 from ..errors import UnreadableContent
@@ -31,6 +33,9 @@ from ..spark.manifest_format import BatchManifest
 from ..spark.staging import stage_inputs
 from .content_failures import ContentFailures
 from .spark import INPUT_PROPERTIES, RETRY_PROPERTIES, SparkBatchProcessor, time_limit
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 BATCH_ATTRIBUTE = "parquet.batch.id"
 
@@ -53,7 +58,7 @@ class PutParquet(SparkBatchProcessor):
         self._datasets: dict[str, ParquetDataset] = {}
         self._seen: dict[str, set[str]] = {}  # batch -> FlowFiles of its manifest seen leaving their queue
 
-    def process_batch(self, context, session, spark, staging, inputs) -> None:
+    def process_batch(self, context, session: ProcessSession, spark, staging, inputs) -> None:
         try:
             dataset = self._dataset(staging, context)
             committed = dataset.committed()
@@ -123,7 +128,9 @@ class PutParquet(SparkBatchProcessor):
             dataset = self._datasets[root] = ParquetDataset(staging.storage, root, context["manifest_retention"])
         return dataset
 
-    def _write(self, context, session, spark, staging, dataset, directory, batch_key, fresh) -> BatchManifest:
+    def _write(
+        self, context, session: ProcessSession, spark, staging, dataset, directory, batch_key, fresh
+    ) -> BatchManifest:
         """Write the batch with Spark into staging and commit it; the committed manifest."""
         staged = stage_inputs(session, staging, directory, fresh)
         output = f"{directory}/out"

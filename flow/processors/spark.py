@@ -44,13 +44,14 @@ import logging
 import threading
 import time
 import weakref
+from typing import TYPE_CHECKING
 
 from ..errors import NotAdmitted, ServiceError, UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..spark.batches import batch_id, output_id, part_index
 from ..spark.by_reference import checksum_outputs
-from ..spark.outputs import checksum_local_parts, local_taker
 from ..spark.failures import ERROR_ATTRIBUTE, BatchInputError, describe, is_input_error, is_spark_unavailable
+from ..spark.outputs import checksum_local_parts, local_taker
 from ..spark.records import (
     FORMATS,
     OUTPUT_MIME,
@@ -66,6 +67,11 @@ from ..spark.records import (
 from ..spark.session import SPARK_SERVICE
 from ..spark.staging import STAGING_SERVICE, by_reference, stage_batch
 from .content_failures import ContentFailures
+
+if TYPE_CHECKING:
+    from repositories.content import ContentStore
+
+    from ..session import ProcessSession
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +211,7 @@ class SparkBatchProcessor(Processor):
     def transform(self, context: ProcessContext, spark, frame):
         raise NotImplementedError
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         if time.monotonic() < self._retry_at:
             context.yield_()
             return
@@ -242,7 +248,7 @@ class SparkBatchProcessor(Processor):
                 inputs = left
         unreadable.log()
 
-    def process_batch(self, context, session, spark, staging, inputs) -> None:
+    def process_batch(self, context, session: ProcessSession, spark, staging, inputs) -> None:
         """Run `inputs` ((FlowFile, record format) pairs) on Spark and route them. Raises
         `UnreadableContent`, having routed nothing, for an input whose content cannot be
         read: the caller sets it aside and runs the others."""
@@ -287,7 +293,7 @@ class SparkBatchProcessor(Processor):
 
     # -- the steps of a batch --------------------------------------------------------
 
-    def _collect_abandoned(self, staging, session) -> None:
+    def _collect_abandoned(self, staging, session: ProcessSession) -> None:
         """Before the first batch of this processor on the shard: whatever is staged is
         abandoned. Under the lock, so that no other task stages a batch meanwhile."""
         with self._lock:
@@ -295,7 +301,9 @@ class SparkBatchProcessor(Processor):
                 staging.collect(session.shard_id, self.id)
                 self._collected.add(session.shard_id)
 
-    def _stage(self, context, session, spark, content, staging, directory: str, inputs) -> list[StagedInput]:
+    def _stage(
+        self, context, session: ProcessSession, spark, content: ContentStore, staging, directory: str, inputs
+    ) -> list[StagedInput]:
         """Where Spark reads each input's records (`flow.spark.staging.stage_batch`): small
         inputs may share a staging file unless their records must tell their FlowFile."""
         if content is not None and session.shard_id not in self._by_reference:
@@ -307,7 +315,7 @@ class SparkBatchProcessor(Processor):
         return staged
 
     @staticmethod
-    def _parts(spark, content, taker, staging, output: str | None) -> list[tuple[int, str, str | None]]:
+    def _parts(spark, content: ContentStore, taker, staging, output: str | None) -> list[tuple[int, str, str | None]]:
         """(partition, path, checksum file or None) of each non-empty file of the result,
         by partition. A checksum file is there when the content store takes the part
         files in whole (`flow.spark.outputs`): written by the executors by reference,
@@ -365,7 +373,7 @@ class SparkBatchProcessor(Processor):
                       staging.uri(output), context["output_format"])
         return output
 
-    def _emit(self, context, session, staging, taker, batch_key, parents, parts) -> None:
+    def _emit(self, context, session: ProcessSession, staging, taker, batch_key, parents, parts) -> None:
         record_format = context["output_format"]
         if taker is not None and parts:
             # Renames into the content container are this batch's effect outside the
@@ -387,7 +395,9 @@ class SparkBatchProcessor(Processor):
 
     # -- failures --------------------------------------------------------------------
 
-    def _after_failure(self, context, session, batch_key: str, batch, error: BaseException, spark=None) -> None:
+    def _after_failure(
+        self, context, session: ProcessSession, batch_key: str, batch, error: BaseException, spark=None
+    ) -> None:
         message = describe(error)
         if isinstance(error, NotAdmitted):
             log.warning("%s: %s; batch %s rolls back", self.id, error, batch_key)
@@ -415,7 +425,7 @@ class SparkBatchProcessor(Processor):
         self._back_off(context, session, f"Spark failed running batch {batch_key} (attempt {attempts} of "
                                          f"{context['max_attempts']}): {message}")
 
-    def _back_off(self, context, session, reason: str) -> None:
+    def _back_off(self, context, session: ProcessSession, reason: str) -> None:
         session.rollback()
         self._backoff = min(MAX_BACKOFF_S, max(context["retry_backoff"], self._backoff * 2))
         self._retry_at = time.monotonic() + self._backoff
@@ -423,7 +433,7 @@ class SparkBatchProcessor(Processor):
         context.yield_()
 
     @staticmethod
-    def _fail(session, batch, message: str) -> None:
+    def _fail(session: ProcessSession, batch, message: str) -> None:
         for flowfile in batch:
             session.transfer(session.put_attribute(flowfile, ERROR_ATTRIBUTE, message), "failure")
 

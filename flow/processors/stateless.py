@@ -19,11 +19,15 @@ triggers run one at a time, each to the end of this processor's commit.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from ..errors import UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from . import stateless_format
 from .content_failures import ContentFailures
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 
 class ExecuteStateless(Processor):
@@ -50,11 +54,11 @@ class ExecuteStateless(Processor):
         if self._flow is not None:
             self._flow.close()
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         with self._lock:
             self._trigger(context, session)
 
-    def _trigger(self, context: ProcessContext, session) -> None:
+    def _trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         original = session.get() if context.has_incoming else None
         if context.has_incoming and original is None:
             return

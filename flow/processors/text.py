@@ -10,10 +10,14 @@ A FlowFile whose content cannot be read goes to `failure` too, penalized, with
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import ExpressionError, UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .content_failures import ContentFailures
+
+if TYPE_CHECKING:
+    from ..session import ProcessSession
 
 ERROR_ATTRIBUTE = "text.error"
 
@@ -31,7 +35,7 @@ def read_line(stream, room: int) -> bytes:
     return line
 
 
-def to_failure(session, flowfile, reason: str) -> None:
+def to_failure(session: ProcessSession, flowfile, reason: str) -> None:
     session.transfer(session.penalize(session.put_attribute(flowfile, ERROR_ATTRIBUTE, reason)), "failure")
 
 
@@ -53,7 +57,7 @@ class SplitText(Processor):
             return [("line_split_count", "must be at least 1")]
         return []
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         flowfile = session.get()
         if flowfile is None:
             return
@@ -78,7 +82,7 @@ class SplitText(Processor):
         session.transfer(flowfile, "original")
 
     @staticmethod
-    def _split(context, session, flowfile) -> list:
+    def _split(context, session: ProcessSession, flowfile) -> list:
         """The children of `flowfile`, with their line counts; TooLong when a split would
         hold more than maximum_buffer_size, UnreadableContent when the content cannot be
         read (either way every child made so far removed)."""
@@ -135,7 +139,7 @@ class ReplaceText(Processor):
     )
     relationships = ("success", "failure")
 
-    def on_trigger(self, context: ProcessContext, session) -> None:
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         strategy = context["replacement_strategy"]
         pattern = context["search_value"]
         limit = context["maximum_buffer_size"]
@@ -149,7 +153,7 @@ class ReplaceText(Processor):
                 to_failure(session, flowfile, f"replacement_value: {error}")
                 continue
 
-            def change(text: str) -> str:
+            def change(text: str, replacement: str = replacement) -> str:
                 if strategy == "regex_replace":
                     return pattern.sub(_python_replacement(replacement), text)
                 if strategy == "literal_replace":

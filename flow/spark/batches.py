@@ -30,7 +30,7 @@ from collections.abc import Iterable
 # batches never collide with version-5 ids anyone else derives).
 OUTPUT_NAMESPACE = uuid.UUID("6f1c2a53-3d1e-4b7a-9a55-0c8e2d4b7f10")
 BATCH_ID_LENGTH = 20
-_STAGING = re.compile(r"^(?P<batch>[0-9a-f]{%d})-e(?P<epoch>[0-9]+)\Z" % BATCH_ID_LENGTH)  # `$` passes "\n"
+_STAGING = re.compile(rf"^(?P<batch>[0-9a-f]{{{BATCH_ID_LENGTH}}})-e(?P<epoch>[0-9]+)\Z")  # `$` passes "\n"
 _PART = re.compile(r"^part-(?P<index>\d+)")
 
 

@@ -62,9 +62,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from repositories.claims import ContentClaim
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 STAGE_CHUNK = 1 << 20
 JOIN_MAX_CLAIM = 1 << 20   # a claim up to this size may share a staging file
@@ -227,7 +230,7 @@ def _stage_partition(location: ContentLocation, items):
             reader.close()
 
 
-def _join_claims(storage, reader_of, item: ClaimsToJoin) -> list[Staged]:
+def _join_claims(storage: Storage, reader_of, item: ClaimsToJoin) -> list[Staged]:
     """On an executor: the claims of `item`, each read and checked whole before a byte
     of it is written, copied into one staging file, each ending with a newline (a
     record never runs into the next claim's first). A claim that cannot be read is
@@ -238,7 +241,7 @@ def _join_claims(storage, reader_of, item: ClaimsToJoin) -> list[Staged]:
     copied, unread = [], []
     try:
         with storage.create(item.target, overwrite=True) as out:
-            for index, claim in zip(item.indexes, item.claims):
+            for index, claim in zip(item.indexes, item.claims, strict=False):
                 try:
                     with reader_of(claim).open_read(claim) as source:
                         data = b"".join(iter(functools.partial(source.read, STAGE_CHUNK), b""))

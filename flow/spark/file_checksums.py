@@ -29,10 +29,14 @@ import io
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from repositories.content.checksum_format import CRC32C_VERSION, ChecksumFormatError
 from repositories.content.checksums import ChecksumRecords
 from repositories.content.crc32c_math import compose
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +82,7 @@ class HdfsFileChecksums:
         self._fs.close()
 
 
-def vouched_by_hdfs(spark, storage, uri, candidates: Sequence[tuple[int, str, str, int]]) -> dict[int, str]:
+def vouched_by_hdfs(spark, storage: Storage, uri, candidates: Sequence[tuple[int, str, str, int]]) -> dict[int, str]:
     """Of `candidates` (index, resource path, checksum path, claim length: claims that
     fill their resource files whole), those HDFS vouches for: index -> resource path.
     `uri(path)` is what Spark's Hadoop client calls a path of `storage`."""

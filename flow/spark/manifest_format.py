@@ -49,7 +49,7 @@ class BatchManifest:
                            "files": [list(pair) for pair in self.files]}, indent=1).encode("utf-8")
 
     @classmethod
-    def decode(cls, data: bytes, where: str = "manifest") -> "BatchManifest":
+    def decode(cls, data: bytes, where: str = "manifest") -> BatchManifest:
         try:
             body = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as error:

@@ -18,15 +18,21 @@ block size), and the content store moves both into a container as a new resource
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from repositories.content.checksum_format import pack_header
 from repositories.content.checksums import BlockChecksummer
 from repositories.content.format import CHECKSUM_SUFFIX
 
+if TYPE_CHECKING:
+    from flow.session import ProcessSession
+    from repositories.content import ContentStore
+    from repositories.storage import Storage
+
 READ_CHUNK = 1 << 20
 
 
-def checksum_file(storage, path: str, block_size: int, *, sync: bool = False) -> str:
+def checksum_file(storage: Storage, path: str, block_size: int, *, sync: bool = False) -> str:
     """Write the checksum file of the whole file at `path` beside it, as a content
     writer makes it for a claim at offset 0 (header, then a record per block); its
     path. With `sync` (local disk), both files are on disk when it returns."""
@@ -45,7 +51,7 @@ def checksum_file(storage, path: str, block_size: int, *, sync: bool = False) ->
     return target
 
 
-def local_taker(session, staging, directory: str):
+def local_taker(session: ProcessSession, staging, directory: str):
     """The session's content repository when it can take the part files of the batch
     staged at `directory` by renaming them: staging and every content container on
     the same local filesystem, as on a standalone node. None otherwise (the node then
@@ -65,7 +71,7 @@ def local_taker(session, staging, directory: str):
     return content
 
 
-def checksum_local_parts(content, staging, paths) -> list[tuple[str, str]]:
+def checksum_local_parts(content: ContentStore, staging, paths) -> list[tuple[str, str]]:
     """(path, checksum file) of each of `paths`, written and synced by the node."""
     block_size = content.config.checksum_block_size
     return [(path, checksum_file(staging.storage, path, block_size, sync=True)) for path in paths]

@@ -178,7 +178,7 @@ def per_minute(events) -> list[dict]:
 
 
 def _minute(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
 def format_per_minute(rows: list[dict]) -> str:
@@ -187,5 +187,5 @@ def format_per_minute(rows: list[dict]) -> str:
     lines = [[r["minute"], r["component_id"], str(r["events"]), f"{r['latency_p50_ms']:g}",
               str(r["latency_max_ms"]), " ".join(f"{k}={v}" for k, v in r["by_type"].items())] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip()
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False)).rstrip()
                      for line in [list(header), *lines])

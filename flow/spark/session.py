@@ -24,6 +24,10 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 SPARK_SERVICE = "spark"
 LOCAL_MASTER = "local[*]"
@@ -107,11 +111,11 @@ class SparkSessionFactory:
         return build_spark_session(self.master, self.conf, app_name=self.app_name)
 
     @staticmethod
-    def stop(session) -> None:
+    def stop(session: SparkSession) -> None:
         session.stop()
 
     @staticmethod
-    def alive(session) -> bool:
+    def alive(session: SparkSession) -> bool:
         """False once the session's SparkContext stopped (its cluster manager gave up on
         it, or it was stopped): the registry then starts a new session."""
         context = session.sparkContext._jsc

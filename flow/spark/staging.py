@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from repositories.storage import StorageError, StorageFileNotFound, join
 
@@ -33,6 +34,10 @@ from .batches import parse_staging_name, staging_name
 from .by_reference import ClaimToStage, ContentByReference, Staged, join_small_claims, stage_claims
 from .file_checksums import vouched_by_hdfs
 from .records import StagedInput, joined_name, staged_name
+
+if TYPE_CHECKING:
+    from flow.session import ProcessSession
+    from repositories.content import ContentStore
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +98,7 @@ class SparkStaging:
         return collected
 
 
-def by_reference(session, staging: SparkStaging):
+def by_reference(session: ProcessSession, staging: SparkStaging):
     """The session's content store when Spark's executors can read and write its claims
     themselves (`flow.spark.by_reference`): content on the HDFS the batch is staged
     on, as on a clustered node. None when the content must go through the node (the
@@ -104,7 +109,7 @@ def by_reference(session, staging: SparkStaging):
     return content if content.spark_location().storage == staging.storage.address else None
 
 
-def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
+def stage_inputs(session: ProcessSession, staging: SparkStaging, directory: str, inputs,
                  indexes: list[int] | None = None, *, make_directory: bool = True) -> list[StagedInput]:
     """Each input FlowFile's content as its own file under `directory`/in, streamed in
     chunks through the node; `inputs` are (FlowFile, record format) in batch order,
@@ -114,7 +119,7 @@ def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
     if make_directory:
         storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
     staged = []
-    for index, (flowfile, record_format) in zip(indexes or range(len(inputs)), inputs):
+    for index, (flowfile, record_format) in zip(indexes or range(len(inputs)), inputs, strict=False):
         if not flowfile.size:
             continue
         path = f"{directory}/in/{staged_name(index, record_format)}"
@@ -125,7 +130,7 @@ def stage_inputs(session, staging: SparkStaging, directory: str, inputs,
     return staged
 
 
-def stage_batch(session, spark, content, staging: SparkStaging, directory: str, inputs, *,
+def stage_batch(session: ProcessSession, spark, content: ContentStore, staging: SparkStaging, directory: str, inputs, *,
                 join: bool = True) -> tuple[list[StagedInput], dict[str, int]]:
     """Where Spark reads each input's records, by batch place, and how many inputs got
     there which way (`in_place`, `copied_by_executors`, `copied_by_node`; of those in

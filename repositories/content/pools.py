@@ -9,8 +9,8 @@ told not to), and a job submitted after it starts a new pool.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
 
 
 class LazyPool:

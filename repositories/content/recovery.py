@@ -72,7 +72,7 @@ def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: Resourc
     scanned = list(_scan(roots, resource_io))
     have_files = {resource for _c, _r, found, resource in scanned if resource is not None and not found.checksums}
     checksum_files: dict[ResourceClaim, FoundResource] = {}
-    for container, root, found, resource in scanned:
+    for _container, root, found, resource in scanned:
         if resource is None:
             report.unsafe.append(f"{root}/{found.section}/{found.name}")
             continue

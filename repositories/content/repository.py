@@ -359,7 +359,7 @@ class ContentRepository(ContentStore):
 
         threading.Thread(target=finish, name=f"{self.name}-abandon", daemon=True).start()
 
-    def __enter__(self) -> "ContentRepository":
+    def __enter__(self) -> ContentRepository:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -38,7 +38,13 @@ from repositories.claims import SECTIONS_PER_CONTAINER, ResourceClaim
 from repositories.storage import StorageError, StorageFileNotFound, WritableFile
 from repositories.storage.leases import recover_leases
 from repositories.storage.local import (
-    DIRECTORY_MODE, FILE_MODE, LocalWritableFile, fsync_directory, make_private_directories, translate_os_error)
+    DIRECTORY_MODE,
+    FILE_MODE,
+    LocalWritableFile,
+    fsync_directory,
+    make_private_directories,
+    translate_os_error,
+)
 from repositories.storage.protocol import Storage, join
 
 from .archive import Usage
@@ -325,7 +331,9 @@ class LocalResourceIO:
                 directory = None
                 for entry in entries:
                     if entry.name == ARCHIVE_DIRECTORY and not archived and entry.is_dir(follow_symlinks=False):
-                        directory = entry.path  # scanned next: only where there is one (one listing, not two, per section)
+                        directory = (
+                            entry.path
+                        )  # scanned next: only where there is one (one listing, not two, per section)
                         continue
                     info = entry.stat(follow_symlinks=False)
                     found.append(_found(section, entry.name, info.st_size, info.st_mtime, archived,

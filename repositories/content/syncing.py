@@ -84,7 +84,7 @@ class ResourceSyncer:
                        if r.length > r.synced or r.retired or (retire and not r.writing)]
         first_error: StorageError | None = None
         outcomes = self._sync_all(targets)
-        for resource, failure in zip(targets, outcomes):
+        for resource, failure in zip(targets, outcomes, strict=False):
             if failure is not None:
                 first_error = first_error or failure
                 table.fail(resource, failure)
@@ -117,7 +117,7 @@ class ResourceSyncer:
             results = [self._sync_data(resource) for resource in targets]
         outcomes: list[StorageError | None] = []
         directories: dict[str, StorageError | None] = {}
-        for resource, (end, error) in zip(targets, results):
+        for resource, (end, error) in zip(targets, results, strict=False):
             if error is None and end is not None:
                 directory = resource.file.unsynced_directory()
                 if directory is not None:

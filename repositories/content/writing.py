@@ -33,7 +33,6 @@ from .resource_io import ResourceIO
 from .resources import OpenResource, ResourceTable
 from .store import ClaimWriter
 
-
 # A writer hands checksum records to the checksum file once this many bytes of them
 # wait (every 13 MB of a large claim), so a 10 GB claim's records never pile up.
 CHECKSUM_RECORDS_BUFFERED = 4096
@@ -45,7 +44,7 @@ class ContentWriter(ClaimWriter):
     Not thread-safe: one writer, one thread. After `close()`, `claim` holds the result.
     """
 
-    def __init__(self, allocator: "ResourceAllocator", resource: OpenResource):
+    def __init__(self, allocator: ResourceAllocator, resource: OpenResource):
         self._allocator = allocator
         self._resource = resource
         self.offset = resource.length

@@ -39,7 +39,8 @@ Constructor: `WriteAheadLog(storage, directory, *, partitions=DEFAULT_PARTITIONS
 serde=FlowFileSerDe(), epoch=0, checkpoint_interval=DEFAULT_CHECKPOINT_INTERVAL,
 clock=time.monotonic, wall_clock=time.time, hooks=None, relocate_swap=None,
 accept_damage=False)`; the defaults are 4 partitions
-and a checkpoint every 60 seconds, exported for the configurations that build a log. `epoch` is the shard epoch written into every journal header and every
+and a checkpoint every 60 seconds, exported for the configurations that build a log.
+`epoch` is the shard epoch written into every journal header and every
 transaction; a WAL touched by a newer epoch raises `StaleEpochError`, and an older one
 is re-stamped by a checkpoint on adoption. `hooks` are the named fault seams of
 `hooks.WalHooks`. The SerDe is pluggable: see `serde.SerDe`.
@@ -105,6 +106,7 @@ transaction whole or not at all, as after a crash.
 Errors all derive from `WriteAheadLogError` (see `errors`). Byte layouts: `format`.
 """
 
+from .damage import Damage
 from .errors import (
     AbandonedInFlightError,
     CheckpointError,
@@ -123,7 +125,6 @@ from .errors import (
     WriteAheadLogError,
     WriteAheadLogPoisonedError,
 )
-from .damage import Damage
 from .hooks import WalHooks
 from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapFile, SwapIn, SwapOut, Update, decode_records
 from .recovery import RecoveryReport, list_wal_files, read_state

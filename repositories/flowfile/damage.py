@@ -138,7 +138,7 @@ def _missing_journals(reading: Reading) -> list[Damage]:
     current = [j for j in declared if j.generation == reading.snapshot_max_txid]
     if current or declared:
         expected = max(j.partitions for j in (current or declared))
-        why = "of the set of {n} journals the snapshot's checkpoint created".format(n=expected)
+        why = f"of the set of {expected} journals the snapshot's checkpoint created"
     elif not present:
         if not reading.snapshot_holds_state:
             return []  # the first checkpoint of an empty WAL, cut short by a crash (before journal sets)

@@ -320,8 +320,15 @@ def split_payload(payload: memoryview, count: int) -> list[memoryview]:
     return pieces
 
 
-def pack_snapshot_header(epoch: int, serde_name: str, serde_version: int, max_txid: int, record_count: int, swap_count: int,
-                         format_version: int = SNAPSHOT_FORMAT_VERSION) -> bytes:
+def pack_snapshot_header(
+    epoch: int,
+    serde_name: str,
+    serde_version: int,
+    max_txid: int,
+    record_count: int,
+    swap_count: int,
+    format_version: int = SNAPSHOT_FORMAT_VERSION,
+) -> bytes:
     body = _pack_header_body(SNAPSHOT_MAGIC, format_version, epoch, serde_name, serde_version)
     body += SNAPSHOT_COUNTS.pack(max_txid, record_count, swap_count)
     return body + U32.pack(crc32(body))
@@ -362,7 +369,9 @@ def pack_snapshot_block_body(ids: list, encoded: list) -> bytes:
     if text.count("\0") == len(ids) - 1:
         column = bytes((IDS_NUL_JOINED,)) + text.encode("utf-8")
     else:
-        column = bytes((IDS_LENGTH_PREFIXED,)) + b"".join(U32.pack(len(e)) + e for e in (i.encode("utf-8") for i in ids))
+        column = bytes((IDS_LENGTH_PREFIXED,)) + b"".join(
+            U32.pack(len(e)) + e for e in (i.encode("utf-8") for i in ids)
+        )
     return b"".join((table, *encoded, column))
 
 

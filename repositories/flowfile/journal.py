@@ -17,14 +17,14 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from ..instruments import LatencyHistogram
 from ..storage.abandon import abandon_file
 from . import format as fmt
 from .errors import CorruptJournalError, JournalWriteError, NotAWriteAheadLogError
 from .hooks import WalHooks
-
 
 JOURNAL_PATTERN = re.compile(r"journal-(\d+)")
 
@@ -111,7 +111,9 @@ def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[lis
                 break
             stop = offset + header_size + guard
             if stop > end:
-                tail = Cut(path, offset, end, "torn transaction: damaged header, and the file ends inside its payload", True)
+                tail = Cut(
+                    path, offset, end, "torn transaction: damaged header, and the file ends inside its payload", True
+                )
                 break
             damage.append(_Damage(offset, stop, "transaction frame header is damaged (marker or header CRC); "
                                                 "skipped by its length guard", None))

@@ -27,11 +27,20 @@ FlowFile brought back.
 from __future__ import annotations
 
 import gc
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 from ..claims import ContentClaim
 
-FIELDS = ("id", "attributes", "content_claim", "queue", "size", "entry_date", "lineage_start_date", "penalty_expiration")
+FIELDS = (
+    "id",
+    "attributes",
+    "content_claim",
+    "queue",
+    "size",
+    "entry_date",
+    "lineage_start_date",
+    "penalty_expiration",
+)
 
 
 class FlowFileRecord:
@@ -94,7 +103,7 @@ class FlowFileRecord:
             self._encoded = None
         return attributes
 
-    def decode(self) -> "FlowFileRecord":
+    def decode(self) -> FlowFileRecord:
         """Decode every field now (raises CorruptRecordError); returns self."""
         if self._head is None:
             self._decode_head()
@@ -132,15 +141,17 @@ class FlowFileRecord:
     __hash__ = None  # like the NamedTuple it replaces: it holds a dict
 
     def __repr__(self) -> str:
-        return "FlowFileRecord(" + ", ".join(f"{name}={value!r}" for name, value in zip(FIELDS, self)) + ")"
+        return (
+            "FlowFileRecord(" + ", ".join(f"{name}={value!r}" for name, value in zip(FIELDS, self, strict=False)) + ")"
+        )
 
     def __reduce__(self):
         return (FlowFileRecord, tuple(self))
 
     def _asdict(self) -> dict:
-        return dict(zip(FIELDS, self))
+        return dict(zip(FIELDS, self, strict=False))
 
-    def replace(self, **changes) -> "FlowFileRecord":
+    def replace(self, **changes) -> FlowFileRecord:
         fields = self._asdict()
         unknown = set(changes) - set(FIELDS)
         if unknown:
@@ -231,7 +242,7 @@ class SwapIn(NamedTuple):
     location: str
 
 
-Update = Union[Put, Delete, SwapOut, SwapIn]
+Update = Put | Delete | SwapOut | SwapIn
 
 
 def apply_update(records: dict, swap_files: dict, update: Update) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import format as fmt
 from .damage import JournalSeen, Reading, format_ranges, judge, missing_ranges
@@ -20,6 +20,9 @@ from .errors import NotAWriteAheadLogError, StaleEpochError, UnknownSerDeError
 from .journal import JOURNAL_PATTERN, Cut, JournalScan, journal_name, scan_journal
 from .record import apply_update
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, SnapshotContents, read_snapshot
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 CUT_DIRECTORY = "cut"
 
@@ -71,7 +74,11 @@ class RecoveryReport:
             "directory": self.directory,
             "case": self.case.name,
             "case_meaning": self.case.value,
-            "snapshot": {"max_txid": self.snapshot_max_txid, "records": self.snapshot_records, "epoch": self.snapshot_epoch},
+            "snapshot": {
+                "max_txid": self.snapshot_max_txid,
+                "records": self.snapshot_records,
+                "epoch": self.snapshot_epoch,
+            },
             "journals": self.journals,
             "transactions_replayed": self.transactions_replayed,
             "transactions_already_in_snapshot": self.transactions_in_snapshot,
@@ -104,7 +111,7 @@ class RecoveredState(NamedTuple):
     scans: list  # [JournalScan], for the cut bytes
 
 
-def list_wal_files(storage, directory: str) -> WalFiles:
+def list_wal_files(storage: Storage, directory: str) -> WalFiles:
     """Classify the directory's entries; anything a WAL does not write is refused."""
     journals: dict = {}
     snapshot = partial = None
@@ -120,11 +127,13 @@ def list_wal_files(storage, directory: str) -> WalFiles:
         elif name == CUT_DIRECTORY and status.is_dir:
             continue
         else:
-            raise NotAWriteAheadLogError(status.path, 0, "a FlowFile WAL directory holds only journal-N, snapshot, snapshot.partial and cut/")
+            raise NotAWriteAheadLogError(
+                status.path, 0, "a FlowFile WAL directory holds only journal-N, snapshot, snapshot.partial and cut/"
+            )
     return WalFiles(journals, snapshot, partial)
 
 
-def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | None) -> RecoveredState:
+def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: int | None) -> RecoveredState:
     report = RecoveryReport(directory)
     report.case = SnapshotCase.of(files.snapshot is not None, files.partial is not None)
     # Which file holds the state: for BOTH the .partial may be incomplete and the
@@ -181,11 +190,15 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
         if epoch is not None and header.epoch < epoch:
             report.checkpoint_reasons.append(f"adopting: {path} epoch {header.epoch} < own epoch {epoch}")
         if header.serde_version != serde.version:
-            report.checkpoint_reasons.append(f"{path} written by SerDe version {header.serde_version}, this one writes {serde.version}")
+            report.checkpoint_reasons.append(
+                f"{path} written by SerDe version {header.serde_version}, this one writes {serde.version}"
+            )
         if header.format_version != fmt.JOURNAL_FORMAT_VERSION:
             # New frames are appended only in the current format: rewrite it first.
             report.checkpoint_reasons.append(
-                f"{path} is journal format version {header.format_version}, this release writes {fmt.JOURNAL_FORMAT_VERSION}")
+                f"{path} is journal format version {header.format_version}, "
+                f"this release writes {fmt.JOURNAL_FORMAT_VERSION}"
+            )
         if scan.cuts:
             report.checkpoint_reasons.append(f"{path}: {len(scan.cuts)} damaged range(s) cut")
 
@@ -219,8 +232,17 @@ def read_state(storage, directory: str, files: WalFiles, serde, epoch: int | Non
         try:
             updates = [decode(piece, version) for piece in split_payload(frame.payload, frame.count)]
         except Exception as error:  # CRC matched but the content is not what the SerDe wrote
-            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} cannot be decoded: {error}", False,
-                                   txid, frame.count))
+            report.cuts.append(
+                Cut(
+                    path,
+                    frame.offset,
+                    frame_end,
+                    f"transaction {txid} cannot be decoded: {error}",
+                    False,
+                    txid,
+                    frame.count,
+                )
+            )
             report.checkpoint_reasons.append(f"{path}: undecodable transaction {txid}")
             continue
         for update in updates:

@@ -64,7 +64,12 @@ RECORD_V1 = struct.Struct("<QqBHQQH")
 U16 = struct.Struct("<H")
 U32 = struct.Struct("<I")
 _V3_FLAGS_AND_ATTRIBUTES = struct.Struct("<40xB20xI")  # the two fields of RECORD_V3 the attributes need
-assert _V3_FLAGS_AND_ATTRIBUTES.size == RECORD_V3.size and RECORD_V3.size == 65 and RECORD_V2.size == 55 and RECORD_V1.size == 37, (RECORD_V3.size, RECORD_V2.size, RECORD_V1.size)
+assert (
+    _V3_FLAGS_AND_ATTRIBUTES.size == RECORD_V3.size
+    and RECORD_V3.size == 65
+    and RECORD_V2.size == 55
+    and RECORD_V1.size == 37
+), (RECORD_V3.size, RECORD_V2.size, RECORD_V1.size)
 
 PUT, DELETE, SWAP_OUT, SWAP_IN = 1, 2, 3, 4
 HAS_CLAIM = 0x01
@@ -99,7 +104,9 @@ class FlowFileSerDe:
 
     def __init__(self, version: int = CURRENT_VERSION):
         if not self.OLDEST_VERSION <= version <= self.CURRENT_VERSION:
-            raise ValueError(f"FlowFileSerDe writes versions {self.OLDEST_VERSION}..{self.CURRENT_VERSION}, not {version}")
+            raise ValueError(
+                f"FlowFileSerDe writes versions {self.OLDEST_VERSION}..{self.CURRENT_VERSION}, not {version}"
+            )
         self.version = version
         self._resources: dict[tuple, ResourceClaim] = {}
         self.lazy_decoder = LazyDecoder(self)
@@ -206,16 +213,18 @@ class FlowFileSerDe:
             else:
                 strings = str(data[start + head_size : stop], "utf-8").split(NUL)
             if flags & HAS_CLAIM:
-                resource = resources.get((strings[2], section, strings[3])) or resource_of(strings[2], section, strings[3])
+                resource = resources.get((strings[2], section, strings[3])) or resource_of(
+                    strings[2], section, strings[3]
+                )
                 claim = Claim(resource, offset, length)
                 if len(strings) & 1:
                     raise ValueError("record has an attribute key without a value")
-                attributes = dict(zip(strings[4::2], strings[5::2]))
+                attributes = dict(zip(strings[4::2], strings[5::2], strict=False))
             else:
                 claim = None
                 if len(strings) & 1:
                     raise ValueError("record has an attribute key without a value")
-                attributes = dict(zip(strings[2::2], strings[3::2]))
+                attributes = dict(zip(strings[2::2], strings[3::2], strict=False))
             return Record(strings[0], attributes, claim, strings[1], size, entry, lineage, penalty)
 
         return decode_v2
@@ -238,7 +247,7 @@ class FlowFileSerDe:
 
         def decode_batch(ids: list, pieces: list) -> list:
             decoded = [decode(piece, 0, len(piece)) for piece in pieces]
-            for record_id, record in zip(ids, decoded):
+            for record_id, record in zip(ids, decoded, strict=False):
                 if record.id != record_id:
                     raise ValueError(f"record {record.id!r} is listed as {record_id!r} in its block")
             return decoded
@@ -258,11 +267,16 @@ class FlowFileSerDe:
         first = 2
         claim = None
         if flags & HAS_CLAIM:
-            claim = ContentClaim(self._resources.get((strings[2], section, strings[3])) or self._resource(strings[2], section, strings[3]), offset, length)
+            claim = ContentClaim(
+                self._resources.get((strings[2], section, strings[3]))
+                or self._resource(strings[2], section, strings[3]),
+                offset,
+                length,
+            )
             first = 4
         if (len(strings) - first) % 2:
             raise ValueError("record has an attribute key without a value")
-        attributes = dict(zip(strings[first::2], strings[first + 1 :: 2]))
+        attributes = dict(zip(strings[first::2], strings[first + 1 :: 2], strict=False))
         return FlowFileRecord(strings[0], attributes, claim, strings[1], size, entry, entry, 0)
 
     # -- updates ------------------------------------------------------------------
@@ -326,7 +340,10 @@ class LazyDecoder:
             if encoded[RECORD_V3.size : start] != record_id.encode("utf-8"):
                 raise ValueError(f"the record's bytes carry the id {bytes(encoded[RECORD_V3.size:start])!r}")
             if start + queue_length + claim_length + attributes_length != len(encoded):
-                raise ValueError(f"field lengths add up to {start + queue_length + claim_length + attributes_length} bytes, the record has {len(encoded)}")
+                raise ValueError(
+                    f"field lengths add up to {start + queue_length + claim_length + attributes_length} bytes, "
+                    f"the record has {len(encoded)}"
+                )
             queue_bytes = encoded[start : start + queue_length]
             queue = self._queues.get(queue_bytes)
             if queue is None:
@@ -351,7 +368,9 @@ class LazyDecoder:
         if not separator:
             raise ValueError("claim text has no NUL between container and resource id")
         serde = self._serde
-        resource = serde._resources.get((container, section, resource_id)) or serde._resource(container, section, resource_id)
+        resource = serde._resources.get((container, section, resource_id)) or serde._resource(
+            container, section, resource_id
+        )
         if len(self._resources) > 100_000:
             self._resources.clear()
         self._resources[(section, claim_text)] = resource
@@ -374,7 +393,7 @@ class LazyDecoder:
         except Exception as error:
             raise CorruptRecordError(record_id, f"attributes: {error}") from None
         # Keys repeat across millions of FlowFiles: one interned copy of each.
-        return dict(zip(map(_intern, strings[0::2]), strings[1::2]))
+        return dict(zip(map(_intern, strings[0::2]), strings[1::2], strict=False))
 
 
 def _join_length_prefixed(strings) -> bytes:

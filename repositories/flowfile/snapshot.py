@@ -26,7 +26,7 @@ class SnapshotCase(enum.Enum):
     PARTIAL_ONLY = ".partial only: the crash hit between deleting snapshot and renaming .partial"
 
     @classmethod
-    def of(cls, snapshot_exists: bool, partial_exists: bool) -> "SnapshotCase":
+    def of(cls, snapshot_exists: bool, partial_exists: bool) -> SnapshotCase:
         if snapshot_exists:
             return cls.BOTH if partial_exists else cls.SNAPSHOT_ONLY
         return cls.PARTIAL_ONLY if partial_exists else cls.NEITHER
@@ -110,7 +110,9 @@ def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
             start = offset + entry_size
             body = view[start : start + length]
             if start + length > len(data) or fmt.crc32(body) != crc:
-                raise CorruptSnapshotError(path, offset, f"swap-file entry {index} of {swap_count}: CRC mismatch or truncated")
+                raise CorruptSnapshotError(
+                    path, offset, f"swap-file entry {index} of {swap_count}: CRC mismatch or truncated"
+                )
             swap_file, _ = fmt.unpack_swap_file(body)
             swap_files[swap_file.location] = swap_file
             offset = start + length
@@ -122,11 +124,15 @@ def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
     except Exception as error:  # struct.error, ValueError, UnicodeDecodeError, InvalidClaimError
         raise CorruptSnapshotError(path, offset, f"an entry cannot be decoded: {error}") from None
     if trailer_counts != (record_count, swap_count):
-        raise CorruptSnapshotError(path, offset, f"trailer counts {trailer_counts} disagree with the header ({record_count}, {swap_count})")
+        raise CorruptSnapshotError(
+            path, offset, f"trailer counts {trailer_counts} disagree with the header ({record_count}, {swap_count})"
+        )
     if offset + fmt.SNAPSHOT_TRAILER.size != len(data):
         raise CorruptSnapshotError(path, offset + fmt.SNAPSHOT_TRAILER.size, "bytes follow the trailer")
     if len(records) != record_count:
-        raise CorruptSnapshotError(path, header.length, f"{record_count} records announced, {len(records)} distinct ids read")
+        raise CorruptSnapshotError(
+            path, header.length, f"{record_count} records announced, {len(records)} distinct ids read"
+        )
     return SnapshotContents(path, header.epoch, header.serde_name, version, max_txid, records, swap_files)
 
 
@@ -141,18 +147,24 @@ def _read_blocks(path: str, data: bytes, view, offset: int, record_count: int, d
     while done < record_count:
         count, length, body_crc = unpack_block(data, offset)
         if not 0 < count <= record_count - done:
-            raise CorruptSnapshotError(path, offset, f"record block of {count} records, {record_count - done} of {record_count} left to read")
+            raise CorruptSnapshotError(
+                path, offset, f"record block of {count} records, {record_count - done} of {record_count} left to read"
+            )
         start = offset + block_header_size
         stop = start + length
         if stop > end:
-            raise CorruptSnapshotError(path, offset, f"record block (records {done}..{done + count - 1}) runs past the end of the file")
+            raise CorruptSnapshotError(
+                path, offset, f"record block (records {done}..{done + count - 1}) runs past the end of the file"
+            )
         if crc32(view[start:stop]) != body_crc:
             raise _locate_damage(path, data, view, offset, start, stop, count, done, record_count)
         try:
             ids, pieces = unpack_body(data, start, stop, count)
-            records.update(zip(ids, decode_batch(ids, pieces)))
+            records.update(zip(ids, decode_batch(ids, pieces), strict=False))
         except Exception as error:  # the CRC matched: the writer wrote bytes its SerDe cannot read
-            raise CorruptSnapshotError(path, offset, f"record block (records {done}..{done + count - 1}) cannot be decoded: {error}") from None
+            raise CorruptSnapshotError(
+                path, offset, f"record block (records {done}..{done + count - 1}) cannot be decoded: {error}"
+            ) from None
         done += count
         offset = stop
     return offset
@@ -163,9 +175,17 @@ def _locate_damage(path, data, view, block_offset, start, stop, count, done, rec
     for index, position, length, crc in fmt.snapshot_block_entries(data, start, stop, count):
         if fmt.crc32(view[position : position + length]) != crc:
             return CorruptSnapshotError(
-                path, position, f"record {done + index} of {record_count}: CRC mismatch (its block at offset {block_offset} fails its CRC too)")
+                path,
+                position,
+                f"record {done + index} of {record_count}: CRC mismatch "
+                f"(its block at offset {block_offset} fails its CRC too)",
+            )
     return CorruptSnapshotError(
-        path, block_offset, f"record block (records {done}..{done + count - 1}): CRC mismatch outside the records' bytes (entry table or id column)")
+        path,
+        block_offset,
+        f"record block (records {done}..{done + count - 1}): "
+        "CRC mismatch outside the records' bytes (entry table or id column)",
+    )
 
 
 def _batch_decoder(serde, version: int, view):
@@ -176,7 +196,7 @@ def _batch_decoder(serde, version: int, view):
 
     def decode_each(ids, pieces):
         decoded = []
-        for record_id, piece in zip(ids, pieces):
+        for record_id, piece in zip(ids, pieces, strict=False):
             record = serde.decode_record(piece, version)
             if record.id != record_id:
                 raise ValueError(f"record {record.id!r} is listed as {record_id!r} in its block")
@@ -199,7 +219,9 @@ def _read_entries(path: str, data: bytes, view, offset: int, record_count: int, 
             start = offset + entry_size
             stop = start + length
             if stop > end:
-                raise CorruptSnapshotError(path, offset, f"record {index} of {record_count} runs past the end of the file")
+                raise CorruptSnapshotError(
+                    path, offset, f"record {index} of {record_count} runs past the end of the file"
+                )
             if crc32(view[start:stop]) != crc:
                 raise CorruptSnapshotError(path, offset, f"record {index} of {record_count}: CRC mismatch")
             record = decode(data, start, stop)

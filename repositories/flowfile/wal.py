@@ -8,7 +8,8 @@ import json
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..instruments import LatencyHistogram
 from ..storage import StorageFileExists, abandon_file, join
@@ -33,6 +34,9 @@ from .recovery import CUT_DIRECTORY, RecoveryReport, list_wal_files, read_state
 from .serde import FlowFileSerDe
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, read_snapshot, write_snapshot
 from .watermark import TransactionIds
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +96,7 @@ class WriteAheadLog:
 
     def __init__(
         self,
-        storage,
+        storage: Storage,
         directory: str,
         *,
         partitions: int = DEFAULT_PARTITIONS,
@@ -321,7 +325,7 @@ class WriteAheadLog:
     def abandoned(self) -> bool:
         return self._abandoned is not None
 
-    def __enter__(self) -> "WriteAheadLog":
+    def __enter__(self) -> WriteAheadLog:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -533,7 +537,9 @@ class WriteAheadLog:
             self._save_damage_report(report)
         existing = set(files.journals)
         if existing != set(range(self.partitions)):
-            report.checkpoint_reasons.append(f"journals {sorted(existing)} differ from partitions 0..{self.partitions - 1}")
+            report.checkpoint_reasons.append(
+                f"journals {sorted(existing)} differ from partitions 0..{self.partitions - 1}"
+            )
         self.last_recovery = report
         if report.checkpoint_reasons:
             # A journal with a cut tail cannot be appended to: rewrite it by a checkpoint.
@@ -541,7 +547,9 @@ class WriteAheadLog:
             try:
                 self._checkpoint_locked(stale_journals=files.journals)
             except Exception as error:
-                raise CheckpointError(f"restoration of {self.directory} failed: the forced checkpoint failed: {error}") from error
+                raise CheckpointError(
+                    f"restoration of {self.directory} failed: the forced checkpoint failed: {error}"
+                ) from error
         else:
             self._journals = [
                 Journal(path, self.storage.append(path), self._hooks, self._journal_failed, self.sync_durations)

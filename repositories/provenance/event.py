@@ -9,8 +9,8 @@ registered; they increase monotonically within a node.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 from ..claims import ContentClaim
 from .errors import InvalidEventError
@@ -96,7 +96,7 @@ class ProvenanceEvent:
         """The FlowFile's `filename` attribute after the event (before, if it was removed)."""
         return self.attributes_after.get("filename") or self.attributes_before.get("filename")
 
-    def with_id(self, event_id: int, event_time_ms: int) -> "ProvenanceEvent":
+    def with_id(self, event_id: int, event_time_ms: int) -> ProvenanceEvent:
         return replace(self, event_id=event_id, event_time_ms=event_time_ms)
 
     def to_dict(self) -> dict:

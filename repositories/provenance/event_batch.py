@@ -13,8 +13,9 @@ a new format version in `journal_format` and `event_file_format`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from operator import is_
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -153,16 +154,16 @@ class EventBatch:
         return self.record_batch.num_rows
 
     @classmethod
-    def from_events(cls, events: Sequence[ProvenanceEvent], now_ms: int) -> "EventBatch":
+    def from_events(cls, events: Sequence[ProvenanceEvent], now_ms: int) -> EventBatch:
         """Columns of `events`; events without a time are stamped with `now_ms`."""
         return cls.from_rows([row_of(event) for event in events], now_ms)
 
     @classmethod
-    def from_rows(cls, rows: Sequence[EventRow], now_ms: int) -> "EventBatch":
+    def from_rows(cls, rows: Sequence[EventRow], now_ms: int) -> EventBatch:
         """Columns of event rows; rows without a time get `now_ms`."""
         if not rows:
             return cls(pa.RecordBatch.from_pylist([], schema=BODY_SCHEMA))
-        column = EventRow._make(zip(*rows))  # each field: that column's values
+        column = EventRow._make(zip(*rows, strict=False))  # each field: that column's values
         times = column.time_ms
         if None in times:
             times = [now_ms if t is None else t for t in times]
@@ -194,14 +195,18 @@ class EventBatch:
         return cls(pa.RecordBatch.from_arrays(columns, schema=BODY_SCHEMA))
 
     @classmethod
-    def from_arrow(cls, data: pa.RecordBatch | pa.Table) -> "EventBatch":
+    def from_arrow(cls, data: pa.RecordBatch | pa.Table) -> EventBatch:
         """Adopt columns built by a bulk producer, after checking schema and required fields.
 
         This is the fast path: it skips the per-event rules of `ProvenanceEvent`, and
         checks only what the repository itself relies on.
         """
         if isinstance(data, pa.Table):
-            data = data.combine_chunks().to_batches()[0] if data.num_rows else pa.RecordBatch.from_pylist([], schema=BODY_SCHEMA)
+            data = (
+                data.combine_chunks().to_batches()[0]
+                if data.num_rows
+                else pa.RecordBatch.from_pylist([], schema=BODY_SCHEMA)
+            )
         if not data.schema.equals(BODY_SCHEMA):
             try:
                 data = data.select(BODY_SCHEMA.names).cast(BODY_SCHEMA)
@@ -220,7 +225,7 @@ class EventBatch:
         return self.record_batch.serialize().to_pybytes()
 
     @classmethod
-    def from_message(cls, message) -> "EventBatch":
+    def from_message(cls, message) -> EventBatch:
         """The batch `to_message` wrote, checked in full as `read_stored_batch` checks a
         stored one, and against the rules every event obeys. Raises ValueError."""
         batch = _read_message(message, BODY_SCHEMA)

@@ -12,14 +12,15 @@ import bisect
 import os
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import zstandard
 
-from . import event_file_format as fmt, files
+from . import event_file_format as fmt
+from . import files
 from .errors import CorruptBlockError, CorruptFileError
 from .event_batch import read_stored_batch
 
@@ -67,7 +68,7 @@ def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_by
     chunks = [fmt.pack_file_header(first_id)]
     blocks: list[fmt.BlockInfo] = []
     offset = fmt.FILE_HEADER.size
-    for index, (batch, payload, plain) in enumerate(zip(batches, compressed, raw)):
+    for index, (batch, payload, plain) in enumerate(zip(batches, compressed, raw, strict=False)):
         times = pc.min_max(batch.column("time_ms")).as_py()
         block_first = batch.column("id")[0].as_py()
         # Ids handed out to batches a crash kept from the journals leave gaps.

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from repositories.storage.local import FILE_MODE, fsync_directory, make_private_directories
+from repositories.storage.local import FILE_MODE, make_private_directories
+from repositories.storage.local import fsync_directory as fsync_directory  # callers use files.fsync_directory
 
 
 def write_new(path: str, chunks, *, sync: bool = True) -> int:

@@ -53,8 +53,9 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import tantivy
 
@@ -108,7 +109,7 @@ class ShardManifest:
                            "uuid_terms": self.uuid_terms}).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "ShardManifest":
+    def from_json(cls, data: bytes) -> ShardManifest:
         """The manifest `to_json` wrote; ValueError if `data` is not one."""
         try:
             raw = json.loads(data)

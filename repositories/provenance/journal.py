@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from . import journal_format as fmt
 from repositories.storage.local import FILE_MODE
 
+from . import journal_format as fmt
 from .errors import CorruptFileError
 from .event_batch import read_stored_batch
 

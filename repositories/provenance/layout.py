@@ -14,7 +14,9 @@ import json
 import os
 from collections.abc import Sequence
 
-from . import event_file_format as eff, files, journal_format as jf
+from . import event_file_format as eff
+from . import files
+from . import journal_format as jf
 from .errors import CorruptFileError, ProvenanceError
 
 LAYOUT = "layout.json"

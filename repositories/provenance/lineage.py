@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from .event import LINEAGE_TYPES, ProvenanceEvent
 

@@ -104,7 +104,7 @@ def export_table(stored: pa.Table | pa.RecordBatch, node: str) -> pa.Table:
 
 def hour_of(time_ms: int) -> str:
     """The UTC hour partition of a time: `YYYY-MM-DDTHH`."""
-    return dt.datetime.fromtimestamp(time_ms / 1000, dt.timezone.utc).strftime(HOUR_FORMAT)
+    return dt.datetime.fromtimestamp(time_ms / 1000, dt.UTC).strftime(HOUR_FORMAT)
 
 
 def file_name(first_id: int, last_id: int) -> str:

@@ -37,7 +37,9 @@ _DIGITS = re.compile(r"^[0-9]+\Z")
 _LATEST_MS = (1 << 63) - 1
 _EARLIEST_MS = -(1 << 63)
 # RFC 3339's date-time: what an API's spec can promise ("format: date-time"), with its zone.
-_RFC3339 = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})\Z")
+_RFC3339 = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})\Z"
+)
 
 
 def parse_time(text: str, *, now: float | None = None, strict: bool = False) -> int:
@@ -58,7 +60,7 @@ def parse_time(text: str, *, now: float | None = None, strict: bool = False) -> 
         form = "an RFC 3339 time with its zone" if strict else "an ISO time"
         raise ValueError(f"cannot read time {text!r}: use 15m, 2h, 3d, {form} or epoch ms") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
+        moment = moment.replace(tzinfo=dt.UTC)
     try:
         return max(_EARLIEST_MS, min(_LATEST_MS, int(moment.timestamp() * 1000)))
     except (OverflowError, ValueError):  # a zone that moves it past year 1 or 9999

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from . import event_file_format as eff, files
+from . import event_file_format as eff
+from . import files
 from .event_files import EventFileTable
 from .index import ShardedIndex
 from .journal import read_journal

@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from . import event_file_format as eff, files
+from . import event_file_format as eff
+from . import files
 from .background import BackgroundWork
 from .config import ProvenanceConfig
 from .errors import RepositoryClosedError
@@ -137,7 +138,7 @@ class ProvenanceRepository:
                          age_off=self.age_off, age_off_interval=config.age_off_interval_s)
 
     @classmethod
-    def open(cls, path: str, *, read_only: bool = True, **kwargs) -> "ProvenanceRepository":
+    def open(cls, path: str, *, read_only: bool = True, **kwargs) -> ProvenanceRepository:
         """Open the repository whose first container is `path` (reads its layout.json)."""
         containers = ProvenanceLayout.read_containers(path)
         config = kwargs.pop("config", None) or ProvenanceConfig(
@@ -335,7 +336,7 @@ class ProvenanceRepository:
         self.index.close()
         self._files.close()
 
-    def __enter__(self) -> "ProvenanceRepository":
+    def __enter__(self) -> ProvenanceRepository:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -29,10 +29,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import StorageUnavailable
 from .protocol import FileStatus
+
+if TYPE_CHECKING:
+    from .protocol import Storage
 
 
 class StorageAbandoned(StorageUnavailable):
@@ -60,7 +63,7 @@ class _OwnedFile:
     """A file `AbandonableStorage` handed out: the storage's own file, refused once
     its owner abandoned the storage."""
 
-    def __init__(self, owner: "AbandonableStorage", inner):
+    def __init__(self, owner: AbandonableStorage, inner):
         self._owner, self._inner = owner, inner
         self.path = inner.path
         self._abandoned = False
@@ -103,7 +106,7 @@ class _OwnedFile:
         abandon_file(self._inner)
         self._owner._forget(self)
 
-    def __enter__(self) -> "_OwnedFile":
+    def __enter__(self) -> _OwnedFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -115,7 +118,7 @@ class AbandonableStorage:
     (see the module docstring). Anything it does not define (an HDFS storage's
     `address`, `uri`, `call_durations`, ...) is the inner storage's."""
 
-    def __init__(self, storage, name: str = ""):
+    def __init__(self, storage: Storage, name: str = ""):
         self.inner = storage
         self.name = name
         self._lock = threading.Lock()

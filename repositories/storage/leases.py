@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from .errors import StorageUnavailable
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 
 class LeaseRecoveryTimeout(StorageUnavailable):
@@ -40,7 +44,7 @@ class LeaseRecoveryTimeout(StorageUnavailable):
             "Retry once HDFS is healthy", path)
 
 
-def recover_leases(storage, paths: Iterable[str], *, sleep: Callable[[float], None] = time.sleep,
+def recover_leases(storage: Storage, paths: Iterable[str], *, sleep: Callable[[float], None] = time.sleep,
                    clock: Callable[[], float] = time.monotonic, first_wait: float = 0.1,
                    fast_window: float = 2.0, max_wait: float = 8.0,
                    timeout: float = 120.0) -> tuple[int, float]:

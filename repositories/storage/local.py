@@ -164,7 +164,7 @@ class LocalWritableFile:
             self._closed = True
             os.close(self._fd)
 
-    def __enter__(self) -> "LocalWritableFile":
+    def __enter__(self) -> LocalWritableFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -175,7 +175,7 @@ class LocalAddress:
     """What another process on this machine needs to reach local storage (see
     `replication.hdfs_storage.HdfsAddress`): nothing; `open()` gives a `LocalStorage`."""
 
-    def open(self) -> "LocalStorage":
+    def open(self) -> LocalStorage:
         return LocalStorage()
 
     def __eq__(self, other) -> bool:

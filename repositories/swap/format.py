@@ -217,7 +217,7 @@ def unpack_records(data, offset: int, location: str, queue: str, count: int) -> 
             else:
                 claim = None
                 pairs = values[1:]
-            attributes = dict(zip(pairs[0::2], pairs[1::2]))
+            attributes = dict(zip(pairs[0::2], pairs[1::2], strict=False))
             records.append(FlowFileRecord(values[0], attributes, claim, queue, size, entry, lineage, penalty))
     except (struct.error, UnicodeDecodeError, ValueError, IndexError) as error:
         raise CorruptSwapFileError(location, position, f"record unreadable: {error}") from None

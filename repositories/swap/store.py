@@ -29,11 +29,15 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
+from typing import TYPE_CHECKING
 
 from ..storage import StorageError, StorageFileNotFound, join
 from . import format as fmt
 from .errors import CorruptSwapFileError, ForeignSwapFileError, SwapFileMissingError, SwapWriteError
 from .hooks import SwapHooks
+
+if TYPE_CHECKING:
+    from repositories.storage import Storage
 
 SUFFIX = ".swap"
 QUARANTINE_SUFFIX = "-quarantine"  # the quarantine directory: the swap directory's name + this
@@ -50,7 +54,7 @@ def _split(location: str) -> tuple[str, str]:
 
 
 class SwapStore:
-    def __init__(self, storage, directory: str, *, hooks=None):
+    def __init__(self, storage: Storage, directory: str, *, hooks=None):
         self.storage = storage
         self.directory = directory.rstrip("/") or "/"
         self.quarantine_directory = self.directory + QUARANTINE_SUFFIX

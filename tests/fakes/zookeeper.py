@@ -48,7 +48,7 @@ class FakeZooKeeper:
         self._sessions = itertools.count(1)
         self._watches: list[tuple[str, object]] = []  # DataWatch: (path, callback)
 
-    def session(self) -> "FakeClient":
+    def session(self) -> FakeClient:
         return FakeClient(self, next(self._sessions))
 
     # -- the tree (every change goes through `_change`, which then calls the watches) --------
@@ -137,7 +137,7 @@ class FakeClient:
             node = self.zookeeper._node(path)
             return node.data, ZnodeStat(node.stat.version, node.stat.ephemeral_owner)
 
-    def get_async(self, path: str) -> "_Answer":
+    def get_async(self, path: str) -> _Answer:
         try:
             return _Answer(self.get(path))
         except NoNodeError as error:
@@ -177,14 +177,14 @@ class FakeClient:
 
         return self.zookeeper._change(write)
 
-    def transaction(self) -> "_Transaction":
+    def transaction(self) -> _Transaction:
         return _Transaction(self)
 
     # -- recipes and watches ------------------------------------------------------------------------
-    def Counter(self, path: str) -> "_Counter":  # noqa: N802 - kazoo's name
+    def Counter(self, path: str) -> _Counter:  # noqa: N802 - kazoo's name
         return _Counter(self, path)
 
-    def Election(self, path: str, identifier: str | None = None) -> "_Election":  # noqa: N802 - kazoo's name
+    def Election(self, path: str, identifier: str | None = None) -> _Election:  # noqa: N802 - kazoo's name
         return _Election()
 
     def DataWatch(self, path: str, func) -> None:  # noqa: N802 - kazoo's name
@@ -247,7 +247,7 @@ class _Counter:
     def __init__(self, client: FakeClient, path: str):
         self.client, self.path, self.post_value = client, path, None
 
-    def __iadd__(self, amount: int) -> "_Counter":
+    def __iadd__(self, amount: int) -> _Counter:
         self.client.ensure_path(self.path)
         data, stat = self.client.get(self.path)
         value = int(data.decode("ascii") or 0) + amount

@@ -33,7 +33,7 @@ def protocol_invariants(request):
     passed = report is not None and report.passed
     for cluster in clusters:
         try:
-            wait_until(lambda: cluster.client.connected, CONNECT_PATIENCE, "the cluster's ZooKeeper client to connect")
+            wait_until(lambda: cluster.client.connected, CONNECT_PATIENCE, "the cluster's ZooKeeper client to connect")  # noqa: B023
         except ServiceError as error:
             if passed:
                 pytest.fail(f"the protocol's invariants could not be checked: {error}", pytrace=False)

@@ -67,7 +67,7 @@ def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flo
         for incarnation in first.values():
             assert versions["shards"][incarnation] == old  # the old shards keep the flow they were written under
     for incarnation in first.values():
-        wait_until(lambda: cluster.shard(incarnation).state is ShardState.RETIRED, 120, f"{incarnation} to retire")
+        wait_until(lambda: cluster.shard(incarnation).state is ShardState.RETIRED, 120, f"{incarnation} to retire")  # noqa: B023
     cluster.wait_settled()
     sink = cluster.sink
     stages = {open(os.path.join(sink, name)).read().rsplit("stage=", 1)[-1].strip() for name in os.listdir(sink)

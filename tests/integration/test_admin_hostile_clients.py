@@ -176,7 +176,7 @@ def read_answer(sock: socket.socket, timeout: float = ANSWER_S) -> tuple[int, di
             if not chunk:
                 break
             body += chunk
-    except socket.timeout:
+    except TimeoutError:
         raise AssertionError(f"no answer within {timeout:g} s (got {data!r})") from None
     return int(lines[0].split()[1]), headers, body
 

@@ -56,7 +56,9 @@ def live_node(flow_cluster, tmp_path) -> LiveNode:
     admin_token = add_token(tokens, "admin", "operator")
     node = flow_cluster.start("n1", **NODE, sections={"admin": {"tokens": tokens}})
     node.wait("joined", timeout=90)
-    url = wait_until(lambda: flow_cluster.heartbeats()[node.incarnation].admin, 30, "n1's admin address in its heartbeat")
+    url = wait_until(
+        lambda: flow_cluster.heartbeats()[node.incarnation].admin, 30, "n1's admin address in its heartbeat"
+    )
     return LiveNode(url, read_token, tokens, admin_token)
 
 

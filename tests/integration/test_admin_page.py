@@ -138,10 +138,28 @@ def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_clu
 
 @pytest.mark.timeout(120)
 def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(reader, tmp_path):
-    process = subprocess.Popen([sys.executable, "-m", "cluster.cli", "run", "--flow",
-                                os.path.join(PROJECT_ROOT, "examples", "hello.yaml"), "--data-dir", str(tmp_path / "data"),
-                                "--status-interval", "0", "--name", "solo", "--admin", "127.0.0.1:0"],
-                               cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "run",
+            "--flow",
+            os.path.join(PROJECT_ROOT, "examples", "hello.yaml"),
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--status-interval",
+            "0",
+            "--name",
+            "solo",
+            "--admin",
+            "127.0.0.1:0",
+        ],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = read_line_containing(process, "admin API on", 60).split()[-1]
         page = reader.page

@@ -6,7 +6,6 @@ node really holds (its queues, WAL, content repository and provenance)."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.parse

@@ -42,7 +42,9 @@ def fill_home_shard(storage, layout, shard_id: str, epoch: int, live: int, swapp
     for batch in swapped:
         wal.update([Put(record(i)) for i in batch])
         summary = store.write("q", [record(i) for i in batch])
-        wal.update([SwapOut(SwapFile(summary.location, "q", summary.count, summary.size), tuple(f"ff-{i}" for i in batch))])
+        wal.update(
+            [SwapOut(SwapFile(summary.location, "q", summary.count, summary.size), tuple(f"ff-{i}" for i in batch))]
+        )
     wal.close()
     return home
 
@@ -58,7 +60,7 @@ def test_an_adopted_shard_keeps_its_swap_files_under_the_fenced_directory(hdfs_s
     assert sorted(records) == sorted(f"ff-{i}" for i in range(20))
     store = SwapStore(storage, handle.swap_directory)
     swapped = {}
-    for location, swap_file in wal.swap_files.items():
+    for location, _swap_file in wal.swap_files.items():
         assert location.startswith(handle.directory + "/swap/"), location
         summary = store.read_summary(location)  # registered, not loaded
         swapped[location] = summary.count
@@ -88,7 +90,7 @@ def test_divvy_slices_hold_every_flowfile_and_swap_file_exactly_once(hdfs_store,
     assert not retried.seeded
     handles = [adopt_shard(storage, layout, retried, OPTIONS), adopt_shard(storage, layout, children[1], OPTIONS)]
     seen_records, seen_swapped = [], []
-    for handle, child in zip(handles, (retried, children[1])):
+    for handle, child in zip(handles, (retried, children[1]), strict=False):
         wal = handle.open_wal()
         records = wal.recover()
         assert all(child.source.contains(slice_hash(record_id)) for record_id in records)

@@ -240,7 +240,9 @@ def test_what_was_kept_for_a_node_away_longer_than_the_retention_is_collected_wi
         dead = store.new_incarnation("n3")
         store.shards.create_home_shard(dead.id, dead.id, dead.epoch)
         directory = layout.fenced_directory(dead.id, dead.epoch + 1)
-        shard = open_shard(storage, directory, dead.id, [], epoch=dead.epoch + 1, partitions=1, checkpoint_interval=None)
+        shard = open_shard(
+            storage, directory, dead.id, [], epoch=dead.epoch + 1, partitions=1, checkpoint_interval=None
+        )
         shard.recover()
         identity = FileIdentity(7, 1, 5)
         taken = pack(IntakeState(taken={identity: TakenFile(identity, "/in/a.csv")}))

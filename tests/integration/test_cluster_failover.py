@@ -18,7 +18,7 @@ import pytest
 from cluster.core.ownership import ShardState
 from cluster.drills.faults import lose_quorum, stopped_when_quorum_went
 from cluster.drills.harness import SESSION_TIMEOUT, LedgerCluster
-from cluster.drills.ledger_runtime import check_ledger, read_finished
+from cluster.drills.ledger_runtime import read_finished
 from cluster.services.process import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
@@ -71,7 +71,9 @@ def test_sigkill_moves_the_dead_nodes_shard_to_the_best_survivor_exactly_once(cl
 
     report = cluster.wait_all_finished()
     assert_exactly_once(report)
-    wait_until(lambda: cluster.shard(victim).state is ShardState.RETIRED, 60, "the adopted shard to retire once drained")
+    wait_until(
+        lambda: cluster.shard(victim).state is ShardState.RETIRED, 60, "the adopted shard to retire once drained"
+    )
     finished = [row for row in read_finished(cluster.sink) if row[1] == victim]
     resumed_at = min(row[4] for row in finished if row[2] == shard.epoch)
     timings = {"detection": plan.created_at - killed_at, "takeover": adopted["adopted_at"] - plan.created_at,

@@ -16,7 +16,6 @@ import pytest
 from cluster.core.layout import ClusterLayout
 from cluster.failover.fencing import FenceHooks, current_directory, fence
 from repositories.flowfile import FlowFileRecord, Put, WriteAheadLog
-from repositories.storage import LeaseLost, StorageError
 
 pytestmark = [pytest.mark.hdfs]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

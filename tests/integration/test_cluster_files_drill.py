@@ -51,8 +51,11 @@ def test_getfile_takes_every_file_exactly_once_across_incarnations(flow_cluster,
         node.wait("joined", timeout=90)
         left = waiting(inbox)
         # Somewhere in the middle of moving a batch: a few files taken since the start.
-        wait_until(lambda: waiting(inbox) <= left - rng.randint(1, 400) or waiting(inbox) == 0, 120,
-                   f"n1 to take files (kill {kill + 1}, seed {seed})")
+        wait_until(
+            lambda: waiting(inbox) <= left - rng.randint(1, 400) or waiting(inbox) == 0,  # noqa: B023
+            120,
+            f"n1 to take files (kill {kill + 1}, seed {seed})",
+        )
         node.signal(signal.SIGKILL)
         cluster.nodes["n1"].close()
         node = cluster.start("n1")

@@ -221,7 +221,9 @@ def test_an_adopter_runs_a_dead_nodes_shard_with_the_flow_it_was_written_under(f
     with open(FLOW) as handle:
         newer = yaml.safe_load(handle)
     newer["processors"].insert(3, {"id": "tag", "type": "UpdateAttribute", "properties": {"custody.flow": "newer"}})
-    newer["connections"] = [c for c in newer["connections"] if not (c["source"] == "rewrite" and c["destination"] == "put")]
+    newer["connections"] = [
+        c for c in newer["connections"] if not (c["source"] == "rewrite" and c["destination"] == "put")
+    ]
     newer["connections"] += [{"source": "rewrite", "relationships": ["success"], "destination": "tag"},
                              {"source": "tag", "destination": "put", "swap_threshold": 100, "swap_batch": 50}]
     newer_path = str(tmp_path / "newer.yaml")

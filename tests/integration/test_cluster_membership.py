@@ -53,7 +53,9 @@ def prepared_registry(client, layout) -> ShardRegistry:
 
 def join(client, layout, node, weight=1.0):
     incarnation = new_incarnation(client, layout, node)
-    beat = Heartbeat(node, incarnation.id, incarnation.epoch, capacity_weight=weight, free_disk=100 << 30, max_threads=4)
+    beat = Heartbeat(
+        node, incarnation.id, incarnation.epoch, capacity_weight=weight, free_disk=100 << 30, max_threads=4
+    )
     membership = Membership(client, layout, beat, interval=0.2, figures=lambda: {"active_threads": 1, "cpu": 0.25})
     membership.join()
     return incarnation, membership
@@ -116,7 +118,9 @@ def test_shard_compare_and_set_refuses_stale_versions_epochs_and_incarnations(cl
     registry.transition("n1-3", lambda c: own.reassign(c, "n2-4", expected_epoch=3, at=1.0), expected_version=version)
     # ...and a second leader acting on the same read loses: the version moved on.
     with pytest.raises(OwnershipConflict):
-        registry.transition("n1-3", lambda c: own.reassign(c, "n3-5", expected_epoch=3, at=1.0), expected_version=version)
+        registry.transition(
+            "n1-3", lambda c: own.reassign(c, "n3-5", expected_epoch=3, at=1.0), expected_version=version
+        )
     # A plan made at the old epoch is refused even with a fresh read.
     with pytest.raises(FencedError, match="planned at epoch 3, now at 4"):
         registry.transition("n1-3", lambda c: own.reassign(c, "n3-5", expected_epoch=3, at=1.0))
@@ -231,8 +235,14 @@ def test_the_leader_deletes_a_done_plan_once_the_retention_has_passed(clients, t
     client = clients()
     incarnation, _ = join(client, layout, "a")
     retention = 2.0
-    leader = Leader(ClusterStore(client, layout), incarnation.id, period=0.2, storage=LocalStorage(), collect_interval=0.2,
-                    retention=retention)
+    leader = Leader(
+        ClusterStore(client, layout),
+        incarnation.id,
+        period=0.2,
+        storage=LocalStorage(),
+        collect_interval=0.2,
+        retention=retention,
+    )
     leader.start()
     try:
         wait_until(lambda: any(event.kind == "done" for event in leader.story), 30, "the plan to be done")

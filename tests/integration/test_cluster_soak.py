@@ -86,7 +86,10 @@ def provenance_parts(directory: str) -> dict[str, int]:
     """A node's provenance index shards (a count) and its journals' bytes."""
     index = os.path.join(directory, "index")
     shards = len([n for n in os.listdir(index) if n.startswith("shard-")]) if os.path.isdir(index) else 0
-    return {"provenance_index_shards": shards, "provenance_journal_bytes": local_bytes(os.path.join(directory, "journals"))}
+    return {
+        "provenance_index_shards": shards,
+        "provenance_journal_bytes": local_bytes(os.path.join(directory, "journals")),
+    }
 
 
 def windows(curve: list[dict], count: int, minutes: float) -> list[dict]:
@@ -173,7 +176,7 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
     assert end["delivered"] > half["delivered"] > 0, (half, end)  # it kept flowing
     # Bounded: no higher at the end than half-way (within 10 %, and within a content
     # resource (50 KB) or a provenance block (1 MB) per node, or one WAL journal).
-    for key, slack in zip(STORES, (3 * 50 * 1024, 3 << 20, 3 * 50 * 1024, 1 << 20)):
+    for key, slack in zip(STORES, (3 * 50 * 1024, 3 << 20, 3 * 50 * 1024, 1 << 20), strict=False):
         assert end[key] <= 1.1 * faster * half[key] + slack, (key, faster, half, end, curve)
     if LONG:
         # The long run's goal, on a quiet machine: the last sixth's mean of each store

@@ -123,8 +123,11 @@ def test_a_node_whose_spark_job_is_cut_short_by_a_takeover_is_rerun_by_the_adopt
     # node's batch may have made its directory again after the adopter's collection).
     for victim in (paused, killed):
         staging = f"{hdfs_store.root}/{cluster.cluster}/spark/{victim}/sql"
-        wait_until(lambda: not staging_batches(hdfs_store.storage, staging), 90,
-                   f"{victim}'s abandoned Spark staging to be collected")
+        wait_until(
+            lambda: not staging_batches(hdfs_store.storage, staging),  # noqa: B023
+            90,
+            f"{victim}'s abandoned Spark staging to be collected",
+        )
     cluster.stop_all()
 
     events = cluster_provenance([os.path.join(d, "provenance") for d in cluster.directories.values()])

@@ -112,8 +112,13 @@ def node_tails(logs: str, lines: int = 150) -> str:
 def compose_project(request, docker_engine, harness_services_stopped, tmp_path):
     hadoop_jars()  # the HDFS services mount them from the cache; fetched here if a fresh machine lacks them
     name = f"custody-test-{uuid.uuid4().hex[:8]}"
-    env = {"CUSTODY_CACHE": str(cache_dir()), "CUSTODY_IMAGE_TAG": name,
-           **{variable: str(port) for variable, port in zip(PORT_VARIABLES, free_ports(len(PORT_VARIABLES)))}}
+    env = {
+        "CUSTODY_CACHE": str(cache_dir()),
+        "CUSTODY_IMAGE_TAG": name,
+        **{
+            variable: str(port) for variable, port in zip(PORT_VARIABLES, free_ports(len(PORT_VARIABLES)), strict=False)
+        },
+    }
     project = ComposeProject(name, env)
     yield project
     if getattr(request.node, "rep_call", None) is None or request.node.rep_call.failed:
@@ -191,10 +196,31 @@ def drill_failovers(project, tmp_path: Path) -> None:
     delivered once."""
     report, plot = tmp_path / "drill.json", tmp_path / "drill.png"
     began = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "cluster.cli", "drill", "--target", "compose", "--project", project.name,
-                           *DRILL, "--report", str(report), "--plot", str(plot)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1500)
-    print(f"custody drill --target compose ({time.monotonic() - began:.0f}s):\n{done.stdout[-6000:]}\n{done.stderr[-2000:]}")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "drill",
+            "--target",
+            "compose",
+            "--project",
+            project.name,
+            *DRILL,
+            "--report",
+            str(report),
+            "--plot",
+            str(plot),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    print(
+        f"custody drill --target compose ({time.monotonic() - began:.0f}s):\n"
+        f"{done.stdout[-6000:]}\n{done.stderr[-2000:]}"
+    )
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-2000:], project.diagnosis())
     found = json.loads(report.read_text())
     assert found["ok"] and found["error"] is None and found["faults"] == {"kill": 4, "stop": 4, "partition": 4}

@@ -80,7 +80,9 @@ def test_a_claim_damaged_on_local_disk_and_on_hdfs_is_refused_naming_both(tmp_pa
     repository.close()
 
 
-def test_fsck_repair_mends_a_bit_flipped_local_copy_from_hdfs_never_the_reverse(tmp_path, hdfs_store, hdfs_cluster, capsys):
+def test_fsck_repair_mends_a_bit_flipped_local_copy_from_hdfs_never_the_reverse(
+    tmp_path, hdfs_store, hdfs_cluster, capsys
+):
     claims, directory = write_claims(tmp_path, hdfs_store)
     victim = claims[0]
     storage = hdfs_store.storage

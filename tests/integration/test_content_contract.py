@@ -124,7 +124,7 @@ def test_small_claims_share_resources_up_to_max_appendable(make_repository):
     for resource in resources:
         in_it = sorted((c for c in claims if c.resource == resource), key=lambda c: c.offset)
         assert in_it[0].offset == 0
-        for before, after in zip(in_it, in_it[1:]):
+        for before, after in zip(in_it, in_it[1:], strict=False):
             assert after.offset == before.offset + before.length
     for index, claim in enumerate(claims):
         assert repository.read(claim) == payload(index, 1024)

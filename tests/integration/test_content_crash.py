@@ -167,7 +167,11 @@ def test_killed_writer_leaves_claims_whole_or_gone_and_space_reclaimed(tmp_path,
     assert set(resource_bytes(directory, checksums=True)) == set(after)
     for resource in {claim.resource for claim, _seed, _size in entries}:
         check = repository.check_resource(resource)
-        assert (check.status, check.covered, check.failures) == ("verified", ends[f"{resource.section}/{resource.id}"], [])
+        assert (check.status, check.covered, check.failures) == (
+            "verified",
+            ends[f"{resource.section}/{resource.id}"],
+            [],
+        )
 
     # And the repository keeps working after the crash.
     claim = repository.write_bytes(b"after the crash")

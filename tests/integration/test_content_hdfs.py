@@ -296,7 +296,9 @@ def test_a_claim_whose_hdfs_bytes_another_commits_sync_lost_is_refused_to_its_ow
     When HDFS is back, A's own sync finds nothing left to do, so only `check_durable`
     stands between A and committing a claim whose HDFS bytes were never written."""
     storage = HdfsStorage(hdfs_cluster.url, {**hdfs_cluster.client_config, **FAIL_FAST}, io_timeout=3)
-    local = open_filesystem_content_repository({"c": str(tmp_path / "local")}, ContentRepositoryConfig(sync_on_close=False))
+    local = open_filesystem_content_repository(
+        {"c": str(tmp_path / "local")}, ContentRepositoryConfig(sync_on_close=False)
+    )
     hdfs = open_hdfs_content_repository(storage, hdfs_store.root, "node-1", ["c"])
     repository = ReplicatingContentRepository([local, hdfs])
     before = repository.write_bytes(b"before" * 100)

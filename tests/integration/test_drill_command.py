@@ -28,7 +28,12 @@ def test_custody_drill_on_the_local_target(zookeeper_ensemble, hdfs_cluster, tmp
     print(done.stdout[-6000:], done.stderr[-3000:], sep="\n")
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     progress = [line for line in done.stdout.splitlines() if line.startswith("round ")]
-    assert [line.split()[1:3] for line in progress] == [["1/4", "kill"], ["2/4", "stop"], ["3/4", "kill"], ["4/4", "stop"]]
+    assert [line.split()[1:3] for line in progress] == [
+        ["1/4", "kill"],
+        ["2/4", "stop"],
+        ["3/4", "kill"],
+        ["4/4", "stop"],
+    ]
     assert "result: exactly once held" in done.stdout
 
     found = json.loads(report.read_text())

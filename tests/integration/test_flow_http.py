@@ -92,7 +92,7 @@ def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_f
             # The key reused for other data: refused, before and after the restart.
             assert post(url, b"order-1 other", key="order-1") == 422
             assert post(url, f"no key {run}".encode()) == 200
-            assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 2 + run and node.engine.is_idle(), 30)
+            assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 2 + run and node.engine.is_idle(), 30)  # noqa: B023
             assert post(url, b"x", key="k" * 201) == 400
         finally:
             node.stop()
@@ -127,8 +127,9 @@ def test_a_client_whose_request_failed_in_a_stateless_flow_gets_503_and_its_retr
         for attempt, expected in enumerate((503, 200)):
             answers = []
             headers = {"X-Attr-poison": "yes"} if attempt == 0 else {}
-            client = threading.Thread(target=lambda: answers.append(post(url, b"data", key="k-1", timeout=20,
-                                                                         headers=headers)))
+            client = threading.Thread(
+                target=lambda: answers.append(post(url, b"data", key="k-1", timeout=20, headers=headers))  # noqa: B023
+            )
             client.start()
             result = trigger_until(lambda result: not result.success or result.outputs)
             assert result.success == (attempt == 1), result.failure
@@ -180,7 +181,7 @@ def test_the_previous_releases_idempotency_keys_are_still_honoured(tmp_path):
             {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
              "auto_terminate": ["success", "failure"]}],
         "connections": [{"source": "listen", "destination": "put"}]})
-    for run in range(2):
+    for _run in range(2):
         node = StandaloneNode(definition, str(data))
         node.start()
         try:
@@ -191,7 +192,7 @@ def test_the_previous_releases_idempotency_keys_are_still_honoured(tmp_path):
             assert post(url, b"not the sample's body", key="sample-key-1") == 200
             assert post(url, b"new data", key="new-key") == 200
             assert post(url, b"other data", key="new-key") == 422
-            assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 1 and node.engine.is_idle(), 30)
+            assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 1 and node.engine.is_idle(), 30)  # noqa: B023
             state = node.shard.get_state("listen")
             assert state["intake.layout"] == "2" and state["key:new-key"].count(":") == 1
             assert {key: value for key, value in state.items() if key.startswith("key:sample-key-")} == {

@@ -136,7 +136,9 @@ def test_fetch_file_finishes_a_delete_a_crash_cut_short_and_list_file_lists_once
 
     node = Node(tmp_path, flows, CrashAt("after_wal", "fetch"))
     list_file, list_context = processor("ListFile", "list", {"input_directory": str(inbox)})
-    fetch, fetch_context = processor("FetchFile", "fetch", {"completion_strategy": "delete", "allowed_root": str(inbox)})
+    fetch, fetch_context = processor(
+        "FetchFile", "fetch", {"completion_strategy": "delete", "allowed_root": str(inbox)}
+    )
     node.trigger(list_file, list_context, outgoing={"success": "listed"})
     with pytest.raises(SimulatedCrash):
         node.trigger(fetch, fetch_context, incoming=["listed"], outgoing={"success": "fetched"})
@@ -146,7 +148,9 @@ def test_fetch_file_finishes_a_delete_a_crash_cut_short_and_list_file_lists_once
     node = Node(tmp_path, flows)
     assert node.contents("listed") == [] and node.contents("fetched") == [b"payload"]
     list_file, list_context = processor("ListFile", "list", {"input_directory": str(inbox)})
-    fetch, fetch_context = processor("FetchFile", "fetch", {"completion_strategy": "delete", "allowed_root": str(inbox)})
+    fetch, fetch_context = processor(
+        "FetchFile", "fetch", {"completion_strategy": "delete", "allowed_root": str(inbox)}
+    )
     node.trigger(list_file, list_context, outgoing={"success": "listed"})
     assert node.contents("listed") == [], "ListFile's mark committed with its listing: not listed again"
     node.trigger(fetch, fetch_context, incoming=["listed"], outgoing={"success": "fetched"})

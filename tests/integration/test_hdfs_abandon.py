@@ -35,8 +35,8 @@ def test_abandon_returns_at_once_and_nothing_after_it_reaches_hdfs(hdfs_cluster,
     def in_flight():
         try:
             for _ in range(1000):  # the first calls may still land in socket buffers
-                file.write(b"b" * 10000)
-                file.sync()
+                file.write(b"b" * 10000)  # noqa: F821 - ruff: `del file` below, after every call
+                file.sync()  # noqa: F821 - ruff: `del file` below, after every call
         except Exception:  # noqa: BLE001 - abandoned, or failed once HDFS ran again
             pass
         finally:
@@ -53,7 +53,7 @@ def test_abandon_returns_at_once_and_nothing_after_it_reaches_hdfs(hdfs_cluster,
         file.abandon("incarnation n1-7 is dead")
         abandoned_in = time.monotonic() - began
         began = time.monotonic()
-        for call in (lambda: file.write(b"c" * 100), file.sync):
+        for call in (lambda: file.write(b"c" * 100), file.sync):  # noqa: F821 - ruff: `del file` below, after every call
             with pytest.raises(StorageAbandoned, match="abandoned \\(incarnation n1-7 is dead\\)"):
                 call()
         file.close()

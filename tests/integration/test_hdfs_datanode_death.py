@@ -1,5 +1,6 @@
 """A DataNode's death pauses a writer that hsyncs through it for about one I/O deadline,
-not until a long timeout (docs/operate/failures.md, "A DataNode's death"), on the real HDFS of the harness (3 DataNodes, replication 2, the
+not until a long timeout (docs/operate/failures.md, "A DataNode's death"), on the real HDFS
+of the harness (3 DataNodes, replication 2, the
 settings of cluster/services/hadoop/hdfs-site.properties).
 
 The writer is a node's: a FlowFile WAL on HDFS, one transaction and hsync every 20 ms,
@@ -88,7 +89,7 @@ class Writer(threading.Thread):
 
 def longest_pause(acked: list[float], since: float, until: float) -> float:
     points = [since] + [at for at in acked if since < at <= until]
-    return max(b - a for a, b in zip(points, points[1:] + [until]))
+    return max(b - a for a, b in zip(points, points[1:] + [until], strict=False))
 
 
 @pytest.mark.parametrize("position", [0, 1], ids=["first-datanode", "second-datanode"])

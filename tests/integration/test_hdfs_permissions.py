@@ -68,9 +68,21 @@ def test_a_node_with_an_hdfs_user_owns_its_data_and_nobody_else_reads_it(flow_cl
              if entry.owner != "custody" or entry.permission != (0o700 if entry.isdir else 0o600)]
     assert wrong == [], wrong
 
-    done = subprocess.run([sys.executable, "-c", INTRUDER, hdfs_cluster.url, json.dumps(dict(hdfs_cluster.client_config)),
-                           root, files[0].path],
-                          env={**os.environ, "HADOOP_USER_NAME": "mallory"}, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            INTRUDER,
+            hdfs_cluster.url,
+            json.dumps(dict(hdfs_cluster.client_config)),
+            root,
+            files[0].path,
+        ],
+        env={**os.environ, "HADOOP_USER_NAME": "mallory"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == ["list", "read", "delete", "create"], done.stderr
     assert superuser.get_file_info(files[0].path).length == files[0].length

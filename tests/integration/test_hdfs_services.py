@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from repositories.storage import LeaseLost, StorageError, StorageUnavailable, join
 from replication.hdfs_storage import HdfsStorage
+from repositories.storage import LeaseLost, StorageError, StorageUnavailable, join
 
 
 def test_hsynced_bytes_are_readable_in_full_by_a_second_client_before_close(hdfs_cluster, hdfs_store):

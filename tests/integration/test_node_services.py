@@ -36,12 +36,26 @@ def test_a_processor_gets_the_nodes_spark_session_from_its_context(tmp_path):
     registry = standard_registry()
     registry.register(SparkCount)
     out = tmp_path / "out"
-    definition = parse_flow({
-        "processors": [
-            {"id": "count", "type": "SparkCount", "properties": {"upto": 1234}, "scheduling": {"run_schedule": "1 sec"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
-             "auto_terminate": ["success", "failure"]}],
-        "connections": [{"id": "counted", "source": "count", "destination": "put"}]}, registry=registry)
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "count",
+                    "type": "SparkCount",
+                    "properties": {"upto": 1234},
+                    "scheduling": {"run_schedule": "1 sec"},
+                },
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": str(out)},
+                    "auto_terminate": ["success", "failure"],
+                },
+            ],
+            "connections": [{"id": "counted", "source": "count", "destination": "put"}],
+        },
+        registry=registry,
+    )
     node = StandaloneNode(definition, str(tmp_path / "node"))
     node.start()
     try:

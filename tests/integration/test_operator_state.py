@@ -79,7 +79,7 @@ def test_a_stopped_processor_stays_stopped_after_a_restart_and_on_the_adopter_un
     wait_until(lambda: put_state(cluster, n2.incarnation, first) in ("RUNNING", None), 30,
                f"put to run in {first} too")
     for shard in (first, second):
-        wait_until(lambda: cluster.shard(shard).state is ShardState.RETIRED, 120, f"{shard} to drain and retire")
+        wait_until(lambda: cluster.shard(shard).state is ShardState.RETIRED, 120, f"{shard} to drain and retire")  # noqa: B023
     cluster.wait_settled()
     report = cluster.check()
     assert report.ok, report.summary()

@@ -19,7 +19,8 @@ from collections import Counter
 
 import pytest
 
-from repositories.provenance import ProvenanceConfig, ProvenanceQuery, ProvenanceRepository, hooks as seams
+from repositories.provenance import ProvenanceConfig, ProvenanceQuery, ProvenanceRepository
+from repositories.provenance import hooks as seams
 from repositories.provenance.policies import RolloverPolicy
 
 pytestmark = pytest.mark.slow
@@ -27,7 +28,13 @@ pytestmark = pytest.mark.slow
 CHILD = textwrap.dedent("""
     import os, sys, threading
     from collections import Counter
-    from repositories.provenance import EventType, ProvenanceConfig, ProvenanceEvent, ProvenanceHooks, ProvenanceRepository
+    from repositories.provenance import (
+        EventType,
+        ProvenanceConfig,
+        ProvenanceEvent,
+        ProvenanceHooks,
+        ProvenanceRepository,
+    )
     from repositories.provenance.policies import RolloverPolicy
 
     root, seam, marker, acks = sys.argv[1:5]

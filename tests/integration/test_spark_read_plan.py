@@ -27,7 +27,9 @@ def inputs(tmp_path) -> list[StagedInput]:
     staged, first = [], 0
     for index in range(6):
         count = 500 * (index + 1)
-        lines = [json.dumps({"id": n, "name": f"record-{n:07d}", "amount": n % 1000}) for n in range(first, first + count)]
+        lines = [
+            json.dumps({"id": n, "name": f"record-{n:07d}", "amount": n % 1000}) for n in range(first, first + count)
+        ]
         first += count
         path = directory / f"in-{index:06d}.json"
         path.write_text("\n".join(lines) + "\n")

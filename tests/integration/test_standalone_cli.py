@@ -16,9 +16,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def start(data_dir):
-    return subprocess.Popen([sys.executable, "-m", "cluster.cli", "run", "--flow", str(ROOT / "examples" / "hello.yaml"),
-                             "--data-dir", str(data_dir), "--status-interval", "0"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "run",
+            "--flow",
+            str(ROOT / "examples" / "hello.yaml"),
+            "--data-dir",
+            str(data_dir),
+            "--status-interval",
+            "0",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def read_line_containing(process, text, timeout):

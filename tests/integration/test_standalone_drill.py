@@ -129,14 +129,20 @@ def test_sigkill_restart_drill(tmp_path):
 
     delivery = check_delivery([str(i) for i in range(COUNT)], ids_in_directory(str(data_dir / "out")))
     assert delivery.ok, f"seed {seed}: {delivery.summary()}"
-    report = check_node_repositories(str(data_dir), delivered_uuids=[n for n in os.listdir(data_dir / "out") if not n.startswith(".")],
-                                     id_attribute="drill.id")
+    report = check_node_repositories(
+        str(data_dir),
+        delivered_uuids=[n for n in os.listdir(data_dir / "out") if not n.startswith(".")],
+        id_attribute="drill.id",
+    )
     assert report.ok, f"seed {seed}: {report.summary()}"
     assert report.live_flowfiles == 0 and report.swapped_flowfiles == 0
     assert set(report.provenance_sent) == {str(i) for i in range(COUNT)}
     # The queue in front of PutFile was well past its threshold of 2,000 at some kill.
     assert most_swap_files >= 3, f"seed {seed}: at most {most_swap_files} swap files seen"
     assert killed_while_busy >= kills // 2, f"seed {seed}: only {killed_while_busy} kills hit a busy node"
-    print(f"drill: {kills} kills ({killed_while_starting} during start-up, {killed_while_busy} with FlowFiles in "
-          f"flight) in {drill_seconds:.0f} s, "
-          f"at most {most_swap_files} swap files, drained in {drain_seconds:.0f} s; {delivery.summary()}; {report.summary()}")
+    print(
+        f"drill: {kills} kills ({killed_while_starting} during start-up, {killed_while_busy} with FlowFiles in "
+        f"flight) in {drill_seconds:.0f} s, "
+        f"at most {most_swap_files} swap files, drained in {drain_seconds:.0f} s; "
+        f"{delivery.summary()}; {report.summary()}"
+    )

@@ -118,8 +118,9 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
 
     delivery = check_delivery(expected, ids_in_directory(str(out)))
     assert delivery.ok, f"seed {seed}: {delivery.summary()}"
-    report = check_node_repositories(str(data_dir), delivered_uuids=[n for n in os.listdir(out) if not n.startswith(".")],
-                                     id_attribute="filename")
+    report = check_node_repositories(
+        str(data_dir), delivered_uuids=[n for n in os.listdir(out) if not n.startswith(".")], id_attribute="filename"
+    )
     assert report.ok, f"seed {seed}: {report.summary()}"
     assert report.live_flowfiles == 0 and set(report.provenance_sent) == {f"{i:06d}" for i in range(COUNT)}
     assert killed_while_taking == KILLS - killed_while_starting, \

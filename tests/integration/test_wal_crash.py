@@ -48,8 +48,14 @@ def workload(seed: int) -> list:
             for _ in range(rng.randint(1, 4)):
                 n = rng.randrange(30)
                 record = FlowFileRecord(
-                    f"ff-{n}", {"txn": str(txn), "filename": f"f{n}"}, ContentClaim(ResourceClaim("c", n % 3, f"r{txn // 5}"), n, txn),
-                    "q1", txn, 1000 + txn, 1000, 0,
+                    f"ff-{n}",
+                    {"txn": str(txn), "filename": f"f{n}"},
+                    ContentClaim(ResourceClaim("c", n % 3, f"r{txn // 5}"), n, txn),
+                    "q1",
+                    txn,
+                    1000 + txn,
+                    1000,
+                    0,
                 )
                 updates.append(Put(record))
         elif choice < 0.75:
@@ -166,7 +172,9 @@ def check_recovery(storage, directory: str, seed: int, acked: int, partitions: i
     for count in candidates:
         if (recovered, swaps) == model_after(transactions, count):
             return wal.last_recovery.case.name
-    raise AssertionError(f"seed {seed}: recovered {len(recovered)} records matches no model state after {candidates} transactions")
+    raise AssertionError(
+        f"seed {seed}: recovered {len(recovered)} records matches no model state after {candidates} transactions"
+    )
 
 
 @pytest.mark.slow
@@ -218,8 +226,17 @@ def test_sigkill_torture_hdfs_with_lease_recovery(hdfs_store):
         seed = rng.randrange(1 << 30)
         directory = f"{hdfs_store.root}/trial-{trial}"
         process = subprocess.Popen(
-            [sys.executable, "-c", "from tests.integration.test_wal_crash import writer_main; writer_main()", url, directory, str(seed), "2"],
-            cwd=repo, stdout=subprocess.PIPE,
+            [
+                sys.executable,
+                "-c",
+                "from tests.integration.test_wal_crash import writer_main; writer_main()",
+                url,
+                directory,
+                str(seed),
+                "2",
+            ],
+            cwd=repo,
+            stdout=subprocess.PIPE,
         )
         reader = AckReader(process.stdout.fileno())
         try:

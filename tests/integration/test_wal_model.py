@@ -13,7 +13,14 @@ import time
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.flowfile import Delete, FlowFileRecord, Put, SwapFile, SwapIn, SwapOut, WriteAheadLog
@@ -26,7 +33,15 @@ records = st.builds(
     FlowFileRecord,
     id=st.sampled_from(IDS),
     attributes=st.dictionaries(text, text, max_size=4),
-    content_claim=st.one_of(st.none(), st.builds(ContentClaim, st.builds(ResourceClaim, st.just("c1"), st.integers(0, 3), st.sampled_from(["r1", "r2"])), st.integers(0, 10**6), st.integers(0, 10**6))),
+    content_claim=st.one_of(
+        st.none(),
+        st.builds(
+            ContentClaim,
+            st.builds(ResourceClaim, st.just("c1"), st.integers(0, 3), st.sampled_from(["r1", "r2"])),
+            st.integers(0, 10**6),
+            st.integers(0, 10**6),
+        ),
+    ),
     queue=st.sampled_from(["q1", "q2"]),
     size=st.integers(0, 2**40),
     entry_date=st.integers(0, 2**42),

@@ -34,7 +34,14 @@ import os
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from flow.errors import CommitError
 from repositories.flowfile import CheckpointError
@@ -58,8 +65,13 @@ faults = st.builds(
 )
 # A failed write or sync of a transaction, and a failure of the roll that follows it
 # (of its snapshot, or of the journals it resets): the narrow window of an unknown outcome.
-transaction_faults = st.builds(Fault, operation=st.sampled_from(["write", "sync"]), when=st.sampled_from(["before", "after"]),
-                               path=st.sampled_from(["journal", "journal", "swap"]), skip=st.sampled_from([0, 1]))
+transaction_faults = st.builds(
+    Fault,
+    operation=st.sampled_from(["write", "sync"]),
+    when=st.sampled_from(["before", "after"]),
+    path=st.sampled_from(["journal", "journal", "swap"]),
+    skip=st.sampled_from([0, 1]),
+)
 roll_faults = st.builds(Fault, operation=operations, when=st.sampled_from(["before", "after"]),
                         path=st.sampled_from(["snapshot", "journal"]), times=st.sampled_from([1, 2, None]))
 keeps = st.sampled_from([0.0, 0.5, 1.0])

@@ -10,8 +10,7 @@ import pytest
 
 from replication import hdfs_storage
 from replication.hdfs_storage import NEW_FILE_ATTEMPTS, NEW_FILE_REPLAY_LIMIT, _NewFile
-from repositories.storage import (LeaseLost, StorageAbandoned, StorageError, StorageFileNotFound,
-                                  StorageUnavailable)
+from repositories.storage import LeaseLost, StorageAbandoned, StorageError, StorageFileNotFound, StorageUnavailable
 
 PATH = "/c1/shards/n1-7/wal/journal-0"
 
@@ -19,7 +18,7 @@ PATH = "/c1/shards/n1-7/wal/journal-0"
 class FakeFile:
     """A file of `FakeStorage`: `fail` maps an operation to the error it raises (once)."""
 
-    def __init__(self, storage: "FakeStorage", number: int):
+    def __init__(self, storage: FakeStorage, number: int):
         self.storage, self.number = storage, number
         self.data, self.synced, self.closed, self.abandoned_with = b"", False, False, None
         self.fail: dict[str, Exception] = storage.failures.pop(0) if storage.failures else {}

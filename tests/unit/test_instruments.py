@@ -93,7 +93,9 @@ def test_a_snapshot_taken_while_observations_go_on_agrees_with_itself():
         for _ in range(2000):
             snapshot = histogram.snapshot()
             assert snapshot.cumulative[0] <= snapshot.count
-            assert snapshot.sum == pytest.approx(0.1 * snapshot.cumulative[0] + 0.9 * (snapshot.count - snapshot.cumulative[0]))
+            assert snapshot.sum == pytest.approx(
+                0.1 * snapshot.cumulative[0] + 0.9 * (snapshot.count - snapshot.cumulative[0])
+            )
     finally:
         stop.set()
         writer.join()

@@ -9,7 +9,6 @@ import pytest
 from replication.deadline import DeadlineRunner
 from replication.hdfs_storage import _NameNodeClient
 
-
 RELEASE = threading.Event()  # set at the end of the test: the stuck worker returns
 
 

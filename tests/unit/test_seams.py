@@ -3,17 +3,18 @@ by keyword, by mapping, by a subclass method, or as a plain object given to the 
 
 from __future__ import annotations
 
-import pytest
-
 import importlib
 import pkgutil
+
+import pytest
 
 from cluster.failover.fencing import FenceHooks
 from cluster.failover.leader import LeaderHooks
 from flow.commit import CommitHooks
 from repositories.content import ContentHooks
 from repositories.flowfile import Delete, WalHooks, WriteAheadLog
-from repositories.provenance import ProvenanceHooks, ProvenanceRepository, hooks as provenance_seams
+from repositories.provenance import ProvenanceHooks, ProvenanceRepository
+from repositories.provenance import hooks as provenance_seams
 from repositories.seams import FaultSeams, UnknownSeam
 from repositories.storage import LocalStorage
 from repositories.swap import SwapHooks, SwapStore

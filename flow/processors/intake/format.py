@@ -27,7 +27,8 @@ one row per entry:
 
 Numbers are decimal ASCII digits, no sign, no leading zero (<ms> since the Unix epoch;
 <mtime_ns> in nanoseconds, as `os.stat` gives it: the finest time the file system
-keeps, so that a file rewritten in place is told apart as often as it can be). <path> is the path the source read, as text; NUL
+keeps, so that a file rewritten in place is told apart as often as it can be).
+<path> is the path the source read, as text; NUL
 never occurs in a path. An idempotency key is 1 to `MAX_KEY_LENGTH` characters of the
 request header, printable ASCII. "taken" entries are the files taken and not yet
 deleted or moved (GetFile, FetchFile); the "listed" entries are ListFile's mark; the
@@ -124,7 +125,7 @@ class FileIdentity:
         return f"{TAKEN_PREFIX}{self.inode}:{self.mtime_ns}:{self.size}"
 
     @classmethod
-    def of(cls, status) -> "FileIdentity":
+    def of(cls, status) -> FileIdentity:
         """The identity of an `os.stat_result`."""
         return cls(status.st_ino, status.st_mtime_ns, status.st_size)
 
@@ -182,7 +183,7 @@ class IntakeState:
         object.__setattr__(self, "taken", MappingProxyType(dict(self.taken)))
         object.__setattr__(self, "keys", MappingProxyType(dict(self.keys)))
 
-    def replace(self, *, taken=None, listing=None, keys=None) -> "IntakeState":
+    def replace(self, *, taken=None, listing=None, keys=None) -> IntakeState:
         return IntakeState(self.taken if taken is None else taken, self.listing if listing is None else listing,
                            self.keys if keys is None else keys)
 

@@ -22,9 +22,13 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from . import completion, format, ledger
 from .format import FileIdentity, IntakeState, TakenFile
+
+if TYPE_CHECKING:
+    from ...session import ProcessSession
 
 
 class TakenFiles:
@@ -42,7 +46,7 @@ class TakenFiles:
         with self.lock:
             return frozenset(+self._claimed)
 
-    def read(self, session) -> IntakeState:
+    def read(self, session: ProcessSession) -> IntakeState:
         """The processor's committed intake state (as `session` sees it)."""
         raw = session.get_state()
         with self.lock:
@@ -70,7 +74,7 @@ class TakenFiles:
             self._claimed.subtract(identities)
             self._claimed = +self._claimed
 
-    def commit(self, session, records: list[TakenFile], claimed: list[FileIdentity]) -> bool:
+    def commit(self, session: ProcessSession, records: list[TakenFile], claimed: list[FileIdentity]) -> bool:
         """Commit `session` with a state that records `records` (its FlowFiles' files) and
         prunes what is durably finished; then finish `records`. `claimed` is released
         either way. False when there was nothing to commit (the session is rolled back).

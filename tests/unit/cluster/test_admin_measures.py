@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from cluster.admin.metrics import NodeMetrics
-from cluster.failover.instruments import FailoverInstruments
 from cluster.core.guard import Phase
+from cluster.failover.instruments import FailoverInstruments
 from cluster.node.measures import NodeMeasures, ShardMeasures, session_state
 from repositories.instruments import ByLabel, LatencyHistogram
 from tests.prometheus_text import families, naming_problems, value

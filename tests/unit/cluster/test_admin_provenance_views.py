@@ -1,9 +1,8 @@
 """How the admin API shows provenance: the lineage graph's nodes and links, and an
 event's updated attributes."""
 
-from repositories.provenance import EventType, ProvenanceEvent, compute_lineage
-
 from cluster.admin.models_provenance import lineage_view, updated_attributes
+from repositories.provenance import EventType, ProvenanceEvent, compute_lineage
 
 
 def numbered(*events: ProvenanceEvent) -> tuple[ProvenanceEvent, ...]:

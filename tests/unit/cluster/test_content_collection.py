@@ -54,7 +54,7 @@ def _retire_split(shard, at):
 def divvy(shard, slices, at=2.0):
     """Split `shard` into [(child, owner)], two halves; returns (parent, children), children seeded."""
     ranges = [(0, HALF), (HALF, HASH_SPACE)]
-    parent_, children = own.split(shard, [(c, o, *r) for (c, o), r in zip(slices, ranges)],
+    parent_, children = own.split(shard, [(c, o, *r) for (c, o), r in zip(slices, ranges, strict=False)],
                                   expected_epoch=shard.epoch, at=at)
     return parent_, [own.adopted(child, child.owner, child.epoch, at=at) for child in children]
 

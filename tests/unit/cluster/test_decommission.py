@@ -51,7 +51,9 @@ def draining_at(shard: str, adopter: str, epoch: int) -> own.ShardOwnership:
 
 
 def done_plan(dead: str) -> FailoverPlan:
-    return FailoverPlan(dead, dead, "n1-1", 1.0, "whole", (Move(dead, dead, 3, "n1-1"),), status="done", finished_at=2.0)
+    return FailoverPlan(
+        dead, dead, "n1-1", 1.0, "whole", (Move(dead, dead, 3, "n1-1"),), status="done", finished_at=2.0
+    )
 
 
 def view(*, kept=(), modified=None, shards=(), plans=(), live=("n1-20",), decommissions=(), now=10 * DAY,
@@ -185,8 +187,9 @@ N3 = Decommission("n3", 5 * DAY, "ops")
 
 
 def test_a_decommissioned_node_that_is_up_is_waited_for_while_it_leaves():
-    plan = plan_kept(view(live=("n1-20", "n3-25"), decommissions=[N3], shards=[own.new_shard("n3-25", "n3-25", 25, at=0)]),
-                     RETENTION)
+    plan = plan_kept(
+        view(live=("n1-20", "n3-25"), decommissions=[N3], shards=[own.new_shard("n3-25", "n3-25", 25, at=0)]), RETENTION
+    )
     assert plan.decommissions == () and "n3-25 still a member" in plan.waiting["n3"] and plan.busy
 
 

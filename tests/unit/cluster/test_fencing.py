@@ -4,7 +4,7 @@ injected sleep (the real HDFS behaviour is in tests/integration/test_cluster_fen
 import pytest
 
 from cluster.core.layout import ClusterLayout
-from cluster.errors import FenceTimeout, FencedError
+from cluster.errors import FencedError, FenceTimeout
 from cluster.failover.fencing import current_directory, fence
 from repositories.storage import LocalStorage
 

@@ -23,7 +23,9 @@ def write(tmp_path, text):
 
 def test_the_cluster_example_has_put_as_its_only_sink():
     # put's failure loops back to put, and rewrite's failure loop does not make it a sink.
-    assert sinks(os.path.join(EXAMPLES, "cluster.yaml"), {"node": "n1", "data_dir": "/tmp/x", "out": "/tmp/x/out"}) == {"put"}
+    assert sinks(os.path.join(EXAMPLES, "cluster.yaml"), {"node": "n1", "data_dir": "/tmp/x", "out": "/tmp/x/out"}) == {
+        "put"
+    }
 
 
 def test_a_processor_without_outgoing_connections_is_a_sink(tmp_path):

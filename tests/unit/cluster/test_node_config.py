@@ -97,7 +97,12 @@ def test_defaults_fill_in_everything_optional():
     config = parse_node_config(body(), "/etc/custody/n1.toml")
     assert (config.flow, config.directory) == ("/etc/custody/flow.yaml", "/etc/custody/n1-data")
     assert (config.zk_hosts, config.cluster, config.hdfs_url) == ("127.0.0.1:2181", "main", "hdfs://127.0.0.1:8020")
-    assert (config.session_timeout, config.hdfs_root, config.hdfs_config, config.flow_parameters) == (4.0, "/custody", {}, {})
+    assert (config.session_timeout, config.hdfs_root, config.hdfs_config, config.flow_parameters) == (
+        4.0,
+        "/custody",
+        {},
+        {},
+    )
     assert (config.threads, config.capacity_weight, config.policy, config.lead) == (4, 1.0, "whole", True)
     assert (config.admin, config.wal_partitions, config.checkpoint_interval) == ("", 4, 60.0)
     assert config.path == "/etc/custody/n1.toml"
@@ -105,7 +110,12 @@ def test_defaults_fill_in_everything_optional():
 
 def test_the_admin_table_defaults_to_loopback_8080_without_tokens():
     config = parse_node_config(body(), "/etc/custody/n1.toml")
-    assert (config.admin_enabled, config.admin_bind, config.admin_port, config.admin_tokens) == (True, "127.0.0.1", 8080, "")
+    assert (config.admin_enabled, config.admin_bind, config.admin_port, config.admin_tokens) == (
+        True,
+        "127.0.0.1",
+        8080,
+        "",
+    )
 
 
 def test_admin_files_are_relative_to_the_node_file():

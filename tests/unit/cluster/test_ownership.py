@@ -73,7 +73,9 @@ def test_claims_of_dead_incarnations_are_refused_you_are_dead(who, epoch, reason
 
 
 def test_retired_is_final():
-    retired = own.retire(own.adopted(own.reassign(home(), "n2-6", expected_epoch=5, at=2), "n2-6", 6, at=3), "n2-6", 6, at=4)
+    retired = own.retire(
+        own.adopted(own.reassign(home(), "n2-6", expected_epoch=5, at=2), "n2-6", 6, at=3), "n2-6", 6, at=4
+    )
     assert isinstance(own.reassign(retired, "n3-7", expected_epoch=6, at=5), Refusal)
     assert isinstance(own.retire(retired, "n2-6", 6, at=5), Refusal)
     assert own.check_claim(retired, "n2-6", 6).stale
@@ -85,13 +87,17 @@ def test_adopted_needs_adopting_state():
 
 
 def test_json_round_trip_keeps_everything():
-    parent, children = own.split(home(), [("c0", "n2-6", 0, 100), ("c1", "n3-7", 100, HASH_SPACE)], expected_epoch=5, at=2.0)
+    parent, children = own.split(
+        home(), [("c0", "n2-6", 0, 100), ("c1", "n3-7", 100, HASH_SPACE)], expected_epoch=5, at=2.0
+    )
     for value in (parent, *children, own.adopted(children[0], "n2-6", 6, at=3.0)):
         assert ShardOwnership.from_json(value.to_json()) == value
 
 
 def test_split_makes_adopting_children_covering_the_hash_space():
-    parent, children = own.split(home(), [("c1", "n3-7", 1000, HASH_SPACE), ("c0", "n2-6", 0, 1000)], expected_epoch=5, at=2.0)
+    parent, children = own.split(
+        home(), [("c1", "n3-7", 1000, HASH_SPACE), ("c0", "n2-6", 0, 1000)], expected_epoch=5, at=2.0
+    )
     assert (parent.state, parent.owner, parent.epoch, parent.children) == (ShardState.SPLIT, None, 6, ("c0", "c1"))
     assert [(c.shard, c.owner, c.epoch, c.state) for c in children] == [
         ("c0", "n2-6", 6, ShardState.ADOPTING), ("c1", "n3-7", 6, ShardState.ADOPTING)]
@@ -110,7 +116,9 @@ def test_split_refuses_slices_that_do_not_cover_exactly_once(slices):
 
 
 def test_a_split_parent_retires_only_when_every_child_is_seeded_and_is_never_reassigned():
-    parent, (c0, c1) = own.split(home(), [("c0", "a-1", 0, 10), ("c1", "b-2", 10, HASH_SPACE)], expected_epoch=5, at=2.0)
+    parent, (c0, c1) = own.split(
+        home(), [("c0", "a-1", 0, 10), ("c1", "b-2", 10, HASH_SPACE)], expected_epoch=5, at=2.0
+    )
     assert isinstance(own.reassign(parent, "x-3", expected_epoch=6, at=3.0), Refusal)
     seeded0 = own.adopted(c0, "a-1", 6, at=3.0)
     assert seeded0.seeded

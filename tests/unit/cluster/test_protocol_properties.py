@@ -69,7 +69,7 @@ def test_every_shard_of_a_dead_member_goes_to_exactly_one_eligible_live_member(c
             if move.slices:  # a divvy covers the hash space once, over distinct survivors
                 edges = sorted((s.low, s.high) for s in move.slices)
                 assert edges[0][0] == 0 and edges[-1][1] == HASH_SPACE
-                assert all(a[1] == b[0] for a, b in zip(edges, edges[1:]))
+                assert all(a[1] == b[0] for a, b in zip(edges, edges[1:], strict=False))
                 assert len(set(move.targets)) == len(move.targets)
 
 
@@ -127,11 +127,11 @@ def test_any_sequence_of_ownership_transitions_follows_the_table_and_epochs_only
     for at, (action, who, skew) in enumerate(steps, 1):
         epoch = shard.epoch + skew
         outcome = {
-            "reassign": lambda: own.reassign(shard, who, expected_epoch=epoch, at=at),
-            "adopted": lambda: own.adopted(shard, who, epoch, at=at),
-            "hold": lambda: own.hold(shard, who, epoch, at=at, reason="damaged"),
-            "retire": lambda: own.retire(shard, who, epoch, at=at),
-            "split": lambda: own.split(shard, [(f"child{at}", who, 0, HASH_SPACE)], expected_epoch=epoch, at=at),
+            "reassign": lambda: own.reassign(shard, who, expected_epoch=epoch, at=at),  # noqa: B023
+            "adopted": lambda: own.adopted(shard, who, epoch, at=at),  # noqa: B023
+            "hold": lambda: own.hold(shard, who, epoch, at=at, reason="damaged"),  # noqa: B023
+            "retire": lambda: own.retire(shard, who, epoch, at=at),  # noqa: B023
+            "split": lambda: own.split(shard, [(f"child{at}", who, 0, HASH_SPACE)], expected_epoch=epoch, at=at),  # noqa: B023
         }[action]()
         if isinstance(outcome, Refusal):
             continue

@@ -17,7 +17,9 @@ from cluster.core.reassignment import (
 
 
 def beat(name, weight=1.0):
-    return Heartbeat(name.split("-")[0], name, int(name.split("-")[1]), free_disk=100 << 30, capacity_weight=weight, max_threads=4)
+    return Heartbeat(
+        name.split("-")[0], name, int(name.split("-")[1]), free_disk=100 << 30, capacity_weight=weight, max_threads=4
+    )
 
 
 def view(live, shards, plans=(), policy="whole"):
@@ -45,8 +47,10 @@ def test_a_dead_owner_gets_a_plan_written_before_its_moves():
 
 
 def test_a_new_leader_finishes_a_half_done_plan_and_moves_nothing_twice():
-    shards = [own.new_shard("d-3", "d-3", 3, at=0),
-              own.adopted(own.reassign(own.new_shard("x-2", "x-2", 2, at=0), "d-3", expected_epoch=2, at=0), "d-3", 3, at=0)]
+    shards = [
+        own.new_shard("d-3", "d-3", 3, at=0),
+        own.adopted(own.reassign(own.new_shard("x-2", "x-2", 2, at=0), "d-3", expected_epoch=2, at=0), "d-3", 3, at=0),
+    ]
     live = [beat("a-1"), beat("b-2")]
     first = decide(view(live, shards))
     plan = first[0].plan
@@ -85,7 +89,9 @@ def test_divvy_moves_and_retires_the_split_parent_once_children_are_seeded():
     out = decide(view([beat("a-1"), beat("b-2")], shards, policy="divvy"))
     move = out[1].move
     assert len(move.slices) == 2
-    parent, children = own.split(shards[0], [(s.child, s.owner, s.low, s.high) for s in move.slices], expected_epoch=3, at=1)
+    parent, children = own.split(
+        shards[0], [(s.child, s.owner, s.low, s.high) for s in move.slices], expected_epoch=3, at=1
+    )
     seeded = [own.adopted(c, c.owner, c.epoch, at=2) for c in children]
     out = decide(view([beat("a-1"), beat("b-2")], [parent, *seeded], [out[0].plan]))
     assert out == [FinishPlan("d-3"), RetireSplitParent("d-3")]

@@ -13,8 +13,8 @@ from cluster.core.rolls import (
     Roll,
     RollView,
     advance,
-    member_action,
     may_start,
+    member_action,
     new_roll,
     refuse_step,
 )

@@ -9,8 +9,7 @@ import stat
 
 import pytest
 
-from cluster.node.session_file import (
-    SessionFileError, read_session_text, remove_session, session_path, write_session)
+from cluster.node.session_file import SessionFileError, read_session_text, remove_session, session_path, write_session
 
 
 def read(directory) -> dict:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cluster.core.guard import GuardState, Instruction as I, Phase
+from cluster.core.guard import GuardState, Phase
+from cluster.core.guard import Instruction as I
 
 T = 4.0
 

@@ -15,6 +15,8 @@ from cluster.core.reassignment import (
     RevisePlan,
     WritePlan,
     decide,
+)
+from cluster.core.reassignment import (
     step_of_instruction as step,
 )
 from cluster.core.story import step_id, step_of, tag

@@ -1,4 +1,4 @@
-from repositories.content.archive import ArchivePolicy, ArchivedResource, Usage, select_for_age_off
+from repositories.content.archive import ArchivedResource, ArchivePolicy, Usage, select_for_age_off
 
 HOUR = 3600.0
 

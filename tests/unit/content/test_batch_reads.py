@@ -64,7 +64,9 @@ def test_one_open_reads_a_whole_resource_of_small_claims(repository, monkeypatch
     contents, claims = written(repository)
     opened = []
     original = repository.open_read
-    monkeypatch.setattr(repository, "open_read", lambda claim, *a, **k: opened.append(claim) or original(claim, *a, **k))
+    monkeypatch.setattr(
+        repository, "open_read", lambda claim, *a, **k: opened.append(claim) or original(claim, *a, **k)
+    )
     assert repository.read_many(claims) == contents
     assert len(opened) == 1 and opened[0].length == sum(len(data) for data in contents)
 

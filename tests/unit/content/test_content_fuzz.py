@@ -30,9 +30,9 @@ from repositories.content import (
     ArchivePolicy,
     ContentRepositoryConfig,
     ContentRepositoryError,
+    checksums,
     open_filesystem_content_repository,
 )
-from repositories.content import checksums
 from repositories.content.checksum_format import HEADER_SIZE, RECORD_SIZE
 from repositories.content.format import CHECKSUM_SUFFIX, archive_directory
 from repositories.content.verification import VERIFIED
@@ -127,7 +127,7 @@ def read_and_restart(written, data) -> None:
     repository = open_filesystem_content_repository({"c": written.root}, CONFIG)
     try:
         readable = [read_exactly_or_refuse(repository, claim, content)
-                    for claim, content in zip(written.claims, CONTENTS)]
+                    for claim, content in zip(written.claims, CONTENTS, strict=False)]
 
         index = data.draw(st.integers(0, len(CONTENTS) - 1), label="claim streamed")
         claim, content = written.claims[index], CONTENTS[index]
@@ -141,7 +141,7 @@ def read_and_restart(written, data) -> None:
 
         _, check = within_bounds(lambda: repository.check_resource(written.resource), (ContentRepositoryError,))
         if not isinstance(check, ContentRepositoryError) and check.status == VERIFIED:
-            for claim, was_read in zip(written.claims, readable):
+            for claim, was_read in zip(written.claims, readable, strict=False):
                 assert was_read or claim.offset + claim.length > check.covered, f"{claim} verified, yet unreadable"
     finally:
         repository.close()
@@ -149,7 +149,7 @@ def read_and_restart(written, data) -> None:
     restarted = open_filesystem_content_repository({"c": written.root}, CONFIG)
     try:
         within_bounds(lambda: restarted.recover(written.claims), (ContentRepositoryError,))
-        for claim, content in zip(written.claims, CONTENTS):
+        for claim, content in zip(written.claims, CONTENTS, strict=False):
             read_exactly_or_refuse(restarted, claim, content)
     finally:
         restarted.close()

@@ -141,7 +141,10 @@ def test_fsck_repair_mends_a_bit_flipped_local_copy_from_the_intact_replica_neve
     assert report.problems[0].blocks == ["bytes 0..64: the bytes do not match their checksum"]
     for path, content in mirror_before.items():
         assert open(path, "rb").read() == content  # the intact copy was never written
-    assert open(file_of(directories["local"], victim), "rb").read() == mirror_before[file_of(directories["mirror"], victim)]
+    assert (
+        open(file_of(directories["local"], victim), "rb").read()
+        == mirror_before[file_of(directories["mirror"], victim)]
+    )
     assert repository.replicas[0].read(victim) == payload(0, 1000)
     assert repository.fsck().problems == []
 

@@ -101,8 +101,22 @@ def store(request, tmp_path):
 
 def test_the_protocol_declares_what_the_flow_and_the_nodes_call():
     assert set(protocol_methods(ContentStore)) == {
-        "write", "write_bytes", "write_many", "open_read", "read", "read_many", "increment", "decrement", "claimant_count",
-        "sync", "check_durable", "recover", "collect", "age_off", "close"}
+        "write",
+        "write_bytes",
+        "write_many",
+        "open_read",
+        "read",
+        "read_many",
+        "increment",
+        "decrement",
+        "claimant_count",
+        "sync",
+        "check_durable",
+        "recover",
+        "collect",
+        "age_off",
+        "close",
+    }
 
 
 def test_each_store_has_every_method_of_the_protocol_with_a_compatible_signature(store):

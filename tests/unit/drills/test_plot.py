@@ -23,7 +23,9 @@ def test_the_plot_is_a_png_that_reads_back(tmp_path):
     rounds = [{"round": 0, "fault": "kill", "phases": {"fault_at": 1015.0, "plan_at": 1019.2, "adopted_at": 1020.5,
                                                       "resumed_at": 1031.0}},
               {"round": 1, "fault": "datanode", "phases": {"fault_at": 1050.0, "healed_at": 1056.0}}]
-    path = plot_timeline({"timeline": samples, "rounds": rounds, "ok": True, "target": "local"}, str(tmp_path / "t.png"))
+    path = plot_timeline(
+        {"timeline": samples, "rounds": rounds, "ok": True, "target": "local"}, str(tmp_path / "t.png")
+    )
     with open(path, "rb") as image:
         assert image.read(8) == b"\x89PNG\r\n\x1a\n"
     with Image.open(path) as image:
@@ -42,9 +44,16 @@ def test_labels_are_staggered_where_close_and_left_out_past_the_last_height():
 
 
 def test_outages_give_each_round_its_stall_from_the_fault():
-    report = {"rounds": [
-        {"round": 0, "fault": "kill", "death_to_resume": 4.5, "phases": {"fault_at": 110.0, "resumed_at": 114.5}},
-        {"round": 1, "fault": "datanode", "twenty_delivered_after": 0.3, "phases": {"fault_at": 130.0, "healed_at": 140.0}},
-        {"round": 2, "fault": "expire", "phases": {"fault_at": 150.0}},  # nothing to resume: no figure
-    ]}
+    report = {
+        "rounds": [
+            {"round": 0, "fault": "kill", "death_to_resume": 4.5, "phases": {"fault_at": 110.0, "resumed_at": 114.5}},
+            {
+                "round": 1,
+                "fault": "datanode",
+                "twenty_delivered_after": 0.3,
+                "phases": {"fault_at": 130.0, "healed_at": 140.0},
+            },
+            {"round": 2, "fault": "expire", "phases": {"fault_at": 150.0}},  # nothing to resume: no figure
+        ]
+    }
     assert outages(report, 100.0) == [(10.0, 4.5, "kill"), (30.0, 0.3, "datanode")]

@@ -65,12 +65,16 @@ def test_the_table_shows_each_fault_and_says_the_check_counts_are_totals():
                for line in lines)
     assert lines[-1] == "result: exactly once held"
     failed = table(drill_report([KILL_1], ("kill",), None, [], target="local", error="ServiceError: boom"))
-    assert "not checked" in failed and "stopped by: ServiceError: boom" in failed and failed.endswith("FAILED (see above)")
+    assert (
+        "not checked" in failed and "stopped by: ServiceError: boom" in failed and failed.endswith("FAILED (see above)")
+    )
 
 
 def test_progress_lines_say_what_happened_in_the_round():
-    assert round_line(KILL_1, 4) == ("round 1/4  kill        victim n2-4 (412 queued): detection 4.20s, takeover 1.00s, "
-                                     "resume 0.50s, death to resume 5.70s")
+    assert round_line(KILL_1, 4) == (
+        "round 1/4  kill        victim n2-4 (412 queued): detection 4.20s, takeover 1.00s, "
+        "resume 0.50s, death to resume 5.70s"
+    )
     follower = round_line(FOLLOWER, 12)
     assert follower.startswith("round  2/12  zk-follower ZooKeeper member 2 down")
     assert "ZooKeeper member 2 down: delivery went on (20 more delivered after 1.3s, 57 while it was down)" in follower

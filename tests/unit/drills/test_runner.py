@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from cluster.core.ownership import ShardState
+from cluster.core.validation import ClusterView
 from cluster.drills.checker import ClusterReport, DeliveryReport
 from cluster.drills.fault_kinds import FAULT_KINDS
-from cluster.core.validation import ClusterView
 from cluster.drills.report import drill_report, round_line
 from cluster.drills.runner import DrillRunner
 

@@ -75,7 +75,7 @@ class Listener:
             assert not self._thread.is_alive(), "the trigger thread did not stop"
         self.flow.close()
 
-    def __enter__(self) -> "Listener":
+    def __enter__(self) -> Listener:
         return self
 
     def __exit__(self, *exc) -> None:

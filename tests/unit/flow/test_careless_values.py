@@ -59,8 +59,16 @@ def test_property_bounds():
 
 
 def test_a_negative_integer_property_is_refused_after_the_processors_own_checks():
-    refused = {"processors": [{"id": "split", "type": "SplitText", "properties": {"line_split_count": 10, "header_line_count": -1},
-                               "auto_terminate": ["splits", "original", "failure"]}]}
+    refused = {
+        "processors": [
+            {
+                "id": "split",
+                "type": "SplitText",
+                "properties": {"line_split_count": 10, "header_line_count": -1},
+                "auto_terminate": ["splits", "original", "failure"],
+            }
+        ]
+    }
     with pytest.raises(FlowDefinitionError, match="processor 'split': property 'header_line_count': wrong value for "
                                                   "an integer property: cannot be negative, got -1"):
         parse_flow(refused)

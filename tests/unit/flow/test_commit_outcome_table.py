@@ -12,8 +12,18 @@ from __future__ import annotations
 import pytest
 
 from flow.commit import CommitHooks
-from flow.commit_outcome import (COMMITTED, FAILED, REFUSED, UNKNOWN, Fate, Outcome, Slot, Stage, WalHolds,
-                                 commit_outcome)
+from flow.commit_outcome import (
+    COMMITTED,
+    FAILED,
+    REFUSED,
+    UNKNOWN,
+    Fate,
+    Outcome,
+    Slot,
+    Stage,
+    WalHolds,
+    commit_outcome,
+)
 from flow.errors import CommitError
 from flow.flowfile import FlowFile
 from flow.shard import OUTBOX_QUEUE

@@ -252,14 +252,31 @@ def test_a_file_processor_that_attributes_steer_anywhere_is_refused_at_load(proc
 
 
 def test_file_processors_whose_paths_attributes_do_not_steer_load_without_allowed_root():
-    parse_flow({"processors": [
-        {"id": "fetch", "type": "FetchFile", "properties": {"completion_strategy": "none"},
-         "auto_terminate": ["success", "failure", "not.found", "permission.denied"]},
-        {"id": "fetch_one", "type": "FetchFile", "properties": {"file": "/data/in/today.csv",
-                                                                "completion_strategy": "delete"},
-         "auto_terminate": ["success", "failure", "not.found", "permission.denied"]},
-        {"id": "put", "type": "PutFile", "properties": {"directory": "#{out}/x"}, "auto_terminate": ["success", "failure"]},
-    ], "parameters": {"out": "/data/out"}})
+    parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "fetch",
+                    "type": "FetchFile",
+                    "properties": {"completion_strategy": "none"},
+                    "auto_terminate": ["success", "failure", "not.found", "permission.denied"],
+                },
+                {
+                    "id": "fetch_one",
+                    "type": "FetchFile",
+                    "properties": {"file": "/data/in/today.csv", "completion_strategy": "delete"},
+                    "auto_terminate": ["success", "failure", "not.found", "permission.denied"],
+                },
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": "#{out}/x"},
+                    "auto_terminate": ["success", "failure"],
+                },
+            ],
+            "parameters": {"out": "/data/out"},
+        }
+    )
 
 
 # -- LogAttribute -------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings, strategies as st
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 from tests.unit.flow.listen_http_support import Listener, chunked, exchange, parse_answer, post_bytes
 

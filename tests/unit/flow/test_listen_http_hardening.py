@@ -22,7 +22,16 @@ import pytest
 from flow.errors import FlowDefinitionError, FlowError
 from flow.loading import parse_flow
 from tests.unit.flow.listen_http_support import (
-    Listener, chunked, connect, exchange, parse_answer, post_bytes, read_to_close, status_of, wait_until)
+    Listener,
+    chunked,
+    connect,
+    exchange,
+    parse_answer,
+    post_bytes,
+    read_to_close,
+    status_of,
+    wait_until,
+)
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

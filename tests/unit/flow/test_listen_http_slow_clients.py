@@ -15,7 +15,14 @@ from flow.errors import FlowDefinitionError
 from flow.processors.http_deadlines import BODY, HEADERS, RequestDeadlines, RequestTimeout
 from flow.processors.http_server import _Connection, oldest_reading_headers
 from tests.unit.flow.listen_http_support import (
-    Listener, connect, exchange, parse_answer, post_bytes, read_to_close, wait_until)
+    Listener,
+    connect,
+    exchange,
+    parse_answer,
+    post_bytes,
+    read_to_close,
+    wait_until,
+)
 from tests.unit.flow.test_listen_http_hardening import listen_flow, self_signed
 
 TRICKLE_EVERY_S = 0.1

@@ -81,13 +81,27 @@ def test_a_flow_cannot_use_a_type_its_registry_lacks():
         parse_flow(WORD_FLOW, registry=ProcessorRegistry(STANDARD_PROCESSORS))
 
 
-@pytest.mark.parametrize("name, value, problem", [
-    ("Missing", "acme_nowhere:Missing", r"'Missing' = 'acme_nowhere:Missing'.*cannot be loaded: ModuleNotFoundError"),
-    ("Thing", "{module}:NOT_A_PROCESSOR", r"'Thing' = '.*:NOT_A_PROCESSOR'.*is not a subclass of flow.processor.Processor"),
-    ("Words", "{module}:CountWords", r"'Words' = .*name must be the processor's type name.*'CountWords'"),
-    ("GenerateFlowFile", "{module}:Impostor",
-     r"'GenerateFlowFile' = .*already registered by flow.processors.generate.GenerateFlowFile"),
-])
+@pytest.mark.parametrize(
+    "name, value, problem",
+    [
+        (
+            "Missing",
+            "acme_nowhere:Missing",
+            r"'Missing' = 'acme_nowhere:Missing'.*cannot be loaded: ModuleNotFoundError",
+        ),
+        (
+            "Thing",
+            "{module}:NOT_A_PROCESSOR",
+            r"'Thing' = '.*:NOT_A_PROCESSOR'.*is not a subclass of flow.processor.Processor",
+        ),
+        ("Words", "{module}:CountWords", r"'Words' = .*name must be the processor's type name.*'CountWords'"),
+        (
+            "GenerateFlowFile",
+            "{module}:Impostor",
+            r"'GenerateFlowFile' = .*already registered by flow.processors.generate.GenerateFlowFile",
+        ),
+    ],
+)
 def test_a_broken_or_duplicate_entry_point_is_one_clear_error_naming_it(site, name, value, problem):
     site, module = site
     install(site, "acme-words", {"CountWords": f"{module}:CountWords", name: value.format(module=module)})

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from flow.commit import DurableCommitter
+from flow.errors import ReplayRefused
 from flow.queue import FlowFileQueue
 from flow.queue_drop import drop_queue
-from flow.errors import ReplayRefused
 from flow.replay import replay_flowfile, replay_queue
 from repositories.provenance import EventType, ProvenanceEvent
 from tests.durable_shard import QUEUE, DurableShard, RecordedProvenance

@@ -290,8 +290,15 @@ def test_commit_order_content_wal_queues_claims_provenance_callback():
     session.transfer(copy, "success")
     session.commit_async(lambda: recorder.calls.append("on_success"))
     # 2 FlowFiles + the provenance outbox record in ONE WAL transaction.
-    assert recorder.calls == ["content.sync", "content.check_durable(2)", "wal.update(3)", "queue.put", "claim+", "provenance(2)",
-                              "on_success"]
+    assert recorder.calls == [
+        "content.sync",
+        "content.check_durable(2)",
+        "wal.update(3)",
+        "queue.put",
+        "claim+",
+        "provenance(2)",
+        "on_success",
+    ]
 
 
 def test_a_failed_wal_write_rolls_back_and_calls_on_failure_not_on_success():

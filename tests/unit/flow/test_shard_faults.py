@@ -79,4 +79,6 @@ def test_a_commit_that_failed_is_never_recovered_once_a_later_one_was_acknowledg
     durable.restart(keep=1.0)  # crash: every byte written stays
     assert durable.live() == model
     assert not durable.content_recovery.missing
-    assert durable.claimants() == {resource: durable.content.claimant_count(resource) for resource in durable.claimants()}
+    assert durable.claimants() == {
+        resource: durable.content.claimant_count(resource) for resource in durable.claimants()
+    }

@@ -215,7 +215,9 @@ def test_a_copied_shard_directory_reads_its_own_swap_files_and_leaves_the_origin
 
     queue, shard = open_(copy, clock)
     report = shard.recover()
-    assert report.orphaned_swap_files == [] and all(l.startswith(copy + "/swap/") for l in shard.wal.swap_files)
+    assert report.orphaned_swap_files == [] and all(
+        location.startswith(copy + "/swap/") for location in shard.wal.swap_files
+    )
     assert sorted(drain(shard, queue)) == sorted(f"id-{i}" for i in range(10))
     shard.wal.close()
     assert swap_files_of(root) == before and len(before) == len(locations)

@@ -182,7 +182,9 @@ def test_a_result_its_caller_fails_runs_on_failure_and_the_flow_keeps_its_states
     assert Promiser.outcomes == [("0", "failed: OSError: the caller's commit failed")]
     assert stateless.states == {}
     second = stateless.trigger()
-    assert sorted(a.get("seq", "-") for _, a, _ in second.outputs) == ["-", "0"], "the failed trigger's state was not kept"
+    assert sorted(a.get("seq", "-") for _, a, _ in second.outputs) == ["-", "0"], (
+        "the failed trigger's state was not kept"
+    )
     second.acknowledge()
     assert stateless.states == {"gen": {"next": "1"}} and Promiser.outcomes[1] == ("1", "kept")
     assert [a.get("seq") for _, a, _ in stateless.trigger().outputs if "seq" in a] == ["1"]

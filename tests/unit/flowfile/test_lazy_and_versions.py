@@ -27,10 +27,10 @@ from repositories.flowfile import (
     LazyFlowFileRecord,
     NotAWriteAheadLogError,
     Put,
-    WalDamagedError,
     SwapFile,
     SwapIn,
     SwapOut,
+    WalDamagedError,
     decode_records,
 )
 from repositories.flowfile import format as fmt
@@ -279,7 +279,12 @@ def test_lazy_record_fields_read_like_the_namedtuple_they_replace():
     lazy = serde.record_decoder(serde.version)(encoded, 0, len(encoded))
     assert isinstance(lazy, FlowFileRecord) and lazy == original and original == lazy
     record_id, attributes, claim, queue, size, entry, lineage, penalty = lazy
-    assert (record_id, attributes, claim, queue) == (original.id, original.attributes, original.content_claim, original.queue)
+    assert (record_id, attributes, claim, queue) == (
+        original.id,
+        original.attributes,
+        original.content_claim,
+        original.queue,
+    )
     assert (size, entry, lineage, penalty) == (original.size, original.entry_date, original.lineage_start_date, 0)
     assert lazy[0] == "ff-3" and len(lazy) == 8
     assert lazy._asdict() == original._asdict()
@@ -300,9 +305,9 @@ def test_concurrent_first_access_decodes_consistently():
         seen, barrier = [], threading.Barrier(4)
 
         def reader(order):
-            barrier.wait()
-            for record in list(records.values())[::order]:
-                seen.append((record.id, record.attributes, record.queue, record.content_claim))
+            barrier.wait()  # noqa: B023
+            for record in list(records.values())[::order]:  # noqa: B023
+                seen.append((record.id, record.attributes, record.queue, record.content_claim))  # noqa: B023
 
         threads = [threading.Thread(target=reader, args=(o,)) for o in (1, -1, 1, -1)]
         for thread in threads:
@@ -310,7 +315,9 @@ def test_concurrent_first_access_decodes_consistently():
         for thread in threads:
             thread.join()
         by_id = {r.id: r for r in originals}
-        assert all(by_id[i].attributes == a and by_id[i].queue == q and by_id[i].content_claim == c for i, a, q, c in seen)
+        assert all(
+            by_id[i].attributes == a and by_id[i].queue == q and by_id[i].content_claim == c for i, a, q, c in seen
+        )
         assert len(seen) == 4 * len(originals)
 
 
@@ -428,7 +435,7 @@ def test_undecodable_record_with_a_valid_crc_fails_at_access_and_in_fsck(storage
     assert records["ff-1"].attributes == make_record(1).attributes
     assert records["ff-2"].queue == "q1"  # the head is intact
     with pytest.raises(CorruptRecordError, match="'ff-2'.*attributes"):
-        records["ff-2"].attributes
+        records["ff-2"].attributes  # noqa: B018 - the access decodes them
     assert main(["wal", "fsck", directory]) == 1
     assert "UNDECODABLE" in capsys.readouterr().out
 
@@ -438,4 +445,4 @@ def test_record_bytes_with_a_different_embedded_id_are_refused_at_access():
     encoded = serde.encode_record(make_record(4))
     lazy = LazyFlowFileRecord("ff-5", encoded, serde.lazy_decoder)
     with pytest.raises(CorruptRecordError, match="'ff-5'"):
-        lazy.queue
+        lazy.queue  # noqa: B018 - the access decodes it

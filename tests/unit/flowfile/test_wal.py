@@ -27,7 +27,6 @@ from repositories.flowfile import (
 from repositories.flowfile import format as fmt
 from repositories.flowfile.snapshot import SnapshotCase
 from repositories.storage import LocalStorage, StorageError
-
 from tests.storage_faults import Crash as StorageCrash
 from tests.storage_faults import Fault, FaultyStorage, UnbufferedLocalStorage
 
@@ -164,7 +163,9 @@ def test_crash_inside_checkpoint_restores_everything(storage, directory, seam, c
     assert set(third.recover()) == set(expected) | {"ff-7"}
 
 
-@pytest.mark.parametrize("where", [Fault("delete", "after", path="snapshot"), Fault("rename", "before", path="snapshot")])
+@pytest.mark.parametrize(
+    "where", [Fault("delete", "after", path="snapshot"), Fault("rename", "before", path="snapshot")]
+)
 def test_a_checkpoint_after_one_that_failed_past_the_snapshot_delete_keeps_the_state(tmp_path, where):
     """A checkpoint fails after it deleted the snapshot: its .partial alone holds the
     state. The next checkpoint must not truncate that .partial before a snapshot is
@@ -275,7 +276,9 @@ def test_no_transaction_is_acknowledged_while_a_failed_one_can_still_be_replayed
     recovered = set(open_wal(storage, directory).recover())
     acknowledged = [n for n, answer in answers.items() if answer == "acknowledged"]
     assert {f"ff-{n}" for n in acknowledged} <= recovered, answers
-    failed_before_an_acknowledged = [n for n, answer in answers.items() if answer != "acknowledged" and n < max(acknowledged)]
+    failed_before_an_acknowledged = [
+        n for n, answer in answers.items() if answer != "acknowledged" and n < max(acknowledged)
+    ]
     assert not {f"ff-{n}" for n in failed_before_an_acknowledged} & recovered, (answers, recovered)
 
 

@@ -3,7 +3,8 @@ import json
 import pytest
 
 from cluster.cli import main
-from repositories.provenance import ProvenanceRepository, event_file_format as eff
+from repositories.provenance import ProvenanceRepository
+from repositories.provenance import event_file_format as eff
 from repositories.provenance.query import parse_time
 
 from .conftest import event, make_config

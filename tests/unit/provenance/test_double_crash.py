@@ -87,7 +87,9 @@ def test_a_crash_between_journal_deletes_loses_no_event(tmp_path, clock):
         check_every_event_once(repo, ledger)
         assert repo.recovery_report["deleted_merged_journals"] == [1]
         assert repo.recovery_report["redone_merges"] == []
-        assert not [n for c in ("c0", "c1") for n in os.listdir(tmp_path / c / "journals") if "00000000000000000001" in n]
+        assert not [
+            n for c in ("c0", "c1") for n in os.listdir(tmp_path / c / "journals") if "00000000000000000001" in n
+        ]
 
 
 def test_a_failed_rollover_stops_the_repository_and_a_restart_merges_its_generation(tmp_path, clock):

@@ -14,7 +14,9 @@ def test_rollover_by_time_by_size_never_empty():
     assert policy.due(opened_at_s=0, now_s=30, bytes_written=10, events=1)
     assert policy.due(opened_at_s=0, now_s=1, bytes_written=1000, events=1)
     assert not policy.due(opened_at_s=0, now_s=1000, bytes_written=0, events=0)
-    assert not RolloverPolicy(max_age_s=None, max_bytes=None).due(opened_at_s=0, now_s=1e9, bytes_written=1 << 40, events=5)
+    assert not RolloverPolicy(max_age_s=None, max_bytes=None).due(
+        opened_at_s=0, now_s=1e9, bytes_written=1 << 40, events=5
+    )
 
 
 def files(*sizes, start_time=0):

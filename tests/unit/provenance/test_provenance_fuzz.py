@@ -78,11 +78,11 @@ def written(tmp_path_factory) -> Written:
     registered = {}
     for batch in (events(MERGED // 2), events(MERGED // 2)):
         ids = repository.register_events(batch)
-        registered.update(zip(ids, batch))
+        registered.update(zip(ids, batch, strict=False))
     repository.sync()
     for batch in (events(IN_JOURNALS // 2), events(IN_JOURNALS // 4), events(IN_JOURNALS // 4)):
         ids = repository.register_events(batch)  # left in the journals: what a crash leaves
-        registered.update(zip(ids, batch))
+        registered.update(zip(ids, batch, strict=False))
     image = root / "image"
     shutil.copytree(root / "source", image)
     repository.close()

@@ -57,7 +57,7 @@ def test_rollover_by_size_from_the_writer(open_repo):
     files = repo.event_files()
     assert len(files) >= 3
     # Named after their first id; ranges never overlap; events stored in order.
-    for previous, current in zip(files, files[1:]):
+    for previous, current in zip(files, files[1:], strict=False):
         assert previous.last_id < current.first_id
     assert [e.event_id for e in repo.events(1, 500)] == list(range(1, 201))
     # Event files are spread over the containers, like the journals.
@@ -121,7 +121,7 @@ def test_queries_by_each_indexed_field_time_and_limit(open_repo, clock):
 
 def test_shards_by_size_named_by_creation_time_and_skipped_by_time(open_repo, clock, tmp_path):
     repo = open_repo(shard_bytes=1)  # every file closes its shard
-    for hour in range(3):
+    for _hour in range(3):
         repo.register_events([event(event_time_ms=int(clock() * 1000)) for _ in range(5)])
         repo.sync()
         clock.advance(3600)
@@ -211,8 +211,7 @@ def test_uuids_sharing_an_index_key_are_told_apart(open_repo, clock):
 def test_a_shard_from_before_uuid_keys_is_searched_by_whole_uuid_and_closed(tmp_path, clock, monkeypatch):
     import json
 
-    from repositories.provenance import ProvenanceRepository
-    from repositories.provenance import index_documents
+    from repositories.provenance import ProvenanceRepository, index_documents
 
     from .conftest import make_config
 

@@ -9,7 +9,11 @@ import pytest
 from cluster.services.network import free_ports, port_open
 from cluster.services.process import ManagedProcess, ServiceError, wait_until
 
-SLEEPER = [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, lambda *a: exit(0)); print('up', flush=True); time.sleep(600)"]
+SLEEPER = [
+    sys.executable,
+    "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, lambda *a: exit(0)); print('up', flush=True); time.sleep(600)",
+]
 
 
 def test_start_logs_and_stop_with_sigterm(tmp_path):

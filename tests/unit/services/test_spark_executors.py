@@ -10,8 +10,14 @@ from cluster.services.spark import executor_pids
 
 
 def test_a_process_that_names_the_worker_is_found_and_one_for_another_worker_is_not():
-    argv = [sys.executable, "-c", "import sys, time; time.sleep(60)", "org.apache.spark.executor.CoarseGrainedExecutorBackend",
-            "--worker-url", f"spark://Worker@{HOST}:40101"]
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys, time; time.sleep(60)",
+        "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+        "--worker-url",
+        f"spark://Worker@{HOST}:40101",
+    ]
     executor = subprocess.Popen(argv)
     try:
         # Its command line is the new one once the child has exec'd.

@@ -18,8 +18,8 @@ from flow.spark.by_reference import (
     _write_checksums,
     join_small_claims,
 )
-from repositories.claims import ContentClaim, ResourceClaim
 from replication.hdfs_content import open_hdfs_content_repository
+from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content.checksum_format import HEADER_SIZE, RECORD_SIZE, pack_header
 from repositories.content.checksums import BlockChecksummer
 from repositories.storage import LocalStorage
@@ -42,7 +42,7 @@ def test_every_claim_is_copied_whole_into_its_staging_file(tmp_path):
     items = [ClaimToStage(i, claim, str(tmp_path / "in" / f"in-{i:06d}.json")) for i, claim in enumerate(claims)]
     staged = list(_stage_partition(ContentLocation(LocalStorage().address, base, 65536), iter(items)))
     assert [(each.index, each.path) for each in staged] == [(item.index, item.target) for item in items]
-    for item, payload in zip(items, payloads):
+    for item, payload in zip(items, payloads, strict=False):
         assert open(item.target, "rb").read() == payload
 
 
