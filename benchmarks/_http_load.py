@@ -19,8 +19,9 @@ import urllib.parse
 LATE_S = 0.010  # a request sent this long after it was due counts as late
 
 
-def run_load(url: str, endpoints: list[str], rate: float, max_seconds: float, threads: int, ready, stop,
-             results) -> None:
+def run_load(
+    url: str, endpoints: list[str], rate: float, max_seconds: float, threads: int, ready, stop, results
+) -> None:
     """Send the load; put one dict on `results`: per endpoint the latencies (seconds)
     of the answers with status 200, and the counts of errors and late starts."""
     address = urllib.parse.urlsplit(url)
@@ -73,5 +74,6 @@ def run_load(url: str, endpoints: list[str], rate: float, max_seconds: float, th
         worker.start()
     for worker in workers:
         worker.join()
-    results.put({"seconds": time.perf_counter() - started, "latencies": latencies, "errors": errors[0],
-                 "late": late[0]})
+    results.put(
+        {"seconds": time.perf_counter() - started, "latencies": latencies, "errors": errors[0], "late": late[0]}
+    )

@@ -35,18 +35,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("--flowfiles", type=int, help="FlowFiles per run (default 20,000; --quick 10,000)")
     parser.add_argument("--rounds", type=int, help="runs without and with load, each (default 3; --quick 2)")
     parser.add_argument("--rate", type=float, default=200.0, help="requests/s of the load, over all endpoints")
-    parser.add_argument("--endpoints", default=DEFAULT_ENDPOINTS,
-                        help=f"comma-separated paths the load GETs in turn (default {DEFAULT_ENDPOINTS})")
+    parser.add_argument(
+        "--endpoints",
+        default=DEFAULT_ENDPOINTS,
+        help=f"comma-separated paths the load GETs in turn (default {DEFAULT_ENDPOINTS})",
+    )
     parser.add_argument("--client-threads", type=int, default=4, help="connections of the load client")
-    parser.add_argument("--metrics-max-age", type=float, default=None,
-                        help="seconds a /metrics text is served again (default: the node's, 1 s; 0 renders each)")
+    parser.add_argument(
+        "--metrics-max-age",
+        type=float,
+        default=None,
+        help="seconds a /metrics text is served again (default: the node's, 1 s; 0 renders each)",
+    )
     parser.add_argument("--max-seconds", type=float, default=300.0, help="the longest a run (and its load) may take")
     parser.add_argument("--threads", type=int, default=4, help="flow task threads of the node")
     parser.add_argument("--dir", help="directory to run in (default: a fresh temporary directory)")
 
 
-def _run(root: str, flowfiles: int, threads: int, load: dict | None, max_seconds: float,
-         metrics_max_age: float) -> dict:
+def _run(
+    root: str, flowfiles: int, threads: int, load: dict | None, max_seconds: float, metrics_max_age: float
+) -> dict:
     """One run of the flow on a fresh node with its admin API; with `load`, the load
     client runs for as long as the flow does."""
     import multiprocessing
@@ -61,8 +69,9 @@ def _run(root: str, flowfiles: int, threads: int, load: dict | None, max_seconds
     from .flow import files_in, flow_definition
 
     out = os.path.join(root, "out")
-    node = StandaloneNode(flow_definition(out, flowfiles, 100, 1000), os.path.join(root, "node"),
-                          NodeSettings(threads=threads))
+    node = StandaloneNode(
+        flow_definition(out, flowfiles, 100, 1000), os.path.join(root, "node"), NodeSettings(threads=threads)
+    )
     node.start(paused=True)
     server = client = None
     answered = None
@@ -73,9 +82,21 @@ def _run(root: str, flowfiles: int, threads: int, load: dict | None, max_seconds
         if load is not None:
             context = multiprocessing.get_context("spawn")
             ready, stop, results = context.Event(), context.Event(), context.Queue()
-            client = context.Process(target=run_load, name="admin-load", daemon=True,
-                                     args=(server.url, load["endpoints"], load["rate"], max_seconds,
-                                           load["client_threads"], ready, stop, results))
+            client = context.Process(
+                target=run_load,
+                name="admin-load",
+                daemon=True,
+                args=(
+                    server.url,
+                    load["endpoints"],
+                    load["rate"],
+                    max_seconds,
+                    load["client_threads"],
+                    ready,
+                    stop,
+                    results,
+                ),
+            )
             client.start()
             if not ready.wait(60):
                 raise RuntimeError("the load client did not start within 60 s")
@@ -116,9 +137,11 @@ def _endpoint_figures(loads: list[dict], endpoints: list[str]) -> dict:
     for endpoint in endpoints:
         latencies = [seconds for load in loads for seconds in load["latencies"][endpoint]]
         p50, p99 = _percentile(latencies, 0.50), _percentile(latencies, 0.99)
-        figures[endpoint] = {"answered": len(latencies),
-                             "p50_ms": round(p50 * 1000, 2) if p50 is not None else None,
-                             "p99_ms": round(p99 * 1000, 2) if p99 is not None else None}
+        figures[endpoint] = {
+            "answered": len(latencies),
+            "p50_ms": round(p50 * 1000, 2) if p50 is not None else None,
+            "p99_ms": round(p99 * 1000, 2) if p99 is not None else None,
+        }
     return figures
 
 
@@ -134,14 +157,16 @@ def run(args) -> dict:
     os.makedirs(root, exist_ok=True)
     runs: dict[str, list[dict]] = {"without": [], "with": []}
     try:
-        _run(os.path.join(root, "warm-up"), max(1000, flowfiles // 5), args.threads, load, args.max_seconds,
-             max_age)
+        _run(os.path.join(root, "warm-up"), max(1000, flowfiles // 5), args.threads, load, args.max_seconds, max_age)
         for number in range(rounds):
             order = ("without", "with") if number % 2 == 0 else ("with", "without")
             for side in order:
                 directory = os.path.join(root, f"{number}-{side}")
-                runs[side].append(_run(directory, flowfiles, args.threads, load if side == "with" else None,
-                                       args.max_seconds, max_age))
+                runs[side].append(
+                    _run(
+                        directory, flowfiles, args.threads, load if side == "with" else None, args.max_seconds, max_age
+                    )
+                )
                 shutil.rmtree(directory, ignore_errors=True)
     finally:
         if not args.dir:

@@ -108,8 +108,9 @@ def run(args) -> dict:
 
         victim = cluster.start("victim", flow=flow, count=count, put_batch=1000, threads=args.threads)
         shard = victim.wait("joined", timeout=120)["incarnation"]
-        admin = _wait(lambda: getattr(cluster.heartbeats().get(shard), "admin", ""), 60, "the victim's admin API",
-                      alive)
+        admin = _wait(
+            lambda: getattr(cluster.heartbeats().get(shard), "admin", ""), 60, "the victim's admin API", alive
+        )
         stopped = _post(admin, f"/api/v1/processors/{shard}/put/stop?wait_s=30")
         result["delivered_before_the_stop"] = files_in(cluster.sink)
 
@@ -119,6 +120,7 @@ def run(args) -> dict:
         def backlog_made():
             beat = cluster.heartbeats().get(shard)
             return beat is not None and beat.queued_count + files_in(cluster.sink) >= count
+
         _wait(backlog_made, BACKLOG_DEADLINE_S, f"the victim to queue {count:,} FlowFiles", alive)
         result["backlog_made_s"] = round(time.monotonic() - began, 1)
         beat = cluster.heartbeats()[shard]
@@ -131,13 +133,19 @@ def run(args) -> dict:
         died_at = time.time()
         victim.signal(signal.SIGKILL)
         victim.process.wait()
-        _wait(lambda: target.events("adopter", "first-output", shard=shard), RESUME_DEADLINE_S,
-              f"the first delivery from the adopted shard {shard}", lambda: None)
+        _wait(
+            lambda: target.events("adopter", "first-output", shard=shard),
+            RESUME_DEADLINE_S,
+            f"the first delivery from the adopted shard {shard}",
+            lambda: None,
+        )
         figures = timings(target, shard, died_at)
         recovered = [e for e in target.events("adopter", "recovered", shard=shard) if not e.get("home")]
         if recovered:
-            result["adopter_recovered"] = {key: recovered[-1].get(key) for key in
-                                           ("flowfiles", "swap_files", "swapped_flowfiles", "provenance_replayed")}
+            result["adopter_recovered"] = {
+                key: recovered[-1].get(key)
+                for key in ("flowfiles", "swap_files", "swapped_flowfiles", "provenance_replayed")
+            }
         for name in ("detection", "takeover", "resume", "death_to_resume"):
             if name in figures:
                 result[f"{name}_s" if name != "death_to_resume" else "death_to_first_output_s"] = round(
@@ -149,8 +157,12 @@ def run(args) -> dict:
         total = count + 1
         first_at = time.monotonic()
         first_seen = files_in(cluster.sink)
-        _wait(lambda: files_in(cluster.sink) >= total, BACKLOG_DEADLINE_S, f"all {total:,} FlowFiles delivered",
-              lambda: None)
+        _wait(
+            lambda: files_in(cluster.sink) >= total,
+            BACKLOG_DEADLINE_S,
+            f"all {total:,} FlowFiles delivered",
+            lambda: None,
+        )
         drained = time.monotonic() - first_at
         result["drain_flowfiles_per_sec"] = round((total - first_seen) / drained, 1) if drained > 0 else None
         result["victim_put_state_at_stop"] = stopped.get("state")

@@ -99,22 +99,43 @@ def delivery_rate(directory: str, total: int, alive) -> dict:
         time.sleep(0.1)
     marks["last"] = time.perf_counter()
     span = marks["high"] - marks["low"]
-    return {"flowfiles_per_sec": round((high - low) / span, 1) if span > 0 else None,
-            "end_to_end_s": round(marks["last"] - marks["first"], 3)}
+    return {
+        "flowfiles_per_sec": round((high - low) / span, 1) if span > 0 else None,
+        "end_to_end_s": round(marks["last"] - marks["first"], 3),
+    }
 
 
 def _standalone(workdir: Path, flow: str, count: int, threads: int) -> dict:
     out = workdir / "standalone-out"
     log_path = workdir / "standalone.log"
-    argv = [sys.executable, "-m", "cluster.cli", "run", "--flow", flow, "--data-dir", str(workdir / "standalone"),
-            "--threads", str(threads), "--status-interval", "0", "--param", f"count={count}",
-            "--param", f"out={out}", "--param", "put_batch=1000"]
+    argv = [
+        sys.executable,
+        "-m",
+        "cluster.cli",
+        "run",
+        "--flow",
+        flow,
+        "--data-dir",
+        str(workdir / "standalone"),
+        "--threads",
+        str(threads),
+        "--status-interval",
+        "0",
+        "--param",
+        f"count={count}",
+        "--param",
+        f"out={out}",
+        "--param",
+        "put_batch=1000",
+    ]
     with open(log_path, "w") as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         try:
+
             def alive():
                 code = process.poll()
                 return None if code is None else f"`custody run` exited with {code} (see {log_path})"
+
             return delivery_rate(str(out), count, alive)
         finally:
             process.send_signal(signal.SIGTERM)
@@ -138,6 +159,7 @@ def _clustered(services, workdir: Path, flow: str, nodes: int, count: int, threa
         def alive():
             dead = [name for name, node in cluster.nodes.items() if node.process.poll() is not None]
             return f"node(s) {', '.join(dead)} exited (logs in {directory})" if dead else None
+
         result = delivery_rate(cluster.sink, count * nodes, alive)
     finally:
         cluster.close()

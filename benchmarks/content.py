@@ -40,8 +40,12 @@ CHUNK = 1 << 20
 
 def add_arguments(parser) -> None:
     parser.add_argument("--dir", help="directory to write in (default: a fresh temporary directory)")
-    parser.add_argument("--fsync", choices=["batch", "claim"], default="batch",
-                        help="fsync once per run (group commit) or once per claim")
+    parser.add_argument(
+        "--fsync",
+        choices=["batch", "claim"],
+        default="batch",
+        help="fsync once per run (group commit) or once per claim",
+    )
     parser.add_argument("--hdfs", metavar="URL", help="also benchmark replication to this HDFS")
     parser.add_argument("--hdfs-base", default="/custody-bench", help="HDFS directory to use (deleted after)")
     parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated subset of " + ",".join(SIZES))
@@ -56,8 +60,9 @@ def _pieces(size: int, buffer: memoryview):
         left -= step
 
 
-def _write_claims(repository, size: int, count: int, buffer: memoryview, per_claim_sync: bool,
-                  commit_every: int | None = None):
+def _write_claims(
+    repository, size: int, count: int, buffer: memoryview, per_claim_sync: bool, commit_every: int | None = None
+):
     """Write `count` claims; sync per claim, every `commit_every` claims, or once at the end."""
     claims = []
     start = time.perf_counter()
@@ -143,8 +148,7 @@ def run(args) -> dict:
             if per_claim_sync and name == "1kb":
                 count = min(count, 2000)
             total_mb = size * count / 1e6
-            repository = open_filesystem_content_repository(
-                {"bench": os.path.join(workdir, f"content-{name}")}, config)
+            repository = open_filesystem_content_repository({"bench": os.path.join(workdir, f"content-{name}")}, config)
             claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync)
             read_s = _read_claims(repository, claims)
             repository.close()
@@ -180,18 +184,23 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     base = args.hdfs_base.rstrip("/")
     storage.mkdir(base, parents=True, exist_ok=True)
     # As a clustered node configures its two replicas (`cluster.node.content`).
-    local_config = ContentRepositoryConfig(sync_on_close=per_claim_sync, archive=ArchivePolicy(max_usage=None),
-                                           max_appendable_claim_size=REPLICATED_RESOURCE_SIZE)
+    local_config = ContentRepositoryConfig(
+        sync_on_close=per_claim_sync,
+        archive=ArchivePolicy(max_usage=None),
+        max_appendable_claim_size=REPLICATED_RESOURCE_SIZE,
+    )
     hdfs_config = dataclasses.replace(DEFAULT_HDFS_CONFIG, max_appendable_claim_size=REPLICATED_RESOURCE_SIZE)
     commit_every = None if per_claim_sync else COMMIT_CLAIMS
     try:
         for name in sizes:
             size, count = SIZES[name], counts[name]
             total_mb = size * count / 1e6
-            local = open_filesystem_content_repository({"bench": os.path.join(workdir, f"replicated-{name}")},
-                                                       local_config)
-            hdfs = open_hdfs_content_repository(storage, f"{base}/{name}", "bench-node", ["bench"],
-                                                hdfs_config, keep_open=True)
+            local = open_filesystem_content_repository(
+                {"bench": os.path.join(workdir, f"replicated-{name}")}, local_config
+            )
+            hdfs = open_hdfs_content_repository(
+                storage, f"{base}/{name}", "bench-node", ["bench"], hdfs_config, keep_open=True
+            )
             repository = ReplicatingContentRepository([local, hdfs], sync_on_close=per_claim_sync)
             calls_before = _hdfs_calls(storage)
             claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync, commit_every)

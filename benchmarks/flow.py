@@ -60,13 +60,23 @@ def flow_definition(out: str, count: int, size: int, batch: int, merge: int = 0)
 
     swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": 50_000}}
     processors = [
-        {"id": "generate", "type": "GenerateFlowFile",
-         "properties": {"batch_size": batch, "file_size": size, "max_count": count}},
+        {
+            "id": "generate",
+            "type": "GenerateFlowFile",
+            "properties": {"batch_size": batch, "file_size": size, "max_count": count},
+        },
         {"id": "update", "type": "UpdateAttribute", "properties": {"stage": "updated", "size.class": "small"}},
-        {"id": "route", "type": "RouteOnAttribute",
-         "properties": {"routing_strategy": "route_to_matched_if_any_matches", "ok": "${stage:equals('updated')}"}},
-        {"id": "put", "type": "PutFile",
-         "properties": {"directory": out, "sync": False, "batch_size": batch}, "auto_terminate": ["success"]},
+        {
+            "id": "route",
+            "type": "RouteOnAttribute",
+            "properties": {"routing_strategy": "route_to_matched_if_any_matches", "ok": "${stage:equals('updated')}"},
+        },
+        {
+            "id": "put",
+            "type": "PutFile",
+            "properties": {"directory": out, "sync": False, "batch_size": batch},
+            "auto_terminate": ["success"],
+        },
     ]
     into_put = "route"
     connections = [
@@ -74,30 +84,45 @@ def flow_definition(out: str, count: int, size: int, batch: int, merge: int = 0)
         {"source": "update", "destination": "route", **swapping},
     ]
     if merge:
-        processors.insert(3, {"id": "merge", "type": "MergeContent", "auto_terminate": ["original", "failure"],
-                              "properties": {"min_entries": merge, "max_entries": merge, "max_bin_age": "1 s"}})
-        connections.append({"source": "route", "relationships": ["matched", "unmatched"], "destination": "merge",
-                            **swapping})
+        processors.insert(
+            3,
+            {
+                "id": "merge",
+                "type": "MergeContent",
+                "auto_terminate": ["original", "failure"],
+                "properties": {"min_entries": merge, "max_entries": merge, "max_bin_age": "1 s"},
+            },
+        )
+        connections.append(
+            {"source": "route", "relationships": ["matched", "unmatched"], "destination": "merge", **swapping}
+        )
         into_put = "merge"
     connections += [
-        {"source": into_put, "relationships": ["merged"] if merge else ["matched", "unmatched"],
-         "destination": "put", **swapping},
+        {
+            "source": into_put,
+            "relationships": ["merged"] if merge else ["matched", "unmatched"],
+            "destination": "put",
+            **swapping,
+        },
         {"source": "put", "relationships": ["failure"], "destination": "put"},
     ]
-    return parse_flow({"name": f"bench-{size}{'-merged' if merge else ''}", "processors": processors,
-                       "connections": connections})
+    return parse_flow(
+        {"name": f"bench-{size}{'-merged' if merge else ''}", "processors": processors, "connections": connections}
+    )
 
 
-def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox: bool, profile: bool,
-              merge: int = 0):
+def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox: bool, profile: bool, merge: int = 0):
     """Runs the flow until PutFile wrote every FlowFile (`count`, or `count / merge`
     bundles) and the engine is idle."""
     from cluster.node.standalone import NodeSettings, StandaloneNode
 
     out = os.path.join(root, "out")
     files = -(-count // merge) if merge else count
-    node = StandaloneNode(flow_definition(out, count, size, batch, merge), os.path.join(root, "node"),
-                          NodeSettings(threads=threads, provenance_outbox=outbox))
+    node = StandaloneNode(
+        flow_definition(out, count, size, batch, merge),
+        os.path.join(root, "node"),
+        NodeSettings(threads=threads, provenance_outbox=outbox),
+    )
     profiler = None
     if profile:
         profiler = _ThreadProfiler()
@@ -177,10 +202,16 @@ class _ThreadProfiler:
             stats.add(profiler)
         total = sum(value[2] for value in stats.stats.values())
         rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:n]
-        return [{"function": f"{os.path.basename(key[0])}:{key[1]}:{key[2]}", "own_s": round(value[2], 3),
-                 "share": round(value[2] / total, 3) if total else 0.0, "calls": value[1],
-                 "us_per_flowfile": round(value[2] / flowfiles * 1e6, 2)}
-                for key, value in rows]
+        return [
+            {
+                "function": f"{os.path.basename(key[0])}:{key[1]}:{key[2]}",
+                "own_s": round(value[2], 3),
+                "share": round(value[2] / total, 3) if total else 0.0,
+                "calls": value[1],
+                "us_per_flowfile": round(value[2] / flowfiles * 1e6, 2),
+            }
+            for key, value in rows
+        ]
 
 
 def _raw_wal(root: str, flowfiles: int, batch: int, merge: int = 0) -> float:
@@ -201,14 +232,16 @@ def _raw_wal(root: str, flowfiles: int, batch: int, merge: int = 0) -> float:
     updated = {**attributes, "stage": "updated", "size.class": "small"}
     started = time.perf_counter()
     for start in range(0, flowfiles, batch):
-        chunk = ids[start:start + batch]
+        chunk = ids[start : start + batch]
         for queue, values in (("a", attributes), ("b", updated), ("c", updated)):
             wal.update([Put(FlowFileRecord(i, values, claim, queue, 100, 1, 1)) for i in chunk])
         if merge:
             for bundle in range(0, len(chunk), merge):
                 bundle_id = str(uuid.uuid4())
-                wal.update([Put(FlowFileRecord(bundle_id, {"merge.count": str(merge)}, claim, "d", 100 * merge, 1, 1))]
-                           + [Delete(i) for i in chunk[bundle:bundle + merge]])
+                wal.update(
+                    [Put(FlowFileRecord(bundle_id, {"merge.count": str(merge)}, claim, "d", 100 * merge, 1, 1))]
+                    + [Delete(i) for i in chunk[bundle : bundle + merge]]
+                )
                 wal.update([Delete(bundle_id)])
         else:
             wal.update([Delete(i) for i in chunk])
@@ -300,8 +333,9 @@ def run(args) -> dict:
             "cpu_count": os.cpu_count(),
         }
         if args.profile:
-            profiled = _run_flow(os.path.join(root, "profiled"), min(engine, 50_000), 100, batch, args.threads,
-                                 outbox, True, merge)
+            profiled = _run_flow(
+                os.path.join(root, "profiled"), min(engine, 50_000), 100, batch, args.threads, outbox, True, merge
+            )
             result["profile_engine_flow"] = profiled["profile"]
         return result
     finally:

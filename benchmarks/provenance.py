@@ -29,8 +29,15 @@ QUICK_EVENTS = 500_000
 FULL_EVENTS = 10_000_000
 
 # One cycle of 20 events: the mix of a typical flow.
-_MIX = (["RECEIVE"] * 2 + ["ATTRIBUTES_MODIFIED"] * 4 + ["CONTENT_MODIFIED"] * 3 + ["ROUTE"] * 5
-        + ["FORK"] + ["SEND"] * 2 + ["DROP"] * 3)
+_MIX = (
+    ["RECEIVE"] * 2
+    + ["ATTRIBUTES_MODIFIED"] * 4
+    + ["CONTENT_MODIFIED"] * 3
+    + ["ROUTE"] * 5
+    + ["FORK"]
+    + ["SEND"] * 2
+    + ["DROP"] * 3
+)
 
 
 def add_arguments(parser) -> None:
@@ -58,8 +65,13 @@ class _BatchFactory:
         self.components = pa.array([f"processor-{i % len(_MIX):02d}-0c7d2a4e" for i in range(size)], pa.string())
         self.component_types = pa.array([f"Type{i % len(_MIX)}" for i in range(size)], pa.string())
         self.relationships = pa.array(["success" if k == "ROUTE" else None for k in kinds], pa.string())
-        self.transit = pa.array([f"https://partner.example/ingest/{i % 7}" if k in ("SEND", "RECEIVE") else None
-                                 for i, k in enumerate(kinds)], pa.string())
+        self.transit = pa.array(
+            [
+                f"https://partner.example/ingest/{i % 7}" if k in ("SEND", "RECEIVE") else None
+                for i, k in enumerate(kinds)
+            ],
+            pa.string(),
+        )
         self.details = pa.array(["routed by attribute" if k == "ROUTE" else None for k in kinds], pa.string())
         forks = [k == "FORK" for k in kinds]
         self.fork_count = sum(forks)
@@ -103,11 +115,27 @@ class _BatchFactory:
         attributes = pa.MapArray.from_arrays(self.map_offsets, self.keys, items)
         offsets = pa.array(range(self._offset, self._offset + n), pa.int64())
         self._offset += n
-        claim = pa.StructArray.from_arrays([self.containers, self.sections, self.resources, offsets, self.sizes],
-                                           fields=list(self.claim_type))
+        claim = pa.StructArray.from_arrays(
+            [self.containers, self.sections, self.resources, offsets, self.sizes], fields=list(self.claim_type)
+        )
         times = pa.repeat(pa.scalar(now_ms, pa.int64()), n)
-        columns = [times, self.kinds, uuids, self.no_lists, children, self.components, self.component_types,
-                   attributes, attributes, claim, claim, self.transit, self.details, self.relationships, self.sizes]
+        columns = [
+            times,
+            self.kinds,
+            uuids,
+            self.no_lists,
+            children,
+            self.components,
+            self.component_types,
+            attributes,
+            attributes,
+            claim,
+            claim,
+            self.transit,
+            self.details,
+            self.relationships,
+            self.sizes,
+        ]
         return pa.RecordBatch.from_arrays(columns, schema=self.schema), uuids
 
 
@@ -161,10 +189,16 @@ def run(args) -> dict:
                     del registered_at[first]
 
     config = ProvenanceConfig(
-        containers=containers, journals_per_container=2,
+        containers=containers,
+        journals_per_container=2,
         rollover=RolloverPolicy(max_age_s=5.0, max_bytes=64 * 1024 * 1024),
-        rollover_check_interval_s=0.5, age_off_interval_s=None, max_age_s=None, max_bytes=None,
-        compression_level=1, max_pending_rollovers=2)
+        rollover_check_interval_s=0.5,
+        age_off_interval_s=None,
+        max_age_s=None,
+        max_bytes=None,
+        compression_level=1,
+        max_pending_rollovers=2,
+    )
     repository = ProvenanceRepository(config, on_indexed=on_indexed)
     sample_uuids: list[str] = []
     per_producer = total // batch_size // args.producers

@@ -54,8 +54,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--flowfile-mb", type=float, default=8.0, help="MB of records per FlowFile")
     parser.add_argument("--rounds", type=int, help="runs of each side, in alternating order (default 3)")
     parser.add_argument("--output-partitions", type=int, default=4, help="ExecuteSparkSQL output_partitions")
-    parser.add_argument("--deterministic", choices=("true", "false"), default="true",
-                        help="ExecuteSparkSQL deterministic (default true)")
+    parser.add_argument(
+        "--deterministic",
+        choices=("true", "false"),
+        default="true",
+        help="ExecuteSparkSQL deterministic (default true)",
+    )
     parser.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--driver-memory", default="512m", help="spark.driver.memory")
     parser.add_argument("--hdfs", metavar="URL", help="stage and read on this HDFS (as a clustered node does)")
@@ -115,12 +119,14 @@ class _Node:
         from repositories.storage import LocalStorage
 
         self.queue = FlowFileQueue("in", swap_threshold=1 << 30)
-        self.shard = open_shard(LocalStorage(), os.path.join(root, "shard"), "bench", [self.queue],
-                                checkpoint_interval=None)
+        self.shard = open_shard(
+            LocalStorage(), os.path.join(root, "shard"), "bench", [self.queue], checkpoint_interval=None
+        )
         self.shard.recover()
         if content is None:
-            content = open_filesystem_content_repository({"c": os.path.join(root, "content")},
-                                                         ContentRepositoryConfig(sync_on_close=False))
+            content = open_filesystem_content_repository(
+                {"c": os.path.join(root, "content")}, ContentRepositoryConfig(sync_on_close=False)
+            )
             content.recover([])
         self.content = content
         self.committer = DurableCommitter(self.shard, self.content, None, outbox=False)
@@ -128,10 +134,17 @@ class _Node:
     def session(self, relationships=()):
         from flow.session import ProcessSession
 
-        return ProcessSession(component_id="sql", component_type="ExecuteSparkSQL", committer=self.committer,
-                              content=self.content, shard=self.shard, incoming=[self.queue],
-                              outgoing={"in": [self.queue]}, auto_terminated=relationships,
-                              clock_ms=lambda: int(time.time() * 1000))
+        return ProcessSession(
+            component_id="sql",
+            component_type="ExecuteSparkSQL",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=[self.queue],
+            outgoing={"in": [self.queue]},
+            auto_terminated=relationships,
+            clock_ms=lambda: int(time.time() * 1000),
+        )
 
     def load(self, payloads) -> int:
         session = self.session()
@@ -162,8 +175,9 @@ def _clustered_content(storage: Storage, base: str, round_number: int, root: str
     from cluster.core.layout import ClusterLayout
     from cluster.node.content import open_node_content
 
-    return open_node_content(storage, ClusterLayout("bench", base), Incarnation("bench", round_number + 1),
-                             os.path.join(root, "content"))
+    return open_node_content(
+        storage, ClusterLayout("bench", base), Incarnation("bench", round_number + 1), os.path.join(root, "content")
+    )
 
 
 def run(args) -> dict:
@@ -191,16 +205,31 @@ def run(args) -> dict:
         os.makedirs(base, exist_ok=True)
 
     started = time.monotonic()
-    spark = build_spark_session(args.spark_master, {"spark.driver.memory": args.driver_memory},
-                                app_name="custody-bench-spark")
+    spark = build_spark_session(
+        args.spark_master, {"spark.driver.memory": args.driver_memory}, app_name="custody-bench-spark"
+    )
     session_start_s = time.monotonic() - started
     services = ServiceRegistry()
     services.register("spark", lambda: spark)
     services.register("spark.staging", lambda: SparkStaging(storage, f"{base}/staging", prefix))
-    definition = parse_flow({"processors": [{"id": "sql", "type": "ExecuteSparkSQL", "properties": {
-        "sql": QUERY, "record_format": "json", "batch_size": 1 << 20,
-        "output_partitions": args.output_partitions, "deterministic": args.deterministic == "true"},
-        "auto_terminate": ["success", "original", "failure"]}]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "sql",
+                    "type": "ExecuteSparkSQL",
+                    "properties": {
+                        "sql": QUERY,
+                        "record_format": "json",
+                        "batch_size": 1 << 20,
+                        "output_partitions": args.output_partitions,
+                        "deterministic": args.deterministic == "true",
+                    },
+                    "auto_terminate": ["success", "original", "failure"],
+                }
+            ]
+        }
+    )
     context = ProcessContext("sql", definition.processors["sql"].properties, {}, services=services, has_incoming=True)
 
     payloads, first = [], 0
@@ -247,8 +276,9 @@ def run(args) -> dict:
                 from cluster.core.incarnation import Incarnation
                 from cluster.core.layout import ClusterLayout
 
-                storage.delete(f"{ClusterLayout('bench', base).hdfs_content}/{Incarnation('bench', number + 1).id}",
-                               recursive=True)
+                storage.delete(
+                    f"{ClusterLayout('bench', base).hdfs_content}/{Incarnation('bench', number + 1).id}", recursive=True
+                )
 
     def pyspark_run(paths: list[str]) -> float:
         """The same query in plain PySpark over the plain files `paths`; its seconds."""
@@ -269,7 +299,7 @@ def run(args) -> dict:
         phases.clear()
         rss_growth = 0.0  # the timed runs' alone
         for round_number in range(1, rounds + 1):
-            for side in (("custody", "pyspark") if round_number % 2 else ("pyspark", "custody")):
+            for side in ("custody", "pyspark") if round_number % 2 else ("pyspark", "custody"):
                 if side == "pyspark":
                     anchor.append(records / pyspark_run(plain_paths))
                 else:
@@ -281,14 +311,22 @@ def run(args) -> dict:
             shutil.rmtree(workdir, ignore_errors=True)
     custody_median, anchor_median = statistics.median(custody), statistics.median(anchor)
     return {
-        "benchmark": "spark", "query": QUERY, "filesystem": "hdfs" if args.hdfs else "local",
+        "benchmark": "spark",
+        "query": QUERY,
+        "filesystem": "hdfs" if args.hdfs else "local",
         "data_path": "by reference" if args.hdfs else "through the node",
-        "spark_master": args.spark_master, "records": records, "megabytes": round(size_mb, 1),
-        "flowfiles": len(payloads), "rounds": rounds, "deterministic": args.deterministic == "true",
+        "spark_master": args.spark_master,
+        "records": records,
+        "megabytes": round(size_mb, 1),
+        "flowfiles": len(payloads),
+        "rounds": rounds,
+        "deterministic": args.deterministic == "true",
         "output_partitions": args.output_partitions,
         "spark_session_start_s": session_start_s,
-        "custody_records_per_sec": custody_median, "pyspark_records_per_sec": anchor_median,
-        "custody_runs": custody, "pyspark_runs": anchor,
+        "custody_records_per_sec": custody_median,
+        "pyspark_records_per_sec": anchor_median,
+        "custody_runs": custody,
+        "pyspark_runs": anchor,
         "ratio_vs_pyspark": custody_median / anchor_median,
         "round_ratios": [mine / theirs for mine, theirs in zip(custody, anchor, strict=False)],
         "node_peak_rss_growth_mb": rss_growth,
@@ -296,6 +334,8 @@ def run(args) -> dict:
         **{f"inputs_{how}": count for how, count in inputs_reached.items()},
         # Where a custody run's time went (medians): the node staging the content,
         # Spark (read, query, write), the node importing the result.
-        **{f"custody_{phase}_s": statistics.median(run[phase] for run in phases)
-           for phase in ("stage", "spark", "import")},
+        **{
+            f"custody_{phase}_s": statistics.median(run[phase] for run in phases)
+            for phase in ("stage", "spark", "import")
+        },
     }

@@ -39,7 +39,9 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--records", type=int, default=None, help="records for the recovery run (default 1,000,000; --quick 100,000)"
     )
-    parser.add_argument("--hdfs", default=None, metavar="URL", help="also measure commit latency on this HDFS (hdfs://host:port/dir)")
+    parser.add_argument(
+        "--hdfs", default=None, metavar="URL", help="also measure commit latency on this HDFS (hdfs://host:port/dir)"
+    )
     parser.add_argument("--directory", default=None, help="where to write (default: a temporary directory under /tmp)")
     parser.add_argument("--no-nifi", action="store_true", help="skip the Java side (no Maven/Java here)")
     parser.add_argument(
@@ -138,19 +140,26 @@ def custody_throughput(
     if errors:
         raise errors[0]
     total = sum(written)
-    return {"updates": total, "seconds": elapsed, "updates_per_sec": total / elapsed, "syncs": syncs,
-            "transactions_per_sync": (total / batch) / syncs if syncs else None}
+    return {
+        "updates": total,
+        "seconds": elapsed,
+        "updates_per_sec": total / elapsed,
+        "syncs": syncs,
+        "transactions_per_sync": (total / batch) / syncs if syncs else None,
+    }
 
 
 def nifi_build() -> str:
     jar = os.path.join(NIFI_DIR, "target", "custody-nifi-wal-bench-1.jar")
-    sources = [os.path.join(root, name) for root, _dirs, names in os.walk(os.path.join(NIFI_DIR, "src"))
-               for name in names] + [os.path.join(NIFI_DIR, "pom.xml")]
+    sources = [
+        os.path.join(root, name) for root, _dirs, names in os.walk(os.path.join(NIFI_DIR, "src")) for name in names
+    ] + [os.path.join(NIFI_DIR, "pom.xml")]
     if not os.path.exists(jar) or os.path.getmtime(jar) < max(os.path.getmtime(path) for path in sources):
         # Built again when its source changed: a stale jar would answer in an old format.
         # Maven's own output goes to stderr: stdout carries the benchmark's JSON only.
-        subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "package"], cwd=NIFI_DIR, check=True,
-                       stdout=sys.stderr)
+        subprocess.run(
+            ["mvn", "-q", "-B", "-Dstyle.color=never", "package"], cwd=NIFI_DIR, check=True, stdout=sys.stderr
+        )
     return f"{jar}:{os.path.join(NIFI_DIR, 'target', 'lib', '*')}"
 
 
@@ -201,8 +210,13 @@ def recover_records(storage: Storage, directory: str, count: int) -> dict:
     attributes = time.perf_counter() - began
     reopened.close()
     assert len(records) == count, (len(records), count)
-    return {"records": count, "seconds": elapsed, "then_gc_s": gc_debt, "then_decode_heads_s": head,
-            "then_decode_attributes_s": attributes}
+    return {
+        "records": count,
+        "seconds": elapsed,
+        "then_gc_s": gc_debt,
+        "then_decode_heads_s": head,
+        "then_decode_attributes_s": attributes,
+    }
 
 
 def percentile(values: list, fraction: float) -> float:
@@ -299,9 +313,12 @@ def run(args) -> dict:
                     str(seconds),
                     "false",
                 )
-                row.update(nifi_durable=durable["updates_per_sec"], nifi_default=default["updates_per_sec"],
-                           custody_vs_nifi_durable=custody["updates_per_sec"] / durable["updates_per_sec"],
-                           custody_vs_nifi_default=custody["updates_per_sec"] / default["updates_per_sec"])
+                row.update(
+                    nifi_durable=durable["updates_per_sec"],
+                    nifi_default=default["updates_per_sec"],
+                    custody_vs_nifi_durable=custody["updates_per_sec"] / durable["updates_per_sec"],
+                    custody_vs_nifi_default=custody["updates_per_sec"] / default["updates_per_sec"],
+                )
             result["runs"].append(row)
             if (batch, threads) == (10, 4):
                 result["custody_updates_per_sec"] = row["custody_durable"]

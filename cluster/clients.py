@@ -28,11 +28,21 @@ from .zk.client import granted_session_timeout, new_client, start_client, stop_q
 
 # `granted_session_timeout` and `stop_quietly` are part of this factory's interface: a
 # client it made is checked and stopped with them.
-__all__ = ["DEFAULT_SESSION_TIMEOUT", "ClientFactory", "HdfsSettings", "ServiceUnreachable", "ZooKeeperSettings",
-           "granted_session_timeout", "identity_acl", "make_credentials_file", "parse_credentials",
-           "read_credentials_file", "stop_quietly"]
+__all__ = [
+    "DEFAULT_SESSION_TIMEOUT",
+    "ClientFactory",
+    "HdfsSettings",
+    "ServiceUnreachable",
+    "ZooKeeperSettings",
+    "granted_session_timeout",
+    "identity_acl",
+    "make_credentials_file",
+    "parse_credentials",
+    "read_credentials_file",
+    "stop_quietly",
+]
 
-DEFAULT_SESSION_TIMEOUT = 4.0   # seconds; a dead node is taken over after about this
+DEFAULT_SESSION_TIMEOUT = 4.0  # seconds; a dead node is taken over after about this
 
 
 class ServiceUnreachable(ClusterError):
@@ -41,18 +51,18 @@ class ServiceUnreachable(ClusterError):
 
 @dataclass(frozen=True)
 class ZooKeeperSettings:
-    hosts: str                                   # "h1:2181,h2:2181[/chroot]"
+    hosts: str  # "h1:2181,h2:2181[/chroot]"
     session_timeout: float = DEFAULT_SESSION_TIMEOUT
-    connect_timeout: float = 30.0                # seconds `start_zookeeper` waits for a session
+    connect_timeout: float = 30.0  # seconds `start_zookeeper` waits for a session
     credentials: str | None = field(default=None, repr=False)  # "user:password": digest auth and ACLs
 
 
 @dataclass(frozen=True)
 class HdfsSettings:
-    url: str                                     # "hdfs://host:port"
+    url: str  # "hdfs://host:port"
     config: dict[str, str] = field(default_factory=dict)  # hdfs-native client settings (dfs.* keys)
     io_timeout: float | None = DEFAULT_IO_TIMEOUT
-    identity: HdfsIdentity = HdfsIdentity()      # the HDFS user or Kerberos principal (cluster.hdfs_identity)
+    identity: HdfsIdentity = HdfsIdentity()  # the HDFS user or Kerberos principal (cluster.hdfs_identity)
 
 
 @dataclass(frozen=True)
@@ -74,8 +84,9 @@ class ClientFactory:
         settings = self._zookeeper()
         # Every znode this client creates is the identity's alone (cluster.zk.acl).
         acl = identity_acl(settings.credentials) if settings.credentials else None
-        return new_client(settings.hosts, settings.session_timeout, read_only=read_only,
-                          credentials=settings.credentials, acl=acl)
+        return new_client(
+            settings.hosts, settings.session_timeout, read_only=read_only, credentials=settings.credentials, acl=acl
+        )
 
     def start_zookeeper(self, *, read_only: bool = False, timeout: float | None = None):
         """A started ZooKeeper client; `ServiceUnreachable` (the client closed again) when
@@ -86,8 +97,10 @@ class ClientFactory:
         try:
             start_client(client, wait)
         except ZooKeeperUnavailable:
-            raise ServiceUnreachable(f"cannot reach ZooKeeper at {settings.hosts} within {wait:.0f}s; "
-                                     "check that the ensemble is up and the address is right") from None
+            raise ServiceUnreachable(
+                f"cannot reach ZooKeeper at {settings.hosts} within {wait:.0f}s; "
+                "check that the ensemble is up and the address is right"
+            ) from None
         return client
 
     def hdfs_storage(self) -> HdfsStorage:
@@ -125,8 +138,9 @@ def read_credentials_file(path: str) -> str:
     except OSError as error:
         raise ZooKeeperAccessRefused(f"cannot read the ZooKeeper credentials file {path}: {error.strerror}") from None
     if mode & 0o077:
-        raise ZooKeeperAccessRefused(f"the ZooKeeper credentials file {path} is readable by others (mode {mode:o}); "
-                                     f"chmod 600 {path}")
+        raise ZooKeeperAccessRefused(
+            f"the ZooKeeper credentials file {path} is readable by others (mode {mode:o}); chmod 600 {path}"
+        )
     user, password = parse_credentials(text, f"the ZooKeeper credentials file {path}")
     return f"{user}:{password}"
 
@@ -142,8 +156,10 @@ def make_credentials_file(path: str, user: str = "custody") -> None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        raise ZooKeeperAccessRefused(f"{path} exists already: keep it (every node of a cluster uses the same "
-                                     "credentials), or remove it first to make new ones") from None
+        raise ZooKeeperAccessRefused(
+            f"{path} exists already: keep it (every node of a cluster uses the same "
+            "credentials), or remove it first to make new ones"
+        ) from None
     except OSError as error:
         raise ZooKeeperAccessRefused(f"cannot create the ZooKeeper credentials file {path}: {error.strerror}") from None
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:

@@ -75,7 +75,8 @@ class SessionTimeoutRefused(ConfigurationRefused):
         super().__init__(
             f"ZooKeeper at {hosts} granted a session timeout of {granted:g}s, less than the {requested:g}s "
             f"asked for (its maxSessionTimeout, by default 20 ticks): set [zookeeper] session_timeout to at "
-            f"most {granted:g}, or raise maxSessionTimeout on every server")
+            f"most {granted:g}, or raise maxSessionTimeout on every server"
+        )
 
 
 class IncarnationEnded(ClusterError):
@@ -85,8 +86,10 @@ class IncarnationEnded(ClusterError):
 
     def __init__(self, incarnation: str, step: str, reason: str):
         self.incarnation, self.step, self.reason = incarnation, step, reason
-        super().__init__(f"incarnation {incarnation} died while starting ({step}): {reason}; "
-                         "it stops there, and the node joins again as a new incarnation")
+        super().__init__(
+            f"incarnation {incarnation} died while starting ({step}): {reason}; "
+            "it stops there, and the node joins again as a new incarnation"
+        )
 
 
 class StorageUnavailable(ClusterError):
@@ -97,11 +100,14 @@ class StorageUnavailable(ClusterError):
     def __init__(self, where: str, cause: BaseException):
         self.where = where
         if isinstance(cause, PermissionError):  # an operator's to fix: say all of it
-            super().__init__(f"HDFS refuses this node's writes at {where}: {first_line(cause, 700)}; "
-                             "the node waits and tries again")
+            super().__init__(
+                f"HDFS refuses this node's writes at {where}: {first_line(cause, 700)}; the node waits and tries again"
+            )
             return
-        super().__init__(f"HDFS cannot take a write at {where} yet: {first_line(cause, 200)}; "
-                         "the node waits and tries again (check the NameNode and the DataNodes)")
+        super().__init__(
+            f"HDFS cannot take a write at {where} yet: {first_line(cause, 200)}; "
+            "the node waits and tries again (check the NameNode and the DataNodes)"
+        )
 
 
 class UnreadableZnode(ClusterError):
@@ -112,8 +118,10 @@ class UnreadableZnode(ClusterError):
     def __init__(self, kind: str, names: dict[str, str]):
         self.kind, self.names = kind, dict(names)
         listed = "; ".join(f"{name}: {reason}" for name, reason in sorted(self.names.items()))
-        super().__init__(f"unreadable {kind} znode(s): {listed}. Inspect them with zkCli (get), and delete or "
-                         f"rewrite a damaged one by hand once its {kind} is known to be finished")
+        super().__init__(
+            f"unreadable {kind} znode(s): {listed}. Inspect them with zkCli (get), and delete or "
+            f"rewrite a damaged one by hand once its {kind} is known to be finished"
+        )
 
 
 class TransitionRefused(ClusterError):

@@ -36,8 +36,8 @@ from .errors import ClusterError
 log = logging.getLogger(__name__)
 
 USER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-DEFAULT_RENEW_INTERVAL = 3600.0   # seconds between two logins from the keytab
-MIN_RENEW_INTERVAL = 60.0        # a ticket lives hours: more often is a slip, and a load on the KDC
+DEFAULT_RENEW_INTERVAL = 3600.0  # seconds between two logins from the keytab
+MIN_RENEW_INTERVAL = 60.0  # a ticket lives hours: more often is a slip, and a load on the KDC
 
 
 class HdfsIdentityError(ClusterError):
@@ -46,15 +46,15 @@ class HdfsIdentityError(ClusterError):
 
 @dataclass(frozen=True)
 class KerberosSettings:
-    principal: str = ""          # "custody/host@REALM"; with keytab, the node logs in itself
-    keytab: str = ""             # mode 0600 (or 0400), readable by the node's user only
-    ticket_cache: str = ""       # KRB5CCNAME (NODE.toml's default with a keytab: FILE:<directory>/krb5cc)
+    principal: str = ""  # "custody/host@REALM"; with keytab, the node logs in itself
+    keytab: str = ""  # mode 0600 (or 0400), readable by the node's user only
+    ticket_cache: str = ""  # KRB5CCNAME (NODE.toml's default with a keytab: FILE:<directory>/krb5cc)
     renew_interval: float = DEFAULT_RENEW_INTERVAL
 
 
 @dataclass(frozen=True)
 class HdfsIdentity:
-    user: str = ""                            # simple authentication's user ("" = the OS user)
+    user: str = ""  # simple authentication's user ("" = the OS user)
     kerberos: KerberosSettings | None = None
 
     def check(self) -> None:
@@ -65,19 +65,27 @@ class HdfsIdentity:
         if kerberos is None:
             return
         if self.user:
-            raise HdfsIdentityError("[hdfs] user and [hdfs.kerberos] exclude each other: with Kerberos the "
-                                    "principal is the HDFS user; remove one")
+            raise HdfsIdentityError(
+                "[hdfs] user and [hdfs.kerberos] exclude each other: with Kerberos the "
+                "principal is the HDFS user; remove one"
+            )
         if bool(kerberos.principal) != bool(kerberos.keytab):
-            raise HdfsIdentityError("[hdfs.kerberos] principal and keytab go together (the node logs in with "
-                                    "them); for a ticket cache kept fresh elsewhere, give ticket_cache alone")
+            raise HdfsIdentityError(
+                "[hdfs.kerberos] principal and keytab go together (the node logs in with "
+                "them); for a ticket cache kept fresh elsewhere, give ticket_cache alone"
+            )
         if not kerberos.ticket_cache:
-            raise HdfsIdentityError("[hdfs.kerberos] needs ticket_cache, or principal and keytab (whose ticket "
-                                    "cache is then krb5cc in the node's directory)")
+            raise HdfsIdentityError(
+                "[hdfs.kerberos] needs ticket_cache, or principal and keytab (whose ticket "
+                "cache is then krb5cc in the node's directory)"
+            )
         if kerberos.keytab:
             private_file(kerberos.keytab, "[hdfs.kerberos] keytab")
         if kerberos.renew_interval < MIN_RENEW_INTERVAL:
-            raise HdfsIdentityError(f"[hdfs.kerberos] renew_interval must be at least {MIN_RENEW_INTERVAL:g} seconds, "
-                                    f"not {kerberos.renew_interval!r}")
+            raise HdfsIdentityError(
+                f"[hdfs.kerberos] renew_interval must be at least {MIN_RENEW_INTERVAL:g} seconds, "
+                f"not {kerberos.renew_interval!r}"
+            )
 
     def environment(self) -> dict[str, str]:
         """The variables this identity puts in the process's environment."""
@@ -123,12 +131,18 @@ def apply_identity(identity: HdfsIdentity) -> None:
         command = identity.kinit_command()
         if command is not None:
             if shutil.which(command[0]) is None:
-                raise HdfsIdentityError("[hdfs.kerberos] keytab: MIT Kerberos' kinit is not on PATH; install it "
-                                        "(Debian: apt-get install krb5-user)")
+                raise HdfsIdentityError(
+                    "[hdfs.kerberos] keytab: MIT Kerberos' kinit is not on PATH; install it "
+                    "(Debian: apt-get install krb5-user)"
+                )
             login(command)
             _renewal = threading.Event()
-            threading.Thread(target=_renew, args=(command, identity.kerberos.renew_interval, _renewal),
-                             name="kerberos-login", daemon=True).start()
+            threading.Thread(
+                target=_renew,
+                args=(command, identity.kerberos.renew_interval, _renewal),
+                name="kerberos-login",
+                daemon=True,
+            ).start()
         _applied = identity
 
 
@@ -136,8 +150,9 @@ def login(command: list[str]) -> None:
     principal = command[-1]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
-        raise HdfsIdentityError(f"kinit as {principal} failed: "
-                                f"{(done.stderr or done.stdout).strip() or f'exit {done.returncode}'}")
+        raise HdfsIdentityError(
+            f"kinit as {principal} failed: {(done.stderr or done.stdout).strip() or f'exit {done.returncode}'}"
+        )
     log.info("logged in to Kerberos as %s (ticket cache %s)", principal, command[command.index("-c") + 1])
 
 

@@ -163,8 +163,11 @@ def _node(op, argument, n: int) -> _Shape:
 
 
 def _either(alternatives: list[_Shape]) -> _Shape:
-    return _Shape(min(_CAP, sum(a.ways for a in alternatives)), min(_CAP, sum(a.cost for a in alternatives)),
-                  max(a.depth for a in alternatives) + 1)
+    return _Shape(
+        min(_CAP, sum(a.ways for a in alternatives)),
+        min(_CAP, sum(a.cost for a in alternatives)),
+        max(a.depth for a in alternatives) + 1,
+    )
 
 
 def _one_character(body) -> bool:

@@ -111,8 +111,11 @@ def _apply_to_queues(shard: QueueShard, tx: Transaction) -> None:
         try:
             shard.maintain(queue)
         except Exception as error:  # noqa: BLE001 - swapping is not part of the commit; the next one retries it
-            log.warning("queue %s: swapping after a commit failed (%s); it is tried again after the next one",
-                        queue.id, str(error).splitlines()[0][:300])
+            log.warning(
+                "queue %s: swapping after a commit failed (%s); it is tried again after the next one",
+                queue.id,
+                str(error).splitlines()[0][:300],
+            )
 
 
 def _apply_in_memory(shard: QueueShard, content: ContentStore, tx: Transaction) -> None:
@@ -199,6 +202,7 @@ class DurableCommitter:
         def release() -> None:
             for claim in claims:
                 content.decrement(claim)
+
         self.shard.wal.when_settled(release)
 
     def _failed(self, component: str, error: BaseException) -> None:
@@ -210,8 +214,12 @@ class DurableCommitter:
                 self._failing_since, self._failures = time.monotonic(), 0
             self._failures += 1
         if first:
-            log.error("shard %s: commits fail (%s: %s); every session rolls back and is retried, nothing "
-                      "committed is lost", self.shard.id, component, _first_line(error))
+            log.error(
+                "shard %s: commits fail (%s: %s); every session rolls back and is retried, nothing committed is lost",
+                self.shard.id,
+                component,
+                _first_line(error),
+            )
 
     def _succeeded(self) -> None:
         if self._failing_since is None:
@@ -219,8 +227,12 @@ class DurableCommitter:
         with self._slots_lock:
             since, failures, self._failing_since = self._failing_since, self._failures, None
         if since is not None:
-            log.warning("shard %s: commits succeed again after %d failed over %.1fs", self.shard.id, failures,
-                        time.monotonic() - since)
+            log.warning(
+                "shard %s: commits succeed again after %d failed over %.1fs",
+                self.shard.id,
+                failures,
+                time.monotonic() - since,
+            )
 
     def commit(self, tx: Transaction) -> None:
         if tx.state is None:
@@ -250,8 +262,11 @@ class DurableCommitter:
                 self._roll_back(commit, outcome, error)
             if outcome.session is Fate.PROPAGATES:
                 raise
-            log.exception("%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
-                          "from the WAL and provenance from the outbox", tx.component_id)
+            log.exception(
+                "%s: committed to the WAL, but applying it failed; a restart rebuilds memory "
+                "from the WAL and provenance from the outbox",
+                tx.component_id,
+            )
         else:
             self._conclude(commit, STOOD)
         self.durations.observe(time.perf_counter() - started)
@@ -273,8 +288,9 @@ class DurableCommitter:
             # After a state commit of unknown outcome the WAL may hold entries memory
             # does not: the next one deletes every entry not in its state.
             written = self._unsettled_state_ids.get(tx.component_id)
-            updates += self.shard.state_updates(tx.component_id, tx.state, now, written=written or (),
-                                                whole=written is not None)
+            updates += self.shard.state_updates(
+                tx.component_id, tx.state, now, written=written or (), whole=written is not None
+            )
         commit.stage = Stage.EVENTS
         # The events, encoded once: the outbox record carries the batch that provenance
         # registers. (Events it cannot encode fail the commit here.)
@@ -282,8 +298,9 @@ class DurableCommitter:
             commit.batch = batch = EventBatch.from_rows(tx.events, now)
             if self.outbox:
                 commit.slot = slot = self._take_slot()
-                updates.append(Put(provenance_outbox.outbox_record(
-                    slot, self.provenance.next_event_id, batch, now).to_record()))
+                updates.append(
+                    Put(provenance_outbox.outbox_record(slot, self.provenance.next_event_id, batch, now).to_record())
+                )
 
     def _make_durable(self, commit: _Commit) -> None:
         """Content synced, then the one WAL transaction (the commit point)."""
@@ -353,17 +370,29 @@ class DurableCommitter:
             # A replay may bring its entries back, or not: the next state commit of
             # the component writes its whole state and deletes those entries.
             prefix = self.shard.state_entry_id(component, "")
-            self._unsettled_state_ids[component] = sorted(set(self._unsettled_state_ids.get(component, ())) | {
-                update.record.id for update in commit.updates
-                if isinstance(update, Put) and update.record.id.startswith(prefix)})
+            self._unsettled_state_ids[component] = sorted(
+                set(self._unsettled_state_ids.get(component, ()))
+                | {
+                    update.record.id
+                    for update in commit.updates
+                    if isinstance(update, Put) and update.record.id.startswith(prefix)
+                }
+            )
         self._failed(component, error)
         if self.gate is not None:
             _tell_failed(component, error, "the commit gate's failed()", self.gate.failed)
         _tell_failed(component, error, "the commit_failed seam", self.hooks.commit_failed)
-        where = ("the WAL did not confirm it (its outcome is unknown until the WAL rolls; what it references "
-                 "is held until then)") if unknown else "nothing was written to the WAL"
-        raise CommitError(f"{component}: commit failed, {where}; the session rolls back: {error}",
-                          wal_written=unknown) from error
+        where = (
+            (
+                "the WAL did not confirm it (its outcome is unknown until the WAL rolls; what it references "
+                "is held until then)"
+            )
+            if unknown
+            else "nothing was written to the WAL"
+        )
+        raise CommitError(
+            f"{component}: commit failed, {where}; the session rolls back: {error}", wal_written=unknown
+        ) from error
 
 
 class HeldCommitter:

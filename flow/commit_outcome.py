@@ -49,9 +49,9 @@ from repositories.flowfile import OutcomeUnknownError, WriteAheadLogError
 
 # What `DurableCommitter.outcomes` counts.
 COMMITTED = "committed"  # the WAL holds it (or it had nothing to write)
-REFUSED = "refused"      # the gate (or a seam) refused it; no storage call failed
-FAILED = "failed"        # the content sync or the WAL write failed; the WAL holds nothing of it
-UNKNOWN = "unknown"      # the WAL did not confirm it; the next roll decides
+REFUSED = "refused"  # the gate (or a seam) refused it; no storage call failed
+FAILED = "failed"  # the content sync or the WAL write failed; the WAL holds nothing of it
+UNKNOWN = "unknown"  # the WAL did not confirm it; the next roll decides
 OUTCOMES = (COMMITTED, REFUSED, FAILED, UNKNOWN)
 
 
@@ -115,11 +115,20 @@ _OF_EXCEPTION = {
     Stage.APPLY: STOOD,
 }
 # A crash (not an Exception: a test's simulated one, SystemExit): nothing more is done.
-_WAL_AT_CRASH = {Stage.WAL_WRITE: WalHolds.UNKNOWN, Stage.AFTER_WAL: WalHolds.TRANSACTION,
-                 Stage.APPLY: WalHolds.TRANSACTION}
-_OF_CRASH = {stage: Outcome(None, _WAL_AT_CRASH.get(stage, WalHolds.NOTHING), Fate.PROPAGATES,
-                            Slot.RETURN if stage is Stage.APPLY else Slot.KEEP)  # APPLY returns it on the way out
-             for stage in Stage}
+_WAL_AT_CRASH = {
+    Stage.WAL_WRITE: WalHolds.UNKNOWN,
+    Stage.AFTER_WAL: WalHolds.TRANSACTION,
+    Stage.APPLY: WalHolds.TRANSACTION,
+}
+_OF_CRASH = {
+    stage: Outcome(
+        None,
+        _WAL_AT_CRASH.get(stage, WalHolds.NOTHING),
+        Fate.PROPAGATES,
+        Slot.RETURN if stage is Stage.APPLY else Slot.KEEP,
+    )  # APPLY returns it on the way out
+    for stage in Stage
+}
 
 
 def commit_outcome(stage: Stage, error: BaseException) -> Outcome:

@@ -75,9 +75,23 @@ from .definition_parser import _FlowParser
 from .definition_places import _kind
 from .errors import FlowDefinitionError
 
-__all__ = ["MAX_DOCUMENT_BYTES", "MAX_EXPANDED_CHARS", "MAX_NESTING", "MAX_PROPERTY_CHARS", "MAX_VALUES", "PORT_KINDS",
-           "ConnectionDefinition", "FlowDefinition", "PortDefinition", "ProcessorDefinition", "SchedulingDefinition",
-           "decode_flow_document", "load_flow", "parse_flow", "read_flow_document"]
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "MAX_EXPANDED_CHARS",
+    "MAX_NESTING",
+    "MAX_PROPERTY_CHARS",
+    "MAX_VALUES",
+    "PORT_KINDS",
+    "ConnectionDefinition",
+    "FlowDefinition",
+    "PortDefinition",
+    "ProcessorDefinition",
+    "SchedulingDefinition",
+    "decode_flow_document",
+    "load_flow",
+    "parse_flow",
+    "read_flow_document",
+]
 
 
 def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[str, type]) -> FlowDefinition:
@@ -87,12 +101,14 @@ def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[st
     return _FlowParser(document, registry, str(path), parameters).parse()
 
 
-def parse_flow(data, *, registry: Mapping[str, type], source: str = "<flow>",
-               parameters: dict | None = None) -> FlowDefinition:
+def parse_flow(
+    data, *, registry: Mapping[str, type], source: str = "<flow>", parameters: dict | None = None
+) -> FlowDefinition:
     """Validate a flow given as a mapping (parsed YAML or JSON) against the processor
     types of `registry`; `source` names it in errors. Raises `FlowDefinitionError`."""
     if not isinstance(data, dict):
-        raise FlowDefinitionError(f"a flow is a mapping with 'processors' and 'connections', got {_kind(data)}",
-                                  source=source)
+        raise FlowDefinitionError(
+            f"a flow is a mapping with 'processors' and 'connections', got {_kind(data)}", source=source
+        )
     _check_document(data, source)
     return _FlowParser(data, registry, source, parameters).parse()

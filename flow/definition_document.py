@@ -36,8 +36,9 @@ def decode_flow_document(content: str | bytes, *, source: str = "<flow>", as_jso
     text = _decode(content, source)
     data = _parse_json(text, source) if as_json else _parse_yaml(text, source)
     if not isinstance(data, dict):
-        raise FlowDefinitionError(f"a flow is a mapping with 'processors' and 'connections', got {_kind(data)}",
-                                  source=source)
+        raise FlowDefinitionError(
+            f"a flow is a mapping with 'processors' and 'connections', got {_kind(data)}", source=source
+        )
     _check_document(data, source)
     return data
 
@@ -50,27 +51,34 @@ def _decode(content: str | bytes, source: str) -> str:
         try:
             content = content.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise FlowDefinitionError(f"the flow is not valid text (character {error.start + 1}: {error.reason})",
-                                      source=source) from None
+            raise FlowDefinitionError(
+                f"the flow is not valid text (character {error.start + 1}: {error.reason})", source=source
+            ) from None
     if len(content) > MAX_DOCUMENT_BYTES:
-        raise FlowDefinitionError(f"the flow is larger than {MAX_DOCUMENT_BYTES} bytes, the most a flow may be: "
-                                  f"split it into stateless flows, or shorten long values", source=source)
+        raise FlowDefinitionError(
+            f"the flow is larger than {MAX_DOCUMENT_BYTES} bytes, the most a flow may be: "
+            f"split it into stateless flows, or shorten long values",
+            source=source,
+        )
     try:
         return content.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise FlowDefinitionError(f"the flow is not UTF-8 text (byte {error.start + 1}: {error.reason})",
-                                  source=source) from None
+        raise FlowDefinitionError(
+            f"the flow is not UTF-8 text (byte {error.start + 1}: {error.reason})", source=source
+        ) from None
 
 
 def _parse_json(text: str, source: str):
     try:
         return json.loads(text, object_pairs_hook=_json_object, parse_int=_json_integer)
     except json.JSONDecodeError as error:
-        raise FlowDefinitionError(f"malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}",
-                                  source=source) from None
+        raise FlowDefinitionError(
+            f"malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}", source=source
+        ) from None
     except RecursionError:
-        raise FlowDefinitionError(f"malformed JSON: nested more than {MAX_NESTING} levels deep",
-                                  source=source) from None
+        raise FlowDefinitionError(
+            f"malformed JSON: nested more than {MAX_NESTING} levels deep", source=source
+        ) from None
     except ValueError as error:  # a duplicate key, or an integer of thousands of digits
         raise FlowDefinitionError(f"malformed JSON: {_short(str(error), 200)}", source=source) from None
 
@@ -134,8 +142,9 @@ def _check_text(text: str, what: str, source: str, path: tuple) -> int:
     """The length of `text`; refuses a lone surrogate (JSON's "\\ud800"), which no file,
     log or message can hold."""
     if not text.isascii() and _SURROGATE.search(text):
-        raise _Place(source, path).error(f"{what} {_short(text)!r} holds a lone surrogate (half of a UTF-16 "
-                                         f"pair), which is not text: remove it")
+        raise _Place(source, path).error(
+            f"{what} {_short(text)!r} holds a lone surrogate (half of a UTF-16 pair), which is not text: remove it"
+        )
     return len(text)
 
 
@@ -144,11 +153,13 @@ def _check_scalar(value, source: str, path: tuple) -> None:
         return
     if isinstance(value, int):
         if not -_MAX_INTEGER <= value < _MAX_INTEGER:
-            raise _Place(source, path).error(f"expected a number within 64 bits (below {_MAX_INTEGER}), "
-                                             f"got {value.bit_length()} bits")
+            raise _Place(source, path).error(
+                f"expected a number within 64 bits (below {_MAX_INTEGER}), got {value.bit_length()} bits"
+            )
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise _Place(source, path).error(f"expected a finite number, got {value!r}")
     else:
-        raise _Place(source, path).error(f"expected text, a number, true/false, a list or a mapping, "
-                                         f"got {_kind(value)}")
+        raise _Place(source, path).error(
+            f"expected text, a number, true/false, a list or a mapping, got {_kind(value)}"
+        )

@@ -44,11 +44,25 @@ from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
 _PARAMETER = re.compile(r"#\{([A-Za-z0-9_.\-]+)\}")
 _TOP_KEYS = ("name", "description", "parameters", "processors", "connections", "ports")
 _PROCESSOR_KEYS = ("id", "type", "name", "properties", "scheduling", "auto_terminate", "comment")
-_CONNECTION_KEYS = ("id", "name", "source", "destination", "relationships", "prioritizers", "back_pressure",
-                    "swap_threshold", "swap_batch", "expiration")
-_SCHEDULING_KEYS = {"run_schedule": "run_schedule_s", "yield_duration": "yield_s",
-                    "penalty_duration": "penalty_s", "concurrent_tasks": "concurrent_tasks",
-                    "max_rollbacks": "max_rollbacks"}
+_CONNECTION_KEYS = (
+    "id",
+    "name",
+    "source",
+    "destination",
+    "relationships",
+    "prioritizers",
+    "back_pressure",
+    "swap_threshold",
+    "swap_batch",
+    "expiration",
+)
+_SCHEDULING_KEYS = {
+    "run_schedule": "run_schedule_s",
+    "yield_duration": "yield_s",
+    "penalty_duration": "penalty_s",
+    "concurrent_tasks": "concurrent_tasks",
+    "max_rollbacks": "max_rollbacks",
+}
 _BACK_PRESSURE_KEYS = ("object_count", "data_size")
 
 
@@ -72,8 +86,15 @@ class _FlowParser:
         ports = self._ports(self.data.get("ports"), top.at("ports"), processors)
         connections = self._connections(self.data.get("connections"), top.at("connections"), processors, ports)
         _check_every_relationship_goes_somewhere(processors, connections, top)
-        return FlowDefinition(name or os.path.basename(self.source), processors, connections, ports,
-                              self.parameters, self.source, self.registry)
+        return FlowDefinition(
+            name or os.path.basename(self.source),
+            processors,
+            connections,
+            ports,
+            self.parameters,
+            self.source,
+            self.registry,
+        )
 
     def _parameters(self, raw, place: _Place) -> dict:
         parameters = {}
@@ -89,14 +110,16 @@ class _FlowParser:
     def _processors(self, raw, place: _Place) -> dict[str, ProcessorDefinition]:
         items = _list(raw, place, "a list of processors")
         if not items:
-            raise place.error("expected a non-empty list of processors, got "
-                              f"{_kind(raw) if raw is not None else 'none'}")
+            raise place.error(
+                f"expected a non-empty list of processors, got {_kind(raw) if raw is not None else 'none'}"
+            )
         processors: dict[str, ProcessorDefinition] = {}
         for index, item in enumerate(items):
             definition = self._processor(item, place.at(index))
             if definition.id in processors:
                 raise _Place(self.source, processor=definition.id).error(
-                    f"duplicate processor id (processors[{index}] repeats it): give each processor its own id")
+                    f"duplicate processor id (processors[{index}] repeats it): give each processor its own id"
+                )
             processors[definition.id] = definition
         return processors
 
@@ -110,8 +133,9 @@ class _FlowParser:
         type_name = _text(raw.get("type"), place.at("type"), "text (a processor type)")
         cls = self.registry.get(type_name)
         if cls is None:
-            raise place.error(f"unknown processor type {_short(type_name)!r}; "
-                              f"known types: {', '.join(sorted(self.registry))}")
+            raise place.error(
+                f"unknown processor type {_short(type_name)!r}; known types: {', '.join(sorted(self.registry))}"
+            )
         properties, dynamic = self._properties(cls, raw.get("properties"), place)
         for name, message in cls.validate(properties, dynamic):
             raise place.at(name).error(message)
@@ -119,12 +143,14 @@ class _FlowParser:
             problem = descriptor.problem(properties.get(descriptor.name))
             if problem is not None:
                 raise place.at(descriptor.name).error(
-                    f"wrong value for {_article(descriptor.kind)} property: {problem}")
+                    f"wrong value for {_article(descriptor.kind)} property: {problem}"
+                )
         scheduling = _scheduling(raw.get("scheduling"), place.at("scheduling"))
         relationships = tuple(cls.relationships_for(properties, dynamic))
         auto_terminate = _auto_terminate(raw.get("auto_terminate"), relationships, place)
-        return ProcessorDefinition(processor_id, type_name, cls, properties, dynamic, scheduling, auto_terminate,
-                                   relationships)
+        return ProcessorDefinition(
+            processor_id, type_name, cls, properties, dynamic, scheduling, auto_terminate, relationships
+        )
 
     def _properties(self, cls, raw, place: _Place) -> tuple[dict, dict]:
         properties, dynamic = {}, {}
@@ -150,8 +176,9 @@ class _FlowParser:
         if isinstance(value, (list, dict)):
             raise place.error(f"expected a single value (text, a number or true/false), got {_kind(value)}")
         if isinstance(value, str) and len(value) > MAX_PROPERTY_CHARS:
-            raise place.error(f"the value is {len(value)} characters long, more than the {MAX_PROPERTY_CHARS} "
-                              f"a property may hold")
+            raise place.error(
+                f"the value is {len(value)} characters long, more than the {MAX_PROPERTY_CHARS} a property may hold"
+            )
         return self._substitute(value, place)
 
     def _substitute(self, value, place: _Place):
@@ -168,15 +195,19 @@ class _FlowParser:
             text = str(self.parameters[name])
             added += len(text) - len(match.group(0))
             if len(value) + added > MAX_PROPERTY_CHARS:
-                raise place.error(f"with its parameters substituted the value is longer than the "
-                                  f"{MAX_PROPERTY_CHARS} characters a property may hold")
+                raise place.error(
+                    f"with its parameters substituted the value is longer than the "
+                    f"{MAX_PROPERTY_CHARS} characters a property may hold"
+                )
             return text
 
         result = _PARAMETER.sub(replace, value)
         self.substituted += max(added, 0)
         if self.substituted > MAX_EXPANDED_CHARS:
-            raise place.error(f"substituting parameters adds more than {MAX_EXPANDED_CHARS} characters "
-                              f"to the flow, the most it may grow")
+            raise place.error(
+                f"substituting parameters adds more than {MAX_EXPANDED_CHARS} characters "
+                f"to the flow, the most it may grow"
+            )
         return result
 
     # ports and connections
@@ -191,8 +222,9 @@ class _FlowParser:
             if kind not in PORT_KINDS:
                 raise here.at("type").error(f"expected one of {', '.join(PORT_KINDS)}, got {_kind(kind)}")
             if port_id in processors or port_id in ports:
-                raise here.at("id").error(f"id {_short(port_id)!r} is already used by a processor or port: "
-                                          f"give each its own")
+                raise here.at("id").error(
+                    f"id {_short(port_id)!r} is already used by a processor or port: give each its own"
+                )
             ports[port_id] = PortDefinition(port_id, kind)
         return ports
 
@@ -202,8 +234,9 @@ class _FlowParser:
         for index, item in enumerate(_list(raw, place, "a list of connections")):
             connection = self._connection(item, place.at(index), processors, ports)
             if connection.id in seen:
-                raise place.at(index).error(f"duplicate connection id {_short(connection.id)!r}: give each "
-                                            f"connection its own id")
+                raise place.at(index).error(
+                    f"duplicate connection id {_short(connection.id)!r}: give each connection its own id"
+                )
             seen.add(connection.id)
             connections.append(connection)
         return tuple(connections)
@@ -215,12 +248,14 @@ class _FlowParser:
         src = _connection_end(raw.get("source"), "source", place, processors, ports)
         dst = _connection_end(raw.get("destination"), "destination", place, processors, ports)
         if src in ports and ports[src].kind != "input":
-            raise place.at("source").error(f"only an input port can be a connection's source; {_short(src)!r} is "
-                                           f"an {ports[src].kind} port")
+            raise place.at("source").error(
+                f"only an input port can be a connection's source; {_short(src)!r} is an {ports[src].kind} port"
+            )
         if dst in ports and ports[dst].kind == "input":
             raise place.at("destination").error(f"an input port cannot be a connection's destination ({_short(dst)!r})")
-        relationships = _connected_relationships(raw.get("relationships"), processors.get(src),
-                                                 place.at("relationships"))
+        relationships = _connected_relationships(
+            raw.get("relationships"), processors.get(src), place.at("relationships")
+        )
         default_id = f"{src}/{'+'.join(relationships)}/{dst}".replace("//", "/")
         connection_id = _text(raw.get("id"), place.at("id"), "text (the connection's id)", required=False)
         values = {"prioritizers": _prioritizers(raw.get("prioritizers"), place.at("prioritizers"))}
@@ -230,8 +265,10 @@ class _FlowParser:
             seconds = _duration(raw["expiration"], place.at("expiration"))
             values["expiration_ms"] = int(seconds * 1000)
             if seconds and not values["expiration_ms"]:
-                raise place.at("expiration").error(f"{_short(str(raw['expiration']))!r} is less than 1 ms, which "
-                                                   "would mean never: give 0 sec for never, or at least 1 ms")
+                raise place.at("expiration").error(
+                    f"{_short(str(raw['expiration']))!r} is less than 1 ms, which "
+                    "would mean never: give 0 sec for never, or at least 1 ms"
+                )
         return ConnectionDefinition(connection_id or default_id, src, relationships, dst, **values)
 
     def _back_pressure(self, raw, place: _Place) -> dict:
@@ -289,11 +326,14 @@ def _scheduling(raw, place: _Place) -> SchedulingDefinition:
     if values.get("concurrent_tasks", 1) > MAX_CONCURRENT_TASKS:
         raise place.at("concurrent_tasks").error(
             f"expected at most {MAX_CONCURRENT_TASKS} concurrent tasks, got {values['concurrent_tasks']} (tasks beyond "
-            "the node's threads only wait)")
+            "the node's threads only wait)"
+        )
     for key, field in _SCHEDULING_KEYS.items():
         if field.endswith("_s") and values.get(field, 0) > MAX_SCHEDULING_S:
-            raise place.at(key).error(f"the duration {_short(str(raw[key]))!r} is longer than a year, the most a "
-                                      f"{key} may be (a number without a unit is seconds)")
+            raise place.at(key).error(
+                f"the duration {_short(str(raw[key]))!r} is longer than a year, the most a "
+                f"{key} may be (a number without a unit is seconds)"
+            )
     return SchedulingDefinition(**values)
 
 
@@ -302,8 +342,9 @@ def _auto_terminate(raw, relationships: tuple, place: _Place) -> tuple[str, ...]
     for index, name in enumerate(names):
         _text(name, place.at("auto_terminate", index), "text (a relationship)")
         if name not in relationships:
-            raise place.error(f"auto_terminate names unknown relationship {_short(name)!r} "
-                              f"(it has {_listing(relationships)})")
+            raise place.error(
+                f"auto_terminate names unknown relationship {_short(name)!r} (it has {_listing(relationships)})"
+            )
     return tuple(names)
 
 
@@ -322,13 +363,16 @@ def _connected_relationships(raw, source, place: _Place) -> tuple[str, ...]:
         return ("",)
     if not names:
         if "success" not in source.relationships:
-            raise place.error(f"name the relationships of {_short(source.id)!r} to connect (it has "
-                              f"{_listing(source.relationships)})")
+            raise place.error(
+                f"name the relationships of {_short(source.id)!r} to connect (it has {_listing(source.relationships)})"
+            )
         names = ["success"]
     for index, name in enumerate(names):
         if name not in source.relationships:
-            raise place.at(index).error(f"unknown relationship {_short(name)!r} of {_short(source.id)!r} (it has "
-                                        f"{_listing(source.relationships)})")
+            raise place.at(index).error(
+                f"unknown relationship {_short(name)!r} of {_short(source.id)!r} (it has "
+                f"{_listing(source.relationships)})"
+            )
     return tuple(names)
 
 
@@ -360,4 +404,5 @@ def _check_every_relationship_goes_somewhere(processors: dict, connections: tupl
             if relationship not in connected.get(definition.id, ()) and relationship not in definition.auto_terminate:
                 raise _Place(place.source, processor=definition.id).error(
                     f"relationship {_short(relationship)!r} is neither connected nor auto-terminated "
-                    f"(add a connection, or list it under auto_terminate)")
+                    f"(add a connection, or list it under auto_terminate)"
+                )

@@ -21,6 +21,7 @@ class _Place:
     """Where a value was read: every error names it. Within a processor whose id is
     known, errors name the processor and the path inside it (as the property); elsewhere
     the path from the top of the document."""
+
     source: str
     path: tuple = ()
     processor: str | None = None

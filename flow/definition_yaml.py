@@ -76,8 +76,12 @@ class _BoundedComposer(Composer):
         event = self.peek_event()
         target = self.anchors.get(event.anchor)
         if target is not None and id(target) not in self._sizes:
-            raise ComposerError(None, None, f"alias *{_short(event.anchor)} is inside the node it names: "
-                                f"a flow cannot contain itself", event.start_mark)
+            raise ComposerError(
+                None,
+                None,
+                f"alias *{_short(event.anchor)} is inside the node it names: a flow cannot contain itself",
+                event.start_mark,
+            )
         node = Composer.compose_node(self, parent, index)
         self._aliases += 1
         self._grow(*self._sizes[id(node)], event.start_mark)
@@ -97,9 +101,9 @@ class _BoundedComposer(Composer):
         for key, _ in node.value:
             if isinstance(key, ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
                 if (key.tag, key.value) in seen:
-                    raise ComposerError(None, None,
-                                        f"key {_short(key.value)!r} is given twice: give each key once",
-                                        key.start_mark)
+                    raise ComposerError(
+                        None, None, f"key {_short(key.value)!r} is given twice: give each key once", key.start_mark
+                    )
                 seen.add((key.tag, key.value))
         return node
 
@@ -107,8 +111,9 @@ class _BoundedComposer(Composer):
 class _FlowConstructor(SafeConstructor):
     def construct_object(self, node, deep=False):
         if isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:int" and len(node.value) > 100:
-            raise ConstructorError(None, None, f"an integer of {len(node.value)} digits: numbers in a flow fit "
-                                   f"in 64 bits", node.start_mark)
+            raise ConstructorError(
+                None, None, f"an integer of {len(node.value)} digits: numbers in a flow fit in 64 bits", node.start_mark
+            )
         try:
             return SafeConstructor.construct_object(self, node, deep)
         except (ValueError, OverflowError) as error:  # a 30th of February

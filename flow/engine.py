@@ -77,8 +77,18 @@ RUNNING, STOPPING, STOPPED = "RUNNING", "STOPPING", "STOPPED"
 # Failures that say nothing about the FlowFiles of the session: the node's storage or
 # ownership. Never counted against them (`flow.rollbacks`): every FlowFile would be
 # penalized through an outage.
-_NOT_THE_FLOWFILES = (CommitError, NotAdmitted, ServiceError, StorageError, ContentUnavailable, ContentRepositoryFull,
-                      ContentStorageFull, ContentWriteFailed, ReplicaDiverged, RepositoryClosed)
+_NOT_THE_FLOWFILES = (
+    CommitError,
+    NotAdmitted,
+    ServiceError,
+    StorageError,
+    ContentUnavailable,
+    ContentRepositoryFull,
+    ContentStorageFull,
+    ContentWriteFailed,
+    ReplicaDiverged,
+    RepositoryClosed,
+)
 _FULL = (ContentRepositoryFull, ContentStorageFull)
 # The content storage is down or fails writes (HDFS unreachable, a pipeline that broke).
 _CONTENT_OUTAGES = (ContentUnavailable, ContentWriteFailed)
@@ -112,19 +122,33 @@ class TraditionalEngine:
     the node's shared services (`flow.services.ServiceRegistry`), which every processor's
     context looks up and which the node, not the engine, closes."""
 
-    def __init__(self, graph: FlowGraph, shard, content: ContentStore, provenance, *, threads: int = DEFAULT_THREADS,
-                 executor: Executor | None = None, clock: Callable[[], float] = time.monotonic,
-                 clock_ms: Callable[[], int] = wall_clock_ms, commit_gate: CommitGate | None = None,
-                 commit_hooks: CommitHooks | None = None, services: ServiceRegistry | None = None,
-                 outbox: bool = True, run_sources: bool = True, hold_sources: bool = False,
-                 stopped: Iterable[str] = ()):
+    def __init__(
+        self,
+        graph: FlowGraph,
+        shard,
+        content: ContentStore,
+        provenance,
+        *,
+        threads: int = DEFAULT_THREADS,
+        executor: Executor | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        commit_gate: CommitGate | None = None,
+        commit_hooks: CommitHooks | None = None,
+        services: ServiceRegistry | None = None,
+        outbox: bool = True,
+        run_sources: bool = True,
+        hold_sources: bool = False,
+        stopped: Iterable[str] = (),
+    ):
         self.graph = graph
         self.shard = shard
         self.content = content
         self.provenance = provenance
         self.services = services
-        self.committer = DurableCommitter(shard, content, provenance, clock_ms=clock_ms, gate=commit_gate,
-                                          hooks=commit_hooks, outbox=outbox)
+        self.committer = DurableCommitter(
+            shard, content, provenance, clock_ms=clock_ms, gate=commit_gate, hooks=commit_hooks, outbox=outbox
+        )
         self._clock = clock
         self._clock_ms = clock_ms
         self._own_executor = executor is None
@@ -143,9 +167,16 @@ class TraditionalEngine:
         for pid, processor in graph.processors.items():
             definition = graph.definition.processors[pid]
             node = _Node(pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None)
-            node.context = ProcessContext(pid, definition.properties, definition.dynamic,
-                                          yield_callback=self._yielder(node), has_incoming=bool(graph.incoming[pid]),
-                                          clock_ms=clock_ms, services=services, stateless_flows=flows)
+            node.context = ProcessContext(
+                pid,
+                definition.properties,
+                definition.dynamic,
+                yield_callback=self._yielder(node),
+                has_incoming=bool(graph.incoming[pid]),
+                clock_ms=clock_ms,
+                services=services,
+                stateless_flows=flows,
+            )
             self.nodes[pid] = node
         # The processors this engine runs: all of them, or, on a shard that only drains
         # (`run_sources=False`), all but the sources with no input. A processor that never
@@ -154,8 +185,7 @@ class TraditionalEngine:
         # `release_sources()` is called.
         sources = [node for node in self.nodes.values() if node.processor.is_source and not node.incoming]
         self._held = sources if run_sources and hold_sources else []
-        self._runs = [node for node in self.nodes.values()
-                      if node not in sources or (run_sources and not hold_sources)]
+        self._runs = [node for node in self.nodes.values() if node not in sources or (run_sources and not hold_sources)]
         for node in self.nodes.values():
             if node not in self._runs and node not in self._held:
                 node.state = STOPPED  # never runs on this shard
@@ -176,6 +206,7 @@ class TraditionalEngine:
         def yield_() -> None:
             with self._condition:
                 node.not_before = max(node.not_before, self._clock() + node.definition.scheduling.yield_s)
+
         return yield_
 
     def _on_queue_change(self, queue) -> None:
@@ -254,8 +285,11 @@ class TraditionalEngine:
             while any(node.running for node in self.nodes.values()):
                 left = deadline - self._clock()
                 if left <= 0:
-                    log.warning("tasks still running after %g s, left behind: %s", timeout,
-                                [n.id for n in self.nodes.values() if n.running])
+                    log.warning(
+                        "tasks still running after %g s, left behind: %s",
+                        timeout,
+                        [n.id for n in self.nodes.values() if n.running],
+                    )
                     stuck = True
                     break
                 self._condition.wait(min(left, 0.1))
@@ -315,17 +349,22 @@ class TraditionalEngine:
             if state == RUNNING:
                 return RUNNING
             if not runs:
-                raise ProcessorStateError(f"{processor_id} does not run on shard {self.shard.id}: an adopted "
-                                          "shard drains its queues without its sources")
+                raise ProcessorStateError(
+                    f"{processor_id} does not run on shard {self.shard.id}: an adopted "
+                    "shard drains its queues without its sources"
+                )
             if state == STOPPING:
-                raise ProcessorStateError(f"{processor_id} is still stopping: {running} of its tasks are running; "
-                                          "start it once they have ended")
+                raise ProcessorStateError(
+                    f"{processor_id} is still stopping: {running} of its tasks are running; "
+                    "start it once they have ended"
+                )
             if scheduled_now:
                 try:
                     node.processor.on_scheduled(node.context)
                 except Exception as error:
-                    raise ProcessorStateError(f"{processor_id} could not be scheduled, it stays STOPPED: "
-                                              f"{type(error).__name__}: {error}") from error
+                    raise ProcessorStateError(
+                        f"{processor_id} could not be scheduled, it stays STOPPED: {type(error).__name__}: {error}"
+                    ) from error
             with self._condition:
                 node.state = RUNNING
                 self._dirty = True
@@ -336,8 +375,10 @@ class TraditionalEngine:
         """Each processor's state (RUNNING, STOPPING, STOPPED), and the processors that
         run on this shard at all (an adopted shard never runs its sources)."""
         with self._condition:
-            return ({node.id: node.state for node in self.nodes.values()},
-                    frozenset(node.id for node in self._runs + self._held))
+            return (
+                {node.id: node.state for node in self.nodes.values()},
+                frozenset(node.id for node in self._runs + self._held),
+            )
 
     def _node(self, processor_id: str) -> _Node:
         node = self.nodes.get(processor_id)
@@ -371,8 +412,15 @@ class TraditionalEngine:
                 has_input = True
                 break
         outputs_full = any(queue.is_full() for queue in node.all_outgoing)
-        return ScheduleState(node.running, node.definition.scheduling.concurrent_tasks, node.not_before,
-                             node.processor.is_source and not node.incoming, has_input, next_penalty, outputs_full)
+        return ScheduleState(
+            node.running,
+            node.definition.scheduling.concurrent_tasks,
+            node.not_before,
+            node.processor.is_source and not node.incoming,
+            has_input,
+            next_penalty,
+            outputs_full,
+        )
 
     def _dispatch_loop(self) -> None:
         condition = self._condition
@@ -414,10 +462,19 @@ class TraditionalEngine:
         with self._condition:
             max_polled = node.rollbacks.polled_limit
         return ProcessSession(
-            component_id=node.id, component_type=definition.type, committer=self.committer, content=self.content,
-            shard=self.shard, incoming=node.incoming, outgoing=node.outgoing,
-            auto_terminated=definition.auto_terminate, clock_ms=self._clock_ms, gate=self.committer.gate,
-            penalty_ms=int(definition.scheduling.penalty_s * 1000), max_polled=max_polled)
+            component_id=node.id,
+            component_type=definition.type,
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=node.incoming,
+            outgoing=node.outgoing,
+            auto_terminated=definition.auto_terminate,
+            clock_ms=self._clock_ms,
+            gate=self.committer.gate,
+            penalty_ms=int(definition.scheduling.penalty_s * 1000),
+            max_polled=max_polled,
+        )
 
     def _roll_back(self, node: _Node, session: ProcessSession, error: Exception) -> None:
         """Roll back the session of a task that raised `error`, penalizing the FlowFiles
@@ -438,17 +495,30 @@ class TraditionalEngine:
         for flowfile_id in verdict.report:
             if unreadable is not None:
                 self._limited_log.error(
-                    f"{node.id}:unreadable", "%s: the content of FlowFile %s cannot be read (%s) and %s does not "
+                    f"{node.id}:unreadable",
+                    "%s: the content of FlowFile %s cannot be read (%s) and %s does not "
                     "route it to failure: it is penalized for %.0f s so that the FlowFiles behind it go on, and "
                     "stays in its queue. Restore its content (`custody content fsck` names the damaged files) or "
-                    "drop it", node.id, flowfile_id, unreadable.reason, node.definition.type, penalty)
+                    "drop it",
+                    node.id,
+                    flowfile_id,
+                    unreadable.reason,
+                    node.definition.type,
+                    penalty,
+                )
             else:
                 self._limited_log.error(
-                    f"{node.id}:poison", "%s: FlowFile %s rolled back its session %d times in a row (last: %s: %s); "
+                    f"{node.id}:poison",
+                    "%s: FlowFile %s rolled back its session %d times in a row (last: %s: %s); "
                     "it is penalized for %.0f s so that the FlowFiles behind it go on, and tried again after that. "
-                    "It stays in its queue: find it there, and fix what fails on it or drop it", node.id,
-                    flowfile_id, node.rollbacks.max_rollbacks, type(error).__name__,
-                    str(error).splitlines()[0][:400] if str(error) else "", penalty)
+                    "It stays in its queue: find it there, and fix what fails on it or drop it",
+                    node.id,
+                    flowfile_id,
+                    node.rollbacks.max_rollbacks,
+                    type(error).__name__,
+                    str(error).splitlines()[0][:400] if str(error) else "",
+                    penalty,
+                )
 
     def _run_task(self, node: _Node) -> None:
         began = self._clock()
@@ -473,15 +543,22 @@ class TraditionalEngine:
                 pass  # `_report` said it, once per FlowFile
             elif isinstance(error, _FULL):
                 # Every task that writes fails the same way until space is freed: one line a minute.
-                self._limited_log.error("content-full", "%s: %s; the session was rolled back, nothing is lost, and it "
-                                        "is retried", node.id, str(error).splitlines()[0][:400])
+                self._limited_log.error(
+                    "content-full",
+                    "%s: %s; the session was rolled back, nothing is lost, and it is retried",
+                    node.id,
+                    str(error).splitlines()[0][:400],
+                )
             elif isinstance(error, _CONTENT_OUTAGES):
                 # One line per outage for the whole flow, not one per processor and attempt
                 # (nor a traceback: each write names another file, so each would differ).
                 if not self._outage_logged:
                     self._outage_logged = True
-                    log.error("%s: %s; the session was rolled back, nothing is lost, and it is retried",
-                              node.id, str(error).splitlines()[0][:400])
+                    log.error(
+                        "%s: %s; the session was rolled back, nothing is lost, and it is retried",
+                        node.id,
+                        str(error).splitlines()[0][:400],
+                    )
             elif message != node.last_error:
                 log.exception("%s failed; the session was rolled back and the processor yields", node.id)
             node.last_error = message

@@ -10,8 +10,9 @@ class FlowError(Exception):
 class FlowDefinitionError(FlowError):
     """A flow definition is malformed or invalid. Names the file, processor and property."""
 
-    def __init__(self, message: str, *, source: str | None = None, processor: str | None = None,
-                 property: str | None = None):
+    def __init__(
+        self, message: str, *, source: str | None = None, processor: str | None = None, property: str | None = None
+    ):
         self.source, self.processor, self.property = source, processor, property
         where = []
         if source:
@@ -38,7 +39,8 @@ class FlowFileNotTransferred(SessionError):
         self.uuids = uuids
         super().__init__(
             f"{component}: {len(uuids)} FlowFile(s) were neither transferred nor removed before "
-            f"commit (e.g. {uuids[0]}); the session was rolled back")
+            f"commit (e.g. {uuids[0]}); the session was rolled back"
+        )
 
 
 class UnknownRelationship(SessionError):
@@ -64,9 +66,11 @@ class UnreadableContent(SessionError):
         self.cause = cause
         first_line = (str(cause).splitlines() or [""])[0]
         self.reason = f"{type(cause).__name__}: {first_line}"[:1000]
-        super().__init__(f"the content of FlowFile {flowfile.id} cannot be read ({self.reason}); retrying will "
-                         "not mend it. The FlowFile keeps its claim: restore the damaged resource file or checksum "
-                         "file (`custody content fsck` names them) and route it back, or drop it")
+        super().__init__(
+            f"the content of FlowFile {flowfile.id} cannot be read ({self.reason}); retrying will "
+            "not mend it. The FlowFile keeps its claim: restore the damaged resource file or checksum "
+            "file (`custody content fsck` names them) and route it back, or drop it"
+        )
 
 
 class CommitError(FlowError):
@@ -111,5 +115,7 @@ class UnknownService(ServiceError):
     def __init__(self, name: str, known, processor: str | None = None):
         self.name, self.known = name, sorted(known)
         who = f"{processor}: " if processor else ""
-        super().__init__(f"{who}no shared service {name!r} is configured on this node "
-                         f"(configured: {', '.join(self.known) or 'none'})")
+        super().__init__(
+            f"{who}no shared service {name!r} is configured on this node "
+            f"(configured: {', '.join(self.known) or 'none'})"
+        )

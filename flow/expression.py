@@ -99,8 +99,9 @@ def _number(value):
         raise ExpressionError("expected a number, got an empty value")
     text = str(value)
     if len(text) > MAX_NUMBER_TEXT:
-        raise ExpressionError(f"expected a number, got {_shown(text)} (a number has at most {MAX_NUMBER_TEXT} "
-                              "characters)")
+        raise ExpressionError(
+            f"expected a number, got {_shown(text)} (a number has at most {MAX_NUMBER_TEXT} characters)"
+        )
     try:
         number = int(text)
     except ValueError:
@@ -172,14 +173,16 @@ class _Meter:
             raise ExpressionError(
                 f"pattern {_shown(pattern)} could hold {estimate.depth:,} backtracking entries at once on "
                 f"{len(subject):,} characters, past the limit of {REGEX_STACK_DEPTH:,}: repeat a character class "
-                "rather than a group, avoid repeats of repeats, or match a shorter value")
+                "rather than a group, avoid repeats of repeats, or match a shorter value"
+            )
         self.steps += estimate.steps
         if self.steps > REGEX_STEPS_PER_EVALUATION:
             many = f"{estimate.steps:,}" if estimate.steps < UNBOUNDED else "more than 10**24"
             raise ExpressionError(
                 f"pattern {_shown(pattern)} could backtrack for {many} steps on {len(subject):,} characters, "
                 f"past the budget of {REGEX_STEPS_PER_EVALUATION:,}: avoid nested or adjacent quantifiers "
-                "that can match the same text, or match a shorter value")
+                "that can match the same text, or match a shorter value"
+            )
         return guarded
 
 
@@ -265,6 +268,7 @@ def _divide(v, x):
 def _arithmetic(operation: Callable) -> Callable:
     def apply(v, x):
         return _checked(operation(_number(v), _number(x)))
+
     return apply
 
 
@@ -289,7 +293,7 @@ FUNCTIONS: dict[str, Callable] = {
     "replaceAll": _replace_all,
     "append": _append,
     "prepend": _prepend,
-    "substring": lambda v, a, b=None: _text(v)[int(_number(a)):None if b is None else int(_number(b))],
+    "substring": lambda v, a, b=None: _text(v)[int(_number(a)) : None if b is None else int(_number(b))],
     "substringBefore": lambda v, x: _text(v).split(_text(x), 1)[0],
     "substringAfter": lambda v, x: _text(v).split(_text(x), 1)[1] if _text(x) in _text(v) else _text(v),
     "padLeft": _pad_left,

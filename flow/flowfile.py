@@ -65,23 +65,44 @@ class FlowFile(NamedTuple):
         return _new(FlowFile, (self[0], self[1], self[2], self[3], self[4], self[5], self[6], until_ms))
 
     def to_record(self) -> FlowFileRecord:
-        return FlowFileRecord(self.id, self.attributes, self.content_claim, self.queue, self.size,
-                              self.entry_date, self.lineage_start_date, self.penalty_expiration)
+        return FlowFileRecord(
+            self.id,
+            self.attributes,
+            self.content_claim,
+            self.queue,
+            self.size,
+            self.entry_date,
+            self.lineage_start_date,
+            self.penalty_expiration,
+        )
 
     @classmethod
     def from_record(cls, record) -> FlowFile:
         if type(record) is cls:
             return record
-        return cls(record.id, record.attributes, record.content_claim, record.queue, record.size,
-                   record.entry_date, record.lineage_start_date, record.penalty_expiration)
+        return cls(
+            record.id,
+            record.attributes,
+            record.content_claim,
+            record.queue,
+            record.size,
+            record.entry_date,
+            record.lineage_start_date,
+            record.penalty_expiration,
+        )
 
     @classmethod
-    def new(cls, now_ms: int, attributes: dict[str, str] | None = None, *, lineage_start: int | None = None,
-            identity: str | None = None) -> FlowFile:
+    def new(
+        cls,
+        now_ms: int,
+        attributes: dict[str, str] | None = None,
+        *,
+        lineage_start: int | None = None,
+        identity: str | None = None,
+    ) -> FlowFile:
         flowfile_id = identity or new_uuid()
         merged = {"filename": flowfile_id, "path": "./"}
         if attributes:
             merged.update(attributes)
         merged.pop("uuid", None)
-        return cls(flowfile_id, merged, None, "", 0, now_ms,
-                   now_ms if lineage_start is None else lineage_start, 0)
+        return cls(flowfile_id, merged, None, "", 0, now_ms, now_ms if lineage_start is None else lineage_start, 0)

@@ -49,13 +49,12 @@ def monotonic_ms() -> int:
 
 
 class FlowFileAges:
-    def __init__(self, *, wall_ms: Callable[[], int] = wall_clock_ms,
-                 monotonic_ms: Callable[[], int] = monotonic_ms):
+    def __init__(self, *, wall_ms: Callable[[], int] = wall_clock_ms, monotonic_ms: Callable[[], int] = monotonic_ms):
         self._wall_ms, self._monotonic_ms = wall_ms, monotonic_ms
         self._lock = threading.Lock()
-        self._origins: dict[str, int] = {}   # FlowFile id -> origin, of the FlowFiles queued in memory
-        self._leaving: dict[str, int] = {}   # acknowledged since `_leaving_since`
-        self._left: dict[str, int] = {}      # acknowledged in the generation before
+        self._origins: dict[str, int] = {}  # FlowFile id -> origin, of the FlowFiles queued in memory
+        self._leaving: dict[str, int] = {}  # acknowledged since `_leaving_since`
+        self._left: dict[str, int] = {}  # acknowledged in the generation before
         self._leaving_since = monotonic_ms()
         self._swapped: dict[str, tuple[int, int]] = {}  # swap file -> (entry date - origin, latest origin)
 

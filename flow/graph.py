@@ -16,27 +16,46 @@ def wall_clock_ms() -> int:
 
 
 class FlowGraph:
-    def __init__(self, definition: FlowDefinition, *, clock_ms: Callable[[], int] = wall_clock_ms,
-                 in_memory: bool = False, processors: dict | None = None,
-                 monotonic_clock_ms: Callable[[], int] = monotonic_ms):
+    def __init__(
+        self,
+        definition: FlowDefinition,
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        in_memory: bool = False,
+        processors: dict | None = None,
+        monotonic_clock_ms: Callable[[], int] = monotonic_ms,
+    ):
         self.definition = definition
         self.queues: dict[str, FlowFileQueue] = {}
         # One age per FlowFile across every queue, so that moving on to a connection that
         # expires keeps its age (`flow.flowfile_ages`); none needed when nothing expires.
-        ages = FlowFileAges(wall_ms=clock_ms, monotonic_ms=monotonic_clock_ms) if any(
-            connection.expiration_ms for connection in definition.connections) else None
+        ages = (
+            FlowFileAges(wall_ms=clock_ms, monotonic_ms=monotonic_clock_ms)
+            if any(connection.expiration_ms for connection in definition.connections)
+            else None
+        )
         for connection in definition.connections:
             threshold, batch = connection.swap_threshold, connection.swap_batch
             if in_memory:
                 threshold = batch = 1 << 62  # stateless: nothing swaps, it is one transaction
             self.queues[connection.id] = FlowFileQueue(
-                connection.id, prioritizers=connection.prioritizers,
+                connection.id,
+                prioritizers=connection.prioritizers,
                 back_pressure_count=connection.back_pressure_count,
-                back_pressure_size=connection.back_pressure_size, swap_threshold=threshold, swap_batch=batch,
-                expiration_ms=connection.expiration_ms, clock_ms=clock_ms, ages=ages, source=connection.source,
-                destination=connection.destination)
-        self.processors = processors if processors is not None else {
-            pid: definition_.create() for pid, definition_ in definition.processors.items()}
+                back_pressure_size=connection.back_pressure_size,
+                swap_threshold=threshold,
+                swap_batch=batch,
+                expiration_ms=connection.expiration_ms,
+                clock_ms=clock_ms,
+                ages=ages,
+                source=connection.source,
+                destination=connection.destination,
+            )
+        self.processors = (
+            processors
+            if processors is not None
+            else {pid: definition_.create() for pid, definition_ in definition.processors.items()}
+        )
         self.incoming: dict[str, list[FlowFileQueue]] = {pid: [] for pid in definition.processors}
         self.outgoing: dict[str, dict[str, list[FlowFileQueue]]] = {pid: {} for pid in definition.processors}
         self.into_port: dict[str, list[FlowFileQueue]] = {pid: [] for pid in definition.ports}

@@ -29,14 +29,17 @@ def standard_registry(*, entry_points: Callable[..., Iterable] | None = None) ->
     return registry
 
 
-def load_flow(path: str, parameters: dict | None = None, *,
-              registry: Mapping[str, type] | None = None) -> FlowDefinition:
+def load_flow(
+    path: str, parameters: dict | None = None, *, registry: Mapping[str, type] | None = None
+) -> FlowDefinition:
     """`flow.definition.load_flow` against `registry`, by default `standard_registry()`."""
     return definition.load_flow(path, parameters, registry=standard_registry() if registry is None else registry)
 
 
-def parse_flow(data, *, source: str = "<flow>", parameters: dict | None = None,
-               registry: Mapping[str, type] | None = None) -> FlowDefinition:
+def parse_flow(
+    data, *, source: str = "<flow>", parameters: dict | None = None, registry: Mapping[str, type] | None = None
+) -> FlowDefinition:
     """`flow.definition.parse_flow` against `registry`, by default `standard_registry()`."""
-    return definition.parse_flow(data, source=source, parameters=parameters,
-                                 registry=standard_registry() if registry is None else registry)
+    return definition.parse_flow(
+        data, source=source, parameters=parameters, registry=standard_registry() if registry is None else registry
+    )

@@ -50,8 +50,12 @@ def key_function(names: Sequence[str]) -> KeyFunction | None:
     for name in names:
         normalized = name.strip().lower().replace("-", "_").replace(" ", "_")
         normalized = normalized.removesuffix("_prioritizer").removesuffix("prioritizer")
-        aliases = {"firstinfirstout": "fifo", "oldestflowfilefirst": "oldest_first",
-                   "newestflowfilefirst": "newest_first", "priorityattribute": "priority_attribute"}
+        aliases = {
+            "firstinfirstout": "fifo",
+            "oldestflowfilefirst": "oldest_first",
+            "newestflowfilefirst": "newest_first",
+            "priorityattribute": "priority_attribute",
+        }
         normalized = aliases.get(normalized.replace("_", ""), normalized)
         if normalized not in PRIORITIZERS:
             raise ValueError(

@@ -113,11 +113,20 @@ class ProcessContext:
     the node's shared services (`service`), and the loader of the stateless flows it
     may embed (`load_stateless_flow`). The engine that runs the processor builds it."""
 
-    def __init__(self, processor_id: str, properties: Mapping, dynamic: Mapping[str, Expression], *,
-                 yield_callback: Callable[[], None] = lambda: None, stateless: bool = False,
-                 has_incoming: bool = False, logger: logging.Logger | None = None,
-                 clock_ms: Callable[[], int] | None = None, services: ServiceRegistry | None = None,
-                 stateless_flows: Callable[[str], object] | None = None):
+    def __init__(
+        self,
+        processor_id: str,
+        properties: Mapping,
+        dynamic: Mapping[str, Expression],
+        *,
+        yield_callback: Callable[[], None] = lambda: None,
+        stateless: bool = False,
+        has_incoming: bool = False,
+        logger: logging.Logger | None = None,
+        clock_ms: Callable[[], int] | None = None,
+        services: ServiceRegistry | None = None,
+        stateless_flows: Callable[[str], object] | None = None,
+    ):
         self.processor_id = processor_id
         self.properties = properties
         self.dynamic = dynamic

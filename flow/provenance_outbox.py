@@ -71,11 +71,42 @@ def decode_marshal(text: str) -> list[ProvenanceEvent]:
     (container, section, resource id, offset, length) or None, transit URI, details,
     relationship, size)."""
     events = []
-    for (kind, uuid, component, component_type, time_ms, parents, children, before, after, content_before,
-         content_after, transit, details, relationship, size) in marshal.loads(text.encode("latin-1")):
-        events.append(ProvenanceEvent(kind, uuid, component, component_type, time_ms, tuple(parents),
-                                      tuple(children), before, after, _unclaim(content_before),
-                                      _unclaim(content_after), transit, details, relationship, size))
+    for (
+        kind,
+        uuid,
+        component,
+        component_type,
+        time_ms,
+        parents,
+        children,
+        before,
+        after,
+        content_before,
+        content_after,
+        transit,
+        details,
+        relationship,
+        size,
+    ) in marshal.loads(text.encode("latin-1")):
+        events.append(
+            ProvenanceEvent(
+                kind,
+                uuid,
+                component,
+                component_type,
+                time_ms,
+                tuple(parents),
+                tuple(children),
+                before,
+                after,
+                _unclaim(content_before),
+                _unclaim(content_after),
+                transit,
+                details,
+                relationship,
+                size,
+            )
+        )
     return events
 
 
@@ -116,14 +147,17 @@ def _decompress(data: bytes, size: str | None) -> bytes:
 def outbox_record(slot: int, next_event_id: int, batch: EventBatch, now_ms: int) -> FlowFile:
     """The record of `slot` carrying `batch`, the commit's events stamped with their time."""
     message = batch.to_message()
-    attributes = {"next": str(next_event_id), "format": FORMAT, "size": str(len(message)),
-                  "events": pa.compress(message, codec=CODEC, asbytes=True).decode("latin-1")}
+    attributes = {
+        "next": str(next_event_id),
+        "format": FORMAT,
+        "size": str(len(message)),
+        "events": pa.compress(message, codec=CODEC, asbytes=True).decode("latin-1"),
+    }
     return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
 
 
 def _key(event: ProvenanceEvent) -> tuple:
-    return (event.event_type.value, event.flowfile_uuid, event.component_id, event.relationship,
-            event.transit_uri)
+    return (event.event_type.value, event.flowfile_uuid, event.component_id, event.relationship, event.transit_uri)
 
 
 def reconcile(records, provenance, *, foreign: bool = False) -> int:
@@ -148,8 +182,9 @@ def reconcile(records, provenance, *, foreign: bool = False) -> int:
         if missing:
             provenance.register_events(missing)
             registered += len(missing)
-            log.info("provenance outbox %s: registered %d events a crash had kept from provenance",
-                     record.id, len(missing))
+            log.info(
+                "provenance outbox %s: registered %d events a crash had kept from provenance", record.id, len(missing)
+            )
     return registered
 
 

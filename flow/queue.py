@@ -54,11 +54,11 @@ from .swap_policy import (
 )
 
 DEFAULT_BACK_PRESSURE_COUNT = 10_000
-DEFAULT_BACK_PRESSURE_SIZE = 1024 ** 3
+DEFAULT_BACK_PRESSURE_SIZE = 1024**3
 
 
 DATES_EXACT_BELOW = 1000  # FlowFiles in memory below which a summary's entry dates are always exact
-DATES_TTL_S = 1.0         # else they are walked at most this often
+DATES_TTL_S = 1.0  # else they are walked at most this often
 
 
 def _now_ms() -> int:
@@ -103,8 +103,10 @@ class FlowFileQueue:
         destination: str | None = None,
     ):
         if swap_batch < 1 or swap_threshold < swap_batch:
-            raise ValueError(f"queue {queue_id}: swap threshold ({swap_threshold}) must be at least the "
-                             f"swap batch ({swap_batch}), which must be positive")
+            raise ValueError(
+                f"queue {queue_id}: swap threshold ({swap_threshold}) must be at least the "
+                f"swap batch ({swap_batch}), which must be positive"
+            )
         self.id = queue_id
         self.source, self.destination = source, destination
         self.prioritizers = tuple(prioritizers)
@@ -153,8 +155,14 @@ class FlowFileQueue:
             listener(self)
 
     def _swap_state_locked(self) -> SwapState:
-        return SwapState(len(self._active), len(self._staging), len(self._swapped), self._swapping,
-                         self.swap_threshold, self.swap_batch)
+        return SwapState(
+            len(self._active),
+            len(self._staging),
+            len(self._swapped),
+            self._swapping,
+            self.swap_threshold,
+            self.swap_batch,
+        )
 
     # -- producers ----------------------------------------------------------------
 
@@ -261,7 +269,8 @@ class FlowFileQueue:
     def is_full(self) -> bool:
         """Back-pressure: the source of this connection must not be scheduled."""
         return (self.back_pressure_count > 0 and self._count - self._unreadable_count >= self.back_pressure_count) or (
-            self.back_pressure_size > 0 and self._size >= self.back_pressure_size)
+            self.back_pressure_size > 0 and self._size >= self.back_pressure_size
+        )
 
     def has_available(self, now_ms: int | None = None) -> bool:
         """Whether a poll now could return something (active, or a penalty that expired)."""
@@ -295,10 +304,21 @@ class FlowFileQueue:
             oldest, newest = self._entry_dates_locked()
             swapped = list(self._swapped) + [summary for summary, _ in self._set_aside.values()]
             return QueueSummary(
-                self.id, self._count, self._size, oldest, newest,
-                len(self._active), len(self._staging), len(self._penalized), self._unacknowledged_count,
-                sum(s.count for s in swapped), sum(s.size for s in swapped), len(swapped),
-                self._unreadable_count, len(self._set_aside))
+                self.id,
+                self._count,
+                self._size,
+                oldest,
+                newest,
+                len(self._active),
+                len(self._staging),
+                len(self._penalized),
+                self._unacknowledged_count,
+                sum(s.count for s in swapped),
+                sum(s.size for s in swapped),
+                len(swapped),
+                self._unreadable_count,
+                len(self._set_aside),
+            )
 
     def _entry_dates_locked(self) -> tuple[int | None, int | None]:
         """The oldest and newest entry dates of what the queue holds. Finding them walks
@@ -311,8 +331,9 @@ class FlowFileQueue:
             return self._dates[1], self._dates[2]
         dates = [entry[2].entry_date for entry in itertools.chain(self._active, self._staging)]
         dates += [entry[2][2].entry_date for entry in self._penalized]
-        for summary in itertools.chain(self._swapped, self._in_flight_summaries,
-                                       (summary for summary, _ in self._set_aside.values())):
+        for summary in itertools.chain(
+            self._swapped, self._in_flight_summaries, (summary for summary, _ in self._set_aside.values())
+        ):
             if summary.count and summary.oldest_entry:  # 0: unknown (a summary that could not be read)
                 dates += (summary.oldest_entry, summary.newest_entry)
         oldest, newest = (min(dates), max(dates)) if dates else (None, None)
@@ -327,11 +348,20 @@ class FlowFileQueue:
             entries += self._staging
             # A batch being written to a swap file, and one being read back, count as swapped.
             going = self._out_entries or []
-            swapped = list(itertools.chain(self._swapped, self._in_flight_summaries,
-                                           (summary for summary, _ in self._set_aside.values())))
-            return QueueSnapshot(self.id, entries, sum(s.count for s in swapped) + len(going),
-                                 sum(s.size for s in swapped) + sum(entry[2].size for entry in going),
-                                 self._unacknowledged_count, self._count, self._size)
+            swapped = list(
+                itertools.chain(
+                    self._swapped, self._in_flight_summaries, (summary for summary, _ in self._set_aside.values())
+                )
+            )
+            return QueueSnapshot(
+                self.id,
+                entries,
+                sum(s.count for s in swapped) + len(going),
+                sum(s.size for s in swapped) + sum(entry[2].size for entry in going),
+                self._unacknowledged_count,
+                self._count,
+                self._size,
+            )
 
     def find(self, flowfile_id: str) -> FlowFile | None:
         """The FlowFile `flowfile_id` if this queue holds it in memory (not swapped, not polled)."""
@@ -368,7 +398,7 @@ class FlowFileQueue:
 
     def _demote_locked(self, count: int) -> None:
         ordered = sorted(self._active)
-        keep, demoted = ordered[:len(ordered) - count], ordered[len(ordered) - count:]
+        keep, demoted = ordered[: len(ordered) - count], ordered[len(ordered) - count :]
         self._active = keep  # a sorted list is a heap
         # Demoted FlowFiles are newer (lower priority) than the active ones but older
         # than anything in staging only for FIFO; staging is re-sorted when written.
@@ -473,8 +503,10 @@ class FlowFileQueue:
         with self._lock:
             if self._next_retry_ms is None or self._next_retry_ms > now:
                 return []
-            due = sorted((summary for summary, at in self._set_aside.values() if at <= now),
-                         key=lambda summary: (summary.oldest_entry, summary.location))
+            due = sorted(
+                (summary for summary, at in self._set_aside.values() if at <= now),
+                key=lambda summary: (summary.oldest_entry, summary.location),
+            )
             for summary in reversed(due):
                 del self._set_aside[summary.location]
                 self._unreadable_count -= summary.count
@@ -554,4 +586,3 @@ class FlowFileQueue:
             self._swapped.append(summary)
             self._count += summary.count
             self._size += summary.size
-

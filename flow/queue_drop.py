@@ -47,10 +47,10 @@ class DropReport:
     queue: str
     dropped: int
     dropped_bytes: int
-    swap_files: int       # swap files dropped whole
+    swap_files: int  # swap files dropped whole
     swapped_dropped: int  # FlowFiles of those files
-    in_flight: int        # held by running tasks when the drop ended: not dropped
-    remaining: int        # the queue's count when the drop ended (arrivals included)
+    in_flight: int  # held by running tasks when the drop ended: not dropped
+    remaining: int  # the queue's count when the drop ended (arrivals included)
 
 
 def drop_queue(shard, queue, committer, *, details: str = DEFAULT_DETAILS, batch: int = DROP_BATCH) -> DropReport:
@@ -103,10 +103,24 @@ def _drop_transaction(queue, flowfiles: list[FlowFile], details: str) -> Transac
         claim = flowfile.content_claim
         if claim is not None:
             released[claim.resource] += 1
-        events.append(EventRow(time_ms=None, event_type=_DROP, flowfile_uuid=flowfile.id, parent_uuids=(),
-                               child_uuids=(), component_id=queue.id, component_type=COMPONENT_TYPE,
-                               attributes_before=flowfile.attributes, attributes_after=flowfile.attributes,
-                               content_before=claim, content_after=claim, transit_uri=None, details=details,
-                               relationship=None, size=flowfile.size))
+        events.append(
+            EventRow(
+                time_ms=None,
+                event_type=_DROP,
+                flowfile_uuid=flowfile.id,
+                parent_uuids=(),
+                child_uuids=(),
+                component_id=queue.id,
+                component_type=COMPONENT_TYPE,
+                attributes_before=flowfile.attributes,
+                attributes_after=flowfile.attributes,
+                content_before=claim,
+                content_after=claim,
+                transit_uri=None,
+                details=details,
+                relationship=None,
+                size=flowfile.size,
+            )
+        )
     tx.claim_deltas = {resource: -count for resource, count in released.items()}
     return tx

@@ -40,10 +40,10 @@ class QueuePage:
     queue: str
     offset: int
     items: list[ListedFlowFile]
-    listable: int          # FlowFiles in memory, which a listing can show
-    swapped_count: int     # in swap files (or on their way to or from one): not listed
+    listable: int  # FlowFiles in memory, which a listing can show
+    swapped_count: int  # in swap files (or on their way to or from one): not listed
     swapped_size: int
-    in_flight: int         # polled by a running task, not committed: not listed
+    in_flight: int  # polled by a running task, not committed: not listed
     count: int
     size: int
 
@@ -65,10 +65,21 @@ class QueueSnapshot:
         if offset < 0 or limit < 0:
             raise ValueError(f"offset ({offset}) and limit ({limit}) cannot be negative")
         first = heapq.nsmallest(offset + limit, self.entries, key=_order)[offset:]
-        items = [ListedFlowFile(offset + index + 1, entry[2], entry[2].penalty_expiration > now_ms)
-                 for index, entry in enumerate(first)]
-        return QueuePage(self.queue, offset, items, len(self.entries), self.swapped_count, self.swapped_size,
-                         self.in_flight, self.count, self.size)
+        items = [
+            ListedFlowFile(offset + index + 1, entry[2], entry[2].penalty_expiration > now_ms)
+            for index, entry in enumerate(first)
+        ]
+        return QueuePage(
+            self.queue,
+            offset,
+            items,
+            len(self.entries),
+            self.swapped_count,
+            self.swapped_size,
+            self.in_flight,
+            self.count,
+            self.size,
+        )
 
 
 def _order(entry: tuple):

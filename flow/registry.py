@@ -79,15 +79,18 @@ class ProcessorRegistry(Mapping[str, type[Processor]]):
         if not cls.type_name:
             return f"{cls.__qualname__} has no type_name"
         if name is not None and name != cls.type_name:
-            return (f"the entry point's name must be the processor's type name, "
-                    f"and {cls.__qualname__}.type_name is {cls.type_name!r}")
+            return (
+                f"the entry point's name must be the processor's type name, "
+                f"and {cls.__qualname__}.type_name is {cls.type_name!r}"
+            )
         taken = self._types.get(cls.type_name)
         if taken is not None and taken is not cls:
             return f"type {cls.type_name!r} is already registered by {self._origins[cls.type_name]}"
         return None
 
-    def load_entry_points(self, group: str = ENTRY_POINT_GROUP, *,
-                          entry_points: Callable[..., Iterable] | None = None) -> None:
+    def load_entry_points(
+        self, group: str = ENTRY_POINT_GROUP, *, entry_points: Callable[..., Iterable] | None = None
+    ) -> None:
         """Register the processors of every entry point in `group`, all or none: any
         problem raises one `ProcessorRegistryError` naming every bad entry point, and
         registers nothing. `entry_points` replaces `importlib.metadata.entry_points`
@@ -114,6 +117,7 @@ class ProcessorRegistry(Mapping[str, type[Processor]]):
         if problems:
             raise ProcessorRegistryError(
                 f"{len(problems)} processor entry point(s) of group {group!r} are unusable; fix or uninstall "
-                "the distribution that declares each:\n  " + "\n  ".join(problems))
+                "the distribution that declares each:\n  " + "\n  ".join(problems)
+            )
         for entry_point, cls in found:
             self.register(cls, origin=_describe(entry_point))

@@ -47,33 +47,48 @@ def replay_queue(graph, event, queue_id: str | None = None):
     elif component in graph.incoming:
         candidates = list(graph.incoming[component])
     else:
-        raise ReplayRefused(f"{what}: {component!r} is neither a processor nor a connection of the flow this "
-                            "shard runs, so there is no queue to replay into")
+        raise ReplayRefused(
+            f"{what}: {component!r} is neither a processor nor a connection of the flow this "
+            "shard runs, so there is no queue to replay into"
+        )
     if queue_id is not None:
         chosen = [queue for queue in candidates if queue.id == queue_id]
         if not chosen:
-            raise ReplayRefused(f"{what}: queue {queue_id!r} does not lead into {component!r} (its incoming "
-                                f"queues: {', '.join(q.id for q in candidates) or 'none'})")
+            raise ReplayRefused(
+                f"{what}: queue {queue_id!r} does not lead into {component!r} (its incoming "
+                f"queues: {', '.join(q.id for q in candidates) or 'none'})"
+            )
         return chosen[0]
     if not candidates:
-        raise ReplayRefused(f"{what}: {component!r} has no incoming queue (it is a source); a replay goes into "
-                            "the queue the FlowFile came from")
+        raise ReplayRefused(
+            f"{what}: {component!r} has no incoming queue (it is a source); a replay goes into "
+            "the queue the FlowFile came from"
+        )
     if len(candidates) > 1:
-        raise ReplayRefused(f"{what}: {component!r} has several incoming queues "
-                            f"({', '.join(q.id for q in candidates)}); say which one to replay into")
+        raise ReplayRefused(
+            f"{what}: {component!r} has several incoming queues "
+            f"({', '.join(q.id for q in candidates)}); say which one to replay into"
+        )
     return candidates[0]
 
 
-def replay_flowfile(event, queue, *, committer, content: ContentStore, shard, clock_ms: Callable[[], int],
-                    details: str | None = None) -> FlowFile:
+def replay_flowfile(
+    event, queue, *, committer, content: ContentStore, shard, clock_ms: Callable[[], int], details: str | None = None
+) -> FlowFile:
     """Commit the replay of `event` into `queue`; returns the new FlowFile as queued."""
     if event.attributes_before:
         attributes, claim = event.attributes_before, event.content_before
     else:
         attributes, claim = event.attributes_after, event.content_after
-    session = ProcessSession(component_id=event.component_id, component_type=event.component_type,
-                             committer=committer, content=content, shard=shard,
-                             outgoing={RELATIONSHIP: [queue]}, clock_ms=clock_ms)
+    session = ProcessSession(
+        component_id=event.component_id,
+        component_type=event.component_type,
+        committer=committer,
+        content=content,
+        shard=shard,
+        outgoing={RELATIONSHIP: [queue]},
+        clock_ms=clock_ms,
+    )
     try:
         flowfile = session.create(attributes=dict(attributes))
         if claim is not None:
@@ -86,9 +101,9 @@ def replay_flowfile(event, queue, *, committer, content: ContentStore, shard, cl
                 raise ReplayRefused(
                     f"provenance event {event.event_id}: its content ({claim.length} bytes at {claim.offset} of "
                     f"{claim.resource.relative_path}) is no longer available: "
-                    f"{str(error).splitlines()[0][:300]}") from None
-        session.replay(flowfile, event.flowfile_uuid,
-                       details or f"Replay of provenance event {event.event_id}")
+                    f"{str(error).splitlines()[0][:300]}"
+                ) from None
+        session.replay(flowfile, event.flowfile_uuid, details or f"Replay of provenance event {event.event_id}")
         session.transfer(flowfile, RELATIONSHIP)
     except BaseException:
         session.rollback()

@@ -47,8 +47,9 @@ def close_service(service: Any) -> None:
 class _Registration:
     __slots__ = ("name", "start", "stop", "alive", "starting", "service", "started")
 
-    def __init__(self, name: str, start: Callable[[], Any], stop: Callable[[Any], None],
-                 alive: Callable[[Any], bool] | None):
+    def __init__(
+        self, name: str, start: Callable[[], Any], stop: Callable[[Any], None], alive: Callable[[Any], bool] | None
+    ):
         self.name = name
         self.start = start
         self.stop = stop
@@ -68,8 +69,14 @@ class ServiceRegistry:
         self._started: list[_Registration] = []
         self._closed = False
 
-    def register(self, name: str, start: Callable[[], Any], stop: Callable[[Any], None] | None = None, *,
-                 alive: Callable[[Any], bool] | None = None) -> None:
+    def register(
+        self,
+        name: str,
+        start: Callable[[], Any],
+        stop: Callable[[Any], None] | None = None,
+        *,
+        alive: Callable[[Any], bool] | None = None,
+    ) -> None:
         """Make `name` available: `start()` builds the service on its first lookup, and
         `stop(service)` ends it at `close` (by default the service's `close()`). With
         `alive`, a lookup that finds `alive(service)` false (a SparkSession whose context
@@ -121,8 +128,9 @@ class ServiceRegistry:
             except Exception as error:
                 took = self._clock() - began
                 log.error("service %r: failed to start after %.2f s: %s", name, took, error)
-                raise ServiceError(f"service {name!r} failed to start after {took:.2f} s: "
-                                   f"{type(error).__name__}: {error}") from error
+                raise ServiceError(
+                    f"service {name!r} failed to start after {took:.2f} s: {type(error).__name__}: {error}"
+                ) from error
             with self._lock:
                 registration.service, registration.started = service, True
                 self._started.append(registration)
@@ -165,8 +173,9 @@ class ServiceRegistry:
 
     def _check_open(self, name: str) -> None:
         if self._closed:
-            raise ServiceError(f"service {name!r} is not available: the registry of services is closed "
-                               "(the node is stopping)")
+            raise ServiceError(
+                f"service {name!r} is not available: the registry of services is closed (the node is stopping)"
+            )
 
     def close(self) -> None:
         """Stop every started service, the last started first; a stop that raises is

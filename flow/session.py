@@ -67,8 +67,12 @@ PREFETCH_MAX_CONTENT = 64 << 10
 PREFETCH_BUDGET = 16 << 20
 _SOURCE = object()  # transfer back to the queue it came from
 # Event types as rows hold them (see `Transaction.events`).
-_CREATE, _JOIN, _FORK, _CLONE = (EventType.CREATE.value, EventType.JOIN.value, EventType.FORK.value,
-                                 EventType.CLONE.value)
+_CREATE, _JOIN, _FORK, _CLONE = (
+    EventType.CREATE.value,
+    EventType.JOIN.value,
+    EventType.FORK.value,
+    EventType.CLONE.value,
+)
 _DROP, _EXPIRE = EventType.DROP.value, EventType.EXPIRE.value
 _CONTENT_MODIFIED, _ATTRIBUTES_MODIFIED = EventType.CONTENT_MODIFIED.value, EventType.ATTRIBUTES_MODIFIED.value
 _SOURCE_EVENTS = (EventType.RECEIVE, EventType.REPLAY)  # an explicit one stands in for CREATE
@@ -84,8 +88,18 @@ UNREADABLE_ERRORS = (ContentCorrupted, ContentTruncated, ContentNotFound, Unsafe
 
 
 class _Entry:
-    __slots__ = ("original", "current", "source", "relationship", "removed", "expired", "parents",
-                 "clone_of", "events", "wrote")
+    __slots__ = (
+        "original",
+        "current",
+        "source",
+        "relationship",
+        "removed",
+        "expired",
+        "parents",
+        "clone_of",
+        "events",
+        "wrote",
+    )
 
     def __init__(self, original, current, source):
         self.original = original  # the version polled from `source`, or None if created here
@@ -305,8 +319,13 @@ class ProcessSession:
 
     # -- creating -----------------------------------------------------------------
 
-    def create(self, parents: FlowFile | Iterable[FlowFile] | None = None,
-               attributes: dict[str, str] | None = None, *, identity: str | None = None) -> FlowFile:
+    def create(
+        self,
+        parents: FlowFile | Iterable[FlowFile] | None = None,
+        attributes: dict[str, str] | None = None,
+        *,
+        identity: str | None = None,
+    ) -> FlowFile:
         """A new FlowFile, with no content, owned by this session until it is transferred
         or removed (a commit refuses one that is neither).
 
@@ -354,9 +373,16 @@ class ProcessSession:
         if claim is not None and (offset or (size is not None and size != claim.length)):
             length = claim.length - offset if size is None else size
             claim = type(claim)(claim.resource, claim.offset + offset, length)
-        copy = FlowFile(new_uuid(), flowfile.attributes, claim, "",
-                        claim.length if claim is not None else 0, self._clock_ms(),
-                        flowfile.lineage_start_date, 0)
+        copy = FlowFile(
+            new_uuid(),
+            flowfile.attributes,
+            claim,
+            "",
+            claim.length if claim is not None else 0,
+            self._clock_ms(),
+            flowfile.lineage_start_date,
+            0,
+        )
         entry = self._entries[copy.id] = _Entry(None, copy, None)
         entry.clone_of = flowfile.id
         return copy
@@ -547,13 +573,14 @@ class ProcessSession:
         entry = self._entry_of(flowfile)
         if relationship is None:
             if entry.source is None:
-                raise SessionError(f"{self.component_id}: a FlowFile created in this session has no "
-                                   "queue to go back to; name a relationship")
+                raise SessionError(
+                    f"{self.component_id}: a FlowFile created in this session has no "
+                    "queue to go back to; name a relationship"
+                )
             entry.relationship = _SOURCE
             return
         if relationship not in self._outgoing and relationship not in self._auto_terminated:
-            raise UnknownRelationship(self.component_id, relationship,
-                                      set(self._outgoing) | self._auto_terminated)
+            raise UnknownRelationship(self.component_id, relationship, set(self._outgoing) | self._auto_terminated)
         entry.relationship = relationship
 
     def remove(self, flowfile: FlowFile) -> None:
@@ -577,8 +604,9 @@ class ProcessSession:
         the attributes it has now (what was sent), not those it has at commit."""
         entry = self._entry_of(flowfile)
         # SEND keeps the attributes as they were when sent: they may have been sent too.
-        entry.events.append((EventType.SEND, {"transit_uri": transit_uri, "details": details},
-                             dict(flowfile.attributes)))
+        entry.events.append(
+            (EventType.SEND, {"transit_uri": transit_uri, "details": details}, dict(flowfile.attributes))
+        )
 
     def receive(self, flowfile: FlowFile, transit_uri: str, details: str | None = None) -> None:
         """Report that `flowfile`'s data came from `transit_uri`: a RECEIVE event at commit
@@ -591,8 +619,13 @@ class ProcessSession:
         `parent_uuid` of a provenance event: a REPLAY event at commit (instead of
         CREATE), with that FlowFile as its parent and `flowfile` as its child."""
         entry = self._entry_of(flowfile)
-        entry.events.append((EventType.REPLAY, {"parent_uuids": (parent_uuid,), "child_uuids": (flowfile.id,),
-                                                "details": details}, None))
+        entry.events.append(
+            (
+                EventType.REPLAY,
+                {"parent_uuids": (parent_uuid,), "child_uuids": (flowfile.id,), "details": details},
+                None,
+            )
+        )
 
     def route(self, flowfile: FlowFile, relationship: str, details: str | None = None) -> None:
         """Report a routing decision: a ROUTE event at commit naming `relationship`. It
@@ -639,8 +672,9 @@ class ProcessSession:
             try:
                 gate.admit(self.component_id)
             except Exception as error:  # noqa: BLE001 - whatever the gate raises, it refused
-                raise NotAdmitted(f"{self.component_id}: this node may not commit for shard {self.shard_id} "
-                                  f"now: {error}") from error
+                raise NotAdmitted(
+                    f"{self.component_id}: this node may not commit for shard {self.shard_id} now: {error}"
+                ) from error
 
     # -- commit and rollback ------------------------------------------------------
 
@@ -651,8 +685,9 @@ class ProcessSession:
         session rolled back either way."""
         self.commit_async(None)
 
-    def commit_async(self, on_success: Callable[[], None] | None = None,
-                     on_failure: Callable[[BaseException], None] | None = None) -> None:
+    def commit_async(
+        self, on_success: Callable[[], None] | None = None, on_failure: Callable[[BaseException], None] | None = None
+    ) -> None:
         """Commit; `on_success` runs when the commit is complete - at once in the
         traditional engine, as its last step after the WAL and provenance; when the
         whole flow succeeded in the stateless engine. An acknowledging source
@@ -753,8 +788,10 @@ class ProcessSession:
         if entry is None:
             raise SessionError(f"{self.component_id}: FlowFile {flowfile.id} does not belong to this session")
         if entry.current is not flowfile and entry.current != flowfile:
-            raise SessionError(f"{self.component_id}: FlowFile {flowfile.id} is not its latest version "
-                               "in this session (use the FlowFile the last call returned)")
+            raise SessionError(
+                f"{self.component_id}: FlowFile {flowfile.id} is not its latest version "
+                "in this session (use the FlowFile the last call returned)"
+            )
         if entry.removed:
             raise SessionError(f"{self.component_id}: FlowFile {flowfile.id} was already removed")
         return entry
@@ -818,10 +855,25 @@ class ProcessSession:
             if not destination_queues:
                 if original is not None:
                     deletes.append(current.id)
-                    events.append(EventRow(
-                        None, _EXPIRE if entry.expired else _DROP, current.id, (), (), self.component_id,
-                        self.component_type, original.attributes, current.attributes, original.content_claim,
-                        current.content_claim, None, dropped_by, None, current.size))
+                    events.append(
+                        EventRow(
+                            None,
+                            _EXPIRE if entry.expired else _DROP,
+                            current.id,
+                            (),
+                            (),
+                            self.component_id,
+                            self.component_type,
+                            original.attributes,
+                            current.attributes,
+                            original.content_claim,
+                            current.content_claim,
+                            None,
+                            dropped_by,
+                            None,
+                            current.size,
+                        )
+                    )
                 continue
             first = True
             for queue in destination_queues:
@@ -830,12 +882,35 @@ class ProcessSession:
                     first = False
                 else:
                     # One relationship, several connections: each gets its own FlowFile.
-                    version = FlowFile(new_uuid(), current.attributes, current.content_claim, queue.id,
-                                       current.size, now, current.lineage_start_date, current.penalty_expiration)
-                    events.append(EventRow(
-                        None, _CLONE, current.id, (), (version.id,), self.component_id, self.component_type,
-                        _NO_ATTRIBUTES, current.attributes, None, current.content_claim, None, None, None,
-                        current.size))
+                    version = FlowFile(
+                        new_uuid(),
+                        current.attributes,
+                        current.content_claim,
+                        queue.id,
+                        current.size,
+                        now,
+                        current.lineage_start_date,
+                        current.penalty_expiration,
+                    )
+                    events.append(
+                        EventRow(
+                            None,
+                            _CLONE,
+                            current.id,
+                            (),
+                            (version.id,),
+                            self.component_id,
+                            self.component_type,
+                            _NO_ATTRIBUTES,
+                            current.attributes,
+                            None,
+                            current.content_claim,
+                            None,
+                            None,
+                            None,
+                            current.size,
+                        )
+                    )
                 puts.append(version)
                 queued = transfers.get(queue)
                 if queued is None:
@@ -860,37 +935,122 @@ class ProcessSession:
         original = entry.original
         attributes = current.attributes
         uuid = current.id
-        if (original is not None and not entry.events and not entry.parents and not entry.wrote
-                and (attributes is original.attributes or entry.removed)
-                and uuid not in forks and uuid not in clones):
+        if (
+            original is not None
+            and not entry.events
+            and not entry.parents
+            and not entry.wrote
+            and (attributes is original.attributes or entry.removed)
+            and uuid not in forks
+            and uuid not in clones
+        ):
             return  # passed through as it came (the common case of a routing step): no event
         component, kind_name = self.component_id, self.component_type
         claim, size = current.content_claim, current.size
         before = original.attributes if original is not None else _NO_ATTRIBUTES
-        if original is None and entry.clone_of is None and not entry.parents and not (
-                entry.events and any(kind in _SOURCE_EVENTS for kind, _, _ in entry.events)):
-            events.append(EventRow(
-                None, _CREATE, uuid, (), (), component, kind_name, _NO_ATTRIBUTES, attributes, None, claim, None,
-                None, None, size))
+        if (
+            original is None
+            and entry.clone_of is None
+            and not entry.parents
+            and not (entry.events and any(kind in _SOURCE_EVENTS for kind, _, _ in entry.events))
+        ):
+            events.append(
+                EventRow(
+                    None,
+                    _CREATE,
+                    uuid,
+                    (),
+                    (),
+                    component,
+                    kind_name,
+                    _NO_ATTRIBUTES,
+                    attributes,
+                    None,
+                    claim,
+                    None,
+                    None,
+                    None,
+                    size,
+                )
+            )
         if len(entry.parents) > 1:
-            events.append(EventRow(
-                None, _JOIN, uuid, entry.parents, (), component, kind_name, _NO_ATTRIBUTES, attributes, None,
-                claim, None, None, None, size))
+            events.append(
+                EventRow(
+                    None,
+                    _JOIN,
+                    uuid,
+                    entry.parents,
+                    (),
+                    component,
+                    kind_name,
+                    _NO_ATTRIBUTES,
+                    attributes,
+                    None,
+                    claim,
+                    None,
+                    None,
+                    None,
+                    size,
+                )
+            )
         if uuid in forks:
-            events.append(EventRow(
-                None, _FORK, uuid, (), tuple(forks[uuid]), component, kind_name, before, attributes, None, claim,
-                None, None, None, size))
+            events.append(
+                EventRow(
+                    None,
+                    _FORK,
+                    uuid,
+                    (),
+                    tuple(forks[uuid]),
+                    component,
+                    kind_name,
+                    before,
+                    attributes,
+                    None,
+                    claim,
+                    None,
+                    None,
+                    None,
+                    size,
+                )
+            )
         if uuid in clones:
-            events.append(EventRow(
-                None, _CLONE, uuid, (), tuple(clones[uuid]), component, kind_name, _NO_ATTRIBUTES, attributes,
-                None, claim, None, None, None, size))
+            events.append(
+                EventRow(
+                    None,
+                    _CLONE,
+                    uuid,
+                    (),
+                    tuple(clones[uuid]),
+                    component,
+                    kind_name,
+                    _NO_ATTRIBUTES,
+                    attributes,
+                    None,
+                    claim,
+                    None,
+                    None,
+                    None,
+                    size,
+                )
+            )
         for kind, arguments, snapshot in entry.events:
             # Explicit events are rare: built as events, so that their own rules check them.
-            events.append(row_of(ProvenanceEvent(
-                kind, uuid, component, kind_name, attributes_before=before,
-                attributes_after=snapshot if snapshot is not None else attributes,
-                content_before=original.content_claim if original is not None else None,
-                content_after=claim, size=size, **arguments)))
+            events.append(
+                row_of(
+                    ProvenanceEvent(
+                        kind,
+                        uuid,
+                        component,
+                        kind_name,
+                        attributes_before=before,
+                        attributes_after=snapshot if snapshot is not None else attributes,
+                        content_before=original.content_claim if original is not None else None,
+                        content_after=claim,
+                        size=size,
+                        **arguments,
+                    )
+                )
+            )
         if original is not None and not entry.removed:
             if entry.wrote:
                 modified = _CONTENT_MODIFIED
@@ -898,6 +1058,22 @@ class ProcessSession:
                 modified = _ATTRIBUTES_MODIFIED
             else:
                 return
-            events.append(EventRow(
-                None, modified, uuid, (), (), component, kind_name, before, attributes, original.content_claim,
-                claim, None, None, None, size))
+            events.append(
+                EventRow(
+                    None,
+                    modified,
+                    uuid,
+                    (),
+                    (),
+                    component,
+                    kind_name,
+                    before,
+                    attributes,
+                    original.content_claim,
+                    claim,
+                    None,
+                    None,
+                    None,
+                    size,
+                )
+            )

@@ -106,7 +106,7 @@ def states_of(records) -> dict[str, dict[str, str]]:
     states: dict[str, dict[str, str]] = {}
     for record in records:
         if record.queue == STATE_QUEUE:
-            component_id, _, _ = record.id[len(STATE_QUEUE) + 1:].partition(STATE_ENTRY_SEPARATOR)
+            component_id, _, _ = record.id[len(STATE_QUEUE) + 1 :].partition(STATE_ENTRY_SEPARATOR)
             states.setdefault(component_id, {}).update(record.attributes)
     return states
 
@@ -133,8 +133,16 @@ class ShardRecovery:
 
 
 class QueueShard:
-    def __init__(self, shard_id: str, queues: Iterable[FlowFileQueue], *, wal=None, swap_store=None,
-                 retry_backoff: RetryBackoff | None = None, claims_found=None):
+    def __init__(
+        self,
+        shard_id: str,
+        queues: Iterable[FlowFileQueue],
+        *,
+        wal=None,
+        swap_store=None,
+        retry_backoff: RetryBackoff | None = None,
+        claims_found=None,
+    ):
         """`retry_backoff`: how unreadable swap files are retried. `claims_found(claims)`
         is called with the content claims of a swap file registered without them, when it
         is read at last and before its FlowFiles move (the node counts them as claimants)."""
@@ -180,8 +188,9 @@ class QueueShard:
     def state_entry_id(component_id: str, key: str) -> str:
         return f"{STATE_QUEUE}/{component_id}{STATE_ENTRY_SEPARATOR}{key}"
 
-    def state_updates(self, component_id: str, state: dict[str, str], now_ms: int, *,
-                      written: Iterable[str] = (), whole: bool = False) -> list:
+    def state_updates(
+        self, component_id: str, state: dict[str, str], now_ms: int, *, written: Iterable[str] = (), whole: bool = False
+    ) -> list:
         """The WAL updates that make `component_id`'s state `state`, from its committed
         state: a Put per entry added or changed, a Delete per entry removed (and of the
         whole-state record of an older release, replaced by entries). `written`: record
@@ -200,8 +209,9 @@ class QueueShard:
             before = {}
         for key, value in state.items():
             if key not in before or before[key] != value:
-                record = FlowFile(self.state_entry_id(component_id, key), {key: value}, None, STATE_QUEUE, 0,
-                                  now_ms, now_ms, 0)
+                record = FlowFile(
+                    self.state_entry_id(component_id, key), {key: value}, None, STATE_QUEUE, 0, now_ms, now_ms, 0
+                )
                 updates.append(Put(record.to_record()))
         wanted = {self.state_entry_id(component_id, key) for key in state}
         updates += [Delete(record_id) for record_id in sorted(held - wanted)]
@@ -223,7 +233,7 @@ class QueueShard:
         for record in records.values():
             queue_id = record.queue
             if queue_id == STATE_QUEUE:
-                component_id, separator, _ = record.id[len(STATE_QUEUE) + 1:].partition(STATE_ENTRY_SEPARATOR)
+                component_id, separator, _ = record.id[len(STATE_QUEUE) + 1 :].partition(STATE_ENTRY_SEPARATOR)
                 self._states.setdefault(component_id, {}).update(record.attributes)
                 if not separator:  # a whole state, as an older release wrote it
                     self._legacy_states.add(component_id)
@@ -245,7 +255,8 @@ class QueueShard:
             raise QueueRecoveryError(
                 f"shard {self.id}: the FlowFile WAL holds FlowFiles for connections the flow does not "
                 f"define: {detail}. Nothing was dropped; start the node with a flow that still has "
-                "these connections (ids are '<source>/<relationship>/<destination>' unless given) and let them drain.")
+                "these connections (ids are '<source>/<relationship>/<destination>' unless given) and let them drain."
+            )
         for queue_id, flowfiles in by_queue.items():
             flowfiles.sort(key=lambda f: f.entry_date)
             self.queues[queue_id].put_all(flowfiles)
@@ -300,17 +311,31 @@ class QueueShard:
             return
         if failure is None:
             # Quarantined by an earlier run: maybe repaired while the node was down.
-            alarm = on_registered(location=location, queue=queue.id, flowfiles=summary.count, size=summary.size,
-                                  reason=ReadFailure.CORRUPT,
-                                  error="quarantined by an earlier run, not read since this start",
-                                  quarantined=True, now_ms=queue.now_ms())
+            alarm = on_registered(
+                location=location,
+                queue=queue.id,
+                flowfiles=summary.count,
+                size=summary.size,
+                reason=ReadFailure.CORRUPT,
+                error="quarantined by an earlier run, not read since this start",
+                quarantined=True,
+                now_ms=queue.now_ms(),
+            )
         else:
             # Found unreadable now (and quarantined above if it is corrupt): its first retry
             # after a backoff, as for a failed swap-in.
-            alarm = on_read_failed(None, location=location, queue=queue.id, flowfiles=summary.count,
-                                   size=summary.size, reason=failure, error=error,
-                                   quarantined=store.is_quarantined(location), now_ms=queue.now_ms(),
-                                   backoff=self.retry_backoff).file
+            alarm = on_read_failed(
+                None,
+                location=location,
+                queue=queue.id,
+                flowfiles=summary.count,
+                size=summary.size,
+                reason=failure,
+                error=error,
+                quarantined=store.is_quarantined(location),
+                now_ms=queue.now_ms(),
+                backoff=self.retry_backoff,
+            ).file
         with self._unreadable_lock:
             self._unreadable[location] = alarm
         queue.register_set_aside(summary, alarm.next_attempt_ms)
@@ -349,9 +374,13 @@ class QueueShard:
             if store.quarantine_location(location) in recorded:
                 # A copy of a quarantined file, put here rather than in quarantine: maybe
                 # the only good one. Kept; the operator moves it over the quarantined one.
-                log.warning("shard %s: swap file %s has the name of the quarantined %s, which the WAL records; "
-                            "kept. If it is a good copy, move it over the quarantined file to have it read",
-                            self.id, location, store.quarantine_location(location))
+                log.warning(
+                    "shard %s: swap file %s has the name of the quarantined %s, which the WAL records; "
+                    "kept. If it is a good copy, move it over the quarantined file to have it read",
+                    self.id,
+                    location,
+                    store.quarantine_location(location),
+                )
                 continue
             if damaged:
                 # The WAL lost transactions to damage: this file may hold FlowFiles whose
@@ -368,9 +397,13 @@ class QueueShard:
         if leftovers:
             # Read back or dropped since they were quarantined; quarantine is never
             # emptied automatically.
-            log.info("shard %s: %d quarantined swap files the WAL no longer records (their FlowFiles were read back "
-                     "or dropped), kept for post-mortem; they can be removed: %s", self.id, len(leftovers),
-                     ", ".join(leftovers[:5]))
+            log.info(
+                "shard %s: %d quarantined swap files the WAL no longer records (their FlowFiles were read back "
+                "or dropped), kept for post-mortem; they can be removed: %s",
+                self.id,
+                len(leftovers),
+                ", ".join(leftovers[:5]),
+            )
 
     # -- swapping ---------------------------------------------------------------
 
@@ -409,16 +442,20 @@ class QueueShard:
         location = summary.location
         try:
             # The swap file was synced by write(): only now may the WAL point at it.
-            self.wal.update([SwapOut(SwapFile(location, queue.id, summary.count, summary.size),
-                                     tuple(f.id for f in batch))])
+            self.wal.update(
+                [SwapOut(SwapFile(location, queue.id, summary.count, summary.size), tuple(f.id for f in batch))]
+            )
         except Exception as error:
             # The batch goes back to memory whatever the WAL answered: until the WAL
             # rolls, it acknowledges no transaction (none can process the batch) and
             # the roll settles the SwapOut without it.
             queue.abort_swap_out(batch)
             self.swap_failures += 1
-            log.warning("queue %s: the WAL refused a swap-out, the batch stays in memory: %s", queue.id,
-                        str(error).splitlines()[0][:300])
+            log.warning(
+                "queue %s: the WAL refused a swap-out, the batch stays in memory: %s",
+                queue.id,
+                str(error).splitlines()[0][:300],
+            )
             if isinstance(error, OutcomeUnknownError):
                 # A recovery may still replay the SwapOut, and would need the file;
                 # once the WAL has settled it, nothing ever points at the file.
@@ -450,8 +487,11 @@ class QueueShard:
         except ForeignSwapFileError as error:
             log.warning("%s", error)
         except Exception as error:  # noqa: BLE001 - the next recovery removes it
-            log.warning("could not delete swap file %s, which the WAL does not record (the next recovery "
-                        "removes it): %s", location, str(error).splitlines()[0][:300])
+            log.warning(
+                "could not delete swap file %s, which the WAL does not record (the next recovery removes it): %s",
+                location,
+                str(error).splitlines()[0][:300],
+            )
 
     def _swap_in(self, queue: FlowFileQueue) -> bool:
         summary = queue.take_swap_in()
@@ -507,8 +547,9 @@ class QueueShard:
         elif self._recovering_claims is not None:
             self._recovering_claims.extend(claims)
 
-    def swap_read_failed(self, queue: FlowFileQueue, summary: SwapSummary, error: BaseException, *,
-                         taken_for_drop: bool = False) -> None:
+    def swap_read_failed(
+        self, queue: FlowFileQueue, summary: SwapSummary, error: BaseException, *, taken_for_drop: bool = False
+    ) -> None:
         """A read of the swap file `summary` (taken out of the queue's line, to swap in or
         to drop) failed: set it aside, quarantined if the policy says so, and logged if it
         says so."""
@@ -516,10 +557,18 @@ class QueueShard:
         reason, text = _failure(error)
         with self._unreadable_lock:
             previous = self._unreadable.get(location)
-        decision = on_read_failed(previous, location=location, queue=queue.id, flowfiles=summary.count,
-                                  size=summary.size, reason=reason, error=text,
-                                  quarantined=self.swap_store.is_quarantined(location), now_ms=queue.now_ms(),
-                                  backoff=self.retry_backoff)
+        decision = on_read_failed(
+            previous,
+            location=location,
+            queue=queue.id,
+            flowfiles=summary.count,
+            size=summary.size,
+            reason=reason,
+            error=text,
+            quarantined=self.swap_store.is_quarantined(location),
+            now_ms=queue.now_ms(),
+            backoff=self.retry_backoff,
+        )
         alarm, kept = decision.file, summary
         if decision.quarantine:
             swap_file = self.wal.swap_files.get(location)
@@ -539,13 +588,23 @@ class QueueShard:
         self.swap_failures += 1
         if not decision.log:
             return
-        if previous is None or previous.reason is not alarm.reason or (previous.failures == 0 and
-                                                                       previous.error != alarm.error):
+        if (
+            previous is None
+            or previous.reason is not alarm.reason
+            or (previous.failures == 0 and previous.error != alarm.error)
+        ):
             log.warning("shard %s, queue %s: %s", self.id, queue.id, alarm_text(alarm, self.retry_backoff))
         else:
-            log.warning("shard %s, queue %s: swap file %s is still %s (%s), failure %d; next attempt in %.0f s",
-                        self.id, queue.id, alarm.location, alarm.reason.value, alarm.error, alarm.failures,
-                        (alarm.next_attempt_ms - queue.now_ms()) / 1000)
+            log.warning(
+                "shard %s, queue %s: swap file %s is still %s (%s), failure %d; next attempt in %.0f s",
+                self.id,
+                queue.id,
+                alarm.location,
+                alarm.reason.value,
+                alarm.error,
+                alarm.failures,
+                (alarm.next_attempt_ms - queue.now_ms()) / 1000,
+            )
 
     def _quarantine(self, location: str, summary: SwapSummary | None, swap_file) -> str | None:
         """Move the swap file into quarantine and record its new location in the WAL;
@@ -556,8 +615,12 @@ class QueueShard:
         try:
             target = store.quarantine(location, summary if claims_known else None)
         except Exception as error:  # noqa: BLE001 - it stays set aside where it is; the next failure tries again
-            log.warning("shard %s: could not move swap file %s into quarantine (%s); it stays where it is, set aside",
-                        self.id, location, _one_line(error))
+            log.warning(
+                "shard %s: could not move swap file %s into quarantine (%s); it stays where it is, set aside",
+                self.id,
+                location,
+                _one_line(error),
+            )
             return None
         try:
             # Moved first, recorded second: a crash in between leaves the WAL naming the
@@ -569,10 +632,20 @@ class QueueShard:
             try:
                 store.unquarantine(target)
             except Exception as undo:  # noqa: BLE001 - the next recovery finds it by name
-                log.warning("shard %s: swap file %s stays in quarantine (%s), while the WAL names %s: the next "
-                            "start records the move", self.id, target, _one_line(undo), location)
-            log.warning("shard %s: the WAL refused to record swap file %s in quarantine (%s); it stays where it is, "
-                        "set aside", self.id, location, _one_line(error))
+                log.warning(
+                    "shard %s: swap file %s stays in quarantine (%s), while the WAL names %s: the next "
+                    "start records the move",
+                    self.id,
+                    target,
+                    _one_line(undo),
+                    location,
+                )
+            log.warning(
+                "shard %s: the WAL refused to record swap file %s in quarantine (%s); it stays where it is, set aside",
+                self.id,
+                location,
+                _one_line(error),
+            )
             return None
 
     def _readable_again(self, location: str, count: int | None) -> None:
@@ -580,8 +653,13 @@ class QueueShard:
             alarm = self._unreadable.pop(location, None)
             self._claims_unknown.discard(location)
         if alarm is not None and count is not None:
-            log.info("shard %s, queue %s: swap file %s is readable again: its %d FlowFiles are back in the queue",
-                     self.id, alarm.queue, location, count)
+            log.info(
+                "shard %s, queue %s: swap file %s is readable again: its %d FlowFiles are back in the queue",
+                self.id,
+                alarm.queue,
+                location,
+                count,
+            )
 
     def unreadable_swap_files(self) -> list[UnreadableSwapFile]:
         """The swap files set aside, as their alarms show them (oldest first)."""
@@ -609,8 +687,10 @@ class QueueShard:
         # Swap in when there is room; and when a poll found nothing while FlowFiles wait
         # in memory, out of reach (staged after a swap-out failed): the policy is tried
         # again, as nothing else may come to try it once no new FlowFiles arrive.
-        if self.swap_store is not None and (queue.in_memory() + queue.swap_batch <= queue.swap_threshold
-                                            or (not polled and not expired and queue.in_memory())):
+        if self.swap_store is not None and (
+            queue.in_memory() + queue.swap_batch <= queue.swap_threshold
+            or (not polled and not expired and queue.in_memory())
+        ):
             self.maintain(queue)
             if not polled and not expired:
                 polled, expired = queue.poll(max_count, now_ms)
@@ -653,8 +733,9 @@ class ShardFiles:
         if self.create and not self.storage.exists(self.directory):
             self.storage.mkdir(self.directory, parents=True, exist_ok=True)
         swap_store = self.swap_store()
-        return QueueShard(self.shard_id, queues, wal=self._wal(swap_store), swap_store=swap_store,
-                          retry_backoff=retry_backoff)
+        return QueueShard(
+            self.shard_id, queues, wal=self._wal(swap_store), swap_store=swap_store, retry_backoff=retry_backoff
+        )
 
     def open_wal(self) -> WriteAheadLog:
         """The shard's WAL alone, new and not recovered, as `open` makes it."""
@@ -664,20 +745,45 @@ class ShardFiles:
         return SwapStore(self.storage, join(self.directory, "swap"), hooks=self.swap_hooks)
 
     def _wal(self, swap_store: SwapStore) -> WriteAheadLog:
-        return WriteAheadLog(self.storage, join(self.directory, "wal"), partitions=self.partitions, epoch=self.epoch,
-                             checkpoint_interval=self.checkpoint_interval, hooks=self.wal_hooks,
-                             accept_damage=self.accept_damage, relocate_swap=self.relocate_swap or swap_store.rebase)
+        return WriteAheadLog(
+            self.storage,
+            join(self.directory, "wal"),
+            partitions=self.partitions,
+            epoch=self.epoch,
+            checkpoint_interval=self.checkpoint_interval,
+            hooks=self.wal_hooks,
+            accept_damage=self.accept_damage,
+            relocate_swap=self.relocate_swap or swap_store.rebase,
+        )
 
 
-def open_shard(storage: Storage, directory: str, shard_id: str, queues: Iterable[FlowFileQueue], *, epoch: int = 0,
-               partitions: int = DEFAULT_PARTITIONS, checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
-               wal_hooks=None,
-               swap_hooks=None, accept_damage: bool = False, retry_backoff: RetryBackoff | None = None) -> QueueShard:
+def open_shard(
+    storage: Storage,
+    directory: str,
+    shard_id: str,
+    queues: Iterable[FlowFileQueue],
+    *,
+    epoch: int = 0,
+    partitions: int = DEFAULT_PARTITIONS,
+    checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
+    wal_hooks=None,
+    swap_hooks=None,
+    accept_damage: bool = False,
+    retry_backoff: RetryBackoff | None = None,
+) -> QueueShard:
     """A durable shard in `directory` of any storage backend (`ShardFiles.open`): the
     caller calls `recover()` next."""
-    files = ShardFiles(shard_id, storage, directory, epoch=epoch, partitions=partitions,
-                       checkpoint_interval=checkpoint_interval, wal_hooks=wal_hooks, swap_hooks=swap_hooks,
-                       accept_damage=accept_damage)
+    files = ShardFiles(
+        shard_id,
+        storage,
+        directory,
+        epoch=epoch,
+        partitions=partitions,
+        checkpoint_interval=checkpoint_interval,
+        wal_hooks=wal_hooks,
+        swap_hooks=swap_hooks,
+        accept_damage=accept_damage,
+    )
     return files.open(queues, retry_backoff)
 
 
@@ -693,8 +799,10 @@ def _failure(error: BaseException) -> tuple[ReadFailure, str]:
 
 
 def _not_recorded(queue: str, count: int, recorded) -> str:
-    return (f"it holds {count} FlowFiles of queue {queue!r}, the WAL recorded {recorded.count} of "
-            f"{recorded.queue!r}: not the file written there")
+    return (
+        f"it holds {count} FlowFiles of queue {queue!r}, the WAL recorded {recorded.count} of "
+        f"{recorded.queue!r}: not the file written there"
+    )
 
 
 def _one_line(error: BaseException, limit: int = 300) -> str:

@@ -107,16 +107,24 @@ class StatelessFlowLoader:
     through `ProcessContext.load_stateless_flow`): parsed against the processor types of
     the embedding flow, sharing its services and its clock."""
 
-    def __init__(self, registry: Mapping[str, type] | None, *, services: ServiceRegistry | None = None,
-                 clock_ms: Callable[[], int] = wall_clock_ms):
+    def __init__(
+        self,
+        registry: Mapping[str, type] | None,
+        *,
+        services: ServiceRegistry | None = None,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ):
         self.registry = registry
         self.services = services
         self.clock_ms = clock_ms
 
     def __call__(self, path: str) -> StatelessFlow:
         if self.registry is None:
-            raise FlowDefinitionError("cannot load an embedded flow: the embedding flow was not parsed against a "
-                                      "processor registry (build it with flow.definition.parse_flow)", source=path)
+            raise FlowDefinitionError(
+                "cannot load an embedded flow: the embedding flow was not parsed against a "
+                "processor registry (build it with flow.definition.parse_flow)",
+                source=path,
+            )
         return StatelessFlow(load_flow(path, registry=self.registry), services=self.services, clock_ms=self.clock_ms)
 
 
@@ -124,8 +132,13 @@ class StatelessFlow:
     """A flow definition run by the stateless engine (see the module docstring).
     `services` are the node's shared services, given to every processor's context."""
 
-    def __init__(self, definition: FlowDefinition, *, clock_ms: Callable[[], int] = wall_clock_ms,
-                 services: ServiceRegistry | None = None):
+    def __init__(
+        self,
+        definition: FlowDefinition,
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        services: ServiceRegistry | None = None,
+    ):
         self.definition = definition
         self._clock_ms = clock_ms
         self.graph = FlowGraph(definition, clock_ms=clock_ms, in_memory=True)
@@ -134,9 +147,16 @@ class StatelessFlow:
         flows = StatelessFlowLoader(definition.registry, services=services, clock_ms=clock_ms)
         for pid in self._order:
             processor_definition = definition.processors[pid]
-            self._contexts[pid] = ProcessContext(pid, processor_definition.properties, processor_definition.dynamic,
-                                                 stateless=True, has_incoming=bool(self.graph.incoming[pid]),
-                                                 clock_ms=clock_ms, services=services, stateless_flows=flows)
+            self._contexts[pid] = ProcessContext(
+                pid,
+                processor_definition.properties,
+                processor_definition.dynamic,
+                stateless=True,
+                has_incoming=bool(self.graph.incoming[pid]),
+                clock_ms=clock_ms,
+                services=services,
+                stateless_flows=flows,
+            )
         self._scheduled = False
         # Processor state lives across triggers and changes only when a result is acknowledged.
         self._states: dict[str, dict[str, str]] = {}
@@ -169,9 +189,11 @@ class StatelessFlow:
 
     def _check_settled(self) -> None:
         if self._pending is not None and not self._pending.settled:
-            raise FlowError(f"stateless flow {self.definition.name!r}: the last successful trigger's result was "
-                            "neither acknowledged nor failed; call result.acknowledge() once its outputs are kept, "
-                            "or result.fail(error), before triggering again")
+            raise FlowError(
+                f"stateless flow {self.definition.name!r}: the last successful trigger's result was "
+                "neither acknowledged nor failed; call result.acknowledge() once its outputs are kept, "
+                "or result.fail(error), before triggering again"
+            )
 
     def _settle(self, result: StatelessResult, acknowledged: bool) -> None:
         if acknowledged:
@@ -183,8 +205,9 @@ class StatelessFlow:
         self._check_settled()
         self._schedule()
         # Fresh queues for every trigger: a failed trigger leaves nothing behind.
-        graph = self.graph = FlowGraph(self.definition, clock_ms=self._clock_ms, in_memory=True,
-                                       processors=self.graph.processors)
+        graph = self.graph = FlowGraph(
+            self.definition, clock_ms=self._clock_ms, in_memory=True, processors=self.graph.processors
+        )
         content = InMemoryContentRepository()
         shard = QueueShard("stateless", graph.queues.values())
         for component, state in self._states.items():
@@ -207,25 +230,40 @@ class StatelessFlow:
                     data = content.read(flowfile.content_claim) if flowfile.content_claim is not None else b""
                     outputs.append((port, dict(flowfile.attributes), data))
         states = {pid: state for pid in self._order if (state := shard.get_state(pid))}
-        result = StatelessResult(True, outputs, provenance_events=committer.events, states=states,
-                                 _callbacks=list(committer.held_callbacks),
-                                 _failure_callbacks=list(committer.held_failure_callbacks), _settle=self._settle)
+        result = StatelessResult(
+            True,
+            outputs,
+            provenance_events=committer.events,
+            states=states,
+            _callbacks=list(committer.held_callbacks),
+            _failure_callbacks=list(committer.held_failure_callbacks),
+            _settle=self._settle,
+        )
         self._pending = result
         return result
 
     def _failed(self, committer: HeldCommitter, failure: str, cause: BaseException | None = None) -> StatelessResult:
-        error = StatelessFlowFailed(f"stateless flow {self.definition.name!r} failed, nothing of the trigger was "
-                                    f"kept: {failure}")
+        error = StatelessFlowFailed(
+            f"stateless flow {self.definition.name!r} failed, nothing of the trigger was kept: {failure}"
+        )
         error.__cause__ = cause
         _run_failure_callbacks(committer.held_failure_callbacks, error)
         return StatelessResult(False, failure=failure)
 
     def _session(self, pid: str, shard, committer, content: ContentStore) -> ProcessSession:
         definition = self.definition.processors[pid]
-        return ProcessSession(component_id=pid, component_type=definition.type, committer=committer,
-                              content=content, shard=shard, incoming=self.graph.incoming[pid],
-                              outgoing=self.graph.outgoing[pid], auto_terminated=definition.auto_terminate,
-                              clock_ms=self._clock_ms, penalty_ms=0)
+        return ProcessSession(
+            component_id=pid,
+            component_type=definition.type,
+            committer=committer,
+            content=content,
+            shard=shard,
+            incoming=self.graph.incoming[pid],
+            outgoing=self.graph.outgoing[pid],
+            auto_terminated=definition.auto_terminate,
+            clock_ms=self._clock_ms,
+            penalty_ms=0,
+        )
 
     def _feed(self, inputs, input_port, shard, committer, content: ContentStore) -> None:
         inputs = list(inputs)
@@ -265,8 +303,10 @@ class StatelessFlow:
             if not progressed:
                 stuck = [pid for pid in self._order if any(q.count for q in graph.incoming[pid])]
                 if stuck:
-                    raise RuntimeError(f"processors {stuck} did not consume their input (penalized or "
-                                       "refused); the stateless transaction cannot finish")
+                    raise RuntimeError(
+                        f"processors {stuck} did not consume their input (penalized or "
+                        "refused); the stateless transaction cannot finish"
+                    )
                 return
         raise RuntimeError(f"the flow did not settle after {MAX_ROUNDS} rounds (a loop?)")
 

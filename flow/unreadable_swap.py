@@ -55,8 +55,10 @@ class RetryBackoff:
 
     def __post_init__(self):
         if self.first_ms < 1 or self.max_ms < self.first_ms:
-            raise ValueError(f"swap retry backoff: first ({self.first_ms} ms) must be positive and at most "
-                             f"the maximum ({self.max_ms} ms)")
+            raise ValueError(
+                f"swap retry backoff: first ({self.first_ms} ms) must be positive and at most "
+                f"the maximum ({self.max_ms} ms)"
+            )
 
     def delay_ms(self, failures: int) -> int:
         """The wait after the `failures`-th failure in a row (1: the first)."""
@@ -89,9 +91,19 @@ class ReadFailedDecision:
     log: bool  # write one line about it
 
 
-def on_read_failed(previous: UnreadableSwapFile | None, *, location: str, queue: str, flowfiles: int, size: int,
-                   reason: ReadFailure, error: str, quarantined: bool, now_ms: int,
-                   backoff: RetryBackoff) -> ReadFailedDecision:
+def on_read_failed(
+    previous: UnreadableSwapFile | None,
+    *,
+    location: str,
+    queue: str,
+    flowfiles: int,
+    size: int,
+    reason: ReadFailure,
+    error: str,
+    quarantined: bool,
+    now_ms: int,
+    backoff: RetryBackoff,
+) -> ReadFailedDecision:
     """A read of the swap file at `location` failed for `reason`; `previous` is its state
     if it was already set aside (None: it was in the queue's line, read for the first
     time), `quarantined` whether `location` is in the quarantine directory."""
@@ -99,8 +111,17 @@ def on_read_failed(previous: UnreadableSwapFile | None, *, location: str, queue:
     scheduled = previous is None or previous.due(now_ms)
     log = scheduled or previous.reason is not reason
     state = UnreadableSwapFile(
-        location, queue, flowfiles, size, reason, error, failures, quarantined,
-        previous.since_ms if previous is not None else now_ms, now_ms + backoff.delay_ms(failures))
+        location,
+        queue,
+        flowfiles,
+        size,
+        reason,
+        error,
+        failures,
+        quarantined,
+        previous.since_ms if previous is not None else now_ms,
+        now_ms + backoff.delay_ms(failures),
+    )
     return ReadFailedDecision(state, reason is ReadFailure.CORRUPT and not quarantined, log)
 
 
@@ -109,8 +130,17 @@ def quarantined(file: UnreadableSwapFile, location: str) -> UnreadableSwapFile:
     return replace(file, location=location, quarantined=True)
 
 
-def on_registered(*, location: str, queue: str, flowfiles: int, size: int, reason: ReadFailure, error: str,
-                  quarantined: bool, now_ms: int) -> UnreadableSwapFile:
+def on_registered(
+    *,
+    location: str,
+    queue: str,
+    flowfiles: int,
+    size: int,
+    reason: ReadFailure,
+    error: str,
+    quarantined: bool,
+    now_ms: int,
+) -> UnreadableSwapFile:
     """A restart found this file set aside (quarantined by an earlier run, or missing, or
     with an unreadable summary): in alarm at once, and tried at once (it may have been
     repaired while the node was down)."""
@@ -126,22 +156,32 @@ def alarm_text(file: UnreadableSwapFile, backoff: RetryBackoff) -> str:
     """What happened and what to do, for the operator. Never advice that drops FlowFiles."""
     held = f"its {file.flowfiles} FlowFiles ({file.size} bytes) of queue {file.queue!r}"
     kept = "stay recorded in the FlowFile WAL, unread, and the queue carries on without them"
-    retry = (f"it is read again after a backoff of {_seconds(backoff.first_ms)} doubling up to "
-             f"{_seconds(backoff.max_ms)}, or at once on POST {RETRY_PATH}")
+    retry = (
+        f"it is read again after a backoff of {_seconds(backoff.first_ms)} doubling up to "
+        f"{_seconds(backoff.max_ms)}, or at once on POST {RETRY_PATH}"
+    )
     if file.reason is ReadFailure.CORRUPT and file.quarantined:
-        return (f"swap file {file.location} is corrupt ({file.error}) and was moved into quarantine: {held} {kept}. "
-                f"Replace it there with a good copy of the same name (from a replica or a backup); {retry}. "
-                "Do not delete it: its FlowFiles would be lost.")
+        return (
+            f"swap file {file.location} is corrupt ({file.error}) and was moved into quarantine: {held} {kept}. "
+            f"Replace it there with a good copy of the same name (from a replica or a backup); {retry}. "
+            "Do not delete it: its FlowFiles would be lost."
+        )
     if file.reason is ReadFailure.CORRUPT:
-        return (f"swap file {file.location} is corrupt ({file.error}) and could not be moved into quarantine yet: "
-                f"{held} {kept}. Replace it with a good copy of the same name (from a replica or a backup); "
-                f"{retry}. Do not delete it: its FlowFiles would be lost.")
+        return (
+            f"swap file {file.location} is corrupt ({file.error}) and could not be moved into quarantine yet: "
+            f"{held} {kept}. Replace it with a good copy of the same name (from a replica or a backup); "
+            f"{retry}. Do not delete it: its FlowFiles would be lost."
+        )
     if file.reason is ReadFailure.MISSING:
-        return (f"swap file {file.location} is recorded in the FlowFile WAL but does not exist: {held} {kept}. "
-                "Put the file back at this path (from the data directory this one was moved or copied from, a "
-                f"replica or a backup); {retry}.")
-    return (f"swap file {file.location} could not be read ({file.error}): {held} {kept}. Check the storage it is on; "
-            f"{retry}.")
+        return (
+            f"swap file {file.location} is recorded in the FlowFile WAL but does not exist: {held} {kept}. "
+            "Put the file back at this path (from the data directory this one was moved or copied from, a "
+            f"replica or a backup); {retry}."
+        )
+    return (
+        f"swap file {file.location} could not be read ({file.error}): {held} {kept}. Check the storage it is on; "
+        f"{retry}."
+    )
 
 
 def _seconds(ms: int) -> str:

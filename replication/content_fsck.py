@@ -69,9 +69,15 @@ class FsckReport:
         return all(problem.repaired or problem.kind in NOTES for problem in self.problems)
 
     def to_dict(self) -> dict:
-        return {"replicas": self.replicas, "checked": self.checked, "skipped": self.skipped,
-                "verified": self.verified, "unverified": self.unverified, "ok": self.ok,
-                "problems": [asdict(problem) for problem in self.problems]}
+        return {
+            "replicas": self.replicas,
+            "checked": self.checked,
+            "skipped": self.skipped,
+            "verified": self.verified,
+            "unverified": self.unverified,
+            "ok": self.ok,
+            "problems": [asdict(problem) for problem in self.problems],
+        }
 
 
 def fsck_replicas(
@@ -93,24 +99,37 @@ def fsck_replicas(
         verified = [index for index, check in checks.items() if check.status == VERIFIED]
         if verified:
             report.verified += 1
-            _against_reference(replicas, resource, checks, max(verified, key=lambda i: (checks[i].covered, -i)),
-                               report, repair)
+            _against_reference(
+                replicas, resource, checks, max(verified, key=lambda i: (checks[i].covered, -i)), report, repair
+            )
         elif all(check.status == UNVERIFIED for check in checks.values()):
             report.unverified.append(resource.relative_path)
             _compare_unverified(replicas, resource, checks, report)
         else:
             for index, replica in enumerate(replicas):
                 check = checks.get(index)
-                problem = _damaged(check, "no replica holds a verified copy: nothing to repair it from") \
-                    if check is not None else FsckProblem(resource.relative_path, replica.name, "missing",
-                                                          "no replica holds a verified copy to repair it from")
+                problem = (
+                    _damaged(check, "no replica holds a verified copy: nothing to repair it from")
+                    if check is not None
+                    else FsckProblem(
+                        resource.relative_path,
+                        replica.name,
+                        "missing",
+                        "no replica holds a verified copy to repair it from",
+                    )
+                )
                 report.problems.append(problem)
     return report
 
 
-def _against_reference(replicas: Sequence[ContentRepository], resource: ResourceClaim,
-                       checks: dict[int, ResourceCheck], reference_index: int, report: FsckReport,
-                       repair: bool) -> None:
+def _against_reference(
+    replicas: Sequence[ContentRepository],
+    resource: ResourceClaim,
+    checks: dict[int, ResourceCheck],
+    reference_index: int,
+    report: FsckReport,
+    repair: bool,
+) -> None:
     reference = checks[reference_index]
     source = replicas[reference_index]
     for index, replica in enumerate(replicas):
@@ -118,24 +137,39 @@ def _against_reference(replicas: Sequence[ContentRepository], resource: Resource
             continue
         check = checks.get(index)
         if check is None:
-            problem = FsckProblem(resource.relative_path, replica.name, "missing",
-                                  f"{reference.length} bytes on {source.name}")
+            problem = FsckProblem(
+                resource.relative_path, replica.name, "missing", f"{reference.length} bytes on {source.name}"
+            )
         elif check.status != VERIFIED:
             problem = _damaged(check, f"{source.name} holds a verified copy")
-        elif check.records != reference.records[:len(check.records)]:
-            report.problems.append(FsckProblem(
-                resource.relative_path, replica.name, "differs",
-                f"its checksums say other bytes than {source.name}'s, and both copies verify: not repaired, "
-                "compare them by hand"))
+        elif check.records != reference.records[: len(check.records)]:
+            report.problems.append(
+                FsckProblem(
+                    resource.relative_path,
+                    replica.name,
+                    "differs",
+                    f"its checksums say other bytes than {source.name}'s, and both copies verify: not repaired, "
+                    "compare them by hand",
+                )
+            )
             continue
         elif check.covered < reference.covered:
-            problem = FsckProblem(resource.relative_path, replica.name, "short",
-                                  f"checksummed to byte {check.covered} of {reference.covered}")
+            problem = FsckProblem(
+                resource.relative_path,
+                replica.name,
+                "short",
+                f"checksummed to byte {check.covered} of {reference.covered}",
+            )
         else:
             if check.archived != reference.archived:
-                report.problems.append(FsckProblem(
-                    resource.relative_path, replica.name, "state",
-                    f"archived={check.archived} here, {reference.archived} on {source.name}"))
+                report.problems.append(
+                    FsckProblem(
+                        resource.relative_path,
+                        replica.name,
+                        "state",
+                        f"archived={check.archived} here, {reference.archived} on {source.name}",
+                    )
+                )
             continue
         if repair:
             _install(source, replica, resource, reference.archived)
@@ -147,8 +181,9 @@ def _damaged(check: ResourceCheck, detail: str) -> FsckProblem:
     blocks = [failure.describe() for failure in check.failures]
     if check.status == UNVERIFIED:
         blocks = ["no checksum file"]
-    return FsckProblem(check.resource.relative_path, check.replica, DAMAGED,
-                       f"{len(blocks)} bad range(s); {detail}", blocks=blocks)
+    return FsckProblem(
+        check.resource.relative_path, check.replica, DAMAGED, f"{len(blocks)} bad range(s); {detail}", blocks=blocks
+    )
 
 
 def _install(source: ContentRepository, target: ContentRepository, resource: ResourceClaim, archived: bool) -> None:
@@ -163,8 +198,9 @@ def _install(source: ContentRepository, target: ContentRepository, resource: Res
         handle.close()
 
 
-def _compare_unverified(replicas: Sequence[ContentRepository], resource: ResourceClaim,
-                        checks: dict[int, ResourceCheck], report: FsckReport) -> None:
+def _compare_unverified(
+    replicas: Sequence[ContentRepository], resource: ResourceClaim, checks: dict[int, ResourceCheck], report: FsckReport
+) -> None:
     """Copies of a format 0 resource, compared byte for byte with the longest one:
     differences are reported, never repaired (no checksum says which copy is right)."""
     reference_index = max(checks, key=lambda i: (checks[i].length, -i))
@@ -175,14 +211,32 @@ def _compare_unverified(replicas: Sequence[ContentRepository], resource: Resourc
             continue
         check = checks.get(index)
         if check is None:
-            report.problems.append(FsckProblem(resource.relative_path, replica.name, "missing",
-                                               f"{reference.length} bytes on {source.name}; {unverifiable}"))
+            report.problems.append(
+                FsckProblem(
+                    resource.relative_path,
+                    replica.name,
+                    "missing",
+                    f"{reference.length} bytes on {source.name}; {unverifiable}",
+                )
+            )
         elif _digest(replica, resource, check.length) != _digest(source, resource, check.length):
-            report.problems.append(FsckProblem(resource.relative_path, replica.name, "differs",
-                                               f"first {check.length} bytes differ from {source.name}; {unverifiable}"))
+            report.problems.append(
+                FsckProblem(
+                    resource.relative_path,
+                    replica.name,
+                    "differs",
+                    f"first {check.length} bytes differ from {source.name}; {unverifiable}",
+                )
+            )
         elif check.length < reference.length:
-            report.problems.append(FsckProblem(resource.relative_path, replica.name, "short",
-                                               f"{check.length} of {reference.length} bytes; {unverifiable}"))
+            report.problems.append(
+                FsckProblem(
+                    resource.relative_path,
+                    replica.name,
+                    "short",
+                    f"{check.length} of {reference.length} bytes; {unverifiable}",
+                )
+            )
 
 
 def _digest(repository: ContentRepository, resource: ResourceClaim, length: int) -> str:

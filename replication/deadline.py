@@ -57,8 +57,8 @@ class DeadlineRunner:
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
-        self._workers = 0   # alive: idle, running a call, or stuck in one
-        self._started = 0   # ever, for thread names
+        self._workers = 0  # alive: idle, running a call, or stuck in one
+        self._started = 0  # ever, for thread names
 
     def run(self, function: Callable[[], T], timeout: float | None) -> T:
         if timeout is None:
@@ -70,8 +70,10 @@ class DeadlineRunner:
             elif self._workers < self._max_workers:
                 self._start_worker()
             else:
-                raise DeadlineExceeded(f"all {self._workers} {self._name} workers are still blocked in calls past "
-                                       "their deadlines; the storage is not answering (refused without waiting)")
+                raise DeadlineExceeded(
+                    f"all {self._workers} {self._name} workers are still blocked in calls past "
+                    "their deadlines; the storage is not answering (refused without waiting)"
+                )
         self._calls.put(call)
         if not call.done.wait(timeout):
             raise DeadlineExceeded(f"the call did not return within {timeout:g} s")

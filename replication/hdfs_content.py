@@ -74,18 +74,27 @@ def open_hdfs_content_repository(
     keep_open: bool = False,
 ) -> ContentRepository:
     """`keep_open`: resource files stay open across syncs (see the module docstring)."""
-    config = dataclasses.replace(config or DEFAULT_HDFS_CONFIG, close_resources_on_sync=not keep_open,
-                                 close_in_background=keep_open)
+    config = dataclasses.replace(
+        config or DEFAULT_HDFS_CONFIG, close_resources_on_sync=not keep_open, close_in_background=keep_open
+    )
     root = hdfs_content_root(base, node)
     roots = {container: join(root, container) for container in containers}
     return ContentRepository(
-        roots, StorageResourceIO(storage, recover_open_files=recover_open_files), config, clock=clock,
-        name=name or f"hdfs:{node}", prepare=prepare
+        roots,
+        StorageResourceIO(storage, recover_open_files=recover_open_files),
+        config,
+        clock=clock,
+        name=name or f"hdfs:{node}",
+        prepare=prepare,
     )
 
 
 def open_hdfs_content_reader(
-    storage: Storage, base: str, node: str, containers: Iterable[str] = ("default",), *,
+    storage: Storage,
+    base: str,
+    node: str,
+    containers: Iterable[str] = ("default",),
+    *,
     recover_open_files: bool = False,
 ) -> ContentRepository:
     """Another node's claims on HDFS, for reading (after a takeover). Creates nothing.
@@ -94,5 +103,12 @@ def open_hdfs_content_reader(
     A claim in a file the node left open (its close failed after the claim was hsynced)
     is unreadable to hdfs-native until the file's lease is recovered; the reader then
     recovers it, which would also fence a writer that is still alive."""
-    return open_hdfs_content_repository(storage, base, node, containers, name=f"hdfs:{node}(adopted)", prepare=False,
-                                        recover_open_files=recover_open_files)
+    return open_hdfs_content_repository(
+        storage,
+        base,
+        node,
+        containers,
+        name=f"hdfs:{node}(adopted)",
+        prepare=False,
+        recover_open_files=recover_open_files,
+    )

@@ -82,6 +82,7 @@ def _timed_call(durations: CallDurations, operation: str, action: str, path: str
 def _timed(operation: str, action: str = ""):
     """Time a call of the decorated `HdfsStorage` method (first argument: the path);
     `action` is how a log line says it (the operation's name by default)."""
+
     def decorate(method):
         @functools.wraps(method)
         def timed(self, path, *args, **kwargs):
@@ -90,8 +91,11 @@ def _timed(operation: str, action: str = ""):
                 return method(self, path, *args, **kwargs)
             finally:
                 _timed_call(self.call_durations, operation, action or operation, path, started)
+
         return timed
+
     return decorate
+
 
 # Texts of hdfs-native errors that mean "this writer no longer owns the file".
 _LEASE_SIGNS = (
@@ -106,9 +110,18 @@ _LEASE_SIGNS = (
 )
 # A NameNode in safe mode (after a restart, until its DataNodes report) refuses every
 # change for a while: unavailable, retry later; not an error of the caller's.
-_UNAVAILABLE_SIGNS = ("Connection refused", "connection refused", "ConnectionRefused", "timed out", "broken pipe",
-                      "Broken pipe", "NoDataNodes", "could only be written to 0", "SafeModeException",
-                      "RPC listener disconnected")
+_UNAVAILABLE_SIGNS = (
+    "Connection refused",
+    "connection refused",
+    "ConnectionRefused",
+    "timed out",
+    "broken pipe",
+    "Broken pipe",
+    "NoDataNodes",
+    "could only be written to 0",
+    "SafeModeException",
+    "RPC listener disconnected",
+)
 _FULL_SIGNS = ("DSQuotaExceededException", "NSQuotaExceededException", "No space left", "DiskOutOfSpace")
 
 
@@ -148,8 +161,10 @@ def _translate(error: BaseException, path: str, action: str, *, writing: bool = 
             "of its pipeline failed. Stop writing: the unsynced bytes were not persisted",
             path,
         )
-    if isinstance(error, (ConnectionError, TimeoutError)) or any(sign in text for sign in _UNAVAILABLE_SIGNS) or (
-        isinstance(error, OSError) and error.errno is not None
+    if (
+        isinstance(error, (ConnectionError, TimeoutError))
+        or any(sign in text for sign in _UNAVAILABLE_SIGNS)
+        or (isinstance(error, OSError) and error.errno is not None)
     ):
         return StorageUnavailable(
             f"cannot {action} hdfs:{path}: HDFS is unavailable ({text}); check the "
@@ -259,8 +274,15 @@ class HdfsWritableFile:
     Lock plan: `_lock` guards `_writer`, `_refusal` and `_closed`, for a few operations;
     it is never held across a call into hdfs-native."""
 
-    def __init__(self, path: str, writer: hdfs_native.FileWriter, position: int,
-                 runner: DeadlineRunner, timeout: float | None, durations: CallDurations):
+    def __init__(
+        self,
+        path: str,
+        writer: hdfs_native.FileWriter,
+        position: int,
+        runner: DeadlineRunner,
+        timeout: float | None,
+        durations: CallDurations,
+    ):
         self.path = path
         self._writer = writer.inner
         io.RawIOBase.close(writer)  # marks the wrapper closed without calling its close()
@@ -353,7 +375,9 @@ class HdfsWritableFile:
             if not isinstance(self._refusal, StorageAbandoned):
                 self._refusal = StorageAbandoned(
                     f"cannot write hdfs:{self.path}: it was abandoned ({reason}); this writer never writes again. "
-                    "Its unsynced bytes are lost, and whoever adopts it recovers its lease", self.path)
+                    "Its unsynced bytes are lost, and whoever adopts it recovers its lease",
+                    self.path,
+                )
         if writer is not None:
             _ABANDONED_WRITERS.hand_over(writer)
 
@@ -477,9 +501,15 @@ class _NewFile:
                     self._written = None  # given up: its caller's close, say, is not retried again
                     raise
                 attempt += 1
-                log.info("hdfs: %s %s failed before its first sync (%s); making it again on another pipeline "
-                         "(file %d of at most %d)", action, self.path, str(error).splitlines()[0][:300], attempt,
-                         NEW_FILE_ATTEMPTS)
+                log.info(
+                    "hdfs: %s %s failed before its first sync (%s); making it again on another pipeline "
+                    "(file %d of at most %d)",
+                    action,
+                    self.path,
+                    str(error).splitlines()[0][:300],
+                    attempt,
+                    NEW_FILE_ATTEMPTS,
+                )
                 time.sleep(NEW_FILE_PAUSE_S)
 
     def _remake(self) -> None:
@@ -493,8 +523,9 @@ class _NewFile:
                 self._file = file
         if abandoned:
             _abandon(file, "abandoned while it was made again")
-            raise StorageAbandoned(f"cannot write hdfs:{self.path}: it was abandoned while it was made again",
-                                   self.path)
+            raise StorageAbandoned(
+                f"cannot write hdfs:{self.path}: it was abandoned while it was made again", self.path
+            )
         self._piped_at = None
         for chunk in self._written or ():
             file.write(chunk)
@@ -582,8 +613,11 @@ class _NameNodeClient:
             except DeadlineExceeded:
                 if self._client is client:
                     self._client = self._make()
-                raise TimeoutError(f"the NameNode timed out: no answer to {name} within {self._timeout:g} s; "
-                                   "the client connects again for the next call") from None
+                raise TimeoutError(
+                    f"the NameNode timed out: no answer to {name} within {self._timeout:g} s; "
+                    "the client connects again for the next call"
+                ) from None
+
         return call
 
 
@@ -607,8 +641,9 @@ class HdfsStorage:
 
     scheme = "hdfs"
 
-    def __init__(self, url: str, config: dict[str, str] | None = None, *,
-                 io_timeout: float | None = DEFAULT_IO_TIMEOUT):
+    def __init__(
+        self, url: str, config: dict[str, str] | None = None, *, io_timeout: float | None = DEFAULT_IO_TIMEOUT
+    ):
         self.url = url.rstrip("/")
         self._config = {**FAIL_FAST_CONFIG, **(config or {})}
         # The longest a write, hsync or close may block before the writer is abandoned (a
@@ -617,8 +652,11 @@ class HdfsStorage:
         # How long a new file is made again after its first pipeline failed (`_NewFile`).
         self.retry_budget = io_timeout if io_timeout is not None else NEW_FILE_RETRY_BUDGET_S
         self._runner = DeadlineRunner(f"hdfs-io-{urllib.parse.urlparse(self.url).port}")
-        self._client = _NameNodeClient(lambda: hdfs_native.Client(self.url, self._config), self._runner,
-                                       None if io_timeout is None else max(io_timeout, NAMENODE_TIMEOUT_MIN))
+        self._client = _NameNodeClient(
+            lambda: hdfs_native.Client(self.url, self._config),
+            self._runner,
+            None if io_timeout is None else max(io_timeout, NAMENODE_TIMEOUT_MIN),
+        )
         self._arrow = None
         self._arrow_lock = threading.Lock()
         # Every call's duration, failed ones too (the admin API publishes them).

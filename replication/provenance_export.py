@@ -80,8 +80,12 @@ class ProvenanceExporter:
                 done.event_files += 1
             except Exception as error:  # noqa: BLE001 - logged and retried; never up into the repository
                 done.error = f"{type(error).__name__}: {error}"
-                log.error("provenance export of event file %s to %s stopped, retried later: %s",
-                          entry.first_id, self.root, done.error.splitlines()[0][:300])
+                log.error(
+                    "provenance export of event file %s to %s stopped, retried later: %s",
+                    entry.first_id,
+                    self.root,
+                    done.error.splitlines()[0][:300],
+                )
                 break
         return done
 
@@ -155,8 +159,9 @@ class ProvenanceExportThread:
 
     def start(self, repository) -> None:
         self._wake.set()  # export what an earlier run left pending
-        self._thread = threading.Thread(target=self._run, args=(repository,), daemon=True,
-                                        name=f"provenance-export {self.exporter.node}")
+        self._thread = threading.Thread(
+            target=self._run, args=(repository,), daemon=True, name=f"provenance-export {self.exporter.node}"
+        )
         self._thread.start()
 
     def wake(self, _entry=None) -> None:

@@ -141,7 +141,7 @@ class ReplicatedWriter(ClaimWriter):
                 if index in self._owner.required:
                     self._open = False
                     self._undo(done)
-                    for other in order[position + 1:]:
+                    for other in order[position + 1 :]:
                         if self._writers[other] is not None:
                             self._writers[other].abort()
                     raise
@@ -179,9 +179,15 @@ class ReplicatedWriter(ClaimWriter):
 def _what_is_wrong(replica, error: ContentRepositoryError) -> str:
     name = getattr(replica, "name", str(replica))
     if isinstance(error, ContentCorrupted) and error.ranges:
-        return name + " (" + ", ".join(
-            f"{f'bytes {start}..{end}' if end is not None else f'from byte {start}'}: {why}"
-            for _where, start, end, why in error.ranges) + ")"
+        return (
+            name
+            + " ("
+            + ", ".join(
+                f"{f'bytes {start}..{end}' if end is not None else f'from byte {start}'}: {why}"
+                for _where, start, end, why in error.ranges
+            )
+            + ")"
+        )
     return f"{name} ({error})"
 
 
@@ -196,8 +202,9 @@ class FailoverClaimReader(io.RawIOBase):
 
     _FALL_BACK_ON = (ContentNotFound, ContentTruncated, ContentUnavailable, ContentCorrupted)
 
-    def __init__(self, name: str, claim: ContentClaim, offset: int, length: int | None,
-                 candidates: Sequence, before_open=None):
+    def __init__(
+        self, name: str, claim: ContentClaim, offset: int, length: int | None, candidates: Sequence, before_open=None
+    ):
         super().__init__()
         self._before_open = before_open  # (repository, claim) -> None, before a candidate is opened
         self._name = name
@@ -240,9 +247,14 @@ class FailoverClaimReader(io.RawIOBase):
     def _log_fallback(self) -> None:
         self._unlogged = False
         damaged = [(r, e) for r, e in self._failures if isinstance(e, (ContentCorrupted, ContentTruncated))]
-        log.warning("%s: claim %s is damaged on %s; read it from %s instead. Mend the damaged copy with "
-                    "`custody content fsck --repair`", self._name, self._describe(),
-                    "; ".join(_what_is_wrong(r, e) for r, e in damaged), self._source.name)
+        log.warning(
+            "%s: claim %s is damaged on %s; read it from %s instead. Mend the damaged copy with "
+            "`custody content fsck --repair`",
+            self._name,
+            self._describe(),
+            "; ".join(_what_is_wrong(r, e) for r, e in damaged),
+            self._source.name,
+        )
 
     def _exhausted(self) -> ContentRepositoryError:
         kinds = {type(error) for _r, error in self._failures}
@@ -250,15 +262,20 @@ class FailoverClaimReader(io.RawIOBase):
         if ContentUnavailable in kinds:
             # A replica that did not answer may hold an intact copy: the read is worth
             # retrying, and the FlowFile must not be judged unreadable (failure) for it.
-            return ContentUnavailable(f"claim {self._describe()} cannot be read now, and a replica that did not answer "
-                                      f"may hold it intact: {errors}", claim=self._claim)
+            return ContentUnavailable(
+                f"claim {self._describe()} cannot be read now, and a replica that did not answer "
+                f"may hold it intact: {errors}",
+                claim=self._claim,
+            )
         if ContentCorrupted in kinds:
             return ContentCorrupted(
                 f"no replica holds an intact copy of claim {self._describe()}: "
                 + "; ".join(_what_is_wrong(r, e) for r, e in self._failures)
                 + ". Nothing unverified was returned. Restore the resource file from a backup (then run "
                 "`custody content fsck --repair`), or drop the FlowFiles that reference the claim",
-                claim=self._claim, ranges=tuple(r for _r, e in self._failures for r in getattr(e, "ranges", ())))
+                claim=self._claim,
+                ranges=tuple(r for _r, e in self._failures for r in getattr(e, "ranges", ())),
+            )
         # Say the most telling thing: a torn claim beats plain absence.
         kind = ContentTruncated if ContentTruncated in kinds else ContentNotFound
         return kind(f"no replica holds {self._describe()}: {errors}", claim=self._claim)
@@ -287,7 +304,7 @@ class FailoverClaimReader(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         data = self.read1(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def read(self, size: int = -1) -> bytes:
@@ -333,12 +350,14 @@ class ReplicatingContentRepository(ContentStore):
             raise ContentRepositoryError(
                 f"replicas checksum claims in blocks of different sizes ({block_sizes}): their checksum "
                 "files would differ and fsck could not compare them; give every replica the same "
-                "checksum_block_size")
+                "checksum_block_size"
+            )
         sizes = {replica.name: replica.config.max_appendable_claim_size for replica in self.replicas}
         if len(set(sizes.values())) > 1:
             raise ContentRepositoryError(
                 f"replicas fill resources to different sizes ({sizes}): one would retire a resource the "
-                "leader still appends to; give every replica the same max_appendable_claim_size")
+                "leader still appends to; give every replica the same max_appendable_claim_size"
+            )
         self.sync_on_close = self.replicas[0].config.sync_on_close if sync_on_close is None else sync_on_close
         # If any replica must close files to make them readable (HDFS), all retire
         # resources together, or the leader would append where a follower cannot.
@@ -375,8 +394,12 @@ class ReplicatingContentRepository(ContentStore):
             # docstring), so a follower never holds the leader's next resource retired
             # or elsewhere. Should one, nothing was written yet: the resource was retired
             # on every replica, so a second try starts a new one.
-            log.warning("%s: %s (the replicas retired it at different moments, which they should never do); "
-                        "writing to another resource", self.name, error)
+            log.warning(
+                "%s: %s (the replicas retired it at different moments, which they should never do); "
+                "writing to another resource",
+                self.name,
+                error,
+            )
             return self._write()
 
     def _write(self) -> ReplicatedWriter:
@@ -406,8 +429,9 @@ class ReplicatingContentRepository(ContentStore):
             self._degrade(index, resource, error)
         return ReplicatedWriter(self, writers)
 
-    def _follow(self, leader: ContentWriter) -> tuple[list[ContentWriter | None],
-                                                        list[tuple[int, ContentRepositoryError]]]:
+    def _follow(
+        self, leader: ContentWriter
+    ) -> tuple[list[ContentWriter | None], list[tuple[int, ContentRepositoryError]]]:
         """Each follower's writer of the leader's resource at its offset (None where it
         failed), and the failures. Stops at the first required follower that fails."""
         writers: list[ContentWriter | None] = [leader]
@@ -492,8 +516,13 @@ class ReplicatingContentRepository(ContentStore):
 
     def _degrade(self, index: int, resource: ResourceClaim | None, error: Exception) -> None:
         where = resource.relative_path if resource else "sync"
-        log.warning("%s: optional replica %s missed %s: %s (run `custody content fsck`)",
-                    self.name, self.replicas[index].name, where, error)
+        log.warning(
+            "%s: optional replica %s missed %s: %s (run `custody content fsck`)",
+            self.name,
+            self.replicas[index].name,
+            where,
+            error,
+        )
         with self._lock:
             self._degraded.setdefault(index, []).append(f"{where}: {error}")
         if resource is not None:
@@ -506,14 +535,24 @@ class ReplicatingContentRepository(ContentStore):
     # ---------------------------------------------------------------- reading
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> FailoverClaimReader:
-        return FailoverClaimReader(self.name, claim, offset, length, [*self.replicas, *self._fallbacks],
-                                   self._before_open if self._keeps_open else None)
+        return FailoverClaimReader(
+            self.name,
+            claim,
+            offset,
+            length,
+            [*self.replicas, *self._fallbacks],
+            self._before_open if self._keeps_open else None,
+        )
 
     def _before_open(self, repository, claim: ContentClaim) -> None:
         # A follower that keeps resource files open (HDFS) cannot serve a claim of a
         # resource it still has open: make it readable first.
-        if repository is not self.leader and repository in self.replicas \
-                and repository.config.close_in_background and claim.resource in repository.open_resources():
+        if (
+            repository is not self.leader
+            and repository in self.replicas
+            and repository.config.close_in_background
+            and claim.resource in repository.open_resources()
+        ):
             self.seal(claim.resource)
 
     def seal(self, resource: ResourceClaim, timeout: float = SEAL_TIMEOUT_S) -> bool:
@@ -533,18 +572,24 @@ class ReplicatingContentRepository(ContentStore):
         deadline = time.monotonic() + timeout
         resources = set(resources)
         while True:
-            holding = {replica: open_here for replica in self.replicas
-                       if (open_here := resources & replica.open_resources())}
+            holding = {
+                replica: open_here for replica in self.replicas if (open_here := resources & replica.open_resources())
+            }
             if not holding:
                 return set()
             still_open = set().union(*holding.values())
             left = deadline - time.monotonic()
             if left <= 0:
                 named = sorted(resource.relative_path for resource in still_open)
-                log.warning("%s: %s %s still open on %s after %.0fs; %s cannot be read from there yet",
-                            self.name, ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else ""),
-                            "is" if len(named) == 1 else "are", ", ".join(r.name for r in holding), timeout,
-                            "its claims" if len(named) == 1 else "their claims")
+                log.warning(
+                    "%s: %s %s still open on %s after %.0fs; %s cannot be read from there yet",
+                    self.name,
+                    ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else ""),
+                    "is" if len(named) == 1 else "are",
+                    ", ".join(r.name for r in holding),
+                    timeout,
+                    "its claims" if len(named) == 1 else "their claims",
+                )
                 return still_open
             for resource in still_open:
                 # A resource a writer holds on the leader is retired as it lets go of it,
@@ -557,8 +602,11 @@ class ReplicatingContentRepository(ContentStore):
                     replica.sync(retire=False)  # closes what was retired; retires nothing of its own
                 except ContentRepositoryError as error:
                     log.info("%s: a sync to seal %d resource(s) failed: %s", self.name, len(still_open), error)
-            closed = [replica.wait_closed(resource, max(0.0, min(deadline - time.monotonic(), SEAL_POLL_S)))
-                      for replica, open_here in holding.items() for resource in open_here]
+            closed = [
+                replica.wait_closed(resource, max(0.0, min(deadline - time.monotonic(), SEAL_POLL_S)))
+                for replica, open_here in holding.items()
+                for resource in open_here
+            ]
             if all(closed) and any(resources & replica.open_resources() for replica in self.replicas):
                 time.sleep(SEAL_POLL_S)  # a writer is in the middle of a claim in one: poll
 

@@ -47,8 +47,7 @@ class ResourceClaim:
         _check_name("resource id", self.id)
         if not isinstance(self.section, int) or not 0 <= self.section < SECTIONS_PER_CONTAINER:
             raise InvalidClaimError(
-                f"invalid section {self.section!r} in a content claim: must be 0.."
-                f"{SECTIONS_PER_CONTAINER - 1}"
+                f"invalid section {self.section!r} in a content claim: must be 0..{SECTIONS_PER_CONTAINER - 1}"
             )
         object.__setattr__(self, "_hash", hash((self.container, self.section, self.id)))
 

@@ -47,10 +47,10 @@ class Counter:
 
 
 class HistogramSnapshot(NamedTuple):
-    bounds: tuple[float, ...]    # upper bounds (inclusive), without +Inf
+    bounds: tuple[float, ...]  # upper bounds (inclusive), without +Inf
     cumulative: tuple[int, ...]  # observations <= each bound
-    count: int                   # every observation (the +Inf bucket)
-    sum: float                   # seconds, over every observation
+    count: int  # every observation (the +Inf bucket)
+    sum: float  # seconds, over every observation
 
 
 class LatencyHistogram:

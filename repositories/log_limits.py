@@ -31,8 +31,13 @@ MAX_KINDS = 1024
 
 
 class LimitedLog:
-    def __init__(self, logger: logging.Logger, interval: float = DEFAULT_INTERVAL_S, *,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        logger: logging.Logger,
+        interval: float = DEFAULT_INTERVAL_S,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         if interval <= 0:
             raise ValueError("interval must be positive")
         self.logger = logger

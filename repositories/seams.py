@@ -41,14 +41,19 @@ class UnknownSeam(TypeError):
 
     def __init__(self, owner: str, names: list[str], known: frozenset[str]):
         self.owner, self.names, self.known = owner, names, known
-        super().__init__(f"{owner}: {', '.join(repr(n) for n in names)} "
-                         f"{'is not a fault seam' if len(names) == 1 else 'are not fault seams'}; "
-                         f"the seams are {', '.join(sorted(known)) or '(none)'}")
+        super().__init__(
+            f"{owner}: {', '.join(repr(n) for n in names)} "
+            f"{'is not a fault seam' if len(names) == 1 else 'are not fault seams'}; "
+            f"the seams are {', '.join(sorted(known)) or '(none)'}"
+        )
 
 
 def _public_callables(namespace: Mapping[str, object]) -> set[str]:
-    return {name for name, value in namespace.items()
-            if not name.startswith("_") and (callable(value) or isinstance(value, (classmethod, staticmethod)))}
+    return {
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, (classmethod, staticmethod)))
+    }
 
 
 class FaultSeams:
@@ -68,8 +73,9 @@ class FaultSeams:
         if unknown:
             raise UnknownSeam(cls.__qualname__, unknown, inherited)
 
-    def __init__(self, handlers: Mapping[str, Callable[..., None]] | None = None, /,
-                 **more: Callable[..., None]) -> None:
+    def __init__(
+        self, handlers: Mapping[str, Callable[..., None]] | None = None, /, **more: Callable[..., None]
+    ) -> None:
         chosen = {**(handlers or {}), **more}
         unknown = sorted(set(chosen) - self._seams)
         if unknown:

@@ -178,8 +178,10 @@ def chromium():
     Module scope: Playwright's sync API keeps an event loop of its own on the main
     thread while it runs, which no test outside the module should meet."""
     if not os.path.exists(CHROMIUM):
-        service_unavailable("Chromium", FileNotFoundError(f"{CHROMIUM} is missing; `custody services install` "
-                                                          "installs Debian's chromium"))
+        service_unavailable(
+            "Chromium",
+            FileNotFoundError(f"{CHROMIUM} is missing; `custody services install` installs Debian's chromium"),
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -262,8 +264,9 @@ def small_tmpfs(tmp_path):
     def mount(size: str) -> Path:
         mount_point = tmp_path / f"tmpfs-{len(mounted_points)}"
         mount_point.mkdir()
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)], capture_output=True, text=True
+        )
         if result.returncode != 0:
             service_unavailable(f"a {size} tmpfs", RuntimeError(result.stderr.strip() or "mount failed (needs root)"))
         mounted_points.append(mount_point)

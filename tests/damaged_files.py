@@ -43,9 +43,13 @@ KINDS = ("flip", "overwrite", "zero", "truncate", "insert", "duplicate")
 
 
 def fuzz_settings(examples: int):
-    return settings(max_examples=examples * SCALE, deadline=None, database=None, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=examples * SCALE,
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    )
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,9 @@ class Damage:
     def apply(self, content: bytes) -> bytes:
         at, end = self.offset, self.offset + self.length
         if self.kind == "flip":
-            return content[:at] + bytes([content[at] ^ self.data[0]]) + content[at + 1:]
+            return content[:at] + bytes([content[at] ^ self.data[0]]) + content[at + 1 :]
         if self.kind == "overwrite":
-            return content[:at] + self.data[:len(content) - at] + content[at + len(self.data):]
+            return content[:at] + self.data[: len(content) - at] + content[at + len(self.data) :]
         if self.kind == "zero":
             return content[:at] + bytes(len(content[at:end])) + content[end:]
         if self.kind == "truncate":

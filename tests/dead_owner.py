@@ -151,8 +151,9 @@ def work(storage: StallingStorage, handle, scenario: str, records: int, prefix: 
         store = SwapStore(storage, handle.swap_directory)
         storage.arm("/swap/", prefix)
         summary = store.write(QUEUE, swapped)
-        wal.update([SwapOut(SwapFile(summary.location, QUEUE, summary.count, summary.size),
-                            tuple(r.id for r in swapped))])
+        wal.update(
+            [SwapOut(SwapFile(summary.location, QUEUE, summary.count, summary.size), tuple(r.id for r in swapped))]
+        )
     say("READY")
     threading.Event().wait()
 
@@ -163,9 +164,13 @@ def run_wal(args, storage: StallingStorage) -> None:
         storage.mkdir(layout.hdfs_shards, parents=True, exist_ok=True)
     if args.scenario == "flow":
         storage.arm("flow.json", args.prefix)
-    handle = open_home_shard(storage, layout, own.new_shard(args.shard, args.shard, args.epoch, at=0.0,
-                                                            flow=FlowSnapshot(FLOW).version),
-                             OPTIONS, FlowSnapshot(FLOW))
+    handle = open_home_shard(
+        storage,
+        layout,
+        own.new_shard(args.shard, args.shard, args.epoch, at=0.0, flow=FlowSnapshot(FLOW).version),
+        OPTIONS,
+        FlowSnapshot(FLOW),
+    )
     work(storage, handle, args.scenario, args.records, args.prefix)
 
 
@@ -176,8 +181,11 @@ class _OwnerRuntime:
         self.storage, self.handle, self.args = storage, handle, args
 
     def recover(self) -> None:
-        thread = threading.Thread(target=work, args=(self.storage, self.handle, self.args.scenario, self.args.records,
-                                                     self.args.prefix), daemon=True)
+        thread = threading.Thread(
+            target=work,
+            args=(self.storage, self.handle, self.args.scenario, self.args.records, self.args.prefix),
+            daemon=True,
+        )
         thread.start()
         thread.join()
 
@@ -214,8 +222,16 @@ def run_member(args, storage: StallingStorage) -> None:
     clients = ClientFactory(ZooKeeperSettings(args.zk, args.session_timeout, credentials=credentials))
     if args.scenario == "flow":
         storage.arm("flow.json", args.prefix)
-    config = MemberConfig(zk_hosts=args.zk, cluster=args.cluster, node=args.node, session_timeout=args.session_timeout,
-                          hdfs_root=args.root, lead=False, wal=OPTIONS, flow=FlowSnapshot(FLOW))
+    config = MemberConfig(
+        zk_hosts=args.zk,
+        cluster=args.cluster,
+        node=args.node,
+        session_timeout=args.session_timeout,
+        hdfs_root=args.root,
+        lead=False,
+        wal=OPTIONS,
+        flow=FlowSnapshot(FLOW),
+    )
     member = ClusterMember(config, storage, lambda handle: _OwnerRuntime(storage, handle, args), clients=clients)
     # As a node waits before it takes an incarnation: until HDFS takes writes (a fresh
     # HDFS may have no DataNode registered yet).
@@ -253,9 +269,14 @@ class OwnerProcess:
         import queue
         import subprocess
 
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.dead_owner", *argv], cwd=cwd,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.dead_owner", *argv],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self._lines: queue.Queue = queue.Queue()
         self.said: list[str] = []
         threading.Thread(target=self._read, name="dead-owner stdout", daemon=True).start()

@@ -33,8 +33,9 @@ CONTENT_CONFIG = ContentRepositoryConfig(max_appendable_claim_size=1, archive=Ar
 
 
 class DurableShard:
-    def __init__(self, storage, root: str, content_directory: str, *, partitions: int = 2, threshold: int = 4,
-                 batch: int = 2):
+    def __init__(
+        self, storage, root: str, content_directory: str, *, partitions: int = 2, threshold: int = 4, batch: int = 2
+    ):
         self.storage, self.root, self.content_directory = storage, root, content_directory
         self.partitions, self.threshold, self.batch = partitions, threshold, batch
         self._clock = itertools.count(1_000)
@@ -42,10 +43,10 @@ class DurableShard:
 
     def open(self) -> None:
         """Open and recover everything from storage, as a restarted node does."""
-        self.queue = FlowFileQueue(QUEUE, swap_threshold=self.threshold, swap_batch=self.batch,
-                                   clock_ms=self.clock_ms)
-        self.shard = open_shard(self.storage, self.root, "s", [self.queue], partitions=self.partitions,
-                                checkpoint_interval=None)
+        self.queue = FlowFileQueue(QUEUE, swap_threshold=self.threshold, swap_batch=self.batch, clock_ms=self.clock_ms)
+        self.shard = open_shard(
+            self.storage, self.root, "s", [self.queue], partitions=self.partitions, checkpoint_interval=None
+        )
         self.content = open_filesystem_content_repository([self.content_directory], CONTENT_CONFIG)
         self.recovery = self.shard.recover()
         self.content_recovery = self.content.recover(self.recovery.live_claims)
@@ -56,9 +57,17 @@ class DurableShard:
         return next(self._clock)
 
     def session(self) -> ProcessSession:
-        return ProcessSession(component_id="p", component_type="Test", committer=self.committer,
-                              content=self.content, shard=self.shard, incoming=[self.queue],
-                              outgoing={"success": [self.queue]}, clock_ms=self.clock_ms, penalty_ms=0)
+        return ProcessSession(
+            component_id="p",
+            component_type="Test",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=[self.queue],
+            outgoing={"success": [self.queue]},
+            clock_ms=self.clock_ms,
+            penalty_ms=0,
+        )
 
     def create(self, payloads, effects: dict | None = None) -> dict:
         """New FlowFiles with these contents, in one commit; `effects` (if given) is

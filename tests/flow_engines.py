@@ -20,9 +20,13 @@ def source_to_sink(tmp_path, source_class, sink_class, *, source: str = "source"
     registry = standard_registry()
     registry.register(source_class)
     registry.register(sink_class)
-    definition = parse_flow({
-        "processors": [{"id": source, "type": source_class.type_name}, {"id": sink, "type": sink_class.type_name}],
-        "connections": [{"id": "in", "source": source, "destination": sink}]}, registry=registry)
+    definition = parse_flow(
+        {
+            "processors": [{"id": source, "type": source_class.type_name}, {"id": sink, "type": sink_class.type_name}],
+            "connections": [{"id": "in", "source": source, "destination": sink}],
+        },
+        registry=registry,
+    )
     graph = FlowGraph(definition)
     shard = open_shard(LocalStorage(), str(tmp_path / "shard"), "s", graph.queues.values(), checkpoint_interval=None)
     shard.recover()

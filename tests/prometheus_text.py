@@ -9,8 +9,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-NOT_BASE_UNITS = ("_ms", "_milliseconds", "_microseconds", "_minutes", "_hours", "_kb", "_kilobytes",
-                  "_mb", "_megabytes", "_percent")
+NOT_BASE_UNITS = (
+    "_ms",
+    "_milliseconds",
+    "_microseconds",
+    "_minutes",
+    "_hours",
+    "_kb",
+    "_kilobytes",
+    "_mb",
+    "_megabytes",
+    "_percent",
+)
 
 
 def families(text: str) -> dict:
@@ -30,14 +40,20 @@ def naming_problems(found: dict) -> list[str]:
         for sample in family.samples:
             if family.type == "counter" and not sample.name.endswith(("_total", "_created")):
                 problems.append(f"{sample.name}: a counter's sample must end in _total")
-            problems += [f"{sample.name}: label {label!r} is not a valid name" for label in sample.labels
-                         if not LABEL_NAME.match(label) or label.startswith("__")]
+            problems += [
+                f"{sample.name}: label {label!r} is not a valid name"
+                for label in sample.labels
+                if not LABEL_NAME.match(label) or label.startswith("__")
+            ]
     return problems
 
 
 def value(found: dict, name: str, suffix: str = "", **labels) -> float:
     """The one sample `name + suffix` whose labels include `labels`."""
-    matching = [sample.value for sample in found[name].samples
-                if sample.name == name + suffix and all(sample.labels.get(k) == v for k, v in labels.items())]
+    matching = [
+        sample.value
+        for sample in found[name].samples
+        if sample.name == name + suffix and all(sample.labels.get(k) == v for k, v in labels.items())
+    ]
     assert len(matching) == 1, (name, suffix, labels, found[name].samples)
     return matching[0]

@@ -23,9 +23,9 @@ from repositories.storage import LocalStorage, StorageAbandoned, StorageUnavaila
 
 @dataclass
 class Stall:
-    operation: str        # "sync", "write", "create" or "close"
-    path: str             # a part of the path it applies to
-    fail: bool = False    # when released: raise StorageUnavailable instead of going on
+    operation: str  # "sync", "write", "create" or "close"
+    path: str  # a part of the path it applies to
+    fail: bool = False  # when released: raise StorageUnavailable instead of going on
     entered: threading.Event = field(default_factory=threading.Event)
     released: threading.Event = field(default_factory=threading.Event)
 

@@ -59,8 +59,10 @@ def normal_host(text: str) -> str:
     except ValueError:
         pass
     if not host or any(c in host for c in "/:@?#[] \t") or not all(c.isalnum() or c in "-._" for c in host):
-        raise HostNameRefused(f"{text!r} is not a host name or address (write it bare: no scheme, port or path, "
-                              f"e.g. custody1.example.org or 10.0.0.5)")
+        raise HostNameRefused(
+            f"{text!r} is not a host name or address (write it bare: no scheme, port or path, "
+            f"e.g. custody1.example.org or 10.0.0.5)"
+        )
     return host
 
 

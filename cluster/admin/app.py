@@ -51,9 +51,12 @@ log = logging.getLogger(__name__)
 
 
 def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAPI:
-    app = FastAPI(title=f"custody admin API ({control.name})", version="1",
-                  description="The admin API of one custody node: the cluster as ZooKeeper holds it, this node's "
-                              "shards, queues and provenance, and control.")
+    app = FastAPI(
+        title=f"custody admin API ({control.name})",
+        version="1",
+        description="The admin API of one custody node: the cluster as ZooKeeper holds it, this node's "
+        "shards, queues and provenance, and control.",
+    )
     app.state.control = control
     app.state.tokens = tokens or Tokens.disabled()
     app.state.metrics = metrics or NodeMetrics(control)
@@ -67,6 +70,7 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     def answer_with(status: int):
         async def handler(_request, error: Exception):
             return problem(status, str(error))
+
         return handler
 
     for error_class, status in ((NotFound, 404), (Conflict, 409), (Invalid, 422), (Unavailable, 503)):
@@ -97,10 +101,14 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
         # Starlette names those of the first route of the path only.
         headers = error.headers
         if error.status_code == 405:
-            allowed = sorted({method for route in request.app.routes
-                              if getattr(route, "path_regex", None) is not None
-                              and route.path_regex.match(request.url.path)
-                              for method in (getattr(route, "methods", None) or ())})
+            allowed = sorted(
+                {
+                    method
+                    for route in request.app.routes
+                    if getattr(route, "path_regex", None) is not None and route.path_regex.match(request.url.path)
+                    for method in (getattr(route, "methods", None) or ())
+                }
+            )
             headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         return problem(error.status_code, str(error.detail), headers)
 

@@ -54,8 +54,13 @@ def requires(role: str):
     # async: a few hash comparisons, done on the event loop rather than after a hop to
     # the thread pool (which costs more than the check, on every request).
     async def check(request: Request, _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> str:
-        return authorize(request.app.state.tokens, request.headers.get("authorization"), role,
-                         method=request.method, path=request.url.path)
+        return authorize(
+            request.app.state.tokens,
+            request.headers.get("authorization"),
+            role,
+            method=request.method,
+            path=request.url.path,
+        )
 
     check.role = role  # what `role_needed` finds
     return check

@@ -38,8 +38,9 @@ def admin_url(config) -> str:
     return f"{scheme}://{host}:{config.admin_port}"
 
 
-def call(url: str, method: str = "GET", *, timeout: float = 30.0, token: str | None = None,
-         body: dict | None = None) -> tuple[int, dict]:
+def call(
+    url: str, method: str = "GET", *, timeout: float = 30.0, token: str | None = None, body: dict | None = None
+) -> tuple[int, dict]:
     """(status, JSON answer) of one call; `token` defaults to the environment's."""
     data = json.dumps(body).encode() if body is not None else (b"" if method == "POST" else None)
     request = urllib.request.Request(url, method=method, data=data)
@@ -70,8 +71,11 @@ def node_action(base: str, action: str, *, wait_s: float, command: str) -> int:
         status, body = call(url, "POST", timeout=timeout)
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        print(f"{command} {action}: the admin API at {base} did not answer ({reason}); "
-              "is the node running, and is this its address?", file=sys.stderr)
+        print(
+            f"{command} {action}: the admin API at {base} did not answer ({reason}); "
+            "is the node running, and is this its address?",
+            file=sys.stderr,
+        )
         return 1
     if status != 200:
         print(f"{command} {action}: {status} {body.get('error', body)}", file=sys.stderr)
@@ -88,8 +92,10 @@ def node_admission(base: str, action: str, name: str, *, command: str) -> int:
         status, body = call(url, "POST", timeout=30.0)
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        print(f"{command}: the admin API at {base} did not answer ({reason}); is a node of the cluster running there?",
-              file=sys.stderr)
+        print(
+            f"{command}: the admin API at {base} did not answer ({reason}); is a node of the cluster running there?",
+            file=sys.stderr,
+        )
         return 1
     if status != 200:
         print(f"{command}: {status} {body.get('error', body)}", file=sys.stderr)

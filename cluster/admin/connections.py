@@ -81,8 +81,10 @@ def _raw_answer(status: int, reason: str, message: str, extra: str = "") -> byte
     """An answer written on the connection itself, outside any request (h11 has none
     to answer): the API's error shape, and the connection closed after it."""
     body = json.dumps({"error": message, "status": status}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            f"{extra}Connection: close\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"{extra}Connection: close\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
@@ -124,26 +126,34 @@ class AdminConnection(H11Protocol):
     of the client: IDLE (its request line and headers are due), SEND_BODY (its body
     is), anything else (the app answers: no read deadline)."""
 
-    def __init__(self, config, server_state, app_state, _loop=None, *, limits: ConnectionLimits,
-                 refusals: LimitedLog):
+    def __init__(self, config, server_state, app_state, _loop=None, *, limits: ConnectionLimits, refusals: LimitedLog):
         super().__init__(config, server_state, app_state, _loop)
         self.limits = limits
         self.refusals = refusals
         self.logger = _UvicornLog(self.logger, refusals)
-        self._deadline = None          # asyncio.TimerHandle of the read deadline that applies
-        self._deadline_for = None      # h11.IDLE (headers) or h11.SEND_BODY (a body)
+        self._deadline = None  # asyncio.TimerHandle of the read deadline that applies
+        self._deadline_for = None  # h11.IDLE (headers) or h11.SEND_BODY (a body)
         self._send_stall = None
 
     # -- the cap -----------------------------------------------------------------------
     def connection_made(self, transport) -> None:
         if len(self.connections) >= self.limits.max_connections:
             self.transport = transport  # for uvicorn's connection_lost, which closes it
-            self.refusals.warning("connection cap", "admin API: refused a connection%s: it holds its most, %d, "
-                                  "at once", _peer(transport), self.limits.max_connections)
-            transport.write(_raw_answer(
-                503, "Service Unavailable",
-                f"the admin API holds its most connections at once ({self.limits.max_connections}); retry in a "
-                f"moment, and close connections you do not use", "Retry-After: 1\r\n"))
+            self.refusals.warning(
+                "connection cap",
+                "admin API: refused a connection%s: it holds its most, %d, at once",
+                _peer(transport),
+                self.limits.max_connections,
+            )
+            transport.write(
+                _raw_answer(
+                    503,
+                    "Service Unavailable",
+                    f"the admin API holds its most connections at once ({self.limits.max_connections}); retry in a "
+                    f"moment, and close connections you do not use",
+                    "Retry-After: 1\r\n",
+                )
+            )
             transport.close()
             return
         super().connection_made(transport)
@@ -186,11 +196,21 @@ class AdminConnection(H11Protocol):
         if self.transport.is_closing():
             return
         what = "request line and headers" if due is h11.IDLE else "request body"
-        self.refusals.warning(f"{what} deadline", "admin API: cut a connection%s: its %s did not arrive within "
-                              "%g s", _peer(self.transport), what, seconds)
+        self.refusals.warning(
+            f"{what} deadline",
+            "admin API: cut a connection%s: its %s did not arrive within %g s",
+            _peer(self.transport),
+            what,
+            seconds,
+        )
         if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
-            self.transport.write(_raw_answer(408, "Request Timeout", f"the {what} did not arrive within "
-                                             f"{seconds:g} s; send the whole request at once"))
+            self.transport.write(
+                _raw_answer(
+                    408,
+                    "Request Timeout",
+                    f"the {what} did not arrive within {seconds:g} s; send the whole request at once",
+                )
+            )
         self.transport.close()
 
     # -- a client that does not read its answer ----------------------------------------
@@ -210,8 +230,12 @@ class AdminConnection(H11Protocol):
 
     def _send_stalled(self) -> None:
         self._send_stall = None
-        self.refusals.warning("answer stalled", "admin API: cut a connection%s: it read none of its answer "
-                              "for %g s", _peer(self.transport), self.limits.send_stall_s)
+        self.refusals.warning(
+            "answer stalled",
+            "admin API: cut a connection%s: it read none of its answer for %g s",
+            _peer(self.transport),
+            self.limits.send_stall_s,
+        )
         self.transport.abort()  # close() would wait for the buffer the client does not read
 
 
@@ -230,9 +254,14 @@ class AcceptErrors:
     def __call__(self, loop, context: dict) -> None:
         error = context.get("exception")
         if isinstance(error, OSError) and error.errno in self._SHORTAGES:
-            self.refusals.error("accept", "admin API: cannot accept a connection: %s (the process may hold %d "
-                                "descriptors); the flow may be short of them too: raise the limit (ulimit -n) "
-                                "or find what holds them", error.strerror or error, self.descriptor_limit)
+            self.refusals.error(
+                "accept",
+                "admin API: cannot accept a connection: %s (the process may hold %d "
+                "descriptors); the flow may be short of them too: raise the limit (ulimit -n) "
+                "or find what holds them",
+                error.strerror or error,
+                self.descriptor_limit,
+            )
             return
         loop.default_exception_handler(context)
 

@@ -38,16 +38,23 @@ def start_deploy(control, document: dict, *, wall_clock=time.time) -> Roll:
     snapshot = control.check_flow(document)
     status = control.cluster_status()
     if len(status.members) < 2:
-        raise OffloadRefused("a rolling deploy hands each node's shards to the others; this cluster has "
-                             f"{len(status.members)} member(s): start another node first")
+        raise OffloadRefused(
+            "a rolling deploy hands each node's shards to the others; this cluster has "
+            f"{len(status.members)} member(s): start another node first"
+        )
     previous = control.current_roll()
     refusal = may_start(previous[0] if previous is not None else None)
     if refusal is not None:
         raise Conflict(f"{refusal} (GET /api/v1/flow/deploy)")
     identity = control.identity()
-    roll = new_roll(snapshot.version, status.members, status.leader,
-                    {name: shard.flow for name, shard in status.shards.items()},
-                    received_by=identity.get("incarnation") or identity["node"], at=wall_clock())
+    roll = new_roll(
+        snapshot.version,
+        status.members,
+        status.leader,
+        {name: shard.flow for name, shard in status.shards.items()},
+        received_by=identity.get("incarnation") or identity["node"],
+        at=wall_clock(),
+    )
     # The flow first: a leader that finds the roll checks it is the cluster's flow.
     control.publish_flow(snapshot)
     control.write_roll(roll, previous)
@@ -56,10 +63,27 @@ def start_deploy(control, document: dict, *, wall_clock=time.time) -> Roll:
 
 def deploy_answer(roll: Roll) -> dict:
     """The roll as the admin API's `Deploy` (the fields it always had, and the roll's)."""
-    return {"version": roll.version, "state": roll.state, "started_at": roll.started_at,
-            "finished_at": roll.finished_at, "error": roll.error,
-            "nodes": [{"incarnation": step.incarnation, "admin": step.admin, "state": step.state,
-                       "detail": step.detail, "new_incarnation": step.new_incarnation, "node": step.node}
-                      for step in roll.steps],
-            "id": roll.roll_id, "received_by": roll.received_by, "driver": roll.driver, "outcome": roll.outcome,
-            "summary": summary(roll), "notes": list(roll.notes)}
+    return {
+        "version": roll.version,
+        "state": roll.state,
+        "started_at": roll.started_at,
+        "finished_at": roll.finished_at,
+        "error": roll.error,
+        "nodes": [
+            {
+                "incarnation": step.incarnation,
+                "admin": step.admin,
+                "state": step.state,
+                "detail": step.detail,
+                "new_incarnation": step.new_incarnation,
+                "node": step.node,
+            }
+            for step in roll.steps
+        ],
+        "id": roll.roll_id,
+        "received_by": roll.received_by,
+        "driver": roll.driver,
+        "outcome": roll.outcome,
+        "summary": summary(roll),
+        "notes": list(roll.notes),
+    }

@@ -51,8 +51,7 @@ class BodyTooLarge(HTTPException):
 
 
 def body_too_large(cap: int, method: str, path: str) -> str:
-    return (f"the request body is larger than {cap} bytes, the most {method} {path} takes; "
-            f"send a smaller one")
+    return f"the request body is larger than {cap} bytes, the most {method} {path} takes; send a smaller one"
 
 
 def _may_have_body(headers: Headers) -> bool:
@@ -81,20 +80,41 @@ class BrowserGate:
         headers = Headers(scope=scope)
         host, origin, method = headers.get("host"), headers.get("origin"), scope["method"]
         if not self.hosts.allows(host):
-            self.refusals.warning("host", "admin API: refused a request to host %r (it answers to %s)%s",
-                                  host, self.hosts.describe(), _client(scope))
-            await _refuse(scope, receive, send, 421,
-                          f"this node's admin API does not answer to the name {host!r}; it answers to "
-                          f"{self.hosts.describe()}. If {host!r} is a name of this node, add it to [admin] "
-                          f"allowed_hosts in NODE.toml (custody run: --admin-allowed-host)")
+            self.refusals.warning(
+                "host",
+                "admin API: refused a request to host %r (it answers to %s)%s",
+                host,
+                self.hosts.describe(),
+                _client(scope),
+            )
+            await _refuse(
+                scope,
+                receive,
+                send,
+                421,
+                f"this node's admin API does not answer to the name {host!r}; it answers to "
+                f"{self.hosts.describe()}. If {host!r} is a name of this node, add it to [admin] "
+                f"allowed_hosts in NODE.toml (custody run: --admin-allowed-host)",
+            )
             return
         if cross_site(method, origin, host):
-            self.refusals.warning("origin", "admin API: refused %s %s sent by the page at %r%s", method,
-                                  scope["path"], origin, _client(scope))
-            await _refuse(scope, receive, send, 403,
-                          f"a {method} sent by the page at {origin!r} is refused: a browser may send control "
-                          f"calls only from this node's own page. Call the API from a script or the custody "
-                          f"CLI (they send no Origin header)")
+            self.refusals.warning(
+                "origin",
+                "admin API: refused %s %s sent by the page at %r%s",
+                method,
+                scope["path"],
+                origin,
+                _client(scope),
+            )
+            await _refuse(
+                scope,
+                receive,
+                send,
+                403,
+                f"a {method} sent by the page at {origin!r} is refused: a browser may send control "
+                f"calls only from this node's own page. Call the API from a script or the custody "
+                f"CLI (they send no Origin header)",
+            )
             return
         await self.app(scope, receive, send)
 
@@ -119,14 +139,27 @@ class RequestGate:
             try:
                 authorize(application.state.tokens, headers.get("authorization"), role, method=method, path=path)
             except AuthProblem as refused:
-                await _refuse(scope, receive, send, refused.status, str(refused),
-                              {"WWW-Authenticate": "Bearer"} if refused.status == 401 else None)
+                await _refuse(
+                    scope,
+                    receive,
+                    send,
+                    refused.status,
+                    str(refused),
+                    {"WWW-Authenticate": "Bearer"} if refused.status == 401 else None,
+                )
                 return
         cap = getattr(route, "max_body_size", None) or self.default_max_body
         declared = declared_body_length(headers.get("content-length"), headers.get("transfer-encoding"))
         if declared is not None and declared > cap:
-            self.refusals.warning("body", "admin API: refused %s %s: a body of %d bytes, past its cap of %d%s", method,
-                                  path, declared, cap, _client(scope))
+            self.refusals.warning(
+                "body",
+                "admin API: refused %s %s: a body of %d bytes, past its cap of %d%s",
+                method,
+                path,
+                declared,
+                cap,
+                _client(scope),
+            )
             await _refuse(scope, receive, send, 413, body_too_large(cap, method, path))
             return
         await _CappedExchange(self.app, cap, declared, self.refusals)(scope, receive, send)
@@ -150,8 +183,14 @@ class _CappedExchange:
             if message["type"] == "http.request":
                 self.received += len(message.get("body", b""))
                 if self.received > self.cap:
-                    self.refusals.warning("body", "admin API: refused %s %s: its body passed %d bytes%s",
-                                          scope["method"], scope["path"], self.cap, _client(scope))
+                    self.refusals.warning(
+                        "body",
+                        "admin API: refused %s %s: its body passed %d bytes%s",
+                        scope["method"],
+                        scope["path"],
+                        self.cap,
+                        _client(scope),
+                    )
                     raise BodyTooLarge(self.cap, scope["method"], scope["path"])
                 self.body_read = not message.get("more_body", False)
             return message

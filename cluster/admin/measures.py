@@ -48,15 +48,23 @@ class MeasuresCollector:
 
     @staticmethod
     def _shards(shards):
-        commits = CounterMetricFamily("custody_commits", "durable commits of sessions, by outcome: committed; "
-                                      "refused before any write (the node's gate); failed, nothing in the WAL; "
-                                      "unknown until the WAL rolls", labels=["shard", "outcome"])
-        commit_seconds = HistogramMetricFamily("custody_commit_duration_seconds",
-                                               "seconds of each commit that stood (content sync, WAL, queues, "
-                                               "provenance)", labels=["shard"])
-        sync_seconds = HistogramMetricFamily("custody_wal_sync_duration_seconds",
-                                             "seconds of each FlowFile WAL journal sync (one per group commit)",
-                                             labels=["shard"])
+        commits = CounterMetricFamily(
+            "custody_commits",
+            "durable commits of sessions, by outcome: committed; "
+            "refused before any write (the node's gate); failed, nothing in the WAL; "
+            "unknown until the WAL rolls",
+            labels=["shard", "outcome"],
+        )
+        commit_seconds = HistogramMetricFamily(
+            "custody_commit_duration_seconds",
+            "seconds of each commit that stood (content sync, WAL, queues, provenance)",
+            labels=["shard"],
+        )
+        sync_seconds = HistogramMetricFamily(
+            "custody_wal_sync_duration_seconds",
+            "seconds of each FlowFile WAL journal sync (one per group commit)",
+            labels=["shard"],
+        )
         swap_outs = CounterMetricFamily("custody_swap_outs", "swap files written", labels=["shard"])
         swap_ins = CounterMetricFamily("custody_swap_ins", "swap files read back into their queue", labels=["shard"])
         for shard, measured in sorted(shards.items()):
@@ -70,28 +78,40 @@ class MeasuresCollector:
 
     @staticmethod
     def _cluster(measures):
-        calls = HistogramMetricFamily("custody_hdfs_call_duration_seconds",
-                                      "seconds of each HDFS call of the node's storage, failed ones too",
-                                      labels=["operation"])
+        calls = HistogramMetricFamily(
+            "custody_hdfs_call_duration_seconds",
+            "seconds of each HDFS call of the node's storage, failed ones too",
+            labels=["operation"],
+        )
         for operation, snapshot in measures.storage_calls.items():
             add_histogram(calls, [operation], snapshot)
         failover = measures.failover
-        plans = CounterMetricFamily("custody_failover_plans", "failover plans this node wrote as the leader",
-                                    value=failover.plans_led)
-        adoptions = CounterMetricFamily("custody_adoptions", "shard adoptions this node attempted, by outcome: "
-                                        "adopted; fenced (a newer owner has it); retried", labels=["outcome"])
+        plans = CounterMetricFamily(
+            "custody_failover_plans", "failover plans this node wrote as the leader", value=failover.plans_led
+        )
+        adoptions = CounterMetricFamily(
+            "custody_adoptions",
+            "shard adoptions this node attempted, by outcome: adopted; fenced (a newer owner has it); retried",
+            labels=["outcome"],
+        )
         for outcome, count in failover.adoptions.items():
             adoptions.add_metric([outcome], count)
-        fencing = HistogramMetricFamily("custody_fencing_duration_seconds",
-                                        "seconds of each fence of a shard directory: rename, then lease recovery")
+        fencing = HistogramMetricFamily(
+            "custody_fencing_duration_seconds",
+            "seconds of each fence of a shard directory: rename, then lease recovery",
+        )
         add_histogram(fencing, [], failover.fencing_seconds)
-        adopting = HistogramMetricFamily("custody_adoption_duration_seconds",
-                                         "seconds of each adoption, from the claim to the running shard")
+        adopting = HistogramMetricFamily(
+            "custody_adoption_duration_seconds", "seconds of each adoption, from the claim to the running shard"
+        )
         add_histogram(adopting, [], failover.adoption_seconds)
-        session = GaugeMetricFamily("custody_zookeeper_session_state",
-                                    "1 for the state of the node's ZooKeeper session, as its session guard "
-                                    "sees it (LOST: over, by ZooKeeper or the guard's own timer); all 0 with "
-                                    "no session (before it joins, after an offload)", labels=["state"])
+        session = GaugeMetricFamily(
+            "custody_zookeeper_session_state",
+            "1 for the state of the node's ZooKeeper session, as its session guard "
+            "sees it (LOST: over, by ZooKeeper or the guard's own timer); all 0 with "
+            "no session (before it joins, after an offload)",
+            labels=["state"],
+        )
         for state in SESSION_STATES.values():
             session.add_metric([state], 1 if measures.session_state == state else 0)
         return calls, plans, adoptions, fencing, adopting, session

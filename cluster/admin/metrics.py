@@ -23,10 +23,18 @@ from .views import processor_figures, queue_figures
 QUEUE_SERIES = (
     (GaugeMetricFamily, "custody_queue_flowfiles", "FlowFiles queued", lambda q: q.count),
     (GaugeMetricFamily, "custody_queue_bytes", "bytes of content queued", lambda q: q.bytes),
-    (GaugeMetricFamily, "custody_queue_swapped_flowfiles", "FlowFiles swapped out to swap files",
-     lambda q: q.swapped_count),
-    (GaugeMetricFamily, "custody_queue_back_pressure", "1 when the queue applies back-pressure",
-     lambda q: 1 if q.back_pressure else 0),
+    (
+        GaugeMetricFamily,
+        "custody_queue_swapped_flowfiles",
+        "FlowFiles swapped out to swap files",
+        lambda q: q.swapped_count,
+    ),
+    (
+        GaugeMetricFamily,
+        "custody_queue_back_pressure",
+        "1 when the queue applies back-pressure",
+        lambda q: 1 if q.back_pressure else 0,
+    ),
 )
 PROCESSOR_SERIES = (
     (CounterMetricFamily, "custody_processor_tasks", "tasks a processor ran", lambda p: p.tasks),
@@ -56,8 +64,9 @@ class NodeCollector:
         yield from _families(control.processors(), processor_figures, "processor", PROCESSOR_SERIES)
         state = GaugeMetricFamily("custody_node_state", "1 for the node's current state", labels=["state"])
         state.add_metric([control.state()], 1)
-        sizes = GaugeMetricFamily("custody_repository_bytes", "bytes of a repository on local disk",
-                                  labels=["repository"])
+        sizes = GaugeMetricFamily(
+            "custody_repository_bytes", "bytes of a repository on local disk", labels=["repository"]
+        )
         for name, size in control.repository_sizes().items():
             sizes.add_metric([name], size)
         yield from (state, sizes)
@@ -67,11 +76,17 @@ class NodeCollector:
 def _alarm_families(alarms: list[dict]) -> tuple:
     """Swap files set aside (unreadable, quarantined if corrupt) and their FlowFiles, by
     shard, queue and reason; absent when there is none (alert on `> 0`)."""
-    files = GaugeMetricFamily("custody_swap_files_unreadable", "swap files set aside because they cannot be read "
-                              "(quarantined when corrupt); their FlowFiles wait in the WAL for a repair",
-                              labels=["shard", "queue", "reason"])
-    flowfiles = GaugeMetricFamily("custody_swap_flowfiles_unreadable", "FlowFiles in swap files that cannot be read",
-                                  labels=["shard", "queue", "reason"])
+    files = GaugeMetricFamily(
+        "custody_swap_files_unreadable",
+        "swap files set aside because they cannot be read "
+        "(quarantined when corrupt); their FlowFiles wait in the WAL for a repair",
+        labels=["shard", "queue", "reason"],
+    )
+    flowfiles = GaugeMetricFamily(
+        "custody_swap_flowfiles_unreadable",
+        "FlowFiles in swap files that cannot be read",
+        labels=["shard", "queue", "reason"],
+    )
     totals: dict[tuple, list[int]] = {}
     for alarm in alarms:
         figures = totals.setdefault((alarm["shard"], alarm["queue"], alarm["reason"]), [0, 0])
@@ -94,8 +109,9 @@ class NodeMetrics:
     """Lock plan: `_lock` serialises renders (concurrent scrapes of a stale text wait
     for one render rather than each doing its own) and guards `_rendered`."""
 
-    def __init__(self, control, registry: CollectorRegistry | None = None, *, max_age_s: float = MAX_AGE_S,
-                 clock=time.monotonic):
+    def __init__(
+        self, control, registry: CollectorRegistry | None = None, *, max_age_s: float = MAX_AGE_S, clock=time.monotonic
+    ):
         self.registry = registry or CollectorRegistry()
         self.registry.register(NodeCollector(control))
         self.registry.register(MeasuresCollector(control))

@@ -142,8 +142,10 @@ class Failover(BaseModel):
     dead: str
     detected_at: float = Field(description="the leader wrote the plan")
     taken_over_at: float | None = Field(None, description="the last moved shard runs at its new owner")
-    finished_at: float | None = Field(None, description="the leader marked the plan done: every shard has its "
-                                                        "new owner (which may still be recovering it)")
+    finished_at: float | None = Field(
+        None,
+        description="the leader marked the plan done: every shard has its new owner (which may still be recovering it)",
+    )
     resumed_at: float | None = Field(None, description="the last moved shard first delivered at its new owner")
     takeover_s: float | None = None
     resume_s: float | None = Field(None, description="from detection to the last shard's first delivery")
@@ -155,8 +157,10 @@ class DecommissionedNode(BaseModel):
     """A node an operator decommissioned: it may not join until connected again."""
 
     node: str
-    state: str = Field(description="decommissioning (its shards, or what was kept for it, are still being handled) "
-                                   "or decommissioned (nothing of it is left)")
+    state: str = Field(
+        description="decommissioning (its shards, or what was kept for it, are still being handled) "
+        "or decommissioned (nothing of it is left)"
+    )
     requested_at: float
     requested_by: str
     finished_at: float | None = None
@@ -189,8 +193,7 @@ class NodeDecommission(BaseModel):
     action: str = Field(description="decommission or connect")
     state: str = Field(description="decommissioning, decommissioned, or connectable (it may join again)")
     decommissioned: bool
-    live: list[str] = Field(description="its incarnations that are members now (a decommissioned one leaves and "
-                                        "stops)")
+    live: list[str] = Field(description="its incarnations that are members now (a decommissioned one leaves and stops)")
     requested_at: float | None = None
     finished_at: float | None = None
     notes: list[str] = []
@@ -221,8 +224,11 @@ class Deploy(BaseModel):
     id: str | None = Field(None, description="the roll's id: its version and start time")
     received_by: str | None = Field(None, description="the incarnation whose admin API took the deploy")
     driver: str | None = Field(None, description="the leader driving the roll (the last one, once it ended)")
-    outcome: str | None = Field(None, description="who finished or aborted it, and after what: 'finished by "
-                                                  "leader n2-9 after n1-4 died', 'aborted by leader ...: why'")
+    outcome: str | None = Field(
+        None,
+        description="who finished or aborted it, and after what: 'finished by "
+        "leader n2-9 after n1-4 died', 'aborted by leader ...: why'",
+    )
     summary: str | None = Field(None, description="the roll in one line")
     notes: list[str] = Field(default_factory=list, description="the roll's story: who drove it, who took it over")
 
@@ -231,5 +237,6 @@ class FlowVersions(BaseModel):
     cluster_version: str | None = Field(description="the flow deployed to the cluster (None: never deployed)")
     node_version: str | None = Field(description="the flow this node runs")
     shards: dict[str, str | None] = Field(description="shard -> the flow version it was written under")
-    deploy: Deploy | None = Field(None, description="the cluster's last rolling deploy, as ZooKeeper holds it "
-                                                    "(None: never one)")
+    deploy: Deploy | None = Field(
+        None, description="the cluster's last rolling deploy, as ZooKeeper holds it (None: never one)"
+    )

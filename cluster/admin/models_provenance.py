@@ -39,7 +39,8 @@ class ProvenanceEventView(BaseModel):
     attributes_before: dict[str, str]
     attributes_after: dict[str, str]
     updated_attributes: dict[str, str | None] = Field(
-        description="added or changed attributes with their new value; removed ones with null")
+        description="added or changed attributes with their new value; removed ones with null"
+    )
     content_before: ContentClaimView | None = None
     content_after: ContentClaimView | None = None
     size: int = Field(description="bytes of content after the event")
@@ -63,8 +64,10 @@ class ProvenancePage(BaseModel):
     offset: int
     limit: int
     as_of: int | None = Field(description="the newest event id of the listing; null when it matched nothing")
-    total: int = Field(description="events the index matched (with `as_of`): an upper bound, since it counts "
-                                   "events aged off since they were indexed and damaged ones, which are not returned")
+    total: int = Field(
+        description="events the index matched (with `as_of`): an upper bound, since it counts "
+        "events aged off since they were indexed and damaged ones, which are not returned"
+    )
     next_offset: int | None = Field(description="the offset of the next page; null on the last page")
     aged_off: int = Field(description="hits on this page whose event file was aged off since")
     damaged: list[ProvenanceProblem]
@@ -107,8 +110,9 @@ def _claim(claim: ContentClaim | None) -> ContentClaimView | None:
     if claim is None:
         return None
     resource = claim.resource
-    return ContentClaimView(container=resource.container, section=resource.section, id=resource.id,
-                            offset=claim.offset, length=claim.length)
+    return ContentClaimView(
+        container=resource.container, section=resource.section, id=resource.id, offset=claim.offset, length=claim.length
+    )
 
 
 def updated_attributes(before: dict[str, str], after: dict[str, str]) -> dict[str, str | None]:
@@ -120,13 +124,25 @@ def updated_attributes(before: dict[str, str], after: dict[str, str]) -> dict[st
 def event_view(event: ProvenanceEvent) -> ProvenanceEventView:
     before, after = dict(event.attributes_before), dict(event.attributes_after)
     return ProvenanceEventView(
-        event_id=event.event_id, event_type=event.event_type.value, event_time_ms=event.event_time_ms,
-        event_time=iso_time(event.event_time_ms), flowfile_uuid=event.flowfile_uuid,
-        parent_uuids=list(event.parent_uuids), child_uuids=list(event.child_uuids),
-        component_id=event.component_id, component_type=event.component_type, relationship=event.relationship,
-        attributes_before=before, attributes_after=after, updated_attributes=updated_attributes(before, after),
-        content_before=_claim(event.content_before), content_after=_claim(event.content_after), size=event.size,
-        transit_uri=event.transit_uri, details=event.details)
+        event_id=event.event_id,
+        event_type=event.event_type.value,
+        event_time_ms=event.event_time_ms,
+        event_time=iso_time(event.event_time_ms),
+        flowfile_uuid=event.flowfile_uuid,
+        parent_uuids=list(event.parent_uuids),
+        child_uuids=list(event.child_uuids),
+        component_id=event.component_id,
+        component_type=event.component_type,
+        relationship=event.relationship,
+        attributes_before=before,
+        attributes_after=after,
+        updated_attributes=updated_attributes(before, after),
+        content_before=_claim(event.content_before),
+        content_after=_claim(event.content_after),
+        size=event.size,
+        transit_uri=event.transit_uri,
+        details=event.details,
+    )
 
 
 def lineage_view(graph: LineageGraph, max_flowfiles: int) -> Lineage:
@@ -139,12 +155,24 @@ def lineage_view(graph: LineageGraph, max_flowfiles: int) -> Lineage:
     for event_id in sorted(graph.events):
         event = graph.events[event_id]
         node = f"event:{event_id}"
-        nodes.append(LineageNode(id=node, kind="event", flowfile_uuid=event.flowfile_uuid, event_id=event_id,
-                                 event_type=event.event_type.value, event_time_ms=event.event_time_ms,
-                                 component_id=event.component_id))
+        nodes.append(
+            LineageNode(
+                id=node,
+                kind="event",
+                flowfile_uuid=event.flowfile_uuid,
+                event_id=event_id,
+                event_type=event.event_type.value,
+                event_time_ms=event.event_time_ms,
+                component_id=event.component_id,
+            )
+        )
         inputs = [u for u in (event.parent_uuids or (event.flowfile_uuid,)) if u not in made.get(event_id, ())]
         links += [LineageLink(source=f"flowfile:{u}", target=node, flowfile_uuid=u) for u in inputs if u in flowfiles]
-        links += [LineageLink(source=node, target=f"flowfile:{u}", flowfile_uuid=u)
-                  for u in dict.fromkeys(made.get(event_id, ())) if u in flowfiles]
-    return Lineage(root=graph.root_uuid, nodes=nodes, links=links, truncated=graph.truncated,
-                   max_flowfiles=max_flowfiles)
+        links += [
+            LineageLink(source=node, target=f"flowfile:{u}", flowfile_uuid=u)
+            for u in dict.fromkeys(made.get(event_id, ()))
+            if u in flowfiles
+        ]
+    return Lineage(
+        root=graph.root_uuid, nodes=nodes, links=links, truncated=graph.truncated, max_flowfiles=max_flowfiles
+    )

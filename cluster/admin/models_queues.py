@@ -80,5 +80,8 @@ class ProcessorState(BaseModel):
     processor: str
     state: str = Field(description="RUNNING, STOPPING (tasks still running) or STOPPED")
     running: int = Field(description="tasks running now")
-    scope: str | None = Field(None, description="where the run state is kept and which shards it covers (a "
-                                                "clustered node: every shard of the shard's node, in ZooKeeper)")
+    scope: str | None = Field(
+        None,
+        description="where the run state is kept and which shards it covers (a "
+        "clustered node: every shard of the shard's node, in ZooKeeper)",
+    )

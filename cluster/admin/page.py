@@ -609,8 +609,8 @@ def _csp_hash(text: str) -> str:
 # Only this script and this style run; the page talks to its own node only.
 HEADERS = {
     "Content-Security-Policy": f"default-src 'none'; script-src {_csp_hash(SCRIPT)}; style-src {_csp_hash(STYLE)}; "
-                               "connect-src 'self'; img-src data:; base-uri 'none'; "
-                               "form-action 'none'; frame-ancestors 'none'",
+    "connect-src 'self'; img-src data:; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -618,8 +618,9 @@ HEADERS = {
 
 
 def render_page(node: str, *, tokens_required: bool) -> str:
-    return DOCUMENT.format(node=html.escape(node), tokens="required" if tokens_required else "none",
-                           style=STYLE, script=SCRIPT)
+    return DOCUMENT.format(
+        node=html.escape(node), tokens="required" if tokens_required else "none", style=STYLE, script=SCRIPT
+    )
 
 
 def register(app: FastAPI) -> None:

@@ -26,21 +26,36 @@ def register(app: FastAPI) -> None:
     admin = [Depends(requires("admin"))]
     node_name = Path(description="the node's name (as in its NODE.toml), not an incarnation's", examples=["n3"])
 
-    @app.get(f"{API}/cluster", response_model=ClusterView, tags=["cluster"], dependencies=read,
-             responses=LOOKUP_ERRORS,
-             summary="members, the leader, shards and their owners, plans, recent failovers, decommissioned nodes")
+    @app.get(
+        f"{API}/cluster",
+        response_model=ClusterView,
+        tags=["cluster"],
+        dependencies=read,
+        responses=LOOKUP_ERRORS,
+        summary="members, the leader, shards and their owners, plans, recent failovers, decommissioned nodes",
+    )
     def get_cluster(request: Request) -> ClusterView:
         return cluster_view(request.app.state.control.cluster_status())
 
-    @app.post(f"{API}/cluster/nodes/{{name}}/decommission", response_model=NodeDecommission, tags=["control"],
-              dependencies=admin, responses=CONTROL_ERRORS,
-              summary="node NAME is gone for good: it leaves if up, its shards and kept state are handed over, and "
-                      "it does not join again until connected")
+    @app.post(
+        f"{API}/cluster/nodes/{{name}}/decommission",
+        response_model=NodeDecommission,
+        tags=["control"],
+        dependencies=admin,
+        responses=CONTROL_ERRORS,
+        summary="node NAME is gone for good: it leaves if up, its shards and kept state are handed over, and "
+        "it does not join again until connected",
+    )
     def decommission(request: Request, name: str = node_name) -> NodeDecommission:
         return NodeDecommission(**request.app.state.control.decommission_node(name))
 
-    @app.post(f"{API}/cluster/nodes/{{name}}/connect", response_model=NodeDecommission, tags=["control"],
-              dependencies=admin, responses=CONTROL_ERRORS,
-              summary="let decommissioned node NAME join the cluster again")
+    @app.post(
+        f"{API}/cluster/nodes/{{name}}/connect",
+        response_model=NodeDecommission,
+        tags=["control"],
+        dependencies=admin,
+        responses=CONTROL_ERRORS,
+        summary="let decommissioned node NAME join the cluster again",
+    )
     def connect(request: Request, name: str = node_name) -> NodeDecommission:
         return NodeDecommission(**request.app.state.control.connect_node(name))

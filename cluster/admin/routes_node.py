@@ -14,20 +14,41 @@ from .views import node_status, processor_figures, queue_figures
 def register(app: FastAPI) -> None:
     read = [Depends(requires("read"))]
 
-    @app.get(f"{API}/node", response_model=NodeStatus, tags=["node"], dependencies=read, responses=READ_ERRORS,
-             summary="this node: state, incarnation, shards, repository sizes")
+    @app.get(
+        f"{API}/node",
+        response_model=NodeStatus,
+        tags=["node"],
+        dependencies=read,
+        responses=READ_ERRORS,
+        summary="this node: state, incarnation, shards, repository sizes",
+    )
     def get_node(request: Request) -> NodeStatus:
         return node_status(request.app.state.control)
 
-    @app.get(f"{API}/node/queues", response_model=dict[str, list[QueueFigures]], tags=["node"], dependencies=read,
-             responses=READ_ERRORS, summary="every queue of every shard this node runs: shard -> queues")
+    @app.get(
+        f"{API}/node/queues",
+        response_model=dict[str, list[QueueFigures]],
+        tags=["node"],
+        dependencies=read,
+        responses=READ_ERRORS,
+        summary="every queue of every shard this node runs: shard -> queues",
+    )
     def get_queues(request: Request) -> dict[str, list[QueueFigures]]:
-        return {shard: [queue_figures(queue, figures) for queue, figures in sorted(queues.items())]
-                for shard, queues in sorted(request.app.state.control.queues().items())}
+        return {
+            shard: [queue_figures(queue, figures) for queue, figures in sorted(queues.items())]
+            for shard, queues in sorted(request.app.state.control.queues().items())
+        }
 
-    @app.get(f"{API}/node/processors", response_model=dict[str, list[ProcessorFigures]], tags=["node"],
-             dependencies=read, responses=READ_ERRORS,
-             summary="every processor of every shard this node runs: shard -> processors")
+    @app.get(
+        f"{API}/node/processors",
+        response_model=dict[str, list[ProcessorFigures]],
+        tags=["node"],
+        dependencies=read,
+        responses=READ_ERRORS,
+        summary="every processor of every shard this node runs: shard -> processors",
+    )
     def get_processors(request: Request) -> dict[str, list[ProcessorFigures]]:
-        return {shard: [processor_figures(p, figures) for p, figures in sorted(processors.items())]
-                for shard, processors in sorted(request.app.state.control.processors().items())}
+        return {
+            shard: [processor_figures(p, figures) for p, figures in sorted(processors.items())]
+            for shard, processors in sorted(request.app.state.control.processors().items())
+        }

@@ -59,19 +59,24 @@ MAX_LINEAGE_FLOWFILES = 10_000
 # events, so no real one passes 2**63 - 1, the bound every number of the API shares.
 MAX_EVENT_ID = (1 << 63) - 1
 
-_TIME_FORMS = ("an RFC 3339 date-time (e.g. 2024-05-01T12:00:00Z), epoch milliseconds (at most 18 digits), "
-               "or 15m/2h/3d ago (at most 11 digits before the unit)")
+_TIME_FORMS = (
+    "an RFC 3339 date-time (e.g. 2024-05-01T12:00:00Z), epoch milliseconds (at most 18 digits), "
+    "or 15m/2h/3d ago (at most 11 digits before the unit)"
+)
 # Numbers of these many digits stay within signed 64-bit milliseconds (10**18 ms; 10**11
 # days ago), so the index's filters take every time the patterns admit.
 _EPOCH_MS = re.compile(r"^0*[0-9]{1,18}$")
 _AGO = re.compile(r"^0*[0-9]{1,11}(\.[0-9]+)?[smhd]$")
 _DIGITS, _ANY_AGO = re.compile(r"^[0-9]+$"), re.compile(r"^[0-9]+(\.[0-9]+)?[smhd]$")
 # The spec says exactly what a time bound may be, and `time_bound` reads exactly that.
-_TIME_SCHEMA = {"anyOf": [{"type": "string", "format": "date-time"},
-                          {"type": "string", "pattern": _EPOCH_MS.pattern},
-                          {"type": "string", "pattern": _AGO.pattern}]}
+_TIME_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "pattern": _EPOCH_MS.pattern},
+        {"type": "string", "pattern": _AGO.pattern},
+    ]
+}
 EventTypeName = enum.Enum("EventTypeName", {name: name for name in NIFI_EVENT_TYPES}, type=str)
-
 
 
 class NDJSONResponse(StreamingResponse):
@@ -83,17 +88,19 @@ def _invalid(parameter: str, message: str) -> RequestValidationError:
 
 
 def event_query(
-        uuid: str | None = Query(None, description="FlowFile uuid: its own events, and the FORK, CLONE or JOIN "
-                                                   "events that name it as a parent or child"),
-        filename: str | None = Query(None, description="the FlowFile's filename attribute"),
-        component: str | None = Query(None, description="processor id"),
-        relationship: str | None = Query(None, description="where a ROUTE event sent the FlowFile"),
-        type: EventTypeName | None = Query(None, description="event type, one of NiFi's (FETCH and ADDINFO are "
-                                                             "never recorded here and match nothing)"),
-        start: str | None = Query(None, description=f"events at or after: {_TIME_FORMS}",
-                                  json_schema_extra=_TIME_SCHEMA),
-        end: str | None = Query(None, description=f"events at or before: {_TIME_FORMS}",
-                                json_schema_extra=_TIME_SCHEMA),
+    uuid: str | None = Query(
+        None,
+        description="FlowFile uuid: its own events, and the FORK, CLONE or JOIN "
+        "events that name it as a parent or child",
+    ),
+    filename: str | None = Query(None, description="the FlowFile's filename attribute"),
+    component: str | None = Query(None, description="processor id"),
+    relationship: str | None = Query(None, description="where a ROUTE event sent the FlowFile"),
+    type: EventTypeName | None = Query(
+        None, description="event type, one of NiFi's (FETCH and ADDINFO are never recorded here and match nothing)"
+    ),
+    start: str | None = Query(None, description=f"events at or after: {_TIME_FORMS}", json_schema_extra=_TIME_SCHEMA),
+    end: str | None = Query(None, description=f"events at or before: {_TIME_FORMS}", json_schema_extra=_TIME_SCHEMA),
 ) -> ProvenanceQuery:
     """The filters both listings share, read into a query (422 naming a bad one)."""
     # An empty filter is an absent one (as a form sends it, and a client its null); an
@@ -105,8 +112,15 @@ def event_query(
             bounds[name] = time_bound(name, text)
     # An end before the start is an empty range: it matches nothing (no error: the spec cannot say it).
     kind = type.value if type is not None else None
-    return ProvenanceQuery(event_type=kind, flowfile_uuid=uuid, filename=filename, component_id=component,
-                           relationship=relationship, start_ms=bounds["start"], end_ms=bounds["end"])
+    return ProvenanceQuery(
+        event_type=kind,
+        flowfile_uuid=uuid,
+        filename=filename,
+        component_id=component,
+        relationship=relationship,
+        start_ms=bounds["start"],
+        end_ms=bounds["end"],
+    )
 
 
 def time_bound(name: str, text: str, *, now: float | None = None) -> int:
@@ -116,12 +130,15 @@ def time_bound(name: str, text: str, *, now: float | None = None) -> int:
     would fail, on `99999999999999999999d` ago)."""
     if _DIGITS.match(text):
         if not _EPOCH_MS.match(text):
-            raise _invalid(name, f"{text[:40]!r} is past the latest time the index holds: epoch milliseconds "
-                                 f"have at most 18 digits")
+            raise _invalid(
+                name,
+                f"{text[:40]!r} is past the latest time the index holds: epoch milliseconds have at most 18 digits",
+            )
         text = text.lstrip("0") or "0"  # however many zeros lead, never more than 18 digits to convert
     elif _ANY_AGO.match(text) and not _AGO.match(text):
-        raise _invalid(name, f"{text[:40]!r} reaches before the earliest time the index holds: at most 11 digits "
-                             f"before the unit")
+        raise _invalid(
+            name, f"{text[:40]!r} reaches before the earliest time the index holds: at most 11 digits before the unit"
+        )
     try:
         return parse_time(text, now=now, strict=True)
     except ValueError as error:
@@ -134,8 +151,9 @@ def _repository(control):
     is NotFound (404), a closed repository or a damaged file Unavailable (503)."""
     repository = control.provenance
     if repository is None:
-        raise Unavailable(f"the provenance repository of node {control.name} is not open "
-                          f"(the node is {control.state()})")
+        raise Unavailable(
+            f"the provenance repository of node {control.name} is not open (the node is {control.state()})"
+        )
     try:
         yield repository
     except EventNotFoundError as error:
@@ -161,8 +179,9 @@ def listing_batches(repository, query: ProvenanceQuery, limit: int | None) -> It
 
 def _ndjson(result: QueryResult) -> bytes:
     lines = [event_view(event).model_dump_json() for event in result.events]
-    lines += [ProvenanceProblem(error=message, event_id=event_id).model_dump_json()
-              for event_id, message in result.errors]
+    lines += [
+        ProvenanceProblem(error=message, event_id=event_id).model_dump_json() for event_id, message in result.errors
+    ]
     return "".join(line + "\n" for line in lines).encode()
 
 
@@ -180,16 +199,32 @@ def _streamed(first: QueryResult, rest: Iterator[QueryResult], node: str) -> Ite
 def register(app: FastAPI) -> None:
     read = [Depends(requires("read"))]
 
-    @app.get(f"{API}/provenance/events", response_model=ProvenancePage, tags=["provenance"], dependencies=read,
-             responses=QUERY_ERRORS, summary="events by FlowFile, filename, component, type and time; newest first")
-    def list_events(request: Request, query: ProvenanceQuery = Depends(event_query),
-                    offset: int = Query(0, ge=0, le=MAX_OFFSET,
-                                        description="events of the listing to pass over; deeper than "
-                                                    f"{MAX_OFFSET}: as_of = the last event id seen - 1"),
-                    limit: int = Query(100, ge=1, le=MAX_PAGE, description="events at most"),
-                    as_of: int | None = Query(None, ge=0, le=MAX_EVENT_ID,
-                                              description="the as_of of the listing's first page: the newest "
-                                                          "event id the pages show")):
+    @app.get(
+        f"{API}/provenance/events",
+        response_model=ProvenancePage,
+        tags=["provenance"],
+        dependencies=read,
+        responses=QUERY_ERRORS,
+        summary="events by FlowFile, filename, component, type and time; newest first",
+    )
+    def list_events(
+        request: Request,
+        query: ProvenanceQuery = Depends(event_query),
+        offset: int = Query(
+            0,
+            ge=0,
+            le=MAX_OFFSET,
+            description="events of the listing to pass over; deeper than "
+            f"{MAX_OFFSET}: as_of = the last event id seen - 1",
+        ),
+        limit: int = Query(100, ge=1, le=MAX_PAGE, description="events at most"),
+        as_of: int | None = Query(
+            None,
+            ge=0,
+            le=MAX_EVENT_ID,
+            description="the as_of of the listing's first page: the newest event id the pages show",
+        ),
+    ):
         """A page of the listing, newest first (see `ProvenancePage`). This node's own
         events only: its shards, adopted ones included; others are on their nodes."""
         control = request.app.state.control
@@ -197,25 +232,46 @@ def register(app: FastAPI) -> None:
             result = repository.query(dataclasses.replace(query, offset=offset, limit=limit, max_event_id=as_of))
         covered = offset + result.hits
         return ProvenancePage(
-            events=[event_view(event) for event in result.events], offset=offset, limit=limit,
-            as_of=as_of if as_of is not None else result.newest_hit_id, total=result.total,
+            events=[event_view(event) for event in result.events],
+            offset=offset,
+            limit=limit,
+            as_of=as_of if as_of is not None else result.newest_hit_id,
+            total=result.total,
             next_offset=covered if result.hits and covered < result.total else None,
             aged_off=result.skipped_missing,
-            damaged=[ProvenanceProblem(error=message, event_id=event_id) for event_id, message in result.errors])
+            damaged=[ProvenanceProblem(error=message, event_id=event_id) for event_id, message in result.errors],
+        )
 
-    @app.get(f"{API}/provenance/events.ndjson", response_class=NDJSONResponse, tags=["provenance"],
-             dependencies=read,
-             responses={200: {"description": "one JSON object a line, newest first: an event, or a line with "
-                                             "`error`: a damaged event's, or why the stream stopped",
-                              "content": {NDJSONResponse.media_type: {"itemSchema": {"anyOf": [
-                                  {"$ref": "#/components/schemas/ProvenanceEventView"},
-                                  {"$ref": "#/components/schemas/ProvenanceProblem"}]}}}},
-                        **as_json(QUERY_ERRORS)},
-             summary="every event of the listing, streamed as newline-delimited JSON")
-    def stream_events(request: Request, query: ProvenanceQuery = Depends(event_query),
-                      limit: int | None = Query(None, ge=1, le=MAX_EVENT_ID,
-                                                description="events at most (no bound when absent)"),
-                      as_of: int | None = Query(None, ge=0, le=MAX_EVENT_ID, description="events up to this id")):
+    @app.get(
+        f"{API}/provenance/events.ndjson",
+        response_class=NDJSONResponse,
+        tags=["provenance"],
+        dependencies=read,
+        responses={
+            200: {
+                "description": "one JSON object a line, newest first: an event, or a line with "
+                "`error`: a damaged event's, or why the stream stopped",
+                "content": {
+                    NDJSONResponse.media_type: {
+                        "itemSchema": {
+                            "anyOf": [
+                                {"$ref": "#/components/schemas/ProvenanceEventView"},
+                                {"$ref": "#/components/schemas/ProvenanceProblem"},
+                            ]
+                        }
+                    }
+                },
+            },
+            **as_json(QUERY_ERRORS),
+        },
+        summary="every event of the listing, streamed as newline-delimited JSON",
+    )
+    def stream_events(
+        request: Request,
+        query: ProvenanceQuery = Depends(event_query),
+        limit: int | None = Query(None, ge=1, le=MAX_EVENT_ID, description="events at most (no bound when absent)"),
+        as_of: int | None = Query(None, ge=0, le=MAX_EVENT_ID, description="events up to this id"),
+    ):
         """The whole listing of the same filters, newest first, read a batch at a
         time as the client takes it. This node's own events only (see /events)."""
         control = request.app.state.control
@@ -224,19 +280,37 @@ def register(app: FastAPI) -> None:
             first = next(batches)  # before the status line: an error here is still answered with its status
         return NDJSONResponse(_streamed(first, batches, control.name))
 
-    @app.get(f"{API}/provenance/events/{{event_id}}", response_model=ProvenanceEventView, tags=["provenance"],
-             dependencies=read, responses=PARAMETER_LOOKUP_ERRORS, summary="one event, every field")
+    @app.get(
+        f"{API}/provenance/events/{{event_id}}",
+        response_model=ProvenanceEventView,
+        tags=["provenance"],
+        dependencies=read,
+        responses=PARAMETER_LOOKUP_ERRORS,
+        summary="one event, every field",
+    )
     def get_event(request: Request, event_id: int = Path(ge=0, le=MAX_EVENT_ID)) -> ProvenanceEventView:
         """An event of this node's repository by id (ids are the node's own)."""
         with _repository(request.app.state.control) as repository:
             return event_view(repository.get(event_id))
 
-    @app.get(f"{API}/provenance/lineage/{{uuid}}", response_model=Lineage, tags=["provenance"], dependencies=read,
-             responses=PARAMETER_LOOKUP_ERRORS, summary="a FlowFile's ancestors, descendants and their events")
-    def get_lineage(request: Request, uuid: str,
-                    max_flowfiles: int = Query(1000, ge=1, le=MAX_LINEAGE_FLOWFILES,
-                                               description="related FlowFiles at most; `truncated` says when "
-                                                           "there are more")) -> Lineage:
+    @app.get(
+        f"{API}/provenance/lineage/{{uuid}}",
+        response_model=Lineage,
+        tags=["provenance"],
+        dependencies=read,
+        responses=PARAMETER_LOOKUP_ERRORS,
+        summary="a FlowFile's ancestors, descendants and their events",
+    )
+    def get_lineage(
+        request: Request,
+        uuid: str,
+        max_flowfiles: int = Query(
+            1000,
+            ge=1,
+            le=MAX_LINEAGE_FLOWFILES,
+            description="related FlowFiles at most; `truncated` says when there are more",
+        ),
+    ) -> Lineage:
         """The lineage as this node's repository knows it: a FlowFile whose parents or
         children were on another node's shards shows only the part that ran here."""
         control = request.app.state.control

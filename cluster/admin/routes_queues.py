@@ -49,44 +49,78 @@ def register(app: FastAPI) -> None:
     read = [Depends(requires("read"))]
     admin = [Depends(requires("admin"))]
 
-    @app.get(f"{API}/queues/{{shard}}/{{queue:path}}/flowfiles", response_model=QueueListing, tags=["queues"],
-             dependencies=read, responses=PARAMETER_LOOKUP_ERRORS,
-             summary="list a queue: its FlowFiles in the order it hands them out, a page at a time")
-    def list_queue(request: Request, shard: str, queue: str = _QUEUE,
-                   offset: int = Query(0, ge=0, le=MAX_POSITION,
-                                       description="skip this many (position offset + 1 comes first)"),
-                   limit: int = Query(100, ge=1, le=MAX_LIMIT, description="at most this many")) -> QueueListing:
+    @app.get(
+        f"{API}/queues/{{shard}}/{{queue:path}}/flowfiles",
+        response_model=QueueListing,
+        tags=["queues"],
+        dependencies=read,
+        responses=PARAMETER_LOOKUP_ERRORS,
+        summary="list a queue: its FlowFiles in the order it hands them out, a page at a time",
+    )
+    def list_queue(
+        request: Request,
+        shard: str,
+        queue: str = _QUEUE,
+        offset: int = Query(0, ge=0, le=MAX_POSITION, description="skip this many (position offset + 1 comes first)"),
+        limit: int = Query(100, ge=1, le=MAX_LIMIT, description="at most this many"),
+    ) -> QueueListing:
         return QueueListing(**request.app.state.control.list_queue(shard, queue, offset, limit))
 
-    @app.post(f"{API}/queues/{{shard}}/{{queue:path}}/drop", response_model=DropResult, tags=["queues"],
-              dependencies=admin, responses=PARAMETER_LOOKUP_ERRORS,
-              summary="drop every FlowFile of a queue, swapped ones too (a DROP event each); "
-                      "FlowFiles a running task holds stay")
+    @app.post(
+        f"{API}/queues/{{shard}}/{{queue:path}}/drop",
+        response_model=DropResult,
+        tags=["queues"],
+        dependencies=admin,
+        responses=PARAMETER_LOOKUP_ERRORS,
+        summary="drop every FlowFile of a queue, swapped ones too (a DROP event each); "
+        "FlowFiles a running task holds stay",
+    )
     def drop_queue(request: Request, shard: str, queue: str = _QUEUE) -> DropResult:
         return DropResult(**request.app.state.control.drop_queue(shard, queue))
 
-    @app.get(f"{API}/flowfiles/{{uuid}}", response_model=FlowFileDetails, tags=["queues"], dependencies=read,
-             responses=PARAMETER_LOOKUP_ERRORS, summary="one queued FlowFile: attributes, queue, shard, content claim")
+    @app.get(
+        f"{API}/flowfiles/{{uuid}}",
+        response_model=FlowFileDetails,
+        tags=["queues"],
+        dependencies=read,
+        responses=PARAMETER_LOOKUP_ERRORS,
+        summary="one queued FlowFile: attributes, queue, shard, content claim",
+    )
     def get_flowfile(request: Request, uuid: str = _UUID, shard: str | None = _SHARD) -> FlowFileDetails:
         return FlowFileDetails(**request.app.state.control.flowfile(uuid, shard))
 
-    @app.get(f"{API}/flowfiles/{{uuid}}/content", tags=["queues"], dependencies=read, response_class=StreamingResponse,
-             responses={200: {"content": {"application/octet-stream": {}},
-                              "description": "the whole content; Content-Type from the mime.type attribute"},
-                        206: {"content": {"application/octet-stream": {}},
-                              "description": "the range asked for (Content-Range)"},
-                        **CONTENT_ERRORS},
-             summary="a queued FlowFile's content, streamed; one byte range with Range: bytes=start-end")
-    def get_content(request: Request, uuid: str = _UUID, shard: str | None = _SHARD,
-                    range_header: str | None = Header(None, alias="range", description="bytes=start-end, "
-                                                      "bytes=start- or bytes=-suffix")):
+    @app.get(
+        f"{API}/flowfiles/{{uuid}}/content",
+        tags=["queues"],
+        dependencies=read,
+        response_class=StreamingResponse,
+        responses={
+            200: {
+                "content": {"application/octet-stream": {}},
+                "description": "the whole content; Content-Type from the mime.type attribute",
+            },
+            206: {"content": {"application/octet-stream": {}}, "description": "the range asked for (Content-Range)"},
+            **CONTENT_ERRORS,
+        },
+        summary="a queued FlowFile's content, streamed; one byte range with Range: bytes=start-end",
+    )
+    def get_content(
+        request: Request,
+        uuid: str = _UUID,
+        shard: str | None = _SHARD,
+        range_header: str | None = Header(
+            None, alias="range", description="bytes=start-end, bytes=start- or bytes=-suffix"
+        ),
+    ):
         content = request.app.state.control.open_content(uuid, shard)
         try:
             wanted = parse_range(range_header, content.size)
         except RangeNotSatisfiable as error:
             return problem(416, str(error), {"Content-Range": f"bytes */{error.size}"})
-        headers = {"Accept-Ranges": "bytes",
-                   "Content-Disposition": f"attachment; filename*=UTF-8''{urllib.parse.quote(content.filename)}"}
+        headers = {
+            "Accept-Ranges": "bytes",
+            "Content-Disposition": f"attachment; filename*=UTF-8''{urllib.parse.quote(content.filename)}",
+        }
         media_type = content.mime_type if _MEDIA_TYPE.fullmatch(content.mime_type) else "application/octet-stream"
         if wanted is None:
             start, length, status = 0, content.size, 200
@@ -96,30 +130,51 @@ def register(app: FastAPI) -> None:
         headers["Content-Length"] = str(length)
         # Opened here, not in the stream: a failure to open is still an error answer.
         stream = content.open(start, length)
-        return StreamingResponse(_chunks(stream, length), status_code=status, media_type=media_type,
-                                 headers=headers)
+        return StreamingResponse(_chunks(stream, length), status_code=status, media_type=media_type, headers=headers)
 
-    @app.post(f"{API}/provenance/events/{{event_id}}/replay", response_model=ReplayResult, tags=["provenance"],
-              dependencies=admin, responses=PARAMETER_CONTROL_ERRORS,
-              summary="replay a provenance event: a new FlowFile with its attributes and content, into the queue "
-                      "its component reads, with a REPLAY event")
-    def replay(request: Request, event_id: int = Path(ge=0, le=MAX_POSITION),
-               queue: str | None = Query(None, description="the queue to replay into, when the event's component "
-                                                           "has several incoming queues")) -> ReplayResult:
+    @app.post(
+        f"{API}/provenance/events/{{event_id}}/replay",
+        response_model=ReplayResult,
+        tags=["provenance"],
+        dependencies=admin,
+        responses=PARAMETER_CONTROL_ERRORS,
+        summary="replay a provenance event: a new FlowFile with its attributes and content, into the queue "
+        "its component reads, with a REPLAY event",
+    )
+    def replay(
+        request: Request,
+        event_id: int = Path(ge=0, le=MAX_POSITION),
+        queue: str | None = Query(
+            None, description="the queue to replay into, when the event's component has several incoming queues"
+        ),
+    ) -> ReplayResult:
         return ReplayResult(**request.app.state.control.replay(event_id, queue))
 
-    @app.post(f"{API}/processors/{{shard}}/{{processor}}/stop", response_model=ProcessorState, tags=["control"],
-              dependencies=admin, responses=PARAMETER_CONTROL_ERRORS,
-              summary="stop a processor: no new task, running ones finish, then on_stopped; kept across restarts "
-                      "and adoptions (see scope)")
-    def stop_processor(request: Request, shard: str, processor: str,
-                       wait_s: float = Query(30.0, ge=0.0, le=MAX_WAIT_S,
-                                             description="wait this long for its running tasks to end")):
+    @app.post(
+        f"{API}/processors/{{shard}}/{{processor}}/stop",
+        response_model=ProcessorState,
+        tags=["control"],
+        dependencies=admin,
+        responses=PARAMETER_CONTROL_ERRORS,
+        summary="stop a processor: no new task, running ones finish, then on_stopped; kept across restarts "
+        "and adoptions (see scope)",
+    )
+    def stop_processor(
+        request: Request,
+        shard: str,
+        processor: str,
+        wait_s: float = Query(30.0, ge=0.0, le=MAX_WAIT_S, description="wait this long for its running tasks to end"),
+    ):
         return ProcessorState(**request.app.state.control.stop_processor(shard, processor, wait_s))
 
-    @app.post(f"{API}/processors/{{shard}}/{{processor}}/start", response_model=ProcessorState, tags=["control"],
-              dependencies=admin, responses=PARAMETER_CONTROL_ERRORS,
-              summary="start a stopped processor again (on_scheduled, then tasks as usual); kept as the stop is")
+    @app.post(
+        f"{API}/processors/{{shard}}/{{processor}}/start",
+        response_model=ProcessorState,
+        tags=["control"],
+        dependencies=admin,
+        responses=PARAMETER_CONTROL_ERRORS,
+        summary="start a stopped processor again (on_scheduled, then tasks as usual); kept as the stop is",
+    )
     def start_processor(request: Request, shard: str, processor: str):
         return ProcessorState(**request.app.state.control.start_processor(shard, processor))
 

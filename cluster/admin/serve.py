@@ -1,6 +1,6 @@
 """Start a node's admin API beside it: what `custody node` and `custody run` call.
 
-    server = serve(settings, node.control())    # listening; server.url
+server = serve(settings, node.control())    # listening; server.url
 """
 
 from __future__ import annotations

@@ -70,12 +70,23 @@ class AdminServer:
         # loopback by default, which would let any local client rewrite its scheme and address.
         # ws off: the API has no WebSocket, and an upgraded connection would leave
         # AdminConnection, its cap and its deadlines.
-        config = uvicorn.Config(self.app, host=self.settings.bind, port=self.settings.port, log_level="warning",
-                                access_log=False, lifespan="off", ssl_certfile=self.settings.tls_cert or None,
-                                ssl_keyfile=self.settings.tls_key or None, timeout_graceful_shutdown=2,
-                                http=protocol, ws="none", backlog=ACCEPT_BACKLOG, proxy_headers=False,
-                                timeout_keep_alive=self.limits.keep_alive_s,
-                                h11_max_incomplete_event_size=HEADER_BYTES)
+        config = uvicorn.Config(
+            self.app,
+            host=self.settings.bind,
+            port=self.settings.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ssl_certfile=self.settings.tls_cert or None,
+            ssl_keyfile=self.settings.tls_key or None,
+            timeout_graceful_shutdown=2,
+            http=protocol,
+            ws="none",
+            backlog=ACCEPT_BACKLOG,
+            proxy_headers=False,
+            timeout_keep_alive=self.limits.keep_alive_s,
+            h11_max_incomplete_event_size=HEADER_BYTES,
+        )
         server = uvicorn.Server(config)
         failure: list[BaseException] = []
         accept_errors = AcceptErrors(self.refusals, self.descriptors)
@@ -99,13 +110,19 @@ class AdminServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self._thread.join(timeout=1.0)
                 reason = f"{type(failure[0]).__name__}: {failure[0]}" if failure else "it did not start in time"
-                raise AdminServerError(f"the admin API could not listen on {self.settings.bind}:{self.settings.port} "
-                                       f"({reason}); is the port taken? choose another in [admin] port or --admin")
+                raise AdminServerError(
+                    f"the admin API could not listen on {self.settings.bind}:{self.settings.port} "
+                    f"({reason}); is the port taken? choose another in [admin] port or --admin"
+                )
             time.sleep(0.01)
         self.port = server.servers[0].sockets[0].getsockname()[1]
-        log.info("admin API listening on %s (%s; at most %d connections) in %.0f ms", self.url,
-                 "tokens required" if self.settings.token_file else "loopback, no tokens",
-                 self.limits.max_connections, (time.monotonic() - started) * 1000)
+        log.info(
+            "admin API listening on %s (%s; at most %d connections) in %.0f ms",
+            self.url,
+            "tokens required" if self.settings.token_file else "loopback, no tokens",
+            self.limits.max_connections,
+            (time.monotonic() - started) * 1000,
+        )
         return self
 
     def stop(self, timeout: float = 10.0) -> None:

@@ -53,8 +53,9 @@ class AdminSettings:
     def hosts(self) -> AllowedHosts:
         """The names the API answers to; raises `AdminSettingsRefused` for a bad one."""
         try:
-            return AllowedHosts.of(self.bind, loopback=is_loopback(self.bind), names=self.allowed_hosts,
-                                   announced=self.announced)
+            return AllowedHosts.of(
+                self.bind, loopback=is_loopback(self.bind), names=self.allowed_hosts, announced=self.announced
+            )
         except HostNameRefused as error:
             raise AdminSettingsRefused(f"[admin] allowed_hosts: {error}") from None
 
@@ -69,7 +70,8 @@ class AdminSettings:
             raise AdminSettingsRefused(
                 f"the admin API refuses to listen on {self.bind} without tokens: anyone who reaches it could "
                 f"read the node's data and offload it. Create a token file (custody admin token --file FILE "
-                f"--role admin --name NAME) and set [admin] tokens, or bind 127.0.0.1")
+                f"--role admin --name NAME) and set [admin] tokens, or bind 127.0.0.1"
+            )
         self.hosts()
 
 
@@ -97,12 +99,17 @@ def parse_address(text: str, *, token_file: str = "", allowed_hosts=()) -> Admin
         number = int(port)
     except ValueError:
         raise AdminSettingsRefused(f"--admin {text!r}: the port {port!r} is not a number") from None
-    return AdminSettings(bind=host.strip("[]"), port=number, token_file=token_file,
-                         allowed_hosts=tuple(allowed_hosts))
+    return AdminSettings(bind=host.strip("[]"), port=number, token_file=token_file, allowed_hosts=tuple(allowed_hosts))
 
 
 def from_node_config(config) -> AdminSettings:
     """The `[admin]` table of a `cluster.node.config.NodeConfig`."""
-    return AdminSettings(bind=config.admin_bind, port=config.admin_port, token_file=config.admin_tokens,
-                         tls_cert=config.admin_tls_cert, tls_key=config.admin_tls_key,
-                         allowed_hosts=config.admin_allowed_hosts, announced=config.admin)
+    return AdminSettings(
+        bind=config.admin_bind,
+        port=config.admin_port,
+        token_file=config.admin_tokens,
+        tls_cert=config.admin_tls_cert,
+        tls_key=config.admin_tls_key,
+        allowed_hosts=config.admin_allowed_hosts,
+        announced=config.admin,
+    )

@@ -86,11 +86,16 @@ class Tokens:
                 f"cannot read the admin token file {path}: {error.strerror or error}; "
                 f"create it with: custody admin token --file {path} --role admin --name NAME"
             ) from None
-        entries = [entry for number, line in enumerate(lines, 1)
-                   if (entry := parse_token_line(line, where=f"{path} line {number}")) is not None]
+        entries = [
+            entry
+            for number, line in enumerate(lines, 1)
+            if (entry := parse_token_line(line, where=f"{path} line {number}")) is not None
+        ]
         if not entries:
-            raise TokenFileError(f"the admin token file {path} holds no token; "
-                                 f"add one with: custody admin token --file {path} --role admin --name NAME")
+            raise TokenFileError(
+                f"the admin token file {path} holds no token; "
+                f"add one with: custody admin token --file {path} --role admin --name NAME"
+            )
         return cls(entries)
 
     def identify(self, token: str | None) -> TokenEntry | None:

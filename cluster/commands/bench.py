@@ -41,8 +41,9 @@ def available() -> dict[str, str]:
 def register(subparsers) -> None:
     names = available()
     summary = "; ".join(f"{name}: {line}" for name, line in names.items())
-    parser = subparsers.add_parser("bench", help="run a benchmark against its anchor",
-                                   description=f"Benchmarks: {summary}" if summary else None)
+    parser = subparsers.add_parser(
+        "bench", help="run a benchmark against its anchor", description=f"Benchmarks: {summary}" if summary else None
+    )
     parser.add_argument("benchmark", metavar="NAME", choices=sorted(names), help=f"one of {', '.join(sorted(names))}")
     parser.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's own options (NAME --help)")
     parser.set_defaults(func=run)

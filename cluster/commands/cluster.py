@@ -27,16 +27,22 @@ def register(subparsers) -> None:
     status.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper")
     status.add_argument("--credentials-file", help="the cluster's ZooKeeper credentials (`user:password`, mode 0600)")
     status.set_defaults(func=run_status)
-    secure = actions.add_parser("secure", help="give the cluster's root and every znode under it the ACL of the "
-                                               "credentials' identity alone (once, when credentials are introduced)")
+    secure = actions.add_parser(
+        "secure",
+        help="give the cluster's root and every znode under it the ACL of the "
+        "credentials' identity alone (once, when credentials are introduced)",
+    )
     secure.add_argument("--zk", required=True, help="ZooKeeper connection string, optionally with a /chroot")
     secure.add_argument("--cluster", required=True, help="the cluster name (znodes under /custody/NAME)")
-    secure.add_argument("--credentials-file", required=True,
-                        help="the identity that will own the cluster (`user:password`, mode 0600)")
+    secure.add_argument(
+        "--credentials-file", required=True, help="the identity that will own the cluster (`user:password`, mode 0600)"
+    )
     secure.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper")
     secure.set_defaults(func=run_secure)
-    credentials = actions.add_parser("credentials", help="make a new ZooKeeper credentials file (user:password, "
-                                                         "mode 0600) for [zookeeper] credentials_file")
+    credentials = actions.add_parser(
+        "credentials",
+        help="make a new ZooKeeper credentials file (user:password, mode 0600) for [zookeeper] credentials_file",
+    )
     credentials.add_argument("file", help="the file to create (refused if it exists)")
     credentials.add_argument("--user", default="custody", help="the digest identity's user name (default custody)")
     credentials.set_defaults(func=run_credentials)
@@ -52,8 +58,11 @@ def run_status(args) -> int:
 
     try:
         credentials = read_credentials_file(args.credentials_file) if args.credentials_file else None
-        clients = ClientFactory(ZooKeeperSettings(args.zk, session_timeout=args.timeout, connect_timeout=args.timeout,
-                                                  credentials=credentials))
+        clients = ClientFactory(
+            ZooKeeperSettings(
+                args.zk, session_timeout=args.timeout, connect_timeout=args.timeout, credentials=credentials
+            )
+        )
         client = clients.start_zookeeper(read_only=True)
     except (ServiceUnreachable, ZooKeeperAccessRefused) as error:
         print(f"custody cluster status: {error}", file=sys.stderr)
@@ -61,8 +70,11 @@ def run_status(args) -> int:
     try:
         status = ClusterStore(client, ClusterLayout(args.cluster)).status()
     except ZnodeAccessDenied:
-        print(f"custody cluster status: ZooKeeper refuses access to cluster {args.cluster}: it is protected by "
-              "credentials; give them with --credentials-file", file=sys.stderr)
+        print(
+            f"custody cluster status: ZooKeeper refuses access to cluster {args.cluster}: it is protected by "
+            "credentials; give them with --credentials-file",
+            file=sys.stderr,
+        )
         return 2
     finally:
         stop_quietly(client)
@@ -70,22 +82,28 @@ def run_status(args) -> int:
     if args.json:
         print(json.dumps(body, indent=2, sort_keys=True))
         return 0
-    print(f"cluster {status.cluster}: {len(status.members)} members, leader {status.leader or '(none)'}, "
-          f"ZooKeeper ACL {status.zookeeper_acl or '(no cluster root)'}")
+    print(
+        f"cluster {status.cluster}: {len(status.members)} members, leader {status.leader or '(none)'}, "
+        f"ZooKeeper ACL {status.zookeeper_acl or '(no cluster root)'}"
+    )
     if status.zookeeper_acl == OPEN:
         print(f"  warning: {OPEN_EXPLAINED}")
     print("members:")
     for name, m in body["members"].items():
         flag = " *" if name == status.leader else ""
-        print(f"  {name:<20} queued {m['queued']:>8} ({m['queued_bytes']} B)  threads {m['active_threads']:>3}  "
-              f"cpu {m['cpu']:.2f}  disk {m['free_disk'] >> 30} GiB  weight {m['capacity_weight']}  "
-              f"shards {','.join(m['owned_shards']) or '-'}{flag}")
+        print(
+            f"  {name:<20} queued {m['queued']:>8} ({m['queued_bytes']} B)  threads {m['active_threads']:>3}  "
+            f"cpu {m['cpu']:.2f}  disk {m['free_disk'] >> 30} GiB  weight {m['capacity_weight']}  "
+            f"shards {','.join(m['owned_shards']) or '-'}{flag}"
+        )
     print("shards:")
     for name, s in body["shards"].items():
         extra = f"  children {','.join(s['children'])}" if s["children"] else ""
         extra += f"  slice of {s['source']['parent']}" if s["source"] else ""
-        print(f"  {name:<24} owner {s['owner'] or '-':<20} epoch {s['epoch']:>5}  {s['state']:<9} "
-              f"flow {s['flow'] or '-'}{extra}")
+        print(
+            f"  {name:<24} owner {s['owner'] or '-':<20} epoch {s['epoch']:>5}  {s['state']:<9} "
+            f"flow {s['flow'] or '-'}{extra}"
+        )
         if s["state"] == "held" and s["history"]:
             # Why its adopter could not open it, and what the operator can do.
             print(f"    {s['history'][-1]['reason']}")
@@ -123,24 +141,32 @@ def run_secure(args) -> int:
     layout = ClusterLayout(args.cluster)
     try:
         credentials = read_credentials_file(args.credentials_file)
-        client = ClientFactory(ZooKeeperSettings(args.zk, session_timeout=args.timeout, connect_timeout=args.timeout,
-                                                 credentials=credentials)).start_zookeeper()
+        client = ClientFactory(
+            ZooKeeperSettings(
+                args.zk, session_timeout=args.timeout, connect_timeout=args.timeout, credentials=credentials
+            )
+        ).start_zookeeper()
     except (ServiceUnreachable, ZooKeeperAccessRefused) as error:
         print(f"custody cluster secure: {error}", file=sys.stderr)
         return 2
     try:
         count = secure_tree(client, layout.root, identity_acl(credentials))
     except ZnodeAccessDenied:
-        print(f"custody cluster secure: ZooKeeper refuses to change {layout.root}: another identity owns it",
-              file=sys.stderr)
+        print(
+            f"custody cluster secure: ZooKeeper refuses to change {layout.root}: another identity owns it",
+            file=sys.stderr,
+        )
         return 2
     except ZnodeMissing:
         count = 0
     finally:
         stop_quietly(client)
     if count == 0:
-        print(f"custody cluster secure: {layout.root} does not exist; a node started with the credentials creates it "
-              "secured", file=sys.stderr)
+        print(
+            f"custody cluster secure: {layout.root} does not exist; a node started with the credentials creates it "
+            "secured",
+            file=sys.stderr,
+        )
         return 2
     print(f"secured {count} znodes under {layout.root}: only the credentials' identity can read or change them")
     return 0
@@ -155,6 +181,8 @@ def run_credentials(args) -> int:
     except ZooKeeperAccessRefused as error:
         print(f"custody cluster credentials: {error}", file=sys.stderr)
         return 2
-    print(f"made ZooKeeper credentials for user {args.user} in {args.file} (mode 0600): set [zookeeper] "
-          f"credentials_file to it on every node of the cluster")
+    print(
+        f"made ZooKeeper credentials for user {args.user} in {args.file} (mode 0600): set [zookeeper] "
+        f"credentials_file to it on every node of the cluster"
+    )
     return 0

@@ -24,22 +24,39 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("content", help="inspect and fsck the content repository replicas")
     commands = parser.add_subparsers(dest="content_command", metavar="ACTION")
     for name, func, help_text in (
-        ("fsck", _fsck, "check every block against its checksum and compare replicas; --repair mends bad "
-                        "copies from a verified one"),
+        (
+            "fsck",
+            _fsck,
+            "check every block against its checksum and compare replicas; --repair mends bad "
+            "copies from a verified one",
+        ),
         ("inspect", _inspect, "count resources and bytes in each replica"),
     ):
         sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("--local", action="append", default=[], metavar="CONTAINER=DIR",
-                         help="a local container (repeatable); the first replica")
-        sub.add_argument("--mirror", action="append", default=[], metavar="CONTAINER=DIR",
-                         help="a second local replica's container (repeatable)")
+        sub.add_argument(
+            "--local",
+            action="append",
+            default=[],
+            metavar="CONTAINER=DIR",
+            help="a local container (repeatable); the first replica",
+        )
+        sub.add_argument(
+            "--mirror",
+            action="append",
+            default=[],
+            metavar="CONTAINER=DIR",
+            help="a second local replica's container (repeatable)",
+        )
         sub.add_argument("--hdfs", metavar="URL", help="hdfs://host:port of the HDFS replica")
         sub.add_argument("--hdfs-base", default="/custody", help="base directory of the cluster on HDFS")
         sub.add_argument("--node", help="node id whose HDFS content to check")
         sub.add_argument("--json", action="store_true", help="print JSON")
         if name == "fsck":
-            sub.add_argument("--repair", action="store_true",
-                             help="rewrite damaged, short or missing copies from a replica whose copy verifies")
+            sub.add_argument(
+                "--repair",
+                action="store_true",
+                help="rewrite damaged, short or missing copies from a replica whose copy verifies",
+            )
         sub.set_defaults(func=func)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
@@ -89,8 +106,10 @@ def _fsck(args) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(f"checked {report.checked} resources on {', '.join(report.replicas)}: {report.verified} verified, "
-              f"{len(report.unverified)} unverified (written before checksums)")
+        print(
+            f"checked {report.checked} resources on {', '.join(report.replicas)}: {report.verified} verified, "
+            f"{len(report.unverified)} unverified (written before checksums)"
+        )
         for problem in report.problems:
             mark = "repaired" if problem.repaired else ("note" if problem.kind == "state" else "BAD")
             print(f"  [{mark}] {problem.kind:8} {problem.replica}: {problem.resource} ({problem.detail})")
@@ -103,8 +122,9 @@ def _fsck(args) -> int:
         elif not args.repair:
             print("BAD: run again with --repair to rewrite the bad copies from verified ones")
         else:
-            print("BAD: what is left has no verified copy to repair it from, or two verified copies "
-                  "disagree (see above)")
+            print(
+                "BAD: what is left has no verified copy to repair it from, or two verified copies disagree (see above)"
+            )
     return 0 if report.ok else 1
 
 
@@ -112,20 +132,24 @@ def _inspect(args) -> int:
     summary = []
     for replica in _replicas(args):
         resources = replica.list_resources()
-        summary.append({
-            "replica": replica.name,
-            "containers": replica.containers,
-            "resources": sum(1 for info in resources.values() if not info.archived),
-            "bytes": sum(info.length for info in resources.values() if not info.archived),
-            "archived_resources": sum(1 for info in resources.values() if info.archived),
-            "archived_bytes": sum(info.length for info in resources.values() if info.archived),
-            "unchecksummed_resources": sum(1 for info in resources.values() if not info.checksummed),
-        })
+        summary.append(
+            {
+                "replica": replica.name,
+                "containers": replica.containers,
+                "resources": sum(1 for info in resources.values() if not info.archived),
+                "bytes": sum(info.length for info in resources.values() if not info.archived),
+                "archived_resources": sum(1 for info in resources.values() if info.archived),
+                "archived_bytes": sum(info.length for info in resources.values() if info.archived),
+                "unchecksummed_resources": sum(1 for info in resources.values() if not info.checksummed),
+            }
+        )
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         for entry in summary:
-            print(f"{entry['replica']}: {entry['resources']} resources, {entry['bytes']:,} bytes; "
-                  f"archive {entry['archived_resources']} resources, {entry['archived_bytes']:,} bytes; "
-                  f"{entry['unchecksummed_resources']} without checksums (written before they existed)")
+            print(
+                f"{entry['replica']}: {entry['resources']} resources, {entry['bytes']:,} bytes; "
+                f"archive {entry['archived_resources']} resources, {entry['archived_bytes']:,} bytes; "
+                f"{entry['unchecksummed_resources']} without checksums (written before they existed)"
+            )
     return 0

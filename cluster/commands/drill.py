@@ -26,24 +26,40 @@ def register(subparsers) -> None:
 
     faults = "; ".join(f"{kind.name}: {kind.what}" for kind in FAULT_KINDS)
     parser = subparsers.add_parser(
-        "drill", help="inject faults into a loaded cluster; time failovers; check exactly-once delivery",
+        "drill",
+        help="inject faults into a loaded cluster; time failovers; check exactly-once delivery",
         description="Run the sample flow on a cluster, inject faults in rotation, time each failover "
-                    "(detection, takeover, resume) and check that every FlowFile reached the sink exactly once. "
-                    f"Faults: {faults}.")
-    parser.add_argument("--target", default="local", metavar="|".join(TARGET_KINDS),
-                        help="local: node processes and embedded ZooKeeper and HDFS on this machine; "
-                             "compose: the containers of a running docker compose project (default: local)")
-    parser.add_argument("--compose-file", help="the compose project's file (--target compose; default "
-                                               "docker-compose.yml): the project is the one it names")
-    parser.add_argument("--project", help="--target compose: the compose project's name, instead of the one the "
-                                          "compose file (or COMPOSE_PROJECT_NAME) names")
+        "(detection, takeover, resume) and check that every FlowFile reached the sink exactly once. "
+        f"Faults: {faults}.",
+    )
+    parser.add_argument(
+        "--target",
+        default="local",
+        metavar="|".join(TARGET_KINDS),
+        help="local: node processes and embedded ZooKeeper and HDFS on this machine; "
+        "compose: the containers of a running docker compose project (default: local)",
+    )
+    parser.add_argument(
+        "--compose-file",
+        help="the compose project's file (--target compose; default "
+        "docker-compose.yml): the project is the one it names",
+    )
+    parser.add_argument(
+        "--project",
+        help="--target compose: the compose project's name, instead of the one the "
+        "compose file (or COMPOSE_PROJECT_NAME) names",
+    )
     parser.add_argument("--faults", help="comma-separated fault names (default: every fault the target supports)")
-    parser.add_argument("--rounds", type=int, help="rounds in all, the faults taken in turn "
-                                                   "(default: two of each fault)")
+    parser.add_argument(
+        "--rounds", type=int, help="rounds in all, the faults taken in turn (default: two of each fault)"
+    )
     parser.add_argument("--report", help="write the JSON report here")
     parser.add_argument("--plot", help="write the timeline plot (PNG) here")
-    parser.add_argument("--workdir", help="--target local: where services, nodes and logs live "
-                                          "(default: a new temporary directory, kept afterwards)")
+    parser.add_argument(
+        "--workdir",
+        help="--target local: where services, nodes and logs live "
+        "(default: a new temporary directory, kept afterwards)",
+    )
     parser.add_argument("--nodes", type=int, default=3, help="--target local: how many nodes (default: 3)")
     parser.set_defaults(func=run)
 
@@ -86,8 +102,10 @@ def run(args) -> int:
         )
     double = [name for name in faults if name in ("leader", "adopter")]
     if double and len(target.names) < 3:
-        return _refuse(f"fault(s) {', '.join(double)} kill two nodes in one round and need at least 3 nodes; "
-                       f"the target has {len(target.names)}")
+        return _refuse(
+            f"fault(s) {', '.join(double)} kill two nodes in one round and need at least 3 nodes; "
+            f"the target has {len(target.names)}"
+        )
     schedule = rotation(faults, args.rounds if args.rounds is not None else 2 * len(faults))
     return _drill(target, faults, schedule, args)
 
@@ -105,8 +123,10 @@ def _drill(target, faults, schedule, args) -> int:
 
     signal.signal(signal.SIGTERM, interrupted)  # close the target as Ctrl-C does
     say = lambda line: print(line, flush=True)  # noqa: E731 - progress goes to stdout as it happens
-    say(f"custody drill: {len(schedule)} rounds on the {target.kind} target ({', '.join(target.names)}): "
-        + ", ".join(f"{fault} x{schedule.count(fault)}" for fault in faults))
+    say(
+        f"custody drill: {len(schedule)} rounds on the {target.kind} target ({', '.join(target.names)}): "
+        + ", ".join(f"{fault} x{schedule.count(fault)}" for fault in faults)
+    )
     say(f"logs: {target.log_location}")
     runner = DrillRunner(target, schedule, on_round=lambda entry: say(round_line(entry, len(schedule))))
     try:
@@ -121,8 +141,15 @@ def _drill(target, faults, schedule, args) -> int:
         say(f"the drill stopped: {runner.error} (logs: {target.log_location})")
     finally:
         target.close()
-    report = drill_report(runner.rounds, faults, runner.report, runner.samples, target=target.kind,
-                          started_at=runner.started_at, error=runner.error)
+    report = drill_report(
+        runner.rounds,
+        faults,
+        runner.report,
+        runner.samples,
+        target=target.kind,
+        started_at=runner.started_at,
+        error=runner.error,
+    )
     if args.report:
         with open(args.report, "w") as out:
             json.dump(report, out, indent=2)

@@ -59,8 +59,11 @@ def run_deploy(args) -> int:
             if body["state"] != "running":
                 break
             if time.monotonic() > deadline:
-                print(f"custody flow deploy: still running after {args.timeout:.0f} s; "
-                      f"follow it with: curl {base}/api/v1/flow/deploy", file=sys.stderr)
+                print(
+                    f"custody flow deploy: still running after {args.timeout:.0f} s; "
+                    f"follow it with: curl {base}/api/v1/flow/deploy",
+                    file=sys.stderr,
+                )
                 return 3
             time.sleep(1.0)  # following the deploy's progress
             status, body = call(f"{base}/api/v1/flow/deploy")
@@ -68,8 +71,10 @@ def run_deploy(args) -> int:
                 print(f"custody flow deploy: {status} {body.get('error', body)}", file=sys.stderr)
                 return 1
     except (urllib.error.URLError, OSError) as error:
-        print(f"custody flow deploy: the admin API at {base} did not answer ({getattr(error, 'reason', error)})",
-              file=sys.stderr)
+        print(
+            f"custody flow deploy: the admin API at {base} did not answer ({getattr(error, 'reason', error)})",
+            file=sys.stderr,
+        )
         return 1
     if body["state"] == "failed":
         print(f"custody flow deploy: failed: {body['error']}", file=sys.stderr)

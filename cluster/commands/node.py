@@ -38,26 +38,48 @@ from . import stop_on_signals
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("node", help="run a clustered node (ZooKeeper + HDFS) until stopped; "
-                                                "offload or connect a running one; decommission one")
-    parser.add_argument("action", nargs="?", choices=("run", "offload", "connect", "decommission"), default="run",
-                        help="run (the default): run the node; offload: ask the running node to hand every shard "
-                             "to the others and own nothing; connect: ask an offloaded node to join again, or, with "
-                             "NAME, let a decommissioned node join again; decommission NAME: node NAME is gone for "
-                             "good")
-    parser.add_argument("target", nargs="?", metavar="NAME",
-                        help="decommission and connect: the node to decommission, or to let join again")
-    parser.add_argument("--config", help="the node's NODE.toml (see cluster.node.config); for offload and connect, "
-                                         "where its admin API listens; for decommission and connect NAME, any "
-                                         "node's, for the cluster's ZooKeeper and HDFS")
-    parser.add_argument("--url", help="offload/connect: the node's admin API, instead of --config's [admin]; "
-                                      "decommission/connect NAME: any running node's admin API, instead of --config")
-    parser.add_argument("--wait", type=float, default=120.0,
-                        help="offload: seconds to wait until the node owns nothing (default 120)")
+    parser = subparsers.add_parser(
+        "node",
+        help="run a clustered node (ZooKeeper + HDFS) until stopped; "
+        "offload or connect a running one; decommission one",
+    )
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("run", "offload", "connect", "decommission"),
+        default="run",
+        help="run (the default): run the node; offload: ask the running node to hand every shard "
+        "to the others and own nothing; connect: ask an offloaded node to join again, or, with "
+        "NAME, let a decommissioned node join again; decommission NAME: node NAME is gone for "
+        "good",
+    )
+    parser.add_argument(
+        "target",
+        nargs="?",
+        metavar="NAME",
+        help="decommission and connect: the node to decommission, or to let join again",
+    )
+    parser.add_argument(
+        "--config",
+        help="the node's NODE.toml (see cluster.node.config); for offload and connect, "
+        "where its admin API listens; for decommission and connect NAME, any "
+        "node's, for the cluster's ZooKeeper and HDFS",
+    )
+    parser.add_argument(
+        "--url",
+        help="offload/connect: the node's admin API, instead of --config's [admin]; "
+        "decommission/connect NAME: any running node's admin API, instead of --config",
+    )
+    parser.add_argument(
+        "--wait", type=float, default=120.0, help="offload: seconds to wait until the node owns nothing (default 120)"
+    )
     parser.add_argument("--name", help="node name, instead of the file's `name`")
     parser.add_argument("--directory", help="local data directory, instead of the file's `directory`")
-    parser.add_argument("--admin-url", help="the URL other nodes and links use for this node's admin API, instead "
-                                            "of the file's [node] admin (default: the address it listens on)")
+    parser.add_argument(
+        "--admin-url",
+        help="the URL other nodes and links use for this node's admin API, instead "
+        "of the file's [node] admin (default: the address it listens on)",
+    )
     parser.add_argument("--events", action="store_true", help="print each step as a JSON line on stdout")
     parser.add_argument("--once", action="store_true", help="exit when the incarnation ends instead of rejoining")
     parser.set_defaults(func=run)
@@ -112,8 +134,14 @@ def run(args) -> int:
 
     PauseMonitor().start()  # a line when the whole process stood still
     closed, _ = watch_shutdown(stop, config.shutdown_timeout, log)
-    log.info("node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)", config.name, config.cluster, config.zk_hosts,
-             config.hdfs_url, config.hdfs_root)
+    log.info(
+        "node %s joining cluster %s (ZooKeeper %s, HDFS %s%s)",
+        config.name,
+        config.cluster,
+        config.zk_hosts,
+        config.hdfs_url,
+        config.hdfs_root,
+    )
     try:
         code = node.run(stop, once=args.once)
     finally:
@@ -165,8 +193,11 @@ def decommission_or_connect(args) -> int:
     if args.url:
         return node_admission(args.url.rstrip("/"), args.action, args.target, command=command)
     if not args.config:
-        print(f"{command}: give --config NODE.toml (any node's of the cluster) or --url http://HOST:PORT of a "
-              "running node's admin API", file=sys.stderr)
+        print(
+            f"{command}: give --config NODE.toml (any node's of the cluster) or --url http://HOST:PORT of a "
+            "running node's admin API",
+            file=sys.stderr,
+        )
         return 2
     try:
         config = load_config(args)
@@ -180,8 +211,9 @@ def decommission_or_connect(args) -> int:
         storage = clients.hdfs_storage()
         store = ClusterStore(client, ClusterLayout(config.cluster, config.hdfs_root))
         if args.action == "decommission":
-            answer = decommission_node(store, storage, args.target,
-                                       requested_by=f"custody node decommission on {socket.gethostname()}")
+            answer = decommission_node(
+                store, storage, args.target, requested_by=f"custody node decommission on {socket.gethostname()}"
+            )
         else:
             answer = connect_node(store, storage, args.target)
     except (NotFound, Conflict, Unavailable) as error:
@@ -219,8 +251,9 @@ def exit_past_stuck_threads(log, code: int, exit=None) -> None:
 
     from ..node.shutdown_deadline import exit_now
 
-    stuck = [t.name for t in threading.enumerate()
-             if t is not threading.current_thread() and t.is_alive() and not t.daemon]
+    stuck = [
+        t.name for t in threading.enumerate() if t is not threading.current_thread() and t.is_alive() and not t.daemon
+    ]
     if stuck:
         log.warning("exiting with %d threads still blocked: %s", len(stuck), ", ".join(sorted(stuck))[:300])
         (exit or exit_now)(code)

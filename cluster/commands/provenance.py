@@ -42,14 +42,23 @@ def register(subparsers) -> None:
     inspect.add_argument("path", metavar="PATH", help="repository directory or one .prov file")
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.set_defaults(func=_inspect)
-    analyze = sub.add_parser("analyze", help="cluster-wide lineage and per-minute statistics on Spark, "
-                                              "over the events every node exported as Parquet")
+    analyze = sub.add_parser(
+        "analyze",
+        help="cluster-wide lineage and per-minute statistics on Spark, over the events every node exported as Parquet",
+    )
     analyze.add_argument("--spark-master", required=True, metavar="MASTER", help="local[*] or spark://host:7077")
-    analyze.add_argument("--source", required=True, metavar="URI",
-                         help="the export's root, e.g. hdfs://namenode:8020/custody/<cluster>/provenance")
+    analyze.add_argument(
+        "--source",
+        required=True,
+        metavar="URI",
+        help="the export's root, e.g. hdfs://namenode:8020/custody/<cluster>/provenance",
+    )
     analyze.add_argument("--uuid", help="print the cluster-wide lineage of this FlowFile as JSON")
-    analyze.add_argument("--per-minute", action="store_true",
-                         help="per component and minute: event counts by type and latency (table, then JSON)")
+    analyze.add_argument(
+        "--per-minute",
+        action="store_true",
+        help="per component and minute: event counts by type and latency (table, then JSON)",
+    )
     analyze.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf, repeatable")
     analyze.set_defaults(func=_analyze)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
@@ -73,28 +82,44 @@ def _query(args) -> int:
 
     try:
         query = ProvenanceQuery(
-            event_type=parse_event_type(args.type) if args.type else None, flowfile_uuid=args.uuid,
-            filename=args.filename, component_id=args.component, relationship=args.relationship,
+            event_type=parse_event_type(args.type) if args.type else None,
+            flowfile_uuid=args.uuid,
+            filename=args.filename,
+            component_id=args.component,
+            relationship=args.relationship,
             start_ms=parse_time(args.since) if args.since else None,
-            end_ms=parse_time(args.until) if args.until else None, limit=args.limit)
+            end_ms=parse_time(args.until) if args.until else None,
+            limit=args.limit,
+        )
         repo = _open(args.path)
     except (ValueError, ProvenanceError) as error:
         print(f"error: {error}")
         return 2
     result = repo.query(query)
     if args.json:
-        print(json.dumps({"events": [e.to_dict() for e in result.events],
-                          "skipped_missing": result.skipped_missing,
-                          "errors": [{"event_id": i, "error": m} for i, m in result.errors],
-                          "shards_searched": result.shards_searched,
-                          "shards_skipped": result.shards_skipped}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "events": [e.to_dict() for e in result.events],
+                    "skipped_missing": result.skipped_missing,
+                    "errors": [{"event_id": i, "error": m} for i, m in result.errors],
+                    "shards_searched": result.shards_searched,
+                    "shards_skipped": result.shards_skipped,
+                },
+                indent=2,
+            )
+        )
     else:
         for e in result.events:
             extra = e.relationship or e.transit_uri or e.details or ""
-            print(f"{e.event_id:>10}  {_iso(e.event_time_ms)}  {e.event_type.value:<20} {e.flowfile_uuid}  "
-                  f"{e.component_id}  {e.filename or '-'}  {extra}")
-        print(f"{len(result.events)} events ({result.shards_searched} shards searched, "
-              f"{result.shards_skipped} skipped by time, {result.skipped_missing} hits aged off)")
+            print(
+                f"{e.event_id:>10}  {_iso(e.event_time_ms)}  {e.event_type.value:<20} {e.flowfile_uuid}  "
+                f"{e.component_id}  {e.filename or '-'}  {extra}"
+            )
+        print(
+            f"{len(result.events)} events ({result.shards_searched} shards searched, "
+            f"{result.shards_skipped} skipped by time, {result.skipped_missing} hits aged off)"
+        )
         for event_id, message in result.errors:
             print(f"error: event {event_id}: {message}")
     return 1 if result.errors else 0
@@ -134,16 +159,28 @@ def _check_file(path: str) -> dict:
     except CorruptFileError as error:
         report["error"] = str(error)
         return report
-    report.update(first_id=reader.first_id, last_id=reader.last_id, events=reader.event_count,
-                  blocks=len(reader.blocks), min_time=_iso(reader.min_time_ms), max_time=_iso(reader.max_time_ms),
-                  toc_rebuilt=reader.toc_rebuilt)
+    report.update(
+        first_id=reader.first_id,
+        last_id=reader.last_id,
+        events=reader.event_count,
+        blocks=len(reader.blocks),
+        min_time=_iso(reader.min_time_ms),
+        max_time=_iso(reader.max_time_ms),
+        toc_rebuilt=reader.toc_rebuilt,
+    )
     for i in range(len(reader.blocks)):
         try:
             reader.read_block(i)
         except CorruptBlockError as error:
-            report["damaged_blocks"].append({"block": i, "offset": error.offset, "reason": error.reason,
-                                             "first_event_id": error.first_event_id,
-                                             "events": error.event_count})
+            report["damaged_blocks"].append(
+                {
+                    "block": i,
+                    "offset": error.offset,
+                    "reason": error.reason,
+                    "first_event_id": error.first_event_id,
+                    "events": error.event_count,
+                }
+            )
     try:
         scan = scan_blocks(path)
         report["scan_damage"] = [{"offset": o, "reason": r} for o, r in scan.damaged]
@@ -167,8 +204,16 @@ def _inspect(args) -> int:
             print(f"error: {error}")
             return 2
         reports = [_check_file(entry.path) for entry in repo.event_files()]
-        journals = sorted(name for c in repo.containers for name in os.listdir(os.path.join(c, "journals"))
-                          if parse_journal_name(name)) if not args.path.endswith(".prov") else []
+        journals = (
+            sorted(
+                name
+                for c in repo.containers
+                for name in os.listdir(os.path.join(c, "journals"))
+                if parse_journal_name(name)
+            )
+            if not args.path.endswith(".prov")
+            else []
+        )
         summary = {
             "containers": repo.containers,
             "files": reports,
@@ -176,9 +221,17 @@ def _inspect(args) -> int:
             "event_file_bytes": repo.storage_bytes(),
             "next_event_id": repo.next_event_id,
             "journals_not_merged": journals,
-            "shards": [{"name": s.name, "closed": s.manifest.closed, "files": sorted(s.manifest.files),
-                        "min_time": _iso(s.manifest.min_time_ms), "max_time": _iso(s.manifest.max_time_ms),
-                        "bytes": s.size()} for s in repo.index.shards],
+            "shards": [
+                {
+                    "name": s.name,
+                    "closed": s.manifest.closed,
+                    "files": sorted(s.manifest.files),
+                    "min_time": _iso(s.manifest.min_time_ms),
+                    "max_time": _iso(s.manifest.max_time_ms),
+                    "bytes": s.size(),
+                }
+                for s in repo.index.shards
+            ],
         }
     damaged = [r for r in reports if r["damaged_blocks"] or r.get("error")]
     summary["damaged_files"] = len(damaged)
@@ -190,16 +243,22 @@ def _inspect(args) -> int:
                 print(f"{key}: {summary[key]}")
         for r in reports:
             state = "DAMAGED" if (r["damaged_blocks"] or r.get("error")) else "ok"
-            print(f"{r['path']}: {state} ids {r.get('first_id')}..{r.get('last_id')} events {r.get('events')} "
-                  f"blocks {r.get('blocks')} bytes {r['size']} {r.get('min_time')}..{r.get('max_time')}")
+            print(
+                f"{r['path']}: {state} ids {r.get('first_id')}..{r.get('last_id')} events {r.get('events')} "
+                f"blocks {r.get('blocks')} bytes {r['size']} {r.get('min_time')}..{r.get('max_time')}"
+            )
             for d in r["damaged_blocks"]:
-                print(f"  block {d['block']} at {d['offset']}: {d['reason']} "
-                      f"(events {d['first_event_id']}.. x{d['events']})")
+                print(
+                    f"  block {d['block']} at {d['offset']}: {d['reason']} "
+                    f"(events {d['first_event_id']}.. x{d['events']})"
+                )
             if r.get("error"):
                 print(f"  {r['error']}")
         for s in summary.get("shards", []):
-            print(f"shard {s['name']}: {'closed' if s['closed'] else 'active'} files {len(s['files'])} "
-                  f"{s['min_time']}..{s['max_time']} bytes {s['bytes']}")
+            print(
+                f"shard {s['name']}: {'closed' if s['closed'] else 'active'} files {len(s['files'])} "
+                f"{s['min_time']}..{s['max_time']} bytes {s['bytes']}"
+            )
     return 1 if damaged else 0
 
 
@@ -219,8 +278,10 @@ def _analyze(args) -> int:
     try:
         spark = build_spark_session(args.spark_master, conf, app_name="custody-provenance-analyze")
     except Exception as error:  # noqa: BLE001 - a JVM that does not start, a master that does not answer
-        print(f"custody provenance analyze: cannot start a Spark session on {args.spark_master}: "
-              f"{describe(error)}", file=sys.stderr)
+        print(
+            f"custody provenance analyze: cannot start a Spark session on {args.spark_master}: {describe(error)}",
+            file=sys.stderr,
+        )
         return 1
     try:
         events = analysis.load_events(spark, args.source)

@@ -18,29 +18,53 @@ def register(subparsers) -> None:
     parser.add_argument("--flow", required=True, help="flow definition (YAML or JSON)")
     parser.add_argument("--data-dir", required=True, help="directory of the node's repositories")
     parser.add_argument("--threads", type=int, default=4, help="task threads (default 4)")
-    parser.add_argument("--status-interval", type=float, default=10.0,
-                        help="seconds between status lines (0: none)")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="flow parameter (#{NAME} in the flow); repeatable")
+    parser.add_argument("--status-interval", type=float, default=10.0, help="seconds between status lines (0: none)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="flow parameter (#{NAME} in the flow); repeatable",
+    )
     parser.add_argument("--name", default="standalone", help="the node's name in its admin API and logs")
     parser.add_argument(
         "--admin",
         metavar="HOST:PORT",
         help="serve the admin API there (e.g. 127.0.0.1:8080; a non-loopback HOST needs --admin-tokens)",
     )
-    parser.add_argument("--admin-tokens", metavar="FILE", default="",
-                        help="the admin API's token file (custody admin token --file FILE ...)")
-    parser.add_argument("--admin-allowed-host", metavar="NAME", action="append", default=[],
-                        help="a name the admin API answers to besides its address (a request whose Host names "
-                             "another is refused); repeatable")
-    parser.add_argument("--accept-wal-damage", action="store_true",
-                        help="start even if the FlowFile WAL is damaged in a way no crash explains, losing the "
-                             "FlowFiles the damage lost (refused by default; `custody wal inspect` shows what)")
-    parser.add_argument("--spark-master", default="local[*]",
-                        help="the Spark master of the flow's Spark processors (default: embedded local[*]; "
-                             "spark://HOST:7077 for a standalone cluster)")
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting for the node's Spark session; repeatable")
+    parser.add_argument(
+        "--admin-tokens",
+        metavar="FILE",
+        default="",
+        help="the admin API's token file (custody admin token --file FILE ...)",
+    )
+    parser.add_argument(
+        "--admin-allowed-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="a name the admin API answers to besides its address (a request whose Host names "
+        "another is refused); repeatable",
+    )
+    parser.add_argument(
+        "--accept-wal-damage",
+        action="store_true",
+        help="start even if the FlowFile WAL is damaged in a way no crash explains, losing the "
+        "FlowFiles the damage lost (refused by default; `custody wal inspect` shows what)",
+    )
+    parser.add_argument(
+        "--spark-master",
+        default="local[*]",
+        help="the Spark master of the flow's Spark processors (default: embedded local[*]; "
+        "spark://HOST:7077 for a standalone cluster)",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the node's Spark session; repeatable",
+    )
     parser.set_defaults(func=run)
 
 
@@ -58,8 +82,10 @@ def argument_problem(args) -> str | None:
         return f"--threads must be from 1 to {MAX_THREADS} (the node's task threads), not {args.threads}"
     interval = args.status_interval
     if not (interval == 0 or MIN_STATUS_INTERVAL_S <= interval <= MAX_STATUS_INTERVAL_S):  # NaN is neither
-        return (f"--status-interval must be 0 (no status lines) or from {MIN_STATUS_INTERVAL_S:g} to "
-                f"{MAX_STATUS_INTERVAL_S:g} seconds, not {interval:g}")
+        return (
+            f"--status-interval must be 0 (no status lines) or from {MIN_STATUS_INTERVAL_S:g} to "
+            f"{MAX_STATUS_INTERVAL_S:g} seconds, not {interval:g}"
+        )
     return None
 
 
@@ -98,9 +124,17 @@ def run(args) -> int:
     except FlowError as error:
         print(f"custody run: invalid flow: {error}", file=sys.stderr)
         return 2
-    node = StandaloneNode(definition, data_dir, NodeSettings(name=args.name, threads=args.threads,
-                                                             spark_master=args.spark_master, spark_conf=spark_conf,
-                                                             accept_wal_damage=args.accept_wal_damage))
+    node = StandaloneNode(
+        definition,
+        data_dir,
+        NodeSettings(
+            name=args.name,
+            threads=args.threads,
+            spark_master=args.spark_master,
+            spark_conf=spark_conf,
+            accept_wal_damage=args.accept_wal_damage,
+        ),
+    )
     stop = stop_on_signals(log, "stopping")
     admin = None
     try:
@@ -109,8 +143,10 @@ def run(args) -> int:
             from ..admin.serve import serve
             from ..admin.settings import parse_address
 
-            admin = serve(parse_address(args.admin, token_file=args.admin_tokens,
-                                        allowed_hosts=args.admin_allowed_host), node.control())
+            admin = serve(
+                parse_address(args.admin, token_file=args.admin_tokens, allowed_hosts=args.admin_allowed_host),
+                node.control(),
+            )
             node.admin_url = admin.url
             print(f"custody: admin API on {admin.url}", flush=True)
     except (NodeError, FlowError, ClusterError) as error:
@@ -120,8 +156,11 @@ def run(args) -> int:
     except OSError as error:
         print(f"custody run: cannot start the node on {data_dir}: {error}", file=sys.stderr)
         return 1
-    print(f"custody: node running with flow {definition.name!r} on {data_dir} "
-          f"(recovered: {json.dumps(node.recovery)}); Ctrl-C stops it", flush=True)
+    print(
+        f"custody: node running with flow {definition.name!r} on {data_dir} "
+        f"(recovered: {json.dumps(node.recovery)}); Ctrl-C stops it",
+        flush=True,
+    )
     try:
         control = node.control()
         while not stop.wait(args.status_interval or None):

@@ -13,12 +13,18 @@ import sys
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("services", help="install, start, check and stop ZooKeeper, HDFS, Spark, Docker and Kafka")
+    parser = subparsers.add_parser(
+        "services", help="install, start, check and stop ZooKeeper, HDFS, Spark, Docker and Kafka"
+    )
     parser.add_argument("--workdir", help="where the services keep their files (default: .work/services)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser("install", help="install what is missing (Debian packages, Hadoop and Kafka jars)").set_defaults(func=_install)
+    actions.add_parser("install", help="install what is missing (Debian packages, Hadoop and Kafka jars)").set_defaults(
+        func=_install
+    )
     up = actions.add_parser("up", help="install what is missing, start every service and print its status")
-    up.add_argument("--only", nargs="+", choices=["zookeeper", "hdfs", "spark", "docker", "kafka"], help="start only these")
+    up.add_argument(
+        "--only", nargs="+", choices=["zookeeper", "hdfs", "spark", "docker", "kafka"], help="start only these"
+    )
     up.add_argument("--json", action="store_true")
     up.set_defaults(func=_up)
     status = actions.add_parser("status", help="print the status of each service")

@@ -35,9 +35,12 @@ def register(subparsers) -> None:
     inspect.set_defaults(func=run_inspect)
     fsck = commands.add_parser("fsck", help="exit non-zero on corruption recovery cannot explain")
     fsck.add_argument("path", help="the WAL directory (local path, or hdfs://host:port/dir)")
-    fsck.add_argument("--accept-damage", action="store_true",
-                      help="recover the WAL of a stopped node with what survives, losing what the damage lost "
-                           "(the cut bytes and a report are kept in its cut/ directory)")
+    fsck.add_argument(
+        "--accept-damage",
+        action="store_true",
+        help="recover the WAL of a stopped node with what survives, losing what the damage lost "
+        "(the cut bytes and a report are kept in its cut/ directory)",
+    )
     fsck.set_defaults(func=run_fsck)
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
@@ -148,7 +151,9 @@ def run_fsck(args) -> int:
             f"FAIL: {len(report.damage)} finding(s) of damage no crash explains ({report.transactions_lost} "
             f"transaction(s) lost), {len(undecodable)} record(s) that cannot be decoded; {report.record_count} "
             f"records recoverable. `custody wal fsck --accept-damage {args.path}` recovers them on a stopped node, "
-            "losing the rest", file=sys.stderr)
+            "losing the rest",
+            file=sys.stderr,
+        )
         return 1
     print(f"OK: {report.record_count} records, max transaction id {report.max_txid}")
     return 0
@@ -160,8 +165,14 @@ def accept_damage(path: str, found) -> int:
     from repositories.flowfile import DEFAULT_PARTITIONS, WriteAheadLog
 
     storage, directory = open_storage(path)
-    wal = WriteAheadLog(storage, directory, partitions=found.journal_set or DEFAULT_PARTITIONS, epoch=found.epoch,
-                        checkpoint_interval=None, accept_damage=True)
+    wal = WriteAheadLog(
+        storage,
+        directory,
+        partitions=found.journal_set or DEFAULT_PARTITIONS,
+        epoch=found.epoch,
+        checkpoint_interval=None,
+        accept_damage=True,
+    )
     try:
         wal.recover()
     finally:
@@ -169,8 +180,10 @@ def accept_damage(path: str, found) -> int:
     report = wal.last_recovery
     for damage in report.damage:
         print(f"DAMAGE accepted: {damage.path}: {damage.what}")
-    print(f"accepted: {report.record_count} records recovered; {report.transactions_lost} transactions lost (ids "
-          f"known), at least {report.updates_lost} updates; {len(report.cuts)} cut range(s), saved with the report in "
-          f"{directory.rstrip('/')}/cut/. The node's next start keeps the content that no FlowFile references any "
-          "more in its content archive.")
+    print(
+        f"accepted: {report.record_count} records recovered; {report.transactions_lost} transactions lost (ids "
+        f"known), at least {report.updates_lost} updates; {len(report.cuts)} cut range(s), saved with the report in "
+        f"{directory.rstrip('/')}/cut/. The node's next start keeps the content that no FlowFile references any "
+        "more in its content archive."
+    )
     return 0

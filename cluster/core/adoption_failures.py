@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 RETRY_INTERVAL = 1.0  # seconds between two attempts at a shard still ADOPTING
 RECHECK_FIRST = 30.0  # seconds from holding a shard to the first new attempt at it
-RECHECK_MAX = 600.0   # the longest wait between two attempts at a HELD shard
+RECHECK_MAX = 600.0  # the longest wait between two attempts at a HELD shard
 
 
 class FailureKind(str, enum.Enum):
@@ -61,9 +61,17 @@ def recheck_delay(rechecks: int, *, first: float = RECHECK_FIRST, longest: float
     return min(longest, first * float(2 ** min(rechecks, 32)))
 
 
-def after_failure(kind: FailureKind, error: str, *, held: bool, adopting_for: float, bound: float,
-                  rechecks: int = 0, retry_interval: float = RETRY_INTERVAL,
-                  recheck_first: float = RECHECK_FIRST) -> RetryLater | HoldShard:
+def after_failure(
+    kind: FailureKind,
+    error: str,
+    *,
+    held: bool,
+    adopting_for: float,
+    bound: float,
+    rechecks: int = 0,
+    retry_interval: float = RETRY_INTERVAL,
+    recheck_first: float = RECHECK_FIRST,
+) -> RetryLater | HoldShard:
     """What to do after an attempt failed with `error` (one line) of `kind`.
 
     `held`: the shard was HELD already (this was a recheck, the `rechecks`-th);
@@ -77,5 +85,7 @@ def after_failure(kind: FailureKind, error: str, *, held: bool, adopting_for: fl
         return HoldShard(error, recheck_first)
     if adopting_for < bound:
         return RetryLater(retry_interval)
-    return HoldShard(f"{error} (still failing after {adopting_for:.0f}s of attempts, past the lease-recovery bound "
-                     f"of {bound:.0f}s)", recheck_first)
+    return HoldShard(
+        f"{error} (still failing after {adopting_for:.0f}s of attempts, past the lease-recovery bound of {bound:.0f}s)",
+        recheck_first,
+    )

@@ -95,33 +95,32 @@ from .ownership import HISTORY_LIMIT, ShardOwnership, ShardState
 from .plans import FailoverPlan
 
 DEFAULT_RETENTION = 600.0  # seconds a RETIRED shard znode, or a done plan znode, is kept
-DEFAULT_INTERVAL = 30.0    # seconds between two rounds on the leader
+DEFAULT_INTERVAL = 30.0  # seconds between two rounds on the leader
 
 
 @dataclass(frozen=True)
 class CollectionView:
     """What one round read, in the order it read it."""
 
-    containers: tuple[str, ...]                  # directory names under `<root>/<cluster>/content`
-    counter: int                                 # the incarnation counter (newest epoch drawn)
+    containers: tuple[str, ...]  # directory names under `<root>/<cluster>/content`
+    counter: int  # the incarnation counter (newest epoch drawn)
     shards: dict[str, tuple[ShardOwnership, int]]  # shard id -> (value, znode version)
-    live: frozenset[str]                         # children of `nodes/`
-    now: float                                   # wall clock
+    live: frozenset[str]  # children of `nodes/`
+    now: float  # wall clock
     plans: dict[str, tuple[FailoverPlan, int]] = field(default_factory=dict)  # plan id -> (value, version)
-    staging: tuple[str, ...] = ()                # directory names under `<root>/<cluster>/spark`
+    staging: tuple[str, ...] = ()  # directory names under `<root>/<cluster>/spark`
 
 
 @dataclass(frozen=True)
 class CollectionPlan:
-    containers: tuple[str, ...]           # incarnation ids whose content directory goes
-    shards: tuple[tuple[str, int], ...]   # (shard id, version) of retired znodes that go
+    containers: tuple[str, ...]  # incarnation ids whose content directory goes
+    shards: tuple[tuple[str, int], ...]  # (shard id, version) of retired znodes that go
     plans: tuple[tuple[str, int], ...] = ()  # (plan id, version) of done plan znodes that go
-    staging: tuple[str, ...] = ()         # shard ids whose Spark staging directory goes
+    staging: tuple[str, ...] = ()  # shard ids whose Spark staging directory goes
 
 
 # -- the decisions --------------------------------------------------------------------------
-def garbage_containers(containers: Iterable[str], shards: Iterable[ShardOwnership],
-                       live: Iterable[str]) -> list[str]:
+def garbage_containers(containers: Iterable[str], shards: Iterable[ShardOwnership], live: Iterable[str]) -> list[str]:
     """Content containers (incarnation ids) nothing can reference any more.
 
     A FlowFile only ever lives in a shard, and its content was written by an
@@ -148,8 +147,9 @@ def garbage_containers(containers: Iterable[str], shards: Iterable[ShardOwnershi
     return sorted(c for c in set(containers) if c not in live and c not in pinned)
 
 
-def collectable_containers(containers: Iterable[str], shards: Iterable[ShardOwnership],
-                           live: Iterable[str], counter: int) -> list[str]:
+def collectable_containers(
+    containers: Iterable[str], shards: Iterable[ShardOwnership], live: Iterable[str], counter: int
+) -> list[str]:
     """The containers to delete: incarnation ids below the counter that
     `garbage_containers` finds unreferenced (see the module docstring)."""
     shards = list(shards)
@@ -171,6 +171,7 @@ def collectable_staging(directories: Iterable[str], shards: dict[str, ShardOwner
     """The shards' Spark staging directories to delete: a RETIRED shard's, and one
     whose shard has no znode and is named as an incarnation below `counter` (see the
     module docstring)."""
+
     def garbage(name: str) -> bool:
         shard = shards.get(name)
         return drawn_before(name, counter) if shard is None else shard.state is ShardState.RETIRED
@@ -251,5 +252,9 @@ def plan_collection(view: CollectionView, retention: float = DEFAULT_RETENTION) 
     znodes = collectable_shards(shards, view.now, retention)
     plans = collectable_plans({name: entry[0] for name, entry in view.plans.items()}, view.now, retention)
     staging = collectable_staging(view.staging, shards, view.counter)
-    return CollectionPlan(tuple(containers), tuple((name, view.shards[name][1]) for name in znodes),
-                          tuple((name, view.plans[name][1]) for name in plans), tuple(staging))
+    return CollectionPlan(
+        tuple(containers),
+        tuple((name, view.shards[name][1]) for name in znodes),
+        tuple((name, view.plans[name][1]) for name in plans),
+        tuple(staging),
+    )

@@ -83,15 +83,28 @@ class Decommission:
         return "decommissioning" if self.finished_at is None else "decommissioned"
 
     def to_json(self) -> bytes:
-        return json.dumps({"node": self.node, "requested_at": self.requested_at, "requested_by": self.requested_by,
-                           "finished_at": self.finished_at, "notes": list(self.notes)}, sort_keys=True).encode()
+        return json.dumps(
+            {
+                "node": self.node,
+                "requested_at": self.requested_at,
+                "requested_by": self.requested_by,
+                "finished_at": self.finished_at,
+                "notes": list(self.notes),
+            },
+            sort_keys=True,
+        ).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Decommission:
         body = json.loads(data.decode())
         finished = body.get("finished_at")
-        return cls(str(body["node"]), float(body["requested_at"]), str(body.get("requested_by", "")),
-                   float(finished) if finished is not None else None, tuple(str(n) for n in body.get("notes", ())))
+        return cls(
+            str(body["node"]),
+            float(body["requested_at"]),
+            str(body.get("requested_by", "")),
+            float(finished) if finished is not None else None,
+            tuple(str(n) for n in body.get("notes", ())),
+        )
 
 
 def with_notes(record: Decommission, notes: Iterable[str]) -> Decommission:
@@ -131,8 +144,14 @@ def live_nodes(live: Iterable[str]) -> set[str]:
 
 
 # -- asking for it (the operator's side) -----------------------------------------------------------
-def known_node(node: str, live: Iterable[str], shards: Iterable[str], owners: Iterable[str | None],
-               plans: Iterable[str], directories: Iterable[str]) -> bool:
+def known_node(
+    node: str,
+    live: Iterable[str],
+    shards: Iterable[str],
+    owners: Iterable[str | None],
+    plans: Iterable[str],
+    directories: Iterable[str],
+) -> bool:
     """Whether anything of the cluster names `node`: a live incarnation, a shard (its id
     or its owner), a plan, or a shard directory on HDFS (a kept one outlives every znode)."""
     names = [*live, *shards, *(owner for owner in owners if owner), *plans, *directories]
@@ -151,8 +170,10 @@ def decommission_refusal(node: str, live: Iterable[Heartbeat], decommissioned: I
     to offload the last node for the same reason); one that is leaving too does not count."""
     beats, leaving = list(live), set(decommissioned)
     if any(beat.node == node for beat in beats) and not any(beat.node not in leaving | {node} for beat in beats):
-        return (f"node {node} is the only member of the cluster (but for nodes leaving it): nobody could take its "
-                "shards over; start another node first")
+        return (
+            f"node {node} is the only member of the cluster (but for nodes leaving it): nobody could take its "
+            "shards over; start another node first"
+        )
     return None
 
 
@@ -165,13 +186,14 @@ def draining(decommissioned: Iterable[str], live: dict[str, Heartbeat]) -> froze
 # -- what is kept, and what the leader does with it ------------------------------------------------
 @dataclass(frozen=True)
 class KeptDirectory:
-    name: str   # the directory's name under <root>/<cluster>/shards
+    name: str  # the directory's name under <root>/<cluster>/shards
     shard: str  # the shard it holds
-    node: str   # the node it was kept for
+    node: str  # the node it was kept for
 
 
-def kept_directories(directories: Iterable[str], shards: dict[str, ShardOwnership],
-                     live: Iterable[str]) -> list[KeptDirectory]:
+def kept_directories(
+    directories: Iterable[str], shards: dict[str, ShardOwnership], live: Iterable[str]
+) -> list[KeptDirectory]:
     """The shard directories kept for a node that is not a member (module docstring)."""
     present = live_nodes(live)
     found = []
@@ -193,14 +215,14 @@ def kept_directories(directories: Iterable[str], shards: dict[str, ShardOwnershi
 class KeptView:
     """What one round of the leader read, in the order it read it."""
 
-    directories: tuple[str, ...]                       # every directory name under <root>/<cluster>/shards
+    directories: tuple[str, ...]  # every directory name under <root>/<cluster>/shards
     kept: tuple[KeptDirectory, ...]
-    modified: dict[str, float]                         # kept directory name -> newest modification time
-    shards: dict[str, tuple[ShardOwnership, int]]      # shard id -> (value, znode version)
-    plans: dict[str, tuple[FailoverPlan, int]]         # plan id -> (value, znode version)
-    live: frozenset[str]                               # incarnations under nodes/
+    modified: dict[str, float]  # kept directory name -> newest modification time
+    shards: dict[str, tuple[ShardOwnership, int]]  # shard id -> (value, znode version)
+    plans: dict[str, tuple[FailoverPlan, int]]  # plan id -> (value, znode version)
+    live: frozenset[str]  # incarnations under nodes/
     decommissions: dict[str, tuple[Decommission, int]]  # node -> (record, znode version)
-    now: float                                         # wall clock at the leader
+    now: float  # wall clock at the leader
 
 
 @dataclass(frozen=True)
@@ -239,8 +261,11 @@ class KeptPlan:
 def unsettled_shards(node: str, shards: Iterable[ShardOwnership]) -> list[ShardOwnership]:
     """The node's shards not retired yet: named by one of its incarnations (its home
     shards and their slices), or owned by one (shards it had adopted)."""
-    return [shard for shard in shards
-            if shard.state is not ShardState.RETIRED and node in (node_of(shard.shard), node_of(shard.owner))]
+    return [
+        shard
+        for shard in shards
+        if shard.state is not ShardState.RETIRED and node in (node_of(shard.shard), node_of(shard.owner))
+    ]
 
 
 def plan_kept(view: KeptView, retention: float) -> KeptPlan:
@@ -254,8 +279,9 @@ def plan_kept(view: KeptView, retention: float) -> KeptPlan:
             waiting[node] = f"{', '.join(members)} still a member: it leaves the cluster and stops"
             continue
         unsettled = unsettled_shards(node, shards.values())
-        open_plans = sorted(name for name, (plan, _) in view.plans.items()
-                            if node_of(plan.dead) == node and plan.status != "done")
+        open_plans = sorted(
+            name for name, (plan, _) in view.plans.items() if node_of(plan.dead) == node and plan.status != "done"
+        )
         directories = tuple(kept for kept in view.kept if kept.node == node)
         kept_names = {kept.name for kept in directories}
         unjudged = sorted(name for name in view.directories if node_of(name) == node and name not in kept_names)
@@ -263,14 +289,21 @@ def plan_kept(view: KeptView, retention: float) -> KeptPlan:
             waiting[node] = "waiting for " + "; ".join(
                 [f"shard {s.shard} ({s.state.value}, owner {s.owner or '-'})" for s in unsettled]
                 + [f"plan {name} (open)" for name in open_plans]
-                + [f"directory {name} (its shard not settled yet)" for name in unjudged])
+                + [f"directory {name} (its shard not settled yet)" for name in unjudged]
+            )
             if directories:  # what is kept already need not wait for the rest
                 steps.append(DecommissionSteps(node, directories, (), (), False))
             continue
-        retired = tuple((name, view.shards[name][1]) for name, shard in sorted(shards.items())
-                        if node_of(name) == node and shard.state is ShardState.RETIRED and name not in needed)
-        done = tuple((name, version) for name, (plan, version) in sorted(view.plans.items())
-                     if node_of(plan.dead) == node and plan.status == "done")
+        retired = tuple(
+            (name, view.shards[name][1])
+            for name, shard in sorted(shards.items())
+            if node_of(name) == node and shard.state is ShardState.RETIRED and name not in needed
+        )
+        done = tuple(
+            (name, version)
+            for name, (plan, version) in sorted(view.plans.items())
+            if node_of(plan.dead) == node and plan.status == "done"
+        )
         if directories or retired or done or record.finished_at is None:
             steps.append(DecommissionSteps(node, directories, retired, done, record.finished_at is None))
     collect = []

@@ -18,11 +18,11 @@ from .plans import FailoverPlan
 class FailoverTimeline:
     plan: str
     dead: str
-    detected_at: float                 # the leader wrote the plan
-    taken_over_at: float | None        # the last moved shard left ADOPTING at its new owner
-    finished_at: float | None          # the leader marked the plan done
+    detected_at: float  # the leader wrote the plan
+    taken_over_at: float | None  # the last moved shard left ADOPTING at its new owner
+    finished_at: float | None  # the leader marked the plan done
     shards: tuple[str, ...]
-    resumed_at: float | None = None    # the last moved shard first delivered at its new owner
+    resumed_at: float | None = None  # the last moved shard first delivered at its new owner
 
     @property
     def takeover_s(self) -> float | None:
@@ -50,8 +50,11 @@ def taken_over_at(shard: ShardOwnership | None, from_epoch: int) -> float | None
 
 def resumed_at(plan: FailoverPlan, shard: str, from_epoch: int) -> float | None:
     """When `shard` first delivered at an owner after `from_epoch` (the plan's record)."""
-    found = [at for key, at in plan.resumed.items()
-             if key.rpartition("@")[0] == shard and int(key.rpartition("@")[2]) > from_epoch]
+    found = [
+        at
+        for key, at in plan.resumed.items()
+        if key.rpartition("@")[0] == shard and int(key.rpartition("@")[2]) > from_epoch
+    ]
     return min(found) if found else None
 
 
@@ -61,13 +64,23 @@ def _latest(moments: list[float | None]) -> float | None:
     return max(known) if known and len(known) == len(moments) else None
 
 
-def failover_timelines(plans: dict[str, FailoverPlan], shards: dict[str, ShardOwnership], *,
-                       limit: int = 20) -> list[FailoverTimeline]:
+def failover_timelines(
+    plans: dict[str, FailoverPlan], shards: dict[str, ShardOwnership], *, limit: int = 20
+) -> list[FailoverTimeline]:
     timelines = []
     for plan in plans.values():
         taken = _latest([taken_over_at(shards.get(move.shard), move.from_epoch) for move in plan.moves])
         resumed = _latest([resumed_at(plan, move.shard, move.from_epoch) for move in plan.moves])
-        timelines.append(FailoverTimeline(plan.plan_id, plan.dead, plan.created_at, taken, plan.finished_at,
-                                          tuple(move.shard for move in plan.moves), resumed))
+        timelines.append(
+            FailoverTimeline(
+                plan.plan_id,
+                plan.dead,
+                plan.created_at,
+                taken,
+                plan.finished_at,
+                tuple(move.shard for move in plan.moves),
+                resumed,
+            )
+        )
     timelines.sort(key=lambda t: t.detected_at, reverse=True)
     return timelines[:limit]

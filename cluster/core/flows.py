@@ -48,15 +48,17 @@ class FlowSnapshot:
         """From the bytes `encoded` wrote; `UnreadableFlow` (a ValueError) when they are
         not a JSON object: empty, cut short, or not what `encoded` writes."""
         if not data:
-            raise UnreadableFlow("it is empty (created in place by a writer that died before its sync, "
-                                 "or emptied since)")
+            raise UnreadableFlow(
+                "it is empty (created in place by a writer that died before its sync, or emptied since)"
+            )
         try:
             document = json.loads(data.decode())
         except UnicodeDecodeError as error:
             raise UnreadableFlow(f"it is not UTF-8 ({error.reason} at byte {error.start} of {len(data)})") from None
         except json.JSONDecodeError as error:
-            raise UnreadableFlow(f"it is not whole JSON ({error.msg} at byte {error.pos} of {len(data)}: cut short, "
-                                 "or damaged)") from None
+            raise UnreadableFlow(
+                f"it is not whole JSON ({error.msg} at byte {error.pos} of {len(data)}: cut short, or damaged)"
+            ) from None
         if not isinstance(document, dict):
             raise UnreadableFlow(f"a flow document is a JSON object, not {type(document).__name__}")
         return cls(document)
@@ -81,8 +83,9 @@ class FlowChoice:
     warning: bool = False
 
 
-def flow_without_its_file(*, problem: str | None, recorded: str | None, own: str, known: Collection[str],
-                          queued: Callable[[], int]) -> FlowChoice:
+def flow_without_its_file(
+    *, problem: str | None, recorded: str | None, own: str, known: Collection[str], queued: Callable[[], int]
+) -> FlowChoice:
     """What an adopted shard runs with when its `flow.json` is missing (`problem` None)
     or unreadable (`problem` says how).
 
@@ -103,15 +106,23 @@ def flow_without_its_file(*, problem: str | None, recorded: str | None, own: str
     if recorded is not None and (recorded == own or recorded in known):
         if problem is None:
             return FlowChoice(recorded)
-        return FlowChoice(recorded, f"{what}; it runs with flow version {recorded}, the one its znode records, "
-                                    "which this node knows")
+        return FlowChoice(
+            recorded, f"{what}; it runs with flow version {recorded}, the one its znode records, which this node knows"
+        )
     if recorded is None and problem is None:
         return FlowChoice(own)
     written = f"flow version {recorded}" if recorded is not None else "a flow whose version it never recorded"
     count = queued()
     if not count:
-        return FlowChoice(own, f"{what}, and its WAL holds no FlowFile (nothing of it was ever committed): adopted "
-                               f"empty with this node's flow version {own}")
-    return FlowChoice(own, f"{what}; it was written under {written}, which this node does not know, and holds "
-                           f"{count} FlowFiles: they run with this node's flow version {own} (if it lacks a queue "
-                           "they are in, the shard is held for an operator and nothing is dropped)", warning=True)
+        return FlowChoice(
+            own,
+            f"{what}, and its WAL holds no FlowFile (nothing of it was ever committed): adopted "
+            f"empty with this node's flow version {own}",
+        )
+    return FlowChoice(
+        own,
+        f"{what}; it was written under {written}, which this node does not know, and holds "
+        f"{count} FlowFiles: they run with this node's flow version {own} (if it lacks a queue "
+        "they are in, the shard is held for an operator and nothing is dropped)",
+        warning=True,
+    )

@@ -36,8 +36,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-GATE_FRACTION = 0.25      # close the gate and abort open sessions at 1/4 of the timeout
-PROBE_FRACTION = 0.1      # probe the session every 1/10 of the timeout
+GATE_FRACTION = 0.25  # close the gate and abort open sessions at 1/4 of the timeout
+PROBE_FRACTION = 0.1  # probe the session every 1/10 of the timeout
 TICK_FRACTION = 0.05
 
 
@@ -48,17 +48,17 @@ class Phase(str, enum.Enum):
 
 
 class Instruction(str, enum.Enum):
-    CLOSE_GATE = "close_gate"            # stop taking new work
-    OPEN_GATE = "open_gate"              # the session is confirmed again: resume
+    CLOSE_GATE = "close_gate"  # stop taking new work
+    OPEN_GATE = "open_gate"  # the session is confirmed again: resume
     ABORT_OPEN_SESSIONS = "abort_open_sessions"  # roll back work in flight
-    ABORT_ALL = "abort_all"              # the session is over: abort everything, stop
+    ABORT_ALL = "abort_all"  # the session is over: abort everything, stop
 
 
 @dataclass(frozen=True)
 class GuardState:
     timeout: float
     phase: Phase
-    confirmed_at: float          # send time of the last successful round trip
+    confirmed_at: float  # send time of the last successful round trip
     gate_open: bool = True
     aborted_open: bool = False
     reason: str = ""
@@ -99,10 +99,13 @@ class GuardState:
         timer does, and the node would work on meanwhile; the session is over for it."""
         if granted is None or granted >= self.timeout or self.phase is Phase.EXPIRED:
             return self, []
-        reason = (f"ZooKeeper granted the session {granted:g}s at its last connect, less than the {self.timeout:g}s "
-                  "session timeout this node times its own expiry by")
-        return replace(self, phase=Phase.EXPIRED, gate_open=False, granted_timeout=granted,
-                       reason=reason), [Instruction.ABORT_ALL]
+        reason = (
+            f"ZooKeeper granted the session {granted:g}s at its last connect, less than the {self.timeout:g}s "
+            "session timeout this node times its own expiry by"
+        )
+        return replace(self, phase=Phase.EXPIRED, gate_open=False, granted_timeout=granted, reason=reason), [
+            Instruction.ABORT_ALL
+        ]
 
     def on_connected(self, now: float, granted: float | None = None) -> tuple[GuardState, list[Instruction]]:
         """kazoo reconnected to the same session: the server just accepted it, granting

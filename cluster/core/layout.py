@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-ROOT = "/custody"              # every cluster's znodes are under /custody/<cluster>
+ROOT = "/custody"  # every cluster's znodes are under /custody/<cluster>
 DEFAULT_HDFS_ROOT = "/custody"  # and its HDFS directories under <root>/<cluster>, by default there too
 FENCED_MARK = "-fenced-"
 _EPOCH = re.compile(r"0|[1-9][0-9]*")  # as `str(epoch)` writes it: ASCII digits, no leading zero
@@ -165,7 +165,7 @@ class ClusterLayout:
         prefix = f"{self.hdfs_shards}/"
         if not location.startswith(prefix):
             return None
-        name, slash, rest = location[len(prefix):].partition("/")
+        name, slash, rest = location[len(prefix) :].partition("/")
         parsed = self.parse_shard_directory_name(name)
         if not slash or parsed is None or parsed.shard != shard_id:
             return None

@@ -18,8 +18,10 @@ import re
 FENCED_WORD = "-fenced"
 MAX_LENGTH = 64
 _PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-RULE = ("1 to 64 letters, digits, '_' or '-', starting with a letter or digit, not ending in -<digits> "
-        "and without '-fenced'")
+RULE = (
+    "1 to 64 letters, digits, '_' or '-', starting with a letter or digit, not ending in -<digits> "
+    "and without '-fenced'"
+)
 
 
 def node_name_problem(name: object) -> str | None:

@@ -65,8 +65,14 @@ class HistoryEntry:
     step: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "owner": self.owner, "state": self.state.value, "at": self.at,
-                "reason": self.reason, "step": self.step}
+        return {
+            "epoch": self.epoch,
+            "owner": self.owner,
+            "state": self.state.value,
+            "at": self.at,
+            "reason": self.reason,
+            "step": self.step,
+        }
 
     @classmethod
     def from_dict(cls, body: dict[str, Any]) -> HistoryEntry:
@@ -98,10 +104,10 @@ class ShardOwnership:
     epoch: int
     state: ShardState
     history: tuple[HistoryEntry, ...] = ()
-    source: SliceSource | None = None      # divvy children only
-    seeded: bool = False                   # divvy child: its copy from the parent is durable
-    children: tuple[str, ...] = ()         # divvy parent only
-    flow: str | None = None                # the version of the flow it was written under (`flows`)
+    source: SliceSource | None = None  # divvy children only
+    seeded: bool = False  # divvy child: its copy from the parent is durable
+    children: tuple[str, ...] = ()  # divvy parent only
+    flow: str | None = None  # the version of the flow it was written under (`flows`)
 
     @property
     def step(self) -> str | None:
@@ -117,7 +123,10 @@ class ShardOwnership:
     # -- JSON (the znode's bytes) ----------------------------------------------------
     def to_json(self) -> bytes:
         body: dict[str, Any] = {
-            "shard": self.shard, "owner": self.owner, "epoch": self.epoch, "state": self.state.value,
+            "shard": self.shard,
+            "owner": self.owner,
+            "epoch": self.epoch,
+            "state": self.state.value,
             "history": [entry.to_dict() for entry in self.history],
         }
         if self.source is not None:
@@ -134,7 +143,10 @@ class ShardOwnership:
     def from_json(cls, data: bytes) -> ShardOwnership:
         body = json.loads(data.decode())
         return cls(
-            shard=body["shard"], owner=body.get("owner"), epoch=int(body["epoch"]), state=ShardState(body["state"]),
+            shard=body["shard"],
+            owner=body.get("owner"),
+            epoch=int(body["epoch"]),
+            state=ShardState(body["state"]),
             history=tuple(HistoryEntry.from_dict(entry) for entry in body.get("history", ())),
             source=SliceSource(**body["source"]) if body.get("source") else None,
             seeded=bool(body.get("seeded", False)),
@@ -160,12 +172,14 @@ class Refusal:
 
 def _needs(action: str, current: ShardOwnership) -> Refusal:
     wanted = " or ".join(state.value for state in sources(action))
-    return Refusal(current.shard, f"{action}() needs state {wanted}, not {current.state.value}", current.owner,
-                   current.epoch)
+    return Refusal(
+        current.shard, f"{action}() needs state {wanted}, not {current.state.value}", current.owner, current.epoch
+    )
 
 
-def _advance(current: ShardOwnership, *, at: float, reason: str, step: str | None = None,
-             **changes: Any) -> ShardOwnership:
+def _advance(
+    current: ShardOwnership, *, at: float, reason: str, step: str | None = None, **changes: Any
+) -> ShardOwnership:
     moved = replace(current, **changes)
     text = f"{reason} {tag(step)}" if step else reason
     entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, text, step)
@@ -207,8 +221,9 @@ def check_claim(current: ShardOwnership, incarnation: str, epoch: int) -> Refusa
     return Refusal(current.shard, reason, current.owner, current.epoch, stale=True)
 
 
-def reassign(current: ShardOwnership, to_owner: str, *, expected_epoch: int, at: float, reason: str = "",
-             step: str | None = None) -> ShardOwnership | Refusal:
+def reassign(
+    current: ShardOwnership, to_owner: str, *, expected_epoch: int, at: float, reason: str = "", step: str | None = None
+) -> ShardOwnership | Refusal:
     """Move the shard to `to_owner` at epoch + 1, state ADOPTING (the leader's reassignment,
     its decision `step`). `expected_epoch` is the epoch the plan saw: a move planned on an
     older view is refused."""
@@ -224,8 +239,15 @@ def reassign(current: ShardOwnership, to_owner: str, *, expected_epoch: int, at:
         )
     if current.owner == to_owner:
         return Refusal(current.shard, f"{to_owner} already owns it", current.owner, current.epoch)
-    return _advance(current, at=at, reason=reason or f"reassigned from {current.owner}", step=step,
-                    owner=to_owner, epoch=current.epoch + 1, state=ShardState.ADOPTING)
+    return _advance(
+        current,
+        at=at,
+        reason=reason or f"reassigned from {current.owner}",
+        step=step,
+        owner=to_owner,
+        epoch=current.epoch + 1,
+        state=ShardState.ADOPTING,
+    )
 
 
 def adopted(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardOwnership | Refusal:
@@ -237,12 +259,14 @@ def adopted(current: ShardOwnership, by: str, epoch: int, *, at: float) -> Shard
     if current.state not in sources("adopted"):
         return _needs("adopted", current)
     reason = f"adopted by {by}" + (" once it could be opened" if current.state is ShardState.HELD else "")
-    return _advance(current, at=at, reason=reason, state=ShardState.DRAINING,
-                    seeded=current.seeded or current.source is not None)
+    return _advance(
+        current, at=at, reason=reason, state=ShardState.DRAINING, seeded=current.seeded or current.source is not None
+    )
 
 
-def hold(current: ShardOwnership, by: str, epoch: int, *, at: float, reason: str,
-         step: str | None = None) -> ShardOwnership | Refusal:
+def hold(
+    current: ShardOwnership, by: str, epoch: int, *, at: float, reason: str, step: str | None = None
+) -> ShardOwnership | Refusal:
     """The adopter fenced the shard but cannot open it as it is, and no retry would
     change that (`reason` says why, for the operator): it stops adopting it and keeps
     it as it is. Its epoch and owner stay; `adopted` takes it from here once it opens.
@@ -265,8 +289,15 @@ def retire(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardO
     return _advance(current, at=at, reason=f"drained by {by}", state=ShardState.RETIRED)
 
 
-def split(current: ShardOwnership, slices: list[tuple[str, str, int, int]], *, expected_epoch: int, at: float,
-          reason: str = "", step: str | None = None) -> tuple[ShardOwnership, list[ShardOwnership]] | Refusal:
+def split(
+    current: ShardOwnership,
+    slices: list[tuple[str, str, int, int]],
+    *,
+    expected_epoch: int,
+    at: float,
+    reason: str = "",
+    step: str | None = None,
+) -> tuple[ShardOwnership, list[ShardOwnership]] | Refusal:
     """Divvy: `slices` are (child shard id, owner, low, high) covering [0, HASH_SPACE)
     exactly, without overlap. Returns the parent at epoch + 1 in state SPLIT and the
     children, each ADOPTING at the parent's new epoch. One ZooKeeper transaction

@@ -78,7 +78,8 @@ def rank(
     """Eligible survivors, best first, ties broken deterministically."""
     candidates = [
         Candidate(beat.incarnation, score(beat, min_free_disk=min_free_disk), beat.queued_count)
-        for beat in beats if beat.incarnation not in exclude
+        for beat in beats
+        if beat.incarnation not in exclude
     ]
     candidates = [c for c in candidates if c.score > 0.0]
     return sorted(candidates, key=lambda c: (-c.score, c.queued, c.incarnation))

@@ -65,16 +65,31 @@ class FailoverPlan:
     resumed: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
-        return json.dumps({
-            "plan_id": self.plan_id, "dead": self.dead, "leader": self.leader, "created_at": self.created_at,
-            "policy": self.policy, "status": self.status, "revision": self.revision, "notes": list(self.notes),
-            "finished_at": self.finished_at, "resumed": dict(self.resumed),
-            "moves": [
-                {"shard": m.shard, "from_owner": m.from_owner, "from_epoch": m.from_epoch, "to": m.to,
-                 "slices": [vars(s).copy() for s in m.slices]}
-                for m in self.moves
-            ],
-        }, sort_keys=True).encode()
+        return json.dumps(
+            {
+                "plan_id": self.plan_id,
+                "dead": self.dead,
+                "leader": self.leader,
+                "created_at": self.created_at,
+                "policy": self.policy,
+                "status": self.status,
+                "revision": self.revision,
+                "notes": list(self.notes),
+                "finished_at": self.finished_at,
+                "resumed": dict(self.resumed),
+                "moves": [
+                    {
+                        "shard": m.shard,
+                        "from_owner": m.from_owner,
+                        "from_epoch": m.from_epoch,
+                        "to": m.to,
+                        "slices": [vars(s).copy() for s in m.slices],
+                    }
+                    for m in self.moves
+                ],
+            },
+            sort_keys=True,
+        ).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> FailoverPlan:
@@ -89,9 +104,19 @@ class FailoverPlan:
             )
             for m in body["moves"]
         )
-        return cls(body["plan_id"], body["dead"], body["leader"], body["created_at"], body["policy"], moves,
-                   body.get("status", "open"), body.get("revision", 0), tuple(body.get("notes", ())),
-                   body.get("finished_at"), {str(k): float(v) for k, v in body.get("resumed", {}).items()})
+        return cls(
+            body["plan_id"],
+            body["dead"],
+            body["leader"],
+            body["created_at"],
+            body["policy"],
+            moves,
+            body.get("status", "open"),
+            body.get("revision", 0),
+            tuple(body.get("notes", ())),
+            body.get("finished_at"),
+            {str(k): float(v) for k, v in body.get("resumed", {}).items()},
+        )
 
 
 def with_resumed(plan: FailoverPlan, shard: str, epoch: int, at: float) -> FailoverPlan:

@@ -28,10 +28,10 @@ from .story import step_id, tag
 class LeaderView:
     leader: str
     at: float
-    live: dict[str, Heartbeat]             # incarnation -> its current heartbeat
+    live: dict[str, Heartbeat]  # incarnation -> its current heartbeat
     shards: dict[str, ShardOwnership]
-    plans: dict[str, FailoverPlan]          # open plans, by plan id (= dead incarnation)
-    last_beats: dict[str, Heartbeat]        # last heartbeat the leader saw of each incarnation
+    plans: dict[str, FailoverPlan]  # open plans, by plan id (= dead incarnation)
+    last_beats: dict[str, Heartbeat]  # last heartbeat the leader saw of each incarnation
     policy: str = "whole"
     # Live incarnations of decommissioned nodes (`decommission.draining`): they are leaving,
     # so they adopt nothing (HBase's draining RegionServers); their own shards stay theirs
@@ -104,15 +104,22 @@ def orphans(view: LeaderView) -> dict[str, list[ShardOwnership]]:
 
 def decide(view: LeaderView) -> list[Instruction]:
     out: list[Instruction] = []
-    survivors = sorted((beat for name, beat in view.live.items() if name not in view.draining),
-                       key=lambda beat: beat.incarnation)
+    survivors = sorted(
+        (beat for name, beat in view.live.items() if name not in view.draining), key=lambda beat: beat.incarnation
+    )
     orphaned = orphans(view)
     for dead in sorted(orphaned):
         shards = orphaned[dead]
         plan = view.plans.get(dead)
         fresh = plan_failover(
-            dead, shards, survivors, plan_id=dead, leader=view.leader, at=view.at,
-            policy=view.policy, last_beat=view.last_beats.get(dead),
+            dead,
+            shards,
+            survivors,
+            plan_id=dead,
+            leader=view.leader,
+            at=view.at,
+            policy=view.policy,
+            last_beat=view.last_beats.get(dead),
         )
         if plan is None:
             if not fresh.moves:

@@ -39,7 +39,13 @@ from .ownership import ShardOwnership, ShardState
 
 RUNNING, DONE, FAILED = "running", "done", "failed"
 WAITING, SKIPPED, OFFLOADING, CONNECTING, STEP_DONE, STEP_FAILED = (
-    "waiting", "skipped", "offloading", "connecting", "done", "failed")
+    "waiting",
+    "skipped",
+    "offloading",
+    "connecting",
+    "done",
+    "failed",
+)
 IN_PROGRESS = (OFFLOADING, CONNECTING)
 DEFAULT_STEP_TIMEOUT = 180.0  # seconds for an offload, and for a connect, of one member
 NOTES_LIMIT = 40
@@ -48,25 +54,25 @@ OWN_STEP = "left the cluster for its own step"
 
 @dataclass(frozen=True)
 class RollStep:
-    incarnation: str               # the member as the roll found it
+    incarnation: str  # the member as the roll found it
     node: str
     admin: str = ""
     state: str = WAITING
     detail: str = ""
     new_incarnation: str | None = None
-    since: float | None = None     # when the step entered its state (offloading, connecting)
-    offloaded: bool = False        # the roll asked this member to offload: it connects again whatever happens
+    since: float | None = None  # when the step entered its state (offloading, connecting)
+    offloaded: bool = False  # the roll asked this member to offload: it connects again whatever happens
 
 
 @dataclass(frozen=True)
 class Roll:
     roll_id: str
-    version: str                   # the flow version (a hash of the document: `flows.FlowSnapshot`)
-    received_by: str               # the incarnation whose admin API took the deploy
+    version: str  # the flow version (a hash of the document: `flows.FlowSnapshot`)
+    received_by: str  # the incarnation whose admin API took the deploy
     started_at: float
     steps: tuple[RollStep, ...]
     state: str = RUNNING
-    driver: str | None = None      # the leader driving it now (None: not picked up yet)
+    driver: str | None = None  # the leader driving it now (None: not picked up yet)
     error: str | None = None
     outcome: str | None = None
     finished_at: float | None = None
@@ -108,8 +114,16 @@ def roll_order(members: dict[str, Heartbeat], leader: str | None) -> list[str]:
     return sorted(members, key=lambda incarnation: (incarnation == leader, members[incarnation].node, incarnation))
 
 
-def new_roll(version: str, members: dict[str, Heartbeat], leader: str | None, shard_flows: dict[str, str | None], *,
-             received_by: str, at: float, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> Roll:
+def new_roll(
+    version: str,
+    members: dict[str, Heartbeat],
+    leader: str | None,
+    shard_flows: dict[str, str | None],
+    *,
+    received_by: str,
+    at: float,
+    step_timeout: float = DEFAULT_STEP_TIMEOUT,
+) -> Roll:
     """The roll a deploy starts: every member in `roll_order`, those whose home shard
     already runs `version` skipped."""
     steps = []
@@ -118,15 +132,24 @@ def new_roll(version: str, members: dict[str, Heartbeat], leader: str | None, sh
         if shard_flows.get(incarnation) == version:
             step = replace(step, state=SKIPPED, detail="already runs this version")
         steps.append(step)
-    return Roll(f"{version}@{int(at * 1000)}", version, received_by, at, tuple(steps), step_timeout=step_timeout,
-                notes=(f"received by {received_by}",))
+    return Roll(
+        f"{version}@{int(at * 1000)}",
+        version,
+        received_by,
+        at,
+        tuple(steps),
+        step_timeout=step_timeout,
+        notes=(f"received by {received_by}",),
+    )
 
 
 def may_start(current: Roll | None) -> str | None:
     """None when a new deploy may start; otherwise why not."""
     if current is not None and current.state == RUNNING:
-        return (f"a deploy of flow version {current.version} is running (driven by "
-                f"{current.driver or 'the leader, once it picks it up'}); wait for it")
+        return (
+            f"a deploy of flow version {current.version} is running (driven by "
+            f"{current.driver or 'the leader, once it picks it up'}); wait for it"
+        )
     return None
 
 
@@ -158,8 +181,9 @@ def take_over(roll: Roll, view: RollView) -> Roll:
         taken = _note(replace(roll, driver=me), f"driven by leader {me}")
     else:
         why = _departure(roll, previous, view)
-        taken = _note(replace(roll, driver=me, handovers=roll.handovers + (why,)),
-                      f"taken over by leader {me} after {why}")
+        taken = _note(
+            replace(roll, driver=me, handovers=roll.handovers + (why,)), f"taken over by leader {me} after {why}"
+        )
     if view.cluster_version != roll.version:
         now = view.cluster_version or "none"
         return _abort(taken, view, f"the cluster's flow is now version {now}, not {roll.version}")
@@ -188,8 +212,12 @@ def _current(roll: Roll) -> int | None:
 def _begin(roll: Roll, index: int, view: RollView) -> Roll:
     step = roll.steps[index]
     if step.incarnation not in view.members:
-        return _step(roll, index, state=SKIPPED, detail="not a member any more (it died or left): its next "
-                                                        "incarnation runs the cluster's flow")
+        return _step(
+            roll,
+            index,
+            state=SKIPPED,
+            detail="not a member any more (it died or left): its next incarnation runs the cluster's flow",
+        )
     home = view.shards.get(step.incarnation)
     if home is not None and home.flow == roll.version:
         return _step(roll, index, state=SKIPPED, detail="already runs this version")
@@ -209,8 +237,12 @@ def _offloading(roll: Roll, index: int, view: RollView) -> Roll | None:
     if owns_nothing(step.incarnation, view.shards):
         return _step(roll, index, state=CONNECTING, detail="offloaded", since=view.now)
     if late:
-        return _fail(roll, index, view, f"its shards are still being adopted {roll.step_timeout:.0f} s after it "
-                                        "was asked to offload")
+        return _fail(
+            roll,
+            index,
+            view,
+            f"its shards are still being adopted {roll.step_timeout:.0f} s after it was asked to offload",
+        )
     return None
 
 
@@ -222,11 +254,21 @@ def _connecting(roll: Roll, index: int, view: RollView) -> Roll | None:
         if home is not None and home.flow == roll.version:
             return _step(roll, index, state=STEP_DONE, detail=f"runs {roll.version}", new_incarnation=joined)
         if home is not None and home.flow is not None:
-            return _fail(roll, index, view, f"joined again as {joined} on flow version {home.flow}, not "
-                                            f"{roll.version}: it cannot run it (its log says why)")
+            return _fail(
+                roll,
+                index,
+                view,
+                f"joined again as {joined} on flow version {home.flow}, not "
+                f"{roll.version}: it cannot run it (its log says why)",
+            )
     if view.now - (step.since or view.now) > roll.step_timeout:
-        return _fail(roll, index, view, f"not running version {roll.version} {roll.step_timeout:.0f} s after it "
-                                        "was asked to connect: is its process running?")
+        return _fail(
+            roll,
+            index,
+            view,
+            f"not running version {roll.version} {roll.step_timeout:.0f} s after it "
+            "was asked to connect: is its process running?",
+        )
     return None
 
 
@@ -284,8 +326,10 @@ def _finish(roll: Roll, view: RollView, state: str, *, error: str | None = None)
 
 
 def _finish_at(roll: Roll, state: str, *, leader: str | None, at: float, error: str | None = None) -> Roll:
-    steps = tuple(replace(step, state=SKIPPED, detail="not reached: the roll stopped") if step.state == WAITING
-                  else step for step in roll.steps)
+    steps = tuple(
+        replace(step, state=SKIPPED, detail="not reached: the roll stopped") if step.state == WAITING else step
+        for step in roll.steps
+    )
     # A leader leaving for its own step is how every roll ends; a death or a deposed
     # leader is what an operator wants to read in the outcome.
     unexpected = [why for why in roll.handovers if not why.endswith(OWN_STEP)]
@@ -335,6 +379,8 @@ def refuse_step(roll: Roll, incarnation: str, reason: str, *, at: float) -> Roll
 def summary(roll: Roll) -> str:
     if roll.state == RUNNING:
         done = sum(step.state in (STEP_DONE, SKIPPED) for step in roll.steps)
-        return (f"rolling version {roll.version}: {done} of {len(roll.steps)} members done, driven by "
-                f"{roll.driver or 'nobody yet'}")
+        return (
+            f"rolling version {roll.version}: {done} of {len(roll.steps)} members done, driven by "
+            f"{roll.driver or 'nobody yet'}"
+        )
     return roll.outcome or roll.state

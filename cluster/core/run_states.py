@@ -45,16 +45,18 @@ def origin_node(shard: str) -> str:
 
 
 def scope_text(node: str) -> str:
-    return (f"node {node}: every shard it started, in each of its incarnations, wherever it is adopted; kept "
-            "across restarts")
+    return (
+        f"node {node}: every shard it started, in each of its incarnations, wherever it is adopted; kept "
+        "across restarts"
+    )
 
 
 @dataclass(frozen=True)
 class ProcessorRunState:
-    state: str           # RUNNING or STOPPED
-    at: float            # wall clock of the operator's request
-    by: str = ""         # the incarnation (or node) that took the request
-    shard: str = ""      # the shard named in the request
+    state: str  # RUNNING or STOPPED
+    at: float  # wall clock of the operator's request
+    by: str = ""  # the incarnation (or node) that took the request
+    shard: str = ""  # the shard named in the request
 
     def __post_init__(self) -> None:
         if self.state not in STATES:
@@ -80,19 +82,31 @@ class NodeRunStates:
         return replace(self, processors={**self.processors, processor: entry})
 
     def to_json(self) -> bytes:
-        return json.dumps({"node": self.node, "processors": {
-            pid: {"state": e.state, "at": e.at, "by": e.by, "shard": e.shard}
-            for pid, e in sorted(self.processors.items())}}, sort_keys=True).encode()
+        return json.dumps(
+            {
+                "node": self.node,
+                "processors": {
+                    pid: {"state": e.state, "at": e.at, "by": e.by, "shard": e.shard}
+                    for pid, e in sorted(self.processors.items())
+                },
+            },
+            sort_keys=True,
+        ).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> NodeRunStates:
         body = json.loads(data.decode())
         if not isinstance(body, dict) or not isinstance(body.get("processors", {}), dict):
             raise ValueError("a run-state record is a JSON object with a 'processors' object")
-        return cls(str(body["node"]), {
-            str(pid): ProcessorRunState(entry["state"], float(entry.get("at", 0.0)), str(entry.get("by", "")),
-                                        str(entry.get("shard", "")))
-            for pid, entry in body.get("processors", {}).items()})
+        return cls(
+            str(body["node"]),
+            {
+                str(pid): ProcessorRunState(
+                    entry["state"], float(entry.get("at", 0.0)), str(entry.get("by", "")), str(entry.get("shard", ""))
+                )
+                for pid, entry in body.get("processors", {}).items()
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -113,8 +127,10 @@ def reconcile(stopped: frozenset[str], states: dict[str, str], runs: frozenset[s
     `states`: processor -> RUNNING, STOPPING or STOPPED; `runs`: the processors the
     shard runs."""
     stop = tuple(sorted(pid for pid in stopped if states.get(pid) == RUNNING))
-    start = tuple(sorted(pid for pid, state in states.items()
-                         if state == STOPPED and pid not in stopped and pid in runs))
-    waiting = tuple(sorted(pid for pid, state in states.items()
-                           if state == "STOPPING" and pid not in stopped and pid in runs))
+    start = tuple(
+        sorted(pid for pid, state in states.items() if state == STOPPED and pid not in stopped and pid in runs)
+    )
+    waiting = tuple(
+        sorted(pid for pid, state in states.items() if state == "STOPPING" and pid not in stopped and pid in runs)
+    )
     return Reconcile(stop, start, waiting)

@@ -23,32 +23,32 @@ from typing import Protocol
 
 
 class ShardState(str, enum.Enum):
-    ACTIVE = "active"      # a live node's home shard, taking new input
+    ACTIVE = "active"  # a live node's home shard, taking new input
     ADOPTING = "adopting"  # moved to a new owner that has not finished fencing + recovery
     DRAINING = "draining"  # adopted: its queues run at the new epoch, no new input
-    SPLIT = "split"        # divvied: its FlowFiles are being copied into child shards
-    HELD = "held"          # fenced, but cannot be opened as it is: kept untouched for an operator
-    RETIRED = "retired"    # empty; its files may be collected. Final.
+    SPLIT = "split"  # divvied: its FlowFiles are being copied into child shards
+    HELD = "held"  # fenced, but cannot be opened as it is: kept untouched for an operator
+    RETIRED = "retired"  # empty; its files may be collected. Final.
 
 
 class EpochRule(str, enum.Enum):
     STARTS = "starts"  # a new record: the creating incarnation's epoch, or the split parent's new one
     RAISES = "raises"  # exactly one more than before
-    KEEPS = "keeps"    # the same as before
+    KEEPS = "keeps"  # the same as before
 
 
 class OwnerRule(str, enum.Enum):
-    NEW = "new"        # a new record: an owner
-    MOVES = "moves"    # another incarnation than before
-    KEEPS = "keeps"    # the same as before
-    NONE = "none"      # no owner (a split parent: its FlowFiles belong to its slices)
+    NEW = "new"  # a new record: an owner
+    MOVES = "moves"  # another incarnation than before
+    KEEPS = "keeps"  # the same as before
+    NONE = "none"  # no owner (a split parent: its FlowFiles belong to its slices)
 
 
 @dataclass(frozen=True)
 class Transition:
     before: ShardState | None
     after: ShardState
-    action: str        # the `ownership` function that makes it
+    action: str  # the `ownership` function that makes it
     epoch: EpochRule
     owner: OwnerRule
     why: str
@@ -56,28 +56,55 @@ class Transition:
 
 _S = ShardState
 TRANSITIONS: tuple[Transition, ...] = (
-    Transition(None, _S.ACTIVE, "new_shard", EpochRule.STARTS, OwnerRule.NEW,
-               "a node starts an incarnation and creates its home shard"),
-    Transition(None, _S.ADOPTING, "split", EpochRule.STARTS, OwnerRule.NEW,
-               "a divvy slice is born at its parent's new epoch"),
-    *(Transition(state, _S.ADOPTING, "reassign", EpochRule.RAISES, OwnerRule.MOVES, why) for state, why in (
-        (_S.ACTIVE, "the leader moves a dead (or offloaded) node's home shard"),
-        (_S.ADOPTING, "its adopter died before it adopted it"),
-        (_S.DRAINING, "its adopter died while it drained"),
-        (_S.HELD, "its holder died"))),
-    *(Transition(state, _S.SPLIT, "split", EpochRule.RAISES, OwnerRule.NONE,
-                 "policy divvy: the leader splits it over survivors") for state in
-      (_S.ACTIVE, _S.ADOPTING, _S.DRAINING, _S.HELD)),
+    Transition(
+        None,
+        _S.ACTIVE,
+        "new_shard",
+        EpochRule.STARTS,
+        OwnerRule.NEW,
+        "a node starts an incarnation and creates its home shard",
+    ),
+    Transition(
+        None, _S.ADOPTING, "split", EpochRule.STARTS, OwnerRule.NEW, "a divvy slice is born at its parent's new epoch"
+    ),
+    *(
+        Transition(state, _S.ADOPTING, "reassign", EpochRule.RAISES, OwnerRule.MOVES, why)
+        for state, why in (
+            (_S.ACTIVE, "the leader moves a dead (or offloaded) node's home shard"),
+            (_S.ADOPTING, "its adopter died before it adopted it"),
+            (_S.DRAINING, "its adopter died while it drained"),
+            (_S.HELD, "its holder died"),
+        )
+    ),
+    *(
+        Transition(
+            state,
+            _S.SPLIT,
+            "split",
+            EpochRule.RAISES,
+            OwnerRule.NONE,
+            "policy divvy: the leader splits it over survivors",
+        )
+        for state in (_S.ACTIVE, _S.ADOPTING, _S.DRAINING, _S.HELD)
+    ),
     # The owner at the epoch it was given acts on its own shard: neither changes.
-    *(Transition(before, after, action, EpochRule.KEEPS, OwnerRule.KEEPS, why) for before, after, action, why in (
-        (_S.ADOPTING, _S.DRAINING, "adopted", "its adopter fenced it and recovered its WAL"),
-        (_S.HELD, _S.DRAINING, "adopted", "its holder could open it at last"),
-        (_S.ADOPTING, _S.HELD, "hold", "its adopter fenced it but cannot open it as it is"),
-        (_S.DRAINING, _S.HELD, "hold",
-         "its owner cannot open it again as it is (adopted, then its runtime failed to start)"),
-        (_S.ACTIVE, _S.RETIRED, "retire", "its owner drained it"),
-        (_S.DRAINING, _S.RETIRED, "retire", "its adopter drained it"),
-        (_S.SPLIT, _S.RETIRED, "retire_split_parent", "every slice is seeded"))),
+    *(
+        Transition(before, after, action, EpochRule.KEEPS, OwnerRule.KEEPS, why)
+        for before, after, action, why in (
+            (_S.ADOPTING, _S.DRAINING, "adopted", "its adopter fenced it and recovered its WAL"),
+            (_S.HELD, _S.DRAINING, "adopted", "its holder could open it at last"),
+            (_S.ADOPTING, _S.HELD, "hold", "its adopter fenced it but cannot open it as it is"),
+            (
+                _S.DRAINING,
+                _S.HELD,
+                "hold",
+                "its owner cannot open it again as it is (adopted, then its runtime failed to start)",
+            ),
+            (_S.ACTIVE, _S.RETIRED, "retire", "its owner drained it"),
+            (_S.DRAINING, _S.RETIRED, "retire", "its adopter drained it"),
+            (_S.SPLIT, _S.RETIRED, "retire_split_parent", "every slice is seeded"),
+        )
+    ),
 )
 _BY_PAIR: dict[tuple[ShardState | None, ShardState], Transition] = {(t.before, t.after): t for t in TRANSITIONS}
 
@@ -117,11 +144,13 @@ def sources(action: str) -> tuple[ShardState, ...]:
     return tuple(t.before for t in TRANSITIONS if t.action == action and t.before is not None)
 
 
-def check_transition(before: OwnershipRecord | None, after: OwnershipRecord, *,
-                     subject: str = "shard") -> Violation | None:
+def check_transition(
+    before: OwnershipRecord | None, after: OwnershipRecord, *, subject: str = "shard"
+) -> Violation | None:
     """None when `before -> after` is a row of the table and keeps its epoch and owner
     rules; otherwise the first rule it breaks: `epoch-fell`, `two-owners` (one epoch,
     two owners), `transition` (no such row), `epoch` or `owner`."""
+
     def broken(rule: str, detail: str) -> Violation:
         return Violation(rule, subject, f"{_describe(before)} -> {_describe(after)}: {detail}")
 
@@ -159,6 +188,8 @@ def transition_table_markdown() -> str:
     lines = ["| from | to | made by | epoch | owner | when |", "| --- | --- | --- | --- | --- | --- |"]
     for row in TRANSITIONS:
         before = row.before.value if row.before is not None else "(no record)"
-        lines.append(f"| {before} | {row.after.value} | `ownership.{row.action}` | {row.epoch.value} "
-                     f"| {row.owner.value} | {row.why} |")
+        lines.append(
+            f"| {before} | {row.after.value} | `ownership.{row.action}` | {row.epoch.value} "
+            f"| {row.owner.value} | {row.why} |"
+        )
     return "\n".join(lines) + "\n"

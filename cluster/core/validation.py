@@ -62,8 +62,8 @@ class ClusterView:
     decommissions: dict[str, Decommission] = field(default_factory=dict)
     roll: Roll | None = None
     members: dict[str, Heartbeat] = field(default_factory=dict)  # live incarnation -> its heartbeat
-    contenders: tuple[str, ...] = ()                             # the election's, the leader first
-    unreadable: dict[str, str] = field(default_factory=dict)     # "shard <id>", "plan <id>", "deploy" -> why
+    contenders: tuple[str, ...] = ()  # the election's, the leader first
+    unreadable: dict[str, str] = field(default_factory=dict)  # "shard <id>", "plan <id>", "deploy" -> why
 
     @property
     def leader(self) -> str | None:
@@ -72,8 +72,17 @@ class ClusterView:
 
 def validate_cluster(view: ClusterView) -> list[Violation]:
     """Every rule the view breaks (module docstring), shards first, in a stable order."""
-    return [*_unreadable(view), *_histories(view), *_split_families(view), *_retired(view), *_runners(view),
-            *_plans(view), *_decommissioned(view), *_leader(view), *_roll(view)]
+    return [
+        *_unreadable(view),
+        *_histories(view),
+        *_split_families(view),
+        *_retired(view),
+        *_runners(view),
+        *_plans(view),
+        *_decommissioned(view),
+        *_leader(view),
+        *_roll(view),
+    ]
 
 
 def _unreadable(view: ClusterView) -> Iterator[Violation]:
@@ -86,11 +95,14 @@ def _histories(view: ClusterView) -> Iterator[Violation]:
         subject = f"shard {name}"
         newest = shard.history[-1] if shard.history else None
         if newest is None or (newest.owner, newest.epoch, newest.state) != (shard.owner, shard.epoch, shard.state):
-            yield Violation("record", subject, f"it is {shard.state.value}@{shard.epoch} ({shard.owner}) but its "
-                                               f"history ends {_entry(newest)}")
+            yield Violation(
+                "record",
+                subject,
+                f"it is {shard.state.value}@{shard.epoch} ({shard.owner}) but its history ends {_entry(newest)}",
+            )
         # A full history lost its oldest entries: its first is then no creation.
         before = None if len(shard.history) < HISTORY_LIMIT else shard.history[0]
-        for after in shard.history[0 if before is None else 1:]:
+        for after in shard.history[0 if before is None else 1 :]:
             found = check_transition(before, after, subject=subject)
             if found is not None:
                 yield found
@@ -112,8 +124,11 @@ def _split_families(view: ClusterView) -> Iterator[Violation]:
             and shard.state is not ShardState.RETIRED
             and shard.source.parent not in view.shards
         ):
-            yield Violation("split-family", f"shard {name}",
-                            f"a slice still {shard.state.value}, but its parent {shard.source.parent} has no znode")
+            yield Violation(
+                "split-family",
+                f"shard {name}",
+                f"a slice still {shard.state.value}, but its parent {shard.source.parent} has no znode",
+            )
 
 
 def _retired(view: ClusterView) -> Iterator[Violation]:
@@ -125,13 +140,19 @@ def _retired(view: ClusterView) -> Iterator[Violation]:
             queued = sum(load.count for key, load in beat.queues.items() if key.partition("/")[0] == name)
             # A beat sent before the retirement (by the retiring owner's clock) is no evidence.
             if queued and retired_at is not None and beat.sent_at > retired_at:
-                yield Violation("retired-unaccounted", f"shard {name}",
-                                f"retired at {retired_at:.3f}, but {incarnation}'s heartbeat of {beat.sent_at:.3f} "
-                                f"counts {queued} FlowFile(s) queued in it")
+                yield Violation(
+                    "retired-unaccounted",
+                    f"shard {name}",
+                    f"retired at {retired_at:.3f}, but {incarnation}'s heartbeat of {beat.sent_at:.3f} "
+                    f"counts {queued} FlowFile(s) queued in it",
+                )
         unseeded = [child for child in shard.children if child in view.shards and not view.shards[child].seeded]
         if unseeded:
-            yield Violation("retired-unaccounted", f"shard {name}",
-                            f"a split parent retired before its slices {unseeded} were seeded")
+            yield Violation(
+                "retired-unaccounted",
+                f"shard {name}",
+                f"a split parent retired before its slices {unseeded} were seeded",
+            )
 
 
 def _runners(view: ClusterView) -> Iterator[Violation]:
@@ -145,9 +166,12 @@ def _runners(view: ClusterView) -> Iterator[Violation]:
         current = view.shards.get(shard)
         for incarnation in names:
             if current is not None and current.state is not ShardState.RETIRED and current.owner != incarnation:
-                yield Violation("runner-not-owner", f"shard {shard}",
-                                f"{incarnation} runs it, but {current.owner or 'nobody'} owns it at epoch "
-                                f"{current.epoch} ({current.state.value})")
+                yield Violation(
+                    "runner-not-owner",
+                    f"shard {shard}",
+                    f"{incarnation} runs it, but {current.owner or 'nobody'} owns it at epoch "
+                    f"{current.epoch} ({current.state.value})",
+                )
 
 
 def _plans(view: ClusterView) -> Iterator[Violation]:
@@ -157,20 +181,23 @@ def _plans(view: ClusterView) -> Iterator[Violation]:
         if plan.status == "done":
             pending = [f"{move.shard}@{move.from_epoch}" for move in pending_moves(plan, view.shards)]
             if pending:
-                yield Violation("plan-done-early", f"plan {name}",
-                                f"marked done, but {plan.dead} still owns {', '.join(pending)}")
+                yield Violation(
+                    "plan-done-early", f"plan {name}", f"marked done, but {plan.dead} still owns {', '.join(pending)}"
+                )
 
 
 def _decommissioned(view: ClusterView) -> Iterator[Violation]:
     gone = {node for node, record in view.decommissions.items() if record.finished_at is not None}
     for incarnation in sorted(view.members):
         if node_of(incarnation) in gone:
-            yield Violation("decommissioned", f"member {incarnation}", "a member, but its node's decommission "
-                                                                       "finished")
+            yield Violation("decommissioned", f"member {incarnation}", "a member, but its node's decommission finished")
     for name, shard in sorted(view.shards.items()):
         if shard.state is not ShardState.RETIRED and node_of(shard.owner) in gone:
-            yield Violation("decommissioned", f"shard {name}",
-                            f"owned by {shard.owner} ({shard.state.value}), but its node's decommission finished")
+            yield Violation(
+                "decommissioned",
+                f"shard {name}",
+                f"owned by {shard.owner} ({shard.state.value}), but its node's decommission finished",
+            )
 
 
 def _leader(view: ClusterView) -> Iterator[Violation]:

@@ -39,10 +39,16 @@ class DeliveryReport:
         return not (self.lost or self.duplicated or self.unexpected)
 
     def summary(self) -> str:
-        return (f"expected {self.expected}, delivered {self.delivered}: lost {len(self.lost)}, "
-                f"duplicated {len(self.duplicated)}, unexpected {len(self.unexpected)}"
-                + (f" (e.g. lost {self.lost[:5]}, duplicated {list(self.duplicated)[:5]}, "
-                   f"unexpected {self.unexpected[:5]})" if not self.ok else ""))
+        return (
+            f"expected {self.expected}, delivered {self.delivered}: lost {len(self.lost)}, "
+            f"duplicated {len(self.duplicated)}, unexpected {len(self.unexpected)}"
+            + (
+                f" (e.g. lost {self.lost[:5]}, duplicated {list(self.duplicated)[:5]}, "
+                f"unexpected {self.unexpected[:5]})"
+                if not self.ok
+                else ""
+            )
+        )
 
     def to_dict(self) -> dict:
         return {**asdict(self), "ok": self.ok}
@@ -52,10 +58,12 @@ def check_delivery(expected: Iterable[str], delivered: Iterable[str]) -> Deliver
     expected_set = set(expected)
     counts = Counter(delivered)
     return DeliveryReport(
-        expected=len(expected_set), delivered=sum(counts.values()),
+        expected=len(expected_set),
+        delivered=sum(counts.values()),
         lost=sorted(expected_set - set(counts)),
         duplicated={key: n for key, n in sorted(counts.items()) if n > 1},
-        unexpected=sorted(set(counts) - expected_set))
+        unexpected=sorted(set(counts) - expected_set),
+    )
 
 
 def ids_in_directory(directory: str, extract: Callable[[bytes], str] | None = None) -> list[str]:
@@ -90,28 +98,40 @@ class RepositoryReport:
 
     @property
     def ok(self) -> bool:
-        return not (self.swap_files_unrecorded or self.missing_content or self.orphaned_resources
-                    or self.provenance_lost or self.provenance_duplicated or self.provenance_unexpected
-                    or self.provenance_created_twice)
+        return not (
+            self.swap_files_unrecorded
+            or self.missing_content
+            or self.orphaned_resources
+            or self.provenance_lost
+            or self.provenance_duplicated
+            or self.provenance_unexpected
+            or self.provenance_created_twice
+        )
 
     def summary(self) -> str:
-        return (f"WAL: {self.live_flowfiles} live, {self.swapped_flowfiles} swapped in {self.swap_files} files "
-                f"({len(self.swap_files_unrecorded)} unrecorded); content: {len(self.missing_content)} missing, "
-                f"{len(self.orphaned_resources)} orphaned; provenance: {self.provenance_events} events, "
-                f"{len(self.provenance_lost)} sends lost, {len(self.provenance_duplicated)} duplicated, "
-                f"{len(self.provenance_unexpected)} unexpected, {len(self.provenance_created_twice)} created twice")
+        return (
+            f"WAL: {self.live_flowfiles} live, {self.swapped_flowfiles} swapped in {self.swap_files} files "
+            f"({len(self.swap_files_unrecorded)} unrecorded); content: {len(self.missing_content)} missing, "
+            f"{len(self.orphaned_resources)} orphaned; provenance: {self.provenance_events} events, "
+            f"{len(self.provenance_lost)} sends lost, {len(self.provenance_duplicated)} duplicated, "
+            f"{len(self.provenance_unexpected)} unexpected, {len(self.provenance_created_twice)} created twice"
+        )
 
 
 def claimant_mismatches(content: ContentStore, claims: Iterable) -> dict:
     """{resource: (expected, actual)} where the repository's claimant count differs from
     the number of `claims` (ContentClaims) in that resource."""
     expected = Counter(claim.resource for claim in claims if claim is not None)
-    return {resource: (count, content.claimant_count(resource)) for resource, count in expected.items()
-            if content.claimant_count(resource) != count}
+    return {
+        resource: (count, content.claimant_count(resource))
+        for resource, count in expected.items()
+        if content.claimant_count(resource) != count
+    }
 
 
-def check_node_repositories(data_dir: str, *, delivered_uuids: Iterable[str] = (), id_attribute: str | None = None,
-                            shard: str = "local") -> RepositoryReport:
+def check_node_repositories(
+    data_dir: str, *, delivered_uuids: Iterable[str] = (), id_attribute: str | None = None, shard: str = "local"
+) -> RepositoryReport:
     """Check a stopped standalone node's repositories against each other and against
     what was delivered (`delivered_uuids`: the FlowFile uuids a PutFile directory holds)."""
     from repositories.content import open_filesystem_content_repository
@@ -196,8 +216,14 @@ def event_identity(event) -> tuple:
     """What makes two stored provenance events the same event: an adopter re-registers
     the outbox events of a dead owner (which may have stored them already) with the
     same time, type, FlowFile, component and details; a second delivery has its own time."""
-    return (event.event_type.value, event.flowfile_uuid, event.component_id, event.relationship,
-            event.transit_uri, event.event_time_ms)
+    return (
+        event.event_type.value,
+        event.flowfile_uuid,
+        event.component_id,
+        event.relationship,
+        event.transit_uri,
+        event.event_time_ms,
+    )
 
 
 def cluster_provenance(directories: Iterable[str]) -> list:
@@ -229,21 +255,28 @@ class ClusterReport:
     delivery: DeliveryReport
     created: int = 0
     created_twice: list = field(default_factory=list)
-    sends_missing: list = field(default_factory=list)     # delivered, no SEND anywhere
+    sends_missing: list = field(default_factory=list)  # delivered, no SEND anywhere
     sends_duplicated: dict = field(default_factory=dict)  # uuid -> SEND events (> 1)
-    wrong_content: list = field(default_factory=list)     # sink file whose content names another id
-    live_flowfiles: dict = field(default_factory=dict)    # shard -> FlowFiles its WAL still holds
+    wrong_content: list = field(default_factory=list)  # sink file whose content names another id
+    live_flowfiles: dict = field(default_factory=dict)  # shard -> FlowFiles its WAL still holds
 
     @property
     def ok(self) -> bool:
-        return self.delivery.ok and not (self.created_twice or self.sends_missing or self.sends_duplicated
-                                         or self.wrong_content or any(self.live_flowfiles.values()))
+        return self.delivery.ok and not (
+            self.created_twice
+            or self.sends_missing
+            or self.sends_duplicated
+            or self.wrong_content
+            or any(self.live_flowfiles.values())
+        )
 
     def summary(self) -> str:
-        return (f"{self.delivery.summary()}; provenance: {self.created} created "
-                f"({len(self.created_twice)} twice), {len(self.sends_missing)} sends missing, "
-                f"{len(self.sends_duplicated)} duplicated; {len(self.wrong_content)} files with the wrong content; "
-                f"FlowFiles left in WALs: {sum(self.live_flowfiles.values())}")
+        return (
+            f"{self.delivery.summary()}; provenance: {self.created} created "
+            f"({len(self.created_twice)} twice), {len(self.sends_missing)} sends missing, "
+            f"{len(self.sends_duplicated)} duplicated; {len(self.wrong_content)} files with the wrong content; "
+            f"FlowFiles left in WALs: {sum(self.live_flowfiles.values())}"
+        )
 
 
 @dataclass(frozen=True)
@@ -265,8 +298,14 @@ class StoredEvent:
         return cls(EventType(kind), *rest)
 
 
-def check_cluster(out_directories: Iterable[str], provenance_directories: Iterable[str], *,
-                  source_component: str, wal_counts: dict | None = None, events: list | None = None) -> ClusterReport:
+def check_cluster(
+    out_directories: Iterable[str],
+    provenance_directories: Iterable[str],
+    *,
+    source_component: str,
+    wal_counts: dict | None = None,
+    events: list | None = None,
+) -> ClusterReport:
     """Every FlowFile `source_component` created (CREATE events, cluster-wide) reached
     the sinks exactly once: exactly one sink file's content starts with its uuid (the
     source wrote it there), and that file is named by the same uuid (PutFile names
@@ -281,8 +320,9 @@ def check_cluster(out_directories: Iterable[str], provenance_directories: Iterab
 
     if events is None:
         events = cluster_provenance(provenance_directories)
-    creates = Counter(e.flowfile_uuid for e in events
-                      if e.event_type is EventType.CREATE and e.component_id == source_component)
+    creates = Counter(
+        e.flowfile_uuid for e in events if e.event_type is EventType.CREATE and e.component_id == source_component
+    )
     sends = Counter(e.flowfile_uuid for e in events if e.event_type is EventType.SEND)
     delivered, wrong = [], []
     for directory in out_directories:
@@ -298,8 +338,11 @@ def check_cluster(out_directories: Iterable[str], provenance_directories: Iterab
             if carried != name:
                 wrong.append(name)
     return ClusterReport(
-        delivery=check_delivery(creates, delivered), created=len(creates),
+        delivery=check_delivery(creates, delivered),
+        created=len(creates),
         created_twice=sorted(u for u, n in creates.items() if n > 1),
         sends_missing=sorted(set(delivered) - set(sends) - set(wrong)),
         sends_duplicated={u: n for u, n in sorted(sends.items()) if n > 1},
-        wrong_content=wrong, live_flowfiles=dict(wal_counts or {}))
+        wrong_content=wrong,
+        live_flowfiles=dict(wal_counts or {}),
+    )

@@ -60,8 +60,9 @@ class ComposeTarget(FlowWorkloadViews):
         self.nodes = project.nodes  # node name -> service
         self.names = tuple(self.nodes)
         if not self.names:
-            raise TargetUnavailable(f"compose project {project.name!r} runs no custody node "
-                                    "(no service whose command has --name)")
+            raise TargetUnavailable(
+                f"compose project {project.name!r} runs no custody node (no service whose command has --name)"
+            )
         config = self._node_config(next(iter(self.nodes.values())))
         zookeeper, hdfs = config.get("zookeeper", {}), config.get("hdfs", {})
         self.session_timeout = float(zookeeper.get("session_timeout", 10.0))
@@ -84,8 +85,11 @@ class ComposeTarget(FlowWorkloadViews):
 
     @classmethod
     def from_arguments(cls, arguments) -> ComposeTarget:
-        name = getattr(arguments, "project", None) or os.environ.get("COMPOSE_PROJECT_NAME") \
+        name = (
+            getattr(arguments, "project", None)
+            or os.environ.get("COMPOSE_PROJECT_NAME")
             or _project_name(arguments.compose_file or "docker-compose.yml")
+        )
         try:
             return cls(ComposeProject.attach(name))
         except ComposeNotRunning as error:
@@ -93,8 +97,9 @@ class ComposeTarget(FlowWorkloadViews):
 
     # -- life ---------------------------------------------------------------------
     def start_all(self, timeout: float = 90.0) -> None:
-        self.client = ClientFactory(ZooKeeperSettings(self.zk_hosts, session_timeout=10.0,
-                                                      credentials=self.zookeeper_credentials())).start_zookeeper()
+        self.client = ClientFactory(
+            ZooKeeperSettings(self.zk_hosts, session_timeout=10.0, credentials=self.zookeeper_credentials())
+        ).start_zookeeper()
         self.store = ClusterStore(self.client, self.layout)
         for service in self.nodes.values():
             if self.project.status(service) == "paused":
@@ -102,8 +107,11 @@ class ComposeTarget(FlowWorkloadViews):
             elif self.project.status(service) != "running":
                 self.project.start(service)
         for name in self.names:
-            wait_until(lambda name=name: self.incarnation(name) in self.heartbeats(), timeout,
-                       f"{name} to be a live member of cluster {self.layout.cluster}")
+            wait_until(
+                lambda name=name: self.incarnation(name) in self.heartbeats(),
+                timeout,
+                f"{name} to be a live member of cluster {self.layout.cluster}",
+            )
 
     def zookeeper_credentials(self) -> str | None:
         """The nodes' ZooKeeper credentials (`user:password`), read in a node's
@@ -149,8 +157,7 @@ class ComposeTarget(FlowWorkloadViews):
 
     def stood_still(self, name: str) -> int:
         service = self.nodes[name]
-        log = self.project.container(service).logs(stdout=False, stderr=True,
-                                                   since=int(self._process_started(service)))
+        log = self.project.container(service).logs(stdout=False, stderr=True, since=int(self._process_started(service)))
         return log.decode(errors="replace").count(STOOD_STILL)
 
     def dump_stacks(self) -> None:
@@ -202,9 +209,12 @@ class ComposeTarget(FlowWorkloadViews):
 
     def expire_session(self, name: str) -> None:
         service = self.nodes[name]
-        expire_session(self.zk_hosts, _NodeEvents(self, name),
-                       lambda: self.project.read_file(service, session_path(NODE_DATA)),
-                       session_timeout=self.session_timeout)
+        expire_session(
+            self.zk_hosts,
+            _NodeEvents(self, name),
+            lambda: self.project.read_file(service, session_path(NODE_DATA)),
+            session_timeout=self.session_timeout,
+        )
 
     def partition(self, name: str) -> None:
         service = self.nodes[name]
@@ -260,8 +270,13 @@ class ComposeTarget(FlowWorkloadViews):
         for service in self.nodes.values():
             self.project.stop(service, timeout=60)
         try:
-            return check_cluster([self.sink_view.path], [], source_component="generate", events=self._provenance(),
-                                 wal_counts={name: beat.queued_count for name, beat in beats.items()})
+            return check_cluster(
+                [self.sink_view.path],
+                [],
+                source_component="generate",
+                events=self._provenance(),
+                wal_counts={name: beat.queued_count for name, beat in beats.items()},
+            )
         finally:
             for service in self.nodes.values():
                 self.project.start(service)
@@ -273,8 +288,9 @@ class ComposeTarget(FlowWorkloadViews):
         container of the node's image with the node's volume where the node has it."""
         seen: dict[tuple, StoredEvent] = {}
         for service in self.nodes.values():
-            printed = self.project.run_beside(service, NODE_DATA, ["python3", "-m", "cluster.drills.provenance_dump",
-                                                                   f"{NODE_DATA}/provenance"])
+            printed = self.project.run_beside(
+                service, NODE_DATA, ["python3", "-m", "cluster.drills.provenance_dump", f"{NODE_DATA}/provenance"]
+            )
             for line in printed.splitlines():
                 event = StoredEvent.parse(line)
                 seen.setdefault(event_identity(event), event)
@@ -326,8 +342,11 @@ class _NodeEvents:
         return self.target.events(self.name, kind, **fields)
 
     def wait(self, kind: NodeEvent, timeout: float = 60.0, **fields) -> dict:
-        return wait_until(lambda: (found := self.find(kind, **fields)) and found[-1], timeout,
-                          f"{self.name} to report {kind} {fields or ''}")
+        return wait_until(
+            lambda: (found := self.find(kind, **fields)) and found[-1],
+            timeout,
+            f"{self.name} to report {kind} {fields or ''}",
+        )
 
 
 def _project_name(compose_file: str) -> str:

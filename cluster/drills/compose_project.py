@@ -65,15 +65,18 @@ class ComposeProject:
             ) from error
         running = client.containers.list(filters={"label": f"{PROJECT_LABEL}={name}"})
         if not running:
-            raise ComposeNotRunning(f"compose project {name!r} has no running container: start it with "
-                                    f"`docker compose -p {name} up -d --wait` (or name another with --project)")
+            raise ComposeNotRunning(
+                f"compose project {name!r} has no running container: start it with "
+                f"`docker compose -p {name} up -d --wait` (or name another with --project)"
+            )
         return cls(name, client)
 
     # -- containers --------------------------------------------------------------------------
     def container(self, service: str):
         """The service's container, running or not (Compose keeps one per service here)."""
-        found = self.client.containers.list(all=True, filters={"label": [f"{PROJECT_LABEL}={self.name}",
-                                                                          f"{SERVICE_LABEL}={service}"]})
+        found = self.client.containers.list(
+            all=True, filters={"label": [f"{PROJECT_LABEL}={self.name}", f"{SERVICE_LABEL}={service}"]}
+        )
         if not found:
             raise ComposeNotRunning(f"compose project {self.name!r} has no container for service {service!r}")
         return found[0]
@@ -91,7 +94,7 @@ class ComposeProject:
         return dict(sorted(nodes.items()))
 
     def status(self, service: str) -> str:
-        """"running", "paused", "exited", ... as the engine says now."""
+        """ "running", "paused", "exited", ... as the engine says now."""
         container = self.container(service)
         container.reload()
         return container.status
@@ -134,8 +137,11 @@ class ComposeProject:
         """Put the container back on `networks`, under its service name (and host name)
         again, as Compose attached it."""
         container = self.container(service)
-        aliases = [service] + ([container.attrs["Config"]["Hostname"]]
-                               if container.attrs["Config"].get("Hostname") not in (None, service) else [])
+        aliases = [service] + (
+            [container.attrs["Config"]["Hostname"]]
+            if container.attrs["Config"].get("Hostname") not in (None, service)
+            else []
+        )
         for network in networks:
             self.client.networks.get(network).connect(container, aliases=aliases)
 
@@ -148,8 +154,11 @@ class ComposeProject:
             if time.monotonic() - read_at > EVENTS_REFRESH:
                 parsed = parse_events(self.container(service).logs(stdout=True, stderr=False).decode(errors="replace"))
                 self._events[service] = (time.monotonic(), parsed)
-        return [e for e in parsed if (kind is None or e["event"] == kind)
-                and all(e.get(key) == value for key, value in fields.items())]
+        return [
+            e
+            for e in parsed
+            if (kind is None or e["event"] == kind) and all(e.get(key) == value for key, value in fields.items())
+        ]
 
     def log_tail(self, service: str, size: int = 3000) -> str:
         return self.container(service).logs(stdout=True, stderr=True, tail=200).decode(errors="replace")[-size:]
@@ -165,8 +174,10 @@ class ComposeProject:
         except NotFound as error:
             raise ComposeNotRunning(f"compose project {self.name!r} has no volume {volume!r}") from error
         if not os.access(mountpoint, os.R_OK | os.X_OK):
-            raise ComposeNotRunning(f"cannot read volume {volume!r} at {mountpoint}: the drill reads the nodes' "
-                                    "output and provenance where the engine keeps them; run it as root")
+            raise ComposeNotRunning(
+                f"cannot read volume {volume!r} at {mountpoint}: the drill reads the nodes' "
+                "output and provenance where the engine keeps them; run it as root"
+            )
         return mountpoint
 
     def read_file(self, service: str, path: str) -> str:
@@ -189,12 +200,20 @@ class ComposeProject:
         if not mounts:
             raise ComposeNotRunning(f"service {service!r} has no volume at {path}")
         try:
-            output = self.client.containers.run(container.attrs["Config"]["Image"], command, entrypoint=[],
-                                                volumes={mounts[0]["Name"]: {"bind": path, "mode": "rw"}},
-                                                network_mode="none", remove=True, stdout=True, stderr=False)
+            output = self.client.containers.run(
+                container.attrs["Config"]["Image"],
+                command,
+                entrypoint=[],
+                volumes={mounts[0]["Name"]: {"bind": path, "mode": "rw"}},
+                network_mode="none",
+                remove=True,
+                stdout=True,
+                stderr=False,
+            )
         except ContainerError as error:
-            raise ComposeNotRunning(f"{' '.join(command)} beside {service} failed: "
-                                    f"{(error.stderr or b'').decode(errors='replace')[-500:]}") from error
+            raise ComposeNotRunning(
+                f"{' '.join(command)} beside {service} failed: {(error.stderr or b'').decode(errors='replace')[-500:]}"
+            ) from error
         return output.decode(errors="replace")
 
     def published_port(self, service: str, port: int) -> int:

@@ -22,19 +22,46 @@ class FaultKind:
 
 FAULT_KINDS = (
     FaultKind("kill", True, "SIGKILL a node; its shard is adopted, then it rejoins", "sigkill"),
-    FaultKind("stop", True, "SIGSTOP a node past its session timeout, then SIGCONT it: a zombie whose "
-              "writes must be refused; it rejoins as a new incarnation", "sigstop"),
+    FaultKind(
+        "stop",
+        True,
+        "SIGSTOP a node past its session timeout, then SIGCONT it: a zombie whose "
+        "writes must be refused; it rejoins as a new incarnation",
+        "sigstop",
+    ),
     FaultKind("expire", True, "expire a node's ZooKeeper session from outside", "expire"),
-    FaultKind("leader", True, "SIGKILL a node, then the leader once it has written the failover plan: "
-              "the next leader finishes the plan", "kill-leader"),
-    FaultKind("adopter", True, "SIGKILL a node, then the survivor chosen to adopt its shard while it "
-              "adopts: the shard moves again, at a higher epoch", "kill-adopter"),
-    FaultKind("zk-follower", False, "kill a ZooKeeper follower, then restart it: nothing fails over, "
-              "delivery goes on", "zk-follower"),
-    FaultKind("datanode", False, "kill an HDFS DataNode, then restart it: commits on its pipeline roll back "
-              "and retry, nothing fails over, delivery goes on", "datanode"),
-    FaultKind("partition", True, "cut a node off the network until its session expires and its shard is "
-              "adopted, then heal the partition", "partition"),
+    FaultKind(
+        "leader",
+        True,
+        "SIGKILL a node, then the leader once it has written the failover plan: the next leader finishes the plan",
+        "kill-leader",
+    ),
+    FaultKind(
+        "adopter",
+        True,
+        "SIGKILL a node, then the survivor chosen to adopt its shard while it "
+        "adopts: the shard moves again, at a higher epoch",
+        "kill-adopter",
+    ),
+    FaultKind(
+        "zk-follower",
+        False,
+        "kill a ZooKeeper follower, then restart it: nothing fails over, delivery goes on",
+        "zk-follower",
+    ),
+    FaultKind(
+        "datanode",
+        False,
+        "kill an HDFS DataNode, then restart it: commits on its pipeline roll back "
+        "and retry, nothing fails over, delivery goes on",
+        "datanode",
+    ),
+    FaultKind(
+        "partition",
+        True,
+        "cut a node off the network until its session expires and its shard is adopted, then heal the partition",
+        "partition",
+    ),
 )
 BY_NAME = {kind.name: kind for kind in FAULT_KINDS}
 _FORMER = {kind.former_name: kind.name for kind in FAULT_KINDS}
@@ -63,8 +90,9 @@ def parse_faults(text: str | None, supported, target: str = "this") -> tuple[str
             )
         if name not in supported:
             hint = " (a network partition needs containers: --target compose)" if name == "partition" else ""
-            raise DrillUsageError(f"fault {name!r} cannot be injected on the {target} target{hint}; "
-                                  f"it supports: {', '.join(supported)}")
+            raise DrillUsageError(
+                f"fault {name!r} cannot be injected on the {target} target{hint}; it supports: {', '.join(supported)}"
+            )
         if name not in chosen:
             chosen.append(name)
     return tuple(chosen)

@@ -21,8 +21,9 @@ from ..node.session_file import read_session_text
 from ..zk.client import close_session
 
 
-def expire_session(zk_hosts: str, node, read_session: Callable[[], str], *, session_timeout: float,
-                   attempts: int = 3) -> None:
+def expire_session(
+    zk_hosts: str, node, read_session: Callable[[], str], *, session_timeout: float, attempts: int = 3
+) -> None:
     """Expire the session of `node` (its events: `find`, `wait`), whose session id and
     password `read_session()` returns: the text of its `zookeeper-session` file
     (`cluster.node.session_file`; never a log). Attach to the session and close it,
@@ -39,8 +40,13 @@ def expire_session(zk_hosts: str, node, read_session: Callable[[], str], *, sess
     session = wait_until(current_session, 10, f"{incarnation}'s session file")
     for attempt in range(attempts):
         try:
-            close_session(zk_hosts, session["session_id"], session["session_password"],
-                          session_timeout=session_timeout, timeout=30)
+            close_session(
+                zk_hosts,
+                session["session_id"],
+                session["session_password"],
+                session_timeout=session_timeout,
+                timeout=30,
+            )
         except ZooKeeperError as error:
             print(f"expiring {incarnation}: attempt {attempt + 1} failed: {error!r}", flush=True)
         try:
@@ -63,9 +69,13 @@ def lose_quorum(zookeeper_ensemble, nodes) -> tuple[float, float]:
         for index in victims:
             zookeeper_ensemble.kill_member(index)
         for node in nodes:
-            wait_until(lambda node=node: stopped_when_quorum_went(
-                node.find(NodeEvent.PAUSED) + node.find(NodeEvent.RESUMED) + node.find(NodeEvent.DEAD), lost_at),
-                       30, f"{node.name} to stop processing")
+            wait_until(
+                lambda node=node: stopped_when_quorum_went(
+                    node.find(NodeEvent.PAUSED) + node.find(NodeEvent.RESUMED) + node.find(NodeEvent.DEAD), lost_at
+                ),
+                30,
+                f"{node.name} to stop processing",
+            )
         for index in victims:
             zookeeper_ensemble.restart_member(index)
         zookeeper_ensemble.wait_healthy(60)

@@ -50,8 +50,13 @@ def _toml_value(value) -> str:
 def _shards_in_flight(shards, live: set[str]) -> list:
     """The shards a settled cluster has none of: neither retired nor a live member's
     own home shard (a split shard counts once it has children)."""
-    return [s for s in shards if s.state is not ShardState.RETIRED and not (s.owner in live and s.shard == s.owner)
-            and (s.state is not ShardState.SPLIT or s.children)]
+    return [
+        s
+        for s in shards
+        if s.state is not ShardState.RETIRED
+        and not (s.owner in live and s.shard == s.owner)
+        and (s.state is not ShardState.SPLIT or s.children)
+    ]
 
 
 class FlowWorkloadViews(ZooKeeperViews):
@@ -89,8 +94,9 @@ class FlowWorkloadViews(ZooKeeperViews):
             raise  # it answered, and not as its API says: a bug, not a node still starting
         except OSError:
             return 0
-        return next((figures["swapped_count"] for figures in shards.get(incarnation, [])
-                     if figures["queue"] == queue), 0)
+        return next(
+            (figures["swapped_count"] for figures in shards.get(incarnation, []) if figures["queue"] == queue), 0
+        )
 
     def settled(self) -> bool:
         """Every node's home shard made all its FlowFiles and every queue is empty; every
@@ -127,8 +133,11 @@ class FlowWorkloadViews(ZooKeeperViews):
         except Exception as error:  # noqa: BLE001 - the message must still be made
             return f"ZooKeeper could not be read ({type(error).__name__}: {error})"
         now = time.time()
-        members = [f"{name} {beat.queued_count} queued {sorted(k for k, q in beat.queues.items() if q.count)}, "
-                   f"heartbeat {now - beat.sent_at:.0f}s old" for name, beat in sorted(beats.items())]
+        members = [
+            f"{name} {beat.queued_count} queued {sorted(k for k, q in beat.queues.items() if q.count)}, "
+            f"heartbeat {now - beat.sent_at:.0f}s old"
+            for name, beat in sorted(beats.items())
+        ]
         stuck = [
             f"{s.shard} {s.state.name.lower()} owned by {s.owner}" + ("" if s.owner in beats else " (not a member)")
             for s in _shards_in_flight(shards, set(beats))
@@ -141,29 +150,54 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
     their own (a new identity per cluster), so every znode under the cluster's root is
     theirs alone; `credentials=None` runs them world-open."""
 
-    def __init__(self, zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config=None, *, cluster="c1",
-                 credentials: str | None = "generate"):
+    def __init__(
+        self,
+        zk_hosts,
+        hdfs_url,
+        hdfs_root,
+        workdir,
+        hdfs_config=None,
+        *,
+        cluster="c1",
+        credentials: str | None = "generate",
+    ):
         if credentials == "generate":
             credentials = f"custody-{cluster}:{secrets.token_hex(16)}"
-        super().__init__(zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config, cluster=cluster,
-                         credentials=credentials)
+        super().__init__(zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config, cluster=cluster, credentials=credentials)
         self.directories: dict[str, str] = {}
         self.sink = str(workdir / "sink")
         self.sink_view = SinkDirectory(self.sink)
         self._storage = None
 
-    def write_config(self, name: str, *, count: int = 300, weight: float = 1.0, policy: str = "whole",
-                     threads: int = 2, put_batch: int = 10, sections: dict[str, dict] | None = None,
-                     flow: str = FLOW, parameters: dict[str, str] | None = None) -> str:
+    def write_config(
+        self,
+        name: str,
+        *,
+        count: int = 300,
+        weight: float = 1.0,
+        policy: str = "whole",
+        threads: int = 2,
+        put_batch: int = 10,
+        sections: dict[str, dict] | None = None,
+        flow: str = FLOW,
+        parameters: dict[str, str] | None = None,
+    ) -> str:
         """NODE.toml for node `name`, running `flow` (the sample flow by default) with
         more flow `parameters`; `sections` adds tables (e.g. {"content": {"archive": False}})."""
         directory = str(self.workdir / name)
         self.directories[name] = directory
-        lines = [f"name = {_toml_value(name)}", f"flow = {_toml_value(flow)}", f"directory = {_toml_value(directory)}",
-                 "", "[flow_parameters]", f"count = {_toml_value(str(count))}", f"out = {_toml_value(self.sink)}",
-                 f"put_batch = {_toml_value(str(put_batch))}",
-                 *(f"{key} = {_toml_value(str(value))}" for key, value in (parameters or {}).items()),
-                 ""]
+        lines = [
+            f"name = {_toml_value(name)}",
+            f"flow = {_toml_value(flow)}",
+            f"directory = {_toml_value(directory)}",
+            "",
+            "[flow_parameters]",
+            f"count = {_toml_value(str(count))}",
+            f"out = {_toml_value(self.sink)}",
+            f"put_batch = {_toml_value(str(put_batch))}",
+            *(f"{key} = {_toml_value(str(value))}" for key, value in (parameters or {}).items()),
+            "",
+        ]
         tables = {
             "zookeeper": {
                 "hosts": self.zk_hosts,
@@ -224,8 +258,12 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
             return []
 
     def first_outputs(self, shard: str) -> list[float]:
-        return [e["at"] for node in self.nodes.values() for e in node.find(NodeEvent.FIRST_OUTPUT, shard=shard)
-                if not e.get("home")]
+        return [
+            e["at"]
+            for node in self.nodes.values()
+            for e in node.find(NodeEvent.FIRST_OUTPUT, shard=shard)
+            if not e.get("home")
+        ]
 
     # -- checking ------------------------------------------------------------------------
     def dump_stacks(self) -> None:
@@ -238,8 +276,11 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
                 node.process.send_signal(signal.SIGCONT)
                 node.process.send_signal(signal.SIGUSR1)
         try:
-            wait_until(lambda: all(os.path.getsize(self.nodes[name].log.name) > size for name, size in sizes.items()),
-                       10, "the nodes to print their stacks")
+            wait_until(
+                lambda: all(os.path.getsize(self.nodes[name].log.name) > size for name, size in sizes.items()),
+                10,
+                "the nodes to print their stacks",
+            )
         except Exception:  # noqa: BLE001 - a post-mortem aid only
             pass
 
@@ -261,18 +302,22 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
                 node.process.kill()
                 node.process.wait()
         if late:
-            raise ServiceError(f"nodes still running {timeout:.0f}s after SIGTERM, killed: {', '.join(late)} "
-                               "(their logs say what they waited on)")
+            raise ServiceError(
+                f"nodes still running {timeout:.0f}s after SIGTERM, killed: {', '.join(late)} "
+                "(their logs say what they waited on)"
+            )
 
     def check(self) -> ClusterReport:
         """Once settled: the queues as the heartbeats say, then every node stopped and
         its sink and provenance read."""
         beats = self.heartbeats()
         self.stop_all()
-        return check_cluster([self.sink],
-                             [os.path.join(d, "provenance") for d in self.directories.values()],
-                             source_component="generate",
-                             wal_counts={name: beat.queued_count for name, beat in beats.items()})
+        return check_cluster(
+            [self.sink],
+            [os.path.join(d, "provenance") for d in self.directories.values()],
+            source_component="generate",
+            wal_counts={name: beat.queued_count for name, beat in beats.items()},
+        )
 
     def close(self) -> None:
         super().close()

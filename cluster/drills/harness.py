@@ -39,8 +39,12 @@ SESSION_TIMEOUT = 4.0
 # Bounded client retries and socket timeouts, as a node must configure them: otherwise
 # an hsync to a dead DataNode may wait minutes before it fails. The compose nodes run with
 # the same (cluster/docker/custody-node.toml; tests/unit/test_hdfs_settings.py).
-HDFS_CLIENT = {"dfs.client.socket-timeout": "5000", "dfs.client.failover.max.attempts": "1",
-               "dfs.client.failover.sleep.base.millis": "100", "dfs.client.failover.sleep.max.millis": "200"}
+HDFS_CLIENT = {
+    "dfs.client.socket-timeout": "5000",
+    "dfs.client.failover.max.attempts": "1",
+    "dfs.client.failover.sleep.base.millis": "100",
+    "dfs.client.failover.sleep.max.millis": "200",
+}
 
 
 class ExitedFirst:
@@ -53,8 +57,9 @@ class NodeProcess:
         self.events: list[dict] = []
         self._lock = threading.Lock()
         self.log = open(log_path, "a")
-        self.process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                        text=True)
+        self.process = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -78,6 +83,7 @@ class NodeProcess:
     def wait(self, kind: NodeEvent, timeout: float = 60.0, **fields) -> dict:
         """The latest event `kind` with `fields`; a process that exited without it fails
         the wait at once, with its log's last lines."""
+
         def seen():
             exited = self.process.poll() is not None
             if exited:
@@ -87,8 +93,9 @@ class NodeProcess:
 
         event = wait_until(seen, timeout, f"{self.name}: event {kind} {fields}")
         if event is ExitedFirst:
-            raise ServiceError(f"{self.name} exited with {self.process.returncode} before event {kind} {fields}\n"
-                               f"{self.tail(1500)}")
+            raise ServiceError(
+                f"{self.name} exited with {self.process.returncode} before event {kind} {fields}\n{self.tail(1500)}"
+            )
         return event
 
     @property
@@ -165,8 +172,17 @@ class ProcessCluster(ZooKeeperViews):
     """What both kinds of process cluster share: the services' addresses, the nodes,
     a ZooKeeper client of its own, and the close that stops them all."""
 
-    def __init__(self, zk_hosts: str, hdfs_url: str, hdfs_root: str, workdir, hdfs_config=None, *,
-                 cluster: str = "c1", credentials: str | None = None):
+    def __init__(
+        self,
+        zk_hosts: str,
+        hdfs_url: str,
+        hdfs_root: str,
+        workdir,
+        hdfs_config=None,
+        *,
+        cluster: str = "c1",
+        credentials: str | None = None,
+    ):
         self.zk_hosts, self.hdfs_url, self.hdfs_root = zk_hosts, hdfs_url, hdfs_root
         self.hdfs_config = {**(hdfs_config or {}), **HDFS_CLIENT}
         self.workdir = workdir
@@ -174,8 +190,10 @@ class ProcessCluster(ZooKeeperViews):
         self.layout = ClusterLayout(cluster, hdfs_root)
         self.nodes: dict[str, NodeProcess] = {}
         self.credentials_file = write_credentials_file(workdir, credentials) if credentials else None
-        self.clients = ClientFactory(ZooKeeperSettings(zk_hosts, session_timeout=10.0, credentials=credentials),
-                                     HdfsSettings(hdfs_url, dict(self.hdfs_config)))
+        self.clients = ClientFactory(
+            ZooKeeperSettings(zk_hosts, session_timeout=10.0, credentials=credentials),
+            HdfsSettings(hdfs_url, dict(self.hdfs_config)),
+        )
         self.client = self.clients.start_zookeeper()
         self.store = ClusterStore(self.client, self.layout)
 
@@ -211,9 +229,26 @@ class LedgerCluster(ProcessCluster):
         self.sink = str(workdir / "sink")
 
     def start(self, name: str, *extra: str) -> NodeProcess:
-        argv = [sys.executable, "-m", "cluster.drills.ledger_node", "--zk", self.zk_hosts, "--cluster", self.cluster,
-                "--node", name, "--hdfs", self.hdfs_url, "--hdfs-root", self.hdfs_root, "--sink", self.sink,
-                "--session-timeout", str(SESSION_TIMEOUT), *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "cluster.drills.ledger_node",
+            "--zk",
+            self.zk_hosts,
+            "--cluster",
+            self.cluster,
+            "--node",
+            name,
+            "--hdfs",
+            self.hdfs_url,
+            "--hdfs-root",
+            self.hdfs_root,
+            "--sink",
+            self.sink,
+            "--session-timeout",
+            str(SESSION_TIMEOUT),
+            *extra,
+        ]
         for key, value in sorted(self.hdfs_config.items()):
             argv += ["--hdfs-config", f"{key}={value}"]
         node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
@@ -231,4 +266,5 @@ class LedgerCluster(ProcessCluster):
         def settled():
             report = check_ledger(self.sink)
             return report if report["admitted"] and not report["lost"] else None
+
         return wait_until(settled, timeout, "every admitted record to be finished")

@@ -56,14 +56,23 @@ def parse(argv=None):
     parser.add_argument("--node", required=True)
     parser.add_argument("--hdfs", required=True, help="hdfs://host:port")
     parser.add_argument("--hdfs-root", default=DEFAULT_HDFS_ROOT)
-    parser.add_argument("--hdfs-config", action="append", default=[], metavar="KEY=VALUE",
-                        help="hdfs-native client setting (repeatable), e.g. dfs.client.socket-timeout=5000")
+    parser.add_argument(
+        "--hdfs-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="hdfs-native client setting (repeatable), e.g. dfs.client.socket-timeout=5000",
+    )
     parser.add_argument("--sink", required=True)
     parser.add_argument("--session-timeout", type=float, default=DEFAULT_SESSION_TIMEOUT)
     parser.add_argument("--weight", type=float, default=1.0)
     parser.add_argument("--policy", default="whole")
-    parser.add_argument("--admit-limit", type=int, default=200,
-                        help="records each incarnation admits (-1: no limit); stdin 'admit N' allows N more")
+    parser.add_argument(
+        "--admit-limit",
+        type=int,
+        default=200,
+        help="records each incarnation admits (-1: no limit); stdin 'admit N' allows N more",
+    )
     parser.add_argument("--deliver-interval", type=float, default=0.01, help="pause after each delivered record (s)")
     parser.add_argument("--no-lead", action="store_true", help="never campaign for leadership")
     parser.add_argument("--once", action="store_true", help="exit when the incarnation dies instead of rejoining")
@@ -73,26 +82,42 @@ def parse(argv=None):
 
 def main(argv=None) -> int:
     args = parse(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"%(asctime)s %(levelname)s [{args.node}] %(name)s: %(message)s")
-    clients = ClientFactory(ZooKeeperSettings(args.zk, args.session_timeout),
-                            HdfsSettings(args.hdfs, dict(item.split("=", 1) for item in args.hdfs_config)))
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format=f"%(asctime)s %(levelname)s [{args.node}] %(name)s: %(message)s"
+    )
+    clients = ClientFactory(
+        ZooKeeperSettings(args.zk, args.session_timeout),
+        HdfsSettings(args.hdfs, dict(item.split("=", 1) for item in args.hdfs_config)),
+    )
     storage = clients.hdfs_storage()
     hooks = FreezeBeforeSync(args.freeze_in_sync) if args.freeze_in_sync else None
     current: dict = {}
     threading.Thread(target=_commands, args=(current,), daemon=True).start()
 
     def make_member():
-        config = MemberConfig(zk_hosts=args.zk, cluster=args.cluster, node=args.node,
-                              session_timeout=args.session_timeout, hdfs_root=args.hdfs_root,
-                              capacity_weight=args.weight, policy=args.policy, lead=not args.no_lead,
-                              heartbeat_interval=args.session_timeout / 4,
-                              wal=WalOptions(partitions=1, checkpoint_interval=None, hooks=hooks))
+        config = MemberConfig(
+            zk_hosts=args.zk,
+            cluster=args.cluster,
+            node=args.node,
+            session_timeout=args.session_timeout,
+            hdfs_root=args.hdfs_root,
+            capacity_weight=args.weight,
+            policy=args.policy,
+            lead=not args.no_lead,
+            heartbeat_interval=args.session_timeout / 4,
+            wal=WalOptions(partitions=1, checkpoint_interval=None, hooks=hooks),
+        )
         holder: dict = {}
 
         def factory(handle):
-            return LedgerRuntime(handle, args.sink, incarnation=holder["member"].incarnation.id,
-                                 admit_limit=args.admit_limit, deliver_interval=args.deliver_interval, events=emit)
+            return LedgerRuntime(
+                handle,
+                args.sink,
+                incarnation=holder["member"].incarnation.id,
+                admit_limit=args.admit_limit,
+                deliver_interval=args.deliver_interval,
+                events=emit,
+            )
 
         member = holder["member"] = current["member"] = ClusterMember(config, storage, factory, clients=clients)
         return member

@@ -60,8 +60,18 @@ class LedgerRuntime:
     """Lock plan: `_lock` guards `_pending` and the flags; WAL and sink I/O run outside it,
     on the runtime's own threads (one admitting, one delivering)."""
 
-    def __init__(self, handle, sink: str, *, incarnation: str, admit_limit: int = 0, admit_batch: int = 5,
-                 admit_interval: float = 0.05, deliver_interval: float = 0.01, events=None):
+    def __init__(
+        self,
+        handle,
+        sink: str,
+        *,
+        incarnation: str,
+        admit_limit: int = 0,
+        admit_batch: int = 5,
+        admit_interval: float = 0.05,
+        deliver_interval: float = 0.01,
+        events=None,
+    ):
         self.handle, self.sink, self.incarnation = handle, sink, incarnation
         self.admit_limit, self.admit_batch = admit_limit, admit_batch
         self.admit_interval, self.deliver_interval = admit_interval, deliver_interval
@@ -204,8 +214,10 @@ class LedgerRuntime:
                 continue  # rolled back: the record stays queued and is delivered again
             with self._lock:
                 self._pending.pop(record.id, None)
-            append_line(os.path.join(self.sink, "finished.log"),
-                        f"{record.id} {self.handle.shard} {self.handle.epoch} {self.incarnation} {time.time():.3f}")
+            append_line(
+                os.path.join(self.sink, "finished.log"),
+                f"{record.id} {self.handle.shard} {self.handle.epoch} {self.incarnation} {time.time():.3f}",
+            )
             self.delivered += 1
             if self.deliver_interval:
                 self._stopped.wait(self.deliver_interval)
@@ -219,8 +231,9 @@ class LedgerRuntime:
             try:
                 self.handle.gate.check()
             except SessionExpiredError as error:
-                self.events(NodeEvent.REFUSED, shard=self.handle.shard, epoch=self.handle.epoch, what=what,
-                            error=str(error))
+                self.events(
+                    NodeEvent.REFUSED, shard=self.handle.shard, epoch=self.handle.epoch, what=what, error=str(error)
+                )
                 return "stop"
             except ClusterError:
                 self._stopped.wait(0.05)  # the gate is closed: wait for it to open
@@ -233,18 +246,30 @@ class LedgerRuntime:
                 return "ok"
             except Exception as error:  # noqa: BLE001 - fenced (LeaseLost), stale epoch, or storage down
                 self.rejected = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-                log.error("rejected write to shard %s at epoch %d by %s (%s): %s",
-                          self.handle.shard, self.handle.epoch, self.incarnation, what, self.rejected)
-                self.events(NodeEvent.REJECTED_WRITE, shard=self.handle.shard, epoch=self.handle.epoch, what=what,
-                            error=self.rejected)
+                log.error(
+                    "rejected write to shard %s at epoch %d by %s (%s): %s",
+                    self.handle.shard,
+                    self.handle.epoch,
+                    self.incarnation,
+                    what,
+                    self.rejected,
+                )
+                self.events(
+                    NodeEvent.REJECTED_WRITE,
+                    shard=self.handle.shard,
+                    epoch=self.handle.epoch,
+                    what=what,
+                    error=self.rejected,
+                )
                 # The error alone cannot tell a fence from an outage (a pipeline with no
                 # DataNode left also reads as a lost lease): ZooKeeper's ownership decides.
                 try:
                     self.handle.verify_ownership()
                 except FencedError as fenced:
                     log.error("%s", fenced)
-                    self.events(NodeEvent.FENCED, shard=self.handle.shard, epoch=self.handle.epoch,
-                                error=str(fenced)[:300])
+                    self.events(
+                        NodeEvent.FENCED, shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300]
+                    )
                     self._stopped.set()
                     return "stop"
                 except Exception:  # noqa: BLE001 - ZooKeeper unreachable: the session guard decides
@@ -294,6 +319,7 @@ def read_finished(sink: str) -> list[tuple[str, str, int, str, float]]:
 
 def check_ledger(sink: str) -> dict:
     """Count lost, duplicated and unexpected ids in a ledger sink directory."""
+
     def lines(name):
         try:
             with open(os.path.join(sink, name)) as file:

@@ -69,8 +69,9 @@ class LocalServices:
         results = self.stack.start(self.NAMES)
         failed = [f"{name}: {result['error']}" for name, result in results.items() if not result["started"]]
         if failed:
-            raise ServiceError(f"could not start the drill's services ({'; '.join(failed)}); "
-                               f"logs are under {self.stack.workdir}")
+            raise ServiceError(
+                f"could not start the drill's services ({'; '.join(failed)}); logs are under {self.stack.workdir}"
+            )
 
     def stop(self) -> None:
         if self.stack is not None:
@@ -85,8 +86,18 @@ class LocalTarget(ZooKeeperViews):
     supported_faults = frozenset(kind.name for kind in FAULT_KINDS if kind.name != "partition")
     session_timeout = SESSION_TIMEOUT
 
-    def __init__(self, names=NAMES, *, workdir: Path, zookeeper=None, hdfs=None, cluster: FlowCluster | None = None,
-                 services: LocalServices | None = None, count: int = COUNT, put_batch: int = PUT_BATCH):
+    def __init__(
+        self,
+        names=NAMES,
+        *,
+        workdir: Path,
+        zookeeper=None,
+        hdfs=None,
+        cluster: FlowCluster | None = None,
+        services: LocalServices | None = None,
+        count: int = COUNT,
+        put_batch: int = PUT_BATCH,
+    ):
         self.names = tuple(names)
         self.workdir = Path(workdir)
         self.zookeeper, self.hdfs, self.cluster = zookeeper, hdfs, cluster
@@ -94,8 +105,11 @@ class LocalTarget(ZooKeeperViews):
         self._owns_cluster = cluster is None
         self.count, self.put_batch = count, put_batch
         self._follower: int | None = None
-        self.log_location = (f"{self.workdir} (nodes: nodes/<name>.log and .log.events; services: services/)"
-                             if services else f"{self.workdir} (nodes: <name>.log and <name>.log.events)")
+        self.log_location = (
+            f"{self.workdir} (nodes: nodes/<name>.log and .log.events; services: services/)"
+            if services
+            else f"{self.workdir} (nodes: <name>.log and <name>.log.events)"
+        )
 
     @classmethod
     def on_services(cls, zookeeper, hdfs, cluster: FlowCluster, names=NAMES, **workload) -> LocalTarget:
@@ -107,8 +121,10 @@ class LocalTarget(ZooKeeperViews):
         """`custody drill --target local [--workdir DIR] [--nodes N]`: services of its
         own in DIR (a new temporary directory by default), started by `start_all`."""
         # Named now, made by start_all: a drill refused for its arguments leaves nothing.
-        workdir = Path(arguments.workdir or os.path.join(tempfile.gettempdir(),
-                                                         time.strftime(f"custody-drill-%Y%m%d-%H%M%S-{os.getpid()}")))
+        workdir = Path(
+            arguments.workdir
+            or os.path.join(tempfile.gettempdir(), time.strftime(f"custody-drill-%Y%m%d-%H%M%S-{os.getpid()}"))
+        )
         names = tuple(f"n{index}" for index in range(1, (arguments.nodes or len(NAMES)) + 1))
         return cls(names, workdir=workdir, services=LocalServices(workdir / "services"))
 
@@ -131,8 +147,9 @@ class LocalTarget(ZooKeeperViews):
     def _new_cluster(self) -> FlowCluster:
         # A name of its own in ZooKeeper and HDFS, so that a work directory used again
         # never shows a drill the shards of the one before.
-        return new_flow_cluster(self.zookeeper, self.hdfs, self.workdir / "nodes", time.strftime("drill-%Y%m%d-%H%M%S"),
-                                "/custody-drills")
+        return new_flow_cluster(
+            self.zookeeper, self.hdfs, self.workdir / "nodes", time.strftime("drill-%Y%m%d-%H%M%S"), "/custody-drills"
+        )
 
     def _start(self, name: str):
         return self.cluster.start(name, count=self.count, put_batch=self.put_batch)
@@ -215,8 +232,12 @@ class LocalTarget(ZooKeeperViews):
 
     def expire_session(self, name: str) -> None:
         path = session_path(self.cluster.directories[name])
-        expire_session(self.cluster.zk_hosts, self.cluster.nodes[name], lambda: open(path, encoding="utf-8").read(),
-                       session_timeout=SESSION_TIMEOUT)
+        expire_session(
+            self.cluster.zk_hosts,
+            self.cluster.nodes[name],
+            lambda: open(path, encoding="utf-8").read(),
+            session_timeout=SESSION_TIMEOUT,
+        )
 
     # -- faults to the services -----------------------------------------------------------
     def kill_zookeeper_follower(self) -> str:

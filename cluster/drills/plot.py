@@ -23,8 +23,16 @@ LABEL_INCHES = 0.16  # the width of a fault's rotated label
 LABEL_LEVELS = 3  # labels of faults close together are staggered over this many heights
 SMOOTH_AFTER_S = 600.0  # a run longer than this gets a moving average of its rate
 SMOOTH_WINDOW = 30  # seconds
-FAULT_COLOURS = {"kill": "#d62728", "stop": "#9467bd", "expire": "#8c564b", "leader": "#ff7f0e",
-                 "adopter": "#e377c2", "partition": "#17becf", "zk-follower": "#2ca02c", "datanode": "#7f7f7f"}
+FAULT_COLOURS = {
+    "kill": "#d62728",
+    "stop": "#9467bd",
+    "expire": "#8c564b",
+    "leader": "#ff7f0e",
+    "adopter": "#e377c2",
+    "partition": "#17becf",
+    "zk-follower": "#2ca02c",
+    "datanode": "#7f7f7f",
+}
 PHASES = (  # (from, to, label, colour)
     ("fault_at", "plan_at", "detection (death to plan)", "#d62728"),
     ("plan_at", "adopted_at", "takeover (plan to adopted)", "#ff7f0e"),
@@ -110,17 +118,31 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
     samples = report.get("timeline") or []
     origin = samples[0][0] if samples else (report.get("started_at") or 0.0)
     times, values = rates(samples)
-    duration = max([times[-1] + 1.0 if times else 1.0]
-                   + [at - origin for entry in report["rounds"] for at in entry.get("phases", {}).values()])
+    duration = max(
+        [times[-1] + 1.0 if times else 1.0]
+        + [at - origin for entry in report["rounds"] for at in entry.get("phases", {}).values()]
+    )
     width = min(40.0, max(12.0, duration / SECONDS_PER_INCH))
-    figure, (axes, below) = pyplot.subplots(2, 1, sharex=True, figsize=(width, 8.0), dpi=100,
-                                            gridspec_kw={"height_ratios": [5.5, 2.5]})
+    figure, (axes, below) = pyplot.subplots(
+        2, 1, sharex=True, figsize=(width, 8.0), dpi=100, gridspec_kw={"height_ratios": [5.5, 2.5]}
+    )
     try:
-        axes.step(times, values, where="post", color="#1f77b4", linewidth=1.2 if duration <= SMOOTH_AFTER_S else 0.5,
-                  label="delivered FlowFiles per second")
+        axes.step(
+            times,
+            values,
+            where="post",
+            color="#1f77b4",
+            linewidth=1.2 if duration <= SMOOTH_AFTER_S else 0.5,
+            label="delivered FlowFiles per second",
+        )
         if duration > SMOOTH_AFTER_S:
-            axes.plot(times, moving_average(values, SMOOTH_WINDOW), color="#08306b", linewidth=1.6,
-                      label=f"the same, mean of {SMOOTH_WINDOW} s")
+            axes.plot(
+                times,
+                moving_average(values, SMOOTH_WINDOW),
+                color="#08306b",
+                linewidth=1.6,
+                label=f"the same, mean of {SMOOTH_WINDOW} s",
+            )
         top = max(values, default=1.0) * 1.25 or 1.0
         axes.set_ylim(0, top)
         axes.set_xlim(0, duration)
@@ -139,11 +161,18 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
             at = entry["phases"]["fault_at"] - origin
             axes.axvline(at, color="black", linewidth=0.9 if duration <= SMOOTH_AFTER_S else 0.4, linestyle="--")
             if level is not None:  # left out where it would overlap (the lower panel has every round)
-                axes.text(at, top * (0.98 - 0.25 * level), f" {entry['round'] + 1}: {entry['fault']}",
-                          rotation=90, va="top", ha="right", fontsize=8,
-                          bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0, "pad": 0.5})
+                axes.text(
+                    at,
+                    top * (0.98 - 0.25 * level),
+                    f" {entry['round'] + 1}: {entry['fault']}",
+                    rotation=90,
+                    va="top",
+                    ha="right",
+                    fontsize=8,
+                    bbox={"facecolor": "white", "alpha": 0.7, "linewidth": 0, "pad": 0.5},
+                )
         unlabelled = levels.count(None)
-        handles = list(axes.get_lines()[:2 if duration > SMOOTH_AFTER_S else 1])
+        handles = list(axes.get_lines()[: 2 if duration > SMOOTH_AFTER_S else 1])
         handles += [Patch(color=colour, alpha=0.35, label=label) for _, _, label, colour in PHASES if label in shown]
         handles.append(pyplot.Line2D([], [], color="black", linestyle="--", linewidth=0.9, label="fault injected"))
         axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=9, frameon=False)
@@ -158,8 +187,13 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
         marks = outages(report, origin)
         for fault in dict.fromkeys(fault for _, _, fault in marks):
             points = [(at, stalled) for at, stalled, kind in marks if kind == fault]
-            below.scatter([at for at, _ in points], [stalled for _, stalled in points], s=12,
-                          color=FAULT_COLOURS.get(fault, "black"), label=fault)
+            below.scatter(
+                [at for at, _ in points],
+                [stalled for _, stalled in points],
+                s=12,
+                color=FAULT_COLOURS.get(fault, "black"),
+                label=fault,
+            )
         if marks:
             below.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=9, frameon=False)
         below.set_ylim(0, max([stalled for _, stalled, _ in marks], default=1.0) * 1.15 or 1.0)

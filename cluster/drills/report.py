@@ -32,21 +32,37 @@ def timing_figures(rounds: list[dict]) -> dict:
     for key in TIMINGS:
         values = [entry[key] for entry in rounds if key in entry]
         if values:
-            out[key] = {"p50": round(statistics.median(values), 3), "p99": round(percentile(values, 0.99), 3),
-                        "max": round(max(values), 3), "n": len(values)}
+            out[key] = {
+                "p50": round(statistics.median(values), 3),
+                "p99": round(percentile(values, 0.99), 3),
+                "max": round(max(values), 3),
+                "n": len(values),
+            }
     return out
 
 
 def check_counts(check: ClusterReport) -> dict:
     """The final check as numbers, with a few ids of each finding."""
     delivery = check.delivery
-    return {"ok": check.ok, "summary": check.summary(), "created": check.created, "delivered": delivery.delivered,
-            "lost": len(delivery.lost), "duplicated": len(delivery.duplicated), "unexpected": len(delivery.unexpected),
-            "created_twice": len(check.created_twice), "sends_missing": len(check.sends_missing),
-            "sends_duplicated": len(check.sends_duplicated), "wrong_content": len(check.wrong_content),
-            "left_in_wals": sum(check.live_flowfiles.values()),
-            "examples": {"lost": delivery.lost[:_EXAMPLES], "duplicated": list(delivery.duplicated)[:_EXAMPLES],
-                         "unexpected": delivery.unexpected[:_EXAMPLES]}}
+    return {
+        "ok": check.ok,
+        "summary": check.summary(),
+        "created": check.created,
+        "delivered": delivery.delivered,
+        "lost": len(delivery.lost),
+        "duplicated": len(delivery.duplicated),
+        "unexpected": len(delivery.unexpected),
+        "created_twice": len(check.created_twice),
+        "sends_missing": len(check.sends_missing),
+        "sends_duplicated": len(check.sends_duplicated),
+        "wrong_content": len(check.wrong_content),
+        "left_in_wals": sum(check.live_flowfiles.values()),
+        "examples": {
+            "lost": delivery.lost[:_EXAMPLES],
+            "duplicated": list(delivery.duplicated)[:_EXAMPLES],
+            "unexpected": delivery.unexpected[:_EXAMPLES],
+        },
+    }
 
 
 def summarize(rounds: list[dict], faults, check: ClusterReport | None) -> dict:
@@ -56,30 +72,49 @@ def summarize(rounds: list[dict], faults, check: ClusterReport | None) -> dict:
     out = {}
     for fault in faults:
         selected = [entry for entry in rounds if entry["fault"] == fault]
-        out[fault] = {"rounds": len(selected), "sink_duplicates": sum(e.get("sink_duplicates", 0) for e in selected),
-                      **timing_figures(selected)}
+        out[fault] = {
+            "rounds": len(selected),
+            "sink_duplicates": sum(e.get("sink_duplicates", 0) for e in selected),
+            **timing_figures(selected),
+        }
     counts = check_counts(check) if check is not None else {}
-    out["all"] = {"rounds": len(rounds), "sink_duplicates": sum(e.get("sink_duplicates", 0) for e in rounds),
-                  "violations": sum(len(e.get("violations", ())) for e in rounds),
-                  "lost": counts.get("lost"), "duplicated": counts.get("duplicated"),
-                  "unexpected": counts.get("unexpected"), **timing_figures(rounds)}
+    out["all"] = {
+        "rounds": len(rounds),
+        "sink_duplicates": sum(e.get("sink_duplicates", 0) for e in rounds),
+        "violations": sum(len(e.get("violations", ())) for e in rounds),
+        "lost": counts.get("lost"),
+        "duplicated": counts.get("duplicated"),
+        "unexpected": counts.get("unexpected"),
+        **timing_figures(rounds),
+    }
     return out
 
 
-def drill_report(rounds: list[dict], faults, check: ClusterReport | None, samples, *, target: str,
-                 started_at: float | None = None, error: str | None = None) -> dict:
+def drill_report(
+    rounds: list[dict],
+    faults,
+    check: ClusterReport | None,
+    samples,
+    *,
+    target: str,
+    started_at: float | None = None,
+    error: str | None = None,
+) -> dict:
     """The JSON report: the rounds, the summary, the check, the timeline samples
     ([wall-clock time, delivered so far]) and whether the run proved exactly once."""
     report = {
-        "target": target, "started_at": started_at, "faults": {fault: sum(1 for r in rounds if r["fault"] == fault)
-                                                             for fault in faults},
-        "rounds": rounds, "summary": summarize(rounds, faults, check),
+        "target": target,
+        "started_at": started_at,
+        "faults": {fault: sum(1 for r in rounds if r["fault"] == fault) for fault in faults},
+        "rounds": rounds,
+        "summary": summarize(rounds, faults, check),
         "check": check_counts(check) if check is not None else None,
         "created": check.created if check is not None else None,
         "stops_hung": sum(1 for r in rounds if r.get("left_on_purpose") == "stop hung"),
         "sessions_lost_in_no_failover_rounds": sum(len(r.get("sessions_lost", ())) for r in rounds),
         "nothing_to_resume": sum(1 for r in rounds if r.get("nothing_to_resume")),
-        "timeline": [list(sample) for sample in samples], "error": error,
+        "timeline": [list(sample) for sample in samples],
+        "error": error,
     }
     report["ok"] = passed(report)
     return report
@@ -91,8 +126,13 @@ def passed(report: dict) -> bool:
     left the cluster breaking a rule of the protocol (`runner.protocol_check`)."""
     check = report["check"]
     every = report["summary"]["all"]
-    return (report["error"] is None and check is not None and check["ok"]
-            and not every["sink_duplicates"] and not every["violations"])
+    return (
+        report["error"] is None
+        and check is not None
+        and check["ok"]
+        and not every["sink_duplicates"]
+        and not every["violations"]
+    )
 
 
 def _triple(figures: dict, key: str) -> str:
@@ -102,8 +142,9 @@ def _triple(figures: dict, key: str) -> str:
 
 def table(report: dict) -> str:
     """The summary as a table a person reads, then the whole run's check and verdict."""
-    header = (f"{'fault':<12} {'rounds':>6} {'dups seen':>9}   "
-              + "  ".join(f"{label:<17}" for label in ("detection s", "takeover s", "resume s", "death->resume s")))
+    header = f"{'fault':<12} {'rounds':>6} {'dups seen':>9}   " + "  ".join(
+        f"{label:<17}" for label in ("detection s", "takeover s", "resume s", "death->resume s")
+    )
     lines = [
         header.rstrip(),
         (f"{'':<12} {'':>6} {'':>9}   " + "  ".join(f"{'p50/p99/max':<17}" for _ in TIMINGS)).rstrip(),
@@ -116,21 +157,29 @@ def table(report: dict) -> str:
             timed = "(nothing fails over: delivery went on)"
         lines.append(f"{fault:<12} {figures['rounds']:>6} {figures['sink_duplicates']:>9}   {timed}".rstrip())
     every = report["summary"]["all"]
-    lines.append(f"{'all':<12} {every['rounds']:>6} {every['sink_duplicates']:>9}   "
-                 + "  ".join(f"{_triple(every, key):<17}" for key in TIMINGS).rstrip())
+    lines.append(
+        f"{'all':<12} {every['rounds']:>6} {every['sink_duplicates']:>9}   "
+        + "  ".join(f"{_triple(every, key):<17}" for key in TIMINGS).rstrip()
+    )
     lines.append("dups seen: ids delivered twice that the sink showed right after a round of that fault.")
-    lines.append(f"protocol invariants, checked after every round: {every['violations']} violation(s)"
-                 + ("" if not every["violations"] else " (each in its round's \"violations\")"))
+    lines.append(
+        f"protocol invariants, checked after every round: {every['violations']} violation(s)"
+        + ("" if not every["violations"] else ' (each in its round\'s "violations")')
+    )
     check = report["check"]
     if check is None:
         lines.append("whole run: not checked (the drill stopped before its final check)")
     else:
-        lines.append(f"whole run (totals of the final check; an id does not record which fault it met): "
-                     f"created {check['created']}, delivered {check['delivered']}: lost {check['lost']}, "
-                     f"duplicated {check['duplicated']}, unexpected {check['unexpected']}")
-        lines.append(f"  provenance: created twice {check['created_twice']}, sends missing {check['sends_missing']}, "
-                     f"sends duplicated {check['sends_duplicated']}; files with the wrong content "
-                     f"{check['wrong_content']}; FlowFiles left in WALs {check['left_in_wals']}")
+        lines.append(
+            f"whole run (totals of the final check; an id does not record which fault it met): "
+            f"created {check['created']}, delivered {check['delivered']}: lost {check['lost']}, "
+            f"duplicated {check['duplicated']}, unexpected {check['unexpected']}"
+        )
+        lines.append(
+            f"  provenance: created twice {check['created_twice']}, sends missing {check['sends_missing']}, "
+            f"sends duplicated {check['sends_duplicated']}; files with the wrong content "
+            f"{check['wrong_content']}; FlowFiles left in WALs {check['left_in_wals']}"
+        )
     if report["error"]:
         lines.append(f"stopped by: {report['error']}")
     lines.append("result: exactly once held" if report["ok"] else "result: FAILED (see above)")
@@ -143,17 +192,26 @@ def round_line(entry: dict, total: int) -> str:
     if "down" in entry or "delivered_meanwhile" in entry:
         body = f"{entry.get('down', 'a service')} down: delivery went on"
         if "twenty_delivered_after" in entry:
-            body += (f" (20 more delivered after {entry['twenty_delivered_after']:.1f}s, "
-                     f"{entry['delivered_meanwhile']} while it was down)")
+            body += (
+                f" (20 more delivered after {entry['twenty_delivered_after']:.1f}s, "
+                f"{entry['delivered_meanwhile']} while it was down)"
+            )
         for lost in entry.get("sessions_lost", ()):
             body += f"; {lost['incarnation']} lost its session and was failed over"
     else:
         body = f"victim {entry.get('victim', '?')}"
         if "queued_at_death" in entry:
             body += f" ({entry['queued_at_death']} queued)"
-        measured = [f"{label} {entry[key]:.2f}s" for key, label in
-                    (("detection", "detection"), ("takeover", "takeover"), ("resume", "resume"),
-                     ("death_to_resume", "death to resume")) if key in entry]
+        measured = [
+            f"{label} {entry[key]:.2f}s"
+            for key, label in (
+                ("detection", "detection"),
+                ("takeover", "takeover"),
+                ("resume", "resume"),
+                ("death_to_resume", "death to resume"),
+            )
+            if key in entry
+        ]
         if measured:
             body += ": " + ", ".join(measured)
         if entry.get("nothing_to_resume"):
@@ -165,8 +223,11 @@ def round_line(entry: dict, total: int) -> str:
         notes.append("its graceful stop hung; killed")
     if "phase" in entry:
         notes.append(f"cut off while {'leading' if entry['phase'] == 'leader' else entry['phase']}")
-    for key, label in (("leader_killed", "leader killed"), ("adopter_killed", "adopter killed"),
-                       ("adopter_cut", "adopter cut off")):
+    for key, label in (
+        ("leader_killed", "leader killed"),
+        ("adopter_killed", "adopter killed"),
+        ("adopter_cut", "adopter cut off"),
+    ):
         if key in entry:
             notes.append(f"{label}: {entry[key]}")
     if isinstance(entry.get("zombie"), list):

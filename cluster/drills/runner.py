@@ -185,8 +185,10 @@ def protocol_check(target: DrillTarget) -> dict:
     drill: `report.passed`), and `protocol_check_s`, what the read and the check took."""
     started = time.monotonic()
     found = validate_cluster(target.cluster_view())
-    return {"violations": [str(violation) for violation in found],
-            "protocol_check_s": round(time.monotonic() - started, 3)}
+    return {
+        "violations": [str(violation) for violation in found],
+        "protocol_check_s": round(time.monotonic() - started, 3),
+    }
 
 
 # -- the failovers: inject, then wait until the victim's shard moved and it rejoined ---
@@ -201,13 +203,17 @@ def _stop(target, entry, victim, incarnation, leader) -> None:
     target.pause(victim)
     wait_moved(target, incarnation)
     target.resume(victim)
-    wait_until(lambda: target.events(victim, NodeEvent.DEAD, incarnation=incarnation), 60,
-               f"{incarnation} to report its death")
+    wait_until(
+        lambda: target.events(victim, NodeEvent.DEAD, incarnation=incarnation), 60, f"{incarnation} to report its death"
+    )
     # The node's pause monitor says it stood still (cluster.node.pause_monitor).
     wait_until(lambda: target.stood_still(victim) > pauses_before, 30, f"{victim} to log its pause")
     wait_rejoined(target, victim, incarnation)
-    entry["zombie"] = [e["event"] for e in target.events(victim, NodeEvent.REJECTED_WRITE, shard=incarnation)
-                       + target.events(victim, NodeEvent.FENCED, shard=incarnation)] or "stopped before writing"
+    entry["zombie"] = [
+        e["event"]
+        for e in target.events(victim, NodeEvent.REJECTED_WRITE, shard=incarnation)
+        + target.events(victim, NodeEvent.FENCED, shard=incarnation)
+    ] or "stopped before writing"
 
 
 def _expire(target, entry, victim, incarnation, leader) -> None:
@@ -263,23 +269,31 @@ def _partition(target, entry, victim, incarnation, leader) -> None:
         target.launch(victim)
         # Cut off the moment its new attempt reached ZooKeeper: before it could take an
         # incarnation, or while it opens it.
-        wait_until(lambda: _since(target.events(victim, NodeEvent.CONNECTED), launched), 60,
-                   f"{victim} to reach ZooKeeper")
+        wait_until(
+            lambda: _since(target.events(victim, NodeEvent.CONNECTED), launched), 60, f"{victim} to reach ZooKeeper"
+        )
         target.partition(victim)
         try:
             # Cut off for at least two session timeouts, and until no incarnation of the
             # node is a member: one it took before the cut has expired on the servers.
             hold_until = time.time() + 2 * target.session_timeout
-            wait_until(lambda: time.time() >= hold_until and not any(
-                beat.node == victim for beat in target.heartbeats().values()), 90,
-                f"{victim}, cut off while joining, to be no member of the cluster")
+            wait_until(
+                lambda: (
+                    time.time() >= hold_until and not any(beat.node == victim for beat in target.heartbeats().values())
+                ),
+                90,
+                f"{victim}, cut off while joining, to be no member of the cluster",
+            )
         finally:
             target.heal()
         wait_rejoined(target, victim, incarnation)
-        gave_up = _since(target.events(victim, NodeEvent.START_FAILED) + target.events(victim, NodeEvent.DEAD),
-                         launched)
-        entry["deposed"] = "; ".join(f"{e['event']}: {e.get('error') or e.get('reason', '')}"[:160] for e in gave_up) \
+        gave_up = _since(
+            target.events(victim, NodeEvent.START_FAILED) + target.events(victim, NodeEvent.DEAD), launched
+        )
+        entry["deposed"] = (
+            "; ".join(f"{e['event']}: {e.get('error') or e.get('reason', '')}"[:160] for e in gave_up)
             or "joined after the partition healed"
+        )
     else:
         _cut_until_deposed(target, entry, victim, incarnation)
 
@@ -298,21 +312,33 @@ def _cut_until_deposed(target, entry, name: str, incarnation: str) -> None:
     finally:
         target.heal()
         healed = time.time()
-    death = wait_until(lambda: target.events(name, NodeEvent.DEAD, incarnation=incarnation), DEATH_AFTER_HEAL_S,
-                       f"{incarnation}, cut off and healed, to report its death")
+    death = wait_until(
+        lambda: target.events(name, NodeEvent.DEAD, incarnation=incarnation),
+        DEATH_AFTER_HEAL_S,
+        f"{incarnation}, cut off and healed, to report its death",
+    )
     entry["deposed"] = death[-1].get("reason", "")[:200]
     entry["death_after_heal"] = round(max(0.0, death[-1].get("at", healed) - healed), 3)
     wait_rejoined(target, name, incarnation)
-    entry["zombie"] = [e["event"] for e in target.events(name, NodeEvent.REJECTED_WRITE, shard=incarnation)
-                       + target.events(name, NodeEvent.FENCED, shard=incarnation)] or "stopped before writing"
+    entry["zombie"] = [
+        e["event"]
+        for e in target.events(name, NodeEvent.REJECTED_WRITE, shard=incarnation)
+        + target.events(name, NodeEvent.FENCED, shard=incarnation)
+    ] or "stopped before writing"
 
 
 def _since(events: list[dict], moment: float) -> list[dict]:
     return [e for e in events if e["at"] >= moment]
 
 
-FAILOVERS = {"kill": _kill, "stop": _stop, "expire": _expire, "leader": _leader, "adopter": _adopter,
-             "partition": _partition}
+FAILOVERS = {
+    "kill": _kill,
+    "stop": _stop,
+    "expire": _expire,
+    "leader": _leader,
+    "adopter": _adopter,
+    "partition": _partition,
+}
 
 
 # -- what a round waits on and measures ------------------------------------------------
@@ -340,25 +366,45 @@ def pick_victim(target: DrillTarget, leader: str | None) -> tuple[str, bool | st
 
 def wait_backlog(target: DrillTarget, incarnation: str) -> int:
     """The victim must die with FlowFiles queued (and swapped): resume is measured."""
-    return wait_until(lambda: (n := target.queued(incarnation)) > BACKLOG and n, 60,
-                      f"{incarnation} to queue more than {BACKLOG} FlowFiles")
+    return wait_until(
+        lambda: (n := target.queued(incarnation)) > BACKLOG and n,
+        60,
+        f"{incarnation} to queue more than {BACKLOG} FlowFiles",
+    )
 
 
 def wait_given_out(target: DrillTarget, incarnation: str) -> str:
     """The survivor the leader chose to adopt the dead incarnation's shard (ADOPTING)."""
-    return wait_until(lambda: (s := target.shard(incarnation)) is not None and s.owner != incarnation
-                      and s.state is ShardState.ADOPTING and s.owner, 60, f"{incarnation} to be given out")
+    return wait_until(
+        lambda: (
+            (s := target.shard(incarnation)) is not None
+            and s.owner != incarnation
+            and s.state is ShardState.ADOPTING
+            and s.owner
+        ),
+        60,
+        f"{incarnation} to be given out",
+    )
 
 
 def wait_moved(target: DrillTarget, incarnation: str):
-    return wait_until(lambda: (s := target.shard(incarnation)) is not None and s.owner not in (None, incarnation)
-                      and s.state in (ShardState.DRAINING, ShardState.RETIRED), MOVE_DEADLINE,
-                      f"shard {incarnation} to be adopted")
+    return wait_until(
+        lambda: (
+            (s := target.shard(incarnation)) is not None
+            and s.owner not in (None, incarnation)
+            and s.state in (ShardState.DRAINING, ShardState.RETIRED)
+        ),
+        MOVE_DEADLINE,
+        f"shard {incarnation} to be adopted",
+    )
 
 
 def wait_rejoined(target: DrillTarget, name: str, incarnation: str, timeout: float = 90.0) -> None:
-    wait_until(lambda: target.incarnation(name) not in (None, incarnation), timeout,
-               f"{name} to rejoin as a new incarnation after {incarnation}")
+    wait_until(
+        lambda: target.incarnation(name) not in (None, incarnation),
+        timeout,
+        f"{name} to rejoin as a new incarnation after {incarnation}",
+    )
 
 
 def name_of(target: DrillTarget, incarnation: str) -> str:
@@ -372,15 +418,20 @@ def name_of(target: DrillTarget, incarnation: str) -> str:
 
 def first_outputs(target: DrillTarget, shard: str) -> list[float]:
     """When each node first delivered from `shard` as its adopter."""
-    return [e["at"] for name in target.names for e in target.events(name, NodeEvent.FIRST_OUTPUT, shard=shard)
-            if not e.get("home")]
+    return [
+        e["at"]
+        for name in target.names
+        for e in target.events(name, NodeEvent.FIRST_OUTPUT, shard=shard)
+        if not e.get("home")
+    ]
 
 
 def adopted_empty(target: DrillTarget, shard: str) -> bool:
     """The shard was recovered by an adopter and held no FlowFile (its WAL may still
     hold processor state or provenance not yet registered)."""
-    recovered = [e for name in target.names for e in target.events(name, NodeEvent.RECOVERED, shard=shard)
-                 if not e.get("home")]
+    recovered = [
+        e for name in target.names for e in target.events(name, NodeEvent.RECOVERED, shard=shard) if not e.get("home")
+    ]
     return bool(recovered) and all(e["flowfiles"] + e["swapped_flowfiles"] == 0 for e in recovered)
 
 

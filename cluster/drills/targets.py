@@ -66,11 +66,11 @@ class DrillTarget(Protocol):
     nothing (it may check that the cluster can be reached, and raise
     TargetUnavailable); `start_all` starts what the target owns."""
 
-    kind: str                      # "local", "compose": what --target names (class attribute)
-    supported_faults: frozenset    # fault names (fault_kinds) it can inject (class attribute)
-    names: tuple[str, ...]         # its node names, known before start_all
-    log_location: str              # where a person finds the nodes' and services' logs
-    session_timeout: float         # the nodes' ZooKeeper session timeout, seconds
+    kind: str  # "local", "compose": what --target names (class attribute)
+    supported_faults: frozenset  # fault names (fault_kinds) it can inject (class attribute)
+    names: tuple[str, ...]  # its node names, known before start_all
+    log_location: str  # where a person finds the nodes' and services' logs
+    session_timeout: float  # the nodes' ZooKeeper session timeout, seconds
 
     # -- life ---------------------------------------------------------------------
     @classmethod
@@ -199,8 +199,10 @@ def target_class(kind: str):
     except ModuleNotFoundError as error:
         if error.name != f"{__package__}.{module_name}":
             raise
-        raise TargetUnavailable(f"--target {kind} needs the module cluster/drills/{module_name}.py "
-                                f"(class {class_name}), which this installation does not have") from None
+        raise TargetUnavailable(
+            f"--target {kind} needs the module cluster/drills/{module_name}.py "
+            f"(class {class_name}), which this installation does not have"
+        ) from None
     found = getattr(module, class_name, None)
     if found is None:
         raise TargetUnavailable(f"cluster/drills/{module_name}.py defines no {class_name}")

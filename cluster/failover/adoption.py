@@ -70,9 +70,18 @@ PARTIAL_SUFFIX = ".partial"  # flow.json is written as flow.json.partial, then r
 # damage, corruption and foreign files (it refuses, so that no acknowledged FlowFile is
 # lost silently), a WAL written at a newer epoch than ZooKeeper gives this adopter, and
 # a flow that cannot hold the shard's FlowFiles or cannot be run here.
-PERMANENT_FAILURES = (WalDamagedError, CorruptSnapshotError, CorruptJournalError, NotAWriteAheadLogError,
-                      UnknownSerDeError, CorruptRecordError, StaleEpochError, QueueRecoveryError,
-                      FlowDefinitionError, ProcessorRegistryError)
+PERMANENT_FAILURES = (
+    WalDamagedError,
+    CorruptSnapshotError,
+    CorruptJournalError,
+    NotAWriteAheadLogError,
+    UnknownSerDeError,
+    CorruptRecordError,
+    StaleEpochError,
+    QueueRecoveryError,
+    FlowDefinitionError,
+    ProcessorRegistryError,
+)
 # Trouble with a service, which the same attempt gets past once it is back: HDFS (every
 # storage error is an OSError, as are timeouts), ZooKeeper (`ZooKeeperError`), this
 # node's session, a lost compare-and-set race (all `ClusterError`s); and the WAL's own
@@ -108,10 +117,12 @@ def describe_failure(error: BaseException, storage=None) -> str:
         first = error.damage[0] if error.damage else None
         found = f"{first.path}: {first.what[:300]}" if first is not None else "no finding listed"
         more = f" (and {len(error.damage) - 1} more findings)" if len(error.damage) > 1 else ""
-        return (f"WalDamagedError: the WAL {error.directory} is damaged in a way no crash explains: {found}{more}. "
-                "Recovering would lose acknowledged FlowFiles without a word, so nothing was changed. Restore the "
-                f"damaged files, or accept the loss with `custody wal fsck --accept-damage {directory}`; the shard is "
-                "tried again now and then, and runs once its WAL opens")
+        return (
+            f"WalDamagedError: the WAL {error.directory} is damaged in a way no crash explains: {found}{more}. "
+            "Recovering would lose acknowledged FlowFiles without a word, so nothing was changed. Restore the "
+            f"damaged files, or accept the loss with `custody wal fsck --accept-damage {directory}`; the shard is "
+            "tried again now and then, and runs once its WAL opens"
+        )
     return f"{type(error).__name__}: {first_line(error, 600)}"
 
 
@@ -119,8 +130,15 @@ def slice_hash(key: str) -> int:
     return zlib.crc32(key.encode())
 
 
-def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions,
-                    flow: FlowSnapshot | None = None, *, callbacks: ShardCallbacks = ShardCallbacks()) -> ShardHandle:
+def open_home_shard(
+    storage,
+    layout: ClusterLayout,
+    ownership: ShardOwnership,
+    options: WalOptions,
+    flow: FlowSnapshot | None = None,
+    *,
+    callbacks: ShardCallbacks = ShardCallbacks(),
+) -> ShardHandle:
     """A node's new shard at its incarnation epoch: an empty directory it creates, with
     the flow the node runs (`flow.json`, for whoever adopts the shard), written before
     the WAL, so that a shard without it never holds a FlowFile. `callbacks`: what its
@@ -132,19 +150,32 @@ def open_home_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, o
     # nobody will ever read, and the node must not write to it.
     _, fenced_epoch = current_directory(storage, layout, ownership.shard)
     if fenced_epoch is not None:
-        raise FencedError(ownership.shard, fenced_epoch, None, incarnation=ownership.owner,
-                          reason="its shard was fenced before the node could open it")
+        raise FencedError(
+            ownership.shard,
+            fenced_epoch,
+            None,
+            incarnation=ownership.owner,
+            reason="its shard was fenced before the node could open it",
+        )
     if flow is not None:
         _write_whole(storage, layout.flow_file(directory), flow.encoded)
     storage.mkdir(layout.swap_directory(directory))
     return _handle(storage, layout, ownership, directory, options, callbacks, home=True)
 
 
-def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, options: WalOptions, *,
-                sleep=time.sleep, fence_hooks: FenceHooks | None = None,
-                fence_first_wait: float = DEFAULT_FIRST_WAIT, fence_timeout: float = DEFAULT_FENCE_TIMEOUT,
-                fence_durations: LatencyHistogram | None = None,
-                callbacks: ShardCallbacks = ShardCallbacks()) -> ShardHandle:
+def adopt_shard(
+    storage,
+    layout: ClusterLayout,
+    ownership: ShardOwnership,
+    options: WalOptions,
+    *,
+    sleep=time.sleep,
+    fence_hooks: FenceHooks | None = None,
+    fence_first_wait: float = DEFAULT_FIRST_WAIT,
+    fence_timeout: float = DEFAULT_FENCE_TIMEOUT,
+    fence_durations: LatencyHistogram | None = None,
+    callbacks: ShardCallbacks = ShardCallbacks(),
+) -> ShardHandle:
     """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`, or HELD
     and tried again) and return its handle, with `callbacks` (what its runtime asks the
     member). For an unseeded divvy slice, also seed its WAL. Each fence that succeeds is
@@ -152,8 +183,16 @@ def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, optio
     started = time.monotonic()
 
     def fenced(shard: str, epoch: int):
-        report = fence(storage, layout, shard, epoch, sleep=sleep, hooks=fence_hooks, first_wait=fence_first_wait,
-                       timeout=fence_timeout)
+        report = fence(
+            storage,
+            layout,
+            shard,
+            epoch,
+            sleep=sleep,
+            hooks=fence_hooks,
+            first_wait=fence_first_wait,
+            timeout=fence_timeout,
+        )
         if fence_durations is not None:
             fence_durations.observe(report.seconds)
         return report
@@ -165,11 +204,27 @@ def adopt_shard(storage, layout: ClusterLayout, ownership: ShardOwnership, optio
     swap = layout.swap_directory(directory)
     if not storage.exists(swap):
         storage.mkdir(swap)
-    log.info("%s fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
-             tag(ownership.step), ownership.shard, ownership.epoch, directory, len(report.files), report.recover_calls,
-             report.waited, time.monotonic() - started)
-    return _handle(storage, layout, ownership, directory, options, callbacks, home=False,
-                   notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s"])
+    log.info(
+        "%s fenced shard %s for epoch %d: %s, %d files, %d recover calls, %.2fs waiting (%.2fs in all)",
+        tag(ownership.step),
+        ownership.shard,
+        ownership.epoch,
+        directory,
+        len(report.files),
+        report.recover_calls,
+        report.waited,
+        time.monotonic() - started,
+    )
+    return _handle(
+        storage,
+        layout,
+        ownership,
+        directory,
+        options,
+        callbacks,
+        home=False,
+        notes=[f"fenced {len(report.files)} files, waited {report.waited:.2f}s"],
+    )
 
 
 def _handle(storage, layout, ownership, directory, options, callbacks, *, home, notes=()) -> ShardHandle:
@@ -219,22 +274,38 @@ def _adopt_slice(storage, layout, ownership, options, callbacks, fenced) -> Shar
             # Registered all the same: the slice's queue sets it aside with an alarm
             # naming it (its FlowFiles stay counted), as a whole shard's adopter does,
             # and reads it once an operator puts a copy there.
-            log.warning("%s slice %s: swap file %s of %s is missing; registered without it", tag(ownership.step),
-                        ownership.shard, location, source.parent)
+            log.warning(
+                "%s slice %s: swap file %s of %s is missing; registered without it",
+                tag(ownership.step),
+                ownership.shard,
+                location,
+                source.parent,
+            )
         my_swaps.append(swap_file._replace(location=target))
-    handle = _handle(storage, layout, ownership, directory, options, callbacks, home=False,
-                     notes=[f"slice of {source.parent}"])
+    handle = _handle(
+        storage, layout, ownership, directory, options, callbacks, home=False, notes=[f"slice of {source.parent}"]
+    )
     wal = handle.open_wal()
     try:
         wal.recover()
         updates = [Put(record) for record in mine] + [SwapOut(swap_file, ()) for swap_file in my_swaps]
         for start in range(0, len(updates), COPY_BATCH):
-            wal.update(updates[start:start + COPY_BATCH])
+            wal.update(updates[start : start + COPY_BATCH])
         wal.checkpoint()
     finally:
         wal.close()
-    log.info("%s seeded slice %s [%d, %d) of %s: %d of %d FlowFiles, %d of %d swap files",
-             tag(ownership.step), ownership.shard, source.low, source.high, source.parent, len(mine), len(records), len(my_swaps), len(swap_files))
+    log.info(
+        "%s seeded slice %s [%d, %d) of %s: %d of %d FlowFiles, %d of %d swap files",
+        tag(ownership.step),
+        ownership.shard,
+        source.low,
+        source.high,
+        source.parent,
+        len(mine),
+        len(records),
+        len(my_swaps),
+        len(swap_files),
+    )
     return handle
 
 

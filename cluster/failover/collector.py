@@ -37,8 +37,14 @@ def containers_directory(layout) -> str:
 
 
 class ContentCollector:
-    def __init__(self, store, storage: Storage, *, retention: float = DEFAULT_RETENTION,
-                 wall_clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        store,
+        storage: Storage,
+        *,
+        retention: float = DEFAULT_RETENTION,
+        wall_clock: Callable[[], float] = time.time,
+    ):
         self.store, self.layout, self.storage = store, store.layout, storage
         self.retention = retention
         self._wall_clock = wall_clock
@@ -68,13 +74,17 @@ class ContentCollector:
         for container in plan.containers:
             if not keep_going():
                 return plan
-            self._delete_directory(container_directory(self.layout, container),
-                                   f"the content of dead incarnation {container}", "no shard can reference it")
+            self._delete_directory(
+                container_directory(self.layout, container),
+                f"the content of dead incarnation {container}",
+                "no shard can reference it",
+            )
         for shard in plan.staging:
             if not keep_going():
                 return plan
-            self._delete_directory(f"{self.layout.hdfs_spark}/{shard}", f"the Spark staging of shard {shard}",
-                                   "the shard is retired")
+            self._delete_directory(
+                f"{self.layout.hdfs_spark}/{shard}", f"the Spark staging of shard {shard}", "the shard is retired"
+            )
         for shard, version in plan.shards:
             if not keep_going():
                 return plan
@@ -107,4 +117,3 @@ class ContentCollector:
             log.warning("deleting %s (%s) failed, retried next round: %s", what, path, first_line(error, 200))
             return
         log.info("deleted %s more than %.0f s ago", what, self.retention)
-

@@ -30,13 +30,17 @@ class NodeDecommissioned(ConfigurationRefused):
     def __init__(self, cluster: str, record: Decommission):
         self.cluster, self.record = cluster, record
         node = record.node
-        when = (f" at {time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(record.requested_at))}"
-                if record.requested_at > 0 else "")
+        when = (
+            f" at {time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(record.requested_at))}"
+            if record.requested_at > 0
+            else ""
+        )
         by = f" by {record.requested_by}" if record.requested_by else ""
         super().__init__(
             f"node {node} was decommissioned from cluster {cluster}{when}{by}: it does not join under that name "
             f"again. To bring it back, run `custody node connect {node} --config NODE.toml` (or POST "
-            f"/api/v1/cluster/nodes/{node}/connect to any node's admin API), then start it")
+            f"/api/v1/cluster/nodes/{node}/connect to any node's admin API), then start it"
+        )
 
 
 def records(store) -> DecommissionRecords:
@@ -50,11 +54,13 @@ def refuse_if_decommissioned(store, node: str) -> None:
         raise NodeDecommissioned(store.layout.cluster, record)
 
 
-def watch_decommission(store, node: str, on_decommissioned: Callable[[NodeDecommissioned], None],
-                       stopped: Callable[[], bool]) -> None:
+def watch_decommission(
+    store, node: str, on_decommissioned: Callable[[NodeDecommissioned], None], stopped: Callable[[], bool]
+) -> None:
     """Call `on_decommissioned` once, on kazoo's thread, when `node` gets a record (at
     once if it has one); the watch ends then, or at the first change after `stopped()`.
     `on_decommissioned` must return at once."""
+
     def changed(record: Decommission | None) -> bool | None:
         if stopped():
             return False

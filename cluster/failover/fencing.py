@@ -58,12 +58,12 @@ class FenceHooks(FaultSeams):
 
 @dataclass
 class FenceReport:
-    directory: str          # the fenced directory, now the shard's only copy
+    directory: str  # the fenced directory, now the shard's only copy
     renamed_from: str | None
     files: list[str] = field(default_factory=list)
     recover_calls: int = 0
     waited: float = 0.0
-    seconds: float = 0.0    # the whole fence, rename to the last lease recovered
+    seconds: float = 0.0  # the whole fence, rename to the last lease recovered
 
 
 def current_directory(storage: Storage, layout, shard: str) -> tuple[str | None, int | None]:
@@ -85,9 +85,20 @@ def current_directory(storage: Storage, layout, shard: str) -> tuple[str | None,
     return best
 
 
-def fence(storage: Storage, layout, shard: str, epoch: int, *, sleep=time.sleep, clock=time.monotonic,
-          first_wait: float = DEFAULT_FIRST_WAIT, fast_window: float = 2.0, max_wait: float = 8.0,
-          timeout: float = DEFAULT_FENCE_TIMEOUT, hooks: FenceHooks | None = None) -> FenceReport:
+def fence(
+    storage: Storage,
+    layout,
+    shard: str,
+    epoch: int,
+    *,
+    sleep=time.sleep,
+    clock=time.monotonic,
+    first_wait: float = DEFAULT_FIRST_WAIT,
+    fast_window: float = 2.0,
+    max_wait: float = 8.0,
+    timeout: float = DEFAULT_FENCE_TIMEOUT,
+    hooks: FenceHooks | None = None,
+) -> FenceReport:
     """Fence `shard` for its new owner at `epoch` and return where its data now is.
 
     `sleep` and `clock` are injected so tests drive the backoff without waiting."""
@@ -126,8 +137,16 @@ def fence(storage: Storage, layout, shard: str, epoch: int, *, sleep=time.sleep,
     for path in files:
         hooks.before_recover(path)
     try:
-        calls, waited = recover_leases(storage, files, sleep=sleep, clock=clock, first_wait=first_wait,
-                                       fast_window=fast_window, max_wait=max_wait, timeout=timeout)
+        calls, waited = recover_leases(
+            storage,
+            files,
+            sleep=sleep,
+            clock=clock,
+            first_wait=first_wait,
+            fast_window=fast_window,
+            max_wait=max_wait,
+            timeout=timeout,
+        )
     except LeaseRecoveryTimeout as error:
         raise FenceTimeout(shard, error.path, error.waited) from None
     report.files, report.recover_calls, report.waited = files, calls, waited

@@ -16,9 +16,9 @@ from repositories.instruments import ByLabel, Counter, HistogramSnapshot, Latenc
 
 # Outcomes of one adoption attempt, as `FailoverInstruments.adoptions` counts them.
 ADOPTED = "adopted"  # fenced, recovered, marked adopted and running
-FENCED = "fenced"    # a newer owner has the shard: this node stands aside
+FENCED = "fenced"  # a newer owner has the shard: this node stands aside
 RETRIED = "retried"  # ZooKeeper, HDFS or the runtime failed; the adoption is tried again
-HELD = "held"        # the shard cannot be opened as it is: held for an operator (`core.adoption_failures`)
+HELD = "held"  # the shard cannot be opened as it is: held for an operator (`core.adoption_failures`)
 OUTCOMES = (ADOPTED, FENCED, RETRIED, HELD)
 
 
@@ -38,5 +38,9 @@ class FailoverInstruments:
     adoption_durations: LatencyHistogram = field(default_factory=LatencyHistogram)
 
     def snapshot(self) -> FailoverMeasures:
-        return FailoverMeasures(self.plans_led.snapshot(), self.adoptions.snapshot(),
-                                self.fencing_durations.snapshot(), self.adoption_durations.snapshot())
+        return FailoverMeasures(
+            self.plans_led.snapshot(),
+            self.adoptions.snapshot(),
+            self.fencing_durations.snapshot(),
+            self.adoption_durations.snapshot(),
+        )

@@ -82,21 +82,34 @@ log = logging.getLogger(__name__)
 
 BUSY_INTERVAL = 5.0  # seconds between rounds while a decommission is not finished
 # A WAL that reads as damaged stays so: nobody writes a retired shard's WAL any more.
-DAMAGED = (WalDamagedError, CorruptJournalError, CorruptSnapshotError, CorruptRecordError, NotAWriteAheadLogError,
-           UnknownSerDeError)
+DAMAGED = (
+    WalDamagedError,
+    CorruptJournalError,
+    CorruptSnapshotError,
+    CorruptRecordError,
+    NotAWriteAheadLogError,
+    UnknownSerDeError,
+)
 
 
 class KeptDirectories:
-    def __init__(self, store, storage: Storage, *, retention: float = DEFAULT_ABSENT_NODE_RETENTION,
-                 survivor: Callable[[], object | None] = lambda: None, wall_clock: Callable[[], float] = time.time,
-                 record: Callable[[str, str], None] = lambda kind, detail: None):
+    def __init__(
+        self,
+        store,
+        storage: Storage,
+        *,
+        retention: float = DEFAULT_ABSENT_NODE_RETENTION,
+        survivor: Callable[[], object | None] = lambda: None,
+        wall_clock: Callable[[], float] = time.time,
+        record: Callable[[str, str], None] = lambda kind, detail: None,
+    ):
         self.store, self.storage, self.layout = store, storage, store.layout
         self.records = DecommissionRecords(store.client, store.layout)
         self.operator = OperatorStore(store.client, store.layout)
         self.retention = retention
         self._survivor = survivor  # -> this member's home shard runtime, None when it has none
         self._wall_clock = wall_clock
-        self._record = record      # the leader's story
+        self._record = record  # the leader's story
 
     # -- the view --------------------------------------------------------------------------
     def read_view(self) -> KeptView:
@@ -162,12 +175,14 @@ class KeptDirectories:
             if not self._delete_directory(directory, "its sources' state was handed over or dropped"):
                 return
         for shard, version in steps.shards:
-            if not keep_going() or not self._delete_znode(self.layout.shard(shard), version,
-                                                           f"retired shard {shard} of decommissioned {node}"):
+            if not keep_going() or not self._delete_znode(
+                self.layout.shard(shard), version, f"retired shard {shard} of decommissioned {node}"
+            ):
                 return
         for plan_id, version in steps.plans:
-            if not keep_going() or not self._delete_znode(self.layout.plan(plan_id), version,
-                                                           f"done plan {plan_id} of decommissioned {node}"):
+            if not keep_going() or not self._delete_znode(
+                self.layout.plan(plan_id), version, f"done plan {plan_id} of decommissioned {node}"
+            ):
                 return
         if steps.finish and not self._forget_run_states(node, keep_going):
             return
@@ -179,8 +194,12 @@ class KeptDirectories:
             except Exception as error:  # noqa: BLE001 - finished on a later round
                 log.info("marking %s decommissioned failed, retried: %s", node, first_line(error, 200))
                 return
-            log.info("node %s is decommissioned: nothing of it is left in the cluster; it joins again only after "
-                     "`custody node connect %s`", node, node)
+            log.info(
+                "node %s is decommissioned: nothing of it is left in the cluster; it joins again only after "
+                "`custody node connect %s`",
+                node,
+                node,
+            )
             self._record("decommissioned", node)
 
     def _hand_over(self, directory: KeptDirectory) -> list[str] | None:
@@ -239,8 +258,12 @@ class KeptDirectories:
         except HandOverPostponed as error:
             log.info("%s: handing its keys over waits: %s", directory.name, first_line(error, 200))
         except Exception as error:  # noqa: BLE001 - the survivor's WAL or session: next round
-            log.warning("%s: handing its keys over failed, retried next round: %s: %s", directory.name,
-                        type(error).__name__, first_line(error, 200))
+            log.warning(
+                "%s: handing its keys over failed, retried next round: %s: %s",
+                directory.name,
+                type(error).__name__,
+                first_line(error, 200),
+            )
         return None
 
     def _collect(self, collect: Collect) -> None:
@@ -261,9 +284,16 @@ class KeptDirectories:
         except Exception as error:  # noqa: BLE001 - collected all the same: the retention is the last word
             what = f"whatever its sources had taken (its WAL could not be read: {first_line(error, 200)})"
         days = collect.absent_for / 86400
-        log.warning("node %s has been away for %.1f days, longer than the retention of %.1f days ([node] "
-                    "absent_node_retention): the directory %s kept for its sources' hand-over is deleted, and with "
-                    "it %s", directory.node, days, self.retention / 86400, directory.name, what)
+        log.warning(
+            "node %s has been away for %.1f days, longer than the retention of %.1f days ([node] "
+            "absent_node_retention): the directory %s kept for its sources' hand-over is deleted, and with "
+            "it %s",
+            directory.node,
+            days,
+            self.retention / 86400,
+            directory.name,
+            what,
+        )
         if self._delete_directory(directory, "its node was away longer than the retention"):
             self._record("collect-kept", f"{directory.name} of {directory.node}, away {days:.1f} days")
 
@@ -306,8 +336,9 @@ class KeptDirectories:
         except Exception as error:  # noqa: BLE001 - next round
             log.warning("reading the run states of %s failed, retried next round: %s", node, first_line(error, 200))
             return False
-        return version is None or self._delete_znode(self.operator.run_states_path(node), version,
-                                                     f"the processors' run states of decommissioned {node}")
+        return version is None or self._delete_znode(
+            self.operator.run_states_path(node), version, f"the processors' run states of decommissioned {node}"
+        )
 
     def _delete_znode(self, path: str, version: int, what: str) -> bool:
         try:
@@ -319,8 +350,15 @@ class KeptDirectories:
             return False
 
     # -- while leading ---------------------------------------------------------------------
-    def run(self, leadership_over: threading.Event, may_act: Callable[[], bool], *, first: float = 0.0,
-            interval: float = DEFAULT_INTERVAL, busy_interval: float = BUSY_INTERVAL) -> None:
+    def run(
+        self,
+        leadership_over: threading.Event,
+        may_act: Callable[[], bool],
+        *,
+        first: float = 0.0,
+        interval: float = DEFAULT_INTERVAL,
+        busy_interval: float = BUSY_INTERVAL,
+    ) -> None:
         """Rounds until `leadership_over` is set (see the module docstring)."""
         wake = threading.Event()
 

@@ -50,8 +50,12 @@ class HandOverPostponed(ClusterError):
 def _checkpoint_marks(storage: Storage, wal: str) -> tuple:
     """What a checkpoint changes (the snapshot, a partial one, the journals' names)
     and what appends do not: a read between two equal marks saw one consistent WAL."""
-    return tuple(sorted((status.name, status.length, status.modified) if not status.name.startswith("journal")
-                        else (status.name,) for status in storage.list(wal)))
+    return tuple(
+        sorted(
+            (status.name, status.length, status.modified) if not status.name.startswith("journal") else (status.name,)
+            for status in storage.list(wal)
+        )
+    )
 
 
 def earlier_states(storage: Storage, directory: str) -> dict[str, dict[str, str]]:
@@ -78,8 +82,11 @@ def processor_types(storage: Storage, directory: str) -> dict[str, str]:
         document = FlowSnapshot.decode(storage.read(path)).document
     except ValueError:
         return {}
-    return {str(p["id"]): str(p.get("type", "")) for p in document.get("processors", ())
-            if isinstance(p, dict) and "id" in p}
+    return {
+        str(p["id"]): str(p.get("type", ""))
+        for p in document.get("processors", ())
+        if isinstance(p, dict) and "id" in p
+    }
 
 
 def hands_over(kind: str | None) -> bool:
@@ -99,8 +106,8 @@ def sources_states(states: dict[str, dict[str, str]], types: dict[str, str]) -> 
 @dataclass(frozen=True)
 class SplitState:
     portable: dict[str, str] | None  # the part a survivor takes (idempotency keys), packed; None: nothing
-    keys: int                        # how many keys that is
-    dropped: str | None              # what belongs to the node's machine, for the warning; None: nothing
+    keys: int  # how many keys that is
+    dropped: str | None  # what belongs to the node's machine, for the warning; None: nothing
 
 
 def split_state(processor: str, state: Mapping[str, str], machine: str) -> SplitState:
@@ -117,10 +124,14 @@ def split_state(processor: str, state: Mapping[str, str], machine: str) -> Split
     if intake.taken:
         paths = sorted(taken.path for taken in intake.taken.values())
         more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-        parts.append(f"{len(paths)} file(s) it took on {machine}'s machine and had not deleted or moved yet "
-                     f"({', '.join(paths[:SHOWN])}{more}): if {machine} is connected again, it takes them again")
+        parts.append(
+            f"{len(paths)} file(s) it took on {machine}'s machine and had not deleted or moved yet "
+            f"({', '.join(paths[:SHOWN])}{more}): if {machine} is connected again, it takes them again"
+        )
     if intake.listing.timestamp_ms >= 0:
         at = datetime.datetime.fromtimestamp(intake.listing.timestamp_ms / 1000, datetime.UTC)
-        parts.append(f"its listing mark on {machine}'s machine (files modified up to {at:%Y-%m-%d %H:%M:%S} UTC "
-                     "listed): if it is connected again, it lists them again")
+        parts.append(
+            f"its listing mark on {machine}'s machine (files modified up to {at:%Y-%m-%d %H:%M:%S} UTC "
+            "listed): if it is connected again, it lists them again"
+        )
     return SplitState(portable, len(intake.keys), "; ".join(parts) or None)

@@ -84,12 +84,24 @@ class Leader:
     record). Everything else is touched by the election thread alone; the collector
     thread uses only `collector` and its own leadership Event."""
 
-    def __init__(self, store, incarnation: str, *, policy: str = DEFAULT_POLICY, period: float = 1.0,
-                 may_act: Callable[[], bool] = lambda: True, hooks: LeaderHooks | None = None,
-                 wall_clock=time.time, story_limit: int = 200, storage: Storage | None = None,
-                 collect_interval: float = DEFAULT_INTERVAL, retention: float = DEFAULT_RETENTION,
-                 plans_led: Counter | None = None, absent_node_retention: float = DEFAULT_ABSENT_NODE_RETENTION,
-                 survivor: Callable[[], object | None] = lambda: None):
+    def __init__(
+        self,
+        store,
+        incarnation: str,
+        *,
+        policy: str = DEFAULT_POLICY,
+        period: float = 1.0,
+        may_act: Callable[[], bool] = lambda: True,
+        hooks: LeaderHooks | None = None,
+        wall_clock=time.time,
+        story_limit: int = 200,
+        storage: Storage | None = None,
+        collect_interval: float = DEFAULT_INTERVAL,
+        retention: float = DEFAULT_RETENTION,
+        plans_led: Counter | None = None,
+        absent_node_retention: float = DEFAULT_ABSENT_NODE_RETENTION,
+        survivor: Callable[[], object | None] = lambda: None,
+    ):
         self.store, self.layout, self.incarnation = store, store.layout, incarnation
         self.plans_led = plans_led if plans_led is not None else Counter()  # plans this leader wrote
         self.policy, self.period = policy, period
@@ -109,16 +121,29 @@ class Leader:
         self._story_limit = story_limit
         self._story_lock = threading.Lock()
         self.collect_interval = collect_interval
-        self.collector = (ContentCollector(store, storage, retention=retention, wall_clock=wall_clock)
-                          if storage is not None and collect_interval > 0 else None)
+        self.collector = (
+            ContentCollector(store, storage, retention=retention, wall_clock=wall_clock)
+            if storage is not None and collect_interval > 0
+            else None
+        )
         # Decommissions and the retention of kept directories (`kept`); `survivor()` is this
         # member's home shard runtime, which takes what a decommissioned node's sources took.
-        self.kept = (KeptDirectories(store, storage, retention=absent_node_retention, survivor=survivor,
-                                     wall_clock=wall_clock, record=self._record)
-                     if storage is not None and collect_interval > 0 else None)
+        self.kept = (
+            KeptDirectories(
+                store,
+                storage,
+                retention=absent_node_retention,
+                survivor=survivor,
+                wall_clock=wall_clock,
+                record=self._record,
+            )
+            if storage is not None and collect_interval > 0
+            else None
+        )
         self._thread: threading.Thread | None = None
-        self.rolls = RollDriver(store, incarnation, wall_clock=wall_clock,
-                                record=lambda kind, detail: self._record(kind, detail))
+        self.rolls = RollDriver(
+            store, incarnation, wall_clock=wall_clock, record=lambda kind, detail: self._record(kind, detail)
+        )
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._campaign, name=f"leader {self.incarnation}", daemon=True)
@@ -157,15 +182,27 @@ class Leader:
         self.store.watch_shards(self._on_change)
         leadership_over = threading.Event()
         if self.collector is not None:
-            threading.Thread(target=self._collect_while_leading, args=(leadership_over,),
-                             name=f"collector {self.incarnation}", daemon=True).start()
+            threading.Thread(
+                target=self._collect_while_leading,
+                args=(leadership_over,),
+                name=f"collector {self.incarnation}",
+                daemon=True,
+            ).start()
         if self.kept is not None:
-            threading.Thread(target=self.kept.run, args=(leadership_over, self._may_act),
-                             kwargs={"first": min(FIRST_COLLECTION, self.collect_interval)},
-                             name=f"kept directories {self.incarnation}", daemon=True).start()
+            threading.Thread(
+                target=self.kept.run,
+                args=(leadership_over, self._may_act),
+                kwargs={"first": min(FIRST_COLLECTION, self.collect_interval)},
+                name=f"kept directories {self.incarnation}",
+                daemon=True,
+            ).start()
         # The deploy duty: a rolling deploy is driven by whoever leads (`rolling`).
-        threading.Thread(target=self.rolls.drive, args=(leadership_over, self._may_act),
-                         name=f"deploy duty {self.incarnation}", daemon=True).start()
+        threading.Thread(
+            target=self.rolls.drive,
+            args=(leadership_over, self._may_act),
+            name=f"deploy duty {self.incarnation}",
+            daemon=True,
+        ).start()
         try:
             while not self._stopped.is_set() and not self._deposed.is_set():
                 self._changed.wait(self.period)
@@ -197,9 +234,12 @@ class Leader:
             if keep_going():
                 plan = self.collector.collect(keep_going)
                 if plan.containers or plan.shards or plan.plans:
-                    self._record("collect", f"containers {list(plan.containers)}, "
-                                            f"shards {[shard for shard, _ in plan.shards]}, "
-                                            f"plans {[plan_id for plan_id, _ in plan.plans]}")
+                    self._record(
+                        "collect",
+                        f"containers {list(plan.containers)}, "
+                        f"shards {[shard for shard, _ in plan.shards]}, "
+                        f"plans {[plan_id for plan_id, _ in plan.plans]}",
+                    )
 
     def _on_change(self, children) -> bool | None:
         self._changed.set()
@@ -215,8 +255,9 @@ class Leader:
         # A dead incarnation's last beat matters while it still owns a shard (its plan
         # weighs what it had queued); forgotten after that, or the map grows for ever.
         owners = {shard.owner for shard in shards.values()}
-        self._last_beats = {name: beat for name, beat in {**self._last_beats, **live}.items()
-                            if name in live or name in owners}
+        self._last_beats = {
+            name: beat for name, beat in {**self._last_beats, **live}.items() if name in live or name in owners
+        }
         plans = {name: entry[0] for name, entry in self.plans.open_plans().items()}
         leaving = draining(self.decommissioned.names(), live)
         return LeaderView(
@@ -250,8 +291,10 @@ class Leader:
             # Keep what adopters recorded since the plan was read (their first outputs, and
             # their notes: a shard held for an operator, a flow.json they could not use).
             merged = lambda current: replace(  # noqa: E731
-                revised, resumed={**revised.resumed, **current.resumed},
-                notes=revised.notes + tuple(note for note in current.notes if note not in revised.notes))
+                revised,
+                resumed={**revised.resumed, **current.resumed},
+                notes=revised.notes + tuple(note for note in current.notes if note not in revised.notes),
+            )
             if self.plans.update(revised.plan_id, merged) is None:
                 return False
             self._record("revise", f"{instruction.plan.plan_id}: {instruction.reason}", step)
@@ -269,8 +312,14 @@ class Leader:
                 log.info("%s move of %s lost a race: %s", tag(step), move.shard, error)
                 return False
             self._record("move", f"{move.shard} epoch {move.from_epoch}->{move.from_epoch + 1} to {move.targets}", step)
-            log.info("%s moved shard %s from %s to %s at epoch %d", tag(step), move.shard, move.from_owner,
-                     move.targets, move.from_epoch + 1)
+            log.info(
+                "%s moved shard %s from %s to %s at epoch %d",
+                tag(step),
+                move.shard,
+                move.from_owner,
+                move.targets,
+                move.from_epoch + 1,
+            )
             self.hooks.after_move(instruction.plan_id, move.shard)
         elif isinstance(instruction, FinishPlan):
             at = self._wall_clock()

@@ -74,8 +74,15 @@ from ..core.ownership import ShardOwnership, ShardState
 from ..core.planner import DEFAULT_POLICY
 from ..core.plans import with_resumed
 from ..core.story import tag
-from ..errors import (ClusterError, ConfigurationRefused, FencedError, IncarnationEnded, OwnershipConflict,
-                      SessionTimeoutRefused, first_line)
+from ..errors import (
+    ClusterError,
+    ConfigurationRefused,
+    FencedError,
+    IncarnationEnded,
+    OwnershipConflict,
+    SessionTimeoutRefused,
+    first_line,
+)
 from ..zk.membership import Membership
 from ..zk.session import GuardCallbacks, SessionGuard
 from ..zk.shards import ShardRegistry
@@ -129,10 +136,10 @@ class _AdoptionAttempts:
     """This member's attempts at one shard at one epoch (`shard@epoch`), until it runs
     here or is not this member's any more."""
 
-    first: float                # when the first attempt began (the member's monotonic clock)
-    held: bool = False          # this member holds the shard (it marked it, or found it, HELD)
-    rechecks: int = 0           # attempts since the shard was held
-    recheck_due: bool = False   # the next attempt at the held shard is due
+    first: float  # when the first attempt began (the member's monotonic clock)
+    held: bool = False  # this member holds the shard (it marked it, or found it, HELD)
+    rechecks: int = 0  # attempts since the shard was held
+    recheck_due: bool = False  # the next attempt at the held shard is due
 
 
 @dataclass
@@ -149,11 +156,20 @@ class ClusterMember:
     """Lock plan: `_lock` guards `runtimes` and `handles` (adoption thread, guard
     callbacks, stop). Runtimes' own methods are called outside it."""
 
-    def __init__(self, config: MemberConfig, storage, runtime_factory: RuntimeFactory, *,
-                 clients: ClientFactory | None = None, leader_hooks: LeaderHooks | None = None,
-                 clock=time.monotonic, wall_clock=time.time, instruments: FailoverInstruments | None = None,
-                 on_connected: Callable[[], None] | None = None,
-                 on_fencing: Callable[[ShardOwnership], None] | None = None):
+    def __init__(
+        self,
+        config: MemberConfig,
+        storage,
+        runtime_factory: RuntimeFactory,
+        *,
+        clients: ClientFactory | None = None,
+        leader_hooks: LeaderHooks | None = None,
+        clock=time.monotonic,
+        wall_clock=time.time,
+        instruments: FailoverInstruments | None = None,
+        on_connected: Callable[[], None] | None = None,
+        on_fencing: Callable[[ShardOwnership], None] | None = None,
+    ):
         self.config, self.runtime_factory = config, runtime_factory
         # The incarnation's own view of the node's storage: abandoned at its death.
         self.storage = AbandonableStorage(storage, name=f"an incarnation of {config.node}")
@@ -215,28 +231,48 @@ class ClusterMember:
         self.incarnation = self.store.new_incarnation(config.node)
         me = self.incarnation.id
         self.registry = self.store.shards
-        self.guard = self.store.session_guard(me, config.session_timeout, GuardCallbacks(
-            close_gate=lambda: self._each_runtime("pause"),
-            open_gate=lambda: self._each_runtime("resume"),
-            abort_open_sessions=lambda: self._each_runtime("abort_open_sessions"),
-            abort_all=self._session_over,
-        ), clock=self._clock, name=f"session-guard {me}", granted_timeout=lambda: granted_session_timeout(self.client))
-        first = Heartbeat(config.node, me, self.incarnation.epoch, admin=config.admin,
-                          capacity_weight=config.capacity_weight, max_threads=config.max_threads)
-        self.membership = self.store.membership(first, interval=config.heartbeat_interval,
-                                                figures=self._figures, on_dead=lambda error: self._die(str(error)),
-                                                on_confirmed=self.guard.confirmed, clock=self._clock,
-                                                wall_clock=self._wall_clock)
+        self.guard = self.store.session_guard(
+            me,
+            config.session_timeout,
+            GuardCallbacks(
+                close_gate=lambda: self._each_runtime("pause"),
+                open_gate=lambda: self._each_runtime("resume"),
+                abort_open_sessions=lambda: self._each_runtime("abort_open_sessions"),
+                abort_all=self._session_over,
+            ),
+            clock=self._clock,
+            name=f"session-guard {me}",
+            granted_timeout=lambda: granted_session_timeout(self.client),
+        )
+        first = Heartbeat(
+            config.node,
+            me,
+            self.incarnation.epoch,
+            admin=config.admin,
+            capacity_weight=config.capacity_weight,
+            max_threads=config.max_threads,
+        )
+        self.membership = self.store.membership(
+            first,
+            interval=config.heartbeat_interval,
+            figures=self._figures,
+            on_dead=lambda error: self._die(str(error)),
+            on_confirmed=self.guard.confirmed,
+            clock=self._clock,
+            wall_clock=self._wall_clock,
+        )
         self.membership.join()
         watch_decommission(self.store, config.node, self._decommissioned, self._stopped.is_set)
         self.guard.start()
         # The home shard: id = incarnation id, epoch = incarnation epoch.
         flow = config.flow
-        home = self.registry.create_home_shard(me, me, self.incarnation.epoch,
-                                               flow=flow.version if flow is not None else None)
+        home = self.registry.create_home_shard(
+            me, me, self.incarnation.epoch, flow=flow.version if flow is not None else None
+        )
         self._check_alive("creating its home shard")
-        handle = open_home_shard(self.storage, self.layout, home, config.wal, flow,
-                                 callbacks=self._callbacks(home, home=True))
+        handle = open_home_shard(
+            self.storage, self.layout, home, config.wal, flow, callbacks=self._callbacks(home, home=True)
+        )
         self._check_alive("opening its home shard")
         runtime = self._prepare(handle)
         self._check_alive("recovering its home shard", runtime)
@@ -246,11 +282,18 @@ class ClusterMember:
         self._spawn(self._adoption_loop, f"adoption {me}")
         self.store.watch_shards(self._on_shards)
         if config.lead:
-            self.leader = Leader(self.store, me, policy=config.policy, may_act=self.guard.may_work,
-                                 hooks=self._leader_hooks, wall_clock=self._wall_clock, storage=self.storage,
-                                 plans_led=self.instruments.plans_led,
-                                 absent_node_retention=config.absent_node_retention,
-                                 survivor=lambda: self.runtimes_now().get(me))
+            self.leader = Leader(
+                self.store,
+                me,
+                policy=config.policy,
+                may_act=self.guard.may_work,
+                hooks=self._leader_hooks,
+                wall_clock=self._wall_clock,
+                storage=self.storage,
+                plans_led=self.instruments.plans_led,
+                absent_node_retention=config.absent_node_retention,
+                survivor=lambda: self.runtimes_now().get(me),
+            )
             self.leader.start()
         self._check_alive("joining")
         log.info("member %s joined cluster %s", me, config.cluster)
@@ -299,10 +342,18 @@ class ClusterMember:
         if self._stopped.is_set():
             return
         self.refusal = error
-        log.warning("incarnation %s leaves the cluster: its node was decommissioned; its shards are handed over at "
-                    "once, and the node stops", self.incarnation)
-        threading.Thread(target=self._shutdown, args=(f"decommissioned: {error}",), kwargs={"leave": True},
-                         name=f"decommissioned {self.incarnation}", daemon=True).start()
+        log.warning(
+            "incarnation %s leaves the cluster: its node was decommissioned; its shards are handed over at "
+            "once, and the node stops",
+            self.incarnation,
+        )
+        threading.Thread(
+            target=self._shutdown,
+            args=(f"decommissioned: {error}",),
+            kwargs={"leave": True},
+            name=f"decommissioned {self.incarnation}",
+            daemon=True,
+        ).start()
 
     def _die(self, reason: str) -> None:
         """The incarnation is dead. Here, at once (no storage call, no wait): its storage
@@ -316,8 +367,11 @@ class ClusterMember:
             self.death_decided_at = self._wall_clock()
             self._death_deadline = self._clock() + DEATH_DEADLINE
             runtimes = list(self.runtimes.items())
-        log.error("incarnation %s is dead: %s; every shard runtime is stopped and never writes again",
-                  self.incarnation, reason)
+        log.error(
+            "incarnation %s is dead: %s; every shard runtime is stopped and never writes again",
+            self.incarnation,
+            reason,
+        )
         try:
             files = self.storage.abandon(f"incarnation {self.incarnation} is dead: {first_line(reason, 200)}")
         except Exception as error:  # noqa: BLE001 - the runtimes are abandoned all the same
@@ -325,10 +379,19 @@ class ClusterMember:
             log.warning("abandoning the storage of %s failed: %s", self.incarnation, first_line(error, 200))
         for shard, runtime in runtimes:
             self._abandon_runtime(shard, runtime)
-        log.info("incarnation %s abandoned %d open file(s) and %d shard runtime(s), unsynced", self.incarnation,
-                 files, len(runtimes))
-        threading.Thread(target=self._shutdown, args=(reason,), kwargs={"leave": False},
-                         name=f"death {self.incarnation}", daemon=True).start()
+        log.info(
+            "incarnation %s abandoned %d open file(s) and %d shard runtime(s), unsynced",
+            self.incarnation,
+            files,
+            len(runtimes),
+        )
+        threading.Thread(
+            target=self._shutdown,
+            args=(reason,),
+            kwargs={"leave": False},
+            name=f"death {self.incarnation}",
+            daemon=True,
+        ).start()
 
     def _abandon_runtime(self, shard: str, runtime) -> None:
         abandon = getattr(runtime, "abandon", None)  # a runtime without it is only stopped
@@ -359,15 +422,22 @@ class ClusterMember:
         if side_by_side:
             for shard, runtime in runtimes:  # registered after `_die` looked
                 self._abandon_runtime(shard, runtime)
-        others = [(name, step) for name, step in (
-            ("the leader", self.leader.stop if self.leader is not None else None),
-            ("the heartbeat", functools.partial(self.membership.stop, leave=leave) if self.membership is not None
-             else None),
-            ("the session guard", self.guard.stop if self.guard is not None else None)) if step is not None]
+        others = [
+            (name, step)
+            for name, step in (
+                ("the leader", self.leader.stop if self.leader is not None else None),
+                (
+                    "the heartbeat",
+                    functools.partial(self.membership.stop, leave=leave) if self.membership is not None else None,
+                ),
+                ("the session guard", self.guard.stop if self.guard is not None else None),
+            )
+            if step is not None
+        ]
         if side_by_side:
             started = self._start_steps(steps + others)
-            self._await(started[:len(steps)])
-            self._await(started[len(steps):], grace=DEATH_GRACE_OTHERS)
+            self._await(started[: len(steps)])
+            self._await(started[len(steps) :], grace=DEATH_GRACE_OTHERS)
         else:
             for step in steps + others:
                 self._await(self._start_steps([step]))
@@ -381,14 +451,17 @@ class ClusterMember:
     @staticmethod
     def _start_steps(steps: list[tuple[str, Callable[[], None]]]) -> list[tuple[str, threading.Thread]]:
         """Each step on a thread of its own, started; a step that fails is logged."""
+
         def run(name: str, step: Callable[[], None]) -> None:
             try:
                 step()
             except Exception as error:  # noqa: BLE001 - a fenced WAL may refuse its close
                 log.info("%s stopped with: %s", name, first_line(error, 300))
 
-        threads = [(name, threading.Thread(target=run, args=(name, step), name=f"stopping {name}"[:60], daemon=True))
-                   for name, step in steps]
+        threads = [
+            (name, threading.Thread(target=run, args=(name, step), name=f"stopping {name}"[:60], daemon=True))
+            for name, step in steps
+        ]
         for _, thread in threads:
             thread.start()
         return threads
@@ -401,16 +474,19 @@ class ClusterMember:
         until = None if grace is None else self._clock() + grace
         for _, thread in threads:
             while thread.is_alive():
-                deadline = min((moment for moment in (self._death_deadline, until) if moment is not None),
-                               default=None)
+                deadline = min((moment for moment in (self._death_deadline, until) if moment is not None), default=None)
                 left = None if deadline is None else deadline - self._clock()
                 if left is not None and left <= 0:
                     break
                 thread.join(0.05 if left is None else min(0.05, left))
         late = [name for name, thread in threads if thread.is_alive()]
         if late:
-            log.warning("incarnation %s is dead and stopped; still ending on their own (abandoned: nothing they do is "
-                        "written or acknowledged): %s", self.incarnation, ", ".join(late))
+            log.warning(
+                "incarnation %s is dead and stopped; still ending on their own (abandoned: nothing they do is "
+                "written or acknowledged): %s",
+                self.incarnation,
+                ", ".join(late),
+            )
 
     # -- shards -----------------------------------------------------------------------------------
     def owned_shards(self) -> tuple[str, ...]:
@@ -433,10 +509,17 @@ class ClusterMember:
             return self.registry.claim(ownership.shard, me, ownership.epoch)
 
         if home:
-            return ShardCallbacks(self.guard, verify_ownership, previous_shards=self._previous_shards,
-                                  forget_previous=self._forget_previous)
-        return ShardCallbacks(self.guard, verify_ownership, record_resumed=lambda: self._spawn(
-            lambda: self._record_resumed(ownership), "record-resumed"))
+            return ShardCallbacks(
+                self.guard,
+                verify_ownership,
+                previous_shards=self._previous_shards,
+                forget_previous=self._forget_previous,
+            )
+        return ShardCallbacks(
+            self.guard,
+            verify_ownership,
+            record_resumed=lambda: self._spawn(lambda: self._record_resumed(ownership), "record-resumed"),
+        )
 
     def _prepare(self, handle: ShardHandle):
         """Make the runtime and let it recover the shard's WAL; nothing runs yet."""
@@ -526,6 +609,7 @@ class ClusterMember:
                 self.timeline.adopting_seen.setdefault(f"{shard}@{current.epoch}", self._wall_clock())
                 self._adoptions.put(current)
             return None
+
         return watch
 
     def _adoption_loop(self) -> None:
@@ -567,15 +651,25 @@ class ClusterMember:
                 self._attempts.pop(key, None)
                 return
             self.guard.check()
-            log.info("%s %s shard %s at epoch %d", tag(current.step),
-                     "trying again the held" if current.state is ShardState.HELD else "adopting", current.shard,
-                     current.epoch)
+            log.info(
+                "%s %s shard %s at epoch %d",
+                tag(current.step),
+                "trying again the held" if current.state is ShardState.HELD else "adopting",
+                current.shard,
+                current.epoch,
+            )
             if self._on_fencing is not None:
                 self._on_fencing(current)
-            handle = adopt_shard(self.storage, self.layout, current, self.config.wal,
-                                 fence_first_wait=self.config.fence_first_wait, fence_timeout=self.config.fence_timeout,
-                                 fence_durations=self.instruments.fencing_durations,
-                                 callbacks=self._callbacks(current, home=False))
+            handle = adopt_shard(
+                self.storage,
+                self.layout,
+                current,
+                self.config.wal,
+                fence_first_wait=self.config.fence_first_wait,
+                fence_timeout=self.config.fence_timeout,
+                fence_durations=self.instruments.fencing_durations,
+                callbacks=self._callbacks(current, home=False),
+            )
             runtime = self._prepare(handle)
             try:
                 self.guard.check()
@@ -596,8 +690,9 @@ class ClusterMember:
             if current.state is ShardState.HELD:
                 remarks.insert(0, f"it could be opened at last, after {attempts.rechecks} recheck(s)")
             if remarks:
-                self._note_in_plan(current, f"{me} adopted {current.shard} at epoch {current.epoch}: "
-                                            + "; ".join(remarks))
+                self._note_in_plan(
+                    current, f"{me} adopted {current.shard} at epoch {current.epoch}: " + "; ".join(remarks)
+                )
         except FencedError as error:
             self._attempts.pop(key, None)
             adoptions.of(FENCED).add()
@@ -605,8 +700,9 @@ class ClusterMember:
         except Exception as error:  # noqa: BLE001 - every failure is judged: tried again, or the shard is held
             self._after_failure(seen, current, attempts, error)
 
-    def _after_failure(self, seen: ShardOwnership, current: ShardOwnership | None, attempts: "_AdoptionAttempts",
-                       error: Exception) -> None:
+    def _after_failure(
+        self, seen: ShardOwnership, current: ShardOwnership | None, attempts: "_AdoptionAttempts", error: Exception
+    ) -> None:
         """Try again soon (HDFS or ZooKeeper trouble), or hold the shard for an operator
         (its files say no, or it kept failing past the lease-recovery bound):
         `core.adoption_failures` decides, by the kind of failure (`failure_kind`)."""
@@ -614,39 +710,67 @@ class ClusterMember:
         kind = failure_kind(error)
         what = describe_failure(error, self.storage)
         held = attempts.held  # a recheck that failed, maybe before it could read the shard
-        decision = after_failure(kind, what, held=held, adopting_for=self._clock() - attempts.first,
-                                 bound=self.config.fence_timeout, rechecks=attempts.rechecks,
-                                 recheck_first=self.config.held_recheck)
+        decision = after_failure(
+            kind,
+            what,
+            held=held,
+            adopting_for=self._clock() - attempts.first,
+            bound=self.config.fence_timeout,
+            rechecks=attempts.rechecks,
+            recheck_first=self.config.held_recheck,
+        )
         if isinstance(decision, RetryLater):
             if held:
-                log.warning("%s shard %s is still held (%s); tried again in %.0fs", tag(shard.step), shard.shard,
-                            what, decision.after)
+                log.warning(
+                    "%s shard %s is still held (%s); tried again in %.0fs",
+                    tag(shard.step),
+                    shard.shard,
+                    what,
+                    decision.after,
+                )
             else:
                 self.instruments.adoptions.of(RETRIED).add()
-                log.warning("%s adoption of %s failed (%s), tried again in %.0fs: %s", tag(shard.step), shard.shard,
-                            kind.value, decision.after, what)
+                log.warning(
+                    "%s adoption of %s failed (%s), tried again in %.0fs: %s",
+                    tag(shard.step),
+                    shard.shard,
+                    kind.value,
+                    decision.after,
+                    what,
+                )
             self._retry_later(seen, decision.after, recheck=held)
             return
         try:
-            held_now = self.registry.hold(shard.shard, self.incarnation.id, shard.epoch, decision.reason,
-                                          step=shard.step)
+            held_now = self.registry.hold(
+                shard.shard, self.incarnation.id, shard.epoch, decision.reason, step=shard.step
+            )
         except FencedError as fenced:
             self._attempts.pop(f"{seen.shard}@{seen.epoch}", None)
             log.warning("%s not holding %s: %s", tag(seen.step), seen.shard, fenced)
             return
         except Exception as trouble:  # noqa: BLE001 - ZooKeeper trouble: the next attempt judges again
             self.instruments.adoptions.of(RETRIED).add()
-            log.warning("%s could not mark %s held (%s); tried again", tag(shard.step), shard.shard,
-                        first_line(trouble))
+            log.warning(
+                "%s could not mark %s held (%s); tried again", tag(shard.step), shard.shard, first_line(trouble)
+            )
             self._retry_later(seen, RETRY_INTERVAL)
             return
         attempts.held = True
         self.instruments.adoptions.of(HELD).add()
-        log.error("%s shard %s is held by %s at epoch %d and not adopted: %s. Nothing of it was changed or deleted; "
-                  "it is tried again in %.0fs (doubling), and at once by whoever adopts it next",
-                  tag(shard.step), shard.shard, self.incarnation.id, shard.epoch, decision.reason, decision.after)
-        self._note_in_plan(held_now, f"{self.incarnation.id} holds {shard.shard} at epoch {shard.epoch} for an "
-                                     f"operator: {decision.reason}")
+        log.error(
+            "%s shard %s is held by %s at epoch %d and not adopted: %s. Nothing of it was changed or deleted; "
+            "it is tried again in %.0fs (doubling), and at once by whoever adopts it next",
+            tag(shard.step),
+            shard.shard,
+            self.incarnation.id,
+            shard.epoch,
+            decision.reason,
+            decision.after,
+        )
+        self._note_in_plan(
+            held_now,
+            f"{self.incarnation.id} holds {shard.shard} at epoch {shard.epoch} for an operator: {decision.reason}",
+        )
         self._retry_later(seen, decision.after, recheck=True)
 
     def _note_in_plan(self, ownership: ShardOwnership, text: str) -> None:
@@ -702,13 +826,17 @@ class ClusterMember:
                     return
                 attempts.recheck_due = True
             self._adoptions.put(seen)
+
         threading.Thread(target=again, name=f"adoption-retry {key}", daemon=True).start()
 
     def _retire_drained(self) -> None:
         me = self.incarnation.id
         with self._lock:
-            candidates = [(shard, runtime, self.handles[shard]) for shard, runtime in self.runtimes.items()
-                          if not self.handles[shard].home]
+            candidates = [
+                (shard, runtime, self.handles[shard])
+                for shard, runtime in self.runtimes.items()
+                if not self.handles[shard].home
+            ]
         for shard, runtime, handle in candidates:
             try:
                 if not runtime.drained() or not self.guard.may_work():
@@ -728,11 +856,17 @@ class ClusterMember:
             if keep:
                 # Its sources' records of what they took on their own machine: the node's
                 # next incarnation takes them over, then deletes the directory.
-                log.info("%s shard %s drained and retired by %s; %s is kept for the hand-over of its sources' state",
-                         tag(handle.step), shard, me, handle.directory)
+                log.info(
+                    "%s shard %s drained and retired by %s; %s is kept for the hand-over of its sources' state",
+                    tag(handle.step),
+                    shard,
+                    me,
+                    handle.directory,
+                )
                 continue
-            log.info("%s shard %s drained and retired by %s; collecting %s", tag(handle.step), shard, me,
-                     handle.directory)
+            log.info(
+                "%s shard %s drained and retired by %s; collecting %s", tag(handle.step), shard, me, handle.directory
+            )
             try:
                 self.storage.delete(handle.directory, recursive=True)
             except Exception as error:  # noqa: BLE001 - garbage, collected later
@@ -760,8 +894,13 @@ class ClusterMember:
             free = shutil.disk_usage(self.config.local_directory).free
         except OSError:
             free = 0
-        return {"queues": queues, "active_threads": threads, "cpu": cpu, "free_disk": free,
-                "owned_shards": tuple(sorted(shard for shard, _ in runtimes))}
+        return {
+            "queues": queues,
+            "active_threads": threads,
+            "cpu": cpu,
+            "free_disk": free,
+            "owned_shards": tuple(sorted(shard for shard, _ in runtimes)),
+        }
 
     def _each_runtime(self, method: str) -> None:
         with self._lock:

@@ -20,13 +20,19 @@ from ..errors import OwnershipConflict, first_line
 
 log = logging.getLogger(__name__)
 
-PERIOD = 1.0             # seconds between two looks at the roll
+PERIOD = 1.0  # seconds between two looks at the roll
 MOST_STEPS_A_ROUND = 20  # transitions written in one round before looking again
 
 
 class RollDriver:
-    def __init__(self, store, incarnation: str, *, wall_clock: Callable[[], float] = time.time,
-                 record: Callable[[str, str], None] = lambda kind, detail: None):
+    def __init__(
+        self,
+        store,
+        incarnation: str,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+        record: Callable[[str, str], None] = lambda kind, detail: None,
+    ):
         self.store, self.incarnation = store, incarnation
         self._wall_clock = wall_clock
         self._record = record
@@ -43,15 +49,15 @@ class RollDriver:
             except OwnershipConflict:
                 continue  # a member wrote meanwhile: read again
             except Exception as error:  # noqa: BLE001 - ZooKeeper trouble: looked at again next round
-                log.warning("deploy duty of %s: %s: %s", self.incarnation, type(error).__name__,
-                            first_line(error, 300))
+                log.warning("deploy duty of %s: %s: %s", self.incarnation, type(error).__name__, first_line(error, 300))
 
     def view(self) -> RollView:
         shards = {name: entry[0] for name, entry in self.store.shards.all().items()}
         members = self.store.members()
         flow = self.store.cluster_flow()
-        return RollView(self.incarnation, self._wall_clock(), members, shards,
-                        flow.version if flow is not None else None)
+        return RollView(
+            self.incarnation, self._wall_clock(), members, shards, flow.version if flow is not None else None
+        )
 
     def step(self) -> Roll | None:
         """Read the roll; if it is running, write its next value. The value written, or
@@ -70,7 +76,8 @@ class RollDriver:
                 self._record("deploy", f"{roll.version}: {note}")
         for before, after in zip(roll.steps, following.steps, strict=False):
             if (before.state, before.detail) != (after.state, after.detail):
-                log.info("deploy of flow version %s: %s %s %s", roll.version, after.incarnation, after.state,
-                         after.detail)
+                log.info(
+                    "deploy of flow version %s: %s %s %s", roll.version, after.incarnation, after.state, after.detail
+                )
                 self._record("deploy", f"{roll.version}: {after.incarnation} {after.state} {after.detail}".strip())
         return following

@@ -100,7 +100,7 @@ class ShardCallbacks:
     made. A handle made outside a member (a tool, a test) gets the defaults: no gate,
     ownership never checked, no earlier shards."""
 
-    gate: object = None     # the node's SessionGuard: `check()` before every commit
+    gate: object = None  # the node's SessionGuard: `check()` before every commit
     # After a failed commit: raises FencedError if this node no longer owns the shard
     # (stop for good); returns if it does (a storage outage: roll back, retry later).
     verify_ownership: Callable[[], object] = _nothing
@@ -119,7 +119,7 @@ class ShardHandle:
     `marked_adopted`."""
 
     ownership: ShardOwnership
-    directory: str          # the shard's HDFS directory now (fenced, when adopted)
+    directory: str  # the shard's HDFS directory now (fenced, when adopted)
     layout: ClusterLayout
     storage: object
     home: bool
@@ -139,9 +139,17 @@ class ShardHandle:
         """The shard's files at its epoch, for `cluster.node.shard_opening`. The WAL moves
         each swap location through `relocate` as it recovers; the directory is never
         created (a zombie must not bring back one that fencing renamed)."""
-        return ShardFiles(self.shard, self.storage, self.directory, epoch=self.epoch, partitions=self.wal.partitions,
-                          checkpoint_interval=self.wal.checkpoint_interval, wal_hooks=self.wal.hooks,
-                          relocate_swap=self.relocate, create=False)
+        return ShardFiles(
+            self.shard,
+            self.storage,
+            self.directory,
+            epoch=self.epoch,
+            partitions=self.wal.partitions,
+            checkpoint_interval=self.wal.checkpoint_interval,
+            wal_hooks=self.wal.hooks,
+            relocate_swap=self.relocate,
+            create=False,
+        )
 
     def open_wal(self) -> WriteAheadLog:
         """A new, unrecovered WriteAheadLog of the shard, at `epoch` (`files`)."""

@@ -86,9 +86,9 @@ class ClusteredNode:
         self._maintenance: ContentMaintenance | None = None
         self.member: ClusterMember | None = None
         self._stop = threading.Event()
-        self._offload = threading.Event()   # set: leave the cluster and stay out until `connect`
+        self._offload = threading.Event()  # set: leave the cluster and stay out until `connect`
         self._offloaded_incarnation: str | None = None
-        self._observer = None               # a ZooKeeper client for the admin API's reads
+        self._observer = None  # a ZooKeeper client for the admin API's reads
         self.failover_instruments = FailoverInstruments()  # counted across incarnations
         self._lock = threading.Lock()
 
@@ -98,30 +98,52 @@ class ClusteredNode:
         if not self.config.zk_credentials:  # allowed by `insecure = true` only; said once, at start
             log.warning(open_acl_warning(self.config.cluster))
         make_private_directories(self.config.directory)
-        export = ProvenanceExportThread(ProvenanceExporter(
-            self.storage, self.layout.hdfs_provenance, self.config.name, self.config.provenance_export_directory))
-        self.provenance = ProvenanceRepository(ProvenanceConfig(
-            containers=(self.config.provenance_directory,),
-            rollover=RolloverPolicy(max_age_s=self.config.provenance_rollover_age,
-                                    max_bytes=self.config.provenance_rollover_bytes),
-            max_age_s=self.config.provenance_max_age, max_bytes=self.config.provenance_max_bytes,
-            # Age off at least four times per retention: the events kept stay within a
-            # quarter of the retention of what it says.
-            age_off_interval_s=min(PROVENANCE_AGE_OFF_INTERVAL, self.config.provenance_max_age / 4)),
-            on_event_file=export.wake)
+        export = ProvenanceExportThread(
+            ProvenanceExporter(
+                self.storage, self.layout.hdfs_provenance, self.config.name, self.config.provenance_export_directory
+            )
+        )
+        self.provenance = ProvenanceRepository(
+            ProvenanceConfig(
+                containers=(self.config.provenance_directory,),
+                rollover=RolloverPolicy(
+                    max_age_s=self.config.provenance_rollover_age, max_bytes=self.config.provenance_rollover_bytes
+                ),
+                max_age_s=self.config.provenance_max_age,
+                max_bytes=self.config.provenance_max_bytes,
+                # Age off at least four times per retention: the events kept stay within a
+                # quarter of the retention of what it says.
+                age_off_interval_s=min(PROVENANCE_AGE_OFF_INTERVAL, self.config.provenance_max_age / 4),
+            ),
+            on_event_file=export.wake,
+        )
         export.start(self.provenance)
         self.provenance_export = export
         self.services = node_services(
-            self.config.name, SparkStaging(self.storage, self.layout.hdfs_spark, self.config.hdfs_url),
+            self.config.name,
+            SparkStaging(self.storage, self.layout.hdfs_spark, self.config.hdfs_url),
             spark_master=self.config.spark_master,
-            spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf))
+            spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf),
+        )
         # Its part in rolling deploys: offload and connect when its step says so.
-        follower = DeployFollower(self._store, self._running_incarnation, lambda: self._offloaded_incarnation,
-                                  self.offload, self.connect, name=self.config.name).start()
+        follower = DeployFollower(
+            self._store,
+            self._running_incarnation,
+            lambda: self._offloaded_incarnation,
+            self.offload,
+            self.connect,
+            name=self.config.name,
+        ).start()
         try:
-            return run_incarnations(self._make_member, self.events, once=once, stop=self._stop,
-                                    on_end=self._incarnation_ended, hold=self._offload,
-                                    session_directory=self.config.directory)
+            return run_incarnations(
+                self._make_member,
+                self.events,
+                once=once,
+                stop=self._stop,
+                on_end=self._incarnation_ended,
+                hold=self._offload,
+                session_directory=self.config.directory,
+            )
         finally:
             follower.stop()
             with self._lock:
@@ -144,18 +166,34 @@ class ClusteredNode:
         self._run_cluster_flow()
         config = self.config
         member_config = MemberConfig(
-            zk_hosts=config.zk_hosts, cluster=config.cluster, node=config.name,
-            session_timeout=config.session_timeout, heartbeat_interval=config.session_timeout / 4,
-            hdfs_root=config.hdfs_root, admin=config.admin, capacity_weight=config.capacity_weight,
-            max_threads=config.threads, local_directory=config.directory, policy=config.policy, lead=config.lead,
-            wal=WalOptions(partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval,
-                           hooks=self.wal_hooks),
-            fence_first_wait=config.fence_first_wait, flow=self.flow,
-            absent_node_retention=config.absent_node_retention)
-        member = ClusterMember(member_config, self.storage, self._runtime, clients=self.clients,
-                               instruments=self.failover_instruments,
-                               on_connected=lambda: self.events(NodeEvent.CONNECTED, node=config.name),
-                               on_fencing=self._recover_earlier_owners_content)
+            zk_hosts=config.zk_hosts,
+            cluster=config.cluster,
+            node=config.name,
+            session_timeout=config.session_timeout,
+            heartbeat_interval=config.session_timeout / 4,
+            hdfs_root=config.hdfs_root,
+            admin=config.admin,
+            capacity_weight=config.capacity_weight,
+            max_threads=config.threads,
+            local_directory=config.directory,
+            policy=config.policy,
+            lead=config.lead,
+            wal=WalOptions(
+                partitions=config.wal_partitions, checkpoint_interval=config.checkpoint_interval, hooks=self.wal_hooks
+            ),
+            fence_first_wait=config.fence_first_wait,
+            flow=self.flow,
+            absent_node_retention=config.absent_node_retention,
+        )
+        member = ClusterMember(
+            member_config,
+            self.storage,
+            self._runtime,
+            clients=self.clients,
+            instruments=self.failover_instruments,
+            on_connected=lambda: self.events(NodeEvent.CONNECTED, node=config.name),
+            on_fencing=self._recover_earlier_owners_content,
+        )
         with self._lock:
             self.member = member
         return member
@@ -178,17 +216,27 @@ class ClusteredNode:
         try:
             deployed = self._store().cluster_flow()
         except (ClusterError, ValueError) as error:
-            log.warning("could not read the cluster's flow (%s); running flow version %s", first_line(error, 200),
-                        self.flow.version)
+            log.warning(
+                "could not read the cluster's flow (%s); running flow version %s",
+                first_line(error, 200),
+                self.flow.version,
+            )
             return
         if deployed is None or deployed.version == self.flow.version:
             return
         try:
-            definition = parse_flow(deployed.document, parameters=self.config.parameters,
-                                    source=f"the cluster's flow (version {deployed.version})")
+            definition = parse_flow(
+                deployed.document,
+                parameters=self.config.parameters,
+                source=f"the cluster's flow (version {deployed.version})",
+            )
         except FlowError as error:
-            log.error("cannot run the cluster's flow version %s: %s; this node keeps version %s",
-                      deployed.version, first_line(error, 300), self.flow.version)
+            log.error(
+                "cannot run the cluster's flow version %s: %s; this node keeps version %s",
+                deployed.version,
+                first_line(error, 300),
+                self.flow.version,
+            )
             return
         log.info("running the cluster's flow version %s (was %s)", deployed.version, self.flow.version)
         with self._lock:
@@ -198,11 +246,15 @@ class ClusteredNode:
         with self._lock:
             member = self.member
             if self.content is None:
-                archive = ArchivePolicy(enabled=self.config.archive, max_retention_s=self.config.archive_retention,
-                                        max_usage=self.config.archive_max_usage)
+                archive = ArchivePolicy(
+                    enabled=self.config.archive,
+                    max_retention_s=self.config.archive_retention,
+                    max_usage=self.config.archive_max_usage,
+                )
                 # Through the incarnation's storage: its death abandons the content's files.
-                self.content = open_node_content(member.storage, self.layout, member.incarnation,
-                                                 self.config.content_directory, archive)
+                self.content = open_node_content(
+                    member.storage, self.layout, member.incarnation, self.config.content_directory, archive
+                )
                 # Age off at least four times per retention, as provenance does.
                 self._maintenance = ContentMaintenance(
                     self.content,
@@ -212,9 +264,18 @@ class ClusteredNode:
                 self._maintenance.start()
             content = self.content
         definition, version = self._definition_for(handle)
-        return FlowRuntime(handle, definition, content, self.provenance, threads=self.config.threads,
-                           incarnation=member.incarnation.id, events=self.events, services=self.services,
-                           flow_version=version, run_states=ZooKeeperRunStates(lambda: member.store))
+        return FlowRuntime(
+            handle,
+            definition,
+            content,
+            self.provenance,
+            threads=self.config.threads,
+            incarnation=member.incarnation.id,
+            events=self.events,
+            services=self.services,
+            flow_version=version,
+            run_states=ZooKeeperRunStates(lambda: member.store),
+        )
 
     def _definition_for(self, handle):
         """The flow a shard runs with: the one it was written under (an adopted shard of
@@ -235,23 +296,33 @@ class ClusteredNode:
         except UnreadableFlow as error:
             snapshot, problem = None, str(error)
         if snapshot is None:
-            choice = flow_without_its_file(problem=problem, recorded=handle.ownership.flow, own=own[1], known=known,
-                                           queued=handle.queued_flowfiles)
+            choice = flow_without_its_file(
+                problem=problem, recorded=handle.ownership.flow, own=own[1], known=known, queued=handle.queued_flowfiles
+            )
             if choice.note is not None:
                 handle.plan_notes.append(choice.note)
-                (log.warning if choice.warning else log.info)("%s shard %s: %s", tag(handle.step), handle.shard,
-                                                              choice.note)
+                (log.warning if choice.warning else log.info)(
+                    "%s shard %s: %s", tag(handle.step), handle.shard, choice.note
+                )
             return own if choice.version == own[1] else (known[choice.version], choice.version)
         if snapshot.version == own[1]:
             return own
         definition = known.get(snapshot.version)
         if definition is None:
-            definition = parse_flow(snapshot.document, parameters=self.config.parameters,
-                                    source=f"the flow of shard {handle.shard} (version {snapshot.version})")
+            definition = parse_flow(
+                snapshot.document,
+                parameters=self.config.parameters,
+                source=f"the flow of shard {handle.shard} (version {snapshot.version})",
+            )
             with self._lock:
                 self._adopted_flows[snapshot.version] = definition
-        log.info("%s shard %s was written under flow version %s, not this node's %s: it runs with that flow",
-                 tag(handle.step), handle.shard, snapshot.version, own[1])
+        log.info(
+            "%s shard %s was written under flow version %s, not this node's %s: it runs with that flow",
+            tag(handle.step),
+            handle.shard,
+            snapshot.version,
+            own[1],
+        )
         return definition, snapshot.version
 
     def _incarnation_ended(self, member) -> None:
@@ -283,8 +354,14 @@ class ClusteredNode:
     def identity(self) -> dict:
         member = self._member()
         incarnation = member.incarnation.id if member is not None and member.incarnation is not None else None
-        return {"node": self.config.name, "kind": "clustered", "cluster": self.config.cluster,
-                "incarnation": incarnation, "flow_version": self.flow.version, "admin": self.config.admin or None}
+        return {
+            "node": self.config.name,
+            "kind": "clustered",
+            "cluster": self.config.cluster,
+            "incarnation": incarnation,
+            "flow_version": self.flow.version,
+            "admin": self.config.admin or None,
+        }
 
     def _member(self):
         with self._lock:
@@ -361,8 +438,12 @@ class ClusteredNode:
             shard: measures for shard, runtime in runtimes.items() if (measures := runtime.measures()) is not None
         }
         calls = getattr(self.storage, "call_durations", None)  # HdfsStorage's; a test's storage may have none
-        return NodeMeasures(shards=shards, storage_calls=calls.snapshot() if calls is not None else {},
-                            failover=self.failover_instruments.snapshot(), session_state=session_state(member))
+        return NodeMeasures(
+            shards=shards,
+            storage_calls=calls.snapshot() if calls is not None else {},
+            failover=self.failover_instruments.snapshot(),
+            session_state=session_state(member),
+        )
 
     def repository_directories(self) -> dict[str, str]:
         return {"content": self.config.content_directory, "provenance": self.config.provenance_directory}
@@ -397,8 +478,10 @@ class ClusteredNode:
         try:
             return store.status()
         except ZooKeeperError as error:
-            raise Unavailable(f"reading the cluster from ZooKeeper at {self.config.zk_hosts}: "
-                              f"{type(error).__name__} {first_line(error, 200)}") from None
+            raise Unavailable(
+                f"reading the cluster from ZooKeeper at {self.config.zk_hosts}: "
+                f"{type(error).__name__} {first_line(error, 200)}"
+            ) from None
 
     def check_flow(self, document: dict):
         """The snapshot of `document` if this node can run it (parsed with its own
@@ -414,16 +497,20 @@ class ClusteredNode:
         try:
             deployed = self._store().cluster_flow()
         except ZooKeeperError as error:
-            raise Unavailable(f"reading the cluster's flow from ZooKeeper at {self.config.zk_hosts}: "
-                              f"{type(error).__name__} {first_line(error, 200)}") from None
+            raise Unavailable(
+                f"reading the cluster's flow from ZooKeeper at {self.config.zk_hosts}: "
+                f"{type(error).__name__} {first_line(error, 200)}"
+            ) from None
         return deployed.version if deployed is not None else None
 
     def publish_flow(self, snapshot) -> None:
         try:
             self._store().set_cluster_flow(snapshot)
         except ZooKeeperError as error:
-            raise Unavailable(f"writing the cluster's flow to ZooKeeper at {self.config.zk_hosts}: "
-                              f"{type(error).__name__} {first_line(error, 200)}") from None
+            raise Unavailable(
+                f"writing the cluster's flow to ZooKeeper at {self.config.zk_hosts}: "
+                f"{type(error).__name__} {first_line(error, 200)}"
+            ) from None
 
     def offload(self) -> None:
         """Leave the cluster on purpose and stay out: the running incarnation stops
@@ -438,8 +525,10 @@ class ClusteredNode:
         me = member.incarnation.id
         others = [name for name in self.cluster_status().members if name != me]
         if not others:
-            raise OffloadRefused(f"node {self.config.name} ({me}) is the only member of cluster {self.config.cluster}: "
-                                 "nobody could take its shards over; start another node first")
+            raise OffloadRefused(
+                f"node {self.config.name} ({me}) is the only member of cluster {self.config.cluster}: "
+                "nobody could take its shards over; start another node first"
+            )
         self._offloaded_incarnation = me
         log.info("offloading %s: its shards go to %s", me, ", ".join(sorted(others)))
         self._offload.set()
@@ -470,8 +559,7 @@ class ClusteredNode:
 
     def decommission_node(self, name: str) -> dict:
         """Decommission node `name` of this cluster (`cluster.node.decommission`)."""
-        return decommission_node(self._store(), self.storage, name,
-                                 requested_by=f"the admin API of {self.config.name}")
+        return decommission_node(self._store(), self.storage, name, requested_by=f"the admin API of {self.config.name}")
 
     def connect_node(self, name: str) -> dict:
         """Let a decommissioned node `name` join again (`cluster.node.decommission`)."""

@@ -41,18 +41,19 @@ class NodeConfigError(ConfigurationRefused):
 class NodeConfig:
     """What a NODE.toml says, as the node uses it: the fields its keys fill (see each
     key's `field` in `config_schema`) and those derived from several keys."""
+
     name: str
     flow: str
     directory: str
-    zk_hosts: str                 # [zookeeper] hosts, with the chroot after them
+    zk_hosts: str  # [zookeeper] hosts, with the chroot after them
     cluster: str
     hdfs_url: str
     session_timeout: float = DEFAULT["session_timeout"]
-    zk_credentials: str = field(default="", repr=False)   # read from [zookeeper] credentials_file
+    zk_credentials: str = field(default="", repr=False)  # read from [zookeeper] credentials_file
     hdfs_root: str = DEFAULT["hdfs_root"]
     hdfs_config: dict = field(default_factory=dict)
     hdfs_io_timeout: float = DEFAULT["hdfs_io_timeout"]
-    hdfs_identity: HdfsIdentity = HdfsIdentity()          # [hdfs] user, or [hdfs.kerberos]
+    hdfs_identity: HdfsIdentity = HdfsIdentity()  # [hdfs] user, or [hdfs.kerberos]
     flow_parameters: dict = field(default_factory=dict)
     threads: int = DEFAULT["threads"]
     capacity_weight: float = DEFAULT["capacity_weight"]
@@ -80,7 +81,7 @@ class NodeConfig:
     admin_allowed_hosts: tuple[str, ...] = DEFAULT["admin_allowed_hosts"]
     spark_master: str = DEFAULT["spark_master"]
     spark_conf: dict = field(default_factory=dict)
-    path: str = ""                # the file, absolute
+    path: str = ""  # the file, absolute
 
     @property
     def content_directory(self) -> str:
@@ -97,8 +98,12 @@ class NodeConfig:
 
     @property
     def parameters(self) -> dict[str, str]:
-        return {"node": self.name, "data_dir": self.directory, "out": os.path.join(self.directory, "out"),
-                **self.flow_parameters}
+        return {
+            "node": self.name,
+            "data_dir": self.directory,
+            "out": os.path.join(self.directory, "out"),
+            **self.flow_parameters,
+        }
 
 
 def load_node_config(path: str, *, name: str | None = None, directory: str | None = None) -> NodeConfig:
@@ -126,9 +131,12 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
         values = NODE_TOML.read(body, directory=base)
         top, zookeeper, hdfs = values[""], values["zookeeper"], values["hdfs"]
         directory = top["directory"] or os.path.normpath(os.path.join(base, f"{top['name']}-data"))
-        derived = dict(directory=directory, zk_hosts=zookeeper["hosts"] + zookeeper["chroot"].rstrip("/"),
-                       zk_credentials=_zookeeper_credentials(zookeeper),
-                       hdfs_identity=_hdfs_identity(hdfs["user"], values["hdfs.kerberos"], directory))
+        derived = dict(
+            directory=directory,
+            zk_hosts=zookeeper["hosts"] + zookeeper["chroot"].rstrip("/"),
+            zk_credentials=_zookeeper_credentials(zookeeper),
+            hdfs_identity=_hdfs_identity(hdfs["user"], values["hdfs.kerberos"], directory),
+        )
     except Invalid as error:
         raise NodeConfigError(f"{path}: {error}") from None
     filled = {key.field: values[section.name][key.name] for section, key in NODE_TOML.keys() if key.field}
@@ -153,8 +161,12 @@ def _hdfs_identity(user: str, kerberos: dict | None, directory: str) -> HdfsIden
     whose ticket cache with a keytab is the node's own, in its `directory`."""
     if kerberos is not None:
         cache = kerberos["ticket_cache"] or (f"FILE:{os.path.join(directory, 'krb5cc')}" if kerberos["keytab"] else "")
-        kerberos = KerberosSettings(principal=kerberos["principal"], keytab=kerberos["keytab"], ticket_cache=cache,
-                                    renew_interval=kerberos["renew_interval"])
+        kerberos = KerberosSettings(
+            principal=kerberos["principal"],
+            keytab=kerberos["keytab"],
+            ticket_cache=cache,
+            renew_interval=kerberos["renew_interval"],
+        )
     identity = HdfsIdentity(user=user, kerberos=kerberos)
     try:
         identity.check()

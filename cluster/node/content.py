@@ -110,14 +110,16 @@ class ForeignContainers:
                 # Another incarnation's claims reach this node only with a shard it
                 # took over, so that incarnation is dead: its open files may be closed.
                 reader = self._readers[container] = open_hdfs_content_reader(
-                    self.storage, self.base, container, (container,), recover_open_files=True)
+                    self.storage, self.base, container, (container,), recover_open_files=True
+                )
             return reader
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None):
         return self._reader(claim.resource.container).open_read(claim, offset, length)
 
-    def recover_newest(self, resources: Iterable[ResourceClaim], per_container: int = NEWEST_RESOURCES_RECOVERED,
-                       timeout: float = 60.0) -> int:
+    def recover_newest(
+        self, resources: Iterable[ResourceClaim], per_container: int = NEWEST_RESOURCES_RECOVERED, timeout: float = 60.0
+    ) -> int:
         """Recover, in one round, the leases of the newest resource files (and their
         checksum files) of each other container among `resources`: those its dead
         incarnation may have left open, whose claims would otherwise each wait for a
@@ -131,11 +133,19 @@ class ForeignContainers:
             root = join(hdfs_content_root(self.base, container), container)
             for resource in sorted(held, key=_sequence, reverse=True)[:per_container]:
                 paths += [resource_path(root, resource), checksum_path(root, resource)]
-        return self._recover(lambda: [path for path in paths if self.storage.exists(path)],  # not yet collected
-                             ", ".join(sorted(by_container)), timeout)
+        return self._recover(
+            lambda: [path for path in paths if self.storage.exists(path)],  # not yet collected
+            ", ".join(sorted(by_container)),
+            timeout,
+        )
 
-    def recover_newest_written(self, container: str, per_container: int = NEWEST_RESOURCES_RECOVERED,
-                               sections: int = NEWEST_SECTIONS_LISTED, timeout: float = 60.0) -> int:
+    def recover_newest_written(
+        self,
+        container: str,
+        per_container: int = NEWEST_RESOURCES_RECOVERED,
+        sections: int = NEWEST_SECTIONS_LISTED,
+        timeout: float = 60.0,
+    ) -> int:
         """Recover, in one round, the leases of the newest resource files (and their
         checksum files) of `container`, another incarnation's and dead, found by listing
         the sections of it that changed last: what an adopter starts while it fences a
@@ -152,8 +162,11 @@ class ForeignContainers:
             for section in sorted(listed, key=lambda entry: entry.modified, reverse=True)[:sections]:
                 files += [entry for entry in self.storage.list(section.path) if not entry.is_dir]
             names = {entry.path for entry in files}
-            newest = sorted((entry for entry in files if resource_id_of_checksum_file(entry.name) is None),
-                            key=lambda entry: _sequence_of(entry.name), reverse=True)[:per_container]
+            newest = sorted(
+                (entry for entry in files if resource_id_of_checksum_file(entry.name) is None),
+                key=lambda entry: _sequence_of(entry.name),
+                reverse=True,
+            )[:per_container]
             paths = []
             for entry in newest:
                 paths += [path for path in (entry.path, entry.path + CHECKSUM_SUFFIX) if path in names]
@@ -169,8 +182,12 @@ class ForeignContainers:
             paths = find_paths()
             recover_leases(self.storage, paths, timeout=timeout)
         except StorageError as error:  # not found, LeaseRecoveryTimeout too
-            log.info("recovering the leases of the newest content files of %s failed (%s); a read that meets "
-                     "one still open recovers it then", containers, error)
+            log.info(
+                "recovering the leases of the newest content files of %s failed (%s); a read that meets "
+                "one still open recovers it then",
+                containers,
+                error,
+            )
             return 0
         return len(paths)
 
@@ -291,20 +308,26 @@ class NodeContent(ContentStore):
         still_open = self.replicas.seal_all(resources & hdfs.open_resources())
         if still_open:
             resource = min(still_open, key=lambda each: each.relative_path)
-            raise ContentUnavailable(f"{resource.relative_path} is still open on HDFS; its claims cannot be "
-                                     "read from there yet", claim=resource)
+            raise ContentUnavailable(
+                f"{resource.relative_path} is still open on HDFS; its claims cannot be read from there yet",
+                claim=resource,
+            )
         try:
             self.foreign.make_readable(resources)
         except StorageError as error:
-            raise ContentUnavailable(f"the content files of other incarnations cannot be closed on HDFS now: "
-                                     f"{error}", claim=None) from error
+            raise ContentUnavailable(
+                f"the content files of other incarnations cannot be closed on HDFS now: {error}", claim=None
+            ) from error
 
     def prepare_adopted(self, claims: Iterable[ContentClaim]) -> threading.Thread:
         """In the background, make the content of an adopted shard's dead incarnations
         readable ahead of its first reads (`ForeignContainers.recover_newest`)."""
         resources = {claim.resource for claim in claims}
-        return _in_background(f"content-leases {self.container}", lambda: self.foreign.recover_newest(resources),
-                              "content files of adopted FlowFiles")
+        return _in_background(
+            f"content-leases {self.container}",
+            lambda: self.foreign.recover_newest(resources),
+            "content files of adopted FlowFiles",
+        )
 
     def recover_dead_writer(self, container: str | None) -> threading.Thread | None:
         """In the background, recover the leases of the newest files `container` (the
@@ -313,13 +336,17 @@ class NodeContent(ContentStore):
         WAL, rather than after it, at the adopted shard's first reads."""
         if container is None or container == self.container:
             return None
-        return _in_background(f"content-leases {container}", lambda: self.foreign.recover_newest_written(container),
-                              f"newest content files of {container} while fencing")
+        return _in_background(
+            f"content-leases {container}",
+            lambda: self.foreign.recover_newest_written(container),
+            f"newest content files of {container} while fencing",
+        )
 
 
 def _in_background(name: str, recover: Callable[[], int], what: str) -> threading.Thread:
     """Run `recover` (a lease recovery that returns how many files it recovered) on a
     thread of its own, and log what it did."""
+
     def run() -> None:
         started = time.monotonic()
         files = recover()
@@ -343,8 +370,9 @@ def _sequence_of(resource_id: str) -> int:
         return -1
 
 
-def open_node_content(storage: Storage, layout, incarnation: Incarnation, local_directory: str,
-                      archive: ArchivePolicy | None = None) -> NodeContent:
+def open_node_content(
+    storage: Storage, layout, incarnation: Incarnation, local_directory: str, archive: ArchivePolicy | None = None
+) -> NodeContent:
     """This incarnation's content: a fresh container, local and on HDFS. `archive`
     rules both replicas' archive (on HDFS without the usage rule: that disk is not
     this node's to watch)."""
@@ -354,18 +382,29 @@ def open_node_content(storage: Storage, layout, incarnation: Incarnation, local_
     # One sync per session commit (group commit), not one per claim.
     local = open_filesystem_content_repository(
         {container: os.path.join(local_directory, container)},
-        ContentRepositoryConfig(sync_on_close=False, archive=archive,
-                                max_appendable_claim_size=REPLICATED_RESOURCE_SIZE), name=f"local:{container}")
+        ContentRepositoryConfig(
+            sync_on_close=False, archive=archive, max_appendable_claim_size=REPLICATED_RESOURCE_SIZE
+        ),
+        name=f"local:{container}",
+    )
     # `hdfs_content_root(base, node)` is base/content/<node>: the base is the cluster's directory.
     storage.mkdir(layout.hdfs_content, parents=True, exist_ok=True)
     hdfs = open_hdfs_content_repository(
-        storage, layout.hdfs_cluster, container, (container,),
-        dataclasses.replace(DEFAULT_HDFS_CONFIG, archive=dataclasses.replace(archive, max_usage=None),
-                            max_appendable_claim_size=REPLICATED_RESOURCE_SIZE),
-        keep_open=True)
+        storage,
+        layout.hdfs_cluster,
+        container,
+        (container,),
+        dataclasses.replace(
+            DEFAULT_HDFS_CONFIG,
+            archive=dataclasses.replace(archive, max_usage=None),
+            max_appendable_claim_size=REPLICATED_RESOURCE_SIZE,
+        ),
+        keep_open=True,
+    )
     foreign = ForeignContainers(storage, layout.hdfs_cluster, container)
-    replicas = ReplicatingContentRepository([local, hdfs], fallbacks=[foreign], name=f"content {container}",
-                                            max_resource_age_s=RESOURCE_MAX_AGE_S)
+    replicas = ReplicatingContentRepository(
+        [local, hdfs], fallbacks=[foreign], name=f"content {container}", max_resource_age_s=RESOURCE_MAX_AGE_S
+    )
     content = NodeContent(replicas, foreign, container)
     content.recover([])
     return content

@@ -59,56 +59,64 @@ from . import flow_access
 from .control_errors import Conflict, Invalid, NotFound, OffloadRefused, Unavailable
 from .measures import NodeMeasures
 
-__all__ = ["Conflict", "ControlledNode", "Invalid", "NodeControl", "NodeState", "NotFound", "OffloadRefused",
-           "Unavailable"]
+__all__ = [
+    "Conflict",
+    "ControlledNode",
+    "Invalid",
+    "NodeControl",
+    "NodeState",
+    "NotFound",
+    "OffloadRefused",
+    "Unavailable",
+]
 
 
 class NodeState:
-    STARTING = "STARTING"        # recovering, or joining the cluster
+    STARTING = "STARTING"  # recovering, or joining the cluster
     RUNNING = "RUNNING"
-    OFFLOADING = "OFFLOADING"    # left the cluster; its shards are being adopted by others
-    OFFLOADED = "OFFLOADED"      # owns nothing; `connect` joins again
+    OFFLOADING = "OFFLOADING"  # left the cluster; its shards are being adopted by others
+    OFFLOADED = "OFFLOADED"  # owns nothing; `connect` joins again
     STOPPING = "STOPPING"
 
 
 class ControlledNode(Protocol):
     """What a node gives its `NodeControl`."""
 
-    def identity(self) -> dict: ...                        # node, kind, incarnation, ...
+    def identity(self) -> dict: ...  # node, kind, incarnation, ...
 
-    def node_state(self) -> str: ...                       # a NodeState
+    def node_state(self) -> str: ...  # a NodeState
 
-    def readiness(self) -> list[str]: ...                  # why it is not ready; [] when ready
+    def readiness(self) -> list[str]: ...  # why it is not ready; [] when ready
 
-    def shard_statuses(self) -> dict[str, dict]: ...       # shard -> FlowRuntime/engine status
+    def shard_statuses(self) -> dict[str, dict]: ...  # shard -> FlowRuntime/engine status
 
     def provenance_repository(self): ...
 
     def repository_directories(self) -> dict[str, str]: ...  # "content"/"provenance" -> local directory
 
-    def measures(self) -> NodeMeasures: ...                # snapshots of what its instruments counted
+    def measures(self) -> NodeMeasures: ...  # snapshots of what its instruments counted
 
-    def cluster_status(self): ...                          # a cluster.zk.status.ClusterStatus
+    def cluster_status(self): ...  # a cluster.zk.status.ClusterStatus
 
     def offload(self) -> None: ...
 
-    def owns_nothing(self) -> bool: ...                    # after `offload`: ZooKeeper shows no shard of it
+    def owns_nothing(self) -> bool: ...  # after `offload`: ZooKeeper shows no shard of it
 
     def connect(self) -> None: ...
 
-    def decommission_node(self, name: str) -> dict: ...    # `cluster.node.decommission.answer`
+    def decommission_node(self, name: str) -> dict: ...  # `cluster.node.decommission.answer`
 
     def connect_node(self, name: str) -> dict: ...
 
-    def check_flow(self, document: dict): ...              # a FlowSnapshot this node can run, or Invalid
+    def check_flow(self, document: dict): ...  # a FlowSnapshot this node can run, or Invalid
 
-    def publish_flow(self, snapshot) -> None: ...          # the cluster's flow, for every next incarnation
+    def publish_flow(self, snapshot) -> None: ...  # the cluster's flow, for every next incarnation
 
     def cluster_flow_version(self) -> str | None: ...
 
-    def engines(self) -> dict[str, object]: ...            # shard -> its running flow.engine.TraditionalEngine
+    def engines(self) -> dict[str, object]: ...  # shard -> its running flow.engine.TraditionalEngine
 
-    def replay_shard(self) -> str | None: ...              # the shard replayed FlowFiles join (the home shard)
+    def replay_shard(self) -> str | None: ...  # the shard replayed FlowFiles join (the home shard)
 
     # Optional: `run_states()` (where processors' run states are kept: `run_states`; a node
     # without keeps them in memory only) and `operator_store()` (the cluster's rolling deploy).
@@ -140,27 +148,44 @@ class NodeControl:
 
     def status(self) -> dict:
         shards = self._node.shard_statuses()
-        return {**self._node.identity(), "state": self.state(), "shards": {
-            shard: {"epoch": status.get("epoch"), "home": status.get("home", True),
+        return {
+            **self._node.identity(),
+            "state": self.state(),
+            "shards": {
+                shard: {
+                    "epoch": status.get("epoch"),
+                    "home": status.get("home", True),
                     "flow_version": status.get("flow_version"),
                     "queued": sum(q.get("count", 0) for q in status.get("queues", {}).values()),
                     "queued_bytes": sum(q.get("size", 0) for q in status.get("queues", {}).values()),
                     "running_tasks": sum(p.get("running", 0) for p in status.get("processors", {}).values()),
-                    "recovery": dict(status.get("recovery", {}))}
-            for shard, status in shards.items()}}
+                    "recovery": dict(status.get("recovery", {})),
+                }
+                for shard, status in shards.items()
+            },
+        }
 
     def shards(self) -> dict[str, dict]:
-        return {shard: {"epoch": status.get("epoch"), "home": status.get("home", True),
-                        "recovery": dict(status.get("recovery", {}))}
-                for shard, status in self._node.shard_statuses().items()}
+        return {
+            shard: {
+                "epoch": status.get("epoch"),
+                "home": status.get("home", True),
+                "recovery": dict(status.get("recovery", {})),
+            }
+            for shard, status in self._node.shard_statuses().items()
+        }
 
     def queues(self) -> dict[str, dict[str, dict]]:
-        return {shard: {queue: dict(figures) for queue, figures in status.get("queues", {}).items()}
-                for shard, status in self._node.shard_statuses().items()}
+        return {
+            shard: {queue: dict(figures) for queue, figures in status.get("queues", {}).items()}
+            for shard, status in self._node.shard_statuses().items()
+        }
 
     def processors(self) -> dict[str, dict[str, dict]]:
-        return {shard: {processor: dict(figures) for processor, figures in status.get("processors", {}).items()}
-                for shard, status in self._node.shard_statuses().items()}
+        return {
+            shard: {processor: dict(figures) for processor, figures in status.get("processors", {}).items()}
+            for shard, status in self._node.shard_statuses().items()
+        }
 
     def repository_sizes(self) -> dict[str, int]:
         """Bytes under the node's local content and provenance directories, walked at
@@ -233,12 +258,23 @@ class NodeControl:
         for shard, engine in sorted(self._node.engines().items()):
             queue_shard = engine.shard
             for alarm in queue_shard.unreadable_swap_files():
-                found.append({
-                    "kind": "swap_file_unreadable", "shard": shard, "queue": alarm.queue,
-                    "location": alarm.location, "reason": alarm.reason.value, "quarantined": alarm.quarantined,
-                    "flowfiles": alarm.flowfiles, "bytes": alarm.size, "failures": alarm.failures,
-                    "since_ms": alarm.since_ms, "next_attempt_ms": alarm.next_attempt_ms, "error": alarm.error,
-                    "message": alarm_text(alarm, queue_shard.retry_backoff)})
+                found.append(
+                    {
+                        "kind": "swap_file_unreadable",
+                        "shard": shard,
+                        "queue": alarm.queue,
+                        "location": alarm.location,
+                        "reason": alarm.reason.value,
+                        "quarantined": alarm.quarantined,
+                        "flowfiles": alarm.flowfiles,
+                        "bytes": alarm.size,
+                        "failures": alarm.failures,
+                        "since_ms": alarm.since_ms,
+                        "next_attempt_ms": alarm.next_attempt_ms,
+                        "error": alarm.error,
+                        "message": alarm_text(alarm, queue_shard.retry_backoff),
+                    }
+                )
         return sorted(found, key=lambda alarm: (alarm["since_ms"], alarm["shard"], alarm["location"]))
 
     def retry_alarms(self) -> int:
@@ -264,8 +300,9 @@ class NodeControl:
         """The content of the FlowFile `uuid`, to stream; nothing is read yet."""
         return flow_access.open_content(self._node.engines(), uuid, shard)
 
-    def drop_queue(self, shard: str, queue: str, *,
-                   details: str = "FlowFile Queue emptied through the admin API") -> dict:
+    def drop_queue(
+        self, shard: str, queue: str, *, details: str = "FlowFile Queue emptied through the admin API"
+    ) -> dict:
         """Empty `queue`, swapped FlowFiles included, through the shard's committer (a
         DROP event each; `flow.queue_drop`). FlowFiles held by running tasks stay."""
         return flow_access.drop(self._node.engines(), shard, queue, details)
@@ -274,8 +311,14 @@ class NodeControl:
         """A new FlowFile from provenance event `event_id` into the queue its component
         reads (`queue` chooses among several), on the node's home shard (`flow.replay`)."""
         details = details or f"Replay of provenance event {event_id} requested through the admin API"
-        return flow_access.replay(self._node.engines(), self._node.provenance_repository(), event_id,
-                                  self._node.replay_shard(), queue, details)
+        return flow_access.replay(
+            self._node.engines(),
+            self._node.provenance_repository(),
+            event_id,
+            self._node.replay_shard(),
+            queue,
+            details,
+        )
 
     def stop_processor(self, shard: str, processor: str, wait_s: float = 30.0) -> dict:
         """No new task for `processor`; its running tasks finish, then its on_stopped.
@@ -313,8 +356,10 @@ class NodeControl:
         except (Unavailable, NotFound, Conflict):
             raise
         except Exception as error:  # noqa: BLE001 - ZooKeeper or the disk: said, nothing changed
-            raise Unavailable(f"the run state of processor {processor} could not be kept "
-                              f"({type(error).__name__}: {first_line(error, 200)}); nothing changed") from None
+            raise Unavailable(
+                f"the run state of processor {processor} could not be kept "
+                f"({type(error).__name__}: {first_line(error, 200)}); nothing changed"
+            ) from None
 
     # -- the cluster's rolling deploy -------------------------------------------------------
     def current_roll(self):

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from repositories.storage import Storage
 
 
-def decommission_node(store, storage: Storage, node: str, *, requested_by: str,
-                      wall_clock: Callable[[], float] = time.time) -> dict:
+def decommission_node(
+    store, storage: Storage, node: str, *, requested_by: str, wall_clock: Callable[[], float] = time.time
+) -> dict:
     """Mark `node` decommissioned; its answer (`answer`)."""
     with _answering(store, "decommissioning", node):
         _check_name(node)
@@ -42,8 +43,10 @@ def decommission_node(store, storage: Storage, node: str, *, requested_by: str,
         if existing is None:
             live = store.members()
             if not _known(store, storage, node, live):
-                raise NotFound(f"no node {node} is known to cluster {store.layout.cluster}: no member, shard, plan or "
-                               "directory kept on HDFS names it")
+                raise NotFound(
+                    f"no node {node} is known to cluster {store.layout.cluster}: no member, shard, plan or "
+                    "directory kept on HDFS names it"
+                )
             refusal = decommission_refusal(node, live.values(), records.names())
             if refusal is not None:
                 raise Conflict(refusal)
@@ -65,8 +68,10 @@ def connect_node(store, storage: Storage, node: str) -> dict:
             return answer(store, node, None, "connect")
         if not _known(store, storage, node, store.members()):
             raise NotFound(f"no node {node} is known to cluster {store.layout.cluster}")
-        raise Conflict(f"node {node} is not decommissioned: nothing to connect (an offloaded node is connected "
-                       "through its own admin API, POST /api/v1/node/connect, or `custody node connect --config`)")
+        raise Conflict(
+            f"node {node} is not decommissioned: nothing to connect (an offloaded node is connected "
+            "through its own admin API, POST /api/v1/node/connect, or `custody node connect --config`)"
+        )
 
 
 def check_may_connect(store, node: str) -> None:
@@ -76,30 +81,54 @@ def check_may_connect(store, node: str) -> None:
     with _answering(store, "connecting", node):
         record = DecommissionRecords(store.client, store.layout).mark(node)
     if record is not None:
-        raise Conflict(f"node {node} is decommissioned: run `custody node connect {node} --config NODE.toml` (or POST "
-                       f"/api/v1/cluster/nodes/{node}/connect) first, then connect it")
+        raise Conflict(
+            f"node {node} is decommissioned: run `custody node connect {node} --config NODE.toml` (or POST "
+            f"/api/v1/cluster/nodes/{node}/connect) first, then connect it"
+        )
 
 
 def answer(store, node: str, record: Decommission | None, action: str, *, again: bool = False) -> dict:
     """What the caller is told: the record as it is now, and the node's live incarnations."""
     live = sorted(name for name in store.live_incarnations() if node_of(name) == node)
     if record is None:
-        state, detail = "connectable", (f"node {node} may join cluster {store.layout.cluster} again; it starts as a "
-                                        "new node, without what was kept for it if that was collected")
+        state, detail = (
+            "connectable",
+            (
+                f"node {node} may join cluster {store.layout.cluster} again; it starts as a "
+                "new node, without what was kept for it if that was collected"
+            ),
+        )
     elif again:
         state, detail = record.state, f"node {node} was decommissioned already ({record.requested_by or 'asked'})"
     elif live:
-        state, detail = record.state, (f"{', '.join(live)} leaves the cluster now, as an offload does (its shards go "
-                                       "to the others), and stops; the node does not join under this name again "
-                                       "until connected")
+        state, detail = (
+            record.state,
+            (
+                f"{', '.join(live)} leaves the cluster now, as an offload does (its shards go "
+                "to the others), and stops; the node does not join under this name again "
+                "until connected"
+            ),
+        )
     else:
-        state, detail = record.state, ("it is not a member: the leader hands its sources' state over or drops it, "
-                                       "and deletes what was kept for it; the node does not join under this name "
-                                       "again until connected")
-    return {"node": node, "action": action, "state": state, "decommissioned": record is not None, "live": live,
-            "requested_at": record.requested_at if record is not None else None,
-            "finished_at": record.finished_at if record is not None else None,
-            "notes": list(record.notes) if record is not None else [], "detail": detail}
+        state, detail = (
+            record.state,
+            (
+                "it is not a member: the leader hands its sources' state over or drops it, "
+                "and deletes what was kept for it; the node does not join under this name "
+                "again until connected"
+            ),
+        )
+    return {
+        "node": node,
+        "action": action,
+        "state": state,
+        "decommissioned": record is not None,
+        "live": live,
+        "requested_at": record.requested_at if record is not None else None,
+        "finished_at": record.finished_at if record is not None else None,
+        "notes": list(record.notes) if record is not None else [],
+        "detail": detail,
+    }
 
 
 def _check_name(node: str) -> None:
@@ -114,8 +143,7 @@ def _known(store, storage: Storage, node: str, live) -> bool:
         directories = [status.name for status in storage.list(store.layout.hdfs_shards)]
     except FileNotFoundError:
         directories = []
-    return known_node(node, live, shards, (entry[0].owner for entry in shards.values()), store.plans.all(),
-                      directories)
+    return known_node(node, live, shards, (entry[0].owner for entry in shards.values()), store.plans.all(), directories)
 
 
 class _answering:
@@ -131,6 +159,8 @@ class _answering:
         if error is None or isinstance(error, (NotFound, Conflict, Unavailable)):
             return False
         if isinstance(error, (OSError, ClusterError)):  # ZooKeeper trouble is a `ZooKeeperError`
-            raise Unavailable(f"{self.doing} {self.node} in cluster {self.store.layout.cluster}: ZooKeeper or HDFS "
-                              f"did not answer: {type(error).__name__}: {first_line(error, 200)}") from error
+            raise Unavailable(
+                f"{self.doing} {self.node} in cluster {self.store.layout.cluster}: ZooKeeper or HDFS "
+                f"did not answer: {type(error).__name__}: {first_line(error, 200)}"
+            ) from error
         return False

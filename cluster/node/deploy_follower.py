@@ -29,9 +29,17 @@ class DeployFollower:
     """Lock plan: `_lock` guards `_roll` (the watch's thread writes it, the follower's
     thread reads it); the node's offload and connect run on the follower's thread only."""
 
-    def __init__(self, store: Callable[[], object], incarnation: Callable[[], str | None],
-                 offloaded: Callable[[], str | None], offload: Callable[[], None], connect: Callable[[], None], *,
-                 name: str, wall_clock=time.time):
+    def __init__(
+        self,
+        store: Callable[[], object],
+        incarnation: Callable[[], str | None],
+        offloaded: Callable[[], str | None],
+        offload: Callable[[], None],
+        connect: Callable[[], None],
+        *,
+        name: str,
+        wall_clock=time.time,
+    ):
         self._store, self._incarnation, self._offloaded = store, incarnation, offloaded
         self._offload, self._connect = offload, connect
         self.name = name
@@ -91,8 +99,12 @@ class DeployFollower:
             except (OffloadRefused, Conflict) as error:
                 self._refuse(incarnation, str(error))
         elif action == CONNECT:
-            log.info("deploy of flow version %s: %s connects again (its step is %s)", roll.version, offloaded,
-                     next((s.state for s in roll.steps if s.incarnation == offloaded), "?"))
+            log.info(
+                "deploy of flow version %s: %s connects again (its step is %s)",
+                roll.version,
+                offloaded,
+                next((s.state for s in roll.steps if s.incarnation == offloaded), "?"),
+            )
             self._connect()
 
     def _refuse(self, incarnation: str, reason: str) -> None:

@@ -27,32 +27,32 @@ log = logging.getLogger(__name__)
 
 class NodeEvent(enum.StrEnum):
     # an incarnation's life (`lifecycle.run_incarnations`)
-    STARTING = "starting"                # a new incarnation is about to start
-    START_FAILED = "start-failed"        # it could not (`fatal`: on its configuration, for good)
-    CONNECTED = "connected"              # its ZooKeeper client connected
-    JOINED = "joined"                    # it is a member: incarnation, epoch, session id
-    DEAD = "dead"                        # it ended (`decided_at`, `stopped_at`); the node may join again
-    OFFLOADED = "offloaded"              # it ended on an operator's offload, and no new one starts
+    STARTING = "starting"  # a new incarnation is about to start
+    START_FAILED = "start-failed"  # it could not (`fatal`: on its configuration, for good)
+    CONNECTED = "connected"  # its ZooKeeper client connected
+    JOINED = "joined"  # it is a member: incarnation, epoch, session id
+    DEAD = "dead"  # it ended (`decided_at`, `stopped_at`); the node may join again
+    OFFLOADED = "offloaded"  # it ended on an operator's offload, and no new one starts
     # failover, as the member's timeline reports it (`lifecycle.report_timeline`)
-    ADOPTED = "adopted"                  # a shard of a dead incarnation is adopted (its `step`)
-    RETIRED = "retired"                  # a shard drained and retired
-    LEADER = "leader"                    # this incarnation leads the cluster
-    NOT_LEADER = "not-leader"            # ... and no longer does
+    ADOPTED = "adopted"  # a shard of a dead incarnation is adopted (its `step`)
+    RETIRED = "retired"  # a shard drained and retired
+    LEADER = "leader"  # this incarnation leads the cluster
+    NOT_LEADER = "not-leader"  # ... and no longer does
     # a shard's runtime (the flow node's `flow_runtime`, the drills' `ledger_runtime`)
-    RECOVERED = "recovered"              # its WAL is recovered and its queues run
-    PAUSED = "paused"                    # the work gate closed (ZooKeeper not confirmed)
-    RESUMED = "resumed"                  # the work gate opened again
-    STORAGE_DOWN = "storage-down"        # HDFS refused a write; the runtime waits for it
-    STORAGE_UP = "storage-up"            # HDFS took a write again
-    FIRST_OUTPUT = "first-output"        # an adopted shard delivered its first FlowFile (its `step`)
-    REJECTED_WRITE = "rejected write"    # a commit the WAL or HDFS refused (a zombie's, once fenced)
-    FENCED = "fenced"                    # a newer owner has the shard: this runtime stopped
-    REFUSED = "refused"                  # the ledger's gate refused a commit: the session is over
+    RECOVERED = "recovered"  # its WAL is recovered and its queues run
+    PAUSED = "paused"  # the work gate closed (ZooKeeper not confirmed)
+    RESUMED = "resumed"  # the work gate opened again
+    STORAGE_DOWN = "storage-down"  # HDFS refused a write; the runtime waits for it
+    STORAGE_UP = "storage-up"  # HDFS took a write again
+    FIRST_OUTPUT = "first-output"  # an adopted shard delivered its first FlowFile (its `step`)
+    REJECTED_WRITE = "rejected write"  # a commit the WAL or HDFS refused (a zombie's, once fenced)
+    FENCED = "fenced"  # a newer owner has the shard: this runtime stopped
+    REFUSED = "refused"  # the ledger's gate refused a commit: the session is over
     SOURCES_HANDED_OVER = "sources-handed-over"  # an adopted shard's sources moved to the home shard
     # the drills' ledger node (`cluster.drills.ledger_node`)
-    FREEZING = "freezing"                # it stops itself (SIGSTOP) inside a sync, to thaw as a zombie
-    THAWED = "thawed"                    # ... and was continued
-    ALLOWED = "allowed"                  # its home shard may admit `count` more records
+    FREEZING = "freezing"  # it stops itself (SIGSTOP) inside a sync, to thaw as a zombie
+    THAWED = "thawed"  # ... and was continued
+    ALLOWED = "allowed"  # its home shard may admit `count` more records
 
 
 class JsonEvents:
@@ -73,5 +73,6 @@ def log_events(kind: NodeEvent, **fields) -> None:
     """Events as log lines (the default for an operator's node); an event that belongs
     to a failover's story starts with its step id, `[n1-7:failover/...]`."""
     step = fields.pop("step", None)
-    log.info("%s%s %s", f"{tag(step)} " if step else "", kind,
-             " ".join(f"{key}={value}" for key, value in fields.items()))
+    log.info(
+        "%s%s %s", f"{tag(step)} " if step else "", kind, " ".join(f"{key}={value}" for key, value in fields.items())
+    )

@@ -52,23 +52,27 @@ def engine_of(engines: dict, shard: str):
     engine = engines.get(shard)
     if engine is None:
         runs = ", ".join(sorted(engines)) or "none"
-        raise NotFound(f"shard {shard!r} does not run on this node (it runs: {runs}); its owner's admin API "
-                       "answers for it (GET /api/v1/cluster names the owners)")
+        raise NotFound(
+            f"shard {shard!r} does not run on this node (it runs: {runs}); its owner's admin API "
+            "answers for it (GET /api/v1/cluster names the owners)"
+        )
     return engine
 
 
 def queue_of(engine, shard: str, queue_id: str):
     queue = engine.graph.queues.get(queue_id)
     if queue is None:
-        raise NotFound(f"shard {shard!r} has no queue {queue_id!r} (its queues: "
-                       f"{', '.join(sorted(engine.graph.queues))})")
+        raise NotFound(
+            f"shard {shard!r} has no queue {queue_id!r} (its queues: {', '.join(sorted(engine.graph.queues))})"
+        )
     return queue
 
 
 def processor_of(engine, shard: str, processor_id: str):
     if processor_id not in engine.nodes:
-        raise NotFound(f"shard {shard!r} has no processor {processor_id!r} (its processors: "
-                       f"{', '.join(sorted(engine.nodes))})")
+        raise NotFound(
+            f"shard {shard!r} has no processor {processor_id!r} (its processors: {', '.join(sorted(engine.nodes))})"
+        )
     return processor_id
 
 
@@ -76,17 +80,33 @@ def processor_of(engine, shard: str, processor_id: str):
 def list_queue(engines: dict, shard: str, queue_id: str, offset: int, limit: int, now_ms: int) -> dict:
     queue = queue_of(engine_of(engines, shard), shard, queue_id)
     page = queue.snapshot().page(offset, limit, now_ms)
-    return {"shard": shard, "queue": queue_id, "offset": offset, "limit": limit, "listable": page.listable,
-            "count": page.count, "bytes": page.size, "swapped_count": page.swapped_count,
-            "swapped_bytes": page.swapped_size, "in_flight": page.in_flight,
-            "flowfiles": [{"position": item.position, "penalized": item.penalized, **_flowfile_figures(item.flowfile)}
-                          for item in page.items]}
+    return {
+        "shard": shard,
+        "queue": queue_id,
+        "offset": offset,
+        "limit": limit,
+        "listable": page.listable,
+        "count": page.count,
+        "bytes": page.size,
+        "swapped_count": page.swapped_count,
+        "swapped_bytes": page.swapped_size,
+        "in_flight": page.in_flight,
+        "flowfiles": [
+            {"position": item.position, "penalized": item.penalized, **_flowfile_figures(item.flowfile)}
+            for item in page.items
+        ],
+    }
 
 
 def _flowfile_figures(flowfile) -> dict:
-    return {"uuid": flowfile.id, "filename": flowfile.attributes.get("filename", ""), "size": flowfile.size,
-            "entry_date_ms": flowfile.entry_date, "lineage_start_date_ms": flowfile.lineage_start_date,
-            "penalty_expiration_ms": flowfile.penalty_expiration or None}
+    return {
+        "uuid": flowfile.id,
+        "filename": flowfile.attributes.get("filename", ""),
+        "size": flowfile.size,
+        "entry_date_ms": flowfile.entry_date,
+        "lineage_start_date_ms": flowfile.lineage_start_date,
+        "penalty_expiration_ms": flowfile.penalty_expiration or None,
+    }
 
 
 def locate(engines: dict, uuid: str, shard: str | None = None):
@@ -100,19 +120,33 @@ def locate(engines: dict, uuid: str, shard: str | None = None):
         if found is not None:
             return name, engine, found
     where = f"shard {shard!r}" if shard is not None else f"the shards of this node ({', '.join(shards) or 'none'})"
-    raise NotFound(f"FlowFile {uuid} is in no queue of {where}: it left the flow, is held by a running task, "
-                   "or is on a shard another node owns")
+    raise NotFound(
+        f"FlowFile {uuid} is in no queue of {where}: it left the flow, is held by a running task, "
+        "or is on a shard another node owns"
+    )
 
 
 def flowfile_details(engines: dict, uuid: str, shard: str | None, now_ms: int) -> dict:
     name, _engine, found = locate(engines, uuid, shard)
     flowfile = found.flowfile
     claim = flowfile.content_claim
-    return {**_flowfile_figures(flowfile), "shard": name, "queue": found.queue, "swapped": found.swapped,
-            "penalized": flowfile.penalty_expiration > now_ms, "attributes": dict(flowfile.attributes),
-            "content_claim": None if claim is None else {
-                "container": claim.resource.container, "section": claim.resource.section, "resource": claim.resource.id,
-                "offset": claim.offset, "length": claim.length}}
+    return {
+        **_flowfile_figures(flowfile),
+        "shard": name,
+        "queue": found.queue,
+        "swapped": found.swapped,
+        "penalized": flowfile.penalty_expiration > now_ms,
+        "attributes": dict(flowfile.attributes),
+        "content_claim": None
+        if claim is None
+        else {
+            "container": claim.resource.container,
+            "section": claim.resource.section,
+            "resource": claim.resource.id,
+            "offset": claim.offset,
+            "length": claim.length,
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -139,9 +173,16 @@ class FlowFileContent:
 def open_content(engines: dict, uuid: str, shard: str | None = None) -> FlowFileContent:
     name, engine, found = locate(engines, uuid, shard)
     flowfile = found.flowfile
-    return FlowFileContent(uuid, name, found.queue, flowfile.size,
-                           flowfile.attributes.get(MIME_TYPE) or DEFAULT_MIME_TYPE,
-                           flowfile.attributes.get("filename", uuid), engine.content, flowfile.content_claim)
+    return FlowFileContent(
+        uuid,
+        name,
+        found.queue,
+        flowfile.size,
+        flowfile.attributes.get(MIME_TYPE) or DEFAULT_MIME_TYPE,
+        flowfile.attributes.get("filename", uuid),
+        engine.content,
+        flowfile.content_claim,
+    )
 
 
 # -- changing -----------------------------------------------------------------------
@@ -150,9 +191,16 @@ def drop(engines: dict, shard: str, queue_id: str, details: str) -> dict:
     queue = queue_of(engine, shard, queue_id)
     with answering(f"dropping the FlowFiles of queue {queue_id} of shard {shard}"):
         report = drop_queue(engine.shard, queue, engine.committer, details=details)
-    return {"shard": shard, "queue": queue_id, "dropped": report.dropped, "dropped_bytes": report.dropped_bytes,
-            "swap_files": report.swap_files, "swapped_dropped": report.swapped_dropped,
-            "in_flight": report.in_flight, "remaining": report.remaining}
+    return {
+        "shard": shard,
+        "queue": queue_id,
+        "dropped": report.dropped,
+        "dropped_bytes": report.dropped_bytes,
+        "swap_files": report.swap_files,
+        "swapped_dropped": report.swapped_dropped,
+        "in_flight": report.in_flight,
+        "remaining": report.remaining,
+    }
 
 
 def replay(engines: dict, provenance, event_id: int, shard: str | None, queue_id: str | None, details: str) -> dict:
@@ -164,17 +212,28 @@ def replay(engines: dict, provenance, event_id: int, shard: str | None, queue_id
     with answering(f"replaying provenance event {event_id}"):
         event = provenance.get(event_id)
         queue = replay_queue(engine.graph, event, queue_id)
-        flowfile = replay_flowfile(event, queue, committer=engine.committer, content=engine.content,
-                                   shard=engine.shard, clock_ms=engine.clock_ms, details=details)
-    return {"event_id": event_id, "parent_uuid": event.flowfile_uuid, "shard": shard, "queue": queue.id,
-            **_flowfile_figures(flowfile)}
+        flowfile = replay_flowfile(
+            event,
+            queue,
+            committer=engine.committer,
+            content=engine.content,
+            shard=engine.shard,
+            clock_ms=engine.clock_ms,
+            details=details,
+        )
+    return {
+        "event_id": event_id,
+        "parent_uuid": event.flowfile_uuid,
+        "shard": shard,
+        "queue": queue.id,
+        **_flowfile_figures(flowfile),
+    }
 
 
 def set_processor_state(engines: dict, shard: str, processor_id: str, running: bool, wait_s: float) -> dict:
     engine = engine_of(engines, shard)
     processor_of(engine, shard, processor_id)
     with answering(f"{'starting' if running else 'stopping'} processor {processor_id} of shard {shard}"):
-        state = (engine.start_processor(processor_id) if running
-                 else engine.stop_processor(processor_id, timeout=wait_s))
+        state = engine.start_processor(processor_id) if running else engine.stop_processor(processor_id, timeout=wait_s)
     figures = engine.status()["processors"][processor_id]
     return {"shard": shard, "processor": processor_id, "state": state, "running": figures["running"]}

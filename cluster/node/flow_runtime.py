@@ -72,8 +72,20 @@ ABANDONED_TASKS_WAIT = 0.25
 
 
 class FlowRuntime:
-    def __init__(self, handle, definition, content, provenance, *, threads: int = DEFAULT_THREADS, incarnation: str = "",
-                 events=None, services=None, flow_version: str | None = None, run_states=None):
+    def __init__(
+        self,
+        handle,
+        definition,
+        content,
+        provenance,
+        *,
+        threads: int = DEFAULT_THREADS,
+        incarnation: str = "",
+        events=None,
+        services=None,
+        flow_version: str | None = None,
+        run_states=None,
+    ):
         self.handle, self.definition = handle, definition
         # Where the operators' run states are kept (`run_states.ZooKeeperRunStates`):
         # applied when the engine is made, and followed while it runs. None: none.
@@ -99,26 +111,46 @@ class FlowRuntime:
         handle = self.handle
         self.graph = FlowGraph(self.definition)
         self._sinks = _terminal_processors(self.graph)
-        opened = open_node_shard(handle.files, self.graph.queues.values(), foreign=not handle.home,
-                                 opened=self._opened, content=self._prepare_content,
-                                 provenance=lambda: self.provenance)
+        opened = open_node_shard(
+            handle.files,
+            self.graph.queues.values(),
+            foreign=not handle.home,
+            opened=self._opened,
+            content=self._prepare_content,
+            provenance=lambda: self.provenance,
+        )
         report = opened.recovery
         # A home shard's sources wait for what the node's earlier incarnations took (`hand_over`).
         self._handing_over = handing_over(self.graph) if handle.home and handle.previous_shards is not None else {}
         # Processors an operator stopped (in this shard's node, any incarnation) are never
         # scheduled here: read before the engine exists, so that not one task runs.
         stopped = self.run_states.stopped(handle.shard) if self.run_states is not None else frozenset()
-        self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance, threads=self.threads,
-                                        commit_gate=self, run_sources=handle.home, hold_sources=bool(self._handing_over),
-                                        services=self.services, stopped=stopped)
+        self.engine = TraditionalEngine(
+            self.graph,
+            self.shard,
+            self.content,
+            self.provenance,
+            threads=self.threads,
+            commit_gate=self,
+            run_sources=handle.home,
+            hold_sources=bool(self._handing_over),
+            services=self.services,
+            stopped=stopped,
+        )
         if stopped:
-            log.info("shard %s starts with processors %s stopped, as an operator left them", handle.shard,
-                     ", ".join(sorted(stopped)))
-        self.recovery = {"flowfiles": report.flowfiles, "swap_files": report.swap_files,
-                         "swapped_flowfiles": report.swapped_flowfiles,
-                         "provenance_replayed": opened.provenance_replayed,
-                         "orphaned_swap_files": len(report.orphaned_swap_files),
-                         "unreadable_swap_files": len(report.unreadable_swap_files)}
+            log.info(
+                "shard %s starts with processors %s stopped, as an operator left them",
+                handle.shard,
+                ", ".join(sorted(stopped)),
+            )
+        self.recovery = {
+            "flowfiles": report.flowfiles,
+            "swap_files": report.swap_files,
+            "swapped_flowfiles": report.swapped_flowfiles,
+            "provenance_replayed": opened.provenance_replayed,
+            "orphaned_swap_files": len(report.orphaned_swap_files),
+            "unreadable_swap_files": len(report.unreadable_swap_files),
+        }
         self.events(NodeEvent.RECOVERED, shard=handle.shard, epoch=handle.epoch, home=handle.home, **self.recovery)
 
     def _opened(self, shard: QueueShard) -> None:
@@ -139,8 +171,14 @@ class FlowRuntime:
             if self.run_states is not None:
                 RunStateFollower(self.engine, self.handle.shard, self.run_states, ended=self._stopped.is_set).start()
             if self.engine.sources_held:
-                SourceHandOver(self.handle, self.shard, self._handing_over, release=self.engine.release_sources,
-                               events=self.events, stopped=self._stopped).start()
+                SourceHandOver(
+                    self.handle,
+                    self.shard,
+                    self._handing_over,
+                    release=self.engine.release_sources,
+                    events=self.events,
+                    stopped=self._stopped,
+                ).start()
 
     def pause(self) -> None:
         if self.engine is not None:
@@ -195,7 +233,9 @@ class FlowRuntime:
         """Some processor of the shard holds state its first owner's node takes over."""
         if self.graph is None:
             return False
-        return any(cls.holds_state_to_hand_over(self.shard.get_state(pid)) for pid, cls in handing_over(self.graph).items())
+        return any(
+            cls.holds_state_to_hand_over(self.shard.get_state(pid)) for pid, cls in handing_over(self.graph).items()
+        )
 
     def take_over_states(self, origin: str, states: dict) -> dict[str, tuple[bool, str]]:
         """What a decommissioned node's sources took that any node can use, from its kept
@@ -203,13 +243,24 @@ class FlowRuntime:
         if not self.handle.home or self.running_engine() is None:
             raise HandOverPostponed(f"shard {self.handle.shard} is not a running home shard")
         keeper, shard = self.run_states, self.handle.shard
-        return take_over_running(self.engine, self.shard, handing_over(self.graph), states, origin=origin,
-                                 gate=self.handle.gate,
-                                 operator_stopped=lambda: keeper.stopped(shard) if keeper is not None else frozenset())
+        return take_over_running(
+            self.engine,
+            self.shard,
+            handing_over(self.graph),
+            states,
+            origin=origin,
+            gate=self.handle.gate,
+            operator_stopped=lambda: keeper.stopped(shard) if keeper is not None else frozenset(),
+        )
 
     def drained(self) -> bool:
-        return (not self.handle.home and self.engine is not None and not self._stopped.is_set()
-                and not self._abandoned.is_set() and self.engine.is_idle())
+        return (
+            not self.handle.home
+            and self.engine is not None
+            and not self._stopped.is_set()
+            and not self._abandoned.is_set()
+            and self.engine.is_idle()
+        )
 
     def load(self) -> dict[str, QueueLoad]:
         if self.graph is None:
@@ -223,8 +274,14 @@ class FlowRuntime:
         return shard_measures(self.engine) if self.engine is not None else None
 
     def status(self) -> dict:
-        return {"shard": self.handle.shard, "epoch": self.handle.epoch, "home": self.handle.home,
-                "flow_version": self.flow_version, "recovery": self.recovery, **(self.engine.status() if self.engine is not None else {})}
+        return {
+            "shard": self.handle.shard,
+            "epoch": self.handle.epoch,
+            "home": self.handle.home,
+            "flow_version": self.flow_version,
+            "recovery": self.recovery,
+            **(self.engine.status() if self.engine is not None else {}),
+        }
 
     # -- the commit gate (flow.commit.CommitGate) ---------------------------------------
     def admit(self, component_id: str) -> None:
@@ -237,8 +294,14 @@ class FlowRuntime:
             self.events(NodeEvent.STORAGE_UP, shard=self.handle.shard, epoch=self.handle.epoch)
         if not self._first_output and component_id in self._sinks:
             self._first_output = True
-            self.events(NodeEvent.FIRST_OUTPUT, shard=self.handle.shard, epoch=self.handle.epoch, home=self.handle.home,
-                        component=component_id, step=self.handle.step)
+            self.events(
+                NodeEvent.FIRST_OUTPUT,
+                shard=self.handle.shard,
+                epoch=self.handle.epoch,
+                home=self.handle.home,
+                component=component_id,
+                step=self.handle.step,
+            )
             if not self.handle.home:
                 self.handle.record_resumed()
 
@@ -250,16 +313,28 @@ class FlowRuntime:
             first, self._rejecting = not self._rejecting, True
         if first:
             self.rejected = message
-            self.events(NodeEvent.REJECTED_WRITE, shard=self.handle.shard, epoch=self.handle.epoch, what=component_id,
-                        error=message)
+            self.events(
+                NodeEvent.REJECTED_WRITE,
+                shard=self.handle.shard,
+                epoch=self.handle.epoch,
+                what=component_id,
+                error=message,
+            )
         # The error alone cannot tell a fence from an outage (a pipeline with no
         # DataNode left also reads as a lost lease): ZooKeeper's ownership decides.
         # An outage is logged by the committer, once; a fence here, once.
         try:
             self.handle.verify_ownership()
         except FencedError as fenced:
-            log.error("rejected write to shard %s at epoch %d by %s (%s): %s; %s", self.handle.shard,
-                      self.handle.epoch, self.incarnation, component_id, message, fenced)
+            log.error(
+                "rejected write to shard %s at epoch %d by %s (%s): %s; %s",
+                self.handle.shard,
+                self.handle.epoch,
+                self.incarnation,
+                component_id,
+                message,
+                fenced,
+            )
             self.events(NodeEvent.FENCED, shard=self.handle.shard, epoch=self.handle.epoch, error=str(fenced)[:300])
             # Fenced away: the shard is another node's; its WAL is not synced or closed.
             self.abandon(f"fenced: {first_line(fenced, 200)}")
@@ -282,5 +357,8 @@ class FlowRuntime:
 
 def _terminal_processors(graph: FlowGraph) -> set[str]:
     """Processors whose output goes nowhere but back to themselves: the flow's sinks."""
-    return {pid for pid, outgoing in graph.outgoing.items()
-            if graph.incoming[pid] and all(queue.destination == pid for queues in outgoing.values() for queue in queues)}
+    return {
+        pid
+        for pid, outgoing in graph.outgoing.items()
+        if graph.incoming[pid] and all(queue.destination == pid for queues in outgoing.values() for queue in queues)
+    }

@@ -56,25 +56,35 @@ from ..errors import first_line
 from ..failover.kept_states import HandOverPostponed, WalChanged, earlier_states
 from .events import NodeEvent
 
-__all__ = ["HandOverPostponed", "SourceHandOver", "WalChanged", "earlier_states", "handing_over",
-           "take_over_running"]
+__all__ = ["HandOverPostponed", "SourceHandOver", "WalChanged", "earlier_states", "handing_over", "take_over_running"]
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.5          # seconds between two looks at the earlier shards while waiting
+POLL_S = 0.5  # seconds between two looks at the earlier shards while waiting
 CLEANUP_POLL_S = 5.0  # seconds between two looks for earlier shards that retired since
 
 
 def handing_over(graph) -> dict[str, type[Processor]]:
     """The processors of a flow whose class hands its state over, by id."""
-    return {pid: type(processor) for pid, processor in graph.processors.items()
-            if type(processor).hand_over_state.__func__ is not Processor.hand_over_state.__func__}
+    return {
+        pid: type(processor)
+        for pid, processor in graph.processors.items()
+        if type(processor).hand_over_state.__func__ is not Processor.hand_over_state.__func__
+    }
 
 
 class SourceHandOver:
-    def __init__(self, handle, shard: QueueShard, processors: dict[str, type[Processor]], *,
-                 release: Callable[[], None], events, stopped: threading.Event,
-                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)):
+    def __init__(
+        self,
+        handle,
+        shard: QueueShard,
+        processors: dict[str, type[Processor]],
+        *,
+        release: Callable[[], None],
+        events,
+        stopped: threading.Event,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ):
         self.handle, self.shard, self.processors = handle, shard, processors
         self._release, self.events, self._stopped, self._clock_ms = release, events, stopped, clock_ms
         self._thread = threading.Thread(target=self._run, name=f"hand-over {handle.shard}", daemon=True)
@@ -97,8 +107,11 @@ class SourceHandOver:
                     self._take_over(earlier)
                     return earlier
             except Exception as error:  # noqa: BLE001 - HDFS or ZooKeeper trouble: try again
-                log.warning("shard %s: the hand-over of its sources' state is postponed: %s", self.handle.shard,
-                            first_line(error))
+                log.warning(
+                    "shard %s: the hand-over of its sources' state is postponed: %s",
+                    self.handle.shard,
+                    first_line(error),
+                )
             self._stopped.wait(POLL_S)
         return None
 
@@ -116,13 +129,22 @@ class SourceHandOver:
             if self.handle.gate is not None:
                 self.handle.gate.check()
             now = self._clock_ms()
-            self.shard.wal.update([update for pid, state in sorted(merged.items())
-                                   for update in self.shard.state_updates(pid, state, now)])
+            self.shard.wal.update(
+                [
+                    update
+                    for pid, state in sorted(merged.items())
+                    for update in self.shard.state_updates(pid, state, now)
+                ]
+            )
             for pid, state in merged.items():
                 self.shard.set_state_committed(pid, state)
         shards = [previous.shard for previous in earlier]
-        log.info("shard %s took over the sources' state of %s (%s); its sources start", self.handle.shard,
-                 shards or "no earlier shard", sorted(merged) or "nothing to take over")
+        log.info(
+            "shard %s took over the sources' state of %s (%s); its sources start",
+            self.handle.shard,
+            shards or "no earlier shard",
+            sorted(merged) or "nothing to take over",
+        )
         self.events(NodeEvent.SOURCES_HANDED_OVER, shard=self.handle.shard, earlier=shards, processors=sorted(merged))
 
     def _clean_up(self, waiting: set[str]) -> None:
@@ -140,23 +162,32 @@ class SourceHandOver:
                         self.handle.forget_previous(previous)
                         waiting.discard(previous.shard)
                     except Exception as error:  # noqa: BLE001 - retried on the next look
-                        log.info("deleting %s after the hand-over failed, retried: %s", previous.directory,
-                                 first_line(error))
+                        log.info(
+                            "deleting %s after the hand-over failed, retried: %s", previous.directory, first_line(error)
+                        )
             if listed is not None:
                 waiting &= {previous.shard for previous in listed}  # gone: its adopter deleted it
             self._stopped.wait(CLEANUP_POLL_S)
 
 
 STOP_WAIT_S = 30.0  # seconds to wait for a processor's running tasks, each time, when stopping it for a merge
-STOP_TRIES = 10     # times that wait is repeated before the merge is given up (and the processor started again)
+STOP_TRIES = 10  # times that wait is repeated before the merge is given up (and the processor started again)
 
 
-def take_over_running(engine, shard: QueueShard, processors: dict[str, type[Processor]],
-                      states: dict[str, tuple[str, dict[str, str]]], *, origin: str, gate=None,
-                      operator_stopped: Callable[[], frozenset[str]] = frozenset,
-                      clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-                      clock: Callable[[], float] = time.monotonic,
-                      stop_wait: float = STOP_WAIT_S, stop_tries: int = STOP_TRIES) -> dict[str, tuple[bool, str]]:
+def take_over_running(
+    engine,
+    shard: QueueShard,
+    processors: dict[str, type[Processor]],
+    states: dict[str, tuple[str, dict[str, str]]],
+    *,
+    origin: str,
+    gate=None,
+    operator_stopped: Callable[[], frozenset[str]] = frozenset,
+    clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    clock: Callable[[], float] = time.monotonic,
+    stop_wait: float = STOP_WAIT_S,
+    stop_tries: int = STOP_TRIES,
+) -> dict[str, tuple[bool, str]]:
     """Merge `states` (processor id -> (type, state), what a decommissioned node's
     sources took that any node can use, from shard `origin`) into the running `shard`,
     each into its processor of the same id and type (`Processor.hand_over_state`), with
@@ -172,16 +203,19 @@ def take_over_running(engine, shard: QueueShard, processors: dict[str, type[Proc
     for processor, (kind, previous) in sorted(states.items()):
         cls, found = processors.get(processor), figures.get(processor)
         if cls is None or found is None or (kind and found["type"] != kind):
-            outcomes[processor] = (False, f"shard {shard.id} runs no {kind or 'processor'} {processor!r} that takes "
-                                          "state over")
+            outcomes[processor] = (
+                False,
+                f"shard {shard.id} runs no {kind or 'processor'} {processor!r} that takes state over",
+            )
             continue
         if found["state"] == STOPPING:
             raise HandOverPostponed(f"{processor} of shard {shard.id} is stopping")
         running, stopped_at = found["state"] == RUNNING, clock()
         try:
             if running and not _stopped(engine, processor, stop_wait, stop_tries):
-                raise HandOverPostponed(f"{processor} of shard {shard.id} still runs tasks after "
-                                        f"{stop_wait * stop_tries:.0f} s")
+                raise HandOverPostponed(
+                    f"{processor} of shard {shard.id} still runs tasks after {stop_wait * stop_tries:.0f} s"
+                )
             current = shard.get_state(processor)
             merged = cls.hand_over_state(previous, current)
             if merged is not None and merged != current:
@@ -198,8 +232,12 @@ def take_over_running(engine, shard: QueueShard, processors: dict[str, type[Proc
                 True,
                 f"{outcomes[processor][1]} (stopped for {(clock() - stopped_at) * 1000:.0f} ms)",
             )
-    log.info("shard %s took over the sources' state of %s: %s", shard.id, origin,
-             {processor: detail for processor, (_, detail) in sorted(outcomes.items())})
+    log.info(
+        "shard %s took over the sources' state of %s: %s",
+        shard.id,
+        origin,
+        {processor: detail for processor, (_, detail) in sorted(outcomes.items())},
+    )
     return outcomes
 
 
@@ -219,10 +257,21 @@ def _start_again(engine, shard: QueueShard, processor: str) -> None:
             return
         except ProcessorStateError as error:
             if engine.status()["processors"][processor]["state"] != STOPPING:
-                log.error("%s of shard %s, stopped to take a decommissioned node's state over, could not start "
-                          "again and stays STOPPED: %s; start it with POST /api/v1/processors/%s/%s/start",
-                          processor, shard.id, first_line(error, 300), shard.id, processor)
+                log.error(
+                    "%s of shard %s, stopped to take a decommissioned node's state over, could not start "
+                    "again and stays STOPPED: %s; start it with POST /api/v1/processors/%s/%s/start",
+                    processor,
+                    shard.id,
+                    first_line(error, 300),
+                    shard.id,
+                    processor,
+                )
                 return
         engine.stop_processor(processor, timeout=STOP_WAIT_S)  # waits for its last tasks; it is STOPPED after
-    log.error("%s of shard %s still has tasks running and stays STOPPED; start it with "
-              "POST /api/v1/processors/%s/%s/start", processor, shard.id, shard.id, processor)
+    log.error(
+        "%s of shard %s still has tasks running and stays STOPPED; start it with POST /api/v1/processors/%s/%s/start",
+        processor,
+        shard.id,
+        shard.id,
+        processor,
+    )

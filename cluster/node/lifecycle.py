@@ -24,11 +24,19 @@ from .session_file import remove_session, write_session
 log = logging.getLogger(__name__)
 
 
-def run_incarnations(make_member: Callable[[], object], events, *, once: bool = False,
-                     stop: threading.Event | None = None, on_start: Callable[[object], None] | None = None,
-                     on_end: Callable[[object], None] | None = None, retry_pause: float = 1.0,
-                     retry_max: float = 15.0, hold: threading.Event | None = None,
-                     session_directory: str | None = None) -> int:
+def run_incarnations(
+    make_member: Callable[[], object],
+    events,
+    *,
+    once: bool = False,
+    stop: threading.Event | None = None,
+    on_start: Callable[[object], None] | None = None,
+    on_end: Callable[[object], None] | None = None,
+    retry_pause: float = 1.0,
+    retry_max: float = 15.0,
+    hold: threading.Event | None = None,
+    session_directory: str | None = None,
+) -> int:
     """Run members one after another until `stop` is set (or after one, with `once`).
     While `hold` is set (an offload), the running member leaves the cluster and no new
     one starts; clearing it starts a new incarnation. A member that cannot start (a
@@ -78,8 +86,13 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
                 member.stop(leave=True)
         # decided_at: when its death was decided (None for a stop on purpose); stopped_at:
         # when it had stopped (wall clock). A death is stopped within 2 s of its decision.
-        events(NodeEvent.DEAD, incarnation=incarnation.id, reason=member.death_reason[:300],
-               decided_at=getattr(member, "death_decided_at", None), stopped_at=getattr(member, "stopped_at", None))
+        events(
+            NodeEvent.DEAD,
+            incarnation=incarnation.id,
+            reason=member.death_reason[:300],
+            decided_at=getattr(member, "death_decided_at", None),
+            stopped_at=getattr(member, "stopped_at", None),
+        )
         if session_directory is not None:
             remove_session(session_directory, incarnation.id)
         if hold.is_set() and not stop.is_set():
@@ -88,8 +101,11 @@ def run_incarnations(make_member: Callable[[], object], events, *, once: bool = 
             on_end(member)
         refusal = getattr(member, "refusal", None)
         if refusal is not None:  # a new incarnation would be refused the same way
-            log.error("incarnation %s ended on this node's configuration, and the node will not rejoin: %s",
-                      incarnation.id, first_line(refusal, 800))
+            log.error(
+                "incarnation %s ended on this node's configuration, and the node will not rejoin: %s",
+                incarnation.id,
+                first_line(refusal, 800),
+            )
             return 2
         if once:
             break
@@ -105,14 +121,21 @@ def retry_delay(failures: int, first: float, cap: float) -> float:
 def report_timeline(member, events) -> None:
     """Emit adoption, retirement and leadership events as they happen (the drills'
     timings come from them)."""
+
     def watch():
         seen_adopted, seen_retired, leading = set(), set(), False
         while not member.dead.is_set():
             for key, at in list(member.timeline.adopted.items()):
                 if key not in seen_adopted:
                     seen_adopted.add(key)
-                    events(NodeEvent.ADOPTED, incarnation=member.incarnation.id, shard=key, adopted_at=at,
-                           seen_at=member.timeline.adopting_seen.get(key), step=member.timeline.steps.get(key))
+                    events(
+                        NodeEvent.ADOPTED,
+                        incarnation=member.incarnation.id,
+                        shard=key,
+                        adopted_at=at,
+                        seen_at=member.timeline.adopting_seen.get(key),
+                        step=member.timeline.steps.get(key),
+                    )
             for key, at in list(member.timeline.retired.items()):
                 if key not in seen_retired:
                     seen_retired.add(key)

@@ -25,16 +25,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_COLLECT_INTERVAL = 1.0   # seconds between two collects
+DEFAULT_COLLECT_INTERVAL = 1.0  # seconds between two collects
 DEFAULT_AGE_OFF_INTERVAL = 60.0  # seconds between two age-offs
 
 
 class ContentMaintenance:
     """Lock plan: none shared; `_stopped` ends the thread, which alone calls the content."""
 
-    def __init__(self, content: ContentStore, *, collect_interval: float = DEFAULT_COLLECT_INTERVAL,
-                 age_off_interval: float = DEFAULT_AGE_OFF_INTERVAL, clock: Callable[[], float] = time.monotonic,
-                 name: str = "content-maintenance"):
+    def __init__(
+        self,
+        content: ContentStore,
+        *,
+        collect_interval: float = DEFAULT_COLLECT_INTERVAL,
+        age_off_interval: float = DEFAULT_AGE_OFF_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+        name: str = "content-maintenance",
+    ):
         self.content = content
         self.collect_interval, self.age_off_interval = collect_interval, age_off_interval
         self._clock = clock
@@ -68,8 +74,12 @@ class ContentMaintenance:
                 self.content.age_off()
         except Exception as error:  # noqa: BLE001 - the next round tries again
             if not self._failing:
-                log.warning("content maintenance of %s failed, retried every %.0fs: %s", self.content,
-                            self.collect_interval, first_line(error))
+                log.warning(
+                    "content maintenance of %s failed, retried every %.0fs: %s",
+                    self.content,
+                    self.collect_interval,
+                    first_line(error),
+                )
             self._failing = True
             return
         if self._failing:

@@ -23,11 +23,11 @@ SESSION_STATES = {Phase.CONNECTED: "CONNECTED", Phase.SUSPENDED: "SUSPENDED", Ph
 
 @dataclass(frozen=True)
 class ShardMeasures:
-    commits: dict[str, int]              # outcome (flow.commit: committed, refused, failed, unknown) -> commits
-    commit_seconds: HistogramSnapshot    # each commit that stood
+    commits: dict[str, int]  # outcome (flow.commit: committed, refused, failed, unknown) -> commits
+    commit_seconds: HistogramSnapshot  # each commit that stood
     wal_sync_seconds: HistogramSnapshot  # each journal sync (one per group commit), failed ones too
-    swap_outs: int                       # swap files written
-    swap_ins: int                        # swap files read back
+    swap_outs: int  # swap files written
+    swap_ins: int  # swap files read back
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class NodeMeasures:
     shards: dict[str, ShardMeasures]
     storage_calls: dict[str, HistogramSnapshot] = field(default_factory=dict)  # HDFS operation -> seconds
     failover: FailoverMeasures | None = None  # a clustered node's
-    session_state: str | None = None          # a clustered node's: CONNECTED, SUSPENDED or LOST
+    session_state: str | None = None  # a clustered node's: CONNECTED, SUSPENDED or LOST
 
 
 def session_state(member) -> str | None:
@@ -55,6 +55,10 @@ def session_state(member) -> str | None:
 def shard_measures(engine) -> ShardMeasures:
     """The measures of the shard a `flow.engine.TraditionalEngine` runs."""
     committer, shard = engine.committer, engine.shard
-    return ShardMeasures(commits=committer.outcomes.snapshot(), commit_seconds=committer.durations.snapshot(),
-                         wal_sync_seconds=shard.wal.sync_durations.snapshot(),
-                         swap_outs=shard.swap_outs.snapshot(), swap_ins=shard.swap_ins.snapshot())
+    return ShardMeasures(
+        commits=committer.outcomes.snapshot(),
+        commit_seconds=committer.durations.snapshot(),
+        wal_sync_seconds=shard.wal.sync_durations.snapshot(),
+        swap_outs=shard.swap_outs.snapshot(),
+        swap_ins=shard.swap_ins.snapshot(),
+    )

@@ -33,8 +33,14 @@ def overrun(interval: float, started: float, ended: float) -> float:
 
 
 class PauseMonitor:
-    def __init__(self, *, interval: float = INTERVAL_S, threshold: float = THRESHOLD_S,
-                 clock: Callable[[], float] = time.monotonic, name: str = "pause-monitor"):
+    def __init__(
+        self,
+        *,
+        interval: float = INTERVAL_S,
+        threshold: float = THRESHOLD_S,
+        clock: Callable[[], float] = time.monotonic,
+        name: str = "pause-monitor",
+    ):
         self.interval, self.threshold, self._clock = interval, threshold, clock
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -53,9 +59,12 @@ class PauseMonitor:
         if pause < self.threshold:
             return None
         self.pauses.append(pause)
-        log.warning(STOOD_STILL + " for about %.1fs (host CPU starvation, a native call holding the "
-                    "interpreter lock, or SIGSTOP); a ZooKeeper or HDFS wait that overlaps it was this pause, "
-                    "not the service", pause)
+        log.warning(
+            STOOD_STILL + " for about %.1fs (host CPU starvation, a native call holding the "
+            "interpreter lock, or SIGSTOP); a ZooKeeper or HDFS wait that overlaps it was this pause, "
+            "not the service",
+            pause,
+        )
         return pause
 
     def _run(self) -> None:

@@ -56,8 +56,9 @@ class LocalRunStates:
             return NodeRunStates.from_json(data)
         except (ValueError, KeyError, TypeError) as error:
             # Refuse rather than start every processor an operator stopped.
-            raise RunStatesUnreadable(f"{self.path} is unreadable ({error}): fix it, or delete it to start every "
-                                      "processor") from None
+            raise RunStatesUnreadable(
+                f"{self.path} is unreadable ({error}): fix it, or delete it to start every processor"
+            ) from None
 
     def stopped(self, shard: str) -> frozenset[str]:
         with self._lock:
@@ -99,8 +100,9 @@ class ZooKeeperRunStates:
         return scope_text(origin_node(shard))
 
     def record(self, shard: str, processor: str, state: str, *, by: str) -> None:
-        self._store().operator.set_run_state(origin_node(shard), processor,
-                                             ProcessorRunState(state, self._wall_clock(), by, shard))
+        self._store().operator.set_run_state(
+            origin_node(shard), processor, ProcessorRunState(state, self._wall_clock(), by, shard)
+        )
 
     def watch(self, shard: str, on_change: Callable[[frozenset[str]], bool | None]) -> None:
         self._store().operator.watch_run_states(origin_node(shard), lambda record: on_change(record.stopped()))
@@ -113,8 +115,7 @@ class RunStateFollower:
     stopping. Runs on a thread of its own (a watch callback must not wait for tasks),
     until `ended()` is true (the shard's runtime stopped) or `stop()`."""
 
-    def __init__(self, engine, shard: str, keeper: ZooKeeperRunStates, *,
-                 ended: Callable[[], bool] = lambda: False):
+    def __init__(self, engine, shard: str, keeper: ZooKeeperRunStates, *, ended: Callable[[], bool] = lambda: False):
         self.engine, self.shard, self.keeper = engine, shard, keeper
         self._ended = ended
         self._wanted: frozenset[str] | None = None
@@ -171,7 +172,12 @@ class RunStateFollower:
             except ProcessorStateError as error:
                 if processor not in self._warned:
                     self._warned.add(processor)
-                    log.warning("processor %s of shard %s stays stopped for now (tried again every %.0f s): %s",
-                                processor, self.shard, RETRY_S, error)
+                    log.warning(
+                        "processor %s of shard %s stays stopped for now (tried again every %.0f s): %s",
+                        processor,
+                        self.shard,
+                        RETRY_S,
+                        error,
+                    )
                 again = True
         return again

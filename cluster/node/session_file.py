@@ -45,8 +45,17 @@ def write_session(directory: str, incarnation: str, session_id: int, password: b
         os.unlink(partial)  # left by a crash between create and rename
     except FileNotFoundError:
         pass
-    line = json.dumps({"version": VERSION, "incarnation": incarnation, "session_id": int(session_id),
-                       "session_password": bytes(password).hex()}) + "\n"
+    line = (
+        json.dumps(
+            {
+                "version": VERSION,
+                "incarnation": incarnation,
+                "session_id": int(session_id),
+                "session_password": bytes(password).hex(),
+            }
+        )
+        + "\n"
+    )
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(line)
@@ -70,10 +79,15 @@ def read_session_text(text: str, where: str = FILE_NAME) -> dict:
         record = json.loads(text)
         version = record["version"]
         if version != VERSION:
-            raise SessionFileError(f"{where}: version {version!r} is not one this release reads ({VERSION}); "
-                                   "read it with the release that wrote it")
-        return {"incarnation": str(record["incarnation"]), "session_id": int(record["session_id"]),
-                "session_password": bytes.fromhex(record["session_password"])}
+            raise SessionFileError(
+                f"{where}: version {version!r} is not one this release reads ({VERSION}); "
+                "read it with the release that wrote it"
+            )
+        return {
+            "incarnation": str(record["incarnation"]),
+            "session_id": int(record["session_id"]),
+            "session_password": bytes.fromhex(record["session_password"]),
+        }
     except SessionFileError:
         raise
     except (ValueError, KeyError, TypeError) as error:

@@ -33,15 +33,20 @@ from flow.unreadable_swap import RetryBackoff
 class OpenedShard:
     shard: QueueShard
     recovery: ShardRecovery
-    content: object          # what the node's content step returned
+    content: object  # what the node's content step returned
     provenance_replayed: int
 
 
-def open_node_shard(files: ShardFiles, queues: Iterable[FlowFileQueue], *, foreign: bool,
-                    opened: Callable[[QueueShard], None],
-                    content: Callable[[QueueShard, ShardRecovery], object],
-                    provenance: Callable[[], object],
-                    retry_backoff: RetryBackoff | None = None) -> OpenedShard:
+def open_node_shard(
+    files: ShardFiles,
+    queues: Iterable[FlowFileQueue],
+    *,
+    foreign: bool,
+    opened: Callable[[QueueShard], None],
+    content: Callable[[QueueShard, ShardRecovery], object],
+    provenance: Callable[[], object],
+    retry_backoff: RetryBackoff | None = None,
+) -> OpenedShard:
     """Open and recover the shard in `files` with `queues`, in the order above."""
     shard = files.open(queues, retry_backoff)
     opened(shard)

@@ -23,8 +23,14 @@ from flow.spark.session import LOCAL_MASTER, SPARK_SERVICE, SparkSessionFactory
 from flow.spark.staging import STAGING_SERVICE, SparkStaging
 
 
-def node_services(name: str, staging: SparkStaging, *, spark_master: str = LOCAL_MASTER,
-                  spark_conf: Mapping[str, str] | None = None, spark_session=None) -> ServiceRegistry:
+def node_services(
+    name: str,
+    staging: SparkStaging,
+    *,
+    spark_master: str = LOCAL_MASTER,
+    spark_conf: Mapping[str, str] | None = None,
+    spark_session=None,
+) -> ServiceRegistry:
     """The shared services of the node called `name` (its Spark application's name).
     With `spark_session`, a session its caller owns (an embedding application's): the
     node uses it as it is and leaves it running when it stops."""
@@ -43,5 +49,8 @@ def hdfs_spark_conf(hdfs_config: Mapping[str, str], spark_conf: Mapping[str, str
     client settings (as `spark.hadoop.<key>`), with the executors reaching HDFS as the
     user the node does."""
     user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
-    return {**{f"spark.hadoop.{key}": value for key, value in hdfs_config.items()},
-            "spark.executorEnv.HADOOP_USER_NAME": user, **spark_conf}
+    return {
+        **{f"spark.hadoop.{key}": value for key, value in hdfs_config.items()},
+        "spark.executorEnv.HADOOP_USER_NAME": user,
+        **spark_conf,
+    }

@@ -34,8 +34,9 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
-def watch_shutdown(stop: threading.Event, timeout: float, log: logging.Logger,
-                   exit: Callable[[int], None] = exit_now) -> tuple[threading.Event, threading.Thread]:
+def watch_shutdown(
+    stop: threading.Event, timeout: float, log: logging.Logger, exit: Callable[[int], None] = exit_now
+) -> tuple[threading.Event, threading.Thread]:
     """Once `stop` is set, wait `timeout` seconds for the returned event (set it when
     the node has closed everything); if it is not set by then, exit the process.
     Returns (that event, the watching thread)."""
@@ -45,9 +46,12 @@ def watch_shutdown(stop: threading.Event, timeout: float, log: logging.Logger,
         stop.wait()
         if done.wait(timeout):
             return
-        log.error("still stopping %.0f s after the stop was asked for ([node] shutdown_timeout): exiting now; "
-                  "what is not closed is recovered as after a crash (the next start, or the node that adopts "
-                  "its shards); the stacks below show what it waited on", timeout)
+        log.error(
+            "still stopping %.0f s after the stop was asked for ([node] shutdown_timeout): exiting now; "
+            "what is not closed is recovered as after a crash (the next start, or the node that adopts "
+            "its shards); the stacks below show what it waited on",
+            timeout,
+        )
         try:
             faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         except (OSError, ValueError):  # stderr closed: the exit matters more than the stacks

@@ -69,7 +69,7 @@ class NodeError(ClusterError):
 
 @dataclass(frozen=True)
 class NodeSettings:
-    name: str = "standalone"            # what the admin API and the logs call it
+    name: str = "standalone"  # what the admin API and the logs call it
     threads: int = DEFAULT_THREADS
     wal_partitions: int = DEFAULT_PARTITIONS
     checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL
@@ -91,8 +91,9 @@ class StandaloneNode:
     """Lock plan: `_lifecycle` serialises start and stop; everything else belongs to
     the engine, the shard and the repositories."""
 
-    def __init__(self, definition: FlowDefinition, data_dir: str, settings: NodeSettings | None = None, *,
-                 spark_session=None):
+    def __init__(
+        self, definition: FlowDefinition, data_dir: str, settings: NodeSettings | None = None, *, spark_session=None
+    ):
         """`spark_session`: a SparkSession the caller owns, for the flow's Spark processors
         (the node leaves it running); by default the node starts its own from `settings`
         when a processor first asks for it, and stops it with the node."""
@@ -140,9 +141,12 @@ class StandaloneNode:
             if not self.started or self._maintenance is not None:
                 return
             self.engine.start()
-            self._maintenance = ContentMaintenance(self.content, collect_interval=self.settings.collect_interval_s,
-                                                   age_off_interval=self.settings.age_off_interval_s,
-                                                   name="node-maintenance").start()
+            self._maintenance = ContentMaintenance(
+                self.content,
+                collect_interval=self.settings.collect_interval_s,
+                age_off_interval=self.settings.age_off_interval_s,
+                name="node-maintenance",
+            ).start()
 
     def _take_directory_lock(self) -> None:
         path = os.path.join(self.data_dir, "node.lock")
@@ -151,8 +155,10 @@ class StandaloneNode:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise NodeError(f"another custody node is running on {self.data_dir} (it holds {path}); stop it "
-                            "first or use another --data-dir") from None
+            raise NodeError(
+                f"another custody node is running on {self.data_dir} (it holds {path}); stop it "
+                "first or use another --data-dir"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n")
@@ -171,27 +177,55 @@ class StandaloneNode:
         shard_directory = os.path.join(self.data_dir, "shards", "local")
         make_private_directories(os.path.dirname(shard_directory))
         started = time.monotonic()
-        files = ShardFiles("local", LocalStorage(), shard_directory, partitions=settings.wal_partitions,
-                           checkpoint_interval=settings.checkpoint_interval_s, accept_damage=settings.accept_wal_damage)
-        opened = open_node_shard(files, self.graph.queues.values(), foreign=False, opened=self._shard_opened,
-                                 content=self._recover_content, provenance=self._open_provenance,
-                                 retry_backoff=RetryBackoff(round(settings.swap_retry_first_s * 1000),
-                                                            round(settings.swap_retry_max_s * 1000)))
+        files = ShardFiles(
+            "local",
+            LocalStorage(),
+            shard_directory,
+            partitions=settings.wal_partitions,
+            checkpoint_interval=settings.checkpoint_interval_s,
+            accept_damage=settings.accept_wal_damage,
+        )
+        opened = open_node_shard(
+            files,
+            self.graph.queues.values(),
+            foreign=False,
+            opened=self._shard_opened,
+            content=self._recover_content,
+            provenance=self._open_provenance,
+            retry_backoff=RetryBackoff(
+                round(settings.swap_retry_first_s * 1000), round(settings.swap_retry_max_s * 1000)
+            ),
+        )
         self.services = node_services(
-            settings.name, SparkStaging(files.storage, os.path.join(self.data_dir, "spark"), "file://"),
-            spark_master=settings.spark_master, spark_conf=settings.spark_conf, spark_session=self._spark_session)
+            settings.name,
+            SparkStaging(files.storage, os.path.join(self.data_dir, "spark"), "file://"),
+            spark_master=settings.spark_master,
+            spark_conf=settings.spark_conf,
+            spark_session=self._spark_session,
+        )
         stopped = self._run_states.stopped("local")
         if stopped:
-            log.info("processors %s start stopped, as an operator left them (%s)", ", ".join(sorted(stopped)),
-                     self._run_states.path)
-        self.engine = TraditionalEngine(self.graph, self.shard, self.content, self.provenance,
-                                        threads=settings.threads, outbox=settings.provenance_outbox,
-                                        services=self.services, stopped=stopped)
+            log.info(
+                "processors %s start stopped, as an operator left them (%s)",
+                ", ".join(sorted(stopped)),
+                self._run_states.path,
+            )
+        self.engine = TraditionalEngine(
+            self.graph,
+            self.shard,
+            self.content,
+            self.provenance,
+            threads=settings.threads,
+            outbox=settings.provenance_outbox,
+            services=self.services,
+            stopped=stopped,
+        )
         self.recovery = self._recovery_figures(opened, time.monotonic() - started)
         missing = opened.content.missing
         if missing:
-            log.error("content resources referenced by FlowFiles are missing: %s",
-                      [r.relative_path for r in missing[:10]])
+            log.error(
+                "content resources referenced by FlowFiles are missing: %s", [r.relative_path for r in missing[:10]]
+            )
 
     def _shard_opened(self, shard: QueueShard) -> None:
         self.shard = shard  # from now on, a failed start closes its WAL (`_close_quietly`)
@@ -206,17 +240,24 @@ class StandaloneNode:
         shard.wal.checkpoint()
         # Content syncs once per session commit (group commit), not once per claim.
         self.content = open_filesystem_content_repository(
-            {"local": os.path.join(self.data_dir, "content")}, ContentRepositoryConfig(sync_on_close=False))
+            {"local": os.path.join(self.data_dir, "content")}, ContentRepositoryConfig(sync_on_close=False)
+        )
         live_claims = shard_report.live_claims
         if shard_report.swap_files_without_claims:
             # The content some swapped FlowFiles hold is unknown until their swap file is
             # read: every resource present is kept whole, as if claimed once more (until
             # the next start), and the file's own claims are counted when it is read.
-            log.warning("%d swap files were registered without their content claims (%s): all content present is "
-                        "kept until the next start", len(shard_report.swap_files_without_claims),
-                        ", ".join(shard_report.swap_files_without_claims[:3]))
-            live_claims = live_claims + [ContentClaim(info.resource, 0, info.length)
-                                         for info in self.content.list_resources().values() if not info.archived]
+            log.warning(
+                "%d swap files were registered without their content claims (%s): all content present is "
+                "kept until the next start",
+                len(shard_report.swap_files_without_claims),
+                ", ".join(shard_report.swap_files_without_claims[:3]),
+            )
+            live_claims = live_claims + [
+                ContentClaim(info.resource, 0, info.length)
+                for info in self.content.list_resources().values()
+                if not info.archived
+            ]
         content_report = self.content.recover(live_claims, keep_orphans=bool(damage_reports))
         shard_report.live_claims = []
         shard.claims_found = self._count_claims
@@ -225,10 +266,12 @@ class StandaloneNode:
         return content_report
 
     def _open_provenance(self) -> ProvenanceRepository:
-        self.provenance = ProvenanceRepository(ProvenanceConfig(
-            containers=(os.path.join(self.data_dir, "provenance"),),
-            rollover=RolloverPolicy(
-                max_age_s=self.settings.provenance_rollover_s)))
+        self.provenance = ProvenanceRepository(
+            ProvenanceConfig(
+                containers=(os.path.join(self.data_dir, "provenance"),),
+                rollover=RolloverPolicy(max_age_s=self.settings.provenance_rollover_s),
+            )
+        )
         return self.provenance
 
     @staticmethod
@@ -237,7 +280,8 @@ class StandaloneNode:
         shard_report, content_report = opened.recovery, opened.content
         wal_report = opened.shard.wal.last_recovery
         return {
-            "flowfiles": shard_report.flowfiles, "swap_files": shard_report.swap_files,
+            "flowfiles": shard_report.flowfiles,
+            "swap_files": shard_report.swap_files,
             "swapped_flowfiles": shard_report.swapped_flowfiles,
             "orphaned_swap_files": len(shard_report.orphaned_swap_files),
             "orphaned_swap_files_kept": len(shard_report.orphaned_swap_files_kept),
@@ -278,10 +322,12 @@ class StandaloneNode:
             log.info("node stopped cleanly")
 
     def _close_quietly(self) -> None:
-        for what, close in (("the WAL", lambda: self.shard.wal.close()),
-                            ("the provenance repository", lambda: self.provenance.close()),
-                            ("the content repository", self._close_content),
-                            ("the shared services", lambda: self.services.close())):
+        for what, close in (
+            ("the WAL", lambda: self.shard.wal.close()),
+            ("the provenance repository", lambda: self.provenance.close()),
+            ("the content repository", self._close_content),
+            ("the shared services", lambda: self.services.close()),
+        ):
             try:
                 close()
             except AttributeError:
@@ -297,16 +343,25 @@ class StandaloneNode:
         self.content.close()
 
     def status(self) -> dict:
-        return {"data_dir": self.data_dir, "flow": self.definition.name, "recovery": self.recovery,
-                **(self.engine.status() if self.engine else {})}
+        return {
+            "data_dir": self.data_dir,
+            "flow": self.definition.name,
+            "recovery": self.recovery,
+            **(self.engine.status() if self.engine else {}),
+        }
 
     # -- what NodeControl sees ----------------------------------------------------------------
     def control(self) -> NodeControl:
         return NodeControl(self)
 
     def identity(self) -> dict:
-        return {"node": self.settings.name, "kind": "standalone", "data_dir": self.data_dir,
-                "flow": self.definition.name, "admin": self.admin_url}
+        return {
+            "node": self.settings.name,
+            "kind": "standalone",
+            "data_dir": self.data_dir,
+            "flow": self.definition.name,
+            "admin": self.admin_url,
+        }
 
     def node_state(self) -> str:
         if not self.started:
@@ -342,16 +397,20 @@ class StandaloneNode:
         return NodeMeasures(shards={"local": shard_measures(engine)} if engine is not None else {})
 
     def repository_directories(self) -> dict[str, str]:
-        return {"content": os.path.join(self.data_dir, "content"),
-                "provenance": os.path.join(self.data_dir, "provenance"),
-                "wal": os.path.join(self.data_dir, "shards")}
+        return {
+            "content": os.path.join(self.data_dir, "content"),
+            "provenance": os.path.join(self.data_dir, "provenance"),
+            "wal": os.path.join(self.data_dir, "shards"),
+        }
 
     def cluster_status(self):
         raise NotFound(f"the standalone node on {self.data_dir} is in no cluster; `custody node` runs a clustered one")
 
     def offload(self) -> None:
-        raise OffloadRefused(f"the standalone node on {self.data_dir} has no cluster to hand its FlowFiles to; "
-                             "stop it (SIGTERM) and its next start resumes them")
+        raise OffloadRefused(
+            f"the standalone node on {self.data_dir} has no cluster to hand its FlowFiles to; "
+            "stop it (SIGTERM) and its next start resumes them"
+        )
 
     def owns_nothing(self) -> bool:
         return False
@@ -366,8 +425,10 @@ class StandaloneNode:
         raise NotFound(f"the standalone node on {self.data_dir} is in no cluster: it knows no node {name!r}")
 
     def check_flow(self, document: dict):
-        raise Conflict(f"the standalone node on {self.data_dir} takes no deploy: restart it with the new flow file "
-                       "(custody run --flow)")
+        raise Conflict(
+            f"the standalone node on {self.data_dir} takes no deploy: restart it with the new flow file "
+            "(custody run --flow)"
+        )
 
     publish_flow = check_flow
 

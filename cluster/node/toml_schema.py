@@ -88,6 +88,7 @@ class Integer:
 @dataclass(frozen=True)
 class Number:
     """An integer or a float, read as a float."""
+
     minimum: float | None = None
     maximum: float | None = None
     table = False
@@ -121,6 +122,7 @@ class Text:
     """A string, without the blanks around it. `meaning` says what it must be, in the
     error and on the reference page; `blank` allows "" (an optional value left unset);
     `prefix` is how a value that is not blank must start."""
+
     meaning: str = "a string"
     blank: bool = True
     prefix: str = ""
@@ -139,6 +141,7 @@ class Text:
 @dataclass(frozen=True)
 class FileName:
     """A file name, made absolute against the file's directory; "" stays "" (none)."""
+
     table = False
 
     def convert(self, value, directory):
@@ -166,6 +169,7 @@ class Choice:
 @dataclass(frozen=True)
 class StringTable:
     """A table of settings passed on as strings (a number or a flag is written as one)."""
+
     table = True
 
     def convert(self, value, directory):
@@ -196,6 +200,7 @@ class Key:
     the file must set it; None: nothing, the program derives a value, as `default_text`
     says); `field`: the attribute of the program's settings the value fills (None: the
     program derives one from it)."""
+
     name: str
     type: Datatype
     help: str
@@ -210,6 +215,7 @@ class Section:
     """A TOML table: `name` is its dotted path ("" the top level, "hdfs.kerberos" the
     table [hdfs.kerberos]). An `optional` section that is absent reads as None, not as
     its keys' defaults: that it is there says something."""
+
     name: str
     keys: tuple[Key, ...]
     help: str = ""
@@ -245,8 +251,11 @@ class Schema:
 
     def known(self, section: Section) -> set[str]:
         """The names a section's table may hold: its keys and the sections in it."""
-        inside = {other.name.rpartition(".")[2] for other in self.sections
-                  if other.name and other.name.rpartition(".")[0] == section.name}
+        inside = {
+            other.name.rpartition(".")[2]
+            for other in self.sections
+            if other.name and other.name.rpartition(".")[0] == section.name
+        }
         return {key.name for key in section.keys} | inside
 
     def defaults(self) -> dict[str, object]:
@@ -272,9 +281,12 @@ class Schema:
             if unknown:
                 raise Invalid(f"unknown setting(s) {unknown} in {section.title}; known: {sorted(known)}")
             tables[section.name] = table
-        return {section.name: None if tables[section.name] is None else
-                {key.name: self._value(section, key, tables[section.name], directory) for key in section.keys}
-                for section in self.sections}
+        return {
+            section.name: None
+            if tables[section.name] is None
+            else {key.name: self._value(section, key, tables[section.name], directory) for key in section.keys}
+            for section in self.sections
+        }
 
     @staticmethod
     def _value(section: Section, key: Key, table: dict, directory: str):

@@ -10,13 +10,17 @@ from . import PAGES, write_pages
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cluster.reference",
-                                     description="Write the documentation's reference pages, generated from the code.")
+    parser = argparse.ArgumentParser(
+        prog="python -m cluster.reference",
+        description="Write the documentation's reference pages, generated from the code.",
+    )
     parser.add_argument("directory", metavar="DIR", help="where to write them (the site's: docs/reference)")
     args = parser.parse_args(argv)
     changed = write_pages(args.directory)
-    print(f"{len(PAGES)} reference pages in {args.directory}; "
-          + (f"rewritten: {', '.join(changed)}" if changed else "all were up to date"))
+    print(
+        f"{len(PAGES)} reference pages in {args.directory}; "
+        + (f"rewritten: {', '.join(changed)}" if changed else "all were up to date")
+    )
     return 0
 
 

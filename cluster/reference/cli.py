@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from . import markdown as md
 
 TITLE = "Command line"
-INTRO = ("Every `custody` command and subcommand, with its arguments, as `custody ... --help` prints them, and "
-         "the options of each benchmark (`custody bench NAME --help`). `custody -v COMMAND` logs at DEBUG level; "
-         "arguments it cannot parse exit with 2.")
+INTRO = (
+    "Every `custody` command and subcommand, with its arguments, as `custody ... --help` prints them, and "
+    "the options of each benchmark (`custody bench NAME --help`). `custody -v COMMAND` logs at DEBUG level; "
+    "arguments it cannot parse exit with 2."
+)
 # Usage lines wrapped at a fixed width, not the terminal's, so the page is the same everywhere.
 USAGE_WIDTH = 100
 
@@ -57,7 +59,7 @@ def argument_facts(action: argparse.Action) -> str:
         facts.append("optional")
     if isinstance(action, argparse._AppendAction):
         facts.append("repeatable")
-    if (action.option_strings and action.nargs != 0 and action.default not in (None, [], "", argparse.SUPPRESS)):
+    if action.option_strings and action.nargs != 0 and action.default not in (None, [], "", argparse.SUPPRESS):
         facts.append(f"default {md.code(action.default)}")
     return "; ".join(facts)
 

@@ -19,15 +19,18 @@ TITLE = "Metrics"
 def intro() -> str:
     from repositories.instruments import LATENCY_BUCKETS
 
-    return ("Every series a node's admin API serves at `/metrics` (Prometheus text, role `read`), with the help "
-            "text it carries. Counters are exposed with `_total`; each histogram as `_bucket` (label `le`), `_sum` "
-            f"and `_count`, in seconds, with buckets from {LATENCY_BUCKETS[0] * 1000:g} ms to "
-            f"{LATENCY_BUCKETS[-1]:g} s. What the figures mean and when they move: [Metrics](../operate/metrics.md).")
+    return (
+        "Every series a node's admin API serves at `/metrics` (Prometheus text, role `read`), with the help "
+        "text it carries. Counters are exposed with `_total`; each histogram as `_bucket` (label `le`), `_sum` "
+        f"and `_count`, in seconds, with buckets from {LATENCY_BUCKETS[0] * 1000:g} ms to "
+        f"{LATENCY_BUCKETS[-1]:g} s. What the figures mean and when they move: [Metrics](../operate/metrics.md)."
+    )
 
 
 @dataclass(frozen=True)
 class SampleNode:
     """A stand-in for `NodeControl` with one of everything its collectors publish."""
+
     clustered: bool
 
     def queues(self):
@@ -51,18 +54,23 @@ class SampleNode:
         from repositories.instruments import LatencyHistogram
 
         empty = LatencyHistogram().snapshot()
-        shard = ShardMeasures(commits={"OUTCOME": 0}, commit_seconds=empty, wal_sync_seconds=empty,
-                              swap_outs=0, swap_ins=0)
+        shard = ShardMeasures(
+            commits={"OUTCOME": 0}, commit_seconds=empty, wal_sync_seconds=empty, swap_outs=0, swap_ins=0
+        )
         if not self.clustered:
             return NodeMeasures(shards={"SHARD": shard})
-        return NodeMeasures(shards={"SHARD": shard}, storage_calls={"OPERATION": empty},
-                            failover=FailoverInstruments().snapshot(), session_state=None)
+        return NodeMeasures(
+            shards={"SHARD": shard},
+            storage_calls={"OPERATION": empty},
+            failover=FailoverInstruments().snapshot(),
+            session_state=None,
+        )
 
 
 @dataclass(frozen=True)
 class Series:
-    name: str            # as exposed: counters with _total
-    type: str            # counter, gauge, histogram
+    name: str  # as exposed: counters with _total
+    type: str  # counter, gauge, histogram
     labels: tuple[str, ...]
     help: str
     clustered_only: bool
@@ -84,13 +92,23 @@ def scrape(clustered: bool) -> dict[str, tuple[str, tuple[str, ...], str]]:
 
 def node_series() -> list[Series]:
     every_node = scrape(clustered=False)
-    return [Series(name, kind, labels, text, name not in every_node)
-            for name, (kind, labels, text) in scrape(clustered=True).items()]
+    return [
+        Series(name, kind, labels, text, name not in every_node)
+        for name, (kind, labels, text) in scrape(clustered=True).items()
+    ]
 
 
 def metrics_page(series: list[Series] | None = None) -> str:
     series = node_series() if series is None else series
-    rows = [(md.code(s.name), md.text(s.type), ", ".join(md.code(label) for label in s.labels),
-             "clustered" if s.clustered_only else "every", md.text(s.help)) for s in series]
+    rows = [
+        (
+            md.code(s.name),
+            md.text(s.type),
+            ", ".join(md.code(label) for label in s.labels),
+            "clustered" if s.clustered_only else "every",
+            md.text(s.help),
+        )
+        for s in series
+    ]
     body = md.table(("series", "type", "labels", "nodes", "help"), rows)
     return md.page(TITLE, intro(), body)

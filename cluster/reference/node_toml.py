@@ -9,11 +9,13 @@ from cluster.node.toml_schema import REQUIRED, Key, Schema, Section
 from . import markdown as md
 
 TITLE = "NODE.toml"
-INTRO = ("Every section and key of a clustered node's configuration file (`custody node --config NODE.toml`), "
-         "from the schema the node reads it by (`cluster/node/config_schema.py`). A key the file does not set "
-         "takes its default; an unknown section or key, a value of the wrong type or outside its range is "
-         "refused in one line naming the setting: a misspelt setting must not be silently ignored. File names "
-         "are relative to the file. How to set a node up: [Configuration](../operate/configuration.md).")
+INTRO = (
+    "Every section and key of a clustered node's configuration file (`custody node --config NODE.toml`), "
+    "from the schema the node reads it by (`cluster/node/config_schema.py`). A key the file does not set "
+    "takes its default; an unknown section or key, a value of the wrong type or outside its range is "
+    "refused in one line naming the setting: a misspelt setting must not be silently ignored. File names "
+    "are relative to the file. How to set a node up: [Configuration](../operate/configuration.md)."
+)
 # Durations and sizes in the default column also in the units an operator thinks in.
 _DURATIONS = ((86400, "day"), (3600, "hour"), (60, "minute"))
 _SIZES = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
@@ -66,8 +68,10 @@ def section_lines(section: Section) -> list[str]:
     lines = [f"## {heading(section)}", ""]
     if section.help:
         lines += [md.text(section.help), ""]
-    rows = [(md.code(key.name), md.text(key.type.describe()), default_of(key), md.text(key.unit), md.text(key.help))
-            for key in section.keys]
+    rows = [
+        (md.code(key.name), md.text(key.type.describe()), default_of(key), md.text(key.unit), md.text(key.help))
+        for key in section.keys
+    ]
     return lines + md.table(("key", "type", "default", "unit", "meaning"), rows) + [""]
 
 

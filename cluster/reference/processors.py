@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from . import markdown as md
 
 TITLE = "Processors"
-INTRO = ("Every processor type custody ships. A flow's `type:` can also name a processor that an installed "
-         "package declares as an entry point of the group `custody.processors` (not listed here). Properties are checked when the flow is loaded, before anything runs: an unknown "
-         "property, a value of the wrong kind or outside its bounds is refused, naming the processor and the "
-         "property. Writing one: [Writing a processor](../develop/processors.md).")
+INTRO = (
+    "Every processor type custody ships. A flow's `type:` can also name a processor that an installed "
+    "package declares as an entry point of the group `custody.processors` (not listed here). Properties are checked when the flow is loaded, before anything runs: an unknown "
+    "property, a value of the wrong kind or outside its bounds is refused, naming the processor and the "
+    "property. Writing one: [Writing a processor](../develop/processors.md)."
+)
 
 
 def describe(cls) -> str:
@@ -53,13 +55,25 @@ def processor_section(type_name: str, cls, origin: str) -> list[str]:
     facts = [f"**Relationships:** {', '.join(md.code(name) for name in cls.relationships) or 'none'}"]
     if cls.dynamic_properties:
         facts.append("**Dynamic properties:** yes (any other property name; its value is an expression)")
-    facts.append("**Kind:** a source (runs on its schedule, without input)" if cls.is_source
-                 else "**Kind:** runs when FlowFiles wait in its input")
+    facts.append(
+        "**Kind:** a source (runs on its schedule, without input)"
+        if cls.is_source
+        else "**Kind:** runs when FlowFiles wait in its input"
+    )
     facts.append(f"**Class:** {md.code(origin)}")
     lines = [f"## {type_name}", "", md.text(describe(cls)), "", *(f"- {fact}" for fact in facts), ""]
     if cls.properties:
-        rows = [(md.code(d.name), md.text(d.kind), default_of(d), "yes" if d.required else "",
-                 allowed_of(d), md.text(d.description)) for d in cls.properties]
+        rows = [
+            (
+                md.code(d.name),
+                md.text(d.kind),
+                default_of(d),
+                "yes" if d.required else "",
+                allowed_of(d),
+                md.text(d.description),
+            )
+            for d in cls.properties
+        ]
         lines += md.table(("property", "kind", "default", "required", "allowed", "description"), rows)
     else:
         lines.append("No properties.")

@@ -12,16 +12,19 @@ from dataclasses import dataclass
 from . import markdown as md
 
 TITLE = "REST API"
-INTRO = ("Every path of a node's admin API, as its OpenAPI document (`GET /openapi.json` on a node) declares it. "
-         "`/health` and `/ready` need no token; every other path needs a bearer token (`Authorization: Bearer "
-         "<token>`) once the node has a token file: role `read` for every GET, `admin` for control. Errors are "
-         "JSON, a [Problem](#problem). Using it: [the admin API](../operate/admin-api.md).")
+INTRO = (
+    "Every path of a node's admin API, as its OpenAPI document (`GET /openapi.json` on a node) declares it. "
+    "`/health` and `/ready` need no token; every other path needs a bearer token (`Authorization: Bearer "
+    "<token>`) once the node has a token file: role `read` for every GET, `admin` for control. Errors are "
+    "JSON, a [Problem](#problem). Using it: [the admin API](../operate/admin-api.md)."
+)
 SCHEMA_PREFIX = "#/components/schemas/"
 
 
 @dataclass(frozen=True)
 class StandInNode:
     """What `create_app` reads of a node when it builds the application: its name."""
+
     name: str = "NODE"
 
 
@@ -34,7 +37,7 @@ def admin_openapi() -> dict:
 def schema_name(ref: str) -> str:
     """`#/components/schemas/cluster__admin__models_queues__ContentClaimView` -> the
     name as the document gives it."""
-    return ref[len(SCHEMA_PREFIX):]
+    return ref[len(SCHEMA_PREFIX) :]
 
 
 def kind(schema: dict) -> str:
@@ -62,8 +65,12 @@ def limits(schema: dict) -> str:
     facts = []
     if "default" in schema:
         facts.append(f"default {md.code(schema['default'])}")
-    for key, word in (("minimum", "at least"), ("maximum", "at most"), ("minLength", "length at least"),
-                      ("maxLength", "length at most")):
+    for key, word in (
+        ("minimum", "at least"),
+        ("maximum", "at most"),
+        ("minLength", "length at least"),
+        ("maxLength", "length at most"),
+    ):
         if key in schema:
             facts.append(f"{word} {md.code(schema[key])}")
     if "pattern" in schema:
@@ -72,8 +79,10 @@ def limits(schema: dict) -> str:
 
 
 def body_of(content: dict) -> str:
-    return "; ".join(f"{md.code(media)}: {kind(item.get('schema', {}))}" if item.get("schema")
-                     else md.code(media) for media, item in content.items())
+    return "; ".join(
+        f"{md.code(media)}: {kind(item.get('schema', {}))}" if item.get("schema") else md.code(media)
+        for media, item in content.items()
+    )
 
 
 def operation_section(path: str, method: str, operation: dict) -> list[str]:
@@ -89,12 +98,22 @@ def operation_section(path: str, method: str, operation: dict) -> list[str]:
     lines.append("")
     parameters = operation.get("parameters", [])
     if parameters:
-        rows = [(md.code(p["name"]), md.text(p["in"]), "yes" if p.get("required") else "",
-                 kind(p.get("schema", {})), limits(p.get("schema", {})), md.text(p.get("description", "")))
-                for p in parameters]
+        rows = [
+            (
+                md.code(p["name"]),
+                md.text(p["in"]),
+                "yes" if p.get("required") else "",
+                kind(p.get("schema", {})),
+                limits(p.get("schema", {})),
+                md.text(p.get("description", "")),
+            )
+            for p in parameters
+        ]
         lines += md.table(("parameter", "in", "required", "type", "limits", "description"), rows) + [""]
-    rows = [(md.code(status), md.text(answer.get("description", "")), body_of(answer.get("content", {})))
-            for status, answer in sorted(operation.get("responses", {}).items())]
+    rows = [
+        (md.code(status), md.text(answer.get("description", "")), body_of(answer.get("content", {})))
+        for status, answer in sorted(operation.get("responses", {}).items())
+    ]
     lines += md.table(("status", "meaning", "body"), rows) + [""]
     return lines
 
@@ -107,8 +126,10 @@ def schema_section(name: str, schema: dict) -> list[str]:
     if not properties:
         return lines + [f"A value of type {kind({k: v for k, v in schema.items() if k != 'title'})}.", ""]
     required = set(schema.get("required", ()))
-    rows = [(md.code(field), kind(spec), "yes" if field in required else "", md.text(spec.get("description", "")))
-            for field, spec in properties.items()]
+    rows = [
+        (md.code(field), kind(spec), "yes" if field in required else "", md.text(spec.get("description", "")))
+        for field, spec in properties.items()
+    ]
     return lines + md.table(("field", "type", "always", "description"), rows) + [""]
 
 

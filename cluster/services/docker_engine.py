@@ -24,8 +24,13 @@ from .process import ManagedProcess, ServiceError, wait_until
 BASE_IMAGE = "debian:bookworm-slim"
 
 
-def docker(*args: str, timeout: float = 600.0, input: bytes | None = None, check: bool = True,
-           env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+def docker(
+    *args: str,
+    timeout: float = 600.0,
+    input: bytes | None = None,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess:
     """`docker ARGS...`; `env` adds to this process's environment (Compose reads its
     variables from there)."""
     environment = {**os.environ, **env} if env else None
@@ -76,8 +81,9 @@ class DockerEngine:
             ensure_service_prerequisites("docker")
             if rootfs.exists():
                 shutil.rmtree(rootfs)
-            result = subprocess.run(["debootstrap", "--variant=minbase", "bookworm", str(rootfs)],
-                                    capture_output=True, timeout=1200)
+            result = subprocess.run(
+                ["debootstrap", "--variant=minbase", "bookworm", str(rootfs)], capture_output=True, timeout=1200
+            )
             if result.returncode != 0:
                 tail = result.stdout.decode(errors="replace")[-800:]
                 raise ServiceError(f"debootstrap of bookworm failed (exit {result.returncode}): {tail}")

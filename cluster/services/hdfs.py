@@ -65,8 +65,13 @@ def shared_settings(daemon: str, path: Path = SETTINGS_FILE) -> dict[str, str]:
             continue
         qualified, equals, value = line.partition("=")
         role, _, name = qualified.rpartition(":")
-        if (not equals or not name or not value or any(c.isspace() for c in line)
-                or role not in ("", "namenode", "datanode")):
+        if (
+            not equals
+            or not name
+            or not value
+            or any(c.isspace() for c in line)
+            or role not in ("", "namenode", "datanode")
+        ):
             raise ValueError(f"{path}:{number}: not `name=value` or `namenode:`/`datanode:name=value`: {text!r}")
         if qualified in seen or (role and name in seen) or (not role and any(f"{r}:{name}" in seen for r in DAEMONS)):
             raise ValueError(f"{path}:{number}: {name} is set twice")
@@ -78,8 +83,7 @@ def shared_settings(daemon: str, path: Path = SETTINGS_FILE) -> dict[str, str]:
 
 def _site(properties: dict[str, object]) -> str:
     body = "".join(
-        f"  <property><name>{name}</name><value>{value}</value></property>\n"
-        for name, value in properties.items()
+        f"  <property><name>{name}</name><value>{value}</value></property>\n" for name, value in properties.items()
     )
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
@@ -135,8 +139,12 @@ class HdfsCluster:
     def wait_healthy(self, timeout: float = 120.0, live_datanodes: int | None = None) -> None:
         expected = self.datanode_count if live_datanodes is None else live_datanodes
         try:
-            wait_until(lambda: self._live_datanodes() == expected and not self._in_safe_mode(), timeout,
-                       f"the NameNode to leave safe mode with {expected} live DataNode(s)", interval=0.25)
+            wait_until(
+                lambda: self._live_datanodes() == expected and not self._in_safe_mode(),
+                timeout,
+                f"the NameNode to leave safe mode with {expected} live DataNode(s)",
+                interval=0.25,
+            )
         except ServiceError as error:
             tail = self.namenode.log_tail(15) if self.namenode else ""
             raise ServiceError(
@@ -200,9 +208,14 @@ class HdfsCluster:
         # Safe mode ends once most blocks have one reported replica; a block whose
         # replicas are not yet reported has no locations, and hdfs-native does not
         # retry such a read. Wait until every block has all of its replicas again.
-        wait_until(lambda: self._namesystem().get("LowRedundancyBlocks", 1) == 0 and
-                   self._namesystem().get("MissingBlocks", 1) == 0,
-                   timeout, "every block to be reported by its DataNodes after the NameNode restart")
+        wait_until(
+            lambda: (
+                self._namesystem().get("LowRedundancyBlocks", 1) == 0
+                and self._namesystem().get("MissingBlocks", 1) == 0
+            ),
+            timeout,
+            "every block to be reported by its DataNodes after the NameNode restart",
+        )
 
     def restart_namenode(self, timeout: float = 120.0) -> None:
         self.stop_namenode()
@@ -214,8 +227,16 @@ class HdfsCluster:
     def java_client(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
         """Run Hadoop's FsShell (`hdfs dfs ...`): the reference Java client, for checks."""
         conf = self.workdir / "client-conf"
-        argv = [java_binary(), "-Xmx256m", "-cp", f"{conf}:{hadoop_jars()}/*", "org.apache.hadoop.fs.FsShell",
-                "-fs", self.url, *args]
+        argv = [
+            java_binary(),
+            "-Xmx256m",
+            "-cp",
+            f"{conf}:{hadoop_jars()}/*",
+            "org.apache.hadoop.fs.FsShell",
+            "-fs",
+            self.url,
+            *args,
+        ]
         return subprocess.run(argv, capture_output=True, timeout=timeout)
 
     # -- internals -----------------------------------------------------------------
@@ -262,12 +283,18 @@ class HdfsCluster:
         self._write_conf("namenode", core, {**shared_settings("namenode"), **own})
         self._write_conf("client-conf", core, {**shared_settings("client"), **own})
         for index in range(self.datanode_count):
-            self._write_conf(f"datanode-{index}", core, {**shared_settings("datanode"), **own,
-                "dfs.datanode.data.dir": self.workdir / f"datanode-{index}" / "data",
-                "dfs.datanode.address": f"{HOST}:{self.ports[f'dn{index}_data']}",
-                "dfs.datanode.http.address": f"{HOST}:{self.ports[f'dn{index}_http']}",
-                "dfs.datanode.ipc.address": f"{HOST}:{self.ports[f'dn{index}_ipc']}",
-            })
+            self._write_conf(
+                f"datanode-{index}",
+                core,
+                {
+                    **shared_settings("datanode"),
+                    **own,
+                    "dfs.datanode.data.dir": self.workdir / f"datanode-{index}" / "data",
+                    "dfs.datanode.address": f"{HOST}:{self.ports[f'dn{index}_data']}",
+                    "dfs.datanode.http.address": f"{HOST}:{self.ports[f'dn{index}_http']}",
+                    "dfs.datanode.ipc.address": f"{HOST}:{self.ports[f'dn{index}_ipc']}",
+                },
+            )
 
     def _write_conf(self, daemon: str, core: dict, hdfs: dict) -> None:
         conf = self._conf_dir(daemon)
@@ -283,11 +310,17 @@ class HdfsCluster:
     def _daemon(self, daemon: str, main_class: str, pid: int | None) -> ManagedProcess:
         conf = self._conf_dir(daemon)
         argv = [
-            java_binary(), f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-Djava.net.preferIPv4Stack=true",
-            "-cp", f"{conf}:{hadoop_jars()}/*", main_class,
+            java_binary(),
+            f"-Xmx{self.heap}",
+            "-XX:+UseSerialGC",
+            "-Djava.net.preferIPv4Stack=true",
+            "-cp",
+            f"{conf}:{hadoop_jars()}/*",
+            main_class,
         ]
-        return ManagedProcess.attach(daemon, argv, str(self.workdir / daemon / "daemon.log"), pid,
-                                     env={"HADOOP_CONF_DIR": str(conf)})
+        return ManagedProcess.attach(
+            daemon, argv, str(self.workdir / daemon / "daemon.log"), pid, env={"HADOOP_CONF_DIR": str(conf)}
+        )
 
     def _build_processes(self, pids: dict) -> None:
         self.namenode = self._daemon(
@@ -302,8 +335,16 @@ class HdfsCluster:
 
     def _format(self) -> None:
         conf = self._conf_dir("namenode")
-        argv = [java_binary(), f"-Xmx{self.heap}", "-cp", f"{conf}:{hadoop_jars()}/*",
-                "org.apache.hadoop.hdfs.server.namenode.NameNode", "-format", "-force", "-nonInteractive"]
+        argv = [
+            java_binary(),
+            f"-Xmx{self.heap}",
+            "-cp",
+            f"{conf}:{hadoop_jars()}/*",
+            "org.apache.hadoop.hdfs.server.namenode.NameNode",
+            "-format",
+            "-force",
+            "-nonInteractive",
+        ]
         result = subprocess.run(argv, capture_output=True, timeout=180)
         if result.returncode != 0:
             tail = "\n".join(result.stderr.decode(errors="replace").splitlines()[-15:])

@@ -95,8 +95,11 @@ def _installed(marker: str, exists=os.path.exists, which=shutil.which) -> bool:
 
 def packages_missing_for(service: str, exists=os.path.exists, which=shutil.which) -> dict[str, str]:
     """The Debian packages `service` needs that this machine lacks: package -> marker."""
-    return {package: DEBIAN_PACKAGES[package] for package in SERVICE_PACKAGES[service]
-            if not _installed(DEBIAN_PACKAGES[package], exists, which)}
+    return {
+        package: DEBIAN_PACKAGES[package]
+        for package in SERVICE_PACKAGES[service]
+        if not _installed(DEBIAN_PACKAGES[package], exists, which)
+    }
 
 
 def ensure_service_prerequisites(service: str) -> list[str]:
@@ -134,8 +137,14 @@ def _maven_jars(name: str, project: str) -> Path:
         log.info("fetching %s jars with Maven (cached in ~/.m2)", project)
         _run(
             [
-                "mvn", "-q", "-B", "-f", str(pom_path), "dependency:copy-dependencies",
-                f"-DoutputDirectory={target}", "-DincludeScope=runtime",
+                "mvn",
+                "-q",
+                "-B",
+                "-f",
+                str(pom_path),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={target}",
+                "-DincludeScope=runtime",
             ],
             f"mvn dependency:copy-dependencies for {project}",
         )

@@ -67,8 +67,17 @@ def server_properties(own: Mapping[str, object], settings: Path = SETTINGS_FILE)
 def java_command(java: str, jars: Path, heap: str, main: str, *args: str) -> list[str]:
     """A Kafka JVM's command line: small heap, serial GC (one broker on 2 cores), the
     project's Log4j 2 configuration, every fetched jar on the classpath."""
-    return [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={LOG4J_FILE}", "-cp", f"{jars}/*", main, *args]
+    return [
+        java,
+        f"-Xmx{heap}",
+        "-XX:+UseSerialGC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={LOG4J_FILE}",
+        "-cp",
+        f"{jars}/*",
+        main,
+        *args,
+    ]
 
 
 def new_cluster_id() -> str:
@@ -123,13 +132,19 @@ class KafkaBroker:
     def wait_healthy(self, timeout: float = 90.0) -> None:
         """Until the broker serves; fails at once, with its log, if the JVM exits."""
         try:
-            wait_until(lambda: not self.process.alive() or self.healthy(), timeout,
-                       f"the Kafka broker at {self.bootstrap_servers} to answer a metadata request", interval=0.25)
+            wait_until(
+                lambda: not self.process.alive() or self.healthy(),
+                timeout,
+                f"the Kafka broker at {self.bootstrap_servers} to answer a metadata request",
+                interval=0.25,
+            )
         except ServiceError as error:
             raise ServiceError(f"{error}. Broker log ({self.process.log_path}):\n{self.process.log_tail(15)}") from None
         if not self.process.alive():
-            raise ServiceError(f"the Kafka broker exited while starting. Broker log ({self.process.log_path}):\n"
-                               f"{self.process.log_tail(15)}")
+            raise ServiceError(
+                f"the Kafka broker exited while starting. Broker log ({self.process.log_path}):\n"
+                f"{self.process.log_tail(15)}"
+            )
 
     def healthy(self) -> bool:
         if not self.ports or not port_open(self.ports["broker"]):
@@ -160,8 +175,11 @@ class KafkaBroker:
         self.wait_healthy(timeout)
 
     def status(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap_servers, "pid": self.process.pid if self.process else None,
-                "healthy": self.healthy()}
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "pid": self.process.pid if self.process else None,
+            "healthy": self.healthy(),
+        }
 
     # -- internals -----------------------------------------------------------------
     def _configure(self) -> None:
@@ -183,12 +201,24 @@ class KafkaBroker:
         return ManagedProcess.attach("kafka", argv, str(self.workdir / "server.log"), pid)
 
     def _format(self) -> None:
-        argv = java_command(java_binary(), kafka_jars(), self.heap, STORAGE_TOOL, "format", "--standalone",
-                            "--cluster-id", new_cluster_id(), "--config", str(self.config_path))
+        argv = java_command(
+            java_binary(),
+            kafka_jars(),
+            self.heap,
+            STORAGE_TOOL,
+            "format",
+            "--standalone",
+            "--cluster-id",
+            new_cluster_id(),
+            "--config",
+            str(self.config_path),
+        )
         result = subprocess.run(argv, capture_output=True, timeout=180)
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).decode(errors="replace").splitlines()[-15:])
-            raise ServiceError(f"formatting the Kafka broker's log directory failed (exit {result.returncode}):\n{tail}")
+            raise ServiceError(
+                f"formatting the Kafka broker's log directory failed (exit {result.returncode}):\n{tail}"
+            )
 
     def _state_path(self) -> Path:
         return self.workdir / "state.json"

@@ -125,8 +125,13 @@ class SparkStandalone:
             alive = self._alive_workers()
         except Exception:  # noqa: BLE001
             pass
-        return {"master": self.master_url, "master_pid": self.master.pid if self.master else None,
-                "worker_pid": self.worker.pid if self.worker else None, "alive_workers": alive, "healthy": bool(alive)}
+        return {
+            "master": self.master_url,
+            "master_pid": self.master.pid if self.master else None,
+            "worker_pid": self.worker.pid if self.worker else None,
+            "alive_workers": alive,
+            "healthy": bool(alive),
+        }
 
     def _alive_workers(self) -> int:
         with urllib.request.urlopen(f"http://{HOST}:{self.ports['master_ui']}/json/", timeout=2) as response:
@@ -138,17 +143,42 @@ class SparkStandalone:
         env = spark_environment(self.workdir)
         self.master = ManagedProcess.attach(
             "spark-master",
-            [spark_class, "org.apache.spark.deploy.master.Master", "--host", HOST,
-             "--port", str(self.ports["master"]), "--webui-port", str(self.ports["master_ui"])],
-            str(self.workdir / "master.log"), pids.get("master"), env=env,
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                HOST,
+                "--port",
+                str(self.ports["master"]),
+                "--webui-port",
+                str(self.ports["master_ui"]),
+            ],
+            str(self.workdir / "master.log"),
+            pids.get("master"),
+            env=env,
         )
         self.worker = ManagedProcess.attach(
             "spark-worker",
-            [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", HOST,
-             "--port", str(self.ports["worker"]), "--webui-port", str(self.ports["worker_ui"]),
-             "--cores", str(self.worker_cores), "--memory", self.worker_memory,
-             "--work-dir", str(self.workdir / "work"), self.master_url],
-            str(self.workdir / "worker.log"), pids.get("worker"), env=env,
+            [
+                spark_class,
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                HOST,
+                "--port",
+                str(self.ports["worker"]),
+                "--webui-port",
+                str(self.ports["worker_ui"]),
+                "--cores",
+                str(self.worker_cores),
+                "--memory",
+                self.worker_memory,
+                "--work-dir",
+                str(self.workdir / "work"),
+                self.master_url,
+            ],
+            str(self.workdir / "worker.log"),
+            pids.get("worker"),
+            env=env,
         )
 
     def _state_path(self) -> Path:

@@ -82,8 +82,11 @@ class ServiceStack:
         try:
             return self.services[name].status()
         except Exception as error:  # noqa: BLE001 - a status must always answer
-            return {"healthy": False, "error": f"not running from {self.workdir} ({type(error).__name__}: {error}); "
-                                              f"start it with `custody services up --only {name}`"}
+            return {
+                "healthy": False,
+                "error": f"not running from {self.workdir} ({type(error).__name__}: {error}); "
+                f"start it with `custody services up --only {name}`",
+            }
 
     def stop(self, names=SERVICE_NAMES) -> None:
         for name in names:

@@ -184,11 +184,9 @@ class ZooKeeperEnsemble:
         ports = free_ports(3 * self.size)
         self.members = []
         for index in range(1, self.size + 1):
-            client_port, peer_port, election_port = ports[3 * (index - 1): 3 * index]
+            client_port, peer_port, election_port = ports[3 * (index - 1) : 3 * index]
             self.members.append(ZooKeeperMember(index, client_port, peer_port, election_port, None))  # type: ignore[arg-type]
-        servers = "\n".join(
-            f"server.{m.index}={HOST}:{m.peer_port}:{m.election_port}" for m in self.members
-        )
+        servers = "\n".join(f"server.{m.index}={HOST}:{m.peer_port}:{m.election_port}" for m in self.members)
         for member in self.members:
             home = self.workdir / f"member-{member.index}"
             data = home / "data"
@@ -206,10 +204,15 @@ class ZooKeeperEnsemble:
 
     def _process(self, index: int, home: Path, config: Path, pid: int | None) -> ManagedProcess:
         argv = [
-            java_binary(), f"-Xmx{self.heap}", "-XX:+UseSerialGC",
-            f"-Dzookeeper.log.dir={home}", *_SLF4J_SETTINGS,
-            "-cp", f"{home}:{ZOOKEEPER_JAR}:{SLF4J_BINDING}",
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config),
+            java_binary(),
+            f"-Xmx{self.heap}",
+            "-XX:+UseSerialGC",
+            f"-Dzookeeper.log.dir={home}",
+            *_SLF4J_SETTINGS,
+            "-cp",
+            f"{home}:{ZOOKEEPER_JAR}:{SLF4J_BINDING}",
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(config),
         ]
         return ManagedProcess.attach(f"zookeeper-{index}", argv, str(home / "server.log"), pid)
 
@@ -219,8 +222,13 @@ class ZooKeeperEnsemble:
     def _save_state(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         state = [
-            {"index": m.index, "client_port": m.client_port, "peer_port": m.peer_port,
-             "election_port": m.election_port, "pid": m.process.pid}
+            {
+                "index": m.index,
+                "client_port": m.client_port,
+                "peer_port": m.peer_port,
+                "election_port": m.election_port,
+                "pid": m.process.pid,
+            }
             for m in self.members
         ]
         self._state_path().write_text(json.dumps(state))

@@ -40,19 +40,23 @@ if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
 CREATE_CREDENTIALS = "custody cluster credentials FILE"
-OPEN = "open"          # someone without credentials has rights on the cluster's root
-SECURED = "secured"    # only identities with credentials have
-OPEN_EXPLAINED = ("anyone who reaches ZooKeeper can remove a member, rewrite a shard's owner or stop failover "
-                  f"(no credentials); make credentials with `{CREATE_CREDENTIALS}`, set [zookeeper] "
-                  "credentials_file = FILE on every node, then run `custody cluster secure` once")
+OPEN = "open"  # someone without credentials has rights on the cluster's root
+SECURED = "secured"  # only identities with credentials have
+OPEN_EXPLAINED = (
+    "anyone who reaches ZooKeeper can remove a member, rewrite a shard's owner or stop failover "
+    f"(no credentials); make credentials with `{CREATE_CREDENTIALS}`, set [zookeeper] "
+    "credentials_file = FILE on every node, then run `custody cluster secure` once"
+)
 
 
 def credentials_required() -> str:
     """Why a node without credentials is refused, and what to do, in one line."""
-    return ("[zookeeper] credentials_file is required: without it every znode of the cluster is world-writable "
-            "(anyone who reaches ZooKeeper can remove a member, rewrite a shard's owner or stop failover). Make one "
-            f"with `{CREATE_CREDENTIALS}` and give every node of the cluster the same file (a cluster that ran "
-            "without: then run `custody cluster secure` once), or set insecure = true to run open")
+    return (
+        "[zookeeper] credentials_file is required: without it every znode of the cluster is world-writable "
+        "(anyone who reaches ZooKeeper can remove a member, rewrite a shard's owner or stop failover). Make one "
+        f"with `{CREATE_CREDENTIALS}` and give every node of the cluster the same file (a cluster that ran "
+        "without: then run `custody cluster secure` once), or set insecure = true to run open"
+    )
 
 
 def open_acl_warning(cluster: str) -> str:
@@ -82,9 +86,17 @@ def describe(acls) -> str:
 
 
 def _letters(perms: int) -> str:
-    return "".join(letter for letter, bit in (("c", Permissions.CREATE), ("d", Permissions.DELETE),
-                                              ("r", Permissions.READ), ("w", Permissions.WRITE),
-                                              ("a", Permissions.ADMIN)) if perms & bit)
+    return "".join(
+        letter
+        for letter, bit in (
+            ("c", Permissions.CREATE),
+            ("d", Permissions.DELETE),
+            ("r", Permissions.READ),
+            ("w", Permissions.WRITE),
+            ("a", Permissions.ADMIN),
+        )
+        if perms & bit
+    )
 
 
 @translated
@@ -93,13 +105,16 @@ def check_root_acl(client: KazooClient, root: str, expected: list[ACL], *, secur
     try:
         found, _ = client.get_acls(root)
     except NoAuthError:
-        raise ZooKeeperAccessRefused(f"ZooKeeper refuses this node's credentials at {root}: the cluster is protected "
-                                     "by another identity; use its credentials_file") from None
+        raise ZooKeeperAccessRefused(
+            f"ZooKeeper refuses this node's credentials at {root}: the cluster is protected "
+            "by another identity; use its credentials_file"
+        ) from None
     if sorted(map(_key, found)) != sorted(map(_key, expected)):
         raise ZooKeeperAccessRefused(
             f"the cluster's root {root} has ACL {describe(found)}, not this node's identity alone "
             f"({describe(expected)}): anyone who reaches ZooKeeper could change the cluster. Secure it once with "
-            f"`{secure_command}` (it sets the ACL on every znode under the root), then start the node again")
+            f"`{secure_command}` (it sets the ACL on every znode under the root), then start the node again"
+        )
 
 
 def _key(acl: ACL) -> tuple:

@@ -24,8 +24,14 @@ log = logging.getLogger(__name__)
 _GRANTED = "custody_granted_session_timeout"
 
 
-def new_client(hosts: str, session_timeout: float, *, read_only: bool = False, credentials: str | None = None,
-               acl: list | None = None):
+def new_client(
+    hosts: str,
+    session_timeout: float,
+    *,
+    read_only: bool = False,
+    credentials: str | None = None,
+    acl: list | None = None,
+):
     """A new, unstarted client of `hosts` ("h1:2181,h2:2181[/chroot]"). With
     `credentials` ("user:password") it authenticates by digest, and every znode it
     creates carries `acl` (`acl.digest_acl`: the identity alone)."""
@@ -45,8 +51,9 @@ def start_client(client: KazooClient, timeout: float) -> None:
         raise translate(error, "connecting") from error
 
 
-def close_session(hosts: str, session_id: int, password: bytes, *, session_timeout: float,
-                  timeout: float = 30.0) -> None:
+def close_session(
+    hosts: str, session_id: int, password: bytes, *, session_timeout: float, timeout: float = 30.0
+) -> None:
     """End the session `session_id` for whoever holds it, as ZooKeeper ends an expired
     one: attach a second connection to it and close that (closing a session ends it
     for every connection). `ZooKeeperError` when the attach fails (the server may have
@@ -92,8 +99,10 @@ def _record_granted_timeout(client: KazooClient) -> None:
     connection = getattr(client, "_connection", None)
     invoke = getattr(connection, "_invoke", None)
     if invoke is None:
-        log.warning("this kazoo release hides the granted session timeout; the node cannot check that "
-                    "ZooKeeper kept the one it asked for")
+        log.warning(
+            "this kazoo release hides the granted session timeout; the node cannot check that "
+            "ZooKeeper kept the one it asked for"
+        )
         return
 
     def invoke_recording(timeout, request, xid=None):

@@ -41,8 +41,14 @@ class DecommissionRecords:
         self.client, self.layout = client, layout
         self.parent = decommissioned_path(layout)
         self.znodes: VersionedZnodes[Decommission] = VersionedZnodes(
-            client, "decommission", self.parent, lambda node: record_path(layout, node), Decommission.from_json,
-            Decommission.to_json, lambda record: False)
+            client,
+            "decommission",
+            self.parent,
+            lambda node: record_path(layout, node),
+            Decommission.from_json,
+            Decommission.to_json,
+            lambda record: False,
+        )
 
     def read(self, node: str) -> tuple[Decommission, int] | None:
         return self.znodes.read(node)
@@ -70,8 +76,9 @@ class DecommissionRecords:
         """Write the node's record; False when it has one already."""
         return self.znodes.create(record.node, record)
 
-    def update(self, node: str, change: Callable[[Decommission], Decommission],
-               expected_version: int | None = None) -> tuple[Decommission, int] | None:
+    def update(
+        self, node: str, change: Callable[[Decommission], Decommission], expected_version: int | None = None
+    ) -> tuple[Decommission, int] | None:
         """Compare-and-set (`VersionedZnodes.update`); `OwnershipConflict` on a lost race."""
         return self.znodes.update(node, change, expected_version=expected_version)
 
@@ -87,6 +94,7 @@ class DecommissionRecords:
         """kazoo DataWatch on the node's record: `on_change(record)` while it exists (one
         that does not parse as `mark` reads it), `on_change(None)` while not; first at
         once, then on each change. Returning False ends the watch."""
+
         def watch(data, stat, event=None):
             if stat is None:
                 return on_change(None)

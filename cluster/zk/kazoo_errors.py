@@ -55,8 +55,17 @@ TRANSLATIONS: tuple[tuple[tuple[type[BaseException], ...], type[ZooKeeperError]]
     ((BadVersionError,), ZnodeVersionChanged),
     ((NotEmptyError,), ZnodeNotEmpty),
     ((NoAuthError, AuthFailedError), ZnodeAccessDenied),
-    ((ConnectionClosedError, ZookeeperStoppedError, ConnectionLoss, ConnectionDropped, OperationTimeoutError,
-      KazooTimeoutError), ZooKeeperUnavailable),
+    (
+        (
+            ConnectionClosedError,
+            ZookeeperStoppedError,
+            ConnectionLoss,
+            ConnectionDropped,
+            OperationTimeoutError,
+            KazooTimeoutError,
+        ),
+        ZooKeeperUnavailable,
+    ),
     ((SessionExpiredError,), ZooKeeperSessionExpired),
     ((KazooException,), ZooKeeperError),
 )

@@ -36,10 +36,19 @@ log = logging.getLogger(__name__)
 class Membership:
     """Lock plan: `_lock` guards `_beat` and `_session_id` (the join and each refresh)."""
 
-    def __init__(self, client: KazooClient, layout, first: Heartbeat, *, interval: float = 1.0,
-                 figures: Callable[[], dict] = dict, on_dead: Callable[[FencedError], None] = lambda error: None,
-                 on_confirmed: Callable[[float], None] = lambda sent_at: None,
-                 clock=time.monotonic, wall_clock=time.time):
+    def __init__(
+        self,
+        client: KazooClient,
+        layout,
+        first: Heartbeat,
+        *,
+        interval: float = 1.0,
+        figures: Callable[[], dict] = dict,
+        on_dead: Callable[[FencedError], None] = lambda error: None,
+        on_confirmed: Callable[[float], None] = lambda sent_at: None,
+        clock=time.monotonic,
+        wall_clock=time.time,
+    ):
         self.client, self.layout = client, layout
         self.interval = interval
         self._figures, self._on_dead, self._on_confirmed = figures, on_dead, on_confirmed
@@ -73,13 +82,23 @@ class Membership:
             if session is None:
                 raise ConnectionError("not connected to ZooKeeper; the session guard decides what that means")
             if session[0] != self._session_id:
-                raise FencedError(beat.incarnation, beat.epoch, None, incarnation=beat.incarnation,
-                                  reason="its ZooKeeper session ended; its heartbeat is refused")
+                raise FencedError(
+                    beat.incarnation,
+                    beat.epoch,
+                    None,
+                    incarnation=beat.incarnation,
+                    reason="its ZooKeeper session ended; its heartbeat is refused",
+                )
             try:
                 self.client.set(self.path, beat.to_json())
             except NoNodeError:
-                raise FencedError(beat.incarnation, beat.epoch, None, incarnation=beat.incarnation,
-                                  reason="its membership znode is gone; its heartbeat is refused") from None
+                raise FencedError(
+                    beat.incarnation,
+                    beat.epoch,
+                    None,
+                    incarnation=beat.incarnation,
+                    reason="its membership znode is gone; its heartbeat is refused",
+                ) from None
             self._beat = beat
         self._on_confirmed(sent)
         return beat

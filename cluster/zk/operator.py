@@ -54,12 +54,18 @@ class OperatorStore:
         self.client, self.layout = client, layout
         parent = run_states_parent(layout)
         self._run_states: VersionedZnodes[NodeRunStates] = VersionedZnodes(
-            client, "run state", parent, lambda node: f"{parent}/{node}", NodeRunStates.from_json,
-            NodeRunStates.to_json, lambda record: False)
+            client,
+            "run state",
+            parent,
+            lambda node: f"{parent}/{node}",
+            NodeRunStates.from_json,
+            NodeRunStates.to_json,
+            lambda record: False,
+        )
         root = operator_root(layout)
         self._rolls: VersionedZnodes[Roll] = VersionedZnodes(
-            client, "deploy", root, lambda name: f"{root}/{name}", Roll.from_json, Roll.to_json,
-            lambda roll: False)
+            client, "deploy", root, lambda name: f"{root}/{name}", Roll.from_json, Roll.to_json, lambda roll: False
+        )
 
     # -- processors' run states -------------------------------------------------------------
     def run_states(self, node: str) -> NodeRunStates:
@@ -99,6 +105,7 @@ class OperatorStore:
         """kazoo DataWatch on `node`'s record: `on_change(record)` now and at every
         change (an empty record when there is none). A record that does not parse is
         skipped with a warning. Returning False ends the watch."""
+
         def watch(data, stat, event=None):
             if data is None:
                 return on_change(NodeRunStates(node))
@@ -131,6 +138,7 @@ class OperatorStore:
 
     def watch_roll(self, on_change: Callable[[Roll | None], bool | None]) -> None:
         """kazoo DataWatch on the roll: `on_change(roll or None)` now and at every change."""
+
         def watch(data, stat, event=None):
             if not data:
                 return on_change(None)

@@ -21,8 +21,14 @@ class PlanStore:
         self.client, self.layout = client, layout
         # A done plan never changes again: `all` reads it once.
         self.znodes: VersionedZnodes[FailoverPlan] = VersionedZnodes(
-            client, "plan", layout.plans, layout.plan, FailoverPlan.from_json, FailoverPlan.to_json,
-            lambda plan: plan.status == "done")
+            client,
+            "plan",
+            layout.plans,
+            layout.plan,
+            FailoverPlan.from_json,
+            FailoverPlan.to_json,
+            lambda plan: plan.status == "done",
+        )
 
     def create(self, plan: FailoverPlan) -> bool:
         """Write a new plan; False if one for that dead incarnation exists already."""
@@ -39,6 +45,7 @@ class PlanStore:
     def update(self, plan_id: str, change: Callable[[FailoverPlan], FailoverPlan]) -> FailoverPlan | None:
         """Read, change and rewrite one plan (its revision goes up by one; a change
         that returns the plan itself writes nothing); None when there is no such plan."""
+
         def revised(plan: FailoverPlan) -> FailoverPlan:
             new = change(plan)
             return plan if new is plan else replace(new, revision=plan.revision + 1)

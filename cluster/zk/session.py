@@ -46,9 +46,19 @@ class SessionGuard:
     """The runner. Lock plan: `_lock` guards `_state` (short critical sections only);
     callbacks run on the guard thread outside the lock, in the order decided."""
 
-    def __init__(self, client: KazooClient, probe_path: str, timeout: float, callbacks: GuardCallbacks, *,
-                 clock=time.monotonic, gate_fraction: float = GATE_FRACTION, name: str = "session-guard",
-                 subject: str = "", granted_timeout: Callable[[], float | None] | None = None):
+    def __init__(
+        self,
+        client: KazooClient,
+        probe_path: str,
+        timeout: float,
+        callbacks: GuardCallbacks,
+        *,
+        clock=time.monotonic,
+        gate_fraction: float = GATE_FRACTION,
+        name: str = "session-guard",
+        subject: str = "",
+        granted_timeout: Callable[[], float | None] | None = None,
+    ):
         self.client, self.probe_path, self.timeout, self.callbacks = client, probe_path, timeout, callbacks
         # The session timeout the server granted at the client's latest connect, read as
         # each (re)connect is reported (`GuardState.on_granted`); None: not checked.
@@ -120,7 +130,6 @@ class SessionGuard:
     def expired(self) -> bool:
         return self.state.phase is Phase.EXPIRED
 
-
     # -- internals ---------------------------------------------------------------------
     def _feed(self, event) -> None:
         with self._lock:
@@ -133,8 +142,13 @@ class SessionGuard:
                 step = step_id(self.subject, f"guard-{self._decisions}")
             self._pending.extend((instruction, reason, step) for instruction in instructions)
         if before.phase != self._state.phase:
-            log.info("%ssession guard: %s -> %s%s", f"{tag(step)} " if step else "", before.phase.value,
-                     self._state.phase.value, f" ({self._state.reason})" if self._state.reason else "")
+            log.info(
+                "%ssession guard: %s -> %s%s",
+                f"{tag(step)} " if step else "",
+                before.phase.value,
+                self._state.phase.value,
+                f" ({self._state.reason})" if self._state.reason else "",
+            )
         if instructions:
             self._wake.set()
 

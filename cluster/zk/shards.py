@@ -35,8 +35,14 @@ class ShardRegistry:
         self.client, self.layout, self._wall_clock = client, layout, wall_clock
         # A RETIRED shard never changes again: `all` reads it once.
         self.znodes: VersionedZnodes[ShardOwnership] = VersionedZnodes(
-            client, "shard", layout.shards, layout.shard, ShardOwnership.from_json, ShardOwnership.to_json,
-            lambda shard: shard.state is ShardState.RETIRED)
+            client,
+            "shard",
+            layout.shards,
+            layout.shard,
+            ShardOwnership.from_json,
+            ShardOwnership.to_json,
+            lambda shard: shard.state is ShardState.RETIRED,
+        )
 
     # -- reading ----------------------------------------------------------------------
     def read(self, shard: str) -> tuple[ShardOwnership, int] | None:
@@ -54,10 +60,12 @@ class ShardRegistry:
     def compare_and_set(self, shard: str, version: int, new: ShardOwnership) -> int:
         return self.znodes.compare_and_set(shard, version, new)
 
-    def transition(self, shard: str, change, *, expected_version: int | None = None,
-                   claimant: str | None = None) -> tuple[ShardOwnership, int]:
+    def transition(
+        self, shard: str, change, *, expected_version: int | None = None, claimant: str | None = None
+    ) -> tuple[ShardOwnership, int]:
         """Apply `change(current) -> ShardOwnership | Refusal` by compare-and-set.
         Returns the new value and version."""
+
         def decided(current: ShardOwnership) -> ShardOwnership:
             outcome = change(current)
             self._raise_refusal(outcome, claimant)
@@ -103,8 +111,8 @@ class ShardRegistry:
         """Mark the shard HELD by its adopter, with the reason and the step it acts on
         (`ownership.hold`)."""
         return self.transition(
-            shard, lambda c: ownership.hold(c, by, epoch, at=self._wall_clock(), reason=reason, step=step),
-            claimant=by)[0]
+            shard, lambda c: ownership.hold(c, by, epoch, at=self._wall_clock(), reason=reason, step=step), claimant=by
+        )[0]
 
     def move(self, move: Move, *, reason: str = "", step: str | None = None) -> list[ShardOwnership]:
         """Carry out one planned move, the leader's decision `step`. Whole: one
@@ -116,13 +124,25 @@ class ShardRegistry:
         current, version = entry
         at = self._wall_clock()
         if not move.slices:
-            outcome = ownership.reassign(current, move.to, expected_epoch=move.from_epoch, at=at,
-                                         reason=reason or f"{move.from_owner} died", step=step)
+            outcome = ownership.reassign(
+                current,
+                move.to,
+                expected_epoch=move.from_epoch,
+                at=at,
+                reason=reason or f"{move.from_owner} died",
+                step=step,
+            )
             self._refuse_move(outcome)
             self.compare_and_set(move.shard, version, outcome)
             return [outcome]
-        outcome = ownership.split(current, [(s.child, s.owner, s.low, s.high) for s in move.slices],
-                                  expected_epoch=move.from_epoch, at=at, reason=reason, step=step)
+        outcome = ownership.split(
+            current,
+            [(s.child, s.owner, s.low, s.high) for s in move.slices],
+            expected_epoch=move.from_epoch,
+            at=at,
+            reason=reason,
+            step=step,
+        )
         self._refuse_move(outcome)
         parent, children = outcome
         path = self.layout.shard(move.shard)
@@ -133,8 +153,9 @@ class ShardRegistry:
             transaction.create(self.layout.shard(child.shard), child.to_json())
         results = transaction.commit()
         if any(isinstance(result, Exception) for result in results):
-            raise OwnershipConflict(f"shard {move.shard}", f"version {version} and no children",
-                                    f"{[type(r).__name__ for r in results]}")
+            raise OwnershipConflict(
+                f"shard {move.shard}", f"version {version} and no children", f"{[type(r).__name__ for r in results]}"
+            )
         return [parent, *children]
 
     @staticmethod
@@ -142,8 +163,9 @@ class ShardRegistry:
         # A move planned on an older view is a lost race for the leader, not a death.
         if isinstance(outcome, Refusal):
             if outcome.stale:
-                raise OwnershipConflict(f"shard {outcome.shard}", "the planned epoch",
-                                        f"epoch {outcome.epoch} ({outcome.reason})")
+                raise OwnershipConflict(
+                    f"shard {outcome.shard}", "the planned epoch", f"epoch {outcome.epoch} ({outcome.reason})"
+                )
             raise TransitionRefused(outcome)
 
     def retire_split_parent(self, shard: str) -> ShardOwnership:
@@ -155,5 +177,8 @@ class ShardRegistry:
             child_entry = self.read(child)
             if child_entry is not None:
                 children[child] = child_entry[0]
-        return self.transition(shard, lambda c: ownership.retire_split_parent(c, children, at=self._wall_clock()),
-                               expected_version=entry[1])[0]
+        return self.transition(
+            shard,
+            lambda c: ownership.retire_split_parent(c, children, at=self._wall_clock()),
+            expected_version=entry[1],
+        )[0]

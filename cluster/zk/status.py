@@ -108,5 +108,13 @@ def read_status(store) -> ClusterStatus:
     except NoNodeError:
         acl = None
     decommissioned = {name: entry[0] for name, entry in DecommissionRecords(store.client, store.layout).all().items()}
-    return ClusterStatus(store.layout.cluster, store.members(), contenders[0] if contenders else None,
-                         contenders, shards, plans, acl, decommissioned)
+    return ClusterStatus(
+        store.layout.cluster,
+        store.members(),
+        contenders[0] if contenders else None,
+        contenders,
+        shards,
+        plans,
+        acl,
+        decommissioned,
+    )

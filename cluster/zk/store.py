@@ -93,11 +93,16 @@ class ClusterStore:
         except NoAuthError:
             raise ZooKeeperAccessRefused(
                 f"ZooKeeper refuses access to {self.layout.root}: the cluster is protected by credentials; give "
-                "this node the cluster's [zookeeper] credentials_file") from None
+                "this node the cluster's [zookeeper] credentials_file"
+            ) from None
         if identity:
-            check_root_acl(self.client, self.layout.root, identity,
-                           secure_command=f"custody cluster secure --cluster {self.layout.cluster} --zk HOSTS "
-                                          "--credentials-file FILE")
+            check_root_acl(
+                self.client,
+                self.layout.root,
+                identity,
+                secure_command=f"custody cluster secure --cluster {self.layout.cluster} --zk HOSTS "
+                "--credentials-file FILE",
+            )
 
     def new_incarnation(self, node: str) -> Incarnation:
         return new_incarnation(self.client, self.layout, node)
@@ -171,6 +176,7 @@ class ClusterStore:
     def watch_shard(self, shard: str, on_change: Callable[[ShardOwnership | None], bool | None]) -> None:
         """kazoo DataWatch on `shards/<shard>`: `on_change(value or None when gone)`.
         A value that cannot be parsed is skipped. Returning False ends the watch."""
+
         def watch(data, stat, event=None):
             if data is None:
                 return on_change(None)
@@ -185,6 +191,7 @@ class ClusterStore:
     def on_session_lost(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` (on kazoo's thread) when the session is LOST; returns the
         function that removes the listener."""
+
         def listener(state):
             if state == KazooState.LOST:
                 callback()

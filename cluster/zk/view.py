@@ -19,8 +19,10 @@ from .decommissions import DecommissionRecords
 def read_cluster_view(store) -> ClusterView:
     shards = store.shards.all()
     plans = store.plans.all()
-    unreadable = {**{f"shard {name}": why for name, why in store.shards.znodes.unreadable.items()},
-                  **{f"plan {name}": why for name, why in store.plans.znodes.unreadable.items()}}
+    unreadable = {
+        **{f"shard {name}": why for name, why in store.shards.znodes.unreadable.items()},
+        **{f"plan {name}": why for name, why in store.plans.znodes.unreadable.items()},
+    }
     decommissions = DecommissionRecords(store.client, store.layout).all()
     try:
         roll = store.operator.roll()

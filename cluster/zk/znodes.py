@@ -105,8 +105,16 @@ class VersionedZnodes(Generic[T]):
 
     Lock plan: `_lock` guards `unreadable` and `_warned`; the reads run outside it."""
 
-    def __init__(self, client: KazooClient, kind: str, parent: str, path: Callable[[str], str],
-                 parse: Callable[[bytes], T], dump: Callable[[T], bytes], is_final: Callable[[T], bool]):
+    def __init__(
+        self,
+        client: KazooClient,
+        kind: str,
+        parent: str,
+        path: Callable[[str], str],
+        parse: Callable[[bytes], T],
+        dump: Callable[[T], bytes],
+        is_final: Callable[[T], bool],
+    ):
         self.client, self.kind, self.parent, self.path = client, kind, parent, path
         self.parse, self.dump = parse, dump
         self.unreadable: dict[str, str] = {}  # as of the last listing: name -> why
@@ -144,10 +152,16 @@ class VersionedZnodes(Generic[T]):
             self.unreadable = {name: entry.reason for name, entry in unreadable.items()}
             fresh = [(name, entry) for name, entry in unreadable.items() if (name, entry.version) not in self._warned]
             self._warned = {key for key in self._warned if key[0] in unreadable} | {
-                (name, entry.version) for name, entry in unreadable.items()}
+                (name, entry.version) for name, entry in unreadable.items()
+            }
         for name, entry in fresh:
-            log.warning("%s znode %s (version %d) is unreadable and left out of every decision: %s", self.kind,
-                        self.path(name), entry.version, entry.reason)
+            log.warning(
+                "%s znode %s (version %d) is unreadable and left out of every decision: %s",
+                self.kind,
+                self.path(name),
+                entry.version,
+                entry.reason,
+            )
         if strict and unreadable:
             raise UnreadableZnode(self.kind, {name: entry.reason for name, entry in unreadable.items()})
         return {name: entry for name, entry in found.items() if not isinstance(entry, _Unparsed)}
@@ -167,8 +181,9 @@ class VersionedZnodes(Generic[T]):
         except (BadVersionError, NoNodeError):
             raise OwnershipConflict(f"{self.kind} {name}", f"version {version}", "a newer version or none") from None
 
-    def update(self, name: str, change: Callable[[T], T], *,
-               expected_version: int | None = None) -> tuple[T, int] | None:
+    def update(
+        self, name: str, change: Callable[[T], T], *, expected_version: int | None = None
+    ) -> tuple[T, int] | None:
         """Read the child, `change(current)` it, and compare-and-set the result.
         None when there is no such child; `OwnershipConflict` when it is no longer
         at `expected_version` (if given) or changed between the read and the write.

@@ -21,9 +21,23 @@ from .stateless import ExecuteStateless
 from .text import ReplaceText, SplitText
 
 STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
-    GenerateFlowFile, ListFile, FetchFile, GetFile, ListenHTTP, UpdateAttribute, RouteOnAttribute, SplitText,
-    MergeContent, ReplaceText, LogAttribute, PutFile, ExecuteStateless, ExecuteSparkSQL, SparkTransform,
-    PutParquet)
+    GenerateFlowFile,
+    ListFile,
+    FetchFile,
+    GetFile,
+    ListenHTTP,
+    UpdateAttribute,
+    RouteOnAttribute,
+    SplitText,
+    MergeContent,
+    ReplaceText,
+    LogAttribute,
+    PutFile,
+    ExecuteStateless,
+    ExecuteSparkSQL,
+    SparkTransform,
+    PutParquet,
+)
 
 # The standard processors by type name, read-only: a registry to extend is built, not patched.
 PROCESSOR_TYPES: Mapping[str, type[Processor]] = MappingProxyType({cls.type_name: cls for cls in STANDARD_PROCESSORS})

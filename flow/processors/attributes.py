@@ -29,8 +29,10 @@ PAYLOAD_SHOWN = 4096  # bytes of content LogAttribute logs (and reads)
 class UpdateAttribute(Processor):
     type_name = "UpdateAttribute"
     description = "Sets each dynamic property as an attribute (expressions allowed); deletes by regex."
-    properties = (PropertyDescriptor("delete_attributes", "regex", description="attributes to delete"),
-                  EXPRESSION_FAILURE)
+    properties = (
+        PropertyDescriptor("delete_attributes", "regex", description="attributes to delete"),
+        EXPRESSION_FAILURE,
+    )
     dynamic_properties = True
 
     @classmethod
@@ -59,10 +61,15 @@ class UpdateAttribute(Processor):
 class RouteOnAttribute(Processor):
     type_name = "RouteOnAttribute"
     description = "Routes by boolean expressions: one relationship per dynamic property, or matched/unmatched."
-    properties = (PropertyDescriptor("routing_strategy", "choice", default="route_to_property_name",
-                                     choices=("route_to_property_name", "route_to_matched_if_all_match",
-                                              "route_to_matched_if_any_matches")),
-                  EXPRESSION_FAILURE)
+    properties = (
+        PropertyDescriptor(
+            "routing_strategy",
+            "choice",
+            default="route_to_property_name",
+            choices=("route_to_property_name", "route_to_matched_if_all_match", "route_to_matched_if_any_matches"),
+        ),
+        EXPRESSION_FAILURE,
+    )
     dynamic_properties = True
     relationships = ("unmatched",)
 
@@ -76,10 +83,17 @@ class RouteOnAttribute(Processor):
     def validate(cls, properties, dynamic):
         if not dynamic:
             return [("routing_strategy", "RouteOnAttribute needs at least one dynamic property (a route)")]
-        if (FAILURE in dynamic and properties.get("expression_failure") == ROUTE_TO_FAILURE
-                and properties.get("routing_strategy") == "route_to_property_name"):
-            return [(FAILURE, "a route cannot be called failure when expression_failure is route_to_failure "
-                              "(rename the route)")]
+        if (
+            FAILURE in dynamic
+            and properties.get("expression_failure") == ROUTE_TO_FAILURE
+            and properties.get("routing_strategy") == "route_to_property_name"
+        ):
+            return [
+                (
+                    FAILURE,
+                    "a route cannot be called failure when expression_failure is route_to_failure (rename the route)",
+                )
+            ]
         return []
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:

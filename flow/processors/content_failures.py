@@ -63,5 +63,9 @@ class ContentFailures:
             f"{self._id}:unreadable-content",
             "%s: %d FlowFile(s) whose content cannot be read were penalized and routed to failure, the reason in "
             "%s; first: %s. Their content is damaged or gone on this node: `custody content fsck` names the bad "
-            "files; restore them and route the FlowFiles back, or drop them", self._id, self.count,
-            ERROR_ATTRIBUTE, self._first)
+            "files; restore them and route the FlowFiles back, or drop them",
+            self._id,
+            self.count,
+            ERROR_ATTRIBUTE,
+            self._first,
+        )

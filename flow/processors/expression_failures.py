@@ -37,9 +37,13 @@ FAILURE = "failure"
 ROUTE_TO_FAILURE = "route_to_failure"
 
 EXPRESSION_FAILURE = PropertyDescriptor(
-    "expression_failure", "choice", default="retry", choices=("retry", ROUTE_TO_FAILURE),
+    "expression_failure",
+    "choice",
+    default="retry",
+    choices=("retry", ROUTE_TO_FAILURE),
     description="a FlowFile whose expression fails: retry (back to its queue, penalized) or route_to_failure "
-                "(to the failure relationship, penalized); either way with the error in expression.error")
+    "(to the failure relationship, penalized); either way with the error in expression.error",
+)
 
 
 def with_failure(relationships: tuple[str, ...], properties: Mapping) -> tuple[str, ...]:
@@ -105,7 +109,16 @@ class ExpressionFailures:
     def log(self) -> None:
         if not self._count:
             return
-        where = ("routed to failure" if self._to_failure else
-                 "left in their queue, retried after the penalty (expression_failure: route_to_failure routes them)")
-        self._context.limited_log.warning(f"{self._id}:expression", "%s: %d FlowFile(s) whose expression failed "
-                                          "were penalized and %s; first: %s", self._id, self._count, where, self._first)
+        where = (
+            "routed to failure"
+            if self._to_failure
+            else "left in their queue, retried after the penalty (expression_failure: route_to_failure routes them)"
+        )
+        self._context.limited_log.warning(
+            f"{self._id}:expression",
+            "%s: %d FlowFile(s) whose expression failed were penalized and %s; first: %s",
+            self._id,
+            self._count,
+            where,
+            self._first,
+        )

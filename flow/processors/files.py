@@ -69,20 +69,30 @@ def _scan(directory: str, pattern, recurse: bool, minimum_age_s: float):
 def _file_attributes(directory: str, path: str, name: str, status) -> dict:
     folder = os.path.dirname(path)
     relative = os.path.relpath(folder, directory)
-    return {"filename": name, "path": "./" if relative == "." else relative + "/", "absolute.path": folder + "/",
-            "file.size": str(status.st_size), "file.lastModifiedTime": str(int(status.st_mtime * 1000))}
+    return {
+        "filename": name,
+        "path": "./" if relative == "." else relative + "/",
+        "absolute.path": folder + "/",
+        "file.size": str(status.st_size),
+        "file.lastModifiedTime": str(int(status.st_mtime * 1000)),
+    }
 
 
 REFUSED_ATTRIBUTE = "path.refused"
 _ALLOWED_ROOT = PropertyDescriptor(
-    "allowed_root", "string",
+    "allowed_root",
+    "string",
     description="a directory the paths FlowFiles lead to must stay under, symlinks resolved; the others go to "
-                "failure with the reason in path.refused (unset: any path, which a path built from attributes "
-                "may only take with allow_any_path)")
+    "failure with the reason in path.refused (unset: any path, which a path built from attributes "
+    "may only take with allow_any_path)",
+)
 _ALLOW_ANY_PATH = PropertyDescriptor(
-    "allow_any_path", "boolean", default=False,
+    "allow_any_path",
+    "boolean",
+    default=False,
     description="accept, without allowed_root, a path built from FlowFile attributes that may lead anywhere this "
-                "process can write (a FetchFile that deletes or moves, a PutFile whose directory is an expression)")
+    "process can write (a FetchFile that deletes or moves, a PutFile whose directory is an expression)",
+)
 
 
 def _unconfined(properties, what: str) -> list[tuple[str, str]]:
@@ -93,8 +103,13 @@ def _unconfined(properties, what: str) -> list[tuple[str, str]]:
     any file the node's user may."""
     if properties.get("allowed_root") or properties.get("allow_any_path"):
         return []
-    return [("allowed_root", f"{what}, so whoever sets those attributes chooses the path: set allowed_root to the "
-                             "directory the paths must stay under, or allow_any_path: true to accept any path")]
+    return [
+        (
+            "allowed_root",
+            f"{what}, so whoever sets those attributes chooses the path: set allowed_root to the "
+            "directory the paths must stay under, or allow_any_path: true to accept any path",
+        )
+    ]
 
 
 class _Refused(Exception):
@@ -151,8 +166,13 @@ class _Refusals:
 
     def log(self) -> None:
         if self._count:
-            self._context.limited_log.warning(f"{self._id}:refused", "%s: %d FlowFile(s) refused and routed to "
-                                              "failure; first: %s", self._id, self._count, self._first)
+            self._context.limited_log.warning(
+                f"{self._id}:refused",
+                "%s: %d FlowFile(s) refused and routed to failure; first: %s",
+                self._id,
+                self._count,
+                self._first,
+            )
 
 
 _FILE_PROPERTIES = (
@@ -202,9 +222,13 @@ class GetFile(HandsOverIntake, Processor):
         with taken.lock:
             state = taken.read(session)
             taken.finish_orphans(state)
-            found = ((FileIdentity.of(status), (path, name)) for path, name, status in
-                     _scan(directory, context["file_filter"], context["recurse"], context["minimum_file_age"])
-                     if keep or deletable(path))
+            found = (
+                (FileIdentity.of(status), (path, name))
+                for path, name, status in _scan(
+                    directory, context["file_filter"], context["recurse"], context["minimum_file_age"]
+                )
+                if keep or deletable(path)
+            )
             picked = choose_files(found, state, taken.claimed, context["batch_size"])
             claimed = [identity for identity, _ in picked]
             taken.claim(claimed)
@@ -256,17 +280,21 @@ class ListFile(HandsOverIntake, Processor):
             return
         with self._lock:
             state = intake_format.unpack(session.get_state(), self.id)
-            found = {path: (name, status) for path, name, status in
-                     _scan(directory, context["file_filter"], context["recurse"], context["minimum_file_age"])}
-            listed, mark = list_new(((path, int(status.st_mtime * 1000)) for path, (_, status) in found.items()),
-                                    state.listing)
+            found = {
+                path: (name, status)
+                for path, name, status in _scan(
+                    directory, context["file_filter"], context["recurse"], context["minimum_file_age"]
+                )
+            }
+            listed, mark = list_new(
+                ((path, int(status.st_mtime * 1000)) for path, (_, status) in found.items()), state.listing
+            )
             if not listed:
                 context.yield_()
                 return
             for path in listed:
                 name, status = found[path]
-                session.transfer(session.create(attributes=_file_attributes(directory, path, name, status)),
-                                 "success")
+                session.transfer(session.create(attributes=_file_attributes(directory, path, name, status)), "success")
             session.set_state(intake_format.pack(state.replace(listing=mark)))
             session.commit()
 
@@ -299,8 +327,11 @@ class FetchFile(HandsOverIntake, Processor):
         if strategy == "move" and not properties.get("move_destination_directory"):
             return [("move_destination_directory", "required when completion_strategy is move")]
         if strategy != "none" and not properties["file"].is_literal:
-            return _unconfined(properties, f"completion_strategy {strategy} {strategy}s whatever file the FlowFile's "
-                                           f"attributes name (file: {properties['file'].text[:200]})")
+            return _unconfined(
+                properties,
+                f"completion_strategy {strategy} {strategy}s whatever file the FlowFile's "
+                f"attributes name (file: {properties['file'].text[:200]})",
+            )
         return []
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
@@ -375,8 +406,9 @@ class PutFile(Processor):
         directory = properties["directory"]
         if directory.is_literal:
             return []
-        return _unconfined(properties, f"the directory is built from the FlowFile's attributes "
-                                       f"({directory.text[:200]})")
+        return _unconfined(
+            properties, f"the directory is built from the FlowFile's attributes ({directory.text[:200]})"
+        )
 
     # 16 hex digits since the names became unguessable; 8 in the releases before.
     _PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.(?:[0-9a-f]{8}|[0-9a-f]{16})\.partial$")
@@ -398,8 +430,9 @@ class PutFile(Processor):
             if path in _SWEPT:
                 return
             _SWEPT.add(path)
-        self.sweeper = threading.Thread(target=self._sweep, args=(path, context.logger), name="put-file-sweep",
-                                        daemon=True)
+        self.sweeper = threading.Thread(
+            target=self._sweep, args=(path, context.logger), name="put-file-sweep", daemon=True
+        )
         self.sweeper.start()
 
     @classmethod
@@ -449,11 +482,22 @@ class PutFile(Processor):
                 continue
             except OSError as error:
                 if error.errno in (errno.ENOSPC, errno.EDQUOT):
-                    context.limited_log.error(f"{self.id}:full", "%s: %s is full (%s); FlowFile %s is penalized and "
-                                              "routed to failure", self.id, directory, error.strerror, flowfile.id)
+                    context.limited_log.error(
+                        f"{self.id}:full",
+                        "%s: %s is full (%s); FlowFile %s is penalized and routed to failure",
+                        self.id,
+                        directory,
+                        error.strerror,
+                        flowfile.id,
+                    )
                 else:
-                    context.limited_log.error(f"{self.id}:write", "%s: cannot write %s: %s; the FlowFile is "
-                                              "penalized and routed to failure", self.id, target, error)
+                    context.limited_log.error(
+                        f"{self.id}:write",
+                        "%s: cannot write %s: %s; the FlowFile is penalized and routed to failure",
+                        self.id,
+                        target,
+                        error,
+                    )
                 session.transfer(session.penalize(flowfile), "failure")
                 continue
             directories.add(directory)
@@ -484,7 +528,7 @@ def _write_file(session: ProcessSession, flowfile, directory: str, target: str, 
                 while chunk := source.read(1 << 20):
                     view = memoryview(chunk)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
             if sync:
                 os.fsync(fd)
         finally:

@@ -27,12 +27,21 @@ class GenerateFlowFile(Processor):
         PropertyDescriptor("batch_size", "integer", default=1, description="FlowFiles per run"),
         PropertyDescriptor("file_size", "size", default=0, description="bytes of content when no custom_text"),
         PropertyDescriptor("custom_text", "expression", description="content, may use attributes"),
-        PropertyDescriptor("unique_flowfiles", "boolean", default=False,
-                           description="new random content for each FlowFile (else one block reused)"),
-        PropertyDescriptor("max_count", "integer", default=0,
-                           description="stop after this many FlowFiles in total (0: never); kept in state"),
-        PropertyDescriptor("sequence_attribute", "string",
-                           description="attribute that gets a sequence number unique over restarts"),
+        PropertyDescriptor(
+            "unique_flowfiles",
+            "boolean",
+            default=False,
+            description="new random content for each FlowFile (else one block reused)",
+        ),
+        PropertyDescriptor(
+            "max_count",
+            "integer",
+            default=0,
+            description="stop after this many FlowFiles in total (0: never); kept in state",
+        ),
+        PropertyDescriptor(
+            "sequence_attribute", "string", description="attribute that gets a sequence number unique over restarts"
+        ),
         EXPRESSION_FAILURE,
     )
     relationships = ("success",)

@@ -141,36 +141,74 @@ class ListenHTTP(HandsOverIntake, Processor):
         PropertyDescriptor("max_batch", "integer", default=100),
         PropertyDescriptor("max_request_size", "size", default="100 MB"),
         PropertyDescriptor("ack_timeout", "duration", default="30 sec"),
-        PropertyDescriptor("idle_timeout", "duration", default="30 sec",
-                           description="a connection silent (or not reading) that long is closed"),
-        PropertyDescriptor("max_connections", "integer", default=100,
-                           description="connections served at once; one more is answered 503 and closed"),
-        PropertyDescriptor("max_pending", "integer", default=1000,
-                           description="requests waiting to be taken; one more is answered 503"),
-        PropertyDescriptor("header_timeout", "duration", default="10 sec",
-                           description="the request line and headers must all arrive within this of the "
-                                       "connection opening; a slower client is answered 408"),
-        PropertyDescriptor("body_timeout", "duration", default="10 sec",
-                           description="the body's grace: it must arrive within this, plus 1 s for every "
-                                       "body_min_rate bytes received; a slower client is answered 408"),
-        PropertyDescriptor("body_min_rate", "size", default="1 KB",
-                           description="the slowest body taken after body_timeout, in bytes a second"),
-        PropertyDescriptor("header_attributes", "regex", default="X-Attr-.+|Content-Type",
-                           description="request headers (full names, any case) that become attributes"),
-        PropertyDescriptor("reserved_header_attributes", "string", default="",
-                           description="of filename, path and absolute.path (which steer FetchFile and "
-                                       "PutFile), those a header may set, comma-separated (default: none)"),
-        PropertyDescriptor("auth_token", "string", default="",
-                           description="when set, a POST must carry Authorization: Bearer <this> (a secret)"),
+        PropertyDescriptor(
+            "idle_timeout",
+            "duration",
+            default="30 sec",
+            description="a connection silent (or not reading) that long is closed",
+        ),
+        PropertyDescriptor(
+            "max_connections",
+            "integer",
+            default=100,
+            description="connections served at once; one more is answered 503 and closed",
+        ),
+        PropertyDescriptor(
+            "max_pending", "integer", default=1000, description="requests waiting to be taken; one more is answered 503"
+        ),
+        PropertyDescriptor(
+            "header_timeout",
+            "duration",
+            default="10 sec",
+            description="the request line and headers must all arrive within this of the "
+            "connection opening; a slower client is answered 408",
+        ),
+        PropertyDescriptor(
+            "body_timeout",
+            "duration",
+            default="10 sec",
+            description="the body's grace: it must arrive within this, plus 1 s for every "
+            "body_min_rate bytes received; a slower client is answered 408",
+        ),
+        PropertyDescriptor(
+            "body_min_rate",
+            "size",
+            default="1 KB",
+            description="the slowest body taken after body_timeout, in bytes a second",
+        ),
+        PropertyDescriptor(
+            "header_attributes",
+            "regex",
+            default="X-Attr-.+|Content-Type",
+            description="request headers (full names, any case) that become attributes",
+        ),
+        PropertyDescriptor(
+            "reserved_header_attributes",
+            "string",
+            default="",
+            description="of filename, path and absolute.path (which steer FetchFile and "
+            "PutFile), those a header may set, comma-separated (default: none)",
+        ),
+        PropertyDescriptor(
+            "auth_token",
+            "string",
+            default="",
+            description="when set, a POST must carry Authorization: Bearer <this> (a secret)",
+        ),
         PropertyDescriptor("tls_cert", "string", default="", description="PEM certificate (chain): serve HTTPS"),
         PropertyDescriptor("tls_key", "string", default="", description="PEM private key of tls_cert"),
-        PropertyDescriptor("idempotency_key_header", "string", default="Idempotency-Key",
-                           description="request header whose key makes a retry answered, not taken again "
-                                       "(empty: none)"),
-        PropertyDescriptor("idempotency_max_keys", "integer", default=1000,
-                           description="committed keys kept in state, the newest"),
-        PropertyDescriptor("idempotency_key_age", "duration", default="10 min",
-                           description="how long a committed key is kept"),
+        PropertyDescriptor(
+            "idempotency_key_header",
+            "string",
+            default="Idempotency-Key",
+            description="request header whose key makes a retry answered, not taken again (empty: none)",
+        ),
+        PropertyDescriptor(
+            "idempotency_max_keys", "integer", default=1000, description="committed keys kept in state, the newest"
+        ),
+        PropertyDescriptor(
+            "idempotency_key_age", "duration", default="10 min", description="how long a committed key is kept"
+        ),
     )
 
     @classmethod
@@ -188,15 +226,23 @@ class ListenHTTP(HandsOverIntake, Processor):
             return [("body_min_rate", "must be at least 1 byte (a second)")]
         for name in _names(properties["reserved_header_attributes"]):
             if name == NEVER_FROM_HEADERS:
-                return [("reserved_header_attributes", "uuid is a FlowFile's identity and never comes from a "
-                                                       "header")]
+                return [("reserved_header_attributes", "uuid is a FlowFile's identity and never comes from a header")]
             if name not in RESERVED_ATTRIBUTES:
-                return [("reserved_header_attributes", f"{name!r} is not reserved; name some of "
-                                                       f"{', '.join(RESERVED_ATTRIBUTES)} (any other attribute "
-                                                       "comes from header_attributes alone)")]
+                return [
+                    (
+                        "reserved_header_attributes",
+                        f"{name!r} is not reserved; name some of "
+                        f"{', '.join(RESERVED_ATTRIBUTES)} (any other attribute "
+                        "comes from header_attributes alone)",
+                    )
+                ]
         if bool(properties["tls_cert"]) != bool(properties["tls_key"]):
-            return [("tls_key" if properties["tls_cert"] else "tls_cert",
-                     "tls_cert and tls_key go together: give both PEM files, or neither for plain HTTP")]
+            return [
+                (
+                    "tls_key" if properties["tls_cert"] else "tls_cert",
+                    "tls_cert and tls_key go together: give both PEM files, or neither for plain HTTP",
+                )
+            ]
         token = properties["auth_token"]
         if token and not TOKEN.fullmatch(token):
             return [("auth_token", "must be letters, digits and -._~+/ (then any '='), as a Bearer token is")]
@@ -217,16 +263,28 @@ class ListenHTTP(HandsOverIntake, Processor):
         tls = _tls_context(self.id, context["tls_cert"], context["tls_key"]) if context["tls_cert"] else None
         self._intake = _Intake(context["max_pending"])
         endpoint = _Endpoint(
-            processor_id=self.id, base=base, limit=context["max_request_size"], ack_timeout=context["ack_timeout"],
+            processor_id=self.id,
+            base=base,
+            limit=context["max_request_size"],
+            ack_timeout=context["ack_timeout"],
             key_header=context["idempotency_key_header"].strip(),
             header_pattern=re.compile(context["header_attributes"].pattern, re.IGNORECASE),
             reserved_allowed=frozenset(_names(context["reserved_header_attributes"])),
             token=context["auth_token"].encode() if context["auth_token"] else None,
-            intake=self._intake, logger=context.logger, limited=context.limited_log)
-        self._server = _Server((context["host"], context["port"]), endpoint,
-                               max_connections=context["max_connections"], idle_timeout=context["idle_timeout"],
-                               header_timeout=context["header_timeout"], body_timeout=context["body_timeout"],
-                               body_min_rate=context["body_min_rate"], tls=tls)
+            intake=self._intake,
+            logger=context.logger,
+            limited=context.limited_log,
+        )
+        self._server = _Server(
+            (context["host"], context["port"]),
+            endpoint,
+            max_connections=context["max_connections"],
+            idle_timeout=context["idle_timeout"],
+            header_timeout=context["header_timeout"],
+            body_timeout=context["body_timeout"],
+            body_min_rate=context["body_min_rate"],
+            tls=tls,
+        )
         self.port = self._server.server_address[1]
         self._scheme = "https" if tls else "http"
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"ListenHTTP {self.id}", daemon=True)
@@ -272,8 +330,9 @@ class ListenHTTP(HandsOverIntake, Processor):
             for request in taken:
                 self._receive(context, session, request)
             if new_keys:
-                keys = remember_keys(state.keys, new_keys, now_ms, max_count=context["idempotency_max_keys"],
-                                     max_age_ms=max_age_ms)
+                keys = remember_keys(
+                    state.keys, new_keys, now_ms, max_count=context["idempotency_max_keys"], max_age_ms=max_age_ms
+                )
                 session.set_state(intake_format.pack(state.replace(keys=keys)))
             if not session.touched:
                 session.rollback()

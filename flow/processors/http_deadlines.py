@@ -58,10 +58,14 @@ class RequestDeadlines:
 
     def _overdue(self) -> str:
         if self.phase == HEADERS:
-            return (f"the request line and headers did not all arrive within {self.header_timeout:g} s "
-                    "(header_timeout): send them at once; nothing was kept")
-        return (f"the body arrived slower than {self.body_min_rate} bytes a second after the first "
-                f"{self.body_timeout:g} s (body_min_rate, body_timeout); nothing was kept")
+            return (
+                f"the request line and headers did not all arrive within {self.header_timeout:g} s "
+                "(header_timeout): send them at once; nothing was kept"
+            )
+        return (
+            f"the body arrived slower than {self.body_min_rate} bytes a second after the first "
+            f"{self.body_timeout:g} s (body_min_rate, body_timeout); nothing was kept"
+        )
 
 
 class PacedReader(io.RawIOBase):
@@ -70,8 +74,9 @@ class PacedReader(io.RawIOBase):
     the handler's `rfile`. Leaves the socket's timeout at `idle_timeout` between reads,
     for the writes."""
 
-    def __init__(self, connection: socket.socket, deadlines: RequestDeadlines, idle_timeout: float,
-                 clock: Callable[[], float]):
+    def __init__(
+        self, connection: socket.socket, deadlines: RequestDeadlines, idle_timeout: float, clock: Callable[[], float]
+    ):
         super().__init__()
         self._connection, self._deadlines = connection, deadlines
         self._idle_timeout, self._clock = idle_timeout, clock

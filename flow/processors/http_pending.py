@@ -15,8 +15,9 @@ FULL, IN_FLIGHT, REUSED = 503, 409, 422
 class _Pending:
     __slots__ = ("body", "attributes", "client", "key", "fingerprint", "done", "status", "state")
 
-    def __init__(self, body: bytes, attributes: dict, client: str, key: str | None = None,
-                 fingerprint: str | None = None):
+    def __init__(
+        self, body: bytes, attributes: dict, client: str, key: str | None = None, fingerprint: str | None = None
+    ):
         self.body, self.attributes, self.client, self.key = body, attributes, client, key
         self.fingerprint = fingerprint  # of body and attributes, with a key (`intake.format.payload_fingerprint`)
         self.done = threading.Event()

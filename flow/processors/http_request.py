@@ -57,17 +57,24 @@ def check_header_lines(lines: list[bytes]) -> None:
     for number, line in enumerate(lines, start=1):
         text = line[:-2] if line.endswith(b"\r\n") else line[:-1] if line.endswith(b"\n") else line
         if text[:1] in (b" ", b"\t"):
-            raise _bad_header(number, "starts with white space (a folded continuation line, which RFC 9112 "
-                                      "5.2 lets a server refuse): send each header on one line")
+            raise _bad_header(
+                number,
+                "starts with white space (a folded continuation line, which RFC 9112 "
+                "5.2 lets a server refuse): send each header on one line",
+            )
         name, colon, value = text.partition(b":")
         if not colon:
             raise _bad_header(number, "has no colon: send headers as Name: value")
         if not _FIELD_NAME.fullmatch(name):
-            raise _bad_header(number, "has a name that is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~; "
-                                      "no space before the colon)")
+            raise _bad_header(
+                number,
+                "has a name that is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~; no space before the colon)",
+            )
         if not _FIELD_VALUE.fullmatch(value):
-            raise _bad_header(number, "has a control character in its value (a CR, NUL or other; only tabs "
-                                      "and visible characters are taken)")
+            raise _bad_header(
+                number,
+                "has a control character in its value (a CR, NUL or other; only tabs and visible characters are taken)",
+            )
 
 
 def _bad_header(number: int, problem: str) -> Refusal:
@@ -183,8 +190,9 @@ def _read_into(rfile, body: bytearray, count: int) -> None:
 # -- what a request's headers give ----------------------------------------------------
 
 
-def header_attributes(headers, pattern: re.Pattern, reserved_allowed: frozenset[str] = frozenset()
-                      ) -> tuple[dict[str, str], list[str]]:
+def header_attributes(
+    headers, pattern: re.Pattern, reserved_allowed: frozenset[str] = frozenset()
+) -> tuple[dict[str, str], list[str]]:
     """The attributes the headers whose names fully match `pattern` give (see
     `flow.processors.http`), and the attributes refused: one in the processor's own
     `http.` namespace, `uuid`, or one of `RESERVED_ATTRIBUTES` not in `reserved_allowed`."""
@@ -195,8 +203,11 @@ def header_attributes(headers, pattern: re.Pattern, reserved_allowed: frozenset[
         attribute = _attribute_name(name.lower())
         if not attribute:
             continue
-        if (attribute == NEVER_FROM_HEADERS or attribute.startswith("http.")
-                or (attribute in RESERVED_ATTRIBUTES and attribute not in reserved_allowed)):
+        if (
+            attribute == NEVER_FROM_HEADERS
+            or attribute.startswith("http.")
+            or (attribute in RESERVED_ATTRIBUTES and attribute not in reserved_allowed)
+        ):
             refused.append(attribute)
         else:
             attributes[attribute] = value
@@ -205,7 +216,7 @@ def header_attributes(headers, pattern: re.Pattern, reserved_allowed: frozenset[
 
 def _attribute_name(header: str) -> str:
     if header.startswith("x-attr-"):
-        return header[len("x-attr-"):]
+        return header[len("x-attr-") :]
     return "mime.type" if header == "content-type" else header
 
 

@@ -55,12 +55,16 @@ RETRY_AFTER_SECONDS = 1
 # A connection waiting this long for its headers may be cut to make room for another:
 # longer than a client on a slow network takes for its TLS handshake and headers.
 EVICTABLE_AFTER_SECONDS = 1.0
-_BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nRetry-After: %d\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-         % RETRY_AFTER_SECONDS)
+_BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nRetry-After: %d\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    % RETRY_AFTER_SECONDS
+)
 _RETRY_AFTER = (("Retry-After", str(RETRY_AFTER_SECONDS)),)
-_EVICTED_MESSAGE = (f"every connection was taken, and this one had not sent its request line and headers within "
-                    f"{EVICTABLE_AFTER_SECONDS:g} s: it was closed for another; send the request at once, and "
-                    "retry")
+_EVICTED_MESSAGE = (
+    f"every connection was taken, and this one had not sent its request line and headers within "
+    f"{EVICTABLE_AFTER_SECONDS:g} s: it was closed for another; send the request at once, and "
+    "retry"
+)
 
 
 @dataclass(frozen=True)
@@ -85,19 +89,26 @@ class _Endpoint:
         if handler.path.split("?")[0].rstrip("/") != self.base:
             raise Refusal(404, f"POST to {self.base}")
         if self.token is not None and not authorized(handler.headers, self.token):
-            raise Refusal(401, "send the header Authorization: Bearer <the processor's auth_token>",
-                          (("WWW-Authenticate", "Bearer"),))
+            raise Refusal(
+                401,
+                "send the header Authorization: Bearer <the processor's auth_token>",
+                (("WWW-Authenticate", "Bearer"),),
+            )
         key = handler.headers.get(self.key_header, "").strip() if self.key_header else ""
         if key and not intake_format.valid_key(key):
             raise Refusal(400, f"{self.key_header}: 1 to {intake_format.MAX_KEY_LENGTH} printable ASCII characters")
         body = read_body(handler.rfile, handler.headers, self.limit)
         attributes, refused = header_attributes(handler.headers, self.header_pattern, self.reserved_allowed)
         if refused:
-            self.limited.info(f"{self.processor_id}:header-attributes",
-                              "%s: headers from %s would have set %s, which no header sets here "
-                              "(reserved_header_attributes lists the reserved ones a flow lets clients set); "
-                              "the request was taken without them", self.processor_id, handler.client_address[0],
-                              ", ".join(sorted(set(refused)))[:200])
+            self.limited.info(
+                f"{self.processor_id}:header-attributes",
+                "%s: headers from %s would have set %s, which no header sets here "
+                "(reserved_header_attributes lists the reserved ones a flow lets clients set); "
+                "the request was taken without them",
+                self.processor_id,
+                handler.client_address[0],
+                ", ".join(sorted(set(refused)))[:200],
+            )
         fingerprint = intake_format.payload_fingerprint(body, attributes) if key else None
         return _Pending(body, attributes, handler.client_address[0], key or None, fingerprint)
 
@@ -110,19 +121,30 @@ class _Endpoint:
     def answer_of(self, request: _Pending, status: int) -> str:
         """What the answer `status` to `request` says (a status that needs no words: "")."""
         if status == IN_FLIGHT:
-            return (f"a request with {self.key_header} {request.key} is in flight: retry once it is answered "
-                    "(nothing of this one was kept)")
+            return (
+                f"a request with {self.key_header} {request.key} is in flight: retry once it is answered "
+                "(nothing of this one was kept)"
+            )
         if status == REUSED:
-            return (f"{self.key_header} {request.key} was first used with another payload (body or attributes): "
-                    "a retry must repeat its first request exactly, and new data needs a new key (the IETF "
-                    "Idempotency-Key draft); nothing of this one was kept")
+            return (
+                f"{self.key_header} {request.key} was first used with another payload (body or attributes): "
+                "a retry must repeat its first request exactly, and new data needs a new key (the IETF "
+                "Idempotency-Key draft); nothing of this one was kept"
+            )
         return ""
 
     def answered(self, client: str, status: int, message: str) -> None:
         """Log a refusal: at most one line a minute for each status, with a count of the rest."""
         level = logging.WARNING if status == 408 else logging.INFO
-        self.limited.log(level, f"{self.processor_id}:answered-{status}", "%s: answered %d to %s: %s",
-                         self.processor_id, status, client, message or "(no message)")
+        self.limited.log(
+            level,
+            f"{self.processor_id}:answered-{status}",
+            "%s: answered %d to %s: %s",
+            self.processor_id,
+            status,
+            client,
+            message or "(no message)",
+        )
 
 
 class _Connection:
@@ -173,8 +195,9 @@ class _Handler(BaseHTTPRequestHandler):
         # What an answer needs before the request line is read (a 408 may come first).
         self.requestline, self.request_version, self.command = "", self.default_request_version, None
         self.rfile.close()
-        self.rfile = io.BufferedReader(PacedReader(self.connection, self.tracked.deadlines, self.server.idle_timeout,
-                                                   self.server.clock))
+        self.rfile = io.BufferedReader(
+            PacedReader(self.connection, self.tracked.deadlines, self.server.idle_timeout, self.server.clock)
+        )
 
     def parse_request(self) -> bool:
         if not self.raw_requestline.endswith(b"\n"):
@@ -185,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return False
         finally:
             self.rfile = rfile
-        if int(self.request_version[len("HTTP/"):].split(".")[0]) < 1:
+        if int(self.request_version[len("HTTP/") :].split(".")[0]) < 1:
             self._reply(505, "send HTTP/1.0 or HTTP/1.1")
             return False
         return True
@@ -219,8 +242,12 @@ class _Handler(BaseHTTPRequestHandler):
         except ClientGone:
             self.close_connection = True
         except OSError as error:  # the client reset, stalled past idle_timeout or broke TLS
-            endpoint.limited.debug(f"{endpoint.processor_id}:connection-ended", "connection from %s ended: %s",
-                                   self.client_address[0], error)
+            endpoint.limited.debug(
+                f"{endpoint.processor_id}:connection-ended",
+                "connection from %s ended: %s",
+                self.client_address[0],
+                error,
+            )
         except Exception:  # noqa: BLE001 - a connection thread must not die with a traceback on stderr
             endpoint.logger.exception("unexpected error answering %s", self.client_address[0])
         if self.tracked.evicted and not self.answered:
@@ -251,8 +278,9 @@ class _Handler(BaseHTTPRequestHandler):
         if status is None:
             self.close_connection = True
             return
-        self._reply(status, endpoint.answer_of(request, status),
-                    headers=_RETRY_AFTER if status in (503, IN_FLIGHT) else ())
+        self._reply(
+            status, endpoint.answer_of(request, status), headers=_RETRY_AFTER if status in (503, IN_FLIGHT) else ()
+        )
 
     def do_GET(self):
         if self.path.split("?")[0].rstrip("/") == self.server.endpoint.base:
@@ -310,15 +338,28 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # stopping must not wait for connections still reading
 
-    def __init__(self, address, endpoint: _Endpoint, *, max_connections: int, idle_timeout: float,
-                 header_timeout: float, body_timeout: float, body_min_rate: int, tls: ssl.SSLContext | None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        address,
+        endpoint: _Endpoint,
+        *,
+        max_connections: int,
+        idle_timeout: float,
+        header_timeout: float,
+        body_timeout: float,
+        body_min_rate: int,
+        tls: ssl.SSLContext | None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.endpoint = endpoint
         self.idle_timeout = idle_timeout
         self.clock = clock
         self._max_connections = max_connections
-        self._deadlines = {"header_timeout": header_timeout, "body_timeout": body_timeout,
-                           "body_min_rate": body_min_rate}
+        self._deadlines = {
+            "header_timeout": header_timeout,
+            "body_timeout": body_timeout,
+            "body_min_rate": body_min_rate,
+        }
         self._tls = tls
         self._lock = threading.Lock()
         self._connections: set[_Connection] = set()
@@ -341,8 +382,12 @@ class _Server(ThreadingHTTPServer):
             else:
                 connection = None
         if connection is None:
-            self.endpoint.answered(client_address[0], 503, f"all {self._max_connections} connections (max_connections) "
-                                                           "were taken, none of them waiting for its headers")
+            self.endpoint.answered(
+                client_address[0],
+                503,
+                f"all {self._max_connections} connections (max_connections) "
+                "were taken, none of them waiting for its headers",
+            )
             self._turn_away(request)
             return
         if victim is not None:
@@ -351,10 +396,18 @@ class _Server(ThreadingHTTPServer):
                 f"{self.endpoint.processor_id}:evicted",
                 "%s: all %d connections were taken; closed one that had waited %.1f s for its request headers to "
                 "serve %s (clients that open connections and send slowly on purpose are a slowloris attack; "
-                "header_timeout bounds each)", self.endpoint.processor_id, self._max_connections,
-                now - victim.opened_at, client_address[0])
-        thread = threading.Thread(target=self._serve, args=(connection, client_address),
-                                  name=f"ListenHTTP {self.endpoint.processor_id} {client_address[0]}", daemon=True)
+                "header_timeout bounds each)",
+                self.endpoint.processor_id,
+                self._max_connections,
+                now - victim.opened_at,
+                client_address[0],
+            )
+        thread = threading.Thread(
+            target=self._serve,
+            args=(connection, client_address),
+            name=f"ListenHTTP {self.endpoint.processor_id} {client_address[0]}",
+            daemon=True,
+        )
         try:
             thread.start()
         except BaseException:
@@ -439,6 +492,8 @@ def _tls_context(processor_id: str, cert: str, key: str) -> ssl.SSLContext:
     try:
         context.load_cert_chain(cert, key)
     except (OSError, ssl.SSLError) as error:
-        raise FlowError(f"{processor_id}: cannot load tls_cert {cert!r} with tls_key {key!r}: {error}; "
-                        "give PEM files of a certificate and its private key") from None
+        raise FlowError(
+            f"{processor_id}: cannot load tls_cert {cert!r} with tls_key {key!r}: {error}; "
+            "give PEM files of a certificate and its private key"
+        ) from None
     return context

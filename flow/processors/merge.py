@@ -58,8 +58,11 @@ class MergeContent(Processor):
         bins: dict[str, list] = {}
         for flowfile in batch:
             bins.setdefault(flowfile.attributes.get(correlation, "") if correlation else "", []).append(flowfile)
-        ready = {key for key, members in bins.items()
-                 if len(members) >= minimum or (age is not None and now - self._bin_since.setdefault(key, now) >= age)}
+        ready = {
+            key
+            for key, members in bins.items()
+            if len(members) >= minimum or (age is not None and now - self._bin_since.setdefault(key, now) >= age)
+        }
         if len(batch) < maximum:  # the whole queue was seen: a bin it no longer holds is gone
             self._bin_since = {key: since for key, since in self._bin_since.items() if key in bins}
         if not ready:

@@ -43,13 +43,25 @@ BATCH_ATTRIBUTE = "parquet.batch.id"
 class PutParquet(SparkBatchProcessor):
     type_name = "PutParquet"
     description = "Writes batches of record FlowFiles into a Parquet dataset through Spark, exactly once."
-    properties = INPUT_PROPERTIES + RETRY_PROPERTIES + (
-        PropertyDescriptor("directory", "string", required=True,
-                           description="the dataset: a path on the node's Spark filesystem (HDFS when clustered)"),
-        PropertyDescriptor("partition_by", "string", default="", description="a column to partition the files by"),
-        PropertyDescriptor("compression", "choice", default="snappy", choices=("snappy", "zstd", "gzip", "none")),
-        PropertyDescriptor("manifest_retention", "duration", default=f"{int(DEFAULT_RETENTION_S)} sec",
-                           description="how long a batch whose FlowFiles never came back is remembered"),
+    properties = (
+        INPUT_PROPERTIES
+        + RETRY_PROPERTIES
+        + (
+            PropertyDescriptor(
+                "directory",
+                "string",
+                required=True,
+                description="the dataset: a path on the node's Spark filesystem (HDFS when clustered)",
+            ),
+            PropertyDescriptor("partition_by", "string", default="", description="a column to partition the files by"),
+            PropertyDescriptor("compression", "choice", default="snappy", choices=("snappy", "zstd", "gzip", "none")),
+            PropertyDescriptor(
+                "manifest_retention",
+                "duration",
+                default=f"{int(DEFAULT_RETENTION_S)} sec",
+                description="how long a batch whose FlowFiles never came back is remembered",
+            ),
+        )
     )
     relationships = ("success", "failure")
 
@@ -142,16 +154,23 @@ class PutParquet(SparkBatchProcessor):
             if column:
                 writer = writer.partitionBy(column)
             writer.parquet(staging.uri(output))
-            data = sorted(path for path in files_under(staging.storage, output)
-                          if path.endswith(".parquet") and not path.rsplit("/", 1)[-1].startswith((".", "_")))
+            data = sorted(
+                path
+                for path in files_under(staging.storage, output)
+                if path.endswith(".parquet") and not path.rsplit("/", 1)[-1].startswith((".", "_"))
+            )
             for number, path in enumerate(data):
-                relative = path[len(output) + 1:]
+                relative = path[len(output) + 1 :]
                 folder = relative.rpartition("/")[0]
-                final = join(dataset.root, folder, f"part-{batch_key}-{number:05d}.parquet") if folder else \
-                    join(dataset.root, f"part-{batch_key}-{number:05d}.parquet")
+                final = (
+                    join(dataset.root, folder, f"part-{batch_key}-{number:05d}.parquet")
+                    if folder
+                    else join(dataset.root, f"part-{batch_key}-{number:05d}.parquet")
+                )
                 files.append((path, final))
-        manifest = BatchManifest(batch_key, session.shard_id, session.epoch,
-                                 tuple(flowfile.id for flowfile, _ in fresh), tuple(files))
+        manifest = BatchManifest(
+            batch_key, session.shard_id, session.epoch, tuple(flowfile.id for flowfile, _ in fresh), tuple(files)
+        )
         staged_manifest = f"{directory}/manifest.json"
         with staging.storage.create(staged_manifest, overwrite=True) as out:
             out.write(manifest.encode())

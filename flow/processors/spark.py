@@ -82,30 +82,60 @@ VIEW = "flowfiles"
 
 INPUT_PROPERTIES = (
     PropertyDescriptor("batch_size", "integer", default=100, description="FlowFiles per Spark job"),
-    PropertyDescriptor("record_format", "choice", default="auto", choices=("auto",) + FORMATS,
-                       description="auto: from mime.type, else the filename's extension"),
-    PropertyDescriptor("infer_csv_schema", "boolean", default=True,
-                       description="CSV columns typed from their values (false: all strings)"),
-    PropertyDescriptor("attribute_columns", "string", default="",
-                       description="attributes given as _attr_<name> columns: a comma-separated list, or *"),
+    PropertyDescriptor(
+        "record_format",
+        "choice",
+        default="auto",
+        choices=("auto",) + FORMATS,
+        description="auto: from mime.type, else the filename's extension",
+    ),
+    PropertyDescriptor(
+        "infer_csv_schema",
+        "boolean",
+        default=True,
+        description="CSV columns typed from their values (false: all strings)",
+    ),
+    PropertyDescriptor(
+        "attribute_columns",
+        "string",
+        default="",
+        description="attributes given as _attr_<name> columns: a comma-separated list, or *",
+    ),
 )
 OUTPUT_PROPERTIES = (
     PropertyDescriptor("output_format", "choice", default="json", choices=FORMATS),
-    PropertyDescriptor("output_partitions", "integer", default=1,
-                       description="1: one output FlowFile per batch; N: one per non-empty partition"),
-    PropertyDescriptor("deterministic", "boolean", default=True,
-                       description="a rerun writes the same outputs under the same ids (a query "
-                                   "that shuffles has its output hash-partitioned and sorted by all "
-                                   "columns for it)"),
+    PropertyDescriptor(
+        "output_partitions",
+        "integer",
+        default=1,
+        description="1: one output FlowFile per batch; N: one per non-empty partition",
+    ),
+    PropertyDescriptor(
+        "deterministic",
+        "boolean",
+        default=True,
+        description="a rerun writes the same outputs under the same ids (a query "
+        "that shuffles has its output hash-partitioned and sorted by all "
+        "columns for it)",
+    ),
 )
 RETRY_PROPERTIES = (
-    PropertyDescriptor("job_timeout", "duration", default="10 min",
-                       description="a batch's Spark jobs are cancelled after this (a cluster with no "
-                                   "executors would otherwise hold the batch forever); it is retried"),
-    PropertyDescriptor("retry_backoff", "duration", default="1 sec",
-                       description="first wait after Spark itself failed (it doubles, up to a minute)"),
-    PropertyDescriptor("max_attempts", "integer", default=5,
-                       description="Spark failures of one batch before it goes to failure"),
+    PropertyDescriptor(
+        "job_timeout",
+        "duration",
+        default="10 min",
+        description="a batch's Spark jobs are cancelled after this (a cluster with no "
+        "executors would otherwise hold the batch forever); it is retried",
+    ),
+    PropertyDescriptor(
+        "retry_backoff",
+        "duration",
+        default="1 sec",
+        description="first wait after Spark itself failed (it doubles, up to a minute)",
+    ),
+    PropertyDescriptor(
+        "max_attempts", "integer", default=5, description="Spark failures of one batch before it goes to failure"
+    ),
 )
 
 
@@ -196,7 +226,7 @@ class SparkBatchProcessor(Processor):
     def __init__(self, processor_id: str):
         super().__init__(processor_id)
         self._lock = threading.Lock()
-        self._collected: set[str] = set()   # shards whose abandoned staging is gone
+        self._collected: set[str] = set()  # shards whose abandoned staging is gone
         self._by_reference: set[str] = set()  # shards whose batches went by reference (said once)
         self._retry_at = 0.0
         self._backoff = 0.0
@@ -284,11 +314,21 @@ class SparkBatchProcessor(Processor):
             return
         finally:
             staging.delete(directory)
-        self.last_batch_seconds = {"stage": staged_at - began, "spark": ran_at - staged_at,
-                                   "import": time.perf_counter() - ran_at}
-        log.debug("%s: batch %s of %d FlowFile(s) on shard %s: staged in %.2f s, Spark %.2f s, imported in %.2f s "
-                  "(inputs %s)", self.id, batch_key, len(parents), session.shard_id,
-                  *self.last_batch_seconds.values(), self.last_batch_inputs)
+        self.last_batch_seconds = {
+            "stage": staged_at - began,
+            "spark": ran_at - staged_at,
+            "import": time.perf_counter() - ran_at,
+        }
+        log.debug(
+            "%s: batch %s of %d FlowFile(s) on shard %s: staged in %.2f s, Spark %.2f s, imported in %.2f s "
+            "(inputs %s)",
+            self.id,
+            batch_key,
+            len(parents),
+            session.shard_id,
+            *self.last_batch_seconds.values(),
+            self.last_batch_inputs,
+        )
         self._succeeded(batch_key)
 
     # -- the steps of a batch --------------------------------------------------------
@@ -308,10 +348,15 @@ class SparkBatchProcessor(Processor):
         inputs may share a staging file unless their records must tell their FlowFile."""
         if content is not None and session.shard_id not in self._by_reference:
             self._by_reference.add(session.shard_id)
-            log.info("%s: batches of shard %s go to Spark by reference: the executors read the claims and write "
-                     "the results on HDFS", self.id, session.shard_id)
-        staged, self.last_batch_inputs = stage_batch(session, spark, content, staging, directory, inputs,
-                                                     join=not context["attribute_columns"].strip())
+            log.info(
+                "%s: batches of shard %s go to Spark by reference: the executors read the claims and write "
+                "the results on HDFS",
+                self.id,
+                session.shard_id,
+            )
+        staged, self.last_batch_inputs = stage_batch(
+            session, spark, content, staging, directory, inputs, join=not context["attribute_columns"].strip()
+        )
         return staged
 
     @staticmethod
@@ -348,10 +393,15 @@ class SparkBatchProcessor(Processor):
         spark = spark.newSession()
         plan_batch_reads(spark, context.get("output_partitions", 1))
         columns = attribute_columns(context["attribute_columns"], [flowfile.attributes for flowfile, _ in inputs])
-        frame = read_batch(spark, staged, infer_csv_schema=context["infer_csv_schema"],
-                           attributes={index: {**flowfile.attributes, "uuid": flowfile.id}
-                                       for index, (flowfile, _) in enumerate(inputs)},
-                           columns=columns)
+        frame = read_batch(
+            spark,
+            staged,
+            infer_csv_schema=context["infer_csv_schema"],
+            attributes={
+                index: {**flowfile.attributes, "uuid": flowfile.id} for index, (flowfile, _) in enumerate(inputs)
+            },
+            columns=columns,
+        )
         return spark, frame
 
     def _run(self, context, spark, staging, directory: str, inputs, staged) -> str | None:
@@ -369,8 +419,11 @@ class SparkBatchProcessor(Processor):
         if result is None or not hasattr(result, "write"):
             raise BatchInputError(f"the transform returned {type(result).__name__}, not a DataFrame")
         output = f"{directory}/out"
-        write_records(arrange(result, context["output_partitions"], context["deterministic"]),
-                      staging.uri(output), context["output_format"])
+        write_records(
+            arrange(result, context["output_partitions"], context["deterministic"]),
+            staging.uri(output),
+            context["output_format"],
+        )
         return output
 
     def _emit(self, context, session: ProcessSession, staging, taker, batch_key, parents, parts) -> None:
@@ -381,9 +434,16 @@ class SparkBatchProcessor(Processor):
             session.check_admitted()
         for index, path, checksums in parts:
             identity = output_id(batch_key, index) if context["deterministic"] else None
-            flowfile = session.create(parents, {
-                "mime.type": OUTPUT_MIME[record_format], "filename": f"{batch_key}-{index}.{record_format}",
-                "spark.batch.id": batch_key, "spark.partition": str(index)}, identity=identity)
+            flowfile = session.create(
+                parents,
+                {
+                    "mime.type": OUTPUT_MIME[record_format],
+                    "filename": f"{batch_key}-{index}.{record_format}",
+                    "spark.batch.id": batch_key,
+                    "spark.partition": str(index),
+                },
+                identity=identity,
+            )
             if checksums is not None:
                 flowfile = session.attach_content(flowfile, taker.take_file(path, checksums))
             else:
@@ -417,13 +477,17 @@ class SparkBatchProcessor(Processor):
         while len(self._attempts) > MAX_REMEMBERED_BATCHES:  # the least recently failed go first
             del self._attempts[next(iter(self._attempts))]
         if attempts >= context["max_attempts"]:
-            log.error("%s: batch %s failed on Spark %d times; it goes to failure: %s", self.id, batch_key,
-                      attempts, message)
+            log.error(
+                "%s: batch %s failed on Spark %d times; it goes to failure: %s", self.id, batch_key, attempts, message
+            )
             self._attempts.pop(batch_key, None)
             self._fail(session, batch, f"failed on Spark {attempts} times: {message}")
             return
-        self._back_off(context, session, f"Spark failed running batch {batch_key} (attempt {attempts} of "
-                                         f"{context['max_attempts']}): {message}")
+        self._back_off(
+            context,
+            session,
+            f"Spark failed running batch {batch_key} (attempt {attempts} of {context['max_attempts']}): {message}",
+        )
 
     def _back_off(self, context, session: ProcessSession, reason: str) -> None:
         session.rollback()
@@ -442,7 +506,8 @@ class ExecuteSparkSQL(SparkBatchProcessor):
     type_name = "ExecuteSparkSQL"
     description = "Runs SQL over a batch of record FlowFiles (the view `flowfiles`) on the node's Spark session."
     properties = SparkBatchProcessor.properties + (
-        PropertyDescriptor("sql", "string", required=True, description="a query over the view `flowfiles`"),)
+        PropertyDescriptor("sql", "string", required=True, description="a query over the view `flowfiles`"),
+    )
 
     def transform(self, context, spark, frame):
         frame.createOrReplaceTempView(VIEW)
@@ -451,10 +516,13 @@ class ExecuteSparkSQL(SparkBatchProcessor):
 
 class SparkTransform(SparkBatchProcessor):
     type_name = "SparkTransform"
-    description = ("Runs a Python function `module:function(df, params) -> DataFrame` over a batch of record "
-                   "FlowFiles on the node's Spark session; dynamic properties are its params.")
+    description = (
+        "Runs a Python function `module:function(df, params) -> DataFrame` over a batch of record "
+        "FlowFiles on the node's Spark session; dynamic properties are its params."
+    )
     properties = SparkBatchProcessor.properties + (
-        PropertyDescriptor("function", "string", required=True, description="module:function"),)
+        PropertyDescriptor("function", "string", required=True, description="module:function"),
+    )
     dynamic_properties = True
 
     @classmethod

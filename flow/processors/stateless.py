@@ -89,8 +89,11 @@ class ExecuteStateless(Processor):
             return
         try:
             for port, attributes, data in result.outputs:
-                child = (session.create(original, attributes) if original is not None
-                         else session.create(attributes=attributes))
+                child = (
+                    session.create(original, attributes)
+                    if original is not None
+                    else session.create(attributes=attributes)
+                )
                 child = session.put_attribute(child, "stateless.output.port", port)
                 if data:
                     child = session.write_bytes(child, data)

@@ -45,17 +45,21 @@ def unpack(state: Mapping[str, str], owner: str = "") -> dict[str, dict[str, str
     if not state:
         return {}
     if state.get(LAYOUT_KEY) != str(VERSION):
-        raise SubflowStateError(f"{owner or 'ExecuteStateless'}: its state has sub-flow state layout "
-                                f"{state.get(LAYOUT_KEY)!r}, this custody reads version {VERSION}: run the "
-                                "version that wrote it, or clear the processor's state (the sub-flow's sources may "
-                                "then take their input again)")
+        raise SubflowStateError(
+            f"{owner or 'ExecuteStateless'}: its state has sub-flow state layout "
+            f"{state.get(LAYOUT_KEY)!r}, this custody reads version {VERSION}: run the "
+            "version that wrote it, or clear the processor's state (the sub-flow's sources may "
+            "then take their input again)"
+        )
     states: dict[str, dict[str, str]] = {}
     for key, value in state.items():
         if key == LAYOUT_KEY:
             continue
         processor_id, separator, inner = key.partition(SEPARATOR)
         if not separator:
-            raise SubflowStateError(f"{owner or 'ExecuteStateless'}: state entry {key[:60]!r} names no sub-flow "
-                                    "processor (<processor id> NUL <key>)")
+            raise SubflowStateError(
+                f"{owner or 'ExecuteStateless'}: state entry {key[:60]!r} names no sub-flow "
+                "processor (<processor id> NUL <key>)"
+            )
         states.setdefault(processor_id, {})[inner] = value
     return states

@@ -46,8 +46,9 @@ class SplitText(Processor):
         PropertyDescriptor("line_split_count", "integer", required=True),
         PropertyDescriptor("header_line_count", "integer", default=0),
         PropertyDescriptor("remove_trailing_newlines", "boolean", default=True),
-        PropertyDescriptor("maximum_buffer_size", "size", default="10 MB",
-                           description="the most one split (header included) may hold"),
+        PropertyDescriptor(
+            "maximum_buffer_size", "size", default="10 MB", description="the most one split (header included) may hold"
+        ),
     )
     relationships = ("original", "splits", "failure")
 
@@ -73,11 +74,16 @@ class SplitText(Processor):
             return
         identifier = flowfile.id
         for index, (child, line_count) in enumerate(children):
-            child = session.put_all_attributes(child, {
-                "fragment.identifier": identifier, "fragment.index": str(index + 1),
-                "fragment.count": str(len(children)), "text.line.count": str(line_count),
-                "segment.original.filename": flowfile.attributes.get("filename", ""),
-            })
+            child = session.put_all_attributes(
+                child,
+                {
+                    "fragment.identifier": identifier,
+                    "fragment.index": str(index + 1),
+                    "fragment.count": str(len(children)),
+                    "text.line.count": str(line_count),
+                    "segment.original.filename": flowfile.attributes.get("filename", ""),
+                },
+            )
             session.transfer(child, "splits")
         session.transfer(flowfile, "original")
 
@@ -132,8 +138,12 @@ class ReplaceText(Processor):
     properties = (
         PropertyDescriptor("search_value", "regex", default=r"(?s)(^.*$)"),
         PropertyDescriptor("replacement_value", "expression", default="$1"),
-        PropertyDescriptor("replacement_strategy", "choice", default="regex_replace",
-                           choices=("regex_replace", "literal_replace", "prepend", "append", "always_replace")),
+        PropertyDescriptor(
+            "replacement_strategy",
+            "choice",
+            default="regex_replace",
+            choices=("regex_replace", "literal_replace", "prepend", "append", "always_replace"),
+        ),
         PropertyDescriptor("evaluation_mode", "choice", default="entire_text", choices=("entire_text", "line_by_line")),
         PropertyDescriptor("maximum_buffer_size", "size", default="1 MB"),
     )
@@ -166,8 +176,12 @@ class ReplaceText(Processor):
 
             if context["evaluation_mode"] == "entire_text":
                 if flowfile.size > limit:
-                    to_failure(session, flowfile, f"the content ({flowfile.size} bytes) is over maximum_buffer_size "
-                                                  f"({limit} bytes); raise it or use evaluation_mode line_by_line")
+                    to_failure(
+                        session,
+                        flowfile,
+                        f"the content ({flowfile.size} bytes) is over maximum_buffer_size "
+                        f"({limit} bytes); raise it or use evaluation_mode line_by_line",
+                    )
                     continue
                 try:
                     text = session.read_bytes(flowfile).decode("utf-8", errors="surrogateescape")
@@ -177,12 +191,14 @@ class ReplaceText(Processor):
                 result = change(text).encode("utf-8", errors="surrogateescape")
                 flowfile = session.write_bytes(flowfile, result)
             else:
+
                 def by_line(source, out):
                     while line := read_line(source, limit):
                         text = line.decode("utf-8", errors="surrogateescape")
-                        ending = text[len(text.rstrip("\r\n")):]
-                        out.write((change(text[:len(text) - len(ending)]) + ending).encode(
-                            "utf-8", errors="surrogateescape"))
+                        ending = text[len(text.rstrip("\r\n")) :]
+                        out.write(
+                            (change(text[: len(text) - len(ending)]) + ending).encode("utf-8", errors="surrogateescape")
+                        )
 
                 try:
                     flowfile = session.transform(flowfile, by_line)

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from repositories.storage import Storage
 
 STAGE_CHUNK = 1 << 20
-JOIN_MAX_CLAIM = 1 << 20   # a claim up to this size may share a staging file
+JOIN_MAX_CLAIM = 1 << 20  # a claim up to this size may share a staging file
 JOIN_MAX_BYTES = 64 << 20  # the claims of one shared staging file, together
 
 
@@ -159,8 +159,13 @@ def join_small_claims(items: Sequence[ClaimToStage], target_of) -> tuple[list[Cl
         if len(members) == 1:
             alone.append(members[0])
         else:
-            joined.append(ClaimsToJoin(tuple(each.index for each in members), tuple(each.claim for each in members),
-                                       target_of(members[0].index, members[-1].index)))
+            joined.append(
+                ClaimsToJoin(
+                    tuple(each.index for each in members),
+                    tuple(each.claim for each in members),
+                    target_of(members[0].index, members[-1].index),
+                )
+            )
     return sorted(alone, key=lambda each: each.index), joined
 
 
@@ -181,8 +186,9 @@ def stage_claims(spark, location: ContentLocation, items: Sequence[ClaimToStage 
         return []
     context = spark.sparkContext
     slices = max(1, min(len(items), context.defaultParallelism))
-    staged = context.parallelize(list(items), slices).mapPartitions(
-        functools.partial(_stage_partition, location)).collect()
+    staged = (
+        context.parallelize(list(items), slices).mapPartitions(functools.partial(_stage_partition, location)).collect()
+    )
     return sorted(staged, key=lambda each: each.index)
 
 

@@ -20,18 +20,36 @@ import re
 # Spark error classes (and Java exceptions in a failed job's message) that the input
 # causes: rerunning it fails the same way.
 _INPUT_MARKERS = (
-    "MALFORMED_RECORD", "Malformed records", "FAILED_READ_FILE", "CANNOT_READ_FILE_FOOTER",
-    "is not a Parquet file", "PARSE_SYNTAX_ERROR", "CANNOT_PARSE", "CAST_INVALID_INPUT",
-    "NumberFormatException", "DIVIDE_BY_ZERO", "ARITHMETIC_OVERFLOW", "PythonException",
-    "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "INCOMPATIBLE_COLUMN_TYPE",
+    "MALFORMED_RECORD",
+    "Malformed records",
+    "FAILED_READ_FILE",
+    "CANNOT_READ_FILE_FOOTER",
+    "is not a Parquet file",
+    "PARSE_SYNTAX_ERROR",
+    "CANNOT_PARSE",
+    "CAST_INVALID_INPUT",
+    "NumberFormatException",
+    "DIVIDE_BY_ZERO",
+    "ARITHMETIC_OVERFLOW",
+    "PythonException",
+    "UNRESOLVED_COLUMN",
+    "DATATYPE_MISMATCH",
+    "INCOMPATIBLE_COLUMN_TYPE",
 )
 _JAVA_CLASS = re.compile(r"^(?:[a-z][\w$]*\.)+[\w$]*(?:Exception|Error): ")
 # Spark itself is not there (its master is down, its context stopped, a job was
 # cancelled at its time limit): never the batch's fault, never counted against it.
 _UNAVAILABLE_MARKERS = (
-    "stopped SparkContext", "SparkContext was shut down", "SparkContext has been shutdown", "cancelled",
-    "Connection refused", "All masters are unresponsive", "Master removed our application",
-    "Py4JNetworkError", "Answer from Java side is empty", "Error while sending or receiving",
+    "stopped SparkContext",
+    "SparkContext was shut down",
+    "SparkContext has been shutdown",
+    "cancelled",
+    "Connection refused",
+    "All masters are unresponsive",
+    "Master removed our application",
+    "Py4JNetworkError",
+    "Answer from Java side is empty",
+    "Error while sending or receiving",
 )
 ERROR_ATTRIBUTE = "spark.error"
 MAX_MESSAGE = 1000

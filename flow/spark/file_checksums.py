@@ -91,8 +91,11 @@ def vouched_by_hdfs(spark, storage: Storage, uri, candidates: Sequence[tuple[int
     try:
         checksums = HdfsFileChecksums(spark, uri("/"))
     except Exception as error:  # noqa: BLE001 - any failure here only means "check by reading"
-        log.warning("HDFS file checksums are not available (%s: %s); the executors check the inputs by reading them",
-                    type(error).__name__, error)
+        log.warning(
+            "HDFS file checksums are not available (%s: %s); the executors check the inputs by reading them",
+            type(error).__name__,
+            error,
+        )
         return {}
 
     def vouch(candidate):

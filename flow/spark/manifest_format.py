@@ -44,9 +44,18 @@ class BatchManifest:
     files: tuple[tuple[str, str], ...]
 
     def encode(self) -> bytes:
-        return json.dumps({"format": FORMAT, "version": VERSION, "batch": self.batch, "shard": self.shard,
-                           "epoch": self.epoch, "flowfiles": sorted(self.flowfiles),
-                           "files": [list(pair) for pair in self.files]}, indent=1).encode("utf-8")
+        return json.dumps(
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "batch": self.batch,
+                "shard": self.shard,
+                "epoch": self.epoch,
+                "flowfiles": sorted(self.flowfiles),
+                "files": [list(pair) for pair in self.files],
+            },
+            indent=1,
+        ).encode("utf-8")
 
     @classmethod
     def decode(cls, data: bytes, where: str = "manifest") -> BatchManifest:
@@ -61,10 +70,17 @@ class BatchManifest:
             raise ManifestError(f"{where}: batch manifest version {version!r}; this release reads up to {VERSION}")
         batch, shard, epoch = body.get("batch"), body.get("shard"), body.get("epoch")
         flowfiles, files = body.get("flowfiles"), body.get("files")
-        if not (isinstance(batch, str) and isinstance(shard, str) and isinstance(epoch, int) and epoch >= 0
-                and isinstance(flowfiles, list) and all(isinstance(each, str) for each in flowfiles)
-                and isinstance(files, list)
-                and all(isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
-                        for pair in files)):
+        if not (
+            isinstance(batch, str)
+            and isinstance(shard, str)
+            and isinstance(epoch, int)
+            and epoch >= 0
+            and isinstance(flowfiles, list)
+            and all(isinstance(each, str) for each in flowfiles)
+            and isinstance(files, list)
+            and all(
+                isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair) for pair in files
+            )
+        ):
             raise ManifestError(f"{where}: a batch manifest member is missing or of the wrong type")
         return cls(batch, shard, epoch, tuple(flowfiles), tuple((staged, final) for staged, final in files))

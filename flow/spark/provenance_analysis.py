@@ -61,8 +61,7 @@ def load_events(spark, source: str):
     The `node` column comes from the files, so partition discovery is off; files not
     named `*.parquet` (partials being written) are left out."""
     try:
-        events = (spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", "*.parquet")
-                  .parquet(source))
+        events = spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", "*.parquet").parquet(source)
     except Exception as error:  # noqa: BLE001 - Spark's and py4j's errors share no root
         raise SourceUnreadable(source, describe(error)) from None
     if "event_id" not in events.columns:
@@ -76,14 +75,21 @@ def lineage_edges(events):
 
     def own_if_empty(column):
         return F.when(F.size(F.coalesce(F.col(column), F.array())) > 0, F.col(column)).otherwise(
-            F.array(F.col("flowfile_uuid")))
+            F.array(F.col("flowfile_uuid"))
+        )
 
     linking = events.where(F.col("event_type").isin(LINEAGE_TYPE_NAMES))
-    return (linking
-            .select(F.explode(own_if_empty("parent_uuids")).alias("parent"), own_if_empty("child_uuids").alias("kids"),
-                    "node", "event_id", "event_type")
-            .select("parent", F.explode("kids").alias("child"), "node", "event_id", "event_type")
-            .where(F.col("parent") != F.col("child")))
+    return (
+        linking.select(
+            F.explode(own_if_empty("parent_uuids")).alias("parent"),
+            own_if_empty("child_uuids").alias("kids"),
+            "node",
+            "event_id",
+            "event_type",
+        )
+        .select("parent", F.explode("kids").alias("child"), "node", "event_id", "event_type")
+        .where(F.col("parent") != F.col("child"))
+    )
 
 
 def lineage(events, uuid: str, *, source: str = "the events given", max_flowfiles: int = 10_000) -> dict:
@@ -99,10 +105,16 @@ def lineage(events, uuid: str, *, source: str = "the events given", max_flowfile
         edges.unpersist()
     flowfiles = sorted({uuid} | ancestors | descendants)
     named = F.array(*[F.lit(u) for u in flowfiles])
-    kept = events.where(F.col("flowfile_uuid").isin(flowfiles) | (
-        F.col("event_type").isin(LINEAGE_TYPE_NAMES)
-        & (F.arrays_overlap(F.coalesce("parent_uuids", F.array()), named)
-           | F.arrays_overlap(F.coalesce("child_uuids", F.array()), named))))
+    kept = events.where(
+        F.col("flowfile_uuid").isin(flowfiles)
+        | (
+            F.col("event_type").isin(LINEAGE_TYPE_NAMES)
+            & (
+                F.arrays_overlap(F.coalesce("parent_uuids", F.array()), named)
+                | F.arrays_overlap(F.coalesce("child_uuids", F.array()), named)
+            )
+        )
+    )
     found = [_event_dict(row) for row in kept.collect()]
     if not found:
         raise UnknownFlowFile(uuid, source)
@@ -154,26 +166,45 @@ def per_minute(events) -> list[dict]:
 
     own = F.array(F.col("flowfile_uuid"))
     forked = F.when(F.col("event_type").isin("FORK", "CLONE"), F.coalesce("child_uuids", F.array())).otherwise(
-        F.array())
-    entries = (events.select(F.explode(F.concat(own, forked)).alias("uuid"), "event_time_ms")
-               .groupBy("uuid").agg(F.min("event_time_ms").alias("entry_ms")))
-    timed = (events.join(entries, events.flowfile_uuid == entries.uuid)
-             .withColumn("latency_ms", F.col("event_time_ms") - F.col("entry_ms"))
-             .withColumn("minute_ms", F.floor(F.col("event_time_ms") / MINUTE_MS) * MINUTE_MS)).cache()
+        F.array()
+    )
+    entries = (
+        events.select(F.explode(F.concat(own, forked)).alias("uuid"), "event_time_ms")
+        .groupBy("uuid")
+        .agg(F.min("event_time_ms").alias("entry_ms"))
+    )
+    timed = (
+        events.join(entries, events.flowfile_uuid == entries.uuid)
+        .withColumn("latency_ms", F.col("event_time_ms") - F.col("entry_ms"))
+        .withColumn("minute_ms", F.floor(F.col("event_time_ms") / MINUTE_MS) * MINUTE_MS)
+    ).cache()
     try:
         counts = timed.groupBy("component_id", "minute_ms", "event_type").count().collect()
-        latency = (timed.groupBy("component_id", "minute_ms")
-                   .agg(F.count(F.lit(1)).alias("events"), F.expr("percentile(latency_ms, 0.5)").alias("p50"),
-                        F.max("latency_ms").alias("max"))
-                   .collect())
+        latency = (
+            timed.groupBy("component_id", "minute_ms")
+            .agg(
+                F.count(F.lit(1)).alias("events"),
+                F.expr("percentile(latency_ms, 0.5)").alias("p50"),
+                F.max("latency_ms").alias("max"),
+            )
+            .collect()
+        )
     finally:
         timed.unpersist()
     by_type: dict[tuple, dict[str, int]] = {}
     for row in counts:
         by_type.setdefault((row["component_id"], row["minute_ms"]), {})[row["event_type"]] = row["count"]
-    out = [{"minute": _minute(row["minute_ms"]), "component_id": row["component_id"], "events": row["events"],
+    out = [
+        {
+            "minute": _minute(row["minute_ms"]),
+            "component_id": row["component_id"],
+            "events": row["events"],
             "by_type": dict(sorted(by_type[(row["component_id"], row["minute_ms"])].items())),
-            "latency_p50_ms": float(row["p50"]), "latency_max_ms": int(row["max"])} for row in latency]
+            "latency_p50_ms": float(row["p50"]),
+            "latency_max_ms": int(row["max"]),
+        }
+        for row in latency
+    ]
     return sorted(out, key=lambda r: (r["minute"], r["component_id"]))
 
 
@@ -184,8 +215,19 @@ def _minute(ms: int) -> str:
 def format_per_minute(rows: list[dict]) -> str:
     """The per-minute rows as a plain-text table."""
     header = ("minute", "component", "events", "p50 ms", "max ms", "by type")
-    lines = [[r["minute"], r["component_id"], str(r["events"]), f"{r['latency_p50_ms']:g}",
-              str(r["latency_max_ms"]), " ".join(f"{k}={v}" for k, v in r["by_type"].items())] for r in rows]
+    lines = [
+        [
+            r["minute"],
+            r["component_id"],
+            str(r["events"]),
+            f"{r['latency_p50_ms']:g}",
+            str(r["latency_max_ms"]),
+            " ".join(f"{k}={v}" for k, v in r["by_type"].items()),
+        ]
+        for r in rows
+    ]
     widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False)).rstrip()
-                     for line in [list(header), *lines])
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False)).rstrip()
+        for line in [list(header), *lines]
+    )

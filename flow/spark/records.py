@@ -36,17 +36,29 @@ from dataclasses import dataclass
 
 FORMATS = ("json", "csv", "parquet")
 MIME_FORMATS: Mapping[str, str] = {
-    "application/json": "json", "application/x-ndjson": "json", "application/jsonl": "json",
-    "application/x-jsonlines": "json", "application/json-lines": "json",
-    "text/csv": "csv", "application/csv": "csv",
-    "application/vnd.apache.parquet": "parquet", "application/parquet": "parquet",
+    "application/json": "json",
+    "application/x-ndjson": "json",
+    "application/jsonl": "json",
+    "application/x-jsonlines": "json",
+    "application/json-lines": "json",
+    "text/csv": "csv",
+    "application/csv": "csv",
+    "application/vnd.apache.parquet": "parquet",
+    "application/parquet": "parquet",
     "application/x-parquet": "parquet",
 }
 EXTENSION_FORMATS: Mapping[str, str] = {
-    ".json": "json", ".jsonl": "json", ".ndjson": "json", ".csv": "csv", ".parquet": "parquet",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
 }
-OUTPUT_MIME: Mapping[str, str] = {"json": "application/x-ndjson", "csv": "text/csv",
-                                  "parquet": "application/vnd.apache.parquet"}
+OUTPUT_MIME: Mapping[str, str] = {
+    "json": "application/x-ndjson",
+    "csv": "text/csv",
+    "parquet": "application/vnd.apache.parquet",
+}
 ATTRIBUTE_PREFIX = "_attr_"
 FILE_COLUMN = "_custody_file"
 
@@ -67,7 +79,8 @@ def format_of(attributes: Mapping[str, str], configured: str = "auto") -> str:
     raise RecordFormatError(
         f"cannot tell the record format of FlowFile {attributes.get('uuid') or attributes.get('filename')}: "
         f"mime.type {mime or '(none)'!s} and filename {attributes.get('filename', '')!r} name none of "
-        f"{', '.join(FORMATS)}; set mime.type, or the processor's record_format")
+        f"{', '.join(FORMATS)}; set mime.type, or the processor's record_format"
+    )
 
 
 def staged_name(index: int, record_format: str) -> str:
@@ -97,8 +110,14 @@ class StagedInput:
     uri: str
 
 
-def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool = True,
-               attributes: Mapping[int, Mapping[str, str]] | None = None, columns: Sequence[str] = ()):
+def read_batch(
+    spark,
+    inputs: Sequence[StagedInput],
+    *,
+    infer_csv_schema: bool = True,
+    attributes: Mapping[int, Mapping[str, str]] | None = None,
+    columns: Sequence[str] = (),
+):
     """One DataFrame of every staged input's records (columns of different inputs are
     matched by name, a column one input lacks is null there), with the attribute
     `columns` of each record's FlowFile joined as `_attr_<name>`."""
@@ -115,8 +134,12 @@ def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool =
         if record_format == "json":
             frame = reader.option("mode", "FAILFAST").json(uris)
         elif record_format == "csv":
-            frame = (reader.option("mode", "FAILFAST").option("header", True)
-                     .option("inferSchema", infer_csv_schema).csv(uris))
+            frame = (
+                reader.option("mode", "FAILFAST")
+                .option("header", True)
+                .option("inferSchema", infer_csv_schema)
+                .csv(uris)
+            )
         else:
             frame = reader.parquet(*uris)
         if columns:
@@ -130,11 +153,15 @@ def read_batch(spark, inputs: Sequence[StagedInput], *, infer_csv_schema: bool =
     # Each record's FlowFile is the one whose file it was read from: a file of its own
     # in staging, or its claim's whole resource file (passed by reference), each named
     # once in a batch.
-    schema = StructType([StructField(FILE_COLUMN, StringType(), False)]
-                        + [StructField(ATTRIBUTE_PREFIX + name, StringType(), True) for name in columns])
+    schema = StructType(
+        [StructField(FILE_COLUMN, StringType(), False)]
+        + [StructField(ATTRIBUTE_PREFIX + name, StringType(), True) for name in columns]
+    )
     attributes = attributes or {}
-    rows = [(posixpath.basename(each.uri), *(attributes.get(each.index, {}).get(name) for name in columns))
-            for each in inputs]
+    rows = [
+        (posixpath.basename(each.uri), *(attributes.get(each.index, {}).get(name) for name in columns))
+        for each in inputs
+    ]
     table = spark.createDataFrame(rows, schema)
     return combined.join(F.broadcast(table), FILE_COLUMN, "left").drop(FILE_COLUMN)
 
@@ -187,9 +214,20 @@ def read_in_one_split_per_partition(spark) -> None:
 # Physical plan nodes that move records between partitions, take the first few of
 # them (which depends on the order partitions finish in), or read what another
 # query left (a cache, partitioned its own way).
-SHUFFLING_NODES = frozenset({"Exchange", "ReusedExchange", "ShuffleQueryStage", "AQEShuffleRead",
-                             "CollectLimit", "GlobalLimit", "TakeOrderedAndProject", "CollectTail",
-                             "TableCacheQueryStage", "InMemoryTableScan"})
+SHUFFLING_NODES = frozenset(
+    {
+        "Exchange",
+        "ReusedExchange",
+        "ShuffleQueryStage",
+        "AQEShuffleRead",
+        "CollectLimit",
+        "GlobalLimit",
+        "TakeOrderedAndProject",
+        "CollectTail",
+        "TableCacheQueryStage",
+        "InMemoryTableScan",
+    }
+)
 _NODE_NAME = re.compile(r"^[\s:+\-|]*(?:\*\(\d+\)\s*)?([A-Za-z]+)")
 
 

@@ -72,8 +72,9 @@ def _fork_safe_gateway_launch():
             java_gateway.Popen = subprocess.Popen
 
 
-def build_spark_session(master: str = LOCAL_MASTER, conf: Mapping[str, str] | None = None, *,
-                        app_name: str = "custody"):
+def build_spark_session(
+    master: str = LOCAL_MASTER, conf: Mapping[str, str] | None = None, *, app_name: str = "custody"
+):
     """A SparkSession for `master` with `conf` over the defaults (`EMBEDDED_CONF` for a
     local master, `CLUSTER_CONF` otherwise). Python on the executors is this
     interpreter unless PYSPARK_PYTHON says otherwise. Spark keeps one session per

@@ -47,9 +47,9 @@ STAGE_CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class SparkStaging:
-    storage: object    # repositories.storage.Storage
-    root: str          # an absolute path in `storage`
-    uri_prefix: str    # "file://" or "hdfs://host:port": prefix + path = what Spark reads
+    storage: object  # repositories.storage.Storage
+    root: str  # an absolute path in `storage`
+    uri_prefix: str  # "file://" or "hdfs://host:port": prefix + path = what Spark reads
 
     def uri(self, path: str) -> str:
         return f"{self.uri_prefix}{path}"
@@ -58,10 +58,11 @@ class SparkStaging:
         """The path in `storage` of `location`, given as a path on the node's Spark
         filesystem or as a URI of it; ValueError for a URI of another filesystem."""
         if location.startswith(self.uri_prefix + "/"):
-            location = location[len(self.uri_prefix):]
+            location = location[len(self.uri_prefix) :]
         elif "://" in location:
-            raise ValueError(f"{location} is not on this node's Spark filesystem ({self.uri_prefix}/...): "
-                             "give a path on it")
+            raise ValueError(
+                f"{location} is not on this node's Spark filesystem ({self.uri_prefix}/...): give a path on it"
+            )
         if not location.startswith("/"):
             raise ValueError(f"{location} is not an absolute path")
         return location.rstrip("/") or "/"
@@ -93,8 +94,13 @@ class SparkStaging:
                 self.delete(entry.path)
                 collected += 1
         if collected:
-            log.info("collected %d abandoned Spark staging director%s of %s on shard %s", collected,
-                     "y" if collected == 1 else "ies", processor, shard)
+            log.info(
+                "collected %d abandoned Spark staging director%s of %s on shard %s",
+                collected,
+                "y" if collected == 1 else "ies",
+                processor,
+                shard,
+            )
         return collected
 
 
@@ -109,8 +115,15 @@ def by_reference(session: ProcessSession, staging: SparkStaging):
     return content if content.spark_location().storage == staging.storage.address else None
 
 
-def stage_inputs(session: ProcessSession, staging: SparkStaging, directory: str, inputs,
-                 indexes: list[int] | None = None, *, make_directory: bool = True) -> list[StagedInput]:
+def stage_inputs(
+    session: ProcessSession,
+    staging: SparkStaging,
+    directory: str,
+    inputs,
+    indexes: list[int] | None = None,
+    *,
+    make_directory: bool = True,
+) -> list[StagedInput]:
     """Each input FlowFile's content as its own file under `directory`/in, streamed in
     chunks through the node; `inputs` are (FlowFile, record format) in batch order,
     or at the batch places `indexes`. Empty content holds no records and gets no file.
@@ -130,8 +143,16 @@ def stage_inputs(session: ProcessSession, staging: SparkStaging, directory: str,
     return staged
 
 
-def stage_batch(session: ProcessSession, spark, content: ContentStore, staging: SparkStaging, directory: str, inputs, *,
-                join: bool = True) -> tuple[list[StagedInput], dict[str, int]]:
+def stage_batch(
+    session: ProcessSession,
+    spark,
+    content: ContentStore,
+    staging: SparkStaging,
+    directory: str,
+    inputs,
+    *,
+    join: bool = True,
+) -> tuple[list[StagedInput], dict[str, int]]:
     """Where Spark reads each input's records, by batch place, and how many inputs got
     there which way (`in_place`, `copied_by_executors`, `copied_by_node`; of those in
     place, `vouched_by_hdfs`; of those copied by the executors, `joined_by_executors`).
@@ -145,44 +166,85 @@ def stage_batch(session: ProcessSession, spark, content: ContentStore, staging: 
     could not read, the node copies the content there itself (`stage_inputs`)."""
     if content is None:
         staged = stage_inputs(session, staging, directory, inputs)
-        return staged, {"in_place": 0, "copied_by_executors": 0, "copied_by_node": len(staged), "vouched_by_hdfs": 0,
-                        "joined_by_executors": 0}
+        return staged, {
+            "in_place": 0,
+            "copied_by_executors": 0,
+            "copied_by_node": len(staged),
+            "vouched_by_hdfs": 0,
+            "joined_by_executors": 0,
+        }
     staging.storage.mkdir(f"{directory}/in", parents=True, exist_ok=True)
-    claims = [(index, flowfile.content_claim, record_format)
-              for index, (flowfile, record_format) in enumerate(inputs) if flowfile.size]
+    claims = [
+        (index, flowfile.content_claim, record_format)
+        for index, (flowfile, record_format) in enumerate(inputs)
+        if flowfile.size
+    ]
     content.make_readable(claim for _, claim, _ in claims)
     shared = Counter(claim.resource for _, claim, _ in claims)
     location = content.spark_location()
-    items = [ClaimToStage(index, claim, f"{directory}/in/{staged_name(index, record_format)}",
-                          in_place=shared[claim.resource] == 1)
-             for index, claim, record_format in claims]
-    vouched = vouched_by_hdfs(spark, staging.storage, staging.uri, [
-        (item.index, location.resource_path(item.claim), location.checksum_path(item.claim), item.claim.length)
-        for item in items if item.in_place and item.claim.offset == 0])
+    items = [
+        ClaimToStage(
+            index, claim, f"{directory}/in/{staged_name(index, record_format)}", in_place=shared[claim.resource] == 1
+        )
+        for index, claim, record_format in claims
+    ]
+    vouched = vouched_by_hdfs(
+        spark,
+        staging.storage,
+        staging.uri,
+        [
+            (item.index, location.resource_path(item.claim), location.checksum_path(item.claim), item.claim.length)
+            for item in items
+            if item.in_place and item.claim.offset == 0
+        ],
+    )
     rest = [item for item in items if item.index not in vouched]
     formats = {index: record_format for index, _, record_format in claims}
-    joinable = {item.index for item in rest if join and formats[item.index] == "json"
-                and not (item.in_place and item.claim.offset == 0)}
-    alone, joined = join_small_claims([item for item in rest if item.index in joinable],
-                                      lambda first, last: f"{directory}/in/{joined_name(first, last)}")
+    joinable = {
+        item.index
+        for item in rest
+        if join and formats[item.index] == "json" and not (item.in_place and item.claim.offset == 0)
+    }
+    alone, joined = join_small_claims(
+        [item for item in rest if item.index in joinable],
+        lambda first, last: f"{directory}/in/{joined_name(first, last)}",
+    )
     alone += [item for item in rest if item.index not in joinable]
-    results = sorted([Staged(index, path) for index, path in vouched.items()]
-                     + stage_claims(spark, location, alone + joined), key=lambda each: each.index)
+    results = sorted(
+        [Staged(index, path) for index, path in vouched.items()] + stage_claims(spark, location, alone + joined),
+        key=lambda each: each.index,
+    )
     unread = [each for each in results if each.path is None]
     if unread:
         # Not for a node deposed meanwhile (paused, say): its batch directory may have
         # been collected by the adopter, and is never made again (no `make_directory`).
         session.check_admitted()
-        log.warning("%s: %d of %d inputs of a Spark batch could not be read from HDFS on the executors (%s); "
-                    "the node stages them", session.component_id, len(unread), len(claims), unread[0].reason)
+        log.warning(
+            "%s: %d of %d inputs of a Spark batch could not be read from HDFS on the executors (%s); "
+            "the node stages them",
+            session.component_id,
+            len(unread),
+            len(claims),
+            unread[0].reason,
+        )
     indexes = [each.index for each in unread]
-    staged = stage_inputs(session, staging, directory, [inputs[index] for index in indexes], indexes=indexes,
-                          make_directory=False)
-    staged += [StagedInput(each.index, formats[each.index], staging.uri(each.path))
-               for each in results if each.path is not None]
+    staged = stage_inputs(
+        session, staging, directory, [inputs[index] for index in indexes], indexes=indexes, make_directory=False
+    )
+    staged += [
+        StagedInput(each.index, formats[each.index], staging.uri(each.path))
+        for each in results
+        if each.path is not None
+    ]
     in_place = sum(1 for each in results if each.path is not None and not each.path.startswith(directory))
     shared = {group.target for group in joined}
-    return (sorted(staged, key=lambda each: each.index),
-            {"in_place": in_place, "copied_by_executors": len(results) - len(unread) - in_place,
-             "copied_by_node": len(unread), "vouched_by_hdfs": len(vouched),
-             "joined_by_executors": sum(1 for each in results if each.path in shared)})
+    return (
+        sorted(staged, key=lambda each: each.index),
+        {
+            "in_place": in_place,
+            "copied_by_executors": len(results) - len(unread) - in_place,
+            "copied_by_node": len(unread),
+            "vouched_by_hdfs": len(vouched),
+            "joined_by_executors": sum(1 for each in results if each.path in shared),
+        },
+    )

@@ -48,7 +48,7 @@ def select_for_age_off(
         return chosen
     used = usage.used - sum(entry.size for entry in chosen)
     limit = policy.max_usage * usage.total
-    for entry in oldest_first[len(chosen):]:
+    for entry in oldest_first[len(chosen) :]:
         if used <= limit:
             break
         chosen.append(entry)

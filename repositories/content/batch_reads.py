@@ -29,8 +29,9 @@ MAX_GAP = 64 << 10  # bytes of other claims a span reads through to join two cla
 MAX_SPAN = 16 << 20  # bytes of one span (larger claims are read alone)
 
 
-def spans(claims: Sequence[ContentClaim], max_gap: int = MAX_GAP,
-          max_span: int = MAX_SPAN) -> list[tuple[ContentClaim, list[int]]]:
+def spans(
+    claims: Sequence[ContentClaim], max_gap: int = MAX_GAP, max_span: int = MAX_SPAN
+) -> list[tuple[ContentClaim, list[int]]]:
     """The spans to read for `claims`: (a claim covering the span, the indices in
     `claims` of the claims inside it). Claims of one resource whose bytes are at most
     `max_gap` apart share a span, unless it would grow past `max_span`. Pure."""
@@ -72,7 +73,7 @@ def read_many(open_read: Callable[[ContentClaim], BinaryIO], claims: Sequence[Co
         for index in members:
             claim = claims[index]
             start = claim.offset - span.offset
-            found[index] = data[start:start + claim.length]
+            found[index] = data[start : start + claim.length]
     for index in sorted(failed):
         with open_read(claims[index]) as stream:
             found[index] = stream.read()

@@ -65,9 +65,9 @@ DEFAULT_CHECKSUM_BLOCK_SIZE = 64 * 1024
 MAX_BLOCK_SIZE = (1 << 32) - 1
 
 HEADER = struct.Struct("<8sHI")  # magic, format version, block size
-HEADER_SIZE = HEADER.size + 4    # with its crc32
-RECORD = struct.Struct("<QII")   # block offset, block length, crc32 of the block
-RECORD_SIZE = RECORD.size + 4    # with its crc32
+HEADER_SIZE = HEADER.size + 4  # with its crc32
+RECORD = struct.Struct("<QII")  # block offset, block length, crc32 of the block
+RECORD_SIZE = RECORD.size + 4  # with its crc32
 U32 = struct.Struct("<I")
 NUL_RECORD = bytes(RECORD_SIZE)
 
@@ -134,14 +134,17 @@ def read_header(data: bytes) -> Header:
         raise ChecksumFormatError(0, f"the header is cut short at {len(data)} of {HEADER_SIZE} bytes")
     magic, version, block_size = HEADER.unpack_from(data)
     (expected,) = U32.unpack_from(data, HEADER.size)
-    if crc32(memoryview(data)[:HEADER.size]) != expected:
+    if crc32(memoryview(data)[: HEADER.size]) != expected:
         raise ChecksumFormatError(0, "the header fails its CRC")
     if magic != CHECKSUM_MAGIC:
         raise ChecksumFormatError(0, f"not a checksum file (magic {magic!r})")
     if version not in BLOCK_CRCS:
-        raise ChecksumFormatError(8, f"checksum file format {version} is not known to this release "
-                                     f"(it reads formats {', '.join(map(str, sorted(BLOCK_CRCS)))}); "
-                                     "upgrade custody")
+        raise ChecksumFormatError(
+            8,
+            f"checksum file format {version} is not known to this release "
+            f"(it reads formats {', '.join(map(str, sorted(BLOCK_CRCS)))}); "
+            "upgrade custody",
+        )
     return Header(block_size, version)
 
 
@@ -154,7 +157,7 @@ def unpack_record(data, offset: int = 0) -> Block | None:
     """The block of the record at `offset` in `data`, or None if the record fails its CRC."""
     start, length, crc = RECORD.unpack_from(data, offset)
     (expected,) = U32.unpack_from(data, offset + RECORD.size)
-    if crc32(memoryview(data)[offset:offset + RECORD.size]) != expected or length == 0:
+    if crc32(memoryview(data)[offset : offset + RECORD.size]) != expected or length == 0:
         return None
     return Block(start, length, crc)
 
@@ -168,4 +171,3 @@ def whole_records(file_size: int) -> int:
     """How many whole records a checksum file of `file_size` bytes holds (a torn last
     record is not one)."""
     return max(0, (file_size - HEADER_SIZE) // RECORD_SIZE)
-

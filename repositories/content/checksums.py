@@ -73,7 +73,7 @@ class BlockChecksummer:
             piece = view[:room]
             self._crc = _BLOCK_CRC(piece, self._crc)
             self._filled += len(piece)
-            view = view[len(piece):]
+            view = view[len(piece) :]
             if self._filled == self._block_size:
                 self._close_block()
             room = self._block_size - self._filled
@@ -122,7 +122,7 @@ class ChecksumRecords:
 
     def _read(self, offset: int, length: int) -> bytes:
         if self._whole is not None:
-            return self._whole[offset:offset + length]
+            return self._whole[offset : offset + length]
         self._handle.seek(offset)
         chunks, left = [], length
         while left > 0:
@@ -152,7 +152,7 @@ class ChecksumRecords:
             got = len(data) // RECORD_SIZE
             if not got:
                 return  # the file shrank under us: the caller finds the chain short
-            yield index, data[:got * RECORD_SIZE]
+            yield index, data[: got * RECORD_SIZE]
             index += got
 
     def records(self) -> Iterator[tuple[int, Block | None]]:
@@ -214,18 +214,21 @@ class ChecksumRecords:
                         why = f"record {damaged} is damaged" if damaged is not None else "no record covers it"
                         raise ChecksumFormatError(record_offset(index), f"no checksum for byte {start}: {why}")
                 elif block is None:
-                    raise ChecksumFormatError(record_offset(index), f"checksum record {index}, for the bytes "
-                                                                    f"from {expected}, is damaged")
+                    raise ChecksumFormatError(
+                        record_offset(index), f"checksum record {index}, for the bytes from {expected}, is damaged"
+                    )
                 elif block.start != expected:
-                    raise ChecksumFormatError(record_offset(index), f"checksum records jump from byte {expected} "
-                                                                    f"to {block.start}")
+                    raise ChecksumFormatError(
+                        record_offset(index), f"checksum records jump from byte {expected} to {block.start}"
+                    )
                 yield block
                 expected = block.end
                 if expected >= stop:
                     return
         reached = start if expected is None else expected
-        raise ChecksumFormatError(record_offset(self.count),
-                                  f"the checksum records end at byte {reached}, before byte {stop}")
+        raise ChecksumFormatError(
+            record_offset(self.count), f"the checksum records end at byte {reached}, before byte {stop}"
+        )
 
 
 def checksum_file_length(handle, size: int, end: int) -> int | None:

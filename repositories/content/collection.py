@@ -38,9 +38,16 @@ class ResourceCollector:
     `_usage_cache` (container -> (measured at, usage)) is unguarded: a race only
     measures the usage twice."""
 
-    def __init__(self, table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
-                 config: ContentRepositoryConfig, *, clock: Callable[[], float],
-                 usage_probe: Callable[[str], Usage | None]):
+    def __init__(
+        self,
+        table: ResourceTable,
+        roots: Mapping[str, str],
+        resource_io: ResourceIO,
+        config: ContentRepositoryConfig,
+        *,
+        clock: Callable[[], float],
+        usage_probe: Callable[[str], Usage | None],
+    ):
         self._table, self._roots, self._io = table, roots, resource_io
         self._policy = config.archive
         self._usage_check_interval = config.usage_check_interval_s
@@ -53,8 +60,9 @@ class ResourceCollector:
         table = self._table
         report = CollectReport()
         with table.lock:
-            ready = [r for r in table.zero if r not in table.open and r not in table.closing
-                     and table.claimants.get(r) == 0]
+            ready = [
+                r for r in table.zero if r not in table.open and r not in table.closing and table.claimants.get(r) == 0
+            ]
             table.zero.difference_update(ready)
         for resource in ready:
             root = self._roots[resource.container]
@@ -90,8 +98,9 @@ class ResourceCollector:
         for name in [container] if container else list(self._roots):
             root = self._roots[name]
             with table.lock:
-                entries = [ArchivedResource(r, at, size) for r, (at, size) in table.archived.items()
-                           if r.container == name]
+                entries = [
+                    ArchivedResource(r, at, size) for r, (at, size) in table.archived.items() if r.container == name
+                ]
             usage = self._measure(name, fresh=True) if self._policy.max_usage is not None else None
             for entry in select_for_age_off(entries, now, self._policy, usage):
                 resource = entry.key
@@ -134,4 +143,5 @@ class ResourceCollector:
                 f"content container {container!r} ({self._roots[container]}) is "
                 f"{usage.fraction:.1%} full, above the maximum of {limit:.0%}, and the archive "
                 "holds nothing more to age off: writes are refused until space is freed",
-                path=self._roots[container])
+                path=self._roots[container],
+            )

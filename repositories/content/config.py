@@ -31,4 +31,5 @@ class ContentRepositoryConfig:
     def __post_init__(self) -> None:
         if not 0 < self.checksum_block_size <= MAX_BLOCK_SIZE:
             raise ContentRepositoryError(
-                f"checksum_block_size {self.checksum_block_size} must be 1 .. {MAX_BLOCK_SIZE} bytes")
+                f"checksum_block_size {self.checksum_block_size} must be 1 .. {MAX_BLOCK_SIZE} bytes"
+            )

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from crc32c import crc32c
 
 POLYNOMIAL = 0x82F63B78  # Castagnoli, reflected
-_ONE = 1 << 31           # the polynomial 1 (x^0), reflected
+_ONE = 1 << 31  # the polynomial 1 (x^0), reflected
 
 
 def _multiply(a: int, b: int) -> int:

@@ -82,11 +82,16 @@ def translate_storage_error(error: StorageError, *, claim=None, path=None) -> Co
         return ContentStorageFull(
             f"no space left writing content to {where}: the claim was abandoned, claims "
             "written before it are intact; free space (or let the archive age off) and retry",
-            claim=claim, path=where)
+            claim=claim,
+            path=where,
+        )
     if isinstance(error, StorageUnavailable):
         return ContentUnavailable(
             f"content storage unavailable at {where}: {error}; the claim was abandoned, "
-            "roll back and retry when it is back", claim=claim, path=where)
+            "roll back and retry when it is back",
+            claim=claim,
+            path=where,
+        )
     if isinstance(error, LeaseLost):
         return ContentWriteFailed(f"lost the lease of {where}: {error}", claim=claim, path=where)
     return ContentWriteFailed(f"content write failed at {where}: {error}", claim=claim, path=where)

@@ -93,7 +93,9 @@ def checksum_path(container_root: str, resource: ResourceClaim, archived: bool =
 
 def resource_id_of_checksum_file(name: str) -> str | None:
     """The resource id a file name is the checksum file of, or None if it is not one."""
-    return name[:-len(CHECKSUM_SUFFIX)] if name.endswith(CHECKSUM_SUFFIX) and len(name) > len(CHECKSUM_SUFFIX) else None
+    return (
+        name[: -len(CHECKSUM_SUFFIX)] if name.endswith(CHECKSUM_SUFFIX) and len(name) > len(CHECKSUM_SUFFIX) else None
+    )
 
 
 def must_have_checksums(resource: ResourceClaim) -> bool:

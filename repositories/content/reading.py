@@ -61,9 +61,18 @@ class ClaimReader(io.RawIOBase):
     resource of format 0) the bytes are returned as read. `where` names the replica in
     errors; `checksums` is closed with the stream."""
 
-    def __init__(self, handle, start: int, length: int, claim: ContentClaim, *,
-                 blocks: Iterator[Block] | None = None, checksums: ChecksumRecords | None = None,
-                 where: str = "", path: str | None = None):
+    def __init__(
+        self,
+        handle,
+        start: int,
+        length: int,
+        claim: ContentClaim,
+        *,
+        blocks: Iterator[Block] | None = None,
+        checksums: ChecksumRecords | None = None,
+        where: str = "",
+        path: str | None = None,
+    ):
         super().__init__()
         self._handle = handle
         self._remaining = length
@@ -122,7 +131,7 @@ class ClaimReader(io.RawIOBase):
             if not self._block:
                 self._block = self._read_blocks(size)
             data = self._block[:size]
-            self._block = self._block[len(data):]
+            self._block = self._block[len(data) :]
         self._remaining -= len(data)
         self._position += len(data)
         return data
@@ -160,7 +169,7 @@ class ClaimReader(io.RawIOBase):
         for block in blocks:
             if block.end > first + got:
                 failure = self._ended()
-            elif self._checksums.block_crc(view[block.start - first:block.end - first]) != block.crc:
+            elif self._checksums.block_crc(view[block.start - first : block.end - first]) != block.crc:
                 failure = self._corrupted(block.start, block.end, "the bytes do not match their checksum")
             else:
                 good = block.end
@@ -169,15 +178,16 @@ class ClaimReader(io.RawIOBase):
                 raise failure
             self._failure = failure
             break
-        return view[self._position - first:good - first]
+        return view[self._position - first : good - first]
 
     def _corrupted(self, start: int, end: int | None, why: str) -> ContentCorrupted:
         return corrupted(self._claim, self._where, self._path, start, end, why)
 
     def _ended(self) -> ContentTruncated:
         return ContentTruncated(
-            f"{self._claim.resource.relative_path} ended {self._remaining} bytes before "
-            "the end of the claim", claim=self._claim)
+            f"{self._claim.resource.relative_path} ended {self._remaining} bytes before the end of the claim",
+            claim=self._claim,
+        )
 
     def close(self) -> None:
         if not self.closed:
@@ -210,15 +220,19 @@ def _read_exactly(handle, length: int) -> bytes:
     return b"".join(chunks)
 
 
-def corrupted(claim: ContentClaim, where: str, path: str | None, start: int, end: int | None,
-              why: str) -> ContentCorrupted:
+def corrupted(
+    claim: ContentClaim, where: str, path: str | None, start: int, end: int | None, why: str
+) -> ContentCorrupted:
     """The error for a claim whose bytes [start, end) on replica `where` cannot be verified."""
     span = f"bytes {start}..{end}" if end is not None else f"from byte {start}"
     return ContentCorrupted(
         f"{where}: claim {claim.resource.relative_path}@{claim.offset}+{claim.length} is damaged on this "
         f"replica ({span}: {why}); nothing unverified was returned. Read it from another replica, "
         "or repair this one with `custody content fsck --repair`",
-        claim=claim, path=path, ranges=((where, start, end, why),))
+        claim=claim,
+        path=path,
+        ranges=((where, start, end, why),),
+    )
 
 
 class ResourceReader:
@@ -237,7 +251,8 @@ class ResourceReader:
         if offset < 0 or offset > claim.length:
             raise ContentRepositoryError(
                 f"offset {offset} outside claim {claim.resource.relative_path}@{claim.offset}+{claim.length}",
-                claim=claim)
+                claim=claim,
+            )
         wanted = claim.length - offset if length is None else min(length, claim.length - offset)
         open_resource = table.open.get(claim.resource)
         if open_resource is not None and (open_resource.pending or open_resource.checksum_pending):
@@ -276,8 +291,16 @@ class ResourceReader:
         except BaseException:
             handle.close()
             raise
-        return ClaimReader(handle, start, wanted, claim, blocks=itertools.chain((first,), blocks),
-                           checksums=checksums, where=table.name, path=self._path(claim.resource, archived))
+        return ClaimReader(
+            handle,
+            start,
+            wanted,
+            claim,
+            blocks=itertools.chain((first,), blocks),
+            checksums=checksums,
+            where=table.name,
+            path=self._path(claim.resource, archived),
+        )
 
     def _checksums_covering(self, claim: ContentClaim, archived: bool, stop: int) -> ChecksumRecords | None:
         """The records of the claim's checksum file, which reach at least to `stop`;
@@ -302,8 +325,11 @@ class ResourceReader:
                     if records.count and (last is None or last >= stop):
                         return records
                     records.close()
-                    problem = (f"its checksum records end at byte {last or 0}, before byte {stop}"
-                               if records.count else "its checksum file holds no record")
+                    problem = (
+                        f"its checksum records end at byte {last or 0}, before byte {stop}"
+                        if records.count
+                        else "its checksum file holds no record"
+                    )
             # A dead writer may have left the checksum file open too (see open_read).
             if attempt == 1 and not self._finish_abandoned(resource, claim):
                 break
@@ -321,7 +347,9 @@ class ResourceReader:
     def _truncated(self, claim: ContentClaim, size: int) -> ContentTruncated:
         return ContentTruncated(
             f"{self._table.name}: {claim.resource.relative_path} holds {size} readable bytes but the claim "
-            f"ends at {claim.offset + claim.length}: it was never completed or was damaged", claim=claim)
+            f"ends at {claim.offset + claim.length}: it was never completed or was damaged",
+            claim=claim,
+        )
 
     def open_resource(self, resource: ResourceClaim, claim=None, *, checksums: bool = False):
         """(binary handle, readable size) of a whole resource file (or its checksum
@@ -329,8 +357,9 @@ class ResourceReader:
         handle, size, _archived = self._open(resource, claim, checksums=checksums)
         return handle, size
 
-    def _open(self, resource: ResourceClaim, claim=None, *, checksums: bool = False,
-              archived_first: bool | None = None):
+    def _open(
+        self, resource: ResourceClaim, claim=None, *, checksums: bool = False, archived_first: bool | None = None
+    ):
         """(handle, readable size, archived) of the resource file (or its checksum file)."""
         root = self._roots.get(resource.container)
         if root is None:
@@ -338,7 +367,9 @@ class ResourceReader:
         if self._table.closing and not self._table.wait_closed(resource, CLOSE_WAIT_S):
             raise ContentUnavailable(
                 f"{self._table.name}: {resource.relative_path} is still being closed after {CLOSE_WAIT_S:.0f}s "
-                "(is the storage reachable?); retry the read", claim=claim)
+                "(is the storage reachable?); retry the read",
+                claim=claim,
+            )
         if archived_first is None:
             archived_first = resource in self._table.archived
         for archived in (archived_first, not archived_first):
@@ -354,8 +385,9 @@ class ResourceReader:
                 raise translate_storage_error(error, claim=claim) from error
         what = "checksum file" if checksums else "resource file"
         raise ContentNotFound(
-            f"{self._table.name}: no {what} for {resource.relative_path} (destroyed, aged off "
-            "or never written)", claim=claim)
+            f"{self._table.name}: no {what} for {resource.relative_path} (destroyed, aged off or never written)",
+            claim=claim,
+        )
 
     def _finish_abandoned(self, resource: ResourceClaim, claim: ContentClaim) -> bool:
         root = self._roots.get(resource.container)
@@ -379,7 +411,8 @@ class ResourceReader:
         try:
             try:
                 checksum_handle, checksum_size, _archived = self._open(
-                    resource, checksums=True, archived_first=archived)
+                    resource, checksums=True, archived_first=archived
+                )
             except ContentNotFound:
                 return check_resource(self._table.name, resource, archived, handle, size, None, 0)
             return check_resource(self._table.name, resource, archived, handle, size, checksum_handle, checksum_size)

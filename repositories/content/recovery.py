@@ -54,8 +54,15 @@ class ResourceInfo:
     checksummed: bool = False  # it has a checksum file (content format 1)
 
 
-def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
-            live_claims: Iterable[ContentClaim], *, keep_orphans: bool = False, now: float = 0.0) -> RecoveryReport:
+def recover(
+    table: ResourceTable,
+    roots: Mapping[str, str],
+    resource_io: ResourceIO,
+    live_claims: Iterable[ContentClaim],
+    *,
+    keep_orphans: bool = False,
+    now: float = 0.0,
+) -> RecoveryReport:
     """Set claimant counts from `live_claims`, then clean up what none references
     (see the module docstring), or with `keep_orphans` archive it (stamped `now`) and
     cut nothing. Resources this repository has open are left alone."""
@@ -115,13 +122,21 @@ def recover(table: ResourceTable, roots: Mapping[str, str], resource_io: Resourc
             _cut_checksums(resource_io, root, resource, end)
     report.missing = sorted((r for r in counts if r not in seen), key=lambda r: r.relative_path)
     if report.destroyed or report.truncated_bytes or report.missing:
-        log.info("%s recovered: %d orphaned resources destroyed, %d orphaned bytes cut, "
-                 "%d referenced resources missing", table.name, len(report.destroyed),
-                 report.truncated_bytes, len(report.missing))
+        log.info(
+            "%s recovered: %d orphaned resources destroyed, %d orphaned bytes cut, %d referenced resources missing",
+            table.name,
+            len(report.destroyed),
+            report.truncated_bytes,
+            len(report.missing),
+        )
     if keep_orphans:
-        log.warning("%s recovered after WAL damage: %d orphaned resources archived and %d bytes kept that no "
-                    "FlowFile references now (the lost FlowFiles' content), for the archive's retention",
-                    table.name, len(report.kept), report.kept_bytes)
+        log.warning(
+            "%s recovered after WAL damage: %d orphaned resources archived and %d bytes kept that no "
+            "FlowFile references now (the lost FlowFiles' content), for the archive's retention",
+            table.name,
+            len(report.kept),
+            report.kept_bytes,
+        )
     return report
 
 
@@ -141,11 +156,15 @@ def _cut_checksums(resource_io: ResourceIO, root: str, resource: ResourceClaim, 
 
 def list_resources(roots: Mapping[str, str], resource_io: ResourceIO) -> dict[ResourceClaim, ResourceInfo]:
     """Every resource file present (live and archived), by scanning the containers."""
-    scanned = [(found, resource) for _container, _root, found, resource in _scan(roots, resource_io)
-               if resource is not None]
+    scanned = [
+        (found, resource) for _container, _root, found, resource in _scan(roots, resource_io) if resource is not None
+    ]
     checksummed = {resource for found, resource in scanned if found.checksums}
-    return {resource: ResourceInfo(resource, found.size, found.archived, resource in checksummed)
-            for found, resource in scanned if not found.checksums}
+    return {
+        resource: ResourceInfo(resource, found.size, found.archived, resource in checksummed)
+        for found, resource in scanned
+        if not found.checksums
+    }
 
 
 def _scan(roots: Mapping[str, str], resource_io: ResourceIO):
@@ -160,4 +179,3 @@ def _scan(roots: Mapping[str, str], resource_io: ResourceIO):
                 except InvalidClaimError:
                     pass
             yield container, root, found, resource
-

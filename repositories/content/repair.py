@@ -24,9 +24,18 @@ from .resources import ResourceTable
 from .store import READ_CHUNK
 
 
-def install_resource(table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
-                     clock: Callable[[], float], resource: ResourceClaim, source, *, archived: bool = False,
-                     checksums=None, hooks: ContentHooks) -> int:
+def install_resource(
+    table: ResourceTable,
+    roots: Mapping[str, str],
+    resource_io: ResourceIO,
+    clock: Callable[[], float],
+    resource: ResourceClaim,
+    source,
+    *,
+    archived: bool = False,
+    checksums=None,
+    hooks: ContentHooks,
+) -> int:
     """Write the resource file of `resource` from the binary stream `source`, and its
     checksum file from `checksums` (None: a resource of format 0, which has none);
     returns the resource file's length. An archived file joins the archive as of now
@@ -39,8 +48,12 @@ def install_resource(table: ResourceTable, roots: Mapping[str, str], resource_io
     target = archive_path(root, resource) if archived else resource_path(root, resource)
     try:
         if checksums is not None:
-            _install(storage, checksums, join(root, f".fsck-{checksum_name(resource)}"),
-                     checksum_path(root, resource, archived))
+            _install(
+                storage,
+                checksums,
+                join(root, f".fsck-{checksum_name(resource)}"),
+                checksum_path(root, resource, archived),
+            )
             hooks.between_repair_renames(checksum_path(root, resource, archived), target)
         total = _install(storage, source, join(root, f".fsck-{resource.id}"), target)
     except StorageError as error:

@@ -90,14 +90,17 @@ class ContentRepository(ContentStore):
         self._roots = dict(containers)
         self._clock = clock
         self._lost = LostRanges()
-        self._table = table = ResourceTable(name, ClaimantCounts(), self._lost.record,
-                                            close_in_background=config.close_in_background)
+        self._table = table = ResourceTable(
+            name, ClaimantCounts(), self._lost.record, close_in_background=config.close_in_background
+        )
         self._open = table.open  # by resource claim; a test reaches a resource's file through it
-        self._collector = ResourceCollector(table, self._roots, resource_io, config, clock=clock,
-                                            usage_probe=usage_probe or resource_io.usage)
+        self._collector = ResourceCollector(
+            table, self._roots, resource_io, config, clock=clock, usage_probe=usage_probe or resource_io.usage
+        )
         self._allocator = ResourceAllocator(table, self._roots, resource_io, config, self._collector.check_capacity)
-        self._syncer = ResourceSyncer(table, self._lost, resource_io.storage,
-                                      retire_by_default=config.close_resources_on_sync)
+        self._syncer = ResourceSyncer(
+            table, self._lost, resource_io.storage, retire_by_default=config.close_resources_on_sync
+        )
         self._reader = ResourceReader(table, self._roots, resource_io)
         if prepare:
             for root in self._roots.values():
@@ -196,8 +199,11 @@ class ContentRepository(ContentStore):
         with their lengths: what replicas in lockstep hold alike."""
         table = self._table
         with table.lock:
-            return {claim: resource.length for claim, resource in table.open.items()
-                    if not resource.retired and not resource.failed}
+            return {
+                claim: resource.length
+                for claim, resource in table.open.items()
+                if not resource.retired and not resource.failed
+            }
 
     def wait_closed(self, resource: ResourceClaim, timeout: float) -> bool:
         """Wait for a background close of `resource` under way (see `close_in_background`)."""
@@ -291,8 +297,17 @@ class ContentRepository(ContentStore):
         """Write a whole resource file from `source`, and its checksum file from
         `checksums` (fsck repair): each to a temporary name in the container root,
         synced, then renamed over the target."""
-        return install_resource(self._table, self._roots, self.io, self._clock, resource, source,
-                                archived=archived, checksums=checksums, hooks=self._hooks)
+        return install_resource(
+            self._table,
+            self._roots,
+            self.io,
+            self._clock,
+            resource,
+            source,
+            archived=archived,
+            checksums=checksums,
+            hooks=self._hooks,
+        )
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -181,8 +181,9 @@ class LocalResourceIO:
             fd = self._root_fds.setdefault(root, os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         return fd
 
-    def _open_file(self, root: str, resource: ResourceClaim, archived: bool, flags: int,
-                   checksums: bool = False) -> int:
+    def _open_file(
+        self, root: str, resource: ResourceClaim, archived: bool, flags: int, checksums: bool = False
+    ) -> int:
         """An fd of the resource file (or its checksum file), opened from its section
         (or archive) directory with no symlink followed on the way. Raises OSError."""
         name = checksum_name(resource) if checksums else resource.id
@@ -196,7 +197,8 @@ class LocalResourceIO:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             return UnsafeContentPath(
                 f"refusing {path}: a path component is a symlink or not a directory; "
-                "a claim may never resolve outside its container", path=path
+                "a claim may never resolve outside its container",
+                path=path,
             )
         return translate_os_error(error, path, action)
 
@@ -336,8 +338,16 @@ class LocalResourceIO:
                         )  # scanned next: only where there is one (one listing, not two, per section)
                         continue
                     info = entry.stat(follow_symlinks=False)
-                    found.append(_found(section, entry.name, info.st_size, info.st_mtime, archived,
-                                        unsafe=not stat_module.S_ISREG(info.st_mode)))
+                    found.append(
+                        _found(
+                            section,
+                            entry.name,
+                            info.st_size,
+                            info.st_mtime,
+                            archived,
+                            unsafe=not stat_module.S_ISREG(info.st_mode),
+                        )
+                    )
                 archived = True
         return found
 
@@ -359,8 +369,14 @@ class StorageResourceIO:
 
     can_truncate = False
 
-    def __init__(self, storage: Storage, *, read_through_arrow: bool = True, recover_open_files: bool = False,
-                 lease_timeout: float = 60.0):
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        read_through_arrow: bool = True,
+        recover_open_files: bool = False,
+        lease_timeout: float = 60.0,
+    ):
         self.storage = storage
         self._read_through_arrow = read_through_arrow
         # Only for readers of a dead writer's files: recovering a live writer's lease
@@ -425,8 +441,11 @@ class StorageResourceIO:
         except StorageFileNotFound:
             return False  # collected meanwhile: the read that follows says what is missing
         if calls > len(paths):
-            log.info("recovered the leases on %s, which their dead writer left open, in %.2fs",
-                     ", ".join(f"hdfs:{path}" for path in paths), waited)
+            log.info(
+                "recovered the leases on %s, which their dead writer left open, in %.2fs",
+                ", ".join(f"hdfs:{path}" for path in paths),
+                waited,
+            )
         return True
 
     def archive(self, root: str, resource: ResourceClaim) -> None:
@@ -464,8 +483,11 @@ class StorageResourceIO:
                 if status.is_dir:
                     if status.name == ARCHIVE_DIRECTORY:
                         for archived in self.storage.list(status.path):
-                            found.append(_found(section, archived.name, archived.length,
-                                                archived.modified, True, archived.is_dir))
+                            found.append(
+                                _found(
+                                    section, archived.name, archived.length, archived.modified, True, archived.is_dir
+                                )
+                            )
                     continue
                 found.append(_found(section, status.name, status.length, status.modified, False, False))
         return found

@@ -57,17 +57,32 @@ log = logging.getLogger(__name__)
 
 
 class OpenResource:
-    __slots__ = ("claim", "root", "file", "checksum_file", "length", "completed", "synced", "writing",
-                 "retired", "failed", "io_lock", "pending", "checksum_pending", "closed", "opened")
+    __slots__ = (
+        "claim",
+        "root",
+        "file",
+        "checksum_file",
+        "length",
+        "completed",
+        "synced",
+        "writing",
+        "retired",
+        "failed",
+        "io_lock",
+        "pending",
+        "checksum_pending",
+        "closed",
+        "opened",
+    )
 
     def __init__(self, claim: ResourceClaim, root: str, file: WritableFile, checksum_file: WritableFile):
         self.claim = claim
         self.root = root
         self.file = file
         self.checksum_file = checksum_file
-        self.length = 0      # bytes handed to the file
-        self.completed = 0   # end of the last closed claim
-        self.synced = 0      # bytes known durable
+        self.length = 0  # bytes handed to the file
+        self.completed = 0  # end of the last closed claim
+        self.synced = 0  # bytes known durable
         self.writing = False
         self.retired = False
         self.failed = False
@@ -240,8 +255,12 @@ class ResourceTable:
                     if not resource.failed and resource.synced < resource.completed:
                         self.fail(resource, error)
                     else:
-                        self.log_failure("close", "closing %s failed after its claims were synced: %s",
-                                         resource.claim.relative_path, error)
+                        self.log_failure(
+                            "close",
+                            "closing %s failed after its claims were synced: %s",
+                            resource.claim.relative_path,
+                            error,
+                        )
         finally:
             self._closed(resource)
 
@@ -309,11 +328,17 @@ class ResourceTable:
                 pass  # the resource already failed; its unsynced bytes are gone either way
         self._closed(resource)
         if isinstance(error, StorageFull):
-            self.log_failure("full", "content resource %s was retired: its storage is full (%s); writes fail until "
-                             "space is freed (or the archive ages off)", resource.claim.relative_path, error)
+            self.log_failure(
+                "full",
+                "content resource %s was retired: its storage is full (%s); writes fail until "
+                "space is freed (or the archive ages off)",
+                resource.claim.relative_path,
+                error,
+            )
         else:
-            self.log_failure("failed", "content resource %s failed and was retired: %s", resource.claim.relative_path,
-                             error)
+            self.log_failure(
+                "failed", "content resource %s failed and was retired: %s", resource.claim.relative_path, error
+            )
 
     def log_failure(self, kind: str, message: str, *args) -> None:
         """Log a failure of `kind` that an outage repeats for every resource (`LimitedLog`)."""

@@ -52,15 +52,22 @@ class LostRanges:
         with self._lock:
             if not self._lost:
                 return
-            hits = [(claim, start, end, why) for claim in claims
-                    for start, end, why in self._lost.get(claim.resource, ())
-                    if claim.offset < end and claim.offset + claim.length > start]
+            hits = [
+                (claim, start, end, why)
+                for claim in claims
+                for start, end, why in self._lost.get(claim.resource, ())
+                if claim.offset < end and claim.offset + claim.length > start
+            ]
         if hits:
-            detail = "; ".join(f"{claim.resource.relative_path}@{claim.offset}+{claim.length} in lost bytes "
-                               f"{start}..{end} ({why})" for claim, start, end, why in hits[:3])
+            detail = "; ".join(
+                f"{claim.resource.relative_path}@{claim.offset}+{claim.length} in lost bytes {start}..{end} ({why})"
+                for claim, start, end, why in hits[:3]
+            )
             raise ContentWriteFailed(
                 f"{len(hits)} claims of this session point at content a failed write lost: {detail}; "
-                "the session must roll back", lost=tuple((claim.resource, start, end) for claim, start, end, _ in hits))
+                "the session must roll back",
+                lost=tuple((claim.resource, start, end) for claim, start, end, _ in hits),
+            )
 
 
 class ResourceSyncer:
@@ -80,8 +87,7 @@ class ResourceSyncer:
         table = self._table
         retire = self._retire_by_default if retire is None else retire
         with table.lock:
-            targets = [r for r in table.open.values()
-                       if r.length > r.synced or r.retired or (retire and not r.writing)]
+            targets = [r for r in table.open.values() if r.length > r.synced or r.retired or (retire and not r.writing)]
         first_error: StorageError | None = None
         outcomes = self._sync_all(targets)
         for resource, failure in zip(targets, outcomes, strict=False):
@@ -98,11 +104,14 @@ class ResourceSyncer:
         failures = self._lost.take_unreported()
         if failures:
             lost = tuple((claim, start, end) for claim, start, end, _ in failures)
-            detail = "; ".join(f"{claim.relative_path} bytes {start}..{end}: {why}"
-                               for claim, start, end, why in failures)
+            detail = "; ".join(
+                f"{claim.relative_path} bytes {start}..{end}: {why}" for claim, start, end, why in failures
+            )
             error = ContentWriteFailed(
                 f"content written since the last sync was lost ({detail}); the sessions "
-                "holding claims in those ranges must roll back", lost=lost)
+                "holding claims in those ranges must roll back",
+                lost=lost,
+            )
             if first_error is not None:
                 raise translate_storage_error(first_error) from error
             raise error

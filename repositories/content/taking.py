@@ -38,8 +38,14 @@ from .resources import ResourceTable
 from .writing import ResourceAllocator
 
 
-def take_file(table: ResourceTable, allocator: ResourceAllocator, roots: Mapping[str, str],
-              resource_io: ResourceIO, path: str, checksums: str) -> ContentClaim:
+def take_file(
+    table: ResourceTable,
+    allocator: ResourceAllocator,
+    roots: Mapping[str, str],
+    resource_io: ResourceIO,
+    path: str,
+    checksums: str,
+) -> ContentClaim:
     """The claim of the whole file at `path` (with its checksum file at `checksums`),
     moved into this repository as a new resource (see the module docstring)."""
     table.check_open()
@@ -68,17 +74,21 @@ def _check_covers(data: bytes, length: int, path: str, checksums: str) -> None:
     try:
         unpack_header(data)
     except ChecksumFormatError as error:
-        raise ContentRepositoryError(f"{checksums} is not a usable checksum file for {path}: {error.reason}; "
-                                     "the file was not taken") from None
+        raise ContentRepositoryError(
+            f"{checksums} is not a usable checksum file for {path}: {error.reason}; the file was not taken"
+        ) from None
     covered = 0
     index = 0
     while record_offset(index + 1) <= len(data):
         block = unpack_record(data, record_offset(index))
         if block is None or block.start != covered:
-            raise ContentRepositoryError(f"{checksums}: record {index} is damaged or out of place (expected "
-                                         f"a block at offset {covered}); the file {path} was not taken")
+            raise ContentRepositoryError(
+                f"{checksums}: record {index} is damaged or out of place (expected "
+                f"a block at offset {covered}); the file {path} was not taken"
+            )
         covered = block.end
         index += 1
     if covered != length or len(data) != record_offset(index):
-        raise ContentRepositoryError(f"{checksums} covers {covered} bytes of {path}, which holds {length}; "
-                                     "the file was not taken")
+        raise ContentRepositoryError(
+            f"{checksums} covers {covered} bytes of {path}, which holds {length}; the file was not taken"
+        )

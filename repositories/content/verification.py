@@ -65,8 +65,9 @@ class ResourceCheck:
         self.status = DAMAGED
 
 
-def check_resource(replica: str, resource: ResourceClaim, archived: bool, handle, size: int,
-                   checksum_handle, checksum_size: int) -> ResourceCheck:
+def check_resource(
+    replica: str, resource: ResourceClaim, archived: bool, handle, size: int, checksum_handle, checksum_size: int
+) -> ResourceCheck:
     """Check the resource file (`handle`, `size` bytes) against its checksum file
     (`checksum_handle`, or None if there is none). Reads the resource file once."""
     check = ResourceCheck(resource, replica, archived, size)

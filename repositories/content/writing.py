@@ -132,8 +132,9 @@ class ContentWriter(ClaimWriter):
             raise ContentRepositoryError("close of an aborted content writer", claim=self._resource.claim)
         self._checksums.finish()
         if self._buffer:
-            if (sync is False or (sync is None and not self._allocator.config.sync_on_close)) and \
-                    len(self._buffer) + len(self._resource.pending) < self._buffer_size:
+            if (sync is False or (sync is None and not self._allocator.config.sync_on_close)) and len(
+                self._buffer
+            ) + len(self._resource.pending) < self._buffer_size:
                 resource = self._resource
                 with resource.io_lock:  # a concurrent sync flushes both pending buffers
                     self._refuse_failed()
@@ -162,14 +163,17 @@ class ContentWriter(ClaimWriter):
             raise ContentWriteFailed(
                 f"{resource.claim.relative_path} failed while this claim was written to it (an earlier write or "
                 "sync of it failed); the claim is abandoned and the session must roll back",
-                claim=resource.claim, lost=((resource.claim, self.offset, self.offset + self._written),))
+                claim=resource.claim,
+                lost=((resource.claim, self.offset, self.offset + self._written),),
+            )
 
     def release(self) -> None:
         """Give the resource back after `next_claim`, for other claims to follow."""
         if self._open:
             if self._written or self._buffer:
-                raise ContentRepositoryError("release of a content writer with an unfinished claim (abort it)",
-                                             claim=self._resource.claim)
+                raise ContentRepositoryError(
+                    "release of a content writer with an unfinished claim (abort it)", claim=self._resource.claim
+                )
             self._open = False
             self.retired_resource = self._allocator.release(self._resource, retire=False)
 
@@ -184,8 +188,14 @@ class ContentWriter(ClaimWriter):
 class ResourceAllocator:
     """Which resource each writer appends to; when a resource is full, retired or failed."""
 
-    def __init__(self, table: ResourceTable, roots: Mapping[str, str], resource_io: ResourceIO,
-                 config: ContentRepositoryConfig, check_capacity: Callable[[str], None]):
+    def __init__(
+        self,
+        table: ResourceTable,
+        roots: Mapping[str, str],
+        resource_io: ResourceIO,
+        config: ContentRepositoryConfig,
+        check_capacity: Callable[[str], None],
+    ):
         self.table = table
         self.config = config
         self._roots = roots
@@ -227,7 +237,9 @@ class ResourceAllocator:
                     raise ReplicaDiverged(
                         f"replica {table.name} holds {resource_claim.relative_path} at length "
                         f"{resource.length} (writing={resource.writing}, retired={resource.retired}), "
-                        f"leader writes at {offset}", claim=resource_claim)
+                        f"leader writes at {offset}",
+                        claim=resource_claim,
+                    )
                 resource.writing = True
                 try:
                     table.appendable.remove(resource)
@@ -237,7 +249,9 @@ class ResourceAllocator:
             if offset != 0:
                 raise ReplicaDiverged(
                     f"replica {table.name} has no open {resource_claim.relative_path}; leader "
-                    f"writes at offset {offset}", claim=resource_claim)
+                    f"writes at offset {offset}",
+                    claim=resource_claim,
+                )
             resource = self._new_resource(resource_claim)
         return ContentWriter(self, resource)
 
@@ -256,7 +270,8 @@ class ResourceAllocator:
         else:
             if wanted.container not in self._roots:
                 raise ContentRepositoryError(
-                    f"replica {table.name} has no container {wanted.container!r}", claim=wanted)
+                    f"replica {table.name} has no container {wanted.container!r}", claim=wanted
+                )
             claim = wanted
         root = self._roots[claim.container]
         self._check_capacity(claim.container)
@@ -307,8 +322,13 @@ class ResourceAllocator:
         to_close = None
         with table.lock:
             resource.writing = False
-            retired = (retire or resource.retired or resource.failed or table.closed
-                       or resource.length >= self.config.max_appendable_claim_size)
+            retired = (
+                retire
+                or resource.retired
+                or resource.failed
+                or table.closed
+                or resource.length >= self.config.max_appendable_claim_size
+            )
             if retired:
                 to_close = table.retire_locked(resource)
             else:

@@ -106,20 +106,34 @@ def _missing_snapshot(reading: Reading) -> list[Damage]:
         needed = [(j, _snapshot_needed(j)) for j in journals if _snapshot_needed(j) > 0]
         if needed:
             journal, upto = needed[0]
-            return [Damage(reading.snapshot_path,
-                           f"the snapshot is missing, but {journal.path} follows a snapshot of the transactions up to "
-                           f"{upto}: every FlowFile the snapshot held is lost", ((1, upto),))]
+            return [
+                Damage(
+                    reading.snapshot_path,
+                    f"the snapshot is missing, but {journal.path} follows a snapshot of the transactions up to "
+                    f"{upto}: every FlowFile the snapshot held is lost",
+                    ((1, upto),),
+                )
+            ]
         return []
     if case is SnapshotCase.PARTIAL_ONLY:
         return []  # the .partial holds every transaction the journals hold
-    newer = [j for j in journals if j.generation is not None and j.generation > reading.snapshot_max_txid
-             and (j.frames or case is SnapshotCase.SNAPSHOT_ONLY)]
+    newer = [
+        j
+        for j in journals
+        if j.generation is not None
+        and j.generation > reading.snapshot_max_txid
+        and (j.frames or case is SnapshotCase.SNAPSHOT_ONLY)
+    ]
     if newer:
-        return [Damage(reading.snapshot_path,
-                       f"the snapshot covers transactions up to {reading.snapshot_max_txid}, but {newer[0].path} was "
-                       f"created after a snapshot of transactions up to {newer[0].generation}: the snapshot is older "
-                       "than its journals (restored from an older copy?), and the transactions in between are lost",
-                       ((reading.snapshot_max_txid + 1, newer[0].generation),))]
+        return [
+            Damage(
+                reading.snapshot_path,
+                f"the snapshot covers transactions up to {reading.snapshot_max_txid}, but {newer[0].path} was "
+                f"created after a snapshot of transactions up to {newer[0].generation}: the snapshot is older "
+                "than its journals (restored from an older copy?), and the transactions in between are lost",
+                ((reading.snapshot_max_txid + 1, newer[0].generation),),
+            )
+        ]
     return []
 
 
@@ -142,15 +156,24 @@ def _missing_journals(reading: Reading) -> list[Damage]:
     elif not present:
         if not reading.snapshot_holds_state:
             return []  # the first checkpoint of an empty WAL, cut short by a crash (before journal sets)
-        return [Damage(_journal_path(reading.directory, 0),
-                       "every journal is missing, though the snapshot holds state and journals always exist beside "
-                       "it: every transaction since the snapshot is lost")]
+        return [
+            Damage(
+                _journal_path(reading.directory, 0),
+                "every journal is missing, though the snapshot holds state and journals always exist beside "
+                "it: every transaction since the snapshot is lost",
+            )
+        ]
     else:
         expected = max(present) + 1
         why = "numbered below the highest journal present"
     missing = [p for p in range(expected) if p not in present]
-    return [Damage(_journal_path(reading.directory, p), f"the journal is missing: it is one {why}, and every "
-                                                        "transaction it held is lost") for p in missing]
+    return [
+        Damage(
+            _journal_path(reading.directory, p),
+            f"the journal is missing: it is one {why}, and every transaction it held is lost",
+        )
+        for p in missing
+    ]
 
 
 def _missing_transactions(reading: Reading, base: int, known: set) -> list[Damage]:
@@ -160,14 +183,20 @@ def _missing_transactions(reading: Reading, base: int, known: set) -> list[Damag
         return []
     count = sum(last - first + 1 for first, last in gaps)
     tails = [cut for cut in reading.cuts if cut.explained]
-    updates = sum(cut.updates for cut in tails if cut.txid is not None
-                  and any(first <= cut.txid <= last for first, last in gaps))
+    updates = sum(
+        cut.updates for cut in tails if cut.txid is not None and any(first <= cut.txid <= last for first, last in gaps)
+    )
     where = "; ".join(f"{cut.path} was cut at byte {cut.offset} ({cut.reason})" for cut in tails[:4])
-    return [Damage(reading.directory,
-                   f"{count} transaction(s) ({format_ranges(gaps)}) are in no journal, yet a later transaction "
-                   f"recorded every transaction up to {reading.watermark} as durable, so no crash took them"
-                   + (f"; {where}" if where else "; a journal lost them (deleted, truncated or replaced)"),
-                   tuple(gaps), updates)]
+    return [
+        Damage(
+            reading.directory,
+            f"{count} transaction(s) ({format_ranges(gaps)}) are in no journal, yet a later transaction "
+            f"recorded every transaction up to {reading.watermark} as durable, so no crash took them"
+            + (f"; {where}" if where else "; a journal lost them (deleted, truncated or replaced)"),
+            tuple(gaps),
+            updates,
+        )
+    ]
 
 
 def missing_ranges(base: int, top: int, present: Iterable[int]):

@@ -34,8 +34,10 @@ class WriteAheadLogAbandonedError(WriteAheadLogClosedError):
 
     def __init__(self, directory: str, reason: str):
         self.directory, self.reason = directory, reason
-        super().__init__(f"the WAL {directory} was abandoned ({reason}); it never writes again, and nothing of this "
-                         "transaction was written. Whoever adopts the shard recovers the WAL")
+        super().__init__(
+            f"the WAL {directory} was abandoned ({reason}); it never writes again, and nothing of this "
+            "transaction was written. Whoever adopts the shard recovers the WAL"
+        )
 
 
 class NotAWriteAheadLogError(WriteAheadLogError):
@@ -147,8 +149,10 @@ class AbandonedInFlightError(OutcomeUnknownError):
         self.directory, self.txid, self.reason = directory, txid, reason
         self.cause = self.roll_error = None
         WriteAheadLogError.__init__(
-            self, f"transaction {txid} of the WAL {directory} was in flight when the WAL was abandoned ({reason}): "
-                  "it is not acknowledged, and whoever adopts the shard may or may not find it, whole")
+            self,
+            f"transaction {txid} of the WAL {directory} was in flight when the WAL was abandoned ({reason}): "
+            "it is not acknowledged, and whoever adopts the shard may or may not find it, whole",
+        )
 
 
 class WriteAheadLogPoisonedError(WriteAheadLogError):

@@ -105,8 +105,11 @@ def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[lis
             if guard is None:
                 # No length left to trust: the next frame cannot be located without
                 # reading bytes that may be user data, so the rest is cut.
-                what = "transaction frame header and its length guard are damaged" if guarded else \
-                    "transaction frame header is damaged (marker or header CRC)"
+                what = (
+                    "transaction frame header and its length guard are damaged"
+                    if guarded
+                    else "transaction frame header is damaged (marker or header CRC)"
+                )
                 damage.append(_Damage(offset, end, what + "; the rest of the journal cannot be located", None))
                 break
             stop = offset + header_size + guard
@@ -115,8 +118,14 @@ def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[lis
                     path, offset, end, "torn transaction: damaged header, and the file ends inside its payload", True
                 )
                 break
-            damage.append(_Damage(offset, stop, "transaction frame header is damaged (marker or header CRC); "
-                                                "skipped by its length guard", None))
+            damage.append(
+                _Damage(
+                    offset,
+                    stop,
+                    "transaction frame header is damaged (marker or header CRC); skipped by its length guard",
+                    None,
+                )
+            )
             offset = stop
             continue
         txid, epoch, count, length, payload_crc, watermark = parsed
@@ -130,8 +139,15 @@ def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[lis
         elif crc32(payload) != payload_crc:
             damage.append(_Damage(offset, stop, f"transaction {txid} payload CRC mismatch", txid, count))
         elif txid <= last_txid:
-            damage.append(_Damage(offset, stop, f"transaction {txid} follows transaction {last_txid} in the same "
-                                                "journal (ids only increase there)", txid, count))
+            damage.append(
+                _Damage(
+                    offset,
+                    stop,
+                    f"transaction {txid} follows transaction {last_txid} in the same journal (ids only increase there)",
+                    txid,
+                    count,
+                )
+            )
         else:
             frames.append(Frame(offset, txid, epoch, count, payload, stop, watermark))
             last_txid = txid
@@ -146,9 +162,17 @@ def _judged(path: str, data: bytes, version: int, frames: list, damage: _Damage)
     """A damaged range as a Cut: explained by a crash only when nothing intact follows
     it (then it is indistinguishable from a write the crash tore)."""
     if any(frame.offset >= damage.end for frame in frames) or (
-            damage.end == len(data) and _intact_frame_in(data, damage.offset + 1, version)):
-        return Cut(path, damage.offset, damage.end, damage.reason + " (intact transactions follow it)", False,
-                   damage.txid, damage.updates)
+        damage.end == len(data) and _intact_frame_in(data, damage.offset + 1, version)
+    ):
+        return Cut(
+            path,
+            damage.offset,
+            damage.end,
+            damage.reason + " (intact transactions follow it)",
+            False,
+            damage.txid,
+            damage.updates,
+        )
     return Cut(path, damage.offset, damage.end, damage.reason + " (at the tail)", True, damage.txid, damage.updates)
 
 
@@ -196,8 +220,14 @@ class Journal:
     Every sync, failed ones included, is timed into `sync_durations` (the WAL's).
     """
 
-    def __init__(self, path: str, file, hooks: WalHooks, on_failure: Callable[[BaseException], None],
-                 sync_durations: LatencyHistogram):
+    def __init__(
+        self,
+        path: str,
+        file,
+        hooks: WalHooks,
+        on_failure: Callable[[BaseException], None],
+        sync_durations: LatencyHistogram,
+    ):
         self.path = path
         self._file = file
         self._hooks = hooks

@@ -26,8 +26,15 @@ if TYPE_CHECKING:
 
 CUT_DIRECTORY = "cut"
 
-__all__ = ["CUT_DIRECTORY", "RecoveredState", "RecoveryReport", "WalFiles", "journal_name", "list_wal_files",
-           "read_state"]
+__all__ = [
+    "CUT_DIRECTORY",
+    "RecoveredState",
+    "RecoveryReport",
+    "WalFiles",
+    "journal_name",
+    "list_wal_files",
+    "read_state",
+]
 
 
 @dataclass
@@ -173,9 +180,16 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: 
         report.journals.append(path)
         report.cuts.extend(scan.cuts)
         header = scan.header
-        seen.append(JournalSeen(partition, path, header.generation if header else None,
-                                header.partitions if header else None, len(scan.frames),
-                                scan.frames[0].txid if scan.frames else None))
+        seen.append(
+            JournalSeen(
+                partition,
+                path,
+                header.generation if header else None,
+                header.partitions if header else None,
+                len(scan.frames),
+                scan.frames[0].txid if scan.frames else None,
+            )
+        )
         if header is None:
             report.checkpoint_reasons.append(f"{path} has no intact header")
             continue
@@ -224,9 +238,18 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: 
         if snapshot_epoch is not None and frame.epoch < snapshot_epoch:
             # Written by an owner older than the one that checkpointed: a zombie's write
             # after fencing. Never applied, and not damage: the fencing refused it.
-            report.cuts.append(Cut(path, frame.offset, frame_end, f"transaction {txid} has epoch {frame.epoch}, older "
-                                   f"than the snapshot's {snapshot_epoch}: a fenced owner's write, refused", True, txid,
-                                   frame.count))
+            report.cuts.append(
+                Cut(
+                    path,
+                    frame.offset,
+                    frame_end,
+                    f"transaction {txid} has epoch {frame.epoch}, older "
+                    f"than the snapshot's {snapshot_epoch}: a fenced owner's write, refused",
+                    True,
+                    txid,
+                    frame.count,
+                )
+            )
             report.checkpoint_reasons.append(f"{path}: stale-epoch transaction {txid}")
             continue
         try:
@@ -255,13 +278,25 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: 
     report.max_txid = next_txid - 1
     report.record_count = len(records)
     report.swap_files = list(swap_files.values())
-    report.damage = judge(Reading(directory, report.case, source or f"{directory.rstrip('/')}/{SNAPSHOT_NAME}",
-                                  base, snapshot_holds_state, seen, replayed, watermark, report.cuts))
+    report.damage = judge(
+        Reading(
+            directory,
+            report.case,
+            source or f"{directory.rstrip('/')}/{SNAPSHOT_NAME}",
+            base,
+            snapshot_holds_state,
+            seen,
+            replayed,
+            watermark,
+            report.cuts,
+        )
+    )
     # Ids no journal holds above every watermark: transactions a crash took before they
     # were synced (never acknowledged). A new journal generation must start above them,
     # or the next frames' watermarks would claim them durable.
     report.in_flight = [gap for gap in missing_ranges(base, report.max_txid, replayed) if gap[0] > watermark]
     if report.in_flight:
-        report.checkpoint_reasons.append(f"transactions in flight at the crash never reached a journal "
-                                         f"({format_ranges(report.in_flight)})")
+        report.checkpoint_reasons.append(
+            f"transactions in flight at the crash never reached a journal ({format_ranges(report.in_flight)})"
+        )
     return RecoveredState(records, swap_files, next_txid, report, scans)

@@ -161,11 +161,28 @@ class FlowFileSerDe:
                 blob = _join_length_prefixed(chain.from_iterable(attributes.items()))
         else:
             blob = b""
-        return b"".join((
-            RECORD_V3.pack(len(record_id), len(queue_bytes), size, entry, lineage, penalty, flags, section,
-                           offset, length, len(claim_text), len(blob)),
-            record_id, queue_bytes, claim_text, blob,
-        ))
+        return b"".join(
+            (
+                RECORD_V3.pack(
+                    len(record_id),
+                    len(queue_bytes),
+                    size,
+                    entry,
+                    lineage,
+                    penalty,
+                    flags,
+                    section,
+                    offset,
+                    length,
+                    len(claim_text),
+                    len(blob),
+                ),
+                record_id,
+                queue_bytes,
+                claim_text,
+                blob,
+            )
+        )
 
     def decode_record(self, data, version: int) -> FlowFileRecord:
         """Decode completely (every field checked now): for callers outside recovery."""
@@ -334,11 +351,23 @@ class LazyDecoder:
 
     def decode_head(self, encoded: bytes, record_id: str) -> tuple:
         try:
-            (id_length, queue_length, size, entry, lineage, penalty, flags, section, offset, length,
-             claim_length, attributes_length) = RECORD_V3.unpack_from(encoded, 0)
+            (
+                id_length,
+                queue_length,
+                size,
+                entry,
+                lineage,
+                penalty,
+                flags,
+                section,
+                offset,
+                length,
+                claim_length,
+                attributes_length,
+            ) = RECORD_V3.unpack_from(encoded, 0)
             start = RECORD_V3.size + id_length
             if encoded[RECORD_V3.size : start] != record_id.encode("utf-8"):
-                raise ValueError(f"the record's bytes carry the id {bytes(encoded[RECORD_V3.size:start])!r}")
+                raise ValueError(f"the record's bytes carry the id {bytes(encoded[RECORD_V3.size : start])!r}")
             if start + queue_length + claim_length + attributes_length != len(encoded):
                 raise ValueError(
                     f"field lengths add up to {start + queue_length + claim_length + attributes_length} bytes, "
@@ -429,10 +458,20 @@ def _encode_record_v2(record: FlowFileRecord) -> bytes:
         blob = _join_length_prefixed(strings)
     else:
         blob = text.encode("utf-8")
-    return RECORD_V2.pack(
-        record.size, record.entry_date, record.lineage_start_date, record.penalty_expiration,
-        flags, head[1], head[2], head[3], len(blob),
-    ) + blob
+    return (
+        RECORD_V2.pack(
+            record.size,
+            record.entry_date,
+            record.lineage_start_date,
+            record.penalty_expiration,
+            flags,
+            head[1],
+            head[2],
+            head[3],
+            len(blob),
+        )
+        + blob
+    )
 
 
 def _encode_record_v1(record: FlowFileRecord) -> bytes:

@@ -343,9 +343,13 @@ class WriteAheadLog:
         directory = self._path(CUT_DIRECTORY)
         if not self.storage.exists(directory):
             return []
-        return sorted(status.path for status in self.storage.list(directory)
-                      if status.name.startswith(DAMAGE_REPORT_PREFIX) and status.name.endswith(DAMAGE_REPORT_SUFFIX)
-                      and not status.name.endswith(DAMAGE_HANDLED_SUFFIX))
+        return sorted(
+            status.path
+            for status in self.storage.list(directory)
+            if status.name.startswith(DAMAGE_REPORT_PREFIX)
+            and status.name.endswith(DAMAGE_REPORT_SUFFIX)
+            and not status.name.endswith(DAMAGE_HANDLED_SUFFIX)
+        )
 
     def damage_handled(self, report: str) -> None:
         """Mark a damage report handled (renamed, kept for the post-mortem)."""
@@ -557,7 +561,11 @@ class WriteAheadLog:
             ]
         log.info(
             "WAL %s recovered: %d records, %d swap files, max transaction id %d (%s)",
-            self.directory, report.record_count, len(report.swap_files), report.max_txid, case.name,
+            self.directory,
+            report.record_count,
+            len(report.swap_files),
+            report.max_txid,
+            case.name,
         )
 
     def _without_unfinished_first_checkpoint(self, files):
@@ -572,8 +580,12 @@ class WriteAheadLog:
         try:
             read_snapshot(files.partial, self.storage.read(files.partial), self.serde)
         except CorruptSnapshotError as error:
-            log.warning("WAL %s: deleting %s, an unfinished first checkpoint (%s); the WAL was empty",
-                        self.directory, files.partial, str(error).split(". ")[0])
+            log.warning(
+                "WAL %s: deleting %s, an unfinished first checkpoint (%s); the WAL was empty",
+                self.directory,
+                files.partial,
+                str(error).split(". ")[0],
+            )
             self.storage.delete(files.partial)
             return files._replace(partial=None)
         return files
@@ -633,8 +645,13 @@ class WriteAheadLog:
             state.report.saved_cuts.append(target)
             log.warning(
                 "WAL %s: cut bytes %d..%d of %s (%s, %s); saved them to %s",
-                self.directory, cut.offset, cut.end, cut.path, cut.reason,
-                "explained by a crash" if cut.explained else "NOT explained by a crash", target,
+                self.directory,
+                cut.offset,
+                cut.end,
+                cut.path,
+                cut.reason,
+                "explained by a crash" if cut.explained else "NOT explained by a crash",
+                target,
             )
 
     def _cut_directory(self) -> str:
@@ -646,11 +663,20 @@ class WriteAheadLog:
     def _save_damage_report(self, report: RecoveryReport) -> None:
         """Log what the accepted damage lost, and keep the report in `cut/`."""
         for found in report.damage:
-            log.error("WAL %s: damage accepted, recovering without what it lost: %s: %s", self.directory,
-                      found.path, found.what)
-        log.error("WAL %s: accepted damage lost %d transaction(s) (ids known) and at least %d update(s); the cut "
-                  "bytes are in %s", self.directory, report.transactions_lost, report.updates_lost,
-                  self._path(CUT_DIRECTORY))
+            log.error(
+                "WAL %s: damage accepted, recovering without what it lost: %s: %s",
+                self.directory,
+                found.path,
+                found.what,
+            )
+        log.error(
+            "WAL %s: accepted damage lost %d transaction(s) (ids known) and at least %d update(s); the cut "
+            "bytes are in %s",
+            self.directory,
+            report.transactions_lost,
+            report.updates_lost,
+            self._path(CUT_DIRECTORY),
+        )
         name = f"{DAMAGE_REPORT_PREFIX}{int(self._wall_clock() * 1000)}{DAMAGE_REPORT_SUFFIX}"
         target = join(self._cut_directory(), name)
         with self.storage.create(target, overwrite=True) as file:
@@ -705,8 +731,9 @@ class WriteAheadLog:
             self._refuse_if_abandoned()
             with storage.create(partial, overwrite=True) as file:
                 self._refuse_if_abandoned(file)
-                write_snapshot(file, epoch=self.epoch, serde=self.serde, max_txid=max_txid,
-                               records=records, swap_files=swap_files)
+                write_snapshot(
+                    file, epoch=self.epoch, serde=self.serde, max_txid=max_txid, records=records, swap_files=swap_files
+                )
             self._partial_complete = True
             self._hooks.checkpoint_partial_written(partial)
             self._create_missing_journals(max_txid)
@@ -724,8 +751,7 @@ class WriteAheadLog:
                 except Exception:  # a failed journal's file may refuse; it is replaced below
                     log.debug("closing %s before reset failed", journal.path, exc_info=True)
             self._journals = []
-            header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid,
-                                             self.partitions)
+            header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid, self.partitions)
             for partition in range(self.partitions):
                 path = self._path(journal_name(partition))
                 self._refuse_if_abandoned()
@@ -782,8 +808,13 @@ class WriteAheadLog:
                     # one when it works again; the commits' own lines say the rest.
                     if not failing:
                         cause = error.__cause__ or error
-                        log.warning("periodic checkpoint of %s failed (%s: %s); retried every %.0f s",
-                                    self.directory, type(cause).__name__, str(cause).splitlines()[0][:300], poll)
+                        log.warning(
+                            "periodic checkpoint of %s failed (%s: %s); retried every %.0f s",
+                            self.directory,
+                            type(cause).__name__,
+                            str(cause).splitlines()[0][:300],
+                            poll,
+                        )
                     failing = True
                     continue
                 except Exception:

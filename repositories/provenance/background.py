@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 
 
 class BackgroundWork:
-    def __init__(self, *, merge: Callable[[object], None], index: Callable[[int, pa.Table | None], None],
-                 max_pending: int):
+    def __init__(
+        self, *, merge: Callable[[object], None], index: Callable[[int, pa.Table | None], None], max_pending: int
+    ):
         self._merge = merge
         self._index = index
         self._max_pending = max_pending
@@ -50,14 +51,24 @@ class BackgroundWork:
 
     # -- threads ----------------------------------------------------------------------
 
-    def start(self, *, maybe_rollover: Callable[[], object], rollover_check_interval: float | None,
-              age_off: Callable[[], object], age_off_interval: float | None) -> None:
+    def start(
+        self,
+        *,
+        maybe_rollover: Callable[[], object],
+        rollover_check_interval: float | None,
+        age_off: Callable[[], object],
+        age_off_interval: float | None,
+    ) -> None:
         """Start the merge and index threads, and the timer if either interval is set
         (seconds of real time; None: the caller drives that job)."""
         targets = [(self._merge_loop, "provenance-merge"), (self._index_loop, "provenance-index")]
         if rollover_check_interval or age_off_interval:
-            targets.append((lambda: self._timer_loop(maybe_rollover, rollover_check_interval, age_off,
-                                                     age_off_interval), "provenance-timer"))
+            targets.append(
+                (
+                    lambda: self._timer_loop(maybe_rollover, rollover_check_interval, age_off, age_off_interval),
+                    "provenance-timer",
+                )
+            )
         for target, name in targets:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -98,8 +109,13 @@ class BackgroundWork:
                 return
             self.done()
 
-    def _timer_loop(self, maybe_rollover: Callable[[], object], check: float | None,
-                    age_off: Callable[[], object], age: float | None) -> None:
+    def _timer_loop(
+        self,
+        maybe_rollover: Callable[[], object],
+        check: float | None,
+        age_off: Callable[[], object],
+        age: float | None,
+    ) -> None:
         tick = min(x for x in (check, age) if x)
         last_age_off = time.monotonic()
         while not self._stop.wait(tick):
@@ -168,12 +184,15 @@ class BackgroundWork:
             while self._pending and self._failure is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"{self._pending} rolled-over generations still not merged and "
-                                       f"indexed after {timeout} s")
+                    raise TimeoutError(
+                        f"{self._pending} rolled-over generations still not merged and indexed after {timeout} s"
+                    )
                 self._backlog.wait(left)
             self._raise_failure()
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
-            raise ProvenanceError(f"the provenance repository stopped after a failed rollover, merge or indexing: "
-                                  f"{self._failure!r}; restart it to recover") from self._failure
+            raise ProvenanceError(
+                f"the provenance repository stopped after a failed rollover, merge or indexing: "
+                f"{self._failure!r}; restart it to recover"
+            ) from self._failure

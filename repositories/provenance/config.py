@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from .index import DEFAULT_SHARD_BYTES
 from .policies import RolloverPolicy
 
-DEFAULT_MAX_AGE = 24 * 3600.0      # seconds events are kept (age-off by age)
-DEFAULT_MAX_BYTES = 10 * 1024 ** 3  # bytes of event files and their TOCs kept (age-off by size)
-DEFAULT_AGE_OFF_INTERVAL = 60.0     # seconds between two age-offs
+DEFAULT_MAX_AGE = 24 * 3600.0  # seconds events are kept (age-off by age)
+DEFAULT_MAX_BYTES = 10 * 1024**3  # bytes of event files and their TOCs kept (age-off by size)
+DEFAULT_AGE_OFF_INTERVAL = 60.0  # seconds between two age-offs
 
 
 @dataclass(frozen=True)

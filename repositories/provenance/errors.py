@@ -21,8 +21,15 @@ class CorruptBlockError(ProvenanceError):
     framed and checksummed on its own and still reads.
     """
 
-    def __init__(self, path: str, block_index: int, offset: int, reason: str,
-                 first_event_id: int | None = None, event_count: int | None = None):
+    def __init__(
+        self,
+        path: str,
+        block_index: int,
+        offset: int,
+        reason: str,
+        first_event_id: int | None = None,
+        event_count: int | None = None,
+    ):
         self.path = path
         self.block_index = block_index
         self.offset = offset

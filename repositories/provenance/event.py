@@ -36,8 +36,14 @@ LINEAGE_TYPES = frozenset({EventType.FORK, EventType.CLONE, EventType.JOIN, Even
 
 
 # Types whose events need nothing beyond a uuid and a component id.
-_NO_RULES = frozenset(EventType) - {EventType.FORK, EventType.CLONE, EventType.JOIN, EventType.SEND,
-                                   EventType.RECEIVE, EventType.ROUTE}
+_NO_RULES = frozenset(EventType) - {
+    EventType.FORK,
+    EventType.CLONE,
+    EventType.JOIN,
+    EventType.SEND,
+    EventType.RECEIVE,
+    EventType.ROUTE,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +112,7 @@ class ProvenanceEvent:
             if c is None:
                 return None
             r = c.resource
-            return {"container": r.container, "section": r.section, "id": r.id,
-                    "offset": c.offset, "length": c.length}
+            return {"container": r.container, "section": r.section, "id": r.id, "offset": c.offset, "length": c.length}
 
         return {
             "event_id": self.event_id,

@@ -24,33 +24,37 @@ from ..claims import ContentClaim, ResourceClaim
 from .errors import InvalidEventError
 from .event import EventType, ProvenanceEvent
 
-CLAIM_TYPE = pa.struct([
-    ("container", pa.string()),
-    ("section", pa.int32()),
-    ("id", pa.string()),
-    ("offset", pa.int64()),
-    ("length", pa.int64()),
-])
+CLAIM_TYPE = pa.struct(
+    [
+        ("container", pa.string()),
+        ("section", pa.int32()),
+        ("id", pa.string()),
+        ("offset", pa.int64()),
+        ("length", pa.int64()),
+    ]
+)
 ATTRIBUTES_TYPE = pa.map_(pa.string(), pa.string())
 UUIDS_TYPE = pa.list_(pa.string())
 
-BODY_SCHEMA = pa.schema([
-    pa.field("time_ms", pa.int64(), nullable=False),
-    pa.field("event_type", pa.string(), nullable=False),
-    pa.field("flowfile_uuid", pa.string(), nullable=False),
-    pa.field("parent_uuids", UUIDS_TYPE),
-    pa.field("child_uuids", UUIDS_TYPE),
-    pa.field("component_id", pa.string(), nullable=False),
-    pa.field("component_type", pa.string()),
-    pa.field("attributes_before", ATTRIBUTES_TYPE),
-    pa.field("attributes_after", ATTRIBUTES_TYPE),
-    pa.field("content_before", CLAIM_TYPE),
-    pa.field("content_after", CLAIM_TYPE),
-    pa.field("transit_uri", pa.string()),
-    pa.field("details", pa.string()),
-    pa.field("relationship", pa.string()),
-    pa.field("size", pa.int64()),
-])
+BODY_SCHEMA = pa.schema(
+    [
+        pa.field("time_ms", pa.int64(), nullable=False),
+        pa.field("event_type", pa.string(), nullable=False),
+        pa.field("flowfile_uuid", pa.string(), nullable=False),
+        pa.field("parent_uuids", UUIDS_TYPE),
+        pa.field("child_uuids", UUIDS_TYPE),
+        pa.field("component_id", pa.string(), nullable=False),
+        pa.field("component_type", pa.string()),
+        pa.field("attributes_before", ATTRIBUTES_TYPE),
+        pa.field("attributes_after", ATTRIBUTES_TYPE),
+        pa.field("content_before", CLAIM_TYPE),
+        pa.field("content_after", CLAIM_TYPE),
+        pa.field("transit_uri", pa.string()),
+        pa.field("details", pa.string()),
+        pa.field("relationship", pa.string()),
+        pa.field("size", pa.int64()),
+    ]
+)
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)] + list(BODY_SCHEMA))
 
 _REQUIRED = ("time_ms", "event_type", "flowfile_uuid", "component_id")
@@ -86,8 +90,9 @@ def _maps_array(maps: Sequence) -> pa.Array:
         keys.extend(attributes)
         values.extend(attributes.values())
         offsets.append(len(keys))
-    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(keys, pa.string()),
-                                   pa.array(values, pa.string()))
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string())
+    )
 
 
 _NO_CLAIM = ContentClaim(ResourceClaim("none", 0, "none"), 0, 0)
@@ -125,21 +130,44 @@ if EventRow._fields != tuple(BODY_SCHEMA.names):
 
 def row_of(event: ProvenanceEvent) -> EventRow:
     """`event` as a row (its id, if any, is not part of it)."""
-    return EventRow(time_ms=event.event_time_ms, event_type=event.event_type.value,
-                    flowfile_uuid=event.flowfile_uuid, parent_uuids=event.parent_uuids,
-                    child_uuids=event.child_uuids, component_id=event.component_id,
-                    component_type=event.component_type, attributes_before=event.attributes_before,
-                    attributes_after=event.attributes_after, content_before=event.content_before,
-                    content_after=event.content_after, transit_uri=event.transit_uri, details=event.details,
-                    relationship=event.relationship, size=event.size)
+    return EventRow(
+        time_ms=event.event_time_ms,
+        event_type=event.event_type.value,
+        flowfile_uuid=event.flowfile_uuid,
+        parent_uuids=event.parent_uuids,
+        child_uuids=event.child_uuids,
+        component_id=event.component_id,
+        component_type=event.component_type,
+        attributes_before=event.attributes_before,
+        attributes_after=event.attributes_after,
+        content_before=event.content_before,
+        content_after=event.content_after,
+        transit_uri=event.transit_uri,
+        details=event.details,
+        relationship=event.relationship,
+        size=event.size,
+    )
 
 
 def event_of_row(row: EventRow) -> ProvenanceEvent:
     """The `ProvenanceEvent` a row stands for (checked by its rules)."""
-    return ProvenanceEvent(EventType(row.event_type), row.flowfile_uuid, row.component_id, row.component_type,
-                           row.time_ms, tuple(row.parent_uuids), tuple(row.child_uuids), row.attributes_before,
-                           row.attributes_after, row.content_before, row.content_after, row.transit_uri,
-                           row.details, row.relationship, row.size)
+    return ProvenanceEvent(
+        EventType(row.event_type),
+        row.flowfile_uuid,
+        row.component_id,
+        row.component_type,
+        row.time_ms,
+        tuple(row.parent_uuids),
+        tuple(row.child_uuids),
+        row.attributes_before,
+        row.attributes_after,
+        row.content_before,
+        row.content_after,
+        row.transit_uri,
+        row.details,
+        row.relationship,
+        row.size,
+    )
 
 
 class EventBatch:
@@ -280,8 +308,9 @@ def _check_rules(data: pa.RecordBatch) -> None:
 def _claim(value: dict | None) -> ContentClaim | None:
     if value is None:
         return None
-    return ContentClaim(ResourceClaim(value["container"], value["section"], value["id"]),
-                        value["offset"], value["length"])
+    return ContentClaim(
+        ResourceClaim(value["container"], value["section"], value["id"]), value["offset"], value["length"]
+    )
 
 
 def read_stored_batch(message) -> pa.RecordBatch:

@@ -37,10 +37,17 @@ class EventFileInfo:
     path: str
 
 
-def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_bytes: int = 1 << 20,
-                     level: int = 3, threads: int = 2,
-                     before_commit: Callable[[str], None] | None = None,
-                     toc_committed: Callable[[str], None] | None = None) -> EventFileInfo:
+def write_event_file(
+    directory: str,
+    first_id: int,
+    table: pa.Table,
+    *,
+    block_bytes: int = 1 << 20,
+    level: int = 3,
+    threads: int = 2,
+    before_commit: Callable[[str], None] | None = None,
+    toc_committed: Callable[[str], None] | None = None,
+) -> EventFileInfo:
     """Write `table` (SCHEMA, sorted by id, any chunking) as the event file named `first_id`.
 
     `first_id` is the generation's first id, which the journals are named after too;
@@ -56,8 +63,7 @@ def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_by
         raise ValueError("an event file needs at least one event")
     per_row = max(1, table.nbytes // n)
     rows_per_block = max(1, block_bytes // per_row)
-    batches = [table.slice(i, rows_per_block).combine_chunks().to_batches()[0]
-               for i in range(0, n, rows_per_block)]
+    batches = [table.slice(i, rows_per_block).combine_chunks().to_batches()[0] for i in range(0, n, rows_per_block)]
     raw = [b.serialize() for b in batches]
     compressor = zstandard.ZstdCompressor(level=level)
     if threads > 1 and len(raw) > 1:
@@ -73,11 +79,13 @@ def write_event_file(directory: str, first_id: int, table: pa.Table, *, block_by
         block_first = batch.column("id")[0].as_py()
         # Ids handed out to batches a crash kept from the journals leave gaps.
         skipped = batch.column("id")[batch.num_rows - 1].as_py() - block_first - (batch.num_rows - 1)
-        header = fmt.pack_block_header(index, block_first, batch.num_rows, plain.size, payload,
-                                       times["min"], times["max"], skipped)
+        header = fmt.pack_block_header(
+            index, block_first, batch.num_rows, plain.size, payload, times["min"], times["max"], skipped
+        )
         chunks += [header, payload]
-        blocks.append(fmt.BlockInfo(offset, block_first, batch.num_rows, len(payload),
-                                    times["min"], times["max"], skipped))
+        blocks.append(
+            fmt.BlockInfo(offset, block_first, batch.num_rows, len(payload), times["min"], times["max"], skipped)
+        )
         offset += len(header) + len(payload)
 
     prov = os.path.join(directory, fmt.event_file_name(first_id))
@@ -130,8 +138,7 @@ def scan_blocks(path: str) -> ScanResult:
             h = fmt.unpack_block_header(data, offset)
             end = offset + fmt.BLOCK_HEADER.size + h.compressed_length
             if end > len(data):
-                raise ValueError(f"block truncated: {len(data) - offset} of "
-                                 f"{end - offset} bytes present")
+                raise ValueError(f"block truncated: {len(data) - offset} of {end - offset} bytes present")
         except ValueError as error:
             damaged.append((offset, str(error)))
             following = data.find(fmt.BLOCK_MAGIC, offset + 1)
@@ -139,8 +146,9 @@ def scan_blocks(path: str) -> ScanResult:
                 break
             offset = following
             continue
-        blocks.append(fmt.BlockInfo(offset, h.first_id, h.count, h.compressed_length,
-                                    h.min_time_ms, h.max_time_ms, h.skipped_ids))
+        blocks.append(
+            fmt.BlockInfo(offset, h.first_id, h.count, h.compressed_length, h.min_time_ms, h.max_time_ms, h.skipped_ids)
+        )
         offset = end
     return ScanResult(blocks, damaged, len(data))
 
@@ -215,10 +223,14 @@ class EventFile:
             header = fmt.unpack_block_header(data)
         except ValueError as error:
             raise damaged(str(error)) from None
-        if ((header.first_id, header.count, header.compressed_length, header.skipped_ids)
-                != (info.first_id, info.count, info.compressed_length, info.skipped_ids)):
+        if (header.first_id, header.count, header.compressed_length, header.skipped_ids) != (
+            info.first_id,
+            info.count,
+            info.compressed_length,
+            info.skipped_ids,
+        ):
             raise damaged("block header disagrees with the table of contents")
-        payload = memoryview(data)[fmt.BLOCK_HEADER.size:]
+        payload = memoryview(data)[fmt.BLOCK_HEADER.size :]
         if zlib.crc32(payload) != header.payload_crc:
             raise damaged("payload checksum mismatch (bit flip or torn write)")
         try:

@@ -146,10 +146,28 @@ def unpack_file_header(data: bytes) -> int:
     return first_id
 
 
-def pack_block_header(index: int, first_id: int, count: int, uncompressed: int,
-                      payload: bytes, min_time: int, max_time: int, skipped_ids: int = 0) -> bytes:
-    head = struct.pack("<4sIQIIIIqq", BLOCK_MAGIC, index, first_id, count, uncompressed,
-                       len(payload), zlib.crc32(payload), min_time, max_time)
+def pack_block_header(
+    index: int,
+    first_id: int,
+    count: int,
+    uncompressed: int,
+    payload: bytes,
+    min_time: int,
+    max_time: int,
+    skipped_ids: int = 0,
+) -> bytes:
+    head = struct.pack(
+        "<4sIQIIIIqq",
+        BLOCK_MAGIC,
+        index,
+        first_id,
+        count,
+        uncompressed,
+        len(payload),
+        zlib.crc32(payload),
+        min_time,
+        max_time,
+    )
     return head + struct.pack("<II", zlib.crc32(head), skipped_ids)
 
 
@@ -172,7 +190,7 @@ def unpack_block_header(data, offset: int = 0) -> BlockHeader:
     (magic, index, first_id, count, ulen, clen, pcrc, tmin, tmax, crc, skipped) = BLOCK_HEADER.unpack_from(data, offset)
     if magic != BLOCK_MAGIC:
         raise ValueError(f"bad block magic {bytes(magic)!r}")
-    if zlib.crc32(bytes(data[offset:offset + 48])) != crc:
+    if zlib.crc32(bytes(data[offset : offset + 48])) != crc:
         raise ValueError("block header checksum mismatch")
     # The skipped-id count is outside the header checksum (it was a reserved field):
     # the TOC carries it too, and `EventFile.read_block` checks the two agree.
@@ -182,8 +200,11 @@ def unpack_block_header(data, offset: int = 0) -> BlockHeader:
 def pack_toc(first_id: int, file_length: int, blocks: list[BlockInfo]) -> bytes:
     parts = [TOC_HEADER.pack(TOC_MAGIC, TOC_VERSION, 0, len(blocks), first_id, file_length)]
     for b in blocks:
-        parts.append(TOC_ENTRY.pack(b.offset, b.first_id, b.count, b.compressed_length,
-                                    b.min_time_ms, b.max_time_ms, b.skipped_ids, 0))
+        parts.append(
+            TOC_ENTRY.pack(
+                b.offset, b.first_id, b.count, b.compressed_length, b.min_time_ms, b.max_time_ms, b.skipped_ids, 0
+            )
+        )
     body = b"".join(parts)
     return body + TOC_TRAILER.pack(zlib.crc32(body))
 
@@ -204,6 +225,5 @@ def unpack_toc(data: bytes) -> tuple[int, int, list[BlockInfo]]:
     (crc,) = TOC_TRAILER.unpack_from(data, expected - TOC_TRAILER.size)
     if zlib.crc32(data[: expected - TOC_TRAILER.size]) != crc:
         raise ValueError("table of contents checksum mismatch")
-    blocks = [BlockInfo(*entry.unpack_from(data, TOC_HEADER.size + i * entry.size)[:7])
-              for i in range(count)]
+    blocks = [BlockInfo(*entry.unpack_from(data, TOC_HEADER.size + i * entry.size)[:7]) for i in range(count)]
     return first_id, file_length, blocks

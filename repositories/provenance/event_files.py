@@ -79,8 +79,15 @@ class EventFileTable:
         reader = EventFile(path)
         if reader.toc_rebuilt:
             log.warning("table of contents of %s unreadable (%s); rebuilt from block headers", path, reader.toc_rebuilt)
-        entry = EventFileEntry(reader.first_id, reader.last_id, reader.min_time_ms, reader.max_time_ms,
-                               files.size_of(path) + files.size_of(reader.toc_path), path, reader)
+        entry = EventFileEntry(
+            reader.first_id,
+            reader.last_id,
+            reader.min_time_ms,
+            reader.max_time_ms,
+            files.size_of(path) + files.size_of(reader.toc_path),
+            path,
+            reader,
+        )
         with self._lock:
             if entry.first_id not in self._entries:
                 bisect.insort(self._starts, entry.first_id)

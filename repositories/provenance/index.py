@@ -104,23 +104,34 @@ class ShardManifest:
         return max((v[2] for v in self.files.values()), default=None)
 
     def to_json(self) -> bytes:
-        return json.dumps({"created_ms": self.created_ms, "closed": self.closed,
-                           "files": {str(k): list(v) for k, v in self.files.items()},
-                           "uuid_terms": self.uuid_terms}).encode()
+        return json.dumps(
+            {
+                "created_ms": self.created_ms,
+                "closed": self.closed,
+                "files": {str(k): list(v) for k, v in self.files.items()},
+                "uuid_terms": self.uuid_terms,
+            }
+        ).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> ShardManifest:
         """The manifest `to_json` wrote; ValueError if `data` is not one."""
         try:
             raw = json.loads(data)
-            manifest = cls(raw["created_ms"], raw["closed"],
-                           {int(k): tuple(v) for k, v in raw["files"].items()},
-                           raw.get("uuid_terms", UUID_TERMS_WHOLE))
+            manifest = cls(
+                raw["created_ms"],
+                raw["closed"],
+                {int(k): tuple(v) for k, v in raw["files"].items()},
+                raw.get("uuid_terms", UUID_TERMS_WHOLE),
+            )
         except (ValueError, KeyError, TypeError, AttributeError) as error:  # JSONDecodeError, UnicodeDecodeError too
             raise ValueError(f"not a shard manifest: {type(error).__name__}: {error}") from None
-        if not (_is_int(manifest.created_ms) and isinstance(manifest.closed, bool)
-                and manifest.uuid_terms in (UUID_TERMS_KEY, UUID_TERMS_WHOLE)
-                and all(len(v) == 3 and all(map(_is_int, v)) for v in manifest.files.values())):
+        if not (
+            _is_int(manifest.created_ms)
+            and isinstance(manifest.closed, bool)
+            and manifest.uuid_terms in (UUID_TERMS_KEY, UUID_TERMS_WHOLE)
+            and all(len(v) == 3 and all(map(_is_int, v)) for v in manifest.files.values())
+        ):
             raise ValueError("not a shard manifest: a field has the wrong type")
         return manifest
 
@@ -141,8 +152,11 @@ _CHUNK = 1 << 20
 
 
 def _damaged(path: str, reason: str) -> CorruptFileError:
-    return CorruptFileError(path, f"{reason}. The index is built from the event files: move the shard's directory "
-                                  "away, and the next start indexes its event files again")
+    return CorruptFileError(
+        path,
+        f"{reason}. The index is built from the event files: move the shard's directory "
+        "away, and the next start indexes its event files again",
+    )
 
 
 def check_segment_files(shard_path: str) -> None:
@@ -240,14 +254,24 @@ def _tantivy_query(query: ProvenanceQuery, uuid_terms: str) -> tantivy.Query:
     terms = query.terms()
     if "uuid" in terms and uuid_terms == UUID_TERMS_KEY:
         terms["uuid"] = uuid_key(terms["uuid"])
-    clauses = [(tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, name, value, index_option="basic"))
-               for name, value in terms.items()]
+    clauses = [
+        (tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, name, value, index_option="basic"))
+        for name, value in terms.items()
+    ]
     if query.start_ms is not None or query.end_ms is not None:
-        clauses.append((tantivy.Occur.Must, tantivy.Query.range_query(
-            SCHEMA, "time", tantivy.FieldType.Integer, query.start_ms, query.end_ms)))
+        clauses.append(
+            (
+                tantivy.Occur.Must,
+                tantivy.Query.range_query(SCHEMA, "time", tantivy.FieldType.Integer, query.start_ms, query.end_ms),
+            )
+        )
     if query.max_event_id is not None:
-        clauses.append((tantivy.Occur.Must, tantivy.Query.range_query(
-            SCHEMA, "id", tantivy.FieldType.Unsigned, 0, query.max_event_id)))
+        clauses.append(
+            (
+                tantivy.Occur.Must,
+                tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, 0, query.max_event_id),
+            )
+        )
     if not clauses:
         return tantivy.Query.all_query()
     if len(clauses) == 1:
@@ -283,9 +307,17 @@ def _load_manifest(path: str) -> ShardManifest | None:
 
 
 class ShardedIndex:
-    def __init__(self, directory: str, *, clock_ms: Callable[[], int], shard_bytes: int = DEFAULT_SHARD_BYTES,
-                 shard_max_age_ms: int | None = None, writer_heap_bytes: int = 128_000_000, writer_threads: int = 2,
-                 read_only: bool = False):
+    def __init__(
+        self,
+        directory: str,
+        *,
+        clock_ms: Callable[[], int],
+        shard_bytes: int = DEFAULT_SHARD_BYTES,
+        shard_max_age_ms: int | None = None,
+        writer_heap_bytes: int = 128_000_000,
+        writer_threads: int = 2,
+        read_only: bool = False,
+    ):
         self.directory = directory
         self._clock_ms = clock_ms
         self.shard_bytes = shard_bytes
@@ -333,9 +365,17 @@ class ShardedIndex:
             self.shards.append(shard)
         return shard
 
-    def index_table(self, first_id: int, last_id: int, min_time_ms: int, max_time_ms: int, table,
-                    before_commit: Callable[[], None] | None = None,
-                    before_manifest: Callable[[], None] | None = None, timings: dict | None = None) -> None:
+    def index_table(
+        self,
+        first_id: int,
+        last_id: int,
+        min_time_ms: int,
+        max_time_ms: int,
+        table,
+        before_commit: Callable[[], None] | None = None,
+        before_manifest: Callable[[], None] | None = None,
+        timings: dict | None = None,
+    ) -> None:
         """Index the events of one event file and commit; searchable when this returns.
         Files must come in increasing order of first id (rule 2 of the module docstring)."""
         shard = self._active()
@@ -356,8 +396,10 @@ class ShardedIndex:
         with self._lock:
             shard.manifest.files[first_id] = (last_id, min_time_ms, max_time_ms)
             shard.save_manifest()
-            aged = (self.shard_max_age_ms is not None
-                    and self._clock_ms() - shard.manifest.created_ms >= self.shard_max_age_ms)
+            aged = (
+                self.shard_max_age_ms is not None
+                and self._clock_ms() - shard.manifest.created_ms >= self.shard_max_age_ms
+            )
             if aged or shard.size() >= self.shard_bytes:
                 shard.manifest.closed = True
                 shard.save_manifest()
@@ -371,8 +413,10 @@ class ShardedIndex:
             return 0
         shard = self.shards[-1]
         claimed = [(first, last) for first, (last, _, _) in shard.manifest.files.items()]
-        queries = [tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, low, high)
-                   for low, high in unclaimed_id_ranges(claimed)]
+        queries = [
+            tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, low, high)
+            for low, high in unclaimed_id_ranges(claimed)
+        ]
         try:
             searcher = shard.index.searcher()
             unclaimed = sum(searcher.search(query, 1, count=True).count for query in queries)
@@ -437,7 +481,7 @@ class ShardedIndex:
             total += result.count
             ids.extend(found)
         ids.sort(reverse=True)
-        return IndexHits(ids[query.offset: wanted], ids[0] if ids else None, total, searched, skipped)
+        return IndexHits(ids[query.offset : wanted], ids[0] if ids else None, total, searched, skipped)
 
     def refresh(self) -> None:
         """Pick up shards and commits made by another process (read-only users)."""

@@ -47,8 +47,9 @@ def uuid_keys(column: pa.Array) -> pa.Array:
     if len(column) == 0 or column.null_count == len(column):
         return column
     canonical = pc.match_substring_regex(column, _CANONICAL_UUID)
-    short = pc.binary_join_element_wise(pc.utf8_slice_codeunits(column, 0, 8),
-                                        pc.utf8_slice_codeunits(column, 24, 36), "")
+    short = pc.binary_join_element_wise(
+        pc.utf8_slice_codeunits(column, 0, 8), pc.utf8_slice_codeunits(column, 24, 36), ""
+    )
     return pc.if_else(canonical, short, column)
 
 
@@ -117,12 +118,20 @@ def json_documents(table: pa.Table | pa.RecordBatch) -> list[str]:
     before = _lookup_first(col("attributes_before"), "filename")
     filename = pc.coalesce(after, before)
     docs = pc.binary_join_element_wise(
-        '{"id":', pc.cast(col("id"), pa.string()),
-        ',"time":', pc.cast(col("time_ms"), pa.string()),
-        ',"type":"', col("event_type"),
-        '","component":"', _escaped(col("component_id")),
-        '","uuid":["', _escaped(uuid_keys(col("flowfile_uuid"))), '"',
-        _uuid_list(_uuid_list_keys(col("parent_uuids"))), _uuid_list(_uuid_list_keys(col("child_uuids"))), "]",
+        '{"id":',
+        pc.cast(col("id"), pa.string()),
+        ',"time":',
+        pc.cast(col("time_ms"), pa.string()),
+        ',"type":"',
+        col("event_type"),
+        '","component":"',
+        _escaped(col("component_id")),
+        '","uuid":["',
+        _escaped(uuid_keys(col("flowfile_uuid"))),
+        '"',
+        _uuid_list(_uuid_list_keys(col("parent_uuids"))),
+        _uuid_list(_uuid_list_keys(col("child_uuids"))),
+        "]",
         _optional("filename", filename),
         _optional("relationship", col("relationship")),
         "}",

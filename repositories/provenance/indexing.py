@@ -21,9 +21,16 @@ from .index import ShardedIndex
 class IndexFeeder:
     """Indexes event files; used by the index thread only."""
 
-    def __init__(self, table: EventFileTable, index: ShardedIndex, seams: Callable[[], ProvenanceHooks],
-                 stage_s: dict[str, float], *, clock: Callable[[], float],
-                 on_indexed: Callable[[EventFileInfo, float], None] | None):
+    def __init__(
+        self,
+        table: EventFileTable,
+        index: ShardedIndex,
+        seams: Callable[[], ProvenanceHooks],
+        stage_s: dict[str, float],
+        *,
+        clock: Callable[[], float],
+        on_indexed: Callable[[EventFileInfo, float], None] | None,
+    ):
         self._table, self._index = table, index
         self._seams = seams  # the repository's seams as they are now
         self._stage_seconds = stage_s
@@ -40,10 +47,26 @@ class IndexFeeder:
         if events.num_rows:
             seams = self._seams()
             self._index.index_table(
-                first_id, entry.last_id, entry.min_time_ms, entry.max_time_ms, events,
+                first_id,
+                entry.last_id,
+                entry.min_time_ms,
+                entry.max_time_ms,
+                events,
                 before_commit=lambda: seams.index_before_commit(first_id=first_id),
                 before_manifest=lambda: seams.index_before_manifest(first_id=first_id),
-                timings=self._stage_seconds)
+                timings=self._stage_seconds,
+            )
         if self._on_indexed is not None:
-            self._on_indexed(EventFileInfo(first_id, entry.last_id, events.num_rows, entry.min_time_ms,
-                                           entry.max_time_ms, entry.size, 0, entry.path), self._clock())
+            self._on_indexed(
+                EventFileInfo(
+                    first_id,
+                    entry.last_id,
+                    events.num_rows,
+                    entry.min_time_ms,
+                    entry.max_time_ms,
+                    entry.size,
+                    0,
+                    entry.path,
+                ),
+                self._clock(),
+            )

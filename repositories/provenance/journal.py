@@ -100,7 +100,7 @@ def read_journal(path: str) -> JournalContents:
             contents.cut_offset, contents.cut_reason = offset, str(error)
             break
         start = offset + fmt.FRAME.size
-        payload = view[start:start + length]
+        payload = view[start : start + length]
         if len(payload) < length:
             contents.cut_offset, contents.cut_reason = offset, "torn frame payload"
             break

@@ -90,6 +90,6 @@ def unpack_frame_header(data, offset: int) -> tuple[int, int, int, int]:
     if len(data) - offset < FRAME.size:
         raise ValueError("torn frame header")
     magic, first_id, count, length, payload_crc, crc = FRAME.unpack_from(data, offset)
-    if magic != FRAME_MAGIC or zlib.crc32(data[offset:offset + 24]) != crc:
+    if magic != FRAME_MAGIC or zlib.crc32(data[offset : offset + 24]) != crc:
         raise ValueError("frame header damaged")
     return first_id, count, length, payload_crc

@@ -47,8 +47,10 @@ class LineageGraph:
             "root": self.root_uuid,
             "ancestors": sorted(self.ancestors),
             "descendants": sorted(self.descendants),
-            "edges": [{"parent": e.parent_uuid, "child": e.child_uuid, "event_id": e.event_id,
-                       "event_type": e.event_type} for e in self.edges],
+            "edges": [
+                {"parent": e.parent_uuid, "child": e.child_uuid, "event_id": e.event_id, "event_type": e.event_type}
+                for e in self.edges
+            ],
             "events": [self.events[k].to_dict() for k in sorted(self.events)],
             "truncated": self.truncated,
         }
@@ -64,8 +66,9 @@ def _children(e: ProvenanceEvent) -> tuple[str, ...]:
     return e.child_uuids or (e.flowfile_uuid,)
 
 
-def compute_lineage(root_uuid: str, events_naming: Callable[[str], Iterable[ProvenanceEvent]],
-                    *, max_flowfiles: int = 10_000) -> LineageGraph:
+def compute_lineage(
+    root_uuid: str, events_naming: Callable[[str], Iterable[ProvenanceEvent]], *, max_flowfiles: int = 10_000
+) -> LineageGraph:
     graph = LineageGraph(root_uuid)
     seen_edges: set[tuple[str, str, int]] = set()
     fetched: dict[str, list[ProvenanceEvent]] = {}
@@ -126,8 +129,9 @@ def compute_lineage(root_uuid: str, events_naming: Callable[[str], Iterable[Prov
 _ID_RANGE = 1 << 48
 
 
-def lineage_across(repositories: Mapping[str, object], root_uuid: str, *,
-                   max_flowfiles: int = 10_000) -> tuple[LineageGraph, set[tuple[str, int]]]:
+def lineage_across(
+    repositories: Mapping[str, object], root_uuid: str, *, max_flowfiles: int = 10_000
+) -> tuple[LineageGraph, set[tuple[str, int]]]:
     """The lineage of `root_uuid` over several nodes' repositories at once (name ->
     repository), as one repository would find it if it held every node's events: a
     FlowFile created on one node and finished on another after a failover is one

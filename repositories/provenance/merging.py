@@ -39,9 +39,15 @@ EventFileListener = Callable[[EventFileEntry], None]
 class Merger:
     """Merges generations; used by the merge thread only (and by recovery before it starts)."""
 
-    def __init__(self, layout: ProvenanceLayout, table: EventFileTable, config: ProvenanceConfig,
-                 seams: Callable[[], ProvenanceHooks], stage_s: dict[str, float],
-                 on_event_file: EventFileListener | None = None):
+    def __init__(
+        self,
+        layout: ProvenanceLayout,
+        table: EventFileTable,
+        config: ProvenanceConfig,
+        seams: Callable[[], ProvenanceHooks],
+        stage_s: dict[str, float],
+        on_event_file: EventFileListener | None = None,
+    ):
         self._layout, self._table, self._config = layout, table, config
         self._on_event_file = on_event_file
         self._seams = seams  # the repository's seams as they are now
@@ -61,10 +67,15 @@ class Merger:
             container = containers[self._merged % len(containers)]
             self._merged += 1
             info = write_event_file(
-                self._layout.events_directory(container), first_id, table, block_bytes=self._config.block_bytes,
-                level=self._config.compression_level, threads=self._config.compression_threads,
+                self._layout.events_directory(container),
+                first_id,
+                table,
+                block_bytes=self._config.block_bytes,
+                level=self._config.compression_level,
+                threads=self._config.compression_threads,
                 before_commit=lambda path: seams.merge_before_commit(path=path),
-                toc_committed=lambda path: seams.merge_toc_committed(path=path))
+                toc_committed=lambda path: seams.merge_toc_committed(path=path),
+            )
             entry = self._table.add(info.path)
             self._stage_seconds["merge"] += time.perf_counter() - started
             seams.merge_before_journal_delete(first_id=first_id)

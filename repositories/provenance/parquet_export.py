@@ -58,22 +58,25 @@ SUFFIX = ".parquet"
 PARTIAL_SUFFIX = ".partial"
 HOUR_FORMAT = "%Y-%m-%dT%H"  # of UTC times
 
-EXPORT_SCHEMA = pa.schema([
-    pa.field("event_id", pa.int64(), nullable=False),
-    pa.field("event_type", pa.string(), nullable=False),
-    pa.field("flowfile_uuid", pa.string(), nullable=False),
-    pa.field("component_id", pa.string(), nullable=False),
-    pa.field("component_type", pa.string()),
-    pa.field("event_time_ms", pa.int64(), nullable=False),
-    pa.field("parent_uuids", UUIDS_TYPE),
-    pa.field("child_uuids", UUIDS_TYPE),
-    pa.field("attributes_after", ATTRIBUTES_TYPE),
-    pa.field("relationship", pa.string()),
-    pa.field("transit_uri", pa.string()),
-    pa.field("details", pa.string()),
-    pa.field("size", pa.int64()),
-    pa.field("node", pa.string(), nullable=False),
-], metadata={FORMAT_KEY: str(FORMAT_VERSION).encode()})
+EXPORT_SCHEMA = pa.schema(
+    [
+        pa.field("event_id", pa.int64(), nullable=False),
+        pa.field("event_type", pa.string(), nullable=False),
+        pa.field("flowfile_uuid", pa.string(), nullable=False),
+        pa.field("component_id", pa.string(), nullable=False),
+        pa.field("component_type", pa.string()),
+        pa.field("event_time_ms", pa.int64(), nullable=False),
+        pa.field("parent_uuids", UUIDS_TYPE),
+        pa.field("child_uuids", UUIDS_TYPE),
+        pa.field("attributes_after", ATTRIBUTES_TYPE),
+        pa.field("relationship", pa.string()),
+        pa.field("transit_uri", pa.string()),
+        pa.field("details", pa.string()),
+        pa.field("size", pa.int64()),
+        pa.field("node", pa.string(), nullable=False),
+    ],
+    metadata={FORMAT_KEY: str(FORMAT_VERSION).encode()},
+)
 
 # Export column <- stored column (`event_batch.SCHEMA`); `node` is added.
 _FROM_STORED = {"event_id": "id", "event_time_ms": "time_ms"}
@@ -83,8 +86,10 @@ _NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # whole: `$` passes a tr
 def check_node_name(node: str) -> str:
     """A node name fit for a `node=<name>` directory: no '/', '=' or leading dot."""
     if not _NODE_NAME.fullmatch(node or ""):
-        raise ValueError(f"node name {node!r} cannot name a provenance partition: use letters, digits, '.', '_' "
-                         "and '-', starting with a letter or digit")
+        raise ValueError(
+            f"node name {node!r} cannot name a provenance partition: use letters, digits, '.', '_' "
+            "and '-', starting with a letter or digit"
+        )
     return node
 
 

@@ -38,8 +38,9 @@ class EventFileSummary:
     max_time_ms: int
 
 
-def plan_age_off(files: list[EventFileSummary], *, now_ms: int, max_age_ms: int | None,
-                 max_bytes: int | None) -> list[int]:
+def plan_age_off(
+    files: list[EventFileSummary], *, now_ms: int, max_age_ms: int | None, max_bytes: int | None
+) -> list[int]:
     """First ids of the event files to destroy, oldest first.
 
     By size: when the total passes `max_bytes`, destroy the oldest files (smallest
@@ -84,8 +85,14 @@ class RecoveryPlan:
     index_order: list[int] = field(default_factory=list)
 
 
-def plan_recovery(*, journal_generations: set[int], event_files: set[int], indexed_files: set[int],
-                  tocs: set[int], partial_paths: list[str]) -> RecoveryPlan:
+def plan_recovery(
+    *,
+    journal_generations: set[int],
+    event_files: set[int],
+    indexed_files: set[int],
+    tocs: set[int],
+    partial_paths: list[str],
+) -> RecoveryPlan:
     """`journal_generations`: first ids of the generations with a journal on disk;
     `event_files`: of the committed event files; `indexed_files`: of the files an index
     manifest claims; `tocs`: of the committed TOCs."""

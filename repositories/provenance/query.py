@@ -23,8 +23,22 @@ from .event import EventType, ProvenanceEvent
 
 # Every name of NiFi's ProvenanceEventType. This repository records the members of
 # `EventType`; a query for another (FETCH, ADDINFO) is valid and matches nothing.
-NIFI_EVENT_TYPES = ("CREATE", "RECEIVE", "FETCH", "SEND", "DROP", "EXPIRE", "FORK", "JOIN", "CLONE",
-                    "CONTENT_MODIFIED", "ATTRIBUTES_MODIFIED", "ROUTE", "ADDINFO", "REPLAY")
+NIFI_EVENT_TYPES = (
+    "CREATE",
+    "RECEIVE",
+    "FETCH",
+    "SEND",
+    "DROP",
+    "EXPIRE",
+    "FORK",
+    "JOIN",
+    "CLONE",
+    "CONTENT_MODIFIED",
+    "ATTRIBUTES_MODIFIED",
+    "ROUTE",
+    "ADDINFO",
+    "REPLAY",
+)
 assert {kind.value for kind in EventType} <= set(NIFI_EVENT_TYPES)
 
 # `\Z`, not `$`: `$` also matches before a trailing newline, which `strict` must refuse.
@@ -91,8 +105,13 @@ class ProvenanceQuery:
     def terms(self) -> dict[str, str]:
         """Index field name -> exact value, for every field the query constrains."""
         kind = self.event_type.value if isinstance(self.event_type, EventType) else self.event_type
-        pairs = {"type": kind, "uuid": self.flowfile_uuid, "filename": self.filename,
-                 "component": self.component_id, "relationship": self.relationship}
+        pairs = {
+            "type": kind,
+            "uuid": self.flowfile_uuid,
+            "filename": self.filename,
+            "component": self.component_id,
+            "relationship": self.relationship,
+        }
         return {k: v for k, v in pairs.items() if v is not None}
 
     def overlaps(self, min_time_ms: int, max_time_ms: int) -> bool:

@@ -48,8 +48,9 @@ class EventReader:
         """One event by id; decompresses at most one block."""
         entry = self._table.entry_for(event_id)
         if entry is None:
-            raise EventNotFoundError(event_id, "no event file holds it (not rolled over yet, aged off, "
-                                               "or never written)")
+            raise EventNotFoundError(
+                event_id, "no event file holds it (not rolled over yet, aged off, or never written)"
+            )
         block = entry.reader.block_index_for(event_id)
         found = self._rows(entry, block, [event_id]) if block is not None else []
         if not found:
@@ -104,9 +105,14 @@ class EventReader:
     def _query_once(self, query: ProvenanceQuery) -> tuple[QueryResult, list[int]]:
         hits = self._index.search(query)
         ids = hits.ids
-        result = QueryResult(shards_searched=hits.shards_searched, shards_skipped=hits.shards_skipped,
-                             total=hits.total, hits=len(ids), newest_hit_id=hits.newest_id,
-                             last_hit_id=ids[-1] if ids else None)
+        result = QueryResult(
+            shards_searched=hits.shards_searched,
+            shards_skipped=hits.shards_skipped,
+            total=hits.total,
+            hits=len(ids),
+            newest_hit_id=hits.newest_id,
+            last_hit_id=ids[-1] if ids else None,
+        )
         groups: dict[tuple[int, int], list[int]] = {}
         entries: dict[int, EventFileEntry] = {}
         for event_id in ids:

@@ -79,8 +79,13 @@ def recover(layout: ProvenanceLayout, table: EventFileTable, index: ShardedIndex
                 partials.append(os.path.join(directory, name))
             elif parsed[1] == eff.TOC_SUFFIX:
                 tocs.add(parsed[0])
-    plan = plan_recovery(journal_generations=set(journals), event_files=table.ids(),
-                         indexed_files=index.indexed_files(), tocs=tocs, partial_paths=partials)
+    plan = plan_recovery(
+        journal_generations=set(journals),
+        event_files=table.ids(),
+        indexed_files=index.indexed_files(),
+        tocs=tocs,
+        partial_paths=partials,
+    )
     for path in plan.delete_partials:
         files.delete(path)
     for first_id in plan.delete_orphan_tocs:
@@ -104,8 +109,13 @@ def recover(layout: ProvenanceLayout, table: EventFileTable, index: ShardedIndex
         contents = [read_journal(p) for p in sorted(journals[first_id])]
         for c in contents:
             if c.cut_offset is not None:
-                log.warning("journal %s: cut %d bytes at offset %d (%s); those events were never "
-                            "acknowledged", c.path, c.file_length - c.cut_offset, c.cut_offset, c.cut_reason)
+                log.warning(
+                    "journal %s: cut %d bytes at offset %d (%s); those events were never acknowledged",
+                    c.path,
+                    c.file_length - c.cut_offset,
+                    c.cut_offset,
+                    c.cut_reason,
+                )
             if c.max_id is not None:
                 largest = max(largest, c.max_id)
         work.steps.append(RedoMerge(first_id, [b for c in contents for b in c.batches], journals[first_id]))

@@ -86,10 +86,16 @@ class ProvenanceRepository:
         `_rollover_lock`, then `_backlog`. Every other lock is taken alone.
     """
 
-    def __init__(self, config: ProvenanceConfig, *, clock: Callable[[], float] = time.time,
-                 hooks: ProvenanceHooks | None = None, read_only: bool = False,
-                 on_indexed: Callable[[EventFileInfo, float], None] | None = None,
-                 on_event_file: EventFileListener | None = None):
+    def __init__(
+        self,
+        config: ProvenanceConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        hooks: ProvenanceHooks | None = None,
+        read_only: bool = False,
+        on_indexed: Callable[[EventFileInfo, float], None] | None = None,
+        on_event_file: EventFileListener | None = None,
+    ):
         """`on_indexed` is called by the index thread after each event file is indexed;
         `on_event_file` by the merge thread after each event file is committed (see
         `merging`): both must return quickly and leave I/O to threads of their own."""
@@ -108,19 +114,27 @@ class ProvenanceRepository:
         if not read_only:
             self._layout.prepare()
         self.index = ShardedIndex(
-            self._layout.index_directory, clock_ms=self._now_ms, shard_bytes=config.shard_bytes,
+            self._layout.index_directory,
+            clock_ms=self._now_ms,
+            shard_bytes=config.shard_bytes,
             shard_max_age_ms=int(config.max_age_s * 1000 / 4) if config.max_age_s else None,
-            writer_heap_bytes=config.index_heap_bytes, writer_threads=config.index_threads, read_only=read_only)
+            writer_heap_bytes=config.index_heap_bytes,
+            writer_threads=config.index_threads,
+            read_only=read_only,
+        )
         self._files = EventFileTable()
         for path in self._layout.event_file_paths():
             self._files.add(path)
         self._reader = EventReader(self._files, self.index)
-        self._merger = Merger(self._layout, self._files, config, lambda: self._hooks, self.stage_s,
-                              on_event_file=on_event_file)
-        self._indexer = IndexFeeder(self._files, self.index, lambda: self._hooks, self.stage_s,
-                                    clock=clock, on_indexed=on_indexed)
-        self._work = BackgroundWork(merge=self._merge_generation, index=self._indexer.index_file,
-                                    max_pending=config.max_pending_rollovers)
+        self._merger = Merger(
+            self._layout, self._files, config, lambda: self._hooks, self.stage_s, on_event_file=on_event_file
+        )
+        self._indexer = IndexFeeder(
+            self._files, self.index, lambda: self._hooks, self.stage_s, clock=clock, on_indexed=on_indexed
+        )
+        self._work = BackgroundWork(
+            merge=self._merge_generation, index=self._indexer.index_file, max_pending=config.max_pending_rollovers
+        )
         self._next_id = self._files.largest_id() + 1
         self._generation: JournalGeneration | None = None
         if read_only:
@@ -134,15 +148,20 @@ class ProvenanceRepository:
             self.index.close()
             self._files.close()
             raise
-        self._work.start(maybe_rollover=self.maybe_rollover, rollover_check_interval=config.rollover_check_interval_s,
-                         age_off=self.age_off, age_off_interval=config.age_off_interval_s)
+        self._work.start(
+            maybe_rollover=self.maybe_rollover,
+            rollover_check_interval=config.rollover_check_interval_s,
+            age_off=self.age_off,
+            age_off_interval=config.age_off_interval_s,
+        )
 
     @classmethod
     def open(cls, path: str, *, read_only: bool = True, **kwargs) -> ProvenanceRepository:
         """Open the repository whose first container is `path` (reads its layout.json)."""
         containers = ProvenanceLayout.read_containers(path)
         config = kwargs.pop("config", None) or ProvenanceConfig(
-            containers=tuple(containers), rollover_check_interval_s=None, age_off_interval_s=None)
+            containers=tuple(containers), rollover_check_interval_s=None, age_off_interval_s=None
+        )
         return cls(config, read_only=read_only, **kwargs)
 
     def _now_ms(self) -> int:
@@ -182,8 +201,9 @@ class ProvenanceRepository:
         self._work.wait_for_capacity()
         with self._lock:
             if self._closed or self._generation is None:
-                raise RepositoryClosedError("the provenance repository is closed (or read-only); "
-                                            "open it again to register events")
+                raise RepositoryClosedError(
+                    "the provenance repository is closed (or read-only); open it again to register events"
+                )
             generation = self._generation
             first_id = self._next_id
             self._next_id += n
@@ -207,8 +227,12 @@ class ProvenanceRepository:
             generation = self._generation
             if generation is None:
                 return False
-            due = self.config.rollover.due(opened_at_s=generation.opened_at_s, now_s=self._clock(),
-                                           bytes_written=generation.bytes, events=generation.events)
+            due = self.config.rollover.due(
+                opened_at_s=generation.opened_at_s,
+                now_s=self._clock(),
+                bytes_written=generation.bytes,
+                events=generation.events,
+            )
         return self.rollover() if due else False
 
     def rollover(self) -> bool:
@@ -260,8 +284,9 @@ class ProvenanceRepository:
     def age_off(self) -> list[int]:
         """Destroy event files past the age or size limit; then drop shards with no file left."""
         max_age_ms = None if self.config.max_age_s is None else int(self.config.max_age_s * 1000)
-        doomed = plan_age_off(self._files.summaries(), now_ms=self._now_ms(), max_age_ms=max_age_ms,
-                              max_bytes=self.config.max_bytes)
+        doomed = plan_age_off(
+            self._files.summaries(), now_ms=self._now_ms(), max_age_ms=max_age_ms, max_bytes=self.config.max_bytes
+        )
         directories = set()
         for first_id in doomed:
             entry = self._files.remove(first_id)

@@ -46,8 +46,11 @@ class StorageAbandoned(StorageUnavailable):
 
 def abandoned_error(path: str | None, reason: str) -> StorageAbandoned:
     where = path if path else "the storage"
-    return StorageAbandoned(f"cannot write {where}: it was abandoned ({reason}); this writer never writes again. "
-                            "Its unsynced bytes are lost, and whoever adopts it recovers its lease", path)
+    return StorageAbandoned(
+        f"cannot write {where}: it was abandoned ({reason}); this writer never writes again. "
+        "Its unsynced bytes are lost, and whoever adopts it recovers its lease",
+        path,
+    )
 
 
 def abandon_file(file) -> bool:

@@ -41,13 +41,22 @@ class LeaseRecoveryTimeout(StorageUnavailable):
         super().__init__(
             f"the lease on {path} was not recovered after {waited:.1f}s ({still_open} file(s) still "
             "open); the NameNode may be in safe mode or a DataNode holding the last block is down. "
-            "Retry once HDFS is healthy", path)
+            "Retry once HDFS is healthy",
+            path,
+        )
 
 
-def recover_leases(storage: Storage, paths: Iterable[str], *, sleep: Callable[[float], None] = time.sleep,
-                   clock: Callable[[], float] = time.monotonic, first_wait: float = 0.1,
-                   fast_window: float = 2.0, max_wait: float = 8.0,
-                   timeout: float = 120.0) -> tuple[int, float]:
+def recover_leases(
+    storage: Storage,
+    paths: Iterable[str],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    first_wait: float = 0.1,
+    fast_window: float = 2.0,
+    max_wait: float = 8.0,
+    timeout: float = 120.0,
+) -> tuple[int, float]:
     """Return (recover_lease calls, seconds waited) once every path is closed.
 
     `sleep` and `clock` are injected so tests drive the backoff without waiting."""

@@ -57,8 +57,7 @@ def translate_os_error(error: OSError, path: str, action: str) -> StorageError:
         return error
     if error.errno == errno.ENOENT:
         return StorageFileNotFound(
-            f"cannot {action} {path}: it or its parent directory does not exist "
-            "(parents are never created implicitly)",
+            f"cannot {action} {path}: it or its parent directory does not exist (parents are never created implicitly)",
             path,
         )
     if error.errno == errno.EEXIST:

@@ -69,7 +69,6 @@ assert (SUMMARY_HEADER.size, RESOURCE_ENTRY.size, RECORDS_HEADER.size, RECORD.si
 assert RECORD.format == RECORD_V2.format  # the WAL's version-2 head, field for field
 
 
-
 def crc32(data) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
@@ -109,8 +108,19 @@ def summarize(location: str, queue: str, records) -> SwapSummary:
 
 def pack_summary(summary: SwapSummary) -> bytes:
     queue = summary.queue.encode("utf-8")
-    parts = [SUMMARY_HEADER.pack(MAGIC, VERSION, summary.count, summary.size, summary.oldest_entry,
-                                 summary.newest_entry, len(queue), len(summary.resources)), queue]
+    parts = [
+        SUMMARY_HEADER.pack(
+            MAGIC,
+            VERSION,
+            summary.count,
+            summary.size,
+            summary.oldest_entry,
+            summary.newest_entry,
+            len(queue),
+            len(summary.resources),
+        ),
+        queue,
+    ]
     for resource, (count, end) in summary.resources.items():
         container, rid = resource.container.encode("utf-8"), resource.id.encode("utf-8")
         parts.append(RESOURCE_ENTRY.pack(resource.section, count, end, len(container), len(rid)))
@@ -130,15 +140,15 @@ def unpack_summary(data, location: str) -> tuple[SwapSummary, int]:
         raise CorruptSwapFileError(location, 8, f"unknown swap file version {version} (this release reads {VERSION})")
     offset = SUMMARY_HEADER.size
     try:
-        queue = bytes(data[offset:offset + queue_length]).decode("utf-8")
+        queue = bytes(data[offset : offset + queue_length]).decode("utf-8")
         offset += queue_length
         resources = {}
         for _ in range(entries):
             section, claimants, end, container_length, id_length = RESOURCE_ENTRY.unpack_from(data, offset)
             offset += RESOURCE_ENTRY.size
-            container = bytes(data[offset:offset + container_length]).decode("utf-8")
+            container = bytes(data[offset : offset + container_length]).decode("utf-8")
             offset += container_length
-            rid = bytes(data[offset:offset + id_length]).decode("utf-8")
+            rid = bytes(data[offset : offset + id_length]).decode("utf-8")
             offset += id_length
             resources[ResourceClaim(container, section, rid)] = (claimants, end)
         (expected,) = U32.unpack_from(data, offset)
@@ -161,8 +171,15 @@ def unpack_saved_summary(data, location: str) -> SwapSummary:
     summary, end = unpack_summary(data, location + " (saved summary)")
     if end != len(data):
         raise CorruptSwapFileError(location + " (saved summary)", end, f"{len(data) - end} bytes after the summary")
-    return SwapSummary(location, summary.queue, summary.count, summary.size, summary.oldest_entry,
-                       summary.newest_entry, summary.resources)
+    return SwapSummary(
+        location,
+        summary.queue,
+        summary.count,
+        summary.size,
+        summary.oldest_entry,
+        summary.newest_entry,
+        summary.resources,
+    )
 
 
 def pack_records(records) -> bytes:
@@ -170,8 +187,19 @@ def pack_records(records) -> bytes:
     pack, pack_u32 = RECORD.pack, U32.pack
     for record in records:
         head, strings = head_and_strings(record, queue=False)
-        parts.append(pack(record.size, record.entry_date, record.lineage_start_date,
-                          record.penalty_expiration, head[0], head[1], head[2], head[3], len(strings)))
+        parts.append(
+            pack(
+                record.size,
+                record.entry_date,
+                record.lineage_start_date,
+                record.penalty_expiration,
+                head[0],
+                head[1],
+                head[2],
+                head[3],
+                len(strings),
+            )
+        )
         for string in strings:
             encoded = string.encode("utf-8")
             parts.append(pack_u32(len(encoded)))
@@ -205,7 +233,7 @@ def unpack_records(data, offset: int, location: str, queue: str, count: int) -> 
             for _ in range(strings):
                 (string_length,) = unpack_u32(data, position)
                 position += 4
-                values.append(str(view[position:position + string_length], "utf-8"))
+                values.append(str(view[position : position + string_length], "utf-8"))
                 position += string_length
             if flags & HAS_CLAIM:
                 key = (values[1], section, values[2])

@@ -54,8 +54,11 @@ class FakeZooKeeper:
     # -- the tree (every change goes through `_change`, which then calls the watches) --------
     def _children(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
-        return sorted(name[len(prefix):] for name in self._tree if name.startswith(prefix)
-                      and "/" not in name[len(prefix):] and name != prefix)
+        return sorted(
+            name[len(prefix) :]
+            for name in self._tree
+            if name.startswith(prefix) and "/" not in name[len(prefix) :] and name != prefix
+        )
 
     def _node(self, path: str) -> _Znode:
         try:
@@ -154,12 +157,20 @@ class FakeClient:
             return self.zookeeper._children(path)
 
     # -- writes ---------------------------------------------------------------------------------
-    def create(self, path: str, value: bytes = b"", acl=None, ephemeral: bool = False, sequence: bool = False,
-               makepath: bool = False) -> str:
+    def create(
+        self,
+        path: str,
+        value: bytes = b"",
+        acl=None,
+        ephemeral: bool = False,
+        sequence: bool = False,
+        makepath: bool = False,
+    ) -> str:
         if sequence:
             raise NotImplementedError("the fake keeps no sequence nodes")
-        self.zookeeper._change(lambda: self.zookeeper._create(path, value, session=self.session_id,
-                                                              ephemeral=ephemeral, makepath=makepath))
+        self.zookeeper._change(
+            lambda: self.zookeeper._create(path, value, session=self.session_id, ephemeral=ephemeral, makepath=makepath)
+        )
         return path
 
     def ensure_path(self, path: str) -> None:
@@ -215,27 +226,32 @@ class _Transaction:
         def write(zookeeper):
             node = zookeeper._check(path, version)
             node.data, node.stat.version = value, node.stat.version + 1
+
         self.operations.append(write)
 
     def create(self, path: str, value: bytes = b"", acl=None, ephemeral: bool = False, sequence: bool = False) -> None:
         session = self.client.session_id
-        self.operations.append(lambda zookeeper: zookeeper._create(path, value, session=session, ephemeral=ephemeral,
-                                                                   makepath=False))
+        self.operations.append(
+            lambda zookeeper: zookeeper._create(path, value, session=session, ephemeral=ephemeral, makepath=False)
+        )
 
     def commit(self) -> list:
         zookeeper = self.client.zookeeper
 
         def apply():
-            saved = {path: _Znode(node.data, ZnodeStat(node.stat.version, node.stat.ephemeral_owner))
-                     for path, node in zookeeper._tree.items()}
+            saved = {
+                path: _Znode(node.data, ZnodeStat(node.stat.version, node.stat.ephemeral_owner))
+                for path, node in zookeeper._tree.items()
+            }
             results = []
             for operation in self.operations:
                 try:
                     results.append(operation(zookeeper))
                 except (NoNodeError, NodeExistsError, BadVersionError) as error:
                     zookeeper._tree = saved
-                    return [error if index == len(results) else RolledBackError()
-                            for index in range(len(self.operations))]
+                    return [
+                        error if index == len(results) else RolledBackError() for index in range(len(self.operations))
+                    ]
             return [True] * len(results)
 
         return zookeeper._change(apply)

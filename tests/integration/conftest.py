@@ -40,7 +40,8 @@ def protocol_invariants(request):
             continue
         violations = validate_cluster(read_cluster_view(cluster.store))
         if violations and passed:
-            pytest.fail(f"cluster {cluster.cluster} broke the protocol:\n" + "\n".join(map(str, violations)),
-                        pytrace=False)
+            pytest.fail(
+                f"cluster {cluster.cluster} broke the protocol:\n" + "\n".join(map(str, violations)), pytrace=False
+            )
         for violation in violations:
             print(f"protocol violation in cluster {cluster.cluster}: {violation}")

@@ -24,7 +24,6 @@ from flow.definition import read_flow_document
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
 
-
 def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flow_cluster, tmp_path):
     cluster = flow_cluster
     tokens = str(tmp_path / "tokens")
@@ -44,16 +43,27 @@ def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flo
 
     # A flow the nodes cannot run is refused before anything moves.
     broken = tmp_path / "broken.yaml"
-    broken.write_text(yaml.safe_dump({**document, "processors": [{"id": "x", "type": "NoSuchProcessor"}],
-                                      "connections": []}))
+    broken.write_text(
+        yaml.safe_dump({**document, "processors": [{"id": "x", "type": "NoSuchProcessor"}], "connections": []})
+    )
     env = {**os.environ, "CUSTODY_ADMIN_TOKEN": operator}
-    refused = subprocess.run([sys.executable, "-m", "cluster.cli", "flow", "deploy", str(broken), "--url", url],
-                             capture_output=True, text=True, env=env, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "flow", "deploy", str(broken), "--url", url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert refused.returncode == 2 and "NoSuchProcessor" in refused.stderr, refused.stderr
     assert {node.name: node.incarnation for node in nodes} == first
 
-    deployed = subprocess.run([sys.executable, "-m", "cluster.cli", "flow", "deploy", str(new_flow), "--url", url],
-                              capture_output=True, text=True, env=env, timeout=600)
+    deployed = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "flow", "deploy", str(new_flow), "--url", url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     assert f"every node runs flow version {new}" in deployed.stdout, deployed.stdout
 
@@ -70,8 +80,11 @@ def test_a_rolling_deploy_moves_every_node_to_the_new_flow_and_loses_nothing(flo
         wait_until(lambda: cluster.shard(incarnation).state is ShardState.RETIRED, 120, f"{incarnation} to retire")  # noqa: B023
     cluster.wait_settled()
     sink = cluster.sink
-    stages = {open(os.path.join(sink, name)).read().rsplit("stage=", 1)[-1].strip() for name in os.listdir(sink)
-              if not name.startswith(".")}
+    stages = {
+        open(os.path.join(sink, name)).read().rsplit("stage=", 1)[-1].strip()
+        for name in os.listdir(sink)
+        if not name.startswith(".")
+    }
     assert stages == {"stamped", "stamped-v2"}, stages
     report = cluster.check()
     assert report.ok, report.summary()
@@ -97,8 +110,11 @@ def test_a_deploy_whose_receiving_leader_is_killed_mid_roll_is_finished_by_the_n
     survivor = next(node for node in nodes if node.incarnation not in (leader, first_step))
     survivor_api = httpx.Client(base_url=cluster.heartbeats()[survivor.incarnation].admin, timeout=30)
 
-    wait_until(lambda: leader_api.get("/api/v1/flow/deploy").json()["nodes"][0]["state"]
-               in ("offloading", "connecting"), 60, "the first member's step to begin")
+    wait_until(
+        lambda: leader_api.get("/api/v1/flow/deploy").json()["nodes"][0]["state"] in ("offloading", "connecting"),
+        60,
+        "the first member's step to begin",
+    )
     by_incarnation[leader].signal(signal.SIGKILL)
     leader_api.close()
 
@@ -114,8 +130,9 @@ def test_a_deploy_whose_receiving_leader_is_killed_mid_roll_is_finished_by_the_n
     assert finished["outcome"].startswith("finished by leader ")
     assert finished["outcome"].endswith(f"after {leader} died")
     assert finished["received_by"] == leader
-    assert any(note.startswith("taken over by leader ") and note.endswith(f"after {leader} died")
-               for note in finished["notes"]), finished["notes"]
+    assert any(
+        note.startswith("taken over by leader ") and note.endswith(f"after {leader} died") for note in finished["notes"]
+    ), finished["notes"]
     steps = {step["incarnation"]: step for step in finished["nodes"]}
     assert steps[leader]["state"] == "skipped" and "not a member" in steps[leader]["detail"]
     for name, step in steps.items():

@@ -53,20 +53,24 @@ FLOWFILES = 5
 FLOW = {
     "name": "hostile-clients",
     "processors": [
-        {"id": "generate", "type": "GenerateFlowFile",
-         "properties": {"batch_size": FLOWFILES, "max_count": FLOWFILES, "file_size": 1000}},
+        {
+            "id": "generate",
+            "type": "GenerateFlowFile",
+            "properties": {"batch_size": FLOWFILES, "max_count": FLOWFILES, "file_size": 1000},
+        },
         {"id": "hold", "type": "UpdateAttribute", "properties": {"held": "yes"}, "auto_terminate": ["success"]},
     ],
     "connections": [{"source": "generate", "relationships": ["success"], "destination": "hold"}],
 }
 DEPLOY_CAP = 2 << 20  # routes_flow.DEPLOY_MAX_BODY_BYTES, as a client sees it in the 413
-ANSWER_S = 15.0       # the longest any answer may take on a loaded machine
+ANSWER_S = 15.0  # the longest any answer may take on a loaded machine
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    started = StandaloneNode(parse_flow(FLOW), str(tmp_path_factory.mktemp("hostile") / "node"),
-                             NodeSettings(threads=2))
+    started = StandaloneNode(
+        parse_flow(FLOW), str(tmp_path_factory.mktemp("hostile") / "node"), NodeSettings(threads=2)
+    )
     started.start(paused=True)
     try:
         started.control().stop_processor("local", "hold", 5.0)
@@ -81,10 +85,12 @@ def node(tmp_path_factory):
 
 def node_state(node) -> dict:
     control = node.control()
-    return {"node": control.state(),
-            "processors": {p: f["state"] for p, f in control.processors()["local"].items()},
-            "queues": {q: f["count"] for q, f in control.queues()["local"].items()},
-            "events": node.provenance.next_event_id}
+    return {
+        "node": control.state(),
+        "processors": {p: f["state"] for p, f in control.processors()["local"].items()},
+        "queues": {q: f["count"] for q, f in control.queues()["local"].items()},
+        "events": node.provenance.next_event_id,
+    }
 
 
 @dataclass
@@ -200,15 +206,25 @@ def auth(token: str | None) -> dict:
 
 
 # -- bodies --------------------------------------------------------------------------------
-@pytest.mark.parametrize("who, framing, status", [
-    (None, {"Content-Length": str(195 << 20)}, 401),
-    (None, {"Transfer-Encoding": "chunked"}, 401),
-    ("read", {"Content-Length": str(195 << 20)}, 403),
-    ("admin", {"Content-Length": str(195 << 20)}, 413),
-])
+@pytest.mark.parametrize(
+    "who, framing, status",
+    [
+        (None, {"Content-Length": str(195 << 20)}, 401),
+        (None, {"Transfer-Encoding": "chunked"}, 401),
+        ("read", {"Content-Length": str(195 << 20)}, 403),
+        ("admin", {"Content-Length": str(195 << 20)}, 413),
+    ],
+)
 def test_a_body_is_refused_from_its_headers_before_any_of_it_is_sent(guarded_api, who, framing, status):
-    sock = connect(guarded_api.port, head("POST", "/api/v1/flow/deploy", guarded_api.port, {
-        "Content-Type": "application/json", **framing, **auth(guarded_api.tokens.get(who))}))
+    sock = connect(
+        guarded_api.port,
+        head(
+            "POST",
+            "/api/v1/flow/deploy",
+            guarded_api.port,
+            {"Content-Type": "application/json", **framing, **auth(guarded_api.tokens.get(who))},
+        ),
+    )
     with sock:
         code, headers, body = read_answer(sock)
         assert code == status, body
@@ -219,8 +235,15 @@ def test_a_body_is_refused_from_its_headers_before_any_of_it_is_sent(guarded_api
 
 
 def test_a_chunked_body_is_refused_at_its_cap_as_it_arrives(guarded_api):
-    sock = connect(guarded_api.port, head("POST", "/api/v1/flow/deploy", guarded_api.port, {
-        "Content-Type": "application/json", "Transfer-Encoding": "chunked", **auth(guarded_api.tokens["admin"])}))
+    sock = connect(
+        guarded_api.port,
+        head(
+            "POST",
+            "/api/v1/flow/deploy",
+            guarded_api.port,
+            {"Content-Type": "application/json", "Transfer-Encoding": "chunked", **auth(guarded_api.tokens["admin"])},
+        ),
+    )
     chunk = b"10000\r\n" + b" " * 0x10000 + b"\r\n"
     sent, limit = 0, 64 << 20  # a server that reads the body whole would take all of it, and answer nothing
     with sock:
@@ -245,15 +268,18 @@ def test_idle_trickling_and_stalled_clients_are_cut_at_their_deadlines(node, cap
     try:
         idle = [connect(port) for _ in range(10)]
         half = [connect(port, b"GET /api/v1/node HTTP/1.1\r\nHost: 127.0.0.1\r\n") for _ in range(20)]
-        stalled_body = connect(port, head("POST", "/api/v1/flow/deploy", port, {
-            "Content-Type": "application/json", "Content-Length": "100"}) + b'{"flow": ')
+        stalled_body = connect(
+            port,
+            head("POST", "/api/v1/flow/deploy", port, {"Content-Type": "application/json", "Content-Length": "100"})
+            + b'{"flow": ',
+        )
         trickler = connect(port)
         request = b"GET /api/v1/node HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 4096
         deadline, sent = time.monotonic() + 20, 0
         # A header byte every 0.2 s (the attack's pace), until the server cuts the connection.
         while not select.select([trickler], [], [], 0.2)[0]:
             assert time.monotonic() < deadline, "a client trickling its headers is still connected after 20 s"
-            trickler.send(request[sent:sent + 1])
+            trickler.send(request[sent : sent + 1])
             sent += 1
         for sock in [*idle, *half, stalled_body, trickler]:
             code, _headers, body = read_answer(sock)
@@ -285,8 +311,11 @@ def test_connections_past_the_cap_are_answered_503_at_once_and_logged_once(node,
         assert len(refusals) == 1 and not refusals[0].exc_info, [r.getMessage() for r in refusals]
         for sock in held:
             sock.close()
-        wait_until(lambda: httpx.get(f"{server.url}/health", timeout=2).status_code == 200, 30,
-                   "a connection to be served once the held ones are closed")
+        wait_until(
+            lambda: httpx.get(f"{server.url}/health", timeout=2).status_code == 200,
+            30,
+            "a connection to be served once the held ones are closed",
+        )
     finally:
         server.stop()
 
@@ -302,9 +331,25 @@ def test_the_flow_keeps_delivering_while_300_connections_are_opened_under_256_de
 
     with open(log_file, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "cluster.cli", "run", "--flow", HELLO, "--data-dir", str(data), "--admin",
-             f"127.0.0.1:{port}", "--status-interval", "0"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, preexec_fn=at_most_256_descriptors)
+            [
+                sys.executable,
+                "-m",
+                "cluster.cli",
+                "run",
+                "--flow",
+                HELLO,
+                "--data-dir",
+                str(data),
+                "--admin",
+                f"127.0.0.1:{port}",
+                "--status-interval",
+                "0",
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=at_most_256_descriptors,
+        )
     out = data / "out"
     attackers: list[socket.socket] = []
     try:
@@ -312,8 +357,11 @@ def test_the_flow_keeps_delivering_while_300_connections_are_opened_under_256_de
         wait_until(lambda: out.is_dir() and len(os.listdir(out)) >= 5, 60, "the flow's first deliveries")
         attackers = open_at_once(port, 300, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         before = len(os.listdir(out))
-        wait_until(lambda: len(os.listdir(out)) >= before + 10, 30,
-                   f"10 more files delivered while {len(attackers)} connections were opened at the admin API")
+        wait_until(
+            lambda: len(os.listdir(out)) >= before + 10,
+            30,
+            f"10 more files delivered while {len(attackers)} connections were opened at the admin API",
+        )
         descriptors = len(os.listdir(f"/proc/{process.pid}/fd"))
         assert descriptors < 160, f"the node holds {descriptors} of its 256 descriptors"
     finally:
@@ -337,8 +385,15 @@ def call(api: Api, method: str, path: str, headers: dict | None = None, body: by
         return code, json.loads(answer) if answer.startswith(b"{") else answer
 
 
-@pytest.mark.parametrize("host", ["attacker.example", "attacker.example:{port}", "127.0.0.1.attacker.example:{port}",
-                                  "localhost.attacker.example:{port}"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "attacker.example",
+        "attacker.example:{port}",
+        "127.0.0.1.attacker.example:{port}",
+        "localhost.attacker.example:{port}",
+    ],
+)
 def test_a_request_to_a_foreign_name_is_refused(open_api, node, host):
     host = host.format(port=open_api.port)
     code, answer = call(open_api, "GET", "/api/v1/node", {"Host": host})
@@ -364,13 +419,21 @@ def test_a_name_the_operator_allows_is_served(node):
         server.stop()
 
 
-@pytest.mark.parametrize("path", ["/api/v1/processors/local/generate/stop", f"/api/v1/queues/local/{QUEUE}/drop",
-                                  "/api/v1/processors/local/hold/start", "/api/v1/node/offload"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/processors/local/generate/stop",
+        f"/api/v1/queues/local/{QUEUE}/drop",
+        "/api/v1/processors/local/hold/start",
+        "/api/v1/node/offload",
+    ],
+)
 def test_a_cross_site_post_from_a_web_page_changes_nothing(open_api, node, path):
     before = node_state(node)
     # What a page's fetch(..., {method: "POST", mode: "no-cors", body: "x"}) sends: no preflight.
-    code, answer = call(open_api, "POST", path, {"Origin": "http://attacker.example", "Content-Type": "text/plain"},
-                        b"x")
+    code, answer = call(
+        open_api, "POST", path, {"Origin": "http://attacker.example", "Content-Type": "text/plain"}, b"x"
+    )
     assert code == 403 and "http://attacker.example" in answer["error"], answer
     assert node_state(node) == before
 
@@ -389,16 +452,16 @@ def test_numbers_past_64_bits_answer_422_or_416_and_never_500(open_api, node, ca
     uuid = next(iter(node.control().list_queue("local", QUEUE, 0, 1)["flowfiles"]))["uuid"]
     content = f"/api/v1/flowfiles/{uuid}/content"
     for method, path, headers, status in [
-        ("GET", f"/api/v1/provenance/events?as_of={2 ** 70}", {}, 422),
-        ("GET", f"/api/v1/provenance/events.ndjson?as_of={2 ** 70}", {}, 422),
-        ("GET", f"/api/v1/provenance/events.ndjson?limit={2 ** 70}", {}, 422),
-        ("GET", f"/api/v1/provenance/events?start={2 ** 70}", {}, 422),
+        ("GET", f"/api/v1/provenance/events?as_of={2**70}", {}, 422),
+        ("GET", f"/api/v1/provenance/events.ndjson?as_of={2**70}", {}, 422),
+        ("GET", f"/api/v1/provenance/events.ndjson?limit={2**70}", {}, 422),
+        ("GET", f"/api/v1/provenance/events?start={2**70}", {}, 422),
         ("GET", "/api/v1/provenance/events?start=99999999999999999999d", {}, 422),
         ("GET", f"/api/v1/provenance/events.ndjson?end={'9' * 400}d", {}, 422),
-        ("GET", f"/api/v1/provenance/events/{2 ** 70}", {}, 422),
-        ("POST", f"/api/v1/provenance/events/{2 ** 70}/replay", {}, 422),
-        ("GET", f"/api/v1/queues/local/{QUEUE}/flowfiles?offset={2 ** 70}", {}, 422),
-        ("GET", content, {"Range": f"bytes={2 ** 70}-"}, 416),
+        ("GET", f"/api/v1/provenance/events/{2**70}", {}, 422),
+        ("POST", f"/api/v1/provenance/events/{2**70}/replay", {}, 422),
+        ("GET", f"/api/v1/queues/local/{QUEUE}/flowfiles?offset={2**70}", {}, 422),
+        ("GET", content, {"Range": f"bytes={2**70}-"}, 416),
         ("GET", content, {"Range": f"bytes={HUGE}-"}, 416),
         ("GET", content, {"Range": f"bytes=0-{HUGE}"}, 206),
         ("GET", content, {"Range": f"bytes=-{HUGE}"}, 206),

@@ -32,20 +32,30 @@ def scrape(url: str) -> dict:
 def swapping_flow(out: str):
     """Generate -> tag -> put; the queue in front of PutFile swaps (threshold 100), so
     that the WAL's transactions are commits, swap-outs and swap-ins."""
-    return parse_flow({
-        "name": "metrics",
-        "processors": [
-            {"id": "generate", "type": "GenerateFlowFile",
-             "properties": {"batch_size": 200, "file_size": 100, "max_count": FLOWFILES}},
-            {"id": "tag", "type": "UpdateAttribute", "properties": {"stage": "tagged"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": out, "sync": False, "batch_size": 20},
-             "auto_terminate": ["success"]},
-        ],
-        "connections": [
-            {"source": "generate", "destination": "tag"},
-            {"source": "tag", "destination": "put", "swap_threshold": 100, "swap_batch": 50},
-            {"source": "put", "relationships": ["failure"], "destination": "put"},
-        ]})
+    return parse_flow(
+        {
+            "name": "metrics",
+            "processors": [
+                {
+                    "id": "generate",
+                    "type": "GenerateFlowFile",
+                    "properties": {"batch_size": 200, "file_size": 100, "max_count": FLOWFILES},
+                },
+                {"id": "tag", "type": "UpdateAttribute", "properties": {"stage": "tagged"}},
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": out, "sync": False, "batch_size": 20},
+                    "auto_terminate": ["success"],
+                },
+            ],
+            "connections": [
+                {"source": "generate", "destination": "tag"},
+                {"source": "tag", "destination": "put", "swap_threshold": 100, "swap_batch": 50},
+                {"source": "put", "relationships": ["failure"], "destination": "put"},
+            ],
+        }
+    )
 
 
 @pytest.fixture
@@ -66,8 +76,10 @@ def test_the_commit_counter_and_histogram_match_the_wal_transactions_the_node_ma
     found = scrape(url)
     assert not naming_problems(found), naming_problems(found)
     committed = value(found, "custody_commits", "_total", shard="local", outcome="committed")
-    swaps = (value(found, "custody_swap_outs", "_total", shard="local"),
-             value(found, "custody_swap_ins", "_total", shard="local"))
+    swaps = (
+        value(found, "custody_swap_outs", "_total", shard="local"),
+        value(found, "custody_swap_ins", "_total", shard="local"),
+    )
     # Every WAL transaction of this run is a commit, a swap-out or a swap-in (the node
     # started on an empty directory, so transaction ids started at 1).
     assert committed + sum(swaps) == node.shard.wal.max_transaction_id
@@ -96,10 +108,20 @@ class RunningNode:
         from cluster.node.clustered import ClusteredNode
         from cluster.node.config import NodeConfig
 
-        self.config = NodeConfig(name=name, flow=os.path.join(REPO, "examples", "cluster.yaml"),
-                                 directory=str(directory / name), zk_hosts=zk_hosts, cluster="metrics",
-                                 hdfs_url=hdfs_cluster.url, hdfs_root=root, hdfs_config=hdfs_cluster.client_config,
-                                 session_timeout=4.0, threads=2, flow_parameters={"count": "300"}, admin_port=0)
+        self.config = NodeConfig(
+            name=name,
+            flow=os.path.join(REPO, "examples", "cluster.yaml"),
+            directory=str(directory / name),
+            zk_hosts=zk_hosts,
+            cluster="metrics",
+            hdfs_url=hdfs_cluster.url,
+            hdfs_root=root,
+            hdfs_config=hdfs_cluster.client_config,
+            session_timeout=4.0,
+            threads=2,
+            flow_parameters={"count": "300"},
+            admin_port=0,
+        )
         self.node = ClusteredNode(self.config)
         self.control = self.node.control()
         self.server = serve(LOOPBACK, self.control)
@@ -183,5 +205,6 @@ def test_an_offload_shows_in_plans_adoptions_fencing_and_the_offloaded_nodes_ses
     # The offloaded node left its session on purpose: no state is 1.
     assert n1.control.measures().session_state is None
     offloaded = scrape(n1.server.url)
-    assert {value(offloaded, "custody_zookeeper_session_state", state=s) for s in ("CONNECTED", "SUSPENDED", "LOST")} \
-        == {0}
+    assert {
+        value(offloaded, "custody_zookeeper_session_state", state=s) for s in ("CONNECTED", "SUSPENDED", "LOST")
+    } == {0}

@@ -17,7 +17,6 @@ from cluster.services.process import wait_until
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 
 
-
 def test_offloading_the_leader_under_load_moves_every_shard_once_and_connect_joins_again(flow_cluster, tmp_path):
     cluster = flow_cluster
     tokens = str(tmp_path / "tokens")
@@ -35,16 +34,20 @@ def test_offloading_the_leader_under_load_moves_every_shard_once_and_connect_joi
     first = n1.incarnation
     url = cluster.heartbeats()[first].admin
     assert url.startswith("http://127.0.0.1:"), url  # the real address, in the heartbeat
-    wait_until(lambda: cluster.queued(first) > 150 and cluster.swap_files(first), 60,
-               f"{first} to queue past the swap threshold of {SWAPPED_QUEUE} and swap to HDFS")
+    wait_until(
+        lambda: cluster.queued(first) > 150 and cluster.swap_files(first),
+        60,
+        f"{first} to queue past the swap threshold of {SWAPPED_QUEUE} and swap to HDFS",
+    )
 
     with httpx.Client(base_url=url, timeout=90) as client:
         refused = client.post("/api/v1/node/offload", headers={"Authorization": f"Bearer {reader}"})
         assert refused.status_code == 403, refused.text
         assert client.post("/api/v1/node/offload").status_code == 401
         assert client.get("/ready").status_code == 200
-        answer = client.post("/api/v1/node/offload", params={"wait_s": 60},
-                             headers={"Authorization": f"Bearer {operator}"})
+        answer = client.post(
+            "/api/v1/node/offload", params={"wait_s": 60}, headers={"Authorization": f"Bearer {operator}"}
+        )
         assert answer.status_code == 200, answer.text
         assert answer.json()["state"] == "OFFLOADED", answer.json()
         # It owns nothing: its shard went to another node at a new epoch, without a

@@ -69,9 +69,16 @@ def after_a_failover(flow_cluster, live_node) -> LiveNode:
     other.wait("joined", timeout=90)
     dead = other.incarnation
     other.signal(signal.SIGKILL)
-    wait_until(lambda: (shard := flow_cluster.shard(dead)) is not None and shard.owner != dead
-               and shard.state is not ShardState.ADOPTING and flow_cluster.store.status().plans, 60,
-               f"{dead}'s shard to be adopted")
+    wait_until(
+        lambda: (
+            (shard := flow_cluster.shard(dead)) is not None
+            and shard.owner != dead
+            and shard.state is not ShardState.ADOPTING
+            and flow_cluster.store.status().plans
+        ),
+        60,
+        f"{dead}'s shard to be adopted",
+    )
     return live_node
 
 

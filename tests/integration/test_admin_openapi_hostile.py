@@ -40,15 +40,21 @@ QUEUE = "generate/success/hold"
 FLOW = {
     "name": "hostile-fuzz",
     "processors": [
-        {"id": "generate", "type": "GenerateFlowFile",
-         "properties": {"batch_size": FLOWFILES, "max_count": FLOWFILES, "file_size": 100}},
+        {
+            "id": "generate",
+            "type": "GenerateFlowFile",
+            "properties": {"batch_size": FLOWFILES, "max_count": FLOWFILES, "file_size": 100},
+        },
         {"id": "hold", "type": "UpdateAttribute", "auto_terminate": ["success"]},
     ],
     "connections": [{"source": "generate", "relationships": ["success"], "destination": "hold"}],
 }
-HOSTILE = {"without a token": {}, "a foreign Host": {"Host": "attacker.example"},
-           "a foreign Origin": {"Origin": "http://attacker.example"},
-           "a huge Content-Length": {"Content-Length": str(200 << 20)}}
+HOSTILE = {
+    "without a token": {},
+    "a foreign Host": {"Host": "attacker.example"},
+    "a foreign Origin": {"Origin": "http://attacker.example"},
+    "a huge Content-Length": {"Content-Length": str(200 << 20)},
+}
 
 
 @pytest.fixture(scope="module")
@@ -117,22 +123,27 @@ def expected(case, hostile: str, *, tokens: bool) -> set[int] | None:
 
 @admin_api.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_no_call_of_a_client_without_a_token_or_of_a_hostile_one_fails_or_changes_the_node(case, servers, sessions,
-                                                                                          node, before):
+def test_no_call_of_a_client_without_a_token_or_of_a_hostile_one_fails_or_changes_the_node(
+    case, servers, sessions, node, before
+):
     guarded, open_ = servers
     # The browser rules run before the token check: a foreign Host or Origin is refused
     # alike with tokens or without, so those go to the node without tokens only. An
     # Origin matters on what may change state (a GET with one is the plain GET that
     # test_admin_openapi fuzzes), and a huge body to a GET without a token is the 401
     # the first call gets.
-    calls = [(guarded, "without a token", True), (open_, "a foreign Host", False),
-             (open_, "a huge Content-Length", False)]
+    calls = [
+        (guarded, "without a token", True),
+        (open_, "a foreign Host", False),
+        (open_, "a huge Content-Length", False),
+    ]
     if case.method.upper() != "GET":
         calls += [(open_, "a foreign Origin", False), (guarded, "a huge Content-Length", True)]
     for server, hostile, tokens in calls:
         # A copy: the call adds its own headers to the mapping it is given.
-        response = case.call(base_url=server.url, session=sessions[server.url], headers=dict(HOSTILE[hostile]),
-                             timeout=10)
+        response = case.call(
+            base_url=server.url, session=sessions[server.url], headers=dict(HOSTILE[hostile]), timeout=10
+        )
         what = f"{case.method} {case.formatted_path} with {hostile} to the node with{'' if tokens else 'out'} tokens"
         assert response.status_code < 500, (what, response.text[:300])
         allowed = expected(case, hostile, tokens=tokens)

@@ -24,8 +24,11 @@ def test_without_zookeeper_quorum_the_cluster_view_is_503_with_the_reason(flow_c
             # The first 503 is the answer to look at: a surviving leader that has not
             # noticed its followers are gone may still serve a read for a moment, and a
             # fresh request could reach it.
-            [answer] = wait_until(lambda: (reply := client.get("/api/v1/cluster")).status_code == 503 and [reply],
-                                  30, "the cluster view to answer 503")
+            [answer] = wait_until(
+                lambda: (reply := client.get("/api/v1/cluster")).status_code == 503 and [reply],
+                30,
+                "the cluster view to answer 503",
+            )
             assert "ZooKeeper" in answer.json()["error"], answer.text
             assert answer.elapsed.total_seconds() < 10, answer.elapsed
             assert "Traceback" not in answer.text

@@ -24,12 +24,14 @@ from tests.integration.test_standalone_cli import read_line_containing
 
 ARTIFACTS = Path(os.environ.get("CUSTODY_ARTIFACTS") or os.path.join(PROJECT_ROOT, ".work", "artifacts")) / "admin-page"
 SCREENS = ((1366, 768), (1920, 1080))
-SEEN_WITHIN_MS = 30_000   # the page polls every 2 s: what the API has, it shows soon after
+SEEN_WITHIN_MS = 30_000  # the page polls every 2 s: what the API has, it shows soon after
 FAILOVER_WITHIN_MS = 90_000
 
 MEMBERS = "[...document.querySelectorAll('#members-body tr[data-incarnation]')].map((tr) => tr.dataset.incarnation)"
-SHOWS_MEMBERS = f"(wanted) => {{ const shown = {MEMBERS}; " \
-                "return shown.length === wanted.length && wanted.every((i) => shown.includes(i)); }"
+SHOWS_MEMBERS = (
+    f"(wanted) => {{ const shown = {MEMBERS}; "
+    "return shown.length === wanted.length && wanted.every((i) => shown.includes(i)); }"
+)
 SHOWS_LEADER = "(leader) => document.getElementById('leader').dataset.leader === leader"
 # The dead incarnation is no member any more, each of its shards has another owner,
 # and the failover timeline has its row, taken over and finished.
@@ -164,10 +166,12 @@ def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(r
         url = read_line_containing(process, "admin API on", 60).split()[-1]
         page = reader.page
         page.goto(url + "/")
-        page.wait_for_function("() => document.getElementById('problem').textContent.includes('in no cluster')",
-                               timeout=SEEN_WITHIN_MS)
-        page.wait_for_function("() => document.querySelectorAll('#queues-body tr[data-queue]').length > 0",
-                               timeout=SEEN_WITHIN_MS)
+        page.wait_for_function(
+            "() => document.getElementById('problem').textContent.includes('in no cluster')", timeout=SEEN_WITHIN_MS
+        )
+        page.wait_for_function(
+            "() => document.querySelectorAll('#queues-body tr[data-queue]').length > 0", timeout=SEEN_WITHIN_MS
+        )
         assert reader.text("#node-name") == "solo" and "RUNNING" in reader.text("#node-state")
         assert "standalone" in reader.text("#cluster-name")
         for section in ("#members", "#shards", "#failovers"):

@@ -61,8 +61,9 @@ def node(tmp_path_factory):
     node = StandaloneNode.from_file(str(directory / "flow.yaml"), str(directory / "data"))
     node.start()
     try:
-        assert node.wait_until(lambda: node.provenance.next_event_id > EVENTS, 60), \
+        assert node.wait_until(lambda: node.provenance.next_event_id > EVENTS, 60), (
             f"the flow registered {node.provenance.next_event_id - 1} of {EVENTS} events in 60 s"
+        )
         node.provenance.sync()  # rolled over and indexed: every event can be found
         yield node
     finally:
@@ -76,7 +77,7 @@ def client(node):
 
 
 def repository_ids(node, **fields) -> list[int]:
-    return [e.event_id for e in node.provenance.query(ProvenanceQuery(limit=10 ** 6, **fields)).events]
+    return [e.event_id for e in node.provenance.query(ProvenanceQuery(limit=10**6, **fields)).events]
 
 
 def answered_ids(answer) -> list[int]:
@@ -90,7 +91,7 @@ def first_of(node, kind: EventType) -> ProvenanceEvent:
 
 def test_each_filter_answers_what_the_repository_answers(node, client):
     fork = first_of(node, EventType.FORK)
-    times = sorted(e.event_time_ms for e in node.provenance.query(ProvenanceQuery(limit=10 ** 6)).events)
+    times = sorted(e.event_time_ms for e in node.provenance.query(ProvenanceQuery(limit=10**6)).events)
     early, late = times[len(times) // 4], times[len(times) // 2]
     cases = [
         ({"uuid": fork.flowfile_uuid}, {"flowfile_uuid": fork.flowfile_uuid}),
@@ -98,8 +99,10 @@ def test_each_filter_answers_what_the_repository_answers(node, client):
         ({"filename": fork.filename}, {"filename": fork.filename}),
         ({"component": "split"}, {"component_id": "split"}),
         ({"type": "FORK"}, {"event_type": "FORK"}),
-        ({"type": "ATTRIBUTES_MODIFIED", "component": "tag"}, {"event_type": "ATTRIBUTES_MODIFIED",
-                                                               "component_id": "tag"}),
+        (
+            {"type": "ATTRIBUTES_MODIFIED", "component": "tag"},
+            {"event_type": "ATTRIBUTES_MODIFIED", "component_id": "tag"},
+        ),
         ({"start": str(early), "end": str(late)}, {"start_ms": early, "end_ms": late}),
         ({"start": iso_time(early), "type": "DROP"}, {"start_ms": early, "event_type": "DROP"}),
     ]
@@ -119,14 +122,17 @@ def test_pages_cover_every_match_once_and_hold_still_while_events_arrive(node, c
     expected = repository_ids(node, event_type="DROP")
     pages, offset, as_of = [], 0, None
     while offset is not None:
-        answer = client.get(EVENTS_URL, params={"type": "DROP", "limit": 500, "offset": offset,
-                                                **({"as_of": as_of} if as_of is not None else {})})
+        answer = client.get(
+            EVENTS_URL,
+            params={"type": "DROP", "limit": 500, "offset": offset, **({"as_of": as_of} if as_of is not None else {})},
+        )
         pages.append(answered_ids(answer))
         as_of, offset = answer.json()["as_of"], answer.json()["next_offset"]
         assert answer.json()["total"] == len(expected)
         if len(pages) == 1:  # newer DROP events arrive after the first page
             arrived = node.provenance.register_events(
-                [ProvenanceEvent(EventType.DROP, f"late-{n}", "late") for n in range(7)])
+                [ProvenanceEvent(EventType.DROP, f"late-{n}", "late") for n in range(7)]
+            )
             node.provenance.sync()
     assert [len(page) for page in pages] == [500, 500, 500, len(expected) - 1500]
     assert [i for page in pages for i in page] == expected
@@ -135,19 +141,22 @@ def test_pages_cover_every_match_once_and_hold_still_while_events_arrive(node, c
     assert fresh["as_of"] == arrived[-1] and fresh["total"] == len(expected) + 7
 
 
-@pytest.mark.parametrize("url, params, parameter", [
-    (EVENTS_URL, {"type": "SENT"}, "query.type"),
-    (EVENTS_URL, {"type": "fork"}, "query.type"),  # the names are NiFi's, in capitals, as the spec lists them
-    (EVENTS_URL, {"start": "yesterday"}, "query.start"),
-    (EVENTS_URL, {"limit": 1001}, "query.limit"),
-    (EVENTS_URL, {"limit": 0}, "query.limit"),
-    (EVENTS_URL, {"offset": -1}, "query.offset"),
-    (EVENTS_URL, {"as_of": "newest"}, "query.as_of"),
-    (EVENTS_URL + ".ndjson", {"end": "soon"}, "query.end"),
-    (EVENTS_URL + ".ndjson", {"limit": 0}, "query.limit"),
-    (EVENTS_URL + "/first", {}, "path.event_id"),
-    ("/api/v1/provenance/lineage/x", {"max_flowfiles": 0}, "query.max_flowfiles"),
-])
+@pytest.mark.parametrize(
+    "url, params, parameter",
+    [
+        (EVENTS_URL, {"type": "SENT"}, "query.type"),
+        (EVENTS_URL, {"type": "fork"}, "query.type"),  # the names are NiFi's, in capitals, as the spec lists them
+        (EVENTS_URL, {"start": "yesterday"}, "query.start"),
+        (EVENTS_URL, {"limit": 1001}, "query.limit"),
+        (EVENTS_URL, {"limit": 0}, "query.limit"),
+        (EVENTS_URL, {"offset": -1}, "query.offset"),
+        (EVENTS_URL, {"as_of": "newest"}, "query.as_of"),
+        (EVENTS_URL + ".ndjson", {"end": "soon"}, "query.end"),
+        (EVENTS_URL + ".ndjson", {"limit": 0}, "query.limit"),
+        (EVENTS_URL + "/first", {}, "path.event_id"),
+        ("/api/v1/provenance/lineage/x", {"max_flowfiles": 0}, "query.max_flowfiles"),
+    ],
+)
 def test_bad_parameters_answer_422_naming_the_parameter(client, url, params, parameter):
     answer = client.get(url, params=params)
     assert answer.status_code == 422 and answer.json()["error"].startswith(parameter + ":"), answer.text
@@ -187,8 +196,10 @@ def test_lineage_is_the_repositorys_graph_bounded_by_max_flowfiles(node, client)
     assert (f"event:{fork.event_id}", f"flowfile:{child}") in links
     assert not body["truncated"]
     whole = client.get(f"/api/v1/provenance/lineage/{fork.flowfile_uuid}").json()
-    assert {n["flowfile_uuid"] for n in whole["nodes"] if n["kind"] == "flowfile"} == {fork.flowfile_uuid,
-                                                                                       *fork.child_uuids}
+    assert {n["flowfile_uuid"] for n in whole["nodes"] if n["kind"] == "flowfile"} == {
+        fork.flowfile_uuid,
+        *fork.child_uuids,
+    }
     bounded = client.get(f"/api/v1/provenance/lineage/{fork.flowfile_uuid}", params={"max_flowfiles": 1}).json()
     assert bounded["truncated"] and len([n for n in bounded["nodes"] if n["kind"] == "flowfile"]) == 2
 
@@ -255,8 +266,12 @@ def test_a_read_token_is_enough_and_no_token_is_refused(node, tmp_path):
     token_file = str(tmp_path / "tokens")
     token = add_token(token_file, "read", "grafana")
     event = first_of(node, EventType.FORK)
-    urls = [EVENTS_URL, f"{EVENTS_URL}.ndjson?limit=3", f"{EVENTS_URL}/{event.event_id}",
-            f"/api/v1/provenance/lineage/{event.flowfile_uuid}"]
+    urls = [
+        EVENTS_URL,
+        f"{EVENTS_URL}.ndjson?limit=3",
+        f"{EVENTS_URL}/{event.event_id}",
+        f"/api/v1/provenance/lineage/{event.flowfile_uuid}",
+    ]
     with TestClient(create_app(node.control(), Tokens.load(token_file))) as client:
         for url in urls:
             assert client.get(url).status_code == 401, url
@@ -266,12 +281,14 @@ def test_a_read_token_is_enough_and_no_token_is_refused(node, tmp_path):
 
 def test_openapi_declares_the_errors_the_app_answers(client):
     paths = client.get("/openapi.json").json()["paths"]
-    provenance = {path: ops["get"] for path, ops in paths.items()
-                  if path.startswith("/api/v1/provenance") and "get" in ops}  # replay is a POST of the queues' routes
+    provenance = {
+        path: ops["get"] for path, ops in paths.items() if path.startswith("/api/v1/provenance") and "get" in ops
+    }  # replay is a POST of the queues' routes
     assert len(provenance) == 4
     for path, operation in provenance.items():
         expected = {"200", "401", "403", "422", "503"} | ({"404"} if "{" in path else set())
         assert set(operation["responses"]) == expected, path
         for status in expected - {"200"}:
             assert operation["responses"][status]["content"] == {
-                "application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}}, (path, status)
+                "application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+            }, (path, status)

@@ -26,13 +26,29 @@ SIZE = 150_000  # bytes of each FlowFile's content: more than two chunks of the 
 FLOW = {
     "name": "queues",
     "processors": [
-        {"id": "generate", "type": "GenerateFlowFile",
-         "properties": {"batch_size": 30, "max_count": 30, "file_size": SIZE, "unique_flowfiles": True,
-                        "sequence_attribute": "seq", "mime.type": "text/plain; charset=utf-8"}},
+        {
+            "id": "generate",
+            "type": "GenerateFlowFile",
+            "properties": {
+                "batch_size": 30,
+                "max_count": 30,
+                "file_size": SIZE,
+                "unique_flowfiles": True,
+                "sequence_attribute": "seq",
+                "mime.type": "text/plain; charset=utf-8",
+            },
+        },
         {"id": "hold", "type": "UpdateAttribute", "properties": {"held": "yes"}, "auto_terminate": ["success"]},
     ],
-    "connections": [{"source": "generate", "relationships": ["success"], "destination": "hold",
-                     "swap_threshold": 10, "swap_batch": 5}],
+    "connections": [
+        {
+            "source": "generate",
+            "relationships": ["success"],
+            "destination": "hold",
+            "swap_threshold": 10,
+            "swap_batch": 5,
+        }
+    ],
 }
 
 
@@ -85,8 +101,11 @@ def test_queues_flowfiles_content_drop_replay_and_processors_over_http(standalon
     node.resume()
     queue = node.graph.queues[QUEUE]
     # Settled: 10 in memory (the threshold), 20 in swap files of 5, nothing being swapped.
-    wait_until(lambda: (s := queue.summary()).count == 30 and (s.active, s.swapped_count) == (10, 20), 30,
-               "30 FlowFiles queued, 20 of them swapped out")
+    wait_until(
+        lambda: (s := queue.summary()).count == 30 and (s.active, s.swapped_count) == (10, 20),
+        30,
+        "30 FlowFiles queued, 20 of them swapped out",
+    )
 
     # -- list the queue --------------------------------------------------------------------
     listing = reader.json("GET", f"/api/v1/queues/local/{QUEUE}/flowfiles?offset=3&limit=4")
@@ -95,9 +114,15 @@ def test_queues_flowfiles_content_drop_replay_and_processors_over_http(standalon
     assert [f["position"] for f in listing["flowfiles"]] == [4, 5, 6, 7]
     first = expected.items[0].flowfile
     assert listing["flowfiles"][0] == {
-        "uuid": first.id, "filename": first.attributes["filename"], "size": SIZE, "entry_date_ms": first.entry_date,
-        "lineage_start_date_ms": first.lineage_start_date, "penalty_expiration_ms": None, "position": 4,
-        "penalized": False}
+        "uuid": first.id,
+        "filename": first.attributes["filename"],
+        "size": SIZE,
+        "entry_date_ms": first.entry_date,
+        "lineage_start_date_ms": first.lineage_start_date,
+        "penalty_expiration_ms": None,
+        "position": 4,
+        "penalized": False,
+    }
     summary = queue.summary()
     assert (listing["count"], listing["swapped_count"], listing["in_flight"]) == (30, summary.swapped_count, 0)
     assert listing["swapped_count"] > 0 and listing["listable"] + listing["swapped_count"] == 30
@@ -111,8 +136,13 @@ def test_queues_flowfiles_content_drop_replay_and_processors_over_http(standalon
     assert details["attributes"] == first.attributes and details["attributes"]["seq"] == first.attributes["seq"]
     assert (details["shard"], details["queue"], details["swapped"]) == ("local", QUEUE, False)
     claim = first.content_claim
-    assert details["content_claim"] == {"container": claim.resource.container, "section": claim.resource.section,
-                                        "resource": claim.resource.id, "offset": claim.offset, "length": SIZE}
+    assert details["content_claim"] == {
+        "container": claim.resource.container,
+        "section": claim.resource.section,
+        "resource": claim.resource.id,
+        "offset": claim.offset,
+        "length": SIZE,
+    }
     _, records = node.shard.swap_store.read(queue.swap_summaries()[0].location)
     swapped = reader.json("GET", f"/api/v1/flowfiles/{records[0].id}?shard=local")
     assert swapped["swapped"] is True and swapped["attributes"] == dict(records[0].attributes)
@@ -124,14 +154,15 @@ def test_queues_flowfiles_content_drop_replay_and_processors_over_http(standalon
     assert (status, body) == (200, data) and len(body) == SIZE
     assert headers["Content-Type"] == "text/plain; charset=utf-8" and headers["Accept-Ranges"] == "bytes"
     assert headers["Content-Length"] == str(SIZE)
-    status, headers, body = reader.call("GET", f"/api/v1/flowfiles/{first.id}/content",
-                                        headers={"Range": "bytes=65000-140000"})
+    status, headers, body = reader.call(
+        "GET", f"/api/v1/flowfiles/{first.id}/content", headers={"Range": "bytes=65000-140000"}
+    )
     assert (status, body, headers["Content-Range"]) == (206, data[65000:140001], f"bytes 65000-140000/{SIZE}")
-    status, headers, body = reader.call("GET", f"/api/v1/flowfiles/{first.id}/content",
-                                        headers={"Range": "bytes=-100"})
+    status, headers, body = reader.call("GET", f"/api/v1/flowfiles/{first.id}/content", headers={"Range": "bytes=-100"})
     assert (status, body) == (206, data[-100:])
-    status, headers, body = reader.call("GET", f"/api/v1/flowfiles/{first.id}/content",
-                                        headers={"Range": f"bytes={SIZE}-"})
+    status, headers, body = reader.call(
+        "GET", f"/api/v1/flowfiles/{first.id}/content", headers={"Range": f"bytes={SIZE}-"}
+    )
     assert (status, headers["Content-Range"]) == (416, f"bytes */{SIZE}") and b"not satisfiable" in body
     status, _headers, body = reader.call("GET", f"/api/v1/flowfiles/{records[0].id}/content")
     assert (status, body) == (200, node.content.read(records[0].content_claim))
@@ -152,7 +183,11 @@ def test_queues_flowfiles_content_drop_replay_and_processors_over_http(standalon
     swap_locations = node.shard.swap_store.locations()
     dropped = api.json("POST", f"/api/v1/queues/local/{encoded}/drop")
     assert (dropped["dropped"], dropped["dropped_bytes"], dropped["in_flight"], dropped["remaining"]) == (
-        30, 30 * SIZE, 0, 0)
+        30,
+        30 * SIZE,
+        0,
+        0,
+    )
     assert dropped["swap_files"] == len(swap_locations) > 0 and dropped["swapped_dropped"] == summary.swapped_count
     assert queue.count == 0 and node.shard.swap_store.locations() == [] and node.shard.wal.swap_files == {}
     assert not [r for r in node.shard.wal.records.values() if r.queue == QUEUE]
@@ -170,8 +205,10 @@ def test_queues_flowfiles_content_drop_replay_and_processors_over_http(standalon
     assert again["attributes"] == first.attributes
     assert reader.call("GET", f"/api/v1/flowfiles/{replayed['uuid']}/content")[2] == data
     create = next(e for e in events if e.event_type is EventType.CREATE)
-    assert "no incoming queue" in api.json("POST", f"/api/v1/provenance/events/{create.event_id}/replay",
-                                          expect=409)["error"]
+    assert (
+        "no incoming queue"
+        in api.json("POST", f"/api/v1/provenance/events/{create.event_id}/replay", expect=409)["error"]
+    )
     assert "999999" in api.json("POST", "/api/v1/provenance/events/999999/replay", expect=404)["error"]
     node.provenance.sync(timeout=30)
     [replay_event] = [e for e in node.provenance.events(0, 1000) if e.event_type is EventType.REPLAY]
@@ -234,12 +271,31 @@ def test_the_openapi_spec_declares_each_endpoint_and_its_errors(standalone):
     spec = api.json("GET", "/openapi.json")
     paths = spec["paths"]
     assert set(paths["/api/v1/flowfiles/{uuid}/content"]["get"]["responses"]) == {
-        "200", "206", "401", "403", "404", "416", "422", "503"}
+        "200",
+        "206",
+        "401",
+        "403",
+        "404",
+        "416",
+        "422",
+        "503",
+    }
     assert set(paths["/api/v1/provenance/events/{event_id}/replay"]["post"]["responses"]) == {
-        "200", "401", "403", "404", "409", "422", "503"}
-    for path in ("/api/v1/queues/{shard}/{queue}/flowfiles", "/api/v1/queues/{shard}/{queue}/drop",
-                 "/api/v1/flowfiles/{uuid}", "/api/v1/processors/{shard}/{processor}/stop",
-                 "/api/v1/processors/{shard}/{processor}/start"):
+        "200",
+        "401",
+        "403",
+        "404",
+        "409",
+        "422",
+        "503",
+    }
+    for path in (
+        "/api/v1/queues/{shard}/{queue}/flowfiles",
+        "/api/v1/queues/{shard}/{queue}/drop",
+        "/api/v1/flowfiles/{uuid}",
+        "/api/v1/processors/{shard}/{processor}/stop",
+        "/api/v1/processors/{shard}/{processor}/start",
+    ):
         (operation,) = paths[path].values()
         assert {"401", "403", "404", "422", "503"} <= set(operation["responses"]), path
         assert operation["responses"]["404"]["content"]["application/json"]["schema"]["$ref"].endswith("/Problem")
@@ -278,8 +334,10 @@ def test_a_clustered_node_answers_for_its_home_shard_queue_and_content(zk_hosts,
         assert body.startswith(uuid.encode()) and body.endswith(b" stage=stamped\n")
         status, headers, body = api.call("GET", f"/api/v1/flowfiles/{uuid}/content", headers={"Range": "bytes=0-35"})
         assert (status, body, headers["Content-Range"]) == (206, uuid.encode(), f"bytes 0-35/{details['size']}")
-        assert "does not run on this node" in api.json("GET", f"/api/v1/queues/n9-1/{SWAPPED_QUEUE}/flowfiles",
-                                                       expect=404)["error"]
+        assert (
+            "does not run on this node"
+            in api.json("GET", f"/api/v1/queues/n9-1/{SWAPPED_QUEUE}/flowfiles", expect=404)["error"]
+        )
         assert api.json("POST", f"/api/v1/processors/{shard}/put/start")["state"] == "RUNNING"
     finally:
         cluster.close()

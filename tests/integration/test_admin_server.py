@@ -31,8 +31,24 @@ def node(tmp_path):
 
 
 def test_custody_run_refuses_a_non_loopback_admin_address_without_tokens(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "cluster.cli", "run", "--flow", HELLO, "--data-dir", str(tmp_path),
-                           "--admin", "0.0.0.0:0"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "run",
+            "--flow",
+            HELLO,
+            "--data-dir",
+            str(tmp_path),
+            "--admin",
+            "0.0.0.0:0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "refuses to listen on 0.0.0.0 without tokens" in done.stderr and "custody admin token" in done.stderr
     assert "Traceback" not in done.stderr
@@ -40,9 +56,29 @@ def test_custody_run_refuses_a_non_loopback_admin_address_without_tokens(tmp_pat
 
 def test_the_api_serves_https_with_the_nodes_certificate(node, tmp_path):
     cert, key = tmp_path / "node.pem", tmp_path / "node.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     server = serve(AdminSettings(port=0, tls_cert=str(cert), tls_key=str(key)), node.control())
     try:
         assert server.url.startswith("https://127.0.0.1:")
@@ -62,16 +98,23 @@ def test_no_token_appears_in_the_log_whatever_is_sent(node, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     try:
         with httpx.Client(base_url=server.url, timeout=10) as client:
-            statuses = [client.get("/api/v1/node", headers={"Authorization": f"Bearer {token}"}).status_code
-                        for token in (reader, wrong, operator)]
-            statuses.append(client.post("/api/v1/node/offload", headers={"Authorization": f"Bearer {reader}"})
-                            .status_code)
+            statuses = [
+                client.get("/api/v1/node", headers={"Authorization": f"Bearer {token}"}).status_code
+                for token in (reader, wrong, operator)
+            ]
+            statuses.append(
+                client.post("/api/v1/node/offload", headers={"Authorization": f"Bearer {reader}"}).status_code
+            )
             statuses.append(client.get("/api/v1/node", headers={"Authorization": f"Basic {operator}"}).status_code)
     finally:
         server.stop()
     assert statuses == [200, 401, 200, 403, 401]
-    text = caplog.text + "".join(open(os.path.join(root, name), errors="replace").read()
-                                 for root, _, names in os.walk(tmp_path) for name in names if name.endswith(".log"))
+    text = caplog.text + "".join(
+        open(os.path.join(root, name), errors="replace").read()
+        for root, _, names in os.walk(tmp_path)
+        for name in names
+        if name.endswith(".log")
+    )
     assert "dashboard" in caplog.text  # the refusal names the token by its name...
     for secret in (reader, operator, wrong):
         assert secret not in text  # ...never by itself
@@ -80,9 +123,15 @@ def test_no_token_appears_in_the_log_whatever_is_sent(node, tmp_path, caplog):
 def test_custody_node_offload_says_what_the_node_answered(node, tmp_path):
     server = serve(AdminSettings(port=0), node.control())
     try:
+
         def offload(url: str) -> subprocess.CompletedProcess:
-            return subprocess.run([sys.executable, "-m", "cluster.cli", "node", "offload", "--url", url, "--wait", "1"],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=60)
+            return subprocess.run(
+                [sys.executable, "-m", "cluster.cli", "node", "offload", "--url", url, "--wait", "1"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
 
         refused = offload(server.url)  # a standalone node has nobody to hand its FlowFiles to
         assert refused.returncode == 1 and "409" in refused.stderr and "no cluster" in refused.stderr, refused.stderr

@@ -64,8 +64,8 @@ class Outcome:
     "held" (`reason`); and what it noted, found and took."""
 
     kind: str
-    records: set[str] = field(default_factory=set)   # live FlowFile ids
-    swapped: set[str] = field(default_factory=set)   # FlowFile ids in swap files the queue registered
+    records: set[str] = field(default_factory=set)  # live FlowFile ids
+    swapped: set[str] = field(default_factory=set)  # FlowFile ids in swap files the queue registered
     note: str | None = None
     reason: str = ""
     orphaned_swap_files: list[str] = field(default_factory=list)
@@ -77,8 +77,12 @@ def adopt_like_a_node(storage, layout, shard: str, *, queues=(QUEUE,)) -> Outcom
     """Adopt `shard` (ACTIVE at EPOCH, its owner dead) as a clustered node's member and
     runtime would; return how it ended. `queues`: the queues this node's flow defines."""
     started = time.monotonic()
-    moved = own.reassign(own.new_shard(shard, shard, EPOCH, at=0.0, flow=FlowSnapshot(WRITER_FLOW).version),
-                         "n1-30", expected_epoch=EPOCH, at=1.0)
+    moved = own.reassign(
+        own.new_shard(shard, shard, EPOCH, at=0.0, flow=FlowSnapshot(WRITER_FLOW).version),
+        "n1-30",
+        expected_epoch=EPOCH,
+        at=1.0,
+    )
     try:
         handle = adopt_shard(storage, layout, moved, OPTIONS)
         try:
@@ -87,11 +91,13 @@ def adopt_like_a_node(storage, layout, shard: str, *, queues=(QUEUE,)) -> Outcom
             snapshot, problem = None, str(error)
         note = None
         if snapshot is None:
-            note = flow_without_its_file(problem=problem, recorded=moved.flow, own=OWN_FLOW.version, known=(),
-                                         queued=handle.queued_flowfiles).note
+            note = flow_without_its_file(
+                problem=problem, recorded=moved.flow, own=OWN_FLOW.version, known=(), queued=handle.queued_flowfiles
+            ).note
         store = SwapStore(storage, handle.swap_directory)
-        queue_shard = QueueShard(shard, [FlowFileQueue(queue) for queue in queues], wal=handle.open_wal(),
-                                 swap_store=store)
+        queue_shard = QueueShard(
+            shard, [FlowFileQueue(queue) for queue in queues], wal=handle.open_wal(), swap_store=store
+        )
         try:
             report = queue_shard.recover()
             records = {record_id for record_id, value in queue_shard.wal.records.items() if value.queue == QUEUE}
@@ -105,12 +111,24 @@ def adopt_like_a_node(storage, layout, shard: str, *, queues=(QUEUE,)) -> Outcom
                     unreadable.append(location)
         finally:
             queue_shard.wal.close()
-        return Outcome("adopted", records, swapped, note, orphaned_swap_files=report.orphaned_swap_files,
-                       unreadable_swap_files=unreadable, seconds=time.monotonic() - started)
+        return Outcome(
+            "adopted",
+            records,
+            swapped,
+            note,
+            orphaned_swap_files=report.orphaned_swap_files,
+            unreadable_swap_files=unreadable,
+            seconds=time.monotonic() - started,
+        )
     except Exception as error:  # noqa: BLE001 - judged as the member judges it
         spent = time.monotonic() - started
-        decision = after_failure(failure_kind(error), f"{type(error).__name__}: {error}", held=False,
-                                 adopting_for=spent, bound=DEFAULT_FENCE_TIMEOUT)
+        decision = after_failure(
+            failure_kind(error),
+            f"{type(error).__name__}: {error}",
+            held=False,
+            adopting_for=spent,
+            bound=DEFAULT_FENCE_TIMEOUT,
+        )
         assert isinstance(decision, HoldShard), f"a failure that would be retried for ever: {error!r}"
         return Outcome("held", reason=decision.reason, seconds=spent)
 
@@ -125,17 +143,42 @@ class Crash:
         return self.scenario + ("-legacy" if self.legacy_flow else "")
 
 
-CRASHES = [Crash("flow", legacy_flow=True), Crash("flow"), Crash("first-partial"), Crash("first-journal"),
-           Crash("frame"), Crash("partial"), Crash("journal-reset"), Crash("swap")]
+CRASHES = [
+    Crash("flow", legacy_flow=True),
+    Crash("flow"),
+    Crash("first-partial"),
+    Crash("first-journal"),
+    Crash("frame"),
+    Crash("partial"),
+    Crash("journal-reset"),
+    Crash("swap"),
+]
 STOPS = {"SIGKILL": (signal.SIGKILL, 0.5), "SIGSTOP": (signal.SIGSTOP, 0.0)}  # signal, durable part of the write
 
 
 def start_writer(hdfs_cluster, layout, shard: str, crash: Crash, prefix: float) -> OwnerProcess:
-    return OwnerProcess(["wal", "--url", hdfs_cluster.url, "--root", layout.hdfs_root, "--shard", shard,
-                         "--epoch", str(EPOCH), "--records", str(RECORDS), "--scenario", crash.scenario,
-                         "--prefix", str(prefix), *(["--legacy-flow"] if crash.legacy_flow else []),
-                         *(arg for key, value in hdfs_cluster.client_config.items()
-                           for arg in ("--hdfs-config", f"{key}={value}"))], REPO)
+    return OwnerProcess(
+        [
+            "wal",
+            "--url",
+            hdfs_cluster.url,
+            "--root",
+            layout.hdfs_root,
+            "--shard",
+            shard,
+            "--epoch",
+            str(EPOCH),
+            "--records",
+            str(RECORDS),
+            "--scenario",
+            crash.scenario,
+            "--prefix",
+            str(prefix),
+            *(["--legacy-flow"] if crash.legacy_flow else []),
+            *(arg for key, value in hdfs_cluster.client_config.items() for arg in ("--hdfs-config", f"{key}={value}")),
+        ],
+        REPO,
+    )
 
 
 def run_until_stalled(writer: OwnerProcess) -> tuple[set[str], tuple[str, int, int]]:
@@ -149,8 +192,9 @@ def run_until_stalled(writer: OwnerProcess) -> tuple[set[str], tuple[str, int, i
 
 @pytest.mark.parametrize("stop", list(STOPS))
 @pytest.mark.parametrize("crash", CRASHES, ids=str)
-def test_a_writer_stopped_between_create_and_sync_leaves_a_shard_whose_adoption_ends(hdfs_cluster, hdfs_store, layout,
-                                                                                   crash, stop):
+def test_a_writer_stopped_between_create_and_sync_leaves_a_shard_whose_adoption_ends(
+    hdfs_cluster, hdfs_store, layout, crash, stop
+):
     storage = hdfs_store.storage
     shard = "n3-17"
     how, prefix = STOPS[stop]
@@ -164,7 +208,7 @@ def test_a_writer_stopped_between_create_and_sync_leaves_a_shard_whose_adoption_
         # now, holding what was synced of it: nothing, or the durable prefix.
         fenced = fence(storage, layout, shard, EPOCH + 1).directory
         path, synced, written = stalled
-        left = storage.status(fenced + path[len(layout.shard_directory(shard)):]).length
+        left = storage.status(fenced + path[len(layout.shard_directory(shard)) :]).length
         assert synced <= left < written, (stalled, left)
         if crash.scenario != "frame":  # a new file: empty (nothing synced), or cut short
             assert (synced == 0) is (prefix == 0), stalled
@@ -206,9 +250,17 @@ def test_a_shard_that_recovered_stays_whole_for_its_next_adopter(hdfs_cluster, h
     finally:
         writer.close()
     first = adopt_like_a_node(storage, layout, "n3-17")
-    moved_again = own.reassign(own.adopted(own.reassign(own.new_shard("n3-17", "n3-17", EPOCH, at=0.0), "n1-30",
-                                                        expected_epoch=EPOCH, at=1.0), "n1-30", EPOCH + 1, at=2.0),
-                               "n2-31", expected_epoch=EPOCH + 1, at=3.0)
+    moved_again = own.reassign(
+        own.adopted(
+            own.reassign(own.new_shard("n3-17", "n3-17", EPOCH, at=0.0), "n1-30", expected_epoch=EPOCH, at=1.0),
+            "n1-30",
+            EPOCH + 1,
+            at=2.0,
+        ),
+        "n2-31",
+        expected_epoch=EPOCH + 1,
+        at=3.0,
+    )
     handle = adopt_shard(storage, layout, moved_again, OPTIONS)
     wal = handle.open_wal()
     try:
@@ -222,9 +274,13 @@ def test_a_shard_that_recovered_stays_whole_for_its_next_adopter(hdfs_cluster, h
 def finished_shard(storage, layout, shard: str, *, swapped: int = 5) -> dict:
     """A shard its owner wrote and closed: RECORDS FlowFiles, the last `swapped` of them
     in a swap file; its files by kind."""
-    handle = open_home_shard(storage, layout, own.new_shard(shard, shard, EPOCH, at=0.0,
-                                                            flow=FlowSnapshot(WRITER_FLOW).version),
-                             OPTIONS, FlowSnapshot(WRITER_FLOW))
+    handle = open_home_shard(
+        storage,
+        layout,
+        own.new_shard(shard, shard, EPOCH, at=0.0, flow=FlowSnapshot(WRITER_FLOW).version),
+        OPTIONS,
+        FlowSnapshot(WRITER_FLOW),
+    )
     wal = handle.open_wal()
     wal.recover()
     for index in range(RECORDS):
@@ -237,8 +293,12 @@ def finished_shard(storage, layout, shard: str, *, swapped: int = 5) -> dict:
         wal.update([Put(record(index))])
     wal.close()
     wal_directory = layout.wal_directory(handle.directory)
-    return {"flow.json": layout.flow_file(handle.directory), "journal": f"{wal_directory}/journal-0",
-            "snapshot": f"{wal_directory}/snapshot", "swap file": summary.location}
+    return {
+        "flow.json": layout.flow_file(handle.directory),
+        "journal": f"{wal_directory}/journal-0",
+        "snapshot": f"{wal_directory}/snapshot",
+        "swap file": summary.location,
+    }
 
 
 def damage(storage, path: str, how: str) -> None:
@@ -258,7 +318,8 @@ SWAPPED = {f"ff-{index}" for index in range(RECORDS - 5, RECORDS)}
 @pytest.mark.parametrize("how", ["missing", "empty", "cut short"])
 @pytest.mark.parametrize("kind", ["flow.json", "journal", "snapshot", "swap file"])
 def test_a_damaged_file_of_each_kind_ends_the_adoption_with_its_flowfiles_kept_or_the_shard_held(
-        hdfs_store, layout, kind, how):
+    hdfs_store, layout, kind, how
+):
     storage = hdfs_store.storage
     files = finished_shard(storage, layout, "n4-17")
     damage(storage, files[kind], how)
@@ -276,8 +337,10 @@ def test_a_damaged_file_of_each_kind_ends_the_adoption_with_its_flowfiles_kept_o
     else:
         # Recovering would lose acknowledged FlowFiles without a word: held, with why.
         assert outcome.kind == "held", outcome
-        expected = {"journal": "WalDamagedError", "snapshot": "WalDamagedError" if how == "missing"
-                    else "CorruptSnapshotError"}[kind]
+        expected = {
+            "journal": "WalDamagedError",
+            "snapshot": "WalDamagedError" if how == "missing" else "CorruptSnapshotError",
+        }[kind]
         assert outcome.reason.startswith(expected), outcome.reason
 
 
@@ -291,8 +354,9 @@ def test_a_flowfile_in_a_queue_this_nodes_flow_lacks_holds_the_shard_and_drops_n
     # ...and once a flow with the queue runs it, every FlowFile is there.
     again = own.reassign(own.new_shard("n5-17", "n1-30", EPOCH + 1, at=0.0), "n2-31", expected_epoch=EPOCH + 1, at=1.0)
     handle = adopt_shard(storage, layout, again, OPTIONS)
-    queue_shard = QueueShard("n5-17", [FlowFileQueue(QUEUE)], wal=handle.open_wal(),
-                             swap_store=SwapStore(storage, handle.swap_directory))
+    queue_shard = QueueShard(
+        "n5-17", [FlowFileQueue(QUEUE)], wal=handle.open_wal(), swap_store=SwapStore(storage, handle.swap_directory)
+    )
     try:
         queue_shard.recover()
         assert queue_shard.queues[QUEUE].count == len(ALL)

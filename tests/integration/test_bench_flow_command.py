@@ -13,17 +13,40 @@ from cluster.drills.harness import PROJECT_ROOT
 
 
 def test_bench_flow_reports_the_engine_sink_and_1mb_figures_beside_their_anchors(tmp_path):
-    argv = [sys.executable, "-m", "cluster.cli", "bench", "flow", "--quick", "--engine", "3000", "--small", "1000",
-            "--large", "3", "--dir", str(tmp_path), "--json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "cluster.cli",
+        "bench",
+        "flow",
+        "--quick",
+        "--engine",
+        "3000",
+        "--small",
+        "1000",
+        "--large",
+        "3",
+        "--dir",
+        str(tmp_path),
+        "--json",
+    ]
     done = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
-    for key in ("engine_flowfiles_per_sec", "flowfiles_per_sec", "mb_per_sec_1mb", "raw_wal_engine_flowfiles_per_sec",
-                "raw_wal_flowfiles_per_sec", "raw_files_per_sec", "raw_disk_mb_per_sec"):
+    for key in (
+        "engine_flowfiles_per_sec",
+        "flowfiles_per_sec",
+        "mb_per_sec_1mb",
+        "raw_wal_engine_flowfiles_per_sec",
+        "raw_wal_flowfiles_per_sec",
+        "raw_files_per_sec",
+        "raw_disk_mb_per_sec",
+    ):
         assert result[key] > 0, key
     assert result["engine_flowfiles"] == 3000 and result["small_flowfiles"] == 1000
-    assert result["ratio_engine_to_wal"] == round(result["engine_flowfiles_per_sec"]
-                                                  / result["raw_wal_engine_flowfiles_per_sec"], 3)
+    assert result["ratio_engine_to_wal"] == round(
+        result["engine_flowfiles_per_sec"] / result["raw_wal_engine_flowfiles_per_sec"], 3
+    )
     assert result["ratio_putfile_to_raw_files"] == round(result["flowfiles_per_sec"] / result["raw_files_per_sec"], 3)
     # Every bundle of 1,000 reached the sink: 3 files, each of 1,000 contents of 100 bytes.
     bundles = sorted((tmp_path / "engine" / "out").iterdir())

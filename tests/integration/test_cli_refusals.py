@@ -30,39 +30,61 @@ connections:
 
 
 def refusal(tmp_path, *argv) -> str:
-    done = subprocess.run([sys.executable, "-m", "cluster.cli", *argv], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     (line,) = done.stderr.splitlines()
     return line
 
 
-@pytest.mark.parametrize("argument, value, says", [
-    ("--threads", "0", "--threads must be from 1 to 1024 (the node's task threads), not 0"),
-    ("--threads", "100000", "--threads must be from 1 to 1024"),
-    ("--status-interval", "nan", "--status-interval must be 0 (no status lines) or from 1 to 86400 seconds, not nan"),
-    ("--status-interval", "-1", "not -1"),
-])
+@pytest.mark.parametrize(
+    "argument, value, says",
+    [
+        ("--threads", "0", "--threads must be from 1 to 1024 (the node's task threads), not 0"),
+        ("--threads", "100000", "--threads must be from 1 to 1024"),
+        (
+            "--status-interval",
+            "nan",
+            "--status-interval must be 0 (no status lines) or from 1 to 86400 seconds, not nan",
+        ),
+        ("--status-interval", "-1", "not -1"),
+    ],
+)
 def test_custody_run_refuses_careless_arguments(tmp_path, argument, value, says):
     line = refusal(tmp_path, "run", "--flow", HELLO, "--data-dir", str(tmp_path / "data"), argument, value)
     assert line.startswith("custody run: ") and says in line, line
     assert not (tmp_path / "data").exists()
 
 
-@pytest.mark.parametrize("scheduling, batch, expiration, says", [
-    ("{concurrent_tasks: 100000}", 10, "0 sec",
-     "processor 'make': property 'scheduling.concurrent_tasks': expected at most 1024 concurrent tasks"),
-    ("{run_schedule: 100000000}", 10, "0 sec",
-     "processor 'make': property 'scheduling.run_schedule': the duration '100000000' is longer than a year"),
-    ("{}", 0, "0 sec", "processor 'put': property 'batch_size': wrong value for an integer property: must be at "
-                       "least 1, got 0"),
-    ("{}", 10, "0.1 ms", "connections[0].expiration: '0.1 ms' is less than 1 ms, which would mean never"),
-])
+@pytest.mark.parametrize(
+    "scheduling, batch, expiration, says",
+    [
+        (
+            "{concurrent_tasks: 100000}",
+            10,
+            "0 sec",
+            "processor 'make': property 'scheduling.concurrent_tasks': expected at most 1024 concurrent tasks",
+        ),
+        (
+            "{run_schedule: 100000000}",
+            10,
+            "0 sec",
+            "processor 'make': property 'scheduling.run_schedule': the duration '100000000' is longer than a year",
+        ),
+        (
+            "{}",
+            0,
+            "0 sec",
+            "processor 'put': property 'batch_size': wrong value for an integer property: must be at least 1, got 0",
+        ),
+        ("{}", 10, "0.1 ms", "connections[0].expiration: '0.1 ms' is less than 1 ms, which would mean never"),
+    ],
+)
 def test_custody_run_refuses_a_careless_flow_naming_the_place(tmp_path, scheduling, batch, expiration, says):
     flow = tmp_path / "flow.yaml"
     flow.write_text(FLOW.format(scheduling=scheduling, batch=batch, expiration=expiration))
-    line = refusal(tmp_path, "run", "--flow", str(flow), "--data-dir", str(tmp_path / "data"),
-                   "--status-interval", "0")
+    line = refusal(tmp_path, "run", "--flow", str(flow), "--data-dir", str(tmp_path / "data"), "--status-interval", "0")
     assert line.startswith("custody run: invalid flow: ") and says in line, line
 
 

@@ -81,8 +81,9 @@ def test_divvy_slices_hold_every_flowfile_and_swap_file_exactly_once(hdfs_store,
     batches = [list(range(1000 + 10 * b, 1010 + 10 * b)) for b in range(6)]
     home = fill_home_shard(storage, layout, "n1-4", 4, live=200, swapped=batches)
     middle = HASH_SPACE // 3
-    parent, children = own.split(home, [("n1-4.e5s0", "a-6", 0, middle), ("n1-4.e5s1", "b-7", middle, HASH_SPACE)],
-                                 expected_epoch=4, at=1.0)
+    parent, children = own.split(
+        home, [("n1-4.e5s0", "a-6", 0, middle), ("n1-4.e5s1", "b-7", middle, HASH_SPACE)], expected_epoch=4, at=1.0
+    )
     # The first adopter of slice 0 crashes after copying (before it was marked seeded):
     adopt_shard(storage, layout, children[0], OPTIONS)
     # ...so its next adopter (epoch moved on) throws the copy away and copies again.

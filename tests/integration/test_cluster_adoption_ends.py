@@ -52,8 +52,12 @@ class DrainingRuntime:
 
     def recover(self) -> None:
         handle = self.handle
-        self.shard = QueueShard(handle.shard, [FlowFileQueue(QUEUE)], wal=handle.open_wal(),
-                                swap_store=SwapStore(handle.storage, handle.swap_directory))
+        self.shard = QueueShard(
+            handle.shard,
+            [FlowFileQueue(QUEUE)],
+            wal=handle.open_wal(),
+            swap_store=SwapStore(handle.storage, handle.swap_directory),
+        )
         self.shard.recover()
 
     def start(self) -> None:
@@ -88,13 +92,30 @@ class DrainingRuntime:
         return 0
 
 
-def dead_owner(zk_hosts, hdfs_cluster, root: str, scenario: str, *extra: str,
-               credentials: str | None = None) -> OwnerProcess:
-    return OwnerProcess(["member", "--zk", zk_hosts, "--url", hdfs_cluster.url, "--root", root,
-                         "--records", str(RECORDS), "--scenario", scenario, "--session-timeout", str(SESSION_TIMEOUT),
-                         *extra, *(["--credentials", credentials] if credentials else []),
-                         *(arg for key, value in hdfs_cluster.client_config.items()
-                           for arg in ("--hdfs-config", f"{key}={value}"))], REPO)
+def dead_owner(
+    zk_hosts, hdfs_cluster, root: str, scenario: str, *extra: str, credentials: str | None = None
+) -> OwnerProcess:
+    return OwnerProcess(
+        [
+            "member",
+            "--zk",
+            zk_hosts,
+            "--url",
+            hdfs_cluster.url,
+            "--root",
+            root,
+            "--records",
+            str(RECORDS),
+            "--scenario",
+            scenario,
+            "--session-timeout",
+            str(SESSION_TIMEOUT),
+            *extra,
+            *(["--credentials", credentials] if credentials else []),
+            *(arg for key, value in hdfs_cluster.client_config.items() for arg in ("--hdfs-config", f"{key}={value}")),
+        ],
+        REPO,
+    )
 
 
 def shard_of(lines: list[str]) -> str:
@@ -112,12 +133,19 @@ def entered(shard, state: ShardState, epoch: int) -> float:
 
 
 def test_a_damaged_wal_holds_the_shard_with_its_reason_until_an_operator_accepts_the_damage(
-        zk_hosts, zk_client, hdfs_cluster, hdfs_store):
+    zk_hosts, zk_client, hdfs_cluster, hdfs_store
+):
     storage = hdfs_store.storage
     owner = dead_owner(zk_hosts, hdfs_cluster, hdfs_store.root, "clean")
-    config = MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=SESSION_TIMEOUT,
-                          hdfs_root=hdfs_store.root, wal=WalOptions(partitions=2, checkpoint_interval=None),
-                          held_recheck=2.0)
+    config = MemberConfig(
+        zk_hosts=zk_hosts,
+        cluster="c1",
+        node="n1",
+        session_timeout=SESSION_TIMEOUT,
+        hdfs_root=hdfs_store.root,
+        wal=WalOptions(partitions=2, checkpoint_interval=None),
+        held_recheck=2.0,
+    )
     survivor = ClusterMember(config, HdfsStorage(hdfs_cluster.url, hdfs_cluster.client_config), DrainingRuntime)
     store = ClusterStore(zk_client, survivor.layout)
     try:
@@ -135,16 +163,25 @@ def test_a_damaged_wal_holds_the_shard_with_its_reason_until_an_operator_accepts
         def shard():
             return store.shards.read(victim)[0]
 
-        wait_until(lambda: shard().state is ShardState.HELD, BOUND + SESSION_TIMEOUT + 30,
-                   f"{victim}'s shard to be held, not left adopting")
+        wait_until(
+            lambda: shard().state is ShardState.HELD,
+            BOUND + SESSION_TIMEOUT + 30,
+            f"{victim}'s shard to be held, not left adopting",
+        )
         held = shard()
         assert (held.owner, held.epoch) == (survivor.incarnation.id, epoch)
         assert entered(held, ShardState.HELD, epoch) - entered(held, ShardState.ADOPTING, epoch) < BOUND
         reason = held.history[-1].reason
         assert reason.startswith(f"held by {survivor.incarnation.id}: WalDamagedError: ") and "journal-1" in reason
         assert "custody wal fsck --accept-damage" in reason
-        wait_until(lambda: any(f"holds {victim} at epoch {epoch} for an operator: WalDamagedError" in note
-                               for note in store.plans.read(victim)[0].notes), 30, "the plan to note the hold")
+        wait_until(
+            lambda: any(
+                f"holds {victim} at epoch {epoch} for an operator: WalDamagedError" in note
+                for note in store.plans.read(victim)[0].notes
+            ),
+            30,
+            "the plan to note the hold",
+        )
         assert survivor.instruments.adoptions.snapshot()["held"] == 1
         # Held, it is only rechecked (every `held_recheck`, counted apart from retries), not
         # retried every RETRY_INTERVAL: a window of three retry intervals would see three.
@@ -153,11 +190,19 @@ def test_a_damaged_wal_holds_the_shard_with_its_reason_until_an_operator_accepts
 
         # The operator accepts the loss, on the fenced directory the reason names.
         fenced = survivor.layout.wal_directory(survivor.layout.fenced_directory(victim, epoch))
-        fsck = subprocess.run([sys.executable, "-m", "cluster.cli", "wal", "fsck", "--accept-damage",
-                               f"{hdfs_cluster.url}{fenced}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+        fsck = subprocess.run(
+            [sys.executable, "-m", "cluster.cli", "wal", "fsck", "--accept-damage", f"{hdfs_cluster.url}{fenced}"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert fsck.returncode == 0 and "DAMAGE accepted" in fsck.stdout, fsck.stdout + fsck.stderr
-        wait_until(lambda: shard().state in (ShardState.DRAINING, ShardState.RETIRED), 30,
-                   "the held shard to be adopted once it opens")
+        wait_until(
+            lambda: shard().state in (ShardState.DRAINING, ShardState.RETIRED),
+            30,
+            "the held shard to be adopted once it opens",
+        )
         wait_until(lambda: shard().state is ShardState.RETIRED, 30, "the shard to drain and retire")
         notes = store.plans.read(victim)[0].notes
         assert any(f"adopted {victim} at epoch {epoch}: it could be opened at last" in note for note in notes), notes
@@ -174,16 +219,20 @@ def test_a_node_adopts_a_shard_whose_flow_json_was_cut_short(flow_cluster, hdfs_
     cluster = flow_cluster
     n1 = cluster.start("n1", count=10)
     n1.wait("joined", timeout=90)
-    owner = dead_owner(cluster.zk_hosts, hdfs_cluster, cluster.hdfs_root, "flow", "--legacy-flow",
-                       credentials=cluster.credentials_file)
+    owner = dead_owner(
+        cluster.zk_hosts, hdfs_cluster, cluster.hdfs_root, "flow", "--legacy-flow", credentials=cluster.credentials_file
+    )
     try:
         lines = owner.until("STALLED")
         victim = shard_of(lines if any(line.startswith("SHARD ") for line in lines) else owner.until("SHARD"))
         assert lines[-1].split()[1].endswith(f"/{victim}/flow.json")
         owner.signal(signal.SIGKILL)
         epoch = int(victim.rsplit("-", 1)[1]) + 1
-        wait_until(lambda: (s := cluster.shard(victim)) is not None and s.state is ShardState.RETIRED,
-                   BOUND + SESSION_TIMEOUT + 30, f"{victim}'s shard to be adopted and retired, not left adopting")
+        wait_until(
+            lambda: (s := cluster.shard(victim)) is not None and s.state is ShardState.RETIRED,
+            BOUND + SESSION_TIMEOUT + 30,
+            f"{victim}'s shard to be adopted and retired, not left adopting",
+        )
         shard = cluster.shard(victim)
         assert entered(shard, ShardState.DRAINING, epoch) - entered(shard, ShardState.ADOPTING, epoch) < BOUND
         plan = cluster.plan(victim)

@@ -93,8 +93,11 @@ def test_a_dead_incarnation_stops_within_2_s_whatever_hdfs_does(flow_cluster, hd
     n1 = cluster.start("n1", count=1000, sections={"hdfs": {"io_timeout": IO_TIMEOUT}})
     incarnation = n1.wait("joined", timeout=90)["incarnation"]
     # A backlog with swap files on HDFS, the flow committing all along.
-    wait_until(lambda: cluster.delivered() >= 30 and cluster.swap_files(incarnation), 90,
-               f"{incarnation} to deliver and to swap to HDFS")
+    wait_until(
+        lambda: cluster.delivered() >= 30 and cluster.swap_files(incarnation),
+        90,
+        f"{incarnation} to deliver and to swap to HDFS",
+    )
     paused = hdfs_cluster.datanodes if frozen == "datanodes" else [hdfs_cluster.namenode]
     for process in paused:
         process.pause()
@@ -113,8 +116,11 @@ def test_a_dead_incarnation_stops_within_2_s_whatever_hdfs_does(flow_cluster, hd
     assert took <= DEATH_BOUND, f"the death took {took:.2f}s from its decision, more than {DEATH_BOUND}s: {dead}"
     # HDFS is back: the node's next incarnation adopts the dead one's shard (fencing it:
     # the leases of the files it abandoned are recovered), and nothing is lost or doubled.
-    wait_until(lambda: any(e["incarnation"] != incarnation for e in n1.find("joined")), 180,
-               "n1 to join again as a new incarnation")
+    wait_until(
+        lambda: any(e["incarnation"] != incarnation for e in n1.find("joined")),
+        180,
+        "n1 to join again as a new incarnation",
+    )
     cluster.wait_settled(timeout=240)
     report = cluster.check()
     assert report.ok, report.summary()
@@ -176,8 +182,11 @@ def test_a_member_whose_runtime_cannot_stop_is_dead_within_2_s_and_writes_nothin
         runtimes.append(StuckRuntime(handle, release))
         return runtimes[-1]
 
-    member = ClusterMember(MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=4.0,
-                                        hdfs_root=str(tmp_path)), LocalStorage(), runtime)
+    member = ClusterMember(
+        MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=4.0, hdfs_root=str(tmp_path)),
+        LocalStorage(),
+        runtime,
+    )
     try:
         member.start()
         ZooKeeperEnsemble.expire_session(member.client)
@@ -205,8 +214,7 @@ class QuickRuntime(StuckRuntime):
         self.stop_began.set()
 
 
-def test_a_member_cut_off_from_zookeeper_does_not_wait_its_deadline_for_threads_that_write_nothing(zk_hosts,
-                                                                                                   tmp_path):
+def test_a_member_cut_off_from_zookeeper_does_not_wait_its_deadline_for_threads_that_write_nothing(zk_hosts, tmp_path):
     """A node cut off from ZooKeeper has its heartbeat (and leader, guard) stuck in a
     ZooKeeper call until the client is closed, which comes after the death: the member
     waits for them `DEATH_GRACE_OTHERS` after its runtimes stopped, not its whole death
@@ -216,9 +224,11 @@ def test_a_member_cut_off_from_zookeeper_does_not_wait_its_deadline_for_threads_
     from cluster.services.zookeeper import ZooKeeperEnsemble
 
     release = threading.Event()
-    member = ClusterMember(MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=4.0,
-                                        hdfs_root=str(tmp_path)), LocalStorage(),
-                           lambda handle: QuickRuntime(handle, release))
+    member = ClusterMember(
+        MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=4.0, hdfs_root=str(tmp_path)),
+        LocalStorage(),
+        lambda handle: QuickRuntime(handle, release),
+    )
     heartbeat_stop_began = threading.Event()
 
     def stuck_heartbeat_stop(leave=True):
@@ -234,7 +244,8 @@ def test_a_member_cut_off_from_zookeeper_does_not_wait_its_deadline_for_threads_
         assert heartbeat_stop_began.is_set() and not release.is_set()  # still stuck, left behind
         # The grace, and room for a loaded machine; still well short of the deadline.
         assert took <= DEATH_GRACE_OTHERS + 0.5 < DEATH_DEADLINE, (
-            f"the death took {took:.2f}s: it waited on the stuck heartbeat")
+            f"the death took {took:.2f}s: it waited on the stuck heartbeat"
+        )
     finally:
         release.set()
         member.stop(leave=False)

@@ -76,8 +76,12 @@ def free_port() -> int:
 def post(port: int, body: bytes, key: str) -> int:
     """A keyed POST to a node's ListenHTTP; its status (0 while nothing listens)."""
     try:
-        return httpx.post(f"http://127.0.0.1:{port}/contentListener", content=body, timeout=10,
-                          headers={"Idempotency-Key": key, "Content-Type": "text/plain"}).status_code
+        return httpx.post(
+            f"http://127.0.0.1:{port}/contentListener",
+            content=body,
+            timeout=10,
+            headers={"Idempotency-Key": key, "Content-Type": "text/plain"},
+        ).status_code
     except httpx.TransportError:
         return 0
 
@@ -91,7 +95,8 @@ def kept_for(cluster, incarnation: str) -> list[str]:
 
 
 def test_a_dead_node_decommissioned_hands_its_keys_over_leaves_nothing_and_joins_only_after_connect(
-        flow_cluster, tmp_path, capsys):
+    flow_cluster, tmp_path, capsys
+):
     cluster = flow_cluster
     flow = tmp_path / "decommission.yaml"
     flow.write_text(FLOW)
@@ -114,8 +119,11 @@ def test_a_dead_node_decommissioned_hands_its_keys_over_leaves_nothing_and_joins
     dead = n3.incarnation
     n3.signal(signal.SIGKILL)
     cluster.nodes["n3"].close()
-    wait_until(lambda: (shard := cluster.shard(dead)) is not None and shard.state is ShardState.RETIRED, 120,
-               f"{dead}'s shard to be adopted, drained and retired")
+    wait_until(
+        lambda: (shard := cluster.shard(dead)) is not None and shard.state is ShardState.RETIRED,
+        120,
+        f"{dead}'s shard to be adopted, drained and retired",
+    )
     kept = wait_until(lambda: kept_for(cluster, dead), 30, f"the directory kept for {dead}'s sources' hand-over")
     assert cluster.plan(dead) is not None
 
@@ -123,8 +131,11 @@ def test_a_dead_node_decommissioned_hands_its_keys_over_leaves_nothing_and_joins
     assert main(["node", "decommission", "n3", "--config", config]) == 0
     assert "n3: decommissioning (it is not a member" in capsys.readouterr().out
     records = DecommissionRecords(cluster.client, cluster.layout)
-    record = wait_until(lambda: (entry := records.read("n3")) is not None and entry[0].finished_at is not None
-                        and entry[0], 120, "the leader to finish n3's decommission")
+    record = wait_until(
+        lambda: (entry := records.read("n3")) is not None and entry[0].finished_at is not None and entry[0],
+        120,
+        "the leader to finish n3's decommission",
+    )
     assert kept_for(cluster, dead) == [], kept
     assert cluster.shard(dead) is None and cluster.plan(dead) is None  # its records went with it
     notes = "\n".join(record.notes)
@@ -136,8 +147,21 @@ def test_a_dead_node_decommissioned_hands_its_keys_over_leaves_nothing_and_joins
     # key reused for other data is refused, as n3 itself would have answered.
     assert post(ports[node], b"other data", "k-1") == 422
     assert post(ports[node], b"hello", "k-1") == 200
-    assert main(["cluster", "status", "--zk", cluster.zk_hosts, "--cluster", "c1",
-                 "--credentials-file", cluster.credentials_file]) == 0
+    assert (
+        main(
+            [
+                "cluster",
+                "status",
+                "--zk",
+                cluster.zk_hosts,
+                "--cluster",
+                "c1",
+                "--credentials-file",
+                cluster.credentials_file,
+            ]
+        )
+        == 0
+    )
     status = capsys.readouterr().out
     assert "decommissioned:" in status and "n3                   decommissioned" in status, status
 
@@ -197,17 +221,28 @@ def test_a_live_node_decommissioned_through_the_admin_api_leaves_stops_and_loses
         # It leaves at once, as an offload does, and stops; its shard goes to n1 by a plan.
         assert n2.process.wait(90) == 2
         assert "was decommissioned from cluster c1" in n2.tail()
-        wait_until(lambda: (shard := cluster.shard(first)) is not None and shard.owner == n1.incarnation
-                   and shard.epoch > shard.history[0].epoch, 60, f"{first}'s shard to move to n1")
-        assert client.post("/api/v1/cluster/nodes/n2/decommission", headers=ops).json()["detail"].startswith(
-            "node n2 was decommissioned already")
+        wait_until(
+            lambda: (
+                (shard := cluster.shard(first)) is not None
+                and shard.owner == n1.incarnation
+                and shard.epoch > shard.history[0].epoch
+            ),
+            60,
+            f"{first}'s shard to move to n1",
+        )
+        assert (
+            client.post("/api/v1/cluster/nodes/n2/decommission", headers=ops)
+            .json()["detail"]
+            .startswith("node n2 was decommissioned already")
+        )
         only = client.post("/api/v1/cluster/nodes/n1/decommission", headers=ops)
         assert only.status_code == 409 and "only member" in only.json()["error"]
 
         def decommissioned():
             view = client.get("/api/v1/cluster", headers=read).json()
-            return next((d for d in view["decommissioned"] if d["node"] == "n2" and d["state"] == "decommissioned"),
-                        None)
+            return next(
+                (d for d in view["decommissioned"] if d["node"] == "n2" and d["state"] == "decommissioned"), None
+            )
 
         wait_until(decommissioned, 120, "n2's decommission to finish once its shard retired")
         assert cluster.shard(first) is None
@@ -225,7 +260,8 @@ def test_a_live_node_decommissioned_through_the_admin_api_leaves_stops_and_loses
 
 # -- the retention, with the leader's clock injected ----------------------------------------------
 def test_what_was_kept_for_a_node_away_longer_than_the_retention_is_collected_with_a_warning(
-        zk_hosts, hdfs_store, caplog):
+    zk_hosts, hdfs_store, caplog
+):
     layout = ClusterLayout("c1", hdfs_store.root)
     storage = hdfs_store.storage
     client = KazooClient(hosts=zk_hosts, timeout=10)
@@ -276,7 +312,8 @@ def test_what_was_kept_for_a_node_away_longer_than_the_retention_is_collected_wi
 
 
 def test_a_node_known_only_by_what_was_kept_for_it_can_be_decommissioned_and_a_node_connects_only_once_cleared(
-        zk_hosts, hdfs_store):
+    zk_hosts, hdfs_store
+):
     """Days after a node died its znodes are collected, and the directory kept for it is
     all that names it: decommissioning it must still find it. An offloaded node asked to
     connect while its name is decommissioned is told to clear the name first."""

@@ -43,7 +43,8 @@ def cluster(zk_hosts, hdfs_cluster, hdfs_store, tmp_path):
 
 def assert_exactly_once(report: dict) -> None:
     assert report["lost"] == [] and report["duplicated"] == [] and report["unexpected"] == [], {
-        key: value[:10] if isinstance(value, list) else value for key, value in report.items()}
+        key: value[:10] if isinstance(value, list) else value for key, value in report.items()
+    }
     assert report["missing_output"] == []
 
 
@@ -76,8 +77,12 @@ def test_sigkill_moves_the_dead_nodes_shard_to_the_best_survivor_exactly_once(cl
     )
     finished = [row for row in read_finished(cluster.sink) if row[1] == victim]
     resumed_at = min(row[4] for row in finished if row[2] == shard.epoch)
-    timings = {"detection": plan.created_at - killed_at, "takeover": adopted["adopted_at"] - plan.created_at,
-               "resume": resumed_at - adopted["adopted_at"], "total": resumed_at - killed_at}
+    timings = {
+        "detection": plan.created_at - killed_at,
+        "takeover": adopted["adopted_at"] - plan.created_at,
+        "resume": resumed_at - adopted["adopted_at"],
+        "total": resumed_at - killed_at,
+    }
     print("failover timings (s):", {k: round(v, 2) for k, v in timings.items()})
     assert timings["total"] < 30
 
@@ -85,8 +90,14 @@ def test_sigkill_moves_the_dead_nodes_shard_to_the_best_survivor_exactly_once(cl
 def test_one_grep_follows_a_failover_across_every_nodes_log(cluster):
     """The leader's and the adopter's lines about one death share its step ids
     (`cluster.core.story`), whichever node leads: `grep -F '[n1-7:'` tells the story."""
-    n1, n2, n3 = (cluster.start(name, *extra) for name, *extra in (
-        ("n1", "--admit-limit", "40"), ("n2", "--admit-limit", "10", "--weight", "3"), ("n3", "--admit-limit", "10")))
+    n1, n2, n3 = (
+        cluster.start(name, *extra)
+        for name, *extra in (
+            ("n1", "--admit-limit", "40"),
+            ("n2", "--admit-limit", "10", "--weight", "3"),
+            ("n3", "--admit-limit", "10"),
+        )
+    )
     victim = n1.wait("joined")["incarnation"]
     for node in (n2, n3):
         node.wait("joined")
@@ -108,12 +119,20 @@ def test_one_grep_follows_a_failover_across_every_nodes_log(cluster):
                 lines += [line for line in log if f"[{victim}:" in line]
         return lines
 
-    expected = [f"[{victim}:failover/plan] plan {victim} written", f"[{move}] moved shard {victim}",
-                f"[{move}] adopting shard {victim}", f"[{move}] fenced shard {victim}",
-                f"[{move}] shard {victim} adopted by {n2.incarnation}", f"[{victim}:failover/done] plan {victim} done",
-                f"[{move}] shard {victim} drained and retired by {n2.incarnation}"]
-    wait_until(lambda: all(any(text in line for line in story()) for text in expected), 30,
-               "every step of the failover in the survivors' logs")
+    expected = [
+        f"[{victim}:failover/plan] plan {victim} written",
+        f"[{move}] moved shard {victim}",
+        f"[{move}] adopting shard {victim}",
+        f"[{move}] fenced shard {victim}",
+        f"[{move}] shard {victim} adopted by {n2.incarnation}",
+        f"[{victim}:failover/done] plan {victim} done",
+        f"[{move}] shard {victim} drained and retired by {n2.incarnation}",
+    ]
+    wait_until(
+        lambda: all(any(text in line for line in story()) for text in expected),
+        30,
+        "every step of the failover in the survivors' logs",
+    )
 
 
 def test_a_sigstopped_node_wakes_deposed_writes_nothing_new_and_rejoins_as_a_new_incarnation(cluster):
@@ -127,8 +146,15 @@ def test_a_sigstopped_node_wakes_deposed_writes_nothing_new_and_rejoins_as_a_new
     n1.wait("freezing", timeout=60)
     frozen_epoch = int(zombie.rsplit("-", 1)[1])
     # Longer than the session timeout: the cluster declares it dead and n2 adopts.
-    wait_until(lambda: (s := cluster.shard(zombie)) is not None and s.owner == n2.incarnation
-               and s.state is not ShardState.ADOPTING, 60, "n2 to adopt the frozen node's shard")
+    wait_until(
+        lambda: (
+            (s := cluster.shard(zombie)) is not None
+            and s.owner == n2.incarnation
+            and s.state is not ShardState.ADOPTING
+        ),
+        60,
+        "n2 to adopt the frozen node's shard",
+    )
     assert cluster.shard(zombie).epoch == frozen_epoch + 1
     n1.signal(signal.SIGCONT)
     # Thawed, its frozen commit ends one of three ways. Its own session guard declares
@@ -138,15 +164,27 @@ def test_a_sigstopped_node_wakes_deposed_writes_nothing_new_and_rejoins_as_a_new
     # the pipeline ended. Or its bytes had reached every DataNode before it froze: then
     # the adopter's recovery read them too, the commit's outcome is the adopter's view,
     # and only that commit may complete. Either way nothing new is written.
-    wait_until(lambda: n1.find("rejected write", shard=zombie) or n1.find("dead", incarnation=zombie), 60,
-               "the zombie's frozen commit to end")
+    wait_until(
+        lambda: n1.find("rejected write", shard=zombie) or n1.find("dead", incarnation=zombie),
+        60,
+        "the zombie's frozen commit to end",
+    )
     n1.wait("dead", timeout=30, incarnation=zombie)
     # It comes back only as a new incarnation, with a new shard at a newer epoch.
     wait_until(lambda: n1.incarnation != zombie, 60, "n1 to rejoin as a new incarnation")
     rejected = n1.find("rejected write", shard=zombie)
-    refusals = ("LeaseLost", "StorageError", "StorageUnavailable", "StorageFileNotFound", "StaleEpochError",
-                "OutcomeUnknownError", "WriteAheadLogPoisonedError", "AbandonedInFlightError",
-                "WriteAheadLogAbandonedError", "StorageAbandoned")
+    refusals = (
+        "LeaseLost",
+        "StorageError",
+        "StorageUnavailable",
+        "StorageFileNotFound",
+        "StaleEpochError",
+        "OutcomeUnknownError",
+        "WriteAheadLogPoisonedError",
+        "AbandonedInFlightError",
+        "WriteAheadLogAbandonedError",
+        "StorageAbandoned",
+    )
     for refusal in rejected:
         assert refusal["epoch"] == frozen_epoch and refusal["error"].split(":", 1)[0] in refusals, refusal
     assert int(n1.incarnation.rsplit("-", 1)[1]) > frozen_epoch
@@ -188,8 +226,9 @@ def test_quorum_loss_stops_processing_and_it_resumes_when_quorum_returns(cluster
             elif event["event"] == "paused":
                 closed_since = event["at"]
             elif event["event"] in ("resumed", "dead") and closed_since is not None:
-                during = [row for row in finished
-                          if row[3] == incarnation and closed_since + grace < row[4] < event["at"]]
+                during = [
+                    row for row in finished if row[3] == incarnation and closed_since + grace < row[4] < event["at"]
+                ]
                 assert during == [], (node.name, closed_since, event)
                 closed_since = None
         assert stopped_when_quorum_went(timeline, lost_at), (node.name, timeline)
@@ -201,14 +240,16 @@ def test_divvy_splits_a_dead_nodes_shard_over_the_survivors_exactly_once(cluster
     for node in (n2, n3):
         node.wait("joined")
     # The victim joins last and delivers slowly: it dies with records for both slices.
-    n1 = cluster.start("n1", "--admit-limit", "150", "--policy", "divvy", "--deliver-interval",
-                       VICTIM_DELIVER_INTERVAL)
+    n1 = cluster.start("n1", "--admit-limit", "150", "--policy", "divvy", "--deliver-interval", VICTIM_DELIVER_INTERVAL)
     n1.wait("joined")
     victim = n1.incarnation
     wait_until(lambda: cluster.admitted_by(victim) >= 120, 60, "n1 to admit 120 records")
     n1.signal(signal.SIGKILL)
-    wait_until(lambda: (s := cluster.shard(victim)) is not None and s.state in (ShardState.SPLIT, ShardState.RETIRED),
-               60, "the dead node's shard to be split")
+    wait_until(
+        lambda: (s := cluster.shard(victim)) is not None and s.state in (ShardState.SPLIT, ShardState.RETIRED),
+        60,
+        "the dead node's shard to be split",
+    )
     parent = cluster.shard(victim)
     children = {child: cluster.shard(child) for child in parent.children}
     assert {c.owner for c in children.values()} == {n2.incarnation, n3.incarnation}
@@ -222,4 +263,3 @@ def test_divvy_splits_a_dead_nodes_shard_over_the_survivors_exactly_once(cluster
             by_child[row[1]] = by_child.get(row[1], 0) + 1
     assert set(by_child) == set(children), by_child
     print("divvy slices:", {c: (children[c].owner, by_child[c]) for c in children})
-

@@ -86,9 +86,20 @@ def layout(hdfs_store):
 def start_writer(hdfs_cluster, layout, shard, count):
     directory = layout.shard_directory(shard)
     return subprocess.Popen(
-        [sys.executable, "-c", "from tests.integration.test_cluster_fencing import writer_main; writer_main()",
-         hdfs_cluster.url, layout.wal_directory(directory), str(EPOCH), str(count)],
-        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "from tests.integration.test_cluster_fencing import writer_main; writer_main()",
+            hdfs_cluster.url,
+            layout.wal_directory(directory),
+            str(EPOCH),
+            str(count),
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -119,8 +130,9 @@ def test_old_owner_process_is_fenced_and_the_adopter_recovers_every_committed_re
         assert not storage.exists(layout.shard_directory(shard))
 
         # The adopter restores the shard at epoch + 1 from the fenced directory.
-        adopted = WriteAheadLog(storage, layout.wal_directory(report.directory), partitions=2, epoch=EPOCH + 1,
-                                checkpoint_interval=None)
+        adopted = WriteAheadLog(
+            storage, layout.wal_directory(report.directory), partitions=2, epoch=EPOCH + 1, checkpoint_interval=None
+        )
         recovered = adopted.recover()
         assert sorted(recovered) == sorted(f"ff-{i}" for i in range(count))
         assert recovered["ff-3"] == record(3)
@@ -135,8 +147,9 @@ def test_old_owner_process_is_fenced_and_the_adopter_recovers_every_committed_re
     from repositories.flowfile import StaleEpochError
 
     with pytest.raises(StaleEpochError):
-        WriteAheadLog(storage, layout.wal_directory(report.directory), partitions=2, epoch=EPOCH,
-                      checkpoint_interval=None).recover()
+        WriteAheadLog(
+            storage, layout.wal_directory(report.directory), partitions=2, epoch=EPOCH, checkpoint_interval=None
+        ).recover()
 
 
 def test_a_crash_mid_fence_is_finished_by_the_next_adopter(hdfs_cluster, hdfs_store, layout):
@@ -164,8 +177,9 @@ def test_a_crash_mid_fence_is_finished_by_the_next_adopter(hdfs_cluster, hdfs_st
         writer.stdin.write("write\n")
         writer.stdin.flush()
         assert read_line(writer).startswith("ERR")
-        wal = WriteAheadLog(storage, layout.wal_directory(report.directory), partitions=2, epoch=EPOCH + 2,
-                            checkpoint_interval=None)
+        wal = WriteAheadLog(
+            storage, layout.wal_directory(report.directory), partitions=2, epoch=EPOCH + 2, checkpoint_interval=None
+        )
         assert sorted(wal.recover()) == sorted(f"ff-{i}" for i in range(5))
         wal.close()
     finally:

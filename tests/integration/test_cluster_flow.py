@@ -36,11 +36,21 @@ def test_a_killed_nodes_queued_and_swapped_flowfiles_are_delivered_once_by_the_b
     # HDFS: two swap files of 50 recorded in its WAL, so that the swap-in of one before
     # the kill leaves some. (Files listed in its swap directory were not enough: a loaded
     # machine writes them late, and one swapped in stays listed until it is deleted.)
-    wait_until(lambda: cluster.swapped(victim) >= 100, 60,
-               f"{victim} to queue past the swap threshold of {SWAPPED_QUEUE} and swap to HDFS")
+    wait_until(
+        lambda: cluster.swapped(victim) >= 100,
+        60,
+        f"{victim} to queue past the swap threshold of {SWAPPED_QUEUE} and swap to HDFS",
+    )
     n1.signal(signal.SIGKILL)
-    wait_until(lambda: (s := cluster.shard(victim)) is not None and s.owner != victim
-               and s.state in (ShardState.DRAINING, ShardState.RETIRED), 60, f"{victim}'s shard to be adopted")
+    wait_until(
+        lambda: (
+            (s := cluster.shard(victim)) is not None
+            and s.owner != victim
+            and s.state in (ShardState.DRAINING, ShardState.RETIRED)
+        ),
+        60,
+        f"{victim}'s shard to be adopted",
+    )
     adopter = cluster.shard(victim).owner
     assert adopter == n2.incarnation, cluster.shard(victim)  # the heaviest survivor
     wait_until(lambda: cluster.first_outputs(victim), 60, "the adopter to deliver from the adopted shard")
@@ -64,8 +74,9 @@ def test_hdfs_down_commits_roll_back_with_one_line_and_the_nodes_resume_when_it_
     hdfs_cluster.stop_namenode()
     try:
         # Commits fail and roll back on both nodes.
-        wait_until(lambda: all(node.find("rejected write") for node in nodes), 60,
-                   "both nodes to see their commits rejected")
+        wait_until(
+            lambda: all(node.find("rejected write") for node in nodes), 60, "both nodes to see their commits rejected"
+        )
         # The outage lasts a while (its length is the fault, not a wait for anything):
         # many retries, and nobody dies or fails over meanwhile.
         outage_ends = time.monotonic() + 8.0
@@ -133,8 +144,11 @@ def test_quorum_loss_stops_every_node_and_processing_resumes_when_quorum_returns
     grace = SESSION_TIMEOUT * 0.25 + 0.5
     for name, timeline in timelines.items():
         closed_since = None
-        by_node = [e.event_time_ms / 1000 for e in cluster_provenance([f"{cluster.directories[name]}/provenance"])
-                   if e.event_type is EventType.SEND]
+        by_node = [
+            e.event_time_ms / 1000
+            for e in cluster_provenance([f"{cluster.directories[name]}/provenance"])
+            if e.event_type is EventType.SEND
+        ]
         for event in timeline:
             if event["event"] == "paused" and closed_since is None:
                 closed_since = event["at"]
@@ -155,11 +169,17 @@ def test_divvy_splits_a_dead_nodes_queues_over_the_survivors_by_capacity_exactly
     n1 = cluster.start("n1", count=1000, policy="divvy")  # last: it dies with a backlog (see above)
     n1.wait("joined", timeout=60)
     victim = n1.incarnation
-    wait_until(lambda: cluster.queued(victim) > 300 and cluster.swap_files(victim), 60,
-               f"{victim} to queue past the swap threshold and swap to HDFS")
+    wait_until(
+        lambda: cluster.queued(victim) > 300 and cluster.swap_files(victim),
+        60,
+        f"{victim} to queue past the swap threshold and swap to HDFS",
+    )
     n1.signal(signal.SIGKILL)
-    wait_until(lambda: (s := cluster.shard(victim)) is not None and s.state in (ShardState.SPLIT, ShardState.RETIRED),
-               60, "the dead node's shard to be split")
+    wait_until(
+        lambda: (s := cluster.shard(victim)) is not None and s.state in (ShardState.SPLIT, ShardState.RETIRED),
+        60,
+        "the dead node's shard to be split",
+    )
     parent = cluster.shard(victim)
     children = {child: cluster.shard(child) for child in parent.children}
     assert {c.owner for c in children.values()} == {n2.incarnation, n3.incarnation}, children
@@ -167,8 +187,7 @@ def test_divvy_splits_a_dead_nodes_queues_over_the_survivors_by_capacity_exactly
     cluster.wait_settled(timeout=180)
     # Each survivor took a part of the dead node's FlowFiles. (Slices are hash ranges
     # sized by score; a swap file moves whole, so the counts follow the sizes only roughly.)
-    recovered = {child: next(e for node in (n2, n3) for e in node.find("recovered", shard=child))
-                 for child in children}
+    recovered = {child: next(e for node in (n2, n3) for e in node.find("recovered", shard=child)) for child in children}
     taken = {children[c].owner: r["flowfiles"] + r["swapped_flowfiles"] for c, r in recovered.items()}
     assert all(count > 0 for count in taken.values()), taken
     report = cluster.check()
@@ -197,8 +216,11 @@ def test_a_clustered_node_collects_its_content_as_it_runs(flow_cluster):
 
     # 4,000 claims of about 100 bytes in resources of up to 50 KB: several resources
     # were written; the open ones (one per writing thread at most) are all that stay.
-    wait_until(lambda: len(resource_files(local)) <= 2 and hdfs_resources() <= 2, 60,
-               "unreferenced content to be collected locally and on HDFS")
+    wait_until(
+        lambda: len(resource_files(local)) <= 2 and hdfs_resources() <= 2,
+        60,
+        "unreferenced content to be collected locally and on HDFS",
+    )
     assert node.find("first-output")  # the flow ran while it collected
 
 
@@ -224,8 +246,10 @@ def test_an_adopter_runs_a_dead_nodes_shard_with_the_flow_it_was_written_under(f
     newer["connections"] = [
         c for c in newer["connections"] if not (c["source"] == "rewrite" and c["destination"] == "put")
     ]
-    newer["connections"] += [{"source": "rewrite", "relationships": ["success"], "destination": "tag"},
-                             {"source": "tag", "destination": "put", "swap_threshold": 100, "swap_batch": 50}]
+    newer["connections"] += [
+        {"source": "rewrite", "relationships": ["success"], "destination": "tag"},
+        {"source": "tag", "destination": "put", "swap_threshold": 100, "swap_batch": 50},
+    ]
     newer_path = str(tmp_path / "newer.yaml")
     with open(newer_path, "w") as handle:
         yaml.safe_dump(newer, handle)

@@ -61,24 +61,29 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
     check = runner.run()
     print(check.summary())
     assert check.ok, check.summary()
-    result = drill_report(runner.rounds, FAULTS, check, runner.samples, target=target.kind,
-                          started_at=runner.started_at)
+    result = drill_report(
+        runner.rounds, FAULTS, check, runner.samples, target=target.kind, started_at=runner.started_at
+    )
     path = os.environ.get("CUSTODY_CLUSTER_DRILL_REPORT") or str(tmp_path / "drill.json")
     with open(path, "w") as out:
         json.dump(result, out, indent=2)
     print(table(result))
     assert result["ok"]
-    assert result["faults"] == {fault: ROUNDS // len(FAULTS) + (i < ROUNDS % len(FAULTS))
-                                for i, fault in enumerate(FAULTS)}
+    assert result["faults"] == {
+        fault: ROUNDS // len(FAULTS) + (i < ROUNDS % len(FAULTS)) for i, fault in enumerate(FAULTS)
+    }
     # Every failover round measured its resume: the victim died with FlowFiles queued.
     # One exception: an expiry whose first attach failed (the server moved the session
     # back to the node's own connection) leaves the victim running until the next
     # attempt, seconds later, and it may drain its backlog meanwhile. Its shard is then
     # adopted empty, which the runner records as `nothing_to_resume`.
     failovers = [r for r in runner.rounds if BY_NAME[r["fault"]].fails_over]
-    unresumed = [r for r in failovers if "resume" not in r
-                 and not (r["fault"] == "expire" and r.get("nothing_to_resume")
-                          and r["detection"] > SESSION_TIMEOUT)]
+    unresumed = [
+        r
+        for r in failovers
+        if "resume" not in r
+        and not (r["fault"] == "expire" and r.get("nothing_to_resume") and r["detection"] > SESSION_TIMEOUT)
+    ]
     assert not unresumed, unresumed
     # Generous bound for a shared 2-core CI machine; the figures above are the measurement.
     if failovers:

@@ -87,8 +87,13 @@ def member(zk_hosts, tmp_path, storage, runtimes, **config):
         runtimes.append(runtimes.pop(0) if runtimes and not runtimes[0].calls else Runtime())
         return runtimes[-1]
 
-    return ClusterMember(MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=TIMEOUT,
-                                      hdfs_root=str(tmp_path), **config), storage, factory)
+    return ClusterMember(
+        MemberConfig(
+            zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=TIMEOUT, hdfs_root=str(tmp_path), **config
+        ),
+        storage,
+        factory,
+    )
 
 
 def test_a_member_takes_no_incarnation_while_storage_refuses_writes(zk_hosts, zk_client, tmp_path):

@@ -176,8 +176,11 @@ def test_leadership_moves_on_session_expiry_and_the_new_leader_finishes_a_half_d
         ZooKeeperEnsemble.expire_session(a_client)
         release.set()
         assert second.leading.wait(30), "leadership did not move after the leader's session expired"
-        wait_until(lambda: all(registry.read(m.shard)[0].epoch == 2 for m in plan.moves), 30,
-                   "the new leader to finish the plan")
+        wait_until(
+            lambda: all(registry.read(m.shard)[0].epoch == 2 for m in plan.moves),
+            30,
+            "the new leader to finish the plan",
+        )
         # Each shard moved exactly once (epoch 1 -> 2), to the best survivor.
         for move in plan.moves:
             shard = registry.read(move.shard)[0]

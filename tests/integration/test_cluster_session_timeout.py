@@ -35,8 +35,11 @@ def test_a_member_refuses_a_session_timeout_the_server_cuts_before_it_joins(zk_h
     def never_runs(handle):
         raise AssertionError("no shard may be opened")
 
-    member = ClusterMember(MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=30.0,
-                                        hdfs_root=str(tmp_path)), LocalStorage(), never_runs)
+    member = ClusterMember(
+        MemberConfig(zk_hosts=zk_hosts, cluster="c1", node="n1", session_timeout=30.0, hdfs_root=str(tmp_path)),
+        LocalStorage(),
+        never_runs,
+    )
     with pytest.raises(SessionTimeoutRefused, match="granted a session timeout of 20s, less than the 30s"):
         member.start()
     member.stop(leave=False)
@@ -94,9 +97,18 @@ def test_a_member_whose_reconnect_is_granted_less_ends_and_says_what_to_set(zk_h
         runtimes.append(Runtime(handle))
         return runtimes[-1]
 
-    member = ClusterMember(MemberConfig(zk_hosts=f"127.0.0.1:{link.port}/{chroot}", cluster="c1", node="n1",
-                                        session_timeout=10.0, hdfs_root=str(tmp_path), lead=False),
-                           LocalStorage(), runtime)
+    member = ClusterMember(
+        MemberConfig(
+            zk_hosts=f"127.0.0.1:{link.port}/{chroot}",
+            cluster="c1",
+            node="n1",
+            session_timeout=10.0,
+            hdfs_root=str(tmp_path),
+            lead=False,
+        ),
+        LocalStorage(),
+        runtime,
+    )
     try:
         member.start()
         assert granted_session_timeout(member.client) == 10.0 and not member.dead.is_set()

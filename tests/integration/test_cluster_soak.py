@@ -72,9 +72,17 @@ def hdfs_shard_parts(storage, directory: str) -> dict[str, int]:
                 pending.append(entry.path)
                 continue
             name, parent = os.path.basename(entry.path), os.path.basename(os.path.dirname(entry.path))
-            kind = ("swap" if parent == "swap" else "other" if parent != "wal" else
-                    "journals" if name.startswith("journal") else "snapshots" if name.startswith("snapshot")
-                    else "wal_other")
+            kind = (
+                "swap"
+                if parent == "swap"
+                else "other"
+                if parent != "wal"
+                else "journals"
+                if name.startswith("journal")
+                else "snapshots"
+                if name.startswith("snapshot")
+                else "wal_other"
+            )
             parts[kind] += entry.length
     return {f"hdfs_shards_{kind}": size for kind, size in parts.items()}
 
@@ -102,9 +110,15 @@ def windows(curve: list[dict], count: int, minutes: float) -> list[dict]:
         if not inside:
             continue
         keys = [key for key in inside[0] if key not in ("minute", "delivered")]
-        out.append({"from": round(low, 2), "to": round(high, 2), "samples": len(inside),
-                    **{f"{key}_mean": sum(f[key] for f in inside) / len(inside) for key in keys},
-                    **{f"{key}_min": min(f[key] for f in inside) for key in keys}})
+        out.append(
+            {
+                "from": round(low, 2),
+                "to": round(high, 2),
+                "samples": len(inside),
+                **{f"{key}_mean": sum(f[key] for f in inside) / len(inside) for key in keys},
+                **{f"{key}_min": min(f[key] for f in inside) for key in keys},
+            }
+        )
     return out
 
 
@@ -117,17 +131,22 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
     steady_path = str(tmp_path / "steady.yaml")
     with open(steady_path, "w") as handle:
         yaml.safe_dump(steady, handle)
-    nodes = {name: cluster.start(name, count=0, put_batch=100, flow=steady_path, sections=SECTIONS)
-             for name in ("n1", "n2", "n3")}
+    nodes = {
+        name: cluster.start(name, count=0, put_batch=100, flow=steady_path, sections=SECTIONS)
+        for name in ("n1", "n2", "n3")
+    }
     for node in nodes.values():
         node.wait("joined", timeout=90)
     storage = cluster.clients.hdfs_storage()
 
     def sample(started: float) -> dict:
-        figures = {"minute": round((time.monotonic() - started) / 60, 2), "delivered": cluster.delivered(),
-                   "hdfs_content": hdfs_bytes(storage, cluster.layout.hdfs_content),
-                   "hdfs_shards": hdfs_bytes(storage, cluster.layout.hdfs_shards),
-                   "queued": sum(beat.queued_count for beat in cluster.heartbeats().values())}
+        figures = {
+            "minute": round((time.monotonic() - started) / 60, 2),
+            "delivered": cluster.delivered(),
+            "hdfs_content": hdfs_bytes(storage, cluster.layout.hdfs_content),
+            "hdfs_shards": hdfs_bytes(storage, cluster.layout.hdfs_shards),
+            "queued": sum(beat.queued_count for beat in cluster.heartbeats().values()),
+        }
         for kind in ("content", "provenance"):
             figures[f"local_{kind}"] = sum(local_bytes(os.path.join(d, kind)) for d in cluster.directories.values())
         for directory in cluster.directories.values():
@@ -152,8 +171,11 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
     curve.append(sample(started))
     twelfths = windows(curve, 12, MINUTES)
     for window in twelfths:
-        print("soak window:", {key: round(value) if key.endswith("_mean") else value
-                               for key, value in window.items()}, flush=True)
+        print(
+            "soak window:",
+            {key: round(value) if key.endswith("_mean") else value for key, value in window.items()},
+            flush=True,
+        )
     if REPORT:
         with open(REPORT, "w") as out:
             json.dump({"minutes": MINUTES, "killed": killed, "curve": curve, "windows": twelfths}, out, indent=2)
@@ -185,5 +207,8 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
         for key in STORES:
             assert sixths[-1][f"{key}_mean"] <= 1.1 * sixths[2][f"{key}_mean"], (key, sixths)
     # The killed incarnation's content on HDFS is collected once its shard retired.
-    wait_until(lambda: not storage.exists(f"{cluster.layout.hdfs_content}/{killed}"), 120,
-               f"the content of dead incarnation {killed} to be collected")
+    wait_until(
+        lambda: not storage.exists(f"{cluster.layout.hdfs_content}/{killed}"),
+        120,
+        f"the content of dead incarnation {killed} to be collected",
+    )

@@ -76,8 +76,9 @@ def staging_batches(storage, directory: str) -> list[str]:
 def dataset_ids(storage, directory: str) -> Counter:
     import pyarrow.dataset
 
-    table = pyarrow.dataset.dataset(directory, filesystem=storage.arrow_filesystem(), format="parquet",
-                                    partitioning="hive").to_table()
+    table = pyarrow.dataset.dataset(
+        directory, filesystem=storage.arrow_filesystem(), format="parquet", partitioning="hive"
+    ).to_table()
     return Counter(table.column("id").to_pylist())
 
 
@@ -89,18 +90,29 @@ def cut_short(cluster, hdfs_store, victim_node, adopter, fault: int) -> str:
     adopted (the adopter drains and retires it meanwhile)."""
     victim = victim_node.incarnation
     staging = f"{hdfs_store.root}/{cluster.cluster}/spark/{victim}/sql"
-    wait_until(lambda: staging_batches(hdfs_store.storage, staging), 240,
-               f"a Spark batch of {victim} to be staged in {staging}")
+    wait_until(
+        lambda: staging_batches(hdfs_store.storage, staging),
+        240,
+        f"a Spark batch of {victim} to be staged in {staging}",
+    )
     victim_node.signal(fault)
-    wait_until(lambda: (s := cluster.shard(victim)) is not None and s.owner == adopter.incarnation
-               and s.state in (ShardState.DRAINING, ShardState.RETIRED), 60, f"{victim}'s shard to be adopted")
+    wait_until(
+        lambda: (
+            (s := cluster.shard(victim)) is not None
+            and s.owner == adopter.incarnation
+            and s.state in (ShardState.DRAINING, ShardState.RETIRED)
+        ),
+        60,
+        f"{victim}'s shard to be adopted",
+    )
     if fault == signal.SIGSTOP:
         victim_node.signal(signal.SIGCONT)
     return victim
 
 
 def test_a_node_whose_spark_job_is_cut_short_by_a_takeover_is_rerun_by_the_adopter_exactly_once(
-        flow_cluster, hdfs_store, spark_local, tmp_path):
+    flow_cluster, hdfs_store, spark_local, tmp_path
+):
     """Both faults in one cluster, one after the other: n1 is SIGSTOPped mid-job until
     n2 took its shard over, goes on and joins again as a new incarnation (making its
     FlowFiles again), and that one is SIGKILLed mid-job; n2 adopts both."""
@@ -167,14 +179,21 @@ def check_lineage_across_the_failover(cluster, hdfs_store, spark, victim: str) -
     """A FlowFile the victim made and the adopter turned into an output: its lineage,
     as Spark finds it in the whole cluster's exported provenance, is what the nodes'
     own repositories find together."""
-    repositories = {name: ProvenanceRepository.open(os.path.join(directory, "provenance"))
-                    for name, directory in cluster.directories.items()}
+    repositories = {
+        name: ProvenanceRepository.open(os.path.join(directory, "provenance"))
+        for name, directory in cluster.directories.items()
+    }
     try:
-        made_by_victim = {e.flowfile_uuid for e in repositories["n1"].events(0, repositories["n1"].next_event_id)
-                          if e.event_type is EventType.CREATE and e.component_id == "generate"}
-        joined_on_adopter = [e for e in repositories["n2"].events(0, repositories["n2"].next_event_id)
-                             if e.component_id == "sql" and e.event_type is EventType.JOIN
-                             and made_by_victim & set(e.parent_uuids)]
+        made_by_victim = {
+            e.flowfile_uuid
+            for e in repositories["n1"].events(0, repositories["n1"].next_event_id)
+            if e.event_type is EventType.CREATE and e.component_id == "generate"
+        }
+        joined_on_adopter = [
+            e
+            for e in repositories["n2"].events(0, repositories["n2"].next_event_id)
+            if e.component_id == "sql" and e.event_type is EventType.JOIN and made_by_victim & set(e.parent_uuids)
+        ]
         assert joined_on_adopter, f"no output of the adopter has a parent {victim} made"
         crossed = sorted(made_by_victim & set(joined_on_adopter[0].parent_uuids))[0]
         expected, expected_events = lineage_across(repositories, crossed)

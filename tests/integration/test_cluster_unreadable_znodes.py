@@ -22,7 +22,6 @@ from repositories.storage import LocalStorage
 pytestmark = [pytest.mark.zookeeper]
 
 
-
 def test_an_unreadable_shard_znode_is_skipped_by_the_leader_and_stops_only_the_collector(zk_client, tmp_path, caplog):
     client = zk_client
     layout = ClusterLayout("c1", str(tmp_path / "hdfs"))

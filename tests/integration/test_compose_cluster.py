@@ -40,12 +40,23 @@ from cluster.services.process import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 NODES = {"custody1": "n1", "custody2": "n2", "custody3": "n3"}
 FLOWFILES_PER_INCARNATION = 600  # custody-node.toml's `count`
-PORT_VARIABLES = ("CUSTODY_ZK_PORT", "CUSTODY_NAMENODE_PORT", "CUSTODY_NAMENODE_HTTP_PORT", "CUSTODY_SPARK_UI_PORT",
-                  "CUSTODY_ADMIN_PORT_1", "CUSTODY_ADMIN_PORT_2", "CUSTODY_ADMIN_PORT_3")
+PORT_VARIABLES = (
+    "CUSTODY_ZK_PORT",
+    "CUSTODY_NAMENODE_PORT",
+    "CUSTODY_NAMENODE_HTTP_PORT",
+    "CUSTODY_SPARK_UI_PORT",
+    "CUSTODY_ADMIN_PORT_1",
+    "CUSTODY_ADMIN_PORT_2",
+    "CUSTODY_ADMIN_PORT_3",
+)
 BUILD_AND_UP_TIMEOUT_S = 1500.0  # a cold build downloads a JRE three times and pyspark once
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.whole_machine,
-              pytest.mark.timeout(int(BUILD_AND_UP_TIMEOUT_S) + 2100)]  # + the drill's 1500 s
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.slow,
+    pytest.mark.whole_machine,
+    pytest.mark.timeout(int(BUILD_AND_UP_TIMEOUT_S) + 2100),
+]  # + the drill's 1500 s
 
 # Run inside a node: the files in the shared output volume, counted by the node that
 # made each FlowFile (its content starts "<uuid> made by <node> as number <n>").
@@ -82,8 +93,17 @@ class ComposeProject:
         self.env = env
 
     def __call__(self, *args: str, timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess:
-        return docker("compose", "-f", str(ROOT / "docker-compose.yml"), "-p", self.name, *args,
-                      timeout=timeout, check=check, env=self.env)
+        return docker(
+            "compose",
+            "-f",
+            str(ROOT / "docker-compose.yml"),
+            "-p",
+            self.name,
+            *args,
+            timeout=timeout,
+            check=check,
+            env=self.env,
+        )
 
     def output(self, *args: str, **options) -> str:
         return self(*args, **options).stdout.decode(errors="replace")
@@ -104,7 +124,9 @@ def node_tails(logs: str, lines: int = 150) -> str:
     tails = []
     for service in NODES:
         own = [line for line in logs.splitlines() if line.startswith(f"{service}-")]
-        tails.append(f"---- {service}: last {min(lines, len(own))} of {len(own)} lines ----\n" + "\n".join(own[-lines:]))
+        tails.append(
+            f"---- {service}: last {min(lines, len(own))} of {len(own)} lines ----\n" + "\n".join(own[-lines:])
+        )
     return "\n".join(tails)
 
 
@@ -134,11 +156,14 @@ def compose_project(request, docker_engine, harness_services_stopped, tmp_path):
 def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_drill(compose_project, tmp_path):
     project = compose_project
     began = time.monotonic()
-    up = project("up", "--detach", "--build", "--wait", "--wait-timeout", "600",
-                 timeout=BUILD_AND_UP_TIMEOUT_S, check=False)
+    up = project(
+        "up", "--detach", "--build", "--wait", "--wait-timeout", "600", timeout=BUILD_AND_UP_TIMEOUT_S, check=False
+    )
     up_s = time.monotonic() - began
-    assert up.returncode == 0, (f"docker compose up failed after {up_s:.0f}s: "
-                                f"{up.stderr.decode(errors='replace')[-1500:]}\n{project.diagnosis()}")
+    assert up.returncode == 0, (
+        f"docker compose up failed after {up_s:.0f}s: "
+        f"{up.stderr.decode(errors='replace')[-1500:]}\n{project.diagnosis()}"
+    )
 
     token = project.output("run", "--rm", "--no-deps", "-T", "admin-token").strip().splitlines()[-1]
     assert token.startswith("cst_"), f"admin-token printed no token: {token!r}"
@@ -147,8 +172,12 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
         return json.loads(project.output("exec", "-T", "custody1", "python3", "-c", COUNT_OUTPUT_BY_NODE))
 
     try:
-        wait_until(lambda: all(output_counts().get(node, 0) >= FLOWFILES_PER_INCARNATION for node in NODES.values()),
-                   180, "every node's FlowFiles in the shared output volume", interval=1.0)
+        wait_until(
+            lambda: all(output_counts().get(node, 0) >= FLOWFILES_PER_INCARNATION for node in NODES.values()),
+            180,
+            "every node's FlowFiles in the shared output volume",
+            interval=1.0,
+        )
     except Exception as error:  # noqa: BLE001 - the counts and the cluster's state say why
         pytest.fail(f"{error}; counts {output_counts()}\n{project.diagnosis()}", pytrace=False)
     flowing_s = time.monotonic() - began - up_s
@@ -175,10 +204,14 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
     assert sorted(member["incarnation"] for member in view["members"]) == sorted(members)
 
     events = {service: project.events(service) for service in NODES}
-    summary = {service: [event["event"] for event in lines if event["event"] in ("start-failed", "joined", "dead")]
-               for service, lines in events.items()}
-    print(f"\ncompose cluster: up --build --wait {up_s:.0f}s, every FlowFile out {flowing_s:.0f}s later; "
-          f"join events {summary}")
+    summary = {
+        service: [event["event"] for event in lines if event["event"] in ("start-failed", "joined", "dead")]
+        for service, lines in events.items()
+    }
+    print(
+        f"\ncompose cluster: up --build --wait {up_s:.0f}s, every FlowFile out {flowing_s:.0f}s later; "
+        f"join events {summary}"
+    )
     assert all(steps == ["joined"] for steps in summary.values()), summary
 
     drill_failovers(project, tmp_path)
@@ -256,12 +289,16 @@ def spark_step(project, token: str) -> None:
 
     # As an operator would: a rolling deploy wants the whole cluster, and the drill's
     # last round may have left a node rejoining as a new incarnation.
-    wait_until(lambda: members() == set(NODES.values()), 300, "every node a member again after the drill",
-               interval=1.0)
+    wait_until(lambda: members() == set(NODES.values()), 300, "every node a member again after the drill", interval=1.0)
     began = time.monotonic()
-    deploy = subprocess.run([sys.executable, "-m", "cluster.cli", "flow", "deploy", str(SPARK_FLOW), "--url", admin,
-                             "--timeout", "600"], cwd=ROOT, capture_output=True, text=True, timeout=700,
-                            env={**os.environ, "CUSTODY_ADMIN_TOKEN": token})
+    deploy = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "flow", "deploy", str(SPARK_FLOW), "--url", admin, "--timeout", "600"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=700,
+        env={**os.environ, "CUSTODY_ADMIN_TOKEN": token},
+    )
     assert deploy.returncode == 0, (deploy.stdout[-2000:], deploy.stderr[-2000:], project.diagnosis())
     deployed_s = time.monotonic() - began
 
@@ -269,22 +306,46 @@ def spark_step(project, token: str) -> None:
         return json.loads(project.output("exec", "-T", "custody1", "python3", "-c", COUNT_SPARK_RECORDS))
 
     try:
-        wait_until(lambda: all(records()["by_node"].get(node, 0) >= SPARK_RECORDS_PER_INCARNATION
-                               for node in NODES.values()), 600, "every node's records through Spark", interval=2.0)
+        wait_until(
+            lambda: all(records()["by_node"].get(node, 0) >= SPARK_RECORDS_PER_INCARNATION for node in NODES.values()),
+            600,
+            "every node's records through Spark",
+            interval=2.0,
+        )
     except Exception as error:  # noqa: BLE001 - the counts and the cluster's state say why
         pytest.fail(f"{error}; records {records()}\n{project.diagnosis()}", pytrace=False)
-    print(f"Spark flow: deployed in {deployed_s:.0f}s, every record out of Spark "
-          f"{time.monotonic() - began - deployed_s:.0f}s later")
-    assert records() == {"by_node": {node: SPARK_RECORDS_PER_INCARNATION for node in NODES.values()},
-                         "duplicated": 0, "wrong": 0}
+    print(
+        f"Spark flow: deployed in {deployed_s:.0f}s, every record out of Spark "
+        f"{time.monotonic() - began - deployed_s:.0f}s later"
+    )
+    assert records() == {
+        "by_node": {node: SPARK_RECORDS_PER_INCARNATION for node in NODES.values()},
+        "duplicated": 0,
+        "wrong": 0,
+    }
 
 
 def cluster_status(zk_port: str, credentials_file: str | None) -> subprocess.CompletedProcess:
     """`custody cluster status --json` from the host, through the published ZooKeeper."""
-    return subprocess.run([sys.executable, "-m", "cluster.cli", "cluster", "status", "--zk", f"{HOST}:{zk_port}",
-                           "--cluster", "main", "--json",
-                           *(["--credentials-file", credentials_file] if credentials_file else [])],
-                          capture_output=True, text=True, timeout=60, check=credentials_file is not None)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "cluster",
+            "status",
+            "--zk",
+            f"{HOST}:{zk_port}",
+            "--cluster",
+            "main",
+            "--json",
+            *(["--credentials-file", credentials_file] if credentials_file else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=credentials_file is not None,
+    )
 
 
 def http_status(url: str) -> int:

@@ -10,8 +10,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_compose_file_is_valid_and_binds_loopback_only(docker_engine):
     services = compose_config()["services"]
-    assert {"zk1", "zk2", "zk3", "namenode", "datanode1", "datanode2", "datanode3", "spark-master",
-            "spark-worker"} <= set(services)
+    assert {
+        "zk1",
+        "zk2",
+        "zk3",
+        "namenode",
+        "datanode1",
+        "datanode2",
+        "datanode3",
+        "spark-master",
+        "spark-worker",
+    } <= set(services)
     for name, service in services.items():
         for port in service.get("ports", []):
             assert port.get("host_ip") == "127.0.0.1", f"{name} publishes {port} beyond loopback"

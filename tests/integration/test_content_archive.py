@@ -41,7 +41,9 @@ def setup(tmp_path):
     repository = open_filesystem_content_repository(
         {"c": str(tmp_path / "content")},
         ContentRepositoryConfig(archive=ArchivePolicy(), usage_check_interval_s=60.0),
-        clock=clock, usage_probe=disk)
+        clock=clock,
+        usage_probe=disk,
+    )
     yield repository, clock, disk
     repository.close()
 

@@ -86,11 +86,23 @@ def test_fsck_repair_mends_a_bit_flipped_local_copy_from_hdfs_never_the_reverse(
     claims, directory = write_claims(tmp_path, hdfs_store)
     victim = claims[0]
     storage = hdfs_store.storage
-    good = {path: storage.read(path) for path in (hdfs_path(hdfs_store, victim),
-                                                  hdfs_path(hdfs_store, victim) + CHECKSUM_SUFFIX)}
+    good = {
+        path: storage.read(path)
+        for path in (hdfs_path(hdfs_store, victim), hdfs_path(hdfs_store, victim) + CHECKSUM_SUFFIX)
+    }
     flip_local(local_path(directory, victim), victim.offset + 10)
-    arguments = ["content", "fsck", "--local", f"c={directory}", "--hdfs", hdfs_cluster.url,
-                 "--hdfs-base", hdfs_store.root, "--node", "node-1"]
+    arguments = [
+        "content",
+        "fsck",
+        "--local",
+        f"c={directory}",
+        "--hdfs",
+        hdfs_cluster.url,
+        "--hdfs-base",
+        hdfs_store.root,
+        "--node",
+        "node-1",
+    ]
     assert custody(arguments) == 1
     out = capsys.readouterr().out
     assert f"[BAD] damaged  local: {victim.resource.relative_path}" in out

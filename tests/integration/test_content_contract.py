@@ -51,15 +51,22 @@ def make_repository(request, tmp_path):
         def local(name):
             return open_filesystem_content_repository(
                 {"disk1": str(tmp_path / f"{name}{index}-1"), "disk2": str(tmp_path / f"{name}{index}-2")},
-                config, clock=clock, name=name)
+                config,
+                clock=clock,
+                name=name,
+            )
 
         def hdfs():
             store = request.getfixturevalue("hdfs_store")
             hdfs_config = dataclasses.replace(
-                DEFAULT_HDFS_CONFIG, sync_on_close=config.sync_on_close, archive=config.archive,
-                max_appendable_claim_size=config.max_appendable_claim_size)
+                DEFAULT_HDFS_CONFIG,
+                sync_on_close=config.sync_on_close,
+                archive=config.archive,
+                max_appendable_claim_size=config.max_appendable_claim_size,
+            )
             return open_hdfs_content_repository(
-                store.storage, f"{store.root}/r{index}", "node-1", ["disk1", "disk2"], hdfs_config, clock=clock)
+                store.storage, f"{store.root}/r{index}", "node-1", ["disk1", "disk2"], hdfs_config, clock=clock
+            )
 
         if kind == "local":
             repository = local("local")
@@ -109,8 +116,9 @@ def test_empty_claim(make_repository):
 
 
 def test_small_claims_share_resources_up_to_max_appendable(make_repository):
-    config = ContentRepositoryConfig(sync_on_close=False, archive=ArchivePolicy(max_usage=None),
-                                     max_appendable_claim_size=10 * 1024)
+    config = ContentRepositoryConfig(
+        sync_on_close=False, archive=ArchivePolicy(max_usage=None), max_appendable_claim_size=10 * 1024
+    )
     repository = make_repository(config)
     claims = []
     for index in range(100):
@@ -232,8 +240,9 @@ def _reopen(repository):
     from repositories.content import ContentRepository
 
     def one(replica):
-        return ContentRepository(replica.containers, type(replica.io)(*_io_args(replica.io)),
-                                 replica.config, name=replica.name)
+        return ContentRepository(
+            replica.containers, type(replica.io)(*_io_args(replica.io)), replica.config, name=replica.name
+        )
 
     if isinstance(repository, ReplicatingContentRepository):
         return ReplicatingContentRepository([one(replica) for replica in repository.replicas])

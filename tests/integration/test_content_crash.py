@@ -88,7 +88,10 @@ def run_writer_until_mid_claim(arguments: list[str], ledger: Path, deadline_seco
     SIGKILL it. Returns (torn resource path, torn offset)."""
     process = subprocess.Popen(
         [sys.executable, "-c", WRITER_SCRIPT, *arguments],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + deadline_seconds
@@ -130,8 +133,11 @@ def read_ledger(ledger: Path) -> list[tuple[ContentClaim, int, int]]:
 def resource_bytes(directory: Path, checksums: bool = False) -> dict[str, int]:
     """Sizes of the resource files under `directory` (or, with `checksums`, of the
     checksum files beside them, by the name of their resource)."""
-    return {str(path.relative_to(directory)).removesuffix(CHECKSUM_SUFFIX): path.stat().st_size
-            for path in directory.rglob("*") if path.is_file() and path.name.endswith(CHECKSUM_SUFFIX) == checksums}
+    return {
+        str(path.relative_to(directory)).removesuffix(CHECKSUM_SUFFIX): path.stat().st_size
+        for path in directory.rglob("*")
+        if path.is_file() and path.name.endswith(CHECKSUM_SUFFIX) == checksums
+    }
 
 
 @pytest.mark.slow
@@ -140,7 +146,8 @@ def test_killed_writer_leaves_claims_whole_or_gone_and_space_reclaimed(tmp_path,
     directory = tmp_path / "content"
     ledger = tmp_path / "ledger"
     torn_path, torn_offset = run_writer_until_mid_claim(
-        ["local", str(ledger), str(claims_before_kill), str(directory)], ledger)
+        ["local", str(ledger), str(claims_before_kill), str(directory)], ledger
+    )
     before = resource_bytes(directory)
     torn_file = torn_path.split("/", 1)[1]  # container/section/id -> section/id
     assert before[torn_file] > torn_offset  # the torn claim's bytes really are on disk
@@ -148,7 +155,8 @@ def test_killed_writer_leaves_claims_whole_or_gone_and_space_reclaimed(tmp_path,
     entries = read_ledger(ledger)
     assert len(entries) == claims_before_kill
     repository = open_filesystem_content_repository(
-        {"c": str(directory)}, ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None)))
+        {"c": str(directory)}, ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None))
+    )
     report = repository.recover([claim for claim, _seed, _size in entries])
     assert report.missing == []
     for claim, seed, size in entries:

@@ -25,7 +25,8 @@ def pattern(index: int, size: int) -> bytes:
 def test_enospc_is_a_clear_error_nothing_written_is_corrupted_and_writing_resumes(small_filesystem):
     repository = open_filesystem_content_repository(
         {"small": str(small_filesystem / "content")},
-        ContentRepositoryConfig(archive=ArchivePolicy(enabled=False, max_usage=None)))
+        ContentRepositoryConfig(archive=ArchivePolicy(enabled=False, max_usage=None)),
+    )
     written = []
     failure = None
     for index in range(100):  # 2 MB / 100 KB: full long before 100
@@ -65,7 +66,8 @@ def test_enospc_is_a_clear_error_nothing_written_is_corrupted_and_writing_resume
 def test_writes_refused_above_max_usage_until_archive_ages_off(small_filesystem):
     repository = open_filesystem_content_repository(
         {"small": str(small_filesystem / "content")},
-        ContentRepositoryConfig(archive=ArchivePolicy(max_usage=0.5), usage_check_interval_s=0.0))
+        ContentRepositoryConfig(archive=ArchivePolicy(max_usage=0.5), usage_check_interval_s=0.0),
+    )
     claims = []
     with pytest.raises(ContentRepositoryFull, match="above the maximum of 50%"):
         for index in range(40):

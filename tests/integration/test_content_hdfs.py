@@ -69,14 +69,18 @@ def test_takeover_process_reads_every_claim_of_a_killed_node_through_hdfs_alone(
     local_directory = tmp_path / "node-a-local"
     ledger = tmp_path / "ledger"
     torn_path, torn_offset = run_writer_until_mid_claim(
-        ["replicating", str(ledger), "9", str(local_directory), hdfs_cluster.url, hdfs_store.root, "node-a"],
-        ledger)
+        ["replicating", str(ledger), "9", str(local_directory), hdfs_cluster.url, hdfs_store.root, "node-a"], ledger
+    )
     entries = read_ledger(ledger)
     assert len(entries) == 9
     # The adopter is another process that knows nothing of node-a's disk.
     adopter = subprocess.run(
         [sys.executable, "-c", ADOPTER_SCRIPT, hdfs_cluster.url, hdfs_store.root, "node-a", str(ledger)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert adopter.returncode == 0, adopter.stderr
     digests = json.loads(adopter.stdout)
     assert digests == {str(seed): hashlib.sha256(payload(seed, size)).hexdigest() for _c, seed, size in entries}
@@ -98,8 +102,9 @@ def test_takeover_process_reads_every_claim_of_a_killed_node_through_hdfs_alone(
 def test_datanode_loss_while_writing_completes_or_fails_cleanly(tmp_path, hdfs_cluster, hdfs_store):
     # Bounded retries and socket timeouts, as a node must configure them: otherwise an
     # hsync to a dead DataNode may wait minutes before it fails.
-    storage = HdfsStorage(hdfs_cluster.url, {**hdfs_cluster.client_config, **FAIL_FAST,
-                                             "dfs.client.socket-timeout": "5000"})
+    storage = HdfsStorage(
+        hdfs_cluster.url, {**hdfs_cluster.client_config, **FAIL_FAST, "dfs.client.socket-timeout": "5000"}
+    )
     store = type(hdfs_store)(storage, hdfs_store.root)
     repository, local, hdfs = replicated(tmp_path, store)
     outcomes: list[tuple[int, object]] = []
@@ -113,7 +118,7 @@ def test_datanode_loss_while_writing_completes_or_fails_cleanly(tmp_path, hdfs_c
             try:
                 with repository.write() as claim_writer:
                     for start in range(0, len(data), chunk):
-                        claim_writer.write(data[start:start + chunk])
+                        claim_writer.write(data[start : start + chunk])
                 outcomes.append((index, claim_writer.claim))
             except ContentRepositoryError as error:
                 outcomes.append((index, error))
@@ -338,8 +343,7 @@ def test_fsck_finds_and_repairs_a_claim_missing_on_hdfs(tmp_path, hdfs_store):
     repository, local, hdfs = replicated(tmp_path, hdfs_store)
     claims = [repository.write_bytes(payload(index, 2000)) for index in range(3)]
     victim = claims[1].resource
-    hdfs_store.storage.delete(
-        f"{hdfs_store.root}/content/node-1/c/{victim.section}/{victim.id}")
+    hdfs_store.storage.delete(f"{hdfs_store.root}/content/node-1/c/{victim.section}/{victim.id}")
     report = repository.fsck()
     assert [(p.resource, p.kind) for p in report.problems] == [(victim.relative_path, "missing")]
     assert not report.ok
@@ -381,7 +385,12 @@ def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recov
     node = "n9-4"
     writer = subprocess.Popen(
         [sys.executable, "-c", CLOSE_FAILS_SCRIPT, hdfs_cluster.url, hdfs_store.root, node, "payload"],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = writer.stdout.readline()  # blocks until the claims are synced, or the writer died
         assert line, f"the writer died: {writer.stderr.read()}"
@@ -392,8 +401,10 @@ def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recov
         if writer.poll() is None:
             writer.kill()
             writer.wait()
-    claims = [ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
-              for section, resource_id, offset, length in json.loads(line)]
+    claims = [
+        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
+        for section, resource_id, offset, length in json.loads(line)
+    ]
     storage = hdfs_store.storage
     path = f"{hdfs_store.root}/content/{node}/{node}/{claims[0].resource.section}/{claims[0].resource.id}"
     assert storage.status(path).length > 0  # the NameNode counts the hsynced bytes...
@@ -436,15 +447,21 @@ sys.stdin.read()  # holds the files open until it is killed
 # shard's WAL names, or, while it fences the shard (before the WAL is read), from a
 # listing of the container's newest sections.
 @pytest.mark.parametrize("found_by", ["claims", "listing"])
-def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_files_open(hdfs_cluster, hdfs_store,
-                                                                                           found_by):
+def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_files_open(
+    hdfs_cluster, hdfs_store, found_by
+):
     from cluster.node.content import ForeignContainers
     from repositories.claims import ContentClaim, ResourceClaim
 
     node = "n8-3"
-    writer = subprocess.Popen([sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
-                              cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = writer.stdout.readline()
         assert line, f"the writer died: {writer.stderr.read()}"
@@ -455,8 +472,10 @@ def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_
             writer.kill()
             writer.wait()
     written = json.loads(line)
-    claims = [ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
-              for section, resource_id, offset, length in written["claims"]]
+    claims = [
+        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
+        for section, resource_id, offset, length in written["claims"]
+    ]
     assert written["open"], "the writer kept no resource file open: this test tests nothing"
     assert {c.resource.id for c in claims} & set(written["open"])
 
@@ -508,16 +527,18 @@ def test_a_live_node_reads_its_own_claim_from_an_open_hdfs_file_once_it_is_seale
     assert open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"]).read(after) == b"after"
 
 
-def test_a_resource_whose_hsync_failed_is_retired_on_both_replicas_before_the_next_claim(tmp_path, hdfs_cluster,
-                                                                                        hdfs_store):
+def test_a_resource_whose_hsync_failed_is_retired_on_both_replicas_before_the_next_claim(
+    tmp_path, hdfs_cluster, hdfs_store
+):
     """The long drill's `ReplicaDiverged`, on a clustered node's content (local disk led,
     HDFS files kept open across commits): a commit's hsync fails (its DataNodes froze),
     so the HDFS replica fails and retires the resource it synced. The local replica,
     whose fdatasync went fine, must retire it too, or it hands that resource to the next
     claim and HDFS has no file to append it to."""
     storage = HdfsStorage(hdfs_cluster.url, {**hdfs_cluster.client_config, **FAIL_FAST}, io_timeout=3)
-    content = open_node_content(storage, ClusterLayout("main", hdfs_store.root), Incarnation("n1", 5),
-                                str(tmp_path / "local"))
+    content = open_node_content(
+        storage, ClusterLayout("main", hdfs_store.root), Incarnation("n1", 5), str(tmp_path / "local")
+    )
     local, hdfs = content.replicas.replicas
     diverged: list[ReplicaDiverged] = []
     write_at = hdfs.write_at

@@ -18,14 +18,23 @@ from repositories.content import (
 @pytest.fixture
 def repository(tmp_path):
     repo = open_filesystem_content_repository(
-        {"c": str(tmp_path / "content")}, ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None)))
+        {"c": str(tmp_path / "content")}, ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None))
+    )
     yield repo
     repo.close()
 
 
-@pytest.mark.parametrize("container, resource_id", [
-    ("c", "../../etc/passwd"), ("c", ".."), ("c", "/etc/passwd"), ("..", "x"), ("/tmp", "x"), ("c", "a/b"),
-])
+@pytest.mark.parametrize(
+    "container, resource_id",
+    [
+        ("c", "../../etc/passwd"),
+        ("c", ".."),
+        ("c", "/etc/passwd"),
+        ("..", "x"),
+        ("/tmp", "x"),
+        ("c", "a/b"),
+    ],
+)
 def test_forged_claims_cannot_be_built(container, resource_id):
     with pytest.raises(InvalidClaimError):
         ContentClaim(ResourceClaim(container, 1, resource_id), 0, 10)

@@ -49,21 +49,32 @@ def flow_document(inbox, out) -> dict:
     return {
         "name": "damage-matrix",
         "processors": [
-            {"id": "get", "type": "GetFile", "properties": {"input_directory": str(inbox), "batch_size": 50},
-             "scheduling": {"yield_duration": "20 ms"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out), "sync": False},
-             "scheduling": {"yield_duration": "50 ms"}, "auto_terminate": ["success"]},
+            {
+                "id": "get",
+                "type": "GetFile",
+                "properties": {"input_directory": str(inbox), "batch_size": 50},
+                "scheduling": {"yield_duration": "20 ms"},
+            },
+            {
+                "id": "put",
+                "type": "PutFile",
+                "properties": {"directory": str(out), "sync": False},
+                "scheduling": {"yield_duration": "50 ms"},
+                "auto_terminate": ["success"],
+            },
             # Holds what PutFile routes to failure: stopped, so its FlowFiles wait in its queue.
             {"id": "hold", "type": "LogAttribute", "auto_terminate": ["success"]},
         ],
         "connections": [
             {"id": "queued", "source": "get", "destination": "put", "swap_threshold": 100, "swap_batch": 50},
             {"id": "failed", "source": "put", "relationships": ["failure"], "destination": "hold"},
-        ]}
+        ],
+    }
 
 
 # The build, run as a node process of its own so that the test can SIGKILL it.
-BUILD = """
+BUILD = (
+    """
 import json, os, sys, time
 from cluster.node.standalone import NodeSettings, StandaloneNode
 from flow.loading import parse_flow
@@ -87,7 +98,9 @@ for name in sorted(os.listdir(later)):
 node = run_until(%d)
 print("ready", flush=True)
 time.sleep(600)
-""" % COUNT  # noqa: UP031 - a program's text: an f-string would double its braces
+"""
+    % COUNT
+)  # noqa: UP031 - a program's text: an f-string would double its braces
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +112,7 @@ def stopped_node(tmp_path_factory):
     later.mkdir()
     ids = [f"file-{index:04d}" for index in range(COUNT)]
     drop_all(inbox, {identifier: identifier for identifier in ids[: COUNT // 2]})
-    drop_all(later, {identifier: identifier for identifier in ids[COUNT // 2:]})
+    drop_all(later, {identifier: identifier for identifier in ids[COUNT // 2 :]})
     arguments = json.dumps([flow_document(inbox, out), str(data_dir), str(inbox), str(later), COUNT // 2])
     process = subprocess.Popen([sys.executable, "-c", BUILD, arguments], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
@@ -140,8 +153,11 @@ def damage(path: Path, how: str) -> None:
 
 
 def fingerprint(directory: Path) -> dict:
-    return {str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(directory.rglob("*")) if path.is_file() and path.name != "node.lock"}
+    return {
+        str(path.relative_to(directory)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and path.name != "node.lock"
+    }
 
 
 def delivered(out: Path) -> list[str]:
@@ -175,8 +191,7 @@ def test_a_node_started_on_damaged_files_refuses_or_accounts_for_every_flowfile(
             held = sum(alarm["flowfiles"] for alarm in control.alarms())
             return len(delivered(out)) + node.graph.queues["failed"].count + held
 
-        assert node.wait_until(lambda: accounted() == COUNT, DEADLINE_S), (accounted(), node.status(),
-                                                                             control.alarms())
+        assert node.wait_until(lambda: accounted() == COUNT, DEADLINE_S), (accounted(), node.status(), control.alarms())
         failed = [entry[2] for entry in node.graph.queues["failed"].snapshot().entries]
         alarms = control.alarms()
     finally:
@@ -190,8 +205,9 @@ def test_a_node_started_on_damaged_files_refuses_or_accounts_for_every_flowfile(
         assert failed and not alarms, (kind, how)
     elif kind == "swap file":
         assert len(alarms) == 1 and not failed, alarms
-        assert alarms[0]["reason"] == ("missing" if how == "delete" else "corrupt") and \
-            alarms[0]["quarantined"] == (how != "delete"), alarms
+        assert alarms[0]["reason"] == ("missing" if how == "delete" else "corrupt") and alarms[0]["quarantined"] == (
+            how != "delete"
+        ), alarms
 
 
 def test_custody_run_refuses_lost_journals_in_one_line_and_accepts_them_when_told(stopped_node, tmp_path):
@@ -206,30 +222,44 @@ def test_custody_run_refuses_lost_journals_in_one_line_and_accepts_them_when_tol
     for journal in (data_dir / "shards" / "local" / "wal").glob("journal-*"):
         journal.unlink()
     flow.write_text(json.dumps(flow_document(inbox, out)))
-    command = [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(data_dir),
-               "--status-interval", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "cluster.cli",
+        "run",
+        "--flow",
+        str(flow),
+        "--data-dir",
+        str(data_dir),
+        "--status-interval",
+        "0",
+    ]
     refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1, refused
     lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and "every journal is missing" in lines[0] and "--accept-wal-damage" in lines[0], \
+    assert len(lines) == 1 and "every journal is missing" in lines[0] and "--accept-wal-damage" in lines[0], (
         refused.stderr
+    )
     assert "Traceback" not in refused.stderr + refused.stdout
 
-    process = subprocess.Popen(command + ["--accept-wal-damage"], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        command + ["--accept-wal-damage"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     try:
         line = read_line_containing(process, "node running", 120)
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)
-    recovered = json.loads(line[line.index("{"):line.rindex("}") + 1])
+    recovered = json.loads(line[line.index("{") : line.rindex("}") + 1])
     assert recovered["wal_damage"] >= 1, recovered
     assert recovered["flowfiles"] + recovered["swapped_flowfiles"] == COUNT // 2, recovered  # the snapshot's
     assert recovered["orphaned_content_resources"] == 0 and recovered["orphaned_content_bytes_cut"] == 0, recovered
     assert recovered["orphaned_content_resources_kept"] + recovered["orphaned_content_bytes_kept"] > 0, recovered
     assert recovered["orphaned_swap_files"] == 0 and recovered["orphaned_swap_files_kept"] > 0, recovered
-    assert len(list((data_dir / "shards" / "local" / "swap-quarantine").glob("*.swap"))) == \
-        recovered["orphaned_swap_files_kept"]
+    assert (
+        len(list((data_dir / "shards" / "local" / "swap-quarantine").glob("*.swap")))
+        == recovered["orphaned_swap_files_kept"]
+    )
     reports = list((data_dir / "shards" / "local" / "wal" / "cut").glob("damage-*.json"))
     assert len(reports) == 1 and reports[0].name.endswith(".handled.json"), reports
     assert json.loads(reports[0].read_text())["transactions_lost"] == recovered["wal_transactions_lost"]

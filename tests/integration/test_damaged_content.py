@@ -33,30 +33,51 @@ from tests.inbox import drop
 
 COUNT = 1_500
 VICTIM_SIZE = 200 * 1024
-DAMAGES = ("flip content byte", "truncate content file", "delete content file", "flip checksum byte",
-           "delete checksum file")
-EXPECTED_ERROR = {"flip content byte": "ContentCorrupted", "truncate content file": "ContentTruncated",
-                  "delete content file": "ContentNotFound", "flip checksum byte": "ContentCorrupted",
-                  "delete checksum file": "ContentCorrupted"}
+DAMAGES = (
+    "flip content byte",
+    "truncate content file",
+    "delete content file",
+    "flip checksum byte",
+    "delete checksum file",
+)
+EXPECTED_ERROR = {
+    "flip content byte": "ContentCorrupted",
+    "truncate content file": "ContentTruncated",
+    "delete content file": "ContentNotFound",
+    "flip checksum byte": "ContentCorrupted",
+    "delete checksum file": "ContentCorrupted",
+}
 DEADLINE_S = 60.0
 TIMEOUT_SPARK_S = 180.0
 
 
 def flow(inbox, out):
-    return parse_flow({
-        "name": "damaged-content",
-        "processors": [
-            {"id": "get", "type": "GetFile", "properties": {"input_directory": str(inbox), "batch_size": 100},
-             "scheduling": {"yield_duration": "20 ms"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out), "sync": False},
-             "scheduling": {"yield_duration": "50 ms"}, "auto_terminate": ["success"]},
-            # Holds what PutFile routes to failure: stopped, so the FlowFiles wait in its queue.
-            {"id": "hold", "type": "LogAttribute", "auto_terminate": ["success"]},
-        ],
-        "connections": [
-            {"id": "queued", "source": "get", "destination": "put"},
-            {"id": "failed", "source": "put", "relationships": ["failure"], "destination": "hold"},
-        ]})
+    return parse_flow(
+        {
+            "name": "damaged-content",
+            "processors": [
+                {
+                    "id": "get",
+                    "type": "GetFile",
+                    "properties": {"input_directory": str(inbox), "batch_size": 100},
+                    "scheduling": {"yield_duration": "20 ms"},
+                },
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": str(out), "sync": False},
+                    "scheduling": {"yield_duration": "50 ms"},
+                    "auto_terminate": ["success"],
+                },
+                # Holds what PutFile routes to failure: stopped, so the FlowFiles wait in its queue.
+                {"id": "hold", "type": "LogAttribute", "auto_terminate": ["success"]},
+            ],
+            "connections": [
+                {"id": "queued", "source": "get", "destination": "put"},
+                {"id": "failed", "source": "put", "relationships": ["failure"], "destination": "hold"},
+            ],
+        }
+    )
 
 
 def start(definition, data_dir, *stopped, spark=None) -> StandaloneNode:
@@ -105,8 +126,9 @@ def test_every_kind_of_damaged_claim_goes_to_failure_and_the_queue_flows(tmp_pat
         assert node.wait_until(lambda: node.graph.queues["queued"].count == len(DAMAGES), DEADLINE_S), node.status()
         for index in range(COUNT - len(DAMAGES)):
             drop(inbox, f"file-{index:05d}", f"file-{index}")
-        assert node.wait_until(lambda: node.graph.queues["queued"].count == COUNT and waiting(inbox) == 0,
-                               DEADLINE_S), node.status()
+        assert node.wait_until(
+            lambda: node.graph.queues["queued"].count == COUNT and waiting(inbox) == 0, DEADLINE_S
+        ), node.status()
         queued = flowfiles(node, "queued")
     finally:
         node.stop()
@@ -114,8 +136,9 @@ def test_every_kind_of_damaged_claim_goes_to_failure_and_the_queue_flows(tmp_pat
     victims = {f.attributes["filename"]: f for f in queued if f.attributes["filename"].startswith("victim-")}
     by_resource = Counter(f.content_claim.resource for f in queued)
     for victim in victims.values():
-        assert victim.content_claim.offset == 0 and by_resource[victim.content_claim.resource] == 1, \
+        assert victim.content_claim.offset == 0 and by_resource[victim.content_claim.resource] == 1, (
             "each victim is the only claim of its resource file: the damage touches it alone"
+        )
 
     # Phase 2: damage each victim's files, one way each, on the stopped node.
     root = os.path.join(data_dir, "content")
@@ -136,8 +159,14 @@ def test_every_kind_of_damaged_claim_goes_to_failure_and_the_queue_flows(tmp_pat
     # Phase 3: run PutFile; the queue drains.
     node = start(definition, data_dir, "hold")
     try:
-        assert node.wait_until(lambda: node.graph.queues["queued"].count == 0 and delivered_count(out) == COUNT - len(
-            DAMAGES) and node.graph.queues["failed"].count == len(DAMAGES), DEADLINE_S), node.status()
+        assert node.wait_until(
+            lambda: (
+                node.graph.queues["queued"].count == 0
+                and delivered_count(out) == COUNT - len(DAMAGES)
+                and node.graph.queues["failed"].count == len(DAMAGES)
+            ),
+            DEADLINE_S,
+        ), node.status()
         failed = flowfiles(node, "failed")
     finally:
         node.stop()
@@ -152,30 +181,45 @@ def test_every_kind_of_damaged_claim_goes_to_failure_and_the_queue_flows(tmp_pat
         assert flowfile.penalty_expiration > 0, "routed to failure penalized"
         assert flowfile.content_claim == victims[flowfile.attributes["filename"]].content_claim, "its claim is kept"
     assert "its checksum file is missing" in next(
-        f.attributes["content.error"] for f in failed if f.attributes["filename"] == "victim-4")
+        f.attributes["content.error"] for f in failed if f.attributes["filename"] == "victim-4"
+    )
 
 
 @pytest.mark.spark
 def test_a_spark_batch_runs_without_the_input_whose_content_cannot_be_read(tmp_path, spark_local):
     data_dir, inbox, out = tmp_path / "node", tmp_path / "inbox", tmp_path / "out"
     inbox.mkdir()
-    definition = parse_flow({
-        "name": "damaged-spark-input",
-        "processors": [
-            {"id": "get", "type": "GetFile", "properties": {"input_directory": str(inbox), "batch_size": 100},
-             "scheduling": {"yield_duration": "20 ms"}},
-            {"id": "sql", "type": "ExecuteSparkSQL", "properties": {"sql": "SELECT id FROM flowfiles",
-                                                                    "batch_size": 10},
-             "auto_terminate": ["original"]},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out), "sync": False},
-             "auto_terminate": ["success", "failure"]},
-            {"id": "hold", "type": "LogAttribute", "auto_terminate": ["success"]},
-        ],
-        "connections": [
-            {"id": "queued", "source": "get", "destination": "sql"},
-            {"source": "sql", "relationships": ["success"], "destination": "put"},
-            {"id": "failed", "source": "sql", "relationships": ["failure"], "destination": "hold"},
-        ]})
+    definition = parse_flow(
+        {
+            "name": "damaged-spark-input",
+            "processors": [
+                {
+                    "id": "get",
+                    "type": "GetFile",
+                    "properties": {"input_directory": str(inbox), "batch_size": 100},
+                    "scheduling": {"yield_duration": "20 ms"},
+                },
+                {
+                    "id": "sql",
+                    "type": "ExecuteSparkSQL",
+                    "properties": {"sql": "SELECT id FROM flowfiles", "batch_size": 10},
+                    "auto_terminate": ["original"],
+                },
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": str(out), "sync": False},
+                    "auto_terminate": ["success", "failure"],
+                },
+                {"id": "hold", "type": "LogAttribute", "auto_terminate": ["success"]},
+            ],
+            "connections": [
+                {"id": "queued", "source": "get", "destination": "sql"},
+                {"source": "sql", "relationships": ["success"], "destination": "put"},
+                {"id": "failed", "source": "sql", "relationships": ["failure"], "destination": "hold"},
+            ],
+        }
+    )
     node = start(definition, data_dir, "sql", "hold", spark=spark_local)
     try:
         drop(inbox, "victim.json", "".join(f'{{"id": 0, "pad": "{index:08d}"}}\n' for index in range(8000)))
@@ -190,8 +234,14 @@ def test_a_spark_batch_runs_without_the_input_whose_content_cannot_be_read(tmp_p
 
     node = start(definition, data_dir, "hold", spark=spark_local)
     try:
-        assert node.wait_until(lambda: node.graph.queues["queued"].count == 0 and delivered_count(out) == 1
-                               and node.graph.queues["failed"].count == 1, TIMEOUT_SPARK_S), node.status()
+        assert node.wait_until(
+            lambda: (
+                node.graph.queues["queued"].count == 0
+                and delivered_count(out) == 1
+                and node.graph.queues["failed"].count == 1
+            ),
+            TIMEOUT_SPARK_S,
+        ), node.status()
         (failed,) = flowfiles(node, "failed")
     finally:
         node.stop()

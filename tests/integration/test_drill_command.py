@@ -20,11 +20,31 @@ def test_custody_drill_on_the_local_target(zookeeper_ensemble, hdfs_cluster, tmp
     # The session's services are not used: asking for them makes a machine without
     # ZooKeeper or HDFS skip this test (fail it, in CI) the way every other test does.
     report, plot = tmp_path / "drill.json", tmp_path / "drill.png"
-    command = [sys.executable, "-m", "cluster.cli", "drill", "--target", "local", "--faults", "kill,stop",
-               "--rounds", "4", "--report", str(report), "--plot", str(plot)]
+    command = [
+        sys.executable,
+        "-m",
+        "cluster.cli",
+        "drill",
+        "--target",
+        "local",
+        "--faults",
+        "kill,stop",
+        "--rounds",
+        "4",
+        "--report",
+        str(report),
+        "--plot",
+        str(plot),
+    ]
     # Its default work directory is a new one under TMPDIR: here, under this test's.
-    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=840,
-                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    done = subprocess.run(
+        command,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     print(done.stdout[-6000:], done.stderr[-3000:], sep="\n")
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     progress = [line for line in done.stdout.splitlines() if line.startswith("round ")]

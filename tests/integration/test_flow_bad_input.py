@@ -21,21 +21,38 @@ ROOT = Path(__file__).resolve().parents[2]
 def custody_run(flow_text: str, tmp_path) -> subprocess.CompletedProcess:
     flow = tmp_path / "flow.yaml"
     flow.write_text(textwrap.dedent(flow_text))
-    return subprocess.run([sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir",
-                           str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("processors:\n  - id: a\n    type: [oops\n", "malformed YAML at line "),
-    ("processors:\n  - {id: gen, type: MakeFlowFiles}\n", "processor 'gen': unknown processor type 'MakeFlowFiles'"),
-    ("processors:\n  - {id: gen, type: GenerateFlowFile, properties: {batch_size: many}}\n",
-     "processor 'gen': property 'batch_size': wrong value for an integer property: expected an integer, got 'many'"),
-    ("processors:\n  - {id: gen, type: GenerateFlowFile, scheduling: {run_schedule: often}}\n",
-     "processor 'gen': property 'scheduling.run_schedule'"),
-    ("processors:\n  - {id: fetch, type: FetchFile, properties: {completion_strategy: delete}}\n",
-     "processor 'fetch': property 'allowed_root': completion_strategy delete deletes whatever file the FlowFile's "
-     "attributes name"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("processors:\n  - id: a\n    type: [oops\n", "malformed YAML at line "),
+        (
+            "processors:\n  - {id: gen, type: MakeFlowFiles}\n",
+            "processor 'gen': unknown processor type 'MakeFlowFiles'",
+        ),
+        (
+            "processors:\n  - {id: gen, type: GenerateFlowFile, properties: {batch_size: many}}\n",
+            "processor 'gen': property 'batch_size': wrong value for an integer property: expected an integer, got 'many'",
+        ),
+        (
+            "processors:\n  - {id: gen, type: GenerateFlowFile, scheduling: {run_schedule: often}}\n",
+            "processor 'gen': property 'scheduling.run_schedule'",
+        ),
+        (
+            "processors:\n  - {id: fetch, type: FetchFile, properties: {completion_strategy: delete}}\n",
+            "processor 'fetch': property 'allowed_root': completion_strategy delete deletes whatever file the FlowFile's "
+            "attributes name",
+        ),
+    ],
+)
 def test_custody_run_refuses_a_bad_flow_with_a_clear_error(tmp_path, text, expected):
     result = custody_run(text, tmp_path)
     assert result.returncode == 2
@@ -44,16 +61,34 @@ def test_custody_run_refuses_a_bad_flow_with_a_clear_error(tmp_path, text, expec
 
 
 def small_flow(directory):
-    return parse_flow({
-        "processors": [{"id": "gen", "type": "GenerateFlowFile",
-                        "properties": {"batch_size": 10, "file_size": "64 KB", "unique_flowfiles": True,
-                                       "sequence_attribute": "seq"},
-                        "scheduling": {"yield_duration": "100 ms"}}],
-        "ports": [{"id": "sink", "type": "output"}],
-        # Back-pressure stops the generator at 6 MB queued: room enough on the 16 MB disk
-        # once the ballast is gone, too much while it is there.
-        "connections": [{"id": "backlog", "source": "gen", "destination": "sink",
-                         "back_pressure": {"object_count": 1_000_000, "data_size": "6 MB"}}]})
+    return parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "gen",
+                    "type": "GenerateFlowFile",
+                    "properties": {
+                        "batch_size": 10,
+                        "file_size": "64 KB",
+                        "unique_flowfiles": True,
+                        "sequence_attribute": "seq",
+                    },
+                    "scheduling": {"yield_duration": "100 ms"},
+                }
+            ],
+            "ports": [{"id": "sink", "type": "output"}],
+            # Back-pressure stops the generator at 6 MB queued: room enough on the 16 MB disk
+            # once the ballast is gone, too much while it is there.
+            "connections": [
+                {
+                    "id": "backlog",
+                    "source": "gen",
+                    "destination": "sink",
+                    "back_pressure": {"object_count": 1_000_000, "data_size": "6 MB"},
+                }
+            ],
+        }
+    )
 
 
 def test_one_node_per_data_directory(tmp_path):
@@ -82,8 +117,9 @@ def test_a_full_disk_is_a_clear_error_nothing_is_lost_and_the_flow_resumes(small
     node.resume()
     backlog = node.graph.queues["backlog"]
     try:
-        assert node.wait_until(lambda: node.engine.status()["processors"]["gen"]["failures"] > 0, 60), \
+        assert node.wait_until(lambda: node.engine.status()["processors"]["gen"]["failures"] > 0, 60), (
             "the disk never filled up"
+        )
         error = node.engine.status()["processors"]["gen"]["last_error"]
         assert "full" in error.lower() or "no space" in error.lower(), error
         print("full-disk error:", error)

@@ -24,33 +24,71 @@ from repositories.storage import LocalStorage
 
 def pipeline(out_dir, count, *, sink="put", threshold=500, batch=100):
     processors = [
-        {"id": "gen", "type": "GenerateFlowFile",
-         "properties": {"batch_size": 250, "max_count": count, "sequence_attribute": "seq",
-                        "custom_text": "${seq} payload"}},
+        {
+            "id": "gen",
+            "type": "GenerateFlowFile",
+            "properties": {
+                "batch_size": 250,
+                "max_count": count,
+                "sequence_attribute": "seq",
+                "custom_text": "${seq} payload",
+            },
+        },
         {"id": "tag", "type": "UpdateAttribute", "properties": {"parity": "${seq:mod(2)}"}},
     ]
     connections = [
-        {"id": "backlog", "source": "gen", "destination": "tag", "swap_threshold": threshold, "swap_batch": batch,
-         "back_pressure": {"object_count": 1_000_000}},
+        {
+            "id": "backlog",
+            "source": "gen",
+            "destination": "tag",
+            "swap_threshold": threshold,
+            "swap_batch": batch,
+            "back_pressure": {"object_count": 1_000_000},
+        },
     ]
     ports = []
     if sink == "put":
-        processors.append({"id": "put", "type": "PutFile", "properties": {"directory": str(out_dir), "sync": False},
-                           "auto_terminate": ["success"]})
-        connections += [{"id": "tagged", "source": "tag", "destination": "put", "swap_threshold": threshold,
-                         "swap_batch": batch, "back_pressure": {"object_count": 1_000_000}},
-                        {"source": "put", "relationships": ["failure"], "destination": "put"}]
+        processors.append(
+            {
+                "id": "put",
+                "type": "PutFile",
+                "properties": {"directory": str(out_dir), "sync": False},
+                "auto_terminate": ["success"],
+            }
+        )
+        connections += [
+            {
+                "id": "tagged",
+                "source": "tag",
+                "destination": "put",
+                "swap_threshold": threshold,
+                "swap_batch": batch,
+                "back_pressure": {"object_count": 1_000_000},
+            },
+            {"source": "put", "relationships": ["failure"], "destination": "put"},
+        ]
     else:  # nothing consumes: the FlowFiles pile up in "tagged"
         ports.append({"id": "sink", "type": "output"})
-        connections.append({"id": "tagged", "source": "tag", "destination": "sink", "swap_threshold": threshold,
-                            "swap_batch": batch, "back_pressure": {"object_count": 1_000_000}})
+        connections.append(
+            {
+                "id": "tagged",
+                "source": "tag",
+                "destination": "sink",
+                "swap_threshold": threshold,
+                "swap_batch": batch,
+                "back_pressure": {"object_count": 1_000_000},
+            }
+        )
     return parse_flow({"name": "pipeline", "processors": processors, "connections": connections, "ports": ports})
 
 
 def live_claims(node):
     """Every claim the WAL and the swap files hold for FlowFiles of this node."""
-    claims = [r.content_claim for r in node.shard.wal.records.values()
-              if not r.queue.startswith("__") and r.content_claim is not None]
+    claims = [
+        r.content_claim
+        for r in node.shard.wal.records.values()
+        if not r.queue.startswith("__") and r.content_claim is not None
+    ]
     for queue in node.shard.queues.values():
         for summary in queue.swap_summaries():
             for resource, (count, end) in summary.resources.items():
@@ -64,8 +102,9 @@ def test_a_flow_runs_to_completion_and_the_repositories_agree(tmp_path):
     node = StandaloneNode(pipeline(out, 3000), str(tmp_path / "node"))
     node.start()
     try:
-        assert node.wait_until(lambda: len(ids_in_directory(str(out))) >= 3000 and node.engine.is_idle(), 120), \
+        assert node.wait_until(lambda: len(ids_in_directory(str(out))) >= 3000 and node.engine.is_idle(), 120), (
             node.status()
+        )
     finally:
         node.stop()
     delivery = check_delivery([str(i) for i in range(3000)], ids_in_directory(str(out)))
@@ -121,6 +160,7 @@ class CrashAt(CommitHooks):
     def __init__(self, point):
         def crash(component_id):
             raise SimulatedCrash(point)
+
         super().__init__({point: crash})  # a misspelt point raises UnknownSeam
 
 
@@ -128,19 +168,30 @@ def open_repositories(root, hooks=None):
     queue = FlowFileQueue("q")
     shard = open_shard(LocalStorage(), str(root / "shard"), "s", [queue], checkpoint_interval=None)
     report = shard.recover()
-    content = open_filesystem_content_repository({"c": str(root / "content")},
-                                                 ContentRepositoryConfig(sync_on_close=False))
+    content = open_filesystem_content_repository(
+        {"c": str(root / "content")}, ContentRepositoryConfig(sync_on_close=False)
+    )
     content_report = content.recover(report.live_claims)
-    provenance = ProvenanceRepository(ProvenanceConfig(containers=(str(root / "provenance"),),
-                                                       rollover_check_interval_s=None, age_off_interval_s=None))
+    provenance = ProvenanceRepository(
+        ProvenanceConfig(
+            containers=(str(root / "provenance"),), rollover_check_interval_s=None, age_off_interval_s=None
+        )
+    )
     replayed = reconcile(report.outbox, provenance)
     committer = DurableCommitter(shard, content, provenance, hooks=hooks)
     return queue, shard, content, provenance, committer, content_report, replayed
 
 
 def create_some(queue, shard, content, committer, n=3):
-    session = ProcessSession(component_id="src", component_type="Test", committer=committer, content=content,
-                             shard=shard, outgoing={"success": [queue]}, clock_ms=lambda: 1_000)
+    session = ProcessSession(
+        component_id="src",
+        component_type="Test",
+        committer=committer,
+        content=content,
+        shard=shard,
+        outgoing={"success": [queue]},
+        clock_ms=lambda: 1_000,
+    )
     for i in range(n):
         session.transfer(session.write_bytes(session.create(attributes={"i": str(i)}), b"data %d" % i), "success")
     session.commit()
@@ -194,7 +245,8 @@ def test_a_crash_after_the_wal_keeps_the_commit(tmp_path):
 
 def test_execute_stateless_inside_a_traditional_flow(tmp_path):
     sub = tmp_path / "sub.yaml"
-    sub.write_text(textwrap.dedent("""
+    sub.write_text(
+        textwrap.dedent("""
         processors:
           - {id: upper, type: ReplaceText, properties: {replacement_strategy: prepend, replacement_value: "sub:"}}
           - {id: route, type: RouteOnAttribute, properties: {bad: "${seq:equals('3')}"}}
@@ -208,29 +260,56 @@ def test_execute_stateless_inside_a_traditional_flow(tmp_path):
           - {source: upper, relationships: [failure], destination: failed}
           - {source: route, relationships: [unmatched], destination: out}
           - {source: route, relationships: [bad], destination: failed}
-    """))
+    """)
+    )
     out, failed = tmp_path / "out", tmp_path / "failed"
-    definition = parse_flow({
-        "processors": [
-            {"id": "gen", "type": "GenerateFlowFile",
-             "properties": {"batch_size": 5, "max_count": 5, "sequence_attribute": "seq", "custom_text": "${seq}"}},
-            {"id": "stateless", "type": "ExecuteStateless", "properties": {"flow": str(sub)},
-             "scheduling": {"penalty_duration": "100 ms"}, "auto_terminate": ["original"]},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out)}, "auto_terminate": ["success"]},
-            {"id": "put_failed", "type": "PutFile", "properties": {"directory": str(failed)},
-             "auto_terminate": ["success", "failure"]},
-        ],
-        "connections": [
-            {"source": "gen", "destination": "stateless"},
-            {"source": "stateless", "relationships": ["output"], "destination": "put"},
-            {"source": "stateless", "relationships": ["failure"], "destination": "put_failed"},
-            {"source": "put", "relationships": ["failure"], "destination": "put"},
-        ]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "gen",
+                    "type": "GenerateFlowFile",
+                    "properties": {
+                        "batch_size": 5,
+                        "max_count": 5,
+                        "sequence_attribute": "seq",
+                        "custom_text": "${seq}",
+                    },
+                },
+                {
+                    "id": "stateless",
+                    "type": "ExecuteStateless",
+                    "properties": {"flow": str(sub)},
+                    "scheduling": {"penalty_duration": "100 ms"},
+                    "auto_terminate": ["original"],
+                },
+                {"id": "put", "type": "PutFile", "properties": {"directory": str(out)}, "auto_terminate": ["success"]},
+                {
+                    "id": "put_failed",
+                    "type": "PutFile",
+                    "properties": {"directory": str(failed)},
+                    "auto_terminate": ["success", "failure"],
+                },
+            ],
+            "connections": [
+                {"source": "gen", "destination": "stateless"},
+                {"source": "stateless", "relationships": ["output"], "destination": "put"},
+                {"source": "stateless", "relationships": ["failure"], "destination": "put_failed"},
+                {"source": "put", "relationships": ["failure"], "destination": "put"},
+            ],
+        }
+    )
     node = StandaloneNode(definition, str(tmp_path / "node"))
     node.start()
     try:
-        assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 4 and len(ids_in_directory(str(failed)))
-                               == 1 and node.engine.is_idle(), 60), node.status()
+        assert node.wait_until(
+            lambda: (
+                len(ids_in_directory(str(out))) == 4
+                and len(ids_in_directory(str(failed))) == 1
+                and node.engine.is_idle()
+            ),
+            60,
+        ), node.status()
     finally:
         node.stop()
     assert sorted(ids_in_directory(str(out))) == ["sub:0", "sub:1", "sub:2", "sub:4"]
@@ -271,13 +350,23 @@ def test_back_pressure_and_concurrent_tasks(tmp_path):
             session.transfer(flowfile, "success")
 
     registry = {**PROCESSOR_TYPES, "TestConcurrent": Concurrent}
-    definition = parse_flow({
-        "processors": [
-            {"id": "gen", "type": "GenerateFlowFile", "properties": {"batch_size": 50}},
-            {"id": "work", "type": "TestConcurrent", "scheduling": {"concurrent_tasks": 2},
-             "auto_terminate": ["success"]}],
-        "connections": [{"id": "full", "source": "gen", "destination": "work",
-                         "back_pressure": {"object_count": 200}}]}, registry=registry)
+    definition = parse_flow(
+        {
+            "processors": [
+                {"id": "gen", "type": "GenerateFlowFile", "properties": {"batch_size": 50}},
+                {
+                    "id": "work",
+                    "type": "TestConcurrent",
+                    "scheduling": {"concurrent_tasks": 2},
+                    "auto_terminate": ["success"],
+                },
+            ],
+            "connections": [
+                {"id": "full", "source": "gen", "destination": "work", "back_pressure": {"object_count": 200}}
+            ],
+        },
+        registry=registry,
+    )
     Tracked.active = Tracked.most = Tracked.done = 0
     node = StandaloneNode(definition, str(tmp_path / "node"))
     node.start()

@@ -25,15 +25,30 @@ from flow.stateless import StatelessFlow
 
 def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
     out = tmp_path / "out"
-    definition = parse_flow({
-        "processors": [
-            # `filename` is reserved: this flow lets clients set it, explicitly.
-            {"id": "listen", "type": "ListenHTTP",
-             "properties": {"port": 0, "base_path": "ingest", "header_attributes": "X-Attr-.+|filename",
-                            "reserved_header_attributes": "filename"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
-             "auto_terminate": ["success", "failure"]}],
-        "connections": [{"id": "received", "source": "listen", "destination": "put"}]})
+    definition = parse_flow(
+        {
+            "processors": [
+                # `filename` is reserved: this flow lets clients set it, explicitly.
+                {
+                    "id": "listen",
+                    "type": "ListenHTTP",
+                    "properties": {
+                        "port": 0,
+                        "base_path": "ingest",
+                        "header_attributes": "X-Attr-.+|filename",
+                        "reserved_header_attributes": "filename",
+                    },
+                },
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": str(out)},
+                    "auto_terminate": ["success", "failure"],
+                },
+            ],
+            "connections": [{"id": "received", "source": "listen", "destination": "put"}],
+        }
+    )
     node = StandaloneNode(definition, str(tmp_path / "node"))
     node.start()
     try:
@@ -41,8 +56,12 @@ def test_posted_data_is_durable_before_the_200_and_reaches_the_sink(tmp_path):
         assert listener._server.server_address[0] == "127.0.0.1"
         url = f"http://127.0.0.1:{listener.port}/ingest"
         for index in range(5):
-            request = urllib.request.Request(url, data=f"record {index}".encode(), method="POST",
-                                             headers={"X-Attr-source": "test", "filename": f"r{index}"})
+            request = urllib.request.Request(
+                url,
+                data=f"record {index}".encode(),
+                method="POST",
+                headers={"X-Attr-source": "test", "filename": f"r{index}"},
+            )
             with urllib.request.urlopen(request, timeout=30) as response:
                 assert response.status == 200
             # The 200 came after the commit: the FlowFile is in the WAL now (or already delivered).
@@ -70,16 +89,19 @@ def post(url, body, key=None, timeout=30, headers=None):
         return error.code
 
 
-def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_flowfile_also_after_a_restart(
-        tmp_path):
+def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_flowfile_also_after_a_restart(tmp_path):
     out = tmp_path / "out"
-    definition = parse_flow(yaml.safe_load(textwrap.dedent(f"""
+    definition = parse_flow(
+        yaml.safe_load(
+            textwrap.dedent(f"""
         processors:
           - {{id: listen, type: ListenHTTP, properties: {{port: 0, base_path: ingest}}}}
           - {{id: put, type: PutFile, properties: {{directory: "{out}"}}, auto_terminate: [success, failure]}}
         connections:
           - {{source: listen, destination: put}}
-    """)))
+    """)
+        )
+    )
     for run in range(2):
         node = StandaloneNode(definition, str(tmp_path / "node"))
         node.start()
@@ -101,14 +123,22 @@ def test_a_retry_with_a_committed_idempotency_key_is_answered_without_a_second_f
 
 def test_a_client_whose_request_failed_in_a_stateless_flow_gets_503_and_its_retry_is_taken():
     # The first attempt carries an attribute the flow routes to its failure port.
-    stateless = StatelessFlow(parse_flow({
-        "processors": [
-            {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "ack_timeout": "120 sec"}},
-            {"id": "check", "type": "RouteOnAttribute", "properties": {"poisoned": "${poison:equals('yes')}"}}],
-        "ports": [{"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}],
-        "connections": [{"source": "listen", "destination": "check"},
-                        {"source": "check", "relationships": ["unmatched"], "destination": "out"},
-                        {"source": "check", "relationships": ["poisoned"], "destination": "failed"}]}))
+    stateless = StatelessFlow(
+        parse_flow(
+            {
+                "processors": [
+                    {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "ack_timeout": "120 sec"}},
+                    {"id": "check", "type": "RouteOnAttribute", "properties": {"poisoned": "${poison:equals('yes')}"}},
+                ],
+                "ports": [{"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}],
+                "connections": [
+                    {"source": "listen", "destination": "check"},
+                    {"source": "check", "relationships": ["unmatched"], "destination": "out"},
+                    {"source": "check", "relationships": ["poisoned"], "destination": "failed"},
+                ],
+            }
+        )
+    )
 
     def trigger_until(reached):
         """Trigger until a result is `reached` (the request got in) or 20 s passed."""
@@ -143,21 +173,34 @@ def test_a_client_whose_request_failed_in_a_stateless_flow_gets_503_and_its_retr
 
 def test_a_chunked_post_with_the_bearer_token_reaches_the_sink_whole_and_one_without_never_does(tmp_path):
     out = tmp_path / "out"
-    definition = parse_flow({
-        "processors": [
-            {"id": "listen", "type": "ListenHTTP",
-             "properties": {"port": 0, "base_path": "ingest", "auth_token": "n0de-token"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
-             "auto_terminate": ["success", "failure"]}],
-        "connections": [{"source": "listen", "destination": "put"}]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "listen",
+                    "type": "ListenHTTP",
+                    "properties": {"port": 0, "base_path": "ingest", "auth_token": "n0de-token"},
+                },
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": str(out)},
+                    "auto_terminate": ["success", "failure"],
+                },
+            ],
+            "connections": [{"source": "listen", "destination": "put"}],
+        }
+    )
     node = StandaloneNode(definition, str(tmp_path / "node"))
     node.start()
     try:
         url = f"http://127.0.0.1:{node.graph.processors['listen'].port}/ingest"
         pieces = [b"first piece, ", b"second piece, ", b"last piece"]
         # An iterable body without a Content-Length: urllib sends it chunked.
-        assert post(url, iter(pieces), headers={"Authorization": "Bearer n0de-token",
-                                                "Transfer-Encoding": "chunked"}) == 200
+        assert (
+            post(url, iter(pieces), headers={"Authorization": "Bearer n0de-token", "Transfer-Encoding": "chunked"})
+            == 200
+        )
         assert post(url, b"no token") == 401
         assert post(url, b"wrong token", headers={"Authorization": "Bearer other"}) == 401
         assert node.wait_until(lambda: len(ids_in_directory(str(out))) == 1 and node.engine.is_idle(), 30)
@@ -174,13 +217,24 @@ def test_the_previous_releases_idempotency_keys_are_still_honoured(tmp_path):
     # before payload fingerprints (intake layout version 1; its README says how).
     shutil.copytree(SAMPLE, tmp_path / "sample")
     data, out = tmp_path / "sample" / "data", tmp_path / "out"
-    definition = parse_flow({
-        "processors": [
-            {"id": "listen", "type": "ListenHTTP",
-             "properties": {"port": 0, "base_path": "ingest", "idempotency_key_age": "36500 days"}},
-            {"id": "put", "type": "PutFile", "properties": {"directory": str(out)},
-             "auto_terminate": ["success", "failure"]}],
-        "connections": [{"source": "listen", "destination": "put"}]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "listen",
+                    "type": "ListenHTTP",
+                    "properties": {"port": 0, "base_path": "ingest", "idempotency_key_age": "36500 days"},
+                },
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": str(out)},
+                    "auto_terminate": ["success", "failure"],
+                },
+            ],
+            "connections": [{"source": "listen", "destination": "put"}],
+        }
+    )
     for _run in range(2):
         node = StandaloneNode(definition, str(data))
         node.start()
@@ -196,8 +250,10 @@ def test_the_previous_releases_idempotency_keys_are_still_honoured(tmp_path):
             state = node.shard.get_state("listen")
             assert state["intake.layout"] == "2" and state["key:new-key"].count(":") == 1
             assert {key: value for key, value in state.items() if key.startswith("key:sample-key-")} == {
-                "key:sample-key-1": "1795834226477", "key:sample-key-2": "1795834226494",
-                "key:sample-key-3": "1795834226508"}, "the release before's keys, kept as they were"
+                "key:sample-key-1": "1795834226477",
+                "key:sample-key-2": "1795834226494",
+                "key:sample-key-3": "1795834226508",
+            }, "the release before's keys, kept as they were"
         finally:
             node.stop()
     assert [p.read_bytes() for p in out.glob("*")] == [b"new data"]
@@ -210,12 +266,21 @@ def wal_bytes(data_dir) -> int:
 def test_an_idempotency_key_costs_the_wal_one_entry_not_the_whole_ledger(tmp_path):
     # The ledger holds 400 keys; then a request with a new key must cost the WAL about
     # what one without a key does, plus its own entry (and the delete of the oldest).
-    definition = parse_flow({
-        "processors": [
-            {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "idempotency_max_keys": 400}},
-            {"id": "held", "type": "UpdateAttribute", "properties": {}, "auto_terminate": ["success"],
-             "scheduling": {"run_schedule": "1 hour"}}],
-        "connections": [{"source": "listen", "destination": "held"}]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, "idempotency_max_keys": 400}},
+                {
+                    "id": "held",
+                    "type": "UpdateAttribute",
+                    "properties": {},
+                    "auto_terminate": ["success"],
+                    "scheduling": {"run_schedule": "1 hour"},
+                },
+            ],
+            "connections": [{"source": "listen", "destination": "held"}],
+        }
+    )
     node = StandaloneNode(definition, str(tmp_path / "node"), NodeSettings(checkpoint_interval_s=3600))
     node.start()
     try:
@@ -229,8 +294,10 @@ def test_an_idempotency_key_costs_the_wal_one_entry_not_the_whole_ledger(tmp_pat
             for n in range(10):
                 assert post(url, b"x" * 100, key=f"measured-{n:05d}" if keyed else None) == 200
             costs[keyed] = (wal_bytes(node.data_dir) - before) / 10
-        print(f"WAL bytes a request, the ledger holding 400 keys: {costs[False]:.0f} without a key, "
-              f"{costs[True]:.0f} with one")
+        print(
+            f"WAL bytes a request, the ledger holding 400 keys: {costs[False]:.0f} without a key, "
+            f"{costs[True]:.0f} with one"
+        )
         assert costs[True] - costs[False] < 1024, costs
     finally:
         node.stop()

@@ -66,8 +66,15 @@ def test_a_million_flowfiles_stay_under_the_memory_bound(tmp_path):
     reset_peak()
     baseline = rss_mb()
     for start in range(0, TOTAL, PER_COMMIT):
-        session = ProcessSession(component_id="gen", component_type="Test", committer=committer,
-                                 content=None, shard=shard, outgoing={"success": [queue]}, clock_ms=lambda: 1_000)
+        session = ProcessSession(
+            component_id="gen",
+            component_type="Test",
+            committer=committer,
+            content=None,
+            shard=shard,
+            outgoing={"success": [queue]},
+            clock_ms=lambda: 1_000,
+        )
         for index in range(start, start + PER_COMMIT):
             session.transfer(session.create(attributes={"index": str(index)}), "success")
         session.commit()
@@ -77,8 +84,10 @@ def test_a_million_flowfiles_stay_under_the_memory_bound(tmp_path):
     assert queue.in_memory() <= 20_000
     assert summary.swap_files >= 98 and summary.swapped_count >= TOTAL - 20_000
     assert len(shard.wal.records) <= 20_000 + 1, "the WAL's live map holds only what is in memory"
-    print(f"1M FlowFiles: peak RSS grew {grown:.0f} MB (bound {MEMORY_BOUND_MB} MB), "
-          f"{queue.in_memory()} in memory, {summary.swap_files} swap files")
+    print(
+        f"1M FlowFiles: peak RSS grew {grown:.0f} MB (bound {MEMORY_BOUND_MB} MB), "
+        f"{queue.in_memory()} in memory, {summary.swap_files} swap files"
+    )
     assert grown < MEMORY_BOUND_MB
     shard.wal.checkpoint()
     shard.wal.close()

@@ -95,10 +95,14 @@ REGISTRY = {**PROCESSOR_TYPES, AckingSource.type_name: AckingSource, Downstream.
 
 
 def definition(broker_name, stateless=False):
-    processors = [{"id": "source", "type": "TestAckingSource", "properties": {"broker": broker_name}},
-                  {"id": "sink", "type": "TestDownstream"}]
-    connections = [{"id": "to-sink", "source": "source", "destination": "sink"},
-                   {"source": "sink", "destination": "out"}]
+    processors = [
+        {"id": "source", "type": "TestAckingSource", "properties": {"broker": broker_name}},
+        {"id": "sink", "type": "TestDownstream"},
+    ]
+    connections = [
+        {"id": "to-sink", "source": "source", "destination": "sink"},
+        {"source": "sink", "destination": "out"},
+    ]
     ports = [{"id": "out", "type": "output"}]
     return parse_flow({"processors": processors, "connections": connections, "ports": ports}, registry=REGISTRY)
 

@@ -36,6 +36,7 @@ class CrashAt(CommitHooks):
                 if left[0] is not None:
                     left[0] -= 1
                 raise SimulatedCrash(f"{point} of {component_id}")
+
         super().__init__({point: crash})
 
 
@@ -45,21 +46,28 @@ class Node:
 
     def __init__(self, root, queues, hooks=None):
         self.queues = {name: FlowFileQueue(name) for name in queues}
-        self.shard = open_shard(LocalStorage(), str(root / "shard"), "s", self.queues.values(),
-                                checkpoint_interval=None)
+        self.shard = open_shard(
+            LocalStorage(), str(root / "shard"), "s", self.queues.values(), checkpoint_interval=None
+        )
         report = self.shard.recover()
-        self.content = open_filesystem_content_repository({"c": str(root / "content")},
-                                                          ContentRepositoryConfig(sync_on_close=False))
+        self.content = open_filesystem_content_repository(
+            {"c": str(root / "content")}, ContentRepositoryConfig(sync_on_close=False)
+        )
         self.content.recover(report.live_claims)
         self.committer = DurableCommitter(self.shard, self.content, None, hooks=hooks)
 
     def trigger(self, processor, context, incoming=(), outgoing=None):
         """Run one task as the traditional engine does (commit what the processor left open)."""
-        session = ProcessSession(component_id=processor.id, component_type=processor.type_name,
-                                 committer=self.committer, content=self.content, shard=self.shard,
-                                 incoming=[self.queues[q] for q in incoming],
-                                 outgoing={r: [self.queues[q]] for r, q in (outgoing or {}).items()},
-                                 clock_ms=lambda: 1_000)
+        session = ProcessSession(
+            component_id=processor.id,
+            component_type=processor.type_name,
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=[self.queues[q] for q in incoming],
+            outgoing={r: [self.queues[q]] for r, q in (outgoing or {}).items()},
+            clock_ms=lambda: 1_000,
+        )
         processor.on_trigger(context, session)
         if not session.is_closed:
             session.commit() if session.touched else session.rollback()
@@ -75,11 +83,22 @@ class Node:
 
 
 def processor(type_name, processor_id, properties, loader=None):
-    definition = parse_flow({"processors": [{"id": processor_id, "type": type_name, "properties": properties,
-                                             "auto_terminate": list(PROCESSOR_TYPES[type_name].relationships)}]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": processor_id,
+                    "type": type_name,
+                    "properties": properties,
+                    "auto_terminate": list(PROCESSOR_TYPES[type_name].relationships),
+                }
+            ]
+        }
+    )
     instance = PROCESSOR_TYPES[type_name](processor_id)
-    context = ProcessContext(processor_id, definition.processors[processor_id].properties, {},
-                             stateless_flows=loader, has_incoming=False)
+    context = ProcessContext(
+        processor_id, definition.processors[processor_id].properties, {}, stateless_flows=loader, has_incoming=False
+    )
     instance.on_scheduled(context)
     return instance, context
 
@@ -163,14 +182,16 @@ def test_fetch_file_finishes_a_delete_a_crash_cut_short_and_list_file_lists_once
 def get_file_sub_flow(tmp_path, inbox):
     """A stateless sub-flow in which GetFile takes the files of `inbox` to an output port."""
     sub = tmp_path / "sub.yaml"
-    sub.write_text(textwrap.dedent(f"""
+    sub.write_text(
+        textwrap.dedent(f"""
         processors:
           - {{id: get, type: GetFile, properties: {{input_directory: "{inbox}"}}}}
         ports:
           - {{id: out, type: output}}
         connections:
           - {{source: get, destination: out}}
-    """))
+    """)
+    )
     return sub
 
 

@@ -47,9 +47,20 @@ AFTER_DEATH = 8.0  # seconds of writing after the kill: past the NameNode's 1 to
 def pipeline_of(hdfs_cluster, path: str) -> list[int]:
     """The DataNodes (harness indexes) of the open last block of `path`, in pipeline
     order, as the NameNode reports them (Hadoop's fsck)."""
-    argv = [java_binary(), "-Xmx128m", "-cp", f"{hdfs_cluster.workdir / 'client-conf'}:{hadoop_jars()}/*",
-            "org.apache.hadoop.hdfs.tools.DFSck", "-fs", hdfs_cluster.url, path, "-files", "-blocks", "-locations",
-            "-openforwrite"]
+    argv = [
+        java_binary(),
+        "-Xmx128m",
+        "-cp",
+        f"{hdfs_cluster.workdir / 'client-conf'}:{hadoop_jars()}/*",
+        "org.apache.hadoop.hdfs.tools.DFSck",
+        "-fs",
+        hdfs_cluster.url,
+        path,
+        "-files",
+        "-blocks",
+        "-locations",
+        "-openforwrite",
+    ]
     report = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
     ports = [int(port) for port in re.findall(r"DatanodeInfoWithStorage\[[\d.]+:(\d+),", report)]
     index = {hdfs_cluster.ports[f"dn{i}_data"]: i for i in range(hdfs_cluster.datanode_count)}
@@ -71,8 +82,16 @@ class Writer(threading.Thread):
         number = 0
         while not self.stop.is_set():
             began = time.monotonic()
-            record = FlowFileRecord(f"ff-{number}", {"n": str(number)}, ContentClaim(ResourceClaim("c", 1, "r1"),
-                                    number, 1), "q1", 1, 1000 + number, 1000, 0)
+            record = FlowFileRecord(
+                f"ff-{number}",
+                {"n": str(number)},
+                ContentClaim(ResourceClaim("c", 1, "r1"), number, 1),
+                "q1",
+                1,
+                1000 + number,
+                1000,
+                0,
+            )
             try:
                 self.wal.update([Put(record)])
             except Exception as error:  # noqa: BLE001 - rolled back: the engine retries it
@@ -118,15 +137,18 @@ def test_a_writer_hsyncing_through_a_killed_datanode_pauses_about_one_deadline(h
             hdfs_cluster.restart_datanode(victim)
     pause = longest_pause(writer.acked, killed_at, ended_at)
     failures = [f"+{at - killed_at:.2f}s {what}" for at, what in writer.failures]
-    print(f"\nDataNode {victim} ({['first', 'second'][position]} of the journal's pipeline) killed: longest "
-          f"pause {pause:.2f}s (bound {PAUSE_BOUND}s, margin {PAUSE_BOUND - pause:.2f}s); "
-          f"{sum(1 for at in writer.acked if at > killed_at)} transactions after it; failures: {failures}")
+    print(
+        f"\nDataNode {victim} ({['first', 'second'][position]} of the journal's pipeline) killed: longest "
+        f"pause {pause:.2f}s (bound {PAUSE_BOUND}s, margin {PAUSE_BOUND - pause:.2f}s); "
+        f"{sum(1 for at in writer.acked if at > killed_at)} transactions after it; failures: {failures}"
+    )
     assert pause <= PAUSE_BOUND, f"the writer stood still {pause:.2f}s after DataNode {victim} died: {failures}"
     assert [at for at in writer.acked if at > killed_at + AFTER_DEATH - 1], "commits must go on to the end"
     # Every acknowledged transaction is durable: a fresh reader (another client) sees all.
     wal.close()
-    reader = WriteAheadLog(HdfsStorage(hdfs_cluster.url, hdfs_cluster.client_config), directory, partitions=1,
-                           checkpoint_interval=None)
+    reader = WriteAheadLog(
+        HdfsStorage(hdfs_cluster.url, hdfs_cluster.client_config), directory, partitions=1, checkpoint_interval=None
+    )
     recovered = reader.recover()
     reader.close()
     assert set(writer.acked_ids) <= set(recovered), "an acknowledged transaction was lost"

@@ -64,8 +64,11 @@ def test_a_node_with_an_hdfs_user_owns_its_data_and_nobody_else_reads_it(flow_cl
     entries = list(superuser.list_status(root, recursive=True))
     files = [entry for entry in entries if not entry.isdir]
     assert len(files) >= 3, [entry.path for entry in entries]
-    wrong = [(entry.path, entry.owner, oct(entry.permission)) for entry in entries
-             if entry.owner != "custody" or entry.permission != (0o700 if entry.isdir else 0o600)]
+    wrong = [
+        (entry.path, entry.owner, oct(entry.permission))
+        for entry in entries
+        if entry.owner != "custody" or entry.permission != (0o700 if entry.isdir else 0o600)
+    ]
     assert wrong == [], wrong
 
     done = subprocess.run(

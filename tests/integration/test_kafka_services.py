@@ -56,8 +56,14 @@ def read_all(broker: KafkaBroker, topic: str, isolation: str = "read_committed")
     the partition's end (transaction markers and aborted records count towards it)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"reader-{uuid.uuid4().hex}",
-                         "isolation.level": isolation, "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"reader-{uuid.uuid4().hex}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
     try:
         partition = TopicPartition(topic, 0, 0)
         consumer.assign([partition])
@@ -125,8 +131,11 @@ def test_the_compose_healthcheck_probe_answers_only_for_a_serving_broker(kafka_b
     assert test[:3] == ["CMD", "custody-probe", "9092"]
 
     def probe(port: int) -> int:
-        return subprocess.run(["bash", str(ROOT / "cluster" / "docker" / "probe.sh"), str(port), *test[3:]],
-                              capture_output=True, timeout=10).returncode
+        return subprocess.run(
+            ["bash", str(ROOT / "cluster" / "docker" / "probe.sh"), str(port), *test[3:]],
+            capture_output=True,
+            timeout=10,
+        ).returncode
 
     assert probe(kafka_broker.ports["broker"]) == 0
     assert probe(free_ports(1)[0]) == 1
@@ -136,8 +145,13 @@ def test_custody_services_up_only_kafka_starts_a_broker_and_down_stops_it(tmp_pa
     workdir = tmp_path / "services"
 
     def custody(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([CUSTODY, "services", "--workdir", str(workdir), *args], capture_output=True,
-                              text=True, timeout=300, env=dict(os.environ))
+        return subprocess.run(
+            [CUSTODY, "services", "--workdir", str(workdir), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ),
+        )
 
     try:
         up = custody("up", "--only", "kafka")

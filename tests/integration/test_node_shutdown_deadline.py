@@ -27,8 +27,9 @@ SHUTDOWN_TIMEOUT = 3.0
 
 def test_a_node_whose_hdfs_stands_still_stops_within_its_deadline(flow_cluster, hdfs_cluster):
     # io_timeout far past the deadline: only the deadline can end the stop in time.
-    node = flow_cluster.start("n1", count=300, sections={"node": {"shutdown_timeout": SHUTDOWN_TIMEOUT},
-                                                          "hdfs": {"io_timeout": 120.0}})
+    node = flow_cluster.start(
+        "n1", count=300, sections={"node": {"shutdown_timeout": SHUTDOWN_TIMEOUT}, "hdfs": {"io_timeout": 120.0}}
+    )
     node.wait("joined", timeout=90)
     wait_until(lambda: flow_cluster.delivered() >= 20, 90, "n1 to deliver its first FlowFiles")
     session_file = session_path(flow_cluster.directories["n1"])

@@ -20,8 +20,10 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow]
 def processor_states(cluster, incarnation: str) -> dict[str, dict[str, str]]:
     """shard -> processor -> state, as the admin API of `incarnation`'s node answers."""
     api = Api(cluster.heartbeats()[incarnation].admin, None)
-    return {shard: {p["processor"]: p["state"] for p in processors}
-            for shard, processors in api.json("GET", "/api/v1/node/processors").items()}
+    return {
+        shard: {p["processor"]: p["state"] for p in processors}
+        for shard, processors in api.json("GET", "/api/v1/node/processors").items()
+    }
 
 
 def put_state(cluster, incarnation: str, shard: str) -> str | None:
@@ -68,16 +70,18 @@ def test_a_stopped_processor_stays_stopped_after_a_restart_and_on_the_adopter_un
     wait_until(lambda: put_state(cluster, n2.incarnation, second) is not None, 90, f"n2 to adopt {second}")
     assert put_state(cluster, n2.incarnation, second) == "STOPPED"
     assert cluster.shard(second).state is ShardState.DRAINING
-    wait_until(lambda: cluster.queued(n2.incarnation, SWAPPED_QUEUE, shard=second) > 0, 30,
-               f"n2's heartbeat to show {second}'s queue held before put")
+    wait_until(
+        lambda: cluster.queued(n2.incarnation, SWAPPED_QUEUE, shard=second) > 0,
+        30,
+        f"n2's heartbeat to show {second}'s queue held before put",
+    )
     assert all(put_state(cluster, n2.incarnation, shard) == "STOPPED" for shard in (first, second))
     assert cluster.delivered() >= delivered  # n2's own shard kept delivering meanwhile
 
     # Started again, on the adopter: both of n1's shards run `put`, drain and retire.
     adopter = Api(cluster.heartbeats()[n2.incarnation].admin, None)
     assert adopter.json("POST", f"/api/v1/processors/{second}/put/start")["state"] == "RUNNING"
-    wait_until(lambda: put_state(cluster, n2.incarnation, first) in ("RUNNING", None), 30,
-               f"put to run in {first} too")
+    wait_until(lambda: put_state(cluster, n2.incarnation, first) in ("RUNNING", None), 30, f"put to run in {first} too")
     for shard in (first, second):
         wait_until(lambda: cluster.shard(shard).state is ShardState.RETIRED, 120, f"{shard} to drain and retire")  # noqa: B023
     cluster.wait_settled()

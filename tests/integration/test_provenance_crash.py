@@ -126,8 +126,11 @@ def run_child(tmp_path, seam, *, occurrence=1, life="first"):
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    child = subprocess.Popen([sys.executable, str(script), str(tmp_path / "repo"), seam, str(marker), str(acks),
-                              str(occurrence), life], env=env, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "repo"), seam, str(marker), str(acks), str(occurrence), life],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
     try:
         if seam == "none":
             wait_for(lambda: acks.exists() and acks.read_text().count("\n") >= 200, 60, "ingest")
@@ -156,10 +159,16 @@ def restart_and_check(tmp_path, acked, *, recovered: bool, by_uuid: bool = False
     ids unique, and every event searchable exactly once (with `by_uuid`, also by a
     query for its uuid)."""
     root = tmp_path / "repo"
-    config = ProvenanceConfig(containers=(str(root / "c0"), str(root / "c1")), journals_per_container=2,
-                              rollover=RolloverPolicy(max_age_s=None, max_bytes=None),
-                              rollover_check_interval_s=None, age_off_interval_s=None,
-                              index_heap_bytes=15_000_000, index_threads=1, compression_threads=1)
+    config = ProvenanceConfig(
+        containers=(str(root / "c0"), str(root / "c1")),
+        journals_per_container=2,
+        rollover=RolloverPolicy(max_age_s=None, max_bytes=None),
+        rollover_check_interval_s=None,
+        age_off_interval_s=None,
+        index_heap_bytes=15_000_000,
+        index_threads=1,
+        compression_threads=1,
+    )
     repo = ProvenanceRepository(config)
     try:
         repo.wait_idle(60)
@@ -189,8 +198,16 @@ def restart_and_check(tmp_path, acked, *, recovered: bool, by_uuid: bool = False
         repo.close()
 
 
-@pytest.mark.parametrize("seam", [seams.MERGE_JOURNALS_READ, seams.MERGE_BEFORE_COMMIT,
-                                  seams.MERGE_BEFORE_JOURNAL_DELETE, seams.INDEX_BEFORE_MANIFEST, "none"])
+@pytest.mark.parametrize(
+    "seam",
+    [
+        seams.MERGE_JOURNALS_READ,
+        seams.MERGE_BEFORE_COMMIT,
+        seams.MERGE_BEFORE_JOURNAL_DELETE,
+        seams.INDEX_BEFORE_MANIFEST,
+        "none",
+    ],
+)
 def test_sigkill_then_restart_loses_and_duplicates_nothing(tmp_path, seam):
     acked = run_child(tmp_path, seam)
     assert acked

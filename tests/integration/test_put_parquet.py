@@ -30,13 +30,17 @@ class Refused(Exception):
 
 def put_parquet(tmp_path, spark, **properties):
     properties = {"directory": str(tmp_path / "dataset"), "record_format": "json", **properties}
-    definition = parse_flow({"processors": [{"id": "put", "type": "PutParquet", "properties": properties,
-                                             "auto_terminate": ["success", "failure"]}]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {"id": "put", "type": "PutParquet", "properties": properties, "auto_terminate": ["success", "failure"]}
+            ]
+        }
+    )
     services = ServiceRegistry()
     services.register("spark", lambda: spark)
     services.register("spark.staging", lambda: SparkStaging(LocalStorage(), str(tmp_path / "staging"), "file://"))
-    context = ProcessContext("put", definition.processors["put"].properties, {}, services=services,
-                             has_incoming=True)
+    context = ProcessContext("put", definition.processors["put"].properties, {}, services=services, has_incoming=True)
     return PROCESSOR_TYPES["PutParquet"]("put"), context
 
 
@@ -45,10 +49,18 @@ def records(first: int, count: int = 3) -> bytes:
 
 
 def trigger(durable, processor, context):
-    session = ProcessSession(component_id="put", component_type="PutParquet", committer=durable.committer,
-                             content=durable.content, shard=durable.shard, incoming=[durable.queue],
-                             auto_terminated=["success", "failure"], clock_ms=durable.clock_ms,
-                             gate=durable.committer.gate, penalty_ms=0)
+    session = ProcessSession(
+        component_id="put",
+        component_type="PutParquet",
+        committer=durable.committer,
+        content=durable.content,
+        shard=durable.shard,
+        incoming=[durable.queue],
+        auto_terminated=["success", "failure"],
+        clock_ms=durable.clock_ms,
+        gate=durable.committer.gate,
+        penalty_ms=0,
+    )
     processor.on_trigger(context, session)
     if not session.is_closed:
         session.commit() if session.touched else session.rollback()
@@ -81,8 +93,9 @@ def test_a_batch_retried_after_its_commit_failed_is_written_once(tmp_path, spark
     assert durable.queue.count == 0
     assert ids_in(tmp_path / "dataset") == Counter(range(12)), "a record was lost or written twice"
     assert not list((tmp_path / "dataset" / "_custody" / "batches").iterdir()), "a finished batch's manifest stayed"
-    names = sorted(path.relative_to(tmp_path / "dataset").as_posix()
-                   for path in (tmp_path / "dataset").rglob("*.parquet"))
+    names = sorted(
+        path.relative_to(tmp_path / "dataset").as_posix() for path in (tmp_path / "dataset").rglob("*.parquet")
+    )
     assert {name.split("/")[0] for name in names} == {"day=d0", "day=d1"}
     assert all(name.split("/")[1].startswith("part-") for name in names)
     assert len({name.split("/")[1].split("-")[1] for name in names}) == 2, names  # two batches

@@ -69,8 +69,9 @@ def clustered(tmp_path, hdfs_cluster, hdfs_store, spark_local):
     storage = hdfs_store.storage
     content = CountingContent(open_node_content(storage, layout, INCARNATION, str(tmp_path / "local")))
     queue, results = FlowFileQueue("in", swap_threshold=1 << 30), FlowFileQueue("out", swap_threshold=1 << 30)
-    shard = open_shard(LocalStorage(), str(tmp_path / "shard"), INCARNATION.id, [queue, results],
-                       checkpoint_interval=None)
+    shard = open_shard(
+        LocalStorage(), str(tmp_path / "shard"), INCARNATION.id, [queue, results], checkpoint_interval=None
+    )
     shard.recover()
     staging = SparkStaging(storage, f"{layout.hdfs_cluster}/spark", hdfs_cluster.url)
     services = ServiceRegistry()
@@ -90,10 +91,18 @@ class Node:
     def session(self, gate=None) -> ProcessSession:
         """`success` and `failure` both go to `results` (a test tells them by `spark.error`)."""
         committer = DurableCommitter(self.shard, self.content, None, outbox=False, gate=gate)
-        return ProcessSession(component_id="sql", component_type="ExecuteSparkSQL", committer=committer,
-                              content=self.content, shard=self.shard, incoming=[self.queue],
-                              outgoing={"in": [self.queue], "success": [self.results], "failure": [self.results]},
-                              auto_terminated=("original",), clock_ms=lambda: int(time.time() * 1000), gate=gate)
+        return ProcessSession(
+            component_id="sql",
+            component_type="ExecuteSparkSQL",
+            committer=committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=[self.queue],
+            outgoing={"in": [self.queue], "success": [self.results], "failure": [self.results]},
+            auto_terminated=("original",),
+            clock_ms=lambda: int(time.time() * 1000),
+            gate=gate,
+        )
 
     def load(self, payloads) -> None:
         loading = self.session()
@@ -104,11 +113,27 @@ class Node:
 
     def run(self, gate=None, **properties) -> list:
         """One batch through ExecuteSparkSQL, committed; the outputs it queued."""
-        definition = parse_flow({"processors": [{"id": "sql", "type": "ExecuteSparkSQL", "properties": {
-            "sql": QUERY, "record_format": "json", "batch_size": 1000, "output_partitions": 2, **properties},
-            "auto_terminate": ["success", "original", "failure"]}]})
-        context = ProcessContext("sql", definition.processors["sql"].properties, {}, services=self.services,
-                                 has_incoming=True)
+        definition = parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": "sql",
+                        "type": "ExecuteSparkSQL",
+                        "properties": {
+                            "sql": QUERY,
+                            "record_format": "json",
+                            "batch_size": 1000,
+                            "output_partitions": 2,
+                            **properties,
+                        },
+                        "auto_terminate": ["success", "original", "failure"],
+                    }
+                ]
+            }
+        )
+        context = ProcessContext(
+            "sql", definition.processors["sql"].properties, {}, services=self.services, has_incoming=True
+        )
         work = self.session(gate)
         self.processor = ExecuteSparkSQL("sql")
         self.processor.on_trigger(context, work)
@@ -118,20 +143,33 @@ class Node:
 
 
 def payloads(files: int, records: int) -> list[bytes]:
-    return [b"".join(json.dumps({"id": f * records + r, "name": f"n{f}-{r}"}).encode() + b"\n"
-                     for r in range(records)) for f in range(files)]
+    return [
+        b"".join(json.dumps({"id": f * records + r, "name": f"n{f}-{r}"}).encode() + b"\n" for r in range(records))
+        for f in range(files)
+    ]
 
 
 def records_of(node, flowfiles) -> list[dict]:
-    return sorted((json.loads(line) for flowfile in flowfiles
-                   for line in node.content.read(flowfile.content_claim).splitlines() if line),
-                  key=lambda record: record["id"])
+    return sorted(
+        (
+            json.loads(line)
+            for flowfile in flowfiles
+            for line in node.content.read(flowfile.content_claim).splitlines()
+            if line
+        ),
+        key=lambda record: record["id"],
+    )
 
 
 def container_files(node) -> set[str]:
     root = f"{node.layout.hdfs_content}/{INCARNATION.id}/{INCARNATION.id}"
-    return {entry.path for section in node.storage.list(root) if section.is_dir
-            for entry in node.storage.list(section.path) if not entry.is_dir}
+    return {
+        entry.path
+        for section in node.storage.list(root)
+        if section.is_dir
+        for entry in node.storage.list(section.path)
+        if not entry.is_dir
+    }
 
 
 def test_claims_go_to_spark_by_reference_and_its_output_comes_back_as_hdfs_only_claims(clustered):
@@ -153,8 +191,13 @@ def test_claims_go_to_spark_by_reference_and_its_output_comes_back_as_hdfs_only_
         assert node.content.claimant_count(claim) == 1
     assert node.queue.count == 0  # the inputs left with the commit that made the outputs
     # Small JSON-lines claims: copied by the executors into one shared staging file.
-    assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 6, "copied_by_node": 0,
-                                                "vouched_by_hdfs": 0, "joined_by_executors": 6}
+    assert node.processor.last_batch_inputs == {
+        "in_place": 0,
+        "copied_by_executors": 6,
+        "copied_by_node": 0,
+        "vouched_by_hdfs": 0,
+        "joined_by_executors": 6,
+    }
     assert not node.storage.list(node.staging.processor_directory(INCARNATION.id, "sql")), "staging was left"
 
 
@@ -164,8 +207,9 @@ def test_a_record_that_does_not_parse_sends_a_joined_batch_to_failure_whole_and_
     node.load(sent)
     outputs = node.run()
     assert node.processor.last_batch_inputs["joined_by_executors"] == 4  # one staging file for the four
-    assert len(outputs) == 4 and all("MALFORMED_RECORD" in flowfile.attributes.get("spark.error", "")
-                                     for flowfile in outputs), [f.attributes.get("spark.error") for f in outputs]
+    assert len(outputs) == 4 and all(
+        "MALFORMED_RECORD" in flowfile.attributes.get("spark.error", "") for flowfile in outputs
+    ), [f.attributes.get("spark.error") for f in outputs]
     assert sorted(node.content.read(flowfile.content_claim) for flowfile in outputs) == sorted(sent)
     assert node.queue.count == 0
 
@@ -176,8 +220,13 @@ def test_claims_that_fill_their_resource_files_are_read_where_they_are(clustered
     assert all(len(payload) > REPLICATED_RESOURCE_SIZE for payload in big)
     node.load(big)
     outputs = node.run(sql="SELECT id, _attr_filename AS source FROM flowfiles", attribute_columns="filename")
-    assert node.processor.last_batch_inputs == {"in_place": 3, "copied_by_executors": 0, "copied_by_node": 0,
-                                                "vouched_by_hdfs": 3, "joined_by_executors": 0}  # not read before
+    assert node.processor.last_batch_inputs == {
+        "in_place": 3,
+        "copied_by_executors": 0,
+        "copied_by_node": 0,
+        "vouched_by_hdfs": 3,
+        "joined_by_executors": 0,
+    }  # not read before
     assert node.content.reads == []
     assert records_of(node, outputs) == [{"id": n, "source": f"f{n // 40_000}"} for n in range(120_000)]
 
@@ -195,8 +244,7 @@ def test_an_input_damaged_on_hdfs_is_staged_by_the_node_from_its_local_copy(clus
     node = clustered
     node.load(payloads(4, 10))
     node.content.reads.clear()
-    claim = next(record.content_claim for record in node.shard.wal.records.values()
-                 if record.content_claim is not None)
+    claim = next(record.content_claim for record in node.shard.wal.records.values() if record.content_claim is not None)
     node.content.replicas.seal(claim.resource)
     path = resource_path(f"{node.layout.hdfs_content}/{INCARNATION.id}/{INCARNATION.id}", claim.resource)
     damaged = bytearray(node.storage.read(path))
@@ -208,13 +256,17 @@ def test_an_input_damaged_on_hdfs_is_staged_by_the_node_from_its_local_copy(clus
         outputs = node.run()
     assert [r for r in caplog.records if "could not be read from HDFS on the executors" in r.getMessage()]
     assert node.content.reads == [claim]  # the node read the damaged one itself, from its local copy
-    assert node.processor.last_batch_inputs == {"in_place": 0, "copied_by_executors": 3, "copied_by_node": 1,
-                                                "vouched_by_hdfs": 0, "joined_by_executors": 3}
+    assert node.processor.last_batch_inputs == {
+        "in_place": 0,
+        "copied_by_executors": 3,
+        "copied_by_node": 1,
+        "vouched_by_hdfs": 0,
+        "joined_by_executors": 3,
+    }
     assert [record["id"] for record in records_of(node, outputs)] == list(range(40))
 
 
-def test_an_input_rewritten_on_hdfs_is_not_vouched_for_and_is_staged_by_the_node_from_its_local_copy(clustered,
-                                                                                                     caplog):
+def test_an_input_rewritten_on_hdfs_is_not_vouched_for_and_is_staged_by_the_node_from_its_local_copy(clustered, caplog):
     """A claim that fills its resource file is read in place unread only while HDFS's
     whole-file CRC equals the one its checksum records compose. Rewritten through the
     HDFS API, the file's HDFS CRCs describe the new bytes: the CRCs disagree, the
@@ -223,8 +275,9 @@ def test_an_input_rewritten_on_hdfs_is_not_vouched_for_and_is_staged_by_the_node
     big = payloads(3, 40_000)
     node.load(big)
     node.content.reads.clear()
-    claim = next(record.content_claim for record in node.shard.wal.records.values()
-                 if record.attributes.get("filename") == "f1")
+    claim = next(
+        record.content_claim for record in node.shard.wal.records.values() if record.attributes.get("filename") == "f1"
+    )
     node.content.replicas.seal(claim.resource)
     path = resource_path(f"{node.layout.hdfs_content}/{INCARNATION.id}/{INCARNATION.id}", claim.resource)
     assert claim.offset == 0 and node.storage.status(path).length == claim.length
@@ -235,8 +288,13 @@ def test_an_input_rewritten_on_hdfs_is_not_vouched_for_and_is_staged_by_the_node
         out.write(bytes(damaged))
     with caplog.at_level(logging.WARNING):
         outputs = node.run()
-    assert node.processor.last_batch_inputs == {"in_place": 2, "copied_by_executors": 0, "copied_by_node": 1,
-                                                "vouched_by_hdfs": 2, "joined_by_executors": 0}
+    assert node.processor.last_batch_inputs == {
+        "in_place": 2,
+        "copied_by_executors": 0,
+        "copied_by_node": 1,
+        "vouched_by_hdfs": 2,
+        "joined_by_executors": 0,
+    }
     assert [r for r in caplog.records if "could not be read from HDFS on the executors" in r.getMessage()]
     assert node.content.reads == [claim]  # the node read the damaged one itself, from its local copy
     assert [record["id"] for record in records_of(node, outputs)] == list(range(120_000))

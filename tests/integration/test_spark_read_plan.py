@@ -49,8 +49,9 @@ def run(spark, out, inputs, query: str, *, cores: int, fixed: bool) -> tuple[boo
     read_batch(session, inputs).createOrReplaceTempView("flowfiles")
     arranged = arrange(session.sql(query), PARTITIONS, deterministic=True)
     write_records(arranged, f"file://{out}", "json")
-    parts = sorted((part_index(path.name), path.read_bytes()) for path in out.iterdir()
-                   if part_index(path.name) is not None)
+    parts = sorted(
+        (part_index(path.name), path.read_bytes()) for path in out.iterdir() if part_index(path.name) is not None
+    )
     return is_narrow(arranged), [data for _, data in parts]
 
 

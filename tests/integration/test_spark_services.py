@@ -43,7 +43,8 @@ def test_standalone_cluster_reads_a_file_from_hdfs(spark_standalone, hdfs_cluste
     # process, as `spark-submit` would run it, leaving the embedded session to others.
     result = subprocess.run(
         [sys.executable, str(script), spark_standalone.master_url, f"{hdfs_cluster.url}{path}"],
-        capture_output=True, timeout=300,
+        capture_output=True,
+        timeout=300,
     )
     output = result.stdout.decode(errors="replace")
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]

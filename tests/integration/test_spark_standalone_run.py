@@ -52,11 +52,32 @@ def start_node(spark_standalone, tmp_path, flow_text: str):
     env = {**os.environ, **spark_environment()}
     with open(log_path, "w") as log:
         node = subprocess.Popen(
-            [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(tmp_path / "node"),
-             "--name", "spark-solo", "--spark-master", spark_standalone.master_url,
-             "--spark-conf", "spark.cores.max=1", "--spark-conf", "spark.executor.memory=512m",
-             "--spark-conf", "spark.driver.host=127.0.0.1", "--spark-conf", "spark.driver.bindAddress=127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env)
+            [
+                sys.executable,
+                "-m",
+                "cluster.cli",
+                "run",
+                "--flow",
+                str(flow),
+                "--data-dir",
+                str(tmp_path / "node"),
+                "--name",
+                "spark-solo",
+                "--spark-master",
+                spark_standalone.master_url,
+                "--spark-conf",
+                "spark.cores.max=1",
+                "--spark-conf",
+                "spark.executor.memory=512m",
+                "--spark-conf",
+                "spark.driver.host=127.0.0.1",
+                "--spark-conf",
+                "spark.driver.bindAddress=127.0.0.1",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     return node, log_path
 
 
@@ -103,8 +124,11 @@ def test_custody_run_runs_its_spark_processors_on_a_standalone_master(spark_stan
 def test_a_spark_cluster_that_goes_away_holds_the_batch_until_it_is_back(spark_standalone, tmp_path):
     inbox, outbox = tmp_path / "in", tmp_path / "out"
     inbox.mkdir()
-    node, log_path = start_node(spark_standalone, tmp_path, FLOW.format(
-        inbox=inbox, outbox=outbox, extra="job_timeout: 8 sec\n      retry_backoff: 1 sec"))
+    node, log_path = start_node(
+        spark_standalone,
+        tmp_path,
+        FLOW.format(inbox=inbox, outbox=outbox, extra="job_timeout: 8 sec\n      retry_backoff: 1 sec"),
+    )
     try:
         drop(inbox, "first.csv", "name,city,age\nana,lisbon,30\n")
         wait_until(lambda: delivered(outbox), 240, "the first batch's output")
@@ -112,8 +136,9 @@ def test_a_spark_cluster_that_goes_away_holds_the_batch_until_it_is_back(spark_s
         stopped_at = log_path.stat().st_size  # (a first batch slower than its job_timeout was retried too)
         try:
             drop(inbox, "second.csv", "name,city,age\nbo,oslo,41\n")
-            wait_until(lambda: b"retrying in" in log_path.read_bytes()[stopped_at:], 120,
-                       "the node to say why it waits")
+            wait_until(
+                lambda: b"retrying in" in log_path.read_bytes()[stopped_at:], 120, "the node to say why it waits"
+            )
             assert len(delivered(outbox)) == 1 and not node.poll()
         finally:
             spark_standalone.start()

@@ -78,7 +78,7 @@ def test_sample_flow_runs_stops_cleanly_and_resumes(tmp_path):
     process = start(data)
     try:
         line = read_line_containing(process, "node running", 60)
-        recovered = json.loads(line[line.index("{"):line.rindex("}") + 1])
+        recovered = json.loads(line[line.index("{") : line.rindex("}") + 1])
         assert recovered["orphaned_content_resources"] == 0
         wait_for_files(data / "out", len(before) + 10, 60)
     finally:

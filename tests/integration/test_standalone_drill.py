@@ -37,9 +37,27 @@ COUNT = 30_000
 
 def _start(data_dir: Path, log_path: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir),
-         "--param", f"count={COUNT}", "--status-interval", "0", "--threads", "4"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=open(log_path, "ab"), text=True)
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "run",
+            "--flow",
+            str(FLOW),
+            "--data-dir",
+            str(data_dir),
+            "--param",
+            f"count={COUNT}",
+            "--status-interval",
+            "0",
+            "--threads",
+            "4",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=open(log_path, "ab"),
+        text=True,
+    )
 
 
 def _wait_running(process: subprocess.Popen, deadline: float) -> bool:
@@ -91,7 +109,8 @@ def test_sigkill_restart_drill(tmp_path):
                 killed_while_starting += 1
             else:
                 assert _wait_running(process, time.monotonic() + 60), (
-                    f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}")
+                    f"seed {seed}, attempt {attempt}: the node did not start; log:\n{log_path.read_text()[-4000:]}"
+                )
                 # The kill comes at a random moment within a second, or as soon as this
                 # life has delivered its share of the work, whichever is first: however
                 # fast the machine, the work is spread over the kills, and all but the
@@ -110,8 +129,11 @@ def test_sigkill_restart_drill(tmp_path):
     node = StandaloneNode(load_flow(str(FLOW), {"data_dir": str(data_dir), "count": str(COUNT)}), str(data_dir))
     node.start(paused=True)
     try:
-        claims = [r.content_claim for r in node.shard.wal.records.values()
-                  if not r.queue.startswith("__") and r.content_claim is not None]
+        claims = [
+            r.content_claim
+            for r in node.shard.wal.records.values()
+            if not r.queue.startswith("__") and r.content_claim is not None
+        ]
         for queue in node.shard.queues.values():
             for summary in queue.swap_summaries():
                 for resource, (count, end) in summary.resources.items():
@@ -121,7 +143,8 @@ def test_sigkill_restart_drill(tmp_path):
         out = data_dir / "out"
         drain_started = time.monotonic()
         drained = node.wait_until(
-            lambda: len(ids_in_directory(str(out))) >= COUNT and node.engine.is_idle(), timeout=240)
+            lambda: len(ids_in_directory(str(out))) >= COUNT and node.engine.is_idle(), timeout=240
+        )
         assert drained, f"seed {seed}: not drained: {node.status()}"
         drain_seconds = time.monotonic() - drain_started
     finally:

@@ -40,9 +40,24 @@ KILLS = 15 if LONG else 8
 
 def _custody_run(data_dir: Path, inbox: Path, log) -> subprocess.Popen:
     """`custody run` on the drill's flow, as a user types it."""
-    command = [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir),
-               "--param", f"inbox={inbox}", "--param", f"out={data_dir / 'out'}", "--status-interval", "0",
-               "--threads", "4"]
+    command = [
+        sys.executable,
+        "-m",
+        "cluster.cli",
+        "run",
+        "--flow",
+        str(FLOW),
+        "--data-dir",
+        str(data_dir),
+        "--param",
+        f"inbox={inbox}",
+        "--param",
+        f"out={data_dir / 'out'}",
+        "--status-interval",
+        "0",
+        "--threads",
+        "4",
+    ]
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
 
 
@@ -92,8 +107,9 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
                     read_line_containing(process, "node running", 60)
                     _wait_for_mark(process, inbox, mark, 120)
                 except AssertionError as failure:
-                    raise AssertionError(f"seed {seed}, attempt {attempt}: {failure}; log:\n"
-                                         f"{log_path.read_text()[-4000:]}") from None
+                    raise AssertionError(
+                        f"seed {seed}, attempt {attempt}: {failure}; log:\n{log_path.read_text()[-4000:]}"
+                    ) from None
                 time.sleep(rng.uniform(0.0, 0.05))  # where in GetFile's cycle of commit and delete the kill lands
                 killed_while_taking += bool(_waiting(inbox))
             finally:
@@ -102,17 +118,26 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
     drill_s = time.monotonic() - started
 
     # The last run, in-process: drain, and wait for GetFile to drop its last records.
-    node = StandaloneNode(load_flow(str(FLOW), {"data_dir": str(data_dir), "inbox": str(inbox),
-                                                "out": str(data_dir / "out")}), str(data_dir))
+    node = StandaloneNode(
+        load_flow(str(FLOW), {"data_dir": str(data_dir), "inbox": str(inbox), "out": str(data_dir / "out")}),
+        str(data_dir),
+    )
     node.start()
     out = data_dir / "out"
     try:
         drained = node.wait_until(
-            lambda: _waiting(inbox) == 0 and node.engine.is_idle()
-            and not [k for k in node.shard.get_state("get") if k.startswith("taken:")]
-            and len(ids_in_directory(str(out))) >= COUNT, timeout=300)
-        assert drained, f"seed {seed}: not drained: {_waiting(inbox)} files waiting; {node.status()}; state of " \
-                        f"GetFile {node.shard.get_state('get')}"
+            lambda: (
+                _waiting(inbox) == 0
+                and node.engine.is_idle()
+                and not [k for k in node.shard.get_state("get") if k.startswith("taken:")]
+                and len(ids_in_directory(str(out))) >= COUNT
+            ),
+            timeout=300,
+        )
+        assert drained, (
+            f"seed {seed}: not drained: {_waiting(inbox)} files waiting; {node.status()}; state of "
+            f"GetFile {node.shard.get_state('get')}"
+        )
     finally:
         node.stop()
 
@@ -123,7 +148,10 @@ def test_getfile_takes_every_file_exactly_once_through_sigkills(tmp_path):
     )
     assert report.ok, f"seed {seed}: {report.summary()}"
     assert report.live_flowfiles == 0 and set(report.provenance_sent) == {f"{i:06d}" for i in range(COUNT)}
-    assert killed_while_taking == KILLS - killed_while_starting, \
+    assert killed_while_taking == KILLS - killed_while_starting, (
         f"seed {seed}: only {killed_while_taking} of {KILLS - killed_while_starting} kills found files still waiting"
-    print(f"files drill: {COUNT} files, {KILLS} kills ({killed_while_starting} during start-up, {killed_while_taking} "
-          f"while files were being taken) in {drill_s:.0f} s; {delivery.summary()}; {report.summary()}")
+    )
+    print(
+        f"files drill: {COUNT} files, {KILLS} kills ({killed_while_starting} during start-up, {killed_while_taking} "
+        f"while files were being taken) in {drill_s:.0f} s; {delivery.summary()}; {report.summary()}"
+    )

@@ -35,14 +35,27 @@ TOTAL, BATCH = 1000, 200  # 200 in memory, 800 in four swap files of 200
 FLOW = {
     "name": "swapping",
     "processors": [
-        {"id": "generate", "type": "GenerateFlowFile",
-         "properties": {"batch_size": 100, "max_count": TOTAL, "sequence_attribute": "seq",
-                        "custom_text": "FlowFile ${seq}\n"}},
-        {"id": "deliver", "type": "UpdateAttribute", "properties": {"delivered": "yes"},
-         "auto_terminate": ["success"]},
+        {
+            "id": "generate",
+            "type": "GenerateFlowFile",
+            "properties": {
+                "batch_size": 100,
+                "max_count": TOTAL,
+                "sequence_attribute": "seq",
+                "custom_text": "FlowFile ${seq}\n",
+            },
+        },
+        {"id": "deliver", "type": "UpdateAttribute", "properties": {"delivered": "yes"}, "auto_terminate": ["success"]},
     ],
-    "connections": [{"source": "generate", "relationships": ["success"], "destination": "deliver",
-                     "swap_threshold": BATCH, "swap_batch": BATCH}],
+    "connections": [
+        {
+            "source": "generate",
+            "relationships": ["success"],
+            "destination": "deliver",
+            "swap_threshold": BATCH,
+            "swap_batch": BATCH,
+        }
+    ],
 }
 # Unreadable swap files retried every second (5 s doubling to 5 min by default);
 # provenance rolled over twice a second, so that DROP events are read soon after.
@@ -61,8 +74,11 @@ def swapped_data_dir(data_dir) -> list[Path]:
     node.control().stop_processor("local", "deliver")
     node.resume()
     queue = node.graph.queues[QUEUE]
-    wait_until(lambda: (s := queue.summary()).count == TOTAL and (s.active, s.staging, s.swap_files) == (BATCH, 0, 4),
-               30, "every FlowFile queued, 800 of them in four swap files")
+    wait_until(
+        lambda: (s := queue.summary()).count == TOTAL and (s.active, s.staging, s.swap_files) == (BATCH, 0, 4),
+        30,
+        "every FlowFile queued, 800 of them in four swap files",
+    )
     node.stop()
     # The operator's stop is kept across restarts; the nodes these tests start from this
     # directory find `deliver` running again, as `start_processor` would have recorded it.
@@ -74,8 +90,9 @@ def swapped_data_dir(data_dir) -> list[Path]:
 def delivered(node) -> list[str]:
     """The `seq` of every FlowFile `deliver` dropped, one per DROP event."""
     events = node.provenance.events(0, node.provenance.next_event_id)
-    return [e.attributes_before["seq"] for e in events
-            if e.event_type is EventType.DROP and e.component_id == "deliver"]
+    return [
+        e.attributes_before["seq"] for e in events if e.event_type is EventType.DROP and e.component_id == "deliver"
+    ]
 
 
 def wait_delivered(node, count: int, timeout: float = 30) -> None:
@@ -88,8 +105,9 @@ def every_seq_once(node) -> None:
 
 
 def get(url: str, path: str):
-    request = urllib.request.Request(url + path, method="POST" if path.endswith("/retry") else "GET",
-                                     data=b"" if path.endswith("/retry") else None)
+    request = urllib.request.Request(
+        url + path, method="POST" if path.endswith("/retry") else "GET", data=b"" if path.endswith("/retry") else None
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         body = response.read().decode()
     return body if path == "/metrics" else json.loads(body)
@@ -133,7 +151,8 @@ def test_damaged_swap_files_are_quarantined_in_alarm_and_delivered_once_repaired
 
         alarms = get(server.url, "/api/v1/node/alarms")
         assert sorted((a["location"], a["reason"], a["quarantined"], a["flowfiles"]) for a in alarms) == sorted(
-            (str(quarantine / name), "corrupt", True, BATCH) for name in originals)
+            (str(quarantine / name), "corrupt", True, BATCH) for name in originals
+        )
         assert all("good copy of the same name" in a["message"] for a in alarms)
         metrics = families(get(server.url, "/metrics"))
         assert [s.value for s in metrics["custody_swap_files_unreadable"].samples] == [2]
@@ -148,8 +167,11 @@ def test_damaged_swap_files_are_quarantined_in_alarm_and_delivered_once_repaired
         every_seq_once(node)
         assert queue.count == 0 and list(quarantine.glob("*.swap")) == []
         assert get(server.url, "/api/v1/node/alarms") == []
-        wait_until(lambda: not families(get(server.url, "/metrics"))["custody_swap_files_unreadable"].samples, 10,
-                   "the metric back to no unreadable swap file")  # a scrape is cached for a second
+        wait_until(
+            lambda: not families(get(server.url, "/metrics"))["custody_swap_files_unreadable"].samples,
+            10,
+            "the metric back to no unreadable swap file",
+        )  # a scrape is cached for a second
     finally:
         logging.getLogger("flow.shard").removeHandler(lines)
         if server is not None:
@@ -199,8 +221,9 @@ def test_the_previous_releases_data_directory_restores_every_flowfile(tmp_path):
         recovery = node.recovery
         assert (recovery["flowfiles"], recovery["swap_files"], recovery["swapped_flowfiles"]) == (10, 4, 20)
         assert (recovery["orphaned_swap_files"], recovery["unreadable_swap_files"]) == (0, 0)
-        assert all(location.startswith(str(data / "shards" / "local" / "swap") + "/")
-                   for location in node.shard.wal.swap_files), "recorded where the files are now"
+        assert all(
+            location.startswith(str(data / "shards" / "local" / "swap") + "/") for location in node.shard.wal.swap_files
+        ), "recorded where the files are now"
         # Every FlowFile with its content, from memory and from the swap files.
         queue = node.graph.queues[QUEUE]
         found = [item[2] for item in queue.snapshot().entries]
@@ -216,8 +239,24 @@ def test_the_previous_releases_data_directory_restores_every_flowfile(tmp_path):
 
 
 def run_custody(flow: Path, data: Path):
-    return subprocess.run([sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(data),
-                           "--status-interval", "0"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "run",
+            "--flow",
+            str(flow),
+            "--data-dir",
+            str(data),
+            "--status-interval",
+            "0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_custody_run_refuses_a_directory_it_cannot_recover_with_one_line(tmp_path):
@@ -230,8 +269,12 @@ def test_custody_run_refuses_a_directory_it_cannot_recover_with_one_line(tmp_pat
         shutil.copytree(SAMPLE, tmp_path / case)
         shutil.rmtree(tmp_path / case / "data" / damaged)
         (tmp_path / case / "data" / damaged).write_text("a file where a directory belongs")
-    for case, says in (("wal", "cannot recover the FlowFile WAL"), ("queues", "connections the flow does not define"),
-                       ("content", "data/content"), ("provenance", "data/provenance/events")):
+    for case, says in (
+        ("wal", "cannot recover the FlowFile WAL"),
+        ("queues", "connections the flow does not define"),
+        ("content", "data/content"),
+        ("provenance", "data/provenance/events"),
+    ):
         result = run_custody(tmp_path / case / "flow.yaml", tmp_path / case / "data")
         refusals = [line for line in result.stderr.splitlines() if line.startswith("custody run:")]
         assert result.returncode == 1 and len(refusals) == 1 and says in refusals[0], result.stderr[-2000:]
@@ -252,8 +295,12 @@ def test_the_status_page_shows_a_quarantined_swap_file(tmp_path, chromium):
         page = context.new_page()
         page.goto(server.url + "/")
         quarantined = str(data / "shards" / "local" / "swap-quarantine" / bad.name)
-        page.wait_for_function("(location) => [...document.querySelectorAll('#alarms-body tr[data-location]')]"
-                               ".some((tr) => tr.dataset.location === location)", arg=quarantined, timeout=30_000)
+        page.wait_for_function(
+            "(location) => [...document.querySelectorAll('#alarms-body tr[data-location]')]"
+            ".some((tr) => tr.dataset.location === location)",
+            arg=quarantined,
+            timeout=30_000,
+        )
         assert page.locator("#alarms").is_visible()
         shown = page.locator("#alarms-body").inner_text()
         assert "quarantined" in shown and "corrupt" in shown and "good copy of the same name" in shown

@@ -72,8 +72,13 @@ transaction_faults = st.builds(
     path=st.sampled_from(["journal", "journal", "swap"]),
     skip=st.sampled_from([0, 1]),
 )
-roll_faults = st.builds(Fault, operation=operations, when=st.sampled_from(["before", "after"]),
-                        path=st.sampled_from(["snapshot", "journal"]), times=st.sampled_from([1, 2, None]))
+roll_faults = st.builds(
+    Fault,
+    operation=operations,
+    when=st.sampled_from(["before", "after"]),
+    path=st.sampled_from(["snapshot", "journal"]),
+    times=st.sampled_from([1, 2, None]),
+)
 keeps = st.sampled_from([0.0, 0.5, 1.0])
 
 
@@ -99,8 +104,9 @@ class ShardMachine(RuleBasedStateMachine):
         self.store.storage.mkdir(root)
         inner = UnbufferedLocalStorage() if self.store.storage.scheme == "file" else self.store.storage
         self.storage = FaultyStorage(inner)
-        self.durable = DurableShard(self.storage, root, os.path.join(self.content_root, f"content-{number}"),
-                                    partitions=partitions)
+        self.durable = DurableShard(
+            self.storage, root, os.path.join(self.content_root, f"content-{number}"), partitions=partitions
+        )
         self.model: dict = {}
         self.unknown: list[dict] = []  # effects of commits of unknown outcome, oldest first
         self.crash_keep = 0.0
@@ -191,7 +197,8 @@ class ShardMachine(RuleBasedStateMachine):
         candidates = [applied_all(self.model, chosen) for chosen in subsets(self.unknown)]
         assert recovered in candidates, (
             f"recovered {sorted(recovered)}, expected the model {sorted(self.model)} with some of the "
-            f"commits of unknown outcome {self.unknown}")
+            f"commits of unknown outcome {self.unknown}"
+        )
         shard = self.durable.shard
         assert set(shard.swap_store.locations()) == set(shard.wal.swap_files), "a swap file missing or orphaned"
         assert not self.durable.content_recovery.missing
@@ -238,6 +245,7 @@ def test_shard_under_storage_faults_and_crashes_matches_the_model(request, backe
 
 # -- pinned sequences: defects found once, replayed step by step ----------------------
 
+
 def run_pinned(local_store, tmp_path, partitions: int, steps: list) -> None:
     machine_class = type("PinnedShardMachine", (ShardMachine,), {"store": local_store, "content_root": str(tmp_path)})
     machine = machine_class()
@@ -255,43 +263,58 @@ def test_pinned_a_swap_out_whose_sync_fails_after_the_write(local_store, tmp_pat
     """The SwapOut's bytes reach the journal and its sync fails; the batch is processed
     and deleted; a crash must not bring it back (before: it came back from the swap
     file, its content already collected)."""
-    run_pinned(local_store, tmp_path, 2, [
-        ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
-        ("fail", {"fault": Fault("sync", "after", path="journal", skip=1)}),  # the Puts' passes
-        ("create", {"contents": [b"e", b"f"]}),  # the Puts, then the swap-out
-        *[("process", {"decisions": [None, None, None]})] * 3,
-        ("crash", {"keep": 1.0}),
-    ])
+    run_pinned(
+        local_store,
+        tmp_path,
+        2,
+        [
+            ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
+            ("fail", {"fault": Fault("sync", "after", path="journal", skip=1)}),  # the Puts' passes
+            ("create", {"contents": [b"e", b"f"]}),  # the Puts, then the swap-out
+            *[("process", {"decisions": [None, None, None]})] * 3,
+            ("crash", {"keep": 1.0}),
+        ],
+    )
 
 
 def test_pinned_a_failed_commit_is_not_replayed_after_a_later_one_was_acknowledged(local_store, tmp_path):
     """X's and Y's syncs fail after their bytes reached the journals (X's healed by a
     checkpoint at once, Y's not), Z commits on the third partition; a crash must not
     bring back what was reported failed (before: Y came back)."""
-    run_pinned(local_store, tmp_path, 3, [
-        ("create", {"contents": [b"0"]}),
-        ("fail", {"fault": Fault("sync", "after", path="journal")}),
-        ("fail", {"fault": Fault("sync", "after", path="journal", skip=3)}),  # past a checkpoint's 3 journal resets
-        ("create", {"contents": [b"X"]}),
-        ("create", {"contents": [b"Y"]}),
-        ("create", {"contents": [b"Z"]}),
-        ("crash", {"keep": 1.0}),
-    ])
+    run_pinned(
+        local_store,
+        tmp_path,
+        3,
+        [
+            ("create", {"contents": [b"0"]}),
+            ("fail", {"fault": Fault("sync", "after", path="journal")}),
+            ("fail", {"fault": Fault("sync", "after", path="journal", skip=3)}),  # past a checkpoint's 3 journal resets
+            ("create", {"contents": [b"X"]}),
+            ("create", {"contents": [b"Y"]}),
+            ("create", {"contents": [b"Z"]}),
+            ("crash", {"keep": 1.0}),
+        ],
+    )
 
 
 def test_pinned_an_unknown_outcome_settled_by_the_next_commit(local_store, tmp_path):
     """X's sync and the roll after it fail (unknown outcome); the next commit, on other
     FlowFiles, rolls first, which settles X; a crash in the middle of a later commit's
     sync. X must never come back (before: it was replayed beside the next commit)."""
-    run_pinned(local_store, tmp_path, 2, [
-        ("create", {"contents": [b"0", b"1", b"2"]}),
-        ("fail", {"fault": Fault("sync", "after", path="journal")}),
-        ("fail", {"fault": Fault("create", "before", path="snapshot.partial")}),
-        ("process", {"decisions": [b"X", None]}),  # rewrites the first, drops the second
-        ("process", {"decisions": [None]}),  # drops the first only
-        ("crash_there", {"fault": Fault("sync", "before", path="journal"), "keep": 0.5}),
-        ("create", {"contents": [b"Z"]}),
-    ])
+    run_pinned(
+        local_store,
+        tmp_path,
+        2,
+        [
+            ("create", {"contents": [b"0", b"1", b"2"]}),
+            ("fail", {"fault": Fault("sync", "after", path="journal")}),
+            ("fail", {"fault": Fault("create", "before", path="snapshot.partial")}),
+            ("process", {"decisions": [b"X", None]}),  # rewrites the first, drops the second
+            ("process", {"decisions": [None]}),  # drops the first only
+            ("crash_there", {"fault": Fault("sync", "before", path="journal"), "keep": 0.5}),
+            ("create", {"contents": [b"Z"]}),
+        ],
+    )
 
 
 def test_pinned_a_crash_while_a_commit_of_unknown_outcome_is_unsettled(local_store, tmp_path):
@@ -300,20 +323,30 @@ def test_pinned_a_crash_while_a_commit_of_unknown_outcome_is_unsettled(local_sto
     same again, but the storage is repaired and a commit on other FlowFiles goes
     through before the crash: the first must not come back (before: it did)."""
     unknown_commit = [
-        ("fail_and_fail_the_roll", {"fault": Fault("sync", "after", path="journal"),
-                                    "roll": Fault("create", "before", path="snapshot", times=None)}),
+        (
+            "fail_and_fail_the_roll",
+            {
+                "fault": Fault("sync", "after", path="journal"),
+                "roll": Fault("create", "before", path="snapshot", times=None),
+            },
+        ),
         ("process", {"decisions": [b"rewritten", None]}),  # rewrites the first, drops the second
         ("create", {"contents": [b"refused"]}),
     ]
-    run_pinned(local_store, tmp_path, 2, [
-        ("create", {"contents": [b"0", b"1", b"2"]}),
-        *unknown_commit,
-        ("crash", {"keep": 1.0}),
-        *unknown_commit,
-        ("repair", {}),
-        ("process", {"decisions": [None]}),  # drops the first only
-        ("crash", {"keep": 1.0}),
-    ])
+    run_pinned(
+        local_store,
+        tmp_path,
+        2,
+        [
+            ("create", {"contents": [b"0", b"1", b"2"]}),
+            *unknown_commit,
+            ("crash", {"keep": 1.0}),
+            *unknown_commit,
+            ("repair", {}),
+            ("process", {"decisions": [None]}),  # drops the first only
+            ("crash", {"keep": 1.0}),
+        ],
+    )
 
 
 def test_pinned_a_crash_while_a_swap_out_of_unknown_outcome_is_unsettled(local_store, tmp_path):
@@ -322,31 +355,46 @@ def test_pinned_a_crash_while_a_swap_out_of_unknown_outcome_is_unsettled(local_s
     is repaired and the batch is processed before the crash: it must not come back
     (before: it did, from the swap file)."""
     unknown_swap_out = [
-        ("fail_and_fail_the_roll", {"fault": Fault("sync", "after", path="journal", skip=1),
-                                    "roll": Fault("create", "before", path="snapshot", times=None)}),
+        (
+            "fail_and_fail_the_roll",
+            {
+                "fault": Fault("sync", "after", path="journal", skip=1),
+                "roll": Fault("create", "before", path="snapshot", times=None),
+            },
+        ),
         ("create", {"contents": [b"e", b"f"]}),  # the Puts, then the swap-out
     ]
-    run_pinned(local_store, tmp_path, 2, [
-        ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
-        *unknown_swap_out,
-        ("crash", {"keep": 1.0}),
-        *[("drop", {"count": 6})] * 2,
-        ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
-        *unknown_swap_out,
-        ("repair", {}),
-        *[("drop", {"count": 6})] * 3,
-        ("crash", {"keep": 1.0}),
-    ])
+    run_pinned(
+        local_store,
+        tmp_path,
+        2,
+        [
+            ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
+            *unknown_swap_out,
+            ("crash", {"keep": 1.0}),
+            *[("drop", {"count": 6})] * 2,
+            ("create", {"contents": [b"a", b"b", b"c", b"d"]}),
+            *unknown_swap_out,
+            ("repair", {}),
+            *[("drop", {"count": 6})] * 3,
+            ("crash", {"keep": 1.0}),
+        ],
+    )
 
 
 def test_pinned_a_checkpoint_that_failed_past_the_snapshot_delete_then_a_crash_in_the_next(local_store, tmp_path):
     """Found by the search: a checkpoint fails after deleting the snapshot (its rename
     fails); the next one crashes right after creating .partial again. The state must
     survive (before: .partial, its only copy, was truncated)."""
-    run_pinned(local_store, tmp_path, 1, [
-        ("create", {"contents": [b"a", b"b"]}),
-        ("fail", {"fault": Fault("rename", "before", path="snapshot")}),
-        ("checkpoint", {}),
-        ("crash_there", {"fault": Fault("create", "after", path="snapshot"), "keep": 0.0}),
-        ("checkpoint", {}),
-    ])
+    run_pinned(
+        local_store,
+        tmp_path,
+        1,
+        [
+            ("create", {"contents": [b"a", b"b"]}),
+            ("fail", {"fault": Fault("rename", "before", path="snapshot")}),
+            ("checkpoint", {}),
+            ("crash_there", {"fault": Fault("create", "after", path="snapshot"), "keep": 0.0}),
+            ("checkpoint", {}),
+        ],
+    )

@@ -112,9 +112,25 @@ def test_a_cluster_made_before_credentials_is_refused_until_secured(zk_hosts, ow
         stop_quietly(opened)
     with pytest.raises(ZooKeeperAccessRefused, match="custody cluster secure"):
         ClusterStore(owner, layout).ensure_paths()
-    done = subprocess.run([sys.executable, "-m", "cluster.cli", "cluster", "secure", "--zk", zk_hosts,
-                           "--cluster", "older", "--credentials-file", credentials_file],
-                          capture_output=True, text=True, timeout=60, cwd=os.getcwd())
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "cluster",
+            "secure",
+            "--zk",
+            zk_hosts,
+            "--cluster",
+            "older",
+            "--credentials-file",
+            credentials_file,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=os.getcwd(),
+    )
     assert done.returncode == 0, done.stderr
     assert "secured 6 znodes" in done.stdout, done.stdout
     ClusterStore(owner, layout).ensure_paths()  # now accepted
@@ -157,8 +173,9 @@ def test_every_znode_a_running_node_creates_is_the_identitys_alone(flow_cluster)
 
 
 def custody(*argv, timeout=60):
-    return subprocess.run([sys.executable, "-m", "cluster.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout, cwd=os.getcwd())
+    return subprocess.run(
+        [sys.executable, "-m", "cluster.cli", *argv], capture_output=True, text=True, timeout=timeout, cwd=os.getcwd()
+    )
 
 
 def test_cluster_status_says_whether_the_clusters_znodes_are_open(zk_hosts, owner, credentials_file):
@@ -174,18 +191,22 @@ def test_cluster_status_says_whether_the_clusters_znodes_are_open(zk_hosts, owne
     assert shown.returncode == 0 and json.loads(shown.stdout)["zookeeper_acl"] == "open", shown.stderr
     shown = custody("cluster", "status", "--zk", zk_hosts, "--cluster", "older")
     assert "ZooKeeper ACL open" in shown.stdout and "custody cluster credentials FILE" in shown.stdout, shown.stdout
-    shown = custody("cluster", "status", "--zk", zk_hosts, "--cluster", "secured", "--json",
-                    "--credentials-file", credentials_file)
+    shown = custody(
+        "cluster", "status", "--zk", zk_hosts, "--cluster", "secured", "--json", "--credentials-file", credentials_file
+    )
     assert shown.returncode == 0 and json.loads(shown.stdout)["zookeeper_acl"] == "secured", shown.stderr
 
 
 def node_toml(tmp_path, zookeeper: str) -> str:
     """NODE.toml of a node whose ZooKeeper and HDFS do not answer (port 9): it never joins."""
-    (tmp_path / "flow.yaml").write_text(open(os.path.join(os.path.dirname(__file__), "..", "..", "examples",
-                                                          "cluster.yaml")).read())
+    (tmp_path / "flow.yaml").write_text(
+        open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "cluster.yaml")).read()
+    )
     path = tmp_path / "n1.toml"
-    path.write_text(f'name = "n1"\nflow = "flow.yaml"\n[zookeeper]\nhosts = "127.0.0.1:9"\ncluster = "main"\n'
-                    f'{zookeeper}\n[hdfs]\nurl = "hdfs://127.0.0.1:9"\n[admin]\nenabled = false\n')
+    path.write_text(
+        f'name = "n1"\nflow = "flow.yaml"\n[zookeeper]\nhosts = "127.0.0.1:9"\ncluster = "main"\n'
+        f'{zookeeper}\n[hdfs]\nurl = "hdfs://127.0.0.1:9"\n[admin]\nenabled = false\n'
+    )
     return str(path)
 
 
@@ -200,8 +221,11 @@ def test_an_insecure_node_says_once_at_start_that_its_znodes_are_open(tmp_path):
     import select
     import time
 
-    process = subprocess.Popen([sys.executable, "-m", "cluster.cli", "node", "--config",
-                                node_toml(tmp_path, "insecure = true")], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cluster.cli", "node", "--config", node_toml(tmp_path, "insecure = true")],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines, deadline = [], time.monotonic() + 60
     try:
         # Past the warning, up to the second attempt to reach ZooKeeper: nothing says it again.

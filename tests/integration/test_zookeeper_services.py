@@ -86,8 +86,11 @@ def test_members_log_their_role_and_the_sessions_they_establish(zookeeper_ensemb
             with open(path, errors="replace") as handle:
                 return handle.read()
 
-        wait_until(lambda: any(f"Committing global session {session}" in text(path) for path in logs), 10,
-                   f"a member to log that it committed session {session}")
+        wait_until(
+            lambda: any(f"Committing global session {session}" in text(path) for path in logs),
+            10,
+            f"a member to log that it committed session {session}",
+        )
         for path in logs:
             assert " - LEADING" in text(path) or " - FOLLOWING" in text(path), f"{path} names no role"
     finally:

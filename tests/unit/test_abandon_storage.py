@@ -24,10 +24,14 @@ def test_an_abandoned_storage_refuses_every_change_and_still_reads(tmp_path):
         file.write(b"kept")
         file.sync()
     assert storage.abandon("incarnation n1-7 is dead") == 0  # nothing was open
-    for change in (lambda: storage.create(f"{tmp_path}/new"), lambda: storage.append(f"{tmp_path}/kept"),
-                   lambda: storage.rename(f"{tmp_path}/kept", f"{tmp_path}/moved"),
-                   lambda: storage.delete(f"{tmp_path}/kept"), lambda: storage.mkdir(f"{tmp_path}/d"),
-                   lambda: storage.recover_lease(f"{tmp_path}/kept")):
+    for change in (
+        lambda: storage.create(f"{tmp_path}/new"),
+        lambda: storage.append(f"{tmp_path}/kept"),
+        lambda: storage.rename(f"{tmp_path}/kept", f"{tmp_path}/moved"),
+        lambda: storage.delete(f"{tmp_path}/kept"),
+        lambda: storage.mkdir(f"{tmp_path}/d"),
+        lambda: storage.recover_lease(f"{tmp_path}/kept"),
+    ):
         with pytest.raises(StorageAbandoned, match="abandoned \\(incarnation n1-7 is dead\\)"):
             change()
     assert storage.read(f"{tmp_path}/kept") == b"kept" and storage.exists(f"{tmp_path}/kept")
@@ -130,8 +134,9 @@ class HeldRunner:
 
 def writer_file(runner=None, raw=None):
     raw = raw or RawWriter()
-    file = HdfsWritableFile("/c1/shards/n1-7/wal/journal-0", FileWriter(raw), 0, runner or HeldRunner(), 20.0,
-                            ByLabel(LatencyHistogram))
+    file = HdfsWritableFile(
+        "/c1/shards/n1-7/wal/journal-0", FileWriter(raw), 0, runner or HeldRunner(), 20.0, ByLabel(LatencyHistogram)
+    )
     return file, raw
 
 

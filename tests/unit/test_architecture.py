@@ -25,8 +25,19 @@ ALLOWED = {
 }
 # What `cluster.core` (the pure decisions) must never import: clients, threads,
 # clocks, sockets, and every module of ours that does I/O.
-CORE_FORBIDDEN_EXTERNAL = ("kazoo", "threading", "time", "socket", "hdfs_native", "pyarrow", "subprocess",
-                           "asyncio", "concurrent", "os", "shutil")
+CORE_FORBIDDEN_EXTERNAL = (
+    "kazoo",
+    "threading",
+    "time",
+    "socket",
+    "hdfs_native",
+    "pyarrow",
+    "subprocess",
+    "asyncio",
+    "concurrent",
+    "os",
+    "shutil",
+)
 CORE_ALLOWED_INTERNAL = ("cluster.core", "cluster.errors")
 # Inside `cluster`, what each part may import of `cluster` (besides itself): the
 # subpackages form layers, core at the bottom (see cluster/__init__.py).
@@ -37,11 +48,24 @@ CLUSTER_LAYERS = {
     "cluster.hdfs_identity": {"cluster.errors"},
     "cluster.clients": {"cluster.errors", "cluster.hdfs_identity", "cluster.zk"},
     "cluster.failover": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients"},
-    "cluster.node": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.hdfs_identity",
-                     "cluster.failover"},
+    "cluster.node": {
+        "cluster.errors",
+        "cluster.core",
+        "cluster.zk",
+        "cluster.clients",
+        "cluster.hdfs_identity",
+        "cluster.failover",
+    },
     "cluster.admin": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.node"},
-    "cluster.drills": {"cluster.errors", "cluster.core", "cluster.zk", "cluster.clients", "cluster.failover",
-                       "cluster.node", "cluster.services"},
+    "cluster.drills": {
+        "cluster.errors",
+        "cluster.core",
+        "cluster.zk",
+        "cluster.clients",
+        "cluster.failover",
+        "cluster.node",
+        "cluster.services",
+    },
     "cluster.services": set(),
 }
 # kazoo (its client, exceptions, recipes and states) is used by `cluster.zk` alone, which
@@ -57,10 +81,10 @@ HARNESS = "cluster.services"
 
 @dataclass(frozen=True)
 class Import:
-    source: str      # the importing module
-    target: str      # the imported module (ours: resolved to a module that exists)
+    source: str  # the importing module
+    target: str  # the imported module (ours: resolved to a module that exists)
     line: int
-    nested: bool     # made inside a function or method
+    nested: bool  # made inside a function or method
 
 
 def our_modules(root: str = REPO) -> dict[str, str]:
@@ -187,17 +211,18 @@ def test_the_cycle_finder_counts_imports_made_inside_functions(tmp_path):
 def test_no_import_cycle_among_our_modules():
     graph, _ = import_graph()
     found = cycles(graph)
-    assert not found, "import cycles (each a set of modules that import each other, directly or not): " + \
-        "; ".join(" <-> ".join(cycle) for cycle in found)
+    assert not found, "import cycles (each a set of modules that import each other, directly or not): " + "; ".join(
+        " <-> ".join(cycle) for cycle in found
+    )
 
 
 def test_dependencies_point_one_way():
     graph, _ = import_graph()
     wrong = sorted(
         f"{source} imports {target}"
-        for source, targets in graph.items() for target in targets
-        if target.split(".")[0] != source.split(".")[0]
-        and target.split(".")[0] not in ALLOWED[source.split(".")[0]]
+        for source, targets in graph.items()
+        for target in targets
+        if target.split(".")[0] != source.split(".")[0] and target.split(".")[0] not in ALLOWED[source.split(".")[0]]
     )
     assert not wrong, "dependencies must point cluster -> flow -> replication -> repositories: " + "; ".join(wrong)
 
@@ -211,9 +236,11 @@ def test_cluster_layers_import_only_the_layers_below():
     graph, _ = import_graph()
     wrong = sorted(
         f"{source} imports {target}"
-        for source, targets in graph.items() if part_of(source) in CLUSTER_LAYERS
+        for source, targets in graph.items()
+        if part_of(source) in CLUSTER_LAYERS
         for target in targets
-        if target.startswith("cluster") and part_of(target) != part_of(source)
+        if target.startswith("cluster")
+        and part_of(target) != part_of(source)
         and part_of(target) not in CLUSTER_LAYERS[part_of(source)]
     )
     assert not wrong, "cluster's layers (cluster/__init__.py): " + "; ".join(wrong)
@@ -239,8 +266,9 @@ def test_cluster_core_is_pure():
     assert not wrong, "cluster.core holds pure decisions only: " + "; ".join(wrong)
 
 
-@pytest.mark.parametrize("forbidden", ["kazoo.client", "threading", "time", "socket", "replication.hdfs_storage",
-                                       "cluster.zk.store"])
+@pytest.mark.parametrize(
+    "forbidden", ["kazoo.client", "threading", "time", "socket", "replication.hdfs_storage", "cluster.zk.store"]
+)
 def test_the_purity_check_catches_a_forbidden_import_even_inside_a_function(tmp_path, forbidden):
     core = tmp_path / "cluster" / "core"
     core.mkdir(parents=True)
@@ -252,24 +280,36 @@ def test_the_purity_check_catches_a_forbidden_import_even_inside_a_function(tmp_
 
 
 def kazoo_violations(every: list[Import]) -> list[str]:
-    return sorted({f"{found.source}:{found.line} imports {found.target}" for found in every
+    return sorted(
+        {
+            f"{found.source}:{found.line} imports {found.target}"
+            for found in every
             if found.target.split(".")[0] == "kazoo"
-            and not any(found.source == user or found.source.startswith(user + ".") for user in KAZOO_USERS)})
+            and not any(found.source == user or found.source.startswith(user + ".") for user in KAZOO_USERS)
+        }
+    )
 
 
 def test_kazoo_is_used_inside_cluster_zk_only():
     _, every = import_graph()
     assert any(found.target.startswith("kazoo") for found in every), "nothing imports kazoo: is the check blind?"
     wrong = kazoo_violations(every)
-    assert not wrong, ("kazoo stays inside cluster.zk (its errors become cluster.errors there; its client comes from "
-                       "cluster.zk.client): " + "; ".join(wrong))
+    assert not wrong, (
+        "kazoo stays inside cluster.zk (its errors become cluster.errors there; its client comes from "
+        "cluster.zk.client): " + "; ".join(wrong)
+    )
 
 
 def harness_violations(every: list[Import]) -> list[str]:
-    return sorted({f"{found.source}:{found.line} imports {found.target}" for found in every
+    return sorted(
+        {
+            f"{found.source}:{found.line} imports {found.target}"
+            for found in every
             if (found.source == HARNESS or found.source.startswith(HARNESS + "."))
             and found.target.split(".")[0] in PACKAGES
-            and not (found.target == HARNESS or found.target.startswith(HARNESS + "."))})
+            and not (found.target == HARNESS or found.target.startswith(HARNESS + "."))
+        }
+    )
 
 
 def test_the_service_harness_imports_nothing_of_the_product():
@@ -279,12 +319,15 @@ def test_the_service_harness_imports_nothing_of_the_product():
     assert not wrong, "cluster.services starts services and imports nothing of the product: " + "; ".join(wrong)
 
 
-@pytest.mark.parametrize("where, statement, caught", [
-    ("cluster/failover/leader.py", "from kazoo.exceptions import NoNodeError", True),
-    ("flow/engine.py", "import kazoo.client", True),
-    ("cluster/zk/store.py", "from kazoo.exceptions import NoNodeError", False),
-    ("cluster/services/zookeeper.py", "from kazoo.client import KazooClient", False),
-])
+@pytest.mark.parametrize(
+    "where, statement, caught",
+    [
+        ("cluster/failover/leader.py", "from kazoo.exceptions import NoNodeError", True),
+        ("flow/engine.py", "import kazoo.client", True),
+        ("cluster/zk/store.py", "from kazoo.exceptions import NoNodeError", False),
+        ("cluster/services/zookeeper.py", "from kazoo.client import KazooClient", False),
+    ],
+)
 def test_the_kazoo_check_catches_an_import_outside_cluster_zk(tmp_path, where, statement, caught):
     path = tmp_path / where
     for directory in [path.parent, *path.parent.parents]:
@@ -297,18 +340,25 @@ def test_the_kazoo_check_catches_an_import_outside_cluster_zk(tmp_path, where, s
     assert bool(kazoo_violations(every)) is caught
 
 
-@pytest.mark.parametrize("statement, caught", [
-    ("from flow.spark.session import EMBEDDED_CONF", True),
-    ("from cluster.zk.store import ClusterStore", True),
-    ("from repositories.storage import join", True),
-    ("from .process import wait_until", False),
-])
+@pytest.mark.parametrize(
+    "statement, caught",
+    [
+        ("from flow.spark.session import EMBEDDED_CONF", True),
+        ("from cluster.zk.store import ClusterStore", True),
+        ("from repositories.storage import join", True),
+        ("from .process import wait_until", False),
+    ],
+)
 def test_the_harness_check_catches_an_import_of_the_product(tmp_path, statement, caught):
     for directory in ("cluster", "cluster/services", "cluster/zk", "flow", "flow/spark", "repositories"):
         (tmp_path / directory).mkdir(parents=True, exist_ok=True)
         (tmp_path / directory / "__init__.py").touch()
-    for module in ("cluster/services/process.py", "cluster/zk/store.py", "flow/spark/session.py",
-                   "repositories/storage.py"):
+    for module in (
+        "cluster/services/process.py",
+        "cluster/zk/store.py",
+        "flow/spark/session.py",
+        "repositories/storage.py",
+    ):
         (tmp_path / module).touch()
     (tmp_path / "cluster/services/spark.py").write_text(f"{statement}\n")
     _, every = import_graph(str(tmp_path))

@@ -35,6 +35,7 @@ def test_stuck_workers_are_capped_and_calls_are_refused_at_the_cap_until_one_ret
 
     def workers():
         return sum(1 for thread in threading.enumerate() if thread.name.startswith("capped-"))
+
     for _ in range(2):
         with pytest.raises(DeadlineExceeded, match="within"):
             runner.run(release.wait, 0.05)

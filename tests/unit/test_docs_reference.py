@@ -36,7 +36,7 @@ def sections(text: str, level: str) -> dict[str, str]:
     current = None
     for line in text.splitlines():
         if line.startswith(level + " "):
-            current = line[len(level) + 1:].strip()
+            current = line[len(level) + 1 :].strip()
             found[current] = ""
         elif line.startswith("#") and len(line) - len(line.lstrip("#")) <= len(level):
             current = None
@@ -47,13 +47,16 @@ def sections(text: str, level: str) -> dict[str, str]:
 
 # --- the checked-in pages are the generated ones ----------------------------------------
 
+
 def test_the_checked_in_reference_is_what_the_code_generates(tmp_path):
     write_pages(str(tmp_path))
     generated = sorted(os.listdir(tmp_path))
     assert generated == sorted(PAGES)
     present = sorted(name for name in os.listdir(REFERENCE) if name.endswith(".md"))
-    assert present == generated, (f"docs/reference holds {present}, the generator writes {generated}: remove the "
-                                  f"stale pages and run `{REGENERATE}`")
+    assert present == generated, (
+        f"docs/reference holds {present}, the generator writes {generated}: remove the "
+        f"stale pages and run `{REGENERATE}`"
+    )
     stale = [name for name in generated if (tmp_path / name).read_text(encoding="utf-8") != checked_in(name)]
     assert not stale, f"docs/reference/{', '.join(stale)} is stale: run `{REGENERATE}` and check the result in"
 
@@ -70,6 +73,7 @@ def test_write_pages_says_which_pages_it_changed(tmp_path):
 
 
 # --- processors ----------------------------------------------------------------------------
+
 
 def missing_processors(page: str, registry) -> list[str]:
     """Each type of `registry` without its section, each property and relationship
@@ -112,6 +116,7 @@ def test_a_processor_added_without_regenerating_is_reported():
 
 # --- the command line -----------------------------------------------------------------------
 
+
 def every_command(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """prog -> parser, for the parser and every subparser under it."""
     found = {parser.prog: parser}
@@ -138,8 +143,9 @@ def missing_commands(page: str, commands: dict[str, argparse.ArgumentParser]) ->
                 names = list(action.choices)  # shown as {run,offload,...}
             else:
                 names = [str(action.metavar or action.dest)]
-            missing += [f"{prog} {name}" for name in names if name != "-h" and name != "--help"
-                        and name not in found[prog]]
+            missing += [
+                f"{prog} {name}" for name in names if name != "-h" and name != "--help" and name not in found[prog]
+            ]
     return missing
 
 
@@ -168,6 +174,7 @@ def test_a_command_added_without_regenerating_is_reported():
 
 # --- the REST API ----------------------------------------------------------------------------
 
+
 def openapi() -> dict:
     from cluster.admin.app import create_app
 
@@ -179,8 +186,12 @@ def openapi() -> dict:
 
 def missing_operations(page: str, spec: dict) -> list[str]:
     headings = set(sections(page, "###"))
-    return [f"{method.upper()} {path}" for path, operations in spec["paths"].items() for method in operations
-            if f"{method.upper()} {path}" not in headings]
+    return [
+        f"{method.upper()} {path}"
+        for path, operations in spec["paths"].items()
+        for method in operations
+        if f"{method.upper()} {path}" not in headings
+    ]
 
 
 def test_every_openapi_path_and_model_is_on_the_page():
@@ -200,6 +211,7 @@ def test_a_path_added_without_regenerating_is_reported():
 
 # --- metrics -------------------------------------------------------------------------------------
 
+
 def series_in_source() -> set[str]:
     """The name of every metric family the admin API builds, as exposed (counters with
     `_total`), read from the source: each `...MetricFamily("custody_...", ...)` call."""
@@ -212,8 +224,13 @@ def series_in_source() -> set[str]:
             tree = ast.parse(file.read())
         for node in ast.walk(tree):
             # A call, or a (Family, "name", ...) tuple of series the collectors loop over.
-            parts = ([node.func, *node.args] if isinstance(node, ast.Call)
-                     else node.elts if isinstance(node, ast.Tuple) else [])
+            parts = (
+                [node.func, *node.args]
+                if isinstance(node, ast.Call)
+                else node.elts
+                if isinstance(node, ast.Tuple)
+                else []
+            )
             if len(parts) < 2 or not isinstance(parts[1], ast.Constant) or not isinstance(parts[1].value, str):
                 continue
             family = parts[0].id if isinstance(parts[0], ast.Name) else ""
@@ -230,6 +247,7 @@ def test_every_metric_series_is_on_the_page():
 
 
 # --- NODE.toml -----------------------------------------------------------------------------------
+
 
 def missing_node_toml_keys(page: str, schema) -> list[str]:
     """Each section of `schema` without its heading, each key without its row there, as

@@ -16,9 +16,22 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def build(root: str, site: str) -> subprocess.CompletedProcess:
     """`mkdocs build --strict` of the site whose mkdocs.yml is in `root`, into `site`."""
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", os.path.join(root, "mkdocs.yml"),
-         "--site-dir", site],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            os.path.join(root, "mkdocs.yml"),
+            "--site-dir",
+            site,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 def copy_of_the_site(tmp_path) -> str:

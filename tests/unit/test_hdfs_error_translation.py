@@ -6,15 +6,21 @@ from replication.hdfs_storage import _translate
 from repositories.storage import LeaseLost, StorageError, StorageFileNotFound, StorageFull, StorageUnavailable
 
 
-@pytest.mark.parametrize("text, kind", [
-    ('RPCError("org.apache.hadoop.hdfs.server.namenode.SafeModeException", "Cannot create directory /x. '
-     'Name node is in safe mode.\\nThe reported blocks 0 needs additional 12 blocks")', StorageUnavailable),
-    ("OSError: RPC listener disconnected", StorageUnavailable),
-    ("Connection refused (os error 111)", StorageUnavailable),
-    ('RPCError("org.apache.hadoop.hdfs.protocol.DSQuotaExceededException", "quota")', StorageFull),
-    ('RPCError("java.io.FileNotFoundException", "File does not exist: /x")', StorageFileNotFound),
-    ('RPCError("java.lang.IllegalArgumentException", "bad")', StorageError),
-])
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        (
+            'RPCError("org.apache.hadoop.hdfs.server.namenode.SafeModeException", "Cannot create directory /x. '
+            'Name node is in safe mode.\\nThe reported blocks 0 needs additional 12 blocks")',
+            StorageUnavailable,
+        ),
+        ("OSError: RPC listener disconnected", StorageUnavailable),
+        ("Connection refused (os error 111)", StorageUnavailable),
+        ('RPCError("org.apache.hadoop.hdfs.protocol.DSQuotaExceededException", "quota")', StorageFull),
+        ('RPCError("java.io.FileNotFoundException", "File does not exist: /x")', StorageFileNotFound),
+        ('RPCError("java.lang.IllegalArgumentException", "bad")', StorageError),
+    ],
+)
 def test_errors_are_translated_by_what_the_caller_can_do(text, kind):
     translated = _translate(RuntimeError(text), "/x", "write")
     assert type(translated) is kind
@@ -59,11 +65,15 @@ def test_a_slow_call_is_logged_once_with_its_path(monkeypatch, caplog, step, log
 def test_a_permission_denial_names_the_user_the_inode_and_the_fix():
     from repositories.storage import StoragePermissionDenied
 
-    error = RuntimeError('RPCError("org.apache.hadoop.security.AccessControlException", "Permission denied: '
-                         'user=stranger, access=EXECUTE, inode=\\"/custody\\":custody:custody:drwx------\\n\\tat '
-                         'org.apache.hadoop.hdfs.server.namenode.FSPermissionChecker.check")')
+    error = RuntimeError(
+        'RPCError("org.apache.hadoop.security.AccessControlException", "Permission denied: '
+        'user=stranger, access=EXECUTE, inode=\\"/custody\\":custody:custody:drwx------\\n\\tat '
+        'org.apache.hadoop.hdfs.server.namenode.FSPermissionChecker.check")'
+    )
     translated = _translate(error, "/custody/main/shards", "stat")
     assert isinstance(translated, StoragePermissionDenied) and isinstance(translated, PermissionError)
-    assert ("HDFS refuses it (Permission denied: user=stranger, access=EXECUTE, "
-            "inode='/custody':custody:custody:drwx------)") in str(translated)
+    assert (
+        "HDFS refuses it (Permission denied: user=stranger, access=EXECUTE, "
+        "inode='/custody':custody:custody:drwx------)"
+    ) in str(translated)
     assert "hdfs dfs -chown" in str(translated) and "FSPermissionChecker" not in str(translated)

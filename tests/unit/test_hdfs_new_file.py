@@ -84,8 +84,9 @@ class FakeStorage:
 
 
 def refused():
-    return StorageUnavailable(f"cannot write hdfs:{PATH}: HDFS is unavailable (Connection refused (os error 111))",
-                              PATH)
+    return StorageUnavailable(
+        f"cannot write hdfs:{PATH}: HDFS is unavailable (Connection refused (os error 111))", PATH
+    )
 
 
 def past_deadline():
@@ -137,11 +138,14 @@ def test_after_its_first_sync_a_file_is_never_made_again():
     assert len(storage.files) == 1 and storage.deleted == []
 
 
-@pytest.mark.parametrize("error", [
-    LeaseLost(f"cannot hsync hdfs:{PATH}: this writer can no longer write the file (No lease on {PATH})", PATH),
-    StorageFileNotFound(f"cannot hsync hdfs:{PATH}: it or its parent directory does not exist", PATH),
-    StorageError(f"cannot hsync hdfs:{PATH}: RuntimeError: checksum", PATH),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        LeaseLost(f"cannot hsync hdfs:{PATH}: this writer can no longer write the file (No lease on {PATH})", PATH),
+        StorageFileNotFound(f"cannot hsync hdfs:{PATH}: it or its parent directory does not exist", PATH),
+        StorageError(f"cannot hsync hdfs:{PATH}: RuntimeError: checksum", PATH),
+    ],
+)
 def test_a_file_that_is_gone_or_no_longer_ours_is_not_made_again(error):
     storage = FakeStorage([{"hsync": error}])
     file = storage.new_file()
@@ -152,8 +156,9 @@ def test_a_file_that_is_gone_or_no_longer_ours_is_not_made_again(error):
 
 
 def test_every_node_of_the_pipeline_failing_is_a_pipeline_failure():
-    all_failed = LeaseLost(f"cannot hsync hdfs:{PATH}: this writer can no longer write the file "
-                           "(All nodes failed for write)", PATH)
+    all_failed = LeaseLost(
+        f"cannot hsync hdfs:{PATH}: this writer can no longer write the file (All nodes failed for write)", PATH
+    )
     storage = FakeStorage([{"hsync": all_failed}])
     file = storage.new_file()
     file.write(b"a")
@@ -198,13 +203,16 @@ def test_it_makes_files_again_for_a_deadline_at_most_after_the_first_failure(mon
         def waited():
             now[0] += storage.retry_budget
             sync()
+
         f.sync = waited
 
     for made in storage.files:
         each_hsync_waits_its_deadline(made)
     create = storage._create_file
-    storage._create_file = lambda path, overwrite=False: (made := create(path, overwrite=overwrite),
-                                                          each_hsync_waits_its_deadline(made))[0]
+    storage._create_file = lambda path, overwrite=False: (
+        made := create(path, overwrite=overwrite),
+        each_hsync_waits_its_deadline(made),
+    )[0]
     with pytest.raises(StorageUnavailable, match="did not answer"):
         file.sync()
     assert len(storage.files) == 2

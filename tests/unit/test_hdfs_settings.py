@@ -29,8 +29,9 @@ def site(text: str) -> dict[str, str]:
 
 def compose_site(daemon: str, *extra: str, settings: Path = SETTINGS_FILE) -> dict[str, str]:
     """The hdfs-site.xml the compose file's daemons write (cluster/docker/hdfs-site.sh)."""
-    result = subprocess.run(["sh", str(DOCKER / "hdfs-site.sh"), daemon, str(settings), *extra],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["sh", str(DOCKER / "hdfs-site.sh"), daemon, str(settings), *extra], capture_output=True, text=True, check=True
+    )
     return site(result.stdout)
 
 
@@ -65,7 +66,7 @@ def test_the_compose_image_writes_its_hdfs_site_from_the_same_file():
     assert "COPY cluster/services/hadoop/hdfs-site.properties /opt/hadoop/hdfs-site.properties" in dockerfile
     assert "COPY cluster/docker/hdfs-site.sh /usr/local/bin/custody-hdfs-site" in dockerfile
     entrypoint = (DOCKER / "hadoop-entrypoint.sh").read_text()
-    assert "custody-hdfs-site \"$daemon\" /opt/hadoop/hdfs-site.properties" in entrypoint
+    assert 'custody-hdfs-site "$daemon" /opt/hadoop/hdfs-site.properties' in entrypoint
     own = set(re.findall(r"^\s*(dfs\.[\w.-]+)=", entrypoint, re.MULTILINE))
     assert own and not own & {name for daemon in DAEMONS for name in shared_settings(daemon)}, own
 
@@ -87,9 +88,17 @@ def test_compose_nodes_run_the_harness_client_settings():
     assert {**FAIL_FAST_CONFIG, **hdfs.get("config", {})} == {**FAIL_FAST_CONFIG, **HDFS_CLIENT}
 
 
-@pytest.mark.parametrize("line", ["dfs.replication = 2", "dfs.replication", "spark:dfs.replication=2",
-                                  "dfs.replication=", "dfs.replication=2\ndfs.replication=3",
-                                  "dfs.x=1\ndatanode:dfs.x=2"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "dfs.replication = 2",
+        "dfs.replication",
+        "spark:dfs.replication=2",
+        "dfs.replication=",
+        "dfs.replication=2\ndfs.replication=3",
+        "dfs.x=1\ndatanode:dfs.x=2",
+    ],
+)
 def test_a_settings_line_both_readers_might_read_apart_is_refused(tmp_path, line):
     path = tmp_path / "hdfs-site.properties"
     path.write_text(f"# a comment\n{line}\n")

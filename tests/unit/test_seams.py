@@ -85,8 +85,7 @@ def test_a_duck_whose_methods_are_seams_is_accepted_and_called(tmp_path):
         def before_sync(self, path: str) -> None:
             calls.append(path)
 
-    wal = WriteAheadLog(LocalStorage(), str(tmp_path / "wal"), partitions=1, checkpoint_interval=None,
-                        hooks=Recorder())
+    wal = WriteAheadLog(LocalStorage(), str(tmp_path / "wal"), partitions=1, checkpoint_interval=None, hooks=Recorder())
     wal.recover()
     wal.update([Delete("nobody")])
     wal.close()
@@ -94,7 +93,14 @@ def test_a_duck_whose_methods_are_seams_is_accepted_and_called(tmp_path):
 
 
 def test_the_provenance_seam_constants_are_the_method_names():
-    assert provenance_seams.SEAMS == ("rollover_before_merge_queue", "merge_journals_read", "merge_before_commit",
-                                      "merge_toc_committed", "merge_before_journal_delete", "merge_journal_deleted",
-                                      "index_before_commit", "index_before_manifest")
+    assert provenance_seams.SEAMS == (
+        "rollover_before_merge_queue",
+        "merge_journals_read",
+        "merge_before_commit",
+        "merge_toc_committed",
+        "merge_before_journal_delete",
+        "merge_journal_deleted",
+        "index_before_commit",
+        "index_before_manifest",
+    )
     assert ProvenanceHooks.seam_names() == frozenset(provenance_seams.SEAMS)

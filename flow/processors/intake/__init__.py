@@ -27,8 +27,19 @@ from .format import CommittedKey, FileIdentity, IntakeState, IntakeStateError, L
 from .ledger import hand_over
 from .taken import TakenFiles
 
-__all__ = ["CommittedKey", "FileIdentity", "HandsOverIntake", "IntakeState", "IntakeStateError", "ListingMark",
-           "TakenFile", "TakenFiles", "hand_over", "pack", "unpack"]
+__all__ = [
+    "CommittedKey",
+    "FileIdentity",
+    "HandsOverIntake",
+    "IntakeState",
+    "IntakeStateError",
+    "ListingMark",
+    "TakenFile",
+    "TakenFiles",
+    "hand_over",
+    "pack",
+    "unpack",
+]
 
 
 class HandsOverIntake:

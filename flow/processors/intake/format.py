@@ -184,8 +184,11 @@ class IntakeState:
         object.__setattr__(self, "keys", MappingProxyType(dict(self.keys)))
 
     def replace(self, *, taken=None, listing=None, keys=None) -> IntakeState:
-        return IntakeState(self.taken if taken is None else taken, self.listing if listing is None else listing,
-                           self.keys if keys is None else keys)
+        return IntakeState(
+            self.taken if taken is None else taken,
+            self.listing if listing is None else listing,
+            self.keys if keys is None else keys,
+        )
 
 
 def valid_key(key: str) -> bool:
@@ -224,9 +227,12 @@ def pack(state: IntakeState) -> dict[str, str]:
         raise ValueError("listed paths without a listing time")
     for key, committed in state.keys.items():
         if not valid_key(key):
-            raise ValueError(f"not an idempotency key: {key[:MAX_KEY_LENGTH + 1]!r}")
-        packed[KEY_PREFIX + key] = (str(committed.committed_ms) if committed.fingerprint is None
-                                    else f"{committed.committed_ms}:{committed.fingerprint}")
+            raise ValueError(f"not an idempotency key: {key[: MAX_KEY_LENGTH + 1]!r}")
+        packed[KEY_PREFIX + key] = (
+            str(committed.committed_ms)
+            if committed.fingerprint is None
+            else f"{committed.committed_ms}:{committed.fingerprint}"
+        )
     return packed
 
 
@@ -237,9 +243,12 @@ def unpack(state: Mapping[str, str], owner: str = "") -> IntakeState:
         return _unpack_version_0(state, owner)
     version = state[LAYOUT_KEY]
     if version not in READABLE_VERSIONS:
-        raise _error(owner, f"layout version {version!r}; this custody reads versions 0, "
-                            f"{', '.join(READABLE_VERSIONS)}: run the version that wrote it, or clear the "
-                            "processor's state (its inputs may then be taken again)")
+        raise _error(
+            owner,
+            f"layout version {version!r}; this custody reads versions 0, "
+            f"{', '.join(READABLE_VERSIONS)}: run the version that wrote it, or clear the "
+            "processor's state (its inputs may then be taken again)",
+        )
     taken: dict[FileIdentity, TakenFile] = {}
     keys: dict[str, CommittedKey] = {}
     paths = set()
@@ -255,11 +264,11 @@ def unpack(state: Mapping[str, str], owner: str = "") -> IntakeState:
         elif key.startswith(LISTED_PREFIX):
             if value != "" or len(key) == len(LISTED_PREFIX):
                 raise _error(owner, f"entry {key!r}: a listed path with a value {value!r}")
-            paths.add(key[len(LISTED_PREFIX):])
+            paths.add(key[len(LISTED_PREFIX) :])
         elif key.startswith(KEY_PREFIX):
-            if not valid_key(key[len(KEY_PREFIX):]):
+            if not valid_key(key[len(KEY_PREFIX) :]):
                 raise _error(owner, f"entry {key[:60]!r}: not an idempotency key")
-            keys[key[len(KEY_PREFIX):]] = _committed_key(value, key, version, owner)
+            keys[key[len(KEY_PREFIX) :]] = _committed_key(value, key, version, owner)
         else:
             raise _error(owner, f"entry {key[:60]!r} is of no kind of layout version {version}")
     if paths and timestamp_ms is None:
@@ -295,8 +304,9 @@ def _unpack_taken(key: str, value: str, owner: str) -> TakenFile:
             return TakenFile(identity, fields[1], MOVE, fields[2])
     except ValueError:
         pass
-    raise _error(owner, f"entry {key!r}: value {value[:80]!r} is neither delete NUL path nor move NUL path NUL "
-                        "directory")
+    raise _error(
+        owner, f"entry {key!r}: value {value[:80]!r} is neither delete NUL path nor move NUL path NUL directory"
+    )
 
 
 def _committed_key(value: str, key: str, version: str, owner: str) -> CommittedKey:

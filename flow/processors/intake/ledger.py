@@ -13,8 +13,9 @@ from .format import CommittedKey, FileIdentity, IntakeState, ListingMark, TakenF
 NEW, REPLAY, REUSED = "new", "replay", "reused"
 
 
-def choose_files(found: Iterable[tuple[FileIdentity, object]], state: IntakeState,
-                 claimed: Collection[FileIdentity], limit: int) -> list[tuple[FileIdentity, object]]:
+def choose_files(
+    found: Iterable[tuple[FileIdentity, object]], state: IntakeState, claimed: Collection[FileIdentity], limit: int
+) -> list[tuple[FileIdentity, object]]:
     """Up to `limit` of `found` (identity, anything) in their order: never a file the
     committed state records as taken (its FlowFile exists; only its delete is pending)
     nor one a session of this processor holds now (`claimed`)."""
@@ -30,8 +31,9 @@ def choose_files(found: Iterable[tuple[FileIdentity, object]], state: IntakeStat
     return chosen
 
 
-def state_after_commit(committed: IntakeState, taken: Iterable[TakenFile],
-                       completed: Collection[FileIdentity]) -> tuple[IntakeState, frozenset[FileIdentity]]:
+def state_after_commit(
+    committed: IntakeState, taken: Iterable[TakenFile], completed: Collection[FileIdentity]
+) -> tuple[IntakeState, frozenset[FileIdentity]]:
     """The state a session commits: the committed records, less those whose delete or
     move is durable (`completed`: pruned now), plus the files this session takes.
     Returns it and the identities it prunes."""
@@ -42,21 +44,24 @@ def state_after_commit(committed: IntakeState, taken: Iterable[TakenFile],
     return committed.replace(taken=records), pruned
 
 
-def orphans(state: IntakeState, claimed: Collection[FileIdentity],
-            completed: Collection[FileIdentity]) -> list[TakenFile]:
+def orphans(
+    state: IntakeState, claimed: Collection[FileIdentity], completed: Collection[FileIdentity]
+) -> list[TakenFile]:
     """The records no session of this process owns nor has completed: left by an earlier
     run (a crash between the commit and the delete) or by a delete that failed. They are
     finished before anything new is taken."""
-    return [record for identity, record in state.taken.items()
-            if identity not in claimed and identity not in completed]
+    return [record for identity, record in state.taken.items() if identity not in claimed and identity not in completed]
 
 
 def list_new(found: Iterable[tuple[str, int]], mark: ListingMark) -> tuple[list[str], ListingMark]:
     """ListFile's decision: of `found` (path, modification time in ms), those not listed
     yet - newer than the mark, or as new as it and not among its paths - and the mark
     after listing them (unchanged when there are none)."""
-    listed = [(path, mtime_ms) for path, mtime_ms in found
-              if mtime_ms > mark.timestamp_ms or (mtime_ms == mark.timestamp_ms and path not in mark.paths)]
+    listed = [
+        (path, mtime_ms)
+        for path, mtime_ms in found
+        if mtime_ms > mark.timestamp_ms or (mtime_ms == mark.timestamp_ms and path not in mark.paths)
+    ]
     if not listed:
         return [], mark
     newest = max(mtime_ms for _, mtime_ms in listed)
@@ -83,8 +88,9 @@ def key_decision(key: str, fingerprint: str, committed: Mapping[str, CommittedKe
     return REPLAY if first.fingerprint in (None, fingerprint) else REUSED
 
 
-def remember_keys(keys: Mapping[str, CommittedKey], new: Mapping[str, str], now_ms: int, *, max_count: int,
-                  max_age_ms: int) -> dict[str, CommittedKey]:
+def remember_keys(
+    keys: Mapping[str, CommittedKey], new: Mapping[str, str], now_ms: int, *, max_count: int, max_age_ms: int
+) -> dict[str, CommittedKey]:
     """The keys to commit with the `new` ones (key -> fingerprint): the recent ones and the
     new ones, at most `max_count`, the oldest dropped first (a retry of a dropped key is
     taken again)."""
@@ -92,7 +98,7 @@ def remember_keys(keys: Mapping[str, CommittedKey], new: Mapping[str, str], now_
     for key, fingerprint in new.items():
         kept[key] = CommittedKey(now_ms, fingerprint)
     if len(kept) > max_count:
-        kept = dict(sorted(kept.items(), key=lambda item: item[1].committed_ms)[len(kept) - max_count:])
+        kept = dict(sorted(kept.items(), key=lambda item: item[1].committed_ms)[len(kept) - max_count :])
     return kept
 
 

@@ -116,6 +116,13 @@ class TakenFiles:
         for record, error in result.failed:
             if record.identity not in self._reported:
                 self._reported.add(record.identity)
-                self.log.warning("%s: cannot %s %s, which %s (it stays recorded, is never taken again, and the "
-                                 "%s is tried again at each run): %s", self.owner, record.action, record.path,
-                                 whose, record.action, error)
+                self.log.warning(
+                    "%s: cannot %s %s, which %s (it stays recorded, is never taken again, and the "
+                    "%s is tried again at each run): %s",
+                    self.owner,
+                    record.action,
+                    record.path,
+                    whose,
+                    record.action,
+                    error,
+                )

@@ -19,8 +19,12 @@ def node_file(admin=None, node=None) -> dict:
 
 
 def test_node_toml_names_and_the_announced_address_are_answered_to():
-    config = parse_node_config(node_file({"bind": "0.0.0.0", "tokens": "t", "allowed_hosts": ["custody.example"]},
-                                         {"admin": "http://custody1:8080"}), "/etc/custody/n1.toml")
+    config = parse_node_config(
+        node_file(
+            {"bind": "0.0.0.0", "tokens": "t", "allowed_hosts": ["custody.example"]}, {"admin": "http://custody1:8080"}
+        ),
+        "/etc/custody/n1.toml",
+    )
     assert config.admin_allowed_hosts == ("custody.example",)
     hosts = from_node_config(config).hosts()
     assert hosts.allows("custody.example:8080") and hosts.allows("custody1:8080")
@@ -39,8 +43,21 @@ def test_a_name_that_is_not_bare_is_refused_with_what_to_write():
 
 
 def test_custody_run_takes_allowed_hosts_on_its_command_line():
-    args = build_parser().parse_args(["run", "--flow", "f.yaml", "--data-dir", "d", "--admin", "127.0.0.1:0",
-                                      "--admin-allowed-host", "custody.example", "--admin-allowed-host", "n1.lan"])
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--flow",
+            "f.yaml",
+            "--data-dir",
+            "d",
+            "--admin",
+            "127.0.0.1:0",
+            "--admin-allowed-host",
+            "custody.example",
+            "--admin-allowed-host",
+            "n1.lan",
+        ]
+    )
     settings = parse_address(args.admin, allowed_hosts=args.admin_allowed_host)
     assert settings.allowed_hosts == ("custody.example", "n1.lan")
     assert settings.hosts().allows("n1.lan:8080") and settings.hosts().allows("localhost:8080")

@@ -10,8 +10,17 @@ from cluster.admin.connections import MAX_CONNECTIONS, MIN_CONNECTIONS, AcceptEr
 from repositories.log_limits import LimitedLog
 
 
-@pytest.mark.parametrize("limit, cap", [(256, 32), (1024, 128), (20_000, MAX_CONNECTIONS), (16, MIN_CONNECTIONS),
-                                        (0, MAX_CONNECTIONS), (-1, MAX_CONNECTIONS)])
+@pytest.mark.parametrize(
+    "limit, cap",
+    [
+        (256, 32),
+        (1024, 128),
+        (20_000, MAX_CONNECTIONS),
+        (16, MIN_CONNECTIONS),
+        (0, MAX_CONNECTIONS),
+        (-1, MAX_CONNECTIONS),
+    ],
+)
 def test_the_cap_leaves_most_descriptors_to_the_flow(limit, cap):
     assert connection_cap(limit) == cap
     assert limit <= 0 or cap <= max(MIN_CONNECTIONS, limit // 8)
@@ -38,8 +47,13 @@ def test_accepts_without_descriptors_are_one_line_a_minute_without_a_traceback(c
     handler = AcceptErrors(LimitedLog(logging.getLogger("test.accept"), 60.0, clock=clock), 256)
     for second in range(120):
         clock.now = float(second)
-        handler(loop, {"message": "socket.accept() out of system resource",
-                       "exception": OSError(errno.EMFILE, "Too many open files")})
+        handler(
+            loop,
+            {
+                "message": "socket.accept() out of system resource",
+                "exception": OSError(errno.EMFILE, "Too many open files"),
+            },
+        )
     records = [record for record in caplog.records if record.name == "test.accept"]
     assert len(records) == 2 and not any(record.exc_info for record in records)
     assert "Too many open files" in records[0].getMessage() and "ulimit -n" in records[0].getMessage()

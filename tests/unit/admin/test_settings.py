@@ -24,8 +24,10 @@ def test_half_a_tls_pair_is_refused():
         AdminSettings(tls_cert="node.pem").check()
 
 
-@pytest.mark.parametrize("text, bind, port", [("127.0.0.1:8080", "127.0.0.1", 8080), ("[::1]:9000", "::1", 9000),
-                                              ("localhost:0", "localhost", 0)])
+@pytest.mark.parametrize(
+    "text, bind, port",
+    [("127.0.0.1:8080", "127.0.0.1", 8080), ("[::1]:9000", "::1", 9000), ("localhost:0", "localhost", 0)],
+)
 def test_admin_addresses_parse(text, bind, port):
     settings = parse_address(text)
     assert (settings.bind, settings.port) == (bind, port)

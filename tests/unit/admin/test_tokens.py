@@ -28,12 +28,15 @@ def test_admin_may_do_what_read_may_and_not_the_reverse():
     assert not allows("read", "admin")
 
 
-@pytest.mark.parametrize("line, words", [
-    ("admin ops", ["line 2", "got 2 fields"]),
-    ("root ops sha256:" + "0" * 64, ["line 2", "'root'"]),
-    ("read ops md5:" + "0" * 32, ["line 2", "sha256:<64 hex digits>"]),
-    ("read ops sha256:" + "z" * 64, ["line 2", "not hexadecimal"]),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("admin ops", ["line 2", "got 2 fields"]),
+        ("root ops sha256:" + "0" * 64, ["line 2", "'root'"]),
+        ("read ops md5:" + "0" * 32, ["line 2", "sha256:<64 hex digits>"]),
+        ("read ops sha256:" + "z" * 64, ["line 2", "not hexadecimal"]),
+    ],
+)
 def test_a_malformed_line_is_refused_with_its_number(tmp_path, line, words):
     path = tmp_path / "tokens"
     path.write_text("# the team's tokens\n" + line + "\n")

@@ -49,8 +49,13 @@ class FakeControl:
 
 
 def shard(committed: int) -> ShardMeasures:
-    return ShardMeasures(commits={"committed": committed, "failed": 1}, commit_seconds=histogram(0.002, 0.03),
-                         wal_sync_seconds=histogram(0.0004), swap_outs=3, swap_ins=2)
+    return ShardMeasures(
+        commits={"committed": committed, "failed": 1},
+        commit_seconds=histogram(0.002, 0.03),
+        wal_sync_seconds=histogram(0.0004),
+        swap_outs=3,
+        swap_ins=2,
+    )
 
 
 def scrape(measures: NodeMeasures) -> dict:
@@ -82,8 +87,14 @@ def test_a_clustered_node_publishes_hdfs_calls_failovers_and_one_session_state(s
     calls = ByLabel(LatencyHistogram)
     calls.of("hsync").observe(0.004)
     calls.of("rename").observe(0.02)
-    found = scrape(NodeMeasures(shards={"n1-4": shard(1), "n2-3": shard(5)}, storage_calls=calls.snapshot(),
-                                failover=instruments.snapshot(), session_state=state))
+    found = scrape(
+        NodeMeasures(
+            shards={"n1-4": shard(1), "n2-3": shard(5)},
+            storage_calls=calls.snapshot(),
+            failover=instruments.snapshot(),
+            session_state=state,
+        )
+    )
     assert not naming_problems(found)
     assert value(found, "custody_commits", "_total", shard="n2-3", outcome="committed") == 5
     assert value(found, "custody_hdfs_call_duration_seconds", "_count", operation="hsync") == 1
@@ -98,8 +109,10 @@ def test_a_clustered_node_publishes_hdfs_calls_failovers_and_one_session_state(s
 
 
 def test_the_naming_check_catches_what_it_is_for():
-    text = ("# TYPE custody_wait_ms histogram\ncustody_wait_ms_count 1\ncustody_wait_ms_sum 1\n"
-            "custody_wait_ms_bucket{le=\"+Inf\"} 1\n# TYPE requests counter\nrequests_total 1\n")
+    text = (
+        "# TYPE custody_wait_ms histogram\ncustody_wait_ms_count 1\ncustody_wait_ms_sum 1\n"
+        'custody_wait_ms_bucket{le="+Inf"} 1\n# TYPE requests counter\nrequests_total 1\n'
+    )
     problems = naming_problems(families(text))
     assert any("base unit" in p for p in problems) and any("requests: not a custody_" in p for p in problems)
 
@@ -126,13 +139,16 @@ class FakeMember:
             self.dead.set()
 
 
-@pytest.mark.parametrize("member, state", [
-    (None, None),                                       # between incarnations, before the first
-    (FakeMember(Phase.CONNECTED), "CONNECTED"),
-    (FakeMember(Phase.SUSPENDED), "SUSPENDED"),
-    (FakeMember(Phase.EXPIRED), "LOST"),                # the guard's own timer ran out; dying
-    (FakeMember(Phase.EXPIRED, dead=True), "LOST"),     # stays LOST until the next incarnation
-    (FakeMember(Phase.CONNECTED, dead=True), None),     # left on purpose (offload): no session
-])
+@pytest.mark.parametrize(
+    "member, state",
+    [
+        (None, None),  # between incarnations, before the first
+        (FakeMember(Phase.CONNECTED), "CONNECTED"),
+        (FakeMember(Phase.SUSPENDED), "SUSPENDED"),
+        (FakeMember(Phase.EXPIRED), "LOST"),  # the guard's own timer ran out; dying
+        (FakeMember(Phase.EXPIRED, dead=True), "LOST"),  # stays LOST until the next incarnation
+        (FakeMember(Phase.CONNECTED, dead=True), None),  # left on purpose (offload): no session
+    ],
+)
 def test_the_session_state_a_clustered_node_publishes(member, state):
     assert session_state(member) == state

@@ -27,13 +27,23 @@ def test_lineage_links_each_flowfile_to_its_events_and_each_linking_event_to_wha
         return [e for e in events if uuid in (e.flowfile_uuid, *e.parent_uuids, *e.child_uuids)]
 
     view = lineage_view(compute_lineage("j", naming), 100)
-    assert [n.id for n in view.nodes if n.kind == "flowfile"] == ["flowfile:a", "flowfile:b", "flowfile:j",
-                                                                   "flowfile:k1", "flowfile:k2"]
+    assert [n.id for n in view.nodes if n.kind == "flowfile"] == [
+        "flowfile:a",
+        "flowfile:b",
+        "flowfile:j",
+        "flowfile:k1",
+        "flowfile:k2",
+    ]
     assert [n.event_id for n in view.nodes if n.kind == "event"] == [1, 2, 3, 4, 5]
     assert {(link.source, link.target) for link in view.links} == {
-        ("flowfile:a", "event:1"), ("flowfile:b", "event:2"),
-        ("flowfile:a", "event:3"), ("flowfile:b", "event:3"), ("event:3", "flowfile:j"),
-        ("flowfile:j", "event:4"), ("event:4", "flowfile:k1"), ("event:4", "flowfile:k2"),
+        ("flowfile:a", "event:1"),
+        ("flowfile:b", "event:2"),
+        ("flowfile:a", "event:3"),
+        ("flowfile:b", "event:3"),
+        ("event:3", "flowfile:j"),
+        ("flowfile:j", "event:4"),
+        ("event:4", "flowfile:k1"),
+        ("event:4", "flowfile:k2"),
         ("flowfile:k1", "event:5"),
     }
     assert not view.truncated

@@ -46,21 +46,28 @@ STEP = "n3-17:failover/move-n3-17@17"
 
 # -- the decision ----------------------------------------------------------------------------
 def test_a_permanent_failure_holds_the_shard_at_the_first_attempt():
-    decision = after_failure(FailureKind.PERMANENT, "WalDamagedError: the FlowFile WAL ... is damaged", held=False,
-                             adopting_for=0.4, bound=BOUND)
+    decision = after_failure(
+        FailureKind.PERMANENT,
+        "WalDamagedError: the FlowFile WAL ... is damaged",
+        held=False,
+        adopting_for=0.4,
+        bound=BOUND,
+    )
     assert decision == HoldShard("WalDamagedError: the FlowFile WAL ... is damaged", RECHECK_FIRST)
 
 
 @pytest.mark.parametrize("adopting_for", [0.0, 119.0, 121.0, 3600.0])
 def test_a_transient_failure_is_tried_again_every_second_for_as_long_as_it_lasts(adopting_for):
     # HDFS or ZooKeeper cannot serve the shard: nothing of it can be read, so it stays ADOPTING.
-    assert after_failure(FailureKind.TRANSIENT, "StorageUnavailable: ...", held=False, adopting_for=adopting_for,
-                         bound=BOUND) == RetryLater(1.0)
+    assert after_failure(
+        FailureKind.TRANSIENT, "StorageUnavailable: ...", held=False, adopting_for=adopting_for, bound=BOUND
+    ) == RetryLater(1.0)
 
 
 def test_an_unknown_failure_is_tried_again_until_the_lease_recovery_bound_then_held():
-    assert after_failure(FailureKind.UNKNOWN, "KeyError: 'q'", held=False, adopting_for=119.9, bound=BOUND) \
-        == RetryLater(1.0)
+    assert after_failure(
+        FailureKind.UNKNOWN, "KeyError: 'q'", held=False, adopting_for=119.9, bound=BOUND
+    ) == RetryLater(1.0)
     decision = after_failure(FailureKind.UNKNOWN, "KeyError: 'q'", held=False, adopting_for=120.0, bound=BOUND)
     assert isinstance(decision, HoldShard)
     assert decision.reason.startswith("KeyError: 'q' (still failing after 120s") and "bound of 120s" in decision.reason
@@ -68,16 +75,17 @@ def test_an_unknown_failure_is_tried_again_until_the_lease_recovery_bound_then_h
 
 @pytest.mark.parametrize("kind", list(FailureKind))
 def test_a_held_shard_that_still_fails_is_tried_again_later_and_later(kind):
-    delays = [after_failure(kind, "x", held=True, adopting_for=5000.0, bound=BOUND, rechecks=n).after
-              for n in range(8)]
+    delays = [after_failure(kind, "x", held=True, adopting_for=5000.0, bound=BOUND, rechecks=n).after for n in range(8)]
     assert delays == [30.0, 60.0, 120.0, 240.0, 480.0, 600.0, 600.0, 600.0]
-    assert all(isinstance(after_failure(kind, "x", held=True, adopting_for=1.0, bound=BOUND, rechecks=n), RetryLater)
-               for n in range(3))
+    assert all(
+        isinstance(after_failure(kind, "x", held=True, adopting_for=1.0, bound=BOUND, rechecks=n), RetryLater)
+        for n in range(3)
+    )
 
 
 def test_recheck_delay_doubles_up_to_its_cap_and_never_overflows():
     assert recheck_delay(0) == RECHECK_FIRST and recheck_delay(1) == 2 * RECHECK_FIRST
-    assert recheck_delay(10 ** 6) == RECHECK_MAX
+    assert recheck_delay(10**6) == RECHECK_MAX
     assert recheck_delay(2, first=1.0, longest=3.0) == 3.0
 
 
@@ -106,40 +114,53 @@ def raised_from(error, cause):
         return outer
 
 
-@pytest.mark.parametrize("error", [
-    damaged(),
-    CorruptSnapshotError("/w/snapshot", 0, "file is empty"),
-    CorruptJournalError("/w/journal-0", 8, None, "journal header: bad CRC"),
-    NotAWriteAheadLogError("/w/notes.txt", 0, "not a WAL file"),
-    UnknownSerDeError("/w/journal-0", 20, "other", 9, "FlowFileSerDe 1..3"),
-    CorruptRecordError("ff-1", "bad head"),
-    StaleEpochError("/w/journal-0", 19, 18),
-    QueueRecoveryError("shard n3-17: the FlowFile WAL holds FlowFiles for connections the flow does not define"),
-    FlowDefinitionError("unknown processor type 'PutKafka'"),
-    raised_from(RuntimeError("recovering the queues failed"), CorruptSnapshotError("/w/snapshot", 0, "bad")),
-], ids=lambda error: type(error).__name__)
+@pytest.mark.parametrize(
+    "error",
+    [
+        damaged(),
+        CorruptSnapshotError("/w/snapshot", 0, "file is empty"),
+        CorruptJournalError("/w/journal-0", 8, None, "journal header: bad CRC"),
+        NotAWriteAheadLogError("/w/notes.txt", 0, "not a WAL file"),
+        UnknownSerDeError("/w/journal-0", 20, "other", 9, "FlowFileSerDe 1..3"),
+        CorruptRecordError("ff-1", "bad head"),
+        StaleEpochError("/w/journal-0", 19, 18),
+        QueueRecoveryError("shard n3-17: the FlowFile WAL holds FlowFiles for connections the flow does not define"),
+        FlowDefinitionError("unknown processor type 'PutKafka'"),
+        raised_from(RuntimeError("recovering the queues failed"), CorruptSnapshotError("/w/snapshot", 0, "bad")),
+    ],
+    ids=lambda error: type(error).__name__,
+)
 def test_damage_and_a_flow_that_cannot_hold_the_shard_are_permanent(error):
     assert failure_kind(error) is FailureKind.PERMANENT
 
 
-@pytest.mark.parametrize("error", [
-    StorageUnavailable("cannot read hdfs:/w/journal-0: HDFS is unavailable", "/w/journal-0"),
-    StoragePermissionDenied("cannot create hdfs:/w: HDFS refuses it", "/w"),
-    TimeoutError("the NameNode timed out"),
-    translate(ConnectionLoss(), "ShardRegistry.mark_adopted"),  # as ZooKeeper trouble leaves cluster.zk
-    WorkGateClosed("SUSPENDED"),
-    OwnershipConflict("shard n3-17", "version 3", "version 4"),
-    FenceTimeout("n3-17", "/w/journal-0", 120.0),
-    raised_from(CheckpointError("restoration of /w failed: the forced checkpoint failed"),
-                StorageUnavailable("hsync failed", "/w/journal-0")),
-    WriteAheadLogPoisonedError("/w", None),
-], ids=lambda error: type(error).__name__)
+@pytest.mark.parametrize(
+    "error",
+    [
+        StorageUnavailable("cannot read hdfs:/w/journal-0: HDFS is unavailable", "/w/journal-0"),
+        StoragePermissionDenied("cannot create hdfs:/w: HDFS refuses it", "/w"),
+        TimeoutError("the NameNode timed out"),
+        translate(ConnectionLoss(), "ShardRegistry.mark_adopted"),  # as ZooKeeper trouble leaves cluster.zk
+        WorkGateClosed("SUSPENDED"),
+        OwnershipConflict("shard n3-17", "version 3", "version 4"),
+        FenceTimeout("n3-17", "/w/journal-0", 120.0),
+        raised_from(
+            CheckpointError("restoration of /w failed: the forced checkpoint failed"),
+            StorageUnavailable("hsync failed", "/w/journal-0"),
+        ),
+        WriteAheadLogPoisonedError("/w", None),
+    ],
+    ids=lambda error: type(error).__name__,
+)
 def test_a_services_trouble_is_transient(error):
     assert failure_kind(error) is FailureKind.TRANSIENT
 
 
-@pytest.mark.parametrize("error", [KeyError("q"), ValueError("odd"), StorageFileNotFound("gone", "/w/x")],
-                         ids=lambda error: type(error).__name__)
+@pytest.mark.parametrize(
+    "error",
+    [KeyError("q"), ValueError("odd"), StorageFileNotFound("gone", "/w/x")],
+    ids=lambda error: type(error).__name__,
+)
 def test_anything_else_is_unknown_and_a_missing_file_too(error):
     assert failure_kind(error) is FailureKind.UNKNOWN
 
@@ -190,7 +211,8 @@ def test_a_held_shard_whose_holder_died_moves_on_like_any_other():
     view = LeaderView("n2-9", 10.0, {"n2-9": beat("n2-9")}, {"n3-17": held}, {}, {})
     moves = [i for i in decide(view) if isinstance(i, ExecuteMove)]
     assert [(m.move.shard, m.move.from_owner, m.move.from_epoch, m.move.to) for m in moves] == [
-        ("n3-17", "n1-3", 18, "n2-9")]
+        ("n3-17", "n1-3", 18, "n2-9")
+    ]
     again = own.reassign(held, "n2-9", expected_epoch=18, at=11.0)
     assert (again.state, again.epoch) == (ShardState.ADOPTING, 19)
     # ...and while its holder lives, the leader leaves it alone.

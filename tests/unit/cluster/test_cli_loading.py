@@ -10,9 +10,11 @@ from cluster.commands.bench import available, benchmark_parser
 
 
 def test_building_the_cli_imports_no_benchmark_and_no_client_library():
-    probe = ("import sys; from cluster.cli import build_parser; build_parser(); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('benchmarks', 'kazoo', 'hdfs_native', 'pyspark', 'pyarrow')))")
+    probe = (
+        "import sys; from cluster.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('benchmarks', 'kazoo', 'hdfs_native', 'pyspark', 'pyarrow')))"
+    )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
 

@@ -46,16 +46,19 @@ def retired(shard, at=3.0):
 
 
 def _retire_split(shard, at):
-    children = {child: own.ShardOwnership(child, "x-1", shard.epoch, ShardState.DRAINING, seeded=True)
-                for child in shard.children}
+    children = {
+        child: own.ShardOwnership(child, "x-1", shard.epoch, ShardState.DRAINING, seeded=True)
+        for child in shard.children
+    }
     return own.retire_split_parent(shard, children, at=at)
 
 
 def divvy(shard, slices, at=2.0):
     """Split `shard` into [(child, owner)], two halves; returns (parent, children), children seeded."""
     ranges = [(0, HALF), (HALF, HASH_SPACE)]
-    parent_, children = own.split(shard, [(c, o, *r) for (c, o), r in zip(slices, ranges, strict=False)],
-                                  expected_epoch=shard.epoch, at=at)
+    parent_, children = own.split(
+        shard, [(c, o, *r) for (c, o), r in zip(slices, ranges, strict=False)], expected_epoch=shard.epoch, at=at
+    )
     return parent_, [own.adopted(child, child.owner, child.epoch, at=at) for child in children]
 
 
@@ -140,8 +143,10 @@ def test_names_that_are_not_incarnations_are_left_alone():
 
 def test_the_race_rule_keeps_pins_and_liveness():
     shards = [moved(home("n1-1"), "n2-2"), retired(home("n3-3"))]
-    assert collectable_containers(["n1-1", "n2-2", "n3-3", "n4-4", "n5-5"], shards,
-                                  live=["n4-4"], counter=6) == ["n3-3", "n5-5"]
+    assert collectable_containers(["n1-1", "n2-2", "n3-3", "n4-4", "n5-5"], shards, live=["n4-4"], counter=6) == [
+        "n3-3",
+        "n5-5",
+    ]
 
 
 # -- retired znodes ------------------------------------------------------------------------------
@@ -211,10 +216,14 @@ def test_the_finishing_time_survives_json():
 
 def test_a_collection_plan_names_containers_and_versioned_znodes():
     old = retired(moved(home("n1-1"), "n2-2"), at=0.0)
-    view = CollectionView(("n1-1", "n2-2", "n3-3"), 3, {"n1-1": (old, 7), "n3-3": (home("n3-3"), 0)},
-                          frozenset({"n3-3"}), now=601.0,
-                          plans={"n1-1": (failover_plan("n1-1", "done", finished_at=1.0), 4),
-                                 "n2-2": (failover_plan("n2-2", "open"), 0)})
+    view = CollectionView(
+        ("n1-1", "n2-2", "n3-3"),
+        3,
+        {"n1-1": (old, 7), "n3-3": (home("n3-3"), 0)},
+        frozenset({"n3-3"}),
+        now=601.0,
+        plans={"n1-1": (failover_plan("n1-1", "done", finished_at=1.0), 4), "n2-2": (failover_plan("n2-2", "open"), 0)},
+    )
     plan = plan_collection(view, retention=600)
     assert plan.containers == ("n1-1", "n2-2")
     assert plan.shards == (("n1-1", 7),)
@@ -252,6 +261,7 @@ class FakeClient:
 
         class Stat:
             version = self.data[path][1]
+
         return self.data[path][0], Stat()
 
     def get_async(self, path):
@@ -260,6 +270,7 @@ class FakeClient:
         class Answer:
             def get(self):
                 return get(path)
+
         return Answer()
 
     def get_children(self, path):
@@ -309,8 +320,9 @@ def test_a_round_lists_hdfs_first_then_syncs_then_reads_members_last(tmp_path):
 
 def test_a_round_deletes_garbage_containers_and_old_retired_znodes(tmp_path, caplog):
     old = retired(moved(home("n1-1"), "n2-2"), at=0.0)
-    collector, client, calls, content = make(tmp_path, [old, home("n3-3")], ["n3-3"], 4,
-                                             ["n1-1", "n2-2", "n3-3", "n4-4"])
+    collector, client, calls, content = make(
+        tmp_path, [old, home("n3-3")], ["n3-3"], 4, ["n1-1", "n2-2", "n3-3", "n4-4"]
+    )
     with caplog.at_level(logging.INFO, logger="cluster.failover.collector"):
         plan = collector.collect()
     assert plan.containers == ("n1-1", "n2-2")
@@ -321,14 +333,19 @@ def test_a_round_deletes_garbage_containers_and_old_retired_znodes(tmp_path, cap
 
 
 def test_a_round_deletes_long_done_plan_znodes_only(tmp_path, caplog):
-    plans = [failover_plan("n1-1", "done", finished_at=1000.0), failover_plan("n2-2", "done", finished_at=9500.0),
-             failover_plan("n3-3", "open")]
+    plans = [
+        failover_plan("n1-1", "done", finished_at=1000.0),
+        failover_plan("n2-2", "done", finished_at=9500.0),
+        failover_plan("n3-3", "open"),
+    ]
     collector, client, calls, _ = make(tmp_path, [], [], 4, [], plans)
     with caplog.at_level(logging.INFO, logger="cluster.failover.collector"):
         plan = collector.collect()
     assert plan.plans == (("n1-1", 1),)
     assert sorted(p for p in client.data if p.startswith(client.layout.plans + "/")) == [
-        client.layout.plan("n2-2"), client.layout.plan("n3-3")]
+        client.layout.plan("n2-2"),
+        client.layout.plan("n3-3"),
+    ]
     assert [r.getMessage() for r in caplog.records] == ["deleted the znode of plan n1-1, done more than 600 s ago"]
 
 
@@ -364,8 +381,7 @@ def test_a_round_stops_when_leadership_ends(tmp_path):
 
 
 def test_spark_staging_goes_with_its_retired_shard_and_stays_with_a_running_one():
-    shards = {"n1-1": retired(moved(home("n1-1"), "n2-2")), "n2-2": home("n2-2"),
-              "n3-3": moved(home("n3-3"), "n2-2")}
+    shards = {"n1-1": retired(moved(home("n1-1"), "n2-2")), "n2-2": home("n2-2"), "n3-3": moved(home("n3-3"), "n2-2")}
     # n4-4: a home shard retired and collected (no znode); n9-9: an incarnation the
     # counter has not reached; "scratch": not a name this cluster gives.
     found = collectable_staging(["n1-1", "n2-2", "n3-3", "n4-4", "n9-9", "scratch"], shards, counter=5)
@@ -383,4 +399,5 @@ def test_a_round_deletes_the_spark_staging_of_retired_shards(tmp_path, caplog):
     assert plan.staging == ("n1-1",)
     assert sorted(p.name for p in spark.iterdir()) == ["n2-2"]
     assert [r.getMessage() for r in caplog.records if "Spark staging" in r.getMessage()] == [
-        f"deleted the Spark staging of shard n1-1 ({spark / 'n1-1'}): the shard is retired"]
+        f"deleted the Spark staging of shard n1-1 ({spark / 'n1-1'}): the shard is retired"
+    ]

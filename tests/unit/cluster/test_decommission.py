@@ -56,12 +56,20 @@ def done_plan(dead: str) -> FailoverPlan:
     )
 
 
-def view(*, kept=(), modified=None, shards=(), plans=(), live=("n1-20",), decommissions=(), now=10 * DAY,
-         directories=None):
+def view(
+    *, kept=(), modified=None, shards=(), plans=(), live=("n1-20",), decommissions=(), now=10 * DAY, directories=None
+):
     directories = tuple(k.name for k in kept) if directories is None else tuple(directories)
-    return KeptView(directories, tuple(kept), dict(modified or {}), {s.shard: (s, 5) for s in shards},
-                    {p.plan_id: (p, 7) for p in plans}, frozenset(live),
-                    {d.node: (d, 1) for d in decommissions}, now)
+    return KeptView(
+        directories,
+        tuple(kept),
+        dict(modified or {}),
+        {s.shard: (s, 5) for s in shards},
+        {p.plan_id: (p, 7) for p in plans},
+        frozenset(live),
+        {d.node: (d, 1) for d in decommissions},
+        now,
+    )
 
 
 # -- the record and names -------------------------------------------------------------------------
@@ -81,13 +89,16 @@ def test_a_record_keeps_its_newest_notes_only():
     assert with_notes(record, []) is record
 
 
-@pytest.mark.parametrize("name, origin", [
-    ("n3-17", ("n3-17", "n3")),
-    ("n3-17-fenced-18", ("n3-17", "n3")),
-    ("n3-17.e18s1", ("n3-17.e18s1", "n3")),
-    ("n3-17.e18s1-fenced-20", ("n3-17.e18s1", "n3")),
-    ("my_node-2-7", ("my_node-2-7", "my_node-2")),
-])
+@pytest.mark.parametrize(
+    "name, origin",
+    [
+        ("n3-17", ("n3-17", "n3")),
+        ("n3-17-fenced-18", ("n3-17", "n3")),
+        ("n3-17.e18s1", ("n3-17.e18s1", "n3")),
+        ("n3-17.e18s1-fenced-20", ("n3-17.e18s1", "n3")),
+        ("my_node-2-7", ("my_node-2-7", "my_node-2")),
+    ],
+)
 def test_every_name_a_shard_directory_has_leads_to_the_node_it_was_kept_for(name, origin):
     shard, incarnation = origin_of(name)
     assert (shard, incarnation.node) == origin
@@ -124,8 +135,14 @@ def test_the_only_member_cannot_be_decommissioned_while_it_is_up():
 def test_a_decommissioned_node_that_is_up_drains_and_the_leader_gives_it_nothing():
     live = {"n1-20": beat("n1-20"), "n2-21": beat("n2-21")}
     assert draining({"n2", "n9"}, live) == frozenset({"n2-21"})
-    shards = {s.shard: s for s in (own.new_shard("n1-20", "n1-20", 20, at=0), own.new_shard("n2-21", "n2-21", 21, at=0),
-                                   own.new_shard("n3-17", "n3-17", 17, at=0))}
+    shards = {
+        s.shard: s
+        for s in (
+            own.new_shard("n1-20", "n1-20", 20, at=0),
+            own.new_shard("n2-21", "n2-21", 21, at=0),
+            own.new_shard("n3-17", "n3-17", 17, at=0),
+        )
+    }
     plain = LeaderView("n1-20", 5.0, live, shards, {}, {}, "whole")
     moves = [i.move.to for i in decide(plain) if isinstance(i, ExecuteMove)]
     assert moves == ["n1-20"] or moves == ["n2-21"]
@@ -134,8 +151,10 @@ def test_a_decommissioned_node_that_is_up_drains_and_the_leader_gives_it_nothing
         assert [i.move.to for i in out if isinstance(i, ExecuteMove)] == [({"n1-20", "n2-21"} - {leaving}).pop()]
     assert not any(isinstance(i, WritePlan) for i in decide(replace(plain, draining=frozenset(live))))
     # A draining node's own shards stay its own while it is up: they are not orphans.
-    assert decide(replace(plain, shards={k: v for k, v in shards.items() if k != "n3-17"},
-                          draining=frozenset({"n2-21"}))) == []
+    assert (
+        decide(replace(plain, shards={k: v for k, v in shards.items() if k != "n3-17"}, draining=frozenset({"n2-21"})))
+        == []
+    )
 
 
 def test_a_node_refused_for_being_decommissioned_is_told_to_run_connect():
@@ -156,7 +175,9 @@ def test_a_directory_whose_znode_was_collected_is_kept_whatever_its_epoch():
     # Listed before the znodes were read, so its znode was there: gone since, it was
     # retired and collected (even if its incarnation was the newest drawn).
     assert kept_directories(["n3-17-fenced-18", "n3-21"], {}, ["n1-20"]) == [
-        KeptDirectory("n3-17-fenced-18", "n3-17", "n3"), KeptDirectory("n3-21", "n3-21", "n3")]
+        KeptDirectory("n3-17-fenced-18", "n3-17", "n3"),
+        KeptDirectory("n3-21", "n3-21", "n3"),
+    ]
 
 
 @pytest.mark.parametrize("state", ["draining", "adopting", "active", "held"])
@@ -218,8 +239,9 @@ def test_an_open_plan_of_the_node_and_a_shard_it_had_adopted_are_waited_for():
 
 def test_a_retired_parent_goes_only_with_its_slices():
     parent = retired("n3-17", "n1-20", 17)
-    child = replace(draining_at("n3-17.e18s0", "n1-20", 18),
-                    source=own.SliceSource("n3-17", 18, 0, own.HASH_SPACE))  # an n3 slice, still draining at n1
+    child = replace(
+        draining_at("n3-17.e18s0", "n1-20", 18), source=own.SliceSource("n3-17", 18, 0, own.HASH_SPACE)
+    )  # an n3 slice, still draining at n1
     plan = plan_kept(view(shards=[parent, child], decommissions=[N3]), RETENTION)
     assert plan.decommissions == () and "n3-17.e18s0 (draining" in plan.waiting["n3"]
     child = own.retire(child, "n1-20", 19, at=4)
@@ -238,8 +260,7 @@ def test_a_finished_decommission_with_nothing_left_is_left_alone():
     plan = plan_kept(view(decommissions=[finished(N3, 6 * DAY)]), RETENTION)
     assert plan == plan_kept(view(), RETENTION) and not plan.busy
     # One that is not marked finished yet is, even with nothing to delete.
-    assert plan_kept(view(decommissions=[N3]), RETENTION).decommissions == (
-        DecommissionSteps("n3", (), (), (), True),)
+    assert plan_kept(view(decommissions=[N3]), RETENTION).decommissions == (DecommissionSteps("n3", (), (), (), True),)
 
 
 def test_the_retention_collects_what_was_kept_for_a_node_away_longer_and_nothing_sooner():

@@ -12,17 +12,37 @@ def shard(name, owner, epoch, state, *history):
 
 
 def plan(plan_id, dead, created_at, *moves, finished_at=None):
-    return FailoverPlan(plan_id, dead, "n3-1", created_at, "whole",
-                        tuple(Move(s, dead, e, to) for s, e, to in moves), finished_at=finished_at)
+    return FailoverPlan(
+        plan_id,
+        dead,
+        "n3-1",
+        created_at,
+        "whole",
+        tuple(Move(s, dead, e, to) for s, e, to in moves),
+        finished_at=finished_at,
+    )
 
 
 def test_a_plan_is_taken_over_when_its_last_shard_runs_past_adopting():
     plans = {"p1": plan("p1", "n1-1", 100.0, ("n1-1", 1, "n2-1"), ("n1-1b", 1, "n3-1"), finished_at=109.0)}
     shards = {
-        "n1-1": shard("n1-1", "n2-1", 2, ShardState.DRAINING, (1, "n1-1", ShardState.ACTIVE, 10.0),
-                      (2, "n2-1", ShardState.ADOPTING, 100.5), (2, "n2-1", ShardState.DRAINING, 103.0)),
-        "n1-1b": shard("n1-1b", "n3-1", 2, ShardState.DRAINING, (2, "n3-1", ShardState.ADOPTING, 100.5),
-                       (2, "n3-1", ShardState.DRAINING, 105.5)),
+        "n1-1": shard(
+            "n1-1",
+            "n2-1",
+            2,
+            ShardState.DRAINING,
+            (1, "n1-1", ShardState.ACTIVE, 10.0),
+            (2, "n2-1", ShardState.ADOPTING, 100.5),
+            (2, "n2-1", ShardState.DRAINING, 103.0),
+        ),
+        "n1-1b": shard(
+            "n1-1b",
+            "n3-1",
+            2,
+            ShardState.DRAINING,
+            (2, "n3-1", ShardState.ADOPTING, 100.5),
+            (2, "n3-1", ShardState.DRAINING, 105.5),
+        ),
     }
     [timeline] = failover_timelines(plans, shards)
     assert (timeline.detected_at, timeline.taken_over_at, timeline.finished_at) == (100.0, 105.5, 109.0)
@@ -46,8 +66,10 @@ def test_the_newest_failovers_come_first_and_the_list_is_bounded():
 
 def test_a_failover_resumes_when_its_last_shard_first_delivered_at_its_new_owner():
     base = plan("p1", "n1-1", 100.0, ("n1-1", 1, "n2-1"), ("n1-1b", 1, "n3-1"))
-    shards = {name: shard(name, owner, 2, ShardState.DRAINING, (2, owner, ShardState.DRAINING, 103.0))
-              for name, owner in (("n1-1", "n2-1"), ("n1-1b", "n3-1"))}
+    shards = {
+        name: shard(name, owner, 2, ShardState.DRAINING, (2, owner, ShardState.DRAINING, 103.0))
+        for name, owner in (("n1-1", "n2-1"), ("n1-1b", "n3-1"))
+    }
     half = with_resumed(base, "n1-1", 2, 104.0)
     assert failover_timelines({"p1": half}, shards)[0].resumed_at is None  # one shard still silent
     both = with_resumed(with_resumed(half, "n1-1b", 2, 106.5), "n1-1", 2, 999.0)  # the first record stands

@@ -49,8 +49,9 @@ def test_fence_renames_then_recovers_every_file_with_backoff(layout):
         sleeps.append(seconds)
         now[0] += seconds
 
-    report = fence(storage, layout, "n1-3", 4, sleep=sleep, clock=lambda: now[0], first_wait=0.5, fast_window=1.0,
-                   max_wait=1.5)
+    report = fence(
+        storage, layout, "n1-3", 4, sleep=sleep, clock=lambda: now[0], first_wait=0.5, fast_window=1.0, max_wait=1.5
+    )
     assert report.directory == original + "-fenced-4" and report.renamed_from == original
     assert not storage.exists(original)
     assert sorted(p.rsplit("/", 1)[-1] for p in report.files) == ["partition-0", "snapshot", "swap-1"]

@@ -29,7 +29,9 @@ def test_the_cluster_example_has_put_as_its_only_sink():
 
 
 def test_a_processor_without_outgoing_connections_is_a_sink(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         processors:
           - {id: gen, type: GenerateFlowFile}
           - {id: stamp, type: UpdateAttribute}
@@ -38,13 +40,16 @@ def test_a_processor_without_outgoing_connections_is_a_sink(tmp_path):
         connections:
           - {source: gen, destination: stamp}
           - {source: stamp, destination: log}
-    """)
+    """,
+    )
     # gen has no input (a source); idle has neither input nor output: neither is a sink.
     assert sinks(path) == {"log"}
 
 
 def test_two_branches_give_two_sinks(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         processors:
           - {id: gen, type: GenerateFlowFile}
           - {id: left, type: LogAttribute, auto_terminate: [success]}
@@ -52,5 +57,6 @@ def test_two_branches_give_two_sinks(tmp_path):
         connections:
           - {source: gen, destination: left}
           - {source: gen, destination: right}
-    """)
+    """,
+    )
     assert sinks(path) == {"left", "right"}

@@ -31,8 +31,13 @@ def test_a_shard_keeps_its_flow_through_every_transition_and_its_slices_inherit_
 
 
 def test_a_shard_znode_from_before_flows_were_recorded_reads_with_no_flow():
-    written_before = {"shard": "n1-3", "owner": "n1-3", "epoch": 3, "state": "active",
-                      "history": [{"epoch": 3, "owner": "n1-3", "state": "active", "at": 1.0, "reason": "created"}]}
+    written_before = {
+        "shard": "n1-3",
+        "owner": "n1-3",
+        "epoch": 3,
+        "state": "active",
+        "history": [{"epoch": 3, "owner": "n1-3", "state": "active", "at": 1.0, "reason": "created"}],
+    }
     shard = ShardOwnership.from_json(json.dumps(written_before).encode())
     assert shard.flow is None and "flow" not in json.loads(shard.to_json())
 
@@ -61,8 +66,9 @@ def never_counted():
 
 def test_without_a_file_the_recorded_version_is_used_when_this_node_knows_it():
     assert flow_without_its_file(problem=None, recorded=OWN, own=OWN, known=(), queued=never_counted) == FlowChoice(OWN)
-    assert flow_without_its_file(problem=None, recorded=OTHER, own=OWN, known={OTHER},
-                                 queued=never_counted) == FlowChoice(OTHER)
+    assert flow_without_its_file(
+        problem=None, recorded=OTHER, own=OWN, known={OTHER}, queued=never_counted
+    ) == FlowChoice(OTHER)
     choice = flow_without_its_file(problem="it is empty", recorded=OTHER, own=OWN, known={OTHER}, queued=never_counted)
     assert choice.version == OTHER and not choice.warning
     assert choice.note.startswith("flow.json is unreadable: it is empty; it runs with flow version " + OTHER)
@@ -77,13 +83,14 @@ def test_a_shard_of_a_release_before_recorded_flows_runs_with_this_nodes_flow_as
 def test_a_shard_that_never_committed_anything_is_adopted_empty_with_this_nodes_flow(problem, recorded):
     choice = flow_without_its_file(problem=problem, recorded=recorded, own=OWN, known=(), queued=lambda: 0)
     assert choice.version == OWN and not choice.warning
-    assert "its WAL holds no FlowFile (nothing of it was ever committed): adopted empty with this node's flow" \
-           in choice.note
+    assert (
+        "its WAL holds no FlowFile (nothing of it was ever committed): adopted empty with this node's flow"
+        in choice.note
+    )
 
 
 def test_a_shard_holding_flowfiles_under_a_flow_this_node_lacks_runs_with_its_own_flow_with_a_warning():
-    choice = flow_without_its_file(problem="it is not whole JSON", recorded=OTHER, own=OWN, known=(),
-                                   queued=lambda: 42)
+    choice = flow_without_its_file(problem="it is not whole JSON", recorded=OTHER, own=OWN, known=(), queued=lambda: 42)
     assert choice.version == OWN and choice.warning
     assert f"written under flow version {OTHER}, which this node does not know, and holds 42 FlowFiles" in choice.note
     assert "held for an operator and nothing is dropped" in choice.note

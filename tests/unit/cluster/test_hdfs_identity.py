@@ -27,9 +27,13 @@ def fresh_process(monkeypatch):
 
 
 def node_toml(tmp_path, hdfs: dict) -> dict:
-    return {"name": "n1", "flow": "flow.yaml", "directory": str(tmp_path / "data"),
-            "zookeeper": {"hosts": "127.0.0.1:2181", "cluster": "c", "insecure": True},
-            "hdfs": {"url": "hdfs://127.0.0.1:8020", **hdfs}}
+    return {
+        "name": "n1",
+        "flow": "flow.yaml",
+        "directory": str(tmp_path / "data"),
+        "zookeeper": {"hosts": "127.0.0.1:2181", "cluster": "c", "insecure": True},
+        "hdfs": {"url": "hdfs://127.0.0.1:8020", **hdfs},
+    }
 
 
 def keytab(tmp_path, mode: int = 0o600) -> str:
@@ -45,12 +49,14 @@ def fake_kinit(tmp_path, monkeypatch, *, exit_code: int = 0) -> str:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "kinit"
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         echo "$@" >> {record}
         [ {exit_code} -eq 0 ] || echo "kinit: Keytab contains no suitable keys for $7" >&2
         exit {exit_code}
-        """))
+        """)
+    )
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     return str(record)
@@ -75,8 +81,9 @@ def test_without_settings_the_environment_is_left_alone(tmp_path):
 
 def test_a_keytab_logs_in_into_a_cache_in_the_node_directory(tmp_path, monkeypatch):
     calls = fake_kinit(tmp_path, monkeypatch)
-    config = parse_node_config(node_toml(tmp_path, {"kerberos": {
-        "principal": "custody/node1@EXAMPLE.TEST", "keytab": keytab(tmp_path)}}))
+    config = parse_node_config(
+        node_toml(tmp_path, {"kerberos": {"principal": "custody/node1@EXAMPLE.TEST", "keytab": keytab(tmp_path)}})
+    )
     cache = f"FILE:{tmp_path / 'data' / 'krb5cc'}"
     assert config.hdfs_identity.kerberos.ticket_cache == cache
     apply_identity(config.hdfs_identity)
@@ -106,16 +113,19 @@ def test_a_ticket_cache_alone_is_only_named(tmp_path, monkeypatch):
     assert os.environ["KRB5CCNAME"] == "FILE:/run/custody/krb5cc"
 
 
-@pytest.mark.parametrize("hdfs, message", [
-    ({"user": "cust ody"}, "user must be a user name"),
-    ({"user": 7}, "user must be a user name"),
-    ({"user": "custody", "kerberos": {"ticket_cache": "FILE:/tmp/cc"}}, "exclude each other"),
-    ({"kerberos": {"principal": "custody@EXAMPLE.TEST"}}, "principal and keytab go together"),
-    ({"kerberos": {}}, "needs ticket_cache"),
-    ({"kerberos": {"ticket_cache": "FILE:/tmp/cc", "realm": "X"}}, r"unknown setting\(s\) \['realm'\]"),
-    ({"kerberos": {"ticket_cache": "FILE:/tmp/cc", "renew_interval": 5}}, "at least 60 seconds"),
-    ({"kerberos": "custody@EXAMPLE.TEST"}, r"\[hdfs.kerberos\] must be a table"),
-])
+@pytest.mark.parametrize(
+    "hdfs, message",
+    [
+        ({"user": "cust ody"}, "user must be a user name"),
+        ({"user": 7}, "user must be a user name"),
+        ({"user": "custody", "kerberos": {"ticket_cache": "FILE:/tmp/cc"}}, "exclude each other"),
+        ({"kerberos": {"principal": "custody@EXAMPLE.TEST"}}, "principal and keytab go together"),
+        ({"kerberos": {}}, "needs ticket_cache"),
+        ({"kerberos": {"ticket_cache": "FILE:/tmp/cc", "realm": "X"}}, r"unknown setting\(s\) \['realm'\]"),
+        ({"kerberos": {"ticket_cache": "FILE:/tmp/cc", "renew_interval": 5}}, "at least 60 seconds"),
+        ({"kerberos": "custody@EXAMPLE.TEST"}, r"\[hdfs.kerberos\] must be a table"),
+    ],
+)
 def test_wrong_settings_are_refused_by_name(tmp_path, hdfs, message):
     with pytest.raises(NodeConfigError, match=message):
         parse_node_config(node_toml(tmp_path, hdfs))

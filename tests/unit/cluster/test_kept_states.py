@@ -118,25 +118,33 @@ def test_a_processor_an_operator_stopped_takes_them_and_stays_stopped(shard):
 
 def test_a_processor_an_operator_stopped_during_the_merge_is_not_started_again(shard):
     engine = Engine({"listen": "RUNNING", "get": "RUNNING"})
-    assert take_over_running(engine, shard, PROCESSORS, HANDED, origin="n3-17",
-                             operator_stopped=lambda: frozenset({"listen"}))["listen"][0]
+    assert take_over_running(
+        engine, shard, PROCESSORS, HANDED, origin="n3-17", operator_stopped=lambda: frozenset({"listen"})
+    )["listen"][0]
     assert engine.calls == [("stop", "listen")] and engine.states["listen"] == "STOPPED"
 
 
 def test_no_processor_of_that_id_and_type_means_dropped_and_nothing_stopped(shard):
     engine = Engine({"listen": "RUNNING", "get": "RUNNING"})
-    outcomes = take_over_running(engine, shard, PROCESSORS, {"listen": ("GetFile", HANDED["listen"][1]),
-                                                             "other": ("ListenHTTP", HANDED["listen"][1])},
-                                 origin="n3-17")
-    assert outcomes == {"listen": (False, "shard n1-20 runs no GetFile 'listen' that takes state over"),
-                        "other": (False, "shard n1-20 runs no ListenHTTP 'other' that takes state over")}
+    outcomes = take_over_running(
+        engine,
+        shard,
+        PROCESSORS,
+        {"listen": ("GetFile", HANDED["listen"][1]), "other": ("ListenHTTP", HANDED["listen"][1])},
+        origin="n3-17",
+    )
+    assert outcomes == {
+        "listen": (False, "shard n1-20 runs no GetFile 'listen' that takes state over"),
+        "other": (False, "shard n1-20 runs no ListenHTTP 'other' that takes state over"),
+    }
     assert engine.calls == [] and set(unpack(shard.get_state("listen")).keys) == {"mine"}
 
 
 def test_it_waits_while_the_survivors_own_hand_over_runs_or_a_processor_stops(shard):
     with pytest.raises(HandOverPostponed, match="has not taken its own earlier incarnations' state over yet"):
-        take_over_running(Engine({"listen": "RUNNING", "get": "RUNNING"}, held=True), shard, PROCESSORS, HANDED,
-                          origin="n3-17")
+        take_over_running(
+            Engine({"listen": "RUNNING", "get": "RUNNING"}, held=True), shard, PROCESSORS, HANDED, origin="n3-17"
+        )
     with pytest.raises(HandOverPostponed, match="listen of shard n1-20 is stopping"):
         take_over_running(Engine({"listen": "STOPPING", "get": "RUNNING"}), shard, PROCESSORS, HANDED, origin="n3-17")
     assert set(unpack(shard.get_state("listen")).keys) == {"mine"}

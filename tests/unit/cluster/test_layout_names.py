@@ -21,7 +21,8 @@ LAYOUT = ClusterLayout("c1", "/custody")
 SHARDS = "/custody/c1/shards"
 
 node_names = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,20}", fullmatch=True).filter(
-    lambda name: node_name_problem(name) is None)
+    lambda name: node_name_problem(name) is None
+)
 epochs = st.integers(min_value=0, max_value=2**63)
 
 
@@ -32,30 +33,36 @@ def test_every_name_written_reads_back_as_written(node, incarnation_epoch, fence
     assert ClusterLayout.parse_shard_directory_name(name) == ShardDirectoryName(shard, fenced_epoch)
 
 
-@pytest.mark.parametrize("shard, epoch, name", [
-    ("n1-4", None, "n1-4"),
-    ("n1-4", 0, "n1-4-fenced-0"),
-    ("n1-4", 17, "n1-4-fenced-17"),
-    ("n1-4.e5s0", 6, "n1-4.e5s0-fenced-6"),
-])
+@pytest.mark.parametrize(
+    "shard, epoch, name",
+    [
+        ("n1-4", None, "n1-4"),
+        ("n1-4", 0, "n1-4-fenced-0"),
+        ("n1-4", 17, "n1-4-fenced-17"),
+        ("n1-4.e5s0", 6, "n1-4.e5s0-fenced-6"),
+    ],
+)
 def test_the_names_are_those_on_hdfs(shard, epoch, name):
     assert ClusterLayout.shard_directory_name(shard, epoch) == name
     if epoch is not None:
         assert LAYOUT.fenced_directory(shard, epoch) == f"{SHARDS}/{name}"
 
 
-@pytest.mark.parametrize("name", [
-    "",                           # no name at all
-    "n1-4/wal",                   # more than one path segment
-    "-fenced-3",                  # a fenced mark without a shard
-    "n1-4-fenced-",               # ... without an epoch
-    "n1-4-fenced-x",              # ... with an epoch that is no number
-    "n1-4-fenced--1",             # ... negative
-    "n1-4-fenced-07",             # ... not as `str` writes it
-    "n1-4-fenced-\u00b2",         # digits `isdigit` takes and `int` refuses
-    "n1-4-fenced-\u0663",         # digits of another script
-    "n1-4-fenced-3-fenced-4",     # two marks
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",  # no name at all
+        "n1-4/wal",  # more than one path segment
+        "-fenced-3",  # a fenced mark without a shard
+        "n1-4-fenced-",  # ... without an epoch
+        "n1-4-fenced-x",  # ... with an epoch that is no number
+        "n1-4-fenced--1",  # ... negative
+        "n1-4-fenced-07",  # ... not as `str` writes it
+        "n1-4-fenced-\u00b2",  # digits `isdigit` takes and `int` refuses
+        "n1-4-fenced-\u0663",  # digits of another script
+        "n1-4-fenced-3-fenced-4",  # two marks
+    ],
+)
 def test_a_name_never_written_is_refused(name):
     assert ClusterLayout.parse_shard_directory_name(name) is None
 
@@ -66,25 +73,30 @@ def test_no_name_is_written_that_would_not_read_back(shard, epoch):
         ClusterLayout.shard_directory_name(shard, epoch)
 
 
-@pytest.mark.parametrize("location, below", [
-    (f"{SHARDS}/n1-4/swap/a.swap", "swap/a.swap"),
-    (f"{SHARDS}/n1-4-fenced-5/swap/a.swap", "swap/a.swap"),
-    (f"{SHARDS}/n1-4-fenced-5/", ""),
-    (f"{SHARDS}/n1-4", None),                        # the directory itself, nothing below it
-    (f"{SHARDS}/n1-40/swap/a.swap", None),           # another shard whose id starts alike
-    (f"{SHARDS}/n1-4.e5s0/swap/a.swap", None),       # a slice of it is another shard
-    (f"{SHARDS}/n1-4-fenced-x/swap/a.swap", None),   # no directory of it
-    ("/custody/c2/shards/n1-4/swap/a.swap", None),   # another cluster's
-])
+@pytest.mark.parametrize(
+    "location, below",
+    [
+        (f"{SHARDS}/n1-4/swap/a.swap", "swap/a.swap"),
+        (f"{SHARDS}/n1-4-fenced-5/swap/a.swap", "swap/a.swap"),
+        (f"{SHARDS}/n1-4-fenced-5/", ""),
+        (f"{SHARDS}/n1-4", None),  # the directory itself, nothing below it
+        (f"{SHARDS}/n1-40/swap/a.swap", None),  # another shard whose id starts alike
+        (f"{SHARDS}/n1-4.e5s0/swap/a.swap", None),  # a slice of it is another shard
+        (f"{SHARDS}/n1-4-fenced-x/swap/a.swap", None),  # no directory of it
+        ("/custody/c2/shards/n1-4/swap/a.swap", None),  # another cluster's
+    ],
+)
 def test_a_path_is_found_below_the_shard_under_any_of_its_names(location, below):
     assert LAYOUT.path_in_shard(location, "n1-4") == below
 
 
 def test_an_adopted_shard_finds_its_swap_files_under_its_fenced_directory():
-    ownership = own.reassign(own.new_shard("n1-4", "n1-4", 4, at=0.0), "n2-5", expected_epoch=4, at=1.0,
-                             reason="n1-4 died")
-    handle = ShardHandle(ownership, LAYOUT.fenced_directory("n1-4", 5), LAYOUT, LocalStorage(), False,
-                         WalOptions(), ShardCallbacks())
+    ownership = own.reassign(
+        own.new_shard("n1-4", "n1-4", 4, at=0.0), "n2-5", expected_epoch=4, at=1.0, reason="n1-4 died"
+    )
+    handle = ShardHandle(
+        ownership, LAYOUT.fenced_directory("n1-4", 5), LAYOUT, LocalStorage(), False, WalOptions(), ShardCallbacks()
+    )
     for earlier in (f"{SHARDS}/n1-4", LAYOUT.fenced_directory("n1-4", 3)):
         assert handle.relocate(f"{earlier}/swap/a.swap") == f"{SHARDS}/n1-4-fenced-5/swap/a.swap"
     assert handle.relocate(f"{SHARDS}/n1-40/swap/a.swap") == f"{SHARDS}/n1-40/swap/a.swap"

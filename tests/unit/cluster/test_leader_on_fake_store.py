@@ -30,16 +30,20 @@ def join(zookeeper, node: str, *, weight: float = 1.0):
     znode (ephemeral, on a session of its own), then its home shard."""
     store = fake_store(zookeeper)
     incarnation = store.new_incarnation(node)
-    store.membership(Heartbeat(node, incarnation.id, incarnation.epoch, free_disk=100 * GIB, max_threads=4,
-                               capacity_weight=weight)).join()
+    store.membership(
+        Heartbeat(node, incarnation.id, incarnation.epoch, free_disk=100 * GIB, max_threads=4, capacity_weight=weight)
+    ).join()
     store.shards.create_home_shard(incarnation.id, incarnation.id, incarnation.epoch)
     return store, incarnation.id
 
 
 def three_members(zookeeper):
     """n1 (the one to die), n2 and n3 three times n2's size; n2 leads."""
-    (n1, victim), (n2, leader), (n3, strong) = (join(zookeeper, "n1"), join(zookeeper, "n2"),
-                                                join(zookeeper, "n3", weight=3.0))
+    (n1, victim), (n2, leader), (n3, strong) = (
+        join(zookeeper, "n1"),
+        join(zookeeper, "n2"),
+        join(zookeeper, "n3", weight=3.0),
+    )
     return n1, victim, Leader(n2, leader, collect_interval=0), n3, strong
 
 

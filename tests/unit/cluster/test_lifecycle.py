@@ -66,8 +66,16 @@ class RecordingStop(threading.Event):
 
 def test_failed_starts_back_off_doubling_up_to_the_cap():
     stop = RecordingStop(attempts=6)
-    assert run_incarnations(lambda: Member(ConnectionError("HDFS in safe mode")), lambda kind, **fields: None,
-                            stop=stop, retry_pause=1.0, retry_max=10.0) == 0
+    assert (
+        run_incarnations(
+            lambda: Member(ConnectionError("HDFS in safe mode")),
+            lambda kind, **fields: None,
+            stop=stop,
+            retry_pause=1.0,
+            retry_max=10.0,
+        )
+        == 0
+    )
     assert stop.waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
 
 
@@ -106,8 +114,12 @@ def test_a_member_dead_as_it_joins_is_followed_by_a_new_incarnation():
 
     assert run_incarnations(make, lambda kind, **fields: events.append((kind, fields)), stop=stop) == 0
     kinds = [(kind, fields.get("incarnation")) for kind, fields in events if kind != NodeEvent.STARTING]
-    assert kinds == [(NodeEvent.JOINED, "n1-1"), (NodeEvent.DEAD, "n1-1"),
-                     (NodeEvent.JOINED, "n1-2"), (NodeEvent.DEAD, "n1-2")]
+    assert kinds == [
+        (NodeEvent.JOINED, "n1-1"),
+        (NodeEvent.DEAD, "n1-1"),
+        (NodeEvent.JOINED, "n1-2"),
+        (NodeEvent.DEAD, "n1-2"),
+    ]
     assert events[1] == (NodeEvent.JOINED, {**events[1][1], "session_id": None})
 
 

@@ -55,8 +55,11 @@ def test_name_override_keeps_a_directory_the_file_sets(tmp_path):
 
 def test_directory_overrides_relative_to_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = load_config(parse("--config", node_toml(tmp_path, 'directory = "/var/lib/custody"'),
-                               "--name", "n2", "--directory", "data/n2"))
+    config = load_config(
+        parse(
+            "--config", node_toml(tmp_path, 'directory = "/var/lib/custody"'), "--name", "n2", "--directory", "data/n2"
+        )
+    )
     assert (config.name, config.directory) == ("n2", os.path.join(str(tmp_path), "data", "n2"))
     assert config.content_directory == os.path.join(str(tmp_path), "data", "n2", "content")
 
@@ -93,12 +96,15 @@ def test_a_thread_stuck_in_storage_does_not_hold_the_exit(caplog):
     assert "flow-task_0" in caplog.text
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["decommission"], "the node's NAME is required"),
-    (["decommission", "n3"], "give --config NODE.toml (any node's of the cluster) or --url"),
-    (["connect", "n3"], "give --config NODE.toml (any node's of the cluster) or --url"),
-    (["offload", "n3"], "custody node offload: takes no NAME (decommission and connect do)"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["decommission"], "the node's NAME is required"),
+        (["decommission", "n3"], "give --config NODE.toml (any node's of the cluster) or --url"),
+        (["connect", "n3"], "give --config NODE.toml (any node's of the cluster) or --url"),
+        (["offload", "n3"], "custody node offload: takes no NAME (decommission and connect do)"),
+    ],
+)
 def test_decommission_and_connect_need_a_name_and_a_way_to_the_cluster(argv, says, capsys):
     from cluster.cli import main
 

@@ -116,20 +116,54 @@ def test_every_key_set_is_read_back_into_its_setting(node_dir):
     config = load_node_config(str(path))
     here = str(node_dir)
     assert config == NodeConfig(
-        name="edge1", flow=f"{here}/flows/f.yaml", directory=f"{here}/state", zk_hosts="zk1:2181,zk2:2181/prod",
-        cluster="east", hdfs_url="hdfs://nn:9000", session_timeout=9.5, zk_credentials="custody:pa55word",
-        hdfs_root="/data/custody", hdfs_config={"dfs.replication": "2"}, hdfs_io_timeout=7.5,
-        hdfs_identity=HdfsIdentity(kerberos=KerberosSettings(
-            principal="custody/edge1@EXAMPLE.TEST", keytab=f"{here}/secrets/custody.keytab",
-            ticket_cache="FILE:/run/custody/cc", renew_interval=600.0)),
-        flow_parameters={"out": "/srv/out"}, threads=16, capacity_weight=3.0, policy="divvy", lead=False,
-        admin="http://edge1.example:9090", wal_partitions=8, checkpoint_interval=120.0, fence_first_wait=0.25,
-        shutdown_timeout=45.0, absent_node_retention=86400.0, archive=False, archive_retention=600.0,
-        archive_max_usage=0.75, provenance_max_age=3600.0, provenance_max_bytes=1 << 30,
-        provenance_rollover_age=2.5, provenance_rollover_bytes=8 << 20, admin_enabled=False, admin_bind="10.0.0.5",
-        admin_port=9090, admin_tokens=f"{here}/secrets/tokens", admin_tls_cert=f"{here}/pki/edge1.pem",
-        admin_tls_key=f"{here}/pki/edge1.key", admin_allowed_hosts=("edge1.example",),
-        spark_master="spark://spark:7077", spark_conf={"spark.cores.max": "2"}, path=str(path))
+        name="edge1",
+        flow=f"{here}/flows/f.yaml",
+        directory=f"{here}/state",
+        zk_hosts="zk1:2181,zk2:2181/prod",
+        cluster="east",
+        hdfs_url="hdfs://nn:9000",
+        session_timeout=9.5,
+        zk_credentials="custody:pa55word",
+        hdfs_root="/data/custody",
+        hdfs_config={"dfs.replication": "2"},
+        hdfs_io_timeout=7.5,
+        hdfs_identity=HdfsIdentity(
+            kerberos=KerberosSettings(
+                principal="custody/edge1@EXAMPLE.TEST",
+                keytab=f"{here}/secrets/custody.keytab",
+                ticket_cache="FILE:/run/custody/cc",
+                renew_interval=600.0,
+            )
+        ),
+        flow_parameters={"out": "/srv/out"},
+        threads=16,
+        capacity_weight=3.0,
+        policy="divvy",
+        lead=False,
+        admin="http://edge1.example:9090",
+        wal_partitions=8,
+        checkpoint_interval=120.0,
+        fence_first_wait=0.25,
+        shutdown_timeout=45.0,
+        absent_node_retention=86400.0,
+        archive=False,
+        archive_retention=600.0,
+        archive_max_usage=0.75,
+        provenance_max_age=3600.0,
+        provenance_max_bytes=1 << 30,
+        provenance_rollover_age=2.5,
+        provenance_rollover_bytes=8 << 20,
+        admin_enabled=False,
+        admin_bind="10.0.0.5",
+        admin_port=9090,
+        admin_tokens=f"{here}/secrets/tokens",
+        admin_tls_cert=f"{here}/pki/edge1.pem",
+        admin_tls_key=f"{here}/pki/edge1.key",
+        admin_allowed_hosts=("edge1.example",),
+        spark_master="spark://spark:7077",
+        spark_conf={"spark.cores.max": "2"},
+        path=str(path),
+    )
     user = parse_node_config(with_hdfs_user(tomllib.loads(EVERY_KEY)), str(path))
     assert user.hdfs_identity == HdfsIdentity(user="custody")
     # Every setting moved off its default: no key is read into the wrong one, or dropped.
@@ -179,27 +213,38 @@ def test_node_config_takes_its_defaults_from_the_schema():
     for found in dataclasses.fields(NodeConfig):
         if found.name in defaults and found.default is not dataclasses.MISSING:
             assert found.default == defaults[found.name], found.name
-    assert NodeConfig(name="n", flow="f", directory="d", zk_hosts="h", cluster="c",
-                      hdfs_url="hdfs://nn:8020").provenance_rollover_age == defaults["provenance_rollover_age"] == 10.0
+    assert (
+        NodeConfig(
+            name="n", flow="f", directory="d", zk_hosts="h", cluster="c", hdfs_url="hdfs://nn:8020"
+        ).provenance_rollover_age
+        == defaults["provenance_rollover_age"]
+        == 10.0
+    )
 
 
-@pytest.mark.parametrize("key, value, words", [
-    ("rollover_age", 0.01, "[provenance] rollover_age must be at least 0.1, not 0.01"),
-    ("rollover_age", "10 s", "[provenance] rollover_age must be a number, not '10 s'"),
-    ("rollover_bytes", 1000, "[provenance] rollover_bytes must be at least 1048576, not 1000"),
-    ("rollover_bytes", 1.5e6, "[provenance] rollover_bytes must be an integer, not 1500000.0"),
-])
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("rollover_age", 0.01, "[provenance] rollover_age must be at least 0.1, not 0.01"),
+        ("rollover_age", "10 s", "[provenance] rollover_age must be a number, not '10 s'"),
+        ("rollover_bytes", 1000, "[provenance] rollover_bytes must be at least 1048576, not 1000"),
+        ("rollover_bytes", 1.5e6, "[provenance] rollover_bytes must be an integer, not 1500000.0"),
+    ],
+)
 def test_a_rollover_that_cannot_be_meant_is_refused_by_name(key, value, words):
     from tests.unit.cluster.test_node_config import body, refused
 
     refused(body(**{f"provenance.{key}": value}), words)
 
 
-@pytest.mark.parametrize("kerberos, words", [
-    ("custody@EXAMPLE.TEST", "[hdfs.kerberos] must be a table"),
-    ({"ticket_cache": 5}, "[hdfs.kerberos] ticket_cache must be a string, not 5"),
-    ({"keytab": 5}, "[hdfs.kerberos] keytab must be a file name (a string), not 5"),
-])
+@pytest.mark.parametrize(
+    "kerberos, words",
+    [
+        ("custody@EXAMPLE.TEST", "[hdfs.kerberos] must be a table"),
+        ({"ticket_cache": 5}, "[hdfs.kerberos] ticket_cache must be a string, not 5"),
+        ({"keytab": 5}, "[hdfs.kerberos] keytab must be a file name (a string), not 5"),
+    ],
+)
 def test_the_kerberos_table_is_checked_as_any_other(kerberos, words):
     from tests.unit.cluster.test_node_config import body, refused
 
@@ -207,26 +252,37 @@ def test_the_kerberos_table_is_checked_as_any_other(kerberos, words):
 
 
 # -- the schema language ------------------------------------------------------------------------
-TINY = Schema((
-    Section("", (Key("name", Text(), "a name"),)),
-    Section("limits", (Key("count", Integer(1, 9), "how many", default=3), Key("on", Flag(), "on", default=True))),
-    Section("limits.extra", (Key("note", Text(), "a note", default=""),), optional=True),
-))
+TINY = Schema(
+    (
+        Section("", (Key("name", Text(), "a name"),)),
+        Section("limits", (Key("count", Integer(1, 9), "how many", default=3), Key("on", Flag(), "on", default=True))),
+        Section("limits.extra", (Key("note", Text(), "a note", default=""),), optional=True),
+    )
+)
 
 
 def test_the_walk_fills_defaults_and_reads_an_absent_optional_section_as_none():
-    assert TINY.read({"name": " a "}, "/") == {"": {"name": "a"}, "limits": {"count": 3, "on": True},
-                                               "limits.extra": None}
+    assert TINY.read({"name": " a "}, "/") == {
+        "": {"name": "a"},
+        "limits": {"count": 3, "on": True},
+        "limits.extra": None,
+    }
     assert TINY.read({"name": "a", "limits": {"extra": {}}}, "/")["limits.extra"] == {"note": ""}
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"name": "a", "limits": {"cuont": 2}}, "unknown setting(s) ['cuont'] in [limits]; known: ['count', 'extra', 'on']"),
-    ({"name": "a", "limits": {"extra": {"note": 1}}}, "[limits.extra] note must be a string, not 1"),
-    ({"name": "a", "limits": 4}, "[limits] must be a table"),
-    ({"limits": {"count": 2}}, "name is required (a non-empty string)"),
-    ({"name": "a", "limits": {"count": 10}}, "[limits] count must be at most 9, not 10"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            {"name": "a", "limits": {"cuont": 2}},
+            "unknown setting(s) ['cuont'] in [limits]; known: ['count', 'extra', 'on']",
+        ),
+        ({"name": "a", "limits": {"extra": {"note": 1}}}, "[limits.extra] note must be a string, not 1"),
+        ({"name": "a", "limits": 4}, "[limits] must be a table"),
+        ({"limits": {"count": 2}}, "name is required (a non-empty string)"),
+        ({"name": "a", "limits": {"count": 10}}, "[limits] count must be at most 9, not 10"),
+    ],
+)
 def test_the_walk_names_the_setting_it_refuses(body, message):
     with pytest.raises(Invalid) as raised:
         TINY.read(body, "/")

@@ -15,11 +15,19 @@ class FakeNode:
     def __init__(self):
         self.offloaded = 0
         self.statuses = {
-            "n1-3": {"epoch": 3, "home": True, "recovery": {"flowfiles": 2},
-                     "queues": {"a": {"count": 2, "size": 20, "swapped_count": 0}, "b": {"count": 5, "size": 7}},
-                     "processors": {"gen": {"running": 1, "tasks": 9, "last_error": None}}},
-            "n2-1": {"epoch": 2, "home": False, "queues": {"a": {"count": 1, "size": 3}},
-                     "processors": {"gen": {"running": 0, "tasks": 0}}},
+            "n1-3": {
+                "epoch": 3,
+                "home": True,
+                "recovery": {"flowfiles": 2},
+                "queues": {"a": {"count": 2, "size": 20, "swapped_count": 0}, "b": {"count": 5, "size": 7}},
+                "processors": {"gen": {"running": 1, "tasks": 9, "last_error": None}},
+            },
+            "n2-1": {
+                "epoch": 2,
+                "home": False,
+                "queues": {"a": {"count": 1, "size": 3}},
+                "processors": {"gen": {"running": 0, "tasks": 0}},
+            },
         }
 
         self.owned = True
@@ -58,8 +66,15 @@ def test_status_sums_each_shards_queues_and_running_tasks():
     status = NodeControl(FakeNode()).status()
     assert status["incarnation"] == "n1-3"
     assert status["state"] == "RUNNING"
-    assert status["shards"]["n1-3"] == {"epoch": 3, "home": True, "flow_version": None, "queued": 7,
-                                        "queued_bytes": 27, "running_tasks": 1, "recovery": {"flowfiles": 2}}
+    assert status["shards"]["n1-3"] == {
+        "epoch": 3,
+        "home": True,
+        "flow_version": None,
+        "queued": 7,
+        "queued_bytes": 27,
+        "running_tasks": 1,
+        "recovery": {"flowfiles": 2},
+    }
     assert status["shards"]["n2-1"]["home"] is False and status["shards"]["n2-1"]["queued"] == 1
 
 

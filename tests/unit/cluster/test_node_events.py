@@ -8,9 +8,31 @@ import json
 from cluster.node.events import JsonEvents, NodeEvent
 
 # Every kind as the wire has always spelled it (a drill compares the JSON to these).
-WIRE = ["starting", "start-failed", "connected", "joined", "dead", "offloaded", "adopted", "retired", "leader",
-        "not-leader", "recovered", "paused", "resumed", "storage-down", "storage-up", "first-output",
-        "rejected write", "fenced", "refused", "sources-handed-over", "freezing", "thawed", "allowed"]
+WIRE = [
+    "starting",
+    "start-failed",
+    "connected",
+    "joined",
+    "dead",
+    "offloaded",
+    "adopted",
+    "retired",
+    "leader",
+    "not-leader",
+    "recovered",
+    "paused",
+    "resumed",
+    "storage-down",
+    "storage-up",
+    "first-output",
+    "rejected write",
+    "fenced",
+    "refused",
+    "sources-handed-over",
+    "freezing",
+    "thawed",
+    "allowed",
+]
 
 
 def test_every_kind_keeps_its_spelling_on_the_wire():

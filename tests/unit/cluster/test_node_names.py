@@ -15,13 +15,25 @@ def test_names_people_use_are_taken(name):
     assert node_name_problem(name) is None and check_node_name(name) == name
 
 
-@pytest.mark.parametrize("name, why", [
-    ("", "empty"), (None, "empty"), ("x" * 65, "longer than 64"),
-    ("a/b", "character"), ("../etc", "character"), ("a b", "character"), ("n1.e3s0", "character"),
-    ("-n1", "start"), ("é", "character"), ("n1\n", "character"),
-    ("n-1", "-<digits>"), ("n1-20", "-<digits>"),
-    ("n1-20-fenced", "-fenced"), ("a-fenced-x", "-fenced"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("", "empty"),
+        (None, "empty"),
+        ("x" * 65, "longer than 64"),
+        ("a/b", "character"),
+        ("../etc", "character"),
+        ("a b", "character"),
+        ("n1.e3s0", "character"),
+        ("-n1", "start"),
+        ("é", "character"),
+        ("n1\n", "character"),
+        ("n-1", "-<digits>"),
+        ("n1-20", "-<digits>"),
+        ("n1-20-fenced", "-fenced"),
+        ("a-fenced-x", "-fenced"),
+    ],
+)
 def test_a_name_that_could_pass_for_another_is_refused(name, why):
     problem = node_name_problem(name)
     assert problem is not None and why in problem.replace("start with", "start"), problem

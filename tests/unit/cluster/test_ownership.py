@@ -24,8 +24,10 @@ def test_full_life_active_adopting_draining_retired():
     retired = own.retire(adopted, "n2-6", 6, at=4.0)
     assert retired.state is ShardState.RETIRED
     assert [(h.epoch, h.owner, h.state) for h in retired.history] == [
-        (5, "n1-5", ShardState.ACTIVE), (6, "n2-6", ShardState.ADOPTING),
-        (6, "n2-6", ShardState.DRAINING), (6, "n2-6", ShardState.RETIRED),
+        (5, "n1-5", ShardState.ACTIVE),
+        (6, "n2-6", ShardState.ADOPTING),
+        (6, "n2-6", ShardState.DRAINING),
+        (6, "n2-6", ShardState.RETIRED),
     ]
 
 
@@ -60,10 +62,13 @@ def test_earlier_owners_are_the_latest_previous_epochs_owners_newest_first():
     assert own.earlier_owners(returned) == ["n2-6"]
 
 
-@pytest.mark.parametrize("who, epoch, reason", [
-    ("n1-5", 6, "is not the owner"),   # the dead previous owner
-    ("n2-6", 5, "epoch 5 is stale"),   # right owner, old epoch
-])
+@pytest.mark.parametrize(
+    "who, epoch, reason",
+    [
+        ("n1-5", 6, "is not the owner"),  # the dead previous owner
+        ("n2-6", 5, "epoch 5 is stale"),  # right owner, old epoch
+    ],
+)
 def test_claims_of_dead_incarnations_are_refused_you_are_dead(who, epoch, reason):
     moved = own.reassign(home(), "n2-6", expected_epoch=5, at=2.0)
     refusal = own.check_claim(moved, who, epoch)
@@ -100,17 +105,22 @@ def test_split_makes_adopting_children_covering_the_hash_space():
     )
     assert (parent.state, parent.owner, parent.epoch, parent.children) == (ShardState.SPLIT, None, 6, ("c0", "c1"))
     assert [(c.shard, c.owner, c.epoch, c.state) for c in children] == [
-        ("c0", "n2-6", 6, ShardState.ADOPTING), ("c1", "n3-7", 6, ShardState.ADOPTING)]
+        ("c0", "n2-6", 6, ShardState.ADOPTING),
+        ("c1", "n3-7", 6, ShardState.ADOPTING),
+    ]
     assert children[0].source.contains(999) and not children[0].source.contains(1000)
     assert children[1].source.contains(HASH_SPACE - 1)
 
 
-@pytest.mark.parametrize("slices", [
-    [("c0", "a", 0, 10)],                                      # gap at the end
-    [("c0", "a", 0, 10), ("c1", "b", 9, HASH_SPACE)],          # overlap
-    [("c0", "a", 1, HASH_SPACE)],                              # gap at the start
-    [],
-])
+@pytest.mark.parametrize(
+    "slices",
+    [
+        [("c0", "a", 0, 10)],  # gap at the end
+        [("c0", "a", 0, 10), ("c1", "b", 9, HASH_SPACE)],  # overlap
+        [("c0", "a", 1, HASH_SPACE)],  # gap at the start
+        [],
+    ],
+)
 def test_split_refuses_slices_that_do_not_cover_exactly_once(slices):
     assert isinstance(own.split(home(), slices, expected_epoch=5, at=2.0), Refusal)
 

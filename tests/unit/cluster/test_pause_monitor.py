@@ -16,7 +16,7 @@ def test_overrun_is_the_time_past_the_interval_never_negative():
 def test_only_a_pause_past_the_threshold_is_logged(caplog):
     monitor = PauseMonitor(interval=0.5, threshold=1.5)
     with caplog.at_level(logging.WARNING, logger="cluster.node.pause_monitor"):
-        assert monitor.observe(100.0, 101.9) is None   # 1.4 s late: scheduling noise
+        assert monitor.observe(100.0, 101.9) is None  # 1.4 s late: scheduling noise
         assert monitor.observe(200.0, 216.1) == pytest.approx(15.6)
     assert monitor.pauses == [pytest.approx(15.6)]
     (line,) = [record.getMessage() for record in caplog.records]

@@ -13,9 +13,18 @@ GIB = 1 << 30
 
 
 def beat(name, *, weight=1.0, cpu=0.0, threads=0, max_threads=4, queued=0, queued_bytes=0, disk=100 * GIB, shards=()):
-    return Heartbeat(name.split("-")[0], name, int(name.split("-")[1]), queues={"q": QueueLoad(queued, queued_bytes)},
-                     active_threads=threads, max_threads=max_threads, cpu=cpu, free_disk=disk,
-                     capacity_weight=weight, owned_shards=tuple(shards))
+    return Heartbeat(
+        name.split("-")[0],
+        name,
+        int(name.split("-")[1]),
+        queues={"q": QueueLoad(queued, queued_bytes)},
+        active_threads=threads,
+        max_threads=max_threads,
+        cpu=cpu,
+        free_disk=disk,
+        capacity_weight=weight,
+        owned_shards=tuple(shards),
+    )
 
 
 def test_score_matches_its_documented_formula():
@@ -24,14 +33,17 @@ def test_score_matches_its_documented_formula():
     assert score(b) == pytest.approx(2.0 * headroom * (1 / 2) * (1 / 2))
 
 
-@pytest.mark.parametrize("better, worse", [
-    (dict(weight=2.0), dict(weight=1.0)),
-    (dict(cpu=0.1), dict(cpu=0.9)),
-    (dict(threads=0), dict(threads=4)),
-    (dict(queued=10), dict(queued=50_000)),
-    (dict(queued_bytes=0), dict(queued_bytes=5 * GIB)),
-    (dict(disk=500 * GIB), dict(disk=2 * GIB)),
-])
+@pytest.mark.parametrize(
+    "better, worse",
+    [
+        (dict(weight=2.0), dict(weight=1.0)),
+        (dict(cpu=0.1), dict(cpu=0.9)),
+        (dict(threads=0), dict(threads=4)),
+        (dict(queued=10), dict(queued=50_000)),
+        (dict(queued_bytes=0), dict(queued_bytes=5 * GIB)),
+        (dict(disk=500 * GIB), dict(disk=2 * GIB)),
+    ],
+)
 def test_each_factor_moves_the_score_the_documented_way(better, worse):
     assert score(beat("a-1", **better)) > score(beat("a-1", **worse))
 
@@ -75,8 +87,15 @@ def test_whole_gives_the_dead_nodes_shard_to_the_best_survivor():
 
 
 def test_whole_spreads_several_shards_over_equal_survivors():
-    plan = plan_failover("d-9", dead_shards(count=2), [beat("a-1"), beat("b-2")], plan_id="d-9", leader="a-1", at=5.0,
-                         last_beat=beat("d-9", queued=5000, shards=("d-9", "x-1")))
+    plan = plan_failover(
+        "d-9",
+        dead_shards(count=2),
+        [beat("a-1"), beat("b-2")],
+        plan_id="d-9",
+        leader="a-1",
+        at=5.0,
+        last_beat=beat("d-9", queued=5000, shards=("d-9", "x-1")),
+    )
     assert sorted(m.to for m in plan.moves) == ["a-1", "b-2"]
 
 

@@ -23,8 +23,14 @@ def test_a_nodes_files_are_0600_and_its_directories_0700(tmp_path):
         node = StandaloneNode.from_file(os.path.join(REPO, "examples", "hello.yaml"), str(data))
         node.start()
         try:
-            wait_until(lambda: any(files for _, _, files in os.walk(data / "content"))
-                       and any(files for _, _, files in os.walk(data / "out")), 30, "content and output on disk")
+            wait_until(
+                lambda: (
+                    any(files for _, _, files in os.walk(data / "content"))
+                    and any(files for _, _, files in os.walk(data / "out"))
+                ),
+                30,
+                "content and output on disk",
+            )
         finally:
             node.stop()
     finally:

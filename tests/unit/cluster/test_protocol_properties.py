@@ -23,12 +23,20 @@ GIB = 1 << 30
 @st.composite
 def heartbeats(draw, names):
     """A live member's heartbeat for each name, some of them not eligible (no disk, no weight)."""
-    return [Heartbeat(name.rpartition("-")[0], name, int(name.rpartition("-")[2]),
-                      queues={"q": QueueLoad(draw(st.integers(0, 50_000)), draw(st.integers(0, 4 * GIB)))},
-                      active_threads=draw(st.integers(0, 8)), max_threads=8, cpu=draw(st.floats(0, 1)),
-                      free_disk=draw(st.sampled_from([0, MIN_FREE_DISK - 1, MIN_FREE_DISK, 5 * GIB, 500 * GIB])),
-                      capacity_weight=draw(st.sampled_from([0.0, 0.5, 1.0, 3.0])))
-            for name in names]
+    return [
+        Heartbeat(
+            name.rpartition("-")[0],
+            name,
+            int(name.rpartition("-")[2]),
+            queues={"q": QueueLoad(draw(st.integers(0, 50_000)), draw(st.integers(0, 4 * GIB)))},
+            active_threads=draw(st.integers(0, 8)),
+            max_threads=8,
+            cpu=draw(st.floats(0, 1)),
+            free_disk=draw(st.sampled_from([0, MIN_FREE_DISK - 1, MIN_FREE_DISK, 5 * GIB, 500 * GIB])),
+            capacity_weight=draw(st.sampled_from([0.0, 0.5, 1.0, 3.0])),
+        )
+        for name in names
+    ]
 
 
 @st.composite
@@ -50,8 +58,9 @@ def clusters(draw):
 
 
 def view_of(live, shards, draining=frozenset(), policy="whole") -> LeaderView:
-    return LeaderView("leader-1", 100.0, {beat.incarnation: beat for beat in live}, dict(shards), {}, {}, policy,
-                      draining)
+    return LeaderView(
+        "leader-1", 100.0, {beat.incarnation: beat for beat in live}, dict(shards), {}, {}, policy, draining
+    )
 
 
 @given(clusters(), st.sampled_from(["whole", "divvy"]))
@@ -59,8 +68,7 @@ def test_every_shard_of_a_dead_member_goes_to_exactly_one_eligible_live_member(c
     live, dead, shards, _ = cluster
     eligible = {candidate.incarnation for candidate in rank(live)}
     for name in dead:
-        plan = plan_failover(name, list(shards.values()), live, plan_id=name, leader="leader-1", at=5.0,
-                             policy=policy)
+        plan = plan_failover(name, list(shards.values()), live, plan_id=name, leader="leader-1", at=5.0, policy=policy)
         owned = sorted(s.shard for s in shards.values() if s.owner == name and s.state is not ShardState.RETIRED)
         moved = sorted(move.shard for move in plan.moves)
         assert moved == (owned if eligible else [])  # each shard in one move, or none while nobody is eligible
@@ -84,7 +92,8 @@ def test_planning_is_deterministic_whatever_order_the_heartbeats_come_in(cluster
 
 @given(clusters(), st.sampled_from(["whole", "divvy"]))
 def test_the_leader_never_hands_a_shard_to_a_dead_or_decommissioned_member_and_its_moves_keep_the_protocol(
-        cluster, policy):
+    cluster, policy
+):
     live, dead, shards, draining = cluster
     view = view_of(live, shards, draining, policy)
     instructions = decide(view)
@@ -98,8 +107,12 @@ def test_the_leader_never_hands_a_shard_to_a_dead_or_decommissioned_member_and_i
         assert all(target in view.live and target not in draining for target in move.targets)
         current = after[move.shard]
         if move.slices:
-            parent, children = own.split(current, [(s.child, s.owner, s.low, s.high) for s in move.slices],
-                                         expected_epoch=move.from_epoch, at=6.0)
+            parent, children = own.split(
+                current,
+                [(s.child, s.owner, s.low, s.high) for s in move.slices],
+                expected_epoch=move.from_epoch,
+                at=6.0,
+            )
             after.update({shard.shard: shard for shard in (parent, *children)})
         else:
             after[move.shard] = own.reassign(current, move.to, expected_epoch=move.from_epoch, at=6.0)
@@ -112,11 +125,14 @@ def test_the_leader_never_hands_a_shard_to_a_dead_or_decommissioned_member_and_i
 
 
 OWNERS = ["n1-1", "n2-2", "n3-3", "n4-4"]
-operations = st.lists(st.tuples(
-    st.sampled_from(["reassign", "adopted", "hold", "retire", "split"]),
-    st.sampled_from(OWNERS),
-    st.sampled_from([0, 0, 0, -1, 1]),  # the epoch the caller acts on: mostly the current one
-), max_size=25)
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["reassign", "adopted", "hold", "retire", "split"]),
+        st.sampled_from(OWNERS),
+        st.sampled_from([0, 0, 0, -1, 1]),  # the epoch the caller acts on: mostly the current one
+    ),
+    max_size=25,
+)
 
 
 @given(operations)

@@ -23,8 +23,15 @@ def beat(name, weight=1.0):
 
 
 def view(live, shards, plans=(), policy="whole"):
-    return LeaderView("a-1", 100.0, {b.incarnation: b for b in live}, {s.shard: s for s in shards},
-                      {p.plan_id: p for p in plans}, {}, policy)
+    return LeaderView(
+        "a-1",
+        100.0,
+        {b.incarnation: b for b in live},
+        {s.shard: s for s in shards},
+        {p.plan_id: p for p in plans},
+        {},
+        policy,
+    )
 
 
 def apply(shards, move):

@@ -24,8 +24,9 @@ OLD, NEW = "a" * 16, "b" * 16
 
 def beat(incarnation: str, *, owns: tuple[str, ...] | None = None) -> Heartbeat:
     node, epoch = incarnation.rsplit("-", 1)
-    return Heartbeat(node, incarnation, int(epoch), admin=f"http://{node}",
-                     owned_shards=(incarnation,) if owns is None else owns)
+    return Heartbeat(
+        node, incarnation, int(epoch), admin=f"http://{node}", owned_shards=(incarnation,) if owns is None else owns
+    )
 
 
 def home(incarnation: str, flow: str) -> ShardOwnership:
@@ -57,8 +58,9 @@ class World:
 
 
 def start(world: World) -> Roll:
-    return new_roll(NEW, world.members, world.leader, {n: s.flow for n, s in world.shards.items()},
-                    received_by="n2-2", at=world.now)
+    return new_roll(
+        NEW, world.members, world.leader, {n: s.flow for n, s in world.shards.items()}, received_by="n2-2", at=world.now
+    )
 
 
 def run(roll: Roll, view: RollView) -> Roll:

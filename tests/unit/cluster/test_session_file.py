@@ -41,11 +41,15 @@ def test_a_planted_link_is_not_followed(tmp_path):
     assert read(tmp_path)["incarnation"] == "n1-3"
 
 
-@pytest.mark.parametrize("text, says", [
-    ("", "not a ZooKeeper session file"), ("{}", "not a ZooKeeper session file"),
-    ('{"version": 1, "incarnation": "n1-3", "session_id": 1, "session_password": "zz"}', "not a ZooKeeper"),
-    ('{"version": 2, "incarnation": "n1-3", "session_id": 1, "session_password": "00"}', "version 2"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("", "not a ZooKeeper session file"),
+        ("{}", "not a ZooKeeper session file"),
+        ('{"version": 1, "incarnation": "n1-3", "session_id": 1, "session_password": "zz"}', "not a ZooKeeper"),
+        ('{"version": 2, "incarnation": "n1-3", "session_id": 1, "session_password": "00"}', "version 2"),
+    ],
+)
 def test_a_damaged_or_newer_file_is_refused_by_name(text, says):
     with pytest.raises(SessionFileError, match=says):
         read_session_text(text, "/data/zookeeper-session")

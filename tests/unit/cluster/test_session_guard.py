@@ -25,11 +25,11 @@ def test_suspended_closes_the_gate_at_once_and_aborts_open_sessions_before_a_thi
     assert out == [I.CLOSE_GATE] and not state.may_work(0.1)
     state, out = state.on_tick(0.9)
     assert out == []
-    state, out = state.on_tick(1.0)            # 1/4 of the timeout since the last proof
+    state, out = state.on_tick(1.0)  # 1/4 of the timeout since the last proof
     assert out == [I.ABORT_OPEN_SESSIONS]
     assert 1.0 < T / 3
     state, out = state.on_tick(2.0)
-    assert out == []                           # once only
+    assert out == []  # once only
 
 
 def test_reconnected_to_the_same_session_reopens_the_gate():

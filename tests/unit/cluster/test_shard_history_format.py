@@ -36,11 +36,20 @@ def test_an_old_shard_written_again_keeps_its_steps_as_fields_and_its_reasons_as
 
 
 def test_a_new_entry_says_its_step_in_its_field_and_its_reason_is_never_parsed():
-    moved = own.reassign(own.new_shard("n3-17", "n3-17", 17, at=1.0), "n1-18", expected_epoch=17, at=2.0,
-                         reason="n3-17 died", step=STEP)
+    moved = own.reassign(
+        own.new_shard("n3-17", "n3-17", 17, at=1.0), "n1-18", expected_epoch=17, at=2.0, reason="n3-17 died", step=STEP
+    )
     written = json.loads(moved.to_json())["history"][-1]
     assert written["step"] == STEP and written["reason"] == f"n3-17 died {tag(STEP)}"
     # An entry of this release without a step stays without one, whatever its reason says.
-    entry = HistoryEntry.from_dict({"epoch": 3, "owner": "a-3", "state": "adopting", "at": 1.0,
-                                    "reason": "an operator's note [a-2:failover/move-a-2@2]", "step": None})
+    entry = HistoryEntry.from_dict(
+        {
+            "epoch": 3,
+            "owner": "a-3",
+            "state": "adopting",
+            "at": 1.0,
+            "reason": "an operator's note [a-2:failover/move-a-2@2]",
+            "step": None,
+        }
+    )
     assert entry.step is None

@@ -25,13 +25,21 @@ from cluster.zk.session import GuardCallbacks, SessionGuard
 
 
 def beat(name, weight=1.0):
-    return Heartbeat(name.split("-")[0], name, int(name.split("-")[1]), free_disk=100 << 30, capacity_weight=weight,
-                     max_threads=4)
+    return Heartbeat(
+        name.split("-")[0], name, int(name.split("-")[1]), free_disk=100 << 30, capacity_weight=weight, max_threads=4
+    )
 
 
 def view(live, shards, plans=()):
-    return LeaderView("a-1", 100.0, {b.incarnation: b for b in live}, {s.shard: s for s in shards},
-                      {p.plan_id: p for p in plans}, {}, "whole")
+    return LeaderView(
+        "a-1",
+        100.0,
+        {b.incarnation: b for b in live},
+        {s.shard: s for s in shards},
+        {p.plan_id: p for p in plans},
+        {},
+        "whole",
+    )
 
 
 def test_step_ids_are_tagged_and_found_again():
@@ -71,15 +79,27 @@ def test_the_adopter_finds_the_moves_step_in_the_shards_history():
 
 def test_divvy_children_carry_the_moves_step():
     step = "n1-7:failover/move-n1-7@7"
-    parent, children = own.split(own.new_shard("n1-7", "n1-7", 7, at=0),
-                                 [("c0", "n2-8", 0, HASH_SPACE // 2), ("c1", "n3-9", HASH_SPACE // 2, HASH_SPACE)],
-                                 expected_epoch=7, at=1.0, reason="n1-7 died", step=step)
+    parent, children = own.split(
+        own.new_shard("n1-7", "n1-7", 7, at=0),
+        [("c0", "n2-8", 0, HASH_SPACE // 2), ("c1", "n3-9", HASH_SPACE // 2, HASH_SPACE)],
+        expected_epoch=7,
+        at=1.0,
+        reason="n1-7 died",
+        step=step,
+    )
     assert parent.step == step and [c.step for c in children] == [step, step]
 
 
 def test_the_plan_round_trips_its_notes():
-    plan = FailoverPlan("d-3", "d-3", "a-1", 1.0, "divvy", (Move("d-3", "d-3", 3, None, (Slice("c", "b-2", 0, 1),)),),
-                        notes=("[d-3:failover/plan] written by a-1",))
+    plan = FailoverPlan(
+        "d-3",
+        "d-3",
+        "a-1",
+        1.0,
+        "divvy",
+        (Move("d-3", "d-3", 3, None, (Slice("c", "b-2", 0, 1),)),),
+        notes=("[d-3:failover/plan] written by a-1",),
+    )
     assert FailoverPlan.from_json(plan.to_json()).notes == plan.notes
     assert step(WritePlan(plan)) == "d-3:failover/plan"
 

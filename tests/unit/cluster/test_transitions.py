@@ -24,33 +24,39 @@ def entry(state, epoch, owner):
     return HistoryEntry(epoch, owner, state, 0.0)
 
 
-@pytest.mark.parametrize("before, after", [
-    (None, entry(S.ACTIVE, 3, "n1-3")),
-    (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 4, "n2-5")),
-    (entry(S.ADOPTING, 4, "n2-5"), entry(S.ADOPTING, 5, "n3-6")),
-    (entry(S.ADOPTING, 4, "n2-5"), entry(S.DRAINING, 4, "n2-5")),
-    (entry(S.ADOPTING, 4, "n2-5"), entry(S.HELD, 4, "n2-5")),
-    (entry(S.HELD, 4, "n2-5"), entry(S.DRAINING, 4, "n2-5")),
-    (entry(S.DRAINING, 4, "n2-5"), entry(S.RETIRED, 4, "n2-5")),
-    (entry(S.ACTIVE, 3, "n1-3"), entry(S.SPLIT, 4, None)),
-    (entry(S.SPLIT, 4, None), entry(S.RETIRED, 4, None)),
-])
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (None, entry(S.ACTIVE, 3, "n1-3")),
+        (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 4, "n2-5")),
+        (entry(S.ADOPTING, 4, "n2-5"), entry(S.ADOPTING, 5, "n3-6")),
+        (entry(S.ADOPTING, 4, "n2-5"), entry(S.DRAINING, 4, "n2-5")),
+        (entry(S.ADOPTING, 4, "n2-5"), entry(S.HELD, 4, "n2-5")),
+        (entry(S.HELD, 4, "n2-5"), entry(S.DRAINING, 4, "n2-5")),
+        (entry(S.DRAINING, 4, "n2-5"), entry(S.RETIRED, 4, "n2-5")),
+        (entry(S.ACTIVE, 3, "n1-3"), entry(S.SPLIT, 4, None)),
+        (entry(S.SPLIT, 4, None), entry(S.RETIRED, 4, None)),
+    ],
+)
 def test_the_protocols_transitions_are_allowed(before, after):
     assert check_transition(before, after) is None
 
 
-@pytest.mark.parametrize("before, after, rule", [
-    (entry(S.ADOPTING, 5, "n2-5"), entry(S.DRAINING, 4, "n2-5"), "epoch-fell"),
-    (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 3, "n2-5"), "two-owners"),
-    (entry(S.RETIRED, 3, "n1-3"), entry(S.ADOPTING, 4, "n2-5"), "transition"),
-    (entry(S.ACTIVE, 3, "n1-3"), entry(S.DRAINING, 3, "n1-3"), "transition"),
-    (None, entry(S.DRAINING, 3, "n1-3"), "transition"),
-    (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 5, "n2-5"), "epoch"),
-    (entry(S.ADOPTING, 4, "n2-5"), entry(S.DRAINING, 5, "n2-5"), "epoch"),
-    (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 4, "n1-3"), "owner"),
-    (entry(S.ACTIVE, 3, "n1-3"), entry(S.SPLIT, 4, "n1-3"), "owner"),
-    (None, entry(S.ACTIVE, 3, None), "owner"),
-])
+@pytest.mark.parametrize(
+    "before, after, rule",
+    [
+        (entry(S.ADOPTING, 5, "n2-5"), entry(S.DRAINING, 4, "n2-5"), "epoch-fell"),
+        (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 3, "n2-5"), "two-owners"),
+        (entry(S.RETIRED, 3, "n1-3"), entry(S.ADOPTING, 4, "n2-5"), "transition"),
+        (entry(S.ACTIVE, 3, "n1-3"), entry(S.DRAINING, 3, "n1-3"), "transition"),
+        (None, entry(S.DRAINING, 3, "n1-3"), "transition"),
+        (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 5, "n2-5"), "epoch"),
+        (entry(S.ADOPTING, 4, "n2-5"), entry(S.DRAINING, 5, "n2-5"), "epoch"),
+        (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 4, "n1-3"), "owner"),
+        (entry(S.ACTIVE, 3, "n1-3"), entry(S.SPLIT, 4, "n1-3"), "owner"),
+        (None, entry(S.ACTIVE, 3, None), "owner"),
+    ],
+)
 def test_a_transition_outside_the_table_or_its_rules_is_a_violation_named_for_the_rule(before, after, rule):
     found = check_transition(before, after, subject="shard s")
     assert found is not None and found.rule == rule and found.subject == "shard s"

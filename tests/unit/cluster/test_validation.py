@@ -18,19 +18,30 @@ from cluster.core.validation import ClusterView, validate_cluster
 
 def beat(incarnation: str, *, owned=(), queues=None, sent_at: float = 50.0) -> Heartbeat:
     node, _, epoch = incarnation.rpartition("-")
-    return Heartbeat(node, incarnation, int(epoch), sent_at=sent_at, owned_shards=tuple(owned),
-                     queues={key: QueueLoad(count) for key, count in (queues or {}).items()})
+    return Heartbeat(
+        node,
+        incarnation,
+        int(epoch),
+        sent_at=sent_at,
+        owned_shards=tuple(owned),
+        queues={key: QueueLoad(count) for key, count in (queues or {}).items()},
+    )
 
 
 def failed_over() -> ClusterView:
     """n1-1 died; its home shard went to n2-2 (draining there), n3-3 runs its own; n2-2 leads."""
     moved = own.reassign(own.new_shard("n1-1", "n1-1", 1, at=1.0), "n2-2", expected_epoch=1, at=10.0)
     moved = own.adopted(moved, "n2-2", 2, at=11.0)
-    shards = {"n1-1": moved, "n2-2": own.new_shard("n2-2", "n2-2", 2, at=2.0),
-              "n3-3": own.new_shard("n3-3", "n3-3", 3, at=3.0)}
+    shards = {
+        "n1-1": moved,
+        "n2-2": own.new_shard("n2-2", "n2-2", 2, at=2.0),
+        "n3-3": own.new_shard("n3-3", "n3-3", 3, at=3.0),
+    }
     plan = FailoverPlan("n1-1", "n1-1", "n2-2", 9.0, "whole", (Move("n1-1", "n1-1", 1, "n2-2"),), status="done")
-    members = {"n2-2": beat("n2-2", owned=("n1-1", "n2-2"), queues={"n1-1/rewrite/success/put": 5}),
-               "n3-3": beat("n3-3", owned=("n3-3",))}
+    members = {
+        "n2-2": beat("n2-2", owned=("n1-1", "n2-2"), queues={"n1-1/rewrite/success/put": 5}),
+        "n3-3": beat("n3-3", owned=("n3-3",)),
+    }
     return ClusterView("c1", shards=shards, plans={"n1-1": plan}, members=members, contenders=("n2-2", "n3-3"))
 
 
@@ -92,9 +103,12 @@ def test_a_full_history_is_judged_from_its_first_kept_entry():
 
 
 def split_view(*, seeded: bool = True) -> ClusterView:
-    parent, children = own.split(own.new_shard("n1-1", "n1-1", 1, at=1.0),
-                                 [("n1-1.e2s0", "n2-2", 0, 1 << 31), ("n1-1.e2s1", "n3-3", 1 << 31, 1 << 32)],
-                                 expected_epoch=1, at=10.0)
+    parent, children = own.split(
+        own.new_shard("n1-1", "n1-1", 1, at=1.0),
+        [("n1-1.e2s0", "n2-2", 0, 1 << 31), ("n1-1.e2s1", "n3-3", 1 << 31, 1 << 32)],
+        expected_epoch=1,
+        at=10.0,
+    )
     if seeded:
         children = [own.adopted(child, child.owner, 2, at=11.0) for child in children]
     shards = {shard.shard: shard for shard in [parent, *children]}
@@ -105,8 +119,10 @@ def test_a_split_parent_and_its_slices_keep_each_other():
     view = split_view()
     assert validate_cluster(view) == []
     assert rules(replace(view, shards={k: v for k, v in view.shards.items() if k != "n1-1.e2s0"})) == ["split-family"]
-    assert rules(replace(view, shards={k: v for k, v in view.shards.items() if k != "n1-1"})) == \
-        ["split-family", "split-family"]
+    assert rules(replace(view, shards={k: v for k, v in view.shards.items() if k != "n1-1"})) == [
+        "split-family",
+        "split-family",
+    ]
 
 
 def test_a_split_parent_retired_before_its_slices_were_seeded_is_reported():
@@ -137,8 +153,9 @@ def test_a_plan_for_a_live_member_or_done_too_early_is_reported():
     view = failed_over()
     assert rules(replace(view, members={**view.members, "n1-1": beat("n1-1")})) == ["plan-for-live"]
     early = replace(view.plans["n1-1"], moves=(Move("n2-2", "n2-2", 2, "n3-3"),), dead="n2-2")
-    assert rules(replace(view, plans={"n2-2": early}, members={"n3-3": view.members["n3-3"]},
-                         contenders=("n3-3",))) == ["plan-done-early"]
+    assert rules(
+        replace(view, plans={"n2-2": early}, members={"n3-3": view.members["n3-3"]}, contenders=("n3-3",))
+    ) == ["plan-done-early"]
 
 
 def test_a_node_whose_decommission_finished_owns_nothing_and_is_no_member():
@@ -161,20 +178,24 @@ def roll(*states: str, state: str = "running") -> Roll:
     return Roll("v2@1", "v2", "n1-1", 1.0, steps, state=state)
 
 
-@pytest.mark.parametrize("planted, broken", [
-    (roll(DONE, OFFLOADING, WAITING), False),
-    (roll(DONE, DONE, state=DONE), False),
-    (roll(OFFLOADING, CONNECTING), True),
-    (roll(DONE, WAITING, state=DONE), True),
-])
+@pytest.mark.parametrize(
+    "planted, broken",
+    [
+        (roll(DONE, OFFLOADING, WAITING), False),
+        (roll(DONE, DONE, state=DONE), False),
+        (roll(OFFLOADING, CONNECTING), True),
+        (roll(DONE, WAITING, state=DONE), True),
+    ],
+)
 def test_a_roll_moves_one_step_at_a_time_and_ends_with_none_left(planted, broken):
     assert rules(replace(failed_over(), roll=planted)) == (["roll"] if broken else [])
 
 
 def test_a_held_shard_keeps_its_owner_and_epoch():
     view = failed_over()
-    held = own.hold(own.reassign(view.shards["n1-1"], "n3-3", expected_epoch=2, at=20.0), "n3-3", 3, at=21.0,
-                    reason="damaged")
+    held = own.hold(
+        own.reassign(view.shards["n1-1"], "n3-3", expected_epoch=2, at=20.0), "n3-3", 3, at=21.0, reason="damaged"
+    )
     members = {"n3-3": beat("n3-3", owned=("n3-3",))}
     assert validate_cluster(replace(with_shard(view, held), members=members, contenders=("n3-3",))) == []
     back = planted(held, at=22.0, epoch=2)

@@ -35,18 +35,22 @@ from cluster.zk.kazoo_errors import translate
 from cluster.zk.store import ClusterStore
 
 
-@pytest.mark.parametrize("raised, meaning", [
-    (NoNodeError(), ZnodeMissing),
-    (NodeExistsError(), ZnodeExists),
-    (BadVersionError(), ZnodeVersionChanged),
-    (NotEmptyError(), ZnodeNotEmpty),
-    (NoAuthError(), ZnodeAccessDenied),
-    (ConnectionLoss(), ZooKeeperUnavailable),
-    (KazooTimeoutError("no answer"), ZooKeeperUnavailable),
-    (ConnectionClosedError("Connection has been closed"), ZooKeeperUnavailable),  # stopped, not expired
-    (SessionExpiredError(), ZooKeeperSessionExpired),
-    (MarshallingError(), ZooKeeperError),
-], ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else value.__name__)
+@pytest.mark.parametrize(
+    "raised, meaning",
+    [
+        (NoNodeError(), ZnodeMissing),
+        (NodeExistsError(), ZnodeExists),
+        (BadVersionError(), ZnodeVersionChanged),
+        (NotEmptyError(), ZnodeNotEmpty),
+        (NoAuthError(), ZnodeAccessDenied),
+        (ConnectionLoss(), ZooKeeperUnavailable),
+        (KazooTimeoutError("no answer"), ZooKeeperUnavailable),
+        (ConnectionClosedError("Connection has been closed"), ZooKeeperUnavailable),  # stopped, not expired
+        (SessionExpiredError(), ZooKeeperSessionExpired),
+        (MarshallingError(), ZooKeeperError),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else value.__name__,
+)
 def test_each_kazoo_error_becomes_the_cluster_error_that_says_what_it_means(raised, meaning):
     translated = translate(raised, "ShardRegistry.read", "/custody/c1/shards/n1-3")
     assert type(translated) is meaning and isinstance(translated, ClusterError)

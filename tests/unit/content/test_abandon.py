@@ -22,14 +22,19 @@ from tests.stalled_storage import StalledStorage
 AT_ONCE = 0.5
 
 # As a clustered node's HDFS replica: files kept open across syncs, closed in the background.
-HDFS_LIKE = ContentRepositoryConfig(sync_on_close=False, close_resources_on_sync=False, close_in_background=True,
-                                    archive=ArchivePolicy(enabled=False, max_usage=None))
+HDFS_LIKE = ContentRepositoryConfig(
+    sync_on_close=False,
+    close_resources_on_sync=False,
+    close_in_background=True,
+    archive=ArchivePolicy(enabled=False, max_usage=None),
+)
 LOCAL = ContentRepositoryConfig(sync_on_close=False, archive=ArchivePolicy(enabled=False, max_usage=None))
 
 
 def hdfs_like(tmp_path, storage):
-    return ContentRepository({"c": str(tmp_path / "hdfs")}, StorageResourceIO(storage, read_through_arrow=False),
-                             HDFS_LIKE, name="hdfs-like")
+    return ContentRepository(
+        {"c": str(tmp_path / "hdfs")}, StorageResourceIO(storage, read_through_arrow=False), HDFS_LIKE, name="hdfs-like"
+    )
 
 
 def local(tmp_path):
@@ -86,8 +91,9 @@ def test_local_files_are_closed_on_a_thread_of_their_own_and_writes_refused(tmp_
     content.write_bytes(b"claim")
     resources = list(content._table.open.values())
     content.abandon("dead")
-    wait_until(lambda: all(resource.closed.is_set() for resource in resources), 5, "the local files to close",
-               interval=0.01)
+    wait_until(
+        lambda: all(resource.closed.is_set() for resource in resources), 5, "the local files to close", interval=0.01
+    )
     assert resources and all(resource.closed.is_set() and resource.file._closed for resource in resources)
     with pytest.raises(RepositoryClosed):
         content.write_bytes(b"after")

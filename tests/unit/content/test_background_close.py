@@ -41,8 +41,9 @@ class HeldCloseIO(LocalResourceIO):
 
 def repository(tmp_path, resource_io):
     # Every claim fills its resource, so its release retires it and its files close.
-    config = ContentRepositoryConfig(max_appendable_claim_size=1, close_in_background=True,
-                                     archive=ArchivePolicy(enabled=False, max_usage=None))
+    config = ContentRepositoryConfig(
+        max_appendable_claim_size=1, close_in_background=True, archive=ArchivePolicy(enabled=False, max_usage=None)
+    )
     return ContentRepository({"c": str(tmp_path / "c")}, resource_io, config)
 
 

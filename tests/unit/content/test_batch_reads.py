@@ -25,17 +25,27 @@ A, B = ResourceClaim("c", 1, "a"), ResourceClaim("c", 2, "b")
 
 
 def test_claims_side_by_side_share_a_span_and_far_ones_do_not():
-    claims = [ContentClaim(A, 100, 10), ContentClaim(B, 0, 5), ContentClaim(A, 0, 100),
-              ContentClaim(A, 110 + 64, 6), ContentClaim(A, 10_000, 1)]
+    claims = [
+        ContentClaim(A, 100, 10),
+        ContentClaim(B, 0, 5),
+        ContentClaim(A, 0, 100),
+        ContentClaim(A, 110 + 64, 6),
+        ContentClaim(A, 10_000, 1),
+    ]
     found = spans(claims, max_gap=64)
-    assert found == [(ContentClaim(A, 0, 180), [2, 0, 3]), (ContentClaim(A, 10_000, 1), [4]),
-                     (ContentClaim(B, 0, 5), [1])]
+    assert found == [
+        (ContentClaim(A, 0, 180), [2, 0, 3]),
+        (ContentClaim(A, 10_000, 1), [4]),
+        (ContentClaim(B, 0, 5), [1]),
+    ]
 
 
 def test_a_span_stops_growing_at_its_limit_and_a_repeated_claim_rides_along():
     claims = [ContentClaim(A, 0, 40), ContentClaim(A, 40, 40), ContentClaim(A, 80, 40), ContentClaim(A, 0, 40)]
-    assert spans(claims, max_gap=0, max_span=80) == [(ContentClaim(A, 0, 80), [0, 3, 1]),
-                                                     (ContentClaim(A, 80, 40), [2])]
+    assert spans(claims, max_gap=0, max_span=80) == [
+        (ContentClaim(A, 0, 80), [0, 3, 1]),
+        (ContentClaim(A, 80, 40), [2]),
+    ]
 
 
 CONFIG = ContentRepositoryConfig(sync_on_close=False, checksum_block_size=16, archive=ArchivePolicy(max_usage=None))

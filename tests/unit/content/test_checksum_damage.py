@@ -42,21 +42,29 @@ def replicas(tmp_path_factory):
     directory = tmp_path_factory.mktemp("damage")
     local = str(directory / "local")
     mirror = str(directory / "mirror")
-    writer = ReplicatingContentRepository([
-        open_filesystem_content_repository({"c": local}, CONFIG, name="local"),
-        open_filesystem_content_repository({"c": mirror}, CONFIG, name="mirror")])
+    writer = ReplicatingContentRepository(
+        [
+            open_filesystem_content_repository({"c": local}, CONFIG, name="local"),
+            open_filesystem_content_repository({"c": mirror}, CONFIG, name="mirror"),
+        ]
+    )
     claims = [writer.write_bytes(data) for data in CONTENTS]
     writer.sync()
     writer.close()
     assert len({claim.resource for claim in claims}) == 1
     resource = claims[0].resource
     files = {side: os.path.join(directory, side, str(resource.section), resource.id) for side in ("local", "mirror")}
-    pristine = {name: open(path + suffix, "rb").read()
-                for name, path in files.items() for suffix in ("", CHECKSUM_SUFFIX)
-                for name in [name + suffix]}
+    pristine = {
+        name: open(path + suffix, "rb").read()
+        for name, path in files.items()
+        for suffix in ("", CHECKSUM_SUFFIX)
+        for name in [name + suffix]
+    }
     assert len(pristine["local"]) == 24 and len(pristine["local" + CHECKSUM_SUFFIX]) == HEADER_SIZE + 4 * RECORD_SIZE
-    readers = [open_filesystem_content_repository({"c": local}, CONFIG, name="local"),
-               open_filesystem_content_repository({"c": mirror}, CONFIG, name="mirror")]
+    readers = [
+        open_filesystem_content_repository({"c": local}, CONFIG, name="local"),
+        open_filesystem_content_repository({"c": mirror}, CONFIG, name="mirror"),
+    ]
     yield claims, files, pristine, readers
     for reader in readers:
         reader.close()
@@ -66,15 +74,24 @@ def expected_failures_of_data_damage(claims, first_bad: int, last_bad: int | Non
     """Claims holding a byte in [first_bad, last_bad], or (last_bad None) ending past first_bad."""
     if last_bad is None:
         return {index for index, claim in enumerate(claims) if claim.offset + claim.length > first_bad}
-    return {index for index, claim in enumerate(claims)
-            if claim.length and claim.offset <= last_bad and first_bad < claim.offset + claim.length}
+    return {
+        index
+        for index, claim in enumerate(claims)
+        if claim.length and claim.offset <= last_bad and first_bad < claim.offset + claim.length
+    }
 
 
 def expected_failures_of_checksum_damage(first_bad_record: int | None, only_that_one: bool) -> set[int]:
     """Claims that need record `first_bad_record` (or any from it on); None: the header."""
-    return {index for index, records in enumerate(RECORDS_OF)
-            if records and (first_bad_record is None
-                            or (first_bad_record in records if only_that_one else max(records) >= first_bad_record))}
+    return {
+        index
+        for index, records in enumerate(RECORDS_OF)
+        if records
+        and (
+            first_bad_record is None
+            or (first_bad_record in records if only_that_one else max(records) >= first_bad_record)
+        )
+    }
 
 
 def check_damage(replicas, path, damage, expected_failures: set[int], *, repairable: bool = True, fsck: bool = True):
@@ -98,7 +115,9 @@ def check_damage(replicas, path, damage, expected_failures: set[int], *, repaira
             assert repaired.ok and repaired.problems == []
             return
         assert [(p.replica, p.kind, p.repaired) for p in repaired.problems] in (
-            [("local", "damaged", True)], [("local", "short", True)])
+            [("local", "damaged", True)],
+            [("local", "short", True)],
+        )
         for name, content in pristine.items():  # the damaged copy mended, the intact one untouched
             side, _, suffix = name.partition(".")
             assert open(files[side] + ("." + suffix if suffix else ""), "rb").read() == content, name
@@ -121,27 +140,39 @@ def append_nuls(count: int):
     def damage(path):
         with open(path, "ab") as handle:
             handle.write(b"\x00" * count)
+
     return damage
 
 
-@pytest.mark.parametrize("damage, last_bad", [(flip, lambda offset: offset), (truncate, lambda offset: None)],
-                         ids=["flipped-bit", "cut"])
+@pytest.mark.parametrize(
+    "damage, last_bad", [(flip, lambda offset: offset), (truncate, lambda offset: None)], ids=["flipped-bit", "cut"]
+)
 def test_damage_at_any_offset_of_the_resource_file_fails_exactly_the_claims_it_hits(replicas, damage, last_bad):
     claims, files, _pristine, _readers = replicas
     for offset in range(24):
-        check_damage(replicas, files["local"], damage(offset),
-                     expected_failures_of_data_damage(claims, offset, last_bad(offset)), fsck=offset % FSCK_EVERY == 0)
+        check_damage(
+            replicas,
+            files["local"],
+            damage(offset),
+            expected_failures_of_data_damage(claims, offset, last_bad(offset)),
+            fsck=offset % FSCK_EVERY == 0,
+        )
 
 
 @pytest.mark.parametrize("damage, only_that_record", [(flip, True), (truncate, False)], ids=["flipped-bit", "cut"])
 def test_damage_at_any_offset_of_the_checksum_file_fails_exactly_the_claims_it_vouched_for(
-        replicas, damage, only_that_record):
+    replicas, damage, only_that_record
+):
     _claims, files, _pristine, _readers = replicas
     for offset in range(HEADER_SIZE + 4 * RECORD_SIZE):
         record = None if offset < HEADER_SIZE else (offset - HEADER_SIZE) // RECORD_SIZE
-        check_damage(replicas, files["local"] + CHECKSUM_SUFFIX, damage(offset),
-                     expected_failures_of_checksum_damage(record, only_that_one=only_that_record),
-                     fsck=offset % FSCK_EVERY == 0)
+        check_damage(
+            replicas,
+            files["local"] + CHECKSUM_SUFFIX,
+            damage(offset),
+            expected_failures_of_checksum_damage(record, only_that_one=only_that_record),
+            fsck=offset % FSCK_EVERY == 0,
+        )
 
 
 def test_nuls_appended_to_either_file_lose_nothing_and_are_no_damage(replicas):

@@ -21,21 +21,25 @@ class Clock:
 
 
 def files_in(directory) -> dict[str, int]:
-    return {os.path.relpath(os.path.join(root, name), directory): os.path.getsize(os.path.join(root, name))
-            for root, _dirs, names in os.walk(directory) for name in names}
+    return {
+        os.path.relpath(os.path.join(root, name), directory): os.path.getsize(os.path.join(root, name))
+        for root, _dirs, names in os.walk(directory)
+        for name in names
+    }
 
 
 def test_recovery_cuts_the_checksum_records_of_the_bytes_it_cuts_and_destroys_an_orphans(tmp_path):
     directory = str(tmp_path / "c")
     repository = open_filesystem_content_repository({"c": directory}, CONFIG)
-    kept = repository.write_bytes(b"k" * 25)           # blocks 10 + 10 + 5
-    dropped = repository.write_bytes(b"d" * 12)        # after it, same resource: cut at recovery
+    kept = repository.write_bytes(b"k" * 25)  # blocks 10 + 10 + 5
+    dropped = repository.write_bytes(b"d" * 12)  # after it, same resource: cut at recovery
     repository.sync()
-    orphan_config = ContentRepositoryConfig(checksum_block_size=10, max_appendable_claim_size=1,
-                                            archive=ArchivePolicy(max_usage=None))
+    orphan_config = ContentRepositoryConfig(
+        checksum_block_size=10, max_appendable_claim_size=1, archive=ArchivePolicy(max_usage=None)
+    )
     repository.close()
     other = open_filesystem_content_repository({"c": directory}, orphan_config)
-    orphan = other.write_bytes(b"o" * 30)              # a resource of its own, no live claim
+    orphan = other.write_bytes(b"o" * 30)  # a resource of its own, no live claim
     other.close()
     assert kept.resource == dropped.resource != orphan.resource
     section = str(kept.resource.section)
@@ -65,7 +69,8 @@ def test_a_stray_checksum_file_is_removed_unless_a_live_claim_still_names_its_re
     report = again.recover([lost])
     assert report.missing == [lost.resource]
     assert files_in(directory) == {
-        os.path.join(str(lost.resource.section), lost.resource.id + CHECKSUM_SUFFIX): HEADER_SIZE + 6000 * RECORD_SIZE}
+        os.path.join(str(lost.resource.section), lost.resource.id + CHECKSUM_SUFFIX): HEADER_SIZE + 6000 * RECORD_SIZE
+    }
     again.close()
 
 
@@ -82,7 +87,8 @@ def test_archive_and_age_off_move_and_delete_both_files_even_when_a_crash_split_
     section = os.path.join(directory, str(first.resource.section))
     archive = os.path.join(section, ARCHIVE_DIRECTORY)
     assert sorted(os.listdir(archive)) == sorted(
-        name for claim in (first, second) for name in (claim.resource.id, claim.resource.id + CHECKSUM_SUFFIX))
+        name for claim in (first, second) for name in (claim.resource.id, claim.resource.id + CHECKSUM_SUFFIX)
+    )
     # A crash between archive's two renames leaves a checksum file behind in the section.
     name = second.resource.id + CHECKSUM_SUFFIX
     os.rename(os.path.join(archive, name), os.path.join(section, name))

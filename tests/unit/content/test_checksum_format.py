@@ -85,7 +85,7 @@ def blocks_of(data: bytes, start: int, block_size: int, pieces: list[int]) -> li
     checksummer = BlockChecksummer(start, block_size)
     position = 0
     for size in pieces:
-        checksummer.update(data[position:position + size])
+        checksummer.update(data[position : position + size])
         position += size
     checksummer.update(data[position:])
     checksummer.finish()
@@ -94,13 +94,19 @@ def blocks_of(data: bytes, start: int, block_size: int, pieces: list[int]) -> li
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=300), start=st.integers(0, 10**12), block_size=st.integers(1, 64),
-       pieces=st.lists(st.integers(0, 100), max_size=10))
+@given(
+    data=st.binary(max_size=300),
+    start=st.integers(0, 10**12),
+    block_size=st.integers(1, 64),
+    pieces=st.lists(st.integers(0, 100), max_size=10),
+)
 def test_blocks_depend_on_the_bytes_not_on_how_the_writer_split_them(data, start, block_size, pieces):
     blocks = blocks_of(data, start, block_size, pieces)
     # Cut from the claim's first byte in blocks of block_size, the last one shorter.
-    expected = [Block(start + at, len(data[at:at + block_size]), crc32c(data[at:at + block_size]))
-                for at in range(0, len(data), block_size)]
+    expected = [
+        Block(start + at, len(data[at : at + block_size]), crc32c(data[at : at + block_size]))
+        for at in range(0, len(data), block_size)
+    ]
     assert blocks == expected
     assert blocks_of(data, start, block_size, []) == expected
 

@@ -39,12 +39,18 @@ from repositories.content.verification import VERIFIED
 from tests.damaged_files import damaged_bytes, fuzz_settings, scratch_directory, within_bounds
 
 BLOCK = 16
-CONFIG = ContentRepositoryConfig(sync_on_close=False, checksum_block_size=BLOCK, max_appendable_claim_size=1 << 20,
-                                 archive=ArchivePolicy(max_usage=None))
+CONFIG = ContentRepositoryConfig(
+    sync_on_close=False,
+    checksum_block_size=BLOCK,
+    max_appendable_claim_size=1 << 20,
+    archive=ArchivePolicy(max_usage=None),
+)
 _random = random.Random(7)
 CONTENTS = [bytes(_random.randrange(256) for _ in range(size)) for size in (13, 0, 16, 1, 17, 100, 300, 40)]
-READINGS = {"whole": {"WHOLE_FILE_BYTES": checksums.WHOLE_FILE_BYTES, "WINDOW_RECORDS": checksums.WINDOW_RECORDS},
-            "in windows": {"WHOLE_FILE_BYTES": 0, "WINDOW_RECORDS": 3}}  # the limits of `checksums`
+READINGS = {
+    "whole": {"WHOLE_FILE_BYTES": checksums.WHOLE_FILE_BYTES, "WINDOW_RECORDS": checksums.WINDOW_RECORDS},
+    "in windows": {"WHOLE_FILE_BYTES": 0, "WINDOW_RECORDS": 3},
+}  # the limits of `checksums`
 PLACES = ("live", "archived", "archived, checksums left live")
 
 
@@ -63,15 +69,21 @@ class Resource:
         archived = archive_directory(root, self.resource.section)
         os.makedirs(archived, exist_ok=True)
         name = self.resource.id
-        self.paths = {"data": {"live": os.path.join(live, name), "archived": os.path.join(archived, name)},
-                      "checksums": {"live": os.path.join(live, name + CHECKSUM_SUFFIX),
-                                    "archived": os.path.join(archived, name + CHECKSUM_SUFFIX)}}
+        self.paths = {
+            "data": {"live": os.path.join(live, name), "archived": os.path.join(archived, name)},
+            "checksums": {
+                "live": os.path.join(live, name + CHECKSUM_SUFFIX),
+                "archived": os.path.join(archived, name + CHECKSUM_SUFFIX),
+            },
+        }
         self.pristine = {kind: open(paths["live"], "rb").read() for kind, paths in self.paths.items()}
-        first_records = [HEADER_SIZE + RECORD_SIZE * sum(-(-len(c) // BLOCK) for c in CONTENTS[:i])
-                         for i in range(len(CONTENTS))]
-        self.landmarks = {"data": tuple(claim.offset for claim in self.claims),
-                          "checksums": (8, 10, 14, HEADER_SIZE, *first_records,
-                                        len(self.pristine["checksums"]) - RECORD_SIZE)}
+        first_records = [
+            HEADER_SIZE + RECORD_SIZE * sum(-(-len(c) // BLOCK) for c in CONTENTS[:i]) for i in range(len(CONTENTS))
+        ]
+        self.landmarks = {
+            "data": tuple(claim.offset for claim in self.claims),
+            "checksums": (8, 10, 14, HEADER_SIZE, *first_records, len(self.pristine["checksums"]) - RECORD_SIZE),
+        }
 
     def place(self, place: str, files: dict) -> None:
         """Remove the resource's files from everywhere; write `files` where `place` says."""
@@ -79,8 +91,10 @@ class Resource:
             for path in paths.values():
                 if os.path.exists(path):
                     os.unlink(path)
-        where = {"data": "live" if place == "live" else "archived",
-                 "checksums": "archived" if place == "archived" else "live"}
+        where = {
+            "data": "live" if place == "live" else "archived",
+            "checksums": "archived" if place == "archived" else "live",
+        }
         for kind, content in files.items():
             with open(self.paths[kind][where[kind]], "wb") as handle:
                 handle.write(content)
@@ -126,8 +140,10 @@ def test_damaged_content_reads_exactly_or_is_refused(written, reading, data, pla
 def read_and_restart(written, data) -> None:
     repository = open_filesystem_content_repository({"c": written.root}, CONFIG)
     try:
-        readable = [read_exactly_or_refuse(repository, claim, content)
-                    for claim, content in zip(written.claims, CONTENTS, strict=False)]
+        readable = [
+            read_exactly_or_refuse(repository, claim, content)
+            for claim, content in zip(written.claims, CONTENTS, strict=False)
+        ]
 
         index = data.draw(st.integers(0, len(CONTENTS) - 1), label="claim streamed")
         claim, content = written.claims[index], CONTENTS[index]
@@ -136,7 +152,7 @@ def read_and_restart(written, data) -> None:
         length = data.draw(st.integers(0, min(claim.length - offset, 64 * chunk)), label="length")
         _, chunks = within_bounds(lambda: stream(repository, claim, offset, length, chunk), ())
         got = b"".join(piece for piece in chunks if isinstance(piece, bytes))
-        assert got == content[offset:offset + len(got)], "a stream returned bytes that were not written"
+        assert got == content[offset : offset + len(got)], "a stream returned bytes that were not written"
         assert chunks and isinstance(chunks[-1], ContentRepositoryError) or len(got) == length
 
         _, check = within_bounds(lambda: repository.check_resource(written.resource), (ContentRepositoryError,))

@@ -33,8 +33,14 @@ def payload(seed: int, size: int) -> bytes:
 
 def recorded_claims(data: Path = DATA) -> list[tuple[ContentClaim, int, bool]]:
     rows = json.loads((data / "claims.json").read_text())
-    return [(ContentClaim(ResourceClaim(row["container"], row["section"], row["id"]), row["offset"], row["length"]),
-             row["seed"], row["archived"]) for row in rows]
+    return [
+        (
+            ContentClaim(ResourceClaim(row["container"], row["section"], row["id"]), row["offset"], row["length"]),
+            row["seed"],
+            row["archived"],
+        )
+        for row in rows
+    ]
 
 
 @pytest.fixture
@@ -117,7 +123,8 @@ def test_two_old_copies_that_disagree_are_reported_and_never_repaired_one_from_t
     local, mirror = open_replica(copy, "local"), open_replica(copy, "mirror")
     report = fsck_replicas([local, mirror], repair=True)
     assert [(p.resource, p.replica, p.kind, p.repaired) for p in report.problems] == [
-        (claim.resource.relative_path, "mirror", "differs", False)]
+        (claim.resource.relative_path, "mirror", "differs", False)
+    ]
     assert "not repaired" in report.problems[0].detail and not report.ok
     assert path.read_bytes() == bytes(damaged)  # neither copy was touched
     assert mirror.read(claim) == payload(seed, claim.length)

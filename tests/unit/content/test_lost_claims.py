@@ -11,8 +11,9 @@ from repositories.storage import StorageError
 
 @pytest.fixture
 def repository(tmp_path):
-    repository = open_filesystem_content_repository({"c": str(tmp_path / "c")},
-                                                    ContentRepositoryConfig(sync_on_close=False))
+    repository = open_filesystem_content_repository(
+        {"c": str(tmp_path / "c")}, ContentRepositoryConfig(sync_on_close=False)
+    )
     yield repository
     repository.close()
 
@@ -27,7 +28,7 @@ def break_sync_of(repository, claim):
 
 
 def test_bytes_another_sessions_sync_found_lost_are_refused_to_their_own_session(repository):
-    mine = repository.write_bytes(b"x" * 76)   # completed, not yet synced
+    mine = repository.write_bytes(b"x" * 76)  # completed, not yet synced
     break_sync_of(repository, mine)
     with pytest.raises(ContentWriteFailed) as told:  # another session's commit syncs first
         repository.sync()

@@ -47,7 +47,8 @@ def replicated(tmp_path):
 
     def replicas():
         return ReplicatingContentRepository(
-            [open_filesystem_content_repository({"c": directories[name]}, CONFIG, name=name) for name in directories])
+            [open_filesystem_content_repository({"c": directories[name]}, CONFIG, name=name) for name in directories]
+        )
 
     writer = replicas()
     claims = [writer.write_bytes(payload(index, size)) for index, size in enumerate((1000, 70, 3000))]
@@ -133,11 +134,14 @@ def test_fsck_repair_mends_a_bit_flipped_local_copy_from_the_intact_replica_neve
     repository, claims, directories = replicated
     victim = claims[0]
     flip(file_of(directories["local"], victim), victim.offset + 10)
-    mirror_before = {path: open(path, "rb").read()
-                     for path in (file_of(directories["mirror"], victim), file_of(directories["mirror"], victim, True))}
+    mirror_before = {
+        path: open(path, "rb").read()
+        for path in (file_of(directories["mirror"], victim), file_of(directories["mirror"], victim, True))
+    }
     report = repository.fsck(repair=True)
     assert [(p.resource, p.replica, p.kind, p.repaired) for p in report.problems] == [
-        (victim.resource.relative_path, "local", "damaged", True)]
+        (victim.resource.relative_path, "local", "damaged", True)
+    ]
     assert report.problems[0].blocks == ["bytes 0..64: the bytes do not match their checksum"]
     for path, content in mirror_before.items():
         assert open(path, "rb").read() == content  # the intact copy was never written
@@ -166,8 +170,9 @@ def test_a_repair_that_dies_between_its_two_renames_never_serves_wrong_bytes_and
 
     with pytest.raises(UnknownSeam, match="between_repair_rename"):
         ContentHooks(between_repair_rename=die)  # a misspelt seam is refused, never silently ignored
-    local = open_filesystem_content_repository({"c": directories["local"]}, CONFIG, name="local",
-                                               hooks=ContentHooks(between_repair_renames=die))
+    local = open_filesystem_content_repository(
+        {"c": directories["local"]}, CONFIG, name="local", hooks=ContentHooks(between_repair_renames=die)
+    )
     mirror = open_filesystem_content_repository({"c": directories["mirror"]}, CONFIG, name="mirror")
     with pytest.raises(Died):
         fsck_replicas([local, mirror], repair=True)
@@ -193,14 +198,17 @@ def test_fsck_repairs_nothing_when_no_copy_verifies(replicated):
     report = repository.fsck(repair=True)
     assert not report.ok
     assert sorted((p.replica, p.kind, p.repaired) for p in report.problems) == [
-        ("local", "damaged", False), ("mirror", "damaged", False)]
+        ("local", "damaged", False),
+        ("mirror", "damaged", False),
+    ]
     assert {path: open(path, "rb").read() for path in before} == before
 
 
 def test_replicas_that_cut_claims_into_blocks_of_different_sizes_are_refused(tmp_path):
     local = open_filesystem_content_repository({"c": str(tmp_path / "a")}, CONFIG, name="local")
     other = open_filesystem_content_repository(
-        {"c": str(tmp_path / "b")}, ContentRepositoryConfig(checksum_block_size=128), name="mirror")
+        {"c": str(tmp_path / "b")}, ContentRepositoryConfig(checksum_block_size=128), name="mirror"
+    )
     with pytest.raises(ContentRepositoryError, match="same checksum_block_size"):
         ReplicatingContentRepository([local, other])
     local.close()

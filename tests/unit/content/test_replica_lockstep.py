@@ -45,12 +45,18 @@ class Replicas:
     def __init__(self, tmp_path, follower=KEPT_OPEN, *, hooks=None, **options):
         self.local_storage = FaultyStorage(UnbufferedLocalStorage())
         self.hdfs_storage = FaultyStorage(UnbufferedLocalStorage())
-        self.local = ContentRepository({"c": str(tmp_path / "local")},
-                                       StorageResourceIO(self.local_storage, read_through_arrow=False), LOCAL,
-                                       name="local")
-        self.hdfs = ContentRepository({"c": str(tmp_path / "hdfs")},
-                                      StorageResourceIO(self.hdfs_storage, read_through_arrow=False), follower,
-                                      name="hdfs")
+        self.local = ContentRepository(
+            {"c": str(tmp_path / "local")},
+            StorageResourceIO(self.local_storage, read_through_arrow=False),
+            LOCAL,
+            name="local",
+        )
+        self.hdfs = ContentRepository(
+            {"c": str(tmp_path / "hdfs")},
+            StorageResourceIO(self.hdfs_storage, read_through_arrow=False),
+            follower,
+            name="hdfs",
+        )
         self.repository = ReplicatingContentRepository([self.local, self.hdfs], hooks=hooks, **options)
         self.diverged: list[ReplicaDiverged] = []
         write_at = self.hdfs.write_at
@@ -129,8 +135,7 @@ def test_a_flush_that_fails_on_one_replica_retires_the_resource_on_every_replica
 
 
 @pytest.mark.parametrize("side", ["local", "hdfs"])
-def test_a_sync_that_fails_while_a_writer_holds_the_resource_fails_its_claim_and_retires_it_everywhere(tmp_path,
-                                                                                                         side):
+def test_a_sync_that_fails_while_a_writer_holds_the_resource_fails_its_claim_and_retires_it_everywhere(tmp_path, side):
     """In lockstep already (the claim fails on the failed replica, and the replicated
     writer aborts every replica's writer): kept so that it stays so."""
     replicas = Replicas(tmp_path)

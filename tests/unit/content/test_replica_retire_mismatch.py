@@ -19,8 +19,10 @@ CONFIG = ContentRepositoryConfig(archive=ArchivePolicy(max_usage=None))
 
 
 def test_a_write_after_a_follower_retired_the_resource_goes_to_a_new_one(tmp_path):
-    replicas = [open_filesystem_content_repository({"c": str(tmp_path / name)}, CONFIG, name=name)
-                for name in ("local", "mirror")]
+    replicas = [
+        open_filesystem_content_repository({"c": str(tmp_path / name)}, CONFIG, name=name)
+        for name in ("local", "mirror")
+    ]
     repository = ReplicatingContentRepository(replicas)
     first = repository.write_bytes(b"first claim")
     replicas[1].retire(first.resource)  # only the follower: the leader would append to it next
@@ -37,7 +39,8 @@ def test_a_write_after_a_follower_retired_the_resource_goes_to_a_new_one(tmp_pat
 def test_replicas_that_fill_resources_to_different_sizes_are_refused(tmp_path):
     local = open_filesystem_content_repository({"c": str(tmp_path / "a")}, CONFIG, name="local")
     other = open_filesystem_content_repository(
-        {"c": str(tmp_path / "b")}, ContentRepositoryConfig(max_appendable_claim_size=1 << 20), name="mirror")
+        {"c": str(tmp_path / "b")}, ContentRepositoryConfig(max_appendable_claim_size=1 << 20), name="mirror"
+    )
     with pytest.raises(ContentRepositoryError, match="same max_appendable_claim_size"):
         ReplicatingContentRepository([local, other])
     local.close()
@@ -46,8 +49,10 @@ def test_replicas_that_fill_resources_to_different_sizes_are_refused(tmp_path):
 
 def test_a_resource_past_its_age_is_retired_on_every_replica_with_the_claim_that_finds_it_so(tmp_path):
     def replicas(name):
-        return [open_filesystem_content_repository({"c": str(tmp_path / f"{name}-{replica}")}, CONFIG, name=replica)
-                for replica in ("local", "mirror")]
+        return [
+            open_filesystem_content_repository({"c": str(tmp_path / f"{name}-{replica}")}, CONFIG, name=replica)
+            for replica in ("local", "mirror")
+        ]
 
     young = ReplicatingContentRepository(replicas("young"), max_resource_age_s=3600.0)
     first, second = young.write_bytes(b"one"), young.write_bytes(b"two")

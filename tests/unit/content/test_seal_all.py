@@ -10,11 +10,16 @@ from repositories.content import ContentRepositoryConfig, open_filesystem_conten
 
 
 def replicas(tmp_path) -> ReplicatingContentRepository:
-    return ReplicatingContentRepository([
-        open_filesystem_content_repository({"c": str(tmp_path / "leader")}, ContentRepositoryConfig(), name="leader"),
-        open_filesystem_content_repository({"c": str(tmp_path / "follower")},
-                                           ContentRepositoryConfig(close_in_background=True), name="follower"),
-    ])
+    return ReplicatingContentRepository(
+        [
+            open_filesystem_content_repository(
+                {"c": str(tmp_path / "leader")}, ContentRepositoryConfig(), name="leader"
+            ),
+            open_filesystem_content_repository(
+                {"c": str(tmp_path / "follower")}, ContentRepositoryConfig(close_in_background=True), name="follower"
+            ),
+        ]
+    )
 
 
 def test_every_resource_is_sealed_on_every_replica_and_nothing_is_appended_to_it_after(tmp_path):

@@ -41,18 +41,26 @@ def incompatibilities(declared, implemented) -> list[str]:
             if not (index < len(positional) and positional[index].name == parameter.name) and not takes_args:
                 problems.append(f"{parameter.name} is not its positional parameter {index}")
                 continue
-        elif match is None or match.kind not in (inspect.Parameter.KEYWORD_ONLY,
-                                                 inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        elif match is None or match.kind not in (
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
             if not takes_kwargs:
                 problems.append(f"takes no keyword {parameter.name}")
             continue
-        if (match is not None and parameter.default is not inspect.Parameter.empty
-                and match.default is inspect.Parameter.empty):
+        if (
+            match is not None
+            and parameter.default is not inspect.Parameter.empty
+            and match.default is inspect.Parameter.empty
+        ):
             problems.append(f"{parameter.name} has no default")
     declared_names = {p.name for p in wanted}
     for parameter in given:
-        if (parameter.name not in declared_names and parameter.default is inspect.Parameter.empty
-                and parameter.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)):
+        if (
+            parameter.name not in declared_names
+            and parameter.default is inspect.Parameter.empty
+            and parameter.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        ):
             problems.append(f"requires {parameter.name}, which the protocol does not pass")
     return problems
 
@@ -79,8 +87,9 @@ def hdfs(tmp_path):
 
 
 def replicating(tmp_path):
-    local = open_filesystem_content_repository({"c": str(tmp_path / "replica-local")},
-                                               ContentRepositoryConfig(sync_on_close=False))
+    local = open_filesystem_content_repository(
+        {"c": str(tmp_path / "replica-local")}, ContentRepositoryConfig(sync_on_close=False)
+    )
     remote = open_hdfs_content_repository(LocalStorage(), str(tmp_path / "replica-hdfs"), "node", ("c",))
     return ReplicatingContentRepository([local, remote])
 

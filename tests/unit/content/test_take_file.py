@@ -26,8 +26,11 @@ BLOCK = 4096
 
 def repository(root, name="c", archive=True):
     return open_filesystem_content_repository(
-        {name: str(root)}, ContentRepositoryConfig(sync_on_close=False, checksum_block_size=BLOCK,
-                                                   archive=ArchivePolicy(max_usage=None, enabled=archive)))
+        {name: str(root)},
+        ContentRepositoryConfig(
+            sync_on_close=False, checksum_block_size=BLOCK, archive=ArchivePolicy(max_usage=None, enabled=archive)
+        ),
+    )
 
 
 def written(tmp_path, data: bytes, name: str = "part-00000.json") -> tuple[str, str]:
@@ -48,7 +51,7 @@ def test_a_taken_file_is_one_claim_read_checked_and_counted(tmp_path):
         assert (claim.offset, claim.length) == (0, len(data))
         assert not os.path.exists(path) and not os.path.exists(checksums)  # moved, not copied
         assert store.read(claim) == data
-        assert store.open_read(claim, 2 * BLOCK, 50).read() == data[2 * BLOCK:2 * BLOCK + 50]
+        assert store.open_read(claim, 2 * BLOCK, 50).read() == data[2 * BLOCK : 2 * BLOCK + 50]
         assert store.claimant_count(claim) == 1
         assert claim.resource not in store.open_resources()  # nothing is ever appended to it
         store.increment(claim)
@@ -98,9 +101,9 @@ def test_a_checksum_file_that_does_not_cover_the_file_is_refused_and_nothing_mov
         elif damage == "record":
             content[record_offset(1) + 2] ^= 0xFF
         elif damage == "short":
-            del content[record_offset(2):]
+            del content[record_offset(2) :]
         elif damage == "long":
-            content += content[record_offset(2):]
+            content += content[record_offset(2) :]
         handle.seek(0)
         handle.truncate()
         handle.write(content)

@@ -12,7 +12,8 @@ from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_fi
 def repository(tmp_path, **config):
     return open_filesystem_content_repository(
         {"c": str(tmp_path / "c")},
-        ContentRepositoryConfig(sync_on_close=False, archive=ArchivePolicy(max_usage=None), **config))
+        ContentRepositoryConfig(sync_on_close=False, archive=ArchivePolicy(max_usage=None), **config),
+    )
 
 
 def live_resources(tmp_path) -> int:

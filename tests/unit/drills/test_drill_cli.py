@@ -11,25 +11,53 @@ import pytest
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-@pytest.mark.parametrize("arguments, says", [
-    (["--faults", "kill,sigterm"], "unknown fault 'sigterm'; valid faults: kill, stop, expire, leader, adopter, "
-                                   "zk-follower, datanode, partition"),
-    (["--faults", "kill,partition"], "fault 'partition' cannot be injected on the local target"),
-    (["--rounds", "0"], "--rounds must be at least 1"),
-    (["--nodes", "1"], "a drill needs at least 2 nodes"),
-    (["--nodes", "2", "--faults", "adopter"], "need at least 3 nodes"),
-    (["--target", "kubernetes"], "unknown target 'kubernetes'; targets: local, compose"),
-    # Either way refused: whether this machine's Docker engine runs is not this test's business.
-    (["--target", "compose", "--project", "custody-no-such-project"],
-     ("compose project 'custody-no-such-project' has no running container: start it with",
-      "cannot reach the Docker engine")),
-])
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (
+            ["--faults", "kill,sigterm"],
+            "unknown fault 'sigterm'; valid faults: kill, stop, expire, leader, adopter, "
+            "zk-follower, datanode, partition",
+        ),
+        (["--faults", "kill,partition"], "fault 'partition' cannot be injected on the local target"),
+        (["--rounds", "0"], "--rounds must be at least 1"),
+        (["--nodes", "1"], "a drill needs at least 2 nodes"),
+        (["--nodes", "2", "--faults", "adopter"], "need at least 3 nodes"),
+        (["--target", "kubernetes"], "unknown target 'kubernetes'; targets: local, compose"),
+        # Either way refused: whether this machine's Docker engine runs is not this test's business.
+        (
+            ["--target", "compose", "--project", "custody-no-such-project"],
+            (
+                "compose project 'custody-no-such-project' has no running container: start it with",
+                "cannot reach the Docker engine",
+            ),
+        ),
+    ],
+)
 def test_bad_input_is_refused_before_anything_starts(tmp_path, arguments, says):
     workdir = tmp_path / "work"
     began = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "cluster.cli", "drill", "--target", "local", "--workdir", str(workdir),
-                           "--report", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png"), *arguments],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cluster.cli",
+            "drill",
+            "--target",
+            "local",
+            "--workdir",
+            str(workdir),
+            "--report",
+            str(tmp_path / "r.json"),
+            "--plot",
+            str(tmp_path / "p.png"),
+            *arguments,
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2, done
     alternatives = says if isinstance(says, tuple) else (says,)
     assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr

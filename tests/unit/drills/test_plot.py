@@ -20,9 +20,14 @@ def test_the_plot_is_a_png_that_reads_back(tmp_path):
     from PIL import Image
 
     samples = [(1000.0 + i * 0.5, min(i, 40) * 25 + max(0, i - 60) * 25) for i in range(160)]
-    rounds = [{"round": 0, "fault": "kill", "phases": {"fault_at": 1015.0, "plan_at": 1019.2, "adopted_at": 1020.5,
-                                                      "resumed_at": 1031.0}},
-              {"round": 1, "fault": "datanode", "phases": {"fault_at": 1050.0, "healed_at": 1056.0}}]
+    rounds = [
+        {
+            "round": 0,
+            "fault": "kill",
+            "phases": {"fault_at": 1015.0, "plan_at": 1019.2, "adopted_at": 1020.5, "resumed_at": 1031.0},
+        },
+        {"round": 1, "fault": "datanode", "phases": {"fault_at": 1050.0, "healed_at": 1056.0}},
+    ]
     path = plot_timeline(
         {"timeline": samples, "rounds": rounds, "ok": True, "target": "local"}, str(tmp_path / "t.png")
     )

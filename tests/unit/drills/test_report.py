@@ -4,12 +4,30 @@ table and the progress lines, from rounds written by hand."""
 from cluster.drills.checker import ClusterReport, DeliveryReport
 from cluster.drills.report import drill_report, percentile, round_line, summarize, table, timing_figures
 
-KILL_1 = {"round": 0, "fault": "kill", "victim": "n2-4", "left_on_purpose": False, "queued_at_death": 412,
-          "detection": 4.2, "takeover": 1.0, "resume": 0.5, "death_to_resume": 5.7, "sink_duplicates": 0}
+KILL_1 = {
+    "round": 0,
+    "fault": "kill",
+    "victim": "n2-4",
+    "left_on_purpose": False,
+    "queued_at_death": 412,
+    "detection": 4.2,
+    "takeover": 1.0,
+    "resume": 0.5,
+    "death_to_resume": 5.7,
+    "sink_duplicates": 0,
+}
 KILL_2 = {**KILL_1, "round": 2, "detection": 4.6, "takeover": 3.0, "resume": 0.25, "death_to_resume": 7.85}
-FOLLOWER = {"round": 1, "fault": "zk-follower", "victim": "n1-3", "left_on_purpose": True, "down": "ZooKeeper member 2",
-            "delivered_meanwhile": 57, "twenty_delivered_after": 1.32, "sink_duplicates": 0,
-            "phases": {"fault_at": 10.0, "healed_at": 14.0}}
+FOLLOWER = {
+    "round": 1,
+    "fault": "zk-follower",
+    "victim": "n1-3",
+    "left_on_purpose": True,
+    "down": "ZooKeeper member 2",
+    "delivered_meanwhile": 57,
+    "twenty_delivered_after": 1.32,
+    "sink_duplicates": 0,
+    "phases": {"fault_at": 10.0, "healed_at": 14.0},
+}
 
 
 def clean_check(created=1200) -> ClusterReport:
@@ -40,8 +58,14 @@ def test_summary_per_fault_and_whole_run_totals_from_the_check():
 
 
 def test_the_report_passes_only_on_a_clean_check_of_a_finished_run():
-    clean = drill_report([KILL_1, FOLLOWER, KILL_2], ("kill", "zk-follower"), clean_check(), [(1.0, 0), (2.0, 50)],
-                         target="local", started_at=1.0)
+    clean = drill_report(
+        [KILL_1, FOLLOWER, KILL_2],
+        ("kill", "zk-follower"),
+        clean_check(),
+        [(1.0, 0), (2.0, 50)],
+        target="local",
+        started_at=1.0,
+    )
     assert clean["ok"] and clean["faults"] == {"kill": 2, "zk-follower": 1} and clean["created"] == 1200
     assert clean["check"]["lost"] == 0 and clean["timeline"] == [[1.0, 0], [2.0, 50]]
     duplicated = ClusterReport(delivery=DeliveryReport(expected=2, delivered=3, duplicated={"x": 2}), created=2)
@@ -61,8 +85,10 @@ def test_the_table_shows_each_fault_and_says_the_check_counts_are_totals():
     kill = next(line for line in lines if line.startswith("kill "))
     assert kill.split()[:3] == ["kill", "2", "0"] and "4.40/4.60/4.60" in kill and "6.78/7.85/7.85" in kill
     assert "nothing fails over" in next(line for line in lines if line.startswith("zk-follower"))
-    assert any(line.startswith("whole run (totals of the final check") and "lost 0, duplicated 0, unexpected 0" in line
-               for line in lines)
+    assert any(
+        line.startswith("whole run (totals of the final check") and "lost 0, duplicated 0, unexpected 0" in line
+        for line in lines
+    )
     assert lines[-1] == "result: exactly once held"
     failed = table(drill_report([KILL_1], ("kill",), None, [], target="local", error="ServiceError: boom"))
     assert (
@@ -79,6 +105,15 @@ def test_progress_lines_say_what_happened_in_the_round():
     assert follower.startswith("round  2/12  zk-follower ZooKeeper member 2 down")
     assert "ZooKeeper member 2 down: delivery went on (20 more delivered after 1.3s, 57 while it was down)" in follower
     assert "restarted first to build a backlog" in follower
-    failed = round_line({"round": 3, "fault": "adopter", "victim": "n3-9", "adopter_killed": "n1-7",
-                         "sink_duplicates": 2, "error": "timed out"}, 4)
+    failed = round_line(
+        {
+            "round": 3,
+            "fault": "adopter",
+            "victim": "n3-9",
+            "adopter_killed": "n1-7",
+            "sink_duplicates": 2,
+            "error": "timed out",
+        },
+        4,
+    )
     assert "adopter killed: n1-7" in failed and "DUPLICATES at the sink: 2" in failed and "FAILED: timed out" in failed

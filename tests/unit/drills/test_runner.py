@@ -64,8 +64,9 @@ class ScriptedTarget:
         if not adopted:
             self._shards[shard_id] = SimpleNamespace(owner=owner, state=ShardState.ADOPTING, history=[])
             return
-        self._shards[shard_id] = SimpleNamespace(owner=owner, state=ShardState.DRAINING,
-                                                 history=[SimpleNamespace(state=ShardState.DRAINING, at=now + 0.02)])
+        self._shards[shard_id] = SimpleNamespace(
+            owner=owner, state=ShardState.DRAINING, history=[SimpleNamespace(state=ShardState.DRAINING, at=now + 0.02)]
+        )
         self._events[survivor].append({"event": "first-output", "at": now + 0.03, "shard": shard_id, "home": False})
 
     def _dead(self, name):
@@ -112,8 +113,11 @@ class ScriptedTarget:
 
     def kill(self, name):
         self.log.append(("kill", name))
-        held = [shard_id for shard_id, shard in self._shards.items()
-                if shard.state is ShardState.ADOPTING and shard.owner == self.incarnation(name)]
+        held = [
+            shard_id
+            for shard_id, shard in self._shards.items()
+            if shard.state is ShardState.ADOPTING and shard.owner == self.incarnation(name)
+        ]
         # "adopter": every kill leaves the shard adopting until its adopter dies too;
         # "partition-adopting": the first kill does (the adopter is then cut off).
         hold = self.fault == "adopter" or (self.fault == "partition-adopting" and not self.log.count(("held",)))
@@ -171,8 +175,11 @@ class ScriptedTarget:
         if self.incarnation(name) is None:  # cut off while joining
             self._emit(name, "start-failed", error="cannot reach ZooKeeper", fatal=False)
             return
-        held = [shard_id for shard_id, shard in self._shards.items()
-                if shard.state is ShardState.ADOPTING and shard.owner == self.incarnation(name)]
+        held = [
+            shard_id
+            for shard_id, shard in self._shards.items()
+            if shard.state is ShardState.ADOPTING and shard.owner == self.incarnation(name)
+        ]
         self._die(name)
         for shard_id in held:  # the adopter was cut off while adopting: the shard moves on
             self._adopt(shard_id)
@@ -217,8 +224,14 @@ def test_the_rounds_rotate_and_services_come_back_after_a_fault_that_fails_nothi
     follower = runner.rounds[0]
     assert follower["down"] == "ZooKeeper member 2" and follower["delivered_meanwhile"] > 20
     assert set(follower["phases"]) == {"fault_at", "healed_at"}
-    report = drill_report(runner.rounds, ("zk-follower", "datanode", "kill"), runner.report, runner.samples,
-                          target=target.kind, started_at=runner.started_at)
+    report = drill_report(
+        runner.rounds,
+        ("zk-follower", "datanode", "kill"),
+        runner.report,
+        runner.samples,
+        target=target.kind,
+        started_at=runner.started_at,
+    )
     assert report["ok"] and report["faults"] == {"zk-follower": 1, "datanode": 1, "kill": 1}
 
 
@@ -281,8 +294,13 @@ def test_a_round_that_leaves_the_protocol_broken_is_kept_with_its_violations_and
     from cluster.core.heartbeat import Heartbeat
 
     target = ScriptedTarget("kill")
-    runner = DrillRunner(target, ["kill", "kill"], on_round=lambda entry: setattr(
-        target, "view", ClusterView("scripted", members={"n2-2": Heartbeat("n2", "n2-2", 2)}, contenders=("n1-1",))))
+    runner = DrillRunner(
+        target,
+        ["kill", "kill"],
+        on_round=lambda entry: setattr(
+            target, "view", ClusterView("scripted", members={"n2-2": Heartbeat("n2", "n2-2", 2)}, contenders=("n1-1",))
+        ),
+    )
     assert runner.run().ok  # exactly once held at the sink ...
     first, second = runner.rounds
     assert first["violations"] == [] and first["protocol_check_s"] >= 0

@@ -28,10 +28,15 @@ class Listener:
     def __init__(self, *, run: bool = True, acknowledge_after: float = 0.0, **properties):
         """`acknowledge_after`: how long the trigger thread holds a result with outputs
         before acknowledging it (a commit in flight)."""
-        self.flow = StatelessFlow(parse_flow({
-            "processors": [{"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, **properties}}],
-            "ports": [{"id": "out", "type": "output"}],
-            "connections": [{"source": "listen", "destination": "out"}]}))
+        self.flow = StatelessFlow(
+            parse_flow(
+                {
+                    "processors": [{"id": "listen", "type": "ListenHTTP", "properties": {"port": 0, **properties}}],
+                    "ports": [{"id": "out", "type": "output"}],
+                    "connections": [{"source": "listen", "destination": "out"}],
+                }
+            )
+        )
         self.outputs: list[tuple[dict, bytes]] = []
         self.failures: list[str] = []
         self._stop = threading.Event()
@@ -100,8 +105,9 @@ def connect(port: int, *, tls: ssl.SSLContext | None = None, timeout: float = 10
     return sock
 
 
-def exchange(port: int, raw: bytes, *, half_close: bool = True, timeout: float = 10.0,
-             tls: ssl.SSLContext | None = None) -> bytes:
+def exchange(
+    port: int, raw: bytes, *, half_close: bool = True, timeout: float = 10.0, tls: ssl.SSLContext | None = None
+) -> bytes:
     """Send `raw`, then read until the server closes. Raises TimeoutError when neither an
     answer nor a close came within `timeout`; a reset ends the reading like a close."""
     with connect(port, tls=tls, timeout=timeout) as sock:
@@ -138,7 +144,7 @@ def parse_answer(answer: bytes, *, to_head: bool = False) -> tuple[int, dict[str
     HEAD request, so without its body); AssertionError otherwise."""
     match = _STATUS_LINE.match(answer)
     assert match, f"not an HTTP answer: {answer[:200]!r}"
-    rest = answer[match.end():]
+    rest = answer[match.end() :]
     if rest.startswith(b"\r\n"):
         head, body = b"", rest[2:]
     else:

@@ -14,18 +14,30 @@ from flow.processor import PropertyDescriptor
 
 
 def flow(scheduling=None, connection=None, properties=None) -> dict:
-    return {"processors": [
-        {"id": "make", "type": "GenerateFlowFile", "scheduling": scheduling or {}},
-        {"id": "log", "type": "LogAttribute", "properties": properties or {}, "auto_terminate": ["success"]}],
-        "connections": [{"source": "make", "destination": "log", **(connection or {})}]}
+    return {
+        "processors": [
+            {"id": "make", "type": "GenerateFlowFile", "scheduling": scheduling or {}},
+            {"id": "log", "type": "LogAttribute", "properties": properties or {}, "auto_terminate": ["success"]},
+        ],
+        "connections": [{"source": "make", "destination": "log", **(connection or {})}],
+    }
 
 
-@pytest.mark.parametrize("scheduling, says", [
-    ({"concurrent_tasks": MAX_CONCURRENT_TASKS + 1}, "property 'scheduling.concurrent_tasks': expected at most 1024"),
-    ({"run_schedule": "366 days"}, "property 'scheduling.run_schedule': the duration '366 days' is longer than a year"),
-    ({"yield_duration": 10 ** 9}, "property 'scheduling.yield_duration': the duration '1000000000' is longer"),
-    ({"penalty_duration": "9000 hours"}, "property 'scheduling.penalty_duration'"),
-])
+@pytest.mark.parametrize(
+    "scheduling, says",
+    [
+        (
+            {"concurrent_tasks": MAX_CONCURRENT_TASKS + 1},
+            "property 'scheduling.concurrent_tasks': expected at most 1024",
+        ),
+        (
+            {"run_schedule": "366 days"},
+            "property 'scheduling.run_schedule': the duration '366 days' is longer than a year",
+        ),
+        ({"yield_duration": 10**9}, "property 'scheduling.yield_duration': the duration '1000000000' is longer"),
+        ({"penalty_duration": "9000 hours"}, "property 'scheduling.penalty_duration'"),
+    ],
+)
 def test_scheduling_no_one_means_is_refused(scheduling, says):
     with pytest.raises(FlowDefinitionError, match="processor 'make': " + says.replace("(", r"\(").replace(")", r"\)")):
         parse_flow(flow(scheduling))
@@ -69,11 +81,17 @@ def test_a_negative_integer_property_is_refused_after_the_processors_own_checks(
             }
         ]
     }
-    with pytest.raises(FlowDefinitionError, match="processor 'split': property 'header_line_count': wrong value for "
-                                                  "an integer property: cannot be negative, got -1"):
+    with pytest.raises(
+        FlowDefinitionError,
+        match="processor 'split': property 'header_line_count': wrong value for "
+        "an integer property: cannot be negative, got -1",
+    ):
         parse_flow(refused)
-    own_words = {"processors": [{"id": "make", "type": "GenerateFlowFile", "properties": {"batch_size": -1},
-                                 "auto_terminate": ["success"]}]}
+    own_words = {
+        "processors": [
+            {"id": "make", "type": "GenerateFlowFile", "properties": {"batch_size": -1}, "auto_terminate": ["success"]}
+        ]
+    }
     with pytest.raises(FlowDefinitionError, match="property 'batch_size': must be at least 1"):
         parse_flow(own_words)
 
@@ -81,7 +99,16 @@ def test_a_negative_integer_property_is_refused_after_the_processors_own_checks(
 @pytest.mark.parametrize("processor", ["GetFile", "PutFile"])
 def test_a_batch_of_nothing_is_refused(processor, tmp_path):
     properties = {"input_directory": str(tmp_path)} if processor == "GetFile" else {"directory": str(tmp_path)}
-    document = {"processors": [{"id": "p", "type": processor, "properties": {**properties, "batch_size": 0},
-                                "auto_terminate": ["success", "failure"]}], "connections": []}
+    document = {
+        "processors": [
+            {
+                "id": "p",
+                "type": processor,
+                "properties": {**properties, "batch_size": 0},
+                "auto_terminate": ["success", "failure"],
+            }
+        ],
+        "connections": [],
+    }
     with pytest.raises(FlowDefinitionError, match="processor 'p'.*batch_size.*at least 1"):
         parse_flow(document)

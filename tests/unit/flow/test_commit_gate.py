@@ -68,8 +68,13 @@ def test_the_gate_admits_before_the_content_sync_and_before_the_wal_and_hears_th
     env, recorder = gated_env()
     session = commit_one_with_content(env)
     session.commit()
-    assert recorder.calls[:5] == ["gate.admit(p)", "content.sync", "content.check_durable(1)", "gate.admit(p)",
-                                  "wal.update(2)"]
+    assert recorder.calls[:5] == [
+        "gate.admit(p)",
+        "content.sync",
+        "content.check_durable(1)",
+        "gate.admit(p)",
+        "wal.update(2)",
+    ]
     assert recorder.calls[5] == "gate.committed(p)"
     assert "gate.failed(p)" not in recorder.calls
     assert env.success.count == 1 and env.incoming.count == 0
@@ -83,8 +88,9 @@ def test_a_refusing_gate_rolls_the_session_back_and_hears_the_failure(refuse_at,
         session.commit()
     assert not raised.value.wal_written
     admits = ["gate.admit(p)"] * refuse_at
-    assert [c for c in recorder.calls if c.startswith(("gate", "content", "wal"))] == \
-        admits[:1] + written + admits[1:] + ["gate.failed(p)"]
+    assert [c for c in recorder.calls if c.startswith(("gate", "content", "wal"))] == admits[:1] + written + admits[
+        1:
+    ] + ["gate.failed(p)"]
     assert env.gate.failures == [raised.value.__cause__]
     assert env.incoming.count == 1 and env.success.count == 0  # back where it was
     assert not any(call.startswith("wal.update") for call in recorder.calls)
@@ -101,14 +107,23 @@ def test_a_gate_whose_failed_raises_is_only_logged(caplog):
 
 def test_at_each_point_the_gate_comes_first_then_the_seam():
     calls = []
-    env, recorder = gated_env(hooks=CommitHooks(
-        before_content_sync=lambda c: calls.append("seam.before_content_sync"),
-        before_wal=lambda c: calls.append("seam.before_wal"),
-        after_wal=lambda c: calls.append("seam.after_wal")))
+    env, recorder = gated_env(
+        hooks=CommitHooks(
+            before_content_sync=lambda c: calls.append("seam.before_content_sync"),
+            before_wal=lambda c: calls.append("seam.before_wal"),
+            after_wal=lambda c: calls.append("seam.after_wal"),
+        )
+    )
     env.gate.calls = calls
     commit_one_with_content(env).commit()
-    assert calls == ["gate.admit(p)", "seam.before_content_sync", "gate.admit(p)", "seam.before_wal",
-                     "gate.committed(p)", "seam.after_wal"]
+    assert calls == [
+        "gate.admit(p)",
+        "seam.before_content_sync",
+        "gate.admit(p)",
+        "seam.before_wal",
+        "gate.committed(p)",
+        "seam.after_wal",
+    ]
 
 
 def test_production_code_cannot_pass_as_fault_seams():
@@ -139,10 +154,26 @@ class Refusing:
 def test_a_session_asks_the_gate_it_was_given_before_a_side_effect():
     env = Env()
     env.committer.gate = Refusing()  # not asked: the session is handed its gate
-    assert ProcessSession(component_id="p", component_type="x", committer=env.committer, content=env.content,
-                          shard=env.shard, clock_ms=env.clock).check_admitted() is None
-    gated = ProcessSession(component_id="p", component_type="x", committer=env.committer, content=env.content,
-                           shard=env.shard, clock_ms=env.clock, gate=Refusing())
+    assert (
+        ProcessSession(
+            component_id="p",
+            component_type="x",
+            committer=env.committer,
+            content=env.content,
+            shard=env.shard,
+            clock_ms=env.clock,
+        ).check_admitted()
+        is None
+    )
+    gated = ProcessSession(
+        component_id="p",
+        component_type="x",
+        committer=env.committer,
+        content=env.content,
+        shard=env.shard,
+        clock_ms=env.clock,
+        gate=Refusing(),
+    )
     with pytest.raises(NotAdmitted, match="may not commit for shard s") as raised:
         gated.check_admitted()
     assert isinstance(raised.value.__cause__, PermissionError)

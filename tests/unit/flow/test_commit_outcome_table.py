@@ -60,8 +60,12 @@ _STAGES = ("records", "events", "admit content", "content sync", "admit wal", "w
 def _row(stage, *, wal=None, other=None, crash=None, unknown=None):
     """wal: the outcome of a `WriteAheadLogError` that is not `OutcomeUnknownError`
     (`unknown`), both defaulting to `other`'s."""
-    return {("wal outcome unknown", stage): unknown or wal or other, ("wal refused", stage): wal or other,
-            ("other exception", stage): other, ("crash", stage): crash}
+    return {
+        ("wal outcome unknown", stage): unknown or wal or other,
+        ("wal refused", stage): wal or other,
+        ("other exception", stage): other,
+        ("crash", stage): crash,
+    }
 
 
 OBSERVED = {
@@ -70,8 +74,13 @@ OBSERVED = {
     **_row("admit content", other=(REFUSED, ROLLED_BACK, RETURNED), crash=(None, LEFT, KEPT)),
     **_row("content sync", other=(FAILED, ROLLED_BACK, RETURNED), crash=(None, LEFT, KEPT)),
     **_row("admit wal", other=(REFUSED, ROLLED_BACK, RETURNED), crash=(None, LEFT, KEPT)),
-    **_row("wal write", unknown=(UNKNOWN, ROLLED_BACK_HELD, WHEN_SETTLED), wal=(FAILED, ROLLED_BACK, RETURNED),
-           other=(UNKNOWN, ROLLED_BACK_HELD, WHEN_SETTLED), crash=(None, LEFT, KEPT)),
+    **_row(
+        "wal write",
+        unknown=(UNKNOWN, ROLLED_BACK_HELD, WHEN_SETTLED),
+        wal=(FAILED, ROLLED_BACK, RETURNED),
+        other=(UNKNOWN, ROLLED_BACK_HELD, WHEN_SETTLED),
+        crash=(None, LEFT, KEPT),
+    ),
     **_row("after wal", other=(None, LEFT, KEPT), crash=(None, LEFT, KEPT)),
     **_row("apply", other=(COMMITTED, COMMITTED_SESSION, RETURNED), crash=(None, LEFT, RETURNED)),
 }
@@ -107,8 +116,9 @@ class Faults(Recorder):
 
     def update(self, updates, sync=True):
         self.fail("wal write")
-        self.slots += [u.record.id for u in updates if getattr(u, "record", None) and
-                       u.record.id.startswith(OUTBOX_QUEUE)]
+        self.slots += [
+            u.record.id for u in updates if getattr(u, "record", None) and u.record.id.startswith(OUTBOX_QUEUE)
+        ]
         super().update(updates, sync)
 
     def register_batch(self, batch):
@@ -202,8 +212,9 @@ def observe(error_name: str, stage: str) -> tuple:
     if not taken:
         assert slot == RETURNED
         slot = NO_SLOT
-    assert env.content.inner.claimant_count(flowfile.content_claim) == (fate != ROLLED_BACK_HELD) * held_content, \
+    assert env.content.inner.claimant_count(flowfile.content_claim) == (fate != ROLLED_BACK_HELD) * held_content, (
         "content held until the WAL settled is released then"
+    )
     return (counted or [None])[0], fate, slot
 
 

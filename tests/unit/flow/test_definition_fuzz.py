@@ -35,8 +35,12 @@ SECONDS_PER_INPUT = 2.0
 
 
 def fuzz_settings(examples: int):
-    return settings(max_examples=examples * SCALE, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=examples * SCALE,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 def loads_or_refuses(load) -> None:
@@ -79,20 +83,66 @@ def parse_every_way(document) -> None:
 
 # --- Values ---------------------------------------------------------------------------------------------------
 
-FLOW_WORDS = ["name", "parameters", "processors", "connections", "ports", "description", "id", "type",
-              "properties", "scheduling", "auto_terminate", "comment", "source", "destination", "relationships",
-              "prioritizers", "back_pressure", "object_count", "data_size", "swap_threshold", "swap_batch",
-              "expiration", "run_schedule", "concurrent_tasks", "yield_duration", "penalty_duration", "success",
-              "failure", "unmatched", "input", "output", "fifo", "oldest_first", "batch_size", "file_size",
-              "directory", "1 sec", "500 ms", "1 KB", "#{data_dir}", "#{nope}", "${filename}", "${a:nope()}",
-              "generate", "tag", "route", "log", "write", *sorted(REGISTRY)]
+FLOW_WORDS = [
+    "name",
+    "parameters",
+    "processors",
+    "connections",
+    "ports",
+    "description",
+    "id",
+    "type",
+    "properties",
+    "scheduling",
+    "auto_terminate",
+    "comment",
+    "source",
+    "destination",
+    "relationships",
+    "prioritizers",
+    "back_pressure",
+    "object_count",
+    "data_size",
+    "swap_threshold",
+    "swap_batch",
+    "expiration",
+    "run_schedule",
+    "concurrent_tasks",
+    "yield_duration",
+    "penalty_duration",
+    "success",
+    "failure",
+    "unmatched",
+    "input",
+    "output",
+    "fifo",
+    "oldest_first",
+    "batch_size",
+    "file_size",
+    "directory",
+    "1 sec",
+    "500 ms",
+    "1 KB",
+    "#{data_dir}",
+    "#{nope}",
+    "${filename}",
+    "${a:nope()}",
+    "generate",
+    "tag",
+    "route",
+    "log",
+    "write",
+    *sorted(REGISTRY),
+]
 
 texts = st.one_of(st.sampled_from(FLOW_WORDS), st.text(max_size=12), st.sampled_from(["\ud800", "a\udfff"]))
 scalars = st.one_of(
-    st.none(), st.booleans(), texts,
+    st.none(),
+    st.booleans(),
+    texts,
     st.integers(min_value=-3, max_value=20_000),
     st.integers(),  # beyond 64 bits too
-    st.sampled_from([2 ** 63, -2 ** 63 - 1, 10 ** 40]),
+    st.sampled_from([2**63, -(2**63) - 1, 10**40]),
     st.floats(allow_nan=True, allow_infinity=True),
 )
 keys = st.one_of(texts, st.integers(-2, 2), st.booleans(), st.none())
@@ -110,19 +160,51 @@ text_keyed = st.recursive(
 
 # --- Arbitrary documents --------------------------------------------------------------------------------------
 
-flow_shaped = st.fixed_dictionaries({}, optional={
-    "name": text_keyed, "parameters": text_keyed, "description": text_keyed, "ports": text_keyed,
-    "processors": st.lists(st.fixed_dictionaries(
-        {"id": st.one_of(st.sampled_from(["a", "b", "c"]), text_keyed),
-         "type": st.one_of(st.sampled_from(sorted(REGISTRY)), text_keyed)},
-        optional={"properties": text_keyed, "scheduling": text_keyed, "auto_terminate": text_keyed,
-                  "name": text_keyed}), max_size=3),
-    "connections": st.lists(st.fixed_dictionaries(
-        {"source": st.one_of(st.sampled_from(["a", "b", "c"]), text_keyed),
-         "destination": st.one_of(st.sampled_from(["a", "b", "c"]), text_keyed)},
-        optional={key: text_keyed for key in ("relationships", "prioritizers", "back_pressure", "swap_threshold",
-                                              "swap_batch", "expiration", "id")}), max_size=3),
-})
+flow_shaped = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": text_keyed,
+        "parameters": text_keyed,
+        "description": text_keyed,
+        "ports": text_keyed,
+        "processors": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "id": st.one_of(st.sampled_from(["a", "b", "c"]), text_keyed),
+                    "type": st.one_of(st.sampled_from(sorted(REGISTRY)), text_keyed),
+                },
+                optional={
+                    "properties": text_keyed,
+                    "scheduling": text_keyed,
+                    "auto_terminate": text_keyed,
+                    "name": text_keyed,
+                },
+            ),
+            max_size=3,
+        ),
+        "connections": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "source": st.one_of(st.sampled_from(["a", "b", "c"]), text_keyed),
+                    "destination": st.one_of(st.sampled_from(["a", "b", "c"]), text_keyed),
+                },
+                optional={
+                    key: text_keyed
+                    for key in (
+                        "relationships",
+                        "prioritizers",
+                        "back_pressure",
+                        "swap_threshold",
+                        "swap_batch",
+                        "expiration",
+                        "id",
+                    )
+                },
+            ),
+            max_size=3,
+        ),
+    },
+)
 
 
 @fuzz_settings(60)
@@ -199,17 +281,69 @@ def test_a_mutated_valid_flow_loads_or_is_refused(data):
 
 # --- Raw text and bytes ---------------------------------------------------------------------------------------
 
-YAML_PIECES = ["- ", ": ", "\n", "  ", "[", "]", "{", "}", ", ", "&a ", "&b ", "*a", "*b", "<<: ", "? ", "'", '"',
-               "# c", "---\n", "...\n", "|\n", ">\n", ".nan", ".inf", "-.inf", "1e999", "0x1F", "2001-02-30", "9" * 30,
-               "~", "null", "yes", "on", "\t", "\\u0000", "\\ud800", "\x00", "\ufeff",
-               "!!int ", "!!str ", "!!binary ", "!!set ", "!!bool ", "!!float ", "!!timestamp ", "!!null ", "!!omap ",
-               "!!pairs ", "!!map ", "!!seq ", "!!merge ", "!local ", "!<tag:x> ", "!!python/object:os.system ",
-               *FLOW_WORDS]
+YAML_PIECES = [
+    "- ",
+    ": ",
+    "\n",
+    "  ",
+    "[",
+    "]",
+    "{",
+    "}",
+    ", ",
+    "&a ",
+    "&b ",
+    "*a",
+    "*b",
+    "<<: ",
+    "? ",
+    "'",
+    '"',
+    "# c",
+    "---\n",
+    "...\n",
+    "|\n",
+    ">\n",
+    ".nan",
+    ".inf",
+    "-.inf",
+    "1e999",
+    "0x1F",
+    "2001-02-30",
+    "9" * 30,
+    "~",
+    "null",
+    "yes",
+    "on",
+    "\t",
+    "\\u0000",
+    "\\ud800",
+    "\x00",
+    "\ufeff",
+    "!!int ",
+    "!!str ",
+    "!!binary ",
+    "!!set ",
+    "!!bool ",
+    "!!float ",
+    "!!timestamp ",
+    "!!null ",
+    "!!omap ",
+    "!!pairs ",
+    "!!map ",
+    "!!seq ",
+    "!!merge ",
+    "!local ",
+    "!<tag:x> ",
+    "!!python/object:os.system ",
+    *FLOW_WORDS,
+]
 yamlish = st.lists(st.sampled_from(YAML_PIECES), max_size=40).map("".join)
 HELLO_TEXT = HELLO_PATH.read_text()
-YAML_LOADERS = {"libyaml": contextlib.nullcontext(),
-                "pure Python": mock.patch.object(definition_yaml, "_FlowYamlLoader",
-                                                 definition_yaml._PythonFlowYamlLoader)}
+YAML_LOADERS = {
+    "libyaml": contextlib.nullcontext(),
+    "pure Python": mock.patch.object(definition_yaml, "_FlowYamlLoader", definition_yaml._PythonFlowYamlLoader),
+}
 
 
 @st.composite
@@ -219,7 +353,7 @@ def spliced_hello(draw):
     for _ in range(draw(st.integers(1, 4))):
         at_ = draw(st.integers(0, len(text)))
         cut = draw(st.integers(0, 12))
-        text = text[:at_] + draw(yamlish) + text[at_ + cut:]
+        text = text[:at_] + draw(yamlish) + text[at_ + cut :]
     return text
 
 
@@ -231,14 +365,35 @@ def test_any_text_on_the_yaml_path_loads_or_is_refused(loader, text):
         loads_or_refuses(lambda: parse_text(text, as_json=False))
 
 
-JSON_PIECES = ["{", "}", "[", "]", ", ", ": ", '"', '"id"', '"processors"', '"type"', "NaN", "Infinity", "-Infinity",
-               "1e999", "9" * 30, "null", "true", "\\u0000", "\\ud800", *[json.dumps(word) for word in FLOW_WORDS]]
+JSON_PIECES = [
+    "{",
+    "}",
+    "[",
+    "]",
+    ", ",
+    ": ",
+    '"',
+    '"id"',
+    '"processors"',
+    '"type"',
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e999",
+    "9" * 30,
+    "null",
+    "true",
+    "\\u0000",
+    "\\ud800",
+    *[json.dumps(word) for word in FLOW_WORDS],
+]
 jsonish = st.lists(st.sampled_from(JSON_PIECES), max_size=40).map("".join)
 
 
 @fuzz_settings(30)
-@given(content=st.one_of(st.binary(max_size=200), jsonish.map(str.encode), yamlish.map(str.encode)),
-       as_json=st.booleans())
+@given(
+    content=st.one_of(st.binary(max_size=200), jsonish.map(str.encode), yamlish.map(str.encode)), as_json=st.booleans()
+)
 def test_any_bytes_load_or_are_refused(content, as_json):
     loads_or_refuses(lambda: parse_text(content, as_json=as_json))
 

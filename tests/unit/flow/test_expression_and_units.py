@@ -10,26 +10,29 @@ from flow.units import parse_duration, parse_size
 FF = FlowFile.new(1_000, {"name": "Report.csv", "n": "7", "empty": "", "pri": "high"})
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("plain", "plain"),
-    ("${name}", "Report.csv"),
-    ("x-${name:toUpper()}-y", "x-REPORT.CSV-y"),
-    ("${n:plus(3):multiply(2)}", "20"),
-    ("${n:mod(2):equals(1)}", "true"),
-    ("${n:gt(10)}", "false"),
-    ("${missing}", ""),
-    ("${missing:isNull()}", "true"),
-    ("${empty:isEmpty()}", "true"),
-    ("${name:substringBefore('.')}", "Report"),
-    ("${name:replaceAll('[aeiou]', '_')}", "R_p_rt.csv"),
-    ("${name:startsWith('Rep'):and(${n:lt(8)})}", "true"),
-    ("${pri:equals('high'):ifElse('1', '9')}", "1"),
-    ("${n:padLeft(4, '0')}", "0007"),
-    ("${literal('a b')}", "a b"),
-    ("$${name}", "${name}"),
-    ("${'name'}", "Report.csv"),
-    ("${fileSize}", "0"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("plain", "plain"),
+        ("${name}", "Report.csv"),
+        ("x-${name:toUpper()}-y", "x-REPORT.CSV-y"),
+        ("${n:plus(3):multiply(2)}", "20"),
+        ("${n:mod(2):equals(1)}", "true"),
+        ("${n:gt(10)}", "false"),
+        ("${missing}", ""),
+        ("${missing:isNull()}", "true"),
+        ("${empty:isEmpty()}", "true"),
+        ("${name:substringBefore('.')}", "Report"),
+        ("${name:replaceAll('[aeiou]', '_')}", "R_p_rt.csv"),
+        ("${name:startsWith('Rep'):and(${n:lt(8)})}", "true"),
+        ("${pri:equals('high'):ifElse('1', '9')}", "1"),
+        ("${n:padLeft(4, '0')}", "0007"),
+        ("${literal('a b')}", "a b"),
+        ("$${name}", "${name}"),
+        ("${'name'}", "Report.csv"),
+        ("${fileSize}", "0"),
+    ],
+)
 def test_evaluation(text, expected):
     assert compile_expression(text).evaluate(FF) == expected
 
@@ -38,12 +41,15 @@ def test_uuid_is_the_flowfile_identity():
     assert compile_expression("${uuid}").evaluate(FF) == FF.id
 
 
-@pytest.mark.parametrize("text, message", [
-    ("${name", "expected '}'"),
-    ("${name:shout()}", "unknown function 'shout'"),
-    ("${name:append('x'}", r"expected ',' or '\)'"),
-    ("${'open}", "unterminated"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("${name", "expected '}'"),
+        ("${name:shout()}", "unknown function 'shout'"),
+        ("${name:append('x'}", r"expected ',' or '\)'"),
+        ("${'open}", "unterminated"),
+    ],
+)
 def test_parse_errors_say_where(text, message):
     with pytest.raises(ExpressionError, match=message):
         compile_expression(text)

@@ -34,8 +34,13 @@ class Queued:
 
     def __init__(self, processor_type: str, properties: dict, attributes: list[dict], relationships=("success",)):
         self.now = 1_000_000
-        definition = parse_flow({"processors": [{"id": "p", "type": processor_type, "properties": properties,
-                                                 "auto_terminate": list(relationships)}]}).processors["p"]
+        definition = parse_flow(
+            {
+                "processors": [
+                    {"id": "p", "type": processor_type, "properties": properties, "auto_terminate": list(relationships)}
+                ]
+            }
+        ).processors["p"]
         self.incoming = FlowFileQueue("in", clock_ms=self.clock)
         self.out = {name: FlowFileQueue(name, clock_ms=self.clock) for name in relationships}
         self.shard = QueueShard("s", [self.incoming, *self.out.values()])
@@ -50,18 +55,31 @@ class Queued:
 
     def add(self, *attributes: dict) -> None:
         """Queue a FlowFile with each of `attributes`."""
-        seed = ProcessSession(component_id="seed", component_type="Seed", committer=self.committer,
-                              content=self.content, shard=self.shard, outgoing={"s": [self.incoming]},
-                              clock_ms=self.clock)
+        seed = ProcessSession(
+            component_id="seed",
+            component_type="Seed",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            outgoing={"s": [self.incoming]},
+            clock_ms=self.clock,
+        )
         for values in attributes:
             seed.transfer(seed.create(attributes=values), "s")
         seed.commit()
 
     def run_once(self) -> None:
-        session = ProcessSession(component_id="p", component_type="x", committer=self.committer,
-                                 content=self.content, shard=self.shard, incoming=[self.incoming],
-                                 outgoing={name: [queue] for name, queue in self.out.items()},
-                                 clock_ms=self.clock, penalty_ms=self.PENALTY_MS)
+        session = ProcessSession(
+            component_id="p",
+            component_type="x",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=[self.incoming],
+            outgoing={name: [queue] for name, queue in self.out.items()},
+            clock_ms=self.clock,
+            penalty_ms=self.PENALTY_MS,
+        )
         self.processor.on_trigger(self.context, session)
         if not session.is_closed:
             session.commit()
@@ -78,9 +96,14 @@ def _numbers(*values):
 
 # -- one FlowFile fails, not the batch ----------------------------------------------------
 
+
 def test_update_attribute_routes_the_flowfile_whose_expression_fails_to_failure():
-    out = run("UpdateAttribute", {"next": POISON, "expression_failure": "route_to_failure"},
-              [({"n": n}, b"") for n in ("1", "abc", "3")], ["success", "failure"])
+    out = run(
+        "UpdateAttribute",
+        {"next": POISON, "expression_failure": "route_to_failure"},
+        [({"n": n}, b"") for n in ("1", "abc", "3")],
+        ["success", "failure"],
+    )
     assert [a["next"] for a, _ in out["success"]] == ["2", "4"]
     ((attributes, _),) = out["failure"]
     assert attributes["n"] == "abc" and "next" not in attributes
@@ -90,8 +113,12 @@ def test_update_attribute_routes_the_flowfile_whose_expression_fails_to_failure(
 
 def test_route_on_attribute_routes_the_flowfile_whose_expression_fails_to_failure():
     inputs = [({"size": size}, b"") for size in ("5", "huge", "500")]
-    out = run("RouteOnAttribute", {"small": "${size:lt(10)}", "expression_failure": "route_to_failure"}, inputs,
-              ["small", "unmatched", "failure"])
+    out = run(
+        "RouteOnAttribute",
+        {"small": "${size:lt(10)}", "expression_failure": "route_to_failure"},
+        inputs,
+        ["small", "unmatched", "failure"],
+    )
     assert [a["size"] for a, _ in out["small"]] == ["5"]
     assert [a["size"] for a, _ in out["unmatched"]] == ["500"]
     ((attributes, _),) = out["failure"]
@@ -112,8 +139,9 @@ def test_by_default_the_failing_flowfile_stays_in_its_queue_penalized_and_the_ot
 
 
 def test_a_flowfile_that_keeps_failing_is_penalized_each_time_and_new_ones_pass_it():
-    harness = Queued("RouteOnAttribute", {"even": "${n:mod(2):equals(0)}"}, _numbers("abc"),
-                     relationships=("even", "unmatched"))
+    harness = Queued(
+        "RouteOnAttribute", {"even": "${n:mod(2):equals(0)}"}, _numbers("abc"), relationships=("even", "unmatched")
+    )
     for round_ in range(3):
         harness.run_once()
         assert harness.incoming.count == 1
@@ -124,18 +152,31 @@ def test_a_flowfile_that_keeps_failing_is_penalized_each_time_and_new_ones_pass_
 
 
 def test_generate_flowfile_routes_a_failing_flowfile_to_failure_and_emits_the_others():
-    out = run("GenerateFlowFile", {"batch_size": 3, "sequence_attribute": "seq", "expression_failure":
-                                   "route_to_failure", "tag": "${seq:equals(1):ifElse('x', ${seq}):plus(1)}"},
-              source=True, relationships=["success", "failure"])
+    out = run(
+        "GenerateFlowFile",
+        {
+            "batch_size": 3,
+            "sequence_attribute": "seq",
+            "expression_failure": "route_to_failure",
+            "tag": "${seq:equals(1):ifElse('x', ${seq}):plus(1)}",
+        },
+        source=True,
+        relationships=["success", "failure"],
+    )
     assert [a["tag"] for a, _ in out["success"]] == ["1", "3"]
     assert [a["seq"] for a, _ in out["failure"]] == ["1"]
 
 
 def test_a_stateless_flow_that_cannot_keep_the_failing_flowfile_fails_naming_the_expression():
-    flow = StatelessFlow(parse_flow({
-        "processors": [{"id": "p", "type": "UpdateAttribute", "properties": {"next": POISON}}],
-        "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
-        "connections": [{"source": "in", "destination": "p"}, {"source": "p", "destination": "out"}]}))
+    flow = StatelessFlow(
+        parse_flow(
+            {
+                "processors": [{"id": "p", "type": "UpdateAttribute", "properties": {"next": POISON}}],
+                "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
+                "connections": [{"source": "in", "destination": "p"}, {"source": "p", "destination": "out"}],
+            }
+        )
+    )
     try:
         result = flow.trigger([({"n": "abc"}, b"")])
     finally:
@@ -144,6 +185,7 @@ def test_a_stateless_flow_that_cannot_keep_the_failing_flowfile_fails_naming_the
 
 
 # -- flows without a failure connection ---------------------------------------------------
+
 
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(EXAMPLES, "*.yaml"))), ids=os.path.basename)
 def test_every_example_flow_still_loads(path):
@@ -154,9 +196,14 @@ def test_every_example_flow_still_loads(path):
 
 
 def test_routing_to_failure_needs_the_relationship_connected_or_auto_terminated():
-    processors = [{"id": "tag", "type": "UpdateAttribute",
-                   "properties": {"x": POISON, "expression_failure": "route_to_failure"},
-                   "auto_terminate": ["success"]}]
+    processors = [
+        {
+            "id": "tag",
+            "type": "UpdateAttribute",
+            "properties": {"x": POISON, "expression_failure": "route_to_failure"},
+            "auto_terminate": ["success"],
+        }
+    ]
     with pytest.raises(FlowDefinitionError, match="'failure' is neither connected nor auto-terminated"):
         parse_flow({"processors": processors})
     processors[0]["auto_terminate"].append("failure")
@@ -165,15 +212,28 @@ def test_routing_to_failure_needs_the_relationship_connected_or_auto_terminated(
 
 def test_a_route_named_failure_is_refused_when_failures_are_routed():
     with pytest.raises(FlowDefinitionError, match="rename the route"):
-        parse_flow({"processors": [{"id": "r", "type": "RouteOnAttribute", "properties": {
-            "failure": "${x:isEmpty()}", "expression_failure": "route_to_failure"}}]})
+        parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": "r",
+                        "type": "RouteOnAttribute",
+                        "properties": {"failure": "${x:isEmpty()}", "expression_failure": "route_to_failure"},
+                    }
+                ]
+            }
+        )
 
 
 # -- file processors: allowed_root --------------------------------------------------------
 
+
 def _fetch(tmp_path, attributes, **properties):
-    return run("FetchFile", {"completion_strategy": "delete", "allowed_root": str(tmp_path / "in"), **properties},
-               [(attributes, b"")])
+    return run(
+        "FetchFile",
+        {"completion_strategy": "delete", "allowed_root": str(tmp_path / "in"), **properties},
+        [(attributes, b"")],
+    )
 
 
 def test_fetch_file_refuses_and_does_not_delete_a_file_outside_allowed_root(tmp_path):
@@ -206,8 +266,11 @@ def test_fetch_file_reads_and_deletes_a_file_under_allowed_root(tmp_path):
 
 def test_fetch_file_routes_a_failing_expression_and_a_directory_to_failure(tmp_path):
     (tmp_path / "in").mkdir()
-    out = run("FetchFile", {"file": "${dir}/${n:plus(1)}"}, [({"dir": str(tmp_path), "n": "x"}, b""),
-                                                            ({"dir": str(tmp_path), "n": "1"}, b"")])
+    out = run(
+        "FetchFile",
+        {"file": "${dir}/${n:plus(1)}"},
+        [({"dir": str(tmp_path), "n": "x"}, b""), ({"dir": str(tmp_path), "n": "1"}, b"")],
+    )
     reasons = sorted(a.get("expression.error", a.get("path.refused", "")) for a, _ in out["failure"])
     assert "expected a number" in reasons[0] and "'file'" in reasons[0]
     assert out["not.found"][0][0]["n"] == "1"
@@ -219,8 +282,7 @@ def test_put_file_keeps_a_directory_built_from_attributes_under_allowed_root(tmp
     root = tmp_path / "out"
     root.mkdir()
     properties = {"directory": f"{root}/${{path}}", "allowed_root": str(root), "sync": False}
-    out = run("PutFile", properties, [({"path": "../escaped"}, b"x"), ({"path": "a/b"}, b"y"),
-                                      ({"path": "${}"}, b"z")])
+    out = run("PutFile", properties, [({"path": "../escaped"}, b"x"), ({"path": "a/b"}, b"y"), ({"path": "${}"}, b"z")])
     assert not (tmp_path / "escaped").exists()
     refused = [a["path.refused"] for a, _ in out["failure"]]
     assert len(refused) == 1 and f"leads to {tmp_path}/escaped, outside allowed_root {root}" in refused[0]
@@ -228,24 +290,42 @@ def test_put_file_keeps_a_directory_built_from_attributes_under_allowed_root(tmp
 
 
 def test_put_file_routes_a_failing_directory_expression_to_failure(tmp_path):
-    out = run("PutFile", {"directory": f"{tmp_path}/${{n:padLeft(${{n}})}}", "allowed_root": str(tmp_path),
-                          "sync": False}, [({"n": "99999999999"}, b"x")])
+    out = run(
+        "PutFile",
+        {"directory": f"{tmp_path}/${{n:padLeft(${{n}})}}", "allowed_root": str(tmp_path), "sync": False},
+        [({"n": "99999999999"}, b"x")],
+    )
     assert "the limit is" in out["failure"][0][0]["expression.error"]
 
 
-@pytest.mark.parametrize("processor_type, properties", [
-    ("FetchFile", {"completion_strategy": "delete"}),
-    ("FetchFile", {"completion_strategy": "move", "move_destination_directory": "/tmp/done"}),
-    ("PutFile", {"directory": "/data/${customer}"}),
-])
+@pytest.mark.parametrize(
+    "processor_type, properties",
+    [
+        ("FetchFile", {"completion_strategy": "delete"}),
+        ("FetchFile", {"completion_strategy": "move", "move_destination_directory": "/tmp/done"}),
+        ("PutFile", {"directory": "/data/${customer}"}),
+    ],
+)
 def test_a_file_processor_that_attributes_steer_anywhere_is_refused_at_load(processor_type, properties):
     def flow(**extra):
-        return {"processors": [{"id": "files", "type": processor_type, "properties": {**properties, **extra},
-                                "auto_terminate": ["success", "failure", "not.found", "permission.denied"]
-                                if processor_type == "FetchFile" else ["success", "failure"]}]}
+        return {
+            "processors": [
+                {
+                    "id": "files",
+                    "type": processor_type,
+                    "properties": {**properties, **extra},
+                    "auto_terminate": ["success", "failure", "not.found", "permission.denied"]
+                    if processor_type == "FetchFile"
+                    else ["success", "failure"],
+                }
+            ]
+        }
 
-    with pytest.raises(FlowDefinitionError, match="processor 'files': property 'allowed_root': .* set allowed_root "
-                                                  "to the directory the paths must stay under, or allow_any_path"):
+    with pytest.raises(
+        FlowDefinitionError,
+        match="processor 'files': property 'allowed_root': .* set allowed_root "
+        "to the directory the paths must stay under, or allow_any_path",
+    ):
         parse_flow(flow())
     parse_flow(flow(allowed_root="/data"))
     parse_flow(flow(allow_any_path=True))
@@ -280,6 +360,7 @@ def test_file_processors_whose_paths_attributes_do_not_steer_load_without_allowe
 
 
 # -- LogAttribute -------------------------------------------------------------------------
+
 
 def test_log_attribute_reads_no_more_of_the_payload_than_it_logs(monkeypatch, caplog):
     from flow.processors.attributes import PAYLOAD_SHOWN

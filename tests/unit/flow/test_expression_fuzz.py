@@ -34,20 +34,52 @@ STACK_DEPTH = 10_000  # entries of the regular expression engine's stack, for th
 # 200 bytes an entry) and compiled patterns.
 PEAK_BYTES = 6 << 20
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 ATTRIBUTE_NAMES = ["a", "n", "p", "big", "empty", "missing", "uuid", "fileSize", "x.y-z"]
-HAZARDS = ["(a+)+b", "(a|aa)*c", "\\d*\\d*\\d*x", "(x+x+)+y", "(.*)\\1", "(?=(a*))", "[", "(", "\\", "a{99999}",
-           "((?:){999}){999}", "(?i)ß*", "$", ".*", "", "\\g<0>", "\\1", "1e999", "-9223372036854775808",
-           "9223372036854775807", "99999999999999999999", "nan", "inf", "-0.0", "true", "${a}", "$${a}"]
+HAZARDS = [
+    "(a+)+b",
+    "(a|aa)*c",
+    "\\d*\\d*\\d*x",
+    "(x+x+)+y",
+    "(.*)\\1",
+    "(?=(a*))",
+    "[",
+    "(",
+    "\\",
+    "a{99999}",
+    "((?:){999}){999}",
+    "(?i)ß*",
+    "$",
+    ".*",
+    "",
+    "\\g<0>",
+    "\\1",
+    "1e999",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "99999999999999999999",
+    "nan",
+    "inf",
+    "-0.0",
+    "true",
+    "${a}",
+    "$${a}",
+]
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
 ATTRIBUTE_VALUES = st.one_of(
     TEXT,
     st.sampled_from(HAZARDS),
     st.integers(-(1 << 70), 1 << 70).map(str),
-    st.builds(lambda unit, count: unit * count, st.sampled_from(["a", "1", "x", "ab", "ß", " "]),
-              st.integers(0, 3 * LIMIT)),
+    st.builds(
+        lambda unit, count: unit * count, st.sampled_from(["a", "1", "x", "ab", "ß", " "]), st.integers(0, 3 * LIMIT)
+    ),
 )
 ATTRIBUTES = st.dictionaries(st.sampled_from(ATTRIBUTE_NAMES), ATTRIBUTE_VALUES, max_size=6)
 
@@ -63,7 +95,8 @@ CONSTANTS = st.one_of(
     st.sampled_from(["0", "1", "-1", "3.5", "0.0", str(LIMIT), str(LIMIT + 1), "999999999999", "true", "false"]),
 )
 SUBJECT_CALLS = st.sampled_from(["now()", "UUID()", "nextInt()", "hostname()"]) | CONSTANTS.map(
-    lambda constant: f"literal({constant})")
+    lambda constant: f"literal({constant})"
+)
 SUBJECT = st.one_of(st.sampled_from(ATTRIBUTE_NAMES), SUBJECT_CALLS, st.sampled_from(ATTRIBUTE_NAMES).map(_quoted))
 
 
@@ -88,11 +121,15 @@ def _expressions():
             # As many arguments as the function takes, but one time in ten.
             count = st.integers(0, 9).flatmap(lambda draw: st.integers(low, high) if draw else st.integers(0, 4))
             return count.flatmap(lambda n: st.lists(argument, min_size=n, max_size=n)).map(
-                lambda arguments: f":{name}({', '.join(arguments)})")
+                lambda arguments: f":{name}({', '.join(arguments)})"
+            )
 
         call = st.sampled_from(sorted(FUNCTIONS)).flatmap(arguments_of)
-        return st.builds(lambda subject, calls: "${" + subject + "".join(calls) + "}", SUBJECT,
-                         st.lists(call, min_size=1, max_size=5))
+        return st.builds(
+            lambda subject, calls: "${" + subject + "".join(calls) + "}",
+            SUBJECT,
+            st.lists(call, min_size=1, max_size=5),
+        )
 
     return st.recursive(leaf, extend, max_leaves=16)
 
@@ -100,21 +137,24 @@ def _expressions():
 EXPRESSIONS = _expressions()
 TEMPLATES = st.lists(st.one_of(EXPRESSIONS, TEXT), min_size=1, max_size=4).map("".join)
 # Arbitrary text, biased toward the language's own characters, and soups of its tokens.
-CHARACTERS = st.text(st.sampled_from(list("${}:()'\",\\ .-_09aZ")) | st.characters(codec="utf-8",
-                                                                                    exclude_categories=["Cs"]),
-                     max_size=80)
+CHARACTERS = st.text(
+    st.sampled_from(list("${}:()'\",\\ .-_09aZ")) | st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80
+)
 SYNTAX = st.sampled_from(["${", "}", ":", "(", ")", "'", '"', ",", "\\", "$$", " ", "1", "-2.5", "true"])
 NAMES = st.sampled_from(ATTRIBUTE_NAMES + sorted(FUNCTIONS) + sorted(SUBJECTS))
-SOUPS = st.builds(lambda start, tokens: start + "".join(tokens), st.sampled_from(["${", ""]),
-                  st.lists(SYNTAX | NAMES, max_size=30))
+SOUPS = st.builds(
+    lambda start, tokens: start + "".join(tokens), st.sampled_from(["${", ""]), st.lists(SYNTAX | NAMES, max_size=30)
+)
 NOISE = CHARACTERS | SOUPS
 
 
 @contextmanager
 def _small_limits():
-    with mock.patch.object(expression, "MAX_STRING_LENGTH", LIMIT), \
-            mock.patch.object(expression, "MAX_BUILT_PER_EVALUATION", 32 * LIMIT), \
-            mock.patch.object(expression, "REGEX_STACK_DEPTH", STACK_DEPTH):
+    with (
+        mock.patch.object(expression, "MAX_STRING_LENGTH", LIMIT),
+        mock.patch.object(expression, "MAX_BUILT_PER_EVALUATION", 32 * LIMIT),
+        mock.patch.object(expression, "REGEX_STACK_DEPTH", STACK_DEPTH),
+    ):
         yield
 
 
@@ -166,12 +206,14 @@ def test_expressions_of_the_real_functions(text, attributes):
 
 
 @FUZZ
-@given(pattern=st.text(st.sampled_from(list("ab()|*+?{}[]^$.\\1,:=!<>P-")), max_size=24) | st.sampled_from(HAZARDS),
-       subject=st.builds(lambda unit, count: unit * count, st.sampled_from(["a", "ab", "aab", "x", "1"]),
-                         st.integers(0, 3000)),
-       function=st.sampled_from(["matches", "find", "replaceAll"]))
+@given(
+    pattern=st.text(st.sampled_from(list("ab()|*+?{}[]^$.\\1,:=!<>P-")), max_size=24) | st.sampled_from(HAZARDS),
+    subject=st.builds(
+        lambda unit, count: unit * count, st.sampled_from(["a", "ab", "aab", "x", "1"]), st.integers(0, 3000)
+    ),
+    function=st.sampled_from(["matches", "find", "replaceAll"]),
+)
 def test_patterns_from_attributes(pattern, subject, function):
     arguments = "${p}, 'r\\\\1'" if function == "replaceAll" else "${p}"
     with _small_limits():
         _check(f"${{s:{function}({arguments})}}", {"s": subject, "p": pattern})
-

@@ -31,15 +31,19 @@ def failure(text: str, **attributes) -> ExpressionEvaluationError:
 
 # -- strings are bounded ------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, attributes", [
-    ("${x:padLeft(${n})}", {"x": "a", "n": str(1 << 31)}),
-    ("${x:padRight(${n}, '-')}", {"x": "a", "n": str(MAX_STRING_LENGTH + 1)}),
-    ("${x:replace('', ${x})}", {"x": "y" * 2000}),
-    ("${x:replaceAll('', ${x})}", {"x": "y" * 2000}),
-    ("${x:replaceAll('yyyyyyyy', '" + "\\\\g<0>" * 20 + "')}", {"x": "y" * 65536}),
-    ("${x:append(${x})}", {"x": "y" * (MAX_STRING_LENGTH // 2 + 1)}),
-    ("${x:prepend(${x})}", {"x": "y" * (MAX_STRING_LENGTH // 2 + 1)}),
-])
+
+@pytest.mark.parametrize(
+    "text, attributes",
+    [
+        ("${x:padLeft(${n})}", {"x": "a", "n": str(1 << 31)}),
+        ("${x:padRight(${n}, '-')}", {"x": "a", "n": str(MAX_STRING_LENGTH + 1)}),
+        ("${x:replace('', ${x})}", {"x": "y" * 2000}),
+        ("${x:replaceAll('', ${x})}", {"x": "y" * 2000}),
+        ("${x:replaceAll('yyyyyyyy', '" + "\\\\g<0>" * 20 + "')}", {"x": "y" * 65536}),
+        ("${x:append(${x})}", {"x": "y" * (MAX_STRING_LENGTH // 2 + 1)}),
+        ("${x:prepend(${x})}", {"x": "y" * (MAX_STRING_LENGTH // 2 + 1)}),
+    ],
+)
 def test_no_function_builds_a_string_past_the_limit(text, attributes):
     assert f"limit is {MAX_STRING_LENGTH:,}" in failure(text, **attributes).reason
 
@@ -63,13 +67,17 @@ def test_one_evaluation_builds_a_bounded_total(monkeypatch):
 
 # -- patterns are bounded -----------------------------------------------------------------
 
-@pytest.mark.parametrize("pattern, subject", [
-    ("(a+)+b", "a" * 29),
-    ("(a|aa)*c", "a" * 40),
-    ("(x+x+)+y", "x" * 30),
-    ("\\d*\\d*\\d*\\d*x", "1" * 300),
-    ("^(([a-z])+.)+[A-Z]([a-z])+$", "a" * 40),
-])
+
+@pytest.mark.parametrize(
+    "pattern, subject",
+    [
+        ("(a+)+b", "a" * 29),
+        ("(a|aa)*c", "a" * 40),
+        ("(x+x+)+y", "x" * 30),
+        ("\\d*\\d*\\d*\\d*x", "1" * 300),
+        ("^(([a-z])+.)+[A-Z]([a-z])+$", "a" * 40),
+    ],
+)
 def test_a_pattern_from_an_attribute_that_would_backtrack_for_long_is_refused_at_once(pattern, subject):
     for text in ("${s:matches(${p})}", "${s:find(${p})}", "${s:replaceAll(${p}, 'z')}"):
         assert "past the budget" in failure(text, s=subject, p=pattern).reason
@@ -82,15 +90,18 @@ def test_the_pattern_budget_is_for_the_whole_evaluation():
     assert "past the budget" in failure("${s:matches(${p}):or(${s:matches(${p})})}", s=digits, p=pattern).reason
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("${s:matches('[a-z]+@[a-z]+\\\\.com')}", "true"),
-    ("${s:find('@ex')}", "true"),
-    ("${s:replaceAll('([a-z]+)@([a-z]+)', '\\\\2 at \\\\1')}", "example at user.com"),
-    ("${s:replaceAll('(?P<u>\\\\w+)@', '<\\\\g<u>>')}", "<user>example.com"),
-    ("${s:matches('(?i)USER.*')}", "true"),
-    ("${s:find('(?<=@)example')}", "true"),
-    ("${s:find('(\\\\w)\\\\1')}", "false"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("${s:matches('[a-z]+@[a-z]+\\\\.com')}", "true"),
+        ("${s:find('@ex')}", "true"),
+        ("${s:replaceAll('([a-z]+)@([a-z]+)', '\\\\2 at \\\\1')}", "example at user.com"),
+        ("${s:replaceAll('(?P<u>\\\\w+)@', '<\\\\g<u>>')}", "<user>example.com"),
+        ("${s:matches('(?i)USER.*')}", "true"),
+        ("${s:find('(?<=@)example')}", "true"),
+        ("${s:find('(\\\\w)\\\\1')}", "false"),
+    ],
+)
 def test_usual_patterns_work_as_python_regular_expressions(text, expected):
     assert evaluate(text, s="user@example.com") == expected
 
@@ -100,10 +111,13 @@ def test_a_simple_pattern_runs_on_a_long_value():
     assert evaluate("${s:replaceAll('a', 'b'):length()}", s="a" * 100_000) == "100000"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("${s:matches('(')}", "not a valid regular expression"),
-    (f"${{s:find('{'a' * (MAX_PATTERN_LENGTH + 1)}')}}", "too long"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("${s:matches('(')}", "not a valid regular expression"),
+        (f"${{s:find('{'a' * (MAX_PATTERN_LENGTH + 1)}')}}", "too long"),
+    ],
+)
 def test_a_constant_pattern_is_checked_when_the_expression_is_compiled(text, message):
     with pytest.raises(ExpressionError, match=message):
         compile_expression(text)
@@ -116,25 +130,29 @@ def test_a_pattern_from_an_attribute_that_does_not_compile_fails_the_evaluation(
 def test_estimates_bound_the_shapes_that_blow_up():
     linear, quadratic, exponential = bounded("a*b"), bounded("a*a*b"), bounded("(a|a)*b")
     assert linear.estimate(1000, search=False).steps < 10_000
-    assert 1000 ** 2 <= quadratic.estimate(1000, search=False).steps < 10 * 1000 ** 2
-    assert quadratic.estimate(1000, search=True).steps >= 1000 ** 3
-    assert exponential.estimate(40, search=False).steps >= 2 ** 40
-    assert bounded("(?>(a|a)*)b").estimate(40, search=False).steps >= 2 ** 40  # what the atomic group tries
+    assert 1000**2 <= quadratic.estimate(1000, search=False).steps < 10 * 1000**2
+    assert quadratic.estimate(1000, search=True).steps >= 1000**3
+    assert exponential.estimate(40, search=False).steps >= 2**40
+    assert bounded("(?>(a|a)*)b").estimate(40, search=False).steps >= 2**40  # what the atomic group tries
     with pytest.raises(PatternRefused):
         bounded("x" * (MAX_PATTERN_LENGTH + 1))
 
 
 # -- every failure is an ExpressionError --------------------------------------------------
 
-@pytest.mark.parametrize("text, attributes, reason", [
-    ("${n:multiply(${n})}", {"n": "9" * 4000}, "at most 64 characters"),  # was a ValueError past 4300 digits
-    ("${n:multiply(${n})}", {"n": "9" * 18}, "64-bit"),
-    ("${n:plus(1)}", {"n": "9223372036854775807"}, "64-bit"),
-    ("${x:substring(0, ${n})}", {"x": "abc", "n": "1e999"}, "finite"),  # was an OverflowError
-    ("${n:divide(0)}", {"n": "1"}, "ZeroDivisionError"),
-    ("${n:mod(0.0)}", {"n": "1"}, "ZeroDivisionError"),
-    ("${n:plus(1)}", {"n": "abc"}, "expected a number, got 'abc'"),
-])
+
+@pytest.mark.parametrize(
+    "text, attributes, reason",
+    [
+        ("${n:multiply(${n})}", {"n": "9" * 4000}, "at most 64 characters"),  # was a ValueError past 4300 digits
+        ("${n:multiply(${n})}", {"n": "9" * 18}, "64-bit"),
+        ("${n:plus(1)}", {"n": "9223372036854775807"}, "64-bit"),
+        ("${x:substring(0, ${n})}", {"x": "abc", "n": "1e999"}, "finite"),  # was an OverflowError
+        ("${n:divide(0)}", {"n": "1"}, "ZeroDivisionError"),
+        ("${n:mod(0.0)}", {"n": "1"}, "ZeroDivisionError"),
+        ("${n:plus(1)}", {"n": "abc"}, "expected a number, got 'abc'"),
+    ],
+)
 def test_numbers_fail_as_expression_errors_naming_the_function(text, attributes, reason):
     error = failure(text, **attributes)
     assert reason in error.reason and "() failed on" in error.reason
@@ -148,12 +166,15 @@ def test_deep_nesting_is_refused_when_compiled_not_a_recursion_error():
     assert evaluate(within, x="") == "y"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("${literal()}", "literal\\(\\) takes 1 argument"),
-    ("${x:padLeft()}", "padLeft\\(\\) takes 1 to 2 argument"),
-    ("${x:toUpper(1)}", "toUpper\\(\\) takes 0 argument"),
-    ("${x:plus(" + "9" * 100 + ")}", "at most 64 characters"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("${literal()}", "literal\\(\\) takes 1 argument"),
+        ("${x:padLeft()}", "padLeft\\(\\) takes 1 to 2 argument"),
+        ("${x:toUpper(1)}", "toUpper\\(\\) takes 0 argument"),
+        ("${x:plus(" + "9" * 100 + ")}", "at most 64 characters"),
+    ],
+)
 def test_wrong_arguments_are_refused_when_compiled(text, message):
     with pytest.raises(ExpressionError, match=message):
         compile_expression(text)

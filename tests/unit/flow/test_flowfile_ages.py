@@ -32,8 +32,13 @@ class Clocks:
         return FlowFileAges(wall_ms=self.wall, monotonic_ms=self.monotonic)
 
     def queue(self, queue_id="q", expiration_ms=EXPIRATION, ages=None, **options) -> FlowFileQueue:
-        return FlowFileQueue(queue_id, expiration_ms=expiration_ms, clock_ms=self.wall,
-                             ages=ages if ages is not None else self.ages(), **options)
+        return FlowFileQueue(
+            queue_id,
+            expiration_ms=expiration_ms,
+            clock_ms=self.wall,
+            ages=ages if ages is not None else self.ages(),
+            **options,
+        )
 
     def flowfile(self, i: int, age_ms: int = 0) -> FlowFile:
         entry = self.wall.now - age_ms
@@ -121,17 +126,24 @@ def test_a_swap_file_registered_at_recovery_is_aged_as_of_the_recovery():
 
 def test_a_flows_queues_share_one_age_per_flowfile():
     clocks = Clocks()
-    definition = parse_flow({
-        "processors": [
-            {"id": "make", "type": "GenerateFlowFile"},
-            {"id": "tag", "type": "UpdateAttribute"},
-            {"id": "put", "type": "PutFile", "properties": {"directory": "/nowhere"},
-             "auto_terminate": ["success", "failure"]},
-        ],
-        "connections": [
-            {"id": "made", "source": "make", "destination": "tag"},
-            {"id": "tagged", "source": "tag", "destination": "put", "expiration": "1 min"},
-        ]})
+    definition = parse_flow(
+        {
+            "processors": [
+                {"id": "make", "type": "GenerateFlowFile"},
+                {"id": "tag", "type": "UpdateAttribute"},
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": "/nowhere"},
+                    "auto_terminate": ["success", "failure"],
+                },
+            ],
+            "connections": [
+                {"id": "made", "source": "make", "destination": "tag"},
+                {"id": "tagged", "source": "tag", "destination": "put", "expiration": "1 min"},
+            ],
+        }
+    )
     graph = FlowGraph(definition, clock_ms=clocks.wall, monotonic_clock_ms=clocks.monotonic)
     made, tagged = graph.queues["made"], graph.queues["tagged"]
     made.put(clocks.flowfile(1))

@@ -30,7 +30,7 @@ from flow.processors.intake.format import (
 
 identities = st.builds(FileIdentity, st.integers(0, 2**64 - 1), st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))
 paths = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), min_size=1, max_size=40)
-keys = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e), min_size=1, max_size=MAX_KEY_LENGTH)
+keys = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=MAX_KEY_LENGTH)
 fingerprints = st.binary(min_size=0, max_size=64).map(lambda body: payload_fingerprint(body, {}))
 committed_keys = st.builds(CommittedKey, st.integers(0, 2**62), st.one_of(st.none(), fingerprints))
 
@@ -59,11 +59,14 @@ def test_every_state_reads_back_as_written(state):
 
 def test_the_entries_are_as_documented():
     identity = FileIdentity(12, 1_700_000_000_123_456_789, 5)
-    state = IntakeState({identity: TakenFile(identity, "/in/a b.txt"),
-                         FileIdentity(13, 1, 0): TakenFile(FileIdentity(13, 1, 0), "/in/c", MOVE, "/done")},
-                        ListingMark(1700, frozenset({"/in/x"})),
-                        {"order-7": CommittedKey(1_700_000_000_000, "Xo2nUdtlBNA"),
-                         "from-version-1": CommittedKey(1_600_000_000_000)})
+    state = IntakeState(
+        {
+            identity: TakenFile(identity, "/in/a b.txt"),
+            FileIdentity(13, 1, 0): TakenFile(FileIdentity(13, 1, 0), "/in/c", MOVE, "/done"),
+        },
+        ListingMark(1700, frozenset({"/in/x"})),
+        {"order-7": CommittedKey(1_700_000_000_000, "Xo2nUdtlBNA"), "from-version-1": CommittedKey(1_600_000_000_000)},
+    )
     assert pack(state) == {
         "intake.layout": "2",
         "taken:12:1700000000123456789:5": "delete\0/in/a b.txt",
@@ -75,7 +78,9 @@ def test_the_entries_are_as_documented():
     }
     assert pack(IntakeState()) == {"intake.layout": "1"}  # the oldest version that holds it
     assert pack(IntakeState(keys={"from-version-1": CommittedKey(1)})) == {
-        "intake.layout": "1", "key:from-version-1": "1"}
+        "intake.layout": "1",
+        "key:from-version-1": "1",
+    }
 
 
 def test_a_payloads_fingerprint_is_as_documented_and_never_changes():
@@ -102,42 +107,51 @@ def test_version_1_keys_are_read_without_a_fingerprint_and_kept_beside_new_ones(
     state = unpack({"intake.layout": "1", "key:order-7": "1700000000000"})
     assert state == IntakeState(keys={"order-7": CommittedKey(1_700_000_000_000)})
     added = state.replace(keys={**state.keys, "order-8": CommittedKey(1_700_000_000_001, "Xo2nUdtlBNA")})
-    assert pack(added) == {"intake.layout": "2", "key:order-7": "1700000000000",
-                           "key:order-8": "1700000000001:Xo2nUdtlBNA"}
+    assert pack(added) == {
+        "intake.layout": "2",
+        "key:order-7": "1700000000000",
+        "key:order-8": "1700000000001:Xo2nUdtlBNA",
+    }
     assert unpack(pack(added)) == added
 
 
 def test_list_files_state_before_the_layout_is_read_as_version_0():
     assert unpack({"timestamp": "1700", "names": "/in/a\0/in/b"}) == IntakeState(
-        listing=ListingMark(1700, frozenset({"/in/a", "/in/b"})))
+        listing=ListingMark(1700, frozenset({"/in/a", "/in/b"}))
+    )
     assert unpack({}) == IntakeState()
 
 
-@pytest.mark.parametrize("state, complaint", [
-    ({"intake.layout": "3"}, "layout version '3'"),
-    ({"intake.layout": "1", "taken:1:2": "delete\0/a"}, "not taken:<inode>:<mtime_ns>:<size>"),
-    ({"intake.layout": "1", "taken:01:2:3": "delete\0/a"}, "not taken:<inode>:<mtime_ns>:<size>"),
-    ({"intake.layout": "1", "taken:1:2:3": "delete"}, "neither delete NUL path"),
-    ({"intake.layout": "1", "taken:1:2:3": "delete\0"}, "neither delete NUL path"),
-    ({"intake.layout": "1", "taken:1:2:3": "move\0/a"}, "neither delete NUL path"),
-    ({"intake.layout": "1", "taken:1:2:3": "shred\0/a"}, "neither delete NUL path"),
-    ({"intake.layout": "1", "listed.timestamp_ms": "-5"}, "not a decimal number"),
-    ({"intake.layout": "1", "listed:/a": ""}, "listed paths without"),
-    ({"intake.layout": "1", "listed.timestamp_ms": "1", "listed:/a": "x"}, "a listed path with a value"),
-    ({"intake.layout": "1", "key:k": "soon"}, "not a decimal number"),
-    ({"intake.layout": "1", "key:with space ": "1"}, "not an idempotency key"),
-    ({"intake.layout": "1", "key:k": "1:Xo2nUdtlBNA"}, "not a decimal number"),  # no fingerprint in version 1
-    ({"intake.layout": "2", "key:k": "1:Xo2nUdtlBN"}, "not <ms> or <ms>:<fingerprint>"),
-    ({"intake.layout": "2", "key:k": "1:"}, "not <ms> or <ms>:<fingerprint>"),
-    ({"intake.layout": "2", "key:k": "01:Xo2nUdtlBNA"}, "not <ms> or <ms>:<fingerprint>"),
-    ({"intake.layout": "1", "next": "4"}, "of no kind of layout version 1"),
-    ({"intake.layout": "2", "next": "4"}, "of no kind of layout version 2"),
-    ({"next": "4"}, "not an intake state"),
-    ({"timestamp": "yesterday"}, "not a decimal number"),
-])
+@pytest.mark.parametrize(
+    "state, complaint",
+    [
+        ({"intake.layout": "3"}, "layout version '3'"),
+        ({"intake.layout": "1", "taken:1:2": "delete\0/a"}, "not taken:<inode>:<mtime_ns>:<size>"),
+        ({"intake.layout": "1", "taken:01:2:3": "delete\0/a"}, "not taken:<inode>:<mtime_ns>:<size>"),
+        ({"intake.layout": "1", "taken:1:2:3": "delete"}, "neither delete NUL path"),
+        ({"intake.layout": "1", "taken:1:2:3": "delete\0"}, "neither delete NUL path"),
+        ({"intake.layout": "1", "taken:1:2:3": "move\0/a"}, "neither delete NUL path"),
+        ({"intake.layout": "1", "taken:1:2:3": "shred\0/a"}, "neither delete NUL path"),
+        ({"intake.layout": "1", "listed.timestamp_ms": "-5"}, "not a decimal number"),
+        ({"intake.layout": "1", "listed:/a": ""}, "listed paths without"),
+        ({"intake.layout": "1", "listed.timestamp_ms": "1", "listed:/a": "x"}, "a listed path with a value"),
+        ({"intake.layout": "1", "key:k": "soon"}, "not a decimal number"),
+        ({"intake.layout": "1", "key:with space ": "1"}, "not an idempotency key"),
+        ({"intake.layout": "1", "key:k": "1:Xo2nUdtlBNA"}, "not a decimal number"),  # no fingerprint in version 1
+        ({"intake.layout": "2", "key:k": "1:Xo2nUdtlBN"}, "not <ms> or <ms>:<fingerprint>"),
+        ({"intake.layout": "2", "key:k": "1:"}, "not <ms> or <ms>:<fingerprint>"),
+        ({"intake.layout": "2", "key:k": "01:Xo2nUdtlBNA"}, "not <ms> or <ms>:<fingerprint>"),
+        ({"intake.layout": "1", "next": "4"}, "of no kind of layout version 1"),
+        ({"intake.layout": "2", "next": "4"}, "of no kind of layout version 2"),
+        ({"next": "4"}, "not an intake state"),
+        ({"timestamp": "yesterday"}, "not a decimal number"),
+    ],
+)
 def test_a_state_that_cannot_be_read_whole_is_refused_naming_the_processor_and_the_entry(state, complaint):
-    with pytest.raises(IntakeStateError, match="^get: its intake state cannot be read: .*" + complaint.replace(
-            "(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        IntakeStateError,
+        match="^get: its intake state cannot be read: .*" + complaint.replace("(", r"\(").replace(")", r"\)"),
+    ):
         unpack(state, "get")
 
 
@@ -190,9 +204,14 @@ def test_recent_keys_are_bounded_by_age_and_by_count_the_oldest_going_first():
     keys = {"old": CommittedKey(1_000, F1), "mid": CommittedKey(5_000), "new": CommittedKey(9_000, F2)}
     assert ledger.recent_keys(keys, now_ms=10_000, max_age_ms=6_000) == {"mid": keys["mid"], "new": keys["new"]}
     assert ledger.remember_keys(keys, {"x": F1, "y": F2}, 10_000, max_count=3, max_age_ms=60_000) == {
-        "new": keys["new"], "x": CommittedKey(10_000, F1), "y": CommittedKey(10_000, F2)}
+        "new": keys["new"],
+        "x": CommittedKey(10_000, F1),
+        "y": CommittedKey(10_000, F2),
+    }
     assert ledger.remember_keys(keys, {}, 10_000, max_count=10, max_age_ms=6_000) == {
-        "mid": keys["mid"], "new": keys["new"]}
+        "mid": keys["mid"],
+        "new": keys["new"],
+    }
 
 
 def test_a_key_is_new_replayed_with_its_payload_or_reused_with_another():
@@ -205,18 +224,23 @@ def test_a_key_is_new_replayed_with_its_payload_or_reused_with_another():
 
 
 def test_hand_over_keeps_every_record_the_later_mark_and_each_key_at_its_latest():
-    previous = IntakeState(taken(A, B), ListingMark(200, frozenset({"/p"})),
-                           {"k": CommittedKey(5, F1), "old": CommittedKey(1)})
-    current = IntakeState(taken(C), ListingMark(100, frozenset({"/c"})),
-                          {"k": CommittedKey(7, F2), "new": CommittedKey(9, F1)})
+    previous = IntakeState(
+        taken(A, B), ListingMark(200, frozenset({"/p"})), {"k": CommittedKey(5, F1), "old": CommittedKey(1)}
+    )
+    current = IntakeState(
+        taken(C), ListingMark(100, frozenset({"/c"})), {"k": CommittedKey(7, F2), "new": CommittedKey(9, F1)}
+    )
     assert ledger.hand_over(previous, current) == IntakeState(
-        taken(A, B, C), ListingMark(200, frozenset({"/p"})),
-        {"k": CommittedKey(7, F2), "old": CommittedKey(1), "new": CommittedKey(9, F1)})
+        taken(A, B, C),
+        ListingMark(200, frozenset({"/p"})),
+        {"k": CommittedKey(7, F2), "old": CommittedKey(1), "new": CommittedKey(9, F1)},
+    )
     same_time = IntakeState(listing=ListingMark(200, frozenset({"/c"})))
     assert ledger.hand_over(previous, same_time).listing == ListingMark(200, frozenset({"/p", "/c"}))
 
 
 # -- finishing a taken file -----------------------------------------------------------------
+
 
 def test_finish_deletes_or_moves_the_file_taken_and_nothing_else(tmp_path):
     source, done = tmp_path / "in", tmp_path / "done"
@@ -227,9 +251,12 @@ def test_finish_deletes_or_moves_the_file_taken_and_nothing_else(tmp_path):
     replaced = source / "b.new"
     replaced.write_bytes(b"a new b")
     os.replace(replaced, source / "b")  # a new file under the name taken
-    records = [TakenFile(a, str(source / "a")), TakenFile(b, str(source / "b")),
-               TakenFile(c, str(source / "c"), MOVE, str(done)),
-               TakenFile(FileIdentity(1, 1, 1), str(source / "gone"))]
+    records = [
+        TakenFile(a, str(source / "a")),
+        TakenFile(b, str(source / "b")),
+        TakenFile(c, str(source / "c"), MOVE, str(done)),
+        TakenFile(FileIdentity(1, 1, 1), str(source / "gone")),
+    ]
     finished = completion.finish(records)
     assert finished.completed == {a, b, c, FileIdentity(1, 1, 1)} and finished.failed == []
     assert sorted(os.listdir(source)) == ["b"] and (source / "b").read_bytes() == b"a new b"

@@ -55,10 +55,16 @@ def served():
     logger = logging.getLogger("flow.processor.listen")
     logger.addHandler(failures)
     previous_hook = threading.excepthook
-    threading.excepthook = lambda args: failures.seen.append(f"{args.thread}: {args.exc_type.__name__}: "
-                                                             f"{args.exc_value}")
-    listener = Listener(max_request_size=f"{LIMIT} B", idle_timeout="0.5 sec", ack_timeout="5 sec",
-                        max_connections=32, auth_token=TOKEN_VALUE)
+    threading.excepthook = lambda args: failures.seen.append(
+        f"{args.thread}: {args.exc_type.__name__}: {args.exc_value}"
+    )
+    listener = Listener(
+        max_request_size=f"{LIMIT} B",
+        idle_timeout="0.5 sec",
+        ack_timeout="5 sec",
+        max_connections=32,
+        auth_token=TOKEN_VALUE,
+    )
     try:
         yield listener, failures
     finally:
@@ -70,40 +76,94 @@ def served():
 # -- strategies -------------------------------------------------------------------------
 
 LATIN1 = st.characters(max_codepoint=255, exclude_characters="\r\n")
-TOKEN = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."), min_size=1,
-                max_size=20)
+TOKEN = st.text(
+    st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."), min_size=1, max_size=20
+)
 
 # Mostly POSTs to the right path, so that most requests reach the body's framing.
-methods = st.one_of(st.just("POST"), st.just("POST"),
-                    st.sampled_from(["GET", "PUT", "HEAD", "DELETE", "OPTIONS", "post", "PRI", "CONNECT"]),
-                    st.text(LATIN1, max_size=12))
-paths = st.one_of(st.just("/contentListener"), st.just("/contentListener"),
-                  st.sampled_from(["/contentListener/", "/contentListener?x=1", "/", "/other", "//contentListener",
-                                   "*", "http://127.0.0.1/contentListener"]),
-                  st.text(LATIN1, max_size=60))
-versions = st.one_of(st.just("HTTP/1.1"),
-                     st.sampled_from(["HTTP/1.0", "HTTP/0.9", "HTTP/2.0", "HTTP/1.1.1", "HTTP/x", "http/1.1", ""]))
-authorizations = st.one_of(st.just(AUTHORIZATION), st.just(AUTHORIZATION), st.just(AUTHORIZATION),
-                           st.sampled_from(["Bearer fuzz", "Bearer fuzz-token-", "bearer  fuzz-token", "Basic x"]),
-                           st.text(LATIN1, max_size=40))
+methods = st.one_of(
+    st.just("POST"),
+    st.just("POST"),
+    st.sampled_from(["GET", "PUT", "HEAD", "DELETE", "OPTIONS", "post", "PRI", "CONNECT"]),
+    st.text(LATIN1, max_size=12),
+)
+paths = st.one_of(
+    st.just("/contentListener"),
+    st.just("/contentListener"),
+    st.sampled_from(
+        [
+            "/contentListener/",
+            "/contentListener?x=1",
+            "/",
+            "/other",
+            "//contentListener",
+            "*",
+            "http://127.0.0.1/contentListener",
+        ]
+    ),
+    st.text(LATIN1, max_size=60),
+)
+versions = st.one_of(
+    st.just("HTTP/1.1"), st.sampled_from(["HTTP/1.0", "HTTP/0.9", "HTTP/2.0", "HTTP/1.1.1", "HTTP/x", "http/1.1", ""])
+)
+authorizations = st.one_of(
+    st.just(AUTHORIZATION),
+    st.just(AUTHORIZATION),
+    st.just(AUTHORIZATION),
+    st.sampled_from(["Bearer fuzz", "Bearer fuzz-token-", "bearer  fuzz-token", "Basic x"]),
+    st.text(LATIN1, max_size=40),
+)
 content_lengths = st.one_of(
-    st.sampled_from(["-1", "0", "5", "+5", " 5 ", "1e3", "0x10", "99999999999999999999", str(LIMIT),
-                     str(LIMIT + 1), "100000", "", "1" * 5000, "5, 5", "٣"]),
-    st.integers(-10, 2 * LIMIT).map(str))
-transfer_encodings = st.sampled_from(["chunked", "Chunked", "gzip", "chunked, chunked", "gzip, chunked", "identity",
-                                      "", " chunked ", "chunked\tx"])
+    st.sampled_from(
+        [
+            "-1",
+            "0",
+            "5",
+            "+5",
+            " 5 ",
+            "1e3",
+            "0x10",
+            "99999999999999999999",
+            str(LIMIT),
+            str(LIMIT + 1),
+            "100000",
+            "",
+            "1" * 5000,
+            "5, 5",
+            "٣",
+        ]
+    ),
+    st.integers(-10, 2 * LIMIT).map(str),
+)
+transfer_encodings = st.sampled_from(
+    ["chunked", "Chunked", "gzip", "chunked, chunked", "gzip, chunked", "identity", "", " chunked ", "chunked\tx"]
+)
 values = st.one_of(st.text(LATIN1, max_size=80), st.integers(60_000, 70_000).map(lambda n: "v" * n))
 headers = st.one_of(
     st.tuples(st.just("Content-Length"), content_lengths),
     st.tuples(st.just("Transfer-Encoding"), transfer_encodings),
-    st.tuples(st.sampled_from(["Content-Type", "X-Attr-a", "X-Attr-http.remote.host", "Connection", "Expect",
-                               "Host", "filename", "Authorization", "Trailer"]), values),
+    st.tuples(
+        st.sampled_from(
+            [
+                "Content-Type",
+                "X-Attr-a",
+                "X-Attr-http.remote.host",
+                "Connection",
+                "Expect",
+                "Host",
+                "filename",
+                "Authorization",
+                "Trailer",
+            ]
+        ),
+        values,
+    ),
     st.tuples(st.just("Authorization"), authorizations),
     st.tuples(TOKEN.filter(lambda name: name.lower() != "idempotency-key"), values),
 )
 header_blocks = st.one_of(
-    st.lists(headers, max_size=8),
-    st.integers(95, 110).map(lambda count: [("X-Many", "v")] * count))
+    st.lists(headers, max_size=8), st.integers(95, 110).map(lambda count: [("X-Many", "v")] * count)
+)
 bodies = st.binary(max_size=LIMIT + 200)
 
 
@@ -113,10 +173,10 @@ def chunked_bodies(draw) -> bytes:
     framed = chunked(*pieces, trailer=draw(st.sampled_from([b"", b"X-T: 1\r\n"])))
     mutation = draw(st.sampled_from(["none", "truncate", "flip", "size"]))
     if mutation == "truncate" and framed:
-        return framed[:draw(st.integers(0, len(framed) - 1))]
+        return framed[: draw(st.integers(0, len(framed) - 1))]
     if mutation == "flip" and framed:
         at = draw(st.integers(0, len(framed) - 1))
-        return framed[:at] + bytes([framed[at] ^ draw(st.integers(1, 255))]) + framed[at + 1:]
+        return framed[:at] + bytes([framed[at] ^ draw(st.integers(1, 255))]) + framed[at + 1 :]
     if mutation == "size":
         return draw(st.sampled_from([b"-1\r\n", b"fffffffffffffffff\r\n", b"1 ; x\r\na\r\n0\r\n\r\n", b"\r\n"]))
     return framed
@@ -136,17 +196,20 @@ def hostile_requests(draw) -> Request:
         body = draw(st.one_of(bodies, chunked_bodies()))
         raw = head.encode("utf-8") + body
         if draw(st.integers(0, 4)) == 0:
-            raw = raw[:draw(st.integers(0, len(raw)))]
+            raw = raw[: draw(st.integers(0, len(raw)))]
     return Request(raw, half_close=draw(st.integers(0, 9)) > 0)
 
 
 @st.composite
 def badly_framed_posts(draw) -> Request:
     """POSTs to the right path, with the token, whose framing headers or body are wrong."""
-    framing_header = st.one_of(st.tuples(st.just("Content-Length"), content_lengths),
-                               st.tuples(st.just("Transfer-Encoding"), transfer_encodings))
-    framing = draw(st.one_of(st.lists(framing_header, min_size=1, max_size=1),
-                             st.lists(framing_header, min_size=1, max_size=3)))
+    framing_header = st.one_of(
+        st.tuples(st.just("Content-Length"), content_lengths),
+        st.tuples(st.just("Transfer-Encoding"), transfer_encodings),
+    )
+    framing = draw(
+        st.one_of(st.lists(framing_header, min_size=1, max_size=1), st.lists(framing_header, min_size=1, max_size=3))
+    )
     fields = [("Authorization", AUTHORIZATION)] + framing + draw(st.lists(headers, max_size=3))
     head = "\r\n".join(["POST /contentListener HTTP/1.1"] + [f"{name}: {value}" for name, value in fields])
     raw = (head + "\r\n\r\n").encode("utf-8") + draw(st.one_of(bodies, chunked_bodies()))
@@ -156,13 +219,17 @@ def badly_framed_posts(draw) -> Request:
 @st.composite
 def well_formed_posts(draw) -> Request:
     body = draw(st.binary(max_size=LIMIT))
-    attributes = draw(st.dictionaries(st.sampled_from(["X-Attr-a", "X-Attr-b", "Content-Type", "filename"]),
-                                      st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20)))
+    attributes = draw(
+        st.dictionaries(
+            st.sampled_from(["X-Attr-a", "X-Attr-b", "Content-Type", "filename"]),
+            st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=20),
+        )
+    )
     attributes["Authorization"] = AUTHORIZATION
     if draw(st.booleans()):
         raw = post_bytes(body, attributes)
     else:
-        pieces = [body[i:i + 1000] for i in range(0, len(body), 1000)]
+        pieces = [body[i : i + 1000] for i in range(0, len(body), 1000)]
         head = post_bytes(b"", {**attributes, "Transfer-Encoding": "chunked"})
         raw = head.replace(b"Content-Length: 0\r\n", b"") + chunked(*pieces)
     return Request(raw, half_close=draw(st.booleans()), body=body)
@@ -187,8 +254,9 @@ def send(listener, request: Request, answers: dict, index: int) -> None:
 def exchange_all(listener, batch: list[Request]) -> list[int | None]:
     """Each request's status (None: closed unanswered), sent at once; asserts the timing and form."""
     answers: dict[int, tuple] = {}
-    clients = [threading.Thread(target=send, args=(listener, request, answers, index))
-               for index, request in enumerate(batch)]
+    clients = [
+        threading.Thread(target=send, args=(listener, request, answers, index)) for index, request in enumerate(batch)
+    ]
     for client in clients:
         client.start()
     for client in clients:
@@ -196,8 +264,10 @@ def exchange_all(listener, batch: list[Request]) -> list[int | None]:
     statuses = []
     for index, request in enumerate(batch):
         answer, elapsed = answers[index]
-        note(f"request {index}: {request.raw[:300]!r} half-closed={request.half_close} -> {answer!r:.300} "
-             f"in {elapsed:.2f} s")
+        note(
+            f"request {index}: {request.raw[:300]!r} half-closed={request.half_close} -> {answer!r:.300} "
+            f"in {elapsed:.2f} s"
+        )
         assert not isinstance(answer, Exception), f"request {index}: {answer}"
         assert elapsed <= ANSWER_WITHIN_S, f"request {index} answered or closed after {elapsed:.2f} s"
         status = parse_answer(answer, to_head=request.raw.startswith(b"HEAD "))[0] if answer else None
@@ -213,8 +283,12 @@ def test_fuzzed_requests_get_an_answer_or_a_close_and_the_server_keeps_serving(s
     tally = Counter()
     started = time.monotonic()
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(requests)
     def fuzz(batch):
         before = len(listener.outputs)

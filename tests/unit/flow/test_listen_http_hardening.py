@@ -65,24 +65,29 @@ def test_content_lengths_that_disagree_are_refused_and_one_over_the_limit_gets_4
 
 def test_a_chunked_body_is_read_and_delivered_whole():
     with Listener() as listener:
-        raw = (b"POST /contentListener HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-               + chunked(b"hello", b" chunked", b" world", trailer=b"X-Checksum: none\r\n"))
+        raw = b"POST /contentListener HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(
+            b"hello", b" chunked", b" world", trailer=b"X-Checksum: none\r\n"
+        )
         assert answered(listener, raw) == 200
-        with_extension = (b"POST /contentListener HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n"
-                          b"3;name=value\r\nabc\r\n0\r\n\r\n")
+        with_extension = (
+            b"POST /contentListener HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n3;name=value\r\nabc\r\n0\r\n\r\n"
+        )
         assert answered(listener, with_extension) == 200
         assert listener.bodies() == [b"hello chunked world", b"abc"]
 
 
-@pytest.mark.parametrize("framing, status", [
-    (b"Transfer-Encoding: chunked\r\n\r\n" + b"zz\r\nab\r\n0\r\n\r\n", 400),  # not hexadecimal
-    (b"Transfer-Encoding: chunked\r\n\r\n" + b"2\r\nabc\r\n0\r\n\r\n", 400),  # longer than its size
-    (b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n" + chunked(b"abc"), 400),
-    (b"Transfer-Encoding: gzip, chunked\r\n\r\n" + chunked(b"abc"), 501),
-    (b"Transfer-Encoding: chunked\r\n\r\n" + chunked(b"x" * 8, b"x" * 8), 413),  # 16 bytes: over 10
-    (b"Transfer-Encoding: chunked\r\n\r\n" + b"ffffffffffffffff\r\n", 413),
-    (b"Transfer-Encoding: chunked\r\n\r\n" + b"1" * 5000 + b"\r\n", 400),
-])
+@pytest.mark.parametrize(
+    "framing, status",
+    [
+        (b"Transfer-Encoding: chunked\r\n\r\n" + b"zz\r\nab\r\n0\r\n\r\n", 400),  # not hexadecimal
+        (b"Transfer-Encoding: chunked\r\n\r\n" + b"2\r\nabc\r\n0\r\n\r\n", 400),  # longer than its size
+        (b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n" + chunked(b"abc"), 400),
+        (b"Transfer-Encoding: gzip, chunked\r\n\r\n" + chunked(b"abc"), 501),
+        (b"Transfer-Encoding: chunked\r\n\r\n" + chunked(b"x" * 8, b"x" * 8), 413),  # 16 bytes: over 10
+        (b"Transfer-Encoding: chunked\r\n\r\n" + b"ffffffffffffffff\r\n", 413),
+        (b"Transfer-Encoding: chunked\r\n\r\n" + b"1" * 5000 + b"\r\n", 400),
+    ],
+)
 def test_a_bad_or_oversized_chunked_body_is_refused_and_nothing_delivered(framing, status):
     with Listener(max_request_size="10 B") as listener:
         assert answered(listener, b"POST /contentListener HTTP/1.1\r\n" + framing) == status
@@ -90,21 +95,27 @@ def test_a_bad_or_oversized_chunked_body_is_refused_and_nothing_delivered(framin
         assert listener.bodies() == [b"ok"]
 
 
-@pytest.mark.parametrize("line", [
-    b"this line is not a header",            # no colon: the email parser's "body" starts here
-    b"X-Spaced : 1",                         # white space before the colon (RFC 9112 5.1)
-    b" folded continuation",                 # obs-fold (RFC 9112 5.2)
-    b"X-Bad Name: 1",                        # not a token
-    b": no name",
-    b"X-CR: a\rX-Hidden: b",                 # a lone CR: two header lines for the email parser
-    b"X-Nul: a\x00b",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"this line is not a header",  # no colon: the email parser's "body" starts here
+        b"X-Spaced : 1",  # white space before the colon (RFC 9112 5.1)
+        b" folded continuation",  # obs-fold (RFC 9112 5.2)
+        b"X-Bad Name: 1",  # not a token
+        b": no name",
+        b"X-CR: a\rX-Hidden: b",  # a lone CR: two header lines for the email parser
+        b"X-Nul: a\x00b",
+    ],
+)
 def test_a_header_block_that_does_not_parse_whole_is_refused_400_and_nothing_is_kept(line):
     with Listener() as listener:
         # The malformed line hides the Content-Length after it from Python's email parser:
         # the body was dropped, and an empty FlowFile answered 200.
-        raw = (b"POST /contentListener HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Attr-a: 1\r\n" + line
-               + b"\r\nContent-Length: 9\r\n\r\nthe body!")
+        raw = (
+            b"POST /contentListener HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Attr-a: 1\r\n"
+            + line
+            + b"\r\nContent-Length: 9\r\n\r\nthe body!"
+        )
         status, _, message = parse_answer(exchange(listener.port, raw))
         assert status == 400 and b"header line 3" in message and b"not taken" in message
         assert answered(listener, post_bytes(b"ok")) == 200
@@ -133,8 +144,10 @@ def test_a_truncated_body_is_not_delivered_nor_answered():
     with Listener() as listener:
         short = b"POST /contentListener HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc"
         assert exchange(listener.port, short) == b""
-        assert exchange(listener.port, b"POST /contentListener HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                       b"5\r\nab") == b""
+        assert (
+            exchange(listener.port, b"POST /contentListener HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab")
+            == b""
+        )
         assert answered(listener, post_bytes(b"ok")) == 200
         assert listener.bodies() == [b"ok"]
 
@@ -233,6 +246,7 @@ def post_in_background(listener, body: bytes, answers: list, **headers) -> threa
             answers.append(answered(listener, post_bytes(body, headers), timeout=30))
         except Exception as error:  # noqa: BLE001 - the test asserts on what it got
             answers.append(error)
+
     client = threading.Thread(target=run)
     client.start()
     return client
@@ -338,11 +352,21 @@ def test_requests_beyond_max_pending_are_answered_503_with_retry_after():
 
 def test_headers_cannot_set_the_processors_attributes():
     # `filename` is reserved: this flow lets clients set it, explicitly.
-    with Listener(header_attributes="X-Attr-.+|Content-Type|filename",
-                  reserved_header_attributes="filename") as listener:
-        raw = post_bytes(b"data", {"X-Attr-http.remote.host": "10.6.6.6", "X-Attr-http.idempotency.key": "forged",
-                                   "X-Attr-uuid": "forged", "X-Attr-Source": "test", "Content-Type": "text/plain",
-                                   "filename": "a.txt", "X-Other": "dropped"})
+    with Listener(
+        header_attributes="X-Attr-.+|Content-Type|filename", reserved_header_attributes="filename"
+    ) as listener:
+        raw = post_bytes(
+            b"data",
+            {
+                "X-Attr-http.remote.host": "10.6.6.6",
+                "X-Attr-http.idempotency.key": "forged",
+                "X-Attr-uuid": "forged",
+                "X-Attr-Source": "test",
+                "Content-Type": "text/plain",
+                "filename": "a.txt",
+                "X-Other": "dropped",
+            },
+        )
         assert answered(listener, raw) == 200
         [(attributes, _)] = listener.outputs
         assert attributes["http.remote.host"] == "127.0.0.1"
@@ -353,8 +377,14 @@ def test_headers_cannot_set_the_processors_attributes():
 
 
 def test_headers_never_set_filename_path_or_absolute_path_unless_the_flow_says_so():
-    steering = {"filename": "../../etc/cron.d/x", "X-Attr-Filename": "x", "X-Attr-path": "../../",
-                "X-Attr-absolute.path": "/etc/", "X-Attr-uuid": "forged", "X-Attr-source": "test"}
+    steering = {
+        "filename": "../../etc/cron.d/x",
+        "X-Attr-Filename": "x",
+        "X-Attr-path": "../../",
+        "X-Attr-absolute.path": "/etc/",
+        "X-Attr-uuid": "forged",
+        "X-Attr-source": "test",
+    }
     # The default header_attributes no longer names `filename`; even one that takes every
     # header sets none of the reserved attributes.
     for properties in ({}, {"header_attributes": ".+"}):
@@ -373,8 +403,10 @@ def test_headers_never_set_filename_path_or_absolute_path_unless_the_flow_says_s
         assert "absolute.path" not in attributes and attributes.get("uuid") != "forged"
 
 
-@pytest.mark.parametrize("listed, complaint", [
-    ("uuid", "uuid is a FlowFile's identity"), ("filename, mime.type", "'mime.type' is not reserved")])
+@pytest.mark.parametrize(
+    "listed, complaint",
+    [("uuid", "uuid is a FlowFile's identity"), ("filename, mime.type", "'mime.type' is not reserved")],
+)
 def test_reserved_header_attributes_names_only_reserved_attributes_and_never_uuid(listed, complaint):
     with pytest.raises(FlowDefinitionError, match=f"property 'reserved_header_attributes': .*{complaint}"):
         listen_flow(port=0, reserved_header_attributes=listed)
@@ -394,8 +426,10 @@ def test_refusals_are_logged_at_most_once_a_minute_for_each_kind_with_a_count(ca
 
 def test_header_attributes_chooses_the_headers_that_become_attributes():
     with Listener(header_attributes="X-Attr-source|x-trace") as listener:
-        raw = post_bytes(b"data", {"X-Attr-Source": "test", "X-Attr-Other": "dropped", "X-Trace": "t-1",
-                                   "Content-Type": "text/plain"})
+        raw = post_bytes(
+            b"data",
+            {"X-Attr-Source": "test", "X-Attr-Other": "dropped", "X-Trace": "t-1", "Content-Type": "text/plain"},
+        )
         assert answered(listener, raw) == 200
         [(attributes, _)] = listener.outputs
         assert attributes["source"] == "test" and attributes["x-trace"] == "t-1"
@@ -406,8 +440,13 @@ def test_header_attributes_chooses_the_headers_that_become_attributes():
 
 
 def listen_flow(**properties):
-    return parse_flow({"processors": [{"id": "listen", "type": "ListenHTTP", "properties": properties,
-                                       "auto_terminate": ["success"]}]})
+    return parse_flow(
+        {
+            "processors": [
+                {"id": "listen", "type": "ListenHTTP", "properties": properties, "auto_terminate": ["success"]}
+            ]
+        }
+    )
 
 
 @pytest.mark.parametrize("port", [99999, 65536, -1])
@@ -416,10 +455,17 @@ def test_a_port_outside_0_to_65535_is_refused_by_validation(port):
         listen_flow(port=port)
 
 
-@pytest.mark.parametrize("properties, named", [
-    ({"max_connections": 0}, "max_connections"), ({"max_pending": 0}, "max_pending"),
-    ({"idle_timeout": "0 sec"}, "idle_timeout"), ({"tls_cert": "cert.pem"}, "tls_key"),
-    ({"tls_key": "key.pem"}, "tls_cert"), ({"auth_token": "has space"}, "auth_token")])
+@pytest.mark.parametrize(
+    "properties, named",
+    [
+        ({"max_connections": 0}, "max_connections"),
+        ({"max_pending": 0}, "max_pending"),
+        ({"idle_timeout": "0 sec"}, "idle_timeout"),
+        ({"tls_cert": "cert.pem"}, "tls_key"),
+        ({"tls_key": "key.pem"}, "tls_cert"),
+        ({"auth_token": "has space"}, "auth_token"),
+    ],
+)
 def test_limits_tls_files_and_token_are_validated(properties, named):
     with pytest.raises(FlowDefinitionError, match=f"property '{named}'"):
         listen_flow(port=0, **properties)
@@ -435,7 +481,8 @@ def test_a_post_without_the_bearer_token_is_refused_401_before_its_body_is_read(
             status, fields, _ = parse_answer(exchange(listener.port, post_bytes(b"refused", headers)))
             assert (status, fields.get("www-authenticate")) == (401, "Bearer"), authorization
         twice = post_bytes(b"refused", {"Authorization": "Bearer s3cret-token"}).replace(
-            b"\r\n\r\n", b"\r\nAuthorization: Bearer s3cret-token\r\n\r\n", 1)
+            b"\r\n\r\n", b"\r\nAuthorization: Bearer s3cret-token\r\n\r\n", 1
+        )
         assert answered(listener, twice) == 401
         assert answered(listener, post_bytes(b"ok", {"Authorization": "bearer s3cret-token"})) == 200
         assert listener.bodies() == [b"ok"]
@@ -446,9 +493,31 @@ def self_signed(directory) -> tuple[str, str]:
         message = "the openssl command is needed to make a test certificate"
         pytest.fail(message) if IN_CI else pytest.skip(message)
     cert, key = str(directory / "cert.pem"), str(directory / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            cert,
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return cert, key
 
 

@@ -22,8 +22,11 @@ def test_a_key_reused_with_another_payload_is_answered_422_and_nothing_is_kept()
         # The retry of that request: answered, not taken again.
         assert answer(listener, b"order 1", "order-1", **{"X-Attr-kind": "order"})[0] == 200
         # The same key for other data: refused, whatever differs.
-        for body, headers in ((b"order 2", {"X-Attr-kind": "order"}), (b"order 1", {"X-Attr-kind": "refund"}),
-                              (b"order 1", {})):
+        for body, headers in (
+            (b"order 2", {"X-Attr-kind": "order"}),
+            (b"order 1", {"X-Attr-kind": "refund"}),
+            (b"order 1", {}),
+        ):
             status, _, message = answer(listener, body, "order-1", **headers)
             assert status == 422, (body, headers)
             assert b"Idempotency-Key order-1 was first used with another payload" in message

@@ -49,7 +49,7 @@ class Trickler:
             for sock in open_:
                 if sock not in closed:
                     try:
-                        sock.sendall(ATTACK[offset:offset + 1])
+                        sock.sendall(ATTACK[offset : offset + 1])
                         continue
                     except OSError:
                         pass
@@ -181,10 +181,14 @@ def test_a_tls_handshake_stalled_past_header_timeout_is_cut(tmp_path):
             assert time.monotonic() - started < 10, "held until the idle timeout"
 
 
-@pytest.mark.parametrize("properties, complaint", [
-    ({"header_timeout": "0 sec"}, "header_timeout': must be more than 0 seconds"),
-    ({"body_timeout": "0 sec"}, "body_timeout': must be more than 0 seconds"),
-    ({"body_min_rate": "0 B"}, "body_min_rate': must be at least 1 byte")])
+@pytest.mark.parametrize(
+    "properties, complaint",
+    [
+        ({"header_timeout": "0 sec"}, "header_timeout': must be more than 0 seconds"),
+        ({"body_timeout": "0 sec"}, "body_timeout': must be more than 0 seconds"),
+        ({"body_min_rate": "0 B"}, "body_min_rate': must be at least 1 byte"),
+    ],
+)
 def test_the_deadlines_are_validated(properties, complaint):
     with pytest.raises(FlowDefinitionError, match=f"property '{complaint}"):
         listen_flow(port=0, **properties)

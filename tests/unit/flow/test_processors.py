@@ -18,9 +18,11 @@ def run(processor_type, properties, inputs=(), relationships=None, *, source=Fal
     from flow.processors import PROCESSOR_TYPES
 
     cls = PROCESSOR_TYPES[processor_type]
-    definition = {"processors": [{"id": "p", "type": processor_type, "properties": properties,
-                                  "auto_terminate": list(auto)}],
-                  "ports": [{"id": "in", "type": "input"}], "connections": []}
+    definition = {
+        "processors": [{"id": "p", "type": processor_type, "properties": properties, "auto_terminate": list(auto)}],
+        "ports": [{"id": "in", "type": "input"}],
+        "connections": [],
+    }
     if not source:
         definition["connections"].append({"source": "in", "destination": "p"})
     for name in relationships or cls.relationships:
@@ -38,15 +40,21 @@ def run(processor_type, properties, inputs=(), relationships=None, *, source=Fal
     result.acknowledge()
     out: dict[str, list] = {}
     for port, attributes, data in result.outputs:
-        out.setdefault(port[len("out-"):], []).append((attributes, data))
+        out.setdefault(port[len("out-") :], []).append((attributes, data))
     return out
 
 
 def test_generate_flowfile_sequence_and_custom_text():
-    out = run("GenerateFlowFile", {"batch_size": 3, "sequence_attribute": "seq", "custom_text": "n=${seq}",
-                                   "extra": "${seq:plus(10)}"}, source=True)
+    out = run(
+        "GenerateFlowFile",
+        {"batch_size": 3, "sequence_attribute": "seq", "custom_text": "n=${seq}", "extra": "${seq:plus(10)}"},
+        source=True,
+    )
     assert [(a["seq"], a["extra"], d) for a, d in out["success"]] == [
-        ("0", "10", b"n=0"), ("1", "11", b"n=1"), ("2", "12", b"n=2")]
+        ("0", "10", b"n=0"),
+        ("1", "11", b"n=1"),
+        ("2", "12", b"n=2"),
+    ]
 
 
 def test_generate_flowfile_sizes():
@@ -56,22 +64,29 @@ def test_generate_flowfile_sizes():
 
 
 def test_update_attribute_sets_and_deletes():
-    out = run("UpdateAttribute", {"greeting": "hi ${name}", "delete_attributes": "tmp\\..*"},
-              [({"name": "ann", "tmp.a": "1", "keep": "k"}, b"x")])
+    out = run(
+        "UpdateAttribute",
+        {"greeting": "hi ${name}", "delete_attributes": "tmp\\..*"},
+        [({"name": "ann", "tmp.a": "1", "keep": "k"}, b"x")],
+    )
     ((attributes, data),) = out["success"]
     assert attributes["greeting"] == "hi ann" and "tmp.a" not in attributes and attributes["keep"] == "k"
 
 
 def test_route_on_attribute_by_property_name_and_matched():
     inputs = [({"size": str(n)}, b"") for n in (1, 50, 500)]
-    out = run("RouteOnAttribute", {"small": "${size:lt(10)}", "big": "${size:gt(100)}"}, inputs,
-              ["small", "big", "unmatched"])
+    out = run(
+        "RouteOnAttribute", {"small": "${size:lt(10)}", "big": "${size:gt(100)}"}, inputs, ["small", "big", "unmatched"]
+    )
     assert [a["size"] for a, _ in out["small"]] == ["1"]
     assert [a["size"] for a, _ in out["big"]] == ["500"]
     assert [a["size"] for a, _ in out["unmatched"]] == ["50"]
-    out = run("RouteOnAttribute", {"routing_strategy": "route_to_matched_if_any_matches",
-                                   "small": "${size:lt(10)}", "big": "${size:gt(100)}"}, inputs,
-              ["matched", "unmatched"])
+    out = run(
+        "RouteOnAttribute",
+        {"routing_strategy": "route_to_matched_if_any_matches", "small": "${size:lt(10)}", "big": "${size:gt(100)}"},
+        inputs,
+        ["matched", "unmatched"],
+    )
     assert sorted(a["size"] for a, _ in out["matched"]) == ["1", "500"]
 
 
@@ -98,29 +113,38 @@ def test_merge_content_by_correlation_attribute():
     assert sorted(d for _, d in out["merged"]) == [b"aa", b"bb"]
 
 
-@pytest.mark.parametrize("properties, expected", [
-    ({"search_value": "(\\w+)@(\\w+)", "replacement_value": "$2 at $1"}, b"x example at user y"),
-    ({"replacement_strategy": "prepend", "replacement_value": ">${tag}"}, b">Tx user@example y"),
-    ({"replacement_strategy": "append", "replacement_value": "<"}, b"x user@example y<"),
-    ({"replacement_strategy": "literal_replace", "search_value": "user", "replacement_value": "USER"},
-     b"x USER@example y"),
-    ({"replacement_strategy": "always_replace", "replacement_value": "gone"}, b"gone"),
-])
+@pytest.mark.parametrize(
+    "properties, expected",
+    [
+        ({"search_value": "(\\w+)@(\\w+)", "replacement_value": "$2 at $1"}, b"x example at user y"),
+        ({"replacement_strategy": "prepend", "replacement_value": ">${tag}"}, b">Tx user@example y"),
+        ({"replacement_strategy": "append", "replacement_value": "<"}, b"x user@example y<"),
+        (
+            {"replacement_strategy": "literal_replace", "search_value": "user", "replacement_value": "USER"},
+            b"x USER@example y",
+        ),
+        ({"replacement_strategy": "always_replace", "replacement_value": "gone"}, b"gone"),
+    ],
+)
 def test_replace_text(properties, expected):
     out = run("ReplaceText", properties, [({"tag": "T"}, b"x user@example y")])
     assert out["success"][0][1] == expected
 
 
 def test_replace_text_line_by_line():
-    out = run("ReplaceText", {"evaluation_mode": "line_by_line", "replacement_strategy": "prepend",
-                              "replacement_value": "- "}, [({}, b"a\nb\r\nc")])
+    out = run(
+        "ReplaceText",
+        {"evaluation_mode": "line_by_line", "replacement_strategy": "prepend", "replacement_value": "- "},
+        [({}, b"a\nb\r\nc")],
+    )
     assert out["success"][0][1] == b"- a\n- b\r\n- c"
 
 
 def test_log_attribute_logs_and_passes_through(caplog):
     with caplog.at_level(logging.INFO):
-        out = run("LogAttribute", {"log_payload": True, "attributes_to_log": "keep"},
-                  [({"keep": "me", "hide": "x"}, b"body")])
+        out = run(
+            "LogAttribute", {"log_payload": True, "attributes_to_log": "keep"}, [({"keep": "me", "hide": "x"}, b"body")]
+        )
     assert out["success"][0][1] == b"body"
     assert "keep" in caplog.text and "hide" not in caplog.text and "body" in caplog.text
 
@@ -136,24 +160,52 @@ def _put_file_with_one_flowfile(tmp_path):
     from flow.shard import QueueShard
 
     directory = tmp_path / "out"
-    properties = parse_flow({"processors": [{"id": "put", "type": "PutFile",
-                                             "properties": {"directory": str(directory)},
-                                             "auto_terminate": ["success", "failure"]}]}).processors["put"].properties
+    properties = (
+        parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": "put",
+                        "type": "PutFile",
+                        "properties": {"directory": str(directory)},
+                        "auto_terminate": ["success", "failure"],
+                    }
+                ]
+            }
+        )
+        .processors["put"]
+        .properties
+    )
     incoming = FlowFileQueue("in")
     shard = QueueShard("s", [incoming])
     content = InMemoryContentRepository()
     committer = HeldCommitter(shard, content)
-    seed = ProcessSession(component_id="seed", component_type="x", committer=committer, content=content,
-                          shard=shard, outgoing={"s": [incoming]}, clock_ms=lambda: 0)
+    seed = ProcessSession(
+        component_id="seed",
+        component_type="x",
+        committer=committer,
+        content=content,
+        shard=shard,
+        outgoing={"s": [incoming]},
+        clock_ms=lambda: 0,
+    )
     flowfile = seed.write_bytes(seed.create(), b"payload")
     seed.transfer(flowfile, "s")
     seed.commit()
     directory.mkdir()
 
     def session():
-        return ProcessSession(component_id="put", component_type="PutFile", committer=committer,
-                              content=content, shard=shard, incoming=[incoming],
-                              auto_terminated=("success", "failure"), clock_ms=lambda: 0)
+        return ProcessSession(
+            component_id="put",
+            component_type="PutFile",
+            committer=committer,
+            content=content,
+            shard=shard,
+            incoming=[incoming],
+            auto_terminated=("success", "failure"),
+            clock_ms=lambda: 0,
+        )
+
     return PutFile("put"), ProcessContext("put", properties, {}), session, committer, flowfile, directory
 
 
@@ -208,14 +260,26 @@ def test_list_file_then_fetch_file_lists_each_file_once(tmp_path):
     (source / "one").write_bytes(b"1")
     old = time.time() - 10
     os.utime(source / "one", (old, old))
-    flow = StatelessFlow(parse_flow({
-        "processors": [
-            {"id": "list", "type": "ListFile", "properties": {"input_directory": str(source)}},
-            {"id": "fetch", "type": "FetchFile", "properties": {"completion_strategy": "none"},
-             "auto_terminate": ["not.found", "permission.denied", "failure"]}],
-        "ports": [{"id": "out", "type": "output"}],
-        "connections": [{"source": "list", "destination": "fetch"},
-                        {"source": "fetch", "relationships": ["success"], "destination": "out"}]}))
+    flow = StatelessFlow(
+        parse_flow(
+            {
+                "processors": [
+                    {"id": "list", "type": "ListFile", "properties": {"input_directory": str(source)}},
+                    {
+                        "id": "fetch",
+                        "type": "FetchFile",
+                        "properties": {"completion_strategy": "none"},
+                        "auto_terminate": ["not.found", "permission.denied", "failure"],
+                    },
+                ],
+                "ports": [{"id": "out", "type": "output"}],
+                "connections": [
+                    {"source": "list", "destination": "fetch"},
+                    {"source": "fetch", "relationships": ["success"], "destination": "out"},
+                ],
+            }
+        )
+    )
     first = flow.trigger()
     assert [(a["filename"], d) for _, a, d in first.outputs] == [("one", b"1")]
     first.acknowledge()
@@ -237,23 +301,45 @@ def test_concurrent_list_file_tasks_list_a_file_once(tmp_path):
     source = tmp_path / "in"
     source.mkdir()
     (source / "one").write_bytes(b"1")
-    properties = parse_flow({"processors": [{"id": "list", "type": "ListFile",
-                                             "properties": {"input_directory": str(source)},
-                                             "auto_terminate": ["success"]}]}).processors["list"].properties
+    properties = (
+        parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": "list",
+                        "type": "ListFile",
+                        "properties": {"input_directory": str(source)},
+                        "auto_terminate": ["success"],
+                    }
+                ]
+            }
+        )
+        .processors["list"]
+        .properties
+    )
     out = FlowFileQueue("out")
     shard = QueueShard("s", [out])
     content = InMemoryContentRepository()
     committer = HeldCommitter(shard, content)
     processor, context = ListFile("list"), ProcessContext("list", properties, {})
-    sessions = [ProcessSession(component_id="list", component_type="ListFile", committer=committer, content=content,
-                               shard=shard, outgoing={"success": [out]}, clock_ms=lambda: 0) for _ in range(2)]
+    sessions = [
+        ProcessSession(
+            component_id="list",
+            component_type="ListFile",
+            committer=committer,
+            content=content,
+            shard=shard,
+            outgoing={"success": [out]},
+            clock_ms=lambda: 0,
+        )
+        for _ in range(2)
+    ]
     for session in sessions:  # two tasks (concurrent_tasks: 2) run before the engine commits either
         processor.on_trigger(context, session)
     for session in sessions:
         if not session.is_closed:
             session.commit() if session.touched else session.rollback()
     assert out.count == 1
-
 
 
 def test_put_file_never_writes_through_a_link_planted_at_its_temporary_name(tmp_path, monkeypatch):
@@ -288,17 +374,36 @@ def test_merge_content_leaves_short_correlation_bins_queued_untouched_until_they
     from flow.session import ProcessSession
     from flow.shard import QueueShard
 
-    properties = parse_flow({"processors": [{
-        "id": "merge", "type": "MergeContent", "auto_terminate": ["merged", "original", "failure"],
-        "properties": {"min_entries": 3, "correlation_attribute": "g", "max_bin_age": "10 sec"}}]}
-    ).processors["merge"].properties
+    properties = (
+        parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": "merge",
+                        "type": "MergeContent",
+                        "auto_terminate": ["merged", "original", "failure"],
+                        "properties": {"min_entries": 3, "correlation_attribute": "g", "max_bin_age": "10 sec"},
+                    }
+                ]
+            }
+        )
+        .processors["merge"]
+        .properties
+    )
     incoming = FlowFileQueue("in")
     shard = QueueShard("s", [incoming])
     content = InMemoryContentRepository()
     commits = []
     committer = HeldCommitter(shard, content)
-    seed = ProcessSession(component_id="seed", component_type="x", committer=committer, content=content,
-                          shard=shard, outgoing={"s": [incoming]}, clock_ms=lambda: 0)
+    seed = ProcessSession(
+        component_id="seed",
+        component_type="x",
+        committer=committer,
+        content=content,
+        shard=shard,
+        outgoing={"s": [incoming]},
+        clock_ms=lambda: 0,
+    )
     for group in "aab":
         seed.transfer(seed.write_bytes(seed.create(attributes={"g": group}), group.encode()), "s")
     seed.commit()
@@ -307,9 +412,16 @@ def test_merge_content_leaves_short_correlation_bins_queued_untouched_until_they
     context = ProcessContext("merge", properties, {})
 
     def trigger():
-        session = ProcessSession(component_id="merge", component_type="MergeContent", committer=committer,
-                                 content=content, shard=shard, incoming=[incoming],
-                                 auto_terminated=("merged", "original", "failure"), clock_ms=lambda: 0)
+        session = ProcessSession(
+            component_id="merge",
+            component_type="MergeContent",
+            committer=committer,
+            content=content,
+            shard=shard,
+            incoming=[incoming],
+            auto_terminated=("merged", "original", "failure"),
+            clock_ms=lambda: 0,
+        )
         original_commit = committer.commit
         committer.commit = lambda tx: (commits.append(tx), original_commit(tx))
         context.yielded = False
@@ -335,8 +447,13 @@ def test_merge_content_leaves_short_correlation_bins_queued_untouched_until_they
 
 def test_split_text_refuses_a_split_over_its_buffer_and_leaves_the_content_as_it_was():
     text = b"short\n" + b"x" * 5000 + b"\nend\n"
-    out = run("SplitText", {"line_split_count": 1, "maximum_buffer_size": "1 KB"}, [({"filename": "f"}, text)],
-              relationships=("splits", "failure"), auto=("original",))
+    out = run(
+        "SplitText",
+        {"line_split_count": 1, "maximum_buffer_size": "1 KB"},
+        [({"filename": "f"}, text)],
+        relationships=("splits", "failure"),
+        auto=("original",),
+    )
     assert out.get("splits", []) == []  # the split made before the long line is undone
     [(attributes, data)] = out["failure"]
     assert data == text and "maximum_buffer_size" in attributes["text.error"]
@@ -344,16 +461,27 @@ def test_split_text_refuses_a_split_over_its_buffer_and_leaves_the_content_as_it
 
 def test_replace_text_by_line_refuses_a_line_over_its_buffer():
     text = b"a\n" + b"y" * 4000 + b"\n"
-    out = run("ReplaceText", {"evaluation_mode": "line_by_line", "maximum_buffer_size": "1 KB",
-                              "replacement_strategy": "append", "replacement_value": "!"}, [({}, text)])
+    out = run(
+        "ReplaceText",
+        {
+            "evaluation_mode": "line_by_line",
+            "maximum_buffer_size": "1 KB",
+            "replacement_strategy": "append",
+            "replacement_value": "!",
+        },
+        [({}, text)],
+    )
     assert out.get("success", []) == []
     [(attributes, data)] = out["failure"]
     assert data == text and "longer than maximum_buffer_size" in attributes["text.error"]
 
 
 def test_replace_text_sends_only_the_flowfile_whose_expression_fails_to_failure():
-    out = run("ReplaceText", {"replacement_strategy": "append", "replacement_value": "${n:plus(1)}"},
-              [({"n": "abc"}, b"bad"), ({"n": "41"}, b"good")])
+    out = run(
+        "ReplaceText",
+        {"replacement_strategy": "append", "replacement_value": "${n:plus(1)}"},
+        [({"n": "abc"}, b"bad"), ({"n": "41"}, b"good")],
+    )
     assert [data for _, data in out["success"]] == [b"good42"]
     [(attributes, data)] = out["failure"]
     assert data == b"bad" and "replacement_value" in attributes["text.error"]

@@ -25,12 +25,36 @@ def events() -> list[ProvenanceEvent]:
     before = {"filename": "a.txt", "uuid": "u1"}
     after = {**before, "stage": "updated", "note": "ünïcode ✓"}
     return [
-        ProvenanceEvent(EventType.CREATE, "u1", "generate", "GenerateFlowFile", attributes_after=before,
-                        content_after=CLAIM, size=100),
-        ProvenanceEvent(EventType.ATTRIBUTES_MODIFIED, "u1", "update", "UpdateAttribute", attributes_before=before,
-                        attributes_after=after, content_before=CLAIM, content_after=CLAIM, size=100),
-        ProvenanceEvent(EventType.ROUTE, "u1", "route", "RouteOnAttribute", attributes_after=after,
-                        relationship="matched", details="ok", event_time_ms=NOW - 5),
+        ProvenanceEvent(
+            EventType.CREATE,
+            "u1",
+            "generate",
+            "GenerateFlowFile",
+            attributes_after=before,
+            content_after=CLAIM,
+            size=100,
+        ),
+        ProvenanceEvent(
+            EventType.ATTRIBUTES_MODIFIED,
+            "u1",
+            "update",
+            "UpdateAttribute",
+            attributes_before=before,
+            attributes_after=after,
+            content_before=CLAIM,
+            content_after=CLAIM,
+            size=100,
+        ),
+        ProvenanceEvent(
+            EventType.ROUTE,
+            "u1",
+            "route",
+            "RouteOnAttribute",
+            attributes_after=after,
+            relationship="matched",
+            details="ok",
+            event_time_ms=NOW - 5,
+        ),
         ProvenanceEvent(EventType.JOIN, "u9", "merge", "MergeContent", parent_uuids=("u1", "u2"), size=200),
         ProvenanceEvent(EventType.FORK, "u1", "split", "SplitText", child_uuids=("c1", "c2")),
         ProvenanceEvent(EventType.SEND, "u1", "post", "InvokeHTTP", transit_uri="http://127.0.0.1:9/x"),
@@ -72,16 +96,20 @@ def test_a_record_the_previous_release_wrote_still_reads():
     assert [e.to_dict() for e in decode_events(sample["attributes"])] == sample["events"]
 
 
-@pytest.mark.parametrize("damage", [
-    lambda a: {**a, "events": a["events"][:len(a["events"]) // 2]},
-    lambda a: {**a, "events": a["events"][:40] + chr(ord(a["events"][40]) ^ 0x55) + a["events"][41:]},
-    lambda a: {**a, "events": a["events"][:-3] + "\x00\x01\x02"},
-    lambda a: {**a, "events": ""},
-    lambda a: {**a, "size": str(int(a["size"]) - 1)},
-    lambda a: {**a, "size": str(10 ** 12)},
-    lambda a: {**a, "size": "many"},
-    lambda a: {k: v for k, v in a.items() if k != "size"},
-], ids=["cut", "flipped", "tail", "empty", "size-1", "size-huge", "size-text", "no-size"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda a: {**a, "events": a["events"][: len(a["events"]) // 2]},
+        lambda a: {**a, "events": a["events"][:40] + chr(ord(a["events"][40]) ^ 0x55) + a["events"][41:]},
+        lambda a: {**a, "events": a["events"][:-3] + "\x00\x01\x02"},
+        lambda a: {**a, "events": ""},
+        lambda a: {**a, "size": str(int(a["size"]) - 1)},
+        lambda a: {**a, "size": str(10**12)},
+        lambda a: {**a, "size": "many"},
+        lambda a: {k: v for k, v in a.items() if k != "size"},
+    ],
+    ids=["cut", "flipped", "tail", "empty", "size-1", "size-huge", "size-text", "no-size"],
+)
 def test_a_damaged_record_is_refused_and_reconcile_skips_it(damage, caplog):
     record = outbox_record(0, 0, EventBatch.from_events(events(), NOW), NOW)
     attributes = damage(record.attributes)
@@ -128,17 +156,28 @@ class CountingReads:
 
 
 def history(count: int) -> list[ProvenanceEvent]:
-    return [ProvenanceEvent(EventType.ROUTE, f"h{i}", "route", "RouteOnAttribute", relationship="matched")
-            for i in range(count)]
+    return [
+        ProvenanceEvent(EventType.ROUTE, f"h{i}", "route", "RouteOnAttribute", relationship="matched")
+        for i in range(count)
+    ]
 
 
 def open_provenance(path, **limits):
     from repositories.provenance import ProvenanceConfig, ProvenanceRepository, RolloverPolicy
 
-    return ProvenanceRepository(ProvenanceConfig(
-        containers=(str(path / "p0"),), journals_per_container=1, rollover=RolloverPolicy(max_age_s=600.0),
-        rollover_check_interval_s=None, age_off_interval_s=None, max_age_s=None, max_bytes=limits.get("max_bytes"),
-        index_heap_bytes=15_000_000, compression_threads=1))
+    return ProvenanceRepository(
+        ProvenanceConfig(
+            containers=(str(path / "p0"),),
+            journals_per_container=1,
+            rollover=RolloverPolicy(max_age_s=600.0),
+            rollover_check_interval_s=None,
+            age_off_interval_s=None,
+            max_age_s=None,
+            max_bytes=limits.get("max_bytes"),
+            index_heap_bytes=15_000_000,
+            compression_threads=1,
+        )
+    )
 
 
 @pytest.fixture

@@ -19,8 +19,16 @@ class Clock:
 
 
 def ff(i, entry=None, size=1, **attributes):
-    return FlowFile(f"id-{i}", {k: str(v) for k, v in attributes.items()}, None, "", size,
-                    1_000 + i if entry is None else entry, 0, 0)
+    return FlowFile(
+        f"id-{i}",
+        {k: str(v) for k, v in attributes.items()},
+        None,
+        "",
+        size,
+        1_000 + i if entry is None else entry,
+        0,
+        0,
+    )
 
 
 def polled_ids(queue, n=100):
@@ -33,11 +41,14 @@ def test_fifo_by_default():
     assert polled_ids(queue) == ["id-3", "id-1", "id-2"]
 
 
-@pytest.mark.parametrize("prioritizers, expected", [
-    (["oldest_first"], ["id-3", "id-2", "id-1"]),
-    (["newest_first"], ["id-1", "id-2", "id-3"]),
-    (["PriorityAttributePrioritizer"], ["id-2", "id-3", "id-1"]),
-])
+@pytest.mark.parametrize(
+    "prioritizers, expected",
+    [
+        (["oldest_first"], ["id-3", "id-2", "id-1"]),
+        (["newest_first"], ["id-1", "id-2", "id-3"]),
+        (["PriorityAttributePrioritizer"], ["id-2", "id-3", "id-1"]),
+    ],
+)
 def test_prioritizers(prioritizers, expected):
     queue = FlowFileQueue("q", prioritizers=prioritizers)
     queue.put_all([ff(1, entry=30), ff(2, entry=20, priority=1), ff(3, entry=10, priority=5)])

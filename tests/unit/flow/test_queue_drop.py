@@ -126,7 +126,8 @@ CRASH_POINTS = [(operation, when) for operation in ("write", "sync", "delete") f
 
 @pytest.mark.parametrize("operation,when", CRASH_POINTS)
 def test_a_crash_at_any_storage_call_of_a_drop_loses_nothing_kept_and_brings_back_nothing_dropped(
-        tmp_path, operation, when):
+    tmp_path, operation, when
+):
     """Crash at the 1st, 2nd, ... matching call of the drop, until the drop gets through
     without reaching one; after each crash the recovered shard holds whole batches of
     what was queued, none that a commit acknowledged, with their content, and a drop

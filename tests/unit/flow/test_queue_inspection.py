@@ -15,8 +15,10 @@ NOW = 10_000
 
 
 def flowfiles(n, start=0, **attributes):
-    return [FlowFile(f"id-{i}", {"filename": f"f{i}", "i": str(i), **attributes}, None, "q", i, 1_000 + i, 900, 0)
-            for i in range(start, start + n)]
+    return [
+        FlowFile(f"id-{i}", {"filename": f"f{i}", "i": str(i), **attributes}, None, "q", i, 1_000 + i, 900, 0)
+        for i in range(start, start + n)
+    ]
 
 
 def ids(page):

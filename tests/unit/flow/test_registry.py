@@ -16,7 +16,7 @@ from flow.processors import PROCESSOR_TYPES, STANDARD_PROCESSORS
 from flow.registry import ENTRY_POINT_GROUP, ProcessorRegistry
 from flow.stateless import StatelessFlow
 
-PLUGIN = '''
+PLUGIN = """
 from flow.processor import Processor, PropertyDescriptor
 
 
@@ -35,7 +35,7 @@ class Impostor(Processor):
 
 
 NOT_A_PROCESSOR = object()
-'''
+"""
 
 
 def install(site, distribution: str, entry_points: dict[str, str]) -> None:
@@ -129,8 +129,12 @@ def test_two_distributions_declaring_one_type_name_are_both_named():
     second = type("Twice", (Processor,), {"type_name": "Twice"})
     registry = ProcessorRegistry()
     with pytest.raises(ProcessorRegistryError, match="'Twice' = 'acme_b:Twice'.*also declared by acme_a:Twice"):
-        registry.load_entry_points(entry_points=lambda group: [FakeEntryPoint("Twice", "acme_a:Twice", first),
-                                                               FakeEntryPoint("Twice", "acme_b:Twice", second)])
+        registry.load_entry_points(
+            entry_points=lambda group: [
+                FakeEntryPoint("Twice", "acme_a:Twice", first),
+                FakeEntryPoint("Twice", "acme_b:Twice", second),
+            ]
+        )
     assert "Twice" not in registry  # all or none
 
 
@@ -173,19 +177,34 @@ def test_an_embedded_stateless_flow_is_parsed_against_the_embedding_flows_regist
             session.transfer(session.write_bytes(flowfile, session.read_bytes(flowfile).upper()), "success")
 
     sub = tmp_path / "sub.yaml"
-    sub.write_text(textwrap.dedent("""
+    sub.write_text(
+        textwrap.dedent("""
         processors: [{id: shout, type: TestShout}]
         ports: [{id: in, type: input}, {id: out, type: output}]
         connections: [{source: in, destination: shout}, {source: shout, destination: out}]
-    """))
+    """)
+    )
     registry = ProcessorRegistry([*STANDARD_PROCESSORS, Shout])
-    outer = StatelessFlow(parse_flow({
-        "processors": [{"id": "embed", "type": "ExecuteStateless", "properties": {"flow": str(sub)},
-                        "auto_terminate": ["original", "failure"]}],
-        "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
-        "connections": [{"source": "in", "destination": "embed"},
-                        {"source": "embed", "relationships": ["output"], "destination": "out"}],
-    }, registry=registry))
+    outer = StatelessFlow(
+        parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": "embed",
+                        "type": "ExecuteStateless",
+                        "properties": {"flow": str(sub)},
+                        "auto_terminate": ["original", "failure"],
+                    }
+                ],
+                "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
+                "connections": [
+                    {"source": "in", "destination": "embed"},
+                    {"source": "embed", "relationships": ["output"], "destination": "out"},
+                ],
+            },
+            registry=registry,
+        )
+    )
     try:
         result = outer.trigger([({}, b"quiet")])
     finally:

@@ -39,8 +39,14 @@ def dropped_event(durable, events, payload=b"the original bytes"):
 
 def replay(durable, event, events):
     committer = DurableCommitter(durable.shard, durable.content, events)
-    return replay_flowfile(event, durable.queue, committer=committer, content=durable.content, shard=durable.shard,
-                           clock_ms=durable.clock_ms)
+    return replay_flowfile(
+        event,
+        durable.queue,
+        committer=committer,
+        content=durable.content,
+        shard=durable.shard,
+        clock_ms=durable.clock_ms,
+    )
 
 
 def test_a_replay_is_a_new_flowfile_with_the_events_attributes_and_content_and_a_replay_event(durable):
@@ -54,7 +60,8 @@ def test_a_replay_is_a_new_flowfile_with_the_events_attributes_and_content_and_a
     assert durable.queue.count == 1 and durable.queue.find(replayed.id) == replayed
     replay_events = [e for e in events.events if e.event_type is EventType.REPLAY]
     assert [(e.flowfile_uuid, e.parent_uuids, e.child_uuids, e.component_id) for e in replay_events] == [
-        (replayed.id, (original.flowfile_uuid,), (replayed.id,), QUEUE)]
+        (replayed.id, (original.flowfile_uuid,), (replayed.id,), QUEUE)
+    ]
     assert [e.event_type for e in events.events if e.flowfile_uuid == replayed.id] == [EventType.REPLAY]
     durable.collect()  # the original's content goes; the replay's stays
     durable.restart()
@@ -74,10 +81,25 @@ def test_a_replay_whose_content_is_gone_is_refused_and_leaves_nothing(durable):
 def test_the_replay_is_of_the_flowfile_as_the_component_received_it(durable):
     """Attributes and content from before the event; after it only when it records nothing before."""
     before, after = durable.content.write_bytes(b"input"), durable.content.write_bytes(b"output")
-    changed = ProvenanceEvent(EventType.CONTENT_MODIFIED, "u1", "rewrite", attributes_before={"a": "in"},
-                              attributes_after={"a": "out"}, content_before=before, content_after=after, event_id=3)
-    cloned = ProvenanceEvent(EventType.CLONE, "u2", "copy", child_uuids=("u3",), attributes_after={"a": "out"},
-                             content_after=after, event_id=4)
+    changed = ProvenanceEvent(
+        EventType.CONTENT_MODIFIED,
+        "u1",
+        "rewrite",
+        attributes_before={"a": "in"},
+        attributes_after={"a": "out"},
+        content_before=before,
+        content_after=after,
+        event_id=3,
+    )
+    cloned = ProvenanceEvent(
+        EventType.CLONE,
+        "u2",
+        "copy",
+        child_uuids=("u3",),
+        attributes_after={"a": "out"},
+        content_after=after,
+        event_id=4,
+    )
     first, second = (replay(durable, event, RecordedProvenance()) for event in (changed, cloned))
     assert (first.attributes["a"], durable.content.read(first.content_claim)) == ("in", b"input")
     assert (second.attributes["a"], durable.content.read(second.content_claim)) == ("out", b"output")
@@ -88,15 +110,18 @@ def graph_of(incoming: dict[str, list[str]]):
     return SimpleNamespace(queues=queues, incoming={p: [queues[q] for q in ids] for p, ids in incoming.items()})
 
 
-@pytest.mark.parametrize("component,queue_id,answer", [
-    ("one", None, "a"),
-    ("a", None, "a"),                                   # a queue's own event (a drop): that queue
-    ("two", "c", "c"),
-    ("two", None, "several incoming queues \\(b, c\\)"),
-    ("two", "a", "queue 'a' does not lead into 'two'"),
-    ("source", None, "no incoming queue \\(it is a source\\)"),
-    ("gone", None, "neither a processor nor a connection"),
-])
+@pytest.mark.parametrize(
+    "component,queue_id,answer",
+    [
+        ("one", None, "a"),
+        ("a", None, "a"),  # a queue's own event (a drop): that queue
+        ("two", "c", "c"),
+        ("two", None, "several incoming queues \\(b, c\\)"),
+        ("two", "a", "queue 'a' does not lead into 'two'"),
+        ("source", None, "no incoming queue \\(it is a source\\)"),
+        ("gone", None, "neither a processor nor a connection"),
+    ],
+)
 def test_the_queue_a_replay_goes_into(component, queue_id, answer):
     graph = graph_of({"one": ["a"], "two": ["b", "c"], "source": []})
     event = ProvenanceEvent(EventType.DROP, "u1", component, event_id=9)

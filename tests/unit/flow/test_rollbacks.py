@@ -137,12 +137,24 @@ def engine(tmp_path, max_rollbacks: int, sink: str = "TestChoke"):
     registry = standard_registry()
     for processor in (EmitOnce, Choke, Outage):
         registry.register(processor)
-    definition = parse_flow({
-        "processors": [
-            {"id": "emit", "type": "TestEmitOnce"},
-            {"id": "choke", "type": sink,
-             "scheduling": {"yield_duration": "5 ms", "penalty_duration": "1 hour", "max_rollbacks": max_rollbacks}}],
-        "connections": [{"id": "in", "source": "emit", "destination": "choke"}]}, registry=registry)
+    definition = parse_flow(
+        {
+            "processors": [
+                {"id": "emit", "type": "TestEmitOnce"},
+                {
+                    "id": "choke",
+                    "type": sink,
+                    "scheduling": {
+                        "yield_duration": "5 ms",
+                        "penalty_duration": "1 hour",
+                        "max_rollbacks": max_rollbacks,
+                    },
+                },
+            ],
+            "connections": [{"id": "in", "source": "emit", "destination": "choke"}],
+        },
+        registry=registry,
+    )
     graph = FlowGraph(definition)
     shard = open_shard(LocalStorage(), str(tmp_path / "shard"), "s", graph.queues.values(), checkpoint_interval=None)
     shard.recover()

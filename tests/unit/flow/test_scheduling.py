@@ -4,8 +4,15 @@ from flow.scheduling import ScheduleDecision, ScheduleState, decide
 
 
 def state(**changes):
-    values = dict(running_tasks=0, concurrent_tasks=1, not_before=0.0, is_source=False, has_input=True,
-                  next_penalty_s=None, outputs_full=False)
+    values = dict(
+        running_tasks=0,
+        concurrent_tasks=1,
+        not_before=0.0,
+        is_source=False,
+        has_input=True,
+        next_penalty_s=None,
+        outputs_full=False,
+    )
     values.update(changes)
     return ScheduleState(**values)
 

@@ -84,8 +84,11 @@ def test_a_failed_start_is_a_clear_error_and_is_tried_again():
 
     services = ServiceRegistry()
     services.register("hdfs", start)
-    with pytest.raises(ServiceError, match=r"service 'hdfs' failed to start after .* ConnectionRefusedError: "
-                                           r"NameNode down"):
+    with pytest.raises(
+        ServiceError,
+        match=r"service 'hdfs' failed to start after .* ConnectionRefusedError: "
+        r"NameNode down",
+    ):
         services.get("hdfs")
     assert services.get("hdfs") == "client" and len(attempts) == 2
 
@@ -154,20 +157,37 @@ def test_processors_of_a_stateless_flow_and_of_the_flows_it_embeds_share_the_nod
             session.transfer(session.put_attribute(flowfile, "via", context.service("shared")), "success")
 
     sub = tmp_path / "sub.yaml"
-    sub.write_text("processors: [{id: use, type: TestUseService}]\n"
-                   "ports: [{id: in, type: input}, {id: out, type: output}]\n"
-                   "connections: [{source: in, destination: use}, {source: use, destination: out}]\n")
+    sub.write_text(
+        "processors: [{id: use, type: TestUseService}]\n"
+        "ports: [{id: in, type: input}, {id: out, type: output}]\n"
+        "connections: [{source: in, destination: use}, {source: use, destination: out}]\n"
+    )
     starts = []
     services = ServiceRegistry()
     services.register("shared", lambda: starts.append(1) or "the one service")
-    outer = StatelessFlow(parse_flow({
-        "processors": [{"id": "use", "type": "TestUseService"},
-                       {"id": "embed", "type": "ExecuteStateless", "properties": {"flow": str(sub)},
-                        "auto_terminate": ["original", "failure"]}],
-        "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
-        "connections": [{"source": "in", "destination": "use"}, {"source": "use", "destination": "embed"},
-                        {"source": "embed", "relationships": ["output"], "destination": "out"}],
-    }, registry=ProcessorRegistry([*STANDARD_PROCESSORS, UseService])), services=services)
+    outer = StatelessFlow(
+        parse_flow(
+            {
+                "processors": [
+                    {"id": "use", "type": "TestUseService"},
+                    {
+                        "id": "embed",
+                        "type": "ExecuteStateless",
+                        "properties": {"flow": str(sub)},
+                        "auto_terminate": ["original", "failure"],
+                    },
+                ],
+                "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
+                "connections": [
+                    {"source": "in", "destination": "use"},
+                    {"source": "use", "destination": "embed"},
+                    {"source": "embed", "relationships": ["output"], "destination": "out"},
+                ],
+            },
+            registry=ProcessorRegistry([*STANDARD_PROCESSORS, UseService]),
+        ),
+        services=services,
+    )
     try:
         result = outer.trigger([({}, b"x")])
     finally:
@@ -178,8 +198,10 @@ def test_processors_of_a_stateless_flow_and_of_the_flows_it_embeds_share_the_nod
 
 
 def test_importing_the_flow_engine_does_not_import_pyspark():
-    code = ("import sys, flow, flow.engine, flow.loading, flow.stateless, flow.services, flow.spark.session; "
-            "assert 'pyspark' not in sys.modules, sorted(m for m in sys.modules if 'spark' in m)")
+    code = (
+        "import sys, flow, flow.engine, flow.loading, flow.stateless, flow.services, flow.spark.session; "
+        "assert 'pyspark' not in sys.modules, sorted(m for m in sys.modules if 'spark' in m)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -30,20 +30,35 @@ class Env:
         self.shard = QueueShard("s", [self.incoming, self.success, self.other])
         self.content = InMemoryContentRepository()
         self.committer = (committer_factory or (lambda shard, content: HeldCommitter(shard, content)))(
-            self.shard, self.content)
+            self.shard, self.content
+        )
         self.auto_terminated = auto_terminated
 
     def session(self, outgoing=None):
-        return ProcessSession(component_id="p", component_type="Test", committer=self.committer,
-                              content=self.content, shard=self.shard, incoming=[self.incoming],
-                              outgoing=outgoing or {"success": [self.success], "other": [self.other]},
-                              auto_terminated=self.auto_terminated, clock_ms=self.clock, penalty_ms=5_000)
+        return ProcessSession(
+            component_id="p",
+            component_type="Test",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=[self.incoming],
+            outgoing=outgoing or {"success": [self.success], "other": [self.other]},
+            auto_terminated=self.auto_terminated,
+            clock_ms=self.clock,
+            penalty_ms=5_000,
+        )
 
     def seed(self, *payloads):
         """Commit FlowFiles with content into the incoming queue."""
-        session = ProcessSession(component_id="seed", component_type="Seed", committer=self.committer,
-                                 content=self.content, shard=self.shard, outgoing={"success": [self.incoming]},
-                                 clock_ms=self.clock)
+        session = ProcessSession(
+            component_id="seed",
+            component_type="Seed",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            outgoing={"success": [self.incoming]},
+            clock_ms=self.clock,
+        )
         for payload in payloads:
             flowfile = session.create(attributes={"n": payload.decode()})
             flowfile = session.write_bytes(flowfile, payload)
@@ -163,8 +178,7 @@ def test_provenance_attributes_are_those_at_commit_except_send():
     assert events[EventType.SEND].attributes_after["stage"] == "sending"
     assert events[EventType.ROUTE].attributes_after["stage"] == "sent"
     assert events[EventType.ATTRIBUTES_MODIFIED].attributes_after["stage"] == "sent"
-    assert events[EventType.ATTRIBUTES_MODIFIED].attributes_before == {"filename": flowfile.id, "path": "./",
-                                                                       "n": "a"}
+    assert events[EventType.ATTRIBUTES_MODIFIED].attributes_before == {"filename": flowfile.id, "path": "./", "n": "a"}
 
 
 def test_fork_and_join_events():
@@ -410,8 +424,9 @@ def test_many_contents_are_written_side_by_side_and_read_back_at_once():
         session.transfer(flowfile, "success")
     session.commit()
     queued = sorted(env.success.poll(10)[0], key=lambda flowfile: flowfile.size)
-    assert [env.content.read(f.content_claim) if f.content_claim else b"" for f in queued] == \
-        [b"", b""] + [b"ab" * index for index in range(1, 5)]
+    assert [env.content.read(f.content_claim) if f.content_claim else b"" for f in queued] == [b"", b""] + [
+        b"ab" * index for index in range(1, 5)
+    ]
 
 
 def test_events_that_cannot_be_encoded_fail_the_commit_and_roll_it_back():
@@ -443,6 +458,7 @@ class CountingContent(InMemoryContentRepository):
     def read_many(self, claims):
         if self.fail_batch:
             from repositories.content.errors import ContentUnavailable
+
             raise ContentUnavailable("the storage did not answer", claim=claims[0])
         return super().read_many(claims)
 

@@ -32,8 +32,7 @@ def flowfiles(n, queue="q", start=0):
 
 def open_(root, hooks=None, threshold=4, batch=2):
     queue = FlowFileQueue("q", swap_threshold=threshold, swap_batch=batch)
-    shard = open_shard(LocalStorage(), root, "s", [queue], checkpoint_interval=None, wal_hooks=hooks,
-                       swap_hooks=hooks)
+    shard = open_shard(LocalStorage(), root, "s", [queue], checkpoint_interval=None, wal_hooks=hooks, swap_hooks=hooks)
     return queue, shard
 
 
@@ -193,7 +192,9 @@ def test_a_state_commit_writes_the_entries_it_changed_and_recovery_assembles_the
     changed = {"intake.layout": "2", **{k: v for k, v in ledger.items() if k != "key:0"}, "key:new": "9"}
     updates = apply_state(shard, "listen", changed)
     assert sorted((type(u).__name__, getattr(u, "record_id", None) or u.record.id) for u in updates) == [
-        ("Delete", "__state__/listen\0key:0"), ("Put", "__state__/listen\0key:new")]
+        ("Delete", "__state__/listen\0key:0"),
+        ("Put", "__state__/listen\0key:new"),
+    ]
     assert apply_state(shard, "listen", changed) == []  # nothing changed, nothing written
     shard.wal.close()
     again = reopened(str(tmp_path))

@@ -17,8 +17,9 @@ from tests.storage_faults import Fault, FaultyStorage, UnbufferedLocalStorage
 @pytest.fixture
 def durable(tmp_path):
     (tmp_path / "shard").mkdir()
-    shard = DurableShard(FaultyStorage(UnbufferedLocalStorage()), str(tmp_path / "shard"), str(tmp_path / "content"),
-                         partitions=3)
+    shard = DurableShard(
+        FaultyStorage(UnbufferedLocalStorage()), str(tmp_path / "shard"), str(tmp_path / "content"), partitions=3
+    )
     yield shard
     shard.close()
 

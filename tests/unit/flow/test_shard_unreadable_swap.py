@@ -40,8 +40,10 @@ def open_(root, clock):
 
 def flowfiles(n):
     # Each in a resource of its own pair, so a swap file's claims are its own.
-    return [FlowFile(f"id-{i}", {"i": str(i)}, ContentClaim(RESOURCES[i % 3], i, 1), "q", 1, 1_000 + i, 1_000, 0)
-            for i in range(n)]
+    return [
+        FlowFile(f"id-{i}", {"i": str(i)}, ContentClaim(RESOURCES[i % 3], i, 1), "q", 1, 1_000 + i, 1_000, 0)
+        for i in range(n)
+    ]
 
 
 def filled(root, clock, n=10):
@@ -99,8 +101,12 @@ def test_a_corrupt_file_is_quarantined_the_others_come_back_and_the_repaired_fil
     assert not os.path.exists(bad) and open(quarantine, "rb").read()[:-8] == original[:-8]
     assert set(shard.wal.swap_files) == {quarantine}  # its FlowFiles stay recorded, at the new place
     (alarm,) = shard.unreadable_swap_files()
-    assert (alarm.location, alarm.reason, alarm.quarantined, alarm.flowfiles) == (quarantine, ReadFailure.CORRUPT,
-                                                                                  True, 2)
+    assert (alarm.location, alarm.reason, alarm.quarantined, alarm.flowfiles) == (
+        quarantine,
+        ReadFailure.CORRUPT,
+        True,
+        2,
+    )
     summary = queue.summary()
     assert (summary.count, summary.unreadable_count, summary.unreadable_files, summary.swapped_count) == (2, 2, 1, 2)
     assert not queue.has_swapped()  # the engine does not schedule for it until its retry is due

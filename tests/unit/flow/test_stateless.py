@@ -50,8 +50,9 @@ def flow(route_failures=False):
         {"source": "explode", "destination": "out"},
     ]
     ports = [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}]
-    return StatelessFlow(parse_flow({"processors": processors, "connections": connections, "ports": ports},
-                                    registry=registry))
+    return StatelessFlow(
+        parse_flow({"processors": processors, "connections": connections, "ports": ports}, registry=registry)
+    )
 
 
 def test_success_holds_callbacks_until_acknowledged():
@@ -131,11 +132,19 @@ def promiser_flow(route_to_failure=False):
     from flow.processors import PROCESSOR_TYPES
 
     registry = {**PROCESSOR_TYPES, "TestPromiser": Promiser, "TestFailOnce": FailOnce}
-    return StatelessFlow(parse_flow({
-        "processors": [{"id": "promise", "type": "TestPromiser"}, {"id": "check", "type": "TestFailOnce"}],
-        "ports": [{"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}],
-        "connections": [{"source": "promise", "destination": "failed" if route_to_failure else "check"},
-                        {"source": "check", "destination": "out"}]}, registry=registry))
+    return StatelessFlow(
+        parse_flow(
+            {
+                "processors": [{"id": "promise", "type": "TestPromiser"}, {"id": "check", "type": "TestFailOnce"}],
+                "ports": [{"id": "out", "type": "output"}, {"id": "failed", "type": "failure"}],
+                "connections": [
+                    {"source": "promise", "destination": "failed" if route_to_failure else "check"},
+                    {"source": "check", "destination": "out"},
+                ],
+            },
+            registry=registry,
+        )
+    )
 
 
 def test_a_failed_trigger_runs_every_held_on_failure_with_the_error():
@@ -155,8 +164,13 @@ def test_reaching_a_failure_port_runs_every_held_on_failure():
     Promiser.outcomes, FailOnce.fail = [], False
     result = promiser_flow(route_to_failure=True).trigger()
     assert not result.success
-    assert Promiser.outcomes == [("0", "failed: StatelessFlowFailed: stateless flow '<flow>' failed, nothing of the "
-                                       "trigger was kept: 1 FlowFile(s) reached failure port 'failed'")]
+    assert Promiser.outcomes == [
+        (
+            "0",
+            "failed: StatelessFlowFailed: stateless flow '<flow>' failed, nothing of the "
+            "trigger was kept: 1 FlowFile(s) reached failure port 'failed'",
+        )
+    ]
 
 
 def test_a_result_its_caller_fails_runs_on_failure_and_the_flow_keeps_its_states():
@@ -164,12 +178,19 @@ def test_a_result_its_caller_fails_runs_on_failure_and_the_flow_keeps_its_states
 
     Promiser.outcomes = []
     registry = {**PROCESSOR_TYPES, "TestPromiser": Promiser}
-    stateless = StatelessFlow(parse_flow({
-        "processors": [{"id": "gen", "type": "GenerateFlowFile", "properties": {"sequence_attribute": "seq"}},
-                       {"id": "promise", "type": "TestPromiser"}],
-        "ports": [{"id": "out", "type": "output"}],
-        "connections": [{"source": "gen", "destination": "out"}, {"source": "promise", "destination": "out"}]},
-        registry=registry))
+    stateless = StatelessFlow(
+        parse_flow(
+            {
+                "processors": [
+                    {"id": "gen", "type": "GenerateFlowFile", "properties": {"sequence_attribute": "seq"}},
+                    {"id": "promise", "type": "TestPromiser"},
+                ],
+                "ports": [{"id": "out", "type": "output"}],
+                "connections": [{"source": "gen", "destination": "out"}, {"source": "promise", "destination": "out"}],
+            },
+            registry=registry,
+        )
+    )
     first = stateless.trigger()
     assert sorted(a.get("seq", "-") for _, a, _ in first.outputs) == ["-", "0"]
     try:
@@ -197,12 +218,19 @@ def test_get_file_offers_a_file_again_after_a_failed_trigger(tmp_path):
     inbox.mkdir()
     (inbox / "a").write_bytes(b"data")
     FailOnce.fail = True
-    stateless = StatelessFlow(parse_flow({
-        "processors": [{"id": "get", "type": "GetFile", "properties": {"input_directory": str(inbox)}},
-                       {"id": "check", "type": "TestFailOnce"}],
-        "ports": [{"id": "out", "type": "output"}],
-        "connections": [{"source": "get", "destination": "check"}, {"source": "check", "destination": "out"}]},
-        registry={**PROCESSOR_TYPES, "TestFailOnce": FailOnce}))
+    stateless = StatelessFlow(
+        parse_flow(
+            {
+                "processors": [
+                    {"id": "get", "type": "GetFile", "properties": {"input_directory": str(inbox)}},
+                    {"id": "check", "type": "TestFailOnce"},
+                ],
+                "ports": [{"id": "out", "type": "output"}],
+                "connections": [{"source": "get", "destination": "check"}, {"source": "check", "destination": "out"}],
+            },
+            registry={**PROCESSOR_TYPES, "TestFailOnce": FailOnce},
+        )
+    )
     try:
         assert not stateless.trigger().success
         assert (inbox / "a").exists()

@@ -51,10 +51,16 @@ def retried_after(tmp_path, error) -> float:
     registry = standard_registry()
     for processor in (EmitOnce, SlowFailure):
         registry.register(processor)
-    definition = parse_flow({
-        "processors": [{"id": "emit", "type": "TestEmitOnce"},
-                       {"id": "slow", "type": "TestSlowFailure", "scheduling": {"yield_duration": f"{YIELD} s"}}],
-        "connections": [{"id": "in", "source": "emit", "destination": "slow"}]}, registry=registry)
+    definition = parse_flow(
+        {
+            "processors": [
+                {"id": "emit", "type": "TestEmitOnce"},
+                {"id": "slow", "type": "TestSlowFailure", "scheduling": {"yield_duration": f"{YIELD} s"}},
+            ],
+            "connections": [{"id": "in", "source": "emit", "destination": "slow"}],
+        },
+        registry=registry,
+    )
     graph = FlowGraph(definition)
     shard = open_shard(LocalStorage(), str(tmp_path / "shard"), "s", graph.queues.values(), checkpoint_interval=None)
     shard.recover()

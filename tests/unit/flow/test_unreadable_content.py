@@ -43,8 +43,8 @@ class _BreaksAfter(io.RawIOBase):
             return 0
         if self._position >= self._good:
             raise self._error
-        piece = self._data[self._position:min(self._good, self._position + len(buffer))]
-        buffer[:len(piece)] = piece
+        piece = self._data[self._position : min(self._good, self._position + len(buffer))]
+        buffer[: len(piece)] = piece
         self._position += len(piece)
         return len(piece)
 
@@ -74,23 +74,36 @@ class Bench:
     """One processor between an incoming queue and a queue per relationship, driven by
     hand as the engine drives it: a session per run, committed after `on_trigger`."""
 
-    def __init__(self, processor_type: str, properties: dict, relationships=("success", "failure"), loader=None,
-                 services=None):
-        definition = parse_flow({"processors": [{"id": "p", "type": processor_type, "properties": properties,
-                                                 "auto_terminate": list(relationships)}]}).processors["p"]
+    def __init__(
+        self, processor_type: str, properties: dict, relationships=("success", "failure"), loader=None, services=None
+    ):
+        definition = parse_flow(
+            {
+                "processors": [
+                    {"id": "p", "type": processor_type, "properties": properties, "auto_terminate": list(relationships)}
+                ]
+            }
+        ).processors["p"]
         self.incoming = FlowFileQueue("in", clock_ms=lambda: NOW)
         self.out = {name: FlowFileQueue(name, clock_ms=lambda: NOW) for name in relationships}
         self.shard = QueueShard("s", [self.incoming, *self.out.values()])
         self.content = DamagedContent()
         self.committer = HeldCommitter(self.shard, self.content)
         self.processor = definition.create()
-        self.context = ProcessContext("p", definition.properties, definition.dynamic, has_incoming=True,
-                                      stateless_flows=loader, services=services)
+        self.context = ProcessContext(
+            "p", definition.properties, definition.dynamic, has_incoming=True, stateless_flows=loader, services=services
+        )
 
     def add(self, *contents: bytes, **attributes) -> list:
-        seed = ProcessSession(component_id="seed", component_type="Seed", committer=self.committer,
-                              content=self.content, shard=self.shard, outgoing={"s": [self.incoming]},
-                              clock_ms=lambda: NOW)
+        seed = ProcessSession(
+            component_id="seed",
+            component_type="Seed",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            outgoing={"s": [self.incoming]},
+            clock_ms=lambda: NOW,
+        )
         made = []
         for index, data in enumerate(contents):
             flowfile = seed.write_bytes(seed.create(attributes={"i": str(index), **attributes}), data)
@@ -103,10 +116,17 @@ class Bench:
         self.content.damage[flowfile.content_claim.resource] = (error, good)
 
     def session(self) -> ProcessSession:
-        return ProcessSession(component_id="p", component_type="x", committer=self.committer, content=self.content,
-                              shard=self.shard, incoming=[self.incoming],
-                              outgoing={name: [queue] for name, queue in self.out.items()},
-                              clock_ms=lambda: NOW, penalty_ms=PENALTY_MS)
+        return ProcessSession(
+            component_id="p",
+            component_type="x",
+            committer=self.committer,
+            content=self.content,
+            shard=self.shard,
+            incoming=[self.incoming],
+            outgoing={name: [queue] for name, queue in self.out.items()},
+            clock_ms=lambda: NOW,
+            penalty_ms=PENALTY_MS,
+        )
 
     def run_once(self) -> None:
         session = self.session()
@@ -122,12 +142,23 @@ class Bench:
         """(attributes, content, penalty expiration) of what `name` holds, in order."""
         flowfiles, _ = self.out[name].poll(1000, NOW + 10 * PENALTY_MS)
         self.out[name].acknowledge(flowfiles)
-        return sorted(((f.attributes, self.content.undamaged(f.content_claim) if f.content_claim else b"",
-                        f.penalty_expiration) for f in flowfiles), key=lambda each: each[0].get("i", ""))
+        return sorted(
+            (
+                (
+                    f.attributes,
+                    self.content.undamaged(f.content_claim) if f.content_claim else b"",
+                    f.penalty_expiration,
+                )
+                for f in flowfiles
+            ),
+            key=lambda each: each[0].get("i", ""),
+        )
 
 
-CORRUPTED = ContentCorrupted("local: claim 0/c1-x@0+9 is damaged on this replica (bytes 0..9: the bytes do not "
-                             "match their checksum)\nnothing unverified was returned")
+CORRUPTED = ContentCorrupted(
+    "local: claim 0/c1-x@0+9 is damaged on this replica (bytes 0..9: the bytes do not "
+    "match their checksum)\nnothing unverified was returned"
+)
 
 
 def assert_set_aside(failed, error_class: str) -> None:
@@ -138,6 +169,7 @@ def assert_set_aside(failed, error_class: str) -> None:
 
 
 # -- the session --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("error", [CORRUPTED, ContentTruncated("ends short"), ContentNotFound("gone")])
 @pytest.mark.parametrize("good", [None, 4], ids=["at open", "mid-stream"])
@@ -169,6 +201,7 @@ def test_storage_that_cannot_be_reached_is_not_the_flowfiles_fault():
 
 
 # -- the processors -----------------------------------------------------------------------
+
 
 def test_put_file_writes_the_rest_of_its_batch_and_leaves_no_temporary_file(tmp_path, caplog):
     bench = Bench("PutFile", {"directory": str(tmp_path), "sync": False})
@@ -239,8 +272,7 @@ def test_split_text_sends_the_flowfile_it_cannot_read_to_failure_with_no_split(g
 
 @pytest.mark.parametrize("mode", ["entire_text", "line_by_line"])
 def test_replace_text_sends_the_flowfile_it_cannot_read_to_failure_and_changes_the_others(mode):
-    bench = Bench("ReplaceText", {"replacement_strategy": "prepend", "replacement_value": ">",
-                                  "evaluation_mode": mode})
+    bench = Bench("ReplaceText", {"replacement_strategy": "prepend", "replacement_value": ">", "evaluation_mode": mode})
     flowfiles = bench.add(b"one\n", b"two\n", b"three\n")
     bench.damage(flowfiles[1], CORRUPTED, good=None if mode == "entire_text" else 2)
     bench.run_once()
@@ -261,7 +293,8 @@ def test_log_attribute_logs_that_it_cannot_read_the_payload_and_passes_the_flowf
 
 def test_execute_stateless_sends_an_input_it_cannot_read_to_failure_without_triggering(tmp_path):
     sub = tmp_path / "sub.yaml"
-    sub.write_text(textwrap.dedent("""
+    sub.write_text(
+        textwrap.dedent("""
         processors:
           - {id: tag, type: UpdateAttribute, properties: {seen: "yes"}}
         ports:
@@ -270,9 +303,14 @@ def test_execute_stateless_sends_an_input_it_cannot_read_to_failure_without_trig
         connections:
           - {source: in, destination: tag}
           - {source: tag, destination: out}
-    """))
-    bench = Bench("ExecuteStateless", {"flow": str(sub), "input_port": "in"}, ("output", "original", "failure"),
-                  loader=StatelessFlowLoader(standard_registry()))
+    """)
+    )
+    bench = Bench(
+        "ExecuteStateless",
+        {"flow": str(sub), "input_port": "in"},
+        ("output", "original", "failure"),
+        loader=StatelessFlowLoader(standard_registry()),
+    )
     bench.processor.on_scheduled(bench.context)
     intact, damaged = bench.add(b"x", b"y")
     bench.damage(damaged, CORRUPTED)

@@ -16,10 +16,27 @@ from flow.unreadable_swap import (
 BACKOFF = RetryBackoff(first_ms=1_000, max_ms=8_000)
 
 
-def fail(previous, reason=ReadFailure.CORRUPT, now=0, *, location="/d/swap/q.0.x.swap", is_quarantined=False,
-         error="records CRC mismatch"):
-    return on_read_failed(previous, location=location, queue="q", flowfiles=200, size=2_000, reason=reason,
-                          error=error, quarantined=is_quarantined, now_ms=now, backoff=BACKOFF)
+def fail(
+    previous,
+    reason=ReadFailure.CORRUPT,
+    now=0,
+    *,
+    location="/d/swap/q.0.x.swap",
+    is_quarantined=False,
+    error="records CRC mismatch",
+):
+    return on_read_failed(
+        previous,
+        location=location,
+        queue="q",
+        flowfiles=200,
+        size=2_000,
+        reason=reason,
+        error=error,
+        quarantined=is_quarantined,
+        now_ms=now,
+        backoff=BACKOFF,
+    )
 
 
 def test_a_corrupt_file_found_in_the_line_is_quarantined_logged_and_retried_after_the_first_backoff():
@@ -64,17 +81,31 @@ def test_a_read_the_backoff_did_not_schedule_logs_nothing_unless_the_reason_chan
 
 
 def test_a_restart_puts_a_set_aside_file_in_alarm_due_at_once_and_an_operator_can_ask_for_a_retry():
-    alarm = on_registered(location="/d/swap-quarantine/q.0.x.swap", queue="q", flowfiles=3, size=30,
-                          reason=ReadFailure.CORRUPT, error="quarantined by an earlier run", quarantined=True,
-                          now_ms=5_000)
+    alarm = on_registered(
+        location="/d/swap-quarantine/q.0.x.swap",
+        queue="q",
+        flowfiles=3,
+        size=30,
+        reason=ReadFailure.CORRUPT,
+        error="quarantined by an earlier run",
+        quarantined=True,
+        now_ms=5_000,
+    )
     assert alarm.due(5_000) and alarm.failures == 0
     later = fail(alarm, now=5_000, location=alarm.location, is_quarantined=True).file
     assert not later.due(5_500) and retry_now(later, 5_500).due(5_500)
     assert retry_now(later, 99_000).next_attempt_ms == later.next_attempt_ms  # never later than planned
 
 
-@pytest.mark.parametrize("reason,is_quarantined", [(ReadFailure.CORRUPT, True), (ReadFailure.CORRUPT, False),
-                                                   (ReadFailure.MISSING, False), (ReadFailure.UNAVAILABLE, False)])
+@pytest.mark.parametrize(
+    "reason,is_quarantined",
+    [
+        (ReadFailure.CORRUPT, True),
+        (ReadFailure.CORRUPT, False),
+        (ReadFailure.MISSING, False),
+        (ReadFailure.UNAVAILABLE, False),
+    ],
+)
 def test_the_alarm_says_what_happened_and_what_to_do_and_never_to_drop_anything(reason, is_quarantined):
     alarm = fail(None, reason=reason, is_quarantined=is_quarantined).file
     text = alarm_text(alarm, BACKOFF)

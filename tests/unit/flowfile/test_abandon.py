@@ -95,8 +95,11 @@ def test_after_the_abandon_nothing_is_written_and_nothing_waits(wal):
     assert stall.entered.wait(5)
     wal.abandon("dead")
     length = journal_length(wal)
-    for attempt in (lambda: wal.update([Put(record(3))]), lambda: wal.update([Put(record(4))], sync=False),
-                    wal.checkpoint):
+    for attempt in (
+        lambda: wal.update([Put(record(3))]),
+        lambda: wal.update([Put(record(4))], sync=False),
+        wal.checkpoint,
+    ):
         began = time.monotonic()
         with pytest.raises(WriteAheadLogAbandonedError, match="abandoned \\(dead\\).*nothing of this transaction"):
             attempt()
@@ -109,7 +112,9 @@ def test_after_the_abandon_nothing_is_written_and_nothing_waits(wal):
     committing["thread"].join(5)
     # Only the call in flight at the abandon lands (it was begun before): none after it.
     assert set(WriteAheadLog(LocalStorage(), wal.directory, partitions=1, checkpoint_interval=None).recover()) == {
-        "ff-1", "ff-2"}
+        "ff-1",
+        "ff-2",
+    }
 
 
 def test_the_abandon_does_not_wait_for_a_checkpoint_stuck_in_storage(wal):
@@ -145,4 +150,5 @@ def test_a_wal_whose_files_cannot_be_abandoned_closes_them_once_the_writer_lets_
     wait_until(all_closed, 5, "every journal to close", interval=0.01)
     assert all_closed()
     assert set(WriteAheadLog(LocalStorage(), log.directory, partitions=2, checkpoint_interval=None).recover()) == {
-        "ff-1"}
+        "ff-1"
+    }

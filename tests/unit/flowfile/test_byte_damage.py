@@ -145,8 +145,12 @@ def test_a_frame_inside_a_payload_is_never_replayed_after_a_damaged_header(tmp_p
     text, forged_id = forged_frame_text(FlowFileSerDe())
     carrier = make_record(2).replace(attributes={"filename": "carrier", "payload": text})
     ranges = []
-    for updates in ([Put(make_record(0)), Put(make_record(1))], [Put(carrier)],
-                    [Put(make_record(4)), Put(make_record(5))], [Put(make_record(6))]):
+    for updates in (
+        [Put(make_record(0)), Put(make_record(1))],
+        [Put(carrier)],
+        [Put(make_record(4)), Put(make_record(5))],
+        [Put(make_record(6))],
+    ):
         start = os.path.getsize(path)
         wal.update(updates)
         ranges.append((start, os.path.getsize(path)))
@@ -162,8 +166,9 @@ def test_a_frame_inside_a_payload_is_never_replayed_after_a_damaged_header(tmp_p
             assert forged_id not in records, (position, bit)
             assert records == {"ff-0", "ff-1", "ff-4", "ff-5", "ff-6"}, (position, bit)
             assert report.max_txid == 4, (position, bit)
-            assert [(cut.offset, cut.end, cut.explained) for cut in report.cuts] == \
-                [(carrier_start, carrier_end, False)], (position, bit)
+            assert [(cut.offset, cut.end, cut.explained) for cut in report.cuts] == [
+                (carrier_start, carrier_end, False)
+            ], (position, bit)
 
 
 def test_a_frame_whose_header_and_length_guard_are_both_damaged_cuts_the_rest_of_its_journal(journal):

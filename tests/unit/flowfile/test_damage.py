@@ -56,8 +56,11 @@ def written_wal(storage, directory: str) -> dict:
 
 
 def files_of(directory: str) -> dict:
-    return {name: open(os.path.join(directory, name), "rb").read() for name in os.listdir(directory)
-            if os.path.isfile(os.path.join(directory, name))}
+    return {
+        name: open(os.path.join(directory, name), "rb").read()
+        for name in os.listdir(directory)
+        if os.path.isfile(os.path.join(directory, name))
+    }
 
 
 def refused(storage, directory: str) -> WalDamagedError:
@@ -164,8 +167,10 @@ def test_what_a_crash_leaves_is_no_damage(storage, tmp_path):
     for n in range(20):
         wal.update([Put(make_record(n))])
     wal.close()
-    newest = max((name for name in files_of(directory) if name.startswith("journal-")),
-                 key=lambda name: scan_journal(name, files_of(directory)[name]).frames[-1].txid)
+    newest = max(
+        (name for name in files_of(directory) if name.startswith("journal-")),
+        key=lambda name: scan_journal(name, files_of(directory)[name]).frames[-1].txid,
+    )
     path = os.path.join(directory, newest)
     data = open(path, "rb").read()
     with open(path, "wb") as handle:
@@ -176,8 +181,16 @@ def test_what_a_crash_leaves_is_no_damage(storage, tmp_path):
     again.close()
 
 
-@pytest.mark.parametrize("seam", ["checkpoint_started", "checkpoint_partial_written", "checkpoint_snapshot_deleted",
-                                  "checkpoint_renamed", "checkpoint_journal_reset"])
+@pytest.mark.parametrize(
+    "seam",
+    [
+        "checkpoint_started",
+        "checkpoint_partial_written",
+        "checkpoint_snapshot_deleted",
+        "checkpoint_renamed",
+        "checkpoint_journal_reset",
+    ],
+)
 @pytest.mark.parametrize("partitions", [2, 6])
 def test_a_crash_inside_a_checkpoint_that_changes_the_journal_set_is_no_damage(storage, tmp_path, seam, partitions):
     """Partitions 4 -> 2 or 6 (journals deleted or created), and a crash at each seam of
@@ -190,8 +203,10 @@ def test_a_crash_inside_a_checkpoint_that_changes_the_journal_set_is_no_damage(s
     class CrashAt(WalHooks):
         def __getattribute__(self, name):
             if name == seam:
+
                 def crash(*_args, **_kwargs):
                     raise Crash(name)
+
                 return crash
             return super().__getattribute__(name)
 
@@ -250,11 +265,19 @@ def test_fsck_fails_on_damage_and_accepts_it_when_asked(storage, tmp_path, capsy
 
 # -- the judgement alone ------------------------------------------------------------------
 
+
 def reading(**overrides) -> Reading:
-    values = dict(directory="/w", case=SnapshotCase.SNAPSHOT_ONLY, snapshot_path="/w/snapshot", snapshot_max_txid=10,
-                  snapshot_holds_state=True,
-                  journals=[JournalSeen(p, f"/w/journal-{p}", 10, 2, 1, 11 + p) for p in range(2)],
-                  replayed=[11, 12], watermark=11, cuts=[])
+    values = dict(
+        directory="/w",
+        case=SnapshotCase.SNAPSHOT_ONLY,
+        snapshot_path="/w/snapshot",
+        snapshot_max_txid=10,
+        snapshot_holds_state=True,
+        journals=[JournalSeen(p, f"/w/journal-{p}", 10, 2, 1, 11 + p) for p in range(2)],
+        replayed=[11, 12],
+        watermark=11,
+        cuts=[],
+    )
     values.update(overrides)
     return Reading(**values)
 
@@ -300,8 +323,11 @@ def test_judge_a_missing_journal_of_the_set(case):
 
 def test_judge_stale_journals_of_a_larger_set_do_not_count_while_the_current_set_is_whole():
     """A crash while a checkpoint that shrank the set deleted the stale journals."""
-    journals = [JournalSeen(0, "/w/journal-0", 10, 2, 0, None), JournalSeen(1, "/w/journal-1", 10, 2, 0, None),
-                JournalSeen(3, "/w/journal-3", 4, 4, 2, 5)]
+    journals = [
+        JournalSeen(0, "/w/journal-0", 10, 2, 0, None),
+        JournalSeen(1, "/w/journal-1", 10, 2, 0, None),
+        JournalSeen(3, "/w/journal-3", 4, 4, 2, 5),
+    ]
     assert judge(reading(journals=journals, replayed=[], watermark=0)) == []
 
 
@@ -315,13 +341,24 @@ def test_judge_journals_of_a_release_without_journal_sets():
 
 
 def test_judge_a_missing_snapshot():
-    assert judge(reading(case=SnapshotCase.NEITHER, snapshot_max_txid=0,
-                         journals=[JournalSeen(0, "/w/journal-0", 0, 2, 3, 1)], replayed=[1, 2, 3], watermark=2)) == []
+    assert (
+        judge(
+            reading(
+                case=SnapshotCase.NEITHER,
+                snapshot_max_txid=0,
+                journals=[JournalSeen(0, "/w/journal-0", 0, 2, 3, 1)],
+                replayed=[1, 2, 3],
+                watermark=2,
+            )
+        )
+        == []
+    )
     (found,) = judge(reading(case=SnapshotCase.NEITHER, snapshot_max_txid=0, replayed=[11, 12], watermark=11))
     assert "snapshot is missing" in found.what and found.transactions == ((1, 10),)
     older = [JournalSeen(0, "/w/journal-0", None, None, 2, 31)]
-    (found,) = judge(reading(case=SnapshotCase.NEITHER, snapshot_max_txid=0, journals=older, replayed=[31, 32],
-                             watermark=0))
+    (found,) = judge(
+        reading(case=SnapshotCase.NEITHER, snapshot_max_txid=0, journals=older, replayed=[31, 32], watermark=0)
+    )
     assert found.transactions == ((1, 30),)
 
 

@@ -66,12 +66,19 @@ class MemoryFile:
 
 def snapshot_bytes(records, serde=None, swap_files=None) -> bytes:
     file = MemoryFile()
-    write_snapshot(file, epoch=1, serde=serde or FlowFileSerDe(), max_txid=9,
-                   records={r.id: r for r in records}, swap_files=swap_files or {})
+    write_snapshot(
+        file,
+        epoch=1,
+        serde=serde or FlowFileSerDe(),
+        max_txid=9,
+        records={r.id: r for r in records},
+        swap_files=swap_files or {},
+    )
     return bytes(file.data)
 
 
 # -- files written by earlier versions --------------------------------------------
+
 
 def previous_release_transactions():
     """What tests/unit/flowfile/data/wal-format1-serde2 holds: written by commit
@@ -237,10 +244,11 @@ def test_unknown_snapshot_format_version_is_refused(storage, directory):
     data = snapshot_bytes([make_record(1)])
     header = fmt.pack_snapshot_header(1, serde.name, serde.version, 9, 1, 0, format_version=9)
     with pytest.raises(NotAWriteAheadLogError, match="format version 9"):
-        read_snapshot("snapshot", header + data[len(header):], serde)
+        read_snapshot("snapshot", header + data[len(header) :], serde)
 
 
 # -- lazy records -------------------------------------------------------------------
+
 
 def test_restored_records_are_lazy_and_equal_to_what_was_written(storage, directory):
     wal = open_wal(storage, directory)
@@ -362,6 +370,7 @@ def test_ids_with_nul_use_the_length_prefixed_id_column():
 
 
 # -- damage: refused at recovery, never accepted ------------------------------------
+
 
 def test_every_flipped_bit_of_a_snapshot_is_refused_at_recovery():
     """A flipped bit anywhere, in particular in the attribute bytes that recovery does

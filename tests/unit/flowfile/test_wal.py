@@ -52,6 +52,7 @@ class CrashAt(WalHooks):
     def __init__(self, seam: str):
         def crash(path):
             raise Crash(f"{seam} {path}")
+
         super().__init__({seam: crash})  # a misspelt seam raises UnknownSeam here
 
 
@@ -82,8 +83,12 @@ def test_round_trip_with_deletes_and_swaps(storage, directory):
 def test_relocated_swap_registrations_are_checkpointed_at_their_new_place(storage, directory):
     wal = open_wal(storage, directory)
     wal.recover()
-    wal.update([SwapOut(SwapFile("/old/swap/1", "q1", 2, 20), ("ff-1", "ff-2")),
-                SwapOut(SwapFile("/elsewhere/swap/2", "q1", 1, 10), ("ff-3",))])
+    wal.update(
+        [
+            SwapOut(SwapFile("/old/swap/1", "q1", 2, 20), ("ff-1", "ff-2")),
+            SwapOut(SwapFile("/elsewhere/swap/2", "q1", 1, 10), ("ff-3",)),
+        ]
+    )
     wal.close()
     moved = open_wal(storage, directory, relocate_swap=lambda location: location.replace("/old/", "/new/"))
     moved.recover()

@@ -95,8 +95,11 @@ def state_after(transactions) -> tuple[dict, dict]:
 
 
 def read_files(directory: str) -> dict:
-    return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))
-            if os.path.isfile(os.path.join(directory, name))}
+    return {
+        name: open(os.path.join(directory, name), "rb").read()
+        for name in sorted(os.listdir(directory))
+        if os.path.isfile(os.path.join(directory, name))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +135,7 @@ def file_landmarks(name: str, data: bytes) -> tuple:
 
 def restart(directory: str, accept_damage: bool = False):
     """What a node does at start: recover, then read every record."""
+
     def run():
         wal = open_wal(LocalStorage(), directory, accept_damage=accept_damage)
         try:
@@ -140,6 +144,7 @@ def restart(directory: str, accept_damage: bool = False):
             return records, dict(wal.swap_files)
         finally:
             wal.close()
+
     return within_bounds(run, (WriteAheadLogError,))
 
 
@@ -228,8 +233,9 @@ def test_recovery_of_a_damaged_wal_keeps_what_is_intact_or_refuses(written, data
         if target.startswith("journal-"):
             check_intact_transactions_kept(written, target, damaged.first_change, records, swap_files)
         elif target == in_use:
-            assert damaged.first_change == len(written.files[SNAPSHOT_NAME]) == len(damaged.content), \
+            assert damaged.first_change == len(written.files[SNAPSHOT_NAME]) == len(damaged.content), (
                 "a changed snapshot was read"
+            )
         if target != in_use:
             assert target.startswith("journal-") or (records, swap_files) == written.final
         again, value_again = restart(directory)
@@ -266,4 +272,5 @@ def restart_at(directory: str, epoch: int) -> None:
             decode_records(wal.recover().values())
         finally:
             wal.close()
+
     within_bounds(run, (WriteAheadLogError,))

@@ -39,8 +39,11 @@ def event(kind: EventType | str = EventType.CREATE, uuid: str | None = None, **f
     kind = EventType(kind)
     uuid = uuid or str(uuidlib.uuid4())
     n = next(_counter)
-    defaults = {"component_id": f"comp-{n % 3}", "component_type": "Generate",
-                "attributes_after": {"filename": f"file-{n}.txt", "path": "/in"}}
+    defaults = {
+        "component_id": f"comp-{n % 3}",
+        "component_type": "Generate",
+        "attributes_after": {"filename": f"file-{n}.txt", "path": "/in"},
+    }
     if kind in (EventType.SEND, EventType.RECEIVE):
         defaults["transit_uri"] = "https://peer.example/x"
     if kind is EventType.ROUTE:

@@ -74,8 +74,14 @@ class SimulatedCrash:
     journals when the background work reaches its seams, then sets it.
     """
 
-    def __init__(self, seam: str | None = None, occurrence: int = 1, *,
-                 where: Mapping[str, object] | None = None, armed: bool = True):
+    def __init__(
+        self,
+        seam: str | None = None,
+        occurrence: int = 1,
+        *,
+        where: Mapping[str, object] | None = None,
+        armed: bool = True,
+    ):
         if seam is not None and seam not in seams.SEAMS:
             raise ValueError(f"{seam!r} is not a provenance seam; the seams are {seams.SEAMS}")
         self.seam, self.occurrence, self.where = seam, occurrence, dict(where or {})
@@ -135,12 +141,13 @@ class Ledger:
 def check_every_event_once(repo, ledger: Ledger) -> None:
     """Every acknowledged event is stored once with its id, `events` returns them in id
     order and nothing else, and one uuid query and one time-range query find each once."""
-    stored = repo.events(0, 10 ** 6)
+    stored = repo.events(0, 10**6)
     ids = [e.event_id for e in stored]
     assert ids == sorted(set(ids)), f"events out of order or twice: {ids}"
     assert {e.flowfile_uuid: e.event_id for e in stored} == ledger.acknowledged, (
         f"lost: {sorted(set(ledger.acknowledged) - {e.flowfile_uuid for e in stored})}, "
-        f"unexpected: {sorted({e.flowfile_uuid for e in stored} - set(ledger.acknowledged))}")
+        f"unexpected: {sorted({e.flowfile_uuid for e in stored} - set(ledger.acknowledged))}"
+    )
     assert len(stored) == len(ledger.acknowledged)
     for uuid, event_id in ledger.acknowledged.items():
         by_uuid = [e.event_id for e in repo.query(ProvenanceQuery(flowfile_uuid=uuid)).events]
@@ -148,8 +155,9 @@ def check_every_event_once(repo, ledger: Ledger) -> None:
         at = ledger.times[uuid]
         by_time = repo.query(ProvenanceQuery(start_ms=at, end_ms=at))
         assert [e.event_id for e in by_time.events] == [event_id], (
-            f"time query at {at} for {uuid} (id {event_id}) found {[e.event_id for e in by_time.events]}")
+            f"time query at {at} for {uuid} (id {event_id}) found {[e.event_id for e in by_time.events]}"
+        )
         assert by_time.skipped_missing == 0 and not by_time.errors
-    every = repo.query(ProvenanceQuery(start_ms=0, limit=10 ** 6))
+    every = repo.query(ProvenanceQuery(start_ms=0, limit=10**6))
     assert sorted(e.event_id for e in every.events) == sorted(ledger.acknowledged.values())
     assert every.skipped_missing == 0, "the index returned ids that no event file holds"

@@ -17,8 +17,8 @@ def forged_journal(data: bytes, frame: int, payload_damage) -> bytes:
         offset += jf.FRAME.size + jf.unpack_frame_header(data, offset)[2]
     first, count, length, _ = jf.unpack_frame_header(data, offset)
     start = offset + jf.FRAME.size
-    payload = payload_damage(data[start:start + length])
-    return data[:offset] + jf.pack_frame_header(first, count, payload) + payload + data[start + length:]
+    payload = payload_damage(data[start : start + length])
+    return data[:offset] + jf.pack_frame_header(first, count, payload) + payload + data[start + length :]
 
 
 def forged_event_file(data: bytes, toc: bytes, block: int, layer: str, payload_damage) -> tuple[bytes, bytes]:
@@ -26,10 +26,10 @@ def forged_event_file(data: bytes, toc: bytes, block: int, layer: str, payload_d
     compressed again; or its zstd bytes) and its checksums, offsets and lengths written
     again."""
     first_id, _, blocks = eff.unpack_toc(toc)
-    out, infos = [data[:eff.FILE_HEADER.size]], []
+    out, infos = [data[: eff.FILE_HEADER.size]], []
     for index, info in enumerate(blocks):
         header = eff.unpack_block_header(data, info.offset)
-        payload = data[info.offset + eff.BLOCK_HEADER.size:info.end]
+        payload = data[info.offset + eff.BLOCK_HEADER.size : info.end]
         plain_length = header.uncompressed_length
         if index == block and layer == "arrow":
             plain = payload_damage(zstandard.ZstdDecompressor().decompress(payload))
@@ -37,9 +37,23 @@ def forged_event_file(data: bytes, toc: bytes, block: int, layer: str, payload_d
         elif index == block:
             payload = payload_damage(payload)
         offset = sum(map(len, out))
-        out += [eff.pack_block_header(index, info.first_id, info.count, plain_length, payload, info.min_time_ms,
-                                      info.max_time_ms, info.skipped_ids), payload]
-        infos.append(eff.BlockInfo(offset, info.first_id, info.count, len(payload), info.min_time_ms,
-                                   info.max_time_ms, info.skipped_ids))
+        out += [
+            eff.pack_block_header(
+                index,
+                info.first_id,
+                info.count,
+                plain_length,
+                payload,
+                info.min_time_ms,
+                info.max_time_ms,
+                info.skipped_ids,
+            ),
+            payload,
+        ]
+        infos.append(
+            eff.BlockInfo(
+                offset, info.first_id, info.count, len(payload), info.min_time_ms, info.max_time_ms, info.skipped_ids
+            )
+        )
     forged = b"".join(out)
     return forged, eff.pack_toc(first_id, len(forged), infos)

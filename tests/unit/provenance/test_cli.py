@@ -14,11 +14,13 @@ from .conftest import event, make_config
 def repo_path(tmp_path, clock):
     repo = ProvenanceRepository(make_config(tmp_path), clock=clock)
     t = int(clock() * 1000)
-    repo.register_events([
-        event("RECEIVE", "p", component_id="get", attributes_after={"filename": "in.csv"}, event_time_ms=t),
-        event("FORK", "p", parent_uuids=("p",), child_uuids=("k1", "k2"), event_time_ms=t + 1),
-        event("SEND", "k1", event_time_ms=t + 2),
-    ])
+    repo.register_events(
+        [
+            event("RECEIVE", "p", component_id="get", attributes_after={"filename": "in.csv"}, event_time_ms=t),
+            event("FORK", "p", parent_uuids=("p",), child_uuids=("k1", "k2"), event_time_ms=t + 1),
+            event("SEND", "k1", event_time_ms=t + 2),
+        ]
+    )
     repo.close()
     return str(tmp_path / "c0")
 

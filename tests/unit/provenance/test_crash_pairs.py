@@ -98,8 +98,9 @@ def check_third_life(config, clock, ledger: Ledger, scenario: str) -> None:
         raise AssertionError(f"{scenario}: {error}") from error
 
 
-def crash_again(state: tuple[Path, Ledger], root: Path, shard_bytes: int, clock, crash: SimulatedCrash,
-                scenario: str) -> None:
+def crash_again(
+    state: tuple[Path, Ledger], root: Path, shard_bytes: int, clock, crash: SimulatedCrash, scenario: str
+) -> None:
     """On a copy of the first life's files and ledger: the second life, then the check."""
     source, ledger = state
     shutil.copytree(source, root)
@@ -140,7 +141,13 @@ def test_two_crashes_at_any_two_seams_lose_and_double_no_event(crash_root, clock
             for second_at in range(1, counting.calls[second_seam] + 1):
                 scenario = f"crash at {first_seam} #{first_at}, then at {second_seam} #{second_at}"
                 second = SimulatedCrash(second_seam, second_at)
-                crash_again(state, crash_root / f"first-{first_at}-{second_seam}-{second_at}", shard_bytes, clock,
-                            second, scenario)
+                crash_again(
+                    state,
+                    crash_root / f"first-{first_at}-{second_seam}-{second_at}",
+                    shard_bytes,
+                    clock,
+                    second,
+                    scenario,
+                )
                 assert second.crashed is not None, f"{scenario}: the second crash never happened"
         shutil.rmtree(root, ignore_errors=True)

@@ -1,4 +1,3 @@
-
 import pytest
 
 from repositories.provenance import CorruptBlockError, ProvenanceQuery, ProvenanceRepository

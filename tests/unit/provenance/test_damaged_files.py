@@ -59,8 +59,10 @@ def shard_file(config, suffix: str) -> Path:
 
 
 def opening_refuses(config, clock, path: Path) -> None:
-    for opening in (lambda: ProvenanceRepository(config, clock=clock),
-                    lambda: ProvenanceRepository.open(config.containers[0])):
+    for opening in (
+        lambda: ProvenanceRepository(config, clock=clock),
+        lambda: ProvenanceRepository.open(config.containers[0]),
+    ):
         with pytest.raises(CorruptFileError) as error:
             opening()
         assert error.value.path == str(path) and "index is built from the event files" in str(error.value)
@@ -68,11 +70,14 @@ def opening_refuses(config, clock, path: Path) -> None:
 
 # The byte before the tantivy footer of a doc store (`.store`) file, counted back from
 # the footer: the doc store's own footer sits there (its skip index offset, version, compressor).
-@pytest.mark.parametrize("back, value, before", [
-    (24, 0x7F, "the process aborted: memory allocation of 576 PB failed"),
-    (16, 0xFF, "PanicException: unknown compressor id 255"),
-    (28, 0xFF, "ValueError: Invalid doc store version 255"),
-])
+@pytest.mark.parametrize(
+    "back, value, before",
+    [
+        (24, 0x7F, "the process aborted: memory allocation of 576 PB failed"),
+        (16, 0xFF, "PanicException: unknown compressor id 255"),
+        (28, 0xFF, "ValueError: Invalid doc store version 255"),
+    ],
+)
 def test_a_damaged_segment_file_is_refused_before_tantivy_reads_it(repository_files, clock, back, value, before):
     path = shard_file(repository_files, ".store")
     data = bytearray(path.read_bytes())
@@ -88,16 +93,25 @@ def test_a_damaged_meta_json_is_refused(repository_files, clock):
     opening_refuses(repository_files, clock, path)
 
 
-@pytest.mark.parametrize("content", [b'{"created_ms": 1, "closed": fa', b"\xff", b"[]",
-                                     b'{"created_ms": 1, "closed": "no", "files": {}}'])
+@pytest.mark.parametrize(
+    "content", [b'{"created_ms": 1, "closed": fa', b"\xff", b"[]", b'{"created_ms": 1, "closed": "no", "files": {}}']
+)
 def test_a_damaged_shard_manifest_is_refused(repository_files, clock, content):
     path = shard_file(repository_files, "shard.json")
     path.write_bytes(content)  # before: JSONDecodeError, UnicodeDecodeError, TypeError; or a manifest of strings
     opening_refuses(repository_files, clock, path)
 
 
-@pytest.mark.parametrize("content", [b'{"format": 1, "containers": ["/tmp/c0"', b'{"format": 1}', b'\xc3(',
-                                     b'{"format": 1, "containers": "/tmp/c0"}', b'{"format": 1, "containers": []}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"format": 1, "containers": ["/tmp/c0"',
+        b'{"format": 1}',
+        b"\xc3(",
+        b'{"format": 1, "containers": "/tmp/c0"}',
+        b'{"format": 1, "containers": []}',
+    ],
+)
 def test_a_damaged_layout_is_refused_by_a_read_only_opening(repository_files, content):
     path = Path(repository_files.containers[0], "layout.json")
     path.write_bytes(content)  # before: JSONDecodeError, KeyError, UnicodeDecodeError; one container per letter
@@ -122,9 +136,13 @@ def test_the_forged_message_is_read_by_arrow_unchecked():
         batch.validate(full=True)
 
 
-@pytest.mark.parametrize("payload, before", [(forged_message(), "ArrowIndexError in the merge: the repository stopped, "
-                                                                  "and again at every restart"),
-                                             (b"\0\0\0\0" + forged_message()[4:], "EOFError: End of Arrow stream")])
+@pytest.mark.parametrize(
+    "payload, before",
+    [
+        (forged_message(), "ArrowIndexError in the merge: the repository stopped, and again at every restart"),
+        (b"\0\0\0\0" + forged_message()[4:], "EOFError: End of Arrow stream"),
+    ],
+)
 def test_a_forged_journal_frame_is_cut_at_recovery(tmp_path, clock, payload, before):
     config = make_config(tmp_path)
     for container in config.containers:

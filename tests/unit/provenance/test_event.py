@@ -9,9 +9,16 @@ from .conftest import claim, event
 
 @pytest.mark.parametrize("kind", list(EventType))
 def test_every_event_type_round_trips_through_the_stored_columns(kind):
-    original = event(kind, parent_uuids=("p1", "p2") if kind is EventType.JOIN else (),
-                     attributes_before={"filename": "old", "k": "v"}, content_before=claim(1),
-                     content_after=claim(2), details="why", size=42, event_time_ms=5)
+    original = event(
+        kind,
+        parent_uuids=("p1", "p2") if kind is EventType.JOIN else (),
+        attributes_before={"filename": "old", "k": "v"},
+        content_before=claim(1),
+        content_after=claim(2),
+        details="why",
+        size=42,
+        event_time_ms=5,
+    )
     batch = EventBatch.from_events([original], now_ms=999).with_ids(77)
     (back,) = to_events(batch)
     assert back.event_id == 77
@@ -26,11 +33,19 @@ def test_events_without_time_are_stamped_and_mixed_claims_survive():
     assert [r.event_id for r in rows] == [1, 2]
 
 
-@pytest.mark.parametrize("kind, fields", [
-    ("FORK", {"child_uuids": ()}), ("CLONE", {"child_uuids": ()}), ("JOIN", {"parent_uuids": ()}),
-    ("SEND", {"transit_uri": None}), ("RECEIVE", {"transit_uri": ""}), ("ROUTE", {"relationship": None}),
-    ("CREATE", {"component_id": ""}), ("BOGUS", {}),
-])
+@pytest.mark.parametrize(
+    "kind, fields",
+    [
+        ("FORK", {"child_uuids": ()}),
+        ("CLONE", {"child_uuids": ()}),
+        ("JOIN", {"parent_uuids": ()}),
+        ("SEND", {"transit_uri": None}),
+        ("RECEIVE", {"transit_uri": ""}),
+        ("ROUTE", {"relationship": None}),
+        ("CREATE", {"component_id": ""}),
+        ("BOGUS", {}),
+    ],
+)
 def test_event_rules_are_enforced(kind, fields):
     with pytest.raises(InvalidEventError):
         ProvenanceEvent(kind, "u1", "c1", **fields) if kind == "BOGUS" else event(kind, **fields)
@@ -44,8 +59,7 @@ def test_filename_comes_from_attributes_after_then_before():
 def test_bulk_columns_are_checked_like_events():
     good = EventBatch.from_events([event("ROUTE")], now_ms=1).record_batch
     EventBatch.from_arrow(good)
-    bad = good.set_column(BODY_SCHEMA.get_field_index("relationship"), "relationship",
-                          pa.array([None], pa.string()))
+    bad = good.set_column(BODY_SCHEMA.get_field_index("relationship"), "relationship", pa.array([None], pa.string()))
     with pytest.raises(InvalidEventError, match="relationship"):
         EventBatch.from_arrow(bad)
     with pytest.raises(InvalidEventError, match="schema"):
@@ -61,15 +75,29 @@ def test_to_dict_is_json_ready():
 
 def test_an_event_row_names_the_stored_columns_and_changes_no_byte_of_a_batch():
     content = claim(1)
-    events = [ProvenanceEvent(EventType.SEND, "u1", "p", "PutFile", transit_uri="file:/x", attributes_before={"a": "1"},
-                              attributes_after={"a": "2"}, content_before=content, content_after=content, size=20),
-              ProvenanceEvent(EventType.JOIN, "u2", "m", "MergeContent", 1234, parent_uuids=("a", "b"))]
+    events = [
+        ProvenanceEvent(
+            EventType.SEND,
+            "u1",
+            "p",
+            "PutFile",
+            transit_uri="file:/x",
+            attributes_before={"a": "1"},
+            attributes_after={"a": "2"},
+            content_before=content,
+            content_after=content,
+            size=20,
+        ),
+        ProvenanceEvent(EventType.JOIN, "u2", "m", "MergeContent", 1234, parent_uuids=("a", "b")),
+    ]
     rows = [row_of(event) for event in events]
     assert EventRow._fields == tuple(BODY_SCHEMA.names)
     assert rows[1].parent_uuids == ("a", "b") and rows[0].transit_uri == "file:/x" and rows[0].time_ms is None
     assert [event_of_row(row) for row in rows] == events
     # A row is the tuple of its values: the batch (the bytes the outbox and journals
     # store) is the same as that of the plain tuples.
-    assert EventBatch.from_rows(rows, 999).to_message() == \
-        EventBatch.from_rows([tuple(row) for row in rows], 999).to_message()
+    assert (
+        EventBatch.from_rows(rows, 999).to_message()
+        == EventBatch.from_rows([tuple(row) for row in rows], 999).to_message()
+    )
     assert EventBatch.from_rows(rows, 999).record_batch.column("time_ms").to_pylist() == [999, 1234]

@@ -50,8 +50,7 @@ def test_each_event_file_becomes_a_parquet_file_once(repository, tmp_path, clock
     first = exporter.export_pending(repository)
     hour = hour_of(int(clock() * 1000))
     assert (first.written, first.found, first.event_files, first.error) == (2, 0, 2, None)
-    assert parquet_files(root) == [f"node=n1/hour={hour}/events-1-3.parquet",
-                                   f"node=n1/hour={hour}/events-4-5.parquet"]
+    assert parquet_files(root) == [f"node=n1/hour={hour}/events-1-3.parquet", f"node=n1/hour={hour}/events-4-5.parquet"]
     table = pq.read_table(os.path.join(root, f"node=n1/hour={hour}/events-1-3.parquet"))
     assert table.schema.equals(EXPORT_SCHEMA) and table.column("event_id").to_pylist() == [1, 2, 3]
     assert exporter.export_pending(repository).event_files == 0  # marked: nothing to do
@@ -62,8 +61,7 @@ def test_each_event_file_becomes_a_parquet_file_once(repository, tmp_path, clock
     assert (again.written, again.found, again.event_files) == (0, 2, 2)
 
 
-def test_a_failed_export_leaves_no_final_file_logs_one_line_and_the_next_pass_finishes(
-        repository, tmp_path, caplog):
+def test_a_failed_export_leaves_no_final_file_logs_one_line_and_the_next_pass_finishes(repository, tmp_path, caplog):
     root = str(tmp_path / "hdfs" / "provenance")
     storage = FaultyStorage(LocalStorage())
     exporter = ProvenanceExporter(storage, root, "n1", str(tmp_path / "markers"))

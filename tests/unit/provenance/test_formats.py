@@ -50,6 +50,7 @@ def test_skipped_ids_round_trip_and_version_1_tocs_still_read():
     # A version 1 TOC: 40-byte entries, ids contiguous.
     import struct
     import zlib
+
     body = eff.TOC_HEADER.pack(eff.TOC_MAGIC, 1, 0, 1, 1, 744) + eff.TOC_ENTRY_V1.pack(32, 1, 10, 500, 0, 9)
     old = body + struct.pack("<I", zlib.crc32(body))
     assert eff.unpack_toc(old) == (1, 744, [eff.BlockInfo(32, 1, 10, 500, 0, 9)])

@@ -21,13 +21,13 @@ def file_of(first_id: int, count: int) -> pa.Table:
 
 
 def open_index(tmp_path) -> ShardedIndex:
-    return ShardedIndex(str(tmp_path / "index"), clock_ms=lambda: T0_MS, writer_heap_bytes=15_000_000,
-                        writer_threads=1)
+    return ShardedIndex(str(tmp_path / "index"), clock_ms=lambda: T0_MS, writer_heap_bytes=15_000_000, writer_threads=1)
 
 
 def index_file(index: ShardedIndex, first_id: int, count: int, **seams) -> None:
-    index.index_table(first_id, first_id + count - 1, T0_MS + first_id, T0_MS + first_id,
-                      file_of(first_id, count), **seams)
+    index.index_table(
+        first_id, first_id + count - 1, T0_MS + first_id, T0_MS + first_id, file_of(first_id, count), **seams
+    )
 
 
 def crash():

@@ -28,7 +28,10 @@ def test_ancestors_and_descendants_across_fork_clone_join():
     assert graph.ancestors == {"b", "a"}
     assert graph.descendants == {"e"}
     assert {(e.parent_uuid, e.child_uuid, e.event_type) for e in graph.edges} == {
-        ("a", "b", "FORK"), ("b", "d", "CLONE"), ("d", "e", "JOIN")}
+        ("a", "b", "FORK"),
+        ("b", "d", "CLONE"),
+        ("d", "e", "JOIN"),
+    }
     assert [e.event_type for e in graph.events_of("e")] == [EventType.JOIN, EventType.SEND]
     assert "x" not in graph.flowfiles
 
@@ -37,8 +40,10 @@ def test_ancestors_and_descendants_across_fork_clone_join():
 
 
 def test_join_without_child_list_and_cycles_terminate():
-    events = [event("JOIN", "j", parent_uuids=("p", "q"), child_uuids=()),
-              event("REPLAY", "p", parent_uuids=("j",), child_uuids=("p",))]
+    events = [
+        event("JOIN", "j", parent_uuids=("p", "q"), child_uuids=()),
+        event("REPLAY", "p", parent_uuids=("j",), child_uuids=("p",)),
+    ]
     graph = compute_lineage("j", fetcher(events))
     assert graph.ancestors == {"p", "q"}
     assert "p" in graph.descendants

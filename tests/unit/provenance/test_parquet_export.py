@@ -26,25 +26,46 @@ def stored(events, first_id=1) -> pa.Table:
 
 
 def test_an_event_becomes_one_row_of_the_documented_schema():
-    fork = event("FORK", "parent", child_uuids=("c1", "c2"), component_id="split", component_type="SplitText",
-                 event_time_ms=T0, attributes_after={"filename": "a.txt"}, size=42)
+    fork = event(
+        "FORK",
+        "parent",
+        child_uuids=("c1", "c2"),
+        component_id="split",
+        component_type="SplitText",
+        event_time_ms=T0,
+        attributes_after={"filename": "a.txt"},
+        size=42,
+    )
     route = event("ROUTE", "c1", relationship="matched", event_time_ms=T0 + 5)
     table = export_table(stored([fork, route], first_id=7), "node-a")
     assert table.schema.equals(EXPORT_SCHEMA, check_metadata=True)
     first, second = table.to_pylist()
     assert first == {
-        "event_id": 7, "event_type": "FORK", "flowfile_uuid": "parent", "component_id": "split",
-        "component_type": "SplitText", "event_time_ms": T0, "parent_uuids": [], "child_uuids": ["c1", "c2"],
-        "attributes_after": [("filename", "a.txt")], "relationship": None, "transit_uri": None, "details": None,
-        "size": 42, "node": "node-a"}
+        "event_id": 7,
+        "event_type": "FORK",
+        "flowfile_uuid": "parent",
+        "component_id": "split",
+        "component_type": "SplitText",
+        "event_time_ms": T0,
+        "parent_uuids": [],
+        "child_uuids": ["c1", "c2"],
+        "attributes_after": [("filename", "a.txt")],
+        "relationship": None,
+        "transit_uri": None,
+        "details": None,
+        "size": 42,
+        "node": "node-a",
+    }
     assert (second["event_id"], second["relationship"], second["node"]) == (8, "matched", "node-a")
 
 
 def test_hour_partitions_are_utc_and_names_follow_the_ids():
     assert hour_of(T0) == "2023-11-14T22"
     assert hour_of(0) == "1970-01-01T00"
-    assert partition_directory("/custody/c1/provenance/", "n1", "2023-11-14T22") == \
-        "/custody/c1/provenance/node=n1/hour=2023-11-14T22"
+    assert (
+        partition_directory("/custody/c1/provenance/", "n1", "2023-11-14T22")
+        == "/custody/c1/provenance/node=n1/hour=2023-11-14T22"
+    )
     assert file_name(5, 9) == "events-5-9.parquet"
     # Readers (Spark, pyarrow datasets) skip names starting with '_': a half-written file stays unseen.
     assert partial_name(5, 9).startswith("_") and partial_name(5, 9).endswith(".parquet.partial")
@@ -58,11 +79,17 @@ def test_a_node_name_that_cannot_name_a_partition_is_refused(bad):
 
 def test_an_event_file_across_an_hour_boundary_goes_to_two_parts_named_by_their_own_ids():
     hour_end = (T0 // HOUR_MS + 1) * HOUR_MS
-    events = [event("CREATE", event_time_ms=hour_end - 2), event("CREATE", event_time_ms=hour_end + 1),
-              event("CREATE", event_time_ms=hour_end - 1), event("CREATE", event_time_ms=hour_end + 2)]
+    events = [
+        event("CREATE", event_time_ms=hour_end - 2),
+        event("CREATE", event_time_ms=hour_end + 1),
+        event("CREATE", event_time_ms=hour_end - 1),
+        event("CREATE", event_time_ms=hour_end + 2),
+    ]
     parts = split_by_hour(export_table(stored(events, first_id=100), "n1"))
     assert [(p.hour, p.first_id, p.last_id, p.rows.column("event_id").to_pylist()) for p in parts] == [
-        (hour_of(hour_end - 1), 100, 102, [100, 102]), (hour_of(hour_end), 101, 103, [101, 103])]
+        (hour_of(hour_end - 1), 100, 102, [100, 102]),
+        (hour_of(hour_end), 101, 103, [101, 103]),
+    ]
     assert parts[0].path("/r", "n1") == f"/r/node=n1/hour={hour_of(hour_end - 1)}/events-100-102.parquet"
     # The same events always get the same parts and names: a repeated export finds them.
     again = split_by_hour(export_table(stored(events, first_id=100), "n1"))

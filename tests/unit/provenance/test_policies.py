@@ -36,8 +36,13 @@ def test_age_off_by_age():
 
 
 def test_recovery_plan_from_names():
-    plan = plan_recovery(journal_generations={100, 200}, event_files={1, 100}, indexed_files={1},
-                         tocs={1, 100, 50}, partial_paths=["/e/200.prov.partial"])
+    plan = plan_recovery(
+        journal_generations={100, 200},
+        event_files={1, 100},
+        indexed_files={1},
+        tocs={1, 100, 50},
+        partial_paths=["/e/200.prov.partial"],
+    )
     assert plan.delete_partials == ["/e/200.prov.partial"]
     assert plan.redo_merges == [200]
     # 100's event file is committed: it holds every event of the journals left beside it.
@@ -50,8 +55,9 @@ def test_recovery_plan_from_names():
 def test_recovery_indexes_merged_again_and_unclaimed_files_as_one_increasing_sequence():
     # F (1) committed, its indexing interrupted; G (6) still in journals; H (11)
     # committed and claimed; K (16) committed, journals partly deleted, not claimed.
-    plan = plan_recovery(journal_generations={6, 16}, event_files={1, 11, 16}, indexed_files={11},
-                         tocs={1, 11, 16}, partial_paths=[])
+    plan = plan_recovery(
+        journal_generations={6, 16}, event_files={1, 11, 16}, indexed_files={11}, tocs={1, 11, 16}, partial_paths=[]
+    )
     assert plan.redo_merges == [6]
     assert plan.delete_merged_journals == [16]
     assert plan.index_order == [1, 6, 16]

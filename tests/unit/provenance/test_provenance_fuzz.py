@@ -55,8 +55,10 @@ WAIT_S = 10.0
 
 
 def events(count: int) -> list:
-    return [event(kind, uuid, details=f"event {n} " + "d" * 40)
-            for n, kind, uuid in zip(range(count), itertools.cycle(KINDS), itertools.cycle(UUIDS))]
+    return [
+        event(kind, uuid, details=f"event {n} " + "d" * 40)
+        for n, kind, uuid in zip(range(count), itertools.cycle(KINDS), itertools.cycle(UUIDS))
+    ]
 
 
 @dataclass(repr=False)
@@ -88,8 +90,9 @@ def written(tmp_path_factory) -> Written:
     repository.close()
     files = {str(path.relative_to(image)): path.read_bytes() for path in sorted(image.rglob("*")) if path.is_file()}
     now_ms = int(clock() * 1000)
-    written = Written(image, files, {i: e.with_id(i, now_ms) for i, e in registered.items()},
-                      set(range(1, MERGED + 1)), "", {}, {})
+    written = Written(
+        image, files, {i: e.with_id(i, now_ms) for i, e in registered.items()}, set(range(1, MERGED + 1)), "", {}, {}
+    )
     for name, data in files.items():
         if name.endswith(eff.TOC_SUFFIX):
             _, _, blocks = eff.unpack_toc(data)
@@ -141,9 +144,12 @@ def open_and_read(root: Path, opening: str, uuid: str, ids) -> Seen:
                 by_id[event_id] = repository.get(event_id)
             except (EventNotFoundError, CorruptBlockError):
                 pass
-        return Seen(repository.events(0, 10_000, skip_damaged=True), by_id,
-                    repository.query(ProvenanceQuery(flowfile_uuid=uuid, limit=1000)).events,
-                    repository.query(ProvenanceQuery(limit=1000)).events)
+        return Seen(
+            repository.events(0, 10_000, skip_damaged=True),
+            by_id,
+            repository.query(ProvenanceQuery(flowfile_uuid=uuid, limit=1000)).events,
+            repository.query(ProvenanceQuery(limit=1000)).events,
+        )
     finally:
         repository.close(timeout=WAIT_S)
 
@@ -168,8 +174,9 @@ def check_only_written(written: Written, seen: Seen, uuid: str) -> None:
     assert all(names(got, uuid) for got in seen.found), "a query returned an event that does not name its uuid"
 
 
-def check_damage_costs_only_what_it_touches(written: Written, seen: Seen, target: str, first_change: int,
-                                            visible: set, uuid: str) -> None:
+def check_damage_costs_only_what_it_touches(
+    written: Written, seen: Seen, target: str, first_change: int, visible: set, uuid: str
+) -> None:
     lost = set()
     for end, ids in written.pieces.get(target, ()):  # a block, or a frame and every one after it
         if end > first_change:
@@ -189,8 +196,11 @@ READ_ONLY_TARGETS = ("events", "index", "layout.json")  # what a read-only openi
 @fuzz_settings(90)
 @given(data=st.data(), opening=st.sampled_from(["restart", "read-only"]), uuid=st.sampled_from(UUIDS))
 def test_damaged_provenance_files_read_as_written_or_are_refused(written, data, opening, uuid):
-    targets = sorted(name for name in written.files if opening == "restart" and name != "c0/layout.json"
-                     or any(part in name for part in READ_ONLY_TARGETS))
+    targets = sorted(
+        name
+        for name in written.files
+        if opening == "restart" and name != "c0/layout.json" or any(part in name for part in READ_ONLY_TARGETS)
+    )
     target = data.draw(st.sampled_from(targets), label="damaged file")
     with scratch_directory() as directory:
         root = Path(directory)
@@ -218,17 +228,21 @@ def test_forged_payloads_are_refused_or_read(written, data, layer):
 
     changed = {}
     if layer == "journal":
-        journal = data.draw(st.sampled_from(sorted(n for n, frames in written.pieces.items()
-                                                   if n.endswith(jf.SUFFIX) and frames)), label="journal")
+        journal = data.draw(
+            st.sampled_from(sorted(n for n, frames in written.pieces.items() if n.endswith(jf.SUFFIX) and frames)),
+            label="journal",
+        )
         frame = data.draw(st.integers(0, len(written.pieces[journal]) - 1), label="frame")
         changed[journal] = forged_journal(written.files[journal], frame, payload_damage)
     else:
         toc = written.event_file[: -len(eff.EVENT_SUFFIX)] + eff.TOC_SUFFIX
         block = data.draw(st.integers(0, len(written.pieces[written.event_file]) - 1), label="block")
         changed[written.event_file], changed[toc] = forged_event_file(
-            written.files[written.event_file], written.files[toc], block, layer, payload_damage)
+            written.files[written.event_file], written.files[toc], block, layer, payload_damage
+        )
     with scratch_directory() as directory:
         root = Path(directory)
         lay_out(written, root, changed)
-        within_bounds(lambda: open_and_read(root, "restart", UUIDS[0], range(0, max(written.events) + 2)),
-                      (ProvenanceError,))
+        within_bounds(
+            lambda: open_and_read(root, "restart", UUIDS[0], range(0, max(written.events) + 2)), (ProvenanceError,)
+        )

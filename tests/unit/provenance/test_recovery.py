@@ -33,8 +33,15 @@ def names(tmp_path, sub):
     return sorted(n for c in ("c0", "c1") for n in os.listdir(tmp_path / c / sub))
 
 
-@pytest.mark.parametrize("seam", [seams.MERGE_JOURNALS_READ, seams.MERGE_BEFORE_COMMIT,
-                                  seams.MERGE_BEFORE_JOURNAL_DELETE, seams.INDEX_BEFORE_MANIFEST])
+@pytest.mark.parametrize(
+    "seam",
+    [
+        seams.MERGE_JOURNALS_READ,
+        seams.MERGE_BEFORE_COMMIT,
+        seams.MERGE_BEFORE_JOURNAL_DELETE,
+        seams.INDEX_BEFORE_MANIFEST,
+    ],
+)
 def test_interrupted_merge_or_index_is_redone_without_loss_or_duplicates(tmp_path, clock, seam):
     repo = ProvenanceRepository(make_config(tmp_path), clock=clock)
     repo.register_events([event("CREATE", "kept") for _ in range(10)])

@@ -94,12 +94,14 @@ def test_sequential_retrieval_crosses_files(open_repo):
 def test_queries_by_each_indexed_field_time_and_limit(open_repo, clock):
     repo = open_repo()
     t0 = int(clock() * 1000)
-    repo.register_events([
-        event("RECEIVE", "uuid-a", component_id="getter", attributes_after={"filename": "a.csv"}, event_time_ms=t0),
-        event("ROUTE", "uuid-a", component_id="router", relationship="matched", event_time_ms=t0 + 10),
-        event("FORK", "uuid-a", component_id="splitter", child_uuids=("uuid-b",), event_time_ms=t0 + 20),
-        event("SEND", "uuid-b", component_id="sender", event_time_ms=t0 + 30),
-    ])
+    repo.register_events(
+        [
+            event("RECEIVE", "uuid-a", component_id="getter", attributes_after={"filename": "a.csv"}, event_time_ms=t0),
+            event("ROUTE", "uuid-a", component_id="router", relationship="matched", event_time_ms=t0 + 10),
+            event("FORK", "uuid-a", component_id="splitter", child_uuids=("uuid-b",), event_time_ms=t0 + 20),
+            event("SEND", "uuid-b", component_id="sender", event_time_ms=t0 + 30),
+        ]
+    )
     repo.sync()
 
     def ids(**q):
@@ -190,9 +192,11 @@ def test_uuids_sharing_an_index_key_are_told_apart(open_repo, clock):
     b = "0f8fad5b-1111-4111-9111-70867728950e"
     repo = open_repo()
     t0 = int(clock() * 1000)
-    repo.register_events([event("CREATE", a, event_time_ms=t0)]
-                         + [event("CREATE", b, event_time_ms=t0) for _ in range(5)]
-                         + [event("FORK", b, child_uuids=(a,), event_time_ms=t0)])
+    repo.register_events(
+        [event("CREATE", a, event_time_ms=t0)]
+        + [event("CREATE", b, event_time_ms=t0) for _ in range(5)]
+        + [event("FORK", b, child_uuids=(a,), event_time_ms=t0)]
+    )
     repo.sync()
 
     def ids(**q):
@@ -232,8 +236,12 @@ def test_a_shard_from_before_uuid_keys_is_searched_by_whole_uuid_and_closed(tmp_
     try:
         assert [e.event_id for e in repo.query(ProvenanceQuery(flowfile_uuid=old)).events] == [1]
         clock.advance(1)
-        repo.register_events([event("CREATE", new, event_time_ms=int(clock() * 1000)),
-                              event("FORK", new, child_uuids=(old,), event_time_ms=int(clock() * 1000))])
+        repo.register_events(
+            [
+                event("CREATE", new, event_time_ms=int(clock() * 1000)),
+                event("FORK", new, child_uuids=(old,), event_time_ms=int(clock() * 1000)),
+            ]
+        )
         repo.sync()
         assert len(repo.index.shards) == 2 and repo.index.shards[0].manifest.closed
         assert [e.event_id for e in repo.query(ProvenanceQuery(flowfile_uuid=old)).events] == [3, 1]

@@ -50,9 +50,9 @@ def test_a_four_letter_word_is_sent_as_it_is_and_the_answer_matched(server):
 
 def test_a_get_is_an_http_1_0_request_and_only_a_200_passes(server):
     port, state = server
-    state["reply"] = lambda request: b"HTTP/1.1 503 Service Unavailable\r\n\r\n{\"ready\":false}"
+    state["reply"] = lambda request: b'HTTP/1.1 503 Service Unavailable\r\n\r\n{"ready":false}'
     assert probe(port, "GET /ready", "^HTTP/[0-9.]+ 200 ") == 1
-    state["reply"] = lambda request: b"HTTP/1.1 200 OK\r\n\r\n{\"ready\":true}"
+    state["reply"] = lambda request: b'HTTP/1.1 200 OK\r\n\r\n{"ready":true}'
     assert probe(port, "GET /ready", "^HTTP/[0-9.]+ 200 ") == 0
     assert state["requests"][-1] == b"GET /ready HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
 

@@ -13,14 +13,17 @@ def test_a_service_needs_only_its_own_packages():
     nothing = install.packages_missing_for("zookeeper", exists=lambda path: False, which=lambda name: None)
     assert nothing == {"zookeeper": "/usr/share/java/zookeeper.jar", "openjdk-17-jre-headless": "/usr/bin/java"}
     assert set(install.packages_missing_for("docker", exists=lambda path: False, which=lambda name: None)) == {
-        "docker.io", "debootstrap"}
+        "docker.io",
+        "debootstrap",
+    }
     assert install.packages_missing_for("spark", exists=lambda path: True, which=lambda name: None) == {}
 
 
 def test_a_program_on_path_counts_as_installed():
     # A JDK installed another way (not Debian's package) is not installed again.
-    missing = install.packages_missing_for("hdfs", exists=lambda path: False,
-                                           which=lambda name: f"/opt/{name}" if name == "java" else None)
+    missing = install.packages_missing_for(
+        "hdfs", exists=lambda path: False, which=lambda name: f"/opt/{name}" if name == "java" else None
+    )
     assert missing == {"maven": "/usr/bin/mvn"}
 
 

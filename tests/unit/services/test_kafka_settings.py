@@ -12,29 +12,44 @@ from pathlib import Path
 import pytest
 
 from cluster.services import kafka
-from cluster.services.kafka import (LOG4J_FILE, SETTINGS_FILE, java_command, new_cluster_id, server_properties,
-                                    setting_names)
+from cluster.services.kafka import (
+    LOG4J_FILE,
+    SETTINGS_FILE,
+    java_command,
+    new_cluster_id,
+    server_properties,
+    setting_names,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCKER = ROOT / "cluster" / "docker"
 # What differs from one broker to the next: never in the shared file.
-OWN = {"listeners", "advertised.listeners", "listener.security.protocol.map", "controller.quorum.bootstrap.servers",
-       "log.dirs"}
+OWN = {
+    "listeners",
+    "advertised.listeners",
+    "listener.security.protocol.map",
+    "controller.quorum.bootstrap.servers",
+    "log.dirs",
+}
 
 
 def properties(text: str) -> dict[str, str]:
     names = setting_names(text)
     assert len(names) == len(set(names)), f"a name is set twice: {names}"
-    return dict(line.strip().split("=", 1) for line in text.splitlines()
-                if line.strip() and not line.strip().startswith("#"))
+    return dict(
+        line.strip().split("=", 1) for line in text.splitlines() if line.strip() and not line.strip().startswith("#")
+    )
 
 
 def test_the_shared_settings_run_one_combined_node_with_single_replica_internal_topics():
     shared = properties(SETTINGS_FILE.read_text())
     assert not OWN & set(shared), OWN & set(shared)
     assert shared["process.roles"] == "broker,controller" and shared["node.id"] == str(kafka.NODE_ID)
-    for name in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor",
-                 "transaction.state.log.min.isr"):
+    for name in (
+        "offsets.topic.replication.factor",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+    ):
         assert shared[name] == "1", name
     assert int(shared["broker.heartbeat.interval.ms"]) < int(shared["broker.session.timeout.ms"])
 
@@ -73,8 +88,7 @@ def test_a_cluster_id_is_kafkas_uuid_form_and_never_reads_as_an_option(monkeypat
 
 def test_the_compose_broker_writes_its_properties_from_the_same_file():
     dockerfile = (DOCKER / "kafka.Dockerfile").read_text()
-    assert ("COPY cluster/services/kafka/server-settings.properties /opt/kafka/server-settings.properties"
-            in dockerfile)
+    assert "COPY cluster/services/kafka/server-settings.properties /opt/kafka/server-settings.properties" in dockerfile
     assert "COPY cluster/services/kafka/log4j2.properties /opt/kafka/log4j2.properties" in dockerfile
     entrypoint = (DOCKER / "kafka-entrypoint.sh").read_text()
     assert "cat /opt/kafka/server-settings.properties" in entrypoint

@@ -34,8 +34,10 @@ from .test_swap_store import records
 def many_resources(count: int) -> list:
     """A batch whose FlowFiles each have their own resource: a summary past SUMMARY_PROBE."""
     resources = [ResourceClaim("c", i % 1024, f"r{i}-" + "x" * 120) for i in range(count)]
-    return [FlowFileRecord(f"id-{i}", {"i": str(i)}, ContentClaim(resource, 0, 1), "q", 1, 1000 + i, 900, 0)
-            for i, resource in enumerate(resources)]
+    return [
+        FlowFileRecord(f"id-{i}", {"i": str(i)}, ContentClaim(resource, 0, 1), "q", 1, 1000 + i, 900, 0)
+        for i, resource in enumerate(resources)
+    ]
 
 
 BATCHES = {"small summary": records(7), "large summary": many_resources(500)}

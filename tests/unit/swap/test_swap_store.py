@@ -17,8 +17,18 @@ def records(n=5, queue="q"):
     out = []
     for i in range(n):
         claim = ContentClaim(R1 if i % 2 else R2, i * 10, 10) if i % 3 else None
-        out.append(FlowFileRecord(f"id-{i}", {"filename": f"f{i}", "ünï": "cödé\0nul", "i": str(i)}, claim, queue,
-                                  10 if claim else 0, 1000 + i, 500 + i, 7 if i == 4 else 0))
+        out.append(
+            FlowFileRecord(
+                f"id-{i}",
+                {"filename": f"f{i}", "ünï": "cödé\0nul", "i": str(i)},
+                claim,
+                queue,
+                10 if claim else 0,
+                1000 + i,
+                500 + i,
+                7 if i == 4 else 0,
+            )
+        )
     return out
 
 
@@ -104,6 +114,7 @@ def test_sync_comes_before_the_write_returns_and_a_failed_write_leaves_no_file(l
     class Failing:
         def before_swap_sync(self, path):
             from repositories.storage import StorageFull
+
             raise StorageFull("no space left", path)
 
     failing = SwapStore(local_store.storage, f"{local_store.root}/swap", hooks=Failing())

@@ -107,8 +107,13 @@ def test_small_claims_join_in_index_order_up_to_the_group_size_and_large_ones_go
         return ClaimToStage(index, ContentClaim(resource, index * 10, length), f"in-{index}", in_place=False)
 
     per_group = JOIN_MAX_BYTES // JOIN_MAX_CLAIM
-    items = [item(0, 10), item(1, 20), item(2, JOIN_MAX_CLAIM + 1), item(3, 30),
-             *(item(4 + n, JOIN_MAX_CLAIM) for n in range(per_group))]
+    items = [
+        item(0, 10),
+        item(1, 20),
+        item(2, JOIN_MAX_CLAIM + 1),
+        item(3, 30),
+        *(item(4 + n, JOIN_MAX_CLAIM) for n in range(per_group)),
+    ]
     alone, joined = join_small_claims(list(reversed(items)), lambda first, last: f"in-{first}-{last}")
     # The large one goes alone; the small ones join in index order until the next would
     # pass the group size (60 bytes and all but one of the full-size claims); the last

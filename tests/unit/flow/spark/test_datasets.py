@@ -20,15 +20,24 @@ def test_the_first_versions_manifest_still_reads():
     assert BatchManifest.decode(manifest.encode()) == manifest
 
 
-@pytest.mark.parametrize("data, words", [
-    (b"\xff\xfe", "not UTF-8 JSON"),
-    (b'{"format": "something else", "version": 1}', "format is not"),
-    (b'{"format": "custody.parquet-batch", "version": 2}', "version 2"),
-    (b'{"format": "custody.parquet-batch", "version": 1, "batch": "b", "shard": "s", "epoch": -1,'
-     b' "flowfiles": [], "files": []}', "wrong type"),
-    (b'{"format": "custody.parquet-batch", "version": 1, "batch": "b", "shard": "s", "epoch": 0,'
-     b' "flowfiles": ["a"], "files": [["only one"]]}', "wrong type"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"\xff\xfe", "not UTF-8 JSON"),
+        (b'{"format": "something else", "version": 1}', "format is not"),
+        (b'{"format": "custody.parquet-batch", "version": 2}', "version 2"),
+        (
+            b'{"format": "custody.parquet-batch", "version": 1, "batch": "b", "shard": "s", "epoch": -1,'
+            b' "flowfiles": [], "files": []}',
+            "wrong type",
+        ),
+        (
+            b'{"format": "custody.parquet-batch", "version": 1, "batch": "b", "shard": "s", "epoch": 0,'
+            b' "flowfiles": ["a"], "files": [["only one"]]}',
+            "wrong type",
+        ),
+    ],
+)
 def test_a_bad_manifest_is_refused_naming_the_file(data, words):
     with pytest.raises(ManifestError, match=words) as raised:
         BatchManifest.decode(data, "/d/_custody/batches/b.json")
@@ -59,7 +68,9 @@ def test_a_batch_is_committed_by_its_manifest_and_an_interrupted_move_rolls_forw
     assert fresh.roll_forward(fresh.committed()["f1"]) == 2
     assert fresh.roll_forward(manifest) == 0  # again: nothing left to move, nothing moved twice
     assert sorted(os.listdir(tmp_path / "dataset" / "day=1")) == [
-        f"part-{'b' * 20}-00000.parquet", f"part-{'b' * 20}-00001.parquet"]
+        f"part-{'b' * 20}-00000.parquet",
+        f"part-{'b' * 20}-00001.parquet",
+    ]
     fresh.forget(manifest)
     assert fresh.committed() == {}
 

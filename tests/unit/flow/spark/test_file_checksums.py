@@ -31,8 +31,11 @@ def test_records_that_do_not_cover_exactly_the_claim_vouch_for_nothing():
     records = checksum_file_of(data)
     assert crc_of_records(records, len(data) + 1) is None  # the file is longer than its records
     assert crc_of_records(records, len(data) - 1) is None  # or shorter: the last block ends past it
-    gap = pack_header(1000) + pack_record(Block(0, 1000, crc32c(data[:1000]))) + pack_record(
-        Block(2000, 1000, crc32c(data[2000:3000])))
+    gap = (
+        pack_header(1000)
+        + pack_record(Block(0, 1000, crc32c(data[:1000])))
+        + pack_record(Block(2000, 1000, crc32c(data[2000:3000])))
+    )
     assert crc_of_records(gap, 3000) is None
     damaged = bytearray(records)
     damaged[-3] ^= 1
@@ -44,5 +47,7 @@ def test_a_checksum_file_of_format_1_vouches_for_nothing():
     """Its blocks carry zlib's CRC-32, which HDFS's CRC-32C cannot be set against."""
     data = os.urandom(2500)
     records = pack_header(1000, 1) + b"".join(
-        pack_record(Block(at, len(data[at:at + 1000]), zlib.crc32(data[at:at + 1000]))) for at in range(0, 2500, 1000))
+        pack_record(Block(at, len(data[at : at + 1000]), zlib.crc32(data[at : at + 1000])))
+        for at in range(0, 2500, 1000)
+    )
     assert crc_of_records(records, len(data)) is None

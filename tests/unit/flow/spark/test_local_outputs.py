@@ -19,14 +19,16 @@ from repositories.storage import LocalStorage
 
 @pytest.fixture
 def node(tmp_path):
-    content = open_filesystem_content_repository({"local": str(tmp_path / "content")},
-                                                 ContentRepositoryConfig(checksum_block_size=4096))
+    content = open_filesystem_content_repository(
+        {"local": str(tmp_path / "content")}, ContentRepositoryConfig(checksum_block_size=4096)
+    )
     content.recover([])
     staging = SparkStaging(LocalStorage(), str(tmp_path / "spark"), "file://")
     directory = tmp_path / "spark" / "batch" / "out"
     directory.mkdir(parents=True)
-    yield SimpleNamespace(content=content, staging=staging, directory=directory,
-                          session=SimpleNamespace(content_store=content))
+    yield SimpleNamespace(
+        content=content, staging=staging, directory=directory, session=SimpleNamespace(content_store=content)
+    )
     content.close()
 
 

@@ -5,8 +5,10 @@ import pytest
 
 from flow.spark.records import MAX_SPLIT_BYTES, fixed_read_plan, keeps_read_order
 
-SCAN = ("FileScan json [amount#6L,id#7L,name#8] Batched: false, Format: JSON, "
-        "Location: InMemoryFileIndex(1 paths)[file:/in/in-000000.json], ReadSchema: struct<id:bigint>")
+SCAN = (
+    "FileScan json [amount#6L,id#7L,name#8] Batched: false, Format: JSON, "
+    "Location: InMemoryFileIndex(1 paths)[file:/in/in-000000.json], ReadSchema: struct<id:bigint>"
+)
 
 NARROW = f"""Coalesce 4
 +- *(1) Project [id#7L, upper(name#8) AS name#12]
@@ -45,21 +47,25 @@ SUBQUERY_WITH_A_SHUFFLE = f"""*(1) Project [id#7L]
 """
 
 
-@pytest.mark.parametrize("plan, keeps", [
-    (NARROW, True),
-    (BROADCAST_JOIN, True),
-    (AGGREGATE, False),
-    (WINDOW, False),
-    (LIMIT, False),
-    (SUBQUERY_WITH_A_SHUFFLE, False),
-])
+@pytest.mark.parametrize(
+    "plan, keeps",
+    [
+        (NARROW, True),
+        (BROADCAST_JOIN, True),
+        (AGGREGATE, False),
+        (WINDOW, False),
+        (LIMIT, False),
+        (SUBQUERY_WITH_A_SHUFFLE, False),
+    ],
+)
 def test_only_a_plan_that_moves_no_record_between_partitions_keeps_the_read_order(plan, keeps):
     assert keeps_read_order(plan) is keeps
 
 
 def test_a_column_or_a_path_named_like_a_shuffle_is_not_taken_for_one():
     plan = NARROW.replace("upper(name#8) AS name#12", "upper(name#8) AS Exchange#12").replace(
-        "/in/in-000000.json", "/Exchange/in-000000.json")
+        "/in/in-000000.json", "/Exchange/in-000000.json"
+    )
     assert keeps_read_order(plan)
 
 

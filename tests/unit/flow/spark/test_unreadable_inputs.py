@@ -54,8 +54,9 @@ class StagedParquet(PutParquet):
 
     def _write(self, context, session, spark, staging, dataset, directory, batch_key, fresh):
         stage_inputs(session, staging, directory, fresh)
-        manifest = BatchManifest(batch_key, session.shard_id, session.epoch,
-                                 tuple(flowfile.id for flowfile, _ in fresh), ())
+        manifest = BatchManifest(
+            batch_key, session.shard_id, session.epoch, tuple(flowfile.id for flowfile, _ in fresh), ()
+        )
         with staging.storage.create(f"{directory}/manifest.json", overwrite=True) as out:
             out.write(manifest.encode())
         StagedParquet.committed.append(dataset.commit(manifest, f"{directory}/manifest.json"))
@@ -75,8 +76,9 @@ def bench(tmp_path, processor_type: str, stub, properties, relationships) -> Ben
 
 def test_execute_spark_sql_runs_its_batch_without_the_input_it_cannot_read(tmp_path):
     StagedSQL.staged = []
-    sql = bench(tmp_path, "ExecuteSparkSQL", StagedSQL, {"sql": "SELECT * FROM flowfiles"},
-                ("success", "original", "failure"))
+    sql = bench(
+        tmp_path, "ExecuteSparkSQL", StagedSQL, {"sql": "SELECT * FROM flowfiles"}, ("success", "original", "failure")
+    )
     flowfiles = sql.add(*(f'{{"id": {index}}}\n'.encode() for index in range(4)), filename="x.json")
     sql.damage(flowfiles[2], CORRUPTED, good=5)
     sql.run_once()
@@ -102,4 +104,3 @@ def test_put_parquet_commits_a_manifest_that_never_names_the_input_it_cannot_rea
     ((attributes, _, _),) = parquet.drain("failure")
     assert attributes["i"] == "0" and "parquet.batch.id" not in attributes
     assert attributes["content.error"].startswith("ContentCorrupted: ")
-
