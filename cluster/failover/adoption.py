@@ -59,7 +59,7 @@ from ..core.ownership import ShardOwnership
 from ..core.story import tag
 from ..errors import ClusterError, FencedError, first_line
 from .fencing import DEFAULT_FENCE_TIMEOUT, DEFAULT_FIRST_WAIT, FenceHooks, current_directory, fence
-from .runtime import ShardCallbacks, ShardHandle, WalOptions
+from .runtime import NO_CALLBACKS, ShardCallbacks, ShardHandle, WalOptions
 
 log = logging.getLogger(__name__)
 COPY_BATCH = 1000
@@ -137,7 +137,7 @@ def open_home_shard(
     options: WalOptions,
     flow: FlowSnapshot | None = None,
     *,
-    callbacks: ShardCallbacks = ShardCallbacks(),
+    callbacks: ShardCallbacks = NO_CALLBACKS,
 ) -> ShardHandle:
     """A node's new shard at its incarnation epoch: an empty directory it creates, with
     the flow the node runs (`flow.json`, for whoever adopts the shard), written before
@@ -174,7 +174,7 @@ def adopt_shard(
     fence_first_wait: float = DEFAULT_FIRST_WAIT,
     fence_timeout: float = DEFAULT_FENCE_TIMEOUT,
     fence_durations: LatencyHistogram | None = None,
-    callbacks: ShardCallbacks = ShardCallbacks(),
+    callbacks: ShardCallbacks = NO_CALLBACKS,
 ) -> ShardHandle:
     """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`, or HELD
     and tried again) and return its handle, with `callbacks` (what its runtime asks the

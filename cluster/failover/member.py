@@ -18,9 +18,9 @@ lease-recovery bound (`core.adoption_failures`); a held shard is tried again now
 then, and runs once it opens.
 
 A member never survives its session, not even while it is starting: a death during
-`start` stops it at the next step (`IncarnationEnded`), with nothing of it running. When the session guard says the session is
-over, or a heartbeat or claim is answered "you are dead", it stops every runtime
-(which never write again), and `dead` is set. A process that wants to go on makes
+`start` stops it at the next step (`IncarnationEnded`), with nothing of it running.
+When the session guard says the session is over, or a heartbeat or claim is answered
+"you are dead", it stops every runtime (which never write again), and `dead` is set. A process that wants to go on makes
 a new `ClusterMember`: a new incarnation with a new shard (the failover protocol's
 "return": the old incarnation never processes its old data again).
 
@@ -44,15 +44,15 @@ the node's shutdown deadline), unless a death overtakes it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import functools
 import queue
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from flow.engine import DEFAULT_THREADS
 from repositories.storage import AbandonableStorage
@@ -75,7 +75,6 @@ from ..core.planner import DEFAULT_POLICY
 from ..core.plans import with_resumed
 from ..core.story import tag
 from ..errors import (
-    ClusterError,
     ConfigurationRefused,
     FencedError,
     IncarnationEnded,
@@ -701,7 +700,7 @@ class ClusterMember:
             self._after_failure(seen, current, attempts, error)
 
     def _after_failure(
-        self, seen: ShardOwnership, current: ShardOwnership | None, attempts: "_AdoptionAttempts", error: Exception
+        self, seen: ShardOwnership, current: ShardOwnership | None, attempts: _AdoptionAttempts, error: Exception
     ) -> None:
         """Try again soon (HDFS or ZooKeeper trouble), or hold the shard for an operator
         (its files say no, or it kept failing past the lease-recovery bound):

@@ -1,8 +1,9 @@
 """What the cluster core needs from the flow engine, for each shard a node runs.
 
 The cluster core decides *which* shards a node runs and *when* it must stop; the
-flow engine runs them. The wiring of a clustered node passes a `RuntimeFactory`; the core calls it with a `ShardHandle` once the shard's WAL is
-fenced (if adopted) and recovered, and drives the `ShardRuntime` it returns.
+flow engine runs them. The wiring of a clustered node passes a `RuntimeFactory`; the
+core calls it with a `ShardHandle` once the shard's WAL is fenced (if adopted) and
+recovered, and drives the `ShardRuntime` it returns.
 
 Contract of a `ShardRuntime` (the flow side's `flow.shard.QueueShard` plus the
 processors that run its queues):
@@ -46,8 +47,9 @@ processors that run its queues):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from flow.shard import OUTBOX_QUEUE, STATE_QUEUE, ShardFiles
 from repositories.flowfile import (
@@ -59,8 +61,8 @@ from repositories.flowfile import (
     read_state,
 )
 
-from ..core.heartbeat import QueueLoad
 from ..core.flows import FlowSnapshot, UnreadableFlow
+from ..core.heartbeat import QueueLoad
 from ..core.layout import ClusterLayout
 from ..core.ownership import ShardOwnership
 
@@ -110,6 +112,10 @@ class ShardCallbacks:
     forget_previous: Callable[[PreviousShard], None] = _forget_nothing
     # An adopted shard: say that it first delivered here (its failover's resume time).
     record_resumed: Callable[[], None] = _nothing
+
+
+# A handle made outside a member (a tool, a test): `ShardCallbacks`' defaults.
+NO_CALLBACKS = ShardCallbacks()
 
 
 @dataclass
@@ -217,7 +223,8 @@ class ShardHandle:
         """How many FlowFiles the shard's WAL holds in its queues, live and swapped,
         read without changing anything (no rename, no checkpoint); 0 when it has no WAL
         (its owner died before it wrote any). Records of processor state and of the
-        provenance outbox (`flow.shard`'s reserved namespaces) are not FlowFiles. What a damaged WAL still holds is counted; opening it refuses."""
+        provenance outbox (`flow.shard`'s reserved namespaces) are not FlowFiles. What a
+        damaged WAL still holds is counted; opening it refuses."""
         wal = ClusterLayout.wal_directory(self.directory)
         if not self.storage.exists(wal):
             return 0

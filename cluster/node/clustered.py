@@ -40,9 +40,9 @@ from ..core.layout import ClusterLayout
 from ..core.ownership import ShardState, earlier_owners
 from ..core.story import tag
 from ..errors import ClusterError, ZooKeeperError, first_line
-from ..failover.runtime import WalOptions
 from ..failover.instruments import FailoverInstruments
 from ..failover.member import ClusterMember, MemberConfig
+from ..failover.runtime import WalOptions
 from ..zk.acl import open_acl_warning
 from ..zk.client import is_connected
 from ..zk.store import ClusterStore

@@ -111,7 +111,7 @@ class StandaloneNode:
         self.admin_url: str | None = None  # set by whoever serves its admin API
 
     @classmethod
-    def from_file(cls, flow_path: str, data_dir: str, settings: NodeSettings | None = None) -> "StandaloneNode":
+    def from_file(cls, flow_path: str, data_dir: str, settings: NodeSettings | None = None) -> StandaloneNode:
         data_dir = os.path.abspath(data_dir)
         return cls(load_flow(flow_path, {"data_dir": data_dir}), data_dir, settings)
 

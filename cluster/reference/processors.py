@@ -13,7 +13,8 @@ from . import markdown as md
 TITLE = "Processors"
 INTRO = (
     "Every processor type custody ships. A flow's `type:` can also name a processor that an installed "
-    "package declares as an entry point of the group `custody.processors` (not listed here). Properties are checked when the flow is loaded, before anything runs: an unknown "
+    "package declares as an entry point of the group `custody.processors` (not listed here). "
+    "Properties are checked when the flow is loaded, before anything runs: an unknown "
     "property, a value of the wrong kind or outside its bounds is refused, naming the processor and the "
     "property. Writing one: [Writing a processor](../develop/processors.md)."
 )

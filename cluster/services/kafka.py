@@ -183,7 +183,7 @@ class KafkaBroker:
 
     # -- internals -----------------------------------------------------------------
     def _configure(self) -> None:
-        self.ports = dict(zip(("broker", "controller"), free_ports(2)))
+        self.ports = dict(zip(("broker", "controller"), free_ports(2), strict=True))
         broker, controller = f"{HOST}:{self.ports['broker']}", f"{HOST}:{self.ports['controller']}"
         own = {
             "listeners": f"PLAINTEXT://{broker},CONTROLLER://{controller}",

@@ -98,9 +98,9 @@ for name in sorted(os.listdir(later)):
 node = run_until(%d)
 print("ready", flush=True)
 time.sleep(600)
-"""
+"""  # noqa: UP031 - a program's text: an f-string would double its braces
     % COUNT
-)  # noqa: UP031 - a program's text: an f-string would double its braces
+)
 
 
 @pytest.fixture(scope="module")

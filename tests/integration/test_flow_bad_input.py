@@ -40,7 +40,8 @@ def custody_run(flow_text: str, tmp_path) -> subprocess.CompletedProcess:
         ),
         (
             "processors:\n  - {id: gen, type: GenerateFlowFile, properties: {batch_size: many}}\n",
-            "processor 'gen': property 'batch_size': wrong value for an integer property: expected an integer, got 'many'",
+            "processor 'gen': property 'batch_size': wrong value for an integer property: "
+            "expected an integer, got 'many'",
         ),
         (
             "processors:\n  - {id: gen, type: GenerateFlowFile, scheduling: {run_schedule: often}}\n",
@@ -48,8 +49,8 @@ def custody_run(flow_text: str, tmp_path) -> subprocess.CompletedProcess:
         ),
         (
             "processors:\n  - {id: fetch, type: FetchFile, properties: {completion_strategy: delete}}\n",
-            "processor 'fetch': property 'allowed_root': completion_strategy delete deletes whatever file the FlowFile's "
-            "attributes name",
+            "processor 'fetch': property 'allowed_root': completion_strategy delete deletes whatever file "
+            "the FlowFile's attributes name",
         ),
     ],
 )

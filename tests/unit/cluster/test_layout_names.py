@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cluster.core import ownership as own
 from cluster.core.incarnation import Incarnation
 from cluster.core.layout import ClusterLayout, ShardDirectoryName
 from cluster.core.names import node_name_problem
 from cluster.failover.fencing import current_directory
 from cluster.failover.runtime import ShardCallbacks, ShardHandle, WalOptions
-from cluster.core import ownership as own
 from repositories.storage import LocalStorage
 
 LAYOUT = ClusterLayout("c1", "/custody")

@@ -81,7 +81,8 @@ def test_missing_file(tmp_path):
         (("GenerateFlowFile", "GenerateFlowFiles"), "processor 'gen': unknown processor type 'GenerateFlowFiles'"),
         (
             ("batch_size: 5", "batch_size: five"),
-            "processor 'gen': property 'batch_size': wrong value for an integer property: expected an integer, got 'five'",
+            "processor 'gen': property 'batch_size': wrong value for an integer property: "
+            "expected an integer, got 'five'",
         ),
         (("file_size: 1 KB", "file_size: lots"), "processor 'gen': property 'file_size'"),
         (("{directory:", "{directry:"), "processor 'put': property 'directry': PutFile has no such property"),
@@ -245,7 +246,8 @@ def test_a_connection_value_of_the_wrong_type_is_named(changes, match):
         ),
         (
             {"id": "gen", "type": "GenerateFlowFile", "properties": {"batch_size": [5]}},
-            r"processor 'gen': property 'batch_size': expected a single value \(text, a number or true/false\), got a list",
+            r"processor 'gen': property 'batch_size': expected a single value "
+            r"\(text, a number or true/false\), got a list",
         ),
         (
             {"id": "gen", "type": "GenerateFlowFile", "scheduling": {"run_schedule": ["1 sec"]}},
