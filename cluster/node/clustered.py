@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from flow.definition import read_flow_document
 from flow.errors import FlowError
 from flow.loading import parse_flow
+from flow.processors.kafka.ownership import PARTITIONS_SERVICE, NoClusterAssignment
 from flow.spark.staging import SparkStaging
 from replication.provenance_export import ProvenanceExporter, ProvenanceExportThread
 from repositories.content import ArchivePolicy
@@ -125,6 +126,7 @@ class ClusteredNode:
             spark_master=self.config.spark_master,
             spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf),
         )
+        self.services.register(PARTITIONS_SERVICE, NoClusterAssignment)
         # Its part in rolling deploys: offload and connect when its step says so.
         follower = DeployFollower(
             self._store,

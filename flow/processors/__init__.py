@@ -14,6 +14,7 @@ from .attributes import LogAttribute, RouteOnAttribute, UpdateAttribute
 from .files import FetchFile, GetFile, ListFile, PutFile
 from .generate import GenerateFlowFile
 from .http import ListenHTTP
+from .kafka import ConsumeKafka
 from .merge import MergeContent
 from .parquet import PutParquet
 from .spark import ExecuteSparkSQL, SparkTransform
@@ -26,6 +27,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     FetchFile,
     GetFile,
     ListenHTTP,
+    ConsumeKafka,
     UpdateAttribute,
     RouteOnAttribute,
     SplitText,

@@ -1,0 +1,412 @@
+"""ConsumeKafka: records from Kafka topics into FlowFiles, each record exactly once.
+
+The positions a session read up to (`positions`) are its processor state, committed
+in the same WAL transaction as the FlowFiles that carry the records. That state is the
+truth: on start, after a crash, and after a session that failed, the consumer seeks to
+the committed positions. Kafka's consumer group takes no part in the assignment (the
+processor assigns the partitions itself, as Kafka Connect's exactly-once sinks do), and
+the group's offsets are committed after the WAL commit only so that Kafka's lag tools
+(`kafka-consumer-groups --describe`) show how far behind the flow is.
+
+Records are read with `isolation.level=read_committed` (`honor_transactions`): a
+producer's aborted transaction never becomes a FlowFile, and an open one holds the
+partition back until it ends, as Kafka's transactional consumers do.
+
+Partitions are found from the brokers' metadata every `metadata_refresh`: a partition
+added to a topic, or a topic created that matches the pattern, is consumed from then
+on (from its first record, whatever `auto_offset_reset` says: it had no position, and
+its records are new); a topic deleted is dropped with its positions and one warning.
+A partition seen for the first time starts at `auto_offset_reset` (its low or high
+watermark, resolved to a number and committed with the first session that takes from
+it, so that a crash does not move the start).
+
+Lock plan: `_lock` is held by the one task that consumes at a time (a second task
+yields); the consumer and `_assigned` belong to that task. `on_stopped` takes the lock
+to close the consumer.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ServiceError, UnknownService
+from ...processor import ProcessContext, Processor, PropertyDescriptor
+from .connection import CONNECTION_PROPERTIES, BrokerErrors, client_config, validate_connection
+from .ownership import PARTITIONS_SERVICE
+from .positions import KafkaStateError, TopicPartition, pack, unpack
+
+if TYPE_CHECKING:
+    from ...session import ProcessSession
+
+# librdkafka's logical offsets, for a partition first assigned.
+_EARLIEST, _LATEST = -2, -1
+METADATA_TIMEOUT_S = 10.0
+
+
+def decode_demarcator(text: str) -> bytes:
+    """The demarcator as bytes, with the escapes a flow file can write (`\\n`, `\\t`)."""
+    return codecs.decode(text, "unicode_escape").encode("utf-8")
+
+
+class ConsumeKafka(Processor):
+    type_name = "ConsumeKafka"
+    description = (
+        "Consumes records from Kafka topics, each exactly once: the positions read are committed in the WAL "
+        "with the FlowFiles."
+    )
+    is_source = True
+    properties = CONNECTION_PROPERTIES + (
+        PropertyDescriptor(
+            "topics",
+            "string",
+            required=True,
+            description="topic names, comma-separated; or a regular expression with topic_format pattern",
+        ),
+        PropertyDescriptor("topic_format", "choice", default="names", choices=("names", "pattern")),
+        PropertyDescriptor(
+            "group_id",
+            "string",
+            description="the consumer group the positions are reported to, for Kafka's lag tools "
+            "(default: custody-<processor id>); it never decides what is read",
+        ),
+        PropertyDescriptor(
+            "auto_offset_reset",
+            "choice",
+            default="latest",
+            choices=("earliest", "latest"),
+            description="where a partition with no committed position starts",
+        ),
+        PropertyDescriptor("max_poll_records", "integer", default=500, minimum=1, maximum=100_000),
+        PropertyDescriptor(
+            "max_wait",
+            "duration",
+            default=0.1,
+            minimum=0,
+            maximum=10,
+            description="how long a task waits for records",
+        ),
+        PropertyDescriptor(
+            "message_demarcator",
+            "string",
+            description="when set, the records of a partition read in one task become one FlowFile, "
+            "their values joined by this (escapes such as \\n allowed)",
+        ),
+        PropertyDescriptor("key_attribute_encoding", "choice", default="utf-8", choices=("utf-8", "hex", "do-not-add")),
+        PropertyDescriptor("header_name_pattern", "regex", description="headers whose names match become attributes"),
+        PropertyDescriptor("honor_transactions", "boolean", default=True),
+        PropertyDescriptor(
+            "metadata_refresh",
+            "duration",
+            default=10,
+            minimum=0.1,
+            description="how often the topics' partitions are looked up again (new partitions and topics)",
+        ),
+    )
+
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._lock = threading.Lock()
+        self._consumer: Any = None
+        self._errors = BrokerErrors()
+        self._assigned: dict[TopicPartition, int] = {}  # partition -> where the consumer stands
+        self._refreshed = float("-inf")
+        self._uri = ""
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        problems = validate_connection(properties)
+        if properties.get("topic_format") == "pattern":
+            try:
+                re.compile(properties["topics"])
+            except re.error as error:
+                problems.append(("topics", f"not a regular expression: {error}"))
+        elif not _topic_names(properties["topics"]):
+            problems.append(("topics", "names no topic"))
+        return problems
+
+    def on_scheduled(self, context: ProcessContext) -> None:
+        self._refreshed = float("-inf")
+        self._assigned = {}
+        self._uri = f"kafka://{context['bootstrap_servers'].split(',')[0].strip()}"
+
+    def on_stopped(self, context: ProcessContext) -> None:
+        with self._lock:
+            consumer, self._consumer = self._consumer, None
+            self._assigned = {}
+            if consumer is not None:
+                consumer.close()
+
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
+        if not self._lock.acquire(blocking=False):
+            context.yield_()  # another task is consuming: one consumer, one position
+            return
+        try:
+            self._consume(context, session)
+        finally:
+            self._lock.release()
+
+    # -- one task ---------------------------------------------------------------------
+
+    def _consume(self, context: ProcessContext, session: ProcessSession) -> None:
+        try:
+            committed = unpack(session.get_state(), self.id)
+        except KafkaStateError as error:
+            context.limited_log.error(f"{self.id}:state", "%s", error)
+            context.yield_()
+            return
+        consumer = self._consumer_for(context)
+        if not self._refresh(context, session.shard_id, consumer, committed):
+            context.yield_()
+            return
+        if not self._assigned:
+            context.yield_()
+            return
+        messages = consumer.consume(context["max_poll_records"], context["max_wait"])
+        try:
+            taken = self._take(context, session, messages)
+        except BaseException:
+            self._rewind(consumer, committed)
+            raise
+        positions = {tp: offset for tp, offset in committed.items() if tp in self._assigned}
+        for tp, offset in self._assigned.items():
+            if offset >= 0:
+                positions.setdefault(tp, offset)  # a partition's resolved start, committed before it is read
+        positions.update(taken)
+        if not taken and positions == committed:
+            context.yield_()
+            return
+        session.set_state(pack(positions))
+        offsets = [(tp, offset) for tp, offset in taken.items()]
+        session.commit_async(
+            on_success=lambda: self._report(consumer, offsets),
+            on_failure=lambda _error: self._rewind(consumer, committed),
+        )
+
+    def _take(self, context: ProcessContext, session: ProcessSession, messages: list) -> dict[TopicPartition, int]:
+        """The FlowFiles of `messages`, transferred to success; the next offset of each
+        partition they came from."""
+        demarcator = context.get("message_demarcator")
+        headers = context.get("header_name_pattern")
+        encoding = context["key_attribute_encoding"]
+        taken: dict[TopicPartition, int] = {}
+        groups: dict[TopicPartition, list] = {}
+        for message in messages:
+            if message.error() is not None:
+                self._message_error(context, message)
+                continue
+            tp = TopicPartition(message.topic(), message.partition())
+            if tp not in self._assigned:
+                continue  # a record fetched before its partition was dropped
+            taken[tp] = message.offset() + 1
+            self._assigned[tp] = message.offset() + 1
+            groups.setdefault(tp, []).append(message)
+        flowfiles, contents = [], []
+        for group in groups.values():
+            if demarcator:
+                attributes = _attributes(group[0], encoding, headers, single=False)
+                attributes["kafka.count"] = str(len(group))
+                attributes["kafka.max.offset"] = str(group[-1].offset())
+                flowfiles.append(session.create(attributes=attributes))
+                contents.append(decode_demarcator(demarcator).join(m.value() or b"" for m in group))
+            else:
+                for message in group:
+                    flowfiles.append(session.create(attributes=_attributes(message, encoding, headers, single=True)))
+                    contents.append(message.value() or b"")
+        if flowfiles:
+            for flowfile in session.write_bytes_many(flowfiles, contents):
+                session.receive(flowfile, f"{self._uri}/{flowfile.attributes['kafka.topic']}")
+                session.transfer(flowfile, "success")
+        return taken
+
+    def _message_error(self, context: ProcessContext, message) -> None:
+        error = message.error()
+        if error.code() == _partition_eof():
+            return
+        context.limited_log.warning(
+            f"{self.id}:fetch", "%s: reading %s[%s]: %s", self.id, message.topic(), message.partition(), error.str()
+        )
+
+    # -- the consumer and its partitions ----------------------------------------------
+
+    def _consumer_for(self, context: ProcessContext):
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            config = client_config(context.properties, context.logger)
+            config.update(
+                {
+                    "group.id": context.get("group_id") or f"custody-{self.id}",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "isolation.level": "read_committed" if context["honor_transactions"] else "read_uncommitted",
+                    # A position that retention deleted: read from what is left.
+                    "auto.offset.reset": "earliest",
+                    "error_cb": self._errors,
+                }
+            )
+            self._consumer = Consumer(config)
+        return self._consumer
+
+    def _refresh(self, context: ProcessContext, shard_id: str, consumer, committed: dict[TopicPartition, int]) -> bool:
+        """Assign the partitions the topics have now (every `metadata_refresh`), each at
+        its committed position, or its reset point resolved to an offset. False when the
+        brokers could not be asked and nothing is assigned yet."""
+        now = time.monotonic()
+        if now - self._refreshed < context["metadata_refresh"]:
+            return True
+        try:
+            found = self._partitions(context, consumer)
+            owned = self._owned(context, shard_id, found)
+        except _MetadataUnavailable as error:
+            context.limited_log.warning(f"{self.id}:metadata", "%s: %s", self.id, error)
+            return bool(self._assigned)
+        except ServiceError as error:
+            context.limited_log.error(f"{self.id}:ownership", "%s", error)
+            self._release_all(consumer)
+            return False
+        self._refreshed = now
+        topics = {tp.topic for tp in found}
+        for topic in sorted({tp.topic for tp in self._assigned if tp.topic not in topics}):
+            context.logger.warning(
+                "%s: topic %s no longer exists; its partitions are no longer consumed", self.id, topic
+            )
+        dropped = [tp for tp in self._assigned if tp not in owned]
+        fresh = {}
+        for tp in owned:
+            if tp in self._assigned:
+                continue
+            if tp in committed:
+                fresh[tp] = committed[tp]
+            else:
+                fresh[tp] = self._reset_point(context, consumer, tp, known_topic=tp.topic in {t for t, _ in committed})
+        if not dropped and not fresh:
+            return True
+        for tp in dropped:
+            del self._assigned[tp]
+        self._assigned.update(fresh)
+        from confluent_kafka import TopicPartition as KafkaPartition
+
+        consumer.assign([KafkaPartition(tp.topic, tp.partition, offset) for tp, offset in self._assigned.items()])
+        return True
+
+    def _owned(self, context: ProcessContext, shard_id: str, found: list[TopicPartition]) -> set[TopicPartition]:
+        """Of the partitions `found`, those this shard consumes (`ownership`): all of
+        them on a standalone node."""
+        try:
+            ownership = context.service(PARTITIONS_SERVICE)
+        except UnknownService:
+            return set(found)
+        return set(ownership.partitions(self.id, shard_id, found))
+
+    def _release_all(self, consumer) -> None:
+        if self._assigned:
+            self._assigned = {}
+            consumer.unassign()
+
+    def _partitions(self, context: ProcessContext, consumer) -> list[TopicPartition]:
+        """The partitions of the configured topics, from the brokers' metadata. A named
+        topic that does not exist is left out, with a warning a minute."""
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+        except KafkaException as error:
+            raise _MetadataUnavailable(
+                self._errors.explain(f"cannot read the topics' metadata from {context['bootstrap_servers']}")
+                + f" ({error.args[0].str() if error.args else error}); retrying"
+            ) from None
+        if context["topic_format"] == "pattern":
+            pattern = re.compile(context["topics"])
+            topics = [name for name in metadata.topics if not name.startswith("__") and pattern.fullmatch(name)]
+        else:
+            topics = _topic_names(context["topics"])
+        found = []
+        for name in topics:
+            topic = metadata.topics.get(name)
+            if topic is None or topic.error is not None:
+                why = topic.error.str() if topic is not None else "not in the brokers' metadata"
+                context.limited_log.warning(
+                    f"{self.id}:topic:{name}", "%s: topic %s cannot be consumed: %s", self.id, name, why
+                )
+                continue
+            found += [TopicPartition(name, partition) for partition in sorted(topic.partitions)]
+        return found
+
+    def _reset_point(self, context: ProcessContext, consumer, tp: TopicPartition, known_topic: bool) -> int:
+        """Where a partition with no committed position starts: a new partition of a
+        topic already consumed from its first record; any other at `auto_offset_reset`,
+        as an offset (a watermark) when the broker says it, else librdkafka's logical one."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaPartition
+
+        earliest = known_topic or context["auto_offset_reset"] == "earliest"
+        try:
+            low, high = consumer.get_watermark_offsets(
+                KafkaPartition(tp.topic, tp.partition), timeout=METADATA_TIMEOUT_S, cached=False
+            )
+        except KafkaException:
+            return _EARLIEST if earliest else _LATEST
+        return low if earliest else high
+
+    def _rewind(self, consumer, committed: dict[TopicPartition, int]) -> None:
+        """Back to the committed positions: what the failed session read is read again."""
+        from confluent_kafka import TopicPartition as KafkaPartition
+
+        for tp in self._assigned:
+            if tp in committed:
+                self._assigned[tp] = committed[tp]
+        consumer.assign([KafkaPartition(tp.topic, tp.partition, offset) for tp, offset in self._assigned.items()])
+
+    def _report(self, consumer, offsets: list[tuple[TopicPartition, int]]) -> None:
+        """The committed positions to the consumer group, for Kafka's lag tools (after the WAL commit)."""
+        if not offsets:
+            return
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaPartition
+
+        try:
+            consumer.commit(
+                offsets=[KafkaPartition(tp.topic, tp.partition, offset) for tp, offset in offsets], asynchronous=True
+            )
+        except KafkaException:
+            pass  # only the lag the tools show is behind; the WAL holds the truth
+
+
+class _MetadataUnavailable(Exception):
+    pass
+
+
+def _topic_names(text: str) -> list[str]:
+    return [name.strip() for name in str(text).split(",") if name.strip()]
+
+
+def _partition_eof() -> int:
+    from confluent_kafka import KafkaError
+
+    return KafkaError._PARTITION_EOF
+
+
+def _attributes(message, encoding: str, headers: re.Pattern | None, single: bool) -> dict[str, str]:
+    attributes = {
+        "kafka.topic": message.topic(),
+        "kafka.partition": str(message.partition()),
+        "kafka.offset": str(message.offset()),
+        "kafka.timestamp": str(message.timestamp()[1]),
+    }
+    key = message.key()
+    if single and key is not None and encoding != "do-not-add":
+        attributes["kafka.key"] = key.hex() if encoding == "hex" else key.decode("utf-8", "replace")
+    if headers is not None:
+        for name, value in _headers(message.headers()):
+            if headers.fullmatch(name):
+                attributes[name] = (value or b"").decode("utf-8", "replace")
+    return attributes
+
+
+def _headers(headers) -> Iterable[tuple[str, bytes | None]]:
+    return headers or ()
