@@ -20,8 +20,10 @@ the failover layer tells apart by the error (`failover.adoption.failure_kind`):
 So no shard stays ADOPTING past `bound` plus one retry interval and one attempt,
 except while HDFS or ZooKeeper cannot serve it. A HELD shard is tried again after
 `recheck_delay` (an operator may have repaired it meanwhile), doubling up to
-`RECHECK_MAX`: each such attempt that fails only schedules the next, and the one
-that succeeds marks the shard adopted.
+`RECHECK_MAX`: each such attempt that fails schedules the next, and holds the shard
+again with what it found, so that the shard's record says why it is held now (a
+transient failure leaves the reason: that attempt could not read the shard); the
+one that succeeds marks the shard adopted.
 """
 
 from __future__ import annotations
@@ -78,7 +80,10 @@ def after_failure(
     `adopting_for`: seconds since this adopter first tried it at this epoch;
     `bound`: the lease-recovery bound (the fence's timeout)."""
     if held:
-        return RetryLater(recheck_delay(rechecks, first=recheck_first))
+        after = recheck_delay(rechecks, first=recheck_first)
+        if kind is FailureKind.TRANSIENT:
+            return RetryLater(after)
+        return HoldShard(error, after)  # `ownership.hold` writes nothing when the reason is the same
     if kind is FailureKind.TRANSIENT:
         return RetryLater(retry_interval)
     if kind is FailureKind.PERMANENT:

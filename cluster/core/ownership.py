@@ -14,15 +14,18 @@ States and transitions::
                     │                   └──┘   │hold          └──reassign──► ADOPTING
                  (a node's home shard;  reassign▼
                   it takes new input)  (the  HELD ──adopted──► DRAINING
-                                      adopter  └──reassign──► ADOPTING
-                                       died)   (its holder died)
+                                      adopter │ ▲└──reassign──► ADOPTING
+                                       died)  └─┘hold         (its holder died)
+                                      (a recheck failed again, for another reason)
 
     HELD: its adopter fenced it (every file closed) but can never open it as it is:
     its WAL is damaged in a way no crash explains, or this node's flow lacks a queue
     its FlowFiles are in. Nothing of it is changed or deleted; the reason is in the
     history entry (and the failover plan's notes). Its holder tries it again now and
     then (an operator may have repaired it: `custody wal fsck --accept-damage`) and
-    marks it adopted once it opens; if the holder dies, it moves on like any shard.
+    marks it adopted once it opens, or holds it again when the attempt fails for
+    another reason, so that the record says why it is held now; if the holder dies, it
+    moves on like any shard.
 
     split (policy divvy): the parent goes to SPLIT (epoch + 1, no owner) and
     children are born ADOPTING, each with a hash range of the parent's FlowFiles;
@@ -181,9 +184,13 @@ def _advance(
     current: ShardOwnership, *, at: float, reason: str, step: str | None = None, **changes: Any
 ) -> ShardOwnership:
     moved = replace(current, **changes)
-    text = f"{reason} {tag(step)}" if step else reason
-    entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, text, step)
+    entry = HistoryEntry(moved.epoch, moved.owner, moved.state, at, _with_step(reason, step), step)
     return replace(moved, history=(current.history + (entry,))[-HISTORY_LIMIT:])
+
+
+def _with_step(reason: str, step: str | None) -> str:
+    """A history entry's reason: ending in its step's tag when it has one."""
+    return f"{reason} {tag(step)}" if step else reason
 
 
 def new_shard(shard: str, owner: str, epoch: int, *, at: float, flow: str | None = None) -> ShardOwnership:
@@ -270,13 +277,21 @@ def hold(
     """The adopter fenced the shard but cannot open it as it is, and no retry would
     change that (`reason` says why, for the operator): it stops adopting it and keeps
     it as it is. Its epoch and owner stay; `adopted` takes it from here once it opens.
-    `step` is the decision the adopter acts on (the move that gave it the shard)."""
+    `step` is the decision the adopter acts on (the move that gave it the shard).
+
+    A HELD shard whose recheck failed is held again with the reason of that recheck:
+    a new history entry when the reason changed (the operator reads the newest), and
+    `current` itself, nothing to write, when it did not (a recheck every few minutes
+    must not push the shard's earlier epochs out of its bounded history)."""
     refusal = check_claim(current, by, epoch)
     if refusal is not None:
         return refusal
     if current.state not in sources("hold"):
         return _needs("hold", current)
-    return _advance(current, at=at, reason=f"held by {by}: {reason}", step=step, state=ShardState.HELD)
+    text = f"held by {by}: {reason}"
+    if current.state is ShardState.HELD and current.history and current.history[-1].reason == _with_step(text, step):
+        return current
+    return _advance(current, at=at, reason=text, step=step, state=ShardState.HELD)
 
 
 def retire(current: ShardOwnership, by: str, epoch: int, *, at: float) -> ShardOwnership | Refusal:

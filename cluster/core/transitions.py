@@ -10,7 +10,7 @@ owner. `ownership` refuses what the table does not allow (`sources`), and
 shard's history (`validation`):
 
     check_transition(before, after)   # None, or the `Violation`
-    transition_table_markdown()       # the table, for the docs
+    transition_table_markdown()       # the table, for the docs (`cluster.reference.ownership`)
 
 `before` is None for a record being created: a node's home shard, or a divvy slice.
 """
@@ -23,25 +23,49 @@ from typing import Protocol
 
 
 class ShardState(str, enum.Enum):
-    ACTIVE = "active"  # a live node's home shard, taking new input
-    ADOPTING = "adopting"  # moved to a new owner that has not finished fencing + recovery
-    DRAINING = "draining"  # adopted: its queues run at the new epoch, no new input
-    SPLIT = "split"  # divvied: its FlowFiles are being copied into child shards
-    HELD = "held"  # fenced, but cannot be opened as it is: kept untouched for an operator
-    RETIRED = "retired"  # empty; its files may be collected. Final.
+    """What a shard is now: `MEANINGS` says it in words."""
+
+    ACTIVE = "active"
+    ADOPTING = "adopting"
+    DRAINING = "draining"
+    SPLIT = "split"
+    HELD = "held"
+    RETIRED = "retired"
 
 
 class EpochRule(str, enum.Enum):
-    STARTS = "starts"  # a new record: the creating incarnation's epoch, or the split parent's new one
-    RAISES = "raises"  # exactly one more than before
-    KEEPS = "keeps"  # the same as before
+    """What a transition does to the epoch (`MEANINGS`)."""
+
+    STARTS = "starts"
+    RAISES = "raises"
+    KEEPS = "keeps"
 
 
 class OwnerRule(str, enum.Enum):
-    NEW = "new"  # a new record: an owner
-    MOVES = "moves"  # another incarnation than before
-    KEEPS = "keeps"  # the same as before
-    NONE = "none"  # no owner (a split parent: its FlowFiles belong to its slices)
+    """What a transition does to the owner (`MEANINGS`)."""
+
+    NEW = "new"
+    MOVES = "moves"
+    KEEPS = "keeps"
+    NONE = "none"
+
+
+# Each state and rule in words: for the code's readers and for the reference page.
+MEANINGS: dict[enum.Enum, str] = {
+    ShardState.ACTIVE: "a live node's home shard, taking new input",
+    ShardState.ADOPTING: "moved to a new owner that has not finished fencing and recovering it",
+    ShardState.DRAINING: "adopted: its queues run at the new epoch, and it takes no new input",
+    ShardState.SPLIT: "divvied: its FlowFiles are being copied into child shards",
+    ShardState.HELD: "fenced, but it cannot be opened as it is: kept untouched for an operator, and tried again",
+    ShardState.RETIRED: "empty; its files may be collected. Final",
+    EpochRule.STARTS: "a new record: the creating incarnation's epoch, or the split parent's new one",
+    EpochRule.RAISES: "exactly one more than before",
+    EpochRule.KEEPS: "the same as before",
+    OwnerRule.NEW: "a new record: an owner",
+    OwnerRule.MOVES: "another incarnation than before",
+    OwnerRule.KEEPS: "the same as before",
+    OwnerRule.NONE: "no owner (a split parent: its FlowFiles belong to its slices)",
+}
 
 
 @dataclass(frozen=True)
@@ -94,6 +118,12 @@ TRANSITIONS: tuple[Transition, ...] = (
             (_S.ADOPTING, _S.DRAINING, "adopted", "its adopter fenced it and recovered its WAL"),
             (_S.HELD, _S.DRAINING, "adopted", "its holder could open it at last"),
             (_S.ADOPTING, _S.HELD, "hold", "its adopter fenced it but cannot open it as it is"),
+            (
+                _S.HELD,
+                _S.HELD,
+                "hold",
+                "a recheck by its holder failed for another reason: held again, with that reason",
+            ),
             (
                 _S.DRAINING,
                 _S.HELD,

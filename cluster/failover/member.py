@@ -15,7 +15,8 @@ ends: the shard runs here, or the attempt is tried again a second later (HDFS or
 ZooKeeper trouble), or the shard is HELD for an operator with the reason, when no
 attempt can succeed (damage, a flow that cannot hold it) or it kept failing past the
 lease-recovery bound (`core.adoption_failures`); a held shard is tried again now and
-then, and runs once it opens.
+then (held again, with the new reason, when that fails for another one), and runs once
+it opens.
 
 A member never survives its session, not even while it is starting: a death during
 `start` stops it at the next step (`IncarnationEnded`), with nothing of it running.
@@ -703,7 +704,8 @@ class ClusterMember:
         self, seen: ShardOwnership, current: ShardOwnership | None, attempts: _AdoptionAttempts, error: Exception
     ) -> None:
         """Try again soon (HDFS or ZooKeeper trouble), or hold the shard for an operator
-        (its files say no, or it kept failing past the lease-recovery bound):
+        (its files say no, or it kept failing past the lease-recovery bound), or, after
+        a failed recheck of a held shard, hold it again with what this attempt found:
         `core.adoption_failures` decides, by the kind of failure (`failure_kind`)."""
         shard = current or seen
         kind = failure_kind(error)
@@ -720,24 +722,18 @@ class ClusterMember:
         )
         if isinstance(decision, RetryLater):
             if held:
-                log.warning(
-                    "%s shard %s is still held (%s); tried again in %.0fs",
-                    tag(shard.step),
-                    shard.shard,
-                    what,
-                    decision.after,
-                )
-            else:
-                self.instruments.adoptions.of(RETRIED).add()
-                log.warning(
-                    "%s adoption of %s failed (%s), tried again in %.0fs: %s",
-                    tag(shard.step),
-                    shard.shard,
-                    kind.value,
-                    decision.after,
-                    what,
-                )
-            self._retry_later(seen, decision.after, recheck=held)
+                self._still_held(seen, shard, None, what, decision.after)
+                return
+            self.instruments.adoptions.of(RETRIED).add()
+            log.warning(
+                "%s adoption of %s failed (%s), tried again in %.0fs: %s",
+                tag(shard.step),
+                shard.shard,
+                kind.value,
+                decision.after,
+                what,
+            )
+            self._retry_later(seen, decision.after)
             return
         try:
             held_now = self.registry.hold(
@@ -748,11 +744,16 @@ class ClusterMember:
             log.warning("%s not holding %s: %s", tag(seen.step), seen.shard, fenced)
             return
         except Exception as trouble:  # noqa: BLE001 - ZooKeeper trouble: the next attempt judges again
-            self.instruments.adoptions.of(RETRIED).add()
+            if not held:
+                self.instruments.adoptions.of(RETRIED).add()
             log.warning(
                 "%s could not mark %s held (%s); tried again", tag(shard.step), shard.shard, first_line(trouble)
             )
-            self._retry_later(seen, RETRY_INTERVAL)
+            # A held shard keeps its recheck schedule: its next recheck writes its own reason.
+            self._retry_later(seen, decision.after if held else RETRY_INTERVAL, recheck=held)
+            return
+        if held:
+            self._still_held(seen, shard, held_now, decision.reason, decision.after)
             return
         attempts.held = True
         self.instruments.adoptions.of(HELD).add()
@@ -771,6 +772,31 @@ class ClusterMember:
             f"{self.incarnation.id} holds {shard.shard} at epoch {shard.epoch} for an operator: {decision.reason}",
         )
         self._retry_later(seen, decision.after, recheck=True)
+
+    def _still_held(
+        self, seen: ShardOwnership, read: ShardOwnership, held_now: ShardOwnership | None, reason: str, after: float
+    ) -> None:
+        """A recheck of a held shard failed (`read`: the shard as it read it); `held_now`
+        is the shard held again with `reason`, None when the failure left the reason as
+        it was (a transient one). Said as a new hold when the reason changed
+        (`ownership.hold` wrote nothing when it did not); the next recheck in `after`."""
+        if held_now is None or held_now.history[-1:] == read.history[-1:]:
+            log.warning(
+                "%s shard %s is still held (%s); tried again in %.0fs", tag(read.step), read.shard, reason, after
+            )
+        else:
+            me = self.incarnation.id
+            log.error(
+                "%s shard %s is still held by %s at epoch %d, now because: %s; tried again in %.0fs",
+                tag(read.step),
+                read.shard,
+                me,
+                read.epoch,
+                reason,
+                after,
+            )
+            self._note_in_plan(held_now, f"{me} still holds {read.shard} at epoch {read.epoch}, now because: {reason}")
+        self._retry_later(seen, after, recheck=True)
 
     def _note_in_plan(self, ownership: ShardOwnership, text: str) -> None:
         """Add `[step] text` to the notes of the failover plan that moved the shard here

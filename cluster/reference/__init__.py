@@ -1,12 +1,14 @@
 """The reference pages of the documentation, generated from the code so that they
 cannot go stale: the processors (from the processor registry), the command line
 (from argparse), the REST API (from the admin API's OpenAPI document), the
-metrics (from the admin API's Prometheus collectors) and NODE.toml (from its schema).
+metrics (from the admin API's Prometheus collectors), NODE.toml (from its schema) and
+a shard's ownership transitions (from the table `cluster.core.transitions` keeps).
 
     python -m cluster.reference docs/reference     # write them; the pages are checked in
 
 `tests/unit/test_docs_reference.py` regenerates them and fails when the checked-in
-pages differ, and checks that every processor, command, path, series and NODE.toml key has an entry.
+pages differ, and checks that every processor, command, path, series, NODE.toml key and
+ownership transition has an entry.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from .cli import cli_page
 from .metrics import metrics_page
 from .node_toml import node_toml_page
+from .ownership import ownership_page
 from .processors import processors_page
 from .rest_api import rest_api_page
 
@@ -27,6 +30,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "rest-api.md": rest_api_page,
     "metrics.md": metrics_page,
     "node-toml.md": node_toml_page,
+    "ownership-transitions.md": ownership_page,
 }
 REGENERATE = "python -m cluster.reference docs/reference"
 

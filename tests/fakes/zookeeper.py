@@ -12,9 +12,11 @@ the znode's (kazoo's `BadVersionError`); a transaction applies all of its
 operations or none; ephemeral znodes belong to a session; a missing parent or an
 existing node fail as in ZooKeeper (`NoNodeError`, `NodeExistsError`). Errors are
 kazoo's own classes, so that `cluster.zk` translates them as it does on the wire.
-A `DataWatch` is called at once and after every change of its znode, on the thread that
-made it. Not kept: deletion, ACLs, sequence nodes, children watches, connection states and
-their listeners (no test runs the leader's or a member's loops; they call `step`).
+A `DataWatch` is called at once and after every change of its znode, a `ChildrenWatch`
+at once and after a child is created or deleted, on the thread that made the change.
+Not kept: deletion, ACLs, sequence nodes, connection states (a session never changes
+state: a state listener is accepted and never called). The leader's tests call its
+`step`; a member's run its own threads (`ClusterMember.start`) over a session of this.
 
 Lock plan: `FakeZooKeeper._lock` guards the tree; watches are called outside it.
 """
@@ -47,6 +49,7 @@ class FakeZooKeeper:
         self._lock = threading.Lock()
         self._sessions = itertools.count(1)
         self._watches: list[tuple[str, object]] = []  # DataWatch: (path, callback)
+        self._child_watches: list[tuple[str, object]] = []  # ChildrenWatch: (path, callback)
 
     def session(self) -> FakeClient:
         return FakeClient(self, next(self._sessions))
@@ -88,7 +91,7 @@ class FakeZooKeeper:
             result = apply()
             after = {path: node.stat.version for path, node in self._tree.items()}
         changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
-        self._notify(changed)
+        self._notify(changed, {posixpath.dirname(path) for path in before.keys() ^ after.keys()})
         return result
 
     # -- watches ---------------------------------------------------------------------------------
@@ -97,11 +100,21 @@ class FakeZooKeeper:
             self._watches.append((path, callback))
         self._call(path, callback)
 
-    def _notify(self, changed: set[str]) -> None:
+    def _watch_children(self, path: str, callback) -> None:
+        with self._lock:
+            self._child_watches.append((path, callback))
+        self._call_children(path, callback)
+
+    def _notify(self, changed: set[str], parents: set[str]) -> None:
+        """Call the data watches of the `changed` znodes, and the children watches of the
+        `parents` of znodes created or deleted."""
         with self._lock:
             due = [(path, callback) for path, callback in self._watches if path in changed]
+            due_children = [(path, callback) for path, callback in self._child_watches if path in parents]
         for path, callback in due:
             self._call(path, callback)
+        for path, callback in due_children:
+            self._call_children(path, callback)
 
     def _call(self, path: str, callback) -> None:
         """kazoo's DataWatch: `callback(data, stat)`, (None, None) while there is no znode;
@@ -112,6 +125,14 @@ class FakeZooKeeper:
         if callback(data, stat) is False:
             with self._lock:
                 self._watches = [watch for watch in self._watches if watch != (path, callback)]
+
+    def _call_children(self, path: str, callback) -> None:
+        """kazoo's ChildrenWatch: `callback(children)`; returning False ends the watch."""
+        with self._lock:
+            children = self._children(path)
+        if callback(children) is False:
+            with self._lock:
+                self._child_watches = [watch for watch in self._child_watches if watch != (path, callback)]
 
 
 class FakeClient:
@@ -200,6 +221,16 @@ class FakeClient:
 
     def DataWatch(self, path: str, func) -> None:  # noqa: N802 - kazoo's name
         self.zookeeper._watch(path, func)
+
+    def ChildrenWatch(self, path: str, func) -> None:  # noqa: N802 - kazoo's name
+        self.zookeeper._watch_children(path, func)
+
+    # -- connection states: the fake's session never changes state -----------------------------------
+    def add_listener(self, listener) -> None:
+        """Never called: the session never changes state (the session guard adds one)."""
+
+    def remove_listener(self, listener) -> None:
+        pass
 
 
 class _Answer:

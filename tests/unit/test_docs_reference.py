@@ -1,12 +1,12 @@
 """The generated reference pages (`docs/reference/`, `python -m cluster.reference`):
 what is checked in is what the code generates now, and every processor, command,
-REST path and metric series has its entry there.
+REST path, metric series, NODE.toml key and ownership transition has its entry there.
 
 The completeness checks list what the code has without the generator's own loops
 (the registry, argparse's tree, the OpenAPI document, the metric families named in
-the admin API's source, NODE.toml's schema) and look for each in the page text, so a
-processor, command, path, series or key added without regenerating fails here even
-if the generator skipped it.
+the admin API's source, NODE.toml's schema, the transition table) and look for each in
+the page text, so a processor, command, path, series, key or transition added without
+regenerating fails here even if the generator skipped it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 
 import pytest
 
+from cluster.core.transitions import ShardState
 from cluster.reference import PAGES, REGENERATE, render_pages, write_pages
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -281,6 +282,38 @@ def test_a_node_toml_key_added_without_regenerating_is_reported():
     grown = Section(node.name, (*node.keys, Key("drain_first", Flag(), "drain before leaving", default=False)))
     schema = Schema(tuple(grown if section is node else section for section in NODE_TOML.sections))
     assert missing_node_toml_keys(checked_in("node-toml.md"), schema) == ["[node] drain_first"]
+
+
+# --- ownership transitions --------------------------------------------------------------------
+
+
+def missing_transitions(page: str, transitions) -> list[str]:
+    """Each state without its row under States, each transition without its row (from,
+    to, the `ownership` function), as `state` or `from -> to`."""
+    states = sections(page, "##").get("States", "")
+    missing = [state.value for state in ShardState if f"| `{state.value}` |" not in states]
+    rows = set(re.findall(r"^\| (.+?) \| (\w+) \| `ownership\.(\w+)` \|", page, re.MULTILINE))
+    for row in transitions:
+        before = row.before.value if row.before is not None else "(no record)"
+        if (before, row.after.value, row.action) not in rows:
+            missing.append(f"{before} -> {row.after.value}")
+    return missing
+
+
+def test_every_state_and_ownership_transition_is_on_the_page():
+    from cluster.core.transitions import TRANSITIONS
+
+    page = checked_in("ownership-transitions.md")
+    assert len(TRANSITIONS) >= 18 and "| held | held | `ownership.hold` |" in page
+    missing = missing_transitions(page, TRANSITIONS)
+    assert not missing, f"docs/reference/ownership-transitions.md lacks {missing}: run `{REGENERATE}`"
+
+
+def test_an_ownership_transition_added_without_regenerating_is_reported():
+    from cluster.core.transitions import TRANSITIONS, EpochRule, OwnerRule, Transition
+
+    shortcut = Transition(ShardState.HELD, ShardState.RETIRED, "retire", EpochRule.KEEPS, OwnerRule.KEEPS, "x")
+    assert missing_transitions(checked_in("ownership-transitions.md"), (*TRANSITIONS, shortcut)) == ["held -> retired"]
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))

@@ -22,6 +22,7 @@ from cluster.core.heartbeat import Heartbeat
 from cluster.core.ownership import Refusal, ShardOwnership, ShardState
 from cluster.core.reassignment import ExecuteMove, LeaderView, decide
 from cluster.core.story import tag
+from cluster.core.transitions import check_transition
 from cluster.errors import FenceTimeout, OwnershipConflict, WorkGateClosed
 from cluster.failover.adoption import failure_kind
 from cluster.zk.kazoo_errors import translate
@@ -77,10 +78,20 @@ def test_an_unknown_failure_is_tried_again_until_the_lease_recovery_bound_then_h
 def test_a_held_shard_that_still_fails_is_tried_again_later_and_later(kind):
     delays = [after_failure(kind, "x", held=True, adopting_for=5000.0, bound=BOUND, rechecks=n).after for n in range(8)]
     assert delays == [30.0, 60.0, 120.0, 240.0, 480.0, 600.0, 600.0, 600.0]
-    assert all(
-        isinstance(after_failure(kind, "x", held=True, adopting_for=1.0, bound=BOUND, rechecks=n), RetryLater)
-        for n in range(3)
+
+
+@pytest.mark.parametrize("kind", [FailureKind.PERMANENT, FailureKind.UNKNOWN])
+def test_a_recheck_that_read_the_shard_and_failed_holds_it_again_with_what_it_found(kind):
+    # Held again at once, whatever the bound: the record must say why it is held now.
+    decision = after_failure(kind, "QueueRecoveryError: no queue 'q'", held=True, adopting_for=1.0, bound=BOUND)
+    assert decision == HoldShard("QueueRecoveryError: no queue 'q'", RECHECK_FIRST)
+
+
+def test_a_recheck_that_could_not_read_the_shard_leaves_the_reason_it_is_held_for():
+    decision = after_failure(
+        FailureKind.TRANSIENT, "StorageUnavailable: ...", held=True, adopting_for=1.0, bound=BOUND, rechecks=1
     )
+    assert decision == RetryLater(2 * RECHECK_FIRST)
 
 
 def test_recheck_delay_doubles_up_to_its_cap_and_never_overflows():
@@ -188,14 +199,29 @@ def test_a_held_shard_is_adopted_once_it_opens_and_then_drains():
     assert own.retire(adopted, "n1-3", 18, at=5.0).state is ShardState.RETIRED
 
 
-def test_only_its_owner_at_its_epoch_holds_a_shard_and_only_while_adopting_or_draining():
+def test_a_held_shard_whose_recheck_fails_for_another_reason_is_held_again_with_it():
+    held = own.hold(adopting(), "n1-3", 18, at=3.0, reason="QueueRecoveryError: no queue 'q'", step=STEP)
+    again = own.hold(held, "n1-3", 18, at=40.0, reason="WalDamagedError: journal-1 is missing", step=STEP)
+    assert (again.owner, again.epoch, again.state, again.step) == ("n1-3", 18, ShardState.HELD, STEP)
+    assert again.history[:-1] == held.history  # the first reason stays in the history...
+    # ...and the newest entry, the one `custody cluster status` prints, says why it is held now.
+    assert again.history[-1].reason == f"held by n1-3: WalDamagedError: journal-1 is missing {tag(STEP)}"
+    assert again.history[-1].at == 40.0
+    assert check_transition(held, again) is None
+    # The same reason once more: the shard itself, nothing to write (its history is bounded).
+    assert own.hold(again, "n1-3", 18, at=70.0, reason="WalDamagedError: journal-1 is missing", step=STEP) is again
+    stale = own.hold(again, "n2-9", 18, at=70.0, reason="x")
+    assert isinstance(stale, Refusal) and stale.stale
+
+
+def test_only_its_owner_at_its_epoch_holds_a_shard_and_only_while_adopting_draining_or_held():
     moving = adopting()
     stale = own.hold(moving, "n2-9", 18, at=3.0, reason="x")
     assert isinstance(stale, Refusal) and stale.stale
     assert isinstance(own.hold(moving, "n1-3", 17, at=3.0, reason="x"), Refusal)
     draining = own.adopted(moving, "n1-3", 18, at=3.0)
     assert own.hold(draining, "n1-3", 18, at=4.0, reason="x").state is ShardState.HELD
-    for state in (ShardState.ACTIVE, ShardState.RETIRED, ShardState.HELD):
+    for state in (ShardState.ACTIVE, ShardState.RETIRED, ShardState.SPLIT):
         refused = own.hold(ShardOwnership("s", "n1-3", 18, state), "n1-3", 18, at=4.0, reason="x")
         # (a retired shard is nobody's: its claimant is told so, as by every transition)
         assert isinstance(refused, Refusal) and refused.stale is (state is ShardState.RETIRED), state

@@ -7,34 +7,19 @@ from __future__ import annotations
 import pytest
 
 from cluster.core.decommission import Decommission
-from cluster.core.heartbeat import Heartbeat
 from cluster.core.ownership import ShardState
 from cluster.core.validation import validate_cluster
 from cluster.errors import FencedError, OwnershipConflict
 from cluster.failover.leader import Leader, LeaderHooks
 from cluster.zk.decommissions import DecommissionRecords
 from cluster.zk.view import read_cluster_view
-from tests.fakes.cluster_store import fake_store
+from tests.fakes.cluster_store import join
 from tests.fakes.zookeeper import FakeZooKeeper
-
-GIB = 1 << 30
 
 
 @pytest.fixture
 def zookeeper():
     return FakeZooKeeper()
-
-
-def join(zookeeper, node: str, *, weight: float = 1.0):
-    """A member as `ClusterMember.start` makes one: an incarnation, its membership
-    znode (ephemeral, on a session of its own), then its home shard."""
-    store = fake_store(zookeeper)
-    incarnation = store.new_incarnation(node)
-    store.membership(
-        Heartbeat(node, incarnation.id, incarnation.epoch, free_disk=100 * GIB, max_threads=4, capacity_weight=weight)
-    ).join()
-    store.shards.create_home_shard(incarnation.id, incarnation.id, incarnation.epoch)
-    return store, incarnation.id
 
 
 def three_members(zookeeper):

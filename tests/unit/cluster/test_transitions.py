@@ -33,6 +33,7 @@ def entry(state, epoch, owner):
         (entry(S.ADOPTING, 4, "n2-5"), entry(S.DRAINING, 4, "n2-5")),
         (entry(S.ADOPTING, 4, "n2-5"), entry(S.HELD, 4, "n2-5")),
         (entry(S.HELD, 4, "n2-5"), entry(S.DRAINING, 4, "n2-5")),
+        (entry(S.HELD, 4, "n2-5"), entry(S.HELD, 4, "n2-5")),
         (entry(S.DRAINING, 4, "n2-5"), entry(S.RETIRED, 4, "n2-5")),
         (entry(S.ACTIVE, 3, "n1-3"), entry(S.SPLIT, 4, None)),
         (entry(S.SPLIT, 4, None), entry(S.RETIRED, 4, None)),
@@ -54,6 +55,8 @@ def test_the_protocols_transitions_are_allowed(before, after):
         (entry(S.ADOPTING, 4, "n2-5"), entry(S.DRAINING, 5, "n2-5"), "epoch"),
         (entry(S.ACTIVE, 3, "n1-3"), entry(S.ADOPTING, 4, "n1-3"), "owner"),
         (entry(S.ACTIVE, 3, "n1-3"), entry(S.SPLIT, 4, "n1-3"), "owner"),
+        (entry(S.HELD, 4, "n2-5"), entry(S.HELD, 5, "n2-5"), "epoch"),
+        (entry(S.HELD, 4, "n2-5"), entry(S.HELD, 4, "n3-6"), "two-owners"),
         (None, entry(S.ACTIVE, 3, None), "owner"),
     ],
 )
