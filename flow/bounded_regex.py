@@ -30,9 +30,14 @@ import functools
 import re
 import warnings
 from dataclasses import dataclass
-from re import _constants as sre  # the parser's node names; stable since Python 3.11
-from re import _parser as sre_parse
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:  # typeshed types re's parser under the names it had before 3.11, the same modules
+    import sre_constants as sre
+    import sre_parse
+else:
+    from re import _constants as sre  # the parser's node names; stable since Python 3.11
+    from re import _parser as sre_parse
 
 MAX_PATTERN_LENGTH = 512
 UNBOUNDED = _CAP = 1 << 80  # beyond any budget: estimates stop growing here

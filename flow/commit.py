@@ -203,7 +203,7 @@ class DurableCommitter:
             for claim in claims:
                 content.decrement(claim)
 
-        self.shard.wal.when_settled(release)
+        self.shard.durable_wal.when_settled(release)
 
     def _failed(self, component: str, error: BaseException) -> None:
         """One line when this shard's commits start failing (storage down, a fenced
@@ -324,7 +324,7 @@ class DurableCommitter:
                 gate.admit(component)
             hooks.before_wal(component)
             commit.stage = Stage.WAL_WRITE
-            self.shard.wal.update(updates)
+            self.shard.durable_wal.update(updates)
             if tx.state is not None:
                 self._unsettled_state_ids.pop(component, None)  # written whole: settled
         self._succeeded()
@@ -357,7 +357,7 @@ class DurableCommitter:
             elif outcome.slot is Slot.RETURN_WHEN_SETTLED:
                 # A replay of the transaction would bring back this slot's record:
                 # another commit must not overwrite it before the WAL settles it.
-                self.shard.wal.when_settled(functools.partial(self._return_slot, slot))
+                self.shard.durable_wal.when_settled(functools.partial(self._return_slot, slot))
         if outcome.counted is not None:
             self.outcomes.of(outcome.counted).add()
 
@@ -413,3 +413,9 @@ class HeldCommitter:
             self.held_callbacks.append(tx.on_success)
         if tx.on_failure is not None:
             self.held_failure_callbacks.append(tx.on_failure)
+
+    def hold_claims(self, claims: Iterable[ContentClaim]) -> None:
+        """As `DurableCommitter.hold_claims`; in memory no recovery replays a commit, so
+        the claims are released now."""
+        for claim in claims:
+            self.content.decrement(claim)

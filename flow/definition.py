@@ -60,6 +60,7 @@ Here are the entry points; `definition_document` (with `definition_yaml` and
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from .definition_document import _check_document, decode_flow_document, read_flow_document
 from .definition_limits import MAX_DOCUMENT_BYTES, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_PROPERTY_CHARS, MAX_VALUES
@@ -74,6 +75,9 @@ from .definition_model import (
 from .definition_parser import _FlowParser
 from .definition_places import _kind
 from .errors import FlowDefinitionError
+
+if TYPE_CHECKING:
+    from .processor import Processor
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -94,7 +98,7 @@ __all__ = [
 ]
 
 
-def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[str, type]) -> FlowDefinition:
+def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[str, type[Processor]]) -> FlowDefinition:
     """Read and validate a flow file (.yaml, .yml or .json) against the processor types of
     `registry`; `parameters` override the file's own. Raises `FlowDefinitionError`."""
     document = read_flow_document(path)
@@ -102,7 +106,7 @@ def load_flow(path: str, parameters: dict | None = None, *, registry: Mapping[st
 
 
 def parse_flow(
-    data, *, registry: Mapping[str, type], source: str = "<flow>", parameters: dict | None = None
+    data, *, registry: Mapping[str, type[Processor]], source: str = "<flow>", parameters: dict | None = None
 ) -> FlowDefinition:
     """Validate a flow given as a mapping (parsed YAML or JSON) against the processor
     types of `registry`; `source` names it in errors. Raises `FlowDefinitionError`."""

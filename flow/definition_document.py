@@ -108,7 +108,7 @@ def _check_document(data: dict, source: str) -> None:
     too), and a document beyond `MAX_VALUES` or `MAX_EXPANDED_CHARS`, a value held in
     several places counted in each."""
     values = chars = 0
-    stack = [(data, ())]
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(data, ())]  # (value, its path)
     while stack:
         value, path = stack.pop()
         values += 1

@@ -3,11 +3,16 @@ ports and scheduling it holds, as frozen data classes."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .queue import DEFAULT_BACK_PRESSURE_COUNT, DEFAULT_BACK_PRESSURE_SIZE
 from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
+
+if TYPE_CHECKING:
+    from .processor import Processor
 
 PORT_KINDS = ("input", "output", "failure")
 # Beyond these a scheduling value is a slip (a unit left out, digits too many), not a plan:
@@ -31,14 +36,14 @@ class SchedulingDefinition:
 class ProcessorDefinition:
     id: str
     type: str
-    processor_class: type
+    processor_class: builtins.type[Processor]  # `type` here is the field above
     properties: dict
     dynamic: dict
     scheduling: SchedulingDefinition
     auto_terminate: tuple[str, ...]
     relationships: tuple[str, ...]
 
-    def create(self):
+    def create(self) -> Processor:
         return self.processor_class(self.id)
 
 
@@ -71,7 +76,7 @@ class FlowDefinition:
     parameters: dict = field(default_factory=dict)
     source: str = "<flow>"
     # The processor types it was parsed against: the stateless flows it embeds are parsed against them too.
-    registry: Mapping[str, type] | None = field(default=None, compare=False, repr=False)
+    registry: Mapping[str, type[Processor]] | None = field(default=None, compare=False, repr=False)
 
     def incoming(self, component_id: str) -> list[ConnectionDefinition]:
         return [c for c in self.connections if c.destination == component_id]

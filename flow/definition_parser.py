@@ -9,6 +9,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from .definition_limits import _MAX_INTEGER, MAX_EXPANDED_CHARS, MAX_PROPERTY_CHARS
 from .definition_model import (
@@ -41,6 +42,9 @@ from .expression import compile_expression
 from .prioritizers import key_function
 from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
 
+if TYPE_CHECKING:
+    from .processor import Processor
+
 _PARAMETER = re.compile(r"#\{([A-Za-z0-9_.\-]+)\}")
 _TOP_KEYS = ("name", "description", "parameters", "processors", "connections", "ports")
 _PROCESSOR_KEYS = ("id", "type", "name", "properties", "scheduling", "auto_terminate", "comment")
@@ -70,7 +74,7 @@ class _FlowParser:
     """One document parsed against one registry: each method reads one part of it, checks
     the type of every value it reads and raises `FlowDefinitionError` naming the place."""
 
-    def __init__(self, data: dict, registry: Mapping[str, type], source: str, parameters: dict | None):
+    def __init__(self, data: dict, registry: Mapping[str, type[Processor]], source: str, parameters: dict | None):
         self.data, self.registry, self.source = data, registry, source
         self.overrides = parameters or {}
         self.parameters: dict = {}
@@ -258,8 +262,8 @@ class _FlowParser:
         )
         default_id = f"{src}/{'+'.join(relationships)}/{dst}".replace("//", "/")
         connection_id = _text(raw.get("id"), place.at("id"), "text (the connection's id)", required=False)
-        values = {"prioritizers": _prioritizers(raw.get("prioritizers"), place.at("prioritizers"))}
-        values.update(self._back_pressure(raw.get("back_pressure"), place.at("back_pressure")))
+        prioritizers = _prioritizers(raw.get("prioritizers"), place.at("prioritizers"))
+        values = self._back_pressure(raw.get("back_pressure"), place.at("back_pressure"))
         values.update(_swap(raw, place))
         if "expiration" in raw:
             seconds = _duration(raw["expiration"], place.at("expiration"))
@@ -269,9 +273,11 @@ class _FlowParser:
                     f"{_short(str(raw['expiration']))!r} is less than 1 ms, which "
                     "would mean never: give 0 sec for never, or at least 1 ms"
                 )
-        return ConnectionDefinition(connection_id or default_id, src, relationships, dst, **values)
+        return ConnectionDefinition(
+            connection_id or default_id, src, relationships, dst, prioritizers=prioritizers, **values
+        )
 
-    def _back_pressure(self, raw, place: _Place) -> dict:
+    def _back_pressure(self, raw, place: _Place) -> dict[str, int]:
         pressure = _mapping(raw, place, "a mapping with object_count and/or data_size")
         _refuse_unknown_keys(pressure, _BACK_PRESSURE_KEYS, place)
         values = {}
@@ -315,26 +321,31 @@ def _convert(descriptor, value, place: _Place):
 
 
 def _scheduling(raw, place: _Place) -> SchedulingDefinition:
-    values = {}
+    counts: dict[str, int] = {}
+    durations: dict[str, float] = {}
     for key, value in _mapping(raw, place, "a mapping of scheduling settings").items():
         if key not in _SCHEDULING_KEYS:
             raise place.at(key).error(f"unknown scheduling key (known: {', '.join(_SCHEDULING_KEYS)})")
         if key in ("concurrent_tasks", "max_rollbacks"):
-            values[key] = _count(value, place.at(key), 1)
+            counts[key] = _count(value, place.at(key), 1)
         else:
-            values[_SCHEDULING_KEYS[key]] = _duration(value, place.at(key))
-    if values.get("concurrent_tasks", 1) > MAX_CONCURRENT_TASKS:
+            durations[_SCHEDULING_KEYS[key]] = _duration(value, place.at(key))
+    if counts.get("concurrent_tasks", 1) > MAX_CONCURRENT_TASKS:
         raise place.at("concurrent_tasks").error(
-            f"expected at most {MAX_CONCURRENT_TASKS} concurrent tasks, got {values['concurrent_tasks']} (tasks beyond "
+            f"expected at most {MAX_CONCURRENT_TASKS} concurrent tasks, got {counts['concurrent_tasks']} (tasks beyond "
             "the node's threads only wait)"
         )
     for key, field in _SCHEDULING_KEYS.items():
-        if field.endswith("_s") and values.get(field, 0) > MAX_SCHEDULING_S:
+        if durations.get(field, 0) > MAX_SCHEDULING_S:
             raise place.at(key).error(
                 f"the duration {_short(str(raw[key]))!r} is longer than a year, the most a "
                 f"{key} may be (a number without a unit is seconds)"
             )
-    return SchedulingDefinition(**values)
+    return SchedulingDefinition(
+        concurrent_tasks=counts.get("concurrent_tasks", SchedulingDefinition.concurrent_tasks),
+        max_rollbacks=counts.get("max_rollbacks", SchedulingDefinition.max_rollbacks),
+        **durations,  # the fields ending in _s
+    )
 
 
 def _auto_terminate(raw, relationships: tuple, place: _Place) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ import datetime
 import math
 import re
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from .definition_limits import _MAX_INTEGER
 from .errors import FlowDefinitionError
@@ -83,7 +84,12 @@ def _quote_hint(value) -> str:
     return " (quote it to make it text)" if isinstance(value, (int, float, datetime.date)) else ""
 
 
-def _text(value, place: _Place, what: str = "text", *, required: bool = True) -> str | None:
+@overload
+def _text(value: object, place: _Place, what: str = "text", *, required: Literal[True] = True) -> str: ...
+@overload
+def _text(value: object, place: _Place, what: str = "text", *, required: bool) -> str | None: ...
+def _text(value: object, place: _Place, what: str = "text", *, required: bool = True) -> str | None:
+    """`value`, text that is not empty; or None for no value when it is not `required`."""
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value:

@@ -15,10 +15,13 @@ from .definition_limits import MAX_NESTING, _beyond_limits
 from .definition_places import _short
 from .errors import FlowDefinitionError
 
+_YamlEvents: type | None
 try:  # libyaml: the same events as the pure-Python parser, several times faster
-    from yaml._yaml import CParser as _YamlEvents
+    from yaml._yaml import CParser
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     _YamlEvents = None
+else:
+    _YamlEvents = CParser
 
 
 def _parse_yaml(text: str, source: str):

@@ -445,10 +445,10 @@ class _Parser:
         except ExpressionError as error:
             raise self.error(str(error)) from None
 
-    def arguments(self, name: str, arity: tuple[int, int]) -> list:
+    def arguments(self, name: str, arity: tuple[int, int]) -> list[tuple[object, ...]]:
         start = self.position
         self.expect("(")
-        arguments = []
+        arguments: list[tuple[object, ...]] = []  # nodes: ("const", value), or an expression's
         self.skip_space()
         while not self.peek(")"):
             if self.peek("'") or self.peek('"'):
@@ -476,7 +476,9 @@ class _Parser:
         self.check_arguments(name, arity, arguments, start)
         return arguments
 
-    def check_arguments(self, name: str, arity: tuple[int, int], arguments: list, start: int) -> None:
+    def check_arguments(
+        self, name: str, arity: tuple[int, int], arguments: list[tuple[object, ...]], start: int
+    ) -> None:
         low, high = arity
         if not low <= len(arguments) <= high:
             wanted = f"{low}" if low == high else f"{low} to {high}"

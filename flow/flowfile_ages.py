@@ -113,7 +113,7 @@ class FlowFileAges:
                 gap = flowfile.entry_date - origin
                 offset = gap if offset is None else min(offset, gap)
                 latest = origin if latest is None else max(latest, origin)
-            if offset is not None:
+            if offset is not None and latest is not None:  # both set by the same FlowFile
                 self._swapped[location] = (offset, latest)
 
     def registered(self, location: str) -> None:

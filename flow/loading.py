@@ -12,11 +12,15 @@ only module of `flow` that imports both, so that neither depends on the other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from . import definition
 from .definition import FlowDefinition
 from .processors import STANDARD_PROCESSORS
 from .registry import ENTRY_POINT_GROUP, ProcessorRegistry
+
+if TYPE_CHECKING:
+    from .processor import Processor
 
 
 def standard_registry(*, entry_points: Callable[..., Iterable] | None = None) -> ProcessorRegistry:
@@ -30,14 +34,18 @@ def standard_registry(*, entry_points: Callable[..., Iterable] | None = None) ->
 
 
 def load_flow(
-    path: str, parameters: dict | None = None, *, registry: Mapping[str, type] | None = None
+    path: str, parameters: dict | None = None, *, registry: Mapping[str, type[Processor]] | None = None
 ) -> FlowDefinition:
     """`flow.definition.load_flow` against `registry`, by default `standard_registry()`."""
     return definition.load_flow(path, parameters, registry=standard_registry() if registry is None else registry)
 
 
 def parse_flow(
-    data, *, source: str = "<flow>", parameters: dict | None = None, registry: Mapping[str, type] | None = None
+    data,
+    *,
+    source: str = "<flow>",
+    parameters: dict | None = None,
+    registry: Mapping[str, type[Processor]] | None = None,
 ) -> FlowDefinition:
     """`flow.definition.parse_flow` against `registry`, by default `standard_registry()`."""
     return definition.parse_flow(

@@ -202,15 +202,17 @@ class FlowFileQueue:
             self._release_penalties_locked(now)
             active, pop = self._active, heapq.heappop
             limit = self.expiration_ms
-            if limit and self._ages is None:  # an expiration set after the queue was made
-                self._ages = FlowFileAges(wall_ms=self._clock_ms)
-            ages = self._ages
-            aged_at = ages.now() if limit else 0
+            ages = None
+            if limit:
+                ages = self._ages
+                if ages is None:  # an expiration set after the queue was made
+                    ages = self._ages = FlowFileAges(wall_ms=self._clock_ms)
+            aged_at = ages.now() if ages is not None else 0
             remembered = self._polled
             while active and len(polled) < max_count:
                 key, sequence, flowfile = pop(active)
                 remembered[flowfile.id] = (key, sequence)
-                if limit and ages.age_ms(flowfile, aged_at) > limit:
+                if ages is not None and ages.age_ms(flowfile, aged_at) > limit:
                     expired.append(flowfile)
                     continue
                 polled.append(flowfile)

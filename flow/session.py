@@ -30,10 +30,11 @@ Not thread-safe: a session belongs to one task.
 
 from __future__ import annotations
 
+import enum
 import io
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
 
 from repositories.claims import InvalidClaimError
 from repositories.content.errors import (
@@ -59,13 +60,28 @@ from .flowfile import FlowFile
 from .identifiers import new_uuid
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
+    from _typeshed import SupportsRead, WriteableBuffer
+
+    from repositories.claims import ContentClaim, ResourceClaim
     from repositories.content import ContentStore
+    from repositories.swap import SwapSummary
+
+    from .queue import FlowFileQueue
+    from .shard import QueueShard
 
 SUCCESS = "success"
 # `prefetch` reads contents of at most this size, and at most this much in all.
 PREFETCH_MAX_CONTENT = 64 << 10
 PREFETCH_BUDGET = 16 << 20
-_SOURCE = object()  # transfer back to the queue it came from
+
+
+class _Route(enum.Enum):
+    SOURCE = "source"  # transfer back to the queue it came from
+
+
+_SOURCE = _Route.SOURCE
 # Event types as rows hold them (see `Transaction.events`).
 _CREATE, _JOIN, _FORK, _CLONE = (
     EventType.CREATE.value,
@@ -76,7 +92,7 @@ _CREATE, _JOIN, _FORK, _CLONE = (
 _DROP, _EXPIRE = EventType.DROP.value, EventType.EXPIRE.value
 _CONTENT_MODIFIED, _ATTRIBUTES_MODIFIED = EventType.CONTENT_MODIFIED.value, EventType.ATTRIBUTES_MODIFIED.value
 _SOURCE_EVENTS = (EventType.RECEIVE, EventType.REPLAY)  # an explicit one stands in for CREATE
-_NO_ATTRIBUTES: dict = {}
+_NO_ATTRIBUTES: dict[str, str] = {}
 # The session builds its `EventRow`s positionally (in the order of the fields, which is
 # the columns'): a keyword call costs some 0.7 us more per event, several per FlowFile.
 # What the content repository raises for one claim that no retry will mend: its bytes
@@ -85,6 +101,30 @@ _NO_ATTRIBUTES: dict = {}
 # FlowFile. The rest (`ContentUnavailable`: storage down; a closed repository) say
 # nothing about the FlowFile, and pass through: the session rolls back and is retried.
 UNREADABLE_ERRORS = (ContentCorrupted, ContentTruncated, ContentNotFound, UnsafeContentPath, InvalidClaimError)
+# What `read` returns: the content store's stream, or the bytes `prefetch` holds.
+ContentReader = io.RawIOBase | io.BytesIO
+
+
+class Committer(Protocol):
+    """What carries out a session's commit (`flow.commit`: `DurableCommitter` through the
+    WAL, `HeldCommitter` for the stateless engine). `commit` raises `CommitError` when
+    the transaction was not applied; `hold_claims` takes the content claims of a failed
+    commit whose WAL outcome is unknown (`CommitError.wal_written`)."""
+
+    def commit(self, tx: Transaction) -> None: ...
+
+    def hold_claims(self, claims: Iterable[ContentClaim]) -> None: ...
+
+
+class _EventArguments(TypedDict, total=False):
+    """The fields of an explicit event (`send`, `receive`, `replay`, `route`) that its
+    `ProvenanceEvent` gets beyond those every event of the FlowFile has."""
+
+    transit_uri: str
+    details: str | None
+    parent_uuids: tuple[str, ...]
+    child_uuids: tuple[str, ...]
+    relationship: str
 
 
 class _Entry:
@@ -101,16 +141,17 @@ class _Entry:
         "wrote",
     )
 
-    def __init__(self, original, current, source):
+    def __init__(self, original: FlowFile | None, current: FlowFile, source: FlowFileQueue | None):
         self.original = original  # the version polled from `source`, or None if created here
         self.current = current
         self.source = source
-        self.relationship = None
+        self.relationship: str | _Route | None = None
         self.removed = False
         self.expired = False
         self.parents: tuple[str, ...] = ()
         self.clone_of: str | None = None
-        self.events: list = []  # (EventType, kwargs, attributes snapshot or None)
+        # (event type, its arguments, the attributes when it was reported or None for those at commit)
+        self.events: list[tuple[EventType, _EventArguments, dict[str, str] | None]] = []
         self.wrote = False
 
 
@@ -120,18 +161,18 @@ class Transaction:
 
     component_id: str
     component_type: str
-    acknowledged: dict = field(default_factory=dict)  # queue -> [FlowFile] leaving it
-    transfers: dict = field(default_factory=dict)  # queue -> [FlowFile] entering it
-    puts: list = field(default_factory=list)  # FlowFile versions for the WAL
-    deletes: list = field(default_factory=list)  # FlowFile ids gone from the WAL
-    # (queue, SwapSummary): whole swap files whose FlowFiles leave their queue (a drop)
-    swap_drops: list = field(default_factory=list)
-    claim_deltas: dict = field(default_factory=dict)  # ResourceClaim -> +n / -n
+    acknowledged: dict[FlowFileQueue, list[FlowFile]] = field(default_factory=dict)  # leaving each queue
+    transfers: dict[FlowFileQueue, list[FlowFile]] = field(default_factory=dict)  # entering each queue
+    puts: list[FlowFile] = field(default_factory=list)  # FlowFile versions for the WAL
+    deletes: list[str] = field(default_factory=list)  # FlowFile ids gone from the WAL
+    # whole swap files whose FlowFiles leave their queue (a drop)
+    swap_drops: list[tuple[FlowFileQueue, SwapSummary]] = field(default_factory=list)
+    claim_deltas: dict[ResourceClaim, int] = field(default_factory=dict)  # +n / -n claimants
     wrote_content: bool = False
     # Provenance events as rows (`repositories.provenance.event_batch.EventRow`), far
     # cheaper to build than events, which the committer turns into one batch.
     events: list[EventRow] = field(default_factory=list)
-    state: dict | None = None
+    state: dict[str, str] | None = None
     on_success: Callable[[], None] | None = None
     on_failure: Callable[[BaseException], None] | None = None
 
@@ -153,21 +194,23 @@ class _ContentOutput(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:
+    # Narrower than io.RawIOBase's (any buffer): `ClaimWriter.write` takes bytes-like objects only.
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
         """Append `data` to the new content; returns how many bytes were taken."""
         written = self._writer.write(data)
         self._size += len(data)
         return written if written is not None else len(data)
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         if kind is not None:
             self._writer.abort()
             super().close()
-            return False
+            return
         claim = self._writer.close(sync=False)
         self.flowfile = self._session._replace_content(self._source, claim, self._size)
         super().close()
-        return False
 
 
 class _ContentInput(io.RawIOBase):
@@ -175,7 +218,7 @@ class _ContentInput(io.RawIOBase):
     errors for the claim itself (`UNREADABLE_ERRORS`, met at any byte: a damaged block
     is found when it is read) come out as `UnreadableContent` naming the FlowFile."""
 
-    def __init__(self, stream, flowfile: FlowFile):
+    def __init__(self, stream: BinaryIO, flowfile: FlowFile):
         super().__init__()
         self._stream = stream
         self._flowfile = flowfile
@@ -195,9 +238,12 @@ class _ContentInput(io.RawIOBase):
         except UNREADABLE_ERRORS as error:
             raise UnreadableContent(self._flowfile, error) from error
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         try:
-            return self._stream.readinto(buffer)
+            # `ContentStore.open_read` says BinaryIO, which has no `readinto`; every store's
+            # stream is an `io.RawIOBase` or an `io.BufferedIOBase`, which have it.
+            taken: int = self._stream.readinto(buffer)  # type: ignore[attr-defined]
+            return taken
         except UNREADABLE_ERRORS as error:
             raise UnreadableContent(self._flowfile, error) from error
 
@@ -235,11 +281,11 @@ class ProcessSession:
         *,
         component_id: str,
         component_type: str,
-        committer,
+        committer: Committer,
         content: ContentStore,
-        shard,
-        incoming: Iterable = (),
-        outgoing: dict | None = None,
+        shard: QueueShard,
+        incoming: Iterable[FlowFileQueue] = (),
+        outgoing: Mapping[str, Sequence[FlowFileQueue]] | None = None,
         auto_terminated: Iterable[str] = (),
         clock_ms: Callable[[], int],
         gate: CommitGate | None = None,
@@ -260,9 +306,9 @@ class ProcessSession:
         self._max_polled = max_polled
         self._polled: list[str] = []  # ids of the FlowFiles polled, kept after commit or rollback
         self._entries: dict[str, _Entry] = {}
-        self._written: list = []  # content claims written by this session (+1 each)
-        self._prefetched: dict = {}  # content claim -> its bytes (`prefetch`)
-        self._state: dict | None = None
+        self._written: list[ContentClaim] = []  # content claims written by this session (+1 each)
+        self._prefetched: dict[ContentClaim, bytes] = {}  # content claim -> its bytes (`prefetch`)
+        self._state: dict[str, str] | None = None
         self._next_queue = 0
         self._done = False
         self._committed = False
@@ -417,7 +463,7 @@ class ProcessSession:
 
     # -- content ------------------------------------------------------------------
 
-    def read(self, flowfile: FlowFile):
+    def read(self, flowfile: FlowFile) -> ContentReader:
         """A binary stream of the FlowFile's content, empty when it has none (close it, or
         use `with`). Reading changes nothing. Raises `UnreadableContent` (at open or at
         any read) when the claim itself cannot be read: its bytes or their checksums
@@ -445,7 +491,8 @@ class ProcessSession:
         left to be streamed, and no more than `PREFETCH_BUDGET` bytes are held. Best
         effort: when the batch read fails, each content is read on its own later, and a
         content that cannot be read raises there, naming its claim, as without this."""
-        claims, budget = [], PREFETCH_BUDGET
+        claims: list[ContentClaim] = []
+        budget = PREFETCH_BUDGET
         for flowfile in flowfiles:
             claim = flowfile.content_claim
             if claim is None or claim.length > PREFETCH_MAX_CONTENT or claim in self._prefetched:
@@ -523,7 +570,7 @@ class ProcessSession:
             written.append(new)
         return written
 
-    def attach_content(self, flowfile: FlowFile, claim) -> FlowFile:
+    def attach_content(self, flowfile: FlowFile, claim: ContentClaim) -> FlowFile:
         """The new version of `flowfile` whose content is `claim`, a claim the content
         store made for this session (`take_file`: a file written outside it, Spark's
         output): like a claim this session wrote, its one claimant is this session's,
@@ -532,29 +579,31 @@ class ProcessSession:
         return self._replace_content(flowfile, claim, claim.length)
 
     @property
-    def content_store(self):
+    def content_store(self) -> ContentStore:
         """The content store this session reads and writes: for a processor that hands
         claims to another system by reference (the Spark processors); content itself
         is read and written through the session."""
         return self._content
 
-    def import_from(self, flowfile: FlowFile, stream, chunk_size: int = 1 << 20) -> FlowFile:
+    def import_from(self, flowfile: FlowFile, stream: SupportsRead[bytes], chunk_size: int = 1 << 20) -> FlowFile:
         """The new version of `flowfile` whose content is what `stream` yields until its
         end, copied `chunk_size` bytes at a time (copy-on-write, as `write`)."""
         with self.write(flowfile) as out:
             while chunk := stream.read(chunk_size):
                 out.write(chunk)
+        assert out.flowfile is not None  # set as the block was left without an exception
         return out.flowfile
 
-    def transform(self, flowfile: FlowFile, function: Callable) -> FlowFile:
+    def transform(self, flowfile: FlowFile, function: Callable[[ContentReader, _ContentOutput], object]) -> FlowFile:
         """The new version of `flowfile` whose content is what `function(input, output)`
         writes to `output` while reading the old content from `input`, streamed, never
         whole in memory (copy-on-write, as `write`)."""
         with self.read(flowfile) as source, self.write(flowfile) as out:
             function(source, out)
+        assert out.flowfile is not None  # set as the block was left without an exception
         return out.flowfile
 
-    def _replace_content(self, flowfile: FlowFile, claim, size: int) -> FlowFile:
+    def _replace_content(self, flowfile: FlowFile, claim: ContentClaim, size: int) -> FlowFile:
         self._written.append(claim)
         entry = self._entry_of(flowfile)
         entry.wrote = True
@@ -744,14 +793,15 @@ class ProcessSession:
         self._release_unused(False)
 
     def _release_unused(self, penalize: bool | Collection[str]) -> None:
-        by_queue: dict = {}
+        by_queue: dict[FlowFileQueue, list[FlowFile]] = {}
         until = self._clock_ms() + self._penalty_ms if penalize else 0
         for entry in self._entries.values():
-            if entry.original is not None:
-                original = entry.original
+            original, source = entry.original, entry.source
+            if original is not None:
+                assert source is not None  # what has an original was polled from `source`
                 if penalize is True or (penalize and original.id in penalize):
                     original = original.penalized(until)
-                by_queue.setdefault(entry.source, []).append(original)
+                by_queue.setdefault(source, []).append(original)
         for queue, flowfiles in by_queue.items():
             queue.requeue(flowfiles)
         for claim in self._written:
@@ -807,8 +857,8 @@ class ProcessSession:
         tx.wrote_content = bool(self._written)
         tx.state = self._state
         # Claimants by resource, before and after the commit (resources hash once).
-        before: dict = {}
-        after: dict = {}
+        before: dict[ResourceClaim, int] = {}
+        after: dict[ResourceClaim, int] = {}
         for claim in self._written:
             before[claim.resource] = before.get(claim.resource, 0) + 1  # the writer already counted itself
         entries = self._entries.values()
@@ -830,27 +880,30 @@ class ProcessSession:
         puts, deletes, acknowledged, transfers = tx.puts, tx.deletes, tx.acknowledged, tx.transfers
         outgoing = self._outgoing
         for entry in entries:
-            original, current = entry.original, entry.current
+            original, current, source, relationship = entry.original, entry.current, entry.source, entry.relationship
             if entry.removed and original is None:
                 # Created and removed in this session (a merge or split given up): it
                 # leaves no event, as NiFi's session drops the events of such a FlowFile;
                 # a claim written for it loses its one claimant below (`before`).
                 continue
             if original is not None:
-                acknowledged.setdefault(entry.source, []).append(original)
+                assert source is not None  # what has an original was polled from `source`
+                acknowledged.setdefault(source, []).append(original)
                 if original.content_claim is not None:
                     resource = original.content_claim.resource
                     before[resource] = before.get(resource, 0) + 1
-            destination_queues = ()
+            destination_queues: Sequence[FlowFileQueue] = ()
             dropped_by = None
             if entry.removed:
                 dropped_by = "expired" if entry.expired else None
-            elif entry.relationship is _SOURCE:
-                destination_queues = (entry.source,)
+            elif relationship is _SOURCE:
+                assert source is not None  # `transfer` sends back to its queue only what was polled
+                destination_queues = (source,)
             else:
-                destination_queues = outgoing.get(entry.relationship, ())
+                assert relationship is not None  # `not_routed` above refused what is routed nowhere
+                destination_queues = outgoing.get(relationship, ())
                 if not destination_queues:
-                    dropped_by = f"Auto-Terminated by {entry.relationship} Relationship"
+                    dropped_by = f"Auto-Terminated by {relationship} Relationship"
             self._events_for(entry, current, clone_children, fork_children, events, now)
             if not destination_queues:
                 if original is not None:
@@ -930,7 +983,15 @@ class ProcessSession:
         tx.claim_deltas = deltas
         return tx
 
-    def _events_for(self, entry: _Entry, current: FlowFile, clones, forks, events: list, now: int) -> None:
+    def _events_for(
+        self,
+        entry: _Entry,
+        current: FlowFile,
+        clones: dict[str, list[str]],
+        forks: dict[str, list[str]],
+        events: list[EventRow],
+        now: int,
+    ) -> None:
         """Appends the entry's events to `events`, as rows (`event_batch.EventRow`)."""
         original = entry.original
         attributes = current.attributes

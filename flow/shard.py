@@ -48,7 +48,7 @@ import functools
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -63,6 +63,8 @@ from repositories.flowfile import (
     SwapFile,
     SwapIn,
     SwapOut,
+    Update,
+    WalHooks,
     WriteAheadLog,
     WriteAheadLogError,
 )
@@ -93,6 +95,7 @@ from .unreadable_swap import (
 )
 
 if TYPE_CHECKING:
+    from repositories.flowfile.record import FlowFileRecord
     from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -101,7 +104,7 @@ STATE_QUEUE = "__state__"
 STATE_ENTRY_SEPARATOR = "\0"
 
 
-def states_of(records) -> dict[str, dict[str, str]]:
+def states_of(records: Iterable[FlowFileRecord]) -> dict[str, dict[str, str]]:
     """Every processor state among WAL `records` (entries and older whole states), by processor id."""
     states: dict[str, dict[str, str]] = {}
     for record in records:
@@ -128,8 +131,8 @@ class ShardRecovery:
     # content their FlowFiles hold is unknown, so none may be taken for an orphan.
     swap_files_without_claims: list[str] = field(default_factory=list)
     states: int = 0
-    outbox: list = field(default_factory=list)  # FlowFileRecords of the provenance outbox
-    live_claims: list = field(default_factory=list, repr=False)
+    outbox: list[FlowFileRecord] = field(default_factory=list)  # the provenance outbox's records
+    live_claims: list[ContentClaim] = field(default_factory=list, repr=False)
 
 
 class QueueShard:
@@ -138,10 +141,10 @@ class QueueShard:
         shard_id: str,
         queues: Iterable[FlowFileQueue],
         *,
-        wal=None,
-        swap_store=None,
+        wal: WriteAheadLog | None = None,
+        swap_store: SwapStore | None = None,
         retry_backoff: RetryBackoff | None = None,
-        claims_found=None,
+        claims_found: Callable[[list[ContentClaim]], object] | None = None,
     ):
         """`retry_backoff`: how unreadable swap files are retried. `claims_found(claims)`
         is called with the content claims of a swap file registered without them, when it
@@ -162,11 +165,27 @@ class QueueShard:
         self._unreadable_lock = threading.Lock()
         self._unreadable: dict[str, UnreadableSwapFile] = {}  # location -> its alarm
         self._claims_unknown: set[str] = set()  # locations registered without their claims
-        self._recovering_claims: list | None = None  # the live claims `recover` reports, while it runs
+        self._recovering_claims: list[ContentClaim] | None = None  # the live claims `recover` reports, while it runs
 
     @property
     def durable(self) -> bool:
         return self.wal is not None
+
+    @property
+    def durable_wal(self) -> WriteAheadLog:
+        """The WAL of a durable shard, for what only a durable shard does (a durable
+        commit, a swap, a recovery: `maintain` and `recover` do none in memory)."""
+        wal = self.wal
+        assert wal is not None, f"shard {self.id} is in memory: it has no WAL"
+        return wal
+
+    @property
+    def _durable_swap_store(self) -> SwapStore:
+        """The swap store, where only a durable shard with swap files gets (`maintain`
+        and `recover` do no swap I/O without one)."""
+        store = self.swap_store
+        assert store is not None, f"shard {self.id} has no swap store"
+        return store
 
     # -- processor state --------------------------------------------------------
 
@@ -190,7 +209,7 @@ class QueueShard:
 
     def state_updates(
         self, component_id: str, state: dict[str, str], now_ms: int, *, written: Iterable[str] = (), whole: bool = False
-    ) -> list:
+    ) -> list[Update]:
         """The WAL updates that make `component_id`'s state `state`, from its committed
         state: a Put per entry added or changed, a Delete per entry removed (and of the
         whole-state record of an older release, replaced by entries). `written`: record
@@ -200,7 +219,7 @@ class QueueShard:
         with self._state_lock:
             before = self._states.get(component_id, {})
             legacy = component_id in self._legacy_states
-        updates = []
+        updates: list[Update] = []
         # The entry records the WAL holds now (an older release's whole state has none).
         held = set(written) | (set() if legacy else {self.state_entry_id(component_id, key) for key in before})
         if legacy:
@@ -274,11 +293,11 @@ class QueueShard:
             self._recovering_claims = None
         return report
 
-    def _register_swap_file(self, location: str, swap_file, report: ShardRecovery) -> None:
+    def _register_swap_file(self, location: str, swap_file: SwapFile, report: ShardRecovery) -> None:
         """Register one swap file the WAL lists: in its queue's line if its summary reads,
         else set aside with an alarm (and quarantined if corrupt); one quarantined by an
         earlier run is set aside too, and tried at once."""
-        store, queue = self.swap_store, self.queues[swap_file.queue]
+        store, queue = self._durable_swap_store, self.queues[swap_file.queue]
         summary, failure, error = self._read_summary(location, swap_file)
         if failure is ReadFailure.MISSING:
             twin = self._twin(location)
@@ -342,32 +361,33 @@ class QueueShard:
         report.unreadable_swap_files.append(location)
         log.warning("shard %s, queue %s: %s", self.id, queue.id, alarm_text(alarm, self.retry_backoff))
 
-    def _read_summary(self, location: str, swap_file) -> tuple[SwapSummary | None, ReadFailure | None, str | None]:
+    def _read_summary(self, location: str, swap_file: SwapFile) -> tuple[SwapSummary | None, ReadFailure | None, str]:
+        """The file's summary; else why it cannot be read, and the error in one line ("" when read)."""
         try:
-            summary = self.swap_store.read_summary(location)
+            summary = self._durable_swap_store.read_summary(location)
         except Exception as error:  # noqa: BLE001 - classified; an unexpected one is "unavailable"
             return None, *_failure(error)
         if (summary.queue, summary.count) != (swap_file.queue, swap_file.count):
             return None, ReadFailure.CORRUPT, _not_recorded(summary.queue, summary.count, swap_file)
-        return summary, None, None
+        return summary, None, ""
 
     def _twin(self, location: str) -> str:
         """The same file in the other of the swap and quarantine directories."""
-        store = self.swap_store
+        store = self._durable_swap_store
         return store.swap_location(location) if store.is_quarantined(location) else store.quarantine_location(location)
 
-    def _record_move(self, location: str, target: str, swap_file) -> str:
+    def _record_move(self, location: str, target: str, swap_file: SwapFile) -> str:
         # One transaction: the WAL forgets the old location and records the new one
         # together (a SwapOut of no FlowFile, as adoption seeds a slice), so a crash
         # leaves either, never neither.
-        self.wal.update([SwapIn(location), SwapOut(swap_file._replace(location=target), ())])
+        self.durable_wal.update([SwapIn(location), SwapOut(swap_file._replace(location=target), ())])
         return target
 
     def _delete_orphans(self, report: ShardRecovery) -> None:
-        store = self.swap_store
-        recorded = set(self.wal.swap_files)
+        store, wal = self._durable_swap_store, self.durable_wal
+        recorded = set(wal.swap_files)
         # Damage accepted now or since the last start (`WriteAheadLog.damage_reports`).
-        damaged = bool(self.wal.damage_reports())
+        damaged = bool(wal.damage_reports())
         for location in store.locations():
             if location in recorded:
                 continue
@@ -433,7 +453,7 @@ class QueueShard:
     def _swap_out(self, queue: FlowFileQueue, count: int) -> bool:
         batch = queue.take_swap_out_batch(count)
         try:
-            summary = self.swap_store.write(queue.id, batch)
+            summary = self._durable_swap_store.write(queue.id, batch)
         except SwapError as error:
             queue.abort_swap_out(batch)
             self.swap_failures += 1
@@ -442,7 +462,7 @@ class QueueShard:
         location = summary.location
         try:
             # The swap file was synced by write(): only now may the WAL point at it.
-            self.wal.update(
+            self.durable_wal.update(
                 [SwapOut(SwapFile(location, queue.id, summary.count, summary.size), tuple(f.id for f in batch))]
             )
         except Exception as error:
@@ -459,7 +479,7 @@ class QueueShard:
             if isinstance(error, OutcomeUnknownError):
                 # A recovery may still replay the SwapOut, and would need the file;
                 # once the WAL has settled it, nothing ever points at the file.
-                self.wal.when_settled(functools.partial(self._delete_orphan, location))
+                self.durable_wal.when_settled(functools.partial(self._delete_orphan, location))
             elif isinstance(error, WriteAheadLogError):
                 self._delete_orphan(location)  # refused: the WAL never points at it
             # Anything else says nothing about the WAL: the file stays, and the next
@@ -470,7 +490,7 @@ class QueueShard:
         return True
 
     @contextlib.contextmanager
-    def swap_lock(self, queue: FlowFileQueue):
+    def swap_lock(self, queue: FlowFileQueue) -> Iterator[None]:
         """Hold off every swap of `queue` (a drop takes its swap files and staging itself);
         `maintain` skips the queue meanwhile."""
         with self._swap_locks[queue.id]:
@@ -483,7 +503,7 @@ class QueueShard:
 
     def _delete_orphan(self, location: str) -> None:
         try:
-            self.swap_store.delete(location)
+            self._durable_swap_store.delete(location)
         except ForeignSwapFileError as error:
             log.warning("%s", error)
         except Exception as error:  # noqa: BLE001 - the next recovery removes it
@@ -505,7 +525,7 @@ class QueueShard:
             return False
         flowfiles = [FlowFile.from_record(record) for record in records]
         try:
-            self.wal.update([SwapIn(location)] + [Put(record) for record in records])
+            self.durable_wal.update([SwapIn(location)] + [Put(record) for record in records])
         except Exception as error:
             # The file stays whatever the WAL answered: the WAL still points at it,
             # unless a SwapIn of unknown outcome is replayed, and then the recovery
@@ -525,16 +545,16 @@ class QueueShard:
 
     # -- swap files that cannot be read (see flow.unreadable_swap) -------------------
 
-    def read_swap_file(self, location: str) -> list:
+    def read_swap_file(self, location: str) -> list[FlowFileRecord]:
         """Every FlowFileRecord of a swap file the WAL records, checked against that record
         (a file of another queue or count put in its place is corrupt, not read)."""
-        summary, records = self.swap_store.read(location)
+        summary, records = self._durable_swap_store.read(location)
         recorded = self.wal.swap_files.get(location) if self.wal is not None else None
         if recorded is not None and (summary.queue, len(records)) != (recorded.queue, recorded.count):
             raise CorruptSwapFileError(location, 0, _not_recorded(summary.queue, len(records), recorded))
         return records
 
-    def claims_loaded(self, location: str, records) -> None:
+    def claims_loaded(self, location: str, records: Iterable[FlowFileRecord]) -> None:
         """The records of swap file `location` were read: if it was registered without its
         content claims, they are counted now (`claims_found`), before anything releases them."""
         with self._unreadable_lock:
@@ -565,13 +585,13 @@ class QueueShard:
             size=summary.size,
             reason=reason,
             error=text,
-            quarantined=self.swap_store.is_quarantined(location),
+            quarantined=self._durable_swap_store.is_quarantined(location),
             now_ms=queue.now_ms(),
             backoff=self.retry_backoff,
         )
         alarm, kept = decision.file, summary
         if decision.quarantine:
-            swap_file = self.wal.swap_files.get(location)
+            swap_file = self.durable_wal.swap_files.get(location)
             moved = self._quarantine(location, summary, swap_file) if swap_file is not None else None
             if moved is not None:
                 alarm, kept = quarantined(alarm, moved), dataclasses.replace(summary, location=moved)
@@ -606,10 +626,10 @@ class QueueShard:
                 (alarm.next_attempt_ms - queue.now_ms()) / 1000,
             )
 
-    def _quarantine(self, location: str, summary: SwapSummary | None, swap_file) -> str | None:
+    def _quarantine(self, location: str, summary: SwapSummary | None, swap_file: SwapFile) -> str | None:
         """Move the swap file into quarantine and record its new location in the WAL;
         its location then, or None when it could not be moved (it stays where it is)."""
-        store = self.swap_store
+        store = self._durable_swap_store
         with self._unreadable_lock:
             claims_known = location not in self._claims_unknown
         try:
@@ -682,7 +702,9 @@ class QueueShard:
 
     # -- polling ----------------------------------------------------------------
 
-    def poll(self, queue: FlowFileQueue, max_count: int, now_ms: int | None = None):
+    def poll(
+        self, queue: FlowFileQueue, max_count: int, now_ms: int | None = None
+    ) -> tuple[list[FlowFile], list[FlowFile]]:
         polled, expired = queue.poll(max_count, now_ms)
         # Swap in when there is room; and when a poll found nothing while FlowFiles wait
         # in memory, out of reach (staged after a swap-out failed): the policy is tried
@@ -713,6 +735,7 @@ class ShardFiles:
     epoch: int = 0
     partitions: int = DEFAULT_PARTITIONS
     checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL
+    # Fault seams of a test: what `FaultSeams.coerce` takes (None: none).
     wal_hooks: object = None
     swap_hooks: object = None
     # Recover what survives of damage no crash explains, instead of refusing (`WriteAheadLog`).
@@ -751,7 +774,7 @@ class ShardFiles:
             partitions=self.partitions,
             epoch=self.epoch,
             checkpoint_interval=self.checkpoint_interval,
-            hooks=self.wal_hooks,
+            hooks=WalHooks.coerce(self.wal_hooks),
             accept_damage=self.accept_damage,
             relocate_swap=self.relocate_swap or swap_store.rebase,
         )
@@ -766,8 +789,8 @@ def open_shard(
     epoch: int = 0,
     partitions: int = DEFAULT_PARTITIONS,
     checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
-    wal_hooks=None,
-    swap_hooks=None,
+    wal_hooks: object = None,
+    swap_hooks: object = None,
     accept_damage: bool = False,
     retry_backoff: RetryBackoff | None = None,
 ) -> QueueShard:
@@ -798,7 +821,7 @@ def _failure(error: BaseException) -> tuple[ReadFailure, str]:
     return ReadFailure.UNAVAILABLE, f"{type(error).__name__}: {_one_line(error)}"
 
 
-def _not_recorded(queue: str, count: int, recorded) -> str:
+def _not_recorded(queue: str, count: int, recorded: SwapFile) -> str:
     return (
         f"it holds {count} FlowFiles of queue {queue!r}, the WAL recorded {recorded.count} of "
         f"{recorded.queue!r}: not the file written there"

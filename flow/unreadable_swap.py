@@ -108,8 +108,8 @@ def on_read_failed(
     if it was already set aside (None: it was in the queue's line, read for the first
     time), `quarantined` whether `location` is in the quarantine directory."""
     failures = (previous.failures if previous is not None else 0) + 1
-    scheduled = previous is None or previous.due(now_ms)
-    log = scheduled or previous.reason is not reason
+    # A line when its retry was due (or it is new), or when it fails in another way.
+    log = previous is None or previous.due(now_ms) or previous.reason is not reason
     state = UnreadableSwapFile(
         location,
         queue,

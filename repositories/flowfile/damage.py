@@ -38,10 +38,10 @@ numbering and a missing snapshot are found.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from .journal import journal_name
+from .journal import Cut, journal_name
 from .snapshot import SnapshotCase
 
 
@@ -50,7 +50,7 @@ class Damage(NamedTuple):
 
     path: str
     what: str  # one sentence, for the operator
-    transactions: tuple = ()  # ((first, last), ...) ids of transactions lost, where known
+    transactions: tuple[tuple[int, int], ...] = ()  # ((first, last), ...) ids of transactions lost, where known
     updates: int = 0  # updates lost, at least (counted from frame headers that survive)
 
     def lost_transactions(self) -> int:
@@ -76,10 +76,10 @@ class Reading(NamedTuple):
     snapshot_path: str
     snapshot_max_txid: int  # of the snapshot recovery restores from (0 without one)
     snapshot_holds_state: bool  # it holds records or swap files, or a max transaction id above 0
-    journals: list  # [JournalSeen], present journal files
-    replayed: list  # ids of the transactions replayed, ascending
+    journals: list[JournalSeen]  # present journal files
+    replayed: list[int]  # ids of the transactions replayed, ascending
     watermark: int  # the highest durable watermark among the replayed frames
-    cuts: list  # [journal.Cut]
+    cuts: list[Cut]
 
 
 def judge(reading: Reading) -> list[Damage]:
@@ -94,7 +94,7 @@ def judge(reading: Reading) -> list[Damage]:
     return damage
 
 
-def _damaged_frame(cut) -> Damage:
+def _damaged_frame(cut: Cut) -> Damage:
     lost = ((cut.txid, cut.txid),) if cut.txid is not None else ()
     return Damage(cut.path, f"bytes {cut.offset}..{cut.end}: {cut.reason}", lost, cut.updates)
 
@@ -118,20 +118,21 @@ def _missing_snapshot(reading: Reading) -> list[Damage]:
     if case is SnapshotCase.PARTIAL_ONLY:
         return []  # the .partial holds every transaction the journals hold
     newer = [
-        j
+        (j, j.generation)
         for j in journals
         if j.generation is not None
         and j.generation > reading.snapshot_max_txid
         and (j.frames or case is SnapshotCase.SNAPSHOT_ONLY)
     ]
     if newer:
+        journal, generation = newer[0]
         return [
             Damage(
                 reading.snapshot_path,
-                f"the snapshot covers transactions up to {reading.snapshot_max_txid}, but {newer[0].path} was "
-                f"created after a snapshot of transactions up to {newer[0].generation}: the snapshot is older "
+                f"the snapshot covers transactions up to {reading.snapshot_max_txid}, but {journal.path} was "
+                f"created after a snapshot of transactions up to {generation}: the snapshot is older "
                 "than its journals (restored from an older copy?), and the transactions in between are lost",
-                ((reading.snapshot_max_txid + 1, newer[0].generation),),
+                ((reading.snapshot_max_txid + 1, generation),),
             )
         ]
     return []
@@ -151,7 +152,7 @@ def _missing_journals(reading: Reading) -> list[Damage]:
     declared = [j for j in reading.journals if j.partitions is not None]
     current = [j for j in declared if j.generation == reading.snapshot_max_txid]
     if current or declared:
-        expected = max(j.partitions for j in (current or declared))
+        expected = max(j.partitions for j in (current or declared) if j.partitions is not None)
         why = f"of the set of {expected} journals the snapshot's checkpoint created"
     elif not present:
         if not reading.snapshot_holds_state:
@@ -176,7 +177,7 @@ def _missing_journals(reading: Reading) -> list[Damage]:
     ]
 
 
-def _missing_transactions(reading: Reading, base: int, known: set) -> list[Damage]:
+def _missing_transactions(reading: Reading, base: int, known: set[int]) -> list[Damage]:
     gaps = list(missing_ranges(base, reading.watermark, reading.replayed))
     gaps = list(_without(gaps, known))
     if not gaps:
@@ -199,7 +200,7 @@ def _missing_transactions(reading: Reading, base: int, known: set) -> list[Damag
     ]
 
 
-def missing_ranges(base: int, top: int, present: Iterable[int]):
+def missing_ranges(base: int, top: int, present: Iterable[int]) -> Iterator[tuple[int, int]]:
     """The ranges (first, last) of ids in base+1 .. top that `present` (ascending) lacks."""
     expected = base + 1
     for txid in present:
@@ -214,7 +215,7 @@ def missing_ranges(base: int, top: int, present: Iterable[int]):
         yield expected, top
 
 
-def _without(ranges, ids: set):
+def _without(ranges: Iterable[tuple[int, int]], ids: set[int]) -> Iterator[tuple[int, int]]:
     """`ranges` less the single ids in `ids`."""
     for first, last in ranges:
         start = first
@@ -226,7 +227,7 @@ def _without(ranges, ids: set):
             yield start, last
 
 
-def format_ranges(ranges, limit: int = 5) -> str:
+def format_ranges(ranges: Sequence[tuple[int, int]], limit: int = 5) -> str:
     shown = [f"{first}" if first == last else f"{first}..{last}" for first, last in ranges[:limit]]
     more = f" and {len(ranges) - limit} more ranges" if len(ranges) > limit else ""
     return "ids " + ", ".join(shown) + more

@@ -3,6 +3,12 @@ operator needs (which file, which byte offset, which transaction) and what to do
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .damage import Damage
+
 
 class WriteAheadLogError(Exception):
     """Root of every failure of `repositories.flowfile`."""
@@ -89,7 +95,7 @@ class WalDamagedError(WriteAheadLogError):
     finding): recovering would lose acknowledged FlowFiles silently, so recovery stopped
     and changed nothing. The operator restores the damaged files, or accepts the loss."""
 
-    def __init__(self, directory: str, damage: list):
+    def __init__(self, directory: str, damage: Iterable[Damage]):
         self.directory, self.damage = directory, list(damage)
         shown = "; ".join(f"{found.path}: {found.what}" for found in self.damage[:3])
         more = f" (and {len(self.damage) - 3} more findings)" if len(self.damage) > 3 else ""

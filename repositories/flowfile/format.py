@@ -106,12 +106,16 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator, Sequence
 from itertools import accumulate, islice
 from typing import NamedTuple
 
 from .record import SwapFile
 
 crc32 = zlib.crc32
+
+# What the parsers read: a file's bytes, or a view into them.
+BytesLike = bytes | bytearray | memoryview
 
 JOURNAL_MAGIC = b"CUSTWALJ"
 SNAPSHOT_MAGIC = b"CUSTSNAP"
@@ -197,7 +201,7 @@ def pack_journal_header(epoch: int, serde_name: str, serde_version: int, generat
     return body + U32.pack(crc32(body))
 
 
-def unpack_journal_header(data) -> JournalHeader:
+def unpack_journal_header(data: BytesLike) -> JournalHeader:
     """Parse a journal header of any format version (HeaderError as `unpack_file_header`).
     The version decides where the CRC is; a damaged version fails the CRC check."""
     version = HEADER_START.unpack_from(data, 0)[1] if len(data) >= HEADER_START.size else 0
@@ -207,7 +211,7 @@ def unpack_journal_header(data) -> JournalHeader:
     return JournalHeader(*header, generation, partitions)
 
 
-def unpack_file_header(data, magic: bytes, extra: int = 0) -> tuple[FileHeader, bytes]:
+def unpack_file_header(data: BytesLike, magic: bytes, extra: int = 0) -> tuple[FileHeader, bytes]:
     """Parse a journal or snapshot header. `extra` bytes of fields follow the SerDe
     version before the CRC (the snapshot's counts); they are returned raw."""
     if len(data) < HEADER_START.size:
@@ -239,7 +243,7 @@ def frame_header_size(journal_format_version: int) -> int:
     return FRAME_HEADER_SIZE_V2 if journal_format_version == 2 else FRAME_HEADER_SIZE_V1
 
 
-def pack_frame(txid: int, epoch: int, count: int, payload, payload_crc: int, watermark: int) -> bytes:
+def pack_frame(txid: int, epoch: int, count: int, payload: bytes, payload_crc: int, watermark: int) -> bytes:
     """A frame of the current journal format (version 3)."""
     head = FRAME_HEADER.pack(TRANSACTION_MARKER, txid, epoch, count, len(payload), payload_crc, watermark)
     length = U32.pack(len(payload))
@@ -250,13 +254,15 @@ class Frame(NamedTuple):
     offset: int
     txid: int
     epoch: int
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count, as it always has (a public name)
     payload: memoryview
     end: int  # offset just past the payload
     watermark: int = 0  # 0 before format 3
 
 
-def parse_frame_header(data, offset: int, version: int = JOURNAL_FORMAT_VERSION):
+def parse_frame_header(
+    data: BytesLike, offset: int, version: int = JOURNAL_FORMAT_VERSION
+) -> tuple[int, int, int, int, int, int] | None:
     """Return (txid, epoch, count, payload_length, payload_crc, watermark) or None if the
     header at `offset` (of a journal of format `version`) is not intact. The caller
     checks there are `frame_header_size(version)` bytes."""
@@ -270,18 +276,19 @@ def parse_frame_header(data, offset: int, version: int = JOURNAL_FORMAT_VERSION)
     return fields[1:] if version >= 3 else (*fields[1:], 0)
 
 
-def parse_length_guard(data, offset: int, version: int = JOURNAL_FORMAT_VERSION) -> int | None:
+def parse_length_guard(data: BytesLike, offset: int, version: int = JOURNAL_FORMAT_VERSION) -> int | None:
     """The payload length in the length guard of the (version 2 or 3) frame at
     `offset`, or None if the guard is damaged. The caller checks there are
     `frame_header_size(version)` bytes."""
     start = offset + frame_header_size(version) - LENGTH_GUARD.size
+    length: int
     length, stored = LENGTH_GUARD.unpack_from(data, start)
     if crc32(data[start : start + U32.size]) != stored:
         return None
     return length
 
 
-def pack_payload(encoded_updates: list) -> bytes:
+def pack_payload(encoded_updates: Sequence[bytes]) -> bytes:
     """Frame each SerDe-encoded update with its length and a Continue/Commit marker."""
     out = bytearray()
     last = len(encoded_updates) - 1
@@ -334,19 +341,19 @@ def pack_snapshot_header(
     return body + U32.pack(crc32(body))
 
 
-def unpack_snapshot_header(data) -> tuple[FileHeader, int, int, int]:
+def unpack_snapshot_header(data: BytesLike) -> tuple[FileHeader, int, int, int]:
     header, extra = unpack_file_header(data, SNAPSHOT_MAGIC, SNAPSHOT_COUNTS.size)
     max_txid, record_count, swap_count = SNAPSHOT_COUNTS.unpack(extra)
     return header, max_txid, record_count, swap_count
 
 
-def pack_snapshot_block(count: int, body) -> bytes:
+def pack_snapshot_block(count: int, body: bytes) -> bytes:
     """Block header for `count` record entries making up `body`; the body follows it."""
     head = SNAPSHOT_BLOCK.pack(count, len(body), crc32(body))
     return head + U32.pack(crc32(head))
 
 
-def unpack_snapshot_block(data, offset: int) -> tuple[int, int, int]:
+def unpack_snapshot_block(data: BytesLike, offset: int) -> tuple[int, int, int]:
     """(record count, body length, body crc) of the block at `offset`; HeaderError if
     the block header is cut short or its CRC does not match."""
     if offset + SNAPSHOT_BLOCK_HEADER_SIZE > len(data):
@@ -362,7 +369,7 @@ IDS_NUL_JOINED = 0
 IDS_LENGTH_PREFIXED = 1
 
 
-def pack_snapshot_block_body(ids: list, encoded: list) -> bytes:
+def pack_snapshot_block_body(ids: Sequence[str], encoded: Sequence[bytes]) -> bytes:
     """Entry table, record bytes, id column (see the layout above)."""
     table = b"".join([SNAPSHOT_ENTRY.pack(len(e), crc32(e)) for e in encoded])
     text = "\0".join(ids)
@@ -375,7 +382,7 @@ def pack_snapshot_block_body(ids: list, encoded: list) -> bytes:
     return b"".join((table, *encoded, column))
 
 
-def unpack_snapshot_block_body(data, start: int, stop: int, count: int) -> tuple[list, list]:
+def unpack_snapshot_block_body(data: bytes, start: int, stop: int, count: int) -> tuple[list[str], list[bytes]]:
     """(ids, record bytes) of a block body data[start:stop] whose CRC was checked.
     Raises ValueError when its parts do not add up."""
     table_stop = start + count * SNAPSHOT_ENTRY.size
@@ -406,7 +413,7 @@ def unpack_snapshot_block_body(data, start: int, stop: int, count: int) -> tuple
     return ids, pieces
 
 
-def snapshot_block_entries(data, start: int, stop: int, count: int):
+def snapshot_block_entries(data: BytesLike, start: int, stop: int, count: int) -> Iterator[tuple[int, int, int, int]]:
     """(index, offset, length, crc) of each entry-table row of a block body that may be
     damaged, stopping early where the table or the records run past the block."""
     table_stop = start + count * SNAPSHOT_ENTRY.size
@@ -431,7 +438,7 @@ def pack_snapshot_trailer(record_count: int, swap_count: int) -> bytes:
     return body + U32.pack(crc32(body))
 
 
-def unpack_snapshot_trailer(data, offset: int) -> tuple[int, int]:
+def unpack_snapshot_trailer(data: BytesLike, offset: int) -> tuple[int, int]:
     magic, record_count, swap_count, stored = SNAPSHOT_TRAILER.unpack_from(data, offset)
     if magic != SNAPSHOT_TRAILER_MAGIC:
         raise HeaderError(offset, f"trailer magic is {magic!r}, not {SNAPSHOT_TRAILER_MAGIC!r}")
@@ -446,7 +453,7 @@ def pack_swap_file(swap_file: SwapFile) -> bytes:
     return SWAP_FILE.pack(swap_file.count, swap_file.size, len(location), len(queue)) + location + queue
 
 
-def unpack_swap_file(data, offset: int = 0) -> tuple[SwapFile, int]:
+def unpack_swap_file(data: BytesLike, offset: int = 0) -> tuple[SwapFile, int]:
     """Return the swap file and the offset just past it."""
     count, size, location_length, queue_length = SWAP_FILE.unpack_from(data, offset)
     start = offset + SWAP_FILE.size

@@ -18,13 +18,16 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..instruments import LatencyHistogram
 from ..storage.abandon import abandon_file
 from . import format as fmt
 from .errors import CorruptJournalError, JournalWriteError, NotAWriteAheadLogError
 from .hooks import WalHooks
+
+if TYPE_CHECKING:
+    from repositories.storage import WritableFile
 
 JOURNAL_PATTERN = re.compile(r"journal-(\d+)")
 
@@ -48,8 +51,8 @@ class Cut(NamedTuple):
 class JournalScan(NamedTuple):
     path: str
     header: fmt.JournalHeader | None  # None: empty or torn header (the crash hit creation)
-    frames: list  # [fmt.Frame], in file order, with increasing transaction ids
-    cuts: list  # [Cut]
+    frames: list[fmt.Frame]  # in file order, with increasing transaction ids
+    cuts: list[Cut]
     data: bytes  # the whole file, kept until cut bytes are saved
 
 
@@ -80,8 +83,8 @@ class _Damage(NamedTuple):
     updates: int = 0
 
 
-def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[list, list]:
-    frames: list = []
+def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[list[fmt.Frame], list[Cut]]:
+    frames: list[fmt.Frame] = []
     damage: list[_Damage] = []
     tail: Cut | None = None  # what a crash leaves at the end: torn or NUL
     view = memoryview(data)
@@ -158,7 +161,7 @@ def _scan_frames(path: str, data: bytes, offset: int, version: int) -> tuple[lis
     return frames, cuts
 
 
-def _judged(path: str, data: bytes, version: int, frames: list, damage: _Damage) -> Cut:
+def _judged(path: str, data: bytes, version: int, frames: list[fmt.Frame], damage: _Damage) -> Cut:
     """A damaged range as a Cut: explained by a crash only when nothing intact follows
     it (then it is indistinguishable from a write the crash tore)."""
     if any(frame.offset >= damage.end for frame in frames) or (
@@ -223,11 +226,11 @@ class Journal:
     def __init__(
         self,
         path: str,
-        file,
+        file: WritableFile,
         hooks: WalHooks,
         on_failure: Callable[[BaseException], None],
         sync_durations: LatencyHistogram,
-    ):
+    ) -> None:
         self.path = path
         self._file = file
         self._hooks = hooks

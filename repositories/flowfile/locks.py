@@ -7,6 +7,7 @@ steady stream of updates cannot starve the periodic checkpoint.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
@@ -18,7 +19,7 @@ class SharedExclusiveLock:
         self._exclusive_waiting = 0
 
     @contextmanager
-    def shared(self):
+    def shared(self) -> Iterator[None]:
         with self._condition:
             while self._exclusive or self._exclusive_waiting:
                 self._condition.wait()
@@ -32,7 +33,7 @@ class SharedExclusiveLock:
                     self._condition.notify_all()
 
     @contextmanager
-    def exclusive(self):
+    def exclusive(self) -> Iterator[None]:
         with self._condition:
             self._exclusive_waiting += 1
             try:

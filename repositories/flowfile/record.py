@@ -27,9 +27,13 @@ FlowFile brought back.
 from __future__ import annotations
 
 import gc
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, TypedDict, Unpack, overload
 
 from ..claims import ContentClaim
+
+if TYPE_CHECKING:
+    from .serde import LazyDecoder
 
 FIELDS = (
     "id",
@@ -41,6 +45,24 @@ FIELDS = (
     "lineage_start_date",
     "penalty_expiration",
 )
+
+# content_claim, queue, size, entry_date, lineage_start_date, penalty_expiration
+Head = tuple[ContentClaim | None, str, int, int, int, int]
+# The value of any field, as iteration and indexing give it.
+FieldValue = str | dict[str, str] | ContentClaim | int | None
+
+
+class RecordFields(TypedDict, total=False):
+    """A record's fields by name: every one from `_asdict`, any of them as `replace`'s keywords."""
+
+    id: str
+    attributes: dict[str, str]
+    content_claim: ContentClaim | None
+    queue: str
+    size: int
+    entry_date: int
+    lineage_start_date: int
+    penalty_expiration: int
 
 
 class FlowFileRecord:
@@ -56,6 +78,26 @@ class FlowFileRecord:
 
     __slots__ = ("id", "_head", "_attributes", "_encoded", "_decoder")
     _fields = FIELDS
+    id: str
+    _head: Head | None
+    _attributes: dict[str, str] | None
+    _encoded: bytes | None
+    _decoder: LazyDecoder | None
+
+    if TYPE_CHECKING:  # the head's fields: properties made by `_head_field` below
+
+        @property
+        def content_claim(self) -> ContentClaim | None: ...
+        @property
+        def queue(self) -> str: ...
+        @property
+        def size(self) -> int: ...
+        @property
+        def entry_date(self) -> int: ...
+        @property
+        def lineage_start_date(self) -> int: ...
+        @property
+        def penalty_expiration(self) -> int: ...
 
     def __init__(
         self,
@@ -67,7 +109,7 @@ class FlowFileRecord:
         entry_date: int,
         lineage_start_date: int,
         penalty_expiration: int = 0,
-    ):
+    ) -> None:
         self.id = id
         self._attributes = attributes
         self._head = (content_claim, queue, size, entry_date, lineage_start_date, penalty_expiration)
@@ -83,21 +125,23 @@ class FlowFileRecord:
             attributes = self._decode_attributes()
         return attributes
 
-    def _decode_head(self) -> tuple:
-        encoded = self._encoded
-        if encoded is None:  # another thread finished decoding meanwhile
+    def _decode_head(self) -> Head:
+        encoded, decoder = self._encoded, self._decoder
+        if encoded is None or decoder is None:  # another thread finished decoding meanwhile
+            assert self._head is not None  # set before the bytes are let go
             return self._head
-        head = self._decoder.decode_head(encoded, self.id)
+        head = decoder.decode_head(encoded, self.id)
         self._head = head
         if self._attributes is not None:
             self._encoded = None
         return head
 
-    def _decode_attributes(self) -> dict:
-        encoded = self._encoded
-        if encoded is None:
+    def _decode_attributes(self) -> dict[str, str]:
+        encoded, decoder = self._encoded, self._decoder
+        if encoded is None or decoder is None:
+            assert self._attributes is not None  # set before the bytes are let go
             return self._attributes
-        attributes = self._decoder.decode_attributes(encoded, self.id)
+        attributes = decoder.decode_attributes(encoded, self.id)
         self._attributes = attributes
         if self._head is not None:
             self._encoded = None
@@ -117,41 +161,57 @@ class FlowFileRecord:
 
     # -- tuple-like behaviour, as when this was a NamedTuple -------------------------
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[FieldValue]:
         return iter((self.id, self.attributes, *self.head))
 
     def __len__(self) -> int:
         return len(FIELDS)
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> FieldValue: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[FieldValue, ...]: ...
+    def __getitem__(self, index: int | slice) -> FieldValue | tuple[FieldValue, ...]:
         return tuple(self)[index]
 
     @property
-    def head(self) -> tuple:
+    def head(self) -> Head:
         head = self._head
         if head is None:
             head = self._decode_head()
         return head
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, FlowFileRecord):
             return NotImplemented
         return self.id == other.id and self.head == other.head and self.attributes == other.attributes
 
-    __hash__ = None  # like the NamedTuple it replaces: it holds a dict
+    # Unhashable, like the NamedTuple it replaces: it holds a dict.
+    __hash__: ClassVar[None] = None  # type: ignore[assignment]  # None over object's method, as typeshed's dict does
 
     def __repr__(self) -> str:
         return (
             "FlowFileRecord(" + ", ".join(f"{name}={value!r}" for name, value in zip(FIELDS, self, strict=False)) + ")"
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[FlowFileRecord], tuple[FieldValue, ...]]:
         return (FlowFileRecord, tuple(self))
 
-    def _asdict(self) -> dict:
-        return dict(zip(FIELDS, self, strict=False))
+    def _asdict(self) -> RecordFields:
+        attributes = self.attributes
+        claim, queue, size, entry_date, lineage_start_date, penalty_expiration = self.head
+        return {
+            "id": self.id,
+            "attributes": attributes,
+            "content_claim": claim,
+            "queue": queue,
+            "size": size,
+            "entry_date": entry_date,
+            "lineage_start_date": lineage_start_date,
+            "penalty_expiration": penalty_expiration,
+        }
 
-    def replace(self, **changes) -> FlowFileRecord:
+    def replace(self, **changes: Unpack[RecordFields]) -> FlowFileRecord:
         fields = self._asdict()
         unknown = set(changes) - set(FIELDS)
         if unknown:
@@ -163,7 +223,7 @@ class FlowFileRecord:
 
 
 def _head_field(index: int, name: str) -> property:
-    def get(self):
+    def get(self: FlowFileRecord) -> FieldValue:
         head = self._head
         if head is None:
             head = self._decode_head()
@@ -183,7 +243,7 @@ class LazyFlowFileRecord(FlowFileRecord):
 
     __slots__ = ()
 
-    def __init__(self, id: str, encoded: bytes, decoder):
+    def __init__(self, id: str, encoded: bytes, decoder: LazyDecoder) -> None:
         self.id = id
         self._head = None
         self._attributes = None
@@ -191,7 +251,7 @@ class LazyFlowFileRecord(FlowFileRecord):
         self._decoder = decoder
 
 
-def decode_records(records, *, attributes: bool = True) -> None:
+def decode_records(records: Iterable[FlowFileRecord], *, attributes: bool = True) -> None:
     """Decode the head (and, by default, the attributes) of many records now, with the
     cyclic garbage collector paused: for a caller that will read every restored record
     anyway (a restore that rebuilds every queue). Decoding a million records one by one
@@ -215,7 +275,7 @@ class SwapFile(NamedTuple):
 
     location: str
     queue: str
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count, as it always has (a public name)
     size: int
 
 
@@ -245,19 +305,18 @@ class SwapIn(NamedTuple):
 Update = Put | Delete | SwapOut | SwapIn
 
 
-def apply_update(records: dict, swap_files: dict, update: Update) -> None:
+def apply_update(records: dict[str, FlowFileRecord], swap_files: dict[str, SwapFile], update: Update) -> None:
     """Apply one update to a record map and a swap-file map (used live and in replay)."""
-    kind = type(update)
-    if kind is Put:
+    if type(update) is Put:
         record = update.record
         records[record.id] = record
-    elif kind is Delete:
+    elif type(update) is Delete:
         records.pop(update.record_id, None)
-    elif kind is SwapOut:
+    elif type(update) is SwapOut:
         for record_id in update.record_ids:
             records.pop(record_id, None)
         swap_files[update.swap_file.location] = update.swap_file
-    elif kind is SwapIn:
+    elif type(update) is SwapIn:
         swap_files.pop(update.location, None)
     else:
         raise TypeError(f"not a WAL update: {update!r}")

@@ -11,18 +11,21 @@ inspect` and `fsck` can run this on a live or damaged directory safely.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import format as fmt
-from .damage import JournalSeen, Reading, format_ranges, judge, missing_ranges
+from .damage import Damage, JournalSeen, Reading, format_ranges, judge, missing_ranges
 from .errors import NotAWriteAheadLogError, StaleEpochError, UnknownSerDeError
 from .journal import JOURNAL_PATTERN, Cut, JournalScan, journal_name, scan_journal
-from .record import apply_update
+from .record import FlowFileRecord, SwapFile, apply_update
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, SnapshotContents, read_snapshot
 
 if TYPE_CHECKING:
     from repositories.storage import Storage
+
+    from .serde import SerDe
 
 CUT_DIRECTORY = "cut"
 
@@ -44,23 +47,23 @@ class RecoveryReport:
     snapshot_max_txid: int = 0
     snapshot_records: int = 0
     snapshot_epoch: int | None = None
-    journals: list = field(default_factory=list)
+    journals: list[str] = field(default_factory=list)
     transactions_replayed: int = 0
     transactions_in_snapshot: int = 0
     max_txid: int = 0
     record_count: int = 0
-    swap_files: list = field(default_factory=list)
-    cuts: list = field(default_factory=list)  # [Cut]
-    saved_cuts: list = field(default_factory=list)  # side files the cut bytes went to
-    checkpoint_reasons: list = field(default_factory=list)
-    damage: list = field(default_factory=list)  # [damage.Damage]: what no crash explains
+    swap_files: list[SwapFile] = field(default_factory=list)
+    cuts: list[Cut] = field(default_factory=list)
+    saved_cuts: list[str] = field(default_factory=list)  # side files the cut bytes went to
+    checkpoint_reasons: list[str] = field(default_factory=list)
+    damage: list[Damage] = field(default_factory=list)  # what no crash explains
     damage_accepted: bool = False  # recovered all the same, because the operator accepted the loss
-    in_flight: list = field(default_factory=list)  # [(first, last)] ids a crash took before they were synced
+    in_flight: list[tuple[int, int]] = field(default_factory=list)  # (first, last) ids a crash took unsynced
     epoch: int = 0  # the highest shard epoch in the snapshot's and the journals' headers
     journal_set: int | None = None  # how many journals the newest journal set holds (format 3), if known
 
     @property
-    def unexplained(self) -> list:
+    def unexplained(self) -> list[Cut]:
         """Damaged ranges no crash explains (part of `damage`)."""
         return [cut for cut in self.cuts if not cut.explained]
 
@@ -76,7 +79,7 @@ class RecoveryReport:
         leaves none to count."""
         return sum(found.updates for found in self.damage)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {
             "directory": self.directory,
             "case": self.case.name,
@@ -105,23 +108,24 @@ class RecoveryReport:
 
 
 class WalFiles(NamedTuple):
-    journals: dict  # partition -> path
+    journals: dict[int, str]  # partition -> path
     snapshot: str | None
     partial: str | None
 
 
 class RecoveredState(NamedTuple):
-    records: dict
-    swap_files: dict
+    records: dict[str, FlowFileRecord]
+    swap_files: dict[str, SwapFile]
     next_txid: int
     report: RecoveryReport
-    scans: list  # [JournalScan], for the cut bytes
+    scans: list[JournalScan]  # for the cut bytes
 
 
 def list_wal_files(storage: Storage, directory: str) -> WalFiles:
     """Classify the directory's entries; anything a WAL does not write is refused."""
-    journals: dict = {}
-    snapshot = partial = None
+    journals: dict[int, str] = {}
+    snapshot: str | None = None
+    partial: str | None = None
     for status in storage.list(directory):
         name = status.name
         match = JOURNAL_PATTERN.fullmatch(name)
@@ -140,7 +144,7 @@ def list_wal_files(storage: Storage, directory: str) -> WalFiles:
     return WalFiles(journals, snapshot, partial)
 
 
-def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: int | None) -> RecoveredState:
+def read_state(storage: Storage, directory: str, files: WalFiles, serde: SerDe, epoch: int | None) -> RecoveredState:
     report = RecoveryReport(directory)
     report.case = SnapshotCase.of(files.snapshot is not None, files.partial is not None)
     # Which file holds the state: for BOTH the .partial may be incomplete and the
@@ -151,10 +155,10 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: 
         SnapshotCase.BOTH: files.snapshot,
         SnapshotCase.PARTIAL_ONLY: files.partial,
     }[report.case]
-    records: dict = {}
-    swap_files: dict = {}
+    records: dict[str, FlowFileRecord] = {}
+    swap_files: dict[str, SwapFile] = {}
     next_txid = 1
-    snapshot_epoch = None
+    snapshot_epoch: int | None = None
     snapshot_holds_state = False
     if source is not None:
         contents: SnapshotContents = read_snapshot(source, storage.read(source), serde)
@@ -194,7 +198,11 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: 
             report.checkpoint_reasons.append(f"{path} has no intact header")
             continue
         report.epoch = max(report.epoch, header.epoch)
-        if header.partitions is not None and (report.journal_set is None or header.generation >= newest_set):
+        if (
+            header.partitions is not None
+            and header.generation is not None  # both are, from format 3 on
+            and (report.journal_set is None or header.generation >= newest_set)
+        ):
             report.journal_set, newest_set = header.partitions, header.generation
         if header.serde_name != serde.name or not serde.can_read(header.serde_version):
             known = f"SerDe {serde.name!r} versions {getattr(serde, 'OLDEST_VERSION', serde.version)}..{serde.version}"
@@ -218,12 +226,11 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde, epoch: 
 
     # As NiFi's restore does: always apply the smallest transaction id any
     # partition offers next; ids below the generator are already in the snapshot.
-    def tagged(scan):
-        version = scan.header.serde_version
+    def tagged(scan: JournalScan, version: int) -> Iterator[tuple[int, int, fmt.Frame, str, int]]:
         for frame in scan.frames:
             yield frame.txid, frame.offset, frame, scan.path, version
 
-    merged = heapq.merge(*(tagged(scan) for scan in scans if scan.header is not None))
+    merged = heapq.merge(*(tagged(scan, scan.header.serde_version) for scan in scans if scan.header is not None))
     split_payload = fmt.split_payload
     decode = serde.decode_update
     replayed: list[int] = []

@@ -50,13 +50,14 @@ from __future__ import annotations
 
 import struct
 import sys
+from collections.abc import Callable, Iterable
 from itertools import chain, repeat
 from typing import Protocol
 
 from ..claims import ContentClaim, ResourceClaim
 from . import format as fmt
 from .errors import CorruptRecordError
-from .record import Delete, FlowFileRecord, LazyFlowFileRecord, Put, SwapIn, SwapOut, Update
+from .record import Delete, FlowFileRecord, Head, LazyFlowFileRecord, Put, SwapIn, SwapOut, Update
 
 RECORD_V3 = struct.Struct("<IIQqqqBHQQHI")
 RECORD_V2 = struct.Struct("<QqqqBHQQI")
@@ -77,6 +78,11 @@ LENGTH_PREFIXED = 0x02
 NUL = "\0"
 _intern = sys.intern
 
+# (data, start, stop) -> the record encoded in data[start:stop] (`record_decoder`).
+RecordDecoder = Callable[[bytes, int, int], FlowFileRecord]
+# (ids, pieces) -> the records of a snapshot block (`record_batch_decoder`).
+BatchDecoder = Callable[[list[str], list[bytes]], list[FlowFileRecord]]
+
 
 class SerDe(Protocol):
     name: str
@@ -86,11 +92,11 @@ class SerDe(Protocol):
 
     def encode_update(self, update: Update) -> bytes: ...
 
-    def decode_update(self, data, version: int) -> Update: ...
+    def decode_update(self, data: fmt.BytesLike, version: int) -> Update: ...
 
     def encode_record(self, record: FlowFileRecord) -> bytes: ...
 
-    def decode_record(self, data, version: int) -> FlowFileRecord: ...
+    def decode_record(self, data: fmt.BytesLike, version: int) -> FlowFileRecord: ...
 
 
 class FlowFileSerDe:
@@ -102,13 +108,13 @@ class FlowFileSerDe:
     CURRENT_VERSION = 3
     OLDEST_VERSION = 1
 
-    def __init__(self, version: int = CURRENT_VERSION):
+    def __init__(self, version: int = CURRENT_VERSION) -> None:
         if not self.OLDEST_VERSION <= version <= self.CURRENT_VERSION:
             raise ValueError(
                 f"FlowFileSerDe writes versions {self.OLDEST_VERSION}..{self.CURRENT_VERSION}, not {version}"
             )
         self.version = version
-        self._resources: dict[tuple, ResourceClaim] = {}
+        self._resources: dict[tuple[str, int, str], ResourceClaim] = {}
         self.lazy_decoder = LazyDecoder(self)
 
     def __repr__(self) -> str:
@@ -127,9 +133,8 @@ class FlowFileSerDe:
         return _encode_record_v2(record)
 
     def _encode_v3(self, record: FlowFileRecord) -> bytes:
-        encoded = record._encoded
-        if encoded is not None:
-            decoder = record._decoder
+        encoded, decoder = record._encoded, record._decoder
+        if encoded is not None and decoder is not None:
             if decoder.version == 3 and decoder.name == self.name:
                 # Restored from this SerDe's name and version, and never changed
                 # (records are immutable): its bytes are what encoding would produce,
@@ -184,14 +189,14 @@ class FlowFileSerDe:
             )
         )
 
-    def decode_record(self, data, version: int) -> FlowFileRecord:
+    def decode_record(self, data: fmt.BytesLike, version: int) -> FlowFileRecord:
         """Decode completely (every field checked now): for callers outside recovery."""
         if version == 3:
             data = bytes(data)
             return self.record_decoder(3)(data, 0, len(data)).decode()
-        return self.record_decoder(version)(data, 0, len(data))
+        return self._eager_record_decoder(version)(data, 0, len(data))
 
-    def record_decoder(self, version: int):
+    def record_decoder(self, version: int) -> RecordDecoder:
         """A function (data, start, stop) -> FlowFileRecord decoding data[start:stop],
         where data is bytes. Recovery calls it a million times.
 
@@ -202,7 +207,7 @@ class FlowFileSerDe:
             id_offset = RECORD_V3.size
             Lazy, lazy_decoder = LazyFlowFileRecord, self.lazy_decoder
 
-            def decode_v3(data, start: int, stop: int) -> FlowFileRecord:
+            def decode_v3(data: bytes, start: int, stop: int) -> FlowFileRecord:
                 (id_length,) = unpack_id_length(data, start)
                 id_start = start + id_offset
                 id_stop = id_start + id_length
@@ -211,6 +216,10 @@ class FlowFileSerDe:
                 return Lazy(str(data[id_start:id_stop], "utf-8"), data[start:stop], lazy_decoder)
 
             return decode_v3
+        return self._eager_record_decoder(version)
+
+    def _eager_record_decoder(self, version: int) -> Callable[[fmt.BytesLike, int, int], FlowFileRecord]:
+        """`record_decoder` of the versions decoded eagerly (1 and 2), which also read a view."""
         if version == 1:
             return self._decode_v1
         if version != 2:
@@ -221,7 +230,7 @@ class FlowFileSerDe:
         resource_of = self._resource
         Record, Claim = FlowFileRecord, ContentClaim
 
-        def decode_v2(data, start: int, stop: int) -> FlowFileRecord:
+        def decode_v2(data: fmt.BytesLike, start: int, stop: int) -> FlowFileRecord:
             size, entry, lineage, penalty, flags, section, offset, length, text_length = unpack(data, start)
             if start + head_size + text_length != stop:
                 raise ValueError(f"record text is {stop - start - head_size} bytes, header says {text_length}")
@@ -246,7 +255,7 @@ class FlowFileSerDe:
 
         return decode_v2
 
-    def record_batch_decoder(self, version: int):
+    def record_batch_decoder(self, version: int) -> BatchDecoder:
         """A function (ids, pieces) -> [FlowFileRecord] for a snapshot block: the ids
         were read from the block's id column, each piece is one record's bytes.
 
@@ -256,13 +265,13 @@ class FlowFileSerDe:
         if version == 3:
             Lazy, lazy_decoder = LazyFlowFileRecord, self.lazy_decoder
 
-            def decode_batch_v3(ids: list, pieces: list) -> list:
+            def decode_batch_v3(ids: list[str], pieces: list[bytes]) -> list[FlowFileRecord]:
                 return list(map(Lazy, ids, pieces, repeat(lazy_decoder, len(ids))))
 
             return decode_batch_v3
         decode = self.record_decoder(version)
 
-        def decode_batch(ids: list, pieces: list) -> list:
+        def decode_batch(ids: list[str], pieces: list[bytes]) -> list[FlowFileRecord]:
             decoded = [decode(piece, 0, len(piece)) for piece in pieces]
             for record_id, record in zip(ids, decoded, strict=False):
                 if record.id != record_id:
@@ -277,7 +286,7 @@ class FlowFileSerDe:
         resource = self._resources[(container, section, resource_id)] = ResourceClaim(container, section, resource_id)
         return resource
 
-    def _decode_v1(self, data, start: int, stop: int) -> FlowFileRecord:
+    def _decode_v1(self, data: fmt.BytesLike, start: int, stop: int) -> FlowFileRecord:
         data = data[start:stop]
         size, entry, flags, section, offset, length, count = RECORD_V1.unpack_from(data, 0)
         strings = _split_u16_strings(data, RECORD_V1.size, count)
@@ -299,12 +308,11 @@ class FlowFileSerDe:
     # -- updates ------------------------------------------------------------------
 
     def encode_update(self, update: Update) -> bytes:
-        kind = type(update)
-        if kind is Put:
+        if type(update) is Put:
             return b"\x01" + self.encode_record(update.record)
-        if kind is Delete:
+        if type(update) is Delete:
             return b"\x02" + update.record_id.encode("utf-8")
-        if kind is SwapOut:
+        if type(update) is SwapOut:
             out = bytearray(b"\x03")
             out += fmt.pack_swap_file(update.swap_file)
             out += U32.pack(len(update.record_ids))
@@ -313,11 +321,11 @@ class FlowFileSerDe:
                 out += U16.pack(len(encoded))
                 out += encoded
             return bytes(out)
-        if kind is SwapIn:
+        if type(update) is SwapIn:
             return b"\x04" + update.location.encode("utf-8")
         raise TypeError(f"not a WAL update: {update!r} (use Put, Delete, SwapOut or SwapIn)")
 
-    def decode_update(self, data, version: int) -> Update:
+    def decode_update(self, data: fmt.BytesLike, version: int) -> Update:
         kind = data[0]
         if kind == PUT:
             if version == 3:  # lazy, like a snapshot record: the frame CRC covered these bytes
@@ -343,13 +351,13 @@ class LazyDecoder:
 
     version = 3
 
-    def __init__(self, serde: FlowFileSerDe):
+    def __init__(self, serde: FlowFileSerDe) -> None:
         self.name = serde.name
         self._serde = serde
         self._queues: dict[bytes, str] = {}
-        self._resources: dict[tuple, ResourceClaim] = {}  # (section, claim text bytes) -> claim
+        self._resources: dict[tuple[int, bytes], ResourceClaim] = {}  # (section, claim text bytes) -> claim
 
-    def decode_head(self, encoded: bytes, record_id: str) -> tuple:
+    def decode_head(self, encoded: bytes, record_id: str) -> Head:
         try:
             (
                 id_length,
@@ -405,7 +413,7 @@ class LazyDecoder:
         self._resources[(section, claim_text)] = resource
         return resource
 
-    def decode_attributes(self, encoded: bytes, record_id: str) -> dict:
+    def decode_attributes(self, encoded: bytes, record_id: str) -> dict[str, str]:
         try:
             flags, attributes_length = _V3_FLAGS_AND_ATTRIBUTES.unpack_from(encoded, 0)
             if not attributes_length:
@@ -425,7 +433,7 @@ class LazyDecoder:
         return dict(zip(map(_intern, strings[0::2]), strings[1::2], strict=False))
 
 
-def _join_length_prefixed(strings) -> bytes:
+def _join_length_prefixed(strings: Iterable[str]) -> bytes:
     encoded = [s.encode("utf-8") for s in strings]
     return U32.pack(len(encoded)) + b"".join(U32.pack(len(e)) + e for e in encoded)
 
@@ -484,7 +492,7 @@ def _encode_record_v1(record: FlowFileRecord) -> bytes:
     return bytes(out)
 
 
-def _split_strings(data, offset: int, count: int, prefix: struct.Struct) -> list[str]:
+def _split_strings(data: fmt.BytesLike, offset: int, count: int, prefix: struct.Struct) -> list[str]:
     """`count` UTF-8 strings, each behind a length of `prefix`, filling `data` to its end."""
     strings = []
     width = prefix.size
@@ -500,10 +508,10 @@ def _split_strings(data, offset: int, count: int, prefix: struct.Struct) -> list
     return strings
 
 
-def _split_u16_strings(data, offset: int, count: int) -> list[str]:
+def _split_u16_strings(data: fmt.BytesLike, offset: int, count: int) -> list[str]:
     return _split_strings(data, offset, count, U16)
 
 
-def _split_length_prefixed(data, offset: int) -> list[str]:
+def _split_length_prefixed(data: fmt.BytesLike, offset: int) -> list[str]:
     (count,) = U32.unpack_from(data, offset)
     return _split_strings(data, offset + 4, count, U32)

@@ -9,10 +9,17 @@ branch for each.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import format as fmt
 from .errors import CorruptSnapshotError, NotAWriteAheadLogError, UnknownSerDeError
+from .record import FlowFileRecord, SwapFile
+
+if TYPE_CHECKING:
+    from repositories.storage import WritableFile
+
+    from .serde import BatchDecoder, RecordDecoder, SerDe
 
 SNAPSHOT_NAME = "snapshot"
 PARTIAL_NAME = "snapshot.partial"
@@ -38,11 +45,19 @@ class SnapshotContents(NamedTuple):
     serde_name: str
     serde_version: int
     max_txid: int
-    records: dict
-    swap_files: dict
+    records: dict[str, FlowFileRecord]
+    swap_files: dict[str, SwapFile]
 
 
-def write_snapshot(file, *, epoch: int, serde, max_txid: int, records, swap_files) -> None:
+def write_snapshot(
+    file: WritableFile,
+    *,
+    epoch: int,
+    serde: SerDe,
+    max_txid: int,
+    records: Mapping[str, FlowFileRecord],
+    swap_files: Mapping[str, SwapFile],
+) -> None:
     """Write a complete snapshot (format 2: records in CRC'd blocks) to an open
     WritableFile and sync it. `records` is the record map (read under the exclusive
     lock, so it does not change meanwhile)."""
@@ -50,8 +65,8 @@ def write_snapshot(file, *, epoch: int, serde, max_txid: int, records, swap_file
     encode = serde.encode_record
     pack_body, pack_block = fmt.pack_snapshot_block_body, fmt.pack_snapshot_block
     block_records, block_bytes = fmt.SNAPSHOT_BLOCK_RECORDS, fmt.SNAPSHOT_BLOCK_BYTES
-    ids: list = []
-    encoded: list = []
+    ids: list[str] = []
+    encoded: list[bytes] = []
     size = 0
     for record in records.values():
         piece = encode(record)
@@ -74,7 +89,7 @@ def write_snapshot(file, *, epoch: int, serde, max_txid: int, records, swap_file
     file.sync()
 
 
-def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
+def read_snapshot(path: str, data: bytes, serde: SerDe) -> SnapshotContents:
     """Decode a snapshot completely, or raise CorruptSnapshotError naming the offset.
     A snapshot is all or nothing: it was synced before it was renamed into place, so
     any damage is damage (there is no torn tail to forgive). Records of SerDe version
@@ -92,18 +107,19 @@ def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
     version = header.serde_version
     view = memoryview(data)
     record_decoder = getattr(serde, "record_decoder", None)
+    decode: RecordDecoder
     if record_decoder is not None:
         decode = record_decoder(header.serde_version)
     else:
         decode = lambda data, start, stop: serde.decode_record(view[start:stop], version)  # noqa: E731
-    records: dict = {}
+    records: dict[str, FlowFileRecord] = {}
     offset = header.length
     try:
         if header.format_version >= 2:
             offset = _read_blocks(path, data, view, offset, record_count, _batch_decoder(serde, version, view), records)
         else:
             offset = _read_entries(path, data, view, offset, record_count, decode, records)
-        swap_files: dict = {}
+        swap_files: dict[str, SwapFile] = {}
         entry_size = fmt.SNAPSHOT_ENTRY.size
         for index in range(swap_count):
             length, crc = fmt.SNAPSHOT_ENTRY.unpack_from(data, offset)
@@ -136,7 +152,15 @@ def read_snapshot(path: str, data: bytes, serde) -> SnapshotContents:
     return SnapshotContents(path, header.epoch, header.serde_name, version, max_txid, records, swap_files)
 
 
-def _read_blocks(path: str, data: bytes, view, offset: int, record_count: int, decode_batch, records: dict) -> int:
+def _read_blocks(
+    path: str,
+    data: bytes,
+    view: memoryview,
+    offset: int,
+    record_count: int,
+    decode_batch: BatchDecoder,
+    records: dict[str, FlowFileRecord],
+) -> int:
     """Format 2: check each block's CRC, then split it and decode its records in bulk.
     Returns the offset after the last block."""
     end = len(data)
@@ -170,7 +194,17 @@ def _read_blocks(path: str, data: bytes, view, offset: int, record_count: int, d
     return offset
 
 
-def _locate_damage(path, data, view, block_offset, start, stop, count, done, record_count) -> CorruptSnapshotError:
+def _locate_damage(
+    path: str,
+    data: bytes,
+    view: memoryview,
+    block_offset: int,
+    start: int,
+    stop: int,
+    count: int,
+    done: int,
+    record_count: int,
+) -> CorruptSnapshotError:
     """The block CRC failed: name the first record whose own CRC fails, if any."""
     for index, position, length, crc in fmt.snapshot_block_entries(data, start, stop, count):
         if fmt.crc32(view[position : position + length]) != crc:
@@ -188,13 +222,14 @@ def _locate_damage(path, data, view, block_offset, start, stop, count, done, rec
     )
 
 
-def _batch_decoder(serde, version: int, view):
+def _batch_decoder(serde: SerDe, version: int, view: memoryview) -> BatchDecoder:
     """fn(ids, pieces) -> records, for format 2 blocks."""
     batch = getattr(serde, "record_batch_decoder", None)
     if batch is not None:
-        return batch(version)
+        decoder: BatchDecoder = batch(version)
+        return decoder
 
-    def decode_each(ids, pieces):
+    def decode_each(ids: list[str], pieces: list[bytes]) -> list[FlowFileRecord]:
         decoded = []
         for record_id, piece in zip(ids, pieces, strict=False):
             record = serde.decode_record(piece, version)
@@ -206,7 +241,15 @@ def _batch_decoder(serde, version: int, view):
     return decode_each
 
 
-def _read_entries(path: str, data: bytes, view, offset: int, record_count: int, decode, records: dict) -> int:
+def _read_entries(
+    path: str,
+    data: bytes,
+    view: memoryview,
+    offset: int,
+    record_count: int,
+    decode: RecordDecoder,
+    records: dict[str, FlowFileRecord],
+) -> int:
     """Format 1: one CRC per record entry, no blocks. Returns the offset after the last record."""
     end = len(data)
     entry_size = fmt.SNAPSHOT_ENTRY.size
@@ -234,6 +277,6 @@ def _read_entries(path: str, data: bytes, view, offset: int, record_count: int, 
     return offset
 
 
-def _known(serde) -> str:
+def _known(serde: SerDe) -> str:
     oldest = getattr(serde, "OLDEST_VERSION", serde.version)
     return f"SerDe {serde.name!r} versions {oldest}..{serde.version}"

@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..instruments import LatencyHistogram
@@ -29,14 +29,16 @@ from .errors import (
 from .hooks import WalHooks
 from .journal import Journal, journal_name
 from .locks import SharedExclusiveLock
-from .record import apply_update
-from .recovery import CUT_DIRECTORY, RecoveryReport, list_wal_files, read_state
+from .record import FlowFileRecord, SwapFile, Update, apply_update
+from .recovery import CUT_DIRECTORY, RecoveredState, RecoveryReport, WalFiles, list_wal_files, read_state
 from .serde import FlowFileSerDe
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, read_snapshot, write_snapshot
 from .watermark import TransactionIds
 
 if TYPE_CHECKING:
-    from repositories.storage import Storage
+    from repositories.storage import Storage, WritableFile
+
+    from .serde import SerDe
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ class _Unacknowledged:
 
     __slots__ = ("txid", "updates", "cause", "durable", "roll_error")
 
-    def __init__(self, txid: int, updates: list, cause: BaseException | None):
+    def __init__(self, txid: int, updates: list[Update], cause: BaseException | None) -> None:
         self.txid, self.updates, self.cause = txid, updates, cause
         self.durable: bool | None = None  # None until a roll (or close) decides
         self.roll_error: BaseException | None = None
@@ -100,15 +102,15 @@ class WriteAheadLog:
         directory: str,
         *,
         partitions: int = DEFAULT_PARTITIONS,
-        serde=None,
+        serde: SerDe | None = None,
         epoch: int = 0,
         checkpoint_interval: float | None = DEFAULT_CHECKPOINT_INTERVAL,
-        clock=time.monotonic,
-        wall_clock=time.time,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
         hooks: WalHooks | None = None,
         relocate_swap: Callable[[str], str] | None = None,
         accept_damage: bool = False,
-    ):
+    ) -> None:
         """`relocate_swap`, if given, maps each swap location recovery finds to where
         the file is now (a fenced shard's directory was renamed); when it moves any,
         recovery checkpoints at once, so the snapshot records the new locations.
@@ -122,7 +124,7 @@ class WriteAheadLog:
         self.storage = storage
         self.directory = directory.rstrip("/") or "/"
         self.partitions = partitions
-        self.serde = serde if serde is not None else FlowFileSerDe()
+        self.serde: SerDe = serde if serde is not None else FlowFileSerDe()
         self.epoch = epoch
         self.checkpoint_interval = checkpoint_interval
         self._clock = clock
@@ -136,8 +138,8 @@ class WriteAheadLog:
         self._partition_counter = itertools.count()
         self._txids = TransactionIds()
         self._journal_files: set[int] = set()  # partitions whose journal file exists
-        self._records: dict = {}
-        self._swap_files: dict = {}
+        self._records: dict[str, FlowFileRecord] = {}
+        self._swap_files: dict[str, SwapFile] = {}
         self._restored = False
         self._closed = False
         # Why the WAL was abandoned (`abandon`), or None: from then on it writes and
@@ -162,12 +164,12 @@ class WriteAheadLog:
     # -- public API ---------------------------------------------------------------
 
     @property
-    def records(self) -> dict:
+    def records(self) -> dict[str, FlowFileRecord]:
         """The live record map (read-only by contract)."""
         return self._records
 
     @property
-    def swap_files(self) -> dict:
+    def swap_files(self) -> dict[str, SwapFile]:
         """Swap files the WAL knows of, by location."""
         return self._swap_files
 
@@ -190,7 +192,7 @@ class WriteAheadLog:
                 return
         self._run((callback,))
 
-    def recover(self) -> dict:
+    def recover(self) -> dict[str, FlowFileRecord]:
         """Restore the record map from the directory (NiFi's restore) and make
         the log writable. Returns a new dict {record id: FlowFileRecord}."""
         with self._repository_lock.exclusive():
@@ -204,7 +206,7 @@ class WriteAheadLog:
             self._start_checkpoint_thread()
         return dict(self._records)
 
-    def update(self, updates, sync: bool = True) -> int:
+    def update(self, updates: Iterable[Update], sync: bool = True) -> int:
         """Write one transaction of `Put`/`Delete`/`SwapOut`/`SwapIn` updates and
         return its transaction id. With sync=True it is durable (fsync/hsync) when
         this returns; concurrent callers share syncs. With sync=False it reaches the
@@ -328,7 +330,7 @@ class WriteAheadLog:
     def __enter__(self) -> WriteAheadLog:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -366,7 +368,7 @@ class WriteAheadLog:
             self._refuse_if_abandoned()
             raise WriteAheadLogClosedError(f"WriteAheadLog {self.directory} is closed")
 
-    def _refuse_if_abandoned(self, file=None) -> None:
+    def _refuse_if_abandoned(self, file: WritableFile | None = None) -> None:
         """Raise if the WAL was abandoned; `file`, just created (the create was in flight
         at the abandon), is then abandoned too, unwritten."""
         reason = self._abandoned
@@ -395,7 +397,9 @@ class WriteAheadLog:
         journal.append_lock.acquire()
         return journal
 
-    def _write(self, updates: list, payload: bytes, payload_crc: int, sync: bool) -> tuple[int, Exception | None]:
+    def _write(
+        self, updates: Sequence[Update], payload: bytes, payload_crc: int, sync: bool
+    ) -> tuple[int, Exception | None]:
         """Append the transaction to a journal (and sync it): its id, and the failure
         if the write or sync failed. The caller holds the shared lock."""
         journal = self._claim_partition()
@@ -488,7 +492,7 @@ class WriteAheadLog:
             due, self._due_callbacks = self._due_callbacks, []
         self._run(due)
 
-    def _run(self, callbacks) -> None:
+    def _run(self, callbacks: Iterable[Callable[[], None]]) -> None:
         for callback in callbacks:
             try:
                 callback()
@@ -529,8 +533,10 @@ class WriteAheadLog:
         elif case is SnapshotCase.SNAPSHOT_ONLY:
             self._restore_case_snapshot_only(report)
         elif case is SnapshotCase.BOTH:
+            assert files.partial is not None  # the case was read from `files`: it has a .partial
             self._restore_case_both(files.partial)
         elif case is SnapshotCase.PARTIAL_ONLY:
+            assert files.partial is not None
             self._restore_case_partial_only(files.partial, report)
         self._records, self._swap_files = state.records, self._relocated(state.swap_files, report)
         self._txids = TransactionIds(state.next_txid)
@@ -568,7 +574,7 @@ class WriteAheadLog:
             case.name,
         )
 
-    def _without_unfinished_first_checkpoint(self, files):
+    def _without_unfinished_first_checkpoint(self, files: WalFiles) -> WalFiles:
         """A `.partial` with neither a snapshot nor a journal beside it that cannot be
         read is the first checkpoint of a new WAL, cut short: journals are created
         only after a checkpoint's rename, so no transaction was ever acknowledged and
@@ -590,10 +596,11 @@ class WriteAheadLog:
             return files._replace(partial=None)
         return files
 
-    def _relocated(self, swap_files: dict, report: RecoveryReport) -> dict:
+    def _relocated(self, swap_files: dict[str, SwapFile], report: RecoveryReport) -> dict[str, SwapFile]:
         if self._relocate_swap is None:
             return swap_files
-        moved, count = {}, 0
+        moved: dict[str, SwapFile] = {}
+        count = 0
         for location, swap_file in swap_files.items():
             target = self._relocate_swap(location)
             if target != location:
@@ -622,7 +629,7 @@ class WriteAheadLog:
         # .partial was synced before that delete and was just read in full.
         self.storage.rename(partial, self._path(SNAPSHOT_NAME))
 
-    def _save_cuts(self, state) -> None:
+    def _save_cuts(self, state: RecoveredState) -> None:
         """Keep every byte recovery will not apply, before a checkpoint resets the journals."""
         directory = self._cut_directory()
         data_of = {scan.path: scan.data for scan in state.scans}
@@ -699,7 +706,9 @@ class WriteAheadLog:
                 file.sync()
             self._journal_files.add(partition)
 
-    def _checkpoint_locked(self, stale_journals: dict | None = None, including=()) -> None:
+    def _checkpoint_locked(
+        self, stale_journals: dict[int, str] | None = None, including: Sequence[_Unacknowledged] = ()
+    ) -> None:
         """The checkpoint proper: partial snapshot, sync, rename, journals reset. The
         snapshot also holds the updates of `including` (unacknowledged transactions, in
         id order); memory does not, until the caller applies them. The caller holds the
@@ -794,7 +803,10 @@ class WriteAheadLog:
         log.debug("WAL %s checkpointed %d records at transaction %d", self.directory, len(records), max_txid)
 
     def _start_checkpoint_thread(self) -> None:
-        poll = min(self.checkpoint_interval, 5.0)
+        interval = self.checkpoint_interval
+        if interval is None:  # no periodic checkpoints
+            return
+        poll = min(interval, 5.0)
 
         def run() -> None:
             failing = False

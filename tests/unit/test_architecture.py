@@ -85,6 +85,7 @@ class Import:
     target: str  # the imported module (ours: resolved to a module that exists)
     line: int
     nested: bool  # made inside a function or method
+    typing_only: bool = False  # under `if TYPE_CHECKING:`: names a type, never runs
 
 
 def our_modules(root: str = REPO) -> dict[str, str]:
@@ -106,12 +107,18 @@ def imports_of(module: str, path: str, modules: dict[str, str]) -> list[Import]:
     is_package = path.endswith("__init__.py")
     out: list[Import] = []
 
-    def visit(node: ast.AST, nested: bool) -> None:
+    def visit(node: ast.AST, nested: bool, typing_only: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
             inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for statement in child.body:
+                    visit(ast.Module(body=[statement], type_ignores=[]), inner, True)
+                for statement in child.orelse:
+                    visit(ast.Module(body=[statement], type_ignores=[]), inner, typing_only)
+                continue
             if isinstance(child, ast.Import):
                 for alias in child.names:
-                    out.append(Import(module, alias.name, child.lineno, nested))
+                    out.append(Import(module, alias.name, child.lineno, nested, typing_only))
             elif isinstance(child, ast.ImportFrom):
                 if child.level:
                     base = module if is_package else module.rpartition(".")[0]
@@ -122,11 +129,19 @@ def imports_of(module: str, path: str, modules: dict[str, str]) -> list[Import]:
                     prefix = child.module or ""
                 for alias in child.names:
                     candidate = f"{prefix}.{alias.name}"
-                    out.append(Import(module, candidate if candidate in modules else prefix, child.lineno, nested))
-            visit(child, inner)
+                    target = candidate if candidate in modules else prefix
+                    out.append(Import(module, target, child.lineno, nested, typing_only))
+            visit(child, inner, typing_only)
 
     visit(tree, False)
     return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """`TYPE_CHECKING` or `typing.TYPE_CHECKING`: a block that only the type checker reads."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
 def resolve(name: str, modules: dict[str, str]) -> str | None:
@@ -143,7 +158,9 @@ def import_graph(root: str = REPO) -> tuple[dict[str, set[str]], list[Import]]:
         for found in imports_of(module, path, modules):
             every.append(found)
             target = resolve(found.target, modules) if found.target.split(".")[0] in PACKAGES else None
-            if target is not None and target != module:
+            # A type named for the checker makes no cycle at run time; the layering
+            # rules still count it (`every`).
+            if target is not None and target != module and not found.typing_only:
                 graph[module].add(target)
     return graph, every
 
@@ -206,6 +223,17 @@ def test_the_cycle_finder_counts_imports_made_inside_functions(tmp_path):
     graph, every = import_graph(str(tmp_path))
     assert cycles(graph) == [["flow.a", "flow.b"]]
     assert any(found.nested and found.target == "flow.a" for found in every)
+
+
+def test_an_import_for_the_type_checker_alone_makes_no_cycle_but_still_counts_as_a_dependency(tmp_path):
+    package = tmp_path / "flow"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import Thing\n")
+    (package / "b.py").write_text("from .a import other\n")
+    graph, every = import_graph(str(tmp_path))
+    assert cycles(graph) == []
+    assert [found.target for found in every if found.typing_only] == ["flow.b"]
 
 
 def test_no_import_cycle_among_our_modules():
