@@ -14,7 +14,7 @@ from .attributes import LogAttribute, RouteOnAttribute, UpdateAttribute
 from .files import FetchFile, GetFile, ListFile, PutFile
 from .generate import GenerateFlowFile
 from .http import ListenHTTP
-from .kafka import ConsumeKafka
+from .kafka import ConsumeKafka, PublishKafka
 from .merge import MergeContent
 from .parquet import PutParquet
 from .spark import ExecuteSparkSQL, SparkTransform
@@ -39,6 +39,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     ExecuteSparkSQL,
     SparkTransform,
     PutParquet,
+    PublishKafka,
 )
 
 # The standard processors by type name, read-only: a registry to extend is built, not patched.

@@ -42,6 +42,7 @@ from .expression_failures import ExpressionFailures
 from .intake import FileIdentity, HandsOverIntake, TakenFile, TakenFiles
 from .intake import format as intake_format
 from .intake.ledger import choose_files, list_new
+from .refusals import Refusals
 
 if TYPE_CHECKING:
     from ..session import ProcessSession
@@ -146,33 +147,6 @@ def _path_of(context: ProcessContext, name: str, flowfile, root: str | None, fai
     except _Refused as refused:
         refusals.refuse(flowfile, str(refused))
     return None
-
-
-class _Refusals:
-    """The FlowFiles of one run whose path was refused or unusable: each to failure,
-    penalized, the reason in `path.refused`; one log line for the run, at most one a
-    minute (`ProcessContext.limited_log`)."""
-
-    def __init__(self, processor_id: str, context: ProcessContext, session: ProcessSession):
-        self._id, self._context, self._session = processor_id, context, session
-        self._count = 0
-        self._first: str | None = None
-
-    def refuse(self, flowfile, reason: str) -> None:
-        session = self._session
-        session.transfer(session.penalize(session.put_attribute(flowfile, REFUSED_ATTRIBUTE, reason)), "failure")
-        self._count += 1
-        self._first = self._first or f"FlowFile {flowfile.id}: {reason}"
-
-    def log(self) -> None:
-        if self._count:
-            self._context.limited_log.warning(
-                f"{self._id}:refused",
-                "%s: %d FlowFile(s) refused and routed to failure; first: %s",
-                self._id,
-                self._count,
-                self._first,
-            )
 
 
 _FILE_PROPERTIES = (
@@ -339,7 +313,7 @@ class FetchFile(HandsOverIntake, Processor):
         destination = context.get("move_destination_directory")
         root = _allowed_root(context)
         failures = ExpressionFailures(self.id, context, session, to_failure=True)
-        refusals = _Refusals(self.id, context, session)
+        refusals = Refusals(self.id, context, session, REFUSED_ATTRIBUTE)
         taken = self._taken
         with taken.lock:
             taken.finish_orphans(taken.read(session))
@@ -462,7 +436,7 @@ class PutFile(Processor):
         create = context["create_missing_directories"]
         root = _allowed_root(context)
         failures = ExpressionFailures(self.id, context, session, to_failure=True)
-        refusals = _Refusals(self.id, context, session)
+        refusals = Refusals(self.id, context, session, REFUSED_ATTRIBUTE)
         unreadable = ContentFailures(self.id, context, session)
         directories = set()
         written = []

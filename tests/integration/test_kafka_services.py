@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -15,72 +14,13 @@ import yaml
 
 from cluster.services.kafka import KafkaBroker
 from cluster.services.network import HOST, free_ports, port_open
-from cluster.services.process import wait_until
+
+from .kafka_helpers import in_transaction, new_topic, read_all, transactional_producer
 
 pytestmark = [pytest.mark.kafka]
 
 ROOT = Path(__file__).resolve().parents[2]
 CUSTODY = str(Path(sys.executable).parent / "custody")
-
-
-def new_topic(broker: KafkaBroker) -> str:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    topic = f"test-{uuid.uuid4().hex[:12]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
-    return topic
-
-
-def transactional_producer(broker: KafkaBroker, transactional_id: str):
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": transactional_id})
-    producer.init_transactions(60)
-    return producer
-
-
-def in_transaction(producer, topic: str, values: list[bytes], commit: bool = True) -> None:
-    producer.begin_transaction()
-    for value in values:
-        producer.produce(topic, value)
-    if commit:
-        producer.commit_transaction(30)
-    else:
-        producer.flush(30)  # the records are in the log before the abort marks them aborted
-        producer.abort_transaction(30)
-
-
-def read_all(broker: KafkaBroker, topic: str, isolation: str = "read_committed") -> list[bytes]:
-    """Every record a consumer at `isolation` sees, reading until its position reaches
-    the partition's end (transaction markers and aborted records count towards it)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": f"reader-{uuid.uuid4().hex}",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        partition = TopicPartition(topic, 0, 0)
-        consumer.assign([partition])
-        _, end = consumer.get_watermark_offsets(partition, timeout=30)
-        values: list[bytes] = []
-
-        def at_end() -> bool:
-            for message in consumer.consume(num_messages=100, timeout=0.5):
-                if message.error():
-                    raise AssertionError(message.error())
-                values.append(message.value())
-            return consumer.position([TopicPartition(topic, 0)])[0].offset >= end
-
-        wait_until(at_end, 60, f"a {isolation} consumer to read {topic} to offset {end}", interval=0)
-        return values
-    finally:
-        consumer.close()
 
 
 def test_committed_transactions_are_read_and_an_aborted_ones_records_are_not(kafka_broker):

@@ -10,5 +10,6 @@ ownership   which partitions a shard consumes: all on a standalone node; a clust
 from __future__ import annotations
 
 from .consume import ConsumeKafka
+from .publish import PublishKafka
 
-__all__ = ["ConsumeKafka"]
+__all__ = ["ConsumeKafka", "PublishKafka"]

@@ -39,6 +39,7 @@ from ...processor import ProcessContext, Processor, PropertyDescriptor
 from .connection import CONNECTION_PROPERTIES, BrokerErrors, client_config, validate_connection
 from .ownership import PARTITIONS_SERVICE
 from .positions import KafkaStateError, TopicPartition, pack, unpack
+from .tasks import run_alone
 
 if TYPE_CHECKING:
     from ...session import ProcessSession
@@ -142,13 +143,7 @@ class ConsumeKafka(Processor):
                 consumer.close()
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
-        if not self._lock.acquire(blocking=False):
-            context.yield_()  # another task is consuming: one consumer, one position
-            return
-        try:
-            self._consume(context, session)
-        finally:
-            self._lock.release()
+        run_alone(self._lock, context, lambda: self._consume(context, session))
 
     # -- one task ---------------------------------------------------------------------
 

@@ -1,0 +1,392 @@
+"""PublishKafka: each FlowFile's content as one Kafka record, delivered exactly once.
+
+A task polls a batch, produces one record per FlowFile (its key, partition and
+headers from the FlowFile's attributes), waits for the brokers to acknowledge every
+one (acks=all, idempotent producer), reports a SEND and routes the FlowFile to
+success. A record the brokers refuse for itself alone (too large, a partition the
+topic does not have, a topic that does not exist and is not created) goes to
+`failure`, penalized, the broker's error in `kafka.error`; the rest of the batch is
+delivered. A broker that cannot be reached loses nothing: the session rolls back, the
+FlowFiles stay queued (not penalized: back-pressure builds up behind them), the
+processor yields, logs one line for the outage, and delivers once a broker answers.
+
+Exactly once (`delivery_guarantee: exactly_once`, the default), after Kafka Streams:
+a transactional producer whose `transactional.id` is
+`<transactional_id_prefix>-<shard id>-<processor id>`. A shard keeps its id when a
+survivor adopts it, so the adopter's producer has the dead owner's transactional id,
+and its `init_transactions` fences that owner: a paused old owner that wakes up fails
+its next `commit_transaction` (producer fenced), and its records are never read by a
+read_committed consumer. Each batch is one Kafka transaction holding its records and
+one progress record (`progress`) naming the FlowFiles it delivers and those of
+earlier committed transactions whose WAL commit is not known to be durable. The Kafka
+transaction commits first, then the session. Where a crash can fall:
+
+  * before the Kafka commit: the transaction is aborted (by the next producer's
+    `init_transactions`, or by the broker at `transaction_timeout`); the FlowFiles are
+    still queued in the WAL and are sent again, in a new transaction;
+  * after the Kafka commit, before the WAL commit: the FlowFiles are queued again, and
+    the progress record names them. The next producer reads it back (read_committed,
+    after its `init_transactions`, so that no fenced producer can commit after it) and
+    routes them to success without producing them (a SEND whose details say so);
+  * after the WAL commit: nothing to do; the ids the progress record still names are
+    forgotten once a batch holds every FlowFile the incoming queues hold.
+
+A WAL commit that fails (the node's storage down) keeps its ids pending in memory, with
+the same effect when its FlowFiles come back. A transaction that fails (an abortable
+error, the broker's transaction timeout) is aborted and the session rolled back. A
+fatal error (fenced) ends the producer: it is logged once, the session rolls back, the
+processor yields, and a later task makes a new producer (which reads the progress
+topic back again).
+
+One caveat of naming FlowFiles by id: a FlowFile that a crash left named, and that the
+flow routes back to this same processor (a loop) before its incoming queues have once
+held nothing else, is routed to success without being sent.
+
+At least once (`delivery_guarantee: at_least_once`): an idempotent producer, no
+transactions and no progress topic; a crash between the brokers' acknowledgement and
+the WAL commit sends the batch again.
+
+`transaction_timeout` is Kafka's `transaction.timeout.ms`: the broker aborts a
+transaction left open longer. It must be longer than a batch takes to send: a batch's
+records must be acknowledged within half of it (librdkafka's `message.timeout.ms`),
+and the commit follows.
+
+How a round of records reaches Kafka, and what its failures mean, is `delivery`'s.
+
+Lock plan: `_lock` is held by the one task that publishes at a time (a second one
+yields): the producer, the pending ids and the outage flag belong to that task.
+`on_stopped` takes it to close the producer.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import deque
+from typing import TYPE_CHECKING
+
+from ...errors import ExpressionError, UnreadableContent
+from ...processor import ProcessContext, Processor, PropertyDescriptor
+from ..content_failures import ContentFailures
+from ..expression_failures import ExpressionFailures, PropertyFailed, evaluate_all
+from ..refusals import Refusals
+from . import progress
+from .connection import CONNECTION_PROPERTIES, validate_connection
+from .delivery import Record, SinkProducer, Undelivered, create_progress_topic, read_back, reason, split_refusals
+from .tasks import run_alone
+
+if TYPE_CHECKING:
+    from ...session import ProcessSession
+
+EXACTLY_ONCE, AT_LEAST_ONCE = "exactly_once", "at_least_once"
+ERROR_ATTRIBUTE = "kafka.error"
+KEY_ATTRIBUTE = "kafka.key"
+CLOSE_WAIT_S = 5.0  # on_stopped: the flush and the abort
+BATCH_BYTES = 32 << 20  # content one task holds in memory (beyond its first FlowFile)
+# A refused record may be refused with the others of its broker batch (a record over
+# the topic's size limit fails the whole ProduceRequest batch): those are tried again
+# in halves until each refusal is a record's own. At most this many Kafka transactions
+# (or rounds of sends) a task; what is left undecided goes back to its queue.
+MAX_ROUNDS = 20
+_TOPIC = r"[A-Za-z0-9._\-]{1,249}"
+
+
+class PublishKafka(Processor):
+    type_name = "PublishKafka"
+    description = (
+        "Sends each FlowFile's content as one Kafka record, exactly once: one Kafka transaction a batch, with a "
+        "progress record naming its FlowFiles, committed before the session."
+    )
+    properties = CONNECTION_PROPERTIES + (
+        PropertyDescriptor("topic", "expression", required=True, description="the topic of each FlowFile's record"),
+        PropertyDescriptor(
+            "key",
+            "expression",
+            description=f"the record's key (empty: none); unset, the {KEY_ATTRIBUTE} attribute when present",
+        ),
+        PropertyDescriptor(
+            "partition",
+            "expression",
+            description="the record's partition number (unset or empty: Kafka's partitioner chooses by key)",
+        ),
+        PropertyDescriptor(
+            "attributes_as_headers", "regex", description="attributes whose names match become the record's headers"
+        ),
+        PropertyDescriptor(
+            "delivery_guarantee",
+            "choice",
+            default=EXACTLY_ONCE,
+            choices=(EXACTLY_ONCE, AT_LEAST_ONCE),
+            description="exactly_once: a Kafka transaction a batch, with a progress record; at_least_once: an "
+            "idempotent producer, and a crash before the WAL commit sends the batch again",
+        ),
+        PropertyDescriptor(
+            "transactional_id_prefix",
+            "string",
+            default="custody",
+            description="the transactional id is <prefix>-<shard id>-<processor id>: two clusters that publish "
+            "through the same brokers need two prefixes",
+        ),
+        PropertyDescriptor(
+            "progress_topic",
+            "string",
+            default="custody-sink-progress",
+            description="the topic of the progress records (one partition, compacted; created when missing)",
+        ),
+        PropertyDescriptor("batch_size", "integer", default=500, minimum=1, maximum=10_000),
+        PropertyDescriptor(
+            "transaction_timeout",
+            "duration",
+            default=60.0,
+            minimum=1.0,
+            maximum=900.0,
+            description="Kafka's transaction.timeout.ms: longer than a batch takes to send (its records must be "
+            "acknowledged within half of it); at most the brokers' transaction.max.timeout.ms",
+        ),
+    )
+    relationships = ("success", "failure")
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        problems = validate_connection(properties)
+        if properties.get("delivery_guarantee") == EXACTLY_ONCE:
+            if not properties.get("transactional_id_prefix"):
+                problems.append(("transactional_id_prefix", "required with delivery_guarantee exactly_once"))
+            if not re.fullmatch(_TOPIC, properties.get("progress_topic") or ""):
+                problems.append(("progress_topic", "not a Kafka topic name (letters, digits, '.', '_', '-')"))
+        return problems
+
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._lock = threading.Lock()
+        self._producer: SinkProducer | None = None
+        self._pending = progress.PendingDeliveries()
+        self._progress_topic_ready: str | None = None
+        self._outage = False
+
+    def on_stopped(self, context: ProcessContext) -> None:
+        with self._lock:
+            producer, self._producer = self._producer, None
+            if producer is not None:
+                producer.close(CLOSE_WAIT_S)
+
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
+        run_alone(self._lock, context, lambda: self._publish(context, session))
+
+    # -- one task ---------------------------------------------------------------------
+
+    def _publish(self, context: ProcessContext, session: ProcessSession) -> None:
+        batch = _poll(session, context["batch_size"])
+        if not batch:
+            return
+        exactly = context["delivery_guarantee"] == EXACTLY_ONCE
+        try:
+            producer = self._producer_for(context, session, exactly)
+        except Undelivered as undelivered:
+            self._give_up(context, session, undelivered)
+            return
+        uri = f"kafka://{context['bootstrap_servers'].split(',')[0].strip()}"
+        before = []
+        if exactly:
+            if len(batch) == session.queued():
+                self._pending.keep_only(f.id for f in batch)
+            before = [f for f in batch if f.id in self._pending]
+            for flowfile in before:
+                session.send(
+                    flowfile,
+                    _transit_uri(context, uri, flowfile),
+                    details=f"delivered before, by a committed Kafka transaction of {producer.transactional_id}; "
+                    "not sent again",
+                )
+                session.transfer(flowfile, "success")
+        failures = ExpressionFailures(self.id, context, session, to_failure=True)
+        unreadable = ContentFailures(self.id, context, session)
+        refusals = Refusals(self.id, context, session, ERROR_ATTRIBUTE)
+        records = []
+        routed = {f.id for f in before}
+        session.prefetch(f for f in batch if f.id not in routed)
+        for flowfile in batch:
+            if flowfile.id in routed:
+                continue
+            record = _record(context, session, flowfile, failures, unreadable, refusals)
+            if record is not None:
+                records.append(record)
+        try:
+            delivered, refused, undecided = self._deliver(session, producer, records)
+        except Undelivered as undelivered:
+            self._give_up(context, session, undelivered)
+            return
+        for record in delivered:
+            session.send(record.flowfile, f"{uri}/{record.topic}")
+            session.transfer(record.flowfile, "success")
+        for record, why in refused:
+            refusals.refuse(record.flowfile, why)
+        for record in undecided:
+            session.transfer(record.flowfile)  # back to its queue, for the next task
+        failures.log()
+        unreadable.log()
+        refusals.log()
+        if self._outage:
+            self._outage = False
+            context.logger.warning("%s: Kafka takes records again", self.id)
+        self._commit(session, [f.id for f in before] + [r.flowfile.id for r in delivered])
+
+    def _deliver(self, session: ProcessSession, producer: SinkProducer, records: list[Record]):
+        """Send `records`, in as few rounds (transactions) as refusals allow: the
+        delivered records, the refused ones with the brokers' reason, and those left
+        undecided after `MAX_ROUNDS`. Raises `Undelivered`."""
+        groups = deque([(records, False)] if records else [])  # (records, tried once after an abort)
+        delivered: list[Record] = []
+        refused: list[tuple[Record, str]] = []
+        rounds = 0
+        while groups and rounds < MAX_ROUNDS:
+            group, retried = groups.popleft()
+            rounds += 1
+            ids = [record.flowfile.id for record in group]
+            if producer.transactional_id is not None:
+                try:
+                    marker = progress.pack(self._pending.record_for(ids))
+                except progress.ProgressRecordError as error:
+                    raise Undelivered(str(error), discard=False) from None
+                try:
+                    refusals = producer.transaction(session, group, marker)
+                except Undelivered as failure:
+                    # The transaction after one a refusal aborted fails too: librdkafka
+                    # purges its records while it bumps the producer's epoch. Once more.
+                    if not failure.aborted or retried:
+                        raise
+                    groups.appendleft((group, True))
+                    continue
+                if not refusals:
+                    self._pending.kafka_committed(ids)
+            else:
+                refusals = producer.send(group)
+            again, sent, failed = split_refusals(
+                len(group), refusals, transactional=producer.transactional_id is not None
+            )
+            groups.extend(([group[i] for i in indexes], False) for indexes in again)
+            delivered += [group[i] for i in sent]
+            refused += [(group[i], reason(refusals[i].error)) for i in failed]
+        return delivered, refused, [record for group, _ in groups for record in group]
+
+    def _commit(self, session: ProcessSession, ids: list[str]) -> None:
+        """Commit the session; once the WAL holds it, its FlowFiles are no longer pending.
+        A failed commit (storage down) leaves them pending, and is raised."""
+        failed: list[BaseException] = []
+        session.commit_async(lambda: self._pending.wal_committed(ids), failed.append)
+        if failed:
+            raise failed[0]
+
+    def _give_up(self, context: ProcessContext, session: ProcessSession, undelivered: Undelivered) -> None:
+        """Nothing of this task was delivered for sure: roll back (the FlowFiles stay
+        queued, not penalized), yield, and say so once for the outage."""
+        session.rollback()
+        if undelivered.discard and self._producer is not None:
+            self._producer.discard()
+            self._producer = None
+        context.yield_()
+        if undelivered.fenced:
+            context.limited_log.error(f"{self.id}:fenced", "%s: %s", self.id, undelivered)
+        elif not self._outage:
+            self._outage = True
+            context.limited_log.warning(
+                f"{self.id}:outage",
+                "%s: %s; the session was rolled back, nothing is lost, the FlowFiles stay queued, and it is retried",
+                self.id,
+                undelivered,
+            )
+
+    # -- the producer ------------------------------------------------------------------
+
+    def _producer_for(self, context: ProcessContext, session: ProcessSession, exactly: bool) -> SinkProducer:
+        """The task's producer: a new one after a failure, the first task, or a new
+        transactional id. A new transactional producer fences the earlier ones with its
+        id, then reads the pending ids back from the progress topic."""
+        transactional_id = f"{context['transactional_id_prefix']}-{session.shard_id}-{self.id}" if exactly else None
+        current = self._producer
+        if current is not None and current.transactional_id == transactional_id:
+            return current
+        if current is not None:
+            current.close(CLOSE_WAIT_S)
+            self._producer = None
+        if transactional_id is not None:
+            # Its init_transactions fences whoever has the id: never from a node deposed.
+            session.check_admitted()
+        producer = SinkProducer(context, transactional_id)
+        if transactional_id is not None:
+            try:
+                producer.init_transactions()
+                topic = context["progress_topic"]
+                if self._progress_topic_ready != topic:
+                    create_progress_topic(producer.config, topic)
+                    self._progress_topic_ready = topic
+                ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"])
+            except BaseException:
+                producer.discard()
+                raise
+            self._pending.recovered(ids)
+        self._producer = producer
+        return producer
+
+
+def _poll(session: ProcessSession, count: int) -> list:
+    """Up to `count` FlowFiles, fewer when their content passes `BATCH_BYTES` (each
+    record is held in memory until the brokers acknowledge it)."""
+    batch: list = []
+    size = 0
+    while len(batch) < count and size < BATCH_BYTES:
+        polled = session.get_batch(min(count - len(batch), 100))
+        if not polled:
+            break
+        batch += polled
+        size += sum(flowfile.size for flowfile in polled)
+    return batch
+
+
+def _record(context: ProcessContext, session: ProcessSession, flowfile, failures, unreadable, refusals):
+    """The record of `flowfile`; None when it was set aside (an expression that failed,
+    unreadable content, a partition that is no number, content too large)."""
+    expressions = {name: context[name] for name in ("topic", "key", "partition") if context.get(name) is not None}
+    try:
+        values = evaluate_all(expressions, flowfile)
+    except PropertyFailed as failed:
+        failures.set_aside(flowfile, failed.prop, failed.error)
+        return None
+    topic = values["topic"]
+    if not topic:
+        refusals.refuse(flowfile, "the topic expression gives an empty topic name")
+        return None
+    key = values["key"] if "key" in values else flowfile.attributes.get(KEY_ATTRIBUTE)
+    partition = None
+    if values.get("partition"):
+        text = values["partition"].strip()
+        if not (text.isascii() and text.isdigit()):
+            refusals.refuse(flowfile, f"_INVALID_ARG: partition {text[:100]!r} is not a partition number")
+            return None
+        partition = int(text)
+    if flowfile.size > progress.MAX_RECORD_BYTES:
+        refusals.refuse(
+            flowfile,
+            f"MSG_SIZE_TOO_LARGE: the content's {flowfile.size} bytes are more than a record may hold "
+            f"(message.max.bytes {progress.MAX_RECORD_BYTES})",
+        )
+        return None
+    try:
+        value = session.read_bytes(flowfile)
+    except UnreadableContent as error:
+        unreadable.set_aside(flowfile, error)
+        return None
+    pattern = context.get("attributes_as_headers")
+    headers = []
+    if pattern is not None:
+        headers = [
+            (name, text.encode("utf-8")) for name, text in flowfile.attributes.items() if pattern.fullmatch(name)
+        ]
+    return Record(flowfile, topic, key.encode("utf-8") if key else None, partition, headers, value)
+
+
+def _transit_uri(context: ProcessContext, uri: str, flowfile) -> str:
+    try:
+        return f"{uri}/{context['topic'].evaluate(flowfile)}"
+    except ExpressionError:  # only the provenance event's address: the topic is not known
+        return uri

@@ -1,0 +1,354 @@
+"""PublishKafka against the real broker, on real local repositories: records with
+their keys, headers and partitions, each read once by a read_committed consumer;
+the crash between the Kafka commit and the WAL commit, a fenced old owner, records
+the broker refuses, and a broker that dies and comes back. Every test counts the
+lost, duplicated and unexpected ids of the output topic (`check_delivery`)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import uuid
+
+import pytest
+
+from cluster.drills.checker import check_delivery
+from cluster.services.process import wait_until
+from flow.commit import CommitHooks
+from flow.errors import CommitError
+from flow.loading import parse_flow, standard_registry
+from flow.processor import ProcessContext
+from flow.processors.kafka.progress import key, unpack
+from flow.processors.kafka.publish import ERROR_ATTRIBUTE, PublishKafka
+from flow.session import ProcessSession
+
+from .kafka_helpers import new_topic, read_records
+from .test_flow_sources import CrashAt, Node, SimulatedCrash
+
+pytestmark = [pytest.mark.kafka]
+
+PUBLISH = "publish"
+QUEUES = ["in", "ok", "failed"]
+NOW_MS = 1_000  # the sessions' clock: a FlowFile penalized now is not polled at it
+
+
+@pytest.fixture
+def publishers():
+    """Makes configured PublishKafka instances, and stops them (closing their producers) after the test."""
+    made = []
+
+    def make(broker, topic: str, **properties):
+        registry = standard_registry()
+        registry.register(PublishKafka)
+        configured = {
+            "bootstrap_servers": broker.bootstrap_servers,
+            "topic": topic,
+            "transactional_id_prefix": f"test-{uuid.uuid4().hex[:8]}",
+            "progress_topic": f"progress-{uuid.uuid4().hex[:8]}",
+            "transaction_timeout": "10 s",
+            **properties,
+        }
+        return again(configured, registry)
+
+    def again(configured, registry=None):
+        """Another instance with the same configuration (a new process, a new owner)."""
+        if registry is None:
+            registry = standard_registry()
+            registry.register(PublishKafka)
+        definition = parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": PUBLISH,
+                        "type": "PublishKafka",
+                        "properties": configured,
+                        "auto_terminate": list(PublishKafka.relationships),
+                    }
+                ]
+            },
+            registry=registry,
+        )
+        processor = PublishKafka(PUBLISH)
+        context = ProcessContext(PUBLISH, definition.processors[PUBLISH].properties, {}, has_incoming=True)
+        processor.configured = configured
+        made.append((processor, context))
+        return processor, context
+
+    make.again = again
+    yield make
+    for processor, context in made:
+        processor.on_stopped(context)
+
+
+def seed(node: Node, items: list[str], attributes=None, contents=None) -> None:
+    """FlowFiles into the queue "in", committed: each item its content (unless
+    `contents` says), with `attributes(n)`."""
+    session = ProcessSession(
+        component_id="seed",
+        component_type="Test",
+        committer=node.committer,
+        content=node.content,
+        shard=node.shard,
+        outgoing={"success": [node.queues["in"]]},
+        clock_ms=lambda: NOW_MS,
+    )
+    flowfiles = [session.create(attributes=attributes(n) if attributes else {}) for n in range(len(items))]
+    bodies = contents or [item.encode() for item in items]
+    for flowfile in session.write_bytes_many(flowfiles, bodies):
+        session.transfer(flowfile, "success")
+    session.commit()
+
+
+def trigger(node: Node, processor: PublishKafka, context: ProcessContext, gate=None) -> None:
+    """One task, as the traditional engine runs it."""
+    context.yielded = False
+    session = ProcessSession(
+        component_id=PUBLISH,
+        component_type=PublishKafka.type_name,
+        committer=node.committer,
+        content=node.content,
+        shard=node.shard,
+        incoming=[node.queues["in"]],
+        outgoing={"success": [node.queues["ok"]], "failure": [node.queues["failed"]]},
+        clock_ms=lambda: NOW_MS,
+        gate=gate,
+    )
+    processor.on_trigger(context, session)
+    if not session.is_closed:
+        session.commit() if session.touched else session.rollback()
+
+
+def queued(node: Node, queue: str, now_ms: int = NOW_MS) -> list:
+    """The FlowFiles of `queue` that a session polling at `now_ms` gets (not penalized then)."""
+    flowfiles = node.queues[queue].poll(1 << 20, now_ms)[0]
+    node.queues[queue].requeue(flowfiles)
+    return flowfiles
+
+
+def delivered(broker, topic: str, isolation: str = "read_committed") -> list[str]:
+    return [message.value().decode() for message in read_records(broker, topic, isolation)]
+
+
+def items(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}-{n}" for n in range(count)]
+
+
+def test_records_carry_key_headers_and_partition_from_attributes_each_once(kafka_broker, tmp_path, publishers):
+    topic = new_topic(kafka_broker, partitions=3)
+    node = Node(tmp_path, QUEUES)
+    sent = items("a", 12)
+    seed(node, sent, lambda n: {"kafka.key": f"k{n}", "part": str(n % 3), "h.trace": f"t{n}", "other": "x"})
+    publish, context = publishers(kafka_broker, topic, partition="${part}", attributes_as_headers=r"h\..*")
+    trigger(node, publish, context)
+
+    assert len(queued(node, "ok")) == 12 and node.queues["in"].count == 0
+    records = read_records(kafka_broker, topic)
+    report = check_delivery(sent, [record.value().decode() for record in records])
+    assert report.ok, report.summary()
+    for record in records:
+        n = int(record.value().decode().split("-")[1])
+        assert record.key() == f"k{n}".encode() and record.partition() == n % 3
+        assert record.headers() == [("h.trace", f"t{n}".encode())]
+    # The transaction wrote its progress record: the transactional id's, naming the batch.
+    progress = read_records(kafka_broker, publish.configured["progress_topic"])
+    transactional_id = f"{publish.configured['transactional_id_prefix']}-{node.shard.id}-{PUBLISH}"
+    assert [record.key() for record in progress] == [key(transactional_id)]
+    assert unpack(progress[-1].value(), "test") == {f.id for f in queued(node, "ok")}
+
+
+def test_records_committed_in_kafka_whose_wal_commit_never_happened_are_not_sent_again(
+    kafka_broker, tmp_path, publishers
+):
+    topic = new_topic(kafka_broker)
+    sent = items("b", 8)
+    # The process dies after the Kafka commit, before the WAL records the session.
+    node = Node(tmp_path, QUEUES, CrashAt("before_wal", PUBLISH))
+    seed(node, sent)
+    publish, context = publishers(kafka_broker, topic)
+    with pytest.raises(SimulatedCrash):
+        trigger(node, publish, context)
+    node.crash()
+
+    # A new process: the WAL still queues all 8; a new producer reads the progress back.
+    node = Node(tmp_path, QUEUES)
+    assert node.queues["in"].count == 8
+    restarted, context = publishers.again(publish.configured)
+    trigger(node, restarted, context)
+    assert node.queues["in"].count == 0 and len(queued(node, "ok")) == 8
+    report = check_delivery(sent, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    # Not even sent and aborted: the log holds each record once.
+    assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(sent)
+
+
+class StorageDownOnce(CommitHooks):
+    """The first WAL write of the publisher fails (the node's storage is down)."""
+
+    def __init__(self):
+        self.failed = False
+
+        def before_wal(component_id):
+            if component_id == PUBLISH and not self.failed:
+                self.failed = True
+                raise OSError("the WAL's storage is unreachable")
+
+        super().__init__(before_wal=before_wal)
+
+
+def test_flowfiles_whose_wal_commit_failed_after_the_kafka_commit_are_routed_without_a_send(
+    kafka_broker, tmp_path, publishers
+):
+    topic = new_topic(kafka_broker)
+    sent = items("c", 5)
+    node = Node(tmp_path, QUEUES, StorageDownOnce())
+    seed(node, sent)
+    publish, context = publishers(kafka_broker, topic)
+    with pytest.raises(CommitError):
+        trigger(node, publish, context)
+    assert node.queues["in"].count == 5  # rolled back: queued again
+    trigger(node, publish, context)
+    assert node.queues["in"].count == 0 and len(queued(node, "ok")) == 5
+    assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(sent)
+
+
+class PausingGate:
+    """A node's commit gate that, once armed, holds the task that asks it (the
+    publisher, just before its Kafka commit) until released: a paused old owner."""
+
+    def __init__(self):
+        self.armed = False
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def admit(self, component_id):
+        if self.armed:
+            self.reached.set()
+            assert self.release.wait(60)
+
+    def committed(self, component_id):
+        pass
+
+    def failed(self, component_id, error):
+        pass
+
+
+def test_a_paused_old_owner_is_fenced_and_the_new_owner_delivers_everything_once(
+    kafka_broker, tmp_path, publishers, caplog
+):
+    topic = new_topic(kafka_broker)
+    first, second = items("d", 4), items("e", 6)
+    old = Node(tmp_path / "old", QUEUES)
+    seed(old, first)
+    gate = PausingGate()
+    publish, context = publishers(kafka_broker, topic)
+    trigger(old, publish, context, gate)  # delivering as it should
+    seed(old, second)
+    gate.armed = True
+    failures: list[BaseException] = []
+
+    def paused_task():
+        try:
+            trigger(old, publish, context, gate)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    task = threading.Thread(target=paused_task)
+    task.start()
+    assert gate.reached.wait(30), "the old owner never reached its Kafka commit"
+    # The new owner adopts the shard as the old one left it (its directory, copied).
+    shutil.copytree(tmp_path / "old", tmp_path / "new")
+    new = Node(tmp_path / "new", QUEUES)
+    assert new.queues["in"].count == 6
+    adopter, adopter_context = publishers.again(publish.configured)
+    with caplog.at_level(logging.ERROR):
+        trigger(new, adopter, adopter_context)
+        assert new.queues["in"].count == 0
+        gate.release.set()
+        task.join(30)
+    assert not task.is_alive() and not failures, failures
+    assert context.yielded and old.queues["in"].count == 6  # the old owner rolled back
+    transactional_id = f"{publish.configured['transactional_id_prefix']}-{old.shard.id}-{PUBLISH}"
+    assert f"fenced by another producer with transactional id {transactional_id}" in caplog.text
+    report = check_delivery(first + second, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    # The old owner's records reached the log, in a transaction that was aborted.
+    assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(first + second + second)
+
+
+@pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
+def test_records_the_broker_refuses_go_to_failure_and_the_rest_of_the_batch_is_delivered(
+    kafka_broker, tmp_path, publishers, guarantee
+):
+    topic = new_topic(kafka_broker, config={"max.message.bytes": "4096"})
+    small = items("f", 7)
+    node = Node(tmp_path, QUEUES)
+    # Over the topic's limit (refused by the broker, with the records of its batch),
+    # over the producer's (refused before it is read), and to a partition the topic lacks.
+    refused = {b"x" * 10_000: "MSG_SIZE_TOO_LARGE", b"y" * 1_200_000: "MSG_SIZE_TOO_LARGE", b"z": "_UNKNOWN_PARTITION"}
+    seed(
+        node,
+        small + ["big", "huge", "nowhere"],
+        attributes=lambda n: {"part": "7"} if n == 9 else {},
+        contents=[item.encode() for item in small] + list(refused),
+    )
+    publish, context = publishers(kafka_broker, topic, partition="${part}", delivery_guarantee=guarantee)
+    trigger(node, publish, context)
+
+    report = check_delivery(small, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    assert queued(node, "failed") == []  # penalized
+    failed = queued(node, "failed", now_ms=1 << 62)
+    found = {node.content.read(f.content_claim)[:1]: f.attributes[ERROR_ATTRIBUTE] for f in failed}
+    assert {content[:1]: error.split(":")[0] for content, error in refused.items()} == {
+        first: error.split(":")[0] for first, error in found.items()
+    }, found
+    assert len(queued(node, "ok")) == 7 and node.queues["in"].count == 0
+
+
+def test_a_dead_broker_keeps_the_flowfiles_queued_and_they_are_delivered_once_it_is_back(
+    kafka_broker, tmp_path, publishers, caplog
+):
+    topic = new_topic(kafka_broker)
+    before, during = items("g", 3), items("h", 5)
+    node = Node(tmp_path, QUEUES)
+    seed(node, before)
+    publish, context = publishers(kafka_broker, topic)
+    trigger(node, publish, context)
+    seed(node, during)
+    kafka_broker.kill()
+    try:
+        with caplog.at_level(logging.WARNING):
+            trigger(node, publish, context)
+        assert context.yielded
+        assert len(queued(node, "in")) == 5  # queued, and not penalized
+        assert caplog.text.count("nothing is lost, the FlowFiles stay queued") == 1
+    finally:
+        kafka_broker.restart()
+
+    def drained() -> bool:
+        trigger(node, publish, context)
+        return node.queues["in"].count == 0
+
+    with caplog.at_level(logging.WARNING):
+        wait_until(drained, 90, "the publisher to deliver after the broker came back", interval=0.5)
+    assert "Kafka takes records again" in caplog.text
+    assert len(queued(node, "ok")) == 8 and queued(node, "failed") == []
+    report = check_delivery(before + during, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+
+
+def test_at_least_once_delivers_without_transactions_or_progress_records(kafka_broker, tmp_path, publishers):
+    from confluent_kafka.admin import AdminClient
+
+    topic = new_topic(kafka_broker)
+    sent = items("i", 4)
+    node = Node(tmp_path, QUEUES)
+    seed(node, sent)
+    publish, context = publishers(kafka_broker, topic, delivery_guarantee="at_least_once")
+    trigger(node, publish, context)
+    report = check_delivery(sent, delivered(kafka_broker, topic, "read_uncommitted"))
+    assert report.ok, report.summary()
+    assert len(queued(node, "ok")) == 4
+    topics = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers}).list_topics(timeout=30).topics
+    assert publish.configured["progress_topic"] not in topics
