@@ -1,0 +1,129 @@
+"""Kafka to Kafka through `custody run` (examples/kafka-to-kafka.yaml: ConsumeKafka,
+UpdateAttribute, PublishKafka), killed with SIGKILL at random moments and with the
+broker killed and restarted once under it: every input record appears in the output
+topic exactly once to a consumer that reads with read_committed, checked from outside
+by key (`cluster.drills.checker`: lost, duplicated and unexpected counted).
+
+CI: 4,000 records, 6 kills of the node and one of the broker. CUSTODY_LONG=1: 40,000
+records and 12 kills. Seed: CUSTODY_DRILL_SEED (default random, printed on failure)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cluster.drills.checker import check_delivery
+from cluster.services.process import wait_until
+
+from .kafka_helpers import new_topic, read_records
+from .test_kafka_consume import produce
+from .test_standalone_cli import ROOT, read_line_containing
+
+pytestmark = [pytest.mark.kafka]
+
+FLOW = ROOT / "examples" / "kafka-to-kafka.yaml"
+LONG = os.environ.get("CUSTODY_LONG") == "1"
+COUNT = 40_000 if LONG else 4_000
+KILLS = 12 if LONG else 6
+_LOG = logging.getLogger(__name__)  # librdkafka's complaints while the broker restarts
+
+
+def _custody_run(data_dir: Path, broker, source: str, output: str, log) -> subprocess.Popen:
+    command = [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir)]
+    for name, value in (("bootstrap_servers", broker.bootstrap_servers), ("input", source), ("output", output)):
+        command += ["--param", f"{name}={value}"]
+    return subprocess.Popen(
+        command + ["--status-interval", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True
+    )
+
+
+class _OutputCounter:
+    """How many records the output topic's partitions hold, aborted ones and markers
+    included (their high watermarks): a cheap, growing measure of progress."""
+
+    def __init__(self, broker, topic: str):
+        from confluent_kafka import Consumer
+
+        self.topic = topic
+        self.consumer = Consumer(
+            {"bootstrap.servers": broker.bootstrap_servers, "group.id": f"count-{topic}", "logger": _LOG}
+        )
+
+    def __call__(self) -> int:
+        from confluent_kafka import TopicPartition
+
+        partitions = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions
+        return sum(
+            self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1] for p in partitions
+        )
+
+
+def test_kafka_to_kafka_is_exactly_once_through_sigkills_and_a_broker_restart(kafka_broker, tmp_path):
+    seed = int(os.environ.get("CUSTODY_DRILL_SEED") or random.randrange(1 << 30))
+    rng = random.Random(seed)
+    source, output = new_topic(kafka_broker, 3), new_topic(kafka_broker, 3)
+    keys = [f"k-{i:06d}" for i in range(COUNT)]
+    produce(kafka_broker, source, keys)
+    data_dir, log_path = tmp_path / "node", tmp_path / "node.log"
+    progress = _OutputCounter(kafka_broker, output)
+    # Kill marks in the output's growth (records and transaction markers: about 1.2 per
+    # input record), spread so that each run delivers some and leaves some.
+    marks = sorted(rng.sample(range(COUNT // 10, COUNT), KILLS))
+    broker_kill = rng.randrange(KILLS)
+    try:
+        with open(log_path, "ab") as log:
+            for attempt, mark in enumerate(marks):
+                process = _custody_run(data_dir, kafka_broker, source, output, log)
+                try:
+                    read_line_containing(process, "node running", 60)
+                    wait_until(
+                        lambda process=process, mark=mark: _alive(process, seed, log_path) and progress() >= mark,
+                        180,
+                        f"seed {seed}, attempt {attempt}: the output topic to grow to {mark}",
+                        interval=0.01,
+                    )
+                    time.sleep(rng.uniform(0.0, 0.3))  # where in the cycle of transactions the kill lands
+                    if attempt == broker_kill:
+                        kafka_broker.kill()  # under the running node: its transactions fail, nothing is lost
+                        kafka_broker.restart()
+                finally:
+                    process.kill()  # SIGKILL
+                    process.communicate(timeout=30)
+            # The last run drains the input.
+            process = _custody_run(data_dir, kafka_broker, source, output, log)
+            try:
+                read_line_containing(process, "node running", 60)
+                wait_until(
+                    lambda: _alive(process, seed, log_path) and _delivered(kafka_broker, output) >= COUNT,
+                    300,
+                    f"seed {seed}: every record in the output",
+                    interval=0.5,
+                )
+            finally:
+                process.terminate()
+                process.communicate(timeout=60)
+    finally:
+        progress.consumer.close()
+    records = read_records(kafka_broker, output)
+    report = check_delivery(keys, [message.key().decode() for message in records])
+    assert (len(report.lost), report.duplicated, report.unexpected) == (0, {}, []), f"seed {seed}: {report}"
+    assert all(dict(message.headers() or []).get("stage") == b"stamped" for message in records)
+    every = read_records(kafka_broker, output, "read_uncommitted")
+    print(f"seed {seed}: {len(records)} records read_committed, {len(every) - len(records)} aborted in the log")
+
+
+def _alive(process: subprocess.Popen, seed: int, log: Path) -> bool:
+    if process.poll() is not None:
+        raise AssertionError(f"seed {seed}: the node exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+    return True
+
+
+def _delivered(broker, topic: str) -> int:
+    return len(read_records(broker, topic))
