@@ -13,8 +13,11 @@ index). Then, in one run, rounds alternate between:
     it, `send_offsets_to_transaction`, commit. The same batch size. It keeps no WAL,
     no content repository, no provenance and has no failover.
 
-Also `custody_at_least_once` (PublishKafka's idempotent producer, no transactions) in
-each round. `ratio_vs_transactional_loop` = median custody records/s over the median
+Also in each round: `custody_at_least_once` (PublishKafka's idempotent producer, no
+transactions), and `custody_demarcated`: exactly once, with ConsumeKafka joining the
+records of a partition read in one task into one FlowFile and PublishKafka splitting
+it again (`message_demarcator`, as a NiFi flow that moves small records does), so one
+FlowFile carries a batch instead of a record. `ratio_vs_transactional_loop` = median custody records/s over the median
 of the anchor (the goal is at least 0.5); `round_ratios` are each round's ratio.
 
 The broker is the harness's (`cluster.services.kafka`), started for the run in a
@@ -66,6 +69,9 @@ def run(args) -> dict:
             "anchor": lambda out: _anchor(servers, source, out, records, args.batch),
             "custody": lambda out: _custody(servers, source, out, records, args, root, "exactly_once"),
             "custody_at_least_once": lambda out: _custody(servers, source, out, records, args, root, "at_least_once"),
+            "custody_demarcated": lambda out: _custody(
+                servers, source, out, records, args, root, "exactly_once", demarcator="\\n"
+            ),
         }
         seconds: dict[str, list[float]] = {name: [] for name in sides}
         order = list(sides)
@@ -84,6 +90,8 @@ def run(args) -> dict:
             "anchor_records_per_sec": round(anchor, 1),
             "ratio_vs_transactional_loop": round(custody / anchor, 3),
             "at_least_once_records_per_sec": round(statistics.median(rates["custody_at_least_once"]), 1),
+            "demarcated_records_per_sec": round(statistics.median(rates["custody_demarcated"]), 1),
+            "ratio_demarcated_vs_transactional_loop": round(statistics.median(rates["custody_demarcated"]) / anchor, 3),
             "round_ratios": [round(c / a, 3) for c, a in zip(rates["custody"], rates["anchor"], strict=True)],
             "seconds": {name: [round(s, 2) for s in times] for name, times in seconds.items()},
         }
@@ -197,7 +205,9 @@ def _anchor(servers: str, source: str, out: str, records: int, batch: int) -> fl
         consumer.close()
 
 
-def _custody(servers: str, source: str, out: str, records: int, args, root: Path, guarantee: str) -> float:
+def _custody(
+    servers: str, source: str, out: str, records: int, args, root: Path, guarantee: str, demarcator: str | None = None
+) -> float:
     from cluster.node.standalone import NodeSettings, StandaloneNode
     from flow.loading import parse_flow
 
@@ -213,6 +223,7 @@ def _custody(servers: str, source: str, out: str, records: int, args, root: Path
                         "topics": source,
                         "auto_offset_reset": "earliest",
                         "max_poll_records": args.batch,
+                        **({"message_demarcator": demarcator} if demarcator else {}),
                     },
                 },
                 {"id": "stamp", "type": "UpdateAttribute", "properties": {HEADER[0]: HEADER[1].decode()}},
@@ -227,6 +238,7 @@ def _custody(servers: str, source: str, out: str, records: int, args, root: Path
                         "delivery_guarantee": guarantee,
                         "batch_size": args.batch,
                         "transactional_id_prefix": f"bench-{out}",
+                        **({"message_demarcator": demarcator} if demarcator else {}),
                     },
                     "auto_terminate": ["success"],
                 },

@@ -352,3 +352,16 @@ def test_at_least_once_delivers_without_transactions_or_progress_records(kafka_b
     assert len(queued(node, "ok")) == 4
     topics = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers}).list_topics(timeout=30).topics
     assert publish.configured["progress_topic"] not in topics
+
+
+def test_a_demarcated_flowfile_is_one_record_a_piece_all_in_its_transaction(kafka_broker, tmp_path, publishers):
+    topic = new_topic(kafka_broker)
+    node = Node(tmp_path, QUEUES)
+    lines = [items("d", 3), items("e", 2), []]
+    seed(node, ["d", "e", "empty"], contents=[("\n".join(batch) + "\n").encode() if batch else b"" for batch in lines])
+    publish, context = publishers(kafka_broker, topic, message_demarcator="\\n")
+    trigger(node, publish, context)
+    # Every FlowFile to success (the empty one sent no record); every line one record, once.
+    assert len(queued(node, "ok")) == 3 and node.queues["in"].count == 0
+    report = check_delivery(items("d", 3) + items("e", 2), delivered(kafka_broker, topic))
+    assert report.ok, report.summary()

@@ -68,3 +68,13 @@ def test_settings_of_another_protocol_are_left_out_and_sasl_needs_its_credential
     assert validate_connection({"security_protocol": "SASL_PLAINTEXT", "sasl_username": "u"}) == [
         ("sasl_password", "required with security_protocol SASL_PLAINTEXT")
     ]
+
+
+def test_a_demarcated_content_splits_into_its_records_and_a_final_demarcator_ends_the_last():
+    from flow.processors.kafka.demarcation import decode_demarcator, split_records
+
+    newline = decode_demarcator("\\n")
+    assert newline == b"\n" and decode_demarcator("||") == b"||"
+    assert split_records(b'{"a": 1}\n{"a": 2}\n', newline) == [b'{"a": 1}', b'{"a": 2}']
+    assert split_records(b"x\n\ny", newline) == [b"x", b"", b"y"]  # an empty record inside is a record
+    assert split_records(b"", newline) == [] and split_records(b"one", newline) == [b"one"]

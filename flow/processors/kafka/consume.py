@@ -27,7 +27,6 @@ to close the consumer.
 
 from __future__ import annotations
 
-import codecs
 import re
 import threading
 import time
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ServiceError, UnknownService
 from ...processor import ProcessContext, Processor, PropertyDescriptor
 from .connection import CONNECTION_PROPERTIES, BrokerErrors, client_config, validate_connection
+from .demarcation import decode_demarcator
 from .ownership import PARTITIONS_SERVICE
 from .positions import KafkaStateError, TopicPartition, pack, unpack
 from .tasks import run_alone
@@ -47,11 +47,6 @@ if TYPE_CHECKING:
 # librdkafka's logical offsets, for a partition first assigned.
 _EARLIEST, _LATEST = -2, -1
 METADATA_TIMEOUT_S = 10.0
-
-
-def decode_demarcator(text: str) -> bytes:
-    """The demarcator as bytes, with the escapes a flow file can write (`\\n`, `\\t`)."""
-    return codecs.decode(text, "unicode_escape").encode("utf-8")
 
 
 class ConsumeKafka(Processor):

@@ -37,12 +37,15 @@ _STEP_S = 0.2  # how often a wait for deliveries looks at the brokers' state
 
 
 class Record(NamedTuple):
+    """What one FlowFile sends: one Kafka record per item of `values` (one, or the
+    pieces of its content between demarcators), all with its key, partition and headers."""
+
     flowfile: FlowFile
     topic: str
     key: bytes | None
     partition: int | None
     headers: list[tuple[str, bytes]]
-    value: bytes
+    values: list[bytes]
 
 
 class Refusal(NamedTuple):
@@ -183,14 +186,24 @@ class SinkProducer:
         deadline = time.monotonic() + self.delivery_s + 1.0
 
         def on_delivery(index: int) -> Callable:
-            return lambda error, _message: reports.__setitem__(index, error)
+            # A FlowFile's records report one by one: its first refusal is the one kept.
+            def report(error: Any, _message: Any) -> None:
+                if error is not None or index not in reports:
+                    reports[index] = error
 
-        sends: list[tuple[Any, ...]] = [(r.topic, r.value, r.key, r.partition, r.headers) for r in records]
+            return report
+
+        callbacks = [on_delivery(index) for index in range(len(records) + 1)]
+        sends: list[tuple[Any, ...]] = [
+            (index, r.topic, value, r.key, r.partition, r.headers)
+            for index, r in enumerate(records)
+            for value in r.values
+        ]
         if marker is not None:
             topic, key, value = marker
-            sends.append((topic, value, key, 0, None))
-        for index, (topic, value, key, partition, headers) in enumerate(sends):
-            arguments: dict[str, Any] = {"key": key, "headers": headers, "on_delivery": on_delivery(index)}
+            sends.append((len(records), topic, value, key, 0, None))
+        for index, topic, value, key, partition, headers in sends:
+            arguments: dict[str, Any] = {"key": key, "headers": headers, "on_delivery": callbacks[index]}
             if partition is not None:
                 arguments["partition"] = partition
             while True:

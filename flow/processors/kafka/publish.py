@@ -73,6 +73,7 @@ from ..refusals import Refusals
 from . import progress
 from .connection import CONNECTION_PROPERTIES, validate_connection
 from .delivery import Record, SinkProducer, Undelivered, create_progress_topic, read_back, reason, split_refusals
+from .demarcation import decode_demarcator, split_records
 from .tasks import run_alone
 
 if TYPE_CHECKING:
@@ -108,6 +109,12 @@ class PublishKafka(Processor):
             "partition",
             "expression",
             description="the record's partition number (unset or empty: Kafka's partitioner chooses by key)",
+        ),
+        PropertyDescriptor(
+            "message_demarcator",
+            "string",
+            description="when set, the content is split on this (escapes such as \\n allowed) and each piece is one "
+            "record, all in the FlowFile's transaction; unset, the whole content is one record",
         ),
         PropertyDescriptor(
             "attributes_as_headers", "regex", description="attributes whose names match become the record's headers"
@@ -364,7 +371,8 @@ def _record(context: ProcessContext, session: ProcessSession, flowfile, failures
             refusals.refuse(flowfile, f"_INVALID_ARG: partition {text[:100]!r} is not a partition number")
             return None
         partition = int(text)
-    if flowfile.size > progress.MAX_RECORD_BYTES:
+    demarcator = context.get("message_demarcator")
+    if not demarcator and flowfile.size > progress.MAX_RECORD_BYTES:
         refusals.refuse(
             flowfile,
             f"MSG_SIZE_TOO_LARGE: the content's {flowfile.size} bytes are more than a record may hold "
@@ -382,7 +390,8 @@ def _record(context: ProcessContext, session: ProcessSession, flowfile, failures
         headers = [
             (name, text.encode("utf-8")) for name, text in flowfile.attributes.items() if pattern.fullmatch(name)
         ]
-    return Record(flowfile, topic, key.encode("utf-8") if key else None, partition, headers, value)
+    values = split_records(value, decode_demarcator(demarcator)) if demarcator else [value]
+    return Record(flowfile, topic, key.encode("utf-8") if key else None, partition, headers, values)
 
 
 def _transit_uri(context: ProcessContext, uri: str, flowfile) -> str:
