@@ -214,24 +214,32 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_cycle_finder_counts_imports_made_inside_functions(tmp_path):
-    package = tmp_path / "flow"
+def _package(root, modules: dict[str, str]) -> tuple[dict[str, set[str]], list[Import]]:
+    """The import graph of a package `flow` under `root` made of `modules` (name -> source)."""
+    package = root / "flow"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from .b import thing\n")
-    (package / "b.py").write_text("def thing():\n    from . import a\n    return a\n")
-    graph, every = import_graph(str(tmp_path))
+    for name, source in modules.items():
+        (package / f"{name}.py").write_text(source)
+    return import_graph(str(root))
+
+
+def test_the_cycle_finder_counts_imports_made_inside_functions(tmp_path):
+    graph, every = _package(
+        tmp_path, {"a": "from .b import thing\n", "b": "def thing():\n    from . import a\n    return a\n"}
+    )
     assert cycles(graph) == [["flow.a", "flow.b"]]
     assert any(found.nested and found.target == "flow.a" for found in every)
 
 
 def test_an_import_for_the_type_checker_alone_makes_no_cycle_but_still_counts_as_a_dependency(tmp_path):
-    package = tmp_path / "flow"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import Thing\n")
-    (package / "b.py").write_text("from .a import other\n")
-    graph, every = import_graph(str(tmp_path))
+    graph, every = _package(
+        tmp_path,
+        {
+            "a": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import Thing\n",
+            "b": "from .a import other\n",
+        },
+    )
     assert cycles(graph) == []
     assert [found.target for found in every if found.typing_only] == ["flow.b"]
 
