@@ -62,7 +62,7 @@ def consumer_of(broker, topic: str, **properties):
 def drain(node: Node, consume, context, count: int, timeout: float = 60) -> list[bytes]:
     """Trigger until `count` FlowFiles are queued in "out"; their contents, sorted."""
     wait_until(
-        lambda: node.trigger(consume, context, outgoing={"success": "out"}) or node.queues["out"].size >= count,
+        lambda: node.trigger(consume, context, outgoing={"success": "out"}) or node.queues["out"].count >= count,
         timeout,
         f"{count} FlowFiles from ConsumeKafka",
         interval=0,
@@ -235,7 +235,7 @@ def test_a_broker_that_cannot_be_reached_is_one_warning_and_nothing_taken(tmp_pa
         node.trigger(consume, context, outgoing={"success": "out"})
     lines = [r.getMessage() for r in caplog.records if "cannot read the topics' metadata" in r.getMessage()]
     assert len(lines) == 1 and f"127.0.0.1:{port}" in lines[0], lines
-    assert time.monotonic() - started < 30 and node.queues["out"].size == 0 and context.yielded
+    assert time.monotonic() - started < 30 and node.queues["out"].count == 0 and context.yielded
     consume.on_stopped(context)
 
 
@@ -279,3 +279,34 @@ def _wait_for_files(process: subprocess.Popen, out: Path, count: int, timeout: f
         return out.is_dir() and len([name for name in os.listdir(out) if not name.startswith(".")]) >= count
 
     wait_until(delivered, timeout, f"seed {seed}: {count} records delivered to {out}", interval=0.005)
+
+
+def test_a_topic_deleted_while_consumed_is_one_warning_and_its_positions_are_dropped(kafka_broker, tmp_path, caplog):
+    from confluent_kafka.admin import AdminClient
+
+    kept, doomed = topic_with(kafka_broker, 1), topic_with(kafka_broker, 2)
+    produce(kafka_broker, kept, ["k0"])
+    produce(kafka_broker, doomed, ["d0", "d1"])
+    node = Node(tmp_path, ["out"])
+    consume, context = consumer_of(kafka_broker, f"{kept},{doomed}")
+    assert drain(node, consume, context, 3) == [b"d0", b"d1", b"k0"]
+    assert {tp.topic for tp in unpack(node.shard.get_state("consume"), "consume")} == {kept, doomed}
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    admin.delete_topics([doomed])[doomed].result(30)
+    wait_until(lambda: doomed not in admin.list_topics(timeout=5).topics, 30, f"{doomed} to be deleted")
+    produce(kafka_broker, kept, ["k1"])
+    with caplog.at_level(logging.WARNING):
+        assert drain(node, consume, context, 4) == [b"d0", b"d1", b"k0", b"k1"]
+        wait_until(
+            lambda: (
+                node.trigger(consume, context, outgoing={"success": "out"})
+                or {tp.topic for tp in unpack(node.shard.get_state("consume"), "consume")} == {kept}
+            ),
+            30,
+            "the deleted topic's positions to be dropped",
+            interval=0,
+        )
+    gone = [r.getMessage() for r in caplog.records if f"topic {doomed} no longer exists" in r.getMessage()]
+    assert len(gone) == 1, gone
+    consume.on_stopped(context)

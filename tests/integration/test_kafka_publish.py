@@ -365,3 +365,61 @@ def test_a_demarcated_flowfile_is_one_record_a_piece_all_in_its_transaction(kafk
     assert len(queued(node, "ok")) == 3 and node.queues["in"].count == 0
     report = check_delivery(items("d", 3) + items("e", 2), delivered(kafka_broker, topic))
     assert report.ok, report.summary()
+
+
+def test_a_transaction_the_broker_aborts_at_its_timeout_is_sent_again_in_a_new_one(
+    kafka_broker, tmp_path, publishers, caplog
+):
+    topic = new_topic(kafka_broker)
+    first, sent = items("s", 1), items("t", 5)
+    node = Node(tmp_path, QUEUES)
+    seed(node, first)
+    gate = PausingGate()
+    publish, context = publishers(kafka_broker, topic, transaction_timeout="1 s")
+    trigger(node, publish, context, gate)  # its producer made and delivering
+    seed(node, sent)
+    gate.armed = True
+    failures: list[BaseException] = []
+
+    def held_task():
+        try:
+            trigger(node, publish, context, gate)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    task = threading.Thread(target=held_task)
+    task.start()
+    assert gate.reached.wait(30), "the task never reached its Kafka commit"
+    # The transaction stays open past its timeout: the broker aborts it (it looks every
+    # transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s by default), and
+    # the partition's last stable offset then reaches its end, the abort marker.
+    assert _stable_and_end(kafka_broker, topic)[0] < _stable_and_end(kafka_broker, topic)[1]
+    wait_until(lambda: len(set(_stable_and_end(kafka_broker, topic))) == 1, 40, "the broker to abort the transaction")
+    assert delivered(kafka_broker, topic) == first
+    gate.armed = False
+    gate.release.set()
+    task.join(60)
+    assert not task.is_alive() and not failures, failures
+    assert node.queues["in"].count == 5 and context.yielded  # rolled back, nothing lost
+    trigger(node, publish, context)
+    assert node.queues["in"].count == 0
+    report = check_delivery(first + sent, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(first + sent + sent)
+
+
+def _stable_and_end(broker, topic: str) -> tuple[int, int]:
+    """Partition 0's last stable offset (where a read_committed reader must stop while a
+    transaction is open) and its end, as the broker answers each isolation level."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    offsets = []
+    for isolation in ("read_committed", "read_uncommitted"):
+        consumer = Consumer(
+            {"bootstrap.servers": broker.bootstrap_servers, "group.id": "marks", "isolation.level": isolation}
+        )
+        try:
+            offsets.append(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1])
+        finally:
+            consumer.close()
+    return offsets[0], offsets[1]
