@@ -708,6 +708,13 @@ class ClusterMember:
         a failed recheck of a held shard, hold it again with what this attempt found:
         `core.adoption_failures` decides, by the kind of failure (`failure_kind`)."""
         shard = current or seen
+        if self._stopped.is_set() or self._dying:
+            # The member is ending, and closed what the attempt was using: not a failure
+            # of the shard, which its next owner adopts.
+            log.info(
+                "%s adoption of %s ended: this member is stopping (%s)", tag(shard.step), shard.shard, first_line(error)
+            )
+            return
         kind = failure_kind(error)
         what = describe_failure(error, self.storage)
         held = attempts.held  # a recheck that failed, maybe before it could read the shard

@@ -13,6 +13,8 @@ threads do with `wait_until`, never with a sleep."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
 
 import pytest
@@ -28,6 +30,7 @@ from cluster.services.process import wait_until
 from cluster.zk.view import read_cluster_view
 from flow.errors import QueueRecoveryError
 from repositories.flowfile import Damage, WalDamagedError
+from repositories.provenance import RepositoryClosedError
 from repositories.storage import LocalStorage
 from tests.fakes.cluster_store import join
 from tests.fakes.zookeeper import FakeZooKeeper
@@ -285,3 +288,46 @@ def test_an_adoption_that_fails_is_held_with_its_reason_and_rechecked_until_it_o
         for note in notes()
     ) == [(False, False, False, False), (False, True, False, True), (True, True, True, False)]
     assert any("it could be opened at last, after 3 recheck(s)" in note for note in notes())
+
+
+class _ClosedUnderIt(Runtimes):
+    """Adopted shards' recoveries wait until `release`, then fail as a repository the
+    stopping member closed under them does."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, handle):
+        runtime = super().__call__(handle)
+        if not handle.home:
+            runtimes = self
+
+            def recover() -> None:
+                runtimes.entered.set()
+                runtimes.release.wait(WAIT)
+                raise RepositoryClosedError("the provenance repository is closed")
+
+            runtime.recover = recover
+        return runtime
+
+
+def test_a_member_that_stops_while_adopting_ends_the_attempt_without_calling_it_a_failure(cluster, caplog):
+    runtimes = _ClosedUnderIt()
+    member = cluster.start_member("n2", runtimes)
+    victim, _ = cluster.dead_owner("n1")
+    cluster.leader(member).step()
+    assert runtimes.entered.wait(WAIT), f"{victim}'s adoption never began"
+    stopping = threading.Thread(target=member.stop, kwargs={"leave": False})
+    with caplog.at_level(logging.INFO, logger="cluster.failover.member"):
+        stopping.start()
+        wait_until(lambda: member._stopped.is_set(), WAIT, "the member to begin stopping")
+        runtimes.release.set()
+        stopping.join(WAIT)
+    assert not stopping.is_alive()
+    # Neither retried nor held: the shard is left ADOPTING for its next adopter.
+    assert outcomes(member) == {ADOPTED: 0, FENCED: 0, HELD: 0, RETRIED: 0}
+    assert shard_of(member, victim).state is ShardState.ADOPTING
+    lines = [record.getMessage() for record in caplog.records]
+    assert any(f"adoption of {victim} ended: this member is stopping" in line for line in lines), lines
+    assert not any("failed" in line and victim in line for line in lines), lines
