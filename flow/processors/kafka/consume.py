@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 # librdkafka's logical offsets, for a partition first assigned.
 _EARLIEST, _LATEST = -2, -1
-METADATA_TIMEOUT_S = 10.0
+METADATA_TIMEOUT_S = 5.0  # a task waits at most this for the brokers: it holds one of the engine's threads
 
 
 class ConsumeKafka(Processor):
