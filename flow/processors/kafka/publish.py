@@ -390,8 +390,8 @@ def _record(context: ProcessContext, session: ProcessSession, flowfile, failures
         headers = [
             (name, text.encode("utf-8")) for name, text in flowfile.attributes.items() if pattern.fullmatch(name)
         ]
-    values = split_records(value, decode_demarcator(demarcator)) if demarcator else [value]
-    return Record(flowfile, topic, key.encode("utf-8") if key else None, partition, headers, values)
+    pieces = split_records(value, decode_demarcator(demarcator)) if demarcator else [value]
+    return Record(flowfile, topic, key.encode("utf-8") if key else None, partition, headers, pieces)
 
 
 def _transit_uri(context: ProcessContext, uri: str, flowfile) -> str:
