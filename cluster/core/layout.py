@@ -10,6 +10,9 @@ ZooKeeper, under `/custody/<cluster>/` (below the client's chroot, if any):
     flow                       persistent, the cluster's flow (`flows.FlowSnapshot` JSON),
                                written by a rolling deploy; a node starting an
                                incarnation runs it
+    kafka/<processor>/<topic>:<partition>
+                               persistent, JSON `kafka_holds.PartitionHold`: the shard
+                               that reads a Kafka partition, CAS only
 
 HDFS, under the configured root:
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from flow.definition import read_flow_document
 from flow.errors import FlowError
 from flow.loading import parse_flow
-from flow.processors.kafka.ownership import PARTITIONS_SERVICE, NoClusterAssignment
+from flow.processors.kafka.ownership import PARTITIONS_SERVICE
 from flow.spark.staging import SparkStaging
 from replication.provenance_export import ProvenanceExporter, ProvenanceExportThread
 from repositories.content import ArchivePolicy
@@ -54,6 +54,7 @@ from .decommission import check_may_connect, connect_node, decommission_node
 from .deploy_follower import DeployFollower
 from .events import NodeEvent, log_events
 from .flow_runtime import FlowRuntime
+from .kafka_ownership import ClusterPartitions
 from .lifecycle import run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, session_state
@@ -126,7 +127,7 @@ class ClusteredNode:
             spark_master=self.config.spark_master,
             spark_conf=hdfs_spark_conf(self.config.hdfs_config, self.config.spark_conf),
         )
-        self.services.register(PARTITIONS_SERVICE, NoClusterAssignment)
+        self.services.register(PARTITIONS_SERVICE, lambda: ClusterPartitions(self._store))
         # Its part in rolling deploys: offload and connect when its step says so.
         follower = DeployFollower(
             self._store,

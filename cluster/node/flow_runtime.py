@@ -51,6 +51,7 @@ import threading
 
 from flow.engine import DEFAULT_THREADS, TraditionalEngine
 from flow.graph import FlowGraph
+from flow.processors.kafka.ownership import PARTITIONS_SERVICE
 from flow.shard import QueueShard
 
 from ..core.heartbeat import QueueLoad
@@ -58,6 +59,7 @@ from ..errors import ClusterError, FencedError, WorkGateClosed, first_line
 from .content import NodeContent
 from .events import NodeEvent
 from .hand_over import HandOverPostponed, SourceHandOver, handing_over, take_over_running
+from .kafka_ownership import KafkaHoldRelease, adopted_shard_releases
 from .measures import ShardMeasures, shard_measures
 from .run_states import RunStateFollower
 from .shard_opening import open_node_shard
@@ -167,6 +169,10 @@ class FlowRuntime:
 
     def start(self) -> None:
         if not self._stopped.is_set() and not self._abandoned.is_set():
+            if not self.handle.home and adopted_shard_releases(self.graph, self.services):
+                # Its WAL is fenced and recovered: the dead owner's Kafka positions are final.
+                ownership = self.services.get(PARTITIONS_SERVICE, asked_by=f"shard {self.handle.shard}")
+                KafkaHoldRelease(self.graph, self.shard, ownership, self._stopped).start()
             self.engine.start()
             if self.run_states is not None:
                 RunStateFollower(self.engine, self.handle.shard, self.run_states, ended=self._stopped.is_set).start()

@@ -15,6 +15,7 @@ May import `cluster.core`, `cluster.errors` and itself.
   operator    OperatorStore: processors' run states and the rolling deploy, as operators set them
   membership  `nodes/<incarnation>` and its heartbeat; the incarnation counter
   decommissions  `decommissioned/<node>`: the nodes that may not join until connected
+  kafka_holds  `kafka/<processor>/<topic>:<partition>`: which shard reads each Kafka partition
   session     SessionGuard: runs `core.guard` over the kazoo session
   status      ClusterStatus: the read-only snapshot `custody cluster status` prints
   view        read_cluster_view: the snapshot `core.validation` checks the protocol's invariants on

@@ -38,6 +38,7 @@ from ..core.ownership import ShardOwnership
 from ..errors import ZooKeeperAccessRefused
 from .acl import check_root_acl, shared_parent_acl
 from .flows import read_cluster_flow, write_cluster_flow
+from .kafka_holds import KafkaHolds
 from .kazoo_errors import translates_kazoo
 from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
 from .operator import OperatorStore
@@ -72,6 +73,10 @@ class ClusterStore:
         self.shards = ShardRegistry(client, layout, wall_clock=wall_clock)
         self.plans = PlanStore(client, layout)
         self.operator = OperatorStore(client, layout)
+
+    def kafka_holds(self, processor_id: str) -> KafkaHolds:
+        """The holds of a ConsumeKafka processor's partitions (`cluster.core.kafka_holds`)."""
+        return KafkaHolds(self.client, self.layout, processor_id)
 
     # -- the cluster's folders, members and incarnations ----------------------------------
     def ensure_paths(self) -> None:

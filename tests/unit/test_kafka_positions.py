@@ -78,3 +78,15 @@ def test_a_demarcated_content_splits_into_its_records_and_a_final_demarcator_end
     assert split_records(b'{"a": 1}\n{"a": 2}\n', newline) == [b'{"a": 1}', b'{"a": 2}']
     assert split_records(b"x\n\ny", newline) == [b"x", b"", b"y"]  # an empty record inside is a record
     assert split_records(b"", newline) == [] and split_records(b"one", newline) == [b"one"]
+
+
+def test_positions_carry_the_take_of_their_partition_in_a_cluster():
+    from flow.processors.kafka.positions import unpack_takes
+
+    positions = {TopicPartition("t", 0): 10, TopicPartition("t", 1): 20}
+    state = pack(positions, {TopicPartition("t", 0): 3, TopicPartition("t", 1): 0, TopicPartition("u", 0): 5})
+    assert state == {"kafka.layout": "1", "next:0:t": "10", "next:1:t": "20", "take:0:t": "3"}
+    assert unpack(state, "consume") == positions
+    assert unpack_takes(state, "consume") == {TopicPartition("t", 0): 3}
+    with pytest.raises(KafkaStateError):
+        unpack_takes({"kafka.layout": "1", "take:0:t": "x"}, "consume")

@@ -20,6 +20,11 @@ A partition seen for the first time starts at `auto_offset_reset` (its low or hi
 watermark, resolved to a number and committed with the first session that takes from
 it, so that a crash does not move the start).
 
+In a cluster each partition is read by one shard at a time: the node service
+`ownership.PARTITIONS_SERVICE` says which (`cluster.node.kafka_ownership`), asked every
+`OWNERSHIP_REFRESH_S` between two sessions; a position is committed with the take of
+its partition, and is valid only while that take holds.
+
 Lock plan: `_lock` is held by the one task that consumes at a time (a second task
 yields); the consumer and `_assigned` belong to that task. `on_stopped` takes the lock
 to close the consumer.
@@ -37,8 +42,8 @@ from ...errors import ServiceError, UnknownService
 from ...processor import ProcessContext, Processor, PropertyDescriptor
 from .connection import CONNECTION_PROPERTIES, BrokerErrors, client_config, validate_connection
 from .demarcation import decode_demarcator
-from .ownership import PARTITIONS_SERVICE
-from .positions import KafkaStateError, TopicPartition, pack, unpack
+from .ownership import OWNERSHIP_REFRESH_S, PARTITIONS_SERVICE
+from .positions import KafkaStateError, TopicPartition, pack, unpack, unpack_takes
 from .tasks import run_alone
 
 if TYPE_CHECKING:
@@ -110,7 +115,9 @@ class ConsumeKafka(Processor):
         self._consumer: Any = None
         self._errors = BrokerErrors()
         self._assigned: dict[TopicPartition, int] = {}  # partition -> where the consumer stands
-        self._refreshed = float("-inf")
+        self._takes: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (its take, where it began)
+        self._found: list[TopicPartition] | None = None  # the topics' partitions, as last looked up
+        self._refreshed = self._owned_at = float("-inf")
         self._uri = ""
 
     @classmethod
@@ -126,14 +133,14 @@ class ConsumeKafka(Processor):
         return problems
 
     def on_scheduled(self, context: ProcessContext) -> None:
-        self._refreshed = float("-inf")
-        self._assigned = {}
+        self._refreshed = self._owned_at = float("-inf")
+        self._assigned, self._takes, self._found = {}, {}, None
         self._uri = f"kafka://{context['bootstrap_servers'].split(',')[0].strip()}"
 
     def on_stopped(self, context: ProcessContext) -> None:
         with self._lock:
             consumer, self._consumer = self._consumer, None
-            self._assigned = {}
+            self._assigned, self._takes = {}, {}
             if consumer is not None:
                 consumer.close()
 
@@ -143,39 +150,47 @@ class ConsumeKafka(Processor):
     # -- one task ---------------------------------------------------------------------
 
     def _consume(self, context: ProcessContext, session: ProcessSession) -> None:
+        state = session.get_state()
         try:
-            committed = unpack(session.get_state(), self.id)
+            committed, takes = unpack(state, self.id), unpack_takes(state, self.id)
         except KafkaStateError as error:
             context.limited_log.error(f"{self.id}:state", "%s", error)
             context.yield_()
             return
         consumer = self._consumer_for(context)
-        if not self._refresh(context, session.shard_id, consumer, committed):
+        if not self._refresh(context, session.shard_id, consumer, committed, takes):
             context.yield_()
             return
         if not self._assigned:
             context.yield_()
             return
+        # The committed positions of the partitions as this shard holds them now (of their take).
+        current = {tp: offset for tp, offset in committed.items() if self._take_of(tp) == takes.get(tp, 0)}
         messages = consumer.consume(context["max_poll_records"], context["max_wait"])
         try:
             taken = self._take(context, session, messages)
         except BaseException:
-            self._rewind(consumer, committed)
+            self._rewind(consumer, current)
             raise
-        positions = {tp: offset for tp, offset in committed.items() if tp in self._assigned}
+        positions = {tp: offset for tp, offset in current.items() if tp in self._assigned}
         for tp, offset in self._assigned.items():
             if offset >= 0:
                 positions.setdefault(tp, offset)  # a partition's resolved start, committed before it is read
         positions.update(taken)
-        if not taken and positions == committed:
+        held = {tp: self._takes[tp][0] for tp in positions}  # every position is of a partition held
+        if not taken and positions == committed and held == {tp: takes.get(tp, 0) for tp in positions}:
             context.yield_()
             return
-        session.set_state(pack(positions))
+        session.set_state(pack(positions, held))
         offsets = [(tp, offset) for tp, offset in taken.items()]
         session.commit_async(
             on_success=lambda: self._report(consumer, offsets),
-            on_failure=lambda _error: self._rewind(consumer, committed),
+            on_failure=lambda _error: self._rewind(consumer, current),
         )
+
+    def _take_of(self, tp: TopicPartition) -> int | None:
+        held = self._takes.get(tp)
+        return held[0] if held is not None else None
 
     def _take(self, context: ProcessContext, session: ProcessSession, messages: list) -> dict[TopicPartition, int]:
         """The FlowFiles of `messages`, transferred to success; the next offset of each
@@ -242,60 +257,82 @@ class ConsumeKafka(Processor):
             self._consumer = Consumer(config)
         return self._consumer
 
-    def _refresh(self, context: ProcessContext, shard_id: str, consumer, committed: dict[TopicPartition, int]) -> bool:
-        """Assign the partitions the topics have now (every `metadata_refresh`), each at
-        its committed position, or its reset point resolved to an offset. False when the
-        brokers could not be asked and nothing is assigned yet."""
+    def _refresh(
+        self,
+        context: ProcessContext,
+        shard_id: str,
+        consumer,
+        committed: dict[TopicPartition, int],
+        takes: dict[TopicPartition, int],
+    ) -> bool:
+        """Assign the partitions this shard holds: the topics' partitions looked up every
+        `metadata_refresh`, all of them on a standalone node, those the cluster gives
+        this shard (`ownership`, asked every `OWNERSHIP_REFRESH_S`) in a cluster; each
+        at its committed position, or where its take began, or its reset point resolved
+        to an offset. False when nothing can be consumed now."""
         now = time.monotonic()
-        if now - self._refreshed < context["metadata_refresh"]:
-            return True
         try:
-            found = self._partitions(context, consumer)
-            owned = self._owned(context, shard_id, found)
-        except _MetadataUnavailable as error:
-            context.limited_log.warning(f"{self.id}:metadata", "%s: %s", self.id, error)
-            return bool(self._assigned)
+            ownership = context.service(PARTITIONS_SERVICE)
+        except UnknownService:
+            ownership = None  # a standalone node: its one shard reads every partition
         except ServiceError as error:
             context.limited_log.error(f"{self.id}:ownership", "%s", error)
             self._release_all(consumer)
             return False
-        self._refreshed = now
-        topics = {tp.topic for tp in found}
-        for topic in sorted({tp.topic for tp in self._assigned if tp.topic not in topics}):
-            context.logger.warning(
-                "%s: topic %s no longer exists; its partitions are no longer consumed", self.id, topic
-            )
-        dropped = [tp for tp in self._assigned if tp not in owned]
-        fresh = {}
-        for tp in owned:
-            if tp in self._assigned:
-                continue
-            if tp in committed:
-                fresh[tp] = committed[tp]
+        metadata_due = now - self._refreshed >= context["metadata_refresh"]
+        if not metadata_due and (ownership is None or now - self._owned_at < OWNERSHIP_REFRESH_S):
+            return True
+        if metadata_due:
+            try:
+                found = self._partitions(context, consumer)
+            except _MetadataUnavailable as error:
+                context.limited_log.warning(f"{self.id}:metadata", "%s: %s", self.id, error)
+                if self._found is None:
+                    return bool(self._assigned)
             else:
-                fresh[tp] = self._reset_point(context, consumer, tp, known_topic=tp.topic in {t for t, _ in committed})
+                self._refreshed = now
+                topics = {tp.topic for tp in found}
+                for topic in sorted({tp.topic for tp in self._assigned if tp.topic not in topics}):
+                    context.logger.warning(
+                        "%s: topic %s no longer exists; its partitions are no longer consumed", self.id, topic
+                    )
+                self._found = found
+        found = self._found or []
+        if ownership is None:
+            held = {tp: (committed.get(tp), 0) for tp in found}
+        else:
+            try:
+                held = dict(ownership.partitions(self.id, shard_id, found, committed, takes))
+            except ServiceError as error:
+                context.limited_log.error(f"{self.id}:ownership", "%s", error)
+                self._release_all(consumer)
+                return False
+            self._owned_at = now
+        dropped = [tp for tp in self._assigned if tp not in held or held[tp][1] != self._take_of(tp)]
+        fresh = {}
+        known = {tp.topic for tp in committed}
+        for tp, (start, take) in held.items():
+            if tp in self._assigned and self._take_of(tp) == take:
+                continue
+            if start is None:
+                start = self._reset_point(context, consumer, tp, known_topic=tp.topic in known)
+            fresh[tp] = start
+            self._takes[tp] = (take, start)
         if not dropped and not fresh:
             return True
         for tp in dropped:
-            del self._assigned[tp]
+            if tp not in fresh:
+                del self._assigned[tp]
+                del self._takes[tp]
         self._assigned.update(fresh)
         from confluent_kafka import TopicPartition as KafkaPartition
 
         consumer.assign([KafkaPartition(tp.topic, tp.partition, offset) for tp, offset in self._assigned.items()])
         return True
 
-    def _owned(self, context: ProcessContext, shard_id: str, found: list[TopicPartition]) -> set[TopicPartition]:
-        """Of the partitions `found`, those this shard consumes (`ownership`): all of
-        them on a standalone node."""
-        try:
-            ownership = context.service(PARTITIONS_SERVICE)
-        except UnknownService:
-            return set(found)
-        return set(ownership.partitions(self.id, shard_id, found))
-
     def _release_all(self, consumer) -> None:
         if self._assigned:
-            self._assigned = {}
+            self._assigned, self._takes = {}, {}
             consumer.unassign()
 
     def _partitions(self, context: ProcessContext, consumer) -> list[TopicPartition]:
@@ -343,13 +380,13 @@ class ConsumeKafka(Processor):
             return _EARLIEST if earliest else _LATEST
         return low if earliest else high
 
-    def _rewind(self, consumer, committed: dict[TopicPartition, int]) -> None:
-        """Back to the committed positions: what the failed session read is read again."""
+    def _rewind(self, consumer, current: dict[TopicPartition, int]) -> None:
+        """Back to the committed positions (or where a partition's take began): what the
+        failed session read is read again."""
         from confluent_kafka import TopicPartition as KafkaPartition
 
         for tp in self._assigned:
-            if tp in committed:
-                self._assigned[tp] = committed[tp]
+            self._assigned[tp] = current.get(tp, self._takes[tp][1])
         consumer.assign([KafkaPartition(tp.topic, tp.partition, offset) for tp, offset in self._assigned.items()])
 
     def _report(self, consumer, offsets: list[tuple[TopicPartition, int]]) -> None:

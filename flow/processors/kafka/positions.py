@@ -15,8 +15,13 @@ Layout version 1, one row per entry:
     "kafka.layout"                        "1"
     "next:<partition>:<topic>"            <offset>: the offset of the next record to
                                           read in that partition of that topic
+    "take:<partition>:<topic>"            <take>: in a cluster, the take of the
+                                          partition the position belongs to (the
+                                          count of times a shard took it,
+                                          `cluster.core.kafka_holds`); a position is
+                                          valid only while that take holds
 
-<partition> and <offset> are decimal ASCII digits, no sign, no leading zero. <topic>
+<partition>, <offset> and <take> are decimal ASCII digits, no sign, no leading zero. <topic>
 is the topic's name as Kafka allows one (1 to 249 characters of ASCII letters, digits,
 '.', '_' and '-'), so it never holds the ':' that ends <partition>. The offset is the
 one after the last record a committed session took: it may name a transaction's
@@ -38,6 +43,7 @@ from ...errors import FlowError
 LAYOUT_KEY = "kafka.layout"
 VERSION = 1
 _NEXT = "next:"
+_TAKE = "take:"
 _TOPIC = re.compile(r"[A-Za-z0-9._\-]{1,249}")
 _NUMBER = re.compile(r"0|[1-9][0-9]*")
 
@@ -60,14 +66,28 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}[{self.partition}]"
 
 
-def pack(positions: Mapping[TopicPartition, int]) -> dict[str, str]:
-    """The state for `positions` (next offset by partition)."""
+def pack(positions: Mapping[TopicPartition, int], takes: Mapping[TopicPartition, int] | None = None) -> dict[str, str]:
+    """The state for `positions` (next offset by partition), with the `takes` they
+    belong to (in a cluster)."""
     state = {LAYOUT_KEY: str(VERSION)}
     for (topic, partition), offset in positions.items():
         if not _TOPIC.fullmatch(topic) or partition < 0 or offset < 0:
             raise ValueError(f"no position of partition {partition} of topic {topic!r} at offset {offset}")
         state[f"{_NEXT}{partition}:{topic}"] = str(offset)
+    for (topic, partition), take in (takes or {}).items():
+        if (topic, partition) in positions and take > 0:
+            state[f"{_TAKE}{partition}:{topic}"] = str(take)
     return state
+
+
+def unpack_takes(state: Mapping[str, str], owner: str) -> dict[TopicPartition, int]:
+    """The takes the positions of `state` belong to (none on a standalone node)."""
+    unpack(state, owner)  # refuses a state that does not fit, whole
+    return {
+        TopicPartition(key[len(_TAKE) :].partition(":")[2], int(key[len(_TAKE) :].partition(":")[0])): int(value)
+        for key, value in state.items()
+        if key.startswith(_TAKE)
+    }
 
 
 def unpack(state: Mapping[str, str], owner: str) -> dict[TopicPartition, int]:
@@ -81,10 +101,12 @@ def unpack(state: Mapping[str, str], owner: str) -> dict[TopicPartition, int]:
     for key, value in state.items():
         if key == LAYOUT_KEY:
             continue
-        if not key.startswith(_NEXT):
+        kind = _NEXT if key.startswith(_NEXT) else _TAKE if key.startswith(_TAKE) else None
+        if kind is None:
             raise KafkaStateError(owner, f"unknown entry {key[:80]!r}")
-        partition, _, topic = key[len(_NEXT) :].partition(":")
+        partition, _, topic = key[len(kind) :].partition(":")
         if not _NUMBER.fullmatch(partition) or not _TOPIC.fullmatch(topic) or not _NUMBER.fullmatch(value):
             raise KafkaStateError(owner, f"entry {key[:80]!r} = {value[:40]!r} does not parse")
-        positions[TopicPartition(topic, int(partition))] = int(value)
+        if kind == _NEXT:
+            positions[TopicPartition(topic, int(partition))] = int(value)
     return positions
