@@ -1,8 +1,8 @@
 """Shared fixtures: the real services, started once per test session.
 
 * `zookeeper_ensemble`, `hdfs_cluster`, `spark_standalone`, `docker_engine`,
-  `kafka_broker`: session scoped, from `cluster.services`, in one work directory for
-  the whole run.
+  `kafka_broker`, `kafka_secure_broker`: session scoped, from `cluster.services`, in
+  one work directory for the whole run.
 * `zk_hosts` and `zk_client`: a fresh ZooKeeper chroot for each test.
 * `local_store` and `hdfs_store`: a fresh, empty directory for each test, with the
   storage that holds it (`.storage`, `.root`).
@@ -106,6 +106,15 @@ def kafka_broker(request, services_workdir):
     from cluster.services.kafka import KafkaBroker
 
     return _started(request, services_workdir, KafkaBroker, "Kafka")
+
+
+@pytest.fixture(scope="session")
+def kafka_secure_broker(request, services_workdir):
+    """A second broker, for the tests of Kafka's security settings only: SASL (PLAIN,
+    SCRAM) over TLS and in clear, besides PLAINTEXT (`cluster.services.kafka_security`)."""
+    from cluster.services.kafka import KafkaBroker
+
+    return _started(request, services_workdir, lambda workdir: KafkaBroker(workdir, security=True), "Secure Kafka")
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,10 @@ confluent-kafka, that names this broker. Kafka opens its client listener only on
 the broker has caught up with the controller's metadata, so a broker that answers is
 one that serves.
 
+`KafkaBroker(workdir, security=True)` also authenticates clients, with SASL over TLS
+and in clear, on listeners of their own (`kafka_security`); its PLAINTEXT listener
+stays, for the harness and for the tests' own admin clients.
+
 The harness uses confluent-kafka itself for that: it is not the product, and like all
 of `cluster.services` it imports nothing of the product.
 """
@@ -29,6 +33,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from . import kafka_security
 from .install import ensure_service_prerequisites, java_binary, kafka_jars
 from .network import HOST, free_ports, port_open
 from .process import ManagedProcess, ServiceError, wait_until
@@ -64,6 +69,15 @@ def server_properties(own: Mapping[str, object], settings: Path = SETTINGS_FILE)
     return f"{shared.rstrip()}\n\n# This broker's own.\n{lines}"
 
 
+def listener_settings(addresses: Mapping[str, str]) -> dict[str, str]:
+    """`listeners`, `advertised.listeners` and their protocol map for listeners named
+    for their security protocol (`addresses`: name -> host:port), the controller's
+    (`CONTROLLER`) speaking PLAINTEXT."""
+    listeners = ",".join(f"{name}://{address}" for name, address in addresses.items())
+    protocols = ",".join(f"{name}:{'PLAINTEXT' if name == 'CONTROLLER' else name}" for name in addresses)
+    return {"listeners": listeners, "advertised.listeners": listeners, "listener.security.protocol.map": protocols}
+
+
 def java_command(java: str, jars: Path, heap: str, main: str, *args: str) -> list[str]:
     """A Kafka JVM's command line: small heap, serial GC (one broker on 2 cores), the
     project's Log4j 2 configuration, every fetched jar on the classpath."""
@@ -93,8 +107,9 @@ def new_cluster_id() -> str:
 class KafkaBroker:
     name = "kafka"
 
-    def __init__(self, workdir: Path, heap: str = "256m"):
-        self.workdir = Path(workdir) / "kafka"
+    def __init__(self, workdir: Path, heap: str = "256m", security: bool = False):
+        self.security = security
+        self.workdir = Path(workdir) / ("kafka-secure" if security else "kafka")
         self.heap = heap
         self.ports: dict[str, int] = {}
         self.process: ManagedProcess | None = None
@@ -108,6 +123,29 @@ class KafkaBroker:
     def bootstrap_servers(self) -> str:
         """confluent-kafka's `bootstrap.servers` for this broker."""
         return f"{HOST}:{self.ports['broker']}"
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        """The SASL over TLS listener (a broker started with `security`)."""
+        return f"{HOST}:{self.ports['SASL_SSL']}"
+
+    @property
+    def sasl_plaintext_bootstrap_servers(self) -> str:
+        """The SASL in clear listener (a broker started with `security`)."""
+        return f"{HOST}:{self.ports['SASL_PLAINTEXT']}"
+
+    @property
+    def ca_location(self) -> Path:
+        """The PEM certificate of the CA that signed the broker's (librdkafka's `ssl.ca.location`)."""
+        return self.workdir / "tls" / "ca.pem"
+
+    @property
+    def username(self) -> str:
+        return self._credentials().username
+
+    @property
+    def password(self) -> str:
+        return self._credentials().password
 
     @property
     def data_dir(self) -> Path:
@@ -183,18 +221,40 @@ class KafkaBroker:
 
     # -- internals -----------------------------------------------------------------
     def _configure(self) -> None:
-        self.ports = dict(zip(("broker", "controller"), free_ports(2), strict=True))
-        broker, controller = f"{HOST}:{self.ports['broker']}", f"{HOST}:{self.ports['controller']}"
-        own = {
-            "listeners": f"PLAINTEXT://{broker},CONTROLLER://{controller}",
-            "advertised.listeners": f"PLAINTEXT://{broker},CONTROLLER://{controller}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.quorum.bootstrap.servers": controller,
+        names = ("broker", "controller") + (kafka_security.SASL_LISTENERS if self.security else ())
+        self.ports = dict(zip(names, free_ports(len(names)), strict=True))
+        addresses = {"PLAINTEXT": f"{HOST}:{self.ports['broker']}", "CONTROLLER": f"{HOST}:{self.ports['controller']}"}
+        addresses.update({name: f"{HOST}:{self.ports[name]}" for name in names[2:]})
+        own: dict[str, object] = {
+            **listener_settings(addresses),
+            "controller.quorum.bootstrap.servers": addresses["CONTROLLER"],
             "log.dirs": self.data_dir,
         }
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.security:
+            own.update(self._secure())
         self.config_path.write_text(server_properties(own))
         self.process = self._server(None)
+
+    def _secure(self) -> dict[str, object]:
+        """New credentials, a CA and the broker's keystore: the settings that use them."""
+        credentials = kafka_security.Credentials.new()
+        credentials.save(self._credentials_path())
+        tls = self.ca_location.parent
+        tls.mkdir(exist_ok=True)
+        keytool = kafka_security.keytool_binary(java_binary())
+        ca_keystore, ca_pem = kafka_security.certificate_authority(keytool, tls, "ca", credentials.store_password)
+        keystore = kafka_security.broker_keystore(keytool, tls, ca_keystore, ca_pem, credentials.store_password)
+        return {
+            **kafka_security.sasl_settings(credentials),
+            **kafka_security.tls_settings(keystore, credentials.store_password),
+        }
+
+    def _credentials_path(self) -> Path:
+        return self.workdir / "credentials.json"
+
+    def _credentials(self) -> kafka_security.Credentials:
+        return kafka_security.Credentials.load(self._credentials_path())
 
     def _server(self, pid: int | None) -> ManagedProcess:
         argv = java_command(java_binary(), kafka_jars(), self.heap, SERVER_MAIN, str(self.config_path))
@@ -212,6 +272,7 @@ class KafkaBroker:
             new_cluster_id(),
             "--config",
             str(self.config_path),
+            *(kafka_security.scram_arguments(self._credentials()) if self.security else ()),
         )
         result = subprocess.run(argv, capture_output=True, timeout=180)
         if result.returncode != 0:

@@ -64,7 +64,7 @@ def test_secrets_reach_librdkafka_and_never_a_log_line():
 
 def test_settings_of_another_protocol_are_left_out_and_sasl_needs_its_credentials():
     config = client_config({"bootstrap_servers": "b:1", "sasl_username": "u", "ssl_ca_location": "/ca"}, None)
-    assert set(config) == {"logger", "bootstrap.servers"}
+    assert set(config) == {"bootstrap.servers"}
     assert validate_connection({"security_protocol": "SASL_PLAINTEXT", "sasl_username": "u"}) == [
         ("sasl_password", "required with security_protocol SASL_PLAINTEXT")
     ]
@@ -90,3 +90,26 @@ def test_positions_carry_the_take_of_their_partition_in_a_cluster():
     assert unpack_takes(state, "consume") == {TopicPartition("t", 0): 3}
     with pytest.raises(KafkaStateError):
         unpack_takes({"kafka.layout": "1", "take:0:t": "x"}, "consume")
+
+
+def test_librdkafkas_own_lines_are_written_once_a_minute_a_kind():
+    import logging
+
+    from flow.processors.kafka.connection import LibrdkafkaLog
+
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("test.librdkafka")
+    logger.addHandler(Keep())
+    log = LibrdkafkaLog(logger)
+    for _ in range(5):
+        log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#consumer-1", "Connect to 127.0.0.1:1 failed")
+    log.log(logging.ERROR, "%s [%s] %s", "AUTH", "rdkafka#consumer-1", "SASL authentication failed")
+    assert records == [
+        "FAIL [rdkafka#consumer-1] Connect to 127.0.0.1:1 failed",
+        "AUTH [rdkafka#consumer-1] SASL authentication failed",
+    ]

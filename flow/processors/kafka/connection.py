@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from repositories.log_limits import LimitedLog
+
 from ...processor import PropertyDescriptor
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -76,11 +78,25 @@ def validate_connection(properties: Mapping) -> list[tuple[str, str]]:
     return problems
 
 
-def client_config(properties: Mapping, logger: logging.Logger) -> dict[str, object]:
+class LibrdkafkaLog:
+    """Where librdkafka's own log lines go: `logger`, at most one line a minute of each
+    kind (its facility: a refused connection, a failed authentication), with a count of
+    the rest. librdkafka logs each failed connection attempt, several a second while a
+    broker is down or refuses the credentials; the processor says the same once."""
+
+    def __init__(self, logger: logging.Logger):
+        self._limited = LimitedLog(logger)
+
+    def log(self, level: int, message: str, *args: object) -> None:  # confluent-kafka's call
+        facility = str(args[0]) if args else "librdkafka"
+        self._limited.log(level, f"librdkafka:{facility}", message, *args)
+
+
+def client_config(properties: Mapping, logger: logging.Logger | None) -> dict[str, object]:
     """librdkafka's configuration for `properties` (a processor's converted properties):
-    the connection settings that apply, and the logger librdkafka writes to."""
+    the connection settings that apply, and where librdkafka logs (`LibrdkafkaLog`)."""
     protocol = properties.get("security_protocol") or "PLAINTEXT"
-    config: dict[str, object] = {"logger": logger}
+    config: dict[str, object] = {} if logger is None else {"logger": LibrdkafkaLog(logger)}
     for name, setting in _SETTINGS.items():
         value = properties.get(name)
         if value in (None, ""):

@@ -343,6 +343,11 @@ class ConsumeKafka(Processor):
         try:
             metadata = consumer.list_topics(timeout=METADATA_TIMEOUT_S)
         except KafkaException as error:
+            if not self._assigned:
+                # librdkafka queues its error_cb (a failed authentication, a TLS handshake
+                # refused) for poll: with nothing assigned no task consumes, so serve it
+                # here, where no record can come out (with partitions assigned, consume does).
+                consumer.poll(0)
             raise _MetadataUnavailable(
                 self._errors.explain(f"cannot read the topics' metadata from {context['bootstrap_servers']}")
                 + f" ({error.args[0].str() if error.args else error}); retrying"
