@@ -229,13 +229,17 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
             out.write("\n".join(lines))
         return path
 
-    def start(self, name: str, **config) -> NodeProcess:
+    def start(self, name: str, *, once: bool = False, **config) -> NodeProcess:
+        """Node `name` on `config` (`write_config`); `once`: the process exits when its
+        incarnation ends (`custody node --once`) instead of rejoining as a new one."""
         path = (
             self.write_config(name, **config)
             if config or name not in self.directories
             else str(self.workdir / f"{name}.toml")
         )
         argv = [sys.executable, "-m", "cluster.cli", "node", "--config", path, "--events"]
+        if once:
+            argv.append("--once")
         node = NodeProcess(name, argv, str(self.workdir / f"{name}.log"))
         self.nodes[name] = node
         return node
