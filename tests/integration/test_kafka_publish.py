@@ -233,6 +233,23 @@ class PausingGate:
         pass
 
 
+def held_at_commit(node: Node, publish: PublishKafka, context: ProcessContext, gate: PausingGate):
+    """A task started on a thread of its own with `gate` armed: it stops just before its
+    Kafka commit until the gate is released. The thread, and what the task raised."""
+    gate.armed = True
+    failures: list[BaseException] = []
+
+    def task():
+        try:
+            trigger(node, publish, context, gate)
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            failures.append(error)
+
+    thread = threading.Thread(target=task)
+    thread.start()
+    return thread, failures
+
+
 def test_a_paused_old_owner_is_fenced_and_the_new_owner_delivers_everything_once(
     kafka_broker, tmp_path, publishers, caplog
 ):
@@ -244,17 +261,7 @@ def test_a_paused_old_owner_is_fenced_and_the_new_owner_delivers_everything_once
     publish, context = publishers(kafka_broker, topic)
     trigger(old, publish, context, gate)  # delivering as it should
     seed(old, second)
-    gate.armed = True
-    failures: list[BaseException] = []
-
-    def paused_task():
-        try:
-            trigger(old, publish, context, gate)
-        except BaseException as error:  # noqa: BLE001 - reported below
-            failures.append(error)
-
-    task = threading.Thread(target=paused_task)
-    task.start()
+    task, failures = held_at_commit(old, publish, context, gate)
     assert gate.reached.wait(30), "the old owner never reached its Kafka commit"
     # The new owner adopts the shard as the old one left it (its directory, copied).
     shutil.copytree(tmp_path / "old", tmp_path / "new")
@@ -378,17 +385,7 @@ def test_a_transaction_the_broker_aborts_at_its_timeout_is_sent_again_in_a_new_o
     publish, context = publishers(kafka_broker, topic, transaction_timeout="1 s")
     trigger(node, publish, context, gate)  # its producer made and delivering
     seed(node, sent)
-    gate.armed = True
-    failures: list[BaseException] = []
-
-    def held_task():
-        try:
-            trigger(node, publish, context, gate)
-        except BaseException as error:  # noqa: BLE001 - reported below
-            failures.append(error)
-
-    task = threading.Thread(target=held_task)
-    task.start()
+    task, failures = held_at_commit(node, publish, context, gate)
     assert gate.reached.wait(30), "the task never reached its Kafka commit"
     # The transaction stays open past its timeout: the broker aborts it (it looks every
     # transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s by default), and
