@@ -310,3 +310,27 @@ def test_a_topic_deleted_while_consumed_is_one_warning_and_its_positions_are_dro
     gone = [r.getMessage() for r in caplog.records if f"topic {doomed} no longer exists" in r.getMessage()]
     assert len(gone) == 1, gone
     consume.on_stopped(context)
+
+
+def test_a_topic_left_out_of_the_topics_for_a_while_goes_on_where_it_was(kafka_broker, tmp_path):
+    first, second = topic_with(kafka_broker, 1), topic_with(kafka_broker, 1)
+    produce(kafka_broker, first, ["a0", "a1"])
+    produce(kafka_broker, second, ["b0"])
+    node = Node(tmp_path, ["out"])
+    consume, context = consumer_of(kafka_broker, f"{first},{second}")
+    assert drain(node, consume, context, 3) == [b"a0", b"a1", b"b0"]
+    consume.on_stopped(context)
+
+    # The operator drops the first topic from the list; the second goes on and commits.
+    produce(kafka_broker, first, ["a2"])
+    produce(kafka_broker, second, ["b1"])
+    consume, context = consumer_of(kafka_broker, second)
+    assert drain(node, consume, context, 4) == [b"a0", b"a1", b"b0", b"b1"]
+    assert unpack(node.shard.get_state("consume"), "consume")[TopicPartition(first, 0)] == 2
+    consume.on_stopped(context)
+
+    # Back in the list: it goes on from its position, nothing read twice or skipped.
+    consume, context = consumer_of(kafka_broker, f"{first},{second}")
+    report = check_delivery(["a0", "a1", "a2", "b0", "b1"], [v.decode() for v in drain(node, consume, context, 5)])
+    assert (report.lost, report.duplicated, report.unexpected) == ([], {}, []), report
+    consume.on_stopped(context)

@@ -117,6 +117,7 @@ class ConsumeKafka(Processor):
         self._assigned: dict[TopicPartition, int] = {}  # partition -> where the consumer stands
         self._takes: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (its take, where it began)
         self._found: list[TopicPartition] | None = None  # the topics' partitions, as last looked up
+        self._present: set[str] | None = None  # the topics that exist, as last looked up
         self._refreshed = self._owned_at = float("-inf")
         self._uri = ""
 
@@ -134,7 +135,7 @@ class ConsumeKafka(Processor):
 
     def on_scheduled(self, context: ProcessContext) -> None:
         self._refreshed = self._owned_at = float("-inf")
-        self._assigned, self._takes, self._found = {}, {}, None
+        self._assigned, self._takes, self._found, self._present = {}, {}, None, None
         self._uri = f"kafka://{context['bootstrap_servers'].split(',')[0].strip()}"
 
     def on_stopped(self, context: ProcessContext) -> None:
@@ -165,7 +166,11 @@ class ConsumeKafka(Processor):
             context.yield_()
             return
         # The committed positions of the partitions as this shard holds them now (of their take).
-        current = {tp: offset for tp, offset in committed.items() if self._take_of(tp) == takes.get(tp, 0)}
+        current = {
+            tp: offset
+            for tp, offset in committed.items()
+            if tp in self._assigned and self._take_of(tp) == takes.get(tp, 0)
+        }
         messages = consumer.consume(context["max_poll_records"], context["max_wait"])
         try:
             taken = self._take(context, session, messages)
@@ -177,7 +182,13 @@ class ConsumeKafka(Processor):
             if offset >= 0:
                 positions.setdefault(tp, offset)  # a partition's resolved start, committed before it is read
         positions.update(taken)
-        held = {tp: self._takes[tp][0] for tp in positions}  # every position is of a partition held
+        held = {tp: self._takes[tp][0] for tp in positions}  # every position so far is of a partition held
+        # The positions of partitions not read now stay, with their takes: a topic left out
+        # of one lookup, or out of the topics for a while, goes on where it was. Only a
+        # deleted topic's are dropped.
+        for tp, offset in committed.items():
+            if tp not in positions and (self._present is None or tp.topic in self._present):
+                positions[tp], held[tp] = offset, takes.get(tp, 0)
         if not taken and positions == committed and held == {tp: takes.get(tp, 0) for tp in positions}:
             context.yield_()
             return
@@ -358,8 +369,16 @@ class ConsumeKafka(Processor):
         else:
             topics = _topic_names(context["topics"])
         found = []
+        unknown = _unknown_topic()
+        # The topics that exist: a topic absent, or that the brokers say is unknown, was deleted.
+        self._present = {
+            name for name, topic in metadata.topics.items() if topic.error is None or topic.error.code() != unknown
+        }
         for name in topics:
             topic = metadata.topics.get(name)
+            if topic is not None and topic.error is not None and name in self._present:
+                # A passing error (a leader being elected): read on what it had.
+                found += [tp for tp in self._found or () if tp.topic == name]
             if topic is None or topic.error is not None:
                 why = topic.error.str() if topic is not None else "not in the brokers' metadata"
                 context.limited_log.warning(
@@ -415,6 +434,12 @@ class _MetadataUnavailable(Exception):
 
 def _topic_names(text: str) -> list[str]:
     return [name.strip() for name in str(text).split(",") if name.strip()]
+
+
+def _unknown_topic() -> int:
+    from confluent_kafka import KafkaError
+
+    return KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def _partition_eof() -> int:
