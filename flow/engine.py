@@ -539,6 +539,16 @@ class TraditionalEngine:
             if isinstance(error, CommitError):
                 # The committer said it, once per run of failures (storage down, a fenced shard).
                 log.debug("%s: %s; the session was rolled back", node.id, error)
+            elif isinstance(error, NotAdmitted):
+                # A processor asked before its side effect (`check_admitted`) and the gate
+                # refused: the node was deposed, or its storage is down. Not its bug: one
+                # line a minute, no traceback.
+                self._limited_log.warning(
+                    f"{node.id}:not-admitted",
+                    "%s: %s; the session was rolled back and its FlowFiles stay queued",
+                    node.id,
+                    str(error).splitlines()[0][:400],
+                )
             elif isinstance(error, UnreadableContent):
                 pass  # `_report` said it, once per FlowFile
             elif isinstance(error, _FULL):

@@ -1,9 +1,11 @@
 """`custody drill`: a failover drill as a tool. It runs a cluster under load, injects
 faults one round after another, times every failover, and checks at the end that
-every FlowFile made came out exactly once.
+every FlowFile made came out exactly once: the files workload (examples/cluster.yaml)
+counts the ids in the sink directory, the Kafka workload (examples/kafka-cluster.yaml:
+Kafka in, Kafka out) the keys a read_committed consumer reads from the output topic.
 
-  custody drill --target local|compose [--compose-file F] [--faults kill,stop,...]
-                [--rounds N] [--report drill.json] [--plot drill.png]
+  custody drill --target local|compose [--workload files|kafka] [--compose-file F]
+                [--faults kill,stop,...] [--rounds N] [--report drill.json] [--plot drill.png]
 
 Everything asked is validated before anything starts (exit 2, one line on stderr).
 Exit 0 when nothing was lost, duplicated or unexpected; 1 otherwise, or when a round
@@ -49,6 +51,15 @@ def register(subparsers) -> None:
         help="--target compose: the compose project's name, instead of the one the "
         "compose file (or COMPOSE_PROJECT_NAME) names",
     )
+    parser.add_argument(
+        "--workload",
+        default="files",
+        metavar="files|kafka",
+        help="files: each node makes FlowFiles and writes them to a sink directory; kafka: a producer outside "
+        "the cluster writes keyed records to an input topic, the nodes consume, stamp and publish them to an "
+        "output topic exactly once, and a read_committed consumer counts them (--target local; starts a "
+        "Kafka broker too) (default: files)",
+    )
     parser.add_argument("--faults", help="comma-separated fault names (default: every fault the target supports)")
     parser.add_argument(
         "--rounds", type=int, help="rounds in all, the faults taken in turn (default: two of each fault)"
@@ -75,6 +86,7 @@ def _writable(path: str | None) -> bool:
 
 def run(args) -> int:
     from ..drills.fault_kinds import DrillUsageError, parse_faults, rotation
+    from ..drills.local import WORKLOADS
     from ..drills.targets import TargetUnavailable, target_class
 
     # -- validate everything before anything starts --------------------------------------
@@ -85,14 +97,20 @@ def run(args) -> int:
             return _refuse(f"{option} {path}: its directory does not exist")
     if (args.compose_file or args.project) and args.target != "compose":
         return _refuse("--compose-file and --project go with --target compose")
+    if args.workload not in WORKLOADS:
+        return _refuse(f"unknown workload {args.workload!r}; workloads: {', '.join(WORKLOADS)}")
+    if args.workload != "files" and args.target != "local":
+        return _refuse(
+            f"--workload {args.workload} goes with --target local (the compose cluster runs the files workload)"
+        )
     try:
         factory = target_class(args.target)
-        faults = parse_faults(args.faults, factory.supported_faults, args.target)
         if args.target == "local" and args.nodes < 2:
             raise TargetUnavailable(
                 f"a drill needs at least 2 nodes (one fails, one takes over); --nodes is {args.nodes}"
             )
         target = factory.from_arguments(args)
+        faults = parse_faults(args.faults, target.supported_faults, args.target)
     except (DrillUsageError, TargetUnavailable) as error:
         return _refuse(str(error))
     if len(target.names) < 2:

@@ -31,7 +31,6 @@ from datetime import datetime
 from ..clients import ClientFactory, ZooKeeperSettings, parse_credentials, stop_quietly
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..node.events import NodeEvent
-from ..node.pause_monitor import STOOD_STILL
 from ..node.session_file import session_path
 from ..services.process import ServiceError, wait_until
 from ..zk.store import ClusterStore
@@ -53,7 +52,7 @@ class ComposeTarget(FlowWorkloadViews):
     """A `DrillTarget` (see `targets`) of a compose project's containers."""
 
     kind = "compose"
-    supported_faults = frozenset(kind.name for kind in FAULT_KINDS)
+    supported_faults = frozenset(kind.name for kind in FAULT_KINDS if kind.name != "broker")  # the files workload
 
     def __init__(self, project: ComposeProject):
         self.project = project
@@ -155,10 +154,10 @@ class ComposeTarget(FlowWorkloadViews):
         since = self._process_started(self.nodes[name]) - 1.0
         return [e for e in self.project.events(self.nodes[name], kind, **fields) if e["at"] >= since]
 
-    def stood_still(self, name: str) -> int:
+    def logged(self, name: str, text: str) -> list[str]:
         service = self.nodes[name]
         log = self.project.container(service).logs(stdout=False, stderr=True, since=int(self._process_started(service)))
-        return log.decode(errors="replace").count(STOOD_STILL)
+        return [line for line in log.decode(errors="replace").splitlines() if text in line]
 
     def dump_stacks(self) -> None:
         for service in self.nodes.values():
@@ -253,6 +252,12 @@ class ComposeTarget(FlowWorkloadViews):
 
     def restore_datanode(self) -> None:
         self._restore("datanode")
+
+    def kill_broker(self) -> str:
+        raise ServiceError("the compose target drills the files workload only: no Kafka broker fault")
+
+    def restore_broker(self) -> None:
+        raise ServiceError("the compose target drills the files workload only: no Kafka broker fault")
 
     def _restore(self, kind: str) -> None:
         service = self._down.pop(kind, None)

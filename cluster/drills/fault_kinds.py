@@ -57,6 +57,13 @@ FAULT_KINDS = (
         "datanode",
     ),
     FaultKind(
+        "broker",
+        False,
+        "kill the Kafka broker, keep it down a few seconds, then restart it (the Kafka workload): "
+        "transactions in flight abort, nothing fails over, delivery goes on once it is back",
+        "broker",
+    ),
+    FaultKind(
         "partition",
         True,
         "cut a node off the network until its session expires and its shard is adopted, then heal the partition",
@@ -89,7 +96,10 @@ def parse_faults(text: str | None, supported, target: str = "this") -> tuple[str
                 f"unknown fault {word!r}; valid faults: {', '.join(kind.name for kind in FAULT_KINDS)}"
             )
         if name not in supported:
-            hint = " (a network partition needs containers: --target compose)" if name == "partition" else ""
+            hint = {
+                "partition": " (a network partition needs containers: --target compose)",
+                "broker": " (the broker fault goes with --workload kafka)",
+            }.get(name, "")
             raise DrillUsageError(
                 f"fault {name!r} cannot be injected on the {target} target{hint}; it supports: {', '.join(supported)}"
             )

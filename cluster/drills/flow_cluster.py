@@ -26,7 +26,7 @@ from ..core.ownership import ShardState
 from ..node.events import NodeEvent
 from .checker import ClusterReport, check_cluster
 from .harness import PROJECT_ROOT, SESSION_TIMEOUT, NodeProcess, ProcessCluster, ZooKeeperViews
-from .sink import SinkDirectory
+from .sink import SinkDirectory, SinkView
 
 FLOW = os.path.join(PROJECT_ROOT, "examples", "cluster.yaml")
 SWAPPED_QUEUE = "rewrite/success/put"
@@ -62,9 +62,13 @@ def _shards_in_flight(shards, live: set[str]) -> list:
 class FlowWorkloadViews(ZooKeeperViews):
     """The sample flow's workload as a drill sees it, wherever the nodes run: queues
     from the heartbeats, shards from ZooKeeper, deliveries from the sink (the
-    class that mixes this in gives `store` and `sink_view`, a `SinkDirectory`)."""
+    class that mixes this in gives `store` and `sink_view`: a `SinkDirectory`, or the
+    Kafka workload's output topic)."""
 
-    sink_view: SinkDirectory
+    sink_view: SinkView
+
+    def prepare_round(self) -> None:
+        """Nothing: the nodes' sources make the workload's FlowFiles themselves."""
 
     def sink_duplicates(self) -> dict[str, list[str]]:
         """Checked after every fault (`SinkDirectory.duplicates`)."""
@@ -100,11 +104,12 @@ class FlowWorkloadViews(ZooKeeperViews):
 
     def settled(self) -> bool:
         """Every node's home shard made all its FlowFiles and every queue is empty; every
-        shard of a dead incarnation is retired."""
+        shard of a dead incarnation is retired; the sink has all it was sent (a Kafka
+        workload's records still unread by the cluster are in no queue)."""
         beats = self.heartbeats()
         if not beats or any(beat.queued_count for beat in beats.values()):
             return False
-        return not _shards_in_flight(self.shards(), set(beats))
+        return not _shards_in_flight(self.shards(), set(beats)) and not self.sink_view.pending()
 
     def wait_settled(self, timeout: float = 120.0, quiet: float = 3.0) -> None:
         """Settled, and still settled with nothing new delivered `quiet` seconds later: a
@@ -142,7 +147,12 @@ class FlowWorkloadViews(ZooKeeperViews):
             f"{s.shard} {s.state.name.lower()} owned by {s.owner}" + ("" if s.owner in beats else " (not a member)")
             for s in _shards_in_flight(shards, set(beats))
         ]
-        return "; ".join(members or ["no member in ZooKeeper"]) + (f"; shards: {', '.join(stuck)}" if stuck else "")
+        pending = self.sink_view.pending()
+        return (
+            "; ".join(members or ["no member in ZooKeeper"])
+            + (f"; shards: {', '.join(stuck)}" if stuck else "")
+            + (f"; {pending} sent and not delivered yet" if pending else "")
+        )
 
 
 class FlowCluster(ProcessCluster, FlowWorkloadViews):
@@ -160,13 +170,14 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
         *,
         cluster="c1",
         credentials: str | None = "generate",
+        sink_view: SinkView | None = None,
     ):
         if credentials == "generate":
             credentials = f"custody-{cluster}:{secrets.token_hex(16)}"
         super().__init__(zk_hosts, hdfs_url, hdfs_root, workdir, hdfs_config, cluster=cluster, credentials=credentials)
         self.directories: dict[str, str] = {}
         self.sink = str(workdir / "sink")
-        self.sink_view = SinkDirectory(self.sink)
+        self.sink_view = sink_view or SinkDirectory(self.sink)
         self._storage = None
 
     def write_config(

@@ -1,12 +1,14 @@
 """The local drill target: `custody node` processes on this machine (a `FlowCluster`
-running examples/cluster.yaml), against a 3-member ZooKeeper ensemble and an HDFS
-with 3 DataNodes.
+running examples/cluster.yaml, or with the Kafka workload examples/kafka-cluster.yaml
+and a Kafka broker: `kafka_workload`), against a 3-member ZooKeeper ensemble and an
+HDFS with 3 DataNodes.
 
 The services are either given (the test fixtures: `LocalTarget.on_services`) or
 started by the target itself in a work directory (`custody drill --target local`:
 `LocalTarget.from_arguments`), through the service harness `cluster.services`, and
 stopped by `close`. Node faults are signals to the node processes; service faults
-go through the harness (`ZooKeeperEnsemble.kill_member`, `HdfsCluster.kill_datanode`).
+go through the harness (`ZooKeeperEnsemble.kill_member`, `HdfsCluster.kill_datanode`,
+`KafkaBroker.kill`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ import time
 from pathlib import Path
 
 from ..node.events import NodeEvent
-from ..node.pause_monitor import STOOD_STILL
 from ..node.session_file import session_path
 from ..services.process import ServiceError
 from .fault_kinds import FAULT_KINDS
 from .faults import expire_session
 from .flow_cluster import FlowCluster
 from .harness import SESSION_TIMEOUT, ZooKeeperViews
+from .kafka_workload import KafkaWorkload, run_name
 
 NAMES = ("n1", "n2", "n3")
 # Each incarnation makes 600 FlowFiles and delivers 50 a second: its backlog lasts
@@ -34,11 +36,16 @@ NAMES = ("n1", "n2", "n3")
 COUNT = 600
 PUT_BATCH = 5
 DATANODE = 1  # the DataNode the datanode fault kills (of 0..2; replication is 2)
+WORKLOADS = ("files", "kafka")
+# Faults to the nodes, ZooKeeper and HDFS; a partition needs containers, and the broker
+# fault a workload that uses Kafka.
+FILES_FAULTS = frozenset(kind.name for kind in FAULT_KINDS if kind.name not in ("partition", "broker"))
+KAFKA_FAULTS = FILES_FAULTS | {"broker"}
 
 
-def new_flow_cluster(zookeeper, hdfs, nodes: Path, run: str, parent: str) -> FlowCluster:
+def new_flow_cluster(zookeeper, hdfs, nodes: Path, run: str, parent: str, **options) -> FlowCluster:
     """A `FlowCluster` named `run` in ZooKeeper, under `parent`/`run` in HDFS (made
-    here), its nodes' directories under `nodes`."""
+    here), its nodes' directories under `nodes`; `options` go to `FlowCluster`."""
     from replication.hdfs_storage import HdfsStorage
 
     root = f"{parent}/{run}"
@@ -48,25 +55,26 @@ def new_flow_cluster(zookeeper, hdfs, nodes: Path, run: str, parent: str) -> Flo
     finally:
         storage.close()
     nodes.mkdir(parents=True, exist_ok=True)
-    return FlowCluster(zookeeper.hosts, hdfs.url, root, nodes, hdfs.client_config, cluster=run)
+    return FlowCluster(zookeeper.hosts, hdfs.url, root, nodes, hdfs.client_config, cluster=run, **options)
 
 
 class LocalServices:
-    """ZooKeeper and HDFS of a `ServiceStack` in `workdir`, started for one drill and
-    stopped after it (Spark and Docker are not started: the drill does not use them)."""
+    """ZooKeeper and HDFS (and a Kafka broker, for the Kafka workload) of a
+    `ServiceStack` in `workdir`, started for one drill and stopped after it (Spark and
+    Docker are not started: the drill does not use them)."""
 
-    NAMES = ("zookeeper", "hdfs")
-
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, *, kafka: bool = False):
         self.workdir = workdir
-        self.stack = self.zookeeper = self.hdfs = None
+        self.names = ("zookeeper", "hdfs", "kafka") if kafka else ("zookeeper", "hdfs")
+        self.stack = self.zookeeper = self.hdfs = self.kafka = None
 
     def start(self) -> None:
         from ..services.stack import ServiceStack
 
         self.stack = ServiceStack(workdir=self.workdir)  # makes the directory
         self.zookeeper, self.hdfs = self.stack.services["zookeeper"], self.stack.services["hdfs"]
-        results = self.stack.start(self.NAMES)
+        self.kafka = self.stack.services["kafka"] if "kafka" in self.names else None
+        results = self.stack.start(self.names)
         failed = [f"{name}: {result['error']}" for name, result in results.items() if not result["started"]]
         if failed:
             raise ServiceError(
@@ -75,7 +83,7 @@ class LocalServices:
 
     def stop(self) -> None:
         if self.stack is not None:
-            self.stack.stop(self.NAMES)
+            self.stack.stop(self.names)
 
 
 class LocalTarget(ZooKeeperViews):
@@ -83,7 +91,7 @@ class LocalTarget(ZooKeeperViews):
     `delivered`, which the drill's sampler calls from its own thread."""
 
     kind = "local"
-    supported_faults = frozenset(kind.name for kind in FAULT_KINDS if kind.name != "partition")
+    supported_faults = FILES_FAULTS  # KAFKA_FAULTS for an instance of the Kafka workload
     session_timeout = SESSION_TIMEOUT
 
     def __init__(
@@ -97,13 +105,21 @@ class LocalTarget(ZooKeeperViews):
         services: LocalServices | None = None,
         count: int = COUNT,
         put_batch: int = PUT_BATCH,
+        workload: str = "files",
+        kafka=None,
     ):
+        if workload not in WORKLOADS:
+            raise ValueError(f"unknown workload {workload!r}; workloads: {', '.join(WORKLOADS)}")
         self.names = tuple(names)
         self.workdir = Path(workdir)
         self.zookeeper, self.hdfs, self.cluster = zookeeper, hdfs, cluster
         self._services = services  # started and stopped by this target
         self._owns_cluster = cluster is None
         self.count, self.put_batch = count, put_batch
+        self.workload, self.kafka = workload, kafka  # kafka: the broker (`KafkaBroker`), given or started
+        self.kafka_workload: KafkaWorkload | None = None  # made by start_all
+        if workload == "kafka":
+            self.supported_faults = KAFKA_FAULTS
         self._follower: int | None = None
         self.log_location = (
             f"{self.workdir} (nodes: nodes/<name>.log and .log.events; services: services/)"
@@ -118,15 +134,18 @@ class LocalTarget(ZooKeeperViews):
 
     @classmethod
     def from_arguments(cls, arguments) -> LocalTarget:
-        """`custody drill --target local [--workdir DIR] [--nodes N]`: services of its
-        own in DIR (a new temporary directory by default), started by `start_all`."""
+        """`custody drill --target local [--workload files|kafka] [--workdir DIR] [--nodes N]`:
+        services of its own in DIR (a new temporary directory by default), started by
+        `start_all`."""
         # Named now, made by start_all: a drill refused for its arguments leaves nothing.
         workdir = Path(
             arguments.workdir
             or os.path.join(tempfile.gettempdir(), time.strftime(f"custody-drill-%Y%m%d-%H%M%S-{os.getpid()}"))
         )
         names = tuple(f"n{index}" for index in range(1, (arguments.nodes or len(NAMES)) + 1))
-        return cls(names, workdir=workdir, services=LocalServices(workdir / "services"))
+        workload = getattr(arguments, "workload", None) or "files"
+        services = LocalServices(workdir / "services", kafka=workload == "kafka")
+        return cls(names, workdir=workdir, services=services, workload=workload)
 
     @property
     def store(self):
@@ -137,6 +156,7 @@ class LocalTarget(ZooKeeperViews):
         if self._services is not None:
             self._services.start()
             self.zookeeper, self.hdfs = self._services.zookeeper, self._services.hdfs
+            self.kafka = self._services.kafka or self.kafka
         if self.cluster is None:
             self.cluster = self._new_cluster()
         for name in self.names:
@@ -145,19 +165,29 @@ class LocalTarget(ZooKeeperViews):
             self.cluster.nodes[name].wait(NodeEvent.JOINED, timeout=timeout)
 
     def _new_cluster(self) -> FlowCluster:
-        # A name of its own in ZooKeeper and HDFS, so that a work directory used again
-        # never shows a drill the shards of the one before.
-        return new_flow_cluster(
-            self.zookeeper, self.hdfs, self.workdir / "nodes", time.strftime("drill-%Y%m%d-%H%M%S"), "/custody-drills"
-        )
+        # A name of its own in ZooKeeper, HDFS and Kafka, so that a work directory (or a
+        # broker) used again never shows a drill the shards or records of the one before.
+        run = run_name()
+        options = {}
+        if self.workload == "kafka":
+            if self.kafka is None:
+                raise ServiceError("the Kafka workload needs a Kafka broker, and none was given or started")
+            self.kafka_workload = KafkaWorkload(self.kafka.bootstrap_servers, run, len(self.names))
+            self.kafka_workload.create_topics()
+            options["sink_view"] = self.kafka_workload
+        return new_flow_cluster(self.zookeeper, self.hdfs, self.workdir / "nodes", run, "/custody-drills", **options)
 
     def _start(self, name: str):
+        if self.kafka_workload is not None:
+            return self.cluster.start(name, **self.kafka_workload.node_config())
         return self.cluster.start(name, count=self.count, put_batch=self.put_batch)
 
     def close(self) -> None:
         if self.cluster is not None and self._owns_cluster:
             self.cluster.close()
             self.cluster = None
+        if self.kafka_workload is not None:
+            self.kafka_workload.close()
         if self._services is not None:
             self._services.stop()
 
@@ -176,9 +206,9 @@ class LocalTarget(ZooKeeperViews):
     def events(self, name: str, kind: str, **fields) -> list[dict]:
         return self.cluster.nodes[name].find(kind, **fields)
 
-    def stood_still(self, name: str) -> int:
+    def logged(self, name: str, text: str) -> list[str]:
         with open(self.cluster.nodes[name].log.name, errors="replace") as log:
-            return sum(1 for line in log if STOOD_STILL in line)
+            return [line.rstrip("\n") for line in log if text in line]
 
     def dump_stacks(self) -> None:
         self.cluster.dump_stacks()
@@ -187,7 +217,13 @@ class LocalTarget(ZooKeeperViews):
         return self.cluster.tails() if self.cluster is not None else ""
 
     # -- the workload ---------------------------------------------------------------
+    def prepare_round(self) -> None:
+        if self.kafka_workload is not None:
+            self.kafka_workload.prepare_round()
+
     def queued(self, incarnation: str) -> int:
+        if self.kafka_workload is not None:
+            return self.cluster.queued(incarnation, self.kafka_workload.queue)
         return self.cluster.queued(incarnation)
 
     def delivered(self) -> int:
@@ -260,6 +296,15 @@ class LocalTarget(ZooKeeperViews):
     def restore_datanode(self) -> None:
         self.hdfs.restart_datanode(DATANODE)
 
+    def kill_broker(self) -> str:
+        if self.kafka is None:
+            raise ServiceError("this drill runs no Kafka broker (the broker fault goes with --workload kafka)")
+        self.kafka.kill()
+        return "the Kafka broker"
+
+    def restore_broker(self) -> None:
+        self.kafka.restart()
+
     def partition(self, name: str) -> None:
         raise ServiceError("the local target cannot partition a node (no network of its own): use --target compose")
 
@@ -271,4 +316,11 @@ class LocalTarget(ZooKeeperViews):
         self.cluster.wait_settled(timeout=timeout)
 
     def check(self):
-        return self.cluster.check()
+        if self.kafka_workload is None:
+            return self.cluster.check()
+        beats = self.cluster.heartbeats()
+        self.cluster.stop_all()
+        return self.kafka_workload.check(
+            [os.path.join(directory, "provenance") for directory in self.cluster.directories.values()],
+            {name: beat.queued_count for name, beat in beats.items()},
+        )

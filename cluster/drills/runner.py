@@ -27,15 +27,22 @@ import threading
 import time
 from collections.abc import Callable
 
+from flow.processors.kafka.delivery import PRODUCER_FENCED
+
 from ..core.ownership import ShardState
 from ..core.validation import validate_cluster
 from ..node.events import NodeEvent
+from ..node.pause_monitor import STOOD_STILL
 from ..services.process import ServiceError, wait_until
 from .checker import ClusterReport
 from .fault_kinds import BY_NAME
 from .targets import DrillTarget
 
 BACKLOG = 100  # FlowFiles queued at the victim's death (the swap threshold)
+# How long the broker fault keeps the Kafka broker down: the fault itself, longer than
+# librdkafka's reconnect backoff (at most 10 s by default, from 0.1 s), so that every
+# client meets refused connections and transactions in flight fail.
+BROKER_OUTAGE_S = 5.0
 RESUME_PATIENCE = 10.0  # seconds to wait for a resume before the nodes print their stacks
 RESUME_DEADLINE = 80.0  # seconds more after that
 MOVE_DEADLINE = 90.0
@@ -123,13 +130,16 @@ class DrillRunner:
     # -- one round ----------------------------------------------------------------------
     def _round(self, entry: dict) -> None:
         target, fault = self.target, entry["fault"]
+        target.prepare_round()
         leader = target.leader()
         # Every round starts with work queued somewhere: a failover has a backlog to
         # resume, and "delivery goes on" through a fault that fails nothing over means
         # something (a drained cluster delivers nothing, fault or not).
         victim, entry["left_on_purpose"] = pick_victim(target, leader)
         incarnation = entry["victim"] = target.incarnation(victim)
-        if not BY_NAME[fault].fails_over:
+        if fault == "broker":
+            entry.update(outage_round(target, target.kill_broker, target.restore_broker, "the Kafka broker"))
+        elif not BY_NAME[fault].fails_over:
             kill, restore, what = {
                 "zk-follower": (target.kill_zookeeper_follower, target.restore_zookeeper_follower, "a follower down"),
                 "datanode": (target.kill_datanode, target.restore_datanode, "a DataNode down"),
@@ -199,7 +209,7 @@ def _kill(target, entry, victim, incarnation, leader) -> None:
 
 
 def _stop(target, entry, victim, incarnation, leader) -> None:
-    pauses_before = target.stood_still(victim)
+    pauses_before = len(target.logged(victim, STOOD_STILL))
     target.pause(victim)
     wait_moved(target, incarnation)
     target.resume(victim)
@@ -207,13 +217,18 @@ def _stop(target, entry, victim, incarnation, leader) -> None:
         lambda: target.events(victim, NodeEvent.DEAD, incarnation=incarnation), 60, f"{incarnation} to report its death"
     )
     # The node's pause monitor says it stood still (cluster.node.pause_monitor).
-    wait_until(lambda: target.stood_still(victim) > pauses_before, 30, f"{victim} to log its pause")
+    wait_until(lambda: len(target.logged(victim, STOOD_STILL)) > pauses_before, 30, f"{victim} to log its pause")
     wait_rejoined(target, victim, incarnation)
     entry["zombie"] = [
         e["event"]
         for e in target.events(victim, NodeEvent.REJECTED_WRITE, shard=incarnation)
         + target.events(victim, NodeEvent.FENCED, shard=incarnation)
     ] or "stopped before writing"
+    # A zombie that publishes to Kafka: its producer was fenced by the adopter's, if it
+    # tried the broker before it stopped (its commit gate may have refused first).
+    fenced = [line for line in target.logged(victim, PRODUCER_FENCED) if incarnation in line]
+    if fenced:
+        entry["producer_fenced"] = fenced[0][-300:]
 
 
 def _expire(target, entry, victim, incarnation, leader) -> None:
@@ -476,11 +491,46 @@ def no_failover_round(target: DrillTarget, inject, heal, what: str) -> dict:
     finally:
         heal()
         out["phases"]["healed_at"] = round(time.time(), 3)
+    out.update(delivered_meanwhile=target.delivered() - delivered_before, twenty_delivered_after=round(went_on, 2))
+    out.update(_ridden_out(target, members, started, what))
+    return out
+
+
+def outage_round(target: DrillTarget, inject, heal, what: str) -> dict:
+    """A service the flow cannot work without (the Kafka broker) goes down for
+    `BROKER_OUTAGE_S` and comes back: nothing fails over, nothing is lost, and delivery
+    goes on once it is back (`twenty_delivered_after`: seconds from its return until 20
+    more were delivered). Deaths are accounted as in `no_failover_round`."""
+    members = {name: target.incarnation(name) for name in target.names}
+    started = time.time()
+    out: dict = {"phases": {"fault_at": round(started, 3)}}
+    out["down"] = inject()
+    try:
+        delivered_down = target.delivered()
+        time.sleep(BROKER_OUTAGE_S)  # the outage itself: how long the service stays down
+    finally:
+        heal()
+        healed = time.time()
+        out["phases"]["healed_at"] = round(healed, 3)
+    delivered_before = target.delivered()
+    wait_until(lambda: target.delivered() > delivered_before + 20, 90, f"delivery to go on after {what} came back")
+    out.update(
+        delivered_meanwhile=delivered_before - delivered_down,
+        twenty_delivered_after=round(time.time() - healed, 2),
+    )
+    out.update(_ridden_out(target, members, started, f"{what} down"))
+    return out
+
+
+def _ridden_out(target: DrillTarget, members: dict, started: float, what: str) -> dict:
+    """After a fault that must fail nothing over: only lost sessions may have ended an
+    incarnation (each waited through: its shard adopted, the node back); any other
+    death, or an incarnation changed otherwise, raises ServiceError."""
+    out: dict = {}
     deaths = [e for name in target.names for e in target.events(name, NodeEvent.DEAD) if e["at"] > started]
     others = [death for death in deaths if "expir" not in death["reason"]]
     if others:
         raise ServiceError(f"nodes died with {what}, where nothing may fail over: {others}")
-    out.update(delivered_meanwhile=target.delivered() - delivered_before, twenty_delivered_after=round(went_on, 2))
     for death in deaths:
         gone = death["incarnation"]
         name = next(name for name, incarnation in members.items() if incarnation == gone)

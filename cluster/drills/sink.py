@@ -11,6 +11,20 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Protocol
+
+
+class SinkView(Protocol):
+    """Where a drill's workload delivers, as the drill reads it while it runs."""
+
+    def delivered(self) -> int:
+        """Deliveries so far (each duplicate counted). Thread-safe."""
+
+    def duplicates(self) -> dict[str, list[str]]:
+        """Ids delivered more than once -> where each delivery of it is."""
+
+    def pending(self) -> int:
+        """Ids sent to the cluster and not delivered yet, when the workload knows them."""
 
 
 class SinkDirectory:
@@ -26,6 +40,10 @@ class SinkDirectory:
 
     def delivered(self) -> int:
         return len(self.names())
+
+    def pending(self) -> int:
+        """0: the nodes' sources make the ids, and only their queues say what is left."""
+        return 0
 
     def names(self) -> list[str]:
         """The delivered files. Listing 400,000 names takes about a second, and drills

@@ -99,15 +99,21 @@ class DrillTarget(Protocol):
         """The node's events of `kind` whose fields equal `fields`, oldest first, since
         its current process (or container) started."""
 
-    def stood_still(self, name: str) -> int:
-        """How many times the node's pause monitor has logged that its process stood
-        still ("this process stood still"), since its current process started."""
+    def logged(self, name: str, text: str) -> list[str]:
+        """The lines of the node's log that contain `text`, since its current process
+        started (its pause monitor's "this process stood still", a zombie's "producer
+        fenced")."""
 
     def dump_stacks(self) -> None:
         """Ask every running node to print its threads' stacks to its log (SIGUSR1), for
         the post-mortem of a slow round; a paused node is resumed for it."""
 
     # -- the workload, as the cluster sees it -----------------------------------------
+    def prepare_round(self) -> None:
+        """Give the cluster work for the next round, where the workload's records come
+        from outside (the Kafka workload's producer); nothing where the nodes' own
+        sources make them."""
+
     def queued(self, incarnation: str) -> int:
         """FlowFiles the incarnation's home shard holds in its swapped queue (the one in
         front of the sink), as its last heartbeat says; 0 when unknown."""
@@ -168,6 +174,13 @@ class DrillTarget(Protocol):
 
     def restore_datanode(self) -> None:
         """Restart the DataNode killed last; return once the NameNode counts it live."""
+
+    def kill_broker(self) -> str:
+        """SIGKILL the Kafka broker (only where "broker" is in supported_faults); return
+        what is down."""
+
+    def restore_broker(self) -> None:
+        """Start the broker killed last on its own log; return once it serves again."""
 
     def partition(self, name: str) -> None:
         """Cut the node off from ZooKeeper, HDFS and the other nodes (only where

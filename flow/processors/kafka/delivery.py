@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from ...flowfile import FlowFile
     from ...session import ProcessSession
 
+# In every log line that says a producer was fenced (drills look for it in a zombie's log).
+PRODUCER_FENCED = "producer fenced"
 BROKER_WAIT_S = 10.0  # init_transactions, a commit, an abort, creating a topic, a watermark
 _STEP_S = 0.2  # how often a wait for deliveries looks at the brokers' state
 
@@ -133,6 +135,7 @@ class SinkProducer:
         self.progress_key = progress.key(transactional_id or "")
         self.producer: Any = Producer(producer_config)
         self.in_transaction = False
+        self.abort_failure: str | None = None  # why the last quiet abort failed (`_abort`)
 
     def init_transactions(self) -> None:
         """Fence every earlier producer with this transactional id (its open transaction
@@ -261,6 +264,8 @@ class SinkProducer:
         except _kafka_exception() as exception:
             if not quiet:
                 raise self._failure("aborting the transaction", exception) from None
+            error = exception.args[0] if exception.args else None
+            self.abort_failure = str(self._failure_of(error)) if hasattr(error, "code") else str(exception)
             return False
         self.in_transaction = False
         return True
@@ -286,8 +291,8 @@ class SinkProducer:
     def _failure_of(self, error) -> Undelivered:
         if error.code() in _codes().fenced:
             return Undelivered(
-                f"fenced by another producer with transactional id {self.transactional_id}: this shard has a new "
-                f"owner or another node uses the same prefix ({reason(error)})",
+                f"{PRODUCER_FENCED} by another producer with transactional id {self.transactional_id}: this "
+                f"shard has a new owner or another node uses the same prefix ({reason(error)})",
                 discard=True,
                 fenced=True,
             )

@@ -65,7 +65,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
-from ...errors import ExpressionError, UnreadableContent
+from ...errors import ExpressionError, NotAdmitted, UnreadableContent
 from ...processor import ProcessContext, Processor, PropertyDescriptor
 from ..content_failures import ContentFailures
 from ..expression_failures import ExpressionFailures, PropertyFailed, evaluate_all
@@ -192,6 +192,9 @@ class PublishKafka(Processor):
         except Undelivered as undelivered:
             self._give_up(context, session, undelivered)
             return
+        except NotAdmitted:
+            self._not_admitted(context, session)
+            return
         uri = f"kafka://{context['bootstrap_servers'].split(',')[0].strip()}"
         before = []
         if exactly:
@@ -222,6 +225,9 @@ class PublishKafka(Processor):
             delivered, refused, undecided = self._deliver(session, producer, records)
         except Undelivered as undelivered:
             self._give_up(context, session, undelivered)
+            return
+        except NotAdmitted:
+            self._not_admitted(context, session)
             return
         for record in delivered:
             session.send(record.flowfile, f"{uri}/{record.topic}")
@@ -302,6 +308,28 @@ class PublishKafka(Processor):
                 self.id,
                 undelivered,
             )
+
+    def _not_admitted(self, context: ProcessContext, session: ProcessSession) -> None:
+        """The commit gate refused before a Kafka commit (`check_admitted`): the node was
+        deposed or its storage is down, and the transaction was aborted, so nothing of
+        this task is visible. A producer whose abort failed (a newer owner's producer
+        fenced it) is dropped; the FlowFiles stay queued for whoever owns the shard."""
+        session.rollback()
+        producer = self._producer
+        aborted = "its Kafka transaction was aborted"
+        if producer is not None and producer.in_transaction:
+            aborted = f"its Kafka transaction's abort failed ({producer.abort_failure})"
+            producer.discard()
+            self._producer = None
+        context.yield_()
+        context.limited_log.warning(
+            f"{self.id}:not-admitted",
+            "%s: this node may not commit for shard %s now; %s and the session rolled back: nothing of it is "
+            "visible to read_committed consumers, nothing is lost",
+            self.id,
+            session.shard_id,
+            aborted,
+        )
 
     # -- the producer ------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ import pytest
 
 from cluster.drills.fault_kinds import FAULT_KINDS, DrillUsageError, parse_faults, rotation
 
-LOCAL = {kind.name for kind in FAULT_KINDS} - {"partition"}
+LOCAL = {kind.name for kind in FAULT_KINDS} - {"partition", "broker"}
 
 
 def test_no_list_means_every_supported_fault_in_catalogue_order():
@@ -21,12 +21,19 @@ def test_an_unknown_fault_is_named_with_the_valid_ones():
     with pytest.raises(DrillUsageError) as raised:
         parse_faults("kill,sigterm", LOCAL)
     message = str(raised.value)
-    assert "'sigterm'" in message and "kill, stop, expire, leader, adopter, zk-follower, datanode, partition" in message
+    every = "kill, stop, expire, leader, adopter, zk-follower, datanode, broker, partition"
+    assert "'sigterm'" in message and every in message
 
 
 def test_a_fault_the_target_cannot_inject_is_refused_with_what_it_can():
     with pytest.raises(DrillUsageError, match=r"'partition' cannot be injected on the local target .*--target compose"):
         parse_faults("kill,partition", LOCAL, "local")
+
+
+def test_the_broker_fault_is_refused_without_the_kafka_workload():
+    with pytest.raises(DrillUsageError, match=r"'broker' cannot be injected on the local target .*--workload kafka"):
+        parse_faults("broker", LOCAL, "local")
+    assert parse_faults("kill,broker", LOCAL | {"broker"}) == ("kill", "broker")
 
 
 def test_rotation_takes_the_faults_in_turn():

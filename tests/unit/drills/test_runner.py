@@ -15,6 +15,8 @@ from cluster.drills.checker import ClusterReport, DeliveryReport
 from cluster.drills.fault_kinds import FAULT_KINDS
 from cluster.drills.report import drill_report, round_line
 from cluster.drills.runner import DrillRunner
+from cluster.node.pause_monitor import STOOD_STILL
+from flow.processors.kafka.delivery import PRODUCER_FENCED
 
 
 class ScriptedTarget:
@@ -35,6 +37,7 @@ class ScriptedTarget:
         self._shards, self._plans = {}, {}
         self._delivered = 0
         self._pauses = {name: 0 for name in self.names}
+        self._lines = {name: [] for name in self.names}  # log lines besides the pause monitor's
         self.checked = False
         self.view = ClusterView("scripted")  # what the protocol check reads after each round
         for name in self.names:
@@ -83,8 +86,12 @@ class ScriptedTarget:
     def events(self, name, kind, **fields):
         return [e for e in self._events[name] if e["event"] == kind and all(e.get(k) == v for k, v in fields.items())]
 
-    def stood_still(self, name):
-        return self._pauses[name]
+    def logged(self, name, text):
+        lines = [f"WARNING {STOOD_STILL} for 12.0 s"] * self._pauses[name] + self._lines[name]
+        return [line for line in lines if text in line]
+
+    def prepare_round(self):
+        self.log.append(("prepared",))
 
     def dump_stacks(self):
         self.log.append(("stacks",))
@@ -133,6 +140,9 @@ class ScriptedTarget:
 
     def resume(self, name):
         self._pauses[name] += 1
+        if self.fault == "stop-kafka":  # the zombie's producer met the adopter's fence
+            shard = self.incarnation(name)
+            self._lines[name].append(f"publish: {PRODUCER_FENCED} by another producer, transactional id d-{shard}-p")
         self._emit(name, "rejected write", shard=self.incarnation(name))
         self._join(name, new_process=False)
 
@@ -162,6 +172,13 @@ class ScriptedTarget:
 
     def restore_datanode(self):
         self.log.append(("dn up",))
+
+    def kill_broker(self):
+        self.log.append(("broker down",))
+        return "the Kafka broker"
+
+    def restore_broker(self):
+        self.log.append(("broker up",))
 
     def launch(self, name):
         self.log.append(("launch", name))
@@ -233,6 +250,30 @@ def test_the_rounds_rotate_and_services_come_back_after_a_fault_that_fails_nothi
         started_at=runner.started_at,
     )
     assert report["ok"] and report["faults"] == {"zk-follower": 1, "datanode": 1, "kill": 1}
+
+
+def test_a_broker_round_keeps_the_broker_down_then_waits_for_delivery_after_its_return(monkeypatch):
+    import cluster.drills.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "BROKER_OUTAGE_S", 0.0)
+    target = ScriptedTarget()
+    runner = DrillRunner(target, ["broker", "kill"])
+    assert runner.run().ok
+    assert [e for e in target.log if e[0].startswith("broker")] == [("broker down",), ("broker up",)]
+    assert target.log.count(("prepared",)) == 2  # work given before each round
+    broker = runner.rounds[0]
+    assert broker["down"] == "the Kafka broker" and set(broker["phases"]) == {"fault_at", "healed_at"}
+    assert broker["twenty_delivered_after"] >= 0 and "sessions_lost" not in broker
+
+
+def test_a_stop_round_records_the_zombies_fenced_producer_from_its_log():
+    target = ScriptedTarget("stop-kafka")
+    runner = DrillRunner(target, ["stop"])
+    assert runner.run().ok
+    assert runner.rounds[0]["producer_fenced"].endswith("transactional id d-n3-3-p")
+    plain = DrillRunner(ScriptedTarget("stop"), ["stop"])
+    plain.run()
+    assert "producer_fenced" not in plain.rounds[0]  # a zombie that did not publish to Kafka
 
 
 def test_a_round_that_times_out_is_kept_with_its_error_and_nothing_is_checked(monkeypatch):

@@ -1,0 +1,279 @@
+"""The Kafka workload of the failover drills (`custody drill --workload kafka`): Kafka in,
+Kafka out, exactly once, checked from outside as a Kafka user reads it.
+
+The nodes run examples/kafka-cluster.yaml: ConsumeKafka reads the input topic (each
+partition held by one shard at a time, the dead shard's moved with it), UpdateAttribute
+stamps each record, and PublishKafka writes it to the output topic, five FlowFiles a
+Kafka transaction every 100 ms, under the transactional id of its shard (an adopter's
+producer fences the dead owner's). PublishKafka is the slow step, so the queue in front
+of it grows past its swap threshold and a node that dies leaves a backlog.
+
+Outside the cluster:
+
+* `KafkaInput`, a producer with idempotence on, writes keyed records (`k0000001`, ...)
+  to the input topic, round-robin over its partitions; a key counts as sent once the
+  broker acknowledged it. Before each round the drill keeps at least one feed of
+  records in flight (`KafkaWorkload.prepare_round`), as the flow workload's sources make
+  their own;
+* `OutputTopic`, a consumer with `isolation.level=read_committed`, reads the output
+  topic as it grows and counts each key it holds: records of an aborted or fenced
+  transaction are never seen, a key seen twice is a duplicate.
+
+`KafkaWorkload.check` counts, once every node stopped, the keys lost, duplicated and
+unexpected in the output topic (`checker.check_delivery`), with the provenance of
+every node (each FlowFile received once and sent once) and the FlowFiles left in WALs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+
+from flow.processors.kafka.connection import LibrdkafkaLog
+
+from ..services.process import ServiceError, wait_until
+from .checker import ClusterReport, check_delivery, cluster_provenance
+from .harness import PROJECT_ROOT
+
+FLOW = os.path.join(PROJECT_ROOT, "examples", "kafka-cluster.yaml")
+QUEUE = "stamp/success/publish"  # the queue in front of PublishKafka, where a backlog builds up
+PARTITIONS_PER_NODE = 2
+# Records a node takes a feed: at 50 a second each (PublishKafka's 5 every 100 ms), a
+# feed lasts about 12 s, so a round's fault meets records in flight.
+FEED_PER_NODE = 600
+READ_BATCH = 1_000
+BROKER_WAIT_S = 30.0
+log = logging.getLogger(__name__)
+
+
+def _client(config: dict) -> dict:
+    """librdkafka's settings for the drill's own clients: its log lines (a refused
+    connection several times a second while the broker fault holds it down) at most one
+    a minute of each kind."""
+    return {**config, "logger": LibrdkafkaLog(log)}
+
+
+class KafkaInput:
+    """The producer outside the cluster. Not thread-safe: the round loop feeds it."""
+
+    def __init__(self, bootstrap_servers: str, topic: str, partitions: int):
+        self.bootstrap_servers, self.topic, self.partitions = bootstrap_servers, topic, partitions
+        self.sent: list[str] = []  # the keys the broker acknowledged, in order
+
+    def send(self, count: int) -> list[str]:
+        """`count` new keyed records, spread evenly over the partitions; returns once the
+        broker acknowledged each (ServiceError naming the first refusal otherwise)."""
+        from confluent_kafka import Producer
+
+        producer = Producer(
+            _client({"bootstrap.servers": self.bootstrap_servers, "enable.idempotence": True, "linger.ms": 5})
+        )
+        first = len(self.sent)
+        keys = [f"k{first + index:07d}" for index in range(count)]
+        refused: list[str] = []
+
+        def report(error, message) -> None:
+            if error is not None:
+                refused.append(f"{message.key().decode()}: {error}")
+
+        for index, key in enumerate(keys):
+            value = f"{key} drill record {first + index}".encode()
+            producer.produce(self.topic, value, key.encode(), partition=index % self.partitions, on_delivery=report)
+            producer.poll(0)
+        left = producer.flush(BROKER_WAIT_S)
+        if left or refused:
+            raise ServiceError(
+                f"the drill's producer could not write {count} records to {self.topic}: "
+                + (f"{left} unacknowledged after {BROKER_WAIT_S:.0f} s" if left else f"refused {refused[:3]}")
+            )
+        self.sent += keys
+        return keys
+
+
+class OutputTopic:
+    """The output topic as a read_committed consumer sees it, read as it grows.
+    Thread-safe: the drill's sampler counts while the round loop checks."""
+
+    def __init__(self, bootstrap_servers: str, topic: str):
+        from confluent_kafka import Consumer
+
+        self.topic = topic
+        self._lock = threading.Lock()
+        self._consumer = Consumer(
+            _client(
+                {
+                    "bootstrap.servers": bootstrap_servers,
+                    "group.id": f"custody-drill-reader-{uuid.uuid4().hex[:12]}",
+                    "isolation.level": "read_committed",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "earliest",
+                }
+            )
+        )
+        self._assigned: list[int] = []
+        self._counts: Counter = Counter()  # key -> records carrying it
+
+    def delivered(self) -> int:
+        """Records read so far (each duplicate counted)."""
+        with self._lock:
+            self._read()
+            return sum(self._counts.values())
+
+    def duplicates(self) -> dict[str, list[str]]:
+        """Keys read more than once -> the key once per record, as `SinkDirectory.duplicates`
+        gives the files that carry an id."""
+        with self._lock:
+            self._read()
+            return {key: [key] * count for key, count in self._counts.items() if count > 1}
+
+    def keys(self) -> list[str]:
+        """Every key read, once per record."""
+        with self._lock:
+            return list(self._counts.elements())
+
+    def read_to_end(self, timeout: float = 60.0) -> None:
+        """Read until the consumer's position in each partition reaches its high
+        watermark (transaction markers and aborted records count towards it): every
+        transaction has ended and its committed records were read."""
+        from confluent_kafka import TopicPartition
+
+        def at_end() -> bool:
+            with self._lock:
+                self._read()
+                if not self._assigned:
+                    return False
+                ends = {
+                    p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1]
+                    for p in self._assigned
+                }
+                positions = self._consumer.position([TopicPartition(self.topic, p) for p in self._assigned])
+                return all(ends[p.partition] == 0 or p.offset >= ends[p.partition] for p in positions)
+
+        wait_until(at_end, timeout, f"a read_committed consumer to read {self.topic} to its end", interval=0)
+
+    def close(self) -> None:
+        with self._lock:
+            self._consumer.close()
+
+    def _read(self) -> None:
+        """What arrived since the last read (the lock is held)."""
+        from confluent_kafka import TopicPartition
+
+        if not self._assigned:
+            topics = self._consumer.list_topics(self.topic, timeout=10).topics
+            if self.topic not in topics or topics[self.topic].error is not None:
+                return
+            self._assigned = sorted(topics[self.topic].partitions)
+            self._consumer.assign([TopicPartition(self.topic, p, 0) for p in self._assigned])
+        while True:
+            messages = self._consumer.consume(num_messages=READ_BATCH, timeout=0.2)
+            for message in messages:
+                if message.error() is None:
+                    self._counts[(message.key() or b"").decode(errors="replace")] += 1
+            if len(messages) < READ_BATCH:
+                return
+
+
+class KafkaWorkload:
+    """The Kafka workload of one drill run, on the broker at `bootstrap_servers`: its
+    topics (named for the run), its producer and its reader."""
+
+    name = "kafka"
+    flow = FLOW
+    queue = QUEUE
+
+    def __init__(self, bootstrap_servers: str, run: str, nodes: int, *, feed_per_node: int = FEED_PER_NODE):
+        self.bootstrap_servers, self.run = bootstrap_servers, run
+        self.partitions = PARTITIONS_PER_NODE * nodes
+        self.feed = feed_per_node * nodes
+        self.input_topic, self.output_topic = f"{run}-in", f"{run}-out"
+        self.input = KafkaInput(bootstrap_servers, self.input_topic, self.partitions)
+        self.output: OutputTopic | None = None
+
+    def create_topics(self) -> None:
+        """The input topic with `partitions` partitions, the output topic with as many."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient(_client({"bootstrap.servers": self.bootstrap_servers}))
+        futures = admin.create_topics(
+            [NewTopic(topic, self.partitions, 1) for topic in (self.input_topic, self.output_topic)],
+            operation_timeout=BROKER_WAIT_S,
+        )
+        for topic, future in futures.items():
+            try:
+                future.result(BROKER_WAIT_S)
+            except Exception as error:  # noqa: BLE001 - one clear error, whatever the client raised
+                raise ServiceError(f"could not create the drill's topic {topic}: {error}") from error
+        self.output = OutputTopic(self.bootstrap_servers, self.output_topic)
+
+    def node_config(self) -> dict:
+        """`FlowCluster.start`'s flow and parameters for every node of the run."""
+        return {
+            "flow": self.flow,
+            "parameters": {
+                "bootstrap_servers": self.bootstrap_servers,
+                "input": self.input_topic,
+                "output": self.output_topic,
+                "group": self.run,
+                "prefix": self.run,
+                "progress_topic": f"{self.run}-progress",
+            },
+        }
+
+    def prepare_round(self) -> None:
+        """Keep at least one feed of records in flight: send one when fewer are."""
+        if len(self.input.sent) - self.delivered() < self.feed:
+            self.input.send(self.feed)
+
+    # -- the sink view (`flow_cluster.FlowWorkloadViews.sink_view`) -------------------------
+    def delivered(self) -> int:
+        return self.output.delivered() if self.output is not None else 0
+
+    def duplicates(self) -> dict[str, list[str]]:
+        return self.output.duplicates() if self.output is not None else {}
+
+    def pending(self) -> int:
+        """Keys sent and not yet read from the output topic (duplicates aside)."""
+        if self.output is None:
+            return len(self.input.sent)
+        self.output.delivered()
+        return len(set(self.input.sent) - set(self.output.keys()))
+
+    # -- the end ------------------------------------------------------------------------------
+    def check(self, provenance_directories: Iterable[str], wal_counts: dict) -> ClusterReport:
+        """Once every node stopped: the output topic read to its end, read_committed, and
+        its keys counted against those sent; each FlowFile that ConsumeKafka received
+        sent once (provenance, cluster-wide); no FlowFile left in a WAL."""
+        from repositories.provenance import EventType
+
+        if self.output is None:
+            raise ServiceError("the drill's topics were never created")
+        self.output.read_to_end()
+        events = cluster_provenance(provenance_directories)
+        received = Counter(
+            e.flowfile_uuid for e in events if e.event_type is EventType.RECEIVE and e.component_id == "consume"
+        )
+        sends = Counter(e.flowfile_uuid for e in events if e.event_type is EventType.SEND)
+        return ClusterReport(
+            delivery=check_delivery(self.input.sent, self.output.keys()),
+            created=len(received),
+            created_twice=sorted(u for u, n in received.items() if n > 1),
+            sends_missing=sorted(set(received) - set(sends)),
+            sends_duplicated={u: n for u, n in sorted(sends.items()) if n > 1},
+            live_flowfiles=dict(wal_counts),
+        )
+
+    def close(self) -> None:
+        if self.output is not None:
+            self.output.close()
+            self.output = None
+
+
+def run_name() -> str:
+    """A name of its own for a drill run's topics, group and transactional ids."""
+    return time.strftime("drill-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
