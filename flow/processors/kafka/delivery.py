@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 PRODUCER_FENCED = "producer fenced"
 BROKER_WAIT_S = 10.0  # init_transactions, a commit, an abort, creating a topic, a watermark
 _STEP_S = 0.2  # how often a wait for deliveries looks at the brokers' state
+_READ_STEP_S = 0.02  # how long reading the progress topic back waits for more at once: the end may be a
+# transaction marker, which moves the position without a message to return
 
 
 class Record(NamedTuple):
@@ -373,7 +375,7 @@ def read_back(config: Mapping, topic: str, transactional_id: str, transaction_ti
                         f"{transaction_timeout + BROKER_WAIT_S:g} s",
                         discard=True,
                     )
-                for message in consumer.consume(num_messages=500, timeout=_STEP_S):
+                for message in consumer.consume(num_messages=500, timeout=_READ_STEP_S):
                     error: Any = message.error()
                     if error is not None:
                         if error.code() == _codes().partition_eof:
