@@ -10,7 +10,7 @@ with the Kafka workload), so the test and the tool cannot drift. Faults, in rota
 kill, stop, expire, leader, adopter, broker (the Kafka broker SIGKILLed and restarted).
 
 CUSTODY_KAFKA_DRILL_ROUNDS: rounds in all (default 12: 2 of each; with CUSTODY_LONG=1,
-600: 100 of each); CUSTODY_KAFKA_DRILL_FAULTS: some faults only (comma-separated);
+102: 17 of each); CUSTODY_KAFKA_DRILL_FAULTS: some faults only (comma-separated);
 CUSTODY_KAFKA_DRILL_REPORT: a file for the JSON report (`custody drill --report`'s).
 """
 
@@ -30,7 +30,7 @@ from cluster.drills.runner import DrillRunner
 FAULTS = parse_faults(
     os.environ.get("CUSTODY_KAFKA_DRILL_FAULTS") or "kill,stop,expire,leader,adopter,broker", KAFKA_FAULTS, "local"
 )
-PER_FAULT = 100 if os.environ.get("CUSTODY_LONG") == "1" else 2
+PER_FAULT = 17 if os.environ.get("CUSTODY_LONG") == "1" else 2
 ROUNDS = int(os.environ.get("CUSTODY_KAFKA_DRILL_ROUNDS", str(PER_FAULT * len(FAULTS))))
 pytestmark = [
     pytest.mark.zookeeper,

@@ -213,3 +213,30 @@ def test_the_engine_hands_its_commit_gate_to_every_session(tmp_path):
         engine.stop(timeout=10)
         shard.wal.close()
     assert set(AskTheGate.answers) == {"refused"}
+
+
+class RaiseRefusal(Processor):
+    """A source that lets the gate's refusal out of its task, as most processors do."""
+
+    type_name = "TestRaiseRefusal"
+    is_source = True
+    runs = 0
+
+    def on_trigger(self, context, session):
+        RaiseRefusal.runs += 1
+        session.check_admitted()
+
+
+def test_a_refusal_let_out_of_a_task_is_one_warning_and_no_traceback(tmp_path, caplog):
+    RaiseRefusal.runs = 0
+    engine, shard = source_to_sink(tmp_path, RaiseRefusal, Idle, threads=1, commit_gate=Refusing())
+    with caplog.at_level(logging.WARNING, logger="flow.engine"):
+        engine.start()
+        try:
+            wait_until(lambda: RaiseRefusal.runs >= 3, 20, "the source to be refused three times")
+        finally:
+            engine.stop(timeout=10)
+            shard.wal.close()
+    said = [record for record in caplog.records if record.name == "flow.engine"]
+    assert len(said) == 1, [record.getMessage() for record in said]  # at most one line a minute
+    assert said[0].exc_info is None and "may not commit for shard s" in said[0].getMessage()
