@@ -70,6 +70,9 @@ class FlowWorkloadViews(ZooKeeperViews):
     def prepare_round(self) -> None:
         """Nothing: the nodes' sources make the workload's FlowFiles themselves."""
 
+    def more_work(self) -> bool:
+        return False  # a new incarnation makes more
+
     def sink_duplicates(self) -> dict[str, list[str]]:
         """Checked after every fault (`SinkDirectory.duplicates`)."""
         return self.sink_view.duplicates()

@@ -228,7 +228,11 @@ class KafkaWorkload:
     def prepare_round(self) -> None:
         """Keep at least one feed of records in flight: send one when fewer are."""
         if len(self.input.sent) - self.delivered() < self.feed:
-            self.input.send(self.feed)
+            self.send_feed()
+
+    def send_feed(self) -> None:
+        """One feed of records more (`feed`, spread over every partition)."""
+        self.input.send(self.feed)
 
     # -- the sink view (`flow_cluster.FlowWorkloadViews.sink_view`) -------------------------
     def delivered(self) -> int:

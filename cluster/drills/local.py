@@ -221,6 +221,12 @@ class LocalTarget(ZooKeeperViews):
         if self.kafka_workload is not None:
             self.kafka_workload.prepare_round()
 
+    def more_work(self) -> bool:
+        if self.kafka_workload is None:
+            return False  # a new incarnation makes more
+        self.kafka_workload.send_feed()
+        return True
+
     def queued(self, incarnation: str) -> int:
         if self.kafka_workload is not None:
             return self.cluster.queued(incarnation, self.kafka_workload.queue)

@@ -360,9 +360,11 @@ FAILOVERS = {
 def pick_victim(target: DrillTarget, leader: str | None) -> tuple[str, bool | str]:
     """The non-leader with the largest backlog, and whether it was restarted on purpose
     first (True; "stop hung" when its graceful stop hung and it was killed). If no node
-    has a backlog (its incarnation made all its FlowFiles and delivered them), the one
-    that joined first is restarted (it leaves, its shard is handed over, it joins as a
-    new incarnation that makes more), so that every failover round measures the
+    has a backlog, the workload is given more: a workload fed from outside (the Kafka
+    workload's producer) is sent another feed (`DrillTarget.more_work`) and the backlog
+    awaited; otherwise (each incarnation made all its FlowFiles and delivered them) the
+    one that joined first is restarted (it leaves, its shard is handed over, it joins as
+    a new incarnation that makes more), so that every failover round measures the
     resume of a real backlog."""
     candidates = [name for name in target.names if name != leader] or list(target.names)
 
@@ -375,6 +377,9 @@ def pick_victim(target: DrillTarget, leader: str | None) -> tuple[str, bool | st
         return wait_until(best_with_backlog, 3.0, "a node with a backlog"), False
     except ServiceError:
         pass
+    if target.more_work():
+        # Its partitions may be moving between shards (a node rejoined): they settle in seconds.
+        return wait_until(best_with_backlog, 60, f"a node other than the leader to queue more than {BACKLOG}"), False
     best = min(candidates, key=lambda name: target.events(name, NodeEvent.JOINED)[-1]["at"])  # made all its FlowFiles
     return best, True if target.graceful_restart(best) else "stop hung"
 

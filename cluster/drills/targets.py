@@ -114,6 +114,10 @@ class DrillTarget(Protocol):
         from outside (the Kafka workload's producer); nothing where the nodes' own
         sources make them."""
 
+    def more_work(self) -> bool:
+        """Send the cluster more work at once where the workload is fed from outside, and
+        say True; False where the nodes' own sources make it (a new incarnation makes more)."""
+
     def queued(self, incarnation: str) -> int:
         """FlowFiles the incarnation's home shard holds in its swapped queue (the one in
         front of the sink), as its last heartbeat says; 0 when unknown."""

@@ -93,6 +93,9 @@ class ScriptedTarget:
     def prepare_round(self):
         self.log.append(("prepared",))
 
+    def more_work(self):
+        return False  # its nodes make their own
+
     def dump_stacks(self):
         self.log.append(("stacks",))
 
@@ -312,6 +315,18 @@ def test_a_cluster_without_a_backlog_gets_one_by_restarting_the_oldest_non_leade
     assert restarted == ["n2"]  # joined before n3; n1 leads
     entry = runner.rounds[0]
     assert entry["left_on_purpose"] == "stop hung" and entry["victim"] == "n2-4" and "resume" in entry
+
+
+def test_a_workload_fed_from_outside_is_sent_more_instead_of_a_node_restarted():
+    target = ScriptedTarget("kill")
+    fed = []
+    target.more_work = lambda: fed.append("feed") or True
+    target.graceful_restart = lambda name, timeout=60.0: pytest.fail(f"{name} restarted")
+    target.queued = lambda incarnation: 150 if fed and incarnation == target.incarnation("n2") else 0
+    runner = DrillRunner(target, ["kill"])
+    assert runner.run().ok
+    entry = runner.rounds[0]
+    assert fed == ["feed"] and entry["left_on_purpose"] is False and entry["victim"] == "n2-2"
 
 
 def test_partition_rounds_cut_a_node_off_while_running_leading_adopting_and_joining():
