@@ -167,6 +167,7 @@ def _drill(target, faults, schedule, args) -> int:
         target=target.kind,
         started_at=runner.started_at,
         error=runner.error,
+        workload=args.workload,
     )
     if args.report:
         with open(args.report, "w") as out:

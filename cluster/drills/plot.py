@@ -115,6 +115,9 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
     from matplotlib import pyplot
     from matplotlib.patches import Patch
 
+    kafka = report.get("workload") == "kafka"
+    unit = "records" if kafka else "FlowFiles"
+    where = f"{report.get('target', '?')}, Kafka workload" if kafka else report.get("target", "?")
     samples = report.get("timeline") or []
     origin = samples[0][0] if samples else (report.get("started_at") or 0.0)
     times, values = rates(samples)
@@ -133,7 +136,7 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
             where="post",
             color="#1f77b4",
             linewidth=1.2 if duration <= SMOOTH_AFTER_S else 0.5,
-            label="delivered FlowFiles per second",
+            label=f"delivered {unit} per second",
         )
         if duration > SMOOTH_AFTER_S:
             axes.plot(
@@ -176,12 +179,10 @@ def plot_timeline(report: dict, path: str, *, title: str | None = None) -> str:
         handles += [Patch(color=colour, alpha=0.35, label=label) for _, _, label, colour in PHASES if label in shown]
         handles.append(pyplot.Line2D([], [], color="black", linestyle="--", linewidth=0.9, label="fault injected"))
         axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=9, frameon=False)
-        axes.set_ylabel("FlowFiles delivered per second")
+        axes.set_ylabel(f"{unit} delivered per second")
         verdict = "exactly once held" if report.get("ok") else "FAILED"
         note = f" ({unlabelled} fault labels left out where they would overlap)" if unlabelled else ""
-        axes.set_title(
-            (title or f"custody drill ({report.get('target', '?')}): {len(report['rounds'])} rounds, {verdict}") + note
-        )
+        axes.set_title((title or f"custody drill ({where}): {len(report['rounds'])} rounds, {verdict}") + note)
         axes.grid(axis="y", alpha=0.3)
 
         marks = outages(report, origin)

@@ -99,11 +99,13 @@ def drill_report(
     target: str,
     started_at: float | None = None,
     error: str | None = None,
+    workload: str = "files",
 ) -> dict:
     """The JSON report: the rounds, the summary, the check, the timeline samples
     ([wall-clock time, delivered so far]) and whether the run proved exactly once."""
     report = {
         "target": target,
+        "workload": workload,  # files: FlowFiles into a sink directory; kafka: records into a topic
         "started_at": started_at,
         "faults": {fault: sum(1 for r in rounds if r["fault"] == fault) for fault in faults},
         "rounds": rounds,

@@ -70,7 +70,13 @@ def test_kafka_failover_drill(kafka_target, kafka_broker, tmp_path):
     # Every key the producer sent, and nothing else, was read once; every round fed more.
     assert check.delivery.expected >= target.kafka_workload.feed and check.created == check.delivery.expected
     result = drill_report(
-        runner.rounds, FAULTS, check, runner.samples, target=target.kind, started_at=runner.started_at
+        runner.rounds,
+        FAULTS,
+        check,
+        runner.samples,
+        target=target.kind,
+        started_at=runner.started_at,
+        workload="kafka",
     )
     path = os.environ.get("CUSTODY_KAFKA_DRILL_REPORT") or str(tmp_path / "drill.json")
     with open(path, "w") as out:
