@@ -20,10 +20,13 @@ def new_topic(broker: KafkaBroker, partitions: int = 1, config: dict[str, str] |
     return topic
 
 
-def transactional_producer(broker: KafkaBroker, transactional_id: str):
+def transactional_producer(broker: KafkaBroker, transactional_id: str, transaction_timeout_ms: int | None = None):
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": transactional_id})
+    config: dict[str, object] = {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": transactional_id}
+    if transaction_timeout_ms is not None:
+        config["transaction.timeout.ms"] = transaction_timeout_ms
+    producer = Producer(config)
     producer.init_transactions(60)
     return producer
 

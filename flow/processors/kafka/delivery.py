@@ -326,6 +326,19 @@ def reason(error) -> str:
     return f"{error.name()}: {error.str()}"
 
 
+def _log_end(settings: Mapping, topic: str) -> tuple[int, int]:
+    """Partition 0's low and high watermarks. Asked by a read_uncommitted client: a
+    read_committed one is answered the last stable offset instead of the high watermark."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    asker = Consumer({**settings, "isolation.level": "read_uncommitted"})
+    try:
+        low, high = asker.get_watermark_offsets(TopicPartition(topic, 0), timeout=BROKER_WAIT_S, cached=False)
+        return low, high
+    finally:
+        asker.close()
+
+
 def create_progress_topic(config: Mapping, topic: str) -> None:
     """The progress topic, created when missing: one partition, compacted (only each
     transactional id's last record matters), the brokers' default replication. Another
@@ -348,23 +361,28 @@ def create_progress_topic(config: Mapping, topic: str) -> None:
 def read_back(config: Mapping, topic: str, transactional_id: str, transaction_timeout: float) -> frozenset[str]:
     """The ids of the last progress record of `transactional_id` in `topic` (empty
     when there is none), read_committed, from the end backwards (`progress.windows`).
-    An open transaction of another producer holds a read_committed reader back until
-    it ends, at most `transaction_timeout` later. Raises `Undelivered`."""
+
+    The end is the partition's log end (its high watermark), not its last stable
+    offset: every producer's progress records share the partition, and another
+    producer's open transaction (a dead node's, until its shard's adopter aborts it)
+    keeps the last stable offset below records this transactional id committed after
+    that transaction began. Reading only to it would find an older record of this id,
+    and send again FlowFiles a later committed transaction holds. So the reader waits
+    until such a transaction ends, at most `transaction_timeout` later. Raises
+    `Undelivered`."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     key = progress.key(transactional_id)
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": f"custody-progress-{transactional_id}",  # never joined nor committed: assign only
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    settings = {
+        **config,
+        "group.id": f"custody-progress-{transactional_id}",  # never joined nor committed: assign only
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    consumer = Consumer({**settings, "isolation.level": "read_committed"})
     deadline = time.monotonic() + transaction_timeout + BROKER_WAIT_S
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=BROKER_WAIT_S, cached=False)
+        low, high = _log_end(settings, topic)
         for start, end in progress.windows(low, high):
             found = None
             consumer.assign([TopicPartition(topic, 0, start)])
