@@ -19,17 +19,15 @@ CUSTODY_CLUSTER_DRILL_REPORT: a file for the JSON report (`custody drill --repor
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
-from cluster.drills.fault_kinds import BY_NAME, parse_faults, rotation
+from cluster.drills.fault_kinds import parse_faults
 from cluster.drills.flow_cluster import FlowCluster
-from cluster.drills.harness import SESSION_TIMEOUT
 from cluster.drills.local import LocalTarget
-from cluster.drills.report import drill_report, round_line, table
-from cluster.drills.runner import DrillRunner
+
+from .drill_rounds import report_path, run_drill
 
 FAULTS = parse_faults(os.environ.get("CUSTODY_CLUSTER_DRILL_FAULTS"), LocalTarget.supported_faults, "local")
 PER_FAULT = 100 if os.environ.get("CUSTODY_LONG") == "1" else 4
@@ -52,39 +50,4 @@ def test_failover_drill(flow_cluster, zookeeper_ensemble, hdfs_cluster, tmp_path
     target = LocalTarget.on_services(zookeeper_ensemble, hdfs_cluster, flow_cluster)
     target.start_all()
 
-    def after_round(entry):
-        print(round_line(entry, ROUNDS), json.dumps(entry), flush=True)
-        # After each fault: no id delivered twice, no file carrying another's id.
-        assert entry["sink_duplicates"] == 0, (entry, list(target.sink_duplicates().items())[:5])
-
-    runner = DrillRunner(target, rotation(FAULTS, ROUNDS), on_round=after_round)
-    check = runner.run()
-    print(check.summary())
-    assert check.ok, check.summary()
-    result = drill_report(
-        runner.rounds, FAULTS, check, runner.samples, target=target.kind, started_at=runner.started_at
-    )
-    path = os.environ.get("CUSTODY_CLUSTER_DRILL_REPORT") or str(tmp_path / "drill.json")
-    with open(path, "w") as out:
-        json.dump(result, out, indent=2)
-    print(table(result))
-    assert result["ok"]
-    assert result["faults"] == {
-        fault: ROUNDS // len(FAULTS) + (i < ROUNDS % len(FAULTS)) for i, fault in enumerate(FAULTS)
-    }
-    # Every failover round measured its resume: the victim died with FlowFiles queued.
-    # One exception: an expiry whose first attach failed (the server moved the session
-    # back to the node's own connection) leaves the victim running until the next
-    # attempt, seconds later, and it may drain its backlog meanwhile. Its shard is then
-    # adopted empty, which the runner records as `nothing_to_resume`.
-    failovers = [r for r in runner.rounds if BY_NAME[r["fault"]].fails_over]
-    unresumed = [
-        r
-        for r in failovers
-        if "resume" not in r
-        and not (r["fault"] == "expire" and r.get("nothing_to_resume") and r["detection"] > SESSION_TIMEOUT)
-    ]
-    assert not unresumed, unresumed
-    # Generous bound for a shared 2-core CI machine; the figures above are the measurement.
-    if failovers:
-        assert result["summary"]["all"]["detection"]["max"] < SESSION_TIMEOUT + 10
+    run_drill(target, FAULTS, ROUNDS, report_path("CUSTODY_CLUSTER_DRILL_REPORT", tmp_path))

@@ -16,16 +16,14 @@ CUSTODY_KAFKA_DRILL_REPORT: a file for the JSON report (`custody drill --report`
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
-from cluster.drills.fault_kinds import BY_NAME, parse_faults, rotation
-from cluster.drills.harness import SESSION_TIMEOUT
+from cluster.drills.fault_kinds import parse_faults
 from cluster.drills.local import KAFKA_FAULTS, LocalTarget
-from cluster.drills.report import drill_report, round_line, table
-from cluster.drills.runner import DrillRunner
+
+from .drill_rounds import report_path, run_drill
 
 FAULTS = parse_faults(
     os.environ.get("CUSTODY_KAFKA_DRILL_FAULTS") or "kill,stop,expire,leader,adopter,broker", KAFKA_FAULTS, "local"
@@ -58,46 +56,10 @@ def test_kafka_failover_drill(kafka_target, kafka_broker, tmp_path):
     target = kafka_target
     target.start_all()
 
-    def after_round(entry):
-        print(round_line(entry, ROUNDS), json.dumps(entry), flush=True)
-        # After each fault: no key read twice from the output topic (read_committed).
-        assert entry["sink_duplicates"] == 0, (entry, list(target.sink_duplicates().items())[:5])
-
-    runner = DrillRunner(target, rotation(FAULTS, ROUNDS), on_round=after_round)
-    check = runner.run()
-    print(check.summary())
-    assert check.ok, check.summary()
+    runner, _ = run_drill(target, FAULTS, ROUNDS, report_path("CUSTODY_KAFKA_DRILL_REPORT", tmp_path), workload="kafka")
     # Every key the producer sent, and nothing else, was read once; every round fed more.
+    check = runner.report
     assert check.delivery.expected >= target.kafka_workload.feed and check.created == check.delivery.expected
-    result = drill_report(
-        runner.rounds,
-        FAULTS,
-        check,
-        runner.samples,
-        target=target.kind,
-        started_at=runner.started_at,
-        workload="kafka",
-    )
-    path = os.environ.get("CUSTODY_KAFKA_DRILL_REPORT") or str(tmp_path / "drill.json")
-    with open(path, "w") as out:
-        json.dump(result, out, indent=2)
-    print(table(result))
-    assert result["ok"]
-    assert result["faults"] == {
-        fault: ROUNDS // len(FAULTS) + (i < ROUNDS % len(FAULTS)) for i, fault in enumerate(FAULTS)
-    }
-    failovers = [r for r in runner.rounds if BY_NAME[r["fault"]].fails_over]
-    # Every failover round resumed a backlog (see test_cluster_flow_drill for the one
-    # expiry that may legitimately find nothing to resume).
-    unresumed = [
-        r
-        for r in failovers
-        if "resume" not in r
-        and not (r["fault"] == "expire" and r.get("nothing_to_resume") and r["detection"] > SESSION_TIMEOUT)
-    ]
-    assert not unresumed, unresumed
-    if failovers:
-        assert result["summary"]["all"]["detection"]["max"] < SESSION_TIMEOUT + 10
     # The broker came back and delivery went on, without a node lost.
     for entry in runner.rounds:
         if entry["fault"] == "broker":
