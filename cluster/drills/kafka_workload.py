@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from flow.processors.kafka.connection import LibrdkafkaLog
+from flow.processors.kafka.delivery import log_end
 
 from ..services.process import ServiceError, wait_until
 from .checker import ClusterReport, check_delivery, cluster_provenance
@@ -103,6 +104,7 @@ class OutputTopic:
         from confluent_kafka import Consumer
 
         self.topic = topic
+        self._settings = _client({"bootstrap.servers": bootstrap_servers, "group.id": "custody-drill-watermarks"})
         self._lock = threading.Lock()
         self._consumer = Consumer(
             _client(
@@ -138,19 +140,22 @@ class OutputTopic:
 
     def read_to_end(self, timeout: float = 60.0) -> None:
         """Read until the consumer's position in each partition reaches its high
-        watermark (transaction markers and aborted records count towards it): every
-        transaction has ended and its committed records were read."""
+        watermark as it is now (transaction markers and aborted records count towards
+        it): every transaction has ended and its committed records were read. (Not the
+        last stable offset a read_committed consumer is told: a transaction left open
+        would hide the committed records after it, and they would count as lost.)"""
         from confluent_kafka import TopicPartition
+
+        def found() -> bool:
+            with self._lock:
+                return self._assign()
+
+        wait_until(found, timeout, f"the topic {self.topic} to be found")
+        ends = {p: high for p, (_, high) in log_end(self._settings, self.topic, self._assigned).items()}
 
         def at_end() -> bool:
             with self._lock:
                 self._read()
-                if not self._assigned:
-                    return False
-                ends = {
-                    p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1]
-                    for p in self._assigned
-                }
                 positions = self._consumer.position([TopicPartition(self.topic, p) for p in self._assigned])
                 return all(ends[p.partition] == 0 or p.offset >= ends[p.partition] for p in positions)
 
@@ -160,16 +165,22 @@ class OutputTopic:
         with self._lock:
             self._consumer.close()
 
-    def _read(self) -> None:
-        """What arrived since the last read (the lock is held)."""
+    def _assign(self) -> bool:
+        """Read every partition of the topic from its start, once it exists; whether it does."""
         from confluent_kafka import TopicPartition
 
         if not self._assigned:
             topics = self._consumer.list_topics(self.topic, timeout=10).topics
             if self.topic not in topics or topics[self.topic].error is not None:
-                return
+                return False
             self._assigned = sorted(topics[self.topic].partitions)
             self._consumer.assign([TopicPartition(self.topic, p, 0) for p in self._assigned])
+        return True
+
+    def _read(self) -> None:
+        """What arrived since the last read (the lock is held)."""
+        if not self._assign():
+            return
         while True:
             messages = self._consumer.consume(num_messages=READ_BATCH, timeout=0.2)
             for message in messages:

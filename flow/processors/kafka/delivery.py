@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import NotAdmitted
@@ -326,15 +326,18 @@ def reason(error) -> str:
     return f"{error.name()}: {error.str()}"
 
 
-def _log_end(settings: Mapping, topic: str) -> tuple[int, int]:
-    """Partition 0's low and high watermarks. Asked by a read_uncommitted client: a
-    read_committed one is answered the last stable offset instead of the high watermark."""
+def log_end(settings: Mapping, topic: str, partitions: Iterable[int] = (0,)) -> dict[int, tuple[int, int]]:
+    """Each partition's low and high watermarks (`settings`: a consumer's). Asked by a
+    read_uncommitted client: a read_committed one is answered the last stable offset
+    instead of the high watermark, which an open transaction holds back."""
     from confluent_kafka import Consumer, TopicPartition
 
     asker = Consumer({**settings, "isolation.level": "read_uncommitted"})
     try:
-        low, high = asker.get_watermark_offsets(TopicPartition(topic, 0), timeout=BROKER_WAIT_S, cached=False)
-        return low, high
+        return {
+            p: asker.get_watermark_offsets(TopicPartition(topic, p), timeout=BROKER_WAIT_S, cached=False)
+            for p in partitions
+        }
     finally:
         asker.close()
 
@@ -382,7 +385,7 @@ def read_back(config: Mapping, topic: str, transactional_id: str, transaction_ti
     consumer = Consumer({**settings, "isolation.level": "read_committed"})
     deadline = time.monotonic() + transaction_timeout + BROKER_WAIT_S
     try:
-        low, high = _log_end(settings, topic)
+        low, high = log_end(settings, topic)[0]
         for start, end in progress.windows(low, high):
             found = None
             consumer.assign([TopicPartition(topic, 0, start)])
