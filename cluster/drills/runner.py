@@ -135,8 +135,8 @@ class DrillRunner:
         # Every round starts with work queued somewhere: a failover has a backlog to
         # resume, and "delivery goes on" through a fault that fails nothing over means
         # something (a drained cluster delivers nothing, fault or not).
-        victim, entry["left_on_purpose"] = pick_victim(target, leader)
-        incarnation = entry["victim"] = target.incarnation(victim)
+        victim, incarnation, queued, entry["left_on_purpose"] = pick_victim(target, leader)
+        entry["victim"] = incarnation
         if fault == "broker":
             entry.update(outage_round(target, target.kill_broker, target.restore_broker, "the Kafka broker"))
         elif not BY_NAME[fault].fails_over:
@@ -153,7 +153,9 @@ class DrillRunner:
                     victim, incarnation = leader, target.incarnation(leader)
                     entry["victim"] = incarnation
             if entry.get("phase") != "leader":
-                entry["queued_at_death"] = wait_backlog(target, incarnation)
+                # The backlog seen when the victim was picked, or (a node restarted to
+                # make one) the one it builds: awaited again, it may have drained meanwhile.
+                entry["queued_at_death"] = queued or wait_backlog(target, incarnation)
             died_at = time.time()
             entry["phases"] = {"fault_at": round(died_at, 3)}  # timings() adds the rest
             FAILOVERS[fault](target, entry, victim, incarnation, leader)
@@ -357,31 +359,42 @@ FAILOVERS = {
 
 
 # -- what a round waits on and measures ------------------------------------------------
-def pick_victim(target: DrillTarget, leader: str | None) -> tuple[str, bool | str]:
-    """The non-leader with the largest backlog, and whether it was restarted on purpose
-    first (True; "stop hung" when its graceful stop hung and it was killed). If no node
-    has a backlog, the workload is given more: a workload fed from outside (the Kafka
-    workload's producer) is sent another feed (`DrillTarget.more_work`) and the backlog
-    awaited; otherwise (each incarnation made all its FlowFiles and delivered them) the
-    one that joined first is restarted (it leaves, its shard is handed over, it joins as
-    a new incarnation that makes more), so that every failover round measures the
-    resume of a real backlog."""
+def pick_victim(target: DrillTarget, leader: str | None) -> tuple[str, str, int, bool | str]:
+    """The non-leader with the largest backlog: (its name, its incarnation, what it had
+    queued when seen, whether it was restarted on purpose first: True; "stop hung" when
+    its graceful stop hung and it was killed). If no node has a backlog, the workload is
+    given more: a workload fed from outside (the Kafka workload's producer) is sent
+    another feed (`DrillTarget.more_work`) and the backlog awaited; otherwise (each
+    incarnation made all its FlowFiles and delivered them) the one that joined first is
+    restarted (it leaves, its shard is handed over, it joins as a new incarnation that
+    makes more; queued 0: its backlog is still to be awaited), so that every failover
+    round measures the resume of a real backlog.
+
+    The incarnation and the count are those read together: an incarnation that has made
+    all its FlowFiles drains a backlog of a few hundred in seconds, and a second look
+    (the compose target reads a node's events through docker, in a second or so) may
+    find it below the threshold for good."""
     candidates = [name for name in target.names if name != leader] or list(target.names)
 
     def best_with_backlog():
-        queued = {name: target.queued(target.incarnation(name)) for name in candidates}
+        incarnations = {name: target.incarnation(name) for name in candidates}
+        queued = {name: target.queued(incarnation) if incarnation else 0 for name, incarnation in incarnations.items()}
         best = max(candidates, key=lambda name: (queued[name], name))
-        return best if queued[best] > BACKLOG else None
+        return (best, incarnations[best], queued[best], False) if queued[best] > BACKLOG else None
 
     try:  # a node that has just joined is still making its FlowFiles
-        return wait_until(best_with_backlog, 3.0, "a node with a backlog"), False
+        return wait_until(best_with_backlog, 3.0, "a node with a backlog")
     except ServiceError:
         pass
     if target.more_work():
         # Its partitions may be moving between shards (a node rejoined): they settle in seconds.
-        return wait_until(best_with_backlog, 60, f"a node other than the leader to queue more than {BACKLOG}"), False
+        return wait_until(best_with_backlog, 60, f"a node other than the leader to queue more than {BACKLOG}")
     best = min(candidates, key=lambda name: target.events(name, NodeEvent.JOINED)[-1]["at"])  # made all its FlowFiles
-    return best, True if target.graceful_restart(best) else "stop hung"
+    left = True if target.graceful_restart(best) else "stop hung"
+    incarnation = target.incarnation(best)
+    if incarnation is None:
+        raise ServiceError(f"{best} restarted but names no incarnation")
+    return best, incarnation, 0, left
 
 
 def wait_backlog(target: DrillTarget, incarnation: str) -> int:

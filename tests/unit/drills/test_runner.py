@@ -364,3 +364,21 @@ def test_a_round_that_leaves_the_protocol_broken_is_kept_with_its_violations_and
     report = drill_report(runner.rounds, ("kill",), runner.report, runner.samples, target=target.kind)
     assert not report["ok"] and report["summary"]["all"]["violations"] == 1  # ... but the protocol did not
     assert "PROTOCOL VIOLATED: leader: leader n1-1" in round_line(second, 2)
+
+
+def test_the_victim_dies_with_the_backlog_it_was_picked_for_even_if_a_second_look_finds_it_drained():
+    """An incarnation that has made all its FlowFiles drains its backlog in seconds; the
+    round must not wait for it to grow again (it never does): the count read with the
+    incarnation when the victim was picked is the one the round keeps."""
+    target = ScriptedTarget("kill")
+    looks: list[str] = []
+
+    def queued(incarnation):
+        looks.append(incarnation)
+        return 150 if looks.count(incarnation) == 1 else 40  # draining, for good
+
+    target.queued = queued
+    runner = DrillRunner(target, ["kill"])
+    assert runner.run().ok
+    entry = runner.rounds[0]
+    assert entry["victim"] == "n3-3" and entry["queued_at_death"] == 150 and "resume" in entry
