@@ -60,9 +60,13 @@ def register(subparsers) -> None:
         "output topic exactly once, and a read_committed consumer counts them (--target local; starts a "
         "Kafka broker too) (default: files)",
     )
-    parser.add_argument("--faults", help="comma-separated fault names (default: every fault the target supports)")
     parser.add_argument(
-        "--rounds", type=int, help="rounds in all, the faults taken in turn (default: two of each fault)"
+        "--faults",
+        help="comma-separated fault names, taken in turn; one named twice comes round twice as often "
+        "(default: every fault the target supports)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, help="rounds in all, the faults taken in turn (default: twice through the list)"
     )
     parser.add_argument("--report", help="write the JSON report here")
     parser.add_argument("--plot", help="write the timeline plot (PNG) here")
@@ -118,7 +122,7 @@ def run(args) -> int:
             f"the {args.target} target has {len(target.names)} node(s) ({', '.join(target.names) or 'none'}); "
             "a drill needs at least 2 (one fails, one takes over)"
         )
-    double = [name for name in faults if name in ("leader", "adopter")]
+    double = [name for name in dict.fromkeys(faults) if name in ("leader", "adopter")]
     if double and len(target.names) < 3:
         return _refuse(
             f"fault(s) {', '.join(double)} kill two nodes in one round and need at least 3 nodes; "
@@ -143,7 +147,7 @@ def _drill(target, faults, schedule, args) -> int:
     say = lambda line: print(line, flush=True)  # noqa: E731 - progress goes to stdout as it happens
     say(
         f"custody drill: {len(schedule)} rounds on the {target.kind} target ({', '.join(target.names)}): "
-        + ", ".join(f"{fault} x{schedule.count(fault)}" for fault in faults)
+        + ", ".join(f"{fault} x{schedule.count(fault)}" for fault in dict.fromkeys(faults))
     )
     say(f"logs: {target.log_location}")
     runner = DrillRunner(target, schedule, on_round=lambda entry: say(round_line(entry, len(schedule))))

@@ -81,9 +81,10 @@ class DrillUsageError(ClusterError):
 
 def parse_faults(text: str | None, supported, target: str = "this") -> tuple[str, ...]:
     """The fault names in `text` (comma-separated; the drill test's former names are
-    accepted too), in the order given and without repeats; every fault in `supported`
-    (in catalogue order) when `text` is empty or None. Raises DrillUsageError naming an
-    unknown or unsupported fault and the valid ones."""
+    accepted too), in the order given, repeats kept: the rounds take the list in turn,
+    so a fault named twice comes round twice as often (`kill,partition,stop,partition`).
+    Every fault in `supported` (in catalogue order) when `text` is empty or None.
+    Raises DrillUsageError naming an unknown or unsupported fault and the valid ones."""
     supported = [kind.name for kind in FAULT_KINDS if kind.name in set(supported)]
     words = [word.strip() for word in (text or "").split(",") if word.strip()]
     if not words:
@@ -103,8 +104,7 @@ def parse_faults(text: str | None, supported, target: str = "this") -> tuple[str
             raise DrillUsageError(
                 f"fault {name!r} cannot be injected on the {target} target{hint}; it supports: {', '.join(supported)}"
             )
-        if name not in chosen:
-            chosen.append(name)
+        chosen.append(name)
     return tuple(chosen)
 
 

@@ -70,7 +70,7 @@ def summarize(rounds: list[dict], faults, check: ClusterReport | None) -> dict:
     "all": the same over every round, plus the whole run's lost, duplicated and
     unexpected (None when the run stopped before its check)."""
     out = {}
-    for fault in faults:
+    for fault in dict.fromkeys(faults):  # a fault named twice in the rotation: one row
         selected = [entry for entry in rounds if entry["fault"] == fault]
         out[fault] = {
             "rounds": len(selected),
@@ -107,7 +107,7 @@ def drill_report(
         "target": target,
         "workload": workload,  # files: FlowFiles into a sink directory; kafka: records into a topic
         "started_at": started_at,
-        "faults": {fault: sum(1 for r in rounds if r["fault"] == fault) for fault in faults},
+        "faults": {fault: sum(1 for r in rounds if r["fault"] == fault) for fault in dict.fromkeys(faults)},
         "rounds": rounds,
         "summary": summarize(rounds, faults, check),
         "check": check_counts(check) if check is not None else None,

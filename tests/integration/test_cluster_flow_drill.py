@@ -10,7 +10,7 @@ The rounds are `custody drill`'s own (`cluster.drills.runner.DrillRunner` on a
 Faults, in rotation (`cluster.drills.fault_kinds` says what each does):
 kill, stop, expire, leader, adopter, zk-follower, datanode.
 
-CUSTODY_CLUSTER_DRILL_ROUNDS: rounds in all (default 28 in CI: 4 of each; with
+CUSTODY_CLUSTER_DRILL_ROUNDS: rounds in all (default 14 in CI: 2 of each; with
 CUSTODY_LONG=1, 700: 100 of each);
 CUSTODY_CLUSTER_DRILL_FAULTS: some faults only (comma-separated, by these names or the
 former ones: sigkill, sigstop, kill-leader, kill-adopter);
@@ -30,7 +30,7 @@ from cluster.drills.local import LocalTarget
 from .drill_rounds import report_path, run_drill
 
 FAULTS = parse_faults(os.environ.get("CUSTODY_CLUSTER_DRILL_FAULTS"), LocalTarget.supported_faults, "local")
-PER_FAULT = 100 if os.environ.get("CUSTODY_LONG") == "1" else 4
+PER_FAULT = 100 if os.environ.get("CUSTODY_LONG") == "1" else 2
 ROUNDS = int(os.environ.get("CUSTODY_CLUSTER_DRILL_ROUNDS", str(PER_FAULT * len(FAULTS))))
 # A round takes about 10 s on the 2-core machine; the limit leaves three times that.
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 30 * ROUNDS)]

@@ -1,4 +1,5 @@
-"""Restart drill: a standalone node killed with SIGKILL at random moments, 50 times.
+"""Restart drill: a standalone node killed with SIGKILL at random moments, 30 times
+(200 with CUSTODY_LONG=1).
 
 GenerateFlowFile makes 30,000 FlowFiles with unique ids (examples/drill.yaml), through
 UpdateAttribute, ReplaceText and RouteOnAttribute to PutFile; the queue in front of
@@ -7,8 +8,8 @@ moment (one in eight while it is still starting up and recovering). A last run d
 the flow. Then every id must be in the PutFile directory exactly once, and the WAL,
 the content repository and provenance must agree (see `cluster.drills.checker`).
 
-Kills: CUSTODY_DRILL_KILLS (default 50). Seed: CUSTODY_DRILL_SEED (default random,
-printed on failure).
+Kills: CUSTODY_DRILL_KILLS (default 30; 200 with CUSTODY_LONG=1). Seed:
+CUSTODY_DRILL_SEED (default random, printed on failure).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from repositories.claims import ContentClaim
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "examples" / "drill.yaml"
 COUNT = 30_000
+KILLS = int(os.environ.get("CUSTODY_DRILL_KILLS", "200" if os.environ.get("CUSTODY_LONG") == "1" else "30"))
 
 
 def _start(data_dir: Path, log_path: Path) -> subprocess.Popen:
@@ -90,8 +92,9 @@ def _swap_files(data_dir: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300 + 6 * KILLS)  # a run is killed within seconds of its start
 def test_sigkill_restart_drill(tmp_path):
-    kills = int(os.environ.get("CUSTODY_DRILL_KILLS", "50"))
+    kills = KILLS
     seed = int(os.environ.get("CUSTODY_DRILL_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
     data_dir = tmp_path / "node"

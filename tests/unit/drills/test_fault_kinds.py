@@ -13,8 +13,14 @@ def test_no_list_means_every_supported_fault_in_catalogue_order():
 
 
 def test_names_keep_the_order_given_and_former_names_map_to_the_new_ones():
-    assert parse_faults("datanode,sigkill,kill-leader,kill", LOCAL) == ("datanode", "kill", "leader")
+    assert parse_faults("datanode,sigkill,kill-leader", LOCAL) == ("datanode", "kill", "leader")
     assert parse_faults("sigstop , kill-adopter", LOCAL) == ("stop", "adopter")
+
+
+def test_a_fault_named_twice_comes_round_twice_as_often():
+    faults = parse_faults("kill,partition,stop,sigkill", LOCAL | {"partition"})
+    assert faults == ("kill", "partition", "stop", "kill")
+    assert rotation(faults, 6) == ["kill", "partition", "stop", "kill", "kill", "partition"]
 
 
 def test_an_unknown_fault_is_named_with_the_valid_ones():
