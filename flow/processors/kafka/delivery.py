@@ -38,6 +38,10 @@ BROKER_WAIT_S = 10.0  # init_transactions, a commit, an abort, creating a topic,
 _STEP_S = 0.2  # how often a wait for deliveries looks at the brokers' state
 _READ_STEP_S = 0.02  # how long reading the progress topic back waits for more at once: the end may be a
 # transaction marker, which moves the position without a message to return
+# How long the broker holds the progress reader's fetch when it has nothing to return
+# (librdkafka's fetch.wait.max.ms, 500 by default): the read waits on the critical path of
+# a takeover, and near the end of the window each fetch may return nothing.
+_READ_FETCH_WAIT_MS = 10
 
 
 class Record(NamedTuple):
@@ -381,6 +385,7 @@ def read_back(config: Mapping, topic: str, transactional_id: str, transaction_ti
         "group.id": f"custody-progress-{transactional_id}",  # never joined nor committed: assign only
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": _READ_FETCH_WAIT_MS,
     }
     consumer = Consumer({**settings, "isolation.level": "read_committed"})
     deadline = time.monotonic() + transaction_timeout + BROKER_WAIT_S
