@@ -7,6 +7,7 @@ import uuid
 
 from cluster.services.kafka import KafkaBroker
 from cluster.services.process import wait_until
+from flow.processors.kafka.delivery import log_end
 
 
 def new_topic(broker: KafkaBroker, partitions: int = 1, config: dict[str, str] | None = None) -> str:
@@ -60,7 +61,9 @@ def read_records(broker: KafkaBroker, topic: str, isolation: str = "read_committ
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
         consumer.assign([TopicPartition(topic, partition, 0) for partition in partitions])
-        marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30) for p in partitions}
+        # Each partition's high watermark, not the last stable offset a read_committed
+        # consumer is told: a transaction left open would hide committed records after it.
+        marks = log_end({"bootstrap.servers": broker.bootstrap_servers, "group.id": "watermarks"}, topic, partitions)
         ends = {p: high for p, (low, high) in marks.items() if high > low}  # an empty one has no position to reach
         records: list = []
 

@@ -19,7 +19,7 @@ from flow.commit import CommitHooks
 from flow.errors import CommitError
 from flow.loading import parse_flow, standard_registry
 from flow.processor import ProcessContext
-from flow.processors.kafka.progress import key, unpack
+from flow.processors.kafka.progress import PARTITIONS, key, partition, unpack
 from flow.processors.kafka.publish import ERROR_ATTRIBUTE, PublishKafka
 from flow.session import ProcessSession
 
@@ -155,6 +155,8 @@ def test_records_carry_key_headers_and_partition_from_attributes_each_once(kafka
     transactional_id = f"{publish.configured['transactional_id_prefix']}-{node.shard.id}-{PUBLISH}"
     assert [record.key() for record in progress] == [key(transactional_id)]
     assert unpack(progress[-1].value(), "test") == {f.id for f in queued(node, "ok")}
+    # ... in the id's own partition of the 16 of the topic PublishKafka created.
+    assert [record.partition() for record in progress] == [partition(transactional_id, PARTITIONS)]
 
 
 def test_records_committed_in_kafka_whose_wal_commit_never_happened_are_not_sent_again(

@@ -11,7 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flow.processors.kafka.delivery import Refusal, split_refusals
-from flow.processors.kafka.progress import PendingDeliveries, ProgressRecordError, pack, unpack, windows
+from flow.processors.kafka.progress import (
+    PARTITIONS,
+    PendingDeliveries,
+    ProgressRecordError,
+    pack,
+    partition,
+    unpack,
+    windows,
+)
 
 IDS = ["7f1c1a52-0c4f-4d8e-9a51-0d1f2b3c4d5e", "01234567-89ab-cdef-0123-456789abcdef"]
 
@@ -21,6 +29,16 @@ def test_a_packed_record_unpacks_to_its_ids_sorted_once_each():
     assert json.loads(value) == {"v": 1, "flowfiles": sorted(IDS)}
     assert unpack(value, "here") == frozenset(IDS)
     assert unpack(pack([]), "here") == frozenset()
+
+
+def test_an_ids_progress_partition_is_its_crc32_modulo_16_and_stays_when_partitions_are_added():
+    import zlib
+
+    ids = [f"custody-n{node}-{epoch}-publish" for node in range(1, 4) for epoch in range(1, 40)]
+    for transactional_id in ids:
+        own = zlib.crc32(transactional_id.encode()) % 16
+        assert [partition(transactional_id, count) for count in (1, 15, 16, 17, 64)] == [0, 0, own, own, own]
+    assert PARTITIONS == 16 and len({partition(i, 16) for i in ids}) == 16  # spread over every partition
 
 
 @pytest.mark.parametrize(

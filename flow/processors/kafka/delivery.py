@@ -139,6 +139,7 @@ class SinkProducer:
             producer_config.update({"transactional.id": transactional_id, "transaction.timeout.ms": timeout_ms})
         self.progress_topic = context.get("progress_topic")
         self.progress_key = progress.key(transactional_id or "")
+        self.progress_partition = 0  # set once the topic's partitions are known (`progress.partition`)
         self.producer: Any = Producer(producer_config)
         self.in_transaction = False
         self.abort_failure: str | None = None  # why the last quiet abort failed (`_abort`)
@@ -162,7 +163,7 @@ class SinkProducer:
             raise self._failure("beginning a transaction", exception) from None
         self.in_transaction = True
         try:
-            refusals = self._send(records, (self.progress_topic, self.progress_key, marker))
+            refusals = self._send(records, (self.progress_topic, self.progress_partition, self.progress_key, marker))
             if refusals:
                 self._abort()
                 return refusals
@@ -186,7 +187,7 @@ class SinkProducer:
         return self._send(records, None)
 
     def _send(self, records: list[Record], marker: tuple | None) -> dict[int, Refusal]:
-        """Produce `records` (and the progress record `marker`: topic, key, value) and
+        """Produce `records` (and the progress record `marker`: topic, partition, key, value) and
         wait until the brokers acknowledged or refused each."""
         codes = _codes()
         producer = self.producer
@@ -209,8 +210,8 @@ class SinkProducer:
             for value in r.values
         ]
         if marker is not None:
-            topic, key, value = marker
-            sends.append((len(records), topic, value, key, 0, None))
+            topic, partition, key, value = marker
+            sends.append((len(records), topic, value, key, partition, None))
         for index, topic, value, key, partition, headers in sends:
             arguments: dict[str, Any] = {"key": key, "headers": headers, "on_delivery": callbacks[index]}
             if partition is not None:
@@ -346,40 +347,58 @@ def log_end(settings: Mapping, topic: str, partitions: Iterable[int] = (0,)) -> 
         asker.close()
 
 
-def create_progress_topic(config: Mapping, topic: str) -> None:
-    """The progress topic, created when missing: one partition, compacted (only each
-    transactional id's last record matters), the brokers' default replication. Another
-    creator winning the race is as good."""
+def create_progress_topic(config: Mapping, topic: str) -> int:
+    """The progress topic's partition count; the topic is created when missing, with
+    `progress.PARTITIONS` partitions, compacted (only each transactional id's last
+    record matters), the brokers' default replication. Another creator winning the
+    race is as good. Raises `Undelivered`."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(dict(config))
-    future = admin.create_topics([NewTopic(topic, num_partitions=1, config={"cleanup.policy": "compact"})])[topic]
+    wanted = NewTopic(topic, num_partitions=progress.PARTITIONS, config={"cleanup.policy": "compact"})
+    deadline = time.monotonic() + BROKER_WAIT_S
     try:
-        future.result(BROKER_WAIT_S)
-    except KafkaException as exception:
-        error = exception.args[0] if exception.args else None
-        if getattr(error, "code", lambda: None)() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise Undelivered(f"cannot create the progress topic {topic}: {exception}", discard=True) from None
-    except Exception as error:  # noqa: BLE001 - the future's timeout
+        future = admin.create_topics([wanted])[topic]
+        try:
+            future.result(BROKER_WAIT_S)
+        except KafkaException as exception:
+            error = exception.args[0] if exception.args else None
+            if getattr(error, "code", lambda: None)() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+        while True:  # a topic just made may be missing from the metadata for a moment
+            found = admin.list_topics(topic, timeout=BROKER_WAIT_S).topics.get(topic)
+            if found is not None and found.error is None and found.partitions:
+                return len(found.partitions)
+            if time.monotonic() > deadline:
+                why = found.error if found is not None else "not in the metadata"
+                raise Undelivered(
+                    f"the progress topic {topic} exists but its partitions cannot be read: {why}", discard=True
+                )
+            time.sleep(_READ_STEP_S)
+    except Undelivered:
+        raise
+    except Exception as error:  # noqa: BLE001 - the broker's refusal, the future's timeout
         raise Undelivered(f"cannot create the progress topic {topic}: {error}", discard=True) from None
 
 
-def read_back(config: Mapping, topic: str, transactional_id: str, transaction_timeout: float) -> frozenset[str]:
+def read_back(
+    config: Mapping, topic: str, transactional_id: str, transaction_timeout: float, partition: int = 0
+) -> frozenset[str]:
     """The ids of the last progress record of `transactional_id` in `topic` (empty
-    when there is none), read_committed, from the end backwards (`progress.windows`).
+    when there is none), read_committed, from the end backwards (`progress.windows`),
+    in `partition` (`progress.partition`), then, when that holds none and is not 0, in
+    partition 0, where earlier releases wrote every record.
 
     The end is the partition's log end (its high watermark), not its last stable
-    offset: every producer's progress records share the partition, and another
-    producer's open transaction (a dead node's, until its shard's adopter aborts it)
-    keeps the last stable offset below records this transactional id committed after
-    that transaction began. Reading only to it would find an older record of this id,
-    and send again FlowFiles a later committed transaction holds. So the reader waits
-    until such a transaction ends, at most `transaction_timeout` later. Raises
-    `Undelivered`."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    offset: producers share the partition, and another producer's open transaction (a
+    dead node's, until its shard's adopter aborts it) keeps the last stable offset below
+    records this transactional id committed after that transaction began. Reading only
+    to it would find an older record of this id, and send again FlowFiles a later
+    committed transaction holds. So the reader waits until such a transaction ends, at
+    most `transaction_timeout` later. Raises `Undelivered`."""
+    from confluent_kafka import Consumer, KafkaException
 
-    key = progress.key(transactional_id)
     settings = {
         **config,
         "group.id": f"custody-progress-{transactional_id}",  # never joined nor committed: assign only
@@ -390,28 +409,12 @@ def read_back(config: Mapping, topic: str, transactional_id: str, transaction_ti
     consumer = Consumer({**settings, "isolation.level": "read_committed"})
     deadline = time.monotonic() + transaction_timeout + BROKER_WAIT_S
     try:
-        low, high = log_end(settings, topic)[0]
-        for start, end in progress.windows(low, high):
-            found = None
-            consumer.assign([TopicPartition(topic, 0, start)])
-            while consumer.position([TopicPartition(topic, 0)])[0].offset < end:
-                if time.monotonic() > deadline:
-                    raise Undelivered(
-                        f"reading the progress topic {topic} back to offset {end} took longer than "
-                        f"{transaction_timeout + BROKER_WAIT_S:g} s",
-                        discard=True,
-                    )
-                for message in consumer.consume(num_messages=500, timeout=_READ_STEP_S):
-                    error: Any = message.error()
-                    if error is not None:
-                        if error.code() == _codes().partition_eof:
-                            continue
-                        raise Undelivered(f"reading the progress topic {topic}: {error.str()}", discard=True)
-                    if (message.offset() or 0) < end and message.key() == key:
-                        found = message
+        watermarks = _retried(lambda: log_end(settings, topic, sorted({partition, 0})), BROKER_WAIT_S)
+        for place in dict.fromkeys((partition, 0)):
+            found = _last_record(consumer, topic, place, watermarks[place], progress.key(transactional_id), deadline)
             if found is not None:
                 try:
-                    return progress.unpack(found.value(), f"{topic}[0]@{found.offset()}")
+                    return progress.unpack(found.value(), f"{topic}[{place}]@{found.offset()}")
                 except progress.ProgressRecordError as error:
                     raise Undelivered(
                         f"{error}: it says which FlowFiles a committed transaction holds, so nothing is sent "
@@ -425,6 +428,53 @@ def read_back(config: Mapping, topic: str, transactional_id: str, transaction_ti
         consumer.close()
 
 
+def _retried(ask: Callable[[], Any], patience: float) -> Any:
+    """`ask()`, asked again for `patience` seconds while the broker answers that a
+    partition is not served yet (a topic just made: its partitions are unknown, then
+    without a leader, for up to a second or two) or with an error it calls retriable."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return ask()
+        except KafkaException as exception:
+            error = exception.args[0] if exception.args else None
+            waiting = error is not None and (error.retriable() or error.code() in _codes().not_served)
+            if not waiting or time.monotonic() > deadline:
+                raise
+        time.sleep(_READ_STEP_S)
+
+
+def _last_record(consumer, topic: str, partition: int, watermarks: tuple[int, int], key: bytes, deadline: float):
+    """The last record with `key` in `partition` below its high watermark, read in
+    windows from the end backwards; None when it holds none."""
+    from confluent_kafka import TopicPartition
+
+    low, high = watermarks
+    for start, end in progress.windows(low, high):
+        found = None
+        consumer.assign([TopicPartition(topic, partition, start)])
+        while consumer.position([TopicPartition(topic, partition)])[0].offset < end:
+            if time.monotonic() > deadline:
+                raise Undelivered(
+                    f"reading the progress topic {topic} (partition {partition}) back to offset {end} took "
+                    "longer than its transaction timeout",
+                    discard=True,
+                )
+            for message in consumer.consume(num_messages=500, timeout=_READ_STEP_S):
+                error: Any = message.error()
+                if error is not None:
+                    if error.code() == _codes().partition_eof:
+                        continue
+                    raise Undelivered(f"reading the progress topic {topic}: {error.str()}", discard=True)
+                if (message.offset() or 0) < end and message.key() == key:
+                    found = message
+        if found is not None:
+            return found
+    return None
+
+
 class _Codes(NamedTuple):
     refusals: frozenset  # a record's own refusal: it goes to failure
     batch_wide: frozenset  # ... that a broker gives each record of the batch
@@ -432,6 +482,7 @@ class _Codes(NamedTuple):
     purged: frozenset
     all_brokers_down: int
     partition_eof: int
+    not_served: frozenset  # a partition not served yet: asked again
 
 
 @functools.cache
@@ -458,6 +509,9 @@ def _codes() -> _Codes:
         purged=frozenset({E._PURGE_QUEUE, E._PURGE_INFLIGHT}),
         all_brokers_down=E._ALL_BROKERS_DOWN,
         partition_eof=E._PARTITION_EOF,
+        not_served=frozenset(
+            {E._UNKNOWN_PARTITION, E.UNKNOWN_TOPIC_OR_PART, E.NOT_LEADER_FOR_PARTITION, E.LEADER_NOT_AVAILABLE}
+        ),
     )
 
 

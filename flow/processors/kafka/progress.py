@@ -3,8 +3,8 @@
 PublishKafka delivers a batch as one Kafka transaction, then commits its session in
 the WAL. A crash between the two leaves records in Kafka whose FlowFiles are still
 queued in the WAL; sent again, they would be in the topic twice. So every transaction
-also writes one progress record, in the same transaction, to the progress topic (one
-partition, `cleanup.policy=compact`): committed with the records or aborted with them.
+also writes one progress record, in the same transaction, to the progress topic
+(`cleanup.policy=compact`): committed with the records or aborted with them.
 It names the FlowFiles this transaction delivers and those of earlier committed
 transactions whose WAL commit is not yet known to be durable (`PendingDeliveries`). The
 next producer with the same transactional id reads the last one back (read_committed,
@@ -24,11 +24,24 @@ Layout version 1:
 
 A value of another version, or one that does not parse to that shape, is refused with
 `ProgressRecordError`, never read in part: an id skipped would be delivered twice.
+
+Placement: the progress topic Custody creates has `PARTITIONS` (16) partitions, and a
+transactional id's records all go to one of them, `partition(id, count)`: the CRC-32 of
+the id, modulo 16, when the topic has at least 16 partitions; partition 0 otherwise.
+A reader waits for every transaction open before the record it needs (read_committed
+stops at the last stable offset), and a dead node's stays open until its shard's
+adopter aborts it: spread over 16 partitions, one shard's adopter rarely waits for
+another's. The modulus is fixed, not the topic's partition count, so that partitions
+added to the topic move no id; a topic of fewer than 16 (earlier releases created
+it with one, and wrote every record to partition 0) keeps everything in partition 0,
+and once one grows to 16 an id found nowhere in its own partition is looked for in
+partition 0 (`read_back`): its newer records are all in its own.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable, Iterator
 
 from ...errors import FlowError
@@ -39,6 +52,7 @@ MAX_ID_LENGTH = 128
 # PublishKafka's producer sets explicitly: some 25,000 FlowFile ids.
 MAX_RECORD_BYTES = 1_000_000
 FIRST_WINDOW = 64  # records in the first window read back from the end of the topic
+PARTITIONS = 16  # of the progress topic Custody creates; the modulus of `partition`
 
 
 class ProgressRecordError(FlowError):
@@ -47,6 +61,12 @@ class ProgressRecordError(FlowError):
 
 def key(transactional_id: str) -> bytes:
     return transactional_id.encode("utf-8")
+
+
+def partition(transactional_id: str, count: int) -> int:
+    """The partition of the progress topic, of `count` partitions, that holds the
+    records of `transactional_id` (see Placement above)."""
+    return zlib.crc32(key(transactional_id)) % PARTITIONS if count >= PARTITIONS else 0
 
 
 def pack(flowfile_ids: Iterable[str], limit: int = MAX_RECORD_BYTES) -> bytes:

@@ -138,7 +138,7 @@ class PublishKafka(Processor):
             "progress_topic",
             "string",
             default="custody-sink-progress",
-            description="the topic of the progress records (one partition, compacted; created when missing)",
+            description="the topic of the progress records (compacted; created when missing, with 16 partitions)",
         ),
         PropertyDescriptor("batch_size", "integer", default=500, minimum=1, maximum=10_000),
         PropertyDescriptor(
@@ -168,7 +168,6 @@ class PublishKafka(Processor):
         self._lock = threading.Lock()
         self._producer: SinkProducer | None = None
         self._pending = progress.PendingDeliveries()
-        self._progress_topic_ready: str | None = None
         self._outage = False
 
     def on_stopped(self, context: ProcessContext) -> None:
@@ -352,10 +351,10 @@ class PublishKafka(Processor):
             try:
                 producer.init_transactions()
                 topic = context["progress_topic"]
-                if self._progress_topic_ready != topic:
-                    create_progress_topic(producer.config, topic)
-                    self._progress_topic_ready = topic
-                ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"])
+                # Asked for each new producer: partitions added since move the id once (`progress`).
+                place = progress.partition(transactional_id, create_progress_topic(producer.config, topic))
+                producer.progress_partition = place
+                ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place)
             except BaseException:
                 producer.discard()
                 raise
