@@ -221,6 +221,17 @@ class Processor:
     def on_stopped(self, context: ProcessContext) -> None:
         pass
 
+    def prepare_adopted(self, context: ProcessContext, shard_id: str, admit: Callable[[], None]) -> None:
+        """For a shard a clustered node is adopting: called once, on a thread of its own,
+        while the shard's WAL is being recovered and before any task of it runs, to make
+        ready what the first task would otherwise wait for (PublishKafka fences the dead
+        owner's producer and reads its progress back). `admit()` raises while the node
+        may not act for the shard. What it keeps is given up by `on_stopped` or, when no
+        task ever ran, by `release_prepared`. Does nothing by default."""
+
+    def release_prepared(self) -> None:
+        """Give up what `prepare_adopted` made (the shard never ran here). Idempotent."""
+
     @classmethod
     def hand_over_state(cls, previous: Mapping[str, str], current: Mapping[str, str]) -> dict[str, str] | None:
         """The state a clustered node's new incarnation gives this processor on its new

@@ -51,6 +51,7 @@ import threading
 
 from flow.engine import DEFAULT_THREADS, TraditionalEngine
 from flow.graph import FlowGraph
+from flow.preparation import Preparation
 from flow.processors.kafka.ownership import PARTITIONS_SERVICE
 from flow.shard import QueueShard
 
@@ -107,12 +108,17 @@ class FlowRuntime:
         self._first_output = False
         self._sinks: set[str] = set()
         self.rejected: str | None = None
+        self._preparation: Preparation | None = None
 
     # -- ShardRuntime ------------------------------------------------------------------
     def recover(self) -> None:
         handle = self.handle
         self.graph = FlowGraph(self.definition)
         self._sinks = _terminal_processors(self.graph)
+        if not handle.home:
+            # While its WAL is recovered: a sink's first task need not fence the dead
+            # owner's Kafka producer itself (`Processor.prepare_adopted`).
+            self._preparation = Preparation(self.graph, handle.shard, self._check_gate, self.services)
         opened = open_node_shard(
             handle.files,
             self.graph.queues.values(),
@@ -211,6 +217,8 @@ class FlowRuntime:
         if engine is not None:
             engine.pause()
             engine.stop(timeout=ABANDONED_TASKS_WAIT if abandoned else 10.0)
+        if self._preparation is not None:  # what no task took (a processor that never ran here)
+            self._preparation.release()
         if abandoned:
             return  # the WAL was abandoned: nothing of it is synced or closed
         if shard is not None and shard.wal is not None:

@@ -16,7 +16,7 @@ import pytest
 from cluster.drills.checker import check_delivery
 from cluster.services.process import wait_until
 from flow.commit import CommitHooks
-from flow.errors import CommitError
+from flow.errors import CommitError, NotAdmitted
 from flow.loading import parse_flow, standard_registry
 from flow.processor import ProcessContext
 from flow.processors.kafka.progress import PARTITIONS, key, partition, unpack
@@ -422,3 +422,95 @@ def _stable_and_end(broker, topic: str) -> tuple[int, int]:
         finally:
             consumer.close()
     return offsets[0], offsets[1]
+
+
+# -- made ready for a shard being adopted (`prepare_adopted`) ---------------------------
+# The preparation fences the old owner's producer before any task of the new owner
+# runs and reads the progress back, and the first task takes the producer it made; a
+# preparation the node is not admitted for fences nothing.
+
+
+def _prepared(adopter: PublishKafka, context, shard_id: str, admit=lambda: None):
+    adopter.prepare_adopted(context, shard_id, admit)
+    assert adopter._prepared is not None and adopter._prepared.done()
+    return adopter._prepared
+
+
+def test_the_preparation_fences_the_old_owner_before_the_new_owner_runs_a_task(
+    kafka_broker, tmp_path, publishers, caplog
+):
+    topic = new_topic(kafka_broker)
+    first, second = items("p", 3), items("s", 6)
+    old = Node(tmp_path / "old", QUEUES)
+    seed(old, first)
+    gate = PausingGate()
+    publish, context = publishers(kafka_broker, topic)
+    trigger(old, publish, context, gate)  # its producer made, delivering as it should
+    seed(old, second)
+    task, failures = held_at_commit(old, publish, context, gate)
+    assert gate.reached.wait(30), "the old owner never reached its Kafka commit"
+    shutil.copytree(tmp_path / "old", tmp_path / "new")
+    new = Node(tmp_path / "new", QUEUES)
+    adopter, adopter_context = publishers.again(publish.configured)
+    made_for, producer, ids = _prepared(adopter, adopter_context, new.shard.id).result()
+    # The last progress record names the first batch (its WAL commit was not known durable then).
+    assert made_for.endswith(f"-{old.shard.id}-{PUBLISH}") and len(ids) == len(first)
+    # Fenced already: the old owner, let go, cannot commit.
+    with caplog.at_level(logging.ERROR):
+        gate.release.set()
+        task.join(30)
+    assert not task.is_alive() and not failures, failures
+    assert context.yielded and old.queues["in"].count == 6
+    assert f"fenced by another producer with transactional id {made_for}" in caplog.text
+    # The first task takes the producer made ready: no other is made.
+    trigger(new, adopter, adopter_context)
+    assert adopter._producer is producer and adopter._prepared is None
+    assert new.queues["in"].count == 0 and len(queued(new, "ok")) == 9
+    report = check_delivery(first + second, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+
+
+def test_the_progress_read_back_by_the_preparation_keeps_committed_records_from_being_sent_again(
+    kafka_broker, tmp_path, publishers
+):
+    topic = new_topic(kafka_broker)
+    sent = items("q", 5)
+    node = Node(tmp_path, QUEUES, CrashAt("before_wal", PUBLISH))
+    seed(node, sent)
+    publish, context = publishers(kafka_broker, topic)
+    with pytest.raises(SimulatedCrash):
+        trigger(node, publish, context)
+    node.crash()
+    node = Node(tmp_path, QUEUES)
+    adopter, adopter_context = publishers.again(publish.configured)
+    _, _, ids = _prepared(adopter, adopter_context, node.shard.id).result()
+    assert len(ids) == 5
+    trigger(node, adopter, adopter_context)
+    assert node.queues["in"].count == 0 and len(queued(node, "ok")) == 5
+    assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(sent)  # each sent once
+
+
+def test_a_preparation_the_node_is_not_admitted_for_fences_nothing(kafka_broker, tmp_path, publishers):
+    topic = new_topic(kafka_broker)
+    sent = items("r", 4)
+    old = Node(tmp_path / "old", QUEUES)
+    seed(old, sent)
+    gate = PausingGate()
+    publish, context = publishers(kafka_broker, topic)
+    task, failures = held_at_commit(old, publish, context, gate)
+    assert gate.reached.wait(30)
+    adopter, adopter_context = publishers.again(publish.configured)
+
+    def refused():
+        raise NotAdmitted("this node lost its session")
+
+    with pytest.raises(NotAdmitted):
+        _prepared(adopter, adopter_context, old.shard.id, refused).result()
+    gate.release.set()
+    task.join(30)
+    assert not task.is_alive() and not failures, failures
+    assert old.queues["in"].count == 0  # its commit went through: nobody fenced it
+    adopter.release_prepared()
+    assert adopter._prepared is None
+    report = check_delivery(sent, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()

@@ -55,7 +55,18 @@ How a round of records reaches Kafka, and what its failures mean, is `delivery`'
 
 Lock plan: `_lock` is held by the one task that publishes at a time (a second one
 yields): the producer, the pending ids and the outage flag belong to that task.
-`on_stopped` takes it to close the producer.
+`on_stopped` takes it to close the producer. `_prepared` (the producer a shard being
+adopted had made ready, `prepare_adopted`) is set and taken under it, and waited for
+outside it by nobody but the task that takes it.
+
+A shard being adopted: its new owner's first task would fence the dead owner's
+producer (`init_transactions`: some 0.6 s when that producer left a transaction open,
+librdkafka asking the coordinator again after a fixed pause) and read the progress back
+before it sends anything, after the shard's WAL is recovered. `prepare_adopted` does
+both on a thread of its own while the WAL is being recovered, once the node is admitted
+for the shard, and the first task takes the producer it made. Fencing early is as safe
+as fencing late: the dead owner can only lose its producer sooner, and the new one
+cannot be fenced in turn except by a later owner of the shard.
 """
 
 from __future__ import annotations
@@ -63,6 +74,8 @@ from __future__ import annotations
 import re
 import threading
 from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from ...errors import ExpressionError, NotAdmitted, UnreadableContent
@@ -169,12 +182,36 @@ class PublishKafka(Processor):
         self._producer: SinkProducer | None = None
         self._pending = progress.PendingDeliveries()
         self._outage = False
+        # (transactional id, producer, the ids read back), made ready for a shard being adopted.
+        self._prepared: Future[tuple[str, SinkProducer, frozenset[str]]] | None = None
 
     def on_stopped(self, context: ProcessContext) -> None:
         with self._lock:
             producer, self._producer = self._producer, None
             if producer is not None:
                 producer.close(CLOSE_WAIT_S)
+        self.release_prepared()
+
+    def prepare_adopted(self, context: ProcessContext, shard_id: str, admit: Callable[[], None]) -> None:
+        if context["delivery_guarantee"] != EXACTLY_ONCE:
+            return
+        prepared: Future[tuple[str, SinkProducer, frozenset[str]]] = Future()
+        with self._lock:
+            if self._producer is not None or self._prepared is not None:
+                return
+            self._prepared = prepared
+        transactional_id = _transactional_id(context, shard_id, self.id)
+        try:
+            admit()  # its init_transactions fences whoever has the id: never from a node deposed
+            prepared.set_result((transactional_id, *_transactional_producer(context, transactional_id)))
+        except BaseException as error:  # noqa: BLE001 - the first task makes its own
+            prepared.set_exception(error)
+
+    def release_prepared(self) -> None:
+        with self._lock:
+            prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            prepared.add_done_callback(_close_prepared)
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         run_alone(self._lock, context, lambda: self._publish(context, session))
@@ -334,33 +371,64 @@ class PublishKafka(Processor):
 
     def _producer_for(self, context: ProcessContext, session: ProcessSession, exactly: bool) -> SinkProducer:
         """The task's producer: a new one after a failure, the first task, or a new
-        transactional id. A new transactional producer fences the earlier ones with its
-        id, then reads the pending ids back from the progress topic."""
-        transactional_id = f"{context['transactional_id_prefix']}-{session.shard_id}-{self.id}" if exactly else None
+        transactional id (the one made ready for it, `prepare_adopted`, if any). A new
+        transactional producer fences the earlier ones with its id, then reads the
+        pending ids back from the progress topic."""
+        transactional_id = _transactional_id(context, session.shard_id, self.id) if exactly else None
         current = self._producer
         if current is not None and current.transactional_id == transactional_id:
             return current
         if current is not None:
             current.close(CLOSE_WAIT_S)
             self._producer = None
-        if transactional_id is not None:
-            # Its init_transactions fences whoever has the id: never from a node deposed.
-            session.check_admitted()
-        producer = SinkProducer(context, transactional_id)
-        if transactional_id is not None:
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
             try:
-                producer.init_transactions()
-                topic = context["progress_topic"]
-                # Asked for each new producer: partitions added since move the id once (`progress`).
-                place = progress.partition(transactional_id, create_progress_topic(producer.config, topic))
-                producer.progress_partition = place
-                ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place)
-            except BaseException:
-                producer.discard()
-                raise
-            self._pending.recovered(ids)
+                made_for, producer, ids = prepared.result()
+            except BaseException:  # noqa: BLE001 - it failed (it said why in its log): made again below
+                pass
+            else:
+                if made_for == transactional_id:
+                    self._pending.recovered(ids)
+                    self._producer = producer
+                    return producer
+                producer.close(CLOSE_WAIT_S)
+        if transactional_id is None:
+            self._producer = SinkProducer(context, None)
+            return self._producer
+        # Its init_transactions fences whoever has the id: never from a node deposed.
+        session.check_admitted()
+        producer, ids = _transactional_producer(context, transactional_id)
+        self._pending.recovered(ids)
         self._producer = producer
         return producer
+
+
+def _transactional_id(context: ProcessContext, shard_id: str, processor_id: str) -> str:
+    """Derived from the cluster's prefix and the shard, stable across the shard's owners."""
+    return f"{context['transactional_id_prefix']}-{shard_id}-{processor_id}"
+
+
+def _transactional_producer(context: ProcessContext, transactional_id: str) -> tuple[SinkProducer, frozenset[str]]:
+    """A new transactional producer, every earlier one with its id fenced, and the ids
+    its last progress record names. Raises `Undelivered`."""
+    producer = SinkProducer(context, transactional_id)
+    try:
+        producer.init_transactions()
+        topic = context["progress_topic"]
+        # Asked for each new producer: partitions added since move the id once (`progress`).
+        place = progress.partition(transactional_id, create_progress_topic(producer.config, topic))
+        producer.progress_partition = place
+        ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place)
+    except BaseException:
+        producer.discard()
+        raise
+    return producer, ids
+
+
+def _close_prepared(prepared: Future) -> None:
+    if prepared.exception() is None:
+        prepared.result()[1].close(CLOSE_WAIT_S)
 
 
 def _poll(session: ProcessSession, count: int) -> list:
