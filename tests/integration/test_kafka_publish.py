@@ -159,23 +159,28 @@ def test_records_carry_key_headers_and_partition_from_attributes_each_once(kafka
     assert [record.partition() for record in progress] == [partition(transactional_id, PARTITIONS)]
 
 
-def test_records_committed_in_kafka_whose_wal_commit_never_happened_are_not_sent_again(
-    kafka_broker, tmp_path, publishers
-):
-    topic = new_topic(kafka_broker)
-    sent = items("b", 8)
-    # The process dies after the Kafka commit, before the WAL records the session.
+def crashed_between_the_commits(kafka_broker, tmp_path, publishers, topic: str, sent: list[str]):
+    """`sent` published by a process that dies after the Kafka commit, before the WAL
+    records the session: the node as a new process finds it, and the publisher's
+    configuration."""
     node = Node(tmp_path, QUEUES, CrashAt("before_wal", PUBLISH))
     seed(node, sent)
     publish, context = publishers(kafka_broker, topic)
     with pytest.raises(SimulatedCrash):
         trigger(node, publish, context)
     node.crash()
+    return Node(tmp_path, QUEUES), publish.configured
 
+
+def test_records_committed_in_kafka_whose_wal_commit_never_happened_are_not_sent_again(
+    kafka_broker, tmp_path, publishers
+):
+    topic = new_topic(kafka_broker)
+    sent = items("b", 8)
+    node, configured = crashed_between_the_commits(kafka_broker, tmp_path, publishers, topic, sent)
     # A new process: the WAL still queues all 8; a new producer reads the progress back.
-    node = Node(tmp_path, QUEUES)
     assert node.queues["in"].count == 8
-    restarted, context = publishers.again(publish.configured)
+    restarted, context = publishers.again(configured)
     trigger(node, restarted, context)
     assert node.queues["in"].count == 0 and len(queued(node, "ok")) == 8
     report = check_delivery(sent, delivered(kafka_broker, topic))
@@ -252,19 +257,29 @@ def held_at_commit(node: Node, publish: PublishKafka, context: ProcessContext, g
     return thread, failures
 
 
+def paused_old_owner(kafka_broker, tmp_path, publishers, topic: str, first: list[str], second: list[str]):
+    """An owner in `tmp_path / "old"` that delivered `first` and is held just before the
+    Kafka commit of `second`: the node, its publisher and context, the gate, the task's
+    thread and what it raised."""
+    old = Node(tmp_path / "old", QUEUES)
+    seed(old, first)
+    gate = PausingGate()
+    publish, context = publishers(kafka_broker, topic)
+    trigger(old, publish, context, gate)  # its producer made, delivering as it should
+    seed(old, second)
+    task, failures = held_at_commit(old, publish, context, gate)
+    assert gate.reached.wait(30), "the old owner never reached its Kafka commit"
+    return old, publish, context, gate, task, failures
+
+
 def test_a_paused_old_owner_is_fenced_and_the_new_owner_delivers_everything_once(
     kafka_broker, tmp_path, publishers, caplog
 ):
     topic = new_topic(kafka_broker)
     first, second = items("d", 4), items("e", 6)
-    old = Node(tmp_path / "old", QUEUES)
-    seed(old, first)
-    gate = PausingGate()
-    publish, context = publishers(kafka_broker, topic)
-    trigger(old, publish, context, gate)  # delivering as it should
-    seed(old, second)
-    task, failures = held_at_commit(old, publish, context, gate)
-    assert gate.reached.wait(30), "the old owner never reached its Kafka commit"
+    old, publish, context, gate, task, failures = paused_old_owner(
+        kafka_broker, tmp_path, publishers, topic, first, second
+    )
     # The new owner adopts the shard as the old one left it (its directory, copied).
     shutil.copytree(tmp_path / "old", tmp_path / "new")
     new = Node(tmp_path / "new", QUEUES)
@@ -441,14 +456,9 @@ def test_the_preparation_fences_the_old_owner_before_the_new_owner_runs_a_task(
 ):
     topic = new_topic(kafka_broker)
     first, second = items("p", 3), items("s", 6)
-    old = Node(tmp_path / "old", QUEUES)
-    seed(old, first)
-    gate = PausingGate()
-    publish, context = publishers(kafka_broker, topic)
-    trigger(old, publish, context, gate)  # its producer made, delivering as it should
-    seed(old, second)
-    task, failures = held_at_commit(old, publish, context, gate)
-    assert gate.reached.wait(30), "the old owner never reached its Kafka commit"
+    old, publish, context, gate, task, failures = paused_old_owner(
+        kafka_broker, tmp_path, publishers, topic, first, second
+    )
     shutil.copytree(tmp_path / "old", tmp_path / "new")
     new = Node(tmp_path / "new", QUEUES)
     adopter, adopter_context = publishers.again(publish.configured)
@@ -475,14 +485,8 @@ def test_the_progress_read_back_by_the_preparation_keeps_committed_records_from_
 ):
     topic = new_topic(kafka_broker)
     sent = items("q", 5)
-    node = Node(tmp_path, QUEUES, CrashAt("before_wal", PUBLISH))
-    seed(node, sent)
-    publish, context = publishers(kafka_broker, topic)
-    with pytest.raises(SimulatedCrash):
-        trigger(node, publish, context)
-    node.crash()
-    node = Node(tmp_path, QUEUES)
-    adopter, adopter_context = publishers.again(publish.configured)
+    node, configured = crashed_between_the_commits(kafka_broker, tmp_path, publishers, topic, sent)
+    adopter, adopter_context = publishers.again(configured)
     _, _, ids = _prepared(adopter, adopter_context, node.shard.id).result()
     assert len(ids) == 5
     trigger(node, adopter, adopter_context)
