@@ -232,3 +232,23 @@ def test_after_a_commit_of_unknown_outcome_the_next_state_is_written_whole(tmp_p
     again = reopened(str(tmp_path))
     again.recover()
     assert again.get_state("p") == {"a": "1", "b": "2"}
+
+
+def test_recovery_swaps_nothing_out_and_the_next_commit_that_brings_flowfiles_in_does(tmp_path):
+    """Recovered FlowFiles above the swap threshold stay in memory through recovery (a
+    swap-out there would be on a takeover's critical path); the queue's next commit
+    with FlowFiles for it swaps out as usual."""
+    queue, shard = open_(str(tmp_path), threshold=100, batch=50)
+    shard.recover()
+    commit(shard, queue, flowfiles(12))  # under that threshold: all in memory
+    shard.wal.close()
+
+    log = Log()
+    queue, shard = open_(str(tmp_path), log, threshold=4, batch=2)
+    report = shard.recover()
+    assert report.flowfiles == 12 and queue.in_memory() == 12 and queue.summary().swap_files == 0
+    assert "swap file synced" not in log.calls and shard.swap_store.locations() == []
+    commit(shard, queue, flowfiles(1, start=12))
+    swapped = queue.summary().swap_files
+    assert swapped == 4 and queue.in_memory() == 13 - 2 * swapped and queue.count == 13  # 4 active, 1 staged
+    assert "swap file synced" in log.calls
