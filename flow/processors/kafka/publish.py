@@ -205,6 +205,12 @@ class PublishKafka(Processor):
             admit()  # its init_transactions fences whoever has the id: never from a node deposed
             prepared.set_result((transactional_id, *_transactional_producer(context, transactional_id)))
         except BaseException as error:  # noqa: BLE001 - the first task makes its own
+            context.logger.info(
+                "%s: the producer for shard %s was not made ready (its first task makes one): %s",
+                self.id,
+                shard_id,
+                str(error).splitlines()[0][:300] if str(error) else type(error).__name__,
+            )
             prepared.set_exception(error)
 
     def release_prepared(self) -> None:
@@ -385,7 +391,7 @@ class PublishKafka(Processor):
         if prepared is not None:
             try:
                 made_for, producer, ids = prepared.result()
-            except BaseException:  # noqa: BLE001 - it failed (it said why in its log): made again below
+            except BaseException:  # noqa: BLE001 - it failed (`prepare_adopted` logged why): made again below
                 pass
             else:
                 if made_for == transactional_id:
