@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -58,6 +59,49 @@ def call(
         except ValueError:
             body = {"error": error.reason}
         return error.code, body
+
+
+class DeployError(Exception):
+    """A rolling deploy that was refused, failed, or ran past its time; `exit_code` is
+    `custody flow deploy`'s (2 for a flow the cluster refused to run, 3 for a deploy
+    still running at the deadline, 1 otherwise)."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def deploy_flow(base: str, document: dict, *, timeout: float, token: str | None = None, say=None) -> dict:
+    """Roll `document` across the cluster of the node at `base` (POST
+    /api/v1/flow/deploy) and follow the roll once a second until it ends; each node's
+    step is passed to `say` as it changes. Returns the roll's last answer (`Deploy`,
+    state "done"); raises `DeployError` saying why not, and `OSError` when the admin
+    API does not answer."""
+    status, body = call(f"{base}/api/v1/flow/deploy", "POST", body={"flow": document}, token=token)
+    if status != 202:
+        raise DeployError(f"{status} {body.get('error', body)}", 2 if status == 422 else 1)
+    if say is not None:
+        say(f"custody: deploying flow version {body['version']} to {len(body['nodes'])} node(s)")
+    shown: dict[str, str] = {}
+    deadline = time.monotonic() + timeout
+    while True:
+        for node in body["nodes"]:
+            line = f"{node['state']} {node['detail']}".strip()
+            if shown.get(node["incarnation"]) != line:
+                shown[node["incarnation"]] = line
+                if say is not None:
+                    say(f"  {node['incarnation']}: {line}")
+        if body["state"] != "running":
+            break
+        if time.monotonic() > deadline:
+            raise DeployError(f"still running after {timeout:.0f} s; follow it with: curl {base}/api/v1/flow/deploy", 3)
+        time.sleep(1.0)  # following the deploy's progress, as an operator's poll would
+        status, body = call(f"{base}/api/v1/flow/deploy", token=token)
+        if status != 200:
+            raise DeployError(f"{status} {body.get('error', body)}")
+    if body["state"] == "failed":
+        raise DeployError(f"failed: {body['error']}")
+    return body
 
 
 def node_action(base: str, action: str, *, wait_s: float, command: str) -> int:

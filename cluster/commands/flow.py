@@ -6,7 +6,6 @@ $CUSTODY_ADMIN_TOKEN_FILE (an admin token)."""
 from __future__ import annotations
 
 import sys
-import time
 
 
 def register(subparsers) -> None:
@@ -26,7 +25,7 @@ def run_deploy(args) -> int:
     from flow.definition import read_flow_document
     from flow.errors import FlowError
 
-    from ..admin.client import admin_url, call
+    from ..admin.client import DeployError, admin_url, deploy_flow
     from ..errors import ClusterError
     from .node import load_config
 
@@ -42,42 +41,17 @@ def run_deploy(args) -> int:
     except (FlowError, ValueError, ClusterError) as error:
         print(f"custody flow deploy: {error}", file=sys.stderr)
         return 2
+    say = lambda line: print(line, flush=True)  # noqa: E731 - progress goes to stdout as it happens
     try:
-        status, body = call(f"{base}/api/v1/flow/deploy", "POST", body={"flow": document})
-        if status != 202:
-            print(f"custody flow deploy: {status} {body.get('error', body)}", file=sys.stderr)
-            return 2 if status == 422 else 1
-        print(f"custody: deploying flow version {body['version']} to {len(body['nodes'])} node(s)", flush=True)
-        shown: dict[str, str] = {}
-        deadline = time.monotonic() + args.timeout
-        while True:
-            for node in body["nodes"]:
-                line = f"{node['state']} {node['detail']}".strip()
-                if shown.get(node["incarnation"]) != line:
-                    shown[node["incarnation"]] = line
-                    print(f"  {node['incarnation']}: {line}", flush=True)
-            if body["state"] != "running":
-                break
-            if time.monotonic() > deadline:
-                print(
-                    f"custody flow deploy: still running after {args.timeout:.0f} s; "
-                    f"follow it with: curl {base}/api/v1/flow/deploy",
-                    file=sys.stderr,
-                )
-                return 3
-            time.sleep(1.0)  # following the deploy's progress
-            status, body = call(f"{base}/api/v1/flow/deploy")
-            if status != 200:
-                print(f"custody flow deploy: {status} {body.get('error', body)}", file=sys.stderr)
-                return 1
+        body = deploy_flow(base, document, timeout=args.timeout, say=say)
+    except DeployError as error:
+        print(f"custody flow deploy: {error}", file=sys.stderr)
+        return error.exit_code
     except (urllib.error.URLError, OSError) as error:
         print(
             f"custody flow deploy: the admin API at {base} did not answer ({getattr(error, 'reason', error)})",
             file=sys.stderr,
         )
-        return 1
-    if body["state"] == "failed":
-        print(f"custody flow deploy: failed: {body['error']}", file=sys.stderr)
         return 1
     print(f"custody: every node runs flow version {body['version']}")
     return 0

@@ -9,8 +9,18 @@ Custody's cluster (docker-compose.yml), drilled through the Docker API.
   that it loses ZooKeeper, HDFS and the other nodes while its process runs on, then
   connected again under its service name.
 * Service faults: `docker kill` of a ZooKeeper follower (found with `srvr` inside each
-  member's container) or of a DataNode, then `docker start`, waiting for its
-  healthcheck.
+  member's container), of a DataNode or of the Kafka broker, then `docker start`,
+  waiting for its healthcheck.
+* Workloads: the nodes' own flow (`files`: examples/cluster.yaml, which the image's
+  NODE.toml runs, into the shared volume `custody-out`), or `kafka`
+  (`kafka_workload`): the drill makes its topics on the project's broker (the service
+  `kafka`, started with `docker compose --profile kafka up -d --wait kafka`) through
+  the port it publishes, and rolls examples/kafka-cluster.yaml onto the nodes through
+  the admin API (`custody flow deploy`'s call), with the run's topics and the broker
+  as the nodes reach it (`kafka:9092`). The nodes run that flow after the drill, until
+  another is deployed. The admin token is $CUSTODY_ADMIN_TOKEN (or
+  $CUSTODY_ADMIN_TOKEN_FILE), else the one the one-shot service `admin-token` keeps in
+  its volume.
 * What the nodes did: their `--events` lines from `docker logs`; ZooKeeper through the
   port the project publishes on 127.0.0.1; the sink where the engine keeps the
   project's volume `custody-out` (which needs the engine's user, root); each node's
@@ -28,6 +38,7 @@ import time
 import tomllib
 from datetime import datetime
 
+from ..admin.client import admin_token, deploy_flow
 from ..clients import ClientFactory, ZooKeeperSettings, parse_credentials, stop_quietly
 from ..core.layout import DEFAULT_HDFS_ROOT, ClusterLayout
 from ..node.events import NodeEvent
@@ -39,6 +50,7 @@ from .compose_project import ComposeNotRunning, ComposeProject
 from .fault_kinds import FAULT_KINDS
 from .faults import expire_session
 from .flow_cluster import FlowWorkloadViews
+from .kafka_workload import KafkaWorkload, run_name
 from .sink import SinkDirectory
 from .targets import TargetUnavailable
 
@@ -46,15 +58,24 @@ NODE_CONFIG = "/etc/custody/node.toml"
 NODE_DATA = "/var/lib/custody"  # a node's directory, the volume named after its service
 SINK_VOLUME = "custody-out"
 HEALTH_DEADLINE = 180.0
+WORKLOADS = ("files", "kafka")
+FILES_FAULTS = frozenset(kind.name for kind in FAULT_KINDS if kind.name != "broker")
+KAFKA_FAULTS = frozenset(kind.name for kind in FAULT_KINDS)
+BROKER_PORT = 9092  # the broker's listener for clients in the project's network
+BROKER_HOST_PORT = 9094  # its listener for clients on the host, which the project publishes
+TOKEN_VOLUME, TOKEN_FILE = "admin-token", "token"  # where the one-shot admin-token keeps the token
+DEPLOY_TIMEOUT = 600.0
 
 
 class ComposeTarget(FlowWorkloadViews):
     """A `DrillTarget` (see `targets`) of a compose project's containers."""
 
     kind = "compose"
-    supported_faults = frozenset(kind.name for kind in FAULT_KINDS if kind.name != "broker")  # the files workload
+    supported_faults = FILES_FAULTS  # KAFKA_FAULTS for an instance of the Kafka workload
 
-    def __init__(self, project: ComposeProject):
+    def __init__(self, project: ComposeProject, workload: str = "files"):
+        if workload not in WORKLOADS:
+            raise TargetUnavailable(f"unknown workload {workload!r}; workloads: {', '.join(WORKLOADS)}")
         self.project = project
         self.nodes = project.nodes  # node name -> service
         self.names = tuple(self.nodes)
@@ -81,6 +102,11 @@ class ComposeTarget(FlowWorkloadViews):
         self._started_at: dict[str, tuple[float, float]] = {}  # service -> (checked at, process started at)
         self._down: dict[str, str] = {}  # what a service fault took down: kind -> service
         self._cut: tuple[str, list[str]] | None = None  # the partitioned service, its networks
+        self.workload = workload
+        self.kafka_workload: KafkaWorkload | None = None  # made by start_all
+        self._broker = self._find_broker(services) if workload == "kafka" else None
+        if self._broker is not None:
+            self.supported_faults = KAFKA_FAULTS
 
     @classmethod
     def from_arguments(cls, arguments) -> ComposeTarget:
@@ -90,7 +116,7 @@ class ComposeTarget(FlowWorkloadViews):
             or _project_name(arguments.compose_file or "docker-compose.yml")
         )
         try:
-            return cls(ComposeProject.attach(name))
+            return cls(ComposeProject.attach(name), getattr(arguments, "workload", None) or "files")
         except ComposeNotRunning as error:
             raise TargetUnavailable(str(error)) from None
 
@@ -105,12 +131,65 @@ class ComposeTarget(FlowWorkloadViews):
                 self.project.unpause(service)
             elif self.project.status(service) != "running":
                 self.project.start(service)
+        self._wait_members(timeout)
+        if self._broker is not None and self.kafka_workload is None:
+            self._deploy_kafka_flow()
+            self._wait_members(timeout)
+
+    def _wait_members(self, timeout: float) -> None:
         for name in self.names:
             wait_until(
                 lambda name=name: self.incarnation(name) in self.heartbeats(),
                 timeout,
                 f"{name} to be a live member of cluster {self.layout.cluster}",
             )
+
+    def _find_broker(self, services: list[str]) -> str:
+        """The project's running Kafka broker (the service whose environment names its
+        KAFKA_HOST), which publishes its host listener; TargetUnavailable otherwise."""
+        brokers = [s for s in services if self._env(s).get("KAFKA_HOST")]
+        if not brokers or self.project.status(brokers[0]) != "running":
+            raise TargetUnavailable(
+                f"the Kafka workload needs the project's Kafka broker, and compose project {self.project.name!r} "
+                f"runs none: start it with `docker compose -p {self.project.name} --profile kafka up -d --wait kafka`"
+            )
+        if self._published(brokers[0], BROKER_HOST_PORT) is None:
+            raise TargetUnavailable(f"the Kafka broker {brokers[0]} publishes no port for clients on the host")
+        return brokers[0]
+
+    def _deploy_kafka_flow(self) -> None:
+        """The Kafka workload's topics, made through the broker's published port, and its
+        flow rolled onto every node, as `custody flow deploy` rolls one."""
+        broker = self._broker
+        workload = KafkaWorkload(f"127.0.0.1:{self._published(broker, BROKER_HOST_PORT)}", run_name(), len(self.names))
+        workload.create_topics()
+        self.kafka_workload = self.sink_view = workload
+        self.work_queue = workload.queue
+        document = workload.flow_document(f"{self._env(broker)['KAFKA_HOST']}:{BROKER_PORT}")
+        service = next(iter(self.nodes.values()))
+        deploy_flow(
+            f"http://127.0.0.1:{self.project.published_port(service, 8080)}",
+            document,
+            timeout=DEPLOY_TIMEOUT,
+            token=self._admin_token(),
+        )
+
+    def _admin_token(self) -> str:
+        """$CUSTODY_ADMIN_TOKEN (or the file $CUSTODY_ADMIN_TOKEN_FILE names), else the
+        token the one-shot service admin-token printed and keeps in its volume."""
+        token = admin_token()
+        if token:
+            return token
+        path = os.path.join(self.project.volume_directory(TOKEN_VOLUME), TOKEN_FILE)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip()
+        except OSError as error:
+            raise TargetUnavailable(
+                f"the Kafka workload deploys its flow through the admin API and needs an admin token: "
+                f"cannot read {path} ({error.strerror}); set CUSTODY_ADMIN_TOKEN to what "
+                f"`docker compose -p {self.project.name} run --rm --no-deps -T admin-token` prints"
+            ) from None
 
     def zookeeper_credentials(self) -> str | None:
         """The nodes' ZooKeeper credentials (`user:password`), read in a node's
@@ -137,6 +216,8 @@ class ComposeTarget(FlowWorkloadViews):
         if self.client is not None:
             stop_quietly(self.client)
             self.client = None
+        if self.kafka_workload is not None:
+            self.kafka_workload.close()
 
     # -- nodes --------------------------------------------------------------------
     def incarnation(self, name: str) -> str | None:
@@ -254,10 +335,25 @@ class ComposeTarget(FlowWorkloadViews):
         self._restore("datanode")
 
     def kill_broker(self) -> str:
-        raise ServiceError("the compose target drills the files workload only: no Kafka broker fault")
+        if self._broker is None:
+            raise ServiceError("this drill uses no Kafka broker (the broker fault goes with --workload kafka)")
+        self.project.kill(self._broker)
+        self._down["broker"] = self._broker
+        return f"the Kafka broker ({self._broker})"
 
     def restore_broker(self) -> None:
-        raise ServiceError("the compose target drills the files workload only: no Kafka broker fault")
+        self._restore("broker")
+
+    # -- the workload ---------------------------------------------------------------------
+    def prepare_round(self) -> None:
+        if self.kafka_workload is not None:
+            self.kafka_workload.prepare_round()
+
+    def more_work(self) -> bool:
+        if self.kafka_workload is None:
+            return False  # a new incarnation makes more
+        self.kafka_workload.send_feed()
+        return True
 
     def _restore(self, kind: str) -> None:
         service = self._down.pop(kind, None)
@@ -274,13 +370,12 @@ class ComposeTarget(FlowWorkloadViews):
         beats = self.heartbeats()
         for service in self.nodes.values():
             self.project.stop(service, timeout=60)
+        wal_counts = {name: beat.queued_count for name, beat in beats.items()}
         try:
+            if self.kafka_workload is not None:
+                return self.kafka_workload.check([], wal_counts, events=self._provenance())
             return check_cluster(
-                [self.sink_view.path],
-                [],
-                source_component="generate",
-                events=self._provenance(),
-                wal_counts={name: beat.queued_count for name, beat in beats.items()},
+                [self.sink_view.path], [], source_component="generate", events=self._provenance(), wal_counts=wal_counts
             )
         finally:
             for service in self.nodes.values():

@@ -66,6 +66,7 @@ class FlowWorkloadViews(ZooKeeperViews):
     Kafka workload's output topic)."""
 
     sink_view: SinkView
+    work_queue = SWAPPED_QUEUE  # the queue where a node's backlog builds up (the Kafka workload's: its own)
 
     def prepare_round(self) -> None:
         """Nothing: the nodes' sources make the workload's FlowFiles themselves."""
@@ -80,13 +81,14 @@ class FlowWorkloadViews(ZooKeeperViews):
     def delivered(self) -> int:
         return self.sink_view.delivered()
 
-    def queued(self, incarnation: str, queue: str = SWAPPED_QUEUE, *, shard: str | None = None) -> int:
-        """What `incarnation` has queued in `queue` of `shard` (by default its home shard)."""
+    def queued(self, incarnation: str, queue: str | None = None, *, shard: str | None = None) -> int:
+        """What `incarnation` has queued in `queue` (by default `work_queue`) of `shard`
+        (by default its home shard)."""
         beat = self.heartbeats().get(incarnation)
-        key = f"{shard or incarnation}/{queue}"
+        key = f"{shard or incarnation}/{queue or self.work_queue}"
         return beat.queues[key].count if beat is not None and key in beat.queues else 0
 
-    def swapped(self, incarnation: str, queue: str = SWAPPED_QUEUE) -> int:
+    def swapped(self, incarnation: str, queue: str | None = None) -> int:
         """FlowFiles of `queue` in the swap files the WAL of `incarnation`'s home shard
         records, as its admin API says (0 while it cannot say). A listing of the swap
         directory is not that: a file being written is not recorded yet, and a file
@@ -102,7 +104,12 @@ class FlowWorkloadViews(ZooKeeperViews):
         except OSError:
             return 0
         return next(
-            (figures["swapped_count"] for figures in shards.get(incarnation, []) if figures["queue"] == queue), 0
+            (
+                figures["swapped_count"]
+                for figures in shards.get(incarnation, [])
+                if figures["queue"] == (queue or self.work_queue)
+            ),
+            0,
         )
 
     def settled(self) -> bool:

@@ -222,12 +222,13 @@ class KafkaWorkload:
                 raise ServiceError(f"could not create the drill's topic {topic}: {error}") from error
         self.output = OutputTopic(self.bootstrap_servers, self.output_topic)
 
-    def node_config(self) -> dict:
-        """`FlowCluster.start`'s flow and parameters for every node of the run."""
+    def node_config(self, bootstrap_servers: str | None = None) -> dict:
+        """`FlowCluster.start`'s flow and parameters for every node of the run; the nodes
+        reach the broker at `bootstrap_servers` (by default where the drill does)."""
         return {
             "flow": self.flow,
             "parameters": {
-                "bootstrap_servers": self.bootstrap_servers,
+                "bootstrap_servers": bootstrap_servers or self.bootstrap_servers,
                 "input": self.input_topic,
                 "output": self.output_topic,
                 "group": self.run,
@@ -235,6 +236,16 @@ class KafkaWorkload:
                 "progress_topic": f"{self.run}-progress",
             },
         }
+
+    def flow_document(self, bootstrap_servers: str) -> dict:
+        """The workload's flow as a document for a rolling deploy (what `custody flow
+        deploy` sends), with this run's parameters: topics, group and transactional ids
+        named for the run, the broker where the nodes reach it."""
+        from flow.definition import read_flow_document
+
+        document = read_flow_document(self.flow)
+        document["parameters"] = {**document.get("parameters", {}), **self.node_config(bootstrap_servers)["parameters"]}
+        return document
 
     def prepare_round(self) -> None:
         """Keep at least one feed of records in flight: send one when fewer are."""
@@ -260,16 +271,21 @@ class KafkaWorkload:
         return len(set(self.input.sent) - set(self.output.keys()))
 
     # -- the end ------------------------------------------------------------------------------
-    def check(self, provenance_directories: Iterable[str], wal_counts: dict) -> ClusterReport:
+    def check(
+        self, provenance_directories: Iterable[str], wal_counts: dict, *, events: list | None = None
+    ) -> ClusterReport:
         """Once every node stopped: the output topic read to its end, read_committed, and
         its keys counted against those sent; each FlowFile that ConsumeKafka received
-        sent once (provenance, cluster-wide); no FlowFile left in a WAL."""
+        sent once (provenance, cluster-wide); no FlowFile left in a WAL. `events`, if
+        given, are the cluster's provenance events read elsewhere (a compose target's
+        `StoredEvent`s), instead of those in `provenance_directories`."""
         from repositories.provenance import EventType
 
         if self.output is None:
             raise ServiceError("the drill's topics were never created")
         self.output.read_to_end()
-        events = cluster_provenance(provenance_directories)
+        if events is None:
+            events = cluster_provenance(provenance_directories)
         received = Counter(
             e.flowfile_uuid for e in events if e.event_type is EventType.RECEIVE and e.component_id == "consume"
         )

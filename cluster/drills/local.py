@@ -228,9 +228,7 @@ class LocalTarget(ZooKeeperViews):
         return True
 
     def queued(self, incarnation: str) -> int:
-        if self.kafka_workload is not None:
-            return self.cluster.queued(incarnation, self.kafka_workload.queue)
-        return self.cluster.queued(incarnation)
+        return self.cluster.queued(incarnation, self.kafka_workload.queue if self.kafka_workload else None)
 
     def delivered(self) -> int:
         return self.cluster.delivered()

@@ -6,7 +6,11 @@ the shared output volume; then `custody drill --target compose` kills, pauses an
 partitions nodes (a partition in each phase: running, leading, adopting, joining),
 and every FlowFile is delivered exactly once; last, `custody flow deploy` rolls the
 Spark example flow (`examples/compose-spark.yaml`) onto the nodes, whose
-ExecuteSparkSQL runs on the compose cluster's standalone Spark master.
+ExecuteSparkSQL runs on the compose cluster's standalone Spark master; last, the
+project's Kafka broker is started (`--profile kafka`) and `custody drill --target
+compose --workload kafka` rolls the Kafka workload's flow onto the nodes, partitions a
+node and kills the broker, and a read_committed consumer on the host finds every
+record in the output topic once.
 
 The cluster is a dozen JVMs and three Python nodes on 2 cores, so the harness's own
 ZooKeeper, HDFS and Spark are stopped first and this test runs after every other one
@@ -55,8 +59,8 @@ pytestmark = [
     pytest.mark.docker,
     pytest.mark.slow,
     pytest.mark.whole_machine,
-    pytest.mark.timeout(int(BUILD_AND_UP_TIMEOUT_S) + 2100),
-]  # + the drill's 1500 s
+    pytest.mark.timeout(int(BUILD_AND_UP_TIMEOUT_S) + 3600),
+]  # + the two drills' 1500 s each, and the Spark step
 
 # Run inside a node: the files in the shared output volume, counted by the node that
 # made each FlowFile (its content starts "<uuid> made by <node> as number <n>").
@@ -216,6 +220,7 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
 
     drill_failovers(project, tmp_path)
     spark_step(project, token)
+    kafka_drill(project, tmp_path)
 
 
 # A partition round cuts its node off while it runs, leads, adopts and joins, in turn:
@@ -223,11 +228,10 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
 DRILL = ["--faults", "kill,partition,stop,partition", "--rounds", "8"]
 
 
-def drill_failovers(project, tmp_path: Path) -> None:
-    """`custody drill --target compose` on the cluster, as a user runs it: every round
-    fails a node over (a partition in each phase), and the check finds every FlowFile
-    delivered once."""
-    report, plot = tmp_path / "drill.json", tmp_path / "drill.png"
+def run_drill(project, tmp_path: Path, name: str, arguments: list[str]) -> dict:
+    """`custody drill --target compose` on the project, as a user runs it; its report,
+    once it said every FlowFile (or record) came out once."""
+    report, plot = tmp_path / f"{name}.json", tmp_path / f"{name}.png"
     began = time.monotonic()
     done = subprocess.run(
         [
@@ -239,7 +243,7 @@ def drill_failovers(project, tmp_path: Path) -> None:
             "compose",
             "--project",
             project.name,
-            *DRILL,
+            *arguments,
             "--report",
             str(report),
             "--plot",
@@ -251,15 +255,26 @@ def drill_failovers(project, tmp_path: Path) -> None:
         timeout=1500,
     )
     print(
-        f"custody drill --target compose ({time.monotonic() - began:.0f}s):\n"
+        f"custody drill --target compose {' '.join(arguments)} ({time.monotonic() - began:.0f}s):\n"
         f"{done.stdout[-6000:]}\n{done.stderr[-2000:]}"
     )
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-2000:], project.diagnosis())
     found = json.loads(report.read_text())
-    assert found["ok"] and found["error"] is None and found["faults"] == {"kill": 2, "partition": 4, "stop": 2}
+    assert found["ok"] and found["error"] is None, found["error"]
     check = found["check"]
     assert (check["lost"], check["duplicated"], check["unexpected"]) == (0, 0, 0), check
     assert found["created"] > 0 and check["delivered"] == found["created"]
+    with open(plot, "rb") as image:
+        assert image.read(8) == b"\x89PNG\r\n\x1a\n"
+    return found
+
+
+def drill_failovers(project, tmp_path: Path) -> None:
+    """Every round fails a node over (a partition in each phase), and the check finds
+    every FlowFile delivered once."""
+    plot = tmp_path / "drill.png"
+    found = run_drill(project, tmp_path, "drill", DRILL)
+    assert found["faults"] == {"kill": 2, "partition": 4, "stop": 2}
     partitions = [entry for entry in found["rounds"] if entry["fault"] == "partition"]
     assert [entry["phase"] for entry in partitions] == ["running", "leader", "adopting", "joining"]
     # Cut off, each node stopped itself (its session guard) or was told it is dead once
@@ -268,8 +283,6 @@ def drill_failovers(project, tmp_path: Path) -> None:
     # A node cut off stopped itself while cut off (its death is over within 2 s of its
     # guard's decision, whatever HDFS does): reported by the heal, or within 5 s of it.
     assert all(entry["death_after_heal"] <= 5.0 for entry in partitions if "death_after_heal" in entry), partitions
-    with open(plot, "rb") as image:
-        assert image.read(8) == b"\x89PNG\r\n\x1a\n"
     from PIL import Image
 
     with Image.open(plot) as image:
@@ -323,6 +336,30 @@ def spark_step(project, token: str) -> None:
         "duplicated": 0,
         "wrong": 0,
     }
+
+
+# The Kafka workload on the compose cluster: a partition cuts a node off the broker as
+# well as ZooKeeper and HDFS; the broker's death stops every node's consuming and
+# publishing at once.
+KAFKA_DRILL = ["--workload", "kafka", "--faults", "partition,broker", "--rounds", "2"]
+
+
+def kafka_drill(project, tmp_path: Path) -> None:
+    """The project's Kafka broker started as the compose file says, then `custody drill
+    --workload kafka`: its flow rolled onto the nodes, a node partitioned and the broker
+    killed, and every record sent to the input topic read once from the output topic,
+    read_committed, on the host."""
+    began = time.monotonic()
+    up = project("--profile", "kafka", "up", "--detach", "--build", "--wait", "kafka", timeout=900, check=False)
+    assert up.returncode == 0, f"the Kafka broker did not come up: {up.stderr.decode(errors='replace')[-1500:]}"
+    print(f"Kafka broker: up --build --wait {time.monotonic() - began:.0f}s")
+    found = run_drill(project, tmp_path, "kafka-drill", KAFKA_DRILL)
+    assert found["workload"] == "kafka" and found["faults"] == {"partition": 1, "broker": 1}
+    # The broker came back and delivery went on, without a node lost.
+    broker = next(entry for entry in found["rounds"] if entry["fault"] == "broker")
+    assert broker["twenty_delivered_after"] < 90 and not broker.get("sessions_lost"), broker
+    partition = next(entry for entry in found["rounds"] if entry["fault"] == "partition")
+    assert partition["deposed"], partition
 
 
 def cluster_status(zk_port: str, credentials_file: str | None) -> subprocess.CompletedProcess:

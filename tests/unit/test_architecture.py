@@ -64,6 +64,7 @@ CLUSTER_LAYERS = {
         "cluster.clients",
         "cluster.failover",
         "cluster.node",
+        "cluster.admin",
         "cluster.services",
     },
     "cluster.services": set(),

@@ -21,7 +21,6 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(o
         ),
         (["--faults", "kill,partition"], "fault 'partition' cannot be injected on the local target"),
         (["--faults", "broker"], "fault 'broker' cannot be injected on the local target (the broker fault goes with"),
-        (["--target", "compose", "--workload", "kafka"], "--workload kafka goes with --target local"),
         (["--workload", "mqtt"], "unknown workload 'mqtt'; workloads: files, kafka"),
         (["--rounds", "0"], "--rounds must be at least 1"),
         (["--nodes", "1"], "a drill needs at least 2 nodes"),
@@ -30,6 +29,13 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(o
         # Either way refused: whether this machine's Docker engine runs is not this test's business.
         (
             ["--target", "compose", "--project", "custody-no-such-project"],
+            (
+                "compose project 'custody-no-such-project' has no running container: start it with",
+                "cannot reach the Docker engine",
+            ),
+        ),
+        (
+            ["--target", "compose", "--workload", "kafka", "--project", "custody-no-such-project"],
             (
                 "compose project 'custody-no-such-project' has no running container: start it with",
                 "cannot reach the Docker engine",
