@@ -276,9 +276,10 @@ class KafkaWorkload:
     ) -> ClusterReport:
         """Once every node stopped: the output topic read to its end, read_committed, and
         its keys counted against those sent; each FlowFile that ConsumeKafka received
-        sent once (provenance, cluster-wide); no FlowFile left in a WAL. `events`, if
-        given, are the cluster's provenance events read elsewhere (a compose target's
-        `StoredEvent`s), instead of those in `provenance_directories`."""
+        from this run's input topic sent once (provenance, cluster-wide); no FlowFile
+        left in a WAL. `events`, if given, are the cluster's provenance events read
+        elsewhere (a compose target's `StoredEvent`s), instead of those in
+        `provenance_directories`."""
         from repositories.provenance import EventType
 
         if self.output is None:
@@ -286,8 +287,14 @@ class KafkaWorkload:
         self.output.read_to_end()
         if events is None:
             events = cluster_provenance(provenance_directories)
+        # This run's: a compose project's nodes keep the provenance of earlier drills, and
+        # ConsumeKafka's transit URI ends with the topic it read.
         received = Counter(
-            e.flowfile_uuid for e in events if e.event_type is EventType.RECEIVE and e.component_id == "consume"
+            e.flowfile_uuid
+            for e in events
+            if e.event_type is EventType.RECEIVE
+            and e.component_id == "consume"
+            and (e.transit_uri or "").endswith(f"/{self.input_topic}")
         )
         sends = Counter(e.flowfile_uuid for e in events if e.event_type is EventType.SEND)
         return ClusterReport(

@@ -153,7 +153,10 @@ def compose_project(request, docker_engine, harness_services_stopped, tmp_path):
         logs = project.output("logs", "--no-color", "--timestamps", check=False)
         (tmp_path / "compose.log").write_text(logs)
         print(f"every service's log: {tmp_path / 'compose.log'}\n{node_tails(logs)}")
-    result = project("down", "--volumes", "--rmi", "all", "--timeout", "30", timeout=300, check=False)
+    # With the profile, so that the broker's image goes with the others.
+    result = project(
+        "--profile", "kafka", "down", "--volumes", "--rmi", "all", "--timeout", "30", timeout=300, check=False
+    )
     assert result.returncode == 0, f"docker compose down failed: {result.stderr.decode(errors='replace')[-800:]}"
 
 
