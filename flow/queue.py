@@ -133,6 +133,9 @@ class FlowFileQueue:
         self._next_retry_ms: int | None = None  # the earliest retry of `_set_aside`
         self._unreadable_count = 0  # FlowFiles of `_set_aside`
         self._out_entries: list | None = None  # the batch being written to a swap file
+        # Recovered FlowFiles kept in memory above the threshold (`hold_in_memory`): the
+        # count allowed in memory, falling with the queue as it drains.
+        self._memory_ceiling = 0
         self._swapping = False
         self._polled: dict[str, tuple] = {}  # id -> (key, sequence) of unacknowledged FlowFiles
         self._unacknowledged_count = 0
@@ -161,9 +164,19 @@ class FlowFileQueue:
             len(self._staging),
             len(self._swapped),
             self._swapping,
-            self.swap_threshold,
+            max(self.swap_threshold, self._memory_ceiling),
             self.swap_batch,
         )
+
+    def hold_in_memory(self) -> None:
+        """Let the FlowFiles in memory now stay there, above the swap threshold if they
+        are (a recovery's): only what arrives beyond them is swapped out, and the
+        allowance falls as the queue drains, back to the threshold. As NiFi's swappable
+        queue does, a FlowFile already in memory is never written out to make room;
+        the arrivals wait in swap files instead. A shard recovered by its adopter so
+        starts at once, without writing its dead owner's queue out first."""
+        with self._lock:
+            self._memory_ceiling = len(self._active) + len(self._penalized)
 
     # -- producers ----------------------------------------------------------------
 
@@ -240,6 +253,12 @@ class FlowFileQueue:
             self._unacknowledged_count -= count
             self._count -= count
             self._size -= size
+            if self._memory_ceiling:
+                # What left the queue leaves the allowance for good (FlowFiles polled and
+                # not yet committed still count: a rollback brings them back).
+                self._memory_ceiling = min(
+                    self._memory_ceiling, len(self._active) + len(self._penalized) + self._unacknowledged_count
+                )
 
     def requeue(self, flowfiles: Iterable[FlowFile]) -> None:
         """The session that polled these rolled back: they are queued again, in their old

@@ -285,14 +285,15 @@ class QueueShard:
         if self.swap_store is not None:
             self._delete_orphans(report)
         # A swap-in now reads a file whose claims were unknown into the report's claims.
-        # Swap-outs wait: each writes a file and a WAL record, on the critical path of a
-        # takeover (a dead node's session of 500 FlowFiles, swapped 50 at a time on HDFS:
-        # some 2 s), and the recovered FlowFiles are in memory already. The queue swaps
-        # out after its next commit that brings FlowFiles in; one that only drains (an
-        # adopted shard's) shrinks below its threshold instead.
+        # The recovered FlowFiles are in memory already and stay there: writing them out
+        # (a file and a WAL record each) would be on the critical path of a takeover (a
+        # dead node's session of 500 FlowFiles, swapped 50 at a time on HDFS: some 2 s),
+        # and again at the adopter's first commit. Only arrivals beyond them are swapped
+        # out (`FlowFileQueue.hold_in_memory`).
         self._recovering_claims = report.live_claims
         try:
             for queue in self.queues.values():
+                queue.hold_in_memory()
                 self.maintain(queue, swap_out=False)
         finally:
             self._recovering_claims = None

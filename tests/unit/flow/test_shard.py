@@ -234,10 +234,11 @@ def test_after_a_commit_of_unknown_outcome_the_next_state_is_written_whole(tmp_p
     assert again.get_state("p") == {"a": "1", "b": "2"}
 
 
-def test_recovery_swaps_nothing_out_and_the_next_commit_that_brings_flowfiles_in_does(tmp_path):
-    """Recovered FlowFiles above the swap threshold stay in memory through recovery (a
-    swap-out there would be on a takeover's critical path); the queue's next commit
-    with FlowFiles for it swaps out as usual."""
+def test_recovered_flowfiles_stay_in_memory_and_only_arrivals_beyond_them_are_swapped_out(tmp_path):
+    """Recovered FlowFiles above the swap threshold stay in memory through recovery and
+    after it (writing them out would be on a takeover's critical path); FlowFiles that
+    arrive beyond them are swapped out; as the queue drains, the allowance falls back
+    to the threshold."""
     queue, shard = open_(str(tmp_path), threshold=100, batch=50)
     shard.recover()
     commit(shard, queue, flowfiles(12))  # under that threshold: all in memory
@@ -248,7 +249,12 @@ def test_recovery_swaps_nothing_out_and_the_next_commit_that_brings_flowfiles_in
     report = shard.recover()
     assert report.flowfiles == 12 and queue.in_memory() == 12 and queue.summary().swap_files == 0
     assert "swap file synced" not in log.calls and shard.swap_store.locations() == []
-    commit(shard, queue, flowfiles(1, start=12))
-    swapped = queue.summary().swap_files
-    assert swapped == 4 and queue.in_memory() == 13 - 2 * swapped and queue.count == 13  # 4 active, 1 staged
+    commit(shard, queue, flowfiles(2, start=12))
+    assert queue.summary().swap_files == 1 and queue.in_memory() == 12 and queue.count == 14
     assert "swap file synced" in log.calls
+    # Drained to 3, under the threshold of 4: the next arrivals stay behind the swap
+    # file, in order, and the allowance is the threshold again.
+    taken, _ = queue.poll(9)
+    queue.acknowledge(taken)
+    commit(shard, queue, flowfiles(6, start=14))
+    assert queue.count == 11 and queue.summary().swap_files == 4 and queue.in_memory() == 3
