@@ -50,7 +50,7 @@ from .compose_project import ComposeNotRunning, ComposeProject
 from .fault_kinds import FAULT_KINDS
 from .faults import expire_session
 from .flow_cluster import FlowWorkloadViews
-from .kafka_workload import KafkaWorkload, run_name
+from .kafka_workload import KafkaWorkload, WorkloadFeed, run_name
 from .sink import SinkDirectory
 from .targets import TargetUnavailable
 
@@ -67,7 +67,7 @@ TOKEN_VOLUME, TOKEN_FILE = "admin-token", "token"  # where the one-shot admin-to
 DEPLOY_TIMEOUT = 600.0
 
 
-class ComposeTarget(FlowWorkloadViews):
+class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
     """A `DrillTarget` (see `targets`) of a compose project's containers."""
 
     kind = "compose"
@@ -343,17 +343,6 @@ class ComposeTarget(FlowWorkloadViews):
 
     def restore_broker(self) -> None:
         self._restore("broker")
-
-    # -- the workload ---------------------------------------------------------------------
-    def prepare_round(self) -> None:
-        if self.kafka_workload is not None:
-            self.kafka_workload.prepare_round()
-
-    def more_work(self) -> bool:
-        if self.kafka_workload is None:
-            return False  # a new incarnation makes more
-        self.kafka_workload.send_feed()
-        return True
 
     def _restore(self, kind: str) -> None:
         service = self._down.pop(kind, None)

@@ -312,6 +312,25 @@ class KafkaWorkload:
             self.output = None
 
 
+class WorkloadFeed:
+    """A drill target's `prepare_round` and `more_work` (see `targets.DrillTarget`) for
+    either workload: the Kafka workload's records come from the drill's producer, the
+    files workload's from the nodes' own sources. Mixed into a target that sets
+    `kafka_workload` (None for the files workload)."""
+
+    kafka_workload: KafkaWorkload | None = None
+
+    def prepare_round(self) -> None:
+        if self.kafka_workload is not None:
+            self.kafka_workload.prepare_round()
+
+    def more_work(self) -> bool:
+        if self.kafka_workload is None:
+            return False  # a new incarnation makes more
+        self.kafka_workload.send_feed()
+        return True
+
+
 def run_name() -> str:
     """A name of its own for a drill run's topics, group and transactional ids."""
     return time.strftime("drill-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]

@@ -27,7 +27,7 @@ from .fault_kinds import FAULT_KINDS
 from .faults import expire_session
 from .flow_cluster import FlowCluster
 from .harness import SESSION_TIMEOUT, ZooKeeperViews
-from .kafka_workload import KafkaWorkload, run_name
+from .kafka_workload import KafkaWorkload, WorkloadFeed, run_name
 
 NAMES = ("n1", "n2", "n3")
 # Each incarnation makes 600 FlowFiles and delivers 50 a second: its backlog lasts
@@ -86,7 +86,7 @@ class LocalServices:
             self.stack.stop(self.names)
 
 
-class LocalTarget(ZooKeeperViews):
+class LocalTarget(WorkloadFeed, ZooKeeperViews):
     """A `DrillTarget` (see `targets`) of local node processes. Not thread-safe but for
     `delivered`, which the drill's sampler calls from its own thread."""
 
@@ -217,16 +217,6 @@ class LocalTarget(ZooKeeperViews):
         return self.cluster.tails() if self.cluster is not None else ""
 
     # -- the workload ---------------------------------------------------------------
-    def prepare_round(self) -> None:
-        if self.kafka_workload is not None:
-            self.kafka_workload.prepare_round()
-
-    def more_work(self) -> bool:
-        if self.kafka_workload is None:
-            return False  # a new incarnation makes more
-        self.kafka_workload.send_feed()
-        return True
-
     def queued(self, incarnation: str) -> int:
         return self.cluster.queued(incarnation, self.kafka_workload.queue if self.kafka_workload else None)
 
