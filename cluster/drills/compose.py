@@ -107,6 +107,9 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
         self._broker = self._find_broker(services) if workload == "kafka" else None
         if self._broker is not None:
             self.supported_faults = KAFKA_FAULTS
+            # Where and with what the workload's flow is deployed, known before anything starts.
+            self._admin = f"http://127.0.0.1:{self.project.published_port(next(iter(self.nodes.values())), 8080)}"
+            self._token = self._admin_token()
 
     @classmethod
     def from_arguments(cls, arguments) -> ComposeTarget:
@@ -166,13 +169,7 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
         self.kafka_workload = self.sink_view = workload
         self.work_queue = workload.queue
         document = workload.flow_document(f"{self._env(broker)['KAFKA_HOST']}:{BROKER_PORT}")
-        service = next(iter(self.nodes.values()))
-        deploy_flow(
-            f"http://127.0.0.1:{self.project.published_port(service, 8080)}",
-            document,
-            timeout=DEPLOY_TIMEOUT,
-            token=self._admin_token(),
-        )
+        deploy_flow(self._admin, document, timeout=DEPLOY_TIMEOUT, token=self._token)
 
     def _admin_token(self) -> str:
         """$CUSTODY_ADMIN_TOKEN (or the file $CUSTODY_ADMIN_TOKEN_FILE names), else the
