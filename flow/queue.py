@@ -49,7 +49,6 @@ from .swap_policy import (
     Promote,
     SwapAction,
     SwapState,
-    WriteSwapFile,
     in_swap_mode,
     plan_swap,
 )
@@ -403,24 +402,18 @@ class FlowFileQueue:
 
     # -- swapping (driven by QueueShard) -----------------------------------------
 
-    def plan_swap(self, *, swap_out: bool = True) -> SwapAction:
-        """The next swap action for the shard to carry out (NOTHING when none). With
-        `swap_out` False, nothing is planned toward a swap-out: no FlowFile is demoted
-        from memory, no swap file is asked for (a recovery swaps in only)."""
+    def plan_swap(self) -> SwapAction:
+        """The next swap action for the shard to carry out (NOTHING when none)."""
         with self._lock:
             action = plan_swap(self._swap_state_locked())
             # Pure moves between active and staging are done here at once; only the
             # actions that need I/O go back to the shard.
             while isinstance(action, (Demote, Promote)):
                 if isinstance(action, Demote):
-                    if not swap_out:
-                        return NOTHING
                     self._demote_locked(action.count)
                 else:
                     self._promote_locked(action.count)
                 action = plan_swap(self._swap_state_locked())
-            if isinstance(action, WriteSwapFile) and not swap_out:
-                return NOTHING
             if action is not NOTHING:
                 self._swapping = True
             return action

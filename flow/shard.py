@@ -293,8 +293,8 @@ class QueueShard:
         self._recovering_claims = report.live_claims
         try:
             for queue in self.queues.values():
-                queue.hold_in_memory()
-                self.maintain(queue, swap_out=False)
+                queue.hold_in_memory()  # so the policy plans no swap-out here, only swap-ins
+                self.maintain(queue)
         finally:
             self._recovering_claims = None
         return report
@@ -433,9 +433,8 @@ class QueueShard:
 
     # -- swapping ---------------------------------------------------------------
 
-    def maintain(self, queue: FlowFileQueue, *, swap_out: bool = True) -> None:
-        """Carry out the queue's swap policy until it asks for nothing more (or, with
-        `swap_out` False, for a swap-out)."""
+    def maintain(self, queue: FlowFileQueue) -> None:
+        """Carry out the queue's swap policy until it asks for nothing more."""
         if self.swap_store is None:
             return
         lock = self._swap_locks[queue.id]
@@ -445,7 +444,7 @@ class QueueShard:
             # A swap file set aside whose retry is due goes back to the head of the line.
             queue.release_due_set_aside()
             while True:
-                action = queue.plan_swap(swap_out=swap_out)
+                action = queue.plan_swap()
                 if action is NOTHING:
                     return
                 if isinstance(action, WriteSwapFile):

@@ -353,6 +353,15 @@ def kafka_drill(project, tmp_path: Path) -> None:
     --workload kafka`: its flow rolled onto the nodes, a node partitioned and the broker
     killed, and every record sent to the input topic read once from the output topic,
     read_committed, on the host."""
+    # Before the broker runs, the drill refuses at once and says how to start it.
+    refused = subprocess.run(
+        [sys.executable, "-m", "cluster.cli", "drill", "--target", "compose", "--project", project.name, *KAFKA_DRILL],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2 and "--profile kafka up -d --wait kafka" in refused.stderr, refused.stderr
     began = time.monotonic()
     up = project("--profile", "kafka", "up", "--detach", "--build", "--wait", "kafka", timeout=900, check=False)
     assert up.returncode == 0, f"the Kafka broker did not come up: {up.stderr.decode(errors='replace')[-1500:]}"
