@@ -3,8 +3,9 @@ Custody's cluster (docker-compose.yml), drilled through the Docker API.
 
     custody drill --target compose [--compose-file docker-compose.yml] [--project custody]
 
-* Node faults: `docker kill` (SIGKILL), `docker pause` (the cgroup freezer: a SIGSTOP
-  of every process), `docker stop` (SIGTERM, then SIGKILL), and a **network
+* Node faults: `docker kill` (SIGKILL), `docker kill --signal SIGSTOP` (a hung node,
+  SIGCONT to resume: never `docker pause`, whose cgroup freezer can fail to freeze a
+  busy container), `docker stop` (SIGTERM, then SIGKILL), and a **network
   partition**: the node's container is disconnected from the project's network, so
   that it loses ZooKeeper, HDFS and the other nodes while its process runs on, then
   connected again under its service name.
@@ -130,9 +131,8 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
         ).start_zookeeper()
         self.store = ClusterStore(self.client, self.layout)
         for service in self.nodes.values():
-            if self.project.status(service) == "paused":
-                self.project.unpause(service)
-            elif self.project.status(service) != "running":
+            self._thaw(service)
+            if self.project.status(service) != "running":
                 self.project.start(service)
         self._wait_members(timeout)
         if self._broker is not None and self.kafka_workload is None:
@@ -208,8 +208,7 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
                 self.project.start(service)
             self._down.pop(kind, None)
         for service in self.nodes.values():
-            if self.project.status(service) == "paused":
-                self.project.unpause(service)
+            self._thaw(service)
         if self.client is not None:
             stop_quietly(self.client)
             self.client = None
@@ -239,24 +238,33 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
 
     def dump_stacks(self) -> None:
         for service in self.nodes.values():
-            status = self.project.status(service)
-            if status == "paused":
-                self.project.unpause(service)
-            if status in ("running", "paused"):
-                self.project.container(service).kill(signal="SIGUSR1")
+            if self._thaw(service):
+                self.project.signal(service, "SIGUSR1")
+
+    def _thaw(self, service: str) -> bool:
+        """Let a node's process run again, whether a drill stopped it (SIGSTOP: the
+        engine cannot tell, so a SIGCONT goes to every running node; it changes nothing
+        for one that runs) or someone paused its container; whether it is running."""
+        status = self.project.status(service)
+        if status == "paused":
+            self.project.unpause(service)
+        if status in ("running", "paused"):
+            self.project.signal(service, "SIGCONT")
+            return True
+        return False
 
     # -- faults to a node -------------------------------------------------------------
     def kill(self, name: str) -> None:
         service = self.nodes[name]
         if self.project.status(service) == "paused":
             self.project.unpause(service)
-        self.project.kill(service)
+        self.project.kill(service)  # SIGKILL ends a stopped process too
 
     def pause(self, name: str) -> None:
-        self.project.pause(self.nodes[name])
+        self.project.signal(self.nodes[name], "SIGSTOP")
 
     def resume(self, name: str) -> None:
-        self.project.unpause(self.nodes[name])
+        self.project.signal(self.nodes[name], "SIGCONT")
 
     def restart(self, name: str, timeout: float = 90.0) -> None:
         service, before = self.nodes[name], self.incarnation(name)

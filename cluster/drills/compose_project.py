@@ -5,7 +5,7 @@ nodes did.
     project = ComposeProject.attach("custody")     # ComposeNotRunning if it is not up
     project.nodes                                  # {"n1": "custody1", ...}: node -> service
     project.kill("custody1"); project.start("custody1")
-    project.pause("custody2"); project.unpause("custody2")
+    project.signal("custody2", "SIGSTOP"); project.signal("custody2", "SIGCONT")
     project.disconnect("custody3"); project.reconnect("custody3")   # a network partition
     project.events("custody1", NodeEvent.JOINED)   # the node's --events lines, parsed
     project.volume_directory("custody-out")        # where the engine keeps a volume
@@ -112,11 +112,17 @@ class ComposeProject:
         """SIGTERM, then SIGKILL after `timeout` seconds: the node hands over and leaves."""
         self.container(service).stop(timeout=int(timeout))
 
-    def pause(self, service: str) -> None:
-        """Freeze every process of the container (the cgroup freezer): a SIGSTOP."""
-        self.container(service).pause()
+    def signal(self, service: str, name: str) -> None:
+        """Send a signal to the service's main process (`docker kill --signal`). SIGSTOP
+        and SIGCONT reach it although it is the container's init. A hung node is a
+        SIGSTOP of its process, not `docker pause`: the cgroup v1 freezer fails ("unable
+        to freeze") when a task of the container does not reach a freezable point in
+        time, as one in the middle of an fsync may not; a SIGSTOP cannot fail, and takes
+        effect when the task is back from the kernel."""
+        self.container(service).kill(signal=name)
 
     def unpause(self, service: str) -> None:
+        """Thaw a container someone froze with `docker pause`."""
         self.container(service).unpause()
 
     def networks(self, service: str) -> list[str]:

@@ -142,10 +142,10 @@ class DrillTarget(Protocol):
         """SIGKILL the node's process (docker kill): it stays down until `restart`."""
 
     def pause(self, name: str) -> None:
-        """SIGSTOP the node's process (docker pause): it keeps its state, and does nothing."""
+        """SIGSTOP the node's process: it keeps its state, and does nothing."""
 
     def resume(self, name: str) -> None:
-        """SIGCONT a paused node (docker unpause)."""
+        """SIGCONT a paused node."""
 
     def restart(self, name: str, timeout: float = 90.0) -> None:
         """Kill what is left of the node, start it again, and return once it joined as
