@@ -4,7 +4,7 @@ broker killed and restarted once under it: every input record appears in the out
 topic exactly once to a consumer that reads with read_committed, checked from outside
 by key (`cluster.drills.checker`: lost, duplicated and unexpected counted).
 
-CI: 4,000 records, 6 kills of the node and one of the broker. CUSTODY_LONG=1: 40,000
+CI: 2,500 records, 3 kills of the node and one of the broker. CUSTODY_LONG=1: 40,000
 records and 12 kills. Seed: CUSTODY_DRILL_SEED (default random, printed on failure)."""
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ pytestmark = [pytest.mark.kafka]
 
 FLOW = ROOT / "examples" / "kafka-to-kafka.yaml"
 LONG = os.environ.get("CUSTODY_LONG") == "1"
-COUNT = 40_000 if LONG else 4_000
-KILLS = 12 if LONG else 6
+COUNT = 40_000 if LONG else 2_500
+KILLS = 12 if LONG else 3
 _LOG = logging.getLogger(__name__)  # librdkafka's complaints while the broker restarts
 
 

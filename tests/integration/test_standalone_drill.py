@@ -1,4 +1,4 @@
-"""Restart drill: a standalone node killed with SIGKILL at random moments, 30 times
+"""Restart drill: a standalone node killed with SIGKILL at random moments, 15 times
 (200 with CUSTODY_LONG=1).
 
 GenerateFlowFile makes 30,000 FlowFiles with unique ids (examples/drill.yaml), through
@@ -8,7 +8,7 @@ moment (one in eight while it is still starting up and recovering). A last run d
 the flow. Then every id must be in the PutFile directory exactly once, and the WAL,
 the content repository and provenance must agree (see `cluster.drills.checker`).
 
-Kills: CUSTODY_DRILL_KILLS (default 30; 200 with CUSTODY_LONG=1). Seed:
+Kills: CUSTODY_DRILL_KILLS (default 15; 200 with CUSTODY_LONG=1). Seed:
 CUSTODY_DRILL_SEED (default random, printed on failure).
 """
 
@@ -34,7 +34,7 @@ from repositories.claims import ContentClaim
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "examples" / "drill.yaml"
 COUNT = 30_000
-KILLS = int(os.environ.get("CUSTODY_DRILL_KILLS", "200" if os.environ.get("CUSTODY_LONG") == "1" else "30"))
+KILLS = int(os.environ.get("CUSTODY_DRILL_KILLS", "200" if os.environ.get("CUSTODY_LONG") == "1" else "15"))
 
 
 def _start(data_dir: Path, log_path: Path) -> subprocess.Popen:
