@@ -4,14 +4,16 @@ It says how busy the node is, so the leader can give a dead node's shards to the
 most capable survivor (`planner.score`). JSON, one object:
 
     {"version": 1, "node": "n1", "incarnation": "n1-17", "epoch": 17, "sequence": 42,
-     "sent_at": 1700000000.5, "admin": "127.0.0.1:8081",
+     "sent_at": 1700000000.5, "admin": "127.0.0.1:8081", "liveness": "127.0.0.1:40123",
      "queues": {"n1-17/q1": {"count": 10, "bytes": 2048}}, "active_threads": 3,
      "max_threads": 8, "cpu": 0.35, "free_disk": 123456789, "capacity_weight": 1.0,
      "owned_shards": ["n1-17"]}
 
 `queues` is keyed `<shard>/<queue>`, one entry per queue of every shard the node runs.
 `cpu` is the busy fraction of the machine, 0..1. `capacity_weight` is the operator's
-relative size of the node (a node twice as big says 2.0).
+relative size of the node (a node twice as big says 2.0). `liveness` is the host:port
+of the member's liveness port (`cluster.core.liveness`), empty when it has none; a
+beat without it (an earlier release's) reads as empty.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Heartbeat:
     sequence: int = 0
     sent_at: float = 0.0
     admin: str = ""
+    liveness: str = ""
     queues: dict[str, QueueLoad] = field(default_factory=dict)
     active_threads: int = 0
     max_threads: int = 1

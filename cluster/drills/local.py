@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..core.layout import ClusterLayout
 from ..node.events import NodeEvent
 from ..node.session_file import session_path
 from ..services.process import ServiceError
@@ -44,18 +45,18 @@ KAFKA_FAULTS = FILES_FAULTS | {"broker"}
 
 
 def new_flow_cluster(zookeeper, hdfs, nodes: Path, run: str, parent: str, **options) -> FlowCluster:
-    """A `FlowCluster` named `run` in ZooKeeper, under `parent`/`run` in HDFS (made
-    here), its nodes' directories under `nodes`; `options` go to `FlowCluster`."""
+    """A `FlowCluster` named `run` in ZooKeeper, its HDFS root `parent` (the cluster keeps
+    `parent`/`run`, made here), its nodes' directories under `nodes`; `options` go to
+    `FlowCluster`."""
     from replication.hdfs_storage import HdfsStorage
 
-    root = f"{parent}/{run}"
     storage = HdfsStorage(hdfs.url, hdfs.client_config)
     try:
-        storage.mkdir(root, parents=True, exist_ok=True)
+        storage.mkdir(ClusterLayout(run, parent).hdfs_cluster, parents=True, exist_ok=True)
     finally:
         storage.close()
     nodes.mkdir(parents=True, exist_ok=True)
-    return FlowCluster(zookeeper.hosts, hdfs.url, root, nodes, hdfs.client_config, cluster=run, **options)
+    return FlowCluster(zookeeper.hosts, hdfs.url, parent, nodes, hdfs.client_config, cluster=run, **options)
 
 
 class LocalServices:

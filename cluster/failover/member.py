@@ -92,6 +92,7 @@ from .decommission import NodeDecommissioned, refuse_if_decommissioned, watch_de
 from .fencing import DEFAULT_FENCE_TIMEOUT, DEFAULT_FIRST_WAIT, current_directory
 from .instruments import ADOPTED, FENCED, HELD, RETRIED, FailoverInstruments
 from .leader import Leader, LeaderHooks
+from .liveness import LivenessListener, PeerWatch
 from .preflight import probe_storage
 from .runtime import PreviousShard, RuntimeFactory, ShardCallbacks, ShardHandle, WalOptions
 
@@ -129,6 +130,12 @@ class MemberConfig:
     held_recheck: float = RECHECK_FIRST  # seconds from holding a shard to its first recheck (then doubling)
     # As leader: how long a node may be away before what its adopters kept for it goes (`kept`).
     absent_node_retention: float = DEFAULT_ABSENT_NODE_RETENTION
+    # The liveness port (`cluster.core.liveness`): bound on `liveness_bind`, advertised
+    # with `liveness_host`. None: no port, and this member's crash waits for its session
+    # (it still watches the others').
+    liveness_bind: str | None = None
+    liveness_host: str = ""
+    liveness_port: int = 0
 
 
 @dataclass
@@ -190,6 +197,9 @@ class ClusterMember:
         self.membership: Membership | None = None
         self.guard: SessionGuard | None = None
         self.leader: Leader | None = None
+        self.liveness: LivenessListener | None = None
+        self.peers: PeerWatch | None = None
+        self._members_changed = threading.Event()
         self.runtimes: dict[str, object] = {}
         self.handles: dict[str, ShardHandle] = {}
         self.timeline = MemberTimeline()
@@ -244,11 +254,15 @@ class ClusterMember:
             name=f"session-guard {me}",
             granted_timeout=lambda: granted_session_timeout(self.client),
         )
+        if config.liveness_bind is not None and config.liveness_host:
+            self.liveness = LivenessListener(config.liveness_bind, config.liveness_host, me, config.liveness_port)
+            self.liveness.start()
         first = Heartbeat(
             config.node,
             me,
             self.incarnation.epoch,
             admin=config.admin,
+            liveness=self.liveness.address if self.liveness is not None else "",
             capacity_weight=config.capacity_weight,
             max_threads=config.max_threads,
         )
@@ -262,6 +276,9 @@ class ClusterMember:
             wall_clock=self._wall_clock,
         )
         self.membership.join()
+        self.peers = PeerWatch(me, self._peer_gone)
+        self._spawn(self._follow_members, f"liveness members {me}")
+        self.store.watch_members(self._on_members)
         watch_decommission(self.store, config.node, self._decommissioned, self._stopped.is_set)
         self.guard.start()
         # The home shard: id = incarnation id, epoch = incarnation epoch.
@@ -298,6 +315,40 @@ class ClusterMember:
         self._check_alive("joining")
         log.info("member %s joined cluster %s", me, config.cluster)
         return self.incarnation
+
+    # -- the others' liveness (`cluster.core.liveness`) ---------------------------------------
+    def _on_members(self, _children: list[str]) -> bool:
+        self._members_changed.set()
+        return not self._stopped.is_set()
+
+    def _follow_members(self) -> None:
+        """Keep the peer watch on the members now: on each change of `nodes/`, and every
+        few seconds in case a change was missed while disconnected."""
+        while not self._stopped.is_set():
+            self._members_changed.wait(5.0)
+            self._members_changed.clear()
+            if self._stopped.is_set() or self.peers is None:
+                return
+            try:
+                members = self.store.members()
+            except Exception as error:  # noqa: BLE001 - ZooKeeper away: the session guard decides
+                log.debug("members not read for the liveness watch: %s", first_line(error, 200))
+                continue
+            self.peers.follow({name: beat.liveness for name, beat in members.items()})
+
+    def _peer_gone(self, incarnation: str, reason: str) -> None:
+        """A peer proven gone: its znodes go now, and the leader (this member or another)
+        hands its shards over as for an expired session. Never from a member that may
+        not act (cut off, or dead itself)."""
+        if self._stopped.is_set() or self._dying or self.guard is None or not self.guard.may_work():
+            return
+        try:
+            removed = self.store.remove_gone(incarnation)
+        except Exception as error:  # noqa: BLE001 - its session's expiry does it later
+            log.warning("could not remove the znodes of %s (%s): its session's expiry will", incarnation, error)
+            return
+        if removed:
+            log.warning("incarnation %s is gone: %s; removed %s", incarnation, reason, ", ".join(removed))
 
     def _check_alive(self, step: str, runtime=None) -> None:
         """Raise `IncarnationEnded` if the incarnation died while `start` was at `step`
@@ -431,6 +482,7 @@ class ClusterMember:
                     functools.partial(self.membership.stop, leave=leave) if self.membership is not None else None,
                 ),
                 ("the session guard", self.guard.stop if self.guard is not None else None),
+                ("the liveness watch", self.peers.stop if self.peers is not None else None),
             )
             if step is not None
         ]
@@ -441,6 +493,8 @@ class ClusterMember:
         else:
             for step in steps + others:
                 self._await(self._start_steps([step]))
+        if self.liveness is not None:  # last: the others learn that this incarnation is over
+            self.liveness.close()
         self._adoptions.put(None)
         self.death_reason = reason
         self.stopped_at = self._wall_clock()

@@ -187,6 +187,7 @@ class ClusteredNode:
             fence_first_wait=config.fence_first_wait,
             flow=self.flow,
             absent_node_retention=config.absent_node_retention,
+            **liveness_options(config),
         )
         member = ClusterMember(
             member_config,
@@ -570,3 +571,16 @@ class ClusteredNode:
 
     def status(self) -> dict:
         return {**self.identity(), "shards": self.shard_statuses()}
+
+
+def liveness_options(config: NodeConfig) -> dict:
+    """Where a member's liveness port listens and what its heartbeat advertises: the
+    admin API's bind address, and the host of the address others reach its admin API
+    at. None without crash detection, or without an advertised admin address (a port
+    the others could not reach would prove nothing)."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(config.admin).hostname if config.admin else None
+    if not config.crash_detection or not host or host in ("0.0.0.0", "::"):
+        return {"liveness_bind": None}
+    return {"liveness_bind": config.admin_bind, "liveness_host": host}

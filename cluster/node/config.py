@@ -74,6 +74,7 @@ class NodeConfig:
     provenance_rollover_bytes: int = DEFAULT["provenance_rollover_bytes"]
     admin_enabled: bool = DEFAULT["admin_enabled"]
     admin_bind: str = DEFAULT["admin_bind"]
+    crash_detection: bool = DEFAULT["crash_detection"]
     admin_port: int = DEFAULT["admin_port"]
     admin_tokens: str = DEFAULT["admin_tokens"]
     admin_tls_cert: str = DEFAULT["admin_tls_cert"]

@@ -241,6 +241,16 @@ NODE_TOML = Schema(
                 ),
                 Key("lead", Flag(), "campaign for leadership", default=True, field="lead"),
                 Key(
+                    "crash_detection",
+                    Flag(),
+                    "a liveness port on the admin API's bind address (a free port), which the other members "
+                    "keep a connection to: a crashed node's shards are taken over as soon as its kernel closes "
+                    "them, not at its session's expiry (`cluster/core/liveness.py`); needs the admin API's "
+                    "address (`admin`)",
+                    default=True,
+                    field="crash_detection",
+                ),
+                Key(
                     "admin",
                     Text(),
                     "the admin API's address others use (heartbeat, links), for an address behind NAT or a proxy",

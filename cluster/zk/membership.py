@@ -146,6 +146,31 @@ def _parse_beat(name: str, data: bytes, stat) -> Heartbeat:
 
 
 @translated
+def remove_gone(client: KazooClient, layout, incarnation: str) -> list[str]:
+    """Delete the ephemeral znodes of an incarnation proven gone (`cluster.core.liveness`)
+    before its session expires: its membership `nodes/<incarnation>` and its place in
+    the leader election (kazoo's lock nodes under `leader/` carry the contender's id as
+    their data). The same as the expiry would do; the paths deleted are returned
+    (none when the expiry or another survivor came first)."""
+    removed = []
+    paths = [layout.node(incarnation)]
+    try:
+        for child in client.get_children(layout.leader):
+            data, _ = client.get(f"{layout.leader}/{child}")
+            if data.decode("utf-8", "replace") == incarnation:
+                paths.append(f"{layout.leader}/{child}")
+    except NoNodeError:
+        pass
+    for path in paths:
+        try:
+            client.delete(path)
+            removed.append(path)
+        except NoNodeError:
+            pass
+    return removed
+
+
+@translated
 def new_incarnation(client: KazooClient, layout, node: str) -> Incarnation:
     """Draw the next start epoch from `counters/incarnation` (kazoo's `Counter`, a
     versioned read-modify-write) for `node`: every start of every node gets a number

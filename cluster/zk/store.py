@@ -40,7 +40,7 @@ from .acl import check_root_acl, shared_parent_acl
 from .flows import read_cluster_flow, write_cluster_flow
 from .kafka_holds import KafkaHolds
 from .kazoo_errors import translates_kazoo
-from .membership import Membership, new_incarnation, read_incarnation_counter, read_members
+from .membership import Membership, new_incarnation, read_incarnation_counter, read_members, remove_gone
 from .operator import OperatorStore
 from .plans import PlanStore
 from .session import GuardCallbacks, SessionGuard
@@ -125,6 +125,10 @@ class ClusterStore:
     def members(self) -> dict[str, Heartbeat]:
         """Live incarnations and their current heartbeats."""
         return read_members(self.client, self.layout)
+
+    def remove_gone(self, incarnation: str) -> list[str]:
+        """An incarnation proven gone loses its znodes now, not at its session's expiry."""
+        return remove_gone(self.client, self.layout, incarnation)
 
     def live_incarnations(self) -> frozenset[str]:
         """Live incarnations, by name only (one round trip)."""

@@ -56,6 +56,7 @@ EVERY_KEY = textwrap.dedent("""\
     capacity_weight = 3.0
     policy = "divvy"
     lead = false
+    crash_detection = false
     admin = "http://edge1.example:9090"
     wal_partitions = 8
     checkpoint_interval = 120.0
@@ -140,6 +141,7 @@ def test_every_key_set_is_read_back_into_its_setting(node_dir):
         capacity_weight=3.0,
         policy="divvy",
         lead=False,
+        crash_detection=False,
         admin="http://edge1.example:9090",
         wal_partitions=8,
         checkpoint_interval=120.0,
@@ -196,6 +198,8 @@ def test_a_file_of_the_previous_release_gives_the_same_settings(tmp_path, sample
     # What that release hard-coded where there is a key now: a clustered node's
     # provenance rolled over every 10 s or 100 MiB (RolloverPolicy's size).
     before.update(provenance_rollover_age=10.0, provenance_rollover_bytes=100 * 1024 * 1024)
+    # What it did not have, and a file of it gets by default: crash detection.
+    before.update(crash_detection=True)
     now = json.loads(json.dumps(dataclasses.asdict(config)).replace(str(tmp_path), "<here>"))
     # As text, so that 4 and 4.0 differ.
     assert json.dumps(now, indent=2, sort_keys=True) == json.dumps(before, indent=2, sort_keys=True)

@@ -1,0 +1,235 @@
+"""The liveness verdicts (`cluster.core.liveness`), decided without I/O, and the port
+and its watch (`cluster.failover.liveness`) on real loopback sockets: a listener in a
+process SIGKILLed, closed, SIGSTOPped, or whose connection alone is reset."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from cluster.core.liveness import (
+    ProbeOutcome,
+    Verdict,
+    greeting,
+    parse_greeting,
+    probe_outcome,
+    split_address,
+    verdict,
+)
+from cluster.failover.liveness import LivenessListener, PeerWatch
+from cluster.services.process import wait_until
+
+
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [
+        (ProbeOutcome.REFUSED, Verdict.GONE),
+        (ProbeOutcome.UNREACHABLE, Verdict.GONE),
+        (ProbeOutcome.OTHER, Verdict.GONE),
+        (ProbeOutcome.SAME, Verdict.ALIVE),
+        (ProbeOutcome.SILENT, Verdict.UNKNOWN),
+    ],
+)
+def test_each_probe_after_an_ended_connection_has_its_verdict(outcome, expected):
+    assert verdict(outcome) is expected
+
+
+def test_a_greeting_names_its_incarnation_byte_for_byte():
+    line = greeting("n1-17")
+    assert line == b"CUSTODY-LIVENESS 1 n1-17\n"
+    assert parse_greeting(line) == "n1-17"
+    assert probe_outcome("n1-17", parse_greeting(line)) is ProbeOutcome.SAME
+    assert probe_outcome("n1-16", parse_greeting(line)) is ProbeOutcome.OTHER
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"",
+        b"CUSTODY-LIVENESS 1 n1-17",  # cut short
+        b"CUSTODY-LIVENESS 2 n1-17\n",  # a newer format
+        b"CUSTODY-LIVENESS 1 \n",
+        b"CUSTODY-LIVENESS 1 n1 17\n",
+        b"SSH-2.0-OpenSSH_9.2\r\n",  # another program on the port
+        b"CUSTODY-LIVENESS 1 " + b"x" * 300 + b"\n",
+        b"CUSTODY-LIVENESS 1 \xff\xfe\n",
+    ],
+)
+def test_what_is_not_a_greeting_names_nobody(line):
+    assert parse_greeting(line) is None
+    assert probe_outcome("n1-17", parse_greeting(line)) is ProbeOutcome.OTHER
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "x" * 201, "a\nb"])
+def test_an_incarnation_that_cannot_be_greeted_is_refused(bad):
+    with pytest.raises(ValueError, match="liveness greeting"):
+        greeting(bad)
+
+
+def test_addresses_split_into_host_and_port():
+    assert split_address("127.0.0.1:40123") == ("127.0.0.1", 40123)
+    assert split_address("custody1:8080") == ("custody1", 8080)
+    assert split_address("[::1]:9") == ("::1", 9)
+    for bad in ("custody1", ":80", "h:0", "h:70000", "h:x"):
+        with pytest.raises(ValueError, match="host:port"):
+            split_address(bad)
+
+
+class _Gone:
+    def __init__(self):
+        self.calls: list[tuple[str, str]] = []
+        self.event = threading.Event()
+
+    def __call__(self, incarnation: str, reason: str) -> None:
+        self.calls.append((incarnation, reason))
+        self.event.set()
+
+
+LISTENER_PROCESS = """
+import sys, time
+from cluster.failover.liveness import LivenessListener
+listener = LivenessListener("127.0.0.1", "127.0.0.1", sys.argv[1])
+listener.start()
+print(listener.address, flush=True)
+time.sleep(600)
+"""
+
+
+def _listener_process(incarnation: str) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, "-c", LISTENER_PROCESS, incarnation], stdout=subprocess.PIPE, text=True)
+    return process, process.stdout.readline().strip()
+
+
+def test_a_sigkilled_peer_is_proven_gone_at_once():
+    process, address = _listener_process("n1-3")
+    gone = _Gone()
+    watch = PeerWatch("n2-4", gone)
+    try:
+        watch.follow({"n1-3": address, "n2-4": "127.0.0.1:1"})  # itself is never watched
+        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+        killed = time.monotonic()
+        process.send_signal(signal.SIGKILL)
+        assert gone.event.wait(5), "no verdict"
+        assert time.monotonic() - killed < 2.0
+        [(incarnation, reason)] = gone.calls
+        assert incarnation == "n1-3" and "refused a connection" in reason, reason
+    finally:
+        watch.stop()
+        process.kill()
+        process.wait()
+
+
+def test_a_sigstopped_peer_is_left_to_its_session():
+    process, address = _listener_process("n1-3")
+    gone = _Gone()
+    watch = PeerWatch("n2-4", gone)
+    try:
+        watch.follow({"n1-3": address})
+        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+        process.send_signal(signal.SIGSTOP)
+        # A hung process ends no connection: nothing is proven, however long it stands still.
+        assert not gone.event.wait(2.0), gone.calls
+        assert watch.watched() == ["n1-3"]
+        process.send_signal(signal.SIGCONT)
+    finally:
+        watch.stop()
+        process.kill()
+        process.wait()
+
+
+def test_a_listener_closed_by_its_incarnation_is_proven_gone():
+    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n1-3")
+    listener.start()
+    gone = _Gone()
+    watch = PeerWatch("n2-4", gone)
+    try:
+        watch.follow({"n1-3": listener.address})
+        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+        listener.close()
+        assert gone.event.wait(5), "no verdict"
+        assert gone.calls[0][0] == "n1-3"
+    finally:
+        watch.stop()
+        listener.close()
+
+
+def test_a_reset_connection_of_a_live_peer_is_made_again_and_proves_nothing():
+    """The listener's side of the watch's connection alone is closed (as a middlebox's
+    reset would): the probe finds the same incarnation, and the watch goes on."""
+    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n1-3")
+    listener.start()
+    gone = _Gone()
+    watch = PeerWatch("n2-4", gone)
+    try:
+        watch.follow({"n1-3": listener.address})
+        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+        accepted = [key.fileobj for key in listener._selector.get_map().values() if key.fileobj is not listener._socket]
+        assert len(accepted) == 1
+        first = accepted[0]
+        first.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
+        wait_until(
+            lambda: any(
+                key.fileobj not in (listener._socket, first) for key in list(listener._selector.get_map().values())
+            ),
+            10,
+            "the watch to connect again",
+        )
+        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to follow the new connection")
+        assert not gone.calls
+        # And it still proves the death that follows.
+        listener.close()
+        assert gone.event.wait(5), "no verdict"
+    finally:
+        watch.stop()
+        listener.close()
+
+
+def test_a_port_greeting_as_another_incarnation_is_not_watched_and_proves_nothing():
+    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n9-1")
+    listener.start()
+    gone = _Gone()
+    watch = PeerWatch("n2-4", gone)
+    try:
+        watch.follow({"n1-3": listener.address})  # an address that is not n1-3's
+        # Its thread connects, reads the greeting and gives up.
+        wait_until(lambda: not watch._peers["n1-3"]._thread.is_alive(), 10, "the watch to give up")
+        assert watch.watched() == [] and not gone.calls
+    finally:
+        watch.stop()
+        listener.close()
+
+
+def test_a_member_that_left_is_no_longer_watched_and_its_death_proves_nothing():
+    process, address = _listener_process("n1-3")
+    gone = _Gone()
+    watch = PeerWatch("n2-4", gone)
+    try:
+        watch.follow({"n1-3": address})
+        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+        watch.follow({})
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        assert not gone.event.wait(1.0), gone.calls
+    finally:
+        watch.stop()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_listener_keeps_no_connection_of_a_watcher_that_left():
+    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n1-3")
+    listener.start()
+    try:
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", int(listener.address.rsplit(":", 1)[1])), timeout=5) as c:
+                assert c.recv(100) == b"CUSTODY-LIVENESS 1 n1-3\n"
+        wait_until(lambda: len(listener._selector.get_map()) == 1, 10, "the listener to let the connections go")
+    finally:
+        listener.close()
