@@ -4,6 +4,7 @@ process SIGKILLed, closed, SIGSTOPped, or whose connection alone is reset."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
@@ -101,74 +102,74 @@ time.sleep(600)
 """
 
 
-def _listener_process(incarnation: str) -> tuple[subprocess.Popen, str]:
+@contextlib.contextmanager
+def _listener_process(incarnation: str):
+    """A process with a liveness port for `incarnation`: (the process, its address)."""
     process = subprocess.Popen([sys.executable, "-c", LISTENER_PROCESS, incarnation], stdout=subprocess.PIPE, text=True)
-    return process, process.stdout.readline().strip()
-
-
-def test_a_sigkilled_peer_is_proven_gone_at_once():
-    process, address = _listener_process("n1-3")
-    gone = _Gone()
-    watch = PeerWatch("n2-4", gone)
     try:
-        watch.follow({"n1-3": address, "n2-4": "127.0.0.1:1"})  # itself is never watched
-        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
-        killed = time.monotonic()
-        process.send_signal(signal.SIGKILL)
-        assert gone.event.wait(5), "no verdict"
-        assert time.monotonic() - killed < 2.0
-        [(incarnation, reason)] = gone.calls
-        assert incarnation == "n1-3" and "refused a connection" in reason, reason
+        yield process, process.stdout.readline().strip()
     finally:
-        watch.stop()
         process.kill()
         process.wait()
 
 
-def test_a_sigstopped_peer_is_left_to_its_session():
-    process, address = _listener_process("n1-3")
+@contextlib.contextmanager
+def _listener(incarnation: str):
+    listener = LivenessListener("127.0.0.1", "127.0.0.1", incarnation)
+    listener.start()
+    try:
+        yield listener
+    finally:
+        listener.close()
+
+
+@contextlib.contextmanager
+def _watching(members: dict[str, str], connected: bool = True):
+    """n2-4's watch on `members`, connected to them (unless `connected` is False): (the watch, its verdicts)."""
     gone = _Gone()
     watch = PeerWatch("n2-4", gone)
     try:
-        watch.follow({"n1-3": address})
-        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+        watch.follow(members)
+        if connected:
+            expected = sorted(name for name in members if name != "n2-4")
+            wait_until(lambda: watch.watched() == expected, 10, "the watch to connect")
+        yield watch, gone
+    finally:
+        watch.stop()
+
+
+def test_a_sigkilled_peer_is_proven_gone_at_once():
+    with _listener_process("n1-3") as (process, address):
+        # Itself is never watched.
+        with _watching({"n1-3": address, "n2-4": "127.0.0.1:1"}) as (_, gone):
+            killed = time.monotonic()
+            process.send_signal(signal.SIGKILL)
+            assert gone.event.wait(5), "no verdict"
+            assert time.monotonic() - killed < 2.0
+            [(incarnation, reason)] = gone.calls
+            assert incarnation == "n1-3" and "refused a connection" in reason, reason
+
+
+def test_a_sigstopped_peer_is_left_to_its_session():
+    with _listener_process("n1-3") as (process, address), _watching({"n1-3": address}) as (watch, gone):
         process.send_signal(signal.SIGSTOP)
         # A hung process ends no connection: nothing is proven, however long it stands still.
         assert not gone.event.wait(2.0), gone.calls
         assert watch.watched() == ["n1-3"]
         process.send_signal(signal.SIGCONT)
-    finally:
-        watch.stop()
-        process.kill()
-        process.wait()
 
 
 def test_a_listener_closed_by_its_incarnation_is_proven_gone():
-    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n1-3")
-    listener.start()
-    gone = _Gone()
-    watch = PeerWatch("n2-4", gone)
-    try:
-        watch.follow({"n1-3": listener.address})
-        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+    with _listener("n1-3") as listener, _watching({"n1-3": listener.address}) as (_, gone):
         listener.close()
         assert gone.event.wait(5), "no verdict"
         assert gone.calls[0][0] == "n1-3"
-    finally:
-        watch.stop()
-        listener.close()
 
 
 def test_a_reset_connection_of_a_live_peer_is_made_again_and_proves_nothing():
     """The listener's side of the watch's connection alone is closed (as a middlebox's
     reset would): the probe finds the same incarnation, and the watch goes on."""
-    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n1-3")
-    listener.start()
-    gone = _Gone()
-    watch = PeerWatch("n2-4", gone)
-    try:
-        watch.follow({"n1-3": listener.address})
-        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+    with _listener("n1-3") as listener, _watching({"n1-3": listener.address}) as (watch, gone):
         accepted = [key.fileobj for key in listener._selector.get_map().values() if key.fileobj is not listener._socket]
         assert len(accepted) == 1
         first = accepted[0]
@@ -185,51 +186,27 @@ def test_a_reset_connection_of_a_live_peer_is_made_again_and_proves_nothing():
         # And it still proves the death that follows.
         listener.close()
         assert gone.event.wait(5), "no verdict"
-    finally:
-        watch.stop()
-        listener.close()
 
 
 def test_a_port_greeting_as_another_incarnation_is_not_watched_and_proves_nothing():
-    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n9-1")
-    listener.start()
-    gone = _Gone()
-    watch = PeerWatch("n2-4", gone)
-    try:
-        watch.follow({"n1-3": listener.address})  # an address that is not n1-3's
+    # An address that is not n1-3's.
+    with _listener("n9-1") as listener, _watching({"n1-3": listener.address}, connected=False) as (watch, gone):
         # Its thread connects, reads the greeting and gives up.
         wait_until(lambda: not watch._peers["n1-3"]._thread.is_alive(), 10, "the watch to give up")
         assert watch.watched() == [] and not gone.calls
-    finally:
-        watch.stop()
-        listener.close()
 
 
 def test_a_member_that_left_is_no_longer_watched_and_its_death_proves_nothing():
-    process, address = _listener_process("n1-3")
-    gone = _Gone()
-    watch = PeerWatch("n2-4", gone)
-    try:
-        watch.follow({"n1-3": address})
-        wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to connect")
+    with _listener_process("n1-3") as (process, address), _watching({"n1-3": address}) as (watch, gone):
         watch.follow({})
         process.send_signal(signal.SIGKILL)
         process.wait()
         assert not gone.event.wait(1.0), gone.calls
-    finally:
-        watch.stop()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_a_listener_keeps_no_connection_of_a_watcher_that_left():
-    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n1-3")
-    listener.start()
-    try:
+    with _listener("n1-3") as listener:
         for _ in range(5):
             with socket.create_connection(("127.0.0.1", int(listener.address.rsplit(":", 1)[1])), timeout=5) as c:
                 assert c.recv(100) == b"CUSTODY-LIVENESS 1 n1-3\n"
         wait_until(lambda: len(listener._selector.get_map()) == 1, 10, "the listener to let the connections go")
-    finally:
-        listener.close()
