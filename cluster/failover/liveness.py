@@ -14,8 +14,9 @@ when its process dies, which is the point. The watch runs one thread per peer: i
 connects, checks the greeting, and waits for the connection to end; then it probes
 once (`PROBE_TIMEOUT` to connect and to be greeted) and acts on the verdict: GONE
 calls `on_gone`, ALIVE watches the new connection, UNKNOWN leaves the peer to its
-session. A peer that cannot be reached before the watch ever connected is tried again
-every `RETRY` seconds while it is a member: nothing is proven about it.
+session and watches it again once its port greets as it. A peer that cannot be
+reached before the watch ever connected is tried again every `RETRY` seconds while
+it is a member: nothing is proven about it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT = 0.5  # to connect to a peer's port, and to be greeted there
 RETRY = 0.5  # between attempts at a first connection
+MAX_WATCHERS = 512  # connections a listener holds at most (each other member keeps one)
 
 
 class LivenessListener:
@@ -88,6 +90,9 @@ class LivenessListener:
         try:
             connection, _ = self._socket.accept()
         except (BlockingIOError, OSError):
+            return
+        if len(self._selector.get_map()) > MAX_WATCHERS:  # far more than any cluster has members
+            connection.close()
             return
         try:
             connection.setblocking(True)
@@ -220,6 +225,30 @@ class _Peer:
     def _run(self) -> None:
         connection = self._first_connection()
         while connection is not None:
+            outcome = self._watch(connection)
+            if outcome is None or self._ended():
+                return
+            found = verdict(outcome)
+            if found is Verdict.GONE:
+                self._gone(
+                    self.incarnation,
+                    f"its liveness connection ({self.address}) ended and the port then {_SAID[outcome]}",
+                )
+                return
+            log.info(
+                "liveness connection to %s ended, but its port (%s) %s: left to its session",
+                self.incarnation,
+                self.address,
+                _SAID[outcome],
+            )
+            # Nothing proven either way: watched again once the port greets as it.
+            connection = self._first_connection()
+
+    def _watch(self, connection: socket.socket) -> ProbeOutcome | None:
+        """Wait on `connection` until it ends, then probe the port; while the same
+        incarnation answers, wait on the new connection. The probe that found something
+        else, or None once stopped."""
+        while True:
             self._connection, self.connected = connection, True
             if not self._ended():  # a `stop` before `_connection` was set did not shut it
                 try:
@@ -230,29 +259,16 @@ class _Peer:
             self.connected = False
             connection.close()
             if self._ended():
-                return
-            connection, outcome, answered = _connect(self.address)
-            if connection is not None:
-                outcome = probe_outcome(self.incarnation, answered)
-                if outcome is ProbeOutcome.SAME:
-                    log.info("liveness connection to %s ended and was made again: it is alive", self.incarnation)
-                    continue
-                connection.close()
-                connection = None
-            self._decide(outcome)
-
-    def _decide(self, outcome: ProbeOutcome | None) -> None:
-        found = verdict(outcome) if outcome is not None else Verdict.UNKNOWN
-        said = _SAID[outcome] if outcome is not None else "did not answer"
-        if found is Verdict.GONE:
-            self._gone(self.incarnation, f"its liveness connection ({self.address}) ended and the port then {said}")
-        else:
-            log.info(
-                "liveness connection to %s ended, but its port (%s) %s: left to its session",
-                self.incarnation,
-                self.address,
-                said,
-            )
+                return None
+            probe, outcome, answered = _connect(self.address)
+            if probe is None:
+                return outcome
+            outcome = probe_outcome(self.incarnation, answered)
+            if outcome is not ProbeOutcome.SAME:
+                probe.close()
+                return outcome
+            log.info("liveness connection to %s ended and was made again: it is alive", self.incarnation)
+            connection = probe
 
     def _first_connection(self) -> socket.socket | None:
         while not self._ended():

@@ -210,3 +210,40 @@ def test_a_listener_keeps_no_connection_of_a_watcher_that_left():
             with socket.create_connection(("127.0.0.1", int(listener.address.rsplit(":", 1)[1])), timeout=5) as c:
                 assert c.recv(100) == b"CUSTODY-LIVENESS 1 n1-3\n"
         wait_until(lambda: len(listener._selector.get_map()) == 1, 10, "the listener to let the connections go")
+
+
+def test_a_port_that_accepts_but_does_not_greet_proves_nothing_and_is_watched_again_once_it_greets():
+    """What a probe of a hung process's port finds (its kernel completes the handshake,
+    nobody greets): UNKNOWN, and the watch goes back to waiting for a greeting."""
+    server = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    greet = threading.Event()
+    greet.set()
+    held: list[socket.socket] = []
+
+    def serve():
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)
+            if greet.is_set():
+                connection.sendall(b"CUSTODY-LIVENESS 1 n1-3\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        with _watching({"n1-3": address}) as (watch, gone):
+            greet.clear()
+            held[0].close()  # the first connection ends; the probe is not greeted
+            # A third connection: the probe (the second) was not greeted, and the watch
+            # went back to waiting for a greeting.
+            wait_until(lambda: len(held) >= 3, 10, "the probe and a new first connection")
+            assert watch.watched() == []
+            greet.set()
+            wait_until(lambda: watch.watched() == ["n1-3"], 10, "the watch to be greeted again")
+            assert not gone.calls
+    finally:
+        server.close()
+        for connection in held:
+            connection.close()
