@@ -49,8 +49,9 @@ def _finish(cluster) -> None:
 def test_a_killed_member_and_then_the_killed_leader_are_taken_over_long_before_their_sessions_expire(flow_cluster):
     cluster = flow_cluster
     nodes = _start(cluster, ["n1", "n2", "n3"])
-    leader = _leader(cluster)
     by_incarnation = {node.incarnation: node for node in nodes.values()}
+    wait_until(lambda: _leader(cluster) in by_incarnation, 60, "a leader among the nodes")
+    leader = _leader(cluster)
     follower = next(incarnation for incarnation in by_incarnation if incarnation != leader)
 
     for victim in (follower, leader):
