@@ -20,16 +20,21 @@ from .services import ServiceRegistry
 log = logging.getLogger(__name__)
 
 
+def preparing(graph: FlowGraph) -> list[Processor]:
+    """The processors of `graph` that make something ready for an adopted shard."""
+    return [
+        processor
+        for processor in graph.processors.values()
+        if type(processor).prepare_adopted is not Processor.prepare_adopted
+    ]
+
+
 class Preparation:
     """The preparations started for one adopted shard."""
 
     def __init__(self, graph: FlowGraph, shard_id: str, admit: Callable[[], None], services: ServiceRegistry | None):
         self.shard_id = shard_id
-        self.processors = [
-            processor
-            for processor in graph.processors.values()
-            if type(processor).prepare_adopted is not Processor.prepare_adopted
-        ]
+        self.processors = preparing(graph)
         self._threads = []
         for processor in self.processors:
             definition = graph.definition.processors[processor.id]

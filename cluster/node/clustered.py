@@ -40,7 +40,7 @@ from ..core.flows import FlowSnapshot, UnreadableFlow, flow_without_its_file
 from ..core.layout import ClusterLayout
 from ..core.ownership import ShardState, earlier_owners
 from ..core.story import tag
-from ..errors import ClusterError, ZooKeeperError, first_line
+from ..errors import ClusterError, WorkGateClosed, ZooKeeperError, first_line
 from ..failover.instruments import FailoverInstruments
 from ..failover.member import ClusterMember, MemberConfig
 from ..failover.runtime import WalOptions
@@ -52,6 +52,7 @@ from .content import open_node_content
 from .control import Conflict, Invalid, NodeControl, NodeState, OffloadRefused, Unavailable
 from .decommission import check_may_connect, connect_node, decommission_node
 from .deploy_follower import DeployFollower
+from .early_adoption import EarlyPreparations
 from .events import NodeEvent, log_events
 from .flow_runtime import FlowRuntime
 from .kafka_ownership import ClusterPartitions
@@ -91,6 +92,7 @@ class ClusteredNode:
         self._offload = threading.Event()  # set: leave the cluster and stay out until `connect`
         self._offloaded_incarnation: str | None = None
         self._observer = None  # a ZooKeeper client for the admin API's reads
+        self._early = EarlyPreparations()  # adopted shards prepared while they are fenced
         self.failover_instruments = FailoverInstruments()  # counted across incarnations
         self._lock = threading.Lock()
 
@@ -196,11 +198,30 @@ class ClusteredNode:
             clients=self.clients,
             instruments=self.failover_instruments,
             on_connected=lambda: self.events(NodeEvent.CONNECTED, node=config.name),
-            on_fencing=self._recover_earlier_owners_content,
+            on_fencing=self._on_fencing,
         )
         with self._lock:
             self.member = member
         return member
+
+    def _on_fencing(self, ownership) -> None:
+        """An adoption begins to fence `ownership`'s shard: what can run beside it."""
+        self._recover_earlier_owners_content(ownership)
+        with self._lock:
+            member, definition, version = self.member, self.definition, self.flow.version
+        if member is None:
+            return
+        me = member.incarnation.id
+
+        def admit() -> None:  # just before a preparation fences anything
+            if member.died or member.guard is None or not member.guard.may_work():
+                raise WorkGateClosed(f"incarnation {me} may not act: not preparing shard {ownership.shard}")
+            member.registry.claim(ownership.shard, me, ownership.epoch)
+
+        try:
+            self._early.start(ownership, definition, version, admit, self.services)
+        except Exception as error:  # noqa: BLE001 - the shard's runtime prepares it instead
+            log.info("preparing shard %s while fencing it failed: %s", ownership.shard, first_line(error, 200))
 
     def _recover_earlier_owners_content(self, ownership) -> None:
         """While a shard is fenced for adoption, recover the leases of the content files
@@ -268,6 +289,7 @@ class ClusteredNode:
                 self._maintenance.start()
             content = self.content
         definition, version = self._definition_for(handle)
+        early = None if handle.home else self._early.take(handle.shard, handle.ownership.epoch, version)
         return FlowRuntime(
             handle,
             definition,
@@ -279,6 +301,7 @@ class ClusteredNode:
             services=self.services,
             flow_version=version,
             run_states=ZooKeeperRunStates(lambda: member.store),
+            prepared=(early.graph, early.preparation) if early is not None else None,
         )
 
     def _definition_for(self, handle):
@@ -335,6 +358,7 @@ class ClusteredNode:
         are let go unsynced, and whoever adopts its FlowFiles recovers their leases),
         and its maintenance is not waited for (a collect may wait on HDFS, and can
         change nothing there any more: the incarnation's storage refuses it)."""
+        self._early.release_all()
         with self._lock:
             content, self.content = self.content, None
             maintenance, self._maintenance = self._maintenance, None

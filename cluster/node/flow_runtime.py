@@ -88,6 +88,7 @@ class FlowRuntime:
         services=None,
         flow_version: str | None = None,
         run_states=None,
+        prepared: tuple[FlowGraph, Preparation] | None = None,
     ):
         self.handle, self.definition = handle, definition
         # Where the operators' run states are kept (`run_states.ZooKeeperRunStates`):
@@ -109,13 +110,20 @@ class FlowRuntime:
         self._sinks: set[str] = set()
         self.rejected: str | None = None
         self._preparation: Preparation | None = None
+        # The graph and the preparations its adopter started while fencing the shard
+        # (`early_adoption`), to run with instead of new ones.
+        self._prepared = prepared
 
     # -- ShardRuntime ------------------------------------------------------------------
     def recover(self) -> None:
         handle = self.handle
-        self.graph = FlowGraph(self.definition)
+        if self._prepared is not None:
+            self.graph, self._preparation = self._prepared
+            self._prepared = None
+        else:
+            self.graph = FlowGraph(self.definition)
         self._sinks = _terminal_processors(self.graph)
-        if not handle.home:
+        if not handle.home and self._preparation is None:
             # While its WAL is recovered: a sink's first task need not fence the dead
             # owner's Kafka producer itself (`Processor.prepare_adopted`).
             self._preparation = Preparation(self.graph, handle.shard, self._check_gate, self.services)
