@@ -10,13 +10,14 @@ Order at start (it matters for the leader, see `cluster.core.reassignment`): a w
 probe to HDFS (`preflight`: no incarnation is taken while HDFS cannot take a write);
 new incarnation from the ZooKeeper counter; the ephemeral membership znode; only then the home
 shard znode; then the HDFS directory and its WAL. A member adopts a shard when the
-shard's znode names it owner in state ADOPTING (it watches `shards/`). Every attempt
-ends: the shard runs here, or the attempt is tried again a second later (HDFS or
-ZooKeeper trouble), or the shard is HELD for an operator with the reason, when no
-attempt can succeed (damage, a flow that cannot hold it) or it kept failing past the
-lease-recovery bound (`core.adoption_failures`); a held shard is tried again now and
-then (held again, with the new reason, when that fails for another one), and runs once
-it opens.
+shard's znode names it owner in state ADOPTING (it watches `shards/`), on one of
+`ADOPTION_WORKERS` threads: shards side by side, each shard (and the slices of one
+divvied shard) one attempt at a time. Every attempt ends: the shard runs here, or the
+attempt is tried again a second later (HDFS or ZooKeeper trouble), or the shard is
+HELD for an operator with the reason, when no attempt can succeed (damage, a flow that
+cannot hold it) or it kept failing past the lease-recovery bound
+(`core.adoption_failures`); a held shard is tried again now and then (held again, with
+the new reason, when that fails for another one), and runs once it opens.
 
 A member never survives its session, not even while it is starting: a death during
 `start` stops it at the next step (`IncarnationEnded`), with nothing of it running.
@@ -101,6 +102,12 @@ log = logging.getLogger(__name__)
 # A death is stopped within this long of its decision (the product's bound is 2 s: the
 # rest is the margin for setting `dead` and for telling it).
 DEATH_DEADLINE = 1.5
+# Adoptions run side by side, one per shard (the slices of one dead shard one after
+# another: each fences their parent): a survivor of several deaths (the leader and a
+# node at once, a rack) adopts their shards together, not one after another.
+ADOPTION_WORKERS = 4
+# How soon an adoption whose shard (or parent) another worker is adopting is looked at again.
+FAMILY_BUSY_RETRY = 0.05
 # After a death's runtimes stopped, how long more it waits for its leader, heartbeat and
 # guard threads: they write nothing to HDFS, and those of a node cut off from ZooKeeper
 # wait in a call until the client is closed, which comes after `dead`.
@@ -160,8 +167,8 @@ class MemberTimeline:
 
 
 class ClusterMember:
-    """Lock plan: `_lock` guards `runtimes` and `handles` (adoption thread, guard
-    callbacks, stop). Runtimes' own methods are called outside it."""
+    """Lock plan: `_lock` guards `runtimes`, `handles` and `_adopting` (adoption workers,
+    guard callbacks, stop). Runtimes' own methods are called outside it."""
 
     def __init__(
         self,
@@ -217,8 +224,11 @@ class ClusterMember:
         self._lock = threading.Lock()
         self._adoptions: queue.Queue = queue.Queue()
         self._queued: set[str] = set()
-        # "<shard>@<epoch>" -> _AdoptionAttempts: touched by the adoption thread, and by a
-        # retry timer only to set `recheck_due` (a flag: one assignment, no lock needed).
+        # Shards (or divvy parents) an adoption worker is adopting now: one at a time each.
+        self._adopting: set[str] = set()
+        # "<shard>@<epoch>" -> _AdoptionAttempts: touched by the adoption worker that has the
+        # shard (`_adopting`: one at a time), and by a retry timer only to set `recheck_due`
+        # (a flag: one assignment, no lock needed).
         self._attempts: dict[str, _AdoptionAttempts] = {}
         self._stopped = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -296,7 +306,9 @@ class ClusterMember:
         self._run_shard(handle, runtime)
         self._check_alive("starting its home shard")
         self.membership.start()
-        self._spawn(self._adoption_loop, f"adoption {me}")
+        for worker in range(ADOPTION_WORKERS):
+            # The first also retires drained shards while the queue is idle.
+            self._spawn(functools.partial(self._adoption_loop, worker == 0), f"adoption {me} #{worker}")
         self.store.watch_shards(self._on_shards)
         if config.lead:
             self.leader = Leader(
@@ -495,7 +507,8 @@ class ClusterMember:
                 self._await(self._start_steps([step]))
         if self.liveness is not None:  # last: the others learn that this incarnation is over
             self.liveness.close()
-        self._adoptions.put(None)
+        for _ in range(ADOPTION_WORKERS):
+            self._adoptions.put(None)
         self.death_reason = reason
         self.stopped_at = self._wall_clock()
         self.dead.set()
@@ -666,16 +679,29 @@ class ClusterMember:
 
         return watch
 
-    def _adoption_loop(self) -> None:
+    def _adoption_loop(self, housekeeper: bool) -> None:
         while not self._stopped.is_set():
             try:
                 item = self._adoptions.get(timeout=0.2)
             except queue.Empty:
-                self._retire_drained()
+                if housekeeper:
+                    self._retire_drained()
                 continue
             if item is None:
                 return
-            self._adopt(item)
+            family = item.source.parent if item.source is not None else item.shard
+            with self._lock:
+                busy = family in self._adopting
+                if not busy:
+                    self._adopting.add(family)
+            if busy:  # another worker has it: this entry waits its turn, as in one queue
+                self._retry_later(item, FAMILY_BUSY_RETRY)
+                continue
+            try:
+                self._adopt(item)
+            finally:
+                with self._lock:
+                    self._adopting.discard(family)
 
     def _adopt(self, seen: ShardOwnership) -> None:
         """One attempt at adopting a shard (`seen`: as the watch or a retry saw it).
