@@ -1,11 +1,21 @@
 """Kafka to Kafka through `custody run` (examples/kafka-to-kafka.yaml: ConsumeKafka,
-UpdateAttribute, PublishKafka), killed with SIGKILL at random moments and with the
-broker killed and restarted once under it: every input record appears in the output
-topic exactly once to a consumer that reads with read_committed, checked from outside
-by key (`cluster.drills.checker`: lost, duplicated and unexpected counted).
+UpdateAttribute, PublishKafka), killed with SIGKILL at random moments: every input
+record appears in the output topic exactly once to a consumer that reads with
+read_committed, checked from outside by key (`cluster.drills.checker`: lost,
+duplicated and unexpected counted).
 
-CI: 2,500 records, 3 kills of the node and one of the broker. CUSTODY_LONG=1: 40,000
-records and 12 kills. Seed: CUSTODY_DRILL_SEED (default random, printed on failure)."""
+The broker is not killed here. A single-node broker SIGKILLed while it commits a
+transaction can, once restarted, be elected transaction coordinator on a metadata image
+in which the transaction's partitions have no leader yet, and then drops its commit
+markers ("Couldn't find leader endpoint ... likely deleted"): the partitions keep a
+hanging transaction that read_committed consumers stop at, until an operator aborts it
+(`kafka-transactions.sh find-hanging`, `abort`). No client can prevent it, and this
+test, which kills the broker in the middle of the node's commits on purpose, met it in
+two CI runs. The broker's death under running nodes is drilled by
+`tests/integration/test_kafka_drill.py` (the `broker` fault) and the compose test.
+
+CI: 2,500 records, 3 kills of the node. CUSTODY_LONG=1: 40,000 records and 12 kills.
+Seed: CUSTODY_DRILL_SEED (default random, printed on failure)."""
 
 from __future__ import annotations
 
@@ -22,7 +32,6 @@ import pytest
 from cluster.drills.checker import check_delivery
 from cluster.services.process import wait_until
 
-from ..conftest import _started
 from .kafka_helpers import new_topic, read_records
 from .test_kafka_consume import produce
 from .test_standalone_cli import ROOT, read_line_containing
@@ -33,7 +42,7 @@ FLOW = ROOT / "examples" / "kafka-to-kafka.yaml"
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 COUNT = 40_000 if LONG else 2_500
 KILLS = 12 if LONG else 3
-_LOG = logging.getLogger(__name__)  # librdkafka's complaints while the broker restarts
+_LOG = logging.getLogger(__name__)  # librdkafka's complaints
 
 
 def _custody_run(data_dir: Path, broker, source: str, output: str, log) -> subprocess.Popen:
@@ -66,22 +75,7 @@ class _OutputCounter:
         )
 
 
-@pytest.fixture
-def kafka_broker(request, tmp_path):
-    """A broker of this test's own, not the session's: its restart under load reloads a
-    few partitions, not the hundreds the other tests left on the shared broker. A
-    restarted single-node broker can be elected transaction coordinator on a metadata
-    image in which the partitions have no leader yet, and then drops the markers of a
-    transaction it was committing ("Couldn't find leader endpoint ... likely deleted"):
-    those partitions keep a hanging transaction, and read_committed consumers stop at
-    it. The more partitions the broker loads, the longer that window; it was seen once,
-    on the shared broker with ~300 partitions."""
-    from cluster.services.kafka import KafkaBroker
-
-    return _started(request, tmp_path / "broker", KafkaBroker, "Kafka")
-
-
-def test_kafka_to_kafka_is_exactly_once_through_sigkills_and_a_broker_restart(kafka_broker, tmp_path):
+def test_kafka_to_kafka_is_exactly_once_through_sigkills(kafka_broker, tmp_path):
     seed = int(os.environ.get("CUSTODY_DRILL_SEED") or random.randrange(1 << 30))
     rng = random.Random(seed)
     source, output = new_topic(kafka_broker, 3), new_topic(kafka_broker, 3)
@@ -92,7 +86,6 @@ def test_kafka_to_kafka_is_exactly_once_through_sigkills_and_a_broker_restart(ka
     # Kill marks in the output's growth (records and transaction markers: about 1.2 per
     # input record), spread so that each run delivers some and leaves some.
     marks = sorted(rng.sample(range(COUNT // 10, COUNT), KILLS))
-    broker_kill = rng.randrange(KILLS)
     try:
         with open(log_path, "ab") as log:
             for attempt, mark in enumerate(marks):
@@ -106,9 +99,6 @@ def test_kafka_to_kafka_is_exactly_once_through_sigkills_and_a_broker_restart(ka
                         interval=0.01,
                     )
                     time.sleep(rng.uniform(0.0, 0.3))  # where in the cycle of transactions the kill lands
-                    if attempt == broker_kill:
-                        kafka_broker.kill()  # under the running node: its transactions fail, nothing is lost
-                        kafka_broker.restart()
                 finally:
                     process.kill()  # SIGKILL
                     process.communicate(timeout=30)
