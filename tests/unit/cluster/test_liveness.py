@@ -93,12 +93,12 @@ class _Gone:
 
 
 LISTENER_PROCESS = """
-import sys, time
+import signal, sys
 from cluster.failover.liveness import LivenessListener
 listener = LivenessListener("127.0.0.1", "127.0.0.1", sys.argv[1])
 listener.start()
 print(listener.address, flush=True)
-time.sleep(600)
+signal.pause()  # holds the port until the test signals it (SIGKILL, SIGSTOP) or kills it
 """
 
 
