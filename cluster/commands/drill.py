@@ -5,7 +5,8 @@ counts the ids in the sink directory, the Kafka workload (examples/kafka-cluster
 Kafka in, Kafka out) the keys a read_committed consumer reads from the output topic.
 
   custody drill --target local|compose [--workload files|kafka] [--compose-file F]
-                [--faults kill,stop,...] [--rounds N] [--report drill.json] [--plot drill.png]
+                [--faults kill,stop,...] [--rounds N] [--nodes N] [--load-seconds S]
+                [--report drill.json] [--plot drill.png]
 
 Everything asked is validated before anything starts (exit 2, one line on stderr).
 Exit 0 when nothing was lost, duplicated or unexpected; 1 otherwise, or when a round
@@ -20,6 +21,7 @@ import signal
 import sys
 
 USAGE_ERROR = 2
+MIN_LOAD_SECONDS = 12.0  # the load fault's ten stalls of 0.8 s, 0.4 s apart
 
 
 def register(subparsers) -> None:
@@ -77,6 +79,13 @@ def register(subparsers) -> None:
         "(default: a new temporary directory, kept afterwards)",
     )
     parser.add_argument("--nodes", type=int, default=3, help="--target local: how many nodes (default: 3)")
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=60.0,
+        help="the load fault: how long every core is kept busy (at least 12, the ten stalls of a node "
+        "it holds meanwhile) (default: 60)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -95,6 +104,8 @@ def run(args) -> int:
     from ..drills.targets import TargetUnavailable, target_class
 
     # -- validate everything before anything starts --------------------------------------
+    if args.load_seconds < MIN_LOAD_SECONDS:
+        return _refuse(f"--load-seconds must be at least {MIN_LOAD_SECONDS:g}, not {args.load_seconds:g}")
     if args.rounds is not None and args.rounds < 1:
         return _refuse(f"--rounds must be at least 1, not {args.rounds}")
     for option, path in (("--report", args.report), ("--plot", args.plot)):
@@ -147,7 +158,12 @@ def _drill(target, faults, schedule, args) -> int:
         + ", ".join(f"{fault} x{schedule.count(fault)}" for fault in dict.fromkeys(faults))
     )
     say(f"logs: {target.log_location}")
-    runner = DrillRunner(target, schedule, on_round=lambda entry: say(round_line(entry, len(schedule))))
+    runner = DrillRunner(
+        target,
+        schedule,
+        on_round=lambda entry: say(round_line(entry, len(schedule))),
+        load_seconds=args.load_seconds,
+    )
     try:
         say("starting the cluster ...")
         target.start_all()

@@ -64,6 +64,21 @@ FAULT_KINDS = (
         "broker",
     ),
     FaultKind(
+        "rack",
+        True,
+        "SIGKILL a third of the nodes at once (a rack lost; every other such round the leader "
+        "among them): each of their shards resumed exactly once, then they rejoin",
+        "rack",
+    ),
+    FaultKind(
+        "load",
+        False,
+        "saturate every core for a minute (--load-seconds) with busy processes outside the cluster, and meanwhile "
+        "SIGSTOP a node for 0.8 s ten times in a row: a slow cluster and a node that stalls "
+        "are not dead ones: nothing may fail over, delivery goes on",
+        "load",
+    ),
+    FaultKind(
         "partition",
         True,
         "cut a node off the network until its session expires and its shard is adopted, then heal the partition",
@@ -106,6 +121,11 @@ def parse_faults(text: str | None, supported, target: str = "this") -> tuple[str
             )
         chosen.append(name)
     return tuple(chosen)
+
+
+def rack_size(nodes: int) -> int:
+    """How many of `nodes` a rack fault kills at once: a third, at least one."""
+    return max(1, nodes // 3)
 
 
 def rotation(faults, rounds: int) -> list[str]:

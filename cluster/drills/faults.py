@@ -5,11 +5,15 @@ a ZooKeeper member is killed through the service harness (`cluster.services`).
 * `expire_session`: end a node's ZooKeeper session from outside, as ZooKeeper itself
   would when it hears nothing for a whole session timeout;
 * `lose_quorum`: kill two of three ZooKeeper members until every node has stopped
-  processing, then restore them.
+  processing, then restore them;
+* `CpuLoad`: every core of the machine kept busy by processes outside the cluster.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -95,3 +99,26 @@ def stopped_when_quorum_went(events, lost_at: float) -> bool:
         return True
     before = [e["event"] for e in timeline if e["at"] < lost_at and e["event"] in (NodeEvent.PAUSED, NodeEvent.RESUMED)]
     return before[-1:] == [NodeEvent.PAUSED]
+
+
+class CpuLoad:
+    """`processes` busy loops (one a core by default), each a Python process of its own
+    outside the cluster, from `__enter__` until `__exit__` kills them: a machine whose
+    cores are all taken, as a neighbour's batch job takes them. Containers share the
+    host's cores, so one load serves the local and the compose targets."""
+
+    def __init__(self, processes: int | None = None):
+        self.count = processes or os.cpu_count() or 1
+        self.processes: list[subprocess.Popen] = []
+
+    def __enter__(self) -> CpuLoad:
+        for _ in range(self.count):
+            self.processes.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for process in self.processes:
+            process.kill()
+        for process in self.processes:
+            process.wait(30)
+        self.processes = []

@@ -32,6 +32,8 @@ FAULT_COLOURS = {
     "partition": "#17becf",
     "zk-follower": "#2ca02c",
     "datanode": "#7f7f7f",
+    "rack": "#1f77b4",
+    "load": "#393b79",
 }
 PHASES = (  # (from, to, label, colour)
     ("fault_at", "plan_at", "detection (death to plan)", "#d62728"),

@@ -27,10 +27,13 @@ def percentile(values, fraction: float) -> float:
 
 
 def timing_figures(rounds: list[dict]) -> dict:
-    """{timing: {p50, p99, max, n}} over the rounds that measured it."""
+    """{timing: {p50, p99, max, n}} over the rounds that measured it (a rack round:
+    over each of its shards)."""
     out = {}
+    # A round that killed several nodes (a rack) counts each of their shards.
+    timed = [shard for entry in rounds for shard in entry.get("shards") or [entry]]
     for key in TIMINGS:
-        values = [entry[key] for entry in rounds if key in entry]
+        values = [entry[key] for entry in timed if key in entry]
         if values:
             out[key] = {
                 "p50": round(statistics.median(values), 3),
@@ -191,7 +194,14 @@ def table(report: dict) -> str:
 def round_line(entry: dict, total: int) -> str:
     """One progress line for a finished (or failed) round."""
     head = f"round {entry['round'] + 1:>{len(str(total))}}/{total}  {entry['fault']:<12}"
-    if "down" in entry or "delivered_meanwhile" in entry:
+    if entry["fault"] == "load":
+        body = f"{entry.get('down', 'load')}: nothing failed over"
+        if "twenty_delivered_after" in entry:
+            body += (
+                f", 20 more delivered after {entry['twenty_delivered_after']:.1f}s, "
+                f"{entry['delivered_meanwhile']} under the load"
+            )
+    elif "down" in entry or "delivered_meanwhile" in entry:
         body = f"{entry.get('down', 'a service')} down: delivery went on"
         if "twenty_delivered_after" in entry:
             body += (
@@ -232,6 +242,8 @@ def round_line(entry: dict, total: int) -> str:
     ):
         if key in entry:
             notes.append(f"{label}: {entry[key]}")
+    if entry.get("victims") and len(entry["victims"]) > 1:
+        notes.append(f"killed together: {', '.join(entry['victims'])}; the slowest shard's timings")
     if isinstance(entry.get("zombie"), list):
         notes.append(f"zombie: {', '.join(entry['zombie'])}")
     if entry.get("deposed"):

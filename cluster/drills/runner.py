@@ -35,7 +35,8 @@ from ..node.events import NodeEvent
 from ..node.pause_monitor import STOOD_STILL
 from ..services.process import ServiceError, wait_until
 from .checker import ClusterReport
-from .fault_kinds import BY_NAME
+from .fault_kinds import BY_NAME, rack_size
+from .faults import CpuLoad
 from .targets import DrillTarget
 
 BACKLOG = 100  # FlowFiles queued at the victim's death (the swap threshold)
@@ -51,6 +52,14 @@ MOVE_DEADLINE = 90.0
 # wrote, `cluster.failover.member`): it has reported it by the heal, or moments after.
 DEATH_AFTER_HEAL_S = 5.0
 SETTLE_DEADLINE = 240.0
+# The load fault: every core busy this long, and meanwhile one node stalled (SIGSTOP,
+# then SIGCONT) `LOAD_STALLS` times for `LOAD_STALL_S`, running `LOAD_RUN_S` between:
+# long pauses that are not deaths.
+LOAD_SECONDS = 60.0
+LOAD_STALLS = 10
+LOAD_STALL_S = 0.8
+LOAD_RUN_S = 0.4
+ROUND_TIMINGS = ("detection", "takeover", "resume", "death_to_resume")
 # Where a partition round cuts its node off, in turn (see `_partition`).
 PARTITION_PHASES = ("running", "leader", "adopting", "joining")
 
@@ -90,11 +99,19 @@ class DrillRunner:
     assertion). After `run`: `rounds` (one dict a round), `samples` (the timeline),
     `report` (the final check; None if the run stopped before it), `error`."""
 
-    def __init__(self, target: DrillTarget, schedule, *, on_round: Callable[[dict], None] = lambda entry: None):
+    def __init__(
+        self,
+        target: DrillTarget,
+        schedule,
+        *,
+        on_round: Callable[[dict], None] = lambda entry: None,
+        load_seconds: float | None = None,
+    ):
         unsupported = sorted(set(schedule) - set(target.supported_faults))
         if unsupported:
             raise ValueError(f"target {target.kind} cannot inject {unsupported}")
         self.target, self.schedule, self.on_round = target, list(schedule), on_round
+        self.load_seconds = LOAD_SECONDS if load_seconds is None else load_seconds
         self.rounds: list[dict] = []
         self.samples: list[tuple[float, int]] = []
         self.report: ClusterReport | None = None
@@ -139,12 +156,16 @@ class DrillRunner:
         entry["victim"] = incarnation
         if fault == "broker":
             entry.update(outage_round(target, target.kill_broker, target.restore_broker, "the Kafka broker"))
+        elif fault == "load":
+            entry.update(load_round(target, victim, self.load_seconds))
         elif not BY_NAME[fault].fails_over:
             kill, restore, what = {
                 "zk-follower": (target.kill_zookeeper_follower, target.restore_zookeeper_follower, "a follower down"),
                 "datanode": (target.kill_datanode, target.restore_datanode, "a DataNode down"),
             }[fault]
             entry.update(no_failover_round(target, kill, restore, what))
+        elif fault == "rack":
+            self._rack(entry, victim, incarnation, queued, leader)
         else:
             if fault == "partition":
                 done = sum(1 for r in self.rounds[:-1] if r["fault"] == "partition")
@@ -163,6 +184,43 @@ class DrillRunner:
             entry.update(timings(target, incarnation, died_at))
         entry["sink_duplicates"] = self._new_duplicates()
         entry.update(protocol_check(target))
+
+    def _rack(self, entry: dict, victim: str, incarnation: str, queued: int, leader: str | None) -> None:
+        """A third of the nodes SIGKILLed at once (`rack_size`): the victim picked for its
+        backlog, then the non-leaders queuing most, and in every second rack round the
+        leader in place of the last of them. Each victim's shard must be adopted and
+        resumed: `shards` has the timings of each, and the round's own are the slowest
+        shard's (death to the last resume)."""
+        target = self.target
+        count = rack_size(len(target.names))
+        earlier = sum(1 for r in self.rounds[:-1] if r["fault"] == "rack")
+        with_leader = earlier % 2 == 1 and count > 1 and leader not in (None, victim)
+        others = [name for name in target.names if name not in (victim, leader)]
+        backlog = {name: target.queued(target.incarnation(name) or "") for name in others}
+        others.sort(key=lambda name: backlog[name], reverse=True)
+        chosen = [victim] + others[: count - 1 - int(with_leader)] + ([leader] if with_leader and leader else [])
+        victims = {name: (incarnation if name == victim else target.incarnation(name)) for name in chosen}
+        entry["victims"] = [inc for inc in victims.values() if inc]
+        if with_leader and leader:
+            entry["leader_killed"] = victims[leader]
+        entry["queued_at_death"] = queued or wait_backlog(target, incarnation)
+        died_at = time.time()
+        entry["phases"] = {"fault_at": round(died_at, 3)}
+        for name in chosen:
+            target.kill(name)
+        for gone in entry["victims"]:
+            wait_moved(target, gone)
+        for name in chosen:
+            target.restart(name)
+        shards = []
+        for gone in entry["victims"]:
+            shard: dict = {"victim": gone}
+            self._wait_resumed(shard, gone, died_at)
+            shard.update(timings(target, gone, died_at))
+            shards.append(shard)
+        entry["shards"] = shards
+        slowest = max(shards, key=lambda shard: shard.get("death_to_resume", -1.0))
+        entry.update({key: value for key, value in slowest.items() if key in ROUND_TIMINGS or key == "phases"})
 
     def _wait_resumed(self, entry: dict, incarnation: str, died_at: float) -> None:
         target = self.target
@@ -512,6 +570,50 @@ def no_failover_round(target: DrillTarget, inject, heal, what: str) -> dict:
     out.update(delivered_meanwhile=target.delivered() - delivered_before, twenty_delivered_after=round(went_on, 2))
     out.update(_ridden_out(target, members, started, what))
     return out
+
+
+def load_round(target: DrillTarget, victim: str, seconds: float) -> dict:
+    """Every core kept busy for `seconds` (`LOAD_SECONDS` by default) from outside the
+    cluster (`CpuLoad`), and meanwhile `victim` stalled `LOAD_STALLS` times for
+    `LOAD_STALL_S` in a row: a cluster that is slow, with a node that stands still for
+    moments, is not a cluster with a dead node. Nothing may fail over (no death, no plan, no incarnation changed:
+    `nothing_failed_over`, stricter than a service fault, where a lost session is
+    tolerated) and delivery goes on under the load (`twenty_delivered_after`: seconds
+    from the start until twenty more were delivered)."""
+    members = {name: target.incarnation(name) for name in target.names}
+    delivered_before = target.delivered()
+    started = time.time()
+    out: dict = {"phases": {"fault_at": round(started, 3)}}
+    with CpuLoad() as load:
+        out["down"] = f"every core ({load.count}) busy; {victim} stalled {LOAD_STALLS} x {LOAD_STALL_S:g}s"
+        for _ in range(LOAD_STALLS):
+            target.pause(victim)
+            try:
+                time.sleep(LOAD_STALL_S)  # the stall itself: how long the node stands still
+            finally:
+                target.resume(victim)
+            time.sleep(LOAD_RUN_S)  # the node runs between two stalls
+        wait_until(lambda: target.delivered() > delivered_before + 20, 90, "delivery to go on under load")
+        went_on = time.time() - started
+        time.sleep(max(0.0, started + seconds - time.time()))  # the load itself: how long the cores stay busy
+        delivered_under_load = target.delivered() - delivered_before
+    out["phases"]["healed_at"] = round(time.time(), 3)
+    out.update(delivered_meanwhile=delivered_under_load, twenty_delivered_after=round(went_on, 2))
+    nothing_failed_over(target, members, started, "every core busy and a node stalling")
+    return out
+
+
+def nothing_failed_over(target: DrillTarget, members: dict, started: float, what: str) -> None:
+    """Raise ServiceError if any failover started since `started`: an incarnation of
+    `members` ({name: incarnation}) died, has a failover plan, or was replaced."""
+    deaths = [e for name in target.names for e in target.events(name, NodeEvent.DEAD) if e["at"] > started]
+    planned = [incarnation for incarnation in members.values() if incarnation and target.plan(incarnation)]
+    now = {name: target.incarnation(name) for name in target.names}
+    if deaths or planned or now != members:
+        raise ServiceError(
+            f"a failover started with {what}, where none may: deaths {deaths}, plans for {planned}, "
+            f"incarnations {members} -> {now}"
+        )
 
 
 def outage_round(target: DrillTarget, inject, heal, what: str) -> dict:

@@ -17,12 +17,13 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(o
         (
             ["--faults", "kill,sigterm"],
             "unknown fault 'sigterm'; valid faults: kill, stop, expire, leader, adopter, "
-            "zk-follower, datanode, broker, partition",
+            "zk-follower, datanode, broker, rack, load, partition",
         ),
         (["--faults", "kill,partition"], "fault 'partition' cannot be injected on the local target"),
         (["--faults", "broker"], "fault 'broker' cannot be injected on the local target (the broker fault goes with"),
         (["--workload", "mqtt"], "unknown workload 'mqtt'; workloads: files, kafka"),
         (["--rounds", "0"], "--rounds must be at least 1"),
+        (["--faults", "load", "--load-seconds", "5"], "--load-seconds must be at least 12, not 5"),
         (["--nodes", "1"], "a drill needs at least 2 nodes"),
         (["--nodes", "2", "--faults", "adopter"], "need at least 3 nodes"),
         (["--target", "kubernetes"], "unknown target 'kubernetes'; targets: local, compose"),

@@ -8,7 +8,17 @@ LOCAL = {kind.name for kind in FAULT_KINDS} - {"partition", "broker"}
 
 
 def test_no_list_means_every_supported_fault_in_catalogue_order():
-    assert parse_faults(None, LOCAL) == ("kill", "stop", "expire", "leader", "adopter", "zk-follower", "datanode")
+    assert parse_faults(None, LOCAL) == (
+        "kill",
+        "stop",
+        "expire",
+        "leader",
+        "adopter",
+        "zk-follower",
+        "datanode",
+        "rack",
+        "load",
+    )
     assert parse_faults(" , ", {"datanode", "kill"}) == ("kill", "datanode")
 
 
@@ -27,7 +37,7 @@ def test_an_unknown_fault_is_named_with_the_valid_ones():
     with pytest.raises(DrillUsageError) as raised:
         parse_faults("kill,sigterm", LOCAL)
     message = str(raised.value)
-    every = "kill, stop, expire, leader, adopter, zk-follower, datanode, broker, partition"
+    every = "kill, stop, expire, leader, adopter, zk-follower, datanode, broker, rack, load, partition"
     assert "'sigterm'" in message and every in message
 
 
@@ -52,3 +62,9 @@ def test_node_events_are_read_out_of_everything_else_a_node_printed():
 
     printed = '2026-11-24 INFO joined\n{"event": "joined", "at": 1.0, "incarnation": "n1-1"}\n{"event": "dead", trunc\n'
     assert parse_events(printed) == [{"event": "joined", "at": 1.0, "incarnation": "n1-1"}]
+
+
+def test_a_rack_is_a_third_of_the_nodes_and_never_none():
+    from cluster.drills.fault_kinds import rack_size
+
+    assert [rack_size(nodes) for nodes in (2, 3, 5, 6, 9, 10)] == [1, 1, 1, 2, 3, 3]

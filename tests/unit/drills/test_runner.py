@@ -382,3 +382,75 @@ def test_the_victim_dies_with_the_backlog_it_was_picked_for_even_if_a_second_loo
     assert runner.run().ok
     entry = runner.rounds[0]
     assert entry["victim"] == "n3-3" and entry["queued_at_death"] == 150 and "resume" in entry
+
+
+class ScriptedRack(ScriptedTarget):
+    names = ("n1", "n2", "n3", "n4", "n5", "n6")
+
+
+def test_rack_rounds_kill_a_third_of_the_nodes_at_once_and_time_each_shard():
+    target = ScriptedRack("kill")
+    backlog = {"n2": 120, "n3": 30, "n4": 400, "n5": 90, "n6": 10}
+    target.queued = lambda incarnation: backlog.get(incarnation.rsplit("-", 1)[0], 0) if incarnation else 0
+    runner = DrillRunner(target, ["rack", "rack"])
+    assert runner.run().ok
+    first, second = runner.rounds
+    # Two of six: the busiest non-leader, then the next busiest; the second rack round
+    # takes the leader instead of the next busiest.
+    assert [victim.rsplit("-", 1)[0] for victim in first["victims"]] == ["n4", "n2"]
+    assert "leader_killed" not in first and first["queued_at_death"] == 400
+    assert [victim.rsplit("-", 1)[0] for victim in second["victims"]] == ["n4", "n1"]
+    assert second["leader_killed"] == second["victims"][1]
+    kills = [entry[1] for entry in target.log if entry[0] == "kill"]
+    restarts = [entry[1] for entry in target.log if entry[0] == "restart"]
+    assert kills == ["n4", "n2", "n4", "n1"] and restarts == kills
+    for entry in runner.rounds:
+        assert len(entry["shards"]) == 2 and all("death_to_resume" in shard for shard in entry["shards"])
+        assert entry["death_to_resume"] == max(shard["death_to_resume"] for shard in entry["shards"])
+    report = drill_report(runner.rounds, ("rack",), runner.report, runner.samples, target=target.kind)
+    assert report["summary"]["rack"]["death_to_resume"]["n"] == 4  # each shard counted
+    assert "killed together: " in round_line(second, 2)
+
+
+def test_a_rack_of_three_nodes_is_one_node():
+    target = ScriptedTarget("kill")
+    runner = DrillRunner(target, ["rack", "rack"])
+    assert runner.run().ok
+    assert [entry["victims"] for entry in runner.rounds] == [["n3-3"], ["n3-4"]]  # never the leader alone
+
+
+@pytest.fixture
+def quick_load(monkeypatch):
+    """The load fault in miniature: no busy processes, two stalls of no length."""
+    import contextlib
+
+    import cluster.drills.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "LOAD_SECONDS", 0.0)
+    monkeypatch.setattr(runner_module, "LOAD_STALLS", 2)
+    monkeypatch.setattr(runner_module, "LOAD_STALL_S", 0.0)
+    monkeypatch.setattr(runner_module, "LOAD_RUN_S", 0.0)
+    monkeypatch.setattr(runner_module, "CpuLoad", lambda: contextlib.nullcontext(SimpleNamespace(count=2)))
+
+
+def test_a_load_round_stalls_a_node_and_passes_when_nothing_fails_over(quick_load):
+    target = ScriptedTarget()
+    target.pause = lambda name: target.log.append(("pause", name))  # a stall, not a death
+    target.resume = lambda name: target.log.append(("resume", name))
+    runner = DrillRunner(target, ["load", "kill"])
+    assert runner.run().ok
+    load = runner.rounds[0]
+    assert [e for e in target.log if e[0] in ("pause", "resume")] == [("pause", "n3"), ("resume", "n3")] * 2
+    assert load["down"] == "every core (2) busy; n3 stalled 2 x 0s" and load["delivered_meanwhile"] > 20
+    assert set(load["phases"]) == {"fault_at", "healed_at"} and "detection" not in load
+    went_on, meanwhile = load["twenty_delivered_after"], load["delivered_meanwhile"]
+    said = f"n3 stalled 2 x 0s: nothing failed over, 20 more delivered after {went_on:.1f}s, {meanwhile} under the load"
+    assert round_line(load, 2).endswith(said)
+
+
+def test_a_load_round_fails_the_drill_when_a_stalled_node_is_taken_over(quick_load):
+    target = ScriptedTarget()  # its pause is a death: the shard is planned and adopted at once
+    runner = DrillRunner(target, ["load"])
+    with pytest.raises(Exception, match="a failover started with every core busy"):
+        runner.run()
+    assert "plans for ['n3-3']" in runner.rounds[0]["error"] and not target.checked
