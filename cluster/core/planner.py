@@ -8,6 +8,7 @@ The score of a survivor (higher is more capable)::
           × headroom                       mean of thread and CPU headroom, at least 0.05
           × 1 / (1 + queued/QUEUE_UNIT + queued_bytes/BYTES_UNIT)
           × free_disk / (free_disk + DISK_UNIT)
+          × 1 / (1 + adopting)
 
     thread headroom = 1 − active_threads / max_threads
     CPU headroom    = 1 − cpu
@@ -19,6 +20,11 @@ The score of a survivor (higher is more capable)::
   as much as the node's whole base score once more, so backlog divides the score.
 * disk: free_disk / (free_disk + DISK_UNIT) rises towards 1; a node with less than
   `min_free_disk` free is not eligible at all (it would fill up adopting).
+* adopting: the shards handed to the survivor that its heartbeat does not show yet
+  (`in_flight`: being adopted, or adopted since it last beat), and those this
+  decision has just given it. Its heartbeat cannot say what they will cost, and their
+  fencing and recovery share its one process: when a rack's worth of nodes dies at
+  once, their shards spread over the survivors instead of queuing on the best one.
 
 Ties are broken deterministically: fewer queued FlowFiles first, then the
 incarnation id in string order. Every leader therefore picks the same survivor from
@@ -37,7 +43,7 @@ Policies:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from .heartbeat import Heartbeat, QueueLoad
@@ -60,7 +66,7 @@ class Candidate:
     queued: int
 
 
-def score(beat: Heartbeat, *, min_free_disk: int = MIN_FREE_DISK) -> float:
+def score(beat: Heartbeat, *, min_free_disk: int = MIN_FREE_DISK, adopting: int = 0) -> float:
     """The survivor's capability, as documented above; 0.0 means not eligible."""
     if beat.free_disk < min_free_disk or beat.capacity_weight <= 0:
         return 0.0
@@ -69,15 +75,25 @@ def score(beat: Heartbeat, *, min_free_disk: int = MIN_FREE_DISK) -> float:
     headroom = max(HEADROOM_FLOOR, (thread_headroom + cpu_headroom) / 2)
     backlog = 1.0 / (1.0 + beat.queued_count / QUEUE_UNIT + beat.queued_bytes / BYTES_UNIT)
     disk = beat.free_disk / (beat.free_disk + DISK_UNIT)
-    return beat.capacity_weight * headroom * backlog * disk
+    return beat.capacity_weight * headroom * backlog * disk / (1 + adopting)
 
 
 def rank(
-    beats: list[Heartbeat], *, exclude: Collection[str] = frozenset(), min_free_disk: int = MIN_FREE_DISK
+    beats: list[Heartbeat],
+    *,
+    exclude: Collection[str] = frozenset(),
+    min_free_disk: int = MIN_FREE_DISK,
+    adopting: Mapping[str, int] | None = None,
 ) -> list[Candidate]:
-    """Eligible survivors, best first, ties broken deterministically."""
+    """Eligible survivors, best first, ties broken deterministically. `adopting`:
+    incarnation -> shards it is adopting that its heartbeat does not show."""
+    adopting = adopting or {}
     candidates = [
-        Candidate(beat.incarnation, score(beat, min_free_disk=min_free_disk), beat.queued_count)
+        Candidate(
+            beat.incarnation,
+            score(beat, min_free_disk=min_free_disk, adopting=adopting.get(beat.incarnation, 0)),
+            beat.queued_count,
+        )
         for beat in beats
         if beat.incarnation not in exclude
     ]
@@ -94,6 +110,19 @@ def shard_load(shard: ShardOwnership, last_beat: Heartbeat | None) -> QueueLoad:
     return QueueLoad(last_beat.queued_count // parts, last_beat.queued_bytes // parts)
 
 
+def in_flight(shards: Iterable[ShardOwnership], live: Mapping[str, Heartbeat]) -> dict[str, int]:
+    """incarnation -> the shards handed to it that its heartbeat does not show yet: being
+    adopted (ADOPTING), or adopted (DRAINING) since it last beat."""
+    out: dict[str, int] = {}
+    for shard in shards:
+        beat = live.get(shard.owner or "")
+        if beat is None or shard.state not in (ShardState.ADOPTING, ShardState.DRAINING):
+            continue
+        if shard.state is ShardState.ADOPTING or shard.shard not in beat.owned_shards:
+            out[beat.incarnation] = out.get(beat.incarnation, 0) + 1
+    return out
+
+
 def plan_failover(
     dead: str,
     shards: list[ShardOwnership],
@@ -106,18 +135,22 @@ def plan_failover(
     last_beat: Heartbeat | None = None,
     max_slices: int = 3,
     min_free_disk: int = MIN_FREE_DISK,
+    adopting: dict[str, int] | None = None,
 ) -> FailoverPlan:
     """The plan for the shards `dead` owned. A shard already moved or retired is not
     in it. Survivors with no eligible score leave the plan with no move for a shard;
-    the leader plans it again when a survivor becomes eligible."""
+    the leader plans it again when a survivor becomes eligible. `adopting`
+    (`in_flight`): what each survivor is adopting already; the shards this plan gives
+    are added to it, so that a caller planning several deaths in turn spreads them."""
     if policy not in POLICIES:
         raise ValueError(f"unknown failover policy {policy!r}; expected one of {POLICIES}")
     beats = {beat.incarnation: beat for beat in survivors if beat.incarnation != dead}
+    adopting = {} if adopting is None else adopting
     moves: list[Move] = []
     for shard in sorted(shards, key=lambda s: s.shard):
         if shard.owner != dead or shard.state in (ShardState.RETIRED, ShardState.SPLIT):
             continue
-        ranked = rank(list(beats.values()), min_free_disk=min_free_disk)
+        ranked = rank(list(beats.values()), min_free_disk=min_free_disk, adopting=adopting)
         if not ranked:
             continue
         load = shard_load(shard, last_beat)
@@ -129,10 +162,12 @@ def plan_failover(
             for s in slices:
                 fraction = (s.high - s.low) / HASH_SPACE
                 beats[s.owner] = _with_load(beats[s.owner], int(load.count * fraction), int(load.bytes * fraction))
+                adopting[s.owner] = adopting.get(s.owner, 0) + 1
         else:
             best = ranked[0].incarnation
             moves.append(Move(shard.shard, dead, shard.epoch, best, ()))
             beats[best] = _with_load(beats[best], load.count, load.bytes)
+            adopting[best] = adopting.get(best, 0) + 1
     return FailoverPlan(plan_id=plan_id, dead=dead, leader=leader, created_at=at, policy=policy, moves=tuple(moves))
 
 

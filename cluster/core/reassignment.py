@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from .heartbeat import Heartbeat
 from .ownership import ShardOwnership, ShardState
-from .planner import plan_failover
+from .planner import in_flight, plan_failover
 from .plans import FailoverPlan, Move, pending_moves
 from .story import step_id, tag
 
@@ -108,6 +108,9 @@ def decide(view: LeaderView) -> list[Instruction]:
         (beat for name, beat in view.live.items() if name not in view.draining), key=lambda beat: beat.incarnation
     )
     orphaned = orphans(view)
+    # What each survivor is adopting already, and (filled in by each plan below) what
+    # the plans of this decision give it: deaths at once spread over the survivors.
+    adopting = in_flight(view.shards.values(), view.live)
     for dead in sorted(orphaned):
         shards = orphaned[dead]
         plan = view.plans.get(dead)
@@ -120,6 +123,7 @@ def decide(view: LeaderView) -> list[Instruction]:
             at=view.at,
             policy=view.policy,
             last_beat=view.last_beats.get(dead),
+            adopting=dict(adopting),
         )
         if plan is None:
             if not fresh.moves:
@@ -140,6 +144,8 @@ def decide(view: LeaderView) -> list[Instruction]:
                 plan = replace(fresh, created_at=plan.created_at, revision=plan.revision, notes=plan.notes + (note,))
                 out.append(RevisePlan(plan, reason))
         for move in pending_moves(plan, view.shards):
+            for target in move.targets:  # not moved yet: not in flight yet either
+                adopting[target] = adopting.get(target, 0) + 1
             if all(target in view.live for target in move.targets):
                 out.append(ExecuteMove(plan.plan_id, move))
     for plan_id, plan in sorted(view.plans.items()):

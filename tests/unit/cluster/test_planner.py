@@ -7,7 +7,7 @@ import pytest
 from cluster.core import ownership as own
 from cluster.core.heartbeat import Heartbeat, QueueLoad
 from cluster.core.ownership import HASH_SPACE
-from cluster.core.planner import DISK_UNIT, MIN_FREE_DISK, QUEUE_UNIT, plan_failover, rank, score
+from cluster.core.planner import DISK_UNIT, MIN_FREE_DISK, QUEUE_UNIT, in_flight, plan_failover, rank, score
 
 GIB = 1 << 30
 
@@ -31,6 +31,7 @@ def test_score_matches_its_documented_formula():
     b = beat("a-1", weight=2.0, cpu=0.5, threads=1, max_threads=4, queued=QUEUE_UNIT, queued_bytes=0, disk=DISK_UNIT)
     headroom = ((1 - 1 / 4) + (1 - 0.5)) / 2
     assert score(b) == pytest.approx(2.0 * headroom * (1 / 2) * (1 / 2))
+    assert score(b, adopting=2) == pytest.approx(score(b) / 3)
 
 
 @pytest.mark.parametrize(
@@ -149,3 +150,25 @@ def test_divvy_with_one_survivor_or_of_a_child_moves_whole():
     )
     plan = plan_failover("d-9", [child], [beat("a-1"), beat("b-2")], plan_id="p", leader="a-1", at=1.0, policy="divvy")
     assert plan.moves[0].to is not None and plan.moves[0].slices == ()
+
+
+def test_shards_in_flight_are_those_adopting_or_adopted_since_the_owners_last_beat():
+    live = {"a-1": beat("a-1", shards=("a-1", "y-5")), "b-2": beat("b-2")}
+    adopting = own.reassign(own.new_shard("x-4", "x-4", 4, at=0), "a-1", expected_epoch=4, at=1)
+    seen = own.adopted(
+        own.reassign(own.new_shard("y-5", "y-5", 5, at=0), "a-1", expected_epoch=5, at=1), "a-1", 6, at=2
+    )
+    unseen = own.adopted(
+        own.reassign(own.new_shard("z-6", "z-6", 6, at=0), "b-2", expected_epoch=6, at=1), "b-2", 7, at=2
+    )
+    gone = own.reassign(own.new_shard("w-3", "w-3", 3, at=0), "d-9", expected_epoch=3, at=1)  # to a dead node
+    home = own.new_shard("a-1", "a-1", 1, at=0)
+    assert in_flight([adopting, seen, unseen, gone, home], live) == {"a-1": 1, "b-2": 1}
+
+
+def test_a_plan_adds_what_it_gives_to_the_in_flight_count_it_was_handed():
+    adopting = {"a-1": 1}
+    plan = plan_failover(
+        "d-9", dead_shards(), [beat("a-1"), beat("b-2")], plan_id="d-9", leader="a-1", at=5.0, adopting=adopting
+    )
+    assert [m.to for m in plan.moves] == ["b-2"] and adopting == {"a-1": 1, "b-2": 1}

@@ -109,3 +109,19 @@ def test_divvy_moves_and_retires_the_split_parent_once_children_are_seeded():
 def test_no_eligible_survivor_writes_no_plan():
     shards = [own.new_shard("d-3", "d-3", 3, at=0)]
     assert decide(view([replace(beat("a-1"), free_disk=0)], shards)) == []
+
+
+def test_nodes_that_die_together_have_their_shards_spread_over_the_survivors():
+    """A rack lost: three dead owners, planned in one decision, and a fourth shard
+    already being adopted by the best survivor. Without the in-flight count every plan
+    would pick that one survivor (the heartbeats do not change between the plans)."""
+    live = [beat("a-1"), beat("b-2"), beat("c-3"), beat("e-5", weight=1.5)]
+    adopting = own.reassign(own.new_shard("x-7", "x-7", 7, at=0), "e-5", expected_epoch=7, at=1.0)
+    dead = [own.new_shard(name, name, int(name[-1]), at=0) for name in ("d-4", "f-6", "g-8")]
+    out = decide(view(live, dead + [adopting]))
+    moves = {i.move.shard: i.move.to for i in out if isinstance(i, ExecuteMove)}
+    assert sorted(moves) == ["d-4", "f-6", "g-8"]
+    assert sorted(moves.values()) == ["a-1", "b-2", "c-3"]  # e-5 scores 1.5 / (1 + 1): last
+    # The same decision with nothing in flight gives the strongest survivor the first.
+    out = decide(view(live, dead))
+    assert [i.move.to for i in out if isinstance(i, ExecuteMove)][0] == "e-5"
