@@ -1,8 +1,8 @@
 """The drill's timeline as a PNG: FlowFiles delivered per second across the run,
 each fault a vertical line (labelled where the labels fit), each failover's phases
 shaded (detection: death to plan; takeover: plan to adopted; resume: adopted to first
-output; for a fault nothing fails over on, the time the service was down), so that a
-person sees where delivery stalled and for how long. Below it, one mark per round at
+output; for a fault nothing fails over on, the time the service was down or the load
+lasted), so that a person sees where delivery stalled and for how long. Below it, one mark per round at
 its fault's moment: the seconds until that round's work went on (death to resume
 for a failover; until twenty more FlowFiles arrived for a service fault). A run of
 hundreds of rounds is too dense to read round by round on the upper panel; the
@@ -39,7 +39,7 @@ PHASES = (  # (from, to, label, colour)
     ("fault_at", "plan_at", "detection (death to plan)", "#d62728"),
     ("plan_at", "adopted_at", "takeover (plan to adopted)", "#ff7f0e"),
     ("adopted_at", "resumed_at", "resume (adopted to first output)", "#bcbd22"),
-    ("fault_at", "healed_at", "service down (nothing fails over)", "#7f7f7f"),
+    ("fault_at", "healed_at", "service down, or load (nothing fails over)", "#7f7f7f"),
 )
 
 
