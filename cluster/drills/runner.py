@@ -37,6 +37,7 @@ from ..services.process import ServiceError, wait_until
 from .checker import ClusterReport
 from .fault_kinds import BY_NAME, rack_size
 from .faults import CpuLoad
+from .report import TIMINGS
 from .targets import DrillTarget
 
 BACKLOG = 100  # FlowFiles queued at the victim's death (the swap threshold)
@@ -59,7 +60,6 @@ LOAD_SECONDS = 60.0
 LOAD_STALLS = 10
 LOAD_STALL_S = 0.8
 LOAD_RUN_S = 0.4
-ROUND_TIMINGS = ("detection", "takeover", "resume", "death_to_resume")
 # Where a partition round cuts its node off, in turn (see `_partition`).
 PARTITION_PHASES = ("running", "leader", "adopting", "joining")
 
@@ -220,7 +220,7 @@ class DrillRunner:
             shards.append(shard)
         entry["shards"] = shards
         slowest = max(shards, key=lambda shard: shard.get("death_to_resume", -1.0))
-        entry.update({key: value for key, value in slowest.items() if key in ROUND_TIMINGS or key == "phases"})
+        entry.update({key: value for key, value in slowest.items() if key in TIMINGS or key == "phases"})
 
     def _wait_resumed(self, entry: dict, incarnation: str, died_at: float) -> None:
         target = self.target
@@ -576,10 +576,10 @@ def load_round(target: DrillTarget, victim: str, seconds: float) -> dict:
     """Every core kept busy for `seconds` (`LOAD_SECONDS` by default) from outside the
     cluster (`CpuLoad`), and meanwhile `victim` stalled `LOAD_STALLS` times for
     `LOAD_STALL_S` in a row: a cluster that is slow, with a node that stands still for
-    moments, is not a cluster with a dead node. Nothing may fail over (no death, no plan, no incarnation changed:
-    `nothing_failed_over`, stricter than a service fault, where a lost session is
-    tolerated) and delivery goes on under the load (`twenty_delivered_after`: seconds
-    from the start until twenty more were delivered)."""
+    moments, is not a cluster with a dead node. Nothing may fail over (no death, no
+    plan, no incarnation changed: `nothing_failed_over`, stricter than a service fault,
+    where a lost session is tolerated) and delivery goes on under the load
+    (`twenty_delivered_after`: seconds from the start until twenty more were delivered)."""
     members = {name: target.incarnation(name) for name in target.names}
     delivered_before = target.delivered()
     started = time.time()
