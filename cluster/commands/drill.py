@@ -16,6 +16,7 @@ or the target failed. One progress line a round on stdout, then a table.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -104,7 +105,7 @@ def run(args) -> int:
     from ..drills.targets import TargetUnavailable, target_class
 
     # -- validate everything before anything starts --------------------------------------
-    if args.load_seconds < MIN_LOAD_SECONDS:
+    if not (MIN_LOAD_SECONDS <= args.load_seconds < math.inf):  # nan and inf too
         return _refuse(f"--load-seconds must be at least {MIN_LOAD_SECONDS:g}, not {args.load_seconds:g}")
     if args.rounds is not None and args.rounds < 1:
         return _refuse(f"--rounds must be at least 1, not {args.rounds}")

@@ -1,6 +1,6 @@
 """`custody drill` as a person types it: the local target starts its own ZooKeeper
 ensemble and HDFS in a temporary directory, runs three nodes, drills one round of
-each fault asked (a short load round among them: both cores busy and a node stalled,
+each fault asked (a rack round, and a short load round among them: both cores busy and a node stalled,
 where nothing may fail over), and writes the JSON report and the timeline plot."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def test_custody_drill_on_the_local_target(zookeeper_ensemble, hdfs_cluster, tmp
         "--target",
         "local",
         "--faults",
-        "kill,stop,load",
+        "kill,stop,rack,load",
         "--rounds",
-        "3",
+        "4",
         "--load-seconds",
         "12",
         "--report",
@@ -51,20 +51,27 @@ def test_custody_drill_on_the_local_target(zookeeper_ensemble, hdfs_cluster, tmp
     print(done.stdout[-6000:], done.stderr[-3000:], sep="\n")
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     progress = [line for line in done.stdout.splitlines() if line.startswith("round ")]
-    assert [line.split()[1:3] for line in progress] == [["1/3", "kill"], ["2/3", "stop"], ["3/3", "load"]]
-    assert "nothing failed over" in progress[2], progress[2]
+    assert [line.split()[1:3] for line in progress] == [
+        ["1/4", "kill"],
+        ["2/4", "stop"],
+        ["3/4", "rack"],
+        ["4/4", "load"],
+    ]
+    assert "nothing failed over" in progress[3], progress[3]
     assert "result: exactly once held" in done.stdout
 
     found = json.loads(report.read_text())
     assert found["ok"] and found["error"] is None
-    assert found["faults"] == {"kill": 1, "stop": 1, "load": 1}
+    assert found["faults"] == {"kill": 1, "stop": 1, "rack": 1, "load": 1}
     assert found["summary"]["kill"]["rounds"] == 1 and found["summary"]["stop"]["rounds"] == 1
-    load = found["rounds"][2]
+    rack = found["rounds"][2]  # a third of three nodes: one, through the rack's own path
+    assert len(rack["victims"]) == 1 and len(rack["shards"]) == 1 and "resume" in rack["shards"][0]
+    load = found["rounds"][3]
     assert load["delivered_meanwhile"] > 20 and load["phases"]["healed_at"] - load["phases"]["fault_at"] >= 12
     check = found["check"]
     assert (check["lost"], check["duplicated"], check["unexpected"]) == (0, 0, 0)
     assert found["created"] > 0 and check["delivered"] == found["created"]
-    assert all("resume" in entry for entry in found["rounds"][:2])
+    assert all("resume" in entry for entry in found["rounds"][:3])
     assert len(found["timeline"]) > 10
 
     with open(plot, "rb") as image:

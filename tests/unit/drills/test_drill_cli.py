@@ -24,6 +24,7 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(o
         (["--workload", "mqtt"], "unknown workload 'mqtt'; workloads: files, kafka"),
         (["--rounds", "0"], "--rounds must be at least 1"),
         (["--faults", "load", "--load-seconds", "5"], "--load-seconds must be at least 12, not 5"),
+        (["--faults", "load", "--load-seconds", "nan"], "--load-seconds must be at least 12, not nan"),
         (["--nodes", "1"], "a drill needs at least 2 nodes"),
         (["--nodes", "2", "--faults", "adopter"], "need at least 3 nodes"),
         (["--target", "kubernetes"], "unknown target 'kubernetes'; targets: local, compose"),
