@@ -21,7 +21,11 @@ def fresh_process(monkeypatch):
     monkeypatch.setattr(hdfs_identity, "_applied", None)
     monkeypatch.setattr(hdfs_identity, "_renewal", None)
     for variable in ("HADOOP_USER_NAME", "KRB5CCNAME"):
-        monkeypatch.delenv(variable, raising=False)
+        # Set first, so that monkeypatch records the variable and takes back what the
+        # test's apply_identity puts there: an absent variable deleted is not recorded,
+        # and the identity would stay in this process for every later test.
+        monkeypatch.setenv(variable, "")
+        monkeypatch.delenv(variable)
     yield
     hdfs_identity.stop_renewal()
 
