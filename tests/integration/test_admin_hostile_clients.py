@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import resource
+import re
 import select
 import selectors
 import signal
@@ -320,21 +320,27 @@ def test_connections_past_the_cap_are_answered_503_at_once_and_logged_once(node,
         server.stop()
 
 
+# `custody` with its descriptors limited to 256, set by the child itself before the CLI
+# starts: a `preexec_fn` runs Python between fork and exec, which can deadlock when the
+# test process has other threads (a lock held by one of them at the fork is never freed).
+AT_MOST_256_DESCRIPTORS = (
+    "import resource, runpy; resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)); "
+    "runpy.run_module('cluster.cli', run_name='__main__', alter_sys=True)"
+)
+
+
 def test_the_flow_keeps_delivering_while_300_connections_are_opened_under_256_descriptors(tmp_path):
     data, log_file = tmp_path / "node", tmp_path / "node.log"
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
 
-    def at_most_256_descriptors():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-
     with open(log_file, "wb") as log:
         process = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "cluster.cli",
+                "-c",
+                AT_MOST_256_DESCRIPTORS,
                 "run",
                 "--flow",
                 HELLO,
@@ -348,12 +354,13 @@ def test_the_flow_keeps_delivering_while_300_connections_are_opened_under_256_de
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
-            preexec_fn=at_most_256_descriptors,
         )
     out = data / "out"
     attackers: list[socket.socket] = []
     try:
         wait_until(lambda: b"admin API on" in log_file.read_bytes(), 60, "the node's admin API")
+        limits = Path(f"/proc/{process.pid}/limits").read_text()
+        assert re.search(r"^Max open files\s+256\s+256\s", limits, re.MULTILINE), limits
         wait_until(lambda: out.is_dir() and len(os.listdir(out)) >= 5, 60, "the flow's first deliveries")
         attackers = open_at_once(port, 300, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         before = len(os.listdir(out))
