@@ -334,7 +334,9 @@ class PublishKafka(Processor):
 
     def _give_up(self, context: ProcessContext, session: ProcessSession, undelivered: Undelivered) -> None:
         """Nothing of this task was delivered for sure: roll back (the FlowFiles stay
-        queued, not penalized), yield, and say so once for the outage."""
+        queued, not penalized), yield, and say so: at once when the outage begins, then
+        at most once a minute while it lasts (the reason may change: a broker down, then
+        a progress topic that cannot be read back)."""
         session.rollback()
         if undelivered.discard and self._producer is not None:
             self._producer.discard()
@@ -342,7 +344,7 @@ class PublishKafka(Processor):
         context.yield_()
         if undelivered.fenced:
             context.limited_log.error(f"{self.id}:fenced", "%s: %s", self.id, undelivered)
-        elif not self._outage:
+        else:
             self._outage = True
             context.limited_log.warning(
                 f"{self.id}:outage",
