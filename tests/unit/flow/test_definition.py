@@ -184,11 +184,12 @@ def with_connection(**changes):
 
 
 def refused(load, match):
-    """The FlowDefinitionError `load()` raises, asserting it came within 2 s and matches."""
-    started = time.monotonic()
+    """The FlowDefinitionError `load()` raises, asserting it came within 2 s of this
+    thread's CPU time (the work done: a loaded machine's waits do not count) and matches."""
+    started = time.thread_time()
     with pytest.raises(FlowDefinitionError, match=match) as caught:
         load()
-    assert time.monotonic() - started < 2.0
+    assert time.thread_time() - started < 2.0
     return caught.value
 
 

@@ -46,14 +46,14 @@ def fuzz_settings(examples: int):
 def loads_or_refuses(load) -> None:
     """Runs `load`: it returns, or raises FlowDefinitionError with a message, within
     SECONDS_PER_INPUT. Any other exception fails the example."""
-    started = time.monotonic()
+    started = time.thread_time()  # the work done: a loaded machine's waits do not count
     outcome = "loaded"
     try:
         load()
     except FlowDefinitionError as error:
         outcome = "refused"
         assert str(error).strip()
-    elapsed = time.monotonic() - started
+    elapsed = time.thread_time() - started
     assert elapsed < SECONDS_PER_INPUT, f"took {elapsed:.2f} s"
     event(outcome)  # --hypothesis-show-statistics tells how many of each
 

@@ -170,13 +170,13 @@ def _check(text: str, attributes: dict) -> None:
     flowfile = FlowFile.new(1_000, attributes)
     tracemalloc.start()
     try:
-        started = time.monotonic()
+        started = time.thread_time()  # the work done: a loaded machine's waits do not count
         try:
             result = compiled.evaluate(flowfile)
         except ExpressionError:
             event("failed when evaluated")
             result = None
-        elapsed = time.monotonic() - started
+        elapsed = time.thread_time() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
