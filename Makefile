@@ -28,9 +28,15 @@ run: setup
 	@echo "custody: running $(FLOW); output files appear in $(DATA_DIR)/out. Ctrl-C stops; a rerun resumes."
 	$(VENV)/bin/custody run --flow $(FLOW) --data-dir $(DATA_DIR)
 
+# The suite in two parts: every test but the compose cluster's on two workers, a test
+# file to a worker and each worker with its own ZooKeeper, HDFS, Kafka and Spark; then
+# the compose cluster's test alone, with the machine to itself. Both parts run; the
+# first failure's status is make's.
 test: lint
 	$(VENV)/bin/custody services install
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n 2 --dist loadfile -m "not whole_machine"; first=$$?; \
+	  $(VENV)/bin/python -m pytest -m whole_machine; second=$$?; \
+	  if [ $$first -ne 0 ]; then exit $$first; fi; exit $$second
 
 # The linter, the formatter's check and the type checker, as docs/develop/lint.md says.
 lint: setup

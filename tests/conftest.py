@@ -163,8 +163,12 @@ def harness_services_stopped(request, _spark_local_sessions):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `whole_machine` run after all the others (in their own order)."""
-    items.sort(key=lambda item: item.get_closest_marker("whole_machine") is not None)
+    """Tests marked `whole_machine` run after all the others (in their own order). Before
+    them, the files that hold a test marked `slow` come first, each file's tests kept
+    together: `make test`'s two workers take files in this order, and a long file
+    started last would leave one worker running it alone."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: (item.get_closest_marker("whole_machine") is not None, item.path not in slow_files))
 
 
 @pytest.fixture
