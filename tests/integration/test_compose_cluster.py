@@ -316,12 +316,13 @@ def every_node_a_member(project, token: str) -> None:
     wait_until(lambda: members() == set(NODES.values()), 300, "every node a member again after the drill", interval=1.0)
 
 
-# Run inside a node: one job on the compose cluster's standalone master, with the node's
-# Spark conf, whose tasks run Python on the worker's executor.
+# Run inside a node: one job on the master its node.toml names, with the Spark conf it
+# gives, whose tasks run Python on the worker's executor.
 SPARK_JOB = """
+from cluster.node.config import load_node_config
 from flow.spark.session import build_spark_session
-session = build_spark_session("spark://spark-master:7077", {"spark.cores.max": "1", "spark.executor.memory": "512m"},
-                              app_name="compose-check")
+config = load_node_config("/etc/custody/node.toml")
+session = build_spark_session(config.spark_master, config.spark_conf, app_name="compose-check")
 print(session.sparkContext.parallelize(range(1000), 4).map(lambda n: n * 2).sum())
 session.stop()
 """
