@@ -77,6 +77,9 @@ class FlowDefinition:
     source: str = "<flow>"
     # The processor types it was parsed against: the stateless flows it embeds are parsed against them too.
     registry: Mapping[str, type[Processor]] | None = field(default=None, compare=False, repr=False)
+    # The flow's controller services by id (`flow.controller_service`), already in the
+    # properties of the processors that name them.
+    services: dict = field(default_factory=dict)
 
     def incoming(self, component_id: str) -> list[ConnectionDefinition]:
         return [c for c in self.connections if c.destination == component_id]

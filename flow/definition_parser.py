@@ -43,10 +43,12 @@ from .prioritizers import key_function
 from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
 
 if TYPE_CHECKING:
+    from .controller_service import ControllerService
     from .processor import Processor
 
 _PARAMETER = re.compile(r"#\{([A-Za-z0-9_.\-]+)\}")
-_TOP_KEYS = ("name", "description", "parameters", "processors", "connections", "ports")
+_TOP_KEYS = ("name", "description", "parameters", "services", "processors", "connections", "ports")
+_SERVICE_KEYS = ("id", "type", "name", "properties", "comment")
 _PROCESSOR_KEYS = ("id", "type", "name", "properties", "scheduling", "auto_terminate", "comment")
 _CONNECTION_KEYS = (
     "id",
@@ -74,10 +76,19 @@ class _FlowParser:
     """One document parsed against one registry: each method reads one part of it, checks
     the type of every value it reads and raises `FlowDefinitionError` naming the place."""
 
-    def __init__(self, data: dict, registry: Mapping[str, type[Processor]], source: str, parameters: dict | None):
+    def __init__(
+        self,
+        data: dict,
+        registry: Mapping[str, type[Processor]],
+        source: str,
+        parameters: dict | None,
+        service_types: Mapping[str, type[ControllerService]] | None = None,
+    ):
         self.data, self.registry, self.source = data, registry, source
+        self.service_types = service_types
         self.overrides = parameters or {}
         self.parameters: dict = {}
+        self.services: dict[str, ControllerService] = {}
         self.substituted = 0  # characters that substituting parameters added, across the document
 
     def parse(self) -> FlowDefinition:
@@ -86,6 +97,7 @@ class _FlowParser:
         name = _text(self.data.get("name"), top.at("name"), "text (the flow's name)", required=False)
         _text(self.data.get("description"), top.at("description"), required=False)
         self.parameters = self._parameters(self.data.get("parameters"), top.at("parameters"))
+        self.services = self._services(self.data.get("services"), top.at("services"))
         processors = self._processors(self.data.get("processors"), top.at("processors"))
         ports = self._ports(self.data.get("ports"), top.at("ports"), processors)
         connections = self._connections(self.data.get("connections"), top.at("connections"), processors, ports)
@@ -98,6 +110,7 @@ class _FlowParser:
             self.parameters,
             self.source,
             self.registry,
+            services=self.services,
         )
 
     def _parameters(self, raw, place: _Place) -> dict:
@@ -108,6 +121,73 @@ class _FlowParser:
             parameters[name] = value
         parameters.update(self.overrides)
         return parameters
+
+    # controller services
+
+    def _services(self, raw, place: _Place) -> dict[str, ControllerService]:
+        services: dict[str, ControllerService] = {}
+        if raw is None:
+            return services
+        types = self.service_types
+        if types is None:  # Arrow is imported only for a flow that has services
+            from .records.catalog import RECORD_SERVICE_TYPES
+
+            types = RECORD_SERVICE_TYPES
+        for index, item in enumerate(_list(raw, place, "a list of services")):
+            item_place = place.at(index)
+            item = _mapping(item, item_place, "a mapping (a service with an id and a type)")
+            service_id = _text(item.get("id"), item_place.at("id"), "text (the service's id)")
+            item_place = place.at(service_id)
+            _refuse_unknown_keys(item, _SERVICE_KEYS, item_place)
+            _text(item.get("name"), item_place.at("name"), required=False)
+            _text(item.get("comment"), item_place.at("comment"), required=False)
+            if service_id in services:
+                raise place.at(index).error(
+                    f"duplicate service id {_short(service_id)!r}: give each service its own id"
+                )
+            type_name = _text(item.get("type"), item_place.at("type"), "text (a service type)")
+            cls = types.get(type_name)
+            if cls is None:
+                raise item_place.at("type").error(
+                    f"unknown service type {_short(type_name)!r}; known types: {', '.join(sorted(types))}"
+                )
+            properties = self._service_properties(cls, item.get("properties"), item_place.at("properties"))
+            for name, message in cls.validate(properties):
+                raise item_place.at("properties", name).error(message)
+            services[service_id] = cls(service_id, properties)
+        return services
+
+    def _service_properties(self, cls, raw, place: _Place) -> dict:
+        properties: dict = {}
+        for name, value in _mapping(raw, place, "a mapping of property names to values").items():
+            descriptor = cls.descriptor(name)
+            if descriptor is None:
+                known = ", ".join(d.name for d in cls.properties) or "none"
+                raise place.at(name).error(f"{cls.type_name} has no such property (it has: {known})")
+            value = self._property_value(value, place.at(name))
+            if value is not None:
+                properties[name] = _convert(descriptor, value, place.at(name))
+        for descriptor in cls.properties:
+            if descriptor.name in properties:
+                continue
+            if descriptor.default is not None:
+                properties[descriptor.name] = descriptor.convert(descriptor.default)
+            elif descriptor.required:
+                raise place.at(descriptor.name).error("required property is missing")
+            else:
+                properties[descriptor.name] = None
+        return properties
+
+    def _service_named(self, descriptor, name: str, place: _Place) -> ControllerService:
+        """The flow's service `name` for a processor's property of kind "service"."""
+        service = self.services.get(name)
+        wanted = descriptor.service_kind or "service"
+        if service is None:
+            defined = _listing(sorted(self.services))
+            raise place.error(f"no service with id {_short(name)!r} in the flow's services (defined: {defined})")
+        if descriptor.service_kind and service.kind != descriptor.service_kind:
+            raise place.error(f"service {name!r} is a {service.kind} ({service.type_name}); expected a {wanted}")
+        return service
 
     # processors
 
@@ -165,6 +245,8 @@ class _FlowParser:
                 dynamic[name] = _dynamic_property(cls, value, place.at(name))
             elif value is not None:
                 properties[name] = _convert(descriptor, value, place.at(name))
+                if descriptor.kind == "service":
+                    properties[name] = self._service_named(descriptor, properties[name], place.at(name))
         for descriptor in cls.properties:
             if descriptor.name in properties:
                 continue

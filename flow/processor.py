@@ -25,7 +25,7 @@ from .units import parse_duration, parse_size
 if TYPE_CHECKING:
     from .session import ProcessSession
 
-KINDS = ("string", "integer", "float", "boolean", "duration", "size", "choice", "expression", "regex")
+KINDS = ("string", "integer", "float", "boolean", "duration", "size", "choice", "expression", "regex", "service")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,10 @@ class PropertyDescriptor:
     # (`problem`): no count, batch or port of a processor is.
     minimum: float | None = None
     maximum: float | None = None
+    # Of a "service" property: the kind of controller service it names
+    # (`flow.controller_service`: a record reader, a record writer). The parser puts the
+    # flow's service of that id in the processor's properties in place of the name.
+    service_kind: str = ""
 
     def convert(self, value):
         """The configured value as the processor uses it; ValueError says what is wrong."""
@@ -85,6 +89,10 @@ class PropertyDescriptor:
             if isinstance(value, (dict, list)):
                 raise ValueError(f"expected an expression, got {type(value).__name__}")
             return compile_expression(str(value))
+        if kind == "service":
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"expected the id of one of the flow's services, got {value!r}")
+            return value.strip()
         if kind == "regex":
             try:
                 return re.compile(str(value))

@@ -1,5 +1,6 @@
 """The reference pages of the documentation, generated from the code so that they
-cannot go stale: the processors (from the processor registry), the command line
+cannot go stale: the processors (from the processor registry), the record services (from their
+catalog), the command line
 (from argparse), the REST API (from the admin API's OpenAPI document), the
 metrics (from the admin API's Prometheus collectors), NODE.toml (from its schema) and
 a shard's ownership transitions (from the table `cluster.core.transitions` keeps).
@@ -22,10 +23,12 @@ from .node_toml import node_toml_page
 from .ownership import ownership_page
 from .processors import processors_page
 from .rest_api import rest_api_page
+from .services import services_page
 
 # File name -> the function that renders it, in the order of the site's navigation.
 PAGES: dict[str, Callable[[], str]] = {
     "processors.md": processors_page,
+    "services.md": services_page,
     "cli.md": cli_page,
     "rest-api.md": rest_api_page,
     "metrics.md": metrics_page,

@@ -63,23 +63,32 @@ def processor_section(type_name: str, cls, origin: str) -> list[str]:
     )
     facts.append(f"**Class:** {md.code(origin)}")
     lines = [f"## {type_name}", "", md.text(describe(cls)), "", *(f"- {fact}" for fact in facts), ""]
-    if cls.properties:
-        rows = [
-            (
-                md.code(d.name),
-                md.text(d.kind),
-                default_of(d),
-                "yes" if d.required else "",
-                allowed_of(d),
-                md.text(d.description),
-            )
-            for d in cls.properties
-        ]
-        lines += md.table(("property", "kind", "default", "required", "allowed", "description"), rows)
-    else:
-        lines.append("No properties.")
-    lines.append("")
-    return lines
+    return lines + properties_table(cls.properties)
+
+
+def kind_of(descriptor) -> str:
+    """A property's kind as the page says it: a service property names the kind of service."""
+    if descriptor.kind == "service" and descriptor.service_kind:
+        return md.text(f"service ({descriptor.service_kind})")
+    return md.text(descriptor.kind)
+
+
+def properties_table(properties) -> list[str]:
+    """The table of a processor's or a service's property descriptors."""
+    if not properties:
+        return ["No properties.", ""]
+    rows = [
+        (
+            md.code(d.name),
+            kind_of(d),
+            default_of(d),
+            "yes" if d.required else "",
+            allowed_of(d),
+            md.text(d.description),
+        )
+        for d in properties
+    ]
+    return md.table(("property", "kind", "default", "required", "allowed", "description"), rows) + [""]
 
 
 def processors_page(registry: Mapping[str, type] | None = None) -> str:

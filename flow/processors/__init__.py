@@ -17,6 +17,7 @@ from .http import ListenHTTP
 from .kafka import ConsumeKafka, PublishKafka
 from .merge import MergeContent
 from .parquet import PutParquet
+from .records import ConvertRecord
 from .spark import ExecuteSparkSQL, SparkTransform
 from .stateless import ExecuteStateless
 from .text import ReplaceText, SplitText
@@ -33,6 +34,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     SplitText,
     MergeContent,
     ReplaceText,
+    ConvertRecord,
     LogAttribute,
     PutFile,
     ExecuteStateless,

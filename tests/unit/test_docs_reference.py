@@ -102,6 +102,23 @@ def test_every_registered_processor_has_its_properties_and_relationships_on_the_
     assert not missing, f"docs/reference/processors.md lacks {missing}: run `{REGENERATE}`"
 
 
+def test_every_record_service_has_its_kind_and_properties_on_the_page():
+    from flow.records.catalog import RECORD_SERVICE_TYPES
+
+    page = checked_in("services.md")
+    missing = []
+    for type_name, cls in RECORD_SERVICE_TYPES.items():
+        section = page.partition(f"## {type_name}\n")[2].partition("\n## ")[0]
+        if not section:
+            missing.append(type_name)
+            continue
+        names = [descriptor.name for descriptor in cls.properties]
+        missing += [f"{type_name}.{name}" for name in names if f"`{name}`" not in section]
+        if f"**Kind:** {cls.kind}" not in section:
+            missing.append(f"{type_name} (its kind)")
+    assert not missing, f"docs/reference/services.md lacks {missing}: run `{REGENERATE}`"
+
+
 def test_a_processor_added_without_regenerating_is_reported():
     from flow.loading import standard_registry
     from flow.processor import Processor, PropertyDescriptor

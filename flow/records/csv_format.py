@@ -1,0 +1,268 @@
+"""CSV records: `CSVReader` and `CSVRecordSetWriter`, named as NiFi's are.
+
+The reader is Arrow's streaming CSV reader (RFC 4180 quoting, quoted newlines), a
+`BLOCK_SIZE` block at a time. Its options: `value_separator`, `quote_character`,
+`escape_character` (none by default, as RFC 4180 has it; NiFi's default is a
+backslash, which this writer does not write), whether the first line is a header
+(without one the columns are `f0`, `f1`, ...), and `null_string`, the text that
+means null (by default an empty field of a non-text column is null and an empty
+text field is empty text).
+
+Schema: inferred by Arrow from the first block (integers, floats, booleans, dates,
+timestamps, text). When a later block does not fit (a column of integers that holds
+a word further down) the reader says so (`SchemaChanged`) and `infer_schema` reads
+every row as text to find, per column, the narrowest of integer, float, boolean and
+text that every value takes. A given Avro schema names the columns to keep (by their
+header names) and their types.
+
+A row with too many or too few fields is named by its index and line; so is a value
+that does not fit its column's given type.
+
+The writer writes a header line (unless told not to), quotes text values, and writes
+nulls as `null_string`. A nested field (a struct, a list, a map) has no CSV form: the
+FlowFile goes to `failure` naming it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from ..processor import PropertyDescriptor
+from .errors import RecordError, SchemaChanged
+from .readers import BLOCK_SIZE, SCHEMA_PROPERTIES, Opener, RecordReader
+from .writers import RecordSetWriter, RecordWriter
+
+_CONVERSION = "CSV conversion error"
+_INVALID_VALUE = re.compile(r"In CSV column #(\d+): .*invalid value '(.*)'$", re.S)
+# The narrowest first: a column takes the first type every one of its values casts to.
+_CANDIDATES = (pa.int64(), pa.float64(), pa.bool_())
+
+
+_CHARACTER_PROPERTIES = (
+    PropertyDescriptor("value_separator", "string", default=",", description="the character between values"),
+    PropertyDescriptor("quote_character", "string", default='"', description="the character that quotes a value"),
+)
+
+
+class CSVReader(RecordReader):
+    type_name = "CSVReader"
+    description = "Reads CSV records (RFC 4180), with or without a header line."
+    properties = (
+        SCHEMA_PROPERTIES
+        + _CHARACTER_PROPERTIES
+        + (
+            PropertyDescriptor(
+                "escape_character",
+                "string",
+                default="",
+                description="the character that escapes the next one (none by default, as RFC 4180 has it)",
+            ),
+            PropertyDescriptor(
+                "treat_first_line_as_header", "boolean", default=True, description="the first line names the columns"
+            ),
+            PropertyDescriptor(
+                "null_string",
+                "string",
+                default="",
+                description="the text that means null (by default an empty field of a column that is not text)",
+            ),
+        )
+    )
+
+    @classmethod
+    def validate(cls, properties):
+        return _validate_characters(properties, ("value_separator", "quote_character"), ("escape_character",))
+
+    def batches(self, open_stream: Opener, schema: pa.Schema | None) -> Iterator[pa.RecordBatch]:
+        return self._batches(open_stream, schema, scanning=False)
+
+    def _batches(self, open_stream: Opener, schema: pa.Schema | None, scanning: bool) -> Iterator[pa.RecordBatch]:
+        given = schema is not None and not scanning
+        records = 0
+        with open_stream() as stream:
+            try:
+                reader = self._open(stream, schema, given)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise self._located(open_stream, error, records) from None
+            if reader is None:
+                return
+            while True:
+                try:
+                    batch = reader.read_next_batch()
+                except StopIteration:
+                    return
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                    if not given and _CONVERSION in str(error):
+                        raise SchemaChanged(records, str(error)) from None
+                    raise self._located(open_stream, error, records) from None
+                records += batch.num_rows
+                yield batch
+
+    def infer_schema(self, open_stream: Opener) -> pa.Schema:
+        with open_stream() as stream:
+            try:
+                reader = self._open(stream, None, False)
+            except pa.ArrowInvalid as error:
+                raise self._located(open_stream, error, 0) from None
+            if reader is None:
+                return pa.schema([])
+            names = reader.schema.names
+        text = pa.schema([(name, pa.string()) for name in names])
+        candidates = {name: list(_CANDIDATES) for name in names}
+        for batch in self._batches(open_stream, text, scanning=True):
+            for name, column in zip(names, batch.columns, strict=True):
+                candidates[name] = [kind for kind in candidates[name] if _casts(column, kind)]
+        return pa.schema([(name, (candidates[name] or [pa.string()])[0]) for name in names])
+
+    def _open(self, stream: BinaryIO, schema: pa.Schema | None, given: bool) -> pa_csv.CSVStreamingReader | None:
+        """Arrow's reader over `stream` (None when the content is empty): with the types
+        of `schema` when there is one, and only its columns when it was `given`."""
+        config = self.config
+        header = config["treat_first_line_as_header"]
+        names = schema.names if schema is not None else None
+        read = pa_csv.ReadOptions(
+            block_size=BLOCK_SIZE,
+            autogenerate_column_names=not header and names is None,
+            column_names=None if header else names,
+        )
+        parse = pa_csv.ParseOptions(
+            delimiter=config["value_separator"],
+            quote_char=config["quote_character"] or False,
+            escape_char=config["escape_character"] or False,
+            newlines_in_values=True,
+        )
+        null = config["null_string"] or ""
+        convert = pa_csv.ConvertOptions(
+            null_values=[null],
+            # Reading every value as text to infer the types: an empty value is null there.
+            strings_can_be_null=bool(null) or (schema is not None and not given),
+            quoted_strings_can_be_null=False,
+            column_types={field.name: field.type for field in schema} if schema is not None else None,
+            include_columns=names if given and header else None,
+            include_missing_columns=given,
+        )
+        try:
+            return pa_csv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
+        except pa.ArrowInvalid as error:
+            if "Empty CSV file" in str(error):
+                return None
+            raise
+
+    def _located(self, open_stream: Opener, error: Exception, records: int) -> RecordError:
+        """`error` of Arrow's reader as a `RecordError` naming the row: the content read
+        again by Python's CSV reader to find it (only when something is wrong)."""
+        message = str(error)
+        invalid = _INVALID_VALUE.search(message)
+        config = self.config
+        header = config["treat_first_line_as_header"]
+        try:
+            with open_stream() as stream:
+                text = io.TextIOWrapper(stream, encoding="utf-8", newline="")
+                rows = csv.reader(
+                    text,
+                    delimiter=config["value_separator"],
+                    quotechar=config["quote_character"] or None,
+                    escapechar=config["escape_character"] or None,
+                    doublequote=True,
+                    strict=False,
+                )
+                width = None
+                record = -1 if header else 0
+                for row in rows:
+                    line = rows.line_num
+                    if width is None:
+                        width = len(row)
+                        if header:
+                            record = 0
+                            continue
+                    if invalid is not None:
+                        column, value = int(invalid.group(1)), invalid.group(2)
+                        if column < len(row) and row[column] == value:
+                            return RecordError(message, record=record, line=line)
+                    elif len(row) != width:
+                        return RecordError(message, record=record, line=line)
+                    record += 1
+        except (csv.Error, UnicodeDecodeError, ValueError):
+            pass
+        return RecordError(message, record=records)
+
+
+def _casts(column: pa.Array, kind: pa.DataType) -> bool:
+    try:
+        pc.cast(column, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _validate_characters(properties, single: tuple[str, ...], optional: tuple[str, ...]) -> list[tuple[str, str]]:
+    for name in single:
+        value = properties.get(name)
+        if value is None or len(value) != 1:
+            return [(name, f"must be one character, got {value!r}")]
+    for name in optional:
+        value = properties.get(name)
+        if value and len(value) != 1:
+            return [(name, f"must be one character or empty, got {value!r}")]
+    if len({properties.get(name) for name in single}) != len(single):
+        return [(single[-1], "must differ from value_separator")]
+    return []
+
+
+class CSVRecordSetWriter(RecordWriter):
+    type_name = "CSVRecordSetWriter"
+    description = "Writes records as CSV (RFC 4180), with a header line."
+    mime_type = "text/csv"
+    properties = _CHARACTER_PROPERTIES + (
+        PropertyDescriptor("include_header_line", "boolean", default=True, description="write the column names first"),
+        PropertyDescriptor("null_string", "string", default="", description="the text written for a null"),
+    )
+
+    @classmethod
+    def validate(cls, properties):
+        problems = _validate_characters(properties, ("value_separator", "quote_character"), ())
+        if not problems and properties["quote_character"] != '"':
+            problems = [("quote_character", 'the writer quotes with " (RFC 4180); other quotes are not written')]
+        return problems
+
+    def open(self, sink: BinaryIO, schema: pa.Schema) -> RecordSetWriter:
+        for field in schema:
+            if pa.types.is_nested(field.type):
+                raise RecordError(f"field {field.name!r} is a {field.type}, which CSV cannot hold")
+        separator = self.config["value_separator"]
+        plain = all(not set(name) & {separator, '"', "\n", "\r"} for name in schema.names)
+        options = pa_csv.WriteOptions(
+            include_header=self.config["include_header_line"],
+            delimiter=separator,
+            null_string=self.config["null_string"] or "",
+            quoting_style="needed",
+            quoting_header="none" if plain else "needed",
+        )
+        return _CsvSetWriter(sink, schema, options)
+
+
+class _CsvSetWriter(RecordSetWriter):
+    def __init__(self, sink: BinaryIO, schema: pa.Schema, options: pa_csv.WriteOptions):
+        self.sink, self.schema, self.options = sink, schema, options
+        self.writer: pa_csv.CSVWriter | None = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self.writer is None:
+            self.writer = pa_csv.CSVWriter(self.sink, self.schema, write_options=self.options)
+        try:
+            self.writer.write_batch(batch)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+            raise RecordError(f"cannot be written as CSV: {error}") from None
+
+    def close(self) -> None:
+        if self.writer is None:
+            self.writer = pa_csv.CSVWriter(self.sink, self.schema, write_options=self.options)
+        self.writer.close()

@@ -1,0 +1,97 @@
+"""`RecordReader`: the base of the reader services, and the schema each is given.
+
+A reader turns a FlowFile's content into Arrow record batches, all of one schema,
+streamed block by block so that content of any size is read in bounded memory. Its
+schema comes from its `schema_access_strategy`:
+
+- `infer-schema` (the default): from the first block of records. When a later block
+  does not fit (a field first seen there, a number where only integers were), the
+  reader raises `SchemaChanged`, and the caller asks `infer_schema` for the schema of
+  every record (one more pass over the content) and reads again with it. Most content
+  fits one block, and most record streams keep their shape, so this costs a second
+  and third pass only where the shape changes.
+- `schema-text-property`: an Avro schema (`flow.records.avro_schema`) given in
+  `schema_text`, an expression evaluated against the FlowFile (NiFi's default is the
+  `avro.schema` attribute, and so is ours). Fields the schema does not name are left
+  out, as NiFi's readers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pyarrow as pa
+
+from ..controller_service import RECORD_READER, ControllerService
+from ..errors import ExpressionError
+from ..processor import PropertyDescriptor
+from .avro_schema import arrow_schema
+from .errors import RecordError
+
+INFER = "infer-schema"
+SCHEMA_TEXT = "schema-text-property"
+
+SCHEMA_PROPERTIES = (
+    PropertyDescriptor(
+        "schema_access_strategy",
+        "choice",
+        default=INFER,
+        choices=(INFER, SCHEMA_TEXT),
+        description="infer the schema from the records, or take the Avro schema in schema_text",
+    ),
+    PropertyDescriptor(
+        "schema_text",
+        "expression",
+        default="${avro.schema}",
+        description="an Avro schema (JSON), with schema-text-property; by default the avro.schema attribute",
+    ),
+)
+# How much content a reader parses at once: the unit of its memory, and of inference.
+BLOCK_SIZE = 4 << 20
+# A record longer than this is refused by name: it alone would hold a reader's memory.
+MAX_RECORD_SIZE_DEFAULT = "16 MB"
+
+# Opens the content anew, as a binary stream in a `with` block.
+Opener = Callable[[], AbstractContextManager[Any]]
+
+
+class RecordReader(ControllerService):
+    """A reader service. `batches` and `infer_schema` are the format's; both take
+    `open_stream`, which opens the content anew each time it is called."""
+
+    kind = RECORD_READER
+
+    def given_schema(self, flowfile) -> pa.Schema | None:
+        """The schema the reader was given for `flowfile`, None when it infers one.
+        Raises `RecordError` for a schema that cannot be read."""
+        if self.config.get("schema_access_strategy", INFER) != SCHEMA_TEXT:
+            return None
+        try:
+            text = self.config["schema_text"].evaluate(flowfile)
+        except ExpressionError as error:
+            raise RecordError(f"schema_text: {error}") from None
+        if not text.strip():
+            raise RecordError("schema_text is empty for this FlowFile (no avro.schema attribute?)")
+        return arrow_schema(text)
+
+    def batches(self, open_stream: Opener, schema: pa.Schema | None) -> Iterator[pa.RecordBatch]:
+        """The records, as batches of `schema` (inferred from the first block when None:
+        `SchemaChanged` when later records do not fit it). Raises `RecordError` for
+        records that cannot be read."""
+        raise NotImplementedError
+
+    def infer_schema(self, open_stream: Opener) -> pa.Schema:
+        """The schema every record fits (one pass over the content); `RecordError` when
+        no schema does (a field that is a number in one record and text in another)."""
+        raise NotImplementedError
+
+
+def unify(schemas: list[pa.Schema], where: str) -> pa.Schema:
+    """One schema every one of `schemas` fits: integers widen to floats, nulls to any type,
+    new fields are added. `RecordError` when two disagree (text and a number)."""
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+        raise RecordError(f"no one schema fits every record {where}: {error}") from None

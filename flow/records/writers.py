@@ -1,0 +1,35 @@
+"""`RecordWriter`: the base of the writer services, and `RecordSetWriter`, one writing.
+
+A writer service opens a `RecordSetWriter` on a FlowFile's new content for one schema,
+is given record batches of that schema, and is closed once: then the content holds a
+whole document of its format (a JSON array closed, a Parquet footer written). The
+FlowFile gets `mime.type` and `record.count`, as NiFi's writers set them.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import pyarrow as pa
+
+from ..controller_service import RECORD_WRITER, ControllerService
+
+
+class RecordSetWriter:
+    """One record set being written: `write` each batch, then `close` once."""
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class RecordWriter(ControllerService):
+    """A writer service: `open` a `RecordSetWriter` on `sink` for `schema`."""
+
+    kind = RECORD_WRITER
+    mime_type = "application/octet-stream"
+
+    def open(self, sink: BinaryIO, schema: pa.Schema) -> RecordSetWriter:
+        raise NotImplementedError

@@ -1,0 +1,172 @@
+"""Records through a standalone node, run as a user runs it (`custody run`), killed
+with SIGKILL at random moments: CSV files become Parquet files through GetFile ->
+ConvertRecord -> PutFile, and every record comes out exactly once.
+
+The input: CSV files with a unique key per record (one of them whose last rows widen
+a column from integers to decimals, so that its schema is inferred again), and one
+malformed file, which must come out of `failure` as it went in. After the kills a
+last run drains the flow; the checker counts lost, duplicated and unexpected keys
+over every row of every Parquet file written.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cluster.drills.checker import check_delivery
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES, ROWS = 40, 2500
+KILLS = int(os.environ.get("CUSTODY_RECORDS_KILLS", "40" if os.environ.get("CUSTODY_LONG") == "1" else "5"))
+MALFORMED = b"key,amount,city\nk-x-1,1,Oslo\nk-x-2,2\n"
+
+FLOW = """
+name: csv-to-parquet
+services:
+  - {id: csv, type: CSVReader}
+  - {id: parquet, type: ParquetRecordSetWriter}
+processors:
+  - id: get
+    type: GetFile
+    properties: {input_directory: "#{data_dir}/in", batch_size: 3}
+  - id: convert
+    type: ConvertRecord
+    properties: {record_reader: csv, record_writer: parquet}
+    scheduling: {concurrent_tasks: 2}
+  - id: put
+    type: PutFile
+    properties: {directory: "#{data_dir}/out", name_suffix: .parquet}
+    auto_terminate: [success]
+  - id: put-failed
+    type: PutFile
+    properties: {directory: "#{data_dir}/failed"}
+    auto_terminate: [success]
+connections:
+  - {source: get, destination: convert}
+  - {source: convert, relationships: [success], destination: put}
+  - {source: convert, relationships: [failure], destination: put-failed}
+  - {source: put, relationships: [failure], destination: put}
+  - {source: put-failed, relationships: [failure], destination: put-failed}
+"""
+
+
+def _write_inputs(directory: Path, rng: random.Random) -> list[str]:
+    directory.mkdir(parents=True)
+    keys = []
+    for number in range(FILES):
+        lines = ["key,amount,city"]
+        for row in range(ROWS):
+            key = f"k-{number}-{row}"
+            keys.append(key)
+            amount = f"{rng.randrange(10_000)}.5" if number == 7 and row > ROWS - 3 else str(rng.randrange(10_000))
+            lines.append(f'{key},{amount},"{rng.choice(["Oslo", "Zürich", "São Paulo, SP", "東京"])}"')
+        data = ("\n".join(lines) + "\n").encode()
+        (directory / f".{number}.csv").write_bytes(data)
+        (directory / f".{number}.csv").rename(directory / f"{number:03d}.csv")
+    (directory / "bad.csv").write_bytes(MALFORMED)
+    return keys
+
+
+def _start(flow: Path, data_dir: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(data_dir)]
+        + ["--status-interval", "0", "--threads", "2"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=open(log, "ab"),
+        text=True,
+    )
+
+
+def _wait_running(process: subprocess.Popen, deadline: float) -> bool:
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return False
+        line = process.stdout.readline()
+        if not line:
+            return False
+        if "node running" in line:
+            return True
+    return False
+
+
+def _keys_written(out: Path) -> list[str]:
+    keys: list[str] = []
+    if out.is_dir():
+        for name in sorted(os.listdir(out)):
+            if not name.startswith("."):
+                keys += pq.read_table(out / name, columns=["key"]).column("key").to_pylist()
+    return keys
+
+
+def _waiting(data_dir: Path) -> int:
+    return len([name for name in os.listdir(data_dir / "in") if not name.startswith(".")])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240 + 20 * KILLS)
+def test_csv_to_parquet_survives_sigkill_with_every_record_exactly_once(tmp_path):
+    seed = int(os.environ.get("CUSTODY_DRILL_SEED", str(random.randrange(1 << 30))))
+    rng = random.Random(seed)
+    data_dir = tmp_path / "node"
+    keys = _write_inputs(data_dir / "in", rng)
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(FLOW)
+    log = tmp_path / "node.log"
+    busy_kills = 0
+    for attempt in range(KILLS):
+        process = _start(flow, data_dir, log)
+        try:
+            assert _wait_running(process, time.monotonic() + 60), f"seed {seed}: no start; {log.read_text()[-3000:]}"
+            # A kill at a random moment, or once this life's share of the files was taken.
+            moment = time.monotonic() + rng.uniform(0.0, 1.5)
+            share = FILES - FILES * (attempt + 1) // (KILLS + 1)
+            while time.monotonic() < moment and _waiting(data_dir) > share:
+                time.sleep(0.01)
+            if _waiting(data_dir) or len(_keys_written(data_dir / "out")) < len(keys):
+                busy_kills += 1
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait(30)
+            assert process.stdout is not None
+            process.stdout.close()
+
+    process = _start(flow, data_dir, log)
+    try:
+        assert _wait_running(process, time.monotonic() + 60), f"seed {seed}: no start; {log.read_text()[-3000:]}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            failed = list((data_dir / "failed").glob("[!.]*")) if (data_dir / "failed").is_dir() else []
+            if not _waiting(data_dir) and failed and len(_keys_written(data_dir / "out")) >= len(keys):
+                break
+            time.sleep(0.1)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+        assert process.stdout is not None
+        process.stdout.close()
+
+    delivery = check_delivery(keys, _keys_written(data_dir / "out"))
+    assert delivery.ok, f"seed {seed}: {delivery.summary()}; log:\n{log.read_text()[-3000:]}"
+    failed = [path.read_bytes() for path in (data_dir / "failed").iterdir() if not path.name.startswith(".")]
+    assert failed == [MALFORMED], f"seed {seed}: failed holds {failed!r}"
+    widened = [
+        pq.read_table(data_dir / "out" / name)
+        for name in os.listdir(data_dir / "out")
+        if not name.startswith(".") and pq.read_schema(data_dir / "out" / name).field("amount").type == "double"
+    ]
+    assert len(widened) == 1 and widened[0].num_rows == ROWS, f"seed {seed}: {len(widened)} files widened"
+    assert busy_kills >= KILLS // 2, f"seed {seed}: only {busy_kills} of {KILLS} kills hit work in flight"
+    print(f"records drill: {KILLS} kills ({busy_kills} with work in flight); {delivery.summary()}")

@@ -1,0 +1,152 @@
+"""ConvertRecord in a flow: its services named by id, what goes to success and to
+failure, and a flow that names services it lacks refused at load."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from flow.errors import FlowDefinitionError
+from flow.loading import parse_flow
+
+from .support import convert, run_records
+
+
+def test_json_lines_become_parquet_with_record_count_and_mime_type():
+    lines = b"".join(json.dumps({"id": index, "name": f"n{index}"}).encode() + b"\n" for index in range(500))
+    out = convert("JsonTreeReader", "ParquetRecordSetWriter", [({"filename": "a.json"}, lines)])
+    [(attributes, data)] = out["success"]
+    assert attributes["record.count"] == "500" and attributes["mime.type"] == "application/vnd.apache.parquet"
+    assert attributes["filename"] == "a.json"
+    assert pq.read_table(io.BytesIO(data)).column("id").to_pylist() == list(range(500))
+    assert out["failure"] == []
+
+
+def test_a_malformed_flowfile_goes_to_failure_whole_and_the_others_go_on():
+    good = b"a,b\n1,2\n"
+    bad = b"a,b\n1,2\n3\n"
+    out = convert("CSVReader", "JsonRecordSetWriter", [({"n": "1"}, good), ({"n": "2"}, bad), ({"n": "3"}, good)])
+    assert [(a["n"], json.loads(d)) for a, d in out["success"]] == [
+        ("1", [{"a": 1, "b": 2}]),
+        ("3", [{"a": 1, "b": 2}]),
+    ]
+    [(attributes, data)] = out["failure"]
+    assert data == bad and attributes["n"] == "2"
+    assert attributes["record.error.index"] == "1" and attributes["record.error.line"] == "3"
+    assert "Expected 2 columns" in attributes["record.error.message"]
+    assert "record.count" not in attributes
+
+
+def test_records_whose_schema_widens_late_are_converted_with_the_wider_schema(monkeypatch):
+    from flow.records import json_format
+
+    monkeypatch.setattr(json_format, "BLOCK_SIZE", 256)
+    monkeypatch.setattr(json_format, "_READ_SIZE", 64)
+    rows = [{"id": index, "v": index} for index in range(50)] + [{"id": 50, "v": 0.5, "late": "yes"}]
+    data = b"".join(json.dumps(row).encode() + b"\n" for row in rows)
+    out = convert(
+        "JsonTreeReader",
+        "JsonRecordSetWriter",
+        [({}, data)],
+        writer_properties={"output_grouping": "one-line-per-object"},
+    )
+    [(attributes, content)] = out["success"]
+    written = [json.loads(line) for line in content.splitlines()]
+    assert attributes["record.count"] == "51" and len(written) == 51
+    assert written[0] == {"id": 0, "v": 0.0, "late": None} and written[-1] == {"id": 50, "v": 0.5, "late": "yes"}
+
+
+def test_zero_record_flowfiles_are_kept_or_dropped_as_configured():
+    services = [("in", "JsonTreeReader", {}), ("out", "JsonRecordSetWriter", {})]
+    kept = run_records("ConvertRecord", {"record_reader": "in", "record_writer": "out"}, services, [({}, b"")])
+    assert [(a["record.count"], d) for a, d in kept["success"]] == [("0", b"[]")]
+    dropped = run_records(
+        "ConvertRecord",
+        {"record_reader": "in", "record_writer": "out", "include_zero_record_flowfiles": False},
+        services,
+        [({}, b""), ({}, b'{"a": 1}')],
+    )
+    assert [a["record.count"] for a, _ in dropped["success"]] == ["1"]
+
+
+def test_a_schema_from_the_flowfiles_attribute():
+    schema = json.dumps({"type": "record", "name": "r", "fields": [{"name": "b", "type": ["null", "long"]}]})
+    out = convert(
+        "CSVReader",
+        "JsonRecordSetWriter",
+        [({"avro.schema": schema}, b"a,b\nx,1\ny,\n"), ({}, b"a,b\nx,1\n")],
+        reader_properties={"schema_access_strategy": "schema-text-property"},
+    )
+    assert [json.loads(d) for _, d in out["success"]] == [[{"b": 1}, {"b": None}]]
+    [(attributes, _)] = out["failure"]
+    assert "schema_text is empty" in attributes["record.error.message"]
+
+
+def _flow(services, properties):
+    return {
+        "services": services,
+        "processors": [
+            {
+                "id": "convert",
+                "type": "ConvertRecord",
+                "properties": properties,
+                "auto_terminate": ["success", "failure"],
+            }
+        ],
+        "connections": [],
+        "ports": [],
+    }
+
+
+READER = {"id": "in", "type": "JsonTreeReader"}
+WRITER = {"id": "out", "type": "CSVRecordSetWriter"}
+
+
+@pytest.mark.parametrize(
+    "services, properties, message",
+    [
+        (
+            [READER, WRITER],
+            {"record_reader": "nope", "record_writer": "out"},
+            "no service with id 'nope' in the flow's services (defined: 'in', 'out')",
+        ),
+        (
+            [READER, WRITER],
+            {"record_reader": "out", "record_writer": "out"},
+            "service 'out' is a record writer (CSVRecordSetWriter); expected a record reader",
+        ),
+        ([READER], {"record_reader": "in"}, "property 'record_writer': required property is missing"),
+        (
+            [READER, {"id": "in", "type": "CSVReader"}],
+            {"record_reader": "in", "record_writer": "in"},
+            "duplicate service id 'in'",
+        ),
+        ([{"id": "x", "type": "AvroReaderish"}], {}, "unknown service type 'AvroReaderish'; known types: CSVReader"),
+        (
+            [{"id": "x", "type": "CSVReader", "properties": {"value_separator": "ab"}}],
+            {},
+            "services.x.properties.value_separator: must be one character",
+        ),
+        ([{"id": "x", "type": "CSVReader", "properties": {"separator": ";"}}], {}, "CSVReader has no such property"),
+        ([{"id": "x", "type": "CSVReader", "extra": 1}], {}, "extra"),
+        ({"id": "x"}, {}, "services: expected a list of services"),
+    ],
+)
+def test_a_flow_whose_services_do_not_fit_is_refused_naming_the_place(services, properties, message):
+    with pytest.raises(FlowDefinitionError) as raised:
+        parse_flow(_flow(services, properties))
+    assert message in str(raised.value)
+
+
+def test_a_service_property_takes_flow_parameters():
+    document = _flow(
+        [{"id": "in", "type": "CSVReader", "properties": {"value_separator": "#{separator}"}}, WRITER],
+        {"record_reader": "in", "record_writer": "out"},
+    )
+    document["parameters"] = {"separator": ";"}
+    definition = parse_flow(document)
+    reader = definition.processors["convert"].properties["record_reader"]
+    assert reader is definition.services["in"] and reader.config["value_separator"] == ";"
