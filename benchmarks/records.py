@@ -1,4 +1,4 @@
-"""Record conversion: JSON lines to Parquet through ConvertRecord, against plain pyarrow.
+"""Records: JSON lines to Parquet through ConvertRecord and QueryRecord, against pyarrow and DuckDB.
 
 The input is `--mb` of JSON lines (1 GB; 200 MB with `--quick`) of generated records
 (an id, a name, a score, a flag, a city and a nested place: about 150 bytes each),
@@ -11,6 +11,11 @@ The anchor, in the same run on the same files: the same conversion done by plain
 pyarrow in a loop (`pyarrow.json.read_json` then `pyarrow.parquet.write_table`, file
 to file, with Arrow's own threads), `pyarrow_records_per_sec_convert`;
 `ratio_convert_vs_pyarrow` is Custody's figure over it.
+
+The same files then go through QueryRecord with a filter and a projection (`QUERY`,
+written as Parquet), `records_per_sec_query` (input records per second), against
+the same query run by DuckDB itself over each file's records read by pyarrow, written
+by pyarrow (`engine_records_per_sec_query`); `ratio_query_vs_engine`.
 
 Memory: one FlowFile of the whole input (`--single-mb`, 1 GB; 200 MB with `--quick`)
 goes through the same flow while a thread samples the process's resident set;
@@ -30,6 +35,7 @@ import tempfile
 import threading
 import time
 
+QUERY = "SELECT id, name, score FROM FLOWFILE WHERE score > 500 AND ok"
 NIFI_RECORDS_PER_SEC = 946_000
 NIFI_CORES = 32
 CITIES = ["Lisboa", "Zürich", "München", "東京", "São Paulo", "Reykjavík", "Kraków", "Oslo"]
@@ -80,8 +86,15 @@ def write_inputs(directory: str, megabytes: float, file_mb: float, seed: int = 7
     return records
 
 
-def _flow(source: str, out: str, threads: int):
+def _flow(source: str, out: str, threads: int, query: bool = False):
+    """GetFile -> ConvertRecord (or QueryRecord with `QUERY`) -> PutFile."""
     from flow.loading import parse_flow
+
+    work: dict = {"id": "convert", "type": "ConvertRecord", "auto_terminate": ["failure"]}
+    relationship = "success"
+    if query:
+        work = {"id": "convert", "type": "QueryRecord", "auto_terminate": ["failure", "original"]}
+        relationship = "selected"
 
     return parse_flow(
         {
@@ -93,11 +106,10 @@ def _flow(source: str, out: str, threads: int):
             "processors": [
                 {"id": "get", "type": "GetFile", "properties": {"input_directory": source, "batch_size": 4}},
                 {
-                    "id": "convert",
-                    "type": "ConvertRecord",
-                    "properties": {"record_reader": "json", "record_writer": "parquet"},
+                    **work,
+                    "properties": {"record_reader": "json", "record_writer": "parquet"}
+                    | ({"selected": QUERY} if query else {}),
                     "scheduling": {"concurrent_tasks": threads},
-                    "auto_terminate": ["failure"],
                 },
                 {
                     "id": "put",
@@ -108,21 +120,22 @@ def _flow(source: str, out: str, threads: int):
             ],
             "connections": [
                 {"source": "get", "destination": "convert"},
-                {"source": "convert", "relationships": ["success"], "destination": "put"},
+                {"source": "convert", "relationships": [relationship], "destination": "put"},
                 {"source": "put", "relationships": ["failure"], "destination": "put"},
             ],
         }
     )
 
 
-def _run_custody(root: str, source: str, files: int, threads: int) -> dict:
+def _run_custody(root: str, source: str, files: int, threads: int, query: bool = False) -> dict:
     """Runs the flow until PutFile wrote `files` files and the engine is idle."""
     from cluster.node.standalone import NodeSettings, StandaloneNode
 
     from .flow import files_in
 
     out = os.path.join(root, "out")
-    node = StandaloneNode(_flow(source, out, threads), os.path.join(root, "node"), NodeSettings(threads=threads))
+    flow = _flow(source, out, threads, query)
+    node = StandaloneNode(flow, os.path.join(root, "node"), NodeSettings(threads=threads))
     node.start(paused=True)
     sampler = _RssSampler()
     cpu_before = time.process_time()
@@ -156,6 +169,24 @@ def _run_pyarrow(source: str, out: str) -> dict:
     for name in names:
         table = pa_json.read_json(os.path.join(source, name))
         pq.write_table(table, os.path.join(out, name + ".parquet"), compression="snappy")
+    return {"seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu_before}
+
+
+def _run_engine_query(source: str, out: str) -> dict:
+    import duckdb
+    import pyarrow.json as pa_json
+    import pyarrow.parquet as pq
+
+    os.makedirs(out, exist_ok=True)
+    names = sorted(name for name in os.listdir(source) if not name.startswith("."))
+    database = duckdb.connect(":memory:")
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    for name in names:
+        cursor = database.cursor()
+        cursor.register("FLOWFILE", pa_json.read_json(os.path.join(source, name)))
+        pq.write_table(cursor.sql(QUERY).to_arrow_table(), os.path.join(out, name + ".parquet"), compression="snappy")
+        cursor.close()
     return {"seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu_before}
 
 
@@ -227,6 +258,26 @@ def run(args) -> dict:
             "threads": args.threads,
             "cpu_count": os.cpu_count(),
         }
+        shutil.rmtree(os.path.join(root, "custody"), ignore_errors=True)
+        engine = _run_engine_query(inputs, os.path.join(root, "duckdb-out"))
+        shutil.rmtree(source, ignore_errors=True)
+        shutil.copytree(inputs, source)
+        queried = _run_custody(os.path.join(root, "custody"), source, files, args.threads, query=True)
+        selected = _count_rows(queried["out"])
+        if selected != _count_rows(os.path.join(root, "duckdb-out")):
+            raise RuntimeError(f"QueryRecord selected {selected} records, DuckDB alone a different number")
+        query_per_sec, engine_per_sec = records / queried["seconds"], records / engine["seconds"]
+        result.update(
+            {
+                "records_per_sec_query": round(query_per_sec, 1),
+                "engine_records_per_sec_query": round(engine_per_sec, 1),
+                "ratio_query_vs_engine": round(query_per_sec / engine_per_sec, 3),
+                "query_s": round(queried["seconds"], 3),
+                "engine_query_s": round(engine["seconds"], 3),
+                "records_selected": selected,
+                "query": QUERY,
+            }
+        )
         shutil.rmtree(os.path.join(root, "custody"), ignore_errors=True)
         shutil.rmtree(source, ignore_errors=True)
         if not args.no_single:

@@ -17,6 +17,7 @@ from .http import ListenHTTP
 from .kafka import ConsumeKafka, PublishKafka
 from .merge import MergeContent
 from .parquet import PutParquet
+from .query_record import QueryRecord
 from .records import ConvertRecord
 from .spark import ExecuteSparkSQL, SparkTransform
 from .stateless import ExecuteStateless
@@ -35,6 +36,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     MergeContent,
     ReplaceText,
     ConvertRecord,
+    QueryRecord,
     LogAttribute,
     PutFile,
     ExecuteStateless,

@@ -79,7 +79,9 @@ class CSVReader(RecordReader):
 
     @classmethod
     def validate(cls, properties):
-        return _validate_characters(properties, ("value_separator", "quote_character"), ("escape_character",))
+        return _validate_characters(
+            properties, ("value_separator", "quote_character"), ("escape_character",)
+        ) or super().validate(properties)
 
     def batches(self, open_stream: Opener, schema: pa.Schema | None) -> Iterator[pa.RecordBatch]:
         return self._batches(open_stream, schema, scanning=False)

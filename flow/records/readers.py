@@ -63,6 +63,27 @@ class RecordReader(ControllerService):
 
     kind = RECORD_READER
 
+    @classmethod
+    def validate(cls, properties) -> list[tuple[str, str]]:
+        """A literal `schema_text` (one that names no attribute) is read when the flow
+        is loaded: a schema that cannot be read is refused there."""
+        if properties.get("schema_access_strategy") == SCHEMA_TEXT:
+            expression = properties.get("schema_text")
+            if expression is not None and expression.is_literal:
+                try:
+                    arrow_schema(expression.evaluate())
+                except RecordError as error:
+                    return [("schema_text", error.message)]
+        return []
+
+    def known_schema(self) -> pa.Schema | None:
+        """The schema this reader gives every FlowFile, when it is known before any is
+        read (a literal `schema_text`); None when it depends on the FlowFile or the records."""
+        if self.config.get("schema_access_strategy", INFER) != SCHEMA_TEXT:
+            return None
+        expression = self.config["schema_text"]
+        return arrow_schema(expression.evaluate()) if expression.is_literal else None
+
     def given_schema(self, flowfile) -> pa.Schema | None:
         """The schema the reader was given for `flowfile`, None when it infers one.
         Raises `RecordError` for a schema that cannot be read."""

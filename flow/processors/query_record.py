@@ -1,0 +1,147 @@
+"""QueryRecord: SQL over each FlowFile's records, one relationship per query, as NiFi's.
+
+Each dynamic property is a query (an expression, so it may use the FlowFile's
+attributes) over the table `FLOWFILE`, the records as the reader gives them
+(`flow.records.sql`: DuckDB, streamed). Each query's result is written by the writer
+into a new FlowFile (a child of the original) sent to the relationship named after
+the property, with `record.count`, `mime.type` and `QueryRecord.Route` (the
+relationship); the original goes to `original`. A query that fails, or records that
+cannot be read, send the original to `failure` whole, with `record.error.message`
+(which query, and why), and no result of it goes anywhere.
+
+A query is checked when the flow is loaded: one SELECT that parses, and, when the
+reader's schema is given literally, whose columns exist, each refused naming the
+processor and the query's property.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from typing import TYPE_CHECKING
+
+from ..errors import ExpressionError, UnreadableContent
+from ..processor import ProcessContext, Processor, PropertyDescriptor
+from ..records.errors import RecordError, SchemaChanged
+from ..records.rewrite import MIME_TYPE, RECORD_COUNT, copy_records
+from ..records.sql import QueryResult, query_problem
+from .content_failures import ContentFailures
+from .records import BATCH, READER_PROPERTY, WRITER_PROPERTY
+
+if TYPE_CHECKING:
+    from ..flowfile import FlowFile
+    from ..session import ProcessSession
+
+ROUTE_ATTRIBUTE = "QueryRecord.Route"
+FIXED_RELATIONSHIPS = ("original", "failure")
+
+
+class QueryRecord(Processor):
+    type_name = "QueryRecord"
+    description = (
+        "Runs SQL over each FlowFile's records (the table FLOWFILE); each query's result goes to the "
+        "relationship named after its property."
+    )
+    properties = (
+        READER_PROPERTY,
+        WRITER_PROPERTY,
+        PropertyDescriptor(
+            "include_zero_record_flowfiles",
+            "boolean",
+            default=True,
+            description="send a query's result that holds no records to its relationship (else it is dropped)",
+        ),
+    )
+    relationships = FIXED_RELATIONSHIPS
+    dynamic_properties = True
+
+    @classmethod
+    def relationships_for(cls, properties, dynamic):
+        return FIXED_RELATIONSHIPS + tuple(dynamic)
+
+    @classmethod
+    def validate(cls, properties, dynamic):
+        if not dynamic:
+            return [("record_reader", "QueryRecord needs at least one query: a property whose value is SQL")]
+        try:
+            schema = properties["record_reader"].known_schema()
+        except RecordError as error:
+            return [("record_reader", error.message)]
+        for name, expression in dynamic.items():
+            if name in FIXED_RELATIONSHIPS:
+                return [(name, f"a query cannot be named {name!r}: that relationship is taken")]
+            if expression.is_literal:
+                problem = query_problem(expression.evaluate(), schema)
+                if problem is not None:
+                    return [(name, problem)]
+        return []
+
+    def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
+        reader, writer = context["record_reader"], context["record_writer"]
+        keep_empty = context["include_zero_record_flowfiles"]
+        unreadable = ContentFailures(self.id, context, session)
+        for flowfile in session.get_batch(BATCH):
+            results: list[tuple[str, FlowFile, int]] = []
+            try:
+                schema = reader.given_schema(flowfile)
+                for name, expression in context.dynamic.items():
+                    try:
+                        sql = expression.evaluate(flowfile)
+                    except ExpressionError as error:
+                        raise RecordError(f"query {name!r}: {error}") from None
+                    child, count, schema = self._query(session, flowfile, reader, writer, sql, schema, name)
+                    results.append((name, child, count))
+            except RecordError as error:
+                for _, child, _ in results:
+                    session.remove(child)
+                context.limited_log.warning("records", "%s: %s goes to failure: %s", self.id, flowfile.id, error)
+                session.transfer(session.put_all_attributes(flowfile, error.attributes()), "failure")
+                continue
+            except UnreadableContent as error:
+                for _, child, _ in results:
+                    session.remove(child)
+                unreadable.set_aside(flowfile, error)
+                continue
+            for name, child, count in results:
+                if count == 0 and not keep_empty:
+                    session.remove(child)
+                else:
+                    session.transfer(child, name)
+            session.transfer(flowfile, "original")
+        unreadable.log()
+
+    @staticmethod
+    def _query(session: ProcessSession, flowfile, reader, writer, sql: str, schema, name: str):
+        """The child holding `sql`'s result over `flowfile`'s records, its record count,
+        and the schema the records were read with (inferred again when they widened,
+        or when the query failed over a schema inferred from the first block alone: it
+        may name a field that appears further on)."""
+        complete = schema is not None  # given, or inferred over every record
+        while True:
+            child = session.create(flowfile)
+            first = None
+            try:
+                with session.write(child) as out:
+                    batches = iter(reader.batches(lambda: session.read(flowfile), schema))
+                    first = next(batches, None)
+                    if first is None and schema is None:  # no records, no schema: no columns to query
+                        count = copy_records((), writer, out, None)
+                    else:
+                        source = chain([first], batches) if first is not None else iter(())
+                        with QueryResult(sql, first.schema if first is not None else schema, source) as result:
+                            count = copy_records(result, writer, out, result.schema)
+            except SchemaChanged:
+                session.remove(child)
+                schema, complete = reader.infer_schema(lambda: session.read(flowfile)), True
+                continue
+            except RecordError as error:
+                session.remove(child)
+                if not complete and first is not None:
+                    schema, complete = reader.infer_schema(lambda: session.read(flowfile)), True
+                    continue
+                raise RecordError(f"query {name!r}: {error.message}", record=error.record, line=error.line) from None
+            except BaseException:
+                session.remove(child)
+                raise
+            assert out.flowfile is not None  # set as the block was left without an exception
+            attributes = {RECORD_COUNT: str(count), MIME_TYPE: writer.mime_type, ROUTE_ATTRIBUTE: name}
+            return session.put_all_attributes(out.flowfile, attributes), count, schema
