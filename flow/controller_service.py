@@ -29,10 +29,9 @@ many threads at once, so whatever they do per call keeps its state in the call.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-if TYPE_CHECKING:
-    from .processor import PropertyDescriptor
+from .processor import PropertyDescriptor, find_descriptor
 
 RECORD_READER = "record reader"
 RECORD_WRITER = "record writer"
@@ -66,10 +65,7 @@ class ControllerService:
 
     @classmethod
     def descriptor(cls, name: str) -> PropertyDescriptor | None:
-        for descriptor in cls.properties:
-            if descriptor.name == name:
-                return descriptor
-        return None
+        return find_descriptor(cls.properties, name)
 
     @classmethod
     def validate(cls, properties: Mapping[str, object]) -> list[tuple[str, str]]:

@@ -167,15 +167,7 @@ class _FlowParser:
             value = self._property_value(value, place.at(name))
             if value is not None:
                 properties[name] = _convert(descriptor, value, place.at(name))
-        for descriptor in cls.properties:
-            if descriptor.name in properties:
-                continue
-            if descriptor.default is not None:
-                properties[descriptor.name] = descriptor.convert(descriptor.default)
-            elif descriptor.required:
-                raise place.at(descriptor.name).error("required property is missing")
-            else:
-                properties[descriptor.name] = None
+        _fill_defaults(cls.properties, properties, place)
         return properties
 
     def _service_named(self, descriptor, name: str, place: _Place) -> ControllerService:
@@ -247,15 +239,7 @@ class _FlowParser:
                 properties[name] = _convert(descriptor, value, place.at(name))
                 if descriptor.kind == "service":
                     properties[name] = self._service_named(descriptor, properties[name], place.at(name))
-        for descriptor in cls.properties:
-            if descriptor.name in properties:
-                continue
-            if descriptor.default is not None:
-                properties[descriptor.name] = descriptor.convert(descriptor.default)
-            elif descriptor.required:
-                raise place.at(descriptor.name).error("required property is missing")
-            else:
-                properties[descriptor.name] = None
+        _fill_defaults(cls.properties, properties, place)
         return properties, dynamic
 
     def _property_value(self, value, place: _Place):
@@ -369,6 +353,20 @@ class _FlowParser:
             here = place.at("data_size")
             values["back_pressure_size"] = _size(self._substitute(pressure["data_size"], here), here)
         return values
+
+
+def _fill_defaults(descriptors, properties: dict, place: _Place) -> None:
+    """Every property of `descriptors` not given: its default, or None; a required one
+    missing is refused."""
+    for descriptor in descriptors:
+        if descriptor.name in properties:
+            continue
+        if descriptor.default is not None:
+            properties[descriptor.name] = descriptor.convert(descriptor.default)
+        elif descriptor.required:
+            raise place.at(descriptor.name).error("required property is missing")
+        else:
+            properties[descriptor.name] = None
 
 
 def _dynamic_property(cls, value, place: _Place):

@@ -116,6 +116,14 @@ class PropertyDescriptor:
         return number
 
 
+def find_descriptor(descriptors: tuple[PropertyDescriptor, ...], name: str) -> PropertyDescriptor | None:
+    """The descriptor of `descriptors` named `name`, None when there is none."""
+    for descriptor in descriptors:
+        if descriptor.name == name:
+            return descriptor
+    return None
+
+
 class ProcessContext:
     """What a processor sees of its configuration and of the engine: its properties,
     the node's shared services (`service`), and the loader of the stateless flows it
@@ -205,10 +213,7 @@ class Processor:
 
     @classmethod
     def descriptor(cls, name: str) -> PropertyDescriptor | None:
-        for descriptor in cls.properties:
-            if descriptor.name == name:
-                return descriptor
-        return None
+        return find_descriptor(cls.properties, name)
 
     @classmethod
     def relationships_for(cls, properties: Mapping, dynamic: Mapping[str, Expression]) -> tuple[str, ...]:

@@ -11,17 +11,22 @@ from types import MappingProxyType
 
 from ..processor import Processor
 from .attributes import LogAttribute, RouteOnAttribute, UpdateAttribute
+from .compress import CompressContent
 from .files import FetchFile, GetFile, ListFile, PutFile
 from .generate import GenerateFlowFile
 from .http import ListenHTTP
+from .json_path import EvaluateJsonPath
 from .kafka import ConsumeKafka, PublishKafka
 from .merge import MergeContent
 from .parquet import PutParquet
 from .query_record import QueryRecord
+from .record_splits import PartitionRecord, SplitRecord
 from .records import ConvertRecord
 from .spark import ExecuteSparkSQL, SparkTransform
 from .stateless import ExecuteStateless
 from .text import ReplaceText, SplitText
+from .update_record import RemoveRecordField, UpdateRecord
+from .validate_record import ValidateRecord
 
 STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     GenerateFlowFile,
@@ -35,8 +40,15 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     SplitText,
     MergeContent,
     ReplaceText,
+    CompressContent,
+    EvaluateJsonPath,
     ConvertRecord,
     QueryRecord,
+    ValidateRecord,
+    SplitRecord,
+    PartitionRecord,
+    UpdateRecord,
+    RemoveRecordField,
     LogAttribute,
     PutFile,
     ExecuteStateless,

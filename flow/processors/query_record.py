@@ -19,13 +19,12 @@ from __future__ import annotations
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from ..errors import ExpressionError, UnreadableContent
-from ..processor import ProcessContext, Processor, PropertyDescriptor
+from ..errors import ExpressionError
+from ..processor import ProcessContext, Processor
 from ..records.errors import RecordError, SchemaChanged
 from ..records.rewrite import MIME_TYPE, RECORD_COUNT, copy_records
 from ..records.sql import QueryResult, query_problem
-from .content_failures import ContentFailures
-from .records import BATCH, READER_PROPERTY, WRITER_PROPERTY
+from .records import INCLUDE_ZERO_RECORDS_PROPERTY, READER_PROPERTY, WRITER_PROPERTY, each_flowfile
 
 if TYPE_CHECKING:
     from ..flowfile import FlowFile
@@ -44,12 +43,7 @@ class QueryRecord(Processor):
     properties = (
         READER_PROPERTY,
         WRITER_PROPERTY,
-        PropertyDescriptor(
-            "include_zero_record_flowfiles",
-            "boolean",
-            default=True,
-            description="send a query's result that holds no records to its relationship (else it is dropped)",
-        ),
+        INCLUDE_ZERO_RECORDS_PROPERTY,
     )
     relationships = FIXED_RELATIONSHIPS
     dynamic_properties = True
@@ -78,8 +72,8 @@ class QueryRecord(Processor):
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         reader, writer = context["record_reader"], context["record_writer"]
         keep_empty = context["include_zero_record_flowfiles"]
-        unreadable = ContentFailures(self.id, context, session)
-        for flowfile in session.get_batch(BATCH):
+
+        def query(flowfile: FlowFile) -> None:
             results: list[tuple[str, FlowFile, int]] = []
             try:
                 schema = reader.given_schema(flowfile)
@@ -90,24 +84,18 @@ class QueryRecord(Processor):
                         raise RecordError(f"query {name!r}: {error}") from None
                     child, count, schema = self._query(session, flowfile, reader, writer, sql, schema, name)
                     results.append((name, child, count))
-            except RecordError as error:
+            except BaseException:
                 for _, child, _ in results:
                     session.remove(child)
-                context.limited_log.warning("records", "%s: %s goes to failure: %s", self.id, flowfile.id, error)
-                session.transfer(session.put_all_attributes(flowfile, error.attributes()), "failure")
-                continue
-            except UnreadableContent as error:
-                for _, child, _ in results:
-                    session.remove(child)
-                unreadable.set_aside(flowfile, error)
-                continue
+                raise
             for name, child, count in results:
                 if count == 0 and not keep_empty:
                     session.remove(child)
                 else:
                     session.transfer(child, name)
             session.transfer(flowfile, "original")
-        unreadable.log()
+
+        each_flowfile(self.id, context, session, query)
 
     @staticmethod
     def _query(session: ProcessSession, flowfile, reader, writer, sql: str, schema, name: str):

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ..controller_service import ControllerService
+from .avro_format import AvroReader, AvroRecordSetWriter
 from .csv_format import CSVReader, CSVRecordSetWriter
 from .json_format import JsonRecordSetWriter, JsonTreeReader
 from .parquet_format import ParquetReader, ParquetRecordSetWriter
@@ -17,6 +18,8 @@ RECORD_SERVICES: tuple[type[ControllerService], ...] = (
     CSVRecordSetWriter,
     ParquetReader,
     ParquetRecordSetWriter,
+    AvroReader,
+    AvroRecordSetWriter,
 )
 
 RECORD_SERVICE_TYPES: Mapping[str, type[ControllerService]] = MappingProxyType(

@@ -55,6 +55,7 @@ _CHARACTER_PROPERTIES = (
 class CSVReader(RecordReader):
     type_name = "CSVReader"
     description = "Reads CSV records (RFC 4180), with or without a header line."
+    values_are_text = True
     properties = (
         SCHEMA_PROPERTIES
         + _CHARACTER_PROPERTIES
@@ -106,6 +107,8 @@ class CSVReader(RecordReader):
                         raise SchemaChanged(records, str(error)) from None
                     raise self._located(open_stream, error, records) from None
                 records += batch.num_rows
+                if given:  # the schema's own fields, metadata and all
+                    batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
                 yield batch
 
     def infer_schema(self, open_stream: Opener) -> pa.Schema:

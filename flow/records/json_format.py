@@ -33,7 +33,17 @@ import pyarrow.json as pa_json
 
 from ..processor import PropertyDescriptor
 from .errors import RecordError, SchemaChanged
-from .readers import BLOCK_SIZE, MAX_RECORD_SIZE_DEFAULT, SCHEMA_PROPERTIES, Opener, RecordReader, unify
+from .readers import (
+    BLOCK_SIZE,
+    JSON_TEXT,
+    MAX_RECORD_SIZE_DEFAULT,
+    SCHEMA_PROPERTIES,
+    Opener,
+    RecordReader,
+    marked,
+    unify,
+    untyped,
+)
 from .writers import RecordSetWriter, RecordWriter
 
 _ROW = re.compile(r"\s*in row (\d+)\s*$")
@@ -80,14 +90,48 @@ class JsonTreeReader(RecordReader):
 
     def batches(self, open_stream: Opener, schema: pa.Schema | None) -> Iterator[pa.RecordBatch]:
         given = schema is not None
+        texted = {field.name for field in schema if untyped(field) == JSON_TEXT} if schema is not None else set()
         for block in self._blocks(open_stream):
+            if texted:
+                block = _texted(block, texted)
             table = self._parse(block, schema, given)
+            if given:  # the schema's own fields, metadata and all
+                table = pa.Table.from_arrays(table.columns, schema=schema)
             schema = table.schema
             yield from table.to_batches()
 
     def infer_schema(self, open_stream: Opener) -> pa.Schema:
         schemas = [self._parse(block, None, False).schema for block in self._blocks(open_stream)]
         return unify(schemas, "of this JSON") if schemas else pa.schema([])
+
+    def lenient_schema(self, open_stream: Opener) -> pa.Schema:
+        """As `infer_schema`, but a top-level field whose values are of several JSON types
+        (a number here, text there) is text holding each value's JSON text, marked
+        `JSON_TEXT`: decoded, each value is what the record held. Two passes in Python
+        over the records, the first to find such fields."""
+        kinds: dict[str, set[str]] = {}
+        for block in self._blocks(open_stream):
+            for row in _rows(block):
+                for name, value in row.items():
+                    if value is not None:
+                        kinds.setdefault(name, set()).add(_json_kind(value).replace("a number", "number"))
+        mixed = {name for name, seen in kinds.items() if len(seen) > 1}
+        if not mixed:
+            return self.infer_schema(open_stream)
+        text = pa.schema([(name, pa.string()) for name in sorted(mixed)])
+        options = pa_json.ParseOptions(explicit_schema=text, unexpected_field_behavior="infer")
+        schemas = []
+        for block in self._blocks(open_stream):
+            block = _texted(block, mixed)
+            try:
+                read = pa_json.read_json(
+                    io.BytesIO(block.data), read_options=_read_options(block), parse_options=options
+                )
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+                raise _located(block, error) from None
+            schemas.append(read.schema)
+        schema = unify(schemas, "of this JSON")
+        return pa.schema([marked(field, JSON_TEXT) if field.name in mixed else field for field in schema])
 
     # -- blocks -----------------------------------------------------------------------
 
@@ -139,6 +183,34 @@ def _read_options(block: _Block) -> pa_json.ReadOptions:
     # One Arrow block per our block: inference sees all of it, and row numbers in
     # errors count from its start.
     return pa_json.ReadOptions(block_size=max(len(block.data), 1) + 1, use_threads=True)
+
+
+def _rows(block: _Block) -> Iterator[dict]:
+    """The records of `block`, decoded by Python's decoder."""
+    row = 0
+    for number, text in enumerate(block.data.split(b"\n")):
+        if text.strip():
+            try:
+                yield json.loads(text)
+            except ValueError as error:
+                line = block.first_line + number if block.lines is None else block.line_of(row)
+                raise RecordError(str(error), record=block.first_record + row, line=line) from None
+            row += 1
+
+
+def _texted(block: _Block, fields: set[str]) -> _Block:
+    """`block` with each value of `fields` replaced by its JSON text (blank lines kept,
+    so that line numbers still hold)."""
+    out = []
+    for text in block.data.split(b"\n"):
+        if text.strip():
+            row = json.loads(text)
+            for name in fields:
+                if row.get(name) is not None:
+                    row[name] = json.dumps(row[name], ensure_ascii=False)
+            text = json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode()
+        out.append(text)
+    return _Block(b"\n".join(out), block.first_record, block.first_line, block.lines)
 
 
 def _difference(schema: pa.Schema, other: pa.Schema) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -48,6 +48,11 @@ SCHEMA_PROPERTIES = (
         description="an Avro schema (JSON), with schema-text-property; by default the avro.schema attribute",
     ),
 )
+# Field metadata of a schema from `lenient_schema`: a field whose values disagree in
+# type holds each value's JSON text (JSON_TEXT), for ValidateRecord to judge each value
+# by what it was.
+UNTYPED = b"custody.untyped"
+JSON_TEXT = b"json"
 # How much content a reader parses at once: the unit of its memory, and of inference.
 BLOCK_SIZE = 4 << 20
 # A record longer than this is refused by name: it alone would hold a reader's memory.
@@ -62,6 +67,9 @@ class RecordReader(ControllerService):
     `open_stream`, which opens the content anew each time it is called."""
 
     kind = RECORD_READER
+    # A format whose values are all text (CSV): a text value is judged by what it
+    # converts to, not by its type.
+    values_are_text: ClassVar[bool] = False
 
     @classmethod
     def validate(cls, properties) -> list[tuple[str, str]]:
@@ -107,6 +115,23 @@ class RecordReader(ControllerService):
         """The schema every record fits (one pass over the content); `RecordError` when
         no schema does (a field that is a number in one record and text in another)."""
         raise NotImplementedError
+
+    def lenient_schema(self, open_stream: Opener) -> pa.Schema:
+        """A schema every record can be read with, even when their types disagree: a
+        field that holds values of several types is text, marked `UNTYPED` in its
+        metadata with how its values are held. For validating records, not converting
+        them. By default `infer_schema`."""
+        return self.infer_schema(open_stream)
+
+
+def untyped(field: pa.Field) -> bytes | None:
+    """How `field`'s values are held when `lenient_schema` made it text (JSON_TEXT),
+    None for a typed field."""
+    return (field.metadata or {}).get(UNTYPED)
+
+
+def marked(field: pa.Field, how: bytes) -> pa.Field:
+    return field.with_metadata({**(field.metadata or {}), UNTYPED: how})
 
 
 def unify(schemas: list[pa.Schema], where: str) -> pa.Schema:

@@ -125,12 +125,12 @@ class _Source:
 
     def __init__(self, batches: Iterable[pa.RecordBatch]):
         self._batches = batches
-        self.error: BaseException | None = None
+        self.error: Exception | None = None
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         try:
             yield from self._batches
-        except BaseException as error:
+        except Exception as error:  # not GeneratorExit: DuckDB closing the stream after its own error
             self.error = error
             raise
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import os
 import random
-import select
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +22,8 @@ import pytest
 
 from cluster.drills.checker import check_delivery
 
-ROOT = Path(__file__).resolve().parents[2]
+from .custody_run import start_custody_run, stop, wait_running
+
 FILES, ROWS = 40, 2500
 KILLS = int(os.environ.get("CUSTODY_RECORDS_KILLS", "40" if os.environ.get("CUSTODY_LONG") == "1" else "5"))
 MALFORMED = b"key,amount,city\nk-x-1,1,Oslo\nk-x-2,2\n"
@@ -77,31 +75,6 @@ def _write_inputs(directory: Path, rng: random.Random) -> list[str]:
     return keys
 
 
-def _start(flow: Path, data_dir: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(data_dir)]
-        + ["--status-interval", "0", "--threads", "2"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=open(log, "ab"),
-        text=True,
-    )
-
-
-def _wait_running(process: subprocess.Popen, deadline: float) -> bool:
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            return False
-        line = process.stdout.readline()
-        if not line:
-            return False
-        if "node running" in line:
-            return True
-    return False
-
-
 def _keys_written(out: Path) -> list[str]:
     keys: list[str] = []
     if out.is_dir():
@@ -127,9 +100,9 @@ def test_csv_to_parquet_survives_sigkill_with_every_record_exactly_once(tmp_path
     log = tmp_path / "node.log"
     busy_kills = 0
     for attempt in range(KILLS):
-        process = _start(flow, data_dir, log)
+        process = start_custody_run(flow, data_dir, log, "--threads", "2")
         try:
-            assert _wait_running(process, time.monotonic() + 60), f"seed {seed}: no start; {log.read_text()[-3000:]}"
+            assert wait_running(process, time.monotonic() + 60), f"seed {seed}: no start; {log.read_text()[-3000:]}"
             # A kill at a random moment, or once this life's share of the files was taken.
             moment = time.monotonic() + rng.uniform(0.0, 1.5)
             share = FILES - FILES * (attempt + 1) // (KILLS + 1)
@@ -138,14 +111,11 @@ def test_csv_to_parquet_survives_sigkill_with_every_record_exactly_once(tmp_path
             if _waiting(data_dir) or len(_keys_written(data_dir / "out")) < len(keys):
                 busy_kills += 1
         finally:
-            process.send_signal(signal.SIGKILL)
-            process.wait(30)
-            assert process.stdout is not None
-            process.stdout.close()
+            stop(process, signal.SIGKILL)
 
-    process = _start(flow, data_dir, log)
+    process = start_custody_run(flow, data_dir, log, "--threads", "2")
     try:
-        assert _wait_running(process, time.monotonic() + 60), f"seed {seed}: no start; {log.read_text()[-3000:]}"
+        assert wait_running(process, time.monotonic() + 60), f"seed {seed}: no start; {log.read_text()[-3000:]}"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             failed = list((data_dir / "failed").glob("[!.]*")) if (data_dir / "failed").is_dir() else []
@@ -153,10 +123,7 @@ def test_csv_to_parquet_survives_sigkill_with_every_record_exactly_once(tmp_path
                 break
             time.sleep(0.1)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
-        assert process.stdout is not None
-        process.stdout.close()
+        stop(process, signal.SIGTERM)
 
     delivery = check_delivery(keys, _keys_written(data_dir / "out"))
     assert delivery.ok, f"seed {seed}: {delivery.summary()}; log:\n{log.read_text()[-3000:]}"

@@ -124,7 +124,11 @@ WRITER = {"id": "out", "type": "CSVRecordSetWriter"}
             {"record_reader": "in", "record_writer": "in"},
             "duplicate service id 'in'",
         ),
-        ([{"id": "x", "type": "AvroReaderish"}], {}, "unknown service type 'AvroReaderish'; known types: CSVReader"),
+        (
+            [{"id": "x", "type": "AvroReaderish"}],
+            {},
+            "unknown service type 'AvroReaderish'; known types: AvroReader, AvroRecordSetWriter, CSVReader",
+        ),
         (
             [{"id": "x", "type": "CSVReader", "properties": {"value_separator": "ab"}}],
             {},

@@ -397,6 +397,8 @@ def test_parquet_writer_makes_row_groups_of_the_configured_size():
 
 def test_every_service_type_is_named_as_nifi_names_it():
     assert sorted(RECORD_SERVICE_TYPES) == [
+        "AvroReader",
+        "AvroRecordSetWriter",
         "CSVReader",
         "CSVRecordSetWriter",
         "JsonRecordSetWriter",
