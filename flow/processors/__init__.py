@@ -18,6 +18,7 @@ from .http import ListenHTTP
 from .json_path import EvaluateJsonPath
 from .kafka import ConsumeKafka, PublishKafka
 from .merge import MergeContent
+from .merge_record import MergeRecord
 from .parquet import PutParquet
 from .query_record import QueryRecord
 from .record_splits import PartitionRecord, SplitRecord
@@ -49,6 +50,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     PartitionRecord,
     UpdateRecord,
     RemoveRecordField,
+    MergeRecord,
     LogAttribute,
     PutFile,
     ExecuteStateless,

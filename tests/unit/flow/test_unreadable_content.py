@@ -75,15 +75,22 @@ class Bench:
     hand as the engine drives it: a session per run, committed after `on_trigger`."""
 
     def __init__(
-        self, processor_type: str, properties: dict, relationships=("success", "failure"), loader=None, services=None
+        self,
+        processor_type: str,
+        properties: dict,
+        relationships=("success", "failure"),
+        loader=None,
+        services=None,
+        flow_services=(),
     ):
-        definition = parse_flow(
-            {
-                "processors": [
-                    {"id": "p", "type": processor_type, "properties": properties, "auto_terminate": list(relationships)}
-                ]
-            }
-        ).processors["p"]
+        document: dict = {
+            "processors": [
+                {"id": "p", "type": processor_type, "properties": properties, "auto_terminate": list(relationships)}
+            ]
+        }
+        if flow_services:  # the flow's own services (record readers and writers)
+            document["services"] = list(flow_services)
+        definition = parse_flow(document).processors["p"]
         self.incoming = FlowFileQueue("in", clock_ms=lambda: NOW)
         self.out = {name: FlowFileQueue(name, clock_ms=lambda: NOW) for name in relationships}
         self.shard = QueueShard("s", [self.incoming, *self.out.values()])
