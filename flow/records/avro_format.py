@@ -77,7 +77,7 @@ from fastavro.types import Schema as ParsedAvroSchema
 from ..processor import PropertyDescriptor
 from .avro_schema import arrow_schema, avro_schema
 from .errors import RecordError
-from .readers import SCHEMA_PROPERTIES, SCHEMA_TEXT, Opener, RecordReader
+from .readers import SCHEMA_PROPERTIES, SCHEMA_TEXT, Opener, RecordReader, fit_batch
 from .writers import RecordSetWriter, RecordWriter
 
 MAGIC = b"Obj\x01"
@@ -556,31 +556,21 @@ def _batch(rows: list, schema: pa.Schema, target: pa.Schema | None, defaults: di
 
 
 def _fitted(batch: pa.RecordBatch, target: pa.Schema, defaults: dict, record: int) -> pa.RecordBatch:
-    """`batch` matched to `target` by field name: a field it lacks takes its default (or
-    null), a field `target` lacks is dropped, the others are cast (nested records are
-    matched by name too)."""
-    if batch.schema == target:
-        return batch
-    arrays = []
-    for field in target:
-        if field.name in batch.schema.names:
-            column = batch.column(field.name)
-            try:
-                arrays.append(column.cast(field.type) if column.type != field.type else column)
-            except (pa.ArrowException, TypeError, ValueError) as error:
-                raise RecordError(
-                    f"field {field.name!r} of the file does not fit the given schema: {error}", record=record
-                ) from None
-        elif field.name in defaults:
-            arrays.append(_default_column(field, defaults[field.name], batch.num_rows, record))
-        elif field.nullable:
-            arrays.append(pa.nulls(batch.num_rows, field.type))
-        else:
-            raise RecordError(
-                f"field {field.name!r} of the given schema is not in the file's, has no default and cannot be null",
-                record=record,
-            )
-    return pa.RecordBatch.from_arrays(arrays, schema=target)
+    """`batch` matched to `target` by field name (`fit_batch`): a field it lacks takes its
+    default, or null, and is refused when it has neither (as Avro's schema resolution
+    does)."""
+
+    def missing(field: pa.Field, rows: int) -> pa.Array:
+        if field.name in defaults:
+            return _default_column(field, defaults[field.name], rows, record)
+        if field.nullable:
+            return pa.nulls(rows, field.type)
+        raise RecordError(
+            f"field {field.name!r} of the given schema is not in the file's, has no default and cannot be null",
+            record=record,
+        )
+
+    return fit_batch(batch, target, record, missing)
 
 
 def _default_column(field: pa.Field, default, rows: int, record: int) -> pa.Array:

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from ..processor import PropertyDescriptor
 from .errors import RecordError
-from .readers import SCHEMA_PROPERTIES, Opener, RecordReader
+from .readers import SCHEMA_PROPERTIES, Opener, RecordReader, fit_batch
 from .writers import RecordSetWriter, RecordWriter
 
 SPOOL_IN_MEMORY = 64 << 20
@@ -54,7 +54,7 @@ class ParquetReader(RecordReader):
             try:
                 for batch in parquet.iter_batches(columns=columns):
                     if schema is not None:
-                        batch = _fitted(batch, schema, record)
+                        batch = fit_batch(batch, schema, record, _nulls)
                     record += batch.num_rows
                     yield batch
             except (pa.ArrowInvalid, OSError) as error:
@@ -66,20 +66,9 @@ class ParquetReader(RecordReader):
         return pa.schema([])
 
 
-def _fitted(batch: pa.RecordBatch, schema: pa.Schema, record: int) -> pa.RecordBatch:
-    """`batch` with the columns of `schema`, in its order, of its types (nulls for a
-    column the file lacks)."""
-    arrays = []
-    for field in schema:
-        if field.name in batch.schema.names:
-            column = batch.column(field.name)
-            try:
-                arrays.append(column.cast(field.type) if column.type != field.type else column)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-                raise RecordError(f"field {field.name!r} does not fit the schema: {error}", record=record) from None
-        else:
-            arrays.append(pa.nulls(batch.num_rows, field.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+def _nulls(field: pa.Field, rows: int) -> pa.Array:
+    """A column the file lacks: null in every record."""
+    return pa.nulls(rows, field.type)
 
 
 class ParquetRecordSetWriter(RecordWriter):

@@ -134,6 +134,31 @@ def marked(field: pa.Field, how: bytes) -> pa.Field:
     return field.with_metadata({**(field.metadata or {}), UNTYPED: how})
 
 
+def fit_batch(
+    batch: pa.RecordBatch, target: pa.Schema, record: int, missing: Callable[[pa.Field, int], pa.Array]
+) -> pa.RecordBatch:
+    """`batch` matched to `target` by field name, in its order: a field both have is cast
+    to `target`'s type, a field `batch` lacks is `missing(field, rows)` (which raises
+    `RecordError` when it may not be missing), a field `target` lacks is dropped. A
+    value that does not cast is a `RecordError` naming the field (`record`: the index
+    of the batch's first record)."""
+    if batch.schema == target:
+        return batch
+    arrays = []
+    for field in target:
+        if field.name in batch.schema.names:
+            column = batch.column(field.name)
+            try:
+                arrays.append(column.cast(field.type) if column.type != field.type else column)
+            except (pa.ArrowException, TypeError, ValueError) as error:
+                raise RecordError(
+                    f"field {field.name!r} does not fit the given schema: {error}", record=record
+                ) from None
+        else:
+            arrays.append(missing(field, batch.num_rows))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
 def unify(schemas: list[pa.Schema], where: str) -> pa.Schema:
     """One schema every one of `schemas` fits: integers widen to floats, nulls to any type,
     new fields are added. `RecordError` when two disagree (text and a number)."""

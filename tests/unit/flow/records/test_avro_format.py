@@ -344,7 +344,7 @@ def test_a_container_is_resolved_to_the_given_schema_by_field_name():
         read_with(reader, out.getvalue(), schema)
     clash = {**wanted, "fields": [{"name": "dropped", "type": "int"}]}
     reader, schema = given_reader(clash)
-    with pytest.raises(RecordError, match="field 'dropped' of the file does not fit the given schema"):
+    with pytest.raises(RecordError, match="field 'dropped' does not fit the given schema"):
         read_with(reader, out.getvalue(), schema)
 
 
