@@ -114,7 +114,7 @@ class JsonTreeReader(RecordReader):
             for row in _rows(block):
                 for name, value in row.items():
                     if value is not None:
-                        kinds.setdefault(name, set()).add(_json_kind(value).replace("a number", "number"))
+                        kinds.setdefault(name, set()).add(_json_kind(value))
         mixed = {name for name, seen in kinds.items() if len(seen) > 1}
         if not mixed:
             return self.infer_schema(open_stream)
