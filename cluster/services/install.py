@@ -1,6 +1,7 @@
 """Installing what the services need, once per machine, idempotently.
 
-* Debian packages (`zookeeper`, `docker.io`, `debootstrap`, `chromium`) through apt,
+* Debian packages (`zookeeper`, `docker.io`, `debootstrap`, `chromium`, the compression
+  tools) through apt,
   as root. Chromium is the browser the status page's test drives through Playwright:
   Debian's build, never one that Playwright would download.
 * Apache Hadoop's and Apache Kafka's jars, fetched from Maven Central by
@@ -44,6 +45,11 @@ DEBIAN_PACKAGES = {
     "chromium": "/usr/bin/chromium",
     "openjdk-17-jre-headless": "/usr/bin/java",
     "maven": "/usr/bin/mvn",
+    # The compression tools CompressContent's tests check its output against.
+    "zstd": "/usr/bin/zstd",
+    "lz4": "/usr/bin/lz4",
+    "xz-utils": "/usr/bin/xz",
+    "bzip2": "/usr/bin/bzip2",
 }
 
 # What each service needs from Debian before it can start (Hadoop's jars are fetched

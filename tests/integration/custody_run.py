@@ -48,3 +48,13 @@ def stop(process: subprocess.Popen, signal_number: int) -> None:
     process.wait(60)
     if process.stdout is not None:
         process.stdout.close()
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Return once `condition()` holds; AssertionError naming `what` if it still does
+    not after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.05)  # a poll of the files the node writes: nothing to wait on but them

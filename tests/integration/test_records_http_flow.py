@@ -29,7 +29,7 @@ import pytest
 
 from cluster.drills.checker import check_delivery
 
-from .custody_run import start_custody_run, stop, wait_running
+from .custody_run import start_custody_run, stop, wait_running, wait_until
 
 BATCHES, PER_BATCH = 40, 300
 KILLS = int(os.environ.get("CUSTODY_RECORDS_KILLS", "30" if os.environ.get("CUSTODY_LONG") == "1" else "4"))
@@ -201,12 +201,12 @@ def test_records_over_http_survive_sigkill_with_every_record_exactly_once(tmp_pa
         for number, body in enumerate(bodies):
             if number not in acknowledged:
                 assert _post(port, body, f"batch-{number}"), f"seed {seed}: batch {number} refused after the kills"
-        deadline = time.monotonic() + 120
         wanted = sum(len(keys) for keys in expected.values())
-        while time.monotonic() < deadline:
-            if sum(len(_keys(data_dir / where)) for where in expected) >= wanted:
-                break
-            time.sleep(0.1)
+        wait_until(
+            lambda: sum(len(_keys(data_dir / where)) for where in expected) >= wanted,
+            120,
+            f"seed {seed}: every record in one of the outputs",
+        )
     finally:
         stop(process, signal.SIGTERM)
     for where, keys in expected.items():
