@@ -100,6 +100,12 @@ class JsonTreeReader(RecordReader):
             schema = table.schema
             yield from table.to_batches()
 
+    reads_lines = True
+
+    def read_lines(self, data: bytes, schema: pa.Schema | None) -> pa.Table:
+        table = self._parse(_Block(data, 0, 1), schema, given=schema is not None)
+        return pa.Table.from_arrays(table.columns, schema=schema) if schema is not None else table
+
     def infer_schema(self, open_stream: Opener) -> pa.Schema:
         schemas = [self._parse(block, None, False).schema for block in self._blocks(open_stream)]
         return unify(schemas, "of this JSON") if schemas else pa.schema([])
@@ -447,6 +453,13 @@ class JsonRecordSetWriter(RecordWriter):
             indent=2 if self.config["pretty_print"] else None,
         )
 
+    def each_record(self, batch: pa.RecordBatch) -> list[bytes]:
+        """As a record set of one would be written (an array of one record, when the
+        grouping is an array, as NiFi's writer writes a Kafka message), without a line's end."""
+        writer = self.open(io.BytesIO(), batch.schema)
+        assert isinstance(writer, _JsonSetWriter)
+        return [(text if writer.lines else f"[{text}]").encode() for text in writer.encode(batch)]
+
 
 class _JsonSetWriter(RecordSetWriter):
     def __init__(self, sink: BinaryIO, *, lines: bool, suppress_nulls: bool, indent: int | None):
@@ -455,10 +468,10 @@ class _JsonSetWriter(RecordSetWriter):
         self.separators = (",", ": ") if self.indent else (",", ":")
         self.count = 0
 
-    def write(self, batch: pa.RecordBatch) -> None:
-        rows = batch.to_pylist(maps_as_pydicts="strict")
+    def encode(self, batch: pa.RecordBatch) -> list[str]:
+        """Each record of `batch` as JSON text."""
         encoded = []
-        for row in rows:
+        for row in batch.to_pylist(maps_as_pydicts="strict"):
             if self.suppress_nulls:
                 row = {key: value for key, value in row.items() if value is not None}
             try:
@@ -469,6 +482,10 @@ class _JsonSetWriter(RecordSetWriter):
                 )
             except (TypeError, ValueError) as error:
                 raise RecordError(f"cannot be written as JSON: {error}", record=self.count + len(encoded)) from None
+        return encoded
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        encoded = self.encode(batch)
         if not encoded:
             return
         if self.lines:

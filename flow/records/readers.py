@@ -70,6 +70,9 @@ class RecordReader(ControllerService):
     # A format whose values are all text (CSV): a text value is judged by what it
     # converts to, not by its type.
     values_are_text: ClassVar[bool] = False
+    # A format that can read many small documents at once, one record on each line
+    # (`read_lines`): messages (`flow.records.messages`) are read so.
+    reads_lines: ClassVar[bool] = False
 
     @classmethod
     def validate(cls, properties) -> list[tuple[str, str]]:
@@ -109,6 +112,12 @@ class RecordReader(ControllerService):
         """The records, as batches of `schema` (inferred from the first block when None:
         `SchemaChanged` when later records do not fit it). Raises `RecordError` for
         records that cannot be read."""
+        raise NotImplementedError
+
+    def read_lines(self, data: bytes, schema: pa.Schema | None) -> pa.Table:
+        """The records of `data`, one on each line, with `schema` (inferred over all of
+        them when None), for a reader that `reads_lines`. Raises `RecordError` naming the
+        first record (by its line's index) that cannot be read, or does not fit."""
         raise NotImplementedError
 
     def infer_schema(self, open_stream: Opener) -> pa.Schema:

@@ -8,6 +8,7 @@ FlowFile gets `mime.type` and `record.count`, as NiFi's writers set them.
 
 from __future__ import annotations
 
+import io
 from typing import BinaryIO
 
 import pyarrow as pa
@@ -33,3 +34,15 @@ class RecordWriter(ControllerService):
 
     def open(self, sink: BinaryIO, schema: pa.Schema) -> RecordSetWriter:
         raise NotImplementedError
+
+    def each_record(self, batch: pa.RecordBatch) -> list[bytes]:
+        """Each record of `batch` as a document of its own (a Kafka message each): by
+        default a record set of one record, opened, written and closed."""
+        documents = []
+        for row in range(batch.num_rows):
+            sink = io.BytesIO()
+            written = self.open(sink, batch.schema)
+            written.write(batch.slice(row, 1))
+            written.close()
+            documents.append(sink.getvalue())
+        return documents

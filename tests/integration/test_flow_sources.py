@@ -82,17 +82,19 @@ class Node:
         self.content.close()
 
 
-def processor(type_name, processor_id, properties, loader=None):
+def processor(type_name, processor_id, properties, loader=None, services=()):
+    """A configured processor and its context; `services`: the flow's [(id, type, properties)]."""
     definition = parse_flow(
         {
+            "services": [{"id": sid, "type": kind, "properties": props} for sid, kind, props in services],
             "processors": [
                 {
                     "id": processor_id,
                     "type": type_name,
                     "properties": properties,
-                    "auto_terminate": list(PROCESSOR_TYPES[type_name].relationships),
+                    "auto_terminate": list(PROCESSOR_TYPES[type_name].relationships_for(properties, {})),
                 }
-            ]
+            ],
         }
     )
     instance = PROCESSOR_TYPES[type_name](processor_id)

@@ -6,6 +6,7 @@ reached, or a topic that does not exist, is one clear warning and nothing taken.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -166,6 +167,61 @@ def test_records_of_a_partition_read_together_become_one_demarcated_flowfile(kaf
     assert lines == [f'{{"n": {i}}}'.encode() for i in range(4)]
     counts = sum(int(flowfile.attributes["kafka.count"]) for flowfile in flowfiles(node))
     assert counts == 4 and all("kafka.key" not in f.attributes for f in flowfiles(node))
+
+
+def test_record_mode_writes_a_partitions_messages_as_records_and_unreadable_ones_to_parse_failure(
+    kafka_broker, tmp_path
+):
+    topic = topic_with(kafka_broker, 1)
+    values = [
+        '{"id": 0, "n": "a"}',
+        '{"id": 1, "n": "b"}',
+        "not json",
+        '{"id": 3, "n": "d", "extra": 1.5}',  # a field the first lack: one record set still
+        "[1, 2]",  # JSON, but no record
+        '{"id": 5,\n "n": "f"}',  # on two lines: read by itself
+        '{"id": "six"}',  # text where the others have numbers: a record set of its own
+    ]
+    produce(kafka_broker, topic, values)
+    node = Node(tmp_path, ["out", "bad"])
+    services = [
+        ("in", "JsonTreeReader", {}),
+        ("out", "JsonRecordSetWriter", {"output_grouping": "one-line-per-object"}),
+    ]
+    consume, context = processor(
+        "ConsumeKafka",
+        "consume",
+        {
+            "bootstrap_servers": kafka_broker.bootstrap_servers,
+            "topics": topic,
+            "auto_offset_reset": "earliest",
+            "metadata_refresh": "100 ms",
+            "record_reader": "in",
+            "record_writer": "out",
+        },
+        services=services,
+    )
+    outgoing = {"success": "out", "parse.failure": "bad"}
+    wait_until(
+        lambda: (
+            node.trigger(consume, context, outgoing=outgoing)
+            or unpack(node.shard.get_state("consume"), "consume").get(TopicPartition(topic, 0)) == len(values)
+        ),
+        30,
+        "every message taken",
+        interval=0,
+    )
+    good = [f for f in node.queues["out"].poll(100)[0]]
+    bad = [f for f in node.queues["bad"].poll(100)[0]]
+    records = [json.loads(line) for f in good for line in node.content.read(f.content_claim).decode().splitlines()]
+    assert [record["id"] for record in records] == [0, 1, 3, 5, "six"]
+    assert records[2]["extra"] == 1.5 and records[0]["extra"] is None
+    assert sum(int(f.attributes["record.count"]) for f in good) == 5
+    assert sum(int(f.attributes["kafka.count"]) for f in good) == 5
+    assert all(f.attributes["mime.type"] == "application/json" for f in good)
+    assert [node.content.read(f.content_claim) for f in bad] == [b"not json", b"[1, 2]"]
+    assert [f.attributes["kafka.offset"] for f in bad] == ["2", "4"]
+    assert all(f.attributes["record.error.message"] and f.attributes["kafka.key"] for f in bad)
 
 
 def _max_offsets(node: Node) -> set[str]:

@@ -6,6 +6,7 @@ lost, duplicated and unexpected ids of the output topic (`check_delivery`)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
@@ -16,7 +17,7 @@ import pytest
 from cluster.drills.checker import check_delivery
 from cluster.services.process import wait_until
 from flow.commit import CommitHooks
-from flow.errors import CommitError, NotAdmitted
+from flow.errors import CommitError, FlowDefinitionError, NotAdmitted
 from flow.loading import parse_flow, standard_registry
 from flow.processor import ProcessContext
 from flow.processors.kafka.progress import PARTITIONS, key, partition, unpack
@@ -38,7 +39,7 @@ def publishers():
     """Makes configured PublishKafka instances, and stops them (closing their producers) after the test."""
     made = []
 
-    def make(broker, topic: str, **properties):
+    def make(broker, topic: str, services=(), **properties):
         registry = standard_registry()
         registry.register(PublishKafka)
         configured = {
@@ -49,15 +50,16 @@ def publishers():
             "transaction_timeout": "10 s",
             **properties,
         }
-        return again(configured, registry)
+        return again(configured, registry, services)
 
-    def again(configured, registry=None):
+    def again(configured, registry=None, services=()):
         """Another instance with the same configuration (a new process, a new owner)."""
         if registry is None:
             registry = standard_registry()
             registry.register(PublishKafka)
         definition = parse_flow(
             {
+                "services": [{"id": sid, "type": kind, "properties": props} for sid, kind, props in services],
                 "processors": [
                     {
                         "id": PUBLISH,
@@ -65,7 +67,7 @@ def publishers():
                         "properties": configured,
                         "auto_terminate": list(PublishKafka.relationships),
                     }
-                ]
+                ],
             },
             registry=registry,
         )
@@ -527,3 +529,85 @@ def test_a_preparation_the_node_is_not_admitted_for_fences_nothing(kafka_broker,
     assert adopter._prepared is None
     report = check_delivery(sent, delivered(kafka_broker, topic))
     assert report.ok, report.summary()
+
+
+RECORD_SERVICES = (
+    ("csv-in", "CSVReader", {}),
+    ("json-in", "JsonTreeReader", {}),
+    ("json-lines", "JsonRecordSetWriter", {"output_grouping": "one-line-per-object"}),
+    ("json-array", "JsonRecordSetWriter", {}),
+)
+
+
+def test_record_mode_sends_each_record_as_a_message_keyed_by_its_field(kafka_broker, tmp_path, publishers):
+    topic = new_topic(kafka_broker, partitions=2)
+    node = Node(tmp_path, QUEUES)
+    contents = [
+        "id,name,score\nr-0,\u00e9mile,1.5\nr-1,b,\nr-2,c,3\n",
+        "id,name,score\n",  # no records: delivered as nothing, to success
+        "id,name,score\nr-3,d,4\n",
+        'id,name,score\nr-4,"unclosed,5\n',  # a record that cannot be read: the FlowFile to failure, whole
+    ]
+    seed(node, [str(n) for n in range(len(contents))], contents=[text.encode() for text in contents])
+    publish, context = publishers(
+        kafka_broker,
+        topic,
+        services=RECORD_SERVICES,
+        record_reader="csv-in",
+        record_writer="json-lines",
+        message_key_field="id",
+    )
+    trigger(node, publish, context)
+
+    assert len(queued(node, "ok")) == 3 and node.queues["in"].count == 0
+    [failed] = queued(node, "failed")
+    assert failed.attributes["record.error.message"] and "record.error.index" in failed.attributes
+    assert node.content.read(failed.content_claim) == contents[3].encode()  # as it was
+    records = read_records(kafka_broker, topic)
+    report = check_delivery([f"r-{n}" for n in range(4)], [record.key().decode() for record in records])
+    assert report.ok, report.summary()
+    by_key = {record.key().decode(): json.loads(record.value()) for record in records}
+    assert by_key["r-0"] == {"id": "r-0", "name": "\u00e9mile", "score": 1.5}
+    assert by_key["r-1"]["score"] is None and by_key["r-3"]["name"] == "d"
+    # A record's messages are in the FlowFile's order within a partition (the key chooses it).
+    assert all(not record.value().endswith(b"\n") for record in records)
+
+
+def test_record_mode_with_an_array_writer_sends_each_record_as_an_array_of_one(kafka_broker, tmp_path, publishers):
+    """As NiFi's JSON writer writes a message when its grouping is an array."""
+    topic = new_topic(kafka_broker)
+    node = Node(tmp_path, QUEUES)
+    seed(node, ["x"], contents=[b'[{"id": 1}, {"id": 2, "tags": ["a"]}]'])
+    publish, context = publishers(
+        kafka_broker, topic, services=RECORD_SERVICES, record_reader="json-in", record_writer="json-array"
+    )
+    trigger(node, publish, context)
+    assert delivered(kafka_broker, topic) == ['[{"id":1,"tags":null}]', '[{"id":2,"tags":["a"]}]']
+
+
+@pytest.mark.parametrize(
+    ("properties", "problem"),
+    [
+        ({"record_reader": "json-in"}, "record_writer"),
+        ({"record_writer": "json-lines"}, "record_reader"),
+        (
+            {"record_reader": "json-in", "record_writer": "json-lines", "message_demarcator": "\\n"},
+            "message_demarcator",
+        ),
+        ({"message_key_field": "id"}, "message_key_field"),
+    ],
+)
+def test_record_mode_half_configured_is_refused_at_load(properties, problem):
+    flow = {
+        "services": [{"id": sid, "type": kind, "properties": props} for sid, kind, props in RECORD_SERVICES],
+        "processors": [
+            {
+                "id": PUBLISH,
+                "type": "PublishKafka",
+                "properties": {"bootstrap_servers": "127.0.0.1:9", "topic": "t", **properties},
+                "auto_terminate": ["success", "failure"],
+            }
+        ],
+    }
+    with pytest.raises(FlowDefinitionError, match=problem):
+        parse_flow(flow)

@@ -45,16 +45,18 @@ KILLS = 12 if LONG else 3
 _LOG = logging.getLogger(__name__)  # librdkafka's complaints
 
 
-def _custody_run(data_dir: Path, broker, source: str, output: str, log) -> subprocess.Popen:
-    command = [sys.executable, "-m", "cluster.cli", "run", "--flow", str(FLOW), "--data-dir", str(data_dir)]
-    for name, value in (("bootstrap_servers", broker.bootstrap_servers), ("input", source), ("output", output)):
+def custody_run(data_dir: Path, broker, source: str, output: str, log, flow: Path = FLOW, **params) -> subprocess.Popen:
+    """`custody run` of `flow` from `source` to `output` (and `params`), as a user starts it."""
+    command = [sys.executable, "-m", "cluster.cli", "run", "--flow", str(flow), "--data-dir", str(data_dir)]
+    given = {"bootstrap_servers": broker.bootstrap_servers, "input": source, "output": output, **params}
+    for name, value in given.items():
         command += ["--param", f"{name}={value}"]
     return subprocess.Popen(
         command + ["--status-interval", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True
     )
 
 
-class _OutputCounter:
+class OutputCounter:
     """How many records the output topic's partitions hold, aborted ones and markers
     included (their high watermarks): a cheap, growing measure of progress."""
 
@@ -82,39 +84,20 @@ def test_kafka_to_kafka_is_exactly_once_through_sigkills(kafka_broker, tmp_path)
     keys = [f"k-{i:06d}" for i in range(COUNT)]
     produce(kafka_broker, source, keys)
     data_dir, log_path = tmp_path / "node", tmp_path / "node.log"
-    progress = _OutputCounter(kafka_broker, output)
+    progress = OutputCounter(kafka_broker, output)
     # Kill marks in the output's growth (records and transaction markers: about 1.2 per
     # input record), spread so that each run delivers some and leaves some.
     marks = sorted(rng.sample(range(COUNT // 10, COUNT), KILLS))
     try:
-        with open(log_path, "ab") as log:
-            for attempt, mark in enumerate(marks):
-                process = _custody_run(data_dir, kafka_broker, source, output, log)
-                try:
-                    read_line_containing(process, "node running", 60)
-                    wait_until(
-                        lambda process=process, mark=mark: _alive(process, seed, log_path) and progress() >= mark,
-                        180,
-                        f"seed {seed}, attempt {attempt}: the output topic to grow to {mark}",
-                        interval=0.01,
-                    )
-                    time.sleep(rng.uniform(0.0, 0.3))  # where in the cycle of transactions the kill lands
-                finally:
-                    process.kill()  # SIGKILL
-                    process.communicate(timeout=30)
-            # The last run drains the input.
-            process = _custody_run(data_dir, kafka_broker, source, output, log)
-            try:
-                read_line_containing(process, "node running", 60)
-                wait_until(
-                    lambda: _alive(process, seed, log_path) and _delivered(kafka_broker, output) >= COUNT,
-                    300,
-                    f"seed {seed}: every record in the output",
-                    interval=0.5,
-                )
-            finally:
-                process.terminate()
-                process.communicate(timeout=60)
+        kill_at_marks(
+            lambda log: custody_run(data_dir, kafka_broker, source, output, log),
+            progress,
+            marks,
+            lambda: _delivered(kafka_broker, output) >= COUNT,
+            rng,
+            seed,
+            log_path,
+        )
     finally:
         progress.consumer.close()
     records = read_records(kafka_broker, output)
@@ -125,7 +108,40 @@ def test_kafka_to_kafka_is_exactly_once_through_sigkills(kafka_broker, tmp_path)
     print(f"seed {seed}: {len(records)} records read_committed, {len(every) - len(records)} aborted in the log")
 
 
-def _alive(process: subprocess.Popen, seed: int, log: Path) -> bool:
+def kill_at_marks(start, progress, marks: list[int], done, rng: random.Random, seed: int, log_path: Path) -> None:
+    """Start the node (`start(log)`), SIGKILL it once `progress()` reaches each of
+    `marks` (plus a random moment), then start it once more and wait for `done()`."""
+    with open(log_path, "ab") as log:
+        for attempt, mark in enumerate(marks):
+            process = start(log)
+            try:
+                read_line_containing(process, "node running", 60)
+                wait_until(
+                    lambda process=process, mark=mark: alive(process, seed, log_path) and progress() >= mark,
+                    180,
+                    f"seed {seed}, attempt {attempt}: the output topic to grow to {mark}",
+                    interval=0.01,
+                )
+                time.sleep(rng.uniform(0.0, 0.3))  # where in the cycle of transactions the kill lands
+            finally:
+                process.kill()  # SIGKILL
+                process.communicate(timeout=30)
+        # The last run drains the input.
+        process = start(log)
+        try:
+            read_line_containing(process, "node running", 60)
+            wait_until(
+                lambda: alive(process, seed, log_path) and done(),
+                300,
+                f"seed {seed}: every record in the output",
+                interval=0.5,
+            )
+        finally:
+            process.terminate()
+            process.communicate(timeout=60)
+
+
+def alive(process: subprocess.Popen, seed: int, log: Path) -> bool:
     if process.poll() is not None:
         raise AssertionError(f"seed {seed}: the node exited with {process.returncode}:\n{log.read_text()[-3000:]}")
     return True

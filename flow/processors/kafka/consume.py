@@ -25,6 +25,10 @@ In a cluster each partition is read by one shard at a time: the node service
 `OWNERSHIP_REFRESH_S` between two sessions; a position is committed with the take of
 its partition, and is valid only while that take holds.
 
+With a record reader and writer (record mode, `record_mode`), the messages of a
+partition read in one task are records written as one FlowFile; a message the reader
+cannot read goes to `parse.failure` by itself.
+
 Lock plan: `_lock` is held by the one task that consumes at a time (a second task
 yields); the consumer and `_assigned` belong to that task. `on_stopped` takes the lock
 to close the consumer.
@@ -44,6 +48,7 @@ from .connection import CONNECTION_PROPERTIES, BrokerErrors, client_config, vali
 from .demarcation import decode_demarcator
 from .ownership import OWNERSHIP_REFRESH_S, PARTITIONS_SERVICE
 from .positions import KafkaStateError, TopicPartition, pack, unpack, unpack_takes
+from .record_mode import CONSUME_PROPERTIES, consumed, relationships, validate_record_mode
 from .tasks import run_alone
 
 if TYPE_CHECKING:
@@ -97,6 +102,7 @@ class ConsumeKafka(Processor):
             description="when set, the records of a partition read in one task become one FlowFile, "
             "their values joined by this (escapes such as \\n allowed)",
         ),
+        *CONSUME_PROPERTIES,
         PropertyDescriptor("key_attribute_encoding", "choice", default="utf-8", choices=("utf-8", "hex", "do-not-add")),
         PropertyDescriptor("header_name_pattern", "regex", description="headers whose names match become attributes"),
         PropertyDescriptor("honor_transactions", "boolean", default=True),
@@ -122,8 +128,12 @@ class ConsumeKafka(Processor):
         self._uri = ""
 
     @classmethod
+    def relationships_for(cls, properties, dynamic):
+        return relationships(cls.relationships, properties)
+
+    @classmethod
     def validate(cls, properties, dynamic):
-        problems = validate_connection(properties)
+        problems = validate_connection(properties) + validate_record_mode(properties)
         if properties.get("topic_format") == "pattern":
             try:
                 re.compile(properties["topics"])
@@ -221,22 +231,35 @@ class ConsumeKafka(Processor):
             taken[tp] = message.offset() + 1
             self._assigned[tp] = message.offset() + 1
             groups.setdefault(tp, []).append(message)
-        flowfiles, contents = [], []
+        reader, writer = context.get("record_reader"), context.get("record_writer")
+        made: list[tuple] = []  # (FlowFile, content, relationship)
         for group in groups.values():
-            if demarcator:
+            if reader is not None:
+                made += consumed(
+                    session, reader, writer, group, lambda m, single: _attributes(m, encoding, headers, single)
+                )
+            elif demarcator:
                 attributes = _attributes(group[0], encoding, headers, single=False)
                 attributes["kafka.count"] = str(len(group))
                 attributes["kafka.max.offset"] = str(group[-1].offset())
-                flowfiles.append(session.create(attributes=attributes))
-                contents.append(decode_demarcator(demarcator).join(m.value() or b"" for m in group))
+                content = decode_demarcator(demarcator).join(m.value() or b"" for m in group)
+                made.append((session.create(attributes=attributes), content, "success"))
             else:
                 for message in group:
-                    flowfiles.append(session.create(attributes=_attributes(message, encoding, headers, single=True)))
-                    contents.append(message.value() or b"")
-        if flowfiles:
-            for flowfile in session.write_bytes_many(flowfiles, contents):
+                    attributes = _attributes(message, encoding, headers, single=True)
+                    made.append((session.create(attributes=attributes), message.value() or b"", "success"))
+        if made:
+            written = session.write_bytes_many([m[0] for m in made], [m[1] for m in made])
+            for flowfile, (_, _, relationship) in zip(written, made, strict=True):
                 session.receive(flowfile, f"{self._uri}/{flowfile.attributes['kafka.topic']}")
-                session.transfer(flowfile, "success")
+                session.transfer(flowfile, relationship)
+        if reader is not None and any(m[2] != "success" for m in made):
+            context.limited_log.warning(
+                f"{self.id}:parse",
+                "%s: messages the record reader cannot read go to parse.failure (%d in this task)",
+                self.id,
+                sum(m[2] != "success" for m in made),
+            )
         return taken
 
     def _message_error(self, context: ProcessContext, message) -> None:

@@ -45,8 +45,9 @@ _READ_FETCH_WAIT_MS = 10
 
 
 class Record(NamedTuple):
-    """What one FlowFile sends: one Kafka record per item of `values` (one, or the
-    pieces of its content between demarcators), all with its key, partition and headers."""
+    """What one FlowFile sends: one Kafka record per item of `values` (one, the pieces
+    of its content between demarcators, or its records written one by one), all with its
+    key (or each with its own of `keys`), partition and headers."""
 
     flowfile: FlowFile
     topic: str
@@ -54,6 +55,7 @@ class Record(NamedTuple):
     partition: int | None
     headers: list[tuple[str, bytes]]
     values: list[bytes]
+    keys: list[bytes | None] | None = None  # each value's own key, in place of `key` (record mode)
 
 
 class Refusal(NamedTuple):
@@ -205,9 +207,9 @@ class SinkProducer:
 
         callbacks = [on_delivery(index) for index in range(len(records) + 1)]
         sends: list[tuple[Any, ...]] = [
-            (index, r.topic, value, r.key, r.partition, r.headers)
+            (index, r.topic, value, r.key if r.keys is None else r.keys[place], r.partition, r.headers)
             for index, r in enumerate(records)
-            for value in r.values
+            for place, value in enumerate(r.values)
         ]
         if marker is not None:
             topic, partition, key, value = marker

@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ExpressionError, NotAdmitted, UnreadableContent
 from ...processor import ProcessContext, Processor, PropertyDescriptor
+from ...records.errors import RecordError
 from ..content_failures import ContentFailures
 from ..expression_failures import ExpressionFailures, PropertyFailed, evaluate_all
 from ..refusals import Refusals
@@ -87,6 +88,7 @@ from . import progress
 from .connection import CONNECTION_PROPERTIES, validate_connection
 from .delivery import Record, SinkProducer, Undelivered, create_progress_topic, read_back, reason, split_refusals
 from .demarcation import decode_demarcator, split_records
+from .record_mode import PUBLISH_PROPERTIES, to_publish, validate_record_mode
 from .tasks import run_alone
 
 if TYPE_CHECKING:
@@ -129,6 +131,13 @@ class PublishKafka(Processor):
             description="when set, the content is split on this (escapes such as \\n allowed) and each piece is one "
             "record, all in the FlowFile's transaction; unset, the whole content is one record",
         ),
+        *PUBLISH_PROPERTIES,
+        PropertyDescriptor(
+            "message_key_field",
+            "string",
+            description="record mode: the field of each record whose value is its message's key (unset: the key "
+            "property's, for every record)",
+        ),
         PropertyDescriptor(
             "attributes_as_headers", "regex", description="attributes whose names match become the record's headers"
         ),
@@ -168,7 +177,7 @@ class PublishKafka(Processor):
 
     @classmethod
     def validate(cls, properties, dynamic):
-        problems = validate_connection(properties)
+        problems = validate_connection(properties) + validate_record_mode(properties, key_field="message_key_field")
         if properties.get("delivery_guarantee") == EXACTLY_ONCE:
             if not properties.get("transactional_id_prefix"):
                 problems.append(("transactional_id_prefix", "required with delivery_guarantee exactly_once"))
@@ -255,14 +264,18 @@ class PublishKafka(Processor):
         unreadable = ContentFailures(self.id, context, session)
         refusals = Refusals(self.id, context, session, ERROR_ATTRIBUTE)
         records = []
+        broken: list[tuple] = []  # (FlowFile, RecordError): record mode's records that cannot be read or written
         routed = {f.id for f in before}
         session.prefetch(f for f in batch if f.id not in routed)
         for flowfile in batch:
             if flowfile.id in routed:
                 continue
-            record = _record(context, session, flowfile, failures, unreadable, refusals)
+            record = _record(context, session, flowfile, failures, unreadable, refusals, broken)
             if record is not None:
                 records.append(record)
+        for flowfile, error in broken:
+            context.limited_log.warning("records", "%s: %s goes to failure: %s", self.id, flowfile.id, error)
+            session.transfer(session.put_all_attributes(flowfile, error.attributes()), "failure")
         try:
             delivered, refused, undecided = self._deliver(session, producer, records)
         except Undelivered as undelivered:
@@ -453,9 +466,10 @@ def _poll(session: ProcessSession, count: int) -> list:
     return batch
 
 
-def _record(context: ProcessContext, session: ProcessSession, flowfile, failures, unreadable, refusals):
+def _record(context: ProcessContext, session: ProcessSession, flowfile, failures, unreadable, refusals, broken):
     """The record of `flowfile`; None when it was set aside (an expression that failed,
-    unreadable content, a partition that is no number, content too large)."""
+    unreadable content, a partition that is no number, content too large, records that
+    cannot be read or written: those in `broken`, with their error)."""
     expressions = {name: context[name] for name in ("topic", "key", "partition") if context.get(name) is not None}
     try:
         values = evaluate_all(expressions, flowfile)
@@ -475,17 +489,27 @@ def _record(context: ProcessContext, session: ProcessSession, flowfile, failures
             return None
         partition = int(text)
     demarcator = context.get("message_demarcator")
-    if not demarcator and flowfile.size > progress.MAX_RECORD_BYTES:
+    reader = context.get("record_reader")
+    if not demarcator and reader is None and flowfile.size > progress.MAX_RECORD_BYTES:
         refusals.refuse(
             flowfile,
             f"MSG_SIZE_TOO_LARGE: the content's {flowfile.size} bytes are more than a record may hold "
             f"(message.max.bytes {progress.MAX_RECORD_BYTES})",
         )
         return None
+    keys = None
     try:
-        value = session.read_bytes(flowfile)
+        if reader is not None:
+            writer, key_field = context["record_writer"], context.get("message_key_field")
+            pieces, keys = to_publish(session, flowfile, reader, writer, key_field)
+        else:
+            value = session.read_bytes(flowfile)
+            pieces = split_records(value, decode_demarcator(demarcator)) if demarcator else [value]
     except UnreadableContent as error:
         unreadable.set_aside(flowfile, error)
+        return None
+    except RecordError as error:
+        broken.append((flowfile, error))
         return None
     pattern = context.get("attributes_as_headers")
     headers = []
@@ -493,8 +517,7 @@ def _record(context: ProcessContext, session: ProcessSession, flowfile, failures
         headers = [
             (name, text.encode("utf-8")) for name, text in flowfile.attributes.items() if pattern.fullmatch(name)
         ]
-    pieces = split_records(value, decode_demarcator(demarcator)) if demarcator else [value]
-    return Record(flowfile, topic, key.encode("utf-8") if key else None, partition, headers, pieces)
+    return Record(flowfile, topic, key.encode("utf-8") if key else None, partition, headers, pieces, keys)
 
 
 def _transit_uri(context: ProcessContext, uri: str, flowfile) -> str:

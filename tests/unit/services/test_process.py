@@ -2,11 +2,12 @@
 
 import os
 import signal
+import socket
 import sys
 
 import pytest
 
-from cluster.services.network import free_ports, port_open
+from cluster.services.network import LOWEST_PORT, free_ports, port_open
 from cluster.services.process import ManagedProcess, ServiceError, wait_until
 
 SLEEPER = [
@@ -62,6 +63,38 @@ def test_free_ports_are_distinct_and_closed():
     ports = free_ports(20)
     assert len(set(ports)) == 20
     assert not any(port_open(port) for port in ports[:3])
+
+
+def test_free_ports_are_below_the_kernels_ephemeral_range():
+    """No outgoing connection's local port can take a chosen port before its service binds it."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
+        lowest_ephemeral = int(handle.read().split()[0])
+    ports = free_ports(30)
+    assert all(LOWEST_PORT <= port < lowest_ephemeral for port in ports), ports
+
+
+def test_a_port_in_use_is_never_chosen(monkeypatch):
+    import cluster.services.network as network
+
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.bind((network.HOST, 0))
+    held.listen()
+    try:
+        taken = held.getsockname()[1]
+        monkeypatch.setattr(network, "LOWEST_PORT", 10_000)
+        # Only the port held and one other remain to choose from: the other is chosen.
+        monkeypatch.setattr(network.random, "SystemRandom", lambda: _Cycle([taken, taken, 10_001]))
+        assert network._below_ephemeral(1) == [10_001] or port_open(10_001)
+    finally:
+        held.close()
+
+
+class _Cycle:
+    def __init__(self, ports):
+        self.ports = iter(ports)
+
+    def choice(self, _candidates):
+        return next(self.ports)
 
 
 def _state(pid: int) -> str:
