@@ -1,16 +1,18 @@
 """Records through a standalone node, run as a user runs it (`custody run`), killed
-with SIGKILL at random moments: CSV files become Parquet files through GetFile ->
-ConvertRecord -> PutFile, and every record comes out exactly once.
+with SIGKILL at random moments: CSV files become Parquet files, and Avro container
+files, through GetFile -> ConvertRecord -> PutFile, and every record comes out exactly
+once.
 
 The input: CSV files with a unique key per record (one of them whose last rows widen
 a column from integers to decimals, so that its schema is inferred again), and one
 malformed file, which must come out of `failure` as it went in. After the kills a
 last run drains the flow; the checker counts lost, duplicated and unexpected keys
-over every row of every Parquet file written.
+over every row of every file written, read back with pyarrow or fastavro.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -29,21 +31,21 @@ KILLS = int(os.environ.get("CUSTODY_RECORDS_KILLS", "40" if os.environ.get("CUST
 MALFORMED = b"key,amount,city\nk-x-1,1,Oslo\nk-x-2,2\n"
 
 FLOW = """
-name: csv-to-parquet
+name: csv-to-records
 services:
   - {id: csv, type: CSVReader}
-  - {id: parquet, type: ParquetRecordSetWriter}
+  - {id: out, type: WRITER}
 processors:
   - id: get
     type: GetFile
     properties: {input_directory: "#{data_dir}/in", batch_size: 3}
   - id: convert
     type: ConvertRecord
-    properties: {record_reader: csv, record_writer: parquet}
+    properties: {record_reader: csv, record_writer: out}
     scheduling: {concurrent_tasks: 2}
   - id: put
     type: PutFile
-    properties: {directory: "#{data_dir}/out", name_suffix: .parquet}
+    properties: {directory: "#{data_dir}/out", name_suffix: SUFFIX}
     auto_terminate: [success]
   - id: put-failed
     type: PutFile
@@ -75,13 +77,32 @@ def _write_inputs(directory: Path, rng: random.Random) -> list[str]:
     return keys
 
 
-def _keys_written(out: Path) -> list[str]:
-    keys: list[str] = []
-    if out.is_dir():
-        for name in sorted(os.listdir(out)):
-            if not name.startswith("."):
-                keys += pq.read_table(out / name, columns=["key"]).column("key").to_pylist()
-    return keys
+def _parquet_rows(path: Path) -> tuple[list[str], bool]:
+    """The keys of a Parquet file, and whether its amounts are decimals."""
+    table = pq.read_table(path)
+    return table.column("key").to_pylist(), table.schema.field("amount").type == "double"
+
+
+def _avro_rows(path: Path) -> tuple[list[str], bool]:
+    import fastavro
+
+    with open(path, "rb") as handle:
+        reader = fastavro.reader(handle)
+        amount = next(f for f in reader.writer_schema["fields"] if f["name"] == "amount")
+        return [record["key"] for record in reader], "double" in json.dumps(amount["type"])
+
+
+FORMATS = {"parquet": ("ParquetRecordSetWriter", _parquet_rows), "avro": ("AvroRecordSetWriter", _avro_rows)}
+
+
+def _written(out: Path, rows) -> list[tuple[list[str], bool]]:
+    if not out.is_dir():
+        return []
+    return [rows(out / name) for name in sorted(os.listdir(out)) if not name.startswith(".")]
+
+
+def _keys_written(out: Path, rows) -> list[str]:
+    return [key for keys, _ in _written(out, rows) for key in keys]
 
 
 def _waiting(data_dir: Path) -> int:
@@ -90,13 +111,15 @@ def _waiting(data_dir: Path) -> int:
 
 @pytest.mark.slow
 @pytest.mark.timeout(240 + 20 * KILLS)
-def test_csv_to_parquet_survives_sigkill_with_every_record_exactly_once(tmp_path):
+@pytest.mark.parametrize("form", sorted(FORMATS))
+def test_csv_to_records_survives_sigkill_with_every_record_exactly_once(tmp_path, form):
+    writer, rows = FORMATS[form]
     seed = int(os.environ.get("CUSTODY_DRILL_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
     data_dir = tmp_path / "node"
     keys = _write_inputs(data_dir / "in", rng)
     flow = tmp_path / "flow.yaml"
-    flow.write_text(FLOW)
+    flow.write_text(FLOW.replace("WRITER", writer).replace("SUFFIX", f".{form}"))
     log = tmp_path / "node.log"
     busy_kills = 0
     for attempt in range(KILLS):
@@ -108,7 +131,7 @@ def test_csv_to_parquet_survives_sigkill_with_every_record_exactly_once(tmp_path
             share = FILES - FILES * (attempt + 1) // (KILLS + 1)
             while time.monotonic() < moment and _waiting(data_dir) > share:
                 time.sleep(0.01)  # the fault's timing: the moment of the kill
-            if _waiting(data_dir) or len(_keys_written(data_dir / "out")) < len(keys):
+            if _waiting(data_dir) or len(_keys_written(data_dir / "out", rows)) < len(keys):
                 busy_kills += 1
         finally:
             stop(process, signal.SIGKILL)
@@ -119,21 +142,17 @@ def test_csv_to_parquet_survives_sigkill_with_every_record_exactly_once(tmp_path
 
         def drained() -> bool:
             failed = list((data_dir / "failed").glob("[!.]*")) if (data_dir / "failed").is_dir() else []
-            return not _waiting(data_dir) and bool(failed) and len(_keys_written(data_dir / "out")) >= len(keys)
+            return not _waiting(data_dir) and bool(failed) and len(_keys_written(data_dir / "out", rows)) >= len(keys)
 
         wait_until(drained, 120, f"seed {seed}: every file taken and every record written")
     finally:
         stop(process, signal.SIGTERM)
 
-    delivery = check_delivery(keys, _keys_written(data_dir / "out"))
+    delivery = check_delivery(keys, _keys_written(data_dir / "out", rows))
     assert delivery.ok, f"seed {seed}: {delivery.summary()}; log:\n{log.read_text()[-3000:]}"
     failed = [path.read_bytes() for path in (data_dir / "failed").iterdir() if not path.name.startswith(".")]
     assert failed == [MALFORMED], f"seed {seed}: failed holds {failed!r}"
-    widened = [
-        pq.read_table(data_dir / "out" / name)
-        for name in os.listdir(data_dir / "out")
-        if not name.startswith(".") and pq.read_schema(data_dir / "out" / name).field("amount").type == "double"
-    ]
-    assert len(widened) == 1 and widened[0].num_rows == ROWS, f"seed {seed}: {len(widened)} files widened"
+    widened = [keys for keys, decimals in _written(data_dir / "out", rows) if decimals]
+    assert len(widened) == 1 and len(widened[0]) == ROWS, f"seed {seed}: {len(widened)} files widened"
     assert busy_kills >= KILLS // 2, f"seed {seed}: only {busy_kills} of {KILLS} kills hit work in flight"
     print(f"records drill: {KILLS} kills ({busy_kills} with work in flight); {delivery.summary()}")
