@@ -9,7 +9,8 @@ becomes in every record of the FlowFile:
   exists (text that does not convert to it sends the FlowFile to `failure`) and is
   text where it does not;
 - `record-path-value`: the value is another record path, whose value in each record
-  is copied (null where the record lacks it).
+  is copied (null where the record lacks it), or a RecordPath function of such paths
+  (`concat(/first, ' ', /last)`, `toUpperCase(/name)`: `flow.records.record_values`).
 
 The paths are applied in the order the properties are given. RemoveRecordField's
 dynamic properties name the fields to remove (their names are free; each value is a
@@ -31,6 +32,7 @@ from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..records.errors import RecordError
 from ..records.readers import RecordReader
 from ..records.record_path import RecordPathError, column_of, compile_path, with_values, without
+from ..records.record_values import Value, compile_value, evaluate
 from ..records.rewrite import rewrite_records
 from .records import READER_PROPERTY, WRITER_PROPERTY, each_flowfile
 
@@ -51,12 +53,12 @@ class _RecordEdit(Processor):
     dynamic_properties = True
 
     @classmethod
-    def _paths_problem(cls, dynamic, paths_in_names: bool) -> list[tuple[str, str]]:
+    def _paths_problem(cls, dynamic, paths_in_names: bool, compile=compile_path) -> list[tuple[str, str]]:
         if not dynamic:
             return [("record_reader", f"{cls.type_name} needs at least one record path property")]
         for name, expression in dynamic.items():
             try:
-                compile_path(name if paths_in_names else expression.evaluate())
+                compile(name if paths_in_names else expression.evaluate())
             except RecordPathError as error:
                 return [(name, str(error))]
             except ExpressionError:
@@ -108,7 +110,8 @@ class UpdateRecord(_RecordEdit):
             "choice",
             default=LITERAL,
             choices=(LITERAL, RECORD_PATH),
-            description="a property's value is the value itself (an expression), or a record path to copy from",
+            description="a property's value is the value itself (an expression), or a record path to copy from "
+            "(or a RecordPath function of paths, as concat(/first, ' ', /last))",
         ),
     )
 
@@ -117,7 +120,7 @@ class UpdateRecord(_RecordEdit):
         problems = cls._paths_problem(dynamic, paths_in_names=True)
         if problems or properties["replacement_value_strategy"] != RECORD_PATH:
             return problems
-        return cls._paths_problem(dynamic, paths_in_names=False)
+        return cls._paths_problem(dynamic, paths_in_names=False, compile=compile_value)
 
     def _changes(self, context: ProcessContext, flowfile) -> list[Change]:
         copying = context["replacement_value_strategy"] == RECORD_PATH
@@ -125,8 +128,8 @@ class UpdateRecord(_RecordEdit):
         for name, expression in context.dynamic.items():
             steps = compile_path(name)
             if copying:
-                source = compile_path(expression.evaluate())
-                changes.append(partial(_copy_field, steps=steps, source=source))
+                value = compile_value(expression.evaluate())
+                changes.append(partial(_computed_field, steps=steps, value=value))
                 continue
             try:
                 text = expression.evaluate(flowfile)
@@ -136,8 +139,8 @@ class UpdateRecord(_RecordEdit):
         return changes
 
 
-def _copy_field(batch: pa.RecordBatch, steps: tuple[str, ...], source: tuple[str, ...]) -> pa.RecordBatch:
-    return with_values(batch, steps, column_of(batch, source))
+def _computed_field(batch: pa.RecordBatch, steps: tuple[str, ...], value: Value) -> pa.RecordBatch:
+    return with_values(batch, steps, evaluate(value, batch))
 
 
 def _set_literal(batch: pa.RecordBatch, steps: tuple[str, ...], text: str, name: str) -> pa.RecordBatch:

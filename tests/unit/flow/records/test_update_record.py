@@ -55,7 +55,9 @@ def test_a_value_that_does_not_fit_the_field_sends_the_flowfile_to_failure_uncha
     "processor, properties, message",
     [
         ("UpdateRecord", {"city": "x"}, "starts with '/'"),
-        ("UpdateRecord", {"replacement_value_strategy": "record-path-value", "/a": "b"}, "starts with '/'"),
+        ("UpdateRecord", {"replacement_value_strategy": "record-path-value", "/a": "b"}, "a function is followed by"),
+        ("UpdateRecord", {"replacement_value_strategy": "record-path-value", "/a": "nope(/b)"}, "unknown function"),
+        ("UpdateRecord", {"replacement_value_strategy": "record-path-value", "/a": "/b[./c = 'x']"}, "predicate"),
         ("RemoveRecordField", {"x": "/a[1]"}, "only /field/field paths"),
         ("RemoveRecordField", {}, "needs at least one record path"),
     ],
@@ -83,3 +85,15 @@ def test_path_helpers_on_a_batch_with_null_nested_records():
     assert column_of(batch, ("a", "zz")).to_pylist() == [None, None]
     assert with_values(batch, ("a", "c"), pa.array(["x", "y"])).column("a").to_pylist()[0] == {"b": 1, "c": "x"}
     assert without(batch, ("a", "b")).to_pylist() == [{"a": None}, {"a": None}]
+
+
+def test_record_path_functions_compute_each_record_s_value():
+    properties = {
+        "replacement_value_strategy": "record-path-value",
+        "/label": "concat(toUpperCase(/city), '-', /at/room)",
+        "/at/room": "padLeft(substringAfter(/at/room, 'r'), 3, '0')",
+    }
+    out = edit("UpdateRecord", properties, [({}, DATA)])
+    rows = records(out["success"][0][1])
+    assert [row["label"] for row in rows] == ["OSLO-r0", "OSLO-r1", "OSLO-r2"]  # in order: the room before it changed
+    assert [row["at"]["room"] for row in rows] == ["000", "001", "002"]
