@@ -137,7 +137,9 @@ class JsonTreeReader(RecordReader):
                 raise _located(block, error) from None
             schemas.append(read.schema)
         schema = unify(schemas, "of this JSON")
-        return pa.schema([marked(field, JSON_TEXT) if field.name in mixed else field for field in schema])
+        fields = [marked(field, JSON_TEXT) if field.name in mixed else field for field in schema]
+        order = {name: position for position, name in enumerate(kinds)}  # as the records first name them
+        return pa.schema(sorted(fields, key=lambda field: order.get(field.name, len(order))))
 
     # -- blocks -----------------------------------------------------------------------
 
@@ -453,6 +455,9 @@ class JsonRecordSetWriter(RecordWriter):
             indent=2 if self.config["pretty_print"] else None,
         )
 
+    def fit(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch  # a field of values of several types is written value by value, as each was
+
     def each_record(self, batch: pa.RecordBatch) -> list[bytes]:
         """As a record set of one would be written (an array of one record, when the
         grouping is an array, as NiFi's writer writes a Kafka message), without a line's end."""
@@ -471,7 +476,11 @@ class _JsonSetWriter(RecordSetWriter):
     def encode(self, batch: pa.RecordBatch) -> list[str]:
         """Each record of `batch` as JSON text."""
         encoded = []
+        mixed = [field.name for field in batch.schema if untyped(field) == JSON_TEXT]
         for row in batch.to_pylist(maps_as_pydicts="strict"):
+            for name in mixed:
+                if row[name] is not None:
+                    row[name] = json.loads(row[name])
             if self.suppress_nulls:
                 row = {key: value for key, value in row.items() if value is not None}
             try:

@@ -18,6 +18,7 @@ schema comes from its `schema_access_strategy`:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
@@ -141,6 +142,32 @@ def untyped(field: pa.Field) -> bytes | None:
 
 def marked(field: pa.Field, how: bytes) -> pa.Field:
     return field.with_metadata({**(field.metadata or {}), UNTYPED: how})
+
+
+def plain_text(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """`batch` with each field that `lenient_schema` made JSON text (`JSON_TEXT`) as
+    plain text: a string as itself, any other value as its JSON text (`1`, `true`,
+    `{"a":1}`), unmarked. What a writer of a typed format writes for a field whose
+    values were of several types (NiFi's CHOICE, written as text)."""
+    marked_fields = [index for index, field in enumerate(batch.schema) if untyped(field) == JSON_TEXT]
+    if not marked_fields:
+        return batch
+    arrays, fields = list(batch.columns), list(batch.schema)
+    for index in marked_fields:
+        arrays[index] = pa.array([_plain(text) for text in arrays[index].to_pylist()], pa.string())
+        field = fields[index]
+        metadata = {key: value for key, value in (field.metadata or {}).items() if key != UNTYPED}
+        fields[index] = pa.field(field.name, pa.string(), field.nullable, metadata or None)
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields, batch.schema.metadata))
+
+
+def _plain(text: str | None) -> str | None:
+    if text is None:
+        return None
+    value = json.loads(text)
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def fit_batch(

@@ -7,6 +7,9 @@ write of a session): when the reader or the writer fails half-way, that claim is
 dropped and the FlowFile is as it was. A reader that inferred its schema from the
 first block and meets records that do not fit it (`SchemaChanged`) is asked for the
 schema of every record, and the FlowFile is written again from the start with it.
+Records whose values disagree in type (a number here, text there: NiFi infers a
+CHOICE) are read again with such a field as JSON text (`lenient_schema`): the JSON
+writer writes each value as it was, the other writers as text.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from .errors import RecordError, SchemaChanged
+from .readers import untyped
 
 if TYPE_CHECKING:
     from ..flowfile import FlowFile
@@ -46,12 +50,32 @@ def rewrite_records(
                 raise RecordError(
                     f"the records still do not fit the schema inferred over all of them: {change}"
                 ) from None
-            schema = reader.infer_schema(lambda: session.read(flowfile))
+            try:
+                schema = reader.infer_schema(lambda: session.read(flowfile))
+            except RecordError as error:
+                schema = _mixed_schema(session, flowfile, reader, error)
             inferred_again = True
+            continue
+        except RecordError as error:
+            if inferred_again or schema is not None:
+                raise
+            # Inferred from a block whose records disagree on a field's type: read again
+            # with that field as text (NiFi infers a CHOICE), when that is the reason.
+            schema, inferred_again = _mixed_schema(session, flowfile, reader, error), True
             continue
         assert out.flowfile is not None  # set as the block was left without an exception
         updated = session.put_all_attributes(out.flowfile, {RECORD_COUNT: str(count), MIME_TYPE: writer.mime_type})
         return updated, count
+
+
+def _mixed_schema(session: ProcessSession, flowfile: FlowFile, reader: RecordReader, error: RecordError) -> pa.Schema:
+    """The schema that reads every record when some fields hold values of several types
+    (each such field JSON text, `RecordReader.lenient_schema`); raises `error` when no
+    field does; the lenient read's own `RecordError` for a malformed record."""
+    lenient = reader.lenient_schema(lambda: session.read(flowfile))  # a malformed record: its own error
+    if not any(untyped(field) for field in lenient):
+        raise error
+    return lenient
 
 
 def copy_records(batches: Iterable[pa.RecordBatch], writer: RecordWriter, sink, schema: pa.Schema | None) -> int:
@@ -60,11 +84,13 @@ def copy_records(batches: Iterable[pa.RecordBatch], writer: RecordWriter, sink, 
     count = 0
     opened = None
     for batch in batches:
+        batch = writer.fit(batch)
         if opened is None:
             opened = writer.open(sink, batch.schema)
         opened.write(batch)
         count += batch.num_rows
     if opened is None:
-        opened = writer.open(sink, schema if schema is not None else pa.schema([]))
+        empty = pa.RecordBatch.from_pylist([], schema=schema if schema is not None else pa.schema([]))
+        opened = writer.open(sink, writer.fit(empty).schema)
     opened.close()
     return count

@@ -14,6 +14,7 @@ from typing import BinaryIO
 import pyarrow as pa
 
 from ..controller_service import RECORD_WRITER, ControllerService
+from .readers import plain_text
 
 
 class RecordSetWriter:
@@ -34,6 +35,12 @@ class RecordWriter(ControllerService):
 
     def open(self, sink: BinaryIO, schema: pa.Schema) -> RecordSetWriter:
         raise NotImplementedError
+
+    def fit(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """`batch` as this writer takes it: a field whose values were of several types
+        (read as JSON text, `readers.lenient_schema`) as plain text. The JSON writer
+        writes such values as they were."""
+        return plain_text(batch)
 
     def each_record(self, batch: pa.RecordBatch) -> list[bytes]:
         """Each record of `batch` as a document of its own (a Kafka message each): by

@@ -154,3 +154,55 @@ def test_a_service_property_takes_flow_parameters():
     definition = parse_flow(document)
     reader = definition.processors["convert"].properties["record_reader"]
     assert reader is definition.services["in"] and reader.config["value_separator"] == ";"
+
+
+MIXED = b"".join(
+    json.dumps(row).encode() + b"\n"
+    for row in [
+        {"id": 1, "code": 7, "at": {"x": 1}},
+        {"id": 2, "code": "seven", "at": "nowhere"},
+        {"id": 3, "code": None, "at": None},
+        {"id": 4, "code": 7.5, "at": [1, "a"]},
+    ]
+)
+
+
+def test_fields_whose_values_differ_in_type_are_written_as_each_was_in_json_and_as_text_elsewhere(monkeypatch):
+    """NiFi infers a CHOICE; the JSON writer keeps each value, the others write its text.
+    The late record (a block boundary before it) checks the path where a later block
+    disagrees with the first."""
+    out = convert(
+        "JsonTreeReader",
+        "JsonRecordSetWriter",
+        [({}, MIXED)],
+        writer_properties={"output_grouping": "one-line-per-object"},
+    )
+    [(attributes, data)] = out["success"]
+    assert [json.loads(line) for line in data.splitlines()] == [json.loads(line) for line in MIXED.splitlines()]
+    assert attributes["record.count"] == "4"
+    out = convert("JsonTreeReader", "CSVRecordSetWriter", [({}, MIXED)])
+    [(_, data)] = out["success"]
+    assert data.decode().splitlines() == [
+        "id,code,at",
+        '1,"7","{""x"":1}"',
+        '2,"seven","nowhere"',
+        "3,,",
+        '4,"7.5","[1,""a""]"',
+    ]
+    for writer in ("ParquetRecordSetWriter", "AvroRecordSetWriter"):
+        [(_, data)] = convert("JsonTreeReader", writer, [({}, MIXED)])["success"]
+        [(_, back)] = convert(writer.replace("RecordSetWriter", "Reader"), "JsonRecordSetWriter", [({}, data)])[
+            "success"
+        ]
+        assert [row["code"] for row in json.loads(back)] == ["7", "seven", None, "7.5"], writer
+    # Split over blocks: the first block agrees with itself, a later one does not.
+    monkeypatch.setattr("flow.records.json_format.BLOCK_SIZE", 40)
+    [(_, data)] = convert("JsonTreeReader", "JsonRecordSetWriter", [({}, MIXED)])["success"]
+    assert json.loads(data) == [json.loads(line) for line in MIXED.splitlines()]
+
+
+def test_a_malformed_record_among_mixed_types_still_sends_the_flowfile_to_failure():
+    data = MIXED + b'{"id": 5, "code": \n'
+    out = convert("JsonTreeReader", "JsonRecordSetWriter", [({}, data)])
+    [(attributes, kept)] = out["failure"]
+    assert kept == data and attributes["record.error.index"] == "4"
