@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from ..errors import ExpressionError
 from ..processor import ProcessContext, Processor
 from ..records.errors import RecordError, SchemaChanged
-from ..records.rewrite import MIME_TYPE, RECORD_COUNT, copy_records
+from ..records.readers import plain_schema, plain_text
+from ..records.rewrite import MIME_TYPE, RECORD_COUNT, copy_records, schema_of_all
 from ..records.sql import QueryResult, query_problem
 from .records import INCLUDE_ZERO_RECORDS_PROPERTY, READER_PROPERTY, WRITER_PROPERTY, each_flowfile
 
@@ -109,24 +110,32 @@ class QueryRecord(Processor):
             first = None
             try:
                 with session.write(child) as out:
-                    batches = iter(reader.batches(lambda: session.read(flowfile), schema))
+                    batches = map(plain_text, reader.batches(lambda: session.read(flowfile), schema))
                     first = next(batches, None)
                     if first is None and schema is None:  # no records, no schema: no columns to query
                         count = copy_records((), writer, out, None)
                     else:
                         source = chain([first], batches) if first is not None else iter(())
-                        with QueryResult(sql, first.schema if first is not None else schema, source) as result:
+                        given = first.schema if first is not None else plain_schema(schema)
+                        with QueryResult(sql, given, source) as result:
                             count = copy_records(result, writer, out, result.schema)
             except SchemaChanged:
                 session.remove(child)
-                schema, complete = reader.infer_schema(lambda: session.read(flowfile)), True
+                schema, complete = schema_of_all(session, flowfile, reader), True
                 continue
             except RecordError as error:
                 session.remove(child)
-                if not complete and first is not None:
-                    schema, complete = reader.infer_schema(lambda: session.read(flowfile)), True
-                    continue
-                raise RecordError(f"query {name!r}: {error.message}", record=error.record, line=error.line) from None
+                failure = error
+                if not complete:  # a field further on, or values of several types (read as text)
+                    try:
+                        schema, complete = schema_of_all(session, flowfile, reader), True
+                    except RecordError as reading:
+                        failure = reading
+                    else:
+                        continue
+                raise RecordError(
+                    f"query {name!r}: {failure.message}", record=failure.record, line=failure.line
+                ) from None
             except BaseException:
                 session.remove(child)
                 raise

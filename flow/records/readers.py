@@ -161,6 +161,11 @@ def plain_text(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields, batch.schema.metadata))
 
 
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """`schema` as `plain_text` makes a batch's."""
+    return plain_text(pa.RecordBatch.from_pylist([], schema=schema)).schema
+
+
 def _plain(text: str | None) -> str | None:
     if text is None:
         return None

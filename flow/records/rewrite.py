@@ -50,25 +50,30 @@ def rewrite_records(
                 raise RecordError(
                     f"the records still do not fit the schema inferred over all of them: {change}"
                 ) from None
-            try:
-                schema = reader.infer_schema(lambda: session.read(flowfile))
-            except RecordError as error:
-                schema = _mixed_schema(session, flowfile, reader, error)
-            inferred_again = True
+            schema, inferred_again = schema_of_all(session, flowfile, reader), True
             continue
         except RecordError as error:
             if inferred_again or schema is not None:
                 raise
             # Inferred from a block whose records disagree on a field's type: read again
             # with that field as text (NiFi infers a CHOICE), when that is the reason.
-            schema, inferred_again = _mixed_schema(session, flowfile, reader, error), True
+            schema, inferred_again = mixed_schema(session, flowfile, reader, error), True
             continue
         assert out.flowfile is not None  # set as the block was left without an exception
         updated = session.put_all_attributes(out.flowfile, {RECORD_COUNT: str(count), MIME_TYPE: writer.mime_type})
         return updated, count
 
 
-def _mixed_schema(session: ProcessSession, flowfile: FlowFile, reader: RecordReader, error: RecordError) -> pa.Schema:
+def schema_of_all(session: ProcessSession, flowfile: FlowFile, reader: RecordReader) -> pa.Schema:
+    """The schema every record of `flowfile` fits (`infer_schema`), or where their types
+    disagree, the one with such fields as JSON text (`mixed_schema`)."""
+    try:
+        return reader.infer_schema(lambda: session.read(flowfile))
+    except RecordError as error:
+        return mixed_schema(session, flowfile, reader, error)
+
+
+def mixed_schema(session: ProcessSession, flowfile: FlowFile, reader: RecordReader, error: RecordError) -> pa.Schema:
     """The schema that reads every record when some fields hold values of several types
     (each such field JSON text, `RecordReader.lenient_schema`); raises `error` when no
     field does; the lenient read's own `RecordError` for a malformed record."""
@@ -91,6 +96,6 @@ def copy_records(batches: Iterable[pa.RecordBatch], writer: RecordWriter, sink, 
         count += batch.num_rows
     if opened is None:
         empty = pa.RecordBatch.from_pylist([], schema=schema if schema is not None else pa.schema([]))
-        opened = writer.open(sink, writer.fit(empty).schema)
+        opened = writer.open(sink, writer.fit(empty).schema)  # a field of mixed values as the writer takes it
     opened.close()
     return count

@@ -177,3 +177,13 @@ def test_an_error_of_the_records_comes_out_as_it_was_raised():
         with QueryResult("SELECT a FROM flowfile", schema, batches()) as result:
             list(result)
     assert (raised.value.message, raised.value.record, raised.value.line) == ("broken on purpose", 7, 8)
+
+
+def test_a_field_whose_values_differ_in_type_is_queried_as_text():
+    """NiFi infers a CHOICE; the query sees each value's text (a string as itself)."""
+    rows = [{"id": 1, "code": 7}, {"id": 2, "code": "seven"}, {"id": 3, "code": {"n": 7}}, {"id": 4, "code": None}]
+    data = b"".join(json.dumps(row).encode() + b"\n" for row in rows)
+    out = query({"q": "SELECT id, code FROM FLOWFILE WHERE code IS NOT NULL ORDER BY id"}, [({}, data)])
+    [(attributes, result)] = out["q"]
+    assert json.loads(result) == [{"id": 1, "code": "7"}, {"id": 2, "code": "seven"}, {"id": 3, "code": '{"n":7}'}]
+    assert out["failure"] == [] and attributes["record.count"] == "3"
