@@ -205,6 +205,8 @@ class Processor:
     properties: ClassVar[tuple[PropertyDescriptor, ...]] = ()
     relationships: ClassVar[tuple[str, ...]] = ("success",)
     dynamic_properties: ClassVar[bool] = False
+    # What `relationships_for` adds to `relationships` as configured, for the reference.
+    relationships_note: ClassVar[str] = ""
     # Sources run on their schedule without input; others only when input waits.
     is_source: ClassVar[bool] = False
 

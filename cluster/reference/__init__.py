@@ -1,6 +1,6 @@
 """The reference pages of the documentation, generated from the code so that they
-cannot go stale: the processors (from the processor registry), the record services (from their
-catalog), the command line
+cannot go stale: the processors and the record services (an index each, and a page
+per type under `processors/` and `services/`), the command line
 (from argparse), the REST API (from the admin API's OpenAPI document), the
 metrics (from the admin API's Prometheus collectors), NODE.toml (from its schema) and
 a shard's ownership transitions (from the table `cluster.core.transitions` keeps).
@@ -21,9 +21,9 @@ from .cli import cli_page
 from .metrics import metrics_page
 from .node_toml import node_toml_page
 from .ownership import ownership_page
-from .processors import processors_page
+from .processors import processor_pages, processors_page
 from .rest_api import rest_api_page
-from .services import services_page
+from .services import service_pages, services_page
 
 # File name -> the function that renders it, in the order of the site's navigation.
 PAGES: dict[str, Callable[[], str]] = {
@@ -35,21 +35,29 @@ PAGES: dict[str, Callable[[], str]] = {
     "node-toml.md": node_toml_page,
     "ownership-transitions.md": ownership_page,
 }
+# Pages of their own, under a directory, for each processor and service type.
+PAGE_SETS: tuple[Callable[[], dict[str, str]], ...] = (processor_pages, service_pages)
+SUBDIRECTORIES = ("processors", "services")
 REGENERATE = "python -m cluster.reference docs/reference"
 
 
 def render_pages() -> dict[str, str]:
-    """File name -> the Markdown text of every reference page."""
-    return {name: render() for name, render in PAGES.items()}
+    """File name (relative to the reference directory) -> the Markdown text of every
+    reference page."""
+    pages = {name: render() for name, render in PAGES.items()}
+    for render_set in PAGE_SETS:
+        pages.update(render_set())
+    return pages
 
 
 def write_pages(directory: str) -> list[str]:
-    """Write every page into `directory` (made if missing); the names of those whose
-    text changed."""
-    os.makedirs(directory, exist_ok=True)
+    """Write every page into `directory` (made if missing), and remove the pages of
+    types that are gone; the names of those whose text changed or that were removed."""
+    pages = render_pages()
     changed = []
-    for name, text in render_pages().items():
+    for name, text in pages.items():
         path = os.path.join(directory, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
             with open(path, encoding="utf-8") as file:
                 if file.read() == text:
@@ -59,4 +67,10 @@ def write_pages(directory: str) -> list[str]:
         with open(path, "w", encoding="utf-8") as file:
             file.write(text)
         changed.append(name)
+    for subdirectory in SUBDIRECTORIES:
+        for entry in sorted(os.listdir(os.path.join(directory, subdirectory))):
+            name = f"{subdirectory}/{entry}"
+            if entry.endswith(".md") and name not in pages:
+                os.remove(os.path.join(directory, name))
+                changed.append(name)
     return changed

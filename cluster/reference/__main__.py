@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import PAGES, write_pages
+from . import render_pages, write_pages
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     changed = write_pages(args.directory)
     print(
-        f"{len(PAGES)} reference pages in {args.directory}; "
+        f"{len(render_pages())} reference pages in {args.directory}; "
         + (f"rewritten: {', '.join(changed)}" if changed else "all were up to date")
     )
     return 0

@@ -52,8 +52,11 @@ def allowed_of(descriptor) -> str:
     return md.text(", ".join(bounds))
 
 
-def processor_section(type_name: str, cls, origin: str) -> list[str]:
-    facts = [f"**Relationships:** {', '.join(md.code(name) for name in cls.relationships) or 'none'}"]
+def processor_facts(cls, origin: str) -> list[str]:
+    relationships = ", ".join(md.code(name) for name in cls.relationships) or "none"
+    if cls.relationships_note:
+        relationships += f"; {md.text(cls.relationships_note)}"
+    facts = [f"**Relationships:** {relationships}"]
     if cls.dynamic_properties:
         facts.append("**Dynamic properties:** yes (any other property name; its value is an expression)")
     facts.append(
@@ -62,8 +65,7 @@ def processor_section(type_name: str, cls, origin: str) -> list[str]:
         else "**Kind:** runs when FlowFiles wait in its input"
     )
     facts.append(f"**Class:** {md.code(origin)}")
-    lines = [f"## {type_name}", "", md.text(describe(cls)), "", *(f"- {fact}" for fact in facts), ""]
-    return lines + properties_table(cls.properties)
+    return [*(f"- {fact}" for fact in facts), ""]
 
 
 def kind_of(descriptor) -> str:
@@ -91,16 +93,34 @@ def properties_table(properties) -> list[str]:
     return md.table(("property", "kind", "default", "required", "allowed", "description"), rows) + [""]
 
 
-def processors_page(registry: Mapping[str, type] | None = None) -> str:
-    if registry is None:
-        from flow.loading import standard_registry
+def _standard_registry():
+    from flow.loading import standard_registry
 
-        # The processors custody ships, not the plug-ins of whatever machine builds the
-        # page (those document themselves).
-        registry = standard_registry(entry_points=lambda **_: ())
-    names = sorted(registry)
-    body = [", ".join(f"[{name}](#{md.anchor(name)})" for name in names), ""]
-    for name in names:
-        origin = registry.origin(name) if hasattr(registry, "origin") else registry[name].__module__
-        body += processor_section(name, registry[name], origin)
-    return md.page(TITLE, INTRO, body)
+    # The processors custody ships, not the plug-ins of whatever machine builds the
+    # page (those document themselves).
+    return standard_registry(entry_points=lambda **_: ())
+
+
+def page_of(type_name: str) -> str:
+    """The file of a processor's own page, under the reference directory."""
+    return f"processors/{type_name}.md"
+
+
+def processors_page(registry: Mapping[str, type] | None = None) -> str:
+    """The index: every processor, what it does, a link to its page."""
+    registry = _standard_registry() if registry is None else registry
+    rows = [(f"[{name}]({page_of(name)})", md.text(describe(registry[name]))) for name in sorted(registry)]
+    return md.page(TITLE, INTRO, md.table(("processor", "what it does"), rows))
+
+
+def processor_pages(registry: Mapping[str, type] | None = None) -> dict[str, str]:
+    """A page per processor: what it does, its relationships, its properties."""
+    registry = _standard_registry() if registry is None else registry
+    pages = {}
+    for name in sorted(registry):
+        cls = registry[name]
+        origin = registry.origin(name) if hasattr(registry, "origin") else cls.__module__
+        body = processor_facts(cls, origin) + ["## Properties", ""] + properties_table(cls.properties)
+        body += ["All processors: [Processors](../processors.md)."]
+        pages[page_of(name)] = md.page(name, md.text(describe(cls)), body)
+    return pages

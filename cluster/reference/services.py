@@ -16,17 +16,33 @@ INTRO = (
 )
 
 
+def page_of(type_name: str) -> str:
+    """The file of a service's own page, under the reference directory."""
+    return f"services/{type_name}.md"
+
+
 def services_page() -> str:
+    """The index: every service type, its kind, a link to its page."""
     from flow.records.catalog import RECORD_SERVICE_TYPES
 
-    names = sorted(RECORD_SERVICE_TYPES)
-    body = [", ".join(f"[{name}](#{md.anchor(name)})" for name in names), ""]
-    for name in names:
-        cls = RECORD_SERVICE_TYPES[name]
+    rows = [
+        (f"[{name}]({page_of(name)})", md.text(cls.kind), md.text(describe(cls)))
+        for name, cls in sorted(RECORD_SERVICE_TYPES.items())
+    ]
+    return md.page(TITLE, INTRO, md.table(("service", "kind", "what it does"), rows))
+
+
+def service_pages() -> dict[str, str]:
+    """A page per service type: what it does, its kind, its properties."""
+    from flow.records.catalog import RECORD_SERVICE_TYPES
+
+    pages = {}
+    for name, cls in sorted(RECORD_SERVICE_TYPES.items()):
         facts = [f"**Kind:** {cls.kind}", f"**Class:** {md.code(f'{cls.__module__}.{cls.__qualname__}')}"]
         mime = getattr(cls, "mime_type", None)
         if mime:
             facts.append(f"**mime.type it sets:** {md.code(mime)}")
-        body += [f"## {name}", "", md.text(describe(cls)), "", *(f"- {fact}" for fact in facts), ""]
-        body += properties_table(cls.properties)
-    return md.page(TITLE, INTRO, body)
+        body = [*(f"- {fact}" for fact in facts), "", "## Properties", "", *properties_table(cls.properties)]
+        body += ["All services: [Services](../services.md); how records flow: [Records](../../concepts/records.md)."]
+        pages[page_of(name)] = md.page(name, md.text(describe(cls)), body)
+    return pages

@@ -35,6 +35,8 @@ class UpdateAttribute(Processor):
     )
     dynamic_properties = True
 
+    relationships_note = "and `failure` when `expression_failure` routes there"
+
     @classmethod
     def relationships_for(cls, properties, dynamic):
         return with_failure(cls.relationships, properties)
@@ -72,6 +74,10 @@ class RouteOnAttribute(Processor):
     )
     dynamic_properties = True
     relationships = ("unmatched",)
+    relationships_note = (
+        "with `route_to_property_name`, one per dynamic property; else `matched`; and `failure` when "
+        "`expression_failure` routes there"
+    )
 
     @classmethod
     def relationships_for(cls, properties, dynamic):

@@ -47,6 +47,8 @@ class GenerateFlowFile(Processor):
     relationships = ("success",)
     dynamic_properties = True  # each dynamic property becomes an attribute
 
+    relationships_note = "and `failure` when `expression_failure` routes there"
+
     @classmethod
     def relationships_for(cls, properties, dynamic):
         return with_failure(cls.relationships, properties)

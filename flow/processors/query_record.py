@@ -47,6 +47,7 @@ class QueryRecord(Processor):
         INCLUDE_ZERO_RECORDS_PROPERTY,
     )
     relationships = FIXED_RELATIONSHIPS
+    relationships_note = "and one per query, named after its dynamic property"
     dynamic_properties = True
 
     @classmethod

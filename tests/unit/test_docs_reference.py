@@ -49,11 +49,19 @@ def sections(text: str, level: str) -> dict[str, str]:
 # --- the checked-in pages are the generated ones ----------------------------------------
 
 
+def markdown_files(directory) -> list[str]:
+    """Every page under `directory`, as a path relative to it."""
+    found = []
+    for root, _, files in os.walk(directory):
+        found += [os.path.relpath(os.path.join(root, name), directory) for name in files if name.endswith(".md")]
+    return sorted(found)
+
+
 def test_the_checked_in_reference_is_what_the_code_generates(tmp_path):
     write_pages(str(tmp_path))
-    generated = sorted(os.listdir(tmp_path))
-    assert generated == sorted(PAGES)
-    present = sorted(name for name in os.listdir(REFERENCE) if name.endswith(".md"))
+    generated = markdown_files(tmp_path)
+    assert generated == sorted(render_pages()) and set(PAGES) <= set(generated)
+    present = markdown_files(REFERENCE)
     assert present == generated, (
         f"docs/reference holds {present}, the generator writes {generated}: remove the "
         f"stale pages and run `{REGENERATE}`"
@@ -66,24 +74,33 @@ def test_generating_twice_gives_the_same_pages():
     assert render_pages() == render_pages()
 
 
-def test_write_pages_says_which_pages_it_changed(tmp_path):
-    assert sorted(write_pages(str(tmp_path))) == sorted(PAGES)
+def test_write_pages_says_which_pages_it_changed_and_removes_those_of_types_gone(tmp_path):
+    assert sorted(write_pages(str(tmp_path))) == sorted(render_pages())
     (tmp_path / "cli.md").write_text("stale\n", encoding="utf-8")
-    assert write_pages(str(tmp_path)) == ["cli.md"]
+    (tmp_path / "processors" / "Gone.md").write_text("a processor since removed\n", encoding="utf-8")
+    assert write_pages(str(tmp_path)) == ["cli.md", "processors/Gone.md"]
+    assert not (tmp_path / "processors" / "Gone.md").exists()
     assert write_pages(str(tmp_path)) == []
 
 
 # --- processors ----------------------------------------------------------------------------
 
 
-def missing_processors(page: str, registry) -> list[str]:
-    """Each type of `registry` without its section, each property and relationship
-    missing from its type's section, as `Type` or `Type.name`."""
-    found = sections(page, "##")
+def page_of(name: str) -> str | None:
+    """The checked-in text of docs/reference/`name`, None when there is none."""
+    try:
+        return checked_in(name)
+    except FileNotFoundError:
+        return None
+
+
+def missing_processors(index: str, registry) -> list[str]:
+    """Each type of `registry` without its page (or its line in the `index`), each
+    property and relationship missing from its page, as `Type` or `Type.name`."""
     missing = []
     for type_name in sorted(registry):
-        section = found.get(type_name)
-        if section is None:
+        section = page_of(f"processors/{type_name}.md")
+        if section is None or f"[{type_name}](processors/{type_name}.md)" not in index:
             missing.append(type_name)
             continue
         cls = registry[type_name]
@@ -99,24 +116,24 @@ def test_every_registered_processor_has_its_properties_and_relationships_on_the_
     registry = standard_registry(entry_points=lambda **_: ())  # what custody ships
     assert {cls.type_name for cls in STANDARD_PROCESSORS} <= set(registry)
     missing = missing_processors(checked_in("processors.md"), registry)
-    assert not missing, f"docs/reference/processors.md lacks {missing}: run `{REGENERATE}`"
+    assert not missing, f"docs/reference/processors lacks {missing}: run `{REGENERATE}`"
 
 
 def test_every_record_service_has_its_kind_and_properties_on_the_page():
     from flow.records.catalog import RECORD_SERVICE_TYPES
 
-    page = checked_in("services.md")
+    index = checked_in("services.md")
     missing = []
     for type_name, cls in RECORD_SERVICE_TYPES.items():
-        section = page.partition(f"## {type_name}\n")[2].partition("\n## ")[0]
-        if not section:
+        section = page_of(f"services/{type_name}.md")
+        if section is None or f"[{type_name}](services/{type_name}.md)" not in index:
             missing.append(type_name)
             continue
         names = [descriptor.name for descriptor in cls.properties]
         missing += [f"{type_name}.{name}" for name in names if f"`{name}`" not in section]
         if f"**Kind:** {cls.kind}" not in section:
             missing.append(f"{type_name} (its kind)")
-    assert not missing, f"docs/reference/services.md lacks {missing}: run `{REGENERATE}`"
+    assert not missing, f"docs/reference/services lacks {missing}: run `{REGENERATE}`"
 
 
 def test_a_processor_added_without_regenerating_is_reported():

@@ -63,7 +63,8 @@ class ConsumeKafka(Processor):
     type_name = "ConsumeKafka"
     description = (
         "Consumes records from Kafka topics, each exactly once: the positions read are committed in the WAL "
-        "with the FlowFiles."
+        "with the FlowFiles. With a record reader and writer (record mode), a partition's messages become one "
+        "FlowFile of records, and a message the reader cannot read goes to parse.failure."
     )
     is_source = True
     properties = CONNECTION_PROPERTIES + (
@@ -126,6 +127,8 @@ class ConsumeKafka(Processor):
         self._present: set[str] | None = None  # the topics that exist, as last looked up
         self._refreshed = self._owned_at = float("-inf")
         self._uri = ""
+
+    relationships_note = "and `parse.failure` in record mode (`record_reader` set)"
 
     @classmethod
     def relationships_for(cls, properties, dynamic):

@@ -111,7 +111,8 @@ class PublishKafka(Processor):
     type_name = "PublishKafka"
     description = (
         "Sends each FlowFile's content as one Kafka record, exactly once: one Kafka transaction a batch, with a "
-        "progress record naming its FlowFiles, committed before the session."
+        "progress record naming its FlowFiles, committed before the session. With a record reader and writer "
+        "(record mode), each record of a FlowFile is one message."
     )
     properties = CONNECTION_PROPERTIES + (
         PropertyDescriptor("topic", "expression", required=True, description="the topic of each FlowFile's record"),
