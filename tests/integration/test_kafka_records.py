@@ -83,3 +83,8 @@ def test_kafka_records_are_exactly_once_through_sigkills(kafka_broker, tmp_path)
         assert record["text"] == f"\u00e9t\u00e9 {record['n']}"
     unreadable = check_delivery(bad, ids_in_directory(str(failed), lambda data: data.decode()))
     assert (len(unreadable.lost), unreadable.duplicated, unreadable.unexpected) == (0, {}, []), f"seed {seed}"
+    every = read_records(kafka_broker, output, "read_uncommitted")
+    print(
+        f"seed {seed}: {KILLS} kills, {len(records)} records read_committed, {len(every) - len(records)} aborted "
+        f"in the log; {len(bad)} unreadable messages delivered once"
+    )
