@@ -17,7 +17,12 @@ Also in each round: `custody_at_least_once` (PublishKafka's idempotent producer,
 transactions), and `custody_demarcated`: exactly once, with ConsumeKafka joining the
 records of a partition read in one task into one FlowFile and PublishKafka splitting
 it again (`message_demarcator`, as a NiFi flow that moves small records does), so one
-FlowFile carries a batch instead of a record. `ratio_vs_transactional_loop` = median custody records/s over the median
+FlowFile carries a batch instead of a record; and `custody_records`: exactly once in
+record mode, from a second input topic of as many JSON records of about the same size
+(`{"id": n, "pad": "x..."}`): ConsumeKafka reads each message with JsonTreeReader and
+writes a partition's batch as one FlowFile of JSON lines, PublishKafka reads them back
+and sends each record as a message keyed by its id (the anchor moves its raw records
+without parsing them). `ratio_vs_transactional_loop` = median custody records/s over the median
 of the anchor (the goal is at least 0.5); `round_ratios` are each round's ratio.
 
 The broker is the harness's (`cluster.services.kafka`), started for the run in a
@@ -63,14 +68,18 @@ def run(args) -> dict:
             broker = KafkaBroker(root / "services")
             broker.start()
             servers = broker.bootstrap_servers
-        source = _new_topic(servers, args.partitions)
+        source, json_source = _new_topic(servers, args.partitions), _new_topic(servers, args.partitions)
         _fill(servers, source, records)
+        _fill(servers, json_source, records, json_records=True)
         sides = {
             "anchor": lambda out: _anchor(servers, source, out, records, args.batch),
             "custody": lambda out: _custody(servers, source, out, records, args, root, "exactly_once"),
             "custody_at_least_once": lambda out: _custody(servers, source, out, records, args, root, "at_least_once"),
             "custody_demarcated": lambda out: _custody(
                 servers, source, out, records, args, root, "exactly_once", demarcator="\\n"
+            ),
+            "custody_records": lambda out: _custody(
+                servers, json_source, out, records, args, root, "exactly_once", record_mode=True
             ),
         }
         seconds: dict[str, list[float]] = {name: [] for name in sides}
@@ -92,6 +101,8 @@ def run(args) -> dict:
             "at_least_once_records_per_sec": round(statistics.median(rates["custody_at_least_once"]), 1),
             "demarcated_records_per_sec": round(statistics.median(rates["custody_demarcated"]), 1),
             "ratio_demarcated_vs_transactional_loop": round(statistics.median(rates["custody_demarcated"]) / anchor, 3),
+            "record_mode_records_per_sec": round(statistics.median(rates["custody_records"]), 1),
+            "ratio_record_mode_vs_transactional_loop": round(statistics.median(rates["custody_records"]) / anchor, 3),
             "round_ratios": [round(c / a, 3) for c, a in zip(rates["custody"], rates["anchor"], strict=True)],
             "seconds": {name: [round(s, 2) for s in times] for name, times in seconds.items()},
         }
@@ -111,13 +122,15 @@ def _new_topic(servers: str, partitions: int) -> str:
     return topic
 
 
-def _fill(servers: str, topic: str, records: int) -> None:
+def _fill(servers: str, topic: str, records: int, json_records: bool = False) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": servers, "linger.ms": 20, "batch.size": 1 << 20})
     for n in range(records):
         key = b"%010d" % n
         value = key + b"x" * (RECORD_BYTES - len(key))
+        if json_records:  # as many bytes: {"id":"0000000001","pad":"xx..."}
+            value = b'{"id":"%s","pad":"%s"}' % (key, b"x" * (RECORD_BYTES - len(key) - 20))
         while True:
             try:
                 producer.produce(topic, value, key=key)
@@ -206,7 +219,15 @@ def _anchor(servers: str, source: str, out: str, records: int, batch: int) -> fl
 
 
 def _custody(
-    servers: str, source: str, out: str, records: int, args, root: Path, guarantee: str, demarcator: str | None = None
+    servers: str,
+    source: str,
+    out: str,
+    records: int,
+    args,
+    root: Path,
+    guarantee: str,
+    demarcator: str | None = None,
+    record_mode: bool = False,
 ) -> float:
     from cluster.node.standalone import NodeSettings, StandaloneNode
     from flow.loading import parse_flow
@@ -214,6 +235,14 @@ def _custody(
     definition = parse_flow(
         {
             "name": "bench-kafka",
+            "services": [
+                {"id": "json", "type": "JsonTreeReader"},
+                {
+                    "id": "lines",
+                    "type": "JsonRecordSetWriter",
+                    "properties": {"output_grouping": "one-line-per-object"},
+                },
+            ],
             "processors": [
                 {
                     "id": "consume",
@@ -224,7 +253,9 @@ def _custody(
                         "auto_offset_reset": "earliest",
                         "max_poll_records": args.batch,
                         **({"message_demarcator": demarcator} if demarcator else {}),
+                        **({"record_reader": "json", "record_writer": "lines"} if record_mode else {}),
                     },
+                    "auto_terminate": ["parse.failure"] if record_mode else [],  # none: the input is all JSON
                 },
                 {"id": "stamp", "type": "UpdateAttribute", "properties": {HEADER[0]: HEADER[1].decode()}},
                 {
@@ -233,18 +264,23 @@ def _custody(
                     "properties": {
                         "bootstrap_servers": servers,
                         "topic": out,
-                        "key": "${kafka.key}",
+                        **({} if record_mode else {"key": "${kafka.key}"}),
                         "attributes_as_headers": HEADER[0],
                         "delivery_guarantee": guarantee,
                         "batch_size": args.batch,
                         "transactional_id_prefix": f"bench-{out}",
                         **({"message_demarcator": demarcator} if demarcator else {}),
+                        **(
+                            {"record_reader": "json", "record_writer": "lines", "message_key_field": "id"}
+                            if record_mode
+                            else {}
+                        ),
                     },
                     "auto_terminate": ["success"],
                 },
             ],
             "connections": [
-                {"source": "consume", "destination": "stamp"},
+                {"source": "consume", "relationships": ["success"], "destination": "stamp"},
                 {"source": "stamp", "destination": "publish"},
                 {"source": "publish", "relationships": ["failure"], "destination": "publish"},
             ],

@@ -27,6 +27,7 @@ from cluster.services.process import wait_until
 from .test_records_http_flow import BATCHES, FLOW, _batches, _keys, _post, _send_unanswered
 
 KILLS = 12 if os.environ.get("CUSTODY_LONG") == "1" else 3
+assert BATCHES >= 7 * KILLS + 1, "each life acknowledges up to 6 batches and leaves one in flight"
 CLUSTER_FLOW = FLOW.replace("#{data_dir}", "#{out}").replace("properties: {port: 0}", 'properties: {port: "#{port}"}')
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 60 * KILLS)]
 

@@ -31,8 +31,10 @@ from cluster.drills.checker import check_delivery
 
 from .custody_run import start_custody_run, stop, wait_running, wait_until
 
-BATCHES, PER_BATCH = 40, 300
 KILLS = int(os.environ.get("CUSTODY_RECORDS_KILLS", "30" if os.environ.get("CUSTODY_LONG") == "1" else "4"))
+# Each life acknowledges at most 6 batches and leaves one in flight: enough batches that
+# every life (here, or in the cluster's test with its own kills) has one to leave.
+BATCHES, PER_BATCH = max(40, 7 * KILLS + 1), 300
 SCHEMA = json.dumps(
     {
         "type": "record",
