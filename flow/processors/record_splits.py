@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
-from ..records.errors import SchemaChanged
+from ..records.errors import RecordError, SchemaChanged
+from ..records.readers import plain_text
 from ..records.record_path import RecordPathError, column_of, compile_path
-from ..records.rewrite import MIME_TYPE, RECORD_COUNT
+from ..records.rewrite import MIME_TYPE, RECORD_COUNT, mixed_schema, schema_of_all
 from .records import READER_PROPERTY, WRITER_PROPERTY, each_flowfile
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ class _RecordFork(Processor):
     def _fork(self, context: ProcessContext, session: ProcessSession, flowfile: FlowFile) -> list:
         reader, writer = context["record_reader"], context["record_writer"]
         schema = reader.given_schema(flowfile)
+        complete = schema is not None  # given, or inferred over every record
         while True:
             fork = _Children(session, flowfile, writer)
             try:
@@ -70,7 +72,14 @@ class _RecordFork(Processor):
                         self._take(context, fork, batch)
             except SchemaChanged:
                 fork.discard()
-                schema = reader.infer_schema(lambda: session.read(flowfile))
+                schema, complete = schema_of_all(session, flowfile, reader), True
+                continue
+            except RecordError as error:
+                fork.discard()
+                if complete:
+                    raise
+                # Values of several types in a field (read as text), or a malformed record.
+                schema, complete = mixed_schema(session, flowfile, reader, error), True
                 continue
             except BaseException:
                 fork.discard()
@@ -117,6 +126,7 @@ class _Children:
 
     def write(self, key: object, batch: pa.RecordBatch, attributes: dict[str, str] | None = None) -> None:
         """Append `batch` to the child of `key` (begun now if new)."""
+        batch = self.writer.fit(batch)  # a field of mixed values as the writer takes it
         child = self._open.get(key)
         if child is None:
             flowfile = self.session.create(self.parent)
@@ -195,7 +205,8 @@ class PartitionRecord(_RecordFork):
 
     def _take(self, context: ProcessContext, fork: _Children, batch: pa.RecordBatch) -> None:
         names = list(context.dynamic)
-        columns = [column_of(batch, compile_path(context.dynamic[name].evaluate())).to_pylist() for name in names]
+        plain = plain_text(batch)  # a value of a field of mixed types by its text, not its JSON
+        columns = [column_of(plain, compile_path(context.dynamic[name].evaluate())).to_pylist() for name in names]
         groups: dict[tuple, list[int]] = {}
         for row, key in enumerate(zip(*columns, strict=True)):
             groups.setdefault(tuple(_hashable(value) for value in key), []).append(row)

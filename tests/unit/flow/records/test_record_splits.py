@@ -104,3 +104,21 @@ def test_a_record_path_that_cannot_be_read_is_refused(path, message):
     }
     with pytest.raises(FlowDefinitionError, match=f"processor 'part': property 'key': .*{message}"):
         parse_flow(document)
+
+
+MIXED_ROWS = [{"id": 1, "code": 7}, {"id": 2, "code": "seven"}, {"id": 3, "code": 7}, {"id": 4, "code": {"n": 7}}]
+MIXED = b"".join(json.dumps(row).encode() + b"\n" for row in MIXED_ROWS)
+
+
+def test_a_field_whose_values_differ_in_type_splits_and_partitions_by_each_value_s_text():
+    """NiFi infers a CHOICE: the JSON writer writes each value as it was; a partition's
+    attribute is the value's text (a string as itself)."""
+    out = split([({}, MIXED)], 3)
+    assert [row for _, data in out["splits"] for row in records(data)] == MIXED_ROWS
+    out = partition([({}, MIXED)], code="/code")
+    assert [(a["code"], records(data)) for a, data in out["success"]] == [
+        ("7", [MIXED_ROWS[0], MIXED_ROWS[2]]),
+        ("seven", [MIXED_ROWS[1]]),
+        ('{"n":7}', [MIXED_ROWS[3]]),
+    ]
+    assert out["failure"] == []
