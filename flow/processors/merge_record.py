@@ -14,7 +14,9 @@ WAL, until the session that merges its bin commits; a bin not ready yet is put b
 (a rollback, which writes nothing) and its age is kept in memory only, so after a
 restart a bin's age starts again. A FlowFile's record count is its `record.count`
 attribute when it has one, and its schema that of its first records, read once and
-remembered while it waits.
+remembered while it waits. A FlowFile whose later records widen that schema (found
+when it is read whole, to count it or to merge it) is binned again by the schema of
+all its records: taken out of the bin being merged, it waits for the next.
 
 Records that cannot be read send that FlowFile to `failure` whole with `record.error.*`
 (the bin is merged without it); a content that cannot be read sets it aside.
@@ -29,8 +31,8 @@ import pyarrow as pa
 
 from ..errors import UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
-from ..records.errors import RecordError
-from ..records.rewrite import MIME_TYPE, RECORD_COUNT
+from ..records.errors import RecordError, SchemaChanged
+from ..records.rewrite import MIME_TYPE, RECORD_COUNT, mixed_schema, schema_of_all
 from .content_failures import ContentFailures
 from .records import READER_PROPERTY, WRITER_PROPERTY
 
@@ -71,6 +73,9 @@ class MergeRecord(Processor):
         super().__init__(processor_id)
         self._bin_since: dict[tuple, float] = {}  # bin -> when it was first seen short
         self._known: dict[str, tuple[str, int]] = {}  # FlowFile id -> (schema, records)
+        # FlowFile id -> the schema to read it with, when its first records were not
+        # enough to infer it (a field widened further on, values of several types).
+        self._schemas: dict[str, pa.Schema] = {}
         self.clock = time.monotonic
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
@@ -85,12 +90,12 @@ class MergeRecord(Processor):
             try:
                 schema, records = self._describe(context, session, flowfile)
             except RecordError as error:
-                self._known.pop(flowfile.id, None)
+                self._forget(flowfile.id)
                 session.transfer(session.put_all_attributes(flowfile, error.attributes()), "failure")
                 changed = True
                 continue
             except UnreadableContent as error:
-                self._known.pop(flowfile.id, None)
+                self._forget(flowfile.id)
                 unreadable.set_aside(flowfile, error)
                 changed = True
                 continue
@@ -99,6 +104,7 @@ class MergeRecord(Processor):
         if len(batch) < POLL:  # the whole queue was seen: forget what it no longer holds
             present = {flowfile.id for flowfile in batch}
             self._known = {key: value for key, value in self._known.items() if key in present}
+            self._schemas = {key: value for key, value in self._schemas.items() if key in present}
             self._bin_since = {key: since for key, since in self._bin_since.items() if key in bins}
         for key, members in bins.items():
             taken, left = self._take(context, members, key)
@@ -120,19 +126,37 @@ class MergeRecord(Processor):
         if known is not None:
             return known
         reader = context["record_reader"]
-        schema = reader.given_schema(flowfile)
+        schema = self._schema_of(reader, flowfile)
         counted = flowfile.attributes.get(RECORD_COUNT, "")
         records = int(counted) if counted.isdigit() else None
         first = None
         count = 0
-        for batch in reader.batches(lambda: session.read(flowfile), schema):
-            first = first or batch.schema
-            count += batch.num_rows
-            if records is not None:
-                break  # its count is known: the first records give its schema
+        try:
+            for batch in reader.batches(lambda: session.read(flowfile), schema):
+                first = first or batch.schema
+                count += batch.num_rows
+                if records is not None:
+                    break  # its count is known: the first records give its schema
+        except SchemaChanged:
+            self._schemas[flowfile.id] = schema_of_all(session, flowfile, reader)
+            return self._describe(context, session, flowfile)
+        except RecordError as error:
+            if schema is not None:
+                raise
+            self._schemas[flowfile.id] = mixed_schema(session, flowfile, reader, error)
+            return self._describe(context, session, flowfile)
         described = (first.to_string() if first is not None else _NO_RECORDS, records if records is not None else count)
         self._known[flowfile.id] = described
         return described
+
+    def _schema_of(self, reader, flowfile: FlowFile) -> pa.Schema | None:
+        """The schema `flowfile` is read with: the one found over all its records when
+        its first ones were not enough, else the reader's given one (None: inferred)."""
+        return self._schemas.get(flowfile.id) or reader.given_schema(flowfile)
+
+    def _forget(self, flowfile_id: str) -> None:
+        self._known.pop(flowfile_id, None)
+        self._schemas.pop(flowfile_id, None)
 
     def _take(self, context: ProcessContext, members: list, key: tuple) -> tuple[list, list]:
         """The members of a bin to merge now (none when it is not ready), and the rest."""
@@ -167,20 +191,36 @@ class MergeRecord(Processor):
                     opened, schema = None, None
                     for member in flowfiles:
                         try:
-                            for batch in reader.batches(lambda m=member: session.read(m), reader.given_schema(member)):
+                            read_with = self._schema_of(reader, member)
+                            for batch in reader.batches(lambda m=member: session.read(m), read_with):
+                                batch = writer.fit(batch)  # a field of mixed values as the writer takes it
                                 if opened is None or schema is None:
                                     opened, schema = writer.open(out, batch.schema), batch.schema
                                 opened.write(batch if batch.schema == schema else batch.cast(schema))
                                 records += batch.num_rows
+                        except SchemaChanged:
+                            # Its first records gave its bin; the rest widen it: binned
+                            # again, next time, by the schema of all of them.
+                            try:
+                                self._schemas[member.id] = schema_of_all(session, member, reader)
+                            except (RecordError, UnreadableContent) as error:
+                                raise _MemberFailed(member, error) from None
+                            raise _MemberWidened(member) from None
                         except (RecordError, UnreadableContent, pa.ArrowInvalid) as error:
                             raise _MemberFailed(member, error) from None
                     if opened is None:
                         opened = writer.open(out, pa.schema([]))
                     opened.close()
+            except _MemberWidened as widened:
+                session.remove(merged)
+                flowfiles = [flowfile for flowfile in flowfiles if flowfile.id != widened.member.id]
+                self._known.pop(widened.member.id, None)
+                session.transfer(widened.member)  # back to its queue, for its own bin
+                continue
             except _MemberFailed as failed:
                 session.remove(merged)
                 flowfiles = [flowfile for flowfile in flowfiles if flowfile.id != failed.member.id]
-                self._known.pop(failed.member.id, None)
+                self._forget(failed.member.id)
                 if isinstance(failed.error, UnreadableContent):
                     unreadable.set_aside(failed.member, failed.error)
                 else:
@@ -193,9 +233,15 @@ class MergeRecord(Processor):
                 attributes[context["correlation_attribute"]] = correlation_value
             session.transfer(session.put_all_attributes(out.flowfile, attributes), "merged")
             for flowfile in flowfiles:
-                self._known.pop(flowfile.id, None)
+                self._forget(flowfile.id)
                 session.transfer(flowfile, "original")
             return
+
+
+class _MemberWidened(Exception):
+    def __init__(self, member):
+        super().__init__(member.id)
+        self.member = member
 
 
 class _MemberFailed(Exception):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.unit.flow.test_unreadable_content import CORRUPTED, Bench
 
 SERVICES = (
@@ -79,3 +81,39 @@ def test_a_member_that_cannot_be_read_goes_to_failure_and_the_bin_merges_without
     assert set(failed) == {"1", "2"}
     assert "record.error.message" in failed["1"] and failed["2"]["content.error"].startswith("ContentCorrupted")
     assert merged_ids(merge.drain("merged")) == [[1, 3]]
+
+
+@pytest.mark.parametrize("counted", [False, True])
+def test_a_member_whose_later_records_widen_its_schema_is_binned_by_all_of_them(monkeypatch, counted):
+    """Its first records would put it in the integers' bin; read whole, it holds a float.
+    Uncounted, it is read whole before binning; with `record.count` only its first
+    records are, so the merge finds it out, puts it back, and it is merged next time in
+    a bin of its own schema."""
+    monkeypatch.setattr("flow.records.json_format.BLOCK_SIZE", 64)
+    monkeypatch.setattr("flow.records.json_format._READ_SIZE", 16)
+    merge = bench(min_records=1, max_records=100)
+    widening = lines(1, 2, 3, 4, 5, 6) + b'{"id": 6.5}\n'
+    merge.add(lines(7), **({"record.count": "1"} if counted else {}))
+    merge.add(widening, **({"record.count": "7"} if counted else {}))
+    merge.run_once()
+    first = merged_ids(merge.drain("merged"))
+    if counted:  # found out while merging: put back, the bin merged without it
+        assert first == [[7]] and merge.incoming.count == 1
+    merge.run_once()
+    merged = first + merged_ids(merge.drain("merged"))
+    assert sorted(merged) == [[1, 2, 3, 4, 5, 6, 6.5], [7]]
+    assert merge.drain("failure") == [] and merge.incoming.count == 0
+
+
+def test_a_member_whose_field_holds_values_of_several_types_is_merged_as_each_was():
+    merge = bench(min_records=2)
+    merge.add(b'{"id": 1, "code": 7}\n{"id": 2, "code": "seven"}\n', b'{"id": 3, "code": 7}\n{"id": 4, "code": "x"}\n')
+    merge.run_once()
+    [(attributes, data, _)] = merge.drain("merged")
+    assert records(data) == [
+        {"id": 1, "code": 7},
+        {"id": 2, "code": "seven"},
+        {"id": 3, "code": 7},
+        {"id": 4, "code": "x"},
+    ]
+    assert attributes["record.count"] == "4" and merge.drain("failure") == []
