@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 
 import pytest
 
@@ -24,15 +23,13 @@ from cluster.drills.checker import check_delivery, ids_in_directory
 from cluster.drills.flow_cluster import PROJECT_ROOT
 from cluster.services.process import wait_until
 
+from .cluster_inbox import kill_while_taking
+
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 COUNT = 15_000 if LONG else 1_500
 KILLS = 10 if LONG else 4
 FLOW = os.path.join(PROJECT_ROOT, "examples", "files-drill.yaml")
 pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.mark.timeout(300 + 60 * KILLS)]
-
-
-def waiting(inbox) -> int:
-    return sum(1 for name in os.listdir(inbox) if not name.startswith("."))
 
 
 def test_getfile_takes_every_file_exactly_once_across_incarnations(flow_cluster, tmp_path):
@@ -45,22 +42,7 @@ def test_getfile_takes_every_file_exactly_once_across_incarnations(flow_cluster,
     expected = [f"file-{i}" for i in range(COUNT)]
     for i, identifier in enumerate(expected):
         (inbox / f"{i:06d}").write_text(identifier)
-    cluster.start("n2", flow=FLOW, parameters={"inbox": str(other)}).wait("joined", timeout=90)
-    node = cluster.start("n1", flow=FLOW, parameters={"inbox": str(inbox)})
-    for kill in range(KILLS):
-        node.wait("joined", timeout=90)
-        left = waiting(inbox)
-        # Somewhere in the middle of moving a batch: a few files taken since the start.
-        wait_until(
-            lambda: waiting(inbox) <= left - rng.randint(1, 400) or waiting(inbox) == 0,  # noqa: B023
-            120,
-            f"n1 to take files (kill {kill + 1}, seed {seed})",
-        )
-        node.signal(signal.SIGKILL)
-        cluster.nodes["n1"].close()
-        node = cluster.start("n1")
-    node.wait("joined", timeout=90)
-    wait_until(lambda: waiting(inbox) == 0, 300, f"every file to be taken (seed {seed})")
+    node = kill_while_taking(cluster, FLOW, inbox, other, KILLS, 400, rng, seed)
 
     def delivered() -> list[str]:
         return ids_in_directory(cluster.sink)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 
 import pytest
 
@@ -20,6 +19,8 @@ from cluster.drills.checker import check_delivery
 from cluster.drills.flow_cluster import PROJECT_ROOT
 from cluster.node.events import NodeEvent
 from cluster.services.process import wait_until
+
+from .cluster_inbox import kill_while_taking
 
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 FILES, ROWS = (1_200, 100) if LONG else (120, 100)
@@ -38,10 +39,6 @@ def _write_inputs(inbox) -> list[str]:
         (inbox / f".{number}.tmp").write_text("\n".join(lines) + "\n")
         (inbox / f".{number}.tmp").rename(inbox / f"{number:05d}.csv")
     return keys
-
-
-def _waiting(inbox) -> int:
-    return sum(1 for name in os.listdir(inbox) if not name.startswith("."))
 
 
 def _keys_written(sink) -> list[str]:
@@ -64,23 +61,7 @@ def test_csv_to_avro_in_a_cluster_keeps_every_record_exactly_once_across_sigkill
     inbox.mkdir()
     other.mkdir()
     keys = _write_inputs(inbox)
-    cluster.start("n2", flow=FLOW, parameters={"inbox": str(other)}).wait("joined", timeout=90)
-    node = cluster.start("n1", flow=FLOW, parameters={"inbox": str(inbox)})
-    for kill in range(KILLS):
-        node.wait("joined", timeout=90)
-        left = _waiting(inbox)
-        # While it converts: some files taken since this incarnation began.
-        wait_until(
-            lambda: _waiting(inbox) <= left - rng.randint(1, 15) or _waiting(inbox) == 0,  # noqa: B023
-            120,
-            f"n1 to take files (kill {kill + 1}, seed {seed})",
-            interval=0.01,
-        )
-        node.signal(signal.SIGKILL)
-        cluster.nodes["n1"].close()
-        node = cluster.start("n1")
-    node.wait("joined", timeout=90)
-    wait_until(lambda: _waiting(inbox) == 0, 300, f"every file to be taken (seed {seed})")
+    kill_while_taking(cluster, FLOW, inbox, other, KILLS, 15, rng, seed)
     wait_until(lambda: len(_keys_written(cluster.sink)) >= len(keys), 300, f"every record written (seed {seed})")
     cluster.wait_settled(timeout=180)
     report = check_delivery(keys, _keys_written(cluster.sink))

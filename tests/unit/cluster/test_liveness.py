@@ -170,9 +170,15 @@ def test_a_reset_connection_of_a_live_peer_is_made_again_and_proves_nothing():
     """The listener's side of the watch's connection alone is closed (as a middlebox's
     reset would): the probe finds the same incarnation, and the watch goes on."""
     with _listener("n1-3") as listener, _watching({"n1-3": listener.address}) as (watch, gone):
-        accepted = [key.fileobj for key in listener._selector.get_map().values() if key.fileobj is not listener._socket]
-        assert len(accepted) == 1
-        first = accepted[0]
+
+        def accepted() -> list:
+            held = list(listener._selector.get_map().values())
+            return [key.fileobj for key in held if key.fileobj is not listener._socket]
+
+        # The listener greets a connection before it registers it: the watch may have read
+        # the greeting (and count as connected) a moment before the listener holds it.
+        wait_until(lambda: len(accepted()) == 1, 10, "the listener to hold the watch's connection")
+        first = accepted()[0]
         first.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
         wait_until(
             lambda: any(
