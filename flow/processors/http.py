@@ -66,6 +66,12 @@ served meanwhile. After its answer a connection is half-closed and what the clie
 still sends is read and dropped for up to a second (a close with unread data would
 reset the connection, and the client could lose the answer).
 
+A body of `Content-Type: application/flowfile-v3` (NiFi's FlowFile Stream v3,
+`flow.flowfile_v3`) is read whole when it arrives: a FlowFile per package, with the
+attributes it carried (not its sender's `uuid`, nor anything in `http.`), all in the
+request's one commit and answer; a damaged or empty stream is answered 400, nothing
+of it kept.
+
 Attributes: `http.remote.host` (the client's address) and, with a key,
 `http.idempotency.key`; then the request headers whose names fully match
 `header_attributes` (case-insensitive): `X-Attr-<name>` gives the attribute <name> (in
@@ -362,10 +368,21 @@ class ListenHTTP(HandsOverIntake, Processor):
         attributes["http.remote.host"] = request.client
         if request.key is not None:
             attributes["http.idempotency.key"] = request.key
-        flowfile = session.create(attributes=attributes)
-        flowfile = session.write_bytes(flowfile, request.body)
-        session.receive(flowfile, f"{self._scheme}://{context['host']}:{self.port}/{context['base_path']}")
-        session.transfer(flowfile, "success")
+        uri = f"{self._scheme}://{context['host']}:{self.port}/{context['base_path']}"
+        if request.packaged is None:
+            flowfiles, contents = [session.create(attributes=attributes)], [request.body]
+        else:
+            # A FlowFile Stream v3: a FlowFile per package, with the attributes it carried
+            # (not its sender's uuid, nor the stream's own mime.type).
+            attributes.pop("mime.type", None)
+            flowfiles = [
+                session.create(attributes={**attributes, **_carried(package.attributes)})
+                for package in request.packaged
+            ]
+            contents = [package.content for package in request.packaged]
+        for flowfile in session.write_bytes_many(flowfiles, contents):
+            session.receive(flowfile, uri)
+            session.transfer(flowfile, "success")
 
     def on_stopped(self, context: ProcessContext) -> None:
         if self._server is not None:
@@ -379,3 +396,9 @@ class ListenHTTP(HandsOverIntake, Processor):
 def _names(text: str) -> list[str]:
     """The names of a comma-separated list, in lower case (attribute names are)."""
     return [name.strip().lower() for name in text.split(",") if name.strip()]
+
+
+def _carried(attributes: dict[str, str]) -> dict[str, str]:
+    """The attributes a packaged FlowFile brings, but its sender's `uuid` (a FlowFile
+    received here is a new one, as in NiFi) and this processor's `http.` namespace."""
+    return {name: value for name, value in attributes.items() if name != "uuid" and not name.startswith("http.")}

@@ -13,7 +13,7 @@ FULL, IN_FLIGHT, REUSED = 503, 409, 422
 
 
 class _Pending:
-    __slots__ = ("body", "attributes", "client", "key", "fingerprint", "done", "status", "state")
+    __slots__ = ("body", "attributes", "client", "key", "fingerprint", "done", "status", "state", "packaged")
 
     def __init__(
         self, body: bytes, attributes: dict, client: str, key: str | None = None, fingerprint: str | None = None
@@ -23,6 +23,9 @@ class _Pending:
         self.done = threading.Event()
         self.status: int | None = None  # once answered, None: the outcome is unknown, close unanswered
         self.state = WAITING
+        # The FlowFiles of a FlowFile Stream v3 body (`flow.flowfile_v3`), read whole when
+        # the request came; None for a plain body (one FlowFile).
+        self.packaged: list | None = None
 
 
 class _Intake:

@@ -35,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from repositories.log_limits import LimitedLog
 
+from .. import flowfile_v3
 from ..errors import FlowError
 from .http_deadlines import PacedReader, RequestDeadlines, RequestTimeout
 from .http_pending import IN_FLIGHT, REUSED, _Intake, _Pending
@@ -110,7 +111,15 @@ class _Endpoint:
                 ", ".join(sorted(set(refused)))[:200],
             )
         fingerprint = intake_format.payload_fingerprint(body, attributes) if key else None
-        return _Pending(body, attributes, handler.client_address[0], key or None, fingerprint)
+        pending = _Pending(body, attributes, handler.client_address[0], key or None, fingerprint)
+        if _media_type(handler.headers.get("Content-Type", "")) == flowfile_v3.MIME_TYPE:
+            try:  # all or nothing: a damaged stream is refused before anything of it is kept
+                pending.packaged = list(flowfile_v3.read_stream(io.BytesIO(body), max_content=self.limit))
+            except flowfile_v3.FlowFileStreamError as error:
+                raise Refusal(400, f"a damaged {flowfile_v3.MIME_TYPE} body, nothing of it kept: {error}") from None
+            if not pending.packaged:
+                raise Refusal(400, f"an empty {flowfile_v3.MIME_TYPE} body: it holds no FlowFile")
+        return pending
 
     def deliver(self, request: _Pending) -> int | None:
         refused = self.intake.offer(request)
@@ -497,3 +506,8 @@ def _tls_context(processor_id: str, cert: str, key: str) -> ssl.SSLContext:
             "give PEM files of a certificate and its private key"
         ) from None
     return context
+
+
+def _media_type(content_type: str) -> str:
+    """The media type of a Content-Type header, without its parameters, in lower case."""
+    return content_type.split(";", 1)[0].strip().lower()
