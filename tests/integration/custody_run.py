@@ -1,5 +1,6 @@
 """`custody run` as a user starts it, for tests that kill it: the process, and a wait
-for its "node running" line."""
+for its "node running" line. (To wait for what the node writes:
+`cluster.services.process.wait_until`.)"""
 
 from __future__ import annotations
 
@@ -48,13 +49,3 @@ def stop(process: subprocess.Popen, signal_number: int) -> None:
     process.wait(60)
     if process.stdout is not None:
         process.stdout.close()
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    """Return once `condition()` holds; AssertionError naming `what` if it still does
-    not after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.05)  # a poll of the files the node writes: nothing to wait on but them

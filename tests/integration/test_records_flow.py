@@ -23,8 +23,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.drills.checker import check_delivery
+from cluster.services.process import wait_until
 
-from .custody_run import start_custody_run, stop, wait_running, wait_until
+from .custody_run import start_custody_run, stop, wait_running
 
 FILES, ROWS = 40, 2500
 KILLS = int(os.environ.get("CUSTODY_RECORDS_KILLS", "40" if os.environ.get("CUSTODY_LONG") == "1" else "5"))

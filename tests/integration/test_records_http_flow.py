@@ -28,8 +28,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster.drills.checker import check_delivery
+from cluster.services.process import wait_until
 
-from .custody_run import start_custody_run, stop, wait_running, wait_until
+from .custody_run import start_custody_run, stop, wait_running
 
 KILLS = int(os.environ.get("CUSTODY_RECORDS_KILLS", "30" if os.environ.get("CUSTODY_LONG") == "1" else "4"))
 # Each life acknowledges at most 6 batches and leaves one in flight: enough batches that

@@ -12,7 +12,9 @@ import time
 
 import pyarrow.parquet as pq
 
-from .custody_run import ROOT, start_custody_run, stop, wait_running, wait_until
+from cluster.services.process import wait_until
+
+from .custody_run import ROOT, start_custody_run, stop, wait_running
 
 PAGE = ROOT / "docs" / "records-tutorial.md"
 FLOW = ROOT / "examples" / "records-tutorial.yaml"
