@@ -15,6 +15,7 @@ from .compress import CompressContent
 from .files import FetchFile, GetFile, ListFile, PutFile
 from .generate import GenerateFlowFile
 from .http import ListenHTTP
+from .http_client import InvokeHTTP
 from .json_path import EvaluateJsonPath
 from .kafka import ConsumeKafka, PublishKafka
 from .merge import MergeContent
@@ -26,6 +27,7 @@ from .records import ConvertRecord
 from .spark import ExecuteSparkSQL, SparkTransform
 from .stateless import ExecuteStateless
 from .text import ReplaceText, SplitText
+from .unpack import UnpackContent
 from .update_record import RemoveRecordField, UpdateRecord
 from .validate_record import ValidateRecord
 
@@ -40,6 +42,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     RouteOnAttribute,
     SplitText,
     MergeContent,
+    UnpackContent,
     ReplaceText,
     CompressContent,
     EvaluateJsonPath,
@@ -58,6 +61,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     SparkTransform,
     PutParquet,
     PublishKafka,
+    InvokeHTTP,
 )
 
 # The standard processors by type name, read-only: a registry to extend is built, not patched.
