@@ -632,6 +632,12 @@ class ProcessSession:
             raise UnknownRelationship(self.component_id, relationship, set(self._outgoing) | self._auto_terminated)
         entry.relationship = relationship
 
+    def drops(self, relationship: str) -> bool:
+        """True when what is sent to `relationship` is dropped (auto-terminated, connected
+        nowhere): a processor need not make what no one receives (NiFi's
+        `isAutoTerminated`)."""
+        return relationship in self._auto_terminated and relationship not in self._outgoing
+
     def remove(self, flowfile: FlowFile) -> None:
         """Drop `flowfile` at commit: one polled from a queue leaves it with a DROP event,
         its content losing a claimant; one created in this session leaves no trace (no

@@ -1,0 +1,3 @@
+from .shouting import ShoutGreeting
+
+__all__ = ["ShoutGreeting"]
