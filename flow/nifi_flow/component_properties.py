@@ -1,0 +1,171 @@
+"""One NiFi component's properties to its Custody component's, as its
+`ComponentMapping` says: each NiFi property mapped (or dropped at NiFi's default, or a
+problem), dynamic properties carried as they are where the Custody type takes them,
+every #{parameter} reference and every expression function checked. Pure: what it
+finds goes to the `Problem` list and the report lines it is given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .conversions import to_custody
+from .expression_check import missing_functions
+from .mapping_model import ComponentMapping, PropertyMapping
+from .parameters import referenced, substitute
+from .problems import Problem, extend
+from .values import has_parameter
+
+
+@dataclass
+class PropertyContext:
+    """What mapping one component's properties needs to know of the rest of the flow."""
+
+    path: str  # the component's JSON path
+    type_name: str  # the Custody type, for messages
+    visible_parameters: dict  # name -> NiFiParameter, the component's group's
+    service_ids: dict[str, str]  # NiFi service identifier -> Custody service id
+    external_services: dict[str, str]  # NiFi identifier -> name, outside the document
+    problems: list[Problem]
+    report: list[str]
+
+    def problem(self, name: str, message: str) -> None:
+        self.problems.append(Problem(extend(self.path, "properties", name), message))
+
+
+def map_properties(
+    mapping: ComponentMapping,
+    custody_class,
+    nifi_properties: dict[str, str | None],
+    dynamic_names: frozenset[str],
+    context: PropertyContext,
+) -> tuple[dict, dict]:
+    """(properties, dynamic properties) of the Custody component."""
+    properties: dict = {}
+    for property_mapping in mapping.properties:
+        given = nifi_properties.get(property_mapping.nifi)
+        value = _mapped(property_mapping, given, custody_class, context)
+        if value is not _DROPPED:
+            properties[property_mapping.custody] = value
+    dynamic: dict = {}
+    known = mapping.by_nifi_name()
+    takes_dynamic = getattr(custody_class, "dynamic_properties", False)
+    for name, value in nifi_properties.items():
+        if name in known or value is None:
+            continue
+        if takes_dynamic and custody_class.descriptor(name) is None:
+            _check_value(name, value, context, expression=True)
+            dynamic[name] = value
+            context.report.append(f"    {name}: {value!r} -> dynamic property {name!r}")
+        elif name in dynamic_names and not takes_dynamic:
+            context.problem(name, f"Custody's {context.type_name} takes no dynamic properties")
+        else:
+            context.problem(
+                name, f"Custody's {context.type_name} has no equivalent of this property (set to {value!r})"
+            )
+    return properties, dynamic
+
+
+class _Dropped:
+    def __repr__(self) -> str:
+        return "dropped"
+
+
+_DROPPED = _Dropped()
+
+
+def _mapped(mapping: PropertyMapping, given: str | None, custody_class, context: PropertyContext):
+    """The Custody value of one NiFi property, or `_DROPPED`."""
+    explicit = given is not None
+    value = given if explicit else mapping.nifi_default
+    shown = f"    {mapping.nifi}: {value!r}" + ("" if explicit else " (NiFi's default)")
+    if value is None:
+        return _DROPPED
+    if mapping.kind == "none":
+        if mapping.accepts(value) or not explicit:
+            context.report.append(f"{shown} -> dropped: Custody does this anyway{_note(mapping)}")
+            return _DROPPED
+        accepted = ", ".join(repr(v) for v in (mapping.nifi_default, *mapping.accepted) if v is not None)
+        context.problem(
+            mapping.nifi,
+            f"Custody's {context.type_name} has no equivalent of this property set to {value!r}"
+            + (f" (only {accepted} can be carried over)" if accepted else "")
+            + _note(mapping),
+        )
+        return _DROPPED
+    if mapping.defaults_agree and value == mapping.nifi_default:
+        context.report.append(f"{shown} -> {mapping.custody}: Custody's default")
+        return _DROPPED
+    _check_parameters(mapping.nifi, value, context)
+    if mapping.kind in ("choice", "service") and has_parameter(value):
+        try:
+            value = substitute(value, context.visible_parameters)
+        except ValueError as error:
+            context.problem(mapping.nifi, str(error))
+            return _DROPPED
+    if mapping.kind == "service":
+        return _service(mapping, value, shown, context)
+    try:
+        custody_value = to_custody(mapping, value)
+    except ValueError as error:
+        if mapping.default_ignorable and value == mapping.nifi_default:
+            context.report.append(f"{shown} -> dropped: {error}{_note(mapping)}")
+        else:
+            context.problem(mapping.nifi, str(error))
+        return _DROPPED
+    descriptor = custody_class.descriptor(mapping.custody)
+    if descriptor is None:
+        context.problem(mapping.nifi, f"Custody's {context.type_name} has no property {mapping.custody!r}")
+        return _DROPPED
+    if not has_parameter(custody_value):
+        try:
+            converted = descriptor.convert(custody_value)
+        except ValueError as error:
+            context.problem(mapping.nifi, f"as Custody's {mapping.custody}: {error}")
+            return _DROPPED
+        default = descriptor.convert(descriptor.default) if descriptor.default is not None else None
+        if converted == default:
+            context.report.append(f"{shown} -> {mapping.custody}: Custody's default")
+            return _DROPPED
+    if isinstance(custody_value, str):
+        _check_value(mapping.nifi, custody_value, context, expression=descriptor.kind == "expression", parameters=False)
+    context.report.append(f"{shown} -> {mapping.custody}: {custody_value!r}")
+    return custody_value
+
+
+def _service(mapping: PropertyMapping, value: str, shown: str, context: PropertyContext):
+    service_id = context.service_ids.get(value)
+    if service_id is None:
+        if value in context.external_services:
+            where = f"controller service {context.external_services[value]!r} ({value}), outside the downloaded group"
+        else:
+            where = f"controller service {value!r}, which the document does not hold"
+        context.problem(mapping.nifi, f"refers to {where}")
+        return _DROPPED
+    context.report.append(f"{shown} -> {mapping.custody}: service {service_id!r}")
+    return service_id
+
+
+def _check_value(name: str, value: str, context: PropertyContext, *, expression: bool, parameters: bool = True) -> None:
+    if parameters:
+        _check_parameters(name, value, context)
+    if "${" not in value:
+        return
+    if not expression:
+        context.problem(
+            name, f"NiFi evaluates the Expression Language in {value!r}; Custody's property takes plain text here"
+        )
+        return
+    for function in missing_functions(value):
+        context.problem(name, f"Custody's expression language has no function {function}() (in {value!r})")
+
+
+def _check_parameters(name: str, value: str, context: PropertyContext) -> None:
+    for parameter in referenced(value):
+        if parameter not in context.visible_parameters:
+            context.problem(
+                name, f"references parameter #{{{parameter}}}, which the group's parameter context does not give"
+            )
+
+
+def _note(mapping: PropertyMapping) -> str:
+    return f" ({mapping.note})" if mapping.note else ""

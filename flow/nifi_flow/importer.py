@@ -1,0 +1,404 @@
+"""A NiFi flow definition to a Custody flow: `import_nifi_flow(content)` returns the
+Custody flow document (what `custody flow import` writes as YAML) and the report of
+every mapping decision, or raises `NiFiFlowError` listing every problem, each with its
+JSON path in the NiFi document. Pure: text in, data out; the processor types and
+service types it maps to are given (the standard ones by default).
+
+What becomes what:
+  processors           by their class, through `processor_tables`; the Custody id is the
+                       names of the nested groups and the processor's ("Group/Put")
+  controller services  record readers and writers, through `service_tables`
+  connections          flattened through nested groups' ports and funnels (`flattening`)
+  parameter contexts   the flow's parameters (`parameters`); sensitive ones left unset
+  top-level ports      the flow's ports (input, output, and failure for portFunction FAILURE)
+  scheduling           TIMER_DRIVEN period, tasks, penalty and yield; CRON_DRIVEN, PRIMARY
+                       node only, DISABLED and retried relationships are problems
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .component_properties import PropertyContext, map_properties
+from .conversions import to_custody
+from .document import NiFiDocument, NiFiProcessor, NiFiService, parse_document
+from .flattening import Route, flatten
+from .mapping_model import ComponentMapping, prop
+from .parameters import FlowParameters, resolve_parameters
+from .problems import NiFiFlowError, Problem, extend
+from .processor_tables import processor_mapping
+from .service_tables import service_mapping
+from .values import nifi_duration_s, nifi_size_bytes
+
+PRIORITIZERS = {
+    "org.apache.nifi.prioritizer.FirstInFirstOutPrioritizer": "fifo",
+    "org.apache.nifi.prioritizer.OldestFlowFileFirstPrioritizer": "oldest_first",
+    "org.apache.nifi.prioritizer.NewestFlowFileFirstPrioritizer": "newest_first",
+    "org.apache.nifi.prioritizer.PriorityAttributePrioritizer": "priority_attribute",
+}
+# NiFi's defaults for a connection's queue, as Custody's (`flow.queue`).
+_DEFAULT_COUNT = 10_000
+_DEFAULT_SIZE = 1024**3
+# What a sensitive parameter stands for while the import checks the flow loads: its
+# value is never in the document, and "0" reads as text, a number, a duration or false.
+_UNSET_PLACEHOLDER = "0"
+
+
+@dataclass
+class ImportedFlow:
+    flow: dict  # the Custody flow document
+    report: list[str] = field(default_factory=list)
+    unset_parameters: dict[str, str] = field(default_factory=dict)  # name -> why (sensitive, no value)
+
+
+def import_nifi_flow(
+    content: bytes | str,
+    *,
+    source: str = "<NiFi flow>",
+    name: str | None = None,
+    registry: Mapping | None = None,
+    service_types: Mapping | None = None,
+) -> ImportedFlow:
+    """The Custody flow of the NiFi flow definition `content` (JSON). Raises
+    `NiFiFlowError` with every problem when anything of it cannot run in Custody."""
+    if registry is None:
+        from ..loading import standard_registry
+
+        registry = standard_registry()
+    if service_types is None:
+        from ..records.catalog import RECORD_SERVICE_TYPES
+
+        service_types = RECORD_SERVICE_TYPES
+    problems: list[Problem] = []
+    document = parse_document(content, problems)
+    if document is None:
+        raise NiFiFlowError(source, problems)
+    imported = _Import(document, registry, service_types, problems).run(name)
+    if not problems:
+        _check_loads(imported, registry, problems)
+    if problems:
+        raise NiFiFlowError(source, problems)
+    return imported
+
+
+class _Import:
+    def __init__(self, document: NiFiDocument, registry: Mapping, service_types: Mapping, problems: list[Problem]):
+        self.document, self.registry, self.service_types = document, registry, service_types
+        self.problems = problems
+        self.report: list[str] = []
+        self.ids: dict[str, str] = {}  # NiFi identifier -> Custody id (processors, kept ports)
+        self.relationships: dict[str, tuple[str, ...]] = {}  # Custody processor id -> its relationships
+        self.auto_terminated: dict[str, set[str]] = {}
+        self.mappings: dict[str, ComponentMapping] = {}  # Custody processor id -> its mapping
+
+    def custody_relationships(self, source: str, names) -> tuple[str, ...]:
+        """NiFi's relationship `names` of the processor `source` (a Custody id), as Custody names them."""
+        mapping = self.mappings.get(source)
+        return tuple(mapping.custody_relationship(name) if mapping else name for name in names)
+
+    def problem(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path, message))
+
+    def run(self, name: str | None) -> ImportedFlow:
+        document = self.document
+        for path in document.remote_groups:
+            self.problem(path, "a remote process group (site-to-site): Custody has none")
+        self._groups()
+        parameters = resolve_parameters(document, self.problems)
+        service_ids = self._names([(s.identifier, s.group.names() + (s.name,)) for s in document.services])
+        services = [self._service(service, service_ids, parameters) for service in document.services]
+        kept_ports = [node for node in document.nodes if node.group is document.root and node.kind != "FUNNEL"]
+        named = [(p.identifier, p.group.names() + (p.name,)) for p in document.processors]
+        named += [(port.identifier, (port.name,)) for port in kept_ports]
+        self.ids = self._names(named)
+        processors = [self._processor(processor, service_ids, parameters) for processor in document.processors]
+        routes = flatten(document, {port.identifier for port in kept_ports}, self.problems)
+        connections = self._connections(routes)
+        self._check_relationships(routes)
+        flow: dict = {"name": name or document.root.name}
+        if parameters.values:
+            flow["parameters"] = dict(parameters.values)
+        mapped_services = [service for service in services if service is not None]
+        if mapped_services:
+            flow["services"] = mapped_services
+        flow["processors"] = [processor for processor in processors if processor is not None]
+        flow["connections"] = connections
+        if kept_ports:
+            flow["ports"] = [
+                {"id": self.ids[port.identifier], "type": _port_kind(port.kind, port.function)} for port in kept_ports
+            ]
+        for parameter, why in parameters.unset.items():
+            self.report.append(f"parameter #{{{parameter}}}: left unset ({why}): give it with --param {parameter}=...")
+        return ImportedFlow(flow, self.report, dict(parameters.unset))
+
+    def _groups(self) -> None:
+        root = self.document.root
+        if root.execution_engine == "STATELESS":
+            self.report.append(
+                f"group {root.name!r} runs STATELESS in NiFi: run the imported flow as ExecuteStateless's flow"
+            )
+        for group in self.document.groups[1:]:
+            if group.execution_engine == "STATELESS":
+                self.problem(
+                    f"{group.path}.executionEngine",
+                    "a nested STATELESS group: Custody's ExecuteStateless runs a flow of its own file; download this "
+                    "group as a flow definition of its own, import it, and run it with an ExecuteStateless",
+                )
+
+    def _names(self, components: list[tuple[str, tuple[str, ...]]]) -> dict[str, str]:
+        """Custody ids for NiFi components: their group and own names joined by '/', a
+        name taken twice numbered (" 2", " 3") in document order."""
+        ids: dict[str, str] = {}
+        taken: set[str] = set()
+        for identifier, names in components:
+            base = "/".join(names) or identifier
+            candidate, number = base, 1
+            while candidate in taken:
+                number += 1
+                candidate = f"{base} {number}"
+            taken.add(candidate)
+            ids[identifier] = candidate
+        return ids
+
+    # controller services
+
+    def _service(self, service: NiFiService, service_ids: dict[str, str], parameters: FlowParameters) -> dict | None:
+        mapping = service_mapping(service.type)
+        cls = self.service_types.get(mapping.custody_type) if mapping else None
+        if mapping is None or cls is None:
+            known = ", ".join(sorted(self.service_types))
+            self.problem(
+                f"{service.path}.type",
+                f"Custody has no controller service {service.type.rpartition('.')[2]!r} ({service.type}); "
+                f"it has: {known}",
+            )
+            return None
+        custody_id = service_ids[service.identifier]
+        self.report.append(f"service {custody_id!r} <- {service.path} ({service.type}) as {mapping.custody_type}")
+        context = self._context(service.path, mapping.custody_type, service.group, service_ids, parameters)
+        properties, _ = map_properties(mapping, cls, service.properties, frozenset(), context)
+        result: dict = {"id": custody_id, "type": mapping.custody_type}
+        if properties:
+            result["properties"] = properties
+        return result
+
+    def _context(self, path, type_name, group, service_ids, parameters: FlowParameters) -> PropertyContext:
+        return PropertyContext(
+            path,
+            type_name,
+            parameters.visible(group),
+            service_ids,
+            self.document.external_services,
+            self.problems,
+            self.report,
+        )
+
+    # processors
+
+    def _processor(
+        self, processor: NiFiProcessor, service_ids: dict[str, str], parameters: FlowParameters
+    ) -> dict | None:
+        mapping = processor_mapping(processor.type)
+        cls = self.registry.get(mapping.custody_type) if mapping else None
+        custody_id = self.ids[processor.identifier]
+        if mapping is None or cls is None:
+            self.problem(
+                f"{processor.path}.type",
+                f"Custody has no processor {processor.type.rpartition('.')[2]!r} ({processor.type}); "
+                f"see docs/reference/nifi-import.md for those it maps",
+            )
+            return None
+        self.report.append(f"processor {custody_id!r} <- {processor.path} ({processor.type}) as {mapping.custody_type}")
+        context = self._context(processor.path, mapping.custody_type, processor.group, service_ids, parameters)
+        properties, dynamic = map_properties(mapping, cls, processor.properties, processor.dynamic_names, context)
+        result: dict = {"id": custody_id, "type": mapping.custody_type}
+        if properties or dynamic:
+            result["properties"] = {**properties, **dynamic}
+        scheduling = self._scheduling(processor)
+        if scheduling:
+            result["scheduling"] = scheduling
+        self.relationships[custody_id] = _relationships(cls, properties, dynamic)
+        self.mappings[custody_id] = mapping
+        auto = []
+        for index, relationship in enumerate(self.custody_relationships(custody_id, processor.auto_terminated)):
+            if relationship in self.relationships[custody_id]:
+                auto.append(relationship)
+            else:
+                self.problem(
+                    extend(processor.path, "autoTerminatedRelationships", index),
+                    f"Custody's {mapping.custody_type} has no relationship {relationship!r} "
+                    f"(it has {', '.join(self.relationships[custody_id])})",
+                )
+        self.auto_terminated[custody_id] = set(auto)
+        if auto:
+            result["auto_terminate"] = auto
+        return result
+
+    def _scheduling(self, processor: NiFiProcessor) -> dict:
+        path = processor.path
+        scheduling: dict = {}
+        if processor.scheduling_strategy in ("TIMER_DRIVEN", "EVENT_DRIVEN"):
+            if processor.scheduling_strategy == "EVENT_DRIVEN":
+                self.report.append("    schedulingStrategy: EVENT_DRIVEN -> run_schedule 0 sec (runs when work waits)")
+            else:
+                self._duration(processor.scheduling_period, 0.0, "run_schedule", f"{path}.schedulingPeriod", scheduling)
+        else:
+            self.problem(
+                f"{path}.schedulingStrategy",
+                f"Custody schedules processors by period only (TIMER_DRIVEN), not {processor.scheduling_strategy} "
+                f"({processor.scheduling_period!r})",
+            )
+        if processor.execution_node != "ALL":
+            self.problem(
+                f"{path}.executionNode",
+                f"Custody has no primary node: every node runs each processor for the shards it owns "
+                f"({processor.execution_node!r}); set ALL, or run this part on one standalone node",
+            )
+        if processor.concurrent_tasks < 1:
+            self.problem(f"{path}.concurrentlySchedulableTaskCount", "expected at least 1 task")
+        elif processor.concurrent_tasks != 1:
+            scheduling["concurrent_tasks"] = processor.concurrent_tasks
+        self._duration(processor.penalty_duration, 30.0, "penalty_duration", f"{path}.penaltyDuration", scheduling)
+        self._duration(processor.yield_duration, 1.0, "yield_duration", f"{path}.yieldDuration", scheduling)
+        if processor.run_duration_ms:
+            self.report.append(
+                f"    runDurationMillis: {processor.run_duration_ms} -> dropped (Custody batches by batch sizes)"
+            )
+        if processor.retried:
+            self.problem(
+                f"{path}.retriedRelationships",
+                f"Custody does not retry relationships ({', '.join(processor.retried)}): connect them back "
+                "to the processor instead",
+            )
+        if processor.scheduled_state == "DISABLED":
+            self.problem(
+                f"{path}.scheduledState",
+                "a DISABLED processor: Custody runs every processor of a flow; enable it or remove it",
+            )
+        return scheduling
+
+    def _duration(self, text: str, default_s: float, key: str, path: str, scheduling: dict) -> None:
+        try:
+            value = to_custody(prop("", key, kind="duration"), text)
+            seconds = nifi_duration_s(text)
+        except ValueError as error:
+            self.problem(path, str(error))
+            return
+        if seconds != default_s:
+            scheduling[key] = value
+
+    # connections
+
+    def _connections(self, routes: list[Route]) -> list[dict]:
+        connections: list[dict] = []
+        seen: dict[tuple, int] = {}
+        for route in routes:
+            source, destination = self.ids[route.source], self.ids[route.destination]
+            relationships = self.custody_relationships(source, route.relationships)
+            connection: dict = {"source": source}
+            if source in self.relationships:
+                connection["relationships"] = list(relationships)
+            connection["destination"] = destination
+            last = route.last
+            pressure: dict = {}
+            if last.back_pressure_count != _DEFAULT_COUNT:
+                pressure["object_count"] = last.back_pressure_count
+            try:
+                if nifi_size_bytes(last.back_pressure_size) != _DEFAULT_SIZE:
+                    pressure["data_size"] = last.back_pressure_size
+            except ValueError as error:
+                self.problem(f"{last.path}.backPressureDataSizeThreshold", str(error))
+            if pressure:
+                connection["back_pressure"] = pressure
+            try:
+                if nifi_duration_s(last.expiration):
+                    connection["expiration"] = last.expiration
+            except ValueError as error:
+                self.problem(f"{last.path}.flowFileExpiration", str(error))
+            prioritizers = []
+            for index, prioritizer in enumerate(last.prioritizers):
+                if prioritizer in PRIORITIZERS:
+                    prioritizers.append(PRIORITIZERS[prioritizer])
+                else:
+                    self.problem(
+                        extend(last.path, "prioritizers", index),
+                        f"Custody has no prioritizer {prioritizer!r} (it has NiFi's {', '.join(PRIORITIZERS)})",
+                    )
+            if prioritizers:
+                connection["prioritizers"] = prioritizers
+            if last.load_balance != "DO_NOT_LOAD_BALANCE":
+                self.problem(
+                    f"{last.path}.loadBalanceStrategy",
+                    f"Custody does not load-balance a connection ({last.load_balance}): a cluster spreads work by "
+                    "shards; set DO_NOT_LOAD_BALANCE",
+                )
+            key = (source, relationships, destination)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1:
+                connection["id"] = f"{source}/{'+'.join(relationships)}/{destination} ({seen[key]})"
+            via = "" if route.first is route.last else f" via {route.last.path}"
+            self.report.append(f"connection {route.first.path}{via} -> {source} {list(relationships)} -> {destination}")
+            connections.append(connection)
+        return connections
+
+    def _check_relationships(self, routes: list[Route]) -> None:
+        connected: dict[str, set[str]] = {}
+        for route in routes:
+            source = self.ids[route.source]
+            if source not in self.relationships:
+                continue
+            if not route.relationships:
+                self.problem(f"{route.first.path}.selectedRelationships", "selects no relationship")
+            for index, relationship in enumerate(self.custody_relationships(source, route.relationships)):
+                if relationship not in self.relationships[source]:
+                    self.problem(
+                        extend(route.first.path, "selectedRelationships", index),
+                        f"{source!r} has no relationship {relationship!r} in Custody "
+                        f"(it has {', '.join(self.relationships[source])})",
+                    )
+                connected.setdefault(source, set()).add(relationship)
+        for processor in self.document.processors:
+            custody_id = self.ids[processor.identifier]
+            if custody_id not in self.relationships:
+                continue
+            for relationship in self.relationships[custody_id]:
+                if relationship not in connected.get(custody_id, set()) | self.auto_terminated[custody_id]:
+                    self.problem(
+                        f"{processor.path}.autoTerminatedRelationships",
+                        f"relationship {relationship!r} is neither connected nor auto-terminated",
+                    )
+
+
+def _relationships(cls, properties: dict, dynamic: dict) -> tuple[str, ...]:
+    """The relationships the Custody processor will have, its properties as mapped."""
+    full = {}
+    for descriptor in cls.properties:
+        value = properties.get(descriptor.name, descriptor.default)
+        try:
+            full[descriptor.name] = descriptor.convert(value) if value is not None else None
+        except (ValueError, TypeError):
+            full[descriptor.name] = value
+    try:
+        return tuple(cls.relationships_for(full, dict.fromkeys(dynamic)))
+    except Exception:  # noqa: BLE001 - a value the final check refuses with its own message
+        return tuple(cls.relationships)
+
+
+def _port_kind(kind: str, function: str) -> str:
+    if kind == "INPUT_PORT":
+        return "input"
+    return "failure" if function == "FAILURE" else "output"
+
+
+def _check_loads(imported: ImportedFlow, registry: Mapping, problems: list[Problem]) -> None:
+    """The last gate: the Custody flow loads as Custody loads it (each value converted
+    and checked by its processor type)."""
+    from ..definition import parse_flow
+    from ..errors import FlowDefinitionError
+
+    placeholders = dict.fromkeys(imported.unset_parameters, _UNSET_PLACEHOLDER)
+    try:
+        parse_flow(imported.flow, registry=registry, source="the imported flow", parameters=placeholders)
+    except FlowDefinitionError as error:
+        problems.append(Problem("(the imported flow)", f"Custody refuses it: {error}"))

@@ -1,0 +1,84 @@
+"""How one NiFi component type corresponds to one Custody type: `ComponentMapping`
+(the NiFi classes, the bundle NiFi loads them from, the Custody type) and, for each
+NiFi property, a `PropertyMapping` (the Custody property, or none; how the value is
+read). The tables (`processor_tables`, `service_tables`) are data of these shapes; the
+import and the export read them both ways."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+# How a NiFi property's text becomes a Custody value:
+#   text      carried as is (an expression, a regex, a path, a name)
+#   integer, boolean, duration, size   read in NiFi's notation, written in Custody's
+#   choice    one of NiFi's allowable values, looked up in `choices`
+#   service   a controller service's identifier, to the Custody service made of it
+#   none      Custody has no such property: only the values in `accepted` ("*": any)
+#             mean what Custody does anyway; any other is a problem
+KINDS = ("text", "integer", "boolean", "duration", "size", "choice", "service", "none")
+ANY_VALUE = "*"
+
+
+@dataclass(frozen=True)
+class PropertyMapping:
+    nifi: str
+    custody: str | None
+    nifi_default: str | None = None
+    kind: str = "text"
+    choices: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    accepted: tuple[str, ...] = ()
+    # The NiFi default is spelt otherwise but means Custody's default (FetchFile's
+    # "${absolute.path}/${filename}"): at it, the Custody property is left to its default.
+    defaults_agree: bool = False
+    # NiFi's default has no Custody equivalent but matters only with other settings
+    # (a Kafka SASL mechanism without SASL): at it, the property is left out.
+    default_ignorable: bool = False
+    note: str = ""
+
+    def accepts(self, value: str) -> bool:
+        return ANY_VALUE in self.accepted or value in self.accepted or value == self.nifi_default
+
+
+@dataclass(frozen=True)
+class ComponentMapping:
+    custody_type: str
+    nifi_types: tuple[str, ...]  # fully qualified class names; the export writes the first
+    artifact: str  # the NAR NiFi loads the first class from (group org.apache.nifi)
+    properties: tuple[PropertyMapping, ...]
+    note: str = ""
+    apis: tuple[tuple[str, str], ...] = ()  # a service's (interface class, its NAR)
+    # NiFi's relationship names that Custody spells otherwise (InvokeHTTP's "No Retry")
+    relationships: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def custody_relationship(self, nifi_name: str) -> str:
+        return self.relationships.get(nifi_name, nifi_name)
+
+    def nifi_relationship(self, custody_name: str) -> str:
+        for nifi_name, custody_name_of in self.relationships.items():
+            if custody_name_of == custody_name:
+                return nifi_name
+        return custody_name
+
+    def by_nifi_name(self) -> dict[str, PropertyMapping]:
+        return {mapping.nifi: mapping for mapping in self.properties}
+
+    def by_custody_name(self) -> dict[str, PropertyMapping]:
+        return {mapping.custody: mapping for mapping in self.properties if mapping.custody is not None}
+
+
+def prop(nifi: str, custody: str, default: str | None = None, kind: str = "text", **extra) -> PropertyMapping:
+    return PropertyMapping(nifi, custody, default, kind, **extra)
+
+
+def choice(nifi: str, custody: str, default: str | None, choices: Mapping[str, str], **extra) -> PropertyMapping:
+    return PropertyMapping(nifi, custody, default, "choice", MappingProxyType(dict(choices)), **extra)
+
+
+def same_choice(nifi: str, custody: str, default: str | None, *values: str) -> PropertyMapping:
+    return choice(nifi, custody, default, {value: value for value in values})
+
+
+def none(nifi: str, default: str | None = None, *accepted: str, note: str = "") -> PropertyMapping:
+    return PropertyMapping(nifi, None, default, "none", accepted=accepted, note=note)
