@@ -59,6 +59,7 @@ from .kafka_ownership import ClusterPartitions
 from .lifecycle import run_incarnations
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, session_state
+from .python_extensions import config_registry
 from .run_states import ZooKeeperRunStates
 from .shared_services import hdfs_spark_conf, node_services
 
@@ -76,7 +77,10 @@ class ClusteredNode:
         self.config = config
         self.events = events
         self.flow = FlowSnapshot(read_flow_document(config.flow))
-        self.definition = parse_flow(self.flow.document, source=config.flow, parameters=config.parameters)
+        self.registry = config_registry(config)  # NODE.toml [python] extensions; None: the standard one
+        self.definition = parse_flow(
+            self.flow.document, source=config.flow, parameters=config.parameters, registry=self.registry
+        )
         self._adopted_flows: dict[str, object] = {}  # version -> definition, for shards written under another flow
         self.clients = ClientFactory.from_node_config(config)
         self.storage = storage if storage is not None else self.clients.hdfs_storage()
@@ -254,6 +258,7 @@ class ClusteredNode:
                 deployed.document,
                 parameters=self.config.parameters,
                 source=f"the cluster's flow (version {deployed.version})",
+                registry=self.registry,
             )
         except FlowError as error:
             log.error(
@@ -340,6 +345,7 @@ class ClusteredNode:
                 snapshot.document,
                 parameters=self.config.parameters,
                 source=f"the flow of shard {handle.shard} (version {snapshot.version})",
+                registry=self.registry,
             )
             with self._lock:
                 self._adopted_flows[snapshot.version] = definition
@@ -516,7 +522,12 @@ class ClusteredNode:
         parameters); `Invalid` naming the mistake otherwise."""
         snapshot = FlowSnapshot(document)
         try:
-            parse_flow(document, parameters=self.config.parameters, source=f"the flow to deploy ({snapshot.version})")
+            parse_flow(
+                document,
+                parameters=self.config.parameters,
+                source=f"the flow to deploy ({snapshot.version})",
+                registry=self.registry,
+            )
         except FlowError as error:
             raise Invalid(str(error)) from None
         return snapshot

@@ -82,6 +82,10 @@ class NodeConfig:
     admin_allowed_hosts: tuple[str, ...] = DEFAULT["admin_allowed_hosts"]
     spark_master: str = DEFAULT["spark_master"]
     spark_conf: dict = field(default_factory=dict)
+    python_extensions: tuple[str, ...] = DEFAULT["python_extensions"]
+    python_index_url: str = DEFAULT["python_index_url"]
+    python_find_links: tuple[str, ...] = DEFAULT["python_find_links"]
+    python_no_index: bool = DEFAULT["python_no_index"]
     path: str = ""  # the file, absolute
 
     @property

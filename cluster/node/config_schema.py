@@ -34,6 +34,7 @@ from .shutdown_deadline import DEFAULT_SHUTDOWN_TIMEOUT
 from .toml_schema import (
     Choice,
     FileName,
+    FileNameList,
     Flag,
     HostList,
     Integer,
@@ -388,6 +389,42 @@ NODE_TOML = Schema(
                     "any Spark setting (the node passes its `[hdfs.config]` on as `spark.hadoop.<key>` under these)",
                     default={},
                     field="spark_conf",
+                ),
+            ),
+        ),
+        Section(
+            "python",
+            help="NiFi 2 Python processors (docs/develop/python-processors.md): where they are, and where pip "
+            "finds their dependencies.",
+            keys=(
+                Key(
+                    "extensions",
+                    FileNameList(),
+                    "directories of NiFi Python processors; each class is a processor type of the flow, by its name",
+                    default=(),
+                    field="python_extensions",
+                ),
+                Key(
+                    "index_url",
+                    Text("a URL (a string)"),
+                    "the package index pip installs processors' dependencies from (pip's `--index-url`; "
+                    "empty: pip's own)",
+                    default="",
+                    field="python_index_url",
+                ),
+                Key(
+                    "find_links",
+                    FileNameList(urls=True),
+                    "directories (or pages) of distributions pip may install from (pip's `--find-links`)",
+                    default=(),
+                    field="python_find_links",
+                ),
+                Key(
+                    "no_index",
+                    Flag(),
+                    "install only from `find_links` (pip's `--no-index`)",
+                    default=False,
+                    field="python_no_index",
                 ),
             ),
         ),

@@ -182,6 +182,30 @@ class StringTable:
 
 
 @dataclass(frozen=True)
+class FileNameList:
+    """A list of file or directory names, each made absolute against the file's
+    directory; with `urls`, an item with a scheme (`https://...`) is kept as it is."""
+
+    urls: bool = False
+    table = False
+
+    def convert(self, value, directory):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) and name.strip() for name in value):
+            raise Invalid(f"must be a list of file names, not {value!r}")
+        return tuple(
+            name.strip() if self.urls and "://" in name else os.path.normpath(os.path.join(directory, name.strip()))
+            for name in value
+        )
+
+    def describe(self) -> str:
+        return (
+            "list of file names (or URLs), each relative to this file"
+            if self.urls
+            else ("list of file names, each relative to this file")
+        )
+
+
+@dataclass(frozen=True)
 class HostList:
     table = False
 

@@ -80,6 +80,12 @@ EVERY_KEY = textwrap.dedent("""\
     [spark.conf]
     "spark.cores.max" = 2
 
+    [python]
+    extensions = ["processors", "/opt/nifi-python"]
+    index_url = "https://index.example/simple"
+    find_links = ["wheels", "https://index.example/links"]
+    no_index = true
+
     [admin]
     enabled = false
     bind = "10.0.0.5"
@@ -164,6 +170,10 @@ def test_every_key_set_is_read_back_into_its_setting(node_dir):
         admin_allowed_hosts=("edge1.example",),
         spark_master="spark://spark:7077",
         spark_conf={"spark.cores.max": "2"},
+        python_extensions=(f"{here}/processors", "/opt/nifi-python"),
+        python_index_url="https://index.example/simple",
+        python_find_links=(f"{here}/wheels", "https://index.example/links"),
+        python_no_index=True,
         path=str(path),
     )
     user = parse_node_config(with_hdfs_user(tomllib.loads(EVERY_KEY)), str(path))
@@ -200,6 +210,8 @@ def test_a_file_of_the_previous_release_gives_the_same_settings(tmp_path, sample
     before.update(provenance_rollover_age=10.0, provenance_rollover_bytes=100 * 1024 * 1024)
     # What it did not have, and a file of it gets by default: crash detection.
     before.update(crash_detection=True)
+    # Nor NiFi Python processors.
+    before.update(python_extensions=[], python_index_url="", python_find_links=[], python_no_index=False)
     now = json.loads(json.dumps(dataclasses.asdict(config)).replace(str(tmp_path), "<here>"))
     # As text, so that 4 and 4.0 differ.
     assert json.dumps(now, indent=2, sort_keys=True) == json.dumps(before, indent=2, sort_keys=True)
