@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .conversions import to_custody
+from .conversions import at_custody_default, to_custody
 from .expression_check import missing_functions
 from .mapping_model import ComponentMapping, PropertyMapping
 from .parameters import referenced, substitute
@@ -118,12 +118,11 @@ def _mapped(mapping: PropertyMapping, given: str | None, custody_class, context:
         return _DROPPED
     if not has_parameter(custody_value):
         try:
-            converted = descriptor.convert(custody_value)
+            descriptor.convert(custody_value)
         except ValueError as error:
             context.problem(mapping.nifi, f"as Custody's {mapping.custody}: {error}")
             return _DROPPED
-        default = descriptor.convert(descriptor.default) if descriptor.default is not None else None
-        if converted == default:
+        if at_custody_default(descriptor, custody_value):
             context.report.append(f"{shown} -> {mapping.custody}: Custody's default")
             return _DROPPED
     if isinstance(custody_value, str):

@@ -73,6 +73,19 @@ def to_nifi(mapping: PropertyMapping, value) -> str | None:
     raise ValueError(f"no NiFi property to carry {value!r} to")
 
 
+def at_custody_default(descriptor, value) -> bool:
+    """Whether `value` is what Custody's property `descriptor` takes when it is not set:
+    an expression by its text, any other value once converted."""
+    if value is None or descriptor.default is None:
+        return value is None and descriptor.default is None
+    if descriptor.kind == "expression":
+        return str(value) == str(descriptor.default)
+    try:
+        return descriptor.convert(value) == descriptor.convert(descriptor.default)
+    except ValueError:
+        return False
+
+
 def _custody_duration(value: str) -> float | None:
     try:
         return parse_duration(value)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ..definition_model import FlowDefinition, SchedulingDefinition
 from ..swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
-from .conversions import to_nifi
+from .conversions import at_custody_default, to_nifi
 from .importer import PRIORITIZERS
 from .mapping_model import ComponentMapping
 from .problems import NiFiFlowError, Problem
@@ -220,7 +220,7 @@ class _Export:
                 continue
             descriptor = cls.descriptor(property_mapping.custody)
             value = given.get(property_mapping.custody, descriptor.default if descriptor else None)
-            if property_mapping.defaults_agree and descriptor is not None and _is_default(descriptor, value):
+            if property_mapping.defaults_agree and descriptor is not None and at_custody_default(descriptor, value):
                 add(property_mapping.nifi, property_mapping.nifi_default)
                 continue
             if property_mapping.kind == "service":
@@ -237,7 +237,7 @@ class _Export:
             descriptor = cls.descriptor(name)
             if descriptor is None:
                 add(name, str(value), dynamic=True)
-            elif name not in mapped and not _is_default(descriptor, value):
+            elif name not in mapped and not at_custody_default(descriptor, value):
                 self.problem(
                     f"{place}: property {name!r}",
                     f"NiFi's {mapping.nifi_types[0].rpartition('.')[2]} has no equivalent of it (set to {value!r})",
@@ -312,17 +312,6 @@ class _Export:
 
 def _parameter(name: str, value: str | None) -> dict:
     return {"name": name, "description": "", "sensitive": False, "value": value, "provided": False}
-
-
-def _is_default(descriptor, value) -> bool:
-    if value is None:
-        return descriptor.default is None
-    if descriptor.default is None:
-        return False
-    try:
-        return descriptor.convert(value) == descriptor.convert(descriptor.default)
-    except ValueError:
-        return False
 
 
 def _normalized_prioritizer(name: str) -> str:

@@ -43,6 +43,8 @@ def flatten(document: NiFiDocument, kept_ports: set[str], problems: list[Problem
                     )
                 )
                 dangling = True
+            elif not end.id:
+                dangling = True  # reported where the document was read
             elif end.id not in kinds:
                 problems.append(
                     Problem(

@@ -166,6 +166,8 @@ class _Import:
     def _service(self, service: NiFiService, service_ids: dict[str, str], parameters: FlowParameters) -> dict | None:
         mapping = service_mapping(service.type)
         cls = self.service_types.get(mapping.custody_type) if mapping else None
+        if not service.type:
+            return None  # reported where the document was read
         if mapping is None or cls is None:
             known = ", ".join(sorted(self.service_types))
             self.problem(
@@ -202,6 +204,8 @@ class _Import:
         mapping = processor_mapping(processor.type)
         cls = self.registry.get(mapping.custody_type) if mapping else None
         custody_id = self.ids[processor.identifier]
+        if not processor.type:
+            return None  # reported where the document was read
         if mapping is None or cls is None:
             self.problem(
                 f"{processor.path}.type",
