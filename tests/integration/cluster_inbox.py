@@ -16,12 +16,13 @@ def waiting(inbox) -> int:
     return sum(1 for name in os.listdir(inbox) if not name.startswith("."))
 
 
-def kill_while_taking(cluster, flow: str, inbox, other, kills: int, most: int, rng: random.Random, seed: int):
+def kill_while_taking(cluster, flow: str, inbox, other, kills: int, most: int, rng: random.Random, seed: int, **config):
     """n2 on `other` (an empty inbox), then n1 on `inbox`, SIGKILLed `kills` times, each
     once it took 1 to `most` files since its incarnation began, and started again as a
-    new incarnation. Returns n1's last incarnation, joined, once `inbox` is empty."""
-    cluster.start("n2", flow=flow, parameters={"inbox": str(other)}).wait("joined", timeout=90)
-    node = cluster.start("n1", flow=flow, parameters={"inbox": str(inbox)})
+    new incarnation. Returns n1's last incarnation, joined, once `inbox` is empty.
+    `config`: more of each node's NODE.toml (`FlowCluster.write_config`)."""
+    cluster.start("n2", flow=flow, parameters={"inbox": str(other)}, **config).wait("joined", timeout=90)
+    node = cluster.start("n1", flow=flow, parameters={"inbox": str(inbox)}, **config)
     for kill in range(kills):
         node.wait("joined", timeout=90)
         left = waiting(inbox)
