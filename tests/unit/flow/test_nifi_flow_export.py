@@ -78,3 +78,24 @@ def test_what_only_custody_has_is_refused_every_part_at_once():
         "processor 'spark'",
         "connection 'generate/success/tag'",
     ]
+
+
+def test_a_flows_ports_become_the_groups_own_ports_and_back():
+    flow = {
+        "name": "stateless",
+        "processors": [{"id": "tag", "type": "UpdateAttribute", "properties": {"seen": "yes"}}],
+        "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}, {"id": "bad", "type": "failure"}],
+        "connections": [
+            {"source": "in", "destination": "tag"},
+            {"source": "tag", "relationships": ["success"], "destination": "out"},
+        ],
+    }
+    document = export_nifi_flow(flow)
+    contents = document["flowContents"]
+    assert [p["name"] for p in contents["inputPorts"]] == ["in"]
+    assert [(p["name"], p["portFunction"]) for p in contents["outputPorts"]] == [
+        ("out", "STANDARD"),
+        ("bad", "FAILURE"),
+    ]
+    assert import_nifi_flow(json.dumps(document)).flow["ports"] == flow["ports"]
+    assert essence(import_nifi_flow(json.dumps(document)).flow) == essence(flow)

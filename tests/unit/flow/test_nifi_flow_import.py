@@ -246,3 +246,52 @@ def test_a_name_taken_twice_in_a_group_is_numbered():
     document = {"flowContents": _group("top", None, [_update("u1", "Same", "1"), _update("u2", "Same", "2")])}
     flow = import_nifi_flow(json.dumps(document)).flow
     assert [p["id"] for p in flow["processors"]] == ["Same", "Same 2"]
+
+
+def _end(identifier, kind, group):
+    return {"id": identifier, "type": kind, "groupId": group}
+
+
+def _connection(identifier, source, destination, relationships=()):
+    return {
+        "identifier": identifier,
+        "source": source,
+        "destination": destination,
+        "selectedRelationships": list(relationships),
+    }
+
+
+def test_a_connection_into_a_nested_groups_input_port_reaches_the_processors_inside():
+    inner = _group("Inner", None, [_update("u2", "Set", "2")])
+    inner["inputPorts"] = [{"identifier": "in", "name": "in"}]
+    inner["funnels"] = [{"identifier": "loop-a"}, {"identifier": "loop-b"}]
+    inner["outputPorts"] = [{"identifier": "dead", "name": "nowhere"}]
+    inner["connections"] = [
+        _connection("c2", _end("in", "INPUT_PORT", "g-Inner"), _end("u2", "PROCESSOR", "g-Inner")),
+        _connection("c3", _end("in", "INPUT_PORT", "g-Inner"), _end("loop-a", "FUNNEL", "g-Inner")),
+        _connection("c4", _end("loop-a", "FUNNEL", "g-Inner"), _end("loop-b", "FUNNEL", "g-Inner")),
+        _connection("c5", _end("loop-b", "FUNNEL", "g-Inner"), _end("loop-a", "FUNNEL", "g-Inner")),
+    ]
+    first = _update("u1", "Start", "1")
+    first["autoTerminatedRelationships"] = []
+    top = _group(
+        "top",
+        None,
+        [first],
+        groups=[inner],
+        connections=[
+            _connection("c1", _end("u1", "PROCESSOR", "g-top"), _end("in", "INPUT_PORT", "g-Inner"), ["success"])
+        ],
+    )
+    flow = import_nifi_flow(json.dumps({"flowContents": top})).flow
+    assert [(c["source"], c["relationships"], c["destination"]) for c in flow["connections"]] == [
+        ("Start", ["success"], "Inner/Set")
+    ]
+    # a port that leads nowhere is a problem once something flows into it
+    top["connections"].append(
+        _connection("c6", _end("u1", "PROCESSOR", "g-top"), _end("dead", "OUTPUT_PORT", "g-Inner"), ["success"])
+    )
+    with pytest.raises(NiFiFlowError) as raised:
+        import_nifi_flow(json.dumps({"flowContents": top}))
+    (problem,) = raised.value.problems
+    assert problem.path == "flowContents.processGroups[0].outputPorts[0]" and "connected to nothing" in problem.message
