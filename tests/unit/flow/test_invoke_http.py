@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from cluster.node.standalone import StandaloneNode
 from flow.errors import FlowDefinitionError
 from flow.flowfile_v3 import MIME_TYPE, encode
 from flow.loading import parse_flow
@@ -279,3 +280,52 @@ def test_tls_to_a_listen_http_with_its_certificate_trusted_and_refused_without(t
         ((failed, _),) = invoke({"url": url}, [({}, b"untrusted")])["failure"]
         wait_until(lambda: len(listener.outputs) == 1, what="the trusted request")
     assert failed["invokehttp.exception.class"] == "SSLCertVerificationError" and listener.bodies() == [b"secret"]
+
+
+def test_waiting_on_the_network_holds_back_neither_its_other_task_nor_other_processors(tmp_path):
+    both_in_flight = threading.Barrier(3, timeout=30)  # the two requests, and this test
+    release = threading.Event()
+    with Stub() as stub:
+        answer = stub.server.RequestHandlerClass.do_POST
+
+        def held(handler):
+            both_in_flight.wait()
+            release.wait(30)
+            answer(handler)
+
+        stub.server.RequestHandlerClass.do_POST = held
+        out = tmp_path / "out"
+        definition = parse_flow(
+            {
+                "processors": [
+                    {"id": "gen", "type": "GenerateFlowFile", "properties": {"batch_size": 2, "max_count": 2}},
+                    {
+                        "id": "send",
+                        "type": "InvokeHTTP",
+                        "properties": {"url": stub.url, "socket_read_timeout": "60 sec"},
+                        "scheduling": {"concurrent_tasks": 2},
+                        "auto_terminate": list(RELATIONSHIPS),
+                    },
+                    {"id": "other", "type": "GenerateFlowFile", "properties": {"max_count": 20}},
+                    {
+                        "id": "put",
+                        "type": "PutFile",
+                        "properties": {"directory": str(out)},
+                        "auto_terminate": ["success", "failure"],
+                    },
+                ],
+                "connections": [{"source": "gen", "destination": "send"}, {"source": "other", "destination": "put"}],
+            }
+        )
+        node = StandaloneNode(definition, str(tmp_path / "node"))
+        node.start()
+        try:
+            both_in_flight.wait()  # two tasks of InvokeHTTP wait on the network at once...
+            # ... while the other processors go on.
+            assert node.wait_until(lambda: len(list(out.iterdir())) == 20 if out.exists() else False, 30)
+            assert len(stub.requests) == 0, "neither request answered yet"
+            release.set()
+            assert node.wait_until(lambda: len(stub.requests) == 2 and node.engine.is_idle(), 30)
+        finally:
+            release.set()
+            node.stop()
