@@ -50,6 +50,8 @@ class ImportedFlow:
     flow: dict  # the Custody flow document
     report: list[str] = field(default_factory=list)
     unset_parameters: dict[str, str] = field(default_factory=dict)  # name -> why (sensitive, no value)
+    # Custody processor id -> the JSON path of the NiFi processor it came from
+    origins: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def import_nifi_flow(
@@ -130,7 +132,8 @@ class _Import:
             ]
         for parameter, why in parameters.unset.items():
             self.report.append(f"parameter #{{{parameter}}}: left unset ({why}): give it with --param {parameter}=...")
-        return ImportedFlow(flow, self.report, dict(parameters.unset))
+        origins = {self.ids[p.identifier]: p.path for p in document.processors}
+        return ImportedFlow(flow, self.report, dict(parameters.unset), origins)
 
     def _groups(self) -> None:
         root = self.document.root
@@ -403,6 +406,7 @@ def _check_loads(imported: ImportedFlow, registry: Mapping, problems: list[Probl
 
     placeholders = dict.fromkeys(imported.unset_parameters, _UNSET_PLACEHOLDER)
     try:
-        parse_flow(imported.flow, registry=registry, source="the imported flow", parameters=placeholders)
+        parse_flow(imported.flow, registry=registry, source="", parameters=placeholders)
     except FlowDefinitionError as error:
-        problems.append(Problem("(the imported flow)", f"Custody refuses it: {error}"))
+        where = imported.origins.get(error.processor or "", "(the imported flow)")
+        problems.append(Problem(where, f"Custody refuses it: {error}"))

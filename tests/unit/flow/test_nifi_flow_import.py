@@ -295,3 +295,14 @@ def test_a_connection_into_a_nested_groups_input_port_reaches_the_processors_ins
         import_nifi_flow(json.dumps({"flowContents": top}))
     (problem,) = raised.value.problems
     assert problem.path == "flowContents.processGroups[0].outputPorts[0]" and "connected to nothing" in problem.message
+
+
+def test_what_custody_refuses_at_load_is_a_problem_at_the_nifi_processor():
+    document = json.loads(nifi_document("every_processor.json"))
+    put = next(p for p in document["flowContents"]["processors"] if p["name"] == "Put")
+    put["properties"]["Directory"] = "/data/${region}"  # a path an attribute chooses: Custody wants allowed_root
+    with pytest.raises(NiFiFlowError) as raised:
+        import_nifi_flow(json.dumps(document))
+    (problem,) = raised.value.problems
+    assert problem.path == "flowContents.processors[22]"
+    assert "processor 'Put': property 'allowed_root'" in problem.message
