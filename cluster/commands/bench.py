@@ -20,7 +20,8 @@ PACKAGE = "benchmarks"
 
 
 def available() -> dict[str, str]:
-    """Benchmark name -> the first line of its module docstring, read from source."""
+    """Benchmark name (its module's, `_` written `-`) -> the first line of its module
+    docstring, read from source."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return {}
@@ -34,8 +35,14 @@ def available() -> dict[str, str]:
                 docstring = ast.get_docstring(ast.parse(source.read())) or ""
         except (OSError, SyntaxError):
             docstring = ""
-        found[module_info.name] = docstring.strip().splitlines()[0] if docstring.strip() else ""
+        # A module's name with hyphens for underscores: `custody bench python-processors`.
+        found[module_info.name.replace("_", "-")] = docstring.strip().splitlines()[0] if docstring.strip() else ""
     return found
+
+
+def module_name(benchmark: str) -> str:
+    """The module of benchmark `benchmark` (a name of `available`)."""
+    return f"{PACKAGE}.{benchmark.replace('-', '_')}"
 
 
 def register(subparsers) -> None:
@@ -59,7 +66,7 @@ def benchmark_parser(name: str, module) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    module = importlib.import_module(f"{PACKAGE}.{args.benchmark}")
+    module = importlib.import_module(module_name(args.benchmark))
     options = benchmark_parser(args.benchmark, module).parse_args(args.options)
     result = module.run(options)
     if options.json:

@@ -93,7 +93,7 @@ def benchmark_parsers() -> Iterator[tuple[argparse.ArgumentParser, str]]:
     from cluster.commands import bench
 
     for name, summary in bench.available().items():
-        module = importlib.import_module(f"{bench.PACKAGE}.{name}")
+        module = importlib.import_module(bench.module_name(name))
         yield bench.benchmark_parser(name, module), summary
 
 

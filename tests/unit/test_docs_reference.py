@@ -191,7 +191,7 @@ def test_every_command_subcommand_and_argument_is_on_the_page():
     commands = every_command(build_parser())
     assert {"custody run", "custody node", "custody wal fsck", "custody cluster status"} <= set(commands)
     for name in bench.available():
-        benchmark = bench.benchmark_parser(name, importlib.import_module(f"{bench.PACKAGE}.{name}"))
+        benchmark = bench.benchmark_parser(name, importlib.import_module(bench.module_name(name)))
         commands[benchmark.prog] = benchmark
     missing = missing_commands(checked_in("cli.md"), commands)
     assert not missing, f"docs/reference/cli.md lacks {missing}: run `{REGENERATE}`"
