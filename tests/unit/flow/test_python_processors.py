@@ -257,3 +257,92 @@ def test_a_dependency_pip_cannot_install_refuses_the_load_with_the_pip_command(t
     assert str(caught.value).startswith(f"python extension {MISSING_DEPENDENCY}/needs_absent.py: cannot install")
     assert command in str(caught.value)
     assert os.listdir(target) == []  # nothing half-installed is left to be taken for an environment
+
+
+def test_a_record_transform_that_raises_sends_the_flowfile_to_failure_and_nothing_else(registry):
+    records = [{"key": "k1", "city": "Oslo", "amount": 5}]
+    out = run(
+        registry,
+        one_processor(
+            "PartitionByCity",
+            {"Record Reader": "json", "Record Writer": "json-out", "Partition Field": "country"},
+            ["success", "invalid", "failure", "original"],
+            services=[("json", "JsonTreeReader", {}), ("json-out", "JsonRecordSetWriter", {})],
+        ),
+        [({"filename": "orders.json"}, json.dumps(records).encode())],
+    )
+    assert set(out) == {"failure"}
+    [(attributes, data)] = out["failure"]
+    assert attributes["python.error"] == "KeyError: 'country'" and json.loads(data) == records
+
+
+CONFIGURABLE = """
+from nifiapi.flowfiletransform import FlowFileTransform, FlowFileTransformResult
+from nifiapi.properties import PropertyDependency, PropertyDescriptor, StandardValidators, TimeUnit, ValidationResult
+
+
+class Configurable(FlowFileTransform):
+    class Java:
+        implements = ["org.apache.nifi.python.processor.FlowFileTransform"]
+
+    class ProcessorDetails:
+        version = "1"
+
+    def __init__(self, **kwargs):
+        mode = PropertyDescriptor(
+            name="Mode", description="", allowable_values=["plain", "timed"], default_value="plain"
+        )
+        wait = PropertyDescriptor(
+            name="Wait",
+            description="",
+            required=True,
+            validators=[StandardValidators.TIME_PERIOD_VALIDATOR],
+            dependencies=[PropertyDependency(mode, "timed")],
+        )
+        self.descriptors = [mode, wait]
+
+    def getPropertyDescriptors(self):
+        return self.descriptors
+
+    def getDynamicPropertyDescriptor(self, propertyname):
+        return PropertyDescriptor(name=propertyname, description="an attribute to set", dynamic=True)
+
+    def customValidate(self, context):
+        if context.getProperty("forbidden") is not None:
+            return [ValidationResult(subject="forbidden", explanation="this name is not allowed", valid=False)]
+        return []
+
+    def transform(self, context, flowfile):
+        attributes = {name: value.getValue() for name, value in context.property_values.items() if name.islower()}
+        wait = context.getProperty("Wait")
+        attributes["wait_ms"] = str(wait.asTimePeriod(TimeUnit.MILLISECONDS) if wait is not None else None)
+        return FlowFileTransformResult(relationship="success", attributes=attributes)
+"""
+
+
+@pytest.fixture(scope="module")
+def configurable(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("configurable")
+    write(directory, "configurable.py", CONFIGURABLE)
+    return extension_registry(PythonExtensions((str(directory),), cache_directory=str(directory)))
+
+
+def test_dependencies_dynamic_properties_and_custom_validation_are_nifis(configurable):
+    relationships = ["success", "failure", "original"]
+    plain = run(configurable, one_processor("Configurable", {"colour": "red"}, relationships), [({}, b"")])
+    assert {k: v for k, v in plain["success"][0][0].items() if k in ("colour", "wait_ms")} == {
+        "colour": "red",
+        "wait_ms": "None",  # Wait depends on Mode being timed: not in force, not required
+    }
+    timed = run(
+        configurable, one_processor("Configurable", {"Mode": "timed", "Wait": "2 sec"}, relationships), [({}, b"")]
+    )
+    assert timed["success"][0][0]["wait_ms"] == "2000"
+    with pytest.raises(FlowDefinitionError, match="property 'Wait': required property is missing"):
+        parse_flow(one_processor("Configurable", {"Mode": "timed"}, relationships), registry=configurable)
+    with pytest.raises(FlowDefinitionError, match="property 'Wait': expected a duration"):
+        parse_flow(
+            one_processor("Configurable", {"Mode": "timed", "Wait": "soon"}, relationships), registry=configurable
+        )
+    with pytest.raises(FlowDefinitionError, match="property 'forbidden': this name is not allowed"):
+        parse_flow(one_processor("Configurable", {"forbidden": "x"}, relationships), registry=configurable)
