@@ -62,7 +62,6 @@ class HoldingProxy:
                 key = self.headers.get("Idempotency-Key", "")
                 with proxy._lock:
                     proxy.keys[key] += 1
-                    hold, proxy._hold = proxy._hold, False
                 connection = http.client.HTTPConnection("127.0.0.1", target_port, timeout=60)
                 try:
                     headers = {
@@ -73,7 +72,10 @@ class HoldingProxy:
                     data = answer.read()
                 finally:
                     connection.close()
-                if hold and answer.status == 200:
+                with proxy._lock:  # held: the first request the receiver answered 200 once asked to
+                    hold = proxy._hold and answer.status == 200
+                    proxy._hold = proxy._hold and not hold
+                if hold:
                     proxy.held_key = key
                     proxy.held.set()
                     proxy._release.wait(120)  # the sender is killed meanwhile: never answered
