@@ -52,7 +52,8 @@ Timeouts, per socket operation (`flow.processors.http_exchange`): `connection_ti
 (connect and TLS handshake), `socket_write_timeout`, `socket_read_timeout`. A task
 holds no lock of the processor or the engine while it waits on the network: other
 processors, and this one's other concurrent tasks, run meanwhile; only the task's own
-thread and the FlowFiles of its session wait, at most those timeouts. `batch_size`
+thread and the FlowFiles of its session wait, at most those timeouts (a stop of the
+processor, too, waits for the send in flight). `batch_size`
 FlowFiles are sent one after another in a task and committed together (1 by default,
 as NiFi's); a crash resends the batch's sent ones, each answered by its key.
 
