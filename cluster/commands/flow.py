@@ -11,6 +11,7 @@ on stderr, exits 2 and writes nothing when the flow cannot be carried over whole
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 
@@ -86,21 +87,32 @@ def run_import(args) -> int:
     except OSError as error:
         print(f"custody flow import: cannot read {args.nifi_flow}: {error.strerror or error}", file=sys.stderr)
         return 2
+    subflow_path = None
+    if args.output is not None:  # a STATELESS group's flow goes beside it: FLOW.<group>.yaml
+        stem = re.sub(r"\.(ya?ml|json)$", "", os.path.abspath(args.output))
+        subflow_path = lambda group: f"{stem}.{re.sub(r'[^A-Za-z0-9._-]+', '-', group)}.yaml"  # noqa: E731
     try:
-        imported = import_nifi_flow(content, source=args.nifi_flow)
+        imported = import_nifi_flow(content, source=args.nifi_flow, subflow_path=subflow_path)
     except NiFiFlowError as error:
         print(f"custody flow import: {error}", file=sys.stderr)
         return 2
     header = [f"# Imported from the NiFi flow definition {os.path.basename(args.nifi_flow)} by custody flow import."]
     for name, why in imported.unset_parameters.items():
         header.append(f"# Parameter {name} is left unset ({why}): custody run --param {name}=...")
-    text = "\n".join(header) + "\n" + yaml.safe_dump(imported.flow, sort_keys=False, allow_unicode=True)
+    dump = lambda flow: yaml.safe_dump(flow, sort_keys=False, allow_unicode=True)  # noqa: E731
+    text = "\n".join(header) + "\n" + dump(imported.flow)
     report = "\n".join(imported.report) + "\n"
     if args.output is None:
         sys.stdout.write(text)
         if args.report:
             sys.stderr.write(report)
         return 0
+    for path, flow in imported.subflows.items():
+        subflow_header = (
+            f"# The flow of a STATELESS group of {os.path.basename(args.nifi_flow)}, run by an ExecuteStateless.\n"
+        )
+        if not _write_whole(path, subflow_header + dump(flow), "custody flow import"):
+            return 1
     if not _write_whole(args.output, text, "custody flow import"):
         return 1
     if args.report:

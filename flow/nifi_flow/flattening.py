@@ -24,11 +24,14 @@ class Route:
 
 
 def flatten(document: NiFiDocument, kept_ports: set[str], problems: list[Problem]) -> list[Route]:
-    """Every route of `document`; `kept_ports` are the identifiers of the ports kept as
-    ports (the downloaded group's own). Dangling connections and dead ends are problems."""
+    """Every route of `document`; `kept_ports` are the identifiers of the ports where
+    routes end (the downloaded group's own, and those of STATELESS groups). Dangling
+    connections and dead ends are problems."""
     kinds: dict[str, str] = {processor.identifier: "PROCESSOR" for processor in document.processors}
     for node in document.nodes:
         kinds[node.identifier] = "PORT" if node.identifier in kept_ports else node.kind
+    for identifier in kept_ports:  # the ports of a STATELESS group, whose contents are a flow of their own
+        kinds.setdefault(identifier, "PORT")
     names = {node.identifier: (node.kind, node.name, node.path) for node in document.nodes}
     leaving: dict[str, list[NiFiConnection]] = {}
     usable = []

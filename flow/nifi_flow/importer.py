@@ -13,11 +13,13 @@ What becomes what:
   top-level ports      the flow's ports (input, output, and failure for portFunction FAILURE)
   scheduling           TIMER_DRIVEN period, tasks, penalty and yield; CRON_DRIVEN, PRIMARY
                        node only, DISABLED and retried relationships are problems
+  STATELESS groups     an ExecuteStateless running the group's flow, imported as a flow of its
+                       own (`subflows`, written where `subflow_path` says)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .component_properties import PropertyContext, map_properties
@@ -29,6 +31,7 @@ from .parameters import FlowParameters, resolve_parameters
 from .problems import NiFiFlowError, Problem, extend
 from .processor_tables import processor_mapping
 from .service_tables import service_mapping
+from .stateless_groups import StatelessGroup, split
 from .values import nifi_duration_s, nifi_size_bytes
 
 PRIORITIZERS = {
@@ -52,6 +55,8 @@ class ImportedFlow:
     unset_parameters: dict[str, str] = field(default_factory=dict)  # name -> why (sensitive, no value)
     # Custody processor id -> the JSON path of the NiFi processor it came from
     origins: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # The flows of STATELESS groups, by the path their ExecuteStateless names
+    subflows: dict[str, dict] = field(default_factory=dict)
 
 
 def import_nifi_flow(
@@ -61,9 +66,12 @@ def import_nifi_flow(
     name: str | None = None,
     registry: Mapping | None = None,
     service_types: Mapping | None = None,
+    subflow_path: Callable[[str], str] | None = None,
 ) -> ImportedFlow:
     """The Custody flow of the NiFi flow definition `content` (JSON). Raises
-    `NiFiFlowError` with every problem when anything of it cannot run in Custody."""
+    `NiFiFlowError` with every problem when anything of it cannot run in Custody.
+    `subflow_path` gives the file a STATELESS group's flow goes to, from the Custody id
+    of the ExecuteStateless that runs it (without it, such a group is a problem)."""
     if registry is None:
         from ..loading import standard_registry
 
@@ -76,23 +84,45 @@ def import_nifi_flow(
     document = parse_document(content, problems)
     if document is None:
         raise NiFiFlowError(source, problems)
-    imported = _Import(document, registry, service_types, problems).run(name)
+    imported = _Import(document, registry, service_types, problems, subflow_path).run(name)
     if not problems:
         _check_loads(imported, registry, problems)
     if problems:
-        raise NiFiFlowError(source, problems)
+        # a service of a group around a STATELESS group is read for both flows: say each problem once
+        raise NiFiFlowError(source, list(dict.fromkeys(problems)))
     return imported
 
 
 class _Import:
-    def __init__(self, document: NiFiDocument, registry: Mapping, service_types: Mapping, problems: list[Problem]):
+    def __init__(
+        self,
+        document: NiFiDocument,
+        registry: Mapping,
+        service_types: Mapping,
+        problems: list[Problem],
+        subflow_path: Callable[[str], str] | None = None,
+    ):
         self.document, self.registry, self.service_types = document, registry, service_types
         self.problems = problems
+        self.subflow_path = subflow_path
+        self.origins: dict[str, str] = {}
+        self.subflows: dict[str, dict] = {}
+        self.stateless_ends: set[str] = set()  # the ports of STATELESS groups: where routes end or start
+        self.stateless_outputs: dict[str, str] = {}  # output port -> ExecuteStateless relationship
+        self.stateless_loops: list[dict] = []
         self.report: list[str] = []
         self.ids: dict[str, str] = {}  # NiFi identifier -> Custody id (processors, kept ports)
         self.relationships: dict[str, tuple[str, ...]] = {}  # Custody processor id -> its relationships
         self.auto_terminated: dict[str, set[str]] = {}
         self.mappings: dict[str, ComponentMapping] = {}  # Custody processor id -> its mapping
+
+    def route_relationships(self, route: Route) -> tuple[str, ...]:
+        """The Custody relationships a route takes from its source: the connection's
+        (as Custody names them), or the ExecuteStateless relationship of a STATELESS
+        group's output port."""
+        if route.source in self.stateless_outputs:
+            return (self.stateless_outputs[route.source],)
+        return self.custody_relationships(self.ids[route.source], route.relationships)
 
     def custody_relationships(self, source: str, names) -> tuple[str, ...]:
         """NiFi's relationship `names` of the processor `source` (a Custody id), as Custody names them."""
@@ -103,20 +133,29 @@ class _Import:
         self.problems.append(Problem(path, message))
 
     def run(self, name: str | None) -> ImportedFlow:
-        document = self.document
-        for path in document.remote_groups:
+        for path in self.document.remote_groups:
             self.problem(path, "a remote process group (site-to-site): Custody has none")
-        self._groups()
+        if self.document.root.execution_engine == "STATELESS":
+            self.report.append(
+                f"group {self.document.root.name!r} runs STATELESS in NiFi: run the imported flow as ExecuteStateless's"
+            )
+        self.document, stateless = split(self.document)
+        document = self.document
+        depth = len(document.root.names())  # a stateless group's flow names its processors from the group down
         parameters = resolve_parameters(document, self.problems)
-        service_ids = self._names([(s.identifier, s.group.names() + (s.name,)) for s in document.services])
+        service_ids = self._names([(s.identifier, s.group.names()[depth:] + (s.name,)) for s in document.services])
         services = [self._service(service, service_ids, parameters) for service in document.services]
         kept_ports = [node for node in document.nodes if node.group is document.root and node.kind != "FUNNEL"]
-        named = [(p.identifier, p.group.names() + (p.name,)) for p in document.processors]
+        named = [(p.identifier, p.group.names()[depth:] + (p.name,)) for p in document.processors]
         named += [(port.identifier, (port.name,)) for port in kept_ports]
+        named += [(group.group.identifier, group.group.names()[depth:]) for group in stateless]
         self.ids = self._names(named)
+        self.origins = {self.ids[p.identifier]: p.path for p in document.processors}
         processors = [self._processor(processor, service_ids, parameters) for processor in document.processors]
-        routes = flatten(document, {port.identifier for port in kept_ports}, self.problems)
-        connections = self._connections(routes)
+        processors += [self._stateless_group(group) for group in stateless]
+        ends = {port.identifier for port in kept_ports} | set(self.stateless_ends)
+        routes = flatten(document, ends, self.problems)
+        connections = self._connections(routes) + self.stateless_loops
         self._check_relationships(routes)
         flow: dict = {"name": name or document.root.name}
         if parameters.values:
@@ -132,22 +171,69 @@ class _Import:
             ]
         for parameter, why in parameters.unset.items():
             self.report.append(f"parameter #{{{parameter}}}: left unset ({why}): give it with --param {parameter}=...")
-        origins = {self.ids[p.identifier]: p.path for p in document.processors}
-        return ImportedFlow(flow, self.report, dict(parameters.unset), origins)
+        return ImportedFlow(flow, self.report, dict(parameters.unset), self.origins, self.subflows)
 
-    def _groups(self) -> None:
-        root = self.document.root
-        if root.execution_engine == "STATELESS":
-            self.report.append(
-                f"group {root.name!r} runs STATELESS in NiFi: run the imported flow as ExecuteStateless's flow"
+    def _stateless_group(self, stateless: StatelessGroup) -> dict:
+        """The ExecuteStateless that runs a STATELESS group's flow, which goes to a file of
+        its own; the group's ports become its ends: what enters its input port is the
+        ExecuteStateless's input, what leaves an output port its `output` (a failure
+        port's: `failure`)."""
+        group = stateless.group
+        custody_id = self.ids[group.identifier]
+        self.origins[custody_id] = group.path
+        if self.subflow_path is None:
+            self.problem(
+                f"{group.path}.executionEngine",
+                "a STATELESS group becomes an ExecuteStateless that runs a flow file of its own: write the import "
+                "to a file (-o), next to which that flow is written",
             )
-        for group in self.document.groups[1:]:
-            if group.execution_engine == "STATELESS":
-                self.problem(
-                    f"{group.path}.executionEngine",
-                    "a nested STATELESS group: Custody's ExecuteStateless runs a flow of its own file; download this "
-                    "group as a flow definition of its own, import it, and run it with an ExecuteStateless",
-                )
+        path = self.subflow_path(custody_id) if self.subflow_path is not None else f"{custody_id}.yaml"
+        inner = _Import(stateless.document, self.registry, self.service_types, self.problems, self.subflow_path)
+        before = len(self.problems)
+        imported = inner.run(group.name)
+        for parameter, why in imported.unset_parameters.items():
+            self.problem(
+                f"{group.path}.parameterContextName",
+                f"parameter #{{{parameter}}} ({why}) is used in the STATELESS group: Custody's ExecuteStateless "
+                "loads its flow without run-time parameters, so it cannot be given",
+            )
+        if len(self.problems) == before:
+            _check_loads(imported, self.registry, self.problems)
+        self.subflows.update(imported.subflows)
+        self.subflows[path] = imported.flow
+        self.report.append(f"group {custody_id!r} <- {group.path} (STATELESS) as ExecuteStateless running {path}")
+        self.report.extend(f"    {line}" for line in imported.report)
+        ports = [node for node in stateless.document.nodes if node.group is group and node.kind != "FUNNEL"]
+        inputs = [port for port in ports if port.kind == "INPUT_PORT"]
+        outputs = [port for port in ports if port.kind == "OUTPUT_PORT" and port.function != "FAILURE"]
+        failures = [port for port in ports if port.kind == "OUTPUT_PORT" and port.function == "FAILURE"]
+        properties: dict = {"flow": path}
+        if len(inputs) > 1:
+            self.problem(
+                inputs[1].path,
+                f"Custody's ExecuteStateless takes FlowFiles into one input port; this group has {len(inputs)}",
+            )
+        elif inputs:
+            properties["input_port"] = inner.ids[inputs[0].identifier]
+        if len(outputs) > 1:
+            self.problem(
+                outputs[1].path,
+                f"Custody's ExecuteStateless sends what its flow outputs to one relationship; this group has "
+                f"{len(outputs)} output ports: make them one",
+            )
+        for port in ports:
+            self.ids[port.identifier] = custody_id
+            self.stateless_ends.add(port.identifier)
+        for port in outputs + failures:
+            self.stateless_outputs[port.identifier] = "failure" if port in failures else "output"
+        self.relationships[custody_id] = ("output", "original", "failure")
+        auto = ["original"] + ([] if outputs else ["output"])
+        self.auto_terminated[custody_id] = set(auto)
+        if not failures:
+            # NiFi retries a stateless group's input when its flow fails: so does a failure connected back
+            self.stateless_loops.append({"source": custody_id, "relationships": ["failure"], "destination": custody_id})
+            self.report.append("    failure -> back to itself (NiFi retries the input of a stateless group that fails)")
+        return {"id": custody_id, "type": "ExecuteStateless", "properties": properties, "auto_terminate": auto}
 
     def _names(self, components: list[tuple[str, tuple[str, ...]]]) -> dict[str, str]:
         """Custody ids for NiFi components: their group and own names joined by '/', a
@@ -302,7 +388,7 @@ class _Import:
         seen: dict[tuple, int] = {}
         for route in routes:
             source, destination = self.ids[route.source], self.ids[route.destination]
-            relationships = self.custody_relationships(source, route.relationships)
+            relationships = self.route_relationships(route)
             connection: dict = {"source": source}
             if source in self.relationships:
                 connection["relationships"] = list(relationships)
@@ -350,14 +436,15 @@ class _Import:
         return connections
 
     def _check_relationships(self, routes: list[Route]) -> None:
-        connected: dict[str, set[str]] = {}
+        connected: dict[str, set[str]] = {loop["source"]: {"failure"} for loop in self.stateless_loops}
         for route in routes:
             source = self.ids[route.source]
             if source not in self.relationships:
                 continue
-            if not route.relationships:
+            relationships = self.route_relationships(route)
+            if not relationships:
                 self.problem(f"{route.first.path}.selectedRelationships", "selects no relationship")
-            for index, relationship in enumerate(self.custody_relationships(source, route.relationships)):
+            for index, relationship in enumerate(relationships):
                 if relationship not in self.relationships[source]:
                     self.problem(
                         extend(route.first.path, "selectedRelationships", index),
@@ -365,14 +452,11 @@ class _Import:
                         f"(it has {', '.join(self.relationships[source])})",
                     )
                 connected.setdefault(source, set()).add(relationship)
-        for processor in self.document.processors:
-            custody_id = self.ids[processor.identifier]
-            if custody_id not in self.relationships:
-                continue
-            for relationship in self.relationships[custody_id]:
+        for custody_id, relationships in self.relationships.items():
+            for relationship in relationships:
                 if relationship not in connected.get(custody_id, set()) | self.auto_terminated[custody_id]:
                     self.problem(
-                        f"{processor.path}.autoTerminatedRelationships",
+                        f"{self.origins[custody_id]}.autoTerminatedRelationships",
                         f"relationship {relationship!r} is neither connected nor auto-terminated",
                     )
 

@@ -67,10 +67,16 @@ What becomes what:
   `autoTerminatedRelationships` are `auto_terminate`. A `loadBalanceStrategy` other than
   DO_NOT_LOAD_BALANCE is a problem (a Custody cluster spreads work by shards), as is a
   dangling connection, a remote process group, or a funnel or port that leads nowhere.
-- **A nested group with `executionEngine: STATELESS`** is a problem: Custody's
-  ExecuteStateless runs a flow of its own file; download that group as a flow
-  definition of its own, import it, and point an ExecuteStateless at it. The
-  downloaded group itself may be STATELESS: the import says so in its report.
+- **A nested group with `executionEngine: STATELESS`** becomes an ExecuteStateless
+  that runs the group's contents as a flow of its own, written beside the imported flow
+  (`flow.yaml` and `flow.<Group>.yaml`). What enters the group's input port is the
+  ExecuteStateless's input; what leaves its output port goes to `output`, what leaves a
+  failure port (`portFunction: FAILURE`) to `failure`; without a failure port, `failure`
+  is connected back to the ExecuteStateless (NiFi retries the input of a stateless
+  group that fails). A group with more than one input or output port is a problem
+  (ExecuteStateless has one of each), as is a sensitive parameter used inside it
+  (ExecuteStateless loads its flow without run-time parameters). The downloaded group
+  itself may be STATELESS: the import says so in its report.
 
 Differences that remain: Custody's PutFile names each file after its FlowFile's uuid,
 not its `filename` (so `Conflict Resolution Strategy` fail and replace mean the same);

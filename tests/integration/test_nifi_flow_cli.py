@@ -26,13 +26,14 @@ def custody(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([CUSTODY, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def run_flow(flow: Path, work: Path) -> list[bytes]:
+def run_flow(flow: Path, work: Path, **parameters: str) -> list[bytes]:
     """The contents PutFile writes when `flow` takes INPUTS from its in_dir, sorted."""
     inbox, outbox = work / "in", work / "out"
     inbox.mkdir(parents=True)
     for name, content in INPUTS.items():
         (inbox / name).write_bytes(content)
-    node = StandaloneNode(load_flow(str(flow), {"in_dir": str(inbox), "out_dir": str(outbox)}), str(work / "node"))
+    parameters.update(in_dir=str(inbox), out_dir=str(outbox))
+    node = StandaloneNode(load_flow(str(flow), parameters), str(work / "node"))
     node.start()
     try:
         written = lambda: [p for p in outbox.glob("*") if not p.name.startswith(".")] if outbox.exists() else []  # noqa: E731
@@ -63,6 +64,22 @@ def test_an_imported_nifi_flow_runs_as_the_flow_written_by_hand(tmp_path):
     assert essence(yaml.safe_load(again.read_text())) == essence(yaml.safe_load(imported.read_text()))
 
 
+def test_a_stateless_group_runs_as_an_execute_stateless_of_its_own_flow(tmp_path):
+    imported = tmp_path / "stateless.yaml"
+    done = custody("flow", "import", str(NIFI_FLOWS / "stateless_pipeline.json"), "-o", str(imported))
+    assert done.returncode == 0, done.stderr
+    subflow = tmp_path / "stateless.Enrich.yaml"
+    assert yaml.safe_load(imported.read_text())["processors"][2]["properties"] == {
+        "flow": str(subflow),
+        "input_port": "in",
+    }
+    from_nifi = run_flow(imported, tmp_path / "nifi")
+    by_hand = run_flow(
+        NIFI_FLOWS / "stateless_pipeline.yaml", tmp_path / "hand", enrich_flow=str(NIFI_FLOWS / "stateless_enrich.yaml")
+    )
+    assert from_nifi == by_hand == sorted(content + b" [enriched]" for content in INPUTS.values())
+
+
 def test_a_document_custody_cannot_run_exits_2_listing_every_problem_and_writes_nothing(tmp_path):
     output = tmp_path / "out.yaml"
     done = custody("flow", "import", str(NIFI_FLOWS / "unsupported.json"), "-o", str(output), "--report")
@@ -71,7 +88,11 @@ def test_a_document_custody_cannot_run_exits_2_listing_every_problem_and_writes_
     lines = done.stderr.splitlines()
     assert lines[0] == f"custody flow import: {NIFI_FLOWS / 'unsupported.json'}: 19 problem(s):"
     assert len(lines) == 20
-    for path in ("flowContents.processors[0].type", "flowContents.connections[1].destination.id"):
+    for path in (
+        "flowContents.processors[0].type",
+        "flowContents.connections[1].destination.id",
+        "flowContents.processGroups[0].inputPorts[1]",
+    ):
         assert any(line.startswith(f"  {path}: ") for line in lines), path
 
     done = custody("flow", "import", str(NIFI_FLOWS / "malformed.json"), "-o", str(output))
