@@ -2,8 +2,9 @@
 cannot go stale: the processors and the record services (an index each, and a page
 per type under `processors/` and `services/`), the command line
 (from argparse), the REST API (from the admin API's OpenAPI document), the
-metrics (from the admin API's Prometheus collectors), NODE.toml (from its schema) and
-a shard's ownership transitions (from the table `cluster.core.transitions` keeps).
+metrics (from the admin API's Prometheus collectors), NODE.toml (from its schema),
+a shard's ownership transitions (from the table `cluster.core.transitions` keeps) and
+what NiFi's flow definitions map to (from the tables of `flow.nifi_flow`).
 
     python -m cluster.reference docs/reference     # write them; the pages are checked in
 
@@ -17,13 +18,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from flow.nifi_flow.reference import render as nifi_import_text
+
 from .cli import cli_page
+from .markdown import GENERATED_NOTE
 from .metrics import metrics_page
 from .node_toml import node_toml_page
 from .ownership import ownership_page
 from .processors import processor_pages, processors_page
 from .rest_api import rest_api_page
 from .services import service_pages, services_page
+
+
+def nifi_import_page() -> str:
+    """The NiFi flow import's mapping, rendered from its tables (`flow.nifi_flow.reference`)."""
+    return f"{GENERATED_NOTE}\n\n{nifi_import_text()}"
+
 
 # File name -> the function that renders it, in the order of the site's navigation.
 PAGES: dict[str, Callable[[], str]] = {
@@ -34,6 +44,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "metrics.md": metrics_page,
     "node-toml.md": node_toml_page,
     "ownership-transitions.md": ownership_page,
+    "nifi-import.md": nifi_import_page,
 }
 # Pages of their own, under a directory, for each processor and service type.
 PAGE_SETS: tuple[Callable[[], dict[str, str]], ...] = (processor_pages, service_pages)

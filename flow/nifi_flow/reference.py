@@ -1,12 +1,8 @@
 """The reference page of the NiFi mapping (docs/reference/nifi-import.md), rendered from
-the tables themselves, so that the page says what the import does:
-
-    python -m flow.nifi_flow.reference docs/reference/nifi-import.md
-"""
+the tables themselves, so that the page says what the import does; `cluster.reference`
+writes it with the other reference pages (`python -m cluster.reference docs/reference`)."""
 
 from __future__ import annotations
-
-import sys
 
 from .importer import PRIORITIZERS
 from .mapping_model import ANY_VALUE, ComponentMapping, PropertyMapping
@@ -92,7 +88,7 @@ property of Custody's set away from its default (GenerateFlowFile's
 Prioritizers: {prioritizers}.
 
 This page is generated from the tables of `flow/nifi_flow`
-(`python -m flow.nifi_flow.reference docs/reference/nifi-import.md`).
+(`python -m cluster.reference docs/reference`).
 """
 
 
@@ -153,8 +149,3 @@ def render() -> str:
     for mapping in sorted(SERVICE_MAPPINGS, key=lambda m: m.custody_type):
         lines += _component(mapping, "###")
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-if __name__ == "__main__":
-    with open(sys.argv[1], "w", encoding="utf-8") as handle:
-        handle.write(render())
