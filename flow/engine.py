@@ -25,8 +25,14 @@ it in memory; whoever asks for it keeps it for the next engine, as NiFi keeps it
 its flow.json.gz (the node: `cluster.core.run_states`), and gives the processors to
 start stopped (`stopped`): they are not scheduled until `start_processor`.
 
+Each processor's statistics (`flow.processor_stats`: in, read, written, out, tasks and
+their time, FlowFiles routed to failure, over five minutes and since start, and its
+last bulletin) are recorded once per task from its session's counts, and shown in
+`status()`.
+
 Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`, `state`,
 `not_before`, `rollbacks`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
+A `_Node`'s `stats` has its own lock, taken once per task.
 `_control` serialises `start`, `stop_processor` and `start_processor`, so that
 `on_scheduled` and `on_stopped` never run twice for one start or stop.
 """
@@ -56,6 +62,7 @@ from .commit_gate import CommitGate
 from .errors import CommitError, NotAdmitted, ProcessorStateError, ServiceError, UnreadableContent
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
+from .processor_stats import ProcessorStats, error_bulletin, failure_bulletin
 from .rollbacks import RollbackWatch, Verdict
 from .scheduling import ScheduleState, decide
 from .services import ServiceRegistry
@@ -97,7 +104,7 @@ _STORAGE_FAILURES = (CommitError, StorageError, ContentUnavailable, ContentWrite
 
 
 class _Node:
-    def __init__(self, processor_id, processor, definition, incoming, outgoing, context):
+    def __init__(self, processor_id, processor, definition, incoming, outgoing, context, stats):
         self.id = processor_id
         self.processor = processor
         self.definition = definition
@@ -112,6 +119,7 @@ class _Node:
         self.last_error: str | None = None
         self.state = RUNNING  # RUNNING, STOPPING (tasks still running) or STOPPED
         self.rollbacks = RollbackWatch(definition.scheduling.max_rollbacks)
+        self.stats: ProcessorStats = stats  # its five minutes and since start (`flow.processor_stats`)
 
 
 class TraditionalEngine:
@@ -166,7 +174,9 @@ class TraditionalEngine:
         flows = StatelessFlowLoader(graph.definition.registry, services=services, clock_ms=clock_ms)
         for pid, processor in graph.processors.items():
             definition = graph.definition.processors[pid]
-            node = _Node(pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None)
+            node = _Node(
+                pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None, ProcessorStats(clock)
+            )
             node.context = ProcessContext(
                 pid,
                 definition.properties,
@@ -524,6 +534,7 @@ class TraditionalEngine:
         began = self._clock()
         session = self._new_session(node)
         bored = False
+        bulletin = None
         try:
             node.processor.on_trigger(node.context, session)
             if not session.is_closed:
@@ -536,6 +547,7 @@ class TraditionalEngine:
             self._roll_back(node, session, error)
             node.failures += 1
             message = f"{type(error).__name__}: {error}"
+            bulletin = error_bulletin(error, self._clock_ms(), _flowfile_of(error, session))
             if isinstance(error, CommitError):
                 # The committer said it, once per run of failures (storage down, a fenced shard).
                 log.debug("%s: %s; the session was rolled back", node.id, error)
@@ -591,6 +603,11 @@ class TraditionalEngine:
                 self._outage_logged = False
                 log.warning("%s: content storage works again", node.id)
         finally:
+            # One record per task, its session's counts if it committed (`session.counts`).
+            counts = session.counts
+            if bulletin is None and counts is not None and counts.failed is not None:
+                bulletin = failure_bulletin(counts, self._clock_ms(), node.id)
+            node.stats.record(counts, self._clock() - began, bulletin)
             with self._condition:
                 node.running -= 1
                 if bored:
@@ -613,6 +630,7 @@ class TraditionalEngine:
                     "failures": n.failures,
                     "running": n.running,
                     "last_error": n.last_error,
+                    **n.stats.snapshot(),
                 }
                 for n in self.nodes.values()
             },
@@ -627,6 +645,16 @@ class TraditionalEngine:
             if any(node.running for node in self.nodes.values()):
                 return False
         return all(queue.is_empty() for queue in self.graph.queues.values())
+
+
+def _flowfile_of(error: BaseException, session: ProcessSession) -> str | None:
+    """The id of the FlowFile a task's `error` was about, when known: the one whose
+    content could not be read, or the only one the session held."""
+    unreadable = _unreadable_in(error)
+    if unreadable is not None:
+        return unreadable.flowfile.id
+    polled = session.polled_ids
+    return polled[0] if len(polled) == 1 else None
 
 
 def _unreadable_in(error: BaseException | None) -> UnreadableContent | None:

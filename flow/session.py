@@ -58,6 +58,7 @@ from .errors import (
 )
 from .flowfile import FlowFile
 from .identifiers import new_uuid
+from .processor_stats import FAILURE, SessionCounts, error_attribute
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -312,6 +313,9 @@ class ProcessSession:
         self._next_queue = 0
         self._done = False
         self._committed = False
+        self._read_bytes = 0  # sizes of the contents opened for reading (`counts`)
+        self._pending_counts: SessionCounts | None = None  # built with the transaction
+        self.counts: SessionCounts | None = None  # what the session did, once committed
 
     # -- getting FlowFiles --------------------------------------------------------
 
@@ -473,6 +477,7 @@ class ProcessSession:
         claim = flowfile.content_claim
         if claim is None:
             return io.BytesIO(b"")
+        self._read_bytes += claim.length
         data = self._prefetched.get(claim)
         if data is not None:
             return io.BytesIO(data)
@@ -528,6 +533,7 @@ class ProcessSession:
         except UNREADABLE_ERRORS:
             # Which FlowFile: the first whose own read fails (clones share a claim).
             return [self.read_bytes(flowfile) for flowfile in flowfiles]
+        self._read_bytes += sum(claim.length for claim in claims)
         return [next(found) if f.content_claim is not None else b"" for f in flowfiles]
 
     def write(self, flowfile: FlowFile) -> _ContentOutput:
@@ -777,6 +783,7 @@ class ProcessSession:
             self._done = True
             raise
         self._done = self._committed = True
+        self.counts = self._pending_counts
 
     def rollback(self, penalize: bool | Collection[str] = False) -> None:
         """Undo the session: polled FlowFiles go back to their place in their queues
@@ -885,6 +892,10 @@ class ProcessSession:
         events = tx.events
         puts, deletes, acknowledged, transfers = tx.puts, tx.deletes, tx.acknowledged, tx.transfers
         outgoing = self._outgoing
+        # What the processor's statistics count (`flow.processor_stats`), in this loop
+        # rather than one of their own.
+        in_count = in_bytes = out_count = out_bytes = failures = 0
+        failed: FlowFile | None = None
         for entry in entries:
             original, current, source, relationship = entry.original, entry.current, entry.source, entry.relationship
             if entry.removed and original is None:
@@ -908,8 +919,17 @@ class ProcessSession:
             else:
                 assert relationship is not None  # `not_routed` above refused what is routed nowhere
                 destination_queues = outgoing.get(relationship, ())
-                if not destination_queues:
+                if destination_queues:
+                    out_count += len(destination_queues)
+                    out_bytes += current.size * len(destination_queues)
+                else:
                     dropped_by = f"Auto-Terminated by {relationship} Relationship"
+                if relationship == FAILURE:
+                    failures += 1
+                    failed = current
+            if original is not None and relationship is not _SOURCE and not entry.expired:
+                in_count += 1
+                in_bytes += original.size
             self._events_for(entry, current, clone_children, fork_children, events, now)
             if not destination_queues:
                 if original is not None:
@@ -987,6 +1007,16 @@ class ProcessSession:
             if resource not in after:
                 deltas[resource] = -count
         tx.claim_deltas = deltas
+        self._pending_counts = SessionCounts(
+            in_count,
+            in_bytes,
+            self._read_bytes,
+            sum(claim.length for claim in self._written),
+            out_count,
+            out_bytes,
+            failures,
+            (failed.id, error_attribute(failed.attributes)) if failed is not None else None,
+        )
         return tx
 
     def _events_for(
