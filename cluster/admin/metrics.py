@@ -41,6 +41,23 @@ PROCESSOR_SERIES = (
     (CounterMetricFamily, "custody_processor_failures", "tasks that raised and were rolled back", lambda p: p.failures),
     (GaugeMetricFamily, "custody_processor_running_tasks", "tasks running now", lambda p: p.running),
 )
+# A processor's statistics since its engine started (`flow.processor_stats`), counted
+# from committed sessions, by shard, processor and processor type: rate() over them
+# gives what NiFi's canvas shows for five minutes.
+PROCESSOR_ACTIVITY_SERIES = (
+    ("custody_processor_flowfiles_in", "FlowFiles a processor took from its queues", "in_count"),
+    ("custody_processor_in_bytes", "content bytes of the FlowFiles a processor took from its queues", "in_bytes"),
+    ("custody_processor_read_bytes", "content bytes a processor opened for reading", "read_bytes"),
+    ("custody_processor_written_bytes", "content bytes a processor wrote", "written_bytes"),
+    (
+        "custody_processor_flowfiles_out",
+        "FlowFiles a processor put in connections (one per connection; auto-terminated ones are not counted)",
+        "out_count",
+    ),
+    ("custody_processor_out_bytes", "content bytes of the FlowFiles a processor put in connections", "out_bytes"),
+    ("custody_processor_task_seconds", "time a processor's tasks took", "task_seconds"),
+    ("custody_processor_flowfiles_failed", "FlowFiles a processor routed to its relationship failure", "failures"),
+)
 
 
 def _families(by_shard: dict[str, dict[str, dict]], view, label: str, series) -> list:
@@ -54,6 +71,21 @@ def _families(by_shard: dict[str, dict[str, dict]], view, label: str, series) ->
     return [family for family, _ in families]
 
 
+def _activity_families(by_shard: dict[str, dict[str, dict]]) -> list:
+    """One counter per figure of `PROCESSOR_ACTIVITY_SERIES`, one sample per shard and processor."""
+    families = [
+        (CounterMetricFamily(name, text, labels=["shard", "processor", "type"]), figure)
+        for name, text, figure in PROCESSOR_ACTIVITY_SERIES
+    ]
+    for shard, items in by_shard.items():
+        for item, figures in items.items():
+            viewed = processor_figures(item, figures)
+            since_start = viewed.since_start
+            for family, figure in families:
+                family.add_metric([shard, item, viewed.type], getattr(since_start, figure))
+    return [family for family, _ in families]
+
+
 class NodeCollector:
     def __init__(self, control):
         self.control = control
@@ -61,7 +93,9 @@ class NodeCollector:
     def collect(self):
         control = self.control
         yield from _families(control.queues(), queue_figures, "queue", QUEUE_SERIES)
-        yield from _families(control.processors(), processor_figures, "processor", PROCESSOR_SERIES)
+        processors = control.processors()
+        yield from _families(processors, processor_figures, "processor", PROCESSOR_SERIES)
+        yield from _activity_families(processors)
         state = GaugeMetricFamily("custody_node_state", "1 for the node's current state", labels=["state"])
         state.add_metric([control.state()], 1)
         sizes = GaugeMetricFamily(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from .models_processors import ProcessorActivity, ProcessorBulletin
+
 
 class Problem(BaseModel):
     """Every error: what went wrong, and what to do."""
@@ -43,9 +45,12 @@ class ProcessorFigures(BaseModel):
     type: str
     state: str = Field(description="RUNNING or STOPPED")
     tasks: int
-    failures: int
+    failures: int = Field(description="tasks that raised and were rolled back")
     running: int = Field(description="tasks running now")
-    last_error: str | None = None
+    last_error: str | None = Field(default=None, description="the error of its last task, if that one failed")
+    five_minutes: ProcessorActivity = Field(description="over the last five minutes (in 5-second steps)")
+    since_start: ProcessorActivity = Field(description="since the shard's engine started on this node")
+    last_bulletin: ProcessorBulletin | None = Field(description="the last error it met, kept until the next one")
 
 
 class ShardFigures(BaseModel):

@@ -20,6 +20,7 @@ from .models import (
     ShardFigures,
     ShardHistoryEntry,
 )
+from .models_processors import activity, bulletin
 
 
 def queue_figures(queue: str, figures: dict) -> QueueFigures:
@@ -45,6 +46,9 @@ def processor_figures(processor: str, figures: dict) -> ProcessorFigures:
         failures=figures.get("failures", 0),
         running=figures.get("running", 0),
         last_error=figures.get("last_error"),
+        five_minutes=activity(figures.get("five_minutes")),
+        since_start=activity(figures.get("since_start")),
+        last_bulletin=bulletin(figures.get("last_bulletin")),
     )
 
 
