@@ -6,7 +6,7 @@ finds goes to the `Problem` list and the report lines it is given."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from .conversions import at_custody_default, to_custody
 from .expression_check import missing_functions
@@ -14,6 +14,18 @@ from .mapping_model import ComponentMapping, PropertyMapping
 from .parameters import referenced, substitute
 from .problems import Problem, extend
 from .values import has_parameter
+
+
+@dataclass(frozen=True)
+class ConnectionService:
+    """A controller service whose settings a `connection` property carries into the
+    component that names it (NiFi 2's Kafka3ConnectionService)."""
+
+    path: str  # its JSON path, where its problems are reported
+    name: str
+    type: str
+    properties: dict[str, str | None]
+    parameters: dict  # name -> NiFiParameter, its group's
 
 
 @dataclass
@@ -27,6 +39,9 @@ class PropertyContext:
     external_services: dict[str, str]  # NiFi identifier -> name, outside the document
     problems: list[Problem]
     report: list[str]
+    # NiFi identifier -> the controller service a `connection` property may name, with
+    # the parameters visible to it (NiFi 2's Kafka Connection Service)
+    connection_services: dict[str, ConnectionService] = field(default_factory=dict)
 
     def problem(self, name: str, message: str) -> None:
         self.problems.append(Problem(extend(self.path, "properties", name), message))
@@ -42,8 +57,15 @@ def map_properties(
     """(properties, dynamic properties) of the Custody component."""
     properties: dict = {}
     for property_mapping in mapping.properties:
-        given = nifi_properties.get(property_mapping.nifi)
-        value = _mapped(property_mapping, given, custody_class, context)
+        name, given = _given(property_mapping, nifi_properties)
+        if not _in_force(property_mapping, mapping, nifi_properties):
+            if given is not None:
+                context.report.append(f"    {name}: {given!r} -> dropped: NiFi ignores it with these settings")
+            continue
+        if property_mapping.kind == "connection":
+            properties.update(_connection(property_mapping, name, given, custody_class, context))
+            continue
+        value = _mapped(property_mapping, name, given, custody_class, context)
         if value is not _DROPPED:
             properties[property_mapping.custody] = value
     dynamic: dict = {}
@@ -73,11 +95,68 @@ class _Dropped:
 _DROPPED = _Dropped()
 
 
-def _mapped(mapping: PropertyMapping, given: str | None, custody_class, context: PropertyContext):
+def _given(mapping: PropertyMapping, nifi_properties: dict[str, str | None]) -> tuple[str, str | None]:
+    """(the name the document gives the property by, its value or None): NiFi 1.x's
+    name or NiFi 2's, whichever is set."""
+    for name in mapping.names():
+        value = nifi_properties.get(name)
+        if value is not None:
+            return name, value
+    return next((name for name in mapping.names() if name in nifi_properties), mapping.nifi), None
+
+
+def _in_force(mapping: PropertyMapping, component: ComponentMapping, nifi_properties: dict[str, str | None]) -> bool:
+    """Whether NiFi reads the property: its dependsOn holds (or it has none)."""
+    if mapping.depends_on is None:
+        return True
+    name, values = mapping.depends_on
+    other = component.by_nifi_name().get(name)
+    if other is None:
+        return True
+    _, given = _given(other, nifi_properties)
+    value = given if given is not None else other.nifi_default
+    return value in values if values else value is not None
+
+
+def _connection(
+    mapping: PropertyMapping, name: str, given: str | None, custody_class, context: PropertyContext
+) -> dict:
+    """The properties a `connection` property brings: the settings of the controller
+    service it names, mapped as that service's type says. A problem of a setting is
+    reported at the service's own property."""
+    if given is None:
+        return {}
+    service = context.connection_services.get(given)
+    if service is None:
+        if given in context.external_services:
+            where = f"controller service {context.external_services[given]!r} ({given}), outside the downloaded group"
+        else:
+            where = f"controller service {given!r}, which the document does not hold"
+        context.problem(name, f"refers to {where}")
+        return {}
+    by_type = {nifi_type: table for table in mapping.services for nifi_type in table.nifi_types}
+    table = by_type.get(service.type)
+    if table is None:
+        known = ", ".join(t.rpartition(".")[2] for t in by_type)
+        context.problems.append(
+            Problem(
+                f"{service.path}.type",
+                f"Custody's {context.type_name} takes its settings from NiFi's {known}, not "
+                f"{service.type.rpartition('.')[2]!r} ({service.type})",
+            )
+        )
+        return {}
+    context.report.append(f"    {name}: {given!r} -> the settings of service {service.name!r} ({service.path}):")
+    inner = replace(context, path=service.path, visible_parameters=service.parameters)
+    properties, _ = map_properties(table, custody_class, service.properties, frozenset(), inner)
+    return properties
+
+
+def _mapped(mapping: PropertyMapping, name: str, given: str | None, custody_class, context: PropertyContext):
     """The Custody value of one NiFi property, or `_DROPPED`."""
     explicit = given is not None
     value = given if explicit else mapping.nifi_default
-    shown = f"    {mapping.nifi}: {value!r}" + ("" if explicit else " (NiFi's default)")
+    shown = f"    {name}: {value!r}" + ("" if explicit else " (NiFi's default)")
     if value is None:
         return _DROPPED
     if mapping.kind == "none":
@@ -86,7 +165,7 @@ def _mapped(mapping: PropertyMapping, given: str | None, custody_class, context:
             return _DROPPED
         accepted = ", ".join(repr(v) for v in (mapping.nifi_default, *mapping.accepted) if v is not None)
         context.problem(
-            mapping.nifi,
+            name,
             f"Custody's {context.type_name} has no equivalent of this property set to {value!r}"
             + (f" (only {accepted} can be carried over)" if accepted else "")
             + _note(mapping),
@@ -95,50 +174,50 @@ def _mapped(mapping: PropertyMapping, given: str | None, custody_class, context:
     if mapping.defaults_agree and value == mapping.nifi_default:
         context.report.append(f"{shown} -> {mapping.custody}: Custody's default")
         return _DROPPED
-    _check_parameters(mapping.nifi, value, context)
+    _check_parameters(name, value, context)
     if mapping.kind in ("choice", "service") and has_parameter(value):
         try:
             value = substitute(value, context.visible_parameters)
         except ValueError as error:
-            context.problem(mapping.nifi, str(error))
+            context.problem(name, str(error))
             return _DROPPED
     if mapping.kind == "service":
-        return _service(mapping, value, shown, context)
+        return _service(name, mapping, value, shown, context)
     try:
         custody_value = to_custody(mapping, value)
     except ValueError as error:
         if mapping.default_ignorable and value == mapping.nifi_default:
             context.report.append(f"{shown} -> dropped: {error}{_note(mapping)}")
         else:
-            context.problem(mapping.nifi, str(error))
+            context.problem(name, str(error))
         return _DROPPED
     descriptor = custody_class.descriptor(mapping.custody)
     if descriptor is None:
-        context.problem(mapping.nifi, f"Custody's {context.type_name} has no property {mapping.custody!r}")
+        context.problem(name, f"Custody's {context.type_name} has no property {mapping.custody!r}")
         return _DROPPED
     if not has_parameter(custody_value):
         try:
             descriptor.convert(custody_value)
         except ValueError as error:
-            context.problem(mapping.nifi, f"as Custody's {mapping.custody}: {error}")
+            context.problem(name, f"as Custody's {mapping.custody}: {error}")
             return _DROPPED
         if at_custody_default(descriptor, custody_value):
             context.report.append(f"{shown} -> {mapping.custody}: Custody's default")
             return _DROPPED
     if isinstance(custody_value, str):
-        _check_value(mapping.nifi, custody_value, context, expression=descriptor.kind == "expression", parameters=False)
+        _check_value(name, custody_value, context, expression=descriptor.kind == "expression", parameters=False)
     context.report.append(f"{shown} -> {mapping.custody}: {custody_value!r}")
     return custody_value
 
 
-def _service(mapping: PropertyMapping, value: str, shown: str, context: PropertyContext):
+def _service(name: str, mapping: PropertyMapping, value: str, shown: str, context: PropertyContext):
     service_id = context.service_ids.get(value)
     if service_id is None:
         if value in context.external_services:
             where = f"controller service {context.external_services[value]!r} ({value}), outside the downloaded group"
         else:
             where = f"controller service {value!r}, which the document does not hold"
-        context.problem(mapping.nifi, f"refers to {where}")
+        context.problem(name, f"refers to {where}")
         return _DROPPED
     context.report.append(f"{shown} -> {mapping.custody}: service {service_id!r}")
     return service_id

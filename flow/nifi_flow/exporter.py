@@ -215,6 +215,8 @@ class _Export:
             }
 
         for property_mapping in mapping.properties:
+            if property_mapping.nifi2_only:
+                continue  # the document is NiFi 1.x's
             if property_mapping.custody is None:
                 add(property_mapping.nifi, property_mapping.nifi_default)
                 continue

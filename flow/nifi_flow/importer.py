@@ -7,7 +7,8 @@ service types it maps to are given (the standard ones by default).
 What becomes what:
   processors           by their class, through `processor_tables`; the Custody id is the
                        names of the nested groups and the processor's ("Group/Put")
-  controller services  record readers and writers, through `service_tables`
+  controller services  record readers and writers, through `service_tables`; NiFi 2's
+                       Kafka Connection Service into each processor that references it
   connections          flattened through nested groups' ports and funnels (`flattening`)
   parameter contexts   the flow's parameters (`parameters`); sensitive ones left unset
   top-level ports      the flow's ports (input, output, and failure for portFunction FAILURE)
@@ -22,14 +23,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .component_properties import PropertyContext, map_properties
+from .component_properties import ConnectionService, PropertyContext, map_properties
 from .conversions import to_custody
 from .document import NiFiDocument, NiFiProcessor, NiFiService, parse_document
 from .flattening import Route, flatten
 from .mapping_model import ComponentMapping, prop
 from .parameters import FlowParameters, resolve_parameters
 from .problems import NiFiFlowError, Problem, extend
-from .processor_tables import processor_mapping
+from .processor_tables import CONNECTION_SERVICE_TYPES, processor_mapping
 from .service_tables import service_mapping
 from .stateless_groups import StatelessGroup, split
 from .values import nifi_duration_s, nifi_size_bytes
@@ -115,6 +116,7 @@ class _Import:
         self.relationships: dict[str, tuple[str, ...]] = {}  # Custody processor id -> its relationships
         self.auto_terminated: dict[str, set[str]] = {}
         self.mappings: dict[str, ComponentMapping] = {}  # Custody processor id -> its mapping
+        self.connection_services: dict[str, ConnectionService] = {}  # NiFi identifier -> service, for `connection`
 
     def route_relationships(self, route: Route) -> tuple[str, ...]:
         """The Custody relationships a route takes from its source: the connection's
@@ -143,6 +145,12 @@ class _Import:
         document = self.document
         depth = len(document.root.names())  # a stateless group's flow names its processors from the group down
         parameters = resolve_parameters(document, self.problems)
+        self.connection_services = {
+            service.identifier: ConnectionService(
+                service.path, service.name, service.type, service.properties, parameters.visible(service.group)
+            )
+            for service in document.services
+        }
         service_ids = self._names([(s.identifier, s.group.names()[depth:] + (s.name,)) for s in document.services])
         services = [self._service(service, service_ids, parameters) for service in document.services]
         kept_ports = [node for node in document.nodes if node.group is document.root and node.kind != "FUNNEL"]
@@ -257,6 +265,12 @@ class _Import:
         cls = self.service_types.get(mapping.custody_type) if mapping else None
         if not service.type:
             return None  # reported where the document was read
+        if service.type in CONNECTION_SERVICE_TYPES:
+            self.report.append(
+                f"service {service.name!r} <- {service.path} ({service.type}): its settings go into each processor "
+                "that references it"
+            )
+            return None
         if mapping is None or cls is None:
             known = ", ".join(sorted(self.service_types))
             self.problem(
@@ -283,6 +297,7 @@ class _Import:
             self.document.external_services,
             self.problems,
             self.report,
+            self.connection_services,
         )
 
     # processors
@@ -317,6 +332,12 @@ class _Import:
         for index, relationship in enumerate(self.custody_relationships(custody_id, processor.auto_terminated)):
             if relationship in self.relationships[custody_id]:
                 auto.append(relationship)
+            elif relationship in mapping.relationships.values():
+                # NiFi's processor always has it, Custody's only with other settings (ConsumeKafka's
+                # parse.failure outside record mode): nothing can go to it
+                self.report.append(
+                    f"    auto-terminated {relationship!r} -> dropped: not a relationship with these settings"
+                )
             else:
                 self.problem(
                     extend(processor.path, "autoTerminatedRelationships", index),

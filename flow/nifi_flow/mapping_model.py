@@ -15,9 +15,12 @@ from types import MappingProxyType
 #   integer, boolean, duration, size   read in NiFi's notation, written in Custody's
 #   choice    one of NiFi's allowable values, looked up in `choices`
 #   service   a controller service's identifier, to the Custody service made of it
+#   connection  a controller service's identifier whose settings the Custody component
+#             takes as its own properties (NiFi 2's Kafka Connection Service): mapped
+#             through the `services` tables into the component that references it
 #   none      Custody has no such property: only the values in `accepted` ("*": any)
 #             mean what Custody does anyway; any other is a problem
-KINDS = ("text", "integer", "boolean", "duration", "size", "choice", "service", "none")
+KINDS = ("text", "integer", "boolean", "duration", "size", "choice", "service", "connection", "none")
 ANY_VALUE = "*"
 
 
@@ -36,6 +39,25 @@ class PropertyMapping:
     # (a Kafka SASL mechanism without SASL): at it, the property is left out.
     default_ignorable: bool = False
     note: str = ""
+    # The name NiFi 2 gives the property where it renamed it (a flow definition's
+    # `properties` are keyed by the descriptors' names, and NiFi 2 migrated many of
+    # them, `generate-ff-custom-text` to `Custom Text`): the import reads either, the
+    # export writes `nifi` (NiFi 2 migrates the older name as it loads the flow).
+    nifi2: str | None = None
+    # A property NiFi 1.x does not have (NiFi 2's own): the export, which writes a
+    # NiFi 1.x document, leaves it out.
+    nifi2_only: bool = False
+    # NiFi's dependsOn: the property is in force only while the property named here
+    # (its value given, or its default) has one of these values; otherwise NiFi
+    # ignores it, and so does the import.
+    depends_on: tuple[str, tuple[str, ...]] | None = None
+    # For `connection`: the controller service types it may reference, each with the
+    # mapping of its properties into the component.
+    services: tuple[ComponentMapping, ...] = ()
+
+    def names(self) -> tuple[str, ...]:
+        """NiFi's names of the property: the 1.x one, then NiFi 2's where it differs."""
+        return (self.nifi,) if self.nifi2 is None or self.nifi2 == self.nifi else (self.nifi, self.nifi2)
 
     def accepts(self, value: str) -> bool:
         return ANY_VALUE in self.accepted or value in self.accepted or value == self.nifi_default
@@ -62,7 +84,8 @@ class ComponentMapping:
         return custody_name
 
     def by_nifi_name(self) -> dict[str, PropertyMapping]:
-        return {mapping.nifi: mapping for mapping in self.properties}
+        """Each property mapping by each of NiFi's names of it (1.x and 2.x)."""
+        return {name: mapping for mapping in self.properties for name in mapping.names()}
 
     def by_custody_name(self) -> dict[str, PropertyMapping]:
         return {mapping.custody: mapping for mapping in self.properties if mapping.custody is not None}
@@ -76,9 +99,13 @@ def choice(nifi: str, custody: str, default: str | None, choices: Mapping[str, s
     return PropertyMapping(nifi, custody, default, "choice", MappingProxyType(dict(choices)), **extra)
 
 
-def same_choice(nifi: str, custody: str, default: str | None, *values: str) -> PropertyMapping:
-    return choice(nifi, custody, default, {value: value for value in values})
+def same_choice(nifi: str, custody: str, default: str | None, *values: str, **extra) -> PropertyMapping:
+    return choice(nifi, custody, default, {value: value for value in values}, **extra)
 
 
-def none(nifi: str, default: str | None = None, *accepted: str, note: str = "") -> PropertyMapping:
-    return PropertyMapping(nifi, None, default, "none", accepted=accepted, note=note)
+def none(nifi: str, default: str | None = None, *accepted: str, note: str = "", **extra) -> PropertyMapping:
+    return PropertyMapping(nifi, None, default, "none", accepted=accepted, note=note, **extra)
+
+
+def connection(nifi: str, *services: ComponentMapping, **extra) -> PropertyMapping:
+    return PropertyMapping(nifi, None, None, "connection", services=services, **extra)

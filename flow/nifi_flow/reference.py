@@ -31,11 +31,19 @@ What becomes what:
 
 - **Processors** by their class (`org.apache.nifi.processors.standard.GetFile` is
   GetFile), with NiFi's property names and values mapped to Custody's as the tables
-  below say. A property at NiFi's default is left to Custody's default when the two
-  mean the same; a NiFi property Custody has no equivalent for, set to another value
-  than those listed, is a problem. Dynamic properties are carried as they are.
-- **Controller services**: the record readers and writers Custody has (below); any
-  other service type, or a service outside the downloaded group, is a problem.
+  below say. A flow definition keys `properties` by the property descriptors' names,
+  which NiFi 2 renamed for many properties (its migrateProperties reads the old ones):
+  the tables give NiFi 1.x's name, then NiFi 2's where it differs, and the import reads
+  either. A property NiFi ignores under its dependsOn (a Message Demarcator with
+  another Processing Strategy) is ignored too. A property at NiFi's default is left to
+  Custody's default when the two mean the same; a NiFi property Custody has no
+  equivalent for, set to another value than those listed, is a problem. Dynamic
+  properties are carried as they are.
+- **Controller services**: the record readers and writers Custody has (below). NiFi 2's
+  Kafka Connection Service (Kafka3ConnectionService) is no Custody service: its
+  settings become the properties of each ConsumeKafka and PublishKafka that names it,
+  and a setting Custody lacks is a problem at the service's own property. Any other
+  service type, or a service outside the downloaded group, is a problem.
 - **Nested process groups** are flattened: a connection into a group's input or output
   port, or into a funnel, continues along every connection that leaves it, until a
   processor. Processors keep their names, prefixed by their groups' (`Group/Put`); the
@@ -79,7 +87,9 @@ not its `filename` (so `Conflict Resolution Strategy` fail and replace mean the 
 Custody's sources take each file exactly once.
 
 The export writes every component in one process group, bundles of group
-`org.apache.nifi` and version 1.28.1 (NiFi resolves the version it has on import), and
+`org.apache.nifi` and version 1.28.1 (NiFi resolves the version it has on import; NiFi 2
+migrates the 1.x property names as it loads them, and NiFi 2's own properties are left
+out), and
 name-based identifiers (the same flow exports to the same document). What NiFi has no
 equivalent for is a problem: a processor only Custody has (the Spark processors), a
 property of Custody's set away from its default (GenerateFlowFile's
@@ -101,7 +111,11 @@ def _value(value: str | None) -> str:
 
 
 def _becomes(mapping: PropertyMapping) -> str:
-    if mapping.custody is None:
+    if mapping.kind == "connection":
+        text = "the settings of the service it names, as " + ", ".join(
+            f"{service.nifi_types[0].rpartition('.')[2]} below" for service in mapping.services
+        )
+    elif mapping.custody is None:
         accepted = [value for value in (mapping.nifi_default, *mapping.accepted) if value is not None]
         if ANY_VALUE in accepted:
             text = "none: any value (it changes nothing Custody does)"
@@ -117,13 +131,23 @@ def _becomes(mapping: PropertyMapping) -> str:
         text = f"`{mapping.custody}` (the service)"
     else:
         text = f"`{mapping.custody}` ({mapping.kind})"
+    if mapping.depends_on is not None:
+        name, values = mapping.depends_on
+        text += f"; read only with `{name}` " + (" or ".join(_value(v) for v in values) if values else "set")
+    if mapping.nifi2_only:
+        text += "; NiFi 2's"
     if mapping.note:
         text += f"; {mapping.note}"
     return text.replace("|", "\\|")
 
 
 def _component(mapping: ComponentMapping, heading: str) -> list[str]:
-    lines = [f"{heading} {mapping.custody_type}", ""]
+    title = mapping.custody_type
+    if len(mapping.nifi_types) == 1 and mapping.nifi_types[0].rpartition(".")[2] != mapping.custody_type:
+        title += f" (from NiFi's {mapping.nifi_types[0].rpartition('.')[2]})"
+    elif sum(other.custody_type == mapping.custody_type for other in PROCESSOR_MAPPINGS) > 1:
+        title += f" (from `{mapping.artifact}`)"
+    lines = [f"{heading} {title}", ""]
     lines.append("NiFi: " + ", ".join(f"`{name}`" for name in mapping.nifi_types) + f" (`{mapping.artifact}`).")
     if mapping.note:
         lines.append(mapping.note[0].upper() + mapping.note[1:] + ".")
@@ -133,11 +157,17 @@ def _component(mapping: ComponentMapping, heading: str) -> list[str]:
             + ", ".join(f"`{nifi}` is `{custody}`" for nifi, custody in mapping.relationships.items())
             + "."
         )
-    lines += ["", "| NiFi property | NiFi default | Custody |", "| --- | --- | --- |"]
+    lines += ["", "| NiFi property (NiFi 2's name) | NiFi default | Custody |", "| --- | --- | --- |"]
     for property_mapping in mapping.properties:
         nifi, default = _value(property_mapping.nifi), _value(property_mapping.nifi_default)
+        if property_mapping.nifi2 is not None and property_mapping.nifi2 != property_mapping.nifi:
+            nifi += f" ({_value(property_mapping.nifi2)})"
         lines.append(f"| {nifi} | {default} | {_becomes(property_mapping)} |")
-    return lines + [""]
+    lines.append("")
+    for property_mapping in mapping.properties:
+        for service in property_mapping.services:
+            lines += _component(service, "####")
+    return lines
 
 
 def render() -> str:

@@ -82,6 +82,12 @@ def _check_tables(mappings, types):
     for mapping in mappings:
         cls = types[mapping.custody_type]
         for property_mapping in mapping.properties:
+            if property_mapping.kind == "connection":
+                # a connection service's settings are the processor's own properties
+                _check_tables(
+                    property_mapping.services, {service.custody_type: cls for service in property_mapping.services}
+                )
+                continue
             if property_mapping.custody is None:
                 assert property_mapping.kind == "none", property_mapping
                 continue
