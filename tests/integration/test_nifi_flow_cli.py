@@ -80,6 +80,23 @@ def test_a_stateless_group_runs_as_an_execute_stateless_of_its_own_flow(tmp_path
     assert from_nifi == by_hand == sorted(content + b" [enriched]" for content in INPUTS.values())
 
 
+def test_a_nifi_2_kafka_flow_imports_with_its_connection_services_settings_in_each_processor(tmp_path):
+    imported = tmp_path / "kafka.yaml"
+    done = custody("flow", "import", str(NIFI_FLOWS / "kafka_nifi2.json"), "-o", str(imported), "--report")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "service 'Kafka' <- flowContents.controllerServices[0] (org.apache.nifi.kafka.service.Kafka3ConnectionService):"
+        " its settings go into each processor that references it"
+    ) in done.stdout
+    flow = yaml.safe_load(imported.read_text())
+    assert [(p["id"], p["type"], p["properties"]["bootstrap_servers"]) for p in flow["processors"]] == [
+        ("Consume", "ConsumeKafka", "127.0.0.1:9092"),
+        ("Publish", "PublishKafka", "127.0.0.1:9092"),
+    ]
+    definition = load_flow(str(imported), {"kafka_password": "secret"})
+    assert definition.processors["Consume"].properties["sasl_password"] == "secret"
+
+
 def test_a_document_custody_cannot_run_exits_2_listing_every_problem_and_writes_nothing(tmp_path):
     output = tmp_path / "out.yaml"
     done = custody("flow", "import", str(NIFI_FLOWS / "unsupported.json"), "-o", str(output), "--report")
