@@ -892,9 +892,11 @@ class ProcessSession:
         events = tx.events
         puts, deletes, acknowledged, transfers = tx.puts, tx.deletes, tx.acknowledged, tx.transfers
         outgoing = self._outgoing
-        # What the processor's statistics count (`flow.processor_stats`), in this loop
-        # rather than one of their own.
-        in_count = in_bytes = out_count = out_bytes = failures = 0
+        # What the processor's statistics count (`flow.processor_stats`), in the branches
+        # this loop takes anyway: in counts every polled FlowFile, less those sent back
+        # to their queue (and expired ones, never polled); out every FlowFile put in a
+        # queue, less those sent back.
+        in_bytes = out_bytes = failures = sent_back = 0
         failed: FlowFile | None = None
         for entry in entries:
             original, current, source, relationship = entry.original, entry.current, entry.source, entry.relationship
@@ -906,30 +908,31 @@ class ProcessSession:
             if original is not None:
                 assert source is not None  # what has an original was polled from `source`
                 acknowledged.setdefault(source, []).append(original)
+                in_bytes += original.size
                 if original.content_claim is not None:
                     resource = original.content_claim.resource
                     before[resource] = before.get(resource, 0) + 1
             destination_queues: Sequence[FlowFileQueue] = ()
             dropped_by = None
             if entry.removed:
-                dropped_by = "expired" if entry.expired else None
+                if entry.expired:
+                    dropped_by = "expired"
+                    in_bytes -= current.size
             elif relationship is _SOURCE:
                 assert source is not None  # `transfer` sends back to its queue only what was polled
                 destination_queues = (source,)
+                assert original is not None  # as `source`
+                in_bytes -= original.size
+                out_bytes -= current.size
+                sent_back += 1
             else:
                 assert relationship is not None  # `not_routed` above refused what is routed nowhere
                 destination_queues = outgoing.get(relationship, ())
-                if destination_queues:
-                    out_count += len(destination_queues)
-                    out_bytes += current.size * len(destination_queues)
-                else:
+                if not destination_queues:
                     dropped_by = f"Auto-Terminated by {relationship} Relationship"
                 if relationship == FAILURE:
                     failures += 1
                     failed = current
-            if original is not None and relationship is not _SOURCE and not entry.expired:
-                in_count += 1
-                in_bytes += original.size
             self._events_for(entry, current, clone_children, fork_children, events, now)
             if not destination_queues:
                 if original is not None:
@@ -991,6 +994,7 @@ class ProcessSession:
                         )
                     )
                 puts.append(version)
+                out_bytes += current.size
                 queued = transfers.get(queue)
                 if queued is None:
                     queued = transfers[queue] = []
@@ -1008,11 +1012,11 @@ class ProcessSession:
                 deltas[resource] = -count
         tx.claim_deltas = deltas
         self._pending_counts = SessionCounts(
-            in_count,
+            len(self._polled) - sent_back,
             in_bytes,
             self._read_bytes,
             sum(claim.length for claim in self._written),
-            out_count,
+            sum(len(queued) for queued in transfers.values()) - sent_back,
             out_bytes,
             failures,
             (failed.id, error_attribute(failed.attributes)) if failed is not None else None,

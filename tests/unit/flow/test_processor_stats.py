@@ -9,6 +9,7 @@ import pytest
 
 from cluster.services.process import wait_until
 from flow.engine import TraditionalEngine
+from flow.flowfile import FlowFile
 from flow.graph import FlowGraph
 from flow.loading import parse_flow, standard_registry
 from flow.memory_content import InMemoryContentRepository
@@ -21,7 +22,9 @@ from flow.processor_stats import (
     error_attribute,
     zero_figures,
 )
-from flow.shard import open_shard
+from flow.queue import FlowFileQueue
+from flow.session import ProcessSession
+from flow.shard import QueueShard, open_shard
 from repositories.storage import LocalStorage
 
 # -- the window, on an injected clock -----------------------------------------------
@@ -224,3 +227,72 @@ def test_a_rolled_back_session_counts_its_task_not_its_flowfiles_and_leaves_a_bu
     assert engine.graph.queues["a"].find(flowfile_id) is not None  # the FlowFile stayed in its queue
     assert figures["last_bulletin"]["message"] == "ValueError: cannot take 0"
     assert figures["last_bulletin"]["flowfile_id"] == flowfile_id
+
+
+# -- one session's counts -----------------------------------------------------------
+
+
+class NoCommit:
+    """A committer that applies nothing: the counts are the session's own."""
+
+    def commit(self, tx):
+        pass
+
+    def hold_claims(self, claims):
+        pass
+
+
+def session_over(sizes):
+    clock = lambda: 1_000  # noqa: E731
+    content = InMemoryContentRepository()
+    incoming, ok, copy = (FlowFileQueue(name, clock_ms=clock) for name in ("in", "ok", "copy"))
+    flowfiles = []
+    for size in sizes:
+        writer = content.write()
+        writer.write(b"x" * size)
+        flowfiles.append(FlowFile.new(1, {}).with_content(writer.close(sync=False), size).in_queue("in"))
+    incoming.put_all(flowfiles)
+    return ProcessSession(
+        component_id="p",
+        component_type="Test",
+        committer=NoCommit(),
+        content=content,
+        shard=QueueShard("s", [incoming, ok, copy]),
+        incoming=[incoming],
+        outgoing={"success": [ok, copy]},
+        auto_terminated=("failure",),
+        clock_ms=clock,
+    )
+
+
+def test_a_session_counts_in_read_written_out_and_failures_as_it_commits():
+    session = session_over([10, 20, 30, 40])
+    back, removed, onward, failing = session.get_batch(4)
+    session.transfer(back)  # back to its queue: neither in nor out
+    session.remove(removed)  # in, and dropped
+    session.transfer(onward, "success")  # two connections: out twice
+    session.read_bytes(failing)
+    failing = session.write_bytes(failing, b"12345")
+    session.transfer(session.put_attribute(failing, "x.error", "bad"), "failure")  # auto-terminated: not out
+    created = session.write_bytes(session.create(), b"1234567")
+    session.transfer(created, "success")
+    assert session.counts is None
+    session.commit()
+    assert session.counts == SessionCounts(
+        in_count=3,
+        in_bytes=20 + 30 + 40,
+        read_bytes=40,
+        written_bytes=5 + 7,
+        out_count=4,
+        out_bytes=2 * 30 + 2 * 7,
+        failures=1,
+        failed=(failing.id, "bad"),
+    )
+
+
+def test_a_rolled_back_session_has_no_counts():
+    session = session_over([10])
+    (flowfile,) = session.get_batch(1)
+    session.transfer(flowfile, "success")
+    session.rollback()
+    assert session.counts is None
