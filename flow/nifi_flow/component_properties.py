@@ -58,6 +58,14 @@ def map_properties(
     properties: dict = {}
     for property_mapping in mapping.properties:
         name, given = _given(property_mapping, nifi_properties)
+        both = {nifi_properties.get(other) for other in property_mapping.names()} - {None}
+        if len(both) > 1:
+            context.problem(
+                name,
+                f"set twice, by NiFi 1.x's name and NiFi 2's ({' and '.join(map(repr, property_mapping.names()))}), "
+                "to different values: keep one",
+            )
+            continue
         if not _in_force(property_mapping, mapping, nifi_properties):
             if given is not None:
                 context.report.append(f"    {name}: {given!r} -> dropped: NiFi ignores it with these settings")

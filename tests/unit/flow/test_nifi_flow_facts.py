@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from flow.nifi_flow import export_nifi_flow, import_nifi_flow
+from flow.nifi_flow import NiFiFlowError, export_nifi_flow, import_nifi_flow
 from flow.nifi_flow.processor_tables import processor_mapping
 from flow.nifi_flow.service_tables import service_mapping
 
@@ -139,3 +139,15 @@ def test_the_export_writes_nifi_1x_names_and_leaves_out_nifi_2s_own_properties()
     assert "Header File" in merge and "Header" not in merge
     assert "FlowFile Insertion Strategy" not in merge and "Bin Termination Check" not in merge
     assert "Request Header Maximum Size" not in processors["Listen"]["properties"]
+
+
+def test_a_property_set_by_both_its_names_to_different_values_is_a_problem():
+    document = json.loads(nifi_document("every_processor.json"))
+    (invoke,) = [p for p in document["flowContents"]["processors"] if p["name"] == "Invoke"]
+    invoke["properties"]["HTTP URL"] = "http://127.0.0.1:9/elsewhere"
+    with pytest.raises(NiFiFlowError) as caught:
+        import_nifi_flow(json.dumps(document))
+    (problem,) = caught.value.problems
+    assert problem.path.endswith('.properties."Remote URL"') and "set twice" in problem.message
+    invoke["properties"]["HTTP URL"] = invoke["properties"]["Remote URL"]  # the same value twice is one setting
+    import_nifi_flow(json.dumps(document))
