@@ -332,6 +332,8 @@ class _Import:
         for index, relationship in enumerate(self.custody_relationships(custody_id, processor.auto_terminated)):
             if relationship in self.relationships[custody_id]:
                 auto.append(relationship)
+            elif relationship in mapping.unused_relationships:
+                self.report.append(f"    auto-terminated {relationship!r} -> dropped: Custody's never routes to it")
             elif relationship in mapping.relationships.values():
                 # NiFi's processor always has it, Custody's only with other settings (ConsumeKafka's
                 # parse.failure outside record mode): nothing can go to it

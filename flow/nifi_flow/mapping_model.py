@@ -73,6 +73,9 @@ class ComponentMapping:
     apis: tuple[tuple[str, str], ...] = ()  # a service's (interface class, its NAR)
     # NiFi's relationship names that Custody spells otherwise (InvokeHTTP's "No Retry")
     relationships: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # NiFi's relationships Custody's processor never routes to (ExecuteStateless's
+    # timeout: Custody's has no dataflow timeout): auto-terminated, they are dropped
+    unused_relationships: tuple[str, ...] = ()
 
     def custody_relationship(self, nifi_name: str) -> str:
         return self.relationships.get(nifi_name, nifi_name)

@@ -505,6 +505,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
             none("Status Task Interval", None, ANY_VALUE),
         ),
         note="the file it names must be a Custody flow: import the NiFi flow it runs, and name that file",
+        unused_relationships=("timeout",),
     ),
 )
 

@@ -157,6 +157,12 @@ def _component(mapping: ComponentMapping, heading: str) -> list[str]:
             + ", ".join(f"`{nifi}` is `{custody}`" for nifi, custody in mapping.relationships.items())
             + "."
         )
+    if mapping.unused_relationships:
+        lines.append(
+            "Relationships Custody's never routes to (auto-terminated: dropped): "
+            + ", ".join(f"`{name}`" for name in mapping.unused_relationships)
+            + "."
+        )
     lines += ["", "| NiFi property (NiFi 2's name) | NiFi default | Custody |", "| --- | --- | --- |"]
     for property_mapping in mapping.properties:
         nifi, default = _value(property_mapping.nifi), _value(property_mapping.nifi_default)

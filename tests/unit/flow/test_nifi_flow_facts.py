@@ -151,3 +151,13 @@ def test_a_property_set_by_both_its_names_to_different_values_is_a_problem():
     assert problem.path.endswith('.properties."Remote URL"') and "set twice" in problem.message
     invoke["properties"]["HTTP URL"] = invoke["properties"]["Remote URL"]  # the same value twice is one setting
     import_nifi_flow(json.dumps(document))
+
+
+def test_execute_statelesss_timeout_auto_terminated_is_dropped():
+    # NiFi 1.x's ExecuteStateless always has REL_TIMEOUT ("timeout"); Custody's has no dataflow timeout
+    document = json.loads(nifi_document("every_processor.json"))
+    (stateless,) = [p for p in document["flowContents"]["processors"] if p["name"] == "Stateless"]
+    stateless["autoTerminatedRelationships"].append("timeout")
+    imported = import_nifi_flow(json.dumps(document))
+    assert "timeout" not in next(p for p in imported.flow["processors"] if p["id"] == "Stateless")["auto_terminate"]
+    assert "    auto-terminated 'timeout' -> dropped: Custody's never routes to it" in imported.report
