@@ -14,6 +14,8 @@ import os
 import re
 import sys
 
+from . import add_python_options, python_registry, user_cache_directory
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("flow", help="deploy a flow to a running cluster; import or export NiFi flows")
@@ -28,6 +30,7 @@ def register(subparsers) -> None:
     importing.add_argument("nifi_flow", metavar="FLOW.json", help="a NiFi flow definition, as NiFi downloads it")
     importing.add_argument("-o", "--output", help="the Custody flow file to write (default: standard output)")
     importing.add_argument("--report", action="store_true", help="print what each NiFi component and property became")
+    add_python_options(importing)
     importing.set_defaults(func=run_import)
     exporting = commands.add_parser("export", help="turn a Custody flow into another tool's flow format")
     exporting.add_argument("flow", metavar="FLOW.yaml", help="the Custody flow file (YAML or JSON)")
@@ -35,6 +38,7 @@ def register(subparsers) -> None:
         "--nifi", action="store_true", required=True, help="write a NiFi flow definition (the only format)"
     )
     exporting.add_argument("-o", "--output", help="the NiFi flow definition to write (default: standard output)")
+    add_python_options(exporting)
     exporting.set_defaults(func=run_export)
 
 
@@ -79,7 +83,8 @@ def run_deploy(args) -> int:
 def run_import(args) -> int:
     import yaml
 
-    from flow.nifi_flow import NiFiFlowError, import_nifi_flow
+    from flow.errors import FlowError
+    from flow.nifi_flow import import_nifi_flow
 
     try:
         with open(args.nifi_flow, "rb") as handle:
@@ -92,8 +97,9 @@ def run_import(args) -> int:
         stem = re.sub(r"\.(ya?ml|json)$", "", os.path.abspath(args.output))
         subflow_path = lambda group: f"{stem}.{re.sub(r'[^A-Za-z0-9._-]+', '-', group)}.yaml"  # noqa: E731
     try:
-        imported = import_nifi_flow(content, source=args.nifi_flow, subflow_path=subflow_path)
-    except NiFiFlowError as error:
+        registry = python_registry(args, user_cache_directory())
+        imported = import_nifi_flow(content, source=args.nifi_flow, subflow_path=subflow_path, registry=registry)
+    except FlowError as error:
         print(f"custody flow import: {error}", file=sys.stderr)
         return 2
     header = [f"# Imported from the NiFi flow definition {os.path.basename(args.nifi_flow)} by custody flow import."]
@@ -128,7 +134,8 @@ def run_export(args) -> int:
     from flow.nifi_flow import export_nifi_flow
 
     try:
-        document = export_nifi_flow(read_flow_document(args.flow), source=args.flow)
+        registry = python_registry(args, user_cache_directory())
+        document = export_nifi_flow(read_flow_document(args.flow), source=args.flow, registry=registry)
     except FlowError as error:
         print(f"custody flow export: {error}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ import json
 import logging
 import sys
 
-from . import stop_on_signals
+from . import add_python_options, python_registry, stop_on_signals
 
 
 def register(subparsers) -> None:
@@ -65,32 +65,7 @@ def register(subparsers) -> None:
         metavar="KEY=VALUE",
         help="a Spark setting for the node's Spark session; repeatable",
     )
-    parser.add_argument(
-        "--python-extensions",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of NiFi 2 Python processors, each usable in the flow by its class name; repeatable "
-        "(docs/develop/python-processors.md)",
-    )
-    parser.add_argument(
-        "--python-index-url",
-        default="",
-        metavar="URL",
-        help="the package index pip installs the Python processors' dependencies from (default: pip's own)",
-    )
-    parser.add_argument(
-        "--python-find-links",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a directory of distributions pip may install those dependencies from; repeatable",
-    )
-    parser.add_argument(
-        "--python-no-index",
-        action="store_true",
-        help="install the Python processors' dependencies from --python-find-links only",
-    )
+    add_python_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -120,7 +95,6 @@ def run(args) -> int:
     from flow.loading import load_flow
 
     from ..errors import ClusterError
-    from ..node.python_extensions import node_registry, python_extensions
     from ..node.standalone import NodeError, NodeSettings, StandaloneNode
 
     log = logging.getLogger("custody.run")
@@ -147,15 +121,7 @@ def run(args) -> int:
             return 2
         spark_conf[key.strip()] = value
     try:
-        registry = node_registry(
-            python_extensions(
-                [os.path.abspath(d) for d in args.python_extensions],
-                data_dir,
-                index_url=args.python_index_url,
-                find_links=[os.path.abspath(d) if "://" not in d else d for d in args.python_find_links],
-                no_index=args.python_no_index,
-            )
-        )
+        registry = python_registry(args, data_dir)
         definition = load_flow(args.flow, parameters, registry=registry)
     except FlowError as error:
         print(f"custody run: invalid flow: {error}", file=sys.stderr)

@@ -213,7 +213,8 @@ def _mapped(mapping: PropertyMapping, name: str, given: str | None, custody_clas
             context.report.append(f"{shown} -> {mapping.custody}: Custody's default")
             return _DROPPED
     if isinstance(custody_value, str):
-        _check_value(name, custody_value, context, expression=descriptor.kind == "expression", parameters=False)
+        expression = descriptor.kind == "expression" or mapping.expression_language
+        _check_value(name, custody_value, context, expression=expression, parameters=False)
     context.report.append(f"{shown} -> {mapping.custody}: {custody_value!r}")
     return custody_value
 

@@ -21,6 +21,7 @@ from .importer import PRIORITIZERS
 from .mapping_model import ComponentMapping
 from .problems import NiFiFlowError, Problem
 from .processor_tables import processor_mapping_of
+from .python_processors import PYTHON_ARTIFACT, as_python, python_mapping
 from .service_tables import service_mapping_of
 from .values import PARAMETER_REFERENCE, duration_text, size_text
 
@@ -133,6 +134,9 @@ class _Export:
         processor_id = raw["id"]
         definition = self.definition.processors[processor_id]
         mapping = processor_mapping_of(definition.type)
+        python = as_python(definition.processor_class) if mapping is None else None
+        if python is not None:
+            mapping = python_mapping(python)
         place = f"processor {processor_id!r}"
         if mapping is None:
             self.problem(place, f"NiFi has no processor {definition.type} (only Custody has it)")
@@ -146,7 +150,9 @@ class _Export:
             "comments": str(raw.get("comment") or ""),
             "position": {"x": 400.0 * (index % 4), "y": 250.0 * (index // 4)},
             "type": mapping.nifi_types[0],
-            "bundle": self.bundle(mapping.artifact),
+            "bundle": self.bundle(mapping.artifact)
+            if python is None
+            else {"group": _GROUP, "artifact": PYTHON_ARTIFACT, "version": python.source.version},
             "properties": properties,
             "propertyDescriptors": descriptors,
             "style": {},

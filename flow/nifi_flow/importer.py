@@ -31,6 +31,7 @@ from .mapping_model import ComponentMapping, prop
 from .parameters import FlowParameters, resolve_parameters
 from .problems import NiFiFlowError, Problem, extend
 from .processor_tables import CONNECTION_SERVICE_TYPES, processor_mapping
+from .python_processors import python_class, python_mapping, unknown_type_hint
 from .service_tables import service_mapping
 from .stateless_groups import StatelessGroup, split
 from .values import nifi_duration_s, nifi_size_bytes
@@ -307,6 +308,9 @@ class _Import:
     ) -> dict | None:
         mapping = processor_mapping(processor.type)
         cls = self.registry.get(mapping.custody_type) if mapping else None
+        python = python_class(self.registry, processor.type) if mapping is None else None
+        if python is not None:
+            mapping, cls = python_mapping(python), python
         custody_id = self.ids[processor.identifier]
         if not processor.type:
             return None  # reported where the document was read
@@ -314,7 +318,7 @@ class _Import:
             self.problem(
                 f"{processor.path}.type",
                 f"Custody has no processor {processor.type.rpartition('.')[2]!r} ({processor.type}); "
-                f"see docs/reference/nifi-import.md for those it maps",
+                f"{unknown_type_hint(processor.type)}",
             )
             return None
         self.report.append(f"processor {custody_id!r} <- {processor.path} ({processor.type}) as {mapping.custody_type}")

@@ -51,6 +51,10 @@ class PropertyMapping:
     # (its value given, or its default) has one of these values; otherwise NiFi
     # ignores it, and so does the import.
     depends_on: tuple[str, tuple[str, ...]] | None = None
+    # The NiFi component evaluates NiFi's Expression Language in this property itself
+    # (a Python processor's descriptor with an expression language scope), whatever the
+    # Custody descriptor's kind: an expression in it is carried, its functions checked.
+    expression_language: bool = False
     # For `connection`: the controller service types it may reference, each with the
     # mapping of its properties into the component.
     services: tuple[ComponentMapping, ...] = ()

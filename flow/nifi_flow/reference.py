@@ -39,6 +39,12 @@ What becomes what:
   Custody's default when the two mean the same; a NiFi property Custody has no
   equivalent for, set to another value than those listed, is a problem. Dynamic
   properties are carried as they are.
+- **NiFi 2 Python processors**, which a flow definition names by their class alone
+  (`TagAndUpper`, bundle `python-extensions`): with `--python-extensions DIR` (the
+  directory NiFi loads them from; repeatable, as for `custody run`), the same class,
+  its properties by their NiFi names, `Record Reader` and `Record Writer` naming the
+  flow's record services. Without it, each is a problem saying so. The export writes
+  them back as NiFi names them, their bundle's version their `ProcessorDetails.version`.
 - **Controller services**: the record readers and writers Custody has (below). NiFi 2's
   Kafka Connection Service (Kafka3ConnectionService) is no Custody service: its
   settings become the properties of each ConsumeKafka and PublishKafka that names it,

@@ -123,3 +123,26 @@ def test_a_document_custody_cannot_run_exits_2_listing_every_problem_and_writes_
     done = custody("flow", "export", str(ROOT / "examples" / "hello.yaml"), "--nifi", "-o", str(exported))
     assert done.returncode == 2 and not exported.exists()
     assert "processor 'generate': property 'sequence_attribute'" in done.stderr
+
+
+def test_a_flow_with_nifi_python_processors_exports_and_imports_with_their_directory(tmp_path):
+    from tests.unit.flow.test_nifi_flow_python import FLOW, PROCESSORS
+
+    written, exported, imported = tmp_path / "python.yaml", tmp_path / "python.json", tmp_path / "back.yaml"
+    written.write_text(yaml.safe_dump(FLOW))
+    extensions = ("--python-extensions", PROCESSORS)
+    done = custody("flow", "export", str(written), "--nifi", *extensions, "-o", str(exported))
+    assert done.returncode == 0, done.stderr
+
+    refused = custody("flow", "import", str(exported), "-o", str(imported))
+    assert refused.returncode == 2 and not imported.exists()
+    assert refused.stderr.count("given with --python-extensions DIR") == 2, refused.stderr
+
+    done = custody("flow", "import", str(exported), *extensions, "-o", str(imported), "--report")
+    assert done.returncode == 0, done.stderr
+    assert "processor 'tag' <- flowContents.processors[1] (TagAndUpper) as TagAndUpper" in done.stdout
+    from flow.python_extensions import PythonExtensions, extension_registry
+
+    registry = extension_registry(PythonExtensions((PROCESSORS,), cache_directory=str(tmp_path / "cache")))
+    back = yaml.safe_load(imported.read_text())
+    assert essence(back, registry=registry) == essence(FLOW, registry=registry)

@@ -29,9 +29,9 @@ def _value(value):
     return value
 
 
-def essence(flow: dict, parameters: dict | None = None) -> dict:
+def essence(flow: dict, parameters: dict | None = None, registry=None) -> dict:
     """What a Custody flow does, comparable with ==."""
-    definition = parse_flow(flow, registry=standard_registry(), parameters=parameters)
+    definition = parse_flow(flow, registry=registry or standard_registry(), parameters=parameters)
     return {
         "processors": {
             processor.id: (
