@@ -5,17 +5,30 @@ from __future__ import annotations
 import re
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# Custody's own forms (a bare number is seconds; "msec") and every unit of NiFi's
+# FormatUtils, so that a duration written for NiFi means the same here.
 _DURATION_UNITS = {
     "": 1.0,
+    "ns": 1e-9,
+    "nano": 1e-9,
+    "nanos": 1e-9,
+    "nanosecond": 1e-9,
+    "nanoseconds": 1e-9,
+    "micro": 1e-6,
+    "micros": 1e-6,
+    "microsecond": 1e-6,
+    "microseconds": 1e-6,
+    "ms": 0.001,
+    "milli": 0.001,
+    "millis": 0.001,
+    "msec": 0.001,
+    "millisecond": 0.001,
+    "milliseconds": 0.001,
     "s": 1.0,
     "sec": 1.0,
     "secs": 1.0,
     "second": 1.0,
     "seconds": 1.0,
-    "ms": 0.001,
-    "millis": 0.001,
-    "msec": 0.001,
-    "milliseconds": 0.001,
     "m": 60.0,
     "min": 60.0,
     "mins": 60.0,
@@ -23,11 +36,17 @@ _DURATION_UNITS = {
     "minutes": 60.0,
     "h": 3600.0,
     "hr": 3600.0,
+    "hrs": 3600.0,
     "hour": 3600.0,
     "hours": 3600.0,
     "d": 86400.0,
     "day": 86400.0,
     "days": 86400.0,
+    "w": 604800.0,
+    "wk": 604800.0,
+    "wks": 604800.0,
+    "week": 604800.0,
+    "weeks": 604800.0,
 }
 _SIZE_UNITS = {
     "": 1,

@@ -13,6 +13,19 @@ from .kafka_tables import CONNECTION_SERVICE_TYPES, KAFKA_MAPPINGS
 from .mapping_model import ANY_VALUE, ComponentMapping, choice, none, prop, same_choice
 
 _STANDARD = "org.apache.nifi.processors.standard."
+# The record reader and writer of NiFi's record processors (AbstractRecordProcessor and
+# the others), and whether a FlowFile of no records is written.
+_RECORD_SERVICES = (
+    prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
+    prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
+)
+_ZERO_RECORD_FLOWFILES = prop(
+    "include-zero-record-flowfiles",
+    "include_zero_record_flowfiles",
+    "true",
+    "boolean",
+    nifi2="Include Zero Record FlowFiles",
+)
 _LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "NONE")
 
 PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
@@ -300,15 +313,8 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         (_STANDARD + "ConvertRecord",),
         "nifi-standard-nar",
         (
-            prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
-            prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
-            prop(
-                "include-zero-record-flowfiles",
-                "include_zero_record_flowfiles",
-                "true",
-                "boolean",
-                nifi2="Include Zero Record FlowFiles",
-            ),
+            *_RECORD_SERVICES,
+            _ZERO_RECORD_FLOWFILES,
         ),
     ),
     ComponentMapping(
@@ -316,15 +322,8 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         (_STANDARD + "QueryRecord",),
         "nifi-standard-nar",
         (
-            prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
-            prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
-            prop(
-                "include-zero-record-flowfiles",
-                "include_zero_record_flowfiles",
-                "true",
-                "boolean",
-                nifi2="Include Zero Record FlowFiles",
-            ),
+            *_RECORD_SERVICES,
+            _ZERO_RECORD_FLOWFILES,
             none("cache-schema", "true", ANY_VALUE, note="NiFi 1.x's (NiFi 2 removed it)"),
             none("dbf-default-precision", "10", ANY_VALUE, nifi2="Default Decimal Precision"),
             none("dbf-default-scale", "0", ANY_VALUE, nifi2="Default Decimal Scale"),
@@ -336,8 +335,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         (_STANDARD + "ValidateRecord",),
         "nifi-standard-nar",
         (
-            prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
-            prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
+            *_RECORD_SERVICES,
             prop(
                 "invalid-record-writer",
                 "invalid_record_writer",
@@ -378,10 +376,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         "PartitionRecord",
         (_STANDARD + "PartitionRecord",),
         "nifi-standard-nar",
-        (
-            prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
-            prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
-        ),
+        (*_RECORD_SERVICES,),
         note="each dynamic property is a RecordPath to partition by, as in NiFi",
     ),
     ComponentMapping(
@@ -389,8 +384,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         (_STANDARD + "UpdateRecord",),
         "nifi-standard-nar",
         (
-            prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
-            prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
+            *_RECORD_SERVICES,
             none("include-zero-record-flowfiles", "true", nifi2="Include Zero Record FlowFiles"),
             same_choice(
                 "replacement-value-strategy",
@@ -408,8 +402,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         (_STANDARD + "RemoveRecordField",),
         "nifi-standard-nar",
         (
-            prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
-            prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
+            *_RECORD_SERVICES,
             none("include-zero-record-flowfiles", "true", nifi2="Include Zero Record FlowFiles"),
         ),
         note="each dynamic property is a RecordPath to remove, as in NiFi",
@@ -419,8 +412,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         (_STANDARD + "MergeRecord",),
         "nifi-standard-nar",
         (
-            prop("record-reader", "record_reader", kind="service", nifi2="Record Reader"),
-            prop("record-writer", "record_writer", kind="service", nifi2="Record Writer"),
+            *_RECORD_SERVICES,
             none("merge-strategy", "Bin-Packing Algorithm", nifi2="Merge Strategy"),
             prop("correlation-attribute-name", "correlation_attribute", nifi2="Correlation Attribute Name"),
             none("Attribute Strategy", "Keep Only Common Attributes"),

@@ -7,69 +7,34 @@ from __future__ import annotations
 
 import re
 
-# NiFi's FormatUtils: a number, optional space, one of these units (case-insensitive).
+from ..units import parse_duration, parse_size
+
+# NiFi's FormatUtils: a number, optional space, a unit (case-insensitive), which
+# `flow.units` reads (it knows each of NiFi's units); NiFi's DataUnit: B, KB, MB, GB, TB,
+# binary multiples.
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$")
-_DURATION_UNITS_S = {
-    "ns": 1e-9,
-    "nano": 1e-9,
-    "nanos": 1e-9,
-    "nanosecond": 1e-9,
-    "nanoseconds": 1e-9,
-    "micro": 1e-6,
-    "micros": 1e-6,
-    "microsecond": 1e-6,
-    "microseconds": 1e-6,
-    "ms": 0.001,
-    "milli": 0.001,
-    "millis": 0.001,
-    "millisecond": 0.001,
-    "milliseconds": 0.001,
-    "s": 1.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "second": 1.0,
-    "seconds": 1.0,
-    "m": 60.0,
-    "min": 60.0,
-    "mins": 60.0,
-    "minute": 60.0,
-    "minutes": 60.0,
-    "h": 3600.0,
-    "hr": 3600.0,
-    "hrs": 3600.0,
-    "hour": 3600.0,
-    "hours": 3600.0,
-    "d": 86400.0,
-    "day": 86400.0,
-    "days": 86400.0,
-    "w": 604800.0,
-    "wk": 604800.0,
-    "wks": 604800.0,
-    "week": 604800.0,
-    "weeks": 604800.0,
-}
-# NiFi's DataUnit: B, KB, MB, GB, TB, binary multiples.
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB)\s*$", re.IGNORECASE)
-_SIZE_UNITS = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
 # A #{parameter} reference, as NiFi and Custody both write it.
 PARAMETER_REFERENCE = re.compile(r"#\{([^}]*)\}")
 
 
 def nifi_duration_s(text: str) -> float:
     """Seconds of a NiFi time period ("5 sec", "1 min", "250 millis")."""
-    match = _DURATION.match(str(text))
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _DURATION_UNITS_S:
-        raise ValueError(f"expected a NiFi time period such as '5 sec', '1 min' or '100 millis', got {text!r}")
-    return float(match.group(1)) * _DURATION_UNITS_S[unit]
+    try:
+        if not _DURATION.match(str(text)):
+            raise ValueError("no unit")
+        return parse_duration(text)
+    except ValueError:
+        raise ValueError(
+            f"expected a NiFi time period such as '5 sec', '1 min' or '100 millis', got {text!r}"
+        ) from None
 
 
 def nifi_size_bytes(text: str) -> int:
     """Bytes of a NiFi data size ("0 B", "1 KB", "10 MB")."""
-    match = _SIZE.match(str(text))
-    if not match:
+    if not _SIZE.match(str(text)):
         raise ValueError(f"expected a NiFi data size such as '0 B', '1 KB' or '10 MB', got {text!r}")
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    return parse_size(text)
 
 
 def nifi_boolean(text) -> bool:

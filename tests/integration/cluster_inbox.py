@@ -1,6 +1,6 @@
 """A clustered node taking files from its inbox, SIGKILLed again and again while it
 does: what the cluster's file drills share (`test_cluster_files_drill`,
-`test_cluster_records_drill`)."""
+`test_cluster_records_drill`, `test_cluster_python_drill`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,16 @@ import random
 import signal
 
 from cluster.services.process import wait_until
+
+
+def drill_inboxes(tmp_path) -> tuple[int, random.Random, object, object]:
+    """(seed, its random generator, n1's inbox, n2's inbox): the seed from
+    CUSTODY_DRILL_SEED to replay a run, else a new one; both inboxes made, empty."""
+    seed = int(os.environ.get("CUSTODY_DRILL_SEED") or random.randrange(1 << 30))
+    inbox, other = tmp_path / "inbox1", tmp_path / "inbox2"
+    inbox.mkdir()
+    other.mkdir()
+    return seed, random.Random(seed), inbox, other
 
 
 def waiting(inbox) -> int:

@@ -15,7 +15,6 @@ CI: 1,500 files and 4 kills. CUSTODY_LONG=1: 15,000 files and 10 kills."""
 from __future__ import annotations
 
 import os
-import random
 
 import pytest
 
@@ -23,7 +22,7 @@ from cluster.drills.checker import check_delivery, ids_in_directory
 from cluster.drills.flow_cluster import PROJECT_ROOT
 from cluster.services.process import wait_until
 
-from .cluster_inbox import kill_while_taking
+from .cluster_inbox import drill_inboxes, kill_while_taking
 
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 COUNT = 15_000 if LONG else 1_500
@@ -33,12 +32,8 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.
 
 
 def test_getfile_takes_every_file_exactly_once_across_incarnations(flow_cluster, tmp_path):
-    seed = int(os.environ.get("CUSTODY_DRILL_SEED") or random.randrange(1 << 30))
-    rng = random.Random(seed)
+    seed, rng, inbox, other = drill_inboxes(tmp_path)
     cluster = flow_cluster
-    inbox, other = tmp_path / "inbox1", tmp_path / "inbox2"
-    inbox.mkdir()
-    other.mkdir()
     expected = [f"file-{i}" for i in range(COUNT)]
     for i, identifier in enumerate(expected):
         (inbox / f"{i:06d}").write_text(identifier)

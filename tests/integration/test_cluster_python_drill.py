@@ -11,7 +11,6 @@ CI: 300 files and 2 kills. CUSTODY_LONG=1: 4,000 files and 8 kills."""
 from __future__ import annotations
 
 import os
-import random
 
 import pytest
 
@@ -21,7 +20,7 @@ from cluster.node.events import NodeEvent
 from cluster.services.process import wait_until
 from tests.python_processors import PROCESSORS
 
-from .cluster_inbox import kill_while_taking
+from .cluster_inbox import drill_inboxes, kill_while_taking
 
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 COUNT, KILLS = (4_000, 8) if LONG else (300, 2)
@@ -30,12 +29,8 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.hdfs, pytest.mark.slow, pytest.
 
 
 def test_a_python_processor_in_a_cluster_delivers_every_file_exactly_once_across_sigkills(flow_cluster, tmp_path):
-    seed = int(os.environ.get("CUSTODY_DRILL_SEED") or random.randrange(1 << 30))
-    rng = random.Random(seed)
+    seed, rng, inbox, other = drill_inboxes(tmp_path)
     cluster = flow_cluster
-    inbox, other = tmp_path / "inbox1", tmp_path / "inbox2"
-    inbox.mkdir()
-    other.mkdir()
     expected = [f"file-{i}" for i in range(COUNT)]
     for i, identifier in enumerate(expected):
         (inbox / f".{i}.tmp").write_text(identifier)

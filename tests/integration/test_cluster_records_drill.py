@@ -11,7 +11,6 @@ CI: 120 files of 100 records and 3 kills. CUSTODY_LONG=1: 1,200 files and 10 kil
 from __future__ import annotations
 
 import os
-import random
 
 import pytest
 
@@ -20,7 +19,7 @@ from cluster.drills.flow_cluster import PROJECT_ROOT
 from cluster.node.events import NodeEvent
 from cluster.services.process import wait_until
 
-from .cluster_inbox import kill_while_taking
+from .cluster_inbox import drill_inboxes, kill_while_taking
 
 LONG = os.environ.get("CUSTODY_LONG") == "1"
 FILES, ROWS = (1_200, 100) if LONG else (120, 100)
@@ -54,12 +53,8 @@ def _keys_written(sink) -> list[str]:
 
 
 def test_csv_to_avro_in_a_cluster_keeps_every_record_exactly_once_across_sigkills(flow_cluster, tmp_path):
-    seed = int(os.environ.get("CUSTODY_DRILL_SEED") or random.randrange(1 << 30))
-    rng = random.Random(seed)
+    seed, rng, inbox, other = drill_inboxes(tmp_path)
     cluster = flow_cluster
-    inbox, other = tmp_path / "inbox1", tmp_path / "inbox2"
-    inbox.mkdir()
-    other.mkdir()
     keys = _write_inputs(inbox)
     kill_while_taking(cluster, FLOW, inbox, other, KILLS, 15, rng, seed)
     wait_until(lambda: len(_keys_written(cluster.sink)) >= len(keys), 300, f"every record written (seed {seed})")

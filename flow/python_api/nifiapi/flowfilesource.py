@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from .flowfiletransform import as_bytes
+from .flowfiletransform import _Result
 
 
 class FlowFileSource(ABC):
@@ -23,17 +23,5 @@ class FlowFileSource(ABC):
         """A `FlowFileSourceResult`, or None."""
 
 
-class FlowFileSourceResult:
-    def __init__(self, relationship, attributes=None, contents=None):
-        self.relationship = relationship
-        self.attributes = attributes
-        self.contents = as_bytes(contents)
-
-    def getRelationship(self):
-        return self.relationship
-
-    def getContents(self):
-        return self.contents
-
-    def getAttributes(self):
-        return self.attributes
+class FlowFileSourceResult(_Result):
+    pass

@@ -28,7 +28,10 @@ def as_bytes(contents):
     return contents.encode("utf-8") if isinstance(contents, str) else contents
 
 
-class FlowFileTransformResult:
+class _Result:
+    """A relationship, attributes to add and contents (text written as UTF-8): what
+    both `FlowFileTransformResult` and `FlowFileSourceResult` hold."""
+
     def __init__(self, relationship, attributes=None, contents=None):
         self.relationship = relationship
         self.attributes = attributes
@@ -42,3 +45,7 @@ class FlowFileTransformResult:
 
     def getAttributes(self):
         return self.attributes
+
+
+class FlowFileTransformResult(_Result):
+    pass

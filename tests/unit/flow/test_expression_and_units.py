@@ -60,7 +60,21 @@ def test_evaluation_errors_name_the_function():
         compile_expression("${name:plus(1)}").evaluate(FF)
 
 
-@pytest.mark.parametrize("value, seconds", [("500 ms", 0.5), ("2 sec", 2), ("1 min", 60), ("1.5h", 5400), (3, 3.0)])
+@pytest.mark.parametrize(
+    "value, seconds",
+    [
+        ("500 ms", 0.5),
+        ("2 sec", 2),
+        ("1 min", 60),
+        ("1.5h", 5400),
+        (3, 3.0),
+        # NiFi's own units (its FormatUtils) mean the same here
+        ("5000 micros", 0.005),
+        ("2 hrs", 7200),
+        ("1 week", 604800),
+        ("250 millisecond", 0.25),
+    ],
+)
 def test_durations(value, seconds):
     assert parse_duration(value) == seconds
 
