@@ -36,6 +36,7 @@ from . import (
     routes_cluster,
     routes_control,
     routes_flow,
+    routes_flow_graph,
     routes_node,
     routes_ops,
     routes_provenance,
@@ -122,6 +123,7 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     routes_cluster.register(app)
     routes_control.register(app)
     routes_flow.register(app)
+    routes_flow_graph.register(app)
     routes_provenance.register(app)
     routes_queues.register(app)
     routes_alarms.register(app)

@@ -187,6 +187,11 @@ class NodeControl:
             for shard, status in self._node.shard_statuses().items()
         }
 
+    def flow_definitions(self) -> tuple[str | None, dict[str, object]]:
+        """The home shard (None: not known) and each running shard's flow.definition.FlowDefinition."""
+        engines = self._node.engines()
+        return self._node.replay_shard(), {shard: engine.graph.definition for shard, engine in engines.items()}
+
     def repository_sizes(self) -> dict[str, int]:
         """Bytes under the node's local content and provenance directories, walked at
         most every `SIZES_TTL_S` (a scrape must not walk a large tree each time)."""
