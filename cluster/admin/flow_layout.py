@@ -24,11 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 BOX_WIDTH = 184
-BOX_HEIGHT = 96
+BOX_HEIGHT = 100
 LAYER_GAP = 124  # room between columns for the connections and their labels
 NODE_GAP = 56  # room between boxes of a column: a self-loop and its label go above a box
 WAYPOINT_HEIGHT = 30  # the slot a connection takes where it passes a column
 MARGIN = 36
+BACK_EDGE_DROP = 26  # how far under its boxes a back edge runs (within NODE_GAP)
+LABEL_WIDTH, LABEL_HEIGHT = 112, 34  # the most room the page's label of a connection takes
 SWEEPS = 4
 
 
@@ -226,51 +228,112 @@ def layout(nodes: Sequence[str], edges: Sequence[LayoutEdge]) -> FlowLayout:
 
 
 def _routes(edges, back, chains, slots, corner) -> tuple[PlacedEdge, ...]:
-    """Each connection's points: out of its source's right side, through its waypoints,
-    into its destination's left side (a back edge: out of the left, into the right).
-    Connections sharing a side get ends spread along it, in the order of where they go."""
-    ends: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (box, side) -> (y of the far end, edge)
+    """Each connection's points and label. A forward connection leaves its source's right
+    side, passes its waypoints and enters its destination's left side; connections
+    sharing a side get ends spread along it, in the order of where they go. A back edge
+    leaves its source's bottom and comes back under the boxes, through its waypoints,
+    into its destination's bottom, apart from the forward connections between the same
+    columns. A self-loop goes over its box."""
+    ends: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (box, side) -> (where the far end is, edge)
     for edge in edges:
         if edge.source == edge.destination:
             continue
-        chain = chains[edge.id]
-        ordered = list(reversed(chain)) if edge.id in back else chain
-        out_side, in_side = ("left", "right") if edge.id in back else ("right", "left")
-        ends.setdefault((edge.source, out_side), []).append((_middle(ordered[1], slots, corner)[1], edge.id))
-        ends.setdefault((edge.destination, in_side), []).append((_middle(ordered[-2], slots, corner)[1], edge.id))
-    port: dict[tuple[str, str, str], tuple[int, int]] = {}
+        if edge.id in back:
+            ordered = list(reversed(chains[edge.id]))
+            ends.setdefault((edge.source, "bottom-out"), []).append((_middle(ordered[1], slots, corner)[0], edge.id))
+            ends.setdefault((edge.destination, "bottom-in"), []).append(
+                (_middle(ordered[-2], slots, corner)[0], edge.id)
+            )
+        else:
+            chain = chains[edge.id]
+            ends.setdefault((edge.source, "right"), []).append((_middle(chain[1], slots, corner)[1], edge.id))
+            ends.setdefault((edge.destination, "left"), []).append((_middle(chain[-2], slots, corner)[1], edge.id))
+    port: dict[tuple[str, str], tuple[int, int]] = {}  # (box or side, edge) -> the point
     for (box, side), joined in ends.items():
         joined.sort()
-        x = corner[box][0] + (BOX_WIDTH if side == "right" else 0)
-        step = min(16, (BOX_HEIGHT - 20) // max(1, len(joined)))
-        first = corner[box][1] + BOX_HEIGHT // 2 - step * (len(joined) - 1) // 2
-        for i, (_, edge_id) in enumerate(joined):
-            port[(box, side, edge_id)] = (x, first + i * step)
-    placed = []
+        x, y = corner[box]
+        if side in ("right", "left"):
+            step = min(16, (BOX_HEIGHT - 20) // max(1, len(joined)))
+            first = y + BOX_HEIGHT // 2 - step * (len(joined) - 1) // 2
+            for i, (_, edge_id) in enumerate(joined):
+                port[(side, edge_id)] = (x + (BOX_WIDTH if side == "right" else 0), first + i * step)
+        else:  # leaving from the bottom's left part, coming in at its right part
+            step = min(16, (BOX_WIDTH // 2 - 24) // max(1, len(joined)))
+            for i, (_, edge_id) in enumerate(joined):
+                along = 24 + i * step if side == "bottom-out" else BOX_WIDTH - 24 - (len(joined) - 1 - i) * step
+                port[(side, edge_id)] = (x + along, y + BOX_HEIGHT)
+    placed: list[PlacedEdge] = []
+    taken: list[tuple[int, int]] = []  # label centres so far
+    boxes = [corner[key] for key, slot in slots.items() if slot.edge is None]
     for edge in edges:
         if edge.source == edge.destination:
             x, y = corner[edge.source]
             left, right, top = x + BOX_WIDTH // 2 - 40, x + BOX_WIDTH // 2 + 40, y - 22
             points: tuple[tuple[int, int], ...] = ((right, y), (right, top), (left, top), (left, y))
-            placed.append(
-                PlacedEdge(edge.id, edge.source, edge.destination, False, True, points, x + BOX_WIDTH // 2, top)
-            )
+            label = (x + BOX_WIDTH // 2, top)
+            placed.append(PlacedEdge(edge.id, edge.source, edge.destination, False, True, points, *label))
+            taken.append(label)
             continue
-        is_back = edge.id in back
-        ordered = list(reversed(chains[edge.id])) if is_back else chains[edge.id]
-        out_side, in_side = ("left", "right") if is_back else ("right", "left")
-        middle = [_middle(key, slots, corner) for key in ordered[1:-1]]
-        start = port[(edge.source, out_side, edge.id)]
-        end = port[(edge.destination, in_side, edge.id)]
-        points = (start, *middle, end)
-        # The label sits in the gap the connection crosses first, halfway across it.
-        a, b = points[0], points[1]
-        placed.append(
-            PlacedEdge(
-                edge.id, edge.source, edge.destination, is_back, False, points, (a[0] + b[0]) // 2, (a[1] + b[1]) // 2
+        if edge.id in back:
+            ordered = list(reversed(chains[edge.id]))
+            start, end = port[("bottom-out", edge.id)], port[("bottom-in", edge.id)]
+            below = BACK_EDGE_DROP
+            points = (
+                start,
+                (start[0], start[1] + below),
+                *[_middle(key, slots, corner) for key in ordered[1:-1]],
+                (end[0], end[1] + below),
+                end,
             )
-        )
+            # Its label sits on its run under the boxes, if there is room, clear of the others.
+            label = _free_spot(points, [1, 2, 0, 3], taken, boxes)
+        else:
+            chain = chains[edge.id]
+            start, end = port[("right", edge.id)], port[("left", edge.id)]
+            points = (start, *[_middle(key, slots, corner) for key in chain[1:-1]], end)
+            label = _free_spot(points, list(range(len(points) - 1)), taken, boxes)
+        taken.append(label)
+        placed.append(PlacedEdge(edge.id, edge.source, edge.destination, edge.id in back, False, points, *label))
     return tuple(placed)
+
+
+def _free_spot(
+    points: tuple[tuple[int, int], ...],
+    segments: list[int],
+    taken: list[tuple[int, int]],
+    boxes: list[tuple[int, int]],
+) -> tuple[int, int]:
+    """Where a connection's label goes: a point of its route, on the segments in the
+    order given (halfway first), where it covers no box and no label placed before;
+    when there is none, the candidate farthest from the other labels."""
+    candidates = [
+        (a[0] + (b[0] - a[0]) * t // 10, a[1] + (b[1] - a[1]) * t // 10)
+        for a, b in (points[i : i + 2] for i in segments if i + 1 < len(points))
+        for t in (5, 3, 7, 2, 8)
+    ]
+
+    def clear_of_boxes(spot: tuple[int, int]) -> bool:
+        half_w, half_h = LABEL_WIDTH // 2, LABEL_HEIGHT // 2
+        return all(
+            spot[0] + half_w <= x
+            or x + BOX_WIDTH <= spot[0] - half_w
+            or spot[1] + half_h <= y
+            or y + BOX_HEIGHT <= spot[1] - half_h
+            for x, y in boxes
+        )
+
+    def apart(spot: tuple[int, int]) -> float:
+        # How far it is from the nearest label, in label sizes (>= 1: they do not overlap).
+        return min(
+            (max(abs(spot[0] - x) / LABEL_WIDTH, abs(spot[1] - y) / LABEL_HEIGHT) for x, y in taken),
+            default=float("inf"),
+        )
+
+    for spot in candidates:
+        if apart(spot) >= 1 and clear_of_boxes(spot):
+            return spot
+    clear = [spot for spot in candidates if clear_of_boxes(spot)] or candidates
+    return max(clear, key=apart)
 
 
 def _middle(key: str, slots: dict[str, _Slot], corner: dict[str, tuple[int, int]]) -> tuple[int, int]:

@@ -7,6 +7,9 @@ token:
 
   GET api/v1/node          this node: state, incarnation, its shards
   GET api/v1/node/queues   the queue depths of this node
+  GET api/v1/node/flow/graph, api/v1/node/processors
+                           the flow drawn as a graph, with each processor's figures
+                           (`cluster.admin.page_flow_graph`)
   GET api/v1/cluster       members, leader, shards and owners, failovers (not asked
                            of a standalone node: the page says it is in no cluster)
 
@@ -29,6 +32,8 @@ import html
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
+
+from .page_flow_graph import FLOW_GRAPH_SCRIPT, FLOW_GRAPH_SECTION, FLOW_GRAPH_STYLE
 
 STYLE = """
 :root {
@@ -471,6 +476,7 @@ const settled = (promise) => promise.then((value) => ({value}), (error) => ({err
 async function poll() {
   clearTimeout(timer);
   const node = settled(Promise.all([api("api/v1/node"), api("api/v1/node/queues"), api("api/v1/node/alarms")]));
+  const flow = settled(Promise.all([api("api/v1/node/flow/graph"), api("api/v1/node/processors")]));
   // Until the first answer says what kind of node this is, the cluster waits for it.
   let cluster = standalone === false ? settled(api("api/v1/cluster")) : null;
   let stop = false;
@@ -480,6 +486,7 @@ async function poll() {
     sources.node.error = answer.error;
   } else {
     renderNode(...answer.value);
+    renderFlow(await flow, answer.value[1]);
     sources.node = {ok: Date.now(), error: null};
     if (cluster === null && !standalone) cluster = settled(api("api/v1/cluster"));
   }
@@ -582,6 +589,7 @@ DOCUMENT = """<!doctype html>
       <tbody id="failovers-body"></tbody>
     </table></div>
   </section>
+{flow_graph}
   <section id="this-node" class="wide" data-source="node">
     <h2>Queues of this node</h2>
     <div class="summary">
@@ -602,6 +610,11 @@ DOCUMENT = """<!doctype html>
 """
 
 
+# The flow's drawing is kept in a module of its own; the page runs it as part of its one script.
+STYLE += FLOW_GRAPH_STYLE
+SCRIPT += FLOW_GRAPH_SCRIPT
+
+
 def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
@@ -619,7 +632,11 @@ HEADERS = {
 
 def render_page(node: str, *, tokens_required: bool) -> str:
     return DOCUMENT.format(
-        node=html.escape(node), tokens="required" if tokens_required else "none", style=STYLE, script=SCRIPT
+        node=html.escape(node),
+        tokens="required" if tokens_required else "none",
+        style=STYLE,
+        script=SCRIPT,
+        flow_graph=FLOW_GRAPH_SECTION,
     )
 
 

@@ -10,6 +10,7 @@ from cluster.admin.flow_graph import graph_of
 from cluster.admin.flow_layout import (
     BOX_HEIGHT,
     BOX_WIDTH,
+    LABEL_HEIGHT,
     LayoutEdge,
     back_edges,
     count_crossings,
@@ -97,8 +98,13 @@ def test_a_cycle_through_two_processors_has_one_back_edge():
     back = placed.edges[2]
     assert back.back_edge and not back.self_loop
     wait, call = placed.nodes[2], placed.nodes[1]
-    # Out of wait's left side, into call's right side.
-    assert back.points[0][0] == wait.x and back.points[-1][0] == call.x + BOX_WIDTH
+    # Out of wait's bottom, under the boxes, into call's bottom: apart from call -> wait.
+    bottom = wait.y + BOX_HEIGHT
+    assert back.points[0][1] == bottom and wait.x <= back.points[0][0] <= wait.x + BOX_WIDTH
+    assert back.points[-1][1] == call.y + BOX_HEIGHT and call.x <= back.points[-1][0] <= call.x + BOX_WIDTH
+    assert all(y > bottom for _, y in back.points[1:-1]) and back.label_y > bottom
+    forward = placed.edges[1]
+    assert abs(forward.label_y - back.label_y) >= LABEL_HEIGHT
 
 
 def test_a_cycle_with_no_source_starts_at_its_first_part():
