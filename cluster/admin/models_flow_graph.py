@@ -42,9 +42,9 @@ class FlowGraph(BaseModel):
     flow: str = Field(description="the flow's name")
     shard: str = Field(description="the shard whose flow this is")
     shards: list[str] = Field(description="every shard this node runs")
-    width: int
+    width: int = Field(description="the drawing's size in pixels")
     height: int
-    box_width: int
+    box_width: int = Field(description="every box's size in pixels")
     box_height: int
     crossings: int = Field(description="connections crossing between adjacent columns in this layout")
     nodes: list[GraphNode]

@@ -10,11 +10,15 @@ from fastapi import Depends, FastAPI, Request
 
 from .auth import API, requires
 from .flow_graph import FlowGraphs
+from .models import Problem
 from .models_flow_graph import FlowGraph
-from .responses import LOOKUP_ERRORS
+from .responses import READ_ERRORS
 
 # responses.py types its tables loosely; FastAPI wants these keys and values.
-ERRORS = cast("dict[int | str, dict[str, Any]]", LOOKUP_ERRORS)
+ERRORS = cast(
+    "dict[int | str, dict[str, Any]]",
+    {**READ_ERRORS, 404: {"model": Problem, "description": "the node runs no shard yet: it has no flow to draw"}},
+)
 
 
 def register(app: FastAPI) -> None:
