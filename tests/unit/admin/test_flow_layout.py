@@ -17,7 +17,7 @@ from cluster.admin.flow_layout import (
     layout,
 )
 from cluster.drills.harness import PROJECT_ROOT
-from flow.loading import load_flow
+from flow.loading import load_flow, parse_flow
 
 
 def edges(*pairs: str) -> list[LayoutEdge]:
@@ -156,3 +156,24 @@ def test_the_graph_of_a_flow_definition_has_its_processors_and_connections():
     assert [(e.source, e.relationships) for e in loops] == [("write", ["failure"])]
     assert {n.id: n.layer for n in graph.nodes}["generate"] == 0
     assert all(e.back_pressure_count > 0 for e in graph.edges)
+
+
+def test_ports_are_drawn_as_boxes_of_their_kind():
+    definition = parse_flow(
+        {
+            "name": "ported",
+            "processors": [{"id": "tag", "type": "UpdateAttribute", "properties": {"a": "b"}}],
+            "ports": [{"id": "in", "type": "input"}, {"id": "out", "type": "output"}],
+            "connections": [
+                {"source": "in", "destination": "tag"},
+                {"source": "tag", "relationships": ["success"], "destination": "out"},
+            ],
+        }
+    )
+    graph = graph_of(definition, "local", ["local"])
+    kinds = {n.id: (n.kind, n.type, n.layer) for n in graph.nodes}
+    assert kinds == {
+        "tag": ("processor", "UpdateAttribute", 1),
+        "in": ("input_port", "input port", 0),
+        "out": ("output_port", "output port", 2),
+    }
