@@ -212,6 +212,10 @@ def test_a_live_node_decommissioned_through_the_admin_api_leaves_stops_and_loses
             stopped = on_n2.post(f"/api/v1/processors/{first}/generate/stop", params={"wait_s": 10}, headers=ops)
             assert stopped.status_code == 200, stopped.text
         run_states = cluster.store.operator.run_states_path("n2")
+        # The node wrote it through its own session, perhaps to another server of the
+        # ensemble: ZooKeeper's reads are not linearizable across clients, so this one
+        # syncs its server with the leader before it reads.
+        cluster.client.sync(run_states)
         assert cluster.client.exists(run_states)
 
         answer = client.post("/api/v1/cluster/nodes/n2/decommission", headers=ops)
@@ -246,6 +250,7 @@ def test_a_live_node_decommissioned_through_the_admin_api_leaves_stops_and_loses
 
         wait_until(decommissioned, 120, "n2's decommission to finish once its shard retired")
         assert cluster.shard(first) is None
+        cluster.client.sync(run_states)
         assert not cluster.client.exists(run_states)  # nothing of n2 is left, its operator's stop neither
         connected = client.post("/api/v1/cluster/nodes/n2/connect", headers=ops)
         assert connected.status_code == 200 and connected.json()["state"] == "connectable", connected.text
