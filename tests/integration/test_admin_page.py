@@ -9,6 +9,7 @@ Screenshots (1366x768 and 1920x1080) go to $CUSTODY_ARTIFACTS, by default
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -138,8 +139,10 @@ def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_clu
     assert not reader.errors, reader.errors
 
 
-@pytest.mark.timeout(120)
-def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(reader, tmp_path):
+@contextlib.contextmanager
+def standalone_admin(flow: str, data_dir: str, name: str):
+    """A standalone `custody run` of `flow` serving its admin API on a free port: its URL;
+    the node stopped (SIGTERM) at the end."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -147,13 +150,13 @@ def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(r
             "cluster.cli",
             "run",
             "--flow",
-            os.path.join(PROJECT_ROOT, "examples", "hello.yaml"),
+            flow,
             "--data-dir",
-            str(tmp_path / "data"),
+            data_dir,
             "--status-interval",
             "0",
             "--name",
-            "solo",
+            name,
             "--admin",
             "127.0.0.1:0",
         ],
@@ -163,7 +166,16 @@ def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(r
         text=True,
     )
     try:
-        url = read_line_containing(process, "admin API on", 60).split()[-1]
+        yield read_line_containing(process, "admin API on", 60).split()[-1]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+
+
+@pytest.mark.timeout(120)
+def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(reader, tmp_path):
+    hello = os.path.join(PROJECT_ROOT, "examples", "hello.yaml")
+    with standalone_admin(hello, str(tmp_path / "data"), "solo") as url:
         page = reader.page
         page.goto(url + "/")
         page.wait_for_function(
@@ -178,6 +190,3 @@ def test_a_standalone_nodes_page_shows_its_status_and_that_it_is_in_no_cluster(r
             assert page.locator(section).is_hidden()
         reader.screenshots("standalone")
         assert not reader.errors, reader.errors
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(30)

@@ -8,17 +8,11 @@ Screenshots (1366x768 and 1920x1080) go where the page's other tests put theirs
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-
 import pytest
 
 from cluster.admin.client import call
-from cluster.drills.harness import PROJECT_ROOT
 from flow.loading import load_flow
-from tests.integration.test_admin_page import SEEN_WITHIN_MS, reader  # noqa: F401 - a fixture, used here
-from tests.integration.test_standalone_cli import read_line_containing
+from tests.integration.test_admin_page import SEEN_WITHIN_MS, reader, standalone_admin  # noqa: F401 - a fixture, used here
 
 # A retry loop back to an earlier processor (route <- retry), a self-loop (write's
 # failure) and a connection of five FlowFiles at most (log -> write), whose
@@ -86,30 +80,7 @@ def test_the_page_draws_the_flow_and_its_figures_rise_while_it_runs(reader, tmp_
     definition = load_flow(str(flow), {"data_dir": str(tmp_path / "data")})
     processors = sorted(definition.processors)
     connections = sorted(c.id for c in definition.connections)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cluster.cli",
-            "run",
-            "--flow",
-            str(flow),
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--status-interval",
-            "0",
-            "--name",
-            "drawn",
-            "--admin",
-            "127.0.0.1:0",
-        ],
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        url = read_line_containing(process, "admin API on", 60).split()[-1]
+    with standalone_admin(str(flow), str(tmp_path / "data"), "drawn") as url:
         page = reader.page
         page.goto(url + "/")
         page.wait_for_function(
@@ -138,6 +109,3 @@ def test_the_page_draws_the_flow_and_its_figures_rise_while_it_runs(reader, tmp_
             assert page.evaluate(OVERLAPS) == [], (width, height)
         reader.screenshots("flow-graph")
         assert not reader.errors, reader.errors
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(30)
