@@ -31,7 +31,13 @@ def run(processor_type, properties, inputs=(), relationships=None, *, source=Fal
         port = f"out-{name}"
         definition["ports"].append({"id": port, "type": "output"})
         definition["connections"].append({"source": "p", "relationships": [name], "destination": port})
-    flow = StatelessFlow(parse_flow(definition))
+    return trigger_once(parse_flow(definition), inputs)
+
+
+def trigger_once(definition, inputs=()) -> dict[str, list]:
+    """One run of the stateless flow `definition` on `inputs`, acknowledged: what each
+    output port `out-NAME` got, as (attributes, content) by NAME."""
+    flow = StatelessFlow(definition)
     try:
         result = flow.trigger(inputs) if inputs else flow.trigger()
     finally:

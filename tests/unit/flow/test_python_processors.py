@@ -23,6 +23,7 @@ from flow.python_extensions import (
 )
 from flow.stateless import StatelessFlow
 from tests.python_processors import MISSING_DEPENDENCY, PROCESSORS, WITH_DEPENDENCY, write_shout_wheel
+from tests.unit.flow.test_processors import trigger_once
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +47,7 @@ def one_processor(processor_type, properties, relationships, *, services=(), aut
 
 
 def run(registry, definition, inputs):
-    flow = StatelessFlow(parse_flow(definition, registry=registry))
-    try:
-        result = flow.trigger(inputs)
-    finally:
-        flow.close()
-    assert result.success, result.failure
-    result.acknowledge()
-    out: dict[str, list] = {}
-    for port, attributes, data in result.outputs:
-        out.setdefault(port[len("out-") :], []).append((attributes, data))
-    return out
+    return trigger_once(parse_flow(definition, registry=registry), inputs)
 
 
 def test_a_transform_changes_content_and_attributes_with_its_properties_and_expressions(registry):
