@@ -11,6 +11,9 @@
 * Starting the engine, linking the plugin and importing the base image happen under
   an exclusive lock on a file in the cache directory: two harnesses on one machine
   (the test suite's two workers, say) must not both start `dockerd` or import the image.
+* A machine restored from a snapshot may keep `/var/run/docker.pid` from a `dockerd`
+  that no longer runs, its number now another process's; `dockerd` then refuses to
+  start. The harness removes a pid file that names no running `dockerd` first.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +30,26 @@ from .install import cache_dir, ensure_compose_plugin, ensure_service_prerequisi
 from .process import ManagedProcess, ServiceError, wait_until
 
 BASE_IMAGE = "debian:bookworm-slim"
+DOCKERD_PID_FILE = Path("/var/run/docker.pid")
+
+
+def command_name(pid: int) -> str | None:
+    """The command name of process PID (`/proc/PID/comm`), None when there is none."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
+def pid_file_is_stale(text: str, command_of: Callable[[int], str | None]) -> bool:
+    """Whether a dockerd pid file holding TEXT is left over: it names no process, or a
+    process that is not `dockerd` (its number reused). One that names a running
+    `dockerd` is not: that daemon may still be starting."""
+    try:
+        pid = int(text.strip())
+    except ValueError:
+        return True
+    return pid <= 0 or command_of(pid) != "dockerd"
 
 
 def docker(
@@ -60,6 +83,16 @@ def machine_lock(name: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def remove_stale_pid_file(path: Path) -> None:
+    """Remove the dockerd pid file PATH when it is left over (`pid_file_is_stale`)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return
+    if pid_file_is_stale(text, command_name):
+        path.unlink(missing_ok=True)
+
+
 class DockerEngine:
     name = "docker"
 
@@ -82,14 +115,20 @@ class DockerEngine:
             raise ServiceError("dockerd is still missing after installing Debian's docker.io")
         if not self.engine_up():
             self.workdir.mkdir(parents=True, exist_ok=True)
-            self.daemon = ManagedProcess("dockerd", ["dockerd"], str(self.workdir / "dockerd.log"))
-            self.daemon.start()
+            remove_stale_pid_file(DOCKERD_PID_FILE)
+            daemon = self.daemon = ManagedProcess("dockerd", ["dockerd"], str(self.workdir / "dockerd.log"))
+            daemon.start()
             try:
-                wait_until(self.engine_up, timeout, "dockerd to answer `docker info`", interval=0.5)
+                outcome = wait_until(
+                    lambda: "up" if self.engine_up() else (None if daemon.alive() else "exited"),
+                    timeout,
+                    "dockerd to answer `docker info`",
+                    interval=0.5,
+                )
             except ServiceError as error:
-                raise ServiceError(
-                    f"{error}. dockerd log: {self.daemon.log_path}\n{self.daemon.log_tail(10)}"
-                ) from None
+                raise ServiceError(f"{error}. dockerd log: {daemon.log_path}\n{daemon.log_tail(10)}") from None
+            if outcome == "exited":
+                raise ServiceError(f"dockerd exited as it started. Its log: {daemon.log_path}\n{daemon.log_tail(10)}")
         ensure_compose_plugin()
         self.ensure_base_image()
 
