@@ -27,6 +27,7 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -47,6 +48,7 @@ from .models_provenance import (
     lineage_view,
 )
 from .responses import PARAMETER_LOOKUP_ERRORS, QUERY_ERRORS, as_json
+from .whole_numbers import DIGITS_ONLY
 
 log = logging.getLogger(__name__)
 
@@ -210,20 +212,26 @@ def register(app: FastAPI) -> None:
     def list_events(
         request: Request,
         query: ProvenanceQuery = Depends(event_query),
-        offset: int = Query(
-            0,
-            ge=0,
-            le=MAX_OFFSET,
-            description="events of the listing to pass over; deeper than "
-            f"{MAX_OFFSET}: as_of = the last event id seen - 1",
-        ),
-        limit: int = Query(100, ge=1, le=MAX_PAGE, description="events at most"),
-        as_of: int | None = Query(
-            None,
-            ge=0,
-            le=MAX_EVENT_ID,
-            description="the as_of of the listing's first page: the newest event id the pages show",
-        ),
+        offset: Annotated[
+            int,
+            Query(
+                ge=0,
+                le=MAX_OFFSET,
+                description="events of the listing to pass over; deeper than "
+                f"{MAX_OFFSET}: as_of = the last event id seen - 1",
+            ),
+            DIGITS_ONLY,
+        ] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="events at most"), DIGITS_ONLY] = 100,
+        as_of: Annotated[
+            int | None,
+            Query(
+                ge=0,
+                le=MAX_EVENT_ID,
+                description="the as_of of the listing's first page: the newest event id the pages show",
+            ),
+            DIGITS_ONLY,
+        ] = None,
     ):
         """A page of the listing, newest first (see `ProvenancePage`). This node's own
         events only: its shards, adopted ones included; others are on their nodes."""
@@ -269,8 +277,14 @@ def register(app: FastAPI) -> None:
     def stream_events(
         request: Request,
         query: ProvenanceQuery = Depends(event_query),
-        limit: int | None = Query(None, ge=1, le=MAX_EVENT_ID, description="events at most (no bound when absent)"),
-        as_of: int | None = Query(None, ge=0, le=MAX_EVENT_ID, description="events up to this id"),
+        limit: Annotated[
+            int | None,
+            Query(ge=1, le=MAX_EVENT_ID, description="events at most (no bound when absent)"),
+            DIGITS_ONLY,
+        ] = None,
+        as_of: Annotated[
+            int | None, Query(ge=0, le=MAX_EVENT_ID, description="events up to this id"), DIGITS_ONLY
+        ] = None,
     ):
         """The whole listing of the same filters, newest first, read a batch at a
         time as the client takes it. This node's own events only (see /events)."""
@@ -288,7 +302,9 @@ def register(app: FastAPI) -> None:
         responses=PARAMETER_LOOKUP_ERRORS,
         summary="one event, every field",
     )
-    def get_event(request: Request, event_id: int = Path(ge=0, le=MAX_EVENT_ID)) -> ProvenanceEventView:
+    def get_event(
+        request: Request, event_id: Annotated[int, Path(ge=0, le=MAX_EVENT_ID), DIGITS_ONLY]
+    ) -> ProvenanceEventView:
         """An event of this node's repository by id (ids are the node's own)."""
         with _repository(request.app.state.control) as repository:
             return event_view(repository.get(event_id))
@@ -304,12 +320,15 @@ def register(app: FastAPI) -> None:
     def get_lineage(
         request: Request,
         uuid: str,
-        max_flowfiles: int = Query(
-            1000,
-            ge=1,
-            le=MAX_LINEAGE_FLOWFILES,
-            description="related FlowFiles at most; `truncated` says when there are more",
-        ),
+        max_flowfiles: Annotated[
+            int,
+            Query(
+                ge=1,
+                le=MAX_LINEAGE_FLOWFILES,
+                description="related FlowFiles at most; `truncated` says when there are more",
+            ),
+            DIGITS_ONLY,
+        ] = 1000,
     ) -> Lineage:
         """The lineage as this node's repository knows it: a FlowFile whose parents or
         children were on another node's shards shows only the part that ran here."""

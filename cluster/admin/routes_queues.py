@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
@@ -31,6 +32,7 @@ from .auth import API, requires
 from .models_queues import DropResult, FlowFileDetails, ProcessorState, QueueListing, ReplayResult
 from .ranges import RangeNotSatisfiable, parse_range
 from .responses import CONTENT_ERRORS, PARAMETER_CONTROL_ERRORS, PARAMETER_LOOKUP_ERRORS, problem
+from .whole_numbers import DIGITS_ONLY
 
 MAX_LIMIT = 1000
 MAX_POSITION = (1 << 63) - 1  # every count and id the node keeps fits a signed 64-bit integer
@@ -61,8 +63,12 @@ def register(app: FastAPI) -> None:
         request: Request,
         shard: str,
         queue: str = _QUEUE,
-        offset: int = Query(0, ge=0, le=MAX_POSITION, description="skip this many (position offset + 1 comes first)"),
-        limit: int = Query(100, ge=1, le=MAX_LIMIT, description="at most this many"),
+        offset: Annotated[
+            int,
+            Query(ge=0, le=MAX_POSITION, description="skip this many (position offset + 1 comes first)"),
+            DIGITS_ONLY,
+        ] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="at most this many"), DIGITS_ONLY] = 100,
     ) -> QueueListing:
         return QueueListing(**request.app.state.control.list_queue(shard, queue, offset, limit))
 
@@ -143,7 +149,7 @@ def register(app: FastAPI) -> None:
     )
     def replay(
         request: Request,
-        event_id: int = Path(ge=0, le=MAX_POSITION),
+        event_id: Annotated[int, Path(ge=0, le=MAX_POSITION), DIGITS_ONLY],
         queue: str | None = Query(
             None, description="the queue to replay into, when the event's component has several incoming queues"
         ),
