@@ -23,7 +23,8 @@ tasks finish their sessions, and its `on_stopped` is called once the last one ha
 ended; its state (`status()`) goes RUNNING -> STOPPING -> STOPPED. The engine keeps
 it in memory; whoever asks for it keeps it for the next engine, as NiFi keeps it in
 its flow.json.gz (the node: `cluster.core.run_states`), and gives the processors to
-start stopped (`stopped`): they are not scheduled until `start_processor`.
+start stopped (`stopped`): they are not scheduled until `start_processor`. A stopped
+processor may run one task, as NiFi's Run Once (`run_once`), and stays stopped.
 
 Each processor's statistics (`flow.processor_stats`: in, read, written, out, tasks and
 their time, FlowFiles routed to failure, over five minutes and since start, and its
@@ -33,7 +34,7 @@ last bulletin) are recorded once per task from its session's counts, and shown i
 Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`, `state`,
 `not_before`, `rollbacks`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
 A `_Node`'s `stats` has its own lock, taken once per task.
-`_control` serialises `start`, `stop_processor` and `start_processor`, so that
+`_control` serialises `start`, `stop_processor`, `start_processor` and `run_once`, so that
 `on_scheduled` and `on_stopped` never run twice for one start or stop.
 """
 
@@ -380,6 +381,55 @@ class TraditionalEngine:
                 self._dirty = True
                 self._condition.notify()
             return RUNNING
+
+    def run_once(self, processor_id: str, timeout: float = 30.0) -> str:
+        """NiFi's Run Once: one task of a STOPPED processor (`on_scheduled`, one
+        `on_trigger` in a session of its own, then `on_stopped`), after which it is
+        STOPPED again; nothing else schedules it meanwhile. Waits up to `timeout` for
+        the task to end and returns the state: STOPPED, or STOPPING while the task still
+        runs (its end calls `on_stopped`, as a stop's last task does).
+        `ProcessorStateError` when the processor is not STOPPED (stop it first), does
+        not run on this shard, or the engine is not running its tasks (not started,
+        paused, stopping); also when `on_scheduled` raised (no task ran)."""
+        node = self._node(processor_id)
+        with self._control:
+            with self._condition:
+                state = node.state
+                refusal = None
+                if state != STOPPED:
+                    refusal = f"{processor_id} is {state}: stop it first; Run Once runs a stopped processor"
+                elif node not in self._runs:
+                    refusal = f"{processor_id} does not run on shard {self.shard.id} (now)"
+                elif not (self._started and self._running) or self._paused:
+                    refusal = f"shard {self.shard.id} runs no task now (it is starting, paused or stopping)"
+            if refusal is not None:
+                raise ProcessorStateError(refusal)
+            try:
+                node.processor.on_scheduled(node.context)
+            except Exception as error:
+                raise ProcessorStateError(
+                    f"{processor_id} could not be scheduled, no task ran: {type(error).__name__}: {error}"
+                ) from error
+            # STOPPING with one task: the dispatcher schedules nothing more, and the task's
+            # end turns it STOPPED and calls on_stopped (`_finish_stop_locked`), as a stop does.
+            with self._condition:
+                node.state = STOPPING
+                node.running += 1
+                node.tasks += 1
+            try:
+                self._executor.submit(self._run_task, node)
+            except RuntimeError as error:  # the executor was shut down: the engine stops
+                with self._condition:
+                    node.running -= 1
+                    node.tasks -= 1
+                    node.state = STOPPED
+                self._stop_processors([node])
+                raise ProcessorStateError(f"shard {self.shard.id} runs no task now: {error}") from None
+        with self._condition:
+            deadline = self._clock() + timeout
+            while node.state != STOPPED and (left := deadline - self._clock()) > 0:
+                self._condition.wait(min(left, 0.1))
+            return node.state
 
     def processor_states(self) -> tuple[dict[str, str], frozenset[str]]:
         """Each processor's state (RUNNING, STOPPING, STOPPED), and the processors that
