@@ -14,6 +14,9 @@ from pydantic import BaseModel, Field
 from repositories.claims import ContentClaim
 from repositories.provenance import LineageGraph, ProvenanceEvent
 
+from .lineage_layout import lineage_drawing
+from .models_flow_graph import GraphPoint
+
 
 class ContentClaimView(BaseModel):
     """Where the FlowFile's content is: `length` bytes at `offset` of a resource."""
@@ -175,4 +178,133 @@ def lineage_view(graph: LineageGraph, max_flowfiles: int) -> Lineage:
         ]
     return Lineage(
         root=graph.root_uuid, nodes=nodes, links=links, truncated=graph.truncated, max_flowfiles=max_flowfiles
+    )
+
+
+class LineageGraphNode(BaseModel):
+    """A box of the lineage's drawing: a FlowFile where its history starts, or an event."""
+
+    id: str = Field(description="'flowfile:<uuid>' or 'event:<event id>', as the lineage names it")
+    kind: str = Field(description="'flowfile' or 'event'")
+    flowfile_uuid: str = Field(description="the FlowFile, or the one the event belongs to")
+    filename: str | None = Field(None, description="the FlowFile's filename attribute, as its last event had it")
+    root: bool = Field(description="the FlowFile asked for, or one of its events")
+    layer: int = Field(description="its column, 0 for the oldest")
+    order: int = Field(description="its place in its column, from the top")
+    x: int = Field(description="the box's left side")
+    y: int = Field(description="the box's top side")
+    event_id: int | None = None
+    event_type: str | None = None
+    event_time_ms: int | None = None
+    event_time: str | None = Field(None, description="the event's time, ISO 8601 in UTC")
+    component_id: str | None = None
+    component_type: str | None = None
+    relationship: str | None = None
+
+
+class LineageGraphEdge(BaseModel):
+    id: str = Field(description="'<source>><target>'")
+    source: str
+    target: str
+    kind: str = Field(
+        description="'history': a FlowFile's next step; 'lineage': a parent's step to a FlowFile it made "
+        "(FORK, CLONE, REPLAY) or to the JOIN that made one"
+    )
+    flowfile_uuids: list[str] = Field(description="the FlowFiles that go along it")
+    back_edge: bool = Field(description="against the layers: only when clocks of different nodes disagree")
+    points: list[GraphPoint] = Field(description="its route, from its source to its target")
+
+
+class LineageGraphView(BaseModel):
+    """A FlowFile's lineage laid out to be drawn (`cluster.admin.lineage_layout`), oldest
+    on the left: every FlowFile and event of GET /api/v1/provenance/lineage/{uuid}, the
+    events of each FlowFile chained in time order, parent -> child edges from a FORK,
+    CLONE or REPLAY to each FlowFile it made and from each parent into a JOIN.
+    Coordinates are pixels from the drawing's top left corner; every box is
+    `box_width` by `box_height`."""
+
+    root: str = Field(description="the FlowFile asked for")
+    width: int
+    height: int
+    box_width: int
+    box_height: int
+    flowfiles: int = Field(description="FlowFiles drawn")
+    events: int = Field(description="events drawn")
+    nodes: list[LineageGraphNode]
+    edges: list[LineageGraphEdge]
+    truncated: bool = Field(description="more FlowFiles are related than max_flowfiles; the graph stops there")
+    max_flowfiles: int
+
+
+def _filenames(graph: LineageGraph) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for event in sorted(graph.events.values(), key=lambda e: (e.event_time_ms or 0, e.event_id or 0)):
+        filename = event.attributes_after.get("filename") or event.attributes_before.get("filename")
+        if filename is not None and event.flowfile_uuid in graph.flowfiles:
+            names[event.flowfile_uuid] = filename
+    return names
+
+
+def lineage_graph_view(graph: LineageGraph, max_flowfiles: int) -> LineageGraphView:
+    drawing = lineage_drawing(graph)
+    names = _filenames(graph)
+    nodes = []
+    for placed in drawing.layout.nodes:
+        kind, _, key = placed.id.partition(":")
+        where = {"layer": placed.layer, "order": placed.order, "x": placed.x, "y": placed.y}
+        if kind == "flowfile":
+            nodes.append(
+                LineageGraphNode(
+                    id=placed.id,
+                    kind=kind,
+                    flowfile_uuid=key,
+                    filename=names.get(key),
+                    root=key == graph.root_uuid,
+                    **where,
+                )
+            )
+            continue
+        event = graph.events[int(key)]
+        nodes.append(
+            LineageGraphNode(
+                id=placed.id,
+                kind=kind,
+                flowfile_uuid=event.flowfile_uuid,
+                filename=names.get(event.flowfile_uuid),
+                root=event.flowfile_uuid == graph.root_uuid,
+                event_id=event.event_id,
+                event_type=event.event_type.value,
+                event_time_ms=event.event_time_ms,
+                event_time=iso_time(event.event_time_ms),
+                component_id=event.component_id,
+                component_type=event.component_type,
+                relationship=event.relationship,
+                **where,
+            )
+        )
+    links = {link.id: link for link in drawing.links}
+    edges = [
+        LineageGraphEdge(
+            id=edge.id,
+            source=edge.source,
+            target=edge.destination,
+            kind=links[edge.id].kind,
+            flowfile_uuids=list(links[edge.id].flowfile_uuids),
+            back_edge=edge.back_edge,
+            points=[GraphPoint(x=x, y=y) for x, y in edge.points],
+        )
+        for edge in drawing.layout.edges
+    ]
+    return LineageGraphView(
+        root=graph.root_uuid,
+        width=drawing.layout.width,
+        height=drawing.layout.height,
+        box_width=drawing.layout.box_width,
+        box_height=drawing.layout.box_height,
+        flowfiles=sum(1 for node in nodes if node.kind == "flowfile"),
+        events=sum(1 for node in nodes if node.kind == "event"),
+        nodes=nodes,
+        edges=edges,
+        truncated=graph.truncated,
+        max_flowfiles=max_flowfiles,
     )

@@ -41,10 +41,12 @@ from ..node.control import NotFound, Unavailable
 from .auth import API, requires
 from .models_provenance import (
     Lineage,
+    LineageGraphView,
     ProvenanceEventView,
     ProvenancePage,
     ProvenanceProblem,
     event_view,
+    lineage_graph_view,
     lineage_view,
 )
 from .responses import PARAMETER_LOOKUP_ERRORS, QUERY_ERRORS, as_json
@@ -56,6 +58,9 @@ MAX_PAGE = 1000
 MAX_OFFSET = 100_000  # deeper: pass as_of = the last event id seen - 1, and offset 0
 STREAM_BATCH = 500
 MAX_LINEAGE_FLOWFILES = 10_000
+# A drawing of more FlowFiles is no longer read by anyone, and its layout (crossings
+# counted between columns) grows with the square of a column's size.
+MAX_DRAWN_FLOWFILES = 500
 # The index keeps event ids and times as 64-bit integers (ids unsigned, times signed
 # milliseconds), and its filters fail on a larger number: one is a 422 here. Ids count
 # events, so no real one passes 2**63 - 1, the bound every number of the API shares.
@@ -338,3 +343,33 @@ def register(app: FastAPI) -> None:
         if not graph.events:
             raise NotFound(f"no provenance event names FlowFile {uuid} on node {control.name}")
         return lineage_view(graph, max_flowfiles)
+
+    @app.get(
+        f"{API}/provenance/lineage/{{uuid}}/graph",
+        response_model=LineageGraphView,
+        tags=["provenance"],
+        dependencies=read,
+        responses=PARAMETER_LOOKUP_ERRORS,
+        summary="a FlowFile's lineage laid out to be drawn: FlowFiles and events in layers, oldest first",
+    )
+    def get_lineage_graph(
+        request: Request,
+        uuid: str,
+        max_flowfiles: Annotated[
+            int,
+            Query(
+                ge=1,
+                le=MAX_DRAWN_FLOWFILES,
+                description="related FlowFiles at most; `truncated` says when there are more",
+            ),
+            DIGITS_ONLY,
+        ] = 200,
+    ) -> LineageGraphView:
+        """The lineage of /lineage/{uuid} as the status page draws it (as NiFi's lineage
+        view): each FlowFile's events chained in time order, parent -> child edges."""
+        control = request.app.state.control
+        with _repository(control) as repository:
+            graph = repository.lineage(uuid, max_flowfiles=max_flowfiles)
+        if not graph.events:
+            raise NotFound(f"no provenance event names FlowFile {uuid} on node {control.name}")
+        return lineage_graph_view(graph, max_flowfiles)
