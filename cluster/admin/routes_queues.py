@@ -4,14 +4,18 @@
     POST /api/v1/queues/{shard}/{queue}/drop                        drop its FlowFiles (admin)
     GET  /api/v1/flowfiles/{uuid}?shard=                            one FlowFile (read)
     GET  /api/v1/flowfiles/{uuid}/content?shard=                    its content, streamed; Range (read)
+    POST /api/v1/flowfiles/{uuid}/content/ticket?shard=             a download ticket for it (read)
+    GET  /api/v1/flowfiles/{uuid}/content?ticket=&download=true     the content by ticket, no token
     POST /api/v1/provenance/events/{event_id}/replay?queue=         replay an event (admin)
     POST /api/v1/processors/{shard}/{processor}/stop?wait_s=        stop a processor (admin)
     POST /api/v1/processors/{shard}/{processor}/start               start it again (admin)
+    POST /api/v1/processors/{shard}/{processor}/run-once?wait_s=    one task of a stopped one (admin)
 
 A processor's stop and start are kept (ZooKeeper on a clustered node, a file of the
 data directory on a standalone one) for every shard of the shard's node, in each of
 its incarnations and wherever the shard is adopted (`cluster.core.run_states`); the
-answer's `scope` says so.
+answer's `scope` says so. Run Once (NiFi's) changes no kept state: the processor
+stays stopped.
 
 Queue ids hold '/' ("generate/success/tag"): `{queue}` takes the rest of the path up
 to the last segment, so the id may be written as it is or with each '/' sent as %2F.
@@ -21,6 +25,7 @@ ask its owner.
 
 from __future__ import annotations
 
+import logging
 import re
 import urllib.parse
 from typing import Annotated
@@ -28,11 +33,21 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
-from .auth import API, requires
-from .models_queues import DropResult, FlowFileDetails, ProcessorState, QueueListing, ReplayResult
+from .auth import API, AuthProblem, requires, requires_or_ticket
+from .download_tickets import DownloadTickets, TicketRefused, attachment_filename
+from .models_queues import (
+    DownloadTicket,
+    DropResult,
+    FlowFileDetails,
+    ProcessorState,
+    QueueListing,
+    ReplayResult,
+)
 from .ranges import RangeNotSatisfiable, parse_range
 from .responses import CONTENT_ERRORS, PARAMETER_CONTROL_ERRORS, PARAMETER_LOOKUP_ERRORS, problem
 from .whole_numbers import DIGITS_ONLY
+
+log = logging.getLogger(__name__)
 
 MAX_LIMIT = 1000
 MAX_POSITION = (1 << 63) - 1  # every count and id the node keeps fits a signed 64-bit integer
@@ -48,6 +63,8 @@ _SHARD = Query(None, description="look only in this shard (default: every shard 
 
 
 def register(app: FastAPI) -> None:
+    # One secret per app (so per node process): tickets die with it.
+    app.state.download_tickets = DownloadTickets()
     read = [Depends(requires("read"))]
     admin = [Depends(requires("admin"))]
 
@@ -95,10 +112,29 @@ def register(app: FastAPI) -> None:
     def get_flowfile(request: Request, uuid: str = _UUID, shard: str | None = _SHARD) -> FlowFileDetails:
         return FlowFileDetails(**request.app.state.control.flowfile(uuid, shard))
 
+    @app.post(
+        f"{API}/flowfiles/{{uuid}}/content/ticket",
+        response_model=DownloadTicket,
+        tags=["queues"],
+        dependencies=read,
+        responses=PARAMETER_LOOKUP_ERRORS,
+        summary="a download ticket for a queued FlowFile's content (NiFi's download token): its link serves "
+        "the content without a token, for 60 s",
+    )
+    def content_ticket(request: Request, uuid: str = _UUID, shard: str | None = _SHARD) -> DownloadTicket:
+        request.app.state.control.flowfile(uuid, shard)  # 404 for one the node does not hold
+        ticket = request.app.state.download_tickets.issue(uuid)
+        query = {"ticket": ticket.value, "download": "true", **({"shard": shard} if shard is not None else {})}
+        return DownloadTicket(
+            ticket=ticket.value,
+            expires_at=ticket.expires_at,
+            url=f"{API.lstrip('/')}/flowfiles/{uuid}/content?{urllib.parse.urlencode(query)}",
+        )
+
     @app.get(
         f"{API}/flowfiles/{{uuid}}/content",
         tags=["queues"],
-        dependencies=read,
+        dependencies=[Depends(requires_or_ticket("read", _check_ticket))],
         response_class=StreamingResponse,
         responses={
             200: {
@@ -117,16 +153,21 @@ def register(app: FastAPI) -> None:
         range_header: str | None = Header(
             None, alias="range", description="bytes=start-end, bytes=start- or bytes=-suffix"
         ),
+        download: bool = Query(
+            False, description='true: Content-Disposition attachment; filename="<its filename attribute, made safe>"'
+        ),
     ):
         content = request.app.state.control.open_content(uuid, shard)
         try:
             wanted = parse_range(range_header, content.size)
         except RangeNotSatisfiable as error:
             return problem(416, str(error), {"Content-Range": f"bytes */{error.size}"})
-        headers = {
-            "Accept-Ranges": "bytes",
-            "Content-Disposition": f"attachment; filename*=UTF-8''{urllib.parse.quote(content.filename)}",
-        }
+        disposition = (
+            f'attachment; filename="{attachment_filename(content.filename, uuid)}"'
+            if download
+            else f"attachment; filename*=UTF-8''{urllib.parse.quote(content.filename)}"
+        )
+        headers = {"Accept-Ranges": "bytes", "Content-Disposition": disposition}
         media_type = content.mime_type if _MEDIA_TYPE.fullmatch(content.mime_type) else "application/octet-stream"
         if wanted is None:
             start, length, status = 0, content.size, 200
@@ -183,6 +224,33 @@ def register(app: FastAPI) -> None:
     )
     def start_processor(request: Request, shard: str, processor: str):
         return ProcessorState(**request.app.state.control.start_processor(shard, processor))
+
+    @app.post(
+        f"{API}/processors/{{shard}}/{{processor}}/run-once",
+        response_model=ProcessorState,
+        tags=["control"],
+        dependencies=admin,
+        responses=PARAMETER_CONTROL_ERRORS,
+        summary="NiFi's Run Once: one task of a stopped processor (on_scheduled, one on_trigger, on_stopped), "
+        "answered once it ended; it stays stopped. 409 while it runs: stop it first",
+    )
+    def run_processor_once(
+        request: Request,
+        shard: str,
+        processor: str,
+        wait_s: float = Query(30.0, ge=0.0, le=MAX_WAIT_S, description="wait this long for the task to end"),
+    ):
+        return ProcessorState(**request.app.state.control.run_once(shard, processor, wait_s))
+
+
+def _check_ticket(request: Request, ticket: str) -> None:
+    """Admit a content request by its download ticket, for the uuid of its path; one
+    401 for every refusal (the reason goes to the log only)."""
+    try:
+        request.app.state.download_tickets.check(ticket, request.path_params.get("uuid", ""))
+    except TicketRefused as refused:
+        log.info("refused a download ticket for %s: %s", request.url.path, refused.reason)
+        raise AuthProblem(401, str(refused)) from None
 
 
 def _chunks(stream, remaining: int):

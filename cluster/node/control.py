@@ -32,6 +32,7 @@ Queues, FlowFiles and processors of the shards the node runs (`flow_access`):
     control.replay(event_id, queue=None)    # NiFi's replay: a new FlowFile, a REPLAY event
     control.stop_processor(shard, processor, wait_s=30); control.start_processor(shard, processor)
                                             # kept: ZooKeeper (clustered), a file (standalone)
+    control.run_once(shard, processor, wait_s=30)  # NiFi's Run Once: one task; it stays stopped
 
 The cluster's rolling deploy, as ZooKeeper holds it (`cluster.core.rolls`):
 
@@ -345,6 +346,18 @@ class NodeControl:
             self._keep_run_state(shard, processor, STOPPED)
             raise
         return {**answer, "scope": scope}
+
+    def run_once(self, shard: str, processor: str, wait_s: float = 30.0) -> dict:
+        """NiFi's Run Once: one task of the stopped `processor` (on_scheduled, one
+        on_trigger, on_stopped), waiting up to `wait_s` for it to end. The kept run state
+        is not touched: the processor stays stopped. `Conflict` when it is not stopped
+        (stop it first), as `flow.engine.TraditionalEngine.run_once` refuses."""
+        engine = flow_access.engine_of(self._node.engines(), shard)
+        flow_access.processor_of(engine, shard, processor)
+        with flow_access.answering(f"running processor {processor} of shard {shard} once"):
+            state = engine.run_once(processor, timeout=wait_s)
+        figures = engine.status()["processors"][processor]
+        return {"shard": shard, "processor": processor, "state": state, "running": figures["running"]}
 
     def _keep_run_state(self, shard: str, processor: str, state: str) -> str | None:
         """Record an operator's run state where the node keeps it; its scope, or None for
