@@ -6,13 +6,18 @@ The check runs twice, the same function (`authorize`): in `cluster.admin.gate`, 
 any of the request's body is read (FastAPI reads a route's body before it runs its
 dependencies, so a caller without a token could make the node parse a body as large
 as it liked before its 401), and as the route's dependency, which also declares the
-bearer scheme in /openapi.json. `role_needed(route)` reads the role a route declares."""
+bearer scheme in /openapi.json. `role_needed(route)` reads the role a route declares.
+
+A route a browser link opens (a FlowFile's content) may take a download ticket instead
+of a token (`requires_or_ticket`): the gate lets a request that carries one on
+(`carries_ticket`), and the route's dependency checks the ticket."""
 
 from __future__ import annotations
 
 import logging
+from urllib.parse import parse_qs
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
@@ -21,6 +26,7 @@ from .tokens import Tokens, allows
 log = logging.getLogger(__name__)
 
 API = "/api/v1"
+TICKET_MAX_CHARS = 128  # `cluster.admin.download_tickets.MAX_TICKET_CHARS`
 
 _bearer = HTTPBearer(auto_error=False, description="a token from the node's token file (custody admin token)")
 
@@ -64,6 +70,52 @@ def requires(role: str):
 
     check.role = role  # what `role_needed` finds
     return check
+
+
+def requires_or_ticket(role: str, check_ticket):
+    """As `requires(role)`, for a route a browser link may also open with a download
+    ticket (`?ticket=`, `cluster.admin.download_tickets`): a request that carries one is
+    let through the gate without a token (`carries_ticket`) and admitted here if
+    `check_ticket(request, ticket)` returns (it raises `AuthProblem` 401 if not); a
+    request without one needs the token as usual."""
+
+    async def check(
+        request: Request,
+        _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
+        ticket: str | None = Query(
+            None,
+            max_length=TICKET_MAX_CHARS,
+            description="a download ticket for this FlowFile (POST .../content/ticket): served without a token",
+        ),
+    ) -> str:
+        if ticket is not None:
+            check_ticket(request, ticket)
+            return role
+        return authorize(
+            request.app.state.tokens,
+            request.headers.get("authorization"),
+            role,
+            method=request.method,
+            path=request.url.path,
+        )
+
+    check.role = role
+    check.takes_ticket = True  # what `carries_ticket` finds
+    return check
+
+
+def carries_ticket(route, query_string: bytes) -> bool:
+    """True when `route` takes a download ticket and the request's query has one: the
+    route's own dependency checks it (`requires_or_ticket`), so the gate lets it on."""
+    if b"ticket=" not in query_string:
+        return False
+    pending = list(getattr(getattr(route, "dependant", None), "dependencies", ()))
+    while pending:
+        dependency = pending.pop()
+        if getattr(dependency.call, "takes_ticket", False):
+            return "ticket" in parse_qs(query_string.decode("latin-1"), keep_blank_values=True)
+        pending.extend(dependency.dependencies)
+    return False
 
 
 def role_needed(route) -> str | None:

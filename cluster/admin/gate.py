@@ -35,7 +35,7 @@ from starlette.routing import Match
 from repositories.log_limits import LimitedLog
 
 from .admission import AllowedHosts, cross_site, declared_body_length
-from .auth import AuthProblem, authorize, role_needed
+from .auth import AuthProblem, authorize, carries_ticket, role_needed
 from .responses import problem
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class RequestGate:
         headers = Headers(scope=scope)
         route = _route_of(application, scope)
         role = role_needed(route) if route is not None else None
-        if role is not None:
+        if role is not None and not carries_ticket(route, scope.get("query_string", b"")):
             try:
                 authorize(application.state.tokens, headers.get("authorization"), role, method=method, path=path)
             except AuthProblem as refused:

@@ -85,3 +85,15 @@ class ProcessorState(BaseModel):
         description="where the run state is kept and which shards it covers (a "
         "clustered node: every shard of the shard's node, in ZooKeeper)",
     )
+
+
+class DownloadTicket(BaseModel):
+    """NiFi's download token, for one FlowFile's content: a browser link may carry it
+    where it cannot carry a bearer header (`cluster.admin.download_tickets`)."""
+
+    ticket: str = Field(description="serves this FlowFile's content without a token, on this node, until expires_at")
+    expires_at: float = Field(description="unix seconds")
+    url: str = Field(
+        description="the content's download link, relative to the node's page: "
+        "api/v1/flowfiles/<uuid>/content?ticket=...&download=true (&shard=... when given)"
+    )
