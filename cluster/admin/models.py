@@ -138,13 +138,19 @@ class Plan(BaseModel):
 
 
 class Failover(BaseModel):
-    """One dead incarnation's shards moved: when the leader planned the move (detection),
+    """One dead incarnation's shards moved: when the leader last heard from it (its last
+    heartbeat the leader read), when the leader planned the move (detection),
     when the last shard ran at its new owner (fenced and recovered: takeover), when the
     last shard first delivered there (resume), and when the leader marked the plan done
     (each shard assigned: this may come before the takeover ends)."""
 
     plan: str
     dead: str
+    last_seen_at: float | None = Field(
+        None,
+        description="when the dead incarnation sent the last heartbeat the leader read before it wrote the plan "
+        "(None: not known, as in plans written by older versions)",
+    )
     detected_at: float = Field(description="the leader wrote the plan")
     taken_over_at: float | None = Field(None, description="the last moved shard runs at its new owner")
     finished_at: float | None = Field(
@@ -152,7 +158,11 @@ class Failover(BaseModel):
         description="the leader marked the plan done: every shard has its new owner (which may still be recovering it)",
     )
     resumed_at: float | None = Field(None, description="the last moved shard first delivered at its new owner")
-    takeover_s: float | None = None
+    detection_s: float | None = Field(
+        None,
+        description="from last_seen_at to detection: the death came in between, so detecting it took at most this long",
+    )
+    takeover_s: float | None = Field(None, description="from detection to taken_over_at")
     resume_s: float | None = Field(None, description="from detection to the last shard's first delivery")
     finish_s: float | None = None
     shards: list[str]

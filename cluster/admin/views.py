@@ -147,10 +147,12 @@ def cluster_view(status) -> ClusterView:
         Failover(
             plan=t.plan,
             dead=t.dead,
+            last_seen_at=t.last_seen_at,
             detected_at=t.detected_at,
             taken_over_at=t.taken_over_at,
             finished_at=t.finished_at,
             resumed_at=t.resumed_at,
+            detection_s=t.detection_s,
             takeover_s=t.takeover_s,
             resume_s=t.resume_s,
             finish_s=t.finish_s,

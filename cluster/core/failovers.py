@@ -1,7 +1,12 @@
 """The timeline of recent failovers, read from what ZooKeeper keeps: each plan (when
 the leader wrote it, when it marked it done, when each moved shard first delivered
 at its new owner) and each moved shard's history (when its new owner took it over:
-the entry that leaves ADOPTING at a later epoch).
+the entry that leaves ADOPTING at a later epoch), and the dead incarnation's last
+heartbeat the leader had read when it wrote the plan (`last_seen_at`).
+
+A failover's three phases, one after the other, as `custody drill --plot` draws them:
+detection (last heard of to the plan: `detection_s`), takeover (the plan to the last
+shard running at its new owner) and resume (that to the last shard's first delivery).
 
     timelines = failover_timelines(plans, shards, limit=20)   # newest first
 """
@@ -23,6 +28,13 @@ class FailoverTimeline:
     finished_at: float | None  # the leader marked the plan done
     shards: tuple[str, ...]
     resumed_at: float | None = None  # the last moved shard first delivered at its new owner
+    last_seen_at: float | None = None  # the dead incarnation's last heartbeat the leader read
+
+    @property
+    def detection_s(self) -> float | None:
+        """From the last heartbeat the leader had of the dead to the plan: the death
+        itself is somewhere in between, so this bounds the detection's length from above."""
+        return None if self.last_seen_at is None else max(0.0, self.detected_at - self.last_seen_at)
 
     @property
     def takeover_s(self) -> float | None:
@@ -80,6 +92,7 @@ def failover_timelines(
                 plan.finished_at,
                 tuple(move.shard for move in plan.moves),
                 resumed,
+                plan.last_seen_at,
             )
         )
     timelines.sort(key=lambda t: t.detected_at, reverse=True)

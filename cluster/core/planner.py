@@ -168,7 +168,15 @@ def plan_failover(
             moves.append(Move(shard.shard, dead, shard.epoch, best, ()))
             beats[best] = _with_load(beats[best], load.count, load.bytes)
             adopting[best] = adopting.get(best, 0) + 1
-    return FailoverPlan(plan_id=plan_id, dead=dead, leader=leader, created_at=at, policy=policy, moves=tuple(moves))
+    return FailoverPlan(
+        plan_id=plan_id,
+        dead=dead,
+        leader=leader,
+        created_at=at,
+        policy=policy,
+        moves=tuple(moves),
+        last_seen_at=None if last_beat is None else last_beat.sent_at,
+    )
 
 
 def divide(shard: str, new_epoch: int, chosen: list[Candidate]) -> list[Slice]:

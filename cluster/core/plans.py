@@ -63,6 +63,10 @@ class FailoverPlan:
     # "<shard>@<epoch>" -> wall clock at the adopter when the shard first delivered
     # there (its first output): when the failover's data flowed again.
     resumed: dict[str, float] = field(default_factory=dict)
+    # When the leader last heard from the dead incarnation as it wrote the plan: the
+    # `sent_at` of the last heartbeat it read (the death itself is known to no one).
+    # None in plans written before this was kept, and when no heartbeat was read.
+    last_seen_at: float | None = None
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -77,6 +81,7 @@ class FailoverPlan:
                 "notes": list(self.notes),
                 "finished_at": self.finished_at,
                 "resumed": dict(self.resumed),
+                "last_seen_at": self.last_seen_at,
                 "moves": [
                     {
                         "shard": m.shard,
@@ -116,7 +121,12 @@ class FailoverPlan:
             tuple(body.get("notes", ())),
             body.get("finished_at"),
             {str(k): float(v) for k, v in body.get("resumed", {}).items()},
+            _seconds_or_none(body.get("last_seen_at")),
         )
+
+
+def _seconds_or_none(value: float | str | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def with_resumed(plan: FailoverPlan, shard: str, epoch: int, at: float) -> FailoverPlan:

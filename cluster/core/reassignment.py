@@ -141,7 +141,14 @@ def decide(view: LeaderView) -> list[Instruction]:
                     f"shards not planned: {sorted(uncovered)}"
                 )
                 note = f"{tag(revise_step(dead, plan.revision))} {reason}"
-                plan = replace(fresh, created_at=plan.created_at, revision=plan.revision, notes=plan.notes + (note,))
+                # The revision keeps when the death was first planned and when the dead was last heard of.
+                plan = replace(
+                    fresh,
+                    created_at=plan.created_at,
+                    revision=plan.revision,
+                    notes=plan.notes + (note,),
+                    last_seen_at=plan.last_seen_at if plan.last_seen_at is not None else fresh.last_seen_at,
+                )
                 out.append(RevisePlan(plan, reason))
         for move in pending_moves(plan, view.shards):
             for target in move.targets:  # not moved yet: not in flight yet either

@@ -78,10 +78,28 @@ class LeaderHooks(FaultSeams):
         """The move is made; the plan is not marked done yet."""
 
 
+HEARD_KEPT = 256  # heartbeats of other incarnations a contender keeps (`Leader.heard`)
+
+
+def newest_beats(*sources: dict, limit: int | None = None) -> dict:
+    """incarnation -> its newest heartbeat (highest sequence) among `sources`; with
+    `limit`, only that many, the most recently sent."""
+    newest: dict = {}
+    for source in sources:
+        for name, beat in source.items():
+            if name not in newest or beat.sequence > newest[name].sequence:
+                newest[name] = beat
+    if limit is not None and len(newest) > limit:
+        kept = sorted(newest.items(), key=lambda item: item[1].sent_at, reverse=True)[:limit]
+        newest = dict(kept)
+    return newest
+
+
 class Leader:
     """Lock plan: `_changed` (an Event) is the only state shared with kazoo's watch
     threads; `_story_lock` guards `story` (the election and collector threads both
-    record). Everything else is touched by the election thread alone; the collector
+    record); `_heard_lock` guards `_heard` (the member's thread that reads the members
+    while this one only contends, `heard`). Everything else is touched by the election thread alone; the collector
     thread uses only `collector` and its own leadership Event."""
 
     def __init__(
@@ -117,6 +135,8 @@ class Leader:
         self._changed = threading.Event()
         self._deposed = threading.Event()
         self._last_beats: dict = {}
+        self._heard: dict = {}
+        self._heard_lock = threading.Lock()
         self.story: list[StoryEntry] = []
         self._story_limit = story_limit
         self._story_lock = threading.Lock()
@@ -245,6 +265,13 @@ class Leader:
         self._changed.set()
         return False if self._stopped.is_set() else None
 
+    def heard(self, beats: dict) -> None:
+        """Heartbeats of the members, read by this member while it may not lead: when
+        the leader dies and this one is elected, the plan for the dead leader still
+        says when it was last heard of (`FailoverPlan.last_seen_at`)."""
+        with self._heard_lock:
+            self._heard = newest_beats(self._heard, beats, limit=HEARD_KEPT)
+
     # -- one decision ------------------------------------------------------------------------
     def read_view(self) -> LeaderView:
         # Shards first, members second: a shard created after the shard listing is not
@@ -255,8 +282,12 @@ class Leader:
         # A dead incarnation's last beat matters while it still owns a shard (its plan
         # weighs what it had queued); forgotten after that, or the map grows for ever.
         owners = {shard.owner for shard in shards.values()}
+        with self._heard_lock:
+            heard = dict(self._heard)
         self._last_beats = {
-            name: beat for name, beat in {**self._last_beats, **live}.items() if name in live or name in owners
+            name: beat
+            for name, beat in newest_beats(heard, self._last_beats, live).items()
+            if name in live or name in owners
         }
         plans = {name: entry[0] for name, entry in self.plans.open_plans().items()}
         leaving = draining(self.decommissioned.names(), live)

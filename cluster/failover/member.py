@@ -347,6 +347,8 @@ class ClusterMember:
                 log.debug("members not read for the liveness watch: %s", first_line(error, 200))
                 continue
             self.peers.follow({name: beat.liveness for name, beat in members.items()})
+            if self.leader is not None:
+                self.leader.heard(members)  # so that a leader elected after a death knows when it was last heard of
 
     def _peer_gone(self, incarnation: str, reason: str) -> None:
         """A peer proven gone: its znodes go now, and the leader (this member or another)
