@@ -33,6 +33,7 @@ import html
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
+from .page_cluster import CLUSTER_SCRIPT, CLUSTER_STYLE
 from .page_flow_graph import FLOW_GRAPH_SCRIPT, FLOW_GRAPH_SECTION, FLOW_GRAPH_STYLE
 
 STYLE = """
@@ -99,11 +100,6 @@ a { color: var(--accent); text-decoration: none; }
 a:hover { text-decoration: underline; }
 .summary { display: flex; flex-wrap: wrap; gap: 4px 26px; margin-bottom: 8px; color: var(--muted); }
 .summary b { color: var(--text); font-weight: 600; }
-.bar { position: relative; width: 64px; height: 19px; background: #eceff3; border-radius: 3px; overflow: hidden; }
-.bar span { position: absolute; left: 0; height: 5px; border-radius: 3px; }
-.bar .takeover { top: 1px; background: #e3962c; }
-.bar .resume { top: 7px; background: #3b7dd8; }
-.bar .finish { top: 13px; background: #3aa45c; }
 #login { grid-column: 1 / -1; max-width: 560px; }
 #login form { display: flex; gap: 10px; margin-top: 8px; }
 #login input { flex: 1; font: inherit; padding: 6px 10px; border: 1px solid #b9c1cd; border-radius: 4px; }
@@ -317,30 +313,38 @@ function renderCluster(view) {
   $("shards-note").textContent = `${live.length} live` +
     (retired.length ? `, ${retired.length} retired` + (retired.length > RETIRED_SHOWN ?
       ` (the ${RETIRED_SHOWN} latest shown)` : "") : "");
+  const versions = renderFlowVersions(live);
   fill($("shards-body"), shown.map((s) => ({item: s, attrs: {"data-shard": s.shard, "data-owner": s.owner || "",
                                                              "data-state": s.state,
+                                                             "data-flow-version": s.flow_version || "",
                                                              class: s.state === "retired" ? "retired" : null}})), [
     {cell: (s) => s.shard},
     {cell: (s) => s.owner ? [s.owner, members.has(s.owner) ? null : badge("not live", "bad")] : "–"},
     {cell: (s) => stateBadge(s.state)},
     {num: true, cell: (s) => s.epoch},
     {num: true, cell: (s) => count(s.backlog)},
+    {cell: (s) => flowVersionCell(s, versions)},
     {cell: (s) => el("span", {title: (s.history.at(-1) || {}).reason || ""}, lastChange(s) ?
                      age(nowS() - lastChange(s)) + " ago" : "–")},
   ], "no shard");
 
-  const longest = Math.max(1, ...view.failovers.flatMap((f) => [f.finish_s || 0, f.takeover_s || 0,
-                                                                 f.resume_s || 0]));
+  // Each failover's phases, one after the other (cluster.admin.page_cluster), all bars
+  // on the scale of the longest failover shown.
+  const now = nowS();
+  const failovers = view.failovers.map((f) => ({...f, phases: failoverPhases(f, now)}));
+  const longest = Math.max(1, ...failovers.map((f) => phasesSpan(f.phases)));
   const plans = new Map(view.plans.map((p) => [p.plan, p]));
-  fill($("failovers-body"), view.failovers.map((f) => ({item: f, attrs: {
-    "data-dead": f.dead, "data-taken-over": f.taken_over_at !== null, "data-finished": f.finished_at !== null}})), [
+  fill($("failovers-body"), failovers.map((f) => ({item: f, attrs: {
+    "data-dead": f.dead, "data-taken-over": f.taken_over_at !== null, "data-finished": f.finished_at !== null,
+    "data-resumed": f.resumed_at !== null}})), [
     {cell: (f) => el("b", {}, f.dead)},
     {cell: (f) => [el("span", {title: new Date(f.detected_at * 1000).toISOString()}, clock(f.detected_at)),
-                   el("small", {class: "muted"}, `${age(nowS() - f.detected_at)} ago`)]},
-    {num: true, cell: (f) => seconds(f.takeover_s) || badge("adopting", "warn")},
-    {num: true, cell: (f) => seconds(f.resume_s) || badge("waiting", "warn")},
+                   el("small", {class: "muted"}, `${age(now - f.detected_at)} ago`)]},
+    {num: true, cell: (f) => phaseCell(f.phases, "detection")},
+    {num: true, cell: (f) => phaseCell(f.phases, "takeover")},
+    {num: true, cell: (f) => phaseCell(f.phases, "resume")},
     {num: true, cell: (f) => seconds(f.finish_s) || badge("in progress", "warn")},
-    {cell: (f) => timelineBar(f, longest)},
+    {cell: (f) => timelineBar(f.phases, longest)},
     {cell: (f) => moved(f, plans.get(f.plan))},
   ], "no failover yet");
 }
@@ -358,27 +362,9 @@ function lastChange(shard) {
   return entry ? entry.at : 0;
 }
 
-function timelineBar(failover, longest) {
-  // Three lanes from the detection on: until the last shard ran at its new owner (amber),
-  // until it first delivered there (blue), and until the leader marked the plan done
-  // (green). The plan is done once every shard has a new owner, which can be before
-  // that owner has recovered it.
-  const track = el("div", {class: "bar",
-                           title: "from detection: taken over (amber), resumed (blue), plan done (green)"});
-  for (const [lane, span] of [["takeover", failover.takeover_s], ["resume", failover.resume_s],
-                              ["finish", failover.finish_s]]) {
-    if (span !== null && span !== undefined) {
-      track.append(el("span", {class: lane, style: {width: Math.max(2, 100 * span / longest) + "%"}}));
-    }
-  }
-  return track;
-}
-
 function tickHeartbeats() {
   for (const span of document.querySelectorAll("#members-body .heartbeat")) {
-    const seconds = nowS() - Number(span.dataset.at);
-    span.textContent = age(seconds) + " ago";
-    span.classList.toggle("late", seconds > LATE_HEARTBEAT_S);
+    heartbeatCell(span, nowS() - Number(span.dataset.at));
   }
 }
 
@@ -476,7 +462,8 @@ const settled = (promise) => promise.then((value) => ({value}), (error) => ({err
 async function poll() {
   clearTimeout(timer);
   const node = settled(Promise.all([api("api/v1/node"), api("api/v1/node/queues"), api("api/v1/node/alarms")]));
-  const flow = settled(Promise.all([api("api/v1/node/flow/graph"), api("api/v1/node/processors")]));
+  const flow = settled(Promise.all([api("api/v1/node/flow/graph"), api("api/v1/node/processors"),
+                                    clusterFlowFigures()]));
   // Until the first answer says what kind of node this is, the cluster waits for it.
   let cluster = standalone === false ? settled(api("api/v1/cluster")) : null;
   let stop = false;
@@ -570,24 +557,35 @@ DOCUMENT = """<!doctype html>
       <tbody id="members-body"></tbody>
     </table></div>
   </section>
-  <section id="shards" data-source="cluster">
+  <section id="shards" class="wide" data-source="cluster">
     <h2>Shards <span class="note" id="shards-note"></span></h2>
+    <p id="shards-flow"></p>
     <div class="table-wrap"><table>
       <thead><tr><th>shard</th><th>owner</th><th>state</th><th class="num">epoch</th>
-        <th class="num">backlog</th><th>last change</th></tr></thead>
+        <th class="num">backlog</th><th title="the version of the flow the shard was written under">flow version</th>
+        <th>last change</th></tr></thead>
       <tbody id="shards-body"></tbody>
     </table></div>
   </section>
-  <section id="failovers" data-source="cluster">
-    <h2>Failovers <span class="note">newest first: detected, taken over, resumed, finished</span></h2>
+  <section id="failovers" class="wide" data-source="cluster">
+    <h2>Failovers <span class="note">newest first, each in three phases one after the other</span></h2>
     <div class="table-wrap"><table>
       <thead><tr><th>dead</th><th>detected</th>
-        <th class="num" title="the last moved shard runs at its new owner">taken over</th>
-        <th class="num" title="the last moved shard first delivered at its new owner">resumed</th>
-        <th class="num" title="the leader marked the plan done: every shard has its new owner">finished</th>
-        <th>timeline</th><th>moved</th></tr></thead>
+        <th class="num" title="from its last heartbeat the leader read to the leader's plan">detection</th>
+        <th class="num" title="from the plan to the last moved shard running at its new owner">takeover</th>
+        <th class="num" title="from the takeover to the last moved shard's first delivery there">resume</th>
+        <th class="num" title="from the plan to the leader marking it done: every shard has its new owner
+          (which may still be recovering it)">plan done</th>
+        <th>phases</th><th>moved</th></tr></thead>
       <tbody id="failovers-body"></tbody>
     </table></div>
+    <div class="legend" id="failovers-legend">
+      <span><i class="swatch phase-detection"></i>detection: last heard of → the leader's plan (the death is in
+        between)</span>
+      <span><i class="swatch phase-takeover"></i>takeover: → every moved shard runs at its new owner</span>
+      <span><i class="swatch phase-resume"></i>resume: → its first delivery there</span>
+      <span><i class="swatch running"></i>in progress (so far)</span>
+    </div>
   </section>
 {flow_graph}
   <section id="this-node" class="wide" data-source="node">
@@ -613,6 +611,9 @@ DOCUMENT = """<!doctype html>
 # The flow's drawing is kept in a module of its own; the page runs it as part of its one script.
 STYLE += FLOW_GRAPH_STYLE
 SCRIPT += FLOW_GRAPH_SCRIPT
+# The cluster's failover phases, flow versions and late members.
+STYLE += CLUSTER_STYLE
+SCRIPT += CLUSTER_SCRIPT
 
 
 def _csp_hash(text: str) -> str:

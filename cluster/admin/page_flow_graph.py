@@ -11,6 +11,16 @@ The script reads three answers, keyed by the same ids:
   GET api/v1/node/queues       each connection's queue, per shard
 
 On a node with several shards the figures are summed over them (the page says so).
+On a clustered node a toggle chooses whose figures: this node's, or the whole
+cluster's, summed over every member's shards (NiFi's cluster summary, by request
+replication):
+
+  GET api/v1/cluster/processors, api/v1/cluster/queues
+      {"shards": {shard: [as the node's answer]}, "members": [{"node", "incarnation",
+       "admin", "answered", "error", "answered_at"}]}
+
+asked only while the cluster is chosen. The page says which members answered; one
+that did not is named with the age of its last answer, or as not included.
 The SVG is built with createElementNS and textContent only, like the rest of the page.
 """
 
@@ -43,13 +53,25 @@ FLOW_GRAPH_STYLE = """
 #flow-svg .label[data-back-pressure="true"] text { fill: var(--bad); font-weight: 600; }
 #flow-svg marker path { fill: #6b778a; }
 #flow-svg marker.warn path { fill: var(--bad); }
+#flow-scope { margin-left: auto; display: inline-flex; border: 1px solid #b9c1cd; border-radius: 5px;
+              overflow: hidden; font-size: 0.85rem; font-weight: 400; }
+#flow-scope button { background: #ffffff; color: var(--text); border: none; padding: 3px 12px; }
+#flow-scope button + button { border-left: 1px solid #b9c1cd; }
+#flow-scope button[aria-pressed="true"] { background: var(--accent); color: #ffffff; font-weight: 600; }
+#flow-members { margin: 0 0 8px; color: var(--muted); display: flex; flex-wrap: wrap; gap: 2px 14px; }
+#flow-members .stale { color: var(--warn); font-weight: 600; }
 #flow-legend { display: flex; flex-wrap: wrap; gap: 4px 20px; margin: 8px 0 0; color: var(--muted);
                font-size: 0.85rem; }
 """
 
 FLOW_GRAPH_SECTION = """
   <section id="flow" class="wide" data-source="node">
-    <h2>Flow <span class="note" id="flow-note"></span></h2>
+    <h2>Flow <span class="note" id="flow-note"></span>
+      <span id="flow-scope" role="group" aria-label="whose figures" data-scope="node" hidden>
+        <button type="button" data-scope="node" aria-pressed="true">this node</button>
+        <button type="button" data-scope="cluster" aria-pressed="false">whole cluster</button>
+      </span></h2>
+    <p id="flow-members" hidden></p>
     <p id="flow-empty" class="muted" hidden></p>
     <div id="flow-wrap"></div>
     <div id="flow-legend">
@@ -178,6 +200,50 @@ function processorBox(node, figures, graph) {
   return box;
 }
 
+// -- whose figures: this node's or the whole cluster's ---------------------------------
+// The choice is kept on #flow-scope, read by a hoisted function: the first poll() runs
+// before this part of the script has (a `let` here would not be set yet).
+function flowScope() {
+  return $("flow-scope").dataset.scope || "node";
+}
+
+function clusterFlowFigures() {
+  // The cluster's figures while they are chosen, settled (a refusal shows, and the
+  // node's figures stay); null otherwise, and always on a standalone node.
+  if (flowScope() !== "cluster" || standalone !== false) return null;
+  return settled(Promise.all([api("api/v1/cluster/processors"), api("api/v1/cluster/queues")]));
+}
+
+function chooseFlowScope(event) {
+  const button = event.target.closest("button[data-scope]");
+  if (!button || button.dataset.scope === flowScope()) return;
+  $("flow-scope").dataset.scope = button.dataset.scope;
+  for (const each of $("flow-scope").querySelectorAll("button")) {
+    each.setAttribute("aria-pressed", String(each === button));
+  }
+  poll();
+}
+document.getElementById("flow-scope").addEventListener("click", chooseFlowScope);
+
+function renderFlowMembers(members) {
+  // Who answered for the cluster's figures; a member that did not is named, with how
+  // old its figures are, or as not included.
+  const line = $("flow-members");
+  const now = nowS();
+  const parts = members.map((m) => {
+    const self = m.incarnation === thisIncarnation ? " (this node)" : "";
+    if (m.answered) return el("span", {"data-member": m.node, "data-answered": "true"}, `${m.node}${self}`);
+    const why = m.error ? ` (${m.error})` : "";
+    const shown = m.answered_at !== null && m.answered_at !== undefined ?
+      `figures from ${age(now - m.answered_at)} ago` : "not included";
+    return el("span", {class: "stale", "data-member": m.node, "data-answered": "false", title: m.error || ""},
+              `${m.node}${self}: no answer${why}, ${shown}`);
+  });
+  const answered = members.filter((m) => m.answered).length;
+  line.replaceChildren(el("span", {}, `figures of ${answered} of ${members.length} members:`), ...parts);
+  line.hidden = false;
+}
+
 function renderFlow(answer, queuesByShard) {
   const wrap = $("flow-wrap");
   const empty = $("flow-empty");
@@ -189,13 +255,30 @@ function renderFlow(answer, queuesByShard) {
     }
     return;  // anything else: the last drawing stays, and the section shows as stale
   }
-  const [graph, processorsByShard] = answer.value;
+  const [graph, processorsByShard, whole] = answer.value;
   empty.hidden = true;
-  const processors = summedProcessors(processorsByShard);
-  const queues = summedQueues(queuesByShard || {});
-  const shards = graph.shards.length;
+  $("flow-scope").hidden = standalone !== false;
+  let processors = summedProcessors(processorsByShard);
+  let queues = summedQueues(queuesByShard || {});
+  let summed = graph.shards.length > 1 ? ` · figures summed over this node's ${graph.shards.length} shards` : "";
+  let scope = "node";
+  if (whole && whole.error) {
+    summed = ` · this node's figures: the cluster's were not read (${whole.error.message})`;
+    $("flow-members").hidden = true;
+  } else if (whole) {
+    const [clusterProcessors, clusterQueues] = whole.value;
+    processors = summedProcessors(clusterProcessors.shards);
+    queues = summedQueues(clusterQueues.shards);
+    const shards = Object.keys(clusterProcessors.shards).length;
+    summed = ` · figures summed over the cluster's ${shards} shard${shards === 1 ? "" : "s"}`;
+    scope = "cluster";
+    renderFlowMembers(clusterProcessors.members);
+  } else {
+    $("flow-members").hidden = true;
+  }
+  $("flow").dataset.scope = scope;
   $("flow-note").textContent = `${graph.flow}: ${graph.nodes.length} processors and ports, ` +
-    `${graph.edges.length} connections` + (shards > 1 ? ` · figures summed over this node's ${shards} shards` : "");
+    `${graph.edges.length} connections` + summed;
 
   const drawing = svg("svg", {id: "flow-svg", viewBox: `0 0 ${graph.width} ${graph.height}`,
                               role: "img", "aria-label": `the flow ${graph.flow}`,
