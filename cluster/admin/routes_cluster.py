@@ -9,16 +9,30 @@ stops; down, its shards were moved already. The leader then hands what its sourc
 took to a survivor, or drops it with a warning, and deletes what was kept for it; it
 does not join under that name until `POST .../connect`. 404 for a name the cluster
 does not know (or no node could have), 409 for the only member (and for connecting a
-node that is not decommissioned)."""
+node that is not decommissioned).
+
+`GET /api/v1/cluster/processors` and `GET /api/v1/cluster/queues` (role read): the
+whole cluster's, after NiFi's request replication: the node asked asks every live
+member's `/api/v1/node/...` with the caller's own token, in parallel, 2 s each, and
+merges their shard maps (`fan_out`); a member that gives no answer is reported in
+`members`, not fatal."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import Depends, FastAPI, Path, Request
+from pydantic import BaseModel, TypeAdapter
 
 from .auth import API, requires
-from .models import ClusterView, NodeDecommission
+from .fan_out import Asked, ShardItems, ask_members, merge
+from .models import ClusterView, NodeDecommission, ProcessorFigures, QueueFigures
+from .models_cluster_wide import ClusterProcessors, ClusterQueues
 from .responses import CONTROL_ERRORS, LOOKUP_ERRORS
-from .views import cluster_view
+from .views import cluster_view, processor_figures, queue_figures
+
+_PROCESSORS = TypeAdapter(dict[str, list[ProcessorFigures]])
+_QUEUES = TypeAdapter(dict[str, list[QueueFigures]])
 
 
 def register(app: FastAPI) -> None:
@@ -36,6 +50,46 @@ def register(app: FastAPI) -> None:
     )
     def get_cluster(request: Request) -> ClusterView:
         return cluster_view(request.app.state.control.cluster_status())
+
+    @app.get(
+        f"{API}/cluster/processors",
+        response_model=ClusterProcessors,
+        tags=["cluster"],
+        dependencies=read,
+        responses=LOOKUP_ERRORS,
+        summary="every processor of every shard of the cluster: each live member's /api/v1/node/processors "
+        "(asked with the caller's token), merged by shard; a member that gave no answer is reported",
+    )
+    def get_cluster_processors(request: Request) -> ClusterProcessors:
+        control = request.app.state.control
+
+        def here() -> ShardItems:
+            return {
+                shard: [processor_figures(p, figures) for p, figures in sorted(processors.items())]
+                for shard, processors in sorted(control.processors().items())
+            }
+
+        return ClusterProcessors(**_replicated(request, "/node/processors", here, _PROCESSORS))
+
+    @app.get(
+        f"{API}/cluster/queues",
+        response_model=ClusterQueues,
+        tags=["cluster"],
+        dependencies=read,
+        responses=LOOKUP_ERRORS,
+        summary="every queue of every shard of the cluster: each live member's /api/v1/node/queues "
+        "(asked with the caller's token), merged by shard; a member that gave no answer is reported",
+    )
+    def get_cluster_queues(request: Request) -> ClusterQueues:
+        control = request.app.state.control
+
+        def here() -> ShardItems:
+            return {
+                shard: [queue_figures(queue, figures) for queue, figures in sorted(queues.items())]
+                for shard, queues in sorted(control.queues().items())
+            }
+
+        return ClusterQueues(**_replicated(request, "/node/queues", here, _QUEUES))
 
     @app.post(
         f"{API}/cluster/nodes/{{name}}/decommission",
@@ -59,3 +113,26 @@ def register(app: FastAPI) -> None:
     )
     def connect(request: Request, name: str = node_name) -> NodeDecommission:
         return NodeDecommission(**request.app.state.control.connect_node(name))
+
+
+def _replicated(request: Request, path: str, here: Callable[[], ShardItems], items: TypeAdapter) -> dict:
+    """NiFi's request replication of GET `path` to every live member (`fan_out`); the
+    node asked answers for itself through `here`. `NotFound` on a node in no cluster."""
+    control = request.app.state.control
+    status = control.cluster_status()
+    members = [Asked(beat.node, incarnation, beat.admin) for incarnation, beat in sorted(status.members.items())]
+    owners = {shard: ownership.owner for shard, ownership in status.shards.items()}
+
+    def read(document: dict) -> ShardItems:
+        shards: dict[str, list[BaseModel]] = items.validate_python(document)
+        return shards
+
+    answers = ask_members(
+        members,
+        API + path,
+        request.headers.get("authorization"),
+        own=control.identity().get("incarnation"),
+        answer_here=here,
+        read=read,
+    )
+    return merge(answers, owners)

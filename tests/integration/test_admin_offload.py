@@ -63,6 +63,31 @@ def test_offloading_the_leader_under_load_moves_every_shard_once_and_connect_joi
         assert {m["incarnation"] for m in view["members"]} == {n2.incarnation, n3.incarnation}
         assert any(f["dead"] == first for f in view["failovers"]), view["failovers"]
 
+        # The cluster's queues and processors from any node (NiFi's request replication):
+        # n1, a member no more, asks n2 and n3 over HTTP with the caller's token; n2
+        # answers for itself and asks n3. Each shard once, the adopted one included.
+        members = {n2.incarnation, n3.incarnation}
+        assert client.get("/api/v1/cluster/queues").status_code == 401
+        by_member = {
+            member["incarnation"]: httpx.get(
+                f"{member['admin']}/api/v1/node/queues", headers={"Authorization": f"Bearer {reader}"}, timeout=30
+            ).json()
+            for member in view["members"]
+        }
+        moved_to = shard.owner
+        assert first in by_member[moved_to], (moved_to, by_member)
+        everywhere = client.get("/api/v1/cluster/queues", headers={"Authorization": f"Bearer {reader}"}).json()
+        assert set(everywhere["shards"]) == set(by_member[n2.incarnation]) | set(by_member[n3.incarnation])
+        assert {m["incarnation"] for m in everywhere["members"] if m["answered"] and not m["error"]} == members
+        assert {q["queue"] for q in everywhere["shards"][first]} == {q["queue"] for q in by_member[moved_to][first]}
+        n2_url = next(m["admin"] for m in view["members"] if m["incarnation"] == n2.incarnation)
+        processors = httpx.get(
+            f"{n2_url}/api/v1/cluster/processors", headers={"Authorization": f"Bearer {reader}"}, timeout=30
+        ).json()
+        assert set(processors["shards"]) == set(everywhere["shards"]), processors
+        assert all(m["answered"] and m["answered_at"] for m in processors["members"]), processors["members"]
+        assert {p["processor"] for p in processors["shards"][n2.incarnation]} == {"generate", "stamp", "rewrite", "put"}
+
         # Its adopter records when the shard first delivered there: the failover's resume.
         def failover():
             view = client.get("/api/v1/cluster", headers={"Authorization": f"Bearer {reader}"}).json()
