@@ -34,6 +34,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
 from .page_cluster import CLUSTER_SCRIPT, CLUSTER_STYLE
+from .page_actions import ACTIONS_SCRIPT, ACTIONS_SECTION, ACTIONS_STYLE
 from .page_flow_graph import FLOW_GRAPH_SCRIPT, FLOW_GRAPH_SECTION, FLOW_GRAPH_STYLE
 
 STYLE = """
@@ -411,13 +412,20 @@ function freshness() {
 }
 
 // -- tokens ----------------------------------------------------------------------------
-function askForToken(refusal) {
+function askForToken(refusal, keep) {
+  // keep: a token refused mid-session. What the page shows stays, marked stale (and an
+  // open panel stays open) until a new token is given; the first load asks first.
   clearTimeout(timer);
   $("login").hidden = false;
   $("refusal").textContent = refusal || "";
   $("refusal").hidden = !refusal;
-  for (const section of document.querySelectorAll("section[data-source]")) section.hidden = true;
-  $("problem").hidden = true;
+  for (const section of document.querySelectorAll("section[data-source]")) {
+    if (keep && sources[section.dataset.source].ok) section.classList.add("stale");
+    else section.hidden = true;
+  }
+  $("problem").className = "stale";
+  $("problem").textContent = "Not updated while the page waits for a token: what it shows is from before.";
+  $("problem").hidden = !keep;
   $("freshness").className = "";
   $("freshness").textContent = "waiting for a token";
   $("token").focus();
@@ -442,15 +450,17 @@ function forgetToken() {
 }
 
 function refused(error) {
+  const keep = sources.node.ok > 0 || sources.cluster.ok > 0;
   if (error.status === 401) {
     const had = sessionStorage.getItem(TOKEN_KEY) !== null;
+    if (!had && !$("login").hidden) return true;  // already asking: another request's 401 of the same token
     sessionStorage.removeItem(TOKEN_KEY);
     $("forget").hidden = true;
-    askForToken(had ? `The node refused the token: ${error.message}.` : null);
+    askForToken(had ? `The node refused the token: ${error.message}.` : null, keep);
     return true;
   }
   if (error.status === 403) {
-    askForToken(`The token may not read this node: ${error.message}. Use a token with the read role.`);
+    askForToken(`The token may not read this node: ${error.message}. Use a token with the read role.`, keep);
     return true;
   }
   return false;
@@ -602,6 +612,7 @@ DOCUMENT = """<!doctype html>
     </table></div>
   </section>
 </main>
+{actions}
 <script>{script}</script>
 </body>
 </html>
@@ -611,6 +622,9 @@ DOCUMENT = """<!doctype html>
 # The flow's drawing is kept in a module of its own; the page runs it as part of its one script.
 STYLE += FLOW_GRAPH_STYLE
 SCRIPT += FLOW_GRAPH_SCRIPT
+# The panel of actions (processors, queues, FlowFiles) opens from the drawing and the queues.
+STYLE += ACTIONS_STYLE
+SCRIPT += ACTIONS_SCRIPT
 # The cluster's failover phases, flow versions and late members.
 STYLE += CLUSTER_STYLE
 SCRIPT += CLUSTER_SCRIPT
@@ -638,6 +652,7 @@ def render_page(node: str, *, tokens_required: bool) -> str:
         style=STYLE,
         script=SCRIPT,
         flow_graph=FLOW_GRAPH_SECTION,
+        actions=ACTIONS_SECTION,
     )
 
 

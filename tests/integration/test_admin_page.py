@@ -140,9 +140,10 @@ def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_clu
 
 
 @contextlib.contextmanager
-def standalone_admin(flow: str, data_dir: str, name: str):
-    """A standalone `custody run` of `flow` serving its admin API on a free port: its URL;
-    the node stopped (SIGTERM) at the end."""
+def standalone_admin(flow: str, data_dir: str, name: str, *options: str):
+    """A standalone `custody run` of `flow` serving its admin API on a free port, with more
+    `options` of custody run (e.g. --admin-tokens FILE): its URL; the node stopped
+    (SIGTERM) at the end."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -159,6 +160,7 @@ def standalone_admin(flow: str, data_dir: str, name: str):
             name,
             "--admin",
             "127.0.0.1:0",
+            *options,
         ],
         cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,
