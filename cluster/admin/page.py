@@ -13,6 +13,9 @@ token:
   GET api/v1/cluster       members, leader, shards and owners, failovers (not asked
                            of a standalone node: the page says it is in no cluster)
 
+and, not polled: a search of this node's provenance, an event and a FlowFile's lineage
+drawn as a graph, when the reader asks (`cluster.admin.page_provenance`).
+
 So the page needs no token to load (a probe or a bookmark opens it) and reveals no
 more than `/health` does; the data needs the read role. With tokens configured the
 page asks for one once and keeps it in the tab's sessionStorage: each node is an
@@ -36,6 +39,7 @@ from fastapi.responses import HTMLResponse
 from .page_cluster import CLUSTER_SCRIPT, CLUSTER_STYLE
 from .page_actions import ACTIONS_SCRIPT, ACTIONS_SECTION, ACTIONS_STYLE
 from .page_flow_graph import FLOW_GRAPH_SCRIPT, FLOW_GRAPH_SECTION, FLOW_GRAPH_STYLE
+from .page_provenance import PROVENANCE_SCRIPT, PROVENANCE_SECTION, PROVENANCE_STYLE
 
 STYLE = """
 :root {
@@ -611,6 +615,7 @@ DOCUMENT = """<!doctype html>
       <tbody id="queues-body"></tbody>
     </table></div>
   </section>
+{provenance}
 </main>
 {actions}
 <script>{script}</script>
@@ -622,6 +627,9 @@ DOCUMENT = """<!doctype html>
 # The flow's drawing is kept in a module of its own; the page runs it as part of its one script.
 STYLE += FLOW_GRAPH_STYLE
 SCRIPT += FLOW_GRAPH_SCRIPT
+# Provenance (search, an event, a lineage) too; it uses the drawing's svg().
+STYLE += PROVENANCE_STYLE
+SCRIPT += PROVENANCE_SCRIPT
 # The panel of actions (processors, queues, FlowFiles) opens from the drawing and the queues.
 STYLE += ACTIONS_STYLE
 SCRIPT += ACTIONS_SCRIPT
@@ -652,6 +660,7 @@ def render_page(node: str, *, tokens_required: bool) -> str:
         style=STYLE,
         script=SCRIPT,
         flow_graph=FLOW_GRAPH_SECTION,
+        provenance=PROVENANCE_SECTION,
         actions=ACTIONS_SECTION,
     )
 
