@@ -199,6 +199,23 @@ def test_the_page_searches_provenance_and_draws_a_flowfiles_lineage(reader, tmp_
             page.locator("#prov-lineage").scroll_into_view_if_needed()
             assert page.evaluate(OVERLAPS) == [], (width, height)
         reader.screenshots("provenance-lineage")
+
+        # With the admin role, the replay is made: a new FlowFile whose REPLAY event names
+        # the clone's FlowFile as its parent.
+        page.click("#forget")
+        page.fill("#token", admin)
+        page.click("#login button[type=submit]")
+        page.click("#prov-replay-button")
+        page.wait_for_function("() => document.getElementById('prov-replay').className === 'ok'")
+        replayed = reader.text("#prov-replay").split()[3]
+        assert (
+            reader.text("#prov-replay")
+            == f"Replayed: new FlowFile {replayed} in queue generate/success/split (shard local)."
+        )
+        replay = wait_until(
+            lambda: next((e for e in events(uuid=replayed, type="REPLAY")["events"]), None), 30, "the REPLAY event"
+        )
+        assert replay["parent_uuids"] == [clone["flowfile_uuid"]] and replay["child_uuids"] == [replayed]
         assert not reader.errors, reader.errors
     finally:
         server.stop()

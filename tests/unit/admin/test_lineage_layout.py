@@ -3,7 +3,7 @@ each FlowFile's events chained in time order, parent -> child edges from FORK, C
 REPLAY and into JOIN, every edge from an older column to a newer one."""
 
 from cluster.admin.lineage_layout import HISTORY, LINEAGE, lineage_links
-from cluster.admin.models_provenance import lineage_graph_view
+from cluster.admin.models_provenance import lineage_graph_view, lineage_view
 from repositories.provenance import EventType, ProvenanceEvent, compute_lineage
 
 
@@ -124,3 +124,26 @@ def test_a_truncated_lineage_draws_no_flowfile_past_its_end():
     assert {node for node in drawn if node.startswith("flowfile:")} == {f"flowfile:{u}" for u in graph.flowfiles}
     assert all(edge.source in drawn and edge.target in drawn for edge in view.edges)
     assert view.truncated and view.flowfiles == 3
+
+
+def test_the_drawing_has_every_node_and_parent_to_child_link_of_the_lineage_answer():
+    # A FlowFile forked on a node that died; its children finished on the adopter, whose
+    # clock is behind the dead node's: their events are stamped before the FORK.
+    events = numbered(
+        ProvenanceEvent(EventType.CREATE, "p", "gen"),  # from the adopted shard's outbox
+        ProvenanceEvent(EventType.FORK, "p", "split", child_uuids=("k1", "k2")),
+        ProvenanceEvent(EventType.ATTRIBUTES_MODIFIED, "k1", "tag"),  # on the adopter
+        ProvenanceEvent(EventType.DROP, "k1", "sink"),
+        ProvenanceEvent(EventType.DROP, "k2", "sink"),
+        times=(600, 610, 540, 550, 560),
+    )
+    graph = lineage_of("p", events)
+    answer = lineage_view(graph, 100)
+    view = lineage_graph_view(graph, 100)
+    assert sorted(node.id for node in view.nodes) == sorted(node.id for node in answer.nodes)
+    drawn = {(edge.source, edge.target) for edge in view.edges}
+    made = {(link.source, link.target) for link in answer.links if link.source.startswith("event:")}
+    assert made == {("event:2", "flowfile:k1"), ("event:2", "flowfile:k2")} and made <= drawn
+    assert {("flowfile:k1", "event:3"), ("event:3", "event:4"), ("flowfile:k2", "event:5")} <= drawn
+    layer = {node.id: node.layer for node in view.nodes}
+    assert all(layer[edge.source] < layer[edge.target] for edge in view.edges)
