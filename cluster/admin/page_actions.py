@@ -35,7 +35,7 @@ ACTIONS_STYLE = """
 #flow-svg .box:not(.port):hover rect.frame { stroke: var(--accent); stroke-width: 2.2; }
 #flow-svg .label[data-label]:hover rect { stroke: var(--accent); stroke-width: 1.8; }
 #queues-body tr[data-queue]:hover td { background: #eef3fb; }
-#actions-panel { position: fixed; top: 0; right: 0; bottom: 0; z-index: 5; width: min(620px, calc(100vw - 16px));
+#actions-panel { position: fixed; top: 0; right: 0; bottom: 0; z-index: 5; width: min(680px, calc(100vw - 16px));
                  background: var(--card); border-left: 1px solid #c5cdd8;
                  box-shadow: -10px 0 28px rgba(20, 30, 50, 0.18); padding: 12px 18px 22px; overflow-y: auto; }
 #actions-panel .head { display: flex; align-items: flex-start; gap: 12px; }
@@ -55,6 +55,9 @@ ACTIONS_STYLE = """
 #actions-panel table { margin-bottom: 4px; }
 #actions-panel td { white-space: normal; overflow-wrap: anywhere; vertical-align: top; }
 #actions-panel td.tight, #actions-panel td.num { white-space: nowrap; }
+#actions-panel td.filename { max-width: 7rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+#actions-flowfile { margin-top: 8px; }
+#actions-flowfiles code { font-size: 0.78rem; }
 #actions-panel .buttons { display: flex; flex-wrap: wrap; gap: 6px; }
 #actions-panel button.act { border: 1px solid #9aa6b8; background: #f7f9fc; color: var(--text); border-radius: 4px;
                             padding: 2px 10px; }
@@ -90,7 +93,7 @@ ACTIONS_SECTION = """
 
 ACTIONS_SCRIPT = r"""
 // -- actions from the page (cluster.admin.page_actions) --------------------------------
-const ACTION_TIMEOUT_MS = 20000;  // a stop or run once waits up to STOP_WAIT_S for its task
+const ACTION_TIMEOUT_MS = 35000;  // a stop or run once waits up to STOP_WAIT_S for its task
 const STOP_WAIT_S = 10;
 const PANEL_QUEUE_PAGE = 20;
 const PANEL_CONTENT_SHOWN = 65536;      // bytes of content the FlowFile view asks for
@@ -400,7 +403,8 @@ function showQueue(view) {
     open.type = "button";
     open.addEventListener("click", () => openFlowFile(view, f.uuid));
     return el("tr", {"data-uuid": f.uuid, "data-position": f.position},
-      panelCell(count(f.position), "num"), panelCell(open), panelCell(f.filename), panelCell(bytes(f.size), "num"),
+      panelCell(count(f.position), "num"), panelCell(open, "tight"),
+      el("td", {class: "filename", title: f.filename}, f.filename), panelCell(bytes(f.size), "num"),
       panelCell([age(nowS() - f.entry_date_ms / 1000), f.penalized ? badge("penalized", "warn") : null], "tight"));
   });
   if (!rows.length) {
@@ -409,7 +413,7 @@ function showQueue(view) {
   }
   const first = listing.flowfiles.length ? listing.offset + 1 : 0;
   const last = listing.offset + listing.flowfiles.length;
-  const previous = panelButton("‹ previous", "previous", null, () => pageQueue(view, -QUEUE_PAGE));
+  const previous = panelButton("‹ previous", "previous", null, () => pageQueue(view, -PANEL_QUEUE_PAGE));
   panelOff(previous, listing.offset === 0);
   const next = panelButton("next ›", "next", null, () => pageQueue(view, PANEL_QUEUE_PAGE));
   panelOff(next, last >= listing.listable);
@@ -419,14 +423,14 @@ function showQueue(view) {
   panelOff(drop, !listing.count);
   $("actions-body").replaceChildren(el("div", {class: "data"},
     picker, summary,
+    el("div", {class: "buttons"}, drop),
+    withId(el("div", {}), "actions-confirm"),
     el("div", {class: "pager"}, previous, withId(el("span", {},
       `${count(first)}–${count(last)} of ${count(listing.listable)} in memory`), "actions-range"), next, refresh),
     el("div", {class: "table-wrap"}, el("table", {}, el("thead", {}, el("tr", {}, el("th", {class: "num"}, "#"),
       el("th", {}, "FlowFile"), el("th", {}, "filename"), el("th", {class: "num"}, "size"),
       el("th", {}, "queued for"))),
-      withId(el("tbody", {}, rows), "actions-flowfiles"))),
-    el("div", {class: "buttons"}, drop),
-    withId(el("div", {}), "actions-confirm")));
+      withId(el("tbody", {}, rows), "actions-flowfiles")))));
   $("actions-confirm").hidden = true;
 }
 

@@ -125,7 +125,7 @@ def message(page) -> str:
     return page.locator("#actions-message").inner_text()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_a_processor_is_stopped_and_started_from_its_panel_a_read_token_is_refused_and_a_refused_token_asks_again(
     node,
     reader,  # noqa: F811
@@ -188,7 +188,7 @@ def test_a_processor_is_stopped_and_started_from_its_panel_a_read_token_is_refus
     assert not reader.errors, reader.errors
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)
 def test_run_once_runs_a_stopped_processor_one_task_and_is_refused_while_it_runs(node, reader):  # noqa: F811
     node.control("tag", "stop")
     page = signed_in(reader, node, node.admin)
@@ -215,7 +215,7 @@ def test_run_once_runs_a_stopped_processor_one_task_and_is_refused_while_it_runs
     assert not reader.errors, reader.errors
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(180)
 def test_a_queue_is_listed_its_flowfiles_opened_and_it_is_dropped_after_a_confirm_step(node, reader):  # noqa: F811
     node.control("tag", "stop")
     wait_until(lambda: node.queued("text") >= 3 and node.queued("noise") >= 1, 20, "FlowFiles in front of tag")
@@ -278,7 +278,7 @@ def test_a_queue_is_listed_its_flowfiles_opened_and_it_is_dropped_after_a_confir
     assert not reader.errors, reader.errors
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)
 def test_a_flowfiles_content_is_downloaded_through_a_one_time_ticket(node, reader):  # noqa: F811
     node.control("tag", "stop")
     wait_until(lambda: node.queued("noise") >= 1, 20, "a noise FlowFile in front of tag")
