@@ -14,7 +14,7 @@ as NiFi's canvas menu, small. A side panel opens on a click:
 
 It calls, with the page's token:
 
-  GET  api/v1/node/processors                          the processor panel, on the page's polling
+  GET  api/v1/node/processors                          the processor panel, every 2 s while open
   POST api/v1/processors/{shard}/{processor}/stop|start|run-once
   GET  api/v1/queues/{shard}/{queue}/flowfiles?offset=&limit=
   POST api/v1/queues/{shard}/{queue}/drop
@@ -169,6 +169,7 @@ function openPanel(view, title, subtitle) {
   $("actions-body").replaceChildren();
   aside.hidden = false;
   markPanel();
+  schedulePanel(view);  // a queue's or FlowFile's panel is read when asked, but marked while the page waits
 }
 
 function closePanel() {
