@@ -33,6 +33,8 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
+from repositories.log_limits import LimitedLog
+
 from .auth import API, AuthProblem, requires, requires_or_ticket
 from .download_tickets import DownloadTickets, TicketRefused, attachment_filename
 from .models_queues import (
@@ -48,6 +50,7 @@ from .responses import CONTENT_ERRORS, PARAMETER_CONTROL_ERRORS, PARAMETER_LOOKU
 from .whole_numbers import DIGITS_ONLY
 
 log = logging.getLogger(__name__)
+_refusals = LimitedLog(log)
 
 MAX_LIMIT = 1000
 MAX_POSITION = (1 << 63) - 1  # every count and id the node keeps fits a signed 64-bit integer
@@ -249,7 +252,8 @@ def _check_ticket(request: Request, ticket: str) -> None:
     try:
         request.app.state.download_tickets.check(ticket, request.path_params.get("uuid", ""))
     except TicketRefused as refused:
-        log.info("refused a download ticket for %s: %s", request.url.path, refused.reason)
+        # Once per kind a while: a client may send bad tickets as fast as it likes.
+        _refusals.info(refused.reason, "refused a download ticket for %s: %s", request.url.path, refused.reason)
         raise AuthProblem(401, str(refused)) from None
 
 
