@@ -170,7 +170,14 @@ def register(app: FastAPI) -> None:
             if download
             else f"attachment; filename*=UTF-8''{urllib.parse.quote(content.filename)}"
         )
-        headers = {"Accept-Ranges": "bytes", "Content-Disposition": disposition}
+        headers = {
+            "Accept-Ranges": "bytes",
+            "Content-Disposition": disposition,
+            # A FlowFile's bytes, served from the page's origin to a ticket link: never
+            # run as a page of that origin (its mime.type may say text/html).
+            "Content-Security-Policy": "sandbox",
+            "X-Content-Type-Options": "nosniff",
+        }
         media_type = content.mime_type if _MEDIA_TYPE.fullmatch(content.mime_type) else "application/octet-stream"
         if wanted is None:
             start, length, status = 0, content.size, 200

@@ -49,6 +49,7 @@ def test_without_tokens_a_ticket_is_still_made_and_checked(client):
     served = client.get("/" + made["url"])
     assert served.status_code == 200 and served.content == BODY
     assert served.headers["content-disposition"] == 'attachment; filename="a_b__.txt"'
+    assert served.headers["content-security-policy"] == "sandbox"  # never a page of the node's origin
     ranged = client.get("/" + made["url"], headers={"Range": "bytes=4-"})
     assert ranged.status_code == 206 and ranged.content == BODY[4:]
     altered = made["ticket"][:-1] + ("B" if made["ticket"].endswith("A") else "A")
