@@ -86,7 +86,8 @@ ACTIONS_SECTION = """
     <button id="actions-close" type="button" title="close (Esc)" aria-label="close">×</button>
   </div>
   <p id="actions-subtitle"></p>
-  <p id="actions-stale" hidden>Not updated: the page waits for a token. Give one above, then repeat the action.</p>
+  <p id="actions-stale" hidden>Not updated: the page waits for a token (its form "A token is needed"); once it is
+    given, repeat the action.</p>
   <p id="actions-message" role="status" hidden></p>
   <div id="actions-body"></div>
 </aside>"""
@@ -148,7 +149,8 @@ function actionRefusal(error) {
   if (error.status === 403) return `${ACTION_READ_ONLY} (The node says: ${error.message}.)`;
   if (error.status === 401) {
     refused(error);
-    return `The node refused the token (${error.message}). Give a token above, then repeat.`;
+    return `The node refused the token (${error.message}). ` +
+      'Give one in the page\'s form "A token is needed", then repeat.';
   }
   return error.message;
 }

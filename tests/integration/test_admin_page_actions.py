@@ -159,10 +159,17 @@ def test_a_processor_is_stopped_and_started_from_its_panel_a_read_token_is_refus
     page.wait_for_function(LIVE, timeout=SEEN_WITHIN_MS)  # the polling goes on with the read token
     reader.screenshots("read-token-refused")
 
-    # A token the node does not know, mid-session: the page asks again and keeps what it shows.
+    # A token the node does not know, mid-session, on a click (and on the next poll): the
+    # page asks again and keeps what it shows.
     queue_rows = page.locator("#queues-body tr[data-queue]").count()
     assert queue_rows == 3
     page.evaluate("() => sessionStorage.setItem('custody.admin.token', 'cst_not-a-token-of-this-node')")
+    page.click("#actions-shards button[data-action='start'][data-shard='local']")
+    page.wait_for_function(
+        "() => document.getElementById('actions-message').textContent.includes('refused the token')",
+        timeout=SEEN_WITHIN_MS,
+    )
+    assert page.locator("#actions-message").get_attribute("data-outcome") == "refused"
     page.locator("#login").wait_for(state="visible", timeout=SEEN_WITHIN_MS)
     assert "refused the token" in reader.text("#refusal")
     assert page.locator("#queues-body tr[data-queue]").count() == queue_rows
