@@ -53,6 +53,7 @@ PROVENANCE_STYLE = """
 #prov-body tr[data-event-id] { cursor: pointer; }
 #prov-body tr[data-event-id]:hover td { background: #f2f5fb; }
 #prov-body tr.chosen td { background: var(--info-bg); }
+#prov-body tr[data-event-id]:focus-visible { outline: 2px solid var(--accent); outline-offset: -2px; }
 #prov-body code, #prov-event code { font-size: 0.82rem; }
 #prov-body td.filename { max-width: 14rem; overflow: hidden; text-overflow: ellipsis; }
 #prov-body td.details { max-width: 22rem; overflow: hidden; text-overflow: ellipsis; color: var(--muted); }
@@ -164,7 +165,7 @@ PROVENANCE_SCRIPT = r"""
 // -- provenance: search, an event, a lineage (cluster.admin.page_provenance) -------------
 const PROVENANCE_PAGE = 20;
 const PROVENANCE_FIELDS = ["uuid", "filename", "component", "type", "start", "end"];
-const provenance = {filters: null, offset: 0, asOf: null, event: null};
+const provenance = {filters: null, offset: 0, asOf: null, event: null, asked: 0};
 
 async function apiPost(path) {
   // As api(), for the one POST of the page (a replay).
@@ -222,12 +223,13 @@ async function searchProvenance(fresh) {
   for (const name of PROVENANCE_FIELDS) form.elements[name].removeAttribute("aria-invalid");
   const query = new URLSearchParams({...provenance.filters, offset: provenance.offset, limit: PROVENANCE_PAGE});
   if (provenance.asOf !== null) query.set("as_of", provenance.asOf);
-  $("prov-results").dataset.loading = "true";
+  // Only the answer to the last request is shown (a quick "older" twice, say).
+  const asked = ++provenance.asked;
   let page;
   try {
     page = await api("api/v1/provenance/events?" + query);
   } catch (error) {
-    delete $("prov-results").dataset.loading;
+    if (asked !== provenance.asked) return;
     if (refused(error)) return;
     if (error.status === 422) {
       // "query.start: ..." names the field; the form keeps what was typed.
@@ -239,7 +241,7 @@ async function searchProvenance(fresh) {
     }
     return;
   }
-  delete $("prov-results").dataset.loading;
+  if (asked !== provenance.asked) return;
   shown("prov-error", null);
   if (provenance.asOf === null) provenance.asOf = page.as_of;
   renderProvenancePage(page);
@@ -280,6 +282,7 @@ function renderProvenancePage(page) {
   for (const tr of $("prov-body").children) {
     const cells = tr.children;
     if (cells.length === 7) { cells[4].classList.add("filename"); cells[6].classList.add("details"); }
+    if (tr.dataset.eventId) tr.tabIndex = 0;  // Enter opens it, as a click does
   }
   $("prov-pager").hidden = false;
   $("prov-previous").disabled = page.offset === 0;
@@ -478,6 +481,10 @@ $("prov-previous").addEventListener("click", () => {
 $("prov-body").addEventListener("click", (event) => {
   const row = event.target.closest("tr[data-event-id]");
   if (row) showEvent(Number(row.dataset.eventId));
+});
+$("prov-body").addEventListener("keydown", (event) => {
+  const row = event.target.closest("tr[data-event-id]");
+  if (row && event.key === "Enter") showEvent(Number(row.dataset.eventId));
 });
 $("prov-lineage-wrap").addEventListener("click", (event) => {
   const node = event.target.closest(".node.event");

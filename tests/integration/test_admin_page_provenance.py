@@ -73,7 +73,7 @@ def ids(answer: dict) -> list[int]:
     return [event["event_id"] for event in answer["events"]]
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_the_page_searches_provenance_and_draws_a_flowfiles_lineage(reader, tmp_path):  # noqa: F811
     (tmp_path / "flow.yaml").write_text(FLOW)
     tokens = str(tmp_path / "tokens")
