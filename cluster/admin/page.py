@@ -36,8 +36,8 @@ import html
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
-from .page_cluster import CLUSTER_SCRIPT, CLUSTER_STYLE
 from .page_actions import ACTIONS_SCRIPT, ACTIONS_SECTION, ACTIONS_STYLE
+from .page_cluster import CLUSTER_SCRIPT, CLUSTER_STYLE
 from .page_flow_graph import FLOW_GRAPH_SCRIPT, FLOW_GRAPH_SECTION, FLOW_GRAPH_STYLE
 from .page_provenance import PROVENANCE_SCRIPT, PROVENANCE_SECTION, PROVENANCE_STYLE
 
@@ -196,7 +196,6 @@ function age(seconds) {
 function clock(at) {
   return new Date(at * 1000).toLocaleTimeString("en-GB", {hour12: false});
 }
-const seconds = (s) => (s === null || s === undefined) ? null : "+" + s.toFixed(1) + " s";
 
 // -- the API ---------------------------------------------------------------------------
 async function api(path) {
@@ -348,7 +347,7 @@ function renderCluster(view) {
     {num: true, cell: (f) => phaseCell(f.phases, "detection")},
     {num: true, cell: (f) => phaseCell(f.phases, "takeover")},
     {num: true, cell: (f) => phaseCell(f.phases, "resume")},
-    {num: true, cell: (f) => seconds(f.finish_s) || badge("in progress", "warn")},
+    {num: true, cell: (f) => known(f.finish_s) ? f.finish_s.toFixed(1) + " s" : badge("in progress", "warn")},
     {cell: (f) => timelineBar(f.phases, longest)},
     {cell: (f) => moved(f, plans.get(f.plan))},
   ], "no failover yet");
@@ -627,15 +626,15 @@ DOCUMENT = """<!doctype html>
 # The flow's drawing is kept in a module of its own; the page runs it as part of its one script.
 STYLE += FLOW_GRAPH_STYLE
 SCRIPT += FLOW_GRAPH_SCRIPT
+# The cluster's failover phases, flow versions and late members.
+STYLE += CLUSTER_STYLE
+SCRIPT += CLUSTER_SCRIPT
 # Provenance (search, an event, a lineage) too; it uses the drawing's svg().
 STYLE += PROVENANCE_STYLE
 SCRIPT += PROVENANCE_SCRIPT
 # The panel of actions (processors, queues, FlowFiles) opens from the drawing and the queues.
 STYLE += ACTIONS_STYLE
 SCRIPT += ACTIONS_SCRIPT
-# The cluster's failover phases, flow versions and late members.
-STYLE += CLUSTER_STYLE
-SCRIPT += CLUSTER_SCRIPT
 
 
 def _csp_hash(text: str) -> str:

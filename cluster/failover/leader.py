@@ -39,6 +39,7 @@ from repositories.seams import FaultSeams
 
 from ..core.collection import DEFAULT_INTERVAL, DEFAULT_RETENTION
 from ..core.decommission import DEFAULT_ABSENT_NODE_RETENTION, draining
+from ..core.heartbeat import Heartbeat
 from ..core.planner import DEFAULT_POLICY
 from ..core.reassignment import (
     ExecuteMove,
@@ -79,6 +80,7 @@ class LeaderHooks(FaultSeams):
 
 
 HEARD_KEPT = 256  # heartbeats of other incarnations a contender keeps (`Leader.heard`)
+LEADER_RECHECK = 10.0  # seconds between two askings of who leads, while hearing the leader
 
 
 def newest_beats(*sources: dict, limit: int | None = None) -> dict:
@@ -98,8 +100,9 @@ def newest_beats(*sources: dict, limit: int | None = None) -> dict:
 class Leader:
     """Lock plan: `_changed` (an Event) is the only state shared with kazoo's watch
     threads; `_story_lock` guards `story` (the election and collector threads both
-    record); `_heard_lock` guards `_heard` (the member's thread that reads the members
-    while this one only contends, `heard`). Everything else is touched by the election thread alone; the collector
+    record); `_heard_lock` guards `_heard` (written by `heard`: from the member's thread
+    that reads the members, and from the thread that hears the leader while this one
+    only contends). Everything else is touched by the election thread alone; the collector
     thread uses only `collector` and its own leadership Event."""
 
     def __init__(
@@ -168,6 +171,9 @@ class Leader:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._campaign, name=f"leader {self.incarnation}", daemon=True)
         self._thread.start()
+        hearing = threading.Thread(target=self._hear_the_leader, name=f"hearing the leader {self.incarnation}")
+        hearing.daemon = True
+        hearing.start()
 
     def stop(self) -> None:
         self._stopped.set()
@@ -271,6 +277,29 @@ class Leader:
         says when it was last heard of (`FailoverPlan.last_seen_at`)."""
         with self._heard_lock:
             self._heard = newest_beats(self._heard, beats, limit=HEARD_KEPT)
+
+    def _hear_the_leader(self) -> None:
+        """While another leads, read its heartbeat every `period`: one read (who leads is
+        asked again every LEADER_RECHECK seconds, and once its znode is gone). If it dies
+        and this one is elected, the plan for it says when it was last heard of to within
+        a period; any other death the leader hears of itself, reading every member."""
+        leader: str | None = None
+        asked = float("-inf")
+        while not self._stopped.wait(self.period):
+            if self.leading.is_set():
+                leader = None
+                continue
+            try:
+                if leader is None or time.monotonic() - asked > LEADER_RECHECK:
+                    asked = time.monotonic()
+                    contenders = self.store.contenders()
+                    leader = contenders[0] if contenders and contenders[0] != self.incarnation else None
+                if leader is not None:
+                    data, _ = self.store.client.get(self.layout.node(leader))
+                    self.heard({leader: Heartbeat.from_json(data)})
+            except Exception as error:  # noqa: BLE001 - it is gone, or ZooKeeper is away: ask again
+                log.debug("the leader's heartbeat not read by %s: %s", self.incarnation, error)
+                leader = None
 
     # -- one decision ------------------------------------------------------------------------
     def read_view(self) -> LeaderView:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster.admin.client import call
 from cluster.admin.tokens import add_token
 from cluster.drills.harness import PROJECT_ROOT
 from cluster.services.process import wait_until
@@ -44,6 +45,24 @@ SHOWS_FAILOVER = f"""({{victim, shards}}) => {{
   const row = [...document.querySelectorAll('#failovers-body tr[data-dead]')].find((tr) => tr.dataset.dead === victim);
   return row !== undefined && row.dataset.takenOver === 'true' && row.dataset.finished === 'true';
 }}"""
+# The victim's failover bar, once its shards delivered again: three phases, each with its
+# seconds and a width on the page.
+FAILOVER_PHASES = """(victim) => {
+  const row = [...document.querySelectorAll('#failovers-body tr[data-dead]')].find((tr) => tr.dataset.dead === victim);
+  if (!row || row.dataset.resumed !== 'true') return null;
+  return [...row.querySelectorAll('.phases span[data-phase]')].map((span) => ({
+    phase: span.dataset.phase, state: span.dataset.state, seconds: Number(span.dataset.seconds),
+    width: span.getBoundingClientRect().width, left: span.getBoundingClientRect().left}));
+}"""
+FLOW_BOXES = """() => Object.fromEntries([...document.querySelectorAll('#flow-svg .box[data-processor]')]
+  .filter((box) => box.dataset.in !== '').map((box) => [box.dataset.processor, Number(box.dataset.in)]))"""
+# The flow's figures summed over the cluster, and every survivor named as having answered.
+SHOWS_CLUSTER_FLOW = """(nodes) => {
+  if (document.getElementById('flow').dataset.scope !== 'cluster') return false;
+  const answered = [...document.querySelectorAll('#flow-members [data-answered="true"]')]
+    .map((span) => span.dataset.member);
+  return nodes.every((node) => answered.includes(node));
+}"""
 
 
 class PageReader:
@@ -126,6 +145,7 @@ def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_clu
     victim = victim_node.incarnation
     moved = [shard.shard for shard in cluster.shards() if shard.owner == victim]
     assert moved, "the victim owns its home shard"
+    heard_before_the_kill = cluster.heartbeats()[victim].sent_at
     victim_node.signal(signal.SIGKILL)
     page.wait_for_function(SHOWS_FAILOVER, arg={"victim": victim, "shards": moved}, timeout=FAILOVER_WITHIN_MS)
     survivors = [i for i in incarnations if i != victim]
@@ -134,8 +154,53 @@ def test_the_page_shows_the_cluster_and_follows_a_killed_nodes_failover(flow_clu
     page.wait_for_function(SHOWS_LEADER, arg=new_leader, timeout=SEEN_WITHIN_MS)
     for shard in moved:
         assert page.locator(f"#shards-body tr[data-shard='{shard}']").get_attribute("data-owner") in survivors
+
+    # The failover's bar: detection | takeover | resume, one after the other, each with
+    # its seconds, once the moved shards delivered again at their new owners.
+    phases = page.wait_for_function(FAILOVER_PHASES, arg=victim, timeout=FAILOVER_WITHIN_MS).json_value()
+    assert [p["phase"] for p in phases] == ["detection", "takeover", "resume"], phases
+    assert all(p["state"] == "done" and p["seconds"] > 0 and p["width"] > 0 for p in phases), phases
+    assert phases[0]["left"] < phases[1]["left"] < phases[2]["left"], phases
+    status, view = call(url + "/api/v1/cluster", token=read_token)
+    [failover] = [f for f in view["failovers"] if f["dead"] == victim]
+    # The leader (or, when the victim led, its successor while it contended) reads the
+    # victim's heartbeat every second: what it last heard is about as new as what this
+    # test read before the kill (a beat a second, read a second apart, on a loaded machine).
+    assert heard_before_the_kill - 3.0 <= failover["last_seen_at"] < failover["detected_at"], failover
+    assert phases[0]["seconds"] == pytest.approx(failover["detection_s"], abs=0.01)
+
+    # Each shard's flow version, said once: every live shard runs the one deployed.
+    versions = {shard.shard: shard.flow for shard in cluster.shards() if shard.state.value != "retired"}
+    assert len(set(versions.values())) == 1 and None not in versions.values(), versions
+    for shard, version in versions.items():
+        row = page.locator(f"#shards-body tr[data-shard='{shard}']")
+        assert row.get_attribute("data-flow-version") == version and version in row.inner_text()
+    assert reader.text("#shards-flow") == f"every live shard runs flow version {next(iter(versions.values()))}"
+
+    # The flow's figures for the whole cluster: more than this node's alone (read from
+    # its API after the page read the cluster's, so time works against the claim).
+    page.wait_for_function(f"() => Object.keys(({FLOW_BOXES})()).length > 0", timeout=SEEN_WITHIN_MS)
+    assert page.locator("#flow-scope").is_visible() and page.locator("#flow").get_attribute("data-scope") == "node"
+    page.click("#flow-scope button[data-scope='cluster']")
+    survivor_nodes = [node.name for node in nodes if node.incarnation != victim]
+    page.wait_for_function(SHOWS_CLUSTER_FLOW, arg=survivor_nodes, timeout=SEEN_WITHIN_MS)
+    whole = page.evaluate(FLOW_BOXES)
+    status, answer = call(url + "/api/v1/node/processors", token=read_token)
+    assert status == 200, answer
+    alone: dict[str, int] = {}
+    for processors in answer.values():
+        for processor in processors:
+            alone[processor["processor"]] = alone.get(processor["processor"], 0) + processor["five_minutes"]["in_count"]
+    busiest = max(whole, key=lambda name: whole[name])
+    assert whole[busiest] > alone.get(busiest, 0) > 0, (busiest, whole, alone)
+    assert "the cluster's" in reader.text("#flow-note")
     assert "live" in reader.text("#freshness")
+    page.locator("#failovers").scroll_into_view_if_needed()
     reader.screenshots("after-failover")
+    page.locator("#flow").scroll_into_view_if_needed()
+    reader.screenshots("cluster-flow")
+    page.click("#flow-scope button[data-scope='node']")
+    page.wait_for_function("() => document.getElementById('flow').dataset.scope === 'node'", timeout=SEEN_WITHIN_MS)
     assert not reader.errors, reader.errors
 
 
