@@ -30,8 +30,9 @@ DONE = {
 ORIGIN = "http://127.0.0.1:9"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def page(chromium):
+    """One page for the module: the functions tested keep no state between calls."""
     context = chromium.new_context()
     opened = context.new_page()
 
@@ -55,7 +56,8 @@ def phases(page, failover, now):
 
 
 def test_a_failover_is_three_phases_one_after_the_other(page):
-    assert phases(page, DONE, 2000.0) == [["detection", "done", 2.0], ["takeover", "done", 3.0], ["resume", "done", 1.5]]
+    expected = [["detection", "done", 2.0], ["takeover", "done", 3.0], ["resume", "done", 1.5]]
+    assert phases(page, DONE, 2000.0) == expected
     assert page.evaluate("(f) => phasesSpan(failoverPhases(f, 2000))", DONE) == 6.5
 
 
@@ -114,3 +116,20 @@ def test_a_late_member_shows_when_it_was_last_heard_of(page):
     clock = page.evaluate("() => clock(1000)")
     assert late == [f"late: last heard {clock}", "true", True]
     assert fresh == ["1.2 s ago", "false"]
+
+
+def test_the_cluster_flow_names_each_member_that_did_not_answer_with_the_age_of_its_figures(page):
+    members = page.evaluate(
+        """() => { const now = Date.now() / 1000;
+          renderFlowMembers([
+            {node: "n1", incarnation: "n1-1", admin: "", answered: true, error: null, answered_at: now},
+            {node: "n2", incarnation: "n2-1", admin: "", answered: false, error: "timed out", answered_at: now - 12},
+            {node: "n3", incarnation: "n3-1", admin: "", answered: false, error: "refused", answered_at: null}]);
+          return [...$("flow-members").children].map((span) => [span.dataset.answered || "", span.textContent]); }"""
+    )
+    assert members == [
+        ["", "figures of 1 of 3 members:"],
+        ["true", "n1"],
+        ["false", "n2: no answer (timed out), figures from 12 s ago"],
+        ["false", "n3: no answer (refused), not included"],
+    ]
