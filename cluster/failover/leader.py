@@ -278,6 +278,11 @@ class Leader:
         with self._heard_lock:
             self._heard = newest_beats(self._heard, beats, limit=HEARD_KEPT)
 
+    def last_heard(self, incarnation: str) -> Heartbeat | None:
+        """The newest heartbeat of `incarnation` that `heard` was given, if any."""
+        with self._heard_lock:
+            return self._heard.get(incarnation)
+
     def _hear_the_leader(self) -> None:
         """While another leads, read its heartbeat every `period`: one read (who leads is
         asked again every LEADER_RECHECK seconds, and once its znode is gone). If it dies

@@ -11,7 +11,10 @@ from cluster.core.heartbeat import Heartbeat
 from cluster.core.ownership import HistoryEntry, ShardOwnership, ShardState
 from cluster.core.plans import FailoverPlan, Move
 from cluster.core.reassignment import LeaderView, RevisePlan, WritePlan, decide
-from cluster.failover.leader import newest_beats
+from cluster.failover.leader import Leader, newest_beats
+from cluster.services.process import wait_until
+from tests.fakes.cluster_store import join
+from tests.fakes.zookeeper import FakeZooKeeper
 
 GIB = 1 << 30
 
@@ -139,3 +142,24 @@ def test_the_newest_heartbeat_of_each_incarnation_is_kept_and_the_oldest_are_dro
     assert newest_beats({"n1-1": old}, {"n1-1": new}) == {"n1-1": new}
     beats = {f"n{i}-1": beat(f"n{i}-1", sent_at=float(i)) for i in range(1, 6)}
     assert sorted(newest_beats(beats, limit=2)) == ["n4-1", "n5-1"]
+
+
+def test_a_contender_hears_the_leader_so_that_its_plan_for_the_dead_leader_says_when_it_was_last_heard_of():
+    # On the in-memory ZooKeeper: n1 leads (the fake holds no elections, so the store
+    # names the contenders), n2 contends and reads n1's heartbeat; n1's session ends.
+    zookeeper = FakeZooKeeper()
+    dead_store, dead = join(zookeeper, "n1")
+    store, me = join(zookeeper, "n2")
+    store.contenders = lambda: [dead, me]  # type: ignore[method-assign]
+    leader = Leader(store, me, period=0.02, collect_interval=0, wall_clock=lambda: 1003.5)
+    leader.start()
+    try:
+        # Not read_view() yet: it would read n1's beat itself while n1 lives.
+        heard = wait_until(lambda: leader.last_heard(dead), 10.0, "n2 hearing n1's heartbeat")
+        dead_store.client.expire()
+        wait_until(lambda: dead not in leader.read_view().live, 10.0, "n1 gone")
+        [write] = [i for i in decide(leader.read_view()) if isinstance(i, WritePlan)]
+    finally:
+        leader.stop()
+    assert heard.sent_at > 0
+    assert (write.plan.dead, write.plan.last_seen_at, write.plan.created_at) == (dead, heard.sent_at, 1003.5)
