@@ -58,7 +58,8 @@ PROVENANCE_STYLE = """
 #prov-body td.filename { max-width: 14rem; overflow: hidden; text-overflow: ellipsis; }
 #prov-body td.details { max-width: 22rem; overflow: hidden; text-overflow: ellipsis; color: var(--muted); }
 .prov-pager { display: flex; align-items: center; gap: 12px; margin-top: 8px; color: var(--muted); }
-#prov-event, #prov-lineage { margin-top: 14px; border-top: 1px solid var(--line); padding-top: 10px; }
+#prov-event, #prov-lineage { margin-top: 14px; border-top: 1px solid var(--line); padding-top: 10px;
+                             scroll-margin-top: 64px; /* clear of the sticky header */ }
 #prov-event h3, #prov-lineage h3 { font-size: 1rem; margin: 0 0 8px; display: flex; flex-wrap: wrap;
   align-items: baseline; gap: 4px 12px; }
 #prov-event h3 .note, #prov-lineage h3 .note { font-size: 0.85rem; font-weight: 400; color: var(--muted); }
@@ -319,6 +320,7 @@ async function showEvent(eventId) {
   }
   shown("prov-event-error", null);
   renderEvent(event);
+  $("prov-event").scrollIntoView({block: "nearest"});
 }
 
 function renderEvent(event) {
@@ -488,7 +490,7 @@ $("prov-body").addEventListener("keydown", (event) => {
 });
 $("prov-lineage-wrap").addEventListener("click", (event) => {
   const node = event.target.closest(".node.event");
-  if (node) showEvent(Number(node.dataset.eventId)).then(() => $("prov-event").scrollIntoView({block: "nearest"}));
+  if (node) showEvent(Number(node.dataset.eventId));
 });
 $("prov-lineage-button").addEventListener("click", () => showLineage($("prov-event").dataset.flowfile));
 $("prov-replay-button").addEventListener("click", replayEvent);
