@@ -23,6 +23,11 @@ and gives no new shard to a decommissioned node still up (`LeaderView.draining`)
 
 The leader also drives the cluster's rolling deploy, if one is running (`rolling`),
 on a thread of its own that ends with the leadership.
+
+While another leads, a contender reads the leader's heartbeat every `period`: if the
+leader dies and this one is elected, the plan for the dead leader still says when it
+was last heard of (`FailoverPlan.last_seen_at`, the start of the failover's detection
+phase). Any other death the leader hears of itself, reading every member each round.
 """
 
 from __future__ import annotations
