@@ -29,7 +29,7 @@ from .fan_out import Asked, ShardItems, ask_members, merge
 from .models import ClusterView, NodeDecommission, ProcessorFigures, QueueFigures
 from .models_cluster_wide import ClusterProcessors, ClusterQueues
 from .responses import CONTROL_ERRORS, LOOKUP_ERRORS
-from .views import cluster_view, processor_figures, queue_figures
+from .views import cluster_view, shard_processors, shard_queues
 
 _PROCESSORS = TypeAdapter(dict[str, list[ProcessorFigures]])
 _QUEUES = TypeAdapter(dict[str, list[QueueFigures]])
@@ -62,14 +62,9 @@ def register(app: FastAPI) -> None:
     )
     def get_cluster_processors(request: Request) -> ClusterProcessors:
         control = request.app.state.control
-
-        def here() -> ShardItems:
-            return {
-                shard: [processor_figures(p, figures) for p, figures in sorted(processors.items())]
-                for shard, processors in sorted(control.processors().items())
-            }
-
-        return ClusterProcessors(**_replicated(request, "/node/processors", here, _PROCESSORS))
+        return ClusterProcessors(
+            **_replicated(request, "/node/processors", lambda: shard_processors(control), _PROCESSORS)
+        )
 
     @app.get(
         f"{API}/cluster/queues",
@@ -82,14 +77,7 @@ def register(app: FastAPI) -> None:
     )
     def get_cluster_queues(request: Request) -> ClusterQueues:
         control = request.app.state.control
-
-        def here() -> ShardItems:
-            return {
-                shard: [queue_figures(queue, figures) for queue, figures in sorted(queues.items())]
-                for shard, queues in sorted(control.queues().items())
-            }
-
-        return ClusterQueues(**_replicated(request, "/node/queues", here, _QUEUES))
+        return ClusterQueues(**_replicated(request, "/node/queues", lambda: shard_queues(control), _QUEUES))
 
     @app.post(
         f"{API}/cluster/nodes/{{name}}/decommission",

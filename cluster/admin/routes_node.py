@@ -8,7 +8,7 @@ from fastapi import Depends, FastAPI, Request
 from .auth import API, requires
 from .models import NodeStatus, ProcessorFigures, QueueFigures
 from .responses import READ_ERRORS
-from .views import node_status, processor_figures, queue_figures
+from .views import node_status, shard_processors, shard_queues
 
 
 def register(app: FastAPI) -> None:
@@ -34,10 +34,7 @@ def register(app: FastAPI) -> None:
         summary="every queue of every shard this node runs: shard -> queues",
     )
     def get_queues(request: Request) -> dict[str, list[QueueFigures]]:
-        return {
-            shard: [queue_figures(queue, figures) for queue, figures in sorted(queues.items())]
-            for shard, queues in sorted(request.app.state.control.queues().items())
-        }
+        return shard_queues(request.app.state.control)
 
     @app.get(
         f"{API}/node/processors",
@@ -48,7 +45,4 @@ def register(app: FastAPI) -> None:
         summary="every processor of every shard this node runs: shard -> processors",
     )
     def get_processors(request: Request) -> dict[str, list[ProcessorFigures]]:
-        return {
-            shard: [processor_figures(p, figures) for p, figures in sorted(processors.items())]
-            for shard, processors in sorted(request.app.state.control.processors().items())
-        }
+        return shard_processors(request.app.state.control)

@@ -152,6 +152,15 @@ def time_bound(name: str, text: str, *, now: float | None = None) -> int:
         raise _invalid(name, str(error)) from None
 
 
+def _lineage(control, uuid: str, max_flowfiles: int):
+    """The lineage of `uuid` in this node's repository; NotFound when no event names it."""
+    with _repository(control) as repository:
+        graph = repository.lineage(uuid, max_flowfiles=max_flowfiles)
+    if not graph.events:
+        raise NotFound(f"no provenance event names FlowFile {uuid} on node {control.name}")
+    return graph
+
+
 @contextmanager
 def _repository(control):
     """The node's provenance repository, with its errors as the API's: an unknown id
@@ -337,12 +346,7 @@ def register(app: FastAPI) -> None:
     ) -> Lineage:
         """The lineage as this node's repository knows it: a FlowFile whose parents or
         children were on another node's shards shows only the part that ran here."""
-        control = request.app.state.control
-        with _repository(control) as repository:
-            graph = repository.lineage(uuid, max_flowfiles=max_flowfiles)
-        if not graph.events:
-            raise NotFound(f"no provenance event names FlowFile {uuid} on node {control.name}")
-        return lineage_view(graph, max_flowfiles)
+        return lineage_view(_lineage(request.app.state.control, uuid, max_flowfiles), max_flowfiles)
 
     @app.get(
         f"{API}/provenance/lineage/{{uuid}}/graph",
@@ -367,9 +371,4 @@ def register(app: FastAPI) -> None:
     ) -> LineageGraphView:
         """The lineage of /lineage/{uuid} as the status page draws it (as NiFi's lineage
         view): each FlowFile's events chained in time order, parent -> child edges."""
-        control = request.app.state.control
-        with _repository(control) as repository:
-            graph = repository.lineage(uuid, max_flowfiles=max_flowfiles)
-        if not graph.events:
-            raise NotFound(f"no provenance event names FlowFile {uuid} on node {control.name}")
-        return lineage_graph_view(graph, max_flowfiles)
+        return lineage_graph_view(_lineage(request.app.state.control, uuid, max_flowfiles), max_flowfiles)

@@ -52,6 +52,22 @@ def processor_figures(processor: str, figures: dict) -> ProcessorFigures:
     )
 
 
+def shard_queues(control) -> dict[str, list[QueueFigures]]:
+    """Every queue of every shard the node runs: shard -> queues, by id."""
+    return {
+        shard: [queue_figures(queue, figures) for queue, figures in sorted(queues.items())]
+        for shard, queues in sorted(control.queues().items())
+    }
+
+
+def shard_processors(control) -> dict[str, list[ProcessorFigures]]:
+    """Every processor of every shard the node runs: shard -> processors, by id."""
+    return {
+        shard: [processor_figures(p, figures) for p, figures in sorted(processors.items())]
+        for shard, processors in sorted(control.processors().items())
+    }
+
+
 def node_status(control) -> NodeStatus:
     status = control.status()
     sizes = control.repository_sizes()
