@@ -198,29 +198,34 @@ function clock(at) {
 }
 
 // -- the API ---------------------------------------------------------------------------
-async function api(path) {
-  const headers = {Accept: "application/json"};
+async function apiRequest(path, {method = "GET", headers = {}, raw = false, timeout = TIMEOUT_MS} = {}) {
+  // Every call of the page's parts: the tab's token, a deadline, the API's refusal as an
+  // ApiError with its status and message. `raw`: the bytes of the answer and the answer.
+  const sent = {Accept: raw ? "*/*" : "application/json", ...headers};
   const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) headers.Authorization = "Bearer " + token;
+  if (token) sent.Authorization = "Bearer " + token;
   const abort = new AbortController();
-  const timeout = setTimeout(() => abort.abort(), TIMEOUT_MS);
-  let response;
+  const timer = setTimeout(() => abort.abort(), timeout);
   try {
-    response = await fetch(path, {headers, signal: abort.signal, cache: "no-store"});
-  } catch (_) {
-    throw new ApiError(0, abort.signal.aborted ? `no answer within ${TIMEOUT_MS / 1000} s`
-                                              : "the node does not answer");
+    let response;
+    try {
+      response = await fetch(path, {method, headers: sent, signal: abort.signal, cache: "no-store"});
+    } catch (_) {
+      throw new ApiError(0, abort.signal.aborted ? `no answer within ${timeout / 1000} s` : "the node does not answer");
+    }
+    if (!response.ok) {
+      let body = null;
+      try { body = await response.json(); } catch (_) { /* not JSON: the status says it */ }
+      throw new ApiError(response.status, (body && body.error) || `${response.status} ${response.statusText}`);
+    }
+    noteClock(response.headers.get("Date"));
+    if (raw) return {response, data: new Uint8Array(await response.arrayBuffer())};
+    return await response.json();
   } finally {
-    clearTimeout(timeout);
+    clearTimeout(timer);
   }
-  let body = null;
-  try { body = await response.json(); } catch (_) { /* not JSON: the status says it */ }
-  if (!response.ok) {
-    throw new ApiError(response.status, (body && body.error) || `${response.status} ${response.statusText}`);
-  }
-  noteClock(response.headers.get("Date"));
-  return body;
 }
+const api = (path) => apiRequest(path);
 
 function noteClock(date) {
   // Heartbeat ages are measured on the node's clock. Date has whole seconds, so it

@@ -109,32 +109,7 @@ const processorPath = (shard, processor) => `api/v1/processors/${pathPart(shard)
 const queuePath = (shard, queue) => `api/v1/queues/${pathPart(shard)}/${queue.split("/").map(pathPart).join("/")}`;
 const flowfilePath = (uuid, shard, rest) => `api/v1/flowfiles/${pathPart(uuid)}${rest || ""}?shard=${pathPart(shard)}`;
 
-async function actionRequest(path, {method = "GET", headers = {}, raw = false, timeout = TIMEOUT_MS} = {}) {
-  // api() of the page, for a POST, other headers and a body of bytes.
-  const sent = {Accept: raw ? "*/*" : "application/json", ...headers};
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) sent.Authorization = "Bearer " + token;
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), timeout);
-  try {
-    let response;
-    try {
-      response = await fetch(path, {method, headers: sent, signal: abort.signal, cache: "no-store"});
-    } catch (_) {
-      throw new ApiError(0, abort.signal.aborted ? `no answer within ${timeout / 1000} s` : "the node does not answer");
-    }
-    if (!response.ok) {
-      let body = null;
-      try { body = await response.json(); } catch (_) { /* not JSON: the status says it */ }
-      throw new ApiError(response.status, (body && body.error) || `${response.status} ${response.statusText}`);
-    }
-    if (raw) return {response, data: new Uint8Array(await response.arrayBuffer())};
-    return await response.json();
-  } finally {
-    clearTimeout(timer);
-  }
-}
-const actionPost = (path) => actionRequest(path, {method: "POST", timeout: ACTION_TIMEOUT_MS});
+const actionPost = (path) => apiRequest(path, {method: "POST", timeout: ACTION_TIMEOUT_MS});
 
 // -- the panel -------------------------------------------------------------------------
 function panelSay(text, outcome) {
@@ -545,7 +520,7 @@ function contentHex(data) {
 async function loadContent(view, size) {
   let data;
   try {
-    ({data} = await actionRequest(flowfilePath(view.uuid, view.shard, "/content"),
+    ({data} = await apiRequest(flowfilePath(view.uuid, view.shard, "/content"),
                             {headers: {Range: `bytes=0-${PANEL_CONTENT_SHOWN - 1}`}, raw: true}));
   } catch (error) {
     if (panel.view === view) $("actions-content-note").textContent = `Cannot read its content: ${actionRefusal(error)}`;

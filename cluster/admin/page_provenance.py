@@ -168,25 +168,6 @@ const PROVENANCE_PAGE = 20;
 const PROVENANCE_FIELDS = ["uuid", "filename", "component", "type", "start", "end"];
 const provenance = {filters: null, offset: 0, asOf: null, event: null, asked: 0};
 
-async function apiPost(path) {
-  // As api(), for the one POST of the page (a replay).
-  const headers = {Accept: "application/json"};
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) headers.Authorization = "Bearer " + token;
-  let response;
-  try {
-    response = await fetch(path, {method: "POST", headers, cache: "no-store"});
-  } catch (_) {
-    throw new ApiError(0, "the node does not answer");
-  }
-  let body = null;
-  try { body = await response.json(); } catch (_) { /* not JSON: the status says it */ }
-  if (!response.ok) {
-    throw new ApiError(response.status, (body && body.error) || `${response.status} ${response.statusText}`);
-  }
-  return body;
-}
-
 function shown(id, text) {
   $(id).textContent = text || "";
   $(id).hidden = !text;
@@ -365,7 +346,7 @@ async function replayEvent() {
   status.className = "";
   status.textContent = "replaying…";
   try {
-    const made = await apiPost(`api/v1/provenance/events/${eventId}/replay`);
+    const made = await actionPost(`api/v1/provenance/events/${eventId}/replay`);
     status.className = "ok";
     status.textContent = `Replayed: new FlowFile ${made.uuid} in queue ${made.queue} (shard ${made.shard}).`;
   } catch (error) {
