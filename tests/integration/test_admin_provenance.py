@@ -284,7 +284,7 @@ def test_openapi_declares_the_errors_the_app_answers(client):
     provenance = {
         path: ops["get"] for path, ops in paths.items() if path.startswith("/api/v1/provenance") and "get" in ops
     }  # replay is a POST of the queues' routes
-    assert len(provenance) == 4
+    assert len(provenance) == 5  # events, events.ndjson, an event, a lineage and its drawing
     for path, operation in provenance.items():
         expected = {"200", "401", "403", "422", "503"} | ({"404"} if "{" in path else set())
         assert set(operation["responses"]) == expected, path
