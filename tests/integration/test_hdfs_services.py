@@ -169,13 +169,21 @@ def test_dropping_a_writer_whose_pipeline_froze_does_not_block_the_thread_that_d
             for _ in range(1000):  # the first calls may still land in socket buffers
                 writer.write(b"d" * 10000)
                 writer.sync()
+        # What a full collection costs this process anyway (a loaded machine makes it
+        # seconds): the drop is charged only for what it adds to one.
+        gc.collect()
+        began = time.monotonic()
+        gc.collect()
+        collecting = time.monotonic() - began
         began = time.monotonic()
         del writer, unclosed, handle
         gc.collect()
-        dropped_in = time.monotonic() - began
+        dropped_in = time.monotonic() - began - collecting
     finally:
         for index in range(hdfs_cluster.datanode_count):
             hdfs_cluster.resume_datanode(index)
-    assert dropped_in < 1.0, f"dropping two writers blocked the dropping thread {dropped_in:.1f}s"
+    assert dropped_in < 1.0, (
+        f"dropping two writers blocked the dropping thread {dropped_in:.1f}s (a collection alone: {collecting:.1f}s)"
+    )
     recover_until_closed(storage, path)
     assert storage.read(path, 0, 10000) == b"c" * 10000
