@@ -53,19 +53,24 @@ def authorize(tokens: Tokens, authorization: str | None, role: str, *, method: s
     return entry.role
 
 
+def _authorize_request(request: Request, role: str) -> str:
+    """`authorize` for the request's bearer token, method and path."""
+    return authorize(
+        request.app.state.tokens,
+        request.headers.get("authorization"),
+        role,
+        method=request.method,
+        path=request.url.path,
+    )
+
+
 def requires(role: str):
     """A dependency that lets the request through with a token of `role` (or admin)."""
 
     # async: a few hash comparisons, done on the event loop rather than after a hop to
     # the thread pool (which costs more than the check, on every request).
     async def check(request: Request, _credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> str:
-        return authorize(
-            request.app.state.tokens,
-            request.headers.get("authorization"),
-            role,
-            method=request.method,
-            path=request.url.path,
-        )
+        return _authorize_request(request, role)
 
     check.role = role  # what `role_needed` finds
     return check
@@ -90,13 +95,7 @@ def requires_or_ticket(role: str, check_ticket):
         if ticket is not None:
             check_ticket(request, ticket)
             return role
-        return authorize(
-            request.app.state.tokens,
-            request.headers.get("authorization"),
-            role,
-            method=request.method,
-            path=request.url.path,
-        )
+        return _authorize_request(request, role)
 
     check.role = role
     check.takes_ticket = True  # what `carries_ticket` finds

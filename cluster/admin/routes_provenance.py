@@ -61,6 +61,9 @@ MAX_LINEAGE_FLOWFILES = 10_000
 # A drawing of more FlowFiles is no longer read by anyone, and its layout (crossings
 # counted between columns) grows with the square of a column's size.
 MAX_DRAWN_FLOWFILES = 500
+_RELATED = "related FlowFiles at most; `truncated` says when there are more"
+LineageAtMost = Annotated[int, Query(ge=1, le=MAX_LINEAGE_FLOWFILES, description=_RELATED), DIGITS_ONLY]
+DrawnLineageAtMost = Annotated[int, Query(ge=1, le=MAX_DRAWN_FLOWFILES, description=_RELATED), DIGITS_ONLY]
 # The index keeps event ids and times as 64-bit integers (ids unsigned, times signed
 # milliseconds), and its filters fail on a larger number: one is a 422 here. Ids count
 # events, so no real one passes 2**63 - 1, the bound every number of the API shares.
@@ -334,15 +337,7 @@ def register(app: FastAPI) -> None:
     def get_lineage(
         request: Request,
         uuid: str,
-        max_flowfiles: Annotated[
-            int,
-            Query(
-                ge=1,
-                le=MAX_LINEAGE_FLOWFILES,
-                description="related FlowFiles at most; `truncated` says when there are more",
-            ),
-            DIGITS_ONLY,
-        ] = 1000,
+        max_flowfiles: LineageAtMost = 1000,
     ) -> Lineage:
         """The lineage as this node's repository knows it: a FlowFile whose parents or
         children were on another node's shards shows only the part that ran here."""
@@ -359,15 +354,7 @@ def register(app: FastAPI) -> None:
     def get_lineage_graph(
         request: Request,
         uuid: str,
-        max_flowfiles: Annotated[
-            int,
-            Query(
-                ge=1,
-                le=MAX_DRAWN_FLOWFILES,
-                description="related FlowFiles at most; `truncated` says when there are more",
-            ),
-            DIGITS_ONLY,
-        ] = 200,
+        max_flowfiles: DrawnLineageAtMost = 200,
     ) -> LineageGraphView:
         """The lineage of /lineage/{uuid} as the status page draws it (as NiFi's lineage
         view): each FlowFile's events chained in time order, parent -> child edges."""
