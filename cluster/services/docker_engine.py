@@ -87,10 +87,10 @@ def remove_stale_pid_file(path: Path) -> None:
     """Remove the dockerd pid file PATH when it is left over (`pid_file_is_stale`)."""
     try:
         text = path.read_text()
-    except FileNotFoundError:
-        return
-    if pid_file_is_stale(text, command_name):
-        path.unlink(missing_ok=True)
+        if pid_file_is_stale(text, command_name):
+            path.unlink(missing_ok=True)
+    except OSError:
+        return  # absent, or not ours to touch: dockerd's own message says what is wrong
 
 
 class DockerEngine:
