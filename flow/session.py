@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 import io
+import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
@@ -44,6 +45,7 @@ from repositories.content.errors import (
     ContentTruncated,
     UnsafeContentPath,
 )
+from repositories.content.exporting import write_all
 from repositories.provenance import EventType, ProvenanceEvent
 from repositories.provenance.event_batch import EventRow, row_of
 
@@ -513,6 +515,43 @@ class ProcessSession:
         except (ContentRepositoryError, InvalidClaimError):
             return
         self._prefetched.update(zip(claims, contents, strict=False))
+
+    def export_to(self, flowfile: FlowFile, destination: int | str | os.PathLike[str], append: bool = False) -> int:
+        """Write the content of `flowfile` into a local file, as NiFi's
+        `ProcessSession.exportTo(FlowFile, Path, append)`; returns the bytes written.
+        `destination` is a path (created if missing, else truncated; with `append`,
+        written after its end) or the descriptor of a file open for writing (written
+        from its position and left open; `append` is then the descriptor's business).
+        A claim in a local resource file is copied by the kernel once its checksums
+        vouched for it (`ContentStore.export_to`), never through Python; any other
+        claim is streamed. Raises `UnreadableContent` as `read` does (bytes before the
+        damage may have been written: the caller removes what it wrote), what the
+        content repository raises when it cannot be reached, and the destination's
+        `OSError`. Reading changes nothing."""
+        self._entry_of(flowfile)
+        claim = flowfile.content_claim
+        if isinstance(destination, int):
+            fd, opened = destination, False
+        else:
+            # Never O_APPEND: the kernel copies into no file opened for appending.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (0 if append else os.O_TRUNC)
+            fd, opened = os.open(destination, flags, 0o644), True
+        try:
+            if opened and append:
+                os.lseek(fd, 0, os.SEEK_END)
+            if claim is None:
+                return 0
+            self._read_bytes += claim.length
+            data = self._prefetched.get(claim)
+            if data is not None:
+                return write_all(fd, data)
+            try:
+                return self._content.export_to(claim, fd)
+            except UNREADABLE_ERRORS as error:
+                raise UnreadableContent(flowfile, error) from error
+        finally:
+            if opened:
+                os.close(fd)
 
     def read_bytes(self, flowfile: FlowFile) -> bytes:
         """The whole content of `flowfile` in memory (see `read`)."""

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 
 from repositories.claims import ContentClaim, InvalidClaimError, ResourceClaim
 from repositories.storage import StorageError, StorageFileNotFound
@@ -41,6 +42,7 @@ from .errors import (
     UnsafeContentPath,
     translate_storage_error,
 )
+from .exporting import kernel_copy, read_at, write_all
 from .format import archive_path, must_have_checksums, resource_path
 from .resource_io import ResourceIO
 from .resources import ResourceTable
@@ -136,9 +138,11 @@ class ClaimReader(io.RawIOBase):
         self._position += len(data)
         return data
 
-    def _read_blocks(self, want: int) -> memoryview:
+    def _read_blocks(self, want: int, read_at: Callable[[int, int], memoryview] | None = None) -> memoryview:
         """The checked bytes, from `_position` on, of as many blocks as cover `want`
-        bytes (at least one block, at most about `MAX_READ` bytes), read at once.
+        bytes (at least one block, at most about `MAX_READ` bytes), read at once:
+        through the handle, or with `read_at(offset, length)` (which leaves the
+        handle where it is).
 
         A failure after the first block is kept for the next call, which raises it
         before returning anything: the bytes returned so far are all checked, and the
@@ -160,11 +164,15 @@ class ClaimReader(io.RawIOBase):
             blocks.append(block)
             covered = block.end - self._position
         first = blocks[0].start
-        if self._handle_at != first:
-            self._handle.seek(first)
-        view = memoryview(_read_exactly(self._handle, blocks[-1].end - first))
-        got = len(view)
-        self._handle_at = first + got
+        if read_at is not None:
+            view = read_at(first, blocks[-1].end - first)
+            got = len(view)
+        else:
+            if self._handle_at != first:
+                self._handle.seek(first)
+            view = memoryview(_read_exactly(self._handle, blocks[-1].end - first))
+            got = len(view)
+            self._handle_at = first + got
         good = first
         for block in blocks:
             if block.end > first + got:
@@ -179,6 +187,59 @@ class ClaimReader(io.RawIOBase):
             self._failure = failure
             break
         return view[self._position - first : good - first]
+
+    def export(self, target: int) -> int:
+        """Copy the rest of the claim into the file open for writing at descriptor
+        `target`, from that file's position; returns the bytes copied. Checked as
+        `read` checks: no byte is copied before its block's CRC vouched for it, and a
+        damaged, missing or cut-short block raises as `read` raises (the good blocks
+        before it copied).
+
+        From a local resource file the kernel copies each run of checked blocks
+        (`exporting`): the bytes are checked in a buffer the thread reuses, never
+        copied through Python. From any other handle (HDFS) they are streamed through
+        that buffer."""
+        copied = 0
+        if self._block:  # checked bytes a read before left over
+            left = self._block[: self._remaining]
+            self._block = memoryview(b"")
+            copied += write_all(target, left)
+            self._advance(len(left))
+        source = self._handle.fileno() if isinstance(self._handle, io.FileIO) else None
+        while self._remaining > 0:
+            if source is None:
+                copied += write_all(target, self._next_bytes(min(self._remaining, MAX_READ)))
+                continue
+            start = self._position
+            checked = None
+            if self._blocks is None:  # format 0: nothing to check
+                count = min(self._remaining, MAX_READ)
+            else:
+                checked = self._read_blocks(self._remaining, partial(read_at, source))
+                count = min(len(checked), self._remaining)
+            done, kernel = kernel_copy(source, target, start, count)
+            if not kernel:
+                if checked is None:
+                    checked = read_at(source, start + done, count - done)
+                    if len(checked) < count - done:
+                        self._advance(done + len(checked))
+                        raise self._ended()
+                    write_all(target, checked)
+                else:
+                    write_all(target, checked[done:count])
+                done = count
+                source = None  # and so for the rest of the claim
+                self._handle.seek(start + count)
+                self._handle_at = start + count
+            self._advance(done)
+            copied += done
+            if done < count:
+                raise self._ended()
+        return copied
+
+    def _advance(self, count: int) -> None:
+        self._remaining -= count
+        self._position += count
 
     def _corrupted(self, start: int, end: int | None, why: str) -> ContentCorrupted:
         return corrupted(self._claim, self._where, self._path, start, end, why)

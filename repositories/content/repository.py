@@ -228,6 +228,12 @@ class ContentRepository(ContentStore):
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> ClaimReader:
         return self._reader.open_read(claim, offset, length)
 
+    def export_to(self, claim: ContentClaim, target: int) -> int:
+        """As `ContentStore.export_to`; from a local resource file the kernel copies the
+        checked bytes (`ClaimReader.export`)."""
+        with self._reader.open_read(claim) as reader:
+            return reader.export(target)
+
     def exists(self, claim: ContentClaim | ResourceClaim) -> bool:
         return self._reader.exists(claim)
 

@@ -6,8 +6,8 @@ over another `ResourceIO`), `ReplicatingContentRepository`, and the stateless
 engine's `InMemoryContentRepository`. Anything else a caller needs (fsck, replicas,
 adoption of a dead node's content) belongs to the concrete class, not here.
 
-Repositories subclass `ContentStore` for `write_bytes`, `write_many`, `read` and `read_many`, which it builds on
-`write` and `open_read`. `ClaimWriter` is what `write()` returns; writers subclass it
+Repositories subclass `ContentStore` for `write_bytes`, `write_many`, `read`, `read_many` and `export_to`,
+which it builds on `write` and `open_read`. `ClaimWriter` is what `write()` returns; writers subclass it
 for its shared parts:
 `write_whole`, `write_from`, and the context manager that closes the claim on success
 and aborts it on an exception.
@@ -22,6 +22,7 @@ from repositories.claims import ContentClaim, ResourceClaim
 
 from .batch_reads import read_many
 from .collection import CollectReport
+from .exporting import copy_stream
 from .recovery import RecoveryReport
 
 # Chunk size of every streaming copy (a claim into a writer, a resource into a hash).
@@ -105,6 +106,15 @@ class ContentStore(Protocol):
     def read(self, claim: ContentClaim, offset: int = 0, length: int | None = None) -> bytes:
         with self.open_read(claim, offset, length) as stream:
             return stream.read()
+
+    def export_to(self, claim: ContentClaim, target: int) -> int:
+        """Copy the claim's bytes into the file open for writing at descriptor `target`,
+        from that file's position (NiFi's `ProcessSession.exportTo`); returns the bytes
+        copied. Checked as `open_read` checks, and raises what it raises. This default
+        streams them through one reused buffer (`exporting.copy_stream`); a repository
+        whose claims lie in local files has the kernel copy them."""
+        with self.open_read(claim) as stream:
+            return copy_stream(stream, target)
 
     def read_many(self, claims: Sequence[ContentClaim]) -> list[bytes]:
         """The bytes of each claim, in order: claims side by side in one resource file

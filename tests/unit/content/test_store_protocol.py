@@ -116,6 +116,7 @@ def test_the_protocol_declares_what_the_flow_and_the_nodes_call():
         "open_read",
         "read",
         "read_many",
+        "export_to",
         "increment",
         "decrement",
         "claimant_count",
