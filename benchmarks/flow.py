@@ -1,7 +1,10 @@
 """End-to-end flow throughput: FlowFiles/s and MB/s against the raw repository limits.
 
 Three flows run on a standalone node's engine with real local repositories (FlowFile
-WAL with group commit, content, provenance, swapping):
+WAL with group commit, content, provenance), their connections at NiFi's default
+queue settings (back pressure at 10,000 FlowFiles, swapping above 20,000), so that
+the flows are the ones NiFi runs with its defaults; `--back-pressure 50000` lets the
+queues grow past the swap threshold and measures the flows with swapping:
 
 * engine: GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute -> MergeContent
   (1,000 per bundle) -> PutFile, 100-byte content, `engine_flowfiles_per_sec`: the
@@ -41,6 +44,7 @@ import tempfile
 import time
 
 NIFI_ANCHOR_FLOWFILES_PER_SEC = 83_000
+DEFAULT_BACK_PRESSURE = 10_000  # NiFi's nifi.queue.backpressure.count, and Custody's
 
 
 def add_arguments(parser) -> None:
@@ -51,14 +55,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--profile", action="store_true", help="profile the engine flow (slower) and report")
     parser.add_argument("--no-outbox", action="store_true", help="without the provenance outbox")
+    from benchmarks.nifi_anchor.rounds import add_arguments as add_nifi_arguments
+
+    add_nifi_arguments(parser)
+    parser.add_argument(
+        "--back-pressure",
+        type=int,
+        default=DEFAULT_BACK_PRESSURE,
+        help="FlowFiles a connection holds before back pressure (default: NiFi's 10,000; above 20,000 queues swap)",
+    )
 
 
-def flow_definition(out: str, count: int, size: int, batch: int, merge: int = 0):
+def flow_definition(
+    out: str, count: int, size: int, batch: int, merge: int = 0, back_pressure: int = DEFAULT_BACK_PRESSURE
+):
     """GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute [-> MergeContent of
-    `merge` per bundle] -> PutFile into `out`."""
+    `merge` per bundle] -> PutFile into `out`; each connection holds `back_pressure`
+    FlowFiles and swaps above 20,000."""
     from flow.loading import parse_flow
 
-    swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": 50_000}}
+    swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": back_pressure}}
     processors = [
         {
             "id": "generate",
@@ -111,7 +127,17 @@ def flow_definition(out: str, count: int, size: int, batch: int, merge: int = 0)
     )
 
 
-def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox: bool, profile: bool, merge: int = 0):
+def _run_flow(
+    root: str,
+    count: int,
+    size: int,
+    batch: int,
+    threads: int,
+    outbox: bool,
+    profile: bool,
+    merge: int = 0,
+    back_pressure: int = DEFAULT_BACK_PRESSURE,
+):
     """Runs the flow until PutFile wrote every FlowFile (`count`, or `count / merge`
     bundles) and the engine is idle."""
     from cluster.node.standalone import NodeSettings, StandaloneNode
@@ -119,7 +145,7 @@ def _run_flow(root: str, count: int, size: int, batch: int, threads: int, outbox
     out = os.path.join(root, "out")
     files = -(-count // merge) if merge else count
     node = StandaloneNode(
-        flow_definition(out, count, size, batch, merge),
+        flow_definition(out, count, size, batch, merge, back_pressure),
         os.path.join(root, "node"),
         NodeSettings(threads=threads, provenance_outbox=outbox),
     )
@@ -289,7 +315,12 @@ def run(args) -> dict:
     small = args.small or (20_000 if args.quick else 200_000)
     engine = args.engine or (50_000 if args.quick else 500_000)
     large = args.large or (50 if args.quick else 300)
+    if args.against_nifi:
+        from benchmarks.nifi_anchor.rounds import run as run_against_nifi
+
+        return run_against_nifi(args, {"engine": engine, "small": small, "1mb": large})
     batch, merge = 1000, 1000
+    pressure = args.back_pressure
     outbox = not args.no_outbox
     root = args.dir or tempfile.mkdtemp(prefix="custody-bench-flow-")
     os.makedirs(root, exist_ok=True)
@@ -300,9 +331,11 @@ def run(args) -> dict:
         raw_wal_engine = _raw_wal(raw, min(engine, 50_000), batch, merge)
         raw_files = _raw_files(raw, min(small, 20_000))
         raw_disk = _raw_disk(raw, large)
-        engine_run = _run_flow(os.path.join(root, "engine"), engine, 100, batch, args.threads, outbox, False, merge)
-        small_run = _run_flow(os.path.join(root, "small"), small, 100, batch, args.threads, outbox, False)
-        large_run = _run_flow(os.path.join(root, "large"), large, 1 << 20, 1, args.threads, outbox, False)
+        engine_run = _run_flow(
+            os.path.join(root, "engine"), engine, 100, batch, args.threads, outbox, False, merge, pressure
+        )
+        small_run = _run_flow(os.path.join(root, "small"), small, 100, batch, args.threads, outbox, False, 0, pressure)
+        large_run = _run_flow(os.path.join(root, "large"), large, 1 << 20, 1, args.threads, outbox, False, 0, pressure)
         engine_per_sec = engine / engine_run["seconds"]
         flowfiles_per_sec = small / small_run["seconds"]
         mb_per_sec = large / large_run["seconds"]
@@ -330,11 +363,20 @@ def run(args) -> dict:
             "ratio_to_nifi_anchor": round(flowfiles_per_sec / NIFI_ANCHOR_FLOWFILES_PER_SEC, 4),
             "provenance_outbox": outbox,
             "threads": args.threads,
+            "back_pressure": pressure,
             "cpu_count": os.cpu_count(),
         }
         if args.profile:
             profiled = _run_flow(
-                os.path.join(root, "profiled"), min(engine, 50_000), 100, batch, args.threads, outbox, True, merge
+                os.path.join(root, "profiled"),
+                min(engine, 50_000),
+                100,
+                batch,
+                args.threads,
+                outbox,
+                True,
+                merge,
+                pressure,
             )
             result["profile_engine_flow"] = profiled["profile"]
         return result

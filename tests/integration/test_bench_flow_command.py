@@ -46,6 +46,7 @@ def test_bench_flow_reports_the_engine_sink_and_1mb_figures_beside_their_anchors
     ):
         assert result[key] > 0, key
     assert result["engine_flowfiles"] == 3000 and result["small_flowfiles"] == 1000
+    assert result["back_pressure"] == 10_000  # NiFi's default: the flows NiFi runs out of the box
     # The ratios come from the unrounded rates; the rates are printed to 0.1/s.
     assert result["ratio_engine_to_wal"] == pytest.approx(
         result["engine_flowfiles_per_sec"] / result["raw_wal_engine_flowfiles_per_sec"], abs=0.0015
