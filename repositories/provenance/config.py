@@ -29,6 +29,8 @@ class ProvenanceConfig:
     # 60,000-event commits, medians of 3): each commit makes one segment per thread,
     # and the extra segments are merged again in the background.
     index_threads: int = 1
+    # Sorted runs (uuid, filename) of one level merged into one of the next (`sorted_runs`).
+    run_fan_in: int = 8
     max_age_s: float | None = DEFAULT_MAX_AGE
     max_bytes: int | None = DEFAULT_MAX_BYTES  # event files and their TOCs
     # fdatasync each journal frame. Off by default as in NiFi: a process crash loses
@@ -45,6 +47,8 @@ class ProvenanceConfig:
     def __post_init__(self) -> None:
         if not self.containers:
             raise ValueError("a provenance repository needs at least one container directory")
+        if self.run_fan_in < 2:
+            raise ValueError("run_fan_in must be at least 2: a merge of one run is no merge")
         if self.journals_per_container < 1:
             raise ValueError("journals_per_container must be at least 1")
         object.__setattr__(self, "containers", tuple(self.containers))

@@ -64,3 +64,15 @@ SEAMS = (
     INDEX_BEFORE_MANIFEST,
 )
 assert frozenset(SEAMS) == ProvenanceHooks.seam_names()
+
+
+class RunMergeHooks(FaultSeams):
+    """The crash points of a merge of sorted runs (`index.ShardedIndex`), which runs on
+    the index thread after an event file is claimed, once per merge."""
+
+    def runs_merged(self, *, name: str) -> None:
+        """The merged run `name` is written whole; the manifest still lists its inputs."""
+
+    def runs_swapped(self, *, name: str) -> None:
+        """The manifest lists the merged run `name` instead of its inputs; they are not
+        deleted yet."""

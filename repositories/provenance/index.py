@@ -15,6 +15,15 @@ itself is read from its event file through the TOC. A uuid is indexed by its key
 (`index_documents.uuid_key`); the manifest says so (`uuid_terms`: "key"), and a shard
 from before keys (no `uuid_terms`) is searched by the whole uuid.
 
+The two high-cardinality fields, uuid and filename, are not in tantivy: each event
+file indexed adds a sorted run of each (`sorted_runs`, `run_format`) under the
+shard's ``runs/``, listed by the manifest (`runs`; `uuid_index`: "runs"), and runs of
+one level are merged into one of the next once `run_fan_in` of them are there. A query
+by uuid or filename looks them up in the runs, applies its time range and cursor to
+the rows, and asks tantivy about any other field for those ids alone. A shard from
+before runs (no `uuid_index`: "tantivy") holds them in tantivy, is searched there,
+and takes no new file (it is closed when the first file after it is indexed).
+
 What a crash leaves, and what recovery may delete. An event file's documents are
 committed first and the manifest lists ("claims") the file after, so a crash between
 the two leaves documents that no manifest claims; the file is indexed again after the
@@ -38,6 +47,14 @@ restart. Three rules keep that from losing or doubling a document:
      and one file indexed out of order would lose its claimed documents to the next
      recovery.
 
+Runs follow the same order. An event file's runs are written whole (partial file,
+fsync, rename, fsync of the directory) before its documents are committed, and the
+manifest save that claims the file lists them; a merged run is written whole before
+the manifest save that lists it instead of its inputs, and the inputs are deleted
+after. So a crash leaves run files no manifest lists, and nothing else: a writable
+opening deletes them (`IndexShard.delete_unlisted_runs`), and every event of a claimed
+file is in exactly one listed run of each field it names.
+
 Lock plan: `_lock` guards the shard list and the manifests; the active shard's writer
 is used only by the indexing thread (`index_table`) and by recovery before that thread
 starts (`forget_unclaimed`), under `_lock` for the manifest update. Searches take
@@ -57,19 +74,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
 import tantivy
 
-from . import files
+from . import files, run_format
 from .errors import CorruptFileError
+from .hooks import RunMergeHooks
 from .index_documents import json_documents, uuid_key
 from .policies import unclaimed_id_ranges
 from .query import ProvenanceQuery
+from .sorted_runs import FAN_IN, RunEntry, RunReader, build_runs, merge_rows, plan_merge
 
 SHARD_PREFIX = "shard-"
 MANIFEST = "shard.json"
 DEFAULT_SHARD_BYTES = 500 * 1024 * 1024
 UUID_TERMS_KEY = "key"  # uuids indexed by uuid_key
 UUID_TERMS_WHOLE = "whole"  # shards written before keys
+UUID_INDEX_RUNS = "runs"  # uuid and filename in sorted runs (`sorted_runs`)
+UUID_INDEX_TANTIVY = "tantivy"  # shards written before runs: every field in tantivy
+_RUN_FIELDS = ("uuid", "filename")
+_ID_CLAUSES = 512  # candidate ids per tantivy query that filters them
 
 
 def build_schema() -> tantivy.Schema:
@@ -94,6 +118,13 @@ class ShardManifest:
     # event file first id -> (last id, min time, max time)
     files: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     uuid_terms: str = UUID_TERMS_KEY
+    uuid_index: str = UUID_INDEX_RUNS
+    runs: list[RunEntry] = field(default_factory=list)  # of uuid_index "runs"
+
+    @property
+    def writable(self) -> bool:
+        """Whether new files may go into it: only a shard of this release's kind."""
+        return self.uuid_terms == UUID_TERMS_KEY and self.uuid_index == UUID_INDEX_RUNS
 
     @property
     def min_time_ms(self) -> int | None:
@@ -110,6 +141,8 @@ class ShardManifest:
                 "closed": self.closed,
                 "files": {str(k): list(v) for k, v in self.files.items()},
                 "uuid_terms": self.uuid_terms,
+                "uuid_index": self.uuid_index,
+                "runs": [[r.field, r.name, r.level, list(r.files)] for r in self.runs],
             }
         ).encode()
 
@@ -123,6 +156,8 @@ class ShardManifest:
                 raw["closed"],
                 {int(k): tuple(v) for k, v in raw["files"].items()},
                 raw.get("uuid_terms", UUID_TERMS_WHOLE),
+                raw.get("uuid_index", UUID_INDEX_TANTIVY),
+                [RunEntry(f, n, level, tuple(ids)) for f, n, level, ids in raw.get("runs", [])],
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:  # JSONDecodeError, UnicodeDecodeError too
             raise ValueError(f"not a shard manifest: {type(error).__name__}: {error}") from None
@@ -130,7 +165,9 @@ class ShardManifest:
             _is_int(manifest.created_ms)
             and isinstance(manifest.closed, bool)
             and manifest.uuid_terms in (UUID_TERMS_KEY, UUID_TERMS_WHOLE)
+            and manifest.uuid_index in (UUID_INDEX_RUNS, UUID_INDEX_TANTIVY)
             and all(len(v) == 3 and all(map(_is_int, v)) for v in manifest.files.values())
+            and all(_is_run(r) for r in manifest.runs)
         ):
             raise ValueError("not a shard manifest: a field has the wrong type")
         return manifest
@@ -138,6 +175,18 @@ class ShardManifest:
 
 def _is_int(value) -> bool:
     return type(value) is int
+
+
+def _is_run(run: RunEntry) -> bool:
+    parsed = run_format.parse_name(run.name) if isinstance(run.name, str) else None
+    return (
+        parsed is not None
+        and parsed[0] == run.field
+        and _is_int(run.level)
+        and bool(run.files)
+        and all(map(_is_int, run.files))
+        and (parsed[1], parsed[2]) == (min(run.files), max(run.files))
+    )
 
 
 # tantivy ends each file of a segment with a footer: the JSON of the version that wrote
@@ -226,6 +275,37 @@ class IndexShard:
         # unchecked: a file damaged since this check would kill the process from there.
         self.index.config_reader(reload_policy="Manual")
         self.writer: tantivy.IndexWriter | None = None
+        self.runs_path = os.path.join(path, run_format.DIRECTORY)
+        self._readers: dict[str, RunReader] = {}  # by run name, loaded on first use
+        self._readers_lock = threading.Lock()
+
+    def run_reader(self, run: RunEntry) -> RunReader:
+        """The run's rows, memory-mapped once and kept; FileNotFoundError if a merge
+        replaced it and deleted it since the caller read the manifest."""
+        with self._readers_lock:
+            reader = self._readers.get(run.name)
+        if reader is None:
+            reader = RunReader(run_format.read_run(os.path.join(self.runs_path, run.name), run.field))
+            with self._readers_lock:
+                reader = self._readers.setdefault(run.name, reader)
+        return reader
+
+    def forget_readers(self, names: list[str]) -> None:
+        with self._readers_lock:
+            for name in names:
+                self._readers.pop(name, None)
+
+    def delete_unlisted_runs(self) -> list[str]:
+        """Delete the run files the manifest does not list: written by an indexing or a
+        merge that a crash stopped before its manifest save, or left by a merge that
+        a crash stopped after it (its inputs). Writable openings only."""
+        listed = {run.name for run in self.manifest.runs}
+        doomed = [name for name in files.list_names(self.runs_path) if name not in listed]
+        for name in doomed:
+            files.delete(os.path.join(self.runs_path, name))
+        if doomed:
+            files.fsync_directory(self.runs_path)
+        return doomed
 
     def save_manifest(self) -> None:
         # Written after the tantivy commit it describes: a crash in between leaves
@@ -250,14 +330,24 @@ class IndexShard:
         return files.tree_size(self.path)
 
 
-def _tantivy_query(query: ProvenanceQuery, uuid_terms: str) -> tantivy.Query:
+def _tantivy_query(query: ProvenanceQuery, uuid_terms: str, *, ids: np.ndarray | None = None) -> tantivy.Query:
+    """`query` for tantivy; with `ids`, its fields but uuid and filename (which sorted
+    runs answered), and only the events of `ids`."""
     terms = query.terms()
+    if ids is not None:
+        terms = {name: value for name, value in terms.items() if name not in _RUN_FIELDS}
     if "uuid" in terms and uuid_terms == UUID_TERMS_KEY:
         terms["uuid"] = uuid_key(terms["uuid"])
     clauses = [
         (tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, name, value, index_option="basic"))
         for name, value in terms.items()
     ]
+    if ids is not None:
+        one_of = [
+            (tantivy.Occur.Should, tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, i, i))
+            for i in ids.tolist()
+        ]
+        clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(one_of)))
     if query.start_ms is not None or query.end_ms is not None:
         clauses.append(
             (
@@ -286,6 +376,25 @@ def _may_match(manifest: ShardManifest, query: ProvenanceQuery) -> bool:
     if low is None or not query.overlaps(low, high):
         return False
     return query.max_event_id is None or min(manifest.files) <= query.max_event_id
+
+
+def _search_tantivy(shard: IndexShard, tq: tantivy.Query, wanted: int) -> tuple[list[int], int]:
+    """The ids of the `wanted` newest hits of `tq` in the shard, and how many hits."""
+    try:
+        searcher = shard.index.searcher()
+        # Counting rides along the ordered collection, which visits every match anyway.
+        result = searcher.search(tq, wanted, count=True, order_by_field="id", order=tantivy.Order.Desc)
+        addresses = [address for _, address in result.hits]
+        found = searcher.fast_field_values("id", addresses) if addresses else []
+    except ValueError as error:  # a file damaged since the shard was opened
+        raise _damaged(shard.path, f"tantivy cannot search the shard: {error}") from None
+    return list(found), result.count
+
+
+def _concatenated(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    if not pairs:
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    return np.concatenate([ids for ids, _ in pairs]), np.concatenate([times for _, times in pairs])
 
 
 class IndexHits(NamedTuple):
@@ -317,6 +426,8 @@ class ShardedIndex:
         writer_heap_bytes: int = 128_000_000,
         writer_threads: int = 2,
         read_only: bool = False,
+        run_fan_in: int = FAN_IN,
+        run_hooks: RunMergeHooks | None = None,
     ):
         self.directory = directory
         self._clock_ms = clock_ms
@@ -325,6 +436,8 @@ class ShardedIndex:
         self._heap = writer_heap_bytes
         self._threads = writer_threads
         self._read_only = read_only
+        self._fan_in = run_fan_in
+        self._run_hooks = RunMergeHooks.coerce(run_hooks)
         self._lock = threading.Lock()
         self.shards: list[IndexShard] = []
         if not read_only:
@@ -341,15 +454,19 @@ class ShardedIndex:
                 files.delete_tree(path)
                 continue
             check_segment_files(path)
-            self.shards.append(IndexShard(path, manifest))
+            shard = IndexShard(path, manifest)
+            if not read_only:
+                shard.delete_unlisted_runs()
+            self.shards.append(shard)
 
     # -- writing (indexing thread only) ---------------------------------------------
 
     def _active(self) -> IndexShard:
         if self.shards and not self.shards[-1].manifest.closed:
-            if self.shards[-1].manifest.uuid_terms == UUID_TERMS_KEY:
+            if self.shards[-1].manifest.writable:
                 return self.shards[-1]
-            # Written before uuid keys: a shard holds one kind of uuid term only.
+            # Written before uuid keys or before sorted runs: a shard holds one kind of
+            # uuid term, in one kind of index, only.
             last = self.shards[-1]
             with self._lock:
                 last.manifest.closed = True
@@ -381,7 +498,17 @@ class ShardedIndex:
         shard = self._active()
         writer = shard.open_writer(self._heap, self._threads)
         started = time.perf_counter()
-        for doc in json_documents(table):
+        # The runs are written whole before the commit and the manifest that claim
+        # them: a crash before the manifest save leaves run files it does not list,
+        # which the next writable opening deletes (`delete_unlisted_runs`).
+        runs = []
+        files.ensure_directory(shard.runs_path)
+        for name, rows in build_runs(table).items():
+            if rows.num_rows:
+                written = run_format.write_run(shard.runs_path, name, [first_id], rows)
+                runs.append(RunEntry(name, written, 0, (first_id,)))
+        ran = time.perf_counter()
+        for doc in json_documents(table, uuid_and_filename=False):
             writer.add_json(doc)
         added = time.perf_counter()
         if before_commit is not None:
@@ -389,13 +516,20 @@ class ShardedIndex:
         writer.commit()
         shard.index.reload()
         if timings is not None:
-            timings["index_documents"] = timings.get("index_documents", 0.0) + added - started
+            timings["index_runs"] = timings.get("index_runs", 0.0) + ran - started
+            timings["index_documents"] = timings.get("index_documents", 0.0) + added - ran
             timings["index_commit"] = timings.get("index_commit", 0.0) + time.perf_counter() - added
         if before_manifest is not None:
             before_manifest()
         with self._lock:
             shard.manifest.files[first_id] = (last_id, min_time_ms, max_time_ms)
+            shard.manifest.runs = shard.manifest.runs + runs
             shard.save_manifest()
+        merging = time.perf_counter()
+        self._merge_runs(shard)
+        if timings is not None:
+            timings["index_merge"] = timings.get("index_merge", 0.0) + time.perf_counter() - merging
+        with self._lock:
             aged = (
                 self.shard_max_age_ms is not None
                 and self._clock_ms() - shard.manifest.created_ms >= self.shard_max_age_ms
@@ -404,6 +538,30 @@ class ShardedIndex:
                 shard.manifest.closed = True
                 shard.save_manifest()
                 shard.close_writer()
+
+    def _merge_runs(self, shard: IndexShard) -> None:
+        """Merge the shard's runs while a level holds `sorted_runs.FAN_IN` of them (the
+        indexing thread, after the manifest save that claimed the last file).
+
+        The merged run is written whole, then one manifest save lists it instead of its
+        inputs, then the inputs are deleted: a crash before the save leaves the merged
+        run unlisted, after it the inputs, and the next writable opening deletes what is
+        unlisted. No event is ever in no listed run, nor in two."""
+        while (group := plan_merge(shard.manifest.runs, self._fan_in)) is not None:
+            field_name = group[0].field
+            rows = merge_rows([shard.run_reader(run).rows for run in group])
+            first_ids = sorted(first for run in group for first in run.files)
+            name = run_format.write_run(shard.runs_path, field_name, first_ids, rows)
+            merged = RunEntry(field_name, name, group[0].level + 1, tuple(first_ids))
+            self._run_hooks.runs_merged(name=name)
+            with self._lock:
+                shard.manifest.runs = [run for run in shard.manifest.runs if run not in group] + [merged]
+                shard.save_manifest()
+            self._run_hooks.runs_swapped(name=name)
+            shard.forget_readers([run.name for run in group])
+            for run in group:
+                files.delete(os.path.join(shard.runs_path, run.name))
+            files.fsync_directory(shard.runs_path)
 
     def forget_unclaimed(self) -> int:
         """Delete the active shard's documents that its manifest does not claim (recovery
@@ -469,19 +627,60 @@ class ShardedIndex:
                 skipped += 1
                 continue
             searched += 1
-            tq = _tantivy_query(query, shard.manifest.uuid_terms)
-            try:
-                searcher = shard.index.searcher()
-                # Counting rides along the ordered collection, which visits every match anyway.
-                result = searcher.search(tq, wanted, count=True, order_by_field="id", order=tantivy.Order.Desc)
-                addresses = [address for _, address in result.hits]
-                found = searcher.fast_field_values("id", addresses) if addresses else []
-            except ValueError as error:  # a file damaged since the shard was opened
-                raise _damaged(shard.path, f"tantivy cannot search the shard: {error}") from None
-            total += result.count
+            by_runs = query.flowfile_uuid is not None or query.filename is not None
+            if by_runs and shard.manifest.uuid_index == UUID_INDEX_RUNS:
+                found, count = self._search_runs(shard, query, wanted)
+            else:
+                found, count = _search_tantivy(shard, _tantivy_query(query, shard.manifest.uuid_terms), wanted)
+            total += count
             ids.extend(found)
         ids.sort(reverse=True)
         return IndexHits(ids[query.offset : wanted], ids[0] if ids else None, total, searched, skipped)
+
+    def _search_runs(self, shard: IndexShard, query: ProvenanceQuery, wanted: int) -> tuple[list[int], int]:
+        """Hits of a query by uuid or filename in a shard whose runs index them: looked
+        up in every run of the field, the time range and cursor applied to the rows,
+        and any other field asked of tantivy for those ids alone."""
+        found: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for attempt in range(3):
+            with self._lock:
+                runs = list(shard.manifest.runs)
+            found = {}
+            try:
+                for name, value in (("uuid", query.flowfile_uuid), ("filename", query.filename)):
+                    if value is None:
+                        continue
+                    if name == "uuid" and shard.manifest.uuid_terms == UUID_TERMS_KEY:
+                        value = uuid_key(value)
+                    found[name] = [shard.run_reader(run).lookup(value) for run in runs if run.field == name]
+                break
+            except FileNotFoundError:
+                if attempt == 2:  # merged away three times over: the shard is being dropped
+                    raise
+        ids, times = _concatenated(found.pop("uuid" if "uuid" in found else "filename"))
+        if found:  # both uuid and filename: the events that name both
+            keep = np.isin(ids, _concatenated(found.pop("filename"))[0])
+            ids, times = ids[keep], times[keep]
+        keep = np.ones(len(ids), dtype=bool)
+        if query.start_ms is not None:
+            keep &= times >= query.start_ms
+        if query.end_ms is not None:
+            keep &= times <= query.end_ms
+        if query.max_event_id is not None:
+            keep &= ids <= query.max_event_id
+        ids = ids[keep]
+        if any(name not in _RUN_FIELDS for name in query.terms()) and len(ids):
+            hits, count = [], 0
+            for low in range(0, len(ids), _ID_CLAUSES):
+                chunk = ids[low : low + _ID_CLAUSES]
+                some, some_count = _search_tantivy(
+                    shard, _tantivy_query(query, shard.manifest.uuid_terms, ids=chunk), wanted
+                )
+                hits.extend(some)
+                count += some_count
+            return hits, count
+        ids = np.sort(ids)[::-1]
+        return ids[:wanted].tolist(), len(ids)
 
     def refresh(self) -> None:
         """Pick up shards and commits made by another process (read-only users)."""

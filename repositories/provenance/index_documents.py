@@ -105,19 +105,30 @@ def _lookup_first(column: pa.MapArray, key: str) -> pa.Array:
     return pc.take(column.items, pc.take(pc.indices_nonzero(hit), which))
 
 
-def json_documents(table: pa.Table | pa.RecordBatch) -> list[str]:
-    """One JSON document per event of `table` (the stored schema)."""
+def _column(table: pa.Table | pa.RecordBatch, name: str) -> pa.Array:
+    c = table.column(name)
+    return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+
+
+def filenames(table: pa.Table | pa.RecordBatch) -> pa.Array:
+    """Each event's filename: its `filename` attribute after the event, else before
+    (null when neither has one). Only a non-empty one is indexed."""
+    after = _lookup_first(_column(table, "attributes_after"), "filename")
+    before = _lookup_first(_column(table, "attributes_before"), "filename")
+    return pc.coalesce(after, before)
+
+
+def json_documents(table: pa.Table | pa.RecordBatch, *, uuid_and_filename: bool = True) -> list[str]:
+    """One JSON document per event of `table` (the stored schema). Without
+    `uuid_and_filename`, the documents leave those two fields out (a shard whose sorted
+    runs index them: `sorted_runs`)."""
     if isinstance(table, pa.Table):
         table = table.combine_chunks()
 
     def col(name):
-        c = table.column(name)
-        return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        return _column(table, name)
 
-    after = _lookup_first(col("attributes_after"), "filename")
-    before = _lookup_first(col("attributes_before"), "filename")
-    filename = pc.coalesce(after, before)
-    docs = pc.binary_join_element_wise(
+    head = [
         '{"id":',
         pc.cast(col("id"), pa.string()),
         ',"time":',
@@ -126,15 +137,18 @@ def json_documents(table: pa.Table | pa.RecordBatch) -> list[str]:
         col("event_type"),
         '","component":"',
         _escaped(col("component_id")),
-        '","uuid":["',
-        _escaped(uuid_keys(col("flowfile_uuid"))),
-        '"',
-        _uuid_list(_uuid_list_keys(col("parent_uuids"))),
-        _uuid_list(_uuid_list_keys(col("child_uuids"))),
-        "]",
-        _optional("filename", filename),
-        _optional("relationship", col("relationship")),
-        "}",
-        "",
-    )
+    ]
+    if uuid_and_filename:
+        middle = [
+            '","uuid":["',
+            _escaped(uuid_keys(col("flowfile_uuid"))),
+            '"',
+            _uuid_list(_uuid_list_keys(col("parent_uuids"))),
+            _uuid_list(_uuid_list_keys(col("child_uuids"))),
+            "]",
+            _optional("filename", filenames(table)),
+        ]
+    else:
+        middle = ['"']
+    docs = pc.binary_join_element_wise(*head, *middle, _optional("relationship", col("relationship")), "}", "")
     return docs.to_pylist()

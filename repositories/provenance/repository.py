@@ -121,6 +121,7 @@ class ProvenanceRepository:
             writer_heap_bytes=config.index_heap_bytes,
             writer_threads=config.index_threads,
             read_only=read_only,
+            run_fan_in=config.run_fan_in,
         )
         self._files = EventFileTable()
         for path in self._layout.event_file_paths():

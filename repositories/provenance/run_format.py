@@ -1,0 +1,139 @@
+"""The sorted-run file: one indexed field's (key, event id, time) entries, sorted by key.
+
+A shard (`index`) indexes the two high-cardinality fields, FlowFile uuid and filename,
+in sorted runs rather than in tantivy: each event file indexed gives one run per
+field, and runs of a shard are merged LSM-style (`sorted_runs`). A run lives in the
+shard's directory, under ``runs/``, named
+
+    <field>-<lowest first id:020d>-<highest first id:020d>.run
+
+after the event files it indexes (a run of one file: both ids are that file's first
+id). `<field>` is ``uuid`` or ``filename``. A name that does not parse is not a run.
+
+The file is an Arrow IPC file (Arrow's "file format", version 5 of its metadata), its
+buffers uncompressed so that it is read by memory-mapping it, without copy:
+
+    offset 0      b"ARROW1\\0\\0"            magic (6 bytes) and 2 bytes of padding
+    8             the schema message        flatbuffer, with the metadata below
+    ...           one record batch message  the three columns, 64-byte aligned
+    ...           the footer                flatbuffer: schema and the batch's offset
+    end - 10      footer length             int32, little-endian
+    end - 6       b"ARROW1"                 magic
+
+The schema, in this order, none nullable:
+    key      utf8    the uuid's index key (`index_documents.uuid_key`) or the filename
+    id       uint64  the event id
+    time_ms  int64   the event's time (ms since the epoch), so a time range needs no
+                     other index
+Rows are sorted by (key, id) in byte order of the key's UTF-8, with no two rows equal:
+an event that names one key twice (a uuid that is also its own child, two uuids that
+share a key) has one row for it.
+
+Schema metadata (UTF-8 keys and values):
+    custody.run.version  "1"
+    custody.run.field    "uuid" or "filename"
+    custody.run.files    the first ids of the event files indexed, comma-separated,
+                         increasing
+
+A run is written whole as ``<name>.partial``, fsynced, renamed to its name, and the
+directory fsynced; only then may a shard manifest list it (see `index`). Arrow checks
+the magic, the footer's length and the flatbuffers when it opens the file; a file it
+cannot open, or whose metadata is not this, is damaged (`CorruptFileError`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from . import files
+from .errors import CorruptFileError
+
+VERSION = "1"
+FIELDS = ("uuid", "filename")
+DIRECTORY = "runs"
+SUFFIX = ".run"
+PARTIAL = ".partial"
+
+SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("id", pa.uint64(), nullable=False),
+        pa.field("time_ms", pa.int64(), nullable=False),
+    ]
+)
+_VERSION_KEY = b"custody.run.version"
+_FIELD_KEY = b"custody.run.field"
+_FILES_KEY = b"custody.run.files"
+_NAME = re.compile(r"^(uuid|filename)-([0-9]{20})-([0-9]{20})\.run\Z")
+
+
+def run_name(field: str, first_ids: list[int]) -> str:
+    """The name of the run of `field` indexing the event files starting at `first_ids`."""
+    if field not in FIELDS or not first_ids:
+        raise ValueError(f"no run of field {field!r} over files {first_ids!r}")
+    return f"{field}-{min(first_ids):020d}-{max(first_ids):020d}{SUFFIX}"
+
+
+def parse_name(name: str) -> tuple[str, int, int] | None:
+    """(field, lowest first id, highest first id) of a run's file name, else None."""
+    match = _NAME.match(name)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)), int(match.group(3))
+
+
+def empty_table() -> pa.Table:
+    return SCHEMA.empty_table()
+
+
+def write_run(directory: str, field: str, first_ids: list[int], rows: pa.Table) -> str:
+    """Write `rows` (sorted, in `SCHEMA`) as the run of `field` over `first_ids`, whole:
+    partial file, fsync, rename, fsync of the directory. Returns the run's name."""
+    name = run_name(field, first_ids)
+    path = os.path.join(directory, name)
+    metadata = {
+        _VERSION_KEY: VERSION.encode(),
+        _FIELD_KEY: field.encode(),
+        _FILES_KEY: ",".join(str(i) for i in sorted(first_ids)).encode(),
+    }
+    table = rows.select(SCHEMA.names).cast(SCHEMA).replace_schema_metadata(metadata)
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=max(1, table.num_rows))
+    files.delete(path + PARTIAL)
+    files.write_new(path + PARTIAL, [sink.getvalue()])
+    files.rename(path + PARTIAL, path)
+    files.fsync_directory(directory)
+    return name
+
+
+def read_run(path: str, field: str) -> pa.Table:
+    """The rows of the run at `path` (memory-mapped: no copy); CorruptFileError if it is
+    not a run of `field`."""
+    try:
+        source = pa.memory_map(path)
+        table = ipc.open_file(source).read_all()
+    except (pa.ArrowInvalid, OSError, ValueError) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise _damaged(path, f"Arrow cannot read it: {error}") from None
+    metadata = table.schema.metadata or {}
+    if (
+        metadata.get(_VERSION_KEY) != VERSION.encode()
+        or metadata.get(_FIELD_KEY) != field.encode()
+        or not table.schema.remove_metadata().equals(SCHEMA)
+    ):
+        raise _damaged(path, "its schema or metadata is not that of a sorted run")
+    return table.combine_chunks() if table.column("key").num_chunks != 1 else table
+
+
+def _damaged(path: str, reason: str) -> CorruptFileError:
+    return CorruptFileError(
+        path,
+        f"{reason}. The index is built from the event files: move the shard's directory "
+        "away, and the next start indexes its event files again",
+    )

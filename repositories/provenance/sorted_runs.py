@@ -1,0 +1,173 @@
+"""Sorted runs of uuid and filename keys: built, merged LSM-style, and searched.
+
+Why not tantivy for these two fields: every FlowFile uuid and filename is unique, so
+each is a new term of tantivy's dictionary, and adding and committing those terms was
+most of tantivy's ~13 us/event (`repositories.provenance`). Here a run is built in
+Arrow's C++ kernels: the keys of an event file's events, with their ids and times,
+sorted once by (key, id) (`build_runs`), written as one Arrow IPC file per field
+(`run_format`). A lookup is a binary search: over fence keys (every `FENCE`-th key of
+a run, a Python list searched by `bisect`, which is C), then an Arrow comparison over
+the one or few fence intervals that can hold the key. No Python loop runs per row.
+
+LSM merge: each indexed file adds a run of level 0 to its shard; once `FAN_IN` runs
+of one level are in the shard, they are merged into one run of the next level
+(`plan_merge`), so a shard of N files holds at most `FAN_IN - 1` runs per level, about
+FAN_IN * log_FAN_IN(N) in all, and every entry is rewritten log_FAN_IN(N) times.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import index_documents
+from .index_documents import filenames
+from .run_format import SCHEMA
+
+FAN_IN = 8  # runs of one level merged into one of the next
+FENCE = 256  # keys between two fence keys
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """A run as a shard manifest lists it."""
+
+    field: str
+    name: str
+    level: int
+    files: tuple[int, ...]  # first ids of the event files it indexes, increasing
+
+
+def plan_merge(runs: Sequence[RunEntry], fan_in: int = FAN_IN) -> list[RunEntry] | None:
+    """The runs to merge next, lowest level first: `fan_in` runs of one field and level
+    (those of the lowest files); None when no level of any field holds that many."""
+    groups: dict[tuple[int, str], list[RunEntry]] = {}
+    for run in runs:
+        groups.setdefault((run.level, run.field), []).append(run)
+    for key in sorted(groups):
+        group = groups[key]
+        if len(group) >= fan_in:
+            return sorted(group, key=lambda r: r.files[0])[:fan_in]
+    return None
+
+
+def _sorted_unique(keys: pa.Array, ids: pa.Array, times: pa.Array) -> pa.Table:
+    table = pa.table([keys, pc.cast(ids, pa.uint64()), pc.cast(times, pa.int64())], schema=SCHEMA)
+    if table.num_rows == 0:
+        return table
+    order = pc.sort_indices(table, sort_keys=[("key", "ascending"), ("id", "ascending")])
+    table = table.take(order).combine_chunks()
+    if table.num_rows < 2:
+        return table
+    key, ident = table.column("key").chunk(0), table.column("id").chunk(0)
+    # A row equal to the one before it (same key, same id) is a duplicate.
+    same = pc.and_(
+        pc.equal(key.slice(1), key.slice(0, len(key) - 1)),
+        pc.equal(ident.slice(1), ident.slice(0, len(ident) - 1)),
+    )
+    if not pc.any(same).as_py():
+        return table
+    keep = pa.concat_arrays([pa.array([True]), pc.invert(same)])
+    return table.filter(keep)
+
+
+def uuid_rows(events: pa.Table) -> pa.Table:
+    """The uuid run of a table of events (the stored schema): the key of each event's
+    own uuid, parent uuids and child uuids, with the event's id and time."""
+    events = events.combine_chunks() if isinstance(events, pa.Table) else events
+    ids = _array(events, "id")
+    times = _array(events, "time_ms")
+    parts_keys = [index_documents.uuid_keys(_array(events, "flowfile_uuid"))]
+    parts_ids, parts_times = [ids], [times]
+    for name in ("parent_uuids", "child_uuids"):
+        column = _array(events, name)
+        flat = pc.list_flatten(column)
+        if len(flat) == 0:
+            continue
+        owner = pc.list_parent_indices(column)
+        parts_keys.append(index_documents.uuid_keys(flat))
+        parts_ids.append(pc.take(ids, owner))
+        parts_times.append(pc.take(times, owner))
+    keys = pa.concat_arrays([k.cast(pa.string()) for k in parts_keys])
+    valid = pc.fill_null(pc.greater(pc.utf8_length(keys), 0), False)
+    return _sorted_unique(
+        keys.filter(valid),
+        pa.concat_arrays(parts_ids).filter(valid),
+        pa.concat_arrays(parts_times).filter(valid),
+    )
+
+
+def filename_rows(events: pa.Table) -> pa.Table:
+    """The filename run of a table of events: each event's filename (as `index_documents`
+    indexes it: after the change, else before, when not empty) with its id and time."""
+    events = events.combine_chunks() if isinstance(events, pa.Table) else events
+    names = filenames(events)
+    present = pc.fill_null(pc.greater(pc.utf8_length(names), 0), False)
+    return _sorted_unique(
+        names.filter(present), _array(events, "id").filter(present), _array(events, "time_ms").filter(present)
+    )
+
+
+def build_runs(events: pa.Table) -> dict[str, pa.Table]:
+    """Both runs of one event file's events, by field."""
+    return {"uuid": uuid_rows(events), "filename": filename_rows(events)}
+
+
+def merge_rows(runs: Sequence[pa.Table]) -> pa.Table:
+    """One sorted run holding every row of `runs` (each sorted; their ids disjoint)."""
+    if not runs:
+        return SCHEMA.empty_table()
+    table = pa.concat_tables([r.select(SCHEMA.names).cast(SCHEMA) for r in runs]).combine_chunks()
+    if table.num_rows == 0:
+        return table
+    order = pc.sort_indices(table, sort_keys=[("key", "ascending"), ("id", "ascending")])
+    return table.take(order).combine_chunks()
+
+
+def _array(table, name: str) -> pa.Array:
+    column = table.column(name)
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+class RunReader:
+    """Lookups in one run (rows sorted by key, then id); safe to share between threads."""
+
+    def __init__(self, rows: pa.Table):
+        self.rows = rows.combine_chunks() if rows.column("key").num_chunks != 1 else rows
+        self._keys = _array(self.rows, "key")
+        self._ids = _array(self.rows, "id")
+        self._times = _array(self.rows, "time_ms")
+        n = len(self._keys)
+        self._fences = self._keys.take(pa.array(np.arange(0, n, FENCE, dtype=np.int64))).to_pylist() if n else []
+        self.min_time_ms = pc.min(self._times).as_py() if n else None
+        self.max_time_ms = pc.max(self._times).as_py() if n else None
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def lookup(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, times) of the rows whose key is `key`, in increasing id."""
+        # Fence j is row FENCE*j. Every row below fence (left-1) is less than the key,
+        # every row from fence (right) on is greater: the key's rows lie between.
+        left = bisect.bisect_left(self._fences, key)
+        right = bisect.bisect_right(self._fences, key)
+        if right == 0:
+            return _NO_IDS, _NO_TIMES
+        low = max(0, (left - 1) * FENCE)
+        high = min(len(self._keys), right * FENCE)
+        window = self._keys.slice(low, high - low)
+        where = pc.indices_nonzero(pc.equal(window, key)).to_numpy() + low
+        if len(where) == 0:
+            return _NO_IDS, _NO_TIMES
+        ids = self._ids.to_numpy()[where]
+        times = self._times.to_numpy()[where]
+        return ids, times
+
+
+_NO_IDS = np.empty(0, dtype=np.uint64)
+_NO_TIMES = np.empty(0, dtype=np.int64)
