@@ -9,6 +9,8 @@
   the shared bookkeeping of `resources` (whose docstring holds the lock plan).
   `checksums` cuts and reads the CRC of every block of a claim; reads check them
   (`ContentCorrupted` when they fail), and `verification` checks a whole resource.
+* `exporting` - a claim copied into a local file (`ContentStore.export_to`, NiFi's
+  exportTo): checked in a reused buffer, then copied by the kernel.
 * `hooks.ContentHooks` - the repository's named fault seams.
 * `resource_io` - how resource files are touched: local directories, or any `Storage`.
 * `filesystem.open_filesystem_content_repository` - the local-disk repository.
