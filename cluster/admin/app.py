@@ -23,6 +23,7 @@ checks of browsers (421, 403: `cluster.admin.gate.BrowserGate`).
 from __future__ import annotations
 
 import logging
+import ssl
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -51,7 +52,9 @@ from .tokens import Tokens
 log = logging.getLogger(__name__)
 
 
-def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAPI:
+def create_app(
+    control, tokens: Tokens | None = None, *, metrics=None, member_trust: ssl.SSLContext | None = None
+) -> FastAPI:
     app = FastAPI(
         title=f"custody admin API ({control.name})",
         version="1",
@@ -61,6 +64,7 @@ def create_app(control, tokens: Tokens | None = None, *, metrics=None) -> FastAP
     app.state.control = control
     app.state.tokens = tokens or Tokens.disabled()
     app.state.metrics = metrics or NodeMetrics(control)
+    app.state.member_trust = member_trust  # asking the other members over https (`fan_out`)
     app.add_middleware(RequestGate)
 
     @app.exception_handler(AuthProblem)

@@ -15,11 +15,16 @@ a call to itself (`answer_here`).
 
 The caller's token goes only to the admin addresses the members advertise in their
 heartbeats, over http or https, and never along a redirect (a redirect is reported).
+Over https the node trusts the system's authorities and `[admin] tls_ca` (NiFi's
+truststore for its request replication); a member whose certificate it does not trust
+is reported so, naming that setting.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -126,17 +131,22 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         raise MemberRefused(f"it answered {code} to {newurl!r}: a redirect is not followed with the caller's token")
 
 
-_opener = urllib.request.build_opener(_NoRedirect)
+@functools.lru_cache(maxsize=8)
+def _opener(context: ssl.SSLContext | None) -> urllib.request.OpenerDirector:
+    if context is None:
+        return urllib.request.build_opener(_NoRedirect)
+    return urllib.request.build_opener(_NoRedirect, urllib.request.HTTPSHandler(context=context))
 
 
-def fetch_json(url: str, authorization: str | None, timeout_s: float) -> dict:
-    """GET `url` as JSON, with `authorization` as the caller sent it; `MemberRefused`
-    saying why when the member does not answer 200."""
+def fetch_json(url: str, authorization: str | None, timeout_s: float, context: ssl.SSLContext | None = None) -> dict:
+    """GET `url` as JSON, with `authorization` as the caller sent it, trusting
+    `context`'s authorities over https (None: the system's); `MemberRefused` saying why
+    when the member does not answer 200."""
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     if authorization:
         request.add_header("Authorization", authorization)
     try:
-        with _opener.open(request, timeout=timeout_s) as response:
+        with _opener(context).open(request, timeout=timeout_s) as response:
             body = response.read(MAX_ANSWER_BYTES + 1)
     except urllib.error.HTTPError as error:
         raise MemberRefused(f"it answered {error.code}: {_problem_of(error)}") from None
@@ -146,6 +156,11 @@ def fetch_json(url: str, authorization: str | None, timeout_s: float) -> dict:
         reason = error.reason
         if isinstance(reason, TimeoutError):
             raise MemberRefused(f"no answer within {timeout_s:g} s") from None
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            raise MemberRefused(
+                f"its certificate is not trusted ({reason.verify_message}): [admin] tls_ca names the "
+                f"authorities that signed the members' admin certificates"
+            ) from None
         raise MemberRefused(f"it could not be reached: {reason}") from None
     except OSError as error:
         raise MemberRefused(f"it could not be reached: {type(error).__name__}: {error}") from None

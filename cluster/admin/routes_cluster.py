@@ -19,13 +19,14 @@ merges their shard maps (`fan_out`); a member that gives no answer is reported i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from fastapi import Depends, FastAPI, Path, Request
 from pydantic import BaseModel, TypeAdapter
 
 from .auth import API, requires
-from .fan_out import Asked, ShardItems, ask_members, merge
+from .fan_out import Asked, ShardItems, ask_members, fetch_json, merge
 from .models import ClusterView, NodeDecommission, ProcessorFigures, QueueFigures
 from .models_cluster_wide import ClusterProcessors, ClusterQueues
 from .responses import CONTROL_ERRORS, LOOKUP_ERRORS
@@ -122,5 +123,6 @@ def _replicated(request: Request, path: str, here: Callable[[], ShardItems], ite
         own=control.identity().get("incarnation"),
         answer_here=here,
         read=read,
+        fetch=functools.partial(fetch_json, context=request.app.state.member_trust),
     )
     return merge(answers, owners)

@@ -16,4 +16,4 @@ def serve(settings: AdminSettings, control) -> AdminServer:
     tokens and listen. Raises `AdminSettingsRefused`, `TokenFileError` or `AdminServerError`."""
     settings.check()
     tokens = Tokens.load(settings.token_file) if settings.token_file else Tokens.disabled()
-    return AdminServer(settings, create_app(control, tokens)).start()
+    return AdminServer(settings, create_app(control, tokens, member_trust=settings.member_trust())).start()

@@ -8,6 +8,7 @@ NODE.toml:
     tokens = "tokens"         # token file (see cluster.admin.tokens), relative to NODE.toml
     tls_cert = "node.pem"     # optional, both or neither
     tls_key = "node.key"
+    tls_ca = "ca.pem"         # optional: who signed the members' certificates (NiFi's truststore)
     allowed_hosts = ["custody1.example.org"]   # names it answers to besides its own
 
 `custody run ... --admin HOST:PORT [--admin-tokens FILE] [--admin-allowed-host NAME]`
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 from dataclasses import dataclass
 
 from ..errors import ConfigurationRefused
@@ -43,6 +45,7 @@ class AdminSettings:
     token_file: str = ""
     tls_cert: str = ""
     tls_key: str = ""
+    tls_ca: str = ""  # the authorities trusted when asking the other members (`fan_out`)
     allowed_hosts: tuple[str, ...] = ()
     announced: str = ""  # the address the node announces to the cluster (`[node] admin`)
 
@@ -64,6 +67,7 @@ class AdminSettings:
         the network could offload the node or read its data), or half a TLS pair."""
         if bool(self.tls_cert) != bool(self.tls_key):
             raise AdminSettingsRefused("[admin] tls_cert and tls_key go together: set both, or neither")
+        self.member_trust()
         if not 0 <= self.port <= 65535:
             raise AdminSettingsRefused(f"[admin] port {self.port} is not a TCP port (0 to 65535)")
         if not self.token_file and not is_loopback(self.bind):
@@ -73,6 +77,20 @@ class AdminSettings:
                 f"--role admin --name NAME) and set [admin] tokens, or bind 127.0.0.1"
             )
         self.hosts()
+
+    def member_trust(self) -> ssl.SSLContext:
+        """What this node trusts when it asks the other members' admin APIs over https:
+        the system's authorities, and those of `tls_ca`. Raises `AdminSettingsRefused`
+        for a `tls_ca` that cannot be read as PEM certificates."""
+        context = ssl.create_default_context()
+        if self.tls_ca:
+            try:
+                context.load_verify_locations(cafile=self.tls_ca)
+            except (OSError, ssl.SSLError) as error:
+                raise AdminSettingsRefused(
+                    f"[admin] tls_ca {self.tls_ca!r} cannot be read as PEM certificates: {error}"
+                ) from None
+        return context
 
 
 def is_loopback(host: str) -> bool:
@@ -110,6 +128,7 @@ def from_node_config(config) -> AdminSettings:
         token_file=config.admin_tokens,
         tls_cert=config.admin_tls_cert,
         tls_key=config.admin_tls_key,
+        tls_ca=config.admin_tls_ca,
         allowed_hosts=config.admin_allowed_hosts,
         announced=config.admin,
     )

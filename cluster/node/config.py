@@ -79,6 +79,7 @@ class NodeConfig:
     admin_tokens: str = DEFAULT["admin_tokens"]
     admin_tls_cert: str = DEFAULT["admin_tls_cert"]
     admin_tls_key: str = DEFAULT["admin_tls_key"]
+    admin_tls_ca: str = DEFAULT["admin_tls_ca"]
     admin_allowed_hosts: tuple[str, ...] = DEFAULT["admin_allowed_hosts"]
     spark_master: str = DEFAULT["spark_master"]
     spark_conf: dict = field(default_factory=dict)

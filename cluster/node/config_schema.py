@@ -457,6 +457,15 @@ NODE_TOML = Schema(
                 ),
                 Key("tls_key", FileName(), "PEM key of `tls_cert`", default="", field="admin_tls_key"),
                 Key(
+                    "tls_ca",
+                    FileName(),
+                    "PEM certificates of the authorities that signed the members' admin certificates, "
+                    "trusted when this node asks the other members for the cluster's processors and queues "
+                    "(NiFi's truststore); unset: the system's",
+                    default="",
+                    field="admin_tls_ca",
+                ),
+                Key(
                     "allowed_hosts",
                     HostList(),
                     "names it answers to besides its bind address and `[node] admin` (a Host "

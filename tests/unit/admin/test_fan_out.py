@@ -1,16 +1,21 @@
 """The cluster-wide processors and queues (`cluster.admin.fan_out`): the merge of the
 members' shard maps, pure; the asking with an injected fetch; and `fetch_json` against
-a loopback HTTP server (a refusal and a redirect reported, the token never sent on)."""
+a loopback HTTP server (a refusal and a redirect reported, the token never sent on),
+and over HTTPS trusting `[admin] tls_ca` (a member signed by another authority is
+reported as untrusted, naming the setting)."""
 
 from __future__ import annotations
 
 import http.server
 import json
+import ssl
+import subprocess
 import threading
 
 import pytest
 
 from cluster.admin.fan_out import Asked, MemberAnswer, MemberRefused, ask_members, fetch_json, merge
+from cluster.admin.settings import AdminSettings, AdminSettingsRefused
 
 N1 = Asked("n1", "n1-1", "http://127.0.0.1:1")
 N2 = Asked("n2", "n2-4", "http://127.0.0.1:2")
@@ -144,3 +149,43 @@ def test_fetch_json_reports_a_refusal_and_follows_no_redirect():
     assert _Member.seen == [("/ok", "Bearer t"), ("/refuses", "Bearer t"), ("/moved", "Bearer t")]
     with pytest.raises(MemberRefused, match="it could not be reached"):
         fetch_json(base + "/ok", None, 2.0)  # closed now
+
+
+def _self_signed(directory) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 signed by its own key: its own authority."""
+    cert, key = str(directory / "member.pem"), str(directory / "member.key")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+def test_a_member_over_https_is_asked_trusting_tls_ca_and_reported_untrusted_without_it(tmp_path):
+    cert, key = _self_signed(tmp_path)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Member)
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain(cert, key)
+    server.socket = serving.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"https://127.0.0.1:{server.server_port}/ok"
+    try:
+        trusting = AdminSettings(tls_ca=cert).member_trust()
+        assert fetch_json(url, "Bearer t", 5.0, trusting) == {"s": [{"queue": "q"}]}
+        with pytest.raises(MemberRefused, match=r"its certificate is not trusted \(.*\): \[admin\] tls_ca names"):
+            fetch_json(url, "Bearer t", 5.0, AdminSettings().member_trust())
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_tls_ca_that_is_not_pem_certificates_refuses_the_settings(tmp_path):
+    not_pem = tmp_path / "ca.pem"
+    not_pem.write_text("not a certificate\n")
+    for tls_ca in (str(not_pem), str(tmp_path / "missing.pem")):
+        with pytest.raises(AdminSettingsRefused, match=r"\[admin\] tls_ca .* cannot be read as PEM certificates"):
+            AdminSettings(tls_ca=tls_ca).check()

@@ -93,6 +93,7 @@ EVERY_KEY = textwrap.dedent("""\
     tokens = "secrets/tokens"
     tls_cert = "pki/edge1.pem"
     tls_key = "pki/edge1.key"
+    tls_ca = "pki/ca.pem"
     allowed_hosts = ["edge1.example"]
     """)
 
@@ -167,6 +168,7 @@ def test_every_key_set_is_read_back_into_its_setting(node_dir):
         admin_tokens=f"{here}/secrets/tokens",
         admin_tls_cert=f"{here}/pki/edge1.pem",
         admin_tls_key=f"{here}/pki/edge1.key",
+        admin_tls_ca=f"{here}/pki/ca.pem",
         admin_allowed_hosts=("edge1.example",),
         spark_master="spark://spark:7077",
         spark_conf={"spark.cores.max": "2"},
@@ -212,6 +214,8 @@ def test_a_file_of_the_previous_release_gives_the_same_settings(tmp_path, sample
     before.update(crash_detection=True)
     # Nor NiFi Python processors.
     before.update(python_extensions=[], python_index_url="", python_find_links=[], python_no_index=False)
+    # Nor the authorities trusted when asking the other members (the system's).
+    before.update(admin_tls_ca="")
     now = json.loads(json.dumps(dataclasses.asdict(config)).replace(str(tmp_path), "<here>"))
     # As text, so that 4 and 4.0 differ.
     assert json.dumps(now, indent=2, sort_keys=True) == json.dumps(before, indent=2, sort_keys=True)
