@@ -80,20 +80,19 @@ import tantivy
 from . import files, run_format
 from .errors import CorruptFileError
 from .hooks import RunMergeHooks
-from .index_documents import json_documents, uuid_key
+from .index_documents import uuid_key
 from .policies import unclaimed_id_ranges
 from .query import ProvenanceQuery
-from .sorted_runs import FAN_IN, RunEntry, RunReader, build_runs, merge_rows, plan_merge
+from .sorted_runs import FAN_IN, FieldsReader, RunEntry, RunReader, build_runs, merge_rows, plan_merge
 
 SHARD_PREFIX = "shard-"
 MANIFEST = "shard.json"
 DEFAULT_SHARD_BYTES = 500 * 1024 * 1024
 UUID_TERMS_KEY = "key"  # uuids indexed by uuid_key
 UUID_TERMS_WHOLE = "whole"  # shards written before keys
-UUID_INDEX_RUNS = "runs"  # uuid and filename in sorted runs (`sorted_runs`)
-UUID_INDEX_TANTIVY = "tantivy"  # shards written before runs: every field in tantivy
-_RUN_FIELDS = ("uuid", "filename")
-_ID_CLAUSES = 512  # candidate ids per tantivy query that filters them
+UUID_INDEX_RUNS = "runs"  # events in sorted runs, a summary per file in tantivy
+UUID_INDEX_TANTIVY = "tantivy"  # shards written before runs: a document per event
+_KEY_FIELDS = ("uuid", "filename")
 
 
 def build_schema() -> tantivy.Schema:
@@ -109,6 +108,21 @@ def build_schema() -> tantivy.Schema:
 
 
 SCHEMA = build_schema()
+
+
+def build_summary_schema() -> tantivy.Schema:
+    """A shard of runs: one document per event file, its first id, its count of events,
+    and the set of values of each low-cardinality field in it, so that a query skips
+    the files that cannot match."""
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field("id", fast=True)
+    builder.add_unsigned_field("count", fast=True)
+    for name in ("type", "component", "relationship"):
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    return builder.build()
+
+
+SUMMARY_SCHEMA = build_summary_schema()
 
 
 @dataclass
@@ -266,7 +280,8 @@ class IndexShard:
         self.name = os.path.basename(path)
         self.manifest = manifest
         try:
-            self.index = tantivy.Index(SCHEMA, path=path, reuse=True)
+            self.schema = SUMMARY_SCHEMA if manifest.uuid_index == UUID_INDEX_RUNS else SCHEMA
+            self.index = tantivy.Index(self.schema, path=path, reuse=True)
         except (ValueError, OSError) as error:  # tantivy's own checks (a damaged meta.json, a missing file)
             raise _damaged(path, f"tantivy cannot open the shard: {error}") from None
         # The repository reloads after its own commits. A reader that reloads itself
@@ -276,16 +291,17 @@ class IndexShard:
         self.index.config_reader(reload_policy="Manual")
         self.writer: tantivy.IndexWriter | None = None
         self.runs_path = os.path.join(path, run_format.DIRECTORY)
-        self._readers: dict[str, RunReader] = {}  # by run name, loaded on first use
+        self._readers: dict[str, RunReader | FieldsReader] = {}  # by run name, loaded on first use
         self._readers_lock = threading.Lock()
 
-    def run_reader(self, run: RunEntry) -> RunReader:
+    def run_reader(self, run: RunEntry) -> RunReader | FieldsReader:
         """The run's rows, memory-mapped once and kept; FileNotFoundError if a merge
         replaced it and deleted it since the caller read the manifest."""
         with self._readers_lock:
             reader = self._readers.get(run.name)
         if reader is None:
-            reader = RunReader(run_format.read_run(os.path.join(self.runs_path, run.name), run.field))
+            rows = run_format.read_run(os.path.join(self.runs_path, run.name), run.field)
+            reader = FieldsReader(rows) if run.field == "fields" else RunReader(rows)
             with self._readers_lock:
                 reader = self._readers.setdefault(run.name, reader)
         return reader
@@ -330,24 +346,15 @@ class IndexShard:
         return files.tree_size(self.path)
 
 
-def _tantivy_query(query: ProvenanceQuery, uuid_terms: str, *, ids: np.ndarray | None = None) -> tantivy.Query:
-    """`query` for tantivy; with `ids`, its fields but uuid and filename (which sorted
-    runs answered), and only the events of `ids`."""
+def _tantivy_query(query: ProvenanceQuery, uuid_terms: str) -> tantivy.Query:
+    """`query` for a shard from before runs (a document per event)."""
     terms = query.terms()
-    if ids is not None:
-        terms = {name: value for name, value in terms.items() if name not in _RUN_FIELDS}
     if "uuid" in terms and uuid_terms == UUID_TERMS_KEY:
         terms["uuid"] = uuid_key(terms["uuid"])
     clauses = [
         (tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, name, value, index_option="basic"))
         for name, value in terms.items()
     ]
-    if ids is not None:
-        one_of = [
-            (tantivy.Occur.Should, tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, i, i))
-            for i in ids.tolist()
-        ]
-        clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(one_of)))
     if query.start_ms is not None or query.end_ms is not None:
         clauses.append(
             (
@@ -378,23 +385,108 @@ def _may_match(manifest: ShardManifest, query: ProvenanceQuery) -> bool:
     return query.max_event_id is None or min(manifest.files) <= query.max_event_id
 
 
-def _search_tantivy(shard: IndexShard, tq: tantivy.Query, wanted: int) -> tuple[list[int], int]:
-    """The ids of the `wanted` newest hits of `tq` in the shard, and how many hits."""
+def _search_tantivy(shard: IndexShard, tq: tantivy.Query, wanted: int, value: str = "id") -> tuple[list[int], int]:
+    """Fast field `value` of the `wanted` newest hits (by id) of `tq` in the shard, and
+    how many hits."""
     try:
         searcher = shard.index.searcher()
         # Counting rides along the ordered collection, which visits every match anyway.
-        result = searcher.search(tq, wanted, count=True, order_by_field="id", order=tantivy.Order.Desc)
+        result = searcher.search(tq, max(1, wanted), count=True, order_by_field="id", order=tantivy.Order.Desc)
         addresses = [address for _, address in result.hits]
-        found = searcher.fast_field_values("id", addresses) if addresses else []
+        found = searcher.fast_field_values(value, addresses) if addresses else []
     except ValueError as error:  # a file damaged since the shard was opened
         raise _damaged(shard.path, f"tantivy cannot search the shard: {error}") from None
     return list(found), result.count
+
+
+def _summary_query(terms: dict[str, str]) -> tantivy.Query:
+    """The files of a shard of runs that hold a value of every term."""
+    clauses = [
+        (tantivy.Occur.Must, tantivy.Query.term_query(SUMMARY_SCHEMA, name, value, index_option="basic"))
+        for name, value in terms.items()
+    ]
+    if not clauses:
+        return tantivy.Query.all_query()
+    return clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
+
+
+def _summary_document(first_id: int, runs: dict) -> str:
+    """The tantivy document of one event file in a shard of runs (`build_summary_schema`)."""
+    fields = runs["fields"]
+    document: dict[str, object] = {"id": first_id, "count": fields.num_rows}
+    for name in ("type", "component", "relationship"):
+        values = fields.column(name).combine_chunks().dictionary.to_pylist()
+        document[name] = sorted({v for v in values if v})
+    return json.dumps(document)
 
 
 def _concatenated(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     if not pairs:
         return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     return np.concatenate([ids for ids, _ in pairs]), np.concatenate([times for _, times in pairs])
+
+
+def _run_hits(
+    shard: IndexShard,
+    query: ProvenanceQuery,
+    runs: list[RunEntry],
+    claimed: dict[int, tuple[int, int, int]],
+    wanted: int,
+) -> tuple[list[int], int]:
+    """Hits in a shard of runs. By uuid or filename: the rows of that key in every run of
+    the field, then the time range and cursor on those rows, then the other fields in
+    the fields runs. Otherwise: the claimed files whose summary holds every field's
+    value and whose time range and ids can match, and their rows of the fields runs."""
+    terms = {name: value for name, value in query.terms().items() if name not in _KEY_FIELDS}
+    fields = [(run, shard.run_reader(run)) for run in runs if run.field == "fields"]
+    if query.flowfile_uuid is None and query.filename is None:
+        firsts = {
+            first
+            for first, (_, low, high) in claimed.items()
+            if query.overlaps(low, high) and (query.max_event_id is None or first <= query.max_event_id)
+        }
+        if terms and firsts:
+            summary = _summary_query(terms)
+            matching, count = _search_tantivy(shard, summary, len(claimed) + 1)
+            if count > len(matching):  # more documents than claimed files: unclaimed ones too
+                matching, count = _search_tantivy(shard, summary, count)
+            firsts &= set(matching)
+        pages, total = [], 0
+        for run, reader in fields:
+            for first in run.files:
+                if first in firsts:
+                    found = reader.select(
+                        first, claimed[first][0], terms, query.start_ms, query.end_ms, query.max_event_id
+                    )  # type: ignore[union-attr]
+                    total += len(found)
+                    pages.append(found[-wanted:] if wanted else found[:0])
+        ids = np.sort(np.concatenate(pages))[::-1] if pages else np.empty(0, dtype=np.uint64)
+        return ids[:wanted].tolist(), total
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, value in (("uuid", query.flowfile_uuid), ("filename", query.filename)):
+        if value is None:
+            continue
+        if name == "uuid" and shard.manifest.uuid_terms == UUID_TERMS_KEY:
+            value = uuid_key(value)
+        found[name] = _concatenated([shard.run_reader(run).lookup(value) for run in runs if run.field == name])  # type: ignore[union-attr]
+    ids, times = found.pop("uuid") if "uuid" in found else found.pop("filename")
+    keep = np.ones(len(ids), dtype=bool)
+    if found:  # both uuid and filename: the events that name both
+        keep &= np.isin(ids, found["filename"][0])
+    if query.start_ms is not None:
+        keep &= times >= query.start_ms
+    if query.end_ms is not None:
+        keep &= times <= query.end_ms
+    if query.max_event_id is not None:
+        keep &= ids <= query.max_event_id
+    ids = ids[keep]
+    if terms and len(ids):
+        held = np.zeros(len(ids), dtype=bool)
+        for _, reader in fields:
+            held |= reader.holds(ids, terms)  # type: ignore[union-attr]
+        ids = ids[held]
+    ids = np.sort(ids)[::-1]
+    return ids[:wanted].tolist(), len(ids)
 
 
 class IndexHits(NamedTuple):
@@ -503,13 +595,13 @@ class ShardedIndex:
         # which the next writable opening deletes (`delete_unlisted_runs`).
         runs = []
         files.ensure_directory(shard.runs_path)
-        for name, rows in build_runs(table).items():
+        built = build_runs(table)
+        for name, rows in built.items():
             if rows.num_rows:
                 written = run_format.write_run(shard.runs_path, name, [first_id], rows)
                 runs.append(RunEntry(name, written, 0, (first_id,)))
         ran = time.perf_counter()
-        for doc in json_documents(table, uuid_and_filename=False):
-            writer.add_json(doc)
+        writer.add_json(_summary_document(first_id, built))
         added = time.perf_counter()
         if before_commit is not None:
             before_commit()
@@ -549,7 +641,7 @@ class ShardedIndex:
         unlisted. No event is ever in no listed run, nor in two."""
         while (group := plan_merge(shard.manifest.runs, self._fan_in)) is not None:
             field_name = group[0].field
-            rows = merge_rows([shard.run_reader(run).rows for run in group])
+            rows = merge_rows(field_name, [shard.run_reader(run).rows for run in group])
             first_ids = sorted(first for run in group for first in run.files)
             name = run_format.write_run(shard.runs_path, field_name, first_ids, rows)
             merged = RunEntry(field_name, name, group[0].level + 1, tuple(first_ids))
@@ -566,20 +658,23 @@ class ShardedIndex:
     def forget_unclaimed(self) -> int:
         """Delete the active shard's documents that its manifest does not claim (recovery
         only, before anything is indexed again: rule 3 of the module docstring); returns
-        how many there were. Commits only when there was one."""
+        how many events they indexed (a shard of runs has one document per event file,
+        which says how many events it has). Commits only when there was one."""
         if not self.shards or self.shards[-1].manifest.closed:
             return 0
         shard = self.shards[-1]
         claimed = [(first, last) for first, (last, _, _) in shard.manifest.files.items()]
         queries = [
-            tantivy.Query.range_query(SCHEMA, "id", tantivy.FieldType.Unsigned, low, high)
+            tantivy.Query.range_query(shard.schema, "id", tantivy.FieldType.Unsigned, low, high)
             for low, high in unclaimed_id_ranges(claimed)
         ]
-        try:
-            searcher = shard.index.searcher()
-            unclaimed = sum(searcher.search(query, 1, count=True).count for query in queries)
-        except ValueError as error:
-            raise _damaged(shard.path, f"tantivy cannot search the shard: {error}") from None
+        unclaimed = 0
+        for query in queries:
+            if shard.manifest.uuid_index == UUID_INDEX_RUNS:
+                counts, documents = _search_tantivy(shard, query, 1_000_000, "count")
+                unclaimed += sum(counts) if documents else 0
+            else:
+                unclaimed += _search_tantivy(shard, query, 1)[1]
         if unclaimed:
             writer = shard.open_writer(self._heap, self._threads)
             for query in queries:
@@ -627,8 +722,7 @@ class ShardedIndex:
                 skipped += 1
                 continue
             searched += 1
-            by_runs = query.flowfile_uuid is not None or query.filename is not None
-            if by_runs and shard.manifest.uuid_index == UUID_INDEX_RUNS:
+            if shard.manifest.uuid_index == UUID_INDEX_RUNS:
                 found, count = self._search_runs(shard, query, wanted)
             else:
                 found, count = _search_tantivy(shard, _tantivy_query(query, shard.manifest.uuid_terms), wanted)
@@ -638,49 +732,18 @@ class ShardedIndex:
         return IndexHits(ids[query.offset : wanted], ids[0] if ids else None, total, searched, skipped)
 
     def _search_runs(self, shard: IndexShard, query: ProvenanceQuery, wanted: int) -> tuple[list[int], int]:
-        """Hits of a query by uuid or filename in a shard whose runs index them: looked
-        up in every run of the field, the time range and cursor applied to the rows,
-        and any other field asked of tantivy for those ids alone."""
-        found: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        """The `wanted` newest hits of `query` in a shard of runs, and how many hits."""
         for attempt in range(3):
             with self._lock:
                 runs = list(shard.manifest.runs)
-            found = {}
+                claimed = dict(shard.manifest.files)
             try:
-                for name, value in (("uuid", query.flowfile_uuid), ("filename", query.filename)):
-                    if value is None:
-                        continue
-                    if name == "uuid" and shard.manifest.uuid_terms == UUID_TERMS_KEY:
-                        value = uuid_key(value)
-                    found[name] = [shard.run_reader(run).lookup(value) for run in runs if run.field == name]
-                break
+                return _run_hits(shard, query, runs, claimed, wanted)
             except FileNotFoundError:
-                if attempt == 2:  # merged away three times over: the shard is being dropped
+                # A merge replaced a run since the manifest was read: read it again.
+                if attempt == 2:
                     raise
-        ids, times = _concatenated(found.pop("uuid" if "uuid" in found else "filename"))
-        if found:  # both uuid and filename: the events that name both
-            keep = np.isin(ids, _concatenated(found.pop("filename"))[0])
-            ids, times = ids[keep], times[keep]
-        keep = np.ones(len(ids), dtype=bool)
-        if query.start_ms is not None:
-            keep &= times >= query.start_ms
-        if query.end_ms is not None:
-            keep &= times <= query.end_ms
-        if query.max_event_id is not None:
-            keep &= ids <= query.max_event_id
-        ids = ids[keep]
-        if any(name not in _RUN_FIELDS for name in query.terms()) and len(ids):
-            hits, count = [], 0
-            for low in range(0, len(ids), _ID_CLAUSES):
-                chunk = ids[low : low + _ID_CLAUSES]
-                some, some_count = _search_tantivy(
-                    shard, _tantivy_query(query, shard.manifest.uuid_terms, ids=chunk), wanted
-                )
-                hits.extend(some)
-                count += some_count
-            return hits, count
-        ids = np.sort(ids)[::-1]
-        return ids[:wanted].tolist(), len(ids)
+        raise AssertionError("unreachable")
 
     def refresh(self) -> None:
         """Pick up shards and commits made by another process (read-only users)."""

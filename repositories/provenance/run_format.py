@@ -1,26 +1,32 @@
-"""The sorted-run file: one indexed field's (key, event id, time) entries, sorted by key.
+"""The sorted-run file: one indexed field's rows, sorted, as an Arrow IPC file.
 
-A shard (`index`) indexes the two high-cardinality fields, FlowFile uuid and filename,
-in sorted runs rather than in tantivy: each event file indexed gives one run per
-field, and runs of a shard are merged LSM-style (`sorted_runs`). A run lives in the
-shard's directory, under ``runs/``, named
+A shard (`index`) indexes events in sorted runs rather than one tantivy document per
+event: each event file indexed gives one run of each of three kinds, and runs of a
+shard are merged LSM-style (`sorted_runs`):
+    uuid      (key, id, time) of every uuid an event names, sorted by (key, id)
+    filename  (key, id, time) of every event with a filename, sorted by (key, id)
+    fields    (id, time, type, component, relationship) of every event, sorted by id
+A run lives in the shard's directory, under ``runs/``, named
 
     <field>-<lowest first id:020d>-<highest first id:020d>.run
 
 after the event files it indexes (a run of one file: both ids are that file's first
-id). `<field>` is ``uuid`` or ``filename``. A name that does not parse is not a run.
+id). `<field>` is ``uuid``, ``filename`` or ``fields``. A name that does not parse is
+not a run.
 
 The file is an Arrow IPC file (Arrow's "file format", version 5 of its metadata), its
 buffers uncompressed so that it is read by memory-mapping it, without copy:
 
     offset 0      b"ARROW1\\0\\0"            magic (6 bytes) and 2 bytes of padding
     8             the schema message        flatbuffer, with the metadata below
-    ...           one record batch message  the three columns, 64-byte aligned
+    ...           dictionary batches        of a fields run: the values of its three
+                                            dictionary columns
+    ...           one record batch message  the columns, 64-byte aligned
     ...           the footer                flatbuffer: schema and the batch's offset
     end - 10      footer length             int32, little-endian
     end - 6       b"ARROW1"                 magic
 
-The schema, in this order, none nullable:
+The schema of a uuid or filename run (`KEY_SCHEMA`), in this order, none nullable:
     key      utf8    the uuid's index key (`index_documents.uuid_key`) or the filename
     id       uint64  the event id
     time_ms  int64   the event's time (ms since the epoch), so a time range needs no
@@ -28,6 +34,14 @@ The schema, in this order, none nullable:
 Rows are sorted by (key, id) in byte order of the key's UTF-8, with no two rows equal:
 an event that names one key twice (a uuid that is also its own child, two uuids that
 share a key) has one row for it.
+
+The schema of a fields run (`FIELDS_SCHEMA`), one row per event, sorted by id:
+    id            uint64                     the event id
+    time_ms       int64                      the event's time
+    type          dictionary<int32, utf8>    the event type's NiFi name
+    component     dictionary<int32, utf8>    the component id
+    relationship  dictionary<int32, utf8>    the relationship; null when the event has
+                                             none or an empty one (never indexed)
 
 Schema metadata (UTF-8 keys and values):
     custody.run.version  "1"
@@ -53,22 +67,39 @@ from . import files
 from .errors import CorruptFileError
 
 VERSION = "1"
-FIELDS = ("uuid", "filename")
+FIELDS = ("uuid", "filename", "fields")
+KEY_FIELDS = ("uuid", "filename")
 DIRECTORY = "runs"
 SUFFIX = ".run"
 PARTIAL = ".partial"
 
-SCHEMA = pa.schema(
+KEY_SCHEMA = pa.schema(
     [
         pa.field("key", pa.string(), nullable=False),
         pa.field("id", pa.uint64(), nullable=False),
         pa.field("time_ms", pa.int64(), nullable=False),
     ]
 )
+_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+FIELDS_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.uint64(), nullable=False),
+        pa.field("time_ms", pa.int64(), nullable=False),
+        pa.field("type", _DICTIONARY, nullable=False),
+        pa.field("component", _DICTIONARY, nullable=False),
+        pa.field("relationship", _DICTIONARY),
+    ]
+)
+
+
+def schema_of(field: str) -> pa.Schema:
+    return FIELDS_SCHEMA if field == "fields" else KEY_SCHEMA
+
+
 _VERSION_KEY = b"custody.run.version"
 _FIELD_KEY = b"custody.run.field"
 _FILES_KEY = b"custody.run.files"
-_NAME = re.compile(r"^(uuid|filename)-([0-9]{20})-([0-9]{20})\.run\Z")
+_NAME = re.compile(r"^(uuid|filename|fields)-([0-9]{20})-([0-9]{20})\.run\Z")
 
 
 def run_name(field: str, first_ids: list[int]) -> str:
@@ -86,12 +117,8 @@ def parse_name(name: str) -> tuple[str, int, int] | None:
     return match.group(1), int(match.group(2)), int(match.group(3))
 
 
-def empty_table() -> pa.Table:
-    return SCHEMA.empty_table()
-
-
 def write_run(directory: str, field: str, first_ids: list[int], rows: pa.Table) -> str:
-    """Write `rows` (sorted, in `SCHEMA`) as the run of `field` over `first_ids`, whole:
+    """Write `rows` (sorted, in `schema_of(field)`) as the run of `field` over `first_ids`, whole:
     partial file, fsync, rename, fsync of the directory. Returns the run's name."""
     name = run_name(field, first_ids)
     path = os.path.join(directory, name)
@@ -100,7 +127,8 @@ def write_run(directory: str, field: str, first_ids: list[int], rows: pa.Table) 
         _FIELD_KEY: field.encode(),
         _FILES_KEY: ",".join(str(i) for i in sorted(first_ids)).encode(),
     }
-    table = rows.select(SCHEMA.names).cast(SCHEMA).replace_schema_metadata(metadata)
+    schema = schema_of(field)
+    table = rows.select(schema.names).cast(schema).replace_schema_metadata(metadata)
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=max(1, table.num_rows))
@@ -125,10 +153,10 @@ def read_run(path: str, field: str) -> pa.Table:
     if (
         metadata.get(_VERSION_KEY) != VERSION.encode()
         or metadata.get(_FIELD_KEY) != field.encode()
-        or not table.schema.remove_metadata().equals(SCHEMA)
+        or not table.schema.remove_metadata().equals(schema_of(field))
     ):
         raise _damaged(path, "its schema or metadata is not that of a sorted run")
-    return table.combine_chunks() if table.column("key").num_chunks != 1 else table
+    return table.combine_chunks() if table.column("id").num_chunks != 1 else table
 
 
 def _damaged(path: str, reason: str) -> CorruptFileError:

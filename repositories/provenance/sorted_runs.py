@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from . import index_documents
 from .index_documents import filenames
-from .run_format import SCHEMA
+from .run_format import FIELDS_SCHEMA, KEY_SCHEMA, schema_of
 
 FAN_IN = 8  # runs of one level merged into one of the next
 FENCE = 256  # keys between two fence keys
@@ -57,7 +57,7 @@ def plan_merge(runs: Sequence[RunEntry], fan_in: int = FAN_IN) -> list[RunEntry]
 
 
 def _sorted_unique(keys: pa.Array, ids: pa.Array, times: pa.Array) -> pa.Table:
-    table = pa.table([keys, pc.cast(ids, pa.uint64()), pc.cast(times, pa.int64())], schema=SCHEMA)
+    table = pa.table([keys, pc.cast(ids, pa.uint64()), pc.cast(times, pa.int64())], schema=KEY_SCHEMA)
     if table.num_rows == 0:
         return table
     order = pc.sort_indices(table, sort_keys=[("key", "ascending"), ("id", "ascending")])
@@ -113,20 +113,48 @@ def filename_rows(events: pa.Table) -> pa.Table:
     )
 
 
+def fields_rows(events: pa.Table) -> pa.Table:
+    """The fields run of a table of events: id, time and the low-cardinality fields of
+    each event, in id order, strings dictionary-encoded."""
+    events = events.combine_chunks() if isinstance(events, pa.Table) else events
+    relationship = _array(events, "relationship")
+    named = pc.fill_null(pc.greater(pc.utf8_length(relationship), 0), False)
+    relationship = pc.if_else(named, relationship, pa.scalar(None, pa.string()))
+    table = pa.table(
+        [
+            pc.cast(_array(events, "id"), pa.uint64()),
+            pc.cast(_array(events, "time_ms"), pa.int64()),
+            pc.dictionary_encode(_array(events, "event_type")),
+            pc.dictionary_encode(_array(events, "component_id")),
+            pc.dictionary_encode(relationship),
+        ],
+        schema=FIELDS_SCHEMA,
+    )
+    ids = table.column("id").chunk(0)
+    if len(ids) > 1 and not pc.all(pc.less(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py():
+        table = table.take(pc.sort_indices(ids))
+    return table
+
+
 def build_runs(events: pa.Table) -> dict[str, pa.Table]:
-    """Both runs of one event file's events, by field."""
-    return {"uuid": uuid_rows(events), "filename": filename_rows(events)}
+    """The three runs of one event file's events, by field."""
+    return {"uuid": uuid_rows(events), "filename": filename_rows(events), "fields": fields_rows(events)}
 
 
-def merge_rows(runs: Sequence[pa.Table]) -> pa.Table:
-    """One sorted run holding every row of `runs` (each sorted; their ids disjoint)."""
+def merge_rows(field: str, runs: Sequence[pa.Table]) -> pa.Table:
+    """One sorted run of `field` holding every row of `runs` (each sorted; their ids
+    disjoint)."""
+    schema = schema_of(field)
     if not runs:
-        return SCHEMA.empty_table()
-    table = pa.concat_tables([r.select(SCHEMA.names).cast(SCHEMA) for r in runs]).combine_chunks()
+        return schema.empty_table()
+    table = pa.concat_tables([r.select(schema.names).cast(schema) for r in runs])
+    if field == "fields":
+        table = table.unify_dictionaries()
+    table = table.combine_chunks()
     if table.num_rows == 0:
         return table
-    order = pc.sort_indices(table, sort_keys=[("key", "ascending"), ("id", "ascending")])
-    return table.take(order).combine_chunks()
+    keys = [("id", "ascending")] if field == "fields" else [("key", "ascending"), ("id", "ascending")]
+    return table.take(pc.sort_indices(table, sort_keys=keys)).combine_chunks()
 
 
 def _array(table, name: str) -> pa.Array:
@@ -171,3 +199,51 @@ class RunReader:
 
 _NO_IDS = np.empty(0, dtype=np.uint64)
 _NO_TIMES = np.empty(0, dtype=np.int64)
+
+
+class FieldsReader:
+    """Matches of the low-cardinality fields, time range and cursor in one fields run
+    (rows sorted by id), in numpy over the dictionary codes; safe to share."""
+
+    def __init__(self, rows: pa.Table):
+        rows = rows.combine_chunks() if rows.column("id").num_chunks != 1 else rows
+        self.rows = rows
+        self.ids = _array(rows, "id").to_numpy()
+        self.times = _array(rows, "time_ms").to_numpy()
+        self._codes: dict[str, np.ndarray] = {}
+        self._values: dict[str, list] = {}
+        for name in ("type", "component", "relationship"):
+            column = _array(rows, name)
+            self._codes[name] = pc.fill_null(column.indices, -1).to_numpy()
+            self._values[name] = column.dictionary.to_pylist()
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _match(self, where: slice | np.ndarray, terms: dict[str, str], start_ms, end_ms, max_id) -> np.ndarray:
+        keep = np.ones(len(self.ids[where]), dtype=bool)
+        for name, value in terms.items():
+            codes = [i for i, v in enumerate(self._values[name]) if v == value]
+            keep &= np.isin(self._codes[name][where], codes)
+        if start_ms is not None:
+            keep &= self.times[where] >= start_ms
+        if end_ms is not None:
+            keep &= self.times[where] <= end_ms
+        if max_id is not None:
+            keep &= self.ids[where] <= max_id
+        return keep
+
+    def select(self, low_id: int, high_id: int, terms: dict[str, str], start_ms, end_ms, max_id) -> np.ndarray:
+        """Ids in [low_id, high_id] whose fields are `terms`, in the time range, at most
+        `max_id` (None: no bound)."""
+        low = int(np.searchsorted(self.ids, low_id, side="left"))
+        high = int(np.searchsorted(self.ids, high_id, side="right"))
+        where = slice(low, high)
+        return self.ids[where][self._match(where, terms, start_ms, end_ms, max_id)]
+
+    def holds(self, ids: np.ndarray, terms: dict[str, str]) -> np.ndarray:
+        """Which of `ids` this run holds with fields `terms` (a mask over `ids`)."""
+        where = np.minimum(np.searchsorted(self.ids, ids), max(0, len(self.ids) - 1))
+        if len(self.ids) == 0:
+            return np.zeros(len(ids), dtype=bool)
+        return (self.ids[where] == ids) & self._match(where, terms, None, None, None)

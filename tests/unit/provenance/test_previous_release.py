@@ -65,7 +65,9 @@ def test_new_events_go_to_a_shard_of_runs_and_old_ones_are_still_found(old_repos
         repository.sync()
         shards = repository.index.shards
         assert [s.manifest.uuid_index for s in shards] == ["tantivy"] * 3 + ["runs"]
-        assert [run.field for run in shards[-1].manifest.runs] == ["uuid", "filename"]
+        assert [run.field for run in shards[-1].manifest.runs] == ["uuid", "filename", "fields"]
+        changed = repository.query(ProvenanceQuery(event_type="ATTRIBUTES_MODIFIED"))
+        assert [e.event_id for e in changed.events] == [19, 14, 8, 2] and changed.total == 4
         both = repository.query(ProvenanceQuery(flowfile_uuid=uuid))
         assert [e.event_id for e in both.events] == [19, 6, 5, 4, 3, 2, 1] and both.total == 7
         named = repository.query(ProvenanceQuery(filename="file-7.txt"))

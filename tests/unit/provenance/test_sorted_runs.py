@@ -65,7 +65,7 @@ def test_lookups_match_a_plain_scan_across_fences():
             "time_ms": pa.array([T0_MS + i for i in range(len(keys))], pa.int64()),
         }
     )
-    reader = RunReader(merge_rows([table]))
+    reader = RunReader(merge_rows("uuid", [table]))
     for key in sorted(set(keys)) + ["", "0", "k0005", "l", "mm", "zzz"]:
         ids, times = reader.lookup(key)
         expected = [i for i, k in enumerate(keys) if k == key]
@@ -156,5 +156,6 @@ def test_a_crash_in_a_merge_of_runs_leaves_every_event_in_one_listed_run(tmp_pat
     assert index.search(ProvenanceQuery(flowfile_uuid=A)).ids == [8, 5, 2]
     # No filename in these events: no filename run. Files 1 and 4 merged, 7 alone.
     runs = sorted((run.field, run.level, run.files) for run in index.shards[0].manifest.runs)
-    assert runs == [("uuid", 0, (7,)), ("uuid", 1, (1, 4))] and len(run_files(tmp_path)) == 2
+    assert runs == [(field, level, files) for field in ("fields", "uuid") for level, files in ((0, (7,)), (1, (1, 4)))]
+    assert len(run_files(tmp_path)) == 4
     index.close()
