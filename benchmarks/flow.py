@@ -33,7 +33,8 @@ The raw limits are measured in the same run, on the same disk:
   `ratio_1mb_to_disk` = mb_per_sec_1mb / that.
 Anchor: NiFi's published ~83,000 FlowFiles/s end to end on one node
 (`ratio_to_nifi_anchor`, `ratio_engine_to_nifi_anchor`). `--profile` adds the top
-functions by own time of the engine flow, and the microseconds per FlowFile they take.
+functions by own time of the engine flow and of the 1 MB flow (`profile_engine_flow`,
+`profile_1mb_flow`), and the microseconds per FlowFile they take.
 """
 
 from __future__ import annotations
@@ -379,6 +380,10 @@ def run(args) -> dict:
                 pressure,
             )
             result["profile_engine_flow"] = profiled["profile"]
+            profiled = _run_flow(
+                os.path.join(root, "profiled-1mb"), large, 1 << 20, 1, args.threads, outbox, True, 0, pressure
+            )
+            result["profile_1mb_flow"] = profiled["profile"]
         return result
     finally:
         if not args.dir:
