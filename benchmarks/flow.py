@@ -56,15 +56,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--profile", action="store_true", help="profile the engine flow (slower) and report")
     parser.add_argument("--no-outbox", action="store_true", help="without the provenance outbox")
-    from benchmarks.nifi_anchor.rounds import add_arguments as add_nifi_arguments
-
-    add_nifi_arguments(parser)
     parser.add_argument(
         "--back-pressure",
         type=int,
         default=DEFAULT_BACK_PRESSURE,
         help="FlowFiles a connection holds before back pressure (default: NiFi's 10,000; above 20,000 queues swap)",
     )
+    from benchmarks.nifi_anchor.rounds import add_arguments as add_nifi_arguments
+
+    add_nifi_arguments(parser)
 
 
 def flow_definition(
@@ -319,7 +319,7 @@ def run(args) -> dict:
     if args.against_nifi:
         from benchmarks.nifi_anchor.rounds import run as run_against_nifi
 
-        return run_against_nifi(args, {"engine": engine, "small": small, "1mb": large})
+        return run_against_nifi(args, {"engine": engine, "small": small, "1mb": large}, _run_flow, flow_definition)
     batch, merge = 1000, 1000
     pressure = args.back_pressure
     outbox = not args.no_outbox
