@@ -6,7 +6,11 @@ file with the same fsync policy (`--fsync batch`: one fdatasync at the end of th
 as a session commit does; `--fsync claim`: one per claim). `ratio_local_<size>` is
 repository MB/s over raw MB/s. With `--hdfs URL`, the replicating repository (local +
 HDFS, hsync) is compared with raw hdfs-native writes of the same bytes (one file,
-hsync at the end, or per claim): `ratio_replicated_<size>`. Reading up to 200 of
+hsync at the end, or per claim): `ratio_replicated_<size>`. The replicated claims are
+written by `--sessions` threads side by side (4 by default), each committing (sync,
+then check_durable) every 100 of its claims, as a node's sessions do: one commit's
+hsync overlaps the others' writes. `--packed-resource-mb N` lets large claims share
+resource files of up to N MB on both replicas (`packed_resource_size`). Reading up to 200 of
 those claims back from HDFS, as an adopter reads a dead node's content, is measured
 one claim at a time (`hdfs_read_claims_per_sec_<size>`) and all at once with
 `read_many` (`hdfs_read_many_claims_per_sec_<size>`), from the writing repository
@@ -21,6 +25,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -35,6 +40,7 @@ QUICK_COUNTS = {"1kb": 30_000, "64kb": 500, "1mb": 50, "100mb": 1}
 HDFS_COUNTS = {"1kb": 20_000, "64kb": 500, "1mb": 100, "100mb": 2}
 HDFS_QUICK_COUNTS = {"1kb": 2000, "64kb": 100, "1mb": 20, "100mb": 1}
 COMMIT_CLAIMS = 100
+SESSIONS = 4
 CHUNK = 1 << 20
 
 
@@ -49,6 +55,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--hdfs", metavar="URL", help="also benchmark replication to this HDFS")
     parser.add_argument("--hdfs-base", default="/custody-bench", help="HDFS directory to use (deleted after)")
     parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated subset of " + ",".join(SIZES))
+    parser.add_argument(
+        "--packed-resource-mb",
+        type=int,
+        default=0,
+        help="replicated: large claims share a resource file of up to this many MB (packed_resource_size; "
+        "default 0: each fills one alone, as a clustered node configures today)",
+    )
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=SESSIONS,
+        help=f"threads writing replicated claims side by side, each committing every {COMMIT_CLAIMS} claims "
+        f"(a node's sessions; default {SESSIONS})",
+    )
 
 
 def _pieces(size: int, buffer: memoryview):
@@ -83,6 +103,53 @@ def _write_claims(
     if not per_claim_sync:
         repository.sync()
     return claims, time.perf_counter() - start
+
+
+def _write_sessions(repository, size: int, count: int, buffer: memoryview, sessions: int):
+    """Write `count` claims from `sessions` threads side by side, each committing every
+    `COMMIT_CLAIMS` of its claims (`sync`, then `check_durable`, as a session commit
+    does): the commits of one overlap the writes of the others."""
+    if sessions <= 1:
+        return _write_claims(repository, size, count, buffer, False, COMMIT_CLAIMS)
+    shares = _shares(count, sessions)
+    written: list[list] = [[] for _ in shares]
+    errors: list[BaseException] = []
+    start_line = threading.Barrier(sessions + 1)
+
+    def session(index: int) -> None:
+        try:
+            start_line.wait()
+            claims = written[index]
+            for number in range(1, shares[index] + 1):
+                with repository.write() as writer:
+                    for piece in _pieces(size, buffer):
+                        writer.write(piece)
+                claims.append(writer.claim)
+                if number % COMMIT_CLAIMS == 0 or number == shares[index]:
+                    repository.sync()
+                    repository.check_durable(claims[-COMMIT_CLAIMS:])
+        except BaseException as error:  # noqa: BLE001 - raised below, in the benchmark's thread
+            errors.append(error)
+
+    threads = [
+        threading.Thread(target=session, args=(index,), name=f"bench-session-{index}") for index in range(sessions)
+    ]
+    for thread in threads:
+        thread.start()
+    start_line.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return [claim for claims in written for claim in claims], elapsed
+
+
+def _shares(count: int, sessions: int) -> list[int]:
+    """How many of `count` claims each of `sessions` sessions writes."""
+    sessions = max(1, sessions)
+    return [count // sessions + (1 if index < count % sessions else 0) for index in range(sessions)]
 
 
 def _read_claims(repository, claims) -> float:
@@ -184,13 +251,21 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     base = args.hdfs_base.rstrip("/")
     storage.mkdir(base, parents=True, exist_ok=True)
     # As a clustered node configures its two replicas (`cluster.node.content`).
+    # With --packed-resource-mb, both replicas pack large claims alike (they must).
+    packing = {"packed_resource_size": args.packed_resource_mb << 20} if args.packed_resource_mb else {}
     local_config = ContentRepositoryConfig(
         sync_on_close=per_claim_sync,
         archive=ArchivePolicy(max_usage=None),
         max_appendable_claim_size=REPLICATED_RESOURCE_SIZE,
+        **packing,
     )
-    hdfs_config = dataclasses.replace(DEFAULT_HDFS_CONFIG, max_appendable_claim_size=REPLICATED_RESOURCE_SIZE)
+    hdfs_config = dataclasses.replace(
+        DEFAULT_HDFS_CONFIG, max_appendable_claim_size=REPLICATED_RESOURCE_SIZE, **packing
+    )
     commit_every = None if per_claim_sync else COMMIT_CLAIMS
+    sessions = 1 if per_claim_sync else max(1, args.sessions)
+    out["replicated_sessions"] = sessions
+    out["replicated_packed_resource_mb"] = args.packed_resource_mb
     try:
         for name in sizes:
             size, count = SIZES[name], counts[name]
@@ -203,9 +278,12 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
             )
             repository = ReplicatingContentRepository([local, hdfs], sync_on_close=per_claim_sync)
             calls_before = _hdfs_calls(storage)
-            claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync, commit_every)
+            if per_claim_sync:
+                claims, write_s = _write_claims(repository, size, count, buffer, per_claim_sync, commit_every)
+            else:
+                claims, write_s = _write_sessions(repository, size, count, buffer, sessions)
             calls = {op: n - calls_before[op] for op, n in _hdfs_calls(storage).items()}
-            commits = count if per_claim_sync else -(-count // COMMIT_CLAIMS)
+            commits = count if per_claim_sync else sum(-(-share // COMMIT_CLAIMS) for share in _shares(count, sessions))
             sample = claims[: max(1, min(len(claims), 200))]
             # What an adopter does with a dead node's claims: all of them at once (first,
             # so that it is the one that meets colder caches), then one by one.

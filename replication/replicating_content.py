@@ -74,6 +74,9 @@ log = logging.getLogger(__name__)
 # to retire it again (a writer that held it in the middle of a claim has let it go).
 SEAL_TIMEOUT_S = 60.0
 SEAL_POLL_S = 0.05
+# Commits whose follower syncs may run at once (the committing threads of a node's
+# sessions): more would only wait for the same hsync.
+SYNCS_IN_FLIGHT = 8
 
 
 class ReplicatedWriter(ClaimWriter):
@@ -358,6 +361,12 @@ class ReplicatingContentRepository(ContentStore):
                 f"replicas fill resources to different sizes ({sizes}): one would retire a resource the "
                 "leader still appends to; give every replica the same max_appendable_claim_size"
             )
+        packing = {replica.name: replica.config.packed_resource_size for replica in self.replicas}
+        if len(set(packing.values())) > 1:
+            raise ContentRepositoryError(
+                f"replicas pack large claims into resources of different sizes ({packing}): one would retire a "
+                "resource the leader still appends to; give every replica the same packed_resource_size"
+            )
         self.sync_on_close = self.replicas[0].config.sync_on_close if sync_on_close is None else sync_on_close
         # If any replica must close files to make them readable (HDFS), all retire
         # resources together, or the leader would append where a follower cannot.
@@ -374,7 +383,10 @@ class ReplicatingContentRepository(ContentStore):
         self._hooks = ContentHooks.coerce(hooks)
         for index, replica in enumerate(self.replicas):
             replica.on_resource_failing(functools.partial(self._failing, index))
-        self._pool = LazyPool(f"{name}-sync", max(1, len(self.replicas) - 1))  # followers beside the leader
+        # Followers synced beside the leader, for several commits at once: each waits for
+        # the sync that covers its claims, and one sync of a resource covers every
+        # commit that waited for it (group commit: `repositories.content.syncing`).
+        self._pool = LazyPool(f"{name}-sync", max(1, len(self.replicas) - 1) * SYNCS_IN_FLIGHT)
         self._degraded: dict[int, list[str]] = {}
 
     def too_old(self, leader: ContentWriter) -> bool:

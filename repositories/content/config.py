@@ -13,6 +13,12 @@ from .format import DEFAULT_MAX_APPENDABLE_CLAIM_SIZE
 @dataclass(frozen=True, slots=True)
 class ContentRepositoryConfig:
     max_appendable_claim_size: int = DEFAULT_MAX_APPENDABLE_CLAIM_SIZE
+    # Large claims (each at least max_appendable_claim_size) share a resource until it
+    # holds this many bytes: fewer files to create and close (on HDFS each is a NameNode
+    # round trip and a new write pipeline). None: a large claim fills its resource alone,
+    # which is what lets Spark read it in place (`flow.spark.by_reference`). Every
+    # replica of a replicating repository must use the same value.
+    packed_resource_size: int | None = None
     # True: a claim returned by close() is durable. False: durable after sync().
     sync_on_close: bool = True
     # HDFS cannot read the last block of a file still open for writing, so there a
@@ -29,6 +35,11 @@ class ContentRepositoryConfig:
     checksum_block_size: int = DEFAULT_CHECKSUM_BLOCK_SIZE
 
     def __post_init__(self) -> None:
+        if self.packed_resource_size is not None and self.packed_resource_size <= self.max_appendable_claim_size:
+            raise ContentRepositoryError(
+                f"packed_resource_size {self.packed_resource_size} must be larger than max_appendable_claim_size "
+                f"{self.max_appendable_claim_size} (or None: a large claim fills its resource alone)"
+            )
         if not 0 < self.checksum_block_size <= MAX_BLOCK_SIZE:
             raise ContentRepositoryError(
                 f"checksum_block_size {self.checksum_block_size} must be 1 .. {MAX_BLOCK_SIZE} bytes"

@@ -20,21 +20,27 @@ Lock plan:
   * `ResourceTable.lock` guards `open`, `closing`, `appendable`, `zero`, `archived`,
     `closed` and every OpenResource's `writing`, `retired` and `failed`. It is never held
     across I/O.
-  * Each OpenResource's `io_lock` guards its files, `pending`, `checksum_pending`
-    and `synced`; it
-    serialises a writer's appends with syncs and reads of that resource (an HDFS
-    writer is not thread-safe). `length` and `completed` belong to the resource's
-    writer while `writing` is set. Under `lock` alone, `sync` and `retire_locked`
-    read `length`, `synced` and `completed`: a stale value (they only grow) defers
-    a sync or a close to the next sync, never loses one.
-  * Order: an `io_lock` before `lock`, never the reverse (a failed append retires its
-    resource under `lock` while it holds `io_lock`).
+  * Each OpenResource's `io_lock` guards `pending`, `checksum_pending`, `synced`
+    and `sync_round`, and what is handed to its files: it serialises a writer's
+    appends with the flushes of syncs and reads of that resource.
+  * Each OpenResource's `file_lock` guards the calls into its two files (an HDFS
+    writer is not thread-safe): taken under `io_lock` for a write or a close, and
+    by a sync round across its hsync/fdatasync *without* `io_lock`, so that writers
+    of small claims go on filling `pending` while the bytes before them are made
+    durable (group commit: `syncing.ResourceSyncer`).
+  * `length`, `completed` and `last_claim_length` belong to the resource's writer
+    while `writing` is set. Under `lock` alone, `sync` and `retire_locked` read `length`, `synced` and
+    `completed`: a stale value (they only grow) defers a sync or a close to the
+    next sync, never loses one.
+  * Order: `io_lock`, then `file_lock`; an `io_lock` before `lock`,
+    never the reverse (a failed append retires its resource under `lock` while it
+    holds `io_lock`).
   * Claimant counts (`ClaimantCounts`) and lost ranges (`syncing.LostRanges`) have
     locks of their own, taken last.
   * `on_failing` is called without `lock` (perhaps with the failing resource's
     `io_lock`); what it calls takes other tables' `lock`s, never an `io_lock`.
   * `CompanionSyncs` syncs a checksum file on a thread of its own for a caller that
-    holds the resource's `io_lock` and waits for it: the lock is never taken there.
+    holds the resource's `file_lock` and waits for it: no lock is taken there.
 """
 
 from __future__ import annotations
@@ -64,11 +70,14 @@ class OpenResource:
         "checksum_file",
         "length",
         "completed",
+        "last_claim_length",
         "synced",
         "writing",
         "retired",
         "failed",
         "io_lock",
+        "file_lock",
+        "sync_round",
         "pending",
         "checksum_pending",
         "closed",
@@ -82,11 +91,16 @@ class OpenResource:
         self.checksum_file = checksum_file
         self.length = 0  # bytes handed to the file
         self.completed = 0  # end of the last closed claim
+        self.last_claim_length = 0  # how long the last closed claim is (`writing.is_full`)
         self.synced = 0  # bytes known durable
         self.writing = False
         self.retired = False
         self.failed = False
         self.io_lock = threading.Lock()
+        self.file_lock = threading.Lock()
+        # The sync under way of the bytes handed to the files (a `syncing.SyncRound`),
+        # which every commit that needs those bytes durable waits for.
+        self.sync_round: object | None = None
         # Bytes of completed, unsynced small claims not yet handed to the file: with
         # group commit, fifty 1 KB claims cost one write() instead of fifty. Flushed
         # before anything else touches the file (append, sync, read, close).
@@ -102,6 +116,10 @@ class OpenResource:
     def flush_pending(self) -> None:
         """Hand pending bytes to the resource file, then their checksum records to the
         checksum file. Caller holds `io_lock`."""
+        with self.file_lock:
+            self._flush_pending_locked()
+
+    def _flush_pending_locked(self) -> None:
         if self.pending:
             data, self.pending = self.pending, bytearray()
             self.file.write(data)
@@ -109,18 +127,27 @@ class OpenResource:
             records, self.checksum_pending = self.checksum_pending, bytearray()
             self.checksum_file.write(records)
 
+    def write_through(self, data) -> None:
+        """Flush pending bytes, then hand `data` to the resource file. Caller holds `io_lock`."""
+        with self.file_lock:
+            self._flush_pending_locked()
+            self.file.write(data)
+
     def sync_files(self, companion: CompanionSyncs) -> None:
         """Flush, then make both files durable, names included. Caller holds `io_lock`."""
-        self.flush_pending()
-        companion.beside(self.checksum_file.sync_data, self.file.sync)
+        with self.file_lock:
+            self._flush_pending_locked()
+            companion.beside(self.checksum_file.sync_data, self.file.sync)
         # Both files are in one directory, which the resource file's first sync fsynced.
         self.checksum_file.directory_synced()
 
-    def sync_data(self, companion: CompanionSyncs) -> None:
-        """Flush, then make both files' bytes durable; a new file's name is the caller's
-        (`file.unsynced_directory()`, which is the checksum file's too). Caller holds `io_lock`."""
-        self.flush_pending()
-        companion.beside(self.checksum_file.sync_data, self.file.sync_data)
+    def sync_flushed(self, companion: CompanionSyncs) -> None:
+        """Make both files' bytes durable, as far as they were handed to the files (a
+        sync round: `syncing.SyncRound`); a new file's name is the caller's
+        (`file.unsynced_directory()`, which is the checksum file's too). Takes
+        `file_lock`; the caller holds no `io_lock`: writers go on meanwhile."""
+        with self.file_lock:
+            companion.beside(self.checksum_file.sync_data, self.file.sync_data)
 
     def directory_synced(self) -> None:
         self.file.directory_synced()
@@ -130,11 +157,12 @@ class OpenResource:
         """Flush, then close both files (both are tried); raises the first failure.
         Caller holds `io_lock`."""
         failures = []
-        for step in (self.flush_pending, self.file.close, self.checksum_file.close):
-            try:
-                step()
-            except StorageError as error:
-                failures.append(error)
+        with self.file_lock:
+            for step in (self._flush_pending_locked, self.file.close, self.checksum_file.close):
+                try:
+                    step()
+                except StorageError as error:
+                    failures.append(error)
         if failures:
             raise failures[0]
 

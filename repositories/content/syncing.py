@@ -2,8 +2,15 @@
 
 `ResourceSyncer.sync()` makes every claim closed so far durable: one fdatasync (or
 hsync) of each resource file with unsynced bytes and of its checksum file, resources
-in parallel, then one fsync per directory that gained new files; it also closes the files of retired resources once
-their claims are synced.
+in parallel (and an fsync of a new file's directory); it also closes the files of
+retired resources once their claims are synced.
+
+Group commit: a resource is synced in rounds (`SyncRound`). A round hands the
+resource's pending bytes to its files under `io_lock`, then syncs them without it,
+so the writers of the next commits go on meanwhile; every commit whose claims the
+round covers waits for it rather than syncing again, and a commit that arrives
+during a round that does not cover its claims waits for it, then for the next one,
+which covers every commit that arrived meanwhile. One round at a time per resource.
 
 Lost ranges: completed claims whose bytes were not yet synced when their resource
 failed are reported by the next `sync()` as `ContentWriteFailed.lost`, and are
@@ -70,6 +77,19 @@ class LostRanges:
             )
 
 
+class SyncRound:
+    """One sync of a resource's files: the bytes handed to them before it began (up to
+    `end`) are durable once `done` is set without an `error`. Every commit that needs
+    those bytes waits for the same round (group commit)."""
+
+    __slots__ = ("end", "done", "error")
+
+    def __init__(self, end: int):
+        self.end = end
+        self.done = threading.Event()
+        self.error: StorageError | None = None
+
+
 class ResourceSyncer:
     """Syncs the open resources of one `ResourceTable` (see the module docstring)."""
 
@@ -117,45 +137,80 @@ class ResourceSyncer:
             raise error
 
     def _sync_all(self, targets: list[OpenResource]) -> list[StorageError | None]:
-        """fdatasync/hsync every target, in parallel (the journal of a local file
-        system commits concurrent fsyncs together; HDFS pipelines run side by side),
-        then fsync each new file's directory once, not once per file."""
-        if len(targets) > 1:
-            results = list(self._pool.executor().map(self._sync_data, targets))
-        else:
-            results = [self._sync_data(resource) for resource in targets]
-        outcomes: list[StorageError | None] = []
-        directories: dict[str, StorageError | None] = {}
-        for resource, (end, error) in zip(targets, results, strict=False):
-            if error is None and end is not None:
-                directory = resource.file.unsynced_directory()
-                if directory is not None:
-                    if directory not in directories:
-                        try:
-                            self._storage.sync_directory(directory)
-                            directories[directory] = None
-                        except StorageError as failure:
-                            directories[directory] = failure
-                    error = directories[directory]
-                    if error is None:
-                        resource.directory_synced()
-                if error is None:
-                    with resource.io_lock:
-                        resource.synced = max(resource.synced, end)
-            outcomes.append(error)
-        return outcomes
+        """Make every target durable up to the claims completed when this sync began,
+        resources side by side (the journal of a local file system commits concurrent
+        fsyncs together; HDFS pipelines run side by side), each through its sync rounds
+        (`SyncRound`): a round under way that covers those claims is waited for, not
+        repeated; one that does not is waited for, then the next round, which flushes
+        everything written meanwhile, covers them and every commit waiting with them."""
+        # A claim completed before this sync began ends at or before `completed` (read
+        # without the writer's lock: it only grows, and this thread completed its own).
+        wanted = {id(r): r.completed if r.completed > r.synced else r.length for r in targets}
+        outcomes: dict[int, StorageError | None] = {}
+        waiting = list(targets)
+        while waiting:
+            joined: list[tuple[OpenResource, SyncRound]] = []
+            started: list[tuple[OpenResource, SyncRound]] = []
+            for resource in waiting:
+                round_, is_new, error = self._round_for(resource, wanted[id(resource)])
+                if round_ is None:
+                    outcomes[id(resource)] = error
+                else:
+                    (started if is_new else joined).append((resource, round_))
+            # Rounds this sync started run on the pool, but one, run here.
+            for resource, round_ in started[1:]:
+                self._pool.submit(self._run_round, resource, round_)
+            if started:
+                self._run_round(*started[0])
+            waiting = []
+            for resource, round_ in [*started, *joined]:
+                round_.done.wait()
+                if round_.error is not None:
+                    outcomes[id(resource)] = round_.error
+                else:
+                    waiting.append(resource)  # covered by it, or by the next round
+        return [outcomes[id(resource)] for resource in targets]
 
-    def _sync_data(self, resource: OpenResource) -> tuple[int | None, StorageError | None]:
-        """(bytes now durable, or None if nothing was to sync; the error of a failed sync)."""
+    def _round_for(self, resource: OpenResource, wanted: int) -> tuple[SyncRound | None, bool, StorageError | None]:
+        """The round to wait for to have `resource` durable up to `wanted`: the one
+        under way, or a new one (flushed now; True); None when nothing is to sync, or
+        with the error of a failed flush."""
         with resource.io_lock:
-            if resource.failed or resource.length <= resource.synced:
-                return None, None
-            end = resource.length
+            if resource.failed or resource.synced >= wanted or resource.length <= resource.synced:
+                return None, False, None
+            current = resource.sync_round
+            if isinstance(current, SyncRound):
+                return current, False, None
             try:
-                resource.sync_data(self._table.companion_syncs)
+                resource.flush_pending()
             except StorageError as error:
-                return None, error
-            return end, None
+                return None, False, error
+            round_ = resource.sync_round = SyncRound(resource.length)
+            return round_, True, None
+
+    def _run_round(self, resource: OpenResource, round_: SyncRound) -> None:
+        """hsync/fdatasync both files of `resource` (and, for new files, their
+        directory), then mark the round's bytes durable and wake its waiters."""
+        error: StorageError | None = None
+        durable = False
+        try:
+            resource.sync_flushed(self._table.companion_syncs)
+            directory = resource.file.unsynced_directory()
+            if directory is not None:
+                self._storage.sync_directory(directory)
+                resource.directory_synced()
+            durable = True
+        except StorageError as failure:
+            error = failure
+        finally:
+            if not durable and error is None:  # anything else (a crash in a test's hook): not durable either
+                error = StorageError(f"the sync of {resource.claim.relative_path} did not finish", resource.root)
+            with resource.io_lock:
+                if durable:
+                    resource.synced = max(resource.synced, round_.end)
+                resource.sync_round = None
+            round_.error = error
+            round_.done.set()
 
     def shutdown(self, *, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait)

@@ -38,6 +38,20 @@ from .store import ClaimWriter
 CHECKSUM_RECORDS_BUFFERED = 4096
 
 
+def is_full(config: ContentRepositoryConfig, length: int, last_claim_length: int) -> bool:
+    """Whether a resource of `length` bytes, whose last claim is `last_claim_length`
+    bytes long, takes no more claims. Small claims share a resource until it holds
+    `max_appendable_claim_size`; a large claim (at least that long) fills it alone, or,
+    with `packed_resource_size`, shares it with the large claims before and after it
+    until it holds that much (the first small claim after them fills it). Replicas
+    decide alike: they hold the same bytes and the same claims."""
+    appendable = config.max_appendable_claim_size
+    if length < appendable:
+        return False
+    packed = config.packed_resource_size
+    return packed is None or last_claim_length < appendable or length >= packed
+
+
 class ContentWriter(ClaimWriter):
     """Writes one content claim. Use as a context manager; an exception aborts it.
 
@@ -82,8 +96,7 @@ class ContentWriter(ClaimWriter):
         with resource.io_lock:
             self._refuse_failed()
             try:
-                resource.flush_pending()
-                resource.file.write(data)
+                resource.write_through(data)
                 resource.checksum_pending += self._checksums.take()
                 if len(resource.checksum_pending) >= CHECKSUM_RECORDS_BUFFERED:
                     resource.flush_pending()
@@ -124,7 +137,8 @@ class ContentWriter(ClaimWriter):
     def resource_full(self) -> bool:
         """The resource holds as much as a resource should, or was retired meanwhile:
         the next claim goes elsewhere."""
-        return self._resource.retired or self._resource.length >= self._allocator.config.max_appendable_claim_size
+        resource = self._resource
+        return resource.retired or is_full(self._allocator.config, resource.length, resource.last_claim_length)
 
     def _complete_claim(self, sync: bool | None) -> ContentClaim:
         """Hand the claim's last bytes and checksum records to its resource; the claim."""
@@ -310,6 +324,7 @@ class ResourceAllocator:
 
     def complete_claim(self, resource: OpenResource, claim: ContentClaim) -> None:
         resource.completed = claim.offset + claim.length
+        resource.last_claim_length = claim.length
         # The writer is the first claimant; counted before release, so a full resource
         # is never collected between its release and the caller's bookkeeping.
         self.table.claimants.increment(claim.resource)
@@ -327,7 +342,7 @@ class ResourceAllocator:
                 or resource.retired
                 or resource.failed
                 or table.closed
-                or resource.length >= self.config.max_appendable_claim_size
+                or is_full(self.config, resource.length, resource.last_claim_length)
             )
             if retired:
                 to_close = table.retire_locked(resource)
