@@ -4,11 +4,15 @@ One NiFi JVM serves the whole run. Each round runs NiFi engine, Custody engine,
 NiFi small, Custody small, NiFi 1 MB, Custody 1 MB; the ratios are Custody over
 NiFi of the medians of the rounds. A NiFi flow is created through the REST API in a
 fresh process group, started, sampled from PutFile's status after the warm-up and
-until the window's end, then stopped, emptied and deleted. Custody's side is
-`custody bench flow`'s own measurement (benchmarks.flow._run_flow: a fixed count,
-first FlowFile generated to last written). The CPU seconds NiFi's JVM used over
-each window are read from /proc, and the benchmark process's own CPU time over each
-Custody run (its engine runs in this process).
+until the window's end, then stopped, emptied and deleted. Custody is measured
+twice: as `custody bench flow` measures it (benchmarks.flow._run_flow: a fixed
+count, first FlowFile generated to last written; `ratio_<flow>_vs_nifi`), and as
+NiFi is, PutFile's intake over the same warm-up and window of an endless flow
+(`ratio_<flow>_steady_vs_nifi`). The CPU seconds NiFi's JVM used over each window
+are read from /proc (and over each whole round, Custody's turns included), and the
+benchmark process's own CPU time over each Custody run (its engine runs in this
+process): `cpu_ratio_<flow>_nifi_to_custody` compares the CPU each spends per
+FlowFile (per MB for 1 MB), steadier than the rates on a shared machine.
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ def measure_nifi(
             "cpu_s": round(cpu_end - cpu_start, 2) if cpu_start is not None and cpu_end is not None else None,
         }
         result["cpu_us_per_unit"] = cpu_us_per_unit(result["cpu_s"], rate, last.seconds - first.seconds)
+        result["loadavg_1m"] = round(os.getloadavg()[0], 2)
         return result
     finally:
         _remove_group(client, group)
@@ -131,6 +136,7 @@ def measure_custody(root: Path, kind: str, count: int, args, run_flow: Callable)
         "seconds": round(result["seconds"], 3),
         "cpu_s": round(cpu_s, 2),
         "cpu_us_per_unit": cpu_us_per_unit(cpu_s, rate, result["seconds"]),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
     }
 
 
@@ -177,6 +183,7 @@ def measure_custody_steady(
         "window_s": round(seconds, 2),
         "cpu_s": round(cpu_end - cpu_start, 2),
         "cpu_us_per_unit": cpu_us_per_unit(cpu_end - cpu_start, rate, seconds),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
     }
 
 
@@ -246,6 +253,7 @@ def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Calla
             scheduling = args.nifi_default_scheduling
             for number in range(args.rounds):
                 entry: dict = {"round": number + 1}
+                jvm_cpu = nifi.cpu_seconds()
                 for kind in flows.KINDS:
                     entry[kind] = {
                         "nifi": measure_nifi(client, nifi, kind, root / "out", args.warmup, args.window, scheduling),
@@ -255,6 +263,11 @@ def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Calla
                         ),
                     }
                 entry["loadavg_1m"] = round(os.getloadavg()[0], 2)
+                # The whole round, Custody's turns included: NiFi's idle JVM costs too.
+                jvm_cpu_end = nifi.cpu_seconds()
+                entry["nifi_jvm_cpu_s"] = (
+                    round(jvm_cpu_end - jvm_cpu, 2) if jvm_cpu is not None and jvm_cpu_end is not None else None
+                )
                 rounds.append(entry)
     finally:
         if not args.dir:
