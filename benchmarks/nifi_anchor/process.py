@@ -4,7 +4,9 @@ The JVM runs `org.apache.nifi.NiFi` with lib/*.jar and conf/ on the class path a
 the system properties NiFi's bootstrap passes (nifi.properties' path, the log
 directory, the management server's address), plus bootstrap.conf's JVM arguments.
 `NiFiProcess` is a context manager: leaving it, normally or by an error, stops the
-JVM (SIGTERM, then SIGKILL after a deadline), so that no run leaves a JVM behind.
+JVM (SIGTERM, then SIGKILL after a deadline), so that no run leaves a JVM behind;
+and should the benchmark's process die without leaving it (SIGKILL), the kernel
+sends the JVM SIGTERM (`die_with_parent`, Linux's parent-death signal).
 """
 
 from __future__ import annotations
@@ -59,6 +61,17 @@ def find_java(root: Path = JVM_DIRECTORY, minimum: int = MINIMUM_JAVA) -> tuple[
     return java, major
 
 
+def die_with_parent() -> None:
+    """In a child between fork and exec: ask the kernel to send it SIGTERM when the
+    process that started it dies (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+PR_SET_PDEATHSIG = 1
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -103,6 +116,7 @@ class NiFiProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         finally:
             output.close()

@@ -3,11 +3,17 @@ configuration, the flows' REST documents and the steady rate. No test starts NiF
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
 
 from benchmarks.nifi_anchor import assembly, configuration, flows, process, rounds
+from cluster.services.process import wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def parse_manifest(text: str) -> dict[str, str]:
@@ -294,3 +300,33 @@ def test_without_a_jdk_of_21_the_error_says_what_to_install(tmp_path):
     _jdk(tmp_path, "java-17-openjdk-amd64", "17.0.12")
     with pytest.raises(process.NiFiStartError, match="Java 21 or newer"):
         process.find_java(tmp_path)
+
+
+def test_a_child_started_with_die_with_parent_ends_when_its_parent_is_killed(tmp_path):
+    """The JVM's guard against a benchmark killed without cleaning up, on a plain child."""
+    starter = (
+        "import subprocess, sys\n"
+        "from benchmarks.nifi_anchor.process import die_with_parent\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], preexec_fn=die_with_parent)\n"
+        "print(child.pid, flush=True)\n"
+        "child.wait()\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert _alive(child)
+        parent.kill()
+        parent.wait(10)
+        wait_until(lambda: not _alive(child), 10, "the orphaned child to end")
+    finally:
+        parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie waiting for its reaper."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
