@@ -2,14 +2,16 @@
 
 The layout follows nifi-assembly's descriptor: lib/ holds the core jars (logging,
 nifi-api, nifi-framework-api, nifi-nar-utils, nifi-properties, nifi-property-utils,
-nifi-runtime, nifi-server-api, nifi-stateless-api, nifi-python-framework-api,
-nifi-per-process-group-logging) and the NARs. Maven Central serves the framework,
-jetty, server, provenance repository and standard services/shared NARs; it does not
-serve nifi-standard-nar or nifi-update-attribute-nar, so those two are built here as
-the nar-maven-plugin builds them: a zip of META-INF/MANIFEST.MF (Nar-Group, Nar-Id,
-Nar-Version and the parent's Nar-Dependency-Group/Id/Version) and
-META-INF/bundled-dependencies/*.jar, the runtime dependencies of the NAR's jars less
-what lib/ and the parent chain already hold. nifi-standard-nar bundles
+nifi-runtime, nifi-server-api, nifi-stateless-api, nifi-python-framework-api) and the
+NARs. nifi-per-process-group-logging is left out: Maven Central does not serve it, and
+only the per-process-group log appender, which our logback.xml does not use, needs it.
+Maven Central serves the framework, jetty, server, provenance repository and standard
+services/shared NARs; it does not serve nifi-standard-nar or nifi-update-attribute-nar,
+so those two are built here as the nar-maven-plugin builds them: a zip of
+META-INF/MANIFEST.MF (Nar-Group, Nar-Id, Nar-Version and the parent's
+Nar-Dependency-Group/Id/Version) and META-INF/bundled-dependencies/*.jar, the runtime
+dependencies of the NAR's jars (at the versions of NiFi's root pom, imported as a bill
+of materials) less what lib/ and the parent chain already hold. nifi-standard-nar bundles
 nifi-standard-processors only (its reporting tasks, rules and parameter providers
 play no part in these flows); nifi-update-attribute-nar leaves out its UI war.
 
