@@ -2,23 +2,36 @@
 
 Events go to several journals per container, uncompressed and unindexed; a rollover
 merges them into one event file per generation, in id order, compressed in ~1 MB
-blocks with a table of contents; background threads index each file into size-capped
-tantivy shards. Queries by indexed field and time range, retrieval by id and in
-sequence, lineage, age-off by age and size, and recovery of an interrupted merge.
+blocks with a table of contents; a background thread indexes each file into
+size-capped shards of sorted runs. Queries by indexed field and time range, retrieval
+by id and in sequence, lineage, age-off by age and size, and recovery of an
+interrupted merge.
 
 Formats: `journal_format` (journals), `event_file_format` (event files and TOCs),
-`event_batch.SCHEMA` (the Arrow schema inside both).
+`event_batch.SCHEMA` (the Arrow schema inside both), `run_format` (sorted runs).
 
-Why tantivy, and what it costs (measured on the 2-core shared host, load 4-5, quick
-benchmark of 480,000 events, medians). The single indexing thread is the limit of
-ingest. Indexing a uuid by a 20-character key (`index_documents.uuid_key`) and one
-tantivy thread per writer took ingest CPU from about 30 to about 22 us/event and the
-index from 76 to 58 bytes/event; tantivy still costs about 13 us/event of that
-(adding documents and committing), so one indexing thread tops out near 75,000
-events/s, well short of the 250,000 goal. A uuid-key-sorted run of (key, id) built
-with Arrow's C++ sort and written as zstd Arrow IPC measured 1-2 us/event
-(17 bytes/event) on the same events: that, merged LSM-style, is the measured case for
-replacing tantivy for the uuid field; it is not built yet.
+The index: sorted runs, not a tantivy document per event. One indexing thread had
+to keep up with ingest, and tantivy cost it about 13 us/event (adding documents and
+committing, mostly the unique uuid and filename terms), which topped out near 75,000
+events/s. Now each event file gives three Arrow IPC runs, built in Arrow's C++
+kernels and numpy (`sorted_runs`): uuid keys and filenames, each sorted by (key, id),
+looked up by binary search; and the low-cardinality fields (type, component,
+relationship) with id and time, dictionary-encoded in id order, filtered in numpy.
+Runs of a shard are merged LSM-style, `run_fan_in` (8) of one level into one of the
+next. tantivy keeps one document per event file, the set of values of each
+low-cardinality field, so that a query skips the files that cannot match. Shards
+written before runs are still searched as they were (`index`).
+
+What it measured (`custody bench provenance --quick`, 480,000 events, the release
+before and this one alternated in one session on the shared 2-core host at load 8-9;
+the figures are in `benchmarks.provenance`): ingest CPU fell from 15-17 to 6.5
+us/event and ingest rose 2-3 fold (19,500-25,400 to 49,300-58,000 events/s on that
+loaded host), searchable lag p50 from 7-9 s to 4-5 s. Building the runs of an event
+file costs about 1.8 us/event of CPU on a quiet core (uuid 0.9, filename 0.5, writing
+0.3, fields 0.1), against 9 us/event for tantivy with every field. The price: the
+index takes 110 bytes/event instead of 58 (runs are kept uncompressed, so that a
+lookup maps them instead of decompressing them), and a time-range search in the index
+alone takes about 1 ms instead of 0.1-0.5.
 """
 
 from .config import ProvenanceConfig

@@ -1,4 +1,7 @@
-"""Index documents for a table of events, built column-wise.
+"""What the index indexes of a table of events, built column-wise: the uuid keys and
+filenames the sorted runs hold (`uuid_keys`, `filenames`, used by `sorted_runs`), and
+the tantivy documents of a shard from before runs (`json_documents`: the index no
+longer writes them; they stay to say what such a shard holds, and are tested).
 
 tantivy's Python binding takes one call per document; the cheapest call is
 `add_json`, whose parsing happens in Rust. The JSON text of every document is built
@@ -118,17 +121,16 @@ def filenames(table: pa.Table | pa.RecordBatch) -> pa.Array:
     return pc.coalesce(after, before)
 
 
-def json_documents(table: pa.Table | pa.RecordBatch, *, uuid_and_filename: bool = True) -> list[str]:
-    """One JSON document per event of `table` (the stored schema). Without
-    `uuid_and_filename`, the documents leave those two fields out (a shard whose sorted
-    runs index them: `sorted_runs`)."""
+def json_documents(table: pa.Table | pa.RecordBatch) -> list[str]:
+    """One JSON document per event of `table` (the stored schema), for a shard from
+    before sorted runs, which holds every field in tantivy (`index`)."""
     if isinstance(table, pa.Table):
         table = table.combine_chunks()
 
     def col(name):
         return _column(table, name)
 
-    head = [
+    docs = pc.binary_join_element_wise(
         '{"id":',
         pc.cast(col("id"), pa.string()),
         ',"time":',
@@ -137,18 +139,15 @@ def json_documents(table: pa.Table | pa.RecordBatch, *, uuid_and_filename: bool 
         col("event_type"),
         '","component":"',
         _escaped(col("component_id")),
-    ]
-    if uuid_and_filename:
-        middle = [
-            '","uuid":["',
-            _escaped(uuid_keys(col("flowfile_uuid"))),
-            '"',
-            _uuid_list(_uuid_list_keys(col("parent_uuids"))),
-            _uuid_list(_uuid_list_keys(col("child_uuids"))),
-            "]",
-            _optional("filename", filenames(table)),
-        ]
-    else:
-        middle = ['"']
-    docs = pc.binary_join_element_wise(*head, *middle, _optional("relationship", col("relationship")), "}", "")
+        '","uuid":["',
+        _escaped(uuid_keys(col("flowfile_uuid"))),
+        '"',
+        _uuid_list(_uuid_list_keys(col("parent_uuids"))),
+        _uuid_list(_uuid_list_keys(col("child_uuids"))),
+        "]",
+        _optional("filename", filenames(table)),
+        _optional("relationship", col("relationship")),
+        "}",
+        "",
+    )
     return docs.to_pylist()

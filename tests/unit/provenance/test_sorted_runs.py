@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -18,6 +19,7 @@ from repositories.provenance.index import ShardedIndex
 from repositories.provenance.index_documents import uuid_key
 from repositories.provenance.sorted_runs import (
     FENCE,
+    FieldsReader,
     RunEntry,
     RunReader,
     build_runs,
@@ -52,6 +54,39 @@ def test_a_run_holds_each_named_uuid_and_filename_once_per_event_sorted():
         + [("not-canonical", 12, T0_MS), (uuid_key(B), 13, T0_MS)]
     )
     assert rows_of(runs["filename"]) == [("a.txt", 12, T0_MS), ("z.txt", 10, T0_MS + 1)]
+
+
+def test_the_fields_run_answers_each_low_cardinality_field_time_and_cursor():
+    kinds = [EventType.ROUTE, EventType.DROP, EventType.ATTRIBUTES_MODIFIED, EventType.SEND]
+    events = [
+        ProvenanceEvent(
+            kind,
+            A,
+            f"comp-{i % 2}",
+            relationship=("matched" if i == 0 else "" if i == 2 else None),
+            transit_uri="https://peer.example/x" if kind is EventType.SEND else None,
+            event_time_ms=T0_MS + i,
+        )
+        for i, kind in enumerate(kinds)
+    ]
+    first = build_runs(table_of(events, 20))["fields"]
+    second = build_runs(table_of(events[:2], 30))["fields"]
+    reader = FieldsReader(merge_rows("fields", [second, first]))
+    assert reader.ids.tolist() == [20, 21, 22, 23, 30, 31]
+
+    def select(low=0, high=99, start=None, end=None, cursor=None, **terms):
+        return reader.select(low, high, terms, start, end, cursor).tolist()
+
+    assert select(type="ROUTE") == [20, 30]
+    assert select(type="ROUTE", component="comp-0") == [20, 30] and select(component="comp-0") == [20, 22, 30]
+    assert select(relationship="matched") == [20, 30]
+    assert select(relationship="") == []  # an empty relationship is not indexed, as in tantivy
+    assert select(type="FETCH") == [] and select(component="nobody") == []
+    assert select(low=21, high=29) == [21, 22, 23]
+    assert select(start=T0_MS + 1, end=T0_MS + 2) == [21, 22, 31]
+    assert select(cursor=22, component="comp-0") == [20, 22]
+    held = reader.holds(np.array([20, 21, 25, 30, 99], dtype=np.uint64), {"type": "ROUTE"})
+    assert held.tolist() == [True, False, False, True, False]
 
 
 def test_lookups_match_a_plain_scan_across_fences():
