@@ -55,10 +55,12 @@ after. So a crash leaves run files no manifest lists, and nothing else: a writab
 opening deletes them (`IndexShard.delete_unlisted_runs`), and every event of a claimed
 file is in exactly one listed run of each field it names.
 
-Lock plan: `_lock` guards the shard list and the manifests; the active shard's writer
-is used only by the indexing thread (`index_table`) and by recovery before that thread
-starts (`forget_unclaimed`), under `_lock` for the manifest update. Searches take
-`_lock` only to snapshot the shard list.
+Lock plan: `_lock` guards the shard list and the manifests; each shard's
+`_readers_lock` guards its cache of mapped runs. The active shard's writer, and the
+writing and merging of runs, belong to the indexing thread (`index_table`) and to
+recovery before that thread starts (`forget_unclaimed`), under `_lock` for each
+manifest update. Searches take `_lock` only to copy the shard list, and a shard's runs
+and files; a run a merge deleted since is read again from the manifest.
 """
 
 from __future__ import annotations
@@ -671,8 +673,8 @@ class ShardedIndex:
         unclaimed = 0
         for query in queries:
             if shard.manifest.uuid_index == UUID_INDEX_RUNS:
-                counts, documents = _search_tantivy(shard, query, 1_000_000, "count")
-                unclaimed += sum(counts) if documents else 0
+                documents = _search_tantivy(shard, query, 1)[1]
+                unclaimed += sum(_search_tantivy(shard, query, documents, "count")[0]) if documents else 0
             else:
                 unclaimed += _search_tantivy(shard, query, 1)[1]
         if unclaimed:

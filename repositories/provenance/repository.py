@@ -40,7 +40,7 @@ from .event_batch import EventBatch
 from .event_file import EventFileInfo
 from .event_files import EventFileEntry, EventFileTable, read_rows
 from .generation import JournalGeneration
-from .hooks import ProvenanceHooks
+from .hooks import ProvenanceHooks, RunMergeHooks
 from .index import ShardedIndex
 from .indexing import IndexFeeder
 from .layout import ProvenanceLayout
@@ -95,10 +95,12 @@ class ProvenanceRepository:
         read_only: bool = False,
         on_indexed: Callable[[EventFileInfo, float], None] | None = None,
         on_event_file: EventFileListener | None = None,
+        run_hooks: RunMergeHooks | None = None,
     ):
         """`on_indexed` is called by the index thread after each event file is indexed;
         `on_event_file` by the merge thread after each event file is committed (see
-        `merging`): both must return quickly and leave I/O to threads of their own."""
+        `merging`): both must return quickly and leave I/O to threads of their own.
+        `run_hooks`: the crash points of the index's merges of sorted runs (tests)."""
         self.config = config
         self._clock = clock
         self._hooks = ProvenanceHooks.coerce(hooks)  # read at each seam: a test may swap them
@@ -122,6 +124,7 @@ class ProvenanceRepository:
             writer_threads=config.index_threads,
             read_only=read_only,
             run_fan_in=config.run_fan_in,
+            run_hooks=run_hooks,
         )
         self._files = EventFileTable()
         for path in self._layout.event_file_paths():
