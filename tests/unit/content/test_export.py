@@ -15,6 +15,8 @@ import pytest
 
 from flow.commit import HeldCommitter
 from flow.errors import UnreadableContent
+from flow.loading import parse_flow
+from flow.processor import ProcessContext
 from flow.queue import FlowFileQueue
 from flow.session import ProcessSession
 from flow.shard import QueueShard
@@ -253,3 +255,57 @@ def test_the_session_names_the_flowfile_whose_claim_cannot_be_exported(repositor
     assert "damaged" in raised.value.reason
     assert written(tmp_path / "out") == b""
     held.session.rollback()
+
+
+def test_put_file_copies_each_claim_and_sets_a_damaged_one_aside_leaving_no_temporary_file(
+    repository, tmp_path, kernel_copies
+):
+    out = tmp_path / "out"
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "put",
+                    "type": "PutFile",
+                    "properties": {"directory": str(out), "sync": True},
+                    "auto_terminate": ["success", "failure"],
+                }
+            ]
+        }
+    ).processors["put"]
+    incoming, success, failure = (FlowFileQueue(name, clock_ms=lambda: 0) for name in ("in", "success", "failure"))
+    shard = QueueShard("s", [incoming, success, failure])
+    committer = HeldCommitter(shard, repository)
+
+    def session(**routes) -> ProcessSession:
+        return ProcessSession(
+            component_id="put",
+            component_type="PutFile",
+            committer=committer,
+            content=repository,
+            shard=shard,
+            clock_ms=lambda: 0,
+            **routes,
+        )
+
+    seed = session(outgoing={"success": [incoming]})
+    size = 300_000  # over the appendable size: a resource file each
+    made = [seed.write_bytes(seed.create(), payload(20 + index, size)) for index in range(3)]
+    for flowfile in made:
+        seed.transfer(flowfile, "success")
+    seed.commit()
+    damaged = made[1].content_claim
+    flip_bit(file_of(tmp_path, damaged), damaged.offset + 2 * BLOCK + 1)
+
+    put = session(incoming=[incoming], outgoing={"success": [success], "failure": [failure]})
+    definition.create().on_trigger(ProcessContext("put", definition.properties, definition.dynamic), put)
+    put.commit()
+
+    assert sorted(os.listdir(out)) == sorted([made[0].id, made[2].id]), "no .partial file left"
+    for index in (0, 2):
+        assert written(out / made[index].id) == payload(20 + index, size)
+    assert sum(kernel_copies) == 2 * size + 2 * BLOCK  # the damaged claim's good blocks, then it stopped
+    failed, _ = failure.poll(10, 10**12)
+    assert [flowfile.id for flowfile in failed] == [made[1].id]
+    assert failed[0].attributes["content.error"].startswith("ContentCorrupted: ")
+    assert success.count == 2
