@@ -26,9 +26,10 @@ What it measured (`custody bench provenance --quick`, 480,000 events, the releas
 before and this one alternated in one session on the shared 2-core host at load 8-9;
 the figures are in `benchmarks.provenance`): ingest CPU fell from 15-17 to 6.5
 us/event and ingest rose 2-3 fold (19,500-25,400 to 49,300-58,000 events/s on that
-loaded host), searchable lag p50 from 7-9 s to 4-5 s. Building the runs of an event
-file costs about 1.8 us/event of CPU on a quiet core (uuid 0.9, filename 0.5, writing
-0.3, fields 0.1), against 9 us/event for tantivy with every field. The price: the
+loaded host), searchable lag p50 from 7-9 s to 4-5 s. The runs of an event file cost
+about 1.4 us/event of CPU (best of 5 on 100,000 events of the benchmark's mix: uuid
+0.9, filename 0.6, fields 0.07, writing 0.1), where tantivy took about 9 us/event of
+CPU to add and commit every field, after 1.5 to build its JSON documents. The price: the
 index takes 110 bytes/event instead of 58 (runs are kept uncompressed, so that a
 lookup maps them instead of decompressing them), and a time-range search in the index
 alone takes about 1 ms instead of 0.1-0.5.
