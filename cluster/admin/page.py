@@ -142,7 +142,9 @@ function el(tag, props, ...children) {
     if (value === null || value === undefined || value === false) continue;
     if (key === "class") node.className = value;
     else if (key.startsWith("data-")) node.setAttribute(key, String(value));
-    else if (key === "title" || key === "colspan") node.setAttribute(key, String(value));
+    else if (key === "title" || key === "colspan" || key === "tabindex" || key === "role" || key.startsWith("aria-")) {
+      node.setAttribute(key, String(value));
+    }
     else if (key === "style") Object.assign(node.style, value);
   }
   for (const child of children.flat()) {
@@ -173,7 +175,21 @@ function fill(tbody, rows, columns, empty) {
     return tr;
   });
   if (!built.length) built.push(el("tr", {}, el("td", {class: "empty", colspan: columns.length}, empty)));
+  const focused = focusKeyIn(tbody);
   tbody.replaceChildren(...built);
+  refocus(tbody, focused);
+}
+
+// Keyboard focus survives a redraw: what the keyboard can open carries a data-focus-key,
+// and the element with the same key in the new drawing gets the focus back.
+function focusKeyIn(container) {
+  const active = document.activeElement;
+  return active && container.contains(active) ? active.getAttribute("data-focus-key") : null;
+}
+function refocus(container, key) {
+  if (!key) return;
+  const again = [...container.querySelectorAll("[data-focus-key]")].find((e) => e.dataset.focusKey === key);
+  if (again) again.focus({preventScroll: true});
 }
 
 // -- figures ---------------------------------------------------------------------------
@@ -270,7 +286,11 @@ function renderNode(node, queues, alarms) {
   $("cluster-name").textContent = standalone ? "none (standalone)" : (node.cluster || "–");
   const rows = [];
   for (const [shard, list] of Object.entries(queues)) {
-    for (const q of list) rows.push({item: {shard, ...q}, attrs: {"data-shard": shard, "data-queue": q.queue}});
+    for (const q of list) {
+      const attrs = {"data-shard": shard, "data-queue": q.queue, "data-focus-key": `${shard}/${q.queue}`,
+                     tabindex: 0, role: "button", "aria-label": `queue ${q.queue} on shard ${shard}`};
+      rows.push({item: {shard, ...q}, attrs});
+    }
   }
   // Its home shard first, then adopted ones; the fullest queues first within each.
   const homes = new Set(node.shards.filter((s) => s.home).map((s) => s.shard));

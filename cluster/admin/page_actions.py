@@ -1,5 +1,7 @@
 """The status page's actions (`cluster.admin.page` puts these parts in its document):
-as NiFi's canvas menu, small. A side panel opens on a click:
+as NiFi's canvas menu, small. A side panel opens on a click, or from the keyboard
+(each box, label and row below is a button in the tab order: Enter or Space opens it,
+Escape closes the panel and gives the focus back to it, across the page's redraws):
 
   a processor's box   its state on each shard this node runs, its figures (five
                       minutes and since start), its last bulletin, and Stop, Start,
@@ -35,6 +37,10 @@ ACTIONS_STYLE = """
 #flow-svg .box:not(.port):hover rect.frame { stroke: var(--accent); stroke-width: 2.2; }
 #flow-svg .label[data-label]:hover rect { stroke: var(--accent); stroke-width: 1.8; }
 #queues-body tr[data-queue]:hover td { background: #eef3fb; }
+#flow-svg .box:focus, #flow-svg .label:focus { outline: none; }
+#flow-svg .box:focus-visible rect.frame { stroke: var(--accent); stroke-width: 3; }
+#flow-svg .label:focus-visible rect { stroke: var(--accent); stroke-width: 2.5; }
+#queues-body tr[data-queue]:focus-visible { outline: 2px solid var(--accent); outline-offset: -2px; }
 #actions-panel { position: fixed; top: 0; right: 0; bottom: 0; z-index: 5; width: min(680px, calc(100vw - 16px));
                  background: var(--card); border-left: 1px solid #c5cdd8;
                  box-shadow: -10px 0 28px rgba(20, 30, 50, 0.18); padding: 12px 18px 22px; overflow-y: auto; }
@@ -102,7 +108,7 @@ const PANEL_HEX_SHOWN = 512;            // bytes of it a hex dump shows
 const ACTION_READ_ONLY = "This token may only read; actions need a token with the admin role.";
 const ACTION_NAMES = {stop: "Stop", start: "Start", "run-once": "Run once"};
 
-const panel = {view: null, timer: null, pending: false};
+const panel = {view: null, timer: null, pending: false, opener: null};
 const pathPart = encodeURIComponent;
 const processorPath = (shard, processor) => `api/v1/processors/${pathPart(shard)}/${pathPart(processor)}`;
 // A queue id holds '/': each part is encoded and the '/' kept, which the route takes as it is.
@@ -144,7 +150,14 @@ function openPanel(view, title, subtitle) {
   $("actions-subtitle").textContent = subtitle || "";
   panelSay(null);
   $("actions-body").replaceChildren();
+  if (aside.hidden) {
+    // Opened from the flow or the queues (by a click, Enter or Space): focus goes to the
+    // panel, and back to what opened it when the panel closes.
+    const opener = document.activeElement;
+    panel.opener = opener && opener.dataset ? opener.dataset.focusKey || null : null;
+  }
   aside.hidden = false;
+  $("actions-close").focus({preventScroll: true});
   markPanel();
   schedulePanel(view);  // a queue's or FlowFile's panel is read when asked, but marked while the page waits
 }
@@ -153,6 +166,8 @@ function closePanel() {
   clearTimeout(panel.timer);
   panel.view = null;
   $("actions-panel").hidden = true;
+  refocus(document.body, panel.opener);
+  panel.opener = null;
 }
 
 function markPanel() {
@@ -568,16 +583,29 @@ async function downloadContent(view) {
 }
 
 // -- where the panel opens -------------------------------------------------------------
-$("flow-wrap").addEventListener("click", (event) => {
-  const box = event.target.closest(".box[data-processor]");
+function openFromFlow(target) {
+  const box = target.closest(".box[data-processor]");
   if (box && !box.classList.contains("port")) { openProcessor(box.dataset.processor); return; }
-  const label = event.target.closest(".label[data-label]");
+  const label = target.closest(".label[data-label]");
   if (label) openQueue(label.dataset.label, null);
-});
-$("queues-body").addEventListener("click", (event) => {
-  const row = event.target.closest("tr[data-queue]");
+}
+function openFromQueues(target) {
+  const row = target.closest("tr[data-queue]");
   if (row) openQueue(row.dataset.queue, row.dataset.shard);
-});
+}
+function onEnterOrSpace(open) {
+  // A processor's box, a connection's label and a queue's row open as buttons do.
+  return (event) => {
+    if (event.key !== "Enter" && event.key !== " ") return;
+    if (!event.target.closest("[role=button][data-focus-key]")) return;
+    event.preventDefault();
+    open(event.target);
+  };
+}
+$("flow-wrap").addEventListener("click", (event) => openFromFlow(event.target));
+$("flow-wrap").addEventListener("keydown", onEnterOrSpace(openFromFlow));
+$("queues-body").addEventListener("click", (event) => openFromQueues(event.target));
+$("queues-body").addEventListener("keydown", onEnterOrSpace(openFromQueues));
 $("actions-close").addEventListener("click", closePanel);
 document.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && !$("actions-panel").hidden) closePanel();

@@ -153,7 +153,9 @@ function pathOf(points) {
 function edgeLabel(edge, queue, warn) {
   const relationship = edge.relationships.join(", ");
   const figures = queue ? `${short(queue.count)} · ${bytes(queue.bytes)}` : "–";
-  const label = svg("g", {class: "label", "data-label": edge.id, "data-back-pressure": warn});
+  const label = svg("g", {class: "label", "data-label": edge.id, "data-back-pressure": warn,
+                          "data-focus-key": `queue:${edge.id}`, tabindex: 0, role: "button",
+                          "aria-label": `queue ${edge.id}: ${figures}`});
   const first = svg("text", {class: "relationship", x: edge.label.x, y: edge.label.y - 2, "text-anchor": "middle"},
                     relationship);
   const second = svg("text", {x: edge.label.x, y: edge.label.y + 13, "text-anchor": "middle",
@@ -182,6 +184,13 @@ function processorBox(node, figures, graph) {
   const box = svg("g", {class: "box" + (port ? " port" : ""), "data-processor": node.id, "data-state": state,
                         "data-in": figures ? figures.in_count : "", "data-tasks": figures ? figures.tasks : "",
                         transform: `translate(${node.x} ${node.y})`});
+  if (!port) {
+    const named = `processor ${node.id} (${node.type}), ${state.toLowerCase()}`;
+    for (const [name, value] of Object.entries({"data-focus-key": `processor:${node.id}`, tabindex: 0, role: "button",
+                                                "aria-label": named})) {
+      box.setAttribute(name, String(value));
+    }
+  }
   box.append(svg("title", {}, `${node.id} (${node.type})`));
   box.append(svg("rect", {class: "frame", width: w, height: h, rx: 6}));
   box.append(svg("rect", {class: "stripe", width: 5, height: h - 2, x: 1, y: 1, rx: 2}));
@@ -304,8 +313,10 @@ function renderFlow(answer, queuesByShard) {
   for (const node of graph.nodes) boxes.append(processorBox(node, processors.get(node.id), graph));
   drawing.append(defs, edges, boxes, labels);
   const scroll = [wrap.scrollLeft, wrap.scrollTop];
+  const focused = focusKeyIn(wrap);
   wrap.replaceChildren(drawing);
   [wrap.scrollLeft, wrap.scrollTop] = scroll;
+  refocus(wrap, focused);
   // Text is measured once it is in the document.
   for (const text of drawing.querySelectorAll(".box .id, .box .type, .box .state")) {
     fitText(text, graph.box_width - 22);

@@ -305,3 +305,63 @@ def test_a_flowfiles_content_is_downloaded_through_a_one_time_ticket(node, reade
         assert handle.read() == content
     node.control("tag", "start")
     assert not reader.errors, reader.errors
+
+
+def focused_key(page) -> str | None:
+    return page.evaluate("() => document.activeElement && document.activeElement.getAttribute('data-focus-key')")
+
+
+@pytest.mark.timeout(180)
+def test_the_panels_open_from_the_keyboard_and_escape_gives_the_focus_back(node, reader):  # noqa: F811
+    page = signed_in(reader, node, node.read)
+    # Tab reaches a processor's box, whatever comes before it on the page.
+    for _ in range(200):
+        page.keyboard.press("Tab")
+        if focused_key(page) == "processor:tag":
+            break
+    assert focused_key(page) == "processor:tag"
+    # The page redraws every few seconds; the focus stays on the box through a redraw.
+    drawn = page.evaluate("() => document.querySelector('#flow-svg .box[data-processor=tag]') !== null")
+    page.wait_for_function(
+        "() => { const box = document.querySelector('#flow-svg .box[data-processor=tag]');"
+        " return window.__firstBox === undefined ? (window.__firstBox = box, false) : box !== window.__firstBox; }",
+        timeout=SEEN_WITHIN_MS,
+        polling=200,
+    )
+    assert drawn and focused_key(page) == "processor:tag"
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "() => { const p = document.getElementById('actions-panel');"
+        " return !p.hidden && p.dataset.processor === 'tag'; }",
+        timeout=SEEN_WITHIN_MS,
+    )
+    assert page.evaluate("() => document.activeElement.id") == "actions-close"
+    page.keyboard.press("Escape")
+    page.locator("#actions-panel").wait_for(state="hidden", timeout=SEEN_WITHIN_MS)
+    assert focused_key(page) == "processor:tag"
+    reader.screenshots("box-focused")
+
+    # A connection's label and a queue's row open the queue with Space and Enter.
+    text_queue = node.connections["text"]
+    page.locator(f"#flow-svg .label[data-label='{text_queue}']").focus()
+    page.keyboard.press(" ")
+    page.wait_for_function(
+        "(q) => { const p = document.getElementById('actions-panel'); return !p.hidden && p.dataset.queue === q; }",
+        arg=text_queue,
+        timeout=SEEN_WITHIN_MS,
+    )
+    page.keyboard.press("Escape")
+    page.locator("#actions-panel").wait_for(state="hidden", timeout=SEEN_WITHIN_MS)
+    assert focused_key(page) == f"queue:{text_queue}"
+    row = page.locator(f"#queues-body tr[data-queue='{text_queue}']").first
+    row.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "(q) => { const p = document.getElementById('actions-panel'); return !p.hidden && p.dataset.queue === q; }",
+        arg=text_queue,
+        timeout=SEEN_WITHIN_MS,
+    )
+    reader.screenshots("panel-from-keyboard")
+    page.keyboard.press("Escape")
+    page.locator("#actions-panel").wait_for(state="hidden", timeout=SEEN_WITHIN_MS)
+    assert (focused_key(page) or "").endswith(f"/{text_queue}")
