@@ -23,6 +23,9 @@ goes through the same flow while a thread samples the process's resident set;
 Per core: `records_per_sec_per_core_convert` is the records/s over the CPU seconds
 the process used, beside NiFi's published 946,000 records/s on a 32-core node
 (about 29,600 per core).
+
+`--against-nifi` runs real Apache NiFi 2.3.0's ConvertRecord (JSON to Avro) beside
+Custody's instead, in alternating rounds (benchmarks.nifi_anchor.record_flows).
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--single-mb", type=int, help="the one large FlowFile of the memory run (1000; 200 quick)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-single", action="store_true", help="skip the memory run")
+    from .nifi_anchor.record_flows import add_arguments as add_nifi_arguments
+
+    add_nifi_arguments(parser)
 
 
 def _record(rnd: random.Random, index: int) -> dict:
@@ -86,10 +92,12 @@ def write_inputs(directory: str, megabytes: float, file_mb: float, seed: int = 7
     return records
 
 
-def _flow(source: str, out: str, threads: int, query: bool = False):
-    """GetFile -> ConvertRecord (or QueryRecord with `QUERY`) -> PutFile."""
+def _flow(source: str, out: str, threads: int, query: bool = False, writer: dict | None = None):
+    """GetFile -> ConvertRecord (or QueryRecord with `QUERY`) -> PutFile; `writer`, a
+    record writer service's document, takes the Parquet writer's place."""
     from flow.loading import parse_flow
 
+    writer = writer or {"id": "parquet", "type": "ParquetRecordSetWriter", "properties": {"compression_type": "snappy"}}
     work: dict = {"id": "convert", "type": "ConvertRecord", "auto_terminate": ["failure"]}
     relationship = "success"
     if query:
@@ -101,13 +109,13 @@ def _flow(source: str, out: str, threads: int, query: bool = False):
             "name": "bench-records",
             "services": [
                 {"id": "json", "type": "JsonTreeReader"},
-                {"id": "parquet", "type": "ParquetRecordSetWriter", "properties": {"compression_type": "snappy"}},
+                writer,
             ],
             "processors": [
                 {"id": "get", "type": "GetFile", "properties": {"input_directory": source, "batch_size": 4}},
                 {
                     **work,
-                    "properties": {"record_reader": "json", "record_writer": "parquet"}
+                    "properties": {"record_reader": "json", "record_writer": writer["id"]}
                     | ({"selected": QUERY} if query else {}),
                     "scheduling": {"concurrent_tasks": threads},
                 },
@@ -127,14 +135,16 @@ def _flow(source: str, out: str, threads: int, query: bool = False):
     )
 
 
-def _run_custody(root: str, source: str, files: int, threads: int, query: bool = False) -> dict:
+def _run_custody(
+    root: str, source: str, files: int, threads: int, query: bool = False, writer: dict | None = None
+) -> dict:
     """Runs the flow until PutFile wrote `files` files and the engine is idle."""
     from cluster.node.standalone import NodeSettings, StandaloneNode
 
     from .flow import files_in
 
     out = os.path.join(root, "out")
-    flow = _flow(source, out, threads, query)
+    flow = _flow(source, out, threads, query, writer)
     node = StandaloneNode(flow, os.path.join(root, "node"), NodeSettings(threads=threads))
     node.start(paused=True)
     sampler = _RssSampler()
@@ -226,6 +236,10 @@ def _rss_bytes() -> int:
 
 def run(args) -> dict:
     megabytes = args.mb or (200 if args.quick else 1000)
+    if args.against_nifi:
+        from .nifi_anchor.record_flows import run as run_against_nifi
+
+        return run_against_nifi(args, megabytes, write_inputs, _run_custody)
     single = args.single_mb or (200 if args.quick else 1000)
     root = args.dir or tempfile.mkdtemp(prefix="custody-bench-records-")
     os.makedirs(root, exist_ok=True)

@@ -68,6 +68,7 @@ SERVED_NARS = (
     "nifi-provenance-repository-nar",
     "nifi-standard-services-api-nar",
     "nifi-standard-shared-nar",
+    "nifi-record-serialization-services-nar",  # JsonTreeReader, AvroRecordSetWriter (bench records)
 )
 
 
