@@ -7,6 +7,7 @@ a refused call raises `NiFiApiError` with NiFi's own message.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -67,14 +68,18 @@ class NiFiClient:
         five-minute status window)."""
         return self.request("GET", f"/flow/processors/{processor}/status")["processorStatus"]["aggregateSnapshot"]
 
-    def empty_group_queues(self, group: str) -> None:
+    def empty_group_queues(self, group: str, timeout: float = 120.0) -> None:
         """Drop every FlowFile queued in the group and wait until NiFi says it is done."""
         request = self.request("POST", f"/process-groups/{group}/empty-all-connections-requests")
         path = request["dropRequest"]["uri"].split("/nifi-api", 1)[1]
-        for _ in range(600):
-            if self.request("GET", path)["dropRequest"]["finished"]:
-                break
-        self.request("DELETE", path)
+        deadline = time.monotonic() + timeout
+        try:
+            while not self.request("GET", path)["dropRequest"]["finished"]:
+                if time.monotonic() > deadline:
+                    raise NiFiApiError("GET", path, 0, f"the drop request did not finish within {timeout:.0f} s")
+                time.sleep(0.1)
+        finally:
+            self.request("DELETE", path)
 
     def delete_group(self, group: str) -> None:
         version = self.request("GET", f"/process-groups/{group}")["revision"]["version"]

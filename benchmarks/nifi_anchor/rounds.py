@@ -129,7 +129,6 @@ def measure_custody(root: Path, kind: str, count: int, args, run_flow: Callable)
         str(root / kind), count, flow.content_bytes, flow.batch, args.threads, not args.no_outbox, False, flow.merge
     )
     cpu_s = time.process_time() - cpu
-    shutil.rmtree(root / kind, ignore_errors=True)
     rate = count / result["seconds"]
     return {
         "rate": rate,
@@ -175,7 +174,6 @@ def measure_custody_steady(
                 cpu_start = cpu_end
     finally:
         node.stop()
-        shutil.rmtree(out, ignore_errors=True)
     rate = flows.steady_rate(kind, samples, start, samples[-1].seconds)
     seconds = samples[-1].seconds - samples[0].seconds
     return {
@@ -253,13 +251,16 @@ def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Calla
             scheduling = args.nifi_default_scheduling
             for number in range(args.rounds):
                 entry: dict = {"round": number + 1}
+                # What Custody wrote stays until the run ends: deleting hundreds of
+                # thousands of files between turns took minutes on a loaded machine.
+                custody_root = root / "custody" / f"round-{number + 1}"
                 jvm_cpu = nifi.cpu_seconds()
                 for kind in flows.KINDS:
                     entry[kind] = {
                         "nifi": measure_nifi(client, nifi, kind, root / "out", args.warmup, args.window, scheduling),
-                        "custody": measure_custody(root / "custody", kind, counts[kind], args, run_flow),
+                        "custody": measure_custody(custody_root, kind, counts[kind], args, run_flow),
                         "custody_steady": measure_custody_steady(
-                            root / "custody", kind, args.warmup, args.window, args, flow_definition
+                            custody_root, kind, args.warmup, args.window, args, flow_definition
                         ),
                     }
                 entry["loadavg_1m"] = round(os.getloadavg()[0], 2)
