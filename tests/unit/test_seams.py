@@ -15,13 +15,14 @@ from repositories.content import ContentHooks
 from repositories.flowfile import Delete, WalHooks, WriteAheadLog
 from repositories.provenance import ProvenanceHooks, ProvenanceRepository
 from repositories.provenance import hooks as provenance_seams
+from repositories.provenance.hooks import RunMergeHooks
 from repositories.seams import FaultSeams, UnknownSeam
 from repositories.storage import LocalStorage
 from repositories.swap import SwapHooks, SwapStore
 
 from .provenance.conftest import make_config
 
-SEAM_SETS = [WalHooks, SwapHooks, ProvenanceHooks, ContentHooks, CommitHooks, FenceHooks, LeaderHooks]
+SEAM_SETS = [WalHooks, SwapHooks, ProvenanceHooks, RunMergeHooks, ContentHooks, CommitHooks, FenceHooks, LeaderHooks]
 
 
 def test_every_set_of_fault_seams_of_the_product_is_checked_here():
