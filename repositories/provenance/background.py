@@ -1,15 +1,20 @@
 """The provenance repository's background threads, and the backlog between them.
 
-Three threads, all daemons:
+Four threads, all daemons:
   * `provenance-merge` takes rolled-over generations off its queue and merges each
     into an event file;
   * `provenance-index` takes merged (or recovered) event files off its queue and
     indexes them;
+  * `provenance-runs`, when the repository gives it work (`merge_runs`), merges the
+    index's sorted runs after each indexed file, so that indexing never waits on a
+    merge of runs (LSM compaction on a thread of its own, as in LevelDB);
   * `provenance-timer`, only when an interval is configured, rolls over and ages off
     on time.
 
-The backlog counts the rolled-over generations (and recovered files) not yet merged
-and indexed. Writers wait while it is at the configured maximum, so that merging and
+The backlog counts the rolled-over generations (and recovered files) not yet merged,
+indexed and (with `merge_runs`) through a merge pass of runs: so a merge of runs that
+falls behind holds writers back, as a slow merge or indexing does, and the count of
+unmerged runs stays bounded. Writers wait while it is at the configured maximum, so that merging and
 indexing keep up with ingest; `wait_idle` waits for it to reach zero. A failure of
 any thread (or of a rollover, see `fail`) stops that thread and is kept: every writer
 and waiter then raises it, until the repository is opened again.
@@ -35,13 +40,20 @@ log = logging.getLogger(__name__)
 
 class BackgroundWork:
     def __init__(
-        self, *, merge: Callable[[object], None], index: Callable[[int, pa.Table | None], None], max_pending: int
+        self,
+        *,
+        merge: Callable[[object], None],
+        index: Callable[[int, pa.Table | None], None],
+        max_pending: int,
+        merge_runs: Callable[[], object] | None = None,
     ):
         self._merge = merge
         self._index = index
+        self._merge_runs = merge_runs
         self._max_pending = max_pending
         self._merge_queue: queue.Queue = queue.Queue()
         self._index_queue: queue.Queue = queue.Queue()
+        self._runs_queue: queue.Queue = queue.Queue()
         self._backlog = threading.Condition()
         self._pending = 0
         self._failure: BaseException | None = None
@@ -59,9 +71,12 @@ class BackgroundWork:
         age_off: Callable[[], object],
         age_off_interval: float | None,
     ) -> None:
-        """Start the merge and index threads, and the timer if either interval is set
-        (seconds of real time; None: the caller drives that job)."""
+        """Start the merge and index threads, the runs thread if there is `merge_runs`,
+        and the timer if either interval is set (seconds of real time; None: the caller
+        drives that job)."""
         targets = [(self._merge_loop, "provenance-merge"), (self._index_loop, "provenance-index")]
+        if self._merge_runs is not None:
+            targets.append((self._runs_loop, "provenance-runs"))
         if rollover_check_interval or age_off_interval:
             targets.append(
                 (
@@ -82,6 +97,7 @@ class BackgroundWork:
         self._stop.set()
         self._merge_queue.put(None)
         self._index_queue.put(None)
+        self._runs_queue.put(None)
         for thread in self._threads:
             thread.join(timeout)
 
@@ -104,6 +120,24 @@ class BackgroundWork:
             first_id, events = item
             try:
                 self._index(first_id, events)
+            except BaseException as error:  # noqa: BLE001
+                self.fail(error)
+                return
+            if self._merge_runs is None:
+                self.done()
+            else:
+                self._runs_queue.put(first_id)  # still counted: settled by the runs thread
+
+    def _runs_loop(self) -> None:
+        assert self._merge_runs is not None
+        while True:
+            item = self._runs_queue.get()
+            if item is None:
+                return
+            try:
+                # One pass merges every level that is full, so a pass queued behind
+                # another usually finds nothing to do: the thread catches up.
+                self._merge_runs()
             except BaseException as error:  # noqa: BLE001
                 self.fail(error)
                 return
@@ -147,20 +181,29 @@ class BackgroundWork:
         self.count()
         self._index_queue.put((first_id, None))
 
+    def merge_runs_later(self) -> None:
+        """Count and queue one merge pass of runs with no file indexed before it (after
+        recovery: merges a crash interrupted are finished)."""
+        if self._merge_runs is not None:
+            self.count()
+            self._runs_queue.put(-1)
+
     def count(self) -> None:
         """One more generation or file to merge and index."""
         with self._backlog:
             self._pending += 1
 
     def done(self) -> None:
-        """One generation or file is merged and indexed (or had nothing to index)."""
+        """One generation or file is merged, indexed and through its merge pass of runs
+        (or had nothing to index)."""
         with self._backlog:
             self._pending -= 1
             self._backlog.notify_all()
 
     def fail(self, error: BaseException) -> None:
-        """Keep the failure of a merge, an indexing or a rollover: the repository stops."""
-        log.exception("provenance rollover, merge or indexing failed", exc_info=error)
+        """Keep the failure of a merge, an indexing, a merge of runs or a rollover: the
+        repository stops."""
+        log.exception("provenance rollover, merge, indexing or merge of runs failed", exc_info=error)
         with self._backlog:
             self._failure = error
             self._backlog.notify_all()

@@ -68,7 +68,8 @@ assert frozenset(SEAMS) == ProvenanceHooks.seam_names()
 
 class RunMergeHooks(FaultSeams):
     """The crash points of a merge of sorted runs (`index.ShardedIndex`), which runs on
-    the index thread after an event file is claimed, once per merge."""
+    the repository's runs thread after an event file is claimed (or on the caller's
+    thread, from `index_table` alone), once per merge."""
 
     def runs_merged(self, *, name: str) -> None:
         """The merged run `name` is written whole; the manifest still lists its inputs."""

@@ -56,11 +56,15 @@ opening deletes them (`IndexShard.delete_unlisted_runs`), and every event of a c
 file is in exactly one listed run of each field it names.
 
 Lock plan: `_lock` guards the shard list and the manifests; each shard's
-`_readers_lock` guards its cache of mapped runs. The active shard's writer, and the
-writing and merging of runs, belong to the indexing thread (`index_table`) and to
-recovery before that thread starts (`forget_unclaimed`), under `_lock` for each
-manifest update. Searches take `_lock` only to copy the shard list, and a shard's runs
-and files; a run a merge deleted since is read again from the manifest.
+`_readers_lock` guards its cache of mapped runs; `_merge_lock` is held by whichever
+thread merges runs (the runs thread, `merge_runs`, or the indexing thread when it
+merges itself), and by age-off dropping shards, always taken before `_lock`. The
+active shard's writer and the writing of new runs belong to the indexing thread
+(`index_table`) and to recovery before that thread starts (`forget_unclaimed`), under
+`_lock` for each manifest update; a merge reads the run list and swaps its inputs for
+its output under `_lock`, and indexing only appends to it. Searches take `_lock` only
+to copy the shard list, and a shard's runs and files; a run a merge deleted since is
+read again from the manifest.
 """
 
 from __future__ import annotations
@@ -308,6 +312,15 @@ class IndexShard:
                 reader = self._readers.setdefault(run.name, reader)
         return reader
 
+    def run_rows(self, run: RunEntry):
+        """The run's rows: those of its kept reader, else mapped afresh (a merge's input,
+        soon deleted, is not worth a reader's fence keys)."""
+        with self._readers_lock:
+            reader = self._readers.get(run.name)
+        if reader is not None:
+            return reader.rows
+        return run_format.read_run(os.path.join(self.runs_path, run.name), run.field)
+
     def forget_readers(self, names: list[str]) -> None:
         with self._readers_lock:
             for name in names:
@@ -533,6 +546,7 @@ class ShardedIndex:
         self._fan_in = run_fan_in
         self._run_hooks = RunMergeHooks.coerce(run_hooks)
         self._lock = threading.Lock()
+        self._merge_lock = threading.Lock()  # one merge of runs at a time; taken before _lock
         self.shards: list[IndexShard] = []
         if not read_only:
             files.ensure_directory(directory)
@@ -586,9 +600,12 @@ class ShardedIndex:
         before_commit: Callable[[], None] | None = None,
         before_manifest: Callable[[], None] | None = None,
         timings: dict | None = None,
+        merge_runs: bool = True,
     ) -> None:
         """Index the events of one event file and commit; searchable when this returns.
-        Files must come in increasing order of first id (rule 2 of the module docstring)."""
+        Files must come in increasing order of first id (rule 2 of the module docstring).
+        With `merge_runs`, the shard's full levels of runs are merged before this
+        returns; without, the caller has `merge_runs()` called (the runs thread)."""
         shard = self._active()
         writer = shard.open_writer(self._heap, self._threads)
         started = time.perf_counter()
@@ -619,10 +636,12 @@ class ShardedIndex:
             shard.manifest.files[first_id] = (last_id, min_time_ms, max_time_ms)
             shard.manifest.runs = shard.manifest.runs + runs
             shard.save_manifest()
-        merging = time.perf_counter()
-        self._merge_runs(shard)
-        if timings is not None:
-            timings["index_merge"] = timings.get("index_merge", 0.0) + time.perf_counter() - merging
+        if merge_runs:
+            merging = time.perf_counter()
+            with self._merge_lock:
+                self._merge_runs(shard)
+            if timings is not None:
+                timings["index_merge"] = timings.get("index_merge", 0.0) + time.perf_counter() - merging
         with self._lock:
             aged = (
                 self.shard_max_age_ms is not None
@@ -633,17 +652,40 @@ class ShardedIndex:
                 shard.save_manifest()
                 shard.close_writer()
 
-    def _merge_runs(self, shard: IndexShard) -> None:
-        """Merge the shard's runs while a level holds `sorted_runs.FAN_IN` of them (the
-        indexing thread, after the manifest save that claimed the last file).
+    def merge_runs(self) -> int:
+        """Merge the runs of every shard of runs while a level holds `run_fan_in` of them
+        (the runs thread: `background`); returns how many merges ran.
+
+        Concurrent with indexing, which only appends runs to the active shard's
+        manifest: a merge plans on a copy of the list, and swaps its inputs for the
+        merged run under `_lock`; the inputs are still listed then, as nothing else
+        removes a run."""
+        merges = 0
+        with self._merge_lock:
+            with self._lock:
+                shards = [s for s in self.shards if s.manifest.uuid_index == UUID_INDEX_RUNS]
+            for shard in shards:
+                merges += self._merge_runs(shard)
+        return merges
+
+    def _merge_runs(self, shard: IndexShard) -> int:
+        """Merge the shard's runs while a level holds `run_fan_in` of them (the indexing
+        thread after the manifest save that claimed the last file, or the runs thread;
+        `_merge_lock` held).
 
         The merged run is written whole, then one manifest save lists it instead of its
         inputs, then the inputs are deleted: a crash before the save leaves the merged
         run unlisted, after it the inputs, and the next writable opening deletes what is
         unlisted. No event is ever in no listed run, nor in two."""
-        while (group := plan_merge(shard.manifest.runs, self._fan_in)) is not None:
+        merges = 0
+        while True:
+            with self._lock:
+                group = plan_merge(shard.manifest.runs, self._fan_in)
+            if group is None:
+                return merges
+            merges += 1
             field_name = group[0].field
-            rows = merge_rows(field_name, [shard.run_reader(run).rows for run in group])
+            rows = merge_rows(field_name, [shard.run_rows(run) for run in group])
             first_ids = sorted(first for run in group for first in run.files)
             name = run_format.write_run(shard.runs_path, field_name, first_ids, rows)
             merged = RunEntry(field_name, name, group[0].level + 1, tuple(first_ids))
@@ -690,9 +732,10 @@ class ShardedIndex:
             return {fid for s in self.shards for fid in s.manifest.files}
 
     def drop_shards_without_files(self, existing: set[int]) -> list[str]:
-        """Delete every closed shard none of whose event files exist any more."""
+        """Delete every closed shard none of whose event files exist any more (after any
+        merge of runs under way: it may be writing into one)."""
         dropped = []
-        with self._lock:
+        with self._merge_lock, self._lock:
             keep = []
             for shard in self.shards:
                 gone = shard.manifest.files and not (set(shard.manifest.files) & existing)

@@ -55,6 +55,7 @@ class IndexFeeder:
                 before_commit=lambda: seams.index_before_commit(first_id=first_id),
                 before_manifest=lambda: seams.index_before_manifest(first_id=first_id),
                 timings=self._stage_seconds,
+                merge_runs=False,  # the runs thread merges them (`background`)
             )
         if self._on_indexed is not None:
             self._on_indexed(

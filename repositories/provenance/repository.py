@@ -12,7 +12,7 @@ the oldest event files and then whole index shards.
 This module holds the write path and composes the rest, one job per module:
   `layout`       where the files are (`layout.ProvenanceLayout`)
   `generation`   the journals being written (`JournalGeneration`)
-  `background`   the merge, index and timer threads, and the backlog between them
+  `background`   the merge, index, runs and timer threads, and the backlog between them
   `merging`      a rolled-over generation into an event file (`Merger`)
   `indexing`     an event file into the index (`IndexFeeder`)
   `event_files`  the committed event files and a cache of their blocks
@@ -79,7 +79,7 @@ class ProvenanceRepository:
       * Unlocked, with one writer each: the merger's container rotation (the merge
         thread, or recovery before the threads start), and `stage_s`, each key
         written by one thread only ("journal_write" under `_lock`, "merge" by the merge
-        thread, "index_*" by the index thread) and read for profiling.
+        thread, "index_*" by the index thread, "runs_merge" by the runs thread) and read for profiling.
       * `next_event_id` reads `_next_id` without `_lock`: a hint, at most one
         registration old.
       * Order: `_rollover_lock`, then `_lock`, then a generation's `drained`;
@@ -110,7 +110,13 @@ class ProvenanceRepository:
         self._closed = False
         self.recovery_report: dict = {}
         # Seconds spent per stage (wall time of the thread doing it), for profiling.
-        self.stage_s = {"journal_write": 0.0, "merge": 0.0, "index_documents": 0.0, "index_commit": 0.0}
+        self.stage_s = {
+            "journal_write": 0.0,
+            "merge": 0.0,
+            "index_documents": 0.0,
+            "index_commit": 0.0,
+            "runs_merge": 0.0,
+        }
         self._layout = ProvenanceLayout(config.containers)
         self.containers = self._layout.containers
         if not read_only:
@@ -137,7 +143,10 @@ class ProvenanceRepository:
             self._files, self.index, lambda: self._hooks, self.stage_s, clock=clock, on_indexed=on_indexed
         )
         self._work = BackgroundWork(
-            merge=self._merge_generation, index=self._indexer.index_file, max_pending=config.max_pending_rollovers
+            merge=self._merge_generation,
+            index=self._indexer.index_file,
+            max_pending=config.max_pending_rollovers,
+            merge_runs=self._merge_runs,
         )
         self._next_id = self._files.largest_id() + 1
         self._generation: JournalGeneration | None = None
@@ -145,6 +154,7 @@ class ProvenanceRepository:
             return
         try:
             self._recover()
+            self._work.merge_runs_later()  # what a crash left to merge, if anything
             self._generation = self._new_generation()
         except BaseException:
             # No thread runs yet; let go of the index writer and the event files, so that
@@ -274,6 +284,11 @@ class ProvenanceRepository:
             self._work.index_later(first_id, events)
         else:
             self._work.done()
+
+    def _merge_runs(self) -> None:
+        started = time.perf_counter()
+        self.index.merge_runs()
+        self.stage_s["runs_merge"] += time.perf_counter() - started
 
     def sync(self, timeout: float = 60.0) -> None:
         """Roll over, then wait until every registered event is merged and searchable."""

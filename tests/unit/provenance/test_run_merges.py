@@ -1,0 +1,163 @@
+"""Merges of sorted runs: the merge of runs whose ids do not interleave against a plain
+Python sort by (key, id), on each path it takes, and the runs thread of the
+repository (indexing goes on while a merge runs; a failed merge stops the repository)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid as uuidlib
+
+import pyarrow as pa
+import pytest
+
+from cluster.services.process import wait_until
+from repositories.provenance import ProvenanceQuery, ProvenanceRepository
+from repositories.provenance.errors import ProvenanceError
+from repositories.provenance.hooks import RunMergeHooks
+from repositories.provenance.sorted_runs import merge_rows
+
+from .conftest import event, make_config
+
+T0_MS = 1_700_000_000_000
+
+
+def key_run(rows: list[tuple[str, int]]) -> pa.Table:
+    rows = sorted(rows, key=lambda r: (r[0].encode(), r[1]))
+    return pa.table(
+        {
+            "key": pa.array([k for k, _ in rows], pa.string()),
+            "id": pa.array([i for _, i in rows], pa.uint64()),
+            "time_ms": pa.array([T0_MS + i for _, i in rows], pa.int64()),
+        }
+    )
+
+
+def merged(runs: list[pa.Table]) -> list[tuple[str, int, int]]:
+    table = merge_rows("uuid", runs)
+    return list(zip(*(table.column(n).to_pylist() for n in ("key", "id", "time_ms")), strict=True))
+
+
+def expected(runs: list[pa.Table]) -> list[tuple[str, int, int]]:
+    columns = [[run.column(n).to_pylist() for n in ("key", "id", "time_ms")] for run in runs]
+    rows = [row for keys, ids, times in columns for row in zip(keys, ids, times, strict=True)]
+    return sorted(rows, key=lambda r: (r[0].encode(), r[1]))
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        "one width",  # numpy's stable sort over the keys' bytes
+        "widths",  # Arrow's sort by (key, id)
+    ],
+)
+@pytest.mark.parametrize("ids", ["consecutive", "interleaved"])
+def test_a_merge_is_the_rows_of_its_runs_sorted_by_key_then_id(keys, ids):
+    rng = random.Random(7)
+    pool = [f"{rng.randrange(16**6):06x}" for _ in range(40)] + ["é0000", "zzzzzz"]  # é: two bytes, one width
+    if keys == "widths":
+        pool += ["a", "zz", "abcdefgh"]
+    runs, next_id = [], 0
+    for _ in range(5):
+        rows = []
+        for _ in range(60):  # keys repeat within a run and across runs: ties broken by id
+            rows.append((rng.choice(pool), next_id if ids == "consecutive" else rng.randrange(10**6)))
+            next_id += 1
+        runs.append(key_run(list({(k, i): None for k, i in rows})))
+    rng.shuffle(runs)  # the merge takes them in any order
+    assert merged(runs) == expected(runs)
+
+
+def test_a_merge_of_fields_runs_is_in_id_order_whether_or_not_their_ids_interleave():
+    def fields_run(ids: list[int], component: str) -> pa.Table:
+        return pa.table(
+            {
+                "id": pa.array(ids, pa.uint64()),
+                "time_ms": pa.array([T0_MS] * len(ids), pa.int64()),
+                "type": pa.array(["ROUTE"] * len(ids)).dictionary_encode(),
+                "component": pa.array([component] * len(ids)).dictionary_encode(),
+                "relationship": pa.array([None] * len(ids), pa.string()).dictionary_encode(),
+            }
+        )
+
+    later, earlier = fields_run([10, 11, 12], "b"), fields_run([1, 2, 3], "a")
+    table = merge_rows("fields", [later, earlier])
+    assert table.column("id").to_pylist() == [1, 2, 3, 10, 11, 12]
+    assert table.column("component").to_pylist() == ["a"] * 3 + ["b"] * 3
+    table = merge_rows("fields", [fields_run([2, 5], "b"), fields_run([1, 3], "a")])
+    assert table.column("id").to_pylist() == [1, 2, 3, 5]
+    assert table.column("component").to_pylist() == ["a", "b", "a", "b"]
+
+
+# -- the runs thread -------------------------------------------------------------------
+
+
+def open_with(tmp_path, hooks: RunMergeHooks) -> ProvenanceRepository:
+    config = make_config(tmp_path, run_fan_in=2, max_pending_rollovers=8)
+    return ProvenanceRepository(config, run_hooks=hooks)
+
+
+def generation(repository: ProvenanceRepository, n: int = 20) -> dict[str, int]:
+    events = [event(uuid=str(uuidlib.uuid4())) for _ in range(n)]
+    ids = repository.register_events(events, now_ms=T0_MS)
+    repository.rollover()
+    return {e.flowfile_uuid: i for e, i in zip(events, ids, strict=True)}
+
+
+def test_files_are_indexed_while_the_runs_thread_is_in_a_merge(tmp_path):
+    entered, release = threading.Event(), threading.Event()
+    merging_threads = []
+
+    def hold(**_where) -> None:
+        merging_threads.append(threading.current_thread().name)
+        entered.set()
+        release.wait(30)
+
+    repository = open_with(tmp_path, RunMergeHooks(runs_merged=hold))
+    try:
+        ids = generation(repository) | generation(repository)  # the second file's runs: a merge of two
+        wait_until(entered.is_set, timeout=30, what="the merge of the first two files' runs")
+        third = generation(repository)
+        some = next(iter(third))
+        # The merge is still held, and the third file is indexed and searchable all the same.
+        wait_until(
+            lambda: [e.event_id for e in repository.query(ProvenanceQuery(flowfile_uuid=some)).events] == [third[some]],
+            timeout=30,
+            what="the third file indexed while the merge waits",
+        )
+        assert not release.is_set() and merging_threads == ["provenance-runs"]
+        release.set()
+        repository.wait_idle(30)
+        runs = sorted((r.field, r.level, r.files) for r in repository.index.shards[-1].manifest.runs)
+        firsts = sorted({f for r in runs for f in r[2]})
+        assert [r for r in runs if r[0] == "uuid"] == [("uuid", 0, (firsts[2],)), ("uuid", 1, tuple(firsts[:2]))]
+        for uuid, event_id in (ids | third).items():
+            assert [e.event_id for e in repository.query(ProvenanceQuery(flowfile_uuid=uuid)).events] == [event_id]
+    finally:
+        release.set()
+        repository.close(timeout=30)
+
+
+class Broken(Exception):
+    pass
+
+
+def test_a_failed_merge_of_runs_stops_the_repository_and_a_restart_finishes_it(tmp_path):
+    def fail(**_where) -> None:
+        raise Broken()
+
+    repository = open_with(tmp_path, RunMergeHooks(runs_merged=fail))
+    ids = generation(repository) | generation(repository)
+    with pytest.raises(ProvenanceError):
+        repository.wait_idle(30)
+    repository.close(timeout=30)
+
+    repository = open_with(tmp_path, RunMergeHooks())
+    try:
+        repository.wait_idle(30)  # the start's merge pass finishes what the failure left
+        runs = repository.index.shards[-1].manifest.runs
+        assert sorted((r.field, r.level) for r in runs) == [("fields", 1), ("filename", 1), ("uuid", 1)]
+        for uuid, event_id in ids.items():
+            assert [e.event_id for e in repository.query(ProvenanceQuery(flowfile_uuid=uuid)).events] == [event_id]
+    finally:
+        repository.close(timeout=30)
