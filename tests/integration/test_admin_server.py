@@ -17,6 +17,7 @@ from cluster.admin.serve import serve
 from cluster.admin.settings import AdminSettings
 from cluster.admin.tokens import add_token
 from cluster.node.standalone import NodeSettings, StandaloneNode
+from tests.certificates import self_signed
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = str(ROOT / "examples" / "hello.yaml")
@@ -55,34 +56,11 @@ def test_custody_run_refuses_a_non_loopback_admin_address_without_tokens(tmp_pat
 
 
 def test_the_api_serves_https_with_the_nodes_certificate(node, tmp_path):
-    cert, key = tmp_path / "node.pem", tmp_path / "node.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    server = serve(AdminSettings(port=0, tls_cert=str(cert), tls_key=str(key)), node.control())
+    cert, key = self_signed(tmp_path)
+    server = serve(AdminSettings(port=0, tls_cert=cert, tls_key=key), node.control())
     try:
         assert server.url.startswith("https://127.0.0.1:")
-        with httpx.Client(verify=str(cert), timeout=10) as client:
+        with httpx.Client(verify=cert, timeout=10) as client:
             assert client.get(f"{server.url}/health").json() == {"status": "ok", "node": "solo"}
         with pytest.raises(httpx.HTTPError):  # plain HTTP to a TLS port gets no answer
             httpx.get(server.url.replace("https://", "http://") + "/health", timeout=5).json()

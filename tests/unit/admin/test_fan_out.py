@@ -9,13 +9,13 @@ from __future__ import annotations
 import http.server
 import json
 import ssl
-import subprocess
 import threading
 
 import pytest
 
 from cluster.admin.fan_out import Asked, MemberAnswer, MemberRefused, ask_members, fetch_json, merge
 from cluster.admin.settings import AdminSettings, AdminSettingsRefused
+from tests.certificates import self_signed
 
 N1 = Asked("n1", "n1-1", "http://127.0.0.1:1")
 N2 = Asked("n2", "n2-4", "http://127.0.0.1:2")
@@ -151,21 +151,8 @@ def test_fetch_json_reports_a_refusal_and_follows_no_redirect():
         fetch_json(base + "/ok", None, 2.0)  # closed now
 
 
-def _self_signed(directory) -> tuple[str, str]:
-    """A certificate for 127.0.0.1 signed by its own key: its own authority."""
-    cert, key = str(directory / "member.pem"), str(directory / "member.key")
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return cert, key
-
-
 def test_a_member_over_https_is_asked_trusting_tls_ca_and_reported_untrusted_without_it(tmp_path):
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Member)
     serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     serving.load_cert_chain(cert, key)

@@ -16,8 +16,8 @@ from flow.errors import FlowDefinitionError
 from flow.flowfile_v3 import MIME_TYPE, encode
 from flow.loading import parse_flow
 from flow.processors.http_client import NO_RETRY, ORIGINAL, RETRY, route_of, url_problem
+from tests.certificates import self_signed
 from tests.unit.flow.listen_http_support import Listener, wait_until
-from tests.unit.flow.test_listen_http_hardening import self_signed
 from tests.unit.flow.test_processors import run
 from tests.unit.flow.test_unreadable_content import NOW, PENALTY_MS, Bench
 

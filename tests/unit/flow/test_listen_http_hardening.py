@@ -8,11 +8,9 @@ from __future__ import annotations
 import io
 import logging
 import os
-import shutil
 import socket
 import ssl
 import struct
-import subprocess
 import threading
 import time
 from email.message import Message
@@ -21,6 +19,7 @@ import pytest
 
 from flow.errors import FlowDefinitionError, FlowError
 from flow.loading import parse_flow
+from tests.certificates import self_signed
 from tests.unit.flow.listen_http_support import (
     Listener,
     chunked,
@@ -486,39 +485,6 @@ def test_a_post_without_the_bearer_token_is_refused_401_before_its_body_is_read(
         assert answered(listener, twice) == 401
         assert answered(listener, post_bytes(b"ok", {"Authorization": "bearer s3cret-token"})) == 200
         assert listener.bodies() == [b"ok"]
-
-
-def self_signed(directory) -> tuple[str, str]:
-    if shutil.which("openssl") is None:
-        message = "the openssl command is needed to make a test certificate"
-        pytest.fail(message) if IN_CI else pytest.skip(message)
-    cert, key = str(directory / "cert.pem"), str(directory / "key.pem")
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            key,
-            "-out",
-            cert,
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return cert, key
 
 
 def test_tls_serves_https_with_the_token_and_drops_plain_http(tmp_path):
