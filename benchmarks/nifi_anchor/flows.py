@@ -56,7 +56,11 @@ def shape(kind: str) -> FlowShape:
     raise ValueError(f"unknown flow {kind!r}: one of {', '.join(KINDS)}")
 
 
-def _processor(name: str, kind: str, properties: dict, auto_terminate=(), run_duration_ms: int = 0) -> dict:
+def processor_component(
+    name: str, kind: str, properties: dict, auto_terminate=(), run_duration_ms: int = 0, tasks: int = 1
+) -> dict:
+    """The `component` of NiFi's ProcessorEntity: timer-driven, run as often as it can,
+    `tasks` concurrent tasks, `run_duration_ms` of batching."""
     return {
         "name": name,
         "type": kind,
@@ -66,7 +70,7 @@ def _processor(name: str, kind: str, properties: dict, auto_terminate=(), run_du
             "schedulingStrategy": "TIMER_DRIVEN",
             "schedulingPeriod": "0 sec",
             "runDurationMillis": run_duration_ms,
-            "concurrentlySchedulableTaskCount": 1,
+            "concurrentlySchedulableTaskCount": tasks,
         },
     }
 
@@ -77,24 +81,24 @@ def processor_documents(kind: str, out: str, default_scheduling: bool = False) -
     tuned = 0 if default_scheduling else ATTRIBUTE_RUN_DURATION_MS
     size = "1 MB" if flow.content_bytes == LARGE_CONTENT else f"{flow.content_bytes} B"
     documents = {
-        "generate": _processor(
+        "generate": processor_component(
             "GenerateFlowFile",
             f"{STANDARD}.GenerateFlowFile",
             {"File Size": size, "Batch Size": str(flow.batch), "filename": f"${{random():mod({FILE_NAMES})}}"},
         ),
-        "update": _processor(
+        "update": processor_component(
             "UpdateAttribute",
             "org.apache.nifi.processors.attributes.UpdateAttribute",
             {"stage": "updated", "size.class": "small"},
             run_duration_ms=tuned,
         ),
-        "route": _processor(
+        "route": processor_component(
             "RouteOnAttribute",
             f"{STANDARD}.RouteOnAttribute",
             {"Routing Strategy": "Route to 'match' if any matches", "ok": "${stage:equals('updated')}"},
             run_duration_ms=tuned,
         ),
-        "put": _processor(
+        "put": processor_component(
             "PutFile",
             f"{STANDARD}.PutFile",
             {"Directory": out, "Conflict Resolution Strategy": "replace"},
@@ -103,7 +107,7 @@ def processor_documents(kind: str, out: str, default_scheduling: bool = False) -
         ),
     }
     if flow.merge:
-        documents["merge"] = _processor(
+        documents["merge"] = processor_component(
             "MergeContent",
             f"{STANDARD}.MergeContent",
             {

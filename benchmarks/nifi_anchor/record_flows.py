@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .assembly import NIFI_VERSION, nifi_home
+from .flows import processor_component
 from .process import NiFiProcess, find_java
 from .rest import NiFiApiError, NiFiClient
 
@@ -103,40 +104,25 @@ def service_documents() -> dict[str, dict]:
     }
 
 
-def _processor(name: str, kind: str, properties: dict, auto_terminate=(), tasks: int = 1) -> dict:
-    return {
-        "name": name,
-        "type": kind,
-        "config": {
-            "properties": properties,
-            "autoTerminatedRelationships": list(auto_terminate),
-            "schedulingStrategy": "TIMER_DRIVEN",
-            "schedulingPeriod": "0 sec",
-            "runDurationMillis": 0,
-            "concurrentlySchedulableTaskCount": tasks,
-        },
-    }
-
-
 def processor_documents(source: str, out: str, reader: str, writer: str, tasks: int) -> dict[str, dict]:
     """Key -> the `component` of NiFi's ProcessorEntity: GetFile takes (and deletes)
     the files of `source`, ConvertRecord uses the services `reader` and `writer` (their
     ids) with `tasks` concurrent tasks, PutFile writes into `out`. ConvertRecord's
     failure is auto-terminated: the count of the records written finds any loss."""
     return {
-        "get": _processor(
+        "get": processor_component(
             "GetFile",
             f"{STANDARD}.GetFile",
             {"Input Directory": source, "Keep Source File": "false", "Batch Size": "10", "Polling Interval": "0 sec"},
         ),
-        "convert": _processor(
+        "convert": processor_component(
             "ConvertRecord",
             f"{STANDARD}.ConvertRecord",
             {"Record Reader": reader, "Record Writer": writer},
             auto_terminate=("failure",),
             tasks=tasks,
         ),
-        "put": _processor(
+        "put": processor_component(
             "PutFile",
             f"{STANDARD}.PutFile",
             {"Directory": out, "Conflict Resolution Strategy": "fail"},
