@@ -1,5 +1,5 @@
-"""Merges of sorted runs: the merge of runs whose ids do not interleave against a plain
-Python sort by (key, id), on each path it takes, and the runs thread of the
+"""Merges of sorted runs: the merge of runs, and the uuid run built from events, against
+a plain Python sort by (key, id), on each path the sort takes; and the runs thread of the
 repository (indexing goes on while a merge runs; a failed merge stops the repository)."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import pyarrow as pa
 import pytest
 
 from cluster.services.process import wait_until
-from repositories.provenance import ProvenanceQuery, ProvenanceRepository
+from repositories.provenance import EventBatch, ProvenanceQuery, ProvenanceRepository
 from repositories.provenance.errors import ProvenanceError
 from repositories.provenance.hooks import RunMergeHooks
-from repositories.provenance.sorted_runs import merge_rows
+from repositories.provenance.index_documents import uuid_key
+from repositories.provenance.sorted_runs import build_runs, merge_rows
 
 from .conftest import event, make_config
 
@@ -47,16 +48,24 @@ def expected(runs: list[pa.Table]) -> list[tuple[str, int, int]]:
 @pytest.mark.parametrize(
     "keys",
     [
-        "one width",  # numpy's stable sort over the keys' bytes
-        "widths",  # Arrow's sort by (key, id)
+        "one width",  # numpy's stable sort of the keys' bytes (a merge in id order)
+        "distinct prefixes",  # numpy's sort of the first 8 bytes decides
+        "a few shared prefixes",  # and Arrow puts the runs of tied prefixes right
+        "one shared prefix",  # Arrow's sort by (key, id) of everything
     ],
 )
 @pytest.mark.parametrize("ids", ["consecutive", "interleaved"])
 def test_a_merge_is_the_rows_of_its_runs_sorted_by_key_then_id(keys, ids):
     rng = random.Random(7)
-    pool = [f"{rng.randrange(16**6):06x}" for _ in range(40)] + ["é0000", "zzzzzz"]  # é: two bytes, one width
-    if keys == "widths":
-        pool += ["a", "zz", "abcdefgh"]
+    pool = [f"{rng.randrange(16**10):010x}" for _ in range(40)] + ["é0000000", "zzzzzzzzz"]  # é: two bytes
+    if keys == "one width":
+        pool = pool[:40] + ["é00000000"]  # é: two bytes, so ten in all, as the others
+    if keys == "a few shared prefixes":
+        # Shorter than 8 bytes (zero-padded: "ab" ties "ab\x00"), one prefix and
+        # different tails, and a tail that is a NUL byte.
+        pool += ["a", "ab", "ab\x00", "zz", "file-000.txt", "file-000", "file-0001.txt", "file-0002.json"]
+    if keys == "one shared prefix":
+        pool = [f"prefix--{rng.randrange(1000)}" for _ in range(40)]
     runs, next_id = [], 0
     for _ in range(5):
         rows = []
@@ -66,6 +75,26 @@ def test_a_merge_is_the_rows_of_its_runs_sorted_by_key_then_id(keys, ids):
         runs.append(key_run(list({(k, i): None for k, i in rows})))
     rng.shuffle(runs)  # the merge takes them in any order
     assert merged(runs) == expected(runs)
+
+
+def test_a_uuid_run_built_from_events_naming_uuids_again_is_sorted_by_key_then_id():
+    rng = random.Random(11)
+    uuids = [str(uuidlib.UUID(int=rng.getrandbits(128), version=4)) for _ in range(300)]
+    # Keys that tie on their first 8 bytes and differ after (the first 8 hex digits of
+    # a uuid are its key's prefix), and names that are not canonical uuids; each named
+    # again by a few events.
+    uuids += [uuids[0][:8] + "-0000-4000-8000-" + f"{i:012x}" for i in range(5)] + ["x", "x-1", "not-a-uuid"]
+    events = [
+        event(uuid=uuids[i % len(uuids)], child_uuids=(rng.choice(uuids),), parent_uuids=(rng.choice(uuids),))
+        for i in range(400)
+    ]
+    table = pa.Table.from_batches([EventBatch.from_events(events, now_ms=T0_MS).with_ids(100)])
+    run = build_runs(table)["uuid"]
+    rows = list(zip(run.column("key").to_pylist(), run.column("id").to_pylist(), strict=True))
+    named = {
+        (uuid_key(u), 100 + i) for i, e in enumerate(events) for u in (e.flowfile_uuid, *e.child_uuids, *e.parent_uuids)
+    }
+    assert rows == sorted(named, key=lambda r: (r[0].encode(), r[1]))
 
 
 def test_a_merge_of_fields_runs_is_in_id_order_whether_or_not_their_ids_interleave():
