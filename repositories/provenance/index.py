@@ -18,7 +18,8 @@ from before keys (no `uuid_terms`) is searched by the whole uuid.
 The two high-cardinality fields, uuid and filename, are not in tantivy: each event
 file indexed adds a sorted run of each (`sorted_runs`, `run_format`) under the
 shard's ``runs/``, listed by the manifest (`runs`; `uuid_index`: "runs"), and runs of
-one level are merged into one of the next once `run_fan_in` of them are there. A query
+one level are merged into one of the next once `run_fan_in` of them are there (in a
+repository, by its runs thread, `merge_runs`, while the index thread goes on). A query
 by uuid or filename looks them up in the runs, applies its time range and cursor to
 the rows, and asks tantivy about any other field for those ids alone. A shard from
 before runs (no `uuid_index`: "tantivy") holds them in tantivy, is searched there,

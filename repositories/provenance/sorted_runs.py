@@ -3,7 +3,7 @@
 Why not tantivy for these two fields: every FlowFile uuid and filename is unique, so
 each is a new term of tantivy's dictionary, and adding and committing those terms was
 most of tantivy's ~13 us/event (`repositories.provenance`). Here a run is built in
-Arrow's C++ kernels: the keys of an event file's events, with their ids and times,
+Arrow's C++ kernels and numpy: the keys of an event file's events, with their ids and times,
 sorted once by (key, id) (`build_runs`), written as one Arrow IPC file per field
 (`run_format`). A lookup is a binary search: over fence keys (every `FENCE`-th key of
 a run, a Python list searched by `bisect`, which is C), then an Arrow comparison over
@@ -13,6 +13,13 @@ LSM merge: each indexed file adds a run of level 0 to its shard; once `FAN_IN` r
 of one level are in the shard, they are merged into one run of the next level
 (`plan_merge`), so a shard of N files holds at most `FAN_IN - 1` runs per level, about
 FAN_IN * log_FAN_IN(N) in all, and every entry is rewritten log_FAN_IN(N) times.
+In a repository the merges run on a thread of their own (`background`), not on the
+index thread.
+
+Sorting: a run is built by sorting its rows by (key, id) over each key's first 8 bytes
+as an integer, in numpy (`_key_id_order`); a merge of runs of consecutive files sorts
+their concatenation, by timsort when keys have one width (`merge_rows`); Arrow's sort
+by (key, id) is the fallback of both.
 """
 
 from __future__ import annotations
