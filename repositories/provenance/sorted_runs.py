@@ -89,7 +89,6 @@ def _sorted_unique(keys: pa.Array, ids: pa.Array, times: pa.Array) -> pa.Table:
 def uuid_rows(events: pa.Table) -> pa.Table:
     """The uuid run of a table of events (the stored schema): the key of each event's
     own uuid, parent uuids and child uuids, with the event's id and time."""
-    events = events.combine_chunks() if isinstance(events, pa.Table) else events
     ids = _array(events, "id")
     times = _array(events, "time_ms")
     parts_keys = [index_documents.uuid_keys(_array(events, "flowfile_uuid"))]
@@ -115,7 +114,6 @@ def uuid_rows(events: pa.Table) -> pa.Table:
 def filename_rows(events: pa.Table) -> pa.Table:
     """The filename run of a table of events: each event's filename (as `index_documents`
     indexes it: after the change, else before, when not empty) with its id and time."""
-    events = events.combine_chunks() if isinstance(events, pa.Table) else events
     names = filenames(events)
     present = pc.fill_null(pc.greater(pc.utf8_length(names), 0), False)
     return _sorted_unique(
@@ -126,7 +124,6 @@ def filename_rows(events: pa.Table) -> pa.Table:
 def fields_rows(events: pa.Table) -> pa.Table:
     """The fields run of a table of events: id, time and the low-cardinality fields of
     each event, in id order, strings dictionary-encoded."""
-    events = events.combine_chunks() if isinstance(events, pa.Table) else events
     relationship = _array(events, "relationship")
     named = pc.fill_null(pc.greater(pc.utf8_length(relationship), 0), False)
     relationship = pc.if_else(named, relationship, pa.scalar(None, pa.string()))
