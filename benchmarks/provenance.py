@@ -37,20 +37,27 @@ process getting 0.53 and 0.58 of a core):
   time-range p50 (index alone), ms   25.6 (21.4)         15.2 (8.2)
   index bytes/event                  57.9                110.1
 Merges of runs on a thread of their own, merged by numpy's sorts, runs built by a
-numpy sort over 8-byte key prefixes (commit c70b4aa's tree against the next, one
-session, load 6-11, alternated: before, after):
+numpy sort over 8-byte key prefixes: `custody bench provenance --json` with
+`--quick`, `--events 3000000 --queries 50` and `--queries 100` (full size), run from
+an export of commit c70b4aa ("before") and from this tree, alternated in one session:
                                      before              after
-  full size (10M), events/s          106,574             132,311
-  full size, CPU us/event            6.06                5.50
-  full size, lag p50 / p99, s        2.46 / 5.76         1.68 / 3.58
-  3M events (21 files), CPU us/event 5.42 / 5.90         5.28 / 5.28
-  3M events, events/s                120,853 / 112,913   95,186 / 107,742
+  full size (10M), load 6-11:
+    events/s                         106,574             132,311
+    CPU us/event                     6.06                5.50
+    lag p50 / p99, s                 2.46 / 5.76         1.68 / 3.58
+  3M events (20-21 files), CPU us/event 5.42 / 5.90      5.28 / 5.28
   --quick, CPU us/event              6.59 / 6.11 / 5.88  6.02 / 6.43 / 5.85
-The events/s of the shorter runs follow the load (the process got 0.50-0.75 of a
-core); CPU per event is the steadier figure. Stage wall times per event (full size,
-after): building and writing runs 5.4 us, event-file merge and compression 3.1,
-journal writes 2.6, merges of runs 1.2 (on their own thread; 1.35 on the index
-thread before).
+Then without copying the whole table of events to build runs (later the same session,
+busier: the process got 0.32-0.75 of a core):
+  full size, events/s                58,146              59,375
+  full size, CPU us/event            6.56                5.46
+  full size, lag p50, s              4.79                2.89
+  3M events, CPU us/event            6.07 / 5.48         4.69 / 4.41
+  3M events, events/s                78,633 / 85,851     97,193 / 169,595
+The events/s follow the load; CPU per event is the steadier figure. Stage wall times
+per event (full size, after, first session): building and writing runs 5.4 us,
+event-file merge and compression 3.1, journal writes 2.6, merges of runs 1.2 (on
+their own thread; 1.35 on the index thread before).
 """
 
 from __future__ import annotations
