@@ -42,6 +42,12 @@ class ProvenanceLayout:
                 raise CorruptFileError(layout, reason) from None
             if not (isinstance(containers, list) and containers and all(isinstance(c, str) and c for c in containers)):
                 raise CorruptFileError(layout, f"its containers are not a list of directories; {_REWRITTEN}")
+            # The node writes absolute paths of directories it made: anything else is a
+            # damaged (or foreign) layout, which would show a repository with events missing.
+            missing = [c for c in containers if not (os.path.isabs(c) and os.path.isdir(c))]
+            if missing:
+                reason = f"it names containers that are not existing absolute directories: {missing}; {_REWRITTEN}"
+                raise CorruptFileError(layout, reason)
             return containers
         if not os.path.isdir(os.path.join(path, EVENTS)):
             raise ProvenanceError(f"{path} is not a provenance repository (no {LAYOUT}, no {EVENTS}/)")

@@ -120,6 +120,20 @@ def test_a_damaged_layout_is_refused_by_a_read_only_opening(repository_files, co
     assert error.value.path == str(path)
 
 
+def test_a_layout_naming_a_relative_or_missing_container_is_refused_by_a_read_only_opening(repository_files):
+    path = Path(repository_files.containers[0], "layout.json")
+    written = path.read_bytes()
+    first = repository_files.containers[0].encode()
+    # The fuzz test's find: one bit flipped turned "/dev/shm/..." into ".dev/shm/...".
+    for damaged in (written.replace(first, b"." + first[1:]), written.replace(first, first + b"-gone")):
+        path.write_bytes(damaged)
+        with pytest.raises(CorruptFileError, match="not existing absolute directories") as error:
+            ProvenanceRepository.open(repository_files.containers[0])
+        assert error.value.path == str(path)
+    path.write_bytes(written)
+    ProvenanceRepository.open(repository_files.containers[0]).close()
+
+
 def forged_message(first_id: int = 45, count: int = 3) -> bytes:
     """An Arrow message of `count` events from `first_id` whose event_type offsets end a
     GB past their data."""
