@@ -4,6 +4,7 @@ configuration, the flows' REST documents and the steady rate. No test starts NiF
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import zipfile
@@ -307,7 +308,10 @@ def test_a_child_started_with_die_with_parent_ends_when_its_parent_is_killed(tmp
     starter = (
         "import subprocess, sys\n"
         "from benchmarks.nifi_anchor.process import die_with_parent\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], preexec_fn=die_with_parent)\n"
+        # The child reads a pipe of its own that nobody writes to: only a signal ends it
+        # (not its parent's death closing a pipe, which would prove nothing here).
+        "code = 'import os; r, w = os.pipe(); os.read(r, 1)'\n"
+        "child = subprocess.Popen([sys.executable, '-c', code], preexec_fn=die_with_parent)\n"
         "print(child.pid, flush=True)\n"
         "child.wait()\n"
     )
@@ -321,6 +325,8 @@ def test_a_child_started_with_die_with_parent_ends_when_its_parent_is_killed(tmp
         wait_until(lambda: not _alive(child), 10, "the orphaned child to end")
     finally:
         parent.kill()
+        if "child" in locals() and _alive(child):
+            os.kill(child, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
