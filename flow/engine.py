@@ -69,6 +69,7 @@ from .scheduling import ScheduleState, decide
 from .services import ServiceRegistry
 from .session import ProcessSession
 from .stateless import StatelessFlowLoader
+from .workers import SOLE_WORKER, Worker
 
 if TYPE_CHECKING:
     from repositories.content import ContentStore
@@ -149,8 +150,10 @@ class TraditionalEngine:
         run_sources: bool = True,
         hold_sources: bool = False,
         stopped: Iterable[str] = (),
+        worker: Worker = SOLE_WORKER,
     ):
         self.graph = graph
+        self.worker = worker
         self.shard = shard
         self.content = content
         self.provenance = provenance
@@ -187,6 +190,7 @@ class TraditionalEngine:
                 clock_ms=clock_ms,
                 services=services,
                 stateless_flows=flows,
+                worker=worker,
             )
             self.nodes[pid] = node
         # The processors this engine runs: all of them, or, on a shard that only drains
@@ -195,8 +199,15 @@ class TraditionalEngine:
         # the port its node's home shard holds. Held sources (`hold_sources`) join once
         # `release_sources()` is called.
         sources = [node for node in self.nodes.values() if node.processor.is_source and not node.incoming]
-        self._held = sources if run_sources and hold_sources else []
-        self._runs = [node for node in self.nodes.values() if node not in sources or (run_sources and not hold_sources)]
+        # A source that cannot split its input over a node's workers runs in worker 0 only
+        # (`flow.workers`), as NiFi's primary-node-only processors do.
+        sources_here = [
+            node for node in sources if worker.runs_in(node.processor.type_name, is_source=True) and run_sources
+        ]
+        self._held = sources_here if hold_sources else []
+        self._runs = [
+            node for node in self.nodes.values() if node not in sources or (node in sources_here and not hold_sources)
+        ]
         for node in self.nodes.values():
             if node not in self._runs and node not in self._held:
                 node.state = STOPPED  # never runs on this shard

@@ -21,6 +21,7 @@ from .errors import FlowError, UnknownService
 from .expression import Expression, compile_expression
 from .services import ServiceRegistry
 from .units import parse_duration, parse_size
+from .workers import SOLE_WORKER, Worker
 
 if TYPE_CHECKING:
     from .session import ProcessSession
@@ -142,8 +143,12 @@ class ProcessContext:
         clock_ms: Callable[[], int] | None = None,
         services: ServiceRegistry | None = None,
         stateless_flows: Callable[[str], object] | None = None,
+        worker: Worker = SOLE_WORKER,
     ):
         self.processor_id = processor_id
+        # Which of its node's worker processes runs this processor (`flow.workers`): the
+        # sources that split their input over the workers take their part by it.
+        self.worker = worker
         self.properties = properties
         self.dynamic = dynamic
         self.stateless = stateless

@@ -184,6 +184,8 @@ class GetFile(HandsOverIntake, Processor):
             context.yield_()
             return
         keep = context["keep_source_file"]
+        # Of a node's workers, each takes the files whose paths hash to it (`flow.workers`).
+        worker = context.worker
         writable: dict[str, bool] = {}
 
         def deletable(path: str) -> bool:
@@ -201,7 +203,7 @@ class GetFile(HandsOverIntake, Processor):
                 for path, name, status in _scan(
                     directory, context["file_filter"], context["recurse"], context["minimum_file_age"]
                 )
-                if keep or deletable(path)
+                if (keep or deletable(path)) and worker.takes_path(path)
             )
             picked = choose_files(found, state, taken.claimed, context["batch_size"])
             claimed = [identity for identity, _ in picked]

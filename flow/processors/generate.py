@@ -1,4 +1,8 @@
-"""GenerateFlowFile: creates FlowFiles on its schedule (a source)."""
+"""GenerateFlowFile: creates FlowFiles on its schedule (a source).
+
+On a node of several workers every worker generates, as NiFi's concurrent tasks do:
+worker I of N makes its share of `max_count` (they add up to it exactly) and numbers
+its FlowFiles I, I+N, I+2N... (`flow.workers`)."""
 
 from __future__ import annotations
 
@@ -69,11 +73,14 @@ class GenerateFlowFile(Processor):
         max_count = context["max_count"]
         sequence_attribute = context.get("sequence_attribute")
         counted = bool(max_count or sequence_attribute)
+        # Each of a node's workers makes its share of max_count, and numbers its FlowFiles
+        # so that the workers' numbers never meet (`flow.workers`).
+        worker = context.worker
         start = 0
         if counted:
             start = int(session.get_state().get("next", "0"))
             if max_count:
-                batch = min(batch, max_count - start)
+                batch = min(batch, worker.share(max_count) - start)
             if batch <= 0:
                 context.yield_()
                 return
@@ -88,7 +95,7 @@ class GenerateFlowFile(Processor):
         for index in range(batch):
             flowfile = session.create()
             if sequence_attribute:
-                flowfile = session.put_attribute(flowfile, sequence_attribute, str(start + index))
+                flowfile = session.put_attribute(flowfile, sequence_attribute, str(worker.sequence(start + index)))
             try:
                 flowfile, data = self._fill(context, session, flowfile, text, unique, size)
             except PropertyFailed as failed:

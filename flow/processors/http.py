@@ -290,6 +290,7 @@ class ListenHTTP(HandsOverIntake, Processor):
             body_timeout=context["body_timeout"],
             body_min_rate=context["body_min_rate"],
             tls=tls,
+            reuse_port=not context.worker.sole,
         )
         self.port = self._server.server_address[1]
         self._scheme = "https" if tls else "http"

@@ -359,7 +359,11 @@ class _Server(ThreadingHTTPServer):
         body_min_rate: int,
         tls: ssl.SSLContext | None,
         clock: Callable[[], float] = time.monotonic,
+        reuse_port: bool = False,
     ):
+        # With `reuse_port` (SO_REUSEPORT) the worker processes of one node each bind the
+        # port, and the kernel spreads the connections over them.
+        self.allow_reuse_port = reuse_port
         self.endpoint = endpoint
         self.idle_timeout = idle_timeout
         self.clock = clock

@@ -336,7 +336,10 @@ class ConsumeKafka(Processor):
                 self._found = found
         found = self._found or []
         if ownership is None:
-            held = {tp: (committed.get(tp), 0) for tp in found}
+            # A standalone node's one shard reads every partition; of a node's workers,
+            # each reads the partitions whose index falls to it (`flow.workers`).
+            worker = context.worker
+            held = {tp: (committed.get(tp), 0) for tp in found if worker.takes_partition(tp.partition)}
         else:
             try:
                 held = dict(ownership.partitions(self.id, shard_id, found, committed, takes))
