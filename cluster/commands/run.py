@@ -6,6 +6,7 @@ after any stop, even kill -9, the next run recovers everything from DIR.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -18,6 +19,15 @@ def register(subparsers) -> None:
     parser.add_argument("--flow", required=True, help="flow definition (YAML or JSON)")
     parser.add_argument("--data-dir", required=True, help="directory of the node's repositories")
     parser.add_argument("--threads", type=int, default=4, help="task threads (default 4)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes, each an engine over a shard of its own under DIR/workers/ (default 1: "
+        "one process); a data directory keeps the count it first ran with",
+    )
+    # A worker of a supervisor (`cluster.node.workers`): INDEX/COUNT, set by the supervisor only.
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--status-interval", type=float, default=10.0, help="seconds between status lines (0: none)")
     parser.add_argument(
         "--param",
@@ -70,6 +80,7 @@ def register(subparsers) -> None:
 
 
 MIN_STATUS_INTERVAL_S, MAX_STATUS_INTERVAL_S = 1.0, 86400.0
+MAX_WORKERS = 64
 
 
 def argument_problem(args) -> str | None:
@@ -79,6 +90,13 @@ def argument_problem(args) -> str | None:
     wait (inf), must not get as far as a started node."""
     from ..node.config_schema import MAX_THREADS
 
+    if not 1 <= args.workers <= MAX_WORKERS:
+        return f"--workers must be from 1 to {MAX_WORKERS} (the node's worker processes), not {args.workers}"
+    if args.workers > 1 and args.admin:
+        return (
+            "--admin with --workers above 1 is not supported yet (each worker has its own queues and "
+            "processors, and nothing answers for all of them): run without --admin, or with --workers 1"
+        )
     if not 1 <= args.threads <= MAX_THREADS:
         return f"--threads must be from 1 to {MAX_THREADS} (the node's task threads), not {args.threads}"
     interval = args.status_interval
@@ -93,9 +111,11 @@ def argument_problem(args) -> str | None:
 def run(args) -> int:
     from flow.errors import FlowError
     from flow.loading import load_flow
+    from flow.workers import SOLE_WORKER
 
     from ..errors import ClusterError
     from ..node.standalone import NodeError, NodeSettings, StandaloneNode
+    from ..node.workers import worker_directory
 
     log = logging.getLogger("custody.run")
     import os
@@ -126,15 +146,27 @@ def run(args) -> int:
     except FlowError as error:
         print(f"custody run: invalid flow: {error}", file=sys.stderr)
         return 2
+    if args.workers > 1:
+        return _supervise(args, data_dir, log)
+    node_dir, name, worker = data_dir, args.name, SOLE_WORKER
+    if args.worker is not None:
+        worker = _worker_of(args.worker)
+        node_dir, name = worker_directory(data_dir, worker.index), f"{args.name}-worker-{worker.index}"
+    else:
+        refused = _recorded_workers_problem(data_dir)
+        if refused is not None:
+            print(f"custody run: cannot start on {data_dir}: {refused}", file=sys.stderr)
+            return 1
     node = StandaloneNode(
         definition,
-        data_dir,
+        node_dir,
         NodeSettings(
-            name=args.name,
+            name=name,
             threads=args.threads,
             spark_master=args.spark_master,
             spark_conf=spark_conf,
             accept_wal_damage=args.accept_wal_damage,
+            worker=worker,
         ),
     )
     stop = stop_on_signals(log, "stopping")
@@ -156,10 +188,10 @@ def run(args) -> int:
         print(f"custody run: {error}", file=sys.stderr)
         return 1
     except OSError as error:
-        print(f"custody run: cannot start the node on {data_dir}: {error}", file=sys.stderr)
+        print(f"custody run: cannot start the node on {node_dir}: {error}", file=sys.stderr)
         return 1
     print(
-        f"custody: node running with flow {definition.name!r} on {data_dir} "
+        f"custody: node running with flow {definition.name!r} on {node_dir} "
         f"(recovered: {json.dumps(node.recovery)}); Ctrl-C stops it",
         flush=True,
     )
@@ -173,5 +205,54 @@ def run(args) -> int:
         if admin is not None:
             admin.stop()
         node.stop()
+    print("custody: node stopped cleanly", flush=True)
+    return 0
+
+
+def _worker_of(text: str):
+    """The `Worker` of `--worker INDEX/COUNT` (set by the supervisor)."""
+    from flow.workers import Worker
+
+    index, _, count = text.partition("/")
+    return Worker(int(index), int(count))
+
+
+def _recorded_workers_problem(data_dir: str) -> str | None:
+    """Why a node without --workers cannot start on `data_dir`: it was run with more."""
+    import os
+
+    from ..node.worker_plan import COUNT_FILE, count_problem, read_count
+
+    if not os.path.exists(os.path.join(data_dir, COUNT_FILE)):
+        return None
+    try:
+        return count_problem(read_count(data_dir), False, 1)
+    except ValueError as error:
+        return str(error)
+
+
+def _supervise(args, data_dir: str, log) -> int:
+    """`--workers N` above 1: the supervisor of N worker processes (`cluster.node.workers`)."""
+    from ..node.standalone import NodeError
+    from ..node.workers import WorkerSupervisor, worker_command
+
+    supervisor = WorkerSupervisor(data_dir, args.workers, lambda index: worker_command(args, index, args.workers))
+    try:
+        supervisor.prepare()
+    except NodeError as error:
+        print(f"custody run: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"custody run: cannot start the node on {data_dir}: {error}", file=sys.stderr)
+        return 1
+    stop = stop_on_signals(log, "stopping the workers")
+    print(f"custody: node of {args.workers} workers on {data_dir}; Ctrl-C stops it", flush=True)
+    try:
+        supervisor.run(stop)
+    except NodeError as error:
+        print(f"custody run: {error}", file=sys.stderr)
+        return 1
+    finally:
+        supervisor.release()
     print("custody: node stopped cleanly", flush=True)
     return 0

@@ -44,6 +44,7 @@ from flow.shard import QueueShard, ShardFiles, ShardRecovery
 from flow.spark.session import LOCAL_MASTER
 from flow.spark.staging import SparkStaging
 from flow.unreadable_swap import DEFAULT_FIRST_RETRY_MS, DEFAULT_MAX_RETRY_MS, RetryBackoff
+from flow.workers import SOLE_WORKER, Worker
 from repositories.claims import ContentClaim
 from repositories.content import ContentRepositoryConfig, ContentRepositoryError, open_filesystem_content_repository
 from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS, WriteAheadLogError
@@ -85,6 +86,9 @@ class NodeSettings:
     swap_retry_max_s: float = DEFAULT_MAX_RETRY_MS / 1000
     spark_master: str = LOCAL_MASTER
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    # Which of its node's worker processes this node is (`custody run --workers`,
+    # `cluster.node.workers`): its sources take their part of the input by it.
+    worker: Worker = SOLE_WORKER
 
 
 class StandaloneNode:
@@ -219,6 +223,7 @@ class StandaloneNode:
             outbox=settings.provenance_outbox,
             services=self.services,
             stopped=stopped,
+            worker=settings.worker,
         )
         self.recovery = self._recovery_figures(opened, time.monotonic() - started)
         missing = opened.content.missing
