@@ -46,7 +46,12 @@ from flow.spark.staging import SparkStaging
 from flow.unreadable_swap import DEFAULT_FIRST_RETRY_MS, DEFAULT_MAX_RETRY_MS, RetryBackoff
 from flow.workers import SOLE_WORKER, Worker
 from repositories.claims import ContentClaim
-from repositories.content import ContentRepositoryConfig, ContentRepositoryError, open_filesystem_content_repository
+from repositories.content import (
+    LOCAL_PACKED_RESOURCE_SIZE,
+    ContentRepositoryConfig,
+    ContentRepositoryError,
+    open_filesystem_content_repository,
+)
 from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS, WriteAheadLogError
 from repositories.provenance import ProvenanceConfig, ProvenanceError, ProvenanceRepository, RolloverPolicy
 from repositories.storage import LocalStorage
@@ -243,9 +248,11 @@ class StandaloneNode:
         # Start from a fresh snapshot: the journals the last run left (up to a whole
         # checkpoint interval of them) are not replayed again after the next crash.
         shard.wal.checkpoint()
-        # Content syncs once per session commit (group commit), not once per claim.
+        # Content syncs once per session commit (group commit), not once per claim;
+        # large claims share resource files (`LOCAL_PACKED_RESOURCE_SIZE`).
         self.content = open_filesystem_content_repository(
-            {"local": os.path.join(self.data_dir, "content")}, ContentRepositoryConfig(sync_on_close=False)
+            {"local": os.path.join(self.data_dir, "content")},
+            ContentRepositoryConfig(sync_on_close=False, packed_resource_size=LOCAL_PACKED_RESOURCE_SIZE),
         )
         live_claims = shard_report.live_claims
         if shard_report.swap_files_without_claims:

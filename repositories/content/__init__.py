@@ -19,7 +19,7 @@
 
 from .archive import ArchivePolicy, Usage
 from .collection import CollectReport
-from .config import ContentRepositoryConfig
+from .config import LOCAL_PACKED_RESOURCE_SIZE, ContentRepositoryConfig
 from .errors import (
     ContentCorrupted,
     ContentNotFound,
@@ -43,6 +43,7 @@ from .verification import ResourceCheck
 from .writing import ContentWriter
 
 __all__ = [
+    "LOCAL_PACKED_RESOURCE_SIZE",
     "ArchivePolicy",
     "ClaimReader",
     "ClaimWriter",
