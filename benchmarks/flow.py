@@ -32,6 +32,15 @@ The raw limits are measured in the same run, on the same disk:
   writes with one fdatasync per 1 MB (the content a session commits), just before the
   1 MB flow;
   `ratio_1mb_to_disk` = mb_per_sec_1mb / that.
+CPU beside each rate: `engine_cpu_us_per_flowfile`, `small_cpu_us_per_flowfile` and
+`large_cpu_ms_per_flowfile`, the CPU time (user + system, every thread) the node spent
+while the flow ran, per FlowFile: on a shared machine the load changes it far less than
+the rate.
+
+`--workers N` runs each flow through `custody run --workers N`, a process per worker
+(`benchmarks._flow_workers`): the same flows, GenerateFlowFile's count split exactly
+over the workers, the same keys (`--workers 1`, the default, is the figure of the engine
+in this process) and `workers` in the result.
 Anchor: NiFi's published ~83,000 FlowFiles/s end to end on one node
 (`ratio_to_nifi_anchor`, `ratio_engine_to_nifi_anchor`). `--profile` adds the top
 functions by own time of the engine flow and of the 1 MB flow (`profile_engine_flow`,
@@ -55,6 +64,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--small", type=int, help="FlowFiles in the small-content flow")
     parser.add_argument("--large", type=int, help="FlowFiles in the 1 MB flow")
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="run the flows through custody run --workers N, a process per worker (default 1: in this process)",
+    )
     parser.add_argument("--profile", action="store_true", help="profile the engine flow (slower) and report")
     parser.add_argument("--no-outbox", action="store_true", help="without the provenance outbox")
     parser.add_argument(
@@ -76,6 +91,13 @@ def flow_definition(
     FlowFiles and swaps above 20,000."""
     from flow.loading import parse_flow
 
+    return parse_flow(flow_document(out, count, size, batch, merge, back_pressure))
+
+
+def flow_document(
+    out: str, count: int, size: int, batch: int, merge: int = 0, back_pressure: int = DEFAULT_BACK_PRESSURE
+) -> dict:
+    """The flow of `flow_definition` as a flow file holds it."""
     swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": back_pressure}}
     processors = [
         {
@@ -124,9 +146,7 @@ def flow_definition(
         },
         {"source": "put", "relationships": ["failure"], "destination": "put"},
     ]
-    return parse_flow(
-        {"name": f"bench-{size}{'-merged' if merge else ''}", "processors": processors, "connections": connections}
-    )
+    return {"name": f"bench-{size}{'-merged' if merge else ''}", "processors": processors, "connections": connections}
 
 
 def _run_flow(
@@ -158,6 +178,7 @@ def _run_flow(
     node.start(paused=True)
     put = None
     started = time.perf_counter()
+    cpu_started = time.process_time()
     node.resume()
     try:
         put = node.engine.nodes["put"]
@@ -167,12 +188,13 @@ def _run_flow(
                 break
             time.sleep(0.02)
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
     finally:
         node.stop()
     delivered = files_in(out)
     if delivered != files:
         raise RuntimeError(f"benchmark flow delivered {delivered} of {files} files")
-    result = {"seconds": elapsed, "flowfiles": count, "put_tasks": put.tasks if put else 0}
+    result = {"seconds": elapsed, "cpu_s": cpu, "flowfiles": count, "put_tasks": put.tasks if put else 0}
     if profiler is not None:
         result["profile"] = profiler.top(25, count)
     return result
@@ -317,6 +339,12 @@ def run(args) -> dict:
     small = args.small or (20_000 if args.quick else 200_000)
     engine = args.engine or (50_000 if args.quick else 500_000)
     large = args.large or (50 if args.quick else 300)
+    if args.workers != 1:
+        from benchmarks._flow_workers import refusal
+
+        problem = refusal(args)
+        if problem is not None:
+            raise SystemExit(f"custody bench flow: {problem}")
     if args.against_nifi:
         from benchmarks.nifi_anchor.rounds import run as run_against_nifi
 
@@ -324,6 +352,11 @@ def run(args) -> dict:
     batch, merge = 1000, 1000
     pressure = args.back_pressure
     outbox = not args.no_outbox
+    run_flow = _run_flow
+    if args.workers != 1:
+        from benchmarks._flow_workers import worker_runner
+
+        run_flow = worker_runner(args.workers, flow_document, files_in)
     root = args.dir or tempfile.mkdtemp(prefix="custody-bench-flow-")
     os.makedirs(root, exist_ok=True)
     try:
@@ -332,14 +365,14 @@ def run(args) -> dict:
         raw_wal = _raw_wal(raw, min(small, 50_000), batch)
         raw_wal_engine = _raw_wal(raw, min(engine, 50_000), batch, merge)
         raw_files = _raw_files(raw, min(small, 20_000))
-        engine_run = _run_flow(
+        engine_run = run_flow(
             os.path.join(root, "engine"), engine, 100, batch, args.threads, outbox, False, merge, pressure
         )
-        small_run = _run_flow(os.path.join(root, "small"), small, 100, batch, args.threads, outbox, False, 0, pressure)
+        small_run = run_flow(os.path.join(root, "small"), small, 100, batch, args.threads, outbox, False, 0, pressure)
         # Just before the 1 MB flow, not minutes before it: on a shared disk the two
         # halves of their ratio must see the same load.
         raw_disk = _raw_disk(raw, large)
-        large_run = _run_flow(os.path.join(root, "large"), large, 1 << 20, 1, args.threads, outbox, False, 0, pressure)
+        large_run = run_flow(os.path.join(root, "large"), large, 1 << 20, 1, args.threads, outbox, False, 0, pressure)
         engine_per_sec = engine / engine_run["seconds"]
         flowfiles_per_sec = small / small_run["seconds"]
         mb_per_sec = large / large_run["seconds"]
@@ -365,8 +398,12 @@ def run(args) -> dict:
             "nifi_anchor_flowfiles_per_sec": NIFI_ANCHOR_FLOWFILES_PER_SEC,
             "ratio_engine_to_nifi_anchor": round(engine_per_sec / NIFI_ANCHOR_FLOWFILES_PER_SEC, 4),
             "ratio_to_nifi_anchor": round(flowfiles_per_sec / NIFI_ANCHOR_FLOWFILES_PER_SEC, 4),
+            "engine_cpu_us_per_flowfile": round(engine_run["cpu_s"] / engine * 1e6, 2),
+            "small_cpu_us_per_flowfile": round(small_run["cpu_s"] / small * 1e6, 2),
+            "large_cpu_ms_per_flowfile": round(large_run["cpu_s"] / large * 1e3, 2),
             "provenance_outbox": outbox,
             "threads": args.threads,
+            "workers": args.workers,
             "back_pressure": pressure,
             "cpu_count": os.cpu_count(),
         }
