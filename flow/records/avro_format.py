@@ -75,6 +75,7 @@ import zstandard
 from fastavro.types import Schema as ParsedAvroSchema
 
 from ..processor import PropertyDescriptor
+from .avro_columns import encoder_for
 from .avro_schema import arrow_schema, avro_schema
 from .errors import RecordError
 from .readers import SCHEMA_PROPERTIES, SCHEMA_TEXT, Opener, RecordReader, fit_batch
@@ -635,6 +636,7 @@ class _AvroSetWriter(RecordSetWriter):
             self.array_encoder = fastavro.parse_schema({"type": "array", "items": self.encoder})
         except Exception as error:  # fastavro raises several kinds for a schema it refuses
             raise RecordError(f"the records' schema cannot be written as Avro: {error}") from None
+        self.columns = encoder_for(self.stored_types)
         self.sync = os.urandom(SYNC_SIZE)
         self.count = 0
         if container:
@@ -647,16 +649,19 @@ class _AvroSetWriter(RecordSetWriter):
     def _write_block(self, batch: pa.RecordBatch) -> None:
         try:
             stored = batch.cast(self.avro_types).cast(self.stored_types)
-            rows = stored.to_pylist(maps_as_pydicts="strict")
+            encoded = self.columns.encode(stored) if self.columns is not None else None
+            rows = stored.to_pylist(maps_as_pydicts="strict") if encoded is None else None
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as error:
             raise RecordError(f"cannot be written as Avro: {error}", record=self.count) from None
-        encoded = self._encode(rows)
+        if rows is not None:  # a schema, or values, left to fastavro
+            encoded = self._encode(rows)
+        assert encoded is not None
         if self.container:
             data = self.codec.compress(encoded)
-            self.sink.write(encode_long(len(rows)) + encode_long(len(data)) + data + self.sync)
+            self.sink.write(encode_long(stored.num_rows) + encode_long(len(data)) + data + self.sync)
         else:
             self.sink.write(encoded)
-        self.count += len(rows)
+        self.count += stored.num_rows
 
     def _encode(self, rows: list[dict]) -> bytes:
         """`rows` binary-encoded one after another. They are encoded as one Avro array,
