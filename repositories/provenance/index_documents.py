@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -46,14 +47,45 @@ def uuid_key(uuid: str) -> str:
 
 
 def uuid_keys(column: pa.Array) -> pa.Array:
-    """`uuid_key` of every value of a string column, in Arrow kernels."""
+    """`uuid_key` of every value of a string column, in numpy when every value is a
+    canonical uuid (as FlowFile uuids are), else in Arrow kernels (a regular expression
+    per value: 0.23 us/event of CPU on the benchmark's mix, where numpy takes 0.03)."""
     if len(column) == 0 or column.null_count == len(column):
         return column
+    keys = _canonical_uuid_keys(column)
+    if keys is not None:
+        return keys
     canonical = pc.match_substring_regex(column, _CANONICAL_UUID)
     short = pc.binary_join_element_wise(
         pc.utf8_slice_codeunits(column, 0, 8), pc.utf8_slice_codeunits(column, 24, 36), ""
     )
     return pc.if_else(canonical, short, column)
+
+
+_DASH_PLACES = np.zeros(36, dtype=bool)
+_DASH_PLACES[[8, 13, 18, 23]] = True
+
+
+def _canonical_uuid_keys(column: pa.Array) -> pa.Array | None:
+    """The keys of a string column that holds canonical uuids only (36 bytes each,
+    dashes and hex digits in place, no null), cut from its bytes at once; else None."""
+    n = len(column)
+    if column.null_count or column.type != pa.string():
+        return None
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int32, count=n + 1, offset=column.offset * 4)
+    first = int(offsets[0])
+    if int(offsets[-1]) - first != 36 * n or np.any(np.diff(offsets) != 36):
+        return None
+    text = np.frombuffer(column.buffers()[2], dtype=np.uint8, count=36 * n, offset=first).reshape(n, 36)
+    # Byte arithmetic wraps around: below "0" or "a" becomes large.
+    hex_digit = (text - np.uint8(ord("0"))) < 10
+    hex_digit |= ((text | np.uint8(0x20)) - np.uint8(ord("a"))) < 6  # a-f, A-F
+    hex_digit |= _DASH_PLACES
+    if not (hex_digit.all() and np.all(text[:, _DASH_PLACES] == ord("-"))):
+        return None
+    kept = np.concatenate((text[:, :8], text[:, 24:]), axis=1)  # as `uuid_key` keeps
+    key_offsets = np.arange(0, 20 * n + 1, 20, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(key_offsets), pa.py_buffer(kept))
 
 
 def _uuid_list_keys(column: pa.Array) -> pa.Array:
@@ -116,9 +148,18 @@ def _column(table: pa.Table | pa.RecordBatch, name: str) -> pa.Array:
 def filenames(table: pa.Table | pa.RecordBatch) -> pa.Array:
     """Each event's filename: its `filename` attribute after the event, else before
     (null when neither has one). Only a non-empty one is indexed."""
-    after = _lookup_first(_column(table, "attributes_after"), "filename")
-    before = _lookup_first(_column(table, "attributes_before"), "filename")
-    return pc.coalesce(after, before)
+    after, before = table.column("attributes_after"), table.column("attributes_before")
+    if isinstance(after, pa.ChunkedArray) and [len(c) for c in after.chunks] != [len(c) for c in before.chunks]:
+        after, before = after.combine_chunks(), before.combine_chunks()
+    if isinstance(after, pa.Array):
+        return pc.coalesce(_lookup_first(after, "filename"), _lookup_first(before, "filename"))
+    # Chunk by chunk: combining the chunks of two map columns first copied every
+    # attribute (a fifth of the cost).
+    names = [
+        pc.coalesce(_lookup_first(a, "filename"), _lookup_first(b, "filename"))
+        for a, b in zip(after.chunks, before.chunks, strict=True)
+    ]
+    return pa.chunked_array(names, pa.string()).combine_chunks()
 
 
 def json_documents(table: pa.Table | pa.RecordBatch) -> list[str]:

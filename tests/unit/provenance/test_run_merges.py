@@ -8,6 +8,7 @@ import random
 import threading
 import uuid as uuidlib
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -190,3 +191,23 @@ def test_a_failed_merge_of_runs_stops_the_repository_and_a_restart_finishes_it(t
             assert [e.event_id for e in repository.query(ProvenanceQuery(flowfile_uuid=uuid)).events] == [event_id]
     finally:
         repository.close(timeout=30)
+
+
+@pytest.mark.parametrize("ties", ["none", "a few", "many"])
+def test_rows_of_keys_named_once_are_sorted_by_key_then_id_whether_their_prefixes_tie_or_not(ties):
+    # Keys named once take numpy's unstable sort of their 8-byte prefixes, the runs of
+    # tied prefixes sorted after; keys named again and again the stable sort.
+    from repositories.provenance.sorted_runs import _key_id_order
+
+    rng = random.Random(5)
+    keys = list({f"{rng.randrange(16**16):016x}": None for _ in range(2000)})
+    if ties == "a few":  # shorter than 8 bytes (zero-padded), and one prefix, tails differing
+        keys += ["ab", "ab\x00", "a", "file-000.txt", "file-000", "file-0001.txt", "file-0002.json"]
+    if ties == "many":
+        keys += [keys[i % 50] for i in range(1000)]
+    ids = list(range(len(keys)))
+    rng.shuffle(ids)
+    order = _key_id_order(pa.array(keys, pa.string()), np.array(ids, dtype=np.uint64), in_id_order=False)
+    assert order is not None
+    rows = [(keys[i].encode(), ids[i]) for i in order]
+    assert rows == sorted(zip((k.encode() for k in keys), ids, strict=True))
