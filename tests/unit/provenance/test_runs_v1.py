@@ -1,0 +1,91 @@
+"""A repository whose shard holds sorted runs of version 1 (tests/data/provenance-runs-v1:
+uuid and filename runs with a time column) answers as the code that wrote it did, read
+only, and after the current code indexes new events and merges runs beside them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from repositories.provenance import ProvenanceConfig, ProvenanceQuery, ProvenanceRepository
+from repositories.provenance.sorted_runs import FAN_IN
+
+from .conftest import event
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "provenance-runs-v1"
+ANSWERS = json.loads((DATA / "answers.json").read_text())
+T0_MS = 1_700_000_000_000
+
+
+@pytest.fixture
+def old_repository(tmp_path) -> Path:
+    shutil.copytree(DATA, tmp_path / "provenance-runs-v1")
+    return tmp_path / "provenance-runs-v1"
+
+
+def config_of(root: Path) -> ProvenanceConfig:
+    return ProvenanceConfig(
+        containers=(str(root / "c0"), str(root / "c1")),
+        journals_per_container=1,
+        rollover_check_interval_s=None,
+        age_off_interval_s=None,
+        max_age_s=None,
+        max_bytes=None,
+        index_heap_bytes=15_000_000,
+        index_threads=1,
+        compression_threads=1,
+    )
+
+
+def answers_of(repository: ProvenanceRepository) -> list[dict]:
+    answers = []
+    for asked in ANSWERS["queries"]:
+        result = repository.query(ProvenanceQuery(**asked["query"]))
+        answers.append({"query": asked["query"], "ids": [e.event_id for e in result.events], "total": result.total})
+    return answers
+
+
+def test_a_read_only_opening_answers_as_the_code_of_version_1_runs(old_repository):
+    repository = ProvenanceRepository.open(str(old_repository / "c0"), read_only=True)
+    try:
+        assert answers_of(repository) == ANSWERS["queries"]
+        lineage = repository.lineage("00000001-0000-4000-8000-000000000001")
+        assert sorted(lineage.descendants) == ANSWERS["lineage_descendants_of_1"]
+    finally:
+        repository.close()
+
+
+def test_runs_of_new_events_merge_with_version_1_runs_and_every_event_is_found(old_repository):
+    now = [T0_MS / 1000 + 9 * 600]
+    repository = ProvenanceRepository(config_of(old_repository), clock=lambda: now[0])
+    uuid = "00000000-0000-4000-8000-000000000000"  # the FlowFile of generations 0, 3 and 6
+    try:
+        assert answers_of(repository) == ANSWERS["queries"]
+        # Seven more files: with the ninth file's runs, eight of level 0 merge into one.
+        for n in range(FAN_IN - 1):
+            named = {"filename": f"new-{n}.txt"}
+            changed = event("ATTRIBUTES_MODIFIED", uuid, event_time_ms=T0_MS + 10**7 + n, attributes_after=named)
+            repository.register_events([changed])
+            repository.rollover()
+            repository.sync()
+        runs = repository.index.shards[-1].manifest.runs
+        assert sorted((run.field, run.level) for run in runs) == sorted(
+            [(f, 1) for f in ("fields", "filename", "uuid")] * 2
+        )
+        found = repository.query(ProvenanceQuery(flowfile_uuid=uuid, limit=100))
+        assert [e.event_id for e in found.events] == [*range(43, 36, -1), 28, 27, 26, 25, 16, 15, 14, 13, 4, 3, 2, 1]
+        late = repository.query(ProvenanceQuery(flowfile_uuid=uuid, start_ms=T0_MS + 1801 * 1000, limit=100))
+        assert [e.event_id for e in late.events] == [*range(43, 36, -1), 28, 27, 26, 25]
+        assert [e.event_id for e in repository.query(ProvenanceQuery(filename="new-3.txt")).events] == [40]
+        assert [e.event_id for e in repository.query(ProvenanceQuery(filename="file-13.txt")).events] == [14]
+        assert [e.event_id for e in repository.query(ProvenanceQuery(flowfile_uuid="flowfile-4")).events] == [
+            20,
+            19,
+            18,
+            17,
+        ]
+    finally:
+        repository.close()
