@@ -12,9 +12,13 @@ claim that must have checksums, so that FlowFile goes to `failure` too (`Content
 
 Each victim is large enough (200 KB) to retire its resource file, and is taken before
 any other file, so it is the only claim of its own resource file: the damage touches it
-alone (the test checks that). Phase 1 runs GetFile with PutFile stopped, so that
-everything waits in the queue; phase 2 damages the files of the stopped node; phase 3
-runs the node again and waits, with a deadline, until the queue has drained.
+alone (the test checks that). The node's large claims would otherwise share resource
+files (`LOCAL_PACKED_RESOURCE_SIZE`), where a file cut short or deleted damages every
+claim in it: this test is about one damaged claim, so it runs the node without packing.
+
+Phase 1 runs GetFile with PutFile stopped, so that everything waits in the queue;
+phase 2 damages the files of the stopped node; phase 3 runs the node again and waits,
+with a deadline, until the queue has drained.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections import Counter
 
 import pytest
 
+from cluster.node import standalone
 from cluster.node.standalone import NodeSettings, StandaloneNode
 from flow.loading import parse_flow
 from repositories.content.checksum_format import HEADER_SIZE
@@ -78,6 +83,12 @@ def flow(inbox, out):
             ],
         }
     )
+
+
+@pytest.fixture(autouse=True)
+def unpacked_resources(monkeypatch):
+    """Large claims alone in their resource files (see the module docstring)."""
+    monkeypatch.setattr(standalone, "LOCAL_PACKED_RESOURCE_SIZE", None)
 
 
 def start(definition, data_dir, *stopped, spark=None) -> StandaloneNode:
