@@ -1,7 +1,10 @@
 """`custody run --flow FLOW.yaml --data-dir DIR`: a standalone node until stopped.
 
 Local repositories only (no ZooKeeper, no HDFS). SIGTERM or SIGINT stops it cleanly;
-after any stop, even kill -9, the next run recovers everything from DIR.
+after any stop, even kill -9, the next run recovers everything from DIR. With
+`--workers N` above 1 the command is the supervisor of N worker processes, each a node
+on DIR/workers/I (`cluster.node.workers`); each worker is this command again, with
+`--worker I/N`.
 """
 
 from __future__ import annotations

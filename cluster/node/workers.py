@@ -179,7 +179,9 @@ class WorkerSupervisor:
 
     # -- run ---------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
-        """Start the workers, keep them running until `stop` is set, then stop them."""
+        """Start the workers, keep them running until `stop` is set, then stop them. Call
+        it on a thread that lives as long as the supervisor (`custody run`'s main thread):
+        the kernel's parent-death signal follows the thread that started a worker."""
         try:
             for worker in self.workers:
                 if not self._wait_for_worker_lock(worker.index, stop):
