@@ -20,8 +20,8 @@ file indexed adds a sorted run of each (`sorted_runs`, `run_format`) under the
 shard's ``runs/``, listed by the manifest (`runs`; `uuid_index`: "runs"), and runs of
 one level are merged into one of the next once `run_fan_in` of them are there (in a
 repository, by its runs thread, `merge_runs`, while the index thread goes on). A query
-by uuid or filename looks them up in the runs, applies its time range and cursor to
-the rows, and asks tantivy about any other field for those ids alone. A shard from
+by uuid or filename looks them up in the runs, applies its cursor to the ids, and its
+time range and any other field to those ids alone in the fields runs. A shard from
 before runs (no `uuid_index`: "tantivy") holds them in tantivy, is searched there,
 and takes no new file (it is closed when the first file after it is indexed).
 
@@ -436,10 +436,8 @@ def _summary_document(first_id: int, runs: dict) -> str:
     return json.dumps(document)
 
 
-def _concatenated(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    if not pairs:
-        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-    return np.concatenate([ids for ids, _ in pairs]), np.concatenate([times for _, times in pairs])
+def _concatenated(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
 
 
 def _run_hits(
@@ -451,7 +449,7 @@ def _run_hits(
 ) -> tuple[list[int], int]:
     """Hits in a shard of runs. By uuid or filename: the rows of that key in every run of
     the field, then the time range and cursor on those rows, then the other fields in
-    the fields runs. Otherwise: the claimed files whose summary holds every field's
+    the fields runs (which hold every event's time too). Otherwise: the claimed files whose summary holds every field's
     value and whose time range and ids can match, and their rows of the fields runs."""
     terms = {name: value for name, value in query.terms().items() if name not in _KEY_FIELDS}
     fields = [(run, shard.run_reader(run)) for run in runs if run.field == "fields"]
@@ -478,28 +476,25 @@ def _run_hits(
                     pages.append(found[-wanted:] if wanted else found[:0])
         ids = np.sort(np.concatenate(pages))[::-1] if pages else np.empty(0, dtype=np.uint64)
         return ids[:wanted].tolist(), total
-    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    found: dict[str, np.ndarray] = {}
     for name, value in (("uuid", query.flowfile_uuid), ("filename", query.filename)):
         if value is None:
             continue
         if name == "uuid" and shard.manifest.uuid_terms == UUID_TERMS_KEY:
             value = uuid_key(value)
         found[name] = _concatenated([shard.run_reader(run).lookup(value) for run in runs if run.field == name])  # type: ignore[union-attr]
-    ids, times = found.pop("uuid") if "uuid" in found else found.pop("filename")
+    ids = found.pop("uuid") if "uuid" in found else found.pop("filename")
     keep = np.ones(len(ids), dtype=bool)
     if found:  # both uuid and filename: the events that name both
-        keep &= np.isin(ids, found["filename"][0])
-    if query.start_ms is not None:
-        keep &= times >= query.start_ms
-    if query.end_ms is not None:
-        keep &= times <= query.end_ms
+        keep &= np.isin(ids, found["filename"])
     if query.max_event_id is not None:
         keep &= ids <= query.max_event_id
     ids = ids[keep]
-    if terms and len(ids):
+    timed = query.start_ms is not None or query.end_ms is not None
+    if (terms or timed) and len(ids):
         held = np.zeros(len(ids), dtype=bool)
         for _, reader in fields:
-            held |= reader.holds(ids, terms)  # type: ignore[union-attr]
+            held |= reader.holds(ids, terms, query.start_ms, query.end_ms)  # type: ignore[union-attr]
         ids = ids[held]
     ids = np.sort(ids)[::-1]
     return ids[:wanted].tolist(), len(ids)

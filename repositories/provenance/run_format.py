@@ -3,8 +3,8 @@
 A shard (`index`) indexes events in sorted runs rather than one tantivy document per
 event: each event file indexed gives one run of each of three kinds, and runs of a
 shard are merged LSM-style (`sorted_runs`):
-    uuid      (key, id, time) of every uuid an event names, sorted by (key, id)
-    filename  (key, id, time) of every event with a filename, sorted by (key, id)
+    uuid      (key, id) of every uuid an event names, sorted by (key, id)
+    filename  (key, id) of every event with a filename, sorted by (key, id)
     fields    (id, time, type, component, relationship) of every event, sorted by id
 A run lives in the shard's directory, under ``runs/``, named
 
@@ -29,8 +29,11 @@ buffers uncompressed so that it is read by memory-mapping it, without copy:
 The schema of a uuid or filename run (`KEY_SCHEMA`), in this order, none nullable:
     key      utf8    the uuid's index key (`index_documents.uuid_key`) or the filename
     id       uint64  the event id
-    time_ms  int64   the event's time (ms since the epoch), so a time range needs no
-                     other index
+A query by uuid or filename with a time range reads each hit's time from the fields
+runs, which hold it for every event (by id). Runs of version 1 (`KEY_SCHEMA_V1`) had a
+third column, ``time_ms int64``, the event's time: 17 bytes per event in a uuid and a
+filename run (110 bytes per event in all, measured). They are still read (the column is
+not used), and a merge writes their rows into a run of this version.
 Rows are sorted by (key, id) in byte order of the key's UTF-8, with no two rows equal:
 an event that names one key twice (a uuid that is also its own child, two uuids that
 share a key) has one row for it.
@@ -44,7 +47,7 @@ The schema of a fields run (`FIELDS_SCHEMA`), one row per event, sorted by id:
                                              none or an empty one (never indexed)
 
 Schema metadata (UTF-8 keys and values):
-    custody.run.version  "1"
+    custody.run.version  "2" ("1": the uuid and filename runs have a time column)
     custody.run.field    "uuid" or "filename"
     custody.run.files    the first ids of the event files indexed, comma-separated,
                          increasing
@@ -69,7 +72,8 @@ import pyarrow.ipc as ipc
 from . import files
 from .errors import CorruptFileError
 
-VERSION = "1"
+VERSION = "2"
+_VERSION_1 = "1"
 FIELDS = ("uuid", "filename", "fields")
 KEY_FIELDS = ("uuid", "filename")
 DIRECTORY = "runs"
@@ -80,9 +84,9 @@ KEY_SCHEMA = pa.schema(
     [
         pa.field("key", pa.string(), nullable=False),
         pa.field("id", pa.uint64(), nullable=False),
-        pa.field("time_ms", pa.int64(), nullable=False),
     ]
 )
+KEY_SCHEMA_V1 = KEY_SCHEMA.append(pa.field("time_ms", pa.int64(), nullable=False))
 _DICTIONARY = pa.dictionary(pa.int32(), pa.string())
 FIELDS_SCHEMA = pa.schema(
     [
@@ -95,8 +99,11 @@ FIELDS_SCHEMA = pa.schema(
 )
 
 
-def schema_of(field: str) -> pa.Schema:
-    return FIELDS_SCHEMA if field == "fields" else KEY_SCHEMA
+def schema_of(field: str, version: str = VERSION) -> pa.Schema:
+    """The schema of a run of `field` written by format `version` (this one's by default)."""
+    if field == "fields":
+        return FIELDS_SCHEMA
+    return KEY_SCHEMA_V1 if version == _VERSION_1 else KEY_SCHEMA
 
 
 _VERSION_KEY = b"custody.run.version"
@@ -143,8 +150,8 @@ def write_run(directory: str, field: str, first_ids: list[int], rows: pa.Table) 
 
 
 def read_run(path: str, field: str) -> pa.Table:
-    """The rows of the run at `path` (memory-mapped: no copy); CorruptFileError if it is
-    not a run of `field`."""
+    """The rows of the run at `path` (memory-mapped: no copy), in the schema of the
+    version that wrote it; CorruptFileError if it is not a run of `field`."""
     try:
         source = pa.memory_map(path)
         table = ipc.open_file(source).read_all()
@@ -156,10 +163,11 @@ def read_run(path: str, field: str) -> pa.Table:
             raise
         raise _damaged(path, f"Arrow cannot read it: {error}") from None
     metadata = table.schema.metadata or {}
+    version = metadata.get(_VERSION_KEY)
     if (
-        metadata.get(_VERSION_KEY) != VERSION.encode()
+        version not in (VERSION.encode(), _VERSION_1.encode())
         or metadata.get(_FIELD_KEY) != field.encode()
-        or not table.schema.remove_metadata().equals(schema_of(field))
+        or not table.schema.remove_metadata().equals(schema_of(field, version.decode()))
     ):
         raise _damaged(path, "its schema or metadata is not that of a sorted run")
     return table.combine_chunks() if table.column("id").num_chunks != 1 else table

@@ -3,7 +3,7 @@
 Why not tantivy for these two fields: every FlowFile uuid and filename is unique, so
 each is a new term of tantivy's dictionary, and adding and committing those terms was
 most of tantivy's ~13 us/event (`repositories.provenance`). Here a run is built in
-Arrow's C++ kernels and numpy: the keys of an event file's events, with their ids and times,
+Arrow's C++ kernels and numpy: the keys of an event file's events, with their ids,
 sorted once by (key, id) (`build_runs`), written as one Arrow IPC file per field
 (`run_format`). A lookup is a binary search: over fence keys (every `FENCE`-th key of
 a run, a Python list searched by `bisect`, which is C), then an Arrow comparison over
@@ -63,8 +63,8 @@ def plan_merge(runs: Sequence[RunEntry], fan_in: int = FAN_IN) -> list[RunEntry]
     return None
 
 
-def _sorted_unique(keys: pa.Array, ids: pa.Array, times: pa.Array) -> pa.Table:
-    table = pa.table([keys, pc.cast(ids, pa.uint64()), pc.cast(times, pa.int64())], schema=KEY_SCHEMA)
+def _sorted_unique(keys: pa.Array, ids: pa.Array) -> pa.Table:
+    table = pa.table([keys, pc.cast(ids, pa.uint64())], schema=KEY_SCHEMA)
     if table.num_rows == 0:
         return table
     table = table.combine_chunks()
@@ -88,11 +88,10 @@ def _sorted_unique(keys: pa.Array, ids: pa.Array, times: pa.Array) -> pa.Table:
 
 def uuid_rows(events: pa.Table) -> pa.Table:
     """The uuid run of a table of events (the stored schema): the key of each event's
-    own uuid, parent uuids and child uuids, with the event's id and time."""
+    own uuid, parent uuids and child uuids, with the event's id."""
     ids = _array(events, "id")
-    times = _array(events, "time_ms")
     parts_keys = [index_documents.uuid_keys(_array(events, "flowfile_uuid"))]
-    parts_ids, parts_times = [ids], [times]
+    parts_ids = [ids]
     for name in ("parent_uuids", "child_uuids"):
         column = _array(events, name)
         flat = pc.list_flatten(column)
@@ -101,24 +100,17 @@ def uuid_rows(events: pa.Table) -> pa.Table:
         owner = pc.list_parent_indices(column)
         parts_keys.append(index_documents.uuid_keys(flat))
         parts_ids.append(pc.take(ids, owner))
-        parts_times.append(pc.take(times, owner))
     keys = pa.concat_arrays([k.cast(pa.string()) for k in parts_keys])
     valid = pc.fill_null(pc.greater(pc.utf8_length(keys), 0), False)
-    return _sorted_unique(
-        keys.filter(valid),
-        pa.concat_arrays(parts_ids).filter(valid),
-        pa.concat_arrays(parts_times).filter(valid),
-    )
+    return _sorted_unique(keys.filter(valid), pa.concat_arrays(parts_ids).filter(valid))
 
 
 def filename_rows(events: pa.Table) -> pa.Table:
     """The filename run of a table of events: each event's filename (as `index_documents`
-    indexes it: after the change, else before, when not empty) with its id and time."""
+    indexes it: after the change, else before, when not empty) with its id."""
     names = filenames(events)
     present = pc.fill_null(pc.greater(pc.utf8_length(names), 0), False)
-    return _sorted_unique(
-        names.filter(present), _array(events, "id").filter(present), _array(events, "time_ms").filter(present)
-    )
+    return _sorted_unique(names.filter(present), _array(events, "id").filter(present))
 
 
 def fields_rows(events: pa.Table) -> pa.Table:
@@ -150,7 +142,7 @@ def build_runs(events: pa.Table) -> dict[str, pa.Table]:
 
 def merge_rows(field: str, runs: Sequence[pa.Table]) -> pa.Table:
     """One sorted run of `field` holding every row of `runs` (each sorted; their ids
-    disjoint).
+    disjoint), in this version's schema (a run of version 1 loses its time column).
 
     When the runs' id ranges do not interleave (the runs of an LSM level index
     consecutive event files, so they never do), taken in order of their ids they are
@@ -328,36 +320,31 @@ class RunReader:
         self.rows = rows.combine_chunks() if rows.column("key").num_chunks != 1 else rows
         self._keys = _array(self.rows, "key")
         self._ids = _array(self.rows, "id")
-        self._times = _array(self.rows, "time_ms")
         n = len(self._keys)
         self._fences = self._keys.take(pa.array(np.arange(0, n, FENCE, dtype=np.int64))).to_pylist() if n else []
-        self.min_time_ms = pc.min(self._times).as_py() if n else None
-        self.max_time_ms = pc.max(self._times).as_py() if n else None
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def lookup(self, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, times) of the rows whose key is `key`, in increasing id."""
+    def lookup(self, key: str) -> np.ndarray:
+        """The ids of the rows whose key is `key`, in increasing id (their times are in
+        the fields runs: `FieldsReader.holds`)."""
         # Fence j is row FENCE*j. Every row below fence (left-1) is less than the key,
         # every row from fence (right) on is greater: the key's rows lie between.
         left = bisect.bisect_left(self._fences, key)
         right = bisect.bisect_right(self._fences, key)
         if right == 0:
-            return _NO_IDS, _NO_TIMES
+            return _NO_IDS
         low = max(0, (left - 1) * FENCE)
         high = min(len(self._keys), right * FENCE)
         window = self._keys.slice(low, high - low)
         where = pc.indices_nonzero(pc.equal(window, key)).to_numpy() + low
         if len(where) == 0:
-            return _NO_IDS, _NO_TIMES
-        ids = self._ids.to_numpy()[where]
-        times = self._times.to_numpy()[where]
-        return ids, times
+            return _NO_IDS
+        return self._ids.to_numpy()[where]
 
 
 _NO_IDS = np.empty(0, dtype=np.uint64)
-_NO_TIMES = np.empty(0, dtype=np.int64)
 
 
 class FieldsReader:
@@ -400,9 +387,10 @@ class FieldsReader:
         where = slice(low, high)
         return self.ids[where][self._match(where, terms, start_ms, end_ms, max_id)]
 
-    def holds(self, ids: np.ndarray, terms: dict[str, str]) -> np.ndarray:
-        """Which of `ids` this run holds with fields `terms` (a mask over `ids`)."""
+    def holds(self, ids: np.ndarray, terms: dict[str, str], start_ms=None, end_ms=None) -> np.ndarray:
+        """Which of `ids` this run holds with fields `terms`, in the time range (None: no
+        bound), as a mask over `ids`."""
         where = np.minimum(np.searchsorted(self.ids, ids), max(0, len(self.ids) - 1))
         if len(self.ids) == 0:
             return np.zeros(len(ids), dtype=bool)
-        return (self.ids[where] == ids) & self._match(where, terms, None, None, None)
+        return (self.ids[where] == ids) & self._match(where, terms, start_ms, end_ms, None)

@@ -75,6 +75,9 @@ def test_runs_of_new_events_merge_with_version_1_runs_and_every_event_is_found(o
         assert sorted((run.field, run.level) for run in runs) == sorted(
             [(f, 1) for f in ("fields", "filename", "uuid")] * 2
         )
+        shard = repository.index.shards[-1]
+        columns = {run.files[0]: shard.run_rows(run).schema.names for run in runs if run.field == "uuid"}
+        assert columns == {1: ["key", "id", "time_ms"], 33: ["key", "id"]}  # a merge writes this version
         found = repository.query(ProvenanceQuery(flowfile_uuid=uuid, limit=100))
         assert [e.event_id for e in found.events] == [*range(43, 36, -1), 28, 27, 26, 25, 16, 15, 14, 13, 4, 3, 2, 1]
         late = repository.query(ProvenanceQuery(flowfile_uuid=uuid, start_ms=T0_MS + 1801 * 1000, limit=100))
