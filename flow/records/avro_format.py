@@ -4,9 +4,11 @@ Avro content comes two ways. An *object container file* carries its writer's sch
 in a header and its records in blocks; *schemaless* content is records binary-encoded
 one after another, readable only by one who is given their schema. This module frames
 the container itself (the layout below, from the Avro 1.11 specification) and leaves
-the binary encoding of the records themselves to `fastavro`: a damaged block is named
-by its number and its first record, every codec is checked here (snappy's CRC too),
-and a record that cannot be decoded is named by its index.
+the binary encoding of the records themselves to `fastavro` when reading, and when
+writing to `avro_columns` (from Arrow's columns with numpy) for every schema that
+module encodes, to `fastavro` for the rest: a damaged block is named by its number
+and its first record, every codec is checked here (snappy's CRC too), and a record
+that cannot be decoded is named by its index.
 
 The container, byte by byte:
 
