@@ -3,6 +3,7 @@ sources that follow them in real engines, one per worker, over shards of their o
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
@@ -145,3 +146,35 @@ def test_two_workers_split_generated_flowfiles_and_files_and_only_worker_zero_li
     assert not set(seen[0]["files"]) & set(seen[1]["files"])
     assert seen[0]["listed"] == "RUNNING" and seen[1]["listed"] == "STOPPED"
     assert os.listdir(source) == []
+
+
+def _listen_http(worker: Worker, port: int):
+    from flow.processor import ProcessContext
+    from flow.processors.http import ListenHTTP
+
+    definition = parse_flow(
+        {
+            "processors": [
+                {"id": "listen", "type": "ListenHTTP", "properties": {"port": port}, "auto_terminate": ["success"]}
+            ]
+        }
+    )
+    processor = ListenHTTP("listen")
+    context = ProcessContext("listen", definition.processors["listen"].properties, {}, worker=worker)
+    processor.on_scheduled(context)
+    return processor, context
+
+
+def test_the_listen_http_of_each_worker_binds_the_same_port_and_a_sole_one_binds_it_alone():
+    first, first_context = _listen_http(Worker(0, 2), 0)
+    try:
+        second, second_context = _listen_http(Worker(1, 2), first.port)
+        try:
+            assert second.port == first.port
+            with pytest.raises(OSError) as refused:  # a node of one worker asks the port for itself
+                _listen_http(SOLE_WORKER, first.port)
+            assert refused.value.errno == errno.EADDRINUSE
+        finally:
+            second.on_stopped(second_context)
+    finally:
+        first.on_stopped(first_context)
