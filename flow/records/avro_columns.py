@@ -284,13 +284,17 @@ def _interleave(pieces: list[_Piece], rows: int) -> bytes:
     ends = np.cumsum(lengths.ravel())
     total = int(ends[-1])
     places = (ends - lengths.ravel()).reshape(rows, len(pieces))
+    record_ends = ends.reshape(rows, len(pieces))[:, -1]
     out = np.empty(total, dtype=np.uint8)
+    # Pieces are written in order, so a matrix row may be written whole, its unused
+    # bytes spilling over the record's later pieces, which are written after it and
+    # overwrite them: unless the spill would pass the record's end.
     for index, piece in enumerate(pieces):
         place, size = places[:, index], piece.lengths
         if piece.matrix is not None:
             width = piece.matrix.shape[1]
             spots = place[:, None] + np.arange(width)
-            if bool(np.all(size == width)):
+            if bool(np.all(place + width <= record_ends)):
                 out[spots.ravel()] = piece.matrix.ravel()
             else:
                 used = np.arange(width) < size[:, None]

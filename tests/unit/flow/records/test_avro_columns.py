@@ -193,3 +193,30 @@ def test_schemaless_records_are_the_column_encoding_alone():
     stored = table.to_batches()[0]
     assert data == _fastavro_rows(writer, stored)
     assert json.loads(json.dumps(avro_format.avro_schema(table.schema)))["fields"][0]["type"] == ["null", "long"]
+
+
+def _written(batch: pa.RecordBatch, columns: bool) -> bytes:
+    sink = io.BytesIO()
+    writer = service("AvroRecordSetWriter").open(sink, batch.schema)
+    if not columns:
+        writer.columns = None
+    writer.write(batch)
+    return sink.getvalue().replace(writer.sync, b"S" * avro_format.SYNC_SIZE)
+
+
+def test_types_converted_before_encoding_are_written_as_the_fastavro_path_writes_them():
+    batch = pa.record_batch(
+        {
+            "city": pa.array(["Oslo", None, "東京", "Oslo"]).dictionary_encode(),
+            "seconds": pa.array([0, -1, None, 1 << 40], pa.timestamp("s", "UTC")),
+            "day": pa.array([0, None, -86_400_000, 86_400_000 * 3], pa.date64()),
+            "half": pa.array([0.5, None, -2.0, 65504.0], pa.float16()),
+            "nanos": pa.array([0, 1_000, None, 86_399_999_999_000], pa.time64("ns")),
+            "clock": pa.array([0, 1, None, 86_399], pa.time32("s")),
+        }
+    )
+    many = pa.RecordBatch.from_arrays(
+        [pa.concat_arrays([column] * 3000) for column in batch.columns], schema=batch.schema
+    )
+    for sample in (batch, many):  # `many`: 12,000 records, two blocks
+        assert _written(sample, columns=True) == _written(sample, columns=False)
