@@ -202,7 +202,10 @@ class TraditionalEngine:
         # A source that cannot split its input over a node's workers runs in worker 0 only
         # (`flow.workers`), as NiFi's primary-node-only processors do.
         sources_here = [
-            node for node in sources if worker.runs_in(node.processor.type_name, is_source=True) and run_sources
+            node
+            for node in sources
+            if run_sources
+            and worker.runs_in(node.processor.type_name, is_source=True, properties=node.context.properties)
         ]
         self._held = sources_here if hold_sources else []
         self._runs = [

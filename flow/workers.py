@@ -9,8 +9,12 @@ in one worker only, as NiFi's "primary node only":
                        (`takes_path`: BLAKE2b of the path, the same on every run)
     ConsumeKafka       every worker; a partition goes to the worker its index gives
                        (`takes_partition`: partition modulo N)
-    ListenHTTP         every worker; the kernel spreads the connections over the
-                       workers' sockets (SO_REUSEPORT on one port)
+    ListenHTTP         every worker when it keeps no idempotency keys (an empty
+                       `idempotency_key_header`): the kernel spreads the connections
+                       over the workers' sockets (SO_REUSEPORT on one port); with keys
+                       (the default), worker 0 only: a key is kept in its worker's
+                       state, and a client's retry that the kernel gave to another
+                       worker would not find it and be delivered twice
     GenerateFlowFile   every worker, as NiFi's concurrent tasks; `max_count` is split so
                        the workers' shares add up to it exactly (`share`), and worker I
                        numbers its FlowFiles I, I+N, I+2N... (`sequence`)
@@ -28,11 +32,15 @@ decision here takes everything, so that nothing changes.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # The sources that split their input over the workers (or, ListenHTTP, have the kernel
 # split it): every worker runs them. Every other source runs in worker 0 only.
 IN_EVERY_WORKER = frozenset({"GetFile", "ConsumeKafka", "ListenHTTP", "GenerateFlowFile"})
+# Of those, the ones that keep state a retried input must find, by the property that
+# turns it on: set, they run in worker 0 only.
+ONE_WORKER_WHEN_SET = {"ListenHTTP": "idempotency_key_header"}
 
 
 @dataclass(frozen=True)
@@ -50,10 +58,17 @@ class Worker:
     def sole(self) -> bool:
         return self.count == 1
 
-    def runs_in(self, type_name: str, *, is_source: bool) -> bool:
-        """Whether this worker runs a processor of `type_name`: every processor with
-        input, the sources of `IN_EVERY_WORKER`, and the other sources in worker 0 only."""
-        return self.index == 0 or not is_source or type_name in IN_EVERY_WORKER
+    def runs_in(self, type_name: str, *, is_source: bool, properties: Mapping[str, object] | None = None) -> bool:
+        """Whether this worker runs a processor of `type_name` with `properties`: every
+        processor with input, the sources of `IN_EVERY_WORKER` (but those of
+        `ONE_WORKER_WHEN_SET` with their property set), and the other sources in worker
+        0 only."""
+        if self.index == 0 or not is_source:
+            return True
+        if type_name not in IN_EVERY_WORKER:
+            return False
+        setting = ONE_WORKER_WHEN_SET.get(type_name)
+        return setting is None or not str((properties or {}).get(setting) or "").strip()
 
     def takes_path(self, path: str) -> bool:
         """Whether the file at `path` is this worker's to take. Python's `hash` of a str is

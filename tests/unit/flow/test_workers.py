@@ -66,6 +66,17 @@ def test_sources_that_cannot_split_their_input_run_in_worker_zero_only():
     assert second.runs_in("ListFile", is_source=False)  # a processor with input: its worker's own queues
 
 
+def test_a_listenhttp_that_keeps_idempotency_keys_runs_in_worker_zero_only():
+    """A key is kept in its worker's state: a retry the kernel gave to another worker
+    would not find it. Without keys (an empty header) every worker listens."""
+    first, second = Worker(0, 2), Worker(1, 2)
+    keyed = {"idempotency_key_header": "Idempotency-Key"}
+    assert first.runs_in("ListenHTTP", is_source=True, properties=keyed)
+    assert not second.runs_in("ListenHTTP", is_source=True, properties=keyed)
+    for unkeyed in ({"idempotency_key_header": ""}, {"idempotency_key_header": "  "}):
+        assert second.runs_in("ListenHTTP", is_source=True, properties=unkeyed)
+
+
 @pytest.mark.parametrize("index,count", [(2, 2), (-1, 3), (0, 0)])
 def test_a_worker_outside_its_count_is_refused(index, count):
     with pytest.raises(ValueError, match="the index must be from 0"):
@@ -178,3 +189,35 @@ def test_the_listen_http_of_each_worker_binds_the_same_port_and_a_sole_one_binds
             second.on_stopped(second_context)
     finally:
         first.on_stopped(first_context)
+
+
+@pytest.mark.parametrize("header,in_second", [("Idempotency-Key", False), ("", True)])
+def test_an_engine_of_worker_one_runs_listen_http_only_when_it_keeps_no_idempotency_keys(tmp_path, header, in_second):
+    """The engine asks `runs_in` with the processor's properties as parsed (the default
+    header included): a ListenHTTP keeping keys is STOPPED in worker 1, never bound."""
+    definition = parse_flow(
+        {
+            "processors": [
+                {
+                    "id": "listen",
+                    "type": "ListenHTTP",
+                    "properties": {"port": 0, **({} if header else {"idempotency_key_header": ""})},
+                    "auto_terminate": ["success"],
+                }
+            ]
+        }
+    )
+    states = {}
+    for index in (0, 1):
+        graph = FlowGraph(definition)
+        shard = open_shard(
+            LocalStorage(), str(tmp_path / f"shard-{index}"), "s", graph.queues.values(), checkpoint_interval=None
+        )
+        shard.recover()
+        engine = TraditionalEngine(graph, shard, InMemoryContentRepository(), None, threads=1, worker=Worker(index, 2))
+        try:
+            states[index] = engine.status()["processors"]["listen"]["state"]
+        finally:
+            shard.wal.close()
+    assert states[0] != "STOPPED", states
+    assert (states[1] != "STOPPED") is in_second, states
