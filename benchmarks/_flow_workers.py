@@ -36,8 +36,6 @@ def refusal(args) -> str | None:
     """Why `args` cannot run with `--workers`; None when they can."""
     if args.workers < 1:
         return f"--workers must be at least 1, not {args.workers}"
-    if args.against_nifi:
-        return "--against-nifi measures Custody in this process; it does not take --workers yet"
     if args.profile:
         return "--profile profiles this process's engine; it does not take --workers"
     if args.no_outbox:
@@ -91,6 +89,57 @@ class _Watched:
                 self.running[index] = (time.perf_counter(), _cpu_s(pid) if pid else 0.0)
 
 
+class _Supervised:
+    """`custody run --workers N` of `document` under `root`, its output watched; stopped
+    with SIGTERM (killed past two minutes) when the block ends."""
+
+    def __init__(self, root: str, document: dict, workers: int, threads: int):
+        self.root, self.workers = root, workers
+        os.makedirs(root, exist_ok=True)
+        flow = os.path.join(root, "flow.json")
+        with open(flow, "w", encoding="utf-8") as handle:
+            json.dump(document, handle)
+        self.log = os.path.join(root, "custody.log")
+        with open(self.log, "ab") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "cluster.cli", "run", "--flow", flow, "--data-dir", os.path.join(root, "node")]
+                + ["--workers", str(workers), "--threads", str(threads), "--status-interval", "0"],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        self.watched = _Watched(self.process)
+
+    def __enter__(self) -> _Supervised:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def check(self, deadline: float) -> None:
+        """Raise, with the log's tail, if the supervisor ended or `deadline` passed."""
+        if self.process.poll() is not None or time.monotonic() > deadline:
+            tail = Path(self.log).read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"custody run --workers {self.workers} ended or stalled: {tail}")
+
+    def wait_running(self, timeout: float = 120.0) -> float:
+        """Wait until every worker's engine runs; the moment the first one did."""
+        deadline = time.monotonic() + timeout
+        while len(self.watched.running) < self.workers:
+            self.check(deadline)
+            time.sleep(0.02)
+        return min(at for at, _ in self.watched.running.values())
+
+    def cpu_s(self) -> float:
+        """The workers' CPU seconds since each one's engine started running."""
+        return sum(_cpu_s(self.watched.pids[index]) - at for index, (_, at) in self.watched.running.items())
+
+
 def worker_runner(
     workers: int, flow_document: Callable[..., dict], files_in: Callable[[str], int]
 ) -> Callable[..., dict]:
@@ -109,41 +158,57 @@ def worker_runner(
         back_pressure: int = 10_000,
     ) -> dict:
         out = os.path.join(root, "out")
-        os.makedirs(root, exist_ok=True)
-        flow = os.path.join(root, "flow.json")
-        with open(flow, "w", encoding="utf-8") as handle:
-            json.dump(flow_document(out, count, size, batch, merge, back_pressure), handle)
         files = expected_files(count, merge, workers)
-        log = os.path.join(root, "custody.log")
-        with open(log, "ab") as stderr:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "cluster.cli", "run", "--flow", flow, "--data-dir", os.path.join(root, "node")]
-                + ["--workers", str(workers), "--threads", str(threads), "--status-interval", "0"],
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-            )
-        watched = _Watched(process)
-        try:
+        document = flow_document(out, count, size, batch, merge, back_pressure)
+        with _Supervised(root, document, workers, threads) as supervised:
             deadline = time.monotonic() + TIMEOUT_S
             while files_in(out) < files:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    tail = Path(log).read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"custody run --workers {workers} ended or stalled: {tail}")
+                supervised.check(deadline)
                 time.sleep(0.02)
             ended = time.perf_counter()
-            cpu = sum(_cpu_s(watched.pids[index]) - at for index, (_, at) in watched.running.items())
-            started = min(at for at, _ in watched.running.values())
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(120)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            cpu = supervised.cpu_s()
+            started = min(at for at, _ in supervised.watched.running.values())
         delivered = files_in(out)
         if delivered != files:
             raise RuntimeError(f"benchmark flow delivered {delivered} of {files} files")
         return {"seconds": ended - started, "cpu_s": cpu, "flowfiles": count, "put_tasks": 0}
 
     return run_flow
+
+
+def written(out: str) -> tuple[int, int]:
+    """The files in PutFile's directory `out` and their bytes (a file being written
+    counts with the bytes it has)."""
+    files = size = 0
+    try:
+        entries = os.scandir(out)
+    except FileNotFoundError:
+        return 0, 0
+    with entries:
+        for entry in entries:
+            try:
+                size += entry.stat().st_size
+            except FileNotFoundError:
+                continue
+            files += 1
+    return files, size
+
+
+def measure_steady(root: str, document: dict, out: str, workers: int, threads: int, warmup: float, window: float):
+    """An endless flow (`document`, writing into `out`) through `custody run --workers
+    N`, measured as NiFi is: what PutFile wrote between the warm-up's end and the
+    window's, from its directory (files and bytes: PutFile's intake, as NiFi's counters
+    give it), and the workers' CPU over the window. Returns ((seconds, files, bytes) at
+    the window's start and end, cpu_s)."""
+    with _Supervised(root, document, workers, threads) as supervised:
+        started = supervised.wait_running()
+        samples = []
+        cpu = []
+        for at in (started + warmup, started + warmup + window):
+            while time.perf_counter() < at:
+                supervised.check(time.monotonic() + 60)
+                time.sleep(min(0.2, max(0.0, at - time.perf_counter())))
+            files, size = written(out)
+            samples.append((time.perf_counter(), files, size))
+            cpu.append(supervised.cpu_s())
+    return samples, cpu[1] - cpu[0]

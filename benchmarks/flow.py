@@ -345,18 +345,19 @@ def run(args) -> dict:
         problem = refusal(args)
         if problem is not None:
             raise SystemExit(f"custody bench flow: {problem}")
-    if args.against_nifi:
-        from benchmarks.nifi_anchor.rounds import run as run_against_nifi
-
-        return run_against_nifi(args, {"engine": engine, "small": small, "1mb": large}, _run_flow, flow_definition)
-    batch, merge = 1000, 1000
-    pressure = args.back_pressure
-    outbox = not args.no_outbox
     run_flow = _run_flow
     if args.workers != 1:
         from benchmarks._flow_workers import worker_runner
 
         run_flow = worker_runner(args.workers, flow_document, files_in)
+    if args.against_nifi:
+        from benchmarks.nifi_anchor.rounds import run as run_against_nifi
+
+        counts = {"engine": engine, "small": small, "1mb": large}
+        return run_against_nifi(args, counts, run_flow, flow_definition, flow_document)
+    batch, merge = 1000, 1000
+    pressure = args.back_pressure
+    outbox = not args.no_outbox
     root = args.dir or tempfile.mkdtemp(prefix="custody-bench-flow-")
     os.makedirs(root, exist_ok=True)
     try:

@@ -128,7 +128,8 @@ def measure_custody(root: Path, kind: str, count: int, args, run_flow: Callable)
     result = run_flow(
         str(root / kind), count, flow.content_bytes, flow.batch, args.threads, not args.no_outbox, False, flow.merge
     )
-    cpu_s = time.process_time() - cpu
+    # With --workers the flow ran in the workers' processes, which give their own CPU.
+    cpu_s = result["cpu_s"] if "cpu_s" in result else time.process_time() - cpu
     rate = count / result["seconds"]
     return {
         "rate": rate,
@@ -140,16 +141,19 @@ def measure_custody(root: Path, kind: str, count: int, args, run_flow: Callable)
 
 
 def measure_custody_steady(
-    root: Path, kind: str, warmup: float, window: float, args, flow_definition: Callable
+    root: Path, kind: str, warmup: float, window: float, args, flow_definition: Callable, flow_document: Callable
 ) -> dict:
     """Custody measured as NiFi is: the flow (custody bench flow's `flow_definition`)
     runs without end (GenerateFlowFile's max_count out of reach), and the rate is what
     PutFile took in over the same warm-up and window, from its processor statistics
-    (`flow.processor_stats`)."""
+    (`flow.processor_stats`); with `--workers N`, through `custody run --workers N`
+    (`flow_document`), from what PutFile wrote into its directory."""
     from cluster.node.standalone import NodeSettings, StandaloneNode
 
     flow = flows.shape(kind)
     out = root / f"{kind}-steady"
+    if args.workers != 1:
+        return _workers_steady(out, kind, warmup, window, args, flow_document)
     node = StandaloneNode(
         flow_definition(str(out / "out"), 10**12, flow.content_bytes, flow.batch, flow.merge),
         str(out / "node"),
@@ -181,6 +185,24 @@ def measure_custody_steady(
         "window_s": round(seconds, 2),
         "cpu_s": round(cpu_end - cpu_start, 2),
         "cpu_us_per_unit": cpu_us_per_unit(cpu_end - cpu_start, rate, seconds),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def _workers_steady(out: Path, kind: str, warmup: float, window: float, args, flow_document: Callable) -> dict:
+    from benchmarks._flow_workers import measure_steady
+
+    flow = flows.shape(kind)
+    document = flow_document(str(out / "out"), 10**12, flow.content_bytes, flow.batch, flow.merge)
+    samples, cpu_s = measure_steady(str(out), document, str(out / "out"), args.workers, args.threads, warmup, window)
+    points = [flows.StatusSample(at, files, size) for at, files, size in samples]
+    rate = flows.steady_rate(kind, points, points[0].seconds, points[-1].seconds)
+    seconds = points[-1].seconds - points[0].seconds
+    return {
+        "rate": rate,
+        "window_s": round(seconds, 2),
+        "cpu_s": round(cpu_s, 2),
+        "cpu_us_per_unit": cpu_us_per_unit(cpu_s, rate, seconds),
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
 
@@ -230,10 +252,11 @@ def summarize(rounds: list[dict]) -> dict:
     return result
 
 
-def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Callable) -> dict:
+def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Callable, flow_document: Callable) -> dict:
     """The whole comparison; `counts`: Custody's FlowFiles per flow (engine, small, 1mb);
-    `run_flow` and `flow_definition`: custody bench flow's own (benchmarks.flow), passed
-    in so that this package does not import the module that imports it."""
+    `run_flow`, `flow_definition` and `flow_document`: custody bench flow's own
+    (benchmarks.flow), passed in so that this package does not import the module that
+    imports it."""
     if args.warmup + args.window > STATUS_WINDOW_LIMIT:
         raise SystemExit(f"--warmup plus --window must stay under {STATUS_WINDOW_LIMIT:.0f} s (NiFi's status window)")
     from cluster.services.install import cache_dir
@@ -260,7 +283,7 @@ def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Calla
                         "nifi": measure_nifi(client, nifi, kind, root / "out", args.warmup, args.window, scheduling),
                         "custody": measure_custody(custody_root, kind, counts[kind], args, run_flow),
                         "custody_steady": measure_custody_steady(
-                            custody_root, kind, args.warmup, args.window, args, flow_definition
+                            custody_root, kind, args.warmup, args.window, args, flow_definition, flow_document
                         ),
                     }
                 entry["loadavg_1m"] = round(os.getloadavg()[0], 2)
@@ -286,6 +309,7 @@ def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Calla
         "window_s": args.window,
         "custody_counts": counts,
         "threads": args.threads,
+        "workers": args.workers,
         "cpu_count": os.cpu_count(),
         "loadavg_before": [round(value, 2) for value in load_before],
         "loadavg_after": [round(value, 2) for value in os.getloadavg()],

@@ -27,7 +27,6 @@ def _args(**changed) -> argparse.Namespace:
     "changed,words",
     [
         ({"workers": 0}, "at least 1"),
-        ({"against_nifi": True}, "--against-nifi"),
         ({"profile": True}, "--profile"),
         ({"no_outbox": True}, "--no-outbox"),
     ],
@@ -36,3 +35,16 @@ def test_options_that_measure_this_process_are_refused_with_workers(changed, wor
     problem = refusal(_args(**changed))
     assert problem is not None and words in problem
     assert refusal(_args()) is None
+
+
+def test_against_nifi_takes_workers():
+    assert refusal(_args(against_nifi=True)) is None
+
+
+def test_what_putfile_wrote_counts_files_and_their_bytes(tmp_path):
+    from benchmarks._flow_workers import written
+
+    assert written(str(tmp_path / "absent")) == (0, 0)
+    for index, size in enumerate((100, 100, 1000)):
+        (tmp_path / f"f{index}").write_bytes(b"x" * size)
+    assert written(str(tmp_path)) == (3, 1200)
