@@ -440,6 +440,34 @@ def _concatenated(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
 
 
+def time_range_verdicts(
+    ids: np.ndarray, claimed: dict[int, tuple[int, int, int]], start_ms: int | None, end_ms: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(in range, to check) masks over `ids` by the time ranges of the claimed files
+    that hold them (first id -> (last id, min time, max time)): a hit of a file wholly
+    inside the range is in it, one of a file wholly outside is not, and only the hits of
+    a file that straddles a bound (or of no claimed file) need their own time, from the
+    fields runs. A range of the last hour holds or misses most files whole."""
+    if not claimed or not len(ids):
+        return np.zeros(len(ids), dtype=bool), np.ones(len(ids), dtype=bool)
+    firsts = np.array(sorted(claimed), dtype=np.uint64)
+    files = np.array([claimed[first] for first in sorted(claimed)], dtype=np.int64)  # last id, min, max time
+    at = np.searchsorted(firsts, ids, side="right") - 1
+    known = at >= 0
+    at = np.maximum(at, 0)
+    known &= ids <= files[at, 0].astype(np.uint64)
+    low, high = files[at, 1], files[at, 2]
+    inside = known.copy()
+    outside = np.zeros(len(ids), dtype=bool)
+    if start_ms is not None:
+        inside &= low >= start_ms
+        outside |= known & (high < start_ms)
+    if end_ms is not None:
+        inside &= high <= end_ms
+        outside |= known & (low > end_ms)
+    return inside, ~(inside | outside)
+
+
 def _run_hits(
     shard: IndexShard,
     query: ProvenanceQuery,
@@ -490,12 +518,25 @@ def _run_hits(
     if query.max_event_id is not None:
         keep &= ids <= query.max_event_id
     ids = ids[keep]
-    timed = query.start_ms is not None or query.end_ms is not None
-    if (terms or timed) and len(ids):
-        held = np.zeros(len(ids), dtype=bool)
+    if (query.start_ms is not None or query.end_ms is not None) and len(ids):
+        inside, check = time_range_verdicts(ids, claimed, query.start_ms, query.end_ms)
+        ids, check = ids[inside | check], check[inside | check]
+    else:
+        check = np.zeros(len(ids), dtype=bool)
+    if (terms or check.any()) and len(ids):
+        # The other fields of every hit, and the time of those whose file straddles the
+        # range: in the fields runs whose id range holds any of them.
+        asked = ids if terms else ids[check]
+        held = np.zeros(len(asked), dtype=bool)
+        start_ms, end_ms = (query.start_ms, query.end_ms) if check.any() else (None, None)
+        low, high = int(asked.min()), int(asked.max())
         for _, reader in fields:
-            held |= reader.holds(ids, terms, query.start_ms, query.end_ms)  # type: ignore[union-attr]
-        ids = ids[held]
+            if reader.low_id <= high and reader.high_id >= low:  # type: ignore[union-attr]
+                held |= reader.holds(asked, terms, start_ms, end_ms)  # type: ignore[union-attr]
+        if terms:
+            ids = ids[held]
+        else:
+            ids = np.concatenate([ids[~check], asked[held]])
     ids = np.sort(ids)[::-1]
     return ids[:wanted].tolist(), len(ids)
 

@@ -356,8 +356,8 @@ class FieldsReader:
         self.rows = rows
         self.ids = _array(rows, "id").to_numpy()
         self.times = _array(rows, "time_ms").to_numpy()
-        self._low_id = int(self.ids[0]) if len(self.ids) else 0
-        self._high_id = int(self.ids[-1]) if len(self.ids) else -1
+        self.low_id = int(self.ids[0]) if len(self.ids) else 0  # an empty run: low above high
+        self.high_id = int(self.ids[-1]) if len(self.ids) else -1
         self._codes: dict[str, np.ndarray] = {}
         self._values: dict[str, list] = {}
         for name in ("type", "component", "relationship"):
@@ -393,7 +393,7 @@ class FieldsReader:
         """Which of `ids` this run holds with fields `terms`, in the time range (None: no
         bound), as a mask over `ids`. A query by uuid or filename asks every fields run
         of a shard about its few hits, which most runs cannot hold: their id range says so."""
-        if len(self.ids) == 0 or len(ids) == 0 or ids.max() < self._low_id or ids.min() > self._high_id:
+        if len(self.ids) == 0 or len(ids) == 0 or ids.max() < self.low_id or ids.min() > self.high_id:
             return np.zeros(len(ids), dtype=bool)
         where = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
         return (self.ids[where] == ids) & self._match(where, terms, start_ms, end_ms, None)

@@ -115,6 +115,12 @@ def test_queries_by_each_indexed_field_time_and_limit(open_repo, clock):
     assert ids(relationship="matched") == [2]
     assert ids(start_ms=t0 + 10, end_ms=t0 + 20) == [3, 2]
     assert ids(flowfile_uuid="uuid-a", start_ms=t0 + 15) == [3]
+    assert ids(flowfile_uuid="uuid-a", start_ms=t0 + 5, end_ms=t0 + 15) == [2]  # the file straddles both
+    assert ids(flowfile_uuid="uuid-a", start_ms=t0, end_ms=t0 + 30) == [3, 2, 1]  # the file inside
+    assert ids(flowfile_uuid="uuid-a", start_ms=t0 + 31) == []  # the file outside
+    assert ids(flowfile_uuid="uuid-a", component_id="splitter", start_ms=t0 + 5) == [3]
+    assert ids(flowfile_uuid="uuid-a", component_id="router", start_ms=t0 + 15) == []
+    assert ids(filename="a.csv", end_ms=t0 + 5) == [1] and ids(filename="a.csv", start_ms=t0 + 5) == []
     assert ids(flowfile_uuid="uuid-a", limit=2) == [3, 2]
     assert ids(flowfile_uuid="nobody") == []
     graph = repo.lineage("uuid-b")
