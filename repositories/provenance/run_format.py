@@ -29,11 +29,13 @@ buffers uncompressed so that it is read by memory-mapping it, without copy:
 The schema of a uuid or filename run (`KEY_SCHEMA`), in this order, none nullable:
     key      utf8    the uuid's index key (`index_documents.uuid_key`) or the filename
     id       uint64  the event id
-A query by uuid or filename with a time range reads each hit's time from the fields
-runs, which hold it for every event (by id). Runs of version 1 (`KEY_SCHEMA_V1`) had a
-third column, ``time_ms int64``, the event's time: 17 bytes per event in a uuid and a
-filename run (110 bytes per event in all, measured). They are still read (the column is
-not used), and a merge writes their rows into a run of this version.
+A query by uuid or filename with a time range decides a hit by its event file's time
+range (in the shard manifest), and reads the time of a hit of a file that straddles a
+bound from the fields runs, which hold it for every event (`index.time_range_verdicts`).
+Runs of version 1 (`KEY_SCHEMA_V1`) had a third column, ``time_ms int64``, the event's
+time: 17 bytes per event over a uuid and a filename run (index bytes per event on the
+benchmark's mix: 110 with it, 93 without). They are still read (the column is not
+used), and a merge writes their rows into a run of this version.
 Rows are sorted by (key, id) in byte order of the key's UTF-8, with no two rows equal:
 an event that names one key twice (a uuid that is also its own child, two uuids that
 share a key) has one row for it.
