@@ -2,11 +2,20 @@
 
 On a node of several workers every worker generates, as NiFi's concurrent tasks do:
 worker I of N makes its share of `max_count` (they add up to it exactly) and numbers
-its FlowFiles I, I+N, I+2N... (`flow.workers`)."""
+its FlowFiles I, I+N, I+2N... (`flow.workers`).
+
+With `max_count` or `sequence_attribute` the count so far is processor state, read
+and written by each run; concurrent tasks of one processor would read the same count
+and make the same numbers (and more than `max_count`), so a counted run holds the
+processor's lock from reading the count to its session's commit, as NiFi's
+TriggerSerially would have it. Uncounted runs go on at once, as many as its
+`concurrent_tasks`.
+"""
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import TYPE_CHECKING
 
 from ..processor import ProcessContext, Processor, PropertyDescriptor
@@ -65,10 +74,23 @@ class GenerateFlowFile(Processor):
             return [("max_count", "cannot be negative")]
         return []
 
+    def __init__(self, processor_id: str):
+        super().__init__(processor_id)
+        self._counting = threading.Lock()  # a counted run's, from reading the count to its commit
+
     def on_scheduled(self, context: ProcessContext) -> None:
         self._block = os.urandom(context["file_size"])
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
+        if not (context["max_count"] or context.get("sequence_attribute")):
+            self._generate(context, session)
+            return
+        with self._counting:
+            self._generate(context, session)
+            if not session.is_closed and session.touched:
+                session.commit()
+
+    def _generate(self, context: ProcessContext, session: ProcessSession) -> None:
         batch = context["batch_size"]
         max_count = context["max_count"]
         sequence_attribute = context.get("sequence_attribute")
