@@ -48,12 +48,18 @@ from .gate import RequestGate
 from .metrics import NodeMetrics
 from .responses import document_validation_errors, problem
 from .tokens import Tokens
+from .worker_siblings import WorkerSiblings, refusal
 
 log = logging.getLogger(__name__)
 
 
 def create_app(
-    control, tokens: Tokens | None = None, *, metrics=None, member_trust: ssl.SSLContext | None = None
+    control,
+    tokens: Tokens | None = None,
+    *,
+    metrics=None,
+    member_trust: ssl.SSLContext | None = None,
+    workers: WorkerSiblings | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title=f"custody admin API ({control.name})",
@@ -65,6 +71,16 @@ def create_app(
     app.state.tokens = tokens or Tokens.disabled()
     app.state.metrics = metrics or NodeMetrics(control)
     app.state.member_trust = member_trust  # asking the other members over https (`fan_out`)
+    app.state.workers = workers  # a node of worker processes: its other workers (`worker_siblings`)
+    if workers is not None:
+        # Added before the gate, so it runs after it: a caller without a token hears 401 first.
+        @app.middleware("http")
+        async def refuse_one_worker_views(request: Request, call_next):
+            reason = refusal(request.method, request.url.path, workers.count)
+            if reason is not None:
+                return problem(409, reason)
+            return await call_next(request)
+
     app.add_middleware(RequestGate)
 
     @app.exception_handler(AuthProblem)

@@ -75,6 +75,16 @@ class ReplayResult(FlowFileFigures):
     queue: str
 
 
+class WorkerControlAnswer(BaseModel):
+    """One other worker's answer to a processor's stop or start (`worker_siblings`)."""
+
+    worker: int
+    answered: bool = Field(description="false: it was not reached or refused; error says why")
+    state: str | None = None
+    running: int | None = None
+    error: str | None = None
+
+
 class ProcessorState(BaseModel):
     shard: str
     processor: str
@@ -84,6 +94,11 @@ class ProcessorState(BaseModel):
         None,
         description="where the run state is kept and which shards it covers (a "
         "clustered node: every shard of the shard's node, in ZooKeeper)",
+    )
+    workers: list[WorkerControlAnswer] | None = Field(
+        None,
+        description="on a node of worker processes: what each other worker said (the fields above are "
+        "this worker's); null elsewhere",
     )
 
 

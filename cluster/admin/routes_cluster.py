@@ -15,7 +15,8 @@ node that is not decommissioned).
 whole cluster's, after NiFi's request replication: the node asked asks every live
 member's `/api/v1/node/...` with the caller's own token, in parallel, 2 s each, and
 merges their shard maps (`fan_out`); a member that gives no answer is reported in
-`members`, not fatal."""
+`members`, not fatal. On a node run with worker processes (`custody run --workers N`) its
+workers are the members, and worker I's shards are named `wI.<shard>` (`worker_siblings`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from .models import ClusterView, NodeDecommission, ProcessorFigures, QueueFigure
 from .models_cluster_wide import ClusterProcessors, ClusterQueues
 from .responses import CONTROL_ERRORS, LOOKUP_ERRORS
 from .views import cluster_view, shard_processors, shard_queues
+from .worker_siblings import as_worker_shards
 
 _PROCESSORS = TypeAdapter(dict[str, list[ProcessorFigures]])
 _QUEUES = TypeAdapter(dict[str, list[QueueFigures]])
@@ -108,9 +110,14 @@ def _replicated(request: Request, path: str, here: Callable[[], ShardItems], ite
     """NiFi's request replication of GET `path` to every live member (`fan_out`); the
     node asked answers for itself through `here`. `NotFound` on a node in no cluster."""
     control = request.app.state.control
-    status = control.cluster_status()
-    members = [Asked(beat.node, incarnation, beat.admin) for incarnation, beat in sorted(status.members.items())]
-    owners = {shard: ownership.owner for shard, ownership in status.shards.items()}
+    siblings = request.app.state.workers
+    if siblings is not None:  # a node of workers: its workers are the members (`worker_siblings`)
+        members, owners, own = siblings.members(), {}, siblings.own
+    else:
+        status = control.cluster_status()
+        members = [Asked(beat.node, incarnation, beat.admin) for incarnation, beat in sorted(status.members.items())]
+        owners = {shard: ownership.owner for shard, ownership in status.shards.items()}
+        own = control.identity().get("incarnation")
 
     def read(document: dict) -> ShardItems:
         shards: dict[str, list[BaseModel]] = items.validate_python(document)
@@ -120,9 +127,11 @@ def _replicated(request: Request, path: str, here: Callable[[], ShardItems], ite
         members,
         API + path,
         request.headers.get("authorization"),
-        own=control.identity().get("incarnation"),
+        own=own,
         answer_here=here,
         read=read,
         fetch=functools.partial(fetch_json, context=request.app.state.member_trust),
     )
+    if siblings is not None:
+        answers = as_worker_shards(answers)
     return merge(answers, owners)

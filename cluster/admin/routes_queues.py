@@ -20,7 +20,9 @@ stays stopped.
 Queue ids hold '/' ("generate/success/tag"): `{queue}` takes the rest of the path up
 to the last segment, so the id may be written as it is or with each '/' sent as %2F.
 A node answers for the shards it runs; another node's shard is a 404 that says to
-ask its owner.
+ask its owner. On a node of worker processes a stop or start sent to a worker is applied
+on every worker (`worker_siblings`), and the answer's `workers` says what each other
+worker said.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from .models_queues import (
 from .ranges import RangeNotSatisfiable, parse_range
 from .responses import CONTENT_ERRORS, PARAMETER_CONTROL_ERRORS, PARAMETER_LOOKUP_ERRORS, problem
 from .whole_numbers import DIGITS_ONLY
+from .worker_siblings import apply_on_siblings
 
 log = logging.getLogger(__name__)
 _refusals = LimitedLog(log)
@@ -222,7 +225,8 @@ def register(app: FastAPI) -> None:
         processor: str,
         wait_s: float = Query(30.0, ge=0.0, le=MAX_WAIT_S, description="wait this long for its running tasks to end"),
     ):
-        return ProcessorState(**request.app.state.control.stop_processor(shard, processor, wait_s))
+        answer = request.app.state.control.stop_processor(shard, processor, wait_s)
+        return ProcessorState(**answer, workers=_on_other_workers(request, f"stop?wait_s={wait_s!r}"))
 
     @app.post(
         f"{API}/processors/{{shard}}/{{processor}}/start",
@@ -233,7 +237,8 @@ def register(app: FastAPI) -> None:
         summary="start a stopped processor again (on_scheduled, then tasks as usual); kept as the stop is",
     )
     def start_processor(request: Request, shard: str, processor: str):
-        return ProcessorState(**request.app.state.control.start_processor(shard, processor))
+        answer = request.app.state.control.start_processor(shard, processor)
+        return ProcessorState(**answer, workers=_on_other_workers(request, "start"))
 
     @app.post(
         f"{API}/processors/{{shard}}/{{processor}}/run-once",
@@ -251,6 +256,18 @@ def register(app: FastAPI) -> None:
         wait_s: float = Query(30.0, ge=0.0, le=MAX_WAIT_S, description="wait this long for the task to end"),
     ):
         return ProcessorState(**request.app.state.control.run_once(shard, processor, wait_s))
+
+
+def _on_other_workers(request: Request, action: str) -> list[dict] | None:
+    """On a node of workers, the same stop or start on every other worker, with the
+    caller's token (`worker_siblings`), once it was done here; None elsewhere."""
+    siblings = request.app.state.workers
+    if siblings is None or siblings.index != 0:  # worker 0 fans out; the others answer for themselves
+        return None
+    shard, processor = (urllib.parse.quote(request.path_params[k], safe="") for k in ("shard", "processor"))
+    return apply_on_siblings(
+        siblings, f"{API}/processors/{shard}/{processor}/{action}", request.headers.get("authorization")
+    )
 
 
 def _check_ticket(request: Request, ticket: str) -> None:

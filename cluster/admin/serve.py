@@ -9,11 +9,15 @@ from .app import create_app
 from .server import AdminServer
 from .settings import AdminSettings
 from .tokens import Tokens
+from .worker_siblings import WorkerSiblings
 
 
-def serve(settings: AdminSettings, control) -> AdminServer:
+def serve(settings: AdminSettings, control, *, workers: WorkerSiblings | None = None) -> AdminServer:
     """Check the settings (no non-loopback bind without tokens, host names), load the
-    tokens and listen. Raises `AdminSettingsRefused`, `TokenFileError` or `AdminServerError`."""
+    tokens and listen; `workers`: the node's other workers, on a node of worker
+    processes (`worker_siblings`). Raises `AdminSettingsRefused`, `TokenFileError` or
+    `AdminServerError`."""
     settings.check()
     tokens = Tokens.load(settings.token_file) if settings.token_file else Tokens.disabled()
-    return AdminServer(settings, create_app(control, tokens, member_trust=settings.member_trust())).start()
+    app = create_app(control, tokens, member_trust=settings.member_trust(), workers=workers)
+    return AdminServer(settings, app).start()

@@ -4,7 +4,9 @@ Local repositories only (no ZooKeeper, no HDFS). SIGTERM or SIGINT stops it clea
 after any stop, even kill -9, the next run recovers everything from DIR. With
 `--workers N` above 1 the command is the supervisor of N worker processes, each a node
 on DIR/workers/I (`cluster.node.workers`); each worker is this command again, with
-`--worker I/N`.
+`--worker I/N`. With `--admin HOST:PORT` worker 0 serves the admin API there and
+answers for the whole node, each other worker serves its own on a loopback port
+(`cluster.admin.worker_siblings`).
 """
 
 from __future__ import annotations
@@ -95,11 +97,6 @@ def argument_problem(args) -> str | None:
 
     if not 1 <= args.workers <= MAX_WORKERS:
         return f"--workers must be from 1 to {MAX_WORKERS} (the node's worker processes), not {args.workers}"
-    if args.workers > 1 and args.admin:
-        return (
-            "--admin with --workers above 1 is not supported yet (each worker has its own queues and "
-            "processors, and nothing answers for all of them): run without --admin, or with --workers 1"
-        )
     if not 1 <= args.threads <= MAX_THREADS:
         return f"--threads must be from 1 to {MAX_THREADS} (the node's task threads), not {args.threads}"
     interval = args.status_interval
@@ -180,11 +177,21 @@ def run(args) -> int:
             from ..admin.serve import serve
             from ..admin.settings import parse_address
 
+            siblings = None
+            if not worker.sole:
+                from ..admin.worker_siblings import WorkerSiblings
+
+                siblings = WorkerSiblings(data_dir, worker.index, worker.count)
             admin = serve(
                 parse_address(args.admin, token_file=args.admin_tokens, allowed_hosts=args.admin_allowed_host),
                 node.control(),
+                workers=siblings,
             )
             node.admin_url = admin.url
+            if siblings is not None:
+                from ..admin.worker_siblings import write_address
+
+                write_address(node_dir, admin.url)  # worker 0 asks its siblings there
             print(f"custody: admin API on {admin.url}", flush=True)
     except (NodeError, FlowError, ClusterError) as error:
         node.stop()
@@ -206,6 +213,10 @@ def run(args) -> int:
             print(f"custody: queued {queued} tasks {tasks}", flush=True)
     finally:
         if admin is not None:
+            if not worker.sole:
+                from ..admin.worker_siblings import remove_address
+
+                remove_address(node_dir)
             admin.stop()
         node.stop()
     print("custody: node stopped cleanly", flush=True)

@@ -8,7 +8,8 @@ and threads, and taking its part of the sources' input (`flow.workers`):
     node.lock           held by the supervisor (no other node starts on the directory)
     workers.json        the worker count, recorded at the first start (`worker_plan`)
     workers/I/          worker I's data directory: node.lock, shards/local/wal, swap,
-                        content/, provenance/, run-states.json (`standalone`)
+                        content/, provenance/, run-states.json (`standalone`), and
+                        admin.json while it serves an admin API (`--admin`)
 
 The supervisor starts the workers, starts again one that ends (its shard recovers
 from its WAL as a restarted node's does, even after SIGKILL; one that dies at once waits,
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 LOCK_WAIT_S = 120.0  # how long a worker directory's lock may stay held by a stopping worker
 POLL_S = 0.2  # how often the supervisor looks at its workers
+ADMIN_ADDRESS_FILE = "admin.json"  # a worker's admin address (`cluster.admin.worker_siblings`)
 
 
 def worker_directory(data_dir: str, index: int) -> str:
@@ -171,6 +173,9 @@ class WorkerSupervisor:
         return False
 
     def _start(self, worker: _Worker) -> None:
+        # The admin address a killed worker left names a port it no longer holds: gone
+        # before its next run, so worker 0 reports it not answering, not another's port.
+        _remove_admin_address(worker_directory(self.data_dir, worker.index))
         worker.process = subprocess.Popen(
             list(self._command(worker.index)), preexec_fn=_die_with(os.getpid()), close_fds=True
         )
@@ -195,6 +200,7 @@ class WorkerSupervisor:
                         code = process.poll()
                         if code is None:
                             continue
+                        _remove_admin_address(worker_directory(self.data_dir, worker.index))
                         restart = restart_after(now - worker.started_at, code, worker.last_delay_s)
                         self._out(f"custody: worker {worker.index} {restart.reason}")
                         worker.process = None
@@ -223,6 +229,13 @@ class WorkerSupervisor:
 
     def pids(self) -> list[int | None]:
         return [w.process.pid if w.process is not None else None for w in self.workers]
+
+
+def _remove_admin_address(directory: str) -> None:
+    try:
+        os.remove(os.path.join(directory, ADMIN_ADDRESS_FILE))
+    except FileNotFoundError:
+        pass
 
 
 def worker_command(args, index: int, count: int) -> list[str]:
@@ -262,4 +275,13 @@ def worker_command(args, index: int, count: int) -> list[str]:
         command += ["--python-find-links", item if "://" in item else os.path.abspath(item)]
     if args.python_no_index:
         command.append("--python-no-index")
+    if args.admin:
+        # Worker 0 on the operator's address answers for the node; the others serve theirs
+        # on a loopback port the kernel picks, recorded in their directory for worker 0
+        # (`cluster.admin.worker_siblings`), with the same tokens.
+        command += ["--admin", args.admin if index == 0 else "127.0.0.1:0"]
+        if args.admin_tokens:
+            command += ["--admin-tokens", os.path.abspath(args.admin_tokens)]
+        for name in args.admin_allowed_host:
+            command += ["--admin-allowed-host", name]
     return command

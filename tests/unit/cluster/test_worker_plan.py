@@ -76,6 +76,9 @@ def test_a_worker_runs_the_supervisors_flow_parameters_and_settings_with_its_ind
         python_find_links=[],
         python_no_index=False,
         verbose=False,
+        admin=None,
+        admin_tokens="",
+        admin_allowed_host=[],
     )
     command = worker_command(args, 1, 2)
     assert command[command.index("--worker") + 1] == "1/2"
@@ -90,16 +93,14 @@ def test_a_worker_runs_the_supervisors_flow_parameters_and_settings_with_its_ind
     [
         (["--workers", "0"], "--workers must be from 1 to 64 (the node's worker processes), not 0"),
         (["--workers", "65"], "--workers must be from 1 to 64"),
-        (["--workers", "2", "--admin", "127.0.0.1:0"], "--admin with --workers above 1 is not supported yet"),
     ],
 )
-def test_custody_run_refuses_a_worker_count_out_of_range_and_the_admin_api_with_workers(options, words):
+def test_custody_run_refuses_a_worker_count_out_of_range(options, words):
     from cluster.cli import build_parser
     from cluster.commands.run import argument_problem
 
     args = build_parser().parse_args(["run", "--flow", "f.yaml", "--data-dir", "d", *options])
     problem = argument_problem(args)
     assert problem is not None and words in problem
-    assert (
-        argument_problem(build_parser().parse_args(["run", "--flow", "f", "--data-dir", "d", "--workers", "2"])) is None
-    )
+    for accepted in (["--workers", "2"], ["--workers", "2", "--admin", "127.0.0.1:0"]):
+        assert argument_problem(build_parser().parse_args(["run", "--flow", "f", "--data-dir", "d", *accepted])) is None
