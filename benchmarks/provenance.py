@@ -58,6 +58,34 @@ The events/s follow the load; CPU per event is the steadier figure. Stage wall t
 per event (full size, after, first session): building and writing runs 5.4 us,
 event-file merge and compression 3.1, journal writes 2.6, merges of runs 1.2 (on
 their own thread; 1.35 on the index thread before).
+Runs built with numpy's unstable sort of key prefixes, uuid keys cut from the bytes,
+and uuid and filename runs without a time column (run format 2): commit 62f056d
+("before", a worktree, with this benchmark script) and this tree alternated in one
+session, load 2.5-3.3, the process getting 1.4-1.5 of a core (after, full size: 0.95
+and 1.17), CPU per thread from `thread_cpu_microseconds_per_event`:
+                                     before              after
+  --quick (480,000 events), 3 rounds:
+    events/s                         366,584 / 285,137 / 315,884   418,108 / 273,271 / 405,085
+    CPU us/event                     3.81 / 5.15 / 4.31  3.27 / 5.31 / 3.53
+    index thread, us/event           1.12 / 1.21 / 1.29  0.81 / 0.96 / 0.69
+  full size (10M; before, after, after, before):
+    events/s                         323,695 / 327,337   254,777 / 314,636
+    CPU us/event                     4.49 / 4.36         3.72 / 3.72
+    threads: producers (with the batches), index, runs, merge, us/event:
+                                     1.46 1.27 0.66 0.39  1.43 0.78 0.39 0.42
+    index bytes/event                110.1               93.3
+    lag p50 / p99, s                 0.66 / 1.91         0.89 / 2.08
+    uuid search, index alone, p50, ms  0.49 / 0.51       0.98 / 0.88
+    uuid within a time range, same   0.40 / 0.43         1.01 / 0.96
+    time-range search, same          7.96 / 8.15         4.95 / 6.25
+At 3.72 us/event of CPU one core ingests about 269,000 events/s (4.4-4.5 before:
+about 225,000). The uuid searches at full size differ by the runs' layout, not their
+cost: shards close at 500 MB of index, so smaller runs make fewer, fuller shards,
+and here a uuid was looked up in 20 runs after against 13 before (per run: 0.04 and
+0.05 ms). With one layout (3 million events, 21 runs in one shard each; the index
+alone, CPU, best of 3 in two alternated rounds), a uuid search takes 0.18-0.19 ms
+(before 0.19-0.20), within the whole time range 0.21-0.23 (0.20-0.22), and with a bound
+inside an event file 0.21-0.23 (0.21).
 """
 
 from __future__ import annotations
