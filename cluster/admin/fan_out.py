@@ -138,11 +138,19 @@ def _opener(context: ssl.SSLContext | None) -> urllib.request.OpenerDirector:
     return urllib.request.build_opener(_NoRedirect, urllib.request.HTTPSHandler(context=context))
 
 
-def fetch_json(url: str, authorization: str | None, timeout_s: float, context: ssl.SSLContext | None = None) -> dict:
-    """GET `url` as JSON, with `authorization` as the caller sent it, trusting
-    `context`'s authorities over https (None: the system's); `MemberRefused` saying why
-    when the member does not answer 200."""
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+def fetch_json(
+    url: str,
+    authorization: str | None,
+    timeout_s: float,
+    context: ssl.SSLContext | None = None,
+    *,
+    method: str = "GET",
+) -> dict:
+    """GET `url` (or `method` it without a body: a control) as JSON, with
+    `authorization` as the caller sent it, trusting `context`'s authorities over https
+    (None: the system's); `MemberRefused` saying why when the member does not answer 200."""
+    data = b"" if method == "POST" else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"Accept": "application/json"})
     if authorization:
         request.add_header("Authorization", authorization)
     try:

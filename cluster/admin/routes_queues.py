@@ -50,7 +50,7 @@ from .models_queues import (
 from .ranges import RangeNotSatisfiable, parse_range
 from .responses import CONTENT_ERRORS, PARAMETER_CONTROL_ERRORS, PARAMETER_LOOKUP_ERRORS, problem
 from .whole_numbers import DIGITS_ONLY
-from .worker_siblings import apply_on_siblings
+from .worker_siblings import CONTROL_MARGIN_S, apply_on_siblings
 
 log = logging.getLogger(__name__)
 _refusals = LimitedLog(log)
@@ -226,7 +226,7 @@ def register(app: FastAPI) -> None:
         wait_s: float = Query(30.0, ge=0.0, le=MAX_WAIT_S, description="wait this long for its running tasks to end"),
     ):
         answer = request.app.state.control.stop_processor(shard, processor, wait_s)
-        return ProcessorState(**answer, workers=_on_other_workers(request, f"stop?wait_s={wait_s!r}"))
+        return ProcessorState(**answer, workers=_on_other_workers(request, f"stop?wait_s={wait_s!r}", wait_s))
 
     @app.post(
         f"{API}/processors/{{shard}}/{{processor}}/start",
@@ -238,7 +238,7 @@ def register(app: FastAPI) -> None:
     )
     def start_processor(request: Request, shard: str, processor: str):
         answer = request.app.state.control.start_processor(shard, processor)
-        return ProcessorState(**answer, workers=_on_other_workers(request, "start"))
+        return ProcessorState(**answer, workers=_on_other_workers(request, "start", 0.0))
 
     @app.post(
         f"{API}/processors/{{shard}}/{{processor}}/run-once",
@@ -258,15 +258,19 @@ def register(app: FastAPI) -> None:
         return ProcessorState(**request.app.state.control.run_once(shard, processor, wait_s))
 
 
-def _on_other_workers(request: Request, action: str) -> list[dict] | None:
+def _on_other_workers(request: Request, action: str, wait_s: float) -> list[dict] | None:
     """On a node of workers, the same stop or start on every other worker, with the
-    caller's token (`worker_siblings`), once it was done here; None elsewhere."""
+    caller's token (`worker_siblings`), once it was done here, each given `wait_s` and
+    a few seconds more to answer; None elsewhere."""
     siblings = request.app.state.workers
     if siblings is None or siblings.index != 0:  # worker 0 fans out; the others answer for themselves
         return None
     shard, processor = (urllib.parse.quote(request.path_params[k], safe="") for k in ("shard", "processor"))
     return apply_on_siblings(
-        siblings, f"{API}/processors/{shard}/{processor}/{action}", request.headers.get("authorization")
+        siblings,
+        f"{API}/processors/{shard}/{processor}/{action}",
+        request.headers.get("authorization"),
+        timeout_s=wait_s + CONTROL_MARGIN_S,
     )
 
 

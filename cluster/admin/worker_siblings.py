@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..node.workers import ADMIN_ADDRESS_FILE, worker_directory
-from .fan_out import Asked, MemberAnswer, MemberRefused
+from .fan_out import Asked, MemberAnswer, MemberRefused, fetch_json
 
 ADDRESS_FILE = ADMIN_ADDRESS_FILE
-CONTROL_TIMEOUT_S = 35.0  # a stop waits up to its wait_s (30 s by default) for running tasks
+# A worker asked to stop a processor answers once its tasks ended or its wait_s passed:
+# it is given that long and this much more.
+CONTROL_MARGIN_S = 5.0
 
 
 def worker_shard(index: int, shard: str) -> str:
@@ -138,22 +138,9 @@ def refusal(method: str, path: str, count: int) -> str | None:
 
 
 def post_json(url: str, authorization: str | None, timeout_s: float) -> dict:
-    """POST `url` (no body) as JSON with the caller's `authorization`; `MemberRefused`
-    saying why when the worker does not answer 200."""
-    request = urllib.request.Request(url, data=b"", method="POST", headers={"Accept": "application/json"})
-    if authorization:
-        request.add_header("Authorization", authorization)
-    try:
-        with urllib.request.build_opener().open(request, timeout=timeout_s) as response:
-            return json.loads(response.read(1 << 20))
-    except urllib.error.HTTPError as error:
-        try:
-            reason = str(json.loads(error.read(4096)).get("error", ""))[:300]
-        except (ValueError, AttributeError, OSError):
-            reason = str(error.reason)
-        raise MemberRefused(f"it answered {error.code}: {reason}") from None
-    except (TimeoutError, urllib.error.URLError, OSError) as error:
-        raise MemberRefused(f"it could not be reached: {getattr(error, 'reason', error)}") from None
+    """POST `url` without a body (`fan_out.fetch_json`: no redirect followed with the
+    caller's token, `MemberRefused` saying why when the worker does not answer 200)."""
+    return fetch_json(url, authorization, timeout_s, method="POST")
 
 
 def apply_on_siblings(
@@ -162,7 +149,7 @@ def apply_on_siblings(
     authorization: str | None,
     *,
     post: Callable[[str, str | None, float], dict] = post_json,
-    timeout_s: float = CONTROL_TIMEOUT_S,
+    timeout_s: float = CONTROL_MARGIN_S,
 ) -> list[dict]:
     """POST `path_and_query` to every worker but this one, in parallel; what each said:
     `{"worker", "answered", "state", "running", "error"}`."""

@@ -6,7 +6,12 @@ workers refuses, and a control applied on the other workers with an injected POS
 from __future__ import annotations
 
 import argparse
+import http.server
+import json
 import os
+import threading
+
+import pytest
 
 from cluster.admin.fan_out import MemberAnswer, MemberRefused, merge
 from cluster.admin.worker_siblings import (
@@ -15,6 +20,7 @@ from cluster.admin.worker_siblings import (
     apply_on_siblings,
     as_worker_shards,
     member_of,
+    post_json,
     read_address,
     refusal,
     remove_address,
@@ -164,3 +170,36 @@ def test_worker_0_serves_the_operators_address_and_the_others_a_loopback_port_wi
         assert command[command.index("--admin-allowed-host") + 1] == "custody.example"
     args.admin = None
     assert "--admin" not in worker_command(args, 1, 2)
+
+
+def test_a_control_is_posted_with_the_token_and_a_refusal_says_the_workers_reason():
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            seen.append((self.command, self.path, self.headers.get("Authorization")))
+            known = self.path.startswith("/api/v1/processors/local/g/")
+            body = {"state": "STOPPED", "running": 0} if known else {"error": "no processor 'x'", "status": 404}
+            data = json.dumps(body).encode()
+            self.send_response(200 if known else 404)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert post_json(url + "/api/v1/processors/local/g/stop", "Bearer t", 5.0)["state"] == "STOPPED"
+        with pytest.raises(MemberRefused, match="it answered 404: no processor 'x'"):
+            post_json(url + "/api/v1/processors/local/x/stop", "Bearer t", 5.0)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [
+        ("POST", "/api/v1/processors/local/g/stop", "Bearer t"),
+        ("POST", "/api/v1/processors/local/x/stop", "Bearer t"),
+    ]
