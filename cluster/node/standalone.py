@@ -27,7 +27,6 @@ shards on HDFS the same way (`shard_opening`), and runs the same engine
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import threading
@@ -55,11 +54,12 @@ from repositories.content import (
 from repositories.flowfile import DEFAULT_CHECKPOINT_INTERVAL, DEFAULT_PARTITIONS, WriteAheadLogError
 from repositories.provenance import ProvenanceConfig, ProvenanceError, ProvenanceRepository, RolloverPolicy
 from repositories.storage import LocalStorage
-from repositories.storage.local import FILE_MODE, make_private_directories
+from repositories.storage.local import make_private_directories
 from repositories.swap import SwapError
 
 from ..errors import ClusterError
 from .control import Conflict, NodeControl, NodeState, NotFound, OffloadRefused
+from .directory_lock import DirectoryLocked, release_directory_lock, take_directory_lock
 from .maintenance import DEFAULT_AGE_OFF_INTERVAL, DEFAULT_COLLECT_INTERVAL, ContentMaintenance
 from .measures import NodeMeasures, shard_measures
 from .run_states import LocalRunStates, RunStatesUnreadable
@@ -158,27 +158,14 @@ class StandaloneNode:
             ).start()
 
     def _take_directory_lock(self) -> None:
-        path = os.path.join(self.data_dir, "node.lock")
-        handle = open(path, "a+", opener=lambda name, flags: os.open(name, flags, FILE_MODE))
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise NodeError(
-                f"another custody node is running on {self.data_dir} (it holds {path}); stop it "
-                "first or use another --data-dir"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        self._lock_file = handle
+            self._lock_file = take_directory_lock(self.data_dir)
+        except DirectoryLocked as error:
+            raise NodeError(str(error)) from None
 
     def _release_directory_lock(self) -> None:
-        if self._lock_file is not None:
-            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-            self._lock_file.close()
-            self._lock_file = None
+        release_directory_lock(self._lock_file)
+        self._lock_file = None
 
     def _open_and_recover(self) -> None:
         settings = self.settings

@@ -39,6 +39,7 @@ from typing import TextIO
 
 from repositories.storage.local import FILE_MODE, make_private_directories
 
+from .directory_lock import DirectoryLocked, release_directory_lock, take_directory_lock
 from .standalone import NodeError
 from .worker_plan import SINGLE_NODE_SHARDS, count_problem, read_count, record_count, restart_after
 
@@ -120,27 +121,14 @@ class WorkerSupervisor:
             raise
 
     def _take_lock(self) -> None:
-        path = os.path.join(self.data_dir, "node.lock")
-        handle = open(path, "a+", opener=lambda name, flags: os.open(name, flags, FILE_MODE))
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise NodeError(
-                f"another custody node is running on {self.data_dir} (it holds {path}); stop it "
-                "first or use another --data-dir"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        self._lock_file = handle
+            self._lock_file = take_directory_lock(self.data_dir)
+        except DirectoryLocked as error:
+            raise NodeError(str(error)) from None
 
     def release(self) -> None:
-        if self._lock_file is not None:
-            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-            self._lock_file.close()
-            self._lock_file = None
+        release_directory_lock(self._lock_file)
+        self._lock_file = None
 
     def _wait_for_worker_lock(self, index: int, stop: threading.Event) -> bool:
         """Wait until no process holds worker `index`'s directory lock (a worker of a
