@@ -4,52 +4,27 @@ current code adds a shard of its own kind beside them."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from repositories.provenance import ProvenanceConfig, ProvenanceQuery, ProvenanceRepository
+from repositories.provenance import ProvenanceQuery, ProvenanceRepository
 
 from .conftest import event
+from .samples import answers, answers_of, config_of, copied
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "provenance-v1"
-ANSWERS = json.loads((DATA / "answers.json").read_text())
+ANSWERS = answers("provenance-v1")
 
 
 @pytest.fixture
 def old_repository(tmp_path) -> Path:
-    shutil.copytree(DATA, tmp_path / "provenance-v1")
-    return tmp_path / "provenance-v1"
-
-
-def config_of(root: Path) -> ProvenanceConfig:
-    return ProvenanceConfig(
-        containers=(str(root / "c0"), str(root / "c1")),
-        journals_per_container=1,
-        rollover_check_interval_s=None,
-        age_off_interval_s=None,
-        max_age_s=None,
-        max_bytes=None,
-        index_heap_bytes=15_000_000,
-        index_threads=1,
-        compression_threads=1,
-    )
-
-
-def answers_of(repository: ProvenanceRepository) -> list[dict]:
-    answers = []
-    for asked in ANSWERS["queries"]:
-        result = repository.query(ProvenanceQuery(**asked["query"]))
-        answers.append({"query": asked["query"], "ids": [e.event_id for e in result.events], "total": result.total})
-    return answers
+    return copied("provenance-v1", tmp_path)
 
 
 def test_a_read_only_opening_answers_as_the_previous_release(old_repository):
     repository = ProvenanceRepository.open(str(old_repository / "c0"), read_only=True)
     try:
-        assert answers_of(repository) == ANSWERS["queries"]
+        assert answers_of(repository, ANSWERS) == ANSWERS["queries"]
         lineage = repository.lineage("00000001-0000-4000-8000-000000000001")
         assert sorted(lineage.descendants) == ANSWERS["lineage_descendants_of_1"]
     finally:
@@ -59,7 +34,7 @@ def test_a_read_only_opening_answers_as_the_previous_release(old_repository):
 def test_new_events_go_to_a_shard_of_runs_and_old_ones_are_still_found(old_repository, clock):
     repository = ProvenanceRepository(config_of(old_repository), clock=clock)
     try:
-        assert answers_of(repository) == ANSWERS["queries"]
+        assert answers_of(repository, ANSWERS) == ANSWERS["queries"]
         uuid = "00000000-0000-4000-8000-000000000000"  # the FlowFile of ids 1-6
         repository.register_events([event("ATTRIBUTES_MODIFIED", uuid, attributes_after={"filename": "file-7.txt"})])
         repository.sync()

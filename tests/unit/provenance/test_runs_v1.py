@@ -4,54 +4,29 @@ only, and after the current code indexes new events and merges runs beside them.
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from repositories.provenance import ProvenanceConfig, ProvenanceQuery, ProvenanceRepository
+from repositories.provenance import ProvenanceQuery, ProvenanceRepository
 from repositories.provenance.sorted_runs import FAN_IN
 
 from .conftest import event
+from .samples import answers, answers_of, config_of, copied
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "provenance-runs-v1"
-ANSWERS = json.loads((DATA / "answers.json").read_text())
+ANSWERS = answers("provenance-runs-v1")
 T0_MS = 1_700_000_000_000
 
 
 @pytest.fixture
 def old_repository(tmp_path) -> Path:
-    shutil.copytree(DATA, tmp_path / "provenance-runs-v1")
-    return tmp_path / "provenance-runs-v1"
-
-
-def config_of(root: Path) -> ProvenanceConfig:
-    return ProvenanceConfig(
-        containers=(str(root / "c0"), str(root / "c1")),
-        journals_per_container=1,
-        rollover_check_interval_s=None,
-        age_off_interval_s=None,
-        max_age_s=None,
-        max_bytes=None,
-        index_heap_bytes=15_000_000,
-        index_threads=1,
-        compression_threads=1,
-    )
-
-
-def answers_of(repository: ProvenanceRepository) -> list[dict]:
-    answers = []
-    for asked in ANSWERS["queries"]:
-        result = repository.query(ProvenanceQuery(**asked["query"]))
-        answers.append({"query": asked["query"], "ids": [e.event_id for e in result.events], "total": result.total})
-    return answers
+    return copied("provenance-runs-v1", tmp_path)
 
 
 def test_a_read_only_opening_answers_as_the_code_of_version_1_runs(old_repository):
     repository = ProvenanceRepository.open(str(old_repository / "c0"), read_only=True)
     try:
-        assert answers_of(repository) == ANSWERS["queries"]
+        assert answers_of(repository, ANSWERS) == ANSWERS["queries"]
         lineage = repository.lineage("00000001-0000-4000-8000-000000000001")
         assert sorted(lineage.descendants) == ANSWERS["lineage_descendants_of_1"]
     finally:
@@ -63,7 +38,7 @@ def test_runs_of_new_events_merge_with_version_1_runs_and_every_event_is_found(o
     repository = ProvenanceRepository(config_of(old_repository), clock=lambda: now[0])
     uuid = "00000000-0000-4000-8000-000000000000"  # the FlowFile of generations 0, 3 and 6
     try:
-        assert answers_of(repository) == ANSWERS["queries"]
+        assert answers_of(repository, ANSWERS) == ANSWERS["queries"]
         # Seven more files: with the ninth file's runs, eight of level 0 merge into one.
         for n in range(FAN_IN - 1):
             named = {"filename": f"new-{n}.txt"}
