@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cluster.drills.checker import check_delivery, ids_in_directory
 from cluster.services.process import ServiceError, wait_until
+from tests.processes import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = 3000
@@ -81,15 +82,6 @@ class Supervisor:
         return self.pids[0] + self.pids[1]
 
 
-def _alive(pid: int) -> bool:
-    """False once `pid` has ended (a zombie no one reaped yet has ended too)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_two_workers_move_each_file_exactly_once_across_kills_of_a_worker_and_the_supervisor(tmp_path):
     inbox, outbox, data_dir = tmp_path / "in", tmp_path / "out", tmp_path / "data"
     inbox.mkdir()
@@ -117,7 +109,7 @@ def test_two_workers_move_each_file_exactly_once_across_kills_of_a_worker_and_th
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(10)
         # The kernel's parent-death signal stops the workers of the killed supervisor.
-        wait_until(lambda: not any(_alive(pid) for pid in first.all_pids()), 60, "the orphaned workers' end")
+        wait_until(lambda: not any(alive(pid) for pid in first.all_pids()), 60, "the orphaned workers' end")
     finally:
         if first.process.poll() is None:
             first.process.kill()
@@ -132,7 +124,7 @@ def test_two_workers_move_each_file_exactly_once_across_kills_of_a_worker_and_th
             pass  # the report below says what is missing
         second.process.send_signal(signal.SIGTERM)
         assert second.process.wait(60) == 0, log.read_text()[-3000:]
-        assert not any(_alive(pid) for pid in second.all_pids())
+        assert not any(alive(pid) for pid in second.all_pids())
     finally:
         if second.process.poll() is None:
             second.process.kill()

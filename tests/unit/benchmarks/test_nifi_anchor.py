@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.nifi_anchor import assembly, configuration, flows, process, rounds
 from cluster.services.process import wait_until
+from tests.processes import alive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -319,20 +320,11 @@ def test_a_child_started_with_die_with_parent_ends_when_its_parent_is_killed(tmp
     try:
         assert parent.stdout is not None
         child = int(parent.stdout.readline())
-        assert _alive(child)
+        assert alive(child)
         parent.kill()
         parent.wait(10)
-        wait_until(lambda: not _alive(child), 10, "the orphaned child to end")
+        wait_until(lambda: not alive(child), 10, "the orphaned child to end")
     finally:
         parent.kill()
-        if "child" in locals() and _alive(child):
+        if "child" in locals() and alive(child):
             os.kill(child, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie waiting for its reaper."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False

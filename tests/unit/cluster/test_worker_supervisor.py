@@ -14,17 +14,10 @@ import pytest
 from cluster.node.standalone import NodeError
 from cluster.node.workers import WorkerSupervisor
 from cluster.services.process import wait_until
+from tests.processes import alive
 
 # A worker stand-in: writes its pid to workers/I/pid, then waits for a signal.
 WAITS = "import os, signal, sys; open(sys.argv[1], 'w').write(str(os.getpid())); signal.pause()"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 class Running:
@@ -61,7 +54,7 @@ def test_a_killed_worker_is_started_again_and_a_stop_ends_every_worker(tmp_path)
         assert any("worker 1 killed by signal 9" in line for line in lines), lines
         assert (tmp_path / "workers.json").read_text() == '{"workers": 2}\n'
     assert not running.thread.is_alive()
-    assert not _alive(again[0]) and not _alive(again[1])
+    assert not alive(again[0]) and not alive(again[1])
 
 
 def test_a_worker_that_dies_at_once_is_started_again_after_a_delay_and_says_why(tmp_path):
