@@ -2,7 +2,7 @@
 
 `ResourceSyncer.sync()` makes every claim closed so far durable: one fdatasync (or
 hsync) of each resource file with unsynced bytes and of its checksum file, resources
-in parallel (and an fsync of a new file's directory beside them); it also closes the files of
+in parallel (and an fsync of a new file's directory); it also closes the files of
 retired resources once their claims are synced.
 
 Group commit: a resource is synced in rounds (`SyncRound`). A round hands the
@@ -190,19 +190,14 @@ class ResourceSyncer:
 
     def _run_round(self, resource: OpenResource, round_: SyncRound) -> None:
         """hsync/fdatasync both files of `resource` (and, for new files, their
-        directory, on a pool thread beside them: the commit needs the name and the
-        bytes, in no order), then mark the round's bytes durable and wake its waiters."""
+        directory), then mark the round's bytes durable and wake its waiters."""
         error: StorageError | None = None
         durable = False
         try:
+            resource.sync_flushed(self._table.companion_syncs)
             directory = resource.file.unsynced_directory()
-            naming = None if directory is None else self._pool.submit(self._storage.sync_directory, directory)
-            try:
-                resource.sync_flushed(self._table.companion_syncs)
-            finally:
-                if naming is not None:
-                    naming.result()  # its failure, if the files' syncs did not fail first
             if directory is not None:
+                self._storage.sync_directory(directory)
                 resource.directory_synced()
             durable = True
         except StorageError as failure:

@@ -1,7 +1,7 @@
 """The standalone node's local content repository packs its large claims
 (`LOCAL_PACKED_RESOURCE_SIZE`): 1 MB claims share a resource file 16 at a time, read
 and export from their offsets, and the file is archived only once none of them is
-referenced. A sync round fsyncs a new file's directory beside its files' fdatasyncs."""
+referenced."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from repositories.content import (
     ContentRepositoryConfig,
     open_filesystem_content_repository,
 )
-from repositories.storage import LocalStorage
-from repositories.storage.local import LocalWritableFile
 
 MB = 1 << 20
 CLAIMS_PER_FILE = LOCAL_PACKED_RESOURCE_SIZE // MB
@@ -64,32 +62,24 @@ def test_1mb_claims_share_a_file_16_at_a_time_and_it_is_archived_once_none_is_re
         content.close()
 
 
-def test_a_round_fsyncs_a_new_files_directory_beside_its_files_not_after_them(tmp_path, monkeypatch):
-    content = local(tmp_path)
-    named = threading.Event()
-    saw_directory_sync: list[bool] = []
-    directory_sync = LocalStorage.sync_directory
-    data_sync = LocalWritableFile.sync_data
-
-    def sync_directory(self, path):
-        named.set()
-        directory_sync(self, path)
-
-    def sync_data(self):
-        # Waits for the directory's fsync: a round that ran it only after this returned
-        # would wait here in vain until the deadline.
-        saw_directory_sync.append(named.wait(5.0))
-        data_sync(self)
-
+def test_one_sync_of_more_new_resources_than_the_sync_pool_has_threads_ends(tmp_path):
+    """Twenty new resource files synced at once (the pool syncs them eight at a time):
+    a round that waited on more work queued to the same pool (a directory's fsync) once
+    held every thread and waited for ever."""
+    content = open_filesystem_content_repository(
+        {"local": str(tmp_path / "content")},
+        ContentRepositoryConfig(sync_on_close=False, archive=ArchivePolicy(max_usage=None)),
+    )
     try:
-        claim = content.write_bytes(payload(1), sync=False)
-        monkeypatch.setattr(LocalStorage, "sync_directory", sync_directory)
-        monkeypatch.setattr(LocalWritableFile, "sync_data", sync_data)
-        content.sync()
-        content.check_durable([claim])
-        assert named.is_set()
-        assert saw_directory_sync and all(saw_directory_sync), saw_directory_sync
-        monkeypatch.undo()
-        assert content.read(claim) == payload(1)
+        writers = [content.write_new() for _ in range(20)]
+        for number, writer in enumerate(writers):
+            writer.write(bytes([number]) * 100)
+        claims = [writer.close() for writer in writers]
+        synced = threading.Thread(target=content.sync, daemon=True)
+        synced.start()
+        synced.join(30)
+        assert not synced.is_alive(), "the sync of twenty new resources did not end"
+        content.check_durable(claims)
     finally:
-        content.close()
+        if not synced.is_alive():
+            content.close()
