@@ -80,7 +80,14 @@ def test_run_once_runs_one_task_of_a_stopped_processor_which_stays_stopped(stand
     path = "/api/v1/processors/local/split/run-once?wait_s=30"
     assert "needs the admin role" in answer(url, "POST", path, reader, expect=403)["error"]
     ran = answer(url, "POST", path, admin)
-    assert ran == {"shard": "local", "processor": "split", "state": "STOPPED", "running": 0, "scope": None}
+    assert ran == {
+        "shard": "local",
+        "processor": "split",
+        "state": "STOPPED",
+        "running": 0,
+        "scope": None,
+        "workers": None,
+    }
     assert node.graph.queues[QUEUE].count == COUNT - 1
     assert node.engine.status()["processors"]["split"]["tasks"] == 1
     assert answer(url, "POST", path, admin)["state"] == "STOPPED"
