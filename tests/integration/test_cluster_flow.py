@@ -255,10 +255,12 @@ def test_an_adopter_runs_a_dead_nodes_shard_with_the_flow_it_was_written_under(f
         yaml.safe_dump(newer, handle)
 
     cluster = flow_cluster
-    n1 = cluster.start("n1", count=600, flow=newer_path)
-    victim = n1.wait("joined", timeout=60)["incarnation"]
+    # n2 first: n1's 600 FlowFiles drain through PutFile in about 6 s, so n1 must not
+    # wait for n2's start (seconds on a loaded machine) before the test can catch them queued.
     n2 = cluster.start("n2", count=100)
     n2.wait("joined", timeout=60)
+    n1 = cluster.start("n1", count=600, flow=newer_path)
+    victim = n1.wait("joined", timeout=60)["incarnation"]
     shards = {shard.shard: shard for shard in cluster.shards()}
     assert shards[victim].flow != shards[n2.incarnation].flow and shards[victim].flow
     wait_until(lambda: cluster.queued(victim, "tag/success/put") > 100, 60, "n1 to queue FlowFiles before PutFile")
