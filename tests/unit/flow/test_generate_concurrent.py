@@ -39,8 +39,9 @@ def _engine(tmp_path, properties: dict, tasks: int) -> tuple[TraditionalEngine, 
 
 
 def test_a_counted_generator_with_four_tasks_makes_max_count_flowfiles_each_number_once(tmp_path, monkeypatch):
-    # Each run waits a little while it holds the count, so that without the lock the
-    # four tasks would read the same count (the race this guards against).
+    # A fault's timing, not a synchronisation: each FlowFile takes 2 ms longer to fill,
+    # widening the window between reading the count and committing it, so that without
+    # the lock the four tasks read the same count. The assertion holds at any timing.
     fill = GenerateFlowFile._fill
 
     def slow_fill(self, *args):
@@ -63,25 +64,26 @@ def test_a_counted_generator_with_four_tasks_makes_max_count_flowfiles_each_numb
 
 
 def test_an_uncounted_generator_runs_its_tasks_side_by_side(tmp_path, monkeypatch):
-    inside, most = 0, 0
-    guard = threading.Lock()
+    """Two runs meet inside the generator: each fill waits, with a deadline, for another
+    to be inside too. Were uncounted runs serialized, the barrier would break."""
+    together = threading.Barrier(2, timeout=20)
+    met = threading.Event()
     fill = GenerateFlowFile._fill
 
-    def counting_fill(self, *args):
-        nonlocal inside, most
-        with guard:
-            inside += 1
-            most = max(most, inside)
-        time.sleep(0.005)
-        with guard:
-            inside -= 1
+    def meeting_fill(self, *args):
+        if not met.is_set():
+            try:
+                together.wait()
+                met.set()
+            except threading.BrokenBarrierError:
+                pass
         return fill(self, *args)
 
-    monkeypatch.setattr(GenerateFlowFile, "_fill", counting_fill)
+    monkeypatch.setattr(GenerateFlowFile, "_fill", meeting_fill)
     engine, shard = _engine(tmp_path, {"custom_text": "x"}, 4)
     engine.start()
     try:
-        wait_until(lambda: most >= 2, 30, "two runs of the generator at once")
+        wait_until(met.is_set, 30, "two runs of the generator at once")
     finally:
         engine.stop(timeout=10)
         shard.wal.close()
