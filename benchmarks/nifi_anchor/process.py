@@ -6,7 +6,7 @@ directory, the management server's address), plus bootstrap.conf's JVM arguments
 `NiFiProcess` is a context manager: leaving it, normally or by an error, stops the
 JVM (SIGTERM, then SIGKILL after a deadline), so that no run leaves a JVM behind;
 and should the benchmark's process die without leaving it (SIGKILL), the kernel
-sends the JVM SIGTERM (`die_with_parent`, Linux's parent-death signal).
+sends the JVM SIGTERM (`dies_with_this_process`, Linux's parent-death signal).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from cluster.node.parent_death import dies_with_this_process
 
 from .configuration import BOOTSTRAP_JAVA_ARGUMENTS, write_configuration
 
@@ -61,17 +63,6 @@ def find_java(root: Path = JVM_DIRECTORY, minimum: int = MINIMUM_JAVA) -> tuple[
     return java, major
 
 
-def die_with_parent() -> None:
-    """In a child between fork and exec: ask the kernel to send it SIGTERM when the
-    process that started it dies (prctl PR_SET_PDEATHSIG)."""
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-PR_SET_PDEATHSIG = 1
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -110,13 +101,12 @@ class NiFiProcess:
         output = open(self.run / "logs" / "nifi-jvm.out", "wb")  # noqa: SIM115 (closed with the process)
         try:
             self.process = subprocess.Popen(
-                self.command(properties, free_port()),
+                dies_with_this_process(self.command(properties, free_port())),
                 cwd=self.run,
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=die_with_parent,
             )
         finally:
             output.close()

@@ -24,7 +24,6 @@ Lock plan: none; one thread (`run`) owns the processes.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import logging
 import os
@@ -40,12 +39,12 @@ from typing import TextIO
 from repositories.storage.local import FILE_MODE, make_private_directories
 
 from .directory_lock import DirectoryLocked, release_directory_lock, take_directory_lock
+from .parent_death import dies_with_this_process
 from .standalone import NodeError
 from .worker_plan import SINGLE_NODE_SHARDS, count_problem, read_count, record_count, restart_after
 
 log = logging.getLogger(__name__)
 
-PR_SET_PDEATHSIG = 1
 LOCK_WAIT_S = 120.0  # how long a worker directory's lock may stay held by a stopping worker
 POLL_S = 0.2  # how often the supervisor looks at its workers
 ADMIN_ADDRESS_FILE = "admin.json"  # a worker's admin address (`cluster.admin.worker_siblings`)
@@ -53,18 +52,6 @@ ADMIN_ADDRESS_FILE = "admin.json"  # a worker's admin address (`cluster.admin.wo
 
 def worker_directory(data_dir: str, index: int) -> str:
     return os.path.join(data_dir, "workers", str(index))
-
-
-def _die_with(parent: int) -> Callable[[], None]:
-    """In the child between fork and exec: have the kernel send it SIGTERM when the
-    supervisor dies, and end at once if it died before that was asked."""
-
-    def preexec() -> None:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return preexec
 
 
 @dataclass
@@ -164,9 +151,7 @@ class WorkerSupervisor:
         # The admin address a killed worker left names a port it no longer holds: gone
         # before its next run, so worker 0 reports it not answering, not another's port.
         _remove_admin_address(worker_directory(self.data_dir, worker.index))
-        worker.process = subprocess.Popen(
-            list(self._command(worker.index)), preexec_fn=_die_with(os.getpid()), close_fds=True
-        )
+        worker.process = subprocess.Popen(dies_with_this_process(self._command(worker.index)), close_fds=True)
         worker.started_at = self._clock()
         self._out(f"custody: worker {worker.index} of {self.count} started (pid {worker.process.pid})")
 

@@ -3,19 +3,11 @@ configuration, the flows' REST documents and the steady rate. No test starts NiF
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import zipfile
 
 import pytest
 
 from benchmarks.nifi_anchor import assembly, configuration, flows, process, rounds
-from cluster.services.process import wait_until
-from tests.processes import alive
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def parse_manifest(text: str) -> dict[str, str]:
@@ -302,29 +294,3 @@ def test_without_a_jdk_of_21_the_error_says_what_to_install(tmp_path):
     _jdk(tmp_path, "java-17-openjdk-amd64", "17.0.12")
     with pytest.raises(process.NiFiStartError, match="Java 21 or newer"):
         process.find_java(tmp_path)
-
-
-def test_a_child_started_with_die_with_parent_ends_when_its_parent_is_killed(tmp_path):
-    """The JVM's guard against a benchmark killed without cleaning up, on a plain child."""
-    starter = (
-        "import subprocess, sys\n"
-        "from benchmarks.nifi_anchor.process import die_with_parent\n"
-        # The child reads a pipe of its own that nobody writes to: only a signal ends it
-        # (not its parent's death closing a pipe, which would prove nothing here).
-        "code = 'import os; r, w = os.pipe(); os.read(r, 1)'\n"
-        "child = subprocess.Popen([sys.executable, '-c', code], preexec_fn=die_with_parent)\n"
-        "print(child.pid, flush=True)\n"
-        "child.wait()\n"
-    )
-    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert alive(child)
-        parent.kill()
-        parent.wait(10)
-        wait_until(lambda: not alive(child), 10, "the orphaned child to end")
-    finally:
-        parent.kill()
-        if "child" in locals() and alive(child):
-            os.kill(child, signal.SIGKILL)
