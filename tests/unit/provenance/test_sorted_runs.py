@@ -106,6 +106,30 @@ def test_lookups_match_a_plain_scan_across_fences():
         assert reader.lookup(key).tolist() == expected, key
 
 
+def test_lookups_in_a_run_of_one_key_width_match_a_plain_scan(tmp_path):
+    # Every key 4 bytes of UTF-8 (uuid keys are all of one width): the binary search over
+    # the keys' bytes in place. Keys of many rows across fences, a 2-byte character,
+    # keys that differ only in their last byte.
+    rng = random.Random(5)
+    pairs = ["aa", "ab", "ba", "bb", "é"]  # two bytes each
+    keys = [rng.choice(pairs) + rng.choice(pairs) for _ in range(6 * FENCE)] + ["zzzz"] * (2 * FENCE + 3)
+    table = pa.table({"key": pa.array(keys, pa.string()), "id": pa.array(range(len(keys)), pa.uint64())})
+    name = rf.write_run(str(tmp_path), "uuid", [0], merge_rows("uuid", [table]))
+    reader = RunReader(rf.read_run(str(tmp_path / name), "uuid"))
+    assert reader._fixed is not None  # the path under test
+    for key in sorted(set(keys)) + ["aaa", "aaaaa", "", "abz", "zzzy", "zzz\0", "\0\0\0\0", "ébé"]:
+        expected = [i for i, k in enumerate(keys) if k == key]
+        assert reader.lookup(key).tolist() == expected, key
+
+
+def test_a_run_whose_keys_differ_in_width_or_hold_a_nul_is_searched_by_its_fences():
+    for keys in (["abcd", "abc", "abce"], ["ab\0d", "abcd", "abce"]):
+        table = pa.table({"key": pa.array(keys, pa.string()), "id": pa.array(range(3), pa.uint64())})
+        reader = RunReader(merge_rows("uuid", [table]))
+        assert reader._fixed is None
+        assert [reader.lookup(k).tolist() for k in keys] == [[0], [1], [2]]
+
+
 def test_the_merge_plan_takes_fan_in_runs_of_the_lowest_level_oldest_first():
     def run(field, level, first):
         return RunEntry(field, rf.run_name(field, [first]), level, (first,))
