@@ -32,13 +32,18 @@ _TRAMPOLINE = (
     "    sys.exit('custody: prctl(PR_SET_PDEATHSIG) failed: ' + os.strerror(ctypes.get_errno()))\n"
     "if os.getppid() != int(sys.argv[1]):\n"
     "    os._exit(1)\n"
-    "os.execvp(sys.argv[3], sys.argv[3:])\n"
+    "try:\n"
+    "    os.execvp(sys.argv[3], sys.argv[3:])\n"
+    "except OSError as error:\n"
+    "    print(f'custody: cannot run {sys.argv[3]}: {error.strerror}', file=sys.stderr)\n"
+    "    os._exit(127)\n"
 )
 
 
 def dies_with_this_process(command: Sequence[str], signum: int = signal.SIGTERM) -> list[str]:
     """`command` started so that it is sent `signum` when this process dies, to give
-    to `subprocess.Popen` without a `preexec_fn`. The child's pid is the command's."""
+    to `subprocess.Popen` without a `preexec_fn`. The child's pid is the command's; a
+    command that cannot be run ends it with code 127 and one line on its stderr."""
     if not command:
         raise ValueError("an empty command")
     return [sys.executable, "-S", "-c", _TRAMPOLINE, str(os.getpid()), str(int(signum)), *command]

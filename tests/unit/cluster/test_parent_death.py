@@ -95,6 +95,14 @@ def test_starting_a_child_does_not_wait_for_a_lock_another_thread_holds():
         holder.join(10)
 
 
+def test_a_command_that_cannot_be_run_ends_with_127_and_says_why(tmp_path):
+    result = subprocess.run(
+        dies_with_this_process([str(tmp_path / "no-such-program"), "x"]), capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 127
+    assert result.stderr.strip() == f"custody: cannot run {tmp_path / 'no-such-program'}: No such file or directory"
+
+
 def test_an_empty_command_is_refused():
     with pytest.raises(ValueError, match="empty command"):
         dies_with_this_process([])
