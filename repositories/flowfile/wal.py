@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import json
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..instruments import LatencyHistogram
 from ..storage import StorageFileExists, abandon_file, join
+from ..storage.side_by_side import side_by_side
 from . import format as fmt
 from .errors import (
     AbandonedInFlightError,
@@ -696,15 +698,17 @@ class WriteAheadLog:
         and recovery can tell a deleted journal from a crash (see `damage`). Only a new
         WAL, or one given more partitions, lacks any."""
         header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, generation, self.partitions)
-        for partition in range(self.partitions):
-            if partition in self._journal_files:
-                continue
+
+        def create(partition: int) -> None:
             self._refuse_if_abandoned()
             with self.storage.create(self._path(journal_name(partition)), overwrite=True) as file:
                 self._refuse_if_abandoned(file)
                 file.write(header)
                 file.sync()
             self._journal_files.add(partition)
+
+        missing = [partition for partition in range(self.partitions) if partition not in self._journal_files]
+        side_by_side([functools.partial(create, partition) for partition in missing], "wal-journal-create")
 
     def _checkpoint_locked(
         self, stale_journals: dict[int, str] | None = None, including: Sequence[_Unacknowledged] = ()
@@ -761,15 +765,28 @@ class WriteAheadLog:
                     log.debug("closing %s before reset failed", journal.path, exc_info=True)
             self._journals = []
             header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid, self.partitions)
-            for partition in range(self.partitions):
+            made: dict[int, Journal] = {}
+
+            def reset(partition: int) -> None:
                 path = self._path(journal_name(partition))
                 self._refuse_if_abandoned()
                 file = storage.create(path, overwrite=True)
-                journals.append(Journal(path, file, self._hooks, self._journal_failed, self.sync_durations))
+                made[partition] = Journal(path, file, self._hooks, self._journal_failed, self.sync_durations)
                 self._refuse_if_abandoned(file)
                 file.write(header)
                 file.sync()
                 self._hooks.checkpoint_journal_reset(path)
+
+            # Side by side: on HDFS each is a create, a pipeline and an hsync, and the
+            # adoption of a shard waits for this checkpoint. A crash part way leaves
+            # any subset of them reset, which recovery reads as it reads the sequential
+            # case's prefix: each journal by its own header's generation.
+            try:
+                side_by_side(
+                    [functools.partial(reset, partition) for partition in range(self.partitions)], "wal-journal-reset"
+                )
+            finally:
+                journals = [made[partition] for partition in sorted(made)]
             self._journals = journals
             if self._abandoned is not None:  # abandoned while they were created: they never write
                 for journal in journals:

@@ -469,3 +469,35 @@ def test_torn_tail_is_cut_saved_and_checkpointed(storage, directory):
 def test_storage_errors_pass_through_as_storage_errors(storage, tmp_path):
     with pytest.raises(StorageError):
         open_wal(storage, str(tmp_path / "missing" / "wal")).recover()
+
+
+def test_a_checkpoint_makes_its_journals_side_by_side(tmp_path):
+    """Each journal's create waits until every journal of the set is being created:
+    the new WAL's journals and each checkpoint's reset can only finish if the
+    journals are made at the same time (one after another, the first create waits
+    out the barrier and fails)."""
+    partitions = 4
+    barrier = threading.Barrier(partitions, timeout=10.0)
+    inner = LocalStorage()
+
+    class JournalsMeet:
+        def __getattr__(self, name):
+            return getattr(inner, name)
+
+        def create(self, path, *, overwrite=False):
+            if os.path.basename(path).startswith("journal-"):
+                barrier.wait()
+            return inner.create(path, overwrite=overwrite)
+
+    directory = str(tmp_path / "wal")
+    wal = open_wal(JournalsMeet(), directory, partitions=partitions)
+    wal.recover()
+    fill(wal, range(8))
+    wal.checkpoint()
+    fill(wal, [8])
+    expected = dict(wal.records)
+    wal.close()
+    again = open_wal(inner, directory, partitions=partitions)
+    assert again.recover() == expected
+    assert not again.last_recovery.damage
+    again.close()
