@@ -124,8 +124,11 @@ class HdfsCluster:
     def start(self, timeout: float = 120.0) -> None:
         jars = hadoop_jars()
         if not self.ports:
-            self._configure()
+            self._choose_ports()
             self._build_processes({})
+        # Written at every start, not only the first: a restart of an existing work
+        # directory runs with the settings of this checkout, not those it was made with.
+        self._write_confs()
         self._jars = jars
         name_dir = self.workdir / "namenode" / "name"
         if not (name_dir / "current" / "VERSION").exists():
@@ -261,11 +264,13 @@ class HdfsCluster:
         except Exception:  # noqa: BLE001
             return None
 
-    def _configure(self) -> None:
+    def _choose_ports(self) -> None:
         names = ["namenode_rpc", "namenode_http"]
         for index in range(self.datanode_count):
             names += [f"dn{index}_data", f"dn{index}_http", f"dn{index}_ipc"]
         self.ports = dict(zip(names, free_ports(len(names)), strict=False))
+
+    def _write_confs(self) -> None:
         core = {"fs.defaultFS": self.url, "hadoop.tmp.dir": self.workdir / "tmp"}
         # This cluster's own: its addresses and directories, its replication, and safe mode.
         own = {

@@ -55,7 +55,8 @@ def test_compose_daemons_write_the_shared_settings_then_their_own(daemon):
 @pytest.mark.parametrize("daemon", DAEMONS)
 def test_the_harness_writes_the_shared_settings(tmp_path, daemon):
     cluster = HdfsCluster(tmp_path)
-    cluster._configure()
+    cluster._choose_ports()
+    cluster._write_confs()
     conf = {"namenode": "namenode/conf", "datanode": "datanode-1/conf", "client": "client-conf"}[daemon]
     written = site((cluster.workdir / conf / "hdfs-site.xml").read_text())
     assert shared_settings(daemon).items() <= written.items()
