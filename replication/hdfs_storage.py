@@ -40,6 +40,7 @@ import re
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -282,8 +283,11 @@ class HdfsWritableFile:
         runner: DeadlineRunner,
         timeout: float | None,
         durations: CallDurations,
+        readable: Callable[[str, int], None] | None = None,
     ):
         self.path = path
+        # Called after a close with the file's length: returns once a reader sees it all.
+        self._readable = readable
         self._writer = writer.inner
         io.RawIOBase.close(writer)  # marks the wrapper closed without calling its close()
         self._position = position
@@ -365,6 +369,8 @@ class HdfsWritableFile:
                 return
             self._closed = True
         self._call("close", lambda writer: writer.close())
+        if self._readable is not None:
+            self._readable(self.path, self._position)
 
     def abandon(self, reason: str = "its writer stopped at once") -> None:
         """Let the writer go now: no hsync, no close, no call into hdfs-native, no wait.
@@ -421,6 +427,9 @@ NEW_FILE_ATTEMPTS = 20
 NEW_FILE_PAUSE_S = 0.025
 NEW_FILE_RETRY_BUDGET_S = 10.0  # for a storage without an I/O deadline
 NEW_FILE_REPLAY_LIMIT = 4 << 20
+# After a close, the first pause before a reader's view of the file is asked again
+# (`HdfsStorage._wait_readable`): a DataNode's report of the last block takes milliseconds.
+CLOSED_READABLE_FIRST_PAUSE_S = 0.002
 # A new pipeline's first sync (or close) waits until this long after the pipeline was
 # set up, its first write (see `_NewFile`).
 NEW_PIPELINE_SETTLE_S = 0.05
@@ -686,7 +695,9 @@ class HdfsStorage:
             writer = self._client.create(path, options)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "create") from error
-        return HdfsWritableFile(path, writer, 0, self._runner, self.io_timeout, self.call_durations)
+        return HdfsWritableFile(
+            path, writer, 0, self._runner, self.io_timeout, self.call_durations, self._wait_readable
+        )
 
     @_timed("append", "append to")
     def append(self, path: str) -> HdfsWritableFile:
@@ -695,7 +706,41 @@ class HdfsStorage:
             writer = self._client.append(path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "append to") from error
-        return HdfsWritableFile(path, writer, length, self._runner, self.io_timeout, self.call_durations)
+        return HdfsWritableFile(
+            path, writer, length, self._runner, self.io_timeout, self.call_durations, self._wait_readable
+        )
+
+    def _wait_readable(self, path: str, length: int) -> None:
+        """Return once a reader of `path`, just closed at `length` bytes, reads them all.
+
+        A NameNode that closes files whose last block is still COMMITTED
+        (`dfs.namenode.file.close.num-committed-allowed`, which spares a close the
+        client's 0.5 s wait for a DataNode's report of that block) leaves that block
+        out of the length it gives readers until the report arrives, milliseconds
+        later: a read at once read nothing of it (7 reads in 300 on the harness). So a
+        close returns only once the file reads whole, as without the setting: one
+        block-locations call, rarely two or three. A file gone meanwhile (moved or
+        deleted by whoever reads it next) has nothing to wait for."""
+        deadline = time.monotonic() + (self.io_timeout if self.io_timeout is not None else NEW_FILE_RETRY_BUDGET_S)
+        pause = CLOSED_READABLE_FIRST_PAUSE_S
+        while True:
+            try:
+                seen = len(self._client.read(path))
+            except BaseException as error:  # noqa: BLE001
+                translated = _translate(error, path, "read")
+                if isinstance(translated, StorageFileNotFound):
+                    return
+                raise translated from error
+            if seen >= length:
+                return
+            if time.monotonic() >= deadline:
+                raise StorageUnavailable(
+                    f"cannot close hdfs:{path}: it was closed at {length} bytes, but readers still see {seen} "
+                    "(no DataNode reported its last block); check the DataNodes",
+                    path,
+                )
+            time.sleep(pause)  # a DataNode's block report is on its way: a pause, never a tight loop
+            pause = min(pause * 2, 0.1)
 
     @_timed("read")
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
