@@ -1,6 +1,7 @@
 """PublishKafka's fencing across a real takeover, the zombie test: a cluster of two real
 `custody node` processes (ZooKeeper, HDFS, the Kafka broker) runs
-examples/generate-to-kafka.yaml; the victim is SIGSTOPped while its producer holds a
+examples/generate-to-kafka.yaml (PublishKafka paced to a transaction every 100 ms); the
+victim is SIGSTOPped while its producer holds a
 Kafka transaction open, past its session timeout, so that the survivor adopts its shard
 and, with the shard's transactional id, fences its producer and delivers its backlog;
 then the victim is SIGCONTed as a zombie, which must stop
@@ -17,8 +18,10 @@ import re
 import signal
 import time
 import uuid
+from pathlib import Path
 
 import pytest
+import yaml
 
 from cluster.drills.checker import check_delivery
 from cluster.drills.runner import wait_moved
@@ -46,6 +49,22 @@ BACKLOG = 200  # ... and it still has this many FlowFiles queued before PublishK
 # adopter's init_transactions fences the producer (past the 4 s session timeout).
 COMMITTING_S = 2.0
 _LOG = logging.getLogger(__name__)  # librdkafka's own complaints
+# PublishKafka's pace in this test: a transaction of `batch` (10) records every 100 ms.
+PUBLISH_EVERY = "100 ms"
+
+
+def paced_flow(directory: Path) -> Path:
+    """The example flow with PublishKafka run every PUBLISH_EVERY: the victim's 1,000
+    FlowFiles then take about 10 s to publish, so its backlog is there to be seen
+    (unpaced, a node published them in 0.8 s on CI, less than one look at the broker
+    and the admin API takes on a loaded machine, and the test waited for a backlog that
+    was gone)."""
+    flow = yaml.safe_load(FLOW.read_text())
+    publish = next(processor for processor in flow["processors"] if processor["id"] == "publish")
+    publish["scheduling"] = {**publish.get("scheduling", {}), "run_schedule": PUBLISH_EVERY}
+    path = directory / "generate-to-kafka-paced.yaml"
+    path.write_text(yaml.safe_dump(flow, sort_keys=False))
+    return path
 
 
 class PartitionEnds:
@@ -108,7 +127,7 @@ def pause_inside_a_transaction(node, ends: PartitionEnds) -> tuple[float, int, i
 
 
 def test_a_paused_publishers_shard_is_taken_over_its_zombie_is_fenced_and_each_id_is_read_once(
-    flow_cluster, kafka_broker
+    flow_cluster, kafka_broker, tmp_path
 ):
     began = time.monotonic()
     cluster = flow_cluster
@@ -121,8 +140,10 @@ def test_a_paused_publishers_shard_is_taken_over_its_zombie_is_fenced_and_each_i
         "prefix": prefix,
     }
 
+    flow = paced_flow(tmp_path)
+
     def config(name: str) -> dict:
-        return {"flow": str(FLOW), "count": COUNTS[name], "parameters": {**common, "partition": PARTITIONS[name]}}
+        return {"flow": str(flow), "count": COUNTS[name], "parameters": {**common, "partition": PARTITIONS[name]}}
 
     # The survivor joins first, so that the victim's backlog is not drained while it starts.
     (survivor,) = cluster.start_joined([SURVIVOR], **config(SURVIVOR))
