@@ -29,8 +29,10 @@ import time
 import pytest
 
 from cluster.drills.flow_cluster import FlowCluster
+from cluster.errors import ZooKeeperError
 from cluster.node.session_file import read_session_text, session_path
 from cluster.services.process import wait_until
+from cluster.zk.client import close_session
 from repositories.storage import LocalStorage, StorageAbandoned
 
 pytestmark = [pytest.mark.zookeeper]
@@ -49,25 +51,30 @@ DEAD_EVENT_DEADLINE = 15.0
 
 def end_session(zk_hosts: str, directory: str, incarnation: str) -> float:
     """End the node's ZooKeeper session from outside (attach to it, then close it: the
-    server expires it for the node's own connection too); returns when (wall clock).
-    The session is read from the node's private session file."""
-    from kazoo.client import KazooClient
+    server expires it for the node's own connection too); returns when (wall clock),
+    taken once the close was answered. The session is read from the node's private
+    session file.
 
-    from cluster.clients import stop_quietly
+    An attach can lose its connection before it is over: the node's own client,
+    cut off by the attach, reconnects and takes the session back (a CI run saw the
+    intruder's start end in ConnectionLoss). Nothing was closed then, so the attach
+    is made again until one closes the session, within a deadline."""
 
     def current():
         session = read_session_text(open(session_path(directory)).read())
         return session if session["incarnation"] == incarnation else None
 
     session = wait_until(current, 10, f"{incarnation}'s session file")
-    intruder = KazooClient(hosts=zk_hosts, timeout=10, client_id=(session["session_id"], session["session_password"]))
-    try:
-        intruder.start(timeout=30)
-        ended = time.time()
-        intruder.stop()
-    finally:
-        stop_quietly(intruder)
-    return ended
+
+    def closed() -> float | None:
+        try:
+            close_session(zk_hosts, session["session_id"], session["session_password"], session_timeout=10, timeout=30)
+        except ZooKeeperError as error:
+            print(f"ending {incarnation}'s session: the attach failed ({error}); again", flush=True)
+            return None
+        return time.time()
+
+    return wait_until(closed, 60, f"a close of {incarnation}'s session", interval=0.05)
 
 
 def wait_standing_still(cluster: FlowCluster, still_for: float = 1.0, timeout: float = 30.0) -> None:
