@@ -317,6 +317,40 @@ def test_a_cluster_without_a_backlog_gets_one_by_restarting_the_oldest_non_leade
     assert entry["left_on_purpose"] == "stop hung" and entry["victim"] == "n2-4" and "resume" in entry
 
 
+@pytest.mark.parametrize("fault", ["datanode", "zk-follower", "load"])
+def test_a_fault_ridden_out_waits_for_a_restarted_node_to_queue_before_it_is_injected(fault, quick_load):
+    """With every backlog drained, the node restarted to make one is the only one with
+    work: a fault injected while it starts would time its start, not the fault."""
+    target = ScriptedTarget()
+    restarted, looks, at_injection = [], {"count": 0}, []
+
+    def graceful_restart(name, timeout=60.0):
+        restarted.append(name)
+        target._join(name)
+        return True
+
+    def queued(incarnation):
+        if not restarted or incarnation != target.incarnation(restarted[0]):
+            return 0
+        looks["count"] += 1
+        return 150 if looks["count"] >= 3 else 10  # starting: its backlog builds
+
+    def injected(what):
+        at_injection.append(looks["count"])
+        return what
+
+    target.graceful_restart, target.queued = graceful_restart, queued
+    target.kill_datanode = lambda: injected("DataNode 1")
+    target.kill_zookeeper_follower = lambda: injected("follower 2")
+    target.pause = lambda name: injected(name)  # a stall, not a death
+    target.resume = lambda name: None
+    runner = DrillRunner(target, [fault])
+    assert runner.run().ok
+    entry = runner.rounds[0]
+    assert entry["left_on_purpose"] is True and entry["queued_at_fault"] == 150
+    assert at_injection and at_injection[0] >= 3  # injected once the backlog was seen
+
+
 def test_a_workload_fed_from_outside_is_sent_more_instead_of_a_node_restarted():
     target = ScriptedTarget("kill")
     fed = []
