@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -95,6 +96,44 @@ print(json.dumps({"by_node": collections.Counter(row["node"] for row in rows),
 """
 
 
+# This test's projects: custody-test-<the pytest process's pid>-<random>.
+TEST_PROJECT = re.compile(r"custody-test-(\d+)-[0-9a-f]{8}")
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's
+    return True
+
+
+def remove_projects_left_behind() -> list[str]:
+    """Remove the projects of earlier runs whose test process is gone: killed before its
+    teardown (a CI run stopped, a session's end), they keep their containers, which the
+    Docker engine starts again when it starts (`restart: unless-stopped`): nodes with no
+    ZooKeeper or HDFS left, spinning beside this run on the same cores (seen: five of
+    them, through a whole CI run). Returns their names."""
+    listed = json.loads(docker("compose", "ls", "-a", "--format", "json", timeout=60).stdout or b"[]")
+    removed = []
+    for entry in listed:
+        match = TEST_PROJECT.fullmatch(entry["Name"])
+        if match is None or process_alive(int(match.group(1))):
+            continue
+        name = entry["Name"]
+        docker("compose", "-p", name, "down", "--volumes", "--timeout", "5", timeout=300, check=False)
+        tagged = docker(
+            "images", "--filter", f"reference=custody/*:{name}", "--format", "{{.Repository}}:{{.Tag}}", timeout=60
+        )
+        images = tagged.stdout.decode().split()  # by name: an image tagged for others too only loses this tag
+        if images:
+            docker("rmi", *images, timeout=300, check=False)
+        removed.append(name)
+    return removed
+
+
 class ComposeProject:
     """`docker compose -f docker-compose.yml -p NAME ...` with this run's variables."""
 
@@ -143,7 +182,11 @@ def node_tails(logs: str, lines: int = 150) -> str:
 @pytest.fixture
 def compose_project(request, docker_engine, harness_services_stopped, tmp_path):
     hadoop_jars()  # the HDFS services mount them from the cache; fetched here if a fresh machine lacks them
-    name = f"custody-test-{uuid.uuid4().hex[:8]}"
+    left_behind = remove_projects_left_behind()
+    if left_behind:
+        print(f"removed compose projects left behind by earlier runs: {', '.join(left_behind)}")
+    name = f"custody-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    assert TEST_PROJECT.fullmatch(name)
     env = {
         "CUSTODY_CACHE": str(cache_dir()),
         "CUSTODY_IMAGE_TAG": name,
