@@ -51,6 +51,7 @@ from .http_request import (
 from .intake import format as intake_format
 
 LINGER_SECONDS = 1.0
+LISTEN_BACKLOG_MIN = 128  # the listen backlog when max_connections is smaller
 LINGER_BYTES = 1 << 20
 RETRY_AFTER_SECONDS = 1
 # A connection waiting this long for its headers may be cut to make room for another:
@@ -377,6 +378,13 @@ class _Server(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._connections: set[_Connection] = set()
         self._served = 0  # the connections not evicted
+        # The kernel's queue of connections not yet accepted (socketserver's default is
+        # 5): as many as may be served at once, so that a burst of clients connecting
+        # together waits for the accepting thread, which answers each (a 503 beyond
+        # `max_connections`), instead of overflowing the queue. An overflowing queue
+        # drops handshakes and falls back to SYN cookies; a client of 16 posting at
+        # once to a loaded machine had its connection reset.
+        self.request_queue_size = max(max_connections, LISTEN_BACKLOG_MIN)
         super().__init__(address, _Handler)
 
     def process_request(self, request, client_address):
