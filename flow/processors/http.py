@@ -157,7 +157,8 @@ class ListenHTTP(HandsOverIntake, Processor):
             "max_connections",
             "integer",
             default=100,
-            description="connections served at once; one more is answered 503 and closed",
+            description="connections served at once; one more is answered 503 and closed. The kernel's queue "
+            "of connections not yet accepted holds as many (at least 128)",
         ),
         PropertyDescriptor(
             "max_pending", "integer", default=1000, description="requests waiting to be taken; one more is answered 503"
