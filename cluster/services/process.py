@@ -63,13 +63,7 @@ class ManagedProcess:
             return False
         if self._popen is not None:
             return self._popen.poll() is None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return not is_zombie(self.pid)
+        return pid_alive(self.pid)
 
     def signal(self, signum: int) -> None:
         if self.pid is not None and self.alive():
@@ -124,6 +118,17 @@ class ManagedProcess:
         except OSError:
             return "(no log yet)"
         return "\n".join(text.splitlines()[-lines:])
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs: another user's does, a zombie does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not is_zombie(pid)
 
 
 def is_zombie(pid: int) -> bool:

@@ -44,7 +44,7 @@ from cluster.drills.compose_project import parse_events
 from cluster.services.docker_engine import docker
 from cluster.services.install import cache_dir, hadoop_jars
 from cluster.services.network import HOST, free_ports
-from cluster.services.process import wait_until
+from cluster.services.process import pid_alive, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = {"custody1": "n1", "custody2": "n2", "custody3": "n3"}
@@ -100,16 +100,6 @@ print(json.dumps({"by_node": collections.Counter(row["node"] for row in rows),
 TEST_PROJECT = re.compile(r"custody-test-(\d+)-[0-9a-f]{8}")
 
 
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's
-    return True
-
-
 def remove_projects_left_behind() -> list[str]:
     """Remove the projects of earlier runs whose test process is gone: killed before its
     teardown (a CI run stopped, a session's end), they keep their containers, which the
@@ -120,7 +110,7 @@ def remove_projects_left_behind() -> list[str]:
     removed = []
     for entry in listed:
         match = TEST_PROJECT.fullmatch(entry["Name"])
-        if match is None or process_alive(int(match.group(1))):
+        if match is None or pid_alive(int(match.group(1))):
             continue
         name = entry["Name"]
         docker("compose", "-p", name, "down", "--volumes", "--timeout", "5", timeout=300, check=False)
