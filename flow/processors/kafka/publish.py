@@ -84,9 +84,18 @@ from ...records.errors import RecordError
 from ..content_failures import ContentFailures
 from ..expression_failures import ExpressionFailures, PropertyFailed, evaluate_all
 from ..refusals import Refusals
-from . import progress
+from . import hanging, progress, wire
 from .connection import CONNECTION_PROPERTIES, validate_connection
-from .delivery import Record, SinkProducer, Undelivered, create_progress_topic, read_back, reason, split_refusals
+from .delivery import (
+    BROKER_WAIT_S,
+    Record,
+    SinkProducer,
+    Undelivered,
+    create_progress_topic,
+    read_back,
+    reason,
+    split_refusals,
+)
 from .demarcation import decode_demarcator, split_records
 from .record_mode import PUBLISH_PROPERTIES, to_publish, validate_record_mode
 from .tasks import run_alone
@@ -436,6 +445,7 @@ def _transactional_producer(context: ProcessContext, transactional_id: str) -> t
     its last progress record names. Raises `Undelivered`."""
     producer = SinkProducer(context, transactional_id)
     try:
+        _finish_hanging(context, producer, transactional_id)
         producer.init_transactions()
         topic = context["progress_topic"]
         # Asked for each new producer: partitions added since move the id once (`progress`).
@@ -446,6 +456,60 @@ def _transactional_producer(context: ProcessContext, transactional_id: str) -> t
         producer.discard()
         raise
     return producer, ids
+
+
+def _finish_hanging(context: ProcessContext, producer: SinkProducer, transactional_id: str) -> None:
+    """Before `init_transactions` forgets it, the decision of the id's last transaction
+    written to the partitions whose marker its coordinator dropped (`hanging`). A
+    failure to look is logged (once a minute) and the producer made all the same: a
+    transaction left open then waits for the operator, as it would without this. Brokers
+    that do not answer at all fail the producer, as its init_transactions would. Raises
+    `Undelivered`."""
+    from confluent_kafka import KafkaException
+
+    topic = context["topic"]
+    topics = [context["progress_topic"], topic.text] if topic.is_literal else None
+    try:
+        settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S)
+    except KafkaException as error:  # no metadata: no broker answers, and init_transactions would not either
+        raise Undelivered(producer.errors.explain(f"reading the brokers' metadata: {error}"), discard=True) from None
+    except (hanging.Unsupported, wire.WireError) as error:
+        context.limited_log.warning(
+            f"{context.processor_id}:hanging",
+            "%s: could not look for transactions of %s that their coordinator decided and a partition still holds "
+            "open: %s",
+            context.processor_id,
+            transactional_id,
+            error,
+        )
+        return
+    for marker in settled.written:
+        context.logger.warning(
+            "%s: %s[%d] held open a transaction of %s (producer id %d, epoch %d) that its coordinator had %s "
+            "without writing the partition's marker (a hanging transaction); wrote its %s marker",
+            context.processor_id,
+            marker.topic,
+            marker.partition,
+            transactional_id,
+            marker.producer_id,
+            marker.producer_epoch,
+            "committed" if marker.commit else "aborted",
+            "COMMIT" if marker.commit else "ABORT",
+        )
+    for marker, code in settled.failed:
+        context.logger.error(
+            "%s: %s[%d] holds open a transaction of %s (producer id %d, epoch %d) that its coordinator had %s; "
+            "writing its marker failed with Kafka error %d: read_committed readers stop at it until it is "
+            "written (kafka-transactions.sh)",
+            context.processor_id,
+            marker.topic,
+            marker.partition,
+            transactional_id,
+            marker.producer_id,
+            marker.producer_epoch,
+            "committed" if marker.commit else "aborted",
+            code,
+        )
 
 
 def _close_prepared(prepared: Future) -> None:

@@ -1,0 +1,177 @@
+"""Transactions their coordinator decided whose markers never reached a partition.
+
+A Kafka transaction ends in two steps: its coordinator logs the decision
+(PrepareCommit or PrepareAbort), then writes a COMMIT or ABORT marker to every
+partition the transaction wrote to, and logs it complete. A broker that restarts
+loads the transactions it was preparing and sends their markers again; but when it
+is elected coordinator before its metadata shows a partition (a single broker
+SIGKILLed while it commits, then started: it takes its coordinator role while it
+replays its metadata), it drops that partition's marker as "likely deleted" and logs
+the transaction complete. The partition keeps the transaction open for good: a
+read_committed consumer stops at it, and so does PublishKafka's read back of its
+progress, which then never ends. Kafka's answer is an operator's
+(`kafka-transactions.sh find-hanging`, then `abort`); an abort would drop records whose
+FlowFiles Custody already counted as sent.
+
+PublishKafka finishes such a transaction itself, with the decision its coordinator
+took, before each new producer's `init_transactions` (which bumps the producer's epoch
+and forgets the decision):
+
+1. Ask the coordinator for the transactional id's state. Preparing: ask again until
+   it is complete. `CompleteCommit` or `CompleteAbort`: that is the last transaction's
+   decision, and no transaction of the id is open anywhere. Any other state (none yet,
+   `Empty` after a new epoch, `Ongoing`): nothing is known to finish.
+2. Ask every partition the producer writes to (the progress topic and the output
+   topic; every topic when the topic is an expression) for its open transactions.
+   One held by the id's producer id at the coordinator's epoch is the last
+   transaction's, left open: it needs that decision's marker (`markers_for`; librdkafka
+   keeps one epoch for a producer's life, Kafka's transaction version 1).
+3. Ask the coordinator again: the same state, or nothing is written (a producer
+   of the id moved on meanwhile: the next new producer looks again).
+4. Write each marker at the partition's leader, with the coordinator epoch the
+   partition last saw, as Kafka's own `abort` does.
+
+A COMMIT marker makes visible exactly what the coordinator committed; the progress
+record in the same transaction then tells the next producer that its FlowFiles went
+out. Not covered: a transaction whose producer wrote a later one at the same epoch
+before it was finished (that later decision is the only one the coordinator keeps),
+and brokers reached through SASL (this module's wire client speaks plain TCP and TLS):
+those are logged and left to the operator's tool.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from . import wire
+
+DECIDED = {"CompleteCommit": True, "CompleteAbort": False}
+PREPARING = frozenset({"PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+_STEP_S = 0.1
+
+
+def markers_for(state: wire.TransactionState | None, open_: Iterable[wire.OpenTransaction]) -> list[wire.Marker]:
+    """The markers that finish the transactions `state`'s coordinator decided and
+    partitions still hold open (step 2 above): none unless the state is complete."""
+    if state is None or state.state not in DECIDED:
+        return []
+    commit = DECIDED[state.state]
+    return [
+        wire.Marker(o.topic, o.partition, o.producer_id, state.producer_epoch, o.coordinator_epoch, commit)
+        for o in open_
+        if o.producer_id == state.producer_id and o.producer_epoch == state.producer_epoch
+    ]
+
+
+@dataclass(frozen=True)
+class Settled:
+    written: tuple[wire.Marker, ...] = ()
+    failed: tuple[tuple[wire.Marker, int], ...] = ()  # a marker and the partition's error code
+    skipped: str | None = None  # why nothing was looked at (the coordinator's state moved, ...)
+
+
+class Unsupported(Exception):
+    """A connection this module cannot make (SASL)."""
+
+
+def tls_context(config: Mapping) -> ssl.SSLContext | None:
+    """The TLS a librdkafka client `config` uses, for the wire client: None in clear.
+    Raises `Unsupported` for SASL."""
+    protocol = str(config.get("security.protocol") or "PLAINTEXT").upper()
+    if protocol.startswith("SASL"):
+        raise Unsupported(f"security.protocol {protocol}: the transaction tools here speak plain TCP and TLS only")
+    if protocol != "SSL":
+        return None
+    context = ssl.create_default_context(cafile=config.get("ssl.ca.location"))
+    if config.get("ssl.certificate.location"):
+        context.load_cert_chain(
+            str(config["ssl.certificate.location"]),
+            config.get("ssl.key.location"),
+            config.get("ssl.key.password"),
+        )
+    return context
+
+
+def settle(config: Mapping, transactional_id: str, topics: Sequence[str] | None, timeout: float) -> Settled:
+    """Finish the hanging transactions of `transactional_id` (the steps above) on the
+    brokers of `config` (librdkafka's settings), looking in `topics` (None: every topic
+    but Kafka's internal ones). Raises `wire.WireError` or `Unsupported`."""
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout
+    tls = tls_context(config)
+    admin = AdminClient(dict(config))
+    brokers, _ = _led(admin, (), deadline)
+    host, port = next(iter(brokers.values()))
+    with wire.Connection(host, port, tls, timeout) as any_broker:
+        coordinator = wire.retried(lambda: wire.find_transaction_coordinator(any_broker, transactional_id), deadline)
+    with wire.Connection(coordinator.host, coordinator.port, tls, timeout) as at_coordinator:
+        state = _decided(at_coordinator, transactional_id, deadline)
+        if state is None or state.state not in DECIDED:
+            return Settled(skipped=f"its coordinator's state is {state.state if state else 'unknown'}")
+        # Read once the decision is complete: a broker just restarted may still be
+        # electing the partitions' leaders.
+        brokers, leader_of = _led(admin, topics, deadline)
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        for (name, index), leader in sorted(leader_of.items()):
+            by_leader.setdefault(leader, {}).setdefault(name, []).append(index)
+        open_: list[wire.OpenTransaction] = []
+        for leader, partitions in by_leader.items():
+            with wire.Connection(*brokers[leader], tls, timeout) as at_leader:
+                ask = functools.partial(wire.describe_producers, at_leader, partitions)
+                open_.extend(wire.retried(ask, deadline))
+        markers = markers_for(state, open_)
+        if not markers:
+            return Settled()
+        again = _decided(at_coordinator, transactional_id, deadline)
+        if again != state:
+            return Settled(skipped="a producer of the id moved on while its partitions were looked at")
+    written: list[wire.Marker] = []
+    failed: list[tuple[wire.Marker, int]] = []
+    for leader in sorted({leader_of[(m.topic, m.partition)] for m in markers}):
+        mine = [m for m in markers if leader_of[(m.topic, m.partition)] == leader]
+        with wire.Connection(*brokers[leader], tls, timeout) as at_leader:
+            errors = wire.write_txn_markers(at_leader, mine)
+        for marker in mine:
+            error = errors.get((marker.topic, marker.partition), -1)
+            (written.append(marker) if error == wire.NONE else failed.append((marker, error)))
+    return Settled(tuple(written), tuple(failed))
+
+
+def _led(
+    admin, topics: Sequence[str] | None, deadline: float
+) -> tuple[dict[int, tuple[str, int]], dict[tuple[str, int], int]]:
+    """The brokers (id: host, port) and the leader of each partition of `topics` (None:
+    every topic but the internal ones; a topic that does not exist has none), asked
+    again while one has no leader among the brokers, until `deadline`."""
+    while True:
+        metadata = admin.list_topics(timeout=max(deadline - time.monotonic(), 1.0))
+        brokers = {b.id: (str(b.host), int(b.port)) for b in metadata.brokers.values()}
+        leader_of = {
+            (name, index): partition.leader
+            for name, topic in metadata.topics.items()
+            if (name in topics if topics is not None else not name.startswith("__"))
+            for index, partition in topic.partitions.items()
+        }
+        leaderless = sorted(place for place, leader in leader_of.items() if leader not in brokers)
+        if brokers and not leaderless:
+            return brokers, leader_of
+        if time.monotonic() > deadline:
+            raise wire.WireError(
+                f"no leader for {', '.join(f'{t}[{p}]' for t, p in leaderless)}" if leaderless else "no broker answers"
+            )
+        time.sleep(_STEP_S)
+
+
+def _decided(connection: wire.Connection, transactional_id: str, deadline: float) -> wire.TransactionState | None:
+    """The id's state, asked again while its coordinator is still preparing (its
+    markers on their way) until `deadline`."""
+    while True:
+        state = wire.retried(lambda: wire.describe_transaction(connection, transactional_id), deadline)
+        if state is None or state.state not in PREPARING or time.monotonic() > deadline:
+            return state
+        time.sleep(_STEP_S)

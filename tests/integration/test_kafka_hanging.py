@@ -1,0 +1,128 @@
+"""Hanging transactions on the real broker: a transaction its coordinator decided
+while a partition it wrote to never received the marker (what a single broker
+restarted after a SIGKILL leaves when it drops markers as "likely deleted"). Made on
+purpose (`kafka_hanging.leave_open`), then finished by `hanging.settle` with the
+coordinator's decision, and by PublishKafka before its new producer reads its progress
+back: without that, the read back waits at the open transaction until it gives up,
+for good, and read_committed consumers of the output topic stop at it."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+from cluster.drills.checker import check_delivery
+from flow.processors.kafka import hanging, wire
+from flow.processors.kafka.delivery import create_progress_topic
+from flow.processors.kafka.progress import key, pack, partition
+
+from .kafka_hanging import leave_open
+from .kafka_helpers import in_transaction, new_topic, read_records, transactional_producer
+from .test_flow_sources import Node
+from .test_kafka_publish import PUBLISH, QUEUES, delivered, publishers, queued, seed, trigger  # noqa: F401
+
+pytestmark = [pytest.mark.kafka]
+
+
+def open_transactions(broker, topic: str) -> list[wire.OpenTransaction]:
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    with wire.Connection(host, int(port), None, 30) as connection:
+        return wire.describe_producers(connection, {topic: [0]})
+
+
+def stable_offset(broker, topic: str) -> int:
+    """Partition 0's last stable offset: where read_committed readers stop."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": "lso", "isolation.level": "read_committed"}
+    )
+    try:
+        return reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False)[1]
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["committed", "aborted"])
+def test_a_partition_left_open_gets_the_marker_of_its_coordinators_decision(kafka_broker, commit):
+    other, left = new_topic(kafka_broker), new_topic(kafka_broker)
+    transactional_id = f"hang-{uuid.uuid4().hex[:8]}"
+    producer = transactional_producer(kafka_broker, transactional_id)
+    in_transaction(producer, other, [b"decided"], commit=commit)
+    state = leave_open(kafka_broker, transactional_id, left, 0, [(b"k", b"one"), (None, b"two")])
+    assert stable_offset(kafka_broker, left) == 0  # the open transaction holds read_committed readers back
+    [held] = open_transactions(kafka_broker, left)
+    assert (held.producer_id, held.producer_epoch) == (state.producer_id, state.producer_epoch)
+
+    settled = hanging.settle({"bootstrap.servers": kafka_broker.bootstrap_servers}, transactional_id, [left], 30)
+
+    assert settled.failed == () and settled.skipped is None
+    assert [(m.topic, m.partition, m.commit) for m in settled.written] == [(left, 0, commit)]
+    assert open_transactions(kafka_broker, left) == []
+    assert [m.value() for m in read_records(kafka_broker, left)] == ([b"one", b"two"] if commit else [])
+    assert [m.value() for m in read_records(kafka_broker, left, "read_uncommitted")] == [b"one", b"two"]
+    # The decided transaction's own partition is as its producer left it.
+    assert [m.value() for m in read_records(kafka_broker, other)] == ([b"decided"] if commit else [])
+
+
+def test_nothing_is_written_while_the_id_has_a_transaction_in_progress(kafka_broker):
+    other, left = new_topic(kafka_broker), new_topic(kafka_broker)
+    transactional_id = f"hang-{uuid.uuid4().hex[:8]}"
+    producer = transactional_producer(kafka_broker, transactional_id)
+    in_transaction(producer, other, [b"first"])
+    leave_open(kafka_broker, transactional_id, left, 0, [(None, b"open")])
+    producer.begin_transaction()
+    producer.produce(other, b"second")
+    producer.flush(30)  # the coordinator now holds the id Ongoing: its decision is not known yet
+
+    settled = hanging.settle({"bootstrap.servers": kafka_broker.bootstrap_servers}, transactional_id, [left], 30)
+
+    assert settled.written == () and settled.skipped == "its coordinator's state is Ongoing"
+    assert len(open_transactions(kafka_broker, left)) == 1
+    producer.abort_transaction(30)
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["committed", "aborted"])
+def test_publishkafka_finishes_its_own_hanging_transaction_before_it_reads_its_progress(
+    kafka_broker,
+    tmp_path,
+    publishers,  # noqa: F811 - the fixture's value
+    caplog,
+    commit,
+):
+    """The shape a broker's restart leaves: the last transaction of the publisher's
+    transactional id, decided at its coordinator, open on the output topic and on the
+    id's progress partition, its progress record naming three of six queued FlowFiles.
+    A new publisher delivers each of the six once: committed, the three are routed to
+    success unsent; aborted, they are sent again."""
+    topic, scratch = new_topic(kafka_broker), new_topic(kafka_broker)
+    node = Node(tmp_path, QUEUES)
+    sent = [f"h-{n}" for n in range(6)]
+    seed(node, sent, lambda n: {"item": sent[n]})
+    publish, context = publishers(kafka_broker, topic)
+    transactional_id = f"{publish.configured['transactional_id_prefix']}-{node.shard.id}-{PUBLISH}"
+    progress_topic = publish.configured["progress_topic"]
+    place = partition(
+        transactional_id, create_progress_topic({"bootstrap.servers": kafka_broker.bootstrap_servers}, progress_topic)
+    )
+    in_flight = queued(node, "in")[:3]
+    producer = transactional_producer(kafka_broker, transactional_id)
+    in_transaction(producer, scratch, [b"earlier"], commit=commit)
+    del producer
+    leave_open(kafka_broker, transactional_id, topic, 0, [(None, f.attributes["item"].encode()) for f in in_flight])
+    leave_open(
+        kafka_broker, transactional_id, progress_topic, place, [(key(transactional_id), pack(f.id for f in in_flight))]
+    )
+
+    with caplog.at_level(logging.WARNING):
+        trigger(node, publish, context)
+
+    assert node.queues["in"].count == 0 and len(queued(node, "ok")) == 6
+    report = check_delivery(sent, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    expected = sent if commit else sent + [f.attributes["item"] for f in in_flight]
+    assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(expected)
+    finished = [r.getMessage() for r in caplog.records if "hanging transaction" in r.getMessage()]
+    assert len(finished) == 2 and all(("COMMIT" if commit else "ABORT") in line for line in finished), finished

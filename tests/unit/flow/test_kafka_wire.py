@@ -1,0 +1,174 @@
+"""Kafka's wire encoding as `wire` writes and reads it, byte by byte against the
+protocol's definitions, and the decision of which hanging transactions get which
+marker (`hanging.markers_for`). The requests against a real broker are in
+tests/integration/test_kafka_hanging.py."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from flow.processors.kafka import hanging, wire
+
+
+@pytest.mark.parametrize(
+    "value, encoded",
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        (2**31, b"\x80\x80\x80\x80\x08"),
+    ],
+)
+def test_unsigned_varints_are_seven_bits_a_byte_low_group_first(value, encoded):
+    assert wire.uvarint(value) == encoded
+    assert wire.Reader(encoded).uvarint() == value
+
+
+def test_compact_strings_and_arrays_carry_their_length_plus_one():
+    written = (
+        wire.Writer()
+        .compact_string("ab")
+        .compact_string(None)
+        .compact_array([1, 2], wire.Writer.int32)
+        .string("id")
+        .no_tags()
+        .done()
+    )
+    assert written == b"\x03ab" + b"\x00" + b"\x03" + struct.pack(">ii", 1, 2) + b"\x00\x02id" + b"\x00"
+    reader = wire.Reader(written)
+    assert reader.compact_string() == "ab" and reader.compact_string() is None
+    assert reader.compact_array(wire.Reader.int32) == [1, 2]
+
+
+def test_tagged_fields_read_are_skipped_whatever_they_hold():
+    reader = wire.Reader(b"\x02" + b"\x00\x03abc" + b"\x05\x01z" + struct.pack(">h", 7))
+    reader.tags()
+    assert reader.int16() == 7
+
+
+def test_a_truncated_answer_is_one_clear_error():
+    with pytest.raises(wire.WireError, match="ends after 3 bytes"):
+        wire.Reader(b"\x00\x00\x01", "the answer").int32()
+
+
+class Answering:
+    """A connection that records the request and answers with fixed bytes."""
+
+    def __init__(self, answer: bytes):
+        self.answer = answer
+        self.asked: list[tuple[tuple[int, int], bytes]] = []
+
+    def request(self, api, body):
+        self.asked.append((api, body))
+        return wire.Reader(self.answer)
+
+
+def describe_answer(error: int, state: str, partitions: list[int]) -> bytes:
+    return (
+        wire.Writer()
+        .int32(0)
+        .compact_array(
+            [None],
+            lambda w, _: (
+                w.int16(error)
+                .compact_string("tid")
+                .compact_string(state)
+                .int32(60_000)
+                .int64(1_700_000_000_000)
+                .int64(42)
+                .int16(3)
+                .compact_array(
+                    [("out", partitions)],
+                    lambda w, t: w.compact_string(t[0]).compact_array(t[1], wire.Writer.int32).no_tags(),
+                )
+                .no_tags()
+            ),
+        )
+        .no_tags()
+        .done()
+    )
+
+
+def test_describe_transactions_asks_for_one_id_and_reads_its_state():
+    connection = Answering(describe_answer(0, "PrepareCommit", [0, 2]))
+    state = wire.describe_transaction(connection, "tid")  # type: ignore[arg-type]
+    assert connection.asked == [((65, 0), b"\x02\x04tid\x00")]
+    assert state == wire.TransactionState(
+        "tid", "PrepareCommit", 60_000, 1_700_000_000_000, 42, 3, frozenset({("out", 0), ("out", 2)})
+    )
+
+
+def test_an_id_its_coordinator_does_not_know_has_no_state_and_another_error_raises():
+    assert wire.describe_transaction(Answering(describe_answer(105, "", [])), "tid") is None  # type: ignore[arg-type]
+    with pytest.raises(wire.WireError, match="error 15"):
+        wire.describe_transaction(Answering(describe_answer(15, "", [])), "tid")  # type: ignore[arg-type]
+
+
+def test_write_txn_markers_sends_one_entry_per_marker_and_reads_each_partitions_error():
+    answer = (
+        wire.Writer()
+        .compact_array(
+            [None],
+            lambda w, _: (
+                w.int64(42)
+                .compact_array(
+                    [None],
+                    lambda w, _: (
+                        w.compact_string("out")
+                        .compact_array([(0, 0), (2, 47)], lambda w, p: w.int32(p[0]).int16(p[1]).no_tags())
+                        .no_tags()
+                    ),
+                )
+                .no_tags()
+            ),
+        )
+        .no_tags()
+        .done()
+    )
+    connection = Answering(answer)
+    markers = [wire.Marker("out", 0, 42, 3, 5, True), wire.Marker("out", 2, 42, 3, -1, True)]
+    assert wire.write_txn_markers(connection, markers) == {("out", 0): 0, ("out", 2): 47}  # type: ignore[arg-type]
+    [(api, body)] = connection.asked
+    first = (
+        struct.pack(">qhb", 42, 3, 1)
+        + b"\x02\x04out\x02"
+        + struct.pack(">i", 0)
+        + b"\x00"
+        + struct.pack(">i", 5)
+        + b"\x00"
+    )
+    assert api == (27, 1) and body.startswith(b"\x03" + first)
+
+
+def state(name: str, producer_id: int = 42, epoch: int = 3) -> wire.TransactionState:
+    return wire.TransactionState("tid", name, 60_000, 0, producer_id, epoch, frozenset())
+
+
+OPEN = [
+    wire.OpenTransaction("out", 0, 42, 3, 7, 100),  # the last transaction's, left open
+    wire.OpenTransaction("out", 1, 42, 2, 7, 90),  # an earlier epoch: a decision no longer known
+    wire.OpenTransaction("out", 2, 99, 3, 7, 80),  # another producer's
+]
+
+
+@pytest.mark.parametrize("name, commit", [("CompleteCommit", True), ("CompleteAbort", False)])
+def test_a_decided_transaction_left_open_gets_its_decision_at_its_epoch_and_the_partitions_coordinator_epoch(
+    name, commit
+):
+    assert hanging.markers_for(state(name), OPEN) == [wire.Marker("out", 0, 42, 3, 7, commit)]
+
+
+@pytest.mark.parametrize("name", ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "Dead"])
+def test_no_marker_while_the_decision_is_not_known(name):
+    assert hanging.markers_for(state(name), OPEN) == []
+    assert hanging.markers_for(None, OPEN) == []
+
+
+def test_sasl_is_refused_clearly_and_plain_tcp_needs_no_tls():
+    assert hanging.tls_context({"bootstrap.servers": "x:1"}) is None
+    with pytest.raises(hanging.Unsupported, match="SASL_SSL"):
+        hanging.tls_context({"security.protocol": "SASL_SSL"})
