@@ -162,7 +162,8 @@ def _led(
             return brokers, leader_of
         if time.monotonic() > deadline:
             raise wire.WireError(
-                f"no leader for {', '.join(f'{t}[{p}]' for t, p in leaderless)}" if leaderless else "no broker answers"
+                f"no leader for {', '.join(f'{t}[{p}]' for t, p in leaderless)}" if leaderless else "no broker answers",
+                later=True,
             )
         time.sleep(_STEP_S)
 

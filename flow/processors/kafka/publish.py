@@ -473,7 +473,12 @@ def _finish_hanging(context: ProcessContext, producer: SinkProducer, transaction
         settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S)
     except KafkaException as error:  # no metadata: no broker answers, and init_transactions would not either
         raise Undelivered(producer.errors.explain(f"reading the brokers' metadata: {error}"), discard=True) from None
-    except (hanging.Unsupported, wire.WireError) as error:
+    except (wire.WireError, hanging.Unsupported) as error:
+        if isinstance(error, wire.WireError) and error.later:
+            # A coordinator still loading, a partition without a leader: the decision is kept until then.
+            raise Undelivered(
+                f"looking for hanging transactions of {transactional_id}: {error}", discard=True
+            ) from None
         context.limited_log.warning(
             f"{context.processor_id}:hanging",
             "%s: could not look for transactions of %s that their coordinator decided and a partition still holds "

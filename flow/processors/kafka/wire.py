@@ -62,7 +62,14 @@ TRANSACTIONAL_ID_NOT_FOUND = 105
 
 
 class WireError(Exception):
-    """A broker that cannot be reached, a frame that does not parse, an error code."""
+    """A broker that cannot be reached, a frame that does not parse, an error code.
+    `code` is the broker's error code, if it answered one; `later` says that asking
+    again later may succeed (no broker to connect to, a coordinator still loading)."""
+
+    def __init__(self, message: str, code: int | None = None, later: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.later = later or code in RETRIABLE
 
 
 class Writer:
@@ -203,7 +210,7 @@ class Connection:
             raw = socket.create_connection((host, port), timeout=timeout)
             self.sock = tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw
         except (OSError, ssl.SSLError) as error:
-            raise WireError(f"cannot connect to the broker at {self.address}: {error}") from None
+            raise WireError(f"cannot connect to the broker at {self.address}: {error}", later=True) from None
         self.correlation = 0
 
     def __enter__(self) -> Connection:
@@ -440,7 +447,6 @@ def retried(ask: Callable[[], T], deadline: float, step: float = 0.1) -> T:
         try:
             return ask()
         except WireError as error:
-            code = error.args[1] if len(error.args) > 1 else None
-            if code not in RETRIABLE or time.monotonic() > deadline:
+            if error.code not in RETRIABLE or time.monotonic() > deadline:
                 raise
         time.sleep(step)
