@@ -47,8 +47,8 @@ def _varint(value: int) -> bytes:
     return wire.uvarint((value << 1) ^ (value >> 63))
 
 
-def record_batch(producer_id: int, epoch: int, records: Sequence[tuple[bytes | None, bytes]]) -> bytes:
-    """Kafka's record batch v2 of `records` (key, value), transactional, sequence 0."""
+def record_batch(producer_id: int, epoch: int, sequence: int, records: Sequence[tuple[bytes | None, bytes]]) -> bytes:
+    """Kafka's record batch v2 of `records` (key, value), transactional, from `sequence`."""
     now = int(time.time() * 1000)
     body = b""
     for delta, (key, value) in enumerate(records):
@@ -62,7 +62,9 @@ def record_batch(producer_id: int, epoch: int, records: Sequence[tuple[bytes | N
             + _varint(0)
         )
         body += _varint(len(inner)) + inner
-    after_crc = struct.pack(">hiqqqhii", TRANSACTIONAL, len(records) - 1, now, now, producer_id, epoch, 0, len(records))
+    after_crc = struct.pack(
+        ">hiqqqhii", TRANSACTIONAL, len(records) - 1, now, now, producer_id, epoch, sequence, len(records)
+    )
     after_crc += body
     after_length = struct.pack(">ibI", -1, 2, crc32c(after_crc)) + after_crc
     return struct.pack(">qi", 0, len(after_length)) + after_length
@@ -91,6 +93,12 @@ def leave_open(
     with wire.Connection(host, int(port), None, 30) as connection:
         state = wire.describe_transaction(connection, transactional_id)
         assert state is not None, f"the coordinator knows no {transactional_id}"
+        known = [
+            p.last_sequence
+            for p in wire.describe_producers(connection, {topic: [partition]})
+            if (p.producer_id, p.producer_epoch) == (state.producer_id, state.producer_epoch)
+        ]
+        sequence = known[0] + 1 if known else 0  # the producer's next, where it wrote before
         body = (
             wire.Writer()
             .compact_string(transactional_id)
@@ -104,7 +112,7 @@ def leave_open(
                         [partition],
                         lambda w, index: (
                             w.int32(index)
-                            .compact_bytes(record_batch(state.producer_id, state.producer_epoch, records))
+                            .compact_bytes(record_batch(state.producer_id, state.producer_epoch, sequence, records))
                             .no_tags()
                         ),
                     )

@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from cluster.drills.checker import check_delivery
+from cluster.services.process import wait_until
 from flow.processors.kafka import hanging, wire
 from flow.processors.kafka.delivery import create_progress_topic
 from flow.processors.kafka.progress import key, pack, partition
@@ -26,10 +27,10 @@ from .test_kafka_publish import PUBLISH, QUEUES, delivered, publishers, queued, 
 pytestmark = [pytest.mark.kafka]
 
 
-def open_transactions(broker, topic: str) -> list[wire.OpenTransaction]:
+def open_transactions(broker, topic: str) -> list[wire.ActiveProducer]:
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     with wire.Connection(host, int(port), None, 30) as connection:
-        return wire.describe_producers(connection, {topic: [0]})
+        return [p for p in wire.describe_producers(connection, {topic: [0]}) if p.transaction_start >= 0]
 
 
 def stable_offset(broker, topic: str) -> int:
@@ -126,3 +127,43 @@ def test_publishkafka_finishes_its_own_hanging_transaction_before_it_reads_its_p
     assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(expected)
     finished = [r.getMessage() for r in caplog.records if "hanging transaction" in r.getMessage()]
     assert len(finished) == 2 and all(("COMMIT" if commit else "ABORT") in line for line in finished), finished
+
+
+def test_after_every_broker_was_down_no_transaction_joins_what_the_restart_left_open(
+    kafka_broker,
+    tmp_path,
+    publishers,  # noqa: F811 - the fixture's value
+    caplog,
+):
+    """After every broker was down, the producer that committed before begins nothing
+    more: a partition may hold its last transaction open (the restart dropped the
+    marker), and a new transaction's records there would join it and its end decide
+    it. A new producer finishes it as decided first. The next batch here holds a record
+    the broker refuses, so that its first transaction is aborted: one that had joined
+    would have taken the committed record down with it."""
+    topic = new_topic(kafka_broker, config={"max.message.bytes": "4096"})
+    node = Node(tmp_path, QUEUES)
+    first, second = [f"a-{n}" for n in range(3)], [f"b-{n}" for n in range(4)]
+    seed(node, first)
+    publish, context = publishers(kafka_broker, topic)
+    trigger(node, publish, context)
+    assert sorted(delivered(kafka_broker, topic)) == sorted(first)
+    before = publish._producer
+    transactional_id = f"{publish.configured['transactional_id_prefix']}-{node.shard.id}-{PUBLISH}"
+    leave_open(kafka_broker, transactional_id, topic, 0, [(None, b"left-open")])
+    kafka_broker.kill()
+    kafka_broker.restart()
+    seed(node, [*second, "big"], contents=[item.encode() for item in second] + [b"x" * 10_000])
+
+    def drained() -> bool:
+        trigger(node, publish, context)
+        return node.queues["in"].count == 0
+
+    with caplog.at_level(logging.WARNING):
+        wait_until(drained, 90, "the publisher to deliver after the broker came back", interval=0.5)
+
+    assert publish._producer is not before
+    report = check_delivery([*first, *second, "left-open"], delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    assert len(queued(node, "failed", now_ms=1 << 62)) == 1
+    assert "hanging transaction" in caplog.text and "wrote its COMMIT marker" in caplog.text

@@ -103,7 +103,8 @@ class Undelivered(Exception):
 
 class _ProducerErrors(BrokerErrors):
     """`BrokerErrors`, and whether librdkafka said that every broker is down: a wait for
-    deliveries ends then, rather than at its deadline."""
+    deliveries ends then, rather than at its deadline, and no transaction begins on
+    that producer again."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -159,6 +160,12 @@ class SinkProducer:
         unless a record was refused (then aborted: the refusals are returned). Raises
         `Undelivered`, or `NotAdmitted` when the node may no longer commit for the shard."""
         producer = self.producer
+        producer.poll(0)  # serves librdkafka's error callbacks: an outage since the last transaction
+        if self.errors.brokers_down:
+            # A broker restarted meanwhile may have dropped the last transaction's markers
+            # (`hanging`): a new transaction would join what a partition holds open, and
+            # its own end decide it. A new producer finishes that first, as decided.
+            raise Undelivered(self.errors.explain(f"every broker was down ({self.settings})"), discard=True)
         try:
             producer.begin_transaction()
         except _kafka_exception() as exception:

@@ -54,7 +54,7 @@ PREPARING = frozenset({"PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 _STEP_S = 0.1
 
 
-def markers_for(state: wire.TransactionState | None, open_: Iterable[wire.OpenTransaction]) -> list[wire.Marker]:
+def markers_for(state: wire.TransactionState | None, active: Iterable[wire.ActiveProducer]) -> list[wire.Marker]:
     """The markers that finish the transactions `state`'s coordinator decided and
     partitions still hold open (step 2 above): none unless the state is complete."""
     if state is None or state.state not in DECIDED:
@@ -62,8 +62,8 @@ def markers_for(state: wire.TransactionState | None, open_: Iterable[wire.OpenTr
     commit = DECIDED[state.state]
     return [
         wire.Marker(o.topic, o.partition, o.producer_id, state.producer_epoch, o.coordinator_epoch, commit)
-        for o in open_
-        if o.producer_id == state.producer_id and o.producer_epoch == state.producer_epoch
+        for o in active
+        if o.transaction_start >= 0 and o.producer_id == state.producer_id and o.producer_epoch == state.producer_epoch
     ]
 
 
@@ -119,12 +119,12 @@ def settle(config: Mapping, transactional_id: str, topics: Sequence[str] | None,
         by_leader: dict[int, dict[str, list[int]]] = {}
         for (name, index), leader in sorted(leader_of.items()):
             by_leader.setdefault(leader, {}).setdefault(name, []).append(index)
-        open_: list[wire.OpenTransaction] = []
+        active: list[wire.ActiveProducer] = []
         for leader, partitions in by_leader.items():
             with wire.Connection(*brokers[leader], tls, timeout) as at_leader:
                 ask = functools.partial(wire.describe_producers, at_leader, partitions)
-                open_.extend(wire.retried(ask, deadline))
-        markers = markers_for(state, open_)
+                active.extend(wire.retried(ask, deadline))
+        markers = markers_for(state, active)
         if not markers:
             return Settled()
         again = _decided(at_coordinator, transactional_id, deadline)

@@ -333,24 +333,24 @@ def describe_transaction(connection: Connection, transactional_id: str) -> Trans
     return described
 
 
-class OpenTransaction(NamedTuple):
-    """A producer's transaction open on a partition (DescribeProducers)."""
+class ActiveProducer(NamedTuple):
+    """A producer as a partition knows it (DescribeProducers)."""
 
     topic: str
     partition: int
     producer_id: int
     producer_epoch: int
-    coordinator_epoch: int
-    start_offset: int
+    last_sequence: int
+    coordinator_epoch: int  # of the last marker it wrote here
+    transaction_start: int  # the offset of its transaction open here; -1 when none
 
 
-def describe_producers(connection: Connection, partitions: Mapping[str, Iterable[int]]) -> list[OpenTransaction]:
+def describe_producers(connection: Connection, partitions: Mapping[str, Iterable[int]]) -> list[ActiveProducer]:
     """DescribeProducers v0: topics COMPACT_ARRAY (name, partition indexes COMPACT_ARRAY
     of INT32). Answer: throttle INT32, topics (name, partitions (index INT32, error
     INT16, error message, active producers (producer id INT64, epoch INT32, last
     sequence INT32, last timestamp INT64, coordinator epoch INT32, current transaction's
-    start offset INT64, -1 when none))). Only the producers with a transaction open
-    are returned; a partition's error raises."""
+    start offset INT64, -1 when none))). A partition's error raises."""
     body = (
         Writer()
         .compact_array(
@@ -362,7 +362,7 @@ def describe_producers(connection: Connection, partitions: Mapping[str, Iterable
     )
     reader = connection.request(DESCRIBE_PRODUCERS, body)
     reader.int32()
-    found: list[OpenTransaction] = []
+    found: list[ActiveProducer] = []
 
     def topic(r: Reader) -> None:
         name = r.compact_string() or ""
@@ -371,13 +371,11 @@ def describe_producers(connection: Connection, partitions: Mapping[str, Iterable
             index, error, message = r.int32(), r.int16(), r.compact_string()
 
             def producer(r: Reader) -> None:
-                pid, epoch = r.int64(), r.int32()
-                r.int32()
+                pid, epoch, sequence = r.int64(), r.int32(), r.int32()
                 r.int64()
                 coordinator_epoch, start = r.int32(), r.int64()
                 r.tags()
-                if start >= 0:
-                    found.append(OpenTransaction(name, index, pid, epoch, coordinator_epoch, start))
+                found.append(ActiveProducer(name, index, pid, epoch, sequence, coordinator_epoch, start))
 
             r.compact_array(producer)
             r.tags()

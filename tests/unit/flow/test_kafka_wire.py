@@ -149,9 +149,10 @@ def state(name: str, producer_id: int = 42, epoch: int = 3) -> wire.TransactionS
 
 
 OPEN = [
-    wire.OpenTransaction("out", 0, 42, 3, 7, 100),  # the last transaction's, left open
-    wire.OpenTransaction("out", 1, 42, 2, 7, 90),  # an earlier epoch: a decision no longer known
-    wire.OpenTransaction("out", 2, 99, 3, 7, 80),  # another producer's
+    wire.ActiveProducer("out", 0, 42, 3, 11, 7, 100),  # the last transaction's, left open
+    wire.ActiveProducer("out", 1, 42, 2, 11, 7, 90),  # an earlier epoch: a decision no longer known
+    wire.ActiveProducer("out", 2, 99, 3, 11, 7, 80),  # another producer's
+    wire.ActiveProducer("out", 3, 42, 3, 11, 7, -1),  # no transaction open there
 ]
 
 
