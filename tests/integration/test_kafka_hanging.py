@@ -23,6 +23,7 @@ from .kafka_hanging import leave_open
 from .kafka_helpers import in_transaction, new_topic, read_records, transactional_producer
 from .test_flow_sources import Node
 from .test_kafka_publish import PUBLISH, QUEUES, delivered, publishers, queued, seed, trigger  # noqa: F401
+from .test_kafka_security import client_config
 
 pytestmark = [pytest.mark.kafka]
 
@@ -167,3 +168,38 @@ def test_after_every_broker_was_down_no_transaction_joins_what_the_restart_left_
     assert report.ok, report.summary()
     assert len(queued(node, "failed", now_ms=1 << 62)) == 1
     assert "hanging transaction" in caplog.text and "wrote its COMMIT marker" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "mechanism, protocol",
+    [
+        ("PLAIN", "SASL_SSL"),
+        ("SCRAM-SHA-256", "SASL_SSL"),
+        ("SCRAM-SHA-512", "SASL_SSL"),
+        ("SCRAM-SHA-256", "SASL_PLAINTEXT"),
+    ],
+)
+def test_the_markers_are_written_through_the_clients_sasl_and_tls(kafka_secure_broker, mechanism, protocol):
+    broker = kafka_secure_broker
+    other, left = new_topic(broker), new_topic(broker)
+    transactional_id = f"hang-{uuid.uuid4().hex[:8]}"
+    producer = transactional_producer(broker, transactional_id)
+    in_transaction(producer, other, [b"decided"])
+    leave_open(broker, transactional_id, left, 0, [(None, b"one")])
+
+    settled = hanging.settle(client_config(broker, mechanism, protocol), transactional_id, [left], 30)
+
+    assert [(m.topic, m.partition, m.commit) for m in settled.written] == [(left, 0, True)]
+    assert [m.value() for m in read_records(broker, left)] == [b"one"]
+
+
+def test_a_wrong_password_is_one_error_with_the_brokers_reason_and_no_password(kafka_secure_broker):
+    config = client_config(kafka_secure_broker, "SCRAM-SHA-256", "SASL_PLAINTEXT")
+    host, port = config["bootstrap.servers"].rsplit(":", 1)
+
+    with pytest.raises(wire.WireError) as raised:
+        hanging.brokers({**config, "sasl.password": "not-it"}, 10).connect(host, int(port))
+
+    assert "SASL authentication" in str(raised.value) and "invalid credentials" in str(raised.value)
+    assert "not-it" not in str(raised.value)
+    hanging.brokers(config, 10).connect(host, int(port)).close()  # the right one is let in

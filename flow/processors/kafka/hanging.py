@@ -35,8 +35,8 @@ A COMMIT marker makes visible exactly what the coordinator committed; the progre
 record in the same transaction then tells the next producer that its FlowFiles went
 out. Not covered: a transaction whose producer wrote a later one at the same epoch
 before it was finished (that later decision is the only one the coordinator keeps),
-and brokers reached through SASL (this module's wire client speaks plain TCP and TLS):
-those are logged and left to the operator's tool.
+and brokers whose SASL mechanism `sasl` does not speak (GSSAPI, OAUTHBEARER): those
+are logged and left to the operator's tool.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from . import wire
+from . import sasl, wire
 
 DECIDED = {"CompleteCommit": True, "CompleteAbort": False}
 PREPARING = frozenset({"PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
@@ -75,25 +76,51 @@ class Settled:
 
 
 class Unsupported(Exception):
-    """A connection this module cannot make (SASL)."""
+    """A connection this module cannot make (a SASL mechanism it does not speak)."""
 
 
-def tls_context(config: Mapping) -> ssl.SSLContext | None:
-    """The TLS a librdkafka client `config` uses, for the wire client: None in clear.
-    Raises `Unsupported` for SASL."""
+class Brokers(NamedTuple):
+    """How to reach the brokers of a librdkafka client's settings on the wire."""
+
+    tls: ssl.SSLContext | None
+    credentials: sasl.Credentials | None
+    timeout: float
+
+    def connect(self, host: str, port: int) -> wire.Connection:
+        connection = wire.Connection(host, port, self.tls, self.timeout)
+        if self.credentials is not None:
+            try:
+                sasl.authenticate(connection, self.credentials)
+            except BaseException:
+                connection.close()
+                raise
+        return connection
+
+
+def brokers(config: Mapping, timeout: float) -> Brokers:
+    """The TLS and SASL a librdkafka client `config` uses. Raises `Unsupported` for a
+    SASL mechanism `sasl` does not speak (GSSAPI, OAUTHBEARER)."""
     protocol = str(config.get("security.protocol") or "PLAINTEXT").upper()
+    credentials = None
     if protocol.startswith("SASL"):
-        raise Unsupported(f"security.protocol {protocol}: the transaction tools here speak plain TCP and TLS only")
-    if protocol != "SSL":
-        return None
-    context = ssl.create_default_context(cafile=config.get("ssl.ca.location"))
-    if config.get("ssl.certificate.location"):
-        context.load_cert_chain(
-            str(config["ssl.certificate.location"]),
-            config.get("ssl.key.location"),
-            config.get("ssl.key.password"),
+        mechanism = str(config.get("sasl.mechanism") or "GSSAPI").upper()
+        if mechanism not in sasl.MECHANISMS:
+            raise Unsupported(
+                f"sasl.mechanism {mechanism}: the transaction tools here speak {', '.join(sasl.MECHANISMS)}"
+            )
+        credentials = sasl.Credentials(
+            mechanism, str(config.get("sasl.username") or ""), str(config.get("sasl.password") or "")
         )
-    return context
+    tls = None
+    if protocol in ("SSL", "SASL_SSL"):
+        tls = ssl.create_default_context(cafile=config.get("ssl.ca.location"))
+        if config.get("ssl.certificate.location"):
+            tls.load_cert_chain(
+                str(config["ssl.certificate.location"]),
+                config.get("ssl.key.location"),
+                config.get("ssl.key.password"),
+            )
+    return Brokers(tls, credentials, timeout)
 
 
 def settle(config: Mapping, transactional_id: str, topics: Sequence[str] | None, timeout: float) -> Settled:
@@ -103,25 +130,25 @@ def settle(config: Mapping, transactional_id: str, topics: Sequence[str] | None,
     from confluent_kafka.admin import AdminClient
 
     deadline = time.monotonic() + timeout
-    tls = tls_context(config)
+    reach = brokers(config, timeout)
     admin = AdminClient(dict(config))
-    brokers, _ = _led(admin, (), deadline)
-    host, port = next(iter(brokers.values()))
-    with wire.Connection(host, port, tls, timeout) as any_broker:
+    led, _ = _led(admin, (), deadline)
+    host, port = next(iter(led.values()))
+    with reach.connect(host, port) as any_broker:
         coordinator = wire.retried(lambda: wire.find_transaction_coordinator(any_broker, transactional_id), deadline)
-    with wire.Connection(coordinator.host, coordinator.port, tls, timeout) as at_coordinator:
+    with reach.connect(coordinator.host, coordinator.port) as at_coordinator:
         state = _decided(at_coordinator, transactional_id, deadline)
         if state is None or state.state not in DECIDED:
             return Settled(skipped=f"its coordinator's state is {state.state if state else 'unknown'}")
         # Read once the decision is complete: a broker just restarted may still be
         # electing the partitions' leaders.
-        brokers, leader_of = _led(admin, topics, deadline)
+        led, leader_of = _led(admin, topics, deadline)
         by_leader: dict[int, dict[str, list[int]]] = {}
         for (name, index), leader in sorted(leader_of.items()):
             by_leader.setdefault(leader, {}).setdefault(name, []).append(index)
         active: list[wire.ActiveProducer] = []
         for leader, partitions in by_leader.items():
-            with wire.Connection(*brokers[leader], tls, timeout) as at_leader:
+            with reach.connect(*led[leader]) as at_leader:
                 ask = functools.partial(wire.describe_producers, at_leader, partitions)
                 active.extend(wire.retried(ask, deadline))
         markers = markers_for(state, active)
@@ -134,7 +161,7 @@ def settle(config: Mapping, transactional_id: str, topics: Sequence[str] | None,
     failed: list[tuple[wire.Marker, int]] = []
     for leader in sorted({leader_of[(m.topic, m.partition)] for m in markers}):
         mine = [m for m in markers if leader_of[(m.topic, m.partition)] == leader]
-        with wire.Connection(*brokers[leader], tls, timeout) as at_leader:
+        with reach.connect(*led[leader]) as at_leader:
             errors = wire.write_txn_markers(at_leader, mine)
         for marker in mine:
             error = errors.get((marker.topic, marker.partition), -1)

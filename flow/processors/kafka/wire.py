@@ -27,8 +27,8 @@ and these primitives, big-endian:
                        skips those it reads.
 
 The message layouts are Kafka's (its `common/message/*.json` definitions), field by
-field in the functions below. A connection is plain TCP or TLS (`ssl.SSLContext`);
-SASL is not spoken here.
+field in the functions below. A connection is plain TCP or TLS (`ssl.SSLContext`),
+then authenticated by `sasl` when the brokers ask for SASL.
 """
 
 from __future__ import annotations
@@ -190,6 +190,15 @@ class Reader:
             return None
         return self._take(size - 1).decode("utf-8", errors="replace")
 
+    def string(self) -> str | None:
+        """The old STRING / NULLABLE_STRING: int16 length, -1 for null."""
+        size = self.int16()
+        return None if size < 0 else self._take(size).decode("utf-8", errors="replace")
+
+    def compact_bytes(self) -> bytes:
+        size = self.uvarint()
+        return self._take(size - 1) if size else b""
+
     def compact_array(self, read: Callable[[Reader], T]) -> list[T]:
         count = self.uvarint()
         return [read(self) for _ in range(max(count - 1, 0))]
@@ -225,11 +234,16 @@ class Connection:
         except OSError:
             pass
 
-    def request(self, api: tuple[int, int], body: bytes) -> Reader:
+    def request(self, api: tuple[int, int], body: bytes, flexible: bool = True) -> Reader:
+        """`body` sent as request `api` (key, version); the answer after its header.
+        `flexible` False: the request header v1 and response header v0 of a version
+        that predates tagged fields (SaslHandshake)."""
         key, version = api
         self.correlation += 1
-        header = Writer().int16(key).int16(version).int32(self.correlation).string(CLIENT_ID).no_tags().done()
-        payload = header + body
+        header = Writer().int16(key).int16(version).int32(self.correlation).string(CLIENT_ID)
+        if flexible:
+            header.no_tags()
+        payload = header.done() + body
         try:
             self.sock.sendall(struct.pack(">i", len(payload)) + payload)
             size = struct.unpack(">i", self._read(4))[0]
@@ -238,7 +252,8 @@ class Connection:
             raise WireError(f"the broker at {self.address} did not answer request {key}: {error}") from None
         if reader.int32() != self.correlation:
             raise WireError(f"the broker at {self.address} answered another request than {key}")
-        reader.tags()
+        if flexible:
+            reader.tags()
         return reader
 
     def _read(self, size: int) -> bytes:

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from flow.processors.kafka import hanging, wire
+from flow.processors.kafka import hanging, sasl, wire
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,43 @@ def test_no_marker_while_the_decision_is_not_known(name):
     assert hanging.markers_for(None, OPEN) == []
 
 
-def test_sasl_is_refused_clearly_and_plain_tcp_needs_no_tls():
-    assert hanging.tls_context({"bootstrap.servers": "x:1"}) is None
-    with pytest.raises(hanging.Unsupported, match="SASL_SSL"):
-        hanging.tls_context({"security.protocol": "SASL_SSL"})
+def test_the_connection_settings_follow_librdkafkas_and_an_unspoken_mechanism_is_refused_clearly():
+    plain = hanging.brokers({"bootstrap.servers": "x:1"}, 5)
+    assert plain.tls is None and plain.credentials is None
+    scram = hanging.brokers(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "scram-sha-512",
+            "sasl.username": "u",
+            "sasl.password": "p",
+        },
+        5,
+    )
+    assert scram.tls is None and scram.credentials == sasl.Credentials("SCRAM-SHA-512", "u", "p")
+    with pytest.raises(hanging.Unsupported, match="GSSAPI"):
+        hanging.brokers({"security.protocol": "SASL_SSL"}, 5)
+
+
+# RFC 7677's example exchange, SCRAM-SHA-256: user "user", password "pencil".
+CLIENT_NONCE = "rOprNGfwEbeRWgbNEkqO"
+SERVER_FIRST = b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+CLIENT_FINAL = (
+    b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+)
+SERVER_FINAL = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
+
+
+def test_scram_sha_256_gives_rfc_7677s_messages_and_checks_the_servers_signature():
+    scram = sasl.Scram("SCRAM-SHA-256", "user", "pencil", nonce=CLIENT_NONCE)
+    assert scram.first() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
+    assert scram.final(SERVER_FIRST) == CLIENT_FINAL
+    scram.verify(SERVER_FINAL)
+    with pytest.raises(wire.WireError, match="signature is wrong"):
+        scram.verify(b"v=" + b"A" * 44)
+
+
+def test_scram_refuses_a_challenge_whose_nonce_is_not_its_own_and_escapes_the_user_name():
+    scram = sasl.Scram("SCRAM-SHA-512", "a=b,c", "pw", nonce="abc")
+    assert scram.first() == b"n,,n=a=3Db=2Cc,r=abc"
+    with pytest.raises(wire.WireError, match="RFC 5802"):
+        scram.final(b"r=other,s=c2FsdA==,i=4096")
