@@ -490,31 +490,27 @@ def _finish_hanging(context: ProcessContext, producer: SinkProducer, transaction
         return
     for marker in settled.written:
         context.logger.warning(
-            "%s: %s[%d] held open a transaction of %s (producer id %d, epoch %d) that its coordinator had %s "
-            "without writing the partition's marker (a hanging transaction); wrote its %s marker",
+            "%s: %s without writing the partition's marker (a hanging transaction); wrote its %s marker",
             context.processor_id,
-            marker.topic,
-            marker.partition,
-            transactional_id,
-            marker.producer_id,
-            marker.producer_epoch,
-            "committed" if marker.commit else "aborted",
+            _left_open(marker, transactional_id),
             "COMMIT" if marker.commit else "ABORT",
         )
     for marker, code in settled.failed:
         context.logger.error(
-            "%s: %s[%d] holds open a transaction of %s (producer id %d, epoch %d) that its coordinator had %s; "
-            "writing its marker failed with Kafka error %d: read_committed readers stop at it until it is "
+            "%s: %s; writing its marker failed with Kafka error %d: read_committed readers stop at it until it is "
             "written (kafka-transactions.sh)",
             context.processor_id,
-            marker.topic,
-            marker.partition,
-            transactional_id,
-            marker.producer_id,
-            marker.producer_epoch,
-            "committed" if marker.commit else "aborted",
+            _left_open(marker, transactional_id),
             code,
         )
+
+
+def _left_open(marker: wire.Marker, transactional_id: str) -> str:
+    return (
+        f"{marker.topic}[{marker.partition}] held open a transaction of {transactional_id} (producer id "
+        f"{marker.producer_id}, epoch {marker.producer_epoch}) that its coordinator had "
+        f"{'committed' if marker.commit else 'aborted'}"
+    )
 
 
 def _close_prepared(prepared: Future) -> None:

@@ -79,21 +79,21 @@ class Writer:
     def done(self) -> bytes:
         return b"".join(self.parts)
 
-    def int8(self, value: int) -> Writer:
-        self.parts.append(struct.pack(">b", value))
+    def _packed(self, layout: str, value: int) -> Writer:
+        self.parts.append(struct.pack(layout, value))
         return self
+
+    def int8(self, value: int) -> Writer:
+        return self._packed(">b", value)
 
     def int16(self, value: int) -> Writer:
-        self.parts.append(struct.pack(">h", value))
-        return self
+        return self._packed(">h", value)
 
     def int32(self, value: int) -> Writer:
-        self.parts.append(struct.pack(">i", value))
-        return self
+        return self._packed(">i", value)
 
     def int64(self, value: int) -> Writer:
-        self.parts.append(struct.pack(">q", value))
-        return self
+        return self._packed(">q", value)
 
     def boolean(self, value: bool) -> Writer:
         return self.int8(1 if value else 0)
