@@ -197,9 +197,12 @@ def _led(
 
 def _decided(connection: wire.Connection, transactional_id: str, deadline: float) -> wire.TransactionState | None:
     """The id's state, asked again while its coordinator is still preparing (its
-    markers on their way) until `deadline`."""
+    markers on their way) until `deadline`; still preparing then raises `wire.WireError`
+    (later: a new producer now would make the coordinator forget its decision)."""
     while True:
         state = wire.retried(lambda: wire.describe_transaction(connection, transactional_id), deadline)
-        if state is None or state.state not in PREPARING or time.monotonic() > deadline:
+        if state is None or state.state not in PREPARING:
             return state
+        if time.monotonic() > deadline:
+            raise wire.WireError(f"the coordinator of {transactional_id} is still in {state.state}", later=True)
         time.sleep(_STEP_S)
