@@ -203,3 +203,37 @@ def test_a_wrong_password_is_one_error_with_the_brokers_reason_and_no_password(k
     assert "SASL authentication" in str(raised.value) and "invalid credentials" in str(raised.value)
     assert "not-it" not in str(raised.value)
     hanging.brokers(config, 10).connect(host, int(port)).close()  # the right one is let in
+
+
+def test_an_earlier_owners_open_transaction_is_aborted_and_its_producer_fenced_before_the_new_init(kafka_broker):
+    """What an adopter meets: the dead owner's transaction open. With `fence_ms` the
+    coordinator is made to abort it, and waited for, before librdkafka's
+    init_transactions runs (which would otherwise be told to wait and ask again only
+    500 ms later)."""
+    from confluent_kafka import KafkaException
+
+    topic = new_topic(kafka_broker)
+    transactional_id = f"hang-{uuid.uuid4().hex[:8]}"
+    dead = transactional_producer(kafka_broker, transactional_id)
+    dead.begin_transaction()
+    dead.produce(topic, b"never-committed")
+    dead.flush(30)
+    host, port = kafka_broker.bootstrap_servers.rsplit(":", 1)
+    with wire.Connection(host, int(port), None, 30) as connection:
+        before = wire.describe_transaction(connection, transactional_id)
+    assert before is not None and before.state == "Ongoing"
+
+    settled = hanging.settle(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers}, transactional_id, [topic], 30, fence_ms=10_000
+    )
+
+    with wire.Connection(host, int(port), None, 30) as connection:
+        after = wire.describe_transaction(connection, transactional_id)
+    assert settled.written == () and after is not None
+    assert (after.state, after.producer_id) == ("CompleteAbort", before.producer_id)
+    assert after.producer_epoch > before.producer_epoch
+    assert open_transactions(kafka_broker, topic) == []
+    assert read_records(kafka_broker, topic) == []  # read_committed reaches the end: nothing open, nothing visible
+    transactional_producer(kafka_broker, transactional_id)  # the new producer's init goes through
+    with pytest.raises(KafkaException):
+        dead.commit_transaction(10)

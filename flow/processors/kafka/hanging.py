@@ -17,7 +17,10 @@ PublishKafka finishes such a transaction itself, with the decision its coordinat
 took, before each new producer's `init_transactions` (which bumps the producer's epoch
 and forgets the decision):
 
-1. Ask the coordinator for the transactional id's state. Preparing: ask again until
+1. Ask the coordinator for the transactional id's state. `Ongoing` (an earlier
+   owner's transaction left open, as a dead node's is): end it now, as the new
+   producer's init would (an InitProducerId: the earlier producers fenced, the
+   transaction aborted), so that the init does not wait. Preparing: ask again until
    it is complete. `CompleteCommit` or `CompleteAbort`: that is the last transaction's
    decision, and no transaction of the id is open anywhere. Any other state (none yet,
    `Empty` after a new epoch, `Ongoing`): nothing is known to finish.
@@ -53,6 +56,7 @@ from . import sasl, wire
 DECIDED = {"CompleteCommit": True, "CompleteAbort": False}
 PREPARING = frozenset({"PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 _STEP_S = 0.1
+_FENCE_STEP_S = 0.02  # an abort's markers take milliseconds on a healthy cluster
 
 
 def markers_for(state: wire.TransactionState | None, active: Iterable[wire.ActiveProducer]) -> list[wire.Marker]:
@@ -123,10 +127,23 @@ def brokers(config: Mapping, timeout: float) -> Brokers:
     return Brokers(tls, credentials, timeout)
 
 
-def settle(config: Mapping, transactional_id: str, topics: Sequence[str] | None, timeout: float) -> Settled:
+def settle(
+    config: Mapping,
+    transactional_id: str,
+    topics: Sequence[str] | None,
+    timeout: float,
+    fence_ms: int | None = None,
+) -> Settled:
     """Finish the hanging transactions of `transactional_id` (the steps above) on the
     brokers of `config` (librdkafka's settings), looking in `topics` (None: every topic
-    but Kafka's internal ones). Raises `wire.WireError` or `Unsupported`."""
+    but Kafka's internal ones).
+
+    With `fence_ms` (the transaction timeout the next producer will ask for), a
+    transaction the id holds open (an earlier owner's, `Ongoing`) is ended first: an
+    InitProducerId fences that owner and makes the coordinator abort it, and its state
+    is asked again every `_FENCE_STEP_S` until the abort is complete. librdkafka's own
+    `init_transactions` would be told to wait for that, and ask again only 500 ms
+    later. Raises `wire.WireError` or `Unsupported`."""
     from confluent_kafka.admin import AdminClient
 
     deadline = time.monotonic() + timeout
@@ -138,6 +155,11 @@ def settle(config: Mapping, transactional_id: str, topics: Sequence[str] | None,
         coordinator = wire.retried(lambda: wire.find_transaction_coordinator(any_broker, transactional_id), deadline)
     with reach.connect(coordinator.host, coordinator.port) as at_coordinator:
         state = _decided(at_coordinator, transactional_id, deadline)
+        if state is not None and state.state == "Ongoing" and fence_ms is not None:
+            error = wire.init_producer_id(at_coordinator, transactional_id, fence_ms)
+            if error not in (wire.NONE, wire.CONCURRENT_TRANSACTIONS):
+                raise wire.WireError(f"fencing the producers of {transactional_id}: error {error}", error)
+            state = _decided(at_coordinator, transactional_id, deadline, _FENCE_STEP_S)
         if state is None or state.state not in DECIDED:
             return Settled(skipped=f"its coordinator's state is {state.state if state else 'unknown'}")
         # Read once the decision is complete: a broker just restarted may still be
@@ -195,7 +217,9 @@ def _led(
         time.sleep(_STEP_S)
 
 
-def _decided(connection: wire.Connection, transactional_id: str, deadline: float) -> wire.TransactionState | None:
+def _decided(
+    connection: wire.Connection, transactional_id: str, deadline: float, step: float = _STEP_S
+) -> wire.TransactionState | None:
     """The id's state, asked again while its coordinator is still preparing (its
     markers on their way) until `deadline`; still preparing then raises `wire.WireError`
     (later: a new producer now would make the coordinator forget its decision)."""
@@ -205,4 +229,4 @@ def _decided(connection: wire.Connection, transactional_id: str, deadline: float
             return state
         if time.monotonic() > deadline:
             raise wire.WireError(f"the coordinator of {transactional_id} is still in {state.state}", later=True)
-        time.sleep(_STEP_S)
+        time.sleep(step)

@@ -60,8 +60,9 @@ adopted had made ready, `prepare_adopted`) is set and taken under it, and waited
 outside it by nobody but the task that takes it.
 
 A shard being adopted: its new owner's first task would fence the dead owner's
-producer (`init_transactions`: some 0.6 s when that producer left a transaction open,
-librdkafka asking the coordinator again after a fixed pause) and read the progress back
+producer (`init_transactions`; the open transaction that producer left is ended first,
+`hanging.settle`, or librdkafka would be told to wait and ask again only 500 ms later)
+and read the progress back
 before it sends anything, after the shard's WAL is recovered. `prepare_adopted` does
 both on a thread of its own while the WAL is being recovered, once the node is admitted
 for the shard, and the first task takes the producer it made. Fencing early is as safe
@@ -470,7 +471,8 @@ def _finish_hanging(context: ProcessContext, producer: SinkProducer, transaction
     topic = context["topic"]
     topics = [context["progress_topic"], topic.text] if topic.is_literal else None
     try:
-        settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S)
+        fence_ms = int(context["transaction_timeout"] * 1000)
+        settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S, fence_ms)
     except KafkaException as error:  # no metadata: no broker answers, and init_transactions would not either
         raise Undelivered(producer.errors.explain(f"reading the brokers' metadata: {error}"), discard=True) from None
     except (wire.WireError, hanging.Unsupported) as error:

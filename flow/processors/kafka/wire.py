@@ -49,6 +49,7 @@ FIND_COORDINATOR = (10, 4)
 DESCRIBE_PRODUCERS = (61, 0)
 DESCRIBE_TRANSACTIONS = (65, 0)
 WRITE_TXN_MARKERS = (27, 1)
+INIT_PRODUCER_ID = (22, 2)
 TRANSACTION_COORDINATOR = 1  # FindCoordinator's key type for a transactional id
 
 # Error codes read here (Kafka's `Errors`)
@@ -59,6 +60,7 @@ NOT_COORDINATOR = 16
 RETRIABLE = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, 6, 7})
 # 6 NOT_LEADER_OR_FOLLOWER, 7 REQUEST_TIMED_OUT
 TRANSACTIONAL_ID_NOT_FOUND = 105
+CONCURRENT_TRANSACTIONS = 51
 
 
 class WireError(Exception):
@@ -451,6 +453,18 @@ def write_txn_markers(connection: Connection, markers: Iterable[Marker]) -> dict
 
     reader.compact_array(result)
     return errors
+
+
+def init_producer_id(connection: Connection, transactional_id: str, transaction_timeout_ms: int) -> int:
+    """InitProducerId v2: transactional id COMPACT_NULLABLE_STRING, transaction timeout
+    INT32. Answer: throttle INT32, error INT16, producer id INT64, epoch INT16. Its
+    coordinator bumps the id's epoch, fencing every producer of it, and aborts a
+    transaction the id left open (answering CONCURRENT_TRANSACTIONS until that is
+    done). Returns the error code."""
+    body = Writer().compact_string(transactional_id).int32(transaction_timeout_ms).no_tags().done()
+    reader = connection.request(INIT_PRODUCER_ID, body)
+    reader.int32()
+    return reader.int16()
 
 
 def retried(ask: Callable[[], T], deadline: float, step: float = 0.1) -> T:
