@@ -62,8 +62,8 @@ outside it by nobody but the task that takes it.
 A shard being adopted: its new owner's first task would fence the dead owner's
 producer (`init_transactions`; the open transaction that producer left is ended first,
 `hanging.settle`, or librdkafka would be told to wait and ask again only 500 ms later)
-and read the progress back
-before it sends anything, after the shard's WAL is recovered. `prepare_adopted` does
+and read the progress back before it sends anything, after the shard's WAL is
+recovered. `prepare_adopted` does
 both on a thread of its own while the WAL is being recovered, once the node is admitted
 for the shard, and the first task takes the producer it made. Fencing early is as safe
 as fencing late: the dead owner can only lose its producer sooner, and the new one
