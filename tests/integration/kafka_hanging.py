@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 
 from cluster.services.kafka import NODE_ID, KafkaBroker
+from cluster.services.process import wait_until
 from flow.processors.kafka import wire
 
 PRODUCE = (0, 9)
@@ -125,11 +126,13 @@ def leave_open(
         # The setting reaches the broker through its metadata a moment after the change:
         # a write refused as outside any transaction (INVALID_TXN_STATE) is made again.
         _verification(broker, False)
+
+        def answered() -> tuple[int] | None:  # None while the broker still checks transactional writes
+            code = _produced(connection.request(PRODUCE, body))
+            return None if code == INVALID_TXN_STATE else (code,)
+
         try:
-            deadline = time.monotonic() + 30
-            while (error := _produced(connection.request(PRODUCE, body))) == INVALID_TXN_STATE:
-                assert time.monotonic() < deadline, "the broker went on checking transactional writes for 30 s"
-                time.sleep(0.05)
+            (error,) = wait_until(answered, 30, "the broker to stop checking transactional writes", interval=0.05)
         finally:
             _verification(broker, True)
         assert error == wire.NONE, f"the broker refused the open transaction's records: error {error}"
