@@ -531,6 +531,52 @@ def test_a_preparation_the_node_is_not_admitted_for_fences_nothing(kafka_broker,
     assert report.ok, report.summary()
 
 
+def test_a_preparation_given_up_while_it_waits_to_fence_never_fences_the_producer_that_runs_the_shard(
+    kafka_broker, tmp_path, publishers
+):
+    """The shard's runtime makes its own producer once the preparation was given up
+    (`release_prepared`: its adoption moved on): a fence the preparation still made
+    after that would end the producer that runs the shard."""
+    topic = new_topic(kafka_broker)
+    first, later = items("u", 3), items("v", 3)
+    node = Node(tmp_path, QUEUES)
+    seed(node, first)
+    publish, context = publishers(kafka_broker, topic)
+    stale, stale_context = publishers.again(publish.configured)
+    admitted, go = threading.Event(), threading.Event()
+
+    def held():  # admitted, then held just before its fence
+        admitted.set()
+        assert go.wait(60)
+
+    preparing = threading.Thread(target=stale.prepare_adopted, args=(stale_context, node.shard.id, held))
+    preparing.start()
+    assert admitted.wait(30), "the preparation never asked to be admitted"
+    made = []
+
+    def runtime():  # the runtime's order: the preparation given up, then its own producer
+        stale.release_prepared()
+        trigger(node, publish, context)
+        made.append(publish._producer)
+
+    running = threading.Thread(target=runtime)
+    running.start()
+    # On the old code the release returned at once and the runtime's producer was made
+    # here; now the release waits for the held fence, and this join ends at its bound.
+    running.join(3)
+    go.set()
+    running.join(60)
+    preparing.join(60)
+    assert not running.is_alive() and not preparing.is_alive()
+    assert stale._prepared is None and stale._producer is None  # it made nothing, fenced nothing
+    seed(node, later)
+    trigger(node, publish, context)
+    assert publish._producer is made[0], "the runtime's producer was fenced and made again"
+    assert node.queues["in"].count == 0 and len(queued(node, "ok")) == 6
+    report = check_delivery(first + later, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+
+
 RECORD_SERVICES = (
     ("csv-in", "CSVReader", {}),
     ("json-in", "JsonTreeReader", {}),

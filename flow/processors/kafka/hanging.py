@@ -47,7 +47,7 @@ from __future__ import annotations
 import functools
 import ssl
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -133,6 +133,7 @@ def settle(
     topics: Sequence[str] | None,
     timeout: float,
     fence_ms: int | None = None,
+    admit: Callable[[], None] | None = None,
 ) -> Settled:
     """Finish the hanging transactions of `transactional_id` (the steps above) on the
     brokers of `config` (librdkafka's settings), looking in `topics` (None: every topic
@@ -143,7 +144,8 @@ def settle(
     InitProducerId fences that owner and makes the coordinator abort it, and its state
     is asked again every `_FENCE_STEP_S` until the abort is complete. librdkafka's own
     `init_transactions` would be told to wait for that, and ask again only 500 ms
-    later. Raises `wire.WireError` or `Unsupported`."""
+    later. `admit()`, if given, is called just before that InitProducerId and raises
+    if this node may not fence the id now. Raises `wire.WireError` or `Unsupported`."""
     from confluent_kafka.admin import AdminClient
 
     deadline = time.monotonic() + timeout
@@ -156,6 +158,8 @@ def settle(
     with reach.connect(coordinator.host, coordinator.port) as at_coordinator:
         state = _decided(at_coordinator, transactional_id, deadline)
         if state is not None and state.state == "Ongoing" and fence_ms is not None:
+            if admit is not None:
+                admit()
             error = wire.init_producer_id(at_coordinator, transactional_id, fence_ms)
             if error not in (wire.NONE, wire.CONCURRENT_TRANSACTIONS):
                 raise wire.WireError(f"fencing the producers of {transactional_id}: error {error}", error)

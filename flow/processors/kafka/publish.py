@@ -57,17 +57,23 @@ Lock plan: `_lock` is held by the one task that publishes at a time (a second on
 yields): the producer, the pending ids and the outage flag belong to that task.
 `on_stopped` takes it to close the producer. `_prepared` (the producer a shard being
 adopted had made ready, `prepare_adopted`) is set and taken under it, and waited for
-outside it by nobody but the task that takes it.
+outside it by nobody but the task that takes it. `_fencing` is held by
+`prepare_adopted` from its first fencing request to the end of its last, and taken by
+`release_prepared` (never under `_lock`).
 
 A shard being adopted: its new owner's first task would fence the dead owner's
 producer (`init_transactions`; the open transaction that producer left is ended first,
 `hanging.settle`, or librdkafka would be told to wait and ask again only 500 ms later)
 and read the progress back before it sends anything, after the shard's WAL is
-recovered. `prepare_adopted` does
-both on a thread of its own while the WAL is being recovered, once the node is admitted
-for the shard, and the first task takes the producer it made. Fencing early is as safe
-as fencing late: the dead owner can only lose its producer sooner, and the new one
-cannot be fenced in turn except by a later owner of the shard.
+recovered. `prepare_adopted` does both on a thread of its own while the WAL is being
+recovered, and the first task takes the producer it made. Fencing early is as safe as
+fencing late: the dead owner can only lose its producer sooner. What must never happen
+is a fence that lands after the shard's runtime made its own producer: that producer,
+the one that runs the shard, would be fenced by a preparation nobody takes. So the
+node is admitted for the shard (its session holds, ZooKeeper names it the owner at the
+adoption's epoch) just before each request that fences, and a preparation given up
+(`release_prepared`: the adoption moved on, the runtime made its own) is refused at
+its next fence, and the release waits for a fence already in flight to end.
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from ...errors import ExpressionError, NotAdmitted, UnreadableContent
@@ -204,6 +211,7 @@ class PublishKafka(Processor):
         self._outage = False
         # (transactional id, producer, the ids read back), made ready for a shard being adopted.
         self._prepared: Future[tuple[str, SinkProducer, frozenset[str]]] | None = None
+        self._fencing = threading.Lock()  # held by `prepare_adopted` while it fences
 
     def on_stopped(self, context: ProcessContext) -> None:
         with self._lock:
@@ -221,9 +229,16 @@ class PublishKafka(Processor):
                 return
             self._prepared = prepared
         transactional_id = _transactional_id(context, shard_id, self.id)
+
+        def admitted() -> None:  # its fences: never from a node deposed, nor once released
+            admit()
+            with self._lock:
+                if self._prepared is not prepared:
+                    raise NotAdmitted(f"{self.id}: the producer made ready for shard {shard_id} was given up")
+
         try:
-            admit()  # its init_transactions fences whoever has the id: never from a node deposed
-            prepared.set_result((transactional_id, *_transactional_producer(context, transactional_id)))
+            made = _transactional_producer(context, transactional_id, admitted, self._fencing)
+            prepared.set_result((transactional_id, *made))
         except BaseException as error:  # noqa: BLE001 - the first task makes its own
             context.logger.info(
                 "%s: the producer for shard %s was not made ready (its first task makes one): %s",
@@ -237,6 +252,8 @@ class PublishKafka(Processor):
         with self._lock:
             prepared, self._prepared = self._prepared, None
         if prepared is not None:
+            with self._fencing:  # a fence in flight ends first; none starts after (`admitted`)
+                pass
             prepared.add_done_callback(_close_prepared)
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
@@ -429,8 +446,7 @@ class PublishKafka(Processor):
             self._producer = SinkProducer(context, None)
             return self._producer
         # Its init_transactions fences whoever has the id: never from a node deposed.
-        session.check_admitted()
-        producer, ids = _transactional_producer(context, transactional_id)
+        producer, ids = _transactional_producer(context, transactional_id, session.check_admitted)
         self._pending.recovered(ids)
         self._producer = producer
         return producer
@@ -441,13 +457,23 @@ def _transactional_id(context: ProcessContext, shard_id: str, processor_id: str)
     return f"{context['transactional_id_prefix']}-{shard_id}-{processor_id}"
 
 
-def _transactional_producer(context: ProcessContext, transactional_id: str) -> tuple[SinkProducer, frozenset[str]]:
+def _transactional_producer(
+    context: ProcessContext,
+    transactional_id: str,
+    admit: Callable[[], None],
+    fencing: AbstractContextManager | None = None,
+) -> tuple[SinkProducer, frozenset[str]]:
     """A new transactional producer, every earlier one with its id fenced, and the ids
-    its last progress record names. Raises `Undelivered`."""
+    its last progress record names. `admit()` is called just before each request that
+    fences the id's producers (the open transaction ended, `init_transactions`) and
+    raises if this node may not fence them now; `fencing` is held from the first to
+    the end of the last. Raises `Undelivered`, or what `admit` raises."""
     producer = SinkProducer(context, transactional_id)
     try:
-        _finish_hanging(context, producer, transactional_id)
-        producer.init_transactions()
+        with fencing or nullcontext():
+            _finish_hanging(context, producer, transactional_id, admit)
+            admit()
+            producer.init_transactions()
         topic = context["progress_topic"]
         # Asked for each new producer: partitions added since move the id once (`progress`).
         place = progress.partition(transactional_id, create_progress_topic(producer.config, topic))
@@ -459,7 +485,9 @@ def _transactional_producer(context: ProcessContext, transactional_id: str) -> t
     return producer, ids
 
 
-def _finish_hanging(context: ProcessContext, producer: SinkProducer, transactional_id: str) -> None:
+def _finish_hanging(
+    context: ProcessContext, producer: SinkProducer, transactional_id: str, admit: Callable[[], None]
+) -> None:
     """Before `init_transactions` forgets it, the decision of the id's last transaction
     written to the partitions whose marker its coordinator dropped (`hanging`). A
     failure to look is logged (once a minute) and the producer made all the same: a
@@ -472,7 +500,7 @@ def _finish_hanging(context: ProcessContext, producer: SinkProducer, transaction
     topics = [context["progress_topic"], topic.text] if topic.is_literal else None
     try:
         fence_ms = int(context["transaction_timeout"] * 1000)
-        settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S, fence_ms)
+        settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S, fence_ms, admit)
     except KafkaException as error:  # no metadata: no broker answers, and init_transactions would not either
         raise Undelivered(producer.errors.explain(f"reading the brokers' metadata: {error}"), discard=True) from None
     except (wire.WireError, hanging.Unsupported) as error:
