@@ -149,8 +149,14 @@ class SinkProducer:
 
     def init_transactions(self) -> None:
         """Fence every earlier producer with this transactional id (its open transaction
-        is aborted, one it was committing is finished first)."""
+        is aborted, one it was committing is finished first).
+
+        librdkafka asks for the transaction coordinator only through a broker it is
+        already connected to: a producer just made, still connecting, finds none and
+        asks again when its coordinator timer fires, 500 ms later. A metadata request
+        first (one round trip) leaves it connected, and the init goes straight on."""
         try:
+            self.producer.list_topics(timeout=BROKER_WAIT_S)
             self.producer.init_transactions(BROKER_WAIT_S)
         except _kafka_exception() as exception:
             raise self._failure("initializing transactions", exception) from None
