@@ -58,8 +58,8 @@ yields): the producer, the pending ids and the outage flag belong to that task.
 `on_stopped` takes it to close the producer. `_prepared` (the producer a shard being
 adopted had made ready, `prepare_adopted`) is set and taken under it, and waited for
 outside it by nobody but the task that takes it. `_fencing` is held by
-`prepare_adopted` from its first fencing request to the end of its last, and taken by
-`release_prepared` (never under `_lock`).
+`prepare_adopted` from its first fencing request to the end of its last, and waited
+for by `release_prepared` (never under `_lock`, at most `FENCE_WAIT_S`).
 
 A shard being adopted: its new owner's first task would fence the dead owner's
 producer (`init_transactions`; the open transaction that producer left is ended first,
@@ -67,17 +67,20 @@ producer (`init_transactions`; the open transaction that producer left is ended 
 and read the progress back before it sends anything, after the shard's WAL is
 recovered. `prepare_adopted` does both on a thread of its own while the WAL is being
 recovered, and the first task takes the producer it made. Fencing early is as safe as
-fencing late: the dead owner can only lose its producer sooner. What must never happen
+fencing late: the dead owner can only lose its producer sooner. What must not happen
 is a fence that lands after the shard's runtime made its own producer: that producer,
 the one that runs the shard, would be fenced by a preparation nobody takes. So the
 node is admitted for the shard (its session holds, ZooKeeper names it the owner at the
 adoption's epoch) just before each request that fences, and a preparation given up
 (`release_prepared`: the adoption moved on, the runtime made its own) is refused at
-its next fence, and the release waits for a fence already in flight to end.
+its next fence, and the release waits for a fence already in flight to end (for
+`FENCE_WAIT_S` at most: a node stopping must not wait on brokers that do not answer;
+a fence later still costs the runtime's producer, which is made again, never a record).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import deque
@@ -114,7 +117,10 @@ if TYPE_CHECKING:
 EXACTLY_ONCE, AT_LEAST_ONCE = "exactly_once", "at_least_once"
 ERROR_ATTRIBUTE = "kafka.error"
 KEY_ATTRIBUTE = "kafka.key"
+log = logging.getLogger(__name__)
+
 CLOSE_WAIT_S = 5.0  # on_stopped: the flush and the abort
+FENCE_WAIT_S = 1.0  # release_prepared: the longest wait for a fence in flight
 BATCH_BYTES = 32 << 20  # content one task holds in memory (beyond its first FlowFile)
 # A refused record may be refused with the others of its broker batch (a record over
 # the topic's size limit fails the whole ProduceRequest batch): those are tried again
@@ -252,8 +258,13 @@ class PublishKafka(Processor):
         with self._lock:
             prepared, self._prepared = self._prepared, None
         if prepared is not None:
-            with self._fencing:  # a fence in flight ends first; none starts after (`admitted`)
-                pass
+            # A fence in flight ends first (none starts after: `admitted`), waited for a
+            # moment only: a node stopping or dead must not wait on a broker that does not
+            # answer, and a late fence costs the runtime's producer, never a record.
+            if self._fencing.acquire(timeout=FENCE_WAIT_S):
+                self._fencing.release()
+            else:
+                log.info("%s: a fence of the producer given up is still in flight after %.0f s", self.id, FENCE_WAIT_S)
             prepared.add_done_callback(_close_prepared)
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
