@@ -475,10 +475,12 @@ def _transactional_producer(
     fencing: AbstractContextManager | None = None,
 ) -> tuple[SinkProducer, frozenset[str]]:
     """A new transactional producer, every earlier one with its id fenced, and the ids
-    its last progress record names. `admit()` is called just before each request that
-    fences the id's producers (the open transaction ended, `init_transactions`) and
-    raises if this node may not fence them now; `fencing` is held from the first to
-    the end of the last. Raises `Undelivered`, or what `admit` raises."""
+    its last progress record names. `admit()` is called first (a node deposed makes
+    nothing) and again just before each request that fences the id's producers (the
+    open transaction ended, `init_transactions`), and raises if this node may not act
+    for the shard now; `fencing` is held from the first fence to the end of the last.
+    Raises `Undelivered`, or what `admit` raises."""
+    admit()
     producer = SinkProducer(context, transactional_id)
     try:
         with fencing or nullcontext():
