@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import os
 import signal
 import subprocess
@@ -59,24 +60,28 @@ def writer_main() -> None:
     content = ReplicatingContentRepository([local, hdfs])
     out = threading.Lock()
 
-    def session(index: int) -> None:
-        number = 0
-        while True:
-            written = []
-            for _ in range(CLAIMS_PER_COMMIT):
-                claim_id = f"s{index}-{number}"
-                claim = content.write_bytes(payload(claim_id, size_of(index, number)), sync=False)
-                written.append((claim_id, claim))
-                number += 1
-            content.sync()
-            content.check_durable([claim for _, claim in written])
-            lines = "".join(
-                f"C {claim_id} {c.resource.section} {c.resource.id} {c.offset} {c.length}\n" for claim_id, c in written
-            )
-            with out:
-                sys.stdout.write(lines + "K\n")
-                sys.stdout.flush()
+    def commit(claims: list[tuple[str, int]]) -> None:
+        written = [(claim_id, content.write_bytes(payload(claim_id, size), sync=False)) for claim_id, size in claims]
+        content.sync()
+        content.check_durable([claim for _, claim in written])
+        lines = "".join(
+            f"C {claim_id} {c.resource.section} {c.resource.id} {c.offset} {c.length}\n" for claim_id, c in written
+        )
+        with out:
+            sys.stdout.write(lines + "K\n")
+            sys.stdout.flush()
 
+    def session(index: int) -> None:
+        for first in itertools.count(0, CLAIMS_PER_COMMIT):
+            numbers = range(first, first + CLAIMS_PER_COMMIT)
+            commit([(f"s{index}-{number}", size_of(index, number)) for number in numbers])
+
+    # A first commit of large claims alone, before the sessions start: the one writer
+    # gets its resource back after each claim, so they are packed into one resource
+    # whatever the sessions' timing (packing among the sessions depends on which
+    # claim takes a resource next: sessions in step may never pack). The sessions then
+    # append to it, until it holds `PACKED` bytes or a small claim fills it.
+    commit([(f"p-{number}", SMALL + 1000 * number) for number in range(CLAIMS_PER_COMMIT)])
     for index in range(SESSIONS):
         threading.Thread(target=session, args=(index,), daemon=True).start()
     signal.pause()
@@ -141,7 +146,7 @@ def test_sigkill_in_the_middle_of_group_commits_loses_no_committed_claim(hdfs_st
         ordered = sorted(claims, key=lambda c: c.offset)
         overlapping += [(a, b) for a, b in zip(ordered, ordered[1:], strict=False) if a.offset + a.length > b.offset]
     assert overlapping == []
-    # Large claims were packed: some resource holds more than one of them.
+    # Large claims were packed (the first commit's at least): some resource holds more than one.
     assert any(sum(1 for c in claims if c.length >= SMALL) > 1 for claims in by_resource.values())
 
     expected = [payload(claim_id, claim.length) for claim_id, claim in committed]
