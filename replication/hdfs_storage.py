@@ -14,6 +14,13 @@ with no hsync and no close (an incarnation that died: `repositories.storage.aban
 nothing written through the file after it reaches HDFS, and the lease recovery of
 whoever adopts the data closes the file at its last synced length.
 
+Appending: refused (`reopens_for_append` is False): hdfs-native 0.14.7 appends to a
+file's last block under its old generation stamp, where Hadoop's client first asks the
+NameNode for a new one; a replica the NameNode had not heard of when the append began
+(its DataNode's report of the close still on its way, milliseconds) was seen keeping
+the old bytes under the same stamp, and the next append through it failed ("Corrupted
+replica"). Files here are created, written, hsynced and closed, never reopened.
+
 Reading an open file: hdfs-native 0.14.7 reads only the completed blocks of a file
 that is still open for writing (it refuses to read the last, unfinished block, even
 after hsync). Custody never needs to: an adopter recovers the lease, which closes the
@@ -21,7 +28,7 @@ file, before it reads. Code that must read a file another writer still holds sho
 recover its lease first.
 
 Every call is timed, failed ones too, into `HdfsStorage.call_durations` by operation
-(create, append, write, hsync, close, read, open, rename, delete, list, stat, mkdir,
+(create, write, hsync, close, read, open, rename, delete, list, stat, mkdir,
 recover_lease; the admin API publishes them), and logged with its path when it takes
 `SLOW_CALL_S` or longer.
 
@@ -649,6 +656,7 @@ class HdfsStorage:
     settings (dfs.* keys) passed to hdfs-native, over the defaults of FAIL_FAST_CONFIG."""
 
     scheme = "hdfs"
+    reopens_for_append = False  # see the module docstring
 
     def __init__(
         self, url: str, config: dict[str, str] | None = None, *, io_timeout: float | None = DEFAULT_IO_TIMEOUT
@@ -699,15 +707,13 @@ class HdfsStorage:
             path, writer, 0, self._runner, self.io_timeout, self.call_durations, self._wait_readable
         )
 
-    @_timed("append", "append to")
     def append(self, path: str) -> HdfsWritableFile:
-        try:
-            length = self._client.get_file_info(path).length
-            writer = self._client.append(path)
-        except BaseException as error:  # noqa: BLE001
-            raise _translate(error, path, "append to") from error
-        return HdfsWritableFile(
-            path, writer, length, self._runner, self.io_timeout, self.call_durations, self._wait_readable
+        """Refused: HDFS files are written once (`reopens_for_append`; the module says why)."""
+        raise StorageError(
+            f"cannot append to hdfs:{path}: HDFS files are not reopened for appending (the HDFS client appends "
+            "under the last block's old generation stamp, which can leave a stale replica taken for current); "
+            "write a new file",
+            path,
         )
 
     def _wait_readable(self, path: str, length: int) -> None:

@@ -90,6 +90,7 @@ class FaultyStorage:
     def __init__(self, inner):
         self.inner = inner
         self.scheme = inner.scheme
+        self.reopens_for_append = inner.reopens_for_append
         self.faults: list[Fault] = []
         self.crashed = False
         self.injected: list[tuple[str, str, str]] = []  # (operation, when, path) of each fault that struck

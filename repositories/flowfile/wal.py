@@ -552,6 +552,10 @@ class WriteAheadLog:
             report.checkpoint_reasons.append(
                 f"journals {sorted(existing)} differ from partitions 0..{self.partitions - 1}"
             )
+        elif not self.storage.reopens_for_append:
+            # New journals, as NiFi's sequential write-ahead log starts a new journal at
+            # each recovery: this storage writes its files once (HDFS; see the protocol).
+            report.checkpoint_reasons.append(f"{self.storage.scheme} storage does not reopen journals")
         self.last_recovery = report
         if report.checkpoint_reasons:
             # A journal with a cut tail cannot be appended to: rewrite it by a checkpoint.

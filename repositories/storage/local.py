@@ -186,6 +186,7 @@ class LocalAddress:
 
 class LocalStorage:
     scheme = "file"
+    reopens_for_append = True
 
     @property
     def address(self) -> LocalAddress:

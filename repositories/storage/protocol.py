@@ -89,6 +89,11 @@ class WritableFile(Protocol):
 @runtime_checkable
 class Storage(Protocol):
     scheme: str  # "file" or "hdfs"
+    # Whether `append` reopens a closed file (local disk). Where it does not (HDFS,
+    # whose client appends under a block's old generation stamp: the HDFS storage's
+    # module says why that is unsafe), `append` refuses and writers write new files
+    # (the FlowFile WAL writes new journals when it recovers).
+    reopens_for_append: bool
 
     def create(self, path: str, *, overwrite: bool = False) -> WritableFile: ...
 

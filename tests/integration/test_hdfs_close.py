@@ -8,8 +8,10 @@ block, milliseconds later, readers are given a length without it: without the wa
 
 from __future__ import annotations
 
+import pytest
+
 from replication.hdfs_storage import HdfsStorage
-from repositories.storage import join
+from repositories.storage import StorageError, join
 
 ROUNDS = 300
 
@@ -29,14 +31,33 @@ def test_a_file_reads_whole_right_after_its_close(hdfs_cluster, hdfs_store):
     assert short == []
 
 
-def test_an_appended_file_reads_whole_right_after_its_close(hdfs_cluster, hdfs_store):
-    writer, root = hdfs_store.storage, hdfs_store.root
-    path = join(root, "appended")
-    with writer.create(path) as file:
-        file.write(b"a" * 1000)
-    expected = b"a" * 1000
+def test_a_wal_reopened_on_hdfs_right_after_its_close_writes_new_journals_and_keeps_every_record(hdfs_store):
+    """Reopened at once, twenty times, as a test of appends did: that test failed one
+    CI run in a few (an append left a replica out of its pipeline; the next one
+    through it failed), and recovery now writes new journals instead."""
+    from repositories.flowfile import FlowFileRecord, Put, WriteAheadLog
+
+    storage, directory = hdfs_store.storage, join(hdfs_store.root, "wal")
+    storage.mkdir(directory)
+    expected: set[str] = set()
     for round_ in range(20):
-        with writer.append(path) as file:
-            file.write(b"b" * (round_ + 1))
-        expected += b"b" * (round_ + 1)
-        assert writer.read(path) == expected
+        wal = WriteAheadLog(storage, directory, partitions=2, checkpoint_interval=None)
+        try:
+            assert set(wal.recover()) == expected
+            if round_:
+                assert wal.last_recovery.checkpoint_reasons == ["hdfs storage does not reopen journals"]
+            record_id = f"ff-{round_}"
+            wal.update([Put(FlowFileRecord(record_id, {"round": str(round_)}, None, "q", 0, 0, 0))])
+            expected.add(record_id)
+        finally:
+            wal.close()
+    assert len(expected) == 20
+
+
+def test_an_append_on_hdfs_is_one_clear_refusal(hdfs_store):
+    path = join(hdfs_store.root, "written-once")
+    with hdfs_store.storage.create(path) as file:
+        file.write(b"a" * 1000)
+    with pytest.raises(StorageError, match="HDFS files are not reopened for appending"):
+        hdfs_store.storage.append(path)
+    assert hdfs_store.storage.read(path) == b"a" * 1000
