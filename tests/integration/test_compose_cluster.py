@@ -157,6 +157,22 @@ class ComposeProject:
         return f"docker compose ps -a:\n{state}\nlast log lines of each service:\n{logs}"
 
 
+# A line of compose's progress ("Container x-zk1-1  Healthy"): left out of a failure's
+# message, where hundreds of them pushed out the one line that said what failed.
+PROGRESS_LINE = re.compile(r"\s*(Container|Network|Volume|Image|Service)\s+\S+\s+[A-Z][a-z]+(\s+[0-9.]+s)?\s*")
+
+
+def compose_failure(result: subprocess.CompletedProcess) -> str:
+    """What a failed compose command said, without its progress lines."""
+    said = [
+        line
+        for stream in (result.stderr, result.stdout)
+        for line in (stream or b"").decode(errors="replace").splitlines()
+        if line.strip() and not PROGRESS_LINE.fullmatch(line)
+    ]
+    return "\n".join(said)[-3000:] or "(nothing but progress lines)"
+
+
 def node_tails(logs: str, lines: int = 150) -> str:
     """The last `lines` lines of each node's log in `docker compose logs` output (each
     line is prefixed with its container, e.g. `custody1-1  | ...`)."""
@@ -207,8 +223,7 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
     )
     up_s = time.monotonic() - began
     assert up.returncode == 0, (
-        f"docker compose up failed after {up_s:.0f}s: "
-        f"{up.stderr.decode(errors='replace')[-1500:]}\n{project.diagnosis()}"
+        f"docker compose up failed after {up_s:.0f}s: {compose_failure(up)}\n{project.diagnosis()}"
     )
 
     token = project.output("run", "--rm", "--no-deps", "-T", "admin-token").strip().splitlines()[-1]
@@ -443,7 +458,7 @@ def kafka_drill(project, tmp_path: Path) -> None:
     assert refused.returncode == 2 and "--profile kafka up -d --wait kafka" in refused.stderr, refused.stderr
     began = time.monotonic()
     up = project("--profile", "kafka", "up", "--detach", "--build", "--wait", "kafka", timeout=900, check=False)
-    assert up.returncode == 0, f"the Kafka broker did not come up: {up.stderr.decode(errors='replace')[-1500:]}"
+    assert up.returncode == 0, f"the Kafka broker did not come up: {compose_failure(up)}"
     print(f"Kafka broker: up --build --wait {time.monotonic() - began:.0f}s")
     found = run_drill(project, tmp_path, "kafka-drill", KAFKA_DRILL)
     assert found["workload"] == "kafka" and found["faults"] == dict.fromkeys(KAFKA_FAULTS, KAFKA_PER_FAULT)
