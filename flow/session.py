@@ -46,7 +46,7 @@ from repositories.content.errors import (
     UnsafeContentPath,
 )
 from repositories.content.exporting import write_all
-from repositories.provenance import EventType, ProvenanceEvent
+from repositories.provenance import EventType, InvalidEventError, ProvenanceEvent
 from repositories.provenance.event_batch import EventRow, row_of
 
 from .commit_gate import CommitGate
@@ -96,6 +96,9 @@ _DROP, _EXPIRE = EventType.DROP.value, EventType.EXPIRE.value
 _CONTENT_MODIFIED, _ATTRIBUTES_MODIFIED = EventType.CONTENT_MODIFIED.value, EventType.ATTRIBUTES_MODIFIED.value
 _SOURCE_EVENTS = (EventType.RECEIVE, EventType.REPLAY)  # an explicit one stands in for CREATE
 _NO_ATTRIBUTES: dict[str, str] = {}
+# The explicit events whose rows the session builds itself (one per FlowFile a source
+# receives or a sink sends): their one rule, a transit URI, is checked when reported.
+_TRANSFER_EVENTS = (EventType.SEND, EventType.RECEIVE)
 # The session builds its `EventRow`s positionally (in the order of the fields, which is
 # the columns'): a keyword call costs some 0.7 us more per event, several per FlowFile.
 # What the content repository raises for one claim that no retry will mend: its bytes
@@ -703,16 +706,15 @@ class ProcessSession:
         """Report that `flowfile` was sent to `transit_uri`: a SEND event at commit, with
         the attributes it has now (what was sent), not those it has at commit."""
         entry = self._entry_of(flowfile)
-        # SEND keeps the attributes as they were when sent: they may have been sent too.
-        entry.events.append(
-            (EventType.SEND, {"transit_uri": transit_uri, "details": details}, dict(flowfile.attributes))
-        )
+        # SEND keeps the attributes as they were when sent: the map itself, which no
+        # later version changes (attribute maps are copied on write, never edited).
+        entry.events.append((EventType.SEND, _transfer_arguments(EventType.SEND, transit_uri, details), flowfile[1]))
 
     def receive(self, flowfile: FlowFile, transit_uri: str, details: str | None = None) -> None:
         """Report that `flowfile`'s data came from `transit_uri`: a RECEIVE event at commit
         (instead of the CREATE of a FlowFile created in this session)."""
         entry = self._entry_of(flowfile)
-        entry.events.append((EventType.RECEIVE, {"transit_uri": transit_uri, "details": details}, None))
+        entry.events.append((EventType.RECEIVE, _transfer_arguments(EventType.RECEIVE, transit_uri, details), None))
 
     def replay(self, flowfile: FlowFile, parent_uuid: str, details: str | None = None) -> None:
         """Report that `flowfile`, created in this session, replays the FlowFile
@@ -1174,7 +1176,28 @@ class ProcessSession:
                 )
             )
         for kind, arguments, snapshot in entry.events:
-            # Explicit events are rare: built as events, so that their own rules check them.
+            if kind in _TRANSFER_EVENTS:
+                events.append(
+                    EventRow(
+                        None,
+                        kind.value,
+                        uuid,
+                        (),
+                        (),
+                        component,
+                        kind_name,
+                        before,
+                        snapshot if snapshot is not None else attributes,
+                        original.content_claim if original is not None else None,
+                        claim,
+                        arguments["transit_uri"],
+                        arguments.get("details"),
+                        None,
+                        size,
+                    )
+                )
+                continue
+            # The other explicit events are rare: built as events, so that their own rules check them.
             events.append(
                 row_of(
                     ProvenanceEvent(
@@ -1217,3 +1240,11 @@ class ProcessSession:
                     size,
                 )
             )
+
+
+def _transfer_arguments(kind: EventType, transit_uri: str, details: str | None) -> _EventArguments:
+    """A SEND's or RECEIVE's arguments; the rule `ProvenanceEvent` would check at
+    commit, checked now (the session builds these rows itself)."""
+    if not transit_uri:
+        raise InvalidEventError(f"{kind.value} event needs a transit URI (where the data went or came from)")
+    return {"transit_uri": transit_uri, "details": details}

@@ -95,6 +95,34 @@ def _maps_array(maps: Sequence) -> pa.Array:
     )
 
 
+def _maps_columns(before: Sequence, after: Sequence) -> tuple[pa.Array, pa.Array]:
+    """The before and after map columns, each map object converted once: a FlowFile's
+    events in one commit share their maps (a SEND's and a DROP's before and after are
+    one map, a step's after is the next one's before), found by identity. Arrow's
+    `take` repeats a converted map far faster than converting it again."""
+    if all(map(is_, before, after)):
+        after = before
+    position: dict[int, int] = {}
+    unique: list = []
+    indexes: list[list[int]] = []
+    for column in (before,) if after is before else (before, after):
+        at = []
+        for attributes in column:
+            key = id(attributes)  # every map is alive in the rows meanwhile: ids are unique
+            index = position.get(key)
+            if index is None:
+                index = position[key] = len(unique)
+                unique.append(attributes)
+            at.append(index)
+        indexes.append(at)
+    if len(unique) == sum(map(len, indexes)):  # nothing shared: each column as it is
+        columns = [_maps_array(before)] if after is before else [_maps_array(before), _maps_array(after)]
+    else:
+        maps = _maps_array(unique)
+        columns = [maps.take(pa.array(at, pa.int32())) for at in indexes]
+    return columns[0], columns[-1]
+
+
 _NO_CLAIM = ContentClaim(ResourceClaim("none", 0, "none"), 0, 0)
 _COUNTING = pa.array(range(1 << 16), pa.int64())
 
@@ -195,11 +223,9 @@ class EventBatch:
         times = column.time_ms
         if None in times:
             times = [now_ms if t is None else t for t in times]
-        # A DROP, or a step that changed only attributes, has the same map or claim
-        # before and after: convert it once (checked by identity, in one C loop).
-        before, after = column.attributes_before, column.attributes_after
-        maps_before = _maps_array(before)
-        maps_after = maps_before if all(map(is_, before, after)) else _maps_array(after)
+        maps_before, maps_after = _maps_columns(column.attributes_before, column.attributes_after)
+        # A DROP, or a step that changed only attributes, has the same claim before and
+        # after: convert it once (checked by identity, in one C loop).
         content_before, content_after = column.content_before, column.content_after
         claims_before = _claims_array(content_before)
         claims_after = claims_before if all(map(is_, content_before, content_after)) else _claims_array(content_after)

@@ -11,7 +11,7 @@ from flow.memory_content import InMemoryContentRepository
 from flow.queue import FlowFileQueue
 from flow.session import ProcessSession
 from flow.shard import QueueShard
-from repositories.provenance import EventType
+from repositories.provenance import EventType, InvalidEventError
 
 
 class Clock:
@@ -179,6 +179,21 @@ def test_provenance_attributes_are_those_at_commit_except_send():
     assert events[EventType.ROUTE].attributes_after["stage"] == "sent"
     assert events[EventType.ATTRIBUTES_MODIFIED].attributes_after["stage"] == "sent"
     assert events[EventType.ATTRIBUTES_MODIFIED].attributes_before == {"filename": flowfile.id, "path": "./", "n": "a"}
+
+
+def test_a_send_or_receive_without_a_transit_uri_is_refused_when_reported():
+    env = Env(auto_terminated=("done",))
+    env.seed(b"a")
+    session = env.session(outgoing={"success": [env.success]})
+    flowfile = session.get()
+    for report in (session.send, session.receive):
+        with pytest.raises(InvalidEventError, match="needs a transit URI"):
+            report(flowfile, "")
+    session.send(flowfile, "file:///x", details="one")
+    session.transfer(flowfile, "success")
+    session.commit()
+    (sent,) = [e for e in env.committer.events if e.event_type is EventType.SEND]
+    assert (sent.transit_uri, sent.details, sent.flowfile_uuid) == ("file:///x", "one", flowfile.id)
 
 
 def test_fork_and_join_events():

@@ -101,3 +101,30 @@ def test_an_event_row_names_the_stored_columns_and_changes_no_byte_of_a_batch():
         == EventBatch.from_rows([tuple(row) for row in rows], 999).to_message()
     )
     assert EventBatch.from_rows(rows, 999).record_batch.column("time_ms").to_pylist() == [999, 1234]
+
+
+def test_maps_shared_by_rows_are_stored_as_maps_equal_but_apart_are():
+    """A batch converts each map object once and repeats it (`_maps_columns`): what is
+    stored reads back as the same maps given as distinct copies, in no more bytes,
+    whichever way the rows share them (a SEND and a DROP of one FlowFile: one map four
+    times)."""
+    sent, changed, empty = {"a": "1", "b": "2"}, {"a": "1", "b": "3"}, {}
+    shapes = [
+        [(empty, sent), (sent, changed), (changed, changed), (changed, changed)],
+        [(sent, sent), (sent, sent)],
+        [(empty, sent), (empty, changed)],
+        [(sent, changed)],
+    ]
+    for shape in shapes:
+        rows = [
+            EventRow(None, "SEND", f"u{i}", (), (), "p", "PutFile", b, a, None, None, "file:/x", None, None, 1)
+            for i, (b, a) in enumerate(shape)
+        ]
+        apart = [row._replace(attributes_before=dict(row[7]), attributes_after=dict(row[8])) for row in rows]
+        batch, copies = EventBatch.from_rows(rows, 999), EventBatch.from_rows(apart, 999)
+        message = batch.to_message()
+        assert EventBatch.from_message(message).record_batch.equals(copies.record_batch)
+        assert len(message) <= len(copies.to_message())
+        columns = batch.record_batch
+        assert [dict(m) for m in columns.column("attributes_before").to_pylist()] == [b for b, _ in shape]
+        assert [dict(m) for m in columns.column("attributes_after").to_pylist()] == [a for _, a in shape]
