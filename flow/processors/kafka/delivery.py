@@ -136,6 +136,9 @@ class SinkProducer:
                 "enable.idempotence": True,
                 "message.max.bytes": progress.MAX_RECORD_BYTES,
                 "message.timeout.ms": timeout_ms // 2,
+                # Only a refusal is reported (`_send`): a delivered record costs no call
+                # back into Python, and flush() still waits for every one.
+                "delivery.report.only.error": True,
             }
         )
         if transactional_id is not None:
@@ -211,9 +214,12 @@ class SinkProducer:
         deadline = time.monotonic() + self.delivery_s + 1.0
 
         def on_delivery(index: int) -> Callable:
-            # A FlowFile's records report one by one: its first refusal is the one kept.
+            # Called for refused records only (`delivery.report.only.error`): a
+            # FlowFile's first refusal is the one kept, unless it was only purged (by
+            # an abort another refusal caused) and a refusal of its own follows.
             def report(error: Any, _message: Any) -> None:
-                if error is not None or index not in reports:
+                kept = reports.get(index)
+                if kept is None or kept.code() in codes.purged:
                     reports[index] = error
 
             return report
