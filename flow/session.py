@@ -708,7 +708,9 @@ class ProcessSession:
         entry = self._entry_of(flowfile)
         # SEND keeps the attributes as they were when sent: the map itself, which no
         # later version changes (attribute maps are copied on write, never edited).
-        entry.events.append((EventType.SEND, _transfer_arguments(EventType.SEND, transit_uri, details), flowfile[1]))
+        entry.events.append(
+            (EventType.SEND, _transfer_arguments(EventType.SEND, transit_uri, details), flowfile.attributes)
+        )
 
     def receive(self, flowfile: FlowFile, transit_uri: str, details: str | None = None) -> None:
         """Report that `flowfile`'s data came from `transit_uri`: a RECEIVE event at commit

@@ -4,7 +4,10 @@ The harness's NameNode closes a file whose last block is still COMMITTED
 (`dfs.namenode.file.close.num-committed-allowed=1`), and until a DataNode reports that
 block, milliseconds later, readers are given a length without it: without the wait in
 `HdfsStorage`'s close, about one read in forty made right after a close read nothing
-(a swap file read back, a WAL recovered at once, would have looked damaged)."""
+(a swap file read back, a WAL recovered at once, would have looked damaged).
+
+A file is never reopened for appending on HDFS (`HdfsStorage.append` refuses): a WAL
+recovered right after its close writes new journals."""
 
 from __future__ import annotations
 
