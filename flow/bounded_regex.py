@@ -40,6 +40,9 @@ else:
     from re import _parser as sre_parse
 
 MAX_PATTERN_LENGTH = 512
+# The budgets of one evaluation (an expression's, a JsonPath filter's) that runs patterns.
+REGEX_STEPS_PER_EVALUATION = 5_000_000
+REGEX_STACK_DEPTH = 100_000  # entries of about 100-170 bytes on the regular expression engine's stack
 UNBOUNDED = _CAP = 1 << 80  # beyond any budget: estimates stop growing here
 
 _ONE_STEP = {sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.AT}

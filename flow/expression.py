@@ -35,22 +35,33 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import math
+import random as _random
 import re
 import socket
+import threading
 import time
 import uuid as _uuid
 from collections.abc import Callable
 
-from .bounded_regex import UNBOUNDED, BoundedPattern, PatternRefused, bounded
+from . import expression_encodings as encodings
+from .bounded_regex import (
+    REGEX_STACK_DEPTH,
+    REGEX_STEPS_PER_EVALUATION,
+    UNBOUNDED,
+    BoundedPattern,
+    PatternRefused,
+    bounded,
+)
 from .errors import ExpressionError
+from .expression_dates import DatePatternError, format_millis, parse_millis, parse_pattern, zone
 
 MAX_STRING_LENGTH = 1 << 20
 MAX_BUILT_PER_EVALUATION = 32 * MAX_STRING_LENGTH
 MAX_NESTING = 32
-REGEX_STEPS_PER_EVALUATION = 5_000_000
-REGEX_STACK_DEPTH = 100_000  # entries of about 100-170 bytes on the regular expression engine's stack
 MAX_NUMBER_TEXT = 64
+MAX_ARGUMENTS = 256  # of a function that takes any number (in)
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 # replaceAll's Python callback per match, counted against the pattern budget: it costs
 # about as much as this many backtracking steps.
@@ -231,10 +242,15 @@ def _find(meter: _Meter, v, x):
 
 
 def _replace_all(meter: _Meter, v, a, b):
-    text, replacement = _text(v), _text(b)
+    return _substitute(meter, v, a, b, count=0)
+
+
+def _substitute(meter: _Meter, v, a, b, count: int):
+    text = _text(v)
     guarded = meter.charge_pattern(_text(a), text, search=True)
+    replacement = _python_replacement(_text(b), guarded.compiled.groups)
     if _replaced_length_bound(guarded, len(text), replacement) <= MAX_STRING_LENGTH:
-        return guarded.compiled.sub(replacement, text)
+        return guarded.compiled.sub(replacement, text, count=count)
     size = len(text)
 
     def expand(match) -> str:
@@ -245,7 +261,50 @@ def _replace_all(meter: _Meter, v, a, b):
         _room(size)
         return expanded
 
-    return guarded.compiled.sub(expand, text)
+    return guarded.compiled.sub(expand, text, count=count)
+
+
+def _replace_first(meter: _Meter, v, a, b):
+    return _substitute(meter, v, a, b, count=1)
+
+
+_JAVA_REFERENCE = re.compile(r"\$(?:\d|\{)")
+
+
+def _python_replacement(replacement: str, groups: int) -> str:
+    """A replacement as Python's `re.sub` reads it. NiFi's (Java's) syntax, `$1` and
+    `${name}` with `\\` escaping the next character, is translated where the replacement
+    uses it; otherwise it is Python's own (`\\1`, `\\g<name>`), as Custody's flows wrote it."""
+    if not _JAVA_REFERENCE.search(replacement):
+        return replacement
+    out = []
+    index = 0
+    while index < len(replacement):
+        char = replacement[index]
+        if char == "\\" and index + 1 < len(replacement):
+            out.append(replacement[index + 1].replace("\\", "\\\\"))
+            index += 2
+        elif char == "$" and replacement.startswith("{", index + 1):
+            end = replacement.find("}", index)
+            if end < 0:
+                raise ExpressionError(f"unterminated group reference in replacement {_shown(replacement)}")
+            out.append(f"\\g<{replacement[index + 2 : end]}>")
+            index = end + 1
+        elif char == "$" and index + 1 < len(replacement) and replacement[index + 1].isdigit():
+            # Java reads a second digit only while the number still names a group
+            end = index + 2
+            while (
+                end < len(replacement)
+                and replacement[end].isdigit()
+                and int(replacement[index + 1 : end + 1]) <= groups
+            ):
+                end += 1
+            out.append(f"\\g<{replacement[index + 1 : end]}>")
+            index = end
+        else:
+            out.append(char.replace("\\", "\\\\"))
+            index += 1
+    return "".join(out)
 
 
 def _replaced_length_bound(guarded, length: int, replacement: str) -> int:
@@ -291,6 +350,7 @@ FUNCTIONS: dict[str, Callable] = {
     "find": _find,
     "replace": _replace,
     "replaceAll": _replace_all,
+    "replaceFirst": _replace_first,
     "append": _append,
     "prepend": _prepend,
     "substring": lambda v, a, b=None: _text(v)[int(_number(a)) : None if b is None else int(_number(b))],
@@ -312,11 +372,43 @@ FUNCTIONS: dict[str, Callable] = {
     "and": lambda v, x: _truth(v) and _truth(x),
     "or": lambda v, x: _truth(v) or _truth(x),
     "ifElse": lambda v, a, b: a if _truth(v) else b,
+    "replaceNull": lambda v, x: x if v is None else v,
+    "replaceEmpty": lambda v, x: x if _text(v).strip() == "" else v,
+    "indexOf": lambda v, x: _text(v).find(_text(x)),
+    "lastIndexOf": lambda v, x: _text(v).rfind(_text(x)),
+    "substringBeforeLast": lambda v, x: _text(v).rsplit(_text(x), 1)[0],
+    "substringAfterLast": lambda v, x: _text(v).rsplit(_text(x), 1)[-1],
+    "in": lambda v, *x: _text(v) in {_text(item) for item in x},
+    "isJson": lambda v: _is_json(_text(v)),
+    "jsonPath": lambda v, x: _json_path(_text(v), _text(x)),
+    "repeat": lambda v, n, m=None: _repeat(_text(v), int(_number(n)), None if m is None else int(_number(m))),
+    "format": lambda v, p, z=None: format_millis(int(_number(v)), _text(p), _zone_name(z)),
+    "formatInstant": lambda v, p, z: format_millis(int(_number(v)), _text(p), _zone_name(z)),
+    "toDate": lambda v, p=None, z=None: _to_date(v, p, z),
+    "toInstant": lambda v, p, z: _to_date(v, p, z),
+    "urlEncode": lambda v: encodings.url_encode(_text(v)),
+    "urlDecode": lambda v: encodings.url_decode(_text(v)),
+    "base64Encode": lambda v: encodings.base64_encode(_text(v)),
+    "base64Decode": lambda v: encodings.base64_decode(_text(v)),
+    "escapeJson": lambda v: encodings.escape_json(_text(v)),
+    "unescapeJson": lambda v: encodings.unescape_json(_text(v)),
+    "escapeXml": lambda v: encodings.escape_xml(_text(v)),
+    "unescapeXml": lambda v: encodings.unescape_xml(_text(v)),
+    "escapeCsv": lambda v: encodings.escape_csv(_text(v)),
+    "unescapeCsv": lambda v: encodings.unescape_csv(_text(v)),
+    "hash": lambda v, a: encodings.hash_text(_text(v), _text(a)),
+    "toRadix": lambda v, r, w=0: encodings.to_radix(int(_number(v)), int(_number(r)), int(_number(w))),
+    "fromRadix": lambda v, r: encodings.from_radix(_text(v), int(_number(r))),
+    "getDelimitedField": lambda v, i, d=",", q='"', e="\\", s=False: encodings.delimited_field(
+        _text(v), int(_number(i)), _text(d), _text(q), _text(e), _truth(s)
+    ),
 }
+# The argument of these that is a date pattern, checked at parse time when it is constant.
+_DATE_PATTERN_ARGUMENT = {"format": 0, "formatInstant": 0, "toDate": 0, "toInstant": 0}
 # These take the evaluation's meter first: their cost depends on the pattern.
-_METERED = frozenset({"matches", "find", "replaceAll"})
+_METERED = frozenset({"matches", "find", "replaceAll", "replaceFirst"})
 # The argument of these that is a pattern, checked at parse time when it is constant.
-_PATTERN_ARGUMENT = {"matches": 0, "find": 0, "replaceAll": 0}
+_PATTERN_ARGUMENT = {"matches": 0, "find": 0, "replaceAll": 0, "replaceFirst": 0}
 
 SUBJECTS: dict[str, Callable] = {
     "now": lambda: int(time.time() * 1000),
@@ -324,14 +416,72 @@ SUBJECTS: dict[str, Callable] = {
     "nextInt": lambda: next(_counter),
     "hostname": lambda: socket.gethostname(),
     "literal": lambda x: x,
+    "random": lambda: _random.getrandbits(63),
+    "ip": lambda: _host_address(),
+    "thread": lambda: threading.current_thread().name,
 }
 
 
 def _arity(function: Callable, skip: int) -> tuple[int, int]:
     """How many arguments `function` takes after its first `skip` parameters (min, max)."""
     parameters = list(inspect.signature(function).parameters.values())[skip:]
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 1, MAX_ARGUMENTS
     required = sum(1 for p in parameters if p.default is inspect.Parameter.empty)
     return required, len(parameters)
+
+
+def _is_json(text: str) -> bool:
+    if not text.strip():
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _json_path(text: str, path: str) -> str:
+    from .json_path import PathNotFound, compile_path, json_text
+
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise ExpressionError(f"the subject is not JSON: {error}") from None
+    try:
+        found = compile_path(path).evaluate(document)
+    except PathNotFound:
+        return ""
+    except ValueError as error:
+        raise ExpressionError(str(error)) from None
+    if found is None:
+        return ""
+    return found if isinstance(found, str) else json_text(found, MAX_STRING_LENGTH)
+
+
+def _repeat(text: str, least: int, most: int | None) -> str:
+    if least < 1 or (most is not None and most < least):
+        raise ExpressionError(f"repeat() takes a count of at least 1 (and a maximum no less), got {least}, {most}")
+    times = least if most is None else _random.randint(least, most)
+    _room(len(text) * times)
+    return text * times
+
+
+def _to_date(value, pattern, zone_name):
+    if pattern is None:
+        return int(_number(value))
+    return parse_millis(_text(value), _text(pattern), _zone_name(zone_name))
+
+
+def _zone_name(value) -> str | None:
+    return None if value is None or _text(value) == "" else _text(value)
+
+
+def _host_address() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
 
 
 _ARITY = {name: _arity(function, 2 if name in _METERED else 1) for name, function in FUNCTIONS.items()}
@@ -484,6 +634,15 @@ class _Parser:
             wanted = f"{low}" if low == high else f"{low} to {high}"
             self.position = start
             raise self.error(f"{name}() takes {wanted} argument(s), got {len(arguments)}")
+        index = _DATE_PATTERN_ARGUMENT.get(name)
+        if index is not None and len(arguments) > index and arguments[index][0] == "const":
+            try:
+                parse_pattern(_text(arguments[index][1]))
+                if len(arguments) > index + 1 and arguments[index + 1][0] == "const":
+                    zone(_text(arguments[index + 1][1]))
+            except (DatePatternError, ValueError) as error:
+                self.position = start
+                raise self.error(f"{name}(): {error}") from None
         index = _PATTERN_ARGUMENT.get(name)
         if index is not None and arguments[index][0] == "const":
             try:

@@ -74,8 +74,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .bounded_regex import BoundedPattern, PatternRefused, bounded
-from .expression import REGEX_STACK_DEPTH, REGEX_STEPS_PER_EVALUATION
+from .bounded_regex import REGEX_STACK_DEPTH, REGEX_STEPS_PER_EVALUATION, BoundedPattern, PatternRefused, bounded
 
 MAX_NESTING = 32
 DEFAULT_BUDGET = 10_000_000

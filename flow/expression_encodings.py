@@ -1,0 +1,165 @@
+"""The encoding functions of the expression language, after NiFi's: each takes text and
+returns text, or raises `ValueError` saying why it cannot.
+
+- `urlEncode`/`urlDecode`: application/x-www-form-urlencoded in UTF-8, as Java's
+  URLEncoder (a space is `+`; letters, digits and `.-*_` stay as they are);
+- `base64Encode`/`base64Decode`: standard Base64 of the UTF-8 bytes;
+- `escapeJson`/`unescapeJson`: the body of a JSON string (quotes, backslashes, `/`,
+  control characters and every character past ASCII escaped);
+- `escapeXml`/`unescapeXml`: the five XML entities;
+- `escapeCsv`/`unescapeCsv`: RFC 4180 quoting, only where a value needs it;
+- `hash`: the hex digest of the UTF-8 bytes by NiFi's algorithm names (MD5, SHA-1,
+  SHA-256, SHA3-512, ...);
+- `toRadix`/`fromRadix`: a whole number in base 2 to 36 (lower-case digits);
+- `getDelimitedField`: one field of delimited text, quotes and escapes honoured.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+import urllib.parse
+
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+_XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
+_XML_BACK = re.compile(r"&(amp|lt|gt|quot|apos);")
+_HASHES = {
+    "MD2": None,
+    "MD5": "md5",
+    "SHA": "sha1",
+    "SHA-1": "sha1",
+    "SHA-224": "sha224",
+    "SHA-256": "sha256",
+    "SHA-384": "sha384",
+    "SHA-512": "sha512",
+    "SHA-512/224": "sha512_224",
+    "SHA-512/256": "sha512_256",
+    "SHA3-224": "sha3_224",
+    "SHA3-256": "sha3_256",
+    "SHA3-384": "sha3_384",
+    "SHA3-512": "sha3_512",
+}
+
+
+def url_encode(text: str) -> str:
+    return urllib.parse.quote_plus(text, safe="*").replace("~", "%7E")
+
+
+def url_decode(text: str) -> str:
+    return urllib.parse.unquote_plus(text, errors="strict")
+
+
+def base64_encode(text: str) -> str:
+    return base64.b64encode(text.encode()).decode("ascii")
+
+
+def base64_decode(text: str) -> str:
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True).decode()
+    except (binascii.Error, UnicodeError) as error:
+        raise ValueError(f"not Base64 of UTF-8 text: {error}") from None
+
+
+def escape_json(text: str) -> str:
+    return json.dumps(text, ensure_ascii=True)[1:-1].replace("/", "\\/")
+
+
+def unescape_json(text: str) -> str:
+    try:
+        return json.loads(f'"{text}"')
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not the body of a JSON string: {error.msg} at {error.pos - 1}") from None
+
+
+def escape_xml(text: str) -> str:
+    return "".join(_XML.get(char, char) for char in text)
+
+
+def unescape_xml(text: str) -> str:
+    back = {entity[1:-1]: char for char, entity in _XML.items()}
+    return _XML_BACK.sub(lambda match: back[match.group(1)], text)
+
+
+def escape_csv(text: str) -> str:
+    if any(char in text for char in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def unescape_csv(text: str) -> str:
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        inner = text[1:-1]
+        if any(char in inner for char in ',"\r\n'):
+            return inner.replace('""', '"')
+    return text
+
+
+def hash_text(text: str, algorithm: str) -> str:
+    name = _HASHES.get(algorithm.upper())
+    if name is None:
+        known = ", ".join(key for key, value in _HASHES.items() if value)
+        raise ValueError(f"unknown hash algorithm {algorithm!r} (known: {known})")
+    return hashlib.new(name, text.encode()).hexdigest()
+
+
+def to_radix(number: int, radix: int, width: int = 0) -> str:
+    if not 2 <= radix <= 36:
+        raise ValueError(f"a radix is 2 to 36, not {radix}")
+    digits = []
+    value = abs(number)
+    while True:
+        value, digit = divmod(value, radix)
+        digits.append(_DIGITS[digit])
+        if not value:
+            break
+    text = "".join(reversed(digits)).zfill(max(width, 0))
+    return "-" + text if number < 0 else text
+
+
+def from_radix(text: str, radix: int) -> int:
+    if not 2 <= radix <= 36:
+        raise ValueError(f"a radix is 2 to 36, not {radix}")
+    try:
+        return int(text.strip(), radix)
+    except ValueError:
+        raise ValueError(f"{text[:64]!r} is not a number in base {radix}") from None
+
+
+def delimited_field(
+    text: str, index: int, delimiter: str = ",", quote: str = '"', escape: str = "\\", strip: bool = False
+) -> str:
+    """Field `index` (1 is the first) of `text`; empty when there is no such field."""
+    if index < 1:
+        raise ValueError(f"the field index starts at 1, not {index}")
+    if len(delimiter) != 1:
+        raise ValueError(f"the delimiter is one character, not {delimiter!r}")
+    fields: list[str] = []
+    current: list[str] = []
+    quoted = escaped = False
+    for char in text:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif escape and char == escape:
+            escaped = True
+            current.append(char)
+        elif quote and char == quote:
+            quoted = not quoted
+            current.append(char)
+        elif char == delimiter and not quoted:
+            fields.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    fields.append("".join(current))
+    if index > len(fields):
+        return ""
+    field = fields[index - 1]
+    if strip:
+        field = field.strip()
+        if quote and len(field) >= 2 and field[0] == quote and field[-1] == quote:
+            field = field[1:-1]
+    return field
