@@ -94,6 +94,7 @@ __all__ = [
     "decode_flow_document",
     "load_flow",
     "parse_flow",
+    "processor_errors",
     "read_flow_document",
 ]
 
@@ -116,3 +117,14 @@ def parse_flow(
         )
     _check_document(data, source)
     return _FlowParser(data, registry, source, parameters).parse()
+
+
+def processor_errors(
+    data: dict, *, registry: Mapping[str, type[Processor]], source: str = "<flow>", parameters: dict | None = None
+) -> list[FlowDefinitionError]:
+    """Every processor of a flow mapping that `parse_flow` would refuse, each checked on
+    its own (its type, properties, scheduling and relationships), with the parameters and
+    services it names: an importer lists them all at once, where `parse_flow` stops at
+    the first. Empty when each processor is sound; the flow as a whole may still not be."""
+    _check_document(data, source)
+    return _FlowParser(data, registry, source, parameters).processor_errors()

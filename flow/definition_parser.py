@@ -37,7 +37,7 @@ from .definition_places import (
     _size,
     _text,
 )
-from .errors import ExpressionError
+from .errors import ExpressionError, FlowDefinitionError
 from .expression import compile_expression
 from .prioritizers import key_function
 from .swap_policy import DEFAULT_SWAP_BATCH, DEFAULT_SWAP_THRESHOLD
@@ -112,6 +112,22 @@ class _FlowParser:
             self.registry,
             services=self.services,
         )
+
+    def processor_errors(self) -> list[FlowDefinitionError]:
+        top = _Place(self.source)
+        try:
+            self.parameters = self._parameters(self.data.get("parameters"), top.at("parameters"))
+            self.services = self._services(self.data.get("services"), top.at("services"))
+        except FlowDefinitionError as error:
+            return [error]
+        errors = []
+        place = top.at("processors")
+        for index, item in enumerate(_list(self.data.get("processors"), place, "a list of processors")):
+            try:
+                self._processor(item, place.at(index))
+            except FlowDefinitionError as error:
+                errors.append(error)
+        return errors
 
     def _parameters(self, raw, place: _Place) -> dict:
         parameters = {}

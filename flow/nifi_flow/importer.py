@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .component_properties import ConnectionService, PropertyContext, map_properties
+from .confinement import confine
 from .conversions import to_custody
 from .document import NiFiDocument, NiFiProcessor, NiFiService, parse_document
 from .flattening import Route, flatten
@@ -166,13 +167,15 @@ class _Import:
         routes = flatten(document, ends, self.problems)
         connections = self._connections(routes) + self.stateless_loops
         self._check_relationships(routes)
+        mapped = [processor for processor in processors if processor is not None]
+        self.report.extend(confine(mapped, ((c["source"], c["destination"]) for c in connections)))
         flow: dict = {"name": name or document.root.name}
         if parameters.values:
             flow["parameters"] = dict(parameters.values)
         mapped_services = [service for service in services if service is not None]
         if mapped_services:
             flow["services"] = mapped_services
-        flow["processors"] = [processor for processor in processors if processor is not None]
+        flow["processors"] = mapped
         flow["connections"] = connections
         if kept_ports:
             flow["ports"] = [
@@ -512,10 +515,16 @@ def _port_kind(kind: str, function: str) -> str:
 def _check_loads(imported: ImportedFlow, registry: Mapping, problems: list[Problem]) -> None:
     """The last gate: the Custody flow loads as Custody loads it (each value converted
     and checked by its processor type)."""
-    from ..definition import parse_flow
+    from ..definition import parse_flow, processor_errors
     from ..errors import FlowDefinitionError
 
     placeholders = dict.fromkeys(imported.unset_parameters, _UNSET_PLACEHOLDER)
+    errors = processor_errors(imported.flow, registry=registry, source="", parameters=placeholders)
+    for error in errors:
+        where = imported.origins.get(error.processor or "", "(the imported flow)")
+        problems.append(Problem(where, f"Custody refuses it: {error}"))
+    if errors:
+        return
     try:
         parse_flow(imported.flow, registry=registry, source="", parameters=placeholders)
     except FlowDefinitionError as error:

@@ -61,9 +61,17 @@ What becomes what:
   contexts giving one name two values is a problem. A sensitive parameter (or one
   without a value) is never written: the import lists it, to be given at run time
   with `custody run --param name=value`.
-- **Expression Language** is carried as it is: Custody's expression language is NiFi's.
-  Each function an expression calls that Custody lacks is a problem. NiFi's
-  expression in a property Custody takes as plain text is a problem too.
+- **Expression Language** is carried as it is: Custody's expression language is NiFi's
+  (docs/concepts/expression-language.md lists its functions, dates with NiFi 2's
+  DateTimeFormatter patterns and `$1` group references included). Each function an
+  expression calls that Custody lacks is a problem. NiFi's expression in a property
+  Custody takes as plain text is a problem too.
+- **Paths that attributes steer**: Custody refuses a PutFile whose directory is built
+  from attributes, or a FetchFile that deletes or moves what attributes name, unless
+  it keeps them under an `allowed_root`. The import sets it where the NiFi flow
+  implies one: the fixed start of PutFile's directory (`/data/out` for
+  `/data/out/${kind}`), or the directory of the ListFile that alone feeds a FetchFile.
+  The report says each; where there is none, the processor is a problem.
 - **Scheduling**: `schedulingPeriod` of a TIMER_DRIVEN processor is `run_schedule`
   (EVENT_DRIVEN: run when work waits), `concurrentlySchedulableTaskCount` is
   `concurrent_tasks`, `penaltyDuration` and `yieldDuration` are `penalty_duration` and

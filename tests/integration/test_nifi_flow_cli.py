@@ -80,6 +80,21 @@ def test_a_stateless_group_runs_as_an_execute_stateless_of_its_own_flow(tmp_path
     assert from_nifi == by_hand == sorted(content + b" [enriched]" for content in INPUTS.values())
 
 
+# What NiFi 2.3.0 itself wrote running the flow of tests/data/nifi-2.3.0/files.json on
+# INPUTS (its PutFile names files after `filename`; Custody's after the FlowFile's uuid).
+NIFI_2_3_0_WROTE = sorted([b"hello A1 4: alpha\n", b"beta\n", b"hello A3 4: ", b"x,y\n1,2\n"])
+
+
+def test_a_flow_nifi_2_3_0_downloaded_imports_and_writes_what_nifi_wrote(tmp_path):
+    imported = tmp_path / "files.yaml"
+    done = custody("flow", "import", str(ROOT / "tests" / "data" / "nifi-2.3.0" / "files.json"), "-o", str(imported))
+    assert done.returncode == 0, done.stderr
+    # its expressions are NiFi's: a date format and a Java group reference
+    assert "${now():format('yyyy', 'UTC')}" in imported.read_text()
+    assert "replaceAll('(.*)[.][a-z]+$', '$1')" in imported.read_text()
+    assert run_flow(imported, tmp_path / "run") == NIFI_2_3_0_WROTE
+
+
 def test_a_nifi_2_kafka_flow_imports_with_its_connection_services_settings_in_each_processor(tmp_path):
     imported = tmp_path / "kafka.yaml"
     done = custody("flow", "import", str(NIFI_FLOWS / "kafka_nifi2.json"), "-o", str(imported), "--report")

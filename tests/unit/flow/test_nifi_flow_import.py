@@ -301,9 +301,34 @@ def test_a_connection_into_a_nested_groups_input_port_reaches_the_processors_ins
 def test_what_custody_refuses_at_load_is_a_problem_at_the_nifi_processor():
     document = json.loads(nifi_document("every_processor.json"))
     put = next(p for p in document["flowContents"]["processors"] if p["name"] == "Put")
-    put["properties"]["Directory"] = "/data/${region}"  # a path an attribute chooses: Custody wants allowed_root
+    put["properties"]["Directory"] = "${region}/out"  # a path an attribute chooses: Custody wants allowed_root
     with pytest.raises(NiFiFlowError) as raised:
         import_nifi_flow(json.dumps(document))
     (problem,) = raised.value.problems
     assert problem.path == "flowContents.processors[22]"
     assert "processor 'Put': property 'allowed_root'" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("directory", "root"),
+    [
+        ("/data/${region}", "/data"),
+        ("/data/out/${now():format('yyyy/MM')}/x", "/data/out"),
+        ("/data/day-${day}", "/data"),
+    ],
+)
+def test_a_put_file_directory_with_a_fixed_start_is_kept_under_it(directory, root):
+    document = json.loads(nifi_document("every_processor.json"))
+    put = next(p for p in document["flowContents"]["processors"] if p["name"] == "Put")
+    put["properties"]["Directory"] = directory
+    imported = import_nifi_flow(json.dumps(document))
+    (flow_put,) = [p for p in imported.flow["processors"] if p["id"] == "Put"]
+    assert flow_put["properties"]["allowed_root"] == root
+    assert any(line.startswith(f"processor 'Put': allowed_root {root!r}") for line in imported.report)
+
+
+@pytest.mark.parametrize("directory", ["${dir}", "/${dir}/out", "/data/out"])
+def test_no_root_is_set_where_the_directory_has_no_fixed_start_or_no_expression(directory):
+    from flow.nifi_flow.confinement import fixed_directory
+
+    assert fixed_directory(directory) is None
