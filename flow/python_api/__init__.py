@@ -26,6 +26,10 @@ MODULES = (
     "flowfiletransform",
     "recordtransform",
     "flowfilesource",
+    "flowfiletransformresult",
+    "flowfilesourceresult",
+    "flowfiletransformmultipleoutput",
+    "multipleflowfilesource",
 )
 
 

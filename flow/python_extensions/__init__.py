@@ -85,9 +85,17 @@ def _import(module_path: str):
 def _class_of(module, source: ProcessorSource) -> type:
     from ..python_api.nifiapi.flowfilesource import FlowFileSource
     from ..python_api.nifiapi.flowfiletransform import FlowFileTransform
+    from ..python_api.nifiapi.flowfiletransformmultipleoutput import FlowFileTransformMultipleOutput
+    from ..python_api.nifiapi.multipleflowfilesource import MultipleFlowFileSource
     from ..python_api.nifiapi.recordtransform import RecordTransform
 
-    base = {"transform": FlowFileTransform, "record": RecordTransform, "source": FlowFileSource}[source.kind]
+    base = {
+        "transform": FlowFileTransform,
+        "record": RecordTransform,
+        "source": FlowFileSource,
+        "transforms": FlowFileTransformMultipleOutput,
+        "sources": MultipleFlowFileSource,
+    }[source.kind]
     holder = module
     if source.path != source.module_path:  # a class in a module of a package
         relative = os.path.relpath(os.path.splitext(source.path)[0], source.module_path).replace(os.sep, ".")
@@ -115,6 +123,10 @@ def load_extensions(extensions: PythonExtensions) -> list[type[Processor]]:
     classes: list[type[Processor]] = []
     seen: dict[str, str] = {}
     for directory in extensions.directories:
+        # A processor imports its helper modules by name from its directory, as NiFi
+        # puts the extensions' directory on the path (after Custody's own packages).
+        if os.path.abspath(directory) not in sys.path:
+            sys.path.append(os.path.abspath(directory))
         for module_path in module_paths(directory):
             sources = processors_in_module(module_path)
             for source in sources:

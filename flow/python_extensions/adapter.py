@@ -13,6 +13,7 @@ that what it makes is committed exactly once, like any processor's.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from collections.abc import Mapping
@@ -25,7 +26,7 @@ from ..python_api.nifiapi.logging import Logger
 from ..python_api.nifiapi.properties import ProcessContext as NifiContext
 from ..python_api.nifiapi.properties import PropertyDescriptor as NifiDescriptor
 from . import properties as nifi_properties
-from .discovery import ProcessorSource
+from .discovery import SOURCE_KINDS, ProcessorSource
 from .errors import PythonExtensionError
 from .work import READER_NAME, WORK, WRITER_NAME
 
@@ -67,7 +68,7 @@ class NifiProcessor(Processor):
 
     def __init__(self, processor_id: str):
         super().__init__(processor_id)
-        self.nifi = self.nifi_class()
+        self.nifi = construct(self.nifi_class)
         self.nifi.identifier = processor_id
         self.nifi.logger = Logger(logging.getLogger(f"flow.python.{self.type_name}.{processor_id}"))
         self.state = SessionState()
@@ -141,13 +142,27 @@ def _relationship_names(probe: object, path: str, class_name: str) -> tuple[str,
     return tuple(names)
 
 
+def construct(cls: type):
+    """An instance of a NiFi processor class made as NiFi makes one, `cls(jvm=...)`: NiFi's
+    older processors take `__init__(self, jvm)`. Custody has no JVM, so `jvm` is None
+    (NiFi's examples only keep it). A constructor that takes neither `jvm` nor
+    `**kwargs` is called without it."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return cls()
+    if any(p.name == "jvm" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return cls(jvm=None)
+    return cls()
+
+
 def processor_class(source: ProcessorSource, cls: type) -> type[Processor]:
     """The Custody processor class for NiFi processor class `cls` found as `source`.
     Raises `PythonExtensionError` naming the file when it cannot be made (its
     constructor or `getPropertyDescriptors()` raises, or returns what is not NiFi's)."""
     where = f"python extension {source.path}: {source.class_name}"
     try:
-        probe = cls()
+        probe = construct(cls)
         probe.logger = Logger(logging.getLogger(f"flow.python.{source.class_name}"))
         descriptors = tuple(probe.getPropertyDescriptors() or ()) if hasattr(probe, "getPropertyDescriptors") else ()
     except Exception as error:  # noqa: BLE001 - any failure of third-party code is named, with its file
@@ -179,7 +194,7 @@ def processor_class(source: ProcessorSource, cls: type) -> type[Processor]:
             ),
             *custody_properties,
         )
-    if source.kind == "source":
+    if source.kind in SOURCE_KINDS:
         relationships = ("success", *(name for name in declared if name != "success"))
     else:
         relationships = (*(declared or ("success",)), *(r for r in FRAMEWORK_RELATIONSHIPS if r not in declared))
@@ -192,7 +207,7 @@ def processor_class(source: ProcessorSource, cls: type) -> type[Processor]:
         "properties": custody_properties,
         "relationships": relationships,
         "dynamic_properties": hasattr(probe, "getDynamicPropertyDescriptor"),
-        "is_source": source.kind == "source",
+        "is_source": source.kind in SOURCE_KINDS,
         "nifi_class": cls,
         "nifi_kind": source.kind,
         "source": source,

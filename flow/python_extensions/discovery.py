@@ -2,7 +2,8 @@
 
 As NiFi's framework does, the source is read first (Python's `ast`): each `.py` module
 and each package (a directory with `__init__.py`) of the directory is searched for
-classes whose bases name `FlowFileTransform`, `RecordTransform` or `FlowFileSource`,
+classes whose bases name `FlowFileTransform`, `RecordTransform` or `FlowFileSource` (or
+newer NiFi's `FlowFileTransformMultipleOutput` and `MultipleFlowFileSource`),
 and for their inner `ProcessorDetails` (`version`, `description`, `tags`,
 `dependencies`, literals). The dependencies must be known before the module is
 imported, since it may import them at its top. A processor class without
@@ -17,13 +18,21 @@ from dataclasses import dataclass
 
 from .errors import PythonExtensionError
 
-KINDS = {"FlowFileTransform": "transform", "RecordTransform": "record", "FlowFileSource": "source"}
+KINDS = {
+    "FlowFileTransform": "transform",
+    "RecordTransform": "record",
+    "FlowFileSource": "source",
+    "FlowFileTransformMultipleOutput": "transforms",  # newer NiFi: a list of results per FlowFile
+    "MultipleFlowFileSource": "sources",  # newer NiFi: a list of new FlowFiles per run
+}
+SOURCE_KINDS = ("source", "sources")
 
 
 @dataclass(frozen=True)
 class ProcessorSource:
     """One processor class found in source: its class name (the flow's `type:`), what it
-    derives from (`transform`, `record`, `source`), the file it is in, the module (a
+    derives from (`transform`, `record`, `source`, `transforms`, `sources`), the file it
+    is in, the module (a
     `.py` file, or a package's directory) that holds it, and its ProcessorDetails."""
 
     class_name: str

@@ -122,7 +122,9 @@ def property_values(
     texts = configured_texts(descriptors, properties, dynamic)
     by_name = {d.name: d for d in descriptors}
     for name in dynamic:
-        by_name[name] = dynamic_descriptor(name) if dynamic_descriptor is not None else NifiDescriptor(name, "")
+        descriptor = dynamic_descriptor(name) if dynamic_descriptor is not None else NifiDescriptor(name, "")
+        descriptor.dynamic = True  # NiFi marks what getDynamicPropertyDescriptor gives as dynamic
+        by_name[name] = descriptor
     values = {}
     for name, descriptor in by_name.items():
         if not in_force(descriptor, by_name, texts):

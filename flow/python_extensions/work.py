@@ -224,4 +224,64 @@ def create_flowfile(processor: NifiProcessor, context: ProcessContext, session: 
     session.transfer(flowfile, relationship)
 
 
-WORK = {"transform": transform_flowfiles, "record": transform_records, "source": create_flowfile}
+def _results(returned, kind: str) -> list:
+    """What a multiple-output method returned, as a list (None is none)."""
+    if returned is None:
+        return []
+    if isinstance(returned, (str, bytes)) or not hasattr(returned, "__iter__"):
+        raise ProcessorFailed(f"{kind}() returned {returned!r}, not a list of results")
+    return list(returned)
+
+
+def transform_flowfiles_many(processor: NifiProcessor, context: ProcessContext, session: ProcessSession) -> None:
+    """FlowFileTransformMultipleOutput: a FlowFile per result, made from the input, and
+    the input to `original`; a failure keeps none of what the transform returned."""
+    nifi, nifi_context = processor.nifi, processor.nifi_context
+    unreadable = ContentFailures(processor.id, context, session)
+    for flowfile in session.get_batch(TRANSFORM_BATCH):
+        try:
+            outputs = []
+            for result in _results(nifi.transform(nifi_context, InputFlowFile(session, flowfile)), "transform"):
+                relationship = _relationship(processor, result, "transform")
+                contents = result.getContents()
+                if contents is not None and not isinstance(contents, (bytes, bytearray, memoryview)):
+                    raise ProcessorFailed(f"transform() returned contents of type {type(contents).__name__}, not bytes")
+                outputs.append((relationship, _strings(result.getAttributes()), contents))
+        except UnreadableContent as error:
+            unreadable.set_aside(flowfile, error)
+            continue
+        except Exception as error:  # noqa: BLE001 - the processor's own failure: its FlowFile goes to failure
+            _fail(processor, context, session, flowfile, error)
+            continue
+        for relationship, attributes, contents in outputs:
+            child = session.clone(flowfile)
+            if attributes:
+                child = session.put_all_attributes(child, attributes)
+            if contents is not None:
+                child = session.write_bytes(child, bytes(contents))
+            session.transfer(child, relationship)
+        session.transfer(flowfile, "original")
+    unreadable.log()
+
+
+def create_flowfiles(processor: NifiProcessor, context: ProcessContext, session: ProcessSession) -> None:
+    """MultipleFlowFileSource: a new FlowFile per result, all in this session."""
+    results = _results(processor.nifi.create(processor.nifi_context), "create")
+    made = []
+    for result in results:
+        relationship = _relationship(processor, result, "create")
+        made.append((relationship, _strings(result.getAttributes()) or None, result.getContents()))
+    for relationship, attributes, contents in made:
+        flowfile = session.create(attributes=attributes)
+        if contents is not None:
+            flowfile = session.write_bytes(flowfile, bytes(contents))
+        session.transfer(flowfile, relationship)
+
+
+WORK = {
+    "transform": transform_flowfiles,
+    "record": transform_records,
+    "source": create_flowfile,
+    "transforms": transform_flowfiles_many,
+    "sources": create_flowfiles,
+}
