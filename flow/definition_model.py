@@ -30,6 +30,9 @@ class SchedulingDefinition:
     # Rollbacks in a row of the sessions that held a FlowFile before the engine penalizes
     # it, so that the FlowFiles behind it go on (`flow.rollbacks`).
     max_rollbacks: int = 5
+    # A Quartz cron expression (NiFi's CRON_DRIVEN, `flow.cron`): the processor runs at
+    # its times only, instead of every run_schedule.
+    cron: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from .cron import CronError, parse_cron
 from .definition_limits import _MAX_INTEGER, MAX_EXPANDED_CHARS, MAX_PROPERTY_CHARS
 from .definition_model import (
     MAX_CONCURRENT_TASKS,
@@ -68,6 +69,7 @@ _SCHEDULING_KEYS = {
     "penalty_duration": "penalty_s",
     "concurrent_tasks": "concurrent_tasks",
     "max_rollbacks": "max_rollbacks",
+    "cron": "cron",
 }
 _BACK_PRESSURE_KEYS = ("object_count", "data_size")
 
@@ -424,6 +426,14 @@ def _scheduling(raw, place: _Place) -> SchedulingDefinition:
             raise place.at(key).error(f"unknown scheduling key (known: {', '.join(_SCHEDULING_KEYS)})")
         if key in ("concurrent_tasks", "max_rollbacks"):
             counts[key] = _count(value, place.at(key), 1)
+        elif key == "cron":
+            cron = _text(value, place.at(key), "text (a Quartz cron expression)")
+            try:
+                parse_cron(cron)
+            except CronError as error:
+                raise place.at(key).error(str(error)) from None
+            if "run_schedule" in raw:
+                raise place.at(key).error("give cron or run_schedule, not both")
         else:
             durations[_SCHEDULING_KEYS[key]] = _duration(value, place.at(key))
     if counts.get("concurrent_tasks", 1) > MAX_CONCURRENT_TASKS:
@@ -432,6 +442,8 @@ def _scheduling(raw, place: _Place) -> SchedulingDefinition:
             "the node's threads only wait)"
         )
     for key, field in _SCHEDULING_KEYS.items():
+        if key == "cron":
+            continue
         if durations.get(field, 0) > MAX_SCHEDULING_S:
             raise place.at(key).error(
                 f"the duration {_short(str(raw[key]))!r} is longer than a year, the most a "
@@ -440,6 +452,7 @@ def _scheduling(raw, place: _Place) -> SchedulingDefinition:
     return SchedulingDefinition(
         concurrent_tasks=counts.get("concurrent_tasks", SchedulingDefinition.concurrent_tasks),
         max_rollbacks=counts.get("max_rollbacks", SchedulingDefinition.max_rollbacks),
+        cron=raw.get("cron") if isinstance(raw, dict) else None,
         **durations,  # the fields ending in _s
     )
 

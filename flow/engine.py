@@ -41,6 +41,7 @@ A `_Node`'s `stats` has its own lock, taken once per task.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -60,6 +61,7 @@ from repositories.storage import StorageError
 
 from .commit import CommitHooks, DurableCommitter
 from .commit_gate import CommitGate
+from .cron import parse_cron
 from .errors import CommitError, NotAdmitted, ProcessorStateError, ServiceError, UnreadableContent
 from .graph import FlowGraph, wall_clock_ms
 from .processor import ProcessContext
@@ -121,6 +123,7 @@ class _Node:
         self.last_error: str | None = None
         self.state = RUNNING  # RUNNING, STOPPING (tasks still running) or STOPPED
         self.rollbacks = RollbackWatch(definition.scheduling.max_rollbacks)
+        self.cron = parse_cron(definition.scheduling.cron) if definition.scheduling.cron else None
         self.stats: ProcessorStats = stats  # its five minutes and since start (`flow.processor_stats`)
 
 
@@ -181,6 +184,8 @@ class TraditionalEngine:
             node = _Node(
                 pid, processor, definition, graph.incoming[pid], graph.outgoing[pid], None, ProcessorStats(clock)
             )
+            if node.cron is not None:
+                node.not_before = self._next_cron(node)
             node.context = ProcessContext(
                 pid,
                 definition.properties,
@@ -392,6 +397,8 @@ class TraditionalEngine:
                     ) from error
             with self._condition:
                 node.state = RUNNING
+                if node.cron is not None:
+                    node.not_before = self._next_cron(node)
                 self._dirty = True
                 self._condition.notify()
             return RUNNING
@@ -515,7 +522,9 @@ class TraditionalEngine:
                         node.running += 1
                         node.tasks += 1
                         schedule = node.definition.scheduling.run_schedule_s
-                        if schedule:
+                        if node.cron is not None:
+                            node.not_before = self._next_cron(node)
+                        elif schedule:
                             node.not_before = now + schedule
                         to_run.append(node)
                     elif decision.wake_at is not None:
@@ -530,6 +539,13 @@ class TraditionalEngine:
             with condition:
                 if not self._dirty and self._running and not to_run:
                     condition.wait(max(0.0, wake - self._clock()))
+
+    def _next_cron(self, node: _Node) -> float:
+        """The engine's clock at the next time of `node`'s cron schedule (infinity: never
+        again). The schedule is wall-clock time; the engine waits on a monotonic clock."""
+        wall = self._clock_ms() / 1000
+        fire = node.cron.next_after(wall) if node.cron is not None else None
+        return math.inf if fire is None else self._clock() + (fire - wall)
 
     def _new_session(self, node: _Node) -> ProcessSession:
         definition = node.definition

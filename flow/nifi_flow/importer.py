@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ..cron import CronError, parse_cron
 from .component_properties import ConnectionService, PropertyContext, map_properties
 from .confinement import confine
 from .conversions import to_custody
@@ -366,11 +367,18 @@ class _Import:
                 self.report.append("    schedulingStrategy: EVENT_DRIVEN -> run_schedule 0 sec (runs when work waits)")
             else:
                 self._duration(processor.scheduling_period, 0.0, "run_schedule", f"{path}.schedulingPeriod", scheduling)
+        elif processor.scheduling_strategy == "CRON_DRIVEN":
+            try:
+                parse_cron(processor.scheduling_period)
+            except CronError as error:
+                self.problem(f"{path}.schedulingPeriod", f"CRON_DRIVEN: {error}")
+            else:
+                scheduling["cron"] = processor.scheduling_period
         else:
             self.problem(
                 f"{path}.schedulingStrategy",
-                f"Custody schedules processors by period only (TIMER_DRIVEN), not {processor.scheduling_strategy} "
-                f"({processor.scheduling_period!r})",
+                f"Custody schedules processors by period (TIMER_DRIVEN) or by cron (CRON_DRIVEN), not "
+                f"{processor.scheduling_strategy} ({processor.scheduling_period!r})",
             )
         if processor.execution_node != "ALL":
             self.problem(

@@ -73,10 +73,12 @@ What becomes what:
   `/data/out/${kind}`), or the directory of the ListFile that alone feeds a FetchFile.
   The report says each; where there is none, the processor is a problem.
 - **Scheduling**: `schedulingPeriod` of a TIMER_DRIVEN processor is `run_schedule`
-  (EVENT_DRIVEN: run when work waits), `concurrentlySchedulableTaskCount` is
+  (EVENT_DRIVEN: run when work waits), a CRON_DRIVEN processor's is `cron` (Quartz's
+  expression, as NiFi takes it; `W` and `L` in the day of week are problems),
+  `concurrentlySchedulableTaskCount` is
   `concurrent_tasks`, `penaltyDuration` and `yieldDuration` are `penalty_duration` and
   `yield_duration`. `runDurationMillis` is dropped (Custody batches by batch sizes).
-  Problems: CRON_DRIVEN scheduling, `executionNode: PRIMARY` (Custody has no primary
+  Problems: `executionNode: PRIMARY` (Custody has no primary
   node: every node runs each processor for the shards it owns), a DISABLED processor
   (Custody runs every processor of a flow), `retriedRelationships`.
 - **Connections**: `selectedRelationships` (NiFi's names; InvokeHTTP's `No Retry` is

@@ -120,7 +120,7 @@ UNSUPPORTED = {
     "flowContents.processors[0].type",
     'flowContents.processors[1].properties."Path Filter"',
     'flowContents.processors[1].properties."Keep Source File"',
-    "flowContents.processors[1].schedulingStrategy",
+    "flowContents.processors[1].schedulingPeriod",
     "flowContents.processors[2].properties.encoded",
     "flowContents.processors[2].properties.secret",
     "flowContents.processors[2].executionNode",
@@ -147,7 +147,7 @@ def test_everything_custody_cannot_run_is_listed_at_once_with_its_path():
     assert "ExecuteScript" in messages["flowContents.processors[0].type"]
     assert "evaluateELString()" in messages["flowContents.processors[2].properties.encoded"]
     assert "primary node" in messages["flowContents.processors[2].executionNode"]
-    assert "CRON_DRIVEN" in messages["flowContents.processors[1].schedulingStrategy"]
+    assert "W and L-n are not supported" in messages["flowContents.processors[1].schedulingPeriod"]
     assert "DBCPConnectionPool" in messages["flowContents.controllerServices[0].type"]
     assert "dangling" in messages["flowContents.connections[1].destination.id"]
     assert str(raised.value).startswith(f"unsupported.json: {len(UNSUPPORTED)} problem(s):")
