@@ -76,6 +76,9 @@ def map_properties(
         value = _mapped(property_mapping, name, given, custody_class, context)
         if value is not _DROPPED:
             properties[property_mapping.custody] = value
+    for custody_name, value in mapping.implied.items():
+        properties.setdefault(custody_name, value)
+        context.report.append(f"    (what NiFi's {context.type_name} does) -> {custody_name}: {value!r}")
     dynamic: dict = {}
     known = mapping.by_nifi_name()
     takes_dynamic = getattr(custody_class, "dynamic_properties", False)

@@ -209,6 +209,13 @@ class _Export:
         given = dict(raw.get("properties") or {})
         properties: dict = {}
         descriptors: dict = {}
+        for name, value in mapping.implied.items():
+            if given.get(name) != value:
+                self.problem(
+                    f"{place}: property {name!r}",
+                    f"NiFi's {mapping.nifi_types[0].rpartition('.')[2]} always works as {name}: {value!r} does "
+                    f"(this flow's is {given.get(name, '')!r}): set it so to export",
+                )
 
         def add(name: str, value, *, service: bool = False, dynamic: bool = False) -> None:
             properties[name] = value
@@ -242,6 +249,8 @@ class _Export:
                 self.problem(f"{place}: property {property_mapping.custody!r}", str(error))
         mapped = mapping.by_custody_name()
         for name, value in given.items():
+            if name in mapping.implied and value == mapping.implied[name]:
+                continue  # what NiFi's component does anyway
             descriptor = cls.descriptor(name)
             if descriptor is None:
                 add(name, str(value), dynamic=True)

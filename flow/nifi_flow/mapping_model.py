@@ -80,6 +80,10 @@ class ComponentMapping:
     # NiFi's relationships Custody's processor never routes to (ExecuteStateless's
     # timeout: Custody's has no dataflow timeout): auto-terminated, they are dropped
     unused_relationships: tuple[str, ...] = ()
+    # Custody properties that say what NiFi's component does without a property for it
+    # (PutFile names its file after the filename attribute): each import sets them, and
+    # the export writes nothing for them at these values.
+    implied: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
 
     def custody_relationship(self, nifi_name: str) -> str:
         return self.relationships.get(nifi_name, nifi_name)

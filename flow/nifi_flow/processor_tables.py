@@ -453,13 +453,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
         "nifi-standard-nar",
         (
             prop("Directory", "directory"),
-            none(
-                "Conflict Resolution Strategy",
-                "fail",
-                "replace",
-                note="Custody names each file after its FlowFile's uuid: a name is taken again only by the same "
-                "FlowFile retried, which replaces it",
-            ),
+            same_choice("Conflict Resolution Strategy", "conflict_resolution", "fail", "replace", "ignore", "fail"),
             prop("Create Missing Directories", "create_missing_directories", "true", "boolean"),
             none("Maximum File Count"),
             none("Last Modified Time"),
@@ -467,7 +461,8 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
             none("Owner"),
             none("Group"),
         ),
-        note="NiFi names the file after the filename attribute, Custody after the FlowFile's uuid",
+        note="the file is named after the filename attribute, as in NiFi (file_name: ${filename})",
+        implied=MappingProxyType({"file_name": "${filename}"}),
     ),
     ComponentMapping(
         "ExecuteStateless",

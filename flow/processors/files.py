@@ -29,6 +29,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -364,10 +365,34 @@ _SWEPT_LOCK = threading.Lock()
 
 
 class PutFile(Processor):
+    """Writes each FlowFile to a file: by default named after its uuid (a retry after a
+    crash lands on its own file); with `file_name` (NiFi's way, `${filename}`) named as
+    the expression says, and `conflict_resolution` deciding what a name already taken
+    does, as NiFi's Conflict Resolution Strategy: `replace` it, `ignore` the FlowFile
+    (to success, the file left as it was), or `fail` (to failure). Each is safe to run
+    again after a crash that lost the session: replace writes the same file again,
+    ignore finds it there, and fail takes a file holding exactly the FlowFile's bytes for
+    its own earlier write. The file is written under a temporary name, synced, and
+    renamed into place (replace) or linked there, never over another (ignore, fail)."""
+
     type_name = "PutFile"
-    description = "Writes each FlowFile to a file named after its uuid (idempotent: temp name, then rename)."
+    description = "Writes each FlowFile to a file: named after its uuid, or file_name (NiFi's ${filename})."
     properties = (
         PropertyDescriptor("directory", "expression", required=True),
+        PropertyDescriptor(
+            "file_name",
+            "expression",
+            default="",
+            description="the file's name (NiFi's PutFile: ${filename}); unset: the FlowFile's uuid and name_suffix",
+        ),
+        PropertyDescriptor(
+            "conflict_resolution",
+            "choice",
+            default="replace",
+            choices=("replace", "ignore", "fail"),
+            description="what a file_name already taken does: replace the file, ignore the FlowFile (to success), "
+            "or fail it",
+        ),
         PropertyDescriptor("create_missing_directories", "boolean", default=True),
         PropertyDescriptor("name_suffix", "string", default="", description="appended to the uuid-derived name"),
         PropertyDescriptor("sync", "boolean", default=True, description="fsync files and the directory"),
@@ -437,6 +462,8 @@ class PutFile(Processor):
         suffix = _SAFE.sub("_", context["name_suffix"])
         create = context["create_missing_directories"]
         root = _allowed_root(context)
+        named = bool(context["file_name"].text)
+        conflict = context["conflict_resolution"] if named else "replace"
         failures = ExpressionFailures(self.id, context, session, to_failure=True)
         refusals = Refusals(self.id, context, session, REFUSED_ATTRIBUTE)
         unreadable = ContentFailures(self.id, context, session)
@@ -448,11 +475,14 @@ class PutFile(Processor):
             directory = _path_of(context, "directory", flowfile, root, failures, refusals)
             if directory is None:
                 continue
-            target = os.path.join(directory, flowfile.id + suffix)
+            name = _file_name(context, flowfile, suffix, failures, refusals) if named else flowfile.id + suffix
+            if name is None:
+                continue
+            target = os.path.join(directory, name)
             try:
                 if create and directory not in directories:
                     os.makedirs(directory, exist_ok=True)
-                _write_file(session, flowfile, directory, target, sync)
+                placed = _write_file(session, flowfile, directory, target, sync, conflict)
             except UnreadableContent as error:
                 unreadable.set_aside(flowfile, error)
                 continue
@@ -476,6 +506,16 @@ class PutFile(Processor):
                     )
                 session.transfer(session.penalize(flowfile), "failure")
                 continue
+            if placed == "taken":
+                context.limited_log.warning(
+                    f"{self.id}:taken",
+                    "%s: %s already holds another file; FlowFile %s goes to failure (conflict_resolution fail)",
+                    self.id,
+                    target,
+                    flowfile.id,
+                )
+                session.transfer(session.penalize(flowfile), "failure")
+                continue
             directories.add(directory)
             written.append((flowfile, target))
         if sync:
@@ -489,10 +529,29 @@ class PutFile(Processor):
         unreadable.log()
 
 
-def _write_file(session: ProcessSession, flowfile, directory: str, target: str, sync: bool) -> None:
+def _file_name(context: ProcessContext, flowfile, suffix: str, failures, refusals) -> str | None:
+    """`file_name` evaluated for `flowfile`: one name in the directory, never a path (a
+    name with a slash, `.` or `..`, or a NUL is refused, as is an empty one)."""
+    try:
+        name = context["file_name"].evaluate(flowfile)
+    except ExpressionError as error:
+        failures.set_aside(flowfile, "file_name", error)
+        return None
+    if not name or name in (".", "..") or "/" in name or "\0" in name or len(name.encode()) > 255:
+        refusals.refuse(flowfile, f"file_name {name[:200]!r} is not a file name in the directory")
+        return None
+    return name
+
+
+def _write_file(
+    session: ProcessSession, flowfile, directory: str, target: str, sync: bool, conflict: str = "replace"
+) -> str:
     """Write the content of `flowfile` to `target` in `directory`: into a temporary file,
-    synced (if `sync`), then renamed. Whatever stops it (content that cannot be read, a
-    full disk, an error of any kind) removes the temporary file before it is raised:
+    synced (if `sync`), then renamed over `target` (`replace`) or linked to it where no
+    file has the name (`ignore`, `fail`). Returns "written", "kept" (ignore: the name was
+    taken; or fail: by a file with these very bytes, this FlowFile's own earlier write)
+    or "taken" (fail: by another file). Whatever stops it (content that cannot be read,
+    a full disk, an error of any kind) removes the temporary file before it is raised:
     the retry writes a new one, and nothing but a crash leaves one behind (`_sweep`)."""
     # A name nobody can guess, created new and never through a link: a file or link
     # planted in the directory is refused, not written through.
@@ -506,11 +565,36 @@ def _write_file(session: ProcessSession, flowfile, directory: str, target: str, 
                 os.fsync(fd)
         finally:
             os.close(fd)
-        # The name depends only on the FlowFile's identity: a retry lands on it again.
-        os.replace(temporary, target)
+        if conflict == "replace":
+            # A uuid name depends only on the FlowFile's identity: a retry lands on it again.
+            os.replace(temporary, target)
+            return "written"
+        try:
+            os.link(temporary, target)  # never over a file already there
+            placed = "written"
+        except FileExistsError:
+            placed = "kept" if conflict == "ignore" or _same_bytes(temporary, target) else "taken"
+        os.remove(temporary)
+        return placed
     except BaseException:
         try:
             os.remove(temporary)
         except OSError:
             pass
         raise
+
+
+def _same_bytes(first: str, second: str) -> bool:
+    """Whether two regular files hold the same bytes (a link or a directory never does)."""
+    try:
+        if not stat.S_ISREG(os.lstat(second).st_mode) or os.path.getsize(first) != os.path.getsize(second):
+            return False
+        with open(first, "rb") as one, open(second, "rb") as other:
+            while True:
+                left, right = one.read(1 << 20), other.read(1 << 20)
+                if left != right:
+                    return False
+                if not left:
+                    return True
+    except OSError:
+        return False

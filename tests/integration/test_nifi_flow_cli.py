@@ -6,6 +6,7 @@ run, or a malformed one, exits 2 with every problem on stderr and writes nothing
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,7 +82,7 @@ def test_a_stateless_group_runs_as_an_execute_stateless_of_its_own_flow(tmp_path
 
 
 # What NiFi 2.3.0 itself wrote running the flow of tests/data/nifi-2.3.0/files.json on
-# INPUTS (its PutFile names files after `filename`; Custody's after the FlowFile's uuid).
+# INPUTS: the files' contents, and their names (its PutFile's, after `filename`).
 NIFI_2_3_0_WROTE = sorted([b"hello A1 4: alpha\n", b"beta\n", b"hello A3 4: ", b"x,y\n1,2\n"])
 
 
@@ -93,6 +94,7 @@ def test_a_flow_nifi_2_3_0_downloaded_imports_and_writes_what_nifi_wrote(tmp_pat
     assert "${now():format('yyyy', 'UTC')}" in imported.read_text()
     assert "replaceAll('(.*)[.][a-z]+$', '$1')" in imported.read_text()
     assert run_flow(imported, tmp_path / "run") == NIFI_2_3_0_WROTE
+    assert sorted(os.listdir(tmp_path / "run" / "out")) == sorted(INPUTS)
 
 
 def test_a_nifi_2_kafka_flow_imports_with_its_connection_services_settings_in_each_processor(tmp_path):

@@ -73,6 +73,7 @@ def test_what_only_custody_has_is_refused_every_part_at_once():
     places = [problem.path for problem in raised.value.problems]
     assert places == [
         "processor 'generate': property 'sequence_attribute'",
+        "processor 'write': property 'file_name'",  # NiFi names files after the filename attribute only
         "processor 'write': property 'sync'",
         "processor 'write': scheduling.max_rollbacks",
         "processor 'spark'",

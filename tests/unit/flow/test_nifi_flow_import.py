@@ -127,7 +127,7 @@ UNSUPPORTED = {
     "flowContents.processors[2].retriedRelationships",
     "flowContents.processors[2].scheduledState",
     'flowContents.processors[3].properties."Record Writer"',
-    'flowContents.processors[4].properties."Conflict Resolution Strategy"',
+    'flowContents.processors[4].properties."Maximum File Count"',
     "flowContents.processors[4].properties.Permissions",
     'flowContents.processGroups[0].processors[0].properties."File Size"',
     "flowContents.connections[1].destination.id",

@@ -34,7 +34,12 @@ FLOW = {
             "properties": {"Record Reader": "json", "Record Writer": "json-out", "Partition Field": "city"},
             "auto_terminate": ["original", "failure", "invalid"],
         },
-        {"id": "put", "type": "PutFile", "properties": {"directory": "/tmp/out"}, "auto_terminate": ["success"]},
+        {
+            "id": "put",
+            "type": "PutFile",
+            "properties": {"directory": "/tmp/out", "file_name": "${filename}"},
+            "auto_terminate": ["success"],
+        },
     ],
     "connections": [
         {"source": "get", "destination": "tag"},
