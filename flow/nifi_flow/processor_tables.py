@@ -521,7 +521,9 @@ PROCESSOR_MAPPINGS += (
         (_STANDARD + "InvokeHTTP",),
         "nifi-standard-nar",
         (
-            same_choice("HTTP Method", "http_method", "GET", "POST", "PUT"),
+            same_choice(
+                "HTTP Method", "http_method", "GET", "POST", "PUT", "PATCH", "GET", "DELETE", "HEAD", "OPTIONS"
+            ),
             prop("Remote URL", "url", nifi2="HTTP URL"),
             prop("Content-Type", "content_type", "${mime.type}", nifi2="Request Content-Type"),
             prop("Connection Timeout", "connection_timeout", "5 secs", "duration"),

@@ -1,5 +1,8 @@
-"""InvokeHTTP: sends each FlowFile's content by HTTP POST or PUT, as NiFi's InvokeHTTP
-(its processor, property and relationship names, in Custody's lower-case spelling).
+"""InvokeHTTP: sends each FlowFile's content by HTTP POST, PUT or PATCH, or calls a URL
+for each FlowFile by GET, DELETE, HEAD or OPTIONS (no body), as NiFi's InvokeHTTP (its
+processor, property and relationship names, in Custody's lower-case spelling). A GET's
+answer is usually wanted: `response_generation` `success` makes its body a FlowFile on
+`response` (the import of a NiFi flow sets it, as NiFi always makes one).
 
 The request: `http_method` to `url` (an expression, evaluated for each FlowFile; its
 scheme must be written out, `http://` or `https://`, and anything else is refused when
@@ -76,7 +79,7 @@ from ..expression import Expression
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .content_failures import ContentFailures
 from .expression_failures import ExpressionFailures
-from .http_exchange import Answer, Timeouts, TransportError, exchange
+from .http_exchange import BODILESS, Answer, Timeouts, TransportError, exchange
 from .merge import packaged_attributes
 
 if TYPE_CHECKING:
@@ -165,7 +168,8 @@ def sent_attributes(flowfile: FlowFile) -> dict[str, str]:
 class InvokeHTTP(Processor):
     type_name = "InvokeHTTP"
     description = (
-        "Sends each FlowFile by HTTP POST or PUT to url, as NiFi's InvokeHTTP: the content as the body, or "
+        "Sends each FlowFile by HTTP POST, PUT or PATCH to url (or calls url by GET, DELETE, HEAD or OPTIONS), "
+        "as NiFi's InvokeHTTP: the content as the body, or "
         "the FlowFile with its attributes as NiFi's FlowFile Stream v3 (send_as_flowfile_v3). 2xx to original, "
         "5xx, 408 and 429 to retry, other codes to no_retry, no answer to failure; the response body on "
         "response when asked. Each request carries an Idempotency-Key from the FlowFile's uuid, so that a "
@@ -175,7 +179,13 @@ class InvokeHTTP(Processor):
     relationships = (ORIGINAL, RETRY, NO_RETRY, FAILURE)
     relationships_note = "and `response` when response_generation is success or always"
     properties = (
-        PropertyDescriptor("http_method", "choice", default="POST", choices=("POST", "PUT")),
+        PropertyDescriptor(
+            "http_method",
+            "choice",
+            default="POST",
+            choices=("POST", "PUT", "PATCH", "GET", "DELETE", "HEAD", "OPTIONS"),
+            description="POST, PUT and PATCH send the FlowFile's content; the others send no body",
+        ),
         PropertyDescriptor(
             "url",
             "expression",
@@ -264,6 +274,8 @@ class InvokeHTTP(Processor):
                     f"got {url.text[:200]!r}",
                 )
             ]
+        if properties["send_as_flowfile_v3"] and properties["http_method"] in BODILESS:
+            return [("send_as_flowfile_v3", f"a {properties['http_method']} request has no body to package")]
         for name in ("connection_timeout", "socket_read_timeout", "socket_write_timeout"):
             if properties[name] <= 0:
                 return [(name, "must be more than 0 seconds")]
@@ -311,7 +323,10 @@ class InvokeHTTP(Processor):
             url = _checked_url(url_text)
             headers = self._headers(context, flowfile)
             keyed = any(name.lower() == context["idempotency_key_header"].strip().lower() for name in headers)
-            body, length = self._body(context, session, flowfile, headers)
+            body: Iterator[bytes] = iter(())
+            length = 0
+            if context["http_method"] not in BODILESS:
+                body, length = self._body(context, session, flowfile, headers)
             generation = context["response_generation"]
             answer = exchange(
                 context["http_method"],
@@ -412,8 +427,8 @@ class InvokeHTTP(Processor):
             )
             session.transfer(session.write_bytes(response, answer.body), RESPONSE)
         flowfile = session.put_all_attributes(flowfile, attributes)
-        if relationship == ORIGINAL:
-            session.send(flowfile, url)
+        if relationship == ORIGINAL and context["http_method"] not in BODILESS:
+            session.send(flowfile, url)  # its content went there
         elif relationship == RETRY:
             flowfile = session.penalize(flowfile)
         session.transfer(flowfile, relationship)

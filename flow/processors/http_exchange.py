@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from urllib.parse import SplitResult
 
 READ_CHUNK = 1 << 16
+# Methods whose request has no body: no Content-Length is sent with them.
+BODILESS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 
 
 class TransportError(Exception):
@@ -107,7 +109,8 @@ def exchange(
         connection.putrequest(method, target, skip_accept_encoding=True)
         for name, value in headers.items():
             connection.putheader(name, value)
-        connection.putheader("Content-Length", str(length))
+        if length or method not in BODILESS:
+            connection.putheader("Content-Length", str(length))
         connection.endheaders()
         for chunk in source:
             connection.send(chunk)

@@ -35,16 +35,17 @@ class Stub:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's name
-                data = self.rfile.read(int(self.headers["Content-Length"]))
+                data = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 headers = {name.lower(): value for name, value in self.headers.items()}
                 stub.requests.append((self.command, self.path, headers, data))
                 self.send_response(stub.status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(stub.body)))
                 self.end_headers()
-                self.wfile.write(stub.body)
+                if self.command != "HEAD":
+                    self.wfile.write(stub.body)
 
-            do_PUT = do_POST  # noqa: N815
+            do_PUT = do_PATCH = do_GET = do_DELETE = do_HEAD = do_OPTIONS = do_POST  # noqa: N815
 
             def log_message(self, *args):
                 pass
@@ -214,6 +215,44 @@ def test_response_generation_makes_the_body_a_flowfile_on_response():
                         "id": "p",
                         "type": "InvokeHTTP",
                         "properties": {"url": "http://h/", "response_generation": "always"},
+                        "auto_terminate": list(RELATIONSHIPS),
+                    }
+                ]
+            }
+        )
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "HEAD", "OPTIONS"])
+def test_a_method_without_a_body_sends_none_and_can_take_the_answer_as_a_flowfile(method):
+    with Stub(200, b"the resource", "text/plain") as stub:
+        out = invoke(
+            {"url": stub.url, "http_method": method, "response_generation": "success"},
+            [({"k": "v"}, b"not sent")],
+            RELATIONSHIPS + ("response",),
+        )
+    ((sent_method, path, headers, data),) = stub.requests
+    assert (sent_method, path, data) == (method, "/in?x=1", b"")
+    assert "content-length" not in headers and "content-type" not in headers
+    ((response, body),) = out["response"]
+    assert body == (b"" if method == "HEAD" else b"the resource") and response["k"] == "v"
+    assert [data for _, data in out["original"]] == [b"not sent"]
+
+
+def test_patch_sends_the_content_as_post_does():
+    with Stub(204) as stub:
+        out = invoke({"url": stub.url, "http_method": "PATCH"}, [({}, b"delta")])
+    assert [(m, d) for m, _, _, d in stub.requests] == [("PATCH", b"delta")] and len(out["original"]) == 1
+
+
+def test_a_flowfile_v3_package_needs_a_method_with_a_body():
+    with pytest.raises(FlowDefinitionError, match="a GET request has no body to package"):
+        parse_flow(
+            {
+                "processors": [
+                    {
+                        "id": "p",
+                        "type": "InvokeHTTP",
+                        "properties": {"url": "http://h/", "http_method": "GET", "send_as_flowfile_v3": True},
                         "auto_terminate": list(RELATIONSHIPS),
                     }
                 ]

@@ -40,23 +40,10 @@ def problems_of(content: dict) -> dict[str, str]:
     return {problem.path: problem.message for problem in raised.value.problems}
 
 
-def test_every_property_nifi_writes_at_its_default_is_understood():
+def test_every_property_nifi_writes_at_its_default_is_understood_and_what_it_lacks_is_said():
     content = document("defaults.json")
     types = {processor["type"].rpartition(".")[2] for processor in content["flowContents"]["processors"]}
     assert types == {mapping.custody_type for mapping in PROCESSOR_MAPPINGS} - ABSENT
-    # NiFi's default method is GET; Custody's InvokeHTTP sends, so that is the one refusal
-    assert problems_of(content) == {
-        'flowContents.processors[0].properties."HTTP Method"': (
-            "NiFi's value 'GET' has no Custody equivalent (those that have: POST, PUT)"
-        )
-    }
-
-
-def test_a_processor_nifi_would_not_run_either_is_refused_each_with_what_it_lacks():
-    content = document("defaults.json")
-    for processor in content["flowContents"]["processors"]:
-        if processor["type"].endswith("InvokeHTTP"):
-            processor["properties"]["HTTP Method"] = "POST"
     problems = problems_of(content)
     refused = {
         content["flowContents"]["processors"][int(path.split("[")[1].rstrip("]"))]["name"]: message
