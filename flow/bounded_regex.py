@@ -109,7 +109,38 @@ def bounded(pattern: str) -> BoundedPattern:
 def _estimate(tree, subject_length: int, search: bool) -> Estimate:
     shape = _sequence(tree, subject_length)
     starts = subject_length + 1 if search else 1
-    return Estimate(min(_CAP, starts * (shape.cost + 1)), shape.depth)
+    steps = min(_CAP, starts * (shape.cost + 1))
+    if search:
+        steps = min(steps, _tail_search_steps(tree, subject_length))
+    return Estimate(steps, shape.depth)
+
+
+def _tail_search_steps(tree, n: int) -> int:
+    """A tighter bound for a search (search, finditer, sub) of a pattern that ends in a
+    repeat of a body with one way to match (`id=(\\d+)`, `key: (.*)`): nothing after that
+    repeat can fail, so once it has its minimum of iterations the match succeeds, taking
+    the first way it found; it fails only short of that minimum. An attempt at a start
+    that fails therefore costs the prefix and, after each of the prefix's ways, the
+    minimum's iterations at most; the iterations past the minimum happen only in matches
+    that succeed, whose characters a search then moves past (matches do not overlap), so
+    all of them together are bounded by the subject's length. A fullmatch is not a
+    search: there, `$` is implied after the repeat, which then backtracks (`_estimate`
+    keeps the general bound). UNBOUNDED when the pattern does not end so."""
+    items = list(tree)
+    while items and items[-1][0] is sre.SUBPATTERN:  # a group at the end: its last item is the end
+        items = items[:-1] + list(items[-1][1][3])
+    if not items or items[-1][0] not in _REPEATS:
+        return _CAP
+    low, _, body = items[-1][1]
+    inner = _sequence(body, n)
+    if inner.ways != 1:
+        return _CAP
+    prefix = _sequence(items[:-1], n)
+    body_cost = max(1, inner.cost)
+    failing = prefix.cost + prefix.ways * (min(low, n + 1) * body_cost + 1)
+    starts = n + 1
+    succeeding = (n + starts * (low + 1)) * body_cost  # past each minimum, a step per character, once
+    return min(_CAP, starts * (failing + 1) + succeeding)
 
 
 def _looks_around(items) -> bool:

@@ -4,6 +4,7 @@ string past the limit; patterns run only when their worst case is known to be sm
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -186,3 +187,28 @@ def test_an_error_message_shortens_long_values():
     error = failure("${x:plus(1)}", x="z" * 50)
     long_value = failure("${x:toNumber()}", x="z" * 10_000)
     assert len(str(error)) < 300 and len(str(long_value)) < 300
+
+
+@pytest.mark.parametrize("pattern", [r"id=(\d+)", r"key: (.*)", r"x(?:y(\d+))", r"(?:ab)+", r"[A-Z]{2}-\d{3,}"])
+def test_a_search_for_a_pattern_ending_in_a_simple_repeat_is_bounded_linearly(pattern):
+    # nothing after the repeat can fail: a megabyte is searched in a few million steps
+    n = 1 << 20
+    steps = bounded(pattern).estimate(n, search=True).steps
+    assert steps < 20 * n
+    # and the bound holds: the real search of a subject made to backtrack is as quick
+    for subject in ("9" * n, "id=" * (n // 3), "key: " * (n // 5), "xy" * (n // 2)):
+        started = time.perf_counter()
+        sum(1 for _ in re.finditer(pattern, subject))
+        assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("pattern", [r"\d+x", r"(a+)+b", r"(a|a)*", r"(\w+)@(\w+)\.com"])
+def test_a_repeat_that_something_after_it_can_fail_keeps_its_bound(pattern):
+    n = 1 << 20
+    assert bounded(pattern).estimate(n, search=True).steps >= n * n
+
+
+def test_a_full_match_of_a_pattern_ending_in_a_repeat_keeps_the_general_bound():
+    # fullmatch implies an end after the repeat, which can then fail and backtrack
+    assert bounded(r"\d+").estimate(1000, search=False).steps >= 1000
+    assert bounded(r"(\d+)(\d+)").estimate(1000, search=False).steps >= 1000**2
