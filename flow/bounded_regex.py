@@ -92,8 +92,9 @@ def bounded(pattern: str) -> BoundedPattern:
         # for patterns from attributes the log is no place for it.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            compiled = re.compile(pattern)
-            tree = sre_parse.parse(pattern, compiled.flags)
+            python = python_syntax(pattern)
+            compiled = re.compile(python)
+            tree = sre_parse.parse(python, compiled.flags)
     except (re.error, OverflowError, RecursionError) as error:
         raise PatternRefused(f"pattern {pattern!r} is not a valid regular expression ({error})") from None
     try:
@@ -103,6 +104,44 @@ def bounded(pattern: str) -> BoundedPattern:
     except RecursionError:
         raise PatternRefused(f"pattern {pattern!r} nests too deeply") from None
     return BoundedPattern(pattern, compiled, tree, _looks_around(tree))
+
+
+def python_syntax(pattern: str) -> str:
+    """`pattern` with Java's spelling of named groups, which NiFi's patterns use, in
+    Python's: `(?<name>...)` is `(?P<name>...)` and `\\k<name>` is `(?P=name)`. Both are
+    errors in Python's syntax, so no pattern written for Python changes; an escaped
+    parenthesis or one in a character class is left alone."""
+    if "(?<" not in pattern and "\\k<" not in pattern:
+        return pattern
+    out: list[str] = []
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            if not in_class and pattern.startswith("k<", index + 1) and ">" in pattern[index + 3 :]:
+                end = pattern.index(">", index + 3)
+                out.append(f"(?P={pattern[index + 3 : end]})")
+                index = end + 1
+                continue
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if pattern.startswith("]", index + 1) or pattern.startswith("^]", index + 1):
+                skip = 2 if pattern[index + 1] == "]" else 3
+                out.append(pattern[index : index + skip])
+                index += skip
+                continue
+        elif pattern.startswith("(?<", index) and index + 3 < len(pattern) and pattern[index + 3] not in "=!":
+            out.append("(?P<")
+            index += 3
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
 
 
 @functools.lru_cache(maxsize=4096)

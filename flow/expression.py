@@ -67,6 +67,8 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 # about as much as this many backtracking steps.
 _STEPS_PER_CALLBACK = 50
 
+# NiFi's escapes in quoted text; a backslash before anything else is kept.
+_ESCAPES = {"'": "'", '"': '"', "r": "\r", "n": "\n", "t": "\t"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _counter = itertools.count()
@@ -573,13 +575,17 @@ class _Parser:
         return ("attr", name)
 
     def quoted(self) -> str:
+        """Quoted text, with NiFi's escapes: \\' \\" \\r \\n \\t are the character, and
+        any other backslash stays, with what follows it (so that a pattern's \\d or \\.
+        reaches the regular expression as written; \\\\ stays two backslashes, as in NiFi)."""
         quote = self.text[self.position]
         self.position += 1
         out = []
         while self.position < len(self.text):
             char = self.text[self.position]
             if char == "\\" and self.position + 1 < len(self.text):
-                out.append(self.text[self.position + 1])
+                following = self.text[self.position + 1]
+                out.append(_ESCAPES.get(following, "\\" + following))
                 self.position += 2
                 continue
             if char == quote:

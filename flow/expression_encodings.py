@@ -136,6 +136,7 @@ def delimited_field(
         raise ValueError(f"the field index starts at 1, not {index}")
     if len(delimiter) != 1:
         raise ValueError(f"the delimiter is one character, not {delimiter!r}")
+    quote, escape = quote[:1], escape[:1]  # NiFi's quoted '\\' is two backslashes: the first counts
     fields: list[str] = []
     current: list[str] = []
     quoted = escaped = False

@@ -42,7 +42,7 @@ def failure(text: str, **attributes) -> ExpressionEvaluationError:
         ("${x:padRight(${n}, '-')}", {"x": "a", "n": str(MAX_STRING_LENGTH + 1)}),
         ("${x:replace('', ${x})}", {"x": "y" * 2000}),
         ("${x:replaceAll('', ${x})}", {"x": "y" * 2000}),
-        ("${x:replaceAll('yyyyyyyy', '" + "\\\\g<0>" * 20 + "')}", {"x": "y" * 65536}),
+        ("${x:replaceAll('yyyyyyyy', '" + "\\g<0>" * 20 + "')}", {"x": "y" * 65536}),
         ("${x:append(${x})}", {"x": "y" * (MAX_STRING_LENGTH // 2 + 1)}),
         ("${x:prepend(${x})}", {"x": "y" * (MAX_STRING_LENGTH // 2 + 1)}),
     ],
@@ -96,13 +96,14 @@ def test_the_pattern_budget_is_for_the_whole_evaluation():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("${s:matches('[a-z]+@[a-z]+\\\\.com')}", "true"),
+        ("${s:matches('[a-z]+@[a-z]+\\.com')}", "true"),  # NiFi keeps a backslash before . in quotes
         ("${s:find('@ex')}", "true"),
-        ("${s:replaceAll('([a-z]+)@([a-z]+)', '\\\\2 at \\\\1')}", "example at user.com"),
-        ("${s:replaceAll('(?P<u>\\\\w+)@', '<\\\\g<u>>')}", "<user>example.com"),
+        ("${s:replaceAll('([a-z]+)@([a-z]+)', '\\2 at \\1')}", "example at user.com"),
+        ("${s:replaceAll('(?P<u>\\w+)@', '<\\g<u>>')}", "<user>example.com"),
+        ("${s:replaceAll('([a-z]+)@([a-z]+)', '$2 at $1')}", "example at user.com"),
         ("${s:matches('(?i)USER.*')}", "true"),
         ("${s:find('(?<=@)example')}", "true"),
-        ("${s:find('(\\\\w)\\\\1')}", "false"),
+        ("${s:find('(\\w)\\1')}", "false"),
     ],
 )
 def test_usual_patterns_work_as_python_regular_expressions(text, expected):
@@ -212,3 +213,28 @@ def test_a_full_match_of_a_pattern_ending_in_a_repeat_keeps_the_general_bound():
     # fullmatch implies an end after the repeat, which can then fail and backtrack
     assert bounded(r"\d+").estimate(1000, search=False).steps >= 1000
     assert bounded(r"(\d+)(\d+)").estimate(1000, search=False).steps >= 1000**2
+
+
+@pytest.mark.parametrize(
+    ("java", "python"),
+    [
+        (r"(?<year>\d{4})-(?<month>\d\d)", r"(?P<year>\d{4})-(?P<month>\d\d)"),
+        (r"(?<w>\w)\k<w>", r"(?P<w>\w)(?P=w)"),
+        (r"(?<=a)b(?<!c)", r"(?<=a)b(?<!c)"),  # lookbehinds stay
+        (r"\(?<a>", r"\(?<a>"),  # an escaped parenthesis
+        (r"[(?<a>]", r"[(?<a>]"),  # in a character class
+        (r"[]](?<x>y)", r"[]](?P<x>y)"),
+        (r"a\\(?<n>b)", r"a\\(?P<n>b)"),  # an escaped backslash, then a group
+    ],
+)
+def test_javas_named_groups_read_as_pythons(java, python):
+    from flow.bounded_regex import python_syntax
+
+    assert python_syntax(java) == python
+    assert python_syntax(python) == python  # a pattern written for Python is left as it is
+
+
+def test_an_expression_pattern_may_name_its_groups_as_java_does():
+    flowfile = FlowFile.new(0, {"f": "on 2024-12-01"})
+    text = "${f:replaceAll('.*(?<year>\\d{4})-(?<month>\\d\\d).*', '${month}/${year}')}"
+    assert compile_expression(text).evaluate(flowfile) == "12/2024"

@@ -80,9 +80,11 @@ def test_text_that_is_not_the_date_fails_the_flowfile_with_the_reason():
 def test_replace_all_takes_javas_group_references_and_keeps_pythons():
     assert evaluate("${f:replaceAll('(.*)[.]txt', '$1.csv')}", f="a.txt") == "a.csv"
     assert evaluate("${f:replaceAll('(?P<stem>.*)[.]txt', '${stem}.csv')}", f="b.txt") == "b.csv"
-    assert evaluate("${f:replaceAll('(a)', '\\\\$$1')}", f="a.txt") == "$a.txt"  # \$ is a literal dollar
+    assert evaluate("${f:replaceAll('(a)', '\\$$1')}", f="a.txt") == "$a.txt"  # \$ is a literal dollar
     assert evaluate("${f:replaceAll('(a)(b)', '$21')}", f="ab") == "b1"  # no group 21: group 2, then 1
-    assert evaluate("${f:replaceAll('([a-z]+)@([a-z]+)', '\\\\2 at \\\\1')}", f="me@host") == "host at me"
+    assert evaluate("${f:replaceAll('([a-z]+)@([a-z]+)', '\\2 at \\1')}", f="me@host") == "host at me"
+    # in quotes a backslash stays before what is not an escape, as NiFi keeps it: \. is a dot
+    assert evaluate("${f:replaceAll('\\.txt$', '')}", f="a.txt.txt") == "a.txt"
     assert evaluate("${f:replaceFirst('[a-z]', 'X')}", f="abc") == "Xbc"
 
 
