@@ -26,6 +26,17 @@ _ZERO_RECORD_FLOWFILES = prop(
     "boolean",
     nifi2="Include Zero Record FlowFiles",
 )
+# How EvaluateJsonPath and SplitJson write what a JsonPath selected.
+_JSON_VALUES = (
+    same_choice(
+        "Null Value Representation",
+        "null_value_representation",
+        "empty string",
+        "empty string",
+        "the string 'null'",
+    ),
+    prop("Max String Length", "max_string_length", "20 MB", "size"),
+)
 _LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "NONE")
 
 PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
@@ -297,14 +308,7 @@ PROCESSOR_MAPPINGS: tuple[ComponentMapping, ...] = (
             same_choice("Destination", "destination", "flowfile-content", "flowfile-content", "flowfile-attribute"),
             same_choice("Return Type", "return_type", "auto-detect", "auto-detect", "json", "scalar"),
             same_choice("Path Not Found Behavior", "path_not_found_behavior", "ignore", "ignore", "warn", "skip"),
-            same_choice(
-                "Null Value Representation",
-                "null_value_representation",
-                "empty string",
-                "empty string",
-                "the string 'null'",
-            ),
-            prop("Max String Length", "max_string_length", "20 MB", "size"),
+            *_JSON_VALUES,
         ),
         note="each dynamic property is a JsonPath, as in NiFi",
     ),
@@ -592,6 +596,196 @@ PROCESSOR_MAPPINGS += (
 )
 
 
+# Attributes and content: NiFi's standard processors Custody has of these kinds.
+PROCESSOR_MAPPINGS += (
+    ComponentMapping(
+        "AttributesToJSON",
+        (_STANDARD + "AttributesToJSON",),
+        "nifi-standard-nar",
+        (
+            prop("Attributes List", "attributes_list"),
+            prop(
+                "attributes-to-json-regex",
+                "attributes_regex",
+                note="a Python regular expression, matched against whole names as NiFi's Java one is",
+            ),
+            same_choice("Destination", "destination", "flowfile-attribute", "flowfile-attribute", "flowfile-content"),
+            prop("Include Core Attributes", "include_core_attributes", "true", "boolean"),
+            prop("Null Value", "null_value", "false", "boolean"),
+            choice(
+                "JSON Handling Strategy",
+                "json_handling_strategy",
+                "ESCAPED",
+                {"ESCAPED": "escaped", "NESTED": "nested"},
+            ),
+            prop("Pretty Print", "pretty_print", "false", "boolean", depends_on=("Destination", ("flowfile-content",))),
+        ),
+    ),
+    ComponentMapping(
+        "LogMessage",
+        (_STANDARD + "LogMessage",),
+        "nifi-standard-nar",
+        (
+            prop("log-level", "log_level", "info"),
+            prop("log-prefix", "log_prefix"),
+            prop("log-message", "log_message"),
+        ),
+        note="logs under the processor's logger, flow.processor.<id>; trace is Python's level 5",
+    ),
+    ComponentMapping(
+        "DuplicateFlowFile",
+        (_STANDARD + "DuplicateFlowFile",),
+        "nifi-standard-nar",
+        (prop("Number of Copies", "number_of_copies", "100"),),
+        note="at most 10,000 copies of a FlowFile",
+    ),
+    ComponentMapping(
+        "ExtractText",
+        (_STANDARD + "ExtractText",),
+        "nifi-standard-nar",
+        (
+            prop("Character Set", "character_set", "UTF-8"),
+            prop("Maximum Buffer Size", "maximum_buffer_size", "1 MB", "size"),
+            prop("Maximum Capture Group Length", "maximum_capture_group_length", "1024", "integer"),
+            none("Enable Canonical Equivalence", "false", note="Python's re has no canonical equivalence"),
+            prop("Enable Case-insensitive Matching", "case_insensitive", "false", "boolean"),
+            prop("Permit Whitespace and Comments in Pattern", "comments", "false", "boolean"),
+            prop("Enable DOTALL Mode", "dotall", "false", "boolean"),
+            prop("Enable Literal Parsing of the Pattern", "literal", "false", "boolean"),
+            prop("Enable Multiline Mode", "multiline", "false", "boolean"),
+            prop("Enable Unicode-aware Case Folding", "unicode_case", "false", "boolean"),
+            none(
+                "Enable Unicode Predefined Character Classes",
+                "false",
+                note="Python's Unicode \\w, \\d, \\s and \\b differ from Java's UNICODE_CHARACTER_CLASS",
+            ),
+            prop("Enable Unix Lines Mode", "unix_lines", "false", "boolean"),
+            prop("Include Capture Group 0", "include_capture_group_0", "true", "boolean"),
+            prop(
+                "extract-text-enable-repeating-capture-group",
+                "repeating_capture_group",
+                "false",
+                "boolean",
+                nifi2="Enable repeating capture group",
+            ),
+            prop(
+                "extract-text-enable-named-groups",
+                "named_groups",
+                "false",
+                "boolean",
+                nifi2="Enable named group support",
+            ),
+        ),
+        note="each dynamic property is an attribute and its pattern, as in NiFi; patterns are Python's re, with "
+        "Java's named groups (?<name>...) read as Python's",
+    ),
+    ComponentMapping(
+        "RouteOnContent",
+        (_STANDARD + "RouteOnContent",),
+        "nifi-standard-nar",
+        (
+            choice(
+                "Match Requirement",
+                "match_requirement",
+                "content must match exactly",
+                {
+                    "content must match exactly": "content_must_match_exactly",
+                    "content must contain match": "content_must_contain_match",
+                },
+            ),
+            prop("Character Set", "character_set", "UTF-8"),
+            prop("Content Buffer Size", "content_buffer_size", "1 MB", "size"),
+        ),
+        note="each dynamic property is a route and its pattern, as in NiFi; patterns are Python's re",
+    ),
+)
+# JSON and content codecs.
+PROCESSOR_MAPPINGS += (
+    ComponentMapping(
+        "SplitJson",
+        (_STANDARD + "SplitJson",),
+        "nifi-standard-nar",
+        (
+            prop("JsonPath Expression", "json_path_expression"),
+            *_JSON_VALUES,
+        ),
+        note="fragment.index counts from 0, as NiFi's SplitJson does",
+    ),
+    ComponentMapping(
+        "FlattenJson",
+        (_STANDARD + "FlattenJson",),
+        "nifi-standard-nar",
+        (
+            prop("flatten-json-separator", "separator", "."),
+            same_choice(
+                "flatten-mode",
+                "flatten_mode",
+                "keep arrays",
+                "normal",
+                "keep arrays",
+                "dot notation",
+                "keep primitive arrays",
+            ),
+            prop("ignore-reserved-characters", "ignore_reserved_characters", "false", "boolean"),
+            same_choice("flatten-json-return-type", "return_type", "flatten", "flatten", "unflatten"),
+            prop("flatten-json-character-set", "character_set", "UTF-8"),
+            prop("flatten-json-pretty-print-json", "pretty_print", "false", "boolean"),
+        ),
+    ),
+    ComponentMapping(
+        "CryptographicHashContent",
+        (_STANDARD + "CryptographicHashContent",),
+        "nifi-standard-nar",
+        (
+            prop("fail_when_empty", "fail_when_empty", "false", "boolean"),
+            same_choice(
+                "hash_algorithm",
+                "hash_algorithm",
+                "SHA-256",
+                "MD5",
+                "SHA-1",
+                "SHA-224",
+                "SHA-256",
+                "SHA-384",
+                "SHA-512",
+                "SHA-512/224",
+                "SHA-512/256",
+                "SHA3-224",
+                "SHA3-256",
+                "SHA3-384",
+                "SHA3-512",
+                "BLAKE2-160",
+                "BLAKE2-256",
+                "BLAKE2-384",
+                "BLAKE2-512",
+            ),
+        ),
+        note="MD2 is not mapped: Python's hashlib has no MD2; the attribute is content_<algorithm>, as in NiFi",
+    ),
+    ComponentMapping(
+        "EncodeContent",
+        (_STANDARD + "EncodeContent",),
+        "nifi-standard-nar",
+        (
+            same_choice("Mode", "mode", "Encode", "Encode", "Decode"),
+            same_choice("Encoding", "encoding", "base64", "base64", "base32", "hex"),
+            same_choice(
+                "Line Output Mode",
+                "line_output_mode",
+                "SINGLE_LINE",
+                "SINGLE_LINE",
+                "MULTIPLE_LINES",
+                depends_on=("Mode", ("Encode",)),
+            ),
+            prop(
+                "Encoded Line Length",
+                "encoded_line_length",
+                "76",
+                depends_on=("Line Output Mode", ("MULTIPLE_LINES",)),
+            ),
+        ),
+    ),
+)
 PROCESSOR_MAPPINGS += KAFKA_MAPPINGS
 
 __all__ = ["CONNECTION_SERVICE_TYPES", "PROCESSOR_MAPPINGS", "processor_mapping", "processor_mapping_of"]

@@ -11,13 +11,20 @@ from types import MappingProxyType
 
 from ..processor import Processor
 from .attributes import LogAttribute, RouteOnAttribute, UpdateAttribute
+from .attributes_json import AttributesToJSON
 from .compress import CompressContent
+from .content_codecs import CryptographicHashContent, EncodeContent
+from .content_regex import ExtractText, RouteOnContent
+from .duplicate import DuplicateFlowFile
 from .files import FetchFile, GetFile, ListFile, PutFile
 from .generate import GenerateFlowFile
 from .http import ListenHTTP
 from .http_client import InvokeHTTP
+from .json_flatten import FlattenJson
 from .json_path import EvaluateJsonPath
+from .json_split import SplitJson
 from .kafka import ConsumeKafka, PublishKafka
+from .log_message import LogMessage
 from .merge import MergeContent
 from .merge_record import MergeRecord
 from .parquet import PutParquet
@@ -40,12 +47,20 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     ConsumeKafka,
     UpdateAttribute,
     RouteOnAttribute,
+    AttributesToJSON,
+    ExtractText,
+    RouteOnContent,
+    DuplicateFlowFile,
     SplitText,
     MergeContent,
     UnpackContent,
     ReplaceText,
     CompressContent,
     EvaluateJsonPath,
+    SplitJson,
+    FlattenJson,
+    CryptographicHashContent,
+    EncodeContent,
     ConvertRecord,
     QueryRecord,
     ValidateRecord,
@@ -55,6 +70,7 @@ STANDARD_PROCESSORS: tuple[type[Processor], ...] = (
     RemoveRecordField,
     MergeRecord,
     LogAttribute,
+    LogMessage,
     PutFile,
     ExecuteStateless,
     ExecuteSparkSQL,

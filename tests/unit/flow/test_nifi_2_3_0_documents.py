@@ -53,7 +53,7 @@ def test_every_property_nifi_writes_at_its_default_is_understood_and_what_it_lac
     assert set(refused) == {
         "InvokeHTTP", "ListenHTTP", "ConvertRecord", "ValidateRecord", "CompressContent", "EvaluateJsonPath",
         "RouteOnAttribute", "SplitText", "MergeRecord", "RemoveRecordField", "UpdateRecord", "PutFile",
-        "QueryRecord", "GetFile", "PartitionRecord", "ListFile", "SplitRecord",
+        "QueryRecord", "GetFile", "PartitionRecord", "ListFile", "SplitRecord", "SplitJson",
     }  # fmt: skip
     assert all(message.startswith("Custody refuses it: ") for message in refused.values())
     assert "required property is missing" in refused["GetFile"]
