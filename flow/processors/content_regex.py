@@ -141,6 +141,11 @@ def fitted(source: str, subject: str, *, search: bool) -> re.Pattern:
     return guarded.compiled
 
 
+def head_text(session: ProcessSession, flowfile, limit: int, character_set: str) -> str:
+    """The first `limit` bytes of the content as text, bytes that do not decode U+FFFD."""
+    return read_head(session, flowfile, limit).decode(character_set, errors="replace")
+
+
 def read_head(session: ProcessSession, flowfile, limit: int) -> bytes:
     """The first `limit` bytes of the content, reading no further."""
     with session.read(flowfile) as source:
@@ -364,9 +369,7 @@ class ExtractText(Processor):
         aside = _SetAside(self.id, context, session)
         for flowfile in batch:
             try:
-                text = read_head(session, flowfile, context["maximum_buffer_size"]).decode(
-                    context["character_set"], errors="replace"
-                )
+                text = head_text(session, flowfile, context["maximum_buffer_size"], context["character_set"])
             except UnreadableContent as error:
                 aside.unreadable(flowfile, error)
                 continue
@@ -502,9 +505,7 @@ class RouteOnContent(Processor):
         aside = _SetAside(self.id, context, session)
         for flowfile in batch:
             try:
-                text = read_head(session, flowfile, context["content_buffer_size"]).decode(
-                    context["character_set"], errors="replace"
-                )
+                text = head_text(session, flowfile, context["content_buffer_size"], context["character_set"])
             except UnreadableContent as error:
                 aside.unreadable(flowfile, error)
                 continue
