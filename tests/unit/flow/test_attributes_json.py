@@ -8,7 +8,7 @@ import re
 import pytest
 
 from flow.expression import MAX_STRING_LENGTH
-from flow.loading import parse_flow, standard_registry
+from flow.loading import parse_flow
 from flow.processors.attributes_json import (
     CORE_ATTRIBUTES,
     AttributesToJSON,
@@ -19,23 +19,15 @@ from flow.processors.attributes_json import (
     nested,
     select_attributes,
 )
-from tests.unit.flow.test_processors import trigger_once
+from tests.unit.flow.test_processors import one_processor_flow, trigger_once
 
 
 def run(properties, inputs):
     """One run of an AttributesToJSON on `inputs` [(attributes, bytes)]: {relationship:
     [(attributes, bytes)]}."""
-    registry = standard_registry()
-    registry.register(AttributesToJSON)
-    definition = {
-        "processors": [{"id": "p", "type": "AttributesToJSON", "properties": properties}],
-        "ports": [{"id": "in", "type": "input"}],
-        "connections": [{"source": "in", "destination": "p"}],
-    }
-    for name in AttributesToJSON.relationships:
-        definition["ports"].append({"id": f"out-{name}", "type": "output"})
-        definition["connections"].append({"source": "p", "relationships": [name], "destination": f"out-{name}"})
-    return trigger_once(parse_flow(definition, registry=registry), inputs)
+    return trigger_once(
+        parse_flow(one_processor_flow("AttributesToJSON", properties, AttributesToJSON.relationships)), inputs
+    )
 
 
 def only_success(out):

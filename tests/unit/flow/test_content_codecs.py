@@ -13,29 +13,21 @@ import random
 import pytest
 
 from flow.errors import FlowDefinitionError
-from flow.loading import parse_flow, standard_registry
-from flow.processors.content_codecs import CHUNK, CryptographicHashContent, EncodeContent, hash_available
-from tests.unit.flow.test_processors import trigger_once
+from flow.loading import parse_flow
+from flow.processors.content_codecs import CHUNK, hash_available
+from tests.unit.flow.test_processors import one_processor_flow, trigger_once
 from tests.unit.flow.test_unreadable_content import CORRUPTED, NOW, PENALTY_MS, Bench
 
-REGISTRY = standard_registry()
-REGISTRY.register(CryptographicHashContent)
-REGISTRY.register(EncodeContent)
 RELATIONSHIPS = ("success", "failure")
 BYTES_0_TO_29 = bytes(range(30))
 
 
 def definition(processor_type: str, properties: dict) -> dict:
-    return {
-        "processors": [{"id": "p", "type": processor_type, "properties": properties}],
-        "ports": [{"id": "in", "type": "input"}] + [{"id": f"out-{name}", "type": "output"} for name in RELATIONSHIPS],
-        "connections": [{"source": "in", "destination": "p"}]
-        + [{"source": "p", "relationships": [name], "destination": f"out-{name}"} for name in RELATIONSHIPS],
-    }
+    return one_processor_flow(processor_type, properties, RELATIONSHIPS)
 
 
 def run(processor_type: str, content: bytes, attributes=None, **properties) -> dict:
-    flow = parse_flow(definition(processor_type, properties), registry=REGISTRY)
+    flow = parse_flow(definition(processor_type, properties))
     return trigger_once(flow, [(attributes or {}, content)])
 
 
@@ -99,9 +91,9 @@ def test_content_larger_than_a_chunk_is_hashed_whole():
 
 def test_an_algorithm_hashlib_lacks_is_refused_at_load():
     with pytest.raises(FlowDefinitionError, match="hashlib has no MD2"):
-        parse_flow(definition("CryptographicHashContent", {"hash_algorithm": "MD2"}), registry=REGISTRY)
+        parse_flow(definition("CryptographicHashContent", {"hash_algorithm": "MD2"}))
     with pytest.raises(FlowDefinitionError, match="hash_algorithm"):
-        parse_flow(definition("CryptographicHashContent", {"hash_algorithm": "SHA256"}), registry=REGISTRY)
+        parse_flow(definition("CryptographicHashContent", {"hash_algorithm": "SHA256"}))
 
 
 # -- EncodeContent --------------------------------------------------------------------
@@ -202,7 +194,7 @@ def _lines(text: bytes, width: int) -> list[bytes]:
 
 def test_a_constant_bad_line_length_is_refused_at_load():
     with pytest.raises(FlowDefinitionError, match="encoded_line_length"):
-        parse_flow(definition("EncodeContent", {"encoded_line_length": "0"}), registry=REGISTRY)
+        parse_flow(definition("EncodeContent", {"encoded_line_length": "0"}))
 
 
 @pytest.mark.parametrize("processor_type", ["CryptographicHashContent", "EncodeContent"])

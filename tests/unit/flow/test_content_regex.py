@@ -5,28 +5,13 @@ from __future__ import annotations
 import pytest
 
 from flow.errors import FlowDefinitionError
-from flow.loading import parse_flow, standard_registry
-from flow.processors.content_regex import ERROR_ATTRIBUTE, ROUTE_ATTRIBUTE, ExtractText, RouteOnContent
-from tests.unit.flow.test_processors import trigger_once
-
-
-def _registry():
-    registry = standard_registry()
-    registry.register(ExtractText)
-    registry.register(RouteOnContent)
-    return registry
+from flow.loading import parse_flow
+from flow.processors.content_regex import ERROR_ATTRIBUTE, ROUTE_ATTRIBUTE, RouteOnContent
+from tests.unit.flow.test_processors import one_processor_flow, trigger_once
 
 
 def _definition(processor_type, properties, relationships):
-    definition: dict = {
-        "processors": [{"id": "p", "type": processor_type, "properties": properties}],
-        "ports": [{"id": "in", "type": "input"}],
-        "connections": [{"source": "in", "destination": "p"}],
-    }
-    for name in relationships:
-        definition["ports"].append({"id": f"out-{name}", "type": "output"})
-        definition["connections"].append({"source": "p", "relationships": [name], "destination": f"out-{name}"})
-    return parse_flow(definition, registry=_registry())
+    return parse_flow(one_processor_flow(processor_type, properties, relationships))
 
 
 def extract(properties, content: bytes, attributes=None):

@@ -5,23 +5,13 @@ from __future__ import annotations
 import pytest
 
 from flow.errors import FlowDefinitionError
-from flow.loading import parse_flow, standard_registry
-from flow.processors.duplicate import MAX_COPIES, DuplicateFlowFile, NotACount, copies
-from tests.unit.flow.test_processors import trigger_once
+from flow.loading import parse_flow
+from flow.processors.duplicate import MAX_COPIES, NotACount, copies
+from tests.unit.flow.test_processors import one_processor_flow, trigger_once
 
 
 def definition(properties, relationships=("success",)):
-    flow = {
-        "processors": [{"id": "p", "type": "DuplicateFlowFile", "properties": properties}],
-        "ports": [{"id": "in", "type": "input"}],
-        "connections": [{"source": "in", "destination": "p"}],
-    }
-    for name in relationships:
-        flow["ports"].append({"id": f"out-{name}", "type": "output"})
-        flow["connections"].append({"source": "p", "relationships": [name], "destination": f"out-{name}"})
-    registry = standard_registry()
-    registry.register(DuplicateFlowFile)
-    return parse_flow(flow, registry=registry)
+    return parse_flow(one_processor_flow("DuplicateFlowFile", properties, relationships))
 
 
 def test_default_makes_a_hundred_clones_besides_the_original():

@@ -9,28 +9,21 @@ import json
 import pytest
 
 from flow.errors import FlowDefinitionError
-from flow.loading import parse_flow, standard_registry
-from flow.processors.json_flatten import FlattenJson, java_double_text
-from tests.unit.flow.test_processors import trigger_once
+from flow.loading import parse_flow
+from flow.processors.json_flatten import java_double_text
+from tests.unit.flow.test_processors import one_processor_flow, trigger_once
 from tests.unit.flow.test_unreadable_content import CORRUPTED, NOW, PENALTY_MS, Bench
 
-REGISTRY = standard_registry()
-REGISTRY.register(FlattenJson)
 RELATIONSHIPS = ("success", "failure")
 
 
 def definition(properties: dict) -> dict:
-    return {
-        "processors": [{"id": "p", "type": "FlattenJson", "properties": properties}],
-        "ports": [{"id": "in", "type": "input"}] + [{"id": f"out-{name}", "type": "output"} for name in RELATIONSHIPS],
-        "connections": [{"source": "in", "destination": "p"}]
-        + [{"source": "p", "relationships": [name], "destination": f"out-{name}"} for name in RELATIONSHIPS],
-    }
+    return one_processor_flow("FlattenJson", properties, RELATIONSHIPS)
 
 
 def flatten(content: str | bytes, attributes=None, **properties) -> dict:
     data = content.encode() if isinstance(content, str) else content
-    return trigger_once(parse_flow(definition(properties), registry=REGISTRY), [(attributes or {}, data)])
+    return trigger_once(parse_flow(definition(properties)), [(attributes or {}, data)])
 
 
 def flattened(content: str, **properties) -> str:
@@ -183,7 +176,7 @@ def test_what_cannot_be_done_goes_to_failure_unchanged(content, return_type, rea
 )
 def test_bad_settings_are_refused_at_load(properties, name):
     with pytest.raises(FlowDefinitionError, match=name):
-        parse_flow(definition(properties), registry=REGISTRY)
+        parse_flow(definition(properties))
 
 
 def test_unreadable_content_is_set_aside():

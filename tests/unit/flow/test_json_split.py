@@ -10,13 +10,10 @@ import json
 import pytest
 
 from flow.errors import FlowDefinitionError
-from flow.loading import parse_flow, standard_registry
-from flow.processors.json_split import SplitJson
-from tests.unit.flow.test_processors import trigger_once
+from flow.loading import parse_flow
+from tests.unit.flow.test_processors import one_processor_flow, trigger_once
 from tests.unit.flow.test_unreadable_content import CORRUPTED, NOW, PENALTY_MS, Bench
 
-REGISTRY = standard_registry()
-REGISTRY.register(SplitJson)
 RELATIONSHIPS = ("original", "split", "failure")
 DOCUMENT = json.dumps(
     {"items": [{"id": 1, "tags": ["a"]}, "text", 2.5, True, None, [1, 2]], "one": {"k": "v"}, "n": 7}
@@ -24,17 +21,11 @@ DOCUMENT = json.dumps(
 
 
 def definition(properties: dict) -> dict:
-    document: dict = {
-        "processors": [{"id": "p", "type": "SplitJson", "properties": properties}],
-        "ports": [{"id": "in", "type": "input"}] + [{"id": f"out-{name}", "type": "output"} for name in RELATIONSHIPS],
-        "connections": [{"source": "in", "destination": "p"}]
-        + [{"source": "p", "relationships": [name], "destination": f"out-{name}"} for name in RELATIONSHIPS],
-    }
-    return document
+    return one_processor_flow("SplitJson", properties, RELATIONSHIPS)
 
 
 def split(path: str, content: bytes = DOCUMENT, attributes=None, **properties) -> dict:
-    flow = parse_flow(definition({"json_path_expression": path, **properties}), registry=REGISTRY)
+    flow = parse_flow(definition({"json_path_expression": path, **properties}))
     return trigger_once(flow, [(attributes or {"filename": "doc.json"}, content)])
 
 
@@ -60,7 +51,7 @@ def test_each_element_becomes_a_split_in_order_with_fragment_attributes():
 
 
 def test_each_flowfile_gets_its_own_fragment_identifier():
-    flow = parse_flow(definition({"json_path_expression": "$.items"}), registry=REGISTRY)
+    flow = parse_flow(definition({"json_path_expression": "$.items"}))
     out = trigger_once(flow, [({"filename": "a"}, DOCUMENT), ({"filename": "b"}, b'{"items": [10, 20]}')])
     identifiers = {attributes["filename"]: attributes["fragment.identifier"] for attributes, _ in out["original"]}
     assert len(set(identifiers.values())) == 2
@@ -121,7 +112,7 @@ def test_a_string_over_max_string_length_goes_to_failure():
 @pytest.mark.parametrize("path", ["$.items[", "", "$.a[?(@.b size 2)]"])
 def test_a_path_that_cannot_be_read_is_refused_at_load(path):
     with pytest.raises(FlowDefinitionError, match="json_path_expression"):
-        parse_flow(definition({"json_path_expression": path}), registry=REGISTRY)
+        parse_flow(definition({"json_path_expression": path}))
 
 
 def test_unreadable_content_is_set_aside():

@@ -7,25 +7,15 @@ import logging
 import pytest
 
 from flow.errors import FlowDefinitionError
-from flow.loading import parse_flow, standard_registry
-from flow.processors.log_message import TRACE, LogMessage, log_level, log_line
-from tests.unit.flow.test_processors import trigger_once
+from flow.loading import parse_flow
+from flow.processors.log_message import TRACE, log_level, log_line
+from tests.unit.flow.test_processors import one_processor_flow, trigger_once
 
 LOGGER = "flow.processor.p"  # the processor's logger, as LogAttribute's
 
 
 def definition(properties, relationships=("success",)):
-    flow = {
-        "processors": [{"id": "p", "type": "LogMessage", "properties": properties}],
-        "ports": [{"id": "in", "type": "input"}],
-        "connections": [{"source": "in", "destination": "p"}],
-    }
-    for name in relationships:
-        flow["ports"].append({"id": f"out-{name}", "type": "output"})
-        flow["connections"].append({"source": "p", "relationships": [name], "destination": f"out-{name}"})
-    registry = standard_registry()
-    registry.register(LogMessage)
-    return parse_flow(flow, registry=registry)
+    return parse_flow(one_processor_flow("LogMessage", properties, relationships))
 
 
 def lines(caplog):

@@ -18,20 +18,27 @@ def run(processor_type, properties, inputs=(), relationships=None, *, source=Fal
     from flow.processors import PROCESSOR_TYPES
 
     cls = PROCESSOR_TYPES[processor_type]
-    definition = {
+    definition = one_processor_flow(processor_type, properties, relationships or cls.relationships, source, auto)
+    return trigger_once(parse_flow(definition), inputs)
+
+
+def one_processor_flow(processor_type, properties, relationships, source=False, auto=()) -> dict:
+    """A flow of processor `p` (fed by the input port `in` unless `source`) with an
+    output port `out-NAME` for each of `relationships` not in `auto` (auto-terminated)."""
+    definition: dict = {
         "processors": [{"id": "p", "type": processor_type, "properties": properties, "auto_terminate": list(auto)}],
         "ports": [{"id": "in", "type": "input"}],
         "connections": [],
     }
     if not source:
         definition["connections"].append({"source": "in", "destination": "p"})
-    for name in relationships or cls.relationships:
+    for name in relationships:
         if name in auto:
             continue
         port = f"out-{name}"
         definition["ports"].append({"id": port, "type": "output"})
         definition["connections"].append({"source": "p", "relationships": [name], "destination": port})
-    return trigger_once(parse_flow(definition), inputs)
+    return definition
 
 
 def trigger_once(definition, inputs=()) -> dict[str, list]:
