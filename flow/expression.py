@@ -3,12 +3,22 @@
     "file-${filename:toUpper()}.txt"         text with embedded expressions
     "${count:plus(1):mod(10):equals(0)}"    functions chain left to right
     "${now()}" "${UUID()}" "${literal('x')}" subject functions
-    "$${not an expression}"                  "$$" escapes a "$"
+    "${anyAttribute('a', 'b'):isEmpty()}"    one condition over several attributes
+    "${allAttributes('a', 'b'):join(',')}"   ... or their values joined (or counted)
+    "$${not an expression}" "cost: $$5"      "$$" before "{" escapes a "$" (only there)
 
 Arguments are 'quoted' or "quoted" text, numbers, true/false, or nested `${...}`.
 `compile_expression` parses once (errors name the offending position, an unknown
 function, a wrong number of arguments, an invalid constant pattern); the result's
-`evaluate(flowfile)` returns a string (booleans as "true"/"false", missing as "").
+`evaluate(flowfile)` returns a string (booleans as "true"/"false", missing as "", a
+date, from `now()` or `toDate()`, as Java's `Date.toString()` writes it).
+
+The functions over several attributes (`anyAttribute`, `allAttributes`,
+`anyMatchingAttribute`, `allMatchingAttributes`, `anyDelineatedValue`,
+`allDelineatedValues`) apply the rest of the chain to each value they select: the
+`any` ones are true when the chain is true for one value, the `all` ones when it is
+for every value, unless the chain ends with `join(delimiter)` or `count()`, which make
+one value of them all (joined, or the number that are neither missing nor false).
 
 Evaluation never fails otherwise than with an `ExpressionError` naming the expression
 (`ExpressionEvaluationError`, with `expression` and `reason`), whatever the attributes
@@ -33,6 +43,8 @@ values come from outside and must not exhaust the node:
 
 from __future__ import annotations
 
+import decimal
+import functools
 import inspect
 import itertools
 import json
@@ -46,6 +58,7 @@ import uuid as _uuid
 from collections.abc import Callable
 
 from . import expression_encodings as encodings
+from . import expression_math
 from .bounded_regex import (
     REGEX_STACK_DEPTH,
     REGEX_STEPS_PER_EVALUATION,
@@ -66,12 +79,25 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 # replaceAll's Python callback per match, counted against the pattern budget: it costs
 # about as much as this many backtracking steps.
 _STEPS_PER_CALLBACK = 50
+# evaluateELString(), counted the same way: a value whose expressions evaluate
+# themselves again, several times over, ends within the budget
+_STEPS_PER_EVALUATION = 1000
 
 # NiFi's escapes in quoted text; a backslash before anything else is kept.
 _ESCAPES = {"'": "'", '"': '"', "r": "\r", "n": "\n", "t": "\t"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _counter = itertools.count()
+# How Java's Date.toString() writes a date (in the JVM's zone: here the machine's)
+_DATE_TEXT = "EEE MMM dd HH:mm:ss zzz yyyy"
+
+
+class JavaDate(int):
+    """A date of NiFi's expression language: milliseconds since the epoch, which as a
+    result is written as Java's `Date.toString()` writes it. Arithmetic on it makes a
+    plain number (`${now():minus(1000)}` is milliseconds), as `toNumber()` does."""
+
+    __slots__ = ()
 
 
 class ExpressionEvaluationError(ExpressionError):
@@ -131,11 +157,39 @@ def _number(value):
 def _text(value) -> str:
     if value is None:
         return ""
+    if type(value) is JavaDate:
+        return format_millis(value, _DATE_TEXT)
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):
+        return java_double_text(value)
     return str(value)
+
+
+def java_double_text(number: float) -> str:
+    """A decimal as Java's `Double.toString` writes it, as NiFi writes its decimals:
+    the shortest digits that read back the same, with at least one after the point
+    (`2.0`), plain from 0.001 to below 10,000,000 and otherwise in Java's scientific
+    notation (`1.0E7`, `1.0E-4`)."""
+    if not math.isfinite(number):
+        return "NaN" if number != number else ("Infinity" if number > 0 else "-Infinity")
+    if number == 0:
+        return "-0.0" if math.copysign(1.0, number) < 0 else "0.0"
+    sign, digit_tuple, exponent = decimal.Decimal(repr(number)).as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    significant = digits.rstrip("0") or "0"
+    point = len(digits) + exponent  # the decimal point's place after the first digit
+    if 1e-3 <= abs(number) < 1e7:
+        if point <= 0:
+            text = "0." + "0" * -point + significant
+        elif point >= len(significant):
+            text = significant + "0" * (point - len(significant)) + ".0"
+        else:
+            text = significant[:point] + "." + significant[point:]
+    else:
+        text = f"{significant[0]}.{significant[1:] or '0'}E{point - 1}"
+    return "-" + text if sign else text
 
 
 def is_true(text: str) -> bool:
@@ -158,11 +212,13 @@ def _room(length: int) -> None:
 class _Meter:
     """What one evaluation has spent: characters built and pattern steps."""
 
-    __slots__ = ("built", "steps")
+    __slots__ = ("built", "depth", "flowfile", "steps")
 
-    def __init__(self):
+    def __init__(self, flowfile=None):
         self.built = 0
         self.steps = 0
+        self.flowfile = flowfile  # what evaluateELString() evaluates against
+        self.depth = 0  # of evaluateELString() within evaluateELString()
 
     def charge_string(self, length: int) -> None:
         _room(length)
@@ -319,11 +375,64 @@ def _replaced_length_bound(guarded, length: int, replacement: str) -> int:
     return length + (length + 1) * len(replacement) + references * each_reference
 
 
+def _evaluate_el_string(meter: _Meter, v):
+    """The subject read as an expression and evaluated against the same FlowFile."""
+    text = _text(v)
+    if "$" not in text:
+        return text
+    if meter.depth >= MAX_NESTING:
+        raise ExpressionError(f"evaluateELString() nests more than {MAX_NESTING} deep")
+    meter.charge_steps(_STEPS_PER_EVALUATION)
+    expression = _compiled(text) if len(text) <= _CACHED_TEXT else compile_expression(text)
+    meter.depth += 1
+    try:
+        return expression.render_within(meter)
+    finally:
+        meter.depth -= 1
+
+
+_CACHED_TEXT = 4096
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text: str) -> Expression:
+    return compile_expression(text)
+
+
+def _math(v, method, argument=None):
+    subject = _number(v)
+    return expression_math.run(_text(method), _plain(subject), None if argument is None else _plain(_number(argument)))
+
+
+def _plain(number):
+    """A number without its date-ness (`toNumber()` of a date is its milliseconds)."""
+    return int(number) if type(number) is JavaDate else number
+
+
 def _divide(v, x):
-    left, right = _number(v), _number(x)
+    """Java's division: whole numbers divide whole, the quotient cut toward zero."""
+    left, right = _plain(_number(v)), _plain(_number(x))
     if isinstance(left, int) and isinstance(right, int):
-        return _checked(left // right)
+        quotient = abs(left) // abs(right)
+        return _checked(quotient if (left < 0) == (right < 0) else -quotient)
     return _checked(left / right)
+
+
+def _mod(v, x):
+    """Java's remainder: it takes the sign of the dividend (-7 mod 3 is -1)."""
+    left, right = _plain(_number(v)), _plain(_number(x))
+    if isinstance(left, int) and isinstance(right, int):
+        remainder = abs(left) % abs(right)
+        return -remainder if left < 0 else remainder
+    if right == 0:
+        raise ZeroDivisionError("float modulo")
+    return _checked(math.fmod(left, right))
+
+
+def _whole(v):
+    """toNumber(): a whole number, a decimal cut toward zero as NiFi's is."""
+    number = _plain(_number(v))
+    return int(number) if isinstance(number, float) else number
 
 
 def _arithmetic(operation: Callable) -> Callable:
@@ -368,8 +477,9 @@ FUNCTIONS: dict[str, Callable] = {
     "minus": _arithmetic(lambda a, b: a - b),
     "multiply": _arithmetic(lambda a, b: a * b),
     "divide": _divide,
-    "mod": _arithmetic(lambda a, b: a % b),
-    "toNumber": lambda v: _number(v),
+    "mod": _mod,
+    "toNumber": _whole,
+    "toDecimal": lambda v: float(_number(v)),
     "toString": lambda v: _text(v),
     "and": lambda v, x: _truth(v) and _truth(x),
     "or": lambda v, x: _truth(v) or _truth(x),
@@ -397,6 +507,14 @@ FUNCTIONS: dict[str, Callable] = {
     "escapeXml": lambda v: encodings.escape_xml(_text(v)),
     "unescapeXml": lambda v: encodings.unescape_xml(_text(v)),
     "escapeCsv": lambda v: encodings.escape_csv(_text(v)),
+    "escapeHtml3": lambda v: encodings.escape_html(_text(v), 3),
+    "escapeHtml4": lambda v: encodings.escape_html(_text(v), 4),
+    "unescapeHtml3": lambda v: encodings.unescape_html(_text(v), 3),
+    "unescapeHtml4": lambda v: encodings.unescape_html(_text(v), 4),
+    "UUID3": lambda v, n: encodings.name_uuid(_text(v), _text(n), 3),
+    "UUID5": lambda v, n: encodings.name_uuid(_text(v), _text(n), 5),
+    "math": _math,
+    "evaluateELString": _evaluate_el_string,
     "unescapeCsv": lambda v: encodings.unescape_csv(_text(v)),
     "hash": lambda v, a: encodings.hash_text(_text(v), _text(a)),
     "toRadix": lambda v, r, w=0: encodings.to_radix(int(_number(v)), int(_number(r)), int(_number(w))),
@@ -408,12 +526,12 @@ FUNCTIONS: dict[str, Callable] = {
 # The argument of these that is a date pattern, checked at parse time when it is constant.
 _DATE_PATTERN_ARGUMENT = {"format": 0, "formatInstant": 0, "toDate": 0, "toInstant": 0}
 # These take the evaluation's meter first: their cost depends on the pattern.
-_METERED = frozenset({"matches", "find", "replaceAll", "replaceFirst"})
+_METERED = frozenset({"matches", "find", "replaceAll", "replaceFirst", "evaluateELString"})
 # The argument of these that is a pattern, checked at parse time when it is constant.
 _PATTERN_ARGUMENT = {"matches": 0, "find": 0, "replaceAll": 0, "replaceFirst": 0}
 
 SUBJECTS: dict[str, Callable] = {
-    "now": lambda: int(time.time() * 1000),
+    "now": lambda: JavaDate(time.time() * 1000),
     "UUID": lambda: str(_uuid.uuid4()),
     "nextInt": lambda: next(_counter),
     "hostname": lambda: socket.gethostname(),
@@ -421,7 +539,20 @@ SUBJECTS: dict[str, Callable] = {
     "random": lambda: _random.getrandbits(63),
     "ip": lambda: _host_address(),
     "thread": lambda: threading.current_thread().name,
+    "math": lambda method: expression_math.run(_text(method), None),
 }
+# Subjects that select several values, the rest of the chain applied to each (the
+# arity of each: names or patterns, one or more; a value and its delimiter)
+MULTIPLE_SUBJECTS: dict[str, tuple[int, int]] = {
+    "anyAttribute": (1, MAX_ARGUMENTS),
+    "allAttributes": (1, MAX_ARGUMENTS),
+    "anyMatchingAttribute": (1, MAX_ARGUMENTS),
+    "allMatchingAttributes": (1, MAX_ARGUMENTS),
+    "anyDelineatedValue": (2, 2),
+    "allDelineatedValues": (2, 2),
+}
+# Functions that make one value of the values an `all...` subject selected
+AGGREGATES: dict[str, tuple[int, int]] = {"join": (1, 1), "count": (0, 0)}
 
 
 def _arity(function: Callable, skip: int) -> tuple[int, int]:
@@ -471,8 +602,8 @@ def _repeat(text: str, least: int, most: int | None) -> str:
 
 def _to_date(value, pattern, zone_name):
     if pattern is None:
-        return int(_number(value))
-    return parse_millis(_text(value), _text(pattern), _zone_name(zone_name))
+        return JavaDate(_number(value))
+    return JavaDate(parse_millis(_text(value), _text(pattern), _zone_name(zone_name)))
 
 
 def _zone_name(value) -> str | None:
@@ -488,6 +619,21 @@ def _host_address() -> str:
 
 _ARITY = {name: _arity(function, 2 if name in _METERED else 1) for name, function in FUNCTIONS.items()}
 _SUBJECT_ARITY = {name: _arity(function, 0) for name, function in SUBJECTS.items()}
+
+
+def escaped_dollars(text: str, position: int) -> tuple[str, int, bool]:
+    """The run of `$` at `position`, read by NiFi's rule: before `{`, each pair is one
+    literal `$` and an odd one left starts an expression (`$${a}` is the text `${a}`,
+    `$$${a}` a dollar and an expression); anywhere else the dollars are kept as they
+    are (`$$5` stays `$$5`). Returns the literal text, where reading goes on (at the
+    expression's `${` when one follows), and whether one does."""
+    end = position
+    while end < len(text) and text[end] == "$":
+        end += 1
+    run = end - position
+    if not text.startswith("{", end):
+        return "$" * run, end, False
+    return "$" * (run // 2), position + run // 2 * 2, run % 2 == 1
 
 
 class _Parser:
@@ -518,14 +664,14 @@ class _Parser:
         while self.position < len(text):
             if stop and text.startswith(stop, self.position):
                 break
-            if text.startswith("$$", self.position):
-                literal.append("$")
-                self.position += 2
-            elif text.startswith("${", self.position):
-                if literal:
-                    parts.append("".join(literal))
+            if text[self.position] == "$":
+                dollars, self.position, expression_follows = escaped_dollars(text, self.position)
+                literal.append(dollars)
+                if expression_follows:
+                    if "".join(literal):
+                        parts.append("".join(literal))
                     literal = []
-                parts.append(self.expression())
+                    parts.append(self.expression())
             else:
                 literal.append(text[self.position])
                 self.position += 1
@@ -549,6 +695,17 @@ class _Parser:
             if not match:
                 raise self.error("expected a function name")
             name = match.group(0)
+            if any(function is None for function, _, _ in calls):
+                raise self.error(
+                    "join() and count() end an expression, as in NiFi; to go on from their value, "
+                    "nest it: ${literal(${...}):...}"
+                )
+            if name in AGGREGATES:
+                self.check_aggregate(name, subject)
+                self.position = match.end()
+                calls.append((None, self.arguments(name, AGGREGATES[name]), name))
+                self.skip_space()
+                continue
             if name not in FUNCTIONS:
                 raise self.error(f"unknown function {name!r}")
             self.position = match.end()
@@ -559,6 +716,10 @@ class _Parser:
         self.depth -= 1
         return ("expr", subject, calls)
 
+    def check_aggregate(self, name: str, subject) -> None:
+        if subject[0] != "multi" or not subject[1].startswith("all"):
+            raise self.error(f"{name}() follows allAttributes, allMatchingAttributes or allDelineatedValues only")
+
     def subject(self):
         if self.peek("'") or self.peek('"'):
             return ("attr", self.quoted())
@@ -566,6 +727,9 @@ class _Parser:
         if not match:
             raise self.error("expected an attribute name or a function")
         name = match.group(0)
+        if name in MULTIPLE_SUBJECTS and self.text.startswith("(", match.end()):
+            self.position = match.end()
+            return ("multi", name, self.arguments(name, MULTIPLE_SUBJECTS[name]))
         if self.text.startswith("(", match.end()):
             if name not in SUBJECTS:
                 raise self.error(f"unknown function {name!r}")
@@ -595,6 +759,17 @@ class _Parser:
             self.position += 1
         raise self.error("unterminated quoted text")
 
+    def quoted_argument(self) -> tuple[object, ...]:
+        """Quoted text as an argument: a constant, or, when it holds `${`, text with
+        embedded expressions, as NiFi reads `equals('${other}.bak')` (`$${` keeps one
+        literally)."""
+        text = self.quoted()
+        if "${" not in text:
+            return ("const", text)
+        inner = _Parser(text)
+        inner.depth = self.depth
+        return ("text", inner.template())
+
     def number(self, text: str):
         try:
             return _number(text) if "." not in text else _checked(float(text))
@@ -608,7 +783,7 @@ class _Parser:
         self.skip_space()
         while not self.peek(")"):
             if self.peek("'") or self.peek('"'):
-                arguments.append(("const", self.quoted()))
+                arguments.append(self.quoted_argument())
             elif self.peek("${"):
                 arguments.append(self.expression())
             else:
@@ -678,13 +853,104 @@ def _evaluate(node, flowfile, meter: _Meter):
         return node[1]
     if kind == "attr":
         return _attribute(node[1], flowfile)
+    if kind == "text":
+        return _joined(node[1], flowfile, meter)
     if kind == "call":
         _, function, arguments, name = node
         return _apply(name, function, (), [_evaluate(a, flowfile, meter) for a in arguments], meter)
-    value = _evaluate(node[1], flowfile, meter)
-    for function, arguments, name in node[2]:
+    if node[1][0] == "multi":
+        return _evaluate_multiple(node[1], node[2], flowfile, meter)
+    return _chain(_evaluate(node[1], flowfile, meter), node[2], flowfile, meter)
+
+
+def _joined(parts: list, flowfile, meter: _Meter) -> str:
+    """Text and embedded expressions, evaluated and joined."""
+    pieces = []
+    evaluated = 0
+    for part in parts:
+        if isinstance(part, str):
+            pieces.append(part)
+            continue
+        piece = _text(_evaluate(part, flowfile, meter))
+        evaluated += len(piece)
+        _room(evaluated)
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def _chain(value, calls, flowfile, meter: _Meter):
+    for function, arguments, name in calls:
         value = _apply(name, function, (value,), [_evaluate(a, flowfile, meter) for a in arguments], meter)
     return value
+
+
+def _evaluate_multiple(subject, calls, flowfile, meter: _Meter):
+    """A chain after anyAttribute() and its kin: each selected value through the calls
+    up to join() or count() (if the chain ends with one), then the any/all or that."""
+    _, name, arguments = subject
+    # nothing selected: the chain runs once on a missing value, as in NiFi (so that
+    # `${allMatchingAttributes('x.*'):isEmpty()}` is true when there is none)
+    values = _selected(name, [_evaluate(a, flowfile, meter) for a in arguments], flowfile, meter) or [None]
+    split = next((index for index, call in enumerate(calls) if call[0] is None), len(calls))
+    results = []
+    for value in values:
+        meter.charge_steps(_STEPS_PER_CALLBACK)
+        results.append(_chain(value, calls[:split], flowfile, meter))
+    if split == len(calls):
+        if name.startswith("any"):
+            return any(_truth(result) for result in results if result is not None)
+        return bool(results) and all(result is not None and _truth(result) for result in results)
+    _, aggregate_arguments, aggregate = calls[split]
+    present = [result for result in results if result is not None]
+    if aggregate == "count":
+        value = sum(1 for result in present if result is not False)
+    else:
+        delimiter = _text(_evaluate(aggregate_arguments[0], flowfile, meter))
+        value = _apply("join", delimiter.join, (), [[_text(result) for result in present]], meter)
+    return value
+
+
+def _selected(name: str, arguments: list, flowfile, meter: _Meter) -> list:
+    """The values a multiple subject selects: named attributes (None where missing),
+    attributes whose names match a pattern (Java's `matches`: the whole name), or the
+    pieces of a value split as Java's String.split splits it (the delimiter a pattern)."""
+    if name in ("anyAttribute", "allAttributes"):
+        return [_attribute(_text(argument), flowfile) for argument in arguments]
+    if name in ("anyMatchingAttribute", "allMatchingAttributes"):
+        if flowfile is None:
+            return []
+        names = list(flowfile.attributes)
+        if "uuid" not in flowfile.attributes:
+            names.insert(0, "uuid")
+        patterns = [_text(argument) for argument in arguments]
+        return [
+            _attribute(attribute, flowfile)
+            for attribute in names
+            if any(meter.charge_pattern(p, attribute, search=False).compiled.fullmatch(attribute) for p in patterns)
+        ]
+    text, delimiter = arguments[0], arguments[1]
+    if text is None or delimiter is None:
+        return []
+    return _java_split(meter, _text(text), _text(delimiter))
+
+
+def _java_split(meter: _Meter, text: str, delimiter: str) -> list[str]:
+    """Java's `text.split(delimiter)`: a zero-width match at the start makes no leading
+    empty piece, and trailing empty pieces are dropped (an unmatched text is itself)."""
+    pattern = meter.charge_pattern(delimiter, text, search=True).compiled
+    pieces: list[str] = []
+    start = 0
+    for match in pattern.finditer(text):
+        if match.end() == 0:
+            continue
+        pieces.append(text[start : match.start()])
+        start = match.end()
+    if not pieces:
+        return [text]
+    pieces.append(text[start:])
+    while pieces and pieces[-1] == "":
+        pieces.pop()
+    return pieces
 
 
 def _apply(name: str, function: Callable, subject: tuple, arguments: list, meter: _Meter):
@@ -715,24 +981,20 @@ class Expression:
         if self._literal is not None:
             return self._literal
         try:
-            return self._render(flowfile, _Meter())
+            return self._render(flowfile, _Meter(flowfile))
         except ExpressionError as error:
             raise ExpressionEvaluationError(self.text, str(error)) from None
         except Exception as error:  # noqa: BLE001 - e.g. MemoryError, RecursionError: still the expression's
             raise ExpressionEvaluationError(self.text, f"{type(error).__name__}: {error}") from None
 
+    def render_within(self, meter: _Meter) -> str:
+        """The text for the FlowFile of an evaluation under way, charged to its meter."""
+        if self._literal is not None:
+            return self._literal
+        return self._render(meter.flowfile, meter)
+
     def _render(self, flowfile, meter: _Meter) -> str:
-        pieces = []
-        evaluated = 0
-        for part in self._parts:
-            if isinstance(part, str):
-                pieces.append(part)
-                continue
-            piece = _text(_evaluate(part, flowfile, meter))
-            evaluated += len(piece)
-            _room(evaluated)
-            pieces.append(piece)
-        return "".join(pieces)
+        return _joined(self._parts, flowfile, meter)
 
     def evaluate_boolean(self, flowfile=None) -> bool:
         return is_true(self.evaluate(flowfile))

@@ -8,6 +8,12 @@ returns text, or raises `ValueError` saying why it cannot.
   control characters and every character past ASCII escaped);
 - `escapeXml`/`unescapeXml`: the five XML entities;
 - `escapeCsv`/`unescapeCsv`: RFC 4180 quoting, only where a value needs it;
+- `escapeHtml4`/`unescapeHtml4`: HTML 4.01's named entities (the 252 of its DTDs) and,
+  unescaping, numeric ones (`&#233;`, `&#xE9;`); `escapeHtml3`/`unescapeHtml3` the
+  entities of HTML 3.2 only (`&quot; &amp; &lt; &gt;` and Latin-1). An apostrophe is
+  not escaped and `&apos;` not read (neither is HTML 4), and an entity ends with `;`;
+- `UUID3`/`UUID5`: the name-based UUID (RFC 4122: MD5, SHA-1) of the text in a
+  namespace given as a UUID;
 - `hash`: the hex digest of the UTF-8 bytes by NiFi's algorithm names (MD5, SHA-1,
   SHA-256, SHA3-512, ...);
 - `toRadix`/`fromRadix`: a whole number in base 2 to 36 (lower-case digits);
@@ -22,10 +28,18 @@ import hashlib
 import json
 import re
 import urllib.parse
+import uuid
+from html.entities import codepoint2name
 
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _XML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
 _XML_BACK = re.compile(r"&(amp|lt|gt|quot|apos);")
+# HTML 4.01's entities; HTML 3.2 has the four of markup and Latin-1's (160-255)
+_HTML4 = {chr(point): f"&{name};" for point, name in codepoint2name.items()}
+_HTML3 = {char: entity for char, entity in _HTML4.items() if ord(char) < 256}
+_HTML4_BACK = {entity[1:-1]: char for char, entity in _HTML4.items()}
+_HTML3_BACK = {entity[1:-1]: char for char, entity in _HTML3.items()}
+_HTML_ENTITY = re.compile(r"&(?:#([0-9]{1,8})|#[xX]([0-9a-fA-F]{1,8})|([A-Za-z][A-Za-z0-9]{0,15}));")
 _HASHES = {
     "MD2": None,
     "MD5": "md5",
@@ -95,6 +109,33 @@ def unescape_csv(text: str) -> str:
         if any(char in inner for char in ',"\r\n'):
             return inner.replace('""', '"')
     return text
+
+
+def escape_html(text: str, version: int) -> str:
+    table = _HTML4 if version == 4 else _HTML3
+    return "".join(table.get(char, char) for char in text)
+
+
+def unescape_html(text: str, version: int) -> str:
+    names = _HTML4_BACK if version == 4 else _HTML3_BACK
+
+    def back(match: re.Match) -> str:
+        decimal, hexadecimal, name = match.groups()
+        if name is not None:
+            return names.get(name, match.group(0))
+        point = int(decimal, 10) if decimal is not None else int(hexadecimal, 16)
+        return chr(point) if point <= 0x10FFFF else match.group(0)
+
+    return _HTML_ENTITY.sub(back, text)
+
+
+def name_uuid(text: str, namespace: str, version: int) -> str:
+    try:
+        space = uuid.UUID(namespace.strip())
+    except ValueError:
+        raise ValueError(f"the namespace {namespace[:64]!r} is not a UUID") from None
+    made = uuid.uuid3(space, text) if version == 3 else uuid.uuid5(space, text)
+    return str(made)
 
 
 def hash_text(text: str, algorithm: str) -> str:

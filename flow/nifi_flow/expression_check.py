@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
-from ..expression import FUNCTIONS, SUBJECTS
+from ..expression import AGGREGATES, FUNCTIONS, MULTIPLE_SUBJECTS, SUBJECTS
+
+_KNOWN = frozenset(FUNCTIONS) | frozenset(SUBJECTS) | frozenset(MULTIPLE_SUBJECTS) | frozenset(AGGREGATES)
 
 # A function call: a subject function right after "${" (`${now()}`), or one chained
 # after ":" (`${filename:toUpper()}`).
@@ -21,7 +23,7 @@ def missing_functions(text: str) -> list[str]:
     missing: list[str] = []
     for match in _CALL.finditer(text):
         name = match.group(1)
-        if name not in FUNCTIONS and name not in SUBJECTS and name not in missing:
+        if name not in _KNOWN and name not in missing:
             missing.append(name)
     return missing
 

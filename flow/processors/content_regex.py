@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 
 from ..bounded_regex import REGEX_STACK_DEPTH, UNBOUNDED, PatternRefused, bounded
 from ..errors import ExpressionError, UnreadableContent
-from ..expression import Expression, compile_expression
+from ..expression import Expression, compile_expression, escaped_dollars
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 
 if TYPE_CHECKING:  # typeshed types re's parser under the names it had before 3.11, the same modules
@@ -425,18 +425,20 @@ def _expression_end(text: str, start: int) -> int:
 
 @functools.lru_cache(maxsize=256)
 def template_parts(text: str) -> tuple[str | Expression, ...]:
-    """`text` (a route's value) as its literal pieces, `$$` read as `$`, and its
-    expressions, each compiled on its own so that its value can be quoted."""
+    """`text` (a route's value) as its literal pieces, escaped dollars read as the
+    expression language reads them, and its expressions, each compiled on its own so
+    that its value can be quoted."""
     parts: list[str | Expression] = []
     literal: list[str] = []
     position = 0
     while position < len(text):
-        if text.startswith("$$", position):
-            literal.append("$")
-            position += 2
-        elif text.startswith("${", position):
+        if text[position] == "$":
+            dollars, position, expression_follows = escaped_dollars(text, position)
+            literal.append(dollars)
+            if not expression_follows:
+                continue
             end = _expression_end(text, position)
-            if literal:
+            if "".join(literal):
                 parts.append("".join(literal))
                 literal = []
             parts.append(compile_expression(text[position:end]))

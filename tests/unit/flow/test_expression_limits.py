@@ -236,5 +236,5 @@ def test_javas_named_groups_read_as_pythons(java, python):
 
 def test_an_expression_pattern_may_name_its_groups_as_java_does():
     flowfile = FlowFile.new(0, {"f": "on 2024-12-01"})
-    text = "${f:replaceAll('.*(?<year>\\d{4})-(?<month>\\d\\d).*', '${month}/${year}')}"
+    text = "${f:replaceAll('.*(?<year>\\d{4})-(?<month>\\d\\d).*', '$${month}/$${year}')}"
     assert compile_expression(text).evaluate(flowfile) == "12/2024"

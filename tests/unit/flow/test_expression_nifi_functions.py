@@ -5,6 +5,8 @@ DateTimeFormatter wrote for the same instant, pattern and zone (Locale.US)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from flow.errors import ExpressionError
@@ -49,7 +51,10 @@ def test_to_date_reads_back_what_format_wrote(zone, pattern, written):
 
 def test_dates_chain_as_nifi_flows_write_them():
     assert evaluate("${d:toDate('yyyyMMdd', 'UTC'):format('yyyy/MM/dd', 'UTC')}", d="20241201") == "2024/12/01"
-    assert evaluate("${d:toDate('yyyyMMdd', 'UTC')}", d="20241201") == "1733011200000"
+    # a date as the result is Java's Date.toString(), in the machine's zone
+    local = datetime.fromtimestamp(1733011200).astimezone().strftime("%a %b %d %H:%M:%S %Z %Y")
+    assert evaluate("${d:toDate('yyyyMMdd', 'UTC')}", d="20241201") == local
+    assert evaluate("${d:toDate('yyyyMMdd', 'UTC'):toNumber()}", d="20241201") == "1733011200000"
     assert evaluate("${d:toDate('yyyyMMdd', 'UTC'):minus(86400000):format('yyyy-MM-dd', 'UTC')}", d="20241201") == (
         "2024-11-30"
     )
@@ -79,7 +84,9 @@ def test_text_that_is_not_the_date_fails_the_flowfile_with_the_reason():
 
 def test_replace_all_takes_javas_group_references_and_keeps_pythons():
     assert evaluate("${f:replaceAll('(.*)[.]txt', '$1.csv')}", f="a.txt") == "a.csv"
-    assert evaluate("${f:replaceAll('(?P<stem>.*)[.]txt', '${stem}.csv')}", f="b.txt") == "b.csv"
+    # in quotes ${...} is an expression, as in NiFi: $${ keeps a named group's reference
+    assert evaluate("${f:replaceAll('(?P<stem>.*)[.]txt', '$${stem}.csv')}", f="b.txt") == "b.csv"
+    assert evaluate("${f:replaceAll('(?P<stem>.*)[.]txt', '${stem}.csv')}", f="b.txt", stem="c") == "c.csv"
     assert evaluate("${f:replaceAll('(a)', '\\$$1')}", f="a.txt") == "$a.txt"  # \$ is a literal dollar
     assert evaluate("${f:replaceAll('(a)(b)', '$21')}", f="ab") == "b1"  # no group 21: group 2, then 1
     assert evaluate("${f:replaceAll('([a-z]+)@([a-z]+)', '\\2 at \\1')}", f="me@host") == "host at me"

@@ -145,7 +145,7 @@ def test_everything_custody_cannot_run_is_listed_at_once_with_its_path():
     assert len(problems) == len(UNSUPPORTED)
     messages = {problem.path: problem.message for problem in problems}
     assert "ExecuteScript" in messages["flowContents.processors[0].type"]
-    assert "evaluateELString()" in messages["flowContents.processors[2].properties.encoded"]
+    assert "getStateValue()" in messages["flowContents.processors[2].properties.encoded"]
     assert "primary node" in messages["flowContents.processors[2].executionNode"]
     assert "W and L-n are not supported" in messages["flowContents.processors[1].schedulingPeriod"]
     assert "DBCPConnectionPool" in messages["flowContents.controllerServices[0].type"]
