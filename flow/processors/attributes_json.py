@@ -19,8 +19,9 @@ destination `flowfile-content` the JSON replaces the content (`mime.type`
 application/json), pretty printed as NiFi's Jackson does with `pretty_print: true`
 (`pretty_print` is ignored for the attribute, as in NiFi).
 
-Ours: the object's members come in a fixed order (the listed names as listed, then the
-others by name; NiFi's follows its hash sets); numbers of nested JSON are written as
+The listed names come in NiFi's order, which is a Java HashSet's (so the bytes are
+NiFi's); the others, all of them or those the regex chose, by name (NiFi's follow the
+FlowFile's attribute map). Ours: numbers of nested JSON are written as
 they were (Jackson rewrites a decimal as a Java double: 1e7 becomes 1.0E7); nested
 JSON is read strictly (Jackson ignores what follows the first value) and at most
 `MAX_NESTING` deep (Jackson's limit is 1000); a blank name in the list is skipped.
@@ -41,6 +42,7 @@ from re import Pattern
 from typing import TYPE_CHECKING
 
 from ..expression import MAX_STRING_LENGTH
+from ..java_hash_order import hash_set_order
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 
 if TYPE_CHECKING:
@@ -88,12 +90,13 @@ class Selection:
 
 
 def listed_names(text: str | None) -> tuple[str, ...] | None:
-    """The names of a comma separated list, trimmed, each once; None for a blank list
-    (all attributes)."""
+    """The names of a comma separated list, trimmed, each once, in the order NiFi writes
+    them (it keeps them in a Java HashSet sized for the list: `flow.java_hash_order`);
+    None for a blank list (all attributes)."""
     if text is None or not text.strip():
         return None
-    names = (name.strip() for name in text.split(","))
-    return tuple(dict.fromkeys(name for name in names if name))
+    tokens = [token for token in text.split(",") if token]
+    return tuple(hash_set_order((name for name in (t.strip() for t in tokens) if name), len(tokens)))
 
 
 def select_attributes(attributes: Mapping[str, str], selection: Selection) -> dict[str, str | None]:
