@@ -6,6 +6,7 @@ run, or a malformed one, exits 2 with every problem on stderr and writes nothing
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -98,29 +99,51 @@ def test_a_flow_nifi_2_3_0_downloaded_imports_and_writes_what_nifi_wrote(tmp_pat
     assert sorted(os.listdir(tmp_path / "run" / "out")) == sorted(INPUTS)
 
 
-def test_nifi_2_3_0_json_and_content_processors_write_what_nifi_wrote_byte_for_byte(tmp_path):
-    """SplitJson, UpdateAttribute, FlattenJson, ExtractText, RouteOnContent,
-    CryptographicHashContent, AttributesToJSON, EncodeContent and PutFile, built and run
-    in NiFi 2.3.0 on json-inputs/: Custody's import writes the same files (names and
-    bytes) as NiFi did (json-outputs/)."""
+def run_as_nifi_did(tmp_path: Path, name: str, pattern: str) -> tuple[dict, dict]:
+    """Custody's import of tests/data/nifi-2.3.0/NAME.json run on NAME-inputs/: the files
+    matching `pattern` it wrote and those NiFi 2.3.0 wrote (NAME-outputs/), by path."""
     data = ROOT / "tests" / "data" / "nifi-2.3.0"
-    imported = tmp_path / "json.yaml"
-    done = custody("flow", "import", str(data / "json.json"), "-o", str(imported))
+    imported = tmp_path / f"{name}.yaml"
+    done = custody("flow", "import", str(data / f"{name}.json"), "-o", str(imported))
     assert done.returncode == 0, done.stderr
     inbox, outbox = tmp_path / "in", tmp_path / "out"
-    shutil.copytree(data / "json-inputs", inbox)
-    expected = {p.relative_to(data / "json-outputs"): p.read_bytes() for p in (data / "json-outputs").rglob("*.json")}
+    shutil.copytree(data / f"{name}-inputs", inbox)
+    expected = {
+        p.relative_to(data / f"{name}-outputs"): p.read_bytes() for p in (data / f"{name}-outputs").rglob(pattern)
+    }
     node = StandaloneNode(load_flow(str(imported), {"in_dir": str(inbox), "out_dir": str(outbox)}), str(tmp_path / "n"))
     node.start()
     try:
 
         def written() -> dict:
-            return {p.relative_to(outbox): p.read_bytes() for p in outbox.rglob("*.json")} if outbox.exists() else {}
+            return {p.relative_to(outbox): p.read_bytes() for p in outbox.rglob(pattern)} if outbox.exists() else {}
 
         assert node.wait_until(lambda: len(written()) == len(expected), 30), (written(), node.status())
     finally:
         node.stop()
-    assert written() == expected
+    return written(), expected
+
+
+def test_nifi_2_3_0_json_and_content_processors_write_what_nifi_wrote_byte_for_byte(tmp_path):
+    """SplitJson, UpdateAttribute, FlattenJson, ExtractText, RouteOnContent,
+    CryptographicHashContent, AttributesToJSON, EncodeContent and PutFile, built and run
+    in NiFi 2.3.0 on json-inputs/: Custody's import writes the same files (names and
+    bytes) as NiFi did (json-outputs/)."""
+    written, expected = run_as_nifi_did(tmp_path, "json", "*.json")
+    assert written == expected
+
+
+def test_nifi_2_3_0_expressions_evaluate_to_what_nifi_wrote_byte_for_byte(tmp_path):
+    """Fifty-odd expressions in one UpdateAttribute (several attributes at once, math(),
+    HTML and name-based UUIDs, evaluateELString(), dates as results, Java's decimals,
+    division and remainders, quoted text holding expressions, escaped dollars), written
+    out by AttributesToJSON, built and run in NiFi 2.3.0: Custody's import writes the
+    same two files, byte for byte (so the members in NiFi's order too)."""
+    written, expected = run_as_nifi_did(tmp_path, "expressions", "[!.]*")
+    assert len(expected) == 2
+    for path, content in expected.items():
+        assert json.loads(written[path]) == json.loads(content), path  # the values, to read a failure by
+    assert written == expected
 
 
 def test_a_nifi_2_kafka_flow_imports_with_its_connection_services_settings_in_each_processor(tmp_path):
