@@ -54,6 +54,7 @@ class NiFiProcessor:
     auto_terminated: list[str]
     retried: list[str]
     scheduled_state: str
+    bundle_version: str = ""  # of the bundle it comes from: a Python processor's ProcessorDetails.version
 
 
 @dataclass
@@ -351,6 +352,7 @@ class _Reader:
             self.names(data, "autoTerminatedRelationships", path),
             self.names(data, "retriedRelationships", path),
             self.text(data, "scheduledState", path, default="ENABLED"),
+            _bundle_version(data.get("bundle")),
         )
 
     def connection(self, data: dict, path: tuple, group: NiFiGroup) -> NiFiConnection | None:
@@ -409,3 +411,9 @@ class _Reader:
             parameters,
             self.names(data, "inheritedParameterContexts", path),
         )
+
+
+def _bundle_version(bundle: object) -> str:
+    """The version of a component's `bundle` ("" when the document gives none)."""
+    version = bundle.get("version") if isinstance(bundle, dict) else None
+    return version if isinstance(version, str) else ""

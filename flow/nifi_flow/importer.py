@@ -312,7 +312,7 @@ class _Import:
     ) -> dict | None:
         mapping = processor_mapping(processor.type)
         cls = self.registry.get(mapping.custody_type) if mapping else None
-        python = python_class(self.registry, processor.type) if mapping is None else None
+        python = python_class(self.registry, processor.type, processor.bundle_version) if mapping is None else None
         if python is not None:
             mapping, cls = python_mapping(python), python
         custody_id = self.ids[processor.identifier]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..python_api.nifiapi.properties import ExpressionLanguageScope
+from ..python_extensions import versioned_name
 from ..python_extensions.adapter import NifiProcessor
 from ..python_extensions.work import READER_NAME, WRITER_NAME
 from .mapping_model import ComponentMapping, PropertyMapping
@@ -24,8 +25,15 @@ PYTHON_ARTIFACT = "python-extensions"  # the bundle NiFi gives every Python proc
 _SERVICE_PROPERTIES = (READER_NAME, WRITER_NAME)
 
 
-def python_class(registry: Mapping, name: str) -> type[NifiProcessor] | None:
-    """The Custody processor made of the NiFi Python class `name`, if the registry has one."""
+def python_class(registry: Mapping, name: str, version: str = "") -> type[NifiProcessor] | None:
+    """The Custody processor made of the NiFi Python class `name`, if the registry has
+    one: of `version` when that version is loaded beside a later one (registered as
+    `name@version`), else the one under `name` (the latest version loaded, which NiFi
+    too takes for a version it does not have)."""
+    if version:
+        pinned = as_python(registry.get(versioned_name(name, version)))
+        if pinned is not None:
+            return pinned
     return as_python(registry.get(name))
 
 
@@ -53,7 +61,7 @@ def python_mapping(cls: type[NifiProcessor]) -> ComponentMapping:
     )
     return ComponentMapping(
         custody_type=cls.type_name,
-        nifi_types=(cls.type_name,),
+        nifi_types=(cls.source.class_name,),
         artifact=PYTHON_ARTIFACT,
         properties=properties,
         note="a NiFi Python processor, run by Custody in-process",

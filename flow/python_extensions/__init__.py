@@ -8,9 +8,13 @@ Each directory is read whole (`flow.python_extensions.discovery`): every process
 of each module or package, its dependencies installed with pip into an environment of
 its own (`dependencies`), the module imported with Custody's `nifiapi` importable
 (`flow.python_api`), and the class made a Custody processor under its class name
-(`adapter`). All or nothing: a module that does not import, a class without
-ProcessorDetails, a name taken by another processor, a dependency pip cannot install,
-each fails the load with one `PythonExtensionError` naming the file.
+(`adapter`). Two versions of one class (ProcessorDetails.version), as NiFi keeps
+them side by side: the latest is the processor of the class's name, and each other one
+is `Name@version` (`versioned_name`), which a flow names to pin it and which the
+import of a NiFi flow chooses by the processor's bundle version. All or nothing: a
+module that does not import, a class without ProcessorDetails, a name taken by another
+processor, one version of a class defined twice, a dependency pip cannot install, each
+fails the load with one `PythonExtensionError` naming the file.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -36,6 +41,8 @@ __all__ = [
     "PythonExtensions",
     "extension_registry",
     "load_extensions",
+    "version_key",
+    "versioned_name",
 ]
 
 
@@ -115,13 +122,43 @@ def _class_of(module, source: ProcessorSource) -> type:
     return cls
 
 
+def versioned_name(class_name: str, version: str) -> str:
+    """The processor name of one version of a class loaded beside a later one."""
+    return f"{class_name}@{version}"
+
+
+def version_key(version: str) -> list[tuple[float, int | str]]:
+    """An order of versions: numbers as numbers, a release after its pre-releases
+    (`0.0.2-SNAPSHOT` < `0.0.2` < `0.0.10`)."""
+    parts: list[tuple[float, int | str]] = [
+        (0, int(part)) if part.isdigit() else (-1, part) for part in re.split(r"[.\-_+]", version) if part
+    ]
+    return [*parts, (-0.5, "")]
+
+
+def type_names(sources: list[ProcessorSource]) -> dict[tuple[str, str], str]:
+    """The processor name of each (class, version): the class's name for its latest
+    version, `versioned_name` for the others."""
+    latest: dict[str, str] = {}
+    for source in sources:
+        known = latest.get(source.class_name)
+        if known is None or version_key(source.version) > version_key(known):
+            latest[source.class_name] = source.version
+    return {
+        (s.class_name, s.version): s.class_name
+        if latest[s.class_name] == s.version
+        else versioned_name(s.class_name, s.version)
+        for s in sources
+    }
+
+
 def load_extensions(extensions: PythonExtensions) -> list[type[Processor]]:
     """The Custody processor classes of every NiFi processor in `extensions.directories`,
     all or none. Raises `PythonExtensionError` (`DependenciesUnavailable` with the pip
     command) naming the file."""
     install_alias()
-    classes: list[type[Processor]] = []
-    seen: dict[str, str] = {}
+    found: list[tuple[str, list[ProcessorSource]]] = []
+    seen: dict[tuple[str, str], str] = {}
     for directory in extensions.directories:
         # A processor imports its helper modules by name from its directory, as NiFi
         # puts the extensions' directory on the path (after Custody's own packages).
@@ -130,19 +167,27 @@ def load_extensions(extensions: PythonExtensions) -> list[type[Processor]]:
         for module_path in module_paths(directory):
             sources = processors_in_module(module_path)
             for source in sources:
-                if source.class_name in seen:
+                key = (source.class_name, source.version)
+                if key in seen:
                     raise PythonExtensionError(
-                        f"python extension {source.path}: processor {source.class_name} is also defined in "
-                        f"{seen[source.class_name]}; rename one"
+                        f"python extension {source.path}: processor {source.class_name} version "
+                        f"{source.version!r} is also defined in {seen[key]}; rename one, or give it its own "
+                        "ProcessorDetails.version"
                     )
-                seen[source.class_name] = source.path
+                seen[key] = source.path
                 environment = ensure_environment(source, extensions.cache_directory or directory, extensions.index)
                 if environment is not None and environment not in sys.path:
                     sys.path.append(environment)
-            if not sources:
-                continue
-            module = _import(module_path)
-            classes += [processor_class(source, _class_of(module, source)) for source in sources]
+            if sources:
+                found.append((module_path, sources))
+    names = type_names([source for _, sources in found for source in sources])
+    classes: list[type[Processor]] = []
+    for module_path, sources in found:
+        module = _import(module_path)
+        classes += [
+            processor_class(source, _class_of(module, source), names[source.class_name, source.version])
+            for source in sources
+        ]
     return classes
 
 

@@ -156,8 +156,9 @@ def construct(cls: type):
     return cls()
 
 
-def processor_class(source: ProcessorSource, cls: type) -> type[Processor]:
-    """The Custody processor class for NiFi processor class `cls` found as `source`.
+def processor_class(source: ProcessorSource, cls: type, type_name: str = "") -> type[Processor]:
+    """The Custody processor class for NiFi processor class `cls` found as `source`,
+    under `type_name` (by default the class's name).
     Raises `PythonExtensionError` naming the file when it cannot be made (its
     constructor or `getPropertyDescriptors()` raises, or returns what is not NiFi's)."""
     where = f"python extension {source.path}: {source.class_name}"
@@ -202,7 +203,7 @@ def processor_class(source: ProcessorSource, cls: type) -> type[Processor]:
     if len(names) != len(custody_properties):
         raise PythonExtensionError(f"{where} declares two properties of the same name")
     attributes = {
-        "type_name": source.class_name,
+        "type_name": type_name or source.class_name,
         "description": source.description or f"NiFi Python processor {source.class_name} {source.version}",
         "properties": custody_properties,
         "relationships": relationships,
