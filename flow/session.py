@@ -99,6 +99,8 @@ _NO_ATTRIBUTES: dict[str, str] = {}
 # The explicit events whose rows the session builds itself (one per FlowFile a source
 # receives or a sink sends): their one rule, a transit URI, is checked when reported.
 _TRANSFER_EVENTS = (EventType.SEND, EventType.RECEIVE)
+# What a child does not take from its parents (NiFi's session leaves them too)
+_NOT_INHERITED = ("alternate.identifier", "discard.reason")
 # The session builds its `EventRow`s positionally (in the order of the fields, which is
 # the columns'): a keyword call costs some 0.7 us more per event, several per FlowFile.
 # What the content repository raises for one claim that no retry will mend: its bytes
@@ -386,9 +388,10 @@ class ProcessSession:
 
         Without parents it gets `attributes` and a CREATE event at commit (none if a
         RECEIVE or a REPLAY is reported for it). With parents (one FlowFile or several, all held by
-        this session) it inherits the attributes they have in common but `filename`,
-        then `attributes`, and the earliest lineage start; the commit records a FORK
-        event for a single parent, a JOIN for several.
+        this session) it inherits, as in NiFi, the attributes they have in common but
+        `alternate.identifier` and `discard.reason` (and, of several, `filename`: a
+        join is named by its id), then `attributes`, and the earliest lineage start;
+        the commit records a FORK event for a single parent, a JOIN for several.
 
         `identity` is the new FlowFile's id when the processor derives it (a step that
         gives the same output id when it reruns the same input); a random one otherwise.
@@ -409,7 +412,10 @@ class ProcessSession:
         inherited = dict(parents[0].attributes)
         for parent in parents[1:]:
             inherited = {k: v for k, v in inherited.items() if parent.attributes.get(k) == v}
-        inherited.pop("filename", None)
+        for name in _NOT_INHERITED:
+            inherited.pop(name, None)
+        if len(parents) > 1:
+            inherited.pop("filename", None)  # a join's name is its own id, as NiFi names it
         if attributes:
             inherited.update(attributes)
         lineage = min(p.lineage_start_date for p in parents)
