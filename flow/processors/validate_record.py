@@ -5,11 +5,16 @@ The records are read as they are (the reader infers their schema, so nothing is
 dropped or converted on the way in; when their types disagree so that no schema fits
 them, they are read again leniently, each such field as text that keeps what every
 value was: `RecordReader.lenient_schema`) and checked a batch at a time
-(`flow.records.validation`) against the schema: the reader's own given schema
-(`reader-schema`: the reader must then be given one) or an Avro schema in
-`schema_text`. Valid records are written by `record_writer` with the schema's fields
-and types into one new FlowFile to `valid`; invalid ones as they came by
-`invalid_record_writer` (by default the same writer) into one to `invalid`. Both are
+(`flow.records.validation`) against the schema: the reader's own schema
+(`reader-schema`: the one it is given, or, when it infers one, the schema it infers
+from the FlowFile's records, so that, as in NiFi, every record it can read is valid)
+or an Avro schema in `schema_text`. Where the records' types disagree (a field a
+number in one and text in another) NiFi infers a choice of types; that schema is the
+one with such a field as the JSON text of each value (`rewrite.schema_of_all`), and
+the records are valid and written as they were. Valid records are written by
+`record_writer` with the schema's fields and types into one new FlowFile to `valid`;
+invalid ones as they came by `invalid_record_writer` (by default the same writer) into
+one to `invalid`. Both are
 children of the original, which is dropped; a side with no record is not made,
 except that a FlowFile of no records at all goes to `valid` with none.
 
@@ -33,7 +38,7 @@ from ..processor import ProcessContext, Processor, PropertyDescriptor
 from ..records.avro_schema import arrow_schema
 from ..records.errors import ERROR_MESSAGE, RecordError, SchemaChanged
 from ..records.readers import SCHEMA_TEXT
-from ..records.rewrite import MIME_TYPE, RECORD_COUNT
+from ..records.rewrite import MIME_TYPE, RECORD_COUNT, schema_of_all
 from ..records.validation import check_batch
 from .records import READER_PROPERTY, WRITER_PROPERTY, each_flowfile
 
@@ -87,16 +92,7 @@ class ValidateRecord(Processor):
 
     @classmethod
     def validate(cls, properties, dynamic):
-        reader = properties["record_reader"]
         if properties["schema_access_strategy"] == READER_SCHEMA:
-            if reader.config.get("schema_access_strategy") != SCHEMA_TEXT:
-                return [
-                    (
-                        "schema_access_strategy",
-                        f"the reader {reader.id!r} infers its schema, so there is nothing to validate against: "
-                        "give it a schema, or give ValidateRecord one (schema-text-property)",
-                    )
-                ]
             return []
         expression = properties["schema_text"]
         if expression.is_literal:
@@ -109,13 +105,17 @@ class ValidateRecord(Processor):
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
         each_flowfile(self.id, context, session, lambda flowfile: self._validate(context, session, flowfile))
 
-    def _schema(self, context: ProcessContext, flowfile) -> pa.Schema:
+    def _schema(self, context: ProcessContext, session: ProcessSession, flowfile) -> tuple[pa.Schema, bool]:
+        """The schema to validate against, and whether it is the one the reader infers
+        from this FlowFile's records."""
         if context["schema_access_strategy"] == READER_SCHEMA:
-            schema = context["record_reader"].given_schema(flowfile)
-            assert schema is not None  # `validate` saw to it that the reader is given one
-            return schema
+            reader = context["record_reader"]
+            schema = reader.given_schema(flowfile)
+            if schema is not None:
+                return schema, False
+            return schema_of_all(session, flowfile, reader), True
         try:
-            return arrow_schema(context["schema_text"].evaluate(flowfile))
+            return arrow_schema(context["schema_text"].evaluate(flowfile)), False
         except ExpressionError as error:
             raise RecordError(f"schema_text: {error}") from None
 
@@ -123,8 +123,8 @@ class ValidateRecord(Processor):
         reader, writer = context["record_reader"], context["record_writer"]
         invalid_writer = context.get("invalid_record_writer") or writer
         strict, allow_extra = context["strict_type_checking"], context["allow_extra_fields"]
-        schema = self._schema(context, flowfile)
-        read_schema = None  # the records as they are: inferred
+        schema, inferred = self._schema(context, session, flowfile)
+        read_schema = schema if inferred else None  # None: the records as they are, inferred
         lenient = False
         while True:
             valid_child, invalid_child = session.create(flowfile), session.create(flowfile)
@@ -134,16 +134,20 @@ class ValidateRecord(Processor):
                 with ExitStack() as stack:
                     valid_out = stack.enter_context(session.write(valid_child))
                     invalid_out = stack.enter_context(session.write(invalid_child))
-                    valid_set = writer.open(valid_out, schema)
+                    valid_set = writer.open(valid_out, writer.fit(pa.RecordBatch.from_pylist([], schema=schema)).schema)
                     invalid_set = None
                     for batch in reader.batches(lambda: session.read(flowfile), read_schema):
+                        if inferred:  # the records' own schema: each one read is valid
+                            valid_set.write(writer.fit(batch))
+                            counts[0] += batch.num_rows
+                            continue
                         checked = check_batch(
                             batch, schema, strict=strict, allow_extra=allow_extra, text=reader.values_are_text
                         )
                         offset = counts[0] + counts[1]
                         reasons += [(offset + index, why) for index, why in checked.reasons]
                         if checked.valid.num_rows:
-                            valid_set.write(checked.valid)
+                            valid_set.write(writer.fit(checked.valid))
                         if checked.invalid.num_rows:
                             if invalid_set is None:
                                 invalid_set = invalid_writer.open(invalid_out, checked.invalid.schema)

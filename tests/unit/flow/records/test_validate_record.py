@@ -122,12 +122,57 @@ def _flow(reader_properties, properties):
     }
 
 
-def test_a_reader_that_infers_gives_nothing_to_validate_against_and_is_refused():
-    with pytest.raises(FlowDefinitionError, match="infers its schema, so there is nothing to validate against"):
-        parse_flow(_flow({}, {}))
+def test_a_reader_that_infers_loads_and_a_schema_text_that_is_not_json_is_refused():
+    parse_flow(_flow({}, {}))
     with pytest.raises(FlowDefinitionError, match="property 'schema_text': the schema is not valid JSON"):
         parse_flow(_flow({}, {"schema_access_strategy": "schema-text-property", "schema_text": "{"}))
     parse_flow(_flow({"schema_access_strategy": "schema-text-property", "schema_text": TEXT}, {}))
+
+
+def inferred(inputs, reader="JsonTreeReader", reader_properties=None):
+    return run_records(
+        "ValidateRecord",
+        {"record_reader": "in", "record_writer": "out"},
+        [
+            ("in", reader, reader_properties or {}),
+            ("out", "JsonRecordSetWriter", {"output_grouping": "one-line-per-object"}),
+        ],
+        inputs,
+        relationships=("valid", "invalid", "failure"),
+    )
+
+
+def test_with_a_reader_that_infers_every_record_it_reads_is_valid_as_in_nifi():
+    data = lines({"id": 1, "name": "a"}, {"id": 2, "name": "b", "age": 7}, {"id": 3})
+    out = inferred([({"k": "v"}, data)])
+    assert out["invalid"] == [] and out["failure"] == []
+    [(attributes, valid)] = out["valid"]
+    assert records(valid) == [
+        {"id": 1, "name": "a", "age": None},
+        {"id": 2, "name": "b", "age": 7},
+        {"id": 3, "name": None, "age": None},
+    ]
+    assert attributes["record.count"] == "3" and attributes["k"] == "v"
+    csv = b"id,name\n1,a\n2,b\n"
+    out = inferred([({}, csv)], "CSVReader", {"schema_access_strategy": "infer-schema"})
+    [(attributes, valid)] = out["valid"]
+    assert records(valid) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+
+
+def test_with_a_reader_that_infers_records_of_mixed_types_are_valid_and_kept_as_they_were():
+    # NiFi infers a choice of types there, finds them valid and writes them as they were
+    data = lines({"amount": 1}, {"amount": "lots"}, {"amount": {"n": 2}})
+    out = inferred([({}, data)])
+    [(attributes, valid)] = out["valid"]
+    assert records(valid) == [{"amount": 1}, {"amount": "lots"}, {"amount": {"n": 2}}]
+    assert out["invalid"] == [] and out["failure"] == []
+
+
+def test_with_a_reader_that_infers_records_it_cannot_read_send_the_original_to_failure():
+    out = inferred([({}, b"{not json")])
+    assert out["valid"] == [] and out["invalid"] == []
+    [(attributes, original)] = out["failure"]
+    assert original == b"{not json" and attributes["record.error.message"]
 
 
 # -- the check --------------------------------------------------------------------------------------
