@@ -89,6 +89,8 @@ class CSVReader(RecordReader):
 
     def _batches(self, open_stream: Opener, schema: pa.Schema | None, scanning: bool) -> Iterator[pa.RecordBatch]:
         given = schema is not None and not scanning
+        if schema is None:
+            schema = self._first_block_schema(open_stream)
         records = 0
         with open_stream() as stream:
             try:
@@ -110,6 +112,22 @@ class CSVReader(RecordReader):
                 if given:  # the schema's own fields, metadata and all
                     batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
                 yield batch
+
+    def _first_block_schema(self, open_stream: Opener) -> pa.Schema | None:
+        """None, to read with the types Arrow infers from the first block, unless it
+        would read a column as a date, a time or a timestamp: then those types with such
+        columns as text, as NiFi's CSVReader reads them without a date format (so that
+        `2024-12-01T10:00:00Z` is written back as it was read)."""
+        with open_stream() as stream:
+            try:
+                reader = self._open(stream, None, False)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None  # the read proper says what is wrong, and where
+            if reader is None or not any(pa.types.is_temporal(field.type) for field in reader.schema):
+                return None
+            return pa.schema(
+                [field.with_type(pa.string()) if pa.types.is_temporal(field.type) else field for field in reader.schema]
+            )
 
     def infer_schema(self, open_stream: Opener) -> pa.Schema:
         with open_stream() as stream:

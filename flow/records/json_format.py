@@ -10,7 +10,8 @@ both ways infer the same schema. A top-level value that is not an object is refu
 A record that cannot be read is named by its index (0-based, among the records) and
 its line (1-based) in `RecordError`; the parser's own message is kept.
 
-The writer writes an array of objects (NiFi's default) or one object per line, each
+The writer writes an array of objects (NiFi's default) or one object per line (a
+newline between two, none after the last, as NiFi writes them), each
 record's fields in the schema's order; nulls are written or left out
 (`suppress_null_values`); timestamps, dates and times as ISO-8601 text, decimals as
 text (exactly), binary as an array of byte values (as NiFi writes a byte array).
@@ -130,9 +131,7 @@ class JsonTreeReader(RecordReader):
         for block in self._blocks(open_stream):
             block = _texted(block, mixed)
             try:
-                read = pa_json.read_json(
-                    io.BytesIO(block.data), read_options=_read_options(block), parse_options=options
-                )
+                read = _inferred(block, options)
             except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
                 raise _located(block, error) from None
             schemas.append(read.schema)
@@ -170,7 +169,7 @@ class JsonTreeReader(RecordReader):
     def _parse(self, block: _Block, schema: pa.Schema | None, given: bool) -> pa.Table:
         if schema is None:
             try:
-                return pa_json.read_json(io.BytesIO(block.data), read_options=_read_options(block))
+                return _inferred(block)
             except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
                 raise _located(block, error) from None
         behaviour = "ignore" if given else "error"
@@ -181,10 +180,45 @@ class JsonTreeReader(RecordReader):
             if given:
                 raise _located(block, error, "does not fit the schema: ") from None
             try:  # does it read by itself? Then it is the schema that changed
-                alone = pa_json.read_json(io.BytesIO(block.data), read_options=_read_options(block))
+                alone = _inferred(block)
             except (pa.ArrowInvalid, pa.ArrowTypeError):
                 raise _located(block, error) from None
             raise SchemaChanged(block.first_record, _difference(schema, alone.schema)) from None
+
+
+def _inferred(block: _Block, options: pa_json.ParseOptions | None = None) -> pa.Table:
+    """`block` read with the types Arrow infers, but text stays text: where Arrow would
+    read an ISO-8601 string as a timestamp, it is read again as the string it is (as
+    NiFi's JsonTreeReader keeps it without a date format), so that JSON written back is
+    what was read (`"2024-12-01"` stays, and does not become `"2024-12-01T00:00:00"`)."""
+    read = pa_json.read_json(io.BytesIO(block.data), read_options=_read_options(block), parse_options=options)
+    if not any(_holds_timestamp(field.type) for field in read.schema):
+        return read
+    explicit = pa.schema([field.with_type(_timestamps_as_text(field.type)) for field in read.schema])
+    again = pa_json.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="error")
+    return pa_json.read_json(io.BytesIO(block.data), read_options=_read_options(block), parse_options=again)
+
+
+def _holds_timestamp(kind: pa.DataType) -> bool:
+    if pa.types.is_timestamp(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_holds_timestamp(kind.field(index).type) for index in range(kind.num_fields))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_timestamp(kind.value_type)
+    return False
+
+
+def _timestamps_as_text(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(kind):
+        return pa.string()
+    if pa.types.is_struct(kind):
+        return pa.struct([field.with_type(_timestamps_as_text(field.type)) for field in kind])
+    if pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_timestamps_as_text(kind.value_type)))
+    if pa.types.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(_timestamps_as_text(kind.value_type)))
+    return kind
 
 
 def _read_options(block: _Block) -> pa_json.ReadOptions:
@@ -497,8 +531,8 @@ class _JsonSetWriter(RecordSetWriter):
         encoded = self.encode(batch)
         if not encoded:
             return
-        if self.lines:
-            self.sink.write(("\n".join(encoded) + "\n").encode())
+        if self.lines:  # a newline between records, none after the last, as NiFi writes them
+            self.sink.write((("\n" if self.count else "") + "\n".join(encoded)).encode())
         else:
             self.sink.write((("[" if self.count == 0 else ",") + ",".join(encoded)).encode())
         self.count += len(encoded)

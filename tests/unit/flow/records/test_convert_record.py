@@ -206,3 +206,31 @@ def test_a_malformed_record_among_mixed_types_still_sends_the_flowfile_to_failur
     out = convert("JsonTreeReader", "JsonRecordSetWriter", [({}, data)])
     [(attributes, kept)] = out["failure"]
     assert kept == data and attributes["record.error.index"] == "4"
+
+
+def test_json_text_that_looks_like_a_date_is_written_back_as_it_was_read():
+    # Arrow would read these as timestamps and write "2024-12-01T00:00:00"; NiFi's
+    # JsonTreeReader without a date format keeps them as the text they are
+    record = {"day": "2024-12-01", "at": "2024-12-01T10:00:00Z", "n": {"d": "2024-12-01 10:00:00"}, "l": ["2024-01-01"]}
+    lines = json.dumps(record).encode() + b"\n"
+    out = convert(
+        "JsonTreeReader",
+        "JsonRecordSetWriter",
+        [({}, lines)],
+        writer_properties={"output_grouping": "one-line-per-object"},
+    )
+    [(_, data)] = out["success"]
+    assert json.loads(data) == record
+
+
+def test_csv_text_that_looks_like_a_date_or_a_time_is_written_back_as_it_was_read():
+    csv = b"day,at,t,n\n2024-12-01,2024-12-01T10:00:00Z,10:00:00,1\n"
+    out = convert(
+        "CSVReader",
+        "JsonRecordSetWriter",
+        [({}, csv)],
+        reader_properties={"schema_access_strategy": "infer-schema"},
+        writer_properties={"output_grouping": "one-line-per-object"},
+    )
+    [(_, data)] = out["success"]
+    assert json.loads(data) == {"day": "2024-12-01", "at": "2024-12-01T10:00:00Z", "t": "10:00:00", "n": 1}
