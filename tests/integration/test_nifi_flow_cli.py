@@ -133,6 +133,25 @@ def test_nifi_2_3_0_json_and_content_processors_write_what_nifi_wrote_byte_for_b
     assert written == expected
 
 
+def test_nifi_2_3_0_validate_record_with_an_inferred_schema_routes_and_writes_as_nifi_did(tmp_path):
+    """ValidateRecord with a JsonTreeReader that infers (NiFi's default) built and run in
+    NiFi 2.3.0: every readable record valid, values of mixed types kept, dates kept as
+    text, the unreadable file to failure whole, each under its own name. Two differences
+    are known and named: NiFi leaves out a field a record lacks where Custody writes
+    null, and writes a whole number among decimals as it was (1) where Custody writes
+    the column's decimal (1.0, equal as JSON numbers)."""
+    written, expected = run_as_nifi_did(tmp_path, "validate", "*.json")
+    assert sorted(written) == sorted(expected)
+    for path in (Path("valid/mixed.json"), Path("failure/broken.json")):
+        assert written[path] == expected[path], path
+
+    def present(data: bytes) -> list[dict]:
+        return [{k: v for k, v in json.loads(line).items() if v is not None} for line in data.splitlines()]
+
+    for path in (Path("valid/people.json"), Path("valid/array.json")):
+        assert present(written[path]) == present(expected[path]), path
+
+
 def test_nifi_2_3_0_expressions_evaluate_to_what_nifi_wrote_byte_for_byte(tmp_path):
     """Fifty-odd expressions in one UpdateAttribute (several attributes at once, math(),
     HTML and name-based UUIDs, evaluateELString(), dates as results, Java's decimals,
