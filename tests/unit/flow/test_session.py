@@ -212,6 +212,26 @@ def test_fork_and_join_events():
     assert join[0].flowfile_uuid == joined.id and join[0].parent_uuids == (a.id, b.id)
 
 
+def test_a_child_inherits_as_nifis_session_makes_it():
+    env = Env()
+    env.seed(b"a", b"b")
+    session = env.session()
+    a, b = session.get_batch(2)
+    a = session.put_all_attributes(a, {"alternate.identifier": "x-1", "discard.reason": "old", "kind": "k"})
+    b = session.put_all_attributes(b, {"kind": "k", "filename": a.attributes["filename"]})
+    child = session.create(a)
+    # one parent: its filename and the rest, but not the identifiers of the parent itself
+    assert child.attributes["filename"] == a.attributes["filename"] and child.attributes["kind"] == "k"
+    assert "alternate.identifier" not in child.attributes and "discard.reason" not in child.attributes
+    # several: what they share, and the join is named by its id even where they share a name
+    joined = session.create([a, b])
+    assert joined.attributes["kind"] == "k" and joined.attributes["filename"] == joined.id
+    assert "n" not in joined.attributes  # "a" and "b" differ
+    for flowfile in (child, joined, a, b):
+        session.transfer(flowfile, "success")
+    session.commit()
+
+
 def test_fan_out_to_two_connections_clones():
     env = Env()
     session = env.session(outgoing={"success": [env.success, env.other]})
