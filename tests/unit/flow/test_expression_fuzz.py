@@ -94,15 +94,28 @@ CONSTANTS = st.one_of(
     st.integers(-(1 << 70), 1 << 70).map(str),
     st.sampled_from(["0", "1", "-1", "3.5", "0.0", str(LIMIT), str(LIMIT + 1), "999999999999", "true", "false"]),
 )
-SUBJECT_CALLS = st.sampled_from(["now()", "UUID()", "nextInt()", "hostname()"]) | CONSTANTS.map(
-    lambda constant: f"literal({constant})"
+SUBJECT_CALLS = (
+    st.sampled_from(["now()", "UUID()", "nextInt()", "hostname()", "math('random')"])
+    | CONSTANTS.map(lambda constant: f"literal({constant})")
+    # the subjects that select several values
+    | st.builds(
+        lambda kind, names: f"{kind}({', '.join(names)})",
+        st.sampled_from(["anyAttribute", "allAttributes", "anyMatchingAttribute", "allMatchingAttributes"]),
+        st.lists(st.one_of(st.sampled_from(ATTRIBUTE_NAMES).map(_quoted), CONSTANTS), min_size=1, max_size=3),
+    )
+    | st.builds(
+        lambda kind, value, delimiter: f"{kind}({value}, {delimiter})",
+        st.sampled_from(["anyDelineatedValue", "allDelineatedValues"]),
+        CONSTANTS,
+        CONSTANTS,
+    )
 )
 SUBJECT = st.one_of(st.sampled_from(ATTRIBUTE_NAMES), SUBJECT_CALLS, st.sampled_from(ATTRIBUTE_NAMES).map(_quoted))
 
 
 def _arity(name: str, function) -> tuple[int, int]:
     """How many arguments the function takes (the pattern functions take the meter first)."""
-    skip = 2 if name in {"matches", "find", "replaceAll"} else 1
+    skip = 2 if name in {"matches", "find", "replaceAll", "replaceFirst", "evaluateELString"} else 1
     parameters = list(inspect.signature(function).parameters.values())[skip:]
     return sum(p.default is p.empty for p in parameters), len(parameters)
 
@@ -125,10 +138,12 @@ def _expressions():
             )
 
         call = st.sampled_from(sorted(FUNCTIONS)).flatmap(arguments_of)
+        aggregate = st.sampled_from(["", "", ":count()"]) | CONSTANTS.map(lambda delimiter: f":join({delimiter})")
         return st.builds(
-            lambda subject, calls: "${" + subject + "".join(calls) + "}",
+            lambda subject, calls, last: "${" + subject + "".join(calls) + last + "}",
             SUBJECT,
             st.lists(call, min_size=1, max_size=5),
+            aggregate,
         )
 
     return st.recursive(leaf, extend, max_leaves=16)
