@@ -621,6 +621,20 @@ _ARITY = {name: _arity(function, 2 if name in _METERED else 1) for name, functio
 _SUBJECT_ARITY = {name: _arity(function, 0) for name, function in SUBJECTS.items()}
 
 
+def _closes_an_expression(text: str) -> bool:
+    """Whether `text` holds a `${` whose braces close (NiFi reads quoted text with one
+    as text with expressions, and without one as plain text)."""
+    start = text.find("${")
+    while start >= 0:
+        depth = 0
+        for char in text[start + 1 :]:
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth == 0:
+                return True
+        start = text.find("${", start + 2)
+    return False
+
+
 def escaped_dollars(text: str, position: int) -> tuple[str, int, bool]:
     """The run of `$` at `position`, read by NiFi's rule: before `{`, each pair is one
     literal `$` and an odd one left starts an expression (`$${a}` is the text `${a}`,
@@ -764,8 +778,8 @@ class _Parser:
         embedded expressions, as NiFi reads `equals('${other}.bak')` (`$${` keeps one
         literally)."""
         text = self.quoted()
-        if "${" not in text:
-            return ("const", text)
+        if not _closes_an_expression(text):
+            return ("const", text)  # `'${'` alone is text, as in NiFi
         inner = _Parser(text)
         inner.depth = self.depth
         return ("text", inner.template())
