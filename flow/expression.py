@@ -493,6 +493,10 @@ FUNCTIONS: dict[str, Callable] = {
     "in": lambda v, *x: _text(v) in {_text(item) for item in x},
     "isJson": lambda v: _is_json(_text(v)),
     "jsonPath": lambda v, x: _json_path(_text(v), _text(x)),
+    "jsonPathDelete": lambda v, x: _json_changed(_text(v), _text(x), "delete"),
+    "jsonPathSet": lambda v, x, value: _json_changed(_text(v), _text(x), "set_value", _json_value(value)),
+    "jsonPathAdd": lambda v, x, value: _json_changed(_text(v), _text(x), "add", _json_value(value)),
+    "jsonPathPut": lambda v, x, key, value: _json_changed(_text(v), _text(x), "put", _text(key), _json_value(value)),
     "repeat": lambda v, n, m=None: _repeat(_text(v), int(_number(n)), None if m is None else int(_number(m))),
     "format": lambda v, p, z=None: format_millis(int(_number(v)), _text(p), _zone_name(z)),
     "formatInstant": lambda v, p, z: format_millis(int(_number(v)), _text(p), _zone_name(z)),
@@ -540,6 +544,9 @@ SUBJECTS: dict[str, Callable] = {
     "ip": lambda: _host_address(),
     "thread": lambda: threading.current_thread().name,
     "math": lambda method: expression_math.run(_text(method), None),
+    "getUri": lambda scheme, user, host, port, path, query, fragment: _get_uri(
+        scheme, user, host, port, path, query, fragment
+    ),
 }
 # Subjects that select several values, the rest of the chain applied to each (the
 # arity of each: names or patterns, one or more; a value and its delimiter)
@@ -590,6 +597,35 @@ def _json_path(text: str, path: str) -> str:
     if found is None:
         return ""
     return found if isinstance(found, str) else json_text(found, MAX_STRING_LENGTH)
+
+
+def _get_uri(scheme, user, host, port, path, query, fragment) -> str:  # noqa: PLR0913 - NiFi's seven parts
+    def part(value) -> str | None:
+        return None if value is None else _text(value)
+
+    number = -1 if port is None else int(_number(port))
+    return encodings.java_uri(part(scheme), part(user), part(host), number, part(path), part(query), part(fragment))
+
+
+def _json_changed(text: str, path: str, change: str, *values) -> str:
+    """`text`, a JSON document, changed at `path` by `flow.json_path_update`'s `change`."""
+    from . import json_path_update
+    from .json_path import JsonPathError, JsonPathEvaluationError, compile_path, json_text
+
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise ExpressionError(f"the subject is not JSON: {error}") from None
+    try:
+        changed = getattr(json_path_update, change)(compile_path(path), document, *values)
+    except (JsonPathError, JsonPathEvaluationError, json_path_update.UpdateRefused) as error:
+        raise ExpressionError(str(error)) from None
+    return json_text(changed, MAX_STRING_LENGTH)
+
+
+def _json_value(value):
+    """An expression's value as JSON takes it: text, a number, a boolean, or null."""
+    return _plain(value)
 
 
 def _repeat(text: str, least: int, most: int | None) -> str:
@@ -809,6 +845,9 @@ class _Parser:
                     value = self.peek("true")
                     self.position += 4 if value else 5
                     arguments.append(("const", value))
+                elif self.peek("null"):  # getUri's "no such part", as NiFi writes it
+                    self.position += 4
+                    arguments.append(("const", None))
                 else:
                     raise self.error("expected an argument")
             self.skip_space()

@@ -14,6 +14,9 @@ returns text, or raises `ValueError` saying why it cannot.
   not escaped and `&apos;` not read (neither is HTML 4), and an entity ends with `;`;
 - `UUID3`/`UUID5`: the name-based UUID (RFC 4122: MD5, SHA-1) of the text in a
   namespace given as a UUID;
+- `getUri`: a URI of its seven parts, as Java's seven-argument `java.net.URI`
+  constructor builds one (RFC 2396): each part's characters that are not legal there
+  quoted as `%XX` of their UTF-8 bytes (`%` always), non-ASCII ones kept;
 - `hash`: the hex digest of the UTF-8 bytes by NiFi's algorithm names (MD5, SHA-1,
   SHA-256, SHA3-512, ...);
 - `toRadix`/`fromRadix`: a whole number in base 2 to 36 (lower-case digits);
@@ -136,6 +139,57 @@ def name_uuid(text: str, namespace: str, version: int) -> str:
         raise ValueError(f"the namespace {namespace[:64]!r} is not a UUID") from None
     made = uuid.uuid3(space, text) if version == 3 else uuid.uuid5(space, text)
     return str(made)
+
+
+# What RFC 2396 allows, as java.net.URI quotes by it: unreserved and punctuation in the
+# user info; those, "/" and "@" in a path; every reserved character in a query or fragment.
+_UNRESERVED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()")
+_USER_INFO = _UNRESERVED | frozenset(";:&=+$,")
+_PATH = _USER_INFO | frozenset("/@")
+_QUERY = _UNRESERVED | frozenset(";/?:@&=+$,[]")
+
+
+def _quote_uri_part(text: str, legal: frozenset) -> str:
+    out = []
+    for char in text:
+        if char in legal or (ord(char) > 127 and not char.isspace() and char.isprintable()):
+            out.append(char)
+        else:
+            out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
+    return "".join(out)
+
+
+def java_uri(
+    scheme: str | None,
+    user_info: str | None,
+    host: str | None,
+    port: int,
+    path: str | None,
+    query: str | None,
+    fragment: str | None,
+) -> str:
+    """The URI `java.net.URI(scheme, userInfo, host, port, path, query, fragment)` makes
+    (a part that is None is left out, as is a port of -1)."""
+    if scheme is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.\-]*", scheme):
+        raise ValueError(f"the scheme {scheme[:64]!r} is not a URI scheme")
+    if not -1 <= port <= 65535:
+        raise ValueError(f"the port {port} is not -1 (none) or a port number")
+    parts = [f"{scheme}:"] if scheme is not None else []
+    if user_info is not None or host is not None or port != -1:
+        parts.append("//")
+        if user_info is not None:
+            parts.append(_quote_uri_part(user_info, _USER_INFO) + "@")
+        if host is not None:
+            parts.append(f"[{host}]" if ":" in host and not host.startswith("[") else host)
+        if port != -1:
+            parts.append(f":{port}")
+    if path is not None:
+        parts.append(_quote_uri_part(path, _PATH))
+    if query is not None:
+        parts.append("?" + _quote_uri_part(query, _QUERY))
+    if fragment is not None:
+        parts.append("#" + _quote_uri_part(fragment, _QUERY))
+    return "".join(parts)
 
 
 def hash_text(text: str, algorithm: str) -> str:

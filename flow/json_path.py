@@ -642,6 +642,18 @@ class _Steps:
             )
 
 
+def nodes_at(segments: tuple[Segment, ...], document, *, budget: int = DEFAULT_BUDGET) -> list:
+    """The nodes `segments` select in `document`, themselves (not copies), so that a
+    caller may change them (`flow.json_path_update`)."""
+    return _select(tuple(segments), document, document, _Steps(budget))
+
+
+def passing(condition: Condition, elements: list, root, *, budget: int = DEFAULT_BUDGET) -> list[int]:
+    """The indexes of the `elements` that pass a filter's `condition`."""
+    steps = _Steps(budget)
+    return [index for index, element in enumerate(elements) if _holds(condition, element, root, steps)]
+
+
 def _select(segments: tuple[Segment, ...], start, root, steps: _Steps) -> list:
     nodes = [start]
     last = len(segments) - 1

@@ -5,6 +5,7 @@ unless a comment says otherwise."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 
@@ -235,3 +236,80 @@ def test_the_nifi_import_lists_none_of_these_functions_as_missing():
         "getStateValue",
         "toNanos",
     ]
+
+
+DOCUMENT = (
+    '{"firstName":"John","lastName":"Smith","age":25,"voter":true,"height":6.1,'
+    '"address":{"city":"New York"},"phoneNumbers":[{"type":"home"},{"type":"office"}],"nicknames":[]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "changed"),
+    [
+        ("${j:jsonPathDelete('$.firstName')}", lambda d: d.pop("firstName")),
+        ("${j:jsonPathDelete('$.missing-path')}", lambda d: None),
+        ("${j:jsonPathAdd('$.nicknames', 'Jimmy')}", lambda d: d["nicknames"].append("Jimmy")),
+        ("${j:jsonPathAdd('$.missingpath', 'Jimmy')}", lambda d: None),
+        ("${j:jsonPathSet('$.firstName', 'James')}", lambda d: d.update(firstName="James")),
+        ("${j:jsonPathSet('$.age', ${n:toNumber()})}", lambda d: d.update(age=5)),
+        ("${j:jsonPathSet('$.missingpath', 'James')}", lambda d: None),
+        ("${j:jsonPathPut('$', 'middlename', 'Turon')}", lambda d: d.update(middlename="Turon")),
+        ("${j:jsonPathPut('$.address', 'zip', 10021)}", lambda d: d["address"].update(zip=10021)),
+        ("${j:jsonPathDelete('$.phoneNumbers[?(@.type == \"home\")]')}", lambda d: d["phoneNumbers"].pop(0)),
+        ("${j:jsonPathSet('$.phoneNumbers[*].type', 'x')}", lambda d: [p.update(type="x") for p in d["phoneNumbers"]]),
+        ("${j:jsonPathDelete('$.phoneNumbers[0,1]')}", lambda d: d["phoneNumbers"].clear()),
+    ],
+)
+def test_json_path_changes_the_document_where_the_path_points(text, changed):
+    expected = json.loads(DOCUMENT)
+    changed(expected)
+    written = evaluate(text, j=DOCUMENT, n="5")
+    assert json.loads(written) == expected
+    assert written == json.dumps(expected, separators=(",", ":"))  # compact, members in order
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("${j:jsonPathAdd('$.firstName', 'Jimmy')}", "only an array can be added to"),
+        ("${j:jsonPathPut('$.age', 'k', 'v')}", "a member can be put in an object only"),
+        ("${j:jsonPathDelete('$..type')}", "deep scan"),
+        ("${j:jsonPathDelete('$')}", "whole document"),
+        ("${x:jsonPathDelete('$.a')}", "not JSON"),
+    ],
+)
+def test_json_path_changes_it_cannot_make_fail_saying_why(text, reason):
+    with pytest.raises(ExpressionError, match=reason):
+        evaluate(text, j=DOCUMENT, x="{not json")
+
+
+@pytest.mark.parametrize(
+    ("text", "uri"),
+    [
+        (
+            "${getUri('https', 'admin:admin', 'nifi.apache.org', '1234', '/path/data ', "
+            "'key=value &key2=value2', 'frag1')}",
+            "https://admin:admin@nifi.apache.org:1234/path/data%20?key=value%20&key2=value2#frag1",
+        ),
+        (
+            "${getUri('https', null, 'nifi.apache.org', 8443, '/docs.html', null, null)}",
+            "https://nifi.apache.org:8443/docs.html",
+        ),
+        (
+            "${getUri('http', null, 'nifi.apache.org', -1, '/docs.html', null, null)}",
+            "http://nifi.apache.org/docs.html",
+        ),
+        # a percent is always quoted, non-ASCII letters are kept, an IPv6 host is bracketed
+        ("${getUri('http', null, '::1', -1, '/a b/é%', 'q=ü v', null)}", "http://[::1]/a%20b/é%25?q=ü%20v"),
+    ],
+)
+def test_get_uri_builds_as_javas_uri_constructor(text, uri):
+    assert evaluate(text) == uri
+
+
+def test_get_uri_refuses_a_scheme_or_a_port_that_is_not_one():
+    with pytest.raises(ExpressionError, match="not a URI scheme"):
+        evaluate("${getUri('1http', null, 'h', -1, null, null, null)}")
+    with pytest.raises(ExpressionError, match="not -1"):
+        evaluate("${getUri('http', null, 'h', 70000, null, null, null)}")
