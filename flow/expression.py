@@ -404,6 +404,10 @@ def _math(v, method, argument=None):
     return expression_math.run(_text(method), _plain(subject), None if argument is None else _plain(_number(argument)))
 
 
+def _is_number_value(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _plain(number):
     """A number without its date-ness (`toNumber()` of a date is its milliseconds)."""
     return int(number) if type(number) is JavaDate else number
@@ -529,6 +533,9 @@ FUNCTIONS: dict[str, Callable] = {
 }
 # The argument of these that is a date pattern, checked at parse time when it is constant.
 _DATE_PATTERN_ARGUMENT = {"format": 0, "formatInstant": 0, "toDate": 0, "toInstant": 0}
+# These put their value arguments into JSON: a number an expression gives is a JSON
+# number, but one written as a constant is JSON text, as NiFi 2.3.0 writes it.
+_JSON_VALUE_FUNCTIONS = frozenset({"jsonPathSet", "jsonPathAdd", "jsonPathPut"})
 # These take the evaluation's meter first: their cost depends on the pattern.
 _METERED = frozenset({"matches", "find", "replaceAll", "replaceFirst", "evaluateELString"})
 # The argument of these that is a pattern, checked at parse time when it is constant.
@@ -868,6 +875,11 @@ class _Parser:
             wanted = f"{low}" if low == high else f"{low} to {high}"
             self.position = start
             raise self.error(f"{name}() takes {wanted} argument(s), got {len(arguments)}")
+        if name in _JSON_VALUE_FUNCTIONS:  # a number written as an argument is text there, as NiFi 2.3.0 puts it
+            arguments[:] = [
+                ("const", _text(node[1])) if node[0] == "const" and _is_number_value(node[1]) else node
+                for node in arguments
+            ]
         index = _DATE_PATTERN_ARGUMENT.get(name)
         if index is not None and len(arguments) > index and arguments[index][0] == "const":
             try:

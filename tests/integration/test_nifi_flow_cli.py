@@ -153,9 +153,10 @@ def test_nifi_2_3_0_validate_record_with_an_inferred_schema_routes_and_writes_as
 
 
 def test_nifi_2_3_0_expressions_evaluate_to_what_nifi_wrote_byte_for_byte(tmp_path):
-    """Fifty-odd expressions in one UpdateAttribute (several attributes at once, math(),
-    HTML and name-based UUIDs, evaluateELString(), dates as results, Java's decimals,
-    division and remainders, quoted text holding expressions, escaped dollars), written
+    """Some sixty-five expressions in one UpdateAttribute (several attributes at once,
+    math(), HTML and name-based UUIDs, evaluateELString(), dates as results, Java's
+    decimals, division and remainders, JSON changed at a path, getUri(), quoted text
+    holding expressions, escaped dollars), written
     out by AttributesToJSON, built and run in NiFi 2.3.0: Custody's import writes the
     same two files, byte for byte (so the members in NiFi's order too)."""
     written, expected = run_as_nifi_did(tmp_path, "expressions", "[!.]*")

@@ -255,7 +255,8 @@ DOCUMENT = (
         ("${j:jsonPathSet('$.age', ${n:toNumber()})}", lambda d: d.update(age=5)),
         ("${j:jsonPathSet('$.missingpath', 'James')}", lambda d: None),
         ("${j:jsonPathPut('$', 'middlename', 'Turon')}", lambda d: d.update(middlename="Turon")),
-        ("${j:jsonPathPut('$.address', 'zip', 10021)}", lambda d: d["address"].update(zip=10021)),
+        # a number written as the value is JSON text, one an expression gives a number (as in NiFi 2.3.0)
+        ("${j:jsonPathPut('$.address', 'zip', 10021)}", lambda d: d["address"].update(zip="10021")),
         ("${j:jsonPathDelete('$.phoneNumbers[?(@.type == \"home\")]')}", lambda d: d["phoneNumbers"].pop(0)),
         ("${j:jsonPathSet('$.phoneNumbers[*].type', 'x')}", lambda d: [p.update(type="x") for p in d["phoneNumbers"]]),
         ("${j:jsonPathDelete('$.phoneNumbers[0,1]')}", lambda d: d["phoneNumbers"].clear()),
