@@ -43,7 +43,6 @@ values come from outside and must not exhaust the node:
 
 from __future__ import annotations
 
-import decimal
 import functools
 import inspect
 import itertools
@@ -69,6 +68,7 @@ from .bounded_regex import (
 )
 from .errors import ExpressionError
 from .expression_dates import DatePatternError, format_millis, parse_millis, parse_pattern, zone
+from .java_text import double_text
 
 MAX_STRING_LENGTH = 1 << 20
 MAX_BUILT_PER_EVALUATION = 32 * MAX_STRING_LENGTH
@@ -162,34 +162,8 @@ def _text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return java_double_text(value)
+        return double_text(value)
     return str(value)
-
-
-def java_double_text(number: float) -> str:
-    """A decimal as Java's `Double.toString` writes it, as NiFi writes its decimals:
-    the shortest digits that read back the same, with at least one after the point
-    (`2.0`), plain from 0.001 to below 10,000,000 and otherwise in Java's scientific
-    notation (`1.0E7`, `1.0E-4`)."""
-    if not math.isfinite(number):
-        return "NaN" if number != number else ("Infinity" if number > 0 else "-Infinity")
-    if number == 0:
-        return "-0.0" if math.copysign(1.0, number) < 0 else "0.0"
-    sign, digit_tuple, exponent = decimal.Decimal(repr(number)).as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple))
-    significant = digits.rstrip("0") or "0"
-    point = len(digits) + exponent  # the decimal point's place after the first digit
-    if 1e-3 <= abs(number) < 1e7:
-        if point <= 0:
-            text = "0." + "0" * -point + significant
-        elif point >= len(significant):
-            text = significant + "0" * (point - len(significant)) + ".0"
-        else:
-            text = significant[:point] + "." + significant[point:]
-    else:
-        text = f"{significant[0]}.{significant[1:] or '0'}E{point - 1}"
-    return "-" + text if sign else text
 
 
 def is_true(text: str) -> bool:

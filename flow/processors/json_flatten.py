@@ -49,6 +49,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..errors import ExpressionError, UnreadableContent
+from ..java_text import double_text
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .content_failures import ContentFailures
 
@@ -98,19 +99,10 @@ def quoted(text: str, strict: bool) -> str:
 
 
 def java_double_text(value: float) -> str:
-    """`value` as Java's Double.toString writes it (shortest digits, as Java 19+)."""
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    """`value` as Java's Double.toString writes it (`flow.java_text`); a JSON number is finite."""
     if not math.isfinite(value):
         raise FlattenError(f"{value} is not a JSON number")
-    sign = "-" if value < 0 else ""
-    number = Decimal(repr(abs(value))).normalize()
-    if Decimal("0.001") <= number < Decimal("10000000"):
-        text = format(number, "f")
-        return sign + (text if "." in text else text + ".0")
-    digits = "".join(map(str, number.as_tuple().digits))
-    exponent = len(digits) - 1 + int(number.as_tuple().exponent)
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+    return double_text(value)
 
 
 def flattened_number(value: int | float) -> str:

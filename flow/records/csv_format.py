@@ -19,8 +19,9 @@ A row with too many or too few fields is named by its index and line; so is a va
 that does not fit its column's given type.
 
 The writer writes a header line (unless told not to), quotes text values, and writes
-nulls as `null_string`. A nested field (a struct, a list, a map) has no CSV form: the
-FlowFile goes to `failure` naming it.
+nulls as `null_string`. As NiFi's writer does, a decimal is written as Java writes a
+double (`7.0`, `1.0E7`), a list as `[a, b]`, a map as `{k=v}` and a struct (a record)
+as its JSON (`flow.java_text`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from .. import java_text
 from ..processor import PropertyDescriptor
 from .errors import RecordError, SchemaChanged
 from .readers import BLOCK_SIZE, SCHEMA_PROPERTIES, Opener, RecordReader
@@ -257,9 +259,6 @@ class CSVRecordSetWriter(RecordWriter):
         return problems
 
     def open(self, sink: BinaryIO, schema: pa.Schema) -> RecordSetWriter:
-        for field in schema:
-            if pa.types.is_nested(field.type):
-                raise RecordError(f"field {field.name!r} is a {field.type}, which CSV cannot hold")
         separator = self.config["value_separator"]
         plain = all(not set(name) & {separator, '"', "\n", "\r"} for name in schema.names)
         options = pa_csv.WriteOptions(
@@ -272,16 +271,34 @@ class CSVRecordSetWriter(RecordWriter):
         return _CsvSetWriter(sink, schema, options)
 
 
+def _as_java_text(field: pa.Field) -> bool:
+    """Whether a field's values are written as Java's text of them (`flow.java_text`)."""
+    return pa.types.is_nested(field.type) or pa.types.is_floating(field.type)
+
+
+def _cells(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """`batch` with its decimal and nested columns as the text NiFi writes for them."""
+    columns = [
+        (java_text.nested_column(column) if pa.types.is_nested(column.type) else java_text.double_column(column))
+        if _as_java_text(field)
+        else column
+        for field, column in zip(batch.schema, batch.columns, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
 class _CsvSetWriter(RecordSetWriter):
     def __init__(self, sink: BinaryIO, schema: pa.Schema, options: pa_csv.WriteOptions):
-        self.sink, self.schema, self.options = sink, schema, options
+        self.sink, self.options = sink, options
+        self.schema = pa.schema([field.with_type(pa.string()) if _as_java_text(field) else field for field in schema])
+        self.texted = any(_as_java_text(field) for field in schema)
         self.writer: pa_csv.CSVWriter | None = None
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self.writer is None:
             self.writer = pa_csv.CSVWriter(self.sink, self.schema, write_options=self.options)
         try:
-            self.writer.write_batch(batch)
+            self.writer.write_batch(_cells(batch, self.schema) if self.texted else batch)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
             raise RecordError(f"cannot be written as CSV: {error}") from None
 

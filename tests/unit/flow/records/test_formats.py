@@ -5,6 +5,7 @@ one-record contents), and what each says of content it cannot read."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import random
@@ -131,10 +132,26 @@ def test_nested_records_round_trip_through_json_and_parquet(writer_type):
     assert back.select(NESTED.names).to_pylist() == rows
 
 
-def test_a_csv_writer_refuses_a_nested_field_by_name():
-    table = pa.Table.from_pylist(nested_rows(3), schema=NESTED)
-    with pytest.raises(RecordError, match="field 'tags' is a list<item: string>, which CSV cannot hold"):
-        write("CSVRecordSetWriter", table)
+def test_a_csv_writer_writes_nested_fields_and_decimals_as_nifis_does():
+    rows = [
+        {"id": 1, "name": "a", "tags": ["x", "y"], "where": {"city": "Köln", "floor": 2}},
+        {"id": 2, "name": "b", "tags": None, "where": None},
+    ]
+    written = write("CSVRecordSetWriter", pa.Table.from_pylist(rows, schema=NESTED))
+    parsed = list(csv.reader(io.StringIO(written.decode())))
+    assert parsed == [
+        ["id", "name", "tags", "where"],
+        ["1", "a", "[x, y]", '{"city":"Köln","floor":2}'],  # a list as Java's List.toString, a record as JSON
+        ["2", "b", "", ""],
+    ]
+    decimals = pa.table({"d": pa.array([7.0, 10.5, 1e7, None])})
+    assert list(csv.reader(io.StringIO(write("CSVRecordSetWriter", decimals).decode()))) == [
+        ["d"],
+        ["7.0"],
+        ["10.5"],
+        ["1.0E7"],
+        [],  # null: an empty line (one empty value)
+    ]
 
 
 def test_empty_content_holds_no_records_in_any_reader():
