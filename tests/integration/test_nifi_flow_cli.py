@@ -6,6 +6,8 @@ run, or a malformed one, exits 2 with every problem on stderr and writes nothing
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -150,6 +152,26 @@ def test_nifi_2_3_0_validate_record_with_an_inferred_schema_routes_and_writes_as
 
     for path in (Path("valid/people.json"), Path("valid/array.json")):
         assert present(written[path]) == present(expected[path]), path
+
+
+def test_nifi_2_3_0_convert_record_between_csv_and_json_writes_what_nifi_wrote(tmp_path):
+    """ConvertRecord with NiFi's CSVReader, JsonTreeReader, JsonRecordSetWriter and
+    CSVRecordSetWriter at their defaults, built and run in NiFi 2.3.0. CSV to JSON: byte
+    for byte (the header read although "Treat First Line as Header" is false: NiFi reads
+    it whenever it infers the schema; decimals as Java writes them). JSON to CSV: the
+    same cells (a list as `[a, b]`, a record as its JSON, `7.0`), quoted otherwise: NiFi
+    quotes only what needs it and escapes a quote with a backslash, Custody quotes text
+    and doubles a quote (RFC 4180)."""
+    written, expected = run_as_nifi_did(tmp_path, "convert", "[!.]*.*")
+    assert sorted(written) == sorted(expected) == [Path("csv/people.json"), Path("json/orders.csv")]
+    assert written[Path("json/orders.csv")] == expected[Path("json/orders.csv")]
+
+    def cells(data: bytes, **dialect) -> list[list[str]]:
+        return list(csv.reader(io.StringIO(data.decode()), **dialect))
+
+    nifi = cells(expected[Path("csv/people.json")], escapechar="\\", doublequote=False)
+    assert cells(written[Path("csv/people.json")]) == nifi
+    assert nifi[1] == ["1", "alpha", "[a, b]", '{"x":1}', "10.5", ""]
 
 
 def test_nifi_2_3_0_expressions_evaluate_to_what_nifi_wrote_byte_for_byte(tmp_path):
