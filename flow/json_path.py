@@ -642,6 +642,21 @@ class _Steps:
             )
 
 
+def json_kind(value) -> str:
+    """What kind of JSON value `value` (as `json.loads` gives it) is, in words."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "text"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    return "a number"
+
+
 def nodes_at(segments: tuple[Segment, ...], document, *, budget: int = DEFAULT_BUDGET) -> list:
     """The nodes `segments` select in `document`, themselves (not copies), so that a
     caller may change them (`flow.json_path_update`)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .json_path import Filter, Index, Indexes, JsonPath, Name, Names, Slice, Wildcard, nodes_at, passing
+from .json_path import Filter, Index, Indexes, JsonPath, Name, Names, Slice, Wildcard, json_kind, nodes_at, passing
 
 
 class UpdateRefused(ValueError):
@@ -39,7 +39,7 @@ def add(path: JsonPath, document, value):
     for parent, key in _places(path, document):
         target = parent[key]
         if not isinstance(target, list):
-            raise UpdateRefused(f"{path.text} points at {_kind(target)}, and only an array can be added to")
+            raise UpdateRefused(f"{path.text} points at {json_kind(target)}, and only an array can be added to")
         target.append(value)
     return document
 
@@ -47,7 +47,7 @@ def add(path: JsonPath, document, value):
 def put(path: JsonPath, document, key: str, value):
     for target in nodes_at(path.segments, document):
         if not isinstance(target, dict):
-            raise UpdateRefused(f"{path.text} points at {_kind(target)}, and a member can be put in an object only")
+            raise UpdateRefused(f"{path.text} points at {json_kind(target)}, and a member can be put in an object only")
         target[key] = value
     return document
 
@@ -90,15 +90,3 @@ def _keys(selector, parent, root) -> list:  # noqa: PLR0911 - one branch a selec
         if isinstance(selector, Filter):
             return passing(selector.condition, parent, root)
     return []
-
-
-def _kind(value) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return "text" if isinstance(value, str) else "an array"

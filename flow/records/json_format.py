@@ -32,6 +32,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from ..json_path import json_kind
 from ..processor import PropertyDescriptor
 from .errors import RecordError, SchemaChanged
 from .readers import (
@@ -121,7 +122,7 @@ class JsonTreeReader(RecordReader):
             for row in _rows(block):
                 for name, value in row.items():
                     if value is not None:
-                        kinds.setdefault(name, set()).add(_json_kind(value))
+                        kinds.setdefault(name, set()).add(json_kind(value))
         mixed = {name for name, seen in kinds.items() if len(seen) > 1}
         if not mixed:
             return self.infer_schema(open_stream)
@@ -277,7 +278,7 @@ def _located(block: _Block, error: Exception, prefix: str = "") -> RecordError:
         except ValueError:
             value = {}
         if not isinstance(value, dict):
-            message = f"a record must be a JSON object, not {_json_kind(value)}"
+            message = f"a record must be a JSON object, not {json_kind(value)}"
             found = None
         return RecordError(
             prefix + (message[: found.start()] if found else message), record=block.first_record + row, line=line
@@ -424,7 +425,7 @@ def _value_blocks(chunks: Iterable[bytes], limit: int) -> Iterator[_Block]:
         if end - position > limit:
             raise RecordError(f"a record is longer than max_record_size ({limit} bytes)", record=record, line=line)
         if not isinstance(value, dict):
-            raise RecordError(f"a record must be a JSON object, not {_json_kind(value)}", record=record, line=line)
+            raise RecordError(f"a record must be a JSON object, not {json_kind(value)}", record=record, line=line)
         encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
         out.append(encoded)
         lines.append(line)
@@ -442,18 +443,6 @@ def _value_blocks(chunks: Iterable[bytes], limit: int) -> Iterator[_Block]:
             out, lines, size, first_record = [], [], 0, record
     if out:
         yield _Block(b"\n".join(out) + b"\n", first_record, lines[0], lines)
-
-
-def _json_kind(value) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "text"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true or false"
-    return "a number"
 
 
 # -- writing --------------------------------------------------------------------------

@@ -234,3 +234,18 @@ def test_csv_text_that_looks_like_a_date_or_a_time_is_written_back_as_it_was_rea
     )
     [(_, data)] = out["success"]
     assert json.loads(data) == {"day": "2024-12-01", "at": "2024-12-01T10:00:00Z", "t": "10:00:00", "n": 1}
+
+
+def test_a_field_that_is_an_object_in_one_record_and_a_number_in_another_is_written_as_each_was():
+    # read as each value's JSON text, as for text against a number (an object was taken
+    # for a number there, and the FlowFile went to failure)
+    lines = b'{"a": {"x": 1}}\n{"a": 5}\n{"a": [1, "b"]}\n'
+    out = convert(
+        "JsonTreeReader",
+        "JsonRecordSetWriter",
+        [({}, lines)],
+        writer_properties={"output_grouping": "one-line-per-object"},
+    )
+    [(_, data)] = out["success"]
+    assert [json.loads(line) for line in data.splitlines()] == [{"a": {"x": 1}}, {"a": 5}, {"a": [1, "b"]}]
+    assert out["failure"] == []
