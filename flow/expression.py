@@ -155,6 +155,8 @@ def _number(value):
 
 
 def _text(value) -> str:
+    if type(value) is str:  # most values: first
+        return value
     if value is None:
         return ""
     if type(value) is JavaDate:
@@ -897,9 +899,13 @@ def _evaluate(node, flowfile, meter: _Meter):
     if kind == "call":
         _, function, arguments, name = node
         return _apply(name, function, (), [_evaluate(a, flowfile, meter) for a in arguments], meter)
-    if node[1][0] == "multi":
-        return _evaluate_multiple(node[1], node[2], flowfile, meter)
-    return _chain(_evaluate(node[1], flowfile, meter), node[2], flowfile, meter)
+    subject = node[1]
+    if subject[0] == "multi":
+        return _evaluate_multiple(subject, node[2], flowfile, meter)
+    value = _evaluate(subject, flowfile, meter)
+    for function, arguments, name in node[2]:
+        value = _apply(name, function, (value,), [_evaluate(a, flowfile, meter) for a in arguments], meter)
+    return value
 
 
 def _joined(parts: list, flowfile, meter: _Meter) -> str:
