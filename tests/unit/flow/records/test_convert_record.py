@@ -208,31 +208,31 @@ def test_a_malformed_record_among_mixed_types_still_sends_the_flowfile_to_failur
     assert kept == data and attributes["record.error.index"] == "4"
 
 
+def one_line_per_object(reader, data, reader_properties=None):
+    """What ConvertRecord from `reader` to JSON, one object per line, writes of `data`."""
+    out = convert(
+        reader,
+        "JsonRecordSetWriter",
+        [({}, data)],
+        reader_properties=reader_properties,
+        writer_properties={"output_grouping": "one-line-per-object"},
+    )
+    assert out["failure"] == []
+    [(_, written)] = out["success"]
+    return written
+
+
 def test_json_text_that_looks_like_a_date_is_written_back_as_it_was_read():
     # Arrow would read these as timestamps and write "2024-12-01T00:00:00"; NiFi's
     # JsonTreeReader without a date format keeps them as the text they are
     record = {"day": "2024-12-01", "at": "2024-12-01T10:00:00Z", "n": {"d": "2024-12-01 10:00:00"}, "l": ["2024-01-01"]}
     lines = json.dumps(record).encode() + b"\n"
-    out = convert(
-        "JsonTreeReader",
-        "JsonRecordSetWriter",
-        [({}, lines)],
-        writer_properties={"output_grouping": "one-line-per-object"},
-    )
-    [(_, data)] = out["success"]
-    assert json.loads(data) == record
+    assert json.loads(one_line_per_object("JsonTreeReader", lines)) == record
 
 
 def test_csv_text_that_looks_like_a_date_or_a_time_is_written_back_as_it_was_read():
     csv = b"day,at,t,n\n2024-12-01,2024-12-01T10:00:00Z,10:00:00,1\n"
-    out = convert(
-        "CSVReader",
-        "JsonRecordSetWriter",
-        [({}, csv)],
-        reader_properties={"schema_access_strategy": "infer-schema"},
-        writer_properties={"output_grouping": "one-line-per-object"},
-    )
-    [(_, data)] = out["success"]
+    data = one_line_per_object("CSVReader", csv, {"schema_access_strategy": "infer-schema"})
     assert json.loads(data) == {"day": "2024-12-01", "at": "2024-12-01T10:00:00Z", "t": "10:00:00", "n": 1}
 
 
@@ -240,12 +240,5 @@ def test_a_field_that_is_an_object_in_one_record_and_a_number_in_another_is_writ
     # read as each value's JSON text, as for text against a number (an object was taken
     # for a number there, and the FlowFile went to failure)
     lines = b'{"a": {"x": 1}}\n{"a": 5}\n{"a": [1, "b"]}\n'
-    out = convert(
-        "JsonTreeReader",
-        "JsonRecordSetWriter",
-        [({}, lines)],
-        writer_properties={"output_grouping": "one-line-per-object"},
-    )
-    [(_, data)] = out["success"]
+    data = one_line_per_object("JsonTreeReader", lines)
     assert [json.loads(line) for line in data.splitlines()] == [{"a": {"x": 1}}, {"a": 5}, {"a": [1, "b"]}]
-    assert out["failure"] == []
