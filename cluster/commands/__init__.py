@@ -7,34 +7,9 @@ several commands share is here: stopping on signals, and the options that name N
 Python processors (`custody run`, `custody flow import` and `export`).
 """
 
+from ..node.signal_stop import stop_on_signals
 
-def stop_on_signals(log, doing: str):
-    """A threading.Event set by SIGTERM or SIGINT (logged as "received X: `doing`"):
-    the long-running commands stop cleanly on either. `kill -USR1 <pid>` prints every
-    thread's stack to stderr (a stuck node's jstack) and the command goes on.
-
-    The handler runs in the main thread, between two of its bytecodes, wherever it is:
-    also inside `stop.wait()` while that holds the event's lock, which `set` takes too
-    (a plain lock: the main thread would wait for itself, for good), or inside a write
-    to stderr, which logging's write would enter again. So the handler only starts a
-    thread, and that thread logs and sets the event."""
-    import faulthandler
-    import signal
-    import threading
-
-    stop = threading.Event()
-
-    def stopping(number: int) -> None:
-        log.info("received %s: %s", signal.Signals(number).name, doing)
-        stop.set()
-
-    def on_signal(number, _frame) -> None:
-        threading.Thread(target=stopping, args=(number,), name="stop-on-signal", daemon=True).start()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-    return stop
+__all__ = ["add_python_options", "python_registry", "stop_on_signals", "user_cache_directory"]
 
 
 def add_python_options(parser) -> None:

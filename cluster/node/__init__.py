@@ -17,4 +17,5 @@
                  decommissioned node's
   shared_services the services a node's processors share by name (Spark, lazily)
   pause_monitor  one log line when the whole process stood still
+  signal_stop    the stop of a long-running command, set by SIGTERM or SIGINT
 """
