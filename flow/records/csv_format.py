@@ -3,7 +3,7 @@
 The reader is Arrow's streaming CSV reader (RFC 4180 quoting, quoted newlines), a
 `BLOCK_SIZE` block at a time. Its options: `value_separator`, `quote_character`,
 `escape_character` (none by default, as RFC 4180 has it; NiFi's default is a
-backslash, which this writer does not write), whether the first line is a header
+backslash), whether the first line is a header
 (without one the columns are `f0`, `f1`, ...), and `null_string`, the text that
 means null (by default an empty field of a non-text column is null and an empty
 text field is empty text).
@@ -18,10 +18,11 @@ header names) and their types.
 A row with too many or too few fields is named by its index and line; so is a value
 that does not fit its column's given type.
 
-The writer writes a header line (unless told not to), quotes text values, and writes
-nulls as `null_string`. As NiFi's writer does, a decimal is written as Java writes a
-double (`7.0`, `1.0E7`), a list as `[a, b]`, a map as `{k=v}` and a struct (a record)
-as its JSON (`flow.java_text`).
+The writer (`csv_writing`) writes a header line (unless told not to), quotes as NiFi's
+writer does (by default only the values that need it) and writes nulls as
+`null_string`. As NiFi's writer does, a decimal is written as Java writes a double
+(`7.0`, `1.0E7`), a list as `[a, b]`, a map as `{k=v}` and a struct (a record) as its
+JSON (`flow.java_text`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from .. import java_text
 from ..processor import PropertyDescriptor
+from .csv_writing import QUOTE_MODES, CsvSetWriter, CsvStyle
 from .errors import RecordError, SchemaChanged
 from .readers import BLOCK_SIZE, SCHEMA_PROPERTIES, Opener, RecordReader
 from .writers import RecordSetWriter, RecordWriter
@@ -244,65 +245,41 @@ def _validate_characters(properties, single: tuple[str, ...], optional: tuple[st
 
 class CSVRecordSetWriter(RecordWriter):
     type_name = "CSVRecordSetWriter"
-    description = "Writes records as CSV (RFC 4180), with a header line."
+    description = "Writes records as CSV, quoting as NiFi's writer does, with a header line."
     mime_type = "text/csv"
     properties = _CHARACTER_PROPERTIES + (
+        PropertyDescriptor(
+            "escape_character",
+            "string",
+            default="",
+            description="put before a quote or itself inside quotes (none: a quote is doubled, as RFC 4180 has it)",
+        ),
+        PropertyDescriptor(
+            "quote_mode",
+            "choice",
+            default="minimal",
+            choices=QUOTE_MODES,
+            description="which values are quoted: those that need it, all, or all but numbers",
+        ),
+        PropertyDescriptor(
+            "trim_fields", "boolean", default=False, description="drop spaces around each value before writing it"
+        ),
         PropertyDescriptor("include_header_line", "boolean", default=True, description="write the column names first"),
         PropertyDescriptor("null_string", "string", default="", description="the text written for a null"),
     )
 
     @classmethod
     def validate(cls, properties):
-        problems = _validate_characters(properties, ("value_separator", "quote_character"), ())
-        if not problems and properties["quote_character"] != '"':
-            problems = [("quote_character", 'the writer quotes with " (RFC 4180); other quotes are not written')]
-        return problems
+        return _validate_characters(properties, ("value_separator", "quote_character"), ("escape_character",))
 
     def open(self, sink: BinaryIO, schema: pa.Schema) -> RecordSetWriter:
-        separator = self.config["value_separator"]
-        plain = all(not set(name) & {separator, '"', "\n", "\r"} for name in schema.names)
-        options = pa_csv.WriteOptions(
-            include_header=self.config["include_header_line"],
-            delimiter=separator,
-            null_string=self.config["null_string"] or "",
-            quoting_style="needed",
-            quoting_header="none" if plain else "needed",
+        config = self.config
+        style = CsvStyle(
+            separator=config["value_separator"],
+            quote=config["quote_character"],
+            escape=config["escape_character"] or "",
+            quote_mode=config["quote_mode"],
+            null_string=config["null_string"] or "",
+            trim=config["trim_fields"],
         )
-        return _CsvSetWriter(sink, schema, options)
-
-
-def _as_java_text(field: pa.Field) -> bool:
-    """Whether a field's values are written as Java's text of them (`flow.java_text`)."""
-    return pa.types.is_nested(field.type) or pa.types.is_floating(field.type)
-
-
-def _cells(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """`batch` with its decimal and nested columns as the text NiFi writes for them."""
-    columns = [
-        (java_text.nested_column(column) if pa.types.is_nested(column.type) else java_text.double_column(column))
-        if _as_java_text(field)
-        else column
-        for field, column in zip(batch.schema, batch.columns, strict=True)
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-class _CsvSetWriter(RecordSetWriter):
-    def __init__(self, sink: BinaryIO, schema: pa.Schema, options: pa_csv.WriteOptions):
-        self.sink, self.options = sink, options
-        self.schema = pa.schema([field.with_type(pa.string()) if _as_java_text(field) else field for field in schema])
-        self.texted = any(_as_java_text(field) for field in schema)
-        self.writer: pa_csv.CSVWriter | None = None
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if self.writer is None:
-            self.writer = pa_csv.CSVWriter(self.sink, self.schema, write_options=self.options)
-        try:
-            self.writer.write_batch(_cells(batch, self.schema) if self.texted else batch)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
-            raise RecordError(f"cannot be written as CSV: {error}") from None
-
-    def close(self) -> None:
-        if self.writer is None:
-            self.writer = pa_csv.CSVWriter(self.sink, self.schema, write_options=self.options)
-        self.writer.close()
+        return CsvSetWriter(sink, schema, style, config["include_header_line"])
