@@ -37,6 +37,7 @@ run: setup
 # an earlier run's near a million files, minutes of a run spent on another's files.
 test: lint
 	$(VENV)/bin/custody services install
+	mkdir -p .work/test-tmp
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile -m "not whole_machine" --basetemp=.work/test-tmp/suite; first=$$?; \
 	  $(VENV)/bin/python -m pytest -m whole_machine --basetemp=.work/test-tmp/whole-machine; second=$$?; \
 	  if [ $$first -ne 0 ]; then exit $$first; fi; exit $$second
