@@ -5,6 +5,7 @@ for its "node running" line. (To wait for what the node writes:
 from __future__ import annotations
 
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -49,3 +50,23 @@ def stop(process: subprocess.Popen, signal_number: int) -> None:
     process.wait(60)
     if process.stdout is not None:
         process.stdout.close()
+
+
+def terminate(process: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+    """SIGTERM, and wait up to `timeout` for the process to end. One that does not
+    prints its threads' stacks into `log` (SIGUSR1, `custody run`'s jstack), is killed,
+    and fails the test with them, rather than running on beside the next tests."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    process.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while "most recent call first" not in log.read_text(errors="replace") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    tail = log.read_text(errors="replace")[-6000:]
+    raise AssertionError(f"still running {timeout:g} s after SIGTERM; its log's end, with its stacks:\n{tail}")

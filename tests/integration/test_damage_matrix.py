@@ -35,6 +35,7 @@ from flow.loading import parse_flow
 from repositories.content.format import CHECKSUM_SUFFIX
 from tests.inbox import drop_all
 
+from .custody_run import terminate
 from .test_standalone_cli import ROOT, read_line_containing
 
 COUNT = 600
@@ -242,14 +243,15 @@ def test_custody_run_refuses_lost_journals_in_one_line_and_accepts_them_when_tol
     )
     assert "Traceback" not in refused.stderr + refused.stdout
 
-    process = subprocess.Popen(
-        command + ["--accept-wal-damage"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    log = tmp_path / "custody.log"
+    with open(log, "ab") as stderr:
+        process = subprocess.Popen(
+            command + ["--accept-wal-damage"], cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
     try:
         line = read_line_containing(process, "node running", 120)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=60)
+        terminate(process, log)
     recovered = json.loads(line[line.index("{") : line.rindex("}") + 1])
     assert recovered["wal_damage"] >= 1, recovered
     assert recovered["flowfiles"] + recovered["swapped_flowfiles"] == COUNT // 2, recovered  # the snapshot's
