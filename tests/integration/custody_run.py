@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from cluster.services.process import ServiceError, wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -63,9 +65,10 @@ def terminate(process: subprocess.Popen, log: Path, timeout: float = 60.0) -> No
     except subprocess.TimeoutExpired:
         pass
     process.send_signal(signal.SIGUSR1)
-    deadline = time.monotonic() + 10
-    while "most recent call first" not in log.read_text(errors="replace") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    try:
+        wait_until(lambda: "most recent call first" in log.read_text(errors="replace"), 10, "its stacks in its log")
+    except ServiceError:  # no stacks: it is killed and reported all the same
+        pass
     process.kill()
     process.wait()
     tail = log.read_text(errors="replace")[-6000:]
