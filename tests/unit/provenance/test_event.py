@@ -128,3 +128,59 @@ def test_maps_shared_by_rows_are_stored_as_maps_equal_but_apart_are():
         columns = batch.record_batch
         assert [dict(m) for m in columns.column("attributes_before").to_pylist()] == [b for b, _ in shape]
         assert [dict(m) for m in columns.column("attributes_after").to_pylist()] == [a for _, a in shape]
+
+
+def _rows_of_every_shape(count: int) -> list[EventRow]:
+    """Rows that differ in every way a column can: claims or none, shared or not, maps
+    shared, empty, equal and apart, or a mapping that is not a dict, lists of uuids,
+    times given or not, optional texts."""
+    import types
+
+    shared = {"filename": "f", "path": "./"}
+    rows = []
+    for i in range(count):
+        kind = ("SEND", "JOIN", "ROUTE", "FORK", "DROP", "ATTRIBUTES_MODIFIED")[i % 6]
+        before = (shared, {}, types.MappingProxyType({"a": str(i)}), {"k": "v", "n": str(i)})[i % 4]
+        after = shared if i % 3 == 0 else {**before, "step": str(i)}
+        content = claim(i) if i % 5 else None
+        rows.append(
+            EventRow(
+                None if i % 2 else 1000 + i,
+                kind,
+                f"u{i}",
+                ("p1", f"p{i}") if kind == "JOIN" else (),
+                (f"c{i}",) if kind == "FORK" else (),
+                f"comp-{i % 3}",
+                "Processor",
+                before,
+                after,
+                content,
+                content if i % 4 else claim(i + 1),
+                "file:/x" if kind == "SEND" else None,
+                "why" if i % 7 == 0 else None,
+                "success" if kind == "ROUTE" else None,
+                i * 10,
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize("count", [1, 2, 7, 32, 33, 200])
+def test_a_batch_of_a_few_rows_holds_the_columns_that_many_rows_make(count):
+    """A few rows are converted as one struct column, many column by column: either
+    way the batch holds the same values, which read back as the events they were."""
+    from repositories.provenance.event_batch import FEW_ROWS, _columns_of_rows, _few_rows
+
+    rows = _rows_of_every_shape(count)
+    columns = _columns_of_rows(rows, 999)
+    if count <= FEW_ROWS * 2:
+        assert _few_rows(rows, 999).equals(columns)
+    batch = EventBatch.from_rows(rows, 999)
+    assert batch.record_batch.equals(columns)
+    assert batch.record_batch.schema.equals(BODY_SCHEMA)
+    back = EventBatch.from_message(batch.to_message())
+    expected = [event_of_row(row._replace(time_ms=999 if row.time_ms is None else row.time_ms)) for row in rows]
+    assert to_events(back.record_batch) == expected
+    stored = batch.with_ids(41)
+    assert stored.column("id").to_pylist() == list(range(41, 41 + count))
+    assert [event.event_id for event in to_events(stored)] == list(range(41, 41 + count))
