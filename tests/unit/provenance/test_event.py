@@ -184,3 +184,20 @@ def test_a_batch_of_a_few_rows_holds_the_columns_that_many_rows_make(count):
     stored = batch.with_ids(41)
     assert stored.column("id").to_pylist() == list(range(41, 41 + count))
     assert [event.event_id for event in to_events(stored)] == list(range(41, 41 + count))
+
+
+def test_a_generation_of_small_batches_is_merged_as_one_chunk_in_id_order():
+    """Commits of one FlowFile each register one-event batches: the merge combines
+    them (each step after it pays per chunk) and orders them by id, whatever order
+    the journals gave them in; large batches stay as they are."""
+    from repositories.provenance.event_batch import SMALL_BATCH_ROWS, concat_sorted
+
+    rows = _rows_of_every_shape(40)
+    small = [EventBatch.from_rows([row], 999).with_ids(100 + i) for i, row in enumerate(rows)]
+    merged = concat_sorted(small[::-1] + [EventBatch.from_rows([], 999).with_ids(0)])
+    assert merged.column("id").num_chunks == 1
+    assert merged.column("id").to_pylist() == list(range(100, 140))
+    assert merged.to_batches()[0].equals(EventBatch.from_rows(rows, 999).with_ids(100))
+    large = [EventBatch.from_rows(rows * (SMALL_BATCH_ROWS // 40 + 1), 999).with_ids(i * 1000) for i in (1, 0)]
+    merged = concat_sorted(large)
+    assert merged.column("id").num_chunks == 2 and merged.column("id")[0].as_py() == 0
