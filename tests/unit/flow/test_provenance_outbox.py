@@ -17,6 +17,7 @@ from repositories.claims import ContentClaim, ResourceClaim
 from repositories.provenance import EventBatch, EventType, ProvenanceEvent
 
 SAMPLE = Path(__file__).parents[2] / "data" / "outbox-marshal-4" / "record.json"
+ARROW_SAMPLE = Path(__file__).parents[2] / "data" / "outbox-arrow-ipc-zstd-1" / "record.json"
 NOW = 1_795_479_787_518
 CLAIM = ContentClaim(ResourceClaim("n1-3", 7, "1795479787518-bec886-0"), 1200, 100)
 
@@ -94,6 +95,32 @@ def test_a_record_the_previous_release_wrote_still_reads():
     sample = json.loads(SAMPLE.read_text())
     assert sample["attributes"]["format"] == "marshal-4"
     assert [e.to_dict() for e in decode_events(sample["attributes"])] == sample["events"]
+
+
+def test_a_record_of_this_format_the_previous_release_compressed_still_reads():
+    """The release before compressed with Arrow's zstd codec, this one with a zstd
+    compressor kept per thread: either frame reads back as the same events."""
+    sample = json.loads(ARROW_SAMPLE.read_text())
+    assert sample["attributes"]["format"] == FORMAT
+    assert [e.to_dict() for e in decode_events(sample["attributes"])] == sample["events"]
+    written = outbox_record(3, 52, EventBatch.from_events(events(), NOW), NOW)
+    assert written.id == sample["id"] and written.attributes["next"] == sample["attributes"]["next"]
+    assert [e.to_dict() for e in decode_events(written.attributes)] == sample["events"]
+
+
+def test_records_made_by_many_threads_at_once_read_back_as_their_own_events():
+    """Each thread compresses with a compressor of its own (one is not safe to share)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def made(slot: int) -> tuple[int, list[dict]]:
+        mine = [e for i, e in enumerate(events()) if i <= slot % len(events())]
+        record = outbox_record(slot, slot, EventBatch.from_events(mine, NOW + slot), NOW + slot)
+        return slot, [e.to_dict() for e in decode_events(record.attributes)]
+
+    with ThreadPoolExecutor(8) as pool:
+        for slot, decoded in pool.map(made, range(200)):
+            mine = [e for i, e in enumerate(events()) if i <= slot % len(events())]
+            assert decoded == stamped(mine, NOW + slot)
 
 
 @pytest.mark.parametrize(
