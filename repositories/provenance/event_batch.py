@@ -148,44 +148,21 @@ def _as_dict(attributes: Mapping[str, str]) -> Mapping[str, str]:
 def _few_rows(rows: Sequence[EventRow], now_ms: int) -> pa.RecordBatch:
     """`from_rows` for a few rows: the same record batch, built from one struct array
     whose values are the rows as tuples (a map from its dict, a claim from a tuple)."""
-    values = []
-    for row in rows:  # a row is any tuple of the columns in order (an `EventRow` or not)
+    # A row is any tuple of the columns in `EventRow`'s order (an `EventRow` or not):
+    # time, type, uuid, parents, children, component id and type (0-6), the attribute
+    # maps (7, 8), the claims (9, 10), transit URI, details, relationship, size (11-14).
+    values = [
         (
-            time_ms,
-            kind,
-            uuid,
-            parents,
-            children,
-            component,
-            component_type,
-            before,
-            after,
-            claim_before,
-            claim_after,
-            transit_uri,
-            details,
-            relationship,
-            size,
-        ) = row
-        values.append(
-            (
-                now_ms if time_ms is None else time_ms,
-                kind,
-                uuid,
-                parents,
-                children,
-                component,
-                component_type,
-                _as_dict(before),
-                _as_dict(after),
-                _claim_tuple(claim_before),
-                _claim_tuple(claim_after),
-                transit_uri,
-                details,
-                relationship,
-                size,
-            )
+            now_ms if row[0] is None else row[0],
+            *row[1:7],
+            _as_dict(row[7]),
+            _as_dict(row[8]),
+            _claim_tuple(row[9]),
+            _claim_tuple(row[10]),
+            *row[11:],
         )
+        for row in rows
+    ]
     return pa.RecordBatch.from_struct_array(pa.array(values, _BODY_STRUCT))
 
 
