@@ -23,6 +23,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from . import flows
@@ -49,6 +50,21 @@ def add_arguments(parser) -> None:
         help="--against-nifi: NiFi's out-of-the-box run duration (0 ms) instead of 25 ms for the attribute processors "
         "and PutFile",
     )
+
+
+def settled(measure: Callable[[], dict], sync: Callable[[], None] = os.sync) -> dict:
+    """`measure()` once the kernel has written back every dirty page (sync(2)), with the
+    seconds that took as `settle_s`. Neither NiFi's repositories nor either side's
+    PutFile syncs, so without it a turn would wait on the writeback of the turn before
+    it: a side that syncs each commit (Custody's repositories) waits on it, one that
+    never syncs hardly notices (a 1 MB turn of Custody's right after NiFi's did 27 MB/s,
+    against 148-184 alone)."""
+    started = time.monotonic()
+    sync()
+    settle = time.monotonic() - started
+    result = measure()
+    result["settle_s"] = round(settle, 2)
+    return result
 
 
 def measure_nifi(
@@ -280,10 +296,23 @@ def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Calla
                 jvm_cpu = nifi.cpu_seconds()
                 for kind in flows.KINDS:
                     entry[kind] = {
-                        "nifi": measure_nifi(client, nifi, kind, root / "out", args.warmup, args.window, scheduling),
-                        "custody": measure_custody(custody_root, kind, counts[kind], args, run_flow),
-                        "custody_steady": measure_custody_steady(
-                            custody_root, kind, args.warmup, args.window, args, flow_definition, flow_document
+                        "nifi": settled(
+                            partial(
+                                measure_nifi, client, nifi, kind, root / "out", args.warmup, args.window, scheduling
+                            )
+                        ),
+                        "custody": settled(partial(measure_custody, custody_root, kind, counts[kind], args, run_flow)),
+                        "custody_steady": settled(
+                            partial(
+                                measure_custody_steady,
+                                custody_root,
+                                kind,
+                                args.warmup,
+                                args.window,
+                                args,
+                                flow_definition,
+                                flow_document,
+                            )
                         ),
                     }
                 entry["loadavg_1m"] = round(os.getloadavg()[0], 2)

@@ -294,3 +294,19 @@ def test_without_a_jdk_of_21_the_error_says_what_to_install(tmp_path):
     _jdk(tmp_path, "java-17-openjdk-amd64", "17.0.12")
     with pytest.raises(process.NiFiStartError, match="Java 21 or newer"):
         process.find_java(tmp_path)
+
+
+def test_each_turn_starts_once_the_kernel_has_written_back_the_turn_before():
+    """A turn is measured only after sync(2) returned, and says how long it took."""
+    calls = []
+
+    def sync():
+        calls.append("sync")
+
+    def measure():
+        calls.append("measure")
+        return {"rate": 1.0}
+
+    result = rounds.settled(measure, sync=sync)
+    assert calls == ["sync", "measure"]
+    assert result["rate"] == 1.0 and 0 <= result["settle_s"] < 5
