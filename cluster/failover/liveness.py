@@ -83,8 +83,9 @@ class LivenessListener:
                     else:
                         self._read(key.fileobj)  # type: ignore[arg-type]
         finally:
-            self._close_all()
-            self._selector.close()
+            with self._closing:
+                self._close_connections()
+                self._selector.close()
 
     def _accept(self) -> None:
         try:
@@ -120,19 +121,25 @@ class LivenessListener:
 
     def close(self) -> None:
         """Close the port and every connection: the watchers learn it at once. It does
-        not wait for the serving thread (a dying incarnation has a deadline)."""
+        not wait for the serving thread (a dying incarnation has a deadline), which ends
+        at its next look and closes the selector. Closing again does nothing."""
         self._closed.set()
-        self._close_all()  # the serving thread ends at its next look, and closes the selector
-        if not self._thread.is_alive() and self._thread.ident is None:
-            self._selector.close()  # never served
-
-    def _close_all(self) -> None:
         with self._closing:
-            for key in list(self._selector.get_map().values()):
-                try:
-                    key.fileobj.close()  # type: ignore[union-attr]
-                except OSError:
-                    pass
+            self._close_connections()
+            if self._thread.ident is None:
+                self._selector.close()  # never served
+
+    def _close_connections(self) -> None:
+        """Close the port and every connection held, unless the selector is closed (the
+        serving thread, or an earlier `close`, closed them): under `_closing`."""
+        held = self._selector.get_map()
+        if held is None:
+            return
+        for key in list(held.values()):
+            try:
+                key.fileobj.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
 
 
 def _connect(address: str) -> tuple[socket.socket | None, ProbeOutcome | None, str | None]:

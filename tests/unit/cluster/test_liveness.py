@@ -253,3 +253,20 @@ def test_a_port_that_accepts_but_does_not_greet_proves_nothing_and_is_watched_ag
         server.close()
         for connection in held:
             connection.close()
+
+
+def test_a_listener_closed_after_its_serving_thread_ended_closes_quietly():
+    """`close` may find the selector closed: its serving thread saw the close flag, shut
+    every connection and closed the selector before `close` itself got to them (a race
+    that once failed an offloading node's stop). Closing again is the same path."""
+    listener = LivenessListener("127.0.0.1", "127.0.0.1", "n1-3")
+    listener.start()
+    listener.close()
+    wait_until(lambda: not listener._thread.is_alive(), 10, "the serving thread to end")
+    listener.close()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", int(listener.address.rsplit(":", 1)[1])), timeout=5)
+
+    never_served = LivenessListener("127.0.0.1", "127.0.0.1", "n1-4")
+    never_served.close()
+    never_served.close()
