@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from repositories.flowfile import Delete, Put, SwapIn, Update
 from repositories.instruments import ByLabel, Counter, LatencyHistogram
 from repositories.provenance import EventBatch
-from repositories.provenance.event_batch import event_of_row
+from repositories.provenance.event_batch import EventRow, check_row, event_of_row
 from repositories.seams import FaultSeams
 
 from . import provenance_outbox
@@ -139,13 +139,14 @@ def _apply_claims(content: ContentStore, tx: Transaction) -> None:
 class _Commit:
     """One durable commit in progress: the stage it reached, and what its stages made."""
 
-    __slots__ = ("tx", "stage", "updates", "batch", "slot")
+    __slots__ = ("tx", "stage", "updates", "batch", "rows", "slot")
 
     def __init__(self, tx: Transaction):
         self.tx = tx
         self.stage = Stage.RECORDS
         self.updates: list[Update] = []  # the WAL transaction
-        self.batch: EventBatch | None = None  # the provenance events
+        self.batch: EventBatch | None = None  # the provenance events of a large commit
+        self.rows: list[EventRow] | None = None  # or of a small one, registered with others'
         self.slot: int | None = None  # the provenance outbox slot taken
 
 
@@ -292,15 +293,27 @@ class DurableCommitter:
                 tx.component_id, tx.state, now, written=written or (), whole=written is not None
             )
         commit.stage = Stage.EVENTS
-        # The events, encoded once: the outbox record carries the batch that provenance
-        # registers. (Events it cannot encode fail the commit here.)
-        if tx.events and self.provenance is not None:
-            commit.batch = batch = EventBatch.from_rows(tx.events, now)
+        events, provenance = tx.events, self.provenance
+        if not events or provenance is None:
+            return
+        if len(events) <= provenance_outbox.ROWS_AT_MOST:
+            # A few events: provenance turns them into Arrow together with other small
+            # commits' (`register_rows_later`); the outbox record carries them as rows.
+            for row in events:
+                check_row(row)  # a row provenance could not store fails this commit, not a group
+            commit.rows = rows = [row if row.time_ms is not None else row._replace(time_ms=now) for row in events]
             if self.outbox:
                 commit.slot = slot = self._take_slot()
-                updates.append(
-                    Put(provenance_outbox.outbox_record(slot, self.provenance.next_event_id, batch, now).to_record())
-                )
+                record = provenance_outbox.rows_record(slot, provenance.peek_next_event_id(), rows, now)
+                updates.append(Put(record.to_record()))
+            return
+        # Many: encoded once, the outbox record carries the batch that provenance
+        # registers. (Events it cannot encode fail the commit here.)
+        commit.batch = batch = EventBatch.from_rows(events, now)
+        if self.outbox:
+            commit.slot = slot = self._take_slot()
+            record = provenance_outbox.outbox_record(slot, provenance.peek_next_event_id(), batch, now)
+            updates.append(Put(record.to_record()))
 
     def _make_durable(self, commit: _Commit) -> None:
         """Content synced, then the one WAL transaction (the commit point)."""
@@ -343,10 +356,31 @@ class DurableCommitter:
         record covers a crash before it is registered)."""
         commit.stage = Stage.APPLY
         _apply_in_memory(self.shard, self.content, commit.tx)
+        if commit.batch is None and commit.rows is None:
+            return
+        assert self.provenance is not None  # events are kept only for a provenance repository
+        component = commit.tx.component_id
+        self.hooks.before_provenance(component)
         if commit.batch is not None:
-            assert self.provenance is not None  # a batch is made only for a provenance repository
-            self.hooks.before_provenance(commit.tx.component_id)
             self.provenance.register_batch(commit.batch)
+            return
+        assert commit.rows is not None
+        self.provenance.register_rows_later(commit.rows, functools.partial(self._registered, component, commit.slot))
+        commit.slot = None  # the registration settles it
+
+    def _registered(self, component: str, slot: int | None, error: BaseException | None) -> None:
+        """A small commit's events are registered (`error` None): its slot is free. If
+        they are not, the slot is kept: its outbox record has them for the next start."""
+        if error is None:
+            if slot is not None:
+                self._return_slot(slot)
+            return
+        log.error(
+            "%s: provenance did not register a commit's events (%s); its outbox record keeps them, "
+            "and the next start registers them",
+            component,
+            _first_line(error),
+        )
 
     def _conclude(self, commit: _Commit, outcome: Outcome) -> None:
         """Count the commit and settle its outbox slot, as `outcome` says."""

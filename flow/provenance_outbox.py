@@ -5,14 +5,25 @@ events of a committed session. Custody closes that window: each commit also puts
 its own WAL transaction, one record per commit slot (a slot is held by one committing
 thread at a time) carrying that commit's events and the provenance repository's next
 event id at the time. Only the last commit of a slot can be missing from provenance
-(a slot registers its events before its next commit), so at recovery `reconcile`
+(a slot is taken again only once its events are registered: at once for a large
+commit, once its group is registered for a small one), so at recovery `reconcile`
 looks for each slot's events from that id on and registers those that are missing.
 
 Record: id `__provenance_outbox__/<slot>`, queue `__provenance_outbox__`, attributes
 `{"next": <event id>, "format": <format>, "events": <the events>}`, where the events
 are, by format:
 
-* `arrow-ipc-zstd-1` (written now): the commit's events as the provenance repository
+* `json-rows-1` (written now for a commit of at most `ROWS_AT_MOST` events, which
+  provenance registers together with other commits' events, `register_rows_later`):
+  the events as a JSON array (UTF-8, no whitespace), one array per event holding the
+  columns of `BODY_SCHEMA` in order: time in ms (integer), event type (string),
+  FlowFile uuid, parent uuids (array of strings), child uuids, component id,
+  component type (string or null), attributes before (object of strings), attributes
+  after, content before (null or `[container, section, resource id, offset,
+  length]`), content after, transit URI (string or null), details, relationship,
+  size (integer). JSON, not Arrow: the rows are written per commit and turned into
+  Arrow once per group; JSON's text is the same in every Python.
+* `arrow-ipc-zstd-1` (written now for larger commits): the commit's events as the provenance repository
   registers them, an `EventBatch` in one Arrow IPC record-batch message
   (`EventBatch.to_message`: the columns of `BODY_SCHEMA`, events without ids, each
   with its time), compressed with zstd (one frame), carried as a latin-1 string (one
@@ -30,17 +41,19 @@ of its slot).
 
 from __future__ import annotations
 
+import json
 import logging
 import marshal
 import threading
 from collections import Counter
+from collections.abc import Sequence
 
 import pyarrow as pa
 import zstandard
 
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.provenance import EventBatch, InvalidEventError, ProvenanceEvent
-from repositories.provenance.event_batch import to_events
+from repositories.provenance.event_batch import EventRow, check_row, event_of_row, to_events
 
 from .flowfile import FlowFile
 from .shard import OUTBOX_QUEUE
@@ -49,6 +62,8 @@ log = logging.getLogger(__name__)
 
 
 FORMAT = "arrow-ipc-zstd-1"
+ROWS_FORMAT = "json-rows-1"
+ROWS_AT_MOST = 32  # a commit of more events pays for one batch of its own, and its record is compressed
 MARSHAL_FORMAT = "marshal-4"
 CODEC = "zstd"
 # A message this many times its compressed size is not one this module wrote
@@ -122,6 +137,8 @@ def decode_events(attributes: dict) -> list[ProvenanceEvent]:
         return to_events(
             EventBatch.from_message(_decompress(text.encode("latin-1"), attributes.get("size"))).record_batch
         )
+    if form == ROWS_FORMAT:
+        return decode_rows(text)
     if form == MARSHAL_FORMAT:
         try:
             return decode_marshal(text)
@@ -169,6 +186,77 @@ def outbox_record(slot: int, next_event_id: int, batch: EventBatch, now_ms: int)
         "events": _compressor().compress(message).decode("latin-1"),
     }
     return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
+
+
+def _claim_list(claim: ContentClaim | None) -> list | None:
+    if claim is None:
+        return None
+    resource = claim.resource
+    return [resource.container, resource.section, resource.id, claim.offset, claim.length]
+
+
+def _json_row(row: EventRow) -> list[object]:
+    return [
+        *row[0:3],
+        list(row[3]),
+        list(row[4]),
+        row[5],
+        row[6],
+        dict(row[7]),
+        dict(row[8]),
+        _claim_list(row[9]),
+        _claim_list(row[10]),
+        *row[11:15],
+    ]
+
+
+def rows_record(slot: int, next_event_id: int, rows: Sequence[EventRow], now_ms: int) -> FlowFile:
+    """The record of `slot` carrying `rows` (`EventRow`s with their times), `json-rows-1`."""
+    text = json.dumps([_json_row(row) for row in rows], ensure_ascii=False, separators=(",", ":"))
+    attributes = {"next": str(next_event_id), "format": ROWS_FORMAT, "events": text}
+    return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
+
+
+def decode_rows(text: str) -> list[ProvenanceEvent]:
+    """The events of a `json-rows-1` record. Raises ValueError (or InvalidEventError for
+    an event that breaks provenance's rules)."""
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the events are not JSON: {error}") from None
+    if not isinstance(rows, list):
+        raise ValueError("the events are not a JSON array")
+    events = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != len(EventRow._fields):
+            raise ValueError(f"an event is not an array of {len(EventRow._fields)} columns")
+        try:
+            if type(row[0]) is not int:
+                raise TypeError(f"its time {row[0]!r} is not an integer")
+            time_ms, kind, uuid, parents, children, component, component_type, before, after = row[:9]
+            transit, details, relationship, size = row[11:]
+            event = EventRow(
+                time_ms,
+                kind,
+                uuid,
+                tuple(parents),
+                tuple(children),
+                component,
+                component_type,
+                before,
+                after,
+                _unclaim(row[9]),
+                _unclaim(row[10]),
+                transit,
+                details,
+                relationship,
+                size,
+            )
+            check_row(event)
+            events.append(event_of_row(event))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"an event does not fit: {error}") from None
+    return events
 
 
 def _key(event: ProvenanceEvent) -> tuple:

@@ -23,7 +23,7 @@ from flow.queue import FlowFileQueue
 from flow.session import ProcessSession
 from flow.shard import open_shard
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
-from repositories.provenance.event_batch import to_events
+from repositories.provenance.event_batch import EventBatch, to_events
 from repositories.storage import join
 
 QUEUE = "q"
@@ -164,3 +164,11 @@ class RecordedProvenance:
 
     def register_batch(self, batch):
         self.register_events(to_events(batch.record_batch))
+
+    def peek_next_event_id(self):
+        return self.next_event_id
+
+    def register_rows_later(self, rows, done):
+        """Registered at once (the real repository groups them on a thread of its own)."""
+        self.register_batch(EventBatch.from_rows(rows, 0))
+        done(None)

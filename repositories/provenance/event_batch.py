@@ -234,6 +234,43 @@ if EventRow._fields != tuple(BODY_SCHEMA.names):
     raise ImportError(f"EventRow's fields {EventRow._fields} are not the provenance columns {BODY_SCHEMA.names}")
 
 
+_TEXT_OR_NONE = (str, type(None))
+_INT_OR_NONE = (int, type(None))
+
+
+def _texts(value, name: str) -> None:
+    if not all(type(item) is str for item in value):
+        raise TypeError(f"{name} holds a value that is not a string")
+
+
+def check_row(row: tuple) -> None:
+    """Raise TypeError if `row` has a value its column cannot hold (what `from_rows`
+    would refuse): for rows that are kept before they become a batch. A row from
+    `row_of` or the session passes."""
+    if len(row) != len(BODY_SCHEMA):
+        raise TypeError(f"an event row has {len(row)} values, not {len(BODY_SCHEMA)}")
+    time_ms, kind, uuid, parents, children, component, component_type, before, after = row[:9]
+    if not (time_ms is None or type(time_ms) is int) or type(kind) is not str or type(uuid) is not str:
+        raise TypeError(f"an event's time, type or uuid does not fit: {time_ms!r}, {kind!r}, {uuid!r}")
+    if type(component) is not str or not isinstance(component_type, _TEXT_OR_NONE):
+        raise TypeError(f"an event's component does not fit: {component!r}, {component_type!r}")
+    _texts(parents, "parent_uuids")
+    _texts(children, "child_uuids")
+    for name, attributes in (("attributes_before", before), ("attributes_after", after)):
+        if not isinstance(attributes, Mapping):
+            raise TypeError(f"{name} is not a mapping")
+        _texts(attributes, name)
+        _texts(attributes.values(), name)
+    for name, claim in (("content_before", row[9]), ("content_after", row[10])):
+        if claim is not None and not isinstance(claim, ContentClaim):
+            raise TypeError(f"{name} is not a content claim: {claim!r}")
+    for name, text in (("transit_uri", row[11]), ("details", row[12]), ("relationship", row[13])):
+        if not isinstance(text, _TEXT_OR_NONE):
+            raise TypeError(f"{name} is not a string: {text!r}")
+    if not isinstance(row[14], _INT_OR_NONE) or isinstance(row[14], bool):
+        raise TypeError(f"size is not an integer: {row[14]!r}")
+
+
 def row_of(event: ProvenanceEvent) -> EventRow:
     """`event` as a row (its id, if any, is not part of it)."""
     return EventRow(

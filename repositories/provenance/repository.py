@@ -18,6 +18,7 @@ This module holds the write path and composes the rest, one job per module:
   `event_files`  the committed event files and a cache of their blocks
   `reading`      get, sequential retrieval, query, lineage (`EventReader`)
   `recovery`     what a restart must finish
+  `pending`      the rows of small commits, registered together (`register_rows_later`)
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .indexing import IndexFeeder
 from .layout import ProvenanceLayout
 from .lineage import LineageGraph
 from .merging import EventFileListener, Merger
+from .pending import Done, PendingRows
 from .policies import plan_age_off
 from .query import ProvenanceQuery, QueryResult
 from .reading import EventReader
@@ -80,8 +82,9 @@ class ProvenanceRepository:
         thread, or recovery before the threads start), and `stage_s`, each key
         written by one thread only ("journal_write" under `_lock`, "merge" by the merge
         thread, "index_*" by the index thread, "runs_merge" by the runs thread) and read for profiling.
-      * `next_event_id` reads `_next_id` without `_lock`: a hint, at most one
-        registration old.
+      * `peek_next_event_id` reads `_next_id` without `_lock`: a hint, at most one
+        registration old. `PendingRows` has its own lock, taken alone; its thread
+        registers through `register_batch`.
       * Order: `_rollover_lock`, then `_lock`, then a generation's `drained`;
         `_rollover_lock`, then `_backlog`. Every other lock is taken alone.
     """
@@ -150,6 +153,7 @@ class ProvenanceRepository:
         )
         self._next_id = self._files.largest_id() + 1
         self._generation: JournalGeneration | None = None
+        self._pending = PendingRows(self._register_rows, name=f"provenance {config.containers[0]}")
         if read_only:
             return
         try:
@@ -207,6 +211,19 @@ class ProvenanceRepository:
             return range(0)
         return self.register_batch(EventBatch.from_events(events, self._now_ms() if now_ms is None else now_ms))
 
+    def register_rows_later(self, rows: Sequence[tuple[object, ...]], done: Done) -> None:
+        """Queue the rows of one small commit, to be registered with other commits' rows
+        as one batch on the registering thread (`pending`); `done(None)` once they are
+        registered, `done(error)` if they could not be. Rows without a time get the
+        time they are registered at. Reads and `sync` see them: they wait for what
+        was queued before them. Raises `RepositoryClosedError` once closed."""
+        if self._read_only:
+            raise RepositoryClosedError("the provenance repository is read-only")
+        self._pending.add(rows, done)
+
+    def _register_rows(self, rows: list[tuple[object, ...]]) -> None:
+        self.register_batch(EventBatch.from_rows(rows, self._now_ms()))
+
     def register_batch(self, batch: EventBatch) -> range:
         """Store a columnar batch (the bulk path); returns the ids it got."""
         n = len(batch)
@@ -247,14 +264,19 @@ class ProvenanceRepository:
                 bytes_written=generation.bytes,
                 events=generation.events,
             )
-        return self.rollover() if due else False
+        return self._rollover() if due else False
 
     def rollover(self) -> bool:
         """Close the current journals and queue them for merge; False if they were empty.
+        Rows queued by `register_rows_later` before it are registered first.
 
         A failure once the new generation is in place stops the repository, as a failed
         merge does: the rolled-over generation would be merged by nobody until a restart.
         """
+        self._pending.drain()
+        return self._rollover()
+
+    def _rollover(self) -> bool:
         with self._rollover_lock:
             with self._lock:
                 old = self._generation
@@ -296,6 +318,7 @@ class ProvenanceRepository:
         self.wait_idle(timeout)
 
     def wait_idle(self, timeout: float = 60.0) -> None:
+        self._pending.drain()
         self._work.wait_idle(timeout)
 
     # -- age-off --------------------------------------------------------------------
@@ -346,6 +369,12 @@ class ProvenanceRepository:
 
     @property
     def next_event_id(self) -> int:
+        """The id the next event will get, once every queued row is registered."""
+        self._pending.drain()
+        return self._next_id
+
+    def peek_next_event_id(self) -> int:
+        """The next id not yet given, not waiting for queued rows (theirs come at or after it)."""
         return self._next_id
 
     def event_files(self) -> list[EventFileEntry]:
@@ -365,6 +394,7 @@ class ProvenanceRepository:
         with self._lock:
             if self._closed:
                 return
+        self._pending.close(timeout)  # registers what is queued, refuses what comes later
         if not self._read_only and not self._work.failed:
             self.sync(timeout)
         with self._lock:

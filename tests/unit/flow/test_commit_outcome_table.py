@@ -100,15 +100,10 @@ class Faults(Recorder):
         if stage in self.at:
             raise self.at.pop(stage)
 
-    @property
-    def next_event_id(self):
+    def peek_next_event_id(self):
         self.slot_taken = True  # asked for the outbox record, once a slot is taken
         self.fail("events")
         return 0
-
-    @next_event_id.setter
-    def next_event_id(self, value):
-        pass
 
     def sync(self):
         self.fail("content sync")
@@ -124,6 +119,10 @@ class Faults(Recorder):
     def register_batch(self, batch):
         self.fail("apply")
         super().register_batch(batch)
+
+    def register_rows_later(self, rows, done):
+        self.fail("apply")
+        super().register_rows_later(rows, done)
 
 
 class Gate:

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from flow.flowfile import FlowFile
-from flow.provenance_outbox import FORMAT, decode_events, outbox_record, reconcile
+from flow.provenance_outbox import FORMAT, ROWS_FORMAT, decode_events, outbox_record, reconcile, rows_record
 from flow.shard import OUTBOX_QUEUE
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.provenance import EventBatch, EventType, ProvenanceEvent
+from repositories.provenance.event_batch import row_of
 
 SAMPLE = Path(__file__).parents[2] / "data" / "outbox-marshal-4" / "record.json"
 ARROW_SAMPLE = Path(__file__).parents[2] / "data" / "outbox-arrow-ipc-zstd-1" / "record.json"
@@ -108,6 +109,51 @@ def test_a_record_of_this_format_the_previous_release_compressed_still_reads():
     assert [e.to_dict() for e in decode_events(written.attributes)] == sample["events"]
 
 
+def rows(events_, now: int) -> list[tuple]:
+    """The rows a commit keeps: stamped with its time where the event had none."""
+    return [row if row[0] is not None else (now, *row[1:]) for row in map(row_of, events_)]
+
+
+def test_a_record_of_rows_reads_back_as_the_events_with_their_times():
+    record = rows_record(4, 23, rows(events(), NOW), NOW)
+    assert record.attributes["format"] == ROWS_FORMAT and record.attributes["next"] == "23"
+    assert record.id == f"{OUTBOX_QUEUE}/4"
+    assert [e.to_dict() for e in decode_events(record.attributes)] == stamped(events(), NOW)
+    # Its text is the documented JSON: one array of the columns per event, in order.
+    first = json.loads(record.attributes["events"])[0]
+    assert (
+        first[:3] == [NOW, "CREATE", "u1"]
+        and first[9] is None
+        and first[10] == ["n1-3", 7, "1795479787518-bec886-0", 1200, 100]
+    )
+    assert "ünïcode ✓" in record.attributes["events"]  # UTF-8 text, not escapes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[[1, 2",
+        "{}",
+        "[7]",
+        "[[1]]",
+        '[[1, "CREATE", "u1", [], [], "c", null, {}, {}, null, null, null, null, null]]',
+        '[[1, "NOT_A_TYPE", "u1", [], [], "c", null, {}, {}, null, null, null, null, null, 5]]',
+        '[[1, "CREATE", "u1", [], [], "c", null, {}, {}, ["n1", 7], null, null, null, null, 5]]',
+        '[["soon", "CREATE", "u1", [], [], "c", null, {}, {}, null, null, null, null, null, 5]]',
+    ],
+    ids=["empty", "cut", "object", "not-rows", "short-row", "14-columns", "type", "claim", "time"],
+)
+def test_a_record_of_rows_that_does_not_fit_is_refused_and_reconcile_skips_it(text, caplog):
+    attributes = {**rows_record(0, 0, rows(events(), NOW), NOW).attributes, "events": text}
+    with pytest.raises(ValueError):
+        decode_events(attributes)
+    broken = FlowFile(f"{OUTBOX_QUEUE}/0", attributes, None, OUTBOX_QUEUE, 0, NOW, NOW, 0)
+    with caplog.at_level(logging.WARNING):
+        assert reconcile([broken], RecordingProvenance()) == 0
+    assert "cannot be decoded" in caplog.text
+
+
 def test_records_made_by_many_threads_at_once_read_back_as_their_own_events():
     """Each thread compresses with a compressor of its own (one is not safe to share)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -156,14 +202,18 @@ def test_a_damaged_record_is_refused_and_reconcile_skips_it(damage, caplog):
         assert "cannot be decoded" in caplog.text
 
 
-def test_reconcile_registers_what_provenance_lacks_of_either_format():
+def test_reconcile_registers_what_provenance_lacks_of_every_format():
     sample = json.loads(SAMPLE.read_text())
     old = FlowFile(f"{OUTBOX_QUEUE}/0", sample["attributes"], None, OUTBOX_QUEUE, 0, NOW, NOW, 0)
     new = outbox_record(1, 0, EventBatch.from_events(events(), NOW), NOW)
 
+    small = rows_record(2, 0, rows(events()[:2], NOW + 1), NOW + 1)
+
     provenance = RecordingProvenance()
-    assert reconcile([old, new], provenance) == len(sample["events"]) + len(events())
-    assert [e.to_dict() for e in provenance.registered] == sample["events"] + stamped(events(), NOW)
+    assert reconcile([old, new, small], provenance) == len(sample["events"]) + len(events()) + 2
+    assert [e.to_dict() for e in provenance.registered] == sample["events"] + stamped(events(), NOW) + stamped(
+        events()[:2], NOW + 1
+    )
 
 
 class CountingReads:
@@ -236,6 +286,21 @@ def test_a_commit_whose_events_a_crash_kept_from_provenance_is_registered_once(p
     assert reconcile([record], provenance) == len(events()) - 3
     provenance.sync()  # as the next recovery merges the journals first
     assert reconcile([record], provenance) == 0  # the next recovery finds them all
+
+
+def test_a_small_commit_whose_queued_events_a_crash_kept_from_provenance_is_registered_once(provenance):
+    """The record of a commit whose rows were queued (`register_rows_later`) is found
+    from its `next`, however many other commits' rows were registered in its group."""
+    provenance.register_events(history(1_000), NOW)
+    record = rows_record(0, provenance.peek_next_event_id(), rows(events(), NOW), NOW)
+    assert reconcile([record], provenance) == len(events())  # the crash came before its group
+    provenance.sync()
+    others = rows(history(100), NOW)
+    provenance.register_rows_later(others[:50], lambda error: None)
+    provenance.register_rows_later(rows(events(), NOW), lambda error: None)
+    provenance.register_rows_later(others[50:], lambda error: None)
+    provenance.sync()
+    assert reconcile([record], provenance) == 0  # a later group held them: registered, not again
 
 
 def test_a_slot_older_than_every_event_kept_was_registered_and_aged_off(tmp_path):

@@ -314,6 +314,13 @@ class Recorder:
     def register_batch(self, batch):
         self.register_events(range(len(batch)))
 
+    def peek_next_event_id(self):
+        return self.next_event_id
+
+    def register_rows_later(self, rows, done):
+        self.register_events(rows)
+        done(None)
+
 
 def durable_env(recorder):
     env = Env(lambda shard, content: DurableCommitter(shard, recorder, recorder, outbox=True))
