@@ -13,7 +13,11 @@ queues grow past the swap threshold and measures the flows with swapping:
 * small: GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute -> PutFile, 100-byte
   content, `flowfiles_per_sec` end to end (first FlowFile generated to last one
   written by PutFile): one file per FlowFile;
-* 1 MB: the same flow with 1 MB content, `mb_per_sec_1mb`.
+* 1 MB: the same flow with 1 MB content, `mb_per_sec_1mb`;
+* single: the small flow with one FlowFile per session in every processor (a source
+  that takes one request or message per session, the 1 MB flow's sessions),
+  `single_flowfiles_per_sec` and `single_cpu_us_per_flowfile`: what a commit costs
+  beyond its data.
 
 PutFile runs with `sync: false` here, as NiFi's PutFile (which never fsyncs); the
 repositories keep every commit durable (WAL group commit, content synced per commit).
@@ -63,6 +67,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--engine", type=int, help="FlowFiles in the engine flow (MergeContent before PutFile)")
     parser.add_argument("--small", type=int, help="FlowFiles in the small-content flow")
     parser.add_argument("--large", type=int, help="FlowFiles in the 1 MB flow")
+    parser.add_argument("--single", type=int, help="FlowFiles in the flow of one FlowFile per session")
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument(
         "--workers",
@@ -339,6 +344,7 @@ def run(args) -> dict:
     small = args.small or (20_000 if args.quick else 200_000)
     engine = args.engine or (50_000 if args.quick else 500_000)
     large = args.large or (50 if args.quick else 300)
+    single = args.single or (500 if args.quick else 3_000)
     if args.workers != 1:
         from benchmarks._flow_workers import refusal
 
@@ -374,6 +380,7 @@ def run(args) -> dict:
         # halves of their ratio must see the same load.
         raw_disk = _raw_disk(raw, large)
         large_run = run_flow(os.path.join(root, "large"), large, 1 << 20, 1, args.threads, outbox, False, 0, pressure)
+        single_run = run_flow(os.path.join(root, "single"), single, 100, 1, args.threads, outbox, False, 0, pressure)
         engine_per_sec = engine / engine_run["seconds"]
         flowfiles_per_sec = small / small_run["seconds"]
         mb_per_sec = large / large_run["seconds"]
@@ -402,6 +409,9 @@ def run(args) -> dict:
             "engine_cpu_us_per_flowfile": round(engine_run["cpu_s"] / engine * 1e6, 2),
             "small_cpu_us_per_flowfile": round(small_run["cpu_s"] / small * 1e6, 2),
             "large_cpu_ms_per_flowfile": round(large_run["cpu_s"] / large * 1e3, 2),
+            "single_flowfiles_per_sec": round(single / single_run["seconds"], 1),
+            "single_cpu_us_per_flowfile": round(single_run["cpu_s"] / single * 1e6, 1),
+            "single_flowfiles": single,
             "provenance_outbox": outbox,
             "threads": args.threads,
             "workers": args.workers,

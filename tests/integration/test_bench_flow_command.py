@@ -28,6 +28,8 @@ def test_bench_flow_reports_the_engine_sink_and_1mb_figures_beside_their_anchors
         "1000",
         "--large",
         "3",
+        "--single",
+        "200",
         "--dir",
         str(tmp_path),
         "--json",
@@ -43,9 +45,12 @@ def test_bench_flow_reports_the_engine_sink_and_1mb_figures_beside_their_anchors
         "raw_wal_flowfiles_per_sec",
         "raw_files_per_sec",
         "raw_disk_mb_per_sec",
+        "single_flowfiles_per_sec",
+        "single_cpu_us_per_flowfile",
     ):
         assert result[key] > 0, key
     assert result["engine_flowfiles"] == 3000 and result["small_flowfiles"] == 1000
+    assert result["single_flowfiles"] == 200 and len(list((tmp_path / "single" / "out").iterdir())) == 200
     assert result["back_pressure"] == 10_000  # NiFi's default: the flows NiFi runs out of the box
     # The ratios come from the unrounded rates; the rates are printed to 0.1/s.
     assert result["ratio_engine_to_wal"] == pytest.approx(

@@ -14,12 +14,13 @@ from cluster.drills.harness import PROJECT_ROOT
 
 def test_bench_flow_with_two_workers_splits_the_counts_exactly_and_reports_the_workers(tmp_path):
     argv = [sys.executable, "-m", "cluster.cli", "bench", "flow", "--quick", "--workers", "2"]
-    argv += ["--engine", "3000", "--small", "1000", "--large", "3", "--dir", str(tmp_path), "--json"]
+    argv += ["--engine", "3000", "--small", "1000", "--large", "3", "--single", "200", "--dir", str(tmp_path), "--json"]
     done = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["workers"] == 2
     assert (result["engine_flowfiles"], result["small_flowfiles"], result["large_flowfiles"]) == (3000, 1000, 3)
+    assert result["single_flowfiles"] == 200
     for key in ("engine_flowfiles_per_sec", "flowfiles_per_sec", "mb_per_sec_1mb", "engine_cpu_us_per_flowfile"):
         assert result[key] > 0, key
     # Each worker generated 1,500 and merged them into a bundle of 1,000 and one of 500.
