@@ -113,6 +113,14 @@ def _listener_process(incarnation: str):
         process.wait()
 
 
+def _held(listener: LivenessListener) -> list:
+    """The selector keys the listener holds (its port and its connections), read under
+    the lock its serving thread registers and unregisters them under."""
+    with listener._closing:
+        held = listener._selector.get_map()
+        return [] if held is None else list(held.values())
+
+
 @contextlib.contextmanager
 def _listener(incarnation: str):
     listener = LivenessListener("127.0.0.1", "127.0.0.1", incarnation)
@@ -172,8 +180,7 @@ def test_a_reset_connection_of_a_live_peer_is_made_again_and_proves_nothing():
     with _listener("n1-3") as listener, _watching({"n1-3": listener.address}) as (watch, gone):
 
         def accepted() -> list:
-            held = list(listener._selector.get_map().values())
-            return [key.fileobj for key in held if key.fileobj is not listener._socket]
+            return [key.fileobj for key in _held(listener) if key.fileobj is not listener._socket]
 
         # The listener greets a connection before it registers it: the watch may have read
         # the greeting (and count as connected) a moment before the listener holds it.
@@ -181,9 +188,7 @@ def test_a_reset_connection_of_a_live_peer_is_made_again_and_proves_nothing():
         first = accepted()[0]
         first.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
         wait_until(
-            lambda: any(
-                key.fileobj not in (listener._socket, first) for key in list(listener._selector.get_map().values())
-            ),
+            lambda: any(key.fileobj not in (listener._socket, first) for key in _held(listener)),
             10,
             "the watch to connect again",
         )
@@ -215,7 +220,7 @@ def test_a_listener_keeps_no_connection_of_a_watcher_that_left():
         for _ in range(5):
             with socket.create_connection(("127.0.0.1", int(listener.address.rsplit(":", 1)[1])), timeout=5) as c:
                 assert c.recv(100) == b"CUSTODY-LIVENESS 1 n1-3\n"
-        wait_until(lambda: len(listener._selector.get_map()) == 1, 10, "the listener to let the connections go")
+        wait_until(lambda: len(_held(listener)) == 1, 10, "the listener to let the connections go")
 
 
 def test_a_port_that_accepts_but_does_not_greet_proves_nothing_and_is_watched_again_once_it_greets():
