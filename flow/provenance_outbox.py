@@ -53,7 +53,7 @@ import zstandard
 
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.provenance import EventBatch, InvalidEventError, ProvenanceEvent
-from repositories.provenance.event_batch import EventRow, check_row, event_of_row, to_events
+from repositories.provenance.event_batch import EventRow, check_row, claim_tuple, event_of_row, to_events
 
 from .flowfile import FlowFile
 from .shard import OUTBOX_QUEUE
@@ -188,13 +188,6 @@ def outbox_record(slot: int, next_event_id: int, batch: EventBatch, now_ms: int)
     return FlowFile(f"{OUTBOX_QUEUE}/{slot}", attributes, None, OUTBOX_QUEUE, 0, now_ms, now_ms, 0)
 
 
-def _claim_list(claim: ContentClaim | None) -> list | None:
-    if claim is None:
-        return None
-    resource = claim.resource
-    return [resource.container, resource.section, resource.id, claim.offset, claim.length]
-
-
 def _json_row(row: EventRow) -> list[object]:
     return [
         *row[0:3],
@@ -204,8 +197,8 @@ def _json_row(row: EventRow) -> list[object]:
         row[6],
         dict(row[7]),
         dict(row[8]),
-        _claim_list(row[9]),
-        _claim_list(row[10]),
+        claim_tuple(row[9]),  # a JSON array
+        claim_tuple(row[10]),
         *row[11:15],
     ]
 
@@ -218,8 +211,8 @@ def rows_record(slot: int, next_event_id: int, rows: Sequence[EventRow], now_ms:
 
 
 def decode_rows(text: str) -> list[ProvenanceEvent]:
-    """The events of a `json-rows-1` record. Raises ValueError (or InvalidEventError for
-    an event that breaks provenance's rules)."""
+    """The events of a `json-rows-1` record. Raises ValueError for text that is not
+    such rows, or an event that breaks provenance's rules."""
     try:
         rows = json.loads(text)
     except json.JSONDecodeError as error:

@@ -133,7 +133,8 @@ _BODY_STRUCT = pa.struct(list(BODY_SCHEMA))
 FEW_ROWS = 32
 
 
-def _claim_tuple(claim: ContentClaim | None) -> tuple | None:
+def claim_tuple(claim: ContentClaim | None) -> tuple | None:
+    """A claim as (container, section, resource id, offset, length), or None."""
     if claim is None:
         return None
     resource = claim.resource
@@ -157,8 +158,8 @@ def _few_rows(rows: Sequence[EventRow], now_ms: int) -> pa.RecordBatch:
             *row[1:7],
             _as_dict(row[7]),
             _as_dict(row[8]),
-            _claim_tuple(row[9]),
-            _claim_tuple(row[10]),
+            claim_tuple(row[9]),
+            claim_tuple(row[10]),
             *row[11:],
         )
         for row in rows

@@ -16,7 +16,8 @@ A group is registered once it holds `GROUP_ROWS` rows, once its first row has wa
 `LINGER_S`, or at once when someone drains. `add` waits while `MAX_PENDING` commits
 wait (back pressure: registration that cannot keep up slows the commits, as a full
 journal would). A group whose registration fails is tried commit by commit, so that
-one commit's bad rows fail that commit alone. `done` runs on the registering thread
+one commit's bad rows fail that commit alone. Whatever `register` raises is told to
+the commits, and the thread goes on: a drain never waits on a thread that died. `done` runs on the registering thread
 and must return quickly; `drain` there (from `done` or from `register`) does nothing.
 
 What a crash loses here is covered by the caller: the flow's committer keeps each
@@ -149,7 +150,7 @@ class PendingRows:
         try:
             self._register(rows)
             return [None] * len(commits)
-        except Exception as error:  # noqa: BLE001 - told to each commit below
+        except BaseException as error:  # noqa: BLE001 - told to each commit below; this thread goes on
             if len(commits) == 1:
                 return [error]
             group_error = error
@@ -165,7 +166,7 @@ class PendingRows:
             try:
                 self._register(rows[start : start + count])
                 outcomes.append(None)
-            except Exception as error:  # noqa: BLE001 - this commit's alone
+            except BaseException as error:  # noqa: BLE001 - this commit's alone
                 outcomes.append(error)
             start += count
         return outcomes

@@ -94,6 +94,27 @@ def test_a_group_that_fails_is_registered_commit_by_commit_and_only_the_bad_comm
     pending.close()
 
 
+class Crash(BaseException):
+    """Not an Exception, as a test's simulated crash is not."""
+
+
+def test_a_registration_that_raises_what_is_not_an_exception_fails_its_commit_and_the_thread_goes_on():
+    outcomes = Outcomes()
+    raised = [Crash("the registration crashed")]
+
+    def register(rows):
+        if raised:
+            raise raised.pop()
+
+    pending = PendingRows(register)
+    pending.add([("a", 1)], outcomes.done("a"))
+    pending.drain(timeout=10)
+    pending.add([("b", 1)], outcomes.done("b"))
+    pending.drain(timeout=10)
+    assert [(name, type(error)) for name, error in outcomes.seen] == [("a", Crash), ("b", type(None))]
+    pending.close()
+
+
 def test_close_registers_what_is_queued_and_then_refuses(monkeypatch):
     monkeypatch.setattr(pending_module, "LINGER_S", 60.0)
     register, outcomes = Registered(), Outcomes()
