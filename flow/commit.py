@@ -50,7 +50,8 @@ from repositories.seams import FaultSeams
 from . import provenance_outbox
 from .commit_gate import CommitGate
 from .commit_outcome import OUTCOMES, STOOD, Fate, Outcome, Slot, Stage, WalHolds, commit_outcome
-from .errors import CommitError
+from .errors import CommitError, ProvenanceFailing
+from .provenance_retry import KeptRows, RowsRetry
 from .session import Transaction
 
 if TYPE_CHECKING:
@@ -180,6 +181,7 @@ class DurableCommitter:
         self._slot_count = 0
         self._failing_since: float | None = None  # guarded by _slots_lock
         self._failures = 0
+        self.provenance_retry = RowsRetry()  # small commits whose events provenance failed to register
         self.outcomes: ByLabel[Counter] = ByLabel(Counter, OUTCOMES)
         self.durations = LatencyHistogram()  # seconds of each commit that stood, to provenance
 
@@ -296,6 +298,14 @@ class DurableCommitter:
         events, provenance = tx.events, self.provenance
         if not events or provenance is None:
             return
+        retry = self.provenance_retry
+        if retry.waiting:
+            self._register_kept()
+            if retry.full:
+                raise ProvenanceFailing(
+                    f"provenance has not registered the events of {retry.waiting} commits; commits with "
+                    "provenance events wait until it does (their sessions roll back and are retried)"
+                )
         if len(events) <= provenance_outbox.ROWS_AT_MOST:
             # A few events: provenance turns them into Arrow together with other small
             # commits' (`register_rows_later`); the outbox record carries them as rows.
@@ -365,22 +375,51 @@ class DurableCommitter:
             self.provenance.register_batch(commit.batch)
             return
         assert commit.rows is not None
-        self.provenance.register_rows_later(commit.rows, functools.partial(self._registered, component, commit.slot))
+        self._register_later(KeptRows(component, commit.slot, commit.rows), retried=False)
         commit.slot = None  # the registration settles it
 
-    def _registered(self, component: str, slot: int | None, error: BaseException | None) -> None:
-        """A small commit's events are registered (`error` None): its slot is free. If
-        they are not, the slot is kept: its outbox record has them for the next start."""
-        if error is None:
-            if slot is not None:
-                self._return_slot(slot)
+    def _register_later(self, kept: KeptRows, *, retried: bool) -> None:
+        """Queue `kept`'s rows in provenance. A first try that provenance refuses at once
+        raises (the commit stands with the error logged: `flow.commit_outcome`'s APPLY);
+        a retry refused at once stays kept, as one that fails later does."""
+        assert self.provenance is not None  # rows are kept only for a provenance repository
+        done = functools.partial(self._registered, kept, retried)
+        if not retried:
+            self.provenance.register_rows_later(kept.rows, done)
             return
-        log.error(
-            "%s: provenance did not register a commit's events (%s); its outbox record keeps them, "
-            "and the next start registers them",
-            component,
-            _first_line(error),
-        )
+        try:
+            self.provenance.register_rows_later(kept.rows, done)
+        except Exception as error:  # noqa: BLE001 - kept, and told once per failure (`_registered`)
+            done(error)
+
+    def _registered(self, kept: KeptRows, retried: bool, error: BaseException | None) -> None:
+        """A small commit's events are registered (`error` None): its slot is free. If
+        they are not, the slot stays taken (its outbox record has them for the next
+        start) and the rows are kept to be registered again (`flow.provenance_retry`)."""
+        if error is None:
+            if kept.slot is not None:
+                self._return_slot(kept.slot)
+            if retried and (after := self.provenance_retry.registered()) is not None:
+                log.warning(
+                    "shard %s: provenance registered every kept commit's events, %.1fs after it failed",
+                    self.shard.id,
+                    after,
+                )
+            return
+        if self.provenance_retry.failed(kept, retried=retried):
+            log.error(
+                "shard %s: provenance did not register a commit's events (%s: %s); its outbox record keeps them, "
+                "and they are registered again every %.0fs until provenance takes them",
+                self.shard.id,
+                kept.component,
+                _first_line(error),
+                self.provenance_retry.every_s,
+            )
+
+    def _register_kept(self) -> None:
+        """Hand the kept commits' rows to provenance again, if it is time."""
+        for kept in self.provenance_retry.due():
+            self._register_later(kept, retried=True)
 
     def _conclude(self, commit: _Commit, outcome: Outcome) -> None:
         """Count the commit and settle its outbox slot, as `outcome` says."""

@@ -86,6 +86,12 @@ class CommitError(FlowError):
         self.wal_written = wal_written
 
 
+class ProvenanceFailing(FlowError):
+    """Provenance failed to register the events of too many commits, which wait to be
+    registered again (`flow.provenance_retry`): commits with events are refused until
+    it does, and their sessions roll back and are retried."""
+
+
 class ProcessorStateError(FlowError):
     """A processor cannot be stopped or started now (still stopping, never runs on this
     shard, `on_scheduled` raised); the message says why."""
