@@ -420,6 +420,12 @@ class ReplicatingContentRepository(ContentStore):
         # retire the resource everywhere (`_failing`): no replica lets go of it in
         # between. Neither step touches storage (the followers find it open).
         with self._choosing:
+            if self.max_resource_age_s is not None:
+                # Writers take the resource let go of last: one they pass over would
+                # never reach its age in `too_old`, so it is retired here.
+                for aged in self.leader.retire_aged(self.max_resource_age_s):
+                    for replica in self.replicas[1:]:
+                        replica.retire(aged, close=False)  # closed by the next sync, as the leader's
             leader = self.leader.write_appendable()
             if leader is not None:
                 self._hooks.leader_chose_resource(leader.resource)

@@ -177,6 +177,12 @@ class ContentRepository(ContentStore):
         and False is returned; else True (see `ResourceAllocator.retire`, and `close`)."""
         return self._allocator.retire(resource_claim, close=close)
 
+    def retire_aged(self, max_age_s: float) -> list[ResourceClaim]:
+        """Retire every resource nobody is writing that was created at least `max_age_s`
+        ago, their files closed by the next sync; returns them (a leader replica's
+        decision, which its followers apply)."""
+        return self._allocator.retire_aged(max_age_s)
+
     def retire_idle(self) -> list[ResourceClaim]:
         """Retire every resource nobody is writing, their files closed by the next
         sync; returns them (a leader replica's decision, which its followers apply)."""

@@ -223,12 +223,19 @@ class ResourceAllocator:
         return self.write_appendable() or self.write_new()
 
     def write_appendable(self) -> ContentWriter | None:
-        """A writer of the next appendable resource, or None if there is none. Touches
-        no storage: a replicating owner chooses under a lock of its own with it."""
+        """A writer of the appendable resource let go of last, or None if there is none.
+        Touches no storage: a replicating owner chooses under a lock of its own with it.
+
+        The last one, not the first: writers that take turns keep appending to the same
+        one or two resources, so that a commit syncs those and one sync round covers
+        several commits (`syncing`). Taken in turn, every open resource got claims of
+        every commit, and each commit synced them all: on HDFS, 4 sessions committing
+        every 100 claims of 1 KB made 2.6 hsyncs a commit instead of 1.6. Resources
+        that writers pass over are retired by age (`retire_aged`) or by a retiring sync."""
         table = self.table
         table.check_open()
         with table.lock:
-            resource = table.appendable.popleft() if table.appendable else None
+            resource = table.appendable.pop() if table.appendable else None
             if resource is None:
                 return None
             resource.writing = True
@@ -377,6 +384,19 @@ class ResourceAllocator:
         if to_close is not None:
             table.close_file(to_close)
         return True
+
+    def retire_aged(self, max_age_s: float) -> list[ResourceClaim]:
+        """Retire every resource nobody is writing whose files were created at least
+        `max_age_s` ago (files closed by the next sync); the ones retired. How a leader
+        replica retires the resources writers passed over, which no writer's
+        `resource_age` check would ever see."""
+        table = self.table
+        oldest = time.monotonic() - max_age_s
+        with table.lock:
+            aged = [resource for resource in table.appendable if resource.opened <= oldest]
+            for resource in aged:
+                table.retire_later_locked(resource)
+        return [resource.claim for resource in aged]
 
     def retire_idle(self) -> list[ResourceClaim]:
         """Retire every resource nobody is writing (files closed by the next sync); the
