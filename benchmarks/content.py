@@ -239,7 +239,7 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     import hdfs_native
 
     from cluster.clients import ClientFactory, HdfsSettings
-    from cluster.node.content import REPLICATED_RESOURCE_SIZE
+    from cluster.node.content import REPLICATED_RESOURCE_SIZE, REPLICATED_SHARED_RESOURCE_SIZE
     from replication.hdfs_content import DEFAULT_HDFS_CONFIG, open_hdfs_content_reader, open_hdfs_content_repository
     from replication.replicating_content import ReplicatingContentRepository
     from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
@@ -252,16 +252,16 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
     storage.mkdir(base, parents=True, exist_ok=True)
     # As a clustered node configures its two replicas (`cluster.node.content`).
     # With --packed-resource-mb, both replicas pack large claims alike (they must).
-    packing = {"packed_resource_size": args.packed_resource_mb << 20} if args.packed_resource_mb else {}
+    sizes_of_node = {
+        "max_appendable_claim_size": REPLICATED_RESOURCE_SIZE,
+        "shared_resource_size": REPLICATED_SHARED_RESOURCE_SIZE,
+    }
+    if args.packed_resource_mb:
+        sizes_of_node["packed_resource_size"] = args.packed_resource_mb << 20
     local_config = ContentRepositoryConfig(
-        sync_on_close=per_claim_sync,
-        archive=ArchivePolicy(max_usage=None),
-        max_appendable_claim_size=REPLICATED_RESOURCE_SIZE,
-        **packing,
+        sync_on_close=per_claim_sync, archive=ArchivePolicy(max_usage=None), **sizes_of_node
     )
-    hdfs_config = dataclasses.replace(
-        DEFAULT_HDFS_CONFIG, max_appendable_claim_size=REPLICATED_RESOURCE_SIZE, **packing
-    )
+    hdfs_config = dataclasses.replace(DEFAULT_HDFS_CONFIG, **sizes_of_node)
     commit_every = None if per_claim_sync else COMMIT_CLAIMS
     sessions = 1 if per_claim_sync else max(1, args.sessions)
     out["replicated_sessions"] = sessions

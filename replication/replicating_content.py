@@ -355,18 +355,17 @@ class ReplicatingContentRepository(ContentStore):
                 "files would differ and fsck could not compare them; give every replica the same "
                 "checksum_block_size"
             )
-        sizes = {replica.name: replica.config.max_appendable_claim_size for replica in self.replicas}
-        if len(set(sizes.values())) > 1:
-            raise ContentRepositoryError(
-                f"replicas fill resources to different sizes ({sizes}): one would retire a resource the "
-                "leader still appends to; give every replica the same max_appendable_claim_size"
-            )
-        packing = {replica.name: replica.config.packed_resource_size for replica in self.replicas}
-        if len(set(packing.values())) > 1:
-            raise ContentRepositoryError(
-                f"replicas pack large claims into resources of different sizes ({packing}): one would retire a "
-                "resource the leader still appends to; give every replica the same packed_resource_size"
-            )
+        for setting, what in (
+            ("max_appendable_claim_size", "fill resources to different sizes"),
+            ("shared_resource_size", "let small claims share resources of different sizes"),
+            ("packed_resource_size", "pack large claims into resources of different sizes"),
+        ):
+            values = {replica.name: getattr(replica.config, setting) for replica in self.replicas}
+            if len(set(values.values())) > 1:
+                raise ContentRepositoryError(
+                    f"replicas {what} ({values}): one would retire a resource the leader still appends to; "
+                    f"give every replica the same {setting}"
+                )
         self.sync_on_close = self.replicas[0].config.sync_on_close if sync_on_close is None else sync_on_close
         # If any replica must close files to make them readable (HDFS), all retire
         # resources together, or the leader would append where a follower cannot.

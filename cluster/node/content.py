@@ -75,6 +75,14 @@ log = logging.getLogger(__name__)
 # would need 40 of each per thousand claims, at 1 MB one. Both replicas use the same
 # size, or they would retire resources at different moments.
 REPLICATED_RESOURCE_SIZE = 1 << 20
+# ... and claims smaller than that share one until it holds this much. A new HDFS file's
+# first hsync waits for its pipeline to settle (`replication.hdfs_storage`'s
+# NEW_PIPELINE_SETTLE_S, 50 ms), so at 1 MB the commits of a busy node waited on new
+# files over and over: 4 sessions committing every 100 claims of 1 KB did 11,400-13,400
+# claims/s with 1 MB files and 23,500-32,100 with 8 MB ones (`custody bench content
+# --hdfs`). Large claims still fill theirs alone, so Spark reads them in place. A slow
+# flow's resources are retired by age (RESOURCE_MAX_AGE_S) long before they fill.
+REPLICATED_SHARED_RESOURCE_SIZE = 8 << 20
 # A resource takes claims for at most this long (then it is retired, closed and, once
 # its FlowFiles are gone, collected): a slow flow's content is collected, and its HDFS
 # files closed, within seconds rather than when 1 MB has trickled in.
@@ -383,7 +391,10 @@ def open_node_content(
     local = open_filesystem_content_repository(
         {container: os.path.join(local_directory, container)},
         ContentRepositoryConfig(
-            sync_on_close=False, archive=archive, max_appendable_claim_size=REPLICATED_RESOURCE_SIZE
+            sync_on_close=False,
+            archive=archive,
+            max_appendable_claim_size=REPLICATED_RESOURCE_SIZE,
+            shared_resource_size=REPLICATED_SHARED_RESOURCE_SIZE,
         ),
         name=f"local:{container}",
     )
@@ -398,6 +409,7 @@ def open_node_content(
             DEFAULT_HDFS_CONFIG,
             archive=dataclasses.replace(archive, max_usage=None),
             max_appendable_claim_size=REPLICATED_RESOURCE_SIZE,
+            shared_resource_size=REPLICATED_SHARED_RESOURCE_SIZE,
         ),
         keep_open=True,
     )

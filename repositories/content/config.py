@@ -28,6 +28,11 @@ class ContentRepositoryConfig:
     # which is what lets Spark read it in place (`flow.spark.by_reference`). Every
     # replica of a replicating repository must use the same value.
     packed_resource_size: int | None = None
+    # Small claims (each under max_appendable_claim_size) share a resource until it
+    # holds this many bytes. None: max_appendable_claim_size, NiFi's one threshold for
+    # both. Larger, it makes fewer files of small claims without letting large claims
+    # share theirs. Every replica of a replicating repository must use the same value.
+    shared_resource_size: int | None = None
     # True: a claim returned by close() is durable. False: durable after sync().
     sync_on_close: bool = True
     # HDFS cannot read the last block of a file still open for writing, so there a
@@ -48,6 +53,11 @@ class ContentRepositoryConfig:
             raise ContentRepositoryError(
                 f"packed_resource_size {self.packed_resource_size} must be larger than max_appendable_claim_size "
                 f"{self.max_appendable_claim_size} (or None: a large claim fills its resource alone)"
+            )
+        if self.shared_resource_size is not None and self.shared_resource_size < self.max_appendable_claim_size:
+            raise ContentRepositoryError(
+                f"shared_resource_size {self.shared_resource_size} must be at least max_appendable_claim_size "
+                f"{self.max_appendable_claim_size} (or None: the same)"
             )
         if not 0 < self.checksum_block_size <= MAX_BLOCK_SIZE:
             raise ContentRepositoryError(

@@ -41,15 +41,17 @@ CHECKSUM_RECORDS_BUFFERED = 4096
 def is_full(config: ContentRepositoryConfig, length: int, last_claim_length: int) -> bool:
     """Whether a resource of `length` bytes, whose last claim is `last_claim_length`
     bytes long, takes no more claims. Small claims share a resource until it holds
-    `max_appendable_claim_size`; a large claim (at least that long) fills it alone, or,
-    with `packed_resource_size`, shares it with the large claims before and after it
-    until it holds that much (the first small claim after them fills it). Replicas
-    decide alike: they hold the same bytes and the same claims."""
+    `shared_resource_size` (by default `max_appendable_claim_size`); a large claim (at
+    least `max_appendable_claim_size` long) fills it alone, or, with
+    `packed_resource_size`, shares it with the large claims before and after it until
+    it holds that much (the first small claim after them fills it, unless the resource
+    is still under `shared_resource_size`). Replicas decide
+    alike: they hold the same bytes and the same claims."""
     appendable = config.max_appendable_claim_size
-    if length < appendable:
-        return False
+    if last_claim_length < appendable:
+        return length >= (config.shared_resource_size or appendable)
     packed = config.packed_resource_size
-    return packed is None or last_claim_length < appendable or length >= packed
+    return packed is None or length >= packed
 
 
 class ContentWriter(ClaimWriter):

@@ -1,15 +1,19 @@
 """Which resource a writer appends to: the one let go of last, so that writers taking
-turns keep to one resource and a commit syncs it alone; and the resources writers
-pass over are retired by age, on every replica at once."""
+turns keep to one resource and a commit syncs it alone; the resources writers pass
+over are retired by age, on every replica at once; and how full a resource of small
+claims gets (`shared_resource_size`), apart from the size that makes a claim large."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
+
 from replication.replicating_content import ReplicatingContentRepository
-from repositories.content import ArchivePolicy, ContentRepositoryConfig
+from repositories.content import ArchivePolicy, ContentRepositoryConfig, ContentRepositoryError
 from repositories.content.repository import ContentRepository
 from repositories.content.resource_io import StorageResourceIO
+from repositories.content.writing import is_full
 from repositories.storage import LocalStorage
 
 CONFIG = ContentRepositoryConfig(
@@ -84,3 +88,79 @@ def test_a_replicated_write_retires_aged_resources_on_every_replica(tmp_path):
     for replica in (local, follower):
         assert old not in replica._allocator.table.open  # closed by the sync, on both
     replicated.close()
+
+
+# -- how full a resource of small claims gets -------------------------------------------
+
+KB, MB = 1024, 1 << 20
+
+
+@pytest.mark.parametrize(
+    "shared, packed, length, last, full",
+    [
+        # NiFi's one threshold (shared None): small claims share up to max_appendable.
+        (None, None, 1 * MB - 1, 1 * KB, False),
+        (None, None, 1 * MB, 1 * KB, True),
+        (None, None, 3 * MB, 3 * MB, True),  # a large claim fills its resource alone
+        # Small claims share up to shared_resource_size; a large claim still fills alone.
+        (8 * MB, None, 1 * MB, 1 * KB, False),
+        (8 * MB, None, 8 * MB - 1, 1 * KB, False),
+        (8 * MB, None, 8 * MB, 1 * KB, True),
+        (8 * MB, None, 1 * MB + 5 * KB, 1 * MB, True),  # large after small: full at once
+        # Packing: large claims share up to packed_resource_size.
+        (None, 16 * MB, 4 * MB, 2 * MB, False),
+        (None, 16 * MB, 16 * MB, 2 * MB, True),
+        (None, 16 * MB, 4 * MB, 1 * KB, True),  # the first small claim after them fills it
+        (8 * MB, 16 * MB, 4 * MB, 1 * KB, False),  # ... unless under shared_resource_size
+    ],
+)
+def test_is_full(shared, packed, length, last, full):
+    config = ContentRepositoryConfig(
+        max_appendable_claim_size=1 * MB, shared_resource_size=shared, packed_resource_size=packed
+    )
+    assert is_full(config, length, last) is full
+
+
+def test_shared_resource_size_below_the_large_claim_size_is_refused():
+    with pytest.raises(ContentRepositoryError, match="shared_resource_size 1024 must be at least"):
+        ContentRepositoryConfig(max_appendable_claim_size=1 * MB, shared_resource_size=1 * KB)
+
+
+def test_replicas_sharing_resources_of_different_sizes_are_refused(tmp_path):
+    local = repository(tmp_path / "local")
+    other = ContentRepository(
+        {"c": str(tmp_path / "hdfs")},
+        StorageResourceIO(LocalStorage(), read_through_arrow=False),
+        ContentRepositoryConfig(sync_on_close=False, max_appendable_claim_size=1 << 20, shared_resource_size=8 << 20),
+        name="hdfs",
+    )
+    with pytest.raises(ContentRepositoryError, match="same shared_resource_size"):
+        ReplicatingContentRepository([local, other])
+    local.close()
+    other.close()
+
+
+def test_small_claims_fill_a_resource_to_the_shared_size_and_a_large_one_goes_alone(tmp_path):
+    config = ContentRepositoryConfig(
+        sync_on_close=False,
+        max_appendable_claim_size=64 * KB,
+        shared_resource_size=256 * KB,
+        archive=ArchivePolicy(max_usage=None),
+    )
+    repo = ContentRepository(
+        {"c": str(tmp_path)}, StorageResourceIO(LocalStorage(), read_through_arrow=False), config, name="local"
+    )
+    claims = []
+    for _ in range(40):  # 40 claims of 10 KB: two resources of 26 and one of the rest
+        with repo.write() as writer:
+            writer.write(b"s" * 10 * KB)
+        claims.append(writer.claim)
+    per_resource = [sum(1 for c in claims if c.resource == r) for r in dict.fromkeys(c.resource for c in claims)]
+    assert per_resource == [26, 14]
+    with repo.write() as writer:  # a large claim: in the appendable resource, which it fills
+        writer.write(b"L" * 64 * KB)
+    assert writer.claim.resource == claims[-1].resource
+    with repo.write() as writer:
+        writer.write(b"s")
+    assert writer.claim.resource != claims[-1].resource and writer.claim.offset == 0
+    repo.close()
