@@ -384,12 +384,11 @@ class DurableCommitter:
         a retry refused at once stays kept, as one that fails later does."""
         assert self.provenance is not None  # rows are kept only for a provenance repository
         done = functools.partial(self._registered, kept, retried)
-        if not retried:
-            self.provenance.register_rows_later(kept.rows, done)
-            return
         try:
             self.provenance.register_rows_later(kept.rows, done)
-        except Exception as error:  # noqa: BLE001 - kept, and told once per failure (`_registered`)
+        except Exception as error:  # noqa: BLE001 - a retry is kept, and told once per failure (`_registered`)
+            if not retried:
+                raise
             done(error)
 
     def _registered(self, kept: KeptRows, retried: bool, error: BaseException | None) -> None:

@@ -45,8 +45,8 @@ def is_full(config: ContentRepositoryConfig, length: int, last_claim_length: int
     least `max_appendable_claim_size` long) fills it alone, or, with
     `packed_resource_size`, shares it with the large claims before and after it until
     it holds that much (the first small claim after them fills it, unless the resource
-    is still under `shared_resource_size`). Replicas decide
-    alike: they hold the same bytes and the same claims."""
+    is still under `shared_resource_size`). Replicas decide alike: they hold the same
+    bytes and the same claims."""
     appendable = config.max_appendable_claim_size
     if last_claim_length < appendable:
         return length >= (config.shared_resource_size or appendable)
@@ -392,23 +392,21 @@ class ResourceAllocator:
         `max_age_s` ago (files closed by the next sync); the ones retired. How a leader
         replica retires the resources writers passed over, which no writer's
         `resource_age` check would ever see."""
-        table = self.table
         oldest = time.monotonic() - max_age_s
-        with table.lock:
-            aged = [resource for resource in table.appendable if resource.opened <= oldest]
-            for resource in aged:
-                table.retire_later_locked(resource)
-        return [resource.claim for resource in aged]
+        return self._retire_waiting(lambda resource: resource.opened <= oldest)
 
     def retire_idle(self) -> list[ResourceClaim]:
         """Retire every resource nobody is writing (files closed by the next sync); the
         ones retired. How a leader replica decides what a retiring sync retires."""
+        return self._retire_waiting(lambda resource: True)
+
+    def _retire_waiting(self, which: Callable[[OpenResource], bool]) -> list[ResourceClaim]:
         table = self.table
         with table.lock:
-            idle = list(table.appendable)
-            for resource in idle:
+            retired = [resource for resource in table.appendable if which(resource)]
+            for resource in retired:
                 table.retire_later_locked(resource)
-        return [resource.claim for resource in idle]
+        return [resource.claim for resource in retired]
 
 
 def _close_quietly(handle) -> None:

@@ -17,6 +17,7 @@ import pytest
 from cluster.core.incarnation import Incarnation
 from cluster.core.layout import ClusterLayout
 from cluster.node.content import open_node_content
+from cluster.services.process import wait_until
 from replication.hdfs_content import open_hdfs_content_reader, open_hdfs_content_repository
 from replication.hdfs_storage import HdfsStorage
 from replication.replicating_content import ReplicatingContentRepository
@@ -584,3 +585,35 @@ def test_a_resource_whose_hsync_failed_is_retired_on_both_replicas_before_the_ne
     assert content.replicas.seal(after.resource)  # HDFS reads a file kept open once it is closed
     assert hdfs.read(after) == local.read(after) == b"after"
     content.close()
+
+
+def test_a_resource_writers_pass_over_is_retired_by_age_and_its_hdfs_file_closed(tmp_path, hdfs_store):
+    """Writers take the resource let go of last, so one let go of earlier is passed
+    over: once older than the resource age it is retired on both replicas by the next
+    write, and the sync after closes its HDFS file, which another reader then reads."""
+    config = ContentRepositoryConfig(sync_on_close=False, archive=ArchivePolicy(max_usage=None))
+    local = open_filesystem_content_repository({"c": str(tmp_path / "local")}, config)
+    hdfs = open_hdfs_content_repository(hdfs_store.storage, hdfs_store.root, "node-1", ["c"], keep_open=True)
+    repository = ReplicatingContentRepository([local, hdfs], max_resource_age_s=0.5)
+    writers = [repository.write(), repository.write()]
+    for index, writer in enumerate(writers):
+        writer.write(f"first-{index}".encode())
+    passed_over, taken = (writer.close() for writer in writers)
+    repository.sync()
+    assert passed_over.resource != taken.resource
+    assert passed_over.resource in hdfs.open_resources()
+    written = []
+
+    def retired() -> bool:
+        written.append(repository.write_bytes(b"next", sync=False))
+        return passed_over.resource not in local.appendable_resources()
+
+    wait_until(retired, 10, "the passed-over resource to be retired by age")
+    resources = [claim.resource for claim in written]
+    assert passed_over.resource not in resources and resources[0] == taken.resource  # passed over, every time
+    assert passed_over.resource not in hdfs.appendable_resources()  # retired on both replicas at once
+    repository.sync()
+    wait_until(lambda: passed_over.resource not in hdfs.open_resources(), 10, "its HDFS file to be closed")
+    reader = open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"])
+    assert reader.read(passed_over) == b"first-0"
+    repository.close()
