@@ -10,11 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repositories.content.checksum_format import (
+    BLOCK_CRCS,
     CHECKSUM_FORMAT_VERSION,
     HEADER_SIZE,
+    HOLD_GIL_BYTES,
     RECORD_SIZE,
     Block,
     ChecksumFormatError,
+    block_crc32c,
     pack_header,
     pack_record,
     read_header,
@@ -56,6 +59,14 @@ def test_this_release_writes_format_2_and_reads_1_and_2_each_with_its_own_block_
         head[14:18] = zlib.crc32(bytes(head[:14])).to_bytes(4, "little")
         with pytest.raises(ChecksumFormatError, match=f"format {version} is not known.*reads formats 1, 2"):
             unpack_header(bytes(head))
+
+
+def test_the_block_crc_is_crc32c_on_either_side_of_the_size_it_keeps_the_gil_for():
+    data = bytes(range(256)) * (HOLD_GIL_BYTES // 256 + 8)
+    for length in (0, 1, 65536, HOLD_GIL_BYTES, HOLD_GIL_BYTES + 1, len(data)):
+        assert block_crc32c(data[:length]) == crc32c(data[:length])
+        assert block_crc32c(data[length:], block_crc32c(data[:length])) == crc32c(data)
+    assert BLOCK_CRCS[CHECKSUM_FORMAT_VERSION] is block_crc32c
 
 
 @settings(max_examples=200, deadline=None)
