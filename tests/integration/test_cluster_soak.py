@@ -196,8 +196,12 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
     faster = max(1.0, rate(MINUTES * 3 / 4, MINUTES) / max(rate(MINUTES / 4, MINUTES / 2), 1.0))
     print("soak peaks: half-way", half, "end", end, "rate ratio", round(faster, 2), flush=True)
     assert end["delivered"] > half["delivered"] > 0, (half, end)  # it kept flowing
-    # Bounded: no higher at the end than half-way (within 10 %, and within a content
-    # resource (50 KB) or a provenance block (1 MB) per node, or one WAL journal).
+    # Bounded: no higher at the end than half-way (within 10 %, plus 50 KB of content per
+    # node, a provenance block (1 MB) per node, or one WAL journal). A clustered node's
+    # content resource holds up to 8 MB of small claims, but at this flow's rate (50
+    # FlowFiles of under 100 bytes every 100 ms per node) it is retired by age (5 s)
+    # with a few hundred KB in it, and a store's peak is megabytes: its 10 % is the
+    # allowance that counts.
     for key, slack in zip(STORES, (3 * 50 * 1024, 3 << 20, 3 * 50 * 1024, 1 << 20), strict=False):
         assert end[key] <= 1.1 * faster * half[key] + slack, (key, faster, half, end, curve)
     if LONG:
