@@ -419,12 +419,9 @@ class ReplicatingContentRepository(ContentStore):
         # retire the resource everywhere (`_failing`): no replica lets go of it in
         # between. Neither step touches storage (the followers find it open).
         with self._choosing:
-            if self.max_resource_age_s is not None:
-                # Writers take the resource let go of last: one they pass over would
-                # never reach its age in `too_old`, so it is retired here.
-                for aged in self.leader.retire_aged(self.max_resource_age_s):
-                    for replica in self.replicas[1:]:
-                        replica.retire(aged, close=False)  # closed by the next sync, as the leader's
+            # Writers take the resource let go of last: one they pass over would never
+            # reach its age in `too_old`, so it is retired here.
+            self._retire_aged_locked()
             leader = self.leader.write_appendable()
             if leader is not None:
                 self._hooks.leader_chose_resource(leader.resource)
@@ -445,6 +442,29 @@ class ReplicatingContentRepository(ContentStore):
         for index, error in failures:
             self._degrade(index, resource, error)
         return ReplicatedWriter(self, writers)
+
+    def retire_aged(self) -> list[ResourceClaim]:
+        """Retire, on every replica, the resources nobody writes that are older than
+        `max_resource_age_s`, and close their files and those of resources retired
+        before (a sync); the ones retired here. What a node's maintenance does every
+        round: a resource no writer comes back to (the flow went idle), or one retired
+        as its writer let go of it whose session then rolled back (no commit synced
+        after it), would otherwise stay open, uncollectable, and on HDFS unreadable,
+        for as long as the node runs."""
+        with self._choosing:
+            aged = self._retire_aged_locked()
+        if aged or any(replica.retired_waiting() for replica in self.replicas):
+            self.sync()
+        return aged
+
+    def _retire_aged_locked(self) -> list[ResourceClaim]:
+        if self.max_resource_age_s is None:
+            return []
+        aged = self.leader.retire_aged(self.max_resource_age_s)
+        for resource in aged:
+            for replica in self.replicas[1:]:
+                replica.retire(resource, close=False)  # closed by the next sync, as the leader's
+        return aged
 
     def _follow(
         self, leader: ContentWriter

@@ -290,6 +290,7 @@ class ClusteredNode:
                     self.content,
                     age_off_interval=min(DEFAULT_AGE_OFF_INTERVAL, max(1.0, self.config.archive_retention / 4)),
                     name=f"content-maintenance {member.incarnation}",
+                    retire=self.content.retire_aged,
                 )
                 self._maintenance.start()
             content = self.content

@@ -271,6 +271,11 @@ class NodeContent(ContentStore):
     def collect(self) -> CollectReport:
         return self.replicas.collect()
 
+    def retire_aged(self) -> list[ResourceClaim]:
+        """The resources no writer came back to within RESOURCE_MAX_AGE_S, retired and
+        closed on both replicas (`ReplicatingContentRepository.retire_aged`)."""
+        return self.replicas.retire_aged()
+
     def age_off(self) -> list[ResourceClaim]:
         return self.replicas.age_off()
 

@@ -1,9 +1,11 @@
 """`ContentMaintenance`: a node's content kept bounded while it runs.
 
-On a thread of its own, every `collect_interval` seconds it archives (or destroys)
-what nobody references any more (`collect()`), and every `age_off_interval` seconds
-it deletes archived content past its retention or above the usage limit
-(`age_off()`), NiFi's archive rules. Both nodes run one over their content: the
+On a thread of its own, every `collect_interval` seconds it retires the resources no
+writer came back to (`retire`, when given: the clustered node's, which retires them by
+age and closes them, or they would stay open and uncollectable while the node is
+idle), archives (or destroys) what nobody references any more (`collect()`), and
+every `age_off_interval` seconds it deletes archived content past its retention or
+above the usage limit (`age_off()`), NiFi's archive rules. Both nodes run one over their content: the
 standalone node over its repository, the clustered node over each incarnation's
 container on local disk and HDFS (a dead incarnation's container is the leader's to
 collect, whole: `cluster.failover.collector`). A round that fails is one log line,
@@ -40,8 +42,10 @@ class ContentMaintenance:
         age_off_interval: float = DEFAULT_AGE_OFF_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
         name: str = "content-maintenance",
+        retire: Callable[[], object] | None = None,
     ):
         self.content = content
+        self._retire = retire
         self.collect_interval, self.age_off_interval = collect_interval, age_off_interval
         self._clock = clock
         self._stopped = threading.Event()
@@ -67,8 +71,11 @@ class ContentMaintenance:
             self.round(age_off=age_off)
 
     def round(self, *, age_off: bool) -> None:
-        """One collect, and an age-off if `age_off`; a failure is logged once per run of them."""
+        """One retire and collect, and an age-off if `age_off`; a failure is logged once
+        per run of them."""
         try:
+            if self._retire is not None:
+                self._retire()
             self.content.collect()
             if age_off:
                 self.content.age_off()

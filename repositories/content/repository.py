@@ -188,6 +188,10 @@ class ContentRepository(ContentStore):
         sync; returns them (a leader replica's decision, which its followers apply)."""
         return self._allocator.retire_idle()
 
+    def retired_waiting(self) -> bool:
+        """Whether a retired resource nobody writes still waits for a sync to close its files."""
+        return self._table.retired_waiting()
+
     def on_resource_failing(self, callback: Callable[[ResourceClaim], None] | None) -> None:
         """Have `callback(resource)` told whenever a write, sync, close or flush of one of
         this repository's resources fails, before the resource is retired here. It may

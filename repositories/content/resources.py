@@ -231,6 +231,12 @@ class ResourceTable:
         with self.lock:
             return set(self.open) | set(self.closing)
 
+    def retired_waiting(self) -> bool:
+        """Whether a retired resource nobody writes is still open: its files are closed
+        by the next sync (`retire_later_locked`, or retired with unsynced claims)."""
+        with self.lock:
+            return any(r.retired and not r.writing and not r.failed for r in self.open.values())
+
     def stop_appending_locked(self, resource: OpenResource) -> OpenResource | None:
         """Take the resource out of `appendable` and retire it. Caller holds `lock`."""
         try:

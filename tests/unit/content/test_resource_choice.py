@@ -90,6 +90,46 @@ def test_a_replicated_write_retires_aged_resources_on_every_replica(tmp_path):
     replicated.close()
 
 
+def test_an_aged_resource_no_writer_comes_back_to_is_retired_and_closed_on_every_replica(tmp_path):
+    """A node's maintenance round (`retire_aged`): the flow went idle, so no write and
+    no commit comes to retire it."""
+    local, follower = repository(tmp_path / "local"), repository(tmp_path / "hdfs", name="hdfs")
+    replicated = ReplicatingContentRepository([local, follower], max_resource_age_s=5.0)
+    with replicated.write() as writer:
+        writer.write(b"x")
+    resource = writer.claim.resource
+    assert replicated.retire_aged() == []  # young: kept open for the next writer
+    assert all(resource in replica._allocator.table.open for replica in (local, follower))
+    local._allocator.table.open[resource].opened = time.monotonic() - 10
+    assert replicated.retire_aged() == [resource]
+    for replica in (local, follower):
+        assert resource not in replica._allocator.table.open  # retired and closed, on both
+    assert replicated.read(writer.claim) == b"x"
+    replicated.close()
+
+
+@pytest.mark.parametrize("let_go", ["closed", "aborted"])
+def test_a_resource_retired_as_its_writer_let_go_is_closed_though_no_commit_follows(tmp_path, let_go):
+    """Too old when its writer closed the claim, or the writer aborted (its session
+    rolled back): retired then, its files left for a sync no commit makes."""
+    local, follower = repository(tmp_path / "local"), repository(tmp_path / "hdfs", name="hdfs")
+    replicated = ReplicatingContentRepository([local, follower], max_resource_age_s=5.0)
+    with replicated.write() as first:
+        first.write(b"x")
+    writer = replicated.write()
+    assert writer.resource == first.claim.resource
+    local._allocator.table.open[writer.resource].opened = time.monotonic() - 10
+    assert replicated.retire_aged() == []  # never the one being written
+    writer.write(b"y")
+    writer.close() if let_go == "closed" else writer.abort()
+    assert all(replica.retired_waiting() for replica in (local, follower))
+    assert replicated.retire_aged() == []  # nothing more to retire, but its files are closed
+    for replica in (local, follower):
+        assert first.claim.resource not in replica._allocator.table.open and not replica.retired_waiting()
+    assert replicated.read(first.claim) == b"x"
+    replicated.close()
+
+
 # -- how full a resource of small claims gets -------------------------------------------
 
 KB, MB = 1024, 1 << 20
