@@ -28,10 +28,10 @@ from .test_kafka_security import client_config
 pytestmark = [pytest.mark.kafka]
 
 
-def open_transactions(broker, topic: str) -> list[wire.ActiveProducer]:
+def open_transactions(broker, topic: str, place: int = 0) -> list[wire.ActiveProducer]:
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     with wire.Connection(host, int(port), None, 30) as connection:
-        return [p for p in wire.describe_producers(connection, {topic: [0]}) if p.transaction_start >= 0]
+        return [p for p in wire.describe_producers(connection, {topic: [place]}) if p.transaction_start >= 0]
 
 
 def stable_offset(broker, topic: str) -> int:
@@ -128,6 +128,46 @@ def test_publishkafka_finishes_its_own_hanging_transaction_before_it_reads_its_p
     assert sorted(delivered(kafka_broker, topic, "read_uncommitted")) == sorted(expected)
     finished = [r.getMessage() for r in caplog.records if "hanging transaction" in r.getMessage()]
     assert len(finished) == 2 and all(("COMMIT" if commit else "ABORT") in line for line in finished), finished
+
+
+def test_publishkafka_finishes_another_ids_hanging_transaction_on_the_progress_partition_they_share(
+    kafka_broker,
+    tmp_path,
+    publishers,  # noqa: F811 - the fixture's value
+    caplog,
+):
+    """The shape a broker's restart leaves when the producer whose commit it was had
+    nothing more to send (its shard drained): its transaction, committed at its
+    coordinator, open for good on the progress partition another publisher reads back.
+    That publisher finishes it with the coordinator's decision and delivers; before, its
+    read back waited at it for the transaction timeout, failed, and began again, for good."""
+    topic, scratch = new_topic(kafka_broker), new_topic(kafka_broker)
+    node = Node(tmp_path, QUEUES)
+    sent = [f"o-{n}" for n in range(4)]
+    seed(node, sent)
+    publish, context = publishers(kafka_broker, topic)
+    transactional_id = f"{publish.configured['transactional_id_prefix']}-{node.shard.id}-{PUBLISH}"
+    progress_topic = publish.configured["progress_topic"]
+    partitions = create_progress_topic({"bootstrap.servers": kafka_broker.bootstrap_servers}, progress_topic)
+    place = partition(transactional_id, partitions)
+    idle = next(t for t in (f"idle-{uuid.uuid4().hex[:8]}" for _ in range(10_000)) if partition(t, partitions) == place)
+    producer = transactional_producer(kafka_broker, idle)
+    in_transaction(producer, scratch, [b"its last"], commit=True)  # its coordinator: CompleteCommit
+    state = leave_open(kafka_broker, idle, progress_topic, place, [(key(idle), pack(["a-flowfile-it-sent"]))])
+    assert [p.producer_id for p in open_transactions(kafka_broker, progress_topic, place)] == [state.producer_id]
+
+    with caplog.at_level(logging.WARNING):
+        trigger(node, publish, context)
+
+    assert node.queues["in"].count == 0 and len(queued(node, "ok")) == 4
+    report = check_delivery(sent, delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    assert open_transactions(kafka_broker, progress_topic, place) == []
+    finished = [r.getMessage() for r in caplog.records if "hanging transaction" in r.getMessage()]
+    assert len(finished) == 1 and "another transactional id" in finished[0] and "COMMIT" in finished[0], finished
+    # The idle id's committed progress record is now readable, as its coordinator decided.
+    progress_keys = [m.key() for m in read_records(kafka_broker, progress_topic)]
+    assert key(idle) in progress_keys
 
 
 def test_after_every_broker_was_down_no_transaction_joins_what_the_restart_left_open(

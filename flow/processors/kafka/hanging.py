@@ -34,6 +34,13 @@ and forgets the decision):
 4. Write each marker at the partition's leader, with the coordinator epoch the
    partition last saw, as Kafka's own `abort` does.
 
+`settle_others` does steps 1 to 4 for every other transactional id that holds a
+transaction open on those partitions and that its coordinator lists as complete
+(found by producer id, ListTransactions): a producer that committed just before the
+restart and then had nothing more to send never looks for its own, and the readers of
+the partitions it holds (another id's read back of its progress among them) would
+wait at it for good.
+
 A COMMIT marker makes visible exactly what the coordinator committed; the progress
 record in the same transaction then tells the next producer that its FlowFiles went
 out. Not covered: a transaction whose producer wrote a later one at the same epoch
@@ -152,6 +159,56 @@ def settle(
     reach = brokers(config, timeout)
     admin = AdminClient(dict(config))
     led, _ = _led(admin, (), deadline)
+    return _settle_id(reach, admin, led, transactional_id, topics, deadline, fence_ms, admit)
+
+
+def settle_others(config: Mapping, transactional_id: str, topics: Sequence[str] | None, timeout: float) -> Settled:
+    """Finish the hanging transactions of every other transactional id that holds one
+    open on `topics` (None: every topic but Kafka's internal ones), each as its
+    coordinator decided. A producer that committed just before the broker's restart and
+    then had nothing more to send never looks for its own; meanwhile every
+    read_committed reader of those partitions waits at it: this id's read back of its
+    progress (the progress partitions are shared), the output topic's consumers.
+
+    The ids are found from the producer ids the partitions hold transactions of
+    (ListTransactions, asked of every broker: each lists those it coordinates); only
+    those their coordinator lists as complete (`DECIDED`) are looked at, each through
+    steps 1 to 4 above, so a live producer's transaction (`Ongoing`) is never touched.
+    Nothing is fenced. Raises `wire.WireError` or `Unsupported`."""
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout
+    reach = brokers(config, timeout)
+    admin = AdminClient(dict(config))
+    led, leader_of = _led(admin, topics, deadline)
+    holding = {p.producer_id for p in _active(reach, led, leader_of, deadline) if p.transaction_start >= 0}
+    if not holding:
+        return Settled()
+    listed: list[wire.ListedTransaction] = []
+    for host, port in sorted(led.values()):
+        with reach.connect(host, port) as broker:
+            listed += wire.retried(functools.partial(wire.list_transactions, broker, holding), deadline)
+    others = sorted({t.transactional_id for t in listed if t.state in DECIDED} - {transactional_id})
+    written: list[wire.Marker] = []
+    failed: list[tuple[wire.Marker, int]] = []
+    for other in others:
+        settled = _settle_id(reach, admin, led, other, topics, deadline)
+        written += settled.written
+        failed += settled.failed
+    return Settled(tuple(written), tuple(failed))
+
+
+def _settle_id(
+    reach: Brokers,
+    admin,
+    led: dict[int, tuple[str, int]],
+    transactional_id: str,
+    topics: Sequence[str] | None,
+    deadline: float,
+    fence_ms: int | None = None,
+    admit: Callable[[], None] | None = None,
+) -> Settled:
+    """Steps 1 to 4 above for one transactional id (`settle`)."""
     host, port = next(iter(led.values()))
     with reach.connect(host, port) as any_broker:
         coordinator = wire.retried(lambda: wire.find_transaction_coordinator(any_broker, transactional_id), deadline)
@@ -169,15 +226,7 @@ def settle(
         # Read once the decision is complete: a broker just restarted may still be
         # electing the partitions' leaders.
         led, leader_of = _led(admin, topics, deadline)
-        by_leader: dict[int, dict[str, list[int]]] = {}
-        for (name, index), leader in sorted(leader_of.items()):
-            by_leader.setdefault(leader, {}).setdefault(name, []).append(index)
-        active: list[wire.ActiveProducer] = []
-        for leader, partitions in by_leader.items():
-            with reach.connect(*led[leader]) as at_leader:
-                ask = functools.partial(wire.describe_producers, at_leader, partitions)
-                active.extend(wire.retried(ask, deadline))
-        markers = markers_for(state, active)
+        markers = markers_for(state, _active(reach, led, leader_of, deadline))
         if not markers:
             return Settled()
         again = _decided(at_coordinator, transactional_id, deadline)
@@ -193,6 +242,21 @@ def settle(
             error = errors.get((marker.topic, marker.partition), -1)
             (written.append(marker) if error == wire.NONE else failed.append((marker, error)))
     return Settled(tuple(written), tuple(failed))
+
+
+def _active(
+    reach: Brokers, led: dict[int, tuple[str, int]], leader_of: dict[tuple[str, int], int], deadline: float
+) -> list[wire.ActiveProducer]:
+    """The producers every partition of `leader_of` knows, asked of each leader."""
+    by_leader: dict[int, dict[str, list[int]]] = {}
+    for (name, index), leader in sorted(leader_of.items()):
+        by_leader.setdefault(leader, {}).setdefault(name, []).append(index)
+    active: list[wire.ActiveProducer] = []
+    for leader, partitions in by_leader.items():
+        with reach.connect(*led[leader]) as at_leader:
+            ask = functools.partial(wire.describe_producers, at_leader, partitions)
+            active.extend(wire.retried(ask, deadline))
+    return active
 
 
 def _led(

@@ -531,6 +531,25 @@ def _finish_hanging(
             error,
         )
         return
+    _report_settled(context, settled, transactional_id)
+    try:
+        # Another id's, left by a producer that had nothing more to send: the read back
+        # below would wait at it on a progress partition they share, and give up, for good.
+        others = hanging.settle_others(producer.config, transactional_id, topics, BROKER_WAIT_S)
+    except (KafkaException, wire.WireError, hanging.Unsupported) as error:
+        context.limited_log.warning(
+            f"{context.processor_id}:hanging-others",
+            "%s: could not look for transactions of other producers that their coordinator decided and a "
+            "partition still holds open: %s",
+            context.processor_id,
+            error,
+        )
+        return
+    _report_settled(context, others, None)
+
+
+def _report_settled(context: ProcessContext, settled: hanging.Settled, transactional_id: str | None) -> None:
+    """Log each hanging transaction finished (`transactional_id` None: another id's)."""
     for marker in settled.written:
         context.logger.warning(
             "%s: %s without writing the partition's marker (a hanging transaction); wrote its %s marker",
@@ -548,9 +567,10 @@ def _finish_hanging(
         )
 
 
-def _left_open(marker: wire.Marker, transactional_id: str) -> str:
+def _left_open(marker: wire.Marker, transactional_id: str | None) -> str:
+    whose = transactional_id or "another transactional id"
     return (
-        f"{marker.topic}[{marker.partition}] held open a transaction of {transactional_id} (producer id "
+        f"{marker.topic}[{marker.partition}] held open a transaction of {whose} (producer id "
         f"{marker.producer_id}, epoch {marker.producer_epoch}) that its coordinator had "
         f"{'committed' if marker.commit else 'aborted'}"
     )

@@ -48,6 +48,7 @@ CLIENT_ID = "custody"
 FIND_COORDINATOR = (10, 4)
 DESCRIBE_PRODUCERS = (61, 0)
 DESCRIBE_TRANSACTIONS = (65, 0)
+LIST_TRANSACTIONS = (66, 0)
 WRITE_TXN_MARKERS = (27, 1)
 INIT_PRODUCER_ID = (22, 2)
 TRANSACTION_COORDINATOR = 1  # FindCoordinator's key type for a transactional id
@@ -348,6 +349,38 @@ def describe_transaction(connection: Connection, transactional_id: str) -> Trans
     if error != NONE:
         raise WireError(f"describing transactional id {transactional_id}: error {error}", error)
     return described
+
+
+class ListedTransaction(NamedTuple):
+    """A transactional id as the broker coordinating it lists it (ListTransactions)."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+def list_transactions(connection: Connection, producer_ids: Iterable[int]) -> list[ListedTransaction]:
+    """ListTransactions v0: state filters COMPACT_ARRAY of COMPACT_STRING (none: every
+    state), producer id filters COMPACT_ARRAY of INT64. Answer: throttle INT32, error
+    INT16, unknown state filters COMPACT_ARRAY of COMPACT_STRING, transaction states
+    COMPACT_ARRAY (transactional id, producer id INT64, state). Only the ids this broker
+    coordinates: ask every broker."""
+    ids = sorted(producer_ids)
+    body = Writer().compact_array([], Writer.compact_string).compact_array(ids, Writer.int64)
+    reader = connection.request(LIST_TRANSACTIONS, body.no_tags().done())
+    reader.int32()
+    error = reader.int16()
+    reader.compact_array(Reader.compact_string)
+
+    def listed(r: Reader) -> ListedTransaction:
+        tid, pid, state = r.compact_string() or "", r.int64(), r.compact_string() or ""
+        r.tags()
+        return ListedTransaction(tid, pid, state)
+
+    found = reader.compact_array(listed)
+    if error != NONE:
+        raise WireError(f"listing the transactions of producer ids {ids}: error {error}", error)
+    return found
 
 
 class ActiveProducer(NamedTuple):

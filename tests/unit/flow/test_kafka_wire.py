@@ -108,6 +108,28 @@ def test_an_id_its_coordinator_does_not_know_has_no_state_and_another_error_rais
         wire.describe_transaction(Answering(describe_answer(15, "", [])), "tid")  # type: ignore[arg-type]
 
 
+def list_answer(error: int, listed: list[tuple[str, int, str]]) -> bytes:
+    return (
+        wire.Writer()
+        .int32(0)
+        .int16(error)
+        .compact_array([], wire.Writer.compact_string)
+        .compact_array(listed, lambda w, t: w.compact_string(t[0]).int64(t[1]).compact_string(t[2]).no_tags())
+        .no_tags()
+        .done()
+    )
+
+
+def test_list_transactions_asks_by_producer_id_in_every_state_and_reads_each_id():
+    connection = Answering(list_answer(0, [("a", 42, "CompleteCommit"), ("b", 7, "Ongoing")]))
+    listed = wire.list_transactions(connection, {42, 7})  # type: ignore[arg-type]
+    # No state filter (an empty compact array), then the producer ids, sorted.
+    assert connection.asked == [((66, 0), b"\x01" + b"\x03" + struct.pack(">qq", 7, 42) + b"\x00")]
+    assert listed == [wire.ListedTransaction("a", 42, "CompleteCommit"), wire.ListedTransaction("b", 7, "Ongoing")]
+    with pytest.raises(wire.WireError, match=r"producer ids \[7\]: error 29"):
+        wire.list_transactions(Answering(list_answer(29, [])), [7])  # type: ignore[arg-type]
+
+
 def test_write_txn_markers_sends_one_entry_per_marker_and_reads_each_partitions_error():
     answer = (
         wire.Writer()
