@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -167,6 +168,9 @@ class FlowWorkloadViews(ZooKeeperViews):
         )
 
 
+_WARNED = re.compile(r" (WARNING|ERROR|CRITICAL) ")
+
+
 class FlowCluster(ProcessCluster, FlowWorkloadViews):
     """The nodes run secured, as an operator runs them: with ZooKeeper credentials of
     their own (a new identity per cluster), so every znode under the cluster's root is
@@ -191,6 +195,27 @@ class FlowCluster(ProcessCluster, FlowWorkloadViews):
         self.sink = str(workdir / "sink")
         self.sink_view = sink_view or SinkDirectory(self.sink)
         self._storage = None
+
+    def unsettled(self) -> str:
+        """`FlowWorkloadViews.unsettled`, and the last warning or error each node logged:
+        why a queue does not drain, in the one message a failed run keeps."""
+        lines = [f"{name}'s last warning: {last}" for name, last in sorted(self.last_warnings().items())]
+        return "; ".join([super().unsettled(), *lines])
+
+    def last_warnings(self, window: int = 1 << 16) -> dict[str, str]:
+        """Each node's last WARNING, ERROR or CRITICAL log line (its first 300 characters)."""
+        found: dict[str, str] = {}
+        for name, node in self.nodes.items():
+            try:
+                with open(node.log.name, "rb") as log:
+                    log.seek(max(0, os.path.getsize(node.log.name) - window))
+                    lines = log.read().decode("utf-8", "replace").splitlines()
+            except OSError:
+                continue
+            last = next((line for line in reversed(lines) if _WARNED.search(line)), None)
+            if last is not None:
+                found[name] = last[:300]
+        return found
 
     def write_config(
         self,
