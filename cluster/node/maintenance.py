@@ -5,11 +5,11 @@ writer came back to (`retire`, when given: the clustered node's, which retires t
 age and closes them, or they would stay open and uncollectable while the node is
 idle), archives (or destroys) what nobody references any more (`collect()`), and
 every `age_off_interval` seconds it deletes archived content past its retention or
-above the usage limit (`age_off()`), NiFi's archive rules. Both nodes run one over their content: the
-standalone node over its repository, the clustered node over each incarnation's
-container on local disk and HDFS (a dead incarnation's container is the leader's to
-collect, whole: `cluster.failover.collector`). A round that fails is one log line,
-and the next round tries again.
+above the usage limit (`age_off()`), NiFi's archive rules. Both nodes run one over
+their content: the standalone node over its repository, the clustered node over each
+incarnation's container on local disk and HDFS (a dead incarnation's container is the
+leader's to collect, whole: `cluster.failover.collector`). A round that fails is one
+log line, and the next round tries again.
 """
 
 from __future__ import annotations
