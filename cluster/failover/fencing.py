@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 # Seconds between lease-recovery polls for the first `fast_window` seconds: block
 # recovery finishes on a DataNode heartbeat, which may come this soon.
-DEFAULT_FIRST_WAIT = 0.1
+DEFAULT_FIRST_WAIT = 0.05
 # The lease-recovery bound: how long a fence waits for every file of the shard to be
 # closed before it gives up (`FenceTimeout`, retried: HDFS cannot serve it now). An
 # adoption that fails for another reason ends within it (`core.adoption_failures`).

@@ -8,7 +8,7 @@ HTTP servers (and their /jmx servlet, which the health check reads) start withou
 
 Settings: those of every HDFS the project runs, which docker-compose.yml's daemons
 share, are in `SETTINGS_FILE` (cluster/services/hadoop/hdfs-site.properties, each with
-why): heartbeats (DataNodes every 300 ms, since the NameNode hands out block recovery,
+why): heartbeats (DataNodes every 100 ms, since the NameNode hands out block recovery,
 the wait in every takeover, only in a heartbeat's reply), a dead DataNode stale after
 1 s and avoided, permissions on, closed blocks synced. This harness's own:
 * every address is 127.0.0.1 on a port the harness picked;

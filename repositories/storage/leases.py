@@ -1,9 +1,10 @@
 """Wait until files another writer left open are closed by the backend (HDFS lease recovery).
 
 `recover_leases` asks `Storage.recover_lease` for every file in one round, then polls
-only the files still open, with one shared backoff: every `first_wait` (0.1 s) for
-the first `fast_window` (2 s), then doubling up to `max_wait`. The recoveries run in
-parallel on the DataNodes, so the wait is as long as the slowest file, not the sum.
+only the files still open, with one shared backoff: every `first_wait` (0.1 s; a
+fence asks every 0.05 s) for the first `fast_window` (2 s), then doubling up to
+`max_wait`. The recoveries run in parallel on the DataNodes, so the wait is as long
+as the slowest file, not the sum.
 
 Why this schedule: block recovery rides on DataNode heartbeats. The NameNode hands it
 to a DataNode in the reply to its next heartbeat, so a file closes within a second or

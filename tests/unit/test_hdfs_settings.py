@@ -42,7 +42,7 @@ def test_the_settings_that_bound_a_datanodes_death_are_in_the_shared_file():
     assert namenode["dfs.namenode.avoid.write.stale.datanode"] == "true"
     assert namenode["dfs.namenode.redundancy.considerLoad"] == "false"
     assert namenode["dfs.heartbeat.interval"] == "1"  # whole seconds: block recovery's timeout counts them
-    assert shared_settings("datanode")["dfs.heartbeat.interval"] == "300ms"
+    assert shared_settings("datanode")["dfs.heartbeat.interval"] == "100ms"
     assert "dfs.heartbeat.interval" not in shared_settings("client")
 
 

@@ -60,17 +60,17 @@ def test_fence_renames_then_recovers_every_file_with_backoff(layout):
     assert sleeps == [0.5, 0.5, 1.0, 1.5, 1.5]
 
 
-def test_fence_polls_every_tenth_of_a_second_at_first(layout):
+def test_fence_polls_every_twentieth_of_a_second_at_first(layout):
     make_shard(layout, "n1-3")
-    storage, sleeps, now = SlowLeases(pending=25), [], [0.0]
+    storage, sleeps, now = SlowLeases(pending=50), [], [0.0]
 
     def sleep(seconds):
         sleeps.append(seconds)
         now[0] += seconds
 
     fence(storage, layout, "n1-3", 4, sleep=sleep, clock=lambda: now[0])
-    assert sleeps[:20] == [0.1] * 20  # 2 s of short polls
-    assert sleeps[20:24] == [0.2, 0.4, 0.8, 1.6]  # then the backoff
+    assert sleeps[:40] == [0.05] * 40  # 2 s of short polls
+    assert sleeps[40:44] == [0.1, 0.2, 0.4, 0.8]  # then the backoff
 
 
 def test_fence_is_idempotent_at_the_same_epoch_and_moves_on_at_a_newer_one(layout):
