@@ -10,6 +10,7 @@ KIP-890) is turned off for the moment of the write.
 
 from __future__ import annotations
 
+import functools
 import struct
 import time
 from collections.abc import Sequence
@@ -94,9 +95,11 @@ def leave_open(
     with wire.Connection(host, int(port), None, 30) as connection:
         state = wire.describe_transaction(connection, transactional_id)
         assert state is not None, f"the coordinator knows no {transactional_id}"
+        # a partition just made may have no leader loaded yet (NOT_LEADER_OR_FOLLOWER)
+        ask = functools.partial(wire.describe_producers, connection, {topic: [partition]})
         known = [
             p.last_sequence
-            for p in wire.describe_producers(connection, {topic: [partition]})
+            for p in wire.retried(ask, time.monotonic() + 30)
             if (p.producer_id, p.producer_epoch) == (state.producer_id, state.producer_epoch)
         ]
         sequence = known[0] + 1 if known else 0  # the producer's next, where it wrote before

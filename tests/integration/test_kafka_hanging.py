@@ -8,7 +8,9 @@ for good, and read_committed consumers of the output topic stop at it."""
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 import uuid
 
 import pytest
@@ -31,7 +33,8 @@ pytestmark = [pytest.mark.kafka]
 def open_transactions(broker, topic: str, place: int = 0) -> list[wire.ActiveProducer]:
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     with wire.Connection(host, int(port), None, 30) as connection:
-        return [p for p in wire.describe_producers(connection, {topic: [place]}) if p.transaction_start >= 0]
+        ask = functools.partial(wire.describe_producers, connection, {topic: [place]})
+        return [p for p in wire.retried(ask, time.monotonic() + 30) if p.transaction_start >= 0]
 
 
 def stable_offset(broker, topic: str) -> int:
@@ -170,6 +173,21 @@ def test_publishkafka_finishes_another_ids_hanging_transaction_on_the_progress_p
     assert key(idle) in progress_keys
 
 
+def delivered_then_left_open(broker, tmp_path, make, topic: str, first: list[str]):
+    """A publisher that delivered `first`, then a transaction of its id (its producer's
+    id and epoch) holding the record "left-open" open on `topic`[0], as a broker's
+    restart leaves it. Returns the node, the publisher (made by `make`, the fixture), its context, its id."""
+    node = Node(tmp_path, QUEUES)
+    seed(node, first)
+    publish, context = make(broker, topic)
+    trigger(node, publish, context)
+    assert sorted(delivered(broker, topic)) == sorted(first)
+    transactional_id = f"{publish.configured['transactional_id_prefix']}-{node.shard.id}-{PUBLISH}"
+    state = leave_open(broker, transactional_id, topic, 0, [(None, b"left-open")])
+    assert [p.producer_id for p in open_transactions(broker, topic)] == [state.producer_id]
+    return node, publish, context, transactional_id
+
+
 def test_after_every_broker_was_down_no_transaction_joins_what_the_restart_left_open(
     kafka_broker,
     tmp_path,
@@ -183,15 +201,9 @@ def test_after_every_broker_was_down_no_transaction_joins_what_the_restart_left_
     the broker refuses, so that its first transaction is aborted: one that had joined
     would have taken the committed record down with it."""
     topic = new_topic(kafka_broker, config={"max.message.bytes": "4096"})
-    node = Node(tmp_path, QUEUES)
     first, second = [f"a-{n}" for n in range(3)], [f"b-{n}" for n in range(4)]
-    seed(node, first)
-    publish, context = publishers(kafka_broker, topic)
-    trigger(node, publish, context)
-    assert sorted(delivered(kafka_broker, topic)) == sorted(first)
+    node, publish, context, _ = delivered_then_left_open(kafka_broker, tmp_path, publishers, topic, first)
     before = publish._producer
-    transactional_id = f"{publish.configured['transactional_id_prefix']}-{node.shard.id}-{PUBLISH}"
-    leave_open(kafka_broker, transactional_id, topic, 0, [(None, b"left-open")])
     kafka_broker.kill()
     kafka_broker.restart()
     seed(node, [*second, "big"], contents=[item.encode() for item in second] + [b"x" * 10_000])
@@ -277,3 +289,53 @@ def test_an_earlier_owners_open_transaction_is_aborted_and_its_producer_fenced_b
     transactional_producer(kafka_broker, transactional_id)  # the new producer's init goes through
     with pytest.raises(KafkaException):
         dead.commit_transaction(10)
+
+
+def test_an_idle_publisher_finishes_its_own_transaction_that_a_brokers_restart_left_open(
+    kafka_broker,
+    tmp_path,
+    publishers,  # noqa: F811 - the fixture's value
+    caplog,
+):
+    """A publisher with nothing more to send runs no task: nothing served its producer's
+    report that every broker was down, and a transaction that the restart left open on
+    the output topic held every read_committed reader there until the next FlowFile
+    came, which may be never. Its idle look finishes it as its coordinator decided, with
+    nothing queued and no task run; the next FlowFiles still go out once each."""
+    topic = new_topic(kafka_broker)
+    first, second = [f"a-{n}" for n in range(3)], [f"b-{n}" for n in range(3)]
+    node, publish, context, transactional_id = delivered_then_left_open(
+        kafka_broker, tmp_path, publishers, topic, first
+    )
+    before = publish._producer
+
+    with caplog.at_level(logging.WARNING):
+        kafka_broker.kill()
+        kafka_broker.restart()
+        wait_until(
+            lambda: open_transactions(kafka_broker, topic) == [],
+            60,
+            "the idle publisher to finish the transaction the restart left open",
+            interval=0.2,
+        )
+
+    assert publish._producer is before and node.queues["in"].count == 0  # no task ran
+    report = check_delivery([*first, "left-open"], delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    finished = [r.getMessage() for r in caplog.records if "hanging transaction" in r.getMessage()]
+    assert len(finished) == 1 and transactional_id in finished[0] and "COMMIT" in finished[0], finished
+
+    seed(node, second)
+
+    def drained() -> bool:
+        trigger(node, publish, context)
+        return node.queues["in"].count == 0
+
+    wait_until(drained, 60, "the publisher to deliver after the broker came back", interval=0.5)
+    report = check_delivery([*first, "left-open", *second], delivered(kafka_broker, topic))
+    assert report.ok, report.summary()
+    assert publish._idle is not None
+    looking = publish._idle[0]
+    publish.on_stopped(context)
+    looking.join(5)
+    assert not looking.is_alive()  # the look ends with the processor

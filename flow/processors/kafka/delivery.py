@@ -109,11 +109,13 @@ class _ProducerErrors(BrokerErrors):
     def __init__(self) -> None:
         super().__init__()
         self.brokers_down = False
+        self.outages = 0  # how many times librdkafka said so
 
     def __call__(self, error) -> None:
         super().__call__(error)
         if error.code() == _codes().all_brokers_down:
             self.brokers_down = True
+            self.outages += 1
 
 
 class SinkProducer:

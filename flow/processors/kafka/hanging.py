@@ -151,8 +151,9 @@ def settle(
     InitProducerId fences that owner and makes the coordinator abort it, and its state
     is asked again every `_FENCE_STEP_S` until the abort is complete. librdkafka's own
     `init_transactions` would be told to wait for that, and ask again only 500 ms
-    later. `admit()`, if given, is called just before that InitProducerId and raises
-    if this node may not fence the id now. Raises `wire.WireError` or `Unsupported`."""
+    later. `admit()`, if given, is called just before that InitProducerId and before
+    any marker is written, and raises if this node may not act for the id now (what it
+    raises is raised). Raises `wire.WireError` or `Unsupported`."""
     from confluent_kafka.admin import AdminClient
 
     deadline = time.monotonic() + timeout
@@ -232,6 +233,8 @@ def _settle_id(
         again = _decided(at_coordinator, transactional_id, deadline)
         if again != state:
             return Settled(skipped="a producer of the id moved on while its partitions were looked at")
+    if admit is not None:
+        admit()
     written: list[wire.Marker] = []
     failed: list[tuple[wire.Marker, int]] = []
     for leader in sorted({leader_of[(m.topic, m.partition)] for m in markers}):

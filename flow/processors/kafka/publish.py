@@ -55,11 +55,27 @@ How a round of records reaches Kafka, and what its failures mean, is `delivery`'
 
 Lock plan: `_lock` is held by the one task that publishes at a time (a second one
 yields): the producer, the pending ids and the outage flag belong to that task.
-`on_stopped` takes it to close the producer. `_prepared` (the producer a shard being
-adopted had made ready, `prepare_adopted`) is set and taken under it, and waited for
-outside it by nobody but the task that takes it. `_fencing` is held by
-`prepare_adopted` from its first fencing request to the end of its last, and waited
-for by `release_prepared` (never under `_lock`, at most `FENCE_WAIT_S`).
+`on_stopped` takes it to close the producer. `_preparing` guards `_prepared` (the
+producer a shard being adopted had made ready, `prepare_adopted`), `_taken` (the one
+the task took) and `_claimed` (a task made or took its producer: no preparation
+begins after); it is held for an assignment or a comparison, never while waiting,
+and taken inside `_lock` (the task) or alone (the preparation's thread, which never
+takes `_lock`: the task waits under `_lock` for the producer that thread makes).
+`_fencing` is held by `prepare_adopted` from its first fencing request to the end of
+its last, and waited for by `release_prepared` (never under `_lock`, at most
+`FENCE_WAIT_S`). `_client` is held by whoever uses the producer: the task (inside
+`_lock`, waiting for it), `on_stopped`, and the idle look (`idle`), which takes it
+only when it is free and holds it for a poll, or after an outage for at most
+`IDLE_PROBE_S` plus `IDLE_SETTLE_S`: a task never yields to the look.
+
+An idle producer after an outage: a task serves the producer's librdkafka callbacks
+before each transaction, and after an outage (every broker down) makes a new
+producer, which finishes what the brokers' restart left open first (`hanging`). With
+nothing queued no task runs, so a thread looks every second while no task uses the
+producer: it serves the idle producer's callbacks, and after an outage finishes that
+producer's own transactions that a partition holds open although their coordinator
+decided them (`_finish_idle_hanging`). Holding `_client`, nothing of the id can
+begin meanwhile, and nothing is fenced: the next task still makes its new producer.
 
 A shard being adopted: its new owner's first task would fence the dead owner's
 producer (`init_transactions`; the open transaction that producer left is ended first,
@@ -95,7 +111,7 @@ from ...records.errors import RecordError
 from ..content_failures import ContentFailures
 from ..expression_failures import ExpressionFailures, PropertyFailed, evaluate_all
 from ..refusals import Refusals
-from . import hanging, progress, wire
+from . import hanging, idle, progress, wire
 from .connection import CONNECTION_PROPERTIES, validate_connection
 from .delivery import (
     BROKER_WAIT_S,
@@ -121,6 +137,8 @@ log = logging.getLogger(__name__)
 
 CLOSE_WAIT_S = 5.0  # on_stopped: the flush and the abort
 FENCE_WAIT_S = 1.0  # release_prepared: the longest wait for a fence in flight
+IDLE_PROBE_S = 0.5  # the idle look: whether a broker answers again (it holds `_client`)
+IDLE_SETTLE_S = 2.0  # the idle look: finishing what a restart left open
 BATCH_BYTES = 32 << 20  # content one task holds in memory (beyond its first FlowFile)
 # A refused record may be refused with the others of its broker batch (a record over
 # the topic's size limit fails the whole ProduceRequest batch): those are tried again
@@ -217,29 +235,46 @@ class PublishKafka(Processor):
         self._outage = False
         # (transactional id, producer, the ids read back), made ready for a shard being adopted.
         self._prepared: Future[tuple[str, SinkProducer, frozenset[str]]] | None = None
+        self._taken: Future[tuple[str, SinkProducer, frozenset[str]]] | None = None
+        self._claimed = False
+        self._preparing = threading.Lock()
         self._fencing = threading.Lock()  # held by `prepare_adopted` while it fences
+        self._client = threading.Lock()  # held while the producer is used (the lock plan above)
+        # The idle look (its thread, its stop), the last task's admission check, and the
+        # producer and outage count whose hanging transactions it last finished.
+        self._idle: tuple[threading.Thread, threading.Event] | None = None
+        self._admit: Callable[[], None] | None = None
+        self._looked: tuple[SinkProducer | None, int] = (None, 0)
 
     def on_stopped(self, context: ProcessContext) -> None:
-        with self._lock:
+        looking = self._idle
+        if looking is not None:  # no look begins while this waits for a task
+            looking[1].set()
+        with self._lock, self._client:
+            if self._idle is not None:  # the one a task started meanwhile, too
+                self._idle[1].set()
+            self._idle, self._admit, self._looked = None, None, (None, 0)
             producer, self._producer = self._producer, None
             if producer is not None:
                 producer.close(CLOSE_WAIT_S)
+            with self._preparing:
+                self._claimed, self._taken = False, None
         self.release_prepared()
 
     def prepare_adopted(self, context: ProcessContext, shard_id: str, admit: Callable[[], None]) -> None:
         if context["delivery_guarantee"] != EXACTLY_ONCE:
             return
         prepared: Future[tuple[str, SinkProducer, frozenset[str]]] = Future()
-        with self._lock:
-            if self._producer is not None or self._prepared is not None:
+        with self._preparing:
+            if self._claimed or self._prepared is not None:
                 return
             self._prepared = prepared
         transactional_id = _transactional_id(context, shard_id, self.id)
 
         def admitted() -> None:  # its fences: never from a node deposed, nor once released
             admit()
-            with self._lock:
-                if self._prepared is not prepared:
+            with self._preparing:  # still made ready, or taken by the task waiting for it
+                if prepared is not self._prepared and prepared is not self._taken:
                     raise NotAdmitted(f"{self.id}: the producer made ready for shard {shard_id} was given up")
 
         try:
@@ -255,7 +290,7 @@ class PublishKafka(Processor):
             prepared.set_exception(error)
 
     def release_prepared(self) -> None:
-        with self._lock:
+        with self._preparing:
             prepared, self._prepared = self._prepared, None
         if prepared is not None:
             # A fence in flight ends first (none starts after: `admitted`), waited for a
@@ -268,7 +303,11 @@ class PublishKafka(Processor):
             prepared.add_done_callback(_close_prepared)
 
     def on_trigger(self, context: ProcessContext, session: ProcessSession) -> None:
-        run_alone(self._lock, context, lambda: self._publish(context, session))
+        run_alone(self._lock, context, lambda: self._publish_holding_client(context, session))
+
+    def _publish_holding_client(self, context: ProcessContext, session: ProcessSession) -> None:
+        with self._client:
+            self._publish(context, session)
 
     # -- one task ---------------------------------------------------------------------
 
@@ -285,6 +324,11 @@ class PublishKafka(Processor):
         except NotAdmitted:
             self._not_admitted(context, session)
             return
+        if producer.transactional_id is not None:
+            self._admit = session.check_admitted  # the idle look's: never for a node deposed
+            if self._idle is None:
+                stop = threading.Event()
+                self._idle = (idle.watch(self.id, self._client, stop, lambda: self._look_while_idle(context)), stop)
         uri = f"kafka://{context['bootstrap_servers'].split(',')[0].strip()}"
         before = []
         if exactly:
@@ -427,6 +471,17 @@ class PublishKafka(Processor):
             aborted,
         )
 
+    def _look_while_idle(self, context: ProcessContext) -> None:
+        """Holding `_client`, no task running: serve the idle producer's callbacks and,
+        after an outage it has not been looked at for, finish its hanging transactions."""
+        producer, admit = self._producer, self._admit
+        if producer is None or producer.transactional_id is None or producer.in_transaction or admit is None:
+            return
+        producer.producer.poll(0)
+        outages = producer.errors.outages
+        if outages and self._looked != (producer, outages) and _finish_idle_hanging(context, producer, admit):
+            self._looked = (producer, outages)
+
     # -- the producer ------------------------------------------------------------------
 
     def _producer_for(self, context: ProcessContext, session: ProcessSession, exactly: bool) -> SinkProducer:
@@ -441,9 +496,11 @@ class PublishKafka(Processor):
         if current is not None:
             current.close(CLOSE_WAIT_S)
             self._producer = None
-        prepared, self._prepared = self._prepared, None
+        with self._preparing:
+            prepared, self._prepared = self._prepared, None
+            self._taken, self._claimed = prepared, True
         if prepared is not None:
-            try:
+            try:  # its fences go on: this task is who it makes the producer for
                 made_for, producer, ids = prepared.result()
             except BaseException:  # noqa: BLE001 - it failed (`prepare_adopted` logged why): made again below
                 pass
@@ -491,6 +548,7 @@ def _transactional_producer(
         # Asked for each new producer: partitions added since move the id once (`progress`).
         place = progress.partition(transactional_id, create_progress_topic(producer.config, topic))
         producer.progress_partition = place
+        _finish_others_hanging(context, producer, transactional_id)
         ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place)
     except BaseException:
         producer.discard()
@@ -509,8 +567,7 @@ def _finish_hanging(
     `Undelivered`."""
     from confluent_kafka import KafkaException
 
-    topic = context["topic"]
-    topics = [context["progress_topic"], topic.text] if topic.is_literal else None
+    topics = _written_topics(context)
     try:
         fence_ms = int(context["transaction_timeout"] * 1000)
         settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S, fence_ms, admit)
@@ -532,9 +589,17 @@ def _finish_hanging(
         )
         return
     _report_settled(context, settled, transactional_id)
+
+
+def _finish_others_hanging(context: ProcessContext, producer: SinkProducer, transactional_id: str) -> None:
+    """Another id's hanging transactions on the partitions this producer writes, left by
+    a producer that had nothing more to send: the read back would wait at one on a
+    progress partition they share, and give up, for good. Fences nothing (outside the
+    `fencing` hold); a failure to look is logged once a minute."""
+    from confluent_kafka import KafkaException
+
+    topics = _written_topics(context)
     try:
-        # Another id's, left by a producer that had nothing more to send: the read back
-        # below would wait at it on a progress partition they share, and give up, for good.
         others = hanging.settle_others(producer.config, transactional_id, topics, BROKER_WAIT_S)
     except (KafkaException, wire.WireError, hanging.Unsupported) as error:
         context.limited_log.warning(
@@ -546,6 +611,49 @@ def _finish_hanging(
         )
         return
     _report_settled(context, others, None)
+
+
+def _finish_idle_hanging(context: ProcessContext, producer: SinkProducer, admit: Callable[[], None]) -> bool:
+    """The idle look after an outage (`_look_while_idle`): the transactions of the idle
+    producer's id that a partition holds open although their coordinator decided them,
+    finished as decided; nothing fenced. False while no broker answers or a coordinator
+    still loads (looked at again a second later); True once looked at, or for good not
+    (this node deposed: the shard's new owner finishes them; a failure logged)."""
+    from confluent_kafka import KafkaException
+
+    assert producer.transactional_id is not None
+    try:
+        producer.producer.list_topics(timeout=IDLE_PROBE_S)  # a broker answers again
+    except KafkaException:
+        return False
+    try:
+        settled = hanging.settle(
+            producer.config, producer.transactional_id, _written_topics(context), IDLE_SETTLE_S, admit=admit
+        )
+    except NotAdmitted:
+        return True
+    except KafkaException:
+        return False
+    except (wire.WireError, hanging.Unsupported) as error:
+        if isinstance(error, wire.WireError) and error.later:
+            return False
+        context.limited_log.warning(
+            f"{context.processor_id}:hanging",
+            "%s: could not look for transactions of %s that their coordinator decided and a partition still holds "
+            "open: %s",
+            context.processor_id,
+            producer.transactional_id,
+            error,
+        )
+        return True
+    _report_settled(context, settled, producer.transactional_id)
+    return True
+
+
+def _written_topics(context: ProcessContext) -> list[str] | None:
+    """The topics this producer writes; None when the topic is an expression (any)."""
+    topic = context["topic"]
+    return [context["progress_topic"], topic.text] if topic.is_literal else None
 
 
 def _report_settled(context: ProcessContext, settled: hanging.Settled, transactional_id: str | None) -> None:
