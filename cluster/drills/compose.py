@@ -292,9 +292,9 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
             lambda: self.incarnation(name) not in (None, before), timeout, f"{name} to join again after {before}"
         )
 
-    def expire_session(self, name: str) -> None:
+    def expire_session(self, name: str) -> float:
         service = self.nodes[name]
-        expire_session(
+        return expire_session(
             self.zk_hosts,
             _NodeEvents(self, name),
             lambda: self.project.read_file(service, session_path(NODE_DATA)),

@@ -27,13 +27,15 @@ from ..zk.client import close_session
 
 def expire_session(
     zk_hosts: str, node, read_session: Callable[[], str], *, session_timeout: float, attempts: int = 3
-) -> None:
+) -> float:
     """Expire the session of `node` (its events: `find`, `wait`), whose session id and
     password `read_session()` returns: the text of its `zookeeper-session` file
     (`cluster.node.session_file`; never a log). Attach to the session and close it,
     which ends it for the node's own connection too. Attaching can lose its connection
     (the server may move the session back to the node's own connection first): then
-    it is tried again. Returns once the node reported its death."""
+    it is tried again. Returns once the node reported its death: the moment (wall
+    clock) the attempt that ended the session began, from which a drill times the
+    failover (an attempt that did not take costs the harness a wait, not the cluster)."""
     joined = node.find(NodeEvent.JOINED)[-1]
     incarnation = joined["incarnation"]
 
@@ -43,6 +45,7 @@ def expire_session(
 
     session = wait_until(current_session, 10, f"{incarnation}'s session file")
     for attempt in range(attempts):
+        began = time.time()
         try:
             close_session(
                 zk_hosts,
@@ -55,7 +58,7 @@ def expire_session(
             print(f"expiring {incarnation}: attempt {attempt + 1} failed: {error!r}", flush=True)
         try:
             node.wait(NodeEvent.DEAD, timeout=session_timeout + 5, incarnation=incarnation)
-            return
+            return began
         except ServiceError:
             continue
     raise AssertionError(f"could not expire the session of {incarnation}")

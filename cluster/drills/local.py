@@ -261,9 +261,9 @@ class LocalTarget(WorkloadFeed, ZooKeeperViews):
         self.restart(name)
         return left
 
-    def expire_session(self, name: str) -> None:
+    def expire_session(self, name: str) -> float:
         path = session_path(self.cluster.directories[name])
-        expire_session(
+        return expire_session(
             self.cluster.zk_hosts,
             self.cluster.nodes[name],
             lambda: open(path, encoding="utf-8").read(),

@@ -187,6 +187,7 @@ class DrillRunner:
             died_at = time.time()
             entry["phases"] = {"fault_at": round(died_at, 3)}  # timings() adds the rest
             FAILOVERS[fault](target, entry, victim, incarnation, leader)
+            died_at = max(died_at, entry["phases"]["fault_at"])  # a fault injected late (`_expire`)
             self._wait_resumed(entry, incarnation, died_at)
             entry.update(timings(target, incarnation, died_at))
         entry["sink_duplicates"] = self._new_duplicates()
@@ -299,7 +300,9 @@ def _stop(target, entry, victim, incarnation, leader) -> None:
 
 
 def _expire(target, entry, victim, incarnation, leader) -> None:
-    target.expire_session(victim)
+    # Timed from the attempt that ended the session: attaching to it can move it back
+    # to the node's own connection, and the close then ends nothing (tried again).
+    entry["phases"]["fault_at"] = round(target.expire_session(victim), 3)
     wait_moved(target, incarnation)
     wait_rejoined(target, victim, incarnation)
 

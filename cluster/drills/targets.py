@@ -161,10 +161,11 @@ class DrillTarget(Protocol):
         when the stop hung past `timeout` and the node was killed instead (its stacks
         dumped first)."""
 
-    def expire_session(self, name: str) -> None:
+    def expire_session(self, name: str) -> float:
         """End the node's ZooKeeper session from outside (attach to it with the session
         id and password from its `zookeeper-session` file, and close it); return once
-        the node reported it "dead"."""
+        the node reported it "dead", with the moment (wall clock) the attempt that
+        ended the session began."""
 
     # -- faults to the services ---------------------------------------------------------
     def kill_zookeeper_follower(self) -> str:

@@ -39,6 +39,7 @@ class ScriptedTarget:
         self._pauses = {name: 0 for name in self.names}
         self._lines = {name: [] for name in self.names}  # log lines besides the pause monitor's
         self.checked = False
+        self.expire_retry_s = 0.0  # how long the harness's first expire attempts took in vain
         self.view = ClusterView("scripted")  # what the protocol check reads after each round
         for name in self.names:
             self._join(name)
@@ -159,8 +160,11 @@ class ScriptedTarget:
 
     def expire_session(self, name):
         self.log.append(("expire", name))
+        time.sleep(self.expire_retry_s)  # an attempt that did not take (scripted: a pause)
+        took = time.time()
         self._die(name)
         self._join(name, new_process=False)
+        return took
 
     def kill_zookeeper_follower(self):
         self.log.append(("zk down",))
@@ -233,6 +237,20 @@ def test_a_failover_round_is_timed_and_its_phases_recorded(fault):
         assert entry["adopter_killed"] == "n2-2" and ("kill", "n2") in target.log
     if fault == "stop":
         assert entry["zombie"] == ["rejected write"]
+
+
+def test_an_expire_round_is_timed_from_the_attempt_that_ended_the_session():
+    """Attaching to a session can move it back to the node's own connection, and that
+    close ends nothing: the harness tries again, and the wait was its own, not the
+    cluster's detection."""
+    target = ScriptedTarget("expire")
+    target.expire_retry_s = 0.3
+    seen: list = []
+    before = time.time()
+    DrillRunner(target, ["expire"], on_round=seen.append).run()
+    entry = seen[0]
+    assert entry["phases"]["fault_at"] >= round(before + target.expire_retry_s, 3) - 0.001
+    assert entry["detection"] < target.expire_retry_s / 2  # the plan came 0.01 s after the death
 
 
 def test_the_rounds_rotate_and_services_come_back_after_a_fault_that_fails_nothing_over():
