@@ -125,6 +125,7 @@ from .delivery import (
 )
 from .demarcation import decode_demarcator, split_records
 from .record_mode import PUBLISH_PROPERTIES, to_publish, validate_record_mode
+from .steps import Steps
 from .tasks import run_alone
 
 if TYPE_CHECKING:
@@ -538,21 +539,31 @@ def _transactional_producer(
     for the shard now; `fencing` is held from the first fence to the end of the last.
     Raises `Undelivered`, or what `admit` raises."""
     admit()
+    steps = Steps()
     producer = SinkProducer(context, transactional_id)
+    steps.done("made")
     try:
         with fencing or nullcontext():
             _finish_hanging(context, producer, transactional_id, admit)
+            steps.done("own hanging transactions")
             admit()
             producer.init_transactions()
+            steps.done("init_transactions")
         topic = context["progress_topic"]
         # Asked for each new producer: partitions added since move the id once (`progress`).
         place = progress.partition(transactional_id, create_progress_topic(producer.config, topic))
         producer.progress_partition = place
+        steps.done("progress partition")
         _finish_others_hanging(context, producer, transactional_id)
+        steps.done("other ids' hanging transactions")
         ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place)
+        steps.done("read back")
     except BaseException:
         producer.discard()
         raise
+    slow = steps.slow()
+    if slow is not None:
+        context.logger.info("%s: the producer of %s took %s", context.processor_id, transactional_id, slow)
     return producer, ids
 
 
