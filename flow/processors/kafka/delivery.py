@@ -354,20 +354,62 @@ def reason(error) -> str:
     return f"{error.name()}: {error.str()}"
 
 
-def log_end(settings: Mapping, topic: str, partitions: Iterable[int] = (0,)) -> dict[int, tuple[int, int]]:
+def log_end(
+    settings: Mapping, topic: str, partitions: Iterable[int] = (0,), asker: Any = None
+) -> dict[int, tuple[int, int]]:
     """Each partition's low and high watermarks (`settings`: a consumer's). Asked by a
     read_uncommitted client: a read_committed one is answered the last stable offset
-    instead of the high watermark, which an open transaction holds back."""
+    instead of the high watermark, which an open transaction holds back. `asker`: such
+    a client already made (left open), else one is made for the question."""
     from confluent_kafka import Consumer, TopicPartition
 
-    asker = Consumer({**settings, "isolation.level": "read_uncommitted"})
+    own = asker is None
+    if own:
+        asker = Consumer({**settings, "isolation.level": "read_uncommitted"})
     try:
         return {
             p: asker.get_watermark_offsets(TopicPartition(topic, p), timeout=BROKER_WAIT_S, cached=False)
             for p in partitions
         }
     finally:
-        asker.close()
+        if own:
+            asker.close()
+
+
+class ProgressReader:
+    """The two clients that read a transactional id's progress back: a read_committed
+    consumer (the reader) and a read_uncommitted one (the log end's asker). Made when a
+    new producer begins, before its fencing: a client's first connection costs a
+    connect, an ApiVersions and a metadata round trip (0.3 s and more seen on a loaded
+    broker), which then overlap the fencing instead of following it. `close()` ends
+    both; a reader is used for one read back."""
+
+    def __init__(self, config: Mapping, transactional_id: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.settings = {
+            **config,
+            "group.id": f"custody-progress-{transactional_id}",  # never joined nor committed: assign only
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": _READ_FETCH_WAIT_MS,
+        }
+        self.reader = Consumer({**self.settings, "isolation.level": "read_committed"})
+        try:
+            self.asker = Consumer({**self.settings, "isolation.level": "read_uncommitted"})
+        except BaseException:
+            self.reader.close()
+            raise
+
+    def partitions(self, topic: str) -> int:
+        """The topic's partition count as the reader's metadata says (0: no such topic
+        yet, or its partitions not served). Raises `KafkaException`."""
+        found = self.reader.list_topics(topic, timeout=BROKER_WAIT_S).topics.get(topic)
+        return len(found.partitions) if found is not None and found.error is None else 0
+
+    def close(self) -> None:
+        self.reader.close()
+        self.asker.close()
 
 
 def create_progress_topic(config: Mapping, topic: str) -> int:
@@ -406,7 +448,12 @@ def create_progress_topic(config: Mapping, topic: str) -> int:
 
 
 def read_back(
-    config: Mapping, topic: str, transactional_id: str, transaction_timeout: float, partition: int = 0
+    config: Mapping,
+    topic: str,
+    transactional_id: str,
+    transaction_timeout: float,
+    partition: int = 0,
+    clients: ProgressReader | None = None,
 ) -> frozenset[str]:
     """The ids of the last progress record of `transactional_id` in `topic` (empty
     when there is none), read_committed, from the end backwards (`progress.windows`),
@@ -419,22 +466,21 @@ def read_back(
     records this transactional id committed after that transaction began. Reading only
     to it would find an older record of this id, and send again FlowFiles a later
     committed transaction holds. So the reader waits until such a transaction ends, at
-    most `transaction_timeout` later. Raises `Undelivered`."""
-    from confluent_kafka import Consumer, KafkaException
+    most `transaction_timeout` later. `clients`: those made ahead (`ProgressReader`),
+    closed here; else made now. Raises `Undelivered`."""
+    from confluent_kafka import KafkaException
 
-    settings = {
-        **config,
-        "group.id": f"custody-progress-{transactional_id}",  # never joined nor committed: assign only
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "fetch.wait.max.ms": _READ_FETCH_WAIT_MS,
-    }
-    consumer = Consumer({**settings, "isolation.level": "read_committed"})
+    try:
+        made = clients or ProgressReader(config, transactional_id)
+    except KafkaException as exception:
+        raise Undelivered(f"reading the progress topic {topic}: {exception}", discard=True) from None
     deadline = time.monotonic() + transaction_timeout + BROKER_WAIT_S
     try:
-        watermarks = _retried(lambda: log_end(settings, topic, sorted({partition, 0})), BROKER_WAIT_S)
+        places = sorted({partition, 0})
+        watermarks = _retried(lambda: log_end(made.settings, topic, places, made.asker), BROKER_WAIT_S)
+        key = progress.key(transactional_id)
         for place in dict.fromkeys((partition, 0)):
-            found = _last_record(consumer, topic, place, watermarks[place], progress.key(transactional_id), deadline)
+            found = _last_record(made.reader, topic, place, watermarks[place], key, deadline)
             if found is not None:
                 try:
                     return progress.unpack(found.value(), f"{topic}[{place}]@{found.offset()}")
@@ -448,7 +494,7 @@ def read_back(
     except KafkaException as exception:
         raise Undelivered(f"reading the progress topic {topic}: {exception}", discard=True) from None
     finally:
-        consumer.close()
+        made.close()
 
 
 def _retried(ask: Callable[[], Any], patience: float) -> Any:

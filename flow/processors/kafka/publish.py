@@ -115,6 +115,7 @@ from . import hanging, idle, progress, wire
 from .connection import CONNECTION_PROPERTIES, validate_connection
 from .delivery import (
     BROKER_WAIT_S,
+    ProgressReader,
     Record,
     SinkProducer,
     Undelivered,
@@ -538,9 +539,16 @@ def _transactional_producer(
     open transaction ended, `init_transactions`), and raises if this node may not act
     for the shard now; `fencing` is held from the first fence to the end of the last.
     Raises `Undelivered`, or what `admit` raises."""
+    from confluent_kafka import KafkaException
+
     admit()
     steps = Steps()
     producer = SinkProducer(context, transactional_id)
+    try:
+        # Its clients connect while the id is fenced (`ProgressReader`).
+        reader: ProgressReader | None = ProgressReader(producer.config, transactional_id)
+    except KafkaException:
+        reader = None  # the read back makes them, and says why it cannot
     steps.done("made")
     try:
         with fencing or nullcontext():
@@ -551,20 +559,38 @@ def _transactional_producer(
             steps.done("init_transactions")
         topic = context["progress_topic"]
         # Asked for each new producer: partitions added since move the id once (`progress`).
-        place = progress.partition(transactional_id, create_progress_topic(producer.config, topic))
+        place = progress.partition(transactional_id, _progress_partitions(producer, reader, topic))
         producer.progress_partition = place
         steps.done("progress partition")
         _finish_others_hanging(context, producer, transactional_id)
         steps.done("other ids' hanging transactions")
-        ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place)
+        held, reader = reader, None  # the read back closes them
+        ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place, held)
         steps.done("read back")
     except BaseException:
+        if reader is not None:
+            reader.close()
         producer.discard()
         raise
     slow = steps.slow()
     if slow is not None:
         context.logger.info("%s: the producer of %s took %s", context.processor_id, transactional_id, slow)
     return producer, ids
+
+
+def _progress_partitions(producer: SinkProducer, reader: ProgressReader | None, topic: str) -> int:
+    """The progress topic's partition count: as the reader's metadata says (its
+    connection is made already), else the topic is created (`create_progress_topic`)."""
+    from confluent_kafka import KafkaException
+
+    if reader is not None:
+        try:
+            count = reader.partitions(topic)
+        except KafkaException:
+            count = 0  # asked again by the admin client, which says why it cannot
+        if count:
+            return count
+    return create_progress_topic(producer.config, topic)
 
 
 def _finish_hanging(
