@@ -43,6 +43,7 @@ from cluster.admin.server import AdminServer
 from cluster.admin.settings import AdminSettings
 from cluster.admin.tokens import add_token
 from cluster.node.standalone import NodeSettings, StandaloneNode
+from cluster.services.network import free_ports
 from cluster.services.process import wait_until
 from flow.loading import parse_flow
 
@@ -331,9 +332,7 @@ AT_MOST_256_DESCRIPTORS = (
 
 def test_the_flow_keeps_delivering_while_300_connections_are_opened_under_256_descriptors(tmp_path):
     data, log_file = tmp_path / "node", tmp_path / "node.log"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    [port] = free_ports(1)  # below the ephemeral range: no client's connection takes it first
 
     with open(log_file, "wb") as log:
         process = subprocess.Popen(
