@@ -544,13 +544,13 @@ def _transactional_producer(
     admit()
     steps = Steps()
     producer = SinkProducer(context, transactional_id)
+    reader: ProgressReader | None = None
     try:
-        # Its clients connect while the id is fenced (`ProgressReader`).
-        reader: ProgressReader | None = ProgressReader(producer.config, transactional_id)
-    except KafkaException:
-        reader = None  # the read back makes them, and says why it cannot
-    steps.done("made")
-    try:
+        try:  # its clients connect while the id is fenced (`ProgressReader`)
+            reader = ProgressReader(producer.config, transactional_id)
+        except KafkaException:
+            pass  # the read back makes them, and says why it cannot
+        steps.done("made")
         with fencing or nullcontext():
             _finish_hanging(context, producer, transactional_id, admit)
             steps.done("own hanging transactions")

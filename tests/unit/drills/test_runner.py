@@ -40,13 +40,17 @@ class ScriptedTarget:
         self._lines = {name: [] for name in self.names}  # log lines besides the pause monitor's
         self.checked = False
         self.expire_retry_s = 0.0  # how long the harness's first expire attempts took in vain
+        self._shift = 0.0  # the script's clock: the wall clock plus the time its faults took
         self.view = ClusterView("scripted")  # what the protocol check reads after each round
         for name in self.names:
             self._join(name)
 
     # -- the script --------------------------------------------------------------------
+    def _now(self):
+        return time.time() + self._shift
+
     def _emit(self, name, kind, **fields):
-        self._events[name].append({"event": kind, "at": time.time(), **fields})
+        self._events[name].append({"event": kind, "at": self._now(), **fields})
 
     def _join(self, name, *, new_process=True):
         self.epoch += 1
@@ -57,14 +61,14 @@ class ScriptedTarget:
     def _die(self, name, *, adopted=True):
         incarnation = self.incarnation(name)
         self._emit(name, "dead", incarnation=incarnation, reason="session expired")
-        self._plans[incarnation] = SimpleNamespace(created_at=time.time() + 0.01)
+        self._plans[incarnation] = SimpleNamespace(created_at=self._now() + 0.01)
         self._adopt(incarnation, adopted=adopted)
 
     def _adopt(self, shard_id, *, adopted=True):
         """The last node alive takes the shard over: at once, or (adopted=False) it
         stays adopting until that node dies too."""
         survivor = next(name for name in reversed(self.names) if not self._dead(name))
-        owner, now = self.incarnation(survivor), time.time()
+        owner, now = self.incarnation(survivor), self._now()
         if not adopted:
             self._shards[shard_id] = SimpleNamespace(owner=owner, state=ShardState.ADOPTING, history=[])
             return
@@ -160,8 +164,8 @@ class ScriptedTarget:
 
     def expire_session(self, name):
         self.log.append(("expire", name))
-        time.sleep(self.expire_retry_s)  # an attempt that did not take (scripted: a pause)
-        took = time.time()
+        self._shift += self.expire_retry_s  # an attempt that did not take: the script's clock moves on
+        took = self._now()
         self._die(name)
         self._join(name, new_process=False)
         return took
