@@ -20,10 +20,13 @@ and forgets the decision):
 1. Ask the coordinator for the transactional id's state. `Ongoing` (an earlier
    owner's transaction left open, as a dead node's is): end it now, as the new
    producer's init would (an InitProducerId: the earlier producers fenced, the
-   transaction aborted), so that the init does not wait. Preparing: ask again until
-   it is complete. `CompleteCommit` or `CompleteAbort`: that is the last transaction's
-   decision, and no transaction of the id is open anywhere. Any other state (none yet,
-   `Empty` after a new epoch, `Ongoing`): nothing is known to finish.
+   transaction aborted), so that the init does not wait; once that abort is
+   complete, at the epoch the fence bumped, nothing more is looked at (step 2
+   matches a decision's own epoch, and a transaction left open holds an earlier
+   one). Preparing: ask again until it is complete. `CompleteCommit` or
+   `CompleteAbort`: that is the last transaction's decision, and no transaction of
+   the id is open anywhere. Any other state (none yet, `Empty` after a new epoch,
+   `Ongoing`): nothing is known to finish.
 2. Ask every partition the producer writes to (the progress topic and the output
    topic; every topic when the topic is an expression) for its open transactions.
    One held by the id's producer id at the coordinator's epoch is the last
@@ -221,7 +224,12 @@ def _settle_id(
             error = wire.init_producer_id(at_coordinator, transactional_id, fence_ms)
             if error not in (wire.NONE, wire.CONCURRENT_TRANSACTIONS):
                 raise wire.WireError(f"fencing the producers of {transactional_id}: error {error}", error)
-            state = _decided(at_coordinator, transactional_id, deadline, _FENCE_STEP_S)
+            fenced, state = state, _decided(at_coordinator, transactional_id, deadline, _FENCE_STEP_S)
+            if state is not None and _moved_on(fenced, state):
+                # The fence's abort is complete at an epoch it bumped; a partition's
+                # open transaction holds an earlier one, which `markers_for` never
+                # matches: no partition need be asked.
+                return Settled()
         if state is None or state.state not in DECIDED:
             return Settled(skipped=f"its coordinator's state is {state.state if state else 'unknown'}")
         # Read once the decision is complete: a broker just restarted may still be
@@ -245,6 +253,12 @@ def _settle_id(
             error = errors.get((marker.topic, marker.partition), -1)
             (written.append(marker) if error == wire.NONE else failed.append((marker, error)))
     return Settled(tuple(written), tuple(failed))
+
+
+def _moved_on(before: wire.TransactionState, after: wire.TransactionState) -> bool:
+    """The id's producer (id or epoch) is another than `before`'s: every transaction
+    a partition holds open of the id was written at or before `before`'s."""
+    return (after.producer_id, after.producer_epoch) != (before.producer_id, before.producer_epoch)
 
 
 def _active(

@@ -66,7 +66,7 @@ its last, and waited for by `release_prepared` (never under `_lock`, at most
 `FENCE_WAIT_S`). `_client` is held by whoever uses the producer: the task (inside
 `_lock`, waiting for it), `on_stopped`, and the idle look (`idle`), which takes it
 only when it is free and holds it for a poll, or after an outage for at most
-`IDLE_PROBE_S` plus `IDLE_SETTLE_S`: a task never yields to the look.
+`transactional.IDLE_PROBE_S` plus `IDLE_SETTLE_S`: a task never yields to the look.
 
 An idle producer after an outage: a task serves the producer's librdkafka callbacks
 before each transaction, and after an outage (every broker down) makes a new
@@ -74,8 +74,9 @@ producer, which finishes what the brokers' restart left open first (`hanging`). 
 nothing queued no task runs, so a thread looks every second while no task uses the
 producer: it serves the idle producer's callbacks, and after an outage finishes that
 producer's own transactions that a partition holds open although their coordinator
-decided them (`_finish_idle_hanging`). Holding `_client`, nothing of the id can
-begin meanwhile, and nothing is fenced: the next task still makes its new producer.
+decided them (`transactional.finish_idle_hanging`). Holding `_client`, nothing of the
+id can begin meanwhile, and nothing is fenced: the next task still makes its new
+producer.
 
 A shard being adopted: its new owner's first task would fence the dead owner's
 producer (`init_transactions`; the open transaction that producer left is ended first,
@@ -102,7 +103,6 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from ...errors import ExpressionError, NotAdmitted, UnreadableContent
@@ -111,23 +111,19 @@ from ...records.errors import RecordError
 from ..content_failures import ContentFailures
 from ..expression_failures import ExpressionFailures, PropertyFailed, evaluate_all
 from ..refusals import Refusals
-from . import hanging, idle, progress, wire
+from . import idle, progress
 from .connection import CONNECTION_PROPERTIES, validate_connection
 from .delivery import (
-    BROKER_WAIT_S,
-    ProgressReader,
     Record,
     SinkProducer,
     Undelivered,
-    create_progress_topic,
-    read_back,
     reason,
     split_refusals,
 )
 from .demarcation import decode_demarcator, split_records
 from .record_mode import PUBLISH_PROPERTIES, to_publish, validate_record_mode
-from .steps import Steps
 from .tasks import run_alone
+from .transactional import finish_idle_hanging, transactional_producer
 
 if TYPE_CHECKING:
     from ...session import ProcessSession
@@ -139,8 +135,6 @@ log = logging.getLogger(__name__)
 
 CLOSE_WAIT_S = 5.0  # on_stopped: the flush and the abort
 FENCE_WAIT_S = 1.0  # release_prepared: the longest wait for a fence in flight
-IDLE_PROBE_S = 0.5  # the idle look: whether a broker answers again (it holds `_client`)
-IDLE_SETTLE_S = 2.0  # the idle look: finishing what a restart left open
 BATCH_BYTES = 32 << 20  # content one task holds in memory (beyond its first FlowFile)
 # A refused record may be refused with the others of its broker batch (a record over
 # the topic's size limit fails the whole ProduceRequest batch): those are tried again
@@ -280,7 +274,7 @@ class PublishKafka(Processor):
                     raise NotAdmitted(f"{self.id}: the producer made ready for shard {shard_id} was given up")
 
         try:
-            made = _transactional_producer(context, transactional_id, admitted, self._fencing)
+            made = transactional_producer(context, transactional_id, admitted, self._fencing)
             prepared.set_result((transactional_id, *made))
         except BaseException as error:  # noqa: BLE001 - the first task makes its own
             context.logger.info(
@@ -481,7 +475,7 @@ class PublishKafka(Processor):
             return
         producer.producer.poll(0)
         outages = producer.errors.outages
-        if outages and self._looked != (producer, outages) and _finish_idle_hanging(context, producer, admit):
+        if outages and self._looked != (producer, outages) and finish_idle_hanging(context, producer, admit):
             self._looked = (producer, outages)
 
     # -- the producer ------------------------------------------------------------------
@@ -516,7 +510,7 @@ class PublishKafka(Processor):
             self._producer = SinkProducer(context, None)
             return self._producer
         # Its init_transactions fences whoever has the id: never from a node deposed.
-        producer, ids = _transactional_producer(context, transactional_id, session.check_admitted)
+        producer, ids = transactional_producer(context, transactional_id, session.check_admitted)
         self._pending.recovered(ids)
         self._producer = producer
         return producer
@@ -525,200 +519,6 @@ class PublishKafka(Processor):
 def _transactional_id(context: ProcessContext, shard_id: str, processor_id: str) -> str:
     """Derived from the cluster's prefix and the shard, stable across the shard's owners."""
     return f"{context['transactional_id_prefix']}-{shard_id}-{processor_id}"
-
-
-def _transactional_producer(
-    context: ProcessContext,
-    transactional_id: str,
-    admit: Callable[[], None],
-    fencing: AbstractContextManager | None = None,
-) -> tuple[SinkProducer, frozenset[str]]:
-    """A new transactional producer, every earlier one with its id fenced, and the ids
-    its last progress record names. `admit()` is called first (a node deposed makes
-    nothing) and again just before each request that fences the id's producers (the
-    open transaction ended, `init_transactions`), and raises if this node may not act
-    for the shard now; `fencing` is held from the first fence to the end of the last.
-    Raises `Undelivered`, or what `admit` raises."""
-    from confluent_kafka import KafkaException
-
-    admit()
-    steps = Steps()
-    producer = SinkProducer(context, transactional_id)
-    reader: ProgressReader | None = None
-    try:
-        try:  # its clients connect while the id is fenced (`ProgressReader`)
-            reader = ProgressReader(producer.config, transactional_id)
-        except KafkaException:
-            pass  # the read back makes them, and says why it cannot
-        steps.done("made")
-        with fencing or nullcontext():
-            _finish_hanging(context, producer, transactional_id, admit)
-            steps.done("own hanging transactions")
-            admit()
-            producer.init_transactions()
-            steps.done("init_transactions")
-        topic = context["progress_topic"]
-        # Asked for each new producer: partitions added since move the id once (`progress`).
-        place = progress.partition(transactional_id, _progress_partitions(producer, reader, topic))
-        producer.progress_partition = place
-        steps.done("progress partition")
-        _finish_others_hanging(context, producer, transactional_id)
-        steps.done("other ids' hanging transactions")
-        held, reader = reader, None  # the read back closes them
-        ids = read_back(producer.config, topic, transactional_id, context["transaction_timeout"], place, held)
-        steps.done("read back")
-    except BaseException:
-        if reader is not None:
-            reader.close()
-        producer.discard()
-        raise
-    slow = steps.slow()
-    if slow is not None:
-        context.logger.info("%s: the producer of %s took %s", context.processor_id, transactional_id, slow)
-    return producer, ids
-
-
-def _progress_partitions(producer: SinkProducer, reader: ProgressReader | None, topic: str) -> int:
-    """The progress topic's partition count: as the reader's metadata says (its
-    connection is made already), else the topic is created (`create_progress_topic`)."""
-    from confluent_kafka import KafkaException
-
-    if reader is not None:
-        try:
-            count = reader.partitions(topic)
-        except KafkaException:
-            count = 0  # asked again by the admin client, which says why it cannot
-        if count:
-            return count
-    return create_progress_topic(producer.config, topic)
-
-
-def _finish_hanging(
-    context: ProcessContext, producer: SinkProducer, transactional_id: str, admit: Callable[[], None]
-) -> None:
-    """Before `init_transactions` forgets it, the decision of the id's last transaction
-    written to the partitions whose marker its coordinator dropped (`hanging`). A
-    failure to look is logged (once a minute) and the producer made all the same: a
-    transaction left open then waits for the operator, as it would without this. Brokers
-    that do not answer at all fail the producer, as its init_transactions would. Raises
-    `Undelivered`."""
-    from confluent_kafka import KafkaException
-
-    topics = _written_topics(context)
-    try:
-        fence_ms = int(context["transaction_timeout"] * 1000)
-        settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S, fence_ms, admit)
-    except KafkaException as error:  # no metadata: no broker answers, and init_transactions would not either
-        raise Undelivered(producer.errors.explain(f"reading the brokers' metadata: {error}"), discard=True) from None
-    except (wire.WireError, hanging.Unsupported) as error:
-        if isinstance(error, wire.WireError) and error.later:
-            # A coordinator still loading, a partition without a leader: the decision is kept until then.
-            raise Undelivered(
-                f"looking for hanging transactions of {transactional_id}: {error}", discard=True
-            ) from None
-        context.limited_log.warning(
-            f"{context.processor_id}:hanging",
-            "%s: could not look for transactions of %s that their coordinator decided and a partition still holds "
-            "open: %s",
-            context.processor_id,
-            transactional_id,
-            error,
-        )
-        return
-    _report_settled(context, settled, transactional_id)
-
-
-def _finish_others_hanging(context: ProcessContext, producer: SinkProducer, transactional_id: str) -> None:
-    """Another id's hanging transactions on the partitions this producer writes, left by
-    a producer that had nothing more to send: the read back would wait at one on a
-    progress partition they share, and give up, for good. Fences nothing (outside the
-    `fencing` hold); a failure to look is logged once a minute."""
-    from confluent_kafka import KafkaException
-
-    topics = _written_topics(context)
-    try:
-        others = hanging.settle_others(producer.config, transactional_id, topics, BROKER_WAIT_S)
-    except (KafkaException, wire.WireError, hanging.Unsupported) as error:
-        context.limited_log.warning(
-            f"{context.processor_id}:hanging-others",
-            "%s: could not look for transactions of other producers that their coordinator decided and a "
-            "partition still holds open: %s",
-            context.processor_id,
-            error,
-        )
-        return
-    _report_settled(context, others, None)
-
-
-def _finish_idle_hanging(context: ProcessContext, producer: SinkProducer, admit: Callable[[], None]) -> bool:
-    """The idle look after an outage (`_look_while_idle`): the transactions of the idle
-    producer's id that a partition holds open although their coordinator decided them,
-    finished as decided; nothing fenced. False while no broker answers or a coordinator
-    still loads (looked at again a second later); True once looked at, or for good not
-    (this node deposed: the shard's new owner finishes them; a failure logged)."""
-    from confluent_kafka import KafkaException
-
-    assert producer.transactional_id is not None
-    try:
-        producer.producer.list_topics(timeout=IDLE_PROBE_S)  # a broker answers again
-    except KafkaException:
-        return False
-    try:
-        settled = hanging.settle(
-            producer.config, producer.transactional_id, _written_topics(context), IDLE_SETTLE_S, admit=admit
-        )
-    except NotAdmitted:
-        return True
-    except KafkaException:
-        return False
-    except (wire.WireError, hanging.Unsupported) as error:
-        if isinstance(error, wire.WireError) and error.later:
-            return False
-        context.limited_log.warning(
-            f"{context.processor_id}:hanging",
-            "%s: could not look for transactions of %s that their coordinator decided and a partition still holds "
-            "open: %s",
-            context.processor_id,
-            producer.transactional_id,
-            error,
-        )
-        return True
-    _report_settled(context, settled, producer.transactional_id)
-    return True
-
-
-def _written_topics(context: ProcessContext) -> list[str] | None:
-    """The topics this producer writes; None when the topic is an expression (any)."""
-    topic = context["topic"]
-    return [context["progress_topic"], topic.text] if topic.is_literal else None
-
-
-def _report_settled(context: ProcessContext, settled: hanging.Settled, transactional_id: str | None) -> None:
-    """Log each hanging transaction finished (`transactional_id` None: another id's)."""
-    for marker in settled.written:
-        context.logger.warning(
-            "%s: %s without writing the partition's marker (a hanging transaction); wrote its %s marker",
-            context.processor_id,
-            _left_open(marker, transactional_id),
-            "COMMIT" if marker.commit else "ABORT",
-        )
-    for marker, code in settled.failed:
-        context.logger.error(
-            "%s: %s; writing its marker failed with Kafka error %d: read_committed readers stop at it until it is "
-            "written (kafka-transactions.sh)",
-            context.processor_id,
-            _left_open(marker, transactional_id),
-            code,
-        )
-
-
-def _left_open(marker: wire.Marker, transactional_id: str | None) -> str:
-    whose = transactional_id or "another transactional id"
-    return (
-        f"{marker.topic}[{marker.partition}] held open a transaction of {whose} (producer id "
-        f"{marker.producer_id}, epoch {marker.producer_epoch}) that its coordinator had "
-        f"{'committed' if marker.commit else 'aborted'}"
-    )
 
 
 def _close_prepared(prepared: Future) -> None:

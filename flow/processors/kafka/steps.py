@@ -2,10 +2,11 @@
 
 PublishKafka makes a new transactional producer in several steps, each a round trip
 or more to the brokers (its own id's hanging transactions finished, the fencing
-`init_transactions`, the progress partition found, other ids' hanging transactions,
-the read back of its progress). On an adopted shard they lie between the adoption and
-its first record out, so when they take long together the node says which step took
-the time: a drill's slow round is then explained by its node's log alone.
+`init_transactions`, and beside them the progress partition found and other ids'
+hanging transactions; then the read back of its progress: `transactional`). On an
+adopted shard they lie between the adoption and its first record out, so when they
+take long together the node says which step took the time: a drill's slow round is
+then explained by its node's log alone.
 """
 
 from __future__ import annotations
@@ -38,4 +39,8 @@ class Steps:
         total = self.total()
         if total <= threshold:
             return None
-        return f"{total:.2f} s: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.taken)
+        return f"{total:.2f} s: {self.said()}"
+
+    def said(self) -> str:
+        """Each step and its seconds ("init_transactions 1.20 s, read back 0.20 s")."""
+        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.taken)

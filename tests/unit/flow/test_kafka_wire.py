@@ -191,6 +191,16 @@ def test_no_marker_while_the_decision_is_not_known(name):
     assert hanging.markers_for(None, OPEN) == []
 
 
+@pytest.mark.parametrize("producer_id, epoch", [(42, 4), (43, 0)])
+def test_after_a_fence_no_partition_is_asked_since_no_open_transaction_can_match_its_decision(producer_id, epoch):
+    """A fence's abort completes at the epoch it bumped (or a new producer id once the
+    epoch ran out); the partitions' open transactions hold the fenced epoch or earlier."""
+    fenced, after = state("Ongoing"), state("CompleteAbort", producer_id, epoch)
+    assert hanging._moved_on(fenced, after)
+    assert hanging.markers_for(after, OPEN) == []
+    assert not hanging._moved_on(fenced, state("CompleteAbort"))  # not moved on: the partitions are asked
+
+
 def test_the_connection_settings_follow_librdkafkas_and_an_unspoken_mechanism_is_refused_clearly():
     plain = hanging.brokers({"bootstrap.servers": "x:1"}, 5)
     assert plain.tls is None and plain.credentials is None

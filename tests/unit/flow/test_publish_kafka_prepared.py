@@ -52,7 +52,7 @@ class Awaited(Future):
 
 
 def _fences_held_between(monkeypatch, between: threading.Event, go_on: threading.Event) -> tuple[Producer, list]:
-    """`_transactional_producer` made a fake: its first fence, then a pause until `go_on`
+    """`transactional_producer` made a fake: its first fence, then a pause until `go_on`
     (`between` says it began), then its last fence, as `init_transactions` follows
     the settle of a hanging transaction."""
     refused: list = []
@@ -71,7 +71,7 @@ def _fences_held_between(monkeypatch, between: threading.Event, go_on: threading
 
     Awaited.waited = threading.Event()
     monkeypatch.setattr(publish_module, "Future", Awaited)
-    monkeypatch.setattr(publish_module, "_transactional_producer", made)
+    monkeypatch.setattr(publish_module, "transactional_producer", made)
     return producer, refused
 
 
