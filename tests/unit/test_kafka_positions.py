@@ -64,7 +64,7 @@ def test_secrets_reach_librdkafka_and_never_a_log_line():
 
 def test_settings_of_another_protocol_are_left_out_and_sasl_needs_its_credentials():
     config = client_config({"bootstrap_servers": "b:1", "sasl_username": "u", "ssl_ca_location": "/ca"}, None)
-    assert set(config) == {"bootstrap.servers"}
+    assert set(config) == {"bootstrap.servers", "reconnect.backoff.ms"}
     assert validate_connection({"security_protocol": "SASL_PLAINTEXT", "sasl_username": "u"}) == [
         ("sasl_password", "required with security_protocol SASL_PLAINTEXT")
     ]

@@ -34,6 +34,13 @@ _SETTINGS = {
     "ssl_key_password": "ssl.key.password",
 }
 SECRET_SETTINGS = frozenset({"sasl.password", "ssl.key.password"})
+# librdkafka spaces a client's connection attempts by half its first reconnect backoff
+# (100 ms by default): a new client learns the brokers on its bootstrap connection,
+# closes it, and then waits those 50 ms to connect to a broker it learned, on every
+# new producer's and reader's path after a failover. 10 ms brings the wait to
+# librdkafka's floor (11 ms); the backoff still doubles, to its 10 s most, while a
+# broker refuses.
+_FIXED = {"reconnect.backoff.ms": 10}
 
 CONNECTION_PROPERTIES = (
     PropertyDescriptor(
@@ -96,7 +103,7 @@ def client_config(properties: Mapping, logger: logging.Logger | None) -> dict[st
     """librdkafka's configuration for `properties` (a processor's converted properties):
     the connection settings that apply, and where librdkafka logs (`LibrdkafkaLog`)."""
     protocol = properties.get("security_protocol") or "PLAINTEXT"
-    config: dict[str, object] = {} if logger is None else {"logger": LibrdkafkaLog(logger)}
+    config: dict[str, object] = dict(_FIXED) if logger is None else {**_FIXED, "logger": LibrdkafkaLog(logger)}
     for name, setting in _SETTINGS.items():
         value = properties.get(name)
         if value in (None, ""):

@@ -59,7 +59,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from . import sasl, wire
 
@@ -144,6 +144,7 @@ def settle(
     timeout: float,
     fence_ms: int | None = None,
     admit: Callable[[], None] | None = None,
+    client: Any = None,
 ) -> Settled:
     """Finish the hanging transactions of `transactional_id` (the steps above) on the
     brokers of `config` (librdkafka's settings), looking in `topics` (None: every topic
@@ -156,17 +157,19 @@ def settle(
     `init_transactions` would be told to wait for that, and ask again only 500 ms
     later. `admit()`, if given, is called just before that InitProducerId and before
     any marker is written, and raises if this node may not act for the id now (what it
-    raises is raised). Raises `wire.WireError` or `Unsupported`."""
-    from confluent_kafka.admin import AdminClient
-
+    raises is raised). `client`: the librdkafka client whose metadata is asked (`_led`;
+    an admin client of `config` is made when None). Raises `wire.WireError` or
+    `Unsupported`."""
     deadline = time.monotonic() + timeout
     reach = brokers(config, timeout)
-    admin = AdminClient(dict(config))
-    led, _ = _led(admin, (), deadline)
-    return _settle_id(reach, admin, led, transactional_id, topics, deadline, fence_ms, admit)
+    client = client if client is not None else _admin(config)
+    led, _ = _led(client, (), deadline)
+    return _settle_id(reach, client, led, transactional_id, topics, deadline, fence_ms, admit)
 
 
-def settle_others(config: Mapping, transactional_id: str, topics: Sequence[str] | None, timeout: float) -> Settled:
+def settle_others(
+    config: Mapping, transactional_id: str, topics: Sequence[str] | None, timeout: float, client: Any = None
+) -> Settled:
     """Finish the hanging transactions of every other transactional id that holds one
     open on `topics` (None: every topic but Kafka's internal ones), each as its
     coordinator decided. A producer that committed just before the broker's restart and
@@ -178,13 +181,12 @@ def settle_others(config: Mapping, transactional_id: str, topics: Sequence[str] 
     (ListTransactions, asked of every broker: each lists those it coordinates); only
     those their coordinator lists as complete (`DECIDED`) are looked at, each through
     steps 1 to 4 above, so a live producer's transaction (`Ongoing`) is never touched.
-    Nothing is fenced. Raises `wire.WireError` or `Unsupported`."""
-    from confluent_kafka.admin import AdminClient
-
+    Nothing is fenced. `client` as for `settle`. Raises `wire.WireError` or
+    `Unsupported`."""
     deadline = time.monotonic() + timeout
     reach = brokers(config, timeout)
-    admin = AdminClient(dict(config))
-    led, leader_of = _led(admin, topics, deadline)
+    client = client if client is not None else _admin(config)
+    led, leader_of = _led(client, topics, deadline)
     holding = {p.producer_id for p in _active(reach, led, leader_of, deadline) if p.transaction_start >= 0}
     if not holding:
         return Settled()
@@ -196,7 +198,7 @@ def settle_others(config: Mapping, transactional_id: str, topics: Sequence[str] 
     written: list[wire.Marker] = []
     failed: list[tuple[wire.Marker, int]] = []
     for other in others:
-        settled = _settle_id(reach, admin, led, other, topics, deadline)
+        settled = _settle_id(reach, client, led, other, topics, deadline)
         written += settled.written
         failed += settled.failed
     return Settled(tuple(written), tuple(failed))
@@ -204,7 +206,7 @@ def settle_others(config: Mapping, transactional_id: str, topics: Sequence[str] 
 
 def _settle_id(
     reach: Brokers,
-    admin,
+    client,
     led: dict[int, tuple[str, int]],
     transactional_id: str,
     topics: Sequence[str] | None,
@@ -234,7 +236,7 @@ def _settle_id(
             return Settled(skipped=f"its coordinator's state is {state.state if state else 'unknown'}")
         # Read once the decision is complete: a broker just restarted may still be
         # electing the partitions' leaders.
-        led, leader_of = _led(admin, topics, deadline)
+        led, leader_of = _led(client, topics, deadline)
         markers = markers_for(state, _active(reach, led, leader_of, deadline))
         if not markers:
             return Settled()
@@ -276,14 +278,21 @@ def _active(
     return active
 
 
+def _admin(config: Mapping):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(dict(config))
+
+
 def _led(
-    admin, topics: Sequence[str] | None, deadline: float
+    client, topics: Sequence[str] | None, deadline: float
 ) -> tuple[dict[int, tuple[str, int]], dict[tuple[str, int], int]]:
     """The brokers (id: host, port) and the leader of each partition of `topics` (None:
-    every topic but the internal ones; a topic that does not exist has none), asked
-    again while one has no leader among the brokers, until `deadline`."""
+    every topic but the internal ones; a topic that does not exist has none) as
+    `client`'s metadata says, asked again while one has no leader among the brokers,
+    until `deadline`."""
     while True:
-        metadata = admin.list_topics(timeout=max(deadline - time.monotonic(), 1.0))
+        metadata = client.list_topics(timeout=max(deadline - time.monotonic(), 1.0))
         brokers = {b.id: (str(b.host), int(b.port)) for b in metadata.brokers.values()}
         leader_of = {
             (name, index): partition.leader

@@ -105,7 +105,7 @@ def _place_and_others(
     # Asked for each new producer: partitions added since move the id once (`progress`).
     place = progress.partition(transactional_id, _progress_partitions(producer, reader, context["progress_topic"]))
     steps.done("progress partition")
-    _finish_others_hanging(context, producer, transactional_id)
+    _finish_others_hanging(context, producer, reader, transactional_id)
     steps.done("other ids' hanging transactions")
     return place
 
@@ -155,14 +155,19 @@ def _finish_hanging(
     written to the partitions whose marker its coordinator dropped (`hanging`). A
     failure to look is logged (once a minute) and the producer made all the same: a
     transaction left open then waits for the operator, as it would without this. Brokers
-    that do not answer at all fail the producer, as its init_transactions would. Raises
-    `Undelivered`."""
+    that do not answer at all fail the producer, as its init_transactions would. The
+    brokers' metadata is asked through the producer itself, whose connection its
+    init_transactions then uses, not through an admin client made for the question (a
+    connection, an ApiVersions and librdkafka's connection spacing more on the
+    takeover's path). Raises `Undelivered`."""
     from confluent_kafka import KafkaException
 
     topics = _written_topics(context)
     try:
         fence_ms = int(context["transaction_timeout"] * 1000)
-        settled = hanging.settle(producer.config, transactional_id, topics, BROKER_WAIT_S, fence_ms, admit)
+        settled = hanging.settle(
+            producer.config, transactional_id, topics, BROKER_WAIT_S, fence_ms, admit, producer.producer
+        )
     except KafkaException as error:  # no metadata: no broker answers, and init_transactions would not either
         raise Undelivered(producer.errors.explain(f"reading the brokers' metadata: {error}"), discard=True) from None
     except (wire.WireError, hanging.Unsupported) as error:
@@ -183,7 +188,9 @@ def _finish_hanging(
     _report_settled(context, settled, transactional_id)
 
 
-def _finish_others_hanging(context: ProcessContext, producer: SinkProducer, transactional_id: str) -> None:
+def _finish_others_hanging(
+    context: ProcessContext, producer: SinkProducer, reader: ProgressReader | None, transactional_id: str
+) -> None:
     """Another id's hanging transactions on the partitions this producer writes, left by
     a producer that had nothing more to send: the read back would wait at one on a
     progress partition they share, and give up, for good. Fences nothing (beside the
@@ -192,7 +199,8 @@ def _finish_others_hanging(context: ProcessContext, producer: SinkProducer, tran
 
     topics = _written_topics(context)
     try:
-        others = hanging.settle_others(producer.config, transactional_id, topics, BROKER_WAIT_S)
+        client = reader.reader if reader is not None else None
+        others = hanging.settle_others(producer.config, transactional_id, topics, BROKER_WAIT_S, client)
     except (KafkaException, wire.WireError, hanging.Unsupported) as error:
         context.limited_log.warning(
             f"{context.processor_id}:hanging-others",
@@ -220,7 +228,12 @@ def finish_idle_hanging(context: ProcessContext, producer: SinkProducer, admit: 
         return False
     try:
         settled = hanging.settle(
-            producer.config, producer.transactional_id, _written_topics(context), IDLE_SETTLE_S, admit=admit
+            producer.config,
+            producer.transactional_id,
+            _written_topics(context),
+            IDLE_SETTLE_S,
+            admit=admit,
+            client=producer.producer,
         )
     except NotAdmitted:
         return True
