@@ -37,6 +37,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 RECORD_BYTES = 100
@@ -57,17 +59,10 @@ def run(args) -> dict:
     quick = getattr(args, "quick", False)
     records = args.records or (100_000 if quick else 1_000_000)
     rounds = args.rounds or (1 if quick else 3)
-    root = Path(args.dir or tempfile.mkdtemp(prefix="custody-bench-kafka-"))
-    root.mkdir(parents=True, exist_ok=True)
-    broker = None
-    try:
-        servers = args.bootstrap_servers
-        if not servers:
-            from cluster.services.kafka import KafkaBroker
-
-            broker = KafkaBroker(root / "services")
-            broker.start()
-            servers = broker.bootstrap_servers
+    with (
+        run_directory(args.dir, "custody-bench-kafka-") as root,
+        broker_servers(args.bootstrap_servers, root) as servers,
+    ):
         source, json_source = _new_topic(servers, args.partitions), _new_topic(servers, args.partitions)
         _fill(servers, source, records)
         _fill(servers, json_source, records, json_records=True)
@@ -106,11 +101,34 @@ def run(args) -> dict:
             "round_ratios": [round(c / a, 3) for c, a in zip(rates["custody"], rates["anchor"], strict=True)],
             "seconds": {name: [round(s, 2) for s in times] for name, times in seconds.items()},
         }
+
+
+@contextmanager
+def run_directory(directory: str | None, prefix: str) -> Iterator[Path]:
+    """`directory` (kept), or a fresh temporary one removed after the run."""
+    root = Path(directory or tempfile.mkdtemp(prefix=prefix))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        yield root
     finally:
-        if broker is not None:
-            broker.stop()
-        if not args.dir:
+        if not directory:
             shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def broker_servers(servers: str | None, root: Path) -> Iterator[str]:
+    """`servers`, or the harness's broker's, started under `root` for the run."""
+    if servers:
+        yield servers
+        return
+    from cluster.services.kafka import KafkaBroker
+
+    broker = KafkaBroker(root / "services")
+    broker.start()
+    try:
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
 
 
 def _new_topic(servers: str, partitions: int) -> str:

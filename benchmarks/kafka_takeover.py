@@ -24,16 +24,13 @@ directory, unless `--bootstrap-servers` names one.
 from __future__ import annotations
 
 import logging
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-from .kafka import _new_topic
+from .kafka import _new_topic, broker_servers, run_directory
 
 # The dead owner: its transaction open on the output topic and the progress topic.
 _DEAD_OWNER = """
@@ -59,17 +56,10 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     rounds = args.rounds or (3 if getattr(args, "quick", False) else 20)
-    root = Path(args.dir or tempfile.mkdtemp(prefix="custody-bench-kafka-takeover-"))
-    root.mkdir(parents=True, exist_ok=True)
-    broker = None
-    try:
-        servers = args.bootstrap_servers
-        if not servers:
-            from cluster.services.kafka import KafkaBroker
-
-            broker = KafkaBroker(root / "services")
-            broker.start()
-            servers = broker.bootstrap_servers
+    with (
+        run_directory(args.dir, "custody-bench-kafka-takeover-") as root,
+        broker_servers(args.bootstrap_servers, root) as servers,
+    ):
         out, progress_topic = _new_topic(servers, 6), _new_topic(servers, 16)
         context = _context(servers, out, progress_topic)
         _custody(context, servers, out, progress_topic, "warm-up")  # the topics' leaders and clients' first use
@@ -93,11 +83,6 @@ def run(args) -> dict:
             "time_ratio_vs_plain_init": round(custody / anchor, 3),
             "seconds": {side: [round(s, 4) for s in times] for side, times in seconds.items()},
         }
-    finally:
-        if broker is not None:
-            broker.stop()
-        if not args.dir:
-            shutil.rmtree(root, ignore_errors=True)
 
 
 def _context(servers: str, out: str, progress_topic: str):
