@@ -48,7 +48,7 @@ import functools
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -70,6 +70,7 @@ from repositories.flowfile import (
 )
 from repositories.instruments import Counter
 from repositories.storage import StorageError, join
+from repositories.storage.side_by_side import side_by_side
 from repositories.swap import (
     CorruptSwapFileError,
     ForeignSwapFileError,
@@ -100,8 +101,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# A swap file's summary as read, else why it could not be (`QueueShard._read_summary`).
+_SummaryRead = tuple[SwapSummary | None, ReadFailure | None, str]
+
 STATE_QUEUE = "__state__"
 STATE_ENTRY_SEPARATOR = "\0"
+# Swap files whose summaries a recovery reads at once. On HDFS each read is an open and
+# a read of the file's first block (round trips to the NameNode and a DataNode), so a
+# dead node's hundred swap files would hold its takeover for a second or more, one
+# after another.
+SUMMARY_READERS = 8
 
 
 def states_of(records: Iterable[FlowFileRecord]) -> dict[str, dict[str, str]]:
@@ -280,8 +289,9 @@ class QueueShard:
             flowfiles.sort(key=lambda f: f.entry_date)
             self.queues[queue_id].put_all(flowfiles)
             report.flowfiles += len(flowfiles)
-        for location, swap_file in sorted(swap_files.items()):
-            self._register_swap_file(location, swap_file, report)
+        listed = sorted(swap_files.items())
+        for (location, swap_file), first_read in zip(listed, self._read_summaries(listed), strict=True):
+            self._register_swap_file(location, swap_file, report, first_read)
         if self.swap_store is not None:
             self._delete_orphans(report)
         # A swap-in now reads a file whose claims were unknown into the report's claims.
@@ -299,12 +309,34 @@ class QueueShard:
             self._recovering_claims = None
         return report
 
-    def _register_swap_file(self, location: str, swap_file: SwapFile, report: ShardRecovery) -> None:
-        """Register one swap file the WAL lists: in its queue's line if its summary reads,
-        else set aside with an alarm (and quarantined if corrupt); one quarantined by an
-        earlier run is set aside too, and tried at once."""
+    def _read_summaries(self, listed: Sequence[tuple[str, SwapFile]]) -> list[_SummaryRead]:
+        """`_read_summary` of each listed file, in order, read side by side by
+        `SUMMARY_READERS` threads. Reading is all they do: what a failure means (a move
+        to record, a quarantine) is done afterwards, one file after another."""
+        reads: list[_SummaryRead | None] = [None] * len(listed)
+        indexes = iter(range(len(listed)))
+        taking = threading.Lock()
+
+        def reader() -> None:
+            while True:
+                with taking:
+                    index = next(indexes, None)
+                if index is None:
+                    return
+                reads[index] = self._read_summary(*listed[index])
+
+        side_by_side([reader] * min(SUMMARY_READERS, len(listed)), f"swap-summary-{self.id}")
+        return [read for read in reads if read is not None]
+
+    def _register_swap_file(
+        self, location: str, swap_file: SwapFile, report: ShardRecovery, first_read: _SummaryRead
+    ) -> None:
+        """Register one swap file the WAL lists: in its queue's line if its summary reads
+        (`first_read`, read with the others), else set aside with an alarm (and
+        quarantined if corrupt); one quarantined by an earlier run is set aside too, and
+        tried at once."""
         store, queue = self._durable_swap_store, self.queues[swap_file.queue]
-        summary, failure, error = self._read_summary(location, swap_file)
+        summary, failure, error = first_read
         if failure is ReadFailure.MISSING:
             twin = self._twin(location)
             if store.exists(twin):
@@ -367,7 +399,7 @@ class QueueShard:
         report.unreadable_swap_files.append(location)
         log.warning("shard %s, queue %s: %s", self.id, queue.id, alarm_text(alarm, self.retry_backoff))
 
-    def _read_summary(self, location: str, swap_file: SwapFile) -> tuple[SwapSummary | None, ReadFailure | None, str]:
+    def _read_summary(self, location: str, swap_file: SwapFile) -> _SummaryRead:
         """The file's summary; else why it cannot be read, and the error in one line ("" when read)."""
         try:
             summary = self._durable_swap_store.read_summary(location)

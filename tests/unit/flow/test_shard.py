@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from flow.flowfile import FlowFile
@@ -258,3 +260,35 @@ def test_recovered_flowfiles_stay_in_memory_and_only_arrivals_beyond_them_are_sw
     queue.acknowledge(taken)
     commit(shard, queue, flowfiles(6, start=14))
     assert queue.count == 11 and queue.summary().swap_files == 4 and queue.in_memory() == 3
+
+
+class MeetingStorage(LocalStorage):
+    """Reads of swap files wait until `readers` of them are reading at once (or the
+    barrier's deadline passes, which fails the read)."""
+
+    def __init__(self, readers):
+        super().__init__()
+        self.meeting = threading.Barrier(readers, timeout=10)
+
+    def read(self, path, offset=0, length=None):
+        if path.endswith(".swap"):
+            self.meeting.wait()
+        return super().read(path, offset, length)
+
+
+def test_recovery_reads_the_swap_files_summaries_side_by_side(tmp_path):
+    """On HDFS each summary costs round trips; a takeover waits for all of them. Three
+    swap files: each read waits until the other two are reading too, so a recovery that
+    read them one after another would find every one unreadable."""
+    queue, shard = open_(str(tmp_path))
+    shard.recover()
+    commit(shard, queue, flowfiles(10))
+    assert queue.summary().swap_files == 3
+    shard.wal.close()
+
+    queue = FlowFileQueue("q", swap_threshold=4, swap_batch=2)
+    shard = open_shard(MeetingStorage(3), str(tmp_path), "s", [queue], checkpoint_interval=None)
+    report = shard.recover()
+    assert (report.swap_files, report.swapped_flowfiles, report.swap_files_without_claims) == (3, 6, [])
+    assert queue.count == 10 and report.unreadable_swap_files == []
+    shard.wal.close()
