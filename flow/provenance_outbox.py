@@ -134,9 +134,7 @@ def decode_events(attributes: dict) -> list[ProvenanceEvent]:
     if text is None:
         raise ValueError("the record has no events")
     if form == FORMAT:
-        return to_events(
-            EventBatch.from_message(_decompress(text.encode("latin-1"), attributes.get("size"))).record_batch
-        )
+        return to_events(_batch(text, attributes).record_batch)
     if form == ROWS_FORMAT:
         return decode_rows(text)
     if form == MARSHAL_FORMAT:
@@ -145,6 +143,17 @@ def decode_events(attributes: dict) -> list[ProvenanceEvent]:
         except (EOFError, TypeError) as error:
             raise ValueError(f"{type(error).__name__}: {error}") from None
     raise ValueError(f"unknown format {form!r}")
+
+
+def _batch(text: str, attributes: dict) -> EventBatch:
+    """The `EventBatch` of an `arrow-ipc-zstd-1` record, checked as `decode_events` checks it."""
+    return EventBatch.from_message(_decompress(text.encode("latin-1"), attributes.get("size")))
+
+
+def _arrow_batch(attributes: dict) -> EventBatch | None:
+    """The batch of an `arrow-ipc-zstd-1` record as written; None for another format."""
+    text = attributes.get("events")
+    return _batch(text, attributes) if attributes.get("format") == FORMAT and text is not None else None
 
 
 def _decompress(data: bytes, size: str | None) -> bytes:
@@ -261,26 +270,30 @@ def reconcile(records, provenance, *, foreign: bool = False) -> int:
 
     `foreign`: the records come from another node's shard (a clustered node adopted
     it), whose events were registered, if at all, in that node's provenance: register
-    every one here (a cluster-wide view collapses copies by event identity)."""
+    every one here (a cluster-wide view collapses copies by event identity). A record
+    written as an Arrow batch is registered as that batch: decoding it to event objects
+    only to encode them again would hold up the adoption."""
     registered = 0
     for record in records:
+        attributes = record.attributes
         try:
-            events = decode_events(record.attributes)
+            whole = _arrow_batch(attributes) if foreign else None
+            events = decode_events(attributes) if whole is None else []
         except (ValueError, InvalidEventError) as error:
             log.warning("provenance outbox %s cannot be decoded (%s); its events are skipped", record.id, error)
             continue
-        if not events:
-            continue
-        if foreign:
-            missing = events
+        if whole is not None:
+            count = len(whole)
+            if count:
+                provenance.register_batch(whole)
         else:
-            missing = _missing(events, int(record.attributes.get("next", "0")), provenance)
-        if missing:
-            provenance.register_events(missing)
-            registered += len(missing)
-            log.info(
-                "provenance outbox %s: registered %d events a crash had kept from provenance", record.id, len(missing)
-            )
+            missing = events if foreign else _missing(events, int(attributes.get("next", "0")), provenance)
+            count = len(missing)
+            if count:
+                provenance.register_events(missing)
+        if count:
+            registered += count
+            log.info("provenance outbox %s: registered %d events a crash had kept from provenance", record.id, count)
     return registered
 
 

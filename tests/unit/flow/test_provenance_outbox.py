@@ -314,3 +314,31 @@ def test_a_slot_older_than_every_event_kept_was_registered_and_aged_off(tmp_path
         assert reconcile([record], provenance) == 0
     finally:
         provenance.close()
+
+
+def test_an_adopted_shards_records_register_every_event_as_written_whatever_the_format(provenance):
+    """An adopter registers every event of a dead node's outbox; an Arrow record goes
+    in as the batch it was written as, and reads back as the same events as the
+    formats that are decoded first."""
+    provenance.register_events(history(5), NOW)  # this node's own: none of them is looked for
+    sample = json.loads(SAMPLE.read_text())
+    old = FlowFile(f"{OUTBOX_QUEUE}/0", sample["attributes"], None, OUTBOX_QUEUE, 0, NOW, NOW, 0)
+    new = outbox_record(1, 0, EventBatch.from_events(events(), NOW), NOW)
+    small = rows_record(2, 0, rows(events()[:2], NOW + 1), NOW + 1)
+    expected = sample["events"] + stamped(events(), NOW) + stamped(events()[:2], NOW + 1)
+
+    first = provenance.next_event_id
+    assert reconcile([old, new, small], provenance, foreign=True) == len(expected)
+    provenance.sync()
+    found = provenance.events(first, len(expected) + 1)
+    assert [e.with_id(None, e.event_time_ms).to_dict() for e in found] == expected
+
+
+def test_an_adopted_shards_damaged_arrow_record_is_skipped_and_the_others_registered(provenance, caplog):
+    good = outbox_record(0, 0, EventBatch.from_events(events(), NOW), NOW)
+    text = good.attributes["events"]
+    damaged = {**good.attributes, "events": text[: len(text) // 2]}
+    broken = FlowFile(f"{OUTBOX_QUEUE}/1", damaged, None, OUTBOX_QUEUE, 0, NOW, NOW, 0)
+    with caplog.at_level(logging.WARNING):
+        assert reconcile([broken, good], provenance, foreign=True) == len(events())
+    assert f"{OUTBOX_QUEUE}/1 cannot be decoded" in caplog.text
