@@ -3,9 +3,10 @@
 Two `custody node` processes on the embedded ZooKeeper and HDFS run
 GenerateFlowFile -> PutFile (100-byte content, the queue swapping past 20,000
 FlowFiles in files of 10,000, as NiFi's defaults do). The victim's PutFile is stopped
-through its admin API while it makes the backlog (a stop lasts only as long as the
-process: the adopter runs the shard's PutFile as usual); the adopter joins, the
-victim is killed with SIGKILL, and the leader hands its shard to the adopter.
+through its admin API while it makes the backlog; the adopter joins, the victim's
+PutFile is started again (the stop is kept in ZooKeeper with the shard, and an adopter
+keeps it) and the victim is killed with SIGKILL at once, and the leader hands its
+shard to the adopter.
 
 Figures (seconds, from the cluster's own records, as `custody drill` reads them):
 
@@ -84,7 +85,9 @@ def _post(admin: str, path: str) -> dict:
         return json.load(response)
 
 
-def run(args) -> dict:
+def run(args, services=None) -> dict:
+    """`services`: ZooKeeper and HDFS someone else runs (`.zookeeper`, `.hdfs`: the
+    tests' fixtures); by default the benchmark starts its own in its directory."""
     from cluster.drills.local import LocalServices, LocalTarget, new_flow_cluster
     from cluster.drills.runner import timings
 
@@ -94,10 +97,13 @@ def run(args) -> dict:
     flow = str(workdir / "flow.yaml")
     Path(flow).write_text(FLOW)
     result: dict = {"backlog_flowfiles": count, "threads": args.threads, "cpu_count": os.cpu_count()}
-    services = LocalServices(workdir / "services")
+    own = services is None
+    if own:
+        services = LocalServices(workdir / "services")
     cluster = None
     try:
-        services.start()
+        if own:
+            services.start()
         run_name = time.strftime("bench-adoption-%Y%m%d-%H%M%S")
         cluster = new_flow_cluster(services.zookeeper, services.hdfs, workdir / run_name, run_name, "/custody-bench")
         target = LocalTarget.on_services(services.zookeeper, services.hdfs, cluster, names=("victim", "adopter"))
@@ -130,6 +136,10 @@ def run(args) -> dict:
         delivered_before = result["delivered_before_the_stop"]
         _wait(lambda: files_in(cluster.sink) >= delivered_before + 1, 120, "the adopter's own FlowFile", alive)
 
+        # The stop is the victim's shard's, kept in ZooKeeper: its adopter would keep
+        # PutFile stopped too. Started again just before the kill (a task of the victim's
+        # may deliver a batch first), so that the adopter runs it as soon as it owns the shard.
+        result["victim_put_state_at_kill"] = _post(admin, f"/api/v1/processors/{shard}/put/start").get("state")
         died_at = time.time()
         victim.signal(signal.SIGKILL)
         victim.process.wait()
@@ -170,6 +180,7 @@ def run(args) -> dict:
     finally:
         if cluster is not None:
             cluster.close()
-        services.stop()
+        if own:
+            services.stop()
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
