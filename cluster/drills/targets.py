@@ -178,7 +178,9 @@ class DrillTarget(Protocol):
         """Kill one HDFS DataNode (the others keep the replication); return its name."""
 
     def restore_datanode(self) -> None:
-        """Restart the DataNode killed last; return once the NameNode counts it live."""
+        """Restart the DataNode killed last; return once it has registered with the NameNode
+        again (a process with open ports is not yet one that serves) and the NameNode counts
+        it live."""
 
     def kill_broker(self) -> str:
         """SIGKILL the Kafka broker (only where "broker" is in supported_faults); return

@@ -75,6 +75,10 @@ def test_killed_datanode_is_detected_and_writes_continue_after_restart(hdfs_clus
         hdfs_cluster.wait_healthy(timeout=60, live_datanodes=hdfs_cluster.datanode_count - 1)
     finally:
         hdfs_cluster.restart_datanode(1)
+    # Back means registered with the NameNode, not only a process with open ports (the
+    # new one opens them about a second before it registers; a recovery reaching it
+    # then stalls).
+    assert hdfs_cluster.datanode_registered(1)
     path = join(hdfs_store.root, "after-restart")
     with storage.create(path) as handle:
         handle.write(b"ok")
