@@ -32,7 +32,7 @@ class DeadlineExceeded(TimeoutError):
     pass
 
 
-class _Call:
+class Call:
     __slots__ = ("function", "done", "result", "error")
 
     def __init__(self, function: Callable[[], object]):
@@ -54,7 +54,7 @@ class DeadlineRunner:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self._name = name
         self._max_workers = max_workers
-        self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
         self._workers = 0  # alive: idle, running a call, or stuck in one
@@ -63,7 +63,18 @@ class DeadlineRunner:
     def run(self, function: Callable[[], T], timeout: float | None) -> T:
         if timeout is None:
             return function()
-        call = _Call(function)
+        call = self.start(function)
+        if not call.done.wait(timeout):
+            raise DeadlineExceeded(f"the call did not return within {timeout:g} s")
+        if call.error is not None:
+            raise call.error
+        return call.result  # type: ignore[return-value]
+
+    def start(self, function: Callable[[], object]) -> Call:
+        """Start `function` on a worker and return at once: its `done` event is set when
+        it returned, with its `result` or `error`. Refused (`DeadlineExceeded`) as `run`
+        is when every worker is blocked and the cap is reached."""
+        call = Call(function)
         with self._lock:
             if self._idle > 0:
                 self._idle -= 1
@@ -75,11 +86,7 @@ class DeadlineRunner:
                     "their deadlines; the storage is not answering (refused without waiting)"
                 )
         self._calls.put(call)
-        if not call.done.wait(timeout):
-            raise DeadlineExceeded(f"the call did not return within {timeout:g} s")
-        if call.error is not None:
-            raise call.error
-        return call.result  # type: ignore[return-value]
+        return call
 
     def _start_worker(self) -> None:
         self._workers += 1

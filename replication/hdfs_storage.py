@@ -27,6 +27,11 @@ after hsync). Custody never needs to: an adopter recovers the lease, which close
 file, before it reads. Code that must read a file another writer still holds should
 recover its lease first.
 
+Hedged reads: a read (`read`, and each read of `open_read`'s stream) that has not
+answered within 0.4 s is asked again beside the first, on a new reader, and the first
+answer wins (`replication.hedged_reads`): a DataNode that died or froze otherwise holds
+a reader for the client's socket timeout before it tries the next replica.
+
 Every call is timed, failed ones too, into `HdfsStorage.call_durations` by operation
 (create, write, hsync, close, read, open, rename, delete, list, stat, mkdir,
 recover_lease; the admin API publishes them), and logged with its path when it takes
@@ -49,7 +54,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import hdfs_native
 
@@ -69,8 +74,10 @@ from repositories.storage.local import DIRECTORY_MODE, FILE_MODE
 from repositories.storage.protocol import parent
 
 from .deadline import DeadlineExceeded, DeadlineRunner
+from .hedged_reads import HedgeCounts, first_answer
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A call that takes longer than this is logged with its path: a commit or an adoption
 # waited on it, and the line says on what.
@@ -186,10 +193,11 @@ class _SeekableReader(io.RawIOBase):
     """hdfs-native's reader as a proper raw stream: its `seek` returns None, which
     `io.BufferedReader` cannot use, so position is kept here and reads are ranged."""
 
-    def __init__(self, reader: hdfs_native.FileReader, path: str, durations: CallDurations):
+    def __init__(self, reader: hdfs_native.FileReader, path: str, storage: HdfsStorage):
         self._reader = reader
         self._path = path
-        self._durations = durations
+        self._storage = storage
+        self._durations = storage.call_durations
         self._size = len(reader)
         self._position = 0
 
@@ -211,9 +219,19 @@ class _SeekableReader(io.RawIOBase):
         count = min(len(buffer), self._size - self._position)
         if count <= 0:
             return 0
-        started = time.monotonic()
-        data = self._reader.read_range(self._position, count)
-        _timed_call(self._durations, "read", f"read {count} bytes at {self._position} of", self._path, started)
+        started, position = time.monotonic(), self._position
+
+        def first() -> tuple[bytes, hdfs_native.FileReader]:
+            return self._reader.read_range(position, count), self._reader
+
+        def again() -> tuple[bytes, hdfs_native.FileReader]:
+            reader = self._storage._client.read(self._path)  # fresh block locations
+            return reader.read_range(position, count), reader
+
+        # A read that waits on a dead DataNode is asked again on a new reader, and the
+        # reader that answered reads the rest (`replication.hedged_reads`).
+        data, self._reader = self._storage._hedged(first, again)
+        _timed_call(self._durations, "read", f"read {count} bytes at {position} of", self._path, started)
         buffer[: len(data)] = data
         self._position += len(data)
         return len(data)
@@ -674,6 +692,10 @@ class HdfsStorage:
             self._runner,
             None if io_timeout is None else max(io_timeout, NAMENODE_TIMEOUT_MIN),
         )
+        # Reads run on workers of their own, so that reads a dead DataNode holds never
+        # take the workers of writes and NameNode calls (`replication.hedged_reads`).
+        self._read_runner = DeadlineRunner(f"hdfs-read-{urllib.parse.urlparse(self.url).port}")
+        self.hedge_counts = HedgeCounts()
         self._arrow = None
         self._arrow_lock = threading.Lock()
         # Every call's duration, failed ones too (the admin API publishes them).
@@ -748,15 +770,23 @@ class HdfsStorage:
             time.sleep(pause)  # a DataNode's block report is on its way: a pause, never a tight loop
             pause = min(pause * 2, 0.1)
 
+    def _hedged(self, first: Callable[[], T], again: Callable[[], T]) -> T:
+        """`first()`, asked again as `again()` beside it while it does not answer
+        (`replication.hedged_reads`)."""
+        return first_answer(self._read_runner, first, again, counts=self.hedge_counts)
+
     @_timed("read")
     def read(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
-        try:
+        def attempt() -> bytes:
             reader = self._client.read(path)
             size = len(reader)
             if offset >= size:
                 return b""
             end = size if length is None else min(size, offset + length)
             return reader.read_range(offset, end - offset)
+
+        try:
+            return self._hedged(attempt, attempt)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "read") from error
 
@@ -766,7 +796,7 @@ class HdfsStorage:
             reader = self._client.read(path)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "open") from error
-        return io.BufferedReader(_SeekableReader(reader, path, self.call_durations), buffer_size=1 << 20)
+        return io.BufferedReader(_SeekableReader(reader, path, self), buffer_size=1 << 20)
 
     @_timed("rename")
     def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
