@@ -33,10 +33,11 @@ class DeadlineExceeded(TimeoutError):
 
 
 class Call:
-    __slots__ = ("function", "done", "result", "error")
+    __slots__ = ("function", "on_done", "done", "result", "error")
 
-    def __init__(self, function: Callable[[], object]):
+    def __init__(self, function: Callable[[], object], on_done: Callable[[], None] | None = None):
         self.function = function
+        self.on_done = on_done  # called once `done` is set (by `DeadlineRunner.start`'s worker)
         self.done = threading.Event()
         self.result: object = None
         self.error: BaseException | None = None
@@ -70,11 +71,13 @@ class DeadlineRunner:
             raise call.error
         return call.result  # type: ignore[return-value]
 
-    def start(self, function: Callable[[], object]) -> Call:
+    def start(self, function: Callable[[], object], on_done: Callable[[], None] | None = None) -> Call:
         """Start `function` on a worker and return at once: its `done` event is set when
-        it returned, with its `result` or `error`. Refused (`DeadlineExceeded`) as `run`
-        is when every worker is blocked and the cap is reached."""
-        call = Call(function)
+        it returned, with its `result` or `error`, and then `on_done()` is called (a
+        caller waiting on several calls is woken by it and finds the call done). Refused
+        (`DeadlineExceeded`) as `run` is when every worker is blocked and the cap is
+        reached."""
+        call = Call(function, on_done)
         with self._lock:
             if self._idle > 0:
                 self._idle -= 1
@@ -102,6 +105,8 @@ class DeadlineRunner:
             except BaseException as error:  # noqa: BLE001 - handed to the caller
                 call.error = error
             call.done.set()
+            if call.on_done is not None:
+                call.on_done()
             # An idle worker must not keep the last call (and the writer its function
             # holds) alive: whoever drops a writer last should be its owner, not us.
             del call

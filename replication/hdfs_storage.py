@@ -32,6 +32,10 @@ answered within 0.4 s is asked again beside the first, on a new reader, and the 
 answer wins (`replication.hedged_reads`): a DataNode that died or froze otherwise holds
 a reader for the client's socket timeout before it tries the next replica.
 
+New files: made again when their first pipeline fails, and their first sync hedged
+(`replication.new_files`): a hedge is another file under a hidden name in the same
+directory, renamed over the file if it answers first. `list` never shows hedges.
+
 Every call is timed, failed ones too, into `HdfsStorage.call_durations` by operation
 (create, write, hsync, close, read, open, rename, delete, list, stat, mkdir,
 recover_lease; the admin API publishes them), and logged with its path when it takes
@@ -75,6 +79,7 @@ from repositories.storage.protocol import parent
 
 from .deadline import DeadlineExceeded, DeadlineRunner
 from .hedged_reads import HedgeCounts, first_answer
+from .new_files import NEW_FILE_RETRY_BUDGET_S, NewFile, is_hedge
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -444,186 +449,9 @@ FAIL_FAST_CONFIG = {
 # which may stand still longer under load (a garbage collection) and is not dead then.
 NAMENODE_TIMEOUT_MIN = 6.0
 
-# A new file whose pipeline fails before its first sync is made again (`_NewFile`): at
-# most this many files in all, this long apart, while what was written to it is at most
-# this many bytes. In the 1 to 6 s after a DataNode's death two new pipelines in three
-# include it (two replicas, three DataNodes), and most fail within milliseconds.
-NEW_FILE_ATTEMPTS = 20
-NEW_FILE_PAUSE_S = 0.025
-NEW_FILE_RETRY_BUDGET_S = 10.0  # for a storage without an I/O deadline
-NEW_FILE_REPLAY_LIMIT = 4 << 20
 # After a close, the first pause before a reader's view of the file is asked again
 # (`HdfsStorage._wait_readable`): a DataNode's report of the last block takes milliseconds.
 CLOSED_READABLE_FIRST_PAUSE_S = 0.002
-# A new pipeline's first sync (or close) waits until this long after the pipeline was
-# set up, its first write (see `_NewFile`).
-NEW_PIPELINE_SETTLE_S = 0.05
-
-
-def _pipeline_failed(error: StorageError) -> bool:
-    """Whether `error`, from a write, hsync or close of a file never synced, says its
-    pipeline could not be used (a DataNode of it unreachable: refused, reset, or past
-    the deadline), rather than that the file is gone, fenced or no longer ours."""
-    if isinstance(error, StorageAbandoned):
-        return False
-    if isinstance(error, LeaseLost):
-        return "All nodes failed for write" in str(error)
-    return isinstance(error, StorageUnavailable)
-
-
-class _NewFile:
-    """A file `HdfsStorage.create` made: made again, on another pipeline, when its first
-    pipeline fails before anything of it was synced. After its first successful sync
-    (or once more than `NEW_FILE_REPLAY_LIMIT` bytes were written to it) every call goes
-    straight to the file, as `HdfsWritableFile` documents.
-
-    Why: for 1 to 6 s after a DataNode's death the NameNode still puts new blocks on it
-    (it avoids a stale DataNode only once its heartbeat monitor, which runs every 5 s,
-    has found one; cluster/services/hadoop/hdfs-site.properties), two in three of them
-    with two replicas of three DataNodes. Hadoop's Java client asks for another
-    DataNode then (`excludeNodes`); hdfs-native 0.14.7 fails the write (the dead
-    DataNode first: connection refused) or the first hsync (second: the first one
-    answers the pipeline's setup with an error and hangs up, which hdfs-native does not
-    read, and finds only when an ack is due). A WAL roll or a new content resource made
-    in that window then failed, and so did the commit that needed it, again and again
-    until the NameNode caught up.
-
-    Nothing of a file is durable, and no one reads it, before its first sync: until then
-    this keeps what was written, and when a write, hsync or close fails on the pipeline
-    (`_pipeline_failed`), it lets the writer go (`abandon`), deletes the file, creates
-    it again (a new block, placed again) and writes it all again, `NEW_FILE_PAUSE_S`
-    apart, up to `NEW_FILE_ATTEMPTS` files in all and for at most the storage's
-    `retry_budget` (its I/O deadline) after the first failure: a DataNode's death fails
-    most new pipelines within milliseconds, while frozen or slow DataNodes fail each at
-    the deadline, and one more try is enough then. Then the error is raised, and
-    nothing is retried any more. A directory fenced meanwhile makes the create fail
-    (parents are never created), and that error is raised.
-
-    The first hsync or close of a new pipeline waits until `NEW_PIPELINE_SETTLE_S`
-    after its first write, when its setup went out: a hang-up that came with the setup's
-    answer has been read by then, and the sync fails at once. Sent sooner, hdfs-native
-    hangs on it until the deadline (it waits for an ack, then for its packet sender,
-    which waits for a next packet; seen in the 6 s after a DataNode's SIGKILL: 8 of 26
-    new files that failed hung, none of 75 with the wait).
-
-    Not for concurrent use, but `abandon()` may be called from any thread, at any time:
-    it stops the retries and abandons the current file. Lock plan: `_lock` guards
-    `_file` and `_abandoned`, for a few operations, never across a call into HDFS."""
-
-    def __init__(self, storage: HdfsStorage, path: str, overwrite: bool, file: HdfsWritableFile):
-        self.path = path
-        self._storage, self._overwrite = storage, overwrite
-        self._lock = threading.Lock()
-        self._file = file
-        self._abandoned = False
-        self._written: list[bytes] | None = []  # None: synced once, or too much to keep
-        self._size = 0
-        self._piped_at: float | None = None  # when the current file's pipeline was set up
-
-    def _retried(self, action: str, operation):
-        attempt, first_failed = 1, None
-        while True:
-            try:
-                if attempt > 1:
-                    self._remake()
-                return operation(self._file)
-            except StorageError as error:
-                if self._written is None or not _pipeline_failed(error):
-                    raise
-                first_failed = first_failed or time.monotonic()
-                if attempt >= NEW_FILE_ATTEMPTS or time.monotonic() - first_failed >= self._storage.retry_budget:
-                    self._written = None  # given up: its caller's close, say, is not retried again
-                    raise
-                attempt += 1
-                log.info(
-                    "hdfs: %s %s failed before its first sync (%s); making it again on another pipeline "
-                    "(file %d of at most %d)",
-                    action,
-                    self.path,
-                    str(error).splitlines()[0][:300],
-                    attempt,
-                    NEW_FILE_ATTEMPTS,
-                )
-                time.sleep(NEW_FILE_PAUSE_S)
-
-    def _remake(self) -> None:
-        """Let the current file go, then make it again with what was written to it."""
-        _abandon(self._file, "its pipeline failed before its first sync; it is made again")
-        self._storage.delete(self.path)
-        file = self._storage._create_file(self.path, overwrite=self._overwrite)
-        with self._lock:
-            abandoned = self._abandoned
-            if not abandoned:
-                self._file = file
-        if abandoned:
-            _abandon(file, "abandoned while it was made again")
-            raise StorageAbandoned(
-                f"cannot write hdfs:{self.path}: it was abandoned while it was made again", self.path
-            )
-        self._piped_at = None
-        for chunk in self._written or ():
-            file.write(chunk)
-            self._piped_at = self._piped_at or time.monotonic()
-
-    def _settled(self, file, call):
-        """`call(file)`, a new pipeline's first hsync or close, once it has settled."""
-        if self._written is not None and self._piped_at is not None:
-            time.sleep(max(0.0, self._piped_at + NEW_PIPELINE_SETTLE_S - time.monotonic()))
-        return call(file)
-
-    def write(self, data) -> int:
-        chunk = bytes(data)
-        written = self._retried("write", lambda file: file.write(chunk))
-        if self._written is not None and chunk:
-            self._piped_at = self._piped_at or time.monotonic()
-            self._size += len(chunk)
-            if self._size > NEW_FILE_REPLAY_LIMIT:
-                self._written = None  # too much to keep: its first pipeline is its only one
-            else:
-                self._written.append(chunk)
-        return written
-
-    def sync(self) -> None:
-        self._retried("hsync", lambda file: self._settled(file, lambda f: f.sync()))
-        self._written = None
-
-    def sync_data(self) -> None:
-        self.sync()  # hsync: HDFS has no separate sync of the data alone
-
-    def close(self) -> None:
-        self._retried("close", lambda file: self._settled(file, lambda f: f.close()))
-        self._written = None
-
-    def abandon(self, *reason: str) -> None:
-        with self._lock:
-            self._abandoned = True
-            file = self._file
-        _abandon(file, *reason)
-
-    @property
-    def abandoned(self) -> bool:
-        return self._abandoned or bool(getattr(self._file, "abandoned", False))
-
-    def unsynced_directory(self) -> str | None:
-        return self._file.unsynced_directory()
-
-    def directory_synced(self) -> None:
-        self._file.directory_synced()
-
-    def tell(self) -> int:
-        return self._file.tell()
-
-    def __enter__(self) -> _NewFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _abandon(file, *reason: str) -> None:
-    abandon = getattr(file, "abandon", None)
-    if abandon is not None:
-        abandon(*reason)
 
 
 class _NameNodeClient:
@@ -684,7 +512,7 @@ class HdfsStorage:
         # The longest a write, hsync or close may block before the writer is abandoned (a
         # NameNode call: this, or NAMENODE_TIMEOUT_MIN if longer).
         self.io_timeout = io_timeout
-        # How long a new file is made again after its first pipeline failed (`_NewFile`).
+        # How long a new file's first sync is made again or hedged (`replication.new_files`).
         self.retry_budget = io_timeout if io_timeout is not None else NEW_FILE_RETRY_BUDGET_S
         self._runner = DeadlineRunner(f"hdfs-io-{urllib.parse.urlparse(self.url).port}")
         self._client = _NameNodeClient(
@@ -696,6 +524,9 @@ class HdfsStorage:
         # take the workers of writes and NameNode calls (`replication.hedged_reads`).
         self._read_runner = DeadlineRunner(f"hdfs-read-{urllib.parse.urlparse(self.url).port}")
         self.hedge_counts = HedgeCounts()
+        # New files' first syncs race on workers of their own (`replication.new_files`).
+        self._new_file_runner = DeadlineRunner(f"hdfs-new-{urllib.parse.urlparse(self.url).port}")
+        self.new_file_hedge_counts = HedgeCounts()
         self._arrow = None
         self._arrow_lock = threading.Lock()
         # Every call's duration, failed ones too (the admin API publishes them).
@@ -713,10 +544,11 @@ class HdfsStorage:
         """The full `hdfs://` URI of a path, for Spark and other clients."""
         return f"{self.url}{path}"
 
-    def create(self, path: str, *, overwrite: bool = False) -> _NewFile:
+    def create(self, path: str, *, overwrite: bool = False) -> NewFile:
         """A new file; one whose first pipeline fails before its first sync is made again
-        on another (`_NewFile`)."""
-        return _NewFile(self, path, overwrite, self._create_file(path, overwrite=overwrite))
+        on another, and its first sync is hedged (`replication.new_files`)."""
+        file = self._create_file(path, overwrite=overwrite)
+        return NewFile(self, path, overwrite, file, self._new_file_runner, self.new_file_hedge_counts)
 
     @_timed("create")
     def _create_file(self, path: str, *, overwrite: bool = False) -> HdfsWritableFile:
@@ -819,6 +651,7 @@ class HdfsStorage:
     def list(self, path: str) -> list[FileStatus]:
         try:
             found = [_status_of(status, path) for status in self._client.list_status(path, False)]
+            found = [status for status in found if not is_hedge(status.name)]  # `replication.new_files`
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "list") from error
         return sorted(found, key=lambda status: status.path)

@@ -70,18 +70,8 @@ def first_answer(
 ) -> T:
     """The first answer of `first`, and of `again` started beside it while none has
     answered (the module docstring says when)."""
-    answered = threading.Event()
-
-    def signalling(function: Callable[[], T]) -> Callable[[], T]:
-        def attempt() -> T:
-            try:
-                return function()
-            finally:
-                answered.set()
-
-        return attempt
-
-    calls: list[Call] = [runner.start(signalling(first))]
+    answered = threading.Event()  # set after an attempt's `done`, so never seen before it
+    calls: list[Call] = [runner.start(first, answered.set)]
     last_start = clock()
     refused = False  # the runner refused a hedge: wait for what runs
     while True:
@@ -104,7 +94,7 @@ def first_answer(
             answered.wait(due)
             continue
         try:
-            calls.append(runner.start(signalling(again)))
+            calls.append(runner.start(again, answered.set))
         except DeadlineExceeded:
             refused = True  # every worker is blocked: no more hedges, wait for those running
         last_start = clock()

@@ -189,6 +189,11 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
         before = max((f["delivered"] for f in curve if f["minute"] <= low), default=0)
         return (max(f["delivered"] for f in curve if low < f["minute"] <= high) - before) / (high - low)
 
+    def rise(key: str, low: float, high: float) -> float:
+        """The most `key` grew from one sample to the next in the window (low, high]."""
+        window = [figures[key] for figures in curve if low < figures["minute"] <= high]
+        return max([0, *(b - a for a, b in zip(window, window[1:], strict=False))])
+
     half, end = peaks(MINUTES / 4, MINUTES / 2), peaks(MINUTES * 3 / 4, MINUTES)
     # A saw's peak is what the flow writes between two checkpoints (or age-offs): it
     # grows with the rate, which a loaded machine may make higher in one window than
@@ -202,8 +207,13 @@ def test_a_clustered_node_keeps_its_disk_use_bounded(flow_cluster, tmp_path):
     # FlowFiles of under 100 bytes every 100 ms per node) it is retired by age (5 s)
     # with a few hundred KB in it, and a store's peak is megabytes: its 10 % is the
     # allowance that counts.
+    # Samples are SAMPLE_S apart, so a saw's peak is seen only to within what the store
+    # grows in one sample: half-way's sampled peak may sit that far below its true one
+    # (seen: the WAL's saw, about 12 MB at this rate, sampled at 9.8 MB half-way and at
+    # 12.2 MB at the end), and that rise is allowed on top.
     for key, slack in zip(STORES, (3 * 50 * 1024, 3 << 20, 3 * 50 * 1024, 1 << 20), strict=False):
-        assert end[key] <= 1.1 * faster * half[key] + slack, (key, faster, half, end, curve)
+        bound = 1.1 * faster * (half[key] + rise(key, MINUTES / 4, MINUTES / 2)) + slack
+        assert end[key] <= bound, (key, faster, half, end, curve)
     if LONG:
         # The long run's goal, on a quiet machine: the last sixth's mean of each store
         # at most 1.1 times the third sixth's (minutes 50-60 against 20-30 of 60).

@@ -1,27 +1,53 @@
 """A new HDFS file whose first pipeline fails before its first sync is made again on
-another (`replication.hdfs_storage._NewFile`): what was written is written again, once;
-a file already synced, fenced, or abandoned is never made again; the first sync of a
-new pipeline waits until it has settled. Pure logic, with a storage of fakes (the real
-thing: tests/integration/test_hdfs_datanode_death.py)."""
+another, and whose first sync that does not answer is hedged (`replication.new_files`):
+what was written is written again, once; a hedge that answers first is renamed over the
+file and every other attempt is abandoned and deleted; a file already synced, fenced, or
+abandoned is never made again; the first sync of a new pipeline waits until it has
+settled. The race's decisions (`race_step`) are pure; the file is tried with a storage
+of fakes (the real thing: tests/integration/test_hdfs_datanode_death.py and
+tests/integration/test_hdfs_new_file_hedges.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
-from replication import hdfs_storage
-from replication.hdfs_storage import NEW_FILE_ATTEMPTS, NEW_FILE_REPLAY_LIMIT, _NewFile
+from replication import new_files
+from replication.deadline import DeadlineRunner
+from replication.hedged_reads import HedgeCounts
+from replication.new_files import (
+    NEW_FILE_ATTEMPTS,
+    NEW_FILE_PAUSE_S,
+    NEW_FILE_REPLAY_LIMIT,
+    Attempt,
+    Failed,
+    NewFile,
+    Start,
+    Wait,
+    Won,
+    hedge_name,
+    is_hedge,
+    race_step,
+)
 from repositories.storage import LeaseLost, StorageAbandoned, StorageError, StorageFileNotFound, StorageUnavailable
 
 PATH = "/c1/shards/n1-7/wal/journal-0"
+DEADLINE = 5.0  # the longest a test waits for a thread it started
+REAL_SLEEP = time.sleep
 
 
 class FakeFile:
     """A file of `FakeStorage`: `fail` maps an operation to the error it raises (once)."""
 
-    def __init__(self, storage: FakeStorage, number: int):
-        self.storage, self.number = storage, number
+    def __init__(self, storage: FakeStorage, number: int, path: str):
+        self.storage, self.number, self.path = storage, number, path
         self.data, self.synced, self.closed, self.abandoned_with = b"", False, False, None
         self.fail: dict[str, Exception] = storage.failures.pop(0) if storage.failures else {}
+        # Set: its hsync and close wait until it is (a frozen pipeline), then fail past the deadline.
+        self.frozen: threading.Event | None = storage.frozen.pop(0) if storage.frozen else None
+        self.called = threading.Event()  # its hsync or close was called
 
     def _maybe_fail(self, operation: str) -> None:
         if self.abandoned_with is not None:
@@ -35,12 +61,20 @@ class FakeFile:
         self.data += data
         return len(data)
 
+    def _finish(self, operation: str) -> None:
+        self.called.set()
+        self._maybe_fail(operation)
+        if self.frozen is not None:
+            assert self.frozen.wait(DEADLINE)
+            self._maybe_fail(operation)
+            raise past_deadline()
+
     def sync(self) -> None:
-        self._maybe_fail("hsync")
+        self._finish("hsync")
         self.synced = True
 
     def close(self) -> None:
-        self._maybe_fail("close")
+        self._finish("close")
         self.closed = True
 
     def abandon(self, reason: str = "its writer stopped at once") -> None:
@@ -57,30 +91,45 @@ class FakeFile:
 
 
 class FakeStorage:
-    """`_create_file` and `delete`, all `_NewFile` uses; `failures`: for each file made in
-    turn, what its operations raise."""
+    """`_create_file`, `delete` and `rename`, all `NewFile` uses; `failures`: for each
+    file made in turn, what its operations raise; `frozen`: for each, the event its
+    sync or close waits for (None: answers at once)."""
 
     retry_budget = 1.5  # the storage's I/O deadline
 
-    def __init__(self, failures=(), create_error: Exception | None = None):
+    def __init__(self, failures=(), create_error: Exception | None = None, frozen=()):
         self.failures = [dict(f) for f in failures]
+        self.frozen: list[threading.Event | None] = list(frozen)
         self.files: list[FakeFile] = []
         self.deleted: list[str] = []
+        self.renamed: list[tuple[str, str]] = []
         self.create_error = create_error
+        self.counts = HedgeCounts()
+        self.made = threading.Condition()
 
     def _create_file(self, path: str, *, overwrite: bool = False) -> FakeFile:
         if self.files and self.create_error is not None:
             raise self.create_error
-        file = FakeFile(self, len(self.files))
-        self.files.append(file)
+        with self.made:
+            file = FakeFile(self, len(self.files), path)
+            self.files.append(file)
+            self.made.notify_all()
         return file
 
     def delete(self, path: str, *, recursive: bool = False) -> bool:
         self.deleted.append(path)
         return True
 
-    def new_file(self) -> _NewFile:
-        return _NewFile(self, PATH, False, self._create_file(PATH))
+    def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
+        assert overwrite and dst == PATH
+        self.renamed.append((src, dst))
+
+    def new_file(self) -> NewFile:
+        return NewFile(self, PATH, False, self._create_file(PATH), DeadlineRunner("test-new-files"), self.counts)
+
+    def wait_for_files(self, count: int) -> None:
+        with self.made:
+            assert self.made.wait_for(lambda: len(self.files) >= count, DEADLINE), len(self.files)
 
 
 def refused():
@@ -97,7 +146,7 @@ def past_deadline():
 def no_waiting(monkeypatch):
     """The pauses between attempts and before a new pipeline's first sync, recorded."""
     slept: list[float] = []
-    monkeypatch.setattr(hdfs_storage.time, "sleep", slept.append)
+    monkeypatch.setattr(new_files.time, "sleep", slept.append)
     return slept
 
 
@@ -109,21 +158,22 @@ def test_a_first_sync_that_fails_on_its_pipeline_is_made_again_with_what_was_wri
     file.sync()
     assert [f.data for f in storage.files] == [b"header;record;"] * 3
     assert [f.abandoned_with is not None for f in storage.files] == [True, True, False]
-    assert storage.files[-1].synced and storage.deleted == [PATH, PATH]
-    assert file.tell() == len(b"header;record;")
+    (failed_hedge,), ((winner, to),) = set(storage.deleted), storage.renamed
+    assert is_hedge(failed_hedge.rsplit("/", 1)[-1]) and is_hedge(winner.rsplit("/", 1)[-1])
+    assert failed_hedge != winner and to == PATH == storage.files[-1].path  # renamed: the writer goes on
+    assert storage.files[-1].synced and file.tell() == len(b"header;record;")
     file.write(b"after;")  # straight to the third file from now on
     file.close()
     assert storage.files[-1].data == b"header;record;after;" and storage.files[-1].closed
 
 
-def test_a_write_refused_at_the_pipeline_setup_is_written_once_on_the_new_file():
-    storage = FakeStorage([{}, {"write": refused()}])
+def test_a_write_refused_at_the_pipeline_setup_fails_its_attempt_and_the_next_writes_it_all_once():
+    storage = FakeStorage([{"write": refused()}, {"write": refused()}])
     file = storage.new_file()
     file.write(b"one;")
-    storage.files[0].fail["write"] = refused()  # the first file's next packet goes nowhere
     file.write(b"two;")
     file.sync()
-    assert storage.files[-1].data == b"one;two;" and len(storage.files) == 3
+    assert storage.files[-1].data == b"one;two;" and len(storage.files) == 3 and storage.files[-1].synced
 
 
 def test_after_its_first_sync_a_file_is_never_made_again():
@@ -182,40 +232,143 @@ def test_it_gives_up_after_so_many_files_and_then_retries_nothing(no_waiting):
     with pytest.raises(StorageUnavailable, match="refused"):
         file.sync()
     assert len(storage.files) == NEW_FILE_ATTEMPTS
-    assert no_waiting.count(hdfs_storage.NEW_FILE_PAUSE_S) == NEW_FILE_ATTEMPTS - 1
+    assert no_waiting.count(NEW_FILE_PAUSE_S) == NEW_FILE_ATTEMPTS - 1
+    assert set(storage.deleted) == {f.path for f in storage.files[1:]} and storage.renamed == []
     with pytest.raises(StorageUnavailable):
         file.close()  # its caller's clean-up: the last file's error, no new file
     assert len(storage.files) == NEW_FILE_ATTEMPTS
 
 
-def test_it_makes_files_again_for_a_deadline_at_most_after_the_first_failure(monkeypatch):
-    """Frozen DataNodes fail each new pipeline at the deadline: one more file is tried,
-    not NEW_FILE_ATTEMPTS of them."""
-    now = [0.0]
-    monkeypatch.setattr(hdfs_storage.time, "monotonic", lambda: now[0])
-    storage = FakeStorage([{"hsync": past_deadline()}] * 3)
+def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_renamed_over_the_file():
+    frozen = threading.Event()
+    storage = FakeStorage(frozen=[frozen])
+    file = storage.new_file()
+    file.write(b"header;")
+    file.sync()  # the file's own hsync hangs (a dead DataNode's address); the hedge answers
+    primary, hedge = storage.files
+    assert hedge.synced and hedge.data == b"header;" and primary.abandoned_with is not None
+    ((renamed, to),) = storage.renamed
+    assert is_hedge(renamed.rsplit("/", 1)[-1]) and to == PATH == hedge.path and storage.deleted == []
+    assert (storage.counts.hedged, storage.counts.won) == (1, 1)
+    file.write(b"after;")
+    file.sync()
+    assert hedge.data == b"header;after;" and primary.data == b"header;"
+    frozen.set()  # the file's own hsync fails at last: nothing changes
+    file.close()
+    assert hedge.closed and len(storage.files) == 2 and storage.renamed == [(renamed, PATH)]
+
+
+def test_the_file_answering_before_its_hedge_wins_and_the_hedge_is_deleted():
+    primary_frozen, hedge_frozen = threading.Event(), threading.Event()
+    storage = FakeStorage(frozen=[primary_frozen, hedge_frozen])
+    file = storage.new_file()
+    primary = storage.files[0]
+    primary.frozen = None  # answers, but only once the hedge was made
+    held = threading.Event()
+    sync = primary.sync
+    primary.sync = lambda: (held.wait(DEADLINE), sync())[1]
+    synced = threading.Thread(target=file.sync, daemon=True)
+    synced.start()
+    storage.wait_for_files(2)
+    assert storage.files[1].called.wait(DEADLINE)
+    held.set()
+    synced.join(DEADLINE)
+    assert not synced.is_alive() and primary.synced and storage.renamed == []
+    hedge = storage.files[1]
+    assert hedge.abandoned_with is not None and storage.deleted == [hedge.path]
+    assert (storage.counts.hedged, storage.counts.won) == (1, 0)
+    hedge_frozen.set()
+
+
+def test_every_attempt_frozen_fails_the_sync_and_leaves_no_hedge(monkeypatch):
+    """Frozen DataNodes fail each new pipeline at the deadline: hedges begin only within
+    the budget, and every one is deleted."""
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.01)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_EVERY_S", 0.01)
+    monkeypatch.setattr(new_files.time, "sleep", REAL_SLEEP)  # the pauses after failures take their time
+    release = threading.Event()
+    storage = FakeStorage(frozen=[release] * NEW_FILE_ATTEMPTS)
+    storage.retry_budget = 0.03  # hedges begin within 0.06 s: at most 6, and 3 after failures
     file = storage.new_file()
     file.write(b"a")
+    failed: list[BaseException] = []
 
-    def each_hsync_waits_its_deadline(f):
-        sync = f.sync
+    def sync() -> None:
+        try:
+            file.sync()
+        except StorageError as error:
+            failed.append(error)
 
-        def waited():
-            now[0] += storage.retry_budget
-            sync()
+    synced = threading.Thread(target=sync, daemon=True)
+    synced.start()
+    storage.wait_for_files(3)
+    release.set()
+    synced.join(DEADLINE)
+    assert not synced.is_alive() and len(failed) == 1 and "did not answer" in str(failed[0])
+    assert len(storage.files) < NEW_FILE_ATTEMPTS  # the budget ended the hedges, not the limit
+    assert set(storage.deleted) == {f.path for f in storage.files[1:]} and storage.renamed == []
 
-        f.sync = waited
 
-    for made in storage.files:
-        each_hsync_waits_its_deadline(made)
-    create = storage._create_file
-    storage._create_file = lambda path, overwrite=False: (
-        made := create(path, overwrite=overwrite),
-        each_hsync_waits_its_deadline(made),
-    )[0]
-    with pytest.raises(StorageUnavailable, match="did not answer"):
-        file.sync()
-    assert len(storage.files) == 2
+def test_a_file_abandoned_during_its_hedged_sync_abandons_every_attempt():
+    frozen = threading.Event()
+    storage = FakeStorage(frozen=[frozen, frozen])
+    file = storage.new_file()
+    file.write(b"a")
+    failed: list[BaseException] = []
+
+    def sync() -> None:
+        try:
+            file.sync()
+        except StorageError as error:
+            failed.append(error)
+
+    synced = threading.Thread(target=sync, daemon=True)
+    synced.start()
+    storage.wait_for_files(2)
+    assert storage.files[1].called.wait(DEADLINE)
+    file.abandon("incarnation n1-7 is dead")
+    frozen.set()
+    synced.join(DEADLINE)
+    assert not synced.is_alive() and isinstance(failed[0], StorageAbandoned) and file.abandoned
+    assert all(f.abandoned_with is not None for f in storage.files) and storage.renamed == []
+
+
+def test_the_race_waits_for_its_attempts_and_hedges_them_in_time():
+    began = [Attempt(10.0)]
+    timing = {"budget": 1.5, "hedge_after": 0.3, "hedge_every": 0.1}
+    assert race_step(began, 10.1, **timing) == Wait(pytest.approx(0.2))
+    assert race_step(began, 10.3, **timing) == Start(0.0)
+    two = [Attempt(10.0), Attempt(10.3)]
+    assert race_step(two, 10.35, **timing) == Wait(pytest.approx(0.05))  # then one every 0.1 s
+    assert race_step(two, 10.4, **timing) == Start(0.0)
+    late = [Attempt(10.0), Attempt(11.45)]
+    assert race_step(late, 11.6, **timing) == Wait(None)  # past the budget: no more hedges
+
+
+def test_the_race_is_won_by_the_attempt_that_answered():
+    attempts = [Attempt(10.0, True, past_deadline()), Attempt(10.3), Attempt(10.6, True)]
+    assert race_step(attempts, 11.0, budget=1.5) == Won(2)
+
+
+def test_an_attempt_that_failed_on_its_pipeline_is_followed_at_once():
+    failed = [Attempt(10.0, True, refused())]
+    assert race_step(failed, 10.01, budget=1.5) == Start(NEW_FILE_PAUSE_S)
+    over = [Attempt(10.0, True, refused()), Attempt(11.6, True, past_deadline())]
+    assert race_step(over, 11.7, budget=1.5) == Failed(over[-1].error)
+    many = [Attempt(10.0, True, refused())] * NEW_FILE_ATTEMPTS
+    assert race_step(many, 10.1, budget=1.5) == Failed(many[-1].error)
+
+
+def test_an_error_that_is_not_the_pipelines_ends_the_race_at_once():
+    fenced = StorageFileNotFound(f"cannot create hdfs:{PATH}: it or its parent directory does not exist", PATH)
+    attempts = [Attempt(10.0), Attempt(10.3, True, fenced)]
+    assert race_step(attempts, 10.4, budget=1.5) == Failed(fenced)
+
+
+def test_hedges_are_hidden_names_in_the_files_directory():
+    path = hedge_name(PATH, "ab12-3")
+    assert path == "/c1/shards/n1-7/wal/.journal-0.ab12-3.hedge"
+    assert is_hedge(path.rsplit("/", 1)[-1]) and not is_hedge("journal-0") and not is_hedge("a.hedge")
 
 
 def test_more_than_it_keeps_is_never_made_again():
@@ -241,30 +394,32 @@ def test_a_file_abandoned_while_it_is_made_again_abandons_the_new_one_too():
     storage = FakeStorage([{"hsync": refused()}])
     file = storage.new_file()
     file.write(b"a")
-    delete = storage.delete
+    create = storage._create_file
 
-    def delete_then_abandon(path, recursive=False):  # another thread abandons it meanwhile
+    def create_then_abandon(path, overwrite=False):  # another thread abandons it meanwhile
+        made = create(path, overwrite=overwrite)
         file.abandon("incarnation n1-7 is dead")
-        return delete(path, recursive=recursive)
+        return made
 
-    storage.delete = delete_then_abandon
+    storage._create_file = create_then_abandon
     with pytest.raises(StorageAbandoned):
         file.sync()
     assert all(f.abandoned_with is not None for f in storage.files) and len(storage.files) == 2
+    assert storage.deleted == [storage.files[1].path]
 
 
 def test_a_new_pipelines_first_sync_waits_until_it_has_settled(monkeypatch, no_waiting):
     now = [100.0]
-    monkeypatch.setattr(hdfs_storage.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(new_files.time, "monotonic", lambda: now[0])
     storage = FakeStorage()
     file = storage.new_file()
-    file.write(b"a")  # the pipeline is set up at 100.0
-    now[0] = 100.01
-    file.sync()
-    assert no_waiting == [pytest.approx(hdfs_storage.NEW_PIPELINE_SETTLE_S - 0.01)]
+    file.write(b"a")  # kept: nothing reaches HDFS before the first sync
+    assert storage.files[0].data == b"" and file.tell() == 1
+    file.sync()  # written then (the pipeline is set up at 100.0), synced 0.05 s after
+    assert no_waiting == [pytest.approx(new_files.NEW_PIPELINE_SETTLE_S)] and storage.files[0].data == b"a"
     file.write(b"b")
     file.sync()  # synced before: no wait
-    assert len(no_waiting) == 1
+    assert len(no_waiting) == 1 and storage.files[0].data == b"ab"
 
 
 def test_a_file_with_nothing_written_has_no_pipeline_to_wait_for(no_waiting):

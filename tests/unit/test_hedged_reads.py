@@ -177,11 +177,11 @@ class OneWorker(DeadlineRunner):
         self.asked_again = threading.Event()
         self.asked = 0
 
-    def start(self, function):
+    def start(self, function, on_done=None):
         self.asked += 1
         if self.asked == 2:
             self.asked_again.set()
-        return super().start(function)
+        return super().start(function, on_done)
 
 
 def test_a_hedge_the_workers_cannot_take_leaves_the_first_attempt_to_answer():

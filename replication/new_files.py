@@ -1,0 +1,439 @@
+"""New HDFS files that a DataNode's death cannot hold: their first sync is a race, won
+by the file itself or by a hedge beside it.
+
+Why: for 1 to 6 s after a DataNode's death the NameNode still puts new blocks on it (it
+avoids a stale DataNode only once its heartbeat monitor, which runs every 5 s, has found
+one; cluster/services/hadoop/hdfs-site.properties), two in three of them with two
+replicas of three DataNodes. Hadoop's Java client asks for another DataNode then
+(`excludeNodes`); hdfs-native 0.14.7 fails the write or the first hsync instead: at
+once when the dead DataNode's port refuses the connection (its process died, its machine
+did not), or only at the deadline when its address takes the connection and never
+answers (a frozen process; a dead machine or container, whose connection waits for the
+client's socket timeout). A WAL checkpoint makes five new files in a row (a snapshot
+and a journal per partition); each that waited out the 1.5 s deadline and was made
+again in turn held a compose drill's delivery up to 8 s after a DataNode's death.
+
+Nothing of a file is durable, and no one reads it, before its first sync. So `NewFile`
+keeps what is written to it until then (up to `NEW_FILE_REPLAY_LIMIT` bytes; past that,
+its first pipeline is its only one), and its first sync (or close) is a race, in the way
+of Hadoop's hedged reads: what was written is written to the file and synced, and while
+no attempt has answered, a *hedge* is started beside it after `NEW_FILE_HEDGE_AFTER_S`,
+then every `NEW_FILE_HEDGE_EVERY_S`: another file in the same directory, under a hidden
+name (`hedge_name`), with everything written again, and its own sync. An attempt that
+fails on its pipeline (`pipeline_failed`) is followed by another at once
+(`NEW_FILE_PAUSE_S`). The first attempt to finish its sync wins: a hedge that wins is
+renamed over the file (the NameNode finds an open file's writer by its inode, so the
+writer goes on writing under the new name), and every other attempt is abandoned and its
+hedge deleted. At most `NEW_FILE_ATTEMPTS` attempts start, all within twice the
+storage's `retry_budget` (its I/O deadline) of the race's start; each attempt's own
+calls have the storage's deadlines. When every attempt failed and no more may start, the
+last error is raised. An error that says the file is gone, fenced or no longer ours (not
+`pipeline_failed`) ends the race at once and is raised. The decisions are `race_step`, a
+pure function.
+
+Fencing holds: hedges are created with `create_parent=False` in the file's own
+directory, and the rename is within it, so a writer whose directory was renamed away
+(fenced) can neither create a hedge nor rename one into place. A writer that dies in
+the middle of a race leaves its file unsynced (as before) and a hidden hedge that
+nothing reads; `HdfsStorage.list` hides hedges, so directory listings (the WAL's, the
+content repository's) never see them.
+
+The first sync or close of a new pipeline waits until `NEW_PIPELINE_SETTLE_S` after its
+first write, when its setup went out: a hang-up that came with the setup's answer has
+been read by then, and the sync fails at once. Sent sooner, hdfs-native hangs on it until
+the deadline (it waits for an ack, then for its packet sender, which waits for a next
+packet; seen in the 6 s after a DataNode's SIGKILL: 8 of 26 new files that failed hung,
+none of 75 with the wait).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from repositories.storage import LeaseLost, StorageAbandoned, StorageError, StorageUnavailable
+from repositories.storage.protocol import join, parent
+
+from .deadline import Call, DeadlineExceeded, DeadlineRunner
+from .hedged_reads import HedgeCounts
+
+log = logging.getLogger(__name__)
+
+# At most this many attempts at a new file's first sync in all (the file itself, and the
+# files made again or hedged), the failed ones `NEW_FILE_PAUSE_S` apart, while what was
+# written to it is at most this many bytes. In the 1 to 6 s after a DataNode's death two
+# new pipelines in three include it (two replicas, three DataNodes).
+NEW_FILE_ATTEMPTS = 20
+NEW_FILE_PAUSE_S = 0.025
+NEW_FILE_RETRY_BUDGET_S = 10.0  # for a storage without an I/O deadline
+NEW_FILE_REPLAY_LIMIT = 4 << 20
+# A new file's first sync that has not answered within this long is hedged (seconds):
+# a healthy new pipeline's first hsync takes `NEW_PIPELINE_SETTLE_S` and milliseconds.
+# Then another hedge every `NEW_FILE_HEDGE_EVERY_S` while none answers: in the seconds
+# after a DataNode's death each has one chance in three of a pipeline without it, so a
+# file waits `NEW_FILE_HEDGE_AFTER_S` + 11 x `NEW_FILE_HEDGE_EVERY_S` at the 99th
+# percentile ((2/3)^11 < 1 %). Hedges begin within `NEW_FILE_HEDGE_BUDGETS` times the
+# storage's `retry_budget` of the race's start.
+NEW_FILE_HEDGE_AFTER_S = 0.25
+NEW_FILE_HEDGE_EVERY_S = 0.1
+NEW_FILE_HEDGE_BUDGETS = 2
+# A new pipeline's first sync (or close) waits until this long after the pipeline was
+# set up, its first write.
+NEW_PIPELINE_SETTLE_S = 0.05
+
+# A hedge of `directory/name` is `directory/.name.<token>.hedge`.
+HEDGE_SUFFIX = ".hedge"
+
+
+def hedge_name(path: str, token: str) -> str:
+    """The hidden path of a hedge of `path`, in the same directory."""
+    return join(parent(path), f".{path.rsplit('/', 1)[-1]}.{token}{HEDGE_SUFFIX}")
+
+
+def is_hedge(name: str) -> bool:
+    """Whether a directory entry's name is a hedge's (listings hide them)."""
+    return name.startswith(".") and name.endswith(HEDGE_SUFFIX)
+
+
+def pipeline_failed(error: BaseException) -> bool:
+    """Whether `error`, from a write, hsync or close of a file never synced, says its
+    pipeline could not be used (a DataNode of it unreachable: refused, reset, or past
+    the deadline), rather than that the file is gone, fenced or no longer ours."""
+    if isinstance(error, StorageAbandoned):
+        return False
+    if isinstance(error, LeaseLost):
+        return "All nodes failed for write" in str(error)
+    return isinstance(error, StorageUnavailable)
+
+
+# -- the race's decisions ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An attempt of a race as `race_step` sees it: when it began, and how it ended
+    (`done`; `error` None: its sync answered)."""
+
+    began: float
+    done: bool = False
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class Won:
+    index: int
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class Start:
+    pause: float  # before it: `NEW_FILE_PAUSE_S` after a failure, 0 for a hedge
+
+
+@dataclass(frozen=True)
+class Wait:
+    seconds: float | None  # None: until an attempt ends
+
+
+Step = Won | Failed | Start | Wait
+
+
+def race_step(
+    attempts: Sequence[Attempt],
+    now: float,
+    *,
+    budget: float,
+    hedge_after: float = NEW_FILE_HEDGE_AFTER_S,
+    hedge_every: float = NEW_FILE_HEDGE_EVERY_S,
+    limit: int = NEW_FILE_ATTEMPTS,
+) -> Step:
+    """What a race does next, given its attempts so far (the first began when it
+    started): no attempt starts `budget` seconds after the first or later; the module
+    docstring says why."""
+    for index, attempt in enumerate(attempts):
+        if attempt.done and attempt.error is None:
+            return Won(index)
+    for attempt in attempts:
+        if attempt.error is not None and not pipeline_failed(attempt.error):
+            return Failed(attempt.error)
+    may_start = len(attempts) < limit and now - attempts[0].began < budget
+    running = [attempt for attempt in attempts if not attempt.done]
+    if not running:
+        if may_start:
+            return Start(NEW_FILE_PAUSE_S)
+        return Failed(attempts[-1].error)  # type: ignore[arg-type]
+    if not may_start:
+        return Wait(None)
+    due = attempts[-1].began + (hedge_after if len(attempts) == 1 else hedge_every) - now
+    return Start(0.0) if due <= 0 else Wait(due)
+
+
+# -- the file --------------------------------------------------------------------------
+
+
+class _Lost(StorageError):
+    """An attempt that finished after another had won (or the race ended)."""
+
+
+def _seen(began: float, call: Call) -> Attempt:
+    """How `race_step` sees an attempt: one that lost to another is not an end (the
+    winner's is on its way)."""
+    if isinstance(call.error, _Lost):
+        return Attempt(began)
+    return Attempt(began, call.done.is_set(), call.error)
+
+
+class NewFile:
+    """A file `HdfsStorage.create` made (the module docstring says what it does until its
+    first sync). After its first sync (or once more than `NEW_FILE_REPLAY_LIMIT` bytes
+    were written to it) every call goes straight to the file, as `HdfsWritableFile`
+    documents.
+
+    Not for concurrent use, but `abandon()` may be called from any thread, at any time:
+    it ends a race and abandons every file of it. Lock plan: `_lock` guards `_file`,
+    `_abandoned` and the race's `_attempt_files` and `_decided`, for a few operations,
+    never across a call into HDFS."""
+
+    def __init__(self, storage, path: str, overwrite: bool, file, runner: DeadlineRunner, counts: HedgeCounts):
+        self.path = path
+        self._storage, self._overwrite = storage, overwrite
+        self._runner, self._counts = runner, counts
+        self._lock = threading.Lock()
+        self._file = file
+        self._abandoned = False
+        self._written: list[bytes] | None = []  # None: synced once, or too much to keep
+        self._size = 0  # of what was written
+        # The race of a first sync: each attempt's file once made, and whether it ended.
+        self._attempt_files: dict[int, Any] = {}
+        self._decided = False
+        self._token = ""  # names the race's hedges (`hedge_name`)
+
+    # -- the first sync or close: a race -----------------------------------------------
+
+    def _settle(self, piped_at: float | None) -> None:
+        """Wait until a new pipeline set up at `piped_at` has settled."""
+        if piped_at is not None:
+            time.sleep(max(0.0, piped_at + NEW_PIPELINE_SETTLE_S - time.monotonic()))
+
+    def _first(self, action: str, finish: Callable[[object], None]) -> None:
+        """`finish(file)` (its sync or close) on this file, or on a hedge that answered
+        first and is renamed over it."""
+        with self._lock:
+            if self._abandoned:
+                file = self._file
+            else:
+                self._attempt_files, self._decided = {0: self._file}, False
+                self._token = uuid.uuid4().hex[:12]
+                file = None
+        if file is not None:
+            finish(file)  # refused: abandoned
+            return
+        calls: list[tuple[float, Call]] = []
+        answered = threading.Event()  # set after an attempt's `done`, so never seen before it
+
+        def begin(index: int) -> None:
+            began = time.monotonic()
+            try:
+                calls.append((began, self._runner.start(lambda: self._attempt(index, finish), answered.set)))
+            except DeadlineExceeded:  # every worker is blocked: an attempt that failed at once
+                call = Call(lambda: None)
+                call.error = StorageUnavailable(f"cannot {action} hdfs:{self.path}: no HDFS worker is free", self.path)
+                call.done.set()
+                calls.append((began, call))
+
+        begin(0)
+        while True:
+            answered.clear()
+            # An attempt that lost to another is not an end: the winner's is on its way.
+            attempts = [_seen(began, call) for began, call in calls]
+            step = race_step(
+                attempts,
+                time.monotonic(),
+                budget=NEW_FILE_HEDGE_BUDGETS * self._storage.retry_budget,
+                hedge_after=NEW_FILE_HEDGE_AFTER_S,
+                hedge_every=NEW_FILE_HEDGE_EVERY_S,
+            )
+            if isinstance(step, Won):
+                self._counts.add(1 if len(calls) > 1 else 0, 1 if step.index > 0 else 0)
+                self._won(step.index)
+                return
+            if isinstance(step, Failed):
+                self._end_race()
+                raise step.error
+            if isinstance(step, Wait):
+                answered.wait(step.seconds)
+                continue
+            if step.pause:
+                log.info(
+                    "hdfs: %s %s failed before its first sync (%s); making it again on another pipeline "
+                    "(file %d of at most %d)",
+                    action,
+                    self.path,
+                    str(attempts[-1].error).splitlines()[0][:300],
+                    len(calls) + 1,
+                    NEW_FILE_ATTEMPTS,
+                )
+                time.sleep(step.pause)
+            begin(len(calls))
+
+    def _hedge_path(self, index: int) -> str:
+        return hedge_name(self.path, f"{self._token}-{index}")
+
+    def _attempt(self, index: int, finish: Callable[[object], None]):
+        """Attempt `index` of a race, on a worker: the file itself (0) or a hedge, with
+        everything written to it, then `finish(file)`."""
+        if index == 0:
+            file = self._file
+        else:
+            file = self._storage._create_file(self._hedge_path(index))
+            with self._lock:
+                ended, abandoned = self._decided, self._abandoned
+                if not (ended or abandoned):
+                    self._attempt_files[index] = file
+            if ended or abandoned:
+                self._drop(index, file)
+                self._lost(ended)
+        try:
+            piped_at = None
+            for chunk in self._written or ():
+                file.write(chunk)
+                piped_at = piped_at or time.monotonic()
+            self._settle(piped_at)
+            finish(file)
+        except BaseException:
+            if index:
+                self._drop(index, file)
+            raise
+        with self._lock:
+            ended, abandoned = self._decided, self._abandoned
+            self._decided = True
+        if ended or abandoned:
+            if index:
+                self._drop(index, file)
+            self._lost(ended)
+        return file
+
+    def _lost(self, ended: bool) -> None:
+        if ended:
+            raise _Lost(f"an attempt at hdfs:{self.path} ended after its race", self.path)
+        raise StorageAbandoned(f"cannot write hdfs:{self.path}: it was abandoned during its first sync", self.path)
+
+    def _won(self, index: int) -> None:
+        """Attempt `index` won: drop the others; a hedge is renamed over the file."""
+        with self._lock:
+            files = dict(self._attempt_files)
+        winner = files.pop(index)
+        for other, file in files.items():
+            if other:
+                self._drop(other, file)
+            else:
+                _abandon(file, "a hedge of its first sync answered first")
+        if index:
+            try:
+                self._storage.rename(self._hedge_path(index), self.path, overwrite=True)
+            except BaseException:
+                self._drop(index, winner)
+                raise
+            winner.path = self.path
+            log.info("hdfs: the first sync of %s was answered by its hedge %d", self.path, index)
+        with self._lock:
+            abandoned = self._abandoned
+            if not abandoned:
+                self._file = winner
+        if abandoned:
+            _abandon(winner, "abandoned while its first sync was hedged")
+            raise StorageAbandoned(f"cannot write hdfs:{self.path}: it was abandoned during its first sync", self.path)
+
+    def _end_race(self) -> None:
+        """A race lost by every attempt: abandon the hedges still running."""
+        with self._lock:
+            self._decided = True
+            files = dict(self._attempt_files)
+        for index, file in files.items():
+            if index:
+                self._drop(index, file)
+
+    def _drop(self, index: int, file) -> None:
+        """Abandon a hedge's file and delete it (best effort: a hedge left is hidden)."""
+        _abandon(file, "another attempt at its first sync answered first")
+        path = self._hedge_path(index)
+        try:
+            self._storage.delete(path)
+        except StorageError as error:
+            log.info("hdfs: could not delete the hedge %s (%s); it stays hidden", path, error)
+
+    # -- the storage protocol --------------------------------------------------------
+
+    def write(self, data) -> int:
+        chunk = bytes(data)
+        if self._written is None or self._abandoned:
+            return self._file.write(chunk)  # refused when abandoned
+        self._written.append(chunk)
+        self._size += len(chunk)
+        if self._size > NEW_FILE_REPLAY_LIMIT:  # too much to keep: its first pipeline is its only one
+            written, self._written = self._written, None
+            for kept in written:
+                self._file.write(kept)
+        return len(chunk)
+
+    def sync(self) -> None:
+        if self._written is None:
+            self._file.sync()
+            return
+        try:
+            self._first("hsync", lambda file: file.sync())
+        finally:
+            self._written = None
+
+    def sync_data(self) -> None:
+        self.sync()  # hsync: HDFS has no separate sync of the data alone
+
+    def close(self) -> None:
+        if self._written is None:
+            self._file.close()
+            return
+        try:
+            self._first("close", lambda file: file.close())
+        finally:
+            self._written = None
+
+    def abandon(self, *reason: str) -> None:
+        with self._lock:
+            self._abandoned = True
+            files = [self._file, *self._attempt_files.values()]
+        for file in files:
+            _abandon(file, *reason)
+
+    @property
+    def abandoned(self) -> bool:
+        return self._abandoned or bool(getattr(self._file, "abandoned", False))
+
+    def unsynced_directory(self) -> str | None:
+        return self._file.unsynced_directory()
+
+    def directory_synced(self) -> None:
+        self._file.directory_synced()
+
+    def tell(self) -> int:
+        return self._size if self._written is not None else self._file.tell()
+
+    def __enter__(self) -> NewFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _abandon(file, *reason: str) -> None:
+    abandon = getattr(file, "abandon", None)
+    if abandon is not None:
+        abandon(*reason)
