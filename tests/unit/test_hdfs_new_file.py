@@ -36,6 +36,7 @@ from repositories.storage import LeaseLost, StorageAbandoned, StorageError, Stor
 PATH = "/c1/shards/n1-7/wal/journal-0"
 DEADLINE = 5.0  # the longest a test waits for a thread it started
 REAL_SLEEP = time.sleep
+UNTIMED = 3600.0  # a hedge delay or budget that no test reaches
 
 
 class FakeFile:
@@ -144,10 +145,21 @@ def past_deadline():
 
 @pytest.fixture(autouse=True)
 def no_waiting(monkeypatch):
-    """The pauses between attempts and before a new pipeline's first sync, recorded."""
+    """The pauses between attempts and before a new pipeline's first sync, recorded; no
+    hedge is started by the clock and no budget ends a race, unless a test says so (a
+    loaded machine must not change which attempts a test sees)."""
     slept: list[float] = []
     monkeypatch.setattr(new_files.time, "sleep", slept.append)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", UNTIMED)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_EVERY_S", UNTIMED)
+    monkeypatch.setattr(FakeStorage, "retry_budget", UNTIMED)
     return slept
+
+
+@pytest.fixture
+def one_hedge_in_time(monkeypatch):
+    """A hedge begins 0.05 s after the file's own sync, and no other by the clock."""
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.05)
 
 
 def test_a_first_sync_that_fails_on_its_pipeline_is_made_again_with_what_was_written():
@@ -239,7 +251,7 @@ def test_it_gives_up_after_so_many_files_and_then_retries_nothing(no_waiting):
     assert len(storage.files) == NEW_FILE_ATTEMPTS
 
 
-def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_renamed_over_the_file():
+def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_renamed_over_the_file(one_hedge_in_time):
     frozen = threading.Event()
     storage = FakeStorage(frozen=[frozen])
     file = storage.new_file()
@@ -258,7 +270,7 @@ def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_renamed_over_
     assert hedge.closed and len(storage.files) == 2 and storage.renamed == [(renamed, PATH)]
 
 
-def test_the_file_answering_before_its_hedge_wins_and_the_hedge_is_deleted():
+def test_the_file_answering_before_its_hedge_wins_and_the_hedge_is_deleted(one_hedge_in_time):
     primary_frozen, hedge_frozen = threading.Event(), threading.Event()
     storage = FakeStorage(frozen=[primary_frozen, hedge_frozen])
     file = storage.new_file()
@@ -280,36 +292,21 @@ def test_the_file_answering_before_its_hedge_wins_and_the_hedge_is_deleted():
     hedge_frozen.set()
 
 
-def test_every_attempt_frozen_fails_the_sync_and_leaves_no_hedge(monkeypatch):
-    """Frozen DataNodes fail each new pipeline at the deadline: hedges begin only within
-    the budget, and every one is deleted."""
-    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.01)
-    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_EVERY_S", 0.01)
+def test_attempts_begin_only_within_the_budget_and_every_hedge_that_failed_is_deleted(monkeypatch):
+    """Frozen DataNodes fail each new pipeline at the deadline: once twice the budget
+    has passed since the race began, no attempt begins, whatever the limit."""
     monkeypatch.setattr(new_files.time, "sleep", REAL_SLEEP)  # the pauses after failures take their time
-    release = threading.Event()
-    storage = FakeStorage(frozen=[release] * NEW_FILE_ATTEMPTS)
-    storage.retry_budget = 0.03  # hedges begin within 0.06 s: at most 6, and 3 after failures
+    storage = FakeStorage([{"hsync": past_deadline()}] * NEW_FILE_ATTEMPTS)
+    storage.retry_budget = 0.03  # attempts begin within 0.06 s, 0.025 s apart: at most 3
     file = storage.new_file()
     file.write(b"a")
-    failed: list[BaseException] = []
-
-    def sync() -> None:
-        try:
-            file.sync()
-        except StorageError as error:
-            failed.append(error)
-
-    synced = threading.Thread(target=sync, daemon=True)
-    synced.start()
-    storage.wait_for_files(3)
-    release.set()
-    synced.join(DEADLINE)
-    assert not synced.is_alive() and len(failed) == 1 and "did not answer" in str(failed[0])
-    assert len(storage.files) < NEW_FILE_ATTEMPTS  # the budget ended the hedges, not the limit
+    with pytest.raises(StorageUnavailable, match="did not answer"):
+        file.sync()
+    assert 1 <= len(storage.files) < NEW_FILE_ATTEMPTS  # the budget ended the race, not the limit
     assert set(storage.deleted) == {f.path for f in storage.files[1:]} and storage.renamed == []
 
 
-def test_a_file_abandoned_during_its_hedged_sync_abandons_every_attempt():
+def test_a_file_abandoned_during_its_hedged_sync_abandons_every_attempt(one_hedge_in_time):
     frozen = threading.Event()
     storage = FakeStorage(frozen=[frozen, frozen])
     file = storage.new_file()
