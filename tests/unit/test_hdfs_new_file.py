@@ -160,6 +160,7 @@ def no_waiting(monkeypatch):
 def one_hedge_in_time(monkeypatch):
     """A hedge begins 0.05 s after the file's own sync, and no other by the clock."""
     monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.05)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_WIDTH", 1)
 
 
 def test_a_first_sync_that_fails_on_its_pipeline_is_made_again_with_what_was_written():
@@ -332,12 +333,14 @@ def test_a_file_abandoned_during_its_hedged_sync_abandons_every_attempt(one_hedg
 
 def test_the_race_waits_for_its_attempts_and_hedges_them_in_time():
     began = [Attempt(10.0)]
-    timing = {"budget": 1.5, "hedge_after": 0.3, "hedge_every": 0.1}
+    timing = {"budget": 1.5, "hedge_after": 0.3, "hedge_every": 0.1, "hedge_width": 2}
     assert race_step(began, 10.1, **timing) == Wait(pytest.approx(0.2))
-    assert race_step(began, 10.3, **timing) == Start(0.0)
-    two = [Attempt(10.0), Attempt(10.3)]
-    assert race_step(two, 10.35, **timing) == Wait(pytest.approx(0.05))  # then one every 0.1 s
-    assert race_step(two, 10.4, **timing) == Start(0.0)
+    assert race_step(began, 10.3, **timing) == Start(0.0, 2)  # two side by side
+    three = [Attempt(10.0), Attempt(10.3), Attempt(10.3)]
+    assert race_step(three, 10.35, **timing) == Wait(pytest.approx(0.05))  # then two every 0.1 s
+    assert race_step(three, 10.4, **timing) == Start(0.0, 2)
+    nearly = [Attempt(10.0)] * (NEW_FILE_ATTEMPTS - 1)
+    assert race_step(nearly, 10.4, **timing) == Start(0.0, 1)  # never past the limit
     late = [Attempt(10.0), Attempt(11.45)]
     assert race_step(late, 11.6, **timing) == Wait(None)  # past the budget: no more hedges
 
