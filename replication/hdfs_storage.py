@@ -32,9 +32,11 @@ answered within 0.4 s is asked again beside the first, on a new reader, and the 
 answer wins (`replication.hedged_reads`): a DataNode that died or froze otherwise holds
 a reader for the client's socket timeout before it tries the next replica.
 
-New files: made again when their first pipeline fails, and their first sync hedged
-(`replication.new_files`): a hedge is another file under a hidden name in the same
-directory, renamed over the file if it answers first. `list` never shows hedges.
+New files: their first sync is hedged (`replication.new_files`): a hedge is another
+file under a hidden name in the same directory, renamed over the file if it answers
+first. `list` never shows hedges. Once a call hung for its full deadline, every hsync
+has a short deadline for a few seconds (`replication.pipeline_suspicion`): one dead
+DataNode holds every open pipeline through it, and each would wait the full deadline.
 
 Every call is timed, failed ones too, into `HdfsStorage.call_durations` by operation
 (create, write, hsync, close, read, open, rename, delete, list, stat, mkdir,
@@ -80,6 +82,7 @@ from repositories.storage.protocol import parent
 from .deadline import DeadlineExceeded, DeadlineRunner
 from .hedged_reads import HedgeCounts, first_answer
 from .new_files import NEW_FILE_RETRY_BUDGET_S, NewFile, is_hedge
+from .pipeline_suspicion import PipelineSuspicion
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -314,8 +317,12 @@ class HdfsWritableFile:
         timeout: float | None,
         durations: CallDurations,
         readable: Callable[[str, int], None] | None = None,
+        suspicion: PipelineSuspicion | None = None,
     ):
         self.path = path
+        # The storage's: a call that hung for the full deadline opens it, and an hsync
+        # while it is open has a short deadline (`replication.pipeline_suspicion`).
+        self._suspicion = suspicion
         # Called after a close with the file's length: returns once a reader sees it all.
         self._readable = readable
         self._writer = writer.inner
@@ -348,14 +355,20 @@ class HdfsWritableFile:
                     raise self._refused()
             operation(writer)
 
+        timeout = self._timeout
+        if action == "hsync" and self._suspicion is not None:
+            timeout = self._suspicion.hsync_deadline(timeout)
         started = time.monotonic()
         try:
-            self._runner.run(admitted, self._timeout)
+            self._runner.run(admitted, timeout)
         except DeadlineExceeded:
+            if self._suspicion is not None and timeout == self._timeout:
+                self._suspicion.hung()
             with self._lock:
                 if self._refusal is None:
+                    suspected = "" if timeout == self._timeout else ", another pipeline having hung just before"
                     self._refusal = StorageUnavailable(
-                        f"cannot {action} hdfs:{self.path}: HDFS did not answer within {self._timeout:g} s "
+                        f"cannot {action} hdfs:{self.path}: HDFS did not answer within {timeout:g} s{suspected} "
                         "(the DataNodes of the write pipeline are down or frozen); this file's writer is "
                         "abandoned and its unsynced bytes were not persisted. Roll back and retry when "
                         "HDFS is healthy",
@@ -527,6 +540,8 @@ class HdfsStorage:
         # New files' first syncs race on workers of their own (`replication.new_files`).
         self._new_file_runner = DeadlineRunner(f"hdfs-new-{urllib.parse.urlparse(self.url).port}")
         self.new_file_hedge_counts = HedgeCounts()
+        # Once a pipeline hung, hsyncs have a short deadline for a while (`replication.pipeline_suspicion`).
+        self.pipeline_suspicion = PipelineSuspicion()
         self._arrow = None
         self._arrow_lock = threading.Lock()
         # Every call's duration, failed ones too (the admin API publishes them).
@@ -558,7 +573,14 @@ class HdfsStorage:
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, path, "create") from error
         return HdfsWritableFile(
-            path, writer, 0, self._runner, self.io_timeout, self.call_durations, self._wait_readable
+            path,
+            writer,
+            0,
+            self._runner,
+            self.io_timeout,
+            self.call_durations,
+            self._wait_readable,
+            self.pipeline_suspicion,
         )
 
     def append(self, path: str) -> HdfsWritableFile:

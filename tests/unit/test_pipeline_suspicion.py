@@ -1,0 +1,99 @@
+"""Once a write pipeline hung for its full deadline, hsyncs have a short deadline for a
+while (`replication.pipeline_suspicion`): the decision, and an HDFS file's hsync under
+it with a writer that never answers (the real thing: the compose drill's DataNode
+rounds, docs/operate/failures.md)."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+import pytest
+
+from replication.deadline import DeadlineRunner
+from replication.hdfs_storage import HdfsWritableFile
+from replication.pipeline_suspicion import SUSPECT_FOR_S, SUSPECT_HSYNC_S, PipelineSuspicion, hsync_deadline
+from repositories.instruments import ByLabel, LatencyHistogram
+from repositories.storage import StorageUnavailable
+
+IO_TIMEOUT = 1.5
+
+
+def test_an_hsync_has_the_full_deadline_unless_pipelines_are_suspected():
+    assert hsync_deadline(IO_TIMEOUT, float("-inf"), 100.0) == IO_TIMEOUT
+    assert hsync_deadline(IO_TIMEOUT, 108.0, 100.0) == SUSPECT_HSYNC_S
+    assert hsync_deadline(IO_TIMEOUT, 108.0, 108.0) == IO_TIMEOUT  # the window has closed
+    assert hsync_deadline(0.1, 108.0, 100.0) == 0.1  # never longer than the storage's own
+    assert hsync_deadline(None, 108.0, 100.0) is None  # a storage without deadlines
+
+
+def test_a_hang_suspects_every_pipeline_for_a_while():
+    now = [100.0]
+    suspicion = PipelineSuspicion(clock=lambda: now[0])
+    assert not suspicion.suspected and suspicion.hsync_deadline(IO_TIMEOUT) == IO_TIMEOUT
+    suspicion.hung()
+    now[0] += SUSPECT_FOR_S - 0.1
+    assert suspicion.suspected and suspicion.hsync_deadline(IO_TIMEOUT) == SUSPECT_HSYNC_S
+    now[0] += 0.2
+    assert not suspicion.suspected
+
+
+class Silent:
+    """hdfs-native's Rust writer, for a dead pipeline: every call waits until released."""
+
+    def __init__(self):
+        self.released = threading.Event()
+
+    def write(self, data):
+        self.released.wait(30)
+
+    def hsync(self):
+        self.released.wait(30)
+
+    def close(self):
+        self.released.wait(30)
+
+
+class Wrapper(io.RawIOBase):
+    """hdfs-native's FileWriter: the Rust writer is `inner`."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+
+def open_file(suspicion: PipelineSuspicion, timeout: float, path: str = "/c1/shards/n1-7/wal/journal-0"):
+    writer = Silent()
+    file = HdfsWritableFile(
+        path, Wrapper(writer), 0, DeadlineRunner("test-suspicion"), timeout, ByLabel(LatencyHistogram), None, suspicion
+    )
+    return file, writer
+
+
+def test_after_one_hsync_hung_for_its_deadline_the_next_is_given_up_soon():
+    suspicion = PipelineSuspicion()
+    content, content_writer = open_file(suspicion, 0.5, "/c1/content/n1-7/0/r1")
+    journal, journal_writer = open_file(suspicion, 0.5)
+    began = time.monotonic()
+    with pytest.raises(StorageUnavailable, match="within 0.5 s"):
+        content.sync()  # the full deadline: a pipeline through a dead DataNode
+    assert suspicion.suspected
+    second = time.monotonic()
+    with pytest.raises(StorageUnavailable, match=f"within {SUSPECT_HSYNC_S:g} s, another pipeline having hung"):
+        journal.sync()
+    assert time.monotonic() - second < 0.5 <= second - began  # the second waited the short deadline
+    content_writer.released.set()
+    journal_writer.released.set()
+
+
+def test_a_short_hsync_given_up_does_not_extend_the_suspicion():
+    now = [100.0]
+    suspicion = PipelineSuspicion(clock=lambda: now[0])
+    suspicion.hung()
+    file, writer = open_file(suspicion, 5.0)
+    with pytest.raises(StorageUnavailable, match=f"within {SUSPECT_HSYNC_S:g} s"):
+        file.sync()
+    now[0] += SUSPECT_FOR_S
+    assert not suspicion.suspected  # only a hang of the full deadline opens the window
+    writer.released.set()
