@@ -393,26 +393,24 @@ class NewFile:
                 self._file.write(kept)
         return len(chunk)
 
-    def sync(self) -> None:
+    def _finish(self, action: str, finish: Callable[[Any], None]) -> None:
+        """`finish(file)`: straight to the file once synced, else the first sync's race."""
         if self._written is None:
-            self._file.sync()
+            finish(self._file)
             return
         try:
-            self._first("hsync", lambda file: file.sync())
+            self._first(action, finish)
         finally:
             self._written = None
+
+    def sync(self) -> None:
+        self._finish("hsync", lambda file: file.sync())
 
     def sync_data(self) -> None:
         self.sync()  # hsync: HDFS has no separate sync of the data alone
 
     def close(self) -> None:
-        if self._written is None:
-            self._file.close()
-            return
-        try:
-            self._first("close", lambda file: file.close())
-        finally:
-            self._written = None
+        self._finish("close", lambda file: file.close())
 
     def abandon(self, *reason: str) -> None:
         with self._lock:
