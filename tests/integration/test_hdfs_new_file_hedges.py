@@ -22,6 +22,7 @@ import pytest
 
 from cluster.drills.flow_cluster import IO_TIMEOUT
 from cluster.drills.harness import HDFS_CLIENT
+from cluster.services.process import wait_until
 from replication.hdfs_storage import HdfsStorage
 from replication.new_files import is_hedge
 from repositories.storage import join
@@ -86,7 +87,8 @@ def test_new_files_in_the_second_after_a_datanode_froze_are_synced_by_a_hedge(hd
     assert sorted(status.path for status in storage.list(directory)) == sorted(contents)
     # The hedges that lost are deleted (those still held by the DataNode once it answers).
     raw = hdfs_native.Client(hdfs_cluster.url, hdfs_cluster.client_config)
-    deadline = time.monotonic() + LEFTOVERS_DEADLINE
-    while hedges := [s.path for s in raw.list_status(directory) if is_hedge(s.path.rsplit("/", 1)[-1])]:
-        assert time.monotonic() < deadline, f"hedges left after {LEFTOVERS_DEADLINE}s: {hedges}"
-        time.sleep(0.2)  # a poll of the directory, with a deadline
+    wait_until(
+        lambda: not [s.path for s in raw.list_status(directory) if is_hedge(s.path.rsplit("/", 1)[-1])],
+        LEFTOVERS_DEADLINE,
+        "every hedge that lost to be deleted",
+    )
