@@ -11,6 +11,11 @@
 * Starting the engine, linking the plugin and importing the base image happen under
   an exclusive lock on a file in the cache directory: two harnesses on one machine
   (the test suite's two workers, say) must not both start `dockerd` or import the image.
+* `containerd` runs as a service of its own, as Debian's packaging runs it, and `dockerd`
+  is pointed at its socket (`--containerd`). Left to itself, `dockerd` starts its own
+  containerd and gives it a fixed 15 s to answer; on a loaded machine (the test suite's
+  JVMs starting beside it) containerd can take longer, and `dockerd` then exits. The
+  harness waits for containerd's socket to answer under its own deadline instead.
 * A machine restored from a snapshot may keep `/var/run/docker.pid` from a `dockerd`
   that no longer runs, its number now another process's; `dockerd` then refuses to
   start. The harness removes a pid file that names no running `dockerd` first.
@@ -31,6 +36,7 @@ from .process import ManagedProcess, ServiceError, wait_until
 
 BASE_IMAGE = "debian:bookworm-slim"
 DOCKERD_PID_FILE = Path("/var/run/docker.pid")
+CONTAINERD_SOCKET = Path("/run/containerd/containerd.sock")
 
 
 def command_name(pid: int) -> str | None:
@@ -105,6 +111,12 @@ class DockerEngine:
             return False
         return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
 
+    def containerd_up(self) -> bool:
+        if not CONTAINERD_SOCKET.exists():
+            return False
+        probe = ["ctr", "--address", str(CONTAINERD_SOCKET), "--connect-timeout", "2s", "version"]
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+
     def start(self, timeout: float = 120.0) -> None:
         with machine_lock("docker-engine"):
             self._start(timeout)
@@ -115,22 +127,34 @@ class DockerEngine:
             raise ServiceError("dockerd is still missing after installing Debian's docker.io")
         if not self.engine_up():
             self.workdir.mkdir(parents=True, exist_ok=True)
-            remove_stale_pid_file(DOCKERD_PID_FILE)
-            daemon = self.daemon = ManagedProcess("dockerd", ["dockerd"], str(self.workdir / "dockerd.log"))
-            daemon.start()
-            try:
-                outcome = wait_until(
-                    lambda: "up" if self.engine_up() else (None if daemon.alive() else "exited"),
+            if not self.containerd_up():
+                self._run_until(
+                    ManagedProcess("containerd", ["containerd"], str(self.workdir / "containerd.log")),
+                    self.containerd_up,
                     timeout,
-                    "dockerd to answer `docker info`",
-                    interval=0.5,
+                    "containerd to answer on its socket",
                 )
-            except ServiceError as error:
-                raise ServiceError(f"{error}. dockerd log: {daemon.log_path}\n{daemon.log_tail(10)}") from None
-            if outcome == "exited":
-                raise ServiceError(f"dockerd exited as it started. Its log: {daemon.log_path}\n{daemon.log_tail(10)}")
+            remove_stale_pid_file(DOCKERD_PID_FILE)
+            self.daemon = ManagedProcess(
+                "dockerd", ["dockerd", f"--containerd={CONTAINERD_SOCKET}"], str(self.workdir / "dockerd.log")
+            )
+            self._run_until(self.daemon, self.engine_up, timeout, "dockerd to answer `docker info`")
         ensure_compose_plugin()
         self.ensure_base_image()
+
+    @staticmethod
+    def _run_until(daemon: ManagedProcess, answers: Callable[[], bool], timeout: float, what: str) -> None:
+        """Start DAEMON and wait until ANSWERS; one clear error, with its log's tail, if
+        it exits first or does not answer within TIMEOUT seconds."""
+        daemon.start()
+        try:
+            outcome = wait_until(
+                lambda: "up" if answers() else (None if daemon.alive() else "exited"), timeout, what, interval=0.5
+            )
+        except ServiceError as error:
+            raise ServiceError(f"{error}. {daemon.name} log: {daemon.log_path}\n{daemon.log_tail(10)}") from None
+        if outcome == "exited":
+            raise ServiceError(f"{daemon.name} exited as it started. Its log: {daemon.log_path}\n{daemon.log_tail(10)}")
 
     def ensure_base_image(self) -> None:
         if docker("image", "inspect", BASE_IMAGE, check=False).returncode == 0:
