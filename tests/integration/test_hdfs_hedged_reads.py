@@ -7,7 +7,11 @@ the connection (here: the kernel still accepts on its port) and nothing answers.
 file has a replica on it (replication 3 of 3 DataNodes), so about one read in three is
 sent to it first, and the reads begin at once, before the NameNode finds it stale
 (1 s) and sends readers to it last. The client's socket timeout is 10 s here, so a
-read that waited for it instead of being asked again would take 10 s or more."""
+read that waited for it instead of being asked again would take 10 s or more.
+
+Both ways a file is read: `read` (a whole file or a range: swap files, WAL journals)
+and `open_read` (a stream: content claims), whose every buffered read is hedged and
+goes on with the reader that answered."""
 
 from __future__ import annotations
 
@@ -33,9 +37,21 @@ READ_BOUND = 5.0
 FROZEN = 0  # the harness's DataNode index: every block has a replica there
 
 
-def test_reads_in_the_second_after_a_datanode_froze_are_answered_by_another_replica(hdfs_cluster, hdfs_store):
+def read_whole(storage: HdfsStorage, path: str) -> bytes:
+    return storage.read(path)
+
+
+def read_streamed(storage: HdfsStorage, path: str) -> bytes:
+    with storage.open_read(path) as stream:
+        return stream.read()
+
+
+@pytest.mark.parametrize("read_file", [read_whole, read_streamed], ids=["read", "open_read"])
+def test_reads_in_the_second_after_a_datanode_froze_are_answered_by_another_replica(
+    hdfs_cluster, hdfs_store, read_file
+):
     config = {**hdfs_cluster.client_config, **HDFS_CLIENT, "dfs.client.socket-timeout": str(SOCKET_TIMEOUT_MS)}
-    directory = join(hdfs_store.root, "hedged")
+    directory = join(hdfs_store.root, f"hedged-{read_file.__name__}")
     hdfs_store.storage.mkdir(directory)
     writer = hdfs_native.Client(hdfs_cluster.url, config)
     contents = {}
@@ -52,7 +68,7 @@ def test_reads_in_the_second_after_a_datanode_froze_are_answered_by_another_repl
     def reader(path: str) -> None:
         began = time.monotonic()
         try:
-            read[path] = storage.read(path)
+            read[path] = read_file(storage, path)
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(f"{path}: {error}")
         took[path] = time.monotonic() - began
@@ -68,7 +84,8 @@ def test_reads_in_the_second_after_a_datanode_froze_are_answered_by_another_repl
         hdfs_cluster.resume_datanode(FROZEN)
     slowest = max(took.values(), default=float("nan"))
     print(
-        f"\n{FILES} reads while DataNode {FROZEN} was frozen: slowest {slowest:.2f}s (bound {READ_BOUND}s), "
+        f"\n{FILES} reads ({read_file.__name__}) while DataNode {FROZEN} was frozen: "
+        f"slowest {slowest:.2f}s (bound {READ_BOUND}s), "
         f"hedged {storage.hedge_counts.hedged}, answered by a hedge {storage.hedge_counts.won}"
     )
     assert not errors, errors
