@@ -1,7 +1,8 @@
 """Once a write pipeline hung for its full deadline, hsyncs have a short deadline for a
 while (`replication.pipeline_suspicion`): the decision, and an HDFS file's hsync under
-it with a writer that never answers (the real thing: the compose drill's DataNode
-rounds, docs/operate/failures.md)."""
+it with a writer that never answers (the real thing: a frozen DataNode of the harness's
+HDFS, tests/integration/test_hdfs_pipeline_suspicion.py, and the compose drill's
+DataNode rounds, docs/operate/failures.md)."""
 
 from __future__ import annotations
 
