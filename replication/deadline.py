@@ -14,8 +14,9 @@ exit hook joins its threads and would hang interpreter shutdown on a stuck call.
 Abandoned workers are capped (`max_workers`, 64 by default): when every worker is
 busy (stuck past a deadline, or running) and the cap is reached, a new call is
 refused at once with `DeadlineExceeded`, as if it had timed out, instead of starting
-yet another thread for a storage that is not answering. A stuck call that returns
-at last frees its worker, and calls are taken again.
+yet another thread for a storage that is not answering; or, if its caller says it may
+wait (`start(wait=)`), only once that long has passed without a worker coming free. A
+stuck call that returns at last frees its worker, and calls are taken again.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ T = TypeVar("T")
 
 class DeadlineExceeded(TimeoutError):
     pass
+
+
+class NoWorkerFree(DeadlineExceeded):
+    """A call refused before it ran: every worker is blocked and the cap is reached."""
 
 
 class Call:
@@ -47,7 +52,8 @@ class DeadlineRunner:
     """Runs calls on a small pool of daemon threads; the caller waits with a deadline.
 
     Lock plan: `_lock` guards `_idle` and `_workers` (the counts used to decide when
-    to start another worker); the queue has its own lock.
+    to start another worker), and `_freed`, a condition on it, is notified when a worker
+    comes free; the queue has its own lock.
     """
 
     def __init__(self, name: str = "hdfs-io", max_workers: int = 64):
@@ -57,6 +63,7 @@ class DeadlineRunner:
         self._max_workers = max_workers
         self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
         self._idle = 0
         self._workers = 0  # alive: idle, running a call, or stuck in one
         self._started = 0  # ever, for thread names
@@ -71,20 +78,24 @@ class DeadlineRunner:
             raise call.error
         return call.result  # type: ignore[return-value]
 
-    def start(self, function: Callable[[], object], on_done: Callable[[], None] | None = None) -> Call:
+    def start(
+        self, function: Callable[[], object], on_done: Callable[[], None] | None = None, *, wait: float = 0.0
+    ) -> Call:
         """Start `function` on a worker and return at once: its `done` event is set when
         it returned, with its `result` or `error`, and then `on_done()` is called (a
         caller waiting on several calls is woken by it and finds the call done). Refused
         (`DeadlineExceeded`) as `run` is when every worker is blocked and the cap is
-        reached."""
+        reached, at once or once `wait` seconds passed without a worker coming free."""
         call = Call(function, on_done)
         with self._lock:
+            if wait > 0:
+                self._freed.wait_for(lambda: self._idle > 0 or self._workers < self._max_workers, wait)
             if self._idle > 0:
                 self._idle -= 1
             elif self._workers < self._max_workers:
                 self._start_worker()
             else:
-                raise DeadlineExceeded(
+                raise NoWorkerFree(
                     f"all {self._workers} {self._name} workers are still blocked in calls past "
                     "their deadlines; the storage is not answering (refused without waiting)"
                 )
@@ -112,3 +123,4 @@ class DeadlineRunner:
             del call
             with self._lock:
                 self._idle += 1
+                self._freed.notify()

@@ -79,7 +79,7 @@ from repositories.storage import (
 from repositories.storage.local import DIRECTORY_MODE, FILE_MODE
 from repositories.storage.protocol import parent
 
-from .deadline import DeadlineExceeded, DeadlineRunner
+from .deadline import DeadlineExceeded, DeadlineRunner, NoWorkerFree
 from .hedged_reads import HedgeCounts, first_answer
 from .new_files import NEW_FILE_RETRY_BUDGET_S, NewFile, is_hedge
 from .pipeline_suspicion import PipelineSuspicion
@@ -361,6 +361,16 @@ class HdfsWritableFile:
         started = time.monotonic()
         try:
             self._runner.run(admitted, timeout)
+        except NoWorkerFree as error:  # never ran: nothing of the pipeline is known
+            with self._lock:
+                if self._refusal is None:
+                    self._refusal = StorageUnavailable(
+                        f"cannot {action} hdfs:{self.path}: {error}; this file's writer is given up and its unsynced "
+                        "bytes were not persisted. Roll back and retry when HDFS is healthy",
+                        self.path,
+                    )
+                refused = self._refused()
+            raise refused from error
         except DeadlineExceeded:
             if self._suspicion is not None and timeout == self._timeout:
                 self._suspicion.hung()
@@ -537,8 +547,12 @@ class HdfsStorage:
         # take the workers of writes and NameNode calls (`replication.hedged_reads`).
         self._read_runner = DeadlineRunner(f"hdfs-read-{urllib.parse.urlparse(self.url).port}")
         self.hedge_counts = HedgeCounts()
-        # New files' first syncs race on workers of their own (`replication.new_files`).
+        # New files' first syncs race on workers of their own (`replication.new_files`),
+        # and their hedges write on workers of their own: a hedge's hsync that a frozen
+        # DataNode holds keeps its worker until the socket timeout, and a storm of them
+        # must never leave the NameNode calls and the other writers without one.
         self._new_file_runner = DeadlineRunner(f"hdfs-new-{urllib.parse.urlparse(self.url).port}")
+        self._hedge_runner = DeadlineRunner(f"hdfs-hedge-{urllib.parse.urlparse(self.url).port}")
         self.new_file_hedge_counts = HedgeCounts()
         # Once a pipeline hung, hsyncs have a short deadline for a while (`replication.pipeline_suspicion`).
         self.pipeline_suspicion = PipelineSuspicion()
@@ -566,7 +580,8 @@ class HdfsStorage:
         return NewFile(self, path, overwrite, file, self._new_file_runner, self.new_file_hedge_counts)
 
     @_timed("create")
-    def _create_file(self, path: str, *, overwrite: bool = False) -> HdfsWritableFile:
+    def _create_file(self, path: str, *, overwrite: bool = False, hedge: bool = False) -> HdfsWritableFile:
+        """A file whose writes run on the storage's writers' workers, or on its hedges'."""
         options = hdfs_native.WriteOptions(overwrite=overwrite, create_parent=False, permission=FILE_MODE)
         try:
             writer = self._client.create(path, options)
@@ -576,7 +591,7 @@ class HdfsStorage:
             path,
             writer,
             0,
-            self._runner,
+            self._hedge_runner if hedge else self._runner,
             self.io_timeout,
             self.call_durations,
             self._wait_readable,

@@ -20,15 +20,19 @@ of Hadoop's hedged reads: what was written is written to the file and synced, an
 no attempt has answered, *hedges* are started beside it after `NEW_FILE_HEDGE_AFTER_S`,
 then every `NEW_FILE_HEDGE_EVERY_S`, `NEW_FILE_HEDGE_WIDTH` at a time: each another file
 in the same directory, under a hidden name (`hedge_name`), with everything written
-again, and its own sync. An attempt that
-fails on its pipeline (`pipeline_failed`) is followed by another at once
-(`NEW_FILE_PAUSE_S`). The first attempt to finish its sync wins: a hedge that wins is
-renamed over the file (the NameNode finds an open file's writer by its inode, so the
-writer goes on writing under the new name), and every other attempt is abandoned and its
-hedge deleted. At most `NEW_FILE_ATTEMPTS` attempts start, all within twice the
-storage's `retry_budget` (its I/O deadline) of the race's start; each attempt's own
-calls have the storage's deadlines. When every attempt failed and no more may start, the
-last error is raised. An error that says the file is gone, fenced or no longer ours (not
+again, and its own sync. An attempt that fails on its pipeline (`pipeline_failed`) is
+followed by another at once (`NEW_FILE_PAUSE_S`). The first attempt to finish its sync
+wins: a hedge that wins is renamed over the file (the NameNode finds an open file's
+writer by its inode, so the writer goes on writing under the new name), and every other
+attempt is abandoned and its hedge deleted. At most `NEW_FILE_ATTEMPTS` attempts start,
+all within twice the storage's `retry_budget` (its I/O deadline) of the race's start;
+each attempt's own calls have the storage's deadlines. Attempts run on workers of their
+own, shared by the storage's races and capped (`replication.deadline`), and hedges
+write on workers of their own, also capped (`HdfsStorage`): a hedge for which no worker
+is free, of either kind, is not an attempt and does not count; the next is tried when
+one is due again. An attempt that must start because none runs waits for a worker,
+within the budget. When every attempt failed and no more may start, the last error is
+raised. An error that says the file is gone, fenced or no longer ours (not
 `pipeline_failed`) ends the race at once and is raised. The decisions are `race_step`, a
 pure function.
 
@@ -60,7 +64,7 @@ from typing import Any
 from repositories.storage import LeaseLost, StorageAbandoned, StorageError, StorageUnavailable
 from repositories.storage.protocol import join, parent
 
-from .deadline import Call, DeadlineExceeded, DeadlineRunner
+from .deadline import Call, DeadlineExceeded, DeadlineRunner, NoWorkerFree
 from .hedged_reads import HedgeCounts
 
 log = logging.getLogger(__name__)
@@ -161,10 +165,12 @@ def race_step(
     hedge_every: float = NEW_FILE_HEDGE_EVERY_S,
     hedge_width: int = NEW_FILE_HEDGE_WIDTH,
     limit: int = NEW_FILE_ATTEMPTS,
+    refused_at: float | None = None,
 ) -> Step:
     """What a race does next, given its attempts so far (the first began when it
-    started): no attempt starts `budget` seconds after the first or later; the module
-    docstring says why."""
+    started) and when a hedge was last refused for want of a worker (`refused_at`, if
+    after the last attempt began): no attempt starts `budget` seconds after the first or
+    later; the module docstring says why."""
     for index, attempt in enumerate(attempts):
         if attempt.done and attempt.error is None:
             return Won(index)
@@ -180,6 +186,8 @@ def race_step(
     if not may_start:
         return Wait(None)
     due = attempts[-1].began + (hedge_after if len(attempts) == 1 else hedge_every) - now
+    if refused_at is not None:
+        due = max(due, refused_at + hedge_every - now)
     return Start(0.0, min(hedge_width, limit - len(attempts))) if due <= 0 else Wait(due)
 
 
@@ -190,11 +198,17 @@ class _Lost(StorageError):
     """An attempt that finished after another had won (or the race ended)."""
 
 
-def _seen(began: float, call: Call) -> Attempt:
+class _NoWorker(StorageError):
+    """A hedge whose calls found no worker free: it never reached a pipeline."""
+
+
+def _seen(began: float, call: Call) -> Attempt | None:
     """How `race_step` sees an attempt: one that lost to another is not an end (the
-    winner's is on its way)."""
+    winner's is on its way); a hedge that found no worker for its calls is none."""
     if isinstance(call.error, _Lost):
         return Attempt(began)
+    if isinstance(call.error, _NoWorker):
+        return None
     return Attempt(began, call.done.is_set(), call.error)
 
 
@@ -245,33 +259,52 @@ class NewFile:
             return
         calls: list[tuple[float, Call]] = []
         answered = threading.Event()  # set after an attempt's `done`, so never seen before it
+        budget = NEW_FILE_HEDGE_BUDGETS * self._storage.retry_budget
+        started = time.monotonic()
+        refused_at: float | None = None  # a hedge found no worker free then
+        no_worker = 0  # hedges whose calls found no worker free: not attempts
 
-        def begin(index: int) -> None:
+        def begin(index: int, wait: float) -> bool:
+            """Start attempt `index` on a worker, waiting up to `wait` seconds for one to
+            be free. False if none was and it might not wait (a hedge: not made); one
+            that waited in vain is recorded as an attempt that failed at once."""
             began = time.monotonic()
             try:
-                calls.append((began, self._runner.start(lambda: self._attempt(index, finish), answered.set)))
-            except DeadlineExceeded:  # every worker is blocked: an attempt that failed at once
+                calls.append((began, self._runner.start(lambda: self._attempt(index, finish), answered.set, wait=wait)))
+                return True
+            except DeadlineExceeded:
+                if not wait:
+                    return False
                 call = Call(lambda: None)
-                call.error = StorageUnavailable(f"cannot {action} hdfs:{self.path}: no HDFS worker is free", self.path)
+                call.error = StorageUnavailable(
+                    f"cannot {action} hdfs:{self.path}: no HDFS worker came free within {wait:.2f} s", self.path
+                )
                 call.done.set()
                 calls.append((began, call))
+                return True
 
-        begin(0)
+        begin(0, budget)
         while True:
             answered.clear()
             # An attempt that lost to another is not an end: the winner's is on its way.
-            attempts = [_seen(began, call) for began, call in calls]
+            seen = [(index, _seen(began, call)) for index, (began, call) in enumerate(calls)]
+            kept = [(index, attempt) for index, attempt in seen if attempt is not None]
+            attempts = [attempt for _, attempt in kept]
+            if len(seen) - len(kept) > no_worker:  # a hedge found no worker for its calls
+                no_worker, refused_at = len(seen) - len(kept), time.monotonic()
             step = race_step(
                 attempts,
                 time.monotonic(),
-                budget=NEW_FILE_HEDGE_BUDGETS * self._storage.retry_budget,
+                budget=budget,
                 hedge_after=NEW_FILE_HEDGE_AFTER_S,
                 hedge_every=NEW_FILE_HEDGE_EVERY_S,
                 hedge_width=NEW_FILE_HEDGE_WIDTH,
+                refused_at=refused_at,
             )
             if isinstance(step, Won):
-                self._counts.add(1 if len(calls) > 1 else 0, 1 if step.index > 0 else 0)
-                self._won(step.index)
+                index = kept[step.index][0]
+                self._counts.add(1 if len(calls) > 1 else 0, 1 if index > 0 else 0)
+                self._won(index)
                 return
             if isinstance(step, Failed):
                 self._end_race()
@@ -290,8 +323,13 @@ class NewFile:
                     NEW_FILE_ATTEMPTS,
                 )
                 time.sleep(step.pause)
+                # None of the race's attempts runs: this one waits for a worker.
+                begin(len(calls), max(budget - (time.monotonic() - started), NEW_FILE_PAUSE_S))
+                continue
             for _ in range(step.count):
-                begin(len(calls))
+                if not begin(len(calls), 0.0):
+                    refused_at = time.monotonic()
+                    break
 
     def _hedge_path(self, index: int) -> str:
         return hedge_name(self.path, f"{self._token}-{index}")
@@ -302,7 +340,7 @@ class NewFile:
         if index == 0:
             file = self._file
         else:
-            file = self._storage._create_file(self._hedge_path(index))
+            file = self._storage._create_file(self._hedge_path(index), hedge=True)
             with self._lock:
                 ended, abandoned = self._decided, self._abandoned
                 if not (ended or abandoned):
@@ -317,9 +355,11 @@ class NewFile:
                 piped_at = piped_at or time.monotonic()
             self._settle(piped_at)
             finish(file)
-        except BaseException:
+        except BaseException as error:
             if index:
                 self._drop(index, file)
+                if isinstance(error.__cause__, NoWorkerFree):
+                    raise _NoWorker(str(error), self._hedge_path(index)) from error
             raise
         with self._lock:
             ended, abandoned = self._decided, self._abandoned

@@ -45,3 +45,17 @@ def test_stuck_workers_are_capped_and_calls_are_refused_at_the_cap_until_one_ret
     release.set()  # the storage answers again: the stuck calls return, their workers are idle
     assert wait_until(lambda: runner.run(lambda: "taken again", 5), 10, "a worker to be free") == "taken again"
     assert workers() == 2
+
+
+def test_a_start_that_may_wait_takes_the_first_worker_to_come_free_and_is_refused_after_its_wait():
+    runner = DeadlineRunner("waiting", max_workers=1)
+    release = threading.Event()
+    runner.start(lambda: release.wait(5))
+    with pytest.raises(DeadlineExceeded, match="all 1 waiting workers are still blocked"):
+        runner.start(lambda: "never run", wait=0.05)
+    started: list[object] = []
+    waiter = threading.Thread(target=lambda: started.append(runner.start(lambda: "ran", wait=5)), daemon=True)
+    waiter.start()
+    release.set()  # the busy worker comes free: the waiting start takes it
+    waiter.join(5)
+    assert not waiter.is_alive() and started[0].done.wait(5) and started[0].result == "ran"

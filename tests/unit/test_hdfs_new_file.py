@@ -15,7 +15,7 @@ import time
 import pytest
 
 from replication import new_files
-from replication.deadline import DeadlineRunner
+from replication.deadline import DeadlineRunner, NoWorkerFree
 from replication.hedged_reads import HedgeCounts
 from replication.new_files import (
     NEW_FILE_ATTEMPTS,
@@ -108,7 +108,8 @@ class FakeStorage:
         self.counts = HedgeCounts()
         self.made = threading.Condition()
 
-    def _create_file(self, path: str, *, overwrite: bool = False) -> FakeFile:
+    def _create_file(self, path: str, *, overwrite: bool = False, hedge: bool = False) -> FakeFile:
+        assert hedge == (path != PATH)
         if self.files and self.create_error is not None:
             raise self.create_error
         with self.made:
@@ -125,8 +126,9 @@ class FakeStorage:
         assert overwrite and dst == PATH
         self.renamed.append((src, dst))
 
-    def new_file(self) -> NewFile:
-        return NewFile(self, PATH, False, self._create_file(PATH), DeadlineRunner("test-new-files"), self.counts)
+    def new_file(self, runner: DeadlineRunner | None = None) -> NewFile:
+        runner = runner or DeadlineRunner("test-new-files")
+        return NewFile(self, PATH, False, self._create_file(PATH), runner, self.counts)
 
     def wait_for_files(self, count: int) -> None:
         with self.made:
@@ -137,6 +139,13 @@ def refused():
     return StorageUnavailable(
         f"cannot write hdfs:{PATH}: HDFS is unavailable (Connection refused (os error 111))", PATH
     )
+
+
+def no_worker_free():
+    cause = NoWorkerFree("all 64 hdfs-hedge workers are still blocked in calls past their deadlines")
+    error = StorageUnavailable(f"cannot write hdfs:{PATH}: {cause}", PATH)
+    error.__cause__ = cause
+    return error
 
 
 def past_deadline():
@@ -345,6 +354,116 @@ def test_the_race_waits_for_its_attempts_and_hedges_them_in_time():
     assert race_step(late, 11.6, **timing) == Wait(None)  # past the budget: no more hedges
 
 
+def test_a_hedge_refused_for_want_of_a_worker_is_tried_again_when_the_next_is_due():
+    timing = {"budget": 1.5, "hedge_after": 0.3, "hedge_every": 0.1, "hedge_width": 2}
+    began = [Attempt(10.0)]
+    assert race_step(began, 10.3, **timing, refused_at=10.3) == Wait(pytest.approx(0.1))
+    assert race_step(began, 10.4, **timing, refused_at=10.3) == Start(0.0, 2)
+    many = [Attempt(10.0)] * (NEW_FILE_ATTEMPTS - 1)  # refusals made none of these
+    assert race_step(many, 10.5, **timing, refused_at=10.3) == Start(0.0, 1)
+
+
+class CountingRunner(DeadlineRunner):
+    """A capped runner that counts the starts it refused (every worker busy)."""
+
+    def __init__(self, max_workers: int):
+        super().__init__("counting-new-files", max_workers=max_workers)
+        self.refusals = 0
+        self.refused = threading.Condition()
+        self.waiting = threading.Event()  # a start may wait for a worker
+
+    def start(self, function, on_done=None, *, wait=0.0):
+        if wait:
+            self.waiting.set()
+        try:
+            return super().start(function, on_done, wait=wait)
+        except new_files.DeadlineExceeded:
+            with self.refused:
+                self.refusals += 1
+                self.refused.notify_all()
+            raise
+
+    def wait_for_refusals(self, count: int) -> None:
+        with self.refused:
+            assert self.refused.wait_for(lambda: self.refusals >= count, DEADLINE), self.refusals
+
+
+def test_hedges_refused_while_every_worker_is_busy_are_not_attempts(monkeypatch):
+    """Other files' races hold every worker (a DataNode froze under many new files): the
+    hedges this file could not start do not use up its attempts, and once a worker is
+    free a hedge starts and answers."""
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.01)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_EVERY_S", 0.01)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_WIDTH", 1)
+    frozen, busy = threading.Event(), threading.Event()
+    storage = FakeStorage(frozen=[frozen])
+    runner = CountingRunner(max_workers=2)
+    runner.start(lambda: busy.wait(DEADLINE))  # another file's attempt
+    file = storage.new_file(runner)
+    file.write(b"header;")
+    synced = threading.Thread(target=file.sync, daemon=True)
+    synced.start()
+    runner.wait_for_refusals(NEW_FILE_ATTEMPTS)  # more hedges refused than a race may make
+    busy.set()
+    synced.join(DEADLINE)
+    frozen.set()
+    assert not synced.is_alive()
+    primary, hedge = storage.files
+    assert hedge.synced and hedge.data == b"header;" and storage.renamed == [(storage.renamed[0][0], PATH)]
+    assert (storage.counts.hedged, storage.counts.won) == (1, 1)
+
+
+def test_hedges_whose_writes_found_no_worker_free_are_not_attempts(monkeypatch):
+    """The hedges' own write workers are all held (hsyncs a frozen DataNode keeps until
+    the socket timeout): a hedge refused there never reached a pipeline, is deleted, and
+    does not use up the race's attempts; the first that finds a worker answers."""
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.01)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_EVERY_S", 0.01)
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_WIDTH", 1)
+    frozen = threading.Event()
+    refused_hedges = NEW_FILE_ATTEMPTS + 1
+    storage = FakeStorage([{}] + [{"write": no_worker_free()}] * refused_hedges, frozen=[frozen])
+    file = storage.new_file()
+    file.write(b"header;")
+    synced = threading.Thread(target=file.sync, daemon=True)
+    synced.start()
+    synced.join(DEADLINE)
+    frozen.set()
+    assert not synced.is_alive() and len(storage.files) == refused_hedges + 2
+    winner = storage.files[-1]
+    assert winner.synced and winner.data == b"header;" and storage.renamed == [(storage.renamed[0][0], PATH)]
+    assert {f.path for f in storage.files[1:-1]} <= set(storage.deleted)
+
+
+def test_an_attempt_that_must_start_waits_for_a_worker_within_the_budget(monkeypatch):
+    """The file's own first attempt finds every worker busy: it waits for one (not
+    refused at once), and if none is free within the budget the first sync fails saying so."""
+    storage = FakeStorage()
+    runner = CountingRunner(max_workers=1)
+    busy = threading.Event()
+    runner.start(lambda: busy.wait(DEADLINE))
+    file = storage.new_file(runner)
+    file.write(b"a")
+    synced = threading.Thread(target=file.sync, daemon=True)
+    synced.start()
+    assert runner.waiting.wait(DEADLINE)
+    busy.set()  # freed while it waits
+    synced.join(DEADLINE)
+    assert not synced.is_alive() and storage.files[0].synced and runner.refusals == 0
+
+    storage = FakeStorage()
+    storage.retry_budget = 0.05  # attempts start within 0.1 s
+    blocked = threading.Event()
+    runner = CountingRunner(max_workers=1)
+    runner.start(lambda: blocked.wait(DEADLINE))
+    file = storage.new_file(runner)
+    file.write(b"a")
+    with pytest.raises(StorageUnavailable, match="no HDFS worker came free within 0.10 s"):
+        file.sync()
+    blocked.set()
+    assert runner.refusals == 1 and not storage.files[0].synced
+
+
 def test_the_race_is_won_by_the_attempt_that_answered():
     attempts = [Attempt(10.0, True, past_deadline()), Attempt(10.3), Attempt(10.6, True)]
     assert race_step(attempts, 11.0, budget=1.5) == Won(2)
@@ -396,8 +515,8 @@ def test_a_file_abandoned_while_it_is_made_again_abandons_the_new_one_too():
     file.write(b"a")
     create = storage._create_file
 
-    def create_then_abandon(path, overwrite=False):  # another thread abandons it meanwhile
-        made = create(path, overwrite=overwrite)
+    def create_then_abandon(path, overwrite=False, hedge=False):  # another thread abandons it meanwhile
+        made = create(path, overwrite=overwrite, hedge=hedge)
         file.abandon("incarnation n1-7 is dead")
         return made
 

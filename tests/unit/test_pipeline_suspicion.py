@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from replication.deadline import DeadlineRunner
+from replication.deadline import DeadlineRunner, NoWorkerFree
 from replication.hdfs_storage import HdfsWritableFile
 from replication.pipeline_suspicion import SUSPECT_FOR_S, SUSPECT_HSYNC_S, PipelineSuspicion, hsync_deadline
 from repositories.instruments import ByLabel, LatencyHistogram
@@ -98,3 +98,27 @@ def test_a_short_hsync_given_up_does_not_extend_the_suspicion():
     now[0] += SUSPECT_FOR_S
     assert not suspicion.suspected  # only a hang of the full deadline opens the window
     writer.released.set()
+
+
+def test_a_call_refused_for_want_of_a_worker_suspects_no_pipeline_and_says_so():
+    """Every worker is held (hsyncs a frozen DataNode keeps): the call never reached
+    hdfs-native, so nothing of the pipelines is known; its error says why and carries
+    `NoWorkerFree` (a new file's race does not count such a hedge)."""
+    suspicion = PipelineSuspicion()
+    held = Silent()
+    runner = DeadlineRunner("test-refused", max_workers=1)
+    runner.start(held.hsync)
+    file = HdfsWritableFile(
+        "/c1/shards/n1-7/wal/journal-0",
+        Wrapper(Silent()),
+        0,
+        runner,
+        IO_TIMEOUT,
+        ByLabel(LatencyHistogram),
+        None,
+        suspicion,
+    )
+    with pytest.raises(StorageUnavailable, match="workers are still blocked") as refused:
+        file.write(b"a")
+    assert isinstance(refused.value.__cause__, NoWorkerFree) and not suspicion.suspected
+    held.released.set()
