@@ -23,8 +23,17 @@ The score of a survivor (higher is more capable)::
 * adopting: the shards handed to the survivor that its heartbeat does not show yet
   (`in_flight`: being adopted, or adopted since it last beat), and those this
   decision has just given it. Its heartbeat cannot say what they will cost, and their
-  fencing and recovery share its one process: when a rack's worth of nodes dies at
-  once, their shards spread over the survivors instead of queuing on the best one.
+  fencing and recovery share its one process.
+
+Spread first: survivors are ranked by how many shards they are adopting (fewest
+first), then by score. When a rack's worth of nodes dies at once, each survivor takes
+one of their shards before any takes a second, so the adoptions (lease recovery, the
+WAL's replay) run side by side in as many processes, and the slowest resumes as soon
+as one adoption would. The score alone would not spread them: a node that has just
+started reports idle threads and no backlog, and on a busy machine that makes it ten
+times as capable as its peers for a moment (the headroom floor against its own
+figures), enough to outweigh the 1 / (1 + adopting) factor for three shards. When
+there are more shards than survivors, the score decides who takes the second ones.
 
 Ties are broken deterministically: fewer queued FlowFiles first, then the
 incarnation id in string order. Every leader therefore picks the same survivor from
@@ -85,8 +94,9 @@ def rank(
     min_free_disk: int = MIN_FREE_DISK,
     adopting: Mapping[str, int] | None = None,
 ) -> list[Candidate]:
-    """Eligible survivors, best first, ties broken deterministically. `adopting`:
-    incarnation -> shards it is adopting that its heartbeat does not show."""
+    """Eligible survivors, best first: fewest shards being adopted, then the highest
+    score, ties broken deterministically. `adopting`: incarnation -> shards it is
+    adopting that its heartbeat does not show."""
     adopting = adopting or {}
     candidates = [
         Candidate(
@@ -98,7 +108,7 @@ def rank(
         if beat.incarnation not in exclude
     ]
     candidates = [c for c in candidates if c.score > 0.0]
-    return sorted(candidates, key=lambda c: (-c.score, c.queued, c.incarnation))
+    return sorted(candidates, key=lambda c: (adopting.get(c.incarnation, 0), -c.score, c.queued, c.incarnation))
 
 
 def shard_load(shard: ShardOwnership, last_beat: Heartbeat | None) -> QueueLoad:

@@ -100,6 +100,34 @@ def test_whole_spreads_several_shards_over_equal_survivors():
     assert sorted(m.to for m in plan.moves) == ["a-1", "b-2"]
 
 
+def test_a_rack_lost_at_once_spreads_over_the_survivors_even_when_one_scores_far_higher():
+    """Three nodes die together; the leader plans each in turn, handing on what it
+    gave. A node that has just started (idle threads, no backlog) scores ten times its
+    busy peers on a loaded machine, yet takes one shard, not all three: the adoptions
+    then run in three processes side by side."""
+    fresh = beat("n4-10", cpu=1.0, threads=0)
+    busy = [beat(f"n{i}-{i}", cpu=1.0, threads=4, queued=300) for i in (6, 7, 8)]
+    assert score(fresh) > 3 * 3 * score(busy[0])  # more than enough to outweigh 1 / (1 + adopting)
+    adopting: dict[str, int] = {}
+    chosen = []
+    for dead in ("n1-1", "n3-4", "n5-3"):
+        plan = plan_failover(
+            dead, dead_shards(dead), [fresh, *busy], plan_id=dead, leader="n6-6", at=5.0, adopting=adopting
+        )
+        chosen += [move.to for move in plan.moves]
+    assert chosen[0] == "n4-10" and len(set(chosen)) == 3
+
+
+def test_with_more_shards_than_survivors_the_score_decides_who_takes_a_second():
+    adopting: dict[str, int] = {}
+    survivors = [beat("a-1", weight=3), beat("b-2")]
+    chosen = []
+    for dead in ("d-7", "e-8", "f-9"):
+        plan = plan_failover(dead, dead_shards(dead), survivors, plan_id=dead, leader="a-1", at=5.0, adopting=adopting)
+        chosen += [move.to for move in plan.moves]
+    assert chosen == ["a-1", "b-2", "a-1"] and adopting == {"a-1": 2, "b-2": 1}
+
+
 def test_plan_skips_shards_of_others_retired_ones_and_the_dead_itself():
     retired = own.retire(own.new_shard("d-9", "d-9", 9, at=0), "d-9", 9, at=1)
     other = own.new_shard("a-1", "a-1", 1, at=0)
