@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from collections.abc import Callable
 
 from flow.errors import FlowDefinitionError, ProcessorRegistryError, QueueRecoveryError
 from repositories.flowfile import (
@@ -175,12 +176,21 @@ def adopt_shard(
     fence_timeout: float = DEFAULT_FENCE_TIMEOUT,
     fence_durations: LatencyHistogram | None = None,
     callbacks: ShardCallbacks = NO_CALLBACKS,
+    on_leases_asked: Callable[[], None] | None = None,
 ) -> ShardHandle:
     """Fence a shard moved to this node (state ADOPTING at `ownership.epoch`, or HELD
     and tried again) and return its handle, with `callbacks` (what its runtime asks the
     member). For an unseeded divvy slice, also seed its WAL. Each fence that succeeds is
-    timed into `fence_durations`."""
+    timed into `fence_durations`. `on_leases_asked` is called once, when the first
+    fence has asked for the lease of each of its files (`fence`)."""
     started = time.monotonic()
+    asked = False
+
+    def leases_asked() -> None:  # a divvy slice fences its parent, then itself
+        nonlocal asked
+        if not asked and on_leases_asked is not None:
+            asked = True
+            on_leases_asked()
 
     def fenced(shard: str, epoch: int):
         report = fence(
@@ -192,6 +202,7 @@ def adopt_shard(
             hooks=fence_hooks,
             first_wait=fence_first_wait,
             timeout=fence_timeout,
+            on_leases_asked=leases_asked,
         )
         if fence_durations is not None:
             fence_durations.observe(report.seconds)

@@ -5,8 +5,9 @@ RegionServer: rename the WAL directory, then recover the lease of every file).
    owner's files keep their inode but lose their path, and since every file is
    created with `create_parent=False`, the old owner cannot bring the directory back
    by creating a new file in it.
-2. `recover_lease` every file under the fenced directory (WAL journals, snapshot,
-   swap files), polling until each is closed (`repositories.storage.leases`: short
+2. `recover_lease` every file under the fenced directory (the WAL's journals and
+   snapshot first, then swap files: a DataNode recovers blocks in the order their
+   leases were asked for), polling until each is closed (`repositories.storage.leases`: short
    polls for the first 2 s, then a doubling backoff).
 
 After that the old owner's next hsync fails with `LeaseLost`, and the adopter reads
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -66,6 +68,15 @@ class FenceReport:
     seconds: float = 0.0  # the whole fence, rename to the last lease recovered
 
 
+def journals_first(files: list[str], wal_directory: str) -> list[str]:
+    """`files` with the WAL's (under `wal_directory`) first, each group in its order.
+
+    A DataNode recovers the blocks it is handed one after another, in the order their
+    leases were asked for; the WAL's recovery reads the journals first."""
+    prefix = wal_directory.rstrip("/") + "/"
+    return sorted(files, key=lambda path: not path.startswith(prefix))
+
+
 def current_directory(storage: Storage, layout, shard: str) -> tuple[str | None, int | None]:
     """(path, fenced epoch or None) of the shard's data as it is now, or (None, None)."""
     parent_dir = layout.hdfs_shards
@@ -98,9 +109,14 @@ def fence(
     max_wait: float = 8.0,
     timeout: float = DEFAULT_FENCE_TIMEOUT,
     hooks: FenceHooks | None = None,
+    on_leases_asked: Callable[[], None] | None = None,
 ) -> FenceReport:
     """Fence `shard` for its new owner at `epoch` and return where its data now is.
 
+    `on_leases_asked` is called once the lease of every file of the shard has been
+    asked for (`recover_leases`' first round), the WAL's journals first: what the
+    adopter asks HDFS to recover next (the dead writer's content files) queues behind
+    them on the DataNodes, instead of ahead of what the WAL's recovery waits for.
     `sleep` and `clock` are injected so tests drive the backoff without waiting."""
     hooks = FenceHooks.coerce(hooks)
     started = clock()
@@ -133,7 +149,7 @@ def fence(
                 raise
     hooks.after_rename(target)
     report = FenceReport(target, renamed_from)
-    files = files_under(storage, target)
+    files = journals_first(files_under(storage, target), layout.wal_directory(target))
     for path in files:
         hooks.before_recover(path)
     try:
@@ -146,6 +162,7 @@ def fence(
             fast_window=fast_window,
             max_wait=max_wait,
             timeout=timeout,
+            after_first_round=on_leases_asked,
         )
     except LeaseRecoveryTimeout as error:
         raise FenceTimeout(shard, error.path, error.waited) from None

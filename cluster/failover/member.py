@@ -183,6 +183,7 @@ class ClusterMember:
         instruments: FailoverInstruments | None = None,
         on_connected: Callable[[], None] | None = None,
         on_fencing: Callable[[ShardOwnership], None] | None = None,
+        on_leases_asked: Callable[[ShardOwnership], None] | None = None,
     ):
         self.config, self.runtime_factory = config, runtime_factory
         # The incarnation's own view of the node's storage: abandoned at its death.
@@ -196,6 +197,9 @@ class ClusterMember:
         # Told as an adoption begins to fence a shard: work to run beside the fencing
         # (it must return at once, and a failure in it is its own to handle).
         self._on_fencing = on_fencing
+        # Told once the fence has asked HDFS for the lease of each of the shard's files:
+        # lease recoveries asked for from then on queue behind those (`fence`).
+        self._on_leases_asked = on_leases_asked
         self._clock, self._wall_clock = clock, wall_clock
         self.client = None
         self.store: ClusterStore | None = None
@@ -567,6 +571,10 @@ class ClusterMember:
         with self._lock:
             return dict(self.runtimes)
 
+    def _leases_asked_callback(self, ownership: ShardOwnership) -> Callable[[], None] | None:
+        told = self._on_leases_asked
+        return None if told is None else lambda: told(ownership)
+
     def _callbacks(self, ownership: ShardOwnership, *, home: bool) -> ShardCallbacks:
         """What the runtime of `ownership`'s shard asks this member: the session guard,
         and ZooKeeper's word on whether the shard is still this incarnation's at that
@@ -751,6 +759,7 @@ class ClusterMember:
                 fence_timeout=self.config.fence_timeout,
                 fence_durations=self.instruments.fencing_durations,
                 callbacks=self._callbacks(current, home=False),
+                on_leases_asked=self._leases_asked_callback(current),
             )
             runtime = self._prepare(handle)
             try:

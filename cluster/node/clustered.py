@@ -203,6 +203,7 @@ class ClusteredNode:
             instruments=self.failover_instruments,
             on_connected=lambda: self.events(NodeEvent.CONNECTED, node=config.name),
             on_fencing=self._on_fencing,
+            on_leases_asked=self._recover_earlier_owners_content,
         )
         with self._lock:
             self.member = member
@@ -210,7 +211,6 @@ class ClusteredNode:
 
     def _on_fencing(self, ownership) -> None:
         """An adoption begins to fence `ownership`'s shard: what can run beside it."""
-        self._recover_earlier_owners_content(ownership)
         with self._lock:
             member, definition, version = self.member, self.definition, self.flow.version
         if member is None:
@@ -229,7 +229,10 @@ class ClusteredNode:
 
     def _recover_earlier_owners_content(self, ownership) -> None:
         """While a shard is fenced for adoption, recover the leases of the content files
-        its earlier owners (dead) left open, so that its first reads do not wait for it."""
+        its earlier owners (dead) left open, so that its first reads do not wait for it.
+        Asked once the fence has asked for the shard's own files: a DataNode recovers
+        blocks in the order they were asked for, and the WAL's recovery waits for the
+        shard's, its first reads for these."""
         with self._lock:
             content = self.content
         if content is not None:

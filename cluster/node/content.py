@@ -16,7 +16,8 @@ commit, not a create and a close; see `replication.hdfs_content`): a claim of th
 node read back from HDFS (its local copy damaged) has its resource sealed first, and
 an adopter recovers the leases of the files a dead incarnation left open: the newest
 files of the shard's earlier owners while it fences the shard (`NodeContent.recover_dead_writer`,
-found by listing their containers' newest sections, beside the WAL's lease recovery),
+found by listing their containers' newest sections, beside the WAL's lease recovery,
+asked for once the fence has asked for the shard's own files),
 the newest ones of each container the shard's claims name as it recovers the shard
 (`NodeContent.prepare_adopted`), any other at the first read that meets it.
 A new incarnation deletes the local replicas of this node's earlier incarnations:
@@ -346,7 +347,8 @@ class NodeContent(ContentStore):
         """In the background, recover the leases of the newest files `container` (the
         dead last owner of a shard being fenced) left open
         (`ForeignContainers.recover_newest_written`): beside the fencing of the shard's
-        WAL, rather than after it, at the adopted shard's first reads."""
+        WAL (once the fence has asked for the shard's own files, which the WAL's
+        recovery waits for), rather than after it, at the adopted shard's first reads."""
         if container is None or container == self.container:
             return None
         return _in_background(

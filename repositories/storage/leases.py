@@ -15,6 +15,11 @@ NameNode call per open file. After the window, the backoff keeps a stuck recover
 from turning into a tight loop. (HBase waits 4 s before its second call, for older
 HDFS.)
 
+Order matters on a DataNode: it recovers the blocks the NameNode hands it one after
+another, in the order they were asked for, so a caller asks first for what it needs
+first (a fence asks for the WAL's journals before the swap files, and for the dead
+writer's content files only after both; `after_first_round`).
+
 Who uses it: fencing a dead owner's shard (its WAL and swap files), and reading a
 dead incarnation's content file that it left open (its close failed after its claims
 were hsynced): hdfs-native reads a file only up to its last finished block, so such
@@ -57,21 +62,30 @@ def recover_leases(
     fast_window: float = 2.0,
     max_wait: float = 8.0,
     timeout: float = 120.0,
+    after_first_round: Callable[[], None] | None = None,
 ) -> tuple[int, float]:
     """Return (recover_lease calls, seconds waited) once every path is closed.
 
+    `after_first_round`, if given, is called once every path's lease has been asked
+    for the first time (also when there are none): what the caller queues at the
+    NameNode from then on comes after these files' block recoveries.
     `sleep` and `clock` are injected so tests drive the backoff without waiting."""
     start = clock()
     calls = 0
     delay = first_wait
     pending = list(paths)
-    while pending:
+    first_round = True
+    while pending or first_round:
         still_open = []
         for path in pending:
             calls += 1
             if not storage.recover_lease(path):
                 still_open.append(path)
         pending = still_open
+        if first_round:
+            first_round = False
+            if after_first_round is not None:
+                after_first_round()
         if not pending:
             break
         waited = clock() - start

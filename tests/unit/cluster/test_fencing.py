@@ -107,3 +107,28 @@ def test_fence_gives_up_with_a_clear_error_after_the_deadline(layout):
 
     with pytest.raises(FenceTimeout, match="was not recovered"):
         fence(SlowLeases(pending=10**6), layout, "n1-3", 4, sleep=sleep, clock=lambda: now[0], timeout=10.0)
+
+
+def test_fence_asks_for_the_journals_first_and_tells_when_every_lease_was_asked(layout):
+    """A DataNode recovers blocks in the order their leases were asked for: the WAL's
+    files go first, and what the adopter asks for next (`on_leases_asked`) comes after
+    every file of the shard, before any poll."""
+    directory = make_shard(layout, "n1-3")
+    with LocalStorage().create(f"{directory}/flow.json") as f:
+        f.write(b"{}")
+    storage, asked = SlowLeases(pending=2), []
+
+    def told():
+        asked.append(dict(storage.calls))
+
+    report = fence(storage, layout, "n1-3", 4, sleep=lambda s: None, on_leases_asked=told)
+    names = [p.split("-fenced-4/", 1)[1] for p in report.files]
+    assert names[:2] == ["wal/partition-0", "wal/snapshot"] and set(names[2:]) == {"flow.json", "swap-1"}
+    assert list(storage.calls) == report.files  # asked in that order
+    assert asked == [dict.fromkeys(report.files, 1)]  # once, every file asked once, no poll yet
+
+
+def test_on_leases_asked_is_told_also_when_the_shard_has_no_file(layout):
+    asked = []
+    fence(LocalStorage(), layout, "n9-1", 2, sleep=lambda s: None, on_leases_asked=lambda: asked.append(1))
+    assert asked == [1]

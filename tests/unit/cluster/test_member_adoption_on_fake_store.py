@@ -112,7 +112,9 @@ class Cluster:
     def layout(self) -> ClusterLayout:
         return ClusterLayout("c1", self.root)
 
-    def start_member(self, node: str, runtimes: Runtimes, *, weight: float = 1.0, on_fencing=None) -> ClusterMember:
+    def start_member(
+        self, node: str, runtimes: Runtimes, *, weight: float = 1.0, on_fencing=None, on_leases_asked=None
+    ) -> ClusterMember:
         config = MemberConfig(
             zk_hosts="fake",
             cluster="c1",
@@ -131,6 +133,7 @@ class Cluster:
             clients=FakeClients(self.zookeeper),
             clock=lambda: 0.0,
             on_fencing=on_fencing,
+            on_leases_asked=on_leases_asked,
         )
         self.members.append(member)
         member.start()
@@ -200,6 +203,38 @@ def test_a_plan_naming_this_member_moves_the_shard_here_and_the_member_adopts_it
     leader.step()
     assert leader.plans.read(victim)[0].status == "done"
     assert validate_cluster(read_cluster_view(member.store)) == []
+
+
+class LeasesAsked(LocalStorage):
+    """Local disk that records each file whose lease was asked for."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked: list[str] = []
+
+    def recover_lease(self, path):
+        self.asked.append(path)
+        return super().recover_lease(path)
+
+
+def test_the_member_is_told_once_the_fence_asked_for_the_shards_leases_and_before_it_recovers(cluster):
+    """What a node asks HDFS to recover beside an adoption (the dead owner's content
+    files) queues behind the shard's own files on the DataNodes: the member tells it
+    only once the fence has asked for each of them, and before the shard's recovery."""
+    cluster.storage = LeasesAsked()
+    told = []
+    runtimes = Runtimes()
+
+    def leases_asked(ownership):
+        told.append((ownership.shard, ownership.epoch, list(cluster.storage.asked), ownership.shard in runtimes.made))
+
+    member = cluster.start_member("n2", runtimes, on_leases_asked=leases_asked)
+    victim, epoch = cluster.dead_owner("n1")
+
+    cluster.leader(member).step()
+    wait_until(lambda: outcomes(member)[ADOPTED] == 1, WAIT, f"{victim} adopted")
+    fenced_journal = f"{cluster.layout.fenced_directory(victim, epoch + 1)}/wal/journal-0"
+    assert told == [(victim, epoch + 1, [fenced_journal], False)]
 
 
 def test_a_plan_for_another_member_is_ignored(cluster):
