@@ -225,7 +225,8 @@ def round_line(entry: dict, total: int) -> str:
             if key in entry
         ]
         if measured:
-            body += ": " + ", ".join(measured)
+            slowest = entry.get("slowest_shard")
+            body += (f"; the slowest shard {slowest}: " if slowest else ": ") + ", ".join(measured)
         if entry.get("nothing_to_resume"):
             body += ": nothing to resume (the victim had drained its queue)"
     notes = []
@@ -243,7 +244,7 @@ def round_line(entry: dict, total: int) -> str:
         if key in entry:
             notes.append(f"{label}: {entry[key]}")
     if entry.get("victims") and len(entry["victims"]) > 1:
-        notes.append(f"killed together: {', '.join(entry['victims'])}; the slowest shard's timings")
+        notes.append(f"killed together: {', '.join(entry['victims'])}")
     if isinstance(entry.get("zombie"), list):
         notes.append(f"zombie: {', '.join(entry['zombie'])}")
     if entry.get("deposed"):

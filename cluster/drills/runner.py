@@ -229,6 +229,7 @@ class DrillRunner:
         entry["shards"] = shards
         slowest = max(shards, key=lambda shard: shard.get("death_to_resume", -1.0))
         entry.update({key: value for key, value in slowest.items() if key in TIMINGS or key == "phases"})
+        entry["slowest_shard"] = slowest["victim"]
 
     def _wait_resumed(self, entry: dict, incarnation: str, died_at: float) -> None:
         target = self.target

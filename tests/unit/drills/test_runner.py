@@ -465,7 +465,11 @@ def test_rack_rounds_kill_a_third_of_the_nodes_at_once_and_time_each_shard():
         assert entry["death_to_resume"] == max(shard["death_to_resume"] for shard in entry["shards"])
     report = drill_report(runner.rounds, ("rack",), runner.report, runner.samples, target=target.kind)
     assert report["summary"]["rack"]["death_to_resume"]["n"] == 4  # each shard counted
-    assert "killed together: " in round_line(second, 2)
+    slowest = max(second["shards"], key=lambda shard: shard["death_to_resume"])["victim"]
+    assert second["slowest_shard"] == slowest
+    line = round_line(second, 2)
+    assert f"victim {second['victim']} " in line and f"the slowest shard {slowest}: " in line
+    assert "killed together: " in line
 
 
 def test_a_rack_of_three_nodes_is_one_node():
