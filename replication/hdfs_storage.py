@@ -79,6 +79,7 @@ from repositories.storage import (
 from repositories.storage.local import DIRECTORY_MODE, FILE_MODE
 from repositories.storage.protocol import parent
 
+from .block_size import block_size_setting
 from .deadline import DeadlineExceeded, DeadlineRunner, NoWorkerFree
 from .hedged_reads import HedgeCounts, first_answer
 from .new_files import NEW_FILE_RETRY_BUDGET_S, NewFile, is_hedge
@@ -532,6 +533,7 @@ class HdfsStorage:
     ):
         self.url = url.rstrip("/")
         self._config = {**FAIL_FAST_CONFIG, **(config or {})}
+        self.block_size = block_size_setting(self._config)
         # The longest a write, hsync or close may block before the writer is abandoned (a
         # NameNode call: this, or NAMENODE_TIMEOUT_MIN if longer).
         self.io_timeout = io_timeout
@@ -582,7 +584,9 @@ class HdfsStorage:
     @_timed("create")
     def _create_file(self, path: str, *, overwrite: bool = False, hedge: bool = False) -> HdfsWritableFile:
         """A file whose writes run on the storage's writers' workers, or on its hedges'."""
-        options = hdfs_native.WriteOptions(overwrite=overwrite, create_parent=False, permission=FILE_MODE)
+        options = hdfs_native.WriteOptions(
+            overwrite=overwrite, create_parent=False, permission=FILE_MODE, block_size=self.block_size
+        )
         try:
             writer = self._client.create(path, options)
         except BaseException as error:  # noqa: BLE001

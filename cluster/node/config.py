@@ -23,6 +23,8 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
+from replication.block_size import block_size_setting
+
 from ..clients import read_credentials_file
 from ..errors import ConfigurationRefused, ZooKeeperAccessRefused
 from ..hdfs_identity import HdfsIdentity, HdfsIdentityError, KerberosSettings
@@ -143,10 +145,20 @@ def parse_node_config(body: dict, path: str = "NODE.toml") -> NodeConfig:
             zk_credentials=_zookeeper_credentials(zookeeper),
             hdfs_identity=_hdfs_identity(hdfs["user"], values["hdfs.kerberos"], directory),
         )
+        _check_hdfs_config(hdfs["config"])
     except Invalid as error:
         raise NodeConfigError(f"{path}: {error}") from None
     filled = {key.field: values[section.name][key.name] for section, key in NODE_TOML.keys() if key.field}
     return NodeConfig(**filled, **derived, path=os.path.abspath(path))
+
+
+def _check_hdfs_config(config: dict[str, str]) -> None:
+    """The `[hdfs.config]` settings Custody itself reads, checked now, not at the first
+    file a node creates."""
+    try:
+        block_size_setting(config)
+    except ValueError as error:
+        raise Invalid(f"[hdfs.config] {error}") from None
 
 
 def _zookeeper_credentials(zookeeper: dict) -> str:

@@ -167,7 +167,9 @@ NODE_TOML = Schema(
                 Key(
                     "config",
                     StringTable(),
-                    "hdfs-native client settings (also passed to Spark as `spark.hadoop.<key>`)",
+                    "hdfs-native client settings (also passed to Spark as `spark.hadoop.<key>`); "
+                    "`dfs.blocksize` is the block size of the files the node creates (16 MiB unless set: "
+                    "`replication.block_size` says why)",
                     default={},
                     field="hdfs_config",
                 ),

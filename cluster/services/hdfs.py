@@ -102,12 +102,18 @@ def _site(properties: dict[str, object]) -> str:
 class HdfsCluster:
     name = "hdfs"
 
-    def __init__(self, workdir: Path, datanodes: int = 3, heap: str = "256m"):
+    def __init__(
+        self, workdir: Path, datanodes: int = 3, heap: str = "256m", settings: dict[str, object] | None = None
+    ):
+        """`settings`: hdfs-site settings of this cluster's own, over the shared ones and
+        the harness's, for every daemon (a test's: they are not kept for a later
+        `HdfsCluster` of the same work directory)."""
         if not 1 <= datanodes <= 3:
             raise ValueError("the harness runs 1 to 3 DataNodes")
         self.workdir = Path(workdir) / "hdfs"
         self.datanode_count = datanodes
         self.heap = heap
+        self.settings = dict(settings or {})
         self.ports: dict[str, int] = {}
         self.namenode: ManagedProcess | None = None
         self.datanodes: list[ManagedProcess] = []
@@ -329,6 +335,11 @@ class HdfsCluster:
         self._recovery_log_counts[index] = (offset + len(whole), count)
         return count
 
+    def live_datanodes_info(self) -> dict[str, dict]:
+        """The NameNode's view of each live DataNode (its `LiveNodes` on /jmx): by
+        address, with `remaining` (bytes), `blockScheduled` and the rest."""
+        return json.loads(self._jmx("Hadoop:service=NameNode,name=NameNodeInfo").get("LiveNodes") or "{}")
+
     def _live_datanodes(self) -> int:
         if not port_open(self.ports["namenode_rpc"]):
             return -1
@@ -365,6 +376,7 @@ class HdfsCluster:
             "dfs.namenode.name.dir": self.workdir / "namenode" / "name",
             "dfs.datanode.hostname": HOST,
         }
+        own.update(self.settings)
         self._write_conf("namenode", core, {**shared_settings("namenode"), **own})
         self._write_conf("client-conf", core, {**shared_settings("client"), **own})
         for index in range(self.datanode_count):

@@ -38,6 +38,10 @@ FILES_PER_ROUND = 6
 MAX_ROUNDS = 20
 ASK_SPACING = 0.05  # half a DataNode heartbeat (100 ms): each ask may find another one latest
 WARM_DIRECTORY = "/tmp/custody-harness-warmup"
+# The warm-up's files are a few bytes: small blocks, so that the NameNode, which needs
+# room for a whole block of the file's size on a DataNode, places them on a nearly
+# full one too.
+BLOCK_SIZE = 1 << 20
 # A DataNode a test froze (SIGSTOP) fails the warm-up in seconds, not hdfs-native's minute.
 CLIENT_CONFIG = {"dfs.client.socket-timeout": "5000"}
 
@@ -90,7 +94,9 @@ def _recover_one_round(writer_client, recoverer, replication: int, files: int, t
     writers = []
     try:
         for path in paths:
-            writer = writer_client.create(path, hdfs_native.WriteOptions(replication=replication))
+            writer = writer_client.create(
+                path, hdfs_native.WriteOptions(replication=replication, block_size=BLOCK_SIZE)
+            )
             writer.write(b"warm")
             writer.hsync()
             writers.append(writer)

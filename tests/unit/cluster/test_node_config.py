@@ -393,3 +393,14 @@ def test_the_retention_of_what_is_kept_for_an_absent_node_is_a_week_unless_set()
 )
 def test_a_retention_that_would_collect_a_restarting_nodes_state_or_never_is_refused(value, words):
     refused(body(**{"node.absent_node_retention": value}), words)
+
+
+# -- [hdfs.config] settings Custody reads itself --------------------------------------------------
+@pytest.mark.parametrize("size", ["lots", "16q", "-1m", "1000"])
+def test_a_block_size_hdfs_would_not_take_is_refused_at_load(size):
+    refused(body(**{"hdfs.config": {"dfs.blocksize": size}}), "[hdfs.config]", "dfs.blocksize", repr(size))
+
+
+def test_a_block_size_in_hadoop_notation_is_taken():
+    config = parse_node_config(body(**{"hdfs.config": {"dfs.blocksize": "64m"}}))
+    assert config.hdfs_config["dfs.blocksize"] == "64m"
