@@ -29,13 +29,14 @@ import time
 from typing import TYPE_CHECKING
 
 from ..node.events import NodeEvent
+from .log_cursor import LogCursor
 
 if TYPE_CHECKING:
     from docker import DockerClient
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
-EVENTS_REFRESH = 0.25  # seconds a parsed log is reused before the engine is asked again
+EVENTS_REFRESH = 0.25  # seconds the events read are reused before the engine is asked for new lines
 
 
 class ComposeNotRunning(Exception):
@@ -46,6 +47,8 @@ class ComposeProject:
     def __init__(self, name: str, client: DockerClient):
         self.name, self.client = name, client
         self._events: dict[str, tuple[float, list[dict]]] = {}
+        self._cursors: dict[str, LogCursor] = {}  # how far each service's log was read
+        self._container_ids: dict[str, str] = {}
         self._lock = threading.Lock()
         self.nodes = self._node_services()
 
@@ -158,13 +161,32 @@ class ComposeProject:
         with self._lock:
             read_at, parsed = self._events.get(service, (0.0, []))
             if time.monotonic() - read_at > EVENTS_REFRESH:
-                parsed = parse_events(self.container(service).logs(stdout=True, stderr=False).decode(errors="replace"))
+                cursor = self._cursors.setdefault(service, LogCursor())
+                parsed = parsed + parse_events("\n".join(cursor.take(self._stdout_since(service, cursor.since()))))
                 self._events[service] = (time.monotonic(), parsed)
         return [
             e
             for e in parsed
             if (kind is None or e["event"] == kind) and all(e.get(key) == value for key, value in fields.items())
         ]
+
+    def _stdout_since(self, service: str, since: int) -> str:
+        """The service's stdout from second `since` on, each line with its timestamp
+        (`log_cursor`); its container is looked up again only when it is not found."""
+        from docker.errors import NotFound
+
+        container_id = self._container_ids.get(service)
+        if container_id is not None:
+            try:
+                return self._logs(container_id, since)
+            except NotFound:
+                pass
+        container_id = self._container_ids[service] = self.container(service).id
+        return self._logs(container_id, since)
+
+    def _logs(self, container_id: str, since: int) -> str:
+        raw = self.client.api.logs(container_id, stdout=True, stderr=False, timestamps=True, since=since or None)
+        return raw.decode(errors="replace")
 
     def log_tail(self, service: str, size: int = 3000) -> str:
         return self.container(service).logs(stdout=True, stderr=True, tail=200).decode(errors="replace")[-size:]
