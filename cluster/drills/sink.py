@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import Protocol
+
+from .directory_watch import DirectoryNames
 
 
 class SinkView(Protocol):
@@ -36,37 +37,28 @@ class SinkDirectory:
         self._ids: dict[str, str] = {}  # sink file -> the id its content carries
         self._carriers: dict[str, list[str]] = {}  # carried id -> the sink files that carry it
         self._suspects: set[str] = set()  # carried ids whose files are not exactly [that id]
-        self._listing: tuple[int, list[str]] = (-1, [])  # the directory's mtime (ns) when listed, its names
+        self._names = DirectoryNames(path)
+        self._read = (-1, 0)  # (generation of the names, how many of them) `duplicates` has read
 
     def delivered(self) -> int:
-        return len(self.names())
+        return self._names.count()
 
     def pending(self) -> int:
         """0: the nodes' sources make the ids, and only their queues say what is left."""
         return 0
 
     def names(self) -> list[str]:
-        """The delivered files. Listing 400,000 names takes about a second, and drills
-        poll this: the last listing is reused while the directory's mtime is unchanged
-        and more than a second old (a file created in the same clock tick as the listing
-        may not move the mtime)."""
-        try:
-            mtime = os.stat(self.path).st_mtime_ns
-        except FileNotFoundError:
-            return []
-        with self._lock:
-            listed_at, names = self._listing
-            if mtime == listed_at and time.time_ns() - mtime > 1_000_000_000:
-                return names
-        names = [name for name in os.listdir(self.path) if not name.startswith(".")]
-        with self._lock:
-            self._listing = (mtime, names)
-        return names
+        """The delivered files, oldest first (`directory_watch`: kept up to date by
+        inotify, not listed again at each call)."""
+        return self._names.names()
 
     def duplicates(self) -> dict[str, list[str]]:
         """Ids that more than one sink file carries (or that a file named otherwise
         carries) -> those files, read incrementally: new files only."""
-        for name in self.names():
+        generation, names = self._names.snapshot()
+        with self._lock:
+            read_generation, read = self._read
+        for name in names[read:] if generation == read_generation else names:
             with self._lock:
                 if name in self._ids:
                     continue
@@ -80,4 +72,5 @@ class SinkDirectory:
                 if files != [carried]:
                     self._suspects.add(carried)
         with self._lock:
+            self._read = (generation, len(names))
             return {carried: list(self._carriers[carried]) for carried in self._suspects}
