@@ -89,6 +89,22 @@ def test_files_held_open_on_a_nearly_full_hdfs_all_get_blocks(tmp_path):
         for file in held:
             file.close()
 
+        # A file larger than a block: written and synced across three blocks, read back.
+        chunks = [bytes([n]) * (1 << 20) for n in range(40)]
+        path = "/custody-blocks/larger-than-a-block"
+        file = custody.create(path)
+        for n, chunk in enumerate(chunks):
+            file.write(chunk)
+            if n in (0, 20):
+                file.sync()
+        file.close()
+        whole = b"".join(chunks)
+        assert custody.status(path).length == len(whole)
+        assert custody.read(path) == whole
+        assert custody.read(path, DEFAULT_BLOCK_SIZE - 3, 6) == whole[DEFAULT_BLOCK_SIZE - 3 : DEFAULT_BLOCK_SIZE + 3]
+        with custody.open_read(path) as stream:
+            assert stream.read() == whole
+
         default = HdfsStorage(
             cluster.url, {**cluster.client_config, "dfs.blocksize": HDFS_DEFAULT_BLOCK_SIZE}, io_timeout=IO_TIMEOUT
         )
