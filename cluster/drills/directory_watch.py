@@ -81,7 +81,7 @@ class DirectoryNames:
         self._libc = _inotify_libc()
 
     def names(self) -> list[str]:
-        """The visible names, oldest first (a copy)."""
+        """The visible names, in the order they appeared (a copy)."""
         return self.snapshot()[1]
 
     def snapshot(self) -> tuple[int, list[str]]:

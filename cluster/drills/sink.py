@@ -48,7 +48,7 @@ class SinkDirectory:
         return 0
 
     def names(self) -> list[str]:
-        """The delivered files, oldest first (`directory_watch`: kept up to date by
+        """The delivered files, in the order they appeared (`directory_watch`: kept up to date by
         inotify, not listed again at each call)."""
         return self._names.names()
 
