@@ -365,8 +365,8 @@ class NewFile:
             ended, abandoned = self._decided, self._abandoned
             self._decided = True
         if ended or abandoned:
-            if index:
-                self._drop(index, file)
+            if index:  # synced, but too late: closed first, unless the file's writer is being given up
+                self._drop(index, file, close=not abandoned)
             self._lost(ended)
         return file
 
@@ -380,11 +380,10 @@ class NewFile:
         with self._lock:
             files = dict(self._attempt_files)
         winner = files.pop(index)
-        for other, file in files.items():
-            if other:
-                self._drop(other, file)
-            else:
-                _abandon(file, "a hedge of its first sync answered first")
+        if index:
+            _abandon(files[0], "a hedge of its first sync answered first")
+        # The hedges still running drop themselves as they end (`_attempt`): one whose
+        # sync answers is closed before it is deleted.
         if index:
             try:
                 self._storage.rename(self._hedge_path(index), self.path, overwrite=True)
@@ -410,9 +409,23 @@ class NewFile:
             if index:
                 self._drop(index, file)
 
-    def _drop(self, index: int, file) -> None:
-        """Abandon a hedge's file and delete it (best effort: a hedge left is hidden)."""
-        _abandon(file, "another attempt at its first sync answered first")
+    def _drop(self, index: int, file, *, close: bool = False) -> None:
+        """Abandon a hedge's file, or with `close` close it (a hedge whose sync answered:
+        it answers again), and delete it (best effort: a hedge left is hidden).
+
+        Closed, its block is finished and the NameNode stops counting it: a block
+        written and never finished (its file abandoned or deleted while open) stays
+        counted against its DataNodes' free space, by a whole block of the file's size,
+        for as long as blocks keep being finished there (`replication.block_size`)."""
+        closed = False
+        if close:
+            try:
+                file.close()
+                closed = True
+            except (StorageError, DeadlineExceeded):
+                pass
+        if not closed:
+            _abandon(file, "another attempt at its first sync answered first")
         path = self._hedge_path(index)
         try:
             self._storage.delete(path)

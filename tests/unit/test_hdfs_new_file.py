@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from cluster.services.process import wait_until
 from replication import new_files
 from replication.deadline import DeadlineRunner, NoWorkerFree
 from replication.hedged_reads import HedgeCounts
@@ -48,6 +49,8 @@ class FakeFile:
         self.fail: dict[str, Exception] = storage.failures.pop(0) if storage.failures else {}
         # Set: its hsync and close wait until it is (a frozen pipeline), then fail past the deadline.
         self.frozen: threading.Event | None = storage.frozen.pop(0) if storage.frozen else None
+        # Set: its hsync waits until it is, then answers (a slow pipeline).
+        self.held: threading.Event | None = storage.held.pop(0) if storage.held else None
         self.called = threading.Event()  # its hsync or close was called
 
     def _maybe_fail(self, operation: str) -> None:
@@ -71,6 +74,8 @@ class FakeFile:
             raise past_deadline()
 
     def sync(self) -> None:
+        if self.held is not None:
+            assert self.held.wait(DEADLINE)
         self._finish("hsync")
         self.synced = True
 
@@ -94,13 +99,15 @@ class FakeFile:
 class FakeStorage:
     """`_create_file`, `delete` and `rename`, all `NewFile` uses; `failures`: for each
     file made in turn, what its operations raise; `frozen`: for each, the event its
-    sync or close waits for (None: answers at once)."""
+    sync or close waits for (None: answers at once); `held`: for each, the event its
+    sync waits for before it answers."""
 
     retry_budget = 1.5  # the storage's I/O deadline
 
-    def __init__(self, failures=(), create_error: Exception | None = None, frozen=()):
+    def __init__(self, failures=(), create_error: Exception | None = None, frozen=(), held=()):
         self.failures = [dict(f) for f in failures]
         self.frozen: list[threading.Event | None] = list(frozen)
+        self.held: list[threading.Event | None] = list(held)
         self.files: list[FakeFile] = []
         self.deleted: list[str] = []
         self.renamed: list[tuple[str, str]] = []
@@ -297,9 +304,30 @@ def test_the_file_answering_before_its_hedge_wins_and_the_hedge_is_deleted(one_h
     synced.join(DEADLINE)
     assert not synced.is_alive() and primary.synced and storage.renamed == []
     hedge = storage.files[1]
-    assert hedge.abandoned_with is not None and storage.deleted == [hedge.path]
     assert (storage.counts.hedged, storage.counts.won) == (1, 0)
+    # The hedge, still in its frozen sync, drops itself once that fails: abandoned, deleted.
+    assert storage.deleted == []
     hedge_frozen.set()
+    wait_until(lambda: storage.deleted == [hedge.path], DEADLINE, "the hedge to be deleted")
+    assert hedge.abandoned_with is not None and not hedge.closed
+
+
+def test_a_hedge_whose_sync_answers_after_the_file_won_is_closed_before_it_is_deleted(one_hedge_in_time):
+    file_held, hedge_held = threading.Event(), threading.Event()
+    storage = FakeStorage(held=[file_held, hedge_held])
+    file = storage.new_file()
+    synced = threading.Thread(target=file.sync, daemon=True)
+    synced.start()
+    storage.wait_for_files(2)  # the file's sync is slow: hedged
+    file_held.set()
+    synced.join(DEADLINE)
+    primary, hedge = storage.files
+    assert not synced.is_alive() and primary.synced and storage.deleted == [] and not hedge.synced
+    hedge_held.set()  # the hedge's sync answers, too late
+    wait_until(lambda: storage.deleted == [hedge.path], DEADLINE, "the hedge to be deleted")
+    # Closed: its block is finished, and the NameNode no longer counts it against its DataNodes.
+    assert hedge.synced and hedge.closed and hedge.abandoned_with is None
+    assert (storage.counts.hedged, storage.counts.won) == (1, 0)
 
 
 def test_attempts_begin_only_within_the_budget_and_every_hedge_that_failed_is_deleted(monkeypatch):
