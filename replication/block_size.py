@@ -14,10 +14,11 @@ from __future__ import annotations
 # default because of how the NameNode places a block: a DataNode is chosen only if its
 # free space, less one block of the new file's size for every block scheduled on it and
 # not yet reported finished, still holds one such block. Custody keeps files open
-# (journals, content resources) and leaves blocks that never finish (the hedges of a new
-# file that lost the race, writers given up on a dead pipeline), and those stay counted
-# for 10 to 20 minutes: in a long drill about 310 were counted on each DataNode, which at
-# 128 MB refused every new block on a disk with 41 GB free. Most of Custody's files are
+# (journals, content resources), and a block never finished (a hedge of a new file
+# deleted while open, a writer given up on a dead pipeline) stays counted while other
+# blocks keep being finished (the count is rolled every ten minutes, but finished blocks
+# come off its older half first): in a long drill about 310 were counted on each
+# DataNode, which at 128 MB refused every new block on a disk with 41 GB free. Most of Custody's files are
 # small (content resources of about a megabyte, journals rolled at each checkpoint), so a
 # smaller block costs the NameNode few more blocks; a large one is simply cut in more.
 DEFAULT_BLOCK_SIZE = 16 * 1024 * 1024
