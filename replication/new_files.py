@@ -23,8 +23,11 @@ in the same directory, under a hidden name (`hedge_name`), with everything writt
 again, and its own sync. An attempt that fails on its pipeline (`pipeline_failed`) is
 followed by another at once (`NEW_FILE_PAUSE_S`). The first attempt to finish its sync
 wins: a hedge that wins is renamed over the file (the NameNode finds an open file's
-writer by its inode, so the writer goes on writing under the new name), and every other
-attempt is abandoned and its hedge deleted. At most `NEW_FILE_ATTEMPTS` attempts start,
+writer by its inode, so the writer goes on writing under the new name), the file itself
+is abandoned if it lost, and every hedge that lost is deleted as its attempt ends: closed
+first if its sync answered, so that its block is finished (a block never finished stays
+counted against its DataNodes' free space, `replication.block_size`), abandoned if it
+failed. At most `NEW_FILE_ATTEMPTS` attempts start,
 all within twice the storage's `retry_budget` (its I/O deadline) of the race's start;
 each attempt's own calls have the storage's deadlines. Attempts run on workers of their
 own, shared by the storage's races and capped (`replication.deadline`), and hedges
