@@ -186,6 +186,7 @@ def _drill(target, faults, schedule, args) -> int:
         started_at=runner.started_at,
         error=runner.error,
         workload=args.workload,
+        blocks_scheduled_at_start=runner.blocks_scheduled_at_start,
     )
     if args.report:
         with open(args.report, "w") as out:

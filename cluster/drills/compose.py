@@ -53,7 +53,7 @@ from .faults import expire_session
 from .flow_cluster import FlowWorkloadViews
 from .kafka_workload import KafkaWorkload, WorkloadFeed, run_name
 from .sink import SinkDirectory
-from .targets import TargetUnavailable
+from .targets import TargetUnavailable, blocks_scheduled_at
 
 NODE_CONFIG = "/etc/custody/node.toml"
 NODE_DATA = "/var/lib/custody"  # a node's directory, the volume named after its service
@@ -92,6 +92,7 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
         services = project.services()
         self.zookeeper_members = [s for s in services if self._env(s).get("ZOO_MY_ID")]
         self.datanodes = [s for s in services if (project.container(s).attrs["Args"] or [])[-1:] == ["datanode"]]
+        self.namenodes = [s for s in services if (project.container(s).attrs["Args"] or [])[-1:] == ["namenode"]]
         published = [s for s in self.zookeeper_members if self._published(s, 2181)]
         if not published:
             raise TargetUnavailable(f"compose project {project.name!r} publishes no ZooKeeper port on the host")
@@ -338,6 +339,10 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
 
     def restore_datanode(self) -> None:
         self._restore("datanode")
+
+    def blocks_scheduled(self) -> int | None:
+        ports = [self._published(service, 9870) for service in self.namenodes]
+        return blocks_scheduled_at(next((port for port in ports if port), None))
 
     def kill_broker(self) -> str:
         if self._broker is None:

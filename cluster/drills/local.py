@@ -29,6 +29,7 @@ from .faults import expire_session
 from .flow_cluster import FlowCluster
 from .harness import SESSION_TIMEOUT, ZooKeeperViews
 from .kafka_workload import KafkaWorkload, WorkloadFeed, run_name
+from .targets import blocks_scheduled_at
 
 NAMES = ("n1", "n2", "n3")
 # Each incarnation makes 600 FlowFiles and delivers 50 a second: its backlog lasts
@@ -290,6 +291,9 @@ class LocalTarget(WorkloadFeed, ZooKeeperViews):
 
     def restore_datanode(self) -> None:
         self.hdfs.restart_datanode(DATANODE)
+
+    def blocks_scheduled(self) -> int | None:
+        return blocks_scheduled_at(self.hdfs.ports["namenode_http"] if self.hdfs is not None else None)
 
     def kill_broker(self) -> str:
         if self.kafka is None:

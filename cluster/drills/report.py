@@ -93,6 +93,31 @@ def summarize(rounds: list[dict], faults, check: ClusterReport | None) -> dict:
     return out
 
 
+def blocks_scheduled_figures(rounds: list[dict], at_start: int | None) -> dict | None:
+    """HDFS's count of blocks scheduled on DataNodes and not reported finished
+    (`DrillTarget.blocks_scheduled`, read after each round): at the start and at the
+    end, and per fault kind the rise over its rounds (each round's count less the one
+    read before it) and that rise per round. A count that only rises is a leak that
+    would one day make the DataNodes refuse new blocks. None when it was never read."""
+    previous, last = at_start, None
+    rises: dict[str, list[int]] = {}
+    for entry in rounds:
+        count = entry.get("blocks_scheduled")
+        if count is None:
+            continue
+        if previous is not None:
+            rises.setdefault(entry["fault"], []).append(count - previous)
+        previous = last = count
+    if last is None:
+        return None
+    return {
+        "start": at_start,
+        "end": last,
+        "rise": {fault: sum(values) for fault, values in rises.items()},
+        "rise_per_round": {fault: round(sum(values) / len(values), 2) for fault, values in rises.items()},
+    }
+
+
 def drill_report(
     rounds: list[dict],
     faults,
@@ -103,9 +128,11 @@ def drill_report(
     started_at: float | None = None,
     error: str | None = None,
     workload: str = "files",
+    blocks_scheduled_at_start: int | None = None,
 ) -> dict:
     """The JSON report: the rounds, the summary, the check, the timeline samples
-    ([wall-clock time, delivered so far]) and whether the run proved exactly once."""
+    ([wall-clock time, delivered so far]), HDFS's unfinished blocks
+    (`blocks_scheduled_figures`) and whether the run proved exactly once."""
     report = {
         "target": target,
         "workload": workload,  # files: FlowFiles into a sink directory; kafka: records into a topic
@@ -119,6 +146,7 @@ def drill_report(
         "sessions_lost_in_no_failover_rounds": sum(len(r.get("sessions_lost", ())) for r in rounds),
         "nothing_to_resume": sum(1 for r in rounds if r.get("nothing_to_resume")),
         "timeline": [list(sample) for sample in samples],
+        "hdfs_blocks_scheduled": blocks_scheduled_figures(rounds, blocks_scheduled_at_start),
         "error": error,
     }
     report["ok"] = passed(report)
@@ -171,6 +199,14 @@ def table(report: dict) -> str:
         f"protocol invariants, checked after every round: {every['violations']} violation(s)"
         + ("" if not every["violations"] else ' (each in its round\'s "violations")')
     )
+    scheduled = report.get("hdfs_blocks_scheduled")
+    if scheduled:
+        per_round = ", ".join(f"{fault} {rise:+.1f}" for fault, rise in scheduled["rise_per_round"].items())
+        start = "?" if scheduled["start"] is None else scheduled["start"]
+        lines.append(
+            f"HDFS blocks scheduled and not reported finished (all DataNodes): {start} at the start, "
+            f"{scheduled['end']} at the end" + (f"; a round's rise, by fault: {per_round}" if per_round else "")
+        )
     check = report["check"]
     if check is None:
         lines.append("whole run: not checked (the drill stopped before its final check)")

@@ -117,6 +117,7 @@ class DrillRunner:
         self.report: ClusterReport | None = None
         self.error: str | None = None
         self.started_at: float | None = None
+        self.blocks_scheduled_at_start: int | None = None  # HDFS's, before the first round
         self._duplicates_seen: set[str] = set()
 
     def run(self) -> ClusterReport:
@@ -124,6 +125,7 @@ class DrillRunner:
         it in `error`), with the rounds so far kept."""
         sampler = DeliverySampler(self.target.delivered).start()
         self.started_at = time.time()
+        self.blocks_scheduled_at_start = self.target.blocks_scheduled()
         try:
             for index, fault in enumerate(self.schedule):
                 entry = {"round": index, "fault": fault}
@@ -192,6 +194,9 @@ class DrillRunner:
             entry.update(timings(target, incarnation, died_at))
         entry["sink_duplicates"] = self._new_duplicates()
         entry.update(protocol_check(target))
+        scheduled = target.blocks_scheduled()  # a leak of unfinished blocks shows as a rise
+        if scheduled is not None:
+            entry["blocks_scheduled"] = scheduled
 
     def _rack(self, entry: dict, victim: str, incarnation: str, queued: int, leader: str | None) -> None:
         """A third of the nodes SIGKILLed at once (`rack_size`): the victim picked for its

@@ -50,6 +50,7 @@ from ..core.plans import FailoverPlan
 from ..core.validation import ClusterView
 from ..errors import ClusterError
 from ..node.events import NodeEvent
+from ..services.hdfs import blocks_scheduled
 from .checker import ClusterReport
 
 TARGET_KINDS = ("local", "compose")
@@ -196,6 +197,11 @@ class DrillTarget(Protocol):
     def heal(self) -> None:
         """Undo `partition`."""
 
+    def blocks_scheduled(self) -> int | None:
+        """Blocks HDFS's NameNode counts as scheduled on its live DataNodes and not yet
+        reported finished (`cluster.services.hdfs.blocks_scheduled`); None when the
+        NameNode cannot be asked."""
+
     # -- the end ----------------------------------------------------------------------
     def wait_settled(self, timeout: float = 240.0) -> None:
         """Return once every FlowFile made so far was delivered, every dead shard is
@@ -227,3 +233,14 @@ def target_class(kind: str):
     if found is None:
         raise TargetUnavailable(f"cluster/drills/{module_name}.py defines no {class_name}")
     return found
+
+
+def blocks_scheduled_at(http_port: int | None) -> int | None:
+    """`DrillTarget.blocks_scheduled` of the NameNode whose HTTP server is on
+    `http_port` (loopback): None without a port or when it does not answer."""
+    if http_port is None:
+        return None
+    try:
+        return blocks_scheduled(http_port)
+    except (OSError, ValueError, KeyError):
+        return None

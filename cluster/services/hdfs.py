@@ -311,10 +311,7 @@ class HdfsCluster:
     # -- internals -----------------------------------------------------------------
     def _jmx(self, query: str, port: int | None = None) -> dict:
         """The first bean `query` names on a daemon's /jmx (the NameNode's by default)."""
-        url = f"http://{HOST}:{port or self.ports['namenode_http']}/jmx?qry={query}"
-        with urllib.request.urlopen(url, timeout=2) as response:
-            beans = json.load(response)["beans"]
-        return beans[0] if beans else {}
+        return jmx_bean(port or self.ports["namenode_http"], query)
 
     def recoveries_led(self, index: int) -> int:
         """Block recoveries DataNode `index` has led (been the primary of), counted in its
@@ -338,7 +335,7 @@ class HdfsCluster:
     def live_datanodes_info(self) -> dict[str, dict]:
         """The NameNode's view of each live DataNode (its `LiveNodes` on /jmx): by
         address, with `remaining` (bytes), `blockScheduled` and the rest."""
-        return json.loads(self._jmx("Hadoop:service=NameNode,name=NameNodeInfo").get("LiveNodes") or "{}")
+        return live_datanodes(self.ports["namenode_http"])
 
     def _live_datanodes(self) -> int:
         if not port_open(self.ports["namenode_rpc"]):
@@ -460,3 +457,33 @@ class HdfsCluster:
             return json.loads(self._state_path().read_text())
         except (OSError, ValueError):
             return None
+
+
+def jmx_bean(http_port: int, query: str, host: str = HOST) -> dict:
+    """The first bean `query` names on the /jmx of the Hadoop daemon whose HTTP server
+    listens on `host:http_port` ({} when none matches)."""
+    with urllib.request.urlopen(f"http://{host}:{http_port}/jmx?qry={query}", timeout=2) as response:
+        beans = json.load(response)["beans"]
+    return beans[0] if beans else {}
+
+
+def live_datanodes(http_port: int, host: str = HOST) -> dict[str, dict]:
+    """The NameNode's view of each live DataNode (`LiveNodes` of its NameNodeInfo bean),
+    by address: `remaining` (bytes), `blockScheduled` and the rest."""
+    info = jmx_bean(http_port, "Hadoop:service=NameNode,name=NameNodeInfo", host)
+    return json.loads(info.get("LiveNodes") or "{}")
+
+
+def blocks_scheduled(http_port: int, host: str = HOST) -> int:
+    """Blocks the NameNode counts as scheduled on its live DataNodes and not yet
+    reported finished, summed over them (each one's `blockScheduled`).
+
+    The NameNode places a new block on a DataNode only if its free space, less its
+    block size times this count, still holds the block. The count rolls every 10
+    minutes, but a finished block is taken off the older half first: while blocks
+    keep finishing, one that never finishes is never taken off: a replica never
+    written (Hadoop 3.4.1 places new blocks on a dead DataNode for up to 6 s), a file
+    deleted while its last block was being written. A count that rises round after
+    round is such a leak, and a long-running cluster would one day find its DataNodes
+    refusing blocks (docs: the cluster page, what the figures need from HDFS)."""
+    return sum(int(node.get("blockScheduled", 0)) for node in live_datanodes(http_port, host).values())

@@ -37,11 +37,15 @@ def run_drill(target, faults, rounds: int, report_path: str, *, workload: str = 
         target=target.kind,
         started_at=runner.started_at,
         workload=workload,
+        blocks_scheduled_at_start=runner.blocks_scheduled_at_start,
     )
     with open(report_path, "w") as out:
         json.dump(result, out, indent=2)
     print(table(result))
     assert result["ok"]
+    # HDFS's unfinished blocks were read from the real NameNode (at least once: its /jmx
+    # may be slow to answer on a loaded machine, and a round then goes without).
+    assert result["hdfs_blocks_scheduled"] is not None, [r.get("blocks_scheduled") for r in runner.rounds]
     # The rounds take the faults in turn; a fault named twice comes round twice as often.
     assert result["faults"] == dict(Counter(rotation(faults, rounds)))
     # Every failover round measured its resume: the victim died with work queued.

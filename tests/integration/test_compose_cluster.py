@@ -336,6 +336,8 @@ def drill_failovers(project, tmp_path: Path) -> None:
     plot = tmp_path / "drill.png"
     found = run_drill(project, tmp_path, "drill", DRILL)
     assert found["faults"] == {"kill": 1, "partition": 4, "stop": 1}
+    # HDFS's unfinished blocks read through the port the namenode service publishes.
+    assert found["hdfs_blocks_scheduled"] is not None, [entry.get("blocks_scheduled") for entry in found["rounds"]]
     partitions = [entry for entry in found["rounds"] if entry["fault"] == "partition"]
     assert [entry["phase"] for entry in partitions] == ["running", "leader", "adopting", "joining"]
     # Cut off, each node stopped itself (its session guard) or was told it is dead once

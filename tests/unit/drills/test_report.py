@@ -2,7 +2,15 @@
 table and the progress lines, from rounds written by hand."""
 
 from cluster.drills.checker import ClusterReport, DeliveryReport
-from cluster.drills.report import drill_report, percentile, round_line, summarize, table, timing_figures
+from cluster.drills.report import (
+    blocks_scheduled_figures,
+    drill_report,
+    percentile,
+    round_line,
+    summarize,
+    table,
+    timing_figures,
+)
 
 KILL_1 = {
     "round": 0,
@@ -117,3 +125,27 @@ def test_progress_lines_say_what_happened_in_the_round():
         4,
     )
     assert "adopter killed: n1-7" in failed and "DUPLICATES at the sink: 2" in failed and "FAILED: timed out" in failed
+
+
+def test_unfinished_hdfs_blocks_rise_is_told_per_fault_kind():
+    rounds = [
+        {**KILL_1, "blocks_scheduled": 14},
+        {**FOLLOWER, "blocks_scheduled": 13},
+        {**KILL_2, "round": 2},  # the NameNode did not answer after this one
+        {**KILL_2, "round": 3, "blocks_scheduled": 21},
+    ]
+    figures = blocks_scheduled_figures(rounds, 10)
+    assert figures == {
+        "start": 10,
+        "end": 21,
+        "rise": {"kill": 12, "zk-follower": -1},
+        "rise_per_round": {"kill": 6.0, "zk-follower": -1.0},
+    }
+    # Not read before the first round: the rises start from the first round read.
+    assert blocks_scheduled_figures(rounds, None)["rise"] == {"zk-follower": -1, "kill": 8}
+    assert blocks_scheduled_figures([KILL_1, FOLLOWER], 10) is None
+    text = table(
+        drill_report(rounds, ("kill", "zk-follower"), clean_check(), [], target="local", blocks_scheduled_at_start=10)
+    )
+    assert "10 at the start, 21 at the end; a round's rise, by fault: kill +6.0, zk-follower -1.0" in text
+    assert "blocks scheduled" not in table(drill_report([KILL_1], ("kill",), clean_check(), [], target="local"))

@@ -219,6 +219,10 @@ class ScriptedTarget:
     def wait_settled(self, timeout=240.0):
         self.log.append(("settled",))
 
+    def blocks_scheduled(self):
+        """A NameNode that keeps one unfinished block for each node killed so far."""
+        return sum(1 for entry in self.log if entry[0] == "kill")
+
     def check(self):
         self.checked = True
         return ClusterReport(delivery=DeliveryReport(expected=10, delivered=10), created=10)
@@ -514,3 +518,20 @@ def test_a_load_round_fails_the_drill_when_a_stalled_node_is_taken_over(quick_lo
     with pytest.raises(Exception, match="a failover started with every core busy"):
         runner.run()
     assert "plans for ['n3-3']" in runner.rounds[0]["error"] and not target.checked
+
+
+def test_hdfs_unfinished_blocks_are_read_before_the_first_round_and_after_each():
+    target = ScriptedTarget()
+    runner = DrillRunner(target, ["kill", "zk-follower", "kill"])
+    runner.run()
+    assert runner.blocks_scheduled_at_start == 0
+    assert [entry["blocks_scheduled"] for entry in runner.rounds] == [1, 1, 2]
+    report = drill_report(
+        runner.rounds,
+        ("kill", "zk-follower"),
+        runner.report,
+        runner.samples,
+        target=target.kind,
+        blocks_scheduled_at_start=runner.blocks_scheduled_at_start,
+    )
+    assert report["hdfs_blocks_scheduled"]["rise_per_round"] == {"kill": 1.0, "zk-follower": 0.0}
