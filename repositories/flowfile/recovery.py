@@ -10,11 +10,13 @@ inspect` and `fsck` can run this on a live or damaged directory safely.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..storage.side_by_side import side_by_side
 from . import format as fmt
 from .damage import Damage, JournalSeen, Reading, format_ranges, judge, missing_ranges
 from .errors import NotAWriteAheadLogError, StaleEpochError, UnknownSerDeError
@@ -144,6 +146,21 @@ def list_wal_files(storage: Storage, directory: str) -> WalFiles:
     return WalFiles(journals, snapshot, partial)
 
 
+def read_side_by_side(storage: Storage, paths: list[str]) -> dict[str, bytes]:
+    """The bytes of each file of `paths`, read at once (`side_by_side`): on HDFS each
+    read is round trips to the NameNode and a DataNode that do nothing locally, and an
+    adopter reads a snapshot and four journals before its shard can run (about 40 ms
+    each on a loaded two-core machine, one after another). The first error in the
+    order of `paths` is raised, as reading them one by one would."""
+    data: dict[str, bytes] = {}
+
+    def read(path: str) -> None:
+        data[path] = storage.read(path)
+
+    side_by_side([functools.partial(read, path) for path in paths], "wal-recovery-read")
+    return data
+
+
 def read_state(storage: Storage, directory: str, files: WalFiles, serde: SerDe, epoch: int | None) -> RecoveredState:
     report = RecoveryReport(directory)
     report.case = SnapshotCase.of(files.snapshot is not None, files.partial is not None)
@@ -160,8 +177,10 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde: SerDe, 
     next_txid = 1
     snapshot_epoch: int | None = None
     snapshot_holds_state = False
+    journal_paths = [path for _, path in sorted(files.journals.items())]
+    data = read_side_by_side(storage, ([source] if source is not None else []) + journal_paths)
     if source is not None:
-        contents: SnapshotContents = read_snapshot(source, storage.read(source), serde)
+        contents: SnapshotContents = read_snapshot(source, data.pop(source), serde)
         if epoch is not None and contents.epoch > epoch:
             raise StaleEpochError(source, contents.epoch, epoch)
         records, swap_files = contents.records, contents.swap_files
@@ -179,7 +198,7 @@ def read_state(storage: Storage, directory: str, files: WalFiles, serde: SerDe, 
     scans: list[JournalScan] = []
     seen: list[JournalSeen] = []
     for partition, path in sorted(files.journals.items()):
-        scan = scan_journal(path, storage.read(path))
+        scan = scan_journal(path, data.pop(path))
         scans.append(scan)
         report.journals.append(path)
         report.cuts.extend(scan.cuts)
