@@ -480,7 +480,7 @@ def blocks_scheduled(http_port: int, host: str = HOST) -> int:
 
     The NameNode places a new block on a DataNode only if its free space, less its
     block size times this count, still holds the block. The count rolls every 10
-    minutes, but a finished block is taken off the older half first: while blocks
+    minutes, but a finished block is taken off the older half first, so while blocks
     keep finishing, one that never finishes is never taken off: a replica never
     written (Hadoop 3.4.1 places new blocks on a dead DataNode for up to 6 s), a file
     deleted while its last block was being written. A count that rises round after

@@ -5,8 +5,9 @@ The NameNode counts each block it hands a DataNode until the DataNode reports it
 finished, and takes that count, times the new file's block size, off the DataNode's
 free space when it places a block. A block never finished (its file deleted while open)
 stays counted while other blocks keep being finished: a long compose drill counted
-2,500 on one DataNode, most of them hedges that lost and were deleted while open. A
-hedge whose sync answers after the race is now closed before it is deleted.
+2,500 on one DataNode, some of them hedges that lost and were deleted while open (most
+come from DataNode deaths: the cluster page). A hedge whose sync answers after the race
+is now closed before it is deleted.
 
 On a fresh HDFS of its own with one DataNode (so that the count is this test's alone),
 every first sync is hedged at once (hedge delay 0): each of the files races its hedges,
@@ -19,7 +20,7 @@ from __future__ import annotations
 import hdfs_native
 import pytest
 
-from cluster.services.hdfs import HdfsCluster
+from cluster.services.hdfs import HdfsCluster, blocks_scheduled
 from cluster.services.process import wait_until
 from replication import new_files
 from replication.hdfs_storage import HdfsStorage
@@ -40,7 +41,7 @@ def test_hedges_that_lose_leave_no_block_counted(tmp_path, monkeypatch):
             service_unavailable("HDFS", error)
 
         def scheduled() -> int:
-            return sum(node["blockScheduled"] for node in cluster.live_datanodes_info().values())
+            return blocks_scheduled(cluster.ports["namenode_http"])
 
         monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.0)
         storage = HdfsStorage(cluster.url, cluster.client_config, io_timeout=5.0)
