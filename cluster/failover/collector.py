@@ -5,6 +5,14 @@ deletes: dead incarnations' content containers on HDFS, retired shards' Spark
 staging directories, retired shard znodes and done plan znodes. Nothing here
 raises; a failed deletion is one log line, retried on a later round.
 
+A directory on HDFS is deleted only once every file in it is closed. A dead
+incarnation leaves open the files it was writing when it died, and HDFS deleting a
+file still open leaves its last block counted against each of its DataNodes for good
+(`repositories.storage.leases`). So a round first asks for the lease recovery of
+every file of a directory it would delete; the directory goes on a later round, once
+they are all closed (a round asks again only for those still open), or after
+`CLOSE_PATIENCE` with a warning (a file whose every DataNode is gone never closes).
+
 Lock plan: none; one round runs at a time, on the leader's collector thread.
 """
 
@@ -16,6 +24,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from replication.hdfs_content import hdfs_content_root
+from repositories.storage import StorageFileNotFound, files_under
+from repositories.storage.leases import still_open
 
 from ..core.collection import DEFAULT_RETENTION, CollectionPlan, CollectionView, plan_collection
 from ..errors import first_line
@@ -24,6 +34,11 @@ if TYPE_CHECKING:
     from repositories.storage import Storage
 
 log = logging.getLogger(__name__)
+
+# Seconds a directory waits for its files' lease recoveries before it is deleted with
+# files still open (HDFS closes one within seconds while a DataNode of its last block
+# lives; the NameNode's own lease expiry, an hour, is the backstop).
+CLOSE_PATIENCE = 600.0
 
 
 def container_directory(layout, incarnation: str) -> str:
@@ -44,10 +59,19 @@ class ContentCollector:
         *,
         retention: float = DEFAULT_RETENTION,
         wall_clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+        close_patience: float = CLOSE_PATIENCE,
     ):
         self.store, self.layout, self.storage = store, store.layout, storage
-        self.retention = retention
-        self._wall_clock = wall_clock
+        self.retention, self.close_patience = retention, close_patience
+        self._wall_clock, self._clock = wall_clock, clock
+        # directory -> (when its files' recovery was first asked, the files still open then)
+        self._closing: dict[str, tuple[float, list[str]]] = {}
+
+    @property
+    def waiting_to_close(self) -> list[str]:
+        """The directories decided garbage whose files are not all closed yet."""
+        return sorted(self._closing)
 
     def read_view(self) -> CollectionView:
         # The order is the safety argument of `cluster.core.collection`: HDFS first,
@@ -71,20 +95,18 @@ class ContentCollector:
         except Exception as error:  # noqa: BLE001 - decide nothing on a view we could not read
             log.warning("content collection skipped this round: %s: %s", type(error).__name__, first_line(error, 200))
             return CollectionPlan((), (), ())
-        for container in plan.containers:
+        directories = [
+            (container_directory(self.layout, c), f"the content of dead incarnation {c}", "no shard can reference it")
+            for c in plan.containers
+        ] + [
+            (f"{self.layout.hdfs_spark}/{s}", f"the Spark staging of shard {s}", "the shard is retired")
+            for s in plan.staging
+        ]
+        self._closing = {path: asked for path, asked in self._closing.items() if path in {d[0] for d in directories}}
+        for path, what, why in directories:
             if not keep_going():
                 return plan
-            self._delete_directory(
-                container_directory(self.layout, container),
-                f"the content of dead incarnation {container}",
-                "no shard can reference it",
-            )
-        for shard in plan.staging:
-            if not keep_going():
-                return plan
-            self._delete_directory(
-                f"{self.layout.hdfs_spark}/{shard}", f"the Spark staging of shard {shard}", "the shard is retired"
-            )
+            self._delete_directory(path, what, why)
         for shard, version in plan.shards:
             if not keep_going():
                 return plan
@@ -101,7 +123,46 @@ class ContentCollector:
         except FileNotFoundError:
             return ()  # nothing written there yet
 
+    def _closed(self, path: str, what: str) -> bool:
+        """Every file under `path` is closed now (their leases asked for: see the module
+        docstring), or has been waited for `close_patience`."""
+        asked = self._closing.get(path)
+        try:
+            left = still_open(self.storage, asked[1] if asked else files_under(self.storage, path))
+        except StorageFileNotFound:
+            left = []  # gone already
+        except Exception as error:  # noqa: BLE001 - asked again next round
+            log.warning(
+                "recovering the leases of %s (%s) failed, retried next round: %s", what, path, first_line(error)
+            )
+            return False
+        first = asked[0] if asked else self._clock()
+        if not left or self._clock() - first >= self.close_patience:
+            self._closing.pop(path, None)
+            if left:
+                log.warning(
+                    "deleting %s (%s) with %d file(s) still open %.0f s after their lease recovery was asked "
+                    "(%s first): HDFS counts their last blocks against their DataNodes until the NameNode restarts",
+                    what,
+                    path,
+                    len(left),
+                    self._clock() - first,
+                    left[0],
+                )
+            return True
+        self._closing[path] = (first, left)
+        log.info(
+            "%s (%s) is deleted once its %d file(s) still open are closed (%s first): their leases are being recovered",
+            what,
+            path,
+            len(left),
+            left[0],
+        )
+        return False
+
     def _delete_directory(self, path: str, what: str, why: str) -> None:
+        if not self._closed(path, what):
+            return
         try:
             self.storage.delete(path, recursive=True)
         except Exception as error:  # noqa: BLE001 - collected on a later round

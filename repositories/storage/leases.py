@@ -24,6 +24,14 @@ Who uses it: fencing a dead owner's shard (its WAL and swap files), and reading 
 dead incarnation's content file that it left open (its close failed after its claims
 were hsynced): hdfs-native reads a file only up to its last finished block, so such
 a file reads short until its lease is recovered.
+
+`still_open` asks once and does not wait: for whoever deletes what a dead writer may
+have left open (the leader's collection of dead incarnations' content), which must
+not delete a file before it is closed. HDFS deletes an open file's last block before
+its DataNodes ever report it finished, and the NameNode then counts that block
+against each of them for good (`blockScheduled`: what it takes off a DataNode's free
+space when it places new blocks; only abandoning a block, or restarting the
+NameNode, takes it off). A recovered block is finished first, and reported.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .errors import StorageUnavailable
+from .errors import StorageFileNotFound, StorageUnavailable
 
 if TYPE_CHECKING:
     from repositories.storage import Storage
@@ -95,3 +103,18 @@ def recover_leases(
         if clock() - start >= fast_window:
             delay = min(delay * 2, max_wait)
     return calls, clock() - start
+
+
+def still_open(storage: Storage, paths: Iterable[str]) -> list[str]:
+    """Ask for the lease recovery of each of `paths` once, without waiting, and return
+    those not closed yet, in order (HDFS closes each once its DataNodes have recovered
+    its last block; asked again, it does not restart a recovery under way). A path
+    gone since is not open."""
+    left = []
+    for path in paths:
+        try:
+            if not storage.recover_lease(path):
+                left.append(path)
+        except StorageFileNotFound:
+            continue
+    return left

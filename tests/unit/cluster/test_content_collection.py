@@ -288,8 +288,20 @@ class FakeClient:
 
 
 class RecordingStorage(LocalStorage):
+    """A local directory standing for HDFS. `open_rounds[path]`: how many more lease
+    recoveries asked for `path` find it still open (as a dead writer leaves a file)."""
+
     def __init__(self, calls):
         self.calls, self.fail_deletes = calls, False
+        self.open_rounds: dict[str, int] = {}
+        self.recoveries: list[str] = []
+
+    def recover_lease(self, path):
+        self.recoveries.append(path)
+        super().recover_lease(path)
+        rounds = self.open_rounds.get(path, 0)
+        self.open_rounds[path] = max(rounds - 1, 0)
+        return rounds == 0
 
     def list(self, path):
         self.calls.append("list")
@@ -301,19 +313,21 @@ class RecordingStorage(LocalStorage):
         return super().delete(path, recursive=recursive)
 
 
-def make(tmp_path, shards, live, counter, containers, plans=()):
+def make(tmp_path, shards, live, counter, containers, plans=(), **options):
     layout = ClusterLayout("c1", str(tmp_path / "hdfs"))
     for name in containers:
         (tmp_path / "hdfs" / "c1" / "content" / name / name / "0").mkdir(parents=True)
     calls = []
     client = FakeClient(layout, shards, live, counter, calls, plans)
-    collector = ContentCollector(ClusterStore(client, layout), RecordingStorage(calls), wall_clock=lambda: 10_000.0)
+    collector = ContentCollector(
+        ClusterStore(client, layout), RecordingStorage(calls), wall_clock=lambda: 10_000.0, **options
+    )
     return collector, client, calls, tmp_path / "hdfs" / "c1" / "content"
 
 
 def test_a_round_lists_hdfs_first_then_syncs_then_reads_members_last(tmp_path):
     collector, client, calls, _ = make(tmp_path, [home("n2-2")], ["n2-2"], 2, ["n1-1", "n2-2"])
-    collector.collect()
+    collector.read_view()
     assert calls[:4] == ["list", "list", "sync", "get incarnation"]  # content, then Spark staging
     assert calls.index("children shards") < calls.index("children nodes") == len(calls) - 1
 
@@ -401,3 +415,61 @@ def test_a_round_deletes_the_spark_staging_of_retired_shards(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records if "Spark staging" in r.getMessage()] == [
         f"deleted the Spark staging of shard n1-1 ({spark / 'n1-1'}): the shard is retired"
     ]
+
+
+# -- files a dead writer left open ------------------------------------------------------------------
+def open_file(collector, content, container: str, name: str, rounds: int) -> str:
+    path = content / container / container / "0" / name
+    path.write_bytes(b"a resource")
+    collector.storage.open_rounds[str(path)] = rounds
+    return str(path)
+
+
+def test_a_directory_is_deleted_only_once_every_file_in_it_is_closed(tmp_path, caplog):
+    """HDFS deleting a file still open leaves its last block counted against its
+    DataNodes for good: the first round asks for every file's lease recovery and waits;
+    later rounds ask only for the files still open, and delete once none is."""
+    collector, client, calls, content = make(tmp_path, [], [], 5, ["n1-1"])
+    closed = open_file(collector, content, "n1-1", "1", rounds=0)
+    still = open_file(collector, content, "n1-1", "2", rounds=2)
+    with caplog.at_level(logging.INFO, logger="cluster.failover.collector"):
+        assert collector.collect().containers == ("n1-1",)
+        assert (content / "n1-1").is_dir()
+        assert sorted(collector.storage.recoveries) == sorted([closed, still])
+        [waiting] = [r.getMessage() for r in caplog.records]
+        assert "1 file(s) still open" in waiting and still in waiting
+        collector.storage.recoveries.clear()
+        collector.collect()
+        assert (content / "n1-1").is_dir() and collector.storage.recoveries == [still]
+        collector.collect()
+    assert not (content / "n1-1").exists()
+    assert collector.storage.recoveries == [still, still]
+    assert caplog.records[-1].getMessage().startswith("deleted the content of dead incarnation n1-1")
+
+
+def test_a_file_that_never_closes_is_deleted_after_the_patience_with_a_warning(tmp_path, caplog):
+    now = [100.0]
+    collector, client, calls, content = make(tmp_path, [], [], 5, ["n1-1"], clock=lambda: now[0], close_patience=600.0)
+    stuck = open_file(collector, content, "n1-1", "7", rounds=10**6)
+    collector.collect()
+    now[0] += 599.0
+    collector.collect()
+    assert (content / "n1-1").is_dir()
+    now[0] += 1.0
+    with caplog.at_level(logging.WARNING, logger="cluster.failover.collector"):
+        collector.collect()
+    assert not (content / "n1-1").exists()
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "1 file(s) still open 600 s" in warning and stuck in warning
+
+
+def test_a_directory_no_longer_decided_forgets_its_wait(tmp_path):
+    """A container waiting for its files to close that a later round no longer calls
+    garbage is not remembered: were it ever garbage again, its files are all asked anew."""
+    collector, client, calls, content = make(tmp_path, [], [], 5, ["n1-1"])
+    open_file(collector, content, "n1-1", "1", rounds=5)
+    collector.collect()
+    assert collector.waiting_to_close == [container_directory(client.layout, "n1-1")]
+    client.data[client.layout.shard("n1-1")] = [home("n1-1").to_json(), 0]  # pinned again
+    assert collector.collect().containers == ()
+    assert collector.waiting_to_close == []

@@ -1,0 +1,134 @@
+"""Nothing Custody deletes on HDFS leaves a block counted against its DataNodes.
+
+The NameNode counts each block it hands a DataNode until the DataNode reports it
+finished, and takes that count, times the new file's block size, off the DataNode's
+free space when it places a block. A block never finished (its file deleted while open)
+stays counted while other blocks keep being finished: a long compose drill counted
+2,500 on one DataNode (most come from DataNode deaths: the cluster page).
+
+On a fresh HDFS of their own with one DataNode (so that the count is these tests' alone):
+
+- Hedges of a new file's first sync that lose their race (`replication.new_files`,
+  `replication.block_size`): a hedge whose sync answers after the race is closed
+  before it is deleted. Every first sync is hedged at once (hedge delay 0); once every
+  file is closed at most the files a hedge replaced are still counted (the file itself,
+  overwritten while open). Before, every losing hedge stayed counted: 26 blocks for
+  ten files.
+- A dead incarnation's content, collected by the leader (`cluster.failover.collector`):
+  the file its writer, SIGKILLed, left open is deleted only once its lease is recovered.
+  Before, the collector deleted it open and its block stayed counted.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import hdfs_native
+import pytest
+
+from cluster.core.layout import ClusterLayout
+from cluster.failover.collector import ContentCollector, container_directory
+from cluster.services.hdfs import HdfsCluster, blocks_scheduled
+from cluster.services.process import wait_until
+from cluster.zk.membership import new_incarnation
+from cluster.zk.store import ClusterStore
+from replication import new_files
+from replication.hdfs_storage import HdfsStorage
+from tests.conftest import service_unavailable
+
+pytestmark = [pytest.mark.hdfs]
+
+
+FILES = 10
+SETTLED = 30.0  # the losers' closes and deletes, and the DataNode's reports
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    cluster = HdfsCluster(tmp_path_factory.mktemp("blocks") / "services", datanodes=1)
+    try:
+        try:
+            cluster.start()
+        except Exception as error:  # noqa: BLE001
+            service_unavailable("HDFS", error)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def scheduled(cluster) -> int:
+    return blocks_scheduled(cluster.ports["namenode_http"])
+
+
+def test_hedges_that_lose_leave_no_block_counted(cluster, monkeypatch):
+    monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.0)
+    storage = HdfsStorage(cluster.url, cluster.client_config, io_timeout=5.0)
+    storage.mkdir("/hedged")
+    before = scheduled(cluster)
+    for n in range(FILES):
+        file = storage.create(f"/hedged/file-{n}")
+        file.write(b"a transaction;" * 8)
+        file.sync()
+        file.close()
+    counts = storage.new_file_hedge_counts
+    assert counts.hedged == FILES, "hedge delay 0: every first sync is hedged"
+
+    raw = hdfs_native.Client(cluster.url, {})  # listings of the storage hide hedges
+
+    def hedges_left() -> list[str]:
+        names = [status.path.rsplit("/", 1)[-1] for status in raw.list_status("/hedged")]
+        return [name for name in names if new_files.is_hedge(name)]
+
+    # Every hedge that lost ends, is closed or abandoned, and is deleted; then only the
+    # files a hedge replaced may still be counted.
+    wait_until(lambda: not hedges_left(), SETTLED, "the hedges that lost to be deleted")
+    wait_until(lambda: scheduled(cluster) - before <= counts.won, SETTLED, "the losing hedges' blocks to be finished")
+    print(f"\n{FILES} files hedged, {counts.won} won by a hedge; blocks still counted: {scheduled(cluster) - before}")
+    assert sorted(status.name for status in storage.list("/hedged")) == sorted(f"file-{n}" for n in range(FILES))
+
+
+WRITER = """
+import sys, hdfs_native
+writer = hdfs_native.Client(sys.argv[1], {}).create(sys.argv[2])
+writer.write(b"claims of a resource " * 50)
+writer.hsync()
+print("synced", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.zookeeper
+def test_a_dead_incarnations_file_left_open_is_deleted_once_closed(cluster, zk_client, tmp_path):
+    """An incarnation SIGKILLed while writing a content file leaves it open; once no
+    shard references its container, the leader's collector deletes the container, and
+    the file's block is no longer counted against its DataNode."""
+    layout = ClusterLayout("c1", "/custody")
+    store = ClusterStore(zk_client, layout)
+    store.ensure_paths()
+    dead = new_incarnation(zk_client, layout, "d").id
+    new_incarnation(zk_client, layout, "a")  # a newer start: the dead one is not the newest drawn
+    storage = HdfsStorage(cluster.url, cluster.client_config, io_timeout=5.0)
+    container = container_directory(layout, dead)
+    storage.mkdir(f"{container}/{dead}/0", parents=True)
+    before = scheduled(cluster)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, cluster.url, f"{container}/{dead}/0/1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout.readline().strip() == "synced"
+    finally:
+        writer.kill()
+        writer.wait()
+    assert scheduled(cluster) == before + 1, "the open file's block is counted until it is finished"
+    collector = ContentCollector(store, storage)
+
+    def collected() -> bool:
+        assert collector.collect().containers == (dead,)
+        return not storage.exists(container)
+
+    wait_until(collected, SETTLED, f"the container of {dead} to be collected")
+    wait_until(lambda: scheduled(cluster) == before, SETTLED, "the dead writer's block to be finished")
