@@ -33,10 +33,12 @@ answer wins (`replication.hedged_reads`): a DataNode that died or froze otherwis
 a reader for the client's socket timeout before it tries the next replica.
 
 New files: their first sync is hedged (`replication.new_files`): a hedge is another
-file under a hidden name in the same directory, renamed over the file if it answers
-first. `list` never shows hedges. Once a call hung for its full deadline, every hsync
-has a short deadline for a few seconds (`replication.pipeline_suspicion`): one dead
-DataNode holds every open pipeline through it, and each would wait the full deadline.
+file under a hidden name in the same directory, renamed to the file's name if it
+answers first (the file moved aside). `list` never shows hedges; those given up open
+are deleted once HDFS has closed them (`replication.left_open`). Once a call hung for
+its full deadline, every hsync has a short deadline for a few seconds
+(`replication.pipeline_suspicion`): one dead DataNode holds every open pipeline through
+it, and each would wait the full deadline.
 
 Every call is timed, failed ones too, into `HdfsStorage.call_durations` by operation
 (create, write, hsync, close, read, open, rename, delete, list, stat, mkdir,
@@ -82,6 +84,7 @@ from repositories.storage.protocol import parent
 from .block_size import block_size_setting
 from .deadline import DeadlineExceeded, DeadlineRunner, NoWorkerFree
 from .hedged_reads import HedgeCounts, first_answer
+from .left_open import LeftOpen
 from .new_files import NEW_FILE_RETRY_BUDGET_S, NewFile, is_hedge
 from .pipeline_suspicion import PipelineSuspicion
 
@@ -558,6 +561,8 @@ class HdfsStorage:
         self.new_file_hedge_counts = HedgeCounts()
         # Once a pipeline hung, hsyncs have a short deadline for a while (`replication.pipeline_suspicion`).
         self.pipeline_suspicion = PipelineSuspicion()
+        # Files given up while open (failed hedges), deleted once HDFS has closed them.
+        self.left_open = LeftOpen(self, name=f"hdfs-left-open-{urllib.parse.urlparse(self.url).port}")
         self._arrow = None
         self._arrow_lock = threading.Lock()
         # Every call's duration, failed ones too (the admin API publishes them).
@@ -677,6 +682,12 @@ class HdfsStorage:
             self._client.rename(src, dst, overwrite)
         except BaseException as error:  # noqa: BLE001
             raise _translate(error, f"{src} -> {dst}", "rename") from error
+
+    def delete_once_closed(self, path: str) -> None:
+        """Delete a file this client gave up while it was open once HDFS has closed it
+        (`replication.left_open`): deleted open, its last block would stay counted
+        against its DataNodes' free space."""
+        self.left_open.add(path)
 
     @_timed("delete")
     def delete(self, path: str, *, recursive: bool = False) -> bool:

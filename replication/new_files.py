@@ -22,22 +22,23 @@ then every `NEW_FILE_HEDGE_EVERY_S`, `NEW_FILE_HEDGE_WIDTH` at a time: each anot
 in the same directory, under a hidden name (`hedge_name`), with everything written
 again, and its own sync. An attempt that fails on its pipeline (`pipeline_failed`) is
 followed by another at once (`NEW_FILE_PAUSE_S`). The first attempt to finish its sync
-wins: a hedge that wins is renamed over the file (the NameNode finds an open file's
+wins: a hedge that wins is renamed to the file's name (the NameNode finds an open file's
 writer by its inode, so the writer goes on writing under the new name), the file itself
-is abandoned if it lost, and every hedge that lost is deleted as its attempt ends: closed
-first if its sync answered, so that its block is finished (a block never finished stays
-counted against its DataNodes' free space, `replication.block_size`), abandoned if it
-failed. At most `NEW_FILE_ATTEMPTS` attempts start,
-all within twice the storage's `retry_budget` (its I/O deadline) of the race's start;
-each attempt's own calls have the storage's deadlines. Attempts run on workers of their
-own, shared by the storage's races and capped (`replication.deadline`), and hedges
-write on workers of their own, also capped (`HdfsStorage`): a hedge for which no worker
-is free, of either kind, is not an attempt and does not count; the next is tried when
-one is due again. An attempt that must start because none runs waits for a worker,
-within the budget. When every attempt failed and no more may start, the last error is
-raised. An error that says the file is gone, fenced or no longer ours (not
-`pipeline_failed`) ends the race at once and is raised. The decisions are `race_step`, a
-pure function.
+is abandoned if it lost and moved aside first (to a hidden name), and every hedge that
+lost is deleted as its attempt ends: closed first if its sync answered, so that its
+block is finished (a block never finished stays counted against its DataNodes' free
+space, `replication.block_size`); abandoned if it failed, and like the file moved
+aside, deleted once HDFS has recovered its lease (`replication.left_open`). At
+most `NEW_FILE_ATTEMPTS` attempts start, all within twice the storage's `retry_budget`
+(its I/O deadline) of the race's start; each attempt's own calls have the storage's
+deadlines. Attempts run on workers of their own, shared by the storage's races and
+capped (`replication.deadline`), and hedges write on workers of their own, also capped
+(`HdfsStorage`): a hedge for which no worker is free, of either kind, is not an
+attempt and does not count; the next is tried when one is due again. An attempt that
+must start because none runs waits for a worker, within the budget. When every attempt
+failed and no more may start, the last error is raised. An error that says the file is
+gone, fenced or no longer ours (not `pipeline_failed`) ends the race at once and is
+raised. The decisions are `race_step`, a pure function.
 
 Fencing holds: hedges are created with `create_parent=False` in the file's own
 directory, and the rename is within it, so a writer whose directory was renamed away
@@ -379,12 +380,21 @@ class NewFile:
         raise StorageAbandoned(f"cannot write hdfs:{self.path}: it was abandoned during its first sync", self.path)
 
     def _won(self, index: int) -> None:
-        """Attempt `index` won: drop the others; a hedge is renamed over the file."""
+        """Attempt `index` won: drop the others; a hedge takes the file's name, the file
+        moved aside."""
         with self._lock:
             files = dict(self._attempt_files)
         winner = files.pop(index)
         if index:
             _abandon(files[0], "a hedge of its first sync answered first")
+            # Moved aside, not renamed over: still open, and deleted open its block would
+            # stay counted; it is deleted once HDFS has closed it (`replication.left_open`).
+            aside = self._hedge_path(0)
+            try:
+                self._storage.rename(self.path, aside)
+                self._storage.delete_once_closed(aside)
+            except StorageError as error:  # gone, or fenced: the rename below says which
+                log.info("hdfs: could not move %s aside (%s); the hedge is renamed over it", self.path, error)
         # The hedges still running drop themselves as they end (`_attempt`): one whose
         # sync answers is closed before it is deleted.
         if index:
@@ -414,12 +424,14 @@ class NewFile:
 
     def _drop(self, index: int, file, *, close: bool = False) -> None:
         """Abandon a hedge's file, or with `close` close it (a hedge whose sync answered:
-        it answers again), and delete it (best effort: a hedge left is hidden).
+        it answers again), and delete it (best effort: a hedge left is hidden); one
+        abandoned open is deleted once HDFS has recovered its lease and closed it
+        (`replication.left_open`).
 
         Closed, its block is finished and the NameNode stops counting it: a block
-        written and never finished (its file abandoned or deleted while open) stays
-        counted against its DataNodes' free space, by a whole block of the file's size,
-        for as long as blocks keep being finished there (`replication.block_size`)."""
+        written and never finished (its file deleted while open) stays counted against
+        its DataNodes' free space, by a whole block of the file's size, for as long as
+        blocks keep being finished there (`replication.block_size`)."""
         closed = False
         if close:
             try:
@@ -427,9 +439,12 @@ class NewFile:
                 closed = True
             except (StorageError, DeadlineExceeded):
                 pass
-        if not closed:
-            _abandon(file, "another attempt at its first sync answered first")
         path = self._hedge_path(index)
+        if not closed:
+            # Open: deleted once HDFS has recovered its lease, which finishes its block.
+            _abandon(file, "another attempt at its first sync answered first")
+            self._storage.delete_once_closed(path)
+            return
         try:
             self._storage.delete(path)
         except StorageError as error:

@@ -110,6 +110,8 @@ class FakeStorage:
         self.held: list[threading.Event | None] = list(held)
         self.files: list[FakeFile] = []
         self.deleted: list[str] = []
+        self.left_open: list[str] = []  # deleted once closed
+        self.moved_aside: list[str] = []  # the file itself, before a hedge is renamed to its name
         self.renamed: list[tuple[str, str]] = []
         self.create_error = create_error
         self.counts = HedgeCounts()
@@ -129,7 +131,16 @@ class FakeStorage:
         self.deleted.append(path)
         return True
 
+    def delete_once_closed(self, path: str) -> None:
+        """Given up open: deleted once HDFS closed it (recorded in both lists)."""
+        self.left_open.append(path)
+        self.deleted.append(path)
+
     def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
+        if src == PATH:  # the file itself, moved aside for a hedge that won
+            assert is_hedge(dst.rsplit("/", 1)[-1]) and not overwrite
+            self.moved_aside.append(dst)
+            return
         assert overwrite and dst == PATH
         self.renamed.append((src, dst))
 
@@ -187,7 +198,10 @@ def test_a_first_sync_that_fails_on_its_pipeline_is_made_again_with_what_was_wri
     file.sync()
     assert [f.data for f in storage.files] == [b"header;record;"] * 3
     assert [f.abandoned_with is not None for f in storage.files] == [True, True, False]
-    (failed_hedge,), ((winner, to),) = set(storage.deleted), storage.renamed
+    # The file itself is moved aside; it and the failed hedge, both open, are deleted once closed.
+    (aside,), ((winner, to),) = storage.moved_aside, storage.renamed
+    (failed_hedge,) = set(storage.deleted) - {aside}
+    assert sorted(storage.deleted) == sorted(storage.left_open) == sorted([aside, failed_hedge])
     assert is_hedge(failed_hedge.rsplit("/", 1)[-1]) and is_hedge(winner.rsplit("/", 1)[-1])
     assert failed_hedge != winner and to == PATH == storage.files[-1].path  # renamed: the writer goes on
     assert storage.files[-1].synced and file.tell() == len(b"header;record;")
@@ -268,7 +282,7 @@ def test_it_gives_up_after_so_many_files_and_then_retries_nothing(no_waiting):
     assert len(storage.files) == NEW_FILE_ATTEMPTS
 
 
-def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_renamed_over_the_file(one_hedge_in_time):
+def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_takes_the_files_name(one_hedge_in_time):
     frozen = threading.Event()
     storage = FakeStorage(frozen=[frozen])
     file = storage.new_file()
@@ -277,7 +291,9 @@ def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_renamed_over_
     primary, hedge = storage.files
     assert hedge.synced and hedge.data == b"header;" and primary.abandoned_with is not None
     ((renamed, to),) = storage.renamed
-    assert is_hedge(renamed.rsplit("/", 1)[-1]) and to == PATH == hedge.path and storage.deleted == []
+    assert is_hedge(renamed.rsplit("/", 1)[-1]) and to == PATH == hedge.path
+    # The file itself, still open (its hsync hangs), was moved aside, to be deleted once closed.
+    assert storage.deleted == storage.left_open == storage.moved_aside != [renamed]
     assert (storage.counts.hedged, storage.counts.won) == (1, 1)
     file.write(b"after;")
     file.sync()
@@ -305,11 +321,12 @@ def test_the_file_answering_before_its_hedge_wins_and_the_hedge_is_deleted(one_h
     assert not synced.is_alive() and primary.synced and storage.renamed == []
     hedge = storage.files[1]
     assert (storage.counts.hedged, storage.counts.won) == (1, 0)
-    # The hedge, still in its frozen sync, drops itself once that fails: abandoned, deleted.
+    # The hedge, still in its frozen sync, drops itself once that fails: abandoned, and
+    # deleted once HDFS has closed it (deleted open, its block would stay counted).
     assert storage.deleted == []
     hedge_frozen.set()
     wait_until(lambda: storage.deleted == [hedge.path], DEADLINE, "the hedge to be deleted")
-    assert hedge.abandoned_with is not None and not hedge.closed
+    assert hedge.abandoned_with is not None and not hedge.closed and storage.left_open == [hedge.path]
 
 
 def test_a_hedge_whose_sync_answers_after_the_file_won_is_closed_before_it_is_deleted(one_hedge_in_time):
@@ -326,7 +343,7 @@ def test_a_hedge_whose_sync_answers_after_the_file_won_is_closed_before_it_is_de
     hedge_held.set()  # the hedge's sync answers, too late
     wait_until(lambda: storage.deleted == [hedge.path], DEADLINE, "the hedge to be deleted")
     # Closed: its block is finished, and the NameNode no longer counts it against its DataNodes.
-    assert hedge.synced and hedge.closed and hedge.abandoned_with is None
+    assert hedge.synced and hedge.closed and hedge.abandoned_with is None and storage.left_open == []
     assert (storage.counts.hedged, storage.counts.won) == (1, 0)
 
 
