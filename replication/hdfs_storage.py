@@ -60,6 +60,7 @@ import re
 import threading
 import time
 import urllib.parse
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO, TypeVar
@@ -85,7 +86,7 @@ from .block_size import block_size_setting
 from .deadline import DeadlineExceeded, DeadlineRunner, NoWorkerFree
 from .hedged_reads import HedgeCounts, first_answer
 from .left_open import LeftOpen
-from .new_files import NEW_FILE_RETRY_BUDGET_S, NewFile, is_hedge
+from .new_files import NEW_FILE_RETRY_BUDGET_S, NewFile, hedge_name, is_hedge
 from .pipeline_suspicion import PipelineSuspicion
 
 log = logging.getLogger(__name__)
@@ -684,9 +685,18 @@ class HdfsStorage:
             raise _translate(error, f"{src} -> {dst}", "rename") from error
 
     def delete_once_closed(self, path: str) -> None:
-        """Delete a file this client gave up while it was open once HDFS has closed it
-        (`replication.left_open`): deleted open, its last block would stay counted
-        against its DataNodes' free space."""
+        """Delete a file this client may have left open (its writer failed or was given
+        up) once HDFS has closed it (`replication.left_open`): deleted open, its last
+        block would stay counted against its DataNodes' free space. Moved at once to a
+        hidden name beside it (a hedge's stays where it is), so that it is gone from
+        listings and its name is free; nothing there is no error."""
+        if not is_hedge(path.rsplit("/", 1)[-1]):
+            aside = hedge_name(path, f"{uuid.uuid4().hex[:12]}-given-up")
+            try:
+                self.rename(path, aside)
+            except StorageFileNotFound:
+                return
+            path = aside
         self.left_open.add(path)
 
     @_timed("delete")

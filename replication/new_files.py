@@ -389,11 +389,9 @@ class NewFile:
             _abandon(files[0], "a hedge of its first sync answered first")
             # Moved aside, not renamed over: still open, and deleted open its block would
             # stay counted; it is deleted once HDFS has closed it (`replication.left_open`).
-            aside = self._hedge_path(0)
             try:
-                self._storage.rename(self.path, aside)
-                self._storage.delete_once_closed(aside)
-            except StorageError as error:  # gone, or fenced: the rename below says which
+                self._storage.delete_once_closed(self.path)
+            except StorageError as error:  # fenced, say: the rename below says so
                 log.info("hdfs: could not move %s aside (%s); the hedge is renamed over it", self.path, error)
         # The hedges still running drop themselves as they end (`_attempt`): one whose
         # sync answers is closed before it is deleted.

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..instruments import LatencyHistogram
-from ..storage import StorageFileExists, abandon_file, join
+from ..storage import StorageFileExists, abandon_file, discard, join
 from ..storage.side_by_side import side_by_side
 from . import format as fmt
 from .errors import (
@@ -746,11 +746,20 @@ class WriteAheadLog:
             # An abandoned WAL starts no storage call of a checkpoint (one in flight is
             # the storage's to finish): checked before each step that writes.
             self._refuse_if_abandoned()
-            with storage.create(partial, overwrite=True) as file:
-                self._refuse_if_abandoned(file)
-                write_snapshot(
-                    file, epoch=self.epoch, serde=self.serde, max_txid=max_txid, records=records, swap_files=swap_files
-                )
+            try:
+                with storage.create(partial, overwrite=True) as file:
+                    self._refuse_if_abandoned(file)
+                    write_snapshot(
+                        file,
+                        epoch=self.epoch,
+                        serde=self.serde,
+                        max_txid=max_txid,
+                        records=records,
+                        swap_files=swap_files,
+                    )
+            except Exception:
+                self._discard(partial)  # not written in full, and maybe still open
+                raise
             self._partial_complete = True
             self._hooks.checkpoint_partial_written(partial)
             self._create_missing_journals(max_txid)
@@ -767,6 +776,7 @@ class WriteAheadLog:
                     journal.close(sync=False)
                 except Exception:  # a failed journal's file may refuse; it is replaced below
                     log.debug("closing %s before reset failed", journal.path, exc_info=True)
+                    self._discard(journal.path)  # still open: not overwritten (`discard`)
             self._journals = []
             header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid, self.partitions)
             made: dict[int, Journal] = {}
@@ -804,8 +814,8 @@ class WriteAheadLog:
                 for journal in journals:
                     if self._abandoned is not None:
                         journal.abandon(WriteAheadLogAbandonedError(self.directory, self._abandoned))
-                    else:
-                        _close_quietly(journal)
+                    elif not _closed_quietly(journal):
+                        self._discard(journal.path)
             with self._state_lock:
                 self._poison = error
             if not isinstance(error, Exception):
@@ -822,6 +832,18 @@ class WriteAheadLog:
             self._settle_callbacks = []
         self._last_checkpoint = self._clock()
         log.debug("WAL %s checkpointed %d records at transaction %d", self.directory, len(records), max_txid)
+
+    def _discard(self, path: str) -> None:
+        """Let go of a file of a checkpoint that failed, which may still be open: it is
+        written again by the next checkpoint, and overwritten open it would leave its
+        last block counted against its DataNodes (`repositories.storage.discard`). Best
+        effort, and never once the WAL is abandoned (that makes no storage call)."""
+        if self._abandoned is not None:
+            return
+        try:
+            discard(self.storage, path)
+        except Exception:  # noqa: BLE001 - overwritten by the next checkpoint all the same
+            log.debug("letting go of %s failed", path, exc_info=True)
 
     def _start_checkpoint_thread(self) -> None:
         interval = self.checkpoint_interval
@@ -861,8 +883,11 @@ class WriteAheadLog:
         self._checkpoint_thread.start()
 
 
-def _close_quietly(journal: Journal) -> None:
+def _closed_quietly(journal: Journal) -> bool:
+    """Whether the journal (one a failed checkpoint created) closed."""
     try:
         journal.close(sync=False)
-    except Exception:  # noqa: BLE001 - a journal a failed checkpoint created: replaced by the next one
+    except Exception:  # noqa: BLE001 - replaced by the next checkpoint
         log.debug("closing %s after a failed checkpoint failed", journal.path, exc_info=True)
+        return False
+    return True

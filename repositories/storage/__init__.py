@@ -11,7 +11,7 @@ from .errors import (
     StorageUnavailable,
 )
 from .local import LocalStorage, LocalWritableFile
-from .protocol import FileStatus, Storage, WritableFile, files_under, join, parent
+from .protocol import FileStatus, Storage, WritableFile, discard, files_under, join, parent
 
 __all__ = [
     "AbandonableStorage",
@@ -29,6 +29,7 @@ __all__ = [
     "StorageUnavailable",
     "WritableFile",
     "abandon_file",
+    "discard",
     "join",
     "files_under",
     "parent",

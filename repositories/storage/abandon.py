@@ -16,7 +16,8 @@ silent no-op), and a call that was already in flight is the storage's to finish.
   can hang: its owner closes it normally, or leaves it.
 * `AbandonableStorage(storage)`: the storage protocol over `storage`, for one owner
   (an incarnation). `abandon(reason)` refuses, from then on, every call that changes
-  the storage (create, append, rename, delete, mkdir, recover_lease) and abandons
+  the storage (create, append, rename, delete, delete_once_closed, mkdir,
+  recover_lease) and abandons
   every file it handed out that is still open: a checkpoint, a swap file or a content
   file that some thread of the dead owner is still writing, or is about to create,
   never writes again. Reads go on (they change nothing).
@@ -32,7 +33,7 @@ import weakref
 from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import StorageUnavailable
-from .protocol import FileStatus
+from .protocol import FileStatus, discard
 
 if TYPE_CHECKING:
     from .protocol import Storage
@@ -196,6 +197,10 @@ class AbandonableStorage:
     def delete(self, path: str, *, recursive: bool = False) -> bool:
         self._refuse(path)
         return self.inner.delete(path, recursive=recursive)
+
+    def delete_once_closed(self, path: str) -> None:
+        self._refuse(path)
+        discard(self.inner, path)
 
     def mkdir(self, path: str, *, parents: bool = False, exist_ok: bool = False) -> None:
         self._refuse(path)

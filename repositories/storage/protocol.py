@@ -24,6 +24,12 @@ The contract:
 * `recover_lease(path)` asks the backend to close a file someone else may still be
   writing. It returns True once the file is closed; the caller polls with backoff.
   Afterwards a write + sync by the previous writer fails with `LeaseLost`.
+* `discard(storage, path)` deletes a file whose writer failed or was given up, which
+  may still be open: where the storage has `delete_once_closed` (HDFS) the file leaves
+  the directory's listing at once and is deleted once its lease is recovered (HDFS
+  deleting an open file leaves its last block counted against its DataNodes' free
+  space for good: `replication.left_open`); elsewhere it is deleted. A file that does
+  not exist is no error.
 * `WritableFile.abandon()` is optional: a backend whose sync or close can hang (HDFS)
   lets its owner drop the file at once, unsynced and open, when that owner dies
   (`abandon`): never blocking, and with every later write, sync or close refused
@@ -149,3 +155,13 @@ def files_under(storage: Storage, directory: str) -> list[str]:
         else:
             files.append(entry.path)
     return files
+
+
+def discard(storage: Storage, path: str) -> None:
+    """Delete `path`, a file whose writer failed or was given up and may have left it
+    open (see the module docstring): once closed where the storage can tell."""
+    once_closed = getattr(storage, "delete_once_closed", None)
+    if once_closed is not None:
+        once_closed(path)
+    else:
+        storage.delete(path)

@@ -31,7 +31,7 @@ import re
 import uuid
 from typing import TYPE_CHECKING
 
-from ..storage import StorageError, StorageFileNotFound, join
+from ..storage import StorageError, StorageFileNotFound, discard, join
 from . import format as fmt
 from .errors import CorruptSwapFileError, ForeignSwapFileError, SwapFileMissingError, SwapWriteError
 from .hooks import SwapHooks
@@ -223,7 +223,8 @@ class SwapStore:
             raise SwapFileMissingError(location) from None
 
     def _discard(self, location: str) -> None:
+        """A swap file whose write failed, maybe still open (`repositories.storage.discard`)."""
         try:
-            self.storage.delete(location)
+            discard(self.storage, location)
         except StorageError:
             pass  # an unrecorded swap file is removed as an orphan at the next restart

@@ -18,6 +18,9 @@ On a fresh HDFS of their own with one DataNode (so that the count is these tests
 - A dead incarnation's content, collected by the leader (`cluster.failover.collector`):
   the file its writer, SIGKILLed, left open is deleted only once its lease is recovered.
   Before, the collector deleted it open and its block stayed counted.
+- A file let go open (`repositories.storage.discard`: a swap file whose write failed, a
+  journal or snapshot of a failed checkpoint): it leaves the listing at once, its name
+  is free, and it is deleted once HDFS has recovered its lease.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from cluster.zk.membership import new_incarnation
 from cluster.zk.store import ClusterStore
 from replication import new_files
 from replication.hdfs_storage import HdfsStorage
+from repositories.storage import discard
 from tests.conftest import service_unavailable
 
 pytestmark = [pytest.mark.hdfs]
@@ -99,6 +103,18 @@ sys.stdin.read()
 """
 
 
+def left_open_by_a_killed_writer(cluster, path: str) -> None:
+    """`path` written and hsynced by a process SIGKILLed before it closed it."""
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, cluster.url, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout.readline().strip() == "synced"
+    finally:
+        writer.kill()
+        writer.wait()
+
+
 @pytest.mark.zookeeper
 def test_a_dead_incarnations_file_left_open_is_deleted_once_closed(cluster, zk_client, tmp_path):
     """An incarnation SIGKILLed while writing a content file leaves it open; once no
@@ -113,17 +129,7 @@ def test_a_dead_incarnations_file_left_open_is_deleted_once_closed(cluster, zk_c
     container = container_directory(layout, dead)
     storage.mkdir(f"{container}/{dead}/0", parents=True)
     before = scheduled(cluster)
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, cluster.url, f"{container}/{dead}/0/1"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert writer.stdout.readline().strip() == "synced"
-    finally:
-        writer.kill()
-        writer.wait()
+    left_open_by_a_killed_writer(cluster, f"{container}/{dead}/0/1")
     assert scheduled(cluster) == before + 1, "the open file's block is counted until it is finished"
     collector = ContentCollector(store, storage)
 
@@ -133,3 +139,22 @@ def test_a_dead_incarnations_file_left_open_is_deleted_once_closed(cluster, zk_c
 
     wait_until(collected, SETTLED, f"the container of {dead} to be collected")
     wait_until(lambda: scheduled(cluster) == before, SETTLED, "the dead writer's block to be finished")
+
+
+def test_a_file_let_go_open_leaves_its_name_at_once_and_is_deleted_once_closed(cluster):
+    """What a failed writer leaves open (a swap file, a WAL journal or snapshot of a
+    failed checkpoint) is let go with `discard`: on HDFS it leaves the listing at once,
+    and its block is finished before the file is deleted."""
+    storage = HdfsStorage(cluster.url, cluster.client_config, io_timeout=5.0)
+    storage.mkdir("/let-go")
+    before = scheduled(cluster)
+    left_open_by_a_killed_writer(cluster, "/let-go/journal-0")
+    assert scheduled(cluster) == before + 1
+    discard(storage, "/let-go/journal-0")
+    assert storage.list("/let-go") == []
+    with storage.create("/let-go/journal-0") as file:  # the name is free again at once
+        file.write(b"a new journal")
+        file.sync()
+    raw = hdfs_native.Client(cluster.url, {})
+    wait_until(lambda: len(list(raw.list_status("/let-go"))) == 1, SETTLED, "the file let go to be deleted")
+    wait_until(lambda: scheduled(cluster) == before, SETTLED, "the block of the file let go to be finished")

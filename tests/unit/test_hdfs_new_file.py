@@ -111,7 +111,6 @@ class FakeStorage:
         self.files: list[FakeFile] = []
         self.deleted: list[str] = []
         self.left_open: list[str] = []  # deleted once closed
-        self.moved_aside: list[str] = []  # the file itself, before a hedge is renamed to its name
         self.renamed: list[tuple[str, str]] = []
         self.create_error = create_error
         self.counts = HedgeCounts()
@@ -132,15 +131,13 @@ class FakeStorage:
         return True
 
     def delete_once_closed(self, path: str) -> None:
-        """Given up open: deleted once HDFS closed it (recorded in both lists)."""
+        """Given up open: deleted once HDFS closed it (recorded in both lists). The file
+        itself is moved aside before a hedge takes its name, never after."""
+        assert path != PATH or not self.renamed
         self.left_open.append(path)
         self.deleted.append(path)
 
     def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
-        if src == PATH:  # the file itself, moved aside for a hedge that won
-            assert is_hedge(dst.rsplit("/", 1)[-1]) and not overwrite
-            self.moved_aside.append(dst)
-            return
         assert overwrite and dst == PATH
         self.renamed.append((src, dst))
 
@@ -198,10 +195,11 @@ def test_a_first_sync_that_fails_on_its_pipeline_is_made_again_with_what_was_wri
     file.sync()
     assert [f.data for f in storage.files] == [b"header;record;"] * 3
     assert [f.abandoned_with is not None for f in storage.files] == [True, True, False]
-    # The file itself is moved aside; it and the failed hedge, both open, are deleted once closed.
-    (aside,), ((winner, to),) = storage.moved_aside, storage.renamed
-    (failed_hedge,) = set(storage.deleted) - {aside}
-    assert sorted(storage.deleted) == sorted(storage.left_open) == sorted([aside, failed_hedge])
+    # The file itself and the failed hedge, both open, are deleted once closed (the file
+    # moved aside first, before the hedge takes its name).
+    ((winner, to),) = storage.renamed
+    (failed_hedge,) = set(storage.deleted) - {PATH}
+    assert storage.left_open == storage.deleted and sorted(storage.deleted) == sorted([PATH, failed_hedge])
     assert is_hedge(failed_hedge.rsplit("/", 1)[-1]) and is_hedge(winner.rsplit("/", 1)[-1])
     assert failed_hedge != winner and to == PATH == storage.files[-1].path  # renamed: the writer goes on
     assert storage.files[-1].synced and file.tell() == len(b"header;record;")
@@ -292,8 +290,8 @@ def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_takes_the_fil
     assert hedge.synced and hedge.data == b"header;" and primary.abandoned_with is not None
     ((renamed, to),) = storage.renamed
     assert is_hedge(renamed.rsplit("/", 1)[-1]) and to == PATH == hedge.path
-    # The file itself, still open (its hsync hangs), was moved aside, to be deleted once closed.
-    assert storage.deleted == storage.left_open == storage.moved_aside != [renamed]
+    # The file itself, still open (its hsync hangs), is deleted once closed (moved aside first).
+    assert storage.deleted == storage.left_open == [PATH]
     assert (storage.counts.hedged, storage.counts.won) == (1, 1)
     file.write(b"after;")
     file.sync()
