@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from repositories.claims import SECTIONS_PER_CONTAINER, ResourceClaim
-from repositories.storage import StorageError, StorageFileNotFound, WritableFile
+from repositories.storage import StorageError, StorageFileNotFound, WritableFile, discard
 from repositories.storage.leases import recover_leases
 from repositories.storage.local import (
     DIRECTORY_MODE,
@@ -458,10 +458,24 @@ class StorageResourceIO:
             pass  # no checksum file: a resource of format 0
 
     def delete(self, root: str, resource: ResourceClaim, archived: bool) -> bool:
-        deleted = self.storage.delete(_path(root, resource, archived, False))
-        if not self.storage.delete(checksum_path(root, resource, archived)):
-            self.storage.delete(checksum_path(root, resource, not archived))
+        deleted = self._delete_closed(_path(root, resource, archived, False))
+        if not self._delete_closed(checksum_path(root, resource, archived)):
+            self._delete_closed(checksum_path(root, resource, not archived))
         return deleted
+
+    def _delete_closed(self, path: str) -> bool:
+        """Delete `path`, or let it go (`discard`) if it is still open: a resource whose
+        close failed (its pipeline broke) is collected like any other, and HDFS deleting
+        it open would leave its last block counted against its DataNodes for good. One
+        `recover_lease` first, which answers at once for a closed file."""
+        try:
+            closed = self.storage.recover_lease(path)
+        except StorageFileNotFound:
+            return False
+        if closed:
+            return self.storage.delete(path)
+        discard(self.storage, path)
+        return True
 
     def truncate(self, root: str, resource: ResourceClaim, length: int) -> None:
         raise StorageError("this storage cannot truncate resource files", resource_path(root, resource))

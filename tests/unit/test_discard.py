@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from repositories.claims import ResourceClaim
+from repositories.content.format import checksum_path, resource_path
+from repositories.content.resource_io import StorageResourceIO
 from repositories.flowfile import CheckpointError, Put
 from repositories.storage import AbandonableStorage, LocalStorage, StorageAbandoned, discard
 from repositories.swap.store import SwapStore, SwapWriteError
@@ -22,10 +25,14 @@ class OnceClosed(FaultyStorage):
     def __init__(self, inner):
         super().__init__(inner)
         self.let_go: list[str] = []
+        self.still_open: set[str] = set()  # what a writer whose close failed left open
 
     def delete_once_closed(self, path: str) -> None:
         self.let_go.append(path)
         self.inner.delete(path)
+
+    def recover_lease(self, path: str) -> bool:
+        return super().recover_lease(path) and path not in self.still_open
 
 
 def test_discard_deletes_where_the_storage_cannot_wait_for_a_close(tmp_path):
@@ -97,3 +104,21 @@ def test_a_checkpoint_lets_go_of_its_snapshot_if_it_was_not_written_in_full(tmp_
     wal.checkpoint()  # written again in full
     wal.close()
     assert sorted(open_wal(LocalStorage(), str(tmp_path / "wal")).recover()) == [make_record(1).id]
+
+
+def test_a_resource_collected_while_still_open_is_let_go_and_a_closed_one_deleted(tmp_path):
+    """A resource whose close failed (its pipeline broke) is collected like any other."""
+    storage = OnceClosed(LocalStorage())
+    io = StorageResourceIO(storage)
+    root = str(tmp_path / "c1")
+    io.prepare_container(root)
+    left, closed = ResourceClaim("c1", 3, "r-1"), ResourceClaim("c1", 3, "r-2")
+    for resource in (left, closed):
+        (tmp_path / "c1" / "3").mkdir(exist_ok=True)
+        for path in (resource_path(root, resource), checksum_path(root, resource)):
+            with open(path, "wb") as file:
+                file.write(b"claims")
+    storage.still_open = {resource_path(root, left), checksum_path(root, left)}
+    assert io.delete(root, left, False) and io.delete(root, closed, False)
+    assert sorted(storage.let_go) == sorted(storage.still_open)
+    assert list((tmp_path / "c1" / "3").iterdir()) == []
