@@ -34,8 +34,11 @@ last bulletin) are recorded once per task from its session's counts, and shown i
 Lock plan: `_condition` guards `_dirty` and every `_Node`'s `running`, `state`,
 `not_before`, `rollbacks`; the dispatcher thread waits on it; queue arrivals and task ends notify it.
 A `_Node`'s `stats` has its own lock, taken once per task.
-`_control` serialises `start`, `stop_processor`, `start_processor` and `run_once`, so that
-`on_scheduled` and `on_stopped` never run twice for one start or stop.
+`_control` serialises `start`, `stop_processor`, `start_processor` and `run_once`, and the
+end of the last task of a processor being stopped, so that `on_scheduled` and
+`on_stopped` never run twice for one start or stop, and a processor is STOPPED only once
+its `on_stopped` has ended (reentrant: an executor may run a task on the thread that
+submitted it).
 """
 
 from __future__ import annotations
@@ -223,7 +226,7 @@ class TraditionalEngine:
             if processor_id in self.nodes:  # one the flow no longer has is ignored
                 self.nodes[processor_id].state = STOPPED  # an operator stopped it: not scheduled at start
         self._started = False
-        self._control = threading.Lock()
+        self._control = threading.RLock()
         for queue in graph.queues.values():
             queue.add_listener(self._on_queue_change)
 
@@ -692,11 +695,20 @@ class TraditionalEngine:
                 node.running -= 1
                 if bored:
                     node.not_before = max(node.not_before, self._clock() + BORED_YIELD_S)
-                stopped = self._finish_stop_locked(node)
+                last = node.state == STOPPING and not node.running
                 self._dirty = True
                 self._condition.notify_all()  # the dispatcher, and a stop_processor waiting
-            if stopped:  # the last task of a processor whose stop gave up waiting for it
-                self._stop_processors([node])
+            if last:
+                # The last task of a processor being stopped: it or the stop that waited
+                # for it, whichever takes `_control` first, turns it STOPPED and runs its
+                # `on_stopped`, under `_control`. So STOPPED is never seen before its
+                # `on_stopped` has ended: a start right after the stop (a hand-over's merge)
+                # found a ListenHTTP whose socket was still open ("Address already in use").
+                with self._control:
+                    with self._condition:
+                        stopped = self._finish_stop_locked(node)
+                    if stopped:
+                        self._stop_processors([node])
 
     # -- status -------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ from tests.flow_engines import source_to_sink
 CALLS: list[str] = []
 GATE = threading.Event()  # the sink's tasks wait on it while `Sink.block` is set
 BLOCKED = threading.Event()  # set by a sink task that holds a FlowFile at the gate
+STOP_GATE = threading.Event()  # the sink's on_stopped waits on it while `Sink.hold_stop` is set
+IN_STOP = threading.Event()  # set by the sink's on_stopped as it begins
 
 
 class Source(Processor):
@@ -33,6 +35,7 @@ class Sink(Processor):
     type_name = "TestBlockingSink"
     relationships = ()
     block = False
+    hold_stop = False
 
     def on_scheduled(self, context):
         CALLS.append("scheduled")
@@ -48,6 +51,9 @@ class Sink(Processor):
         session.remove(flowfile)
 
     def on_stopped(self, context):
+        IN_STOP.set()
+        if Sink.hold_stop:
+            assert STOP_GATE.wait(30), "the test never let on_stopped end"
         CALLS.append("stopped")
 
 
@@ -56,11 +62,14 @@ def engine(tmp_path):
     CALLS.clear()
     GATE.clear()
     BLOCKED.clear()
-    Sink.block = False
+    STOP_GATE.clear()
+    IN_STOP.clear()
+    Sink.block = Sink.hold_stop = False
     made, shard = source_to_sink(tmp_path, Source, Sink, threads=2)
     made.start()
     yield made
     GATE.set()
+    STOP_GATE.set()
     made.stop(timeout=10)
     shard.wal.close()
 
@@ -98,6 +107,30 @@ def test_a_stop_waits_for_running_tasks_and_the_last_one_to_end_calls_on_stopped
     assert CALLS.count("stopped") == 1 and CALLS.count("task") == tasks
     engine.stop(timeout=10)
     assert CALLS.count("stopped") == 1
+
+
+def test_a_stop_that_waited_for_the_last_task_returns_only_once_on_stopped_has_ended(engine):
+    """What is started again as soon as its stop returns (a hand-over's merge) must find
+    its `on_stopped` done: a ListenHTTP whose socket was still open could not bind its
+    port again ("Address already in use", CI under load). Before, the last task's thread
+    turned the processor STOPPED, the waiting stop returned, and only then did that
+    thread run `on_stopped`."""
+    Sink.block = Sink.hold_stop = True
+    assert BLOCKED.wait(10), "no sink task reached the gate"
+    returned = []
+
+    def stop():
+        answer = engine.stop_processor("sink", timeout=30)
+        returned.append((answer, CALLS.count("stopped")))
+
+    stopper = threading.Thread(target=stop, daemon=True)
+    stopper.start()
+    wait_until(lambda: state(engine) == "STOPPING", 10, "the stop to begin")
+    GATE.set()  # the last task ends; its thread or the stop runs on_stopped, which waits
+    assert IN_STOP.wait(10), "on_stopped was never called"
+    STOP_GATE.set()
+    stopper.join(10)
+    assert returned == [("STOPPED", 1)]
 
 
 def test_a_source_of_a_draining_shard_cannot_be_started(tmp_path):
