@@ -177,12 +177,15 @@ class KafkaBroker:
                 interval=0.25,
             )
         except ServiceError as error:
-            raise ServiceError(f"{error}. Broker log ({self.process.log_path}):\n{self.process.log_tail(15)}") from None
+            raise ServiceError(f"{error}. Broker log ({self.process.log_path}):\n{self._log_tail()}") from None
         if not self.process.alive():
             raise ServiceError(
-                f"the Kafka broker exited while starting. Broker log ({self.process.log_path}):\n"
-                f"{self.process.log_tail(15)}"
+                f"the Kafka broker exited while starting. Broker log ({self.process.log_path}):\n{self._log_tail()}"
             )
+
+    def _log_tail(self) -> str:
+        """The broker log's end, from its last error or exception on (above its stack)."""
+        return self.process.log_tail(15, from_last=r"\bERROR\b|Exception|Error\b")
 
     def healthy(self) -> bool:
         if not self.ports or not port_open(self.ports["broker"]):

@@ -10,11 +10,14 @@ and `down` find daemons started by an earlier command.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+FROM_LAST_MAX = 80  # lines a log tail shows at most from its last matching line (`log_tail`)
 
 
 class ServiceError(RuntimeError):
@@ -108,7 +111,10 @@ class ManagedProcess:
         if self._popen is not None:
             self._popen.poll()
 
-    def log_tail(self, lines: int = 30) -> str:
+    def log_tail(self, lines: int = 30, *, from_last: str | None = None) -> str:
+        """The log's last `lines` lines; with `from_last` (a regular expression), from
+        the last line that matches it if that is further back (a JVM's exception, above
+        its stack), at most `FROM_LAST_MAX` lines."""
         try:
             with open(self.log_path, "rb") as handle:
                 handle.seek(0, os.SEEK_END)
@@ -117,7 +123,14 @@ class ManagedProcess:
                 text = handle.read().decode(errors="replace")
         except OSError:
             return "(no log yet)"
-        return "\n".join(text.splitlines()[-lines:])
+        found = text.splitlines()
+        start = len(found) - lines
+        if from_last is not None:
+            pattern = re.compile(from_last)
+            matching = [index for index, line in enumerate(found) if pattern.search(line)]
+            if matching:
+                start = min(start, max(matching[-1], len(found) - FROM_LAST_MAX))
+        return "\n".join(found[max(start, 0) :])
 
 
 def pid_alive(pid: int) -> bool:

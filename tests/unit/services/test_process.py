@@ -108,3 +108,20 @@ def test_signal_to_dead_process_is_harmless(tmp_path):
     wait_until(lambda: not process.alive(), 10, "the short process to exit")
     process.signal(signal.SIGKILL)
     process.stop()
+
+
+def test_a_log_tail_reaches_back_to_the_last_exception_above_its_stack(tmp_path):
+    """A JVM that exits prints its exception above a long stack: a tail of the last few
+    lines showed only frames (a broker that exited at LogCleaner.startup)."""
+    log = tmp_path / "broker.log"
+    stack = [f"\tat org.example.Frame{n}.run(Frame.java:{n})" for n in range(30)]
+    log.write_text(
+        "\n".join(["INFO starting", "ERROR the broker failed", "java.lang.OutOfMemoryError: Java heap space", *stack])
+        + "\n"
+    )
+    process = ManagedProcess("broker", ["true"], str(log))
+    assert process.log_tail(5).splitlines() == stack[-5:]
+    shown = process.log_tail(5, from_last=r"\bERROR\b|Exception|Error\b").splitlines()
+    assert shown[0] == "java.lang.OutOfMemoryError: Java heap space" and shown[1:] == stack
+    assert process.log_tail(40, from_last="Error").splitlines()[0] == "INFO starting"  # the tail reaches further
+    assert process.log_tail(5, from_last="nothing matches").splitlines() == stack[-5:]
