@@ -746,8 +746,9 @@ class WriteAheadLog:
             # An abandoned WAL starts no storage call of a checkpoint (one in flight is
             # the storage's to finish): checked before each step that writes.
             self._refuse_if_abandoned()
+            file = storage.create(partial, overwrite=True)
             try:
-                with storage.create(partial, overwrite=True) as file:
+                with file:
                     self._refuse_if_abandoned(file)
                     write_snapshot(
                         file,
@@ -776,7 +777,9 @@ class WriteAheadLog:
                     journal.close(sync=False)
                 except Exception:  # a failed journal's file may refuse; it is replaced below
                     log.debug("closing %s before reset failed", journal.path, exc_info=True)
-                    self._discard(journal.path)  # still open: not overwritten (`discard`)
+                    # Still open: let go, not overwritten (`discard`). The NameNode answers:
+                    # it has just renamed the snapshot into place.
+                    self._discard(journal.path)
             self._journals = []
             header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid, self.partitions)
             made: dict[int, Journal] = {}
@@ -814,8 +817,8 @@ class WriteAheadLog:
                 for journal in journals:
                     if self._abandoned is not None:
                         journal.abandon(WriteAheadLogAbandonedError(self.directory, self._abandoned))
-                    elif not _closed_quietly(journal):
-                        self._discard(journal.path)
+                    else:
+                        _close_quietly(journal)
             with self._state_lock:
                 self._poison = error
             if not isinstance(error, Exception):
@@ -834,10 +837,11 @@ class WriteAheadLog:
         log.debug("WAL %s checkpointed %d records at transaction %d", self.directory, len(records), max_txid)
 
     def _discard(self, path: str) -> None:
-        """Let go of a file of a checkpoint that failed, which may still be open: it is
-        written again by the next checkpoint, and overwritten open it would leave its
-        last block counted against its DataNodes (`repositories.storage.discard`). Best
-        effort, and never once the WAL is abandoned (that makes no storage call)."""
+        """Let go of a file a checkpoint writes again that may still be open (a snapshot
+        not written in full, an old journal that would not close): overwritten open it
+        would leave its last block counted against its DataNodes
+        (`repositories.storage.discard`). Best effort, and never once the WAL is
+        abandoned (that makes no storage call)."""
         if self._abandoned is not None:
             return
         try:
@@ -883,11 +887,8 @@ class WriteAheadLog:
         self._checkpoint_thread.start()
 
 
-def _closed_quietly(journal: Journal) -> bool:
-    """Whether the journal (one a failed checkpoint created) closed."""
+def _close_quietly(journal: Journal) -> None:
     try:
         journal.close(sync=False)
-    except Exception:  # noqa: BLE001 - replaced by the next checkpoint
+    except Exception:  # noqa: BLE001 - a journal a failed checkpoint created: replaced by the next one
         log.debug("closing %s after a failed checkpoint failed", journal.path, exc_info=True)
-        return False
-    return True
