@@ -75,12 +75,18 @@ def test_a_swap_file_whose_write_failed_is_let_go(tmp_path):
     assert location.startswith(str(tmp_path / "swap")) and store.locations() == []
 
 
-def test_a_checkpoint_lets_go_of_a_journal_that_would_not_close_before_writing_it_again(tmp_path):
+def wal_whose_next_close_fails(tmp_path, path: str):
+    """A WAL holding one record, whose next close of a file named like `path` fails."""
     storage = OnceClosed(LocalStorage())
     wal = open_wal(storage, str(tmp_path / "wal"))
     wal.recover()
     wal.update([Put(make_record(1))])
-    storage.arm(Fault("close", "before", path="journal"))
+    storage.arm(Fault("close", "before", path=path))
+    return storage, wal
+
+
+def test_a_checkpoint_lets_go_of_a_journal_that_would_not_close_before_writing_it_again(tmp_path):
+    storage, wal = wal_whose_next_close_fails(tmp_path, "journal")
     wal.checkpoint()
     [journal] = storage.let_go
     assert "journal" in journal
@@ -92,11 +98,7 @@ def test_a_checkpoint_lets_go_of_a_journal_that_would_not_close_before_writing_i
 
 
 def test_a_checkpoint_lets_go_of_its_snapshot_if_it_was_not_written_in_full(tmp_path):
-    storage = OnceClosed(LocalStorage())
-    wal = open_wal(storage, str(tmp_path / "wal"))
-    wal.recover()
-    wal.update([Put(make_record(1))])
-    storage.arm(Fault("close", "before", path="partial"))
+    storage, wal = wal_whose_next_close_fails(tmp_path, "partial")
     with pytest.raises(CheckpointError):
         wal.checkpoint()
     [partial] = storage.let_go
