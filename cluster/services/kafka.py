@@ -35,6 +35,7 @@ from pathlib import Path
 
 from . import kafka_security
 from .install import ensure_service_prerequisites, java_binary, kafka_jars
+from .jvm_dump import hang_report
 from .network import HOST, free_ports, port_open
 from .process import ManagedProcess, ServiceError, wait_until
 
@@ -177,7 +178,10 @@ class KafkaBroker:
                 interval=0.25,
             )
         except ServiceError as error:
-            raise ServiceError(f"{error}. Broker log ({self.process.log_path}):\n{self._log_tail()}") from None
+            # Still running but not answering: what it is doing (stuck where, heap full?).
+            raise ServiceError(
+                f"{error}. Broker log ({self.process.log_path}):\n{self._log_tail()}\n{hang_report(self.process)}"
+            ) from None
         if not self.process.alive():
             raise ServiceError(
                 f"the Kafka broker exited while starting. Broker log ({self.process.log_path}):\n{self._log_tail()}"
