@@ -12,9 +12,14 @@ A file given up open is a hedge of a new file's first sync whose pipeline failed
 (`replication.new_files`): abandoned (no hsync, no close), and not deleted at once.
 `LeftOpen.add(path)` hands it to a thread of its own, which asks HDFS to recover its
 lease (that finishes its last block on the live DataNodes of its pipeline, which report
-it), asks again every `POLL_S` while it is still open, and deletes it once it is closed,
-or after `PATIENCE_S` all the same (a file whose every DataNode is dead never closes).
-The thread ends when nothing is left; a file gone meanwhile is forgotten.
+it), asks again while it is still open, and deletes it once it is closed, or after
+`PATIENCE_S` all the same (a file whose every DataNode is dead never closes). A file's
+asks are `POLL_S` apart at first, then twice as far apart each time, up to
+`MAX_ASK_GAP_S`: a recovery handed to a DataNode that died is retried by the NameNode
+only after its own timeout (about 30 s), and until then every ask is refused; asked
+every 0.5 s, the files a compose cluster gave up as it started cost its NameNode 35
+calls a second. The thread ends when nothing is left; a file gone meanwhile is
+forgotten.
 
 A hedge has a hidden name that listings never show, so a hedge that waits here is seen
 by no reader. A writer that dies leaves the files waiting here, as it leaves any
@@ -37,7 +42,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.5  # between two asks for the recovery of the files still open
+POLL_S = 0.5  # a thread's round, and a file's first gap between two asks
+MAX_ASK_GAP_S = 8.0  # the longest gap between two asks for one file
 PATIENCE_S = 60.0  # a file still open this long after it was given up is deleted all the same
 
 
@@ -56,6 +62,7 @@ class LeftOpen:
         self._clock = clock
         self._lock = threading.Lock()
         self._given_up: dict[str, float] = {}  # path -> when it was given up
+        self._next_ask: dict[str, tuple[float, float]] = {}  # path -> (when to ask next, the gap after)
         self._thread: threading.Thread | None = None
 
     @property
@@ -79,9 +86,14 @@ class LeftOpen:
         with self._lock:
             given_up = dict(self._given_up)
         for path, since in sorted(given_up.items(), key=lambda item: item[1]):
-            waited = self._clock() - since
+            now = self._clock()
+            waited = now - since
+            due, gap = self._next_ask.get(path, (now, self.poll))
+            if now < due and waited < self.patience:
+                continue
             try:
                 if still_open(self._storage, [path]) and waited < self.patience:
+                    self._next_ask[path] = (now + gap, min(gap * 2, MAX_ASK_GAP_S))
                     continue
                 if waited >= self.patience:
                     log.info("hdfs: deleting %s, still open %.0f s after it was given up", path, waited)
@@ -92,6 +104,7 @@ class LeftOpen:
                 log.info("hdfs: could not delete %s, given up open (%s); it stays hidden", path, error)
             with self._lock:
                 self._given_up.pop(path, None)
+            self._next_ask.pop(path, None)
         with self._lock:
             return len(self._given_up)
 

@@ -4,6 +4,7 @@ test's own."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -53,7 +54,9 @@ def test_a_file_is_deleted_only_once_its_lease_is_recovered(clock):
     files.add("/d/.b.hedge", start=False)
     assert files.settle() == 1
     assert storage.deleted == ["/d/.b.hedge"] and files.waiting == ["/d/.a.hedge"]
+    clock[0] = 0.5
     assert files.settle() == 1 and storage.deleted == ["/d/.b.hedge"]
+    clock[0] = 1.5
     assert files.settle() == 0
     assert storage.deleted == ["/d/.b.hedge", "/d/.a.hedge"] and files.waiting == []
     assert storage.asked.count("/d/.a.hedge") == 3 and storage.asked.count("/d/.b.hedge") == 1
@@ -111,3 +114,21 @@ def test_the_thread_deletes_what_it_is_given_and_ends_when_nothing_is_left():
 
     wait_until(ended, 10, "the thread to end")
     assert storage.deleted == ["/d/.a.hedge"] and files.waiting == []
+
+
+def test_a_file_still_open_is_asked_again_ever_further_apart(clock):
+    """A recovery the NameNode handed to a DataNode that died is retried only after its
+    own timeout (about 30 s): asks until then are refused, so they thin out."""
+    storage = ScriptedStorage({"/d/.a.hedge": 10**6})
+    files = left_open(storage, clock)
+    files.add("/d/.a.hedge", start=False)
+    asked_at = []
+    for tenth in range(0, 595):
+        clock[0] = tenth / 10
+        before = len(storage.asked)
+        files.settle()
+        if len(storage.asked) > before:
+            asked_at.append(clock[0])
+    assert asked_at[:6] == [0.0, 0.5, 1.5, 3.5, 7.5, 15.5]
+    assert [round(b - a, 1) for a, b in itertools.pairwise(asked_at)][4:] == [8.0] * (len(asked_at) - 5)
+    assert len(asked_at) == 11 and storage.deleted == []  # against 119 asks at one every 0.5 s
