@@ -250,14 +250,31 @@ def test_compose_cluster_builds_comes_up_healthy_moves_flowfiles_and_survives_a_
     credentials = tmp_path / "zookeeper-credentials"
     credentials.write_text(project.output("exec", "-T", "custody1", "cat", "/etc/custody/zookeeper/credentials"))
     credentials.chmod(0o600)
-    status = json.loads(cluster_status(project.env["CUSTODY_ZK_PORT"], str(credentials)).stdout)
+
+    def read_status() -> dict:
+        return json.loads(cluster_status(project.env["CUSTODY_ZK_PORT"], str(credentials)).stdout)
+
+    # One incarnation per node, owning its home shard. A start that failed after its
+    # shard was created (HDFS too slow for its first checkpoint on a loaded machine)
+    # leaves that shard to the survivors, who drain and retire it; its znode then stays,
+    # RETIRED, for the collector's retention. No other shard may be left.
+    def settled() -> dict | None:
+        now = read_status()
+        others = [shard for name, shard in now["shards"].items() if name not in now["members"]]
+        return now if all(shard["state"] == "retired" for shard in others) else None
+
+    try:
+        status = wait_until(settled, 120, "every shard but the members' own retired", interval=1.0)
+    except Exception as error:  # noqa: BLE001 - the shards say which is left
+        pytest.fail(f"{error}: {read_status()['shards']}", pytrace=False)
     members = status["members"]
     assert sorted(member["node"] for member in members.values()) == sorted(NODES.values()), members
     assert {member["admin"] for member in members.values()} == {f"http://{service}:8080" for service in NODES}
     assert status["leader"] in members
-    # One incarnation per node and its home shard: no shard left by an attempt that died.
-    owned = {shard for member in members.values() for shard in member["owned_shards"]}
-    assert set(status["shards"]) == owned and len(owned) == len(NODES), status["shards"]
+    assert all(status["shards"][name]["owner"] == name for name in members), status["shards"]
+    left = set(status["shards"]) - set(members)
+    failed_starts = sum(event["event"] == "start-failed" for service in NODES for event in project.events(service))
+    assert len(left) <= failed_starts, (left, failed_starts)
 
     admin = f"http://{HOST}:{project.env['CUSTODY_ADMIN_PORT_1']}"
     assert http_status(f"{admin}/api/v1/cluster") == 401
