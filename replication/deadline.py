@@ -17,6 +17,11 @@ refused at once with `DeadlineExceeded`, as if it had timed out, instead of star
 yet another thread for a storage that is not answering; or, if its caller says it may
 wait (`start(wait=)`), only once that long has passed without a worker coming free. A
 stuck call that returns at last frees its worker, and calls are taken again.
+
+A runner can be retired (`retire`) for a fresh one to take its place: it takes no call
+any more, and each of its workers ends once its call has returned (an idle one at
+once). What an incarnation that died left blocked then never holds the workers of what
+comes after it (`HdfsStorage.renew_workers`).
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class DeadlineRunner:
         self._idle = 0
         self._workers = 0  # alive: idle, running a call, or stuck in one
         self._started = 0  # ever, for thread names
+        self._retired = False
 
     def run(self, function: Callable[[], T], timeout: float | None) -> T:
         if timeout is None:
@@ -88,8 +94,10 @@ class DeadlineRunner:
         reached, at once or once `wait` seconds passed without a worker coming free."""
         call = Call(function, on_done)
         with self._lock:
-            if wait > 0:
-                self._freed.wait_for(lambda: self._idle > 0 or self._workers < self._max_workers, wait)
+            if wait > 0 and not self._retired:
+                self._freed.wait_for(lambda: self._retired or self._idle > 0 or self._workers < self._max_workers, wait)
+            if self._retired:
+                raise NoWorkerFree(f"the {self._name} workers were retired: this storage's calls run on fresh ones")
             if self._idle > 0:
                 self._idle -= 1
             elif self._workers < self._max_workers:
@@ -102,6 +110,24 @@ class DeadlineRunner:
         self._calls.put(call)
         return call
 
+    @property
+    def busy(self) -> int:
+        """Workers running a call now, or still stuck in one past its deadline."""
+        with self._lock:
+            return self._workers - self._idle
+
+    def retire(self) -> None:
+        """Take no call any more (`start` refuses); every worker ends once its call has
+        returned, an idle one at once. The calls still running are left to end on their own."""
+        with self._lock:
+            if self._retired:
+                return
+            self._retired = True
+            workers = self._workers
+            self._freed.notify_all()  # a start waiting for a worker is refused now
+        for _ in range(workers):
+            self._calls.put(None)  # one end for each worker, after the calls already queued
+
     def _start_worker(self) -> None:
         self._workers += 1
         self._started += 1
@@ -111,6 +137,11 @@ class DeadlineRunner:
     def _work(self) -> None:
         while True:
             call = self._calls.get()
+            if call is None:  # retired: this worker ends
+                with self._lock:
+                    self._idle -= 1
+                    self._workers -= 1
+                return
             try:
                 call.result = call.function()
             except BaseException as error:  # noqa: BLE001 - handed to the caller

@@ -500,6 +500,8 @@ class _NameNodeClient:
             client = self._client
             try:
                 return self._runner.run(lambda: getattr(client, name)(*args, **kwargs), self._timeout)
+            except NoWorkerFree:
+                raise  # never sent: nothing is known of the connection
             except DeadlineExceeded:
                 if self._client is client:
                     self._client = self._make()
@@ -543,22 +545,8 @@ class HdfsStorage:
         self.io_timeout = io_timeout
         # How long a new file's first sync is made again or hedged (`replication.new_files`).
         self.retry_budget = io_timeout if io_timeout is not None else NEW_FILE_RETRY_BUDGET_S
-        self._runner = DeadlineRunner(f"hdfs-io-{urllib.parse.urlparse(self.url).port}")
-        self._client = _NameNodeClient(
-            lambda: hdfs_native.Client(self.url, self._config),
-            self._runner,
-            None if io_timeout is None else max(io_timeout, NAMENODE_TIMEOUT_MIN),
-        )
-        # Reads run on workers of their own, so that reads a dead DataNode holds never
-        # take the workers of writes and NameNode calls (`replication.hedged_reads`).
-        self._read_runner = DeadlineRunner(f"hdfs-read-{urllib.parse.urlparse(self.url).port}")
+        self._start_workers()
         self.hedge_counts = HedgeCounts()
-        # New files' first syncs race on workers of their own (`replication.new_files`),
-        # and their hedges write on workers of their own: a hedge's hsync that a frozen
-        # DataNode holds keeps its worker until the socket timeout, and a storm of them
-        # must never leave the NameNode calls and the other writers without one.
-        self._new_file_runner = DeadlineRunner(f"hdfs-new-{urllib.parse.urlparse(self.url).port}")
-        self._hedge_runner = DeadlineRunner(f"hdfs-hedge-{urllib.parse.urlparse(self.url).port}")
         self.new_file_hedge_counts = HedgeCounts()
         # Once a pipeline hung, hsyncs have a short deadline for a while (`replication.pipeline_suspicion`).
         self.pipeline_suspicion = PipelineSuspicion()
@@ -568,6 +556,42 @@ class HdfsStorage:
         self._arrow_lock = threading.Lock()
         # Every call's duration, failed ones too (the admin API publishes them).
         self.call_durations: CallDurations = ByLabel(LatencyHistogram)
+
+    def _start_workers(self) -> None:
+        """The workers the calls run on, and the NameNode connection."""
+        port = urllib.parse.urlparse(self.url).port
+        self._runner = DeadlineRunner(f"hdfs-io-{port}")
+        self._client = _NameNodeClient(
+            lambda: hdfs_native.Client(self.url, self._config),
+            self._runner,
+            None if self.io_timeout is None else max(self.io_timeout, NAMENODE_TIMEOUT_MIN),
+        )
+        # Reads run on workers of their own, so that reads a dead DataNode holds never
+        # take the workers of writes and NameNode calls (`replication.hedged_reads`).
+        self._read_runner = DeadlineRunner(f"hdfs-read-{port}")
+        # New files' first syncs race on workers of their own (`replication.new_files`),
+        # and their hedges write on workers of their own: a hedge's hsync that a frozen
+        # DataNode holds keeps its worker until the socket timeout, and a storm of them
+        # must never leave the NameNode calls and the other writers without one.
+        self._new_file_runner = DeadlineRunner(f"hdfs-new-{port}")
+        self._hedge_runner = DeadlineRunner(f"hdfs-hedge-{port}")
+
+    def renew_workers(self) -> int:
+        """If calls are still blocked (past their deadlines, or not), let them end on
+        their own and run every later call on fresh workers over a new NameNode
+        connection; returns how many were left. For a node whose incarnation died: the
+        calls that one left blocked on a pipeline or a NameNode connection a partition
+        cut hold their workers until hdfs-native gives up on them (a DataNode's ack
+        after 60 s; a NameNode answer, later still), and as many as the cap would refuse
+        every call of the next incarnation until then. Files written through the old
+        workers fail their next call (`NoWorkerFree`: made again by their writers)."""
+        runners = (self._runner, self._read_runner, self._new_file_runner, self._hedge_runner)
+        blocked = sum(runner.busy for runner in runners)
+        if blocked:
+            self._start_workers()
+            for runner in runners:
+                runner.retire()
+        return blocked
 
     def __repr__(self) -> str:
         return f"HdfsStorage({self.url!r})"

@@ -375,15 +375,23 @@ class ClusteredNode:
         died = getattr(member, "died", False)
         if maintenance is not None:
             maintenance.stop(timeout=0.0 if died else 30.0)
-        if content is None:
-            return
-        try:
-            if died:
-                content.abandon(f"incarnation {member.incarnation} is dead")
-            else:
-                content.close()
-        except Exception as error:  # noqa: BLE001 - HDFS down or fenced: the claims are durable already
-            log.info("closing the content of %s: %s", member.incarnation, first_line(error, 200))
+        if content is not None:
+            try:
+                if died:
+                    content.abandon(f"incarnation {member.incarnation} is dead")
+                else:
+                    content.close()
+            except Exception as error:  # noqa: BLE001 - HDFS down or fenced: the claims are durable already
+                log.info("closing the content of %s: %s", member.incarnation, first_line(error, 200))
+        # What the incarnation left blocked in HDFS calls (a partition cut its pipelines
+        # and its NameNode connection) must not hold the next one's workers.
+        renew = getattr(self.storage, "renew_workers", None)
+        if renew is not None and (left := renew()):
+            log.info(
+                "%d HDFS call(s) of %s still blocked: left to end, later calls on fresh workers",
+                left,
+                member.incarnation,
+            )
 
     # -- what NodeControl sees ----------------------------------------------------------------
     def control(self) -> NodeControl:

@@ -48,3 +48,44 @@ def test_errors_of_the_call_itself_pass_through_and_keep_the_client():
     with pytest.raises(FileNotFoundError):
         client.get_file_info("/nope")
     assert len(made) == 1
+
+
+def test_a_call_refused_for_want_of_a_worker_says_so_and_keeps_the_client():
+    """Every worker is held by calls past their deadlines: the call never reached the
+    NameNode, so it does not claim the NameNode timed out nor replaces the connection."""
+    made, held = [], threading.Event()
+    runner = DeadlineRunner("test-namenode-full", max_workers=1)
+    client = _NameNodeClient(lambda: made.append(Client(len(made) + 1, threading.Event())) or made[-1], runner, 1.0)
+    runner.start(lambda: held.wait(5))
+    with pytest.raises(TimeoutError, match="all 1 test-namenode-full workers are still blocked"):
+        client.get_file_info("/a")
+    assert len(made) == 1
+    held.set()
+
+
+def test_renewed_workers_leave_the_blocked_calls_behind_and_take_every_later_call(monkeypatch):
+    """An incarnation died with calls blocked (a partition cut its pipelines): the
+    storage's calls after it run on fresh workers over a new NameNode connection; the
+    blocked ones end on their own; with nothing blocked, nothing is renewed."""
+    import replication.hdfs_storage as hdfs_storage
+    from cluster.services.process import wait_until
+
+    made = []
+    monkeypatch.setattr(
+        hdfs_storage.hdfs_native,
+        "Client",
+        lambda *args: made.append(Client(len(made) + 1, threading.Event())) or made[-1],
+    )
+    storage = hdfs_storage.HdfsStorage("hdfs://127.0.0.1:1", io_timeout=1.0)
+    assert storage.renew_workers() == 0 and len(made) == 1
+    held = threading.Event()
+    old = storage._runner
+    for _ in range(2):
+        old.start(lambda: held.wait(5))
+    assert storage.renew_workers() == 2 and len(made) == 2 and storage._runner is not old
+    assert storage._client.get_file_info("/after") == (2, "/after")  # the new connection, a fresh worker
+    with pytest.raises(TimeoutError, match="retired"):
+        old.run(lambda: "never run", 1.0)
+    held.set()
+    wait_until(lambda: old.busy == 0, 10, "the blocked calls to end")
+    assert storage.renew_workers() == 0 and len(made) == 2
