@@ -2,7 +2,8 @@
 
 * `zookeeper_ensemble`, `hdfs_cluster`, `spark_standalone`, `docker_engine`,
   `kafka_broker`, `kafka_secure_broker`: session scoped, from `cluster.services`, in
-  one work directory for the whole run.
+  one work directory for the whole run. `kafka_broker` is the session's broker, checked
+  before each test and started again if an earlier test left it dead or hung.
 * `zk_hosts` and `zk_client`: a fresh ZooKeeper chroot for each test.
 * `local_store` and `hdfs_store`: a fresh, empty directory for each test, with the
   storage that holds it (`.storage`, `.root`).
@@ -102,10 +103,18 @@ def spark_standalone(request, services_workdir):
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(request, services_workdir):
+def _kafka_session_broker(request, services_workdir):
     from cluster.services.kafka import KafkaBroker
 
     return _started(request, services_workdir, KafkaBroker, "Kafka")
+
+
+@pytest.fixture
+def kafka_broker(_kafka_session_broker):
+    """The session's broker, started again first if an earlier test left it dead or not
+    answering: a failure stays with the test that caused it."""
+    _kafka_session_broker.serving_or_restarted()
+    return _kafka_session_broker
 
 
 @pytest.fixture(scope="session")

@@ -204,6 +204,22 @@ class KafkaBroker:
         except Exception:  # noqa: BLE001 - no answer yet
             return False
 
+    def serving_or_restarted(self, patience: float = 30.0, timeout: float = 90.0) -> bool:
+        """Make sure the broker serves: one that runs is given `patience` seconds to
+        answer; one that is dead, or still silent then, is started again (`restart`).
+        True if it was. What a session's shared broker needs before each test, so that
+        one test leaving it dead or hung fails alone."""
+        if self.process and self.process.alive():
+            try:
+                wait_until(self.healthy, patience, f"the Kafka broker at {self.bootstrap_servers} to answer")
+                return False
+            except ServiceError as error:
+                log.warning("%s; restarting it", error)
+        else:
+            log.warning("the Kafka broker at %s is not running; starting it again", self.bootstrap_servers)
+        self.restart(timeout)
+        return True
+
     def stop(self) -> None:
         if self.process:
             self.process.stop()

@@ -57,6 +57,21 @@ def test_a_killed_broker_keeps_committed_records_and_its_open_transaction_is_abo
     assert b"in flight" in read_all(kafka_broker, topic, "read_uncommitted")
 
 
+def test_a_dead_or_hung_session_broker_is_started_again_before_the_next_test(kafka_broker):
+    topic = new_topic(kafka_broker)
+    in_transaction(transactional_producer(kafka_broker, f"tx-{topic}"), topic, [b"kept"])
+    assert kafka_broker.serving_or_restarted() is False  # serving: left alone
+    first = kafka_broker.process.pid
+    kafka_broker.kill()
+    assert kafka_broker.serving_or_restarted() is True
+    second = kafka_broker.process.pid
+    assert second != first and kafka_broker.healthy()
+    kafka_broker.process.pause()  # running, answering nothing
+    assert kafka_broker.serving_or_restarted(patience=3.0) is True
+    assert kafka_broker.process.pid != second and kafka_broker.healthy()
+    assert read_all(kafka_broker, topic) == [b"kept"]
+
+
 def test_the_broker_listens_on_loopback_only(kafka_broker):
     text = kafka_broker.config_path.read_text()
     listeners = next(line for line in text.splitlines() if line.startswith("listeners="))
