@@ -18,10 +18,10 @@ yet another thread for a storage that is not answering; or, if its caller says i
 wait (`start(wait=)`), only once that long has passed without a worker coming free. A
 stuck call that returns at last frees its worker, and calls are taken again.
 
-A runner can be retired (`retire`) for a fresh one to take its place: it takes no call
-any more, and each of its workers ends once its call has returned (an idle one at
-once). What an incarnation that died left blocked then never holds the workers of what
-comes after it (`HdfsStorage.renew_workers`).
+A runner's workers can be renewed (`renew`): every later call runs on fresh workers,
+and each of the old ones ends once its call has returned (an idle one at once). What an
+incarnation that died left blocked then never holds the workers of what comes after it
+(`HdfsStorage.renew_workers`), and whoever holds the runner keeps it.
 """
 
 from __future__ import annotations
@@ -66,13 +66,13 @@ class DeadlineRunner:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self._name = name
         self._max_workers = max_workers
-        self._calls: queue.SimpleQueue[Call] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[Call | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
         self._idle = 0
         self._workers = 0  # alive: idle, running a call, or stuck in one
         self._started = 0  # ever, for thread names
-        self._retired = False
+        self._generation = 0  # renewals so far: a worker of an earlier one ends after its call
 
     def run(self, function: Callable[[], T], timeout: float | None) -> T:
         if timeout is None:
@@ -94,10 +94,8 @@ class DeadlineRunner:
         reached, at once or once `wait` seconds passed without a worker coming free."""
         call = Call(function, on_done)
         with self._lock:
-            if wait > 0 and not self._retired:
-                self._freed.wait_for(lambda: self._retired or self._idle > 0 or self._workers < self._max_workers, wait)
-            if self._retired:
-                raise NoWorkerFree(f"the {self._name} workers were retired: this storage's calls run on fresh ones")
+            if wait > 0:
+                self._freed.wait_for(lambda: self._idle > 0 or self._workers < self._max_workers, wait)
             if self._idle > 0:
                 self._idle -= 1
             elif self._workers < self._max_workers:
@@ -107,7 +105,7 @@ class DeadlineRunner:
                     f"all {self._workers} {self._name} workers are still blocked in calls past "
                     "their deadlines; the storage is not answering (refused without waiting)"
                 )
-        self._calls.put(call)
+            self._calls.put(call)  # under the lock: into the queue of the worker it was given
         return call
 
     @property
@@ -116,31 +114,35 @@ class DeadlineRunner:
         with self._lock:
             return self._workers - self._idle
 
-    def retire(self) -> None:
-        """Take no call any more (`start` refuses); every worker ends once its call has
-        returned, an idle one at once. The calls still running are left to end on their own."""
+    def renew(self) -> int:
+        """If calls are running or stuck, run every later call on fresh workers; each
+        old worker ends once its call has returned (the call's caller still gets its
+        answer), an idle one at once. Returns how many calls were left to end."""
         with self._lock:
-            if self._retired:
-                return
-            self._retired = True
-            workers = self._workers
-            self._freed.notify_all()  # a start waiting for a worker is refused now
+            blocked = self._workers - self._idle
+            if not blocked:
+                return 0
+            calls, workers = self._calls, self._workers
+            self._calls = queue.SimpleQueue()
+            self._idle = self._workers = 0
+            self._generation += 1
+            self._freed.notify_all()  # a start waiting for a worker may start one now
         for _ in range(workers):
-            self._calls.put(None)  # one end for each worker, after the calls already queued
+            calls.put(None)  # one end for each old worker, after the calls already queued
+        return blocked
 
     def _start_worker(self) -> None:
         self._workers += 1
         self._started += 1
-        thread = threading.Thread(target=self._work, name=f"{self._name}-{self._started}", daemon=True)
+        thread = threading.Thread(
+            target=self._work, args=(self._calls, self._generation), name=f"{self._name}-{self._started}", daemon=True
+        )
         thread.start()
 
-    def _work(self) -> None:
+    def _work(self, calls: queue.SimpleQueue[Call | None], generation: int) -> None:
         while True:
-            call = self._calls.get()
-            if call is None:  # retired: this worker ends
-                with self._lock:
-                    self._idle -= 1
-                    self._workers -= 1
+            call = calls.get()
+            if call is None:  # renewed: this worker ends
                 return
             try:
                 call.result = call.function()
@@ -153,5 +155,6 @@ class DeadlineRunner:
             # holds) alive: whoever drops a writer last should be its owner, not us.
             del call
             with self._lock:
-                self._idle += 1
-                self._freed.notify()
+                if generation == self._generation:
+                    self._idle += 1
+                    self._freed.notify()

@@ -495,6 +495,10 @@ class _NameNodeClient:
         self._make, self._runner, self._timeout = make, runner, timeout
         self._client = make()
 
+    def reconnect(self) -> None:
+        """The calls after this one go to a new client (a new NameNode connection)."""
+        self._client = self._make()
+
     def __getattr__(self, name: str):
         def call(*args, **kwargs):
             client = self._client
@@ -577,20 +581,18 @@ class HdfsStorage:
         self._hedge_runner = DeadlineRunner(f"hdfs-hedge-{port}")
 
     def renew_workers(self) -> int:
-        """If calls are still blocked (past their deadlines, or not), let them end on
-        their own and run every later call on fresh workers over a new NameNode
-        connection; returns how many were left. For a node whose incarnation died: the
-        calls that one left blocked on a pipeline or a NameNode connection a partition
-        cut hold their workers until hdfs-native gives up on them (a DataNode's ack
-        after 60 s; a NameNode answer, later still), and as many as the cap would refuse
-        every call of the next incarnation until then. Files written through the old
-        workers fail their next call (`NoWorkerFree`: made again by their writers)."""
-        runners = (self._runner, self._read_runner, self._new_file_runner, self._hedge_runner)
-        blocked = sum(runner.busy for runner in runners)
+        """If calls are still running or blocked, run every later call on fresh workers
+        over a new NameNode connection, and let those calls end on their own; returns
+        how many there were. For a node whose incarnation died: the calls it left
+        blocked on a pipeline, or on a NameNode connection a partition cut, hold their
+        workers until hdfs-native gives up on them (a DataNode's ack after 60 s, a
+        NameNode answer later still), and as many as the cap would refuse every call
+        of the next incarnation until then."""
+        blocked = sum(
+            runner.renew() for runner in (self._runner, self._read_runner, self._new_file_runner, self._hedge_runner)
+        )
         if blocked:
-            self._start_workers()
-            for runner in runners:
-                runner.retire()
+            self._client.reconnect()
         return blocked
 
     def __repr__(self) -> str:

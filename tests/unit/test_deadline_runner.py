@@ -61,43 +61,30 @@ def test_a_start_that_may_wait_takes_the_first_worker_to_come_free_and_is_refuse
     assert not waiter.is_alive() and started[0].done.wait(5) and started[0].result == "ran"
 
 
-def test_a_retired_runner_refuses_calls_and_its_workers_end_once_their_calls_returned():
+def test_renewed_workers_take_every_later_call_and_the_old_ones_end_once_their_calls_returned():
     from cluster.services.process import wait_until
 
-    runner = DeadlineRunner("retiring", max_workers=3)
+    runner = DeadlineRunner("renewing", max_workers=2)
     release = threading.Event()
 
     def workers():
-        return sum(1 for thread in threading.enumerate() if thread.name.startswith("retiring-"))
+        return sum(1 for thread in threading.enumerate() if thread.name.startswith("renewing-"))
 
+    assert runner.renew() == 0  # nothing running: nothing renewed
     assert runner.run(lambda: "idle after this", 5) == "idle after this"
-    with pytest.raises(DeadlineExceeded, match="within"):
-        runner.run(release.wait, 0.05)
-    assert (workers(), runner.busy) == (1, 1)  # the idle worker took it
-    waiting = threading.Event()
-    refused: list[BaseException] = []
-
-    def wait_for_a_worker():
-        waiting.set()
-        try:
-            runner.start(lambda: "never run", wait=30)
-        except DeadlineExceeded as error:
-            refused.append(error)
-
-    # Two more stuck calls fill the cap; a start then waits for a worker, and is refused on retire.
-    with pytest.raises(DeadlineExceeded, match="within"):
-        runner.run(release.wait, 0.05)
-    with pytest.raises(DeadlineExceeded, match="within"):
-        runner.run(release.wait, 0.05)
-    waiter = threading.Thread(target=wait_for_a_worker, daemon=True)
-    waiter.start()
-    assert waiting.wait(5)
-    runner.retire()
-    waiter.join(5)
-    assert not waiter.is_alive() and refused and "retired" in str(refused[0])
-    with pytest.raises(DeadlineExceeded, match="retired"):
+    assert runner.renew() == 0 and workers() == 1
+    stuck = [runner.start(lambda: release.wait(10)) for _ in range(2)]
+    with pytest.raises(DeadlineExceeded, match="all 2 renewing workers are still blocked"):
         runner.run(lambda: "never run", 5)
-    assert runner.busy == 3 and workers() == 3  # the blocked calls are left to end on their own
+    waiting: list[object] = []
+    waiter = threading.Thread(target=lambda: waiting.append(runner.start(lambda: "waited", wait=10)), daemon=True)
+    waiter.start()
+    assert runner.renew() == 2
+    waiter.join(5)  # the waiting start was given a fresh worker
+    assert not waiter.is_alive() and waiting[0].done.wait(5) and waiting[0].result == "waited"
+    assert [runner.run(lambda: "fresh", 5) for _ in range(3)] == ["fresh"] * 3
+    assert runner.busy == 0  # the stuck calls no longer count
     release.set()
-    wait_until(lambda: workers() == 0, 10, "every worker of the retired runner to end")
-    assert runner.busy == 0
+    assert all(call.done.wait(5) and call.result is True for call in stuck)  # their callers still get answers
+    wait_until(lambda: workers() == 1, 10, "the old workers to end, the fresh one to stay")
+    assert runner.run(lambda: "still served", 5) == "still served" and workers() == 1

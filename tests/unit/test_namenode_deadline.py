@@ -65,8 +65,9 @@ def test_a_call_refused_for_want_of_a_worker_says_so_and_keeps_the_client():
 
 def test_renewed_workers_leave_the_blocked_calls_behind_and_take_every_later_call(monkeypatch):
     """An incarnation died with calls blocked (a partition cut its pipelines): the
-    storage's calls after it run on fresh workers over a new NameNode connection; the
-    blocked ones end on their own; with nothing blocked, nothing is renewed."""
+    storage's calls after it run on fresh workers of the same runners, over a new
+    NameNode connection; the blocked ones end on their own; with nothing blocked,
+    nothing is renewed."""
     import replication.hdfs_storage as hdfs_storage
     from cluster.services.process import wait_until
 
@@ -79,13 +80,11 @@ def test_renewed_workers_leave_the_blocked_calls_behind_and_take_every_later_cal
     storage = hdfs_storage.HdfsStorage("hdfs://127.0.0.1:1", io_timeout=1.0)
     assert storage.renew_workers() == 0 and len(made) == 1
     held = threading.Event()
-    old = storage._runner
-    for _ in range(2):
-        old.start(lambda: held.wait(5))
-    assert storage.renew_workers() == 2 and len(made) == 2 and storage._runner is not old
+    runner = storage._runner
+    stuck = [runner.start(lambda: held.wait(5)) for _ in range(2)]
+    assert storage.renew_workers() == 2 and len(made) == 2 and storage._runner is runner
     assert storage._client.get_file_info("/after") == (2, "/after")  # the new connection, a fresh worker
-    with pytest.raises(TimeoutError, match="retired"):
-        old.run(lambda: "never run", 1.0)
     held.set()
-    wait_until(lambda: old.busy == 0, 10, "the blocked calls to end")
+    assert all(call.done.wait(5) for call in stuck)
+    wait_until(lambda: runner.busy == 0, 10, "the blocked calls to end")
     assert storage.renew_workers() == 0 and len(made) == 2
