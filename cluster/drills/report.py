@@ -80,6 +80,9 @@ def summarize(rounds: list[dict], faults, check: ClusterReport | None) -> dict:
             "sink_duplicates": sum(e.get("sink_duplicates", 0) for e in selected),
             **timing_figures(selected),
         }
+        late = sum(1 for e in selected if "adoption_ended_first" in e)
+        if late:  # meant for an adopter mid-adoption, they hit it just after
+            out[fault]["after_adoption"] = late
     counts = check_counts(check) if check is not None else {}
     out["all"] = {
         "rounds": len(rounds),
@@ -279,6 +282,8 @@ def round_line(entry: dict, total: int) -> str:
     ):
         if key in entry:
             notes.append(f"{label}: {entry[key]}")
+    if "adoption_ended_first" in entry:
+        notes.append(f"its adoption had ended {entry['adoption_ended_first']} s before: hit just after it")
     if entry.get("victims") and len(entry["victims"]) > 1:
         notes.append(f"killed together: {', '.join(entry['victims'])}")
     if isinstance(entry.get("zombie"), list):
