@@ -21,7 +21,9 @@ stuck call that returns at last frees its worker, and calls are taken again.
 A runner's workers can be renewed (`renew`): every later call runs on fresh workers,
 and each of the old ones ends once its call has returned (an idle one at once). What an
 incarnation that died left blocked then never holds the workers of what comes after it
-(`HdfsStorage.renew_workers`), and whoever holds the runner keeps it.
+(`HdfsStorage.renew_workers`), and whoever holds the runner keeps it. Renewed workers
+are capped too: while as many as `max_retired` (three pools' worth by default) are
+still blocked, `renew` refuses, and calls wait for workers of the pool they have.
 """
 
 from __future__ import annotations
@@ -61,11 +63,13 @@ class DeadlineRunner:
     comes free; the queue has its own lock.
     """
 
-    def __init__(self, name: str = "hdfs-io", max_workers: int = 64):
+    def __init__(self, name: str = "hdfs-io", max_workers: int = 64, max_retired: int | None = None):
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self._name = name
         self._max_workers = max_workers
+        self._max_retired = 3 * max_workers if max_retired is None else max_retired
+        self._retired = 0  # workers of earlier generations not yet ended
         self._calls: queue.SimpleQueue[Call | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
@@ -109,6 +113,12 @@ class DeadlineRunner:
         return call
 
     @property
+    def retired(self) -> int:
+        """Workers of earlier renewals that have not ended yet (blocked in their calls)."""
+        with self._lock:
+            return self._retired
+
+    @property
     def busy(self) -> int:
         """Workers running a call now, or still stuck in one past its deadline."""
         with self._lock:
@@ -117,12 +127,15 @@ class DeadlineRunner:
     def renew(self) -> int:
         """If calls are running or stuck, run every later call on fresh workers; each
         old worker ends once its call has returned (the call's caller still gets its
-        answer), an idle one at once. Returns how many calls were left to end."""
+        answer), an idle one at once. Returns how many calls were left to end: 0 also
+        when `max_retired` workers of earlier renewals are still blocked (`retired`):
+        the storage has not answered them, and more threads would not help."""
         with self._lock:
             blocked = self._workers - self._idle
-            if not blocked:
+            if not blocked or self._retired >= self._max_retired:
                 return 0
             calls, workers = self._calls, self._workers
+            self._retired += workers
             self._calls = queue.SimpleQueue()
             self._idle = self._workers = 0
             self._generation += 1
@@ -143,6 +156,8 @@ class DeadlineRunner:
         while True:
             call = calls.get()
             if call is None:  # renewed: this worker ends
+                with self._lock:
+                    self._retired -= 1
                 return
             try:
                 call.result = call.function()

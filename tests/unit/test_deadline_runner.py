@@ -88,3 +88,24 @@ def test_renewed_workers_take_every_later_call_and_the_old_ones_end_once_their_c
     assert all(call.done.wait(5) and call.result is True for call in stuck)  # their callers still get answers
     wait_until(lambda: workers() == 1, 10, "the old workers to end, the fresh one to stay")
     assert runner.run(lambda: "still served", 5) == "still served" and workers() == 1
+
+
+def test_renewals_stop_once_the_workers_they_retired_still_blocked_reach_the_cap():
+    """A storage that never answers, and an incarnation that dies each time with its
+    calls blocked: each renewal would leave another pool of threads behind."""
+    from cluster.services.process import wait_until
+
+    runner = DeadlineRunner("capped", max_workers=2, max_retired=4)
+    release = threading.Event()
+    for _ in range(2):  # two renewals of two blocked workers each: the cap
+        stuck = [runner.start(lambda: release.wait(10)) for _ in range(2)]
+        assert runner.renew() == 2
+    assert runner.retired == 4
+    stuck = [runner.start(lambda: release.wait(10)) for _ in range(2)]
+    assert runner.renew() == 0 and runner.busy == 2  # refused: the calls keep their workers
+    with pytest.raises(DeadlineExceeded, match="all 2 capped workers are still blocked"):
+        runner.run(lambda: "never run", 5)
+    release.set()
+    assert all(call.done.wait(5) for call in stuck)
+    wait_until(lambda: runner.retired == 0, 10, "the retired workers to end")
+    assert runner.run(lambda: "served", 5) == "served"
