@@ -16,7 +16,11 @@ it). Then, for a new id each round, alternating:
     back and no look for hanging transactions.
 
 `time_ratio_vs_plain_init` = the median custody seconds over the median anchor
-seconds: below 1, Custody's producer is ready sooner although it does more. The broker
+seconds: below 1, Custody's producer is ready sooner although it does more. Once
+ready, Custody's producer sends two batches as PublishKafka does (`BATCH` records to
+the output topic and the progress record, one transaction each): `first_transaction_s`
+and `next_transaction_s` are their medians, what an adopter's first delivery waits for
+beyond the producer, against a transaction of a producer already sending. The broker
 is the harness's (`cluster.services.kafka`), started for the run in a temporary
 directory, unless `--bootstrap-servers` names one.
 """
@@ -30,7 +34,11 @@ import sys
 import time
 import uuid
 
+from flow.processors.kafka import progress
+
 from .kafka import _new_topic, broker_servers, run_directory
+
+BATCH = 100  # records a transaction sends, as the drill's PublishKafka batches
 
 # The dead owner: its transaction open on the output topic and the progress topic.
 _DEAD_OWNER = """
@@ -63,13 +71,16 @@ def run(args) -> dict:
         out, progress_topic = _new_topic(servers, 6), _new_topic(servers, 16)
         context = _context(servers, out, progress_topic)
         _custody(context, servers, out, progress_topic, "warm-up")  # the topics' leaders and clients' first use
-        seconds: dict[str, list[float]] = {"custody": [], "anchor": []}
+        seconds: dict[str, list[float]] = {"custody": [], "anchor": [], "first": [], "next": []}
         for round_number in range(rounds):
             sides = ["custody", "anchor"] if round_number % 2 == 0 else ["anchor", "custody"]
             for side in sides:
                 transactional_id = f"bench-takeover-{uuid.uuid4().hex[:12]}"
                 if side == "custody":
-                    seconds[side].append(_custody(context, servers, out, progress_topic, transactional_id))
+                    ready, first, then = _custody(context, servers, out, progress_topic, transactional_id)
+                    seconds[side].append(ready)
+                    seconds["first"].append(first)
+                    seconds["next"].append(then)
                 else:
                     seconds[side].append(_anchor(servers, out, progress_topic, transactional_id))
         custody, anchor = statistics.median(seconds["custody"]), statistics.median(seconds["anchor"])
@@ -81,6 +92,8 @@ def run(args) -> dict:
             "anchor_init_s": round(anchor, 4),
             "anchor_init_max_s": round(max(seconds["anchor"]), 4),
             "time_ratio_vs_plain_init": round(custody / anchor, 3),
+            "first_transaction_s": round(statistics.median(seconds["first"]), 4),
+            "next_transaction_s": round(statistics.median(seconds["next"]), 4),
             "seconds": {side: [round(s, 4) for s in times] for side, times in seconds.items()},
         }
 
@@ -121,15 +134,36 @@ def _dead_owner(servers: str, transactional_id: str, out: str, progress_topic: s
     )
 
 
-def _custody(context, servers: str, out: str, progress_topic: str, transactional_id: str) -> float:
+def _custody(context, servers: str, out: str, progress_topic: str, transactional_id: str) -> tuple[float, ...]:
+    """Seconds until the adopter's producer is ready, then of its first and its second
+    transaction."""
     from flow.processors.kafka.transactional import transactional_producer
 
     _dead_owner(servers, transactional_id, out, progress_topic)
     started = time.perf_counter()
     producer, _ = transactional_producer(context, transactional_id, lambda: None)
-    seconds = time.perf_counter() - started
+    seconds = [time.perf_counter() - started]
+    for _batch in range(2):
+        started = time.perf_counter()
+        producer.transaction(_Admitted(), _records(out), progress.pack([uuid.uuid4().hex]))
+        seconds.append(time.perf_counter() - started)
     producer.close(5.0)
-    return seconds
+    return tuple(seconds)
+
+
+class _Admitted:
+    """The session's admission check, for a producer no cluster can depose."""
+
+    def check_admitted(self) -> None:
+        return None
+
+
+def _records(out: str) -> list:
+    from flow.flowfile import FlowFile
+    from flow.processors.kafka.delivery import Record
+
+    flowfiles = [FlowFile(uuid.uuid4().hex, {}, None, "bench", 100, 0, 0) for _ in range(BATCH)]
+    return [Record(flowfile, out, str(n).encode(), None, [], [b"x" * 100]) for n, flowfile in enumerate(flowfiles)]
 
 
 def _anchor(servers: str, out: str, progress_topic: str, transactional_id: str) -> float:

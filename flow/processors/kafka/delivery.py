@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ...errors import NotAdmitted
 from ...processor import ProcessContext
@@ -30,7 +30,6 @@ from .connection import BrokerErrors, client_config, describe_settings
 
 if TYPE_CHECKING:
     from ...flowfile import FlowFile
-    from ...session import ProcessSession
 
 # In every log line that says a producer was fenced (drills look for it in a zombie's log).
 PRODUCER_FENCED = "producer fenced"
@@ -118,6 +117,13 @@ class _ProducerErrors(BrokerErrors):
             self.outages += 1
 
 
+class Admission(Protocol):
+    """What a transaction asks of its session before it commits: whether the node may
+    still commit for the shard (`ProcessSession.check_admitted`: raises `NotAdmitted`)."""
+
+    def check_admitted(self) -> None: ...
+
+
 class SinkProducer:
     """One librdkafka producer and what it is doing: transactional (`transactional_id`)
     or idempotent. Used by the task that holds the processor's lock."""
@@ -166,7 +172,7 @@ class SinkProducer:
         except _kafka_exception() as exception:
             raise self._failure("initializing transactions", exception) from None
 
-    def transaction(self, session: ProcessSession, records: list[Record], marker: bytes) -> dict[int, Refusal]:
+    def transaction(self, session: Admission, records: list[Record], marker: bytes) -> dict[int, Refusal]:
         """`records` and the progress record `marker`, in one transaction, committed
         unless a record was refused (then aborted: the refusals are returned). Raises
         `Undelivered`, or `NotAdmitted` when the node may no longer commit for the shard."""
