@@ -63,7 +63,10 @@ def read_records(broker: KafkaBroker, topic: str, isolation: str = "read_committ
         consumer.assign([TopicPartition(topic, partition, 0) for partition in partitions])
         # Each partition's high watermark, not the last stable offset a read_committed
         # consumer is told: a transaction left open would hide committed records after it.
-        marks = log_end({"bootstrap.servers": broker.bootstrap_servers, "group.id": "watermarks"}, topic, partitions)
+        # A broker just started again serves its metadata before it leads every partition
+        # again (NOT_LEADER_FOR_PARTITION until it does).
+        settings = {"bootstrap.servers": broker.bootstrap_servers, "group.id": "watermarks"}
+        (marks,) = wait_until(lambda: (log_end(settings, topic, partitions),), 60, f"{topic}'s log ends")
         ends = {p: high for p, (low, high) in marks.items() if high > low}  # an empty one has no position to reach
         records: list = []
 
