@@ -23,7 +23,8 @@ and each of the old ones ends once its call has returned (an idle one at once). 
 incarnation that died left blocked then never holds the workers of what comes after it
 (`HdfsStorage.renew_workers`), and whoever holds the runner keeps it. Renewed workers
 are capped too: while as many as `max_retired` (three pools' worth by default) are
-still blocked, `renew` refuses, and calls wait for workers of the pool they have.
+still blocked, `renew` refuses, and calls are refused (or wait, `start(wait=)`) as
+they were before renewals, until a worker of the pool they have comes free.
 """
 
 from __future__ import annotations
