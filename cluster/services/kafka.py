@@ -105,6 +105,16 @@ def new_cluster_id() -> str:
             return text
 
 
+def leaderless(metadata) -> list[str]:
+    """The partitions (`topic[partition]`) a metadata answer lists without a leader."""
+    return [
+        f"{name}[{number}]"
+        for name, topic in sorted(metadata.topics.items())
+        for number, partition in sorted(topic.partitions.items())
+        if partition.leader < 0
+    ]
+
+
 class KafkaBroker:
     name = "kafka"
 
@@ -174,7 +184,7 @@ class KafkaBroker:
             wait_until(
                 lambda: not self.process.alive() or self.healthy(),
                 timeout,
-                f"the Kafka broker at {self.bootstrap_servers} to answer a metadata request",
+                f"the Kafka broker at {self.bootstrap_servers} to answer a metadata request and lead every partition",
                 interval=0.25,
             )
         except ServiceError as error:
@@ -192,6 +202,9 @@ class KafkaBroker:
         return self.process.log_tail(15, from_last=r"\bERROR\b|Exception|Error\b")
 
     def healthy(self) -> bool:
+        """The broker answers a metadata request, and leads every partition it lists: one
+        started again answers its metadata before it leads its partitions again, and a
+        client that reads or writes meanwhile is told NOT_LEADER_FOR_PARTITION."""
         if not self.ports or not port_open(self.ports["broker"]):
             return False
         from confluent_kafka.admin import AdminClient
@@ -200,9 +213,10 @@ class KafkaBroker:
         # go to this module's logger, not to the test runner's stderr.
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": log})
         try:
-            return NODE_ID in admin.list_topics(timeout=2).brokers
+            metadata = admin.list_topics(timeout=2)
         except Exception:  # noqa: BLE001 - no answer yet
             return False
+        return NODE_ID in metadata.brokers and not leaderless(metadata)
 
     def serving_or_restarted(self, patience: float = 30.0, timeout: float = 90.0) -> bool:
         """Make sure the broker serves: one that runs is given `patience` seconds to

@@ -94,3 +94,18 @@ def test_the_compose_broker_writes_its_properties_from_the_same_file():
     assert "cat /opt/kafka/server-settings.properties" in entrypoint
     own = set(re.findall(r"^\s*echo \"([a-z.]+)=", entrypoint, re.MULTILINE))
     assert own == OWN, own
+
+
+def test_a_broker_serves_only_once_it_leads_every_partition_its_metadata_lists():
+    from types import SimpleNamespace
+
+    def metadata(**leaders):
+        topics = {
+            name: SimpleNamespace(partitions={n: SimpleNamespace(leader=leader) for n, leader in enumerate(each)})
+            for name, each in leaders.items()
+        }
+        return SimpleNamespace(topics=topics)
+
+    assert kafka.leaderless(metadata(out=[1, 1], __consumer_offsets=[1])) == []
+    assert kafka.leaderless(metadata(out=[1, -1], progress=[-1])) == ["out[1]", "progress[0]"]
+    assert kafka.leaderless(metadata()) == []
