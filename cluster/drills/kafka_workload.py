@@ -48,6 +48,8 @@ PARTITIONS_PER_NODE = 2
 # feed lasts about 12 s, so a round's fault meets records in flight.
 FEED_PER_NODE = 600
 READ_BATCH = 1_000
+# Each output record's headers (the flow stamps them): the input record it was made of, the FlowFile that sent it.
+INPUT_HEADERS = ("drill.input", "drill.flowfile")
 BROKER_WAIT_S = 30.0
 log = logging.getLogger(__name__)
 
@@ -118,25 +120,29 @@ class OutputTopic:
             )
         )
         self._assigned: list[int] = []
-        self._counts: Counter = Counter()  # key -> records carrying it
+        # key -> where each record carrying it was read (`record_place`: a duplicate's report)
+        self._places: dict[str, list[str]] = {}
 
     def delivered(self) -> int:
         """Records read so far (each duplicate counted)."""
         with self._lock:
             self._read()
-            return sum(self._counts.values())
+            return sum(len(places) for places in self._places.values())
 
     def duplicates(self) -> dict[str, list[str]]:
-        """Keys read more than once -> the key once per record, as `SinkDirectory.duplicates`
-        gives the files that carry an id."""
+        """Keys read more than once -> where each record carrying it was read, as
+        `SinkDirectory.duplicates` gives the files that carry an id: the partition and
+        offset, the record's timestamp, the input record it was made of and the FlowFile
+        that sent it (`INPUT_HEADERS`): one FlowFile sent twice, one input record taken
+        twice, or a key the input topic holds twice."""
         with self._lock:
             self._read()
-            return {key: [key] * count for key, count in self._counts.items() if count > 1}
+            return {key: list(places) for key, places in self._places.items() if len(places) > 1}
 
     def keys(self) -> list[str]:
         """Every key read, once per record."""
         with self._lock:
-            return list(self._counts.elements())
+            return [key for key, places in self._places.items() for _ in places]
 
     def read_to_end(self, timeout: float = 60.0) -> None:
         """Read until the consumer's position in each partition reaches its high
@@ -185,9 +191,72 @@ class OutputTopic:
             messages = self._consumer.consume(num_messages=READ_BATCH, timeout=0.2)
             for message in messages:
                 if message.error() is None:
-                    self._counts[(message.key() or b"").decode(errors="replace")] += 1
+                    key = (message.key() or b"").decode(errors="replace")
+                    self._places.setdefault(key, []).append(record_place(message))
             if len(messages) < READ_BATCH:
                 return
+
+
+def record_place(message) -> str:
+    """Where a record of the output topic was read, and what sent it."""
+    headers = dict(message.headers() or [])
+    made_of, sent_by = ((headers.get(name) or b"?").decode(errors="replace") for name in INPUT_HEADERS)
+    _, stamp = message.timestamp()
+    return (
+        f"{message.topic()}[{message.partition()}]@{message.offset()} at {stamp / 1000:.3f}, made of {made_of}, "
+        f"by FlowFile {sent_by}"
+    )
+
+
+def progress_naming(bootstrap_servers: str, topic: str, flowfiles: set[str]) -> dict[str, str]:
+    """For a duplicate's report: each of `flowfiles` -> the records of PublishKafka's
+    progress topic that name it (`flow.processors.kafka.progress`): the transactional id,
+    partition, offset and time of each, and whether a read_committed reader sees it
+    (else its transaction was aborted, or is still open)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from flow.processors.kafka.progress import ProgressRecordError, unpack
+
+    def read(isolation: str) -> dict[tuple[int, int], tuple[str, float, frozenset[str]]]:
+        group = f"custody-drill-progress-{uuid.uuid4().hex[:12]}"
+        settings = {"bootstrap.servers": bootstrap_servers, "group.id": group}
+        consumer = Consumer(_client({**settings, "isolation.level": isolation, "enable.auto.commit": False}))
+        records = {}
+        try:
+            partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+            ends = log_end(_client(settings), topic, partitions)
+            consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
+            deadline = time.monotonic() + BROKER_WAIT_S / 3  # a transaction left open stops read_committed
+            while time.monotonic() < deadline:
+                positions = consumer.position([TopicPartition(topic, p) for p in partitions])
+                if all(
+                    p.offset >= ends[p.partition][1] or ends[p.partition][0] == ends[p.partition][1] for p in positions
+                ):
+                    break
+                for message in consumer.consume(num_messages=READ_BATCH, timeout=0.2):
+                    if message.error() is not None:
+                        continue
+                    try:
+                        named = unpack(message.value(), topic)
+                    except ProgressRecordError:
+                        continue
+                    key = (message.key() or b"").decode(errors="replace")
+                    place = (message.partition() or 0, message.offset() or 0)
+                    records[place] = (key, message.timestamp()[1] / 1000, named)
+        finally:
+            consumer.close()
+        return records
+
+    try:
+        committed, written = read("read_committed"), read("read_uncommitted")
+    except Exception as error:  # noqa: BLE001 - a report's detail; the duplicate is reported all the same
+        return {flowfile: f"progress topic {topic} not read: {error}" for flowfile in flowfiles}
+    said: dict[str, list[str]] = {}
+    for (partition, offset), (key, stamp, named) in sorted(written.items()):
+        state = "committed" if (partition, offset) in committed else "NOT committed"
+        for flowfile in named & flowfiles:
+            said.setdefault(flowfile, []).append(f"{key} {topic}[{partition}]@{offset} at {stamp:.3f} {state}")
+    return {flowfile: "named by " + ", ".join(lines) for flowfile, lines in said.items()}
 
 
 class KafkaWorkload:
@@ -261,7 +330,19 @@ class KafkaWorkload:
         return self.output.delivered() if self.output is not None else 0
 
     def duplicates(self) -> dict[str, list[str]]:
-        return self.output.duplicates() if self.output is not None else {}
+        """`OutputTopic.duplicates`, each place followed by the progress records that name
+        the FlowFile it was sent by (`progress_naming`): which transactional ids sent
+        it, in which transactions, committed or not."""
+        found = self.output.duplicates() if self.output is not None else {}
+        if not found:
+            return found
+        flowfiles = {place.rsplit(" ", 1)[-1] for places in found.values() for place in places}
+        naming = progress_naming(self.bootstrap_servers, f"{self.run}-progress", flowfiles)
+        unnamed = "named by no progress record"
+        return {
+            key: [f"{place}; {naming.get(place.rsplit(' ', 1)[-1]) or unnamed}" for place in places]
+            for key, places in found.items()
+        }
 
     def pending(self) -> int:
         """Keys sent and not yet read from the output topic (duplicates aside)."""

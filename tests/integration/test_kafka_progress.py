@@ -118,3 +118,36 @@ def test_a_one_partition_topic_an_earlier_release_created_keeps_every_record_in_
     producer = transactional_producer(kafka_broker, mine)
     _progress(producer, topic, mine, {"a"}, place=0)
     assert read_back(config, topic, mine, 30.0, 0) == frozenset({"a"})
+
+
+def test_a_drills_duplicate_report_names_each_progress_record_of_a_flowfile_committed_or_not(
+    kafka_broker, progress_topic
+):
+    """What the Kafka drill says of a key delivered twice (`kafka_workload.progress_naming`):
+    which transactional ids' progress records named the FlowFile that sent it, and
+    whether each record's transaction committed."""
+    import re
+
+    from cluster.drills.kafka_workload import progress_naming
+
+    _, topic = progress_topic
+    mine, _, elsewhere = _ids()
+    producer = transactional_producer(kafka_broker, mine)
+    place = progress.partition(mine, progress.PARTITIONS)
+    _progress(producer, topic, mine, {"ff-1", "ff-2"}, place=place)
+    _progress(producer, topic, mine, {"ff-2"}, place=place, commit=False)
+    producer.abort_transaction(30)
+    other = transactional_producer(kafka_broker, elsewhere)
+    _progress(other, topic, elsewhere, {"ff-2"}, place=progress.partition(elsewhere, progress.PARTITIONS))
+
+    said = progress_naming(kafka_broker.bootstrap_servers, topic, {"ff-1", "ff-2", "ff-3"})
+
+    record = r"{} {}\[{}\]@(\d+) at \d+\.\d{{3}} ({})"
+    assert "ff-3" not in said
+    assert re.fullmatch("named by " + record.format(mine, topic, place, "committed"), said["ff-1"]), said
+    named = said["ff-2"].removeprefix("named by ").split(", ")
+    assert sorted(
+        re.fullmatch(record.format(r"\S+", topic, r"\d+", r"committed|NOT committed"), n) is not None for n in named
+    ) == [True, True, True], named
+    assert [n.split(" ")[0] for n in named if n.endswith("NOT committed")] == [mine], named
+    assert sorted(n.split(" ")[0] for n in named) == sorted([mine, mine, elsewhere]), named
