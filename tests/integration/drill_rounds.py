@@ -12,6 +12,19 @@ from cluster.drills.fault_kinds import BY_NAME, rotation
 from cluster.drills.harness import SESSION_TIMEOUT
 from cluster.drills.report import drill_report, round_line, table
 from cluster.drills.runner import DrillRunner
+from cluster.node.events import NodeEvent
+
+
+def adoptions(target) -> list[str]:
+    """Every adoption the nodes' running processes logged, oldest first: which node's
+    incarnation adopted which shard, at which epoch, when (a duplicate's post-mortem:
+    a shard adopted again while it drained is the likeliest place)."""
+    found = [
+        (event["at"], f"{event['at']:.3f} {event['incarnation']} adopted {event['shard']}")
+        for name in target.names
+        for event in target.events(name, NodeEvent.ADOPTED)
+    ]
+    return [line for _, line in sorted(found)]
 
 
 def run_drill(target, faults, rounds: int, report_path: str, *, workload: str = "files"):
@@ -22,8 +35,13 @@ def run_drill(target, faults, rounds: int, report_path: str, *, workload: str = 
 
     def after_round(entry):
         print(round_line(entry, rounds), json.dumps(entry), flush=True)
-        # After each fault: no id delivered twice (no sink file carrying another's id).
-        assert entry["sink_duplicates"] == 0, (entry, list(target.sink_duplicates().items())[:5])
+        # After each fault: no id delivered twice (no sink file carrying another's id);
+        # else where each copy came from, and which node adopted which shard when.
+        assert entry["sink_duplicates"] == 0, (
+            entry,
+            list(target.sink_duplicates().items())[:5],
+            adoptions(target),
+        )
 
     runner = DrillRunner(target, rotation(faults, rounds), on_round=after_round)
     check = runner.run()
