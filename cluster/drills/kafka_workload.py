@@ -274,6 +274,7 @@ class KafkaWorkload:
         self.input_topic, self.output_topic = f"{run}-in", f"{run}-out"
         self.input = KafkaInput(bootstrap_servers, self.input_topic, self.partitions)
         self.output: OutputTopic | None = None
+        self._named: dict[str, str] = {}  # a duplicate's FlowFile -> the progress records naming it
 
     def create_topics(self) -> None:
         """The input topic with `partitions` partitions, the output topic with as many."""
@@ -334,13 +335,13 @@ class KafkaWorkload:
         the FlowFile it was sent by (`progress_naming`): which transactional ids sent
         it, in which transactions, committed or not."""
         found = self.output.duplicates() if self.output is not None else {}
-        if not found:
-            return found
         flowfiles = {place.rsplit(" ", 1)[-1] for places in found.values() for place in places}
-        naming = progress_naming(self.bootstrap_servers, f"{self.run}-progress", flowfiles)
-        unnamed = "named by no progress record"
+        new = flowfiles - set(self._named)
+        if new:  # read once for each: the drill asks after every round
+            naming = progress_naming(self.bootstrap_servers, f"{self.run}-progress", new)
+            self._named.update({flowfile: naming.get(flowfile) or "named by no progress record" for flowfile in new})
         return {
-            key: [f"{place}; {naming.get(place.rsplit(' ', 1)[-1]) or unnamed}" for place in places]
+            key: [f"{place}; {self._named[place.rsplit(' ', 1)[-1]]}" for place in places]
             for key, places in found.items()
         }
 

@@ -35,3 +35,35 @@ def test_a_place_names_the_input_record_and_the_flowfile_from_the_headers():
 
 def test_a_record_without_the_stamps_is_placed_all_the_same():
     assert record_place(_Message(None)) == "run-out[3]@1234 at 1796487795.278, made of ?, by FlowFile ?"
+
+
+def test_the_progress_records_of_a_duplicates_flowfiles_are_read_once_each(monkeypatch):
+    from cluster.drills import kafka_workload
+
+    asked: list[set[str]] = []
+
+    def naming(bootstrap_servers, topic, flowfiles):
+        asked.append(set(flowfiles))
+        return {"f-1": f"named by id-a {topic}[3]@7 at 1.000 committed"}
+
+    class Output:
+        places = {"k1": ["out[0]@1 at 1.000, made of in[0]@1, by FlowFile f-1"] * 2}
+
+        def duplicates(self):
+            return dict(self.places)
+
+    monkeypatch.setattr(kafka_workload, "progress_naming", naming)
+    workload = kafka_workload.KafkaWorkload("127.0.0.1:9", "run", 3)
+    workload.output = Output()
+    assert workload.duplicates() == {
+        "k1": [
+            "out[0]@1 at 1.000, made of in[0]@1, by FlowFile f-1; named by id-a run-progress[3]@7 at 1.000 committed"
+        ]
+        * 2
+    }
+    Output.places["k2"] = ["out[1]@4 at 2.000, made of in[1]@2, by FlowFile f-2"] * 2
+    assert workload.duplicates()["k2"][0].endswith("by FlowFile f-2; named by no progress record")
+    workload.duplicates()
+    assert asked == [{"f-1"}, {"f-2"}]
+    workload.output = None
+    assert workload.duplicates() == {} and len(asked) == 2
