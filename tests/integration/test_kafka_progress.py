@@ -151,3 +151,26 @@ def test_a_drills_duplicate_report_names_each_progress_record_of_a_flowfile_comm
     ) == [True, True, True], named
     assert [n.split(" ")[0] for n in named if n.endswith("NOT committed")] == [mine], named
     assert sorted(n.split(" ")[0] for n in named) == sorted([mine, mine, elsewhere]), named
+
+
+@pytest.mark.parametrize("behind", [70, 300])
+def test_a_last_record_older_than_the_first_window_is_read_back(kafka_broker, progress_topic, behind):
+    """Another id that shares the partition wrote `behind` transactions since this id's
+    last one: the read back looks further back, window by window (`progress.windows`:
+    64 records, then 128 more, ...), each transaction a record and a marker. Found by a
+    loaded CI run's Kafka drill: a consumer assigned again reports, for a moment, where
+    its last read ended, and the read back took a window for read without reading it,
+    found nothing, and the adopter sent the last committed batch again. Read back five
+    times: before the fix, one read back in two of such a partition came back empty."""
+    config, topic = progress_topic
+    mine, theirs, _ = _ids()
+    place = progress.partition(mine, progress.PARTITIONS)
+    producer = transactional_producer(kafka_broker, mine)
+    _progress(producer, topic, mine, {"old"}, place=place)
+    _progress(producer, topic, mine, {"last-1", "last-2"}, place=place)
+    other = transactional_producer(kafka_broker, theirs)
+    for index in range(behind):
+        _progress(other, topic, theirs, {f"x{index}"}, place=place)
+    for _ in range(5):
+        assert read_back(config, topic, mine, 30.0, place) == frozenset({"last-1", "last-2"})
+    assert read_back(config, topic, theirs, 30.0, place) == frozenset({f"x{behind - 1}"})

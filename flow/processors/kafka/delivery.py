@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 PRODUCER_FENCED = "producer fenced"
 BROKER_WAIT_S = 10.0  # init_transactions, a commit, an abort, creating a topic, a watermark
 _STEP_S = 0.2  # how often a wait for deliveries looks at the brokers' state
+_RESET_STEP_S = 0.001  # how often a read back looks whether its consumer's position was reset (`_last_record`)
 _READ_STEP_S = 0.02  # how long reading the progress topic back waits for more at once: the end may be a
 # transaction marker, which moves the position without a message to return
 # How long the broker holds the progress reader's fetch when it has nothing to return
@@ -527,16 +528,31 @@ def _last_record(consumer, topic: str, partition: int, watermarks: tuple[int, in
     from confluent_kafka import TopicPartition
 
     low, high = watermarks
+
+    def position() -> int:
+        return consumer.position([TopicPartition(topic, partition)])[0].offset
+
+    def in_time(end: int) -> None:
+        if time.monotonic() > deadline:
+            raise Undelivered(
+                f"reading the progress topic {topic} (partition {partition}) back to offset {end} took "
+                "longer than its transaction timeout",
+                discard=True,
+            )
+
     for start, end in progress.windows(low, high):
         found = None
         consumer.assign([TopicPartition(topic, partition, start)])
-        while consumer.position([TopicPartition(topic, partition)])[0].offset < end:
-            if time.monotonic() > deadline:
-                raise Undelivered(
-                    f"reading the progress topic {topic} (partition {partition}) back to offset {end} took "
-                    "longer than its transaction timeout",
-                    discard=True,
-                )
+        # assign() resets the position on librdkafka's own thread, a moment later: until
+        # then position() still says where the last window's read ended, past this
+        # window's end, and the window would seem read with nothing consumed (an adopter
+        # then found no progress record and sent the last batch again). Nothing is
+        # consumed meanwhile, so once it is below the end it is this window's.
+        while position() >= end:
+            in_time(end)
+            time.sleep(_RESET_STEP_S)
+        while position() < end:
+            in_time(end)
             for message in consumer.consume(num_messages=500, timeout=_READ_STEP_S):
                 error: Any = message.error()
                 if error is not None:
