@@ -202,3 +202,51 @@ def test_the_pending_ids_deliver_every_flowfile_to_kafka_once_across_failed_comm
         deliver(len(queue), "ok")
     assert sorted(kafka) == sorted(f"ff-{n}" for n in range(made))
     assert len(pending) == 0  # what a crash left named is forgotten by a batch that holds the whole queue
+
+
+class _LateResetConsumer:
+    """A consumer of one partition, `log` its records (offset -> key), whose position
+    assign() resets only after `late` more looks at it: what librdkafka does on its own
+    thread, a moment after the call."""
+
+    INVALID = -1001
+
+    def __init__(self, log: dict[int, bytes], late: int):
+        self.log, self.late = log, late
+        self.position_now, self.next, self.looks_left = self.INVALID, 0, 0
+
+    def assign(self, partitions):
+        self.next, self.looks_left = partitions[0].offset, self.late
+        if not self.late:
+            self.position_now = self.INVALID
+
+    def position(self, partitions):
+        from types import SimpleNamespace
+
+        if self.looks_left:
+            self.looks_left -= 1
+            if not self.looks_left:
+                self.position_now = self.INVALID
+        return [SimpleNamespace(offset=self.position_now)]
+
+    def consume(self, num_messages, timeout):
+        from types import SimpleNamespace
+
+        if self.looks_left:
+            return []  # nothing is fetched for the new assignment before the reset
+        taken = [offset for offset in sorted(self.log) if offset >= self.next][:num_messages]
+        self.next = self.position_now = (taken[-1] if taken else self.next) + 1
+        self.position_now = max(self.position_now, max(self.log) + 1)  # markers up to the end are stepped over
+        return [SimpleNamespace(error=lambda: None, offset=lambda o=o: o, key=lambda o=o: self.log[o]) for o in taken]
+
+
+@pytest.mark.parametrize("late", [0, 1, 3])
+def test_a_window_is_read_only_once_the_consumer_assigned_again_was_reset(late):
+    import time
+
+    from flow.processors.kafka.delivery import _last_record
+
+    log = {0: b"mine", 2: b"mine"} | {offset: b"theirs" for offset in range(4, 144, 2)}
+    consumer = _LateResetConsumer(log, late)
+    found = _last_record(consumer, "progress", 5, (0, 144), b"mine", time.monotonic() + 5)
+    assert found is not None and found.offset() == 2
