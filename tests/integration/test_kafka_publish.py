@@ -483,11 +483,19 @@ def test_the_preparation_fences_the_old_owner_before_the_new_owner_runs_a_task(
     assert not task.is_alive() and not failures, failures
     assert context.yielded and old.queues["in"].count == 6
     assert f"fenced by another producer with transactional id {made_for}" in caplog.text
-    # The first task takes the producer made ready: no other is made.
-    trigger(new, adopter, adopter_context)
+    # The first task takes the producer made ready: no other is made. It says where its
+    # time went (the adopted shard's first records out); a later task says nothing.
+    later = items("t", 2)
+    with caplog.at_level(logging.INFO, logger=f"flow.processor.{PUBLISH}"):
+        trigger(new, adopter, adopter_context)
+        seed(new, later)
+        trigger(new, adopter, adopter_context)
     assert adopter._producer is producer and adopter._prepared is None
-    assert new.queues["in"].count == 0 and len(queued(new, "ok")) == 9
-    report = check_delivery(first + second, delivered(kafka_broker, topic))
+    assert new.queues["in"].count == 0 and len(queued(new, "ok")) == 11
+    said = [record.getMessage() for record in caplog.records if "the first task of" in record.getMessage()]
+    assert len(said) == 1 and f"the first task of {made_for} (6 FlowFiles) took" in said[0], said
+    assert all(f"{step} " in said[0] for step in ("producer", "content", "Kafka transaction", "WAL commit")), said
+    report = check_delivery(first + second + later, delivered(kafka_broker, topic))
     assert report.ok, report.summary()
 
 

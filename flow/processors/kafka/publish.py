@@ -122,6 +122,7 @@ from .delivery import (
 )
 from .demarcation import decode_demarcator, split_records
 from .record_mode import PUBLISH_PROPERTIES, to_publish, validate_record_mode
+from .steps import Steps
 from .tasks import run_alone
 from .transactional import finish_idle_hanging, transactional_producer
 
@@ -312,6 +313,7 @@ class PublishKafka(Processor):
         if not batch:
             return
         exactly = context["delivery_guarantee"] == EXACTLY_ONCE
+        steps, earlier = Steps(), self._producer
         try:
             producer = self._producer_for(context, session, exactly)
         except Undelivered as undelivered:
@@ -320,6 +322,7 @@ class PublishKafka(Processor):
         except NotAdmitted:
             self._not_admitted(context, session)
             return
+        steps.done("producer")
         if producer.transactional_id is not None:
             self._admit = session.check_admitted  # the idle look's: never for a node deposed
             if self._idle is None:
@@ -355,6 +358,7 @@ class PublishKafka(Processor):
         for flowfile, error in broken:
             context.limited_log.warning("records", "%s: %s goes to failure: %s", self.id, flowfile.id, error)
             session.transfer(session.put_all_attributes(flowfile, error.attributes()), "failure")
+        steps.done("content")
         try:
             delivered, refused, undecided = self._deliver(session, producer, records)
         except Undelivered as undelivered:
@@ -376,7 +380,20 @@ class PublishKafka(Processor):
         if self._outage:
             self._outage = False
             context.logger.warning("%s: Kafka takes records again", self.id)
+        steps.done("Kafka transaction" if producer.transactional_id is not None else "Kafka send")
         self._commit(session, [f.id for f in before] + [r.flowfile.id for r in delivered])
+        steps.done("WAL commit")
+        if producer is not earlier and producer.transactional_id is not None:
+            # A new producer's first task (an adopted shard's is its first record out):
+            # where its time went, so that a drill's resume is explained by the log.
+            context.logger.info(
+                "%s: the first task of %s (%d FlowFiles) took %.2f s: %s",
+                self.id,
+                producer.transactional_id,
+                len(batch),
+                steps.total(),
+                steps.said(),
+            )
 
     def _deliver(self, session: ProcessSession, producer: SinkProducer, records: list[Record]):
         """Send `records`, in as few rounds (transactions) as refusals allow: the

@@ -5,8 +5,11 @@ or more to the brokers (its own id's hanging transactions finished, the fencing
 `init_transactions`, and beside them the progress partition found and other ids'
 hanging transactions; then the read back of its progress: `transactional`). On an
 adopted shard they lie between the adoption and its first record out, so when they
-take long together the node says which step took the time: a drill's slow round is
-then explained by its node's log alone.
+take long together the node says which step took the time. A new producer's first
+task then says where its own time went, always (one line a producer): waiting for the
+producer, reading the content, the Kafka transaction, the WAL commit. On an adopted
+shard that task is the resume, the adopted FlowFiles' first records out. A drill's
+slow round is then explained by its node's log alone.
 """
 
 from __future__ import annotations
