@@ -395,6 +395,9 @@ class HdfsWritableFile:
             raise  # refused on the worker: abandoned meanwhile
         except BaseException as error:  # noqa: BLE001 - Rust panics arrive as BaseException
             raise _translate(error, self.path, action, writing=True) from error
+        else:
+            if action == "hsync" and self._suspicion is not None:
+                self._suspicion.answered(time.monotonic() - started)  # what a typical hsync takes
         finally:
             _timed_call(self._durations, action, action, self.path, started)
 

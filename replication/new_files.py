@@ -18,7 +18,9 @@ keeps what is written to it until then (up to `NEW_FILE_REPLAY_LIMIT` bytes; pas
 its first pipeline is its only one), and its first sync (or close) is a race, in the way
 of Hadoop's hedged reads: what was written is written to the file and synced, and while
 no attempt has answered, *hedges* are started beside it after `NEW_FILE_HEDGE_AFTER_S`,
-then every `NEW_FILE_HEDGE_EVERY_S`, `NEW_FILE_HEDGE_WIDTH` at a time: each another file
+then every `NEW_FILE_HEDGE_EVERY_S` (each delay at least `HEDGE_TYPICAL_FACTOR` times
+the storage's typical hsync: on an HDFS slow everywhere a hedge is as slow as the file,
+`replication.pipeline_suspicion`), `NEW_FILE_HEDGE_WIDTH` at a time: each another file
 in the same directory, under a hidden name (`hedge_name`), with everything written
 again, and its own sync. An attempt that fails on its pipeline (`pipeline_failed`) is
 followed by another at once (`NEW_FILE_PAUSE_S`). The first attempt to finish its sync
@@ -264,6 +266,8 @@ class NewFile:
         calls: list[tuple[float, Call]] = []
         answered = threading.Event()  # set after an attempt's `done`, so never seen before it
         budget = NEW_FILE_HEDGE_BUDGETS * self._storage.retry_budget
+        # Hedges wait longer on an HDFS slow everywhere (`replication.pipeline_suspicion`).
+        suspicion = self._storage.pipeline_suspicion
         started = time.monotonic()
         refused_at: float | None = None  # a hedge found no worker free then
         no_worker = 0  # hedges whose calls found no worker free: not attempts
@@ -300,8 +304,8 @@ class NewFile:
                 attempts,
                 time.monotonic(),
                 budget=budget,
-                hedge_after=NEW_FILE_HEDGE_AFTER_S,
-                hedge_every=NEW_FILE_HEDGE_EVERY_S,
+                hedge_after=suspicion.hedge_delay(NEW_FILE_HEDGE_AFTER_S),
+                hedge_every=suspicion.hedge_delay(NEW_FILE_HEDGE_EVERY_S),
                 hedge_width=NEW_FILE_HEDGE_WIDTH,
                 refused_at=refused_at,
             )

@@ -32,6 +32,7 @@ from replication.new_files import (
     is_hedge,
     race_step,
 )
+from replication.pipeline_suspicion import HEDGE_TYPICAL_FACTOR, RECENT_HSYNCS, PipelineSuspicion
 from repositories.storage import LeaseLost, StorageAbandoned, StorageError, StorageFileNotFound, StorageUnavailable
 
 PATH = "/c1/shards/n1-7/wal/journal-0"
@@ -115,6 +116,8 @@ class FakeStorage:
         self.create_error = create_error
         self.counts = HedgeCounts()
         self.made = threading.Condition()
+        self.created_at: list[float] = []  # each file's, in the order made
+        self.pipeline_suspicion = PipelineSuspicion()
 
     def _create_file(self, path: str, *, overwrite: bool = False, hedge: bool = False) -> FakeFile:
         assert hedge == (path != PATH)
@@ -123,6 +126,7 @@ class FakeStorage:
         with self.made:
             file = FakeFile(self, len(self.files), path)
             self.files.append(file)
+            self.created_at.append(time.monotonic())
             self.made.notify_all()
         return file
 
@@ -299,6 +303,23 @@ def test_a_first_sync_that_does_not_answer_is_hedged_and_the_hedge_takes_the_fil
     frozen.set()  # the file's own hsync fails at last: nothing changes
     file.close()
     assert hedge.closed and len(storage.files) == 2 and storage.renamed == [(renamed, PATH)]
+
+
+def test_on_a_storage_whose_hsyncs_are_slow_everywhere_hedges_wait_for_longer(one_hedge_in_time):
+    """The storage's hsyncs of late took 0.1 s: its hedges wait three times that, not
+    0.05 s (on an HDFS slow everywhere a hedge is as slow as the file, and only adds
+    work; `replication.pipeline_suspicion`)."""
+    frozen = threading.Event()
+    storage = FakeStorage(frozen=[frozen])
+    for _ in range(RECENT_HSYNCS):
+        storage.pipeline_suspicion.answered(0.1)
+    file = storage.new_file()
+    file.write(b"header;")
+    began = time.monotonic()
+    file.sync()  # the file's own hsync hangs; the hedge answers
+    assert len(storage.files) == 2 and storage.files[1].synced
+    assert storage.created_at[1] - began >= HEDGE_TYPICAL_FACTOR * 0.1
+    frozen.set()
 
 
 def test_the_file_answering_before_its_hedge_wins_and_the_hedge_is_deleted(one_hedge_in_time):

@@ -14,7 +14,17 @@ import pytest
 
 from replication.deadline import DeadlineRunner, NoWorkerFree
 from replication.hdfs_storage import HdfsWritableFile
-from replication.pipeline_suspicion import SUSPECT_FOR_S, SUSPECT_HSYNC_S, PipelineSuspicion, hsync_deadline
+from replication.pipeline_suspicion import (
+    HEDGE_TYPICAL_FACTOR,
+    RECENT_HSYNCS,
+    SUSPECT_FOR_S,
+    SUSPECT_HSYNC_S,
+    SUSPECT_TYPICAL_FACTOR,
+    PipelineSuspicion,
+    hedge_delay,
+    hsync_deadline,
+    typical_hsync,
+)
 from repositories.instruments import ByLabel, LatencyHistogram
 from repositories.storage import StorageUnavailable
 
@@ -38,6 +48,52 @@ def test_a_hang_suspects_every_pipeline_for_a_while():
     assert suspicion.suspected and suspicion.hsync_deadline(IO_TIMEOUT) == SUSPECT_HSYNC_S
     now[0] += 0.2
     assert not suspicion.suspected
+
+
+def test_the_typical_hsync_is_a_high_quantile_of_the_latest_that_answered():
+    assert typical_hsync([]) == 0.0
+    assert typical_hsync([0.01]) == 0.01
+    recent = [0.01] * 90 + [0.5] * 10  # a few slow ones (a pipeline through a dying DataNode)
+    assert typical_hsync(recent) == 0.5
+    assert typical_hsync([0.01] * 91 + [0.5] * 9) == 0.01
+
+
+def test_on_an_hdfs_slow_everywhere_the_short_deadline_and_the_hedges_follow_its_typical_hsync():
+    # A healthy HDFS: milliseconds, so the floors hold.
+    assert hsync_deadline(IO_TIMEOUT, 108.0, 100.0, typical=0.005) == SUSPECT_HSYNC_S
+    assert hedge_delay(0.2, 0.005) == 0.2
+    # Slow everywhere: an hsync is given up, or hedged, only when slow for this HDFS.
+    assert hsync_deadline(IO_TIMEOUT, 108.0, 100.0, typical=0.2) == pytest.approx(SUSPECT_TYPICAL_FACTOR * 0.2)
+    assert hedge_delay(0.2, 0.2) == pytest.approx(HEDGE_TYPICAL_FACTOR * 0.2)
+    assert hsync_deadline(IO_TIMEOUT, 108.0, 100.0, typical=1.0) == IO_TIMEOUT  # never past the full deadline
+    assert hsync_deadline(IO_TIMEOUT, 100.0, 100.0, typical=1.0) == IO_TIMEOUT  # and not suspected: the full one
+
+
+def test_the_suspicion_keeps_only_the_latest_hsyncs():
+    now = [100.0]
+    suspicion = PipelineSuspicion(clock=lambda: now[0])
+    for _ in range(RECENT_HSYNCS):
+        suspicion.answered(0.6)
+    suspicion.hung()
+    assert suspicion.hsync_deadline(IO_TIMEOUT) == IO_TIMEOUT  # 3 x 0.6 s, capped at the full deadline
+    assert suspicion.hedge_delay(0.2) == pytest.approx(HEDGE_TYPICAL_FACTOR * 0.6)
+    for _ in range(RECENT_HSYNCS):
+        suspicion.answered(0.01)  # HDFS fast again: the slow ones are forgotten
+    assert suspicion.hsync_deadline(IO_TIMEOUT) == SUSPECT_HSYNC_S and suspicion.hedge_delay(0.2) == 0.2
+
+
+def test_an_hsync_that_answered_is_counted_and_one_given_up_is_not():
+    suspicion = PipelineSuspicion()
+    file, writer = open_file(suspicion, 5.0)
+    writer.released.set()
+    file.sync()
+    assert suspicion.typical > 0.0
+    other = PipelineSuspicion()
+    hung, hung_writer = open_file(other, 0.05)
+    with pytest.raises(StorageUnavailable):
+        hung.sync()
+    assert other.typical == 0.0
+    hung_writer.released.set()
 
 
 class Silent:
