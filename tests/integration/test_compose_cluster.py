@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -152,9 +153,73 @@ class ComposeProject:
         return parse_events(self.output("logs", "--no-log-prefix", "--no-color", service, check=False))
 
     def diagnosis(self) -> str:
+        """The services' state and last lines, then `summary()`: a CI run's record keeps
+        only the end of the output, where a DataNode's flood of warnings had pushed out
+        every line that said why a node did not deliver."""
         state = self.output("ps", "-a", check=False)
         logs = self.output("logs", "--no-color", "--tail", "30", check=False)
-        return f"docker compose ps -a:\n{state}\nlast log lines of each service:\n{logs}"
+        return f"docker compose ps -a:\n{state}\nlast log lines of each service:\n{logs}\n{self.summary()}"
+
+    def summary(self) -> str:
+        """The host's load, memory and disk; HDFS as its NameNode reports it; and for each
+        node how often its log names each known trouble, and its own last lines."""
+        lines = ["---- summary ----", f"host: {host_state()}", f"hdfs: {self.namenode_state()}"]
+        for service in NODES:
+            log = self.output("logs", "--no-log-prefix", "--no-color", service, check=False).splitlines()
+            own = [line for line in log if not HDFS_CLIENT_LINE.search(line)]
+            counts = {name: sum(pattern in line for line in log) for name, pattern in NODE_TROUBLES.items()}
+            lines.append(f"{service}: {counts}; {len(log) - len(own)} lines of the HDFS client's own")
+            lines.extend(f"  {line[:300]}" for line in own[-8:])
+        return "\n".join(lines)
+
+    def namenode_state(self) -> str:
+        """Safe mode, the DataNodes live and stale, and each one's free space, blocks
+        scheduled, blocks, failed volumes and last contact, from the NameNode's JMX."""
+        url = (
+            f"http://{HOST}:{self.env['CUSTODY_NAMENODE_HTTP_PORT']}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo"
+        )
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                info = json.load(response)["beans"][0]
+        except (OSError, ValueError, LookupError) as error:
+            return f"the NameNode's JMX did not answer: {error}"
+        nodes = {
+            name.split(":")[0]: {
+                key: node.get(key) for key in ("remaining", "blockScheduled", "numBlocks", "volfails", "lastContact")
+            }
+            for name, node in json.loads(info.get("LiveNodes") or "{}").items()
+        }
+        dead = list(json.loads(info.get("DeadNodes") or "{}"))
+        return f"safe mode {info.get('Safemode') or 'off'}; live {nodes}; dead {dead}"
+
+
+# What `ComposeProject.summary` counts in a node's log: each a trouble that has made
+# a node deliver slowly or not at all.
+NODE_TROUBLES = {
+    "start failed": '"event": "start-failed"',
+    "HDFS past its deadline": "did not answer within",
+    "first syncs hedged": "answered by its hedge",
+    "new files made again": "making it again",
+    "no space": "No space left",
+    "safe mode": "safe mode",
+    "errors": " ERROR ",
+}
+# A line the HDFS client (hdfs-native, in Rust) logs itself: a dead or slow pipeline
+# makes hundreds.
+HDFS_CLIENT_LINE = re.compile(r"^\[\S+ +\w+ +hdfs_native")
+
+
+def host_state() -> str:
+    """The load average, available memory and swap, and free disk of the machine."""
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    memory = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    kept = {key: memory[key].strip() for key in ("MemAvailable", "SwapTotal", "SwapFree") if key in memory}
+    disks = {
+        path: f"{shutil.disk_usage(path).free >> 20} MiB free"
+        for path in ("/", "/var/lib/docker", "/tmp")
+        if Path(path).exists()
+    }
+    return f"load {' '.join(load)}; {kept}; {disks}"
 
 
 # A line of compose's progress ("Container x-zk1-1  Healthy"): left out of a failure's
