@@ -12,9 +12,10 @@ On a fresh HDFS of their own with one DataNode (so that the count is these tests
   `replication.left_open`): a hedge whose sync answers after the race is closed before
   it is deleted; the file itself, when a hedge takes its name, is moved aside and
   deleted once HDFS has recovered its lease. Every first sync is hedged at once (hedge
-  delay 0); once every file is closed at most one block a race a hedge won is counted
-  (an attempt given up empty). Before, every losing hedge stayed counted (26 blocks for
-  ten files), and later each file a hedge replaced (1 and 3 in two runs).
+  delay 0, whatever the storage's typical hsync); once every file is closed at most one
+  block a race a hedge won is counted (an attempt given up empty). Before, every losing
+  hedge stayed counted (26 blocks for ten files), and later each file a hedge replaced
+  (1 and 3 in two runs).
 - A dead incarnation's content, collected by the leader (`cluster.failover.collector`):
   the file its writer, SIGKILLed, left open is deleted only once its lease is recovered.
   Before, the collector deleted it open and its block stayed counted.
@@ -37,7 +38,7 @@ from cluster.services.hdfs import HdfsCluster, blocks_scheduled
 from cluster.services.process import wait_until
 from cluster.zk.membership import new_incarnation
 from cluster.zk.store import ClusterStore
-from replication import new_files
+from replication import new_files, pipeline_suspicion
 from replication.hdfs_storage import HdfsStorage
 from repositories.storage import discard
 from tests.conftest import service_unavailable
@@ -68,6 +69,7 @@ def scheduled(cluster) -> int:
 
 def test_hedges_that_lose_leave_no_block_counted(cluster, monkeypatch):
     monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", 0.0)
+    monkeypatch.setattr(pipeline_suspicion, "HEDGE_TYPICAL_FACTOR", 0.0)  # however fast the syncs before
     storage = HdfsStorage(cluster.url, cluster.client_config, io_timeout=5.0)
     storage.mkdir("/hedged")
     before = scheduled(cluster)
