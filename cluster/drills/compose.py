@@ -340,6 +340,15 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
     def restore_datanode(self) -> None:
         self._restore("datanode")
 
+    def pause_datanodes(self) -> str:
+        for service in self.datanodes:
+            self.project.signal(service, "SIGSTOP")
+        return f"every DataNode ({len(self.datanodes)})"
+
+    def resume_datanodes(self) -> None:
+        for service in self.datanodes:
+            self.project.signal(service, "SIGCONT")
+
     def blocks_scheduled(self) -> int | None:
         ports = [self._published(service, 9870) for service in self.namenodes]
         return blocks_scheduled_at(next((port for port in ports if port), None))

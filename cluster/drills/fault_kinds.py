@@ -57,6 +57,13 @@ FAULT_KINDS = (
         "datanode",
     ),
     FaultKind(
+        "slow-hdfs",
+        False,
+        "SIGSTOP every HDFS DataNode for half of every second, for 20 s (an HDFS slow everywhere: short of "
+        "CPU or disk, or in long garbage collections), then SIGCONT them: nothing fails over, delivery goes on",
+        "slow-hdfs",
+    ),
+    FaultKind(
         "broker",
         False,
         "kill the Kafka broker, keep it down a few seconds, then restart it (the Kafka workload): "

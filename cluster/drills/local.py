@@ -292,6 +292,15 @@ class LocalTarget(WorkloadFeed, ZooKeeperViews):
     def restore_datanode(self) -> None:
         self.hdfs.restart_datanode(DATANODE)
 
+    def pause_datanodes(self) -> str:
+        for index in range(len(self.hdfs.datanodes)):
+            self.hdfs.pause_datanode(index)
+        return f"every DataNode ({len(self.hdfs.datanodes)})"
+
+    def resume_datanodes(self) -> None:
+        for index in range(len(self.hdfs.datanodes)):
+            self.hdfs.resume_datanode(index)
+
     def blocks_scheduled(self) -> int | None:
         return blocks_scheduled_at(self.hdfs.ports["namenode_http"] if self.hdfs is not None else None)
 

@@ -32,6 +32,7 @@ FAULT_COLOURS = {
     "partition": "#17becf",
     "zk-follower": "#2ca02c",
     "datanode": "#7f7f7f",
+    "slow-hdfs": "#bcbd22",
     "rack": "#1f77b4",
     "load": "#393b79",
 }

@@ -241,11 +241,12 @@ def round_line(entry: dict, total: int) -> str:
                 f"{entry['delivered_meanwhile']} under the load"
             )
     elif "down" in entry or "delivered_meanwhile" in entry:
-        body = f"{entry.get('down', 'a service')} down: delivery went on"
+        slow = entry["fault"] == "slow-hdfs"  # its `down` says how the DataNodes stall
+        body = f"{entry.get('down', 'a service')}{'' if slow else ' down'}: delivery went on"
         if "twenty_delivered_after" in entry:
             body += (
                 f" (20 more delivered after {entry['twenty_delivered_after']:.1f}s, "
-                f"{entry['delivered_meanwhile']} while it was down)"
+                f"{entry['delivered_meanwhile']} while {'HDFS was slow' if slow else 'it was down'})"
             )
         for lost in entry.get("sessions_lost", ()):
             body += f"; {lost['incarnation']} lost its session and was failed over"

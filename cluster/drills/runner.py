@@ -60,6 +60,11 @@ LOAD_SECONDS = 60.0
 LOAD_STALLS = 10
 LOAD_STALL_S = 0.8
 LOAD_RUN_S = 0.4
+# The slow-hdfs fault: every DataNode stopped `SLOW_HDFS_STOP_S`, then running
+# `SLOW_HDFS_RUN_S`, for `SLOW_HDFS_SECONDS`: every pipeline slow alike, none dead.
+SLOW_HDFS_SECONDS = 20.0
+SLOW_HDFS_STOP_S = 0.5
+SLOW_HDFS_RUN_S = 0.5
 # Where a partition round cuts its node off, in turn (see `_partition`).
 PARTITION_PHASES = ("running", "leader", "adopting", "joining")
 
@@ -167,6 +172,8 @@ class DrillRunner:
             entry.update(outage_round(target, target.kill_broker, target.restore_broker, "the Kafka broker"))
         elif fault == "load":
             entry.update(load_round(target, victim, self.load_seconds))
+        elif fault == "slow-hdfs":
+            entry.update(slow_hdfs_round(target))
         elif not BY_NAME[fault].fails_over:
             kill, restore, what = {
                 "zk-follower": (target.kill_zookeeper_follower, target.restore_zookeeper_follower, "a follower down"),
@@ -648,6 +655,42 @@ def load_round(target: DrillTarget, victim: str, seconds: float) -> dict:
     out["phases"]["healed_at"] = round(time.time(), 3)
     out.update(delivered_meanwhile=delivered_under_load, twenty_delivered_after=round(went_on, 2))
     nothing_failed_over(target, members, started, "every core busy and a node stalling")
+    return out
+
+
+def slow_hdfs_round(target: DrillTarget) -> dict:
+    """Every DataNode stopped half of every second for `SLOW_HDFS_SECONDS`: an HDFS slow
+    everywhere, which a node must not take for dead DataNodes (it would give up and
+    hedge its files, each as slow: `replication.pipeline_suspicion`). Nothing fails
+    over but for lost sessions (`_ridden_out`), and delivery goes on through it:
+    `delivered_meanwhile` is what was delivered while HDFS was slow, the drill's figure
+    of how well the nodes ride it out; `twenty_delivered_after`, seconds from the start
+    until twenty more were delivered."""
+    members = {name: target.incarnation(name) for name in target.names}
+    delivered_before = target.delivered()
+    started = time.time()
+    out: dict = {"phases": {"fault_at": round(started, 3)}}
+    went_on: float | None = None
+    while True:  # one stall at least
+        out["down"] = (
+            f"{target.pause_datanodes()} stopped {SLOW_HDFS_STOP_S:g}s of every {SLOW_HDFS_STOP_S + SLOW_HDFS_RUN_S:g}s"
+        )
+        try:
+            time.sleep(SLOW_HDFS_STOP_S)  # the stall itself: how long the DataNodes stand still
+        finally:
+            target.resume_datanodes()
+        time.sleep(SLOW_HDFS_RUN_S)  # they run between two stalls
+        if went_on is None and target.delivered() > delivered_before + 20:
+            went_on = time.time() - started
+        if time.time() >= started + SLOW_HDFS_SECONDS:
+            break
+    out["phases"]["healed_at"] = round(time.time(), 3)
+    out["delivered_meanwhile"] = target.delivered() - delivered_before
+    if went_on is None:
+        wait_until(lambda: target.delivered() > delivered_before + 20, 90, "delivery to go on once HDFS is fast again")
+        went_on = time.time() - started
+    out["twenty_delivered_after"] = round(went_on, 2)
+    out.update(_ridden_out(target, members, started, "every DataNode stalling"))
     return out
 
 

@@ -183,6 +183,12 @@ class DrillTarget(Protocol):
         again (a process with open ports is not yet one that serves) and the NameNode counts
         it live."""
 
+    def pause_datanodes(self) -> str:
+        """SIGSTOP every HDFS DataNode; return what was stopped."""
+
+    def resume_datanodes(self) -> None:
+        """SIGCONT every HDFS DataNode `pause_datanodes` stopped."""
+
     def kill_broker(self) -> str:
         """SIGKILL the Kafka broker (only where "broker" is in supported_faults); return
         what is down."""

@@ -539,6 +539,25 @@ def test_a_load_round_fails_the_drill_when_a_stalled_node_is_taken_over(quick_lo
     assert "plans for ['n3-3']" in runner.rounds[0]["error"] and not target.checked
 
 
+def test_a_slow_hdfs_round_stalls_every_datanode_and_passes_when_nothing_fails_over(monkeypatch):
+    import cluster.drills.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_SECONDS", 0.0)  # one stall
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_STOP_S", 0.0)
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_RUN_S", 0.0)
+    target = ScriptedTarget()
+    target.pause_datanodes = lambda: target.log.append(("pause datanodes",)) or "every DataNode (3)"
+    target.resume_datanodes = lambda: target.log.append(("resume datanodes",))
+    runner = DrillRunner(target, ["slow-hdfs", "kill"])
+    assert runner.run().ok
+    slow = runner.rounds[0]
+    assert [e for e in target.log if "datanodes" in e[0]] == [("pause datanodes",), ("resume datanodes",)]
+    assert slow["down"] == "every DataNode (3) stopped 0s of every 0s" and "detection" not in slow
+    went_on, meanwhile = slow["twenty_delivered_after"], slow["delivered_meanwhile"]
+    said = f"every DataNode (3) stopped 0s of every 0s: delivery went on (20 more delivered after {went_on:.1f}s, "
+    assert round_line(slow, 2).endswith(f"{said}{meanwhile} while HDFS was slow)")
+
+
 def test_hdfs_unfinished_blocks_are_read_before_the_first_round_and_after_each():
     target = ScriptedTarget()
     runner = DrillRunner(target, ["kill", "zk-follower", "kill"])
