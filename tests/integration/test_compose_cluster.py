@@ -43,6 +43,7 @@ import pytest
 
 from cluster.drills.compose_project import parse_events
 from cluster.services.docker_engine import docker
+from cluster.services.hdfs import jmx_bean
 from cluster.services.install import cache_dir, hadoop_jars
 from cluster.services.network import HOST, free_ports
 from cluster.services.process import pid_alive, wait_until
@@ -173,18 +174,14 @@ class ComposeProject:
         return "\n".join(lines)
 
     def namenode_state(self) -> str:
-        """Safe mode, the DataNodes live and stale, and each one's free space, blocks
+        """Safe mode, the DataNodes live and dead, and each live one's free space, blocks
         scheduled, blocks, failed volumes and last contact, from the NameNode's JMX."""
-        url = (
-            f"http://{HOST}:{self.env['CUSTODY_NAMENODE_HTTP_PORT']}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo"
-        )
         try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                info = json.load(response)["beans"][0]
+            info = jmx_bean(int(self.env["CUSTODY_NAMENODE_HTTP_PORT"]), "Hadoop:service=NameNode,name=NameNodeInfo")
         except (OSError, ValueError, LookupError) as error:
             return f"the NameNode's JMX did not answer: {error}"
         nodes = {
-            name.split(":")[0]: {
+            name: {
                 key: node.get(key) for key in ("remaining", "blockScheduled", "numBlocks", "volfails", "lastContact")
             }
             for name, node in json.loads(info.get("LiveNodes") or "{}").items()
