@@ -42,9 +42,12 @@ for that HDFS.
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+
+log = logging.getLogger(__name__)
 
 # How long pipelines are suspected after a hang: the NameNode hands a dead DataNode out
 # for new blocks until 1 to 6 s after its death (cluster/services/hadoop/hdfs-site.properties),
@@ -118,9 +121,20 @@ class PipelineSuspicion:
 
     def hung(self) -> None:
         """A call hung for its full deadline: suspect every pipeline from now on, for
-        `SUSPECT_FOR_S`."""
+        `SUSPECT_FOR_S` (a line in the log when the window opens, with the typical hsync)."""
         with self._lock:
-            self._until = max(self._until, self._clock() + SUSPECT_FOR_S)
+            now = self._clock()
+            opened = now >= self._until
+            self._until = max(self._until, now + SUSPECT_FOR_S)
+        if opened:
+            typical = self.typical
+            log.info(
+                "hdfs: a call hung for its full deadline: every pipeline is suspected for %g s, an hsync given up "
+                "after %g s (the typical hsync: %.0f ms)",
+                SUSPECT_FOR_S,
+                hsync_deadline(float("inf"), now + 1.0, now, typical),
+                1000 * typical,
+            )
 
     def hsync_deadline(self, io_timeout: float | None) -> float | None:
         with self._lock:

@@ -64,6 +64,13 @@ FAULT_KINDS = (
         "slow-hdfs",
     ),
     FaultKind(
+        "slow-hdfs-kill",
+        True,
+        "SIGKILL a node while every HDFS DataNode stalls half of every second: its shard is adopted and it "
+        "starts again on an HDFS slow everywhere, which must not keep a start from succeeding",
+        "slow-hdfs-kill",
+    ),
+    FaultKind(
         "broker",
         False,
         "kill the Kafka broker, keep it down a few seconds, then restart it (the Kafka workload): "

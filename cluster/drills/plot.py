@@ -33,6 +33,7 @@ FAULT_COLOURS = {
     "zk-follower": "#2ca02c",
     "datanode": "#7f7f7f",
     "slow-hdfs": "#bcbd22",
+    "slow-hdfs-kill": "#dbdb8d",
     "rack": "#1f77b4",
     "load": "#393b79",
 }

@@ -17,6 +17,7 @@ from .checker import ClusterReport
 from .fault_kinds import BY_NAME
 
 TIMINGS = ("detection", "takeover", "resume", "death_to_resume")
+FAULT_WIDTH = max(len(name) for name in BY_NAME)  # a round line's fault column
 _EXAMPLES = 20  # ids of each kind kept in the JSON report
 
 
@@ -178,12 +179,12 @@ def _triple(figures: dict, key: str) -> str:
 
 def table(report: dict) -> str:
     """The summary as a table a person reads, then the whole run's check and verdict."""
-    header = f"{'fault':<12} {'rounds':>6} {'dups seen':>9}   " + "  ".join(
+    header = f"{'fault':<{FAULT_WIDTH}} {'rounds':>6} {'dups seen':>9}   " + "  ".join(
         f"{label:<17}" for label in ("detection s", "takeover s", "resume s", "death->resume s")
     )
     lines = [
         header.rstrip(),
-        (f"{'':<12} {'':>6} {'':>9}   " + "  ".join(f"{'p50/p99/max':<17}" for _ in TIMINGS)).rstrip(),
+        (f"{'':<{FAULT_WIDTH}} {'':>6} {'':>9}   " + "  ".join(f"{'p50/p99/max':<17}" for _ in TIMINGS)).rstrip(),
     ]
     for fault, figures in report["summary"].items():
         if fault == "all":
@@ -191,10 +192,12 @@ def table(report: dict) -> str:
         timed = "  ".join(f"{_triple(figures, key):<17}" for key in TIMINGS)
         if fault in BY_NAME and not BY_NAME[fault].fails_over:
             timed = "(nothing fails over: delivery went on)"
-        lines.append(f"{fault:<12} {figures['rounds']:>6} {figures['sink_duplicates']:>9}   {timed}".rstrip())
+        lines.append(
+            f"{fault:<{FAULT_WIDTH}} {figures['rounds']:>6} {figures['sink_duplicates']:>9}   {timed}".rstrip()
+        )
     every = report["summary"]["all"]
     lines.append(
-        f"{'all':<12} {every['rounds']:>6} {every['sink_duplicates']:>9}   "
+        f"{'all':<{FAULT_WIDTH}} {every['rounds']:>6} {every['sink_duplicates']:>9}   "
         + "  ".join(f"{_triple(every, key):<17}" for key in TIMINGS).rstrip()
     )
     lines.append("dups seen: ids delivered twice that the sink showed right after a round of that fault.")
@@ -232,7 +235,7 @@ def table(report: dict) -> str:
 
 def round_line(entry: dict, total: int) -> str:
     """One progress line for a finished (or failed) round."""
-    head = f"round {entry['round'] + 1:>{len(str(total))}}/{total}  {entry['fault']:<12}"
+    head = f"round {entry['round'] + 1:>{len(str(total))}}/{total}  {entry['fault']:<{FAULT_WIDTH}} "
     if entry["fault"] == "load":
         body = f"{entry.get('down', 'load')}: nothing failed over"
         if "twenty_delivered_after" in entry:
@@ -283,6 +286,11 @@ def round_line(entry: dict, total: int) -> str:
     ):
         if key in entry:
             notes.append(f"{label}: {entry[key]}")
+    if "started_again_after" in entry:
+        notes.append(
+            f"HDFS slow ({entry.get('stalled', 'every DataNode stalling')}): "
+            f"it started again and delivered {entry['started_again_after']:.1f}s after its restart"
+        )
     if "adoption_ended_first" in entry:
         notes.append(f"its adoption had ended {entry['adoption_ended_first']} s before: hit just after it")
     if entry.get("victims") and len(entry["victims"]) > 1:

@@ -433,6 +433,38 @@ def _cut_until_deposed(target, entry, name: str, incarnation: str, cut: Callable
     ] or "stopped before writing"
 
 
+def _kill_on_slow_hdfs(target, entry, victim, incarnation, leader) -> None:
+    """The victim SIGKILLed while every DataNode stalls (`DataNodeStalls`, from a stall
+    before the death), then started again: the fencing, the adoption and the victim's start again, all on an HDFS slow
+    everywhere, where a start makes every file new. The stalls go on until the new
+    incarnation has delivered a FlowFile of its own, and for `SLOW_HDFS_SECONDS` at
+    least; `started_again_after` is seconds from its restart (the start of the process)
+    to that delivery, `stalled` how the DataNodes stalled. (A whole cluster started on
+    such an HDFS collapsed under fixed deadlines and hedge delays,
+    `replication.pipeline_suspicion`; one node started again, as here, did not.)"""
+    stalls = DataNodeStalls(target).start()
+    began = time.time()
+    try:
+        entry["phases"]["fault_at"] = round(time.time(), 3)  # the first stall is on
+        target.kill(victim)
+        wait_moved(target, incarnation)
+        restarted = time.time()
+        target.restart(victim)
+
+        def delivering() -> bool:
+            new = target.incarnation(victim)
+            return new not in (None, incarnation) and bool(
+                [e for e in target.events(victim, NodeEvent.FIRST_OUTPUT, shard=new) if e.get("home")]
+            )
+
+        wait_until(delivering, MOVE_DEADLINE, f"{victim}, started again on a slow HDFS, to deliver a FlowFile")
+        entry["started_again_after"] = round(time.time() - restarted, 2)
+        time.sleep(max(0.0, began + SLOW_HDFS_SECONDS - time.time()))  # the fault's length, at least
+    finally:
+        stalls.stop()
+    entry["stalled"] = stalls.down
+
+
 def _since(events: list[dict], moment: float) -> list[dict]:
     return [e for e in events if e["at"] >= moment]
 
@@ -444,6 +476,7 @@ FAILOVERS = {
     "leader": _leader,
     "adopter": _adopter,
     "partition": _partition,
+    "slow-hdfs-kill": _kill_on_slow_hdfs,
 }
 
 
@@ -658,32 +691,67 @@ def load_round(target: DrillTarget, victim: str, seconds: float) -> dict:
     return out
 
 
+class DataNodeStalls:
+    """Every DataNode stopped `SLOW_HDFS_STOP_S`, then running `SLOW_HDFS_RUN_S`, in
+    turn, on a thread of its own from `start` (the first stall begins at once) until
+    `stop`, which ends the stall in progress (the DataNodes are left running) and raises
+    what kept the thread from stalling them. `down` says what is stalled."""
+
+    def __init__(self, target: DrillTarget):
+        self.target = target
+        self.down = ""
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drill-slow-hdfs", daemon=True)
+
+    def start(self) -> DataNodeStalls:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                stopped = self.target.pause_datanodes()
+                self.down = f"{stopped} stopped {SLOW_HDFS_STOP_S:g}s of every {SLOW_HDFS_STOP_S + SLOW_HDFS_RUN_S:g}s"
+                try:
+                    time.sleep(SLOW_HDFS_STOP_S)  # the stall itself: how long the DataNodes stand still
+                finally:
+                    self.target.resume_datanodes()
+                self._stop.wait(SLOW_HDFS_RUN_S)  # they run between two stalls
+        except BaseException as error:  # noqa: BLE001 - raised by `stop`, in the round
+            self.error = error
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.error is not None:
+            raise ServiceError(f"the DataNodes could not be stalled: {self.error}") from self.error
+
+
 def slow_hdfs_round(target: DrillTarget) -> dict:
-    """Every DataNode stopped half of every second for `SLOW_HDFS_SECONDS`: an HDFS slow
-    everywhere, which a node must not take for dead DataNodes (it would give up and
-    hedge its files, each as slow: `replication.pipeline_suspicion`). Nothing fails
-    over but for lost sessions (`_ridden_out`), and delivery goes on through it:
-    `delivered_meanwhile` is what was delivered while HDFS was slow, the drill's figure
-    of how well the nodes ride it out; `twenty_delivered_after`, seconds from the start
-    until twenty more were delivered."""
+    """Every DataNode stalled half of every second for `SLOW_HDFS_SECONDS`
+    (`DataNodeStalls`): an HDFS slow everywhere, which a node must not take for dead
+    DataNodes (it would give up and hedge its files, each as slow:
+    `replication.pipeline_suspicion`). Nothing fails over but for lost sessions
+    (`_ridden_out`), and delivery goes on through it: `delivered_meanwhile` is what was
+    delivered while HDFS was slow, the drill's figure of how well the nodes ride it out;
+    `twenty_delivered_after`, seconds from the start until twenty more were delivered."""
     members = {name: target.incarnation(name) for name in target.names}
     delivered_before = target.delivered()
     started = time.time()
     out: dict = {"phases": {"fault_at": round(started, 3)}}
     went_on: float | None = None
-    while True:  # one stall at least
-        out["down"] = (
-            f"{target.pause_datanodes()} stopped {SLOW_HDFS_STOP_S:g}s of every {SLOW_HDFS_STOP_S + SLOW_HDFS_RUN_S:g}s"
-        )
+    stalls = DataNodeStalls(target).start()
+    try:
         try:
-            time.sleep(SLOW_HDFS_STOP_S)  # the stall itself: how long the DataNodes stand still
-        finally:
-            target.resume_datanodes()
-        time.sleep(SLOW_HDFS_RUN_S)  # they run between two stalls
-        if went_on is None and target.delivered() > delivered_before + 20:
+            wait_until(lambda: target.delivered() > delivered_before + 20, SLOW_HDFS_SECONDS, "delivery on a slow HDFS")
             went_on = time.time() - started
-        if time.time() >= started + SLOW_HDFS_SECONDS:
-            break
+        except ServiceError:
+            pass  # not while HDFS was slow: awaited once it is fast again, below
+        time.sleep(max(0.0, started + SLOW_HDFS_SECONDS - time.time()))  # the fault's length
+    finally:
+        stalls.stop()
+    out["down"] = stalls.down
     out["phases"]["healed_at"] = round(time.time(), 3)
     out["delivered_meanwhile"] = target.delivered() - delivered_before
     if went_on is None:

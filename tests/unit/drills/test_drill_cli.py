@@ -17,7 +17,7 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(o
         (
             ["--faults", "kill,sigterm"],
             "unknown fault 'sigterm'; valid faults: kill, stop, expire, leader, adopter, "
-            "zk-follower, datanode, slow-hdfs, broker, rack, load, partition",
+            "zk-follower, datanode, slow-hdfs, slow-hdfs-kill, broker, rack, load, partition",
         ),
         (["--faults", "kill,partition"], "fault 'partition' cannot be injected on the local target"),
         (["--faults", "broker"], "fault 'broker' cannot be injected on the local target (the broker fault goes with"),

@@ -17,6 +17,7 @@ def test_no_list_means_every_supported_fault_in_catalogue_order():
         "zk-follower",
         "datanode",
         "slow-hdfs",
+        "slow-hdfs-kill",
         "rack",
         "load",
     )
@@ -38,7 +39,10 @@ def test_an_unknown_fault_is_named_with_the_valid_ones():
     with pytest.raises(DrillUsageError) as raised:
         parse_faults("kill,sigterm", LOCAL)
     message = str(raised.value)
-    every = "kill, stop, expire, leader, adopter, zk-follower, datanode, slow-hdfs, broker, rack, load, partition"
+    every = (
+        "kill, stop, expire, leader, adopter, zk-follower, datanode, slow-hdfs, slow-hdfs-kill, broker, rack, "
+        "load, partition"
+    )
     assert "'sigterm'" in message and every in message
 
 

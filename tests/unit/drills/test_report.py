@@ -106,11 +106,11 @@ def test_the_table_shows_each_fault_and_says_the_check_counts_are_totals():
 
 def test_progress_lines_say_what_happened_in_the_round():
     assert round_line(KILL_1, 4) == (
-        "round 1/4  kill        victim n2-4 (412 queued): detection 4.20s, takeover 1.00s, "
+        "round 1/4  kill           victim n2-4 (412 queued): detection 4.20s, takeover 1.00s, "
         "resume 0.50s, death to resume 5.70s"
     )
     follower = round_line(FOLLOWER, 12)
-    assert follower.startswith("round  2/12  zk-follower ZooKeeper member 2 down")
+    assert follower.startswith("round  2/12  zk-follower    ZooKeeper member 2 down")
     assert "ZooKeeper member 2 down: delivery went on (20 more delivered after 1.3s, 57 while it was down)" in follower
     assert "restarted first to build a backlog" in follower
     failed = round_line(

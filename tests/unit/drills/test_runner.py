@@ -551,11 +551,63 @@ def test_a_slow_hdfs_round_stalls_every_datanode_and_passes_when_nothing_fails_o
     runner = DrillRunner(target, ["slow-hdfs", "kill"])
     assert runner.run().ok
     slow = runner.rounds[0]
-    assert [e for e in target.log if "datanodes" in e[0]] == [("pause datanodes",), ("resume datanodes",)]
+    stalls = [e[0] for e in target.log if "datanodes" in e[0]]  # one at least; each ended
+    assert stalls and stalls == ["pause datanodes", "resume datanodes"] * (len(stalls) // 2)
     assert slow["down"] == "every DataNode (3) stopped 0s of every 0s" and "detection" not in slow
     went_on, meanwhile = slow["twenty_delivered_after"], slow["delivered_meanwhile"]
     said = f"every DataNode (3) stopped 0s of every 0s: delivery went on (20 more delivered after {went_on:.1f}s, "
     assert round_line(slow, 2).endswith(f"{said}{meanwhile} while HDFS was slow)")
+
+
+def delivering_once_restarted(target: ScriptedTarget) -> None:
+    """A node `target` restarts delivers a FlowFile of its own at once."""
+    restart = target.restart
+
+    def restart_and_deliver(name, timeout=90.0):
+        restart(name, timeout)
+        target._emit(name, "first-output", shard=target.incarnation(name), home=True)
+
+    target.restart = restart_and_deliver
+
+
+def test_a_kill_on_a_slow_hdfs_is_timed_as_a_kill_and_waits_for_the_node_to_deliver_again(monkeypatch):
+    import cluster.drills.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_SECONDS", 0.0)
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_STOP_S", 0.0)
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_RUN_S", 0.01)
+    target = ScriptedTarget()
+    target.pause_datanodes = lambda: target.log.append(("pause datanodes",)) or "every DataNode (3)"
+    target.resume_datanodes = lambda: target.log.append(("resume datanodes",))
+    delivering_once_restarted(target)
+    runner = DrillRunner(target, ["slow-hdfs-kill"])
+    assert runner.run().ok
+    entry = runner.rounds[0]
+    log = [e for e in target.log if e[0] not in ("prepared", "settled")]
+    assert log[0] == ("pause datanodes",) and log[-1] == ("resume datanodes",)  # the DataNodes left running
+    assert log.index(("kill", "n3")) < log.index(("restart", "n3"))
+    assert entry["death_to_resume"] >= 0 and entry["started_again_after"] >= 0
+    assert entry["stalled"] == "every DataNode (3) stopped 0s of every 0.01s" and "down" not in entry
+    assert round_line(entry, 1).endswith(
+        f"it started again and delivered {entry['started_again_after']:.1f}s after its restart]"
+    )
+
+
+def test_a_kill_on_a_slow_hdfs_fails_the_round_when_the_datanodes_cannot_be_stalled(monkeypatch):
+    import cluster.drills.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_SECONDS", 0.0)
+    target = ScriptedTarget()
+
+    def refused():
+        raise OSError("docker: no such container")
+
+    target.pause_datanodes = refused
+    target.resume_datanodes = lambda: None
+    delivering_once_restarted(target)
+    runner = DrillRunner(target, ["slow-hdfs-kill"])
+    with pytest.raises(Exception, match="the DataNodes could not be stalled: docker: no such container"):
+        runner.run()
 
 
 def test_hdfs_unfinished_blocks_are_read_before_the_first_round_and_after_each():
