@@ -1,10 +1,11 @@
 """New HDFS files that a DataNode's death cannot hold: their first sync is a race, won
 by the file itself or by a hedge beside it.
 
-Why: for 1 to 6 s after a DataNode's death the NameNode still puts new blocks on it (it
-avoids a stale DataNode only once its heartbeat monitor, which runs every 5 s, has found
-one; cluster/services/hadoop/hdfs-site.properties), two in three of them with two
-replicas of three DataNodes. Hadoop's Java client asks for another DataNode then
+Why: after a DataNode's death the NameNode still puts new blocks on it, two in three of
+them with two replicas of three DataNodes: until it is stale (1 s without a heartbeat)
+where the NameNode runs custody's placement policy, for 1 to 6 s with Hadoop 3.4's
+default, which avoids stale DataNodes only once its heartbeat monitor, every 5 s, has
+counted one (cluster/services/hadoop/hdfs-site.properties). Hadoop's Java client asks for another DataNode then
 (`excludeNodes`); hdfs-native 0.14.7 fails the write or the first hsync instead: at
 once when the dead DataNode's port refuses the connection (its process died, its machine
 did not), or only at the deadline when its address takes the connection and never
@@ -77,8 +78,9 @@ log = logging.getLogger(__name__)
 
 # At most this many attempts at a new file's first sync in all (the file itself, and the
 # files made again or hedged), the failed ones `NEW_FILE_PAUSE_S` apart, while what was
-# written to it is at most this many bytes. In the 1 to 6 s after a DataNode's death two
-# new pipelines in three include it (two replicas, three DataNodes).
+# written to it is at most this many bytes. Until a dead DataNode is avoided (1 s, or 1
+# to 6 s with Hadoop's default placement) two new pipelines in three include it (two
+# replicas, three DataNodes).
 NEW_FILE_ATTEMPTS = 20
 NEW_FILE_PAUSE_S = 0.025
 NEW_FILE_RETRY_BUDGET_S = 10.0  # for a storage without an I/O deadline

@@ -50,8 +50,9 @@ from collections.abc import Callable, Iterable
 log = logging.getLogger(__name__)
 
 # How long pipelines are suspected after a hang: the NameNode hands a dead DataNode out
-# for new blocks until 1 to 6 s after its death (cluster/services/hadoop/hdfs-site.properties),
-# and pipelines made before it hold it until they are replaced.
+# for new blocks until 1 s after its death with custody's placement policy, 1 to 6 s with
+# Hadoop's default (cluster/services/hadoop/hdfs-site.properties), and pipelines made
+# before it hold it until they are replaced.
 SUSPECT_FOR_S = 8.0
 # An hsync's deadline while pipelines are suspected (seconds).
 SUSPECT_HSYNC_S = 0.3
