@@ -146,12 +146,7 @@ def placement_jar(jars: Path) -> Path:
     jar = jars / f"{PLACEMENT_JAR_PREFIX}{hashlib.sha256(source).hexdigest()[:16]}.jar"
     if jar.exists():
         return jar
-    javac = shutil.which("javac")
-    if javac is None:
-        ensure_debian_packages({"openjdk-17-jdk-headless": DEBIAN_PACKAGES["openjdk-17-jdk-headless"]})
-        javac = shutil.which("javac")
-        if javac is None:
-            raise ServiceError("javac is still missing after installing openjdk-17-jdk-headless")
+    javac = _program("javac", "openjdk-17-jdk-headless")
     with tempfile.TemporaryDirectory(prefix="custody-placement-") as build:
         source_path = Path(build) / PLACEMENT_SOURCE
         source_path.write_bytes(source)
@@ -270,13 +265,18 @@ def _has_distribution(name: str) -> bool:
 
 
 def java_binary() -> str:
-    java = shutil.which("java")
-    if java is None:
-        ensure_debian_packages({"openjdk-17-jre-headless": DEBIAN_PACKAGES["openjdk-17-jre-headless"]})
-        java = shutil.which("java")
-        if java is None:
-            raise ServiceError("java is still missing after installing openjdk-17-jre-headless")
-    return java
+    return _program("java", "openjdk-17-jre-headless")
+
+
+def _program(name: str, package: str) -> str:
+    """The path of the program `name` on PATH, installing the Debian `package` first if missing."""
+    found = shutil.which(name)
+    if found is None:
+        ensure_debian_packages({package: DEBIAN_PACKAGES[package]})
+        found = shutil.which(name)
+        if found is None:
+            raise ServiceError(f"{name} is still missing after installing {package}")
+    return found
 
 
 def _run(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
