@@ -20,11 +20,21 @@ def test_a_service_needs_only_its_own_packages():
 
 
 def test_a_program_on_path_counts_as_installed():
-    # A JDK installed another way (not Debian's package) is not installed again.
+    # A JDK installed another way (not Debian's package: its java and javac on PATH) is
+    # not installed again.
     missing = install.packages_missing_for(
-        "hdfs", exists=lambda path: False, which=lambda name: f"/opt/{name}" if name == "java" else None
+        "hdfs", exists=lambda path: False, which=lambda name: f"/opt/{name}" if name in ("java", "javac") else None
     )
     assert missing == {"maven": "/usr/bin/mvn"}
+
+
+def test_hdfs_needs_javac_for_the_namenodes_placement_policy():
+    # A Java runtime alone is not enough: `custody services install` compiles the
+    # NameNode's block placement policy (`placement_jar`).
+    missing = install.packages_missing_for(
+        "hdfs", exists=lambda path: False, which=lambda name: "/opt/java" if name == "java" else None
+    )
+    assert missing == {"openjdk-17-jdk-headless": "/usr/bin/javac", "maven": "/usr/bin/mvn"}
 
 
 def test_without_root_every_service_says_the_same_thing(monkeypatch, tmp_path):
