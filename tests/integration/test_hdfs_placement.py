@@ -5,7 +5,8 @@ Hadoop 3.4's default placement avoids stale DataNodes for writes only once its
 heartbeat monitor's scan, every 5 s, has counted one (the NameNode's
 `NumStaleDataNodes`); until then it hands a dead DataNode out for two new blocks in
 three, and the nodes' client (hdfs-native) cannot ask for another: the file's first
-write or close fails. The NameNode runs `FreshTargetsBlockPlacementPolicy`, which
+write or close fails or hangs (here, without the policy, the twelve writes hung past
+`WRITE_DEADLINE`). The NameNode runs `FreshTargetsBlockPlacementPolicy`, which
 leaves out each DataNode stale at the moment of the placement.
 
 Here one DataNode is SIGKILLed; as soon as the NameNode's view shows its last contact
@@ -22,6 +23,7 @@ import time
 import hdfs_native
 import pytest
 
+from cluster.services.hdfs import jmx_bean
 from cluster.services.process import wait_until
 from repositories.storage import join
 
@@ -33,7 +35,8 @@ WRITE_DEADLINE = 30.0
 
 def stale_datanodes_counted(hdfs_cluster) -> int:
     """The NameNode's count of stale DataNodes, as its heartbeat monitor last took it."""
-    return int(hdfs_cluster._jmx("Hadoop:service=NameNode,name=FSNamesystemState")["NumStaleDataNodes"])
+    state = jmx_bean(hdfs_cluster.ports["namenode_http"], "Hadoop:service=NameNode,name=FSNamesystemState")
+    return int(state["NumStaleDataNodes"])
 
 
 def last_contact(hdfs_cluster, data_port: int) -> int | None:
