@@ -475,7 +475,7 @@ FAIL_FAST_CONFIG = {
 
 
 # The shortest deadline of a NameNode call (`_NameNodeClient`), whatever `io_timeout` is:
-# that one bounds a write pipeline, which a dead DataNode blocks for ever (1.5 s in the
+# that one bounds a write pipeline, which a frozen DataNode blocks for ever (1.5 s in the
 # drills and the compose cluster); a NameNode call waits for nothing but the NameNode,
 # which may stand still longer under load (a garbage collection) and is not dead then.
 NAMENODE_TIMEOUT_MIN = 6.0

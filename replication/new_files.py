@@ -52,10 +52,11 @@ content repository's) never see them.
 
 The first sync or close of a new pipeline waits until `NEW_PIPELINE_SETTLE_S` after its
 first write, when its setup went out: a hang-up that came with the setup's answer has
-been read by then, and the sync fails at once. Sent sooner, hdfs-native hangs on it until
-the deadline (it waits for an ack, then for its packet sender, which waits for a next
-packet; seen in the 6 s after a DataNode's SIGKILL: 8 of 26 new files that failed hung,
-none of 75 with the wait).
+been read by then, and the sync fails at once. Sent sooner, hdfs-native's release hangs
+on it until the deadline (it waits for an ack, then for its packet sender, which waits
+for a next packet; seen in the 6 s after a DataNode's SIGKILL: 8 of 26 new files that
+failed hung, none of 75 with the wait). The nodes' build of it ends that wait
+(`cluster/services/hdfs_client.py`); the settle stays for a client without the fix.
 """
 
 from __future__ import annotations

@@ -36,6 +36,10 @@ WORKDIR /build
 # when it is not empty, pip trusts Debian's CAs plus those, for that RUN step only.
 # The dependencies first, from pyproject.toml alone, so a change to the code reuses them.
 COPY pyproject.toml constraints.txt ./
+# The nodes' HDFS client as `custody services install` built it and put it here:
+# hdfs-native's release with the fix its pipeline recovery needs
+# (cluster/services/hdfs_client.py). Missing, this COPY fails: run that command.
+COPY cluster/docker/hdfs-client/hdfs_native-*.whl ./wheels/
 RUN --mount=type=secret,id=ca_bundle \
     if [ -s /run/secrets/ca_bundle ]; then \
       cat /etc/ssl/certs/ca-certificates.crt /run/secrets/ca_bundle > /tmp/ca-bundle.pem \
@@ -43,7 +47,7 @@ RUN --mount=type=secret,id=ca_bundle \
     fi \
  && python3 -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' \
       > requirements.txt \
- && pip install -c constraints.txt -r requirements.txt \
+ && pip install -c constraints.txt ./wheels/hdfs_native-*.whl -r requirements.txt \
  && rm -f /tmp/ca-bundle.pem
 COPY README.md ./
 COPY repositories repositories

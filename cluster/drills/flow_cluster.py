@@ -32,8 +32,10 @@ from .sink import SinkDirectory, SinkView
 FLOW = os.path.join(PROJECT_ROOT, "examples", "cluster.yaml")
 SWAPPED_QUEUE = "rewrite/success/put"
 # A write, hsync or close stuck on a pipeline whose DataNode died is given up after this
-# (NODE.toml [hdfs] io_timeout; 20 s by default): hdfs-native 0.14.7 waits on such a
-# pipeline for ever. The compose nodes run with the same (cluster/docker/custody-node.toml;
+# (NODE.toml [hdfs] io_timeout; 20 s by default): hdfs-native 0.14.7's release waited on
+# such a pipeline for ever; the nodes' build with custody's fix rebuilds it on the
+# DataNodes left (cluster/services/hdfs_client.py), and the deadline stays for what
+# nothing answers (a frozen DataNode). The compose nodes run with the same (cluster/docker/custody-node.toml;
 # tests/unit/test_hdfs_settings.py), and README "A DataNode's death" says why 1.5 s: a
 # healthy hsync took at most 0.5 s in the drills on two loaded cores, and a DataNode's
 # death pauses a node's commits for about this long, then one WAL roll.

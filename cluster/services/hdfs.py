@@ -37,8 +37,9 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+from .hdfs_client import ensure_client
 from .hdfs_warmup import Warmup, warm_block_recovery
-from .install import hadoop_jars, java_binary
+from .install import cache_dir, hadoop_jars, java_binary
 from .network import HOST, free_ports, port_open
 from .process import ManagedProcess, ServiceError, wait_until
 
@@ -141,6 +142,7 @@ class HdfsCluster:
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> None:
         jars = hadoop_jars()
+        ensure_client(cache_dir())  # the nodes' client, with the fix its pipeline recovery needs
         if not self.ports:
             self._choose_ports()
             self._build_processes({})

@@ -27,14 +27,13 @@ import importlib.util
 import logging
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import zipfile
 from importlib import metadata, resources
 from pathlib import Path
 
-from .process import ServiceError
+from .process import ServiceError, run_checked
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +96,8 @@ def _install_missing(wanted: dict[str, str]) -> list[str]:
         )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     log.info("installing Debian packages: %s", " ".join(missing))
-    _run(["apt-get", "update", "-qq"], "apt-get update", env=env)
-    _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], "apt-get install", env=env)
+    run_checked(["apt-get", "update", "-qq"], "apt-get update", env=env)
+    run_checked(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], "apt-get install", env=env)
     return missing
 
 
@@ -151,7 +150,7 @@ def placement_jar(jars: Path) -> Path:
         source_path = Path(build) / PLACEMENT_SOURCE
         source_path.write_bytes(source)
         classes = Path(build) / "classes"
-        _run(
+        run_checked(
             [javac, "--release", "8", "-Xlint:-options", "-cp", f"{jars}/*", "-d", str(classes), str(source_path)],
             f"javac {PLACEMENT_SOURCE}",
         )
@@ -191,7 +190,7 @@ def _maven_jars(name: str, project: str) -> Path:
     target.mkdir(parents=True)
     with resources.as_file(pom) as pom_path:
         log.info("fetching %s jars with Maven (cached in ~/.m2)", project)
-        _run(
+        run_checked(
             [
                 "mvn",
                 "-q",
@@ -277,10 +276,3 @@ def _program(name: str, package: str) -> str:
         if found is None:
             raise ServiceError(f"{name} is still missing after installing {package}")
     return found
-
-
-def _run(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    if result.returncode != 0:
-        tail = "\n".join(result.stdout.decode(errors="replace").splitlines()[-20:])
-        raise ServiceError(f"{what} failed with exit code {result.returncode}:\n{tail}")

@@ -168,3 +168,14 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str, inter
             detail = f" (last error: {last_error})" if last_error else ""
             raise ServiceError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
         time.sleep(interval)
+
+
+def run_checked(
+    argv: Sequence[str], what: str, env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None
+) -> None:
+    """Run `argv` to its end; if it fails, a `ServiceError` naming `what`, its exit code
+    and the last 20 lines it printed."""
+    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    if result.returncode != 0:
+        tail = "\n".join(result.stdout.decode(errors="replace").splitlines()[-20:])
+        raise ServiceError(f"{what} failed with exit code {result.returncode}:\n{tail}")

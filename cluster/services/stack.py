@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .docker_engine import DockerEngine
 from .hdfs import HdfsCluster
-from .install import ensure_debian_packages, hadoop_jars, kafka_jars
+from .hdfs_client import ensure_client
+from .install import cache_dir, ensure_debian_packages, hadoop_jars, kafka_jars
 from .kafka import KafkaBroker
 from .spark import SparkStandalone
 from .zookeeper import ZooKeeperEnsemble
@@ -38,6 +39,7 @@ def install_all() -> None:
     """Everything the services need that is not yet on this machine."""
     ensure_debian_packages()
     hadoop_jars()
+    ensure_client(cache_dir())
     kafka_jars()
 
 

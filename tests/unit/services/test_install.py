@@ -55,7 +55,7 @@ def test_a_missing_service_is_installed_when_it_starts(monkeypatch, tmp_path):
     installed: list[list[str]] = []
     monkeypatch.setattr(install, "_installed", lambda marker, *args: False)
     monkeypatch.setattr(install.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(install, "_run", lambda argv, what, env=None: installed.append(argv))
+    monkeypatch.setattr(install, "run_checked", lambda argv, what, env=None: installed.append(argv))
     monkeypatch.setattr(zookeeper, "ZOOKEEPER_JAR", str(tmp_path / "zookeeper.jar"))
     # apt-get "ran", but the stand-in installed nothing: the start then stops on that.
     with pytest.raises(ServiceError, match="still missing after installing Debian's zookeeper"):
@@ -74,7 +74,7 @@ def test_kafka_jars_are_fetched_once_and_again_for_another_pom(monkeypatch, tmp_
         output = next(arg for arg in argv if arg.startswith("-DoutputDirectory="))
         (install.Path(output.split("=", 1)[1]) / "kafka_2.13.jar").write_bytes(b"jar")
 
-    monkeypatch.setattr(install, "_run", maven)
+    monkeypatch.setattr(install, "run_checked", maven)
     jars = install.kafka_jars()
     assert jars == tmp_path / "kafka-jars" and (jars / "kafka_2.13.jar").exists()
     assert fetches[0][fetches[0].index("-f") + 1].endswith("kafka/pom.xml")
