@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 RELEASE = "0.14.7"
 PATCH = "pipeline-shutdown.patch"
 # The version the patch gives the build (its local label), by which an installed client
-# is known to be the patched one.
+# is known to be the patched one: a change to the patch raises the label with it.
 PATCHED_VERSION = f"{RELEASE}+custody.1"
 # The built wheel's directory under the cache: the wheel alone, and the patch's digest.
 WHEEL_DIRECTORY = "hdfs-native"
@@ -134,7 +134,9 @@ def _build(directory: Path, digest: str) -> Path:
             sdist.extractall(build_path, filter="data")
         source = build_path / f"hdfs_native-{RELEASE}"
         (build_path / PATCH).write_bytes(patch_text())
-        run_checked(["git", "apply", str(build_path / PATCH)], f"applying {PATCH}", env, cwd=source)
+        # A patch tool outside any repository, even one around the temporary directory.
+        no_repository = {**env, "GIT_CEILING_DIRECTORIES": str(build_path)}
+        run_checked(["git", "apply", str(build_path / PATCH)], f"applying {PATCH}", no_repository, cwd=source)
         out = build_path / "wheel"
         run_checked(
             [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)],
