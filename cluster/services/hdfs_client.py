@@ -16,7 +16,7 @@ builds the patched release once per patch: the release's source through pip, the
 applied with `git apply`, the wheel built with maturin and Rust's cargo (from rustup:
 hdfs-native needs a newer Rust than Debian's) into `<cache>/hdfs-native/`, then
 installed into the running Python. Its version, `0.14.7+custody.1`, still satisfies
-`constraints.txt` (a local label is ignored by `==`), so pip keeps it. The custody image
+`constraints.txt` (a local label is ignored by `==`), so pip keeps it. The custody
 image installs the same wheel, which `ensure_client` also puts in the checkout's
 `cluster/docker/hdfs-client/` (the image's build context is the checkout; Debian 12's
 Docker Engine refuses a second one). Processes started before the install keep the
@@ -95,7 +95,7 @@ def checkout_root() -> Path | None:
 
 
 def stage(wheel: Path, directory: Path) -> Path:
-    """`wheel` copied into `directory`, alone there (earlier builds' wheels removed)."""
+    """`wheel` copied into `directory` (atomically), alone there (earlier builds' wheels removed)."""
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / wheel.name
     if not target.exists() or not filecmp.cmp(wheel, target, shallow=False):
@@ -144,14 +144,10 @@ def _build(directory: Path, digest: str) -> Path:
             env,
         )
         (built,) = out.glob("hdfs_native-*.whl")
-        for old in directory.glob("hdfs_native-*.whl"):
-            old.unlink()
-        staged = directory / f".{built.name}.{os.getpid()}"
-        shutil.copyfile(built, staged)
-        os.replace(staged, directory / built.name)
+        wheel = stage(built, directory)
     (directory / DIGEST_FILE).write_text(digest + "\n")
-    log.info("built %s", directory / built.name)
-    return directory / built.name
+    log.info("built %s", wheel)
+    return wheel
 
 
 def _cargo_directory() -> str:

@@ -174,8 +174,11 @@ def run_checked(
     argv: Sequence[str], what: str, env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None
 ) -> None:
     """Run `argv` to its end; if it fails, a `ServiceError` naming `what`, its exit code
-    and the last 20 lines it printed."""
-    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    and the last 20 lines it printed (or that its program is not installed)."""
+    try:
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    except FileNotFoundError as error:
+        raise ServiceError(f"{what} failed: {argv[0]} is not installed ({error.strerror})") from None
     if result.returncode != 0:
         tail = "\n".join(result.stdout.decode(errors="replace").splitlines()[-20:])
         raise ServiceError(f"{what} failed with exit code {result.returncode}:\n{tail}")

@@ -62,3 +62,10 @@ def test_without_cargo_the_build_says_how_to_install_rust(tmp_path, monkeypatch)
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "cargo").write_text("")
     assert hdfs_client._cargo_directory() == str(tmp_path / "bin")
+
+
+def test_a_missing_program_is_one_clear_error():
+    from cluster.services.process import run_checked
+
+    with pytest.raises(ServiceError, match="applying the patch failed: custody-no-such-git is not installed"):
+        run_checked(["custody-no-such-git", "apply"], "applying the patch")
