@@ -65,6 +65,7 @@ LOAD_RUN_S = 0.4
 SLOW_HDFS_SECONDS = 20.0
 SLOW_HDFS_STOP_S = 0.5
 SLOW_HDFS_RUN_S = 0.5
+STALL_START_DEADLINE = 60.0  # for the first stall to be on (a docker pause of every DataNode)
 # Where a partition round cuts its node off, in turn (see `_partition`).
 PARTITION_PHASES = ("running", "leader", "adopting", "joining")
 
@@ -693,19 +694,27 @@ def load_round(target: DrillTarget, victim: str, seconds: float) -> dict:
 
 class DataNodeStalls:
     """Every DataNode stopped `SLOW_HDFS_STOP_S`, then running `SLOW_HDFS_RUN_S`, in
-    turn, on a thread of its own from `start` (the first stall begins at once) until
-    `stop`, which ends the stall in progress (the DataNodes are left running) and raises
-    what kept the thread from stalling them. `down` says what is stalled."""
+    turn, on a thread of its own from `start` until `stop`, which ends the stall in
+    progress (the DataNodes are left running) and raises what kept the thread from
+    stalling them. `start` returns once the first stall is on, so that what the round
+    does next (a kill) happens on a stalled HDFS, or raises what kept it from
+    beginning. `down` says what is stalled."""
 
     def __init__(self, target: DrillTarget):
         self.target = target
         self.down = ""
         self.error: BaseException | None = None
         self._stop = threading.Event()
+        self._first = threading.Event()  # the first stall is on, or could not begin
         self._thread = threading.Thread(target=self._run, name="drill-slow-hdfs", daemon=True)
 
     def start(self) -> DataNodeStalls:
         self._thread.start()
+        if not self._first.wait(STALL_START_DEADLINE):
+            self._stop.set()  # the thread ends once its pause returns, if ever
+            raise ServiceError(f"the DataNodes were not stalled within {STALL_START_DEADLINE:g}s")
+        if self.error is not None:
+            self.stop()  # raises what kept the first stall from beginning
         return self
 
     def _run(self) -> None:
@@ -713,6 +722,7 @@ class DataNodeStalls:
             while not self._stop.is_set():
                 stopped = self.target.pause_datanodes()
                 self.down = f"{stopped} stopped {SLOW_HDFS_STOP_S:g}s of every {SLOW_HDFS_STOP_S + SLOW_HDFS_RUN_S:g}s"
+                self._first.set()
                 try:
                     time.sleep(SLOW_HDFS_STOP_S)  # the stall itself: how long the DataNodes stand still
                 finally:
@@ -720,6 +730,8 @@ class DataNodeStalls:
                 self._stop.wait(SLOW_HDFS_RUN_S)  # they run between two stalls
         except BaseException as error:  # noqa: BLE001 - raised by `stop`, in the round
             self.error = error
+        finally:
+            self._first.set()
 
     def stop(self) -> None:
         self._stop.set()
