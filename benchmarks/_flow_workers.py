@@ -140,18 +140,16 @@ class _Supervised:
         return sum(_cpu_s(self.watched.pids[index]) - at for index, (_, at) in self.watched.running.items())
 
 
-def next_poll_s(have: int, files: int, elapsed: float) -> float:
-    """How long to wait before counting PutFile's files again, with `have` of `files`
-    there after `elapsed` seconds: half the time the rest should take at the rate so
-    far, between 20 ms and 1 s. Counting lists a directory of up to hundreds of
-    thousands of files (0.15 s of a core for 200,000 here); every 20 ms, it took most
-    of a core from the workers it measures, on a machine of two. So the end is still
-    seen within 20 ms, and a run of 20 s lists the directory some thirty times, not a
-    thousand."""
-    if have <= 0 or elapsed <= 0:
+def next_poll_s(rest: int, rate: float) -> float:
+    """How long to wait before counting PutFile's files again, with `rest` files still
+    to come at `rate` files a second (0: no rate yet): half the time they should take,
+    between 20 ms and 1 s. Counting lists a directory of up to hundreds of thousands of
+    files (0.15 s of a core for 200,000 here); every 20 ms, it took most of a core from
+    the workers it measures, on a machine of two. So the end is still seen within 20
+    ms, and a run of 20 s lists the directory some thirty times, not a thousand."""
+    if rate <= 0:
         return 0.1
-    rest = (files - have) * elapsed / have
-    return min(1.0, max(0.02, rest / 2))
+    return min(1.0, max(0.02, rest / rate / 2))
 
 
 def worker_runner(
@@ -176,10 +174,15 @@ def worker_runner(
         document = flow_document(out, count, size, batch, merge, back_pressure)
         with _Supervised(root, document, workers, threads) as supervised:
             deadline = time.monotonic() + TIMEOUT_S
-            polled = time.perf_counter()
+            first: tuple[float, int] | None = None  # the first count that found files
             while (have := files_in(out)) < files:
                 supervised.check(deadline)
-                time.sleep(next_poll_s(have, files, time.perf_counter() - polled))
+                now = time.perf_counter()
+                if first is None and have:
+                    first = (now, have)
+                # The rate since files appeared: the workers' start would make it look slower.
+                rate = (have - first[1]) / (now - first[0]) if first is not None and now > first[0] else 0.0
+                time.sleep(next_poll_s(files - have, rate))
             ended = time.perf_counter()
             cpu = supervised.cpu_s()
             started = min(at for at, _ in supervised.watched.running.values())

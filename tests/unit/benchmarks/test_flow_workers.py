@@ -53,10 +53,10 @@ def test_what_putfile_wrote_counts_files_and_their_bytes(tmp_path):
 def test_the_files_are_counted_less_often_the_further_the_end_and_every_20_ms_near_it():
     from benchmarks._flow_workers import next_poll_s
 
-    assert next_poll_s(0, 200_000, 0.5) == 0.1  # no rate yet
-    assert next_poll_s(10_000, 200_000, 1.0) == 1.0  # 19 s to go: at most a second
-    assert next_poll_s(100_000, 200_000, 1.0) == 0.5  # 1 s to go at this rate: half of it
-    assert next_poll_s(199_990, 200_000, 20.0) == 0.02  # 1 ms to go: the shortest wait
+    assert next_poll_s(200_000, 0.0) == 0.1  # no rate yet
+    assert next_poll_s(190_000, 10_000.0) == 1.0  # 19 s to go: at most a second
+    assert next_poll_s(10_000, 10_000.0) == 0.5  # 1 s to go at this rate: half of it
+    assert next_poll_s(10, 10_000.0) == 0.02  # 1 ms to go: the shortest wait
 
 
 def test_counting_to_the_end_of_a_run_lists_the_directory_a_few_dozen_times_not_hundreds():
@@ -65,5 +65,5 @@ def test_counting_to_the_end_of_a_run_lists_the_directory_a_few_dozen_times_not_
     files, rate, now, polls = 200_000, 10_000.0, 0.0, 0  # a 20 s run at 10,000 files a second
     while (have := min(files, int(rate * now))) < files:
         polls += 1
-        now += next_poll_s(have, files, now)
+        now += next_poll_s(files - have, rate)
     assert polls < 40 and now - files / rate <= 0.02  # the end seen within one shortest wait

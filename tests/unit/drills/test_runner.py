@@ -4,6 +4,7 @@ timings and phases, and the run ends with the target's check."""
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -16,6 +17,7 @@ from cluster.drills.fault_kinds import FAULT_KINDS
 from cluster.drills.report import drill_report, round_line, summarize
 from cluster.drills.runner import DrillRunner
 from cluster.node.pause_monitor import STOOD_STILL
+from cluster.services.process import ServiceError
 from flow.processors.kafka.delivery import PRODUCER_FENCED
 
 
@@ -627,3 +629,27 @@ def test_hdfs_unfinished_blocks_are_read_before_the_first_round_and_after_each()
         blocks_scheduled_at_start=runner.blocks_scheduled_at_start,
     )
     assert report["hdfs_blocks_scheduled"]["rise_per_round"] == {"kill": 1.0, "zk-follower": 0.0}
+
+
+def test_a_stall_that_cannot_begin_in_time_fails_before_anything_else_and_leaves_the_datanodes_running(monkeypatch):
+    import cluster.drills.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "STALL_START_DEADLINE", 0.05)
+    monkeypatch.setattr(runner_module, "SLOW_HDFS_STOP_S", 0.0)
+    target = ScriptedTarget()
+    answered = threading.Event()
+
+    def late_pause():  # a docker pause that does not return until the test says so
+        answered.wait(30)
+        target.log.append(("pause datanodes",))
+        return "every DataNode"
+
+    target.pause_datanodes = late_pause
+    target.resume_datanodes = lambda: target.log.append(("resume datanodes",))
+    stalls = runner_module.DataNodeStalls(target)
+    with pytest.raises(ServiceError, match="the DataNodes were not stalled within 0.05s"):
+        stalls.start()
+    answered.set()  # the pause returns late: the thread resumes the DataNodes and ends
+    stalls._thread.join(10)
+    assert not stalls._thread.is_alive()
+    assert target.log == [("pause datanodes",), ("resume datanodes",)]
