@@ -21,6 +21,9 @@ if [ "$role" = namenode ] && ! ls /opt/hadoop/jars/custody-placement-*.jar > /de
   exit 1
 fi
 conf=/opt/hadoop/conf
+# WebHDFS's JSON (Jersey 1 through JAXB) defines classes by reflection, which Java 17
+# refuses unless java.lang is opened (every WebHDFS call answered 500 without it).
+java_lang_open=--add-opens=java.base/java.lang=ALL-UNNAMED
 mkdir -p "$conf/webapps/hdfs" "$conf/webapps/datanode" "$conf/webapps/static" /data
 property() { echo "  <property><name>$1</name><value>$2</value></property>"; }
 # Hadoop's jars carry no log4j configuration: without one the daemon logs nothing and
@@ -54,9 +57,9 @@ case "$role" in
     if [ ! -f /data/name/current/VERSION ]; then
       java -Xmx256m -cp "$classpath" org.apache.hadoop.hdfs.server.namenode.NameNode -format -force -nonInteractive
     fi
-    exec java -Xmx256m -XX:+UseSerialGC -cp "$classpath" org.apache.hadoop.hdfs.server.namenode.NameNode ;;
+    exec java -Xmx256m -XX:+UseSerialGC "$java_lang_open" -cp "$classpath" org.apache.hadoop.hdfs.server.namenode.NameNode ;;
   datanode)
-    exec java -Xmx256m -XX:+UseSerialGC -cp "$classpath" org.apache.hadoop.hdfs.server.datanode.DataNode ;;
+    exec java -Xmx256m -XX:+UseSerialGC "$java_lang_open" -cp "$classpath" org.apache.hadoop.hdfs.server.datanode.DataNode ;;
   init)
     shell() { java -Xmx128m -XX:+UseSerialGC -cp "$classpath" org.apache.hadoop.fs.FsShell "$@"; }
     shell -mkdir -p /custody && shell -chown custody:custody /custody && shell -chmod 700 /custody ;;

@@ -100,6 +100,10 @@ def _site(properties: dict[str, object]) -> str:
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
 
+# Opened to Hadoop's daemons (the custody image's `hadoop-entrypoint.sh` opens the same).
+JAVA_LANG_OPEN = "--add-opens=java.base/java.lang=ALL-UNNAMED"
+
+
 class HdfsCluster:
     name = "hdfs"
 
@@ -410,6 +414,10 @@ class HdfsCluster:
             f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",
             "-Djava.net.preferIPv4Stack=true",
+            # WebHDFS's JSON (Jersey 1 through JAXB) defines classes by reflection, which
+            # Java 17 refuses unless java.lang is opened: without it every WebHDFS call
+            # answers 500 (ExceptionInInitializerError).
+            JAVA_LANG_OPEN,
             "-cp",
             f"{conf}:{hadoop_jars()}/*",
             main_class,

@@ -14,6 +14,13 @@
  * most of them. Here each placement judges each DataNode by its own last heartbeat:
  * one that missed the stale interval is excluded as if the client had asked.
  *
+ * When the fresh DataNodes cannot take all the replicas asked for (one full for a block
+ * of this size, its room held by blocks scheduled and not finished), the block gets the
+ * fresh ones that can: fewer replicas than asked, as Hadoop gives whenever too few
+ * DataNodes can take a block (the NameNode copies it again once it is complete), rather
+ * than a stale DataNode, which is most often a dead one that the writer waits on. Only
+ * when no fresh DataNode can take it is the choice made as the default policy makes it.
+ *
  * Built by `custody services install` (cluster/services/install.py) against the
  * fetched Hadoop jars, and named in hdfs-site.properties (dfs.block.replicator.classname).
  */
@@ -50,7 +57,7 @@ public class FreshTargetsBlockPlacementPolicy extends BlockPlacementPolicyDefaul
     Set<Node> widened = withoutStale(excludedNodes, chosen, numOfReplicas);
     DatanodeStorageInfo[] targets = super.chooseTarget(src, numOfReplicas, writer, chosen,
         returnChosenNodes, widened, blocksize, storagePolicy, flags);
-    if (widened == excludedNodes || enough(targets, numOfReplicas, chosen, returnChosenNodes)) {
+    if (widened == excludedNodes || given(targets, chosen, returnChosenNodes) > 0) {
       return targets;
     }
     return super.chooseTarget(src, numOfReplicas, writer, chosen, returnChosenNodes,
@@ -65,7 +72,7 @@ public class FreshTargetsBlockPlacementPolicy extends BlockPlacementPolicyDefaul
     Set<Node> widened = withoutStale(excludedNodes, chosen, numOfReplicas);
     DatanodeStorageInfo[] targets = super.chooseTarget(src, numOfReplicas, writer, chosen,
         returnChosenNodes, widened, blocksize, storagePolicy, flags, sTypes);
-    if (widened == excludedNodes || enough(targets, numOfReplicas, chosen, returnChosenNodes)) {
+    if (widened == excludedNodes || given(targets, chosen, returnChosenNodes) > 0) {
       return targets;
     }
     return super.chooseTarget(src, numOfReplicas, writer, chosen, returnChosenNodes,
@@ -73,13 +80,13 @@ public class FreshTargetsBlockPlacementPolicy extends BlockPlacementPolicyDefaul
   }
 
   /**
-   * Whether the fresh DataNodes gave all the targets asked for; if not (fresh ones
-   * full, or out of service), the choice is made again as the default policy makes it.
+   * How many new targets a choice gave (`targets` holds the `chosen` ones too when
+   * `returnChosenNodes`). None from the fresh DataNodes (all full, or out of service):
+   * the choice is made again as the default policy makes it.
    */
-  private static boolean enough(DatanodeStorageInfo[] targets, int wanted,
-      List<DatanodeStorageInfo> chosen, boolean returnChosenNodes) {
-    int given = targets.length - (returnChosenNodes && chosen != null ? chosen.size() : 0);
-    return given >= wanted;
+  private static int given(DatanodeStorageInfo[] targets, List<DatanodeStorageInfo> chosen,
+      boolean returnChosenNodes) {
+    return targets.length - (returnChosenNodes && chosen != null ? chosen.size() : 0);
   }
 
   /**
