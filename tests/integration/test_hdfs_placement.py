@@ -10,11 +10,12 @@ write or close fails or hangs (here, without the policy, the twelve writes hung 
 leaves out each DataNode stale at the moment of the placement.
 
 Here, once every DataNode is live and was heard within the last second (earlier tests
-of the session pause, kill and restart them), one DataNode is SIGKILLed; as soon as the NameNode's view shows its last contact
-a second or more ago (stale), new files are written and closed one after another with
-hdfs-native alone (no hedge, no second try): every one must succeed. The NameNode's
-`NumStaleDataNodes` is read before and after: 0 means the files were written in the
-window where the default policy still handed the dead DataNode out (the run says so).
+of the session pause, kill and restart them), one DataNode is SIGKILLed; as soon as
+the NameNode's view shows its last contact a second or more ago (stale), new files are
+written and closed one after another with hdfs-native alone (no hedge, no second
+try): every one must succeed. The NameNode's `NumStaleDataNodes` is read before and
+after: 0 means the files were written in the window where the default policy still
+handed the dead DataNode out (the run says so).
 The files ask for Custody's block size, as the nodes' do: the NameNode places a block
 only on a DataNode whose free space, less a block of that size for each block scheduled
 on it and not finished, still holds one, and the session's earlier tests leave blocks
