@@ -1,5 +1,6 @@
-"""Making ready, while a clustered node recovers the WAL of a shard it adopts, what the
-shard's first tasks would otherwise wait for once it runs (`Processor.prepare_adopted`).
+"""Making ready, while a clustered node recovers the WAL of a shard it is about to run
+(one it adopts, or its home shard as it starts), what the shard's first tasks would
+otherwise wait for once it runs (`Processor.prepare_adopted`).
 
 Each processor that overrides `prepare_adopted` is called on a daemon thread of its
 own, with a context built as the engine builds its own. A preparation that fails is
@@ -30,7 +31,7 @@ def preparing(graph: FlowGraph) -> list[Processor]:
 
 
 class Preparation:
-    """The preparations started for one adopted shard."""
+    """The preparations started for one shard."""
 
     def __init__(self, graph: FlowGraph, shard_id: str, admit: Callable[[], None], services: ServiceRegistry | None):
         self.shard_id = shard_id

@@ -242,10 +242,11 @@ class Processor:
         pass
 
     def prepare_adopted(self, context: ProcessContext, shard_id: str, admit: Callable[[], None]) -> None:
-        """For a shard a clustered node is adopting: called once, on a thread of its own,
-        while the shard's WAL is being recovered and before any task of it runs, to make
-        ready what the first task would otherwise wait for (PublishKafka fences the dead
-        owner's producer and reads its progress back). `admit()` raises while the node
+        """For a shard a clustered node is about to run (one it adopts, or its home
+        shard as it starts): called once, on a thread of its own, while the shard's WAL
+        is being recovered and before any task of it runs, to make ready what the first
+        task would otherwise wait for (PublishKafka makes its transactional producer,
+        which fences the previous owner's, and reads its progress back). `admit()` raises while the node
         may not act for the shard. What it keeps is given up by `on_stopped` or, when no
         task ever ran, by `release_prepared`. Does nothing by default."""
 

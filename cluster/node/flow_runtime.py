@@ -123,9 +123,12 @@ class FlowRuntime:
         else:
             self.graph = FlowGraph(self.definition)
         self._sinks = _terminal_processors(self.graph)
-        if not handle.home and self._preparation is None:
-            # While its WAL is recovered: a sink's first task need not fence the dead
-            # owner's Kafka producer itself (`Processor.prepare_adopted`).
+        if self._preparation is None:
+            # While its WAL is recovered: a sink's first task need not make its Kafka
+            # producer itself (`Processor.prepare_adopted`; an adopted shard's fences the
+            # dead owner's). A home shard's too: made lazily, every node made its
+            # producer when the first records reached it, all at once on a loaded
+            # machine, and a shard adopted then waited for its own behind them.
             self._preparation = Preparation(self.graph, handle.shard, self._check_gate, self.services)
         opened = open_node_shard(
             handle.files,
