@@ -168,6 +168,11 @@ def hold_block_on(cluster: HdfsCluster, client, index: int, directory: str):
     block scheduled on the others (files of one replica made until one lands there; each
     that does not is closed, which finishes its block)."""
     port = cluster.ports[f"dn{index}_data"]
+
+    def nothing_scheduled() -> bool:
+        return all(int(view["blockScheduled"]) == 0 for view in cluster.live_datanodes_info().values())
+
+    wait_until(nothing_scheduled, 60, "the blocks of HDFS's warm-up to be reported finished")
     for attempt in range(30):
         file = client.create(join(directory, f"held-{attempt}"), hdfs_native.WriteOptions(replication=1))
         file.write(b"x")
@@ -176,11 +181,7 @@ def hold_block_on(cluster: HdfsCluster, client, index: int, directory: str):
         if scheduled.get(f"127.0.0.1:{port}") == 1 and sum(scheduled.values()) == 1:
             return file
         file.close()
-        wait_until(
-            lambda: all(int(view["blockScheduled"]) == 0 for view in cluster.live_datanodes_info().values()),
-            30,
-            "a closed file's block to be reported finished",
-        )
+        wait_until(nothing_scheduled, 30, "a closed file's block to be reported finished")
     raise AssertionError(f"no block of 30 new files was placed on DataNode {index}")
 
 
