@@ -30,6 +30,8 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +52,24 @@ def service_unavailable(name: str, error: BaseException):
     if IN_CI:
         pytest.fail(f"{message} (CI=true: a missing service is a failure)", pytrace=False)
     pytest.skip(message)
+
+
+@contextmanager
+def own_hdfs(workdir, **options) -> Iterator:
+    """An HDFS of a test's own (`HdfsCluster(workdir, **options)`), started, and stopped
+    when the block ends: for a test that needs settings or DataNodes the session's
+    HDFS must not have."""
+    from cluster.services.hdfs import HdfsCluster
+
+    cluster = HdfsCluster(workdir, **options)
+    try:
+        try:
+            cluster.start()
+        except Exception as error:  # noqa: BLE001
+            service_unavailable("HDFS", error)
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @dataclass(frozen=True)

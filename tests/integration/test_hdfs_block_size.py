@@ -21,11 +21,10 @@ import os
 
 import pytest
 
-from cluster.services.hdfs import HdfsCluster
 from replication.block_size import DEFAULT_BLOCK_SIZE
 from replication.hdfs_storage import HdfsStorage
 from repositories.storage import StorageError, join
-from tests.conftest import service_unavailable
+from tests.conftest import own_hdfs
 
 pytestmark = [pytest.mark.hdfs]
 
@@ -69,12 +68,9 @@ def open_files(storage: HdfsStorage, directory: str) -> tuple[list, list[str]]:
 def test_files_held_open_on_a_nearly_full_hdfs_all_get_blocks(tmp_path):
     workdir = tmp_path / "services"
     workdir.mkdir()
-    cluster = HdfsCluster(workdir, settings={"dfs.datanode.du.reserved": reserved_leaving(workdir, FREE_PER_DATANODE)})
-    try:
-        try:
-            cluster.start()
-        except Exception as error:  # noqa: BLE001
-            service_unavailable("HDFS", error)
+    with own_hdfs(
+        workdir, settings={"dfs.datanode.du.reserved": reserved_leaving(workdir, FREE_PER_DATANODE)}
+    ) as cluster:
         remaining = [node["remaining"] for node in cluster.live_datanodes_info().values()]
         assert all(remaining_bytes < 2 * FREE_PER_DATANODE for remaining_bytes in remaining), remaining
 
@@ -113,5 +109,3 @@ def test_files_held_open_on_a_nearly_full_hdfs_all_get_blocks(tmp_path):
         assert refused, "with 128 MB blocks every file got one: the reservation did not leave the room intended"
         for file in held:
             file.close()
-    finally:
-        cluster.stop()

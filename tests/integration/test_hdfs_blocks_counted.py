@@ -34,14 +34,14 @@ import pytest
 
 from cluster.core.layout import ClusterLayout
 from cluster.failover.collector import ContentCollector, container_directory
-from cluster.services.hdfs import HdfsCluster, blocks_scheduled
+from cluster.services.hdfs import blocks_scheduled
 from cluster.services.process import wait_until
 from cluster.zk.membership import new_incarnation
 from cluster.zk.store import ClusterStore
 from replication import new_files, pipeline_suspicion
 from replication.hdfs_storage import HdfsStorage
 from repositories.storage import discard
-from tests.conftest import service_unavailable
+from tests.conftest import own_hdfs
 
 pytestmark = [pytest.mark.hdfs]
 
@@ -52,15 +52,8 @@ SETTLED = 30.0  # the losers' closes and deletes, and the DataNode's reports
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    cluster = HdfsCluster(tmp_path_factory.mktemp("blocks") / "services", datanodes=1)
-    try:
-        try:
-            cluster.start()
-        except Exception as error:  # noqa: BLE001
-            service_unavailable("HDFS", error)
+    with own_hdfs(tmp_path_factory.mktemp("blocks") / "services", datanodes=1) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def scheduled(cluster) -> int:

@@ -41,7 +41,7 @@ from cluster.services.hdfs import HdfsCluster, jmx_bean
 from cluster.services.process import wait_until
 from replication.block_size import CHECKSUM_CHUNK, DEFAULT_BLOCK_SIZE
 from repositories.storage import join
-from tests.conftest import service_unavailable
+from tests.conftest import own_hdfs
 
 pytestmark = [pytest.mark.hdfs]
 
@@ -188,12 +188,7 @@ def hold_block_on(cluster: HdfsCluster, client, index: int, directory: str):
 def test_a_fresh_datanode_without_room_leaves_the_block_fewer_replicas_not_the_stale_one(tmp_path):
     workdir = tmp_path / "services"
     workdir.mkdir()
-    cluster = HdfsCluster(workdir, settings={"dfs.namenode.fs-limits.max-block-size": MAX_BLOCK_SIZE})
-    try:
-        try:
-            cluster.start()
-        except Exception as error:  # noqa: BLE001
-            service_unavailable("HDFS", error)
+    with own_hdfs(workdir, settings={"dfs.namenode.fs-limits.max-block-size": MAX_BLOCK_SIZE}) as cluster:
         client = hdfs_native.Client(cluster.url, cluster.client_config)
         client.mkdirs("/placement")
         victim, full, roomy = 0, 1, 2
@@ -234,5 +229,3 @@ def test_a_fresh_datanode_without_room_leaves_the_block_fewer_replicas_not_the_s
             "the block written with one replica to be copied to the DataNode it had no room on",
         )
         held.close()
-    finally:
-        cluster.stop()

@@ -12,20 +12,14 @@ from __future__ import annotations
 import hdfs_native
 import pytest
 
-from cluster.services.hdfs import HdfsCluster
 from cluster.services.hdfs_warmup import WARM_DIRECTORY
-from tests.conftest import service_unavailable
+from tests.conftest import own_hdfs
 
 pytestmark = [pytest.mark.hdfs]
 
 
 def test_every_datanode_has_led_a_recovery_once_started_and_again_after_a_restart(tmp_path):
-    cluster = HdfsCluster(tmp_path / "services")
-    try:
-        try:
-            cluster.start()
-        except Exception as error:  # noqa: BLE001
-            service_unavailable("HDFS", error)
+    with own_hdfs(tmp_path / "services") as cluster:
         led = [cluster.recoveries_led(index) for index in range(cluster.datanode_count)]
         assert all(led), f"recoveries led per DataNode after the start: {led}"
 
@@ -35,5 +29,3 @@ def test_every_datanode_has_led_a_recovery_once_started_and_again_after_a_restar
 
         client = hdfs_native.Client(cluster.url, {})
         assert [status.path for status in client.list_status(WARM_DIRECTORY)] == []  # nothing left behind
-    finally:
-        cluster.stop()
