@@ -421,6 +421,9 @@ class HdfsWritableFile:
     def directory_synced(self) -> None:
         pass
 
+    def moved(self, path: str) -> None:
+        self.path = path
+
     def tell(self) -> int:
         return self._position
 

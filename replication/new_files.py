@@ -505,6 +505,13 @@ class NewFile:
     def directory_synced(self) -> None:
         self._file.directory_synced()
 
+    def moved(self, path: str) -> None:
+        if self._written is not None:
+            # Its first sync's race would rename a winning hedge over the old name.
+            raise StorageError(f"cannot follow hdfs:{self.path} to {path}: it was never synced", self.path)
+        self._file.moved(path)
+        self.path = path
+
     def tell(self) -> int:
         return self._size if self._written is not None else self._file.tell()
 

@@ -112,6 +112,10 @@ class StalledFile:
     def directory_synced(self) -> None:
         self.inner.directory_synced()
 
+    def moved(self, path: str) -> None:
+        self.inner.moved(path)
+        self.path = path
+
     def tell(self) -> int:
         return self.inner.tell()
 

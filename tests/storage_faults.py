@@ -238,6 +238,12 @@ class FaultyFile:
     def directory_synced(self) -> None:
         self.inner.directory_synced()
 
+    def moved(self, path: str) -> None:
+        # Renamed with its bytes: a crash now cuts what it left unsynced under `path`.
+        self.inner.moved(path)
+        self.path = path
+        self.generation = self.storage._generation[path]
+
     def tell(self) -> int:
         return self.inner.tell()
 

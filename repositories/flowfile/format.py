@@ -3,7 +3,10 @@
 All integers are little-endian. CRCs are zlib.crc32. Readers and writers build and
 parse bytes only through this module.
 
-Journal (one per partition, `journal-<partition>`), format version 3:
+Journal (one per partition, `journal-<partition>`), format version 3. A checkpoint
+writes each partition's next journal as `journal-<partition>.partial` (its header
+alone) beside `snapshot.partial`, and renames it over `journal-<partition>` once the
+new snapshot is in place; recovery deletes one it finds, never reading it:
 
     header, at the head of every journal (names the SerDe its updates need)
       0   8   magic  b"CUSTWALJ"

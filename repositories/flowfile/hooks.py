@@ -25,8 +25,13 @@ class WalHooks(FaultSeams):
     def checkpoint_started(self, path: str) -> None:
         """`path` is the `.partial` snapshot about to be created."""
 
+    def checkpoint_journal_prepared(self, path: str) -> None:
+        """`path`, a next journal (`journal-N.partial`, header only), is written and
+        synced beside the `.partial` snapshot; the journals in use are untouched."""
+
     def checkpoint_partial_written(self, path: str) -> None:
-        """The `.partial` snapshot is complete and synced; `snapshot` is still the old one."""
+        """The `.partial` snapshot is complete and synced, and so is every next journal;
+        `snapshot` is still the old one."""
 
     def checkpoint_snapshot_deleted(self, path: str) -> None:
         """The old `snapshot` is gone and `.partial` is not renamed yet (the partial-only restore case)."""
@@ -35,4 +40,5 @@ class WalHooks(FaultSeams):
         """The new `snapshot` is in place; the journals still hold the old transactions."""
 
     def checkpoint_journal_reset(self, path: str) -> None:
-        """One journal was recreated empty (header only)."""
+        """One journal was replaced by an empty one (header only): its next journal
+        renamed over it, or, for a journal the set lacked, a new one created."""

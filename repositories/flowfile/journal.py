@@ -30,10 +30,17 @@ if TYPE_CHECKING:
     from repositories.storage import WritableFile
 
 JOURNAL_PATTERN = re.compile(r"journal-(\d+)")
+# A checkpoint's next journal of a partition, written beside its `.partial` snapshot and
+# renamed over `journal-N` once the snapshot is in place; never written to before.
+NEXT_JOURNAL_PATTERN = re.compile(r"journal-(\d+)\.partial")
 
 
 def journal_name(partition: int) -> str:
     return f"journal-{partition}"
+
+
+def next_journal_name(partition: int) -> str:
+    return f"journal-{partition}.partial"
 
 
 class Cut(NamedTuple):

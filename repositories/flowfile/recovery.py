@@ -20,7 +20,7 @@ from ..storage.side_by_side import side_by_side
 from . import format as fmt
 from .damage import Damage, JournalSeen, Reading, format_ranges, judge, missing_ranges
 from .errors import NotAWriteAheadLogError, StaleEpochError, UnknownSerDeError
-from .journal import JOURNAL_PATTERN, Cut, JournalScan, journal_name, scan_journal
+from .journal import JOURNAL_PATTERN, NEXT_JOURNAL_PATTERN, Cut, JournalScan, journal_name, scan_journal
 from .record import FlowFileRecord, SwapFile, apply_update
 from .snapshot import PARTIAL_NAME, SNAPSHOT_NAME, SnapshotCase, SnapshotContents, read_snapshot
 
@@ -113,6 +113,9 @@ class WalFiles(NamedTuple):
     journals: dict[int, str]  # partition -> path
     snapshot: str | None
     partial: str | None
+    # partition -> path of a next journal a checkpoint left (`journal-N.partial`): only
+    # ever a header, never read; recovery deletes them.
+    next_journals: dict[int, str] = {}
 
 
 class RecoveredState(NamedTuple):
@@ -126,13 +129,17 @@ class RecoveredState(NamedTuple):
 def list_wal_files(storage: Storage, directory: str) -> WalFiles:
     """Classify the directory's entries; anything a WAL does not write is refused."""
     journals: dict[int, str] = {}
+    next_journals: dict[int, str] = {}
     snapshot: str | None = None
     partial: str | None = None
     for status in storage.list(directory):
         name = status.name
         match = JOURNAL_PATTERN.fullmatch(name)
+        next_match = NEXT_JOURNAL_PATTERN.fullmatch(name)
         if match and not status.is_dir:
             journals[int(match.group(1))] = status.path
+        elif next_match and not status.is_dir:
+            next_journals[int(next_match.group(1))] = status.path
         elif name == SNAPSHOT_NAME and not status.is_dir:
             snapshot = status.path
         elif name == PARTIAL_NAME and not status.is_dir:
@@ -141,9 +148,11 @@ def list_wal_files(storage: Storage, directory: str) -> WalFiles:
             continue
         else:
             raise NotAWriteAheadLogError(
-                status.path, 0, "a FlowFile WAL directory holds only journal-N, snapshot, snapshot.partial and cut/"
+                status.path,
+                0,
+                "a FlowFile WAL directory holds only journal-N, journal-N.partial, snapshot, snapshot.partial and cut/",
             )
-    return WalFiles(journals, snapshot, partial)
+    return WalFiles(journals, snapshot, partial, next_journals)
 
 
 def read_side_by_side(storage: Storage, paths: list[str]) -> dict[str, bytes]:

@@ -29,7 +29,7 @@ from .errors import (
     underlying,
 )
 from .hooks import WalHooks
-from .journal import Journal, journal_name
+from .journal import Journal, journal_name, next_journal_name
 from .locks import SharedExclusiveLock
 from .record import FlowFileRecord, SwapFile, Update, apply_update
 from .recovery import CUT_DIRECTORY, RecoveredState, RecoveryReport, WalFiles, list_wal_files, read_state
@@ -540,6 +540,9 @@ class WriteAheadLog:
         elif case is SnapshotCase.PARTIAL_ONLY:
             assert files.partial is not None
             self._restore_case_partial_only(files.partial, report)
+        for path in files.next_journals.values():
+            # A checkpoint cut short left it: a header, never written to, never read.
+            self._discard(path)
         self._records, self._swap_files = state.records, self._relocated(state.swap_files, report)
         self._txids = TransactionIds(state.next_txid)
         self._journal_files = set(files.journals)
@@ -717,10 +720,21 @@ class WriteAheadLog:
     def _checkpoint_locked(
         self, stale_journals: dict[int, str] | None = None, including: Sequence[_Unacknowledged] = ()
     ) -> None:
-        """The checkpoint proper: partial snapshot, sync, rename, journals reset. The
-        snapshot also holds the updates of `including` (unacknowledged transactions, in
-        id order); memory does not, until the caller applies them. The caller holds the
-        exclusive lock. On success every unsettled transaction is settled."""
+        """The checkpoint proper: the partial snapshot and the next journals, side by
+        side, each synced; the snapshot renamed into place; each next journal renamed
+        over its partition's journal. The snapshot also holds the updates of `including`
+        (unacknowledged transactions, in id order); memory does not, until the caller
+        applies them. The caller holds the exclusive lock. On success every unsettled
+        transaction is settled.
+
+        The next journals (`journal-N.partial`, header only) are written beside the
+        snapshot because on HDFS each new file costs a pipeline's setup and an hsync
+        (tens of milliseconds), and an adopted shard waits for this checkpoint: one
+        such wait instead of two. They cannot take the journals' names before the
+        snapshot is in place (the journals hold transactions the old snapshot lacks);
+        renamed over them after, a crash between leaves any subset replaced, which
+        recovery reads by each journal's own header (its generation), and the rest of
+        the next journals, which recovery deletes: nothing was ever written to them."""
         storage = self.storage
         partial = self._path(PARTIAL_NAME)
         snapshot = self._path(SNAPSHOT_NAME)
@@ -735,6 +749,7 @@ class WriteAheadLog:
                 for update in transaction.updates:
                     apply_update(records, swap_files, update)
         journals: list[Journal] = []
+        prepared: dict[int, WritableFile] = {}  # next journals, until each is renamed into place
         try:
             if self._partial_complete and not storage.exists(snapshot):
                 # An earlier checkpoint failed after deleting the snapshot: its .partial,
@@ -743,25 +758,45 @@ class WriteAheadLog:
                 storage.rename(partial, snapshot)
             self._partial_complete = False
             self._hooks.checkpoint_started(partial)
-            # An abandoned WAL starts no storage call of a checkpoint (one in flight is
-            # the storage's to finish): checked before each step that writes.
-            self._refuse_if_abandoned()
-            file = storage.create(partial, overwrite=True)
-            try:
-                with file:
-                    self._refuse_if_abandoned(file)
-                    write_snapshot(
-                        file,
-                        epoch=self.epoch,
-                        serde=self.serde,
-                        max_txid=max_txid,
-                        records=records,
-                        swap_files=swap_files,
-                    )
-            except Exception:
-                self._discard(partial)  # not written in full, and maybe still open
-                raise
-            self._partial_complete = True
+            header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid, self.partitions)
+
+            def write_partial() -> None:
+                # An abandoned WAL starts no storage call of a checkpoint (one in flight
+                # is the storage's to finish): checked before each step that writes.
+                self._refuse_if_abandoned()
+                file = storage.create(partial, overwrite=True)
+                try:
+                    with file:
+                        self._refuse_if_abandoned(file)
+                        write_snapshot(
+                            file,
+                            epoch=self.epoch,
+                            serde=self.serde,
+                            max_txid=max_txid,
+                            records=records,
+                            swap_files=swap_files,
+                        )
+                except Exception:
+                    self._discard(partial)  # not written in full, and maybe still open
+                    raise
+                self._partial_complete = True
+
+            def prepare(partition: int) -> None:
+                path = self._path(next_journal_name(partition))
+                self._refuse_if_abandoned()
+                file = storage.create(path, overwrite=True)
+                prepared[partition] = file
+                self._refuse_if_abandoned(file)
+                file.write(header)
+                file.sync()
+                self._hooks.checkpoint_journal_prepared(path)
+
+            # A partition without a journal yet gets one under its own name below,
+            # after the snapshot is written (the first checkpoint of a new WAL).
+            reused = [partition for partition in range(self.partitions) if partition in self._journal_files]
+            side_by_side(
+                [write_partial, *(functools.partial(prepare, partition) for partition in reused)], "wal-checkpoint"
+            )
             self._hooks.checkpoint_partial_written(partial)
             self._create_missing_journals(max_txid)
             self._refuse_if_abandoned()
@@ -781,23 +816,29 @@ class WriteAheadLog:
                     # it has just renamed the snapshot into place.
                     self._discard(journal.path)
             self._journals = []
-            header = fmt.pack_journal_header(self.epoch, self.serde.name, self.serde.version, max_txid, self.partitions)
             made: dict[int, Journal] = {}
 
             def reset(partition: int) -> None:
                 path = self._path(journal_name(partition))
                 self._refuse_if_abandoned()
-                file = storage.create(path, overwrite=True)
-                made[partition] = Journal(path, file, self._hooks, self._journal_failed, self.sync_durations)
-                self._refuse_if_abandoned(file)
-                file.write(header)
-                file.sync()
+                file = prepared.get(partition)
+                if file is not None:  # its next journal, renamed into place
+                    storage.rename(file.path, path, overwrite=True)
+                    file.moved(path)
+                    made[partition] = Journal(path, file, self._hooks, self._journal_failed, self.sync_durations)
+                    del prepared[partition]
+                else:  # a journal the set lacked before this checkpoint: created now
+                    file = storage.create(path, overwrite=True)
+                    made[partition] = Journal(path, file, self._hooks, self._journal_failed, self.sync_durations)
+                    self._refuse_if_abandoned(file)
+                    file.write(header)
+                    file.sync()
                 self._hooks.checkpoint_journal_reset(path)
 
-            # Side by side: on HDFS each is a create, a pipeline and an hsync, and the
-            # adoption of a shard waits for this checkpoint. A crash part way leaves
-            # any subset of them reset, which recovery reads as it reads the sequential
-            # case's prefix: each journal by its own header's generation.
+            # Side by side (a rename is one NameNode call; a create, a pipeline and an
+            # hsync). A crash part way leaves any subset of them reset, which recovery
+            # reads as it reads the sequential case's prefix: each journal by its own
+            # header's generation.
             try:
                 side_by_side(
                     [functools.partial(reset, partition) for partition in range(self.partitions)], "wal-journal-reset"
@@ -813,6 +854,11 @@ class WriteAheadLog:
                     storage.delete(path)  # its transactions are all in the new snapshot
             self._journal_files = set(range(self.partitions))
         except BaseException as error:
+            for file in prepared.values():  # next journals not renamed into place
+                if self._abandoned is not None:
+                    abandon_file(file)
+                else:
+                    _close_file_quietly(file)
             if not self._journals:
                 for journal in journals:
                     if self._abandoned is not None:
@@ -885,6 +931,13 @@ class WriteAheadLog:
 
         self._checkpoint_thread = threading.Thread(target=run, name=f"wal-checkpoint {self.directory}", daemon=True)
         self._checkpoint_thread.start()
+
+
+def _close_file_quietly(file: WritableFile) -> None:
+    try:
+        file.close()
+    except Exception:  # noqa: BLE001 - a next journal a failed checkpoint made: made again by the next one
+        log.debug("closing %s after a failed checkpoint failed", file.path, exc_info=True)
 
 
 def _close_quietly(journal: Journal) -> None:

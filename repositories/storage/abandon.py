@@ -94,6 +94,10 @@ class _OwnedFile:
     def directory_synced(self) -> None:
         self._inner.directory_synced()
 
+    def moved(self, path: str) -> None:
+        self._inner.moved(path)
+        self.path = path
+
     def tell(self) -> int:
         return self._inner.tell()
 

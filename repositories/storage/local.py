@@ -151,6 +151,10 @@ class LocalWritableFile:
     def directory_synced(self) -> None:
         self._unsynced_directory = None
 
+    def moved(self, path: str) -> None:
+        self.path = path  # the rename synced the directory (`LocalStorage.rename`)
+        self._unsynced_directory = None
+
     def tell(self) -> int:
         return self._position
 

@@ -83,6 +83,13 @@ class WritableFile(Protocol):
         """The caller synced `unsynced_directory()`: the name is durable, `sync` skips it."""
         ...
 
+    def moved(self, path: str) -> None:
+        """The caller renamed this file, open and synced at least once, to `path`
+        (`Storage.rename`, in the same directory): writes go on into it, and later
+        calls and messages name `path`. Both backends keep writing to a renamed open
+        file (a file descriptor; HDFS finds an open file's writer by its inode)."""
+        ...
+
     def tell(self) -> int: ...
 
     def close(self) -> None: ...

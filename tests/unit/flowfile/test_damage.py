@@ -185,6 +185,7 @@ def test_what_a_crash_leaves_is_no_damage(storage, tmp_path):
     "seam",
     [
         "checkpoint_started",
+        "checkpoint_journal_prepared",
         "checkpoint_partial_written",
         "checkpoint_snapshot_deleted",
         "checkpoint_renamed",
@@ -219,6 +220,8 @@ def test_a_crash_inside_a_checkpoint_that_changes_the_journal_set_is_no_damage(s
     assert again.recover() == records
     assert not again.last_recovery.damage
     again.close()
+    if seam == "checkpoint_journal_prepared":
+        return  # a new WAL has no journal yet, so its first checkpoint prepares no next one
     fresh = str(tmp_path / "fresh")
     with pytest.raises(CheckpointError):
         open_wal(storage, fresh, partitions=partitions, hooks=CrashAt()).recover()

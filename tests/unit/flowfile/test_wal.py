@@ -140,6 +140,7 @@ def test_case_neither_file(storage, directory):
     "seam, case",
     [
         ("checkpoint_started", SnapshotCase.SNAPSHOT_ONLY),
+        ("checkpoint_journal_prepared", SnapshotCase.BOTH),
         ("checkpoint_partial_written", SnapshotCase.BOTH),
         ("checkpoint_snapshot_deleted", SnapshotCase.PARTIAL_ONLY),
         ("checkpoint_renamed", SnapshotCase.SNAPSHOT_ONLY),
@@ -162,6 +163,7 @@ def test_crash_inside_checkpoint_restores_everything(storage, directory, seam, c
     assert again.last_recovery.case is case
     names = set(os.listdir(directory))
     assert "snapshot" in names and "snapshot.partial" not in names
+    assert {name for name in names if name.startswith("journal-")} == {"journal-0", "journal-1"}  # no next journal left
     fill(again, [7])
     again.close()
     third = open_wal(storage, directory)
@@ -193,6 +195,67 @@ def test_a_checkpoint_after_one_that_failed_past_the_snapshot_delete_keeps_the_s
     storage.restart()
     again = open_wal(storage, directory)
     assert again.recover() == expected
+    again.close()
+
+
+def journal_generations(directory: str) -> dict[str, int]:
+    """Each journal file's name and its header's generation."""
+    return {
+        name: fmt.unpack_journal_header(open(os.path.join(directory, name), "rb").read()).generation
+        for name in sorted(os.listdir(directory))
+        if name.startswith("journal-")
+    }
+
+
+def test_a_checkpoint_writes_the_next_journals_beside_its_snapshot_and_renames_them_into_place(tmp_path):
+    directory = str(tmp_path / "wal")
+    seen = []
+
+    class Watch(WalHooks):
+        def checkpoint_partial_written(self, path):
+            seen.append(journal_generations(directory))
+
+    wal = open_wal(LocalStorage(), directory, hooks=Watch())
+    wal.recover()  # a new WAL's first checkpoint: no journal yet, so no next one
+    fill(wal, range(3))
+    wal.checkpoint()
+    # Beside the snapshot: each partition's next journal at the new generation, while
+    # the journals in use still hold the transactions the old snapshot lacks.
+    assert seen == [{}, {"journal-0": 0, "journal-0.partial": 1, "journal-1": 0, "journal-1.partial": 1}]
+    assert journal_generations(directory) == {"journal-0": 1, "journal-1": 1}
+    fill(wal, [3])
+    wal.close()
+    assert set(open_wal(LocalStorage(), directory).recover()) == {"ff-0", "ff-1", "ff-2", "ff-3"}
+
+
+@pytest.mark.parametrize("operation", ["sync", "rename"])
+def test_a_next_journal_that_fails_or_crashes_loses_nothing(tmp_path, operation):
+    """A next journal's sync (before the snapshot is in place) or rename (after) fails:
+    the checkpoint fails and nothing is acknowledged until one succeeds, which writes it
+    again; a crash there instead leaves what recovery restores, and deletes."""
+    directory = str(tmp_path / "wal")
+    storage = FaultyStorage(UnbufferedLocalStorage())
+    wal = open_wal(storage, directory)
+    wal.recover()
+    fill(wal, range(3))
+    expected = dict(wal.records)
+    storage.arm(Fault(operation, path="journal-1.partial"))
+    with pytest.raises(CheckpointError):
+        wal.checkpoint()
+    with pytest.raises(WriteAheadLogPoisonedError):
+        storage.arm(Fault("create", path="snapshot.partial"))  # the roll tried first fails too
+        fill(wal, [99])
+    wal.checkpoint()
+    assert journal_generations(directory) == {"journal-0": 1, "journal-1": 1}
+    fill(wal, [3])
+    expected = dict(wal.records)
+    storage.arm(Fault(operation, path="journal-1.partial", crash=True))
+    with pytest.raises(StorageCrash):
+        wal.checkpoint()
+    storage.restart()
+    again = open_wal(storage, directory)
+    assert again.recover() == expected
+    assert set(journal_generations(directory)) == {"journal-0", "journal-1"}
     again.close()
 
 
