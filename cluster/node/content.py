@@ -76,9 +76,9 @@ log = logging.getLogger(__name__)
 # would need 40 of each per thousand claims, at 1 MB one. Both replicas use the same
 # size, or they would retire resources at different moments.
 REPLICATED_RESOURCE_SIZE = 1 << 20
-# ... and claims smaller than that share one until it holds this much. A new HDFS file's
-# first hsync waits for its pipeline to settle (`replication.hdfs_storage`'s
-# NEW_PIPELINE_SETTLE_S, 50 ms), so at 1 MB the commits of a busy node waited on new
+# ... and claims smaller than that share one until it holds this much. With
+# hdfs-native's release a new HDFS file's first hsync waits for its pipeline to settle
+# (`replication.new_files`' NEW_PIPELINE_SETTLE_S, 50 ms), so at 1 MB the commits of a busy node waited on new
 # files over and over: 4 sessions committing every 100 claims of 1 KB did 11,400-13,400
 # claims/s with 1 MB files and 23,500-32,100 with 8 MB ones (`custody bench content
 # --hdfs`). Large claims still fill theirs alone, so Spark reads them in place. A slow

@@ -178,6 +178,8 @@ def no_waiting(monkeypatch):
     loaded machine must not change which attempts a test sees)."""
     slept: list[float] = []
     monkeypatch.setattr(new_files.time, "sleep", slept.append)
+    # As with hdfs-native's release, whichever build this process loaded.
+    monkeypatch.setattr(new_files, "PIPELINE_SETTLE_S", new_files.NEW_PIPELINE_SETTLE_S)
     monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_AFTER_S", UNTIMED)
     monkeypatch.setattr(new_files, "NEW_FILE_HEDGE_EVERY_S", UNTIMED)
     monkeypatch.setattr(FakeStorage, "retry_budget", UNTIMED)
@@ -603,6 +605,18 @@ def test_a_new_pipelines_first_sync_waits_until_it_has_settled(monkeypatch, no_w
     file.write(b"b")
     file.sync()  # synced before: no wait
     assert len(no_waiting) == 1 and storage.files[0].data == b"ab"
+
+
+def test_with_the_fixed_client_a_new_pipelines_first_sync_goes_out_at_once(monkeypatch, no_waiting):
+    assert new_files.pipeline_settle_for("0.14.7+custody.1") == 0.0
+    assert new_files.pipeline_settle_for("0.14.7") == new_files.NEW_PIPELINE_SETTLE_S
+    assert new_files.pipeline_settle_for(None) == new_files.NEW_PIPELINE_SETTLE_S
+    monkeypatch.setattr(new_files, "PIPELINE_SETTLE_S", 0.0)
+    storage = FakeStorage()
+    file = storage.new_file()
+    file.write(b"a")
+    file.sync()
+    assert no_waiting == [] and storage.files[0].data == b"a"
 
 
 def test_a_file_with_nothing_written_has_no_pipeline_to_wait_for(no_waiting):
