@@ -118,23 +118,26 @@ def test_after_the_abandon_nothing_is_written_and_nothing_waits(wal):
 
 
 def test_the_abandon_does_not_wait_for_a_checkpoint_stuck_in_storage(wal):
-    stall = wal.storage.stall("create", "snapshot.partial")
+    # The checkpoint creates its snapshot and its next journal side by side: both stuck.
+    stalls = [wal.storage.stall("create", "snapshot.partial"), wal.storage.stall("create", "journal-0.partial")]
     checkpointing = in_thread(wal.checkpoint)
-    assert stall.entered.wait(5)
+    assert all(stall.entered.wait(5) for stall in stalls)
     assert timed(lambda: wal.abandon("dead")) < AT_ONCE
     began = time.monotonic()
     with pytest.raises(WriteAheadLogAbandonedError):
         wal.update([Put(record(2))])  # refused before it waits for the checkpoint's lock
     assert time.monotonic() - began < AT_ONCE
     created = len(wal.storage.created)
-    stall.release()
+    for stall in stalls:
+        stall.release()
     checkpointing["thread"].join(5)
     assert isinstance(checkpointing.get("error"), CheckpointError), checkpointing
-    # The checkpoint went no further than the call it was in: the snapshot it was
-    # creating is made, but nothing is written into it, and no journal is made after it.
-    partial = os.path.join(wal.directory, "snapshot.partial")
-    assert wal.storage.created[created:] == [partial] and os.path.getsize(partial) == 0
-    assert partial in wal.storage.abandoned
+    # The checkpoint went no further than the calls it was in: the snapshot and the next
+    # journal it was creating are made, but nothing is written into them, and no journal
+    # takes its partition's name after them.
+    partials = [os.path.join(wal.directory, name) for name in ("snapshot.partial", "journal-0.partial")]
+    assert sorted(wal.storage.created[created:]) == sorted(partials)
+    assert all(os.path.getsize(path) == 0 and path in wal.storage.abandoned for path in partials)
 
 
 def test_a_wal_whose_files_cannot_be_abandoned_closes_them_once_the_writer_lets_go(tmp_path):
