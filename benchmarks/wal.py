@@ -8,7 +8,10 @@ NiFi's shipped setting, which loses recent updates on power loss). Updates per s
 counts FlowFile records written (batch size x transactions).
 
 Also measured: recovery of 1,000,000 records (snapshot plus a journal tail), and, with
---hdfs URL, commit latency p50/p99 against the raw hsync latency of the same cluster.
+--hdfs URL, commit latency p50/p99 against the raw hsync latency of the same cluster,
+and the recovery an adopter waits for (a WAL of 500 FlowFiles read back, then its
+forced checkpoint: a new snapshot and journals) against one new HDFS file made and
+synced, the least any checkpoint costs.
 """
 
 from __future__ import annotations
@@ -248,6 +251,7 @@ def hdfs_latency(url: str, seconds: float) -> dict:
             "hdfs_raw_hsync_p50_ms": percentile(raw, 0.5) * 1e3,
             "hdfs_raw_hsync_p99_ms": percentile(raw, 0.99) * 1e3,
         }
+        result.update(takeover_recovery(storage, base))
         for threads in (1, 4):
             latencies: list = []
             run = custody_throughput(
@@ -265,6 +269,39 @@ def hdfs_latency(url: str, seconds: float) -> dict:
         return result
     finally:
         storage.delete(base, recursive=True)
+
+
+def takeover_recovery(storage: Storage, base: str, rounds: int = 15) -> dict:
+    """Recovery of a 500-FlowFile WAL on HDFS, which ends in a forced checkpoint (what
+    an adopter waits for before its shard runs), against one new file's create, write,
+    hsync and close on the same HDFS, alternated round by round; medians."""
+    from repositories.flowfile import Put, WriteAheadLog
+
+    recoveries, new_files = [], []
+    for index in range(rounds):
+        directory = f"{base}/takeover-{index}"
+        storage.mkdir(directory)
+        wal = WriteAheadLog(storage, directory, partitions=4, checkpoint_interval=None)
+        wal.recover()
+        for transaction in range(50):
+            wal.update([Put(make_record(transaction * 10 + n)) for n in range(10)])
+        wal.close()
+        began = time.perf_counter()
+        again = WriteAheadLog(storage, directory, partitions=4, checkpoint_interval=None)
+        again.recover()
+        recoveries.append(time.perf_counter() - began)
+        again.close()
+        began = time.perf_counter()
+        with storage.create(f"{base}/new-file-{index}") as file:
+            file.write(b"x" * 2000)
+            file.sync()
+        new_files.append(time.perf_counter() - began)
+    recovery, new_file = percentile(recoveries, 0.5), percentile(new_files, 0.5)
+    return {
+        "hdfs_takeover_recovery_p50_ms": recovery * 1e3,
+        "hdfs_new_file_p50_ms": new_file * 1e3,
+        "hdfs_takeover_recovery_vs_new_file": recovery / new_file,
+    }
 
 
 def run(args) -> dict:
