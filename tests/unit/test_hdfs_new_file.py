@@ -90,6 +90,9 @@ class FakeFile:
     def tell(self) -> int:
         return len(self.data)
 
+    def moved(self, path: str) -> None:
+        self.path = path
+
     def unsynced_directory(self):
         return None
 
@@ -617,6 +620,22 @@ def test_with_the_fixed_client_a_new_pipelines_first_sync_goes_out_at_once(monke
     file.write(b"a")
     file.sync()
     assert no_waiting == [] and storage.files[0].data == b"a"
+
+
+def test_a_new_file_follows_a_rename_only_once_its_first_sync_is_decided(no_waiting):
+    """A WAL checkpoint renames its next journals, open, over the journals: the file
+    and the attempt that won its first sync then go by the new name. Before that sync a
+    winning hedge would still be renamed over the old name, so the rename is refused."""
+    storage = FakeStorage()
+    file = storage.new_file()
+    file.write(b"header")
+    renamed = PATH.replace("journal-0", "journal-0.next")
+    with pytest.raises(StorageError, match="never synced"):
+        file.moved(renamed)
+    assert file.path == PATH
+    file.sync()
+    file.moved(renamed)
+    assert file.path == renamed and storage.files[0].path == renamed and storage.files[0].data == b"header"
 
 
 def test_a_file_with_nothing_written_has_no_pipeline_to_wait_for(no_waiting):
