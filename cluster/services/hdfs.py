@@ -166,9 +166,17 @@ class HdfsCluster:
 
     def wait_healthy(self, timeout: float = 120.0, live_datanodes: int | None = None) -> None:
         expected = self.datanode_count if live_datanodes is None else live_datanodes
+        # The daemons this wait counts on; one that exits (a port it could not bind) ends it.
+        counted = [d for d in (self.namenode, *(self.datanodes if live_datanodes is None else ())) if d is not None]
+        exited: list[ManagedProcess] = []
+
+        def healthy_or_exited() -> bool:
+            exited[:] = [daemon for daemon in counted if not daemon.alive()]
+            return bool(exited) or (self._live_datanodes() == expected and not self._in_safe_mode())
+
         try:
             wait_until(
-                lambda: self._live_datanodes() == expected and not self._in_safe_mode(),
+                healthy_or_exited,
                 timeout,
                 f"the NameNode to leave safe mode with {expected} live DataNode(s)",
                 interval=0.25,
@@ -178,6 +186,12 @@ class HdfsCluster:
             raise ServiceError(
                 f"HDFS did not become healthy: {error}. NameNode log ({self.namenode.log_path}):\n{tail}"
             ) from None
+        if exited:
+            daemon = exited[0]
+            tail = daemon.log_tail(15, from_last=r"ERROR|Exception")
+            raise ServiceError(
+                f"HDFS did not become healthy: its {daemon.name} exited. Its log ({daemon.log_path}):\n{tail}"
+            )
 
     def running_datanodes(self) -> int:
         """DataNodes whose process runs (a killed one stays down until restarted)."""

@@ -1,9 +1,11 @@
 """The harness's process handling, on real child processes (no services needed)."""
 
+import json
 import os
 import signal
 import socket
 import sys
+import time
 
 import pytest
 
@@ -125,3 +127,33 @@ def test_a_log_tail_reaches_back_to_the_last_exception_above_its_stack(tmp_path)
     assert shown[0] == "java.lang.OutOfMemoryError: Java heap space" and shown[1:] == stack
     assert process.log_tail(40, from_last="Error").splitlines()[0] == "INFO starting"  # the tail reaches further
     assert process.log_tail(5, from_last="nothing matches").splitlines() == stack[-5:]
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_its_promise_expires(monkeypatch, tmp_path):
+    """Two services started side by side (a drill's ZooKeeper and HDFS) chose the same
+    port, each free when chosen, and the later one lost its bind."""
+    import cluster.services.network as network
+
+    ledger = tmp_path / "ports.json"
+    monkeypatch.setattr(network, "ledger_path", lambda: ledger)
+    first = network.free_ports(3)
+    # Only the ports promised and one other remain to choose from: the other is chosen.
+    monkeypatch.setattr(network.random, "SystemRandom", lambda: _Cycle([*first, *first, 10_001]))
+    assert network.free_ports(1) == [10_001] or port_open(10_001)
+    promised = json.loads(ledger.read_text())
+    assert set(first) <= {int(port) for port in promised}
+
+
+def test_an_expired_or_unreadable_promise_is_forgotten(tmp_path):
+    import cluster.services.network as network
+
+    ledger = tmp_path / "ports.json"
+    ledger.write_text(json.dumps({"10001": time.time() - 1, "10002": time.time() + 60}))
+    with network.reserved(ledger) as promised:
+        assert set(promised) == {10002}
+    assert set(json.loads(ledger.read_text())) == {"10002"}
+    ledger.write_text("not json")
+    with network.reserved(ledger) as promised:
+        assert promised == {}
+        promised[10003] = time.time() + 60
+    assert set(json.loads(ledger.read_text())) == {"10003"}
