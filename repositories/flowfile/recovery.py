@@ -115,7 +115,7 @@ class WalFiles(NamedTuple):
     partial: str | None
     # partition -> path of a next journal a checkpoint left (`journal-N.partial`): only
     # ever a header, never read; recovery deletes them.
-    next_journals: dict[int, str] = {}
+    next_journals: dict[int, str]
 
 
 class RecoveredState(NamedTuple):
