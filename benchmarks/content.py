@@ -16,7 +16,13 @@ one claim at a time (`hdfs_read_claims_per_sec_<size>`) and all at once with
 `read_many` (`hdfs_read_many_claims_per_sec_<size>`), from the writing repository
 (its open resource is sealed first, which those figures include). What an adopter
 does, a reader of the closed files reading every claim at once, is
-`adopter_read_many_claims_per_sec_<size>`.
+`adopter_read_many_claims_per_sec_<size>`. What its tasks do, reading the claims a few
+at a time (`ADOPTER_BATCH`, up to 500 of them, as a task polls a batch and reads its
+contents together), is `adopter_batches_claims_per_sec_<size>` through the node's
+reader of a dead incarnation's files, which keeps each window of a file it read
+(`repositories.content.read_windows`), and `adopter_batches_unwindowed_claims_per_sec_<size>`
+through the same reader without them, side by side in the same run:
+`adopter_batches_vs_unwindowed_<size>` is their ratio.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ if TYPE_CHECKING:
 
     from repositories.storage import Storage
 
+ADOPTER_BATCH = 5  # claims a task reads together, as the drills' first tasks did
+ADOPTER_BATCHES_CLAIMS = 500
 SIZES = {"1kb": 1024, "64kb": 64 * 1024, "1mb": 1 << 20, "100mb": 100 << 20}
 COUNTS = {"1kb": 200_000, "64kb": 4000, "1mb": 300, "100mb": 3}
 QUICK_COUNTS = {"1kb": 30_000, "64kb": 500, "1mb": 50, "100mb": 1}
@@ -306,6 +314,10 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
                 adopter.close()
             if sum(map(len, adopted)) != size * len(claims):
                 raise RuntimeError(f"the adopter read {sum(map(len, adopted))} bytes of {size * len(claims)}")
+            batches = {
+                side: _adopter_batches(storage, f"{base}/{name}", claims[:ADOPTER_BATCHES_CLAIMS], side == "windows")
+                for side in ("windows", "unwindowed")
+            }
             shutil.rmtree(os.path.join(workdir, f"replicated-{name}"))
             raw_s = _raw_hdfs(client, f"{base}/raw-{name}", size, count, buffer, per_claim_sync)
             out[f"replicated_claims_{name}"] = count
@@ -315,6 +327,9 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
             out[f"hdfs_read_claims_per_sec_{name}"] = len(sample) / read_s
             out[f"hdfs_read_many_claims_per_sec_{name}"] = len(sample) / many_s
             out[f"adopter_read_many_claims_per_sec_{name}"] = len(claims) / adopter_s
+            out[f"adopter_batches_claims_per_sec_{name}"] = batches["windows"]
+            out[f"adopter_batches_unwindowed_claims_per_sec_{name}"] = batches["unwindowed"]
+            out[f"adopter_batches_vs_unwindowed_{name}"] = batches["windows"] / batches["unwindowed"]
             out[f"raw_hdfs_write_mb_per_sec_{name}"] = total_mb / raw_s
             out[f"ratio_replicated_{name}"] = raw_s / write_s
             for operation in ("hsync", "create", "close"):
@@ -325,6 +340,26 @@ def _run_hdfs(args, sizes, buffer, workdir, per_claim_sync) -> dict:
         except Exception:  # noqa: BLE001 - best-effort cleanup of the benchmark's directory
             pass
     return out
+
+
+def _adopter_batches(storage: Storage, base: str, claims: list, windows: bool) -> float:
+    """Claims per second a reader of the dead node's files (`recover_open_files`, as a
+    node's) reads, `ADOPTER_BATCH` at a time, with or without its read windows."""
+    from replication.hdfs_content import open_hdfs_content_reader
+    from repositories.content.read_windows import ReadWindows
+
+    reader = open_hdfs_content_reader(
+        storage, base, "bench-node", ["bench"], recover_open_files=True, cache=ReadWindows() if windows else None
+    )
+    try:
+        started = time.perf_counter()
+        for first in range(0, len(claims), ADOPTER_BATCH):
+            batch = claims[first : first + ADOPTER_BATCH]
+            if sum(map(len, reader.read_many(batch))) != sum(claim.length for claim in batch):
+                raise RuntimeError("an adopter's batch read fewer bytes than its claims hold")
+        return len(claims) / (time.perf_counter() - started)
+    finally:
+        reader.close()
 
 
 def _hdfs_calls(storage: Storage) -> dict[str, int]:

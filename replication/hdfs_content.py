@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable
 from repositories.claims import ResourceClaim
 from repositories.content.archive import ArchivePolicy
 from repositories.content.config import ContentRepositoryConfig
+from repositories.content.read_windows import ReadWindows
 from repositories.content.repository import ContentRepository
 from repositories.content.resource_io import StorageResourceIO
 from repositories.storage.protocol import Storage, join
@@ -72,8 +73,11 @@ def open_hdfs_content_repository(
     prepare: bool = True,
     recover_open_files: bool = False,
     keep_open: bool = False,
+    cache: ReadWindows | None = None,
 ) -> ContentRepository:
-    """`keep_open`: resource files stay open across syncs (see the module docstring)."""
+    """`keep_open`: resource files stay open across syncs (see the module docstring).
+    `cache`: files read a window at a time and kept (`repositories.content.read_windows`),
+    for a reader of a dead writer's files only."""
     config = dataclasses.replace(
         config or DEFAULT_HDFS_CONFIG, close_resources_on_sync=not keep_open, close_in_background=keep_open
     )
@@ -81,7 +85,7 @@ def open_hdfs_content_repository(
     roots = {container: join(root, container) for container in containers}
     return ContentRepository(
         roots,
-        StorageResourceIO(storage, recover_open_files=recover_open_files),
+        StorageResourceIO(storage, recover_open_files=recover_open_files, cache=cache),
         config,
         clock=clock,
         name=name or f"hdfs:{node}",
@@ -96,13 +100,16 @@ def open_hdfs_content_reader(
     containers: Iterable[str] = ("default",),
     *,
     recover_open_files: bool = False,
+    cache: ReadWindows | None = None,
 ) -> ContentRepository:
     """Another node's claims on HDFS, for reading (after a takeover). Creates nothing.
 
     `recover_open_files`: only when that node is dead (its incarnation was taken over).
     A claim in a file the node left open (its close failed after the claim was hsynced)
     is unreadable to hdfs-native until the file's lease is recovered; the reader then
-    recovers it, which would also fence a writer that is still alive."""
+    recovers it, which would also fence a writer that is still alive. `cache`: only
+    then too: its files are read a window at a time, and the next claims of a window
+    from memory (`repositories.content.read_windows`)."""
     return open_hdfs_content_repository(
         storage,
         base,
@@ -111,4 +118,5 @@ def open_hdfs_content_reader(
         name=f"hdfs:{node}(adopted)",
         prepare=False,
         recover_open_files=recover_open_files,
+        cache=cache,
     )

@@ -57,6 +57,7 @@ from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_fi
 from repositories.content.collection import CollectReport
 from repositories.content.errors import ContentNotFound, ContentUnavailable
 from repositories.content.format import CHECKSUM_SUFFIX, checksum_path, resource_id_of_checksum_file, resource_path
+from repositories.content.read_windows import ReadWindows
 from repositories.content.recovery import RecoveryReport
 from repositories.content.store import ClaimWriter, ContentStore
 from repositories.storage import StorageError, join
@@ -109,6 +110,8 @@ class ForeignContainers:
         self.storage, self.base, self.own = storage, base, own
         self._lock = threading.Lock()
         self._readers: dict[str, object] = {}
+        # An adopted shard's tasks read neighbouring claims of one resource file.
+        self._windows = ReadWindows()
 
     def _reader(self, container: str):
         if container == self.own:
@@ -119,7 +122,7 @@ class ForeignContainers:
                 # Another incarnation's claims reach this node only with a shard it
                 # took over, so that incarnation is dead: its open files may be closed.
                 reader = self._readers[container] = open_hdfs_content_reader(
-                    self.storage, self.base, container, (container,), recover_open_files=True
+                    self.storage, self.base, container, (container,), recover_open_files=True, cache=self._windows
                 )
             return reader
 

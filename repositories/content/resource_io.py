@@ -58,6 +58,7 @@ from .format import (
     resource_path,
     section_directory,
 )
+from .read_windows import ReadWindows, WindowedFile
 
 log = logging.getLogger(__name__)
 
@@ -376,6 +377,7 @@ class StorageResourceIO:
         read_through_arrow: bool = True,
         recover_open_files: bool = False,
         lease_timeout: float = 60.0,
+        cache: ReadWindows | None = None,
     ):
         self.storage = storage
         self._read_through_arrow = read_through_arrow
@@ -383,6 +385,9 @@ class StorageResourceIO:
         # fences it (its next write fails with LeaseLost).
         self.recover_open_files = recover_open_files
         self.lease_timeout = lease_timeout
+        # Only for readers of a dead writer's files too (`read_windows`): each window
+        # of a file read once, the next claims in it read from memory.
+        self.cache = cache
         self._sections: set[tuple[str, int]] = set()
 
     def prepare_container(self, root: str) -> None:
@@ -406,6 +411,16 @@ class StorageResourceIO:
         return self._open_read(_path(root, resource, archived, True))
 
     def _open_read(self, path: str) -> tuple[BinaryIO, int]:
+        if self.cache is None:
+            return self._open_stored(path)
+        opened = None
+        size = self.cache.size(path)
+        if size is None:
+            opened, size = self._open_stored(path)
+            self.cache.learn_size(path, size)
+        return WindowedFile(self.cache, path, size, lambda: self._open_stored(path)[0], opened), size
+
+    def _open_stored(self, path: str) -> tuple[BinaryIO, int]:
         if self._read_through_arrow:
             import pyarrow.fs
 
@@ -436,6 +451,8 @@ class StorageResourceIO:
                     break
         if not paths:
             return False
+        if self.cache is not None:  # read short while open: read again once closed
+            self.cache.forget(paths)
         try:
             calls, waited = recover_leases(self.storage, paths, timeout=self.lease_timeout)
         except StorageFileNotFound:
