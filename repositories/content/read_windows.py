@@ -54,8 +54,9 @@ class ReadWindows:
         self.keep_s = keep_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._sizes: dict[str, tuple[int, float]] = {}  # path: readable length, when read
+        self._sizes: OrderedDict[str, tuple[int, float]] = OrderedDict()  # path: readable length, when; oldest first
         self._windows: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # least recently used first
+        self._indexes: dict[str, set[int]] = {}  # path: the indexes of its windows kept
         self._bytes = 0
 
     def size(self, path: str) -> int | None:
@@ -73,8 +74,11 @@ class ReadWindows:
     def learn_size(self, path: str, size: int) -> None:
         with self._lock:
             now = self._clock()
-            for old in [kept for kept, (_size, at) in self._sizes.items() if now - at > self.keep_s]:
-                self._forget(old)  # a burst's files do not outlive it
+            while self._sizes:  # a burst's files do not outlive it (the oldest are first)
+                oldest, (_size, at) = next(iter(self._sizes.items()))
+                if now - at <= self.keep_s:
+                    break
+                self._forget(oldest)
             self._forget(path)
             self._sizes[path] = (size, now)
 
@@ -92,6 +96,7 @@ class ReadWindows:
             key = (path, index)
             self._drop(key)
             self._windows[key] = data
+            self._indexes.setdefault(path, set()).add(index)
             self._bytes += len(data)
             while self._bytes > self.total_limit:
                 self._drop(next(iter(self._windows)))
@@ -107,13 +112,19 @@ class ReadWindows:
 
     def _forget(self, path: str) -> None:
         self._sizes.pop(path, None)
-        for key in [key for key in self._windows if key[0] == path]:
-            self._drop(key)
+        for index in self._indexes.pop(path, set()):
+            self._drop((path, index))
 
     def _drop(self, key: tuple[str, int]) -> None:
         data = self._windows.pop(key, None)
         if data is not None:
             self._bytes -= len(data)
+            path, index = key
+            indexes = self._indexes.get(path)
+            if indexes is not None:
+                indexes.discard(index)
+                if not indexes:
+                    del self._indexes[path]
 
 
 class WindowedFile(io.RawIOBase):
