@@ -111,6 +111,8 @@ STATE_ENTRY_SEPARATOR = "\0"
 # dead node's hundred swap files would hold its takeover for a second or more, one
 # after another.
 SUMMARY_READERS = 8
+# FlowFiles at the head of each recovered queue whose claims `ShardRecovery.heads` names.
+HEAD_FLOWFILES = 100
 
 
 def states_of(records: Iterable[FlowFileRecord]) -> dict[str, dict[str, str]]:
@@ -142,6 +144,9 @@ class ShardRecovery:
     states: int = 0
     outbox: list[FlowFileRecord] = field(default_factory=list)  # the provenance outbox's records
     live_claims: list[ContentClaim] = field(default_factory=list, repr=False)
+    # The claims of each queue's first FlowFiles, in the order they will be taken: what
+    # the first tasks read (an adopter reads them ahead, `cluster.node.content`).
+    heads: list[ContentClaim] = field(default_factory=list, repr=False)
 
 
 class QueueShard:
@@ -289,6 +294,7 @@ class QueueShard:
             flowfiles.sort(key=lambda f: f.entry_date)
             self.queues[queue_id].put_all(flowfiles)
             report.flowfiles += len(flowfiles)
+            report.heads += [f.content_claim for f in flowfiles[:HEAD_FLOWFILES] if f.content_claim is not None]
         listed = sorted(swap_files.items())
         for (location, swap_file), first_read in zip(listed, self._read_summaries(listed), strict=True):
             self._register_swap_file(location, swap_file, report, first_read)

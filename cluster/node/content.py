@@ -55,7 +55,7 @@ from replication.replicating_content import ReplicatingContentRepository
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.content.collection import CollectReport
-from repositories.content.errors import ContentNotFound, ContentUnavailable
+from repositories.content.errors import ContentNotFound, ContentRepositoryError, ContentUnavailable
 from repositories.content.format import CHECKSUM_SUFFIX, checksum_path, resource_id_of_checksum_file, resource_path
 from repositories.content.read_windows import ReadWindows
 from repositories.content.recovery import RecoveryReport
@@ -98,6 +98,9 @@ NEWEST_RESOURCES_RECOVERED = 16
 # sections whose directories changed last. A run of 16 resources shares a section,
 # and the collector's deletes touch older sections too, so a few are listed.
 NEWEST_SECTIONS_LISTED = 4
+# Bytes of an adopted shard's first claims read ahead (`ForeignContainers.read_ahead`):
+# half of what the read windows keep, so that they are not pushed out before they are read.
+READ_AHEAD_BYTES = 8 << 20
 HDFS_REPLICA = 1  # the replicas are [local, HDFS]
 
 
@@ -128,6 +131,30 @@ class ForeignContainers:
 
     def open_read(self, claim: ContentClaim, offset: int = 0, length: int | None = None):
         return self._reader(claim.resource.container).open_read(claim, offset, length)
+
+    def read_ahead(self, claims: Iterable[ContentClaim], budget: int = READ_AHEAD_BYTES) -> int:
+        """Read `claims` (other incarnations', each at most a read window) in the order
+        given, until `budget` bytes, and forget the bytes: the read windows keep them
+        (`repositories.content.read_windows`) for the tasks that read them next. A
+        claim that cannot be read is left to the task that reads it, which says why.
+        Returns how many claims were read."""
+        by_container: dict[str, list[ContentClaim]] = {}
+        for claim in claims:
+            container = claim.resource.container
+            if container == self.own or claim.length > self._windows.window_size or claim.length > budget:
+                continue
+            budget -= claim.length
+            by_container.setdefault(container, []).append(claim)
+        read = 0
+        for container, held in by_container.items():
+            try:
+                self._reader(container).read_many(held)
+                read += len(held)
+            except (ContentRepositoryError, StorageError) as error:
+                log.info(
+                    "reading ahead %d claims of %s failed (%s); their tasks read them", len(held), container, error
+                )
+        return read
 
     def recover_newest(
         self, resources: Iterable[ResourceClaim], per_container: int = NEWEST_RESOURCES_RECOVERED, timeout: float = 60.0
@@ -336,10 +363,17 @@ class NodeContent(ContentStore):
                 f"the content files of other incarnations cannot be closed on HDFS now: {error}", claim=None
             ) from error
 
-    def prepare_adopted(self, claims: Iterable[ContentClaim]) -> threading.Thread:
+    def prepare_adopted(self, claims: Iterable[ContentClaim], heads: Iterable[ContentClaim] = ()) -> threading.Thread:
         """In the background, make the content of an adopted shard's dead incarnations
-        readable ahead of its first reads (`ForeignContainers.recover_newest`)."""
+        readable ahead of its first reads (`ForeignContainers.recover_newest`; the
+        thread returned), and beside that read `heads` (the claims of its queues' first
+        FlowFiles, mostly in older files, closed) into the node's read windows
+        (`ForeignContainers.read_ahead`), so that its first tasks find them in memory."""
         resources = {claim.resource for claim in claims}
+        ahead = list(heads)
+        if ahead:
+            name = f"content-read-ahead {self.container}"
+            threading.Thread(target=self.foreign.read_ahead, args=(ahead,), name=name, daemon=True).start()
         return _in_background(
             f"content-leases {self.container}",
             lambda: self.foreign.recover_newest(resources),

@@ -181,8 +181,9 @@ class FlowRuntime:
     def _prepare_content(self, shard: QueueShard, report) -> None:
         if not self.handle.home and isinstance(self.content, NodeContent):
             # A dead incarnation's newest content files may still be open: recover
-            # their leases beside the first reads rather than at each of them.
-            self.content.prepare_adopted(report.live_claims)
+            # their leases beside the first reads rather than at each of them, then
+            # read what the first tasks will read.
+            self.content.prepare_adopted(report.live_claims, report.heads)
 
     def start(self) -> None:
         if not self._stopped.is_set() and not self._abandoned.is_set():

@@ -27,6 +27,7 @@ used dropped first.
 
 from __future__ import annotations
 
+import functools
 import io
 import threading
 import time
@@ -37,10 +38,13 @@ from typing import BinaryIO
 WINDOW = 1 << 20
 TOTAL_LIMIT = 16 << 20
 KEEP_S = 10.0
+FETCH_WAIT_S = 30.0  # for a window another reader is reading
 
 
 class ReadWindows:
     """Files' readable lengths and windows by path (see the module docstring). Thread-safe."""
+
+    event = threading.Event  # what a reader of a window another is reading waits on
 
     def __init__(
         self,
@@ -57,6 +61,7 @@ class ReadWindows:
         self._sizes: OrderedDict[str, tuple[int, float]] = OrderedDict()  # path: readable length, when; oldest first
         self._windows: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # least recently used first
         self._indexes: dict[str, set[int]] = {}  # path: the indexes of its windows kept
+        self._fetching: dict[tuple[str, int], threading.Event] = {}  # windows being read, set when done
         self._bytes = 0
 
     def size(self, path: str) -> int | None:
@@ -81,6 +86,32 @@ class ReadWindows:
                 self._forget(oldest)
             self._forget(path)
             self._sizes[path] = (size, now)
+
+    def fetched(self, path: str, index: int, fetch: Callable[[], bytes]) -> bytes:
+        """The window `index` of `path`: kept, or read by `fetch()` (and kept when it is
+        whole: `fetch` returns fewer bytes for a short read). Two readers that want
+        the same window read it once: the second waits for the first (a task and the
+        adopter's read ahead, `cluster.node.content`), at most `FETCH_WAIT_S`, then reads
+        it itself."""
+        key = (path, index)
+        while True:
+            with self._lock:
+                data = self._windows.get(key)
+                if data is not None:
+                    self._windows.move_to_end(key)
+                    return data
+                fetching = self._fetching.get(key)
+                if fetching is None:
+                    fetching = self._fetching[key] = self.event()
+                    break
+            if not fetching.wait(FETCH_WAIT_S):
+                return fetch()  # the other read is stuck: this one does not wait on it
+        try:
+            return fetch()
+        finally:
+            with self._lock:
+                del self._fetching[key]
+            fetching.set()
 
     def window(self, path: str, index: int) -> bytes | None:
         with self._lock:
@@ -165,9 +196,7 @@ class WindowedFile(io.RawIOBase):
         parts = []
         while self._position < end:
             index, within = divmod(self._position, self._windows.window_size)
-            data = self._windows.window(self._path, index)
-            if data is None:
-                data = self._fetch(index)
+            data = self._windows.fetched(self._path, index, functools.partial(self._fetch, index))
             part = data[within : within + end - self._position]
             if not part:
                 break  # the file delivered less than its length: the reader says what is missing

@@ -617,3 +617,48 @@ def test_a_resource_writers_pass_over_is_retired_by_age_and_its_hdfs_file_closed
     reader = open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, "node-1", ["c"])
     assert reader.read(passed_over) == b"first-0"
     repository.close()
+
+
+def test_an_adopter_reads_its_first_claims_ahead_and_its_tasks_then_read_them_from_memory(hdfs_cluster, hdfs_store):
+    """`ForeignContainers.read_ahead`, as an adopter calls it with the claims of its
+    queues' first FlowFiles: the dead writer's files still open are recovered on the way,
+    and the claims read ahead are read again without HDFS (shown by deleting the files)."""
+    from cluster.node.content import ForeignContainers
+    from repositories.claims import ContentClaim, ResourceClaim
+
+    node = "n7-2"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = writer.stdout.readline()
+        assert line, f"the writer died: {writer.stderr.read()}"
+        writer.kill()
+        assert writer.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    written = json.loads(line)
+    assert written["open"], "the writer kept no resource file open: this test tests nothing"
+    claims = [
+        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
+        for section, resource_id, offset, length in written["claims"]
+    ]
+    expected = [f"commit-{commit}-claim-{index}".encode() for commit in range(3) for index in range(50)]
+    foreign = ForeignContainers(hdfs_store.storage, hdfs_store.root, own="n1-5")
+    own = ContentClaim(ResourceClaim("n1-5", 0, "1"), 0, 10)
+    heads = claims[:40]
+    assert foreign.read_ahead([own, *heads, *claims[40:]], budget=sum(c.length for c in heads)) == len(heads)
+    hdfs_store.storage.delete(f"{hdfs_store.root}/content/{node}", recursive=True)
+    got = []
+    for claim in heads:
+        with foreign.open_read(claim) as reader:
+            got.append(reader.read())
+    assert got == expected[:40]
+    foreign.close()

@@ -7,6 +7,7 @@ open read again once its lease is recovered)."""
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 
@@ -149,3 +150,36 @@ def test_a_file_read_short_is_read_again_once_its_lease_is_recovered(tmp_path):
     assert resource_path(root, resource) in storage.recovered
     assert storage.opened.count(resource_path(root, resource)) == 2
     reader.close()
+
+
+def test_two_readers_of_one_window_read_it_once():
+    waiting = threading.Event()
+
+    class Watched(threading.Event):
+        def wait(self, timeout=None):
+            waiting.set()  # the second reader waits for the first's read
+            return super().wait(timeout)
+
+    windows = ReadWindows(window=100)
+    windows.event = Watched
+    windows.learn_size("f", 100)
+    started, release = threading.Event(), threading.Event()
+    reads = []
+
+    def slow() -> bytes:
+        reads.append("slow")
+        started.set()
+        release.wait(10)
+        windows.keep_window("f", 0, b"w" * 100)
+        return b"w" * 100
+
+    first = threading.Thread(target=lambda: reads.append(windows.fetched("f", 0, slow)))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: reads.append(windows.fetched("f", 0, lambda: b"never asked")))
+    second.start()
+    assert waiting.wait(10)
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert reads == ["slow", b"w" * 100, b"w" * 100]

@@ -292,3 +292,28 @@ def test_recovery_reads_the_swap_files_summaries_side_by_side(tmp_path):
     assert (report.swap_files, report.swapped_flowfiles, report.swap_files_without_claims) == (3, 6, [])
     assert queue.count == 10 and report.unreadable_swap_files == []
     shard.wal.close()
+
+
+def test_recovery_names_the_claims_of_each_queues_first_flowfiles_in_the_order_they_are_taken(tmp_path):
+    from flow.shard import HEAD_FLOWFILES
+    from repositories.claims import ContentClaim, ResourceClaim
+
+    queue = FlowFileQueue("q")
+    shard = open_shard(LocalStorage(), str(tmp_path), "s", [queue], checkpoint_interval=None)
+    shard.recover()
+    count = HEAD_FLOWFILES + 20
+    claims = [ContentClaim(ResourceClaim("dead-1", 0, "r"), i, 1) for i in range(count)]
+    # Entered newest first in the WAL: recovery orders them by entry date.
+    items = [
+        FlowFile(f"id-{i}", {}, claims[i] if i % 10 else None, "q", 1, 1_000 + i, 1_000, 0)
+        for i in reversed(range(count))
+    ]
+    shard.wal.update([Put(f.to_record()) for f in items])
+    shard.wal.close()
+    queue = FlowFileQueue("q")
+    shard = open_shard(LocalStorage(), str(tmp_path), "s", [queue], checkpoint_interval=None)
+    report = shard.recover()
+    assert report.heads == [claims[i] for i in range(HEAD_FLOWFILES) if i % 10]  # no claim: nothing to read
+    polled, _ = queue.poll(HEAD_FLOWFILES)
+    assert [f.content_claim for f in polled if f.content_claim is not None] == report.heads
+    shard.wal.close()
