@@ -378,6 +378,38 @@ sys.stdin.read()  # holds the files open until it is killed
 """
 
 
+def killed_with_files_open(hdfs_cluster, hdfs_store, node: str) -> list:
+    """The claims a writer of `node` (KEEP_OPEN_SCRIPT) synced before it was SIGKILLed
+    with some of their resource files open."""
+    from repositories.claims import ContentClaim, ResourceClaim
+
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = writer.stdout.readline()
+        assert line, f"the writer died: {writer.stderr.read()}"
+        writer.kill()
+        assert writer.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    written = json.loads(line)
+    claims = [
+        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
+        for section, resource_id, offset, length in written["claims"]
+    ]
+    assert written["open"], "the writer kept no resource file open: this test tests nothing"
+    assert {c.resource.id for c in claims} & set(written["open"])
+    return claims
+
+
 def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recovered(hdfs_cluster, hdfs_store):
     from cluster.node.content import ForeignContainers
     from repositories.claims import ContentClaim, ResourceClaim
@@ -452,33 +484,9 @@ def test_an_adopter_reads_every_synced_claim_of_a_node_killed_with_its_resource_
     hdfs_cluster, hdfs_store, found_by
 ):
     from cluster.node.content import ForeignContainers
-    from repositories.claims import ContentClaim, ResourceClaim
 
     node = "n8-3"
-    writer = subprocess.Popen(
-        [sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = writer.stdout.readline()
-        assert line, f"the writer died: {writer.stderr.read()}"
-        writer.kill()
-        assert writer.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
-    written = json.loads(line)
-    claims = [
-        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
-        for section, resource_id, offset, length in written["claims"]
-    ]
-    assert written["open"], "the writer kept no resource file open: this test tests nothing"
-    assert {c.resource.id for c in claims} & set(written["open"])
+    claims = killed_with_files_open(hdfs_cluster, hdfs_store, node)
 
     plain = open_hdfs_content_reader(hdfs_store.storage, hdfs_store.root, node, [node])
     expected = [f"commit-{commit}-claim-{index}".encode() for commit in range(3) for index in range(50)]
@@ -627,29 +635,7 @@ def test_an_adopter_reads_its_first_claims_ahead_and_its_tasks_then_read_them_fr
     from repositories.claims import ContentClaim, ResourceClaim
 
     node = "n7-2"
-    writer = subprocess.Popen(
-        [sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = writer.stdout.readline()
-        assert line, f"the writer died: {writer.stderr.read()}"
-        writer.kill()
-        assert writer.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
-    written = json.loads(line)
-    assert written["open"], "the writer kept no resource file open: this test tests nothing"
-    claims = [
-        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
-        for section, resource_id, offset, length in written["claims"]
-    ]
+    claims = killed_with_files_open(hdfs_cluster, hdfs_store, node)
     expected = [f"commit-{commit}-claim-{index}".encode() for commit in range(3) for index in range(50)]
     foreign = ForeignContainers(hdfs_store.storage, hdfs_store.root, own="n1-5")
     own = ContentClaim(ResourceClaim("n1-5", 0, "1"), 0, 10)
