@@ -55,7 +55,7 @@ from replication.replicating_content import ReplicatingContentRepository
 from repositories.claims import ContentClaim, ResourceClaim
 from repositories.content import ArchivePolicy, ContentRepositoryConfig, open_filesystem_content_repository
 from repositories.content.collection import CollectReport
-from repositories.content.errors import ContentNotFound, ContentRepositoryError, ContentUnavailable
+from repositories.content.errors import ContentNotFound, ContentUnavailable
 from repositories.content.format import CHECKSUM_SUFFIX, checksum_path, resource_id_of_checksum_file, resource_path
 from repositories.content.read_windows import ReadWindows
 from repositories.content.recovery import RecoveryReport
@@ -150,7 +150,7 @@ class ForeignContainers:
             try:
                 self._reader(container).read_many(held)
                 read += len(held)
-            except (ContentRepositoryError, StorageError) as error:
+            except Exception as error:  # noqa: BLE001 - best effort (a node stopping, HDFS down): the tasks read them
                 log.info(
                     "reading ahead %d claims of %s failed (%s); their tasks read them", len(held), container, error
                 )
