@@ -378,46 +378,11 @@ sys.stdin.read()  # holds the files open until it is killed
 """
 
 
-def killed_with_files_open(hdfs_cluster, hdfs_store, node: str) -> list:
-    """The claims a writer of `node` (KEEP_OPEN_SCRIPT) synced before it was SIGKILLed
-    with some of their resource files open."""
-    from repositories.claims import ContentClaim, ResourceClaim
-
+def synced_then_killed(script: str, *arguments: str) -> tuple[str, str]:
+    """Run a writer `script`, SIGKILL it once it printed its line (its claims synced),
+    and return that line and what it wrote to stderr."""
     writer = subprocess.Popen(
-        [sys.executable, "-c", KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = writer.stdout.readline()
-        assert line, f"the writer died: {writer.stderr.read()}"
-        writer.kill()
-        assert writer.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
-    written = json.loads(line)
-    claims = [
-        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
-        for section, resource_id, offset, length in written["claims"]
-    ]
-    assert written["open"], "the writer kept no resource file open: this test tests nothing"
-    assert {c.resource.id for c in claims} & set(written["open"])
-    return claims
-
-
-def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recovered(hdfs_cluster, hdfs_store):
-    from cluster.node.content import ForeignContainers
-    from repositories.claims import ContentClaim, ResourceClaim
-    from repositories.content import ContentTruncated
-
-    node = "n9-4"
-    writer = subprocess.Popen(
-        [sys.executable, "-c", CLOSE_FAILS_SCRIPT, hdfs_cluster.url, hdfs_store.root, node, "payload"],
+        [sys.executable, "-c", script, *arguments],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -429,11 +394,21 @@ def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recov
         assert line, f"the writer died: {writer.stderr.read()}"
         writer.kill()
         assert writer.wait(timeout=30) == -signal.SIGKILL
-        assert "failed after its claims were synced" in writer.stderr.read()
+        return line, writer.stderr.read()
     finally:
         if writer.poll() is None:
             writer.kill()
             writer.wait()
+
+
+def test_a_claim_in_a_file_a_dead_node_left_open_is_read_once_its_lease_is_recovered(hdfs_cluster, hdfs_store):
+    from cluster.node.content import ForeignContainers
+    from repositories.claims import ContentClaim, ResourceClaim
+    from repositories.content import ContentTruncated
+
+    node = "n9-4"
+    line, said = synced_then_killed(CLOSE_FAILS_SCRIPT, hdfs_cluster.url, hdfs_store.root, node, "payload")
+    assert "failed after its claims were synced" in said
     claims = [
         ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
         for section, resource_id, offset, length in json.loads(line)
@@ -474,6 +449,22 @@ print(json.dumps({"claims": [[c.resource.section, c.resource.id, c.offset, c.len
                   "open": open_now}), flush=True)
 sys.stdin.read()  # holds the files open until it is killed
 """
+
+
+def killed_with_files_open(hdfs_cluster, hdfs_store, node: str) -> list:
+    """The claims a writer of `node` (KEEP_OPEN_SCRIPT) synced before it was SIGKILLed
+    with some of their resource files open."""
+    from repositories.claims import ContentClaim, ResourceClaim
+
+    line, _ = synced_then_killed(KEEP_OPEN_SCRIPT, hdfs_cluster.url, hdfs_store.root, node)
+    written = json.loads(line)
+    claims = [
+        ContentClaim(ResourceClaim(node, section, resource_id), offset, length)
+        for section, resource_id, offset, length in written["claims"]
+    ]
+    assert written["open"], "the writer kept no resource file open: this test tests nothing"
+    assert {c.resource.id for c in claims} & set(written["open"])
+    return claims
 
 
 # An adopter recovers the dead container's newest files either from the claims its
