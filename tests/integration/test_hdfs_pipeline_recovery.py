@@ -60,34 +60,56 @@ class LoopingWriter:
         self._writer.close()
 
 
+def datanode_warnings(hdfs_cluster, lines: int = 8) -> str:
+    """Each DataNode's last warnings and errors: what a failure below needs explained."""
+    found = []
+    for index, datanode in enumerate(hdfs_cluster.datanodes):
+        try:
+            with open(datanode.log_path, errors="replace") as log:
+                warned = [line.rstrip() for line in log if " WARN " in line or " ERROR " in line]
+        except OSError as error:
+            warned = [f"(no log: {error})"]
+        found.append(f"DataNode {index}:\n" + "\n".join(warned[-lines:]))
+    return "\n".join(found)
+
+
+def wait_for_hsyncs(hdfs_cluster, writers: list[LoopingWriter], targets: list[int], when: str) -> None:
+    """Wait until every writer has `targets[i]` hsyncs answered; any writer's error ends
+    the wait at once. Fails naming the writers that failed or are behind, with counts
+    and the DataNodes' last warnings."""
+    try:
+        wait_until(
+            lambda: (
+                any(writer.error for writer in writers)
+                or all(writer.synced >= target for writer, target in zip(writers, targets, strict=True))
+            ),
+            DEADLINE,
+            f"every writer's hsyncs {when}",
+        )
+    except ServiceError:
+        pass
+    errors = [writer.error for writer in writers if writer.error]
+    assert not errors, f"{len(errors)} of {FILES} writers failed {when}: {errors}\n{datanode_warnings(hdfs_cluster)}"
+    behind = [
+        f"{writer.path} ({writer.synced} of {target})"
+        for writer, target in zip(writers, targets, strict=True)
+        if writer.synced < target
+    ]
+    assert not behind, f"{len(behind)} of {FILES} writers hung {when}: {behind}\n{datanode_warnings(hdfs_cluster)}"
+
+
 def test_hsyncs_in_flight_through_a_killed_datanode_return_on_the_datanodes_left(hdfs_cluster, hdfs_store):
     assert installed_version() == PATCHED_VERSION, "run custody services install: it builds the nodes' HDFS client"
     client = hdfs_native.Client(hdfs_cluster.url, hdfs_cluster.client_config)
     directory = join(hdfs_store.root, "pipeline-recovery")
     client.mkdirs(directory)
     writers = [LoopingWriter(client, join(directory, f"file-{number}")) for number in range(FILES)]
-    wait_until(lambda: all(writer.synced >= 2 for writer in writers), 60, "every writer to hsync twice")
+    wait_for_hsyncs(hdfs_cluster, writers, [2] * FILES, "before any DataNode died")
     victim = 1
     hdfs_cluster.kill_datanode(victim)
     try:
         at_death = [writer.synced for writer in writers]
-        try:
-            wait_until(
-                lambda: (
-                    any(writer.error for writer in writers)
-                    or all(writer.synced >= then + AFTER for writer, then in zip(writers, at_death, strict=True))
-                ),
-                DEADLINE,
-                f"every writer to get {AFTER} hsyncs answered after DataNode {victim}'s death",
-            )
-        except ServiceError:
-            stuck = [
-                writer.path for writer, then in zip(writers, at_death, strict=True) if writer.synced < then + AFTER
-            ]
-            raise AssertionError(
-                f"{len(stuck)} of {FILES} writers hung after DataNode {victim}'s death: {stuck}"
-            ) from None
-        assert not [writer.error for writer in writers if writer.error]
+        wait_for_hsyncs(hdfs_cluster, writers, [then + AFTER for then in at_death], f"after DataNode {victim}'s death")
         for writer in writers:
             writer.stop_and_close()
     finally:
