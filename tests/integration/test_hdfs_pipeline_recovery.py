@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.hdfs]
 FILES = 24
 AFTER = 3  # hsyncs each writer must get answered after the death
 DEADLINE = 30.0  # for all of them; a rebuilt pipeline answers in milliseconds
+START_DEADLINE = 60.0  # for every writer's first two hsyncs, on a loaded machine
 CHUNK = b"y" * 1024
 
 
@@ -73,7 +74,9 @@ def datanode_warnings(hdfs_cluster, lines: int = 8) -> str:
     return "\n".join(found)
 
 
-def wait_for_hsyncs(hdfs_cluster, writers: list[LoopingWriter], targets: list[int], when: str) -> None:
+def wait_for_hsyncs(
+    hdfs_cluster, writers: list[LoopingWriter], targets: list[int], when: str, deadline: float = DEADLINE
+) -> None:
     """Wait until every writer has `targets[i]` hsyncs answered; any writer's error ends
     the wait at once. Fails naming the writers that failed or are behind, with counts
     and the DataNodes' last warnings."""
@@ -83,7 +86,7 @@ def wait_for_hsyncs(hdfs_cluster, writers: list[LoopingWriter], targets: list[in
                 any(writer.error for writer in writers)
                 or all(writer.synced >= target for writer, target in zip(writers, targets, strict=True))
             ),
-            DEADLINE,
+            deadline,
             f"every writer's hsyncs {when}",
         )
     except ServiceError:
@@ -104,7 +107,7 @@ def test_hsyncs_in_flight_through_a_killed_datanode_return_on_the_datanodes_left
     directory = join(hdfs_store.root, "pipeline-recovery")
     client.mkdirs(directory)
     writers = [LoopingWriter(client, join(directory, f"file-{number}")) for number in range(FILES)]
-    wait_for_hsyncs(hdfs_cluster, writers, [2] * FILES, "before any DataNode died")
+    wait_for_hsyncs(hdfs_cluster, writers, [2] * FILES, "before any DataNode died", START_DEADLINE)
     victim = 1
     hdfs_cluster.kill_datanode(victim)
     try:
