@@ -57,6 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from flow.engine import DEFAULT_THREADS
+from flow.steps import Steps
 from repositories.storage import AbandonableStorage
 
 from ..clients import (
@@ -750,6 +751,7 @@ class ClusterMember:
             )
             if self._on_fencing is not None:
                 self._on_fencing(current)
+            steps = Steps(self._clock)
             handle = adopt_shard(
                 self.storage,
                 self.layout,
@@ -761,7 +763,9 @@ class ClusterMember:
                 callbacks=self._callbacks(current, home=False),
                 on_leases_asked=self._leases_asked_callback(current),
             )
+            steps.done("fenced")
             runtime = self._prepare(handle)
+            steps.done("recovered")
             try:
                 self.guard.check()
                 if current.state in (ShardState.ADOPTING, ShardState.HELD):
@@ -770,13 +774,22 @@ class ClusterMember:
             except BaseException:
                 self._end_runtime(runtime)
                 raise
+            steps.done("marked")
             self.timeline.steps[key] = current.step
             self.timeline.adopted[key] = self._wall_clock()
             self._run_shard(handle, runtime)
+            steps.done("started")
             self._attempts.pop(key, None)
             adoptions.of(ADOPTED).add()
             self.instruments.adoption_durations.observe(self._clock() - started)
-            log.info("%s shard %s adopted by %s at epoch %d", tag(current.step), current.shard, me, current.epoch)
+            log.info(
+                "%s shard %s adopted by %s at epoch %d in %s",
+                tag(current.step),
+                current.shard,
+                me,
+                current.epoch,
+                steps.said(),
+            )
             remarks = list(handle.plan_notes)
             if current.state is ShardState.HELD:
                 remarks.insert(0, f"it could be opened at last, after {attempts.rechecks} recheck(s)")

@@ -108,6 +108,7 @@ from typing import TYPE_CHECKING
 from ...errors import ExpressionError, NotAdmitted, UnreadableContent
 from ...processor import ProcessContext, Processor, PropertyDescriptor
 from ...records.errors import RecordError
+from ...steps import Steps
 from ..content_failures import ContentFailures
 from ..expression_failures import ExpressionFailures, PropertyFailed, evaluate_all
 from ..refusals import Refusals
@@ -122,7 +123,6 @@ from .delivery import (
 )
 from .demarcation import decode_demarcator, split_records
 from .record_mode import PUBLISH_PROPERTIES, to_publish, validate_record_mode
-from .steps import Steps
 from .tasks import run_alone
 from .transactional import finish_idle_hanging, transactional_producer
 

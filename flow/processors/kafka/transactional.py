@@ -26,9 +26,9 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, TypeVar
 
 from ...errors import NotAdmitted
+from ...steps import Steps
 from . import hanging, progress, wire
 from .delivery import BROKER_WAIT_S, ProgressReader, SinkProducer, Undelivered, create_progress_topic, read_back
-from .steps import Steps
 
 if TYPE_CHECKING:
     from ...processor import ProcessContext

@@ -1,15 +1,17 @@
-"""How long each step of a slow piece of work took, said in one log line.
+"""How long each step of a piece of work took, said in one log line.
 
-PublishKafka makes a new transactional producer in several steps, each a round trip
-or more to the brokers (its own id's hanging transactions finished, the fencing
-`init_transactions`, and beside them the progress partition found and other ids'
-hanging transactions; then the read back of its progress: `transactional`). On an
-adopted shard they lie between the adoption and its first record out, so when they
-take long together the node says which step took the time. A new producer's first
-task then says where its own time went, always (one line a producer): waiting for the
-producer, reading the content, the Kafka transaction, the WAL commit. On an adopted
-shard that task is the resume, the adopted FlowFiles' first records out. A drill's
-slow round is then explained by its node's log alone.
+Work whose steps lie between a failure and the first record out says where its time
+went, so that a drill's slow round is explained by its node's log alone:
+
+* PublishKafka's new transactional producer (its own id's hanging transactions
+  finished, the fencing `init_transactions`, the read back of its progress; on an
+  adopted shard they lie between the adoption and its first record out) logs its
+  steps when they took longer than `SLOW_S` together, and its first task says always
+  where its own time went (waiting for the producer, the content, the Kafka
+  transaction, the WAL commit);
+* a node's adoption of a shard says, in its "adopted" line, how long the fencing, the
+  WAL's recovery, the compare-and-set that marks the shard adopted and the start of
+  its flow took.
 """
 
 from __future__ import annotations

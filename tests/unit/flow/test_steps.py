@@ -1,9 +1,9 @@
-"""The step timer PublishKafka's new producer says its slow steps with (pure logic:
-a clock of our own)."""
+"""The step timer that PublishKafka's new producer and a shard's adoption say their
+steps with (pure logic: a clock of our own)."""
 
 from __future__ import annotations
 
-from flow.processors.kafka.steps import Steps
+from flow.steps import Steps
 
 
 def clock_of(moments: list[float]):
