@@ -252,15 +252,20 @@ class QueueShard:
 
     # -- recovery ---------------------------------------------------------------
 
-    def recover(self) -> ShardRecovery:
+    def recover(self, *, checkpoint_beside: bool = False) -> ShardRecovery:
         """Rebuild the queues from the WAL: live FlowFiles are loaded, swapped ones are
-        registered from their swap file's summary without being loaded."""
+        registered from their swap file's summary without being loaded.
+
+        `checkpoint_beside`: the checkpoint the WAL's recovery may have to take before
+        new writes (always on HDFS) runs beside the rest of the recovery and what the
+        caller does next (`WriteAheadLog.recover`); the caller waits for it with
+        `self.wal.writable()` before the shard runs."""
         report = ShardRecovery()
         if self.wal is None:
             return report
         if self.swap_store is not None:
             self.swap_store.prepare()
-        records = self.wal.recover()
+        records = self.wal.recover(checkpoint_beside=checkpoint_beside)
         by_queue: dict[str, list[FlowFile]] = defaultdict(list)
         live_claims = report.live_claims
         for record in records.values():

@@ -8,7 +8,11 @@ provenance.
    (`opened`) before anything is read, so that a stop or a death during recovery
    finds the WAL to close or abandon.
 2. Recovery: the WAL replayed, the queues rebuilt, swapped FlowFiles registered from
-   their swap files' summaries without being loaded (`QueueShard.recover`).
+   their swap files' summaries without being loaded (`QueueShard.recover`). The
+   checkpoint the WAL takes before new writes (on HDFS, at every recovery: new
+   journals, since HDFS does not reopen a file for append) runs beside the rest of
+   this step and the next two, which need no WAL write (one that does waits for it);
+   the shard is returned once it is done.
 3. The node's content told what the shard holds (`content`): the standalone node
    recovers its content repository from the live claims; a clustered node makes an
    adopted shard's content readable ahead of its first reads.
@@ -50,6 +54,9 @@ def open_node_shard(
     """Open and recover the shard in `files` with `queues`, in the order above."""
     shard = files.open(queues, retry_backoff)
     opened(shard)
-    recovery = shard.recover()
+    recovery = shard.recover(checkpoint_beside=True)
     recovered = content(shard, recovery)
-    return OpenedShard(shard, recovery, recovered, reconcile(recovery.outbox, provenance(), foreign=foreign))
+    replayed = reconcile(recovery.outbox, provenance(), foreign=foreign)
+    if shard.wal is not None:
+        shard.wal.writable()
+    return OpenedShard(shard, recovery, recovered, replayed)

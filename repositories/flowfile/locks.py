@@ -34,6 +34,16 @@ class SharedExclusiveLock:
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
+        self.acquire_exclusive()
+        try:
+            yield
+        finally:
+            self.release_exclusive()
+
+    def acquire_exclusive(self) -> None:
+        """Take the lock alone. Ownership is not tied to a thread: the thread that took
+        it may hand it to another, which releases it (a recovery hands its forced
+        checkpoint to a thread of its own, and updates wait for that thread)."""
         with self._condition:
             self._exclusive_waiting += 1
             try:
@@ -42,9 +52,8 @@ class SharedExclusiveLock:
             finally:
                 self._exclusive_waiting -= 1
             self._exclusive = True
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._exclusive = False
-                self._condition.notify_all()
+
+    def release_exclusive(self) -> None:
+        with self._condition:
+            self._exclusive = False
+            self._condition.notify_all()

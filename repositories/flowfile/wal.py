@@ -159,6 +159,9 @@ class WriteAheadLog:
         self._partial_complete = False
         self._last_checkpoint = clock()
         self._checkpoint_thread: threading.Thread | None = None
+        # The checkpoint a recovery left running beside its caller, and how it failed.
+        self._forced: threading.Thread | None = None
+        self._forced_error: CheckpointError | None = None
         self._stop = threading.Event()
         self.last_recovery: RecoveryReport | None = None
         self.sync_durations = LatencyHistogram()
@@ -194,19 +197,62 @@ class WriteAheadLog:
                 return
         self._run((callback,))
 
-    def recover(self) -> dict[str, FlowFileRecord]:
+    def recover(self, *, checkpoint_beside: bool = False) -> dict[str, FlowFileRecord]:
         """Restore the record map from the directory (NiFi's restore) and make
-        the log writable. Returns a new dict {record id: FlowFileRecord}."""
-        with self._repository_lock.exclusive():
+        the log writable. Returns a new dict {record id: FlowFileRecord}.
+
+        A recovery that must checkpoint before new writes (a journal with a cut tail,
+        a storage that does not reopen journals: HDFS) does so before it returns, or,
+        with `checkpoint_beside`, in a thread of its own that holds the repository lock
+        from the recovery on: the caller goes on at once with what it builds from the
+        records (an adopter reads its swap files' summaries and its first claims
+        meanwhile), every update, checkpoint and close waits for that thread as it
+        would for any checkpoint, and `writable()` waits for it and raises what
+        `recover` would have raised. Nothing is acknowledged before it succeeds."""
+        lock = self._repository_lock
+        lock.acquire_exclusive()
+        handed = False
+        try:
             self._check_open()
             if self._restored:
                 raise RuntimeError("recover() was already called on this WriteAheadLog")
-            self._recover_locked()
-            self._restored = True
-            self._last_checkpoint = self._clock()
+            stale = self._recover_locked()
+            records = dict(self._records)
+            if stale is None or not checkpoint_beside:
+                if stale is not None:
+                    self._forced_checkpoint_locked(stale)
+                self._restored = True
+                self._last_checkpoint = self._clock()
+            else:
+                forced = threading.Thread(
+                    target=self._forced_checkpoint_beside,
+                    args=(stale,),
+                    name=f"wal-recovery-checkpoint {self.directory}",
+                    daemon=True,
+                )
+                self._restored = True  # an update waits for the lock the thread holds
+                try:
+                    forced.start()
+                except BaseException:
+                    self._restored = False
+                    raise
+                self._forced, handed = forced, True  # the thread releases the lock
+        finally:
+            if not handed:
+                lock.release_exclusive()
         if self.checkpoint_interval is not None:
             self._start_checkpoint_thread()
-        return dict(self._records)
+        return records
+
+    def writable(self) -> None:
+        """Wait for the checkpoint a `recover(checkpoint_beside=True)` left running;
+        raises its CheckpointError (the WAL then acknowledges nothing until a checkpoint
+        succeeds). At once when there is none."""
+        forced = self._forced
+        if forced is not None:
+            forced.join()
+        if self._forced_error is not None:
+            raise self._forced_error
 
     def update(self, updates: Iterable[Update], sync: bool = True) -> int:
         """Write one transaction of `Put`/`Delete`/`SwapOut`/`SwapIn` updates and
@@ -504,7 +550,9 @@ class WriteAheadLog:
     def _path(self, name: str) -> str:
         return join(self.directory, name)
 
-    def _recover_locked(self) -> None:
+    def _recover_locked(self) -> dict[int, str] | None:
+        """Restore memory; the journals to replace when a checkpoint must come before
+        new writes, else None (the journals are open for append)."""
         storage = self.storage
         if not storage.exists(self.directory):
             storage.mkdir(self.directory)
@@ -560,20 +608,6 @@ class WriteAheadLog:
             # each recovery: this storage writes its files once (HDFS; see the protocol).
             report.checkpoint_reasons.append(f"{self.storage.scheme} storage does not reopen journals")
         self.last_recovery = report
-        if report.checkpoint_reasons:
-            # A journal with a cut tail cannot be appended to: rewrite it by a checkpoint.
-            log.info("WAL %s: checkpoint before new writes: %s", self.directory, "; ".join(report.checkpoint_reasons))
-            try:
-                self._checkpoint_locked(stale_journals=files.journals)
-            except Exception as error:
-                raise CheckpointError(
-                    f"restoration of {self.directory} failed: the forced checkpoint failed: {error}"
-                ) from error
-        else:
-            self._journals = [
-                Journal(path, self.storage.append(path), self._hooks, self._journal_failed, self.sync_durations)
-                for _, path in sorted(files.journals.items())
-            ]
         log.info(
             "WAL %s recovered: %d records, %d swap files, max transaction id %d (%s)",
             self.directory,
@@ -582,6 +616,41 @@ class WriteAheadLog:
             report.max_txid,
             case.name,
         )
+        if report.checkpoint_reasons:
+            # A journal with a cut tail cannot be appended to: rewrite it by a checkpoint.
+            log.info("WAL %s: checkpoint before new writes: %s", self.directory, "; ".join(report.checkpoint_reasons))
+            return files.journals
+        self._journals = [
+            Journal(path, self.storage.append(path), self._hooks, self._journal_failed, self.sync_durations)
+            for _, path in sorted(files.journals.items())
+        ]
+        return None
+
+    def _forced_checkpoint_locked(self, stale_journals: dict[int, str]) -> None:
+        """The checkpoint a recovery must take before new writes; the caller holds the
+        exclusive lock. Raises CheckpointError."""
+        started = self._clock()
+        try:
+            self._checkpoint_locked(stale_journals=stale_journals)
+        except Exception as error:
+            raise CheckpointError(
+                f"restoration of {self.directory} failed: the forced checkpoint failed: {error}"
+            ) from error
+        log.info("WAL %s: checkpoint before new writes done in %.2f s", self.directory, self._clock() - started)
+
+    def _forced_checkpoint_beside(self, stale_journals: dict[int, str]) -> None:
+        """`_forced_checkpoint_locked` in its own thread, which `recover` handed the
+        exclusive lock: released here, whatever happens."""
+        try:
+            self._forced_checkpoint_locked(stale_journals)
+            self._last_checkpoint = self._clock()
+        except CheckpointError as error:
+            self._forced_error = error  # `_checkpoint_locked` poisoned the WAL: updates roll first
+        except BaseException as error:  # noqa: BLE001 - a crash test's injected crash
+            self._forced_error = CheckpointError(f"restoration of {self.directory} failed: {error!r}")
+            self._forced_error.__cause__ = error
+        finally:
+            self._repository_lock.release_exclusive()
 
     def _without_unfinished_first_checkpoint(self, files: WalFiles) -> WalFiles:
         """A `.partial` with neither a snapshot nor a journal beside it that cannot be
