@@ -26,8 +26,7 @@ MIN_LOAD_SECONDS = 12.0  # the load fault's ten stalls of 0.8 s, 0.4 s apart
 
 
 def register(subparsers) -> None:
-    from ..drills.fault_kinds import FAULT_KINDS
-    from ..drills.targets import TARGET_KINDS
+    from ..drills.fault_kinds import FAULT_KINDS, TARGET_KINDS  # not targets: every command would load it
 
     faults = "; ".join(f"{kind.name}: {kind.what}" for kind in FAULT_KINDS)
     parser = subparsers.add_parser(

@@ -267,12 +267,18 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
     def resume(self, name: str) -> None:
         self.project.signal(self.nodes[name], "SIGCONT")
 
-    def restart(self, name: str, timeout: float = 90.0) -> None:
-        service, before = self.nodes[name], self.incarnation(name)
-        if self.project.status(service) in ("running", "paused"):
+    def restart(self, *names: str, timeout: float = 90.0) -> None:
+        before = {name: self.incarnation(name) for name in names}
+        running = [name for name in names if self.project.status(self.nodes[name]) in ("running", "paused")]
+        for name in running:
             self.kill(name)
-            wait_until(lambda: self.project.status(service) == "exited", 30, f"{service} to exit")
-        self._start(name, before, timeout)
+        for service in (self.nodes[name] for name in running):
+            wait_until(lambda s=service: self.project.status(s) == "exited", 30, f"{service} to exit")
+        for name in names:
+            self.launch(name)
+        deadline = time.monotonic() + timeout
+        for name in names:
+            self._joined_again(name, before[name], max(0.0, deadline - time.monotonic()))
 
     def graceful_restart(self, name: str, timeout: float = 60.0) -> bool:
         service, before = self.nodes[name], self.incarnation(name)
@@ -289,6 +295,9 @@ class ComposeTarget(WorkloadFeed, FlowWorkloadViews):
 
     def _start(self, name: str, before: str | None, timeout: float) -> None:
         self.launch(name)
+        self._joined_again(name, before, timeout)
+
+    def _joined_again(self, name: str, before: str | None, timeout: float) -> None:
         wait_until(
             lambda: self.incarnation(name) not in (None, before), timeout, f"{name} to join again after {before}"
         )

@@ -1,5 +1,6 @@
 """The faults a failover drill injects: their names, what each does to the cluster,
-whether the cluster must fail over, and the parsing of an operator's list of them.
+whether the cluster must fail over, and the parsing of an operator's list of them;
+and the kinds of cluster it drills (`TARGET_KINDS`, each a `targets.DrillTarget`).
 
 Pure: no I/O. The round loop (`runner`) injects them through a `DrillTarget`; a
 target says which of them it supports (`DrillTarget.supported_faults`).
@@ -99,6 +100,8 @@ FAULT_KINDS = (
         "partition",
     ),
 )
+TARGET_KINDS = ("local", "compose")
+
 BY_NAME = {kind.name: kind for kind in FAULT_KINDS}
 _FORMER = {kind.former_name: kind.name for kind in FAULT_KINDS}
 

@@ -238,9 +238,12 @@ class LocalTarget(WorkloadFeed, ZooKeeperViews):
     def resume(self, name: str) -> None:
         self.cluster.nodes[name].signal(signal.SIGCONT)
 
-    def restart(self, name: str, timeout: float = 90.0) -> None:
-        self.launch(name)
-        self.cluster.nodes[name].wait(NodeEvent.JOINED, timeout=timeout)
+    def restart(self, *names: str, timeout: float = 90.0) -> None:
+        for name in names:
+            self.launch(name)
+        deadline = time.monotonic() + timeout
+        for name in names:
+            self.cluster.nodes[name].wait(NodeEvent.JOINED, timeout=max(0.0, deadline - time.monotonic()))
 
     def launch(self, name: str) -> None:
         self.cluster.nodes[name].close()

@@ -231,8 +231,7 @@ class DrillRunner:
             target.kill(name)
         for gone in entry["victims"]:
             wait_moved(target, gone)
-        for name in chosen:
-            target.restart(name)
+        target.restart(*chosen)
         shards = []
         for gone in entry["victims"]:
             shard: dict = {"victim": gone}
@@ -330,8 +329,7 @@ def _leader(target, entry, victim, incarnation, leader) -> None:
         target.kill(leader)
         restarted.append(leader)
     wait_moved(target, incarnation)
-    for name in restarted:
-        target.restart(name)
+    target.restart(*restarted)
 
 
 def _adopter(target, entry, victim, incarnation, leader) -> None:
@@ -343,8 +341,7 @@ def _adopter(target, entry, victim, incarnation, leader) -> None:
     note_adoption_ended_first(target, entry, incarnation, chosen)
     wait_moved(target, incarnation)
     wait_moved(target, chosen)
-    for name in (victim, adopter):
-        target.restart(name)
+    target.restart(victim, adopter)
 
 
 def _partition(target, entry, victim, incarnation, leader) -> None:

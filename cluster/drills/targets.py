@@ -52,8 +52,7 @@ from ..errors import ClusterError
 from ..node.events import NodeEvent
 from ..services.hdfs import blocks_scheduled
 from .checker import ClusterReport
-
-TARGET_KINDS = ("local", "compose")
+from .fault_kinds import TARGET_KINDS
 
 
 class TargetUnavailable(ClusterError):
@@ -148,9 +147,10 @@ class DrillTarget(Protocol):
     def resume(self, name: str) -> None:
         """SIGCONT a paused node."""
 
-    def restart(self, name: str, timeout: float = 90.0) -> None:
-        """Kill what is left of the node, start it again, and return once it joined as
-        a new incarnation."""
+    def restart(self, *names: str, timeout: float = 90.0) -> None:
+        """Kill what is left of each node, start them all again, and return once each
+        joined as a new incarnation (they start side by side: a round that killed two
+        waits for the slower start, not for both one after the other)."""
 
     def launch(self, name: str) -> None:
         """Start a node that `kill` left down, and return at once: a partition round

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from .errors import RecordError
+
+if TYPE_CHECKING:
+    import duckdb
 
 TABLE = "FLOWFILE"
 RESULT_BATCH = 65_536
@@ -45,7 +48,11 @@ _database_lock = threading.Lock()
 
 
 def _cursor() -> duckdb.DuckDBPyConnection:
-    """A cursor of the process's one in-memory database, for one query on one thread."""
+    """A cursor of the process's one in-memory database, for one query on one thread.
+    DuckDB is imported here, by the first query: a node whose flow has none starts
+    without it."""
+    import duckdb
+
     global _database
     with _database_lock:
         if _database is None:
@@ -58,6 +65,8 @@ def query_problem(sql: str, schema: pa.Schema | None) -> str | None:
     SELECT statement, a syntax error, or (when `schema` is known) a column or a
     function the records do not have."""
     cursor = _cursor()
+    import duckdb  # loaded by _cursor
+
     try:
         try:
             statements = cursor.extract_statements(sql)
@@ -94,6 +103,8 @@ class QueryResult:
 
     def __enter__(self) -> QueryResult:
         self._cursor = _cursor()
+        import duckdb  # loaded by _cursor
+
         try:
             self._cursor.register(TABLE, pa.RecordBatchReader.from_batches(self._input, iter(self._source)))
             self._reader = self._cursor.sql(self._sql).to_arrow_reader(RESULT_BATCH)
@@ -105,6 +116,8 @@ class QueryResult:
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         assert self._reader is not None, "QueryResult is iterated in its with block"
+        import duckdb  # loaded by _cursor
+
         try:
             yield from self._reader
         except (duckdb.Error, pa.ArrowException, OSError) as error:  # Arrow's stream reports DuckDB's as OSError

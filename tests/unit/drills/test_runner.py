@@ -158,9 +158,10 @@ class ScriptedTarget:
         self._emit(name, "rejected write", shard=self.incarnation(name))
         self._join(name, new_process=False)
 
-    def restart(self, name, timeout=90.0):
-        self.log.append(("restart", name))
-        self._join(name)
+    def restart(self, *names, timeout=90.0):
+        for name in names:
+            self.log.append(("restart", name))
+            self._join(name)
 
     def graceful_restart(self, name, timeout=60.0):
         self._join(name)
