@@ -118,7 +118,7 @@ NODE_TOML = Schema(
                 Key(
                     "chroot",
                     Text("a znode path starting with '/'", prefix="/"),
-                    "a path below which the cluster lives",
+                    "a path below which the cluster lives; the first node to start creates it when missing",
                     default="",
                 ),
                 Key(

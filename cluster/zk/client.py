@@ -51,6 +51,27 @@ def start_client(client: KazooClient, timeout: float) -> None:
         raise translate(error, "connecting") from error
 
 
+def ensure_chroot(client: KazooClient, acl: list | None, timeout: float = 10.0) -> None:
+    """Create the chroot of a started `client` ("h1:2181/custody-prod": every path it
+    uses lives under /custody-prod) when it is missing, as Kafka's and HBase's servers
+    create theirs: through a second client of the same ensemble without the chroot,
+    authenticated as `client` is, the chroot's znodes carrying `acl` (None: ZooKeeper's
+    open default). A client without a chroot: nothing to do."""
+    chroot = getattr(client, "chroot", None)
+    if not chroot or client.exists("/"):
+        return
+    hosts = ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}" for host, port in client.hosts)
+    root = KazooClient(hosts=hosts, timeout=timeout, auth_data=list(client.auth_data))
+    try:
+        root.start(timeout=timeout)
+        root.ensure_path(chroot, acl=acl)
+        log.info("created the ZooKeeper chroot %s", chroot)
+    except KAZOO_ERRORS as error:
+        raise translate(error, "creating the chroot", chroot) from error
+    finally:
+        stop_quietly(root)
+
+
 def close_session(
     hosts: str, session_id: int, password: bytes, *, session_timeout: float, timeout: float = 30.0
 ) -> None:

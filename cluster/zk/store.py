@@ -37,6 +37,7 @@ from ..core.layout import ROOT, ClusterLayout
 from ..core.ownership import ShardOwnership
 from ..errors import ZooKeeperAccessRefused
 from .acl import check_root_acl, shared_parent_acl
+from .client import ensure_chroot
 from .flows import read_cluster_flow, write_cluster_flow
 from .kafka_holds import KafkaHolds
 from .kazoo_errors import translates_kazoo
@@ -86,6 +87,7 @@ class ClusterStore:
         (`cluster.zk.acl`); without, a protected cluster is refused by name."""
         identity = getattr(self.client, "default_acl", None)
         try:
+            ensure_chroot(self.client, shared_parent_acl(identity) if identity else None)
             if identity and not self.client.exists(ROOT):
                 try:
                     self.client.create(ROOT, b"", acl=shared_parent_acl(identity))

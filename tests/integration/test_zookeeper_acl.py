@@ -18,6 +18,7 @@ from kazoo.security import make_digest_acl
 from cluster.clients import ClientFactory, ZooKeeperSettings, stop_quietly
 from cluster.core.layout import ClusterLayout
 from cluster.errors import ZooKeeperAccessRefused
+from cluster.zk.acl import OPEN, acl_state, digest_acl, shared_parent_acl
 from cluster.zk.store import ClusterStore
 
 pytestmark = [pytest.mark.zookeeper]
@@ -100,6 +101,33 @@ def test_a_client_without_the_credentials_can_neither_read_nor_change_the_cluste
         finally:
             stop_quietly(anonymous_client)
     owner.delete("/custody/neighbour")
+
+
+@pytest.mark.parametrize("credentials", [CREDENTIALS, None], ids=["credentials", "open"])
+def test_a_missing_chroot_is_created_by_the_first_node_as_kafkas_brokers_do(zk_hosts, credentials):
+    """`hosts = "h1:2181,h2:2181/custody-prod"` on an ensemble without /custody-prod: the
+    node creates it (readable and open to creating by anyone, changed by the identity
+    alone, as /custody is) instead of failing on a missing parent."""
+    chrooted = f"{zk_hosts}/custody-prod"
+    outside = anonymous(zk_hosts)
+    assert outside.exists("/custody-prod") is None
+    client = ClientFactory(ZooKeeperSettings(chrooted, credentials=credentials)).start_zookeeper()
+    try:
+        layout = ClusterLayout("chrooted")
+        store = ClusterStore(client, layout)
+        store.ensure_paths()
+        store.new_incarnation("n1")
+        assert outside.exists(f"/custody-prod{layout.nodes}") is not None  # under the chroot, seen from outside
+        acl, _ = client.get_acls("/")  # the chroot (read as the identity: ZooKeeper masks a digest to others)
+        if credentials:
+            assert acl == shared_parent_acl(digest_acl(*CREDENTIALS.split(":"))), acl
+            assert refused_everything(outside, "/custody-prod/custody/chrooted") == []
+        else:
+            assert acl_state(acl) == OPEN
+    finally:
+        client.delete("/custody", recursive=True)  # as the identity: the chroot itself is open to delete
+        stop_quietly(client)
+        stop_quietly(outside)
 
 
 def test_a_cluster_made_before_credentials_is_refused_until_secured(zk_hosts, owner, credentials_file):
