@@ -53,8 +53,8 @@ def start_client(client: KazooClient, timeout: float) -> None:
 
 def ensure_chroot(client: KazooClient, acl: list | None, timeout: float = 10.0) -> None:
     """Create the chroot of a started `client` ("h1:2181/custody-prod": every path it
-    uses lives under /custody-prod) when it is missing, as Kafka's and HBase's servers
-    create theirs: through a second client of the same ensemble without the chroot,
+    uses lives under /custody-prod) when it is missing, as a Kafka broker creates its
+    chroot: through a second client of the same ensemble without the chroot,
     authenticated as `client` is, the chroot's znodes carrying `acl` (None: ZooKeeper's
     open default). A client without a chroot: nothing to do."""
     chroot = getattr(client, "chroot", None)
