@@ -117,13 +117,14 @@ def run_directory(directory: str | None, prefix: str) -> Iterator[Path]:
 
 @contextmanager
 def broker_servers(servers: str | None, root: Path) -> Iterator[str]:
-    """`servers`, or the harness's broker's, started under `root` for the run."""
+    """`servers`, or the harness's broker's, started under `root` for the run, with both
+    of the JIT's compilers (`peak`), as a broker on a machine of its own runs."""
     if servers:
         yield servers
         return
     from cluster.services.kafka import KafkaBroker
 
-    broker = KafkaBroker(root / "services")
+    broker = KafkaBroker(root / "services", peak=True)
     broker.start()
     try:
         yield broker.bootstrap_servers

@@ -79,13 +79,21 @@ def listener_settings(addresses: Mapping[str, str]) -> dict[str, str]:
     return {"listeners": listeners, "advertised.listeners": listeners, "listener.security.protocol.map": protocols}
 
 
-def java_command(java: str, jars: Path, heap: str, main: str, *args: str) -> list[str]:
+def java_command(java: str, jars: Path, heap: str, main: str, *args: str, peak: bool = False) -> list[str]:
     """A Kafka JVM's command line: small heap, serial GC (one broker on 2 cores), the
-    project's Log4j 2 configuration, every fetched jar on the classpath."""
+    project's Log4j 2 configuration, every fetched jar on the classpath.
+
+    Unless `peak`, the JIT compiles with C1 alone (`-XX:TieredStopAtLevel=1`). With
+    C2 as well, a broker just started spends a fifth to a third of a core compiling for its
+    first two or three minutes, and again after every restart: on the two cores it
+    shares with a cluster's nodes and HDFS, that lands on the nodes' takeovers. A
+    benchmark of the broker's throughput asks for `peak` (a long-running broker on a
+    machine of its own, as in production)."""
     return [
         java,
         f"-Xmx{heap}",
         "-XX:+UseSerialGC",
+        *(() if peak else ("-XX:TieredStopAtLevel=1",)),
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={LOG4J_FILE}",
         "-cp",
@@ -118,8 +126,10 @@ def leaderless(metadata) -> list[str]:
 class KafkaBroker:
     name = "kafka"
 
-    def __init__(self, workdir: Path, heap: str = "256m", security: bool = False):
+    def __init__(self, workdir: Path, heap: str = "256m", security: bool = False, peak: bool = False):
+        """`peak`: the JIT's C2 compiler as well as C1 (`java_command`)."""
         self.security = security
+        self.peak = peak
         self.workdir = Path(workdir) / ("kafka-secure" if security else "kafka")
         self.heap = heap
         self.ports: dict[str, int] = {}
@@ -294,7 +304,7 @@ class KafkaBroker:
         return kafka_security.Credentials.load(self._credentials_path())
 
     def _server(self, pid: int | None) -> ManagedProcess:
-        argv = java_command(java_binary(), kafka_jars(), self.heap, SERVER_MAIN, str(self.config_path))
+        argv = java_command(java_binary(), kafka_jars(), self.heap, SERVER_MAIN, str(self.config_path), peak=self.peak)
         return ManagedProcess.attach("kafka", argv, str(self.workdir / "server.log"), pid)
 
     def _format(self) -> None:

@@ -77,6 +77,23 @@ def test_the_command_line_runs_the_fetched_jars_with_a_small_heap_and_the_log_co
     assert argv[-2:] == ["kafka.Kafka", "/w/server.properties"]
 
 
+def test_the_jit_compiles_with_c1_alone_unless_the_brokers_peak_is_asked_for():
+    def argv(**peak):
+        return java_command("/usr/bin/java", Path("/j"), "256m", kafka.SERVER_MAIN, "/w/s.properties", **peak)
+
+    assert "-XX:TieredStopAtLevel=1" in argv()
+    assert not any(option.startswith("-XX:TieredStopAtLevel") for option in argv(peak=True))
+    assert argv(peak=True)[-2:] == argv()[-2:] == ["kafka.Kafka", "/w/s.properties"]
+
+
+def test_the_compose_broker_runs_with_the_harness_jvm_options():
+    entrypoint = (Path(kafka.__file__).parents[1] / "docker" / "kafka-entrypoint.sh").read_text()
+    options = next(line for line in entrypoint.splitlines() if line.startswith("jvm="))
+    for option in java_command("java", Path("/j"), "256m", kafka.SERVER_MAIN):
+        if option.startswith("-X"):
+            assert option in options, option
+
+
 def test_a_cluster_id_is_kafkas_uuid_form_and_never_reads_as_an_option(monkeypatch):
     # 0xf8 makes the base64 text start with '-', which the storage tool would take for an option.
     drawn = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x01" * 16)])
