@@ -84,8 +84,8 @@ def java_command(java: str, jars: Path, heap: str, main: str, *args: str, peak: 
     project's Log4j 2 configuration, every fetched jar on the classpath.
 
     Unless `peak`, the JIT compiles with C1 alone (`-XX:TieredStopAtLevel=1`). With
-    C2 as well, a broker just started spends a fifth to a third of a core compiling for its
-    first two or three minutes, and again after every restart: on the two cores it
+    C2 as well, a broker just started spends a fifth to a quarter of a core compiling for
+    its first minute and a half, and again after every restart: on the two cores it
     shares with a cluster's nodes and HDFS, that lands on the nodes' takeovers. A
     benchmark of the broker's throughput asks for `peak` (a long-running broker on a
     machine of its own, as in production)."""
