@@ -245,8 +245,11 @@ def zk_hosts(request, zookeeper_ensemble):
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoAuthError
 
+    from cluster.zk.client import RECONNECT
+
     chroot = f"/tests/{_unique(request)}"
-    admin = KazooClient(hosts=zookeeper_ensemble.hosts, timeout=10)
+    # It reconnects as promptly as the nodes do when a test cut the ensemble.
+    admin = KazooClient(hosts=zookeeper_ensemble.hosts, timeout=10, connection_retry=dict(RECONNECT))
     admin.start(timeout=30)
     admin.ensure_path(chroot)
     yield zookeeper_ensemble.connection_string(chroot)

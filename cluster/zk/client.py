@@ -8,6 +8,12 @@ A client made here records the session timeout the server granted at each connec
 (`granted_session_timeout`): ZooKeeper clamps it to the servers' [minSessionTimeout,
 maxSessionTimeout], and a node that timed its own expiry by a longer one would work on
 after the ensemble declared it dead.
+
+A client made here also tries the ensemble again at least once a second while it
+cannot reach it (`RECONNECT`), as ZooKeeper's own Java client does (a random pause of
+up to a second between servers). kazoo's default doubles the pause up to an hour: after
+an outage of a minute a node waited about as long again before it tried, and learnt
+only then that its session had expired.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from .kazoo_errors import KAZOO_ERRORS, translate
 log = logging.getLogger(__name__)
 
 _GRANTED = "custody_granted_session_timeout"
+# kazoo's connection retry (`KazooRetry`'s arguments): for ever, from 0.1 s doubling to 1 s.
+RECONNECT = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
 
 def new_client(
@@ -36,7 +44,9 @@ def new_client(
     `credentials` ("user:password") it authenticates by digest, and every znode it
     creates carries `acl` (`acl.digest_acl`: the identity alone)."""
     secured = {"auth_data": [("digest", credentials)], "default_acl": acl} if credentials else {}
-    client = KazooClient(hosts=hosts, timeout=session_timeout, read_only=read_only, **secured)
+    client = KazooClient(
+        hosts=hosts, timeout=session_timeout, read_only=read_only, connection_retry=dict(RECONNECT), **secured
+    )
     _record_granted_timeout(client)
     return client
 
@@ -61,7 +71,7 @@ def ensure_chroot(client: KazooClient, acl: list | None, timeout: float = 10.0) 
     if not chroot or client.exists("/"):
         return
     hosts = ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}" for host, port in client.hosts)
-    root = KazooClient(hosts=hosts, timeout=timeout, auth_data=list(client.auth_data))
+    root = KazooClient(hosts=hosts, timeout=timeout, auth_data=list(client.auth_data), connection_retry=dict(RECONNECT))
     try:
         root.start(timeout=timeout)
         root.ensure_path(chroot, acl=acl)
