@@ -126,7 +126,11 @@ def test_sql_joins_json_and_csv_records_with_their_attributes(tmp_path, run_node
         },
     )
     node = run_node(flow)
-    assert node.wait_until(lambda: len(files_in(dirs["originals"])) == 2, TIMEOUT), node.status()
+    # The originals and the results reach their PutFiles in one commit, and each PutFile
+    # runs on its own: wait for both.
+    assert node.wait_until(
+        lambda: len(files_in(dirs["originals"])) == 2 and len(records_in(dirs["out"])) == 4, TIMEOUT
+    ), node.status()
     records = sorted(records_in(dirs["out"]), key=lambda record: record["id"])
     assert records == [
         {"id": 1, "doubled": 20, "source": "a.json"},
@@ -165,7 +169,9 @@ def test_a_python_transform_gets_its_params_and_a_raising_one_fails_the_batch(tm
     )
     drop_all(dirs["in"], {"a.json": '{"id": 1, "amount": 5}\n{"id": 2, "amount": 7}\n'})
     node = run_node(flow)
-    assert node.wait_until(lambda: len(files_in(dirs["originals"])) == 1, TIMEOUT), node.status()
+    assert node.wait_until(
+        lambda: len(files_in(dirs["originals"])) == 1 and len(records_in(dirs["out"])) == 2, TIMEOUT
+    ), node.status()
     assert sorted(records_in(dirs["out"]), key=lambda r: r["id"]) == [{"id": 1, "scaled": 15}, {"id": 2, "scaled": 21}]
     node.stop()
 
