@@ -9,11 +9,12 @@ A client made here records the session timeout the server granted at each connec
 maxSessionTimeout], and a node that timed its own expiry by a longer one would work on
 after the ensemble declared it dead.
 
-A client made here also tries the ensemble again at least once a second while it
-cannot reach it (`RECONNECT`), as ZooKeeper's own Java client does (a random pause of
-up to a second between servers). kazoo's default doubles the pause up to an hour: after
-an outage of a minute a node waited about as long again before it tried, and learnt
-only then that its session had expired.
+A client made here also tries the ensemble again about once a second while it cannot
+reach it (`RECONNECT`: pauses of at most 1.4 s with kazoo's jitter), as ZooKeeper's
+own Java client does (a random pause of up to a second between servers). kazoo's
+default doubles the pause up to an hour: after an outage of a minute a node waited
+about as long again before it tried, and learnt only then that its session had
+expired.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from .kazoo_errors import KAZOO_ERRORS, translate
 log = logging.getLogger(__name__)
 
 _GRANTED = "custody_granted_session_timeout"
-# kazoo's connection retry (`KazooRetry`'s arguments): for ever, from 0.1 s doubling to 1 s.
+# kazoo's connection retry (`KazooRetry`'s arguments): for ever, from 0.1 s doubling to 1 s
+# (each pause drawn within 40 % of that).
 RECONNECT = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
 
