@@ -25,6 +25,12 @@ def register(subparsers) -> None:
     up.add_argument(
         "--only", nargs="+", choices=["zookeeper", "hdfs", "spark", "docker", "kafka"], help="start only these"
     )
+    up.add_argument(
+        "--peak",
+        action="store_true",
+        help="the JVMs' JIT compiles with C2 as well as C1, as a service on a machine of its own runs "
+        "(for benchmarks of a service's own throughput); by default C1 alone, no second warm-up",
+    )
     up.add_argument("--json", action="store_true")
     up.set_defaults(func=_up)
     status = actions.add_parser("status", help="print the status of each service")
@@ -36,7 +42,7 @@ def register(subparsers) -> None:
 def _stack(args):
     from cluster.services.stack import ServiceStack, default_workdir
 
-    return ServiceStack(workdir=args.workdir or default_workdir())
+    return ServiceStack(workdir=args.workdir or default_workdir(), peak=getattr(args, "peak", False))
 
 
 def _install(args) -> int:

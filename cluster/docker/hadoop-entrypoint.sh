@@ -52,14 +52,16 @@ sh /usr/local/bin/custody-hdfs-site "$daemon" /opt/hadoop/hdfs-site.properties \
   dfs.namenode.rpc-bind-host=0.0.0.0 \
   dfs.namenode.http-bind-host=0.0.0.0 > "$conf/hdfs-site.xml"
 classpath="$conf:/opt/hadoop/jars/*"
+# The daemons run as the harness runs them (cluster/services/jit.py): the JIT's C1
+# alone, as the cluster's containers share the machine's cores.
 case "$role" in
   namenode)
     if [ ! -f /data/name/current/VERSION ]; then
       java -Xmx256m -cp "$classpath" org.apache.hadoop.hdfs.server.namenode.NameNode -format -force -nonInteractive
     fi
-    exec java -Xmx256m -XX:+UseSerialGC "$java_lang_open" -cp "$classpath" org.apache.hadoop.hdfs.server.namenode.NameNode ;;
+    exec java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "$java_lang_open" -cp "$classpath" org.apache.hadoop.hdfs.server.namenode.NameNode ;;
   datanode)
-    exec java -Xmx256m -XX:+UseSerialGC "$java_lang_open" -cp "$classpath" org.apache.hadoop.hdfs.server.datanode.DataNode ;;
+    exec java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "$java_lang_open" -cp "$classpath" org.apache.hadoop.hdfs.server.datanode.DataNode ;;
   init)
     shell() { java -Xmx128m -XX:+UseSerialGC -cp "$classpath" org.apache.hadoop.fs.FsShell "$@"; }
     shell -mkdir -p /custody && shell -chown custody:custody /custody && shell -chmod 700 /custody ;;

@@ -16,5 +16,6 @@ echo "${ZOO_MY_ID:?set ZOO_MY_ID}" > "$data/myid"
     echo "server.${server%%=*}=${server#*=}:2888:3888"
   done
 } > /zoo.cfg
-exec java -Xmx128m -XX:+UseSerialGC -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
+# As the harness runs it (cluster/services/jit.py): the JIT's C1 alone.
+exec java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
   org.apache.zookeeper.server.quorum.QuorumPeerMain /zoo.cfg

@@ -40,6 +40,7 @@ from pathlib import Path
 from .hdfs_client import ensure_client
 from .hdfs_warmup import Warmup, warm_block_recovery
 from .install import cache_dir, hadoop_jars, java_binary
+from .jit import jit_options
 from .network import HOST, free_ports, port_open
 from .process import ManagedProcess, ServiceError, wait_until
 
@@ -108,17 +109,24 @@ class HdfsCluster:
     name = "hdfs"
 
     def __init__(
-        self, workdir: Path, datanodes: int = 3, heap: str = "256m", settings: dict[str, object] | None = None
+        self,
+        workdir: Path,
+        datanodes: int = 3,
+        heap: str = "256m",
+        settings: dict[str, object] | None = None,
+        peak: bool = False,
     ):
         """`settings`: hdfs-site settings of this cluster's own, over the shared ones and
         the harness's, for every daemon (a test's: they are not kept for a later
-        `HdfsCluster` of the same work directory)."""
+        `HdfsCluster` of the same work directory). `peak`: the JIT's C2 compiler as well
+        as C1 (`jit`)."""
         if not 1 <= datanodes <= 3:
             raise ValueError("the harness runs 1 to 3 DataNodes")
         self.workdir = Path(workdir) / "hdfs"
         self.datanode_count = datanodes
         self.heap = heap
         self.settings = dict(settings or {})
+        self.peak = peak
         self.ports: dict[str, int] = {}
         self.namenode: ManagedProcess | None = None
         self.datanodes: list[ManagedProcess] = []
@@ -427,6 +435,7 @@ class HdfsCluster:
             java_binary(),
             f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",
+            *jit_options(self.peak),
             "-Djava.net.preferIPv4Stack=true",
             # WebHDFS's JSON (Jersey 1 through JAXB) defines classes by reflection, which
             # Java 17 refuses unless java.lang is opened: without it every WebHDFS call

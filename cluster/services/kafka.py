@@ -35,6 +35,7 @@ from pathlib import Path
 
 from . import kafka_security
 from .install import ensure_service_prerequisites, java_binary, kafka_jars
+from .jit import jit_options
 from .jvm_dump import hang_report
 from .network import HOST, free_ports, port_open
 from .process import ManagedProcess, ServiceError, wait_until
@@ -83,17 +84,15 @@ def java_command(java: str, jars: Path, heap: str, main: str, *args: str, peak: 
     """A Kafka JVM's command line: small heap, serial GC (one broker on 2 cores), the
     project's Log4j 2 configuration, every fetched jar on the classpath.
 
-    Unless `peak`, the JIT compiles with C1 alone (`-XX:TieredStopAtLevel=1`). With
-    C2 as well, a broker just started spends a fifth to a quarter of a core compiling for
-    its first minute and a half, and again after every restart: on the two cores it
-    shares with a cluster's nodes and HDFS, that lands on the nodes' takeovers. A
-    benchmark of the broker's throughput asks for `peak` (a long-running broker on a
-    machine of its own, as in production)."""
+    Unless `peak`, the JIT compiles with C1 alone (`jit`): with C2 as well, a broker
+    just started spends a fifth to a quarter of a core compiling for its first minute
+    and a half, and again after every restart, on the cores the nodes' takeovers need. A
+    benchmark of the broker's throughput asks for `peak`."""
     return [
         java,
         f"-Xmx{heap}",
         "-XX:+UseSerialGC",
-        *(() if peak else ("-XX:TieredStopAtLevel=1",)),
+        *jit_options(peak),
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={LOG4J_FILE}",
         "-cp",

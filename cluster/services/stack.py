@@ -47,16 +47,17 @@ def install_all() -> None:
 class ServiceStack:
     workdir: Path = field(default_factory=default_workdir)
     datanodes: int = 3
+    peak: bool = False  # the JVMs' JIT with C2 as well as C1 (`jit`)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.services = {
-            "zookeeper": ZooKeeperEnsemble(self.workdir),
-            "hdfs": HdfsCluster(self.workdir, datanodes=self.datanodes),
+            "zookeeper": ZooKeeperEnsemble(self.workdir, peak=self.peak),
+            "hdfs": HdfsCluster(self.workdir, datanodes=self.datanodes, peak=self.peak),
             "spark": SparkStandalone(self.workdir),
             "docker": DockerEngine(self.workdir),
-            "kafka": KafkaBroker(self.workdir),
+            "kafka": KafkaBroker(self.workdir, peak=self.peak),
         }
 
     def start(self, names=SERVICE_NAMES) -> dict[str, dict]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .install import ensure_service_prerequisites, java_binary
+from .jit import jit_options
 from .network import HOST, four_letter_word, free_ports
 from .process import ManagedProcess, ServiceError, wait_until
 
@@ -68,8 +69,10 @@ class ZooKeeperMember:
 class ZooKeeperEnsemble:
     name = "zookeeper"
 
-    def __init__(self, workdir: Path, size: int = 3, heap: str = "128m"):
+    def __init__(self, workdir: Path, size: int = 3, heap: str = "128m", peak: bool = False):
+        """`peak`: the JIT's C2 compiler as well as C1 (`jit`)."""
         self.workdir = Path(workdir) / "zookeeper"
+        self.peak = peak
         self.size = size
         self.heap = heap
         self.members: list[ZooKeeperMember] = []
@@ -223,6 +226,7 @@ class ZooKeeperEnsemble:
             java_binary(),
             f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",
+            *jit_options(self.peak),
             f"-Dzookeeper.log.dir={home}",
             *_SLF4J_SETTINGS,
             "-cp",
