@@ -35,6 +35,16 @@ times as capable as its peers for a moment (the headroom floor against its own
 figures), enough to outweigh the 1 / (1 + adopting) factor for three shards. When
 there are more shards than survivors, the score decides who takes the second ones.
 
+Longest outage first: of a dead node's shards, those it was still adopting (state
+ADOPTING: their outage began with an earlier death) are placed first, then its own
+shard (the one named after it), then the shards it had adopted, in name order; each
+on the best survivor left. Its own shard held its sources, their positions (a Kafka
+consumer's partitions wait for its adoption) and the newest intake; a shard it had
+adopted runs no source and holds only what was left to drain. Placing in name order
+alone put its own shard second whenever an older shard's name sorted before it (a
+node's earlier incarnation's, `n1-65` before `n1-68`), on the second-best survivor,
+and a shard whose adopter died mid-adoption behind the adopter's own.
+
 Ties are broken deterministically: fewer queued FlowFiles first, then the
 incarnation id in string order. Every leader therefore picks the same survivor from
 the same heartbeats.
@@ -157,7 +167,7 @@ def plan_failover(
     beats = {beat.incarnation: beat for beat in survivors if beat.incarnation != dead}
     adopting = {} if adopting is None else adopting
     moves: list[Move] = []
-    for shard in sorted(shards, key=lambda s: s.shard):
+    for shard in sorted(shards, key=lambda s: (s.state is not ShardState.ADOPTING, s.shard != dead, s.shard)):
         if shard.owner != dead or shard.state in (ShardState.RETIRED, ShardState.SPLIT):
             continue
         ranked = rank(list(beats.values()), min_free_disk=min_free_disk, adopting=adopting)

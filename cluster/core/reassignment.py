@@ -102,6 +102,10 @@ def orphans(view: LeaderView) -> dict[str, list[ShardOwnership]]:
     return found
 
 
+def _planned_at(plan: FailoverPlan | None, now: float) -> float:
+    return now if plan is None else min(plan.created_at, now)
+
+
 def decide(view: LeaderView) -> list[Instruction]:
     out: list[Instruction] = []
     survivors = sorted(
@@ -111,7 +115,10 @@ def decide(view: LeaderView) -> list[Instruction]:
     # What each survivor is adopting already, and (filled in by each plan below) what
     # the plans of this decision give it: deaths at once spread over the survivors.
     adopting = in_flight(view.shards.values(), view.live)
-    for dead in sorted(orphaned):
+    # First come, first served: a death already planned (by this leader or one before it)
+    # is carried out before a later one is planned, so that its shards reach their
+    # adopter's workers first; deaths not planned yet follow in name order.
+    for dead in sorted(orphaned, key=lambda name: (_planned_at(view.plans.get(name), view.at), name)):
         shards = orphaned[dead]
         plan = view.plans.get(dead)
         fresh = plan_failover(

@@ -118,6 +118,32 @@ def test_a_rack_lost_at_once_spreads_over_the_survivors_even_when_one_scores_far
     assert chosen[0] == "n4-10" and len(set(chosen)) == 3
 
 
+def test_the_dead_nodes_own_shard_goes_first_to_the_best_survivor_before_those_it_had_adopted():
+    """Its earlier incarnation's shard sorts before its own by name (n1-65 before n1-68):
+    the home shard, which held the sources and the newest intake, still goes to the
+    best survivor, the shards it had adopted to the next."""
+    earlier = own.adopted(
+        own.reassign(own.new_shard("n1-65", "n1-65", 65, at=0), "n1-68", expected_epoch=65, at=1), "n1-68", 66, at=2
+    )
+    shards = [earlier, own.new_shard("n1-68", "n1-68", 68, at=0.0)]
+    survivors = [beat("n2-62"), beat("n3-69", weight=3)]
+    plan = plan_failover("n1-68", shards, survivors, plan_id="n1-68", leader="n2-62", at=5.0)
+    assert [(m.shard, m.to) for m in plan.moves] == [("n1-68", "n3-69"), ("n1-65", "n2-62")]
+
+
+def test_a_shard_the_dead_node_was_still_adopting_goes_first_its_outage_began_earlier():
+    """The victim's shard was given to n3-14, which died mid-adoption: it goes to the
+    best survivor before n3-14's own shard and before the shards it had adopted."""
+    drained = own.adopted(
+        own.reassign(own.new_shard("n1-15", "n1-15", 15, at=0), "n3-14", expected_epoch=15, at=1), "n3-14", 16, at=2
+    )
+    adopting = own.reassign(own.new_shard("n2-16", "n2-16", 16, at=0), "n3-14", expected_epoch=16, at=3)
+    shards = [drained, adopting, own.new_shard("n3-14", "n3-14", 14, at=0.0)]
+    survivors = [beat("n1-17", weight=3), beat("n2-18"), beat("n4-19")]
+    plan = plan_failover("n3-14", shards, survivors, plan_id="n3-14", leader="n1-17", at=5.0)
+    assert [(m.shard, m.to) for m in plan.moves] == [("n2-16", "n1-17"), ("n3-14", "n2-18"), ("n1-15", "n4-19")]
+
+
 def test_with_more_shards_than_survivors_the_score_decides_who_takes_a_second():
     adopting: dict[str, int] = {}
     survivors = [beat("a-1", weight=3), beat("b-2")]

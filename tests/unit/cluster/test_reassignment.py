@@ -73,6 +73,21 @@ def test_a_new_leader_finishes_a_half_done_plan_and_moves_nothing_twice():
     assert decide(view(live, shards, [plan])) == [FinishPlan("d-3")]
 
 
+def test_a_death_already_planned_is_carried_out_before_a_later_one_is_planned():
+    """The leader planned the victim's death and died before it moved the shard; the
+    next leader moves that shard before it plans the leader's own death, although the
+    leader's name sorts first: the victim's shard reaches the adopter's workers first."""
+    victim = own.new_shard("n2-10", "n2-10", 10, at=0)
+    adopted = own.reassign(own.new_shard("n3-3", "n3-3", 3, at=0), "n1-6", expected_epoch=3, at=0)
+    leaders = [own.new_shard("n1-6", "n1-6", 6, at=0), own.adopted(adopted, "n1-6", 4, at=0)]
+    live = [beat("n1-6"), beat("n3-11", weight=2)]
+    earlier = decide(replace(view(live, [victim, *leaders]), at=90.0))[0].plan
+    assert [m.to for m in earlier.moves] == ["n3-11"]
+    now = replace(view([beat("n3-11", weight=2)], [victim, *leaders], [earlier]), leader="n3-11")
+    moved = [i.move.shard for i in decide(now) if isinstance(i, ExecuteMove)]
+    assert moved == ["n2-10", "n1-6", "n3-3"]
+
+
 def test_a_plan_whose_target_died_is_revised_to_a_live_target():
     shards = [own.new_shard("d-3", "d-3", 3, at=0)]
     plan = decide(view([beat("a-1"), beat("b-2", weight=5)], shards))[0].plan
