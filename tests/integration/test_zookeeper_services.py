@@ -1,6 +1,9 @@
 """The ZooKeeper ensemble and the faults the drills need, against the real servers."""
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
@@ -99,3 +102,29 @@ def test_members_log_their_role_and_the_sessions_they_establish(zookeeper_ensemb
     finally:
         client.stop()
         client.close()
+
+
+def test_custody_services_up_peak_runs_the_jvms_with_both_compilers_and_the_default_with_c1_alone(tmp_path):
+    """`custody services up [--peak]` as a user types it: each running member's command
+    line, read from /proc, says which JIT compilers it has."""
+    custody = str(Path(sys.executable).parent / "custody")
+
+    def tiering(workdir: Path, *options: str) -> list[list[str]]:
+        up = subprocess.run(
+            [custody, "services", "--workdir", str(workdir), "up", "--only", "zookeeper", *options],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert up.returncode == 0, up.stdout + up.stderr
+        pids = [member.process.pid for member in ZooKeeperEnsemble(workdir).members]
+        lines = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pids]
+        return [[o.decode() for o in line if o.startswith(b"-XX:TieredStopAtLevel")] for line in lines]
+
+    workdirs = [tmp_path / "peak", tmp_path / "default"]
+    try:
+        assert tiering(workdirs[0], "--peak") == [[], [], []]
+        assert tiering(workdirs[1]) == [["-XX:TieredStopAtLevel=1"]] * 3
+    finally:
+        for workdir in workdirs:
+            ZooKeeperEnsemble(workdir).stop()
