@@ -359,6 +359,9 @@ def test_a_member_that_stops_while_adopting_ends_the_attempt_without_calling_it_
         wait_until(lambda: member._stopped.is_set(), WAIT, "the member to begin stopping")
         runtimes.release.set()
         stopping.join(WAIT)
+        # The stop does not wait for the adoption worker (it only tells it to end): the
+        # attempt's last word is awaited here, while its logger still records INFO.
+        wait_until(lambda: not member._adopting, WAIT, f"the attempt at {victim} to end")
     assert not stopping.is_alive()
     # Neither retried nor held: the shard is left ADOPTING for its next adopter.
     assert outcomes(member) == {ADOPTED: 0, FENCED: 0, HELD: 0, RETRIED: 0}
