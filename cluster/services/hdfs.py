@@ -431,12 +431,18 @@ class HdfsCluster:
 
     def _daemon(self, daemon: str, main_class: str, pid: int | None) -> ManagedProcess:
         conf = self._conf_dir(daemon)
+        # The DataNode's HTTP server (Jetty) unpacks into a directory of the JVM's temporary
+        # directory that only a clean exit removes: under the daemon's own directory, a
+        # killed DataNode leaves nothing behind in /tmp.
+        scratch = self.workdir / daemon / "tmp"
+        scratch.mkdir(parents=True, exist_ok=True)
         argv = [
             java_binary(),
             f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",
             *jit_options(self.peak),
             "-Djava.net.preferIPv4Stack=true",
+            f"-Djava.io.tmpdir={scratch}",
             # WebHDFS's JSON (Jersey 1 through JAXB) defines classes by reflection, which
             # Java 17 refuses unless java.lang is opened: without it every WebHDFS call
             # answers 500 (ExceptionInInitializerError).

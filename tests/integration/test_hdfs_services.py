@@ -70,6 +70,10 @@ def test_fenced_directory_cannot_be_recreated_by_the_old_writer(hdfs_store):
 
 def test_killed_datanode_is_detected_and_writes_continue_after_restart(hdfs_cluster, hdfs_store):
     storage = hdfs_store.storage
+    # Its HTTP server's scratch directory is the daemon's own, not /tmp, where a killed
+    # DataNode would leave it behind.
+    scratch = hdfs_cluster.workdir / "datanode-1" / "tmp"
+    assert list(scratch.glob("jetty-*")), f"no Jetty directory under {scratch}"
     hdfs_cluster.kill_datanode(1)
     try:
         hdfs_cluster.wait_healthy(timeout=60, live_datanodes=hdfs_cluster.datanode_count - 1)
