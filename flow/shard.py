@@ -70,7 +70,7 @@ from repositories.flowfile import (
 )
 from repositories.instruments import Counter
 from repositories.storage import StorageError, join
-from repositories.storage.side_by_side import side_by_side
+from repositories.storage.side_by_side import beside, side_by_side
 from repositories.swap import (
     CorruptSwapFileError,
     ForeignSwapFileError,
@@ -263,9 +263,16 @@ class QueueShard:
         report = ShardRecovery()
         if self.wal is None:
             return report
+        listing = None
         if self.swap_store is not None:
             self.swap_store.prepare()
+            # The swap directories listed beside the WAL's recovery and the summaries'
+            # reads, for the orphans (two round trips each on HDFS, 10-50 ms of a busy
+            # takeover when made after them): until the orphans are judged nothing
+            # adds or removes a swap file here but a move the registration records.
+            listing = beside(self._list_swap_directories, f"swap-listing-{self.id}")
         records = self.wal.recover(checkpoint_beside=checkpoint_beside)
+        recorded_when_listed = set(self.wal.swap_files)
         by_queue: dict[str, list[FlowFile]] = defaultdict(list)
         live_claims = report.live_claims
         for record in records.values():
@@ -303,8 +310,8 @@ class QueueShard:
         listed = sorted(swap_files.items())
         for (location, swap_file), first_read in zip(listed, self._read_summaries(listed), strict=True):
             self._register_swap_file(location, swap_file, report, first_read)
-        if self.swap_store is not None:
-            self._delete_orphans(report)
+        if listing is not None:
+            self._delete_orphans(report, listing, recorded_when_listed)
         # A swap-in now reads a file whose claims were unknown into the report's claims.
         # The recovered FlowFiles are in memory already and stay there: writing them out
         # (a file and a WAL record each) would be on the critical path of a takeover (a
@@ -432,12 +439,28 @@ class QueueShard:
         self.durable_wal.update([SwapIn(location), SwapOut(swap_file._replace(location=target), ())])
         return target
 
-    def _delete_orphans(self, report: ShardRecovery) -> None:
+    def _list_swap_directories(self) -> tuple[list[str], list[str]]:
+        """The swap files of the swap directory, and of the quarantine directory."""
+        store = self._durable_swap_store
+        return store.locations(), store.quarantined()
+
+    def _delete_orphans(
+        self,
+        report: ShardRecovery,
+        listing: Callable[[], tuple[list[str], list[str]]],
+        recorded_when_listed: set[str],
+    ) -> None:
+        """Delete the swap files the WAL does not record (`listing`: the directories as
+        they were while the WAL recovered, unless a registration moved a file since:
+        then they are listed again)."""
         store, wal = self._durable_swap_store, self.durable_wal
         recorded = set(wal.swap_files)
+        listed, quarantined = listing()
+        if recorded != recorded_when_listed:
+            listed, quarantined = self._list_swap_directories()
         # Damage accepted now or since the last start (`WriteAheadLog.damage_reports`).
         damaged = bool(wal.damage_reports())
-        for location in store.locations():
+        for location in listed:
             if location in recorded:
                 continue
             if store.quarantine_location(location) in recorded:
@@ -462,7 +485,7 @@ class QueueShard:
             # swap directory (`locations` lists nothing else).
             store.delete(location)
             report.orphaned_swap_files.append(location)
-        leftovers = [location for location in store.quarantined() if location not in recorded]
+        leftovers = [location for location in quarantined if location not in recorded]
         if leftovers:
             # Read back or dropped since they were quarantined; quarantine is never
             # emptied automatically.

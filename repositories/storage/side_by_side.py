@@ -13,12 +13,19 @@ the calls made, and no call outlives the caller's lock). The error raised is the
 first one in call order, not in time, so that a failure reads the same from one run
 to the next. A call blocked in a storage call ends when that call's own deadline
 passes (`replication.deadline` for HDFS): nothing here adds one.
+
+`beside` starts one call and lets the caller go on with other work, asking for the
+result when it needs it (a shard's recovery lists its swap directories while it
+restores the WAL).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def side_by_side(calls: Sequence[Callable[[], object]], name: str) -> None:
@@ -45,3 +52,29 @@ def side_by_side(calls: Sequence[Callable[[], object]], name: str) -> None:
     for error in errors:
         if error is not None:
             raise error
+
+
+def beside(call: Callable[[], T], name: str) -> Callable[[], T]:
+    """Start `call` on a thread of its own (named `name`) and go on; the function
+    returned waits for it, then returns its result or raises its error. For calls that
+    only read: a caller that gives up on the way (its own error) need not wait, and the
+    thread ends with its call."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((call(), None))
+        except BaseException as error:  # noqa: BLE001 - raised on the caller's thread
+            outcome.append((None, error))
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+
+    def result() -> T:
+        thread.join()
+        value, error = outcome[0]
+        if error is not None:
+            raise error
+        return value
+
+    return result

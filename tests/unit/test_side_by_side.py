@@ -2,7 +2,7 @@ import threading
 
 import pytest
 
-from repositories.storage.side_by_side import side_by_side
+from repositories.storage.side_by_side import beside, side_by_side
 
 DEADLINE = 10.0
 
@@ -70,3 +70,27 @@ def test_a_base_exception_crosses_threads():
 
     with pytest.raises(Crash):
         side_by_side([crash, lambda: None], "t")
+
+
+def test_beside_runs_while_the_caller_goes_on_and_gives_its_result_when_asked():
+    """The call waits for the caller to have gone on: it can only end if it runs on a
+    thread of its own while the caller works."""
+    caller_went_on = threading.Event()
+
+    def call() -> str:
+        assert caller_went_on.wait(DEADLINE)
+        return threading.current_thread().name
+
+    result = beside(call, "listing")
+    caller_went_on.set()
+    assert result() == "listing"
+    assert result() == "listing"  # asked again: the same answer
+
+
+def test_beside_raises_the_calls_error_on_the_callers_thread():
+    def call() -> None:
+        raise FileNotFoundError("gone")
+
+    result = beside(call, "t")
+    with pytest.raises(FileNotFoundError, match="gone"):
+        result()

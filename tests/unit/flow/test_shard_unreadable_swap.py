@@ -180,6 +180,27 @@ def test_a_summary_damaged_while_stopped_is_quarantined_at_start_and_its_claims_
     assert sorted((c.resource.id, c.offset) for c in found) == [("r1", 4), ("r2", 5)]
 
 
+def test_a_file_quarantined_at_start_is_not_taken_for_a_copy_of_itself_and_an_orphan_beside_it_goes(tmp_path, caplog):
+    """The swap directory is listed while the WAL recovers; a file the start quarantines
+    moves after that listing, and the orphans are judged on the directory as it is."""
+    caplog.set_level(logging.INFO)
+    clock, root = Clock(), str(tmp_path / "shard")
+    queue, shard, (bad, *rest) = filled(root, clock)
+    shard.wal.close()
+    with open(bad, "r+b") as handle:
+        handle.truncate(20)
+    orphan = os.path.join(os.path.dirname(bad), "written-never-recorded.swap")
+    shutil.copy(rest[0], orphan)
+
+    queue, shard = open_(root, clock)
+    report = shard.recover()
+    quarantine = os.path.join(root, "swap-quarantine", os.path.basename(bad))
+    assert report.unreadable_swap_files == [quarantine] and report.orphaned_swap_files == [orphan]
+    assert not os.path.exists(orphan) and not os.path.exists(bad) and os.path.exists(quarantine)
+    assert not any("has the name of the quarantined" in line for line in warnings(caplog)), warnings(caplog)
+    assert sorted(drain(shard, queue)) == sorted(f"id-{i}" for i in (0, 1, 2, 3, 6, 7, 8, 9))
+
+
 def test_a_file_missing_at_start_does_not_stop_the_node_or_the_queue_and_is_read_once_put_back(tmp_path):
     clock, root = Clock(), str(tmp_path / "shard")
     queue, shard, (_first, missing, _last) = filled(root, clock)
