@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -87,14 +86,15 @@ def writer_main() -> None:
     signal.pause()
 
 
-def test_sigkill_in_the_middle_of_group_commits_loses_no_committed_claim(hdfs_store):
+def test_sigkill_in_the_middle_of_group_commits_loses_no_committed_claim(hdfs_store, tmp_path):
     from replication.hdfs_content import open_hdfs_content_reader
     from repositories.content import open_filesystem_content_repository
 
     url = hdfs_store.storage.url
     base = f"{hdfs_store.root}/cluster"
     hdfs_store.storage.mkdir(f"{base}/content", parents=True)
-    local_directory = tempfile.mkdtemp(prefix="custody-group-commit-")
+    local_directory = str(tmp_path / "local")  # under pytest's base, not left in /tmp
+    os.mkdir(local_directory)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     process = subprocess.Popen(
         [
