@@ -12,6 +12,7 @@ import pkgutil
 import sys
 
 from . import commands
+from .process_tuning import tune_process
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    tune_process()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
