@@ -97,8 +97,9 @@ _CONTENT_MODIFIED, _ATTRIBUTES_MODIFIED = EventType.CONTENT_MODIFIED.value, Even
 _SOURCE_EVENTS = (EventType.RECEIVE, EventType.REPLAY)  # an explicit one stands in for CREATE
 _NO_ATTRIBUTES: dict[str, str] = {}
 # The explicit events whose rows the session builds itself (one per FlowFile a source
-# receives or a sink sends): their one rule, a transit URI, is checked when reported.
-_TRANSFER_EVENTS = (EventType.SEND, EventType.RECEIVE)
+# receives, a sink sends or a router routes): their one rule, a transit URI or a
+# relationship, is checked when reported.
+_ROW_EVENTS = (EventType.SEND, EventType.RECEIVE, EventType.ROUTE)
 # What a child does not take from its parents (NiFi's session leaves them too)
 _NOT_INHERITED = ("alternate.identifier", "discard.reason")
 # The session builds its `EventRow`s positionally (in the order of the fields, which is
@@ -739,8 +740,11 @@ class ProcessSession:
 
     def route(self, flowfile: FlowFile, relationship: str, details: str | None = None) -> None:
         """Report a routing decision: a ROUTE event at commit naming `relationship`. It
-        does not route the FlowFile (`transfer` does)."""
+        does not route the FlowFile (`transfer` does). An empty relationship is refused
+        here, as ROUTE's rule would refuse it at commit."""
         entry = self._entry_of(flowfile)
+        if not relationship:
+            raise InvalidEventError("ROUTE event needs a relationship (where the FlowFile was routed)")
         entry.events.append((EventType.ROUTE, {"relationship": relationship, "details": details}, None))
 
     # -- processor state ----------------------------------------------------------
@@ -1184,7 +1188,7 @@ class ProcessSession:
                 )
             )
         for kind, arguments, snapshot in entry.events:
-            if kind in _TRANSFER_EVENTS:
+            if kind in _ROW_EVENTS:
                 events.append(
                     EventRow(
                         None,
@@ -1198,9 +1202,9 @@ class ProcessSession:
                         snapshot if snapshot is not None else attributes,
                         original.content_claim if original is not None else None,
                         claim,
-                        arguments["transit_uri"],
+                        arguments.get("transit_uri"),
                         arguments.get("details"),
-                        None,
+                        arguments.get("relationship"),
                         size,
                     )
                 )

@@ -11,7 +11,7 @@ from flow.memory_content import InMemoryContentRepository
 from flow.queue import FlowFileQueue
 from flow.session import ProcessSession
 from flow.shard import QueueShard
-from repositories.provenance import EventType, InvalidEventError
+from repositories.provenance import EventType, InvalidEventError, ProvenanceEvent
 
 
 class Clock:
@@ -194,6 +194,38 @@ def test_a_send_or_receive_without_a_transit_uri_is_refused_when_reported():
     session.commit()
     (sent,) = [e for e in env.committer.events if e.event_type is EventType.SEND]
     assert (sent.transit_uri, sent.details, sent.flowfile_uuid) == ("file:///x", "one", flowfile.id)
+
+
+def test_a_route_is_refused_without_a_relationship_when_reported_and_its_row_is_the_events():
+    env = Env(auto_terminated=("done",))
+    env.seed(b"abc")
+    session = env.session(outgoing={"success": [env.success]})
+    flowfile = session.get()
+    with pytest.raises(InvalidEventError, match="needs a relationship"):
+        session.route(flowfile, "")
+    before = flowfile
+    flowfile = session.put_attribute(flowfile, "stage", "routed")
+    session.route(flowfile, "success", details="matched 'stage'")
+    session.transfer(flowfile, "success")
+    session.commit()
+    (routed,) = [e for e in env.committer.events if e.event_type is EventType.ROUTE]
+    # What the event, built and checked by its own rules, would have been.
+    expected = ProvenanceEvent(
+        EventType.ROUTE,
+        flowfile.id,
+        routed.component_id,
+        routed.component_type,
+        event_time_ms=routed.event_time_ms,
+        attributes_before=before.attributes,
+        attributes_after=flowfile.attributes,
+        content_before=before.content_claim,
+        content_after=flowfile.content_claim,
+        details="matched 'stage'",
+        relationship="success",
+        size=3,
+        event_id=routed.event_id,
+    )
+    assert routed == expected
 
 
 def test_fork_and_join_events():
