@@ -1,5 +1,5 @@
 """Every `custody` command runs with the collector's young generation raised and Arrow
-on the C library's allocator, unless the operator chose Arrow's allocator."""
+on jemalloc, unless the operator chose Arrow's allocator."""
 
 import gc
 import json
@@ -36,18 +36,18 @@ def _probe(tmp_path, **environment) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_a_command_runs_with_the_young_generation_raised_and_arrow_on_the_c_library(tmp_path):
+def test_a_command_runs_with_the_young_generation_raised_and_arrow_on_jemalloc(tmp_path):
     seen = _probe(tmp_path)
     assert seen["code"] != 0  # the command itself ran, and refused the missing file
     assert seen["threshold"][0] == YOUNG_GENERATION
     assert seen["threshold"][1:] == list(gc.get_threshold()[1:])  # the older generations as Python has them
-    assert seen["pool"] == "system"
+    assert seen["pool"] == "jemalloc"
 
 
 def test_an_operator_who_chose_arrows_allocator_keeps_it(tmp_path):
-    seen = _probe(tmp_path, **{ARROW_POOL_VARIABLE: "jemalloc"})
+    seen = _probe(tmp_path, **{ARROW_POOL_VARIABLE: "system"})
     assert seen["threshold"][0] == YOUNG_GENERATION
-    assert seen["pool"] == "jemalloc"
+    assert seen["pool"] == "system"
 
 
 @pytest.fixture
@@ -62,12 +62,23 @@ def restored():
         os.environ[ARROW_POOL_VARIABLE] = chosen
 
 
-def test_with_arrow_loaded_already_new_buffers_come_from_the_c_library(restored):
+def test_with_arrow_loaded_already_new_buffers_come_from_jemalloc(restored):
     pa.set_memory_pool(pa.mimalloc_memory_pool())
     tune_process()
-    assert pa.default_memory_pool().backend_name == "system"
+    assert pa.default_memory_pool().backend_name == "jemalloc"
     assert pa.array(["a", "b"]).buffers()[1] is not None
-    assert os.environ[ARROW_POOL_VARIABLE] == "system"  # and so in the processes it starts
+    assert os.environ[ARROW_POOL_VARIABLE] == "jemalloc"  # and so in the processes it starts
     tune_process()  # a second time changes nothing
     assert gc.get_threshold()[0] == YOUNG_GENERATION
-    assert pa.default_memory_pool().backend_name == "system"
+    assert pa.default_memory_pool().backend_name == "jemalloc"
+
+
+def test_with_arrow_built_without_jemalloc_the_pool_stays_as_it_was(restored, monkeypatch):
+    def missing():
+        raise NotImplementedError("built without jemalloc")
+
+    pa.set_memory_pool(pa.mimalloc_memory_pool())
+    monkeypatch.setattr(pa, "jemalloc_memory_pool", missing)
+    tune_process()
+    assert pa.default_memory_pool().backend_name == "mimalloc"
+    assert gc.get_threshold()[0] == YOUNG_GENERATION
