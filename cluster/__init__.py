@@ -30,7 +30,8 @@ Beside them: `errors` (the exception root, `ClusterError`), `clients` (the one
 factory of every ZooKeeper and HDFS client), `hdfs_identity` (who those HDFS clients
 are: a user, or a Kerberos login), `cli` and `commands/` (the `custody`
 command, one module per subcommand), `process_tuning` (the garbage collector and
-allocator settings every `custody` process applies before its command), `services/` (the harness that installs and
-runs real ZooKeeper, HDFS, Spark and Docker for tests and `custody services`; it
-imports nothing of ours) and `docker/` (the images of the compose cluster).
+allocator settings every `custody` process applies before its command),
+`services/` (the harness that installs and runs real ZooKeeper, HDFS, Spark and
+Docker for tests and `custody services`; it imports nothing of ours) and `docker/`
+(the images of the compose cluster).
 """
