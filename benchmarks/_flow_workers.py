@@ -93,7 +93,7 @@ class _Supervised:
     """`custody run --workers N` of `document` under `root`, its output watched; stopped
     with SIGTERM (killed past two minutes) when the block ends."""
 
-    def __init__(self, root: str, document: dict, workers: int, threads: int):
+    def __init__(self, root: str, document: dict, workers: int, threads: int, admin: bool = False):
         self.root, self.workers = root, workers
         os.makedirs(root, exist_ok=True)
         flow = os.path.join(root, "flow.json")
@@ -103,7 +103,8 @@ class _Supervised:
         with open(self.log, "ab") as stderr:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "cluster.cli", "run", "--flow", flow, "--data-dir", os.path.join(root, "node")]
-                + ["--workers", str(workers), "--threads", str(threads), "--status-interval", "0"],
+                + ["--workers", str(workers), "--threads", str(threads), "--status-interval", "0"]
+                + (["--admin", "127.0.0.1:0"] if admin else []),
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
@@ -134,6 +135,18 @@ class _Supervised:
             self.check(deadline)
             time.sleep(0.02)
         return min(at for at, _ in self.watched.running.values())
+
+    def admin_url(self) -> str:
+        """Worker 0's admin API (the node's, answering for every worker), once it listens."""
+        from cluster.node.workers import ADMIN_ADDRESS_FILE, worker_directory
+
+        path = os.path.join(worker_directory(os.path.join(self.root, "node"), 0), ADMIN_ADDRESS_FILE)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(path):
+            self.check(deadline)
+            time.sleep(0.02)
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)["admin"]
 
     def cpu_s(self) -> float:
         """The workers' CPU seconds since each one's engine started running."""
@@ -194,31 +207,33 @@ def worker_runner(
     return run_flow
 
 
-def written(out: str) -> tuple[int, int]:
-    """The files in PutFile's directory `out` and their bytes (a file being written
-    counts with the bytes it has)."""
-    files = size = 0
-    try:
-        entries = os.scandir(out)
-    except FileNotFoundError:
-        return 0, 0
-    with entries:
-        for entry in entries:
-            try:
-                size += entry.stat().st_size
-            except FileNotFoundError:
-                continue
-            files += 1
-    return files, size
+def put_intake(processors: dict, workers: int) -> tuple[int, int]:
+    """PutFile's intake since each worker started (FlowFiles, bytes; NiFi's flowFilesIn
+    and bytesIn), summed over the workers, from the node's `GET
+    /api/v1/cluster/processors` answer. Raises unless every worker answered with its
+    PutFile (a worker that restarted would start its count again)."""
+    silent = [member["node"] for member in processors["members"] if not member["answered"]]
+    puts = [p for figures in processors["shards"].values() for p in figures if p["processor"] == "put"]
+    if silent or len(puts) != workers:
+        raise RuntimeError(f"PutFile's figures from {len(puts)} of {workers} workers (no answer: {silent})")
+    return sum(p["since_start"]["in_count"] for p in puts), sum(p["since_start"]["in_bytes"] for p in puts)
 
 
-def measure_steady(root: str, document: dict, out: str, workers: int, threads: int, warmup: float, window: float):
-    """An endless flow (`document`, writing into `out`) through `custody run --workers
-    N`, measured as NiFi is: what PutFile wrote between the warm-up's end and the
-    window's, from its directory (files and bytes: PutFile's intake, as NiFi's counters
-    give it), and the workers' CPU over the window. Returns ((seconds, files, bytes) at
-    the window's start and end, cpu_s)."""
-    with _Supervised(root, document, workers, threads) as supervised:
+def _processors(url: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/api/v1/cluster/processors", timeout=30) as answer:
+        return json.load(answer)
+
+
+def measure_steady(root: str, document: dict, workers: int, threads: int, warmup: float, window: float):
+    """An endless flow (`document`) through `custody run --workers N`, measured as NiFi
+    is: PutFile's intake (FlowFiles and bytes, `put_intake`) at the warm-up's end and at
+    the window's, read from the node's admin API as NiFi's side reads its processor
+    status, and the workers' CPU over the window. Returns ((seconds, flowfiles, bytes)
+    at the window's start and end, cpu_s)."""
+    with _Supervised(root, document, workers, threads, admin=True) as supervised:
+        url = supervised.admin_url()
         started = supervised.wait_running()
         samples = []
         cpu = []
@@ -226,7 +241,8 @@ def measure_steady(root: str, document: dict, out: str, workers: int, threads: i
             while time.perf_counter() < at:
                 supervised.check(time.monotonic() + 60)
                 time.sleep(min(0.2, max(0.0, at - time.perf_counter())))
-            files, size = written(out)
-            samples.append((time.perf_counter(), files, size))
+            asked = time.perf_counter()
+            flowfiles, size = put_intake(_processors(url), workers)
+            samples.append(((asked + time.perf_counter()) / 2, flowfiles, size))
             cpu.append(supervised.cpu_s())
     return samples, cpu[1] - cpu[0]

@@ -90,26 +90,48 @@ def add_arguments(parser) -> None:
 
 
 def flow_definition(
-    out: str, count: int, size: int, batch: int, merge: int = 0, back_pressure: int = DEFAULT_BACK_PRESSURE
+    out: str,
+    count: int,
+    size: int,
+    batch: int,
+    merge: int = 0,
+    back_pressure: int = DEFAULT_BACK_PRESSURE,
+    names: int = 0,
 ):
     """GenerateFlowFile -> UpdateAttribute -> RouteOnAttribute [-> MergeContent of
     `merge` per bundle] -> PutFile into `out`; each connection holds `back_pressure`
-    FlowFiles and swaps above 20,000."""
+    FlowFiles and swaps above 20,000. PutFile names each file after its FlowFile's
+    uuid, or with `names` (a flow without `merge`) after a `filename` that
+    GenerateFlowFile draws from `names` ("${random():mod(names)}"), replacing the file
+    of that name: the directory then never holds more than `names` files."""
     from flow.loading import parse_flow
 
-    return parse_flow(flow_document(out, count, size, batch, merge, back_pressure))
+    return parse_flow(flow_document(out, count, size, batch, merge, back_pressure, names))
 
 
 def flow_document(
-    out: str, count: int, size: int, batch: int, merge: int = 0, back_pressure: int = DEFAULT_BACK_PRESSURE
+    out: str,
+    count: int,
+    size: int,
+    batch: int,
+    merge: int = 0,
+    back_pressure: int = DEFAULT_BACK_PRESSURE,
+    names: int = 0,
 ) -> dict:
     """The flow of `flow_definition` as a flow file holds it."""
+    if names and merge:
+        raise ValueError("names: PutFile takes the FlowFiles' own names only in a flow without merge")
     swapping = {"swap_threshold": 20_000, "swap_batch": 10_000, "back_pressure": {"object_count": back_pressure}}
     processors = [
         {
             "id": "generate",
             "type": "GenerateFlowFile",
-            "properties": {"batch_size": batch, "file_size": size, "max_count": count},
+            "properties": {
+                "batch_size": batch,
+                "file_size": size,
+                "max_count": count,
+                **({"filename": f"${{random():mod({names})}}"} if names else {}),
+            },
         },
         {"id": "update", "type": "UpdateAttribute", "properties": {"stage": "updated", "size.class": "small"}},
         {
@@ -120,7 +142,12 @@ def flow_document(
         {
             "id": "put",
             "type": "PutFile",
-            "properties": {"directory": out, "sync": False, "batch_size": batch},
+            "properties": {
+                "directory": out,
+                "sync": False,
+                "batch_size": batch,
+                **({"file_name": "${filename}", "conflict_resolution": "replace"} if names else {}),
+            },
             "auto_terminate": ["success"],
         },
     ]

@@ -117,7 +117,6 @@ def measure_nifi(
         return result
     finally:
         _remove_group(client, group)
-        shutil.rmtree(out, ignore_errors=True)
 
 
 def _require_valid(client: NiFiClient, ids: dict[str, str]) -> None:
@@ -163,7 +162,8 @@ def measure_custody_steady(
     runs without end (GenerateFlowFile's max_count out of reach), and the rate is what
     PutFile took in over the same warm-up and window, from its processor statistics
     (`flow.processor_stats`); with `--workers N`, through `custody run --workers N`
-    (`flow_document`), from what PutFile wrote into its directory."""
+    (`flow_document`), from the node's admin API. As in NiFi's flows, PutFile of the
+    1 MB flow replaces files among `flows.FILE_NAMES` names (`flows.replaced_names`)."""
     from cluster.node.standalone import NodeSettings, StandaloneNode
 
     flow = flows.shape(kind)
@@ -171,7 +171,9 @@ def measure_custody_steady(
     if args.workers != 1:
         return _workers_steady(out, kind, warmup, window, args, flow_document)
     node = StandaloneNode(
-        flow_definition(str(out / "out"), 10**12, flow.content_bytes, flow.batch, flow.merge),
+        flow_definition(
+            str(out / "out"), 10**12, flow.content_bytes, flow.batch, flow.merge, names=flows.replaced_names(kind)
+        ),
         str(out / "node"),
         NodeSettings(threads=args.threads, provenance_outbox=not args.no_outbox),
     )
@@ -209,8 +211,10 @@ def _workers_steady(out: Path, kind: str, warmup: float, window: float, args, fl
     from benchmarks._flow_workers import measure_steady
 
     flow = flows.shape(kind)
-    document = flow_document(str(out / "out"), 10**12, flow.content_bytes, flow.batch, flow.merge)
-    samples, cpu_s = measure_steady(str(out), document, str(out / "out"), args.workers, args.threads, warmup, window)
+    document = flow_document(
+        str(out / "out"), 10**12, flow.content_bytes, flow.batch, flow.merge, names=flows.replaced_names(kind)
+    )
+    samples, cpu_s = measure_steady(str(out), document, args.workers, args.threads, warmup, window)
     points = [flows.StatusSample(at, files, size) for at, files, size in samples]
     rate = flows.steady_rate(kind, points, points[0].seconds, points[-1].seconds)
     seconds = points[-1].seconds - points[0].seconds
@@ -290,15 +294,17 @@ def run(args, counts: dict[str, int], run_flow: Callable, flow_definition: Calla
             scheduling = args.nifi_default_scheduling
             for number in range(args.rounds):
                 entry: dict = {"round": number + 1}
-                # What Custody wrote stays until the run ends: deleting hundreds of
-                # thousands of files between turns took minutes on a loaded machine.
+                # What each side wrote stays until the run ends: deleting hundreds of
+                # thousands of files between turns took minutes on a loaded machine, and
+                # the file system's work after it would fall on the next turn's side.
                 custody_root = root / "custody" / f"round-{number + 1}"
+                nifi_root = root / "nifi-out" / f"round-{number + 1}"
                 jvm_cpu = nifi.cpu_seconds()
                 for kind in flows.KINDS:
                     entry[kind] = {
                         "nifi": settled(
                             partial(
-                                measure_nifi, client, nifi, kind, root / "out", args.warmup, args.window, scheduling
+                                measure_nifi, client, nifi, kind, nifi_root / kind, args.warmup, args.window, scheduling
                             )
                         ),
                         "custody": settled(partial(measure_custody, custody_root, kind, counts[kind], args, run_flow)),

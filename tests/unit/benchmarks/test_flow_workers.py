@@ -41,13 +41,32 @@ def test_against_nifi_takes_workers():
     assert refusal(_args(against_nifi=True)) is None
 
 
-def test_what_putfile_wrote_counts_files_and_their_bytes(tmp_path):
-    from benchmarks._flow_workers import written
+def _answer(*workers, silent=()) -> dict:
+    """A `GET /api/v1/cluster/processors` answer: worker I's PutFile took in workers[I]
+    (FlowFiles, bytes); the workers in `silent` did not answer."""
+    shards = {
+        f"w{index}.local": [
+            {"processor": "generate", "since_start": {"in_count": 0, "in_bytes": 0}},
+            {"processor": "put", "since_start": {"in_count": count, "in_bytes": size}},
+        ]
+        for index, (count, size) in enumerate(workers)
+        if index not in silent
+    }
+    members = [{"node": f"worker-{index}", "answered": index not in silent} for index in range(len(workers))]
+    return {"shards": shards, "members": members}
 
-    assert written(str(tmp_path / "absent")) == (0, 0)
-    for index, size in enumerate((100, 100, 1000)):
-        (tmp_path / f"f{index}").write_bytes(b"x" * size)
-    assert written(str(tmp_path)) == (3, 1200)
+
+def test_putfiles_intake_is_summed_over_the_workers():
+    from benchmarks._flow_workers import put_intake
+
+    assert put_intake(_answer((1000, 100_000), (2500, 250_000)), 2) == (3500, 350_000)
+
+
+def test_putfiles_intake_is_refused_unless_every_worker_answered():
+    from benchmarks._flow_workers import put_intake
+
+    with pytest.raises(RuntimeError, match="1 of 2 workers"):
+        put_intake(_answer((1000, 100_000), (2500, 250_000), silent=(1,)), 2)
 
 
 def test_the_files_are_counted_less_often_the_further_the_end_and_every_20_ms_near_it():

@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 
+from benchmarks.flow import flow_document as custody_flow_document
 from benchmarks.nifi_anchor import assembly, configuration, flows, process, rounds
 
 
@@ -179,7 +180,25 @@ def test_the_attribute_processors_are_configured_as_custodys_flow_is():
     put = documents["put"]["config"]
     assert put["properties"] == {"Directory": "/out", "Conflict Resolution Strategy": "replace"}
     assert put["autoTerminatedRelationships"] == ["success"]
-    assert documents["generate"]["config"]["properties"]["filename"] == "${random():mod(1000)}"
+    assert "filename" not in documents["generate"]["config"]["properties"]  # each FlowFile's own name
+
+
+def test_only_the_1mb_flow_writes_over_a_thousand_names_on_either_side():
+    generated = flows.processor_documents("1mb", "/out")["generate"]["config"]["properties"]
+    assert generated["filename"] == "${random():mod(1000)}"
+    assert [kind for kind in flows.KINDS if flows.replaced_names(kind)] == ["1mb"]
+    for kind in flows.KINDS:
+        names, shape = flows.replaced_names(kind), flows.shape(kind)
+        document = custody_flow_document("/out", 10**12, shape.content_bytes, shape.batch, shape.merge, names=names)
+        processors = {p["id"]: p["properties"] for p in document["processors"]}
+        assert ("filename" in processors["generate"]) == bool(names), kind
+        assert processors["put"].get("file_name") == ("${filename}" if names else None), kind
+        assert processors["put"].get("conflict_resolution") == ("replace" if names else None), kind
+
+
+def test_the_custody_flow_refuses_names_with_merge_content():
+    with pytest.raises(ValueError, match="without merge"):
+        custody_flow_document("/out", 10, 100, 10, merge=10, names=1000)
 
 
 @pytest.mark.parametrize(("default_scheduling", "run_duration"), [(False, 25), (True, 0)])
