@@ -28,8 +28,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
-import stat
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -40,6 +38,7 @@ from ..errors import ExpressionError, UnreadableContent
 from ..processor import ProcessContext, Processor, PropertyDescriptor
 from .content_failures import ContentFailures
 from .expression_failures import ExpressionFailures
+from .file_writes import PARTIAL, write_file
 from .intake import FileIdentity, HandsOverIntake, TakenFile, TakenFiles
 from .intake import format as intake_format
 from .intake.ledger import choose_files, list_new
@@ -372,8 +371,8 @@ class PutFile(Processor):
     (to success, the file left as it was), or `fail` (to failure). Each is safe to run
     again after a crash that lost the session: replace writes the same file again,
     ignore finds it there, and fail takes a file holding exactly the FlowFile's bytes for
-    its own earlier write. The file is written under a temporary name, synced, and
-    renamed into place (replace) or linked there, never over another (ignore, fail)."""
+    its own earlier write. The file is written whole before it has its name, synced, and
+    then named, never over another file but with replace (`file_writes`)."""
 
     type_name = "PutFile"
     description = "Writes each FlowFile to a file: named after its uuid, or file_name (NiFi's ${filename})."
@@ -411,14 +410,14 @@ class PutFile(Processor):
             properties, f"the directory is built from the FlowFile's attributes ({directory.text[:200]})"
         )
 
-    # 16 hex digits since the names became unguessable; 8 in the releases before.
-    _PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.(?:[0-9a-f]{8}|[0-9a-f]{16})\.partial$")
+    _PARTIAL = PARTIAL  # a crashed write's temporary file (file systems without unnamed files)
 
     def on_scheduled(self, context: ProcessContext) -> None:
-        # A crash mid-write leaves a temporary file; the retry writes a new one. Remove
-        # the leftovers of earlier runs (only where the directory does not vary), once
-        # they are old enough not to be another node's write in progress: nodes of a
-        # cluster deliver to one destination. The sweep reads the whole directory, which
+        # A crash mid-write leaves a temporary file where the file system has no unnamed
+        # files (`file_writes`) and in releases before them; the retry writes a new one.
+        # Remove the leftovers of earlier runs (only where the directory does not vary),
+        # once they are old enough not to be another node's write in progress: nodes of
+        # a cluster deliver to one destination. The sweep reads the whole directory, which
         # may hold millions of delivered files, so it runs once per directory per process
         # (not again for every shard a node adopts) and off the caller's thread: an
         # engine starts, and an adopted shard resumes, without waiting on it.
@@ -482,7 +481,7 @@ class PutFile(Processor):
             try:
                 if create and directory not in directories:
                     os.makedirs(directory, exist_ok=True)
-                placed = _write_file(session, flowfile, directory, target, sync, conflict)
+                placed = write_file(session, flowfile, directory, target, sync, conflict)
             except UnreadableContent as error:
                 unreadable.set_aside(flowfile, error)
                 continue
@@ -541,60 +540,3 @@ def _file_name(context: ProcessContext, flowfile, suffix: str, failures, refusal
         refusals.refuse(flowfile, f"file_name {name[:200]!r} is not a file name in the directory")
         return None
     return name
-
-
-def _write_file(
-    session: ProcessSession, flowfile, directory: str, target: str, sync: bool, conflict: str = "replace"
-) -> str:
-    """Write the content of `flowfile` to `target` in `directory`: into a temporary file,
-    synced (if `sync`), then renamed over `target` (`replace`) or linked to it where no
-    file has the name (`ignore`, `fail`). Returns "written", "kept" (ignore: the name was
-    taken; or fail: by a file with these very bytes, this FlowFile's own earlier write)
-    or "taken" (fail: by another file). Whatever stops it (content that cannot be read,
-    a full disk, an error of any kind) removes the temporary file before it is raised:
-    the retry writes a new one, and nothing but a crash leaves one behind (`_sweep`)."""
-    # A name nobody can guess, created new and never through a link: a file or link
-    # planted in the directory is refused, not written through.
-    temporary = os.path.join(directory, f".{flowfile.id}.{secrets.token_hex(8)}.partial")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        try:
-            # The kernel copies a local claim's checked bytes (NiFi's exportTo).
-            session.export_to(flowfile, fd)
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        if conflict == "replace":
-            # A uuid name depends only on the FlowFile's identity: a retry lands on it again.
-            os.replace(temporary, target)
-            return "written"
-        try:
-            os.link(temporary, target)  # never over a file already there
-            placed = "written"
-        except FileExistsError:
-            placed = "kept" if conflict == "ignore" or _same_bytes(temporary, target) else "taken"
-        os.remove(temporary)
-        return placed
-    except BaseException:
-        try:
-            os.remove(temporary)
-        except OSError:
-            pass
-        raise
-
-
-def _same_bytes(first: str, second: str) -> bool:
-    """Whether two regular files hold the same bytes (a link or a directory never does)."""
-    try:
-        if not stat.S_ISREG(os.lstat(second).st_mode) or os.path.getsize(first) != os.path.getsize(second):
-            return False
-        with open(first, "rb") as one, open(second, "rb") as other:
-            while True:
-                left, right = one.read(1 << 20), other.read(1 << 20)
-                if left != right:
-                    return False
-                if not left:
-                    return True
-    except OSError:
-        return False

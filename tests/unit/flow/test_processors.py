@@ -355,12 +355,16 @@ def test_concurrent_list_file_tasks_list_a_file_once(tmp_path):
     assert out.count == 1
 
 
-def test_put_file_never_writes_through_a_link_planted_at_its_temporary_name(tmp_path, monkeypatch):
+@pytest.mark.parametrize("unnamed", [True, False], ids=["unnamed-files", "named-temporary"])
+def test_put_file_never_writes_through_a_link_planted_at_its_temporary_name(tmp_path, monkeypatch, unnamed):
     import secrets
 
+    from flow.processors import file_writes
     from flow.processors.files import PutFile
 
     processor, context, new_session, _, flowfile, directory = _put_file_with_one_flowfile(tmp_path)
+    if not unnamed:  # a file system without unnamed files: the temporary file has a name
+        monkeypatch.setattr(file_writes, "_named_only", {str(directory)})
     victim = tmp_path / "victim"
     victim.write_bytes(b"not yours")
     # The attacker is handed the name, which is otherwise 16 random hex digits.
@@ -372,7 +376,10 @@ def test_put_file_never_writes_through_a_link_planted_at_its_temporary_name(tmp_
     processor.on_trigger(context, session)
     session.commit()
     assert victim.read_bytes() == b"not yours"
-    assert not (directory / flowfile.id).exists()  # refused (and penalized), not delivered
+    if unnamed:  # the file had no name until it was whole: the planted one was never used
+        assert (directory / flowfile.id).read_bytes() == b"payload" and link.is_symlink()
+    else:
+        assert not (directory / flowfile.id).exists()  # refused (and penalized), not delivered
 
 
 def test_merge_content_leaves_short_correlation_bins_queued_untouched_until_they_age_out(tmp_path):
