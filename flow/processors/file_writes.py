@@ -45,6 +45,7 @@ PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.(?:[0-9a-f]{8}|[0-9a-f]{16})\.partial$
 # file system (EOPNOTSUPP) has no unnamed files.
 _NO_UNNAMED = frozenset({errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOSYS})
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+_PROC_FD = os.path.isdir("/proc/self/fd")  # the links through which an unnamed file is named
 _named_only: set[str] = set()  # directories whose file system has no unnamed files
 _named_only_lock = threading.Lock()
 
@@ -74,7 +75,7 @@ def write_file(
 def _open_unnamed(directory: str) -> int | None:
     """A new file without a name in `directory`, open for writing; None where the file
     system or the kernel has none (remembered for the directory)."""
-    if not _O_TMPFILE or directory in _named_only or not os.path.isdir("/proc/self/fd"):
+    if not _O_TMPFILE or not _PROC_FD or directory in _named_only:
         return None
     try:
         return os.open(directory, os.O_WRONLY | _O_TMPFILE, 0o644)
