@@ -91,8 +91,8 @@ def _link(fd: int, target: str) -> None:
     """Give the file open as `fd` the name `target`, never over an existing file
     (FileExistsError). linkat(2) follows /proc's link to the open file only when told
     to (AT_SYMLINK_FOLLOW), and Python's os.link calls linkat, not link, only when
-    given a directory descriptor or follow_symlinks: the descriptor passed stands for
-    the directory of an absolute path, which linkat ignores."""
+    given a directory descriptor (or follow_symlinks=False): the descriptor passed
+    stands for the directory of an absolute path, which linkat ignores."""
     os.link(f"/proc/self/fd/{fd}", target, src_dir_fd=fd, follow_symlinks=True)
 
 
