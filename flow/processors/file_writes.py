@@ -9,10 +9,11 @@ A name already taken is, as NiFi's Conflict Resolution Strategy says: replaced (
 file is linked under a temporary name, then renamed over the old one), ignored, or a
 failure.
 
-Where the file system or the kernel has no unnamed files (or /proc is not mounted),
-the file is written as before them, into a temporary dot-file created new (never
-through a link), then renamed or linked into place. Only that way leaves a temporary
-file behind after a crash, which PutFile's sweep removes once it is old (`PARTIAL`).
+Where the file system or the kernel has no unnamed files (or /proc is not mounted, or
+its links cannot be followed to link a file), the file is written as before them,
+into a temporary dot-file created new (never through a link), then renamed or linked
+into place. Only that way leaves a temporary file behind after a crash, which
+PutFile's sweep removes once it is old (`PARTIAL`).
 
 Per file this asks the directory for one change instead of two (the name; not the
 temporary name and then the rename), and allocates the inode outside the directory's
@@ -46,6 +47,9 @@ PARTIAL = re.compile(r"^\.[0-9a-f\-]{36}\.(?:[0-9a-f]{8}|[0-9a-f]{16})\.partial$
 _NO_UNNAMED = frozenset({errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOSYS})
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _PROC_FD = os.path.isdir("/proc/self/fd")  # the links through which an unnamed file is named
+# linkat(2) through /proc refused where /proc's links cannot be followed to a file (a
+# sandboxed kernel, a restricted /proc): the file is written again the named way.
+_NO_PROC_LINK = frozenset({errno.EPERM, errno.ENOENT, errno.EXDEV, errno.EOPNOTSUPP})
 _named_only: set[str] = set()  # directories whose file system has no unnamed files
 _named_only_lock = threading.Lock()
 
@@ -68,8 +72,15 @@ def write_file(
         if sync:
             os.fsync(fd)
         return _name_unnamed(fd, flowfile.id, directory, target, conflict)
+    except _ProcLinkRefused:
+        _remember_named_only(directory)
     finally:
         os.close(fd)
+    return _write_named(session, flowfile, directory, target, sync, conflict)
+
+
+class _ProcLinkRefused(Exception):
+    """The first link of an unnamed file was refused (`_NO_PROC_LINK`): nothing was named."""
 
 
 def _open_unnamed(directory: str) -> int | None:
@@ -82,9 +93,13 @@ def _open_unnamed(directory: str) -> int | None:
     except OSError as error:
         if error.errno not in _NO_UNNAMED:
             raise
-        with _named_only_lock:
-            _named_only.add(directory)
+        _remember_named_only(directory)
         return None
+
+
+def _remember_named_only(directory: str) -> None:
+    with _named_only_lock:
+        _named_only.add(directory)
 
 
 def _link(fd: int, target: str) -> None:
@@ -102,6 +117,10 @@ def _name_unnamed(fd: int, flowfile_id: str, directory: str, target: str, confli
         return "written"
     except FileExistsError:
         pass
+    except OSError as error:
+        if error.errno in _NO_PROC_LINK:
+            raise _ProcLinkRefused from error
+        raise
     if conflict == "replace":
         # A uuid name depends only on the FlowFile's identity: a retry lands on it again.
         temporary = _temporary_name(directory, flowfile_id)

@@ -109,3 +109,27 @@ def test_a_file_system_without_unnamed_files_is_remembered_and_written_the_named
     assert sorted(os.listdir(tmp_path)) == ["a", "b"]
     assert sum(1 for flags in opened if flags & file_writes._O_TMPFILE == file_writes._O_TMPFILE) == 1
     assert file_writes._named_only == {str(tmp_path)}
+
+
+def test_a_proc_whose_links_cannot_be_followed_is_remembered_and_written_the_named_way(tmp_path, monkeypatch):
+    def refused(fd, target):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(file_writes, "_named_only", set())
+    monkeypatch.setattr(file_writes, "_link", refused)
+    session = _Session(b"payload", tmp_path)
+    placed = file_writes.write_file(session, _Flowfile(ID), str(tmp_path), str(tmp_path / ID), sync=True)
+    assert placed == "written" and (tmp_path / ID).read_bytes() == b"payload"
+    assert os.listdir(tmp_path) == [ID]
+    assert file_writes._named_only == {str(tmp_path)}
+
+
+def test_a_link_refused_for_another_reason_is_raised(tmp_path, monkeypatch):
+    def full(fd, target):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(file_writes, "_named_only", set())
+    monkeypatch.setattr(file_writes, "_link", full)
+    with pytest.raises(OSError, match="No space"):
+        file_writes.write_file(_Session(b"payload", tmp_path), _Flowfile(ID), str(tmp_path), str(tmp_path / ID), False)
+    assert os.listdir(tmp_path) == [] and file_writes._named_only == set()
